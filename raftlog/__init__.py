@@ -1,0 +1,1 @@
+"""raftlog core: the segmented log storage engine and the Raft consensus adapter."""

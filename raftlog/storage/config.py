@@ -1,0 +1,111 @@
+"""Per-log configuration, with Kafka's property names, validated when built."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from raftlog.storage.batch import HEADER_SIZE
+from raftlog.storage.errors import InvalidConfig
+
+KiB = 1024
+MiB = 1024 * KiB
+DAY_MS = 24 * 3600 * 1000
+
+FlushMode = Literal["always", "group"]
+
+# Kafka-style property name -> LogConfig field
+PROPERTY_FIELDS: dict[str, str] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "max.message.bytes": "max_message_bytes",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "flush.policy": "flush_mode",
+    "flush.ms": "flush_interval_ms",
+    "flush.bytes": "flush_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+}
+
+SEGMENT_BYTES_MAX = 2**31 - 1  # positions in the offset index are u32; keep well inside
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """How one log stores, flushes and retains its data.
+
+    flush_mode "always": every append is fsynced before it returns (the default).
+    flush_mode "group": appends return once written to the page cache; a background flusher fsyncs
+    every ``flush_interval_ms``, and an append fsyncs inline once ``flush_bytes`` are unflushed.
+    retention_ms / retention_bytes of -1 mean unlimited.
+    """
+
+    segment_bytes: int = 128 * MiB
+    segment_ms: int = 7 * DAY_MS
+    max_message_bytes: int = 1 * MiB
+    retention_ms: int = 7 * DAY_MS
+    retention_bytes: int = -1
+    flush_mode: FlushMode = "always"
+    flush_interval_ms: int = 10
+    flush_bytes: int = 1 * MiB
+    index_interval_bytes: int = 4 * KiB
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "flush_mode":
+                if value not in ("always", "group"):
+                    raise InvalidConfig("flush.policy", value, "must be 'always' or 'group'")
+            elif not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidConfig(_property(f.name), value, "must be an integer")
+        _range("segment.bytes", self.segment_bytes, 1 * KiB, SEGMENT_BYTES_MAX)
+        _range("segment.ms", self.segment_ms, 1, 2**62)
+        _range("max.message.bytes", self.max_message_bytes, HEADER_SIZE + 16, SEGMENT_BYTES_MAX)
+        if self.retention_ms != -1:
+            _range("retention.ms", self.retention_ms, 1, 2**62)
+        if self.retention_bytes != -1:
+            _range("retention.bytes", self.retention_bytes, 1, 2**62)
+        _range("flush.ms", self.flush_interval_ms, 1, 3600 * 1000)
+        _range("flush.bytes", self.flush_bytes, 1, 2**40)
+        _range("index.interval.bytes", self.index_interval_bytes, 1, 64 * MiB)
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, object], base: LogConfig | None = None) -> LogConfig:
+        """Build from Kafka-style names (``{"segment.bytes": 1048576, ...}``), over ``base`` or defaults.
+
+        Integer values may come as decimal strings (command lines, HTTP query strings).
+        """
+        values = {f.name: getattr(base or cls(), f.name) for f in fields(cls)}
+        for key, raw in properties.items():
+            name = PROPERTY_FIELDS.get(key)
+            if name is None:
+                raise InvalidConfig(
+                    key, raw, f"unknown property; known: {', '.join(sorted(PROPERTY_FIELDS))}"
+                )
+            if name == "flush_mode":
+                values[name] = raw
+            elif isinstance(raw, str):
+                try:
+                    values[name] = int(raw.strip())
+                except ValueError:
+                    raise InvalidConfig(key, raw, "must be an integer") from None
+            else:
+                values[name] = raw
+        return cls(**values)
+
+    def to_properties(self) -> dict[str, object]:
+        """The Kafka-style view, as published by the API."""
+        return {key: getattr(self, name) for key, name in PROPERTY_FIELDS.items()}
+
+
+def _property(field_name: str) -> str:
+    for key, name in PROPERTY_FIELDS.items():
+        if name == field_name:
+            return key
+    return field_name
+
+
+def _range(key: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise InvalidConfig(key, value, f"must be between {low} and {high}")

@@ -1,0 +1,80 @@
+"""Typed errors raised by the storage engine. ``api/errors.py`` maps each one to HTTP exactly once."""
+
+from __future__ import annotations
+
+from raftlog.errors import RaftlogError
+
+
+class StorageError(RaftlogError):
+    """Base of every error raised by ``raftlog.storage``."""
+
+
+class InvalidConfig(StorageError):
+    """A log configuration value is missing, malformed or outside its allowed range."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"invalid config {key}={value!r}: {reason}")
+        self.key = key
+        self.value = value
+        self.reason = reason
+
+
+class RecordTooLarge(StorageError):
+    """A record or batch is larger than ``max.message.bytes``; nothing was written."""
+
+    def __init__(self, size_bytes: int, limit_bytes: int) -> None:
+        super().__init__(f"batch of {size_bytes} bytes exceeds max.message.bytes={limit_bytes}")
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+
+
+class InvalidRecord(StorageError):
+    """A record or batch given to the log is malformed (empty batch, wrong types, bad offsets)."""
+
+
+class CorruptRecord(StorageError):
+    """Bytes on disk fail their CRC or framing check. Names the file and byte position."""
+
+    def __init__(self, path: str, position: int, reason: str) -> None:
+        super().__init__(f"corrupt record batch in {path} at byte {position}: {reason}")
+        self.path = path
+        self.position = position
+        self.reason = reason
+
+
+class OffsetOutOfRange(StorageError):
+    """An offset outside ``[log_start_offset, end_offset]``."""
+
+    def __init__(self, offset: int, log_start_offset: int, end_offset: int) -> None:
+        super().__init__(
+            f"offset {offset} is out of range [log_start_offset={log_start_offset}, end_offset={end_offset}]"
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.end_offset = end_offset
+
+
+class NotBatchBoundary(StorageError):
+    """A tail truncation was asked for at an offset inside a batch; batches are never split."""
+
+    def __init__(self, offset: int, batch_base_offset: int, batch_end_offset: int) -> None:
+        super().__init__(
+            f"cannot truncate at offset {offset}: inside batch [{batch_base_offset}, {batch_end_offset})"
+        )
+        self.offset = offset
+        self.batch_base_offset = batch_base_offset
+        self.batch_end_offset = batch_end_offset
+
+
+class LogClosed(StorageError):
+    """The log was closed; no further operation is possible on this handle."""
+
+
+class StorageUnavailable(StorageError):
+    """The disk refused a write (full disk, I/O error). The log was rolled back to its last good state
+    when possible; otherwise it is marked failed and refuses every further write."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"storage unavailable at {path}: {reason}")
+        self.path = path
+        self.reason = reason

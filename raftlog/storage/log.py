@@ -1,0 +1,579 @@
+"""A partition's log: an ordered run of segments in one directory, with dense offsets.
+
+Invariants, checked on every append and on open:
+- segments are contiguous: each one's end offset is the next one's base offset;
+- offsets are dense: batch i+1's base offset is batch i's end offset;
+- under flush mode "always", an append returns only after its bytes are fsynced;
+- only the last (active) segment is written; closed segments were fsynced before the next was created.
+
+Thread-safe: one lock serialises every operation on a log. Reads hold it only while they read a bounded
+number of bytes; the streaming :class:`LogReader` takes it per batch.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from raftlog.errors import check
+from raftlog.storage.batch import (
+    BatchFormatError,
+    BatchHeader,
+    ProducerRecord,
+    Record,
+    decode_records,
+    encode_batch,
+    rebase,
+    verify,
+)
+from raftlog.storage.config import LogConfig
+from raftlog.storage.errors import (
+    CorruptRecord,
+    InvalidRecord,
+    LogClosed,
+    OffsetOutOfRange,
+    RecordTooLarge,
+    StorageUnavailable,
+)
+from raftlog.storage.retention import SegmentInfo, segments_to_delete
+from raftlog.storage.segment import RecoveryReport, Segment, fsync_directory
+
+log = logging.getLogger("raftlog.storage")
+
+START_OFFSET_FILE = "log-start-offset"
+_SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
+_MAX_RELATIVE_OFFSET = 2**32 - 1
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    end_offset: int  # offset after the last record appended
+    term: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadBatch:
+    """A CRC-checked raw batch as read from disk (for replication and zero-copy serving)."""
+
+    header: BatchHeader
+    data: bytes
+
+    def records(self) -> tuple[Record, ...]:
+        return decode_records(self.data, self.header)
+
+
+@dataclass(slots=True)
+class OpenReport:
+    """What opening the log found and repaired."""
+
+    segments: int = 0
+    repairs: list[RecoveryReport] = field(default_factory=list)
+    removed_files: list[str] = field(default_factory=list)
+
+
+class Log:
+    """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`."""
+
+    def __init__(self, directory: str, config: LogConfig, clock: Callable[[], int]) -> None:
+        self.directory = directory
+        self.config = config
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self._unflushed_bytes = 0
+        self._last_flush_ms = clock()
+        self._durable_end_offset = 0
+        self._failed: str | None = None
+        self._closed = False
+        self.open_report = OpenReport()
+
+    # -- opening -------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, directory: str, config: LogConfig | None = None, clock: Callable[[], int] = wall_clock_ms
+    ) -> Log:
+        """Open (creating if needed) and recover the log in ``directory``."""
+        os.makedirs(directory, exist_ok=True)
+        self = cls(directory, config or LogConfig(), clock)
+        self._recover()
+        return self
+
+    def _recover(self) -> None:
+        minimum_start = self._read_start_offset()
+        bases = []
+        names = set(os.listdir(self.directory))
+        for name in sorted(names):
+            stem, dot, suffix = name.partition(".")
+            if name == START_OFFSET_FILE or name.startswith(START_OFFSET_FILE + ".tmp"):
+                continue
+            if not dot or "." + suffix not in _SEGMENT_SUFFIXES or not stem.isdigit() or len(stem) != 20:
+                raise CorruptRecord(os.path.join(self.directory, name), 0, "unexpected file in log directory")
+            base = int(stem)
+            if suffix == "log":
+                bases.append(base)
+        bases.sort()
+        # files of an interrupted delete or reset: indexes without data, or segments below the start offset
+        for name in sorted(names):
+            stem, _, suffix = name.partition(".")
+            if not stem.isdigit():
+                continue
+            base = int(stem)
+            orphan = suffix != "log" and base not in bases
+            if orphan or base < minimum_start:
+                os.unlink(os.path.join(self.directory, name))
+                self.open_report.removed_files.append(name)
+        bases = [b for b in bases if b >= minimum_start]
+        if self.open_report.removed_files:
+            log.warning("%s: removed leftover files %s", self.directory, self.open_report.removed_files)
+            fsync_directory(self.directory)
+        if not bases:
+            self._segments = [Segment.create(self.directory, minimum_start, self.config.index_interval_bytes)]
+        for position, base in enumerate(bases):
+            segment = Segment(self.directory, base, self.config.index_interval_bytes)
+            self._segments.append(segment)
+            if position + 1 < len(bases):
+                report = segment.recover_closed(bases[position + 1])
+            else:
+                report = segment.recover_active()
+                report = report if report.truncated_bytes else RecoveryReport(segment.path)
+            if report.truncated_bytes or report.rebuilt_indexes:
+                self.open_report.repairs.append(report)
+        self._bases = [s.base_offset for s in self._segments]
+        self.open_report.segments = len(self._segments)
+        self._durable_end_offset = self.end_offset
+
+    def _read_start_offset(self) -> int:
+        path = os.path.join(self.directory, START_OFFSET_FILE)
+        try:
+            with open(path, encoding="ascii") as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            return 0
+        if not text.isdigit():
+            raise CorruptRecord(path, 0, f"log start offset file holds {text!r}, not an offset")
+        return int(text)
+
+    def _write_start_offset(self, offset: int) -> None:
+        path = os.path.join(self.directory, START_OFFSET_FILE)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(f"{offset}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_directory(self.directory)
+
+    # -- offsets -------------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def end_offset(self) -> int:
+        """The offset the next appended record gets (Kafka's log end offset)."""
+        return self._segments[-1].end_offset
+
+    @property
+    def durable_end_offset(self) -> int:
+        """Every record below this offset is fsynced."""
+        return self._durable_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    # -- appends -------------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: Sequence[ProducerRecord],
+        term: int = 0,
+        producer_id: int | None = None,
+        sequence: int | None = None,
+    ) -> AppendResult:
+        """Append records as one batch at the end of the log; offsets are assigned densely."""
+        with self._lock:
+            self._check_writable()
+            now_ms = self._clock()
+            batch = encode_batch(self.end_offset, records, term, now_ms, producer_id, sequence)
+            return self._append(batch, verify(batch), now_ms)
+
+    def append_prepared(self, batch: bytes, term: int) -> AppendResult:
+        """Append a batch encoded elsewhere (e.g. by a Raft leader), stamping the next offset and ``term``."""
+        with self._lock:
+            self._check_writable()
+            self._check_size(len(batch))
+            try:
+                stamped = rebase(batch, self.end_offset, term)
+                header = verify(stamped)
+                decode_records(stamped, header)
+            except BatchFormatError as exc:
+                raise InvalidRecord(f"malformed batch: {exc}") from exc
+            return self._append(stamped, header, self._clock())
+
+    def append_batch(self, batch: bytes) -> AppendResult:
+        """Append an already-offset batch exactly as given (replica catch-up); it must start at the end."""
+        with self._lock:
+            self._check_writable()
+            self._check_size(len(batch))
+            try:
+                header = verify(batch)
+            except BatchFormatError as exc:
+                raise InvalidRecord(f"malformed batch: {exc}") from exc
+            if header.base_offset != self.end_offset:
+                raise InvalidRecord(
+                    f"batch starts at offset {header.base_offset} but the log ends at {self.end_offset}"
+                )
+            return self._append(batch, header, self._clock())
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogClosed(f"log {self.directory} is closed")
+        if self._failed is not None:
+            raise StorageUnavailable(self.directory, f"log failed earlier and refuses writes: {self._failed}")
+
+    def _check_size(self, size: int) -> None:
+        if size > self.config.max_message_bytes:
+            raise RecordTooLarge(size, self.config.max_message_bytes)
+
+    def _append(self, batch: bytes, header: BatchHeader, now_ms: int) -> AppendResult:
+        self._check_size(header.size_bytes)
+        check(
+            header.base_offset == self.end_offset,
+            f"{self.directory}: batch at {header.base_offset} does not start at end {self.end_offset}",
+        )
+        active = self._segments[-1]
+        if not active.is_empty and self._should_roll(active, header, now_ms):
+            self._roll_locked()
+            active = self._segments[-1]
+        try:
+            active.append(batch, header, now_ms)
+            self._unflushed_bytes += header.size_bytes
+            if self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes:
+                self._flush_locked(now_ms)
+        except StorageUnavailable as exc:
+            self._fail(str(exc))
+            raise
+        except OSError as exc:
+            self._fail(str(exc))
+            raise StorageUnavailable(active.path, str(exc)) from exc
+        return AppendResult(header.base_offset, header.end_offset, header.term)
+
+    def _fail(self, reason: str) -> None:
+        log.error(
+            "%s: storage failure, log refuses further writes until reopened: %s", self.directory, reason
+        )
+        self._failed = reason
+
+    def _should_roll(self, active: Segment, header: BatchHeader, now_ms: int) -> bool:
+        if active.size + header.size_bytes > self.config.segment_bytes:
+            return True
+        if header.end_offset - active.base_offset > _MAX_RELATIVE_OFFSET:
+            return True
+        first = active.first_append_ms
+        return first is not None and now_ms - first >= self.config.segment_ms
+
+    # -- rolling and flushing ------------------------------------------------------------------------
+
+    def roll(self) -> None:
+        """Close the active segment and start a new one (no-op when the active segment is empty)."""
+        with self._lock:
+            self._check_writable()
+            if not self._segments[-1].is_empty:
+                self._roll_locked()
+
+    def _roll_locked(self) -> None:
+        active = self._segments[-1]
+        active.seal()  # fsync data and indexes before the next segment exists
+        self._durable_end_offset = active.end_offset
+        segment = Segment.create(self.directory, active.end_offset, self.config.index_interval_bytes)
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    def flush(self) -> None:
+        """fsync everything appended so far."""
+        with self._lock:
+            if not self._closed:
+                self._flush_locked(self._clock())
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Group-commit tick: fsync if unflushed data is older than ``flush.ms``. True if it flushed."""
+        with self._lock:
+            if self._closed or self._unflushed_bytes == 0:
+                return False
+            if now_ms - self._last_flush_ms < self.config.flush_interval_ms:
+                return False
+            self._flush_locked(now_ms)
+            return True
+
+    def _flush_locked(self, now_ms: int) -> None:
+        self._segments[-1].flush()
+        self._unflushed_bytes = 0
+        self._last_flush_ms = now_ms
+        self._durable_end_offset = self.end_offset
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    def _check_offset(self, offset: int) -> None:
+        if not self.log_start_offset <= offset <= self.end_offset:
+            raise OffsetOutOfRange(offset, self.log_start_offset, self.end_offset)
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    def read_batches(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[ReadBatch]:
+        """CRC-checked batches holding records from ``offset`` on, up to ``max_bytes`` (at least one batch
+        when any record is available), never including a batch that starts at or after ``max_offset``."""
+        with self._lock:
+            if self._closed:
+                raise LogClosed(f"log {self.directory} is closed")
+            self._check_offset(offset)
+            limit = self.end_offset if max_offset is None else min(max_offset, self.end_offset)
+            out: list[ReadBatch] = []
+            total = 0
+            index = self._segment_index(offset)
+            position = self._segments[index].locate(offset)
+            while index < len(self._segments):
+                segment = self._segments[index]
+                if position is not None:
+                    for _, header, view in segment.batches(position):
+                        if header.base_offset >= limit or (out and total + header.size_bytes > max_bytes):
+                            return out
+                        out.append(ReadBatch(header, bytes(view)))
+                        total += header.size_bytes
+                index += 1
+                position = 0
+            return out
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[Record]:
+        """Records from ``offset`` on, within ``max_bytes`` of batches (at least one record if any), all
+        below ``max_offset`` (e.g. the high watermark) when given."""
+        with self._lock:
+            limit = self.end_offset if max_offset is None else min(max_offset, self.end_offset)
+            records: list[Record] = []
+            for batch in self.read_batches(offset, max_bytes, limit):
+                try:
+                    decoded = batch.records()
+                except BatchFormatError as exc:
+                    raise CorruptRecord(
+                        self.directory, -1, f"batch at offset {batch.header.base_offset}: {exc}"
+                    ) from exc
+                records.extend(r for r in decoded if offset <= r.offset < limit)
+            return records
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record has a timestamp >= ``timestamp_ms``, or None if there is none."""
+        with self._lock:
+            for segment in self._segments:
+                if segment.max_timestamp_ms is None or segment.max_timestamp_ms < timestamp_ms:
+                    continue
+                position = segment.locate(segment.time_index.scan_start(timestamp_ms))
+                if position is None:
+                    continue
+                for _, header, view in segment.batches(position):
+                    if header.max_timestamp_ms >= timestamp_ms:
+                        for record in decode_records(view, header):
+                            if record.timestamp_ms >= timestamp_ms:
+                                return record.offset
+                check(
+                    False,
+                    f"{segment.path}: max timestamp {segment.max_timestamp_ms} >= {timestamp_ms} "
+                    "but no batch reaches it",
+                )
+            return None
+
+    def reader(self, offset: int, max_offset: int | None = None) -> LogReader:
+        """A streaming reader from ``offset``; it keeps the segment it reads from open, even if retention
+        deletes it meanwhile. Use as a context manager."""
+        with self._lock:
+            self._check_offset(offset)
+            return LogReader(self, offset, max_offset)
+
+    # -- truncation and retention --------------------------------------------------------------------
+
+    def truncate(self, offset: int) -> None:
+        """Discard every record at or after ``offset`` (a batch boundary). Used by a replica to drop entries
+        its leader never committed. Later segments are deleted newest first, so a crash midway leaves a
+        consistent prefix."""
+        with self._lock:
+            self._check_writable()
+            self._check_offset(offset)
+            if offset == self.end_offset:
+                return
+            index = self._segment_index(offset)
+            segment = self._segments[index]
+            if offset == segment.base_offset and index > 0:
+                keep = index  # the previous segment ends exactly here
+            else:
+                keep = index + 1
+                segment.check_boundary(offset)  # before deleting anything
+            while len(self._segments) > keep:
+                doomed = self._segments.pop()
+                self._bases.pop()
+                doomed.delete()
+            self._segments[-1].truncate_to(offset)
+            self._segments[-1].first_append_ms = None
+            self._unflushed_bytes = 0
+            self._durable_end_offset = min(self._durable_end_offset, self.end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Replace the whole log with an empty one starting at ``offset`` (>= end offset): a replica that
+        fell behind its leader's log start jumps forward. Crash-safe through the start-offset file."""
+        with self._lock:
+            self._check_writable()
+            if offset < self.end_offset:
+                raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
+            self._write_start_offset(offset)
+            for segment in reversed(self._segments):
+                segment.delete()
+            self._segments = [Segment.create(self.directory, offset, self.config.index_interval_bytes)]
+            self._bases = [offset]
+            self._unflushed_bytes = 0
+            self._durable_end_offset = offset
+
+    def delete_oldest_segments(self, count: int) -> int:
+        """Delete up to ``count`` leading closed segments, oldest first. Returns how many were deleted."""
+        with self._lock:
+            self._check_writable()
+            deleted = 0
+            while deleted < count and len(self._segments) > 1:
+                segment = self._segments.pop(0)
+                self._bases.pop(0)
+                segment.delete()
+                deleted += 1
+            return deleted
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
+        with self._lock:
+            if self._closed or self._failed is not None:
+                return 0
+            infos = [SegmentInfo(s.base_offset, s.size, s.max_timestamp_ms) for s in self._segments]
+            count = segments_to_delete(infos, self.config.retention_ms, self.config.retention_bytes, now_ms)
+            if count:
+                log.info(
+                    "%s: retention deletes %d segment(s) below offset %d",
+                    self.directory,
+                    count,
+                    self._segments[count].base_offset,
+                )
+            return self.delete_oldest_segments(count)
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply a new configuration live (it takes effect from the next append, roll and retention run)."""
+        with self._lock:
+            check(config.index_interval_bytes > 0, "index interval must be positive")
+            self.config = config
+
+    def segment_infos(self) -> list[SegmentInfo]:
+        with self._lock:
+            return [SegmentInfo(s.base_offset, s.size, s.max_timestamp_ms) for s in self._segments]
+
+    # -- closing -------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush and close. Further calls on this handle raise ``LogClosed``."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if self._failed is None:
+                    self._segments[-1].seal()
+            finally:
+                for segment in self._segments:
+                    if segment.readers == 0:
+                        segment.close()
+                self._closed = True
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class LogReader:
+    """Streams batches from an offset; holds the segment it is in so deletion cannot pull it away."""
+
+    def __init__(self, owner: Log, offset: int, max_offset: int | None) -> None:
+        self._log = owner
+        self._next_offset = offset
+        self._max_offset = max_offset
+        self._segment: Segment | None = None
+        self._position: int | None = None
+
+    def __iter__(self) -> Iterator[ReadBatch]:
+        while True:
+            batch = self.next_batch()
+            if batch is None:
+                return
+            yield batch
+
+    def next_batch(self) -> ReadBatch | None:
+        """The next batch, or None at the end of the log (or at ``max_offset``)."""
+        owner = self._log
+        with owner._lock:
+            limit = owner.end_offset if self._max_offset is None else min(self._max_offset, owner.end_offset)
+            if self._next_offset >= limit:
+                return None
+            if self._segment is None or self._position is None or self._position >= self._segment.size:
+                self._move_to(self._next_offset)
+            if self._segment is None or self._position is None:
+                return None
+            for position, header, view in self._segment.batches(self._position):
+                if header.base_offset >= limit:
+                    return None
+                self._position = position + header.size_bytes
+                self._next_offset = header.end_offset
+                return ReadBatch(header, bytes(view))
+            self._position = self._segment.size
+            return self.next_batch()
+
+    def _move_to(self, offset: int) -> None:
+        owner = self._log
+        if offset < owner.log_start_offset:
+            raise OffsetOutOfRange(offset, owner.log_start_offset, owner.end_offset)
+        segment = owner._segments[owner._segment_index(offset)]
+        if segment is not self._segment:
+            self._release()
+            segment.acquire()
+            self._segment = segment
+        self._position = segment.locate(offset)
+
+    def _release(self) -> None:
+        if self._segment is not None:
+            with self._log._lock:
+                self._segment.release()
+            self._segment = None
+
+    def close(self) -> None:
+        self._release()
+
+    def __enter__(self) -> LogReader:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,383 @@
+"""One segment: a data file of record batches plus its sparse offset and time indexes.
+
+Files are named by the segment's base offset, zero-padded to 20 digits (Kafka's convention):
+``00000000000000000042.log``, ``.index`` and ``.timeindex``. Only the last segment of a log (the active
+one) is ever appended to; the others are closed and immutable until retention deletes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from raftlog.errors import check
+from raftlog.storage.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, decode_header
+from raftlog.storage.errors import CorruptRecord, NotBatchBoundary, StorageUnavailable
+from raftlog.storage.index import OffsetIndex, TimeIndex
+
+log = logging.getLogger("raftlog.storage")
+
+READ_CHUNK_BYTES = 256 * 1024
+NAME_DIGITS = 20
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:0{NAME_DIGITS}d}{suffix}"
+
+
+def fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ScanStop(Exception):
+    """A walk over a data file met bytes that are not a valid next batch."""
+
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(f"at byte {position}: {reason}")
+        self.position = position
+        self.reason = reason
+
+
+def walk(fd: int, start: int, end: int, verify: bool) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """Yield (position, header, batch bytes) for consecutive batches in ``[start, end)``.
+
+    Reads in chunks so small batches cost no syscall each. The yielded view is valid only until the next
+    step. With ``verify`` every batch's CRC is checked. Raises :class:`ScanStop` at the first byte that is
+    not a complete, well-formed (and, with ``verify``, CRC-valid) batch.
+    """
+    position = start
+    buffer = b""
+    buffer_start = start
+    while position < end:
+        relative = position - buffer_start
+        if len(buffer) - relative < HEADER_SIZE:
+            buffer = os.pread(fd, max(READ_CHUNK_BYTES, HEADER_SIZE), position)
+            buffer_start, relative = position, 0
+            if len(buffer) < HEADER_SIZE:
+                raise ScanStop(position, f"torn header: {min(len(buffer), end - position)} bytes at end")
+        try:
+            header = decode_header(buffer, relative)
+        except BatchFormatError as exc:
+            raise ScanStop(position, str(exc)) from None
+        size = header.size_bytes
+        if position + size > end:
+            raise ScanStop(position, f"batch of {size} bytes runs past the end of the file ({end})")
+        if len(buffer) - relative < size:
+            buffer = os.pread(fd, max(READ_CHUNK_BYTES, size), position)
+            buffer_start, relative = position, 0
+            if len(buffer) < size:
+                raise ScanStop(position, f"short read: {len(buffer)} of {size} bytes")
+        view = memoryview(buffer)[relative : relative + size]
+        if verify and not crc_ok(view, header):
+            raise ScanStop(position, f"crc32c mismatch in batch at offset {header.base_offset}")
+        yield position, header, view
+        position += size
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What opening a segment had to repair (empty when nothing)."""
+
+    path: str
+    truncated_bytes: int = 0
+    truncated_at: int = -1
+    reason: str = ""
+    rebuilt_indexes: bool = False
+
+
+class Segment:
+    """A data file and its indexes. Not thread-safe: the owning :class:`Log` serialises access."""
+
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.path = os.path.join(directory, segment_name(base_offset, ".log"))
+        self._index_interval_bytes = index_interval_bytes
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.index = OffsetIndex(os.path.join(directory, segment_name(base_offset, ".index")), base_offset)
+        self.time_index = TimeIndex(
+            os.path.join(directory, segment_name(base_offset, ".timeindex")), base_offset
+        )
+        self.end_offset = base_offset
+        self.max_timestamp_ms: int | None = None
+        self.first_append_ms: int | None = None  # wall clock of the first append since open (segment.ms)
+        self._bytes_since_index = 0
+        self._dirty = False
+        self.readers = 0
+        self.deleted = False
+
+    # -- creation and recovery -------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> Segment:
+        path = os.path.join(directory, segment_name(base_offset, ".log"))
+        check(not os.path.exists(path), f"segment {path} already exists")
+        segment = cls(directory, base_offset, index_interval_bytes)
+        fsync_directory(directory)
+        return segment
+
+    def recover_active(self) -> RecoveryReport:
+        """Verify every batch (CRC and offset contiguity), rebuild both indexes, cut a torn tail."""
+        self.index.truncate_from(self.base_offset)
+        self.time_index.truncate_from(self.base_offset)
+        valid_end, stop = self._rebuild(verify=True)
+        if stop is None:
+            return RecoveryReport(self.path, rebuilt_indexes=True)
+        dropped = self.size - valid_end
+        log.warning(
+            "%s: truncating %d bytes of torn or corrupt tail at byte %d (offset %d): %s",
+            self.path,
+            dropped,
+            valid_end,
+            self.end_offset,
+            stop.reason,
+        )
+        self._truncate_file(valid_end)
+        return RecoveryReport(self.path, dropped, valid_end, stop.reason, rebuilt_indexes=True)
+
+    def recover_closed(self, next_base_offset: int) -> RecoveryReport:
+        """Check a closed segment cheaply (its tail from the last index entry), rebuild indexes if needed.
+
+        A closed segment was fsynced before the next one was created, so any damage here is corruption of
+        acknowledged data: it is raised, naming the file and position, never truncated silently.
+        """
+        rebuilt = False
+        if not self._tail_consistent():
+            log.warning("%s: index missing or inconsistent; rebuilding", self.path)
+            self.index.truncate_from(self.base_offset)
+            self.time_index.truncate_from(self.base_offset)
+            valid_end, stop = self._rebuild(verify=True)
+            rebuilt = True
+            if stop is not None:
+                raise CorruptRecord(self.path, stop.position, stop.reason)
+            if valid_end != self.size:
+                raise CorruptRecord(self.path, valid_end, f"{self.size - valid_end} trailing bytes")
+        if self.end_offset != next_base_offset:
+            raise CorruptRecord(
+                self.path,
+                self.size,
+                f"segment ends at offset {self.end_offset} but the next segment starts at {next_base_offset}",
+            )
+        return RecoveryReport(self.path, rebuilt_indexes=rebuilt)
+
+    def _tail_consistent(self) -> bool:
+        """Walk from the last index entry to the end; True if it ends exactly at the file's end."""
+        last = self.index.last()
+        offset, position = last if last is not None else (self.base_offset, 0)
+        if last is None and self.size > 2 * self._index_interval_bytes:
+            return False  # a closed segment this large always has index entries: the index was lost
+        if position >= self.size or self.size == 0:
+            return False
+        max_ts = self.time_index.max_timestamp()
+        expected = offset
+        try:
+            for _, header, _ in walk(self._fd, position, self.size, verify=True):
+                if header.base_offset != expected:
+                    return False
+                expected = header.end_offset
+                max_ts = header.max_timestamp_ms if max_ts is None else max(max_ts, header.max_timestamp_ms)
+        except ScanStop:
+            return False
+        time_last = self.time_index.entries()[-1:] if self.time_index.count else []
+        if time_last and not self.base_offset <= time_last[0][1] < expected:
+            return False
+        self.end_offset = expected
+        self.max_timestamp_ms = max_ts
+        self._bytes_since_index = self.size - position
+        return True
+
+    def _rebuild(self, verify: bool) -> tuple[int, ScanStop | None]:
+        """Walk the whole file, re-adding index entries; returns (end of last good batch, why it stopped)."""
+        self.end_offset = self.base_offset
+        self.max_timestamp_ms = None
+        self._bytes_since_index = 0
+        valid_end = 0
+        try:
+            for position, header, _ in walk(self._fd, 0, self.size, verify):
+                if header.base_offset != self.end_offset:
+                    raise ScanStop(
+                        position, f"batch base offset {header.base_offset}, expected {self.end_offset}"
+                    )
+                self._track(position, header)
+                valid_end = position + header.size_bytes
+        except ScanStop as stop:
+            return valid_end, stop
+        return valid_end, None
+
+    # -- appends ---------------------------------------------------------------------------------------
+
+    def _track(self, position: int, header: BatchHeader) -> None:
+        """Account for a batch now present at ``position``: indexes, end offset, max timestamp."""
+        if self._bytes_since_index >= self._index_interval_bytes:
+            self.index.append(header.base_offset, position)
+            running_max = max(self.max_timestamp_ms or header.max_timestamp_ms, header.max_timestamp_ms)
+            time_max = self.time_index.max_timestamp()
+            if time_max is None or running_max > time_max:
+                self.time_index.append(running_max, header.base_offset)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size_bytes
+        self.end_offset = header.end_offset
+        if self.max_timestamp_ms is None or header.max_timestamp_ms > self.max_timestamp_ms:
+            self.max_timestamp_ms = header.max_timestamp_ms
+
+    def append(self, batch: bytes, header: BatchHeader, now_ms: int) -> None:
+        check(
+            header.base_offset == self.end_offset,
+            f"{self.path}: append at offset {header.base_offset} but segment ends at {self.end_offset}",
+        )
+        position = self.size
+        try:
+            written = 0
+            while written < len(batch):
+                written += os.pwrite(self._fd, memoryview(batch)[written:], position + written)
+        except OSError as exc:
+            self._undo_partial_write(position, exc)
+            raise StorageUnavailable(self.path, f"write failed: {exc}") from exc
+        self.size = position + len(batch)
+        self._dirty = True
+        if self.first_append_ms is None:
+            self.first_append_ms = now_ms
+        self._track(position, header)
+
+    def _undo_partial_write(self, position: int, cause: OSError) -> None:
+        try:
+            os.ftruncate(self._fd, position)
+        except OSError as exc:
+            raise StorageUnavailable(
+                self.path, f"write failed ({cause}) and rolling back to byte {position} failed too ({exc})"
+            ) from exc
+
+    def seal(self) -> None:
+        """Close for appends: record the final max timestamp in the time index and fsync everything."""
+        if self.max_timestamp_ms is not None:
+            time_max = self.time_index.max_timestamp()
+            if time_max is None or self.max_timestamp_ms > time_max:
+                self.time_index.append(self.max_timestamp_ms, self._last_batch_offset())
+        self.flush()
+        self.index.flush()
+        self.time_index.flush()
+
+    def _last_batch_offset(self) -> int:
+        last = self.index.last()
+        offset, position = last if last is not None else (self.base_offset, 0)
+        for _, header, _ in walk(self._fd, position, self.size, verify=False):
+            offset = header.base_offset
+        return offset
+
+    def flush(self) -> None:
+        if self._dirty:
+            os.fdatasync(self._fd)
+            self._dirty = False
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    def locate(self, offset: int) -> int | None:
+        """Byte position of the batch holding ``offset`` (or the first one after it), None past the end."""
+        _, position = self.index.lookup(offset)
+        try:
+            for batch_position, header, _ in walk(self._fd, position, self.size, verify=False):
+                if header.end_offset > offset:
+                    return batch_position
+        except ScanStop as stop:
+            raise CorruptRecord(self.path, stop.position, stop.reason) from None
+        return None
+
+    def batches(self, position: int) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """CRC-checked batches from ``position`` to the end; corruption raises ``CorruptRecord``."""
+        try:
+            yield from walk(self._fd, position, self.size, verify=True)
+        except ScanStop as stop:
+            raise CorruptRecord(self.path, stop.position, stop.reason) from None
+
+    # -- truncation and deletion -----------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or after ``offset``, which must be a batch boundary in this segment."""
+        check(
+            self.base_offset <= offset <= self.end_offset,
+            f"{self.path}: truncate to {offset} outside [{self.base_offset}, {self.end_offset}]",
+        )
+        if offset == self.end_offset:
+            return
+        position = self.check_boundary(offset)
+        self.index.truncate_from(offset)
+        self.time_index.truncate_from(offset)
+        self._truncate_file(position)
+        self.index.flush()
+        self.time_index.flush()
+        self._resume()
+
+    def check_boundary(self, offset: int) -> int:
+        """Byte position of the batch starting at ``offset``; raises ``NotBatchBoundary`` if none does."""
+        if offset == self.end_offset:
+            return self.size
+        position = self.locate(offset)
+        if position is None:
+            raise NotBatchBoundary(offset, self.end_offset, self.end_offset)
+        header = decode_header(os.pread(self._fd, HEADER_SIZE, position))
+        if header.base_offset != offset:
+            raise NotBatchBoundary(offset, header.base_offset, header.end_offset)
+        return position
+
+    def _truncate_file(self, size: int) -> None:
+        try:
+            os.ftruncate(self._fd, size)
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise StorageUnavailable(self.path, f"truncate to {size} failed: {exc}") from exc
+        self.size = size
+
+    def _resume(self) -> None:
+        """Recompute end offset, max timestamp and index spacing from the last index entry onward."""
+        last = self.index.last()
+        offset, position = last if last is not None else (self.base_offset, 0)
+        self.end_offset = offset
+        self.max_timestamp_ms = self.time_index.max_timestamp()
+        for _, header, _ in self.batches(position):
+            self.end_offset = header.end_offset
+            if self.max_timestamp_ms is None or header.max_timestamp_ms > self.max_timestamp_ms:
+                self.max_timestamp_ms = header.max_timestamp_ms
+        self._bytes_since_index = self.size - position
+
+    def delete(self) -> None:
+        """Unlink the files now; close descriptors once no reader holds the segment.
+
+        Unlinked files stay readable through open descriptors, so a reader in the middle of this segment
+        finishes undisturbed, and a crash can never bring deleted data back.
+        """
+        self.deleted = True
+        for path in (self.path, self.index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                log.warning("%s: already gone while deleting segment %d", path, self.base_offset)
+        fsync_directory(self.directory)
+        if self.readers == 0:
+            self.close()
+
+    def acquire(self) -> None:
+        self.readers += 1
+
+    def release(self) -> None:
+        check(self.readers > 0, f"{self.path}: release without acquire")
+        self.readers -= 1
+        if self.readers == 0 and self.deleted:
+            self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            self.index.close()
+            self.time_index.close()
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0
