@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the project with its test tools, from the project's own files only.
+# Re-runs pip only when pyproject.toml changed since the last successful install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+    echo "bootstrap: Python >= 3.11 is required (found $("$PYTHON" --version 2>&1))" >&2
+    exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+    echo "bootstrap: creating .venv" >&2
+    "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+    echo "bootstrap: installing raftlog and its dependencies into .venv" >&2
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi
