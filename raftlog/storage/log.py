@@ -223,6 +223,7 @@ class Log:
             self._check_writable()
             self._check_size(len(batch))
             try:
+                verify(batch)  # check the CRC it came with before rebase seals a new one over the bytes
                 stamped = rebase(batch, self.end_offset, term)
                 header = verify(stamped)
                 decode_records(stamped, header)
@@ -326,7 +327,16 @@ class Log:
             return True
 
     def _flush_locked(self, now_ms: int) -> None:
-        self._segments[-1].flush()
+        if self._failed is not None:
+            raise StorageUnavailable(self.directory, f"log failed earlier: {self._failed}")
+        try:
+            self._segments[-1].flush()
+        except OSError as exc:
+            # After a failed fsync the kernel may have dropped the dirty pages: retrying could report
+            # success for data that is gone. The log stops accepting writes until it is reopened and
+            # recovered from what is really on disk.
+            self._fail(f"fsync failed: {exc}")
+            raise StorageUnavailable(self._segments[-1].path, f"fsync failed: {exc}") from exc
         self._unflushed_bytes = 0
         self._last_flush_ms = now_ms
         self._durable_end_offset = self.end_offset

@@ -122,4 +122,7 @@ class LogManager:
             self._thread.join(timeout=10)
             self._thread = None
         for name in self.names():
-            self.close_log(name)
+            try:
+                self.close_log(name)
+            except (RaftlogError, OSError):
+                log.exception("closing log %s failed", name)
