@@ -217,11 +217,16 @@ class Log:
             batch = encode_batch(self.end_offset, records, term, now_ms, producer_id, sequence)
             return self._append(batch, verify(batch), now_ms)
 
-    def append_prepared(self, batch: bytes, term: int) -> AppendResult:
-        """Append a batch encoded elsewhere (e.g. by a Raft leader), stamping the next offset and ``term``."""
+    def append_prepared(self, batch: bytes, term: int, enforce_size_limit: bool = True) -> AppendResult:
+        """Append a batch encoded elsewhere (e.g. by a Raft leader), stamping the next offset and ``term``.
+
+        A replica applying a committed entry passes ``enforce_size_limit=False``: the leader checked the
+        limit before proposing, and every replica must apply the same entries whatever its local config.
+        """
         with self._lock:
             self._check_writable()
-            self._check_size(len(batch))
+            if enforce_size_limit:
+                self._check_size(len(batch))
             try:
                 verify(batch)  # check the CRC it came with before rebase seals a new one over the bytes
                 stamped = rebase(batch, self.end_offset, term)
@@ -229,7 +234,7 @@ class Log:
                 decode_records(stamped, header)
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
-            return self._append(stamped, header, self._clock())
+            return self._append(stamped, header, self._clock(), enforce_size_limit)
 
     def append_batch(self, batch: bytes) -> AppendResult:
         """Append an already-offset batch exactly as given (replica catch-up); it must start at the end."""
@@ -256,8 +261,11 @@ class Log:
         if size > self.config.max_message_bytes:
             raise RecordTooLarge(size, self.config.max_message_bytes)
 
-    def _append(self, batch: bytes, header: BatchHeader, now_ms: int) -> AppendResult:
-        self._check_size(header.size_bytes)
+    def _append(
+        self, batch: bytes, header: BatchHeader, now_ms: int, enforce_size_limit: bool = True
+    ) -> AppendResult:
+        if enforce_size_limit:
+            self._check_size(header.size_bytes)
         check(
             header.base_offset == self.end_offset,
             f"{self.directory}: batch at {header.base_offset} does not start at end {self.end_offset}",

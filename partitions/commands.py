@@ -1,0 +1,68 @@
+"""The commands a partition's Raft group replicates (pure codec, msgpack, versioned).
+
+[1, 1, batch]                    Produce: a record batch encoded by the leader (offset and term are
+                                 stamped when applied); producer id and sequence ride in its header
+[1, 2, group, offset, reset]     CommitOffset: a consumer group's next offset to read
+[1, 3]                           Barrier: commits nothing; proves leadership for linearizable reads
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgpack
+
+from partitions.errors import InvalidCommand
+
+VERSION = 1
+_PRODUCE, _COMMIT_OFFSET, _BARRIER = 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class Produce:
+    batch: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOffset:
+    group: str
+    offset: int
+    reset: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    pass
+
+
+Command = Produce | CommitOffset | Barrier
+
+
+def encode(command: Command) -> bytes:
+    if isinstance(command, Produce):
+        fields: list[object] = [VERSION, _PRODUCE, command.batch]
+    elif isinstance(command, CommitOffset):
+        fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
+    else:
+        fields = [VERSION, _BARRIER]
+    packed: bytes = msgpack.packb(fields, use_bin_type=True)
+    return packed
+
+
+def decode(data: bytes) -> Command:
+    try:
+        fields = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        raise InvalidCommand(f"not msgpack: {exc}") from None
+    if not isinstance(fields, list) or len(fields) < 2 or fields[0] != VERSION:
+        raise InvalidCommand(f"unknown command envelope {str(fields)[:80]!r}")
+    kind = fields[1]
+    if kind == _PRODUCE and len(fields) == 3 and isinstance(fields[2], bytes):
+        return Produce(fields[2])
+    if kind == _COMMIT_OFFSET and len(fields) == 5:
+        _, _, group, offset, reset = fields
+        if isinstance(group, str) and isinstance(offset, int) and offset >= 0 and isinstance(reset, bool):
+            return CommitOffset(group, offset, reset)
+    if kind == _BARRIER and len(fields) == 2:
+        return Barrier()
+    raise InvalidCommand(f"malformed command of kind {kind!r}")

@@ -1,0 +1,38 @@
+"""Typed errors of the partitions layer."""
+
+from __future__ import annotations
+
+from raftlog.errors import RaftlogError
+
+
+class PartitionError(RaftlogError):
+    """Base of every error raised by ``partitions``."""
+
+
+class InvalidCommand(PartitionError):
+    """Bytes that are not a replicated partition command (a bug or a version mismatch)."""
+
+
+class SequenceTooOld(PartitionError):
+    """A producer retried a sequence older than the deduplication window: it cannot be told apart from a
+    new write, so it is refused rather than appended twice."""
+
+    def __init__(self, producer_id: int, sequence: int, oldest_known: int) -> None:
+        super().__init__(
+            f"producer {producer_id}: sequence {sequence} is older than the deduplication window "
+            f"(oldest remembered sequence {oldest_known})"
+        )
+        self.producer_id = producer_id
+        self.sequence = sequence
+        self.oldest_known = oldest_known
+
+
+class ReplicaBehind(PartitionError):
+    """This replica's log lacks records its snapshot says were applied; it must fetch them from a peer."""
+
+    def __init__(self, log_end_offset: int, applied_end_offset: int) -> None:
+        super().__init__(
+            f"log ends at offset {log_end_offset} but the snapshot says {applied_end_offset} were applied"
+        )
+        self.log_end_offset = log_end_offset
+        self.applied_end_offset = applied_end_offset

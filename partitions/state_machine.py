@@ -1,0 +1,163 @@
+"""The replicated state machine of one partition: committed commands -> the partition's segmented log.
+
+Deterministic: every replica applies the same committed entries in the same order and ends with the same
+log bytes, the same producer table and the same committed consumer offsets. No clock, no randomness.
+
+The log holds only committed batches (entries are applied after they commit), so the high watermark is the
+applied end offset. After a restart the Raft journal replays entries from the last snapshot while the log
+already holds their batches: a replayed produce is compared byte for byte with the batch already at that
+offset and skipped, so nothing is written twice; a mismatch is a broken invariant and stops the group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgpack
+
+from partitions.commands import Barrier, CommitOffset, Produce, decode
+from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
+from partitions.errors import InvalidCommand, ReplicaBehind, SequenceTooOld
+from raftlog.errors import check
+from raftlog.storage.batch import BatchFormatError, rebase, verify
+from raftlog.storage.errors import InvalidRecord
+from raftlog.storage.log import Log
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    base_offset: int
+    end_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A deterministic refusal: every replica refuses the same entry the same way; nothing is written."""
+
+    error: InvalidCommand | SequenceTooOld | InvalidRecord
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitted:
+    group: str
+    offset: int
+
+
+ApplyResult = Produced | Refused | OffsetCommitted | None
+
+
+class PartitionStateMachine:
+    """Implements ``raftlog.consensus.interface.StateMachine`` for one partition replica."""
+
+    def __init__(self, log: Log, producers: ProducerTable | None = None) -> None:
+        self.log = log
+        self.producers = producers or ProducerTable()
+        self.consumer_offsets: dict[str, int] = {}
+        self.applied_index = 0
+        # Offsets below the high watermark are committed and applied. Without a snapshot the journal
+        # replays from its first entry, which produced offset 0.
+        self.high_watermark = 0
+
+    # -- apply ---------------------------------------------------------------------------------------
+
+    def apply(self, index: int, term: int, command: bytes) -> ApplyResult:
+        check(index > self.applied_index, f"apply of index {index} after index {self.applied_index}")
+        self.applied_index = index
+        try:
+            decoded = decode(command)
+        except InvalidCommand as exc:
+            return Refused(exc)
+        if isinstance(decoded, Produce):
+            return self._produce(decoded.batch, term)
+        if isinstance(decoded, CommitOffset):
+            return self._commit_offset(decoded)
+        check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
+        return None
+
+    def _produce(self, batch: bytes, term: int) -> Produced | Refused:
+        try:
+            header = verify(batch)
+        except BatchFormatError as exc:
+            return Refused(InvalidRecord(f"malformed batch: {exc}"))
+        producer_id, sequence = header.producer_id, header.sequence
+        if producer_id is not None and sequence is not None:
+            decision = self.producers.decide(producer_id, sequence)
+            if isinstance(decision, Duplicate):
+                return Produced(decision.base_offset, decision.end_offset, duplicate=True)
+            if isinstance(decision, TooOld):
+                return Refused(SequenceTooOld(producer_id, sequence, decision.oldest_known))
+            check(isinstance(decision, Fresh), f"unhandled dedup decision {decision!r}")
+        base_offset = self.high_watermark
+        end_offset = base_offset + header.record_count
+        self._write(batch, term, base_offset)
+        self.high_watermark = end_offset
+        if producer_id is not None and sequence is not None:
+            self.producers.record(producer_id, sequence, base_offset, end_offset)
+        return Produced(base_offset, end_offset)
+
+    def _write(self, batch: bytes, term: int, base_offset: int) -> None:
+        log = self.log
+        if log.end_offset == base_offset:
+            result = log.append_prepared(batch, term, enforce_size_limit=False)
+            check(
+                result.base_offset == base_offset,
+                f"{log.directory}: appended at {result.base_offset}, expected {base_offset}",
+            )
+            return
+        check(
+            log.end_offset > base_offset,
+            f"{log.directory}: log ends at {log.end_offset}, below the applied end offset {base_offset}",
+        )
+        if base_offset < log.log_start_offset:
+            return  # replayed entry whose batch retention already deleted
+        existing = log.read_batches(base_offset, max_bytes=1)
+        expected = rebase(batch, base_offset, term)
+        check(
+            len(existing) == 1 and existing[0].data == expected,
+            f"{log.directory}: replayed entry at offset {base_offset} differs from the batch on disk",
+        )
+
+    def _commit_offset(self, command: CommitOffset) -> OffsetCommitted:
+        current = self.consumer_offsets.get(command.group)
+        if command.reset or current is None or command.offset > current:
+            self.consumer_offsets[command.group] = command.offset
+        return OffsetCommitted(command.group, self.consumer_offsets[command.group])
+
+    # -- snapshots -----------------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """Metadata only: the log's segments are fsynced first, so the snapshot never covers data that a
+        power loss could take back."""
+        self.log.flush()
+        check(
+            self.log.durable_end_offset >= self.high_watermark,
+            f"{self.log.directory}: durable {self.log.durable_end_offset} < applied {self.high_watermark}",
+        )
+        packed: bytes = msgpack.packb(
+            {
+                "v": SNAPSHOT_VERSION,
+                "applied_index": self.applied_index,
+                "high_watermark": self.high_watermark,
+                "producers": self.producers.to_rows(),
+                "consumer_offsets": self.consumer_offsets,
+            },
+            use_bin_type=True,
+        )
+        return packed
+
+    def restore(self, snapshot: bytes) -> None:
+        state = msgpack.unpackb(snapshot, raw=False)
+        check(
+            isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
+            f"unknown partition snapshot format {str(state)[:80]!r}",
+        )
+        high_watermark = int(state["high_watermark"])
+        if self.log.end_offset < high_watermark:
+            raise ReplicaBehind(self.log.end_offset, high_watermark)
+        self.applied_index = int(state["applied_index"])
+        self.high_watermark = high_watermark
+        self.producers = ProducerTable.from_rows(state["producers"])
+        self.consumer_offsets = {str(k): int(v) for k, v in state["consumer_offsets"].items()}
