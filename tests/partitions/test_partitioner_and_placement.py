@@ -1,0 +1,62 @@
+"""Key -> partition like Kafka; replicas and leaders spread evenly."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from partitions.partitioner import murmur2, partition_for_key
+from partitions.placement import PlacementImpossible, place
+
+# Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
+KAFKA_MURMUR2 = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+@pytest.mark.parametrize(("key", "expected"), KAFKA_MURMUR2.items())
+def test_murmur2_matches_kafka(key: bytes, expected: int) -> None:
+    assert murmur2(key) == expected
+
+
+@given(st.binary(max_size=64), st.integers(1, 1000))
+def test_partition_is_stable_and_in_range(key: bytes, partitions: int) -> None:
+    chosen = partition_for_key(key, partitions)
+    assert 0 <= chosen < partitions
+    assert chosen == partition_for_key(key, partitions)
+
+
+@given(st.integers(1, 7), st.integers(1, 40), st.data())
+def test_placement_is_balanced_and_valid(node_count: int, partitions: int, data: st.DataObject) -> None:
+    nodes = [f"n{i}" for i in range(1, node_count + 1)]
+    factor = data.draw(st.integers(1, node_count))
+    assignment = place(nodes, partitions, factor)
+    assert len(assignment) == partitions
+    replicas: Counter[str] = Counter()
+    leaders: Counter[str] = Counter()
+    for replica_set in assignment:
+        assert len(replica_set) == factor and len(set(replica_set)) == factor
+        replicas.update(replica_set)
+        leaders[replica_set[0]] += 1
+    assert max(replicas[n] for n in nodes) - min(replicas[n] for n in nodes) <= 1
+    fair_share = -(-partitions // node_count)
+    assert max(leaders.values()) <= fair_share + 1, f"leaders {dict(leaders)} for {partitions} partitions"
+
+
+def test_placement_accounts_for_existing_topics() -> None:
+    existing = {"old": [["n1", "n2"], ["n1", "n2"]]}
+    [replica_set] = place(["n1", "n2", "n3"], 1, 2, existing)
+    assert replica_set[0] == "n3", "the only node without replicas or leaderships should lead the new one"
+
+
+def test_placement_refuses_a_factor_above_the_live_nodes() -> None:
+    with pytest.raises(PlacementImpossible):
+        place(["n1", "n2"], 3, 3)
