@@ -36,3 +36,26 @@ class ReplicaBehind(PartitionError):
         )
         self.log_end_offset = log_end_offset
         self.applied_end_offset = applied_end_offset
+
+
+class InvalidTopic(PartitionError):
+    """A topic name, partition count or replication factor that cannot be used."""
+
+
+class TopicExists(PartitionError):
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic!r} already exists")
+        self.topic = topic
+
+
+class UnknownTopic(PartitionError):
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic!r} does not exist")
+        self.topic = topic
+
+
+class UnknownPartition(PartitionError):
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(f"topic {topic!r} has no partition {partition}")
+        self.topic = topic
+        self.partition = partition

@@ -1,0 +1,79 @@
+"""The controller state machine: topics created, altered and deleted deterministically."""
+
+from __future__ import annotations
+
+from partitions import controller
+from partitions.controller import (
+    AlterConfigs,
+    ControllerStateMachine,
+    CreateTopic,
+    DeleteTopic,
+    TopicMetadata,
+)
+from partitions.errors import InvalidCommand, InvalidTopic, TopicExists, UnknownTopic
+from raftlog.storage.errors import InvalidConfig
+
+R3 = [["n1", "n2", "n3"], ["n2", "n3", "n1"]]
+
+
+def apply_all(machine: ControllerStateMachine, *commands: controller.ControllerCommand) -> list[object]:
+    start = machine.applied_index
+    return [machine.apply(start + i + 1, 1, controller.encode(c)) for i, c in enumerate(commands)]
+
+
+def test_create_alter_delete_round_trip() -> None:
+    machine = ControllerStateMachine()
+    created, altered, deleted = apply_all(
+        machine,
+        CreateTopic("orders", R3, {"retention.ms": 1000}),
+        AlterConfigs("orders", {"segment.bytes": 1 << 20}),
+        DeleteTopic("orders"),
+    )
+    assert isinstance(created, TopicMetadata) and created.partitions == 2 and created.topic_id == 1
+    assert isinstance(altered, TopicMetadata)
+    assert altered.configs == {"retention.ms": 1000, "segment.bytes": 1 << 20}
+    assert altered.log_config().segment_bytes == 1 << 20
+    assert deleted == altered and machine.topics == {}
+
+
+def test_recreated_topic_gets_new_groups() -> None:
+    machine = ControllerStateMachine()
+    first, _, second = apply_all(machine, CreateTopic("t", R3), DeleteTopic("t"), CreateTopic("t", R3))
+    assert isinstance(first, TopicMetadata) and isinstance(second, TopicMetadata)
+    assert first.group_id(0) != second.group_id(0)
+
+
+def test_bad_commands_are_refused_and_change_nothing() -> None:
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("t", R3))
+    before = dict(machine.topics)
+    results = apply_all(
+        machine,
+        CreateTopic("t", R3),
+        CreateTopic("bad/name", R3),
+        CreateTopic("uneven", [["n1"], ["n1", "n2"]]),
+        CreateTopic("twice", [["n1", "n1"]]),
+        CreateTopic("conf", R3, {"segment.bytes": 1}),
+        AlterConfigs("t", {"no.such.property": 1}),
+        DeleteTopic("missing"),
+    )
+    kinds = [type(r) for r in results]
+    assert kinds == [
+        TopicExists,
+        InvalidTopic,
+        InvalidTopic,
+        InvalidTopic,
+        InvalidConfig,
+        InvalidConfig,
+        UnknownTopic,
+    ]
+    assert machine.topics == before
+    assert isinstance(machine.apply(99, 1, b"\xc1"), InvalidCommand)
+
+
+def test_snapshot_restores_the_same_state() -> None:
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("a", R3, {"retention.ms": 5}), CreateTopic("b", [["n1"]]))
+    copy = ControllerStateMachine()
+    copy.restore(machine.snapshot())
+    assert copy.topics == machine.topics and copy.applied_index == machine.applied_index
