@@ -1,0 +1,76 @@
+"""Every typed error maps to exactly the HTTP status and code of the API contract."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import api
+import partitions
+import raftlog
+from api import errors
+from raftlog.errors import RaftlogError
+from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
+
+
+def _all_error_classes() -> set[type[RaftlogError]]:
+    for package in (raftlog, partitions, api):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if ".bench" not in module.name:
+                importlib.import_module(module.name)
+    found: set[type[RaftlogError]] = set()
+    pending = [RaftlogError]
+    while pending:
+        kind = pending.pop()
+        for sub in kind.__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                pending.append(sub)
+    return found
+
+
+# Node-to-node transport errors never travel on a client request: they close a peer connection.
+NODE_INTERNAL_MODULES = {"raftlog.consensus.transport", "raftlog.consensus.wire"}
+
+
+def test_every_concrete_error_is_in_the_table() -> None:
+    bases = {errors.ApiError}
+    unmapped = [
+        k.__module__ + "." + k.__name__
+        for k in _all_error_classes()
+        if k not in bases
+        and k.__module__ not in NODE_INTERNAL_MODULES
+        and not k.__subclasses__()
+        and errors.lookup(k.__new__(k)) is errors.INTERNAL
+    ]
+    assert not unmapped, f"errors without an HTTP mapping in api/errors.py: {sorted(unmapped)}"
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (errors.BadRequest("x"), 400, 40001),
+        (OffsetOutOfRange(9, 2, 5), 416, 41601),
+        (RecordTooLarge(10, 5), 413, 41301),
+        (errors.UnsupportedMediaType("text/plain"), 415, 41501),
+    ],
+)
+def test_contract_codes(error: Exception, status: int, code: int) -> None:
+    mapped = errors.lookup(error)
+    assert (mapped.status, mapped.error_code) == (status, code)
+    assert errors.body(error)["error_code"] == code
+
+
+def test_offset_out_of_range_tells_the_client_where_the_log_is() -> None:
+    assert errors.body(OffsetOutOfRange(9, 2, 5)) | {"message": ""} == {
+        "error_code": 41601,
+        "message": "",
+        "log_start_offset": 2,
+        "end_offset": 5,
+    }
+
+
+def test_an_unmapped_error_is_an_internal_error() -> None:
+    assert errors.lookup(ValueError("bug")) is errors.INTERNAL
