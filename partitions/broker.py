@@ -1,0 +1,134 @@
+"""What a node offers the HTTP layer: the ``Broker`` protocol (pure interface, no I/O here).
+
+``api/`` depends only on this protocol; ``partitions.node.Node`` implements it over Raft groups and the
+segmented log, and tests may implement it in memory. Methods raise the typed errors of
+``raftlog``/``partitions`` (mapped to HTTP once, in ``api/errors.py``). When a partition is led by another
+node, the call raises ``raftlog.consensus.errors.NotLeader`` with the leader's node id as ``leader_hint``
+(or ``NoLeader``) and the API forwards the request to that node (``http_address``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from partitions.controller import TopicMetadata
+from raftlog.storage.batch import ProducerRecord, Record
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    partition: int
+    base_offset: int
+    end_offset: int  # offset after the last record: the records got base_offset .. end_offset - 1
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    log_start_offset: int  # "beginning_offset"
+    high_watermark: int  # "end_offset": the next offset to be committed
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    node: str
+    role: str  # "leader" | "follower" | "candidate" | "unknown"
+    match_offset: int | None = None  # leader's view, in Raft indexes
+    lag: int | None = None
+    in_sync: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: str | None
+    term: int
+    high_watermark: int
+    log_start_offset: int
+    replicas: list[ReplicaState] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: str
+    http: str  # base URL, e.g. http://127.0.0.1:8081
+    state: str  # "alive" | "suspect" | "dead" | "left"
+    incarnation: int = 0
+    leader_of: int = 0
+
+
+class Broker(Protocol):
+    node_id: str
+
+    # -- metadata ----------------------------------------------------------------------------------
+    def topics(self) -> list[str]: ...
+
+    def topic(self, name: str) -> TopicMetadata:
+        """Raises UnknownTopic."""
+        ...
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        """Raises TopicExists, InvalidTopic, InvalidConfig, PlacementImpossible, NotLeader (controller)."""
+        ...
+
+    async def delete_topic(self, name: str) -> None: ...
+
+    # -- data --------------------------------------------------------------------------------------
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        """Append records as one batch, committed by a majority (acks=all). Raises UnknownTopic,
+        UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
+        ...
+
+    async def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> list[Record]:
+        """Committed records from ``offset`` (at least one if any, within ``max_bytes``); waits up to
+        ``timeout_ms`` for new ones when none are available. Raises OffsetOutOfRange, NotLeader..."""
+        ...
+
+    def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        """Store a consumer group's next offset to read; returns the stored value (never lower unless
+        ``reset``)."""
+        ...
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
+
+    # -- admin -------------------------------------------------------------------------------------
+    def partition_state(self, topic: str, partition: int) -> PartitionState: ...
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> None: ...
+
+    def nodes(self) -> list[NodeInfo]: ...
+
+    def controller(self) -> str | None: ...
+
+    def http_address(self, node_id: str) -> str | None:
+        """Base URL of a node's HTTP API, for forwarding."""
+        ...
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        """Best known leader of a partition this node may not host (for routing)."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """Flat name -> value, exported by /metrics in Prometheus text format."""
+        ...
