@@ -1,0 +1,1 @@
+"""Raft consensus adapter around pysyncobj: core fixes, journal, driver, transport."""

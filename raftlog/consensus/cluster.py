@@ -1,0 +1,39 @@
+"""Opening a group whose replicas talk over the node's ``MuxHub`` (plain node ids, no pysyncobj types
+leak to callers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pysyncobj.node import Node as _PlainNodeId
+
+from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.driver import Driver
+from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.interface import StateMachine
+from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.transport import MuxHub, transport_class
+
+
+async def open_mux_group(
+    group_id: str,
+    node_id: str,
+    voters: Sequence[str],
+    machine: StateMachine,
+    driver: Driver,
+    hub: MuxHub,
+    config: CoreConfig,
+    journal_directory: str,
+) -> ReplicaGroup:
+    """This node's replica of ``group_id`` with a durable journal in ``journal_directory``."""
+    return await ReplicaGroup.open(
+        group_id,
+        node_id,
+        list(voters),
+        machine,
+        driver,
+        config=config,
+        journal=FileJournal(journal_directory),
+        transport_class=transport_class(hub, group_id),
+        node_class=_PlainNodeId,
+    )

@@ -1,0 +1,1002 @@
+"""The Raft core: pysyncobj's SyncObj with the acknowledged-write-loss fix, our journal and no pickle.
+
+This is the ONLY module that reaches into pysyncobj internals. pysyncobj 0.3.17 keeps its state in
+name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`` replaces the base's
+``__foo`` because the base looks it up on ``self``. The replaced pieces:
+
+* ``__onMessageReceived``: a follower truncates only at a real term conflict, never on a heartbeat or a
+  duplicate batch; it acknowledges ``prevLogIdx + len(entries)`` (what it verified to match the leader),
+  not the end of its log; its commit index is bounded by that verified index. Acknowledgements carry the
+  term; the leader ignores those of other terms and steps down on a higher one. A stale success never
+  moves ``nextIndex`` or ``matchIndex`` backwards.
+* ``_onTick``: the leader's commit index is the majority of the match indexes (its own counted only up to
+  what is fsynced), acknowledgements to the leader are held until the tick's group-commit fsync, new
+  proposals are sent in the tick that appended them.
+* ``__sendAppendEntries``: a send budget per follower (time slice and a bound on entries in flight) in a
+  rotating order, so one follower cannot starve the others; no pickled "transmission" chunks.
+* ``__applyLogEntries`` / ``_checkCommandsToApply``: commands are opaque bytes handed to a
+  :class:`~raftlog.consensus.interface.StateMachine` with their index and term; a non-leader rejects a
+  proposal (NOT_LEADER / MISSING_LEADER) instead of forwarding it; membership requests are msgpack.
+* ``__tryLogCompaction`` / ``__loadDumpFile``: snapshots are the state machine's small metadata snapshot
+  in a CRC-checked msgpack file written with fsync, never pickle.
+* ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
+  journal the caller built.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import crc32c
+import msgpack
+import pysyncobj.syncobj as _syncobj_module
+from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj.config import FAIL_REASON
+from pysyncobj.node import TCPNode
+from pysyncobj.transport import TCPTransport, TransportNotReadyError
+from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
+
+from raftlog.consensus.errors import CorruptSnapshot
+from raftlog.consensus.interface import Role, StateMachine
+from raftlog.consensus.journal import MemoryJournal, RaftJournal, fsync_directory, write_file_durably
+from raftlog.errors import InvariantViolation
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_PYSYNCOBJ_VERSION = "0.3.17"
+if PYSYNCOBJ_VERSION != SUPPORTED_PYSYNCOBJ_VERSION:
+    raise ImportError(
+        f"raftlog.consensus.core patches pysyncobj {SUPPORTED_PYSYNCOBJ_VERSION} internals, "
+        f"found {PYSYNCOBJ_VERSION}"
+    )
+
+# pysyncobj's raft states and command types (syncobj.py _RAFT_STATE / _COMMAND_TYPE).
+_FOLLOWER, _CANDIDATE, _LEADER = 0, 1, 2
+_ROLE_BY_STATE = {_FOLLOWER: Role.FOLLOWER, _CANDIDATE: Role.CANDIDATE, _LEADER: Role.LEADER}
+COMMAND_NO_OP = 1
+COMMAND_MEMBERSHIP = 2
+COMMAND_USER = 0x20  # ours: the rest of the entry is an opaque StateMachine command
+
+_NO_OP_ENTRY = bytes([COMMAND_NO_OP])
+
+# The only monkeypatches of pysyncobj: SyncObj.__init__ calls createJournal and createPoller by module
+# global name. RaftCore.__init__ hands its journal (and a Driver's shared poller) to them through this
+# thread-local; a plain SyncObj (tests compare against stock) gets pysyncobj's own objects.
+_handoff = threading.local()
+_stock_create_journal = _syncobj_module.createJournal
+_stock_create_poller = _syncobj_module.createPoller
+
+
+def _create_journal(journal_file: str | None) -> Any:
+    journal = getattr(_handoff, "journal", None)
+    if journal is None:
+        return _stock_create_journal(journal_file)
+    _handoff.journal = None
+    return journal
+
+
+def _create_poller(poller_type: str) -> Any:
+    poller = getattr(_handoff, "poller", None)
+    if poller is None:
+        return _stock_create_poller(poller_type)
+    _handoff.poller = None
+    return poller
+
+
+_syncobj_module.createJournal = _create_journal
+_syncobj_module.createPoller = _create_poller
+
+Callback = Callable[[object, int], None]
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    """Tunables of one replica. Defaults survive GIL load with ~100 groups per process."""
+
+    election_timeout_min_ms: int = 1500
+    election_timeout_max_ms: int = 3000
+    heartbeat_period_ms: int = 100
+    # A leader that heard from no majority for this long steps down (pysyncobj's default is 30 s).
+    leader_fallback_timeout_ms: int = 1500
+    connection_retry_ms: int = 500
+    message_bytes_max: int = 64 * 1024
+    message_entries_max: int = 1024
+    in_flight_entries_max: int = 20_000  # per follower: sent but not acknowledged
+    proposals_per_tick_max: int = 10_000
+    applies_per_tick_max: int = 10_000
+    proposal_queue_max: int = 100_000
+    compaction_min_entries: int = 50_000
+    compaction_min_interval_ms: int = 300_000
+    snapshot_path: str | None = None  # None: no compaction (the journal grows until restart)
+    auto_tick: bool = False  # False: a Driver thread ticks the group
+    bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
+
+    def to_syncobj_conf(self) -> Any:
+        if not (
+            0 < self.heartbeat_period_ms * 3 < self.election_timeout_min_ms < self.election_timeout_max_ms
+        ):
+            raise ValueError(
+                f"need 3 * heartbeat_period_ms ({self.heartbeat_period_ms}) < election_timeout_min_ms "
+                f"({self.election_timeout_min_ms}) < election_timeout_max_ms ({self.election_timeout_max_ms})"
+            )
+        kwargs: dict[str, Any] = dict(
+            autoTick=self.auto_tick,
+            raftMinTimeout=self.election_timeout_min_ms / 1000,
+            raftMaxTimeout=self.election_timeout_max_ms / 1000,
+            appendEntriesPeriod=self.heartbeat_period_ms / 1000,
+            leaderFallbackTimeout=self.leader_fallback_timeout_ms / 1000,
+            connectionTimeout=max(3.5, self.election_timeout_max_ms / 1000),
+            connectionRetryTime=self.connection_retry_ms / 1000,
+            appendEntriesBatchSizeBytes=self.message_bytes_max,
+            appendEntriesUseBatch=True,
+            commandsQueueSize=self.proposal_queue_max,
+            commandsWaitLeader=False,
+            dynamicMembershipChange=True,
+            logCompactionMinEntries=self.compaction_min_entries,
+            logCompactionMinTime=self.compaction_min_interval_ms / 1000,
+            useFork=False,
+            maxBindRetries=1,  # a port in use fails the constructor instead of retrying forever
+            bindAddress=self.bind_address,
+        )
+        if self.snapshot_path is not None:
+            # pysyncobj ships the snapshot file to lagging followers from fullDumpFile; RaftCore writes and
+            # reads it itself (pysyncobj's pickling (de)serializer is never called).
+            kwargs["fullDumpFile"] = self.snapshot_path
+        return SyncObjConf(**kwargs)
+
+
+# -- snapshot file ----------------------------------------------------------------------------------
+SNAPSHOT_MAGIC = b"RLSNAP01"
+_SNAPSHOT_HEADER = struct.Struct("<8sII")  # magic, crc32c(body), len(body)
+
+
+def encode_snapshot(
+    state: bytes, last: tuple[bytes, int, int], prev: tuple[bytes, int, int], cluster: list[str]
+) -> bytes:
+    body: bytes = msgpack.packb(
+        {"state": state, "last": list(last), "prev": list(prev), "cluster": sorted(cluster)},
+        use_bin_type=True,
+    )
+    return _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, crc32c.crc32c(body), len(body)) + body
+
+
+def decode_snapshot(path: str, data: bytes) -> dict[str, Any]:
+    if len(data) < _SNAPSHOT_HEADER.size:
+        raise CorruptSnapshot(path, f"{len(data)} bytes is shorter than the header")
+    magic, crc, length = _SNAPSHOT_HEADER.unpack_from(data)
+    body = data[_SNAPSHOT_HEADER.size :]
+    if magic != SNAPSHOT_MAGIC:
+        raise CorruptSnapshot(path, f"bad magic {magic!r}")
+    if length != len(body) or crc32c.crc32c(body) != crc:
+        raise CorruptSnapshot(path, f"length {len(body)}/{length} or crc mismatch")
+    decoded: dict[str, Any] = msgpack.unpackb(body, raw=False)
+    return decoded
+
+
+def _as_entry(raw: Any) -> tuple[bytes, int, int]:
+    """An entry off the wire (tuple after pickle, list after msgpack) as the journal's tuple."""
+    command, index, term = raw
+    return bytes(command), int(index), int(term)
+
+
+class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
+    """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,
+    :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
+
+    # SyncObj state this class assigns (declared for mypy; SyncObj.__init__ sets them).
+    _SyncObj__raftCommitIndex: int
+    _SyncObj__raftLastApplied: int
+    _SyncObj__leaderCommitIndex: int | None
+    _SyncObj__needLoadDumpFile: bool
+    _SyncObj__onReadyCalled: bool
+    _SyncObj__forceLogCompaction: bool
+    _SyncObj__lastSerializedTime: float
+    _SyncObj__lastSerializedEntry: int | None
+
+    def __init__(
+        self,
+        self_node: Any,
+        other_nodes: list[Any],
+        state_machine: StateMachine,
+        config: CoreConfig | None = None,
+        journal: RaftJournal | None = None,
+        transport_class: Any = TCPTransport,
+        poller: Any = None,
+        node_class: Any = TCPNode,
+    ) -> None:
+        """``poller``: a pysyncobj Poller shared with other cores and polled by a Driver; this core then
+        never polls itself. None: the core owns a poller and polls it at the end of each tick.
+        ``node_class``: TCPNode when node ids are ``host:port`` (TCPTransport), pysyncobj ``Node`` for
+        the mux transport's plain node ids."""
+        self._config = config or CoreConfig()
+        self._state_machine = state_machine
+        self._journal: RaftJournal = journal if journal is not None else MemoryJournal()
+        self._held_replies: list[tuple[Any, dict[str, Any]]] = []
+        self._send_rotation = 0
+        self._followers_to_send: set[Any] = set()
+        self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
+        self._stopped_error: BaseException | None = None
+        self._external_poll = poller is not None
+        self.activity = True  # set when something happened that the next tick must handle
+        self.on_activity: Callable[[], None] | None = None  # called (any thread) after submit()
+        _handoff.journal = self._journal
+        _handoff.poller = poller
+        try:
+            super().__init__(
+                self_node,
+                other_nodes,
+                self._config.to_syncobj_conf(),
+                nodeClass=node_class,
+                transportClass=transport_class,
+            )
+        finally:
+            _handoff.journal = None
+            _handoff.poller = None
+        if self._SyncObj__raftLog is not self._journal:
+            raise InvariantViolation("createJournal hook did not hand SyncObj the RaftCore journal")
+        if poller is not None and self._poller is not poller:
+            raise InvariantViolation("createPoller hook did not hand SyncObj the shared poller")
+
+    # -- thread-safe entry points ----------------------------------------------------------------
+    def submit(self, command: bytes, callback: Callback | None) -> None:
+        """Queue a proposal; ``callback(result, fail_reason)`` runs on the tick thread (or on this thread
+        with QUEUE_FULL)."""
+        self._applyCommand(command, callback, COMMAND_USER)
+        self._notify_activity()
+
+    def _notify_activity(self) -> None:
+        self.activity = True
+        if self.on_activity is not None:
+            self.on_activity()
+
+    def submit_membership(self, change: str, node_id: str, callback: Callback | None) -> None:
+        if change not in ("add", "rem"):
+            raise ValueError(f"membership change must be 'add' or 'rem', got {change!r}")
+        self._applyCommand(msgpack.packb([change, node_id]), callback, COMMAND_MEMBERSHIP)
+        self._notify_activity()
+
+    def request_transfer(self, node_id: str | None, callback: Callback) -> None:
+        """Ask the leader to hand over (Raft TimeoutNow); runs on the next tick."""
+        self.addOnTickCallback(_OneShot(self, lambda: self.transferLeadership(node_id, callback)))
+        self._notify_activity()
+
+    def needs_tick(self) -> bool:
+        """Work is waiting that should not wait for the next idle tick."""
+        return bool(
+            self.activity
+            or self._held_replies
+            or self._followers_to_send
+            or self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied
+        )
+
+    # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
+    @property
+    def node_id(self) -> str:
+        return str(self.selfNode.id)
+
+    @property
+    def role(self) -> Role:
+        return _ROLE_BY_STATE[self._SyncObj__raftState]
+
+    @property
+    def leader_id(self) -> str | None:
+        leader = self._SyncObj__raftLeader
+        return None if leader is None else str(leader.id)
+
+    @property
+    def leader_ready(self) -> bool:
+        """Leader, and the no-op it appended on election is applied (see GroupStatus.leader_ready)."""
+        noop_index = self._SyncObj__noopIDx
+        return bool(
+            self._SyncObj__raftState == _LEADER
+            and noop_index is not None
+            and self._SyncObj__raftLastApplied >= noop_index
+        )
+
+    @property
+    def term(self) -> int:
+        return int(self._SyncObj__raftCurrentTerm)
+
+    @property
+    def commit_index(self) -> int:
+        return int(self._SyncObj__raftCommitIndex)
+
+    @property
+    def last_applied(self) -> int:
+        return int(self._SyncObj__raftLastApplied)
+
+    @property
+    def journal(self) -> RaftJournal:
+        return self._journal
+
+    def match_indexes(self) -> dict[str, int]:
+        if self._SyncObj__raftState != _LEADER:
+            return {}
+        return {str(node.id): int(index) for node, index in dict(self._SyncObj__raftMatchIndex).items()}
+
+    def voter_ids(self) -> list[str]:
+        return sorted([self.node_id] + [str(node.id) for node in self.otherNodes])
+
+    @property
+    def stopped_error(self) -> BaseException | None:
+        return self._stopped_error
+
+    # -- tick ---------------------------------------------------------------------------------------
+    def _onTick(self, timeToWait: float = 0.0) -> None:
+        if self._stopped_error is not None:
+            raise InvariantViolation(f"group {self.node_id} ticked after it stopped: {self._stopped_error!r}")
+        self.activity = False
+        try:
+            self._tick(timeToWait)
+        except BaseException as error:
+            self._stopped_error = error
+            raise
+
+    def _tick(self, time_to_wait: float) -> None:
+        transport = self._SyncObj__transport
+        if not transport.ready:
+            try:
+                transport.tryGetReady()
+            except TransportNotReadyError as error:
+                logger.warning("%s: transport not ready: %s", self.node_id, error)
+            if not transport.ready:
+                time.sleep(time_to_wait)
+                return
+        if self._SyncObj__needLoadDumpFile:
+            self._SyncObj__needLoadDumpFile = False
+            path = self._config.snapshot_path
+            if path is not None and os.path.isfile(path):
+                self._load_snapshot(clear_journal=False)
+
+        now = time.monotonic()
+        state = self._SyncObj__raftState
+        if (
+            state in (_FOLLOWER, _CANDIDATE)
+            and self.selfNode is not None
+            and self._SyncObj__raftElectionDeadline < now
+            and self._SyncObj__connectedToAnyone()
+        ):
+            self._start_election(now)
+
+        if self._SyncObj__raftState == _LEADER:
+            self._advance_commit_index()
+            self._step_down_without_quorum(now)
+
+        self._SyncObj__applyLogEntries()
+        appended = self._checkCommandsToApply()
+
+        if self._SyncObj__raftState == _LEADER:
+            if appended or now > self._SyncObj__newAppendEntriesTime:
+                self._SyncObj__sendAppendEntries()
+            elif self._followers_to_send:
+                self._send_to_followers(self._followers_to_send)
+        self._followers_to_send = set()
+
+        if (
+            not self._SyncObj__onReadyCalled
+            and self._SyncObj__raftLastApplied == self._SyncObj__leaderCommitIndex
+        ):
+            self._SyncObj__onReadyCalled = True
+
+        self._SyncObj__tryLogCompaction()
+
+        with self._SyncObj__onTickCallbacksLock:
+            callbacks = list(self._SyncObj__onTickCallbacks)
+        for callback in callbacks:
+            callback()
+
+        if not self._external_poll:
+            poll_transport(self._poller, time_to_wait, self.node_id)
+        self._sync_and_release_replies()
+
+    def _sync_and_release_replies(self) -> None:
+        """Group commit: one fsync for everything appended this tick, then the acknowledgements."""
+        self._journal.sync()
+        if not self._held_replies:
+            return
+        replies, self._held_replies = self._held_replies, []
+        transport = self._SyncObj__transport
+        durable = self._journal.durable_index
+        term = self._SyncObj__raftCurrentTerm
+        for node, message in replies:
+            if message["term"] != term:
+                continue  # the term moved on this tick: an older leader must not count this reply
+            if message["success"] and message["next_node_idx"] - 1 > durable:
+                raise InvariantViolation(
+                    f"{self.node_id}: acknowledging index {message['next_node_idx'] - 1} above durable "
+                    f"index {durable}"
+                )
+            transport.send(node, message)
+
+    def _start_election(self, now: float) -> None:
+        self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+        self._SyncObj__transferInProgress = False
+        self._SyncObj__raftLeader = None
+        self._SyncObj__setState(_CANDIDATE)
+        # setCurrentTerm persists term and vote with fsync before the request leaves.
+        self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm + 1, self.selfNode.id)
+        self._SyncObj__votesCount = 1
+        self._voters = set()
+        _, last_index, last_term = self._journal[-1]
+        for node in self._SyncObj__otherNodes:
+            self._SyncObj__transport.send(
+                node,
+                {
+                    "type": "request_vote",
+                    "term": self._SyncObj__raftCurrentTerm,
+                    "last_log_index": last_index,
+                    "last_log_term": last_term,
+                },
+            )
+        self._SyncObj__onLeaderChanged()
+        if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
+            self._SyncObj__onBecomeLeader()
+
+    def _advance_commit_index(self) -> None:
+        """Commit = the highest index a majority holds durably, if it is from the current term."""
+        journal = self._journal
+        last_index = journal.last_index
+        own = min(journal.durable_index, last_index)
+        match = self._SyncObj__raftMatchIndex
+        indexes = [own] + [match.get(node, 0) for node in self._SyncObj__otherNodes]
+        indexes.sort(reverse=True)
+        majority_index = indexes[len(indexes) // 2]
+        commit = self._SyncObj__raftCommitIndex
+        if majority_index <= commit:
+            return
+        if majority_index > last_index:
+            raise InvariantViolation(
+                f"{self.node_id}: majority match index {majority_index} above leader last index {last_index} "
+                f"(match {indexes})"
+            )
+        entry = self._entry_at(majority_index)
+        if entry is None or entry[2] != self._SyncObj__raftCurrentTerm:
+            return  # only entries of the current term commit by counting (Raft 5.4.2)
+        self._SyncObj__raftCommitIndex = majority_index
+        self._SyncObj__leaderCommitIndex = majority_index
+
+    def _step_down_without_quorum(self, now: float) -> None:
+        deadline = now - self._config.leader_fallback_timeout_ms / 1000
+        response_time = self._SyncObj__lastResponseTime
+        heard = 1 + sum(1 for node in self._SyncObj__otherNodes if response_time.get(node, 0) > deadline)
+        if heard <= (len(self._SyncObj__otherNodes) + 1) / 2:
+            logger.info(
+                "%s: leader heard from no majority for %d ms, stepping down",
+                self.node_id,
+                self._config.leader_fallback_timeout_ms,
+            )
+            self._SyncObj__setState(_FOLLOWER)
+            self._SyncObj__raftLeader = None
+
+    # -- log access ---------------------------------------------------------------------------------
+    def _entry_at(self, index: int) -> tuple[bytes, int, int] | None:
+        journal = self._journal
+        if not len(journal):
+            return None
+        position = index - journal[0][1]
+        if position < 0 or position >= len(journal):
+            return None
+        entry = journal[position]
+        if entry[1] != index:
+            raise InvariantViolation(
+                f"{self.node_id}: journal position {position} holds index {entry[1]}, expected {index}"
+            )
+        return entry
+
+    def _SyncObj__getEntries(
+        self,
+        fromIDx: int | None,
+        count: int | None = None,
+        maxSizeBytes: int | None = None,
+    ) -> list[tuple[bytes, int, int]]:
+        journal = self._journal
+        first = journal[0][1]
+        if fromIDx is None or fromIDx < first:
+            return []
+        start = fromIDx - first
+        end = len(journal) if count is None else min(len(journal), start + count)
+        if maxSizeBytes is None:
+            return journal[start:end]
+        end = min(end, start + self._config.message_entries_max)
+        entries = []
+        size = 0
+        for position in range(start, end):
+            entry = journal[position]
+            entries.append(entry)
+            size += len(entry[0])
+            if size >= maxSizeBytes:
+                break
+        return entries
+
+    # -- proposals and apply ------------------------------------------------------------------------
+    def _checkCommandsToApply(self) -> bool:
+        """Move queued proposals into the log (leader) or fail them (others). True if any appended."""
+        commands = self._SyncObj__commandsQueue
+        waiting = self._SyncObj__commandsWaitingCommit
+        appended = False
+        for _ in range(self._config.proposals_per_tick_max):
+            try:
+                command, callback = commands.get_nowait()
+            except queue.Empty:
+                break
+            if self._SyncObj__raftState != _LEADER:
+                if callback is not None:
+                    leader = self._SyncObj__raftLeader
+                    callback(None, FAIL_REASON.MISSING_LEADER if leader is None else FAIL_REASON.NOT_LEADER)
+                continue
+            if command[0] == COMMAND_MEMBERSHIP:
+                request = self._SyncObj__parseChangeClusterRequest(command)
+                if not self._SyncObj__changeCluster(request):
+                    if callback is not None:
+                        callback(None, FAIL_REASON.REQUEST_DENIED)
+                    continue
+            index, term = self._journal.last_index + 1, self._SyncObj__raftCurrentTerm
+            self._journal.add(command, index, term)
+            if callback is not None:
+                waiting[index].append((term, callback))
+            appended = True
+        return appended
+
+    def _SyncObj__applyLogEntries(self) -> bool:
+        commit = self._SyncObj__raftCommitIndex
+        last_applied = self._SyncObj__raftLastApplied
+        if commit <= last_applied:
+            return False
+        count = min(commit - last_applied, self._config.applies_per_tick_max)
+        entries = self._SyncObj__getEntries(last_applied + 1, count)
+        if not entries or entries[0][1] != last_applied + 1:
+            raise InvariantViolation(
+                f"{self.node_id}: entries to apply from {last_applied + 1} missing (commit {commit}, journal "
+                f"{self._journal.first_index}..{self._journal.last_index})"
+            )
+        waiting = self._SyncObj__commandsWaitingCommit
+        for command, index, term in entries:
+            subscribers = waiting.pop(index, None)
+            result = self._apply_entry(command, index, term)
+            self._SyncObj__raftLastApplied = index
+            if subscribers:
+                for subscribed_term, callback in subscribers:
+                    if subscribed_term == term:
+                        callback(result, FAIL_REASON.SUCCESS)
+                    else:
+                        callback(None, FAIL_REASON.DISCARDED)
+        return False
+
+    def _apply_entry(self, command: bytes, index: int, term: int) -> object:
+        kind = command[0]
+        if kind == COMMAND_USER:
+            return self._state_machine.apply(index, term, command[1:])
+        if kind == COMMAND_NO_OP:
+            return None
+        if kind == COMMAND_MEMBERSHIP:
+            # Already in effect since append (Raft 6); needed again only when replaying after restart.
+            self._SyncObj__doChangeCluster(self._SyncObj__parseChangeClusterRequest(command))
+            return None
+        raise InvariantViolation(
+            f"{self.node_id}: unsupported command type {kind} at index {index} term {term}"
+        )
+
+    def _SyncObj__parseChangeClusterRequest(self, command: bytes) -> list[str] | None:
+        if command[0] != COMMAND_MEMBERSHIP:
+            return None
+        request = msgpack.unpackb(command[1:], raw=False)
+        if not (isinstance(request, list) and len(request) == 2 and request[0] in ("add", "rem")):
+            raise InvariantViolation(f"{self.node_id}: malformed membership entry {request!r}")
+        return request
+
+    # -- messages -----------------------------------------------------------------------------------
+    def _SyncObj__onMessageReceived(self, node: Any, message: dict[str, Any]) -> None:
+        """Runs on the tick thread, inside this core's tick or (with a Driver) inside the driver's poll.
+        An error stops the core: it is recorded and raised by the next tick (poll must go on for the
+        other cores sharing it)."""
+        if self._stopped_error is not None:
+            return
+        self.activity = True
+        try:
+            self._on_message(node, message)
+        except Exception as error:
+            logger.exception(
+                "%s: stopping after an error handling %r from %s", self.node_id, message.get("type"), node
+            )
+            self._stopped_error = error
+
+    def _on_message(self, node: Any, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "append_entries":
+            self._on_append_entries(node, message)
+        elif kind == "next_node_idx":
+            self._on_append_reply(node, message)
+        elif kind == "request_vote":
+            self._on_request_vote(node, message)
+        elif kind == "response_vote":
+            if self._SyncObj__raftState == _CANDIDATE and message["term"] == self._SyncObj__raftCurrentTerm:
+                self._voters.add(node.id)  # a repeated vote from the same node counts once
+                self._SyncObj__votesCount = 1 + len(self._voters)
+                if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
+                    self._SyncObj__onBecomeLeader()
+        elif kind == "timeout_now":
+            if message["term"] >= self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
+                self._SyncObj__raftElectionDeadline = 0
+                self._SyncObj__transferInProgress = True
+        elif kind == "apply_command":
+            # This cluster never forwards proposals; a peer that does is misconfigured.
+            logger.warning("%s: refusing forwarded proposal from %s", self.node_id, node)
+            if "request_id" in message:
+                self._SyncObj__transport.send(
+                    node,
+                    {
+                        "type": "apply_command_response",
+                        "request_id": message["request_id"],
+                        "error": FAIL_REASON.REQUEST_DENIED,
+                    },
+                )
+        else:
+            logger.warning("%s: ignoring message of unknown type %r from %s", self.node_id, kind, node)
+
+    def _on_request_vote(self, node: Any, message: dict[str, Any]) -> None:
+        term = message["term"]
+        if term > self._SyncObj__raftCurrentTerm:
+            self._SyncObj__setCurrentTerm(term, None)
+            self._SyncObj__setState(_FOLLOWER)
+            self._SyncObj__raftLeader = None
+        if self._SyncObj__raftState == _LEADER or term < self._SyncObj__raftCurrentTerm:
+            return
+        _, last_index, last_term = self._journal[-1]
+        if message["last_log_term"] < last_term:
+            return
+        if message["last_log_term"] == last_term and message["last_log_index"] < last_index:
+            return
+        voted_for = self._SyncObj__votedForNodeId
+        if voted_for is not None and voted_for != node.id:
+            return
+        self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm, node.id)  # durable before the reply
+        self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
+        self._SyncObj__transport.send(node, {"type": "response_vote", "term": term})
+
+    def _hold_reply(self, node: Any, next_index: int, success: bool) -> None:
+        self._held_replies.append(
+            (
+                node,
+                {
+                    "type": "next_node_idx",
+                    "next_node_idx": next_index,
+                    "reset": not success,
+                    "success": success,
+                    "term": self._SyncObj__raftCurrentTerm,
+                },
+            )
+        )
+
+    def _on_append_entries(self, node: Any, message: dict[str, Any]) -> None:
+        term = message["term"]
+        current = self._SyncObj__raftCurrentTerm
+        if term < current:
+            # Tell the stale leader about the newer term so it steps down now, not at fallback timeout.
+            self._hold_reply(node, self._journal.last_index + 1, success=False)
+            return
+        if term > current:
+            self._SyncObj__transferInProgress = False
+            self._SyncObj__setCurrentTerm(term, None)
+        if self._SyncObj__raftState == _LEADER and term == current:
+            raise InvariantViolation(f"{self.node_id}: two leaders in term {term}: self and {node.id}")
+        if not self._SyncObj__transferInProgress:
+            self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
+        if self._SyncObj__raftLeader != node:
+            self._SyncObj__onLeaderChanged()
+        self._SyncObj__raftLeader = node
+        self._SyncObj__setState(_FOLLOWER)
+        leader_commit = message["commit_index"]
+        self._SyncObj__leaderCommitIndex = leader_commit
+
+        if "transmission" in message:
+            logger.warning("%s: ignoring chunked (pickled) entry from %s", self.node_id, node)
+            return
+        if "prevLogIdx" in message:
+            verified = self._append_from_leader(node, message)
+        elif message.get("serialized") is not None:
+            if not self._SyncObj__serializer.setTransmissionData(message["serialized"]):
+                return
+            self._make_received_snapshot_durable()
+            self._load_snapshot(clear_journal=True)
+            verified = self._journal.last_index
+            self._hold_reply(node, verified + 1, success=True)
+        else:
+            return
+        if verified is None:
+            return
+        commit = self._SyncObj__raftCommitIndex
+        new_commit = min(leader_commit, verified)
+        if new_commit > commit:
+            self._SyncObj__raftCommitIndex = new_commit
+
+    def _append_from_leader(self, node: Any, message: dict[str, Any]) -> int | None:
+        """Raft AppendEntries receiver rules 2-4. Returns the index verified to match the leader."""
+        journal = self._journal
+        prev_index = int(message["prevLogIdx"])
+        prev_term = message["prevLogTerm"]
+        commit = self._SyncObj__raftCommitIndex
+        first_index = journal.first_index
+        last_index = journal.last_index
+        if prev_index > last_index:
+            self._hold_reply(node, last_index + 1, success=False)
+            return None
+        if prev_index < first_index:
+            # Compacted here: everything up to first_index is committed; ask to resume after our commit.
+            self._hold_reply(node, commit + 1, success=False)
+            return None
+        prev = self._entry_at(prev_index)
+        if prev is None or prev[2] != prev_term:
+            if prev_index <= commit:
+                raise InvariantViolation(
+                    f"{self.node_id}: leader {node.id} disagrees at committed index {prev_index} "
+                    f"(local term {None if prev is None else prev[2]}, leader term {prev_term}, "
+                    f"commit {commit})"
+                )
+            # Entries up to our commit index match any current leader (Leader Completeness).
+            self._hold_reply(node, min(prev_index, commit + 1), success=False)
+            return None
+
+        entries = message.get("entries") or []
+        index = prev_index
+        for position, raw in enumerate(entries):
+            command, index, term = _as_entry(raw)
+            if index != prev_index + 1 + position:
+                raise InvariantViolation(
+                    f"{self.node_id}: non-contiguous entries from {node.id}: index {index} "
+                    f"at position {position} after prevLogIdx {prev_index}"
+                )
+            local = self._entry_at(index)
+            if local is not None and local[2] == term:
+                continue  # already held: a duplicate, never a reason to truncate
+            if local is not None:
+                if index <= commit:
+                    raise InvariantViolation(
+                        f"{self.node_id}: leader {node.id} overwrites committed index {index} "
+                        f"(local term {local[2]}, leader term {term}, commit {commit})"
+                    )
+                self._truncate_from(index)
+            for raw_rest in entries[position:]:
+                command, index, term = _as_entry(raw_rest)
+                journal.add(command, index, term)
+                request = self._SyncObj__parseChangeClusterRequest(command)
+                if request is not None:
+                    self._SyncObj__doChangeCluster(request)
+            break
+        verified = prev_index + len(entries)
+        self._hold_reply(node, verified + 1, success=True)
+        return verified
+
+    def _truncate_from(self, index: int) -> None:
+        journal = self._journal
+        if index <= self._SyncObj__raftLastApplied:
+            raise InvariantViolation(
+                f"{self.node_id}: truncating applied index {index} "
+                f"(last applied {self._SyncObj__raftLastApplied})"
+            )
+        for command, _, _ in reversed(journal[index - journal.first_index :]):
+            request = self._SyncObj__parseChangeClusterRequest(command)
+            if request is not None:
+                self._SyncObj__doChangeCluster(request, reverse=True)
+        journal.deleteEntriesFrom(index - journal.first_index)
+
+    def _on_append_reply(self, node: Any, message: dict[str, Any]) -> None:
+        term = message.get("term")
+        if term is None:
+            logger.warning(
+                "%s: ignoring termless append reply from %s (stock pysyncobj peer?)", self.node_id, node
+            )
+            return
+        if term > self._SyncObj__raftCurrentTerm:
+            self._SyncObj__setCurrentTerm(term, None)
+            self._SyncObj__setState(_FOLLOWER)
+            self._SyncObj__raftLeader = None
+            return
+        if self._SyncObj__raftState != _LEADER or term != self._SyncObj__raftCurrentTerm:
+            return  # a reply to an earlier term's leader: says nothing about this term's log
+        if node not in self._SyncObj__raftNextIndex:
+            return  # removed from the cluster meanwhile
+        self._SyncObj__lastResponseTime[node] = time.monotonic()
+        next_index = message["next_node_idx"]
+        match = self._SyncObj__raftMatchIndex
+        nexts = self._SyncObj__raftNextIndex
+        self._followers_to_send.add(node)  # more to send, or a resend after a rejection: next tick
+        if message["success"]:
+            acknowledged = next_index - 1
+            if acknowledged > self._journal.last_index:
+                raise InvariantViolation(
+                    f"{self.node_id}: {node.id} acknowledged index {acknowledged} beyond "
+                    f"leader last index {self._journal.last_index} in term {term}"
+                )
+            if acknowledged > match[node]:
+                match[node] = acknowledged
+            if next_index > nexts[node]:
+                nexts[node] = next_index  # never backwards on a stale (older) success
+        elif message["reset"]:
+            nexts[node] = max(match[node] + 1, min(next_index, nexts[node]))
+
+    # -- replication (leader) -----------------------------------------------------------------------
+    def _SyncObj__sendAppendEntries(self) -> None:
+        self._SyncObj__newAppendEntriesTime = time.monotonic() + self._config.heartbeat_period_ms / 1000
+        self._send_to_followers(self._SyncObj__otherNodes | self._SyncObj__readonlyNodes, heartbeat=True)
+
+    def _send_to_followers(self, nodes: set[Any], heartbeat: bool = False) -> None:
+        """Each follower gets an equal slice of one heartbeat period, in a rotating order."""
+        connected = self._SyncObj__connectedNodes
+        serializer = self._SyncObj__serializer
+        known = self._SyncObj__raftNextIndex
+        followers = sorted((node for node in nodes if node in known), key=lambda n: n.id)
+        live = []
+        for node in followers:
+            if node in connected:
+                live.append(node)
+            else:
+                serializer.cancelTransmisstion(node)
+        if not live:
+            return
+        self._send_rotation = (self._send_rotation + 1) % len(live)
+        live = live[self._send_rotation :] + live[: self._send_rotation]
+        budget = self._config.heartbeat_period_ms / 1000 / len(live)
+        for node in live:
+            self._send_to_follower(node, budget, heartbeat)
+
+    def _send_to_follower(self, node: Any, budget_s: float, heartbeat: bool) -> None:
+        """Batches until the time slice or the in-flight bound is used up; with ``heartbeat`` at least one
+        message (an empty AppendEntries if nothing else)."""
+        transport = self._SyncObj__transport
+        journal = self._journal
+        nexts = self._SyncObj__raftNextIndex
+        match = self._SyncObj__raftMatchIndex
+        start = time.monotonic()
+        term = self._SyncObj__raftCurrentTerm
+        in_flight_max = self._config.in_flight_entries_max
+        sent = not heartbeat
+        while True:
+            next_index = nexts[node]
+            if next_index <= journal.first_index:
+                if self._config.snapshot_path is None:
+                    raise InvariantViolation(
+                        f"{self.node_id}: {node.id} needs index {next_index} but the "
+                        f"journal starts at {journal.first_index} and there is no snapshot"
+                    )
+                if not self._send_snapshot_chunk(node):
+                    return
+            else:
+                prev = self._entry_at(next_index - 1)
+                if prev is None:
+                    raise InvariantViolation(
+                        f"{self.node_id}: no entry at {next_index - 1} for {node.id} "
+                        f"(journal {journal.first_index}..{journal.last_index})"
+                    )
+                can_send = next_index <= journal.last_index and next_index - 1 - match[node] < in_flight_max
+                if sent and not can_send:
+                    return
+                entries: list[tuple[bytes, int, int]] = []
+                if can_send:
+                    entries = self._SyncObj__getEntries(next_index, None, self._config.message_bytes_max)
+                    nexts[node] = entries[-1][1] + 1
+                transport.send(
+                    node,
+                    {
+                        "type": "append_entries",
+                        "term": term,
+                        "commit_index": self._SyncObj__raftCommitIndex,
+                        "entries": entries,
+                        "prevLogIdx": prev[1],
+                        "prevLogTerm": prev[2],
+                    },
+                )
+                sent = True
+                if not entries:
+                    return
+            if node not in self._SyncObj__connectedNodes or time.monotonic() - start > budget_s:
+                return
+
+    def _send_snapshot_chunk(self, node: Any) -> bool:
+        """Send the next chunk of the snapshot file; True while more chunks follow."""
+        data = self._SyncObj__serializer.getTransmissionData(node)
+        self._SyncObj__transport.send(
+            node,
+            {
+                "type": "append_entries",
+                "term": self._SyncObj__raftCurrentTerm,
+                "commit_index": self._SyncObj__raftCommitIndex,
+                "serialized": data,
+            },
+        )
+        if not data:
+            return False
+        is_last = data[2]
+        if is_last:
+            self._SyncObj__raftNextIndex[node] = self._journal[1][1] + 1
+        return not is_last
+
+    # -- snapshots ----------------------------------------------------------------------------------
+    def _SyncObj__tryLogCompaction(self) -> None:
+        path = self._config.snapshot_path
+        if path is None:
+            return
+        now = time.monotonic()
+        forced = self._SyncObj__forceLogCompaction
+        if (
+            not forced
+            and len(self._journal) <= self._config.compaction_min_entries
+            and now - self._SyncObj__lastSerializedTime <= self._config.compaction_min_interval_ms / 1000
+        ):
+            return
+        self._SyncObj__forceLogCompaction = False
+        self._SyncObj__lastSerializedTime = now
+        last_applied = self._SyncObj__raftLastApplied
+        prev, last = self._entry_at(last_applied - 1), self._entry_at(last_applied)
+        if prev is None or last is None or prev[1] == self._SyncObj__lastSerializedEntry:
+            return
+        state = self._state_machine.snapshot()
+        cluster = [str(n.id) for n in self._SyncObj__otherNodes] + [self.node_id]
+        write_file_durably(path, encode_snapshot(state, last, prev, cluster))
+        self._SyncObj__lastSerializedEntry = prev[1]
+        # Keep prev and last: pysyncobj needs two entries to resume replication after a snapshot.
+        self._journal.deleteEntriesTo(prev[1] - self._journal.first_index)
+
+    def _make_received_snapshot_durable(self) -> None:
+        """pysyncobj renamed the received file into place without fsync; do it before acting on it."""
+        path = self._config.snapshot_path
+        if path is None:
+            raise InvariantViolation(f"{self.node_id}: snapshot received but no snapshot_path configured")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+    def _load_snapshot(self, clear_journal: bool) -> None:
+        path = self._config.snapshot_path
+        if path is None:
+            raise InvariantViolation(f"{self.node_id}: snapshot received but no snapshot_path configured")
+        with open(path, "rb") as file:
+            snapshot = decode_snapshot(path, file.read())
+        last, prev = _as_entry(snapshot["last"]), _as_entry(snapshot["prev"])
+        self._state_machine.restore(snapshot["state"])
+        journal = self._journal
+        if (
+            clear_journal
+            or len(journal) < 2
+            or self._entry_at(prev[1]) != prev
+            or self._entry_at(last[1]) != last
+        ):
+            journal.clear()
+            journal.add(*prev)
+            journal.add(*last)
+        self._SyncObj__raftLastApplied = last[1]
+        if self._SyncObj__raftCommitIndex < last[1]:
+            self._SyncObj__raftCommitIndex = last[1]
+        self._SyncObj__updateClusterConfiguration([n for n in snapshot["cluster"] if n != self.node_id])
+
+
+def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
+    """Poll pysyncobj sockets. Our message handling records its own errors (RaftCore stops); anything else
+    escaping here is the stock transport choking on a peer (a malformed handshake, a socket closed under
+    it): a dead or misbehaving peer is expected, so log it and keep going."""
+    try:
+        poller.poll(timeout_s)
+    except Exception:
+        logger.exception("%s: transport error while polling (peer connection dropped or malformed)", owner)
+
+
+class _OneShot:
+    """A tick callback that runs once and removes itself."""
+
+    def __init__(self, core: RaftCore, action: Callable[[], None]) -> None:
+        self._core = core
+        self._action = action
+
+    def __call__(self) -> None:
+        self._core.removeOnTickCallback(self)
+        self._action()

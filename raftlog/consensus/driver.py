@@ -1,0 +1,219 @@
+"""One thread drives many Raft cores.
+
+Every RaftCore registered here shares the driver's pysyncobj poller (so one ``poll`` waits on the sockets
+of all groups) and is ticked by the driver thread only:
+
+* at once when it has work (a message arrived, a proposal was submitted, acknowledgements are held,
+  entries are committed but not applied, a follower is owed more entries);
+* otherwise every ``idle_tick_ms``, which drives heartbeats, election timeouts and reconnects.
+
+An idle group therefore costs one short tick per ``idle_tick_ms`` plus its heartbeat traffic, and the thread
+sleeps in ``poll`` between. Everything pysyncobj calls back (apply, proposal callbacks) runs on this
+thread; ``bridge.py`` hands results to asyncio.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pysyncobj.poller import POLL_EVENT_TYPE, createPoller
+
+from raftlog.consensus.core import RaftCore, poll_transport
+from raftlog.errors import InvariantViolation
+
+logger = logging.getLogger(__name__)
+
+FailureHandler = Callable[[RaftCore, BaseException], None]
+T = TypeVar("T")
+
+
+class Driver:
+    def __init__(self, name: str = "raft-driver", idle_tick_ms: int = 40, poll_max_ms: int = 20) -> None:
+        if not 0 < poll_max_ms <= idle_tick_ms:
+            raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
+        self.name = name
+        self._idle_tick_s = idle_tick_ms / 1000
+        self._poll_max_s = poll_max_ms / 1000
+        self.poller: Any = createPoller("auto")
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._wake_pending = False
+        self._pipe_closed = False
+        self.poller.subscribe(self._wake_read, self._on_wake, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
+        self._lock = threading.Lock()
+        self._cores: dict[RaftCore, FailureHandler | None] = {}
+        self._next_tick: dict[RaftCore, float] = {}
+        self._cores_by_group: dict[str, set[RaftCore]] = {}
+        self._take_ready_groups: Callable[[], set[str]] | None = None
+        self._calls: list[Callable[[], None]] = []
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ticks = 0  # counters for benchmarks
+        self.loops = 0
+
+    # -- any thread ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            raise InvariantViolation(f"driver {self.name} started twice")
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def add(
+        self, core: RaftCore, on_failure: FailureHandler | None = None, group_id: str | None = None
+    ) -> None:
+        """Drive ``core`` (built with ``poller=driver.poller``); ``on_failure`` runs on the driver thread if
+        a tick of this core raises (the core is then dropped). ``group_id`` names the core for
+        :meth:`watch_inbound`."""
+        if core._poller is not self.poller:
+            raise InvariantViolation(f"core {core.node_id} was not built with driver {self.name}'s poller")
+        core.on_activity = self.wake
+        with self._lock:
+            self._cores[core] = on_failure
+            self._next_tick[core] = 0.0
+            if group_id is not None:
+                self._cores_by_group.setdefault(group_id, set()).add(core)
+        self.wake()
+
+    def remove(self, core: RaftCore) -> None:
+        with self._lock:
+            self._cores.pop(core, None)
+            self._next_tick.pop(core, None)
+            for group_id, cores in list(self._cores_by_group.items()):
+                cores.discard(core)
+                if not cores:
+                    del self._cores_by_group[group_id]
+        core.on_activity = None
+
+    def watch_inbound(self, take_ready_groups: Callable[[], set[str]], check_interval_ms: int = 2) -> None:
+        """For a transport that queues inbound messages without waking the driver's poller (MuxHub in
+        threaded mode with autoTick=False, e.g. ``driver.watch_inbound(hub.take_ready_groups)``): every
+        ``check_interval_ms`` at most, the driver asks which groups have inbound messages and ticks them
+        at once instead of at their next idle tick. Call before :meth:`start`."""
+        if self._thread is not None:
+            raise InvariantViolation(f"driver {self.name}: watch_inbound after start")
+        if check_interval_ms <= 0:
+            raise ValueError(f"check_interval_ms must be positive, got {check_interval_ms}")
+        self._take_ready_groups = take_ready_groups
+        self._poll_max_s = min(self._poll_max_s, check_interval_ms / 1000)
+
+    def call(self, action: Callable[[], None]) -> None:
+        """Run ``action`` on the driver thread before the next round of ticks."""
+        with self._lock:
+            self._calls.append(action)
+        self.wake()
+
+    def submit(self, function: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """Run ``function`` on the driver thread; its result or exception lands in the returned future.
+        Anything that touches the shared poller (building a core binds and registers sockets) goes here,
+        so that only the driver thread ever polls or changes what is polled."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(function())
+            except BaseException as error:
+                future.set_exception(error)
+
+        self.call(run)
+        return future
+
+    def wake(self) -> None:
+        if self._wake_pending or self._pipe_closed:
+            return
+        self._wake_pending = True
+        try:
+            os.write(self._wake_write, b"x")
+        except BlockingIOError:
+            logger.debug("driver %s: wake pipe full, a wake-up is already pending", self.name)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stopping.set()
+        self.wake()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                raise InvariantViolation(f"driver {self.name} did not stop within {timeout_s} s")
+        self._pipe_closed = True
+        with self._lock:
+            for core in self._cores:
+                core.on_activity = None
+        self.poller.unsubscribe(self._wake_read)
+        os.close(self._wake_read)
+        os.close(self._wake_write)
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return self._thread
+
+    # -- driver thread --------------------------------------------------------------------------------
+    def _on_wake(self, descriptor: int, event: int) -> None:
+        self._wake_pending = False
+        try:
+            while os.read(self._wake_read, 4096):
+                pass
+        except BlockingIOError:
+            return  # drained
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as error:
+            logger.critical("driver %s crashed; failing every group it drove", self.name, exc_info=True)
+            with self._lock:
+                cores = list(self._cores.items())
+                self._cores.clear()
+            for core, on_failure in cores:
+                if on_failure is not None:
+                    on_failure(core, error)
+            raise
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self.loops += 1
+            with self._lock:
+                calls, self._calls = self._calls, []
+            for action in calls:
+                try:
+                    action()
+                except Exception:
+                    logger.exception("driver %s: a call failed (the driver goes on)", self.name)
+            with self._lock:  # after the calls: one of them may have removed (and destroyed) a core
+                cores = list(self._cores.items())
+            if self._take_ready_groups is not None:
+                ready = self._take_ready_groups()
+                if ready:
+                    with self._lock:
+                        for group_id in ready:
+                            for core in self._cores_by_group.get(group_id, ()):
+                                core.activity = True
+            now = time.monotonic()
+            for core, on_failure in cores:
+                if core not in self._cores:
+                    continue  # removed by an earlier tick's failure handler in this round
+                if core.needs_tick() or now >= self._next_tick.get(core, 0.0):
+                    self._tick(core, on_failure, now)
+            wait = self._poll_max_s
+            if any(core.needs_tick() for core, _ in cores):
+                wait = 0.0
+            poll_transport(self.poller, wait, self.name)
+
+    def _tick(self, core: RaftCore, on_failure: FailureHandler | None, now: float) -> None:
+        self.ticks += 1
+        try:
+            core.doTick(0.0)
+        except Exception as error:
+            logger.exception("driver %s: group replica %s failed; no longer driven", self.name, core.node_id)
+            self.remove(core)
+            if on_failure is not None:
+                on_failure(core, error)
+            return
+        self._next_tick[core] = now + self._idle_tick_s

@@ -1,0 +1,179 @@
+"""RaftGroup over the patched pysyncobj core: what ``partitions/`` uses (see interface.py).
+
+A :class:`ReplicaGroup` is this node's replica of one group. It owns a RaftCore ticked by a shared
+:class:`~raftlog.consensus.driver.Driver`; it must be created and used on one asyncio event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from pysyncobj.node import TCPNode
+from pysyncobj.transport import TCPTransport
+
+from raftlog.consensus.bridge import CallbackBridge
+from raftlog.consensus.core import CoreConfig, RaftCore
+from raftlog.consensus.driver import Driver
+from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader, OutcomeUnknown, ProposalRejected
+from raftlog.consensus.failures import timeout_error
+from raftlog.consensus.interface import GroupStatus, Role, StateMachine
+from raftlog.consensus.journal import RaftJournal
+
+logger = logging.getLogger(__name__)
+
+STATUS_POLL_S = 0.02  # transfer_leadership watches status at this period
+
+
+class ReplicaGroup:
+    """Build with ``await ReplicaGroup.open(...)``; use on that event loop only."""
+
+    def __init__(
+        self, group_id: str, core: RaftCore, driver: Driver, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """Internal: wraps a core already built on the driver thread (see :meth:`open`)."""
+        self.group_id = group_id
+        self._loop = loop
+        self._driver = driver
+        self._core = core
+        self._closed = False
+        self._bridge = CallbackBridge(group_id, loop, lambda: core.leader_id)
+        driver.add(core, self._on_core_failure, group_id=group_id)
+
+    @classmethod
+    async def open(
+        cls,
+        group_id: str,
+        node_id: str,
+        peer_ids: list[str],
+        state_machine: StateMachine,
+        driver: Driver,
+        config: CoreConfig | None = None,
+        journal: RaftJournal | None = None,
+        transport_class: Any = TCPTransport,
+        node_class: Any = TCPNode,
+    ) -> ReplicaGroup:
+        """Build this node's replica of ``group_id`` on the driver thread (it binds sockets and registers
+        them with the driver's poller) and start driving it. ``node_id``/``peer_ids`` are pysyncobj node
+        ids; with the stock TCPTransport, ``config.bind_address`` must be set (normally to ``node_id``)."""
+
+        def build() -> RaftCore:
+            return RaftCore(
+                node_id,
+                [peer for peer in peer_ids if peer != node_id],
+                state_machine,
+                config,
+                journal=journal,
+                transport_class=transport_class,
+                poller=driver.poller,
+                node_class=node_class,
+            )
+
+        core = await asyncio.wrap_future(driver.submit(build))
+        return cls(group_id, core, driver, asyncio.get_running_loop())
+
+    @property
+    def core(self) -> RaftCore:
+        """For tests and benchmarks; product code uses the RaftGroup methods."""
+        return self._core
+
+    async def propose(self, command: bytes, timeout_ms: int) -> object:
+        self._check_open()
+        core = self._core
+        if core.role is not Role.LEADER:
+            leader = core.leader_id
+            raise NoLeader(self.group_id) if leader is None else NotLeader(self.group_id, leader)
+        future, callback = self._bridge.pending("proposal")
+        core.submit(command, callback)
+        return await self._wait(future, timeout_ms, "proposal")
+
+    def status(self) -> GroupStatus:
+        """Any thread, no locks (fields may be one tick apart). After close(): the last state seen."""
+        core = self._core
+        journal = core.journal
+        return GroupStatus(
+            group_id=self.group_id,
+            node_id=core.node_id,
+            role=core.role,
+            term=core.term,
+            leader=core.leader_id,
+            commit_index=core.commit_index,
+            last_applied=core.last_applied,
+            last_index=journal.last_index,
+            durable_index=journal.durable_index,
+            match_index=core.match_indexes(),
+            leader_ready=core.leader_ready,
+        )
+
+    async def add_replica(self, node_id: str, timeout_ms: int) -> None:
+        await self._change_membership("add", node_id, timeout_ms)
+
+    async def remove_replica(self, node_id: str, timeout_ms: int) -> None:
+        if node_id == self._core.node_id:
+            raise ProposalRejected(self.group_id, "a leader cannot remove itself; transfer leadership first")
+        await self._change_membership("rem", node_id, timeout_ms)
+
+    async def _change_membership(self, change: str, node_id: str, timeout_ms: int) -> None:
+        self._check_open()
+        if self._core.role is not Role.LEADER:
+            raise NotLeader(self.group_id, self._core.leader_id)
+        future, callback = self._bridge.pending(f"membership change {change} {node_id}")
+        self._core.submit_membership(change, node_id, callback)
+        await self._wait(future, timeout_ms, f"membership change {change} {node_id}")
+
+    async def transfer_leadership(self, target_node_id: str | None, timeout_ms: int) -> None:
+        """Hand leadership to ``target_node_id`` (None: the most caught-up follower) and wait until this
+        replica sees another leader. Raises NotLeader / ProposalRejected (target not caught up) if not
+        started, OutcomeUnknown if started but not observed in time."""
+        self._check_open()
+        core = self._core
+        if core.role is not Role.LEADER:
+            raise NotLeader(self.group_id, core.leader_id)
+        deadline = self._loop.time() + timeout_ms / 1000
+        future, callback = self._bridge.pending("leadership transfer")
+        core.request_transfer(target_node_id, callback)
+        await self._wait(future, timeout_ms, "leadership transfer")
+        while self._loop.time() < deadline:
+            leader = core.leader_id
+            if core.role is not Role.LEADER and leader is not None and leader != core.node_id:
+                if target_node_id is not None and leader != target_node_id:
+                    raise OutcomeUnknown(self.group_id, f"leadership moved to {leader}, not {target_node_id}")
+                return
+            await asyncio.sleep(STATUS_POLL_S)
+        raise OutcomeUnknown(self.group_id, f"leadership transfer not observed within {timeout_ms} ms")
+
+    def close(self) -> None:
+        """Stop this replica (idempotent): its core is destroyed on the driver thread, pending calls fail
+        with GroupClosed."""
+        if self._closed:
+            return
+        self._closed = True
+        core = self._core
+        self._bridge.fail_all(GroupClosed(self.group_id))
+
+        def destroy() -> None:
+            self._driver.remove(core)
+            core.destroy()  # closes the transport and the journal
+
+        self._driver.call(destroy)
+
+    # -- internals ------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise GroupClosed(self.group_id)
+        error = self._core.stopped_error
+        if error is not None:
+            raise GroupClosed(self.group_id, error)
+
+    async def _wait(self, future: asyncio.Future[object], timeout_ms: int, request: str) -> object:
+        try:
+            return await asyncio.wait_for(future, timeout_ms / 1000)
+        except TimeoutError:
+            self._bridge.forget(future)
+            raise timeout_error(self.group_id, timeout_ms, request) from None
+
+    def _on_core_failure(self, core: RaftCore, error: BaseException) -> None:
+        """Driver thread: the core raised (a broken invariant or a disk error)."""
+        logger.error("group %s replica %s stopped: %r", self.group_id, core.node_id, error)
+        self._bridge.fail_all(GroupClosed(self.group_id, error))

@@ -1,0 +1,88 @@
+"""The narrow consensus interface the rest of the product uses.
+
+``partitions/`` provides a :class:`StateMachine` and talks to a :class:`RaftGroup`; nothing outside
+``raftlog/consensus/`` sees pysyncobj. An in-house Raft core can replace pysyncobj behind these two
+protocols without touching the callers.
+
+This module is pure: no sockets, threads, clocks or pysyncobj.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+class Role(enum.Enum):
+    FOLLOWER = "follower"
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    """A point-in-time view of one replica of a Raft group (read without locks: fields may be one tick
+    apart from each other)."""
+
+    group_id: str
+    node_id: str
+    role: Role
+    term: int
+    leader: str | None
+    commit_index: int
+    last_applied: int
+    last_index: int
+    durable_index: int
+    # Leader only: for each other voter, the highest index known to be durable on that replica.
+    match_index: dict[str, int] = field(default_factory=dict)
+    # Leader whose own no-op entry of this term is applied: everything committed before its term is in the
+    # state machine, so reads served from it are complete. A leader that is not yet ready must not serve
+    # reads (right after an election or a restart it may not have replayed the journal).
+    leader_ready: bool = False
+
+
+@runtime_checkable
+class StateMachine(Protocol):
+    """Deterministic replicated state, provided by ``partitions/``.
+
+    ``apply`` is called on the driver thread, in commit order, exactly once per index in the life of a
+    process; after a restart the journal replays from the last snapshot, so ``apply`` must skip indexes its
+    own durable state already covers (the segmented log knows its last applied index). ``apply`` must not
+    block on I/O other than local disk and must raise only on a bug: an exception stops the group.
+    """
+
+    def apply(self, index: int, term: int, command: bytes) -> object: ...
+
+    def snapshot(self) -> bytes:
+        """A small metadata snapshot of everything applied so far (the log segments are durable
+        separately and must be fsynced before this returns)."""
+        ...
+
+    def restore(self, snapshot: bytes) -> None:
+        """Replace the state with ``snapshot`` (from this node's disk or installed by the leader)."""
+        ...
+
+
+class RaftGroup(Protocol):
+    """One replica of one Raft group, as seen from asyncio code."""
+
+    group_id: str
+
+    async def propose(self, command: bytes, timeout_ms: int) -> object:
+        """Replicate ``command``; return what ``StateMachine.apply`` returned for it on this node.
+
+        Raises ``NotLeader(leader_hint)``, ``NoLeader``, ``ProposalQueueFull``, ``ProposalDropped``
+        (not done: safe to retry anywhere) or ``OutcomeUnknown`` (may or may not be applied).
+        """
+        ...
+
+    def status(self) -> GroupStatus: ...
+
+    async def add_replica(self, node_id: str, timeout_ms: int) -> None: ...
+
+    async def remove_replica(self, node_id: str, timeout_ms: int) -> None: ...
+
+    async def transfer_leadership(self, target_node_id: str | None, timeout_ms: int) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,463 @@
+"""Raft journals: the log of (command, index, term) entries plus the persistent term and vote.
+
+pysyncobj addresses a journal by *position* (0 = oldest entry kept), not by Raft index; every journal here
+keeps the entries in a Python list for that reason and bounds its size through ``deleteEntriesTo``
+(compaction). On top of pysyncobj's journal protocol each journal offers ``sync()`` (group commit, called
+once per tick by the core) and ``durable_index`` (the highest index that survives a crash).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import struct
+from typing import Any, overload
+
+import crc32c
+import msgpack
+
+from raftlog.consensus.errors import CorruptJournal
+from raftlog.errors import InvariantViolation
+
+logger = logging.getLogger(__name__)
+
+Entry = tuple[bytes, int, int]  # (command, index, term), the tuple shape pysyncobj uses
+
+
+class RaftJournal:
+    """Base class with the pysyncobj journal protocol (camelCase names are pysyncobj's)."""
+
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+        self._current_term = 0
+        self._voted_for: str | None = None
+
+    # -- reads -------------------------------------------------------------------------------------
+    @overload
+    def __getitem__(self, position: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[Entry]: ...
+
+    def __getitem__(self, position: int | slice) -> Entry | list[Entry]:
+        return self._entries[position]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def first_index(self) -> int:
+        return self._entries[0][1] if self._entries else 0
+
+    @property
+    def last_index(self) -> int:
+        return self._entries[-1][1] if self._entries else 0
+
+    @property
+    def durable_index(self) -> int:
+        raise NotImplementedError
+
+    # -- pysyncobj journal protocol -----------------------------------------------------------------
+    def add(self, command: bytes, idx: int, term: int) -> None:
+        if self._entries:
+            _, last_index, last_term = self._entries[-1]
+            if idx != last_index + 1 or term < last_term:
+                raise InvariantViolation(
+                    f"journal append out of order: index {idx} term {term} after index {last_index} "
+                    f"term {last_term}"
+                )
+        self._entries.append((bytes(command), idx, term))
+
+    def clear(self) -> None:
+        self._entries = []
+
+    def deleteEntriesFrom(self, entryFrom: int) -> None:
+        del self._entries[entryFrom:]
+
+    def deleteEntriesTo(self, entryTo: int) -> None:
+        del self._entries[:entryTo]
+
+    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:
+        """Not persisted: Raft does not need it (a restarted node learns it from the leader)."""
+
+    def getRaftCommitIndex(self) -> int:
+        return 1
+
+    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:
+        self._current_term = term
+        self._voted_for = votedForNodeId
+
+    def getCurrentTerm(self) -> int:
+        return self._current_term
+
+    def getVotedForNodeId(self) -> str | None:
+        return self._voted_for
+
+    def onOneSecondTimer(self) -> None:
+        """Nothing is deferred to a timer: ``sync()`` runs every tick."""
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def _destroy(self) -> None:
+        raise NotImplementedError
+
+
+class MemoryJournal(RaftJournal):
+    """Volatile journal for tests and benchmarks: everything counts as durable as soon as it is added."""
+
+    @property
+    def durable_index(self) -> int:
+        return self.last_index
+
+    def sync(self) -> None:
+        """Nothing to flush."""
+
+    def _destroy(self) -> None:
+        self._entries = []
+
+
+# -- on-disk journal ------------------------------------------------------------------------------------
+#
+# A directory per replica:
+#   state                       msgpack {"term", "voted_for"} behind a crc32c header, replaced atomically
+#                               (tmp + fsync + rename + fsync dir) before any message carrying it leaves
+#   segment-<sequence>.log      16-byte header (magic, flags) then records:
+#                                   u32 body length | u32 crc32c(body) | body = msgpack [index, term, command]
+# Segments are read in sequence order and must hold contiguous indexes. A segment with FLAG_RESET starts a
+# fresh log (after clear(): a snapshot was installed); everything in earlier segments is obsolete.
+SEGMENT_MAGIC = b"RLJSEG01"
+_SEGMENT_HEADER = struct.Struct("<8sII")  # magic, flags, reserved
+_RECORD_HEADER = struct.Struct("<II")  # body length, crc32c(body)
+FLAG_RESET = 1
+STATE_MAGIC = b"RLJSTA01"
+_STATE_HEADER = struct.Struct("<8sII")  # magic, crc32c(body), len(body)
+_SEGMENT_NAME = re.compile(r"^segment-(\d{10})\.log$")
+RECORD_BYTES_MAX = 256 * 1024 * 1024
+
+
+def _segment_name(sequence: int) -> str:
+    return f"segment-{sequence:010d}.log"
+
+
+def encode_record(index: int, term: int, command: bytes) -> bytes:
+    body: bytes = msgpack.packb([index, term, command], use_bin_type=True)
+    return _RECORD_HEADER.pack(len(body), crc32c.crc32c(body)) + body
+
+
+def fsync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file_durably(path: str, data: bytes) -> None:
+    """tmp + fsync + rename + fsync(dir): after return, ``path`` holds ``data`` across a crash."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+
+def read_term_and_vote(directory: str) -> tuple[int, str | None]:
+    """The persisted (term, voted_for) of the journal in ``directory``; (0, None) if never written."""
+    path = os.path.join(directory, "state")
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return 0, None
+    if len(data) < _STATE_HEADER.size:
+        raise CorruptJournal(path, 0, f"state file of {len(data)} bytes")
+    magic, crc, length = _STATE_HEADER.unpack_from(data)
+    body = data[_STATE_HEADER.size :]
+    if magic != STATE_MAGIC or length != len(body) or crc32c.crc32c(body) != crc:
+        raise CorruptJournal(path, 0, "state file magic, length or crc mismatch")
+    state = msgpack.unpackb(body, raw=False)
+    return int(state["term"]), state["voted_for"]
+
+
+class _Segment:
+    def __init__(self, sequence: int, path: str, fd: int, size: int) -> None:
+        self.sequence = sequence
+        self.path = path
+        self.fd = fd
+        self.size = size  # bytes written to the file (excludes the journal's pending buffer)
+        self.first_index = 0  # 0 while empty
+        self.last_index = 0
+
+
+class FileJournal(RaftJournal):
+    """Durable journal: appends are buffered and written + fdatasync'ed once per tick by :meth:`sync`."""
+
+    def __init__(self, directory: str, segment_bytes_max: int = 64 * 1024 * 1024) -> None:
+        super().__init__()
+        if segment_bytes_max < 4096:
+            raise ValueError(f"segment_bytes_max must be >= 4096, got {segment_bytes_max}")
+        self._directory = directory
+        self._segment_bytes_max = segment_bytes_max
+        self._offsets: list[int] = []  # per entry: byte offset of its record within its segment
+        self._segments: list[_Segment] = []  # oldest first; the last one is appended to
+        self._pending = bytearray()  # records added since the last sync, not yet written
+        self._needs_fsync = False  # a truncation happened: the next sync must fsync, not fdatasync
+        self._durable_index = 0
+        self._closed = False
+        os.makedirs(directory, exist_ok=True)
+        self._state_path = os.path.join(directory, "state")
+        self._load_state()
+        self._recover_segments()
+
+    # -- recovery -------------------------------------------------------------------------------------
+    def _load_state(self) -> None:
+        self._current_term, self._voted_for = read_term_and_vote(self._directory)
+
+    def _recover_segments(self) -> None:
+        sequences = sorted(
+            int(match.group(1))
+            for name in os.listdir(self._directory)
+            if (match := _SEGMENT_NAME.match(name))
+        )
+        for position, sequence in enumerate(sequences):
+            is_last = position == len(sequences) - 1
+            self._recover_segment(sequence, is_last)
+        if not self._segments:
+            self._open_new_segment(1, reset=False)
+        self._durable_index = self.last_index
+
+    def _recover_segment(self, sequence: int, is_last: bool) -> None:
+        path = os.path.join(self._directory, _segment_name(sequence))
+        with open(path, "rb") as file:
+            data = file.read()
+        if len(data) < _SEGMENT_HEADER.size:
+            if not is_last:
+                raise CorruptJournal(path, 0, f"segment of {len(data)} bytes has no header")
+            logger.warning("journal %s: dropping torn segment of %d bytes", path, len(data))
+            os.unlink(path)
+            fsync_directory(self._directory)
+            return
+        magic, flags, _ = _SEGMENT_HEADER.unpack_from(data)
+        if magic != SEGMENT_MAGIC:
+            raise CorruptJournal(path, 0, f"bad segment magic {magic!r}")
+        if flags & FLAG_RESET:
+            self._entries.clear()
+            self._offsets.clear()
+            for old in self._segments:
+                os.close(old.fd)
+            self._segments.clear()
+        offset = _SEGMENT_HEADER.size
+        first_index = last_index = 0
+        valid_end = offset
+        while offset < len(data):
+            problem = None
+            if offset + _RECORD_HEADER.size > len(data):
+                problem = "truncated record header"
+            else:
+                length, crc = _RECORD_HEADER.unpack_from(data, offset)
+                body = data[offset + _RECORD_HEADER.size : offset + _RECORD_HEADER.size + length]
+                if length > RECORD_BYTES_MAX or len(body) != length:
+                    problem = f"truncated record body ({len(body)} of {length} bytes)"
+                elif crc32c.crc32c(body) != crc:
+                    problem = "record crc mismatch"
+            if problem is None:
+                index, term, command = msgpack.unpackb(body, raw=False)
+                expected = self.last_index + 1 if self._entries else index
+                if index != expected:
+                    problem = f"index {index} where {expected} was expected"
+                elif self._entries and term < self._entries[-1][2]:
+                    problem = f"term {term} after term {self._entries[-1][2]}"
+            if problem is not None:
+                if not is_last:
+                    raise CorruptJournal(path, offset, problem)
+                logger.warning(
+                    "journal %s: torn tail at offset %d (%s): dropping %d bytes",
+                    path,
+                    offset,
+                    problem,
+                    len(data) - offset,
+                )
+                break
+            self._entries.append((bytes(command), index, term))
+            self._offsets.append(offset)
+            first_index = first_index or index
+            last_index = index
+            offset += _RECORD_HEADER.size + length
+            valid_end = offset
+        fd = os.open(path, os.O_RDWR)
+        if valid_end < len(data):
+            os.ftruncate(fd, valid_end)
+            os.fsync(fd)
+        segment = _Segment(sequence, path, fd, valid_end)
+        segment.first_index, segment.last_index = first_index, last_index
+        self._segments.append(segment)
+
+    def _open_new_segment(self, sequence: int, reset: bool) -> _Segment:
+        path = os.path.join(self._directory, _segment_name(sequence))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        header = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FLAG_RESET if reset else 0, 0)
+        os.write(fd, header)
+        os.fsync(fd)
+        fsync_directory(self._directory)
+        segment = _Segment(sequence, path, fd, len(header))
+        self._segments.append(segment)
+        return segment
+
+    # -- durability -----------------------------------------------------------------------------------
+    @property
+    def durable_index(self) -> int:
+        return self._durable_index
+
+    @property
+    def directory(self) -> str:
+        return self._directory
+
+    def segment_paths(self) -> list[str]:
+        return [segment.path for segment in self._segments]
+
+    def sync(self) -> None:
+        """Write everything added since the last call and make it durable (one fdatasync)."""
+        if self._closed:
+            raise InvariantViolation(f"journal {self._directory}: sync after close")
+        segment = self._segments[-1]
+        if self._pending:
+            view = memoryview(self._pending)
+            os.lseek(segment.fd, segment.size, os.SEEK_SET)
+            while view:
+                view = view[os.write(segment.fd, view) :]
+            segment.size += len(self._pending)
+            self._pending = bytearray()
+        elif not self._needs_fsync:
+            self._durable_index = self.last_index
+            return
+        if self._needs_fsync:
+            os.fsync(segment.fd)
+            self._needs_fsync = False
+        else:
+            os.fdatasync(segment.fd)
+        self._durable_index = self.last_index
+
+    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:
+        if term == self._current_term and votedForNodeId == self._voted_for:
+            return
+        if term < self._current_term:
+            raise InvariantViolation(
+                f"journal {self._directory}: term going back from {self._current_term} to {term}"
+            )
+        body: bytes = msgpack.packb({"term": term, "voted_for": votedForNodeId}, use_bin_type=True)
+        write_file_durably(
+            self._state_path, _STATE_HEADER.pack(STATE_MAGIC, crc32c.crc32c(body), len(body)) + body
+        )
+        super().setCurrentTerm(term, votedForNodeId)
+
+    # -- mutations ------------------------------------------------------------------------------------
+    def add(self, command: bytes, idx: int, term: int) -> None:
+        super().add(command, idx, term)
+        segment = self._segments[-1]
+        if segment.size + len(self._pending) >= self._segment_bytes_max and segment.first_index:
+            self._roll()
+            segment = self._segments[-1]
+        record = encode_record(idx, term, bytes(command))
+        self._offsets.append(segment.size + len(self._pending))
+        self._pending += record
+        if not segment.first_index:
+            segment.first_index = idx
+        segment.last_index = idx
+
+    def _roll(self) -> None:
+        """Close the full segment (durably) and continue in a new one."""
+        self.sync()
+        old = self._segments[-1]
+        self._open_new_segment(old.sequence + 1, reset=False)
+
+    def deleteEntriesFrom(self, entryFrom: int) -> None:
+        """Drop entries at positions >= entryFrom (a conflicting suffix); durable at the next sync."""
+        if entryFrom >= len(self._entries):
+            return
+        index = self._entries[entryFrom][1]
+        dropped_any = False
+        while len(self._segments) > 1 and (
+            self._segments[-1].first_index == 0 or self._segments[-1].first_index >= index
+        ):
+            dropped = self._segments.pop()
+            os.close(dropped.fd)
+            os.unlink(dropped.path)
+            self._pending = bytearray()
+            dropped_any = True
+        if dropped_any:
+            fsync_directory(self._directory)
+        segment = self._segments[-1]
+        offset = self._offsets[entryFrom]
+        if offset >= segment.size:
+            del self._pending[offset - segment.size :]
+        else:
+            self._pending = bytearray()
+            os.ftruncate(segment.fd, offset)
+            segment.size = offset
+            self._needs_fsync = True
+        super().deleteEntriesFrom(entryFrom)
+        del self._offsets[entryFrom:]
+        segment.last_index = index - 1 if index > segment.first_index else 0
+        if not segment.last_index:
+            segment.first_index = 0
+        self._durable_index = min(self._durable_index, index - 1)
+
+    def deleteEntriesTo(self, entryTo: int) -> None:
+        """Drop entries at positions < entryTo (compacted into a snapshot): whole old segments are deleted,
+        nothing is rewritten. Entries of a partly compacted segment stay on disk until it is deleted."""
+        if entryTo <= 0:
+            return
+        new_first = self._entries[entryTo][1] if entryTo < len(self._entries) else self.last_index + 1
+        super().deleteEntriesTo(entryTo)
+        del self._offsets[:entryTo]
+        deleted = False
+        while len(self._segments) > 1 and self._segments[0].last_index < new_first:
+            old = self._segments.pop(0)
+            os.close(old.fd)
+            os.unlink(old.path)
+            deleted = True
+        if deleted:
+            fsync_directory(self._directory)
+
+    def clear(self) -> None:
+        """Start a fresh log (a snapshot was installed): a new segment flagged RESET, then old ones go."""
+        self._pending = bytearray()
+        old_segments = self._segments
+        self._segments = []
+        new = self._open_new_segment(old_segments[-1].sequence + 1, reset=True)
+        for old in old_segments:
+            os.close(old.fd)
+            os.unlink(old.path)
+        fsync_directory(self._directory)
+        self._segments = [new]
+        super().clear()
+        self._offsets = []
+        self._durable_index = 0
+
+    def _destroy(self) -> None:
+        if self._closed:
+            return
+        self.sync()
+        for segment in self._segments:
+            os.close(segment.fd)
+        self._closed = True
+
+    def close(self, flush: bool = True) -> None:
+        """``flush=False`` drops what the last sync did not cover, like a crash (for tests)."""
+        if not flush:
+            self._pending = bytearray()
+            self._needs_fsync = False
+        self._destroy()
+
+
+def open_journal(directory: str | None, **options: Any) -> RaftJournal:
+    """A FileJournal in ``directory``, or a MemoryJournal if it is None."""
+    return MemoryJournal() if directory is None else FileJournal(directory, **options)

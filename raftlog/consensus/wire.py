@@ -1,0 +1,764 @@
+"""The node-to-node Raft wire format: a pure codec, no sockets, clocks or threads.
+
+Everything a :mod:`raftlog.consensus.transport` connection carries is defined here, so it can be tested
+without I/O and reviewed in one place. msgpack only; nothing is ever unpickled.
+
+Framing (all integers big-endian)::
+
+    frame   := length:u32 | kind:u8 | body | mac
+    length  := 1 + len(body) + len(mac)     (checked against ``frame_bytes_max`` before buffering)
+    mac     := HMAC-SHA256(session key of this direction, seq:u64 | kind:u8 | body)   (32 bytes)
+               absent on the three handshake frames
+
+Handshake (mutual challenge-response over a shared cluster secret; ``transcript`` binds the protocol
+version, the message-schema fingerprint, both node ids and both fresh 32-byte nonces)::
+
+    dialer   -> acceptor  HELLO      {v, schema, node=dialer_id, to=acceptor_id, nonce=Nd}
+    acceptor -> dialer    CHALLENGE  {v, schema, node=acceptor_id, nonce=Na,
+                                      proof=HMAC(secret, "acceptor-proof" | transcript)}
+    dialer   -> acceptor  AUTH       {proof=HMAC(secret, "dialer-proof" | transcript)}
+
+Each side then derives one key per direction (``HMAC(secret, "key dialer->acceptor" | transcript)`` and
+the reverse). ``seq`` is an implicit per-direction frame counter starting at 0, so a frame cannot be
+injected, reordered, replayed within a connection or replayed into another one (fresh nonces, fresh
+keys). Frames are authenticated, NOT encrypted: confidentiality needs TLS or a private network.
+
+After the handshake a connection carries BATCH frames (and PING frames when idle). A BATCH body is a
+msgpack stream of records::
+
+    [ref, "group-id"]   declare: on this connection and direction, ``ref`` (0, 1, 2... in order) names a
+                        Raft group
+    ref                 the next object is a message for the group declared as ``ref``
+    {0: type, f: v...}  a pysyncobj message: type code and field codes from :data:`MESSAGE_TYPES`
+
+Message codec: every dict pysyncobj 0.3.17 sends is described field by field in :data:`MESSAGE_TYPES`
+(code, value kind, required or optional). Decoding validates every field and restores the exact Python
+shapes SyncObj indexes and compares: ``entries`` is a list of ``(command: bytes, idx, term)`` tuples and
+``serialized`` is ``None``, ``False`` or a ``(data: bytes, is_first, is_last)`` tuple. Unknown types,
+unknown fields, missing fields and wrong kinds raise :class:`MalformedMessage`. The schema is part of the
+protocol: its fingerprint is exchanged in the handshake, so nodes built with different schemas refuse
+each other instead of mis-decoding. To carry a new message type or field, extend :data:`MESSAGE_TYPES`
+(never reuse a code) and bump :data:`WIRE_VERSION`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import struct
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import msgpack
+
+from raftlog.errors import RaftlogError
+
+WIRE_VERSION = 1
+"""Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`."""
+
+NONCE_BYTES = 32
+MAC_BYTES = 32
+FRAME_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
+HANDSHAKE_FRAME_BYTES_MAX = 4096
+NODE_ID_BYTES_MAX = 255
+GROUP_ID_BYTES_MAX = 255
+GROUP_REFS_MAX = 1 << 20
+"""Distinct groups one direction of one connection may declare (bounds the interning tables)."""
+
+_HEADER = struct.Struct(">IB")
+_SEQ = struct.Struct(">QB")
+_UINT64_MAX = (1 << 64) - 1
+
+# Frame kinds.
+KIND_HELLO = 1
+KIND_CHALLENGE = 2
+KIND_AUTH = 3
+KIND_BATCH = 16
+KIND_PING = 17
+HANDSHAKE_KINDS = frozenset({KIND_HELLO, KIND_CHALLENGE, KIND_AUTH})
+SESSION_KINDS = frozenset({KIND_BATCH, KIND_PING})
+
+
+# ---------------------------------------------------------------------------------------------- errors
+
+
+class WireError(RaftlogError):
+    """Base of every error raised by the wire codec. The transport closes the connection on any of them."""
+
+
+class MalformedFrame(WireError):
+    """Bytes that are not a valid frame or batch: bad header, unknown kind, undecodable msgpack."""
+
+
+class FrameTooLarge(WireError):
+    """A frame whose declared length exceeds the limit; raised before any buffer of that size exists."""
+
+    def __init__(self, frame_bytes: int, frame_bytes_max: int) -> None:
+        super().__init__(f"frame of {frame_bytes} bytes exceeds frame_bytes_max={frame_bytes_max}")
+        self.frame_bytes = frame_bytes
+        self.frame_bytes_max = frame_bytes_max
+
+
+class MalformedMessage(WireError):
+    """A message that does not match :data:`MESSAGE_TYPES` (on encode: a bug; on decode: a bad peer)."""
+
+
+class UnknownMessageType(MalformedMessage):
+    """A message type that :data:`MESSAGE_TYPES` does not describe."""
+
+    def __init__(self, message_type: object) -> None:
+        super().__init__(f"unknown message type {message_type!r}")
+        self.message_type = message_type
+
+
+class AuthenticationFailed(WireError):
+    """A handshake proof or a frame MAC did not verify, or the peer is not who it claims to be."""
+
+
+class ProtocolMismatch(WireError):
+    """The peer speaks another wire version or message schema."""
+
+    def __init__(self, ours: object, theirs: object) -> None:
+        super().__init__(f"protocol mismatch: ours {ours!r}, peer's {theirs!r}")
+        self.ours = ours
+        self.theirs = theirs
+
+
+# ------------------------------------------------------------------------------------- message schema
+
+
+class Kind(Enum):
+    """The value kinds a message field may hold."""
+
+    UINT = "uint"  # int (never bool), 0 <= v < 2**64: terms, indexes, request ids
+    INT = "int"  # int (never bool), signed 64-bit: FAIL_REASON codes
+    BOOL = "bool"
+    BYTES = "bytes"
+    TRANSMISSION = "transmission"  # 'start' | 'process' | 'finish'
+    ENTRIES = "entries"  # list of (command: bytes, idx: uint, term: uint)
+    SNAPSHOT_CHUNK = "snapshot_chunk"  # None | False | (data: bytes, is_first: bool, is_last: bool)
+
+
+@dataclass(frozen=True)
+class Field:
+    code: int
+    name: str
+    kind: Kind
+    required: bool
+
+
+@dataclass(frozen=True)
+class MessageType:
+    code: int
+    name: str
+    fields: tuple[Field, ...]
+
+
+def _f(code: int, name: str, kind: Kind, required: bool = True) -> Field:
+    return Field(code, name, kind, required)
+
+
+_U, _I, _B, _BY = Kind.UINT, Kind.INT, Kind.BOOL, Kind.BYTES
+
+MESSAGE_TYPES: tuple[MessageType, ...] = (
+    # syncobj.py:643 candidate -> all
+    MessageType(
+        1,
+        "request_vote",
+        (_f(1, "term", _U), _f(2, "last_log_index", _U), _f(3, "last_log_term", _U)),
+    ),
+    # syncobj.py:940
+    MessageType(2, "response_vote", (_f(1, "term", _U),)),
+    # syncobj.py:1286-1317: regular (prevLogIdx/prevLogTerm, entries), chunked big entry
+    # (transmission/data) and snapshot install (serialized)
+    MessageType(
+        3,
+        "append_entries",
+        (
+            _f(1, "term", _U),
+            _f(2, "commit_index", _U),
+            _f(3, "entries", Kind.ENTRIES, required=False),
+            _f(4, "prevLogIdx", _U, required=False),
+            _f(5, "prevLogTerm", _U, required=False),
+            _f(6, "transmission", Kind.TRANSMISSION, required=False),
+            _f(7, "data", _BY, required=False),
+            _f(8, "serialized", Kind.SNAPSHOT_CHUNK, required=False),
+        ),
+    ),
+    # syncobj.py:1101; raftlog.consensus.core adds the replier's term so a stale ack can be ignored
+    MessageType(
+        4,
+        "next_node_idx",
+        (
+            _f(1, "next_node_idx", _U),
+            _f(2, "reset", _B),
+            _f(3, "success", _B),
+            _f(4, "term", _U, required=False),
+        ),
+    ),
+    # syncobj.py:556 follower forwards a command to the leader
+    MessageType(5, "apply_command", (_f(1, "command", _BY), _f(2, "request_id", _U, required=False))),
+    # syncobj.py:534-569, 1090
+    MessageType(
+        6,
+        "apply_command_response",
+        (
+            _f(1, "request_id", _U),
+            _f(2, "error", _I, required=False),
+            _f(3, "log_idx", _U, required=False),
+            _f(4, "log_term", _U, required=False),
+        ),
+    ),
+    # syncobj.py:449 leadership transfer
+    MessageType(7, "timeout_now", (_f(1, "term", _U),)),
+)
+
+_BY_NAME: dict[str, MessageType] = {t.name: t for t in MESSAGE_TYPES}
+_BY_CODE: dict[int, MessageType] = {t.code: t for t in MESSAGE_TYPES}
+_FIELDS_BY_NAME: dict[int, dict[str, Field]] = {t.code: {f.name: f for f in t.fields} for t in MESSAGE_TYPES}
+_FIELDS_BY_CODE: dict[int, dict[int, Field]] = {t.code: {f.code: f for f in t.fields} for t in MESSAGE_TYPES}
+_REQUIRED: dict[int, frozenset[int]] = {
+    t.code: frozenset(f.code for f in t.fields if f.required) for t in MESSAGE_TYPES
+}
+_TYPE_KEY = 0
+_TRANSMISSIONS = frozenset({"start", "process", "finish"})
+
+
+def _check_schema() -> None:
+    if len(_BY_NAME) != len(MESSAGE_TYPES) or len(_BY_CODE) != len(MESSAGE_TYPES):
+        raise MalformedMessage(f"duplicate message type name or code in MESSAGE_TYPES: {MESSAGE_TYPES!r}")
+    for t in MESSAGE_TYPES:
+        codes = [f.code for f in t.fields]
+        if len(set(codes)) != len(codes) or _TYPE_KEY in codes:
+            raise MalformedMessage(f"message type {t.name!r} has duplicate or reserved field codes {codes}")
+
+
+_check_schema()
+
+
+def schema_fingerprint() -> bytes:
+    """A digest of :data:`WIRE_VERSION` and :data:`MESSAGE_TYPES`; both handshake sides must agree."""
+    described = [
+        WIRE_VERSION,
+        [
+            [t.code, t.name, [[f.code, f.name, f.kind.value, f.required] for f in t.fields]]
+            for t in MESSAGE_TYPES
+        ],
+    ]
+    return hashlib.sha256(msgpack.packb(described, use_bin_type=True)).digest()[:16]
+
+
+SCHEMA_FINGERPRINT = schema_fingerprint()
+
+
+def _is_uint(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _UINT64_MAX
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int and -(1 << 63) <= value < (1 << 63)
+
+
+def _entries_ok(entries: list[Any]) -> bool:
+    """Every entry is a ``(bytes, uint, uint)`` tuple. Column-wise so the loops run in C: batches of
+    hundreds of entries are the common case."""
+    if not entries:
+        return True
+    if set(map(type, entries)) != {tuple} or set(map(len, entries)) != {3}:
+        return False
+    commands, indexes, terms = zip(*entries, strict=True)
+    return (
+        set(map(type, commands)) == {bytes}
+        and set(map(type, indexes)) == {int}
+        and set(map(type, terms)) == {int}
+        and min(indexes) >= 0
+        and max(indexes) <= _UINT64_MAX
+        and min(terms) >= 0
+        and max(terms) <= _UINT64_MAX
+    )
+
+
+def _entry_ok(entry: object) -> bool:
+    return (
+        type(entry) is tuple
+        and len(entry) == 3
+        and type(entry[0]) is bytes
+        and _is_uint(entry[1])
+        and _is_uint(entry[2])
+    )
+
+
+def _encodable(kind: Kind, value: object) -> bool:
+    """Encode-side check. The sender is our own SyncObj, so for entries only the container and the
+    first and last entry are checked (a shape drift is uniform); the receiver checks every entry."""
+    if kind is Kind.ENTRIES:
+        return type(value) is list and (not value or (_entry_ok(value[0]) and _entry_ok(value[-1])))
+    return _value_ok(kind, value)
+
+
+def _value_ok(kind: Kind, value: object) -> bool:
+    """Whether ``value`` has the exact Python shape pysyncobj uses for ``kind``."""
+    if kind is Kind.UINT:
+        return _is_uint(value)
+    if kind is Kind.INT:
+        return _is_int(value)
+    if kind is Kind.BOOL:
+        return type(value) is bool
+    if kind is Kind.BYTES:
+        return type(value) is bytes
+    if kind is Kind.TRANSMISSION:
+        return type(value) is str and value in _TRANSMISSIONS
+    if kind is Kind.ENTRIES:
+        return type(value) is list and _entries_ok(value)
+    if kind is Kind.SNAPSHOT_CHUNK:
+        if value is None or value is False:
+            return True
+        return (
+            type(value) is tuple
+            and len(value) == 3
+            and type(value[0]) is bytes
+            and type(value[1]) is bool
+            and type(value[2]) is bool
+        )
+    raise MalformedMessage(f"field kind {kind!r} has no encode rule")
+
+
+def _restore(kind: Kind, value: object) -> Any:
+    """Validate a decoded value (arrays arrive as tuples) and return the shape SyncObj expects."""
+    if kind is Kind.ENTRIES:
+        # msgpack decodes arrays as tuples (use_list=False): each entry already is (command, idx, term);
+        # the outer sequence is a list, as in pysyncobj's journal slices.
+        if type(value) is not tuple:
+            raise MalformedMessage(f"entries must be an array, got {type(value).__name__}")
+        entries = list(value)
+        if not _value_ok(Kind.ENTRIES, entries):
+            raise MalformedMessage("entries must be [command: bin, idx: uint, term: uint] triples")
+        return entries
+    if not _value_ok(kind, value):
+        raise MalformedMessage(f"value of kind {kind.value} has the wrong shape: {type(value).__name__}")
+    return value
+
+
+def encode_message(message: Mapping[str, Any]) -> bytes:
+    """Encode one pysyncobj message dict. Raises :class:`MalformedMessage` (a bug in the caller or a
+    message type this codec does not know yet) instead of sending something the peer cannot decode."""
+    name = message.get("type")
+    mtype = _BY_NAME.get(name) if type(name) is str else None
+    if mtype is None:
+        raise UnknownMessageType(name)
+    fields = _FIELDS_BY_NAME[mtype.code]
+    out: dict[int, Any] = {_TYPE_KEY: mtype.code}
+    for key, value in message.items():
+        if key == "type":
+            continue
+        field = fields.get(key)
+        if field is None:
+            raise MalformedMessage(f"message type {mtype.name!r} has no field {key!r}")
+        if not _encodable(field.kind, value):
+            raise MalformedMessage(
+                f"field {mtype.name}.{key} must be {field.kind.value},"
+                f" got {type(value).__name__}: {value!r:.80}"
+            )
+        out[field.code] = value
+    missing = _REQUIRED[mtype.code] - out.keys()
+    if missing:
+        names = sorted(f.name for f in mtype.fields if f.code in missing)
+        raise MalformedMessage(f"message type {mtype.name!r} lacks required fields {names}")
+    try:
+        packed: bytes = msgpack.packb(out, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise MalformedMessage(f"message type {mtype.name!r} is not encodable: {exc}") from exc
+    return packed
+
+
+def decode_message(obj: object) -> dict[str, Any]:
+    """Turn one unpacked message object (from :func:`_unpacker`) back into the dict SyncObj expects."""
+    if type(obj) is not dict:
+        raise MalformedMessage(f"message must be a map, got {type(obj).__name__}")
+    code = obj.get(_TYPE_KEY)
+    mtype = _BY_CODE.get(code) if type(code) is int else None
+    if mtype is None:
+        raise UnknownMessageType(code)
+    fields = _FIELDS_BY_CODE[mtype.code]
+    message: dict[str, Any] = {"type": mtype.name}
+    for key, value in obj.items():
+        if key == _TYPE_KEY:
+            continue
+        field = fields.get(key) if type(key) is int else None
+        if field is None:
+            raise MalformedMessage(f"message type {mtype.name!r} has no field code {key!r}")
+        message[field.name] = _restore(field.kind, value)
+    missing = _REQUIRED[mtype.code] - obj.keys()
+    if missing:
+        names = sorted(f.name for f in mtype.fields if f.code in missing)
+        raise MalformedMessage(f"message type {mtype.name!r} lacks required fields {names}")
+    return message
+
+
+def _unpacker(limit_bytes: int) -> msgpack.Unpacker:
+    return msgpack.Unpacker(
+        use_list=False,
+        raw=False,
+        strict_map_key=False,
+        max_buffer_size=max(limit_bytes, 1),
+    )
+
+
+def _unpack_one(data: bytes, what: str) -> object:
+    try:
+        return msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise MalformedFrame(f"undecodable {what}: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------------------- batches
+
+
+def check_group_id(group: object) -> str:
+    """A group id is a non-empty str of at most :data:`GROUP_ID_BYTES_MAX` UTF-8 bytes."""
+    if type(group) is not str or not group or len(group.encode()) > GROUP_ID_BYTES_MAX:
+        raise MalformedMessage(
+            f"group id must be a non-empty str of <= {GROUP_ID_BYTES_MAX} bytes: {group!r}"
+        )
+    return group
+
+
+def check_node_id(node_id: object) -> str:
+    """A node id is a non-empty str of at most :data:`NODE_ID_BYTES_MAX` UTF-8 bytes."""
+    if type(node_id) is not str or not node_id or len(node_id.encode()) > NODE_ID_BYTES_MAX:
+        raise MalformedMessage(
+            f"node id must be a non-empty str of <= {NODE_ID_BYTES_MAX} bytes: {node_id!r}"
+        )
+    return node_id
+
+
+class BatchEncoder:
+    """The sending half of one connection's group interning; builds BATCH bodies. One per connection."""
+
+    def __init__(self) -> None:
+        self._refs: dict[str, int] = {}
+
+    def encode(self, items: Iterable[tuple[str, bytes]]) -> bytes:
+        """``items`` are ``(group, encoded message)`` pairs (messages from :func:`encode_message`)."""
+        parts: list[bytes] = []
+        refs = self._refs
+        for group, payload in items:
+            ref = refs.get(group)
+            if ref is None:
+                ref = len(refs)
+                if ref >= GROUP_REFS_MAX:
+                    raise MalformedMessage(
+                        f"more than GROUP_REFS_MAX={GROUP_REFS_MAX} groups on one connection"
+                    )
+                refs[group] = ref
+                parts.append(msgpack.packb([ref, group]))
+            parts.append(msgpack.packb(ref))
+            parts.append(payload)
+        return b"".join(parts)
+
+
+class BatchDecoder:
+    """The receiving half of one connection's group interning; parses BATCH bodies. One per connection."""
+
+    def __init__(self) -> None:
+        self._groups: list[str] = []
+
+    def decode(self, body: bytes) -> list[tuple[str, dict[str, Any]]]:
+        unpacker = _unpacker(len(body))
+        unpacker.feed(body)
+        out: list[tuple[str, dict[str, Any]]] = []
+        groups = self._groups
+        expecting_message_for: str | None = None
+        try:
+            for obj in unpacker:
+                if expecting_message_for is not None:
+                    out.append((expecting_message_for, decode_message(obj)))
+                    expecting_message_for = None
+                elif type(obj) is int:
+                    if not 0 <= obj < len(groups):
+                        raise MalformedFrame(f"undeclared group ref {obj} (declared: {len(groups)})")
+                    expecting_message_for = groups[obj]
+                elif type(obj) is tuple and len(obj) == 2 and type(obj[0]) is int:
+                    ref, group = obj
+                    if ref != len(groups) or ref >= GROUP_REFS_MAX:
+                        raise MalformedFrame(
+                            f"group declaration out of order: ref {ref}, expected {len(groups)}"
+                        )
+                    try:
+                        groups.append(check_group_id(group))
+                    except MalformedMessage as exc:
+                        raise MalformedFrame(str(exc)) from exc
+                else:
+                    raise MalformedFrame(f"unexpected batch record of type {type(obj).__name__}")
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            raise MalformedFrame(f"undecodable batch: {exc}") from exc
+        if expecting_message_for is not None:
+            raise MalformedFrame(
+                f"batch ends after a group ref without its message ({expecting_message_for!r})"
+            )
+        return out
+
+
+# ------------------------------------------------------------------------------------------ framing
+
+
+def frame(kind: int, body: bytes, mac: bytes = b"") -> bytes:
+    """Serialize one frame (the MAC, if any, comes from :class:`Session`)."""
+    return _HEADER.pack(1 + len(body) + len(mac), kind) + body + mac
+
+
+class FrameReader:
+    """Incremental frame splitter for one connection's inbound byte stream.
+
+    Checks every declared length against the limit as soon as its 4 bytes arrive, before buffering
+    the rest. Returns ``(kind, payload)`` where payload is body plus MAC (MAC checked by :class:`Session`).
+    """
+
+    def __init__(self, frame_bytes_max: int) -> None:
+        if frame_bytes_max < HANDSHAKE_FRAME_BYTES_MAX:
+            raise MalformedFrame(f"frame_bytes_max={frame_bytes_max} below {HANDSHAKE_FRAME_BYTES_MAX}")
+        self._buffer = bytearray()
+        self.frame_bytes_max = frame_bytes_max
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> None:
+        """Append received bytes; then call :meth:`next_frame` until it returns None."""
+        self._buffer += data
+
+    def next_frame(self) -> tuple[int, bytes] | None:
+        """The next complete frame, or None. Checks the declared length against the current limit
+        (which the caller may change between frames, e.g. once a handshake completes)."""
+        buffer = self._buffer
+        available = len(buffer)
+        if available < 4:
+            return None
+        (length,) = struct.unpack_from(">I", buffer, 0)
+        if length > self.frame_bytes_max:
+            raise FrameTooLarge(length, self.frame_bytes_max)
+        if length < 1:
+            raise MalformedFrame("frame length 0 (no kind byte)")
+        if available - 4 < length:
+            return None
+        kind = buffer[4]
+        with memoryview(buffer) as view:
+            payload = bytes(view[_HEADER.size : 4 + length])
+        del buffer[: 4 + length]
+        return kind, payload
+
+    def frames(self, data: bytes) -> list[tuple[int, bytes]]:
+        """Feed ``data`` and return every complete frame (for callers that never change the limit)."""
+        self.feed(data)
+        out: list[tuple[int, bytes]] = []
+        while (item := self.next_frame()) is not None:
+            out.append(item)
+        return out
+
+
+class Session:
+    """Per-connection MAC state after a successful handshake: one key and one sequence per direction."""
+
+    def __init__(self, send_key: bytes, receive_key: bytes) -> None:
+        if len(send_key) != MAC_BYTES or len(receive_key) != MAC_BYTES or send_key == receive_key:
+            raise AuthenticationFailed("session keys must be two distinct 32-byte keys")
+        self._send_key = send_key
+        self._receive_key = receive_key
+        self.send_seq = 0
+        self.receive_seq = 0
+
+    def seal(self, kind: int, body: bytes) -> bytes:
+        """Build the next authenticated frame in the send direction."""
+        if kind not in SESSION_KINDS:
+            raise MalformedFrame(f"kind {kind} is not a session frame kind")
+        mac = hmac.digest(self._send_key, _SEQ.pack(self.send_seq, kind) + body, "sha256")
+        self.send_seq += 1
+        return frame(kind, body, mac)
+
+    def open(self, kind: int, payload: bytes) -> bytes:
+        """Verify the next inbound frame; returns its body. Any failure is fatal for the connection."""
+        if kind not in SESSION_KINDS:
+            raise MalformedFrame(f"unexpected frame kind {kind} on an authenticated connection")
+        if len(payload) < MAC_BYTES:
+            raise MalformedFrame(f"frame of {len(payload)} bytes is shorter than its MAC")
+        body, mac = payload[:-MAC_BYTES], payload[-MAC_BYTES:]
+        expected = hmac.digest(self._receive_key, _SEQ.pack(self.receive_seq, kind) + body, "sha256")
+        if not hmac.compare_digest(mac, expected):
+            raise AuthenticationFailed(
+                f"bad MAC on frame seq {self.receive_seq} (forged, replayed or reordered)"
+            )
+        self.receive_seq += 1
+        return body
+
+
+# ---------------------------------------------------------------------------------------- handshake
+
+
+def _transcript(dialer_id: str, acceptor_id: str, dialer_nonce: bytes, acceptor_nonce: bytes) -> bytes:
+    packed: bytes = msgpack.packb(
+        [
+            b"raftlog-wire",
+            WIRE_VERSION,
+            SCHEMA_FINGERPRINT,
+            dialer_id,
+            acceptor_id,
+            dialer_nonce,
+            acceptor_nonce,
+        ],
+        use_bin_type=True,
+    )
+    return packed
+
+
+def _mac(secret: bytes, label: bytes, transcript: bytes) -> bytes:
+    return hmac.digest(secret, label + b"\x00" + transcript, "sha256")
+
+
+def _check_secret(secret: bytes) -> None:
+    if type(secret) is not bytes or len(secret) < 16:
+        raise AuthenticationFailed("the cluster secret must be bytes of at least 16 bytes")
+
+
+def _check_nonce(nonce: object) -> bytes:
+    if type(nonce) is not bytes or len(nonce) != NONCE_BYTES:
+        raise MalformedFrame(f"nonce must be {NONCE_BYTES} bytes")
+    return nonce
+
+
+def _parse_map(kind: int, payload: bytes, expected_kind: int, what: str) -> dict[Any, Any]:
+    if kind != expected_kind:
+        raise MalformedFrame(f"expected {what} frame (kind {expected_kind}), got kind {kind}")
+    if len(payload) > HANDSHAKE_FRAME_BYTES_MAX:
+        raise FrameTooLarge(len(payload), HANDSHAKE_FRAME_BYTES_MAX)
+    obj = _unpack_one(payload, what)
+    if type(obj) is not dict:
+        raise MalformedFrame(f"{what} must be a map")
+    return obj
+
+
+def _check_versions(obj: Mapping[Any, Any]) -> None:
+    if obj.get("v") != WIRE_VERSION:
+        raise ProtocolMismatch(WIRE_VERSION, obj.get("v"))
+    if obj.get("schema") != SCHEMA_FINGERPRINT:
+        raise ProtocolMismatch(SCHEMA_FINGERPRINT.hex(), repr(obj.get("schema")))
+
+
+class DialerHandshake:
+    """The connecting side. ``hello()`` first; then ``on_challenge()`` returns the AUTH frame and session."""
+
+    def __init__(self, secret: bytes, self_id: str, peer_id: str, nonce: bytes) -> None:
+        _check_secret(secret)
+        self._secret = secret
+        self.self_id = check_node_id(self_id)
+        self.peer_id = check_node_id(peer_id)
+        self._nonce = _check_nonce(nonce)
+
+    def hello(self) -> bytes:
+        body = msgpack.packb(
+            {
+                "v": WIRE_VERSION,
+                "schema": SCHEMA_FINGERPRINT,
+                "node": self.self_id,
+                "to": self.peer_id,
+                "nonce": self._nonce,
+            },
+            use_bin_type=True,
+        )
+        return frame(KIND_HELLO, body)
+
+    def on_challenge(self, kind: int, payload: bytes) -> tuple[bytes, Session]:
+        obj = _parse_map(kind, payload, KIND_CHALLENGE, "challenge")
+        _check_versions(obj)
+        if obj.get("node") != self.peer_id:
+            raise AuthenticationFailed(
+                f"dialed {self.peer_id!r} but the acceptor says it is {obj.get('node')!r}"
+            )
+        acceptor_nonce = _check_nonce(obj.get("nonce"))
+        if acceptor_nonce == self._nonce:
+            raise AuthenticationFailed("acceptor echoed our nonce")
+        transcript = _transcript(self.self_id, self.peer_id, self._nonce, acceptor_nonce)
+        proof = obj.get("proof")
+        if type(proof) is not bytes or not hmac.compare_digest(
+            proof, _mac(self._secret, b"acceptor-proof", transcript)
+        ):
+            raise AuthenticationFailed(
+                f"acceptor {self.peer_id!r} failed the challenge (wrong cluster secret?)"
+            )
+        auth = frame(
+            KIND_AUTH,
+            msgpack.packb({"proof": _mac(self._secret, b"dialer-proof", transcript)}, use_bin_type=True),
+        )
+        session = Session(
+            send_key=_mac(self._secret, b"key dialer->acceptor", transcript),
+            receive_key=_mac(self._secret, b"key acceptor->dialer", transcript),
+        )
+        return auth, session
+
+
+class AcceptorHandshake:
+    """The accepting side. ``on_hello()`` returns the CHALLENGE frame; ``on_auth()`` returns the session.
+
+    ``is_known_peer`` decides whether a claimed dialer id may connect at all (checked before any proof
+    is computed, so unknown ids learn nothing).
+    """
+
+    def __init__(
+        self, secret: bytes, self_id: str, nonce: bytes, is_known_peer: Callable[[str], bool]
+    ) -> None:
+        _check_secret(secret)
+        self._secret = secret
+        self.self_id = check_node_id(self_id)
+        self._nonce = _check_nonce(nonce)
+        self._is_known_peer = is_known_peer
+        self.peer_id: str | None = None
+        self._transcript: bytes | None = None
+
+    def on_hello(self, kind: int, payload: bytes) -> bytes:
+        obj = _parse_map(kind, payload, KIND_HELLO, "hello")
+        _check_versions(obj)
+        claimed = obj.get("node")
+        try:
+            peer_id = check_node_id(claimed)
+        except MalformedMessage as exc:
+            raise MalformedFrame(str(exc)) from exc
+        if obj.get("to") != self.self_id:
+            raise AuthenticationFailed(
+                f"peer {peer_id!r} meant to reach {obj.get('to')!r}, not {self.self_id!r}"
+            )
+        if peer_id == self.self_id or not self._is_known_peer(peer_id):
+            raise AuthenticationFailed(f"unknown peer id {peer_id!r}")
+        dialer_nonce = _check_nonce(obj.get("nonce"))
+        if dialer_nonce == self._nonce:
+            raise AuthenticationFailed("dialer echoed our nonce")
+        self.peer_id = peer_id
+        self._transcript = _transcript(peer_id, self.self_id, dialer_nonce, self._nonce)
+        body = msgpack.packb(
+            {
+                "v": WIRE_VERSION,
+                "schema": SCHEMA_FINGERPRINT,
+                "node": self.self_id,
+                "nonce": self._nonce,
+                "proof": _mac(self._secret, b"acceptor-proof", self._transcript),
+            },
+            use_bin_type=True,
+        )
+        return frame(KIND_CHALLENGE, body)
+
+    def on_auth(self, kind: int, payload: bytes) -> Session:
+        if self._transcript is None:
+            raise MalformedFrame("auth frame before hello")
+        obj = _parse_map(kind, payload, KIND_AUTH, "auth")
+        proof = obj.get("proof")
+        if type(proof) is not bytes or not hmac.compare_digest(
+            proof, _mac(self._secret, b"dialer-proof", self._transcript)
+        ):
+            raise AuthenticationFailed(
+                f"dialer {self.peer_id!r} failed the challenge (wrong cluster secret?)"
+            )
+        return Session(
+            send_key=_mac(self._secret, b"key acceptor->dialer", self._transcript),
+            receive_key=_mac(self._secret, b"key dialer->acceptor", self._transcript),
+        )
