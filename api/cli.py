@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
+from api.client import ClientError, Message, ProduceFailed, RaftlogClient, RequestFailed
 from raftlog.storage.inspect import dump_records, verify_directory
+
+SERVER_DEFAULT = "http://127.0.0.1:8081"
 
 
 def _log_verify(args: argparse.Namespace) -> int:
@@ -55,12 +61,210 @@ def _bench_storage(args: argparse.Namespace) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    print(
-        "raftlog dev: the cluster node is not built yet (replicated partitions and the HTTP API come next).\n"
-        "Available now: 'raftlog log verify|dump DIR' and 'raftlog bench storage'.",
-        file=sys.stderr,
+    from api import dev
+
+    return dev.main(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from api import serve
+
+    return serve.main(args)
+
+
+# -- commands that talk to a running cluster over HTTP --------------------------------------------------
+
+
+def _client(args: argparse.Namespace) -> RaftlogClient:
+    servers = [s.strip() for s in args.server.split(",") if s.strip()]
+    return RaftlogClient(servers, admin_token=args.token, retries=args.retries)
+
+
+def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Awaitable[int]]) -> int:
+    async def run() -> int:
+        async with _client(args) as client:
+            return await work(client)
+
+    try:
+        return asyncio.run(run())
+    except ProduceFailed as exc:
+        for result in exc.results:
+            print(json.dumps(_produced_row(result)))
+        print(f"raftlog: {exc}", file=sys.stderr)
+        return 1
+    except RequestFailed as exc:
+        print(f"raftlog: {exc.message} (HTTP {exc.status}, error_code {exc.error_code})", file=sys.stderr)
+        return 1
+    except ClientError as exc:
+        print(f"raftlog: {exc}", file=sys.stderr)
+        return 2
+
+
+def _produced_row(result: Any) -> dict[str, Any]:
+    if isinstance(result, RequestFailed):
+        return {"error_code": result.error_code, "error": result.message}
+    return {"partition": result.partition, "offset": result.offset}
+
+
+def _config_pair(pair: str) -> tuple[str, str]:
+    key, sep, value = pair.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{pair!r}: use KEY=VALUE")
+    return key, value
+
+
+def _topic_create(args: argparse.Namespace) -> int:
+    async def work(client: RaftlogClient) -> int:
+        created = await client.create_topic(
+            args.name,
+            partitions=args.partitions,
+            replication_factor=args.replication_factor,
+            configs=dict(args.config),
+        )
+        print(json.dumps(created))
+        return 0
+
+    return _with_client(args, work)
+
+
+def _topic_list(args: argparse.Namespace) -> int:
+    async def work(client: RaftlogClient) -> int:
+        for name in await client.topics():
+            print(name)
+        return 0
+
+    return _with_client(args, work)
+
+
+def _topic_describe(args: argparse.Namespace) -> int:
+    async def work(client: RaftlogClient) -> int:
+        print(json.dumps(await client.topic(args.name), indent=2))
+        return 0
+
+    return _with_client(args, work)
+
+
+def _produce(args: argparse.Namespace) -> int:
+    """One record per ``--value``, or one per line of stdin (the line ending removed)."""
+    values = args.value if args.value else [line.rstrip("\r\n") for line in sys.stdin]
+    messages = [Message(v, key=args.key, partition=args.partition) for v in values]
+
+    async def work(client: RaftlogClient) -> int:
+        for start in range(0, len(messages), args.batch):
+            for produced in await client.produce(args.topic, messages[start : start + args.batch]):
+                print(json.dumps(_produced_row(produced)))
+        return 0
+
+    return _with_client(args, work)
+
+
+def _consume(args: argparse.Namespace) -> int:
+    """Records as JSON lines. Stops at the end of the partition unless ``--follow`` (then at ``--max``
+    records, or on Ctrl-C)."""
+
+    async def work(client: RaftlogClient) -> int:
+        offset = args.offset
+        if args.from_beginning:
+            offset, _ = await client.offsets(args.topic, args.partition)
+        async for record in client.consume(
+            args.topic, args.partition, offset, max_records=args.max, follow=args.follow
+        ):
+            row = {
+                "partition": record.partition,
+                "offset": record.offset,
+                "timestamp": record.timestamp_ms,
+                "key": _text(record.key),
+                "value": _text(record.value),
+                "headers": {k: _text(v) for k, v in record.headers},
+            }
+            print(json.dumps(row), flush=True)
+        return 0
+
+    try:
+        return _with_client(args, work)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _server_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--server",
+        default=os.environ.get("RAFTLOG_SERVER", SERVER_DEFAULT),
+        help="base URL(s) of any node, comma-separated (default: $RAFTLOG_SERVER or %(default)s)",
     )
-    return 2
+    options.add_argument(
+        "--token",
+        default=os.environ.get("RAFTLOG_ADMIN_TOKEN"),
+        help="admin API token (default: $RAFTLOG_ADMIN_TOKEN)",
+    )
+    options.add_argument(
+        "--retries",
+        type=_non_negative,
+        default=8,
+        help="retries on 503 or an unreachable server, with backoff (default 8)",
+    )
+    return options
+
+
+def _add_cluster_commands(commands: Any) -> None:
+    server = _server_options()
+    topic = commands.add_parser("topic", help="create, list and describe topics")
+    topic_sub = topic.add_subparsers(dest="topic_command", required=True)
+    create = topic_sub.add_parser("create", parents=[server], help="create a topic")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=_positive, default=1)
+    create.add_argument(
+        "--replication-factor", type=_positive, default=None, help="default: min(3, live nodes)"
+    )
+    create.add_argument(
+        "--config",
+        action="append",
+        type=_config_pair,
+        default=[],
+        metavar="KEY=VALUE",
+        help="e.g. retention.ms=60000",
+    )
+    create.set_defaults(run=_topic_create)
+    listing = topic_sub.add_parser("list", parents=[server], help="print topic names")
+    listing.set_defaults(run=_topic_list)
+    describe = topic_sub.add_parser("describe", parents=[server], help="a topic's partitions and configs")
+    describe.add_argument("name")
+    describe.set_defaults(run=_topic_describe)
+
+    produce = commands.add_parser(
+        "produce", parents=[server], help="produce --value V (repeatable) or one record per stdin line"
+    )
+    produce.add_argument("topic")
+    produce.add_argument("--value", action="append", help="a record value (repeat for several)")
+    produce.add_argument("--key", help="record key (UTF-8); records with a key go to murmur2(key)")
+    produce.add_argument("--partition", type=_non_negative, help="send every record to this partition")
+    produce.add_argument("--batch", type=_positive, default=500, help="records per request (default 500)")
+    produce.set_defaults(run=_produce)
+
+    consume = commands.add_parser("consume", parents=[server], help="print a partition's records as JSON")
+    consume.add_argument("topic")
+    consume.add_argument("--partition", type=_non_negative, required=True)
+    start = consume.add_mutually_exclusive_group(required=True)
+    start.add_argument("--from-beginning", action="store_true", help="start at the log start offset")
+    start.add_argument("--offset", type=_non_negative, help="start at this offset")
+    consume.add_argument("--max", type=_positive, help="stop after this many records")
+    consume.add_argument("--follow", action="store_true", help="wait for new records (until --max or Ctrl-C)")
+    consume.set_defaults(run=_consume)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,8 +287,15 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--limit", type=int, default=100, help="records to print at most (default 100)")
     dump.set_defaults(run=_log_dump)
 
-    dev = commands.add_parser("dev", help="start a local 3-node cluster (not built yet: says so and exits 2)")
+    from api import dev as dev_module
+    from api import serve as serve_module
+
+    dev = commands.add_parser("dev", help="start a local cluster on 127.0.0.1, one process per node")
+    dev_module.add_arguments(dev)
     dev.set_defaults(run=_dev)
+    serve = commands.add_parser("serve", help="run one node (HTTP API, Raft groups, storage)")
+    serve_module.add_arguments(serve)
+    serve.set_defaults(run=_serve)
 
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
@@ -93,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_storage.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench_storage.set_defaults(run=_bench_storage)
+    _add_cluster_commands(commands)
     return parser
 
 

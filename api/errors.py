@@ -19,6 +19,17 @@ from partitions.errors import (
     UnknownTopic,
 )
 from partitions.placement import PlacementImpossible
+from raftlog.consensus.errors import (
+    CorruptJournal,
+    CorruptSnapshot,
+    GroupClosed,
+    NoLeader,
+    NotLeader,
+    OutcomeUnknown,
+    ProposalDiscarded,
+    ProposalQueueFull,
+    ProposalRejected,
+)
 from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.errors import (
     CorruptRecord,
@@ -46,6 +57,61 @@ class UnsupportedMediaType(ApiError):
         self.content_type = content_type
 
 
+class RequestTooLarge(ApiError):
+    """A request body larger than the server's configured maximum; nothing was read or written."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        super().__init__(f"request body exceeds the maximum of {limit_bytes} bytes")
+        self.limit_bytes = limit_bytes
+
+
+class Unauthorized(ApiError):
+    """An admin call without the configured ``Authorization: Bearer <token>``."""
+
+
+class RouteNotFound(ApiError):
+    """No endpoint at this path."""
+
+
+class MethodNotAllowed(ApiError):
+    """The path exists but not with this method."""
+
+    def __init__(self, method: str, path: str, allowed: list[str]) -> None:
+        super().__init__(f"{method} is not allowed on {path}; allowed: {', '.join(sorted(allowed))}")
+        self.allowed = sorted(allowed)
+
+
+class NotReady(ApiError):
+    """The node cannot serve yet (no controller known)."""
+
+
+class LeaderUnreachable(ApiError):
+    """The leader a request was forwarded to could not be reached before the request was sent, or the
+    request is a read: safe to retry."""
+
+
+class HopLimitExceeded(ApiError):
+    """A request was forwarded too many times: the nodes disagree about who leads (an election is in
+    progress or a hint is stale). Safe to retry after a moment."""
+
+    def __init__(self, hops: int) -> None:
+        super().__init__(f"request forwarded {hops} times without reaching a leader; retry later")
+        self.hops = hops
+
+
+class ForwardOutcomeUnknown(ApiError):
+    """A write was forwarded to the leader but its answer never came back: it may or may not have been
+    applied. Retry with the same producer_id/sequence."""
+
+
+class NotImplementedYet(ApiError):
+    """An endpoint of the contract whose operation the node cannot perform yet."""
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"{operation} is not built yet")
+        self.operation = operation
+
+
 @dataclass(frozen=True, slots=True)
 class HttpError:
     status: int
@@ -56,6 +122,26 @@ class HttpError:
 # Most specific first: the first class an error is an instance of decides.
 TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (BadRequest, HttpError(400, 40001)),
+    (Unauthorized, HttpError(401, 40101)),
+    (RouteNotFound, HttpError(404, 40400)),
+    (MethodNotAllowed, HttpError(405, 40501)),
+    (RequestTooLarge, HttpError(413, 41301)),
+    (NotImplementedYet, HttpError(501, 50101)),
+    (NotReady, HttpError(503, 50301, retriable=True)),
+    (LeaderUnreachable, HttpError(503, 50301, retriable=True)),
+    (HopLimitExceeded, HttpError(503, 50303, retriable=True)),
+    (ForwardOutcomeUnknown, HttpError(504, 50401, retriable=True)),
+    # Consensus: NotLeader is normally forwarded by the API; it reaches a client only when the hint is
+    # unusable (no address, hop limit): then it is "no leader right now".
+    (NotLeader, HttpError(503, 50301, retriable=True)),
+    (NoLeader, HttpError(503, 50301, retriable=True)),
+    (ProposalQueueFull, HttpError(503, 50304, retriable=True)),
+    (ProposalDiscarded, HttpError(503, 50305, retriable=True)),
+    (GroupClosed, HttpError(503, 50306, retriable=True)),
+    (ProposalRejected, HttpError(409, 40903)),
+    (OutcomeUnknown, HttpError(504, 50401, retriable=True)),
+    (CorruptJournal, HttpError(500, 50002)),
+    (CorruptSnapshot, HttpError(500, 50002)),
     (InvalidConfig, HttpError(400, 40001)),
     (InvalidTopic, HttpError(400, 40001)),
     (PlacementImpossible, HttpError(400, 40001)),
@@ -76,6 +162,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvariantViolation, HttpError(500, 50001)),
 ]
 INTERNAL = HttpError(500, 50000)
+RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
 
 
 def lookup(error: BaseException) -> HttpError:
@@ -95,4 +182,12 @@ def body(error: BaseException) -> dict[str, Any]:
     if isinstance(error, RecordTooLarge):
         payload["size_bytes"] = error.size_bytes
         payload["limit_bytes"] = error.limit_bytes
+    if isinstance(error, RequestTooLarge):
+        payload["limit_bytes"] = error.limit_bytes
+    if isinstance(error, NotLeader):
+        payload["leader_hint"] = error.leader_hint
+    if isinstance(error, MethodNotAllowed):
+        payload["allowed"] = error.allowed
+    if mapped.retriable:
+        payload["retriable"] = True
     return payload

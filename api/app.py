@@ -1,0 +1,891 @@
+"""The node's HTTP API: client endpoints (Confluent REST v2 style) and admin endpoints (Redpanda style).
+
+``build_app(broker)`` returns an ``aiohttp`` application over any ``partitions.broker.Broker``. Handlers
+only parse (``api.schemas``), decide (``api.routing``) and call the broker; two middlewares do the rest:
+
+- ``_observe`` (outermost) times every request for ``/metrics`` and stamps ``X-Raftlog-Leader``;
+- ``_errors`` checks the admin token, turns every typed error into its HTTP answer through the one table
+  in ``api.errors``, forwards a request the broker refused with ``NotLeader`` to the leader, and turns
+  anything else into a logged 500 (error_code 50000).
+
+``X-Raftlog-Leader`` names the node that served the request: the partition's leader for partition-scoped
+requests (all of them, comma-separated, for a produce that spanned partitions led by several nodes), this
+node for metadata and cluster requests, and is empty when the request failed because no leader is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from api import errors
+from api.errors import (
+    BadRequest,
+    MethodNotAllowed,
+    NotImplementedYet,
+    NotReady,
+    RequestTooLarge,
+    RouteNotFound,
+    Unauthorized,
+)
+from api.forwarding import Forwarded, Forwarder
+from api.metrics import HttpMetrics
+from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
+from api.routing import (
+    HOPS_HEADER,
+    LEADER_HEADER,
+    RoundRobin,
+    assign_partitions,
+    forward_target,
+    group_by_partition,
+    keyless_partition,
+    parse_hops,
+)
+from api.schemas import (
+    INT64_MAX,
+    OffsetCommit,
+    ParsedRecord,
+    check_group,
+    dump_json,
+    parse_commit_offsets,
+    parse_create_topic,
+    parse_json,
+    parse_produce,
+    path_partition,
+    produce_entry,
+    produce_error_entry,
+    query_int,
+    query_str,
+    render_record,
+    request_flavour,
+    require_json_body,
+    response_flavour,
+)
+from partitions.broker import Broker
+from partitions.controller import TopicMetadata
+from partitions.errors import UnknownPartition
+from raftlog.consensus.errors import ConsensusError, NoLeader, NotLeader
+from raftlog.errors import InvariantViolation, RaftlogError, check
+from raftlog.storage.batch import ProducerRecord
+
+log = logging.getLogger(__name__)
+
+FETCH_TIMEOUT_MS_MAX = 60_000
+FETCH_MAX_BYTES_DEFAULT = 1024 * 1024
+FETCH_MAX_BYTES_MAX = 64 * 1024 * 1024
+REQUEST_BYTES_MAX = 16 * 1024 * 1024
+REPLICATION_FACTOR_DEFAULT_MAX = 3
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    admin_token: str | None
+    forward_timeout_s: float
+    produce_timeout_ms: int
+    admin_timeout_ms: int
+    request_bytes_max: int
+
+
+class AppState:
+    def __init__(self, broker: Broker, settings: Settings) -> None:
+        self.broker = broker
+        self.settings = settings
+        self.forwarder = Forwarder()
+        self.metrics = HttpMetrics()
+        self.round_robin = RoundRobin()
+
+
+STATE = web.AppKey("raftlog_state", AppState)
+_LEADER = web.RequestKey("raftlog_leader", str)  # who served the request (X-Raftlog-Leader)
+
+
+def _state(request: web.Request) -> AppState:
+    return request.app[STATE]
+
+
+# -- request helpers -----------------------------------------------------------------------------------
+
+
+async def _body(request: web.Request) -> bytes:
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise RequestTooLarge(_state(request).settings.request_bytes_max) from None
+
+
+async def _json(request: web.Request) -> Any:
+    return parse_json(await _body(request))
+
+
+def _partition(request: web.Request) -> int:
+    return path_partition(request.match_info["partition"])
+
+
+def _topic_partition(broker: Broker, topic: str, partition: int) -> TopicMetadata:
+    meta = broker.topic(topic)
+    if not 0 <= partition < meta.partitions:
+        raise UnknownPartition(topic, partition)
+    return meta
+
+
+def _served_here(state: AppState, meta: TopicMetadata, partition: int) -> None:
+    """Raise ``NotLeader`` (so the request is forwarded) for a partition this node holds no replica of."""
+    replicas = meta.replicas[partition]
+    node_id = state.broker.node_id
+    if node_id in replicas:
+        return
+    hint = state.broker.leader_hint(meta.name, partition)
+    if hint is None or hint == node_id:
+        hint = replicas[0]  # a replica knows its leader better than this node does
+    raise NotLeader(meta.group_id(partition), hint)
+
+
+async def _forward(
+    request: web.Request,
+    error: NotLeader,
+    method: str,
+    path_qs: str,
+    body: bytes,
+    *,
+    write: bool,
+    long_poll: bool = False,
+) -> Forwarded:
+    state = _state(request)
+    broker = state.broker
+    address = broker.http_address(error.leader_hint) if error.leader_hint else None
+    hops = parse_hops(request.headers.get(HOPS_HEADER))
+    target = forward_target(broker.node_id, error.leader_hint, address, hops, error.group_id)
+    if isinstance(target, RaftlogError):
+        raise target
+    timeout_s = state.settings.forward_timeout_s
+    if long_poll:
+        timeout_ms = query_int(request.query, "timeout", 0, 0, FETCH_TIMEOUT_MS_MAX) or 0
+        timeout_s += timeout_ms / 1000
+    state.metrics.forwarded += 1
+    return await state.forwarder.send(target, method, path_qs, request.headers, body, timeout_s, write=write)
+
+
+async def _local_or_forwarded(
+    request: web.Request,
+    meta: TopicMetadata,
+    partition: int,
+    local: Callable[[], Awaitable[T]],
+    method: str,
+    path_qs: str,
+    body: bytes,
+    *,
+    write: bool,
+) -> T | Forwarded:
+    """Serve one partition's part of a request here, or send that part to the partition's leader."""
+    try:
+        _served_here(_state(request), meta, partition)
+        return await local()
+    except NotLeader as exc:
+        return await _forward(request, exc, method, path_qs, body, write=write)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """One part of a multi-partition request that failed: the HTTP answer it would have had alone."""
+
+    status: int
+    payload: dict[str, Any]
+    headers: dict[str, str]
+
+    @classmethod
+    def of(cls, error: RaftlogError) -> _Failure:
+        headers = {LEADER_HEADER: ""} if isinstance(error, NotLeader | NoLeader) else {}
+        return cls(errors.lookup(error).status, errors.body(error), headers)
+
+    @classmethod
+    def forwarded(cls, answer: Forwarded) -> _Failure:
+        try:
+            payload = parse_json(answer.body)
+        except BadRequest:
+            payload = None
+        if not isinstance(payload, dict) or not isinstance(payload.get("error_code"), int):
+            payload = {
+                "error_code": errors.INTERNAL.error_code,
+                "message": f"leader answered {answer.status} without an error body",
+            }
+        kept = {k: v for k, v in answer.headers.items() if k in ("Retry-After", LEADER_HEADER)}
+        return cls(answer.status, payload, kept)
+
+    def response(self, leader: str) -> web.Response:
+        headers = {LEADER_HEADER: leader, **self.headers}
+        if self.status == 503:
+            headers.setdefault("Retry-After", str(errors.RETRY_AFTER_S))
+        return web.json_response(self.payload, status=self.status, headers=headers)
+
+
+def _forwarded_json(answer: Forwarded) -> Any:
+    try:
+        return parse_json(answer.body)
+    except BadRequest:
+        raise InvariantViolation(
+            f"leader answered {answer.status} with a body that is not JSON: {answer.body[:80]!r}"
+        ) from None
+
+
+# -- client API ----------------------------------------------------------------------------------------
+
+
+def _partition_views(state: AppState, meta: TopicMetadata) -> list[dict[str, Any]]:
+    broker = state.broker
+    alive = {node.node_id for node in broker.nodes() if node.state == "alive"}
+    views = []
+    for partition, replicas in enumerate(meta.replicas):
+        leader = broker.leader_hint(meta.name, partition)
+        in_sync = {node: node in alive for node in replicas}
+        if broker.node_id in replicas:
+            try:
+                detail = broker.partition_state(meta.name, partition)
+            except ConsensusError:
+                pass  # not the leader, or none right now: keep the membership view
+            else:
+                leader = detail.leader
+                in_sync.update({r.node: r.in_sync for r in detail.replicas if r.node in in_sync})
+        views.append(
+            {
+                "partition": partition,
+                "leader": leader,
+                "replicas": [{"node": n, "leader": n == leader, "in_sync": in_sync[n]} for n in replicas],
+            }
+        )
+    return views
+
+
+async def list_topics(request: web.Request) -> web.Response:
+    return web.json_response(sorted(_state(request).broker.topics()))
+
+
+async def get_topic(request: web.Request) -> web.Response:
+    state = _state(request)
+    meta = state.broker.topic(request.match_info["topic"])
+    return web.json_response(
+        {
+            "name": meta.name,
+            "partitions": _partition_views(state, meta),
+            "replication_factor": len(meta.replicas[0]) if meta.replicas else 0,
+            "configs": meta.configs,
+        }
+    )
+
+
+async def get_partitions(request: web.Request) -> web.Response:
+    state = _state(request)
+    meta = state.broker.topic(request.match_info["topic"])
+    return web.json_response(_partition_views(state, meta))
+
+
+async def get_offsets(request: web.Request) -> web.Response:
+    state = _state(request)
+    partition = _partition(request)
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    _served_here(state, meta, partition)
+    offsets = state.broker.offsets(meta.name, partition)
+    request[_LEADER] = state.broker.node_id
+    return web.json_response(
+        {"beginning_offset": offsets.log_start_offset, "end_offset": offsets.high_watermark}
+    )
+
+
+def _producer_records(records: Sequence[ParsedRecord], indexes: Sequence[int]) -> list[ProducerRecord]:
+    return [ProducerRecord(records[i].value, records[i].key, records[i].headers) for i in indexes]
+
+
+async def produce_to_partition(request: web.Request) -> web.Response:
+    state = _state(request)
+    flavour = request_flavour(request.content_type)
+    partition = _partition(request)
+    body = await _json(request)
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    parsed = parse_produce(body, flavour, partition)
+    _served_here(state, meta, partition)
+    result = await state.broker.produce(
+        meta.name,
+        partition,
+        _producer_records(parsed.records, range(len(parsed.records))),
+        parsed.producer_id,
+        parsed.sequence,
+        state.settings.produce_timeout_ms,
+    )
+    _check_produced(result.base_offset, result.end_offset, len(parsed.records))
+    request[_LEADER] = state.broker.node_id
+    entries = [produce_entry(partition, result.base_offset + i) for i in range(len(parsed.records))]
+    return web.json_response({"offsets": entries})
+
+
+def _check_produced(base_offset: int, end_offset: int, count: int) -> None:
+    check(
+        end_offset - base_offset == count and base_offset >= 0,
+        f"broker produced offsets [{base_offset}, {end_offset}) for {count} records",
+    )
+
+
+async def produce_to_topic(request: web.Request) -> web.Response:
+    """Records are split by partition and each partition's part is one batch, produced concurrently
+    (forwarded to its leader when that is another node). One answer per record, in request order; if every
+    record failed, the answer is the first failure's HTTP error so that a client retries as a whole."""
+    state = _state(request)
+    broker = state.broker
+    flavour = request_flavour(request.content_type)
+    body = await _json(request)
+    meta = broker.topic(request.match_info["topic"])
+    parsed = parse_produce(body, flavour)
+    for record in parsed.records:
+        if record.partition is not None and record.partition >= meta.partitions:
+            raise UnknownPartition(meta.name, record.partition)
+    keyless = keyless_partition(meta.partitions, parsed.producer_id, parsed.sequence, state.round_robin)
+    groups = group_by_partition(assign_partitions(parsed.records, meta.partitions, keyless))
+    quoted = urllib.parse.quote(meta.name, safe="")
+
+    async def one(partition: int, indexes: list[int]) -> tuple[list[dict[str, Any]], str] | _Failure:
+        async def local() -> tuple[list[dict[str, Any]], str]:
+            result = await broker.produce(
+                meta.name,
+                partition,
+                _producer_records(parsed.records, indexes),
+                parsed.producer_id,
+                parsed.sequence,
+                state.settings.produce_timeout_ms,
+            )
+            _check_produced(result.base_offset, result.end_offset, len(indexes))
+            rows = [produce_entry(partition, result.base_offset + i) for i in range(len(indexes))]
+            return rows, broker.node_id
+
+        sub: dict[str, Any] = {"records": [parsed.raw_records[i] for i in indexes]}
+        if parsed.producer_id is not None:
+            sub.update(producer_id=parsed.producer_id, sequence=parsed.sequence)
+        try:
+            done = await _local_or_forwarded(
+                request,
+                meta,
+                partition,
+                local,
+                "POST",
+                f"/topics/{quoted}/partitions/{partition}",
+                dump_json(sub),
+                write=True,
+            )
+        except RaftlogError as exc:
+            return _Failure.of(exc)
+        if not isinstance(done, Forwarded):
+            return done
+        if done.status != 200:
+            return _Failure.forwarded(done)
+        answer = _forwarded_json(done)
+        entries = answer.get("offsets") if isinstance(answer, dict) else None
+        if not isinstance(entries, list) or len(entries) != len(indexes):
+            raise InvariantViolation(f"leader answered {len(indexes)} records with {str(answer)[:200]}")
+        return entries, done.headers.get(LEADER_HEADER, "")
+
+    outcomes = await asyncio.gather(*(one(p, indexes) for p, indexes in groups.items()))
+    failures = [o for o in outcomes if isinstance(o, _Failure)]
+    if len(failures) == len(outcomes):
+        return failures[0].response(failures[0].headers.get(LEADER_HEADER, broker.node_id))
+    entries: list[dict[str, Any] | None] = [None] * len(parsed.records)
+    leaders: set[str] = set()
+    for (partition, indexes), outcome in zip(groups.items(), outcomes, strict=True):
+        if isinstance(outcome, _Failure):
+            code, message = outcome.payload["error_code"], str(outcome.payload.get("message", ""))
+            for i in indexes:
+                entries[i] = produce_error_entry(partition, code, message)
+        else:
+            rows, leader = outcome
+            leaders.add(leader)
+            for i, row in zip(indexes, rows, strict=True):
+                entries[i] = row
+    check(all(e is not None for e in entries), "a produced record has no answer")
+    request[_LEADER] = ",".join(sorted(leaders))
+    return web.json_response({"offsets": entries})
+
+
+async def fetch(request: web.Request) -> web.Response:
+    state = _state(request)
+    partition = _partition(request)
+    offset = query_int(request.query, "offset", None, 0, INT64_MAX)
+    if offset is None:
+        raise BadRequest("query parameter offset: missing")
+    timeout_ms = query_int(request.query, "timeout", 0, 0, FETCH_TIMEOUT_MS_MAX) or 0
+    max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
+    check(max_bytes is not None, "max_bytes has a default")
+    flavour = response_flavour(request.headers.get("Accept"))
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    _served_here(state, meta, partition)
+    records = await state.broker.fetch(meta.name, partition, offset, max_bytes or 1, timeout_ms)
+    request[_LEADER] = state.broker.node_id
+    return web.json_response([render_record(meta.name, partition, r, flavour) for r in records])
+
+
+async def commit_offsets(request: web.Request) -> web.Response:
+    """Each (topic, partition) is committed on its leader; entries for the same partition in order."""
+    state = _state(request)
+    broker = state.broker
+    require_json_body(request.content_type)
+    group = check_group(request.match_info["group"])
+    entries = parse_commit_offsets(await _json(request))
+    metas = {}
+    for entry in entries:
+        metas[entry.topic] = _topic_partition(broker, entry.topic, entry.partition)
+    by_partition: dict[tuple[str, int], list[OffsetCommit]] = {}
+    for entry in entries:
+        by_partition.setdefault((entry.topic, entry.partition), []).append(entry)
+    path = f"/consumers/{urllib.parse.quote(group, safe='')}/offsets"
+
+    async def one(commits: list[OffsetCommit]) -> _Failure | None:
+        for commit in commits:
+            meta = metas[commit.topic]
+
+            async def local(commit: OffsetCommit = commit) -> int:
+                return await broker.commit_offset(
+                    group,
+                    commit.topic,
+                    commit.partition,
+                    commit.offset,
+                    commit.reset,
+                    state.settings.produce_timeout_ms,
+                )
+
+            sub = {"offsets": [asdict(commit)]}
+            try:
+                done = await _local_or_forwarded(
+                    request, meta, commit.partition, local, "POST", path, dump_json(sub), write=True
+                )
+            except RaftlogError as exc:
+                return _Failure.of(exc)
+            if isinstance(done, Forwarded) and done.status != 204:
+                return _Failure.forwarded(done)
+        return None
+
+    outcomes = await asyncio.gather(*(one(commits) for commits in by_partition.values()))
+    for outcome in outcomes:
+        if outcome is not None:
+            return outcome.response(outcome.headers.get(LEADER_HEADER, broker.node_id))
+    return web.Response(status=204)
+
+
+async def committed_offsets(request: web.Request) -> web.Response:
+    state = _state(request)
+    broker = state.broker
+    group = check_group(request.match_info["group"])
+    topic = query_str(request.query, "topic")
+    if topic is None:
+        raise BadRequest("query parameter topic: missing")
+    partition = query_int(request.query, "partition", None, 0, 2**31 - 1)
+    meta = broker.topic(topic) if partition is None else _topic_partition(broker, topic, partition)
+    wanted = range(meta.partitions) if partition is None else [partition]
+    path = f"/consumers/{urllib.parse.quote(group, safe='')}/offsets"
+
+    async def one(p: int) -> int | _Failure | None:
+        async def local() -> int | None:
+            return broker.committed_offset(group, meta.name, p)
+
+        query = urllib.parse.urlencode({"topic": meta.name, "partition": p})
+        try:
+            done = await _local_or_forwarded(
+                request, meta, p, local, "GET", f"{path}?{query}", b"", write=False
+            )
+        except RaftlogError as exc:
+            return _Failure.of(exc)
+        if not isinstance(done, Forwarded):
+            return done
+        if done.status != 200:
+            return _Failure.forwarded(done)
+        answer = _forwarded_json(done)
+        rows = answer.get("offsets") if isinstance(answer, dict) else None
+        check(isinstance(rows, list) and len(rows) <= 1, f"leader answered {str(answer)[:200]}")
+        return int(rows[0]["offset"]) if rows else None
+
+    outcomes = await asyncio.gather(*(one(p) for p in wanted))
+    rows = []
+    for p, outcome in zip(wanted, outcomes, strict=True):
+        if isinstance(outcome, _Failure):
+            return outcome.response(outcome.headers.get(LEADER_HEADER, broker.node_id))
+        if outcome is not None:
+            rows.append({"topic": meta.name, "partition": p, "offset": outcome})
+    return web.json_response({"offsets": rows})
+
+
+# -- admin API -----------------------------------------------------------------------------------------
+
+
+async def cluster_health(request: web.Request) -> web.Response:
+    """Redpanda's shape. A partition is under-replicated when a replica's node is not alive, or when
+    this node leads it and a replica is not in sync; leaderless when no leader is known."""
+    broker = _state(request).broker
+    nodes = broker.nodes()
+    states = {node.node_id: node.state for node in nodes}
+    down = sorted(n for n, s in states.items() if s in ("dead", "left"))
+    leaderless = []
+    under_replicated = []
+    for name in sorted(broker.topics()):
+        try:
+            meta = broker.topic(name)
+        except RaftlogError:
+            continue  # deleted while we looked
+        for partition, replicas in enumerate(meta.replicas):
+            where = {"topic": name, "partition": partition}
+            if broker.leader_hint(name, partition) is None:
+                leaderless.append(where)
+            lagging = any(states.get(node) != "alive" for node in replicas)
+            if not lagging and broker.node_id in replicas:
+                try:
+                    detail = broker.partition_state(name, partition)
+                except ConsensusError:
+                    pass  # not led here: the membership view above is what this node knows
+                else:
+                    led_here = detail.leader == broker.node_id
+                    lagging = led_here and not all(r.in_sync for r in detail.replicas)
+            if lagging:
+                under_replicated.append(where)
+    controller = broker.controller()
+    return web.json_response(
+        {
+            "is_healthy": controller is not None and not down and not leaderless,
+            "controller": controller,
+            "nodes": sorted(states),
+            "nodes_down": down,
+            "leaderless_partitions": leaderless,
+            "under_replicated_partitions": under_replicated,
+        }
+    )
+
+
+async def list_nodes(request: web.Request) -> web.Response:
+    nodes = _state(request).broker.nodes()
+    return web.json_response([asdict(node) for node in sorted(nodes, key=lambda n: n.node_id)])
+
+
+async def create_topic(request: web.Request) -> web.Response:
+    state = _state(request)
+    broker = state.broker
+    require_json_body(request.content_type)
+    wanted = parse_create_topic(await _json(request))
+    factor = wanted.replication_factor
+    if factor is None:
+        alive = sum(1 for node in broker.nodes() if node.state == "alive")
+        factor = min(REPLICATION_FACTOR_DEFAULT_MAX, max(1, alive))
+    meta = await broker.create_topic(wanted.name, wanted.partitions, factor, wanted.configs)
+    return web.json_response(
+        {
+            "name": meta.name,
+            "partitions": meta.partitions,
+            "replication_factor": len(meta.replicas[0]) if meta.replicas else factor,
+            "replicas": [list(r) for r in meta.replicas],
+            "configs": meta.configs,
+        },
+        status=201,
+    )
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    await _state(request).broker.delete_topic(request.match_info["topic"])
+    return web.Response(status=204)
+
+
+async def partition_state(request: web.Request) -> web.Response:
+    state = _state(request)
+    partition = _partition(request)
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    _served_here(state, meta, partition)
+    detail = state.broker.partition_state(meta.name, partition)
+    if detail.leader is not None and detail.leader != state.broker.node_id:
+        # Only the leader knows every replica's match offset and lag: answer with its view.
+        raise NotLeader(meta.group_id(partition), detail.leader)
+    request[_LEADER] = detail.leader or ""
+    return web.json_response(asdict(detail))
+
+
+async def transfer_leadership(request: web.Request) -> web.Response:
+    state = _state(request)
+    partition = _partition(request)
+    target = query_str(request.query, "target")
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    if target is not None and target not in meta.replicas[partition]:
+        raise BadRequest(f"query parameter target: {target!r} is not a replica of {meta.name}/{partition}")
+    _served_here(state, meta, partition)
+    await state.broker.transfer_leadership(meta.name, partition, target, state.settings.admin_timeout_ms)
+    leader = state.broker.leader_hint(meta.name, partition)
+    return web.json_response({"topic": meta.name, "partition": partition, "leader": leader})
+
+
+async def move_replicas(request: web.Request) -> web.Response:
+    raise NotImplementedYet(
+        "moving a partition's replicas (POST /v1/partitions/{topic}/{partition}/replicas)"
+    )
+
+
+async def decommission(request: web.Request) -> web.Response:
+    raise NotImplementedYet(f"decommissioning a node ({request.method} /v1/nodes/{{id}}/decommission)")
+
+
+# -- operations ----------------------------------------------------------------------------------------
+
+
+async def metrics(request: web.Request) -> web.Response:
+    state = _state(request)
+    text = state.metrics.render(state.broker.metrics())
+    return web.Response(
+        body=text.encode("utf-8"), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+    )
+
+
+async def live(request: web.Request) -> web.Response:
+    return web.json_response({"status": "live"})
+
+
+async def ready(request: web.Request) -> web.Response:
+    if _state(request).broker.controller() is None:
+        raise NotReady("no controller known yet")
+    return web.json_response({"status": "ready"})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    token = _state(request).settings.admin_token is not None
+    return web.json_response(document(ROUTES, admin_token=token))
+
+
+_TOPIC = "/topics/{topic}"
+_PARTITION = "/topics/{topic}/partitions/{partition}"
+_FETCH_QUERY = (
+    Param("offset", "integer", "first offset to return", required=True),
+    Param(
+        "timeout", "integer", f"ms to wait for a record when none is available (0..{FETCH_TIMEOUT_MS_MAX})"
+    ),
+    Param("max_bytes", "integer", "byte budget of the answer (at least one record is returned if any)"),
+)
+
+ROUTES: tuple[Operation, ...] = (
+    Operation("GET", "/topics", list_topics, "listTopics", "Topic names", "client", ok_schema="TopicNames"),
+    Operation(
+        "GET", _TOPIC, get_topic, "getTopic", "A topic, its partitions and configs", "client",
+        ok_schema="Topic", errors=(404,),
+    ),
+    Operation(
+        "POST", _TOPIC, produce_to_topic, "produce", "Produce records (key -> murmur2 partition)", "client",
+        body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
+        errors=(404, 413, 415, 422, 504), write=True,
+    ),
+    Operation(
+        "GET", f"{_TOPIC}/partitions", get_partitions, "listPartitions", "A topic's partitions", "client",
+        ok_schema="Partitions", errors=(404,),
+    ),
+    Operation(
+        "POST", _PARTITION, produce_to_partition, "produceToPartition", "Produce records to one partition",
+        "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
+        errors=(404, 413, 415, 422, 504), write=True,
+    ),
+    Operation(
+        "GET", f"{_PARTITION}/offsets", get_offsets, "getOffsets", "First and next offset of a partition",
+        "client", ok_schema="PartitionOffsets", errors=(404,),
+    ),
+    Operation(
+        "GET", f"{_PARTITION}/records", fetch, "fetch", "Fetch committed records (long poll)", "client",
+        query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 416), long_poll=True,
+    ),
+    Operation(
+        "POST", "/consumers/{group}/offsets", commit_offsets, "commitOffsets",
+        "Commit a group's next offsets to read (never backwards unless reset)", "client",
+        body="CommitOffsetsRequest", body_types=RECORD_TYPES, ok_status=204, errors=(404, 415, 504),
+        write=True,
+    ),
+    Operation(
+        "GET", "/consumers/{group}/offsets", committed_offsets, "getCommittedOffsets",
+        "A group's committed offsets", "client",
+        query=(
+            Param("topic", "string", "topic name", required=True),
+            Param("partition", "integer", "one partition (default: all)"),
+        ),
+        ok_schema="CommittedOffsets", errors=(404,),
+    ),
+    Operation(
+        "GET", "/v1/cluster/health", cluster_health, "clusterHealth", "Cluster health overview", "admin",
+        ok_schema="Health",
+    ),
+    Operation("GET", "/v1/nodes", list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes"),
+    Operation(
+        "POST", "/v1/topics", create_topic, "createTopic", "Create a topic", "admin",
+        body="CreateTopicRequest", ok_status=201, ok_schema="Topic", errors=(409, 415), write=True,
+    ),
+    Operation(
+        "DELETE", "/v1/topics/{topic}", delete_topic, "deleteTopic", "Delete a topic", "admin",
+        ok_status=204, errors=(404,), write=True,
+    ),
+    Operation(
+        "GET", "/v1/partitions/{topic}/{partition}", partition_state, "getPartitionState",
+        "Leader, term, high watermark and replica progress of a partition", "admin",
+        ok_schema="PartitionState", errors=(404,),
+    ),
+    Operation(
+        "POST", "/v1/partitions/{topic}/{partition}/transfer_leadership", transfer_leadership,
+        "transferLeadership", "Move a partition's leadership (to target, or any caught-up replica)", "admin",
+        query=(Param("target", "string", "node id of a replica to lead"),),
+        ok_schema="TransferResult", errors=(404, 409), write=True,
+    ),
+    Operation(
+        "POST", "/v1/partitions/{topic}/{partition}/replicas", move_replicas, "moveReplicas",
+        "Move a partition's replicas (not built yet: 501)", "admin", body="ReplicasRequest",
+        errors=(501,), forward=False,
+    ),
+    Operation(
+        "PUT", "/v1/nodes/{node_id}/decommission", decommission, "decommissionNode",
+        "Move every replica off a node (not built yet: 501)", "admin", errors=(501,), forward=False,
+    ),
+    Operation(
+        "GET", "/v1/nodes/{node_id}/decommission", decommission, "decommissionProgress",
+        "Progress of a decommission (not built yet: 501)", "admin", errors=(501,), forward=False,
+    ),
+    Operation(
+        "GET", "/metrics", metrics, "metrics", "Prometheus metrics", "operations",
+        ok_type="text/plain", forward=False,
+    ),
+    Operation("GET", "/status/live", live, "live", "The process is up", "operations", ok_schema="Status",
+              forward=False),
+    Operation(
+        "GET", "/status/ready", ready, "ready", "The node knows a controller (503 otherwise)", "operations",
+        ok_schema="Status", errors=(503,), forward=False,
+    ),
+    Operation(
+        "GET", "/openapi.json", openapi, "openapi", "This document", "operations",
+        ok_type="application/json", forward=False,
+    ),
+)  # fmt: skip
+
+
+# -- middlewares ---------------------------------------------------------------------------------------
+
+
+def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
+    mapped = errors.lookup(error)
+    headers: dict[str, str] = {}
+    if isinstance(error, NotLeader | NoLeader):
+        headers[LEADER_HEADER] = ""
+    if mapped.status == 503:
+        headers["Retry-After"] = str(errors.RETRY_AFTER_S)
+    if isinstance(error, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="raftlog"'
+    if isinstance(error, MethodNotAllowed):
+        headers["Allow"] = ", ".join(error.allowed)
+    if mapped.status >= 500 and not mapped.retriable:
+        log.error("%s %s failed: %s", request.method, request.path, error, exc_info=error)
+    return web.json_response(errors.body(error), status=mapped.status, headers=headers)
+
+
+def _check_token(request: web.Request, token: str) -> None:
+    given = request.headers.get("Authorization", "")
+    scheme, _, credentials = given.partition(" ")
+    ok = scheme.lower() == "bearer" and hmac.compare_digest(
+        credentials.strip().encode("utf-8"), token.encode("utf-8")
+    )
+    if not ok:
+        raise Unauthorized("admin API: missing or wrong 'Authorization: Bearer <token>'")
+
+
+def _from_http_exception(request: web.Request, exc: web.HTTPException) -> RaftlogError:
+    if isinstance(exc, web.HTTPNotFound):
+        return RouteNotFound(f"no endpoint at {request.method} {request.path}")
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        return MethodNotAllowed(request.method, request.path, list(exc.allowed_methods))
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        return RequestTooLarge(_state(request).settings.request_bytes_max)
+    return BadRequest(f"{exc.status} {exc.reason}: {exc.text}")
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    state = _state(request)
+    try:
+        token = state.settings.admin_token
+        if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
+            _check_token(request, token)
+        parse_hops(request.headers.get(HOPS_HEADER))
+        try:
+            return await handler(request)
+        except NotLeader as exc:
+            operation: Operation | None = request.get(_OPERATION)
+            if operation is None or not operation.forward:
+                raise
+            answer = await _forward(
+                request,
+                exc,
+                request.method,
+                request.raw_path,
+                await _body(request),
+                write=operation.write,
+                long_poll=operation.long_poll,
+            )
+            return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
+    except web.HTTPException as exc:
+        return _error_response(request, _from_http_exception(request, exc))
+    except RaftlogError as exc:
+        return _error_response(request, exc)
+    except Exception as exc:  # a bug: answer 500 and log it with its traceback
+        log.exception("%s %s: unexpected error", request.method, request.path)
+        return web.json_response(
+            {"error_code": errors.INTERNAL.error_code, "message": f"internal error: {type(exc).__name__}"},
+            status=500,
+        )
+
+
+@web.middleware
+async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+    state = _state(request)
+    started = time.perf_counter()
+    response = await handler(request)
+    if LEADER_HEADER not in response.headers:
+        response.headers[LEADER_HEADER] = request.get(_LEADER, state.broker.node_id)
+    route = request.match_info.route.resource
+    name = route.canonical if route is not None else "unmatched"
+    state.metrics.observe(request.method, name, response.status, time.perf_counter() - started)
+    return response
+
+
+_OPERATION = web.RequestKey("raftlog_operation", Operation)  # the matched route
+
+
+def _bind(operation: Operation) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        request[_OPERATION] = operation
+        return await operation.handler(request)
+
+    return handle
+
+
+async def _close(app: web.Application) -> None:
+    await app[STATE].forwarder.close()
+
+
+def build_app(
+    broker: Broker,
+    *,
+    admin_token: str | None = None,
+    forward_timeout_s: float = 15.0,
+    produce_timeout_ms: int = 10_000,
+    admin_timeout_ms: int = 10_000,
+    request_bytes_max: int = REQUEST_BYTES_MAX,
+) -> web.Application:
+    """The HTTP API of one node over ``broker``. ``forward_timeout_s`` bounds a forwarded request (plus
+    the long-poll ``timeout`` of a fetch) and should exceed ``produce_timeout_ms``."""
+    if admin_token is not None and not admin_token:
+        raise ValueError("admin_token must be None (no auth) or a non-empty string")
+    if forward_timeout_s <= 0 or produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
+        raise ValueError("timeouts and request_bytes_max must be positive")
+    settings = Settings(
+        admin_token, forward_timeout_s, produce_timeout_ms, admin_timeout_ms, request_bytes_max
+    )
+    app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
+    app[STATE] = AppState(broker, settings)
+    for operation in ROUTES:
+        app.router.add_route(operation.method, operation.path, _bind(operation))
+    app.on_cleanup.append(_close)
+    return app

@@ -1,0 +1,413 @@
+"""An asyncio Python client of the raftlog HTTP API.
+
+    async with RaftlogClient(["http://127.0.0.1:8081", "http://127.0.0.1:8082"]) as client:
+        await client.create_topic("orders", partitions=3)
+        produced = await client.produce("orders", [Message(b"hello", key=b"user-1")])
+        records = await client.fetch("orders", produced[0].partition, offset=0)
+
+Routing: any node answers any request (the server forwards to the leader), so the client simply sticks to
+one server and moves to the next on a connection error.
+
+Retries (bounded, exponential backoff with jitter, ``Retry-After`` honoured up to ``backoff_max_s``):
+connection errors and 503 always; 504 ("outcome unknown") only for requests that are safe to repeat:
+reads, offset commits, and produce, which is idempotent: the client draws one ``producer_id`` when it is
+created and gives every produce call the next ``sequence``; a retry reuses the same pair, so the server
+answers it with the original offsets instead of appending twice. Produce calls of one client are therefore
+serialized (a partition must see a producer's sequences in order); use several clients for parallelism.
+
+Records are sent and fetched in the binary flavour, so bytes round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import random
+import urllib.parse
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+
+BINARY_V2 = "application/vnd.kafka.binary.v2+json"
+JSON = "application/json"
+RETRIABLE_CODES = frozenset({50301, 50302, 50303, 50304, 50305, 50306, 50401})
+PRODUCER_ID_BITS = 62
+
+
+class ClientError(Exception):
+    """Base of the client's errors."""
+
+
+class RequestFailed(ClientError):
+    """The server answered with an error (after any retries)."""
+
+    def __init__(self, status: int, error_code: int | None, message: str, body: Any = None) -> None:
+        super().__init__(f"HTTP {status} (error_code {error_code}): {message}")
+        self.status = status
+        self.error_code = error_code
+        self.message = message
+        self.body = body
+
+
+class Unavailable(ClientError):
+    """No server could be reached within the retry budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A record to produce. ``str`` keys, values and header values are sent as UTF-8."""
+
+    value: bytes | str
+    key: bytes | str | None = None
+    headers: Sequence[tuple[str, bytes | str]] = ()
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    partition: int
+    offset: int
+
+
+class ProduceFailed(ClientError):
+    """Some records were not written; ``results[i]`` is a ``Produced`` or the ``RequestFailed`` of
+    record ``i``."""
+
+    def __init__(self, results: list[Produced | RequestFailed]) -> None:
+        failed = [r for r in results if isinstance(r, RequestFailed)]
+        super().__init__(f"{len(failed)} of {len(results)} records failed; first: {failed[0]}")
+        self.results = results
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = field(default_factory=tuple)
+
+
+def _bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _b64(data: bytes | str) -> str:
+    return base64.b64encode(_bytes(data)).decode("ascii")
+
+
+def _record_body(message: Message) -> dict[str, Any]:
+    body: dict[str, Any] = {"value": _b64(message.value)}
+    if message.key is not None:
+        body["key"] = _b64(message.key)
+    if message.partition is not None:
+        body["partition"] = message.partition
+    if message.headers:
+        body["headers"] = [{"key": k, "value": _b64(v)} for k, v in message.headers]
+    return body
+
+
+def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
+    key = row.get("key")
+    return FetchedRecord(
+        topic=str(row["topic"]),
+        partition=int(row["partition"]),
+        offset=int(row["offset"]),
+        timestamp_ms=int(row["timestamp"]),
+        key=None if key is None else base64.b64decode(key),
+        value=base64.b64decode(row["value"]),
+        headers=tuple((h["key"], base64.b64decode(h["value"])) for h in row.get("headers", [])),
+    )
+
+
+def _failed(status: int, body: Any) -> RequestFailed:
+    if isinstance(body, dict) and isinstance(body.get("error_code"), int):
+        return RequestFailed(status, body["error_code"], str(body.get("message", "")), body)
+    return RequestFailed(status, None, str(body)[:200], body)
+
+
+class RaftlogClient:
+    def __init__(
+        self,
+        servers: Sequence[str],
+        *,
+        admin_token: str | None = None,
+        timeout_s: float = 30.0,
+        retries: int = 8,
+        backoff_s: float = 0.05,
+        backoff_max_s: float = 2.0,
+        producer_id: int | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not servers:
+            raise ValueError("servers: give at least one base URL, e.g. http://127.0.0.1:8081")
+        if retries < 0 or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0:
+            raise ValueError("retries, backoff_s and backoff_max_s must be >= 0, timeout_s > 0")
+        self.servers = [s.rstrip("/") for s in servers]
+        self.admin_token = admin_token
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self._rng = rng or random.Random()
+        self.producer_id = producer_id if producer_id is not None else self._rng.getrandbits(PRODUCER_ID_BITS)
+        self._sequence = 0
+        self._produce_lock = asyncio.Lock()
+        self._current = 0
+        self._session: aiohttp.ClientSession | None = None
+        self.last_leader: str | None = None  # X-Raftlog-Leader of the last answer
+
+    async def __aenter__(self) -> RaftlogClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+        return self._session
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        delay = min(self.backoff_max_s, self.backoff_s * 2.0**attempt) * (0.5 + self._rng.random() / 2)
+        if retry_after is not None and retry_after.strip().isdigit():
+            delay = max(delay, min(float(retry_after), self.backoff_max_s))
+        return delay
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = JSON,
+        params: Mapping[str, str | int] | None = None,
+        accept: str | None = None,
+        repeatable: bool = False,
+        timeout_s: float | None = None,
+    ) -> tuple[int, Any]:
+        """One call with retries. ``repeatable``: the request may be repeated after an unknown outcome
+        (504, or a connection lost after sending)."""
+        headers = {}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        if accept is not None:
+            headers["Accept"] = accept
+        if self.admin_token is not None and path.startswith("/v1/"):
+            headers["Authorization"] = f"Bearer {self.admin_token}"
+        last: ClientError | None = None
+        for attempt in range(self.retries + 1):
+            server = self.servers[self._current % len(self.servers)]
+            retry_after = None
+            try:
+                async with self._client().request(
+                    method,
+                    server + path,
+                    data=None if body is None else json.dumps(body).encode("utf-8"),
+                    params=params,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=timeout_s or self.timeout_s),
+                ) as response:
+                    self.last_leader = response.headers.get("X-Raftlog-Leader")
+                    payload = await response.json(content_type=None) if response.status != 204 else None
+                    if response.status < 400:
+                        return response.status, payload
+                    last = _failed(response.status, payload)
+                    retriable = response.status == 503 or (response.status == 504 and repeatable)
+                    if not retriable:
+                        raise last
+                    retry_after = response.headers.get("Retry-After")
+            except aiohttp.ClientConnectorError as exc:
+                last = Unavailable(f"{server}: {exc}")
+                self._current += 1
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                last = Unavailable(f"{server}: no answer: {exc!r}")
+                self._current += 1
+                if not repeatable:
+                    raise last from None
+            if attempt < self.retries:
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        if last is None:
+            raise Unavailable("no attempt was made")  # retries >= 0 makes at least one
+        raise last
+
+    # -- client API ------------------------------------------------------------------------------------
+
+    async def topics(self) -> list[str]:
+        _, body = await self._request("GET", "/topics", repeatable=True)
+        return list(body)
+
+    async def topic(self, name: str) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/topics/{_quote(name)}", repeatable=True)
+        return dict(body)
+
+    async def partitions(self, topic: str) -> list[dict[str, Any]]:
+        _, body = await self._request("GET", f"/topics/{_quote(topic)}/partitions", repeatable=True)
+        return list(body)
+
+    async def offsets(self, topic: str, partition: int) -> tuple[int, int]:
+        """``(beginning_offset, end_offset)``; end is the next offset to be written."""
+        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+        _, body = await self._request("GET", path, repeatable=True)
+        return int(body["beginning_offset"]), int(body["end_offset"])
+
+    async def produce(
+        self, topic: str, messages: Sequence[Message], *, partition: int | None = None
+    ) -> list[Produced]:
+        """Produce idempotently; one ``Produced`` per message, in order. Raises ``ProduceFailed`` if some
+        records still failed after the retries, ``RequestFailed`` if the whole request did."""
+        if not messages:
+            return []
+        path = f"/topics/{_quote(topic)}" + ("" if partition is None else f"/partitions/{partition}")
+        async with self._produce_lock:
+            sequence = self._sequence
+            self._sequence += 1
+            body = {
+                "records": [_record_body(m) for m in messages],
+                "producer_id": self.producer_id,
+                "sequence": sequence,
+            }
+            results: list[Produced | RequestFailed] = []
+            for attempt in range(self.retries + 1):
+                _, answer = await self._request(
+                    "POST", path, body=body, content_type=BINARY_V2, repeatable=True
+                )
+                results = []
+                for row in answer["offsets"]:
+                    if row.get("error_code") is None:
+                        results.append(Produced(int(row["partition"]), int(row["offset"])))
+                    else:
+                        results.append(RequestFailed(200, row["error_code"], str(row.get("error")), row))
+                retriable = [
+                    r for r in results if isinstance(r, RequestFailed) and r.error_code in RETRIABLE_CODES
+                ]
+                if not retriable or attempt == self.retries:
+                    break
+                await asyncio.sleep(self._delay(attempt, None))
+        if any(isinstance(r, RequestFailed) for r in results):
+            raise ProduceFailed(results)
+        return [r for r in results if isinstance(r, Produced)]
+
+    async def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        timeout_ms: int = 0,
+        max_bytes: int | None = None,
+    ) -> list[FetchedRecord]:
+        params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
+        path = f"/topics/{_quote(topic)}/partitions/{partition}/records"
+        _, body = await self._request(
+            "GET",
+            path,
+            params=params,
+            accept=BINARY_V2,
+            repeatable=True,
+            timeout_s=self.timeout_s + timeout_ms / 1000,
+        )
+        return [_fetched(row) for row in body]
+
+    async def consume(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_records: int | None = None,
+        follow: bool = False,
+        poll_timeout_ms: int = 1000,
+    ) -> AsyncIterator[FetchedRecord]:
+        """Records from ``offset`` on. Without ``follow`` it stops at the end of the partition; with it, it
+        long-polls for new records until ``max_records`` were yielded (or forever, if None)."""
+        yielded = 0
+        while max_records is None or yielded < max_records:
+            records = await self.fetch(topic, partition, offset, timeout_ms=poll_timeout_ms if follow else 0)
+            if not records and not follow:
+                return
+            for record in records:
+                yield record
+                yielded += 1
+                offset = record.offset + 1
+                if max_records is not None and yielded >= max_records:
+                    return
+
+    async def commit_offsets(
+        self, group: str, offsets: Sequence[tuple[str, int, int]], *, reset: bool = False
+    ) -> None:
+        """Commit ``(topic, partition, next offset to read)`` for a consumer group."""
+        body = {
+            "offsets": [{"topic": t, "partition": p, "offset": o} for t, p, o in offsets],
+            "reset": reset,
+        }
+        await self._request("POST", f"/consumers/{_quote(group)}/offsets", body=body, repeatable=True)
+
+    async def committed_offsets(
+        self, group: str, topic: str, partition: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        params: dict[str, str | int] = {"topic": topic}
+        if partition is not None:
+            params["partition"] = partition
+        _, body = await self._request(
+            "GET", f"/consumers/{_quote(group)}/offsets", params=params, repeatable=True
+        )
+        return {(row["topic"], int(row["partition"])): int(row["offset"]) for row in body["offsets"]}
+
+    # -- admin API -------------------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        configs: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "partitions": partitions, "configs": dict(configs or {})}
+        if replication_factor is not None:
+            body["replication_factor"] = replication_factor
+        _, answer = await self._request("POST", "/v1/topics", body=body)
+        return dict(answer)
+
+    async def delete_topic(self, name: str) -> None:
+        await self._request("DELETE", f"/v1/topics/{_quote(name)}")
+
+    async def health(self) -> dict[str, Any]:
+        _, body = await self._request("GET", "/v1/cluster/health", repeatable=True)
+        return dict(body)
+
+    async def nodes(self) -> list[dict[str, Any]]:
+        _, body = await self._request("GET", "/v1/nodes", repeatable=True)
+        return list(body)
+
+    async def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/v1/partitions/{_quote(topic)}/{partition}", repeatable=True)
+        return dict(body)
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None = None
+    ) -> dict[str, Any]:
+        params = {"target": target} if target is not None else None
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/transfer_leadership"
+        _, body = await self._request("POST", path, params=params)
+        return dict(body)
+
+
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")

@@ -1,0 +1,330 @@
+"""The route table's shape (``Operation``) and the OpenAPI 3 document generated from it.
+
+``api.app.ROUTES`` is the single list of endpoints: the app registers exactly those and ``/openapi.json``
+describes exactly those, so the document cannot drift from what is served.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import TABLE
+from api.schemas import BINARY_V2, JSON_V2, PLAIN_JSON
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RECORD_TYPES = (JSON_V2, BINARY_V2, PLAIN_JSON)
+_PATH_PARAM = re.compile(r"\{([a-zA-Z_]+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    type: str  # "integer" | "string" | "boolean"
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    method: str
+    path: str
+    handler: Handler
+    operation_id: str
+    summary: str
+    tag: str  # "client" | "admin" | "operations"
+    query: tuple[Param, ...] = ()
+    body: str | None = None  # component schema of the request body
+    body_types: tuple[str, ...] = (PLAIN_JSON,)
+    ok_status: int = 200
+    ok_schema: str | None = None
+    ok_type: str = "application/json"
+    errors: tuple[int, ...] = ()
+    forward: bool = True  # NotLeader from the broker -> the request is forwarded to the leader
+    write: bool = False  # a lost forwarded answer is "outcome unknown"
+    long_poll: bool = False  # the forward timeout grows by the request's ``timeout`` query parameter
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_INT = {"type": "integer"}
+_STR = {"type": "string"}
+_ANY: dict[str, Any] = {"description": "any JSON (JSON flavour) or a base64 string (binary flavour)"}
+_HEADERS = {
+    "oneOf": [
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "value"],
+                "properties": {"key": _STR, "value": _STR},
+            },
+        },
+        {"type": "object", "additionalProperties": _STR},
+    ],
+    "description": "list of {key, value} or an object; values are strings (JSON flavour) or base64 (binary)",
+}
+
+
+def _obj(props: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "nullable": True}
+
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "Error": _obj(
+        {
+            "error_code": _INT,
+            "message": _STR,
+            "retriable": {"type": "boolean"},
+            "log_start_offset": _INT,
+            "end_offset": _INT,
+            "leader_hint": _nullable(_STR),
+        },
+        ["error_code", "message"],
+    ),
+    "TopicNames": {"type": "array", "items": _STR},
+    "Replica": _obj({"node": _STR, "leader": {"type": "boolean"}, "in_sync": {"type": "boolean"}}),
+    "Partition": _obj(
+        {
+            "partition": _INT,
+            "leader": _nullable(_STR),
+            "replicas": {"type": "array", "items": _ref("Replica")},
+        }
+    ),
+    "Partitions": {"type": "array", "items": _ref("Partition")},
+    "Topic": _obj(
+        {
+            "name": _STR,
+            "partitions": {"type": "array", "items": _ref("Partition")},
+            "replication_factor": _INT,
+            "configs": {"type": "object"},
+        }
+    ),
+    "PartitionOffsets": _obj({"beginning_offset": _INT, "end_offset": _INT}),
+    "ProduceRecord": _obj({"key": _ANY, "value": _ANY, "partition": _INT, "headers": _HEADERS}, ["value"]),
+    "ProduceRequest": _obj(
+        {
+            "records": {"type": "array", "items": _ref("ProduceRecord"), "minItems": 1},
+            "producer_id": _INT,
+            "sequence": _INT,
+        },
+        ["records"],
+    ),
+    "ProduceResponse": _obj(
+        {
+            "offsets": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "partition": _INT,
+                        "offset": _nullable(_INT),
+                        "error_code": _nullable(_INT),
+                        "error": _nullable(_STR),
+                    }
+                ),
+            }
+        }
+    ),
+    "FetchedRecord": _obj(
+        {
+            "topic": _STR,
+            "partition": _INT,
+            "offset": _INT,
+            "timestamp": _INT,
+            "key": _ANY,
+            "value": _ANY,
+            "headers": {"type": "array", "items": _obj({"key": _STR, "value": _STR})},
+            "format": {"type": "string", "enum": ["json", "binary"]},
+        }
+    ),
+    "FetchResponse": {"type": "array", "items": _ref("FetchedRecord")},
+    "OffsetEntry": _obj(
+        {"topic": _STR, "partition": _INT, "offset": _INT, "reset": {"type": "boolean"}},
+        ["topic", "partition", "offset"],
+    ),
+    "CommitOffsetsRequest": _obj(
+        {"offsets": {"type": "array", "items": _ref("OffsetEntry")}, "reset": {"type": "boolean"}},
+        ["offsets"],
+    ),
+    "CommittedOffsets": _obj({"offsets": {"type": "array", "items": _ref("OffsetEntry")}}),
+    "Health": _obj(
+        {
+            "is_healthy": {"type": "boolean"},
+            "controller": _nullable(_STR),
+            "nodes": {"type": "array", "items": _STR},
+            "nodes_down": {"type": "array", "items": _STR},
+            "leaderless_partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "under_replicated_partitions": {
+                "type": "array",
+                "items": _obj({"topic": _STR, "partition": _INT}),
+            },
+        }
+    ),
+    "Nodes": {
+        "type": "array",
+        "items": _obj(
+            {
+                "node_id": _STR,
+                "http": _STR,
+                "state": {"type": "string", "enum": ["alive", "suspect", "dead", "left"]},
+                "incarnation": _INT,
+                "leader_of": _INT,
+            }
+        ),
+    },
+    "CreateTopicRequest": _obj(
+        {
+            "name": _STR,
+            "partitions": _INT,
+            "replication_factor": _INT,
+            "configs": _obj(
+                {
+                    "retention.ms": _INT,
+                    "retention.bytes": _INT,
+                    "segment.bytes": _INT,
+                    "flush.policy": _STR,
+                    "max.message.bytes": _INT,
+                }
+            ),
+        },
+        ["name"],
+    ),
+    "PartitionState": _obj(
+        {
+            "topic": _STR,
+            "partition": _INT,
+            "leader": _nullable(_STR),
+            "term": _INT,
+            "high_watermark": _INT,
+            "log_start_offset": _INT,
+            "replicas": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "node": _STR,
+                        "role": _STR,
+                        "match_offset": _nullable(_INT),
+                        "lag": _nullable(_INT),
+                        "in_sync": {"type": "boolean"},
+                    }
+                ),
+            },
+        }
+    ),
+    "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
+    "ReplicasRequest": _obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"]),
+    "Status": _obj({"status": _STR}),
+}
+
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    204: "No Content",
+    400: "Bad request (error_code 40001)",
+    401: "Missing or wrong admin token (40101)",
+    404: "Topic (40401) or partition (40402) does not exist",
+    409: "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903)",
+    413: "Record or request too large (41301)",
+    415: "Unsupported content type (41501)",
+    416: "Offset out of range (41601)",
+    422: "Invalid record (42201)",
+    501: "Not built yet (50101)",
+    503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
+    504: "Outcome unknown (50401): retry with the same producer_id/sequence",
+}
+COMMON_ERRORS = (400, 500, 503)
+
+
+def _path_params(path: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": _INT if name == "partition" else _STR,
+        }
+        for name in _PATH_PARAM.findall(path)
+    ]
+
+
+def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
+    params = _path_params(op.path) + [
+        {
+            "name": p.name,
+            "in": "query",
+            "required": p.required,
+            "description": p.description,
+            "schema": {"type": p.type},
+        }
+        for p in op.query
+    ]
+    ok: dict[str, Any] = {"description": _REASONS.get(op.ok_status, "OK")}
+    if op.ok_schema is not None:
+        ok["content"] = {op.ok_type: {"schema": _ref(op.ok_schema)}}
+    elif op.ok_type != "application/json":
+        ok["content"] = {op.ok_type: {"schema": _STR}}
+    responses: dict[str, Any] = {str(op.ok_status): ok}
+    error_content = {"application/json": {"schema": _ref("Error")}}
+    statuses = set(op.errors) | (set(COMMON_ERRORS) if op.forward or op.body else set())
+    if admin_token and op.path.startswith("/v1/"):
+        statuses.add(401)
+    for status in sorted(statuses):
+        responses[str(status)] = {
+            "description": _REASONS.get(status, "Internal error (50000..50002)"),
+            "content": error_content,
+        }
+    doc: dict[str, Any] = {
+        "operationId": op.operation_id,
+        "summary": op.summary,
+        "tags": [op.tag],
+        "responses": responses,
+    }
+    if params:
+        doc["parameters"] = params
+    if op.body is not None:
+        doc["requestBody"] = {
+            "required": True,
+            "content": {media: {"schema": _ref(op.body)} for media in op.body_types},
+        }
+    if admin_token and op.path.startswith("/v1/"):
+        doc["security"] = [{"bearer": []}]
+    return doc
+
+
+def document(operations: Sequence[Operation], *, admin_token: bool) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for op in operations:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, admin_token)
+    codes = sorted({mapped.error_code for _, mapped in TABLE})
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "raftlog",
+            "version": "0.1.0",
+            "description": (
+                "A Raft-replicated, Kafka-style log. Client API in the Confluent REST Proxy v2 style, admin "
+                "API in the Redpanda style. Any node answers any request (forwarding to the leader, header "
+                f"X-Raftlog-Leader). Error codes: {codes}."
+            ),
+        },
+        "servers": [{"url": "/"}],
+        "tags": [{"name": "client"}, {"name": "admin"}, {"name": "operations"}],
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }

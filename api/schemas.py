@@ -1,0 +1,409 @@
+"""Request parsing and response rendering of the client and admin APIs (pure: no I/O, no event loop).
+
+Every function here either returns a fully validated value or raises a typed ``ApiError`` whose message
+names the offending field (``records[2].value: ...``), so a bad request is refused before anything is
+written.
+
+Record encodings ("flavours"), chosen by the request's ``Content-Type`` (produce) or ``Accept`` (fetch):
+
+- JSON (``application/vnd.kafka.json.v2+json`` or ``application/json``): ``key`` and ``value`` are any JSON
+  and are stored as their compact UTF-8 JSON text (``"abc"`` is stored as the 5 bytes ``"abc"``, like
+  Confluent's JSON embedded format; a key is hashed on those bytes). Header values are strings, stored as
+  UTF-8.
+- binary (``application/vnd.kafka.binary.v2+json``): ``key``, ``value`` and header values are base64
+  strings of the raw bytes.
+
+Headers are given either as a list of ``{"key": str, "value": ...}`` (order and repeats kept) or as an
+object ``{"name": value}``; they are always returned as the list form.
+
+Fetch in the JSON flavour renders a record as JSON when its key and value are valid UTF-8 JSON and its
+header values valid UTF-8; any other record is rendered in the binary flavour. Every fetched record says
+which with ``"format": "json" | "binary"``, so a client never has to guess.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from api.errors import BadRequest, UnsupportedMediaType
+from raftlog.storage.batch import Record
+from raftlog.storage.errors import InvalidRecord
+
+JSON_V2 = "application/vnd.kafka.json.v2+json"
+BINARY_V2 = "application/vnd.kafka.binary.v2+json"
+PLAIN_JSON = "application/json"
+INT64_MAX = 2**63 - 1
+RECORDS_MAX = 10_000  # records in one produce request
+HEADERS_MAX = 1_000  # headers on one record
+OFFSETS_MAX = 10_000  # entries in one consumer-offset commit
+NAME_BYTES_MAX = 255  # consumer group names
+
+
+class Flavour(enum.Enum):
+    JSON = "json"
+    BINARY = "binary"
+
+
+RECORD_CONTENT_TYPES = {JSON_V2: Flavour.JSON, PLAIN_JSON: Flavour.JSON, BINARY_V2: Flavour.BINARY}
+
+
+def request_flavour(content_type: str) -> Flavour:
+    """The flavour of a produce body; anything but the three record content types is refused (415)."""
+    flavour = RECORD_CONTENT_TYPES.get(content_type.strip().lower())
+    if flavour is None:
+        raise UnsupportedMediaType(content_type)
+    return flavour
+
+
+def require_json_body(content_type: str) -> None:
+    """Admin and consumer bodies are plain JSON; the record content types are accepted too."""
+    request_flavour(content_type)
+
+
+def response_flavour(accept: str | None) -> Flavour:
+    """Binary when the ``Accept`` header names the binary type, else JSON (including ``*/*`` or none)."""
+    if not accept:
+        return Flavour.JSON
+    for part in accept.split(","):
+        media = part.split(";", 1)[0].strip().lower()
+        if media == BINARY_V2:
+            return Flavour.BINARY
+        if media in (JSON_V2, PLAIN_JSON):
+            return Flavour.JSON
+    return Flavour.JSON
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(raw: bytes) -> Any:
+    if not raw:
+        raise BadRequest("body: empty; a JSON document is required")
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"body: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"body: malformed JSON: {exc}") from None
+
+
+def dump_json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# -- field checks --------------------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def require_object(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadRequest(f"{field}: must be an object, got {_type_name(value)}")
+    return value
+
+
+def reject_unknown(obj: Mapping[str, Any], allowed: set[str], field: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        where = f"{field}." if field else ""
+        raise BadRequest(f"{where}{unknown[0]}: unknown field (allowed: {', '.join(sorted(allowed))})")
+
+
+def require_int(value: Any, field: str, minimum: int = 0, maximum: int = INT64_MAX) -> int:
+    if type(value) is not int:
+        raise BadRequest(f"{field}: must be an integer, got {_type_name(value)}")
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"{field}: {value} is outside [{minimum}, {maximum}]")
+    return value
+
+
+def require_str(value: Any, field: str, max_bytes: int = 1024) -> str:
+    if not isinstance(value, str):
+        raise BadRequest(f"{field}: must be a string, got {_type_name(value)}")
+    if not value or len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise BadRequest(f"{field}: must be 1 to {max_bytes} bytes")
+    return value
+
+
+def require_bool(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadRequest(f"{field}: must be true or false, got {_type_name(value)}")
+    return value
+
+
+def path_partition(raw: str) -> int:
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 10:
+        raise BadRequest(f"partition: {raw!r} is not a non-negative integer")
+    return int(raw)
+
+
+def query_int(
+    query: Mapping[str, str], name: str, default: int | None, minimum: int, maximum: int
+) -> int | None:
+    """An integer query parameter in ``[minimum, maximum]``; ``default`` when absent (None = optional)."""
+    getall = getattr(query, "getall", None)
+    values = getall(name, []) if getall is not None else ([query[name]] if name in query else [])
+    if len(values) > 1:
+        raise BadRequest(f"query parameter {name}: given {len(values)} times")
+    if not values:
+        return default
+    raw = values[0].strip()
+    digits = raw[1:] if raw.startswith("-") else raw
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+        raise BadRequest(f"query parameter {name}: {values[0]!r} is not an integer")
+    value = int(raw)
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"query parameter {name}: {value} is outside [{minimum}, {maximum}]")
+    return value
+
+
+def query_str(query: Mapping[str, str], name: str) -> str | None:
+    getall = getattr(query, "getall", None)
+    values = getall(name, []) if getall is not None else ([query[name]] if name in query else [])
+    if len(values) > 1:
+        raise BadRequest(f"query parameter {name}: given {len(values)} times")
+    if not values:
+        return None
+    if not values[0]:
+        raise BadRequest(f"query parameter {name}: empty")
+    return str(values[0])
+
+
+# -- produce -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRecord:
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+    partition: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    records: list[ParsedRecord]
+    raw_records: list[dict[str, Any]]  # as received: forwarded sub-requests reuse them verbatim
+    producer_id: int | None
+    sequence: int | None
+
+
+def _decode_base64(value: Any, field: str) -> bytes:
+    if not isinstance(value, str):
+        raise BadRequest(f"{field}: must be a base64 string, got {_type_name(value)}")
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise InvalidRecord(f"{field}: not valid base64") from None
+
+
+def _encode_field(value: Any, flavour: Flavour, field: str) -> bytes:
+    if flavour is Flavour.BINARY:
+        return _decode_base64(value, field)
+    return dump_json(value)
+
+
+def _headers(value: Any, flavour: Flavour, field: str) -> tuple[tuple[str, bytes], ...]:
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        pairs: list[tuple[Any, Any, str]] = [(k, v, f"{field}.{k}") for k, v in value.items()]
+    elif isinstance(value, list):
+        pairs = []
+        for i, item in enumerate(value):
+            entry = require_object(item, f"{field}[{i}]")
+            reject_unknown(entry, {"key", "value"}, f"{field}[{i}]")
+            if "key" not in entry or "value" not in entry:
+                raise BadRequest(f"{field}[{i}]: needs both key and value")
+            pairs.append((entry["key"], entry["value"], f"{field}[{i}].value"))
+    else:
+        raise BadRequest(f"{field}: must be a list of {{key, value}} or an object, got {_type_name(value)}")
+    if len(pairs) > HEADERS_MAX:
+        raise BadRequest(f"{field}: at most {HEADERS_MAX} headers per record")
+    out = []
+    for key, header_value, where in pairs:
+        if not isinstance(key, str):
+            raise BadRequest(f"{where}: header key must be a string")
+        if flavour is Flavour.BINARY:
+            out.append((key, _decode_base64(header_value, where)))
+        elif isinstance(header_value, str):
+            out.append((key, header_value.encode("utf-8", "surrogatepass")))
+        else:
+            raise BadRequest(f"{where}: header value must be a string, got {_type_name(header_value)}")
+    return tuple(out)
+
+
+def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> ProduceRequest:
+    """Validate a produce body; ``partition`` is the path's partition for the partition endpoint."""
+    obj = require_object(body, "body")
+    reject_unknown(obj, {"records", "producer_id", "sequence"}, "")
+    records = obj.get("records")
+    if not isinstance(records, list):
+        raise BadRequest(f"records: must be a list, got {_type_name(records)}")
+    if not 1 <= len(records) <= RECORDS_MAX:
+        raise BadRequest(f"records: must hold 1 to {RECORDS_MAX} records, got {len(records)}")
+    producer_id = obj.get("producer_id")
+    sequence = obj.get("sequence")
+    if (producer_id is None) != (sequence is None):
+        raise BadRequest("producer_id, sequence: give both or neither")
+    if producer_id is not None:
+        require_int(producer_id, "producer_id")
+        require_int(sequence, "sequence")
+    parsed = []
+    for i, item in enumerate(records):
+        where = f"records[{i}]"
+        record = require_object(item, where)
+        reject_unknown(record, {"key", "value", "partition", "headers"}, where)
+        if "value" not in record:
+            raise BadRequest(f"{where}.value: missing")
+        key = record.get("key")
+        chosen = record.get("partition")
+        if chosen is not None:
+            require_int(chosen, f"{where}.partition", maximum=2**31 - 1)
+            if partition is not None and chosen != partition:
+                raise BadRequest(
+                    f"{where}.partition: {chosen} differs from partition {partition} in the path"
+                )
+        parsed.append(
+            ParsedRecord(
+                key=None if key is None else _encode_field(key, flavour, f"{where}.key"),
+                value=_encode_field(record["value"], flavour, f"{where}.value"),
+                headers=_headers(record.get("headers"), flavour, f"{where}.headers"),
+                partition=partition if partition is not None else chosen,
+            )
+        )
+    return ProduceRequest(parsed, list(records), producer_id, sequence)
+
+
+def produce_entry(partition: int, offset: int) -> dict[str, Any]:
+    return {"partition": partition, "offset": offset, "error_code": None, "error": None}
+
+
+def produce_error_entry(partition: int, error_code: int, message: str) -> dict[str, Any]:
+    return {"partition": partition, "offset": None, "error_code": error_code, "error": message}
+
+
+# -- fetch ---------------------------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _as_json(data: bytes) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False, None
+
+
+def render_record(topic: str, partition: int, record: Record, flavour: Flavour) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "topic": topic,
+        "partition": partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp_ms,
+    }
+    if flavour is Flavour.JSON:
+        key_ok, key = (True, None) if record.key is None else _as_json(record.key)
+        value_ok, value = _as_json(record.value)
+        headers: list[dict[str, Any]] = []
+        headers_ok = True
+        for name, data in record.headers:
+            try:
+                headers.append({"key": name, "value": data.decode("utf-8")})
+            except UnicodeDecodeError:
+                headers_ok = False
+                break
+        if key_ok and value_ok and headers_ok:
+            row.update(key=key, value=value, headers=headers, format="json")
+            return row
+    row.update(
+        key=None if record.key is None else _b64(record.key),
+        value=_b64(record.value),
+        headers=[{"key": name, "value": _b64(data)} for name, data in record.headers],
+        format="binary",
+    )
+    return row
+
+
+# -- admin and consumer bodies -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicRequest:
+    name: str
+    partitions: int
+    replication_factor: int | None  # None: the server's default
+    configs: dict[str, Any]
+
+
+def parse_create_topic(body: Any) -> CreateTopicRequest:
+    obj = require_object(body, "body")
+    reject_unknown(obj, {"name", "partitions", "replication_factor", "configs"}, "")
+    if "name" not in obj:
+        raise BadRequest("name: missing")
+    name = require_str(obj["name"], "name", max_bytes=200)
+    partitions = require_int(obj.get("partitions", 1), "partitions", minimum=1, maximum=10_000)
+    factor = obj.get("replication_factor")
+    if factor is not None:
+        require_int(factor, "replication_factor", minimum=1, maximum=100)
+    configs = obj.get("configs", {})
+    if configs is None:
+        configs = {}
+    require_object(configs, "configs")
+    for key, value in configs.items():
+        if isinstance(value, dict | list) or value is None:
+            raise BadRequest(f"configs.{key}: must be a string, number or boolean")
+    return CreateTopicRequest(name, partitions, factor, dict(configs))
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    topic: str
+    partition: int
+    offset: int
+    reset: bool
+
+
+def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
+    """``{"offsets": [{"topic", "partition", "offset", "reset"?}], "reset"?}``; a body-level ``reset``
+    applies to every entry."""
+    obj = require_object(body, "body")
+    reject_unknown(obj, {"offsets", "reset"}, "")
+    reset_all = require_bool(obj.get("reset", False), "reset")
+    entries = obj.get("offsets")
+    if not isinstance(entries, list):
+        raise BadRequest(f"offsets: must be a list, got {_type_name(entries)}")
+    if not 1 <= len(entries) <= OFFSETS_MAX:
+        raise BadRequest(f"offsets: must hold 1 to {OFFSETS_MAX} entries, got {len(entries)}")
+    out = []
+    for i, item in enumerate(entries):
+        where = f"offsets[{i}]"
+        entry = require_object(item, where)
+        reject_unknown(entry, {"topic", "partition", "offset", "reset"}, where)
+        for name in ("topic", "partition", "offset"):
+            if name not in entry:
+                raise BadRequest(f"{where}.{name}: missing")
+        out.append(
+            OffsetCommit(
+                topic=require_str(entry["topic"], f"{where}.topic", max_bytes=200),
+                partition=require_int(entry["partition"], f"{where}.partition", maximum=2**31 - 1),
+                offset=require_int(entry["offset"], f"{where}.offset"),
+                reset=reset_all or require_bool(entry.get("reset", False), f"{where}.reset"),
+            )
+        )
+    return out
+
+
+def check_group(group: str) -> str:
+    return require_str(group, "group", max_bytes=NAME_BYTES_MAX)

@@ -1,0 +1,324 @@
+"""An in-memory ``Broker`` with honest semantics, for testing the HTTP layer (test code only).
+
+A ``FakeCluster`` holds the shared truth (topics, each partition's records, leader, producer table and
+consumer offsets); each ``FakeBroker`` is one node's view of it and refuses, like the real node, what only
+a partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``.
+
+Semantics kept: dense offsets from 0; a (producer_id, sequence) pair seen before answers with the original
+offsets and appends nothing, an older one outside the window is ``SequenceTooOld``; fetch waits on an
+``asyncio.Event`` for new records up to its timeout; committed consumer offsets never go backwards unless
+``reset``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
+from partitions.controller import TopicMetadata, validate_topic
+from partitions.errors import SequenceTooOld, TopicExists, UnknownPartition, UnknownTopic
+from partitions.placement import PlacementImpossible
+from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
+from raftlog.storage.batch import ProducerRecord, Record
+from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
+
+WINDOW = 5
+MAX_MESSAGE_BYTES_DEFAULT = 1024 * 1024
+
+
+def record_size(record: Record | ProducerRecord) -> int:
+    return (
+        16
+        + len(record.value)
+        + (len(record.key) if record.key is not None else 0)
+        + sum(len(k) + len(v) for k, v in record.headers)
+    )
+
+
+@dataclass
+class FakePartition:
+    leader: str | None
+    replicas: tuple[str, ...]
+    term: int = 1
+    log_start_offset: int = 0
+    records: list[Record] = field(default_factory=list)
+    producers: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    consumer_offsets: dict[str, int] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def end_offset(self) -> int:
+        return self.log_start_offset + len(self.records)
+
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class FakeCluster:
+    def __init__(self, node_ids: Sequence[str] = ("n1",)) -> None:
+        self.node_ids = list(node_ids)
+        self.addresses: dict[str, str] = {}
+        self.states: dict[str, str] = dict.fromkeys(self.node_ids, "alive")
+        self.controller: str | None = self.node_ids[0]
+        self.topics: dict[str, TopicMetadata] = {}
+        self.partitions: dict[tuple[str, int], FakePartition] = {}
+        self._next_topic_id = 1
+
+    def add_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replicas: Sequence[Sequence[str]] | None = None,
+        configs: dict[str, Any] | None = None,
+    ) -> TopicMetadata:
+        if name in self.topics:
+            raise TopicExists(name)
+        placed = (
+            [list(r) for r in replicas]
+            if replicas is not None
+            else [[self.node_ids[0]] for _ in range(partitions)]
+        )
+        validate_topic(name, placed, configs or {})
+        meta = TopicMetadata(name, self._next_topic_id, tuple(tuple(r) for r in placed), dict(configs or {}))
+        self._next_topic_id += 1
+        self.topics[name] = meta
+        for p, replica_set in enumerate(meta.replicas):
+            self.partitions[(name, p)] = FakePartition(leader=replica_set[0], replicas=replica_set)
+        return meta
+
+
+class FakeBroker:
+    def __init__(self, cluster: FakeCluster, node_id: str) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.calls: Counter[str] = Counter()
+        self.leader_overrides: dict[tuple[str, int], str | None] = {}  # this node's (maybe wrong) belief
+        self.inject: dict[str, list[BaseException]] = {}  # method name -> errors to raise, in order
+        self.produce_delay_s = 0.0
+        self.lose_produce_answers: list[BaseException] = []  # raised after the append: outcome unknown
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _enter(self, method: str) -> None:
+        self.calls[method] += 1
+        pending = self.inject.get(method)
+        if pending:
+            raise pending.pop(0)
+
+    def _partition(self, topic: str, partition: int) -> FakePartition:
+        meta = self.topic(topic)
+        if not 0 <= partition < meta.partitions:
+            raise UnknownPartition(topic, partition)
+        return self.cluster.partitions[(topic, partition)]
+
+    def _led_here(self, topic: str, partition: int) -> FakePartition:
+        state = self._partition(topic, partition)
+        group = self.cluster.topics[topic].group_id(partition)
+        believed = self.leader_overrides.get((topic, partition), state.leader)
+        if (topic, partition) in self.leader_overrides or believed != self.node_id:
+            if believed is None:
+                raise NoLeader(group)
+            if believed != self.node_id:
+                raise NotLeader(group, believed)
+        if state.leader != self.node_id:
+            raise NotLeader(group, state.leader)
+        return state
+
+    def _controller_here(self) -> None:
+        if self.cluster.controller is None:
+            raise NoLeader("controller")
+        if self.cluster.controller != self.node_id:
+            raise NotLeader("controller", self.cluster.controller)
+
+    # -- metadata --------------------------------------------------------------------------------------
+
+    def topics(self) -> list[str]:
+        return list(self.cluster.topics)
+
+    def topic(self, name: str) -> TopicMetadata:
+        meta = self.cluster.topics.get(name)
+        if meta is None:
+            raise UnknownTopic(name)
+        return meta
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        self._enter("create_topic")
+        self._controller_here()
+        alive = [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+        if replication_factor > len(alive):
+            raise PlacementImpossible(replication_factor, len(alive))
+        replicas = [
+            [alive[(p + i) % len(alive)] for i in range(replication_factor)] for p in range(partitions)
+        ]
+        return self.cluster.add_topic(name, partitions, replicas, configs)
+
+    async def delete_topic(self, name: str) -> None:
+        self._enter("delete_topic")
+        self._controller_here()
+        meta = self.topic(name)
+        del self.cluster.topics[name]
+        for p in range(meta.partitions):
+            self.cluster.partitions.pop((name, p)).notify()
+
+    # -- data ------------------------------------------------------------------------------------------
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        self._enter("produce")
+        state = self._led_here(topic, partition)
+        if self.produce_delay_s:
+            await asyncio.sleep(self.produce_delay_s)
+        limit = int(self.cluster.topics[topic].configs.get("max.message.bytes", MAX_MESSAGE_BYTES_DEFAULT))
+        size = sum(record_size(r) for r in records)
+        if size > limit:
+            raise RecordTooLarge(size, limit)
+        window = None
+        if producer_id is not None and sequence is not None:
+            window = state.producers.setdefault(producer_id, {})
+            if sequence in window:
+                base, end = window[sequence]
+                return ProduceResult(partition, base, end, duplicate=True)
+            if window and sequence < max(window):
+                raise SequenceTooOld(producer_id, sequence, min(window))
+        base = state.end_offset
+        now_ms = int(time.time() * 1000)
+        for i, record in enumerate(records):
+            state.records.append(
+                Record(base + i, record.timestamp_ms or now_ms, record.key, record.value, record.headers)
+            )
+        end = state.end_offset
+        if window is not None and sequence is not None:
+            window[sequence] = (base, end)
+            for old in sorted(window)[:-WINDOW]:
+                del window[old]
+        state.notify()
+        if self.lose_produce_answers:
+            raise self.lose_produce_answers.pop(0)
+        return ProduceResult(partition, base, end)
+
+    async def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> list[Record]:
+        self._enter("fetch")
+        state = self._led_here(topic, partition)
+        if not state.log_start_offset <= offset <= state.end_offset:
+            raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        for _ in range(1000):  # bounded: each pass either returns or waits for a change
+            if offset < state.end_offset:
+                out: list[Record] = []
+                budget = max_bytes
+                for record in state.records[offset - state.log_start_offset :]:
+                    size = record_size(record)
+                    if out and size > budget:
+                        break
+                    out.append(record)
+                    budget -= size
+                return out
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return []
+            try:
+                await asyncio.wait_for(state.changed.wait(), remaining)
+            except TimeoutError:
+                return []
+            state = self._led_here(topic, partition)
+        return []
+
+    def offsets(self, topic: str, partition: int) -> PartitionOffsets:
+        self._enter("offsets")
+        state = self._led_here(topic, partition)
+        return PartitionOffsets(state.log_start_offset, state.end_offset)
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        self._enter("commit_offset")
+        state = self._led_here(topic, partition)
+        current = state.consumer_offsets.get(group)
+        if reset or current is None or offset > current:
+            state.consumer_offsets[group] = offset
+        return state.consumer_offsets[group]
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        self._enter("committed_offset")
+        return self._led_here(topic, partition).consumer_offsets.get(group)
+
+    # -- admin -----------------------------------------------------------------------------------------
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState:
+        self._enter("partition_state")
+        state = self._led_here(topic, partition)
+        replicas = [
+            ReplicaState(
+                node,
+                "leader" if node == state.leader else "follower",
+                match_offset=state.end_offset,
+                lag=0,
+                in_sync=self.cluster.states.get(node) == "alive",
+            )
+            for node in state.replicas
+        ]
+        return PartitionState(
+            topic, partition, state.leader, state.term, state.end_offset, state.log_start_offset, replicas
+        )
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> None:
+        self._enter("transfer_leadership")
+        state = self._led_here(topic, partition)
+        group = self.cluster.topics[topic].group_id(partition)
+        others = [n for n in state.replicas if n != self.node_id]
+        if target is None:
+            if not others:
+                raise ProposalRejected(group, "no other replica to lead")
+            target = others[0]
+        if target not in state.replicas:
+            raise ProposalRejected(group, f"{target} is not a replica")
+        state.leader = target
+        state.term += 1
+        state.notify()
+
+    def nodes(self) -> list[NodeInfo]:
+        led = Counter(p.leader for p in self.cluster.partitions.values())
+        return [
+            NodeInfo(n, self.cluster.addresses.get(n, ""), self.cluster.states[n], 1, led[n])
+            for n in self.cluster.node_ids
+        ]
+
+    def controller(self) -> str | None:
+        return self.cluster.controller
+
+    def http_address(self, node_id: str) -> str | None:
+        return self.cluster.addresses.get(node_id)
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        if (topic, partition) in self.leader_overrides:
+            return self.leader_overrides[(topic, partition)]
+        state = self.cluster.partitions.get((topic, partition))
+        return state.leader if state is not None else None
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "raftlog_topics": float(len(self.cluster.topics)),
+            "raftlog_records_total": float(sum(len(p.records) for p in self.cluster.partitions.values())),
+            'raftlog_partition_leader{node="' + self.node_id + '"}': float(
+                sum(1 for p in self.cluster.partitions.values() if p.leader == self.node_id)
+            ),
+        }

@@ -1,0 +1,151 @@
+"""The pure parts of the API: partition choice, forwarding decisions, body parsing and rendering, metrics."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from api.errors import BadRequest, HopLimitExceeded, UnsupportedMediaType
+from api.metrics import HttpMetrics, metric_name
+from api.routing import (
+    MAX_HOPS,
+    ForwardTo,
+    RoundRobin,
+    assign_partitions,
+    forward_target,
+    group_by_partition,
+    keyless_partition,
+    parse_hops,
+)
+from api.schemas import (
+    BINARY_V2,
+    Flavour,
+    ParsedRecord,
+    dump_json,
+    parse_produce,
+    query_int,
+    render_record,
+    request_flavour,
+    response_flavour,
+)
+from partitions.partitioner import partition_for_key
+from raftlog.consensus.errors import NoLeader
+from raftlog.storage.batch import Record
+from raftlog.storage.errors import InvalidRecord
+
+
+def record(key: bytes | None = None, partition: int | None = None) -> ParsedRecord:
+    return ParsedRecord(key, b"v", (), partition)
+
+
+def test_explicit_partition_wins_then_key_hash_then_the_keyless_choice() -> None:
+    records = [record(b"a", 2), record(b"user-1"), record(), record(None, 0), record()]
+    assigned = assign_partitions(records, 3, keyless=1)
+    assert assigned == [2, partition_for_key(b"user-1", 3), 1, 0, 1]
+    groups = group_by_partition([2, 0, 1, 0, 2])
+    assert groups == {2: [0, 4], 0: [1, 3], 1: [2]}
+    assert list(groups) == [2, 0, 1]  # partitions in first-seen order, indexes in request order
+
+
+def test_keyless_partition_is_derived_from_the_producer_pair_so_retries_land_alike() -> None:
+    rotation = RoundRobin()
+    assert [keyless_partition(3, None, None, rotation) for _ in range(4)] == [0, 1, 2, 0]
+    assert keyless_partition(4, 10, 3, rotation) == keyless_partition(4, 10, 3, RoundRobin(99)) == 1
+
+
+def test_forward_decisions() -> None:
+    assert forward_target("n1", "n2", "http://h:1/", 0, "g") == ForwardTo("n2", "http://h:1", 1)
+    assert isinstance(forward_target("n1", None, "http://h:1", 0, "g"), NoLeader)
+    assert isinstance(forward_target("n1", "n1", "http://h:1", 0, "g"), NoLeader)
+    assert isinstance(forward_target("n1", "n2", None, 0, "g"), NoLeader)
+    assert isinstance(forward_target("n1", "n2", "http://h:1", MAX_HOPS, "g"), HopLimitExceeded)
+    assert parse_hops(None) == 0 and parse_hops(" 2 ") == 2
+    for bad in ("-1", "x", "1e3", "9999"):
+        with pytest.raises(BadRequest):
+            parse_hops(bad)
+
+
+def test_content_negotiation() -> None:
+    assert request_flavour("application/json") is Flavour.JSON
+    assert request_flavour("Application/Vnd.Kafka.Binary.V2+json") is Flavour.BINARY
+    with pytest.raises(UnsupportedMediaType):
+        request_flavour("application/vnd.kafka.avro.v2+json")
+    assert response_flavour(None) is Flavour.JSON
+    assert response_flavour("*/*") is Flavour.JSON
+    assert response_flavour(f"text/html, {BINARY_V2};q=0.9") is Flavour.BINARY
+
+
+def test_query_integers_are_checked() -> None:
+    assert query_int({"a": "5"}, "a", None, 0, 10) == 5
+    assert query_int({}, "a", 7, 0, 10) == 7
+    for bad in ("11", "-1", "", "1.0", "0x1"):
+        with pytest.raises(BadRequest, match="query parameter a"):
+            query_int({"a": bad}, "a", None, 0, 10)
+
+
+def test_produce_rejects_bad_base64_as_an_invalid_record() -> None:
+    with pytest.raises(InvalidRecord, match=r"records\[0\].key"):
+        parse_produce({"records": [{"key": "!!", "value": ""}]}, Flavour.BINARY)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.text(max_size=10)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)  # fmt: skip
+
+
+@given(
+    key=json_values,
+    value=json_values,
+    headers=st.lists(st.tuples(st.text(max_size=5), st.text(max_size=5)), max_size=3),
+)
+def test_json_flavour_round_trips(key: Any, value: Any, headers: list[tuple[str, str]]) -> None:
+    body = {
+        "records": [{"key": key, "value": value, "headers": [{"key": k, "value": v} for k, v in headers]}]
+    }
+    parsed = parse_produce(body, Flavour.JSON).records[0]
+    stored = Record(0, 1, parsed.key, parsed.value, parsed.headers)
+    rendered = render_record("t", 0, stored, Flavour.JSON)
+    assert rendered["format"] == "json"
+    assert rendered["value"] == value and rendered["key"] == key  # a JSON null key is "no key"
+    assert rendered["headers"] == [{"key": k, "value": v} for k, v in headers]
+    assert parsed.value == dump_json(value)
+
+
+@given(
+    key=st.none() | st.binary(max_size=20),
+    value=st.binary(max_size=50),
+    headers=st.lists(st.tuples(st.text(max_size=5), st.binary(max_size=5)), max_size=3),
+)
+def test_binary_flavour_round_trips_any_bytes(
+    key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
+) -> None:
+    stored = Record(3, 1, key, value, tuple(headers))
+    rendered = render_record("t", 0, stored, Flavour.BINARY)
+    body = {"records": [{k: rendered[k] for k in ("key", "value", "headers")}]}
+    parsed = parse_produce(body, Flavour.BINARY).records[0]
+    assert (parsed.key, parsed.value, parsed.headers) == (key, value, tuple(headers))
+    fallback = render_record("t", 0, stored, Flavour.JSON)
+    if fallback["format"] == "binary":
+        assert base64.b64decode(fallback["value"]) == value
+
+
+def test_metric_names_and_histograms() -> None:
+    assert metric_name("raftlog_ok") == "raftlog_ok"
+    assert metric_name('raftlog_x{node="n1"}') == 'raftlog_x{node="n1"}'
+    assert metric_name("raft.log-rate") == "raftlog_raft_log_rate"
+    assert metric_name("produce_requests") == "raftlog_produce_requests"
+    metrics = HttpMetrics()
+    metrics.observe("GET", "/topics", 200, 0.002)
+    metrics.observe("GET", "/topics", 404, 100.0)
+    text = metrics.render({"up": 1.0, "ratio": 0.5})
+    assert "raftlog_up 1\n" in text and "raftlog_ratio 0.5\n" in text
+    assert 'raftlog_http_request_duration_seconds_bucket{method="GET",route="/topics",le="0.005"} 1' in text
+    assert 'raftlog_http_request_duration_seconds_bucket{method="GET",route="/topics",le="+Inf"} 2' in text
+    assert 'raftlog_http_requests_total{method="GET",route="/topics",status="404"} 1' in text
