@@ -1,0 +1,128 @@
+"""``raftlog serve``: run one node (its Raft groups, storage and HTTP API) in this process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import os
+import signal
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from partitions.node import Node, NodeConfig, PeerConfig
+
+log = logging.getLogger("raftlog.serve")
+SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
+TOKEN_ENV = "RAFTLOG_ADMIN_TOKEN"
+
+
+class ServeConfigError(ValueError):
+    """A command-line setting that cannot be used; the node refuses to start."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str, what: str) -> HostPort:
+        host, sep, port = text.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ServeConfigError(f"{what} {text!r}: expected HOST:PORT")
+        return cls(host, int(port))
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--node-id", required=True, help="this node's id, e.g. n1")
+    parser.add_argument("--data-dir", required=True, help="where this node keeps its logs and Raft journals")
+    parser.add_argument("--http", required=True, help="HOST:PORT for the HTTP API")
+    parser.add_argument("--raft", required=True, help="HOST:PORT for Raft traffic between nodes")
+    parser.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="ID,HTTP_HOST:PORT,RAFT_HOST:PORT",
+        help="another node of the cluster (repeat for each)",
+    )
+    parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
+    parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
+
+
+def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
+    http = HostPort.parse(args.http, "--http")
+    raft = HostPort.parse(args.raft, "--raft")
+    peers = [PeerConfig(args.node_id, f"http://{http}", str(raft))]
+    for text in args.peer:
+        parts = text.split(",")
+        if len(parts) != 3 or not parts[0]:
+            raise ServeConfigError(f"--peer {text!r}: expected ID,HTTP_HOST:PORT,RAFT_HOST:PORT")
+        peer_http = HostPort.parse(parts[1], "--peer http address")
+        peer_raft = HostPort.parse(parts[2], "--peer raft address")
+        peers.append(PeerConfig(parts[0], f"http://{peer_http}", str(peer_raft)))
+    if len({p.node_id for p in peers}) != len(peers):
+        raise ServeConfigError(f"node ids repeat among --node-id and --peer: {[p.node_id for p in peers]}")
+    if args.secret_file:
+        with open(args.secret_file, "rb") as f:
+            secret = f.read().strip()
+    else:
+        secret = os.environ.get(SECRET_ENV, "").encode()
+    if len(secret) < 16:
+        raise ServeConfigError(
+            f"a cluster secret of at least 16 bytes is required (--secret-file or ${SECRET_ENV})"
+        )
+    token = args.admin_token or os.environ.get(TOKEN_ENV) or None
+    if not _is_loopback(http.host) and token is None:
+        raise ServeConfigError(
+            f"refusing to serve the admin API on non-loopback {http} without an admin token (--admin-token)"
+        )
+    config = NodeConfig(args.node_id, os.path.abspath(args.data_dir), str(raft), tuple(peers), secret)
+    return config, http, token
+
+
+async def serve(config: NodeConfig, http: HostPort, admin_token: str | None) -> None:
+    from api.app import build_app
+
+    node = Node(config)
+    await node.start()
+    runner = web.AppRunner(build_app(node, admin_token=admin_token), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, http.host, http.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await site.start()
+        log.info("node %s serving HTTP on http://%s (raft %s)", config.node_id, http, config.raft_address)
+        await stop.wait()
+        log.info("node %s stopping", config.node_id)
+    finally:
+        await runner.cleanup()
+        await node.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config, http, token = node_config(args)
+    except (ServeConfigError, OSError) as exc:
+        print(f"raftlog serve: {exc}")
+        return 2
+    os.makedirs(config.data_dir, exist_ok=True)
+    asyncio.run(serve(config, http, token))
+    return 0

@@ -1,0 +1,539 @@
+"""A node: the controller group, this node's partition replicas, and the ``Broker`` the HTTP API uses.
+
+Ownership and threads:
+- the asyncio event loop runs every method here; it owns ``_replicas`` and reconciliation;
+- one consensus ``Driver`` thread ticks every Raft group of the node and runs their ``apply``;
+- one ``MuxHub`` thread carries all groups' Raft traffic over one authenticated connection per peer;
+- one ``LogManager`` thread group-commits and applies retention.
+State machines notify the loop through ``raftlog.consensus.bridge.LoopNotifier`` (controller changes ->
+reconcile replicas; partition commits -> wake long-polling fetches).
+
+Membership is static for now: every node listed in ``peers`` is a controller voter and a placement target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from partitions import commands
+from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
+from partitions.controller import (
+    ControllerStateMachine,
+    CreateTopic,
+    DeleteTopic,
+    TopicMetadata,
+    validate_topic,
+)
+from partitions.controller import encode as encode_controller
+from partitions.errors import InvalidTopic, UnknownPartition, UnknownTopic
+from partitions.placement import place
+from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
+from raftlog.consensus.bridge import LoopNotifier
+from raftlog.consensus.cluster import open_mux_group
+from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.driver import Driver
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.interface import Role, StateMachine
+from raftlog.consensus.transport import MuxHub
+from raftlog.errors import check
+from raftlog.storage.batch import ProducerRecord, Record, encode_batch
+from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
+from raftlog.storage.log import Log, wall_clock_ms
+from raftlog.storage.manager import LogManager
+
+log = logging.getLogger("raftlog.node")
+
+CONTROLLER_GROUP = "controller"
+CONTROLLER_VOTERS_MAX = 5
+ADMIN_TIMEOUT_MS = 10_000
+IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
+LEADER_READY_WAIT_S = 2.0  # how long a read waits for a new leader to catch up before answering 503
+
+
+@dataclass(frozen=True, slots=True)
+class PeerConfig:
+    node_id: str
+    http: str  # base URL, e.g. http://127.0.0.1:8081
+    raft: str  # host:port of its Raft listener
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    node_id: str
+    data_dir: str
+    raft_address: str
+    peers: tuple[PeerConfig, ...]  # every node of the cluster, this one included
+    cluster_secret: bytes
+    core: CoreConfig = field(default_factory=CoreConfig)
+
+    def __post_init__(self) -> None:
+        ids = [p.node_id for p in self.peers]
+        check(len(set(ids)) == len(ids), f"peer ids repeat: {ids}")
+        check(self.node_id in ids, f"node {self.node_id} is not among the peers {ids}")
+
+    @property
+    def controller_voters(self) -> list[str]:
+        return sorted(p.node_id for p in self.peers)[:CONTROLLER_VOTERS_MAX]
+
+
+class _Notifying:
+    """Wraps a state machine so the event loop hears about every apply."""
+
+    def __init__(self, inner: StateMachine, notify: Callable[[], None]) -> None:
+        self.inner = inner
+        self._notify = notify
+
+    def apply(self, index: int, term: int, command: bytes) -> object:
+        result = self.inner.apply(index, term, command)
+        self._notify()
+        return result
+
+    def snapshot(self) -> bytes:
+        return self.inner.snapshot()
+
+    def restore(self, snapshot: bytes) -> None:
+        self.inner.restore(snapshot)
+        self._notify()
+
+
+@dataclass(slots=True)
+class _Replica:
+    topic: TopicMetadata
+    partition: int
+    log: Log
+    machine: PartitionStateMachine
+    group: ReplicaGroup
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def wake(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class Node:
+    """Implements ``partitions.broker.Broker``. Create, ``await start()``, serve, ``await close()``."""
+
+    def __init__(self, config: NodeConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self._clock = clock
+        self._peers = {p.node_id: p for p in config.peers}
+        self._replicas: dict[str, _Replica] = {}
+        self._reconcile_lock = asyncio.Lock()
+        self._reconcile_again = False
+        self._closing = False
+        self._round_robin = 0
+        self._counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
+        self._logs = LogManager(os.path.join(config.data_dir, "logs"), clock=clock)
+        self._driver = Driver(name=f"raft-{config.node_id}")
+        self._hub = MuxHub(
+            config.node_id,
+            config.raft_address,
+            config.cluster_secret,
+            peers={p.node_id: p.raft for p in config.peers if p.node_id != config.node_id},
+        )
+        self._controller_machine = ControllerStateMachine()
+        self._controller: ReplicaGroup | None = None
+        self._reconcile_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._logs.start()
+        self._driver.start()
+        self._hub.start()
+        notifier = LoopNotifier(loop, self._schedule_reconcile)
+        if self.node_id in self.config.controller_voters:
+            self._controller = await self._open_group(
+                CONTROLLER_GROUP,
+                self.config.controller_voters,
+                _Notifying(self._controller_machine, notifier.notify),
+            )
+        else:
+            raise NotImplementedError(
+                f"node {self.node_id} is not among the first {CONTROLLER_VOTERS_MAX} nodes: nodes outside "
+                "the controller group are not supported yet"
+            )
+        log.info(
+            "node %s started (raft %s, peers %s)", self.node_id, self.config.raft_address, sorted(self._peers)
+        )
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._reconcile_task is not None:
+            self._reconcile_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reconcile_task
+        for replica in list(self._replicas.values()):
+            replica.group.close()
+        if self._controller is not None:
+            self._controller.close()
+        await self._driver_barrier()
+        self._driver.stop()
+        self._hub.close()
+        self._logs.close()
+
+    async def _driver_barrier(self) -> None:
+        """Wait until the driver thread has run everything queued before this call."""
+        await asyncio.wrap_future(self._driver.submit(lambda: None))
+
+    def _group_dir(self, group_id: str) -> str:
+        return os.path.join(self.config.data_dir, "raft", group_id)
+
+    async def _open_group(self, group_id: str, voters: Sequence[str], machine: StateMachine) -> ReplicaGroup:
+        directory = self._group_dir(group_id)
+        os.makedirs(directory, exist_ok=True)
+        core = replace(self.config.core, snapshot_path=os.path.join(directory, "snapshot"))
+        return await open_mux_group(
+            group_id,
+            self.node_id,
+            voters,
+            machine,
+            self._driver,
+            self._hub,
+            core,
+            os.path.join(directory, "journal"),
+        )
+
+    # -- reconciliation: make local replicas match the controller's assignment ----------------------
+
+    def _schedule_reconcile(self) -> None:
+        if self._closing:
+            return
+        if self._reconcile_task is None or self._reconcile_task.done():
+            self._reconcile_task = asyncio.get_running_loop().create_task(self._reconcile())
+        else:
+            self._reconcile_again = True
+
+    async def _reconcile(self) -> None:
+        async with self._reconcile_lock:
+            while True:
+                self._reconcile_again = False
+                try:
+                    await self._reconcile_once()
+                except Exception:  # a failure here must not stop later reconciliations; it is logged loudly
+                    log.exception("node %s: reconciling partition replicas failed; retrying", self.node_id)
+                    await asyncio.sleep(1)
+                    self._reconcile_again = True
+                if not self._reconcile_again or self._closing:
+                    return
+
+    async def _reconcile_once(self) -> None:
+        topics = dict(self._controller_machine.topics)  # copied under the GIL: apply mutates it on the driver
+        desired: dict[str, tuple[TopicMetadata, int]] = {}
+        for metadata in topics.values():
+            for partition, replicas in enumerate(metadata.replicas):
+                if self.node_id in replicas:
+                    desired[metadata.group_id(partition)] = (metadata, partition)
+        for group_id in [g for g in self._replicas if g not in desired]:
+            await self._drop_replica(group_id)
+        for group_id, (metadata, partition) in desired.items():
+            existing = self._replicas.get(group_id)
+            if existing is None:
+                await self._open_replica(group_id, metadata, partition)
+            elif existing.topic.configs != metadata.configs:
+                existing.log.reconfigure(metadata.log_config())
+                existing.topic = metadata
+
+    async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
+        partition_log = self._logs.open_log(group_id, metadata.log_config())
+        machine = PartitionStateMachine(partition_log)
+        loop = asyncio.get_running_loop()
+        holder: list[_Replica] = []
+        notifier = LoopNotifier(loop, lambda: holder[0].wake() if holder else None)
+        group = await self._open_group(
+            group_id, metadata.replicas[partition], _Notifying(machine, notifier.notify)
+        )
+        replica = _Replica(metadata, partition, partition_log, machine, group)
+        holder.append(replica)
+        self._replicas[group_id] = replica
+        log.info(
+            "node %s: replica of %s/%d opened (group %s)", self.node_id, metadata.name, partition, group_id
+        )
+
+    async def _drop_replica(self, group_id: str) -> None:
+        replica = self._replicas.pop(group_id)
+        replica.group.close()
+        replica.wake()
+        await self._driver_barrier()
+        self._logs.delete_log(group_id)
+        shutil.rmtree(self._group_dir(group_id), ignore_errors=False)
+        log.info("node %s: replica of %s/%d deleted", self.node_id, replica.topic.name, replica.partition)
+
+    # -- metadata ------------------------------------------------------------------------------------
+
+    def topics(self) -> list[str]:
+        return sorted(self._controller_machine.topics)
+
+    def topic(self, name: str) -> TopicMetadata:
+        metadata = self._controller_machine.topics.get(name)
+        if metadata is None:
+            raise UnknownTopic(name)
+        return metadata
+
+    def _controller_group(self) -> ReplicaGroup:
+        check(self._controller is not None, f"node {self.node_id} has no controller replica")
+        assert self._controller is not None  # narrowed for the type checker; checked above
+        return self._controller
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
+        if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
+            raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
+        existing = {t.name: [list(r) for r in t.replicas] for t in self._controller_machine.topics.values()}
+        assignment = place(sorted(self._peers), partitions, replication_factor, existing)
+        validate_topic(name, assignment, configs)
+        result = await self._controller_group().propose(
+            encode_controller(CreateTopic(name, assignment, dict(configs))), ADMIN_TIMEOUT_MS
+        )
+        if not isinstance(result, TopicMetadata):
+            check(isinstance(result, Exception), f"controller returned {result!r}")
+            raise result  # type: ignore[misc]
+        await self._wait_for_replicas(result)
+        return result
+
+    async def _wait_for_replicas(self, metadata: TopicMetadata, timeout_s: float = 10.0) -> None:
+        """Return once this node has opened its replicas of the topic (so a produce right after works)."""
+        deadline = time.monotonic() + timeout_s
+        wanted = [metadata.group_id(p) for p, r in enumerate(metadata.replicas) if self.node_id in r]
+        while any(g not in self._replicas for g in wanted) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    async def delete_topic(self, name: str) -> None:
+        self.topic(name)
+        result = await self._controller_group().propose(
+            encode_controller(DeleteTopic(name)), ADMIN_TIMEOUT_MS
+        )
+        if isinstance(result, Exception):
+            raise result
+
+    # -- data ----------------------------------------------------------------------------------------
+
+    def _replica(self, topic: str, partition: int) -> _Replica:
+        metadata = self.topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
+        if replica is None:
+            raise NotLeader(group_id, self.leader_hint(topic, partition))
+        return replica
+
+    def _leader_replica(self, topic: str, partition: int) -> _Replica:
+        replica = self._replica(topic, partition)
+        status = replica.group.status()
+        if status.role is not Role.LEADER:
+            if status.leader is None:
+                raise NoLeader(replica.group.group_id)
+            raise NotLeader(replica.group.group_id, status.leader)
+        return replica
+
+    async def _reading_leader(self, topic: str, partition: int) -> _Replica:
+        """The local leader replica once it may serve reads: it has applied its own term's no-op, so
+        everything committed before its election is in its log (Raft's rule for leader reads)."""
+        deadline = time.monotonic() + LEADER_READY_WAIT_S
+        while True:
+            replica = self._leader_replica(topic, partition)
+            if replica.group.status().leader_ready:
+                return replica
+            if time.monotonic() >= deadline:
+                raise NoLeader(replica.group.group_id)
+            await asyncio.sleep(0.01)
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        self._counters["produce_requests"] += 1
+        replica = self._leader_replica(topic, partition)
+        batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
+        limit = replica.log.config.max_message_bytes
+        if len(batch) > limit:
+            raise RecordTooLarge(len(batch), limit)
+        result = await replica.group.propose(commands.encode(commands.Produce(batch)), timeout_ms)
+        if isinstance(result, Refused):
+            raise result.error
+        check(isinstance(result, Produced), f"produce to {replica.group.group_id} returned {result!r}")
+        assert isinstance(result, Produced)  # narrowed for the type checker; checked above
+        self._counters["produced_records"] += 0 if result.duplicate else len(records)
+        return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
+
+    async def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> list[Record]:
+        self._counters["fetch_requests"] += 1
+        replica = await self._reading_leader(topic, partition)
+        deadline = time.monotonic() + max(0, timeout_ms) / 1000
+        while True:
+            high_watermark = replica.machine.high_watermark
+            start = replica.log.log_start_offset
+            if not start <= offset <= high_watermark:
+                raise OffsetOutOfRange(offset, start, high_watermark)
+            if offset < high_watermark:
+                return replica.log.read(offset, max_bytes, max_offset=high_watermark)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            changed = replica.changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+            replica = await self._reading_leader(topic, partition)
+
+    def _ready_leader_now(self, topic: str, partition: int) -> _Replica:
+        """For synchronous reads: the leader replica if it may serve reads, else NoLeader (retriable)."""
+        replica = self._leader_replica(topic, partition)
+        if not replica.group.status().leader_ready:
+            raise NoLeader(replica.group.group_id)
+        return replica
+
+    def offsets(self, topic: str, partition: int) -> PartitionOffsets:
+        replica = self._ready_leader_now(topic, partition)
+        return PartitionOffsets(replica.log.log_start_offset, replica.machine.high_watermark)
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        replica = self._leader_replica(topic, partition)
+        result = await replica.group.propose(
+            commands.encode(commands.CommitOffset(group, offset, reset)), timeout_ms
+        )
+        if isinstance(result, Refused):
+            raise result.error
+        check(isinstance(result, OffsetCommitted), f"commit returned {result!r}")
+        assert isinstance(result, OffsetCommitted)  # narrowed for the type checker; checked above
+        return result.offset
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        return self._ready_leader_now(topic, partition).machine.consumer_offsets.get(group)
+
+    # -- admin ---------------------------------------------------------------------------------------
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState:
+        replica = self._replica(topic, partition)
+        status = replica.group.status()
+        last_index = status.last_index
+        states = []
+        for node in replica.topic.replicas[partition]:
+            if node == status.leader:
+                states.append(ReplicaState(node, "leader", last_index, 0, True))
+            elif status.role is Role.LEADER:
+                match = status.match_index.get(node)
+                lag = None if match is None else max(0, last_index - match)
+                in_sync = lag is not None and lag <= IN_SYNC_LAG_MAX and self._hub.is_connected(node)
+                states.append(ReplicaState(node, "follower", match, lag, in_sync))
+            else:
+                states.append(ReplicaState(node, "follower" if status.leader else "unknown"))
+        return PartitionState(
+            topic,
+            partition,
+            status.leader,
+            status.term,
+            replica.machine.high_watermark,
+            replica.log.log_start_offset,
+            states,
+        )
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> None:
+        replica = self._leader_replica(topic, partition)
+        await replica.group.transfer_leadership(target, timeout_ms)
+
+    def nodes(self) -> list[NodeInfo]:
+        led: dict[str, int] = {}
+        for replica in self._replicas.values():
+            leader = replica.group.status().leader
+            if leader is not None:
+                led[leader] = led.get(leader, 0) + 1
+        return [
+            NodeInfo(node_id, peer.http, self._liveness(node_id), 0, led.get(node_id, 0))
+            for node_id, peer in sorted(self._peers.items())
+        ]
+
+    def _liveness(self, node_id: str) -> str:
+        return "alive" if node_id == self.node_id or self._hub.is_connected(node_id) else "dead"
+
+    def controller(self) -> str | None:
+        return None if self._controller is None else self._controller.status().leader
+
+    def http_address(self, node_id: str) -> str | None:
+        peer = self._peers.get(node_id)
+        return None if peer is None else peer.http
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        try:
+            metadata = self.topic(topic)
+        except UnknownTopic:
+            return None
+        if not 0 <= partition < metadata.partitions:
+            return None
+        replica = self._replicas.get(metadata.group_id(partition))
+        if replica is not None:
+            leader = replica.group.status().leader
+            if leader is not None:
+                return leader
+        alive = [
+            n for n in metadata.replicas[partition] if n != self.node_id and self._liveness(n) == "alive"
+        ]
+        return alive[0] if alive else None
+
+    def health(self) -> dict[str, Any]:
+        leaderless = under_replicated = 0
+        for metadata in self._controller_machine.topics.values():
+            for partition in range(metadata.partitions):
+                replica = self._replicas.get(metadata.group_id(partition))
+                if replica is None:
+                    continue
+                status = replica.group.status()
+                if status.leader is None:
+                    leaderless += 1
+                elif status.role is Role.LEADER:
+                    state = self.partition_state(metadata.name, partition)
+                    if not all(r.in_sync for r in state.replicas):
+                        under_replicated += 1
+        down = [n for n in sorted(self._peers) if self._liveness(n) != "alive"]
+        return {
+            "is_healthy": not down
+            and leaderless == 0
+            and under_replicated == 0
+            and self.controller() is not None,
+            "controller": self.controller(),
+            "nodes": sorted(self._peers),
+            "nodes_down": down,
+            "leaderless_partitions": leaderless,
+            "under_replicated_partitions": under_replicated,
+        }
+
+    def metrics(self) -> dict[str, float]:
+        values = dict(self._counters)
+        values["partition_replicas"] = len(self._replicas)
+        values["partitions_led"] = sum(
+            1 for r in self._replicas.values() if r.group.status().role is Role.LEADER
+        )
+        values["log_bytes"] = sum(r.log.size_bytes for r in self._replicas.values())
+        for name, value in self._hub.stats().items():
+            values[f"raft_transport_{name}"] = value
+        return values
+
+    def round_robin_partition(self, topic: str) -> int:
+        """Partition for a record without key: round-robin over the topic's partitions."""
+        self._round_robin += 1
+        return self._round_robin % self.topic(topic).partitions

@@ -1,0 +1,183 @@
+"""Three in-process nodes (separate drivers, hubs and data dirs, real TCP on 127.0.0.1): topics, produce,
+fetch, idempotence, consumer offsets, leader change and restart, through the Broker interface."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import socket
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from partitions.errors import TopicExists, UnknownTopic
+from partitions.node import Node, NodeConfig, PeerConfig
+from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.storage import ProducerRecord
+from raftlog.storage.errors import OffsetOutOfRange
+
+SECRET = b"test-cluster-secret-0123456789abcdef"
+FAST = CoreConfig(
+    election_timeout_min_ms=400,
+    election_timeout_max_ms=800,
+    heartbeat_period_ms=50,
+    leader_fallback_timeout_ms=600,
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def configs(root: pathlib.Path, count: int = 3) -> list[NodeConfig]:
+    peers = tuple(
+        PeerConfig(f"n{i}", f"http://127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}")
+        for i in range(1, count + 1)
+    )
+    return [NodeConfig(p.node_id, str(root / p.node_id), p.raft, peers, SECRET, FAST) for p in peers]
+
+
+async def until(predicate, timeout_s: float = 15.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except (NotLeader, NoLeader):
+            value = None
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} not reached within {timeout_s} s")
+
+
+@pytest.fixture
+async def cluster(tmp_path: pathlib.Path) -> AsyncIterator[list[Node]]:
+    nodes = [Node(c) for c in configs(tmp_path)]
+    await asyncio.gather(*(n.start() for n in nodes))
+    yield nodes
+    await asyncio.gather(*(n.close() for n in nodes))
+
+
+def controller_leader(nodes: list[Node]) -> Node | None:
+    leader = nodes[0].controller()
+    return next((n for n in nodes if n.node_id == leader and n.controller() == leader), None)
+
+
+def partition_leader(nodes: list[Node], topic: str, partition: int = 0) -> Node | None:
+    for node in nodes:
+        try:
+            node.offsets(topic, partition)
+            return node
+        except (NotLeader, NoLeader, UnknownTopic):
+            continue
+    return None
+
+
+async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    metadata = await controller.create_topic("orders", 2, 3, {"segment.bytes": 4096})
+    assert [len(r) for r in metadata.replicas] == [3, 3]
+    with pytest.raises(TopicExists):
+        await controller.create_topic("orders", 1, 3, {})
+    await until(lambda: all("orders" in n.topics() for n in cluster), what="topic on every node")
+    leader = await until(lambda: partition_leader(cluster, "orders"), what="partition leader")
+
+    first = await leader.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
+    second = await leader.produce("orders", 0, [ProducerRecord(b"c")], 11, 1, 5000)
+    retry = await leader.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
+    assert (first.base_offset, first.end_offset, second.base_offset) == (0, 2, 2)
+    assert retry.duplicate and (retry.base_offset, retry.end_offset) == (0, 2)
+    records = await leader.fetch("orders", 0, 0, 1 << 20, 0)
+    assert [(r.offset, r.value) for r in records] == [(0, b"a"), (1, b"b"), (2, b"c")]
+    with pytest.raises(OffsetOutOfRange):
+        await leader.fetch("orders", 0, 4, 1 << 20, 0)
+
+    # every replica applied the same records
+    for node in cluster:
+        replica = node._replicas[metadata.group_id(0)]
+        await until(lambda r=replica: r.machine.high_watermark == 3, what=f"{node.node_id} caught up")
+        assert [r.value for r in replica.log.read(0, 1 << 20, 3)] == [b"a", b"b", b"c"]
+
+    # a follower refuses with a hint naming the leader
+    follower = next(n for n in cluster if n is not leader)
+    with pytest.raises(NotLeader) as refused:
+        await follower.produce("orders", 0, [ProducerRecord(b"x")], None, None, 5000)
+    assert refused.value.leader_hint == leader.node_id
+
+    # long poll wakes when a record commits
+    waiting = asyncio.create_task(leader.fetch("orders", 0, 3, 1 << 20, 10_000))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    await leader.produce("orders", 0, [ProducerRecord(b"d")], None, None, 5000)
+    assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"d"]
+
+    # consumer offsets are replicated and never move backwards unless reset
+    assert await leader.commit_offset("g", "orders", 0, 3, False, 5000) == 3
+    assert await leader.commit_offset("g", "orders", 0, 1, False, 5000) == 3
+    assert await leader.commit_offset("g", "orders", 0, 1, True, 5000) == 1
+    assert leader.committed_offset("g", "orders", 0) == 1
+
+
+async def test_leader_transfer_keeps_every_acknowledged_record(cluster: list[Node]) -> None:
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    await controller.create_topic("t", 1, 3, {})
+    leader = await until(lambda: partition_leader(cluster, "t"), what="partition leader")
+    acked = []
+    for i in range(20):
+        result = await leader.produce("t", 0, [ProducerRecord(b"%d" % i)], None, None, 5000)
+        acked.append(result.base_offset)
+    target = next(n for n in cluster if n is not leader)
+    await leader.transfer_leadership("t", 0, target.node_id, 10_000)
+    new_leader = await until(lambda: partition_leader(cluster, "t"), what="new leader")
+    assert new_leader is target
+    await new_leader.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+    values = [r.value for r in await new_leader.fetch("t", 0, 0, 1 << 20, 0)]
+    assert values == [b"%d" % i for i in range(20)] + [b"after"]
+    state = new_leader.partition_state("t", 0)
+    assert state.leader == target.node_id and state.high_watermark == 21
+
+
+async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: pathlib.Path) -> None:
+    node_configs = configs(tmp_path)
+    nodes = [Node(c) for c in node_configs]
+    await asyncio.gather(*(n.start() for n in nodes))
+    try:
+        controller = await until(lambda: controller_leader(nodes), what="controller leader")
+        await controller.create_topic("t", 1, 3, {"segment.bytes": 2048})
+        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
+        for i in range(40):
+            await leader.produce("t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
+        await leader.commit_offset("g", "t", 0, 17, False, 5000)
+        sizes = {}
+        for node in nodes:
+            group_id = node.topic("t").group_id(0)
+            await until(
+                lambda n=node, g=group_id: n._replicas[g].machine.high_watermark == 40, what="caught up"
+            )
+            sizes[node.node_id] = node._replicas[group_id].log.size_bytes
+    finally:
+        await asyncio.gather(*(n.close() for n in nodes))
+
+    nodes = [Node(c) for c in node_configs]
+    await asyncio.gather(*(n.start() for n in nodes))
+    try:
+        leader = await until(lambda: partition_leader(nodes, "t"), timeout_s=30, what="leader after restart")
+        values = [r.value for r in await leader.fetch("t", 0, 0, 1 << 20, 0)]
+        assert values == [b"r%d" % i for i in range(40)]
+        retry = await leader.produce("t", 0, [ProducerRecord(b"r39")], 5, 39, 5000)
+        assert retry.duplicate and retry.base_offset == 39, "the producer table must survive a restart"
+        fresh = await leader.produce("t", 0, [ProducerRecord(b"r40")], 5, 40, 5000)
+        assert fresh.base_offset == 40, "offsets continue after a restart, never reused"
+        assert leader.committed_offset("g", "t", 0) == 17
+        for node in nodes:
+            group_id = node.topic("t").group_id(0)
+            replica = node._replicas[group_id]
+            await until(lambda r=replica: r.machine.high_watermark == 41, what=f"{node.node_id} caught up")
+            assert replica.log.size_bytes > sizes[node.node_id]
+            assert [r.value for r in replica.log.read(0, 1 << 20, 41)] == values + [b"r40"]
+    finally:
+        await asyncio.gather(*(n.close() for n in nodes))
