@@ -70,8 +70,8 @@ from api.schemas import (
     response_flavour,
 )
 from partitions.broker import Broker
-from partitions.controller import TopicMetadata
-from partitions.errors import UnknownPartition
+from partitions.controller import CONTROLLER_GROUP, TopicMetadata
+from partitions.errors import UnknownPartition, UnknownTopic
 from raftlog.consensus.errors import ConsensusError, NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import ProducerRecord
@@ -781,6 +781,16 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
     return web.json_response(errors.body(error), status=mapped.status, headers=headers)
 
 
+def _ask_controller(broker: Broker, error: UnknownTopic) -> NotLeader:
+    """A topic unknown here may be one this node has not learned yet (metadata reaches followers of the
+    controller group a heartbeat later): send the request to the controller leader, which knows every
+    committed topic. On the controller leader itself the topic really does not exist."""
+    controller = broker.controller()
+    if controller is None or controller == broker.node_id:
+        raise error
+    return NotLeader(CONTROLLER_GROUP, controller)
+
+
 def _check_token(request: web.Request, token: str) -> None:
     given = request.headers.get("Authorization", "")
     scheme, _, credentials = given.partition(" ")
@@ -811,13 +821,14 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         parse_hops(request.headers.get(HOPS_HEADER))
         try:
             return await handler(request)
-        except NotLeader as exc:
+        except (NotLeader, UnknownTopic) as exc:
             operation: Operation | None = request.get(_OPERATION)
             if operation is None or not operation.forward:
                 raise
+            refusal = exc if isinstance(exc, NotLeader) else _ask_controller(state.broker, exc)
             answer = await _forward(
                 request,
-                exc,
+                refusal,
                 request.method,
                 request.raw_path,
                 await _body(request),

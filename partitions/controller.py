@@ -19,6 +19,7 @@ from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
+CONTROLLER_GROUP = "controller"  # the Raft group (and log directory) name of the controller
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 PARTITIONS_MAX = 10_000
 SNAPSHOT_VERSION = 1

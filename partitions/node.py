@@ -26,6 +26,7 @@ from typing import Any
 from partitions import commands
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.controller import (
+    CONTROLLER_GROUP,
     ControllerStateMachine,
     CreateTopic,
     DeleteTopic,
@@ -52,7 +53,6 @@ from raftlog.storage.manager import LogManager
 
 log = logging.getLogger("raftlog.node")
 
-CONTROLLER_GROUP = "controller"
 CONTROLLER_VOTERS_MAX = 5
 ADMIN_TIMEOUT_MS = 10_000
 IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
@@ -150,6 +150,7 @@ class Node:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._logs.start()
+        self._driver.watch_inbound(self._hub.take_ready_groups)  # tick groups as soon as messages arrive
         self._driver.start()
         self._hub.start()
         notifier = LoopNotifier(loop, self._schedule_reconcile)

@@ -1,0 +1,118 @@
+"""Start and stop real node processes for scenario tests (loopback only, bounded waits)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from api.dev import RAFT_PORT_OFFSET, DevNode, node_argv, plan
+
+
+def free_base_port(count: int) -> int:
+    """A base port whose HTTP (base..base+count) and Raft (base+100..) ports are all free now."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base > 60000:
+            continue
+        ports = [base + i for i in range(count)] + [base + RAFT_PORT_OFFSET + i for i in range(count)]
+        if all(_free(p) for p in ports):
+            return base
+    raise RuntimeError("no free port range found")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class ProcessCluster:
+    root: str
+    nodes: list[DevNode]
+    argv: dict[str, list[str]] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, root: str, count: int = 3) -> ProcessCluster:
+        nodes = plan(count, free_base_port(count))
+        secret = os.path.join(root, "cluster.secret")
+        with open(secret, "w", encoding="ascii") as f:
+            f.write("scenario-test-secret-0123456789abcdef\n")
+        cluster = cls(root, nodes)
+        for node in nodes:
+            cluster.argv[node.node_id] = node_argv(node, nodes, root, secret)
+        return cluster
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.http for n in self.nodes]
+
+    def url(self, node_id: str) -> str:
+        return next(n.http for n in self.nodes if n.node_id == node_id)
+
+    def start(self, node_id: str) -> None:
+        os.makedirs(os.path.join(self.root, node_id), exist_ok=True)
+        with open(os.path.join(self.root, node_id, "node.log"), "ab") as log:
+            self.processes[node_id] = subprocess.Popen(
+                self.argv[node_id], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def start_all(self, timeout_s: float = 60.0) -> None:
+        for node in self.nodes:
+            self.start(node.node_id)
+        self.wait_ready([n.node_id for n in self.nodes], timeout_s)
+
+    def wait_ready(self, node_ids: list[str], timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        pending = set(node_ids)
+        while pending and time.monotonic() < deadline:
+            for node_id in sorted(pending):
+                process = self.processes[node_id]
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"{node_id} exited with {process.returncode}: {self.log_tail(node_id)}"
+                    )
+                try:
+                    with urllib.request.urlopen(self.url(node_id) + "/status/ready", timeout=1) as answer:
+                        if answer.status == 200:
+                            pending.discard(node_id)
+                except (urllib.error.URLError, OSError):
+                    pass
+            time.sleep(0.1)
+        if pending:
+            raise RuntimeError(f"not ready within {timeout_s} s: {sorted(pending)}")
+
+    def kill(self, node_id: str) -> None:
+        """SIGKILL: no shutdown code runs, as in a crash."""
+        process = self.processes[node_id]
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+
+    def stop_all(self, timeout_s: float = 20.0) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + timeout_s
+        for process in self.processes.values():
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def log_tail(self, node_id: str, lines: int = 30) -> str:
+        path = os.path.join(self.root, node_id, "node.log")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
