@@ -12,7 +12,7 @@ lint: bootstrap
 	.venv/bin/ruff format --check .
 
 typecheck: bootstrap
-	.venv/bin/mypy raftlog/errors.py raftlog/storage raftlog/bench api/cli.py
+	.venv/bin/mypy raftlog partitions api
 
 unit: bootstrap
 	.venv/bin/python -m pytest -q --durations=15
