@@ -1,14 +1,17 @@
-"""Commits/s of N stock pysyncobj Raft groups over the mux transport vs stock TCPTransport.
+"""Commits/s of N Raft groups over the mux transport vs pysyncobj's stock TCPTransport, in one run.
 
 Three node processes on 127.0.0.1. mux-poll runs the hub's I/O on the driver thread (``hub.poll``),
 mux-thread on the hub's own I/O thread (``hub.start``), stock is pysyncobj's TCPTransport (one port per
-replica, pickle + zlib). Each process hosts one replica of every group and ONE driver thread
-that ticks all of its groups with doTick(0) and keeps ``--inflight`` commands of ``--payload`` bytes in
-flight in every group it leads. Both transports run in the same invocation with the same settings.
+replica, pickle + zlib). Each process hosts one replica of every group and ONE driver thread that ticks
+all of its groups with doTick(0) and keeps ``--inflight`` commands of ``--payload`` random (incompressible)
+bytes in flight in every group it leads. ``--core stock`` uses pysyncobj's SyncObj, ``--core patched``
+the project's RaftCore (memory journal). First it prints the CPU cost of the two codecs alone.
 
     .venv/bin/python scripts/bench_transport.py --groups 20 --seconds 5
+    .venv/bin/python scripts/bench_transport.py --groups 20 --seconds 5 --core patched --payload 1024
 
-Prints one line per transport. A benchmark, not a test: it asserts nothing about speed.
+Prints one line per transport. A benchmark, not a test: it asserts nothing about speed. Runs take about
+(--seconds + 10 s) per transport.
 """
 
 from __future__ import annotations
@@ -70,9 +73,61 @@ def conf() -> SyncObjConf:
     )
 
 
+class NullMachine:
+    """StateMachine for the patched core (raftlog.consensus.core.RaftCore): counts applies."""
+
+    def __init__(self) -> None:
+        self.applied = 0
+
+    def apply(self, index: int, term: int, command: bytes) -> object:
+        self.applied += 1
+        return None
+
+    def snapshot(self) -> bytes:
+        return b""
+
+    def restore(self, snapshot: bytes) -> None:
+        self.applied = 0
+
+
+def make_replica(core: str, self_id: str, other_ids: list[str], transport: Any, node_class: Any) -> Any:
+    """A replica with stock pysyncobj (``Log``) or the project's patched core (``RaftCore``)."""
+    if core == "stock":
+        c = conf()
+        if transport is None:
+            c.bindAddress = self_id
+            return Log(self_id, other_ids, c)
+        return Log(
+            node_class(self_id),
+            [node_class(o) for o in other_ids],
+            c,
+            nodeClass=node_class,
+            transportClass=transport,
+        )
+    from raftlog.consensus.core import CoreConfig, RaftCore
+    from raftlog.consensus.journal import MemoryJournal
+
+    config = CoreConfig(
+        election_timeout_min_ms=2000,
+        election_timeout_max_ms=4000,
+        bind_address=self_id if transport is None else None,
+    )
+    kwargs: dict[str, Any] = {"node_class": node_class}
+    if transport is not None:
+        kwargs["transport_class"] = transport
+    return RaftCore(self_id, other_ids, NullMachine(), config, journal=MemoryJournal(), **kwargs)
+
+
+def submit(core: str, replica: Any, payload: bytes, callback: Any) -> None:
+    if core == "stock":
+        replica.append(payload, callback=callback)
+    else:
+        replica.submit(payload, callback)
+
+
 def build_mux(
-    index: int, ports: list[int], groups: int, secret: bytes, threaded: bool
-) -> tuple[list[Log], MuxHub]:
+    core: str, index: int, ports: list[int], groups: int, secret: bytes, threaded: bool
+) -> tuple[list[Any], MuxHub]:
     node_id = f"n{index}"
     hub = MuxHub(node_id, f"127.0.0.1:{ports[index]}", secret)
     for other in range(NODES):
@@ -80,27 +135,22 @@ def build_mux(
             hub.set_peer(f"n{other}", f"127.0.0.1:{ports[other]}")
     if threaded:
         hub.start()
-    others = [Node(f"n{o}") for o in range(NODES) if o != index]
+    others = [f"n{o}" for o in range(NODES) if o != index]
     objs = [
-        Log(
-            Node(node_id),
-            others,
-            conf(),
-            nodeClass=Node,
-            transportClass=functools.partial(MuxTransport, hub=hub, group=f"g{g}"),
-        )
+        make_replica(core, node_id, others, functools.partial(MuxTransport, hub=hub, group=f"g{g}"), Node)
         for g in range(groups)
     ]
     return objs, hub
 
 
-def build_stock(index: int, ports: list[int], groups: int) -> list[Log]:
+def build_stock(core: str, index: int, ports: list[int], groups: int) -> list[Any]:
+    from pysyncobj.node import TCPNode
+
     objs = []
     for g in range(groups):
         addresses = [f"127.0.0.1:{ports[g * NODES + i]}" for i in range(NODES)]
-        c = conf()
-        c.bindAddress = addresses[index]
-        objs.append(Log(addresses[index], [a for i, a in enumerate(addresses) if i != index], c))
+        others = [a for i, a in enumerate(addresses) if i != index]
+        objs.append(make_replica(core, addresses[index], others, None, TCPNode))
     return objs
 
 
@@ -116,9 +166,9 @@ def node_main(
     hub = None
     polled = kind == "mux-poll"
     if kind.startswith("mux"):
-        objs, hub = build_mux(index, ports, args.groups, secret, threaded=not polled)
+        objs, hub = build_mux(args.core, index, ports, args.groups, secret, threaded=not polled)
     else:
-        objs = build_stock(index, ports, args.groups)
+        objs = build_stock(args.core, index, ports, args.groups)
 
     def sweep() -> None:
         for obj in objs:
@@ -138,7 +188,9 @@ def node_main(
     while control.value == 0:
         sweep()
 
-    payload = b"x" * args.payload
+    # distinct random payloads, more than zlib's 32 KiB window holds: as incompressible as real records
+    payloads = [os.urandom(args.payload) for _ in range(max(64, 2 * 32768 // max(args.payload, 1)))]
+    submitted = 0
     inflight = [0] * len(objs)
     done = [0]
     failed = [0]
@@ -158,7 +210,8 @@ def node_main(
             if obj._isLeader():
                 room = min(args.inflight - inflight[g], 200)
                 for _ in range(room):
-                    obj.append(payload, callback=callbacks[g])
+                    submit(args.core, obj, payloads[submitted % len(payloads)], callbacks[g])
+                    submitted += 1
                 inflight[g] += max(room, 0)
             obj.doTick(0.0)
         if polled and hub is not None:
@@ -218,12 +271,63 @@ def run(kind: str, args: argparse.Namespace) -> None:
         )
         extra = f", {sent / max(frames, 1):.1f} msgs/frame, {drops} messages dropped"
     print(
-        f"{kind:10s} groups={args.groups} payload={args.payload}B inflight/group={args.inflight}: "
+        f"{kind:10s} core={args.core} groups={args.groups} payload={args.payload}B "
+        f"inflight/group={args.inflight}: "
         f"{commits / elapsed:9.0f} commits/s ({commits} in {elapsed:.1f}s, {failures} failed, "
         f"leaders known at start {leaders_known}/{args.groups}, "
         f"CPU {cpu * 100:.0f}% of a core summed{extra})",
         flush=True,
     )
+
+
+def codec_costs(payload: int) -> None:
+    """CPU per message of the two codecs alone (one core, no I/O): msgpack schema codec + HMAC frame
+    vs pysyncobj's pickle + zlib level 3 (tcp_connection.py:144, 291)."""
+    import pickle
+    import timeit
+    import zlib
+
+    from raftlog.consensus import wire
+
+    entries_per_message = max(1, (64 * 1024) // (payload + 1))
+    samples = {
+        "heartbeat": {
+            "type": "append_entries",
+            "term": 7,
+            "commit_index": 123456,
+            "entries": [],
+            "prevLogIdx": 123456,
+            "prevLogTerm": 7,
+        },
+        f"append_entries {entries_per_message}x{payload}B": {
+            "type": "append_entries",
+            "term": 7,
+            "commit_index": 123456,
+            "entries": [(b"\x20" + os.urandom(payload), 123457 + i, 7) for i in range(entries_per_message)],
+            "prevLogIdx": 123456,
+            "prevLogTerm": 7,
+        },
+    }
+    for name, message in samples.items():
+        sender = wire.Session(b"k" * 32, b"j" * 32)
+        receiver = wire.Session(b"j" * 32, b"k" * 32)
+
+        def mux_round_trip(
+            message: dict[str, Any] = message,
+            sender: wire.Session = sender,
+            receiver: wire.Session = receiver,
+        ) -> None:
+            body = wire.BatchEncoder().encode([("topic-a/0", wire.encode_message(message))])
+            sealed = sender.seal(wire.KIND_BATCH, body)
+            wire.BatchDecoder().decode(receiver.open(wire.KIND_BATCH, sealed[5:]))
+
+        def stock_round_trip(message: dict[str, Any] = message) -> None:
+            pickle.loads(zlib.decompress(zlib.compress(pickle.dumps(message), 3)))
+
+        n = 2000 if name == "heartbeat" else 50
+        mux_us = min(timeit.repeat(mux_round_trip, number=n, repeat=3)) / n * 1e6
+        stock_us = min(timeit.repeat(stock_round_trip, number=n, repeat=3)) / n * 1e6
+        print(f"codec {name:26s}: mux {mux_us:8.1f} us, stock pickle+zlib {stock_us:8.1f} us (encode+decode)")
 
 
 def main() -> None:
@@ -233,6 +337,12 @@ def main() -> None:
     parser.add_argument("--payload", type=int, default=100)
     parser.add_argument("--inflight", type=int, default=1000, help="commands in flight per led group")
     parser.add_argument(
+        "--core",
+        choices=["stock", "patched"],
+        default="stock",
+        help="stock pysyncobj SyncObj, or the project's patched core (raftlog.consensus.core.RaftCore)",
+    )
+    parser.add_argument(
         "--transports",
         default="mux-poll,mux-thread,stock",
         help="comma-separated: mux-poll (hub I/O on the driver thread), mux-thread (hub I/O thread), stock",
@@ -241,6 +351,7 @@ def main() -> None:
     print(
         f"# {os.cpu_count()} CPUs, python {sys.version.split()[0]}, 3 node processes on 127.0.0.1", flush=True
     )
+    codec_costs(args.payload)
     for kind in args.transports.split(","):
         if kind not in ("mux-poll", "mux-thread", "stock"):
             parser.error(f"unknown transport {kind!r}")

@@ -642,11 +642,24 @@ class MuxHub:
             pending = sum(1 for c in self._connections if c.state is not _State.ESTABLISHED)
             if pending >= self.config.pending_handshakes_max:
                 self._counters["rejected_too_many_handshakes"] += 1
-                log.warning("rejecting connection from %s: %d handshakes already pending", remote, pending)
                 sock.close()
+                now = time.monotonic()
+                if (
+                    now - self._last_warning.get("<handshake limit>", -_WARNING_INTERVAL_S)
+                    >= _WARNING_INTERVAL_S
+                ):
+                    self._last_warning["<handshake limit>"] = now
+                    log.warning(
+                        "rejecting connections: %d handshakes already pending (from %s)", pending, remote
+                    )
                 continue
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError as exc:  # reset before we got to it
+                sock.close()
+                log.debug("dropping connection from %s: %s", remote, exc)
+                continue
             connection = _Connection(
                 sock, dialer=False, peer_id=None, now=time.monotonic(), config=self.config
             )

@@ -512,6 +512,23 @@ def test_bad_frames_close_only_that_connection() -> None:
         hub.close()
 
 
+def test_unauthenticated_connections_are_bounded() -> None:
+    hub = MuxHub("n0", "127.0.0.1:0", SECRET, config=HubConfig(pending_handshakes_max=2))
+    hub.start()
+    host, port = hub.address.rsplit(":", 1)
+    silent = [socket.create_connection((host, int(port))) for _ in range(2)]
+    try:
+        wait_until(lambda: len(hub._connections) == 2, 5, "two pending handshakes")
+        extra = socket.create_connection((host, int(port)))
+        assert closed_by_peer(extra, timeout_s=2)  # refused at once, not at the handshake deadline
+        assert hub.stats()["rejected_too_many_handshakes"] == 1
+        assert not closed_by_peer(silent[0], timeout_s=0.2)
+    finally:
+        for sock in silent:
+            sock.close()
+        hub.close()
+
+
 def test_outbound_queue_is_bounded_and_drops_when_full() -> None:
     config = HubConfig(peer_queue_bytes_max=1000)
     hub = MuxHub("n0", "127.0.0.1:0", SECRET, config=config)  # not started: nothing drains the queue
