@@ -150,7 +150,8 @@ class Node:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._logs.start()
-        self._driver.watch_inbound(self._hub.take_ready_groups)  # tick groups as soon as messages arrive
+        # tick a group as soon as the hub queues a message for it; sleep in the poller otherwise
+        self._driver.watch_inbound(self._hub.take_ready_groups, wake_fd=self._hub.inbound_fd())
         self._driver.start()
         self._hub.start()
         notifier = LoopNotifier(loop, self._schedule_reconcile)

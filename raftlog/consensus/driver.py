@@ -55,6 +55,7 @@ class Driver:
         self._calls: list[Callable[[], None]] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._inbound_wake_fd: int | None = None
         self.ticks = 0  # counters for benchmarks
         self.loops = 0
 
@@ -91,17 +92,31 @@ class Driver:
                     del self._cores_by_group[group_id]
         core.on_activity = None
 
-    def watch_inbound(self, take_ready_groups: Callable[[], set[str]], check_interval_ms: int = 2) -> None:
+    def watch_inbound(
+        self,
+        take_ready_groups: Callable[[], set[str]],
+        check_interval_ms: int = 2,
+        wake_fd: int | None = None,
+    ) -> None:
         """For a transport that queues inbound messages without waking the driver's poller (MuxHub in
-        threaded mode with autoTick=False, e.g. ``driver.watch_inbound(hub.take_ready_groups)``): every
-        ``check_interval_ms`` at most, the driver asks which groups have inbound messages and ticks them
-        at once instead of at their next idle tick. Call before :meth:`start`."""
+        threaded mode with autoTick=False, e.g. ``driver.watch_inbound(hub.take_ready_groups,
+        wake_fd=hub.inbound_fd())``): the driver asks which groups have inbound messages and ticks them at
+        once instead of at their next idle tick. With ``wake_fd`` (readable while messages wait; drained
+        by ``take_ready_groups``) the driver sleeps in its poller until then; without it, it checks every
+        ``check_interval_ms``. Call before :meth:`start`."""
         if self._thread is not None:
             raise InvariantViolation(f"driver {self.name}: watch_inbound after start")
         if check_interval_ms <= 0:
             raise ValueError(f"check_interval_ms must be positive, got {check_interval_ms}")
         self._take_ready_groups = take_ready_groups
-        self._poll_max_s = min(self._poll_max_s, check_interval_ms / 1000)
+        if wake_fd is None:
+            self._poll_max_s = min(self._poll_max_s, check_interval_ms / 1000)
+        else:
+            self.poller.subscribe(wake_fd, self._on_inbound, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
+            self._inbound_wake_fd = wake_fd
+
+    def _on_inbound(self, descriptor: int, event: int) -> None:
+        """The transport's wake fd is readable: the next round's ``take_ready_groups`` drains it."""
 
     def call(self, action: Callable[[], None]) -> None:
         """Run ``action`` on the driver thread before the next round of ticks."""
@@ -147,6 +162,9 @@ class Driver:
             for core in self._cores:
                 core.on_activity = None
         self.poller.unsubscribe(self._wake_read)
+        if self._inbound_wake_fd is not None:
+            self.poller.unsubscribe(self._inbound_wake_fd)
+            self._inbound_wake_fd = None
         os.close(self._wake_read)
         os.close(self._wake_write)
 
