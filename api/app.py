@@ -427,6 +427,21 @@ async def fetch(request: web.Request) -> web.Response:
     return web.json_response([render_record(meta.name, partition, r, flavour) for r in records])
 
 
+async def replica_batches(request: web.Request) -> web.Response:
+    """Committed raw batches of this node's replica, for a peer replica catching up (never forwarded:
+    the caller asks the replicas it knows one by one)."""
+    state = _state(request)
+    partition = _partition(request)
+    offset = query_int(request.query, "offset", None, 0, INT64_MAX)
+    if offset is None:
+        raise BadRequest("query parameter offset: missing")
+    max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
+    check(max_bytes is not None, "max_bytes has a default")
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    data = state.broker.read_batches(meta.name, partition, offset, max_bytes or 1)
+    return web.Response(body=data, content_type="application/octet-stream")
+
+
 async def commit_offsets(request: web.Request) -> web.Response:
     """Each (topic, partition) is committed on its leader; entries for the same partition in order."""
     state = _state(request)
@@ -666,6 +681,15 @@ _FETCH_QUERY = (
 )
 
 ROUTES: tuple[Operation, ...] = (
+    Operation(
+        "GET", "/replication/partitions/{topic}/{partition}/batches", replica_batches, "replicaBatches",
+        "Committed raw record batches of this node's replica, for replica catch-up", "operations",
+        query=(
+            Param("offset", "integer", "first offset (a batch boundary)", required=True),
+            Param("max_bytes", "integer", "byte budget (at least one batch is returned if any)"),
+        ),
+        ok_type="application/octet-stream", errors=(404, 416), forward=False,
+    ),
     Operation("GET", "/topics", list_topics, "listTopics", "Topic names", "client", ok_schema="TopicNames"),
     Operation(
         "GET", _TOPIC, get_topic, "getTopic", "A topic, its partitions and configs", "client",

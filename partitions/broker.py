@@ -110,6 +110,11 @@ class Broker(Protocol):
 
     def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 
+    def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
+        """Raw committed batches of this node's replica (any role) from ``offset``, concatenated, for a
+        peer replica catching up. Raises OffsetOutOfRange, NotLeader (no replica here)."""
+        ...
+
     # -- admin -------------------------------------------------------------------------------------
     def partition_state(self, topic: str, partition: int) -> PartitionState: ...
 

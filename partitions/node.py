@@ -25,6 +25,7 @@ from typing import Any
 
 from partitions import commands
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
+from partitions.catch_up import catch_up, http_fetch
 from partitions.controller import (
     CONTROLLER_GROUP,
     ControllerStateMachine,
@@ -249,7 +250,17 @@ class Node:
 
     async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, metadata.log_config())
-        machine = PartitionStateMachine(partition_log)
+        peers = [
+            self._peers[n].http
+            for n in metadata.replicas[partition]
+            if n != self.node_id and n in self._peers
+        ]
+        fetch = http_fetch(metadata.name, partition)
+
+        def copy_from_peers(target_log: Log, offset: int) -> None:
+            catch_up(target_log, offset, peers, fetch)
+
+        machine = PartitionStateMachine(partition_log, catch_up=copy_from_peers)
         loop = asyncio.get_running_loop()
         holder: list[_Replica] = []
         notifier = LoopNotifier(loop, lambda: holder[0].wake() if holder else None)
@@ -398,6 +409,16 @@ class Node:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), remaining)
             replica = await self._reading_leader(topic, partition)
+
+    def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
+        replica = self._replica(topic, partition)
+        high_watermark = replica.machine.high_watermark
+        start = replica.log.log_start_offset
+        if not start <= offset <= high_watermark:
+            raise OffsetOutOfRange(offset, start, high_watermark)
+        return b"".join(
+            b.data for b in replica.log.read_batches(offset, max_bytes, max_offset=high_watermark)
+        )
 
     def _ready_leader_now(self, topic: str, partition: int) -> _Replica:
         """For synchronous reads: the leader replica if it may serve reads, else NoLeader (retriable)."""

@@ -11,6 +11,7 @@ offset and skipped, so nothing is written twice; a mismatch is a broken invarian
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgpack
@@ -52,8 +53,16 @@ ApplyResult = Produced | Refused | OffsetCommitted | None
 class PartitionStateMachine:
     """Implements ``raftlog.consensus.interface.StateMachine`` for one partition replica."""
 
-    def __init__(self, log: Log, producers: ProducerTable | None = None) -> None:
+    def __init__(
+        self,
+        log: Log,
+        producers: ProducerTable | None = None,
+        catch_up: Callable[[Log, int], None] | None = None,
+    ) -> None:
+        """``catch_up(log, offset)`` copies committed batches from a peer until the log reaches ``offset``
+        (used when an installed snapshot is ahead of the local log); without it restore raises."""
         self.log = log
+        self._catch_up = catch_up
         self.producers = producers or ProducerTable()
         self.consumer_offsets: dict[str, int] = {}
         self.applied_index = 0
@@ -155,6 +164,8 @@ class PartitionStateMachine:
             f"unknown partition snapshot format {str(state)[:80]!r}",
         )
         high_watermark = int(state["high_watermark"])
+        if self.log.end_offset < high_watermark and self._catch_up is not None:
+            self._catch_up(self.log, high_watermark)
         if self.log.end_offset < high_watermark:
             raise ReplicaBehind(self.log.end_offset, high_watermark)
         self.applied_index = int(state["applied_index"])

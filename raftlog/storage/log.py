@@ -30,6 +30,7 @@ from raftlog.storage.batch import (
     decode_records,
     encode_batch,
     rebase,
+    validate_records,
     verify,
 )
 from raftlog.storage.config import LogConfig
@@ -42,7 +43,7 @@ from raftlog.storage.errors import (
     StorageUnavailable,
 )
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
-from raftlog.storage.segment import RecoveryReport, Segment, fsync_directory
+from raftlog.storage.segment import RecoveryReport, Segment, batch_bytes, fsync_directory
 
 log = logging.getLogger("raftlog.storage")
 
@@ -231,16 +232,18 @@ class Log:
                 verify(batch)  # check the CRC it came with before rebase seals a new one over the bytes
                 stamped = rebase(batch, self.end_offset, term)
                 header = verify(stamped)
-                decode_records(stamped, header)
+                validate_records(stamped, header)
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
             return self._append(stamped, header, self._clock(), enforce_size_limit)
 
-    def append_batch(self, batch: bytes) -> AppendResult:
-        """Append an already-offset batch exactly as given (replica catch-up); it must start at the end."""
+    def append_batch(self, batch: bytes, enforce_size_limit: bool = True) -> AppendResult:
+        """Append an already-offset batch exactly as given (replica catch-up); it must start at the end.
+        A replica copying committed batches passes ``enforce_size_limit=False`` (see append_prepared)."""
         with self._lock:
             self._check_writable()
-            self._check_size(len(batch))
+            if enforce_size_limit:
+                self._check_size(len(batch))
             try:
                 header = verify(batch)
             except BatchFormatError as exc:
@@ -249,7 +252,7 @@ class Log:
                 raise InvalidRecord(
                     f"batch starts at offset {header.base_offset} but the log ends at {self.end_offset}"
                 )
-            return self._append(batch, header, self._clock())
+            return self._append(batch, header, self._clock(), enforce_size_limit)
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -376,7 +379,7 @@ class Log:
                     for _, header, view in segment.batches(position):
                         if header.base_offset >= limit or (out and total + header.size_bytes > max_bytes):
                             return out
-                        out.append(ReadBatch(header, bytes(view)))
+                        out.append(ReadBatch(header, batch_bytes(view)))
                         total += header.size_bytes
                 index += 1
                 position = 0
@@ -395,7 +398,10 @@ class Log:
                     raise CorruptRecord(
                         self.directory, -1, f"batch at offset {batch.header.base_offset}: {exc}"
                     ) from exc
-                records.extend(r for r in decoded if offset <= r.offset < limit)
+                if decoded[0].offset >= offset and decoded[-1].offset < limit:
+                    records.extend(decoded)
+                else:
+                    records.extend(r for r in decoded if offset <= r.offset < limit)
             return records
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
@@ -564,7 +570,7 @@ class LogReader:
                     return None
                 self._position = position + header.size_bytes
                 self._next_offset = header.end_offset
-                return ReadBatch(header, bytes(view))
+                return ReadBatch(header, batch_bytes(view))
             self._position = self._segment.size
             return self.next_batch()
 
