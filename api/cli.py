@@ -54,12 +54,6 @@ def _log_dump(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_storage(args: argparse.Namespace) -> int:
-    from raftlog.bench import storage
-
-    return storage.main(args.bench_args)
-
-
 def _dev(args: argparse.Namespace) -> int:
     from api import dev
 
@@ -299,11 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    bench_storage = bench_sub.add_parser(
-        "storage", help="append/read throughput of the segmented log vs raw disk", add_help=False
-    )
-    bench_storage.add_argument("bench_args", nargs=argparse.REMAINDER)
-    bench_storage.set_defaults(run=_bench_storage)
+    from raftlog.bench import storage as storage_bench
+
+    bench_storage = bench_sub.add_parser("storage", help=storage_bench.DESCRIPTION)
+    storage_bench.add_arguments(bench_storage)
+    bench_storage.set_defaults(run=storage_bench.run_from_args)
     _add_cluster_commands(commands)
     return parser
 

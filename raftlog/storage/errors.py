@@ -71,8 +71,9 @@ class LogClosed(StorageError):
 
 
 class StorageUnavailable(StorageError):
-    """The disk refused a write (full disk, I/O error). The log was rolled back to its last good state
-    when possible; otherwise it is marked failed and refuses every further write."""
+    """The disk refused a write or an fsync (full disk, I/O error). A partial write is rolled back; either
+    way the log is marked failed and refuses every further write until it is reopened, because after a
+    failed fsync the kernel may have dropped dirty pages and nothing written since can be trusted."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"storage unavailable at {path}: {reason}")

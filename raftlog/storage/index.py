@@ -89,12 +89,14 @@ class _EntryFile:
             self._fd = -1
 
 
-class OffsetIndex:
-    """Sparse map from offset to byte position in the segment's data file."""
+class _SparseIndex:
+    """What both indexes share: a sorted entry file and the segment's base offset."""
+
+    _entry: struct.Struct
 
     def __init__(self, path: str, base_offset: int) -> None:
         self.base_offset = base_offset
-        self._file = _EntryFile(path, _OFFSET_ENTRY)
+        self._file = _EntryFile(path, self._entry)
 
     @property
     def path(self) -> str:
@@ -103,6 +105,18 @@ class OffsetIndex:
     @property
     def count(self) -> int:
         return self._file.count
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class OffsetIndex(_SparseIndex):
+    """Sparse map from offset to byte position in the segment's data file."""
+
+    _entry = _OFFSET_ENTRY
 
     def append(self, offset: int, position: int) -> None:
         relative = offset - self.base_offset
@@ -133,39 +147,14 @@ class OffsetIndex:
         """Drop entries for batches at or after ``offset``."""
         self._file.truncate_entries(self._file.lower(offset - self.base_offset) + 1)
 
-    def truncate_from_position(self, position: int) -> None:
-        """Drop entries whose position is at or beyond ``position`` (positions grow with offsets)."""
-        keep = 0
-        for keep_count, (_, entry_position) in enumerate(self._file.entries(), start=1):
-            if entry_position >= position:
-                break
-            keep = keep_count
-        self._file.truncate_entries(keep)
-
     def entries(self) -> list[tuple[int, int]]:
         return [(self.base_offset + r, p) for r, p in self._file.entries()]
 
-    def flush(self) -> None:
-        self._file.flush()
 
-    def close(self) -> None:
-        self._file.close()
-
-
-class TimeIndex:
+class TimeIndex(_SparseIndex):
     """Sparse map from the running maximum timestamp to the batch that reached it."""
 
-    def __init__(self, path: str, base_offset: int) -> None:
-        self.base_offset = base_offset
-        self._file = _EntryFile(path, _TIME_ENTRY)
-
-    @property
-    def path(self) -> str:
-        return self._file.path
-
-    @property
-    def count(self) -> int:
-        return self._file.count
+    _entry = _TIME_ENTRY
 
     def append(self, timestamp_ms: int, offset: int) -> None:
         relative = offset - self.base_offset
@@ -205,9 +194,3 @@ class TimeIndex:
 
     def entries(self) -> list[tuple[int, int]]:
         return [(t, self.base_offset + r) for t, r in self._file.entries()]
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()

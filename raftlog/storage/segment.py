@@ -20,6 +20,8 @@ from raftlog.storage.index import OffsetIndex, TimeIndex
 log = logging.getLogger("raftlog.storage")
 
 READ_CHUNK_BYTES = 256 * 1024
+FIRST_READ_BYTES = 16 * 1024  # a walk's first read: enough for the headers a lookup or one small batch needs
+READ_CHUNK_MAX_BYTES = 4 * 1024 * 1024  # after large batches, walk reads chunks of up to this
 NAME_DIGITS = 20
 
 
@@ -47,17 +49,22 @@ class ScanStop(Exception):
 def walk(fd: int, start: int, end: int, verify: bool) -> Iterator[tuple[int, BatchHeader, memoryview]]:
     """Yield (position, header, batch bytes) for consecutive batches in ``[start, end)``.
 
-    Reads in chunks so small batches cost no syscall each. The yielded view is valid only until the next
-    step. With ``verify`` every batch's CRC is checked. Raises :class:`ScanStop` at the first byte that is
-    not a complete, well-formed (and, with ``verify``, CRC-valid) batch.
+    Reads in chunks so small batches cost no syscall each: a small first read (callers often want one
+    batch), then chunks of at least ``READ_CHUNK_BYTES``, or of the largest batch met so far (up to
+    ``READ_CHUNK_MAX_BYTES``), so that a run of large batches costs one read each. The yielded view is
+    valid only until the next step. With ``verify`` every batch's CRC is checked. Raises
+    :class:`ScanStop` at the first byte that is not a complete, well-formed (and, with ``verify``,
+    CRC-valid) batch.
     """
     position = start
     buffer = b""
     buffer_start = start
+    chunk = FIRST_READ_BYTES
     while position < end:
         relative = position - buffer_start
         if len(buffer) - relative < HEADER_SIZE:
-            buffer = os.pread(fd, max(READ_CHUNK_BYTES, HEADER_SIZE), position)
+            buffer = os.pread(fd, chunk, position)
+            chunk = max(chunk, READ_CHUNK_BYTES)
             buffer_start, relative = position, 0
             if len(buffer) < HEADER_SIZE:
                 raise ScanStop(position, f"torn header: {min(len(buffer), end - position)} bytes at end")
@@ -69,7 +76,8 @@ def walk(fd: int, start: int, end: int, verify: bool) -> Iterator[tuple[int, Bat
         if position + size > end:
             raise ScanStop(position, f"batch of {size} bytes runs past the end of the file ({end})")
         if len(buffer) - relative < size:
-            buffer = os.pread(fd, max(READ_CHUNK_BYTES, size), position)
+            chunk = max(chunk, min(size, READ_CHUNK_MAX_BYTES))
+            buffer = os.pread(fd, max(chunk, size), position)
             buffer_start, relative = position, 0
             if len(buffer) < size:
                 raise ScanStop(position, f"short read: {len(buffer)} of {size} bytes")
@@ -78,6 +86,42 @@ def walk(fd: int, start: int, end: int, verify: bool) -> Iterator[tuple[int, Bat
             raise ScanStop(position, f"crc32c mismatch in batch at offset {header.base_offset}")
         yield position, header, view
         position += size
+
+
+def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) for consecutive batches in ``[start, end)``, reading only the headers:
+    bodies are skipped, neither read nor CRC-checked. For lookups; raises :class:`ScanStop` like walk.
+    Reads start small (a lookup usually ends within a few batches) and double up to ``READ_CHUNK_BYTES``."""
+    position = start
+    buffer = b""
+    buffer_start = start
+    chunk = FIRST_READ_BYTES
+    while position < end:
+        relative = position - buffer_start
+        if len(buffer) - relative < HEADER_SIZE:
+            buffer = os.pread(fd, chunk, position)
+            chunk = min(2 * chunk, READ_CHUNK_BYTES)
+            buffer_start, relative = position, 0
+            if len(buffer) < HEADER_SIZE:
+                raise ScanStop(position, f"torn header: {min(len(buffer), end - position)} bytes at end")
+        try:
+            header = decode_header(buffer, relative)
+        except BatchFormatError as exc:
+            raise ScanStop(position, str(exc)) from None
+        size = header.size_bytes
+        if position + size > end:
+            raise ScanStop(position, f"batch of {size} bytes runs past the end of the file ({end})")
+        yield position, header
+        position += size
+
+
+def batch_bytes(view: memoryview) -> bytes:
+    """The bytes of a batch yielded by :func:`walk`, kept past the next step: the read buffer itself when
+    the batch fills it (large batches are read alone), else a copy."""
+    source = view.obj
+    if type(source) is bytes and len(source) == view.nbytes:
+        return source
+    return bytes(view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,16 +215,18 @@ class Segment:
         """Walk from the last index entry to the end; True if it ends exactly at the file's end."""
         last = self.index.last()
         offset, position = last if last is not None else (self.base_offset, 0)
-        if last is None and self.size > 2 * self._index_interval_bytes:
-            return False  # a closed segment this large always has index entries: the index was lost
         if position >= self.size or self.size == 0:
             return False
+        if self.time_index.count == 0:
+            return False  # sealing always leaves a time entry: the time index was lost
         max_ts = self.time_index.max_timestamp()
         expected = offset
         try:
-            for _, header, _ in walk(self._fd, position, self.size, verify=True):
+            for batch_position, header, _ in walk(self._fd, position, self.size, verify=True):
                 if header.base_offset != expected:
                     return False
+                if last is None and batch_position >= self._index_interval_bytes:
+                    return False  # appends would have indexed this batch: the index file was lost
                 expected = header.end_offset
                 max_ts = header.max_timestamp_ms if max_ts is None else max(max_ts, header.max_timestamp_ms)
         except ScanStop:
@@ -217,7 +263,9 @@ class Segment:
         """Account for a batch now present at ``position``: indexes, end offset, max timestamp."""
         if self._bytes_since_index >= self._index_interval_bytes:
             self.index.append(header.base_offset, position)
-            running_max = max(self.max_timestamp_ms or header.max_timestamp_ms, header.max_timestamp_ms)
+            running_max = header.max_timestamp_ms
+            if self.max_timestamp_ms is not None:  # not `or`: a running max of 0 is a real maximum
+                running_max = max(self.max_timestamp_ms, running_max)
             time_max = self.time_index.max_timestamp()
             if time_max is None or running_max > time_max:
                 self.time_index.append(running_max, header.base_offset)
@@ -267,7 +315,7 @@ class Segment:
     def _last_batch_offset(self) -> int:
         last = self.index.last()
         offset, position = last if last is not None else (self.base_offset, 0)
-        for _, header, _ in walk(self._fd, position, self.size, verify=False):
+        for _, header in walk_headers(self._fd, position, self.size):
             offset = header.base_offset
         return offset
 
@@ -282,7 +330,7 @@ class Segment:
         """Byte position of the batch holding ``offset`` (or the first one after it), None past the end."""
         _, position = self.index.lookup(offset)
         try:
-            for batch_position, header, _ in walk(self._fd, position, self.size, verify=False):
+            for batch_position, header in walk_headers(self._fd, position, self.size):
                 if header.end_offset > offset:
                     return batch_position
         except ScanStop as stop:
