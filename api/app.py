@@ -32,6 +32,7 @@ from api.errors import (
     MethodNotAllowed,
     NotImplementedYet,
     NotReady,
+    Overloaded,
     RequestTooLarge,
     RouteNotFound,
     Unauthorized,
@@ -95,10 +96,15 @@ class Settings:
     request_bytes_max: int
 
 
+WRITES_IN_FLIGHT_MAX = 2048  # produce and offset-commit requests being served by one node at once
+LONG_POLLS_IN_FLIGHT_MAX = 4096  # fetches that may wait for records at once
+
+
 class AppState:
     def __init__(self, broker: Broker, settings: Settings) -> None:
         self.broker = broker
         self.settings = settings
+        self.admission = Admission(WRITES_IN_FLIGHT_MAX, LONG_POLLS_IN_FLIGHT_MAX)
         self.forwarder = Forwarder()
         self.metrics = HttpMetrics()
         self.round_robin = RoundRobin()
@@ -891,9 +897,38 @@ _OPERATION = web.RequestKey("raftlog_operation", Operation)  # the matched route
 def _bind(operation: Operation) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         request[_OPERATION] = operation
-        return await operation.handler(request)
+        admission = _state(request).admission
+        kind = "write" if operation.write else "long-poll" if operation.long_poll else None
+        if kind is None:
+            return await operation.handler(request)
+        admission.enter(kind)
+        try:
+            return await operation.handler(request)
+        finally:
+            admission.leave(kind)
 
     return handle
+
+
+class Admission:
+    """Bounds the writes and long polls a node holds in flight, so overload answers 503 + Retry-After at
+    once instead of queueing without limit (every write holds a Raft proposal and memory until it
+    commits). Event-loop only."""
+
+    def __init__(self, writes_max: int, long_polls_max: int) -> None:
+        if writes_max < 1 or long_polls_max < 1:
+            raise ValueError("writes_max and long_polls_max must be >= 1")
+        self.limits = {"write": writes_max, "long-poll": long_polls_max}
+        self.in_flight = {"write": 0, "long-poll": 0}
+
+    def enter(self, kind: str) -> None:
+        if self.in_flight[kind] >= self.limits[kind]:
+            raise Overloaded(kind, self.limits[kind])
+        self.in_flight[kind] += 1
+
+    def leave(self, kind: str) -> None:
+        check(self.in_flight[kind] > 0, f"admission: leave {kind} with none in flight")
+        self.in_flight[kind] -= 1
 
 
 async def _close(app: web.Application) -> None:
@@ -908,6 +943,8 @@ def build_app(
     produce_timeout_ms: int = 10_000,
     admin_timeout_ms: int = 10_000,
     request_bytes_max: int = REQUEST_BYTES_MAX,
+    writes_in_flight_max: int = WRITES_IN_FLIGHT_MAX,
+    long_polls_in_flight_max: int = LONG_POLLS_IN_FLIGHT_MAX,
 ) -> web.Application:
     """The HTTP API of one node over ``broker``. ``forward_timeout_s`` bounds a forwarded request (plus
     the long-poll ``timeout`` of a fetch) and should exceed ``produce_timeout_ms``."""
@@ -920,6 +957,7 @@ def build_app(
     )
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[STATE] = AppState(broker, settings)
+    app[STATE].admission = Admission(writes_in_flight_max, long_polls_in_flight_max)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     app.on_cleanup.append(_close)

@@ -104,6 +104,15 @@ class ForwardOutcomeUnknown(ApiError):
     applied. Retry with the same producer_id/sequence."""
 
 
+class Overloaded(ApiError):
+    """This node already holds its maximum of requests of this kind in flight; retry after a pause."""
+
+    def __init__(self, kind: str, limit: int) -> None:
+        super().__init__(f"overloaded: {limit} {kind} requests already in flight on this node; retry later")
+        self.kind = kind
+        self.limit = limit
+
+
 class NotImplementedYet(ApiError):
     """An endpoint of the contract whose operation the node cannot perform yet."""
 
@@ -136,6 +145,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (NotLeader, HttpError(503, 50301, retriable=True)),
     (NoLeader, HttpError(503, 50301, retriable=True)),
     (ProposalQueueFull, HttpError(503, 50304, retriable=True)),
+    (Overloaded, HttpError(503, 50307, retriable=True)),
     (ProposalDiscarded, HttpError(503, 50305, retriable=True)),
     (GroupClosed, HttpError(503, 50306, retriable=True)),
     (ProposalRejected, HttpError(409, 40903)),

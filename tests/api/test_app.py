@@ -833,3 +833,42 @@ async def test_every_broker_error_has_its_http_answer(
 async def test_transfer_without_another_replica_is_rejected(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
     await error_of(await n1.client.post("/v1/partitions/t/0/transfer_leadership"), 409, 40903)
+
+
+# -- overload ------------------------------------------------------------------------------------------
+
+
+async def test_overload_answers_503_with_retry_after_at_once_and_recovers(
+    cluster: FakeCluster, harness: Harness
+) -> None:
+    node = await harness.start(cluster, "n1", long_polls_in_flight_max=2)
+    cluster.add_topic("t", 1)
+    waiting = [
+        asyncio.create_task(node.client.get("/topics/t/partitions/0/records?offset=0&timeout=10000"))
+        for _ in range(2)
+    ]
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    refused = await node.client.get("/topics/t/partitions/0/records?offset=0&timeout=10000")
+    assert refused.status == 503 and refused.headers["Retry-After"] == "1"
+    assert (await refused.json())["error_code"] == 50307
+    assert time.monotonic() - started < 5, "an overloaded node answers at once, it does not queue"
+    await produce(node, "t", [{"value": "v"}])
+    for task in waiting:
+        assert [r["value"] for r in await (await asyncio.wait_for(task, 5)).json()] == ["v"]
+    again = await node.client.get("/topics/t/partitions/0/records?offset=0&timeout=0")
+    assert again.status == 200, "slots are given back when requests finish"
+
+
+def test_admission_counts_and_refuses_per_kind() -> None:
+    from api.app import Admission
+    from api.errors import Overloaded
+
+    admission = Admission(writes_max=1, long_polls_max=1)
+    admission.enter("write")
+    with pytest.raises(Overloaded):
+        admission.enter("write")
+    admission.enter("long-poll")
+    admission.leave("write")
+    admission.enter("write")
+    assert admission.in_flight == {"write": 1, "long-poll": 1}
