@@ -1,0 +1,148 @@
+"""Real node processes: any node serves any request; a paused leader does not stop the cluster; a crash
+of every node at once keeps every record acknowledged before it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import random
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from api.client import ClientError, Message, RaftlogClient
+
+from .cluster import ProcessCluster
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
+    started = ProcessCluster.create(str(tmp_path))
+    try:
+        started.start_all()
+        yield started
+    finally:
+        for process in started.processes.values():
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGCONT)
+        started.stop_all()
+
+
+async def _leader(client: RaftlogClient, topic: str, partition: int = 0, timeout_s: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            leader = (await client.partition_state(topic, partition)).get("leader")
+            if leader:
+                return str(leader)
+        except ClientError:
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no leader for {topic}/{partition} within {timeout_s} s")
+
+
+def test_every_node_produces_and_fetches_the_same_records(cluster: ProcessCluster) -> None:
+    async def scenario() -> None:
+        async with RaftlogClient(cluster.urls[:1]) as admin:
+            await admin.create_topic("t", partitions=3, replication_factor=3)
+        expected: dict[int, list[str]] = {0: [], 1: [], 2: []}
+        for url in cluster.urls:  # each node in turn is the only one a client talks to
+            async with RaftlogClient([url], retries=20) as client:
+                for partition in range(3):
+                    value = f"via-{url.rsplit(':', 1)[1]}-p{partition}"
+                    [produced] = await client.produce("t", [Message(value)], partition=partition)
+                    assert produced.offset == len(expected[partition]), "offsets are dense per partition"
+                    expected[partition].append(value)
+        for url in cluster.urls:
+            async with RaftlogClient([url], retries=20) as client:
+                for partition in range(3):
+                    fetched = await client.fetch("t", partition, 0)
+                    assert [r.value.decode() for r in fetched] == expected[partition], f"via {url}"
+                    assert [r.offset for r in fetched] == list(range(3))
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+
+
+def test_a_paused_leader_does_not_stop_the_cluster(cluster: ProcessCluster) -> None:
+    async def scenario() -> None:
+        async with RaftlogClient(cluster.urls, retries=40, backoff_max_s=0.5, timeout_s=5) as client:
+            await client.create_topic("t", partitions=1, replication_factor=3)
+            acked = [m.offset for m in await client.produce("t", [Message("before")], partition=0)]
+            paused = await _leader(client, "t")
+            os.kill(cluster.processes[paused].pid, signal.SIGSTOP)
+            survivors = [url for url in cluster.urls if url != cluster.url(paused)]
+            async with RaftlogClient(survivors, retries=60, backoff_max_s=0.5, timeout_s=5) as others:
+                started = time.monotonic()
+                for i in range(20):
+                    [produced] = await others.produce("t", [Message(f"paused-{i}")], partition=0)
+                    acked.append(produced.offset)
+                served_in_s = time.monotonic() - started
+                new_leader = await _leader(others, "t")
+                assert new_leader != paused
+                os.kill(cluster.processes[paused].pid, signal.SIGCONT)
+                [produced] = await others.produce("t", [Message("after")], partition=0)
+                acked.append(produced.offset)
+                fetched = await others.fetch("t", 0, 0)
+            assert [r.value.decode() for r in fetched] == [
+                "before",
+                *(f"paused-{i}" for i in range(20)),
+                "after",
+            ]
+            assert acked == list(range(22))
+            assert served_in_s < 60, f"writes took {served_in_s:.1f} s to resume while the leader was paused"
+
+    asyncio.run(asyncio.wait_for(scenario(), 180))
+
+
+def test_records_acknowledged_just_before_every_node_crashes_are_all_there(cluster: ProcessCluster) -> None:
+    acked: dict[int, list[str]] = {0: [], 1: []}
+
+    async def produce_until_crash(producer: int, stop: asyncio.Event) -> None:
+        async with RaftlogClient(cluster.urls, retries=0, timeout_s=5) as client:
+            i = 0
+            while not stop.is_set():
+                value = f"p{producer}-{i}"
+                try:
+                    await client.produce("t", [Message(value)], partition=producer % 2)
+                    acked[producer % 2].append(value)
+                except ClientError:
+                    return  # the cluster is gone: what was acknowledged so far must survive
+                i += 1
+
+    async def scenario() -> None:
+        async with RaftlogClient(cluster.urls) as admin:
+            await admin.create_topic("t", partitions=2, replication_factor=3)
+            for partition in range(2):
+                await _leader(admin, "t", partition)
+        stop = asyncio.Event()
+        producers = [asyncio.create_task(produce_until_crash(p, stop)) for p in range(2)]
+        await asyncio.sleep(random.Random(7).uniform(1.0, 2.0))
+        for node in cluster.nodes:  # power cut: every node at once, no shutdown code runs
+            os.kill(cluster.processes[node.node_id].pid, signal.SIGKILL)
+        stop.set()
+        await asyncio.gather(*producers)
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    for node in cluster.nodes:
+        cluster.processes[node.node_id].wait(10)
+    assert all(len(values) > 5 for values in acked.values()), f"too few acks before the crash: {acked}"
+    cluster.start_all()
+
+    async def check() -> None:
+        async with RaftlogClient(cluster.urls, retries=60, backoff_max_s=0.5) as client:
+            for partition in range(2):
+                await _leader(client, "t", partition)
+                fetched = [r.value.decode() for r in await client.fetch("t", partition, 0, max_bytes=1 << 22)]
+                missing = [v for v in acked[partition] if v not in fetched]
+                assert not missing, f"partition {partition}: acked records lost: {missing[:5]}"
+                assert len(fetched) == len(set(fetched)), "a record appears twice"
+                # acked records keep their acknowledgement order; at most one unacked record may follow
+                assert fetched[: len(acked[partition])] == acked[partition]
+                assert len(fetched) - len(acked[partition]) <= 1
+
+    asyncio.run(asyncio.wait_for(check(), 120))
