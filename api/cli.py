@@ -298,6 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_storage = bench_sub.add_parser("storage", help=storage_bench.DESCRIPTION)
     storage_bench.add_arguments(bench_storage)
     bench_storage.set_defaults(run=storage_bench.run_from_args)
+    from raftlog.bench import cluster as cluster_bench
+
+    bench_cluster = bench_sub.add_parser("cluster", help=cluster_bench.DESCRIPTION)
+    cluster_bench.add_arguments(bench_cluster)
+    bench_cluster.set_defaults(run=cluster_bench.run_from_args)
     _add_cluster_commands(commands)
     return parser
 
