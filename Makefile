@@ -12,7 +12,7 @@ lint: bootstrap
 	.venv/bin/ruff format --check .
 
 typecheck: bootstrap
-	.venv/bin/mypy raftlog partitions api
+	.venv/bin/mypy raftlog partitions api membership
 
 unit: bootstrap
 	.venv/bin/python -m pytest -q --durations=15

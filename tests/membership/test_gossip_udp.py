@@ -1,0 +1,168 @@
+"""The Gossip class over real UDP/TCP on 127.0.0.1, with timings scaled down 10x (udp_helpers.FAST)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+from udp_helpers import FAST, SECRET, all_alive, cluster, eventually, state_of
+
+from membership import Gossip, InvalidAddress, Member, MemberState, MetadataTooLarge, NotStarted, wire
+from membership.messages import Ping
+
+
+async def test_members_join_through_a_seed_and_see_each_other() -> None:
+    async with cluster(4) as nodes:
+        for node in nodes:
+            assert node.address.startswith("127.0.0.1:") and not node.address.endswith(":0")
+            view = {m.node_id: m for m in node.members()}
+            assert set(view) == {f"node-{i}" for i in range(4)}
+            assert view["node-2"].meta == b"m2"
+            assert view["node-2"].address == nodes[2].address
+            assert node.member(node.node_id) is not None
+        await asyncio.sleep(1.0)
+        # probes flowed and nobody was suspected on a clean network
+        assert all(n.stats()["acks"] > 0 for n in nodes)
+        assert all_alive(nodes)
+        assert sum(n.stats()["deaths"] for n in nodes) == 0
+
+
+async def test_a_crashed_member_is_declared_dead_by_everyone() -> None:
+    async with cluster(5) as nodes:
+        seen: list[Member] = []
+        nodes[0].subscribe(seen.append)
+        victim = nodes[4]
+        await victim.stop()  # no leave: looks like kill -9
+        await eventually(
+            lambda: all(state_of(n, victim.node_id) is MemberState.DEAD for n in nodes[:4]),
+            10.0,
+            "victim dead everywhere",
+        )
+        states = [m.state for m in seen if m.node_id == victim.node_id]
+        assert MemberState.DEAD in states
+        assert all(state_of(n, m.node_id) is MemberState.ALIVE for n in nodes[:4] for m in nodes[:4])
+
+
+async def test_a_member_that_leaves_is_left_everywhere_not_dead() -> None:
+    async with cluster(4) as nodes:
+        leaver = nodes[3]
+        await leaver.leave(timeout_s=2.0)
+        await leaver.stop()
+        await eventually(
+            lambda: all(state_of(n, leaver.node_id) is MemberState.LEFT for n in nodes[:3]),
+            5.0,
+            "leaver LEFT everywhere",
+        )
+        await asyncio.sleep(1.0)  # it stays LEFT: nobody turns it into DEAD
+        assert all(state_of(n, leaver.node_id) is MemberState.LEFT for n in nodes[:3])
+
+
+async def test_set_meta_propagates_and_notifies_subscribers() -> None:
+    async with cluster(4) as nodes:
+        updates: list[Member] = []
+        nodes[3].subscribe(updates.append)
+        before = nodes[1].incarnation
+        nodes[1].set_meta(b"leader:p0@7")
+        assert nodes[1].incarnation == before + 1
+        await eventually(
+            lambda: all(n.member("node-1").meta == b"leader:p0@7" for n in nodes),  # type: ignore[union-attr]
+            3.0,
+            "new meta everywhere",
+        )
+        assert any(m.node_id == "node-1" and m.meta == b"leader:p0@7" for m in updates)
+        with pytest.raises(MetadataTooLarge):
+            nodes[1].set_meta(b"x" * (FAST.meta_bytes_max + 1))
+        assert nodes[1].member("node-1").meta == b"leader:p0@7"  # type: ignore[union-attr]
+
+
+async def test_a_member_with_the_wrong_secret_cannot_join() -> None:
+    async with cluster(3) as nodes:
+        intruder = Gossip("intruder", "127.0.0.1:0", b"not-the-secret", config=FAST, seed=9)
+        await intruder.start()
+        try:
+            assert await intruder.join([nodes[0].address], timeout_s=1.0) == 0
+            await asyncio.sleep(0.5)
+            assert all(n.member("intruder") is None for n in nodes)
+            assert [m.node_id for m in intruder.members()] == ["intruder"]
+            assert nodes[0].stats()["auth_failures"] >= 1
+        finally:
+            await intruder.stop()
+
+
+async def test_garbage_datagrams_are_counted_and_ignored() -> None:
+    async with cluster(3) as nodes:
+        target = nodes[0]
+        host, port = target.address.rsplit(":", 1)
+        before = target.stats()
+        valid = wire.encode_datagram(SECRET, "tool", nodes[1].address, 7, [Ping(1, "node-0")])
+        forged = bytearray(valid)
+        forged[-1] ^= 0xFF
+        bad_body = wire._sign(SECRET, wire.KIND_DATAGRAM, b"\xc1not msgpack")
+        wrong_shape = wire._sign(SECRET, wire.KIND_DATAGRAM, b"\x93\x01\x02\x03")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for data in (b"", b"\x00" * 10, b"hello world" * 5, bytes(forged), bad_body, wrong_shape):
+                sock.sendto(data, (host, int(port)))
+            sock.sendto(b"\x01\x01" + b"\x00" * 2000, (host, int(port)))  # oversized
+            sock.sendto(valid, (host, int(port)))
+            sock.sendto(valid, (host, int(port)))  # a replay of an authentic datagram
+        await eventually(
+            lambda: target.stats()["replays"] > before["replays"] and target.stats()["oversized"] > 0,
+            2.0,
+            "rejections counted",
+        )
+        after = target.stats()
+        assert after["auth_failures"] - before["auth_failures"] == 1
+        assert after["malformed"] - before["malformed"] == 5
+        assert after["oversized"] - before["oversized"] == 1
+        assert after["replays"] - before["replays"] == 1
+        await asyncio.sleep(0.5)  # and the member keeps working
+        assert all_alive(nodes)
+        assert target.stats()["acks"] > before["acks"]
+
+
+async def test_join_never_raises_for_unreachable_seeds_but_rejects_bad_input() -> None:
+    node = Gossip("lonely", "127.0.0.1:0", SECRET, config=FAST)
+    with pytest.raises(NotStarted):
+        await node.join(["127.0.0.1:1"])
+    await node.start()
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+            closed.bind(("127.0.0.1", 0))
+            free_address = f"127.0.0.1:{closed.getsockname()[1]}"
+        assert await node.join([free_address], timeout_s=1.0) == 0
+        assert await node.join([node.address]) == 0  # ourselves: nothing to do
+        for bad in ("no-port", "host:port", "127.0.0.1:99999"):
+            with pytest.raises(InvalidAddress):
+                await node.join([bad])
+        assert [m.node_id for m in node.members()] == ["lonely"]
+    finally:
+        await node.stop()
+    with pytest.raises(MetadataTooLarge):
+        Gossip("big", "127.0.0.1:0", SECRET, meta=b"x" * 513)
+
+
+async def test_a_crashed_member_restarting_under_its_name_is_alive_again() -> None:
+    async with cluster(3) as nodes:
+        victim = nodes[2]
+        address = victim.address
+        await victim.stop()
+        await eventually(
+            lambda: all(state_of(n, "node-2") is MemberState.DEAD for n in nodes[:2]), 10.0, "victim dead"
+        )
+        reborn = Gossip("node-2", address, SECRET, meta=b"reborn", config=FAST, seed=42)
+        await reborn.start()
+        try:
+            assert await reborn.join([nodes[0].address]) == 1
+            # it learns it was declared dead, refutes with a higher incarnation, and is alive everywhere
+            await eventually(
+                lambda: all(
+                    state_of(n, "node-2") is MemberState.ALIVE and n.member("node-2").meta == b"reborn"  # type: ignore[union-attr]
+                    for n in nodes[:2]
+                ),
+                5.0,
+                "reborn alive",
+            )
+            assert reborn.incarnation > 0
+        finally:
+            await reborn.stop()

@@ -1,0 +1,67 @@
+"""Shared helpers for the real-UDP membership tests (a top-level module: this folder has no __init__)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from membership import Gossip, GossipConfig, MemberState
+
+SECRET = b"test-cluster-secret-0123456789"
+
+# memberlist's LAN defaults scaled down 10x so failures are detected within a couple of seconds.
+FAST = GossipConfig(
+    probe_interval_ms=100,
+    probe_timeout_ms=50,
+    gossip_interval_ms=20,
+    gossip_to_the_dead_ms=3_000,
+    push_pull_interval_ms=3_000,
+    reconnect_interval_ms=3_000,
+    push_pull_timeout_ms=2_000,
+)
+
+
+async def eventually(
+    predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition"
+) -> float:
+    """Poll until ``predicate()`` holds; returns the seconds it took, fails the test after ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        async with asyncio.timeout(timeout_s):
+            while not predicate():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"{what} did not hold within {timeout_s}s") from None
+    return loop.time() - start
+
+
+def state_of(observer: Gossip, node_id: str) -> MemberState | None:
+    member = observer.member(node_id)
+    return member.state if member is not None else None
+
+
+def all_alive(nodes: list[Gossip]) -> bool:
+    ids = {n.node_id for n in nodes}
+    return all({m.node_id for m in n.members() if m.state is MemberState.ALIVE} >= ids for n in nodes)
+
+
+@asynccontextmanager
+async def cluster(
+    count: int, config: GossipConfig = FAST, secret: bytes = SECRET
+) -> AsyncIterator[list[Gossip]]:
+    nodes = [
+        Gossip(f"node-{i}", "127.0.0.1:0", secret, meta=b"m%d" % i, config=config, seed=i)
+        for i in range(count)
+    ]
+    try:
+        for node in nodes:
+            await node.start()
+        for node in nodes[1:]:
+            assert await node.join([nodes[0].address], timeout_s=2.0) == 1
+        await eventually(lambda: all_alive(nodes), 10.0, "all members alive everywhere")
+        yield nodes
+    finally:
+        for node in nodes:
+            await node.stop()
