@@ -448,6 +448,14 @@ async def replica_batches(request: web.Request) -> web.Response:
     return web.Response(body=data, content_type="application/octet-stream")
 
 
+async def leadership(request: web.Request) -> web.Response:
+    """This node's leadership claims, for peers whose gossip said the table changed but could not carry
+    it (too large for a datagram)."""
+    broker = _state(request).broker
+    version, claims = broker.leadership()
+    return web.json_response({"node": broker.node_id, "version": version, "claims": claims})
+
+
 async def commit_offsets(request: web.Request) -> web.Response:
     """Each (topic, partition) is committed on its leader; entries for the same partition in order."""
     state = _state(request)
@@ -687,6 +695,11 @@ _FETCH_QUERY = (
 )
 
 ROUTES: tuple[Operation, ...] = (
+    Operation(
+        "GET", "/replication/leadership", leadership, "leadershipClaims",
+        "This node's leadership claims (Raft group -> term) and their version", "operations",
+        forward=False,
+    ),
     Operation(
         "GET", "/replication/partitions/{topic}/{partition}/batches", replica_batches, "replicaBatches",
         "Committed raw record batches of this node's replica, for replica catch-up", "operations",

@@ -1,7 +1,8 @@
 """``raftlog dev``: a local cluster on 127.0.0.1, one OS process per node, until Ctrl-C / SIGTERM.
 
 Writes ``DATA_DIR/cluster.json`` with each node's id, pid, HTTP URL and the full argv that starts it
-again with its data. Node i serves HTTP on base-port + i - 1 and Raft on base-port + 100 + i - 1.
+again with its data. Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip
+(UDP and TCP) on base-port + 200 + i - 1; every node joins gossip through the others.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 RAFT_PORT_OFFSET = 100
+GOSSIP_PORT_OFFSET = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,7 @@ class DevNode:
     node_id: str
     http_port: int
     raft_port: int
+    gossip_port: int
 
     @property
     def http(self) -> str:
@@ -44,10 +47,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def plan(count: int, base_port: int) -> list[DevNode]:
     if not 1 <= count <= 5:
         raise ValueError(f"--nodes {count}: between 1 and 5")
-    if not 1024 <= base_port <= 65535 - RAFT_PORT_OFFSET - count:
-        raise ValueError(f"--base-port {base_port}: between 1024 and {65535 - RAFT_PORT_OFFSET - count}")
+    if not 1024 <= base_port <= 65535 - GOSSIP_PORT_OFFSET - count:
+        raise ValueError(f"--base-port {base_port}: between 1024 and {65535 - GOSSIP_PORT_OFFSET - count}")
     return [
-        DevNode(f"n{i}", base_port + i - 1, base_port + RAFT_PORT_OFFSET + i - 1) for i in range(1, count + 1)
+        DevNode(
+            f"n{i}",
+            base_port + i - 1,
+            base_port + RAFT_PORT_OFFSET + i - 1,
+            base_port + GOSSIP_PORT_OFFSET + i - 1,
+        )
+        for i in range(1, count + 1)
     ]
 
 
@@ -58,11 +67,13 @@ def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file:
         "--data-dir", os.path.join(data_dir, node.node_id),
         "--http", f"127.0.0.1:{node.http_port}",
         "--raft", f"127.0.0.1:{node.raft_port}",
+        "--gossip", f"127.0.0.1:{node.gossip_port}",
         "--secret-file", secret_file,
     ]  # fmt: skip
     for peer in cluster:
         if peer is not node:
             argv += ["--peer", f"{peer.node_id},127.0.0.1:{peer.http_port},127.0.0.1:{peer.raft_port}"]
+            argv += ["--seed", f"127.0.0.1:{peer.gossip_port}"]
     return argv
 
 

@@ -60,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ID,HTTP_HOST:PORT,RAFT_HOST:PORT",
         help="another node of the cluster (repeat for each)",
     )
+    parser.add_argument("--gossip", help="HOST:PORT for SWIM gossip (UDP and TCP; default: HTTP port + 200)")
+    parser.add_argument(
+        "--seed",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="gossip address of a node to join through (repeat for several)",
+    )
     parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
     parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
 
@@ -91,7 +99,17 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             f"refusing to serve the admin API on non-loopback {http} without an admin token (--admin-token)"
         )
-    config = NodeConfig(args.node_id, os.path.abspath(args.data_dir), str(raft), tuple(peers), secret)
+    gossip = HostPort.parse(args.gossip, "--gossip") if args.gossip else HostPort(http.host, http.port + 200)
+    seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
+    config = NodeConfig(
+        args.node_id,
+        os.path.abspath(args.data_dir),
+        str(raft),
+        tuple(peers),
+        secret,
+        gossip_address=str(gossip),
+        seeds=seeds,
+    )
     return config, http, token
 
 

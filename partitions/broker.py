@@ -115,6 +115,10 @@ class Broker(Protocol):
         peer replica catching up. Raises OffsetOutOfRange, NotLeader (no replica here)."""
         ...
 
+    def leadership(self) -> tuple[int, dict[str, int]]:
+        """This node's leadership claims (Raft group -> term) and their version, as gossiped."""
+        ...
+
     # -- admin -------------------------------------------------------------------------------------
     def partition_state(self, topic: str, partition: int) -> PartitionState: ...
 

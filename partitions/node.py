@@ -19,13 +19,17 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import aiohttp
+
+from membership import Gossip, GossipConfig, Member, MemberState
 from partitions import commands
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.catch_up import catch_up, http_fetch
+from partitions.cluster_view import ClusterView, encode_meta
 from partitions.controller import (
     CONTROLLER_GROUP,
     ControllerStateMachine,
@@ -57,6 +61,8 @@ log = logging.getLogger("raftlog.node")
 CONTROLLER_VOTERS_MAX = 5
 ADMIN_TIMEOUT_MS = 10_000
 IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
+CLAIMS_PUBLISH_INTERVAL_S = 0.2  # how often leadership changes are looked for and gossiped
+CLAIMS_FETCH_TIMEOUT_S = 5.0
 LEADER_READY_WAIT_S = 2.0  # how long a read waits for a new leader to catch up before answering 503
 
 
@@ -75,6 +81,9 @@ class NodeConfig:
     peers: tuple[PeerConfig, ...]  # every node of the cluster, this one included
     cluster_secret: bytes
     core: CoreConfig = field(default_factory=CoreConfig)
+    gossip_address: str = "127.0.0.1:0"  # UDP+TCP endpoint of SWIM gossip
+    seeds: tuple[str, ...] = ()  # gossip addresses to join through
+    gossip: GossipConfig = field(default_factory=GossipConfig)
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -145,6 +154,15 @@ class Node:
         self._controller_machine = ControllerStateMachine()
         self._controller: ReplicaGroup | None = None
         self._reconcile_task: asyncio.Task[None] | None = None
+        self._view = ClusterView(config.node_id)
+        self._self_peer = self._peers[config.node_id]
+        self._claims: dict[str, int] = {}
+        self._claims_version = 0
+        self._gossip = Gossip(
+            config.node_id, config.gossip_address, config.cluster_secret, self._meta(), config.gossip
+        )
+        self._background: set[asyncio.Task[None]] = set()
+        self._http: aiohttp.ClientSession | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -167,12 +185,38 @@ class Node:
                 f"node {self.node_id} is not among the first {CONTROLLER_VOTERS_MAX} nodes: nodes outside "
                 "the controller group are not supported yet"
             )
+        await self._gossip.start()
+        self._gossip.subscribe(self._on_member)
+        for member in self._gossip.members():
+            self._on_member(member)
+        if self.config.seeds:
+            answered = await self._gossip.join(list(self.config.seeds))
+            log.info(
+                "node %s: gossip join through %d seed(s): %d answered",
+                self.node_id,
+                len(self.config.seeds),
+                answered,
+            )
+        self._spawn(self._publish_claims())
         log.info(
-            "node %s started (raft %s, peers %s)", self.node_id, self.config.raft_address, sorted(self._peers)
+            "node %s started (raft %s, gossip %s, peers %s)",
+            self.node_id,
+            self.config.raft_address,
+            self._gossip.address,
+            sorted(self._peers),
         )
 
     async def close(self) -> None:
         self._closing = True
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        try:
+            await self._gossip.leave()
+        finally:
+            await self._gossip.stop()
+        if self._http is not None:
+            await self._http.close()
         if self._reconcile_task is not None:
             self._reconcile_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -207,6 +251,74 @@ class Node:
             core,
             os.path.join(directory, "journal"),
         )
+
+    # -- gossip: addresses, liveness and leadership claims of the other nodes -------------------------
+
+    @property
+    def gossip_address(self) -> str:
+        return self._gossip.address
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _meta(self) -> bytes:
+        return encode_meta(
+            self._self_peer.http,
+            self._self_peer.raft,
+            self._claims_version,
+            self._claims,
+            self.config.gossip.meta_bytes_max,
+        )
+
+    def _local_claims(self) -> dict[str, int]:
+        claims = {}
+        for group_id, replica in self._replicas.items():
+            status = replica.group.status()
+            if status.role is Role.LEADER:
+                claims[group_id] = status.term
+        return claims
+
+    async def _publish_claims(self) -> None:
+        """Re-publish this node's leadership claims in its gossip metadata whenever they change."""
+        while not self._closing:
+            claims = self._local_claims()
+            if claims != self._claims:
+                self._claims = claims
+                self._claims_version += 1
+                self._gossip.set_meta(self._meta())
+            await asyncio.sleep(CLAIMS_PUBLISH_INTERVAL_S)
+
+    def leadership(self) -> tuple[int, dict[str, int]]:
+        """This node's published claims table and its version (served at /replication/leadership)."""
+        return self._claims_version, dict(self._claims)
+
+    def _on_member(self, member: Member) -> None:
+        """A gossip change (on the event loop): update the view, learn Raft addresses, fetch claims."""
+        if member.state is MemberState.LEFT or member.state is MemberState.DEAD:
+            self._view.update(member.node_id, member.state.value, member.incarnation, b"")
+        meta = self._view.update(member.node_id, member.state.value, member.incarnation, member.meta)
+        if member.node_id == self.node_id or meta is None:
+            return
+        if member.node_id not in self._peers:
+            self._peers[member.node_id] = PeerConfig(member.node_id, meta.http, meta.raft)
+        if self._hub.peers().get(member.node_id) != meta.raft and not self._closing:
+            self._hub.set_peer(member.node_id, meta.raft)
+        if self._view.needs_claims(member.node_id) and not self._closing:
+            self._spawn(self._fetch_claims(member.node_id, meta.http))
+
+    async def _fetch_claims(self, node_id: str, http: str) -> None:
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CLAIMS_FETCH_TIMEOUT_S))
+        try:
+            async with self._http.get(http + "/replication/leadership") as answer:
+                body = await answer.json()
+            self._view.set_claims(
+                node_id, int(body["version"]), {str(g): int(t) for g, t in body["claims"].items()}
+            )
+        except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
+            log.warning("node %s: fetching leadership claims of %s failed: %s", self.node_id, node_id, exc)
 
     # -- reconciliation: make local replicas match the controller's assignment ----------------------
 
@@ -307,7 +419,7 @@ class Node:
         if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
             raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
         existing = {t.name: [list(r) for r in t.replicas] for t in self._controller_machine.topics.values()}
-        assignment = place(sorted(self._peers), partitions, replication_factor, existing)
+        assignment = place(self._placeable(), partitions, replication_factor, existing)
         validate_topic(name, assignment, configs)
         result = await self._controller_group().propose(
             encode_controller(CreateTopic(name, assignment, dict(configs))), ADMIN_TIMEOUT_MS
@@ -317,6 +429,11 @@ class Node:
             raise result  # type: ignore[misc]
         await self._wait_for_replicas(result)
         return result
+
+    def _placeable(self) -> list[str]:
+        """Nodes a new replica may go to: every known node except those gossip reports suspect, dead or
+        left (a configured peer gossip has not heard from yet, right after start, still counts)."""
+        return sorted(n for n in self._peers if n == self.node_id or self._view.state(n) in (None, "alive"))
 
     async def _wait_for_replicas(self, metadata: TopicMetadata, timeout_s: float = 10.0) -> None:
         """Return once this node has opened its replicas of the topic (so a produce right after works)."""
@@ -481,18 +598,25 @@ class Node:
         await replica.group.transfer_leadership(target, timeout_ms)
 
     def nodes(self) -> list[NodeInfo]:
-        led: dict[str, int] = {}
-        for replica in self._replicas.values():
-            leader = replica.group.status().leader
-            if leader is not None:
-                led[leader] = led.get(leader, 0) + 1
+        led = self._view.leader_counts()
+        led[self.node_id] = len(self._claims)
+        known = set(self._peers) | set(self._view.node_ids())
         return [
-            NodeInfo(node_id, peer.http, self._liveness(node_id), 0, led.get(node_id, 0))
-            for node_id, peer in sorted(self._peers.items())
+            NodeInfo(
+                node_id,
+                self.http_address(node_id) or "",
+                self._liveness(node_id),
+                self._gossip.incarnation if node_id == self.node_id else self._view.incarnation(node_id),
+                led.get(node_id, 0),
+            )
+            for node_id in sorted(known)
         ]
 
     def _liveness(self, node_id: str) -> str:
-        return "alive" if node_id == self.node_id or self._hub.is_connected(node_id) else "dead"
+        """Gossip's verdict; a configured peer gossip has not heard of yet counts as dead."""
+        if node_id == self.node_id:
+            return "alive"
+        return self._view.state(node_id) or "dead"
 
     def controller(self) -> str | None:
         return None if self._controller is None else self._controller.status().leader
@@ -508,42 +632,19 @@ class Node:
             return None
         if not 0 <= partition < metadata.partitions:
             return None
-        replica = self._replicas.get(metadata.group_id(partition))
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
         if replica is not None:
             leader = replica.group.status().leader
             if leader is not None:
                 return leader
+        claimed = self._view.leader_for(group_id)
+        if claimed is not None and claimed != self.node_id:
+            return claimed
         alive = [
             n for n in metadata.replicas[partition] if n != self.node_id and self._liveness(n) == "alive"
         ]
         return alive[0] if alive else None
-
-    def health(self) -> dict[str, Any]:
-        leaderless = under_replicated = 0
-        for metadata in self._controller_machine.topics.values():
-            for partition in range(metadata.partitions):
-                replica = self._replicas.get(metadata.group_id(partition))
-                if replica is None:
-                    continue
-                status = replica.group.status()
-                if status.leader is None:
-                    leaderless += 1
-                elif status.role is Role.LEADER:
-                    state = self.partition_state(metadata.name, partition)
-                    if not all(r.in_sync for r in state.replicas):
-                        under_replicated += 1
-        down = [n for n in sorted(self._peers) if self._liveness(n) != "alive"]
-        return {
-            "is_healthy": not down
-            and leaderless == 0
-            and under_replicated == 0
-            and self.controller() is not None,
-            "controller": self.controller(),
-            "nodes": sorted(self._peers),
-            "nodes_down": down,
-            "leaderless_partitions": leaderless,
-            "under_replicated_partitions": under_replicated,
-        }
 
     def metrics(self) -> dict[str, float]:
         values = dict(self._counters)

@@ -65,6 +65,7 @@ PARTITION_COUNTS = (3, 1)
 REPLICATION_FACTOR = 3
 NODE_COUNT = 3
 RAFT_PORT_OFFSET = 100  # raftlog dev: node i serves Raft on base-port + 100 + i - 1
+GOSSIP_PORT_OFFSET = 200  # and gossip (UDP and TCP) on base-port + 200 + i - 1
 LATENCY_GOAL_P99_MS = 5.0
 LATE_AFTER_S = 0.001
 REQUEST_TIMEOUT_S = 30.0
@@ -341,23 +342,26 @@ def _progress(message: str) -> None:
 
 
 def _port_free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):  # gossip uses both on its port
+        with socket.socket(socket.AF_INET, kind) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return False
     return True
 
 
 def free_base_port(count: int) -> int:
-    """A base port whose HTTP (base..) and Raft (base+100..) ports are all free now."""
+    """A base port whose HTTP (base..), Raft (base+100..) and gossip (base+200..) ports are all free now."""
     for _ in range(200):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             base = int(probe.getsockname()[1])
-        if not 1024 <= base <= 60000:
+        if not 1024 <= base <= 60000 - GOSSIP_PORT_OFFSET:
             continue
-        ports = [base + i for i in range(count)] + [base + RAFT_PORT_OFFSET + i for i in range(count)]
+        ports = [
+            base + offset + i for offset in (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET) for i in range(count)
+        ]
         if all(_port_free(port) for port in ports):
             return base
     raise RuntimeError("no free range of ports on 127.0.0.1")

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from membership import GossipConfig
 from partitions.errors import TopicExists, UnknownTopic
 from partitions.node import Node, NodeConfig, PeerConfig
 from raftlog.consensus.core import CoreConfig
@@ -33,12 +34,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+FAST_GOSSIP = GossipConfig(probe_interval_ms=200, probe_timeout_ms=100, gossip_interval_ms=50)
+
+
 def configs(root: pathlib.Path, count: int = 3) -> list[NodeConfig]:
     peers = tuple(
         PeerConfig(f"n{i}", f"http://127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}")
         for i in range(1, count + 1)
     )
-    return [NodeConfig(p.node_id, str(root / p.node_id), p.raft, peers, SECRET, FAST) for p in peers]
+    gossip = {p.node_id: f"127.0.0.1:{free_port()}" for p in peers}
+    return [
+        NodeConfig(
+            p.node_id,
+            str(root / p.node_id),
+            p.raft,
+            peers,
+            SECRET,
+            FAST,
+            gossip_address=gossip[p.node_id],
+            seeds=tuple(address for node, address in gossip.items() if node != p.node_id),
+            gossip=FAST_GOSSIP,
+        )
+        for p in peers
+    ]
 
 
 async def until(predicate, timeout_s: float = 15.0, what: str = "condition"):  # type: ignore[no-untyped-def]
@@ -182,3 +200,30 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
             assert [r.value for r in replica.log.read(0, 1 << 20, 41)] == [*values, b"r40"]
     finally:
         await asyncio.gather(*(n.close() for n in nodes))
+
+
+async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(cluster: list[Node]) -> None:
+    await until(
+        lambda: all(len([i for i in n.nodes() if i.state == "alive"]) == 3 for n in cluster), what="gossip"
+    )
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    metadata = await controller.create_topic("solo", 3, 1, {})  # one replica each: most nodes host nothing
+    for partition, replicas in enumerate(metadata.replicas):
+        host, group_id = replicas[0], metadata.group_id(partition)
+        others = [n for n in cluster if n.node_id != host]
+        # a node without a replica learns the leader from the host's gossiped leadership claims
+        await until(
+            lambda o=others, h=host, g=group_id: all(n._view.leader_for(g) == h for n in o),
+            what=f"claims for solo/{partition}",
+        )
+        assert all(n.leader_hint("solo", partition) == host for n in others)
+    assert sum(info.leader_of for info in cluster[0].nodes()) >= 3
+
+    leaving = cluster[2]
+    await leaving.close()
+    cluster.remove(leaving)  # the fixture closes the rest
+    await until(
+        lambda: all({i.node_id: i.state for i in n.nodes()}[leaving.node_id] == "left" for n in cluster),
+        what="graceful leave seen",
+    )
+    assert all(i.incarnation >= 1 for i in cluster[0].nodes() if i.node_id != leaving.node_id)

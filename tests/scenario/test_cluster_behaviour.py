@@ -146,3 +146,36 @@ def test_records_acknowledged_just_before_every_node_crashes_are_all_there(clust
                 assert len(fetched) - len(acked[partition]) <= 1
 
     asyncio.run(asyncio.wait_for(check(), 120))
+
+
+def test_gossip_reports_a_crashed_node_dead_and_then_alive_again(cluster: ProcessCluster) -> None:
+    async def states(client: RaftlogClient) -> dict[str, str]:
+        return {n["node_id"]: n["state"] for n in await client.nodes()}
+
+    async def wait_for(client: RaftlogClient, want: dict[str, str], timeout_s: float) -> float:
+        started = time.monotonic()
+        seen: dict[str, str] = {}
+        while time.monotonic() - started < timeout_s:
+            try:
+                seen = await states(client)
+                if all(seen.get(k) == v for k, v in want.items()):
+                    return time.monotonic() - started
+            except ClientError:
+                pass
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"gossip did not reach {want} within {timeout_s} s: {seen}")
+
+    async def scenario() -> None:
+        victim = cluster.nodes[2].node_id
+        async with RaftlogClient([cluster.nodes[0].http], retries=10) as client:
+            await wait_for(client, {n.node_id: "alive" for n in cluster.nodes}, 30)
+            cluster.kill(victim)
+            # memberlist LAN defaults: suspicion timeout 4 s..24 s at n=3, shortened by confirmations
+            await wait_for(client, {victim: "dead"}, 60)
+            health = await client.health()
+            assert victim in health["nodes_down"] and not health["is_healthy"]
+            cluster.start(victim)
+            cluster.wait_ready([victim])
+            await wait_for(client, {n.node_id: "alive" for n in cluster.nodes}, 30)
+
+    asyncio.run(asyncio.wait_for(scenario(), 180))
