@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     InvalidCommand,
     InvalidTopic,
@@ -144,6 +145,9 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     # unusable (no address, hop limit): then it is "no leader right now".
     (NotLeader, HttpError(503, 50301, retriable=True)),
     (NoLeader, HttpError(503, 50301, retriable=True)),
+    (InvalidAddress, HttpError(400, 40001)),
+    (NotStarted, HttpError(503, 50308, retriable=True)),
+    (MetadataTooLarge, HttpError(500, 50001)),
     (ProposalQueueFull, HttpError(503, 50304, retriable=True)),
     (Overloaded, HttpError(503, 50307, retriable=True)),
     (ProposalDiscarded, HttpError(503, 50305, retriable=True)),
