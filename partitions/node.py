@@ -436,11 +436,28 @@ class Node:
         return sorted(n for n in self._peers if n == self.node_id or self._view.state(n) in (None, "alive"))
 
     async def _wait_for_replicas(self, metadata: TopicMetadata, timeout_s: float = 10.0) -> None:
-        """Return once this node has opened its replicas of the topic (so a produce right after works)."""
+        """Return once every partition of a new topic has a leader, as seen from here (a local replica's
+        Raft status, or gossiped claims for partitions hosted elsewhere), so a produce right after the
+        create succeeds; bounded, like Redpanda's create-topic wait. A timeout is not an error: the topic
+        exists and leaders follow."""
         deadline = time.monotonic() + timeout_s
-        wanted = [metadata.group_id(p) for p, r in enumerate(metadata.replicas) if self.node_id in r]
-        while any(g not in self._replicas for g in wanted) and time.monotonic() < deadline:
+
+        def has_leader(partition: int) -> bool:
+            group_id = metadata.group_id(partition)
+            replica = self._replicas.get(group_id)
+            if replica is not None:
+                return replica.group.status().leader is not None
+            if self.node_id in metadata.replicas[partition]:
+                return False  # not opened here yet
+            return self._view.leader_for(group_id) is not None
+
+        while time.monotonic() < deadline:
+            if all(has_leader(p) for p in range(metadata.partitions)):
+                return
             await asyncio.sleep(0.02)
+        log.warning(
+            "node %s: topic %s created; some partitions still have no leader", self.node_id, metadata.name
+        )
 
     async def delete_topic(self, name: str) -> None:
         self.topic(name)
