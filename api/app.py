@@ -687,11 +687,21 @@ async def openapi(request: web.Request) -> web.Response:
 _TOPIC = "/topics/{topic}"
 _PARTITION = "/topics/{topic}/partitions/{partition}"
 _FETCH_QUERY = (
-    Param("offset", "integer", "first offset to return", required=True),
+    Param("offset", "integer", "first offset to return", required=True, minimum=0),
     Param(
-        "timeout", "integer", f"ms to wait for a record when none is available (0..{FETCH_TIMEOUT_MS_MAX})"
+        "timeout",
+        "integer",
+        "ms to wait for a record when none is available",
+        minimum=0,
+        maximum=FETCH_TIMEOUT_MS_MAX,
     ),
-    Param("max_bytes", "integer", "byte budget of the answer (at least one record is returned if any)"),
+    Param(
+        "max_bytes",
+        "integer",
+        "byte budget of the answer (at least one record is returned if any)",
+        minimum=1,
+        maximum=FETCH_MAX_BYTES_MAX,
+    ),
 )
 
 ROUTES: tuple[Operation, ...] = (
@@ -704,10 +714,13 @@ ROUTES: tuple[Operation, ...] = (
         "GET", "/replication/partitions/{topic}/{partition}/batches", replica_batches, "replicaBatches",
         "Committed raw record batches of this node's replica, for replica catch-up", "operations",
         query=(
-            Param("offset", "integer", "first offset (a batch boundary)", required=True),
-            Param("max_bytes", "integer", "byte budget (at least one batch is returned if any)"),
+            Param("offset", "integer", "first offset (a batch boundary)", required=True, minimum=0),
+            Param(
+                "max_bytes", "integer", "byte budget (at least one batch is returned if any)", minimum=1,
+                maximum=FETCH_MAX_BYTES_MAX,
+            ),
         ),
-        ok_type="application/octet-stream", errors=(404, 416), forward=False,
+        ok_type="application/octet-stream", errors=(404, 416, 503), forward=False,
     ),
     Operation("GET", "/topics", list_topics, "listTopics", "Topic names", "client", ok_schema="TopicNames"),
     Operation(
@@ -747,7 +760,7 @@ ROUTES: tuple[Operation, ...] = (
         "A group's committed offsets", "client",
         query=(
             Param("topic", "string", "topic name", required=True),
-            Param("partition", "integer", "one partition (default: all)"),
+            Param("partition", "integer", "one partition (default: all)", minimum=0, maximum=2**31 - 1),
         ),
         ok_schema="CommittedOffsets", errors=(404,),
     ),
@@ -758,7 +771,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation("GET", "/v1/nodes", list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes"),
     Operation(
         "POST", "/v1/topics", create_topic, "createTopic", "Create a topic", "admin",
-        body="CreateTopicRequest", ok_status=201, ok_schema="Topic", errors=(409, 415), write=True,
+        body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415), write=True,
     ),
     Operation(
         "DELETE", "/v1/topics/{topic}", delete_topic, "deleteTopic", "Delete a topic", "admin",

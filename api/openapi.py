@@ -27,6 +27,8 @@ class Param:
     type: str  # "integer" | "string" | "boolean"
     description: str
     required: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,8 @@ def _ref(name: str) -> dict[str, str]:
 
 
 _INT = {"type": "integer"}
+_NATURAL = {"type": "integer", "minimum": 0}  # the server answers 400 to a negative value
+_PARTITION_NUMBER = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
 _STR = {"type": "string"}
 _ANY: dict[str, Any] = {"description": "any JSON (JSON flavour) or a base64 string (binary flavour)"}
 _HEADERS = {
@@ -64,6 +68,7 @@ _HEADERS = {
                 "type": "object",
                 "required": ["key", "value"],
                 "properties": {"key": _STR, "value": _STR},
+                "additionalProperties": False,
             },
         },
         {"type": "object", "additionalProperties": _STR},
@@ -81,6 +86,11 @@ def _obj(props: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "nullable": True}
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """A request object: the server answers 400 to a field it does not know."""
+    return {**schema, "additionalProperties": False}
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -114,14 +124,18 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         }
     ),
     "PartitionOffsets": _obj({"beginning_offset": _INT, "end_offset": _INT}),
-    "ProduceRecord": _obj({"key": _ANY, "value": _ANY, "partition": _INT, "headers": _HEADERS}, ["value"]),
-    "ProduceRequest": _obj(
-        {
-            "records": {"type": "array", "items": _ref("ProduceRecord"), "minItems": 1},
-            "producer_id": _INT,
-            "sequence": _INT,
-        },
-        ["records"],
+    "ProduceRecord": _closed(
+        _obj({"key": _ANY, "value": _ANY, "partition": _PARTITION_NUMBER, "headers": _HEADERS}, ["value"])
+    ),
+    "ProduceRequest": _closed(
+        _obj(
+            {
+                "records": {"type": "array", "items": _ref("ProduceRecord"), "minItems": 1},
+                "producer_id": _NATURAL,
+                "sequence": _NATURAL,
+            },
+            ["records"],
+        )
     ),
     "ProduceResponse": _obj(
         {
@@ -151,13 +165,20 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         }
     ),
     "FetchResponse": {"type": "array", "items": _ref("FetchedRecord")},
-    "OffsetEntry": _obj(
-        {"topic": _STR, "partition": _INT, "offset": _INT, "reset": {"type": "boolean"}},
-        ["topic", "partition", "offset"],
+    "OffsetEntry": _closed(
+        _obj(
+            {"topic": _STR, "partition": _PARTITION_NUMBER, "offset": _NATURAL, "reset": {"type": "boolean"}},
+            ["topic", "partition", "offset"],
+        )
     ),
-    "CommitOffsetsRequest": _obj(
-        {"offsets": {"type": "array", "items": _ref("OffsetEntry")}, "reset": {"type": "boolean"}},
-        ["offsets"],
+    "CommitOffsetsRequest": _closed(
+        _obj(
+            {
+                "offsets": {"type": "array", "items": _ref("OffsetEntry"), "minItems": 1, "maxItems": 10_000},
+                "reset": {"type": "boolean"},
+            },
+            ["offsets"],
+        )
     ),
     "CommittedOffsets": _obj({"offsets": {"type": "array", "items": _ref("OffsetEntry")}}),
     "Health": _obj(
@@ -185,22 +206,34 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             }
         ),
     },
-    "CreateTopicRequest": _obj(
+    "CreateTopicRequest": _closed(
+        _obj(
+            {
+                "name": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,200}$"},
+                "partitions": {"type": "integer", "minimum": 1, "maximum": 10_000},
+                "replication_factor": {"type": "integer", "minimum": 1, "maximum": 100},
+                "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
+                    {
+                        "retention.ms": _INT,
+                        "retention.bytes": _INT,
+                        "segment.bytes": _INT,
+                        "flush.policy": _STR,
+                        "max.message.bytes": _INT,
+                    }
+                ),
+            },
+            ["name"],
+        )
+    ),
+    "CreatedTopic": _obj(
         {
             "name": _STR,
             "partitions": _INT,
             "replication_factor": _INT,
-            "configs": _obj(
-                {
-                    "retention.ms": _INT,
-                    "retention.bytes": _INT,
-                    "segment.bytes": _INT,
-                    "flush.policy": _STR,
-                    "max.message.bytes": _INT,
-                }
-            ),
+            "replicas": {"type": "array", "items": {"type": "array", "items": _STR}},
+            "configs": {"type": "object"},
         },
-        ["name"],
+        ["name", "partitions", "replication_factor", "replicas", "configs"],
     ),
     "PartitionState": _obj(
         {
@@ -225,7 +258,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         }
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
-    "ReplicasRequest": _obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"]),
+    "ReplicasRequest": _closed(_obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"])),
     "Status": _obj({"status": _STR}),
 }
 
@@ -245,7 +278,8 @@ _REASONS = {
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
 }
-COMMON_ERRORS = (400, 500, 503)
+ANY_ERRORS = (400, 500)  # a malformed request (duplicate query parameter, bad header); a bug
+COMMON_ERRORS = (503,)  # no leader / quorum right now, for requests served by a partition's leader
 
 
 def _path_params(path: str) -> list[dict[str, Any]]:
@@ -254,10 +288,19 @@ def _path_params(path: str) -> list[dict[str, Any]]:
             "name": name,
             "in": "path",
             "required": True,
-            "schema": _INT if name == "partition" else _STR,
+            "schema": _PARTITION_NUMBER if name == "partition" else _STR,
         }
         for name in _PATH_PARAM.findall(path)
     ]
+
+
+def _param_schema(param: Param) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": param.type}
+    if param.minimum is not None:
+        schema["minimum"] = param.minimum
+    if param.maximum is not None:
+        schema["maximum"] = param.maximum
+    return schema
 
 
 def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
@@ -267,7 +310,7 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
             "in": "query",
             "required": p.required,
             "description": p.description,
-            "schema": {"type": p.type},
+            "schema": _param_schema(p),
         }
         for p in op.query
     ]
@@ -278,7 +321,7 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
         ok["content"] = {op.ok_type: {"schema": _STR}}
     responses: dict[str, Any] = {str(op.ok_status): ok}
     error_content = {"application/json": {"schema": _ref("Error")}}
-    statuses = set(op.errors) | (set(COMMON_ERRORS) if op.forward or op.body else set())
+    statuses = set(op.errors) | set(ANY_ERRORS) | (set(COMMON_ERRORS) if op.forward or op.body else set())
     if admin_token and op.path.startswith("/v1/"):
         statuses.add(401)
     for status in sorted(statuses):

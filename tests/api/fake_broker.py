@@ -24,7 +24,7 @@ from partitions.controller import TopicMetadata, validate_topic
 from partitions.errors import SequenceTooOld, TopicExists, UnknownPartition, UnknownTopic
 from partitions.placement import PlacementImpossible
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
-from raftlog.storage.batch import ProducerRecord, Record
+from raftlog.storage.batch import ProducerRecord, Record, encode_batch
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
 WINDOW = 5
@@ -258,6 +258,39 @@ class FakeBroker:
     def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
+
+    def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
+        """One batch per record (the fake keeps records, not batches), from any replica of the partition."""
+        self._enter("read_batches")
+        state = self._partition(topic, partition)
+        if self.node_id not in state.replicas:
+            raise NotLeader(self.cluster.topics[topic].group_id(partition), state.leader)
+        if not state.log_start_offset <= offset <= state.end_offset:
+            raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
+        out: list[bytes] = []
+        budget = max_bytes
+        for record in state.records[offset - state.log_start_offset :]:
+            batch = encode_batch(
+                record.offset,
+                [ProducerRecord(record.value, record.key, record.headers)],
+                state.term,
+                record.timestamp_ms,
+            )
+            if out and len(batch) > budget:
+                break
+            out.append(batch)
+            budget -= len(batch)
+        return b"".join(out)
+
+    def leadership(self) -> tuple[int, dict[str, int]]:
+        """The partitions this node leads (Raft group -> term); the version is the sum of their terms."""
+        claims = {
+            meta.group_id(p): self.cluster.partitions[(name, p)].term
+            for name, meta in self.cluster.topics.items()
+            for p in range(meta.partitions)
+            if self.cluster.partitions[(name, p)].leader == self.node_id
+        }
+        return sum(claims.values()), claims
 
     # -- admin -----------------------------------------------------------------------------------------
 
