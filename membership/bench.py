@@ -258,6 +258,7 @@ async def _idle(cluster: _Cluster, args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _loss(cluster: _Cluster, args: argparse.Namespace, loss: float) -> dict[str, Any]:
+    refutations_before = sum(n.stats()["refutations"] for n in cluster.live())
     for node in cluster.live():
         node.set_fault(loss=loss)
     started = time.monotonic()
@@ -283,7 +284,7 @@ async def _loss(cluster: _Cluster, args: argparse.Namespace, loss: float) -> dic
         "false_deaths": len(false),
         "members_falsely_declared_dead": len({e[2].node_id for e in false}),
         "suspect_events": sum(1 for e in events if e[2].state is MemberState.SUSPECT),
-        "refutations": sum(n.stats()["refutations"] for n in cluster.live()),
+        "refutations": sum(n.stats()["refutations"] for n in cluster.live()) - refutations_before,
         "awareness_max": max(n.stats()["awareness"] for n in cluster.live()),
         "cpu_pct_of_one_core_all_members": round(100 * cpu / wall, 2),
         "reconverged_after_s": _round(reconverged),

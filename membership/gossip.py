@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable
 from membership import wire
 from membership.errors import (
     InvalidAddress,
-    Malformed,
+    MembershipError,
+    MetadataTooLarge,
     NotStarted,
     Oversized,
     Replayed,
@@ -31,6 +32,8 @@ from membership.model import GossipConfig, Member, MemberState
 from membership.protocol import Action, Protocol, PushPull, Send
 
 log = logging.getLogger("membership")
+TIMER_GRID_MS = 50  # at most; probe_timeout_ms / 10 when that is smaller
+PUSH_PULL_SERVING_MAX = 32  # concurrent inbound push-pull connections
 
 IO_STAT_NAMES = (
     "packets_in",
@@ -44,6 +47,7 @@ IO_STAT_NAMES = (
     "send_errors",
     "fault_drops",
     "push_pulls_served",
+    "push_pulls_refused",
     "subscriber_errors",
 )
 
@@ -122,8 +126,9 @@ class Gossip:
         self._fault_loss = 0.0
         self._fault_blocked: frozenset[str] = frozenset()
         self._closed = False
-        from membership.errors import MetadataTooLarge
-
+        self._serving = 0
+        self._clock_offset_s = 0.0
+        self._timer_grid_ms = max(1, min(TIMER_GRID_MS, self.config.probe_timeout_ms // 10))
         if len(meta) > self.config.meta_bytes_max:
             raise MetadataTooLarge(len(meta), self.config.meta_bytes_max)
 
@@ -138,9 +143,10 @@ class Gossip:
         return self._protocol is not None and not self._closed
 
     async def start(self) -> None:
-        if self._protocol is not None:
-            raise NotStarted("start() was already called")
+        if self._protocol is not None or self._closed:
+            raise MembershipError(f"gossip {self.node_id}: start() may be called only once")
         loop = asyncio.get_running_loop()
+        self._clock_offset_s = time.time() - loop.time()
         host, port = self._bind
         attempts = 20 if port == 0 else 1
         for attempt in range(attempts):
@@ -190,8 +196,11 @@ class Gossip:
         return answered
 
     async def leave(self, timeout_s: float = 2.0) -> None:
-        """Broadcast LEFT and wait (at most ``timeout_s``) until it was sent its full retransmit count."""
-        protocol = self._require_started()
+        """Broadcast LEFT and wait (at most ``timeout_s``) until it was sent its full retransmit count.
+        A no-op before ``start()`` or after ``stop()``: there is nothing to leave."""
+        protocol = self._protocol
+        if protocol is None or self._closed:
+            return
         protocol.leave(self._now_ms())
         self._after_step(protocol.tick(self._now_ms()))
         try:
@@ -222,8 +231,6 @@ class Gossip:
 
     def set_meta(self, meta: bytes) -> None:
         if self._protocol is None:
-            from membership.errors import MetadataTooLarge
-
             if len(meta) > self.config.meta_bytes_max:
                 raise MetadataTooLarge(len(meta), self.config.meta_bytes_max)
             self._meta = meta
@@ -278,7 +285,9 @@ class Gossip:
         return self._protocol
 
     def _now_ms(self) -> int:
-        return int(asyncio.get_running_loop().time() * 1000)
+        """The event loop's monotonic clock, shifted to read like the wall clock at start: monotonic for
+        every timer, and roughly the same on every member (NTP), which the aligned probe schedule uses."""
+        return int((asyncio.get_running_loop().time() + self._clock_offset_s) * 1000)
 
     def _next_packet_number(self) -> int:
         self._packet_number += 1
@@ -310,11 +319,19 @@ class Gossip:
             return
         deadline_ms = self._protocol.next_deadline_ms()
         if self._timer is not None:
-            if deadline_ms >= self._timer_at_ms:
+            # re-arm when the deadline moved earlier, or much later (an ack made the probe's indirect
+            # deadline moot): cheaper than a spurious wake-up of the event loop
+            if self._timer_at_ms <= deadline_ms <= self._timer_at_ms + 20:
                 return
             self._timer.cancel()
         self._timer_at_ms = deadline_ms
-        self._timer = asyncio.get_running_loop().call_at(deadline_ms / 1000, self._on_timer)
+        # rounded up to a 50 ms grid (in wall-anchored ms, so the same grid on every member) so timers
+        # share event-loop iterations; relays nack 100 ms before the prober needs it, which covers it
+        grid_ms = self._timer_grid_ms
+        when_ms = -(-deadline_ms // grid_ms) * grid_ms
+        self._timer = asyncio.get_running_loop().call_at(
+            when_ms / 1000 - self._clock_offset_s, self._on_timer
+        )
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -461,9 +478,13 @@ class Gossip:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        self._serving += 1
         try:
             protocol = self._protocol
             if protocol is None or self._closed:
+                return
+            if self._serving > PUSH_PULL_SERVING_MAX:  # bounded: connections are cheap to open
+                self._io_stats["push_pulls_refused"] += 1
                 return
             async with asyncio.timeout(self.config.push_pull_timeout_ms / 1000):
                 frame = await self._read_frame(reader)
@@ -493,9 +514,10 @@ class Gossip:
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
             log.debug("gossip %s: push-pull request failed: %r", self.node_id, error)
         finally:
+            self._serving -= 1
             writer.close()
             if task is not None:
                 self._tasks.discard(task)
 
 
-__all__ = ["Gossip", "Malformed", "format_address", "parse_address"]
+__all__ = ["Gossip", "format_address", "parse_address"]

@@ -19,7 +19,8 @@ class Member:
     """One row of a node's membership table, as that node sees it.
 
     ``address`` is the member's gossip (UDP, and TCP push-pull) endpoint ``host:port``. ``meta`` is opaque
-    bytes owned by the member itself. ``state_changed_ms`` is on the observing node's monotonic clock.
+    bytes owned by the member itself. ``state_changed_ms`` is on the observing node's clock: monotonic,
+    and close to Unix epoch milliseconds (it is the wall clock at start plus monotonic time since).
     """
 
     node_id: str
@@ -55,6 +56,9 @@ class GossipConfig:
     # The join fix (not in memberlist): push-pull with any sender we do not know or believe dead. Off only
     # to reproduce the gap in tests.
     push_pull_unknown_senders: bool = True
+    # Not in memberlist: probe on a cluster-wide round-robin schedule so every member is probed once per
+    # interval (see protocol._aligned_target); False = memberlist's independent shuffled round-robin.
+    aligned_probes: bool = True
     udp_bytes_max: int = 1400
     push_pull_bytes_max: int = 4 * 1024 * 1024
 

@@ -66,6 +66,7 @@ from raftlog.errors import check
 NEVER = 2**62
 RELAYS_MAX = 1024
 UNKNOWN_PULLS_MAX = 1024
+HOUSEKEEPING_PROBES = 5  # reaping and join-fix rate-limit expiry run every 5 probe intervals
 STAT_NAMES = (
     "probes",
     "acks",
@@ -225,11 +226,15 @@ class Protocol:
         self._probe: _Probe | None = None
         self._probe_order: list[str] = []
         self._probe_index = 0
-        self._next_probe_ms = now_ms + rng.randrange(config.probe_interval_ms)
+        self._probe_phase_ms = rng.randrange(config.probe_interval_ms)
+        self._next_probe_ms = (now_ms // config.probe_interval_ms + 1) * config.probe_interval_ms
+        self._next_probe_ms += self._probe_phase_ms
+        self._probe_first: list[str] = []
+        self._probed: set[str] = set()
         self._next_gossip_ms = now_ms
         self._next_push_pull_ms = now_ms + rng.randrange(config.push_pull_interval_ms)
         self._next_reconnect_ms = now_ms + rng.randrange(config.reconnect_interval_ms)
-        self._next_housekeeping_ms = now_ms + config.probe_interval_ms
+        self._next_housekeeping_ms = now_ms + HOUSEKEEPING_PROBES * config.probe_interval_ms
         self._relays: dict[int, _Relay] = {}
         self._suspicions: dict[str, _Suspicion] = {}
         self._queue: dict[str, _Queued] = {}
@@ -370,6 +375,9 @@ class Protocol:
     def set_meta(self, meta: bytes, now_ms: int) -> None:
         if len(meta) > self.config.meta_bytes_max:
             raise MetadataTooLarge(len(meta), self.config.meta_bytes_max)
+        if self.leaving:  # an alive broadcast now would undo our leave
+            self._self.meta = meta
+            return
         self._self.incarnation += 1
         self._self.meta = meta
         self._queue_broadcast(Alive(self.node_id, self.address, self._self.incarnation, meta))
@@ -418,7 +426,7 @@ class Protocol:
             if dead and not self.leaving:
                 out.append(PushPull(self._rng.choice(dead).address, False))
         if now_ms >= self._next_housekeeping_ms:
-            self._next_housekeeping_ms = now_ms + self.config.probe_interval_ms
+            self._next_housekeeping_ms = now_ms + HOUSEKEEPING_PROBES * self.config.probe_interval_ms
             self._housekeeping(now_ms)
         return out
 
@@ -428,7 +436,13 @@ class Protocol:
         self._sequence = (self._sequence + 1) & 0xFFFFFFFF
         return self._sequence
 
-    def _next_target(self) -> _Entry | None:
+    def _next_target(self, now_ms: int) -> _Entry | None:
+        while self._probe_first:  # members we just started suspecting on someone else's word
+            entry = self._members.get(self._probe_first.pop(0))
+            if entry is not None and entry.state in (MemberState.ALIVE, MemberState.SUSPECT):
+                return entry
+        if self.config.aligned_probes:
+            return self._aligned_target(now_ms)
         for _ in range(len(self._probe_order) + 2):
             if self._probe_index >= len(self._probe_order):
                 self._probe_order = [
@@ -446,6 +460,39 @@ class Protocol:
                 return entry
         return None
 
+    def _aligned_target(self, now_ms: int) -> _Entry | None:
+        """Round-robin on a cluster-wide schedule (not in memberlist).
+
+        All live members sorted by node id form a ring of n; in probe slot s (now_ms // probe_interval)
+        the member at position p probes position p + 1 + (s mod (n - 1)). For one slot that map has no
+        fixed point and is a bijection, so with consistent views every member is probed exactly once per
+        slot, by a different prober each slot; with memberlist's independent shuffles the gap between
+        two probes of a member is exponential (mean one interval, p99 ~4.6 intervals), which is most of
+        the tail of crash detection. Each member still covers everyone once per n - 1 probes
+        (``_probed``), also when awareness makes it skip slots. Members' clocks only need to agree to
+        well within a probe interval (NTP); if they do not, the schedule degrades to random order.
+        """
+        ring = sorted(
+            e.node_id for e in self._members.values() if e.state in (MemberState.ALIVE, MemberState.SUSPECT)
+        )
+        if self._self.state is not MemberState.ALIVE or len(ring) < 2:
+            return None
+        count = len(ring)
+        position = ring.index(self.node_id)
+        slot = now_ms // self.config.probe_interval_ms
+        offset = 1 + slot % (count - 1)
+        if len(self._probed) >= count - 1:
+            self._probed.clear()
+        for step in range(count - 1):
+            node_id = ring[(position + 1 + (offset - 1 + step) % (count - 1)) % count]
+            if node_id not in self._probed:
+                self._probed.add(node_id)
+                return self._members[node_id]
+        self._probed.clear()
+        node_id = ring[(position + offset) % count]
+        self._probed.add(node_id)
+        return self._members[node_id]
+
     def _tick_probe(self, now_ms: int, out: list[Action]) -> None:
         probe = self._probe
         if probe is not None and not probe.done:
@@ -461,8 +508,12 @@ class Protocol:
         if self.leaving or now_ms < self._next_probe_ms:
             return
         scale = self.awareness + 1
-        self._next_probe_ms = now_ms + self.config.probe_interval_ms * scale
-        target = self._next_target()
+        interval = self.config.probe_interval_ms
+        if self.config.aligned_probes:  # keep a fixed phase inside the slot, so no drift across slots
+            self._next_probe_ms = (now_ms // interval + scale) * interval + self._probe_phase_ms
+        else:
+            self._next_probe_ms = now_ms + interval * scale
+        target = self._next_target(now_ms)
         if target is None:
             self._probe = None
             return
@@ -531,7 +582,9 @@ class Protocol:
         if len(self._relays) >= RELAYS_MAX:
             return  # bounded: a flood of ping-reqs cannot grow the table
         sequence = self._next_sequence()
-        expire_ms = now_ms + self.config.probe_timeout_ms
+        # Lifeguard: nack after 80% of the probe timeout, so the nack reaches the requester before its
+        # probe deadline (ping-req sent at probe_timeout, deadline at probe_interval = 2 * probe_timeout)
+        expire_ms = now_ms + self.config.probe_timeout_ms * 4 // 5
         self._relays[sequence] = _Relay(sender_address, request.sequence, request.want_nack, expire_ms)
         self.stats["relayed_pings"] += 1
         self._send(request.target_address, [Ping(sequence, request.target_id)], out)
@@ -655,10 +708,8 @@ class Protocol:
         """Not in memberlist: a member we just started suspecting on someone else's word is our next probe
         target. Our ping carries the suspicion, so the suspect refutes to us directly (or, if it already
         refuted, corrects us), and if it really is down our failed probe is an independent confirmation."""
-        tail = self._probe_order[self._probe_index :]
-        if node_id in tail:
-            del self._probe_order[self._probe_index + tail.index(node_id)]
-        self._probe_order.insert(self._probe_index, node_id)
+        if node_id not in self._probe_first and len(self._probe_first) < RELAYS_MAX:
+            self._probe_first.append(node_id)
 
     def _pull_if_unknown(self, sender_id: str, sender_address: str, now_ms: int, out: list[Action]) -> None:
         """The join fix: push-pull with a sender we do not know or believe dead (rate-limited per address)."""

@@ -24,7 +24,6 @@ incarnation). Packets are authenticated, not encrypted: metadata is visible on t
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import struct
 from collections.abc import Sequence
@@ -121,8 +120,7 @@ def datagram_overhead(sender_id: str, sender_address: str) -> int:
 
 def _sign(secret: bytes, kind: int, body: bytes) -> bytes:
     prefix = bytes((VERSION, kind))
-    tag = hmac.new(secret, prefix + body, hashlib.sha256).digest()
-    return prefix + tag + body
+    return prefix + hmac.digest(secret, prefix + body, "sha256") + body
 
 
 def encode_datagram(
@@ -159,7 +157,7 @@ def _authenticate(secret: bytes, data: bytes, kinds: tuple[int, ...]) -> tuple[i
     if kind not in kinds:
         raise Malformed(f"unexpected packet kind {kind}")
     body = data[HEADER_BYTES:]
-    expected = hmac.new(secret, data[:2] + body, hashlib.sha256).digest()
+    expected = hmac.digest(secret, data[:2] + body, "sha256")
     if not hmac.compare_digest(expected, data[2:HEADER_BYTES]):
         raise Unauthenticated("HMAC tag does not match the cluster secret")
     return kind, body

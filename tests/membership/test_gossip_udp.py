@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from dataclasses import replace
 
 import pytest
 from udp_helpers import FAST, SECRET, all_alive, cluster, eventually, state_of
@@ -125,6 +126,7 @@ async def test_join_never_raises_for_unreachable_seeds_but_rejects_bad_input() -
     node = Gossip("lonely", "127.0.0.1:0", SECRET, config=FAST)
     with pytest.raises(NotStarted):
         await node.join(["127.0.0.1:1"])
+    await node.leave()  # nothing to leave yet: a no-op, so close paths can always call it
     await node.start()
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
@@ -166,3 +168,28 @@ async def test_a_crashed_member_restarting_under_its_name_is_alive_again() -> No
             assert reborn.incarnation > 0
         finally:
             await reborn.stop()
+
+
+async def test_long_dead_members_are_removed_and_subscribers_hear_of_it() -> None:
+    config = replace(FAST, dead_member_reap_ms=1_000)
+    async with cluster(3, config=config) as nodes:
+        heard: list[Member] = []
+        nodes[0].subscribe(heard.append)
+        await nodes[2].stop()
+        await eventually(lambda: state_of(nodes[0], "node-2") is MemberState.DEAD, 10.0, "dead")
+        await eventually(lambda: nodes[0].member("node-2") is None, 5.0, "removed")
+        assert [m.node_id for m in nodes[0].members()] == ["node-0", "node-1"]
+        assert heard[-1].node_id == "node-2" and heard[-1].state is MemberState.DEAD
+        assert nodes[0].stats()["reaped"] == 1
+
+
+async def test_stopped_members_refuse_calls_and_a_left_member_stays_left() -> None:
+    async with cluster(3) as nodes:
+        await nodes[2].leave(timeout_s=1.0)
+        nodes[2].set_meta(b"after leave")  # must not undo the leave with a new alive broadcast
+        await eventually(lambda: state_of(nodes[0], "node-2") is MemberState.LEFT, 3.0, "left")
+        await asyncio.sleep(0.5)
+        assert state_of(nodes[0], "node-2") is MemberState.LEFT
+        await nodes[2].stop()
+        with pytest.raises(NotStarted):
+            await nodes[2].join([nodes[0].address])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
 
@@ -43,6 +44,10 @@ def test_a_crash_is_detected_by_every_member_within_the_suspicion_bounds(count: 
     minimum = suspicion_timeout_ms(net.config, count)
     assert minimum <= took <= minimum * net.config.suspicion_max_timeout_mult
     assert took <= 10_000, f"all {count - 1} survivors took {took} ms"
+    # the relays' nacks arrived before the probe deadlines: a dead peer does not degrade our health
+    if count > 2:
+        assert sum(net.nodes[n].stats["nacks"] for n in ids[:-1]) > 0
+    assert max(net.nodes[n].awareness for n in ids[:-1]) == 0
     assert not [e for e in net.events_where(DEAD) if e[2].node_id != victim]
 
 
@@ -267,3 +272,35 @@ def test_a_simulation_is_reproducible_from_its_seed() -> None:
         return [(t, o, m.node_id, m.state.value) for t, o, m in net.events]
 
     assert run() == run()
+
+
+def _probe_gaps(aligned: bool) -> list[int]:
+    config = GossipConfig(aligned_probes=aligned)
+    net, ids = converged_net(20, seed=8, config=config)
+    pinged: dict[str, list[int]] = {i: [] for i in ids}
+
+    def spy(src: str, dst: str, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        if any(isinstance(m, Ping) for m in messages):
+            pinged[dst].append(net.now_ms)
+        return messages
+
+    net.filters.append(spy)
+    net.run(120_000)
+    return [b - a for times in pinged.values() for a, b in itertools.pairwise(times)]
+
+
+def test_the_aligned_schedule_probes_every_member_about_once_per_interval() -> None:
+    aligned = _probe_gaps(True)
+    shuffled = _probe_gaps(False)  # memberlist's independent shuffles
+    assert len(aligned) > 20 * 100
+    assert max(aligned) < 2 * GossipConfig().probe_interval_ms
+    assert max(shuffled) > 3 * GossipConfig().probe_interval_ms
+
+
+def test_the_aligned_schedule_stays_complete_when_awareness_skips_slots() -> None:
+    node = Protocol("m0", "10.0.0.1:1", b"", GossipConfig(), random.Random(1), 0)
+    records = tuple(MemberRecord(f"m{i}", f"10.0.1.{i}:1", 0, ALIVE, b"") for i in range(1, 10))
+    node.merge_remote_state("m1", PushPullBody(False, records), 0)
+    # probing every 3rd slot with 9 others: a plain stride would only ever reach 3 of them
+    targets = [node._aligned_target(slot * 3 * 1000) for slot in range(9)]
+    assert {t.node_id for t in targets if t is not None} == {f"m{i}" for i in range(1, 10)}
