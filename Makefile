@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev test lint typecheck unit bootstrap bench-storage
+.PHONY: dev test lint typecheck unit bootstrap bench-storage jepsen-short jepsen
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -12,7 +12,7 @@ lint: bootstrap
 	.venv/bin/ruff format --check .
 
 typecheck: bootstrap
-	.venv/bin/mypy raftlog partitions api membership
+	.venv/bin/mypy raftlog partitions api membership jepsen
 
 unit: bootstrap
 	.venv/bin/python -m pytest -q --durations=15
@@ -21,3 +21,12 @@ test: lint typecheck unit
 
 bench-storage: bootstrap
 	.venv/bin/raftlog bench storage
+
+# A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root) into runs/.
+# `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see the README.
+jepsen-short: bootstrap
+	.venv/bin/python -m jepsen run --nodes 3 --nemesis kill,pause,partition --time-limit 45 --dir runs
+
+# A longer run with every fault on 5 nodes.
+jepsen: bootstrap
+	.venv/bin/python -m jepsen run --nodes 5 --nemesis all --time-limit 300 --dir runs

@@ -1,0 +1,672 @@
+"""The history checker: Jepsen's kafka error classes, committed-offset and dense-offset checks, availability.
+
+`check(history)` is a pure function of a validated `History` (see jepsen/history.py) and returns a
+JSON-able dict. The anomaly classes follow jepsen.tests.kafka (lost-write, duplicate, inconsistent-offsets,
+nonmonotonic-poll, nonmonotonic-send, poll-skip, G1a, unseen), adapted to what this service promises
+(docs/jepsen-history.md, /work/shared/API.md): offsets are dense and chosen by the client on each poll,
+non-idempotent retries may legitimately duplicate, idempotent ones may not. Definitions are in CLASSES and
+jepsen/README.md ("Checker").
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import dataclasses
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, TypeAlias
+
+from jepsen.history import History, JsonDict, Operation, Process
+
+Value: TypeAlias = int | str  # an int as sent; anything else a poll returned, as canonical JSON text
+
+LOST_WRITE: Final = "lost-write"
+DUPLICATE: Final = "duplicate"
+INCONSISTENT_OFFSETS: Final = "inconsistent-offsets"
+NONMONOTONIC_POLL: Final = "nonmonotonic-poll"
+NONMONOTONIC_SEND: Final = "nonmonotonic-send"
+POLL_SKIP: Final = "poll-skip"
+G1A: Final = "G1a"
+PHANTOM_READ: Final = "phantom-read"
+UNSEEN: Final = "unseen"
+COMMITTED_OFFSET_REGRESSION: Final = "committed-offset-regression"
+DENSE_OFFSET: Final = "dense-offset"
+
+CLASSES: Final[dict[str, str]] = {
+    LOST_WRITE: "an acknowledged send is missing: never read although an offset >= its own was read in its "
+    "key, or absent from a complete final read of its key",
+    DUPLICATE: "a value at two offsets of a key (more copies than its non-failed attempts can explain) "
+    "or in two keys",
+    INCONSISTENT_OFFSETS: "one offset of a key holding two values across sends and polls",
+    NONMONOTONIC_POLL: "a poll whose offsets are not strictly increasing or start below the offset asked for",
+    NONMONOTONIC_SEND: "a process's consecutive acknowledged sends to a key getting non-increasing offsets",
+    POLL_SKIP: "a poll that skips offsets known to exist (from its start offset or between records)",
+    G1A: "a poll returning a value whose every send attempt definitely failed",
+    PHANTOM_READ: "a poll returning a value that was never sent",
+    UNSEEN: "an acknowledged send never read, with no offset >= its own read either, although a complete "
+    "final read of its key happened after the acknowledgement (unresolved ones are only counted)",
+    COMMITTED_OFFSET_REGRESSION: "a group's committed offset for a key observed lower than an earlier "
+    "observation (or lower than an acknowledged commit asked for) without a reset in between",
+    DENSE_OFFSET: "a hole in a key's offsets: a poll gap over offsets nobody ever saw, or a gap in the "
+    "union of the final reads below the highest offset they returned",
+}
+
+EXAMPLES_PER_CLASS: Final = 10
+WITNESSES_PER_ITEM: Final = 3
+LISTED_VALUES_MAX: Final = 32
+
+
+def freeze(value: Any) -> Value:
+    """A hashable, comparable form of a record value: ints unchanged, anything else as canonical JSON."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return "json:" + json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclasses.dataclass
+class _Anomaly:
+    kind: str
+    detail: JsonDict
+    operations: list[Operation]
+
+    def first_index(self) -> int:
+        return min((op.invoke_index for op in self.operations), default=-1)
+
+    def to_json(self) -> JsonDict:
+        events: dict[int, JsonDict] = {}
+        for op in self.operations:
+            for raw in op.events():
+                events[int(raw["index"])] = raw
+        return {
+            "class": self.kind,
+            **self.detail,
+            "indexes": sorted(events),
+            "ops": [events[index] for index in sorted(events)],
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Witness:
+    """An operation that placed `value` at `offset` of a key: an ok send or an ok poll."""
+
+    offset: int
+    value: Value
+    op: Operation
+
+
+class _Analysis:
+    """Indexes over one history, built once and shared by the checks."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.sends = [op for op in history.operations if op.f == "send"]
+        self.polls = [op for op in history.operations if op.f == "poll" and op.type == "ok"]
+        self.attempts: dict[Value, list[Operation]] = collections.defaultdict(list)
+        for op in self.sends:
+            self.attempts[freeze(op.invoke.get("value"))].append(op)
+        self.acked = [op for op in self.sends if op.type == "ok"]
+        # key -> offset -> value -> witnesses: the version order of every key.
+        self.log: dict[str, dict[int, dict[Value, list[_Witness]]]] = collections.defaultdict(
+            lambda: collections.defaultdict(lambda: collections.defaultdict(list))
+        )
+        self.read_values: dict[str, dict[Value, list[Operation]]] = collections.defaultdict(
+            lambda: collections.defaultdict(list)
+        )
+        self.max_read: dict[str, _Witness] = {}
+        for op in self.acked:
+            key = _key(op)
+            witness = _Witness(int(op.result("offset")), freeze(op.invoke.get("value")), op)
+            self.log[key][witness.offset][witness.value].append(witness)
+        for op in self.polls:
+            key = _key(op)
+            for offset, value in _records(op):
+                witness = _Witness(offset, value, op)
+                self.log[key][offset][value].append(witness)
+                self.read_values[key][value].append(op)
+                best = self.max_read.get(key)
+                if best is None or offset > best.offset:
+                    self.max_read[key] = witness
+        self.known_offsets: dict[str, list[int]] = {key: sorted(log) for key, log in self.log.items()}
+        self.final_reads = _final_reads(self.polls)
+        self.retry_duplicates = 0  # values legitimately appended twice by non-idempotent retries
+
+    def known_between(self, key: str, low: int, high: int) -> list[int]:
+        """Offsets of `key` known to exist (some send or poll saw them) with low <= offset < high."""
+        offsets = self.known_offsets.get(key, [])
+        return offsets[bisect.bisect_left(offsets, low) : bisect.bisect_left(offsets, high)]
+
+    def witness_ops(self, key: str, offset: int) -> list[Operation]:
+        return [w.op for ws in self.log[key][offset].values() for w in ws[:1]]
+
+
+@dataclasses.dataclass
+class _FinalRead:
+    """The final read phase of one key: the ok final polls, what they returned, and where the log ended."""
+
+    polls: list[Operation]
+    records: dict[int, set[Value]]
+    values: set[Value]
+    start: int
+    end_poll: Operation | None  # the final poll that returned nothing at the highest offset: the log's end
+
+    def covers(self, offset: int, acked_at: int) -> bool:
+        """Must this read have returned `offset`, acknowledged at history index `acked_at`?"""
+        return self.end_poll is not None and self.end_poll.invoke_index > acked_at and self.start <= offset
+
+
+def _final_reads(polls: Sequence[Operation]) -> dict[str, _FinalRead]:
+    reads: dict[str, _FinalRead] = {}
+    for op in polls:
+        if op.invoke.get("final") is not True:
+            continue
+        key = _key(op)
+        start = int(op.invoke.get("offset"))
+        read = reads.setdefault(key, _FinalRead([], {}, set(), start, None))
+        read.polls.append(op)
+        read.start = min(read.start, start)
+        records = _records(op)
+        for offset, value in records:
+            read.records.setdefault(offset, set()).add(value)
+            read.values.add(value)
+        if not records and (read.end_poll is None or start >= int(read.end_poll.invoke.get("offset"))):
+            read.end_poll = op  # the furthest empty final poll: where the final read found the log's end
+    return reads
+
+
+def _key(op: Operation) -> str:
+    key = op.key
+    if key is None:  # validated by jepsen.history; a None here is a bug in the checker's caller
+        raise ValueError(f"operation at index {op.invoke_index} has no key")
+    return key
+
+
+def _records(op: Operation) -> list[tuple[int, Value]]:
+    return [(int(offset), freeze(value)) for offset, value in op.result("records", [])]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The checks. Each takes the analysis and yields anomalies.
+
+
+def _inconsistent_offsets(analysis: _Analysis) -> Iterable[_Anomaly]:
+    for key in sorted(analysis.log):
+        for offset in sorted(analysis.log[key]):
+            by_value = analysis.log[key][offset]
+            if len(by_value) < 2:
+                continue
+            ops = [w.op for witnesses in by_value.values() for w in witnesses[:WITNESSES_PER_ITEM]]
+            yield _Anomaly(
+                INCONSISTENT_OFFSETS,
+                {"key": key, "offset": offset, "values": sorted(by_value, key=repr)},
+                ops,
+            )
+
+
+def _duplicates(analysis: _Analysis) -> Iterable[_Anomaly]:
+    places: dict[Value, dict[tuple[str, int], list[Operation]]] = collections.defaultdict(dict)
+    for key, log in analysis.log.items():
+        for offset, by_value in log.items():
+            for value, witnesses in by_value.items():
+                places[value][(key, offset)] = [w.op for w in witnesses[:WITNESSES_PER_ITEM]]
+    for value in sorted(places, key=repr):
+        where = places[value]
+        if len(where) < 2:
+            continue
+        keys = sorted({key for key, _ in where})
+        attempts = [op for op in analysis.attempts.get(value, []) if op.type != "fail"]
+        plain = sum(1 for op in attempts if "producer_id" not in op.invoke.raw)
+        idempotent = any("producer_id" in op.invoke.raw for op in attempts)
+        copies_possible = plain + (1 if idempotent else 0)
+        if len(keys) == 1 and len(where) <= copies_possible:
+            analysis.retry_duplicates += 1  # a non-idempotent retry after a timeout may append it again
+            continue
+        ops = [op for witnesses in where.values() for op in witnesses] + attempts
+        yield _Anomaly(
+            DUPLICATE,
+            {
+                "value": value,
+                "keys": keys,
+                "offsets": sorted(offset for _, offset in where),
+                "send_attempts": len(analysis.attempts.get(value, [])),
+                "copies_explained": copies_possible,
+            },
+            ops,
+        )
+
+
+def _lost_and_unseen(analysis: _Analysis) -> tuple[list[_Anomaly], list[_Anomaly], list[Operation]]:
+    """Lost writes, unseen writes a complete final read should have returned, and unresolved unseen ones."""
+    lost: list[_Anomaly] = []
+    unseen: list[_Anomaly] = []
+    unresolved: list[Operation] = []
+    for op in analysis.acked:
+        key = _key(op)
+        value = freeze(op.invoke.get("value"))
+        offset = int(op.result("offset"))
+        acked_at = op.complete_index
+        if acked_at is None:  # pragma: no cover - ok operations always have a completion
+            raise AssertionError(f"ok send at {op.invoke_index} without completion")
+        read_by = analysis.read_values.get(key, {}).get(value, [])
+        max_read = analysis.max_read.get(key)
+        final = analysis.final_reads.get(key)
+        if not read_by and max_read is not None and max_read.offset >= offset:
+            lost.append(
+                _Anomaly(
+                    LOST_WRITE,
+                    {"key": key, "value": value, "offset": offset, "max_read_offset": max_read.offset},
+                    [op, max_read.op],
+                )
+            )
+        elif final is not None and final.covers(offset, acked_at) and value not in final.values:
+            end_poll = final.end_poll
+            if end_poll is None:  # pragma: no cover - covers() requires it
+                raise AssertionError("final read without end poll")
+            detail: JsonDict = {
+                "key": key,
+                "value": value,
+                "offset": offset,
+                "final_read_start": final.start,
+                "final_read_end": int(end_poll.invoke.get("offset")),
+            }
+            context = [op, end_poll, *[p for p in final.polls if _spans(p, offset)][:1]]
+            if read_by:
+                detail["read_before_by"] = [p.invoke_index for p in read_by[:WITNESSES_PER_ITEM]]
+                lost.append(_Anomaly(LOST_WRITE, detail, [*context, *read_by[:1]]))
+            else:
+                unseen.append(_Anomaly(UNSEEN, detail, context))
+        elif not read_by:
+            unresolved.append(op)
+    return lost, unseen, unresolved
+
+
+def _spans(poll: Operation, offset: int) -> bool:
+    records = _records(poll)
+    return bool(records) and int(poll.invoke.get("offset")) <= offset <= records[-1][0]
+
+
+def _g1a_and_phantoms(analysis: _Analysis) -> Iterable[_Anomaly]:
+    reported: set[tuple[str, Value]] = set()
+    for op in analysis.polls:
+        key = _key(op)
+        for offset, value in _records(op):
+            if (key, value) in reported:
+                continue
+            attempts = analysis.attempts.get(value, [])
+            if not attempts:
+                reported.add((key, value))
+                yield _Anomaly(PHANTOM_READ, {"key": key, "value": value, "offset": offset}, [op])
+            elif all(attempt.type == "fail" for attempt in attempts):
+                reported.add((key, value))
+                yield _Anomaly(
+                    G1A,
+                    {"key": key, "value": value, "offset": offset, "failed_sends": len(attempts)},
+                    [*attempts[:WITNESSES_PER_ITEM], op],
+                )
+
+
+def _poll_order(analysis: _Analysis) -> Iterable[_Anomaly]:
+    """nonmonotonic-poll, poll-skip and per-poll dense-offset holes, one check over each ok poll."""
+    previous: dict[tuple[Process, str], Operation] = {}
+    for op in analysis.polls:
+        key = _key(op)
+        start = int(op.invoke.get("offset"))
+        records = _records(op)
+        before = previous.get((op.process, key))
+        context = [before] if before is not None and _continues(before, start) else []
+        if records:
+            previous[(op.process, key)] = op
+        backwards = [{"after": a[0], "offset": b[0]} for a, b in itertools.pairwise(records) if b[0] <= a[0]]
+        if records and records[0][0] < start:
+            backwards.insert(0, {"after": start - 1, "offset": records[0][0]})
+        if backwards:
+            yield _Anomaly(
+                NONMONOTONIC_POLL,
+                {"key": key, "poll_offset": start, "backwards": backwards[:LISTED_VALUES_MAX]},
+                [*context, op],
+            )
+        skipped: list[int] = []
+        holes: list[list[int]] = []
+        expected = start
+        witnesses: list[Operation] = []
+        for offset in sorted({offset for offset, _ in records}):  # order is nonmonotonic-poll's business
+            if offset > expected:
+                known = analysis.known_between(key, expected, offset)
+                if known:
+                    skipped.extend(known)
+                    witnesses.extend(analysis.witness_ops(key, known[0])[:1])
+                else:
+                    holes.append([expected, offset - 1])
+            expected = max(expected, offset + 1)
+        if skipped:
+            yield _Anomaly(
+                POLL_SKIP,
+                {"key": key, "poll_offset": start, "skipped": skipped[:LISTED_VALUES_MAX]},
+                [*context, op, *witnesses[:WITNESSES_PER_ITEM]],
+            )
+        if holes:
+            yield _Anomaly(
+                DENSE_OFFSET, {"key": key, "poll_offset": start, "holes": holes[:LISTED_VALUES_MAX]}, [op]
+            )
+
+
+def _continues(before: Operation, start: int) -> bool:
+    records = _records(before)
+    return bool(records) and start == records[-1][0] + 1
+
+
+def _final_read_gaps(analysis: _Analysis) -> Iterable[_Anomaly]:
+    """The final reads of a key claim the log runs from their start to their end: all of it must be read."""
+    for key in sorted(analysis.final_reads):
+        final = analysis.final_reads[key]
+        spans = [(int(p.invoke.get("offset")), _records(p)[-1][0]) for p in final.polls if _records(p)]
+        boundaries = sorted(final.records)
+        end = None if final.end_poll is None else int(final.end_poll.invoke.get("offset"))
+        if end is not None and end > max([final.start, *(offset + 1 for offset in boundaries)]):
+            boundaries.append(end)  # the log ends at `end`: everything below it must have been returned
+        gaps: list[list[int]] = []
+        expected = final.start
+        for offset in boundaries:
+            if offset > expected and not any(low <= expected and offset <= high for low, high in spans):
+                gaps.append([expected, offset - 1])  # gaps inside one poll are reported per poll
+            expected = max(expected, offset + 1)
+        if gaps:
+            context = final.polls[:WITNESSES_PER_ITEM]
+            yield _Anomaly(
+                DENSE_OFFSET,
+                {
+                    "key": key,
+                    "final_read_start": final.start,
+                    "final_read_end": end,
+                    "gaps": gaps[:LISTED_VALUES_MAX],
+                },
+                [*context, *([final.end_poll] if final.end_poll is not None else [])],
+            )
+
+
+def _nonmonotonic_sends(analysis: _Analysis) -> Iterable[_Anomaly]:
+    last: dict[tuple[Process, str], Operation] = {}
+    first_attempt = {value: min(op.invoke_index for op in ops) for value, ops in analysis.attempts.items()}
+    for op in analysis.acked:
+        key = _key(op)
+        before = last.get((op.process, key))
+        last[(op.process, key)] = op
+        if before is None:
+            continue
+        offset, previous_offset = int(op.result("offset")), int(before.result("offset"))
+        if offset > previous_offset:
+            continue
+        if first_attempt[freeze(op.invoke.get("value"))] <= before.invoke_index:
+            continue  # a retry of an older value may get its original, lower offset back
+        yield _Anomaly(
+            NONMONOTONIC_SEND,
+            {"key": key, "process": op.process, "offsets": [previous_offset, offset]},
+            [before, op],
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Observation:
+    op: Operation
+    offset: int  # -1 for "no committed offset" (null)
+    is_read: bool  # a `committed` read; an acknowledged commit only bounds the stored offset from below
+
+
+def _committed_regressions(analysis: _Analysis) -> Iterable[_Anomaly]:
+    observations: dict[tuple[str, str], list[_Observation]] = collections.defaultdict(list)
+    resets: dict[tuple[str, str], list[Operation]] = collections.defaultdict(list)
+    for op in analysis.history.operations:
+        if op.f not in ("commit", "committed"):
+            continue
+        group_key = (str(op.invoke.get("group")), _key(op))
+        if op.f == "commit" and op.invoke.get("reset") is True:
+            if op.type != "fail":
+                resets[group_key].append(op)
+            continue
+        if op.type != "ok":
+            continue
+        if op.f == "commit":
+            asked, stored = int(op.invoke.get("offset")), int(op.result("committed"))
+            if stored < asked:
+                yield _Anomaly(
+                    COMMITTED_OFFSET_REGRESSION,
+                    {"group": group_key[0], "key": group_key[1], "offsets": [asked, stored]},
+                    [op],
+                )
+            observations[group_key].append(_Observation(op, max(asked, stored), is_read=False))
+        else:
+            offset = op.result("offset")
+            observations[group_key].append(_Observation(op, -1 if offset is None else int(offset), True))
+    for group_key in sorted(observations):
+        yield from _regressions_of(group_key, observations[group_key], resets.get(group_key, []))
+
+
+def _regressions_of(
+    group_key: tuple[str, str], observations: list[_Observation], resets: list[Operation]
+) -> Iterable[_Anomaly]:
+    """A read O2 regresses if some O1 completed before O2 was invoked, saw more, and no reset overlaps them.
+
+    O1 is a read or an acknowledged commit (after which the stored offset is at least what it asked for);
+    only reads are checked as O2, since a commit's answer may echo the request rather than the stored value.
+
+    A reset excuses O2 when it was invoked before O2 completed; it then hides every O1 invoked before the
+    reset completed (a pending reset hides everything before it). A max-Fenwick tree over O1's invoke
+    index answers "the highest O1 invoked after the barrier and completed before O2's invoke".
+    """
+    size = max((o.op.complete_index or 0) for o in observations) + 2
+    tree: list[tuple[int, int]] = [(-2, -1)] * (size + 1)  # (offset, observation position), reversed index
+
+    def update(invoke_index: int, item: tuple[int, int]) -> None:
+        position = size - invoke_index
+        while position <= size:
+            tree[position] = max(tree[position], item)
+            position += position & -position
+
+    def query_after(barrier: int) -> tuple[int, int]:  # max over invoke_index > barrier
+        best, position = (-2, -1), size - barrier - 1
+        while position > 0:
+            best = max(best, tree[position])
+            position -= position & -position
+        return best
+
+    by_completion = sorted(range(len(observations)), key=lambda i: observations[i].op.complete_index or 0)
+    by_invoke = sorted(range(len(observations)), key=lambda i: observations[i].op.invoke_index)
+    added = 0
+    for i in by_invoke:
+        later = observations[i]
+        if not later.is_read:
+            continue
+        while added < len(by_completion):
+            earlier = observations[by_completion[added]]
+            if (earlier.op.complete_index or 0) >= later.op.invoke_index:
+                break
+            update(earlier.op.invoke_index, (earlier.offset, by_completion[added]))
+            added += 1
+        later_complete = later.op.complete_index or 0
+        barrier = -1
+        for reset in resets:
+            if reset.invoke_index < later_complete:
+                done = reset.complete_index
+                barrier = max(barrier, size - 1 if done is None else done)
+        if barrier >= size - 1:
+            continue
+        best_offset, position = query_after(barrier)
+        if position >= 0 and best_offset > later.offset:
+            earlier = observations[position]
+            yield _Anomaly(
+                COMMITTED_OFFSET_REGRESSION,
+                {
+                    "group": group_key[0],
+                    "key": group_key[1],
+                    "offsets": [_show(earlier.offset), _show(later.offset)],
+                },
+                [earlier.op, later.op],
+            )
+
+
+def _show(offset: int) -> int | None:
+    return None if offset < 0 else offset
+
+
+# ---------------------------------------------------------------------------------------------------
+# Availability and statistics
+
+
+def availability(history: History) -> JsonDict:
+    """For each fault window, outside all windows, and per fault kind: completion counts per op f."""
+    windows: list[JsonDict] = []
+    open_windows: dict[str, JsonDict] = {}
+    for event in history.nemesis:
+        fault = str(event.get("fault"))
+        if event.f == "start" and fault not in open_windows:
+            window: JsonDict = {
+                "fault": fault,
+                "value": event.get("value"),
+                "start": event.time,
+                "stop": None,
+                "start_index": event.index,
+                "stop_index": None,
+            }
+            open_windows[fault] = window
+            windows.append(window)
+        elif event.f == "stop" and fault in open_windows:
+            window = open_windows.pop(fault)
+            window["stop"], window["stop_index"] = event.time, event.index
+    outside: dict[str, dict[str, int]] = {}
+    per_window: list[dict[str, dict[str, int]]] = [{} for _ in windows]
+    by_fault: dict[str, dict[str, dict[str, int]]] = {}
+    for op in history.operations:
+        time = op.invoke.time
+        inside = [
+            i
+            for i, window in enumerate(windows)
+            if window["start"] <= time and (window["stop"] is None or time < window["stop"])
+        ]
+        outcome = "pending" if op.pending else op.type
+        if not inside:
+            _count(outside, op.f, outcome)
+        for i in inside:
+            _count(per_window[i], op.f, outcome)
+        for fault in sorted({windows[i]["fault"] for i in inside}):
+            _count(by_fault.setdefault(fault, {}), op.f, outcome)
+    return {
+        "windows": [
+            {**window, "ops": _fractions(counts)} for window, counts in zip(windows, per_window, strict=True)
+        ],
+        "outside": _fractions(outside),
+        "by_fault": {fault: _fractions(counts) for fault, counts in sorted(by_fault.items())},
+    }
+
+
+def _count(table: dict[str, dict[str, int]], f: str, outcome: str) -> None:
+    row = table.setdefault(f, {"ok": 0, "fail": 0, "info": 0, "pending": 0})
+    row[outcome] += 1
+
+
+def _fractions(table: dict[str, dict[str, int]]) -> dict[str, JsonDict]:
+    result: dict[str, JsonDict] = {}
+    for f in sorted(table):
+        row = table[f]
+        total = sum(row.values())
+        result[f] = {**row, "total": total, "ok_fraction": round(row["ok"] / total, 4) if total else None}
+    return result
+
+
+def _stats(analysis: _Analysis) -> JsonDict:
+    history = analysis.history
+    by_f: dict[str, dict[str, int]] = {}
+    for op in history.operations:
+        _count(by_f, op.f, "pending" if op.pending else op.type)
+    read_values = {(key, value) for key, values in analysis.read_values.items() for value in values}
+    return {
+        "events": len(history.events),
+        "operations": _fractions(by_f),
+        "nemesis_events": len(history.nemesis),
+        "keys": sorted({op.key for op in history.operations if op.key is not None}),
+        "send_attempts": len(analysis.sends),
+        "distinct_values_sent": len(analysis.attempts),
+        "acked_sends": len(analysis.acked),
+        "ok_polls": len(analysis.polls),
+        "read_values": len(read_values),
+        "duplicates_explained_by_retries": analysis.retry_duplicates,
+        "final_read_keys": sorted(analysis.final_reads),
+        "complete_final_read_keys": sorted(
+            k for k, r in analysis.final_reads.items() if r.end_poll is not None
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# The entry point
+
+
+def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> JsonDict:
+    """Check a history. Returns verdict, anomaly counts and examples, unseen, stats and availability."""
+    analysis = _Analysis(history)
+    lost, unseen, unresolved = _lost_and_unseen(analysis)
+    found: list[_Anomaly] = [
+        *lost,
+        *unseen,
+        *_duplicates(analysis),
+        *_inconsistent_offsets(analysis),
+        *_g1a_and_phantoms(analysis),
+        *_poll_order(analysis),
+        *_final_read_gaps(analysis),
+        *_nonmonotonic_sends(analysis),
+        *_committed_regressions(analysis),
+    ]
+    by_class: dict[str, list[_Anomaly]] = {kind: [] for kind in CLASSES}
+    for anomaly in found:
+        by_class[anomaly.kind].append(anomaly)
+    counts = {kind: len(items) for kind, items in by_class.items()}
+    examples = {
+        kind: [a.to_json() for a in sorted(items, key=_Anomaly.first_index)[:examples_per_class]]
+        for kind, items in by_class.items()
+        if items
+    }
+    reasons: list[str] = []
+    if found:
+        verdict = "invalid"
+        reasons.extend(f"{count} {kind}" for kind, count in counts.items() if count)
+    else:
+        if history.truncated:
+            reasons.append("the history ends mid-line (truncated)")
+        if analysis.sends and not analysis.final_reads:
+            reasons.append("no final read happened")
+        incomplete = sorted({_key(op) for op in analysis.acked} - _complete_final_keys(analysis))
+        if incomplete and analysis.final_reads:
+            reasons.append(f"keys without a complete final read (a final poll returning []): {incomplete}")
+        if unresolved:
+            reasons.append(f"{len(unresolved)} acknowledged sends never read and not covered by a final read")
+        verdict = "unknown" if reasons else "valid"
+    unseen_by_key: dict[str, list[Value]] = collections.defaultdict(list)
+    for op in unresolved:
+        unseen_by_key[_key(op)].append(freeze(op.invoke.get("value")))
+    for anomaly in unseen:
+        unseen_by_key[anomaly.detail["key"]].append(anomaly.detail["value"])
+    return {
+        "verdict": verdict,
+        "reasons": reasons,
+        "anomaly_counts": counts,
+        "anomalies": examples,
+        "unseen": {
+            "count": len(unresolved) + len(unseen),
+            "missing_from_final_read": len(unseen),
+            "by_key": {key: len(values) for key, values in sorted(unseen_by_key.items())},
+            "values": {key: values[:LISTED_VALUES_MAX] for key, values in sorted(unseen_by_key.items())},
+        },
+        "stats": _stats(analysis),
+        "availability": availability(history),
+        "history": {
+            "events": len(history.events),
+            "truncated": history.truncated,
+            "pending_operations": len(history.pending),
+            "warnings": list(history.warnings),
+        },
+        "classes": dict(CLASSES),
+    }
+
+
+def _complete_final_keys(analysis: _Analysis) -> set[str]:
+    return {key for key, read in analysis.final_reads.items() if read.end_poll is not None}

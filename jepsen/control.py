@@ -1,0 +1,430 @@
+"""Start, stop, signal and wire up real node processes for a fault run.
+
+Two network modes:
+
+- ``netns``: each node runs in its own network namespace ``<prefix>-nK`` with one veth (``eth0`` inside,
+  ``<prefix>-nK`` in the root namespace) attached to a bridge ``<prefix>-br`` in the root namespace. Nodes
+  get 10.241.S.K/24 (S picked so the subnet is unused), the bridge 10.241.S.254 so the harness (root
+  namespace) reaches every node directly. Nothing is routed or forwarded off the bridge: traffic stays on
+  it. Partitions are blackhole routes inside the namespaces; delay/loss are qdiscs on the root-side veth.
+- ``loopback``: every node on 127.0.0.1 on its own ports; partitions and link faults are unavailable.
+
+Cleanup is guaranteed by :meth:`Network.teardown` and :meth:`Cluster.stop_all` (both idempotent, both run
+from ``finally``), and :func:`sweep` removes anything left under a prefix by an earlier crashed run.
+Everything created carries the run's unique prefix (``jr`` + 6 hex digits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+SUBNET_BASE = "10.241"
+HTTP_PORT = 8081
+RAFT_PORT = 8181
+GOSSIP_PORT = 8281
+STOP_TIMEOUT_S = 10.0
+COMMAND_TIMEOUT_S = 10.0
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PREFIX_LETTERS = "jr"
+
+
+class ControlError(RuntimeError):
+    """The harness could not set up or drive the cluster (not a finding about the cluster)."""
+
+
+def new_prefix() -> str:
+    return PREFIX_LETTERS + secrets.token_hex(3)
+
+
+def run_command(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    if check and done.returncode != 0:
+        raise ControlError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
+    return done
+
+
+def netns_available() -> tuple[bool, str]:
+    """Whether this process may create namespaces, veths and bridges (root, ``ip`` present, probe works)."""
+    if sys.platform != "linux":
+        return False, f"network namespaces need Linux (this is {sys.platform})"
+    if os.geteuid() != 0:
+        return False, "network namespaces need root"
+    if shutil.which("ip") is None:
+        return False, "the ip command (iproute2) is missing"
+    probe = new_prefix() + "-p"
+    try:
+        done = run_command(["ip", "netns", "add", probe], check=False)
+        if done.returncode != 0:
+            return False, f"ip netns add failed: {done.stderr.strip()}"
+        return True, "ok"
+    finally:
+        run_command(["ip", "netns", "del", probe], check=False)
+
+
+def qdisc_available(kind: str) -> bool:
+    """Whether the kernel has the qdisc (probed on a throwaway veth in a throwaway namespace)."""
+    probe = new_prefix()
+    namespace = probe + "-q"
+    try:
+        run_command(["ip", "netns", "add", namespace])
+        run_command(["ip", "-n", namespace, "link", "add", "qa", "type", "veth", "peer", "name", "qb"])
+        args = {
+            "netem": ["netem", "delay", "1ms"],
+            "tbf": ["tbf", "rate", "1mbit", "burst", "32kbit", "latency", "100ms"],
+        }[kind]
+        tc = ["ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", "qa", "root", *args]
+        done = run_command(tc, check=False)
+        return done.returncode == 0
+    except ControlError:
+        return False
+    finally:
+        run_command(["ip", "netns", "del", namespace], check=False)
+
+
+def sweep(prefix: str) -> list[str]:
+    """Delete every namespace and link whose name starts with ``prefix``; returns what was removed."""
+    removed = []
+    namespaces = run_command(["ip", "netns", "list"], check=False).stdout.split()
+    for name in namespaces:
+        if name.startswith(prefix):
+            run_command(["ip", "netns", "del", name], check=False)
+            removed.append(f"netns {name}")
+    for name in leftover_links(prefix):
+        run_command(["ip", "link", "del", name], check=False)
+        removed.append(f"link {name}")
+    return removed
+
+
+def leftover_namespaces(prefix: str) -> list[str]:
+    names = run_command(["ip", "netns", "list"], check=False).stdout.split()
+    return [n for n in names if n.startswith(prefix)]
+
+
+def leftover_links(prefix: str) -> list[str]:
+    out = run_command(["ip", "-o", "link", "show"], check=False).stdout
+    names = []
+    for line in out.splitlines():
+        parts = line.split(":")
+        if len(parts) > 1:
+            name = parts[1].strip().split("@")[0]
+            if name.startswith(prefix):
+                names.append(name)
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    node_id: str
+    host: str
+    http_port: int
+    raft_port: int
+    gossip_port: int
+    namespace: str | None = None  # netns mode only
+    link: str | None = None  # root-side veth (netns mode only)
+
+    @property
+    def http(self) -> str:
+        return f"http://{self.host}:{self.http_port}"
+
+
+def _free_base_port(count: int) -> int:
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base > 60000:
+            continue
+        ports = [base + offset + i for offset in (0, 100, 200) for i in range(count)]
+        if all(_port_free(p) for p in ports):
+            return base
+    raise ControlError("no free port range found on 127.0.0.1")
+
+
+def _port_free(port: int) -> bool:
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def _used_subnets() -> set[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    out = run_command(["ip", "-4", "-o", "addr", "show"], check=False).stdout
+    found: set[ipaddress.IPv4Network | ipaddress.IPv6Network] = set()
+    for line in out.splitlines():
+        for word in line.split():
+            if "/" in word and word[0].isdigit():
+                with contextlib.suppress(ValueError):
+                    found.add(ipaddress.ip_interface(word).network)
+    return found
+
+
+def pick_subnet() -> int:
+    """The third octet S of an unused 10.241.S.0/24."""
+    used = _used_subnets()
+    for third in range(1, 250):
+        net = ipaddress.ip_network(f"{SUBNET_BASE}.{third}.0/24")
+        if not any(net.overlaps(u) for u in used):
+            return third
+    raise ControlError(f"no free /24 under {SUBNET_BASE}.0.0/16")
+
+
+def plan_loopback(count: int) -> list[NodeSpec]:
+    base = _free_base_port(count)
+    return [NodeSpec(f"n{i}", "127.0.0.1", base + i - 1, base + 100 + i - 1, base + 200 + i - 1)
+            for i in range(1, count + 1)]  # fmt: skip
+
+
+def plan_netns(count: int, prefix: str, third_octet: int) -> list[NodeSpec]:
+    return [
+        NodeSpec(f"n{i}", f"{SUBNET_BASE}.{third_octet}.{i}", HTTP_PORT, RAFT_PORT, GOSSIP_PORT,
+                 namespace=f"{prefix}-n{i}", link=f"{prefix}-n{i}")
+        for i in range(1, count + 1)
+    ]  # fmt: skip
+
+
+@dataclass
+class Network:
+    """The namespaces, veths and bridge of one run (netns mode). ``teardown`` undoes all of it."""
+
+    prefix: str
+    third_octet: int
+    nodes: list[NodeSpec]
+    created: list[list[str]] = field(default_factory=list)  # undo commands, run in reverse
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.prefix}-br"
+
+    def setup(self) -> None:
+        gateway = f"{SUBNET_BASE}.{self.third_octet}.254/24"
+        self._do(["ip", "link", "add", self.bridge, "type", "bridge"], ["ip", "link", "del", self.bridge])
+        self._do(["ip", "addr", "add", gateway, "dev", self.bridge])
+        self._do(["ip", "link", "set", self.bridge, "up"])
+        for node in self.nodes:
+            require_netns(node)
+            namespace, link = str(node.namespace), str(node.link)
+            inner = f"{self.prefix}-i{node.node_id[1:]}"
+            self._do(["ip", "netns", "add", namespace], ["ip", "netns", "del", namespace])
+            self._do(["ip", "link", "add", link, "type", "veth", "peer", "name", inner],
+                     ["ip", "link", "del", link])  # fmt: skip
+            self._do(["ip", "link", "set", inner, "netns", namespace])
+            self._do(["ip", "-n", namespace, "link", "set", inner, "name", "eth0"])
+            self._do(["ip", "-n", namespace, "addr", "add", f"{node.host}/24", "dev", "eth0"])
+            self._do(["ip", "-n", namespace, "link", "set", "eth0", "up"])
+            self._do(["ip", "-n", namespace, "link", "set", "lo", "up"])
+            self._do(["ip", "link", "set", link, "master", self.bridge])
+            self._do(["ip", "link", "set", link, "up"])
+
+    def _do(self, argv: list[str], undo: list[str] | None = None) -> None:
+        run_command(argv)
+        if undo is not None:
+            self.created.append(undo)
+
+    def teardown(self) -> list[str]:
+        """Undo everything (namespaces first, which also removes their veth ends); returns problems."""
+        problems = []
+        for undo in reversed(self.created):
+            done = run_command(undo, check=False)
+            if done.returncode != 0 and "Cannot find" not in done.stderr and "No such" not in done.stderr:
+                problems.append(f"{' '.join(undo)}: {done.stderr.strip()}")
+        self.created.clear()
+        problems += [f"left behind: {what}" for what in sweep(self.prefix)]
+        return problems
+
+    # -- faults --------------------------------------------------------------------------------------
+
+    def cut(self, a: NodeSpec, b: NodeSpec) -> None:
+        """Drop a's packets to b at a (one direction; call twice for both)."""
+        run_command(["ip", "-n", str(a.namespace), "route", "add", "blackhole", f"{b.host}/32"])
+
+    def heal_all(self) -> None:
+        for node in self.nodes:
+            out = run_command(["ip", "-n", str(node.namespace), "route", "show", "type", "blackhole"],
+                              check=False).stdout  # fmt: skip
+            for line in out.splitlines():
+                target = line.split()[1] if line.startswith("blackhole") else None
+                if target:
+                    run_command(["ip", "-n", str(node.namespace), "route", "del", "blackhole", target],
+                                check=False)  # fmt: skip
+
+    def shape(self, node: NodeSpec, qdisc: list[str]) -> None:
+        """Apply a root qdisc to both ends of the node's link (into and out of the node)."""
+        run_command(["tc", "qdisc", "replace", "dev", str(node.link), "root", *qdisc])
+        run_command(["ip", "netns", "exec", str(node.namespace), "tc", "qdisc", "replace", "dev", "eth0",
+                     "root", *qdisc])  # fmt: skip
+
+    def unshape(self, node: NodeSpec) -> None:
+        run_command(["tc", "qdisc", "del", "dev", str(node.link), "root"], check=False)
+        run_command(["ip", "netns", "exec", str(node.namespace), "tc", "qdisc", "del", "dev", "eth0", "root"],
+                    check=False)  # fmt: skip
+
+
+def require_netns(node: NodeSpec) -> None:
+    if node.namespace is None or node.link is None:
+        raise ControlError(f"{node.node_id} has no namespace: netns operation in loopback mode")
+
+
+@dataclass
+class Cluster:
+    """The node processes of one run. Node K's data lives in ``run_dir/data/nK``, its log (all lives,
+    appended) in ``run_dir/logs/nK.log``, its fsync trace and clock file in ``run_dir/faults/``."""
+
+    run_dir: str
+    nodes: list[NodeSpec]
+    admin_token: str
+    argv: dict[str, list[str]] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        for sub in ("data", "logs", "faults"):
+            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
+        secret_file = os.path.join(self.run_dir, "cluster.secret")
+        if not os.path.exists(secret_file):
+            with open(secret_file, "w", encoding="ascii") as f:
+                f.write(secrets.token_hex(32) + "\n")
+        for node in self.nodes:
+            self.argv[node.node_id] = self._argv(node, secret_file)
+            with open(self.clock_file(node.node_id), "w", encoding="ascii") as f:
+                f.write("0\n")
+
+    def spec(self, node_id: str) -> NodeSpec:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def data_dir(self, node_id: str) -> str:
+        return os.path.join(self.run_dir, "data", node_id)
+
+    def log_path(self, node_id: str) -> str:
+        return os.path.join(self.run_dir, "logs", f"{node_id}.log")
+
+    def trace_file(self, node_id: str) -> str:
+        return os.path.join(self.run_dir, "faults", f"{node_id}.fsync")
+
+    def clock_file(self, node_id: str) -> str:
+        return os.path.join(self.run_dir, "faults", f"{node_id}.clock")
+
+    def _argv(self, node: NodeSpec, secret_file: str) -> list[str]:
+        argv = [sys.executable, "-m", "jepsen.nodeshim", self.trace_file(node.node_id),
+                self.clock_file(node.node_id), "serve",
+                "--node-id", node.node_id,
+                "--data-dir", self.data_dir(node.node_id),
+                "--http", f"{node.host}:{node.http_port}",
+                "--raft", f"{node.host}:{node.raft_port}",
+                "--gossip", f"{node.host}:{node.gossip_port}",
+                "--secret-file", secret_file,
+                "--admin-token", self.admin_token]  # fmt: skip
+        for peer in self.nodes:
+            if peer is not node:
+                argv += [
+                    "--peer",
+                    f"{peer.node_id},{peer.host}:{peer.http_port},{peer.host}:{peer.raft_port}",
+                ]
+                argv += ["--seed", f"{peer.host}:{peer.gossip_port}"]
+        if node.namespace is not None:
+            argv = ["ip", "netns", "exec", node.namespace, *argv]
+        return argv
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.http for n in self.nodes]
+
+    def running(self, node_id: str) -> bool:
+        process = self.processes.get(node_id)
+        return process is not None and process.poll() is None
+
+    def start(self, node_id: str) -> int:
+        if self.running(node_id):
+            raise ControlError(f"{node_id} is already running")
+        os.makedirs(self.data_dir(node_id), exist_ok=True)
+        with open(self.log_path(node_id), "ab") as log:
+            log.write(f"\n=== jepsen: starting {node_id} at {time.time():.3f}\n".encode())
+            log.flush()
+            # ``ip netns exec`` execs the node in place, so the pid is the node's own.
+            self.processes[node_id] = subprocess.Popen(
+                self.argv[node_id], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=REPO_ROOT,
+            )  # fmt: skip
+        self.paused.discard(node_id)
+        return self.processes[node_id].pid
+
+    def signal(self, node_id: str, signum: int) -> None:
+        process = self.processes[node_id]
+        if process.poll() is None:
+            process.send_signal(signum)
+
+    def kill(self, node_id: str) -> None:
+        """SIGKILL, as in a crash; waits until it is gone."""
+        process = self.processes.get(node_id)
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGKILL)
+        process.wait(STOP_TIMEOUT_S)
+        self.paused.discard(node_id)
+
+    def pause(self, node_id: str) -> None:
+        self.signal(node_id, signal.SIGSTOP)
+        self.paused.add(node_id)
+
+    def resume(self, node_id: str) -> None:
+        self.signal(node_id, signal.SIGCONT)
+        self.paused.discard(node_id)
+
+    def ready(self, node_id: str) -> bool:
+        try:
+            with urllib.request.urlopen(self.spec(node_id).http + "/status/ready", timeout=1) as answer:
+                return bool(answer.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def wait_ready(self, node_ids: Sequence[str], timeout_s: float) -> list[str]:
+        """Wait for the nodes to answer /status/ready; returns those that did not (exited or slow)."""
+        deadline = time.monotonic() + timeout_s
+        pending = set(node_ids)
+        while pending and time.monotonic() < deadline:
+            for node_id in sorted(pending):
+                if not self.running(node_id) or self.ready(node_id):
+                    pending.discard(node_id)
+            time.sleep(0.2)
+        return sorted(n for n in node_ids if n in pending or not self.running(n))
+
+    def stop_all(self) -> None:
+        """Resume paused nodes, SIGTERM everything, SIGKILL what is still there after a bound."""
+        for process in self.processes.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGCONT)
+                    process.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for process in self.processes.values():
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(STOP_TIMEOUT_S)
+        self.paused.clear()
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes.values()]
+
+    def log_tail(self, node_id: str, lines: int = 20) -> str:
+        try:
+            with open(self.log_path(node_id), encoding="utf-8", errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""

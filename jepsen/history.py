@@ -1,0 +1,353 @@
+"""The run history: typed events, JSONL read/write, validation and invoke/completion pairing.
+
+The format is specified in docs/jepsen-history.md. Reading is strict about what the checker relies on
+(every error names the file and line) and lenient about what it does not: extra fields are kept, and
+client operations with an `f` the checker does not know are carried along for the statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+EventType: TypeAlias = Literal["invoke", "ok", "fail", "info"]
+Process: TypeAlias = int | str
+JsonDict: TypeAlias = dict[str, Any]
+
+EVENT_TYPES: frozenset[str] = frozenset({"invoke", "ok", "fail", "info"})
+COMPLETION_TYPES: frozenset[str] = frozenset({"ok", "fail", "info"})
+CLIENT_FS: frozenset[str] = frozenset({"send", "poll", "commit", "committed"})
+NEMESIS_PROCESS = "nemesis"
+NEMESIS_FS: frozenset[str] = frozenset({"start", "stop"})
+
+
+class HistoryError(ValueError):
+    """The history does not follow docs/jepsen-history.md; `line` is 1-based (0 when not tied to a line)."""
+
+    def __init__(self, source: str, line: int, message: str) -> None:
+        self.source = source
+        self.line = line
+        self.detail = message
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {message}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One line of the history. `raw` is the line's dict exactly as read (what reports show)."""
+
+    index: int
+    time: float
+    process: Process
+    type: EventType
+    f: str
+    raw: JsonDict
+
+    @property
+    def is_nemesis(self) -> bool:
+        return self.process == NEMESIS_PROCESS
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.raw.get(name, default)
+
+    @property
+    def key(self) -> str | None:
+        key = self.raw.get("key")
+        return key if isinstance(key, str) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """A client operation: its invoke and the completion that followed it on the same process.
+
+    `completion` is None when the history ends with the operation still in flight; such an operation is
+    treated like `info` (it may or may not have happened).
+    """
+
+    invoke: Event
+    completion: Event | None
+
+    @property
+    def process(self) -> Process:
+        return self.invoke.process
+
+    @property
+    def f(self) -> str:
+        return self.invoke.f
+
+    @property
+    def key(self) -> str | None:
+        return self.invoke.key
+
+    @property
+    def type(self) -> Literal["ok", "fail", "info"]:
+        if self.completion is None:
+            return "info"
+        completion_type = self.completion.type
+        if completion_type == "invoke":  # pragma: no cover - pairing never produces this
+            raise AssertionError(f"completion of {self.invoke.index} is an invoke")
+        return completion_type
+
+    @property
+    def pending(self) -> bool:
+        return self.completion is None
+
+    @property
+    def invoke_index(self) -> int:
+        return self.invoke.index
+
+    @property
+    def complete_index(self) -> int | None:
+        """Index of the completion, None while pending (an info that never completed)."""
+        return None if self.completion is None else self.completion.index
+
+    def events(self) -> list[JsonDict]:
+        """The operation's lines, as written (invoke first)."""
+        raws = [self.invoke.raw]
+        if self.completion is not None:
+            raws.append(self.completion.raw)
+        return raws
+
+    def result(self, name: str, default: Any = None) -> Any:
+        """A field of the completion (e.g. `offset`, `records`), `default` when not completed."""
+        if self.completion is None:
+            return default
+        return self.completion.raw.get(name, default)
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    """A validated history: all events, the paired client operations and the nemesis events."""
+
+    events: tuple[Event, ...]
+    operations: tuple[Operation, ...]
+    nemesis: tuple[Event, ...]
+    truncated: bool = False
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def pending(self) -> tuple[Operation, ...]:
+        return tuple(op for op in self.operations if op.pending)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading and writing
+
+
+def parse_lines(lines: Iterable[str], source: str = "history.jsonl") -> History:
+    """Parse JSONL text lines. A last line that is not valid JSON and has no newline marks truncation."""
+    raws: list[JsonDict] = []
+    line_numbers: list[int] = []
+    truncated = False
+    numbered = list(enumerate(lines, start=1))
+    for position, (line_no, line) in enumerate(numbered):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as error:
+            is_last = position == len(numbered) - 1
+            if is_last and not line.endswith("\n"):
+                truncated = True  # a writer was cut off mid-line: keep what is whole
+                break
+            raise HistoryError(source, line_no, f"not valid JSON ({error.msg})") from error
+        if not isinstance(raw, dict):
+            raise HistoryError(source, line_no, f"expected a JSON object, got {type(raw).__name__}")
+        raws.append(raw)
+        line_numbers.append(line_no)
+    return build(raws, source=source, line_numbers=line_numbers, truncated=truncated)
+
+
+def read_history(path: str | pathlib.Path) -> History:
+    """Read and validate a history.jsonl file."""
+    path = pathlib.Path(path)
+    with path.open(encoding="utf-8") as handle:
+        return parse_lines(list(handle), source=str(path))
+
+
+def write_history(path: str | pathlib.Path, events: Iterable[Mapping[str, Any]]) -> None:
+    """Write events as JSONL, one compact object per line."""
+    path = pathlib.Path(path)
+    with path.open("w", encoding="utf-8") as handle:
+        for event in events:
+            handle.write(dumps_event(event))
+            handle.write("\n")
+
+
+def dumps_event(event: Mapping[str, Any]) -> str:
+    return json.dumps(dict(event), separators=(",", ":"), sort_keys=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Validation and pairing
+
+
+def build(
+    raws: Sequence[JsonDict],
+    *,
+    source: str = "history",
+    line_numbers: Sequence[int] | None = None,
+    truncated: bool = False,
+) -> History:
+    """Validate event dicts (in file order) and pair each client invoke with its completion."""
+    if line_numbers is None:
+        line_numbers = range(1, len(raws) + 1)
+    events: list[Event] = []
+    operations: list[Operation] = []
+    nemesis: list[Event] = []
+    warnings: list[str] = []
+    in_flight: dict[Process, Event] = {}
+    unknown_fs: set[str] = set()
+    previous_time = float("-inf")
+    for position, (raw, line_no) in enumerate(zip(raws, line_numbers, strict=True)):
+        event = _event(raw, position, source, line_no)
+        if event.time < previous_time:
+            warnings.append(f"{source}:{line_no}: time {event.time} is before the previous line's")
+        previous_time = max(previous_time, event.time)
+        events.append(event)
+        if event.is_nemesis:
+            _check_nemesis(event, source, line_no)
+            nemesis.append(event)
+            continue
+        if event.f not in CLIENT_FS:
+            unknown_fs.add(event.f)
+        if event.type == "invoke":
+            if event.process in in_flight:
+                open_invoke = in_flight[event.process]
+                raise HistoryError(
+                    source,
+                    line_no,
+                    f"process {event.process!r} invokes while its invoke at index {open_invoke.index} "
+                    "is still in flight (one operation per process)",
+                )
+            _check_invoke(event, source, line_no)
+            in_flight[event.process] = event
+            continue
+        invoke = in_flight.pop(event.process, None)
+        if invoke is None:
+            raise HistoryError(
+                source, line_no, f"{event.type} of process {event.process!r} without a preceding invoke"
+            )
+        if event.f != invoke.f or event.raw.get("key") != invoke.raw.get("key"):
+            raise HistoryError(
+                source,
+                line_no,
+                f"completion (f={event.f!r}, key={event.raw.get('key')!r}) does not repeat its invoke at "
+                f"index {invoke.index} (f={invoke.f!r}, key={invoke.raw.get('key')!r})",
+            )
+        _check_completion(invoke, event, source, line_no)
+        operations.append(Operation(invoke, event))
+    for invoke in in_flight.values():
+        operations.append(Operation(invoke, None))
+    operations.sort(key=lambda op: op.invoke_index)
+    if unknown_fs:
+        warnings.append(f"client operations with unknown f (only counted): {sorted(unknown_fs)}")
+    return History(tuple(events), tuple(operations), tuple(nemesis), truncated, tuple(warnings))
+
+
+def _event(raw: JsonDict, position: int, source: str, line_no: int) -> Event:
+    def fail(message: str) -> HistoryError:
+        return HistoryError(source, line_no, message)
+
+    for name in ("index", "time", "process", "type", "f"):
+        if name not in raw:
+            raise fail(f"missing field {name!r}")
+    index = raw["index"]
+    if not _is_int(index) or index != position:
+        raise fail(f"index is {index!r}, expected {position} (0.. in file order)")
+    time = raw["time"]
+    if isinstance(time, bool) or not isinstance(time, int | float):
+        raise fail(f"time must be a number of seconds, got {time!r}")
+    process = raw["process"]
+    if not (_is_int(process) or process == NEMESIS_PROCESS):
+        raise fail(f"process must be an int or {NEMESIS_PROCESS!r}, got {process!r}")
+    event_type = raw["type"]
+    if event_type not in EVENT_TYPES:
+        raise fail(f"type must be one of {sorted(EVENT_TYPES)}, got {event_type!r}")
+    f = raw["f"]
+    if not isinstance(f, str) or not f:
+        raise fail(f"f must be a non-empty string, got {f!r}")
+    return Event(index, float(time), process, event_type, f, raw)
+
+
+def _check_nemesis(event: Event, source: str, line_no: int) -> None:
+    if event.type != "info":
+        raise HistoryError(source, line_no, f"nemesis events are type 'info', got {event.type!r}")
+    if event.f not in NEMESIS_FS:
+        raise HistoryError(source, line_no, f"nemesis f must be 'start' or 'stop', got {event.f!r}")
+    fault = event.raw.get("fault")
+    if not isinstance(fault, str) or not fault:
+        raise HistoryError(source, line_no, f"nemesis event needs a 'fault' string, got {fault!r}")
+
+
+def _check_invoke(event: Event, source: str, line_no: int) -> None:
+    raw = event.raw
+
+    def need(name: str, ok: bool, what: str) -> None:
+        if not ok:
+            raise HistoryError(
+                source, line_no, f"{event.f} invoke: {name} must be {what}, got {raw.get(name)!r}"
+            )
+
+    if event.f not in CLIENT_FS:
+        return
+    need("key", isinstance(raw.get("key"), str) and bool(raw.get("key")), "a 'topic/partition' string")
+    if event.f == "send":
+        need("value", _is_int(raw.get("value")), "an int")
+        has_id, has_sequence = "producer_id" in raw, "sequence" in raw
+        if has_id != has_sequence:
+            raise HistoryError(source, line_no, "send invoke: producer_id and sequence go together")
+        if has_id:
+            need("producer_id", _is_int(raw["producer_id"]) or isinstance(raw["producer_id"], str), "an id")
+            need("sequence", _is_int(raw["sequence"]), "an int")
+    elif event.f == "poll":
+        need("offset", _is_int(raw.get("offset")) and raw["offset"] >= 0, "an offset >= 0")
+        need("final", isinstance(raw.get("final", False), bool), "a boolean")
+    elif event.f == "commit":
+        need("group", isinstance(raw.get("group"), str), "a string")
+        need("offset", _is_int(raw.get("offset")) and raw["offset"] >= 0, "an offset >= 0")
+        need("reset", isinstance(raw.get("reset", False), bool), "a boolean")
+    elif event.f == "committed":
+        need("group", isinstance(raw.get("group"), str), "a string")
+
+
+def _check_completion(invoke: Event, event: Event, source: str, line_no: int) -> None:
+    if event.type != "ok" or event.f not in CLIENT_FS:
+        return
+    raw = event.raw
+
+    def fail(message: str) -> HistoryError:
+        return HistoryError(source, line_no, f"{event.f} ok: {message}")
+
+    if event.f == "send":
+        if not (_is_int(raw.get("offset")) and raw["offset"] >= 0):
+            raise fail(f"needs 'offset' (an int >= 0), got {raw.get('offset')!r}")
+    elif event.f == "poll":
+        records = raw.get("records")
+        if not isinstance(records, list):
+            raise fail(f"needs 'records' (a list of [offset, value]), got {records!r}")
+        for position, record in enumerate(records):
+            if not (isinstance(record, list) and len(record) == 2 and _is_int(record[0])):
+                raise fail(f"records[{position}] must be [offset, value], got {record!r}")
+    elif event.f == "commit":
+        if not _is_int(raw.get("committed")):
+            raise fail(f"needs 'committed' (the stored offset), got {raw.get('committed')!r}")
+    elif event.f == "committed" and not (
+        "offset" in raw and (raw["offset"] is None or _is_int(raw["offset"]))
+    ):
+        raise fail(f"needs 'offset' (int or null), got {raw.get('offset')!r}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def iter_client(history: History, f: str | None = None) -> Iterator[Operation]:
+    """Client operations in invoke order, optionally only those with the given `f`."""
+    for op in history.operations:
+        if f is None or op.f == f:
+            yield op

@@ -1,0 +1,603 @@
+"""Faults: what each one does to the real processes, disks and links, and when it happens.
+
+Pure parts (tested without processes): the schedule of fault windows (:func:`schedule`), partition shapes
+as "grudges" (node -> nodes it must not hear from: :func:`halves`, :func:`isolate`, :func:`majorities_ring`,
+:func:`bridge`), target choice, the power-loss arithmetic (:func:`durable_sizes`) and bit flips.
+
+What each fault really does (all recorded as nemesis start/stop events with their targets):
+
+- ``kill``: SIGKILL a random set of nodes (one, a minority, a majority or all); stop restarts them from
+  their argv with their data.
+- ``pause``: SIGSTOP one node, a minority, or the leader of a random partition; stop sends SIGCONT.
+- ``partition``: (netns only) blackhole routes inside the namespaces for every cut pair, both ways: random
+  halves, the leader of a random partition isolated, a majorities ring (every node sees a majority, no two
+  the same one; with 3 nodes that shape does not exist and a bridge is used) or a bridge (two halves
+  joined by one node). The harness (on the bridge's address) still reaches every node. Stop deletes them.
+- ``delay`` / ``loss``: (netns only) a root qdisc on both ends of the targets' veth: netem delay
+  (100 ms +- 50 ms) / netem loss 20 % when the kernel has netem; without netem (this is recorded in the
+  event) a tbf rate limit: 256 kbit/s with a 1 s queue (queueing delay under load) for ``delay``, and
+  64 kbit/s with a 4 KiB queue (tail drops under load, not random loss) for ``loss``.
+- ``power-loss``: SIGKILL the targets, then cut every file in their data dir back to its size at its last
+  fsync as traced by ``jepsen.nodeshim`` (files never fsynced go to 0 bytes); stop restarts them. It
+  really discards appended bytes that were written but not fsynced. It does not model lost or reordered
+  in-place overwrites, torn sectors, or unsynced directory entries (a never-fsynced new file is emptied,
+  not removed). Everything on disk when a node starts is taken as durable (kernel writeback while down).
+- ``corrupt``: SIGKILL a minority (the set of nodes ever corrupted stays a minority for the whole run,
+  since nothing repairs the damage); in each, flip 1-8 random bits of a random segment file
+  (``data/<node>/logs/<group>/NNN.log``) or truncate one at a random point; stop restarts them. A node
+  that refuses to start on the damage stays down (visible in its log and the events).
+- ``clock``: through ``jepsen.nodeshim``, the targets' ``time.time``/``time.time_ns`` jump by +-1..120 s
+  (wall clock only; monotonic timers are untouched); stop resets the offset to 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.client import ClientError, RaftlogClient
+from jepsen.control import Cluster, ControlError, Network, qdisc_available
+from jepsen.recorder import Recorder
+
+FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock")
+NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
+PROCESS_FAULTS = frozenset({"kill", "pause", "power-loss", "corrupt"})
+PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
+RESTART_READY_S = 30.0
+FILES_SHOWN_MAX = 12
+
+Grudge = dict[str, frozenset[str]]
+
+
+# -- the schedule (pure) ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Faults active from ``start_s`` to ``end_s`` (seconds since the workload started)."""
+
+    start_s: float
+    end_s: float
+    faults: tuple[str, ...]
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names in (("all",),):
+        return FAULTS
+    if names in ((), ("none",)):
+        return ()
+    aliases = {"power": "power-loss", "skew": "clock"}
+    resolved = tuple(dict.fromkeys(aliases.get(n, n) for n in names))
+    unknown = [n for n in resolved if n not in FAULTS]
+    if unknown:
+        raise ValueError(f"unknown nemesis {unknown}: choose from {', '.join(FAULTS)}, all, none")
+    return resolved
+
+
+def schedule(
+    faults: Sequence[str],
+    time_limit_s: float,
+    rng: random.Random,
+    *,
+    quiet_s: tuple[float, float] = (3.0, 8.0),
+    active_s: tuple[float, float] = (5.0, 12.0),
+    combine_probability: float = 0.3,
+    tail_s: float = 3.0,
+) -> list[Window]:
+    """Alternate quiet and faulty windows until ``time_limit_s - tail_s``. A window has one fault, or two
+    different ones with ``combine_probability``. Windows never overlap and all end before the limit."""
+    if time_limit_s <= 0 or quiet_s[0] <= 0 or active_s[0] <= 0:
+        raise ValueError("time limit and window lengths must be > 0")
+    windows: list[Window] = []
+    if not faults:
+        return windows
+    now = rng.uniform(*quiet_s) / 2
+    end_limit = time_limit_s - tail_s
+    while True:
+        length = rng.uniform(*active_s)
+        if now + length > end_limit:
+            break
+        count = 2 if len(faults) > 1 and rng.random() < combine_probability else 1
+        chosen = tuple(sorted(rng.sample(list(faults), count)))
+        windows.append(Window(round(now, 3), round(now + length, 3), chosen))
+        now += length + rng.uniform(*quiet_s)
+    return windows
+
+
+# -- partition shapes (pure) ----------------------------------------------------------------------------
+
+
+def grudge_of_components(components: Iterable[Iterable[str]]) -> Grudge:
+    """Nodes in different components cannot talk."""
+    groups = [frozenset(c) for c in components]
+    everyone = frozenset().union(*groups)
+    grudge: Grudge = {}
+    for group in groups:
+        for node in group:
+            grudge[node] = everyone - group
+    return grudge
+
+
+def halves(nodes: Sequence[str], rng: random.Random) -> Grudge:
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    middle = len(shuffled) // 2
+    return grudge_of_components([shuffled[:middle], shuffled[middle:]])
+
+
+def isolate(node: str, nodes: Sequence[str]) -> Grudge:
+    return grudge_of_components([[node], [n for n in nodes if n != node]])
+
+
+def majorities_ring(nodes: Sequence[str], rng: random.Random) -> Grudge:
+    """Nodes on a random ring, each hearing only its nearest neighbours: every node sees a majority
+    (itself included), no two see the same one. Needs 5+ nodes; with fewer it is a :func:`bridge`."""
+    if len(nodes) < 5:
+        return bridge(nodes, rng)
+    ring = list(nodes)
+    rng.shuffle(ring)
+    count = len(ring)
+    reach = math.ceil((count // 2) / 2)
+    grudge: Grudge = {}
+    for i, node in enumerate(ring):
+        visible = {ring[(i + d) % count] for d in range(-reach, reach + 1)}
+        grudge[node] = frozenset(ring) - visible
+    return grudge
+
+
+def bridge(nodes: Sequence[str], rng: random.Random) -> Grudge:
+    """Two halves that cannot talk, plus one node that talks to both."""
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    middle = len(shuffled) // 2
+    left, hub, right = shuffled[:middle], shuffled[middle], shuffled[middle + 1 :]
+    grudge: Grudge = {hub: frozenset()}
+    for node in left:
+        grudge[node] = frozenset(right)
+    for node in right:
+        grudge[node] = frozenset(left)
+    return grudge
+
+
+def cut_pairs(grudge: Mapping[str, frozenset[str]]) -> list[tuple[str, str]]:
+    """Directed (from, to) pairs to drop; symmetric closure so every cut is both ways."""
+    pairs = set()
+    for node, enemies in grudge.items():
+        for enemy in enemies:
+            pairs.add((node, enemy))
+            pairs.add((enemy, node))
+    return sorted(pairs)
+
+
+def visible(grudge: Mapping[str, frozenset[str]], nodes: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Who each node can hear (itself included) under the grudge, after the symmetric closure."""
+    pairs = set(cut_pairs(grudge))
+    return {n: frozenset(m for m in nodes if (n, m) not in pairs) for n in nodes}
+
+
+def pick_targets(nodes: Sequence[str], rng: random.Random, *, mode: str) -> list[str]:
+    """``one``, ``minority`` (1..n//2 nodes... at least one), ``majority`` or ``all``."""
+    count = len(nodes)
+    size = {
+        "one": 1,
+        "minority": rng.randint(1, max(1, (count - 1) // 2)),
+        "majority": count // 2 + 1,
+        "all": count,
+    }[mode]
+    return sorted(rng.sample(list(nodes), size))
+
+
+# -- power loss and corruption (pure) ------------------------------------------------------------------
+
+
+def durable_sizes(trace_lines: Iterable[str]) -> dict[str, int]:
+    """From a nodeshim trace: the size of each file at its last fsync. ``base`` lines (written when the
+    node starts) reset the picture; ``sync`` raises a file's durable size; ``rename`` moves it."""
+    sizes: dict[str, int] = {}
+    for line in trace_lines:
+        parts = line.rstrip("\n").split("\t")
+        if parts[0] == "start":
+            sizes = {}
+        elif parts[0] in ("base", "sync") and len(parts) == 3:
+            sizes[parts[1]] = int(parts[2])
+        elif parts[0] == "rename" and len(parts) == 3:
+            moved = sizes.pop(parts[1], None)
+            if moved is None:
+                sizes.pop(parts[2], None)
+            else:
+                sizes[parts[2]] = moved
+    return sizes
+
+
+def flip_bits(data: bytearray, rng: random.Random, count: int) -> list[tuple[int, int]]:
+    """Flip ``count`` random bits in place; returns (byte position, bit)."""
+    flipped = []
+    for _ in range(count):
+        position = rng.randrange(len(data))
+        bit = rng.randrange(8)
+        data[position] ^= 1 << bit
+        flipped.append((position, bit))
+    return flipped
+
+
+def corrupt_targets(
+    candidates: Sequence[str], corrupted: set[str], budget: int, rng: random.Random
+) -> list[str]:
+    """Nodes to damage now, keeping every node ever damaged within ``budget`` (a minority)."""
+    pool = list(candidates)
+    rng.shuffle(pool)
+    wanted = rng.randint(1, max(1, budget))
+    chosen: list[str] = []
+    for node in pool:
+        if len(chosen) < wanted and len(corrupted | {*chosen, node}) <= budget:
+            chosen.append(node)
+    return sorted(chosen)
+
+
+def _files(directory: str) -> list[str]:
+    found: list[str] = []
+    for root, _, names in os.walk(directory):
+        found.extend(os.path.join(root, n) for n in names)
+    return sorted(found)
+
+
+def write_baseline(trace_path: str, data_dir: str) -> None:
+    """Before a node starts: everything on its disk now counts as durable."""
+    lines = ["start\t-\t0"]
+    for path in _files(os.path.realpath(data_dir)):
+        try:
+            lines.append(f"base\t{path}\t{os.path.getsize(path)}")
+        except OSError:
+            continue
+    with open(trace_path, "a", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def discard_unsynced(trace_path: str, data_dir: str) -> list[dict[str, Any]]:
+    """Cut every file of a dead node back to its last fsynced size; returns what was cut."""
+    try:
+        with open(trace_path, encoding="utf-8", errors="surrogateescape") as f:
+            sizes = durable_sizes(f)
+    except FileNotFoundError:
+        sizes = {}
+    cut = []
+    for path in _files(os.path.realpath(data_dir)):
+        size = os.path.getsize(path)
+        keep = min(size, sizes.get(path, 0))
+        if keep < size:
+            os.truncate(path, keep)
+            cut.append({"file": os.path.relpath(path, data_dir), "from": size, "to": keep})
+    return cut
+
+
+def segment_files(data_dir: str) -> list[str]:
+    logs = os.path.join(data_dir, "logs")
+    return [p for p in _files(logs) if p.endswith(".log") and os.path.getsize(p) > 0]
+
+
+def corrupt_node(data_dir: str, rng: random.Random) -> dict[str, Any]:
+    files = segment_files(data_dir)
+    if not files:
+        return {"skipped": "no non-empty segment file"}
+    path = rng.choice(files)
+    relative = os.path.relpath(path, data_dir)
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    if rng.random() < 0.5:
+        flipped = flip_bits(data, rng, rng.randint(1, 8))
+        with open(path, "r+b") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return {"file": relative, "size": len(data), "flipped": flipped}
+    keep = rng.randrange(len(data))
+    os.truncate(path, keep)
+    return {"file": relative, "truncated_from": len(data), "to": keep}
+
+
+# -- the nemesis (I/O) ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Active:
+    fault: str
+    targets: list[str]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Nemesis:
+    """Applies the schedule to a running cluster and records every start and stop."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        network: Network | None,
+        recorder: Recorder,
+        rng: random.Random,
+        topics: Mapping[str, int],
+        notes: list[str],
+    ) -> None:
+        self.cluster = cluster
+        self.network = network
+        self.recorder = recorder
+        self.rng = rng
+        self.topics = dict(topics)
+        self.notes = notes
+        self.active: list[Active] = []
+        self.netem = network is not None and qdisc_available("netem")
+        self.counts: dict[str, int] = {}
+        self.restart_failures: list[str] = []
+        self.corrupted: set[str] = set()  # nodes whose segment files were ever damaged
+
+    @property
+    def node_ids(self) -> list[str]:
+        return [n.node_id for n in self.cluster.nodes]
+
+    def usable(self, fault: str) -> bool:
+        return self.network is not None or fault not in NETWORK_FAULTS
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    async def _leader(self) -> str | None:
+        """The leader of a random partition, asked of any node (GET /v1/partitions/{t}/{p})."""
+        topic = self.rng.choice(sorted(self.topics))
+        partition = self.rng.randrange(self.topics[topic])
+        client = RaftlogClient(
+            self.cluster.urls, admin_token=self.cluster.admin_token, timeout_s=2.0, retries=2
+        )
+        try:
+            state = await client.partition_state(topic, partition)
+        except (ClientError, OSError, TimeoutError):
+            return None
+        finally:
+            await client.close()
+        leader = state.get("leader")
+        return leader if isinstance(leader, str) and leader in self.node_ids else None
+
+    def _busy(self) -> set[str]:
+        return {t for a in self.active if a.fault in PROCESS_FAULTS for t in a.targets}
+
+    async def run(self, windows: Sequence[Window], started: float, stop: asyncio.Event) -> None:
+        """Follow the schedule (``started``: loop time of second 0) until it ends or ``stop`` is set."""
+        loop = asyncio.get_running_loop()
+        try:
+            for window in windows:
+                if await _sleep_until(loop, started + window.start_s, stop):
+                    return
+                for fault in window.faults:
+                    await self.start(fault)
+                if await _sleep_until(loop, started + window.end_s, stop):
+                    return
+                await self.heal()
+        finally:
+            await self.heal()
+
+    async def start(self, fault: str) -> None:
+        if not self.usable(fault):
+            self._note(f"{fault}: unavailable without network namespaces (loopback mode); skipped")
+            return
+        handler: dict[str, Callable[[], Awaitable[Active | None]]] = {
+            "kill": self._kill,
+            "pause": self._pause,
+            "partition": self._partition,
+            "delay": lambda: self._shape("delay"),
+            "loss": lambda: self._shape("loss"),
+            "power-loss": self._power_loss,
+            "corrupt": self._corrupt,
+            "clock": self._clock,
+        }
+        try:
+            active = await handler[fault]()
+        except ControlError as exc:
+            self._note(f"{fault}: could not start: {exc}")
+            return
+        if active is None:
+            return
+        self.active.append(active)
+        self.counts[fault] = self.counts.get(fault, 0) + 1
+
+    def _free(self, mode: str) -> list[str]:
+        free = [n for n in self.node_ids if n not in self._busy() and self.cluster.running(n)]
+        if not free:
+            return []
+        wanted = pick_targets(self.node_ids, self.rng, mode=mode)
+        chosen = [n for n in wanted if n in free]
+        return chosen or [self.rng.choice(free)]
+
+    async def _kill(self) -> Active | None:
+        mode = self.rng.choices(["one", "minority", "majority", "all"], [4, 3, 2, 1])[0]
+        targets = self._free(mode)
+        if not targets:
+            return None
+        self.recorder.nemesis("start", "kill", {"nodes": targets, "mode": mode})
+        for node in targets:
+            await asyncio.to_thread(self.cluster.kill, node)
+        return Active("kill", targets)
+
+    async def _pause(self) -> Active | None:
+        mode = self.rng.choice(["one", "minority", "leader"])
+        if mode == "leader":
+            leader = await self._leader()
+            usable = leader is not None and leader not in self._busy() and self.cluster.running(leader)
+            targets = [leader] if usable and leader is not None else self._free("one")
+        else:
+            targets = self._free(mode)
+        if not targets:
+            return None
+        self.recorder.nemesis("start", "pause", {"nodes": targets, "mode": mode})
+        for node in targets:
+            self.cluster.pause(node)
+        return Active("pause", targets)
+
+    async def _partition(self) -> Active | None:
+        network = self.network
+        if network is None:
+            return None
+        shape = self.rng.choice(PARTITION_SHAPES)
+        nodes = self.node_ids
+        detail: dict[str, Any] = {"shape": shape}
+        if shape == "isolate-leader":
+            leader = await self._leader()
+            if leader is None:
+                shape = detail["shape"] = "halves"
+                detail["note"] = "no leader known; random halves instead"
+                grudge = halves(nodes, self.rng)
+            else:
+                grudge = isolate(leader, nodes)
+                detail["leader"] = leader
+        elif shape == "majorities-ring":
+            grudge = majorities_ring(nodes, self.rng)
+            if len(nodes) < 5:
+                detail["note"] = "no majorities ring on fewer than 5 nodes: a bridge"
+        elif shape == "bridge":
+            grudge = bridge(nodes, self.rng)
+        else:
+            grudge = halves(nodes, self.rng)
+        pairs = cut_pairs(grudge)
+        detail["cut"] = {n: sorted(e) for n, e in sorted(grudge.items()) if e}
+        self.recorder.nemesis("start", "partition", detail)
+        specs = {n.node_id: n for n in self.cluster.nodes}
+        try:
+            for a, b in pairs:
+                network.cut(specs[a], specs[b])
+        except ControlError as exc:
+            network.heal_all()
+            self.recorder.nemesis("stop", "partition", {"healed": True, "error": str(exc)})
+            raise
+        return Active("partition", sorted(grudge), detail)
+
+    async def _shape(self, fault: str) -> Active | None:
+        network = self.network
+        if network is None:
+            return None
+        if any(a.fault in ("delay", "loss") for a in self.active):
+            return None  # one root qdisc per link: do not stack shaping faults
+        targets = pick_targets(self.node_ids, self.rng, mode=self.rng.choice(["one", "minority"]))
+        if self.netem:
+            qdisc = ["netem", "delay", "100ms", "50ms"] if fault == "delay" else ["netem", "loss", "20%"]
+        elif fault == "delay":
+            qdisc = ["tbf", "rate", "256kbit", "burst", "16kbit", "latency", "1000ms"]
+        else:
+            qdisc = ["tbf", "rate", "64kbit", "burst", "8kbit", "limit", "4096"]
+        detail = {"nodes": targets, "qdisc": " ".join(qdisc)}
+        if not self.netem:
+            detail["note"] = "kernel has no netem: tbf rate limit instead (queueing delay / tail drops)"
+            self._note(
+                f"{fault}: netem unavailable in this kernel; approximated with tbf ({' '.join(qdisc)})"
+            )
+        self.recorder.nemesis("start", fault, detail)
+        specs = {n.node_id: n for n in self.cluster.nodes}
+        try:
+            for node in targets:
+                network.shape(specs[node], qdisc)
+        except ControlError as exc:
+            for node in targets:
+                network.unshape(specs[node])
+            self.recorder.nemesis("stop", fault, {"nodes": targets, "error": str(exc)})
+            raise
+        return Active(fault, targets, detail)
+
+    async def _power_loss(self) -> Active | None:
+        mode = self.rng.choices(["one", "minority", "all"], [4, 3, 2])[0]
+        targets = self._free(mode)
+        if not targets:
+            return None
+        for node in targets:
+            self.cluster.pause(node)  # freeze all targets first: one instant of power loss
+        cut: dict[str, Any] = {}
+        for node in targets:
+            await asyncio.to_thread(self.cluster.kill, node)
+            files = discard_unsynced(self.cluster.trace_file(node), self.cluster.data_dir(node))
+            cut[node] = {"files_cut": len(files), "bytes_discarded": sum(f["from"] - f["to"] for f in files),
+                         "files": files[:FILES_SHOWN_MAX]}  # fmt: skip
+        self.recorder.nemesis("start", "power-loss", {"nodes": targets, "mode": mode, "discarded": cut})
+        return Active("power-loss", targets)
+
+    async def _corrupt(self) -> Active | None:
+        """Only ever a minority over the whole run: damage is never repaired, so corrupting a different
+        node later would add up to a majority with damaged disks, which no Raft log survives."""
+        budget = (len(self.node_ids) - 1) // 2
+        candidates = [n for n in self.node_ids if n not in self._busy() and self.cluster.running(n)]
+        targets = corrupt_targets(candidates, self.corrupted, budget, self.rng)
+        if not targets:
+            return None
+        self.corrupted.update(targets)
+        damage = {}
+        for node in targets:
+            await asyncio.to_thread(self.cluster.kill, node)
+            damage[node] = corrupt_node(self.cluster.data_dir(node), self.rng)
+        self.recorder.nemesis("start", "corrupt", {"nodes": targets, "damage": damage})
+        return Active("corrupt", targets)
+
+    async def _clock(self) -> Active | None:
+        targets = pick_targets(self.node_ids, self.rng, mode=self.rng.choice(["one", "minority", "all"]))
+        offsets = {n: round(self.rng.choice([-1, 1]) * self.rng.uniform(1, 120), 3) for n in targets}
+        self.recorder.nemesis("start", "clock", {"offsets_s": offsets, "clock": "time.time (wall) only"})
+        for node, offset in offsets.items():
+            _write_clock(self.cluster.clock_file(node), offset)
+        return Active("clock", targets)
+
+    async def heal(self) -> None:
+        """Stop every active fault (restart killed nodes, resume paused ones, remove cuts and qdiscs)."""
+        while self.active:
+            active = self.active.pop()
+            await self._stop(active)
+
+    async def _stop(self, active: Active) -> None:
+        fault, targets = active.fault, active.targets
+        value: dict[str, Any] = {"nodes": targets}
+        if fault in ("kill", "power-loss", "corrupt"):
+            value["restarted"] = await self._restart(targets)
+        elif fault == "pause":
+            for node in targets:
+                self.cluster.resume(node)
+        elif fault == "partition" and self.network is not None:
+            self.network.heal_all()
+            value = {"healed": True}
+        elif fault in ("delay", "loss") and self.network is not None:
+            specs = {n.node_id: n for n in self.cluster.nodes}
+            for node in targets:
+                self.network.unshape(specs[node])
+        elif fault == "clock":
+            for node in targets:
+                _write_clock(self.cluster.clock_file(node), 0.0)
+        self.recorder.nemesis("stop", fault, value)
+
+    async def _restart(self, targets: list[str]) -> dict[str, Any]:
+        started: dict[str, Any] = {}
+        for node in targets:
+            if self.cluster.running(node):
+                started[node] = "was running"
+                continue
+            write_baseline(self.cluster.trace_file(node), self.cluster.data_dir(node))
+            started[node] = {"pid": self.cluster.start(node)}
+        await asyncio.sleep(0.5)
+        for node in targets:
+            if not self.cluster.running(node):
+                started[node] = {"exited": True, "log_tail": self.cluster.log_tail(node, 5)}
+                self.restart_failures.append(node)
+        return started
+
+
+def _write_clock(path: str, offset: float) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"{offset}\n")
+
+
+async def _sleep_until(loop: asyncio.AbstractEventLoop, when: float, stop: asyncio.Event) -> bool:
+    """Sleep until loop time ``when``; True if ``stop`` was set first."""
+    delay = when - loop.time()
+    if delay > 0:
+        try:
+            await asyncio.wait_for(stop.wait(), delay)
+        except TimeoutError:
+            return False
+    return stop.is_set()

@@ -1,0 +1,380 @@
+"""``python -m jepsen run``: one fault run from cluster start to verdict.
+
+    python -m jepsen run --nodes 5 --nemesis kill,partition --time-limit 300 [--rate 40] [--concurrency 8]
+                         [--dir runs] [--no-netns] [--seed N]
+
+Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
+schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
+every node), ``data/`` and ``faults/`` (fsync traces, clock files); then runs the checker
+(``results.json``) and, when ``jepsen.report`` is importable, the HTML report. Exit status: 0 valid,
+1 invalid, 2 unknown, 3 the harness itself failed (the cluster never came up, bad arguments).
+
+Phases: start the nodes and create the topics; workload and nemesis together for ``--time-limit``
+seconds; heal every fault and restart every node that is down; the final read; stop; check.
+Namespaces, links and processes are removed in ``finally`` blocks, also on Ctrl-C and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import datetime
+import importlib
+import json
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from api.client import ClientError, RaftlogClient
+from jepsen import control, nemesis, workload
+from jepsen.recorder import Recorder
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNKNOWN = 2
+EXIT_HARNESS = 3
+READY_TIMEOUT_S = 60.0
+HEAL_READY_TIMEOUT_S = 45.0
+TOPICS = {"t0": 3, "t1": 2}
+# t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
+# too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
+# (acknowledged records must then come back from the fsynced Raft journal).
+TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
+    "t0": {"segment.bytes": 4096},
+    "t1": {"flush.policy": "group", "flush.ms": 1000},
+}
+
+
+@dataclass
+class RunConfig:
+    nodes: int = 3
+    faults: tuple[str, ...] = ("kill", "pause")
+    time_limit_s: float = 60.0
+    rate: float = 30.0
+    concurrency: int = 6
+    directory: str = "runs"
+    netns: bool = True
+    seed: int | None = None
+    topics: dict[str, int] = field(default_factory=lambda: dict(TOPICS))
+
+
+@dataclass
+class RunResult:
+    run_dir: str
+    exit_code: int
+    verdict: str
+    summary: dict[str, Any]
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=3, choices=(3, 5), help="cluster size (3 or 5)")
+    parser.add_argument("--nemesis", default="kill,pause",
+                        help=f"comma-separated faults: {', '.join(nemesis.FAULTS)}, all or none")  # fmt: skip
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds of workload under faults")
+    parser.add_argument("--rate", type=float, default=30.0, help="client operations per second (total)")
+    parser.add_argument("--concurrency", type=int, default=6, help="client processes (one op in flight each)")
+    parser.add_argument("--dir", default="runs", help="where run directories are created (default runs/)")
+    parser.add_argument(
+        "--no-netns", action="store_true", help="run on 127.0.0.1 (no partitions or link faults)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
+
+
+def register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="start a cluster, run the workload under faults, check the history",
+        description=(__doc__ or "").split("\n\n")[0],
+    )
+    add_run_arguments(parser)
+    parser.set_defaults(handler=main)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    if args.time_limit <= 0 or args.rate <= 0 or not 1 <= args.concurrency <= 64:
+        raise ValueError("--time-limit and --rate must be > 0, --concurrency between 1 and 64")
+    return RunConfig(
+        nodes=args.nodes,
+        faults=nemesis.parse_faults(args.nemesis),
+        time_limit_s=args.time_limit,
+        rate=args.rate,
+        concurrency=args.concurrency,
+        directory=args.dir,
+        netns=not args.no_netns,
+        seed=args.seed,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"jepsen run: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    return run(config).exit_code
+
+
+def new_run_dir(directory: str) -> str:
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = os.path.realpath(directory)
+    os.makedirs(base, exist_ok=True)
+    for suffix in range(100):
+        path = os.path.join(base, stamp if suffix == 0 else f"{stamp}-{suffix}")
+        try:
+            os.makedirs(path)
+            return path
+        except FileExistsError:
+            continue
+    raise control.ControlError(f"cannot create a run directory under {base}")
+
+
+class _Terminated(BaseException):
+    """SIGTERM, turned into an exception so every ``finally`` runs."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated()
+
+
+def run(config: RunConfig) -> RunResult:
+    """One whole run. Never leaves namespaces, links or node processes behind."""
+    seed = config.seed if config.seed is not None else random.SystemRandom().getrandbits(32)
+    rng = random.Random(seed)
+    run_dir = new_run_dir(config.directory)
+    prefix = control.new_prefix()
+    notes: list[str] = []
+    info: dict[str, Any] = {
+        "config": {**dataclasses.asdict(config), "seed": seed},
+        "prefix": prefix,
+        "started_at": datetime.datetime.now(datetime.UTC).isoformat(),
+        "notes": notes,
+    }
+    mode = "loopback"
+    if config.netns:
+        usable, why = control.netns_available()
+        if usable:
+            mode = "netns"
+        else:
+            notes.append(f"network namespaces unavailable ({why}): loopback mode")
+    if mode == "loopback":
+        skipped = [f for f in config.faults if f in nemesis.NETWORK_FAULTS]
+        if skipped:
+            notes.append(
+                f"loopback mode: {', '.join(skipped)} unavailable (needs network namespaces); skipped"
+            )
+    info["network"] = mode
+    print(f"jepsen run: {run_dir} ({mode}, {config.nodes} nodes, faults {list(config.faults)}, seed {seed})",
+          flush=True)  # fmt: skip
+    network: control.Network | None = None
+    cluster: control.Cluster | None = None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    exit_code = EXIT_HARNESS
+    verdict = "unknown"
+    try:
+        if mode == "netns":
+            third = control.pick_subnet()
+            specs = control.plan_netns(config.nodes, prefix, third)
+            network = control.Network(prefix, third, specs)
+            network.setup()
+        else:
+            specs = control.plan_loopback(config.nodes)
+        cluster = control.Cluster(run_dir, specs, admin_token=f"jepsen-{prefix}")
+        info["nodes"] = [{"id": n.node_id, "http": n.http, "namespace": n.namespace,
+                          "argv": cluster.argv[n.node_id]} for n in specs]  # fmt: skip
+        for spec in specs:
+            nemesis.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
+            cluster.start(spec.node_id)
+        not_ready = cluster.wait_ready([n.node_id for n in specs], READY_TIMEOUT_S)
+        if not_ready:
+            raise control.ControlError(f"nodes not ready within {READY_TIMEOUT_S:.0f} s: {not_ready}; "
+                                       + " | ".join(cluster.log_tail(n, 5) for n in not_ready))  # fmt: skip
+        info.update(asyncio.run(_drive(config, cluster, network, rng, run_dir, notes)))
+    except (control.ControlError, OSError) as exc:
+        notes.append(f"harness error: {exc}")
+        info["harness_error"] = traceback.format_exc()
+        print(f"jepsen run: harness error: {exc}", file=sys.stderr)
+    except (KeyboardInterrupt, _Terminated):
+        notes.append("interrupted (Ctrl-C / SIGTERM): the history is partial")
+        print("jepsen run: interrupted; cleaning up", file=sys.stderr)
+    finally:
+        try:
+            if cluster is not None:
+                cluster.stop_all()
+        finally:
+            if network is not None:
+                problems = network.teardown()
+                if problems:
+                    notes.append(f"network teardown problems: {problems}")
+            signal.signal(signal.SIGTERM, previous)
+        info["finished_at"] = datetime.datetime.now(datetime.UTC).isoformat()
+        _write_json(os.path.join(run_dir, "run.json"), info)
+    if "harness_error" not in info and os.path.exists(os.path.join(run_dir, "history.jsonl")):
+        verdict, exit_code = check(run_dir)
+    return RunResult(run_dir, exit_code, verdict, info)
+
+
+async def _drive(
+    config: RunConfig,
+    cluster: control.Cluster,
+    network: control.Network | None,
+    rng: random.Random,
+    run_dir: str,
+    notes: list[str],
+) -> dict[str, Any]:
+    await _create_topics(cluster, config)
+    keys = [workload.key_of(t, p) for t, count in sorted(config.topics.items()) for p in range(count)]
+    await _wait_partitions(cluster, keys)
+    recorder = Recorder(os.path.join(run_dir, "history.jsonl"))
+    windows = nemesis.schedule(config.faults, config.time_limit_s, random.Random(rng.getrandbits(64)))
+    chaos = nemesis.Nemesis(
+        cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
+    )
+    http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
+    ops = workload.Operations(http, recorder)
+    stats = workload.Stats()
+    loop = asyncio.get_running_loop()
+    began = time.monotonic()
+    try:
+        started = loop.time()
+        stop = asyncio.Event()
+        nemesis_task = asyncio.create_task(chaos.run(windows, started, stop))
+        try:
+            await workload.run_workers(
+                ops, keys, concurrency=config.concurrency, rate=config.rate,
+                deadline=started + config.time_limit_s, rng=rng, stats=stats,
+            )  # fmt: skip
+        finally:
+            stop.set()
+            await nemesis_task
+        heal_began = time.monotonic()
+        await _heal(cluster, chaos, notes)
+        final = await workload.final_read(ops, keys, first_process=config.concurrency, stats=stats)
+        incomplete = [k for k, v in final.items() if not v["complete"]]
+        if incomplete:
+            notes.append(f"final read incomplete for {incomplete}")
+        health = await _health(cluster)
+    finally:
+        await http.close()
+        recorder.close()
+    return {
+        "keys": keys,
+        "schedule": [dataclasses.asdict(w) for w in windows],
+        "faults_started": chaos.counts,
+        "restart_failures": chaos.restart_failures,
+        "operations": stats.ops,
+        "events": recorder.count,
+        "final_read": final,
+        "health_after": health,
+        "durations_s": {"workload": round(heal_began - began, 1),
+                        "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
+    }  # fmt: skip
+
+
+async def _create_topics(cluster: control.Cluster, config: RunConfig) -> None:
+    replication = min(3, config.nodes)
+    async with RaftlogClient(
+        cluster.urls, admin_token=cluster.admin_token, retries=20, timeout_s=10
+    ) as client:
+        for topic, partitions in sorted(config.topics.items()):
+            try:
+                await client.create_topic(
+                    topic,
+                    partitions=partitions,
+                    replication_factor=replication,
+                    configs=TOPIC_CONFIGS.get(topic, {}),
+                )
+            except ClientError as exc:
+                raise control.ControlError(f"creating topic {topic}: {exc}") from exc
+
+
+async def _wait_partitions(cluster: control.Cluster, keys: Sequence[str], timeout_s: float = 60.0) -> None:
+    """Every partition answers an offsets query (it has a leader)."""
+    deadline = time.monotonic() + timeout_s
+    async with RaftlogClient(cluster.urls, retries=0, timeout_s=3) as client:
+        for key in keys:
+            topic, partition = workload.split_key(key)
+            while True:
+                try:
+                    await client.offsets(topic, partition)
+                    break
+                except ClientError as exc:
+                    if time.monotonic() > deadline:
+                        raise control.ControlError(
+                            f"{key} has no leader after {timeout_s:.0f} s: {exc}"
+                        ) from exc
+                    await asyncio.sleep(0.3)
+
+
+async def _heal(cluster: control.Cluster, chaos: nemesis.Nemesis, notes: list[str]) -> None:
+    """All faults stopped (the nemesis did that), every node running and ready, then a short settle."""
+    await chaos.heal()
+    for spec in cluster.nodes:
+        if not cluster.running(spec.node_id):
+            nemesis.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
+            cluster.start(spec.node_id)
+    not_ready = await asyncio.to_thread(
+        cluster.wait_ready, [n.node_id for n in cluster.nodes], HEAL_READY_TIMEOUT_S
+    )
+    down = [n for n in not_ready if not cluster.running(n)]
+    if down:
+        notes.append(f"after healing, nodes exited and stay down: {down} (see logs/)")
+    if not_ready:
+        notes.append(f"after healing, not ready within {HEAL_READY_TIMEOUT_S:.0f} s: {not_ready}")
+    await asyncio.sleep(2.0)
+
+
+async def _health(cluster: control.Cluster) -> dict[str, Any]:
+    """GET /v1/cluster/health from every node after the final read (under-replicated partitions show
+    replicas that never came back, e.g. after corruption)."""
+    health: dict[str, Any] = {}
+    for spec in cluster.nodes:
+        async with RaftlogClient(
+            [spec.http], admin_token=cluster.admin_token, retries=1, timeout_s=3
+        ) as client:
+            try:
+                health[spec.node_id] = await client.health()
+            except ClientError as exc:
+                health[spec.node_id] = {"error": str(exc)}
+    return health
+
+
+def check(run_dir: str) -> tuple[str, int]:
+    """Run the checker (writes results.json) and the report when available; verdict and exit code."""
+    try:
+        from jepsen.checker import check as check_history
+        from jepsen.history import HistoryError, read_history
+    except ImportError as exc:
+        print(f"jepsen run: no checker available ({exc}); verdict unknown", file=sys.stderr)
+        return "unknown", EXIT_UNKNOWN
+    try:
+        results = check_history(read_history(os.path.join(run_dir, "history.jsonl")))
+    except HistoryError as exc:
+        print(f"jepsen run: the history is malformed: {exc}", file=sys.stderr)
+        return "unknown", EXIT_HARNESS
+    _write_json(os.path.join(run_dir, "results.json"), results)
+    verdict = str(results.get("verdict", "unknown"))
+    print(f"verdict: {verdict.upper()} {'; '.join(results.get('reasons', []))}", flush=True)
+    try:
+        report = importlib.import_module("jepsen.report")
+    except ImportError:
+        print("jepsen run: jepsen.report not available; no HTML report", file=sys.stderr)
+    else:
+        try:
+            report.write_report(run_dir)
+        except Exception as exc:  # the report is a by-product: the verdict stands without it
+            print(f"jepsen run: the report failed: {exc!r}", file=sys.stderr)
+    return verdict, {"valid": EXIT_VALID, "invalid": EXIT_INVALID}.get(verdict, EXIT_UNKNOWN)
+
+
+def _write_json(path: str, data: Any) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, default=str)
+        f.write("\n")

@@ -1,0 +1,407 @@
+"""The Kafka-style queue workload: producers, consumers, commits, and the final read.
+
+Every operation is one HTTP request to a random node (any node answers; non-leaders forward), recorded as
+an invoke and a completion (docs/jepsen-history.md). Completions are classified:
+
+- ``ok``: 2xx (and, for a produce, the record's own ``error_code`` is null);
+- ``fail`` (definitely not done): 4xx; 503 / a 503xx record error (retriable, not done); a TCP connect
+  that failed (the request never left the harness);
+- ``info`` (outcome unknown): 504 / a 504xx record error, any other 5xx, a timeout, a connection lost
+  after the request was sent.
+
+Workers: ``concurrency`` processes, each doing one operation at a time, together at about ``rate``
+operations per second. Even-numbered workers produce idempotently (their own ``producer_id`` and an
+increasing ``sequence``); after an ``info`` they retry the same value with the same pair (random, up to 3
+times), which must not append twice. Odd workers produce plainly and retry a value only after a ``fail``
+(a retry after ``info`` could legitimately duplicate). Each worker is its own consumer group ``g<worker>``:
+it polls every key from its position, commits positions, and now and then restarts its consumer from the
+committed offset (a ``committed`` read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from jepsen.recorder import Recorder
+
+JSON_V2 = "application/vnd.kafka.json.v2+json"
+SEND_TIMEOUT_S = 5.0
+POLL_WAIT_MS = 200
+POLL_TIMEOUT_S = 4.0
+POLL_MAX_BYTES = 64 * 1024
+RETRIES_MAX = 3
+FINAL_READ_BUDGET_S = 90.0
+FINAL_POLL_ATTEMPTS_MAX = 400
+PRODUCER_ID_BASE = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: str  # ok | fail | info
+    fields: dict[str, Any]
+
+
+def classify_status(status: int) -> str:
+    if 200 <= status < 300:
+        return "ok"
+    if 400 <= status < 500 or status == 503:
+        return "fail"
+    return "info"
+
+
+def classify_record_error(error_code: int) -> str:
+    """A per-record error inside a 200 produce answer."""
+    if 50301 <= error_code <= 50399:
+        return "fail"
+    if 40000 <= error_code < 50000:
+        return "fail"
+    return "info"
+
+
+def _error(status: int, body: Any) -> dict[str, Any]:
+    if isinstance(body, dict):
+        return {
+            "status": status,
+            "error_code": body.get("error_code"),
+            "error": str(body.get("message"))[:200],
+        }
+    return {"status": status, "error": str(body)[:200]}
+
+
+class Http:
+    """One aiohttp session, one attempt per call, every failure turned into an ``Outcome``."""
+
+    def __init__(self, urls: Sequence[str], rng: random.Random) -> None:
+        self.urls = list(urls)
+        self.rng = rng
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False))
+
+    async def close(self) -> None:
+        await self.session.close()
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        timeout_s: float = SEND_TIMEOUT_S,
+        url: str | None = None,
+    ) -> tuple[str, int, Any, dict[str, Any]]:
+        """``(kind, status, body, extra)``; kind is ok/fail/info by status, or by the network failure."""
+        base = url or self.rng.choice(self.urls)
+        headers = {"Accept": JSON_V2}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = JSON_V2
+            data = json.dumps(body).encode()
+        node = {"node": base}
+        try:
+            async with self.session.request(
+                method, base + path, data=data, params=params, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout_s),
+            ) as response:  # fmt: skip
+                text = await response.text()
+                try:
+                    payload = json.loads(text) if text else None
+                except json.JSONDecodeError:
+                    payload = text
+                kind = classify_status(response.status)
+                leader = response.headers.get("X-Raftlog-Leader")
+                if leader:
+                    node["leader"] = leader
+                return kind, response.status, payload, node
+        except aiohttp.ClientConnectorError as exc:
+            return "fail", 0, None, {**node, "error": f"connect: {exc.strerror or exc}"}
+        except TimeoutError:
+            return "info", 0, None, {**node, "error": "timeout"}
+        except aiohttp.ClientError as exc:
+            return "info", 0, None, {**node, "error": f"connection: {exc!r}"[:200]}
+
+
+def key_of(topic: str, partition: int) -> str:
+    return f"{topic}/{partition}"
+
+
+def split_key(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition("/")
+    return topic, int(partition)
+
+
+def _quote(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+class Operations:
+    """The four client operations, each recorded as invoke + completion."""
+
+    def __init__(self, http: Http, recorder: Recorder) -> None:
+        self.http = http
+        self.recorder = recorder
+
+    async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome:
+        topic, partition = split_key(key)
+        extra: dict[str, Any] = {}
+        body: dict[str, Any] = {"records": [{"value": value}]}
+        if producer is not None:
+            extra = {"producer_id": producer[0], "sequence": producer[1]}
+            body.update(extra)
+        self.recorder.invoke(process, "send", key=key, value=value, **extra)
+        path = f"/topics/{_quote(topic)}/partitions/{partition}"
+        kind, status, payload, info = await self.http.call("POST", path, body=body)
+        fields: dict[str, Any] = {"value": value, **info}
+        if kind == "ok":
+            try:
+                row = payload["offsets"][0]
+            except (KeyError, IndexError, TypeError):
+                kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
+            else:
+                if row.get("error_code") is None:
+                    fields["offset"] = int(row["offset"])
+                else:
+                    kind = classify_record_error(int(row["error_code"]))
+                    fields.update({"error_code": row["error_code"], "error": str(row.get("error"))[:200]})
+        elif status:
+            fields.update(_error(status, payload))
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    async def poll(self, process: int, key: str, offset: int, *, final: bool = False) -> Outcome:
+        topic, partition = split_key(key)
+        flags = {"final": True} if final else {}
+        self.recorder.invoke(process, "poll", key=key, offset=offset, **flags)
+        path = f"/topics/{_quote(topic)}/partitions/{partition}/records"
+        params = {"offset": offset, "timeout": 0 if final else POLL_WAIT_MS, "max_bytes": POLL_MAX_BYTES}
+        kind, status, payload, info = await self.http.call(
+            "GET", path, params=params, timeout_s=POLL_TIMEOUT_S
+        )
+        fields: dict[str, Any] = {"offset": offset, **flags, **info}
+        if kind == "ok":
+            try:
+                fields["records"] = [[int(r["offset"]), r["value"]] for r in payload]
+            except (KeyError, TypeError, ValueError):
+                kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
+        elif status:
+            fields.update(_error(status, payload))
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    async def commit(self, process: int, key: str, group: str, offset: int) -> Outcome:
+        topic, partition = split_key(key)
+        self.recorder.invoke(process, "commit", key=key, group=group, offset=offset)
+        body = {"offsets": [{"topic": topic, "partition": partition, "offset": offset}]}
+        kind, status, payload, info = await self.http.call(
+            "POST", f"/consumers/{_quote(group)}/offsets", body=body
+        )
+        fields: dict[str, Any] = {"group": group, "offset": offset, **info}
+        if kind == "ok":
+            fields["committed"] = offset
+        elif status:
+            fields.update(_error(status, payload))
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    async def committed(self, process: int, key: str, group: str) -> Outcome:
+        topic, partition = split_key(key)
+        self.recorder.invoke(process, "committed", key=key, group=group)
+        params = {"topic": topic, "partition": partition}
+        kind, status, payload, info = await self.http.call(
+            "GET", f"/consumers/{_quote(group)}/offsets", params=params
+        )
+        fields: dict[str, Any] = {"group": group, **info}
+        if kind == "ok":
+            found = None
+            try:
+                for row in payload["offsets"]:
+                    if row["topic"] == topic and int(row["partition"]) == partition:
+                        found = None if row.get("offset") is None else int(row["offset"])
+            except (KeyError, TypeError, ValueError):
+                kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
+            fields["offset"] = found
+        elif status:
+            fields.update(_error(status, payload))
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+
+@dataclass
+class Values:
+    """Unique ints across the run."""
+
+    next_value: int = 0
+
+    def take(self) -> int:
+        self.next_value += 1
+        return self.next_value
+
+
+@dataclass
+class Worker:
+    process: int
+    keys: list[str]
+    rng: random.Random
+    idempotent: bool
+    producer_id: int
+    sequence: int = 0
+    positions: dict[str, int] = field(default_factory=dict)
+    committed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def group(self) -> str:
+        return f"g{self.process}"
+
+    def choose(self) -> str:
+        return self.rng.choices(["send", "poll", "commit", "restart"], [60, 28, 10, 2])[0]
+
+
+@dataclass
+class Stats:
+    ops: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, f: str, kind: str) -> None:
+        self.ops.setdefault(f, {}).setdefault(kind, 0)
+        self.ops[f][kind] += 1
+
+
+async def _send_with_retries(ops: Operations, worker: Worker, values: Values, stats: Stats) -> None:
+    key = worker.rng.choice(worker.keys)
+    value = values.take()
+    producer = None
+    if worker.idempotent:
+        producer = (worker.producer_id, worker.sequence)
+        worker.sequence += 1
+    for attempt in range(RETRIES_MAX + 1):
+        outcome = await ops.send(worker.process, key, value, producer)
+        stats.add("send", outcome.kind)
+        if outcome.kind == "ok" or attempt == RETRIES_MAX:
+            return
+        retry = outcome.kind == "fail" or (outcome.kind == "info" and worker.idempotent)
+        if not retry or worker.rng.random() < 0.3:
+            return
+        await asyncio.sleep(worker.rng.uniform(0.05, 0.5))
+
+
+async def _poll(ops: Operations, worker: Worker, stats: Stats) -> None:
+    key = worker.rng.choice(worker.keys)
+    offset = worker.positions.get(key, 0)
+    outcome = await ops.poll(worker.process, key, offset)
+    stats.add("poll", outcome.kind)
+    records = outcome.fields.get("records") or []
+    if outcome.kind == "ok" and records:
+        worker.positions[key] = max(offset, int(records[-1][0]) + 1)
+
+
+async def _commit(ops: Operations, worker: Worker, stats: Stats) -> None:
+    ahead = [k for k in worker.keys if worker.positions.get(k, 0) > worker.committed.get(k, 0)]
+    if not ahead:
+        return
+    key = worker.rng.choice(ahead)
+    offset = worker.positions[key]
+    outcome = await ops.commit(worker.process, key, worker.group, offset)
+    stats.add("commit", outcome.kind)
+    if outcome.kind == "ok":
+        worker.committed[key] = offset
+
+
+async def _restart_consumer(ops: Operations, worker: Worker, stats: Stats) -> None:
+    """A consumer restart: resume a key from the group's committed offset."""
+    key = worker.rng.choice(worker.keys)
+    outcome = await ops.committed(worker.process, key, worker.group)
+    stats.add("committed", outcome.kind)
+    if outcome.kind == "ok":
+        stored = outcome.fields.get("offset")
+        worker.positions[key] = 0 if stored is None else int(stored)
+        worker.committed[key] = worker.positions[key]
+
+
+async def run_workers(
+    ops: Operations,
+    keys: list[str],
+    *,
+    concurrency: int,
+    rate: float,
+    deadline: float,
+    rng: random.Random,
+    stats: Stats,
+) -> None:
+    """Run the workers until loop time ``deadline``."""
+    values = Values()
+    loop = asyncio.get_running_loop()
+    interval = concurrency / rate
+
+    async def work(worker: Worker) -> None:
+        await asyncio.sleep(worker.rng.uniform(0, interval))
+        while loop.time() < deadline:
+            began = loop.time()
+            choice = worker.choose()
+            if choice == "send":
+                await _send_with_retries(ops, worker, values, stats)
+            elif choice == "poll":
+                await _poll(ops, worker, stats)
+            elif choice == "commit":
+                await _commit(ops, worker, stats)
+            else:
+                await _restart_consumer(ops, worker, stats)
+            spent = loop.time() - began
+            pause = max(0.0, worker.rng.uniform(0.5, 1.5) * interval - spent)
+            await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+
+    workers = [
+        Worker(
+            process=i,
+            keys=keys,
+            rng=random.Random(rng.getrandbits(64)),
+            idempotent=i % 2 == 0,
+            producer_id=PRODUCER_ID_BASE + rng.getrandbits(40),
+        )
+        for i in range(concurrency)
+    ]
+    await asyncio.gather(*(work(w) for w in workers))
+
+
+async def final_read(ops: Operations, keys: list[str], *, first_process: int, stats: Stats) -> dict[str, Any]:
+    """Read every key from offset 0 to its end (``final: true`` polls), one process per key at a time.
+    Returns, per key, the end offset reached and whether the read completed."""
+    summary: dict[str, Any] = {}
+    budget_end = time.monotonic() + FINAL_READ_BUDGET_S
+
+    async def read(process: int, key: str) -> None:
+        topic, partition = split_key(key)
+        end: int | None = None
+        offset = 0
+        attempts = 0
+        while attempts < FINAL_POLL_ATTEMPTS_MAX and time.monotonic() < budget_end:
+            attempts += 1
+            if end is None:
+                kind, _, payload, _ = await ops.http.call(
+                    "GET", f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+                )
+                if kind == "ok" and isinstance(payload, dict):
+                    end = int(payload["end_offset"])
+            outcome = await ops.poll(process, key, offset, final=True)
+            stats.add("poll", outcome.kind)
+            if outcome.kind != "ok":
+                await asyncio.sleep(0.3)
+                continue
+            records = outcome.fields.get("records") or []
+            if records:
+                offset = int(records[-1][0]) + 1
+                continue
+            if end is not None and offset >= end:  # the end, confirmed by an empty poll
+                summary[key] = {"end_offset": end, "read_to": offset, "complete": True}
+                return
+            await asyncio.sleep(0.2)  # empty below the known end (or end unknown): ask again
+        summary[key] = {"end_offset": end, "read_to": offset, "complete": False}
+
+    await asyncio.gather(*(read(first_process + i, key) for i, key in enumerate(keys)))
+    return summary

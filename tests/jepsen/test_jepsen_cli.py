@@ -1,0 +1,78 @@
+"""`python -m jepsen check DIR`: writes results.json, prints a summary, exits 0 / 1 / 2 (3 if unreadable)."""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import subprocess
+import sys
+
+from jepsen_history_builder import HistoryBuilder
+
+from jepsen.cli import build_parser, main, run_check
+from jepsen.history import write_history
+
+K = "t0/0"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run_dir(tmp_path: pathlib.Path, h: HistoryBuilder) -> pathlib.Path:
+    write_history(tmp_path / "history.jsonl", h.events)
+    return tmp_path
+
+
+def valid() -> HistoryBuilder:
+    h = HistoryBuilder()
+    h.send(0, K, 1, 0)
+    h.final_read(1, K, [1])
+    return h
+
+
+def check_dir(directory: pathlib.Path) -> tuple[int, str]:
+    out = io.StringIO()
+    status = run_check(build_parser().parse_args(["check", str(directory)]), out=out)
+    return status, out.getvalue()
+
+
+def test_valid_run_exits_0_and_writes_results(tmp_path: pathlib.Path) -> None:
+    status, printed = check_dir(run_dir(tmp_path, valid()))
+    assert status == 0
+    assert printed.startswith("verdict: VALID")
+    assert json.loads((tmp_path / "results.json").read_text())["verdict"] == "valid"
+
+
+def test_invalid_run_exits_1_and_names_the_ops(tmp_path: pathlib.Path) -> None:
+    h = valid()
+    h.send(0, K, 2, type="fail")
+    h.poll(2, K, 1, [(1, 2)])
+    status, printed = check_dir(run_dir(tmp_path, h))
+    assert status == 1
+    assert "G1a: 1 (first at indexes" in printed
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["anomalies"]["G1a"][0]["ops"][0]["value"] == 2
+
+
+def test_unknown_run_exits_2(tmp_path: pathlib.Path) -> None:
+    h = HistoryBuilder()
+    h.send(0, K, 1, 0)
+    assert check_dir(run_dir(tmp_path, h))[0] == 2
+
+
+def test_malformed_or_missing_history_exits_3(tmp_path: pathlib.Path) -> None:
+    assert main(["check", str(tmp_path)]) == 3
+    (tmp_path / "history.jsonl").write_text('{"index": 1}\n{"index": 2}\n')
+    assert main(["check", str(tmp_path)]) == 3
+
+
+def test_python_dash_m_jepsen_check(tmp_path: pathlib.Path) -> None:
+    run_dir(tmp_path, valid())
+    done = subprocess.run(
+        [sys.executable, "-m", "jepsen", "check", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "verdict: VALID" in done.stdout

@@ -1,0 +1,130 @@
+"""A short fault run end to end (real node processes, kill + pause, + partition when namespaces work):
+the history is valid, the verdict is valid, and nothing is left behind: no namespace, link or process."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jepsen import control, runner
+from jepsen.history import read_history
+
+SHORT_TIME_LIMIT_S = 45.0
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path: pathlib.Path) -> None:
+    netns, _ = control.netns_available()
+    faults = ("kill", "pause", "partition") if netns else ("kill", "pause")
+    config = runner.RunConfig(
+        nodes=3,
+        faults=faults,
+        time_limit_s=SHORT_TIME_LIMIT_S,
+        rate=25.0,
+        concurrency=5,
+        directory=str(tmp_path / "runs"),
+        netns=netns,
+        seed=20261121,
+    )
+    result = runner.run(config)
+    run_dir = pathlib.Path(result.run_dir)
+    info = json.loads((run_dir / "run.json").read_text())
+
+    # nothing left behind, whatever the verdict
+    assert _processes_mentioning(str(run_dir)) == []
+    assert control.leftover_namespaces(info["prefix"]) == []
+    assert control.leftover_links(info["prefix"]) == []
+
+    assert "harness_error" not in info, info.get("harness_error")
+    assert info["network"] == ("netns" if netns else "loopback")
+    history = read_history(run_dir / "history.jsonl")  # raises on a malformed history
+    assert not history.truncated
+    started = {e.get("fault") for e in history.nemesis if e.f == "start"}
+    assert started, "the nemesis did nothing"
+    assert started <= set(faults)
+    starts = sum(1 for e in history.nemesis if e.f == "start")
+    assert starts == sum(1 for e in history.nemesis if e.f == "stop"), "every fault was healed"
+    sends = [op for op in history.operations if op.f == "send"]
+    assert sum(1 for op in sends if op.type == "ok") >= 50, "too few acknowledged sends to mean anything"
+    assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
+    for node in ("n1", "n2", "n3"):
+        assert (run_dir / "logs" / f"{node}.log").stat().st_size > 0
+    results = json.loads((run_dir / "results.json").read_text())
+    assert result.verdict == "valid", (
+        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
+    )
+    assert result.exit_code == runner.EXIT_VALID
+
+
+@pytest.mark.skipif(not control.netns_available()[0], reason="network namespaces need root and iproute2")
+def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None:
+    prefix = control.new_prefix()
+    third = control.pick_subnet()
+    network = control.Network(prefix, third, control.plan_netns(3, prefix, third))
+    try:
+        network.setup()
+        assert len(control.leftover_namespaces(prefix)) == 3
+        assert f"{prefix}-br" in control.leftover_links(prefix)
+        nodes = network.nodes
+        network.cut(nodes[0], nodes[1])
+        network.heal_all()
+        ghost = control.NodeSpec("n9", "10.241.0.9", 1, 2, 3, namespace=f"{prefix}-n9", link=f"{prefix}-n9")
+        with pytest.raises(control.ControlError):
+            network.cut(ghost, nodes[0])  # no such namespace: a loud error, and teardown still cleans up
+    finally:
+        assert network.teardown() == []
+    assert control.leftover_namespaces(prefix) == []
+    assert control.leftover_links(prefix) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_ctrl_c_in_the_middle_of_a_run_leaves_nothing_behind(tmp_path: pathlib.Path) -> None:
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "jepsen", "run", "--nodes", "3", "--nemesis", "kill,pause,partition",
+            "--time-limit", "60", "--dir", str(runs), "--seed", "7"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=control.REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        history: list[pathlib.Path] = []
+        while time.monotonic() < deadline and process.poll() is None:
+            history = list(runs.glob("*/history.jsonl"))
+            if history and len(history[0].read_text().splitlines()) > 100:
+                break
+            time.sleep(0.5)
+        assert history, "the run never started its workload"
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    run_dir = history[0].parent
+    info = json.loads((run_dir / "run.json").read_text())
+    assert any("interrupted" in note for note in info["notes"]), output.decode(errors="replace")
+    assert _processes_mentioning(str(run_dir)) == []
+    assert control.leftover_namespaces(info["prefix"]) == []
+    assert control.leftover_links(info["prefix"]) == []

@@ -1,0 +1,57 @@
+"""Classification of answers into ok / fail / info, keys, and the recorder's history format."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from jepsen.history import read_history
+from jepsen.recorder import Recorder
+from jepsen.workload import classify_record_error, classify_status, key_of, split_key
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(200, "ok"), (204, "ok"), (400, "fail"), (404, "fail"), (416, "fail"), (503, "fail"), (504, "info"),
+     (500, "info"), (502, "info")],
+)  # fmt: skip
+def test_status_classification(status: int, kind: str) -> None:
+    assert classify_status(status) == kind
+
+
+def test_record_errors_inside_a_200_produce() -> None:
+    assert classify_record_error(50301) == "fail"  # no leader: not done
+    assert classify_record_error(50401) == "info"  # commit not confirmed: outcome unknown
+    assert classify_record_error(41301) == "fail"
+    assert classify_record_error(50001) == "info"
+
+
+def test_keys_round_trip() -> None:
+    assert split_key(key_of("orders", 3)) == ("orders", 3)
+    assert split_key("a/b/12") == ("a/b", 12)
+
+
+def test_recorder_writes_a_history_the_checker_reads(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "history.jsonl"
+    recorder = Recorder(str(path))
+    recorder.invoke(0, "send", key="t0/0", value=1, producer_id=7, sequence=0)
+    recorder.invoke(1, "poll", key="t0/0", offset=0)
+    recorder.nemesis("start", "kill", {"nodes": ["n1"]})
+    recorder.complete(0, "ok", value=1, offset=0)
+    recorder.complete(1, "ok", offset=0, records=[[0, 1]])
+    recorder.invoke(0, "commit", key="t0/0", group="g0", offset=1)
+    recorder.complete(0, "info", group="g0", offset=1, error="timeout")
+    recorder.nemesis("stop", "kill", {"nodes": ["n1"]})
+    recorder.invoke(2, "poll", key="t0/0", offset=0)
+    with pytest.raises(RuntimeError, match="in flight"):
+        recorder.invoke(2, "poll", key="t0/0", offset=0)  # one operation per process
+    recorder.complete(2, "fail", offset=0, status=503)
+    recorder.close()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["index"] for line in lines] == list(range(len(lines)))
+    history = read_history(path)
+    assert len(history.operations) == 4
+    assert [e.f for e in history.nemesis] == ["start", "stop"]
+    assert history.operations[0].result("offset") == 0
