@@ -50,7 +50,7 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
-from raftlog.errors import check
+from raftlog.errors import RaftlogError, check
 from raftlog.storage.batch import ProducerRecord, Record, encode_batch
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import Log, wall_clock_ms
@@ -63,7 +63,9 @@ ADMIN_TIMEOUT_MS = 10_000
 IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
 CLAIMS_PUBLISH_INTERVAL_S = 0.2  # how often leadership changes are looked for and gossiped
 CLAIMS_FETCH_TIMEOUT_S = 5.0
-LEADER_READY_WAIT_S = 2.0  # how long a read waits for a new leader to catch up before answering 503
+LEADER_READY_WAIT_S = 2.0
+REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
+REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +164,7 @@ class Node:
             config.node_id, config.gossip_address, config.cluster_secret, self._meta(), config.gossip
         )
         self._background: set[asyncio.Task[None]] = set()
+        self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
         self._http: aiohttp.ClientSession | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -341,7 +344,25 @@ class Node:
                     await asyncio.sleep(1)
                     self._reconcile_again = True
                 if not self._reconcile_again or self._closing:
-                    return
+                    break
+        if self._replica_failures and not self._closing:
+            retry_in = max(0.0, min(t for _, t in self._replica_failures.values()) - time.monotonic())
+            self._spawn(self._retry_reconcile(retry_in))
+
+    async def _retry_reconcile(self, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        self._schedule_reconcile()
+
+    def _replica_failed(self, group_id: str, error: BaseException) -> None:
+        """One replica could not be opened (e.g. a corrupt segment): log it, retry it later with backoff,
+        and go on with the others."""
+        attempts = self._replica_failures.get(group_id, (0, 0.0))[0] + 1
+        delay_s = min(REPLICA_RETRY_MAX_S, REPLICA_RETRY_MIN_S * 2 ** (attempts - 1))
+        self._replica_failures[group_id] = (attempts, time.monotonic() + delay_s)
+        log.error(
+            "node %s: replica %s cannot be opened (attempt %d, next in %.0f s); other replicas go on: %s",
+            self.node_id, group_id, attempts, delay_s, error,
+        )  # fmt: skip
 
     async def _reconcile_once(self) -> None:
         topics = dict(self._controller_machine.topics)  # copied under the GIL: apply mutates it on the driver
@@ -352,10 +373,22 @@ class Node:
                     desired[metadata.group_id(partition)] = (metadata, partition)
         for group_id in [g for g in self._replicas if g not in desired]:
             await self._drop_replica(group_id)
+        for group_id in [g for g in self._replica_failures if g not in desired]:
+            del self._replica_failures[group_id]
+        now = time.monotonic()
         for group_id, (metadata, partition) in desired.items():
             existing = self._replicas.get(group_id)
             if existing is None:
-                await self._open_replica(group_id, metadata, partition)
+                failure = self._replica_failures.get(group_id)
+                if failure is not None and failure[1] > now:
+                    continue
+                try:
+                    await self._open_replica(group_id, metadata, partition)
+                except (RaftlogError, OSError) as error:
+                    self._logs.close_log(group_id)
+                    self._replica_failed(group_id, error)
+                    continue
+                self._replica_failures.pop(group_id, None)
             elif existing.topic.configs != metadata.configs:
                 existing.log.reconfigure(metadata.log_config())
                 existing.topic = metadata
@@ -666,6 +699,7 @@ class Node:
     def metrics(self) -> dict[str, float]:
         values = dict(self._counters)
         values["partition_replicas"] = len(self._replicas)
+        values["partition_replicas_failed"] = len(self._replica_failures)
         values["partitions_led"] = sum(
             1 for r in self._replicas.values() if r.group.status().role is Role.LEADER
         )

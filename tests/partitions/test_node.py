@@ -227,3 +227,48 @@ async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(
         what="graceful leave seen",
     )
     assert all(i.incarnation >= 1 for i in cluster[0].nodes() if i.node_id != leaving.node_id)
+
+
+async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
+    tmp_path: pathlib.Path,
+) -> None:
+    node_configs = configs(tmp_path)
+    nodes = [Node(c) for c in node_configs]
+    await asyncio.gather(*(n.start() for n in nodes))
+    restarted: Node | None = None
+    try:
+        controller = await until(lambda: controller_leader(nodes), what="controller leader")
+        metadata = await controller.create_topic("t", 2, 3, {"segment.bytes": 1024})
+        for partition in range(2):
+            leader = await until(lambda p=partition: partition_leader(nodes, "t", p), what="leader")
+            for i in range(40):
+                await leader.produce("t", partition, [ProducerRecord(b"v%03d" % i * 10)], None, None, 5000)
+        victim = next(n for n in nodes if n is not controller)
+        for partition in range(2):
+            group = metadata.group_id(partition)
+            await until(lambda g=group: victim._replicas[g].machine.high_watermark == 40, what="caught up")
+        await victim.close()
+        # flip a byte inside a closed segment of partition 0 on the stopped node
+        log_dir = pathlib.Path(victim.config.data_dir) / "logs" / metadata.group_id(0)
+        closed = sorted(log_dir.glob("*.log"))[0]
+        data = bytearray(closed.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        closed.write_bytes(bytes(data))
+
+        restarted = Node(victim.config)
+        await restarted.start()
+        healthy = metadata.group_id(1)
+        await until(
+            lambda: (
+                healthy in restarted._replicas and restarted._replicas[healthy].machine.high_watermark == 40
+            ),
+            timeout_s=30,
+            what="the healthy partition opened and caught up despite the corrupt one",
+        )
+        assert metadata.group_id(0) not in restarted._replicas
+        assert restarted.metrics()["partition_replicas_failed"] == 1
+    finally:
+        others = [n for n in nodes if n.node_id != (restarted.node_id if restarted else "")]
+        await asyncio.gather(*(n.close() for n in others if not n._closing), return_exceptions=True)
+        if restarted is not None:
+            await restarted.close()
