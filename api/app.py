@@ -549,8 +549,10 @@ async def committed_offsets(request: web.Request) -> web.Response:
 
 
 async def cluster_health(request: web.Request) -> web.Response:
-    """Redpanda's shape. A partition is under-replicated when a replica's node is not alive, or when
-    this node leads it and a replica is not in sync; leaderless when no leader is known."""
+    """Redpanda's shape, from this node's view. A partition is leaderless when no leader is known (this
+    node's replica, or gossiped claims: never a routing guess); under-replicated when a replica's node is
+    not alive, or when this node leads it and a replica is not in sync. Healthy needs a controller, no
+    node down, and no leaderless or under-replicated partition."""
     broker = _state(request).broker
     nodes = broker.nodes()
     states = {node.node_id: node.state for node in nodes}
@@ -564,7 +566,7 @@ async def cluster_health(request: web.Request) -> web.Response:
             continue  # deleted while we looked
         for partition, replicas in enumerate(meta.replicas):
             where = {"topic": name, "partition": partition}
-            if broker.leader_hint(name, partition) is None:
+            if broker.known_leader(name, partition) is None:
                 leaderless.append(where)
             lagging = any(states.get(node) != "alive" for node in replicas)
             if not lagging and broker.node_id in replicas:
@@ -580,7 +582,7 @@ async def cluster_health(request: web.Request) -> web.Response:
     controller = broker.controller()
     return web.json_response(
         {
-            "is_healthy": controller is not None and not down and not leaderless,
+            "is_healthy": controller is not None and not down and not leaderless and not under_replicated,
             "controller": controller,
             "nodes": sorted(states),
             "nodes_down": down,
@@ -842,7 +844,10 @@ def _ask_controller(broker: Broker, error: UnknownTopic) -> NotLeader:
     controller group a heartbeat later): send the request to the controller leader, which knows every
     committed topic. On the controller leader itself the topic really does not exist."""
     controller = broker.controller()
-    if controller is None or controller == broker.node_id:
+    if controller is None:
+        # right after a start the controller replica has not caught up: "unknown" is not "absent"
+        raise NotReady(f"{error}: this node has no controller yet and cannot tell; retry") from error
+    if controller == broker.node_id:
         raise error
     return NotLeader(CONTROLLER_GROUP, controller)
 

@@ -138,6 +138,11 @@ class Broker(Protocol):
         """Best known leader of a partition this node may not host (for routing)."""
         ...
 
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        """The leader of a partition as far as this node knows it (its own replica's Raft status, else
+        gossiped leadership claims), never a guess; None when no leader is known (leaderless)."""
+        ...
+
     def metrics(self) -> dict[str, float]:
         """Flat name -> value, exported by /metrics in Prometheus text format."""
         ...

@@ -669,11 +669,30 @@ class Node:
         return self._view.state(node_id) or "dead"
 
     def controller(self) -> str | None:
-        return None if self._controller is None else self._controller.status().leader
+        """The controller leader; None while unknown, and while this node leads the controller group but
+        has not yet applied the metadata committed before its election (it cannot answer for topics)."""
+        if self._controller is None:
+            return None
+        status = self._controller.status()
+        if status.role is Role.LEADER and not status.leader_ready:
+            return None
+        return status.leader
 
     def http_address(self, node_id: str) -> str | None:
         peer = self._peers.get(node_id)
         return None if peer is None else peer.http
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        metadata = self.topic(topic)
+        if not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
+        if replica is not None:
+            leader = replica.group.status().leader
+            if leader is not None:
+                return leader
+        return self._view.leader_for(group_id)
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
         try:

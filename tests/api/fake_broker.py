@@ -347,6 +347,10 @@ class FakeBroker:
         state = self.cluster.partitions.get((topic, partition))
         return state.leader if state is not None else None
 
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        state = self.cluster.partitions.get((topic, partition))
+        return state.leader if state is not None else None
+
     def metrics(self) -> dict[str, float]:
         return {
             "raftlog_topics": float(len(self.cluster.topics)),

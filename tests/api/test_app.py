@@ -872,3 +872,23 @@ def test_admission_counts_and_refuses_per_kind() -> None:
     admission.leave("write")
     admission.enter("write")
     assert admission.in_flight == {"write": 1, "long-poll": 1}
+
+
+async def test_an_unknown_topic_before_any_controller_is_known_is_retriable_not_absent(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    cluster.controller = None  # e.g. right after a restart
+    response = await n1.client.get("/topics/t/partitions/0/offsets")
+    assert response.status == 503 and response.headers["Retry-After"] == "1"
+    cluster.controller = "n1"
+    assert (await n1.client.get("/topics/t/partitions/0/offsets")).status == 404
+
+
+async def test_health_counts_a_partition_without_a_known_leader_as_leaderless(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    cluster.add_topic("t", 2)
+    cluster.partitions[("t", 1)].leader = None
+    health = await (await n1.client.get("/v1/cluster/health")).json()
+    assert health["leaderless_partitions"] == [{"topic": "t", "partition": 1}]
+    assert health["is_healthy"] is False

@@ -272,3 +272,15 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
         await asyncio.gather(*(n.close() for n in others if not n._closing), return_exceptions=True)
         if restarted is not None:
             await restarted.close()
+
+
+async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[Node]) -> None:
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    await controller.create_topic("t", 1, 3, {})
+    await until(lambda: partition_leader(cluster, "t"), what="partition leader")
+    survivor, *stopped = cluster
+    for node in stopped:
+        await node.close()
+    cluster[:] = [survivor]  # the fixture closes the rest
+    # health must not mistake a routing guess for a leader once the majority is gone
+    await until(lambda: survivor.known_leader("t", 0) is None, timeout_s=20, what="leader lost")
