@@ -689,10 +689,15 @@ class Node:
         group_id = metadata.group_id(partition)
         replica = self._replicas.get(group_id)
         if replica is not None:
+            # A local replica's Raft view is authoritative, except that an isolated follower keeps naming
+            # its old leader (pysyncobj holds no election while connected to no peer): a leader gossip
+            # reports dead or left is not a known leader.
             leader = replica.group.status().leader
-            if leader is not None:
-                return leader
-        return self._view.leader_for(group_id)
+            if leader is not None and leader != self.node_id and self._view.state(leader) in ("dead", "left"):
+                return None
+            return leader
+        claimed = self._view.leader_for(group_id)
+        return None if claimed == self.node_id else claimed  # our own gossip may lag our Raft state
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
         try:
@@ -705,7 +710,9 @@ class Node:
         replica = self._replicas.get(group_id)
         if replica is not None:
             leader = replica.group.status().leader
-            if leader is not None:
+            if leader is not None and (
+                leader == self.node_id or self._view.state(leader) not in ("dead", "left")
+            ):
                 return leader
         claimed = self._view.leader_for(group_id)
         if claimed is not None and claimed != self.node_id:
