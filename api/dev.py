@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -58,6 +59,33 @@ def plan(count: int, base_port: int) -> list[DevNode]:
         )
         for i in range(1, count + 1)
     ]
+
+
+def free_base_port(count: int, host: str = "127.0.0.1") -> int:
+    """A base port for ``plan(count, base)`` whose HTTP, Raft and gossip ports (TCP and UDP) on ``host``
+    are all free right now (for tests, benchmarks and the fault harness; a race remains until bound)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            base = int(probe.getsockname()[1])
+        if not 1024 <= base <= 65535 - GOSSIP_PORT_OFFSET - count:
+            continue
+        ports = [
+            base + offset + i for offset in (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET) for i in range(count)
+        ]
+        if all(_port_free(host, port) for port in ports):
+            return base
+    raise RuntimeError(f"no free range of {count} x 3 ports on {host}")
+
+
+def _port_free(host: str, port: int) -> bool:
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):  # gossip uses both on its port
+        with socket.socket(socket.AF_INET, kind) as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                return False
+    return True
 
 
 def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file: str) -> list[str]:

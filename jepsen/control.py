@@ -22,7 +22,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from api.dev import free_base_port, plan
 
 SUBNET_BASE = "10.241"
 HTTP_PORT = 8081
@@ -140,29 +141,6 @@ class NodeSpec:
         return f"http://{self.host}:{self.http_port}"
 
 
-def _free_base_port(count: int) -> int:
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        if base > 60000:
-            continue
-        ports = [base + offset + i for offset in (0, 100, 200) for i in range(count)]
-        if all(_port_free(p) for p in ports):
-            return base
-    raise ControlError("no free port range found on 127.0.0.1")
-
-
-def _port_free(port: int) -> bool:
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        with socket.socket(socket.AF_INET, kind) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-    return True
-
-
 def _used_subnets() -> set[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     out = run_command(["ip", "-4", "-o", "addr", "show"], check=False).stdout
     found: set[ipaddress.IPv4Network | ipaddress.IPv6Network] = set()
@@ -185,9 +163,11 @@ def pick_subnet() -> int:
 
 
 def plan_loopback(count: int) -> list[NodeSpec]:
-    base = _free_base_port(count)
-    return [NodeSpec(f"n{i}", "127.0.0.1", base + i - 1, base + 100 + i - 1, base + 200 + i - 1)
-            for i in range(1, count + 1)]  # fmt: skip
+    """Ports as ``raftlog dev`` lays them out, from a free base."""
+    return [
+        NodeSpec(node.node_id, "127.0.0.1", node.http_port, node.raft_port, node.gossip_port)
+        for node in plan(count, free_base_port(count))
+    ]
 
 
 def plan_netns(count: int, prefix: str, third_octet: int) -> list[NodeSpec]:

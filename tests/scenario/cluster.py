@@ -4,40 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from api.dev import GOSSIP_PORT_OFFSET, RAFT_PORT_OFFSET, DevNode, node_argv, plan
-
-
-def free_base_port(count: int) -> int:
-    """A base port whose HTTP (base..base+count) and Raft (base+100..) ports are all free now."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        if base > 60000 - GOSSIP_PORT_OFFSET:
-            continue
-        ports = [
-            base + offset + i for offset in (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET) for i in range(count)
-        ]
-        if all(_free(p) for p in ports):
-            return base
-    raise RuntimeError("no free port range found")
-
-
-def _free(port: int) -> bool:
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        with socket.socket(socket.AF_INET, kind) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-    return True
+from api.dev import DevNode, free_base_port, node_argv, plan
 
 
 @dataclass
