@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 EventType: TypeAlias = Literal["invoke", "ok", "fail", "info"]
@@ -344,10 +344,3 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def iter_client(history: History, f: str | None = None) -> Iterator[Operation]:
-    """Client operations in invoke order, optionally only those with the given `f`."""
-    for op in history.operations:
-        if f is None or op.f == f:
-            yield op

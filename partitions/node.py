@@ -143,7 +143,6 @@ class Node:
         self._reconcile_lock = asyncio.Lock()
         self._reconcile_again = False
         self._closing = False
-        self._round_robin = 0
         self._counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
         self._logs = LogManager(os.path.join(config.data_dir, "logs"), clock=clock)
         self._driver = Driver(name=f"raft-{config.node_id}")
@@ -733,8 +732,3 @@ class Node:
         for name, value in self._hub.stats().items():
             values[f"raft_transport_{name}"] = value
         return values
-
-    def round_robin_partition(self, topic: str) -> int:
-        """Partition for a record without key: round-robin over the topic's partitions."""
-        self._round_robin += 1
-        return self._round_robin % self.topic(topic).partitions

@@ -322,9 +322,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return {}
         return {str(node.id): int(index) for node, index in dict(self._SyncObj__raftMatchIndex).items()}
 
-    def voter_ids(self) -> list[str]:
-        return sorted([self.node_id] + [str(node.id) for node in self.otherNodes])
-
     @property
     def stopped_error(self) -> BaseException | None:
         return self._stopped_error
