@@ -40,6 +40,7 @@ from partitions.groups.errors import (
     PartitionNotAssigned,
     StaleGeneration,
     UnknownConsumerInstance,
+    UnknownGroup,
 )
 from partitions.groups.state import (
     SESSION_TIMEOUT_MS_DEFAULT,
@@ -68,9 +69,12 @@ SUBSCRIBED_TOPICS_MAX = 1_000
 INSTANCE_NAME_BYTES_MAX = 255
 
 
+INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})
+
+
 def is_internal(topic: str) -> bool:
     """Topics the cluster keeps for itself (hidden from ``GET /topics``)."""
-    return topic.startswith("__")
+    return topic in INTERNAL_TOPICS
 
 
 def monotonic_ms() -> int:
@@ -166,7 +170,7 @@ class GroupCoordinator:
     # -- routing ---------------------------------------------------------------------------------------
 
     def coordinator_partition(self, group: str) -> int:
-        return partition_for_key(group.encode("utf-8"), self._log.partitions())
+        return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
 
     def _session(self, partition: int, term: int) -> _Session:
         session = self._sessions.get(partition)
@@ -217,7 +221,7 @@ class GroupCoordinator:
     ) -> Member:
         if assignor not in ASSIGNORS:
             raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
-        if name is not None and not 1 <= len(name.encode("utf-8")) <= INSTANCE_NAME_BYTES_MAX:
+        if name is not None and not 1 <= len(name.encode("utf-8", "surrogatepass")) <= INSTANCE_NAME_BYTES_MAX:
             raise InvalidConsumerConfig(f"name: 1 to {INSTANCE_NAME_BYTES_MAX} bytes")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
         member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
@@ -361,13 +365,17 @@ class GroupCoordinator:
 
     # -- admin -----------------------------------------------------------------------------------------
 
-    def describe(self, group: str) -> tuple[Group | None, dict[str, dict[TopicPartition, int]]]:
-        """The group as committed (None: no such group) and its members' positions (soft state)."""
-        _, table, session = self._read(group)
+    def describe(self, group: str) -> tuple[Group, dict[str, dict[TopicPartition, int]]]:
+        """The group as committed and its members' positions (soft state). Raises UnknownGroup."""
+        try:
+            _, table, session = self._read(group)
+        except UnknownConsumerInstance:
+            raise UnknownGroup(group) from None
         current = table.groups.get(group)
+        if current is None:
+            raise UnknownGroup(group)
         positions = {
-            instance_id: dict(session.positions.get((group, instance_id), {}))
-            for instance_id in (current.members if current is not None else {})
+            instance_id: dict(session.positions.get((group, instance_id), {})) for instance_id in current.members
         }
         return current, positions
 

@@ -22,6 +22,14 @@ class UnknownConsumerInstance(GroupError):
         self.instance_id = instance_id
 
 
+class UnknownGroup(GroupError):
+    """No consumer group of this name has members right now."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__(f"consumer group {group!r} has no members")
+        self.group = group
+
+
 class ConsumerInstanceExists(GroupError):
     def __init__(self, group: str, instance_id: str) -> None:
         super().__init__(f"consumer group {group!r} already has an instance {instance_id!r}")
