@@ -61,6 +61,7 @@ HIGH_WATERMARK_HEADER = "X-Raftlog-High-Watermark"
 RECORDS_TIMEOUT_MS_MAX = 60_000
 RECORDS_MAX_BYTES_DEFAULT = 1024 * 1024
 RECORDS_MAX_BYTES_MAX = 64 * 1024 * 1024
+ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
 T = TypeVar("T")
 
 
@@ -531,29 +532,47 @@ async def seek_end(request: web.Request) -> web.Response:
 
 @_answering
 async def records(request: web.Request) -> web.Response:
-    """Records of every assigned partition from the instance's positions; a heartbeat. Answers at once
-    with ``[]`` when nothing is assigned (the client decides how long to wait before asking again)."""
+    """Records of every assigned partition from the instance's positions; a heartbeat. With nothing
+    assigned yet it waits (up to ``timeout``) for a rebalance to assign something."""
     groups = _ctx(request).broker.groups
     group, instance = _group(request), _instance(request)
     timeout_ms = query_int(request.query, "timeout", 0, 0, RECORDS_TIMEOUT_MS_MAX) or 0
     max_bytes = query_int(request.query, "max_bytes", RECORDS_MAX_BYTES_DEFAULT, 1, RECORDS_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
     view = await groups.heartbeat(group, instance)
     out: list[dict[str, Any]] = []
+    failures: list[_Answered] = []
     with groups.fetching(group, instance):
+        while not view.assigned and loop.time() < deadline:
+            await asyncio.sleep(min(ASSIGNMENT_POLL_S, max(0.0, deadline - loop.time())))
+            view = groups.view(group, instance)
         positions = groups.positions(group, instance)
         for tp in view.assigned:
-            if tp not in positions:
-                positions[tp] = await _starting_offset(request, group, view, tp)
-                groups.seek(group, instance, {tp: positions[tp]})
-        budget = max(1, (max_bytes or 1) // max(1, len(view.assigned)))
+            if tp in positions:
+                continue
+            try:
+                start = await _starting_offset(request, group, view, tp)
+            except _Answered as answered:
+                failures.append(answered)
+                continue
+            except RaftlogError as exc:  # that partition has no leader right now: read the others
+                failures.append(_Answered.of(exc))
+                continue
+            if groups.advance(group, instance, tp, start):
+                positions[tp] = start
+        readable = [tp for tp in view.assigned if tp in positions]
+        budget = max(1, (max_bytes or 1) // max(1, len(readable)))
+        wait_ms = max(0, int((deadline - loop.time()) * 1000))
         tasks = {
             tp: asyncio.create_task(
-                _fetch_partition(request, group, view, tp, positions[tp], timeout_ms, budget)
+                _fetch_partition(request, group, view, tp, positions[tp], wait_ms, budget)
             )
-            for tp in view.assigned
+            for tp in readable
         }
-        results, failures = await _first_records(tasks)
+        results, fetch_failures = await _first_records(tasks)
+        failures += fetch_failures
         for tp, fetched in sorted(results.items()):
             if fetched.reset_to is not None:
                 groups.advance(group, instance, tp, fetched.reset_to)

@@ -4,6 +4,7 @@ assignments, records, positions, fenced commits, auto.offset.reset, the admin vi
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -154,3 +155,23 @@ async def test_admin_view_and_lag_metrics(cluster: FakeCluster, n1: Node, n2: No
     )
     text = await (await coordinator.client.get("/metrics")).text()
     assert 'raftlog_consumer_group_lag{group="watched",member="a",topic="t",partition="0"} 2' in text
+
+
+async def test_a_member_without_partitions_waits_for_a_rebalance(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    cluster.add_topic("one", 1, [["n1"]])
+    await produce(n1, "one", 0, [7])
+    members = []
+    for name in ("a", "b"):  # range: a (first in order) gets the only partition
+        members.append(await create(n1, "idle", name, **{"auto.offset.reset": "earliest"}))
+        await ok(
+            await n1.client.post(f"{members[-1]}/subscription", json={"topics": ["one"]}, headers=V2), 204
+        )
+    assert (await assigned(n1, members[1]))[0] == set()
+    waiting = asyncio.create_task(n2.client.get(f"{members[1]}/records", params={"timeout": "5000"}))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    await ok(await n1.client.delete(members[0]), 204)
+    rows = await ok(await asyncio.wait_for(waiting, 5))
+    assert [r["value"] for r in rows] == [7]

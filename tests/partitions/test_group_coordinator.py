@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
+from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
@@ -29,7 +32,9 @@ from partitions.groups.state import (
     decode,
     encode,
 )
+from partitions.state_machine import PartitionStateMachine
 from raftlog.consensus.errors import NotLeader
+from raftlog.storage import Log, LogConfig
 
 
 def member(instance_id: str, topics: tuple[str, ...] = ()) -> Member:
@@ -234,3 +239,16 @@ async def test_lag_metrics_of_assigned_partitions(coordinator: GroupCoordinator)
     metrics = coordinator.metrics()
     assert metrics['consumer_group_lag{group="g",member="a",topic="t",partition="0"}'] == 6
     assert metrics['consumer_group_members{group="g"}'] == 1
+
+
+def test_groups_ride_in_the_partition_state_machine_and_its_snapshot(tmp_path: pathlib.Path) -> None:
+    machine = PartitionStateMachine(Log.open(str(tmp_path / "a"), LogConfig()))
+    joined = machine.apply(
+        1, 1, commands.encode(commands.GroupCommand(encode(Join("g", member("a"), "range"))))
+    )
+    assert isinstance(joined, GroupChanged) and joined.group is not None and joined.group.generation == 1
+    garbage = machine.apply(2, 1, commands.encode(commands.GroupCommand(b"\xc1")))
+    assert isinstance(garbage, InvalidCommand)
+    copy = PartitionStateMachine(Log.open(str(tmp_path / "b"), LogConfig()))
+    copy.restore(machine.snapshot())
+    assert copy.groups == machine.groups and "g" in copy.groups.groups
