@@ -221,7 +221,10 @@ class GroupCoordinator:
     ) -> Member:
         if assignor not in ASSIGNORS:
             raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
-        if name is not None and not 1 <= len(name.encode("utf-8", "surrogatepass")) <= INSTANCE_NAME_BYTES_MAX:
+        if (
+            name is not None
+            and not 1 <= len(name.encode("utf-8", "surrogatepass")) <= INSTANCE_NAME_BYTES_MAX
+        ):
             raise InvalidConsumerConfig(f"name: 1 to {INSTANCE_NAME_BYTES_MAX} bytes")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
         member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
@@ -375,7 +378,8 @@ class GroupCoordinator:
         if current is None:
             raise UnknownGroup(group)
         positions = {
-            instance_id: dict(session.positions.get((group, instance_id), {})) for instance_id in current.members
+            instance_id: dict(session.positions.get((group, instance_id), {}))
+            for instance_id in current.members
         }
         return current, positions
 
