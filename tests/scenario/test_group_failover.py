@@ -59,6 +59,7 @@ async def _scenario(cluster: ProcessCluster) -> None:
         assert sum(committed.values()) == len(first)
 
         victim = await _coordinator_leader(client, "g")
+        killed = time.monotonic()
         cluster.kill(victim)
         survivors = [n.http for n in cluster.nodes if n.node_id != victim]
         client.servers = survivors
@@ -66,6 +67,8 @@ async def _scenario(cluster: ProcessCluster) -> None:
         for value in sorted(second):
             await client.produce(TOPIC, [Message(value, key=value)])
         await _drain(consumer, second, seen, started)
+        recovered_s = time.monotonic() - killed
+        print(f"coordinator {victim} killed: {len(second)} new records consumed {recovered_s:.2f} s later")
 
         assert consumer.rejoined == 0, "the member was lost with the coordinator"
         assert sorted(seen) == sorted(first | second), "a record was read twice or skipped"
