@@ -8,9 +8,10 @@ behind any node. The coordinator then reads and commits the data partitions itse
 leads them, else by forwarding the partition-level request (``GET .../records``, ``POST
 /consumers/{group}/offsets``) to their leaders.
 
-Instance records are fetched from every assigned partition at once: the first partition to answer with
-records ends the long poll (the others are cancelled: reads, nothing to undo), and each partition gets
-``max_bytes`` divided by the number of assigned partitions. A partition whose position fell out of its log
+Instance records are fetched from every assigned partition at once, first without waiting (every
+partition's answer is kept); when none had records, a long poll on all of them that the first partition
+with records ends (the others are cancelled: reads, nothing to undo). Each partition gets ``max_bytes``
+divided by the number of assigned partitions. A partition whose position fell out of its log
 (retention) is reset by the instance's ``auto.offset.reset``.
 """
 
@@ -362,9 +363,10 @@ async def _fetch_partition(
 
 
 async def _first_records(
-    tasks: dict[TopicPartition, asyncio.Task[_Fetched]],
+    tasks: dict[TopicPartition, asyncio.Task[_Fetched]], *, first: bool
 ) -> tuple[dict[TopicPartition, _Fetched], list[_Answered]]:
-    """Wait until one partition answers with records or all have answered; cancel the rest."""
+    """Wait until every partition answered or, with ``first``, one answered with records; cancel the
+    rest."""
     results: dict[TopicPartition, _Fetched] = {}
     failures: list[_Answered] = []
     by_task = {task: tp for tp, task in tasks.items()}
@@ -382,7 +384,7 @@ async def _first_records(
                     raise error
                 else:
                     results[by_task[task]] = task.result()
-            if any(f.rows for f in results.values()):
+            if first and any(f.rows for f in results.values()):
                 break
     finally:
         for task in pending:
@@ -564,15 +566,20 @@ async def records(request: web.Request) -> web.Response:
                 positions[tp] = start
         readable = [tp for tp in view.assigned if tp in positions]
         budget = max(1, (max_bytes or 1) // max(1, len(readable)))
-        wait_ms = max(0, int((deadline - loop.time()) * 1000))
-        tasks = {
-            tp: asyncio.create_task(
-                _fetch_partition(request, group, view, tp, positions[tp], wait_ms, budget)
-            )
-            for tp in readable
-        }
-        results, fetch_failures = await _first_records(tasks)
-        failures += fetch_failures
+        # first what every partition has now, then (if none had anything) the first to get something
+        results: dict[TopicPartition, _Fetched] = {}
+        for wait in (False, True):
+            wait_ms = max(0, int((deadline - loop.time()) * 1000)) if wait else 0
+            if wait and (wait_ms == 0 or any(f.rows or f.reset_to is not None for f in results.values())):
+                break
+            tasks = {
+                tp: asyncio.create_task(
+                    _fetch_partition(request, group, view, tp, positions[tp], wait_ms, budget)
+                )
+                for tp in readable
+            }
+            results, fetch_failures = await _first_records(tasks, first=wait)
+            failures += fetch_failures
         for tp, fetched in sorted(results.items()):
             if fetched.reset_to is not None:
                 groups.advance(group, instance, tp, fetched.reset_to)
