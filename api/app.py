@@ -72,7 +72,7 @@ from api.schemas import (
 )
 from partitions.broker import Broker
 from partitions.controller import CONTROLLER_GROUP, TopicMetadata
-from partitions.errors import UnknownPartition, UnknownTopic
+from partitions.errors import InvalidTopic, UnknownPartition, UnknownTopic
 from partitions.groups.coordinator import is_internal
 from raftlog.consensus.errors import ConsensusError, NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
@@ -625,6 +625,10 @@ async def create_topic(request: web.Request) -> web.Response:
 
 
 async def delete_topic(request: web.Request) -> web.Response:
+    if is_internal(request.match_info["topic"]):
+        raise InvalidTopic(
+            f"topic {request.match_info['topic']!r} is internal (consumer groups) and cannot be deleted"
+        )
     await _state(request).broker.delete_topic(request.match_info["topic"])
     return web.Response(status=204)
 

@@ -128,9 +128,14 @@ class _Session:
     committed: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
     end_offsets: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
 
-    def forget(self, key: Key) -> None:
+    def forget(self, key: Key, group_left: Group | None) -> None:
+        """A member left; with its group gone too (``group_left`` None), the group's offsets seen."""
         self.last_seen_ms.pop(key, None)
         self.positions.pop(key, None)
+        if group_left is None:
+            for seen in (self.committed, self.end_offsets):
+                for stale in [k for k in seen if k[0] == key[0]]:
+                    del seen[stale]
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +241,8 @@ class GroupCoordinator:
 
     async def delete_instance(self, group: str, instance_id: str) -> None:
         partition, _, session = self._instance(group, instance_id)
-        await self._propose(partition, Leave(group, instance_id, self._wall()))
-        session.forget((group, instance_id))
+        left = await self._propose(partition, Leave(group, instance_id, self._wall()))
+        session.forget((group, instance_id), left)
 
     async def subscribe(self, group: str, instance_id: str, topics: Sequence[str]) -> Group | None:
         if len(topics) > SUBSCRIBED_TOPICS_MAX:
@@ -322,7 +327,7 @@ class GroupCoordinator:
         """Remember a committed offset seen here, for lag (soft state; ignored when not led here)."""
         with contextlib.suppress(RaftlogError):
             _, _, session = self._read(group)
-            session.committed[(group, tp)] = max(offset, session.committed.get((group, tp), 0))
+            session.committed[(group, tp)] = offset
 
     def note_end_offset(self, group: str, tp: TopicPartition, offset: int) -> None:
         with contextlib.suppress(RaftlogError):
@@ -351,9 +356,9 @@ class GroupCoordinator:
                 if not due:
                     continue
                 log.info("group %s: session of %s timed out; rebalancing", name, ", ".join(sorted(due)))
-                await self._propose(partition, Expire(name, tuple(due), self._wall()))
+                left = await self._propose(partition, Expire(name, tuple(due), self._wall()))
                 for instance_id in due:
-                    session.forget((name, instance_id))
+                    session.forget((name, instance_id), left)
                     expired.append((name, instance_id))
         return expired
 

@@ -133,6 +133,8 @@ async def test_bad_requests_and_unknown_instances(cluster: FakeCluster, n1: Node
     )
     await refused(await n1.client.get("/v1/consumer-groups/nothing"), 404, 40404)
     assert GROUPS_TOPIC in cluster.topics and GROUPS_TOPIC not in await ok(await n1.client.get("/topics"))
+    await refused(await n2.client.delete(f"/v1/topics/{GROUPS_TOPIC}"), 400, 40001)
+    assert GROUPS_TOPIC in cluster.topics
 
 
 async def test_admin_view_and_lag_metrics(cluster: FakeCluster, n1: Node, n2: Node) -> None:
