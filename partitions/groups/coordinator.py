@@ -128,6 +128,14 @@ class _Session:
     committed: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
     end_offsets: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
 
+    def reassigned(self, name: str, group: Group | None) -> None:
+        """Every assignment change is proposed by this leader, so it sees each one: a member's positions
+        of partitions it lost are dropped at once, and a partition that comes back to it later starts
+        from the committed offset again (as in Kafka), never from a position it had before."""
+        for key in [k for k in self.positions if k[0] == name]:
+            kept = set(group.assignment.get(key[1], ())) if group is not None else set()
+            self.positions[key] = {tp: o for tp, o in self.positions[key].items() if tp in kept}
+
     def forget(self, key: Key, group_left: Group | None) -> None:
         """A member left; with its group gone too (``group_left`` None), the group's offsets seen."""
         self.last_seen_ms.pop(key, None)
@@ -217,6 +225,9 @@ class GroupCoordinator:
         if isinstance(result, Exception):
             raise result
         check(isinstance(result, GroupChanged), f"group command returned {result!r}")
+        session = self._sessions.get(partition)
+        if session is not None:
+            session.reassigned(result.name, result.group)
         return result.group
 
     # -- instances -------------------------------------------------------------------------------------

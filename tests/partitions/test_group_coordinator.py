@@ -252,3 +252,19 @@ def test_groups_ride_in_the_partition_state_machine_and_its_snapshot(tmp_path: p
     copy = PartitionStateMachine(Log.open(str(tmp_path / "b"), LogConfig()))
     copy.restore(machine.snapshot())
     assert copy.groups == machine.groups and "g" in copy.groups.groups
+
+
+async def test_a_partition_that_comes_back_starts_from_the_committed_offset(
+    coordinator: GroupCoordinator,
+) -> None:
+    await coordinator.create_instance("g", "a")
+    await coordinator.subscribe("g", "a", ["t"])
+    tps = coordinator.view("g", "a").assigned
+    coordinator.seek("g", "a", dict.fromkeys(tps, 7))
+    await coordinator.create_instance("g", "b")
+    await coordinator.subscribe("g", "b", ["t"])  # a loses half its partitions...
+    kept = coordinator.view("g", "a").assigned
+    assert coordinator.positions("g", "a") == dict.fromkeys(kept, 7)
+    await coordinator.delete_instance("g", "b")  # ...and gets them back: no stale position for those
+    assert coordinator.view("g", "a").assigned == tps
+    assert coordinator.positions("g", "a") == dict.fromkeys(kept, 7)
