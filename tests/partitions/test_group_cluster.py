@@ -41,7 +41,7 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
                 produced.append(value)
                 await asyncio.sleep(0.01)
 
-        async def member(consumer: GroupConsumer, start_s: float, stop_s: float, crash: bool) -> None:
+        async def member(consumer: GroupConsumer, start_s: float, stop_s: float, leave: bool) -> None:
             await asyncio.sleep(start_s)
             await consumer.start([TOPIC])
             while time.monotonic() - started < stop_s:
@@ -52,7 +52,7 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
                 except RequestFailed as exc:
                     if exc.error_code not in FENCED_CODES:
                         raise
-            if not crash:
+            if leave:
                 await consumer.close()  # a crashed member just stops: its session times out
 
         finisher = GroupConsumer(clients[1], "g", session_timeout_ms=3_000, name_prefix="finisher")
@@ -60,19 +60,18 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
         crashed = GroupConsumer(clients[3], "g", session_timeout_ms=1_500, name_prefix="crash")
         late = GroupConsumer(clients[4], "g", session_timeout_ms=3_000, name_prefix="late")
         members = [
-            member(early, 0.0, 2.0, False),
-            member(crashed, 0.5, 3.5, True),
-            member(late, 1.5, 5.0, False),
+            member(early, 0.0, 2.0, leave=True),
+            member(crashed, 0.5, 3.5, leave=False),
+            member(late, 1.5, 5.0, leave=True),
+            member(finisher, 0.0, 5.0, leave=False),  # stays, and drains what is left below
         ]
-        await asyncio.wait_for(asyncio.gather(produce(), *members, finisher.start([TOPIC])), DEADLINE_S)
+        await asyncio.wait_for(asyncio.gather(produce(), *members), DEADLINE_S)
 
         # the finisher drains what is left; the crashed member's partitions come back after its session
         while set(processed) != set(produced) and time.monotonic() - started < DEADLINE_S:
             processed.extend(r.value for r in await finisher.poll(timeout_ms=200))
             await finisher.commit()
         assert set(processed) == set(produced) and len(produced) == RECORDS
-        generation, assigned = await finisher.assignment()
-        assert sorted(assigned) == [(TOPIC, p) for p in range(PARTITIONS)]
         committed = await clients[0].committed_offsets("g", TOPIC)
         ends = [(await clients[0].offsets(TOPIC, p))[1] for p in range(PARTITIONS)]
         assert [committed.get((TOPIC, p)) for p in range(PARTITIONS)] == ends
@@ -91,6 +90,10 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
         while not await evicted():
             assert time.monotonic() < deadline, "the crashed member was never evicted"
             await asyncio.sleep(0.2)
+        generation, assigned = await finisher.assignment()
+        assert generation >= 11  # 4 joins, 4 subscriptions, 2 leaves and an eviction: each one rebalanced
+        assert finisher.rejoined == 0
+        assert sorted(assigned) == [(TOPIC, p) for p in range(PARTITIONS)]
 
         # a commit that names the generation from before a rebalance is refused
         joiner = GroupConsumer(clients[5], "g", name_prefix="joiner")
