@@ -16,6 +16,7 @@ node for metadata and cluster requests, and is empty when the request failed bec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import time
@@ -431,10 +432,13 @@ async def fetch(request: web.Request) -> web.Response:
     _served_here(state, meta, partition)
     records = await state.broker.fetch(meta.name, partition, offset, max_bytes or 1, timeout_ms)
     request[_LEADER] = state.broker.node_id
-    end = str(state.broker.offsets(meta.name, partition).high_watermark)
+    headers = {}
+    with contextlib.suppress(ConsensusError):  # leadership moved during a long poll: no lag hint then
+        headers[consumers.HIGH_WATERMARK_HEADER] = str(
+            state.broker.offsets(meta.name, partition).high_watermark
+        )
     return web.json_response(
-        [render_record(meta.name, partition, r, flavour) for r in records],
-        headers={consumers.HIGH_WATERMARK_HEADER: end},
+        [render_record(meta.name, partition, r, flavour) for r in records], headers=headers
     )
 
 

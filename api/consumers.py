@@ -52,7 +52,7 @@ from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import GROUPS_TOPIC, SUBSCRIBED_TOPICS_MAX, InstanceView
 from partitions.groups.errors import InvalidConsumerConfig
 from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT, SESSION_TIMEOUT_MS_MAX, SESSION_TIMEOUT_MS_MIN
-from raftlog.consensus.errors import NotLeader
+from raftlog.consensus.errors import ConsensusError, NotLeader
 from raftlog.errors import RaftlogError, check
 from raftlog.storage.errors import OffsetOutOfRange
 
@@ -328,9 +328,12 @@ async def _fetch_partition(
     broker = _ctx(request).broker
     flavour = Flavour(view.member.format)
 
-    async def local() -> tuple[list[dict[str, Any]], int]:
+    async def local() -> tuple[list[dict[str, Any]], int | None]:
         records = await broker.fetch(tp.topic, tp.partition, offset, max_bytes, timeout_ms)
-        end = broker.offsets(tp.topic, tp.partition).high_watermark
+        try:
+            end: int | None = broker.offsets(tp.topic, tp.partition).high_watermark
+        except ConsensusError:  # leadership moved during the long poll: no lag hint this time
+            end = None
         return [render_record(tp.topic, tp.partition, r, flavour) for r in records], end
 
     query = urllib.parse.urlencode({"offset": offset, "timeout": timeout_ms, "max_bytes": max_bytes})
