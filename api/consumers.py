@@ -516,7 +516,7 @@ async def _seek_to(request: web.Request, end: bool) -> web.Response:
     body = await _body(request)
     reject_unknown(body, {"partitions"}, "")
     wanted = _partitions(body)
-    groups.seek(group, instance, dict.fromkeys(wanted, 0))  # refuses unassigned partitions first
+    groups.check_assigned(group, instance, None, wanted)  # refused before any lookup when not assigned
     offsets = {}
     for tp in wanted:
         beginning, high_watermark = await _bounds(request, tp)
@@ -607,7 +607,7 @@ async def commit(request: web.Request) -> web.Response:
     offsets = (
         _offsets(body, frozenset({"metadata"})) if body.get("offsets") else groups.positions(group, instance)
     )
-    groups.check_commit(group, instance, generation, list(offsets))
+    groups.check_assigned(group, instance, generation, list(offsets))
     await asyncio.gather(*(_commit(request, group, tp, offset) for tp, offset in offsets.items()))
     return web.Response(status=204)
 

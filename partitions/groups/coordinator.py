@@ -328,7 +328,7 @@ class GroupCoordinator:
 
     # -- commits ---------------------------------------------------------------------------------------
 
-    def check_commit(
+    def check_assigned(
         self, group: str, instance_id: str, generation: int | None, partitions: Sequence[TopicPartition]
     ) -> InstanceView:
         """Fencing: raise unless every partition is assigned to this instance in the current generation

@@ -155,10 +155,11 @@ async def test_instances_share_partitions_and_commits_are_fenced(coordinator: Gr
     assert len(coordinator.view("g", "b").assigned) == 2
     lost = next(tp for tp in before.assigned if tp not in after.assigned)
     with pytest.raises(StaleGeneration):
-        coordinator.check_commit("g", "a", before.generation, after.assigned)
+        coordinator.check_assigned("g", "a", before.generation, after.assigned)
     with pytest.raises(PartitionNotAssigned):
-        coordinator.check_commit("g", "a", None, [lost])
-    assert coordinator.check_commit("g", "a", after.generation, after.assigned).generation == after.generation
+        coordinator.check_assigned("g", "a", None, [lost])
+    checked = coordinator.check_assigned("g", "a", after.generation, after.assigned)
+    assert checked.generation == after.generation
     assert not coordinator.advance("g", "a", lost, 5)
     with pytest.raises(PartitionNotAssigned):
         coordinator.seek("g", "a", {lost: 0})
