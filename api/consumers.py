@@ -299,7 +299,8 @@ async def _commit(request: web.Request, group: str, tp: TopicPartition, offset: 
     )
     if isinstance(done, Forwarded) and done.status != 204:
         raise _Answered.forwarded(done)
-    ctx.broker.groups.note_committed(group, tp, offset)
+    stored = offset if isinstance(done, Forwarded) else done  # a partition's offset never goes backwards
+    ctx.broker.groups.note_committed(group, tp, stored)
 
 
 async def _starting_offset(request: web.Request, group: str, view: InstanceView, tp: TopicPartition) -> int:
