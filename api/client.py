@@ -430,7 +430,9 @@ FENCED_CODES = frozenset({STALE_GENERATION, PARTITION_NOT_ASSIGNED})
 class GroupConsumer:
     """One consumer instance in a group, over any node of the cluster.
 
-    ``poll`` is also the heartbeat: call it more often than ``session_timeout_ms``. When the coordinator
+    ``poll`` is also the heartbeat: call it more often than ``session_timeout_ms``. It names the group
+    generation the member last saw; after a rebalance the coordinator refuses it once (40905) and the poll
+    returns nothing while the member learns its new assignment. When the coordinator
     evicted the instance (a missed session), ``poll`` joins again under a new name and subscribes again
     (``rejoined`` counts it); its records then come from the committed offsets. ``commit`` commits the
     next offset of every record ``poll`` handed out since the last commit; the coordinator refuses
@@ -455,6 +457,7 @@ class GroupConsumer:
         self.assignor = assignor
         self.name_prefix = name_prefix
         self.instance_id: str | None = None
+        self.generation: int | None = None  # of the group, as last seen; a poll from an older one is refused
         self.topics: list[str] = []
         self.rejoined = 0
         self._pending: dict[tuple[str, int], int] = {}  # next offsets not committed yet
@@ -491,17 +494,23 @@ class GroupConsumer:
             "POST", f"{self._base}/subscription", body={"topics": self.topics}, content_type=CONSUMER_V2,
             repeatable=True,
         )  # fmt: skip
+        await self.assignment()
 
     async def poll(self, *, timeout_ms: int = 1000, max_bytes: int | None = None) -> list[FetchedRecord]:
         params: dict[str, str | int] = {"timeout": timeout_ms}
         if max_bytes is not None:
             params["max_bytes"] = max_bytes
+        if self.generation is not None:
+            params["generation"] = self.generation
         try:
             _, rows = await self.client._request(
                 "GET", f"{self._base}/records", params=params, accept=BINARY_V2, repeatable=True,
                 timeout_s=self.client.timeout_s + timeout_ms / 1000,
             )  # fmt: skip
         except RequestFailed as exc:
+            if exc.error_code == STALE_GENERATION:  # the group rebalanced: learn the new assignment
+                await self.assignment()
+                return []
             if exc.error_code != UNKNOWN_INSTANCE:
                 raise
             self.rejoined += 1
@@ -519,13 +528,13 @@ class GroupConsumer:
         wanted = dict(self._pending if offsets is None else offsets)
         if not wanted:
             return
-        _, assignment = await self.client._request("GET", f"{self._base}/assignments", repeatable=True)
-        owned = {(p["topic"], int(p["partition"])) for p in assignment["partitions"]}
+        generation, assigned = await self.assignment()
+        owned = set(assigned)
         mine = {tp: o for tp, o in wanted.items() if tp in owned}
         if mine:
             body = {
                 "offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in mine.items()],
-                "generation": assignment["generation"],
+                "generation": generation,
             }
             await self.client._request(
                 "POST", f"{self._base}/offsets", body=body, content_type=CONSUMER_V2, repeatable=True
@@ -542,7 +551,8 @@ class GroupConsumer:
     async def assignment(self) -> tuple[int, list[tuple[str, int]]]:
         """(generation, assigned (topic, partition) pairs)."""
         _, body = await self.client._request("GET", f"{self._base}/assignments", repeatable=True)
-        return int(body["generation"]), [(p["topic"], int(p["partition"])) for p in body["partitions"]]
+        self.generation = int(body["generation"])
+        return self.generation, [(p["topic"], int(p["partition"])) for p in body["partitions"]]
 
     async def close(self) -> None:
         """Leave the group (its partitions go to the other members at once)."""

@@ -50,7 +50,7 @@ from partitions.broker import Broker
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import GROUPS_TOPIC, SUBSCRIBED_TOPICS_MAX, InstanceView
-from partitions.groups.errors import InvalidConsumerConfig
+from partitions.groups.errors import InvalidConsumerConfig, StaleGeneration
 from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT, SESSION_TIMEOUT_MS_MAX, SESSION_TIMEOUT_MS_MIN
 from raftlog.consensus.errors import ConsensusError, NotLeader
 from raftlog.errors import RaftlogError, check
@@ -539,15 +539,19 @@ async def seek_end(request: web.Request) -> web.Response:
 @_answering
 async def records(request: web.Request) -> web.Response:
     """Records of every assigned partition from the instance's positions; a heartbeat. With nothing
-    assigned yet it waits (up to ``timeout``) for a rebalance to assign something."""
+    assigned yet it waits (up to ``timeout``) for a rebalance to assign something. With ``generation``
+    (the one the member last saw), a rebalance since is answered 409/40905 instead of records."""
     groups = _ctx(request).broker.groups
     group, instance = _group(request), _instance(request)
     timeout_ms = query_int(request.query, "timeout", 0, 0, RECORDS_TIMEOUT_MS_MAX) or 0
     max_bytes = query_int(request.query, "max_bytes", RECORDS_MAX_BYTES_DEFAULT, 1, RECORDS_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
+    generation = query_int(request.query, "generation", None, 0, 2**31 - 1)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_ms / 1000
     view = await groups.heartbeat(group, instance)
+    if generation is not None and generation != view.generation:
+        raise StaleGeneration(group, instance, generation, view.generation)
     out: list[dict[str, Any]] = []
     failures: list[_Answered] = []
     with groups.fetching(group, instance):
@@ -769,8 +773,12 @@ ROUTES: tuple[Operation, ...] = (
         query=(
             Param("timeout", "integer", "ms to wait for a record", minimum=0, maximum=RECORDS_TIMEOUT_MS_MAX),
             Param("max_bytes", "integer", "byte budget", minimum=1, maximum=RECORDS_MAX_BYTES_MAX),
+            Param(
+                "generation", "integer", "the group generation the member knows (409 when stale)",
+                minimum=0, maximum=2**31 - 1,
+            ),
         ),
-        ok_schema="FetchResponse", errors=(404,), long_poll=True,
+        ok_schema="FetchResponse", errors=(404, 409), long_poll=True,
     ),
     Operation(
         "POST", f"{_INSTANCE}/offsets", commit, "commitConsumerOffsets",

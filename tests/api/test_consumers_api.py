@@ -78,6 +78,8 @@ async def test_a_group_shares_partitions_and_fences_commits(cluster: FakeCluster
     body = await refused(await n1.client.post(f"{a}/offsets", json=stale, headers=V2), 409, 40905)
     assert body["generation"] == generation
     await refused(await n2.client.post(f"{a}/offsets", json={"offsets": [entry]}, headers=V2), 409, 40906)
+    old_generation = {"generation": str(first_generation)}
+    await refused(await n2.client.get(f"{a}/records", params=old_generation), 409, 40905)
     await refused(await n2.client.post(f"{a}/positions", json={"offsets": [entry]}, headers=V2), 409, 40906)
     assert (await ok(await n1.client.get("/consumers/g/offsets", params={"topic": "orders"})))["offsets"]
 
