@@ -38,8 +38,8 @@ def test_more_members_than_partitions_leaves_some_idle() -> None:
 @settings(max_examples=200, deadline=None)
 @given(members, counts, st.data())
 def test_each_partition_to_exactly_one_subscribed_member(
-    names: list[str], sizes: dict[str, int], data
-) -> None:  # type: ignore[no-untyped-def]
+    names: list[str], sizes: dict[str, int], data: st.DataObject
+) -> None:
     subscriptions = {m: data.draw(st.lists(st.sampled_from(TOPICS), unique=True), label=m) for m in names}
     for name, assign in ASSIGNORS.items():
         got = assign(subscriptions, sizes)

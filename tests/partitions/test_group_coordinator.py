@@ -6,6 +6,8 @@ from __future__ import annotations
 import pathlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
@@ -172,14 +174,14 @@ async def test_instances_share_partitions_and_commits_are_fenced(coordinator: Gr
 async def test_bad_settings_are_refused_before_anything_is_replicated(
     coordinator: GroupCoordinator, log: MemoryLog
 ) -> None:
-    for settings in (
+    for config in (
         {"format": "avro"},
         {"offset_reset": "none"},
         {"session_timeout_ms": 10},
         {"assignor": "x"},
     ):
         with pytest.raises(InvalidConsumerConfig):
-            await coordinator.create_instance("g", None, **settings)  # type: ignore[arg-type]
+            await coordinator.create_instance("g", None, **config)
     assert all(not t.groups for t in log.tables)
 
 
@@ -269,3 +271,60 @@ async def test_a_partition_that_comes_back_starts_from_the_committed_offset(
     await coordinator.delete_instance("g", "b")  # ...and gets them back: no stale position for those
     assert coordinator.view("g", "a").assigned == tps
     assert coordinator.positions("g", "a") == dict.fromkeys(kept, 7)
+
+
+GROUP_TOPICS = ("t0", "t1", "t2")
+MEMBERS = tuple(f"m{i}" for i in range(5))
+command_strategy = st.one_of(
+    st.builds(
+        lambda m, a: Join("g", member(m), a),
+        st.sampled_from(MEMBERS),
+        st.sampled_from(["range", "round_robin"]),
+    ),
+    st.builds(lambda m: Leave("g", m, 1), st.sampled_from(MEMBERS)),
+    st.builds(
+        lambda m, topics, counts: Subscribe(
+            "g", m, tuple(topics), dict(zip(topics, counts, strict=False)), 2
+        ),
+        st.sampled_from(MEMBERS),
+        st.lists(st.sampled_from(GROUP_TOPICS), unique=True, max_size=3),
+        st.lists(st.integers(0, 6), min_size=3, max_size=3),
+    ),
+    st.builds(lambda ms: Expire("g", tuple(ms), 3), st.lists(st.sampled_from(MEMBERS), max_size=3)),
+    st.builds(
+        lambda counts: Refresh("g", dict(zip(GROUP_TOPICS, counts, strict=True)), 4),
+        st.lists(st.integers(0, 6), min_size=3, max_size=3),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(command_strategy, max_size=30))
+def test_any_command_sequence_keeps_every_partition_with_exactly_one_subscribed_member(
+    sequence: list[GroupCommand],
+) -> None:
+    table, replica = GroupTable(), GroupTable()
+    generation = 0
+    for command in sequence:
+        before = table.groups.get("g")
+        result = table.apply(encode(command))
+        replica.apply(encode(command))
+        group = table.groups.get("g")
+        if group is None:
+            generation = 0
+            continue
+        assert group.generation in (generation, generation + 1)
+        if group is not before:
+            assert group.generation == generation + 1, f"{command} changed the group without a new generation"
+        generation = group.generation
+        assert set(group.assignment) == set(group.members)
+        owned = [tp for tps in group.assignment.values() for tp in tps]
+        expected = {(t, p) for t in group.topics() for p in range(group.partition_counts.get(t, 0))}
+        assert len(owned) == len(set(owned)) and set(owned) == expected
+        for instance_id, tps in group.assignment.items():
+            assert all(tp.topic in group.members[instance_id].topics for tp in tps)
+        assert isinstance(
+            result, GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | InvalidCommand
+        )
+    assert replica == table, "two replicas applying the same commands disagree"
+    assert GroupTable.from_rows(table.to_rows()) == table
