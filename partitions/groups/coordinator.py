@@ -409,7 +409,7 @@ class GroupCoordinator:
     def groups_of(self, partition: int) -> list[Group]:
         """Every group a coordinator partition led here holds (NotLeader otherwise)."""
         table, _ = self._log.table(partition)
-        return sorted(table.groups.values(), key=lambda g: g.name)
+        return sorted(list(table.groups.values()), key=lambda g: g.name)  # copied at once (see metrics)
 
     def partitions(self) -> int:
         return self._log.partitions()
@@ -424,7 +424,7 @@ class GroupCoordinator:
             except ConsensusError:
                 continue
             session = self._session(partition, term)
-            for name, group in table.groups.items():
+            for name, group in list(table.groups.items()):  # copied at once: the driver thread applies
                 if not _label_safe(name):
                     continue
                 values[f'consumer_group_members{{group="{name}"}}'] = len(group.members)
