@@ -21,6 +21,7 @@ from partitions.errors import (
 )
 from partitions.groups.errors import (
     ConsumerInstanceExists,
+    GroupFull,
     InvalidConsumerConfig,
     PartitionNotAssigned,
     StaleGeneration,
@@ -189,6 +190,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (ConsumerInstanceExists, HttpError(409, 40904)),
     (StaleGeneration, HttpError(409, 40905)),  # rebalanced since: read the assignment again
     (PartitionNotAssigned, HttpError(409, 40906)),  # not this instance's partition in this generation
+    (GroupFull, HttpError(409, 40907)),
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503

@@ -381,7 +381,8 @@ _REASONS = {
     404: "Topic (40401), partition (40402), consumer instance (40403) or group (40404) does not exist",
     409: (
         "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903), consumer "
-        "instance exists (40904), stale generation (40905), partition not assigned to the instance (40906)"
+        "instance exists (40904), stale generation (40905), partition not assigned to the instance (40906), "
+        "group full (40907)"
     ),
     413: "Record or request too large (41301)",
     415: "Unsupported content type (41501)",

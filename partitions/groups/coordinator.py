@@ -36,6 +36,7 @@ from typing import Protocol
 from partitions.errors import UnknownTopic
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.errors import (
+    GroupFull,
     InvalidConsumerConfig,
     PartitionNotAssigned,
     StaleGeneration,
@@ -66,6 +67,7 @@ GROUPS_TOPIC = "__consumer_groups"
 GROUP_PARTITIONS_DEFAULT = 4
 SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
 SUBSCRIBED_TOPICS_MAX = 1_000
+GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size
 INSTANCE_NAME_BYTES_MAX = 255
 
 
@@ -252,7 +254,10 @@ class GroupCoordinator:
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
         member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
         await self._log.ensure_topic()
-        partition, _, session = self._read(group)
+        partition, table, session = self._read(group)
+        current = table.groups.get(group)
+        if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
+            raise GroupFull(group, GROUP_MEMBERS_MAX)
         await self._propose(partition, Join(group, member, assignor))
         session.last_seen_ms[(group, instance_id)] = self._monotonic()
         return member

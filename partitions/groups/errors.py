@@ -37,6 +37,15 @@ class ConsumerInstanceExists(GroupError):
         self.instance_id = instance_id
 
 
+class GroupFull(GroupError):
+    """The group already has its maximum of members (Kafka's group.max.size)."""
+
+    def __init__(self, group: str, members_max: int) -> None:
+        super().__init__(f"consumer group {group!r} already has {members_max} members, its maximum")
+        self.group = group
+        self.members_max = members_max
+
+
 class StaleGeneration(GroupError):
     """The group rebalanced since the caller last looked: its assignment may have changed. Read the
     assignment again (GET .../assignments) and go on from there."""

@@ -15,6 +15,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import (
     ConsumerInstanceExists,
+    GroupFull,
     InvalidConsumerConfig,
     PartitionNotAssigned,
     StaleGeneration,
@@ -328,3 +329,14 @@ def test_any_command_sequence_keeps_every_partition_with_exactly_one_subscribed_
         )
     assert replica == table, "two replicas applying the same commands disagree"
     assert GroupTable.from_rows(table.to_rows()) == table
+
+
+async def test_a_group_has_a_maximum_of_members(
+    coordinator: GroupCoordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("partitions.groups.coordinator.GROUP_MEMBERS_MAX", 2)
+    await coordinator.create_instance("g", "a")
+    await coordinator.create_instance("g", "b")
+    with pytest.raises(GroupFull):
+        await coordinator.create_instance("g", "c")
+    await coordinator.create_instance("other", "c")
