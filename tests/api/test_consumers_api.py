@@ -11,6 +11,7 @@ from typing import Any
 from fake_broker import FakeCluster
 from harness import Node
 
+from api.client import GroupConsumer, RaftlogClient
 from partitions.groups.coordinator import GROUPS_TOPIC
 
 V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
@@ -179,3 +180,26 @@ async def test_a_member_without_partitions_waits_for_a_rebalance(
     await ok(await n1.client.delete(members[0]), 204)
     rows = await ok(await asyncio.wait_for(waiting, 5))
     assert [r["value"] for r in rows] == [7]
+
+
+async def test_group_consumer_relearns_its_assignment_and_rejoins(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    cluster.add_topic("t", 2, [["n1"], ["n2"]])
+    await produce(n1, "t", 0, [1])
+    await produce(n1, "t", 1, [2])
+    async with RaftlogClient([n2.url], retries=2) as client:
+        consumer = GroupConsumer(client, "py", offset_reset="earliest")
+        await consumer.start(["t"])
+        first_generation = consumer.generation
+        other = await create(n1, "py", "other")
+        await ok(await n1.client.post(f"{other}/subscription", json={"topics": ["t"]}, headers=V2), 204)
+        assert await consumer.poll(timeout_ms=0) == []  # 40905: the group rebalanced since
+        assert consumer.generation is not None and first_generation is not None
+        assert consumer.generation > first_generation
+        records = await consumer.poll(timeout_ms=100)
+        assert len(records) == 1  # its one partition now
+        await consumer.commit()
+        await ok(await n1.client.delete(f"/consumers/py/instances/{consumer.instance_id}"), 204)  # evicted
+        assert await consumer.poll(timeout_ms=0) == [] and consumer.rejoined == 1
+        await consumer.close()
