@@ -16,6 +16,7 @@ node for metadata and cluster requests, and is empty when the request failed bec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import time
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from api import errors
+from api import consumers, errors
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -72,7 +73,8 @@ from api.schemas import (
 )
 from partitions.broker import Broker
 from partitions.controller import CONTROLLER_GROUP, TopicMetadata
-from partitions.errors import UnknownPartition, UnknownTopic
+from partitions.errors import InvalidTopic, UnknownPartition, UnknownTopic
+from partitions.groups.coordinator import is_internal
 from raftlog.consensus.errors import ConsensusError, NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import ProducerRecord
@@ -271,7 +273,7 @@ def _partition_views(state: AppState, meta: TopicMetadata) -> list[dict[str, Any
 
 
 async def list_topics(request: web.Request) -> web.Response:
-    return web.json_response(sorted(_state(request).broker.topics()))
+    return web.json_response(sorted(t for t in _state(request).broker.topics() if not is_internal(t)))
 
 
 async def get_topic(request: web.Request) -> web.Response:
@@ -430,7 +432,14 @@ async def fetch(request: web.Request) -> web.Response:
     _served_here(state, meta, partition)
     records = await state.broker.fetch(meta.name, partition, offset, max_bytes or 1, timeout_ms)
     request[_LEADER] = state.broker.node_id
-    return web.json_response([render_record(meta.name, partition, r, flavour) for r in records])
+    headers = {}
+    with contextlib.suppress(ConsensusError):  # leadership moved during a long poll: no lag hint then
+        headers[consumers.HIGH_WATERMARK_HEADER] = str(
+            state.broker.offsets(meta.name, partition).high_watermark
+        )
+    return web.json_response(
+        [render_record(meta.name, partition, r, flavour) for r in records], headers=headers
+    )
 
 
 async def replica_batches(request: web.Request) -> web.Response:
@@ -620,6 +629,10 @@ async def create_topic(request: web.Request) -> web.Response:
 
 
 async def delete_topic(request: web.Request) -> web.Response:
+    if is_internal(request.match_info["topic"]):
+        raise InvalidTopic(
+            f"topic {request.match_info['topic']!r} is internal (consumer groups) and cannot be deleted"
+        )
     await _state(request).broker.delete_topic(request.match_info["topic"])
     return web.Response(status=204)
 
@@ -818,6 +831,7 @@ ROUTES: tuple[Operation, ...] = (
         ok_type="application/json", forward=False,
     ),
 )  # fmt: skip
+ROUTES += consumers.ROUTES  # consumer groups: instances, subscriptions, records, fenced commits, lag
 
 
 # -- middlewares ---------------------------------------------------------------------------------------
@@ -989,6 +1003,9 @@ def build_app(
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[STATE] = AppState(broker, settings)
     app[STATE].admission = Admission(writes_in_flight_max, long_polls_in_flight_max)
+    app[consumers.CONTEXT] = consumers.Context(
+        broker, app[STATE].forwarder, forward_timeout_s, produce_timeout_ms, request_bytes_max
+    )
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     app.on_cleanup.append(_close)

@@ -12,7 +12,16 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from api.client import ClientError, Message, ProduceFailed, RaftlogClient, RequestFailed
+from api.client import (
+    FENCED_CODES,
+    ClientError,
+    FetchedRecord,
+    GroupConsumer,
+    Message,
+    ProduceFailed,
+    RaftlogClient,
+    RequestFailed,
+)
 from raftlog.storage.inspect import dump_records, verify_directory
 
 SERVER_DEFAULT = "http://127.0.0.1:8081"
@@ -156,6 +165,11 @@ def _consume(args: argparse.Namespace) -> int:
     """Records as JSON lines. Stops at the end of the partition unless ``--follow`` (then at ``--max``
     records, or on Ctrl-C)."""
 
+    if args.group is not None:
+        return _consume_group(args)
+    if args.partition is None or (args.offset is None and not args.from_beginning):
+        raise SystemExit("raftlog: consume needs --partition and --from-beginning or --offset, or --group")
+
     async def work(client: RaftlogClient) -> int:
         offset = args.offset
         if args.from_beginning:
@@ -163,15 +177,53 @@ def _consume(args: argparse.Namespace) -> int:
         async for record in client.consume(
             args.topic, args.partition, offset, max_records=args.max, follow=args.follow
         ):
-            row = {
-                "partition": record.partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp_ms,
-                "key": _text(record.key),
-                "value": _text(record.value),
-                "headers": {k: _text(v) for k, v in record.headers},
-            }
-            print(json.dumps(row), flush=True)
+            print(json.dumps(_record_row(record)), flush=True)
+        return 0
+
+    try:
+        return _with_client(args, work)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _record_row(record: FetchedRecord) -> dict[str, Any]:
+    return {
+        "partition": record.partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp_ms,
+        "key": _text(record.key),
+        "value": _text(record.value),
+        "headers": {k: _text(v) for k, v in record.headers},
+    }
+
+
+def _consume_group(args: argparse.Namespace) -> int:
+    """As a member of a consumer group: the partitions the group assigns, from the group's committed
+    offsets (else the log start with --from-beginning, else the end); each printed batch is committed.
+    Without --follow it stops at the first empty poll."""
+
+    async def work(client: RaftlogClient) -> int:
+        reset = "earliest" if args.from_beginning else "latest"
+        consumer = GroupConsumer(client, args.group, offset_reset=reset, name_prefix="cli")
+        await consumer.start([args.topic])
+        printed = 0
+        try:
+            while args.max is None or printed < args.max:
+                records = await consumer.poll(timeout_ms=1000 if args.follow else 500)
+                if not records and not args.follow:
+                    break
+                wanted = records if args.max is None else records[: args.max - printed]
+                for record in wanted:
+                    print(json.dumps(_record_row(record)), flush=True)
+                printed += len(wanted)
+                done = {(r.topic, r.partition): r.offset + 1 for r in wanted}
+                try:
+                    await consumer.commit(done)
+                except RequestFailed as exc:
+                    if exc.error_code not in FENCED_CODES:
+                        raise
+        finally:
+            await consumer.close()
         return 0
 
     try:
@@ -250,10 +302,13 @@ def _add_cluster_commands(commands: Any) -> None:
     produce.add_argument("--batch", type=_positive, default=500, help="records per request (default 500)")
     produce.set_defaults(run=_produce)
 
-    consume = commands.add_parser("consume", parents=[server], help="print a partition's records as JSON")
+    consume = commands.add_parser(
+        "consume", parents=[server], help="print a partition's (or a group member's) records as JSON"
+    )
     consume.add_argument("topic")
-    consume.add_argument("--partition", type=_non_negative, required=True)
-    start = consume.add_mutually_exclusive_group(required=True)
+    consume.add_argument("--partition", type=_non_negative)
+    consume.add_argument("--group", help="consume as a member of this consumer group (commits as it prints)")
+    start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the log start offset")
     start.add_argument("--offset", type=_non_negative, help="start at this offset")
     consume.add_argument("--max", type=_positive, help="stop after this many records")

@@ -16,6 +16,16 @@ answers it with the original offsets instead of appending twice. Produce calls o
 serialized (a partition must see a producer's sequences in order); use several clients for parallelism.
 
 Records are sent and fetched in the binary flavour, so bytes round-trip exactly.
+
+A member of a consumer group (the group's coordinator assigns it partitions and fences its commits):
+
+    async with RaftlogClient(servers) as client:
+        consumer = GroupConsumer(client, "billing", offset_reset="earliest")
+        await consumer.start(["orders"])
+        for record in await consumer.poll(timeout_ms=1000):
+            handle(record)
+        await consumer.commit()  # what poll handed out; refused for partitions this member lost
+        await consumer.close()
 """
 
 from __future__ import annotations
@@ -407,6 +417,153 @@ class RaftlogClient:
         path = f"/v1/partitions/{_quote(topic)}/{partition}/transfer_leadership"
         _, body = await self._request("POST", path, params=params)
         return dict(body)
+
+
+CONSUMER_V2 = "application/vnd.kafka.v2+json"
+UNKNOWN_INSTANCE = 40403
+INSTANCE_EXISTS = 40904
+STALE_GENERATION = 40905
+PARTITION_NOT_ASSIGNED = 40906
+FENCED_CODES = frozenset({STALE_GENERATION, PARTITION_NOT_ASSIGNED})
+
+
+class GroupConsumer:
+    """One consumer instance in a group, over any node of the cluster.
+
+    ``poll`` is also the heartbeat: call it more often than ``session_timeout_ms``. It names the group
+    generation the member last saw; after a rebalance the coordinator refuses it once (40905) and the poll
+    returns nothing while the member learns its new assignment. When the coordinator
+    evicted the instance (a missed session), ``poll`` joins again under a new name and subscribes again
+    (``rejoined`` counts it); its records then come from the committed offsets. ``commit`` commits the
+    next offset of every record ``poll`` handed out since the last commit; the coordinator refuses
+    (``RequestFailed`` with error_code 40905/40906, see ``FENCED_CODES``) partitions this member no longer
+    owns, and then the uncommitted records of those partitions go to their new owner again: delivery is
+    at least once."""
+
+    def __init__(
+        self,
+        client: RaftlogClient,
+        group: str,
+        *,
+        offset_reset: str = "earliest",
+        session_timeout_ms: int | None = None,
+        assignor: str | None = None,
+        name_prefix: str = "consumer",
+    ) -> None:
+        self.client = client
+        self.group = group
+        self.offset_reset = offset_reset
+        self.session_timeout_ms = session_timeout_ms
+        self.assignor = assignor
+        self.name_prefix = name_prefix
+        self.instance_id: str | None = None
+        self.generation: int | None = None  # of the group, as last seen; a poll from an older one is refused
+        self.topics: list[str] = []
+        self.rejoined = 0
+        self._pending: dict[tuple[str, int], int] = {}  # next offsets not committed yet
+
+    @property
+    def _base(self) -> str:
+        if self.instance_id is None:
+            raise ClientError("the consumer is not started")
+        return f"/consumers/{_quote(self.group)}/instances/{_quote(self.instance_id)}"
+
+    async def start(self, topics: Sequence[str]) -> None:
+        self.topics = list(topics)
+        name = f"{self.name_prefix}-{self.client._rng.getrandbits(48):012x}"  # a retry finds its own instance
+        body: dict[str, Any] = {"name": name, "format": "binary", "auto.offset.reset": self.offset_reset}
+        if self.session_timeout_ms is not None:
+            body["session.timeout.ms"] = self.session_timeout_ms
+        if self.assignor is not None:
+            body["partition.assignment.strategy"] = self.assignor
+        try:
+            _, answer = await self.client._request(
+                "POST",
+                f"/consumers/{_quote(self.group)}",
+                body=body,
+                content_type=CONSUMER_V2,
+                repeatable=True,
+            )
+            self.instance_id = str(answer["instance_id"])
+        except RequestFailed as exc:
+            if exc.error_code != INSTANCE_EXISTS:
+                raise
+            self.instance_id = name  # an earlier attempt whose answer was lost created it
+        self._pending.clear()
+        await self.client._request(
+            "POST", f"{self._base}/subscription", body={"topics": self.topics}, content_type=CONSUMER_V2,
+            repeatable=True,
+        )  # fmt: skip
+        await self.assignment()
+
+    async def poll(self, *, timeout_ms: int = 1000, max_bytes: int | None = None) -> list[FetchedRecord]:
+        params: dict[str, str | int] = {"timeout": timeout_ms}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
+        if self.generation is not None:
+            params["generation"] = self.generation
+        try:
+            _, rows = await self.client._request(
+                "GET", f"{self._base}/records", params=params, accept=BINARY_V2, repeatable=True,
+                timeout_s=self.client.timeout_s + timeout_ms / 1000,
+            )  # fmt: skip
+        except RequestFailed as exc:
+            if exc.error_code == STALE_GENERATION:  # the group rebalanced: learn the new assignment
+                await self.assignment()
+                return []
+            if exc.error_code != UNKNOWN_INSTANCE:
+                raise
+            self.rejoined += 1
+            await self.start(self.topics)
+            return []
+        records = [_fetched(row) for row in rows]
+        for record in records:
+            self._pending[(record.topic, record.partition)] = record.offset + 1
+        return records
+
+    async def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Commit ``offsets`` ((topic, partition) -> next offset to read), by default what ``poll`` handed
+        out. Raises ``RequestFailed`` (error_code in ``FENCED_CODES``) when a partition is no longer this
+        member's; the offsets of the partitions still owned are committed anyway."""
+        wanted = dict(self._pending if offsets is None else offsets)
+        if not wanted:
+            return
+        generation, assigned = await self.assignment()
+        owned = set(assigned)
+        mine = {tp: o for tp, o in wanted.items() if tp in owned}
+        if mine:
+            body = {
+                "offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in mine.items()],
+                "generation": generation,
+            }
+            await self.client._request(
+                "POST", f"{self._base}/offsets", body=body, content_type=CONSUMER_V2, repeatable=True
+            )
+        for tp in wanted:
+            if offsets is None or self._pending.get(tp) == wanted[tp]:
+                self._pending.pop(tp, None)
+        lost = sorted(set(wanted) - owned)
+        if lost:
+            raise RequestFailed(
+                409, PARTITION_NOT_ASSIGNED, f"partitions no longer assigned to this member: {lost}", None
+            )
+
+    async def assignment(self) -> tuple[int, list[tuple[str, int]]]:
+        """(generation, assigned (topic, partition) pairs)."""
+        _, body = await self.client._request("GET", f"{self._base}/assignments", repeatable=True)
+        self.generation = int(body["generation"])
+        return self.generation, [(p["topic"], int(p["partition"])) for p in body["partitions"]]
+
+    async def close(self) -> None:
+        """Leave the group (its partitions go to the other members at once)."""
+        if self.instance_id is None:
+            return
+        try:
+            await self.client._request("DELETE", self._base, repeatable=True)
+        except RequestFailed as exc:
+            if exc.error_code != UNKNOWN_INSTANCE:
+                raise
+        self.instance_id = None
 
 
 def _quote(part: str) -> str:

@@ -19,6 +19,15 @@ from partitions.errors import (
     UnknownPartition,
     UnknownTopic,
 )
+from partitions.groups.errors import (
+    ConsumerInstanceExists,
+    GroupFull,
+    InvalidConsumerConfig,
+    PartitionNotAssigned,
+    StaleGeneration,
+    UnknownConsumerInstance,
+    UnknownGroup,
+)
 from partitions.placement import PlacementImpossible
 from raftlog.consensus.errors import (
     CorruptJournal,
@@ -174,6 +183,14 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (CorruptRecord, HttpError(500, 50002)),
     (NotBatchBoundary, HttpError(500, 50001)),
     (InvariantViolation, HttpError(500, 50001)),
+    # Consumer groups
+    (InvalidConsumerConfig, HttpError(400, 40001)),
+    (UnknownConsumerInstance, HttpError(404, 40403)),
+    (UnknownGroup, HttpError(404, 40404)),
+    (ConsumerInstanceExists, HttpError(409, 40904)),
+    (StaleGeneration, HttpError(409, 40905)),  # rebalanced since: read the assignment again
+    (PartitionNotAssigned, HttpError(409, 40906)),  # not this instance's partition in this generation
+    (GroupFull, HttpError(409, 40907)),
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
@@ -202,6 +219,10 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["leader_hint"] = error.leader_hint
     if isinstance(error, MethodNotAllowed):
         payload["allowed"] = error.allowed
+    if isinstance(error, StaleGeneration):
+        payload["generation"] = error.current
+    if isinstance(error, PartitionNotAssigned):
+        payload["generation"] = error.generation
     if mapped.retriable:
         payload["retriable"] = True
     return payload

@@ -260,6 +260,116 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
     "ReplicasRequest": _closed(_obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"])),
     "Status": _obj({"status": _STR}),
+    # consumer groups (api/consumers.py)
+    "CreateConsumerRequest": _closed(
+        _obj(
+            {
+                "name": _nullable(_STR),
+                "format": {"type": "string", "enum": ["json", "binary"]},
+                "auto.offset.reset": {"type": "string", "enum": ["earliest", "latest"]},
+                "auto.commit.enable": {"type": "string", "enum": ["false"]},
+                "session.timeout.ms": {"type": "integer", "minimum": 1_000, "maximum": 300_000},
+                "partition.assignment.strategy": {"type": "string", "enum": ["range", "round_robin"]},
+            }
+        )
+    ),
+    "CreatedConsumer": _obj({"instance_id": _STR, "base_uri": _STR}, ["instance_id", "base_uri"]),
+    "SubscriptionRequest": _closed(
+        _obj({"topics": {"type": "array", "items": _STR, "minItems": 1, "maxItems": 1_000}}, ["topics"])
+    ),
+    "Subscription": _obj({"topics": {"type": "array", "items": _STR}}),
+    "TopicPartition": _closed(_obj({"topic": _STR, "partition": _PARTITION_NUMBER}, ["topic", "partition"])),
+    "Assignments": _obj(
+        {"partitions": {"type": "array", "items": _ref("TopicPartition")}, "generation": _INT}
+    ),
+    "PartitionsRequest": _closed(
+        _obj(
+            {
+                "partitions": {
+                    "type": "array",
+                    "items": _ref("TopicPartition"),
+                    "minItems": 1,
+                    "maxItems": 10_000,
+                }
+            },
+            ["partitions"],
+        )
+    ),
+    "SeekEntry": _closed(
+        _obj(
+            {"topic": _STR, "partition": _PARTITION_NUMBER, "offset": _NATURAL},
+            ["topic", "partition", "offset"],
+        )
+    ),
+    "SeekRequest": _closed(
+        _obj(
+            {"offsets": {"type": "array", "items": _ref("SeekEntry"), "minItems": 1, "maxItems": 10_000}},
+            ["offsets"],
+        )
+    ),
+    "ConsumerCommitRequest": _closed(
+        _obj(
+            {
+                "offsets": {"type": "array", "items": _ref("SeekEntry"), "maxItems": 10_000},
+                "generation": _nullable(_NATURAL),
+            }
+        )
+    ),
+    "ConsumerOffsets": _obj(
+        {
+            "offsets": {
+                "type": "array",
+                "items": _obj({"topic": _STR, "partition": _INT, "offset": _INT, "metadata": _STR}),
+            }
+        }
+    ),
+    "ConsumerGroups": _obj(
+        {
+            "groups": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "group": _STR,
+                        "generation": _INT,
+                        "assignor": _STR,
+                        "members": _INT,
+                        "coordinator_partition": _INT,
+                    }
+                ),
+            }
+        }
+    ),
+    "ConsumerGroup": _obj(
+        {
+            "group": _STR,
+            "generation": _INT,
+            "assignor": _STR,
+            "coordinator_partition": _INT,
+            "lag": _INT,
+            "members": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "instance_id": _STR,
+                        "topics": {"type": "array", "items": _STR},
+                        "partitions": {
+                            "type": "array",
+                            "items": _obj(
+                                {
+                                    "topic": _STR,
+                                    "partition": _INT,
+                                    "position": _nullable(_INT),
+                                    "committed_offset": _nullable(_INT),
+                                    "end_offset": _INT,
+                                    "lag": _nullable(_INT),
+                                }
+                            ),
+                        },
+                    }
+                ),
+            },
+        }
+    ),
 }
 
 _REASONS = {
@@ -268,8 +378,12 @@ _REASONS = {
     204: "No Content",
     400: "Bad request (error_code 40001)",
     401: "Missing or wrong admin token (40101)",
-    404: "Topic (40401) or partition (40402) does not exist",
-    409: "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903)",
+    404: "Topic (40401), partition (40402), consumer instance (40403) or group (40404) does not exist",
+    409: (
+        "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903), consumer "
+        "instance exists (40904), stale generation (40905), partition not assigned to the instance (40906), "
+        "group full (40907)"
+    ),
     413: "Record or request too large (41301)",
     415: "Unsupported content type (41501)",
     416: "Offset out of range (41601)",

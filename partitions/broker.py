@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from partitions.controller import TopicMetadata
+from partitions.groups.coordinator import GroupCoordinator
 from raftlog.storage.batch import ProducerRecord, Record
 
 
@@ -62,6 +63,7 @@ class NodeInfo:
 
 class Broker(Protocol):
     node_id: str
+    groups: GroupCoordinator  # consumer groups coordinated by this node (NotLeader for the others)
 
     # -- metadata ----------------------------------------------------------------------------------
     def topics(self) -> list[str]: ...

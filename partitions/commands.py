@@ -4,6 +4,8 @@
                                  stamped when applied); producer id and sequence ride in its header
 [1, 2, group, offset, reset]     CommitOffset: a consumer group's next offset to read
 [1, 3]                           Barrier: commits nothing; proves leadership for linearizable reads
+[1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.state``),
+                                 only in partitions of the internal ``__consumer_groups`` topic
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import msgpack
 from partitions.errors import InvalidCommand
 
 VERSION = 1
-_PRODUCE, _COMMIT_OFFSET, _BARRIER = 1, 2, 3
+_PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP = 1, 2, 3, 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +37,12 @@ class Barrier:
     pass
 
 
-Command = Produce | CommitOffset | Barrier
+@dataclass(frozen=True, slots=True)
+class GroupCommand:
+    payload: bytes  # encoded by ``partitions.groups.state.encode``
+
+
+Command = Produce | CommitOffset | Barrier | GroupCommand
 
 
 def encode(command: Command) -> bytes:
@@ -43,6 +50,8 @@ def encode(command: Command) -> bytes:
         fields: list[object] = [VERSION, _PRODUCE, command.batch]
     elif isinstance(command, CommitOffset):
         fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
+    elif isinstance(command, GroupCommand):
+        fields = [VERSION, _GROUP, command.payload]
     else:
         fields = [VERSION, _BARRIER]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -63,6 +72,8 @@ def decode(data: bytes) -> Command:
         _, _, group, offset, reset = fields
         if isinstance(group, str) and isinstance(offset, int) and offset >= 0 and isinstance(reset, bool):
             return CommitOffset(group, offset, reset)
+    if kind == _GROUP and len(fields) == 3 and isinstance(fields[2], bytes):
+        return GroupCommand(fields[2])
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")

@@ -40,6 +40,8 @@ from partitions.controller import (
 )
 from partitions.controller import encode as encode_controller
 from partitions.errors import InvalidTopic, UnknownPartition, UnknownTopic
+from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
+from partitions.groups.replicated import ReplicatedGroupLog
 from partitions.placement import place
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
 from raftlog.consensus.bridge import LoopNotifier
@@ -86,6 +88,7 @@ class NodeConfig:
     gossip_address: str = "127.0.0.1:0"  # UDP+TCP endpoint of SWIM gossip
     seeds: tuple[str, ...] = ()  # gossip addresses to join through
     gossip: GossipConfig = field(default_factory=GossipConfig)
+    group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -165,6 +168,16 @@ class Node:
         self._background: set[asyncio.Task[None]] = set()
         self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
         self._http: aiohttp.ClientSession | None = None
+        self.groups = GroupCoordinator(
+            ReplicatedGroupLog(
+                topic=self.topic,
+                create_topic=self.create_topic,
+                ready_leader=self._ready_leader_now,
+                leader=self._leader_replica,
+                replication_factor=lambda: min(3, len(self._placeable())),
+                partitions=config.group_partitions,
+            )
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -200,6 +213,7 @@ class Node:
                 answered,
             )
         self._spawn(self._publish_claims())
+        self._spawn(self.groups.run())
         log.info(
             "node %s started (raft %s, gossip %s, peers %s)",
             self.node_id,
@@ -731,4 +745,5 @@ class Node:
         values["log_bytes"] = sum(r.log.size_bytes for r in self._replicas.values())
         for name, value in self._hub.stats().items():
             values[f"raft_transport_{name}"] = value
+        values.update(self.groups.metrics())
         return values

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import msgpack
 
-from partitions.commands import Barrier, CommitOffset, Produce, decode
+from partitions.commands import Barrier, CommitOffset, GroupCommand, Produce, decode
 from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
 from partitions.errors import InvalidCommand, ReplicaBehind, SequenceTooOld
+from partitions.groups.state import GroupResult, GroupTable
 from raftlog.errors import check
 from raftlog.storage.batch import BatchFormatError, rebase, verify
 from raftlog.storage.errors import InvalidRecord
@@ -47,7 +48,7 @@ class OffsetCommitted:
     offset: int
 
 
-ApplyResult = Produced | Refused | OffsetCommitted | None
+ApplyResult = Produced | Refused | OffsetCommitted | GroupResult | None
 
 
 class PartitionStateMachine:
@@ -65,6 +66,7 @@ class PartitionStateMachine:
         self._catch_up = catch_up
         self.producers = producers or ProducerTable()
         self.consumer_offsets: dict[str, int] = {}
+        self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
@@ -83,6 +85,8 @@ class PartitionStateMachine:
             return self._produce(decoded.batch, term)
         if isinstance(decoded, CommitOffset):
             return self._commit_offset(decoded)
+        if isinstance(decoded, GroupCommand):
+            return self.groups.apply(decoded.payload)
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
 
@@ -152,6 +156,7 @@ class PartitionStateMachine:
                 "high_watermark": self.high_watermark,
                 "producers": self.producers.to_rows(),
                 "consumer_offsets": self.consumer_offsets,
+                "groups": self.groups.to_rows(),
             },
             use_bin_type=True,
         )
@@ -172,3 +177,4 @@ class PartitionStateMachine:
         self.high_watermark = high_watermark
         self.producers = ProducerTable.from_rows(state["producers"])
         self.consumer_offsets = {str(k): int(v) for k, v in state["consumer_offsets"].items()}
+        self.groups = GroupTable.from_rows(state.get("groups", []))

@@ -7,7 +7,9 @@ a partition's leader (or the controller) may do, raising ``NotLeader(leader_hint
 Semantics kept: dense offsets from 0; a (producer_id, sequence) pair seen before answers with the original
 offsets and appends nothing, an older one outside the window is ``SequenceTooOld``; fetch waits on an
 ``asyncio.Event`` for new records up to its timeout; committed consumer offsets never go backwards unless
-``reset``.
+``reset``. Consumer groups run the real ``GroupCoordinator`` over ``FakeGroupLog``: the group tables of
+the ``__consumer_groups`` partitions live in the cluster and commands apply at once on the partition's
+leader (no replication to fake).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from typing import Any
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.controller import TopicMetadata, validate_topic
 from partitions.errors import SequenceTooOld, TopicExists, UnknownPartition, UnknownTopic
+from partitions.groups.coordinator import GROUPS_TOPIC, GroupCoordinator
+from partitions.groups.state import GroupCommand, GroupResult, GroupTable
+from partitions.groups.state import encode as encode_group
 from partitions.placement import PlacementImpossible
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.storage.batch import ProducerRecord, Record, encode_batch
@@ -69,6 +74,8 @@ class FakeCluster:
         self.topics: dict[str, TopicMetadata] = {}
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self._next_topic_id = 1
+        self.group_partitions = 2  # of __consumer_groups, created on first use
+        self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
 
     def add_topic(
         self,
@@ -93,10 +100,55 @@ class FakeCluster:
         return meta
 
 
+class FakeGroupLog:
+    """``GroupLog`` over a ``FakeCluster``: partition p of ``__consumer_groups`` is led by node p mod n."""
+
+    def __init__(self, broker: FakeBroker) -> None:
+        self.broker = broker
+
+    def partitions(self) -> int:
+        return self.broker.topic(GROUPS_TOPIC).partitions
+
+    async def ensure_topic(self) -> None:
+        cluster = self.broker.cluster
+        if GROUPS_TOPIC in cluster.topics:
+            return
+        self.broker._controller_here()
+        nodes = cluster.node_ids
+        replicas = [
+            [nodes[(p + i) % len(nodes)] for i in range(len(nodes))] for p in range(cluster.group_partitions)
+        ]
+        cluster.add_topic(GROUPS_TOPIC, replicas=replicas)
+
+    def table(self, partition: int) -> tuple[GroupTable, int]:
+        state = self.broker._led_here(GROUPS_TOPIC, partition)
+        topic_id = self.broker.cluster.topics[GROUPS_TOPIC].topic_id
+        return self.broker.cluster.group_tables.setdefault((topic_id, partition), GroupTable()), state.term
+
+    def led_partitions(self) -> list[int]:
+        meta = self.broker.cluster.topics.get(GROUPS_TOPIC)
+        if meta is None:
+            return []
+        return [
+            p
+            for p in range(meta.partitions)
+            if self.broker.cluster.partitions[(GROUPS_TOPIC, p)].leader == self.broker.node_id
+        ]
+
+    async def propose(self, partition: int, command: GroupCommand) -> GroupResult:
+        table, _ = self.table(partition)
+        return table.apply(encode_group(command))
+
+    def partition_count(self, topic: str) -> int:
+        meta = self.broker.cluster.topics.get(topic)
+        return 0 if meta is None else meta.partitions
+
+
 class FakeBroker:
     def __init__(self, cluster: FakeCluster, node_id: str) -> None:
         self.cluster = cluster
         self.node_id = node_id
+        self.groups = GroupCoordinator(FakeGroupLog(self))
         self.calls: Counter[str] = Counter()
         self.leader_overrides: dict[tuple[str, int], str | None] = {}  # this node's (maybe wrong) belief
         self.inject: dict[str, list[BaseException]] = {}  # method name -> errors to raise, in order
@@ -352,7 +404,7 @@ class FakeBroker:
         return state.leader if state is not None else None
 
     def metrics(self) -> dict[str, float]:
-        return {
+        return self.groups.metrics() | {
             "raftlog_topics": float(len(self.cluster.topics)),
             "raftlog_records_total": float(sum(len(p.records) for p in self.cluster.partitions.values())),
             'raftlog_partition_leader{node="' + self.node_id + '"}': float(

@@ -93,3 +93,21 @@ async def test_server_from_environment_and_errors(
 def test_consume_needs_a_start() -> None:
     with pytest.raises(SystemExit):
         main(["consume", "t", "--partition", "0"])
+
+
+async def test_consume_as_a_group_member_commits_what_it_printed(
+    cluster: FakeCluster, n1: Node, n2: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 2, [["n1"], ["n2"]])
+    for p, values in ((0, ["a", "b"]), (1, ["c"])):
+        answer = await n1.client.post(
+            f"/topics/t/partitions/{p}", json={"records": [{"value": v} for v in values]}
+        )
+        assert answer.status == 200
+    code, out, _ = await run(capsys, "consume", "t", "--group", "g", "--from-beginning", "--server", n2.url)
+    assert code == 0
+    assert sorted(json.loads(line)["value"] for line in out.splitlines()) == ['"a"', '"b"', '"c"']
+    committed = await (await n1.client.get("/consumers/g/offsets", params={"topic": "t"})).json()
+    assert sorted((o["partition"], o["offset"]) for o in committed["offsets"]) == [(0, 2), (1, 1)]
+    code, out, _ = await run(capsys, "consume", "t", "--group", "g", "--server", n1.url)
+    assert (code, out) == (0, "")  # the group goes on from its committed offsets

@@ -5,7 +5,8 @@ Two nodes over one in-memory ``FakeCluster`` are served on 127.0.0.1 by an event
 thread (schemathesis drives a blocking HTTP client). Requests go to n1; some partitions are led by n2 only,
 so forwarding is fuzzed too. Generated path parameters, query parameters and bodies are steered towards
 existing topics, partitions and offsets three times in four (otherwise nearly every request would stop at
-"unknown topic"); the rest, and schemathesis's coverage phase, stay as generated. The cluster is rebuilt
+"unknown topic"; consumer-instance paths are steered to an instance subscribed to "orders"); the rest,
+and schemathesis's coverage phase, stay as generated. The cluster is rebuilt
 before every case, so a fuzzed ``DELETE /v1/topics/{topic}`` does not starve later cases. Fetch waits are
 capped at 20 ms in the broker (the API still sees any ``timeout``), which keeps a run bounded.
 
@@ -17,6 +18,7 @@ answer and a curl command that reproduces it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
@@ -42,6 +44,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import ROUTES, build_app
 from api.openapi import document
+from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
@@ -132,6 +135,13 @@ class ServedCluster:
             for i in range(3):
                 value = f"{name}-{partition}-{i}".encode()
                 await leader.produce(name, partition, [ProducerRecord(value)], None, None, 1000)
+        cluster.group_tables.clear()
+        with contextlib.suppress(NotLeader):  # n1 (the controller) creates __consumer_groups
+            await self.brokers["n1"].groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
+        coordinator = next(b for b in self.brokers.values() if b.groups.coordinates(GROUP))
+        if coordinator.node_id != "n1":
+            await coordinator.groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
+        await coordinator.groups.subscribe(GROUP, INSTANCE, ["orders"])
 
     def reset(self) -> None:
         self.run(self._reset())
@@ -171,7 +181,8 @@ def _steer_items(
 TOPIC = st.sampled_from(sorted(TOPICS))
 PARTITION = st.integers(0, 1)
 OFFSET = st.integers(0, 4)  # each partition holds offsets 0..2
-PATH = {"topic": TOPIC, "partition": PARTITION}
+GROUP, INSTANCE = "fuzzers", "fuzz"  # a consumer instance subscribed to "orders", made before each case
+PATH = {"topic": TOPIC, "partition": PARTITION, "group": st.just(GROUP), "instance": st.just(INSTANCE)}
 QUERY = {
     "topic": TOPIC,
     "partition": PARTITION,
@@ -202,6 +213,17 @@ BODIES: dict[str, Callable[[Any], st.SearchStrategy[Any]]] = {
     "commitOffsets": lambda body: _steer_items(
         body, "offsets", {"topic": TOPIC, "partition": PARTITION, "offset": OFFSET}
     ),
+    "commitConsumerOffsets": lambda body: _steer_items(
+        body, "offsets", {"topic": TOPIC, "partition": PARTITION, "offset": OFFSET}
+    ),
+    "seek": lambda body: _steer_items(
+        body, "offsets", {"topic": TOPIC, "partition": PARTITION, "offset": OFFSET}
+    ),
+    "seekToBeginning": lambda body: _steer_items(
+        body, "partitions", {"topic": TOPIC, "partition": PARTITION}
+    ),
+    "seekToEnd": lambda body: _steer_items(body, "partitions", {"topic": TOPIC, "partition": PARTITION}),
+    "subscribe": lambda body: _steer(body, {"topics": st.lists(TOPIC, min_size=1, max_size=2)}),
     "createTopic": lambda body: _steer(
         body,
         {

@@ -115,7 +115,7 @@ class Script:
         for name in names:
             if name not in self.network.crashed:
                 self.nodes[name].doTick(0.0)
-        self.check_commit()
+        self.check_assigned()
 
     def deliver(self, source: str, destination: str, count: int | None = None) -> int:
         delivered = self.network.deliver(source, destination, count)
@@ -161,7 +161,7 @@ class Script:
         if not self.nodes[name]._isLeader():
             raise AssertionError(f"{name} was not elected by {voters}")
 
-    def check_commit(self) -> None:
+    def check_assigned(self) -> None:
         for name, node in self.nodes.items():
             if name in self.network.crashed or not node._isLeader():
                 continue

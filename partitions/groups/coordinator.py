@@ -1,0 +1,456 @@
+"""The group coordinator: consumer instances, subscriptions, heartbeats, positions and fencing.
+
+A group is coordinated by one partition of the internal topic ``__consumer_groups`` (Kafka's murmur2 of
+the group name modulo its partition count); that partition's Raft leader serves every request of the
+group. What must survive a failover is replicated through the partition's Raft group (``state.GroupTable``:
+members, subscriptions, generations, assignments). What Kafka also keeps only in the coordinator's memory
+is soft state here, held per leader term and rebuilt empty when leadership moves:
+
+- last-seen times: a new leader gives every member a fresh session timeout (as Kafka does);
+- fetch positions: a member's next offset per assigned partition; after a failover, or when a partition
+  changes hands, reading resumes from the committed offset (at-least-once), else ``auto.offset.reset``;
+- committed offsets and end offsets seen lately, for lag in /metrics.
+
+Committed offsets themselves stay where ``POST /consumers/{group}/offsets`` keeps them: replicated with
+each data partition (one source of truth, see docs/decisions/consumer-group-offsets.md). A commit by an
+instance is fenced here first: it must name a partition assigned to it in the current generation (and that
+generation, when it gives one). Data-partition commits never move backwards, so a fenced-out instance can
+neither lower a committed offset nor commit for a partition it lost.
+
+No sockets here: the replicated log is a ``GroupLog`` (the node's Raft groups, or an in-memory table in
+tests); time comes from the injected clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from partitions.errors import UnknownTopic
+from partitions.groups.assignors import ASSIGNORS, TopicPartition
+from partitions.groups.errors import (
+    GroupFull,
+    InvalidConsumerConfig,
+    PartitionNotAssigned,
+    StaleGeneration,
+    UnknownConsumerInstance,
+    UnknownGroup,
+)
+from partitions.groups.state import (
+    SESSION_TIMEOUT_MS_DEFAULT,
+    Expire,
+    Group,
+    GroupChanged,
+    GroupCommand,
+    GroupResult,
+    GroupTable,
+    Join,
+    Leave,
+    Member,
+    Refresh,
+    Subscribe,
+)
+from partitions.partitioner import partition_for_key
+from raftlog.consensus.errors import ConsensusError
+from raftlog.errors import RaftlogError, check
+
+log = logging.getLogger("raftlog.groups")
+
+GROUPS_TOPIC = "__consumer_groups"
+GROUP_PARTITIONS_DEFAULT = 4
+SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
+SUBSCRIBED_TOPICS_MAX = 1_000
+GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size
+INSTANCE_NAME_BYTES_MAX = 255
+
+
+INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})
+
+
+def is_internal(topic: str) -> bool:
+    """Topics the cluster keeps for itself (hidden from ``GET /topics``)."""
+    return topic in INTERNAL_TOPICS
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupLog(Protocol):
+    """The replicated home of ``GroupTable``s: one per partition of ``__consumer_groups``."""
+
+    def partitions(self) -> int:
+        """Partition count of the internal topic. Raises UnknownTopic before its first use."""
+        ...
+
+    async def ensure_topic(self) -> None:
+        """Create the internal topic if it does not exist (NotLeader: ask the controller)."""
+        ...
+
+    def table(self, partition: int) -> tuple[GroupTable, int]:
+        """The applied table of a partition this node leads and may read, with the leader's term.
+        Raises NotLeader(hint) / NoLeader (the API forwards the request to the leader)."""
+        ...
+
+    def led_partitions(self) -> list[int]:
+        """The coordinator partitions this node leads and may read right now."""
+        ...
+
+    async def propose(self, partition: int, command: GroupCommand) -> GroupResult:
+        """Replicate ``command`` through the partition's Raft group; the applied result."""
+        ...
+
+    def partition_count(self, topic: str) -> int:
+        """Partitions of a data topic; 0 when it does not exist (yet)."""
+        ...
+
+
+Key = tuple[str, str]  # (group, instance_id)
+
+
+@dataclass
+class _Session:
+    """Soft state of one coordinator partition, valid while this node leads it in ``term``."""
+
+    term: int
+    last_seen_ms: dict[Key, int] = field(default_factory=dict)
+    in_flight: Counter[Key] = field(default_factory=Counter)
+    positions: dict[Key, dict[TopicPartition, int]] = field(default_factory=dict)
+    committed: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
+    end_offsets: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
+
+    def reassigned(self, name: str, group: Group | None) -> None:
+        """Every assignment change is proposed by this leader, so it sees each one: a member's positions
+        of partitions it lost are dropped at once, and a partition that comes back to it later starts
+        from the committed offset again (as in Kafka), never from a position it had before."""
+        for key in [k for k in self.positions if k[0] == name]:
+            kept = set(group.assignment.get(key[1], ())) if group is not None else set()
+            self.positions[key] = {tp: o for tp, o in self.positions[key].items() if tp in kept}
+
+    def forget(self, key: Key, group_left: Group | None) -> None:
+        """A member left; with its group gone too (``group_left`` None), the group's offsets seen."""
+        self.last_seen_ms.pop(key, None)
+        self.positions.pop(key, None)
+        if group_left is None:
+            for seen in (self.committed, self.end_offsets):
+                for stale in [k for k in seen if k[0] == key[0]]:
+                    del seen[stale]
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceView:
+    """What a consumer instance call needs: the group as committed, and this member in it."""
+
+    group: Group
+    member: Member
+
+    @property
+    def generation(self) -> int:
+        return self.group.generation
+
+    @property
+    def assigned(self) -> tuple[TopicPartition, ...]:
+        return tuple(self.group.assignment.get(self.member.instance_id, ()))
+
+
+class GroupCoordinator:
+    """Serves the groups whose coordinator partition this node leads; everything else raises NotLeader.
+    Event-loop only. ``monotonic`` times sessions; ``wall`` stamps replicated commands (informational)."""
+
+    def __init__(
+        self,
+        group_log: GroupLog,
+        *,
+        monotonic: Callable[[], int] = monotonic_ms,
+        wall: Callable[[], int] = wall_ms,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._log = group_log
+        self._monotonic = monotonic
+        self._wall = wall
+        self._rng = rng or random.Random()
+        self._sessions: dict[int, _Session] = {}
+
+    # -- routing ---------------------------------------------------------------------------------------
+
+    def coordinator_partition(self, group: str) -> int:
+        return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
+
+    def coordinates(self, group: str) -> bool:
+        """Whether this node leads the group's coordinator partition (and may serve it) right now."""
+        try:
+            return self.coordinator_partition(group) in self._log.led_partitions()
+        except UnknownTopic:
+            return False
+
+    def _session(self, partition: int, term: int) -> _Session:
+        session = self._sessions.get(partition)
+        if session is None or session.term != term:
+            session = _Session(term)  # a new term here: soft state starts over, sessions start afresh
+            self._sessions[partition] = session
+        return session
+
+    def _read(self, group: str) -> tuple[int, GroupTable, _Session]:
+        try:
+            partition = self.coordinator_partition(group)
+        except UnknownTopic:
+            raise UnknownConsumerInstance(group, "*") from None
+        table, term = self._log.table(partition)
+        return partition, table, self._session(partition, term)
+
+    def _instance(self, group: str, instance_id: str) -> tuple[int, InstanceView, _Session]:
+        """The member, with its session touched (any instance call is a heartbeat)."""
+        try:
+            partition, table, session = self._read(group)
+        except UnknownConsumerInstance:
+            raise UnknownConsumerInstance(group, instance_id) from None
+        current = table.groups.get(group)
+        member = None if current is None else current.members.get(instance_id)
+        if current is None or member is None:
+            raise UnknownConsumerInstance(group, instance_id)
+        session.last_seen_ms[(group, instance_id)] = self._monotonic()
+        return partition, InstanceView(current, member), session
+
+    async def _propose(self, partition: int, command: GroupCommand) -> Group | None:
+        result = await self._log.propose(partition, command)
+        if isinstance(result, Exception):
+            raise result
+        check(isinstance(result, GroupChanged), f"group command returned {result!r}")
+        session = self._sessions.get(partition)
+        if session is not None:
+            session.reassigned(result.name, result.group)
+        return result.group
+
+    # -- instances -------------------------------------------------------------------------------------
+
+    async def create_instance(
+        self,
+        group: str,
+        name: str | None,
+        *,
+        format: str = "json",
+        offset_reset: str = "latest",
+        session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
+        assignor: str = "range",
+    ) -> Member:
+        if assignor not in ASSIGNORS:
+            raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
+        if (
+            name is not None
+            and not 1 <= len(name.encode("utf-8", "surrogatepass")) <= INSTANCE_NAME_BYTES_MAX
+        ):
+            raise InvalidConsumerConfig(f"name: 1 to {INSTANCE_NAME_BYTES_MAX} bytes")
+        instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
+        member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
+        await self._log.ensure_topic()
+        partition, table, session = self._read(group)
+        current = table.groups.get(group)
+        if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
+            raise GroupFull(group, GROUP_MEMBERS_MAX)
+        await self._propose(partition, Join(group, member, assignor))
+        session.last_seen_ms[(group, instance_id)] = self._monotonic()
+        return member
+
+    async def delete_instance(self, group: str, instance_id: str) -> None:
+        partition, _, session = self._instance(group, instance_id)
+        left = await self._propose(partition, Leave(group, instance_id, self._wall()))
+        session.forget((group, instance_id), left)
+
+    async def subscribe(self, group: str, instance_id: str, topics: Sequence[str]) -> Group | None:
+        if len(topics) > SUBSCRIBED_TOPICS_MAX:
+            raise InvalidConsumerConfig(f"topics: at most {SUBSCRIBED_TOPICS_MAX}")
+        partition, view, _ = self._instance(group, instance_id)
+        wanted = tuple(sorted(set(topics)))
+        if wanted == view.member.topics:
+            return view.group
+        counts = {t: self._log.partition_count(t) for t in wanted}
+        return await self._propose(partition, Subscribe(group, instance_id, wanted, counts, self._wall()))
+
+    async def heartbeat(self, group: str, instance_id: str) -> InstanceView:
+        """Touch the member's session; reassign first if a subscribed topic appeared or vanished."""
+        partition, view, _ = self._instance(group, instance_id)
+        counts = {t: self._log.partition_count(t) for t in view.group.topics()}
+        if counts != dict(view.group.partition_counts):
+            await self._propose(partition, Refresh(group, counts, self._wall()))
+            partition, view, _ = self._instance(group, instance_id)
+        return view
+
+    def view(self, group: str, instance_id: str) -> InstanceView:
+        return self._instance(group, instance_id)[1]
+
+    @contextlib.contextmanager
+    def fetching(self, group: str, instance_id: str) -> Iterator[None]:
+        """A member waiting in a long poll is alive: its session does not time out meanwhile."""
+        _, _, session = self._instance(group, instance_id)
+        key = (group, instance_id)
+        session.in_flight[key] += 1
+        try:
+            yield
+        finally:
+            session.in_flight[key] -= 1
+            if session.in_flight[key] <= 0:
+                del session.in_flight[key]
+            session.last_seen_ms[key] = self._monotonic()
+
+    # -- positions -------------------------------------------------------------------------------------
+
+    def positions(self, group: str, instance_id: str) -> dict[TopicPartition, int]:
+        """Next offset to read of each assigned partition that has one (soft state); positions of
+        partitions no longer assigned are dropped."""
+        _, view, session = self._instance(group, instance_id)
+        known = session.positions.setdefault((group, instance_id), {})
+        assigned = set(view.assigned)
+        for tp in [tp for tp in known if tp not in assigned]:
+            del known[tp]
+        return dict(known)
+
+    def seek(self, group: str, instance_id: str, offsets: dict[TopicPartition, int]) -> None:
+        _, view, session = self._instance(group, instance_id)
+        for tp in offsets:
+            if tp not in view.assigned:
+                raise PartitionNotAssigned(group, instance_id, tp.topic, tp.partition, view.generation)
+        session.positions.setdefault((group, instance_id), {}).update(offsets)
+
+    def advance(self, group: str, instance_id: str, tp: TopicPartition, offset: int) -> bool:
+        """Move a position after a fetch; False (nothing moved) when the partition left this member
+        meanwhile (a rebalance): its records must not be handed out by this member."""
+        _, view, session = self._instance(group, instance_id)
+        if tp not in view.assigned:
+            return False
+        session.positions.setdefault((group, instance_id), {})[tp] = offset
+        return True
+
+    # -- commits ---------------------------------------------------------------------------------------
+
+    def check_assigned(
+        self, group: str, instance_id: str, generation: int | None, partitions: Sequence[TopicPartition]
+    ) -> InstanceView:
+        """Fencing: raise unless every partition is assigned to this instance in the current generation
+        (and ``generation``, when given, is the current one)."""
+        _, view, _ = self._instance(group, instance_id)
+        if generation is not None and generation != view.generation:
+            raise StaleGeneration(group, instance_id, generation, view.generation)
+        for tp in partitions:
+            if tp not in view.assigned:
+                raise PartitionNotAssigned(group, instance_id, tp.topic, tp.partition, view.generation)
+        return view
+
+    def note_committed(self, group: str, tp: TopicPartition, offset: int) -> None:
+        """Remember a committed offset seen here, for lag (soft state; ignored when not led here)."""
+        with contextlib.suppress(RaftlogError):
+            _, _, session = self._read(group)
+            session.committed[(group, tp)] = offset
+
+    def note_end_offset(self, group: str, tp: TopicPartition, offset: int) -> None:
+        with contextlib.suppress(RaftlogError):
+            _, _, session = self._read(group)
+            session.end_offsets[(group, tp)] = offset
+
+    # -- sessions --------------------------------------------------------------------------------------
+
+    async def expire_due(self) -> list[Key]:
+        """Propose the eviction of members whose session timed out in a partition led here."""
+        expired: list[Key] = []
+        now = self._monotonic()
+        for partition in self._log.led_partitions():
+            try:
+                table, term = self._log.table(partition)
+            except ConsensusError:
+                continue
+            session = self._session(partition, term)
+            for name, group in list(table.groups.items()):
+                due = []
+                for instance_id, member in group.members.items():
+                    key = (name, instance_id)
+                    last = session.last_seen_ms.setdefault(key, now)  # first sight after a failover
+                    if session.in_flight[key] == 0 and now - last > member.session_timeout_ms:
+                        due.append(instance_id)
+                if not due:
+                    continue
+                log.info("group %s: session of %s timed out; rebalancing", name, ", ".join(sorted(due)))
+                left = await self._propose(partition, Expire(name, tuple(due), self._wall()))
+                for instance_id in due:
+                    session.forget((name, instance_id), left)
+                    expired.append((name, instance_id))
+        return expired
+
+    async def run(self, interval_s: float = SWEEP_INTERVAL_S) -> None:
+        """The eviction loop of a node (cancelled when the node closes)."""
+        while True:
+            try:
+                await self.expire_due()
+            except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
+                log.info("group session sweep: %s", exc)
+            await asyncio.sleep(interval_s)
+
+    # -- admin -----------------------------------------------------------------------------------------
+
+    def describe(self, group: str) -> tuple[Group, dict[str, dict[TopicPartition, int]]]:
+        """The group as committed and its members' positions (soft state). Raises UnknownGroup."""
+        try:
+            _, table, session = self._read(group)
+        except UnknownConsumerInstance:
+            raise UnknownGroup(group) from None
+        current = table.groups.get(group)
+        if current is None:
+            raise UnknownGroup(group)
+        positions = {
+            instance_id: dict(session.positions.get((group, instance_id), {}))
+            for instance_id in current.members
+        }
+        return current, positions
+
+    def groups_of(self, partition: int) -> list[Group]:
+        """Every group a coordinator partition led here holds (NotLeader otherwise)."""
+        table, _ = self._log.table(partition)
+        return sorted(list(table.groups.values()), key=lambda g: g.name)  # copied at once (see metrics)
+
+    def partitions(self) -> int:
+        return self._log.partitions()
+
+    def metrics(self) -> dict[str, float]:
+        """Per group led here: members and generation; per assigned partition: committed offset and lag
+        (from the end and committed offsets seen lately)."""
+        values: dict[str, float] = {}
+        for partition in self._log.led_partitions():
+            try:
+                table, term = self._log.table(partition)
+            except ConsensusError:
+                continue
+            session = self._session(partition, term)
+            for name, group in list(table.groups.items()):  # copied at once: the driver thread applies
+                if not _label_safe(name):
+                    continue
+                values[f'consumer_group_members{{group="{name}"}}'] = len(group.members)
+                values[f'consumer_group_generation{{group="{name}"}}'] = group.generation
+                for instance_id, tps in group.assignment.items():
+                    if not _label_safe(instance_id):
+                        continue
+                    for tp in tps:
+                        if not _label_safe(tp.topic):
+                            continue
+                        committed = session.committed.get((name, tp))
+                        end = session.end_offsets.get((name, tp))
+                        if committed is None or end is None:
+                            continue
+                        labels = (
+                            f'group="{name}",member="{instance_id}",'
+                            f'topic="{tp.topic}",partition="{tp.partition}"'
+                        )
+                        values[f"consumer_group_lag{{{labels}}}"] = max(0, end - committed)
+        return values
+
+
+def _label_safe(value: str) -> bool:
+    return not any(c in value for c in '"\\\n')

@@ -1,0 +1,319 @@
+"""The replicated state of consumer groups: members, subscriptions, generations and assignments.
+
+One ``GroupTable`` lives in each partition of the internal ``__consumer_groups`` topic, inside that
+partition's ``PartitionStateMachine``; a group belongs to the partition its name hashes to (its
+coordinator). Commands are proposed by the coordinator partition's leader and applied on every replica.
+
+``apply`` is deterministic: time comes in the command (``now_ms``, stamped by the leader), the assignment
+is a pure function of the committed membership (``assignors``), and refusals are returned, not raised.
+Every membership or subscription change bumps the group's generation (Kafka's rule) and reassigns.
+A group with no members left is forgotten (its committed offsets live with the data partitions).
+
+Groups are immutable values replaced whole on change, so the event loop may read the table while the
+consensus thread applies (a read sees the group before or after a command, never half of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from partitions.errors import InvalidCommand
+from partitions.groups.assignors import ASSIGNORS, TopicPartition
+from partitions.groups.errors import ConsumerInstanceExists, InvalidConsumerConfig, UnknownConsumerInstance
+from raftlog.errors import check
+
+FORMATS = ("json", "binary")
+OFFSET_RESETS = ("earliest", "latest")
+SESSION_TIMEOUT_MS_MIN = 1_000
+SESSION_TIMEOUT_MS_MAX = 300_000
+SESSION_TIMEOUT_MS_DEFAULT = 30_000
+_JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH = 1, 2, 3, 4, 5
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    instance_id: str
+    format: str  # "json" | "binary": how its records are rendered
+    offset_reset: str  # "earliest" | "latest": where to start a partition with no committed offset
+    session_timeout_ms: int
+    joined_ms: int
+    topics: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise InvalidConsumerConfig(f"format {self.format!r}: use one of {list(FORMATS)}")
+        if self.offset_reset not in OFFSET_RESETS:
+            raise InvalidConsumerConfig(f"auto.offset.reset {self.offset_reset!r}: use {list(OFFSET_RESETS)}")
+        if not SESSION_TIMEOUT_MS_MIN <= self.session_timeout_ms <= SESSION_TIMEOUT_MS_MAX:
+            raise InvalidConsumerConfig(
+                f"session.timeout.ms {self.session_timeout_ms}: use {SESSION_TIMEOUT_MS_MIN} to "
+                f"{SESSION_TIMEOUT_MS_MAX}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    name: str
+    assignor: str
+    generation: int
+    members: Mapping[str, Member]
+    assignment: Mapping[str, tuple[TopicPartition, ...]]
+    partition_counts: Mapping[str, int]  # of the subscribed topics, as of the last rebalance
+    changed_ms: int
+
+    def owner(self, tp: TopicPartition) -> str | None:
+        for member, tps in self.assignment.items():
+            if tp in tps:
+                return member
+        return None
+
+    def topics(self) -> list[str]:
+        return sorted({t for m in self.members.values() for t in m.topics})
+
+
+# -- commands ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    group: str
+    member: Member
+    assignor: str  # used when this member creates the group; later members follow the group's
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    group: str
+    instance_id: str
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    group: str
+    instance_id: str
+    topics: tuple[str, ...]  # empty: unsubscribe
+    partition_counts: Mapping[str, int]
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Expire:
+    group: str
+    instance_ids: tuple[str, ...]  # members whose session the leader saw time out
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """The subscribed topics' partition counts changed (a topic was created or deleted): reassign."""
+
+    group: str
+    partition_counts: Mapping[str, int]
+    now_ms: int
+
+
+GroupCommand = Join | Leave | Subscribe | Expire | Refresh
+
+
+def encode(command: GroupCommand) -> bytes:
+    if isinstance(command, Join):
+        m = command.member
+        fields: list[Any] = [
+            _JOIN, command.group, m.instance_id, m.format, m.offset_reset, m.session_timeout_ms,
+            m.joined_ms, command.assignor,
+        ]  # fmt: skip
+    elif isinstance(command, Leave):
+        fields = [_LEAVE, command.group, command.instance_id, command.now_ms]
+    elif isinstance(command, Subscribe):
+        fields = [
+            _SUBSCRIBE, command.group, command.instance_id, list(command.topics),
+            dict(command.partition_counts), command.now_ms,
+        ]  # fmt: skip
+    elif isinstance(command, Expire):
+        fields = [_EXPIRE, command.group, list(command.instance_ids), command.now_ms]
+    else:
+        fields = [_REFRESH, command.group, dict(command.partition_counts), command.now_ms]
+    packed: bytes = msgpack.packb(fields, use_bin_type=True)
+    return packed
+
+
+def decode(data: bytes) -> GroupCommand:
+    try:
+        fields = msgpack.unpackb(data, raw=False)
+        kind = fields[0]
+        if kind == _JOIN:
+            _, group, instance_id, format_, reset, timeout_ms, now_ms, assignor = fields
+            return Join(group, Member(instance_id, format_, reset, int(timeout_ms), int(now_ms)), assignor)
+        if kind == _LEAVE:
+            _, group, instance_id, now_ms = fields
+            return Leave(group, instance_id, int(now_ms))
+        if kind == _SUBSCRIBE:
+            _, group, instance_id, topics, counts, now_ms = fields
+            return Subscribe(group, instance_id, tuple(topics), dict(counts), int(now_ms))
+        if kind == _EXPIRE:
+            _, group, instance_ids, now_ms = fields
+            return Expire(group, tuple(instance_ids), int(now_ms))
+        if kind == _REFRESH:
+            _, group, counts, now_ms = fields
+            return Refresh(group, dict(counts), int(now_ms))
+    except (ValueError, TypeError, IndexError, InvalidConsumerConfig, msgpack.ExtraData) as exc:
+        raise InvalidCommand(f"malformed group command: {exc}") from None
+    except (msgpack.FormatError, msgpack.StackError) as exc:
+        raise InvalidCommand(f"group command is not msgpack: {exc}") from None
+    raise InvalidCommand(f"unknown group command kind {str(fields)[:80]!r}")
+
+
+# -- apply ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChanged:
+    """The group after the command; None when its last member left (the group is forgotten)."""
+
+    name: str
+    group: Group | None
+    removed: tuple[str, ...] = ()  # members that left or were expired by this command
+
+
+GroupResult = GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | InvalidCommand
+
+
+def _rebalance(
+    previous: Group | None,
+    name: str,
+    assignor: str,
+    members: Mapping[str, Member],
+    counts: Mapping[str, int],
+    now_ms: int,
+) -> Group | None:
+    if not members:
+        return None
+    subscriptions = {m.instance_id: m.topics for m in members.values()}
+    wanted = {t for m in members.values() for t in m.topics}
+    kept_counts = {t: int(c) for t, c in counts.items() if t in wanted}
+    assignment = ASSIGNORS[assignor](subscriptions, kept_counts)
+    covered = [tp for tps in assignment.values() for tp in tps]
+    expected = sum(kept_counts.values())
+    check(
+        len(covered) == len(set(covered)) == expected,
+        f"group {name}: assignor {assignor} assigned {len(covered)} partitions ({len(set(covered))} "
+        f"distinct) of {expected}",
+    )
+    generation = (previous.generation if previous is not None else 0) + 1
+    return Group(name, assignor, generation, dict(members), assignment, kept_counts, now_ms)
+
+
+@dataclass
+class GroupTable:
+    """Every group coordinated by one partition of ``__consumer_groups`` (deterministic apply)."""
+
+    groups: dict[str, Group] = field(default_factory=dict)
+
+    def apply(self, data: bytes) -> GroupResult:
+        try:
+            command = decode(data)
+        except InvalidCommand as exc:
+            return exc
+        existing = self.groups.get(command.group)
+        if isinstance(command, Join):
+            member = command.member
+            if existing is not None and member.instance_id in existing.members:
+                return ConsumerInstanceExists(command.group, member.instance_id)
+            if command.assignor not in ASSIGNORS:
+                return InvalidCommand(f"unknown assignor {command.assignor!r}")
+            assignor = existing.assignor if existing is not None else command.assignor
+            members = dict(existing.members) if existing is not None else {}
+            members[member.instance_id] = member
+            counts = existing.partition_counts if existing is not None else {}
+            return self._store(
+                command.group,
+                _rebalance(existing, command.group, assignor, members, counts, member.joined_ms),
+            )
+        if existing is None:
+            if isinstance(command, Leave | Subscribe):
+                return UnknownConsumerInstance(command.group, command.instance_id)
+            return GroupChanged(command.group, None)
+        members = dict(existing.members)
+        counts = dict(existing.partition_counts)
+        removed: tuple[str, ...] = ()
+        if isinstance(command, Leave | Subscribe) and command.instance_id not in members:
+            return UnknownConsumerInstance(command.group, command.instance_id)
+        if isinstance(command, Leave):
+            del members[command.instance_id]
+            removed = (command.instance_id,)
+        elif isinstance(command, Subscribe):
+            old = members[command.instance_id]
+            members[command.instance_id] = Member(
+                old.instance_id, old.format, old.offset_reset, old.session_timeout_ms, old.joined_ms,
+                tuple(sorted(set(command.topics))),
+            )  # fmt: skip
+            counts.update({t: int(c) for t, c in command.partition_counts.items()})
+        elif isinstance(command, Expire):
+            removed = tuple(sorted(i for i in set(command.instance_ids) if i in members))
+            if not removed:
+                return GroupChanged(command.group, existing)
+            for instance_id in removed:
+                del members[instance_id]
+        else:
+            counts.update({t: int(c) for t, c in command.partition_counts.items()})
+            if counts == dict(existing.partition_counts):
+                return GroupChanged(command.group, existing)
+        group = _rebalance(existing, command.group, existing.assignor, members, counts, command.now_ms)
+        return self._store(command.group, group, removed)
+
+    def _store(self, name: str, group: Group | None, removed: tuple[str, ...] = ()) -> GroupChanged:
+        if group is None:
+            self.groups.pop(name, None)
+        else:
+            self.groups[name] = group
+        return GroupChanged(name, group, removed)
+
+    # -- snapshots -------------------------------------------------------------------------------------
+
+    def to_rows(self) -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        for g in self.groups.values():
+            members = [
+                [m.instance_id, m.format, m.offset_reset, m.session_timeout_ms, m.joined_ms, list(m.topics)]
+                for m in g.members.values()
+            ]
+            assignment = {member: [list(tp) for tp in tps] for member, tps in g.assignment.items()}
+            rows.append(
+                [
+                    g.name,
+                    g.assignor,
+                    g.generation,
+                    members,
+                    assignment,
+                    dict(g.partition_counts),
+                    g.changed_ms,
+                ]
+            )
+        return rows
+
+    @classmethod
+    def from_rows(cls, rows: list[list[Any]]) -> GroupTable:
+        groups = {}
+        for name, assignor, generation, members, assignment, counts, changed_ms in rows:
+            group_members = {
+                row[0]: Member(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]))
+                for row in members
+            }
+            group_assignment = {
+                member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
+            }
+            groups[name] = Group(
+                name,
+                assignor,
+                int(generation),
+                group_members,
+                group_assignment,
+                dict(counts),
+                int(changed_ms),
+            )
+        return cls(groups)
