@@ -81,7 +81,8 @@ class LocalCluster:
         description = os.path.join(self.data_dir, "cluster.json")
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"raftlog dev exited with {self._process.returncode}; see {self._log.name}")
+                code = self._process.returncode
+                raise RuntimeError(f"raftlog dev exited with {code}; see {self._log.name}")
             if os.path.exists(description) and all(_ready(url) for url in self.urls):
                 with open(description, encoding="utf-8") as f:
                     self.urls = [node["http"] for node in json.load(f)["nodes"]]

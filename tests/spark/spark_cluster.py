@@ -22,7 +22,8 @@ RETENTION_CHECK_MS = 200
 
 def call(url: str, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, method=method, headers={"Content-Type": content_type})
+    headers = {"Content-Type": content_type}
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
     with urllib.request.urlopen(request, timeout=30) as answer:
         raw = answer.read()
     return json.loads(raw) if raw else None
@@ -100,6 +101,7 @@ class SparkTestCluster:
         self, topic: str, partition: int, values: list[str], key: str | None = None, chunk: int = 5000
     ) -> None:
         """Values in requests of ``chunk`` records (each request is one batch on disk)."""
+
         def b64(text: str) -> str:
             return base64.b64encode(text.encode()).decode()
 

@@ -114,7 +114,8 @@ def test_stream_restart_from_checkpoint_has_no_gap_and_no_duplicate(
     seen: list[tuple[int, int, str]] = []
 
     def sink(df: Any, batch_id: int) -> None:
-        seen.extend((r.partition, r.offset, r.v) for r in df.selectExpr("partition", "offset", "CAST(value AS STRING) v").collect())
+        rows = df.selectExpr("partition", "offset", "CAST(value AS STRING) v").collect()
+        seen.extend((r.partition, r.offset, r.v) for r in rows)
 
     def run(produce: list[tuple[int, int]]) -> None:
         query = (
