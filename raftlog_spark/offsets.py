@@ -7,6 +7,7 @@ topics and numerically sorted partitions: the same offsets give the same text.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -125,11 +126,9 @@ def split(parts: list[OffsetRange], min_partitions: int | None) -> list[OffsetRa
         return parts
     out = []
     for r in parts:
-        pieces = max(1, math.ceil(r.count * min_partitions / total))
-        step = math.ceil(r.count / pieces)
-        out += [
-            OffsetRange(r.topic, r.partition, s, min(r.end, s + step)) for s in range(r.start, r.end, step)
-        ]
+        pieces = min(r.count, max(1, math.ceil(r.count * min_partitions / total)))
+        cuts = [r.start + i * r.count // pieces for i in range(pieces + 1)]
+        out += [OffsetRange(r.topic, r.partition, a, b) for a, b in itertools.pairwise(cuts)]
     return out
 
 

@@ -12,6 +12,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from raftlog_spark.arrow import SCHEMA
+from raftlog_spark.errors import SchemaError
 from raftlog_spark.reader import BatchReader, StreamReader
 from raftlog_spark.writer import BatchWriter, StreamWriter
 
@@ -33,7 +34,16 @@ class RaftlogDataSource(DataSource):
         return StreamReader(self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        _append_only(overwrite)
         return BatchWriter(self.options, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        _append_only(overwrite)
         return StreamWriter(self.options, schema)
+
+
+def _append_only(overwrite: bool) -> None:
+    if overwrite:
+        raise SchemaError(
+            "the raftlog sink only appends to a topic: use mode('append') / outputMode('append')"
+        )

@@ -4,9 +4,11 @@ tests. Retention runs every 200 ms so that a test can make the log start move.""
 from __future__ import annotations
 
 import base64
+import http.server
 import json
 import os
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -122,6 +124,76 @@ class SparkTestCluster:
         answer = call(self.urls[0], "GET", f"/topics/{topic}/partitions/{partition}/offsets")
         return int(answer["beginning_offset"]), int(answer["end_offset"])
 
+    def wait_for_log_start(self, topic: str, partition: int, timeout_s: float = 30.0) -> None:
+        """Until retention has deleted the partition's first segment (it checks every 200 ms here)."""
+        deadline = time.monotonic() + timeout_s
+        while self.bounds(topic, partition)[0] == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}-{partition}: retention deleted nothing within {timeout_s} s")
+            time.sleep(0.1)
+
     def end_offsets(self, topic: str) -> list[int]:
         count = len(call(self.urls[0], "GET", f"/topics/{topic}")["partitions"])
         return [self.bounds(topic, p)[1] for p in range(count)]
+
+
+class FailingProxy:
+    """An HTTP proxy in front of one node that passes the ``fail_at``-th POST on to the cluster (so it
+    is applied) and then answers it with a 500, once: the client sees a write fail whose records were in
+    fact appended, as when a connection drops after the server acted. A sink task fails on it, and its
+    retry must not append those records again."""
+
+    def __init__(self, target: str, fail_at: int) -> None:
+        self.target = target
+        self.fail_at = fail_at
+        self.posts = 0
+        self.failed = False
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k in ("Content-Type", "Accept")}
+                request = urllib.request.Request(
+                    proxy.target + self.path, data=body, method=self.command, headers=headers
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as answer:
+                        status, kind, data = answer.status, answer.headers["Content-Type"], answer.read()
+                except urllib.error.HTTPError as exc:
+                    status, kind, data = exc.code, exc.headers["Content-Type"], exc.read()
+                if self.command == "POST":
+                    with proxy._lock:
+                        proxy.posts += 1
+                        if proxy.posts == proxy.fail_at and not proxy.failed:
+                            proxy.failed = True
+                            status, kind = 500, "application/json"
+                            data = b'{"error_code": 50000, "message": "injected: answer lost"}'
+                self.send_response(status)
+                self.send_header("Content-Type", kind or "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = _forward
+            do_POST = _forward
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FailingProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
