@@ -55,15 +55,17 @@ def _b64(data: bytes) -> str:
 
 
 def columns(topic: str, partition: int, records: Sequence[Record]) -> dict[str, Any]:
-    """The page as arrays of raw values (bytes stay bytes)."""
+    """The page as arrays of raw values (bytes stay bytes). Records are tuples: one ``zip`` transposes
+    them in C, several times faster than a list per field (msgpack packs tuples as arrays)."""
+    offsets, timestamps, keys, values, headers = zip(*records, strict=True) if records else ((),) * 5
     return {
         "topic": topic,
         "partition": partition,
-        "offsets": [r.offset for r in records],
-        "timestamps": [r.timestamp_ms for r in records],
-        "keys": [r.key for r in records],
-        "values": [r.value for r in records],
-        "headers": [[[name, data] for name, data in r.headers] for r in records],
+        "offsets": offsets,
+        "timestamps": timestamps,
+        "keys": keys,
+        "values": values,
+        "headers": headers,
     }
 
 

@@ -52,12 +52,15 @@ def _quote(name: str) -> str:
 
 
 class Client:
-    def __init__(self, servers: Sequence[str], timeout_ms: int) -> None:
+    """``first`` picks the server tried first (modulo their number): tasks that start at different
+    servers spread parsing and forwarding over the nodes instead of loading the first one."""
+
+    def __init__(self, servers: Sequence[str], timeout_ms: int, first: int = 0) -> None:
         if not servers:
             raise ValueError("at least one server is needed")
         self._servers = [urllib.parse.urlsplit(s) for s in servers]
         self._timeout_s = timeout_ms / 1000
-        self._current = 0
+        self._current = first % len(self._servers)
         self._connection: http.client.HTTPConnection | None = None
 
     def __enter__(self) -> Client:

@@ -17,9 +17,9 @@ from raftlog_spark.errors import OptionError
 from raftlog_spark.offsets import EARLIEST, LATEST, Offsets, parse_spec
 
 FetchFormat = Literal["columnar", "json"]
-FETCH_MAX_BYTES_DEFAULT = 4 * 1024 * 1024
+FETCH_MAX_BYTES_DEFAULT = 1024 * 1024  # larger pages cost the server more per record (GC of big pages)
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000
-BATCH_RECORDS_DEFAULT = 2000
+BATCH_RECORDS_DEFAULT = 10_000
 BATCH_RECORDS_MAX = 10_000  # the server's limit of records per produce request
 BATCH_BYTES_DEFAULT = 4 * 1024 * 1024
 

@@ -66,7 +66,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
     where = f"{part.topic}-{part.partition}"
     offset = part.start
     empty_pages = 0
-    with Client(options.servers, options.request_timeout_ms) as client:
+    with Client(options.servers, options.request_timeout_ms, first=part.partition) as client:
         while offset < part.end:
             try:
                 page = client.fetch(

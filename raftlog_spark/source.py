@@ -38,12 +38,11 @@ class RaftlogDataSource(DataSource):
         return BatchWriter(self.options, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        _append_only(overwrite)
+        # Every output mode appends its rows, as Kafka's sink does: with "update" or "complete" the topic
+        # is a changelog whose latest record per key is current.
         return StreamWriter(self.options, schema)
 
 
 def _append_only(overwrite: bool) -> None:
     if overwrite:
-        raise SchemaError(
-            "the raftlog sink only appends to a topic: use mode('append') / outputMode('append')"
-        )
+        raise SchemaError("the raftlog sink only appends to a topic: use mode('append')")

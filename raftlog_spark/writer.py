@@ -127,7 +127,7 @@ class TaskWriter:
         self.requests = 0
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        with Client(self.options.servers, self.options.request_timeout_ms) as client:
+        with Client(self.options.servers, self.options.request_timeout_ms, first=self.producer) as client:
             for batch in batches:
                 self._add(client, batch)
             for topic in sorted(self.pending):
