@@ -4,8 +4,9 @@
         --source lines --sink word-counts [--master local[*]] [--once]
 
 Each micro-batch reads the new records of ``--source`` (values are UTF-8 text lines), splits them into
-lowercase words and updates a running count per word; every count that changed is written to ``--sink``
-with the word as key and the count as value (a changelog: the latest record of a key is its count).
+lowercase words and updates a running count per word; after each micro-batch every count is written to
+``--sink`` (Spark's complete output mode) with the word as key and the count as value: the latest record
+of a key is its current count.
 Progress is kept in ``--checkpoint``: a restarted pipeline resumes where it stopped, and neither reads
 nor writes anything twice. ``--once`` processes what is there now and exits (Trigger.AvailableNow).
 """
@@ -56,7 +57,7 @@ def main() -> int:
     writer = (
         counts.select(F.col("word").alias("key"), F.col("count").cast("string").alias("value"))
         .writeStream.format("raftlog")
-        .outputMode("update")
+        .outputMode("complete")
         .option("servers", args.servers)
         .option("topic", args.sink)
         .option("checkpointLocation", os.path.abspath(args.checkpoint))
@@ -68,8 +69,9 @@ def main() -> int:
     except KeyboardInterrupt:
         query.stop()
     finally:
-        for progress in query.recentProgress[-3:]:
-            print(f"batch {progress['batchId']}: {progress['numInputRows']} lines", flush=True)
+        for progress in query.recentProgress:
+            if progress["numInputRows"]:
+                print(f"batch {progress['batchId']}: {progress['numInputRows']} lines", flush=True)
         spark.stop()
     return 0
 

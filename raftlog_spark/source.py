@@ -38,8 +38,8 @@ class RaftlogDataSource(DataSource):
         return BatchWriter(self.options, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        # Every output mode appends its rows, as Kafka's sink does: with "update" or "complete" the topic
-        # is a changelog whose latest record per key is current.
+        # Both output modes Spark allows a Python sink append their rows, as Kafka's sink does: with
+        # "complete" each micro-batch appends the whole result, so a key's latest record is current.
         return StreamWriter(self.options, schema)
 
 
