@@ -147,5 +147,5 @@ def rate_limit(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
         first = start.get(tp, 0)
         share = waiting[tp] * max_rows / total
         take = math.floor(share) if share >= 1 else math.ceil(share)
-        out[tp] = max(first, min(end, first + take))
+        out[tp] = end if end <= first else min(end, first + take)
     return out

@@ -155,7 +155,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         lost = sorted(set(begin) - set(latest))
         if lost and self.options.fail_on_data_loss:
             raise DataLoss(f"partitions {lost} are gone (topic deleted?); set failOnDataLoss=false to go on")
-        end = {tp: max(offset, begin.get(tp, 0)) for tp, offset in latest.items()}
+        behind = sorted(tp for tp, offset in latest.items() if offset < begin.get(tp, 0))
+        if behind and self.options.fail_on_data_loss:
+            where = ", ".join(f"{t}-{p} ends at {latest[(t, p)]} < {begin[(t, p)]}" for t, p in behind)
+            raise DataLoss(f"{where} (topic recreated?); set failOnDataLoss=false to read on from the end")
+        # failOnDataLoss=false: a partition that went backwards continues from its new end
+        end = dict(latest)
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, end, limit.max_rows)
         return to_json(end)

@@ -235,3 +235,15 @@ def test_read_range_skips_or_refuses_deleted_offsets(raftlog_cluster: SparkTestC
     batches = list(read_range(lenient, OffsetRange(topic, 0, 0, 200)))
     offsets = [o for b in batches for o in b.column("offset").to_pylist()]
     assert offsets == list(range(log_start, 200)) and len(batches) > 1
+
+
+def test_a_stream_whose_partition_went_backwards_is_data_loss(raftlog_cluster: SparkTestCluster) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    raftlog_cluster.produce(topic, 0, ["a"] * 5)
+    checkpointed = {topic: {"0": 50}}  # as if the topic was deleted and created again since
+    strict = StreamReader(options(servers=raftlog_cluster.servers, subscribe=topic))
+    with pytest.raises(DataLoss, match=f"{topic}-0 ends at 5 < 50"):
+        strict.latestOffset(checkpointed, ReadAllAvailable())
+    lenient = StreamReader(options(servers=raftlog_cluster.servers, subscribe=topic, failOnDataLoss="false"))
+    end = lenient.latestOffset(checkpointed, ReadAllAvailable())
+    assert end == {topic: {"0": 5}} and lenient.partitions(checkpointed, end) == []
