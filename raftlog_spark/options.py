@@ -198,17 +198,3 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         request_timeout_ms=_int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
         or REQUEST_TIMEOUT_MS_DEFAULT,
     )
-
-
-__all__ = [
-    "EARLIEST",
-    "LATEST",
-    "FetchFormat",
-    "ReadOptions",
-    "Subscription",
-    "WriteOptions",
-    "parse_read_options",
-    "parse_servers",
-    "parse_subscription",
-    "parse_write_options",
-]

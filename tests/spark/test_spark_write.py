@@ -69,9 +69,12 @@ def test_bad_rows_and_options_give_clear_errors(spark: Any, raftlog_cluster: Spa
 
 
 def test_batch_write_task_retry_appends_once(spark: Any, raftlog_cluster: SparkTestCluster) -> None:
-    topic = raftlog_cluster.create_topic(2)
-    values = spark.range(0, 1000, 1, 2).selectExpr("CAST(id AS STRING) value")
-    with FailingProxy(raftlog_cluster.urls[0], fail_at=7) as proxy:
+    """One task sends 20 requests to one partition; the 12th is applied but answered 500. Its retry
+    resends sequences 0..11: the server remembers 7..11 (duplicates) and refuses 0..6 as too old, which
+    the sink must take as written."""
+    topic = raftlog_cluster.create_topic(1)
+    values = spark.range(0, 1000, 1, 1).selectExpr("CAST(id AS STRING) value")
+    with FailingProxy(raftlog_cluster.urls[0], fail_at=12) as proxy:
         (
             values.write.format("raftlog")
             .option("servers", proxy.url)
