@@ -9,6 +9,7 @@ everything ``read`` needs to know about its range.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -39,8 +40,7 @@ from raftlog_spark.offsets import (
 )
 from raftlog_spark.options import ReadOptions, parse_read_options
 
-EMPTY_PAGE_WAIT_MS = 500  # a new leader may briefly report a lower end offset than its predecessor
-EMPTY_PAGES_MAX = 20
+EMPTY_PAGE_WAIT_MS = 200  # a new leader may briefly report a lower end offset than its predecessor
 
 
 def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
@@ -62,10 +62,11 @@ def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
 
 def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBatch]:
     """Every record of ``part`` once, in offset order, as Arrow batches. Offsets retention deleted raise
-    ``DataLoss``, or are skipped with ``failOnDataLoss=false``."""
+    ``DataLoss``, or are skipped with ``failOnDataLoss=false``. Offsets planned but not (yet) there, as
+    right after a leader change, are waited for up to ``requestTimeoutMs``, then treated the same way."""
     where = f"{part.topic}-{part.partition}"
     offset = part.start
-    empty_pages = 0
+    stalled_since: float | None = None
     with Client(options.servers, options.request_timeout_ms, first=part.partition) as client:
         while offset < part.end:
             try:
@@ -74,7 +75,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
                     part.partition,
                     offset,
                     options.fetch_max_bytes,
-                    EMPTY_PAGE_WAIT_MS if empty_pages else 0,
+                    0 if stalled_since is None else EMPTY_PAGE_WAIT_MS,
                     options.fetch_format == "columnar",
                 )
             except OffsetOutOfRange as exc:
@@ -87,17 +88,21 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
                         ) from exc
                     offset += lost
                     continue
-                raise DataLoss(
-                    f"{where}: offset {offset} is beyond the end {exc.end_offset}; was the topic recreated?"
-                ) from exc
-            if not page.offsets:
-                empty_pages += 1
-                if empty_pages > EMPTY_PAGES_MAX:
+                page = None  # beyond the end: a new leader may not have caught up yet; wait as below
+            if page is None or not page.offsets:
+                now = time.monotonic()
+                stalled_since = now if stalled_since is None else stalled_since
+                if now - stalled_since > options.request_timeout_ms / 1000:
+                    if not options.fail_on_data_loss:
+                        return
                     raise DataLoss(
-                        f"{where}: no record at offset {offset} although the range ends at {part.end}"
+                        f"{where}: no record at offset {offset} although the range ends at {part.end} "
+                        "(topic recreated?); set failOnDataLoss=false to skip them"
                     )
+                if page is None:
+                    time.sleep(EMPTY_PAGE_WAIT_MS / 1000)
                 continue
-            empty_pages = 0
+            stalled_since = None
             if page.offsets[0] != offset:
                 raise RaftlogSparkError(f"{where}: asked for offset {offset}, got {page.offsets[0]} first")
             count = min(len(page.offsets), part.end - offset)

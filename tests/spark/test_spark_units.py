@@ -273,3 +273,17 @@ def test_client_fails_over_retries_and_names_errors(raftlog_cluster: SparkTestCl
         with pytest.raises(OffsetOutOfRange) as out_of_range:
             client.fetch(topic, 0, 99, 1024, 0, columnar=True)
         assert (out_of_range.value.log_start_offset, out_of_range.value.end_offset) == (0, 0)
+
+
+def test_read_range_waits_for_planned_offsets_then_calls_it_data_loss(
+    raftlog_cluster: SparkTestCluster,
+) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    raftlog_cluster.produce(topic, 0, [str(i) for i in range(5)])
+    planned = OffsetRange(topic, 0, 0, 8)  # as if planned against offsets a recreated topic no longer has
+    given = {"servers": raftlog_cluster.servers, "subscribe": topic, "requestTimeoutMs": "400"}
+    strict = parse_read_options(options(**given), streaming=False)
+    with pytest.raises(DataLoss, match=f"{topic}-0: no record at offset 5"):
+        list(read_range(strict, planned))
+    lenient = parse_read_options(options(**given, failOnDataLoss="false"), streaming=False)
+    assert [o for b in read_range(lenient, planned) for o in b.column("offset").to_pylist()] == list(range(5))
