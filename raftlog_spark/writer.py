@@ -135,8 +135,8 @@ class TaskWriter:
         return WriteResult(self.records, self.requests)
 
     def _add(self, client: Client, batch: pa.RecordBatch) -> None:
-        names = batch.schema.names
-        column = {name: batch.column(name).to_pylist() for name in names}
+        wanted = ("value", "key", "topic", "partition", "headers")  # other columns are ignored, as by Kafka's
+        column = {name: batch.column(name).to_pylist() for name in wanted if name in batch.schema.names}
         values = column["value"]
         keys = column.get("key") or [None] * batch.num_rows
         topics = [self.options.topic] * batch.num_rows if self.options.topic else column["topic"]
