@@ -6,6 +6,7 @@ the Arrow schema is derived from the Spark one; timestamps are ``timestamp[us, t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -42,7 +43,7 @@ ARROW_SCHEMA: pa.Schema = to_arrow_schema(SCHEMA, timezone="UTC")
 _HEADERS_TYPE = ARROW_SCHEMA.field("headers").type
 
 
-def _headers(headers: list[list[tuple[str, bytes]]]) -> pa.Array:
+def _headers(headers: list[Sequence[Sequence[Any]]]) -> pa.Array:
     if not any(headers):  # the common case: no record has headers; no Python object per record
         empty = pa.array([], _HEADERS_TYPE.value_type)
         return pa.ListArray.from_arrays(pa.array([0] * (len(headers) + 1), pa.int32()), empty, _HEADERS_TYPE)

@@ -29,13 +29,14 @@ RETRY_WAIT_MAX_S = 2.0
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One fetched page as columns: ``keys[i]`` is None for a keyless record; headers as (name, bytes)."""
+    """One fetched page as columns: ``keys[i]`` is None for a keyless record; ``headers[i]`` is a list of
+    (name, bytes) pairs (as msgpack gives them: 2-element lists), usually empty."""
 
     offsets: list[int]
     timestamps_ms: list[int]
     keys: list[bytes | None]
     values: list[bytes]
-    headers: list[list[tuple[str, bytes]]]
+    headers: list[Sequence[Sequence[Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +169,7 @@ class Client:
                 page["timestamps"],
                 page["keys"],
                 page["values"],
-                [[(name, value) for name, value in pairs] for pairs in page["headers"]],
+                page["headers"],  # kept as unpacked: converting a list per record costs 0.6 us
             )
         rows = json.loads(data)
         return Page(
