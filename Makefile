@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev test lint typecheck unit bootstrap bench-storage jepsen-short jepsen
+.PHONY: dev test lint typecheck unit bootstrap bench-storage bench-spark jepsen-short jepsen
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -12,7 +12,7 @@ lint: bootstrap
 	.venv/bin/ruff format --check .
 
 typecheck: bootstrap
-	.venv/bin/mypy raftlog partitions api membership jepsen
+	.venv/bin/mypy raftlog partitions api membership jepsen raftlog_spark
 
 unit: bootstrap
 	.venv/bin/python -m pytest -q --durations=15
@@ -21,6 +21,11 @@ test: lint typecheck unit
 
 bench-storage: bootstrap
 	.venv/bin/raftlog bench storage
+
+# Spark connector: 3-node cluster, 1M small records; batch read rows/s and MB/s (JSON vs columnar fetch)
+# and streaming write rows/s.
+bench-spark: bootstrap
+	.venv/bin/python -m raftlog_spark.bench
 
 # A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root) into runs/.
 # `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see the README.

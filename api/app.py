@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from api import consumers, errors
+from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK, columnar_encoding, encode_columnar
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -428,6 +429,7 @@ async def fetch(request: web.Request) -> web.Response:
     max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
     flavour = response_flavour(request.headers.get("Accept"))
+    encoding = columnar_encoding(request.headers.get("Accept"))
     meta = _topic_partition(state.broker, request.match_info["topic"], partition)
     _served_here(state, meta, partition)
     records = await state.broker.fetch(meta.name, partition, offset, max_bytes or 1, timeout_ms)
@@ -437,6 +439,9 @@ async def fetch(request: web.Request) -> web.Response:
         headers[consumers.HIGH_WATERMARK_HEADER] = str(
             state.broker.offsets(meta.name, partition).high_watermark
         )
+    if encoding is not None:
+        headers["Content-Type"] = encoding.value
+        return web.Response(body=encode_columnar(meta.name, partition, records, encoding), headers=headers)
     return web.json_response(
         [render_record(meta.name, partition, r, flavour) for r in records], headers=headers
     )
@@ -763,6 +768,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", f"{_PARTITION}/records", fetch, "fetch", "Fetch committed records (long poll)", "client",
         query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 416), long_poll=True,
+        ok_alternatives=((COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None)),
     ),
     Operation(
         "POST", "/consumers/{group}/offsets", commit_offsets, "commitOffsets",

@@ -45,6 +45,9 @@ class Operation:
     ok_status: int = 200
     ok_schema: str | None = None
     ok_type: str = "application/json"
+    # other media types of the 200 answer, chosen by the request's Accept header: (media type, component
+    # schema or None for an opaque binary body)
+    ok_alternatives: tuple[tuple[str, str | None], ...] = ()
     errors: tuple[int, ...] = ()
     forward: bool = True  # NotLeader from the broker -> the request is forwarded to the leader
     write: bool = False  # a lost forwarded answer is "outcome unknown"
@@ -165,6 +168,21 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         }
     ),
     "FetchResponse": {"type": "array", "items": _ref("FetchedRecord")},
+    "ColumnarPage": _obj(
+        {
+            "topic": _STR,
+            "partition": _INT,
+            "offsets": {"type": "array", "items": _INT},
+            "timestamps": {"type": "array", "items": _INT},
+            "keys": {"type": "array", "items": _nullable(_STR)},
+            "values": {"type": "array", "items": _STR},
+            "headers": {
+                "type": "array",
+                "items": {"type": "array", "items": {"type": "array", "items": _STR}},
+            },
+        },
+        ["topic", "partition", "offsets", "timestamps", "keys", "values", "headers"],
+    ),
     "OffsetEntry": _closed(
         _obj(
             {"topic": _STR, "partition": _PARTITION_NUMBER, "offset": _NATURAL, "reset": {"type": "boolean"}},
@@ -433,6 +451,9 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
         ok["content"] = {op.ok_type: {"schema": _ref(op.ok_schema)}}
     elif op.ok_type != "application/json":
         ok["content"] = {op.ok_type: {"schema": _STR}}
+    for media, schema in op.ok_alternatives:
+        binary = {"type": "string", "format": "binary"}
+        ok.setdefault("content", {})[media] = {"schema": _ref(schema) if schema else binary}
     responses: dict[str, Any] = {str(op.ok_status): ok}
     error_content = {"application/json": {"schema": _ref("Error")}}
     statuses = set(op.errors) | set(ANY_ERRORS) | (set(COMMON_ERRORS) if op.forward or op.body else set())

@@ -17,6 +17,7 @@ from partitions.node import Node, NodeConfig, PeerConfig
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
 TOKEN_ENV = "RAFTLOG_ADMIN_TOKEN"
+RETENTION_CHECK_MS_DEFAULT = 60_000
 
 
 class ServeConfigError(ValueError):
@@ -70,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
     parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
+    parser.add_argument(
+        "--retention-check-ms",
+        type=int,
+        default=RETENTION_CHECK_MS_DEFAULT,
+        help=f"how often retention deletes old segments (default {RETENTION_CHECK_MS_DEFAULT})",
+    )
 
 
 def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
@@ -101,6 +108,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         )
     gossip = HostPort.parse(args.gossip, "--gossip") if args.gossip else HostPort(http.host, http.port + 200)
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
+    if args.retention_check_ms < 1:
+        raise ServeConfigError(f"--retention-check-ms {args.retention_check_ms}: must be >= 1")
     config = NodeConfig(
         args.node_id,
         os.path.abspath(args.data_dir),
@@ -109,6 +118,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         secret,
         gossip_address=str(gossip),
         seeds=seeds,
+        retention_check_interval_ms=args.retention_check_ms,
     )
     return config, http, token
 

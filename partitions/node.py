@@ -89,6 +89,7 @@ class NodeConfig:
     seeds: tuple[str, ...] = ()  # gossip addresses to join through
     gossip: GossipConfig = field(default_factory=GossipConfig)
     group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
+    retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -147,7 +148,11 @@ class Node:
         self._reconcile_again = False
         self._closing = False
         self._counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
-        self._logs = LogManager(os.path.join(config.data_dir, "logs"), clock=clock)
+        self._logs = LogManager(
+            os.path.join(config.data_dir, "logs"),
+            clock=clock,
+            retention_check_interval_ms=config.retention_check_interval_ms,
+        )
         self._driver = Driver(name=f"raft-{config.node_id}")
         self._hub = MuxHub(
             config.node_id,

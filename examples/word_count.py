@@ -1,0 +1,80 @@
+"""A streaming pipeline on Spark: count the words of the lines in one topic, write the counts to another.
+
+    .venv/bin/python examples/word_count.py --servers http://127.0.0.1:8081,http://127.0.0.1:8082 \\
+        --source lines --sink word-counts [--master local[*]] [--once]
+
+Each micro-batch reads the new records of ``--source`` (values are UTF-8 text lines), splits them into
+lowercase words and updates a running count per word; after each micro-batch every count is written to
+``--sink`` (Spark's complete output mode) with the word as key and the count as value: the latest record
+of a key is its current count.
+Progress is kept in ``--checkpoint``: a restarted pipeline resumes where it stopped, and neither reads
+nor writes anything twice. ``--once`` processes what is there now and exits (Trigger.AvailableNow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import raftlog_spark
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--servers", required=True, help="comma-separated raftlog HTTP URLs")
+    parser.add_argument("--source", default="lines", help="topic of text lines (default lines)")
+    parser.add_argument("--sink", default="word-counts", help="topic of counts (default word-counts)")
+    parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--checkpoint", default="data/word-count-checkpoint", help="checkpoint folder")
+    parser.add_argument("--once", action="store_true", help="process what is there now, then exit")
+    args = parser.parse_args()
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("raftlog-word-count")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    raftlog_spark.register(spark)
+
+    lines = (
+        spark.readStream.format("raftlog")
+        .option("servers", args.servers)
+        .option("subscribe", args.source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "100000")
+        .load()
+    )
+    words = lines.select(F.explode(F.split(F.lower(F.col("value").cast("string")), r"\W+")).alias("word"))
+    counts = words.where(F.col("word") != "").groupBy("word").count()
+    writer = (
+        counts.select(F.col("word").alias("key"), F.col("count").cast("string").alias("value"))
+        .writeStream.format("raftlog")
+        .outputMode("complete")
+        .option("servers", args.servers)
+        .option("topic", args.sink)
+        .option("checkpointLocation", os.path.abspath(args.checkpoint))
+    )
+    query = writer.trigger(availableNow=True).start() if args.once else writer.start()
+    print(f"word count running: {args.source} -> {args.sink} on {args.master}; Ctrl-C stops it", flush=True)
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    finally:
+        for progress in query.recentProgress:
+            if progress["numInputRows"]:
+                print(f"batch {progress['batchId']}: {progress['numInputRows']} lines", flush=True)
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""A PySpark (4.x) data source for raftlog topics: ``spark.read/readStream.format("raftlog")`` and
+``df.write/writeStream.format("raftlog")`` with Spark's Kafka conventions, over the HTTP API only.
+
+    import raftlog_spark
+    raftlog_spark.register(spark)
+    reader = spark.read.format("raftlog").option("servers", "http://127.0.0.1:8081")
+    df = reader.option("subscribe", "orders").load()
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from raftlog_spark.source import RaftlogDataSource
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("raftlog")`` known to ``spark``. The Python workers import this package by name,
+    so it must be installed where they run (it is, in this project's environment)."""
+    spark.dataSource.register(RaftlogDataSource)
+
+
+__all__ = ["RaftlogDataSource", "register"]

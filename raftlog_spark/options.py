@@ -1,0 +1,200 @@
+"""The options of the ``raftlog`` format, parsed once into typed values (pure, no I/O).
+
+Spark hands options over as a case-insensitive mapping of strings; every error names the option. Names
+follow Spark's Kafka source and sink, with ``servers`` (comma-separated HTTP base URLs, tried in turn)
+in place of ``kafka.bootstrap.servers``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+from raftlog_spark.errors import OptionError
+from raftlog_spark.offsets import EARLIEST, LATEST, Offsets, parse_spec
+
+FetchFormat = Literal["columnar", "json"]
+FETCH_MAX_BYTES_DEFAULT = 1024 * 1024  # larger pages cost the server more per record (GC of big pages)
+REQUEST_TIMEOUT_MS_DEFAULT = 30_000
+BATCH_RECORDS_DEFAULT = 10_000
+BATCH_RECORDS_MAX = 10_000  # the server's limit of records per produce request
+BATCH_BYTES_DEFAULT = 4 * 1024 * 1024
+
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    """Spark passes a CaseInsensitiveDict; a plain dict (unit tests, direct use) is matched ignoring case."""
+    if name in options:
+        return options[name]
+    lowered = name.lower()
+    for key, value in options.items():
+        if key.lower() == lowered:
+            return value
+    return None
+
+
+def _int(
+    options: Mapping[str, str], name: str, default: int | None, minimum: int, maximum: int
+) -> int | None:
+    raw = _get(options, name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise OptionError(name, f"{raw!r} is not an integer") from None
+    if not minimum <= value <= maximum:
+        raise OptionError(name, f"{value} is outside [{minimum}, {maximum}]")
+    return value
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    text = raw.strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(name, f"{raw!r} is neither 'true' nor 'false'")
+    return text == "true"
+
+
+def parse_servers(options: Mapping[str, str]) -> tuple[str, ...]:
+    raw = _get(options, "servers")
+    if raw is None or not raw.strip():
+        raise OptionError("servers", "required: comma-separated HTTP base URLs, e.g. http://127.0.0.1:8081")
+    servers = []
+    for part in raw.split(","):
+        url = part.strip().rstrip("/")
+        if not url:
+            continue
+        split = urlsplit(url)
+        if split.scheme != "http" or not split.hostname or split.path or split.query:
+            raise OptionError("servers", f"{part.strip()!r} is not an http://HOST:PORT base URL")
+        try:
+            split.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            raise OptionError("servers", f"{part.strip()!r} has a bad port") from None
+        servers.append(url)
+    if not servers:
+        raise OptionError("servers", "no URL given")
+    return tuple(servers)
+
+
+Subscription = dict[str, tuple[int, ...] | None]  # topic -> assigned partitions (None: all of them)
+
+
+def parse_subscription(options: Mapping[str, str]) -> Subscription:
+    subscribe = _get(options, "subscribe")
+    assign = _get(options, "assign")
+    if _get(options, "subscribePattern") is not None:
+        raise OptionError("subscribePattern", "not supported; list the topics in 'subscribe'")
+    if (subscribe is None) == (assign is None):
+        raise OptionError("subscribe", "give exactly one of 'subscribe' (topics) or 'assign' (JSON)")
+    if subscribe is not None:
+        topics = [t.strip() for t in subscribe.split(",") if t.strip()]
+        if not topics:
+            raise OptionError("subscribe", "no topic given")
+        return dict.fromkeys(topics)
+    try:
+        value = json.loads(assign or "")
+    except ValueError:
+        raise OptionError("assign", f'{assign!r} is not JSON like {{"topic": [0, 1]}}') from None
+    if not isinstance(value, dict) or not value:
+        raise OptionError("assign", f'expected a JSON object like {{"topic": [0, 1]}}, got {assign!r}')
+    out: Subscription = {}
+    for topic, partitions in value.items():
+        if not isinstance(partitions, list) or not all(type(p) is int and p >= 0 for p in partitions):
+            raise OptionError("assign", f"topic {topic!r}: expected a list of partition numbers")
+        out[topic] = tuple(sorted(set(partitions)))
+    return out
+
+
+def _offsets_option(options: Mapping[str, str], name: str, default: int) -> int | Offsets:
+    raw = _get(options, name)
+    return default if raw is None else parse_spec(raw, name)
+
+
+def _check_topics(spec: int | Offsets, topics: Subscription, name: str) -> None:
+    if isinstance(spec, int):
+        return
+    for topic, partition in spec:
+        assigned = topics.get(topic, ())
+        if topic not in topics or (assigned is not None and partition not in assigned):
+            raise OptionError(name, f"{topic}-{partition} is not subscribed or assigned")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    servers: tuple[str, ...]
+    topics: Subscription
+    starting: int | Offsets  # EARLIEST, LATEST or explicit offsets
+    ending: int | Offsets  # batch only
+    max_offsets_per_trigger: int | None
+    min_partitions: int | None
+    fail_on_data_loss: bool
+    fetch_max_bytes: int
+    fetch_format: FetchFormat
+    request_timeout_ms: int
+
+
+def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptions:
+    topics = parse_subscription(options)
+    starting = _offsets_option(options, "startingOffsets", LATEST if streaming else EARLIEST)
+    ending = _offsets_option(options, "endingOffsets", LATEST)
+    if streaming and _get(options, "endingOffsets") is not None:
+        raise OptionError("endingOffsets", "only for batch reads (spark.read), not streaming")
+    if not streaming and starting == LATEST:
+        raise OptionError("startingOffsets", "'latest' reads nothing in a batch query; use earliest or JSON")
+    if ending == EARLIEST:
+        raise OptionError("endingOffsets", "'earliest' reads nothing; use latest or JSON")
+    if isinstance(ending, dict) and any(o == EARLIEST for o in ending.values()):
+        raise OptionError("endingOffsets", "-2 (earliest) is not allowed as an ending offset")
+    _check_topics(starting, topics, "startingOffsets")
+    _check_topics(ending, topics, "endingOffsets")
+    max_per_trigger = _int(options, "maxOffsetsPerTrigger", None, 1, 2**62)
+    if max_per_trigger is not None and not streaming:
+        raise OptionError("maxOffsetsPerTrigger", "only for streaming reads (spark.readStream)")
+    fetch_format = (_get(options, "fetchFormat") or "columnar").strip().lower()
+    if fetch_format not in ("columnar", "json"):
+        raise OptionError("fetchFormat", f"{fetch_format!r} is neither 'columnar' nor 'json'")
+    return ReadOptions(
+        servers=parse_servers(options),
+        topics=topics,
+        starting=starting,
+        ending=ending,
+        max_offsets_per_trigger=max_per_trigger,
+        min_partitions=_int(options, "minPartitions", None, 1, 1_000_000),
+        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+        fetch_max_bytes=_int(options, "fetchMaxBytes", FETCH_MAX_BYTES_DEFAULT, 1, 64 * 1024 * 1024)
+        or FETCH_MAX_BYTES_DEFAULT,
+        fetch_format="json" if fetch_format == "json" else "columnar",
+        request_timeout_ms=_int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
+        or REQUEST_TIMEOUT_MS_DEFAULT,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    servers: tuple[str, ...]
+    topic: str | None  # overrides the topic column, as in Kafka's sink
+    batch_records: int
+    batch_bytes: int
+    request_timeout_ms: int
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    topic = _get(options, "topic")
+    if topic is not None and not topic.strip():
+        raise OptionError("topic", "empty")
+    return WriteOptions(
+        servers=parse_servers(options),
+        topic=None if topic is None else topic.strip(),
+        batch_records=_int(options, "batchRecords", BATCH_RECORDS_DEFAULT, 1, BATCH_RECORDS_MAX)
+        or BATCH_RECORDS_DEFAULT,
+        batch_bytes=_int(options, "batchBytes", BATCH_BYTES_DEFAULT, 1024, 12 * 1024 * 1024)
+        or BATCH_BYTES_DEFAULT,
+        request_timeout_ms=_int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
+        or REQUEST_TIMEOUT_MS_DEFAULT,
+    )

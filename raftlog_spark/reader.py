@@ -1,0 +1,187 @@
+"""Batch and streaming readers.
+
+Where each method runs: ``partitions``, ``initialOffset``, ``latestOffset`` and ``commit`` in a Python
+worker the driver's JVM starts for planning (a long-lived one per streaming query); ``read`` in a Python
+worker of an executor, on a reader unpickled there. So a reader keeps only its parsed options; an HTTP
+client is made inside each method and closed before it returns, and an ``OffsetRange`` carries
+everything ``read`` needs to know about its range.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from raftlog_spark.arrow import record_batch
+from raftlog_spark.client import Client
+from raftlog_spark.errors import DataLoss, OffsetOutOfRange, RaftlogSparkError
+from raftlog_spark.offsets import (
+    EARLIEST,
+    LATEST,
+    Bounds,
+    OffsetRange,
+    Offsets,
+    TopicPartition,
+    from_json,
+    ranges,
+    rate_limit,
+    resolve,
+    split,
+    to_json,
+)
+from raftlog_spark.options import ReadOptions, parse_read_options
+
+EMPTY_PAGE_WAIT_MS = 200  # a new leader may briefly report a lower end offset than its predecessor
+
+
+def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
+    """Log start and end offsets of every subscribed or assigned partition."""
+    out: dict[TopicPartition, Bounds] = {}
+    with Client(options.servers, options.request_timeout_ms) as client:
+        for topic, assigned in sorted(options.topics.items()):
+            count = client.partition_count(topic)
+            wanted = range(count) if assigned is None else assigned
+            for partition in wanted:
+                if partition >= count:
+                    raise RaftlogSparkError(
+                        f"assign: {topic}-{partition} does not exist ({count} partitions)"
+                    )
+                start, end = client.bounds(topic, partition)
+                out[(topic, partition)] = Bounds(start, end)
+    return out
+
+
+def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """Every record of ``part`` once, in offset order, as Arrow batches. Offsets retention deleted raise
+    ``DataLoss``, or are skipped with ``failOnDataLoss=false``. Offsets planned but not (yet) there, as
+    right after a leader change, are waited for up to ``requestTimeoutMs``, then treated the same way."""
+    where = f"{part.topic}-{part.partition}"
+    offset = part.start
+    stalled_since: float | None = None
+    with Client(options.servers, options.request_timeout_ms, first=part.partition) as client:
+        while offset < part.end:
+            try:
+                page = client.fetch(
+                    part.topic,
+                    part.partition,
+                    offset,
+                    options.fetch_max_bytes,
+                    0 if stalled_since is None else EMPTY_PAGE_WAIT_MS,
+                    options.fetch_format == "columnar",
+                )
+            except OffsetOutOfRange as exc:
+                if offset < exc.log_start_offset:
+                    lost = min(exc.log_start_offset, part.end) - offset
+                    if options.fail_on_data_loss:
+                        raise DataLoss(
+                            f"{where}: offsets [{offset}, {offset + lost}) were deleted by retention (log "
+                            f"starts at {exc.log_start_offset}); set failOnDataLoss=false to skip them"
+                        ) from exc
+                    offset += lost
+                    continue
+                page = None  # beyond the end: a new leader may not have caught up yet; wait as below
+            if page is None or not page.offsets:
+                now = time.monotonic()
+                stalled_since = now if stalled_since is None else stalled_since
+                if now - stalled_since > options.request_timeout_ms / 1000:
+                    if not options.fail_on_data_loss:
+                        return
+                    raise DataLoss(
+                        f"{where}: no record at offset {offset} although the range ends at {part.end} "
+                        "(topic recreated?); set failOnDataLoss=false to skip them"
+                    )
+                if page is None:
+                    time.sleep(EMPTY_PAGE_WAIT_MS / 1000)
+                continue
+            stalled_since = None
+            if page.offsets[0] != offset:
+                raise RaftlogSparkError(f"{where}: asked for offset {offset}, got {page.offsets[0]} first")
+            count = min(len(page.offsets), part.end - offset)
+            yield record_batch(part.topic, part.partition, page, count)
+            offset += count
+
+
+class BatchReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = parse_read_options(options, streaming=False)
+
+    def partitions(self) -> list[InputPartition]:
+        bounds = partition_bounds(self.options)
+        start = resolve(self.options.starting, bounds, EARLIEST)
+        end = resolve(self.options.ending, bounds, LATEST)
+        if not self.options.fail_on_data_loss:
+            start = {tp: max(offset, bounds[tp].log_start_offset) for tp, offset in start.items()}
+        parts: list[InputPartition] = list(split(ranges(start, end), self.options.min_partitions))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, OffsetRange):
+            raise TypeError(f"expected an OffsetRange, got {partition!r}")
+        return read_range(self.options, partition)
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are Kafka's JSON ``{"topic": {"partition": next offset to read}}``."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = parse_read_options(options, streaming=True)
+        self._available_now: Offsets | None = None  # the end fixed by Trigger.AvailableNow
+
+    def _latest(self) -> Offsets:
+        bounds = partition_bounds(self.options)
+        return {tp: bound.end_offset for tp, bound in bounds.items()}
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        bounds = partition_bounds(self.options)
+        return to_json(resolve(self.options.starting, bounds, LATEST))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = self._latest()
+
+    def reportLatestOffset(self) -> dict[str, dict[str, int]]:
+        return to_json(self._latest())
+
+    def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> dict[str, dict[str, int]]:
+        begin = from_json(start or {})
+        latest = self._available_now if self._available_now is not None else self._latest()
+        lost = sorted(set(begin) - set(latest))
+        if lost and self.options.fail_on_data_loss:
+            raise DataLoss(f"partitions {lost} are gone (topic deleted?); set failOnDataLoss=false to go on")
+        behind = sorted(tp for tp, offset in latest.items() if offset < begin.get(tp, 0))
+        if behind and self.options.fail_on_data_loss:
+            where = ", ".join(f"{t}-{p} ends at {latest[(t, p)]} < {begin[(t, p)]}" for t, p in behind)
+            raise DataLoss(f"{where} (topic recreated?); set failOnDataLoss=false to read on from the end")
+        # failOnDataLoss=false: a partition that went backwards continues from its new end
+        end = dict(latest)
+        if isinstance(limit, ReadMaxRows):
+            end = rate_limit(begin, end, limit.max_rows)
+        return to_json(end)
+
+    def partitions(
+        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+    ) -> list[InputPartition]:
+        parts: list[InputPartition] = list(
+            split(ranges(from_json(start or {}), from_json(end)), self.options.min_partitions)
+        )
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, OffsetRange):
+            raise TypeError(f"expected an OffsetRange, got {partition!r}")
+        return read_range(self.options, partition)
+
+    def commit(self, end: dict[str, dict[str, int]]) -> None:
+        """Progress lives in Spark's checkpoint (as with Kafka); nothing to tell the cluster."""

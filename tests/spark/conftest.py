@@ -1,0 +1,48 @@
+"""One raftlog cluster and one SparkSession for every Spark test (a JVM start costs seconds).
+
+``local[2,4]``: two task slots, and a failed task is retried up to 4 times (plain ``local[2]`` never
+retries), so the sink's retry deduplication really runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from spark_cluster import SparkTestCluster
+
+import raftlog_spark
+
+
+@pytest.fixture(scope="session")
+def raftlog_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkTestCluster]:
+    cluster = SparkTestCluster(str(tmp_path_factory.mktemp("raftlog")))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("raftlog-spark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    raftlog_spark.register(session)
+    yield session
+    session.stop()

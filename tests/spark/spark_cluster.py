@@ -1,0 +1,199 @@
+"""A real 3-node raftlog cluster (node processes on 127.0.0.1) and small HTTP helpers for the Spark
+tests. Retention runs every 200 ms so that a test can make the log start move."""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.dev import DevNode, free_base_port, node_argv, plan
+
+READY_TIMEOUT_S = 60.0
+RETENTION_CHECK_MS = 200
+
+
+def call(url: str, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": content_type}
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        raw = answer.read()
+    return json.loads(raw) if raw else None
+
+
+@dataclass
+class SparkTestCluster:
+    root: str
+    nodes: list[DevNode] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.http for n in self.nodes]
+
+    @property
+    def servers(self) -> str:
+        return ",".join(self.urls)
+
+    def start(self) -> None:
+        self.nodes = plan(3, free_base_port(3))
+        secret = os.path.join(self.root, "cluster.secret")
+        with open(secret, "w", encoding="ascii") as f:
+            f.write("spark-test-secret-0123456789abcdef\n")
+        for node in self.nodes:
+            argv = node_argv(node, self.nodes, self.root, secret)
+            argv += ["--retention-check-ms", str(RETENTION_CHECK_MS)]
+            os.makedirs(os.path.join(self.root, node.node_id), exist_ok=True)
+            with open(os.path.join(self.root, node.node_id, "node.log"), "ab") as log:
+                self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        pending = set(self.urls)
+        while pending and time.monotonic() < deadline:
+            for url in sorted(pending):
+                try:
+                    with urllib.request.urlopen(url + "/status/ready", timeout=1):
+                        pending.discard(url)
+                except (urllib.error.URLError, OSError):
+                    pass
+            time.sleep(0.2)
+        if pending:
+            self.stop()
+            raise RuntimeError(f"raftlog nodes not ready within {READY_TIMEOUT_S} s: {sorted(pending)}")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+
+    # -- topics and records --------------------------------------------------------------------------
+
+    def create_topic(self, partitions: int, **configs: Any) -> str:
+        name = f"t{uuid.uuid4().hex[:10]}"
+        body = {"name": name, "partitions": partitions, "replication_factor": 3, "configs": configs}
+        call(self.urls[0], "POST", "/v1/topics", body)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # every node knows it and every partition has a leader
+            try:
+                for url in self.urls:
+                    for p in range(partitions):
+                        call(url, "GET", f"/topics/{name}/partitions/{p}/offsets")
+                return name
+            except urllib.error.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"topic {name} not served within 20 s")
+
+    def produce(
+        self, topic: str, partition: int, values: list[str], key: str | None = None, chunk: int = 5000
+    ) -> None:
+        """Values in requests of ``chunk`` records (each request is one batch on disk)."""
+
+        def b64(text: str) -> str:
+            return base64.b64encode(text.encode()).decode()
+
+        for first in range(0, len(values), chunk):
+            records = [
+                {"value": b64(v), **({"key": b64(key)} if key is not None else {})}
+                for v in values[first : first + chunk]
+            ]
+            call(
+                self.urls[0],
+                "POST",
+                f"/topics/{topic}/partitions/{partition}",
+                {"records": records},
+                "application/vnd.kafka.binary.v2+json",
+            )
+
+    def bounds(self, topic: str, partition: int) -> tuple[int, int]:
+        answer = call(self.urls[0], "GET", f"/topics/{topic}/partitions/{partition}/offsets")
+        return int(answer["beginning_offset"]), int(answer["end_offset"])
+
+    def wait_for_log_start(self, topic: str, partition: int, timeout_s: float = 30.0) -> None:
+        """Until retention has deleted the partition's first segment (it checks every 200 ms here)."""
+        deadline = time.monotonic() + timeout_s
+        while self.bounds(topic, partition)[0] == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}-{partition}: retention deleted nothing within {timeout_s} s")
+            time.sleep(0.1)
+
+    def end_offsets(self, topic: str) -> list[int]:
+        count = len(call(self.urls[0], "GET", f"/topics/{topic}")["partitions"])
+        return [self.bounds(topic, p)[1] for p in range(count)]
+
+
+class FailingProxy:
+    """An HTTP proxy in front of one node that passes the ``fail_at``-th POST on to the cluster (so it
+    is applied) and then answers it with a 500, once: the client sees a write fail whose records were in
+    fact appended, as when a connection drops after the server acted. A sink task fails on it, and its
+    retry must not append those records again."""
+
+    def __init__(self, target: str, fail_at: int) -> None:
+        self.target = target
+        self.fail_at = fail_at
+        self.posts = 0
+        self.failed = False
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k in ("Content-Type", "Accept")}
+                request = urllib.request.Request(
+                    proxy.target + self.path, data=body, method=self.command, headers=headers
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as answer:
+                        status, kind, data = answer.status, answer.headers["Content-Type"], answer.read()
+                except urllib.error.HTTPError as exc:
+                    status, kind, data = exc.code, exc.headers["Content-Type"], exc.read()
+                if self.command == "POST":
+                    with proxy._lock:
+                        proxy.posts += 1
+                        if proxy.posts == proxy.fail_at and not proxy.failed:
+                            proxy.failed = True
+                            status, kind = 500, "application/json"
+                            data = b'{"error_code": 50000, "message": "injected: answer lost"}'
+                self.send_response(status)
+                self.send_header("Content-Type", kind or "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = _forward
+            do_POST = _forward
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FailingProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)

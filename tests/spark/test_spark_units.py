@@ -1,0 +1,289 @@
+"""The connector's decisions without a Spark session: options, offsets JSON, range splitting, rate limits,
+Arrow batches, producer ids, and reading a range (data loss) straight from a real cluster."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import socket
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql.datasource import CaseInsensitiveDict
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from spark_cluster import SparkTestCluster
+
+from raftlog_spark.arrow import ARROW_SCHEMA, record_batch
+from raftlog_spark.client import Client, Page
+from raftlog_spark.errors import (
+    DataLoss,
+    OffsetOutOfRange,
+    OptionError,
+    SchemaError,
+    ServerError,
+    Unreachable,
+)
+from raftlog_spark.offsets import (
+    EARLIEST,
+    LATEST,
+    Bounds,
+    OffsetRange,
+    from_json,
+    ranges,
+    rate_limit,
+    resolve,
+    split,
+    to_json,
+)
+from raftlog_spark.options import parse_read_options, parse_write_options
+from raftlog_spark.reader import BatchReader, StreamReader, read_range
+from raftlog_spark.writer import check_schema, producer_id, stream_sequence
+
+SERVERS = "http://127.0.0.1:1, http://127.0.0.1:2/"
+
+
+def options(**values: str) -> CaseInsensitiveDict:
+    return CaseInsensitiveDict(values)  # what Spark passes: case-insensitive names, string values
+
+
+# -- options -------------------------------------------------------------------------------------------
+
+
+def test_read_options_follow_kafka_names_and_defaults() -> None:
+    parsed = parse_read_options(options(SERVERS=SERVERS, subscribe="a, b"), streaming=False)
+    assert parsed.servers == ("http://127.0.0.1:1", "http://127.0.0.1:2")
+    assert parsed.topics == {"a": None, "b": None}
+    assert (parsed.starting, parsed.ending) == (EARLIEST, LATEST)
+    assert parsed.fail_on_data_loss and parsed.fetch_format == "columnar"
+    streaming = parse_read_options(options(servers=SERVERS, assign='{"a": [1, 0]}'), streaming=True)
+    assert streaming.topics == {"a": (0, 1)} and streaming.starting == LATEST
+    explicit = parse_read_options(
+        options(servers=SERVERS, subscribe="a", startingOffsets='{"a": {"0": 5, "1": -2}}'), streaming=False
+    )
+    assert explicit.starting == {("a", 0): 5, ("a", 1): EARLIEST}
+
+
+@pytest.mark.parametrize(
+    ("given", "streaming", "option"),
+    [
+        ({"subscribe": "a"}, False, "servers"),
+        ({"servers": "localhost:8081", "subscribe": "a"}, False, "servers"),
+        ({"servers": SERVERS}, False, "subscribe"),
+        ({"servers": SERVERS, "subscribe": "a", "assign": '{"a": [0]}'}, False, "subscribe"),
+        ({"servers": SERVERS, "subscribePattern": "a.*"}, False, "subscribePattern"),
+        ({"servers": SERVERS, "assign": "[0]"}, False, "assign"),
+        ({"servers": SERVERS, "assign": '{"a": [-1]}'}, False, "assign"),
+        ({"servers": SERVERS, "subscribe": "a", "startingOffsets": "latest"}, False, "startingOffsets"),
+        ({"servers": SERVERS, "subscribe": "a", "startingOffsets": "soon"}, False, "startingOffsets"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsets": '{"b": {"0": 1}}'},
+            False,
+            "startingOffsets",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsets": '{"a": {"x": 1}}'},
+            False,
+            "startingOffsets",
+        ),
+        ({"servers": SERVERS, "subscribe": "a", "endingOffsets": "earliest"}, False, "endingOffsets"),
+        ({"servers": SERVERS, "subscribe": "a", "endingOffsets": '{"a": {"0": -2}}'}, False, "endingOffsets"),
+        ({"servers": SERVERS, "subscribe": "a", "endingOffsets": "latest"}, True, "endingOffsets"),
+        ({"servers": SERVERS, "subscribe": "a", "maxOffsetsPerTrigger": "10"}, False, "maxOffsetsPerTrigger"),
+        ({"servers": SERVERS, "subscribe": "a", "maxOffsetsPerTrigger": "ten"}, True, "maxOffsetsPerTrigger"),
+        ({"servers": SERVERS, "subscribe": "a", "minPartitions": "0"}, False, "minPartitions"),
+        ({"servers": SERVERS, "subscribe": "a", "failOnDataLoss": "yes"}, False, "failOnDataLoss"),
+        ({"servers": SERVERS, "subscribe": "a", "fetchFormat": "avro"}, False, "fetchFormat"),
+    ],
+)
+def test_a_bad_read_option_is_named(given: dict[str, str], streaming: bool, option: str) -> None:
+    with pytest.raises(OptionError) as raised:
+        parse_read_options(options(**given), streaming)
+    assert raised.value.option == option and f"'{option}'" in str(raised.value)
+
+
+def test_write_options_and_the_sink_schema() -> None:
+    parsed = parse_write_options(options(servers=SERVERS, topic=" out ", batchRecords="10"))
+    assert (parsed.topic, parsed.batch_records) == ("out", 10)
+    with pytest.raises(OptionError, match="'batchRecords'"):
+        parse_write_options(options(servers=SERVERS, batchRecords="20000"))
+    value = StructField("value", StringType())
+    check_schema(StructType([value]), parsed)
+    no_topic = parse_write_options(options(servers=SERVERS))
+    with pytest.raises(SchemaError, match="option 'topic'"):
+        check_schema(StructType([value]), no_topic)
+    with pytest.raises(SchemaError, match="'value' column"):
+        check_schema(StructType([StructField("key", StringType())]), parsed)
+    with pytest.raises(SchemaError, match="column 'value' must be string or binary"):
+        check_schema(StructType([StructField("value", IntegerType())]), parsed)
+    with pytest.raises(SchemaError, match="column 'partition'"):
+        check_schema(StructType([value, StructField("partition", StringType())]), parsed)
+
+
+# -- offsets -------------------------------------------------------------------------------------------
+
+
+def test_offsets_json_is_sorted_so_equal_offsets_are_equal_text() -> None:
+    offsets = {("b", 10): 1, ("a", 2): 5, ("b", 2): 3}
+    assert json.dumps(to_json(offsets)) == '{"a": {"2": 5}, "b": {"2": 3, "10": 1}}'
+    assert from_json(json.loads(json.dumps(to_json(offsets)))) == offsets
+
+
+def test_resolve_sentinels_and_defaults() -> None:
+    bounds = {("t", 0): Bounds(3, 10), ("t", 1): Bounds(0, 4)}
+    assert resolve(EARLIEST, bounds, LATEST) == {("t", 0): 3, ("t", 1): 0}
+    assert resolve({("t", 0): LATEST}, bounds, EARLIEST) == {("t", 0): 10, ("t", 1): 0}
+    assert resolve({("t", 1): 2}, bounds, LATEST) == {("t", 0): 10, ("t", 1): 2}
+
+
+@given(
+    st.lists(st.integers(0, 500), min_size=1, max_size=5),
+    st.integers(1, 40),
+)
+def test_split_covers_every_offset_once(sizes: list[int], min_partitions: int) -> None:
+    parts = ranges({}, {("t", p): n for p, n in enumerate(sizes)})
+    pieces = split(parts, min_partitions)
+    covered = sorted((r.partition, o) for r in pieces for o in range(r.start, r.end))
+    assert covered == [(p, o) for p, n in enumerate(sizes) for o in range(n)]
+    if sum(sizes) >= min_partitions:
+        assert len(pieces) >= min(min_partitions, sum(sizes))
+
+
+def test_rate_limit_is_proportional_and_starves_no_partition() -> None:
+    start = {("t", 0): 0, ("t", 1): 0}
+    latest = {("t", 0): 100, ("t", 1): 50, ("t", 2): 1}  # partition 2 is new: it starts at 0
+    limited = rate_limit(start, latest, 30)
+    assert limited == {("t", 0): 19, ("t", 1): 9, ("t", 2): 1}
+    assert rate_limit(start, latest, 1000) == latest
+
+
+@given(
+    st.dictionaries(st.integers(0, 5), st.tuples(st.integers(0, 50), st.integers(0, 50))), st.integers(1, 60)
+)
+def test_rate_limit_never_goes_back_nor_past_the_end(
+    spans: dict[int, tuple[int, int]], max_rows: int
+) -> None:
+    start = {("t", p): min(a, b) for p, (a, b) in spans.items()}
+    latest = {("t", p): max(a, b) for p, (a, b) in spans.items()}
+    limited = rate_limit(start, latest, max_rows)
+    assert all(start[tp] <= limited[tp] <= latest[tp] for tp in latest)
+    waiting = sum(latest[tp] - start[tp] for tp in latest)
+    if waiting <= max_rows:
+        assert limited == latest
+
+
+# -- Arrow ---------------------------------------------------------------------------------------------
+
+
+def test_record_batch_matches_the_spark_schema_exactly() -> None:
+    page = Page([7, 8, 9], [1000, 2000, 3000], [None, b"k", b""], [b"a", b"", b"c"], [[], [("h", b"x")], []])
+    batch = record_batch("t", 2, page, 2)
+    assert batch.schema == ARROW_SCHEMA and batch.num_rows == 2
+    assert batch.column("key").to_pylist() == [None, b"k"]
+    assert batch.column("offset").to_pylist() == [7, 8]
+    assert batch.column("partition").type == pa.int32() and batch.column("topic").to_pylist() == ["t", "t"]
+    assert batch.column("timestamp").type == pa.timestamp("us", tz="UTC")
+    assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [1_000_000, 2_000_000]
+    assert batch.column("headers").to_pylist() == [[], [{"key": "h", "value": b"x"}]]
+    plain = record_batch("t", 0, Page([1], [5], [None], [b"v"], [[]]), 1)
+    assert plain.column("headers").to_pylist() == [[]]
+
+
+# -- the sink's producer ids ---------------------------------------------------------------------------
+
+
+def test_producer_ids_are_stable_63_bit_and_sequences_grow_with_the_batch() -> None:
+    first = producer_id("stream", "query-uuid", 3)
+    assert first == producer_id("stream", "query-uuid", 3)  # the same in every process
+    assert first != producer_id("stream", "query-uuid", 4) and 0 <= first < 2**63
+    assert stream_sequence(0, 5) < stream_sequence(1, 0) < stream_sequence(1, 1)
+    with pytest.raises(Exception, match="too many"):
+        stream_sequence(1, 2**24)
+
+
+# -- readers without Spark, against the real cluster ---------------------------------------------------
+
+
+def test_readers_pickle_and_plan_ranges(raftlog_cluster: SparkTestCluster) -> None:
+    topic = raftlog_cluster.create_topic(2)
+    raftlog_cluster.produce(topic, 0, ["a"] * 100)
+    raftlog_cluster.produce(topic, 1, ["b"] * 50)
+    given = options(servers=raftlog_cluster.servers, subscribe=topic, maxOffsetsPerTrigger="30")
+    stream = pickle.loads(pickle.dumps(StreamReader(given)))
+    assert stream.getDefaultReadLimit() == ReadMaxRows(30)
+    start = {topic: {"0": 0}}
+    end = stream.latestOffset(start, ReadMaxRows(30))
+    assert end == {topic: {"0": 20, "1": 10}}
+    assert stream.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 100, "1": 50}}
+    assert [(p.partition, p.start, p.end) for p in stream.partitions(start, end)] == [(0, 0, 20), (1, 0, 10)]
+    stream.prepareForTriggerAvailableNow()
+    raftlog_cluster.produce(topic, 0, ["late"] * 5)
+    assert stream.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 100, "1": 50}}
+    batch = BatchReader(options(servers=raftlog_cluster.servers, subscribe=topic, minPartitions="5"))
+    parts = batch.partitions()
+    assert sum(p.count for p in parts if isinstance(p, OffsetRange)) == 155 and len(parts) >= 5
+
+
+def test_read_range_skips_or_refuses_deleted_offsets(raftlog_cluster: SparkTestCluster) -> None:
+    topic = raftlog_cluster.create_topic(1, **{"segment.bytes": 1024, "retention.bytes": 2048})
+    raftlog_cluster.produce(topic, 0, [f"{i:040d}" for i in range(200)], chunk=10)
+    raftlog_cluster.wait_for_log_start(topic, 0)
+    log_start, _ = raftlog_cluster.bounds(topic, 0)
+    strict = parse_read_options(options(servers=raftlog_cluster.servers, subscribe=topic), streaming=False)
+    with pytest.raises(DataLoss, match=f"{topic}-0: offsets \\[0, {log_start}\\) were deleted"):
+        list(read_range(strict, OffsetRange(topic, 0, 0, 200)))
+    lenient = parse_read_options(
+        options(
+            servers=raftlog_cluster.servers, subscribe=topic, failOnDataLoss="false", fetchMaxBytes="100"
+        ),
+        streaming=False,
+    )
+    batches = list(read_range(lenient, OffsetRange(topic, 0, 0, 200)))
+    offsets = [o for b in batches for o in b.column("offset").to_pylist()]
+    assert offsets == list(range(log_start, 200)) and len(batches) > 1
+
+
+def test_a_stream_whose_partition_went_backwards_is_data_loss(raftlog_cluster: SparkTestCluster) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    raftlog_cluster.produce(topic, 0, ["a"] * 5)
+    checkpointed = {topic: {"0": 50}}  # as if the topic was deleted and created again since
+    strict = StreamReader(options(servers=raftlog_cluster.servers, subscribe=topic))
+    with pytest.raises(DataLoss, match=f"{topic}-0 ends at 5 < 50"):
+        strict.latestOffset(checkpointed, ReadAllAvailable())
+    lenient = StreamReader(options(servers=raftlog_cluster.servers, subscribe=topic, failOnDataLoss="false"))
+    end = lenient.latestOffset(checkpointed, ReadAllAvailable())
+    assert end == {topic: {"0": 5}} and lenient.partitions(checkpointed, end) == []
+
+
+def test_client_fails_over_retries_and_names_errors(raftlog_cluster: SparkTestCluster) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed again: nothing listens there
+    topic = raftlog_cluster.create_topic(2)
+    with Client([dead, raftlog_cluster.urls[1]], 5000) as client:
+        assert client.partition_count(topic) == 2  # the dead server is skipped
+    with Client([dead], 300) as client, pytest.raises(Unreachable, match=r"no usable answer within 0\.3 s"):
+        client.partition_count(topic)
+    with Client(raftlog_cluster.urls, 5000) as client:
+        with pytest.raises(ServerError) as raised:
+            client.partition_count("no-such-topic")
+        assert (raised.value.status, raised.value.error_code) == (404, 40401)
+        with pytest.raises(OffsetOutOfRange) as out_of_range:
+            client.fetch(topic, 0, 99, 1024, 0, columnar=True)
+        assert (out_of_range.value.log_start_offset, out_of_range.value.end_offset) == (0, 0)
+
+
+def test_read_range_waits_for_planned_offsets_then_calls_it_data_loss(
+    raftlog_cluster: SparkTestCluster,
+) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    raftlog_cluster.produce(topic, 0, [str(i) for i in range(5)])
+    planned = OffsetRange(topic, 0, 0, 8)  # as if planned against offsets a recreated topic no longer has
+    given = {"servers": raftlog_cluster.servers, "subscribe": topic, "requestTimeoutMs": "400"}
+    strict = parse_read_options(options(**given), streaming=False)
+    with pytest.raises(DataLoss, match=f"{topic}-0: no record at offset 5"):
+        list(read_range(strict, planned))
+    lenient = parse_read_options(options(**given, failOnDataLoss="false"), streaming=False)
+    assert [o for b in read_range(lenient, planned) for o in b.column("offset").to_pylist()] == list(range(5))
