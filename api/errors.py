@@ -12,10 +12,14 @@ from typing import Any
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     InvalidCommand,
+    InvalidReassignment,
     InvalidTopic,
+    NoReassignment,
+    ReassignmentInProgress,
     ReplicaBehind,
     SequenceTooOld,
     TopicExists,
+    UnknownNode,
     UnknownPartition,
     UnknownTopic,
 )
@@ -162,6 +166,10 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (UnknownTopic, HttpError(404, 40401)),
     (UnknownPartition, HttpError(404, 40402)),
     (TopicExists, HttpError(409, 40901)),
+    (UnknownNode, HttpError(404, 40403)),
+    (NoReassignment, HttpError(404, 40404)),
+    (InvalidReassignment, HttpError(400, 40002)),
+    (ReassignmentInProgress, HttpError(409, 40904)),
     (SequenceTooOld, HttpError(409, 40902)),
     (RecordTooLarge, HttpError(413, 41301)),
     (UnsupportedMediaType, HttpError(415, 41501)),

@@ -260,16 +260,83 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
     "ReplicasRequest": _closed(_obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"])),
     "Status": _obj({"status": _STR}),
+    "TopicConfigs": _obj({"topic": _STR, "configs": {"type": "object"}}, ["topic", "configs"]),
+    "ConfigsRequest": _closed(
+        _obj(
+            {
+                "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
+                    {
+                        "retention.ms": _INT,
+                        "retention.bytes": _INT,
+                        "segment.bytes": _INT,
+                        "flush.policy": _STR,
+                        "max.message.bytes": _INT,
+                    }
+                )
+            },
+            ["configs"],
+        )
+    ),
+    "MoveState": _obj(
+        {
+            "topic": _STR,
+            "partition": _INT,
+            "replicas": {"type": "array", "items": _STR},
+            "move": _nullable(
+                _obj(
+                    {
+                        "original": {"type": "array", "items": _STR},
+                        "target": {"type": "array", "items": _STR},
+                        "replicas": {"type": "array", "items": _STR},
+                        "adding": _nullable(_STR),
+                        "cancelled": {"type": "boolean"},
+                    }
+                )
+            ),
+        },
+        ["topic", "partition", "replicas", "move"],
+    ),
+    "Decommission": _obj(
+        {
+            "node_id": _STR,
+            "decommissioning": {"type": "boolean"},
+            "replicas_remaining": _INT,
+            "partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "moving": {"type": "array", "items": {"type": "object"}},
+            "done": {"type": "boolean"},
+        },
+        ["node_id", "decommissioning", "replicas_remaining", "done"],
+    ),
+    "Maintenance": _obj({"node_id": _STR, "maintenance": {"type": "boolean"}}, ["node_id", "maintenance"]),
+    "MemberView": _obj(
+        {
+            "leader": _STR,
+            "voters": {"type": "array", "items": _STR},
+            "commit_index": _INT,
+            "match_index": {"type": "object", "additionalProperties": _INT},
+        }
+    ),
+    "MembershipChange": _closed(
+        _obj(
+            {"change": {"type": "string", "enum": ["add", "remove", "transfer"]}, "node": _STR},
+            ["change", "node"],
+        )
+    ),
+    "MembershipChanged": _obj({"topic": _STR, "partition": _INT, "change": _STR, "node": _STR}),
 }
 
 _REASONS = {
     200: "OK",
     201: "Created",
+    202: "Accepted: the operation goes on in the background",
     204: "No Content",
-    400: "Bad request (error_code 40001)",
+    400: "Bad request (error_code 40001; an unusable replica set 40002)",
     401: "Missing or wrong admin token (40101)",
-    404: "Topic (40401) or partition (40402) does not exist",
-    409: "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903)",
+    404: "Topic (40401), partition (40402), node (40403) or move (40404) does not exist",
+    409: (
+        "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903), "
+        "partition already moving (40904)"
+    ),
     413: "Record or request too large (41301)",
     415: "Unsupported content type (41501)",
     416: "Offset out of range (41601)",
