@@ -45,7 +45,14 @@ from partitions.controller import (
     validate_topic,
 )
 from partitions.controller import encode as encode_controller
-from partitions.errors import InvalidReassignment, InvalidTopic, UnknownNode, UnknownPartition, UnknownTopic
+from partitions.errors import (
+    InvalidReassignment,
+    InvalidTopic,
+    ReassignmentInProgress,
+    UnknownNode,
+    UnknownPartition,
+    UnknownTopic,
+)
 from partitions.operations import Operator
 from partitions.placement import place
 from partitions.reconfigure import MoveProgress
@@ -828,6 +835,9 @@ class Node:
         self._controller_group()
         if not self.leads_controller():
             raise NotLeader(CONTROLLER_GROUP, self._controller_group().status().leader)
+        moving = self._controller_machine.reassignments.get((topic, partition))
+        if moving is not None:
+            raise ReassignmentInProgress(topic, partition, moving.target)
         flags = self._controller_machine.node_flags
         target = reconfigure.validate_move(
             metadata.replicas[partition],

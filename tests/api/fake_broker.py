@@ -405,11 +405,11 @@ class FakeBroker:
         self._controller_here()
         current = self.topic(topic).replicas[partition]
         alive = [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+        if (topic, partition) in self.cluster.moves:
+            raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
         target = reconfigure.validate_move(
             current, replicas, self.cluster.node_ids, alive, self.cluster.flags["decommissioning"]
         )
-        if (topic, partition) in self.cluster.moves:
-            raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
         move = Reassignment(current, tuple(target))
         self.cluster.moves[(topic, partition)] = move
         return MoveProgress.of(move, current)
