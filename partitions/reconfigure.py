@@ -102,8 +102,8 @@ def next_step(
     if unrecorded:
         node = unrecorded[0]
         goal = view.commit_index if catch_up_goal is None else catch_up_goal
-        match = view.match_index.get(node, 0)
-        if match < goal:
+        match = view.commit_index if node == view.leader else view.match_index.get(node, 0)
+        if match < goal:  # a leader holds every committed entry: it is caught up by definition
             return Wait(f"{node} is catching up: match index {match} of {goal}")
         return Record(_ordered(voters, move.target), None)
     if recorded_set - voters:

@@ -51,6 +51,14 @@ def test_a_joined_voter_counts_only_once_caught_up() -> None:
     )
 
 
+def test_a_joined_voter_elected_leader_before_it_was_counted_is_caught_up() -> None:
+    move = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n4"), adding="n4")
+    group = view("n4", {"n1", "n2", "n3", "n4"}, commit=50, match={"n1": 50, "n2": 50, "n3": 10})
+    assert next_step(move, ["n1", "n2", "n3"], group, catch_up_goal=40) == Record(
+        ("n1", "n2", "n4", "n3"), None
+    )
+
+
 def test_a_leaving_leader_hands_over_first_to_the_most_caught_up_staying_voter() -> None:
     move = Reassignment(("n1", "n2", "n3"), ("n2", "n3", "n4"))
     voters = {"n1", "n2", "n3", "n4"}
@@ -80,10 +88,15 @@ class Group:
         self.rng = rng
 
     def tick(self) -> None:
-        """Some writes commit; every voter catches up part of the way."""
+        """Some writes commit; every voter catches up part of the way; now and then an election makes
+        another caught-up voter the leader (a newly joined one included)."""
         self.commit += self.rng.randint(0, 5)
         for node in self.voters:
             self.match[node] = min(self.commit, self.match[node] + self.rng.randint(0, 20))
+        if self.rng.random() < 0.05:
+            self.leader = self.rng.choice(
+                sorted(n for n in self.voters if self.match[n] == self.commit) or [self.leader]
+            )
 
     def view(self) -> MemberView:
         return MemberView(
