@@ -8,6 +8,7 @@ parse and call the broker; ``api.errors`` maps what the broker raises.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -221,6 +222,19 @@ async def change_membership(request: web.Request) -> web.Response:
     return web.json_response({"topic": topic, "partition": partition, "change": change, "node": node})
 
 
+async def controller_metadata(request: web.Request) -> web.Response:
+    _internal(request)
+    leader, leader_http, applied_index, snapshot = await _context(request).broker.controller_snapshot()
+    return web.json_response(
+        {
+            "leader": leader,
+            "leader_http": leader_http,
+            "applied_index": applied_index,
+            "snapshot": base64.b64encode(snapshot).decode("ascii"),
+        }
+    )
+
+
 _MOVES = "/v1/partitions/{topic}/{partition}/replicas"
 _NODE = "/v1/nodes/{node_id}"
 _MEMBERSHIP = "/replication/partitions/{topic}/{partition}/membership"
@@ -281,5 +295,10 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _MEMBERSHIP, change_membership, "changeMembership",
         "Internal: add or remove a voter, or transfer leadership (cluster credential)", "operations",
         body="MembershipChange", ok_schema="MembershipChanged", errors=(401, 404, 409, 415), write=True,
+    ),
+    Operation(
+        "GET", "/replication/controller", controller_metadata, "controllerMetadata",
+        "Internal: the controller's applied metadata, for nodes outside the controller group "
+        "(cluster credential)", "operations", ok_schema="ControllerMetadata", errors=(401, 503),
     ),
 )  # fmt: skip

@@ -322,6 +322,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             ["change", "node"],
         )
     ),
+    "ControllerMetadata": _obj(
+        {
+            "leader": _STR,
+            "leader_http": _STR,
+            "applied_index": _INT,
+            "snapshot": {"type": "string", "format": "byte"},
+        }
+    ),
     "MembershipChanged": _obj({"topic": _STR, "partition": _INT, "change": _STR, "node": _STR}),
 }
 

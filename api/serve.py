@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="gossip address of a node to join through (repeat for several)",
     )
+    parser.add_argument(
+        "--join",
+        action="store_true",
+        help="join a running cluster through --seed: hold replicas but no controller replica",
+    )
     parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
     parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
 
@@ -101,6 +106,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         )
     gossip = HostPort.parse(args.gossip, "--gossip") if args.gossip else HostPort(http.host, http.port + 200)
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
+    if args.join and not seeds:
+        raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
         args.node_id,
         os.path.abspath(args.data_dir),
@@ -109,6 +116,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         secret,
         gossip_address=str(gossip),
         seeds=seeds,
+        join=args.join,
     )
     return config, http, token
 

@@ -182,6 +182,11 @@ class Broker(Protocol):
         """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
         ...
 
+    async def controller_snapshot(self) -> tuple[str, str, int, bytes]:
+        """(controller leader id, its URL, applied index, controller snapshot) for nodes outside the
+        controller group. NotLeader on a node without a controller replica."""
+        ...
+
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:

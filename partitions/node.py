@@ -53,7 +53,8 @@ from partitions.errors import (
     UnknownPartition,
     UnknownTopic,
 )
-from partitions.operations import Operator
+from partitions.metadata_follower import MetadataFollower
+from partitions.operations import Operator, internal_credential
 from partitions.placement import place
 from partitions.reconfigure import MoveProgress
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
@@ -81,6 +82,7 @@ CLAIMS_PUBLISH_INTERVAL_S = 0.2  # how often leadership changes are looked for a
 CLAIMS_FETCH_TIMEOUT_S = 5.0
 LEADER_READY_WAIT_S = 2.0
 REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
+REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
 DISK_USAGE_INTERVAL_S = 5.0  # how often this node measures its data dir and republishes it by gossip
 REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 
@@ -103,6 +105,9 @@ class NodeConfig:
     gossip_address: str = "127.0.0.1:0"  # UDP+TCP endpoint of SWIM gossip
     seeds: tuple[str, ...] = ()  # gossip addresses to join through
     gossip: GossipConfig = field(default_factory=GossipConfig)
+    # Joining a running cluster: not a controller voter whatever the peer list says; the controller's
+    # metadata is followed over HTTP (``metadata_follower``) and peers are learned by gossip.
+    join: bool = False
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -184,6 +189,7 @@ class Node:
         self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
         self._http: aiohttp.ClientSession | None = None
         self._operator = Operator(self)
+        self._follower: MetadataFollower | None = None  # set when this node holds no controller replica
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -195,17 +201,21 @@ class Node:
         self._driver.start()
         self._hub.start()
         notifier = LoopNotifier(loop, self._schedule_reconcile)
-        if self.node_id in self.config.controller_voters:
+        if self.node_id in self.config.controller_voters and not self.config.join:
             self._controller = await self._open_group(
                 CONTROLLER_GROUP,
                 self.config.controller_voters,
                 _Notifying(self._controller_machine, notifier.notify),
             )
         else:
-            raise NotImplementedError(
-                f"node {self.node_id} is not among the first {CONTROLLER_VOTERS_MAX} nodes: nodes outside "
-                "the controller group are not supported yet"
+            self._follower = MetadataFollower(
+                self.node_id,
+                self._controller_machine,
+                internal_credential(self.config.cluster_secret),
+                self._metadata_sources,
+                self._schedule_reconcile,
             )
+            self._follower.start()
         await self._gossip.start()
         self._gossip.subscribe(self._on_member)
         for member in self._gossip.members():
@@ -220,6 +230,8 @@ class Node:
             )
         self._spawn(self._publish_claims())
         self._operator.start()
+        if self.config.seeds:
+            self._spawn(self._rejoin_while_alone())
         log.info(
             "node %s started (raft %s, gossip %s, peers %s)",
             self.node_id,
@@ -231,6 +243,8 @@ class Node:
     async def close(self) -> None:
         self._closing = True
         await self._operator.close()
+        if self._follower is not None:
+            await self._follower.close()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -322,6 +336,12 @@ class Node:
             if changed:
                 self._gossip.set_meta(self._meta())
             await asyncio.sleep(CLAIMS_PUBLISH_INTERVAL_S)
+
+    async def _rejoin_while_alone(self) -> None:
+        """Retry the seeds while gossip knows nobody else (a node started before every seed)."""
+        while not self._closing and all(m.node_id == self.node_id for m in self._gossip.members()):
+            await asyncio.sleep(REJOIN_INTERVAL_S)
+            await self._gossip.join(list(self.config.seeds))
 
     def leadership(self) -> tuple[int, dict[str, int]]:
         """This node's published claims table and its version (served at /replication/leadership)."""
@@ -476,8 +496,11 @@ class Node:
         return metadata
 
     def _controller_group(self) -> ReplicaGroup:
-        check(self._controller is not None, f"node {self.node_id} has no controller replica")
-        assert self._controller is not None  # narrowed for the type checker; checked above
+        """This node's controller replica; a node outside the controller group names the leader instead
+        (NotLeader: the API forwards the request there)."""
+        if self._controller is None:
+            leader = self.controller()
+            raise NoLeader(CONTROLLER_GROUP) if leader is None else NotLeader(CONTROLLER_GROUP, leader)
         return self._controller
 
     async def create_topic(
@@ -684,6 +707,8 @@ class Node:
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> None:
         replica = self._leader_replica(topic, partition)
+        if target == self.node_id:
+            return  # already there
         await replica.group.transfer_leadership(target, timeout_ms)
 
     def nodes(self) -> list[NodeInfo]:
@@ -723,7 +748,8 @@ class Node:
         """The controller leader; None while unknown, and while this node leads the controller group but
         has not yet applied the metadata committed before its election (it cannot answer for topics)."""
         if self._controller is None:
-            return None
+            follower = self._follower
+            return None if follower is None or not follower.synced else follower.leader
         status = self._controller.status()
         if status.role is Role.LEADER and not status.leader_ready:
             return None
@@ -937,6 +963,27 @@ class Node:
                 await replica.group.transfer_leadership(node_id, timeout_ms)
         else:
             raise InvalidReassignment(f"unknown membership change {change!r}")
+
+    # -- controller metadata for nodes outside the controller group ----------------------------------
+
+    def _metadata_sources(self) -> list[str]:
+        return [self._peers[n].http for n in self.alive_nodes() if n != self.node_id and n in self._peers]
+
+    async def controller_snapshot(self) -> tuple[str, str, int, bytes]:
+        """(leader id, leader URL, applied index, snapshot) of this node's controller replica, taken on
+        the driver thread between applies; NotLeader elsewhere (the API forwards)."""
+        group = self._controller_group()
+        leader = self.controller()
+        if leader is None:
+            raise NoLeader(CONTROLLER_GROUP)
+        machine = self._controller_machine
+
+        def take() -> tuple[int, bytes]:
+            return machine.applied_index, machine.snapshot()
+
+        applied_index, snapshot = await asyncio.wrap_future(self._driver.submit(take))
+        check(group is self._controller, "controller replica changed while snapshotting")
+        return leader, self.http_address(leader) or "", applied_index, snapshot
 
 
 def disk_usage(data_dir: str) -> tuple[int, int]:

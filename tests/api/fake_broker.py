@@ -462,6 +462,10 @@ class FakeBroker:
         others = {n: state.end_offset for n in state.replicas if n != self.node_id}
         return MemberView(self.node_id, frozenset(state.replicas), state.end_offset, others)
 
+    async def controller_snapshot(self) -> tuple[str, str, int, bytes]:
+        self._controller_here()
+        return self.node_id, self.cluster.addresses.get(self.node_id, ""), len(self.cluster.topics), b"\x80"
+
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:

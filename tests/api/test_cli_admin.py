@@ -55,14 +55,14 @@ async def test_partition_move_status_cancel_and_transfer(
 ) -> None:
     cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
     auth = ("--server", guarded.url, "--admin-token", "tok")
+    code, _, err = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n9", *auth)
+    assert code == 1 and "40403" in err and "n9" in err
     code, out, _ = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n3", *auth)
     assert code == 0 and "moving to ['n1', 'n3']" in out
     code, out, _ = await run(capsys, "partition", "status", "t", "0", *auth)
     assert code == 0 and "moving to" in out
     code, out, _ = await run(capsys, "partition", "cancel", "t", "0", *auth)
     assert code == 0 and "cancelled, returning to ['n1', 'n2']" in out
-    code, _, err = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n9", *auth)
-    assert code == 1 and "40403" in err and "n9" in err
     code, out, _ = await run(capsys, "partition", "transfer", "t", "0", "--target", "n2", *auth)
     assert code == 0 and "leader is now n2" in out
 

@@ -263,3 +263,42 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             await until("full replication", lambda: fully_replicated(admin, "w", 3, 2))
 
     asyncio.run(asyncio.wait_for(scenario(), 150))
+
+
+def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: pathlib.Path) -> None:
+    cluster = ProcessCluster.create(str(tmp_path), count=3, joining=1)
+    for argv in cluster.argv.values():
+        argv += ["--admin-token", TOKEN]
+
+    async def scenario() -> None:
+        async with RaftlogClient(cluster.urls[:3], admin_token=TOKEN, retries=40, backoff_max_s=0.5) as admin:
+
+            async def joined() -> bool:
+                return any(n["node_id"] == "n4" and n["state"] == "alive" for n in await admin.nodes())
+
+            await until("n4 known alive by gossip", joined)
+            await admin.create_topic("w", partitions=2, replication_factor=2)
+            workload = Workload(cluster.urls[:3], "w", 2)
+            workload.start()
+            await asyncio.sleep(1)
+            replicas = (await admin.move_progress("w", 0))["replicas"]
+            await admin.move_replicas("w", 0, ["n4", replicas[1]])
+
+            async def moved() -> bool:
+                progress = await admin.move_progress("w", 0)
+                return progress["move"] is None and progress["replicas"] == ["n4", replicas[1]]
+
+            await until("move of w/0 onto n4", moved)
+            assert (await admin.transfer_leadership("w", 0, "n4"))["leader"] == "n4"
+            await asyncio.sleep(1)  # the workload keeps writing through the new leader
+            await workload.finish(admin)
+            await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
+        async with RaftlogClient([cluster.url("n4")], admin_token=TOKEN, retries=40) as via_joined:
+            assert (await via_joined.partition_state("w", 0))["leader"] == "n4"
+            assert len(await read_all(via_joined, "w", 1)) > 0  # a partition it does not hold: forwarded
+
+    try:
+        cluster.start_all()
+        asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        cluster.stop_all()
