@@ -8,7 +8,9 @@ Ownership and threads:
 State machines notify the loop through ``raftlog.consensus.bridge.LoopNotifier`` (controller changes ->
 reconcile replicas; partition commits -> wake long-polling fetches).
 
-Membership is static for now: every node listed in ``peers`` is a controller voter and a placement target.
+The controller voters are the first nodes of the static ``peers`` list; a node started with ``join``
+follows the controller metadata over HTTP instead (``metadata_follower``). Every node gossip reports alive
+is a placement target; replica moves, decommissions and the leader balancer run in ``operations.Operator``.
 """
 
 from __future__ import annotations

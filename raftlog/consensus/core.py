@@ -223,6 +223,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._send_rotation = 0
         self._followers_to_send: set[Any] = set()
         self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
+        # Log index of the last membership change this leader appended. pysyncobj means to allow one change
+        # at a time (``__changeClusterIDx``) but never sets it; a change is denied here until the previous
+        # one is applied (a new leader's applied no-op covers the changes of earlier terms).
+        self._membership_index = 0
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
         self.activity = True  # set when something happened that the next tick must handle
@@ -531,12 +535,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 continue
             if command[0] == COMMAND_MEMBERSHIP:
                 request = self._SyncObj__parseChangeClusterRequest(command)
-                if not self._SyncObj__changeCluster(request):
+                pending = self._membership_index > self._SyncObj__raftLastApplied
+                if pending or not self._SyncObj__changeCluster(request):
                     if callback is not None:
                         callback(None, FAIL_REASON.REQUEST_DENIED)
                     continue
             index, term = self._journal.last_index + 1, self._SyncObj__raftCurrentTerm
             self._journal.add(command, index, term)
+            if command[0] == COMMAND_MEMBERSHIP:
+                self._membership_index = index
             if callback is not None:
                 waiting[index].append((term, callback))
             appended = True

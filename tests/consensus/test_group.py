@@ -15,7 +15,14 @@ from acked_write_scenario import free_ports
 
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import Driver
-from raftlog.consensus.errors import GroupClosed, NoLeader, NotDone, NotLeader, OutcomeUnknown
+from raftlog.consensus.errors import (
+    GroupClosed,
+    NoLeader,
+    NotDone,
+    NotLeader,
+    OutcomeUnknown,
+    ProposalRejected,
+)
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.consensus.journal import FileJournal
@@ -207,3 +214,18 @@ async def test_remove_and_add_back_a_replica(cluster: Cluster) -> None:
     await eventually(
         lambda: cluster.replicas[victim].machine.commands[-1:] == [b"with"], "re-added replica applies"
     )
+
+
+async def test_a_second_membership_change_waits_for_the_first_to_apply(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await leader.group.propose(b"x", timeout_ms=5000)
+    first, second = [a for a in cluster.replicas if a != leader.address]
+    outcomes = await asyncio.gather(
+        leader.group.remove_replica(first, timeout_ms=5000),
+        leader.group.remove_replica(second, timeout_ms=5000),
+        return_exceptions=True,
+    )
+    assert outcomes[0] is None
+    assert isinstance(outcomes[1], ProposalRejected), outcomes[1]
+    assert set(leader.group.status().match_index) == {second}
+    await leader.group.propose(b"after", timeout_ms=5000)
