@@ -23,7 +23,7 @@ import hmac
 import logging
 import time
 import urllib.parse
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -92,13 +92,19 @@ class Operator:
                 await asyncio.sleep(1)
 
     async def _tick(self) -> None:
+        """The three duties, each on its own: a move that keeps failing does not stall the others."""
         machine = self._node.controller_state()
         moves = dict(machine.reassignments)
-        await _bounded(
-            [self._advance(topic, partition, move) for (topic, partition), move in sorted(moves.items())]
-        )
-        await self._decommission(len(moves))
-        await self._balance(bool(moves))
+        duties: list[Callable[[], Awaitable[None]]] = [
+            lambda: _bounded([self._advance(t, p, move) for (t, p), move in sorted(moves.items())]),
+            lambda: self._decommission(len(moves)),
+            lambda: self._balance(bool(moves)),
+        ]
+        for duty in duties:
+            try:
+                await duty()
+            except (RaftlogError, aiohttp.ClientError, TimeoutError, OSError, ValueError, KeyError) as exc:
+                log.warning("node %s: admin operations: %s", self._node.node_id, exc)
 
     # -- moves ---------------------------------------------------------------------------------------
 
@@ -227,7 +233,8 @@ class Operator:
         if not draining and (moving or now - self._balanced_at < BALANCE_INTERVAL_S):
             return
         self._balanced_at = now
-        eligible = [n for n in self._node.alive_nodes() if n not in maintenance]
+        leaving = machine.node_flags["decommissioning"]
+        eligible = [n for n in self._node.alive_nodes() if n not in maintenance and n not in leaving]
         for move in balancer.plan(partitions, eligible, moves_max=1):
             log.info(
                 "node %s: leader balance: %s/%d from %s to %s",
