@@ -223,6 +223,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._send_rotation = 0
         self._followers_to_send: set[Any] = set()
         self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
+        self._transfer_until = 0.0  # monotonic time until which a leader handing over appends nothing new
         # Log index of the last membership change this leader appended. pysyncobj means to allow one change
         # at a time (``__changeClusterIDx``) but never sets it; a change is denied here until the previous
         # one is applied (a new leader's applied no-op covers the changes of earlier terms).
@@ -268,8 +269,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._notify_activity()
 
     def request_transfer(self, node_id: str | None, callback: Callback) -> None:
-        """Ask the leader to hand over (Raft TimeoutNow); runs on the next tick."""
-        self.addOnTickCallback(_OneShot(self, lambda: self.transferLeadership(node_id, callback)))
+        """Ask the leader to hand over (Raft TimeoutNow); runs on the next tick. Once TimeoutNow is sent
+        the leader appends no new proposal for an election timeout (Raft thesis 3.10): under load the
+        target would otherwise fall behind again and lose the election it was asked to hold. Proposals
+        wait in the queue meanwhile; if leadership moves they fail NOT_LEADER, never appended."""
+
+        def sent(result: object, fail_reason: int) -> None:
+            if fail_reason == FAIL_REASON.SUCCESS:
+                self._transfer_until = time.monotonic() + self._config.election_timeout_max_ms / 1000
+            callback(result, fail_reason)
+
+        self.addOnTickCallback(_OneShot(self, lambda: self.transferLeadership(node_id, sent)))
         self._notify_activity()
 
     def needs_tick(self) -> bool:
@@ -523,6 +533,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         commands = self._SyncObj__commandsQueue
         waiting = self._SyncObj__commandsWaitingCommit
         appended = False
+        if self._SyncObj__raftState == _LEADER and time.monotonic() < self._transfer_until:
+            return False  # handing leadership over: the target must stay caught up
         for _ in range(self._config.proposals_per_tick_max):
             try:
                 command, callback = commands.get_nowait()

@@ -229,3 +229,32 @@ async def test_a_second_membership_change_waits_for_the_first_to_apply(cluster: 
     assert isinstance(outcomes[1], ProposalRejected), outcomes[1]
     assert set(leader.group.status().match_index) == {second}
     await leader.group.propose(b"after", timeout_ms=5000)
+
+
+async def test_leadership_transfer_succeeds_under_a_stream_of_proposals(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    stop = asyncio.Event()
+
+    async def write() -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.gather(*(leader.group.propose(b"w" * 200, timeout_ms=5000) for _ in range(50)))
+            except (NotDone, OutcomeUnknown, GroupClosed):
+                return  # leadership moved: the stream ends here
+
+    writer = asyncio.create_task(write())
+    await asyncio.sleep(0.3)
+    target = next(a for a in cluster.replicas if a != leader.address)
+    await eventually(
+        lambda: leader.group.status().match_index.get(target, 0) >= leader.group.status().last_index - 50,
+        "target nearly caught up",
+    )
+    for _ in range(20):  # TimeoutNow needs the target fully caught up at the instant it is sent
+        try:
+            await leader.group.transfer_leadership(target, timeout_ms=5000)
+            break
+        except ProposalRejected:
+            await asyncio.sleep(0.01)
+    stop.set()
+    await writer
+    assert (await cluster.leader()).address == target

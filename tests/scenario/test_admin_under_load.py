@@ -229,7 +229,11 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
 
             # maintenance: n1 is drained of leadership and stays drained
             await admin.set_maintenance("n1", True)
-            assert next(r for r in await admin.nodes() if r["node_id"] == "n1")["maintenance"]
+
+            async def flagged() -> bool:  # /v1/nodes answers from the serving node's applied metadata
+                return bool(next(r for r in await admin.nodes() if r["node_id"] == "n1")["maintenance"])
+
+            await until("n1 shown in maintenance", flagged)
 
             async def drained() -> bool:
                 return await leads("n1") == 0
@@ -294,8 +298,9 @@ def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: path
             await workload.finish(admin)
             await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
         async with RaftlogClient([cluster.url("n4")], admin_token=TOKEN, retries=40) as via_joined:
-            assert (await via_joined.partition_state("w", 0))["leader"] == "n4"
-            assert len(await read_all(via_joined, "w", 1)) > 0  # a partition it does not hold: forwarded
+            # (the leader balancer may have moved leadership on since: n4 keeps its replica)
+            assert "n4" in [r["node"] for r in (await via_joined.partition_state("w", 0))["replicas"]]
+            assert len(await read_all(via_joined, "w", 1)) > 0  # any partition, through the joined node
 
     try:
         cluster.start_all()
