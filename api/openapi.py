@@ -59,6 +59,7 @@ _INT = {"type": "integer"}
 _NATURAL = {"type": "integer", "minimum": 0}  # the server answers 400 to a negative value
 _PARTITION_NUMBER = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
 _STR = {"type": "string"}
+_STR_LIST = {"type": "array", "items": _STR}
 _ANY: dict[str, Any] = {"description": "any JSON (JSON flavour) or a base64 string (binary flavour)"}
 _HEADERS = {
     "oneOf": [
@@ -255,6 +256,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     }
                 ),
             },
+            "move": _nullable(_obj({"original": _STR_LIST, "target": _STR_LIST, "adding": _nullable(_STR)})),
         }
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
