@@ -269,17 +269,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._notify_activity()
 
     def request_transfer(self, node_id: str | None, callback: Callback) -> None:
-        """Ask the leader to hand over (Raft TimeoutNow); runs on the next tick. Once TimeoutNow is sent
-        the leader appends no new proposal for an election timeout (Raft thesis 3.10): under load the
-        target would otherwise fall behind again and lose the election it was asked to hold. Proposals
-        wait in the queue meanwhile; if leadership moves they fail NOT_LEADER, never appended."""
-
-        def sent(result: object, fail_reason: int) -> None:
-            if fail_reason == FAIL_REASON.SUCCESS:
-                self._transfer_until = time.monotonic() + self._config.election_timeout_max_ms / 1000
-            callback(result, fail_reason)
-
-        self.addOnTickCallback(_OneShot(self, lambda: self.transferLeadership(node_id, sent)))
+        """Hand leadership over (Raft thesis 3.10); starts on the next tick. The leader stops appending new
+        proposals, waits until the target (None: the most caught-up connected follower) holds its whole
+        log, then sends TimeoutNow and keeps appending nothing for an election timeout, so the target
+        wins the election it is asked to hold even under load. Denied (REQUEST_DENIED) if the target is
+        not a voter or is not caught up within an election timeout; queued proposals wait meanwhile and
+        fail NOT_LEADER, never appended, if leadership moves."""
+        self.addOnTickCallback(_TransferAttempt(self, node_id, callback))
         self._notify_activity()
 
     def needs_tick(self) -> bool:
@@ -1006,13 +1002,49 @@ def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
         logger.exception("%s: transport error while polling (peer connection dropped or malformed)", owner)
 
 
-class _OneShot:
-    """A tick callback that runs once and removes itself."""
+class _TransferAttempt:
+    """A tick callback driving one leadership transfer until TimeoutNow is sent or it is given up."""
 
-    def __init__(self, core: RaftCore, action: Callable[[], None]) -> None:
+    def __init__(self, core: RaftCore, node_id: str | None, callback: Callback) -> None:
         self._core = core
-        self._action = action
+        self._node_id = node_id
+        self._callback = callback
+        self._deadline: float | None = None
 
     def __call__(self) -> None:
+        core = self._core
+        now = time.monotonic()
+        pause_s = core._config.election_timeout_max_ms / 1000
+        if self._deadline is None:
+            self._deadline = now + pause_s
+        if core._SyncObj__raftState != _LEADER:
+            self._finish(FAIL_REASON.NOT_LEADER)
+            return
+        others = {str(node.id): node for node in core._SyncObj__otherNodes}
+        match = core._SyncObj__raftMatchIndex
+        target = self._node_id
+        if target is None:
+            connected = [n for n in others.values() if n in core._SyncObj__connectedNodes]
+            target = str(max(connected, key=lambda n: match.get(n, 0)).id) if connected else None
+        if target is None or target not in others:
+            self._finish(FAIL_REASON.REQUEST_DENIED)
+            return
+        core._transfer_until = max(core._transfer_until, now + 0.05)  # no new appends while we wait
+        if match.get(others[target], 0) == core._journal.last_index:
+            core.removeOnTickCallback(self)
+            core.transferLeadership(target, self._sent)
+        elif now > self._deadline:
+            core._transfer_until = 0.0
+            self._finish(FAIL_REASON.REQUEST_DENIED)
+        # else: look again next tick (acknowledgements from the target wake the driver)
+
+    def _sent(self, result: object, fail_reason: int) -> None:
+        if fail_reason == FAIL_REASON.SUCCESS:
+            self._core._transfer_until = time.monotonic() + self._core._config.election_timeout_max_ms / 1000
+        else:
+            self._core._transfer_until = 0.0
+        self._callback(result, fail_reason)
+
+    def _finish(self, fail_reason: int) -> None:
         self._core.removeOnTickCallback(self)
-        self._action()
+        self._callback(None, fail_reason)

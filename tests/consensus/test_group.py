@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from acked_write_scenario import free_ports
+from pysyncobj.config import FAIL_REASON
 
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import Driver
@@ -220,13 +221,17 @@ async def test_a_second_membership_change_waits_for_the_first_to_apply(cluster: 
     leader = await cluster.leader()
     await leader.group.propose(b"x", timeout_ms=5000)
     first, second = [a for a in cluster.replicas if a != leader.address]
-    outcomes = await asyncio.gather(
-        leader.group.remove_replica(first, timeout_ms=5000),
-        leader.group.remove_replica(second, timeout_ms=5000),
-        return_exceptions=True,
-    )
-    assert outcomes[0] is None
-    assert isinstance(outcomes[1], ProposalRejected), outcomes[1]
+    loop = asyncio.get_running_loop()
+    outcomes: list[asyncio.Future[int]] = [loop.create_future(), loop.create_future()]
+
+    def answer(future: asyncio.Future[int]) -> Callable[[object, int], None]:
+        return lambda result, fail_reason: loop.call_soon_threadsafe(future.set_result, fail_reason)
+
+    # back to back, with no await between: the first cannot be committed (a network round trip away)
+    leader.group.core.submit_membership("rem", first, answer(outcomes[0]))
+    leader.group.core.submit_membership("rem", second, answer(outcomes[1]))
+    done = await asyncio.wait_for(asyncio.gather(*outcomes), WAIT_S)
+    assert done == [FAIL_REASON.SUCCESS, FAIL_REASON.REQUEST_DENIED]
     assert set(leader.group.status().match_index) == {second}
     await leader.group.propose(b"after", timeout_ms=5000)
 

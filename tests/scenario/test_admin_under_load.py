@@ -211,6 +211,24 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
 
             await until("topic data deleted on every node", deleted)
 
+            # a new replica never goes to a node gossip reports dead
+            cluster.kill("n3")
+
+            async def n3_dead() -> bool:
+                return any(r["node_id"] == "n3" and r["state"] == "dead" for r in await admin.nodes())
+
+            await until("n3 reported dead", n3_dead)
+            for partition in range(3):
+                replicas = (await admin.move_progress("w", partition))["replicas"]
+                if "n3" not in replicas:
+                    await refused(admin.move_replicas("w", partition, [replicas[0], "n3"]), 400, 40002)
+                    assert (await admin.move_progress("w", partition)) == {
+                        "topic": "w",
+                        "partition": partition,
+                        "replicas": replicas,
+                        "move": None,
+                    }
+
     asyncio.run(asyncio.wait_for(scenario(), 120))
 
 
