@@ -5,12 +5,16 @@ with ``--json``. ``api.cli`` registers them and supplies how to run a call again
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from api.client import RaftlogClient
 
+WAIT_POLL_S = 0.5
 Work = Callable[[RaftlogClient], Awaitable[int]]
 WithClient = Callable[[argparse.Namespace, Work], int]
 
@@ -134,12 +138,19 @@ def add_commands(
     async def move(client: RaftlogClient, args: argparse.Namespace) -> int:
         replicas = [n.strip() for n in args.replicas.split(",") if n.strip()]
         _print(args, await client.move_replicas(args.topic, args.partition, replicas), move_summary)
-        return 0
+        if not args.wait:
+            return 0
+
+        async def poll() -> dict[str, Any]:
+            return await client.move_progress(args.topic, args.partition)
+
+        return await _wait(args, poll, lambda body: body["move"] is None, move_summary)
 
     moving = partition_parser("move", "move a partition to a new replica set, one member at a time")
     moving.add_argument(
         "--replicas", required=True, help="the new replica set, e.g. n1,n3,n4 (first: preferred leader)"
     )
+    _wait_options(moving)
     moving.set_defaults(run=run(move))
 
     async def status(client: RaftlogClient, args: argparse.Namespace) -> int:
@@ -175,9 +186,17 @@ def add_commands(
 
     async def decommission(client: RaftlogClient, args: argparse.Namespace) -> int:
         _print(args, await client.decommission(args.node_id), decommission_summary)
-        return 0
+        if not args.wait:
+            return 0
 
-    node_parser("decommission", "move every replica off a node").set_defaults(run=run(decommission))
+        async def poll() -> dict[str, Any]:
+            return await client.decommission_status(args.node_id)
+
+        return await _wait(args, poll, lambda body: bool(body["done"]), decommission_summary)
+
+    decommissioning = node_parser("decommission", "move every replica off a node")
+    _wait_options(decommissioning)
+    decommissioning.set_defaults(run=run(decommission))
 
     async def progress(client: RaftlogClient, args: argparse.Namespace) -> int:
         _print(args, await client.decommission_status(args.node_id), decommission_summary)
@@ -222,6 +241,35 @@ def add_commands(
     configuring.add_argument("name")
     configuring.add_argument("--set", action="append", type=_pair, default=[], metavar="KEY=VALUE")
     configuring.set_defaults(run=run(config))
+
+
+def _wait_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wait", action="store_true", help="print progress until it is done")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="give up waiting after this many seconds (exit 1)"
+    )
+
+
+async def _wait(
+    args: argparse.Namespace,
+    poll: Callable[[], Awaitable[dict[str, Any]]],
+    done: Callable[[dict[str, Any]], bool],
+    summary: Callable[[Any], str],
+) -> int:
+    """Poll until ``done``; print each new state. Exit status 1 when ``--timeout`` passes first."""
+    deadline = time.monotonic() + args.timeout
+    shown = None
+    while time.monotonic() < deadline:
+        body = await poll()
+        line = summary(body)
+        if line != shown:
+            print(json.dumps(body) if args.json else line, flush=True)
+            shown = line
+        if done(body):
+            return 0
+        await asyncio.sleep(WAIT_POLL_S)
+    print(f"raftlog: not done after {args.timeout:g} s (it goes on in the background)", file=sys.stderr)
+    return 1
 
 
 def _pair(pair: str) -> tuple[str, str]:

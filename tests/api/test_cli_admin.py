@@ -84,3 +84,21 @@ async def test_node_and_topic_config_commands(cluster: FakeCluster, guarded: Nod
     assert code == 1 and "40001" in err
     code, out, _ = await run(capsys, "topic", "config", "t", "--json", *auth)
     assert json.loads(out) == {"retention.ms": 5000}
+
+
+async def test_wait_prints_progress_until_done(cluster: FakeCluster, guarded: Node, capsys: Any) -> None:
+    cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
+    auth = ("--server", guarded.url, "--admin-token", "tok")
+
+    async def finish_later() -> None:
+        await asyncio.sleep(0.8)
+        del cluster.moves[("t", 0)]
+
+    finishing = asyncio.create_task(finish_later())
+    code, out, _ = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n3", "--wait", *auth)
+    await finishing
+    assert code == 0 and out.strip().splitlines()[-1] == "t/0: replicas ['n1', 'n2'], no move in progress"
+    code, out, _ = await run(capsys, "node", "decommission", "n3", "--wait", *auth)
+    assert code == 0 and "decommissioned" in out
+    code, _, err = await run(capsys, "node", "decommission", "n2", "--wait", "--timeout", "0.3", *auth)
+    assert code == 1 and "not done after 0.3 s" in err
