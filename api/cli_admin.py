@@ -82,6 +82,11 @@ def decommission_summary(body: dict[str, Any]) -> str:
     if not body["decommissioning"]:
         return f"{node}: not decommissioning; holds {body['replicas_remaining']} replica(s)"
     if body["done"]:
+        if body.get("controller_voter"):
+            return (
+                f"{node}: decommissioned: it holds no partition replica; it stays a controller voter, so "
+                "stopping it lowers the controller group's fault tolerance"
+            )
         return f"{node}: decommissioned: it holds no replica and may be stopped"
     return (
         f"{node}: decommissioning, {body['replicas_remaining']} replica(s) left; "

@@ -306,6 +306,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
             "moving": {"type": "array", "items": {"type": "object"}},
             "done": {"type": "boolean"},
+            "controller_voter": {"type": "boolean"},
         },
         ["node_id", "decommissioning", "replicas_remaining", "done"],
     ),

@@ -916,6 +916,8 @@ class Node:
             "partitions": holding,
             "moving": moving,
             "done": decommissioning and not holding,
+            # the controller group's voters are fixed: a decommissioned voter still counts in its quorum
+            "controller_voter": node_id in self.config.controller_voters and not self.config.join,
         }
 
     def internal_credential_ok(self, presented: str) -> bool:
