@@ -201,6 +201,18 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
                 assert len(segments) > 1, f"{node}: segment.bytes did not apply live"
             await until("full replication", lambda: fully_replicated(admin, "w", 3, 2))
 
+            # max.message.bytes applies live on the leader
+            await admin.alter_topic_configs("w", {"max.message.bytes": 2000})
+
+            async def too_large() -> bool:
+                try:
+                    await admin.produce("w", [Message("x" * 5000)], partition=1)
+                except RequestFailed as refusal:
+                    return (refusal.status, refusal.error_code) == (413, 41301)
+                return False
+
+            await until("a 5 kB record refused after max.message.bytes=2000", too_large)
+
             # deleting a topic removes its data on every node
             await admin.create_topic("gone", partitions=1, replication_factor=3)
             await admin.produce("gone", [Message("x")], partition=0)
