@@ -118,14 +118,6 @@ class Overloaded(ApiError):
         self.limit = limit
 
 
-class NotImplementedYet(ApiError):
-    """An endpoint of the contract whose operation the node cannot perform yet."""
-
-    def __init__(self, operation: str) -> None:
-        super().__init__(f"{operation} is not built yet")
-        self.operation = operation
-
-
 @dataclass(frozen=True, slots=True)
 class HttpError:
     status: int
@@ -140,7 +132,6 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (RouteNotFound, HttpError(404, 40400)),
     (MethodNotAllowed, HttpError(405, 40501)),
     (RequestTooLarge, HttpError(413, 41301)),
-    (NotImplementedYet, HttpError(501, 50101)),
     (NotReady, HttpError(503, 50301, retriable=True)),
     (LeaderUnreachable, HttpError(503, 50301, retriable=True)),
     (HopLimitExceeded, HttpError(503, 50303, retriable=True)),

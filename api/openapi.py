@@ -352,7 +352,6 @@ _REASONS = {
     415: "Unsupported content type (41501)",
     416: "Offset out of range (41601)",
     422: "Invalid record (42201)",
-    501: "Not built yet (50101)",
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
 }
