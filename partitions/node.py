@@ -84,9 +84,9 @@ CLAIMS_PUBLISH_INTERVAL_S = 0.2  # how often leadership changes are looked for a
 CLAIMS_FETCH_TIMEOUT_S = 5.0
 LEADER_READY_WAIT_S = 2.0
 REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
+REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
 DISK_USAGE_INTERVAL_S = 5.0  # how often this node measures its data dir and republishes it by gossip
-REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 
 
 @dataclass(frozen=True, slots=True)
@@ -819,7 +819,8 @@ class Node:
     # -- operations: configs, replica moves, decommission, maintenance (driven by ``Operator``) --------
 
     def controller_state(self) -> ControllerStateMachine:
-        """The applied controller metadata (read on the event loop; apply swaps whole values)."""
+        """The applied controller metadata. Apply runs on the driver thread and replaces entries of its
+        dicts: copy one (``dict(...)``, ``list(....values())``, atomic under the GIL) before iterating."""
         return self._controller_machine
 
     def leads_controller(self) -> bool:
@@ -899,13 +900,13 @@ class Node:
         machine = self._controller_machine
         holding = [
             {"topic": m.name, "partition": p}
-            for m in sorted(machine.topics.values(), key=lambda m: m.name)
+            for m in sorted(list(machine.topics.values()), key=lambda m: m.name)
             for p, replicas in enumerate(m.replicas)
             if node_id in replicas
         ]
         moving = [
             {"topic": t, "partition": p, "target": list(move.target)}
-            for (t, p), move in sorted(machine.reassignments.items())
+            for (t, p), move in sorted(dict(machine.reassignments).items())
             if node_id in move.original and node_id not in move.target
         ]
         decommissioning = node_id in machine.node_flags["decommissioning"]

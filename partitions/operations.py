@@ -190,11 +190,11 @@ class Operator:
             return
         candidates = [n for n in self._node.alive_nodes() if n not in leaving]
         load: dict[str, int] = {}
-        for metadata in machine.topics.values():
+        for metadata in list(machine.topics.values()):
             for replicas in metadata.replicas:
                 for node in replicas:
                     load[node] = load.get(node, 0) + 1
-        for metadata in sorted(machine.topics.values(), key=lambda m: m.name):
+        for metadata in sorted(list(machine.topics.values()), key=lambda m: m.name):
             for partition, replicas in enumerate(metadata.replicas):
                 if moving >= DECOMMISSION_MOVES_MAX:
                     return
@@ -214,7 +214,7 @@ class Operator:
     async def cancel_moves_off(self, node: str) -> None:
         """Recommission: turn around every move that takes a replica off ``node``."""
         machine = self._node.controller_state()
-        for (topic, partition), move in sorted(machine.reassignments.items()):
+        for (topic, partition), move in sorted(dict(machine.reassignments).items()):
             if node in move.original and node not in move.target and not move.cancelled:
                 await self._node.propose_controller(CancelMove(topic, partition))
 
@@ -224,7 +224,7 @@ class Operator:
         machine = self._node.controller_state()
         maintenance = machine.node_flags["maintenance"]
         partitions = []
-        for metadata in machine.topics.values():
+        for metadata in list(machine.topics.values()):
             for partition, replicas in enumerate(metadata.replicas):
                 leader = self._node.known_leader(metadata.name, partition)
                 partitions.append(balancer.Led(metadata.name, partition, replicas, leader))
