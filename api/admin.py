@@ -15,8 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from api.errors import BadRequest, Unauthorized
-from api.openapi import Operation
-from api.schemas import parse_json, path_partition, require_json_body
+from api.openapi import Operation, Param
+from api.schemas import parse_json, path_partition, query_int, require_json_body
 from partitions.broker import Broker, NodeInfo
 from partitions.controller import CONTROLLER_GROUP
 from partitions.errors import UnknownPartition, UnknownTopic
@@ -223,14 +223,17 @@ async def change_membership(request: web.Request) -> web.Response:
 
 
 async def controller_metadata(request: web.Request) -> web.Response:
+    """The snapshot is left out (null) when the caller already holds ``applied_index``."""
     _internal(request)
-    leader, leader_http, applied_index, snapshot = await _context(request).broker.controller_snapshot()
+    known = query_int(request.query, "applied_index", None, 0, 2**63 - 1)
+    broker = _context(request).broker
+    leader, leader_http, applied_index, snapshot = await broker.controller_snapshot(known)
     return web.json_response(
         {
             "leader": leader,
             "leader_http": leader_http,
             "applied_index": applied_index,
-            "snapshot": base64.b64encode(snapshot).decode("ascii"),
+            "snapshot": None if snapshot is None else base64.b64encode(snapshot).decode("ascii"),
         }
     )
 
@@ -299,6 +302,8 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", "/replication/controller", controller_metadata, "controllerMetadata",
         "Internal: the controller's applied metadata, for nodes outside the controller group "
-        "(cluster credential)", "operations", ok_schema="ControllerMetadata", errors=(401, 503),
+        "(cluster credential)", "operations",
+        query=(Param("applied_index", "integer", "the caller's: no snapshot when unchanged", minimum=0),),
+        ok_schema="ControllerMetadata", errors=(401, 503),
     ),
 )  # fmt: skip

@@ -330,7 +330,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "leader": _STR,
             "leader_http": _STR,
             "applied_index": _INT,
-            "snapshot": {"type": "string", "format": "byte"},
+            "snapshot": {"type": "string", "format": "byte", "nullable": True},
         }
     ),
     "MembershipChanged": _obj({"topic": _STR, "partition": _INT, "change": _STR, "node": _STR}),

@@ -182,9 +182,10 @@ class Broker(Protocol):
         """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
         ...
 
-    async def controller_snapshot(self) -> tuple[str, str, int, bytes]:
+    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
         """(controller leader id, its URL, applied index, controller snapshot) for nodes outside the
-        controller group. NotLeader on a node without a controller replica."""
+        controller group; no snapshot when the applied index is still ``known_index``. NotLeader on a
+        node without a controller replica."""
         ...
 
     async def change_membership(

@@ -77,13 +77,17 @@ class MetadataFollower:
     async def _fetch(self, url: str) -> None:
         assert self._http is not None  # set by _run before the first call
         headers = {"Authorization": f"Bearer {self._credential}"}
-        async with self._http.get(url + "/replication/controller", headers=headers) as answer:
+        params = {"applied_index": str(self._machine.applied_index)} if self.synced else None
+        async with self._http.get(url + "/replication/controller", headers=headers, params=params) as answer:
             if answer.status != 200:
                 raise ValueError(f"answered {answer.status}: {(await answer.text())[:200]}")
             body = await answer.json()
         self.leader = body["leader"]
         self.leader_url = body["leader_http"]
-        if int(body["applied_index"]) > self._machine.applied_index or not self.synced:
-            self._machine.restore(base64.b64decode(body["snapshot"]))
+        snapshot = body["snapshot"]
+        if snapshot is not None and (
+            int(body["applied_index"]) > self._machine.applied_index or not self.synced
+        ):
+            self._machine.restore(base64.b64decode(snapshot))
             self.synced = True
             self._on_change()

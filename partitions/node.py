@@ -974,7 +974,7 @@ class Node:
     def _metadata_sources(self) -> list[str]:
         return [self._peers[n].http for n in self.alive_nodes() if n != self.node_id and n in self._peers]
 
-    async def controller_snapshot(self) -> tuple[str, str, int, bytes]:
+    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
         """(leader id, leader URL, applied index, snapshot) of this node's controller replica, taken on
         the driver thread between applies; NotLeader elsewhere (the API forwards)."""
         group = self._controller_group()
@@ -982,6 +982,8 @@ class Node:
         if leader is None:
             raise NoLeader(CONTROLLER_GROUP)
         machine = self._controller_machine
+        if known_index is not None and machine.applied_index == known_index:
+            return leader, self.http_address(leader) or "", known_index, None
 
         def take() -> tuple[int, bytes]:
             return machine.applied_index, machine.snapshot()

@@ -462,9 +462,11 @@ class FakeBroker:
         others = {n: state.end_offset for n in state.replicas if n != self.node_id}
         return MemberView(self.node_id, frozenset(state.replicas), state.end_offset, others)
 
-    async def controller_snapshot(self) -> tuple[str, str, int, bytes]:
+    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
         self._controller_here()
-        return self.node_id, self.cluster.addresses.get(self.node_id, ""), len(self.cluster.topics), b"\x80"
+        index = len(self.cluster.topics)
+        snapshot = None if known_index == index else b"\x80"
+        return self.node_id, self.cluster.addresses.get(self.node_id, ""), index, snapshot
 
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int

@@ -168,3 +168,18 @@ async def test_every_admin_route_needs_the_token(cluster: FakeCluster, harness: 
     assert cluster.flags == {"decommissioning": set(), "maintenance": set()} and cluster.moves == {}
     ok = await node.client.get("/v1/topics/t/configs", headers={"Authorization": "Bearer s3cret"})
     await answer(ok, 200)
+
+
+async def test_controller_metadata_for_joined_nodes_skips_an_unchanged_snapshot(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    await answer(await n1.client.get("/replication/controller"), 401, 40101)
+    auth = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}
+    first = await answer(await n1.client.get("/replication/controller", headers=auth), 200)
+    assert first["leader"] == "n1" and first["snapshot"] is not None
+    known = {"applied_index": first["applied_index"]}
+    same = await answer(await n1.client.get("/replication/controller", headers=auth, params=known), 200)
+    assert same["snapshot"] is None
+    cluster.add_topic("new", 1)
+    moved = await answer(await n1.client.get("/replication/controller", headers=auth, params=known), 200)
+    assert moved["applied_index"] > first["applied_index"] and moved["snapshot"] is not None
