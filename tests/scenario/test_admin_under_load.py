@@ -2,7 +2,8 @@
 (completed and cancelled), leadership transfer, live config changes, topic deletion, maintenance with the
 leader balancer, decommission and recommission. Afterwards every acknowledged record is present exactly
 once and in order, consumers saw a prefix of the final log, and every partition is fully replicated.
-Bad requests get 4xx and change nothing. Every wait is bounded."""
+Bad requests get 4xx and change nothing. A move also survives the crash of the controller leader that
+drives it. Every wait is bounded."""
 
 from __future__ import annotations
 
@@ -337,3 +338,37 @@ def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: path
         asyncio.run(asyncio.wait_for(scenario(), 120))
     finally:
         cluster.stop_all()
+
+
+def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessCluster) -> None:
+    async def scenario() -> None:
+        async with RaftlogClient(cluster.urls, admin_token=TOKEN, retries=60, backoff_max_s=0.5) as admin:
+            await admin.create_topic("w", partitions=2, replication_factor=2)
+            workload = Workload(cluster.urls, "w", 2)
+            workload.start()
+            await asyncio.sleep(1)
+            replicas = (await admin.move_progress("w", 0))["replicas"]
+            spare = next(n for n in ("n1", "n2", "n3") if n not in replicas)
+            target = [spare, replicas[1]]
+            await admin.move_replicas("w", 0, target)
+
+            async def joining() -> bool:
+                return (await admin.move_progress("w", 0))["move"]["adding"] == spare
+
+            await until("the spare named as joining", joining)
+            controller = (await admin.health())["controller"]
+            cluster.kill(controller)
+            await asyncio.sleep(2)
+            cluster.start(controller)
+            await asyncio.to_thread(cluster.wait_ready, [controller])
+
+            async def moved() -> bool:
+                progress = await admin.move_progress("w", 0)
+                return progress["move"] is None and progress["replicas"] == target
+
+            await until("move of w/0 finished by the next controller leader", moved, timeout_s=45)
+            await asyncio.sleep(1)
+            await workload.finish(admin)
+            await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
+
+    asyncio.run(asyncio.wait_for(scenario(), 150))
