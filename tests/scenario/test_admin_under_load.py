@@ -341,9 +341,12 @@ def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: path
 
 
 def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessCluster) -> None:
+    """...and once the crashed node is back, the leader balancer hands it its share of leadership."""
+
     async def scenario() -> None:
         async with RaftlogClient(cluster.urls, admin_token=TOKEN, retries=60, backoff_max_s=0.5) as admin:
             await admin.create_topic("w", partitions=2, replication_factor=2)
+            await admin.create_topic("lead", partitions=6, replication_factor=3)
             workload = Workload(cluster.urls, "w", 2)
             workload.start()
             await asyncio.sleep(1)
@@ -367,6 +370,12 @@ def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessClus
                 return progress["move"] is None and progress["replicas"] == target
 
             await until("move of w/0 finished by the next controller leader", moved, timeout_s=45)
+
+            async def rebalanced() -> bool:
+                leaders = [(await admin.partition_state("lead", p))["leader"] for p in range(6)]
+                return leaders.count(controller) >= 2
+
+            await until(f"{controller} leads again after its restart", rebalanced)
             await asyncio.sleep(1)
             await workload.finish(admin)
             await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
