@@ -79,6 +79,7 @@ class Workload:
                 try:
                     records = await client.fetch(self.topic, partition, offset, timeout_ms=200)
                 except ClientError:
+                    await asyncio.sleep(0.1)
                     continue
                 for record in records:
                     self.consumed[partition].append(record.value.decode())
