@@ -60,25 +60,24 @@ class MetadataFollower:
             await self._http.close()
 
     async def _run(self) -> None:
-        self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S))
+        self._http = http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S))
         turn = 0
         while True:
             candidates = ([self.leader_url] if self.leader_url else []) + self._sources()
             if candidates:
                 url = candidates[turn % len(candidates)] if self.leader_url is None else candidates[0]
                 try:
-                    await self._fetch(url)
+                    await self._fetch(http, url)
                 except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
                     log.info("node %s: controller metadata from %s failed: %s", self.node_id, url, exc)
                     self.leader_url = None
                     turn += 1
             await asyncio.sleep(POLL_S)
 
-    async def _fetch(self, url: str) -> None:
-        assert self._http is not None  # set by _run before the first call
+    async def _fetch(self, http: aiohttp.ClientSession, url: str) -> None:
         headers = {"Authorization": f"Bearer {self._credential}"}
         params = {"applied_index": str(self._machine.applied_index)} if self.synced else None
-        async with self._http.get(url + "/replication/controller", headers=headers, params=params) as answer:
+        async with http.get(url + "/replication/controller", headers=headers, params=params) as answer:
             if answer.status != 200:
                 raise ValueError(f"answered {answer.status}: {(await answer.text())[:200]}")
             body = await answer.json()
