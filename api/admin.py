@@ -104,6 +104,21 @@ def health_extras(broker: Broker, nodes: list[NodeInfo]) -> dict[str, Any]:
     }
 
 
+def decommissioned(broker: Broker, nodes: list[NodeInfo]) -> set[str]:
+    """Nodes being decommissioned that hold no replica any more: their absence is not a fault."""
+    leaving = {n.node_id for n in nodes if n.decommissioning}
+    if not leaving:
+        return leaving
+    for name in broker.topics():
+        try:
+            assignment = broker.topic(name).replicas
+        except UnknownTopic:
+            continue  # deleted while we looked
+        for replicas in assignment:
+            leaving -= set(replicas)
+    return leaving
+
+
 # -- topic configs -------------------------------------------------------------------------------------
 
 

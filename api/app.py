@@ -555,7 +555,8 @@ async def cluster_health(request: web.Request) -> web.Response:
     broker = _state(request).broker
     nodes = broker.nodes()
     states = {node.node_id: node.state for node in nodes}
-    down = sorted(n for n, s in states.items() if s in ("dead", "left"))
+    retired = admin.decommissioned(broker, nodes)  # emptied by a decommission: expected to be gone
+    down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
     leaderless = []
     under_replicated = []
     for name in sorted(broker.topics()):

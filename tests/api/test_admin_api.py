@@ -183,3 +183,13 @@ async def test_controller_metadata_for_joined_nodes_skips_an_unchanged_snapshot(
     cluster.add_topic("new", 1)
     moved = await answer(await n1.client.get("/replication/controller", headers=auth, params=known), 200)
     assert moved["applied_index"] > first["applied_index"] and moved["snapshot"] is not None
+
+
+async def test_a_decommissioned_node_that_is_gone_is_not_down(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
+    cluster.states["n2"] = "left"
+    cluster.states["n3"] = "left"
+    await answer(await n1.client.put("/v1/nodes/n3/decommission"), 202)
+    await answer(await n1.client.put("/v1/nodes/n2/decommission"), 202)
+    health = await answer(await n1.client.get("/v1/cluster/health"), 200)
+    assert health["nodes_down"] == ["n2"]  # n3 holds nothing any more; n2 still holds t/0
