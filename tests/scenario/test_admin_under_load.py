@@ -295,8 +295,19 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             for partition in range(3):
                 assert "n3" not in (await admin.move_progress("w", partition))["replicas"]
             await workload.finish(admin)
-            await admin.recommission("n3")
             await until("full replication", lambda: fully_replicated(admin, "w", 3, 2))
+
+            # the emptied node is stopped: gossip reports it dead, and the cluster stays healthy
+            cluster.kill("n3")
+
+            async def healthy_without_n3() -> bool:
+                health = await admin.health()
+                gone = any(r["node_id"] == "n3" and r["state"] == "dead" for r in await admin.nodes())
+                return gone and bool(health["is_healthy"]) and health["nodes_down"] == []
+
+            await until("healthy with the decommissioned n3 stopped", healthy_without_n3)
+            await admin.recommission("n3")
+            assert not (await admin.decommission_status("n3"))["decommissioning"]
 
     asyncio.run(asyncio.wait_for(scenario(), 150))
 
