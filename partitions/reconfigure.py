@@ -13,6 +13,8 @@ after any failure, so a crash or a leader change between steps only repeats a st
    (``catch_up_goal``), then ``Record(replicas + X)``: the controller counts X as a replica.
 4. for a voter outside the target: ``Transfer`` leadership away first if it leads, then ``Remove`` it,
    then ``Record(replicas - Y)``: Y sees it no longer holds the partition and deletes its replica.
+   Joins and removals alternate, so a group never has more than one voter beyond the larger of its
+   original and target sizes (a 3-node group replaced entirely peaks at 4 voters, not 6).
 5. ``Record(target)`` with nobody joining ends the move.
 
 Cancelling sets the target back to the original set; the same steps then walk back.
@@ -108,7 +110,14 @@ def next_step(
         return Record(_ordered(voters, move.target), None)
     if recorded_set - voters:
         return Record(_ordered(voters, move.target), move.adding)  # a removal committed, not yet recorded
+    if move.adding is not None and move.adding not in target:
+        return Record(tuple(recorded), None)  # cancelled before it joined: it closes its replica
     joining = [n for n in move.target if n not in voters]
+    leaving = sorted(voters - target, key=lambda n: (n == view.leader, n))
+    # Alternate: once a joined node is counted, a leaving one goes before the next joins, so the group
+    # never holds more than one voter beyond the larger of its original and target sizes.
+    if leaving and (not joining or len(voters) > len(target)):
+        return _remove(leaving[0], move, view)
     if joining:
         node = joining[0]
         if move.adding != node:
@@ -116,9 +125,6 @@ def next_step(
         return Add(node)
     if move.adding is not None:
         return Record(tuple(recorded), None)
-    leaving = sorted(voters - target, key=lambda n: (n == view.leader, n))
-    if leaving:
-        return _remove(leaving[0], move, view)
     return Record(move.target, None)
 
 
