@@ -27,12 +27,11 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from api import consumers, errors
+from api import admin, consumers, errors
 from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK, columnar_encoding, encode_columnar
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
-    NotImplementedYet,
     NotReady,
     Overloaded,
     RequestTooLarge,
@@ -570,7 +569,8 @@ async def cluster_health(request: web.Request) -> web.Response:
     broker = _state(request).broker
     nodes = broker.nodes()
     states = {node.node_id: node.state for node in nodes}
-    down = sorted(n for n, s in states.items() if s in ("dead", "left"))
+    retired = admin.decommissioned(broker, nodes)  # emptied by a decommission: expected to be gone
+    down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
     leaderless = []
     under_replicated = []
     for name in sorted(broker.topics()):
@@ -602,6 +602,7 @@ async def cluster_health(request: web.Request) -> web.Response:
             "nodes_down": down,
             "leaderless_partitions": leaderless,
             "under_replicated_partitions": under_replicated,
+            **admin.health_extras(broker, nodes),
         }
     )
 
@@ -666,16 +667,6 @@ async def transfer_leadership(request: web.Request) -> web.Response:
     await state.broker.transfer_leadership(meta.name, partition, target, state.settings.admin_timeout_ms)
     leader = state.broker.leader_hint(meta.name, partition)
     return web.json_response({"topic": meta.name, "partition": partition, "leader": leader})
-
-
-async def move_replicas(request: web.Request) -> web.Response:
-    raise NotImplementedYet(
-        "moving a partition's replicas (POST /v1/partitions/{topic}/{partition}/replicas)"
-    )
-
-
-async def decommission(request: web.Request) -> web.Response:
-    raise NotImplementedYet(f"decommissioning a node ({request.method} /v1/nodes/{{id}}/decommission)")
 
 
 # -- operations ----------------------------------------------------------------------------------------
@@ -809,19 +800,7 @@ ROUTES: tuple[Operation, ...] = (
         query=(Param("target", "string", "node id of a replica to lead"),),
         ok_schema="TransferResult", errors=(404, 409), write=True,
     ),
-    Operation(
-        "POST", "/v1/partitions/{topic}/{partition}/replicas", move_replicas, "moveReplicas",
-        "Move a partition's replicas (not built yet: 501)", "admin", body="ReplicasRequest",
-        errors=(501,), forward=False,
-    ),
-    Operation(
-        "PUT", "/v1/nodes/{node_id}/decommission", decommission, "decommissionNode",
-        "Move every replica off a node (not built yet: 501)", "admin", errors=(501,), forward=False,
-    ),
-    Operation(
-        "GET", "/v1/nodes/{node_id}/decommission", decommission, "decommissionProgress",
-        "Progress of a decommission (not built yet: 501)", "admin", errors=(501,), forward=False,
-    ),
+    *admin.ROUTES,
     Operation(
         "GET", "/metrics", metrics, "metrics", "Prometheus metrics", "operations",
         ok_type="text/plain", forward=False,
@@ -1012,6 +991,7 @@ def build_app(
     app[consumers.CONTEXT] = consumers.Context(
         broker, app[STATE].forwarder, forward_timeout_s, produce_timeout_ms, request_bytes_max
     )
+    app[admin.CONTEXT] = admin.Context(broker, admin_timeout_ms)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     app.on_cleanup.append(_close)

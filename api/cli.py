@@ -12,6 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from api import cli_admin
 from api.client import (
     FENCED_CODES,
     ClientError,
@@ -254,7 +255,9 @@ def _server_options() -> argparse.ArgumentParser:
         help="base URL(s) of any node, comma-separated (default: $RAFTLOG_SERVER or %(default)s)",
     )
     options.add_argument(
+        "--admin-token",
         "--token",
+        dest="token",
         default=os.environ.get("RAFTLOG_ADMIN_TOKEN"),
         help="admin API token (default: $RAFTLOG_ADMIN_TOKEN)",
     )
@@ -314,6 +317,7 @@ def _add_cluster_commands(commands: Any) -> None:
     consume.add_argument("--max", type=_positive, help="stop after this many records")
     consume.add_argument("--follow", action="store_true", help="wait for new records (until --max or Ctrl-C)")
     consume.set_defaults(run=_consume)
+    cli_admin.add_commands(commands, topic_sub, server, _with_client)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -418,6 +418,52 @@ class RaftlogClient:
         _, body = await self._request("POST", path, params=params)
         return dict(body)
 
+    # -- operations ------------------------------------------------------------------------------------
+
+    async def topic_configs(self, name: str) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/v1/topics/{_quote(name)}/configs", repeatable=True)
+        return dict(body["configs"])
+
+    async def alter_topic_configs(self, name: str, configs: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``configs`` into the topic's; returns the topic's configs after the change."""
+        path = f"/v1/topics/{_quote(name)}/configs"
+        _, body = await self._request("PATCH", path, body={"configs": dict(configs)}, repeatable=True)
+        return dict(body["configs"])
+
+    async def move_replicas(self, topic: str, partition: int, replicas: Sequence[str]) -> dict[str, Any]:
+        """Start moving a partition to ``replicas``; poll :meth:`move_progress` until ``move`` is None."""
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        _, body = await self._request("POST", path, body={"replicas": list(replicas)})
+        return dict(body)
+
+    async def move_progress(self, topic: str, partition: int) -> dict[str, Any]:
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        _, body = await self._request("GET", path, repeatable=True)
+        return dict(body)
+
+    async def cancel_move(self, topic: str, partition: int) -> dict[str, Any]:
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        _, body = await self._request("DELETE", path, repeatable=True)
+        return dict(body)
+
+    async def decommission(self, node_id: str) -> dict[str, Any]:
+        _, body = await self._request("PUT", f"/v1/nodes/{_quote(node_id)}/decommission", repeatable=True)
+        return dict(body)
+
+    async def decommission_status(self, node_id: str) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/v1/nodes/{_quote(node_id)}/decommission", repeatable=True)
+        return dict(body)
+
+    async def recommission(self, node_id: str) -> dict[str, Any]:
+        path = f"/v1/nodes/{_quote(node_id)}/decommission"
+        _, body = await self._request("DELETE", path, repeatable=True)
+        return dict(body)
+
+    async def set_maintenance(self, node_id: str, on: bool) -> dict[str, Any]:
+        path = f"/v1/nodes/{_quote(node_id)}/maintenance"
+        _, body = await self._request("PUT" if on else "DELETE", path, repeatable=True)
+        return dict(body)
+
 
 CONSUMER_V2 = "application/vnd.kafka.v2+json"
 UNKNOWN_INSTANCE = 40403

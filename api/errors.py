@@ -12,10 +12,14 @@ from typing import Any
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     InvalidCommand,
+    InvalidReassignment,
     InvalidTopic,
+    NoReassignment,
+    ReassignmentInProgress,
     ReplicaBehind,
     SequenceTooOld,
     TopicExists,
+    UnknownNode,
     UnknownPartition,
     UnknownTopic,
 )
@@ -123,14 +127,6 @@ class Overloaded(ApiError):
         self.limit = limit
 
 
-class NotImplementedYet(ApiError):
-    """An endpoint of the contract whose operation the node cannot perform yet."""
-
-    def __init__(self, operation: str) -> None:
-        super().__init__(f"{operation} is not built yet")
-        self.operation = operation
-
-
 @dataclass(frozen=True, slots=True)
 class HttpError:
     status: int
@@ -145,7 +141,6 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (RouteNotFound, HttpError(404, 40400)),
     (MethodNotAllowed, HttpError(405, 40501)),
     (RequestTooLarge, HttpError(413, 41301)),
-    (NotImplementedYet, HttpError(501, 50101)),
     (NotReady, HttpError(503, 50301, retriable=True)),
     (LeaderUnreachable, HttpError(503, 50301, retriable=True)),
     (HopLimitExceeded, HttpError(503, 50303, retriable=True)),
@@ -171,6 +166,10 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (UnknownTopic, HttpError(404, 40401)),
     (UnknownPartition, HttpError(404, 40402)),
     (TopicExists, HttpError(409, 40901)),
+    (UnknownNode, HttpError(404, 40405)),
+    (NoReassignment, HttpError(404, 40406)),
+    (InvalidReassignment, HttpError(400, 40002)),
+    (ReassignmentInProgress, HttpError(409, 40908)),
     (SequenceTooOld, HttpError(409, 40902)),
     (RecordTooLarge, HttpError(413, 41301)),
     (UnsupportedMediaType, HttpError(415, 41501)),

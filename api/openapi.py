@@ -62,6 +62,7 @@ _INT = {"type": "integer"}
 _NATURAL = {"type": "integer", "minimum": 0}  # the server answers 400 to a negative value
 _PARTITION_NUMBER = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
 _STR = {"type": "string"}
+_STR_LIST = {"type": "array", "items": _STR}
 _ANY: dict[str, Any] = {"description": "any JSON (JSON flavour) or a base64 string (binary flavour)"}
 _HEADERS = {
     "oneOf": [
@@ -273,6 +274,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     }
                 ),
             },
+            "move": _nullable(_obj({"original": _STR_LIST, "target": _STR_LIST, "adding": _nullable(_STR)})),
         }
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
@@ -388,25 +390,100 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             },
         }
     ),
+    "TopicConfigs": _obj({"topic": _STR, "configs": {"type": "object"}}, ["topic", "configs"]),
+    "ConfigsRequest": _closed(
+        _obj(
+            {
+                "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
+                    {
+                        "retention.ms": _INT,
+                        "retention.bytes": _INT,
+                        "segment.bytes": _INT,
+                        "flush.policy": _STR,
+                        "max.message.bytes": _INT,
+                    }
+                )
+            },
+            ["configs"],
+        )
+    ),
+    "MoveState": _obj(
+        {
+            "topic": _STR,
+            "partition": _INT,
+            "replicas": {"type": "array", "items": _STR},
+            "move": _nullable(
+                _obj(
+                    {
+                        "original": {"type": "array", "items": _STR},
+                        "target": {"type": "array", "items": _STR},
+                        "replicas": {"type": "array", "items": _STR},
+                        "adding": _nullable(_STR),
+                        "cancelled": {"type": "boolean"},
+                    }
+                )
+            ),
+        },
+        ["topic", "partition", "replicas", "move"],
+    ),
+    "Decommission": _obj(
+        {
+            "node_id": _STR,
+            "decommissioning": {"type": "boolean"},
+            "replicas_remaining": _INT,
+            "partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "moving": {"type": "array", "items": {"type": "object"}},
+            "done": {"type": "boolean"},
+            "controller_voter": {"type": "boolean"},
+        },
+        ["node_id", "decommissioning", "replicas_remaining", "done"],
+    ),
+    "Maintenance": _obj({"node_id": _STR, "maintenance": {"type": "boolean"}}, ["node_id", "maintenance"]),
+    "MemberView": _obj(
+        {
+            "leader": _STR,
+            "voters": {"type": "array", "items": _STR},
+            "commit_index": _INT,
+            "match_index": {"type": "object", "additionalProperties": _INT},
+        }
+    ),
+    "MembershipChange": _closed(
+        _obj(
+            {"change": {"type": "string", "enum": ["add", "remove", "transfer"]}, "node": _STR},
+            ["change", "node"],
+        )
+    ),
+    "ControllerMetadata": _obj(
+        {
+            "leader": _STR,
+            "leader_http": _STR,
+            "applied_index": _INT,
+            "snapshot": {"type": "string", "format": "byte", "nullable": True},
+        }
+    ),
+    "MembershipChanged": _obj({"topic": _STR, "partition": _INT, "change": _STR, "node": _STR}),
 }
 
 _REASONS = {
     200: "OK",
     201: "Created",
+    202: "Accepted: the operation goes on in the background",
     204: "No Content",
-    400: "Bad request (error_code 40001)",
+    400: "Bad request (error_code 40001; an unusable replica set 40002)",
     401: "Missing or wrong admin token (40101)",
-    404: "Topic (40401), partition (40402), consumer instance (40403) or group (40404) does not exist",
+    404: (
+        "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405) or "
+        "move (40406) does not exist"
+    ),
     409: (
         "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903), consumer "
         "instance exists (40904), stale generation (40905), partition not assigned to the instance (40906), "
-        "group full (40907)"
+        "group full (40907), partition already moving (40908)"
     ),
     413: "Record or request too large (41301)",
     415: "Unsupported content type (41501)",
     416: "Offset out of range (41601)",
     422: "Invalid record (42201)",
-    501: "Not built yet (50101)",
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
 }

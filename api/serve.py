@@ -69,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="gossip address of a node to join through (repeat for several)",
     )
+    parser.add_argument(
+        "--join",
+        action="store_true",
+        help="join a running cluster through --seed: hold replicas but no controller replica",
+    )
     parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
     parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
     parser.add_argument(
@@ -110,6 +115,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
     if args.retention_check_ms < 1:
         raise ServeConfigError(f"--retention-check-ms {args.retention_check_ms}: must be >= 1")
+    if args.join and not seeds:
+        raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
         args.node_id,
         os.path.abspath(args.data_dir),
@@ -119,6 +126,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         gossip_address=str(gossip),
         seeds=seeds,
         retention_check_interval_ms=args.retention_check_ms,
+        join=args.join,
     )
     return config, http, token
 

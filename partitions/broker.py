@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from partitions.controller import TopicMetadata
 from partitions.groups.coordinator import GroupCoordinator
+from partitions.reconfigure import MemberView, MoveProgress
 from raftlog.storage.batch import ProducerRecord, Record
 
 
@@ -50,6 +51,7 @@ class PartitionState:
     high_watermark: int
     log_start_offset: int
     replicas: list[ReplicaState] = field(default_factory=list)
+    move: MoveProgress | None = None  # a replica move in progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,10 @@ class NodeInfo:
     state: str  # "alive" | "suspect" | "dead" | "left"
     incarnation: int = 0
     leader_of: int = 0
+    maintenance: bool = False  # drained of leadership until cleared
+    decommissioning: bool = False  # its replicas are moving elsewhere
+    disk_used_bytes: int | None = None  # under its data dir, as it last gossiped
+    disk_free_bytes: int | None = None
 
 
 class Broker(Protocol):
@@ -147,4 +153,45 @@ class Broker(Protocol):
 
     def metrics(self) -> dict[str, float]:
         """Flat name -> value, exported by /metrics in Prometheus text format."""
+        ...
+
+    # -- operations (run on the controller leader; NotLeader elsewhere, so the API forwards) ---------
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        """Merge ``configs`` into a topic's; replicas apply them live. Raises InvalidConfig, UnknownTopic."""
+        ...
+
+    def move_progress(self, topic: str, partition: int) -> MoveProgress | None: ...
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        """Start moving a partition to ``replicas``. Raises UnknownNode, InvalidReassignment,
+        ReassignmentInProgress; nothing changes when it raises."""
+        ...
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        """Turn a move back to its original replica set. Raises NoReassignment."""
+        ...
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        """``flag``: "decommissioning" or "maintenance". Raises UnknownNode."""
+        ...
+
+    def decommission_status(self, node_id: str) -> dict[str, Any]: ...
+
+    # -- internal: the controller leader driving a move on the partition leader -------------------------
+    def internal_credential_ok(self, presented: str) -> bool: ...
+
+    def member_view(self, topic: str, partition: int) -> MemberView:
+        """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
+        ...
+
+    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
+        """(controller leader id, its URL, applied index, controller snapshot) for nodes outside the
+        controller group; no snapshot when the applied index is still ``known_index``. NotLeader on a
+        node without a controller replica."""
+        ...
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        """On the partition leader: "add" or "remove" a voter, or "transfer" leadership to it."""
         ...

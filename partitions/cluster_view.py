@@ -27,19 +27,27 @@ class NodeMeta:
     raft: str
     claims_version: int
     claims: dict[str, int] | None  # None: too large for gossip, fetch it over HTTP
+    disk: tuple[int, int] | None = None  # (bytes used under the node's data dir, bytes free on its disk)
 
 
 def encode_meta(
-    http: str, raft: str, claims_version: int, claims: Mapping[str, int], limit_bytes: int
+    http: str,
+    raft: str,
+    claims_version: int,
+    claims: Mapping[str, int],
+    limit_bytes: int,
+    disk: tuple[int, int] | None = None,
 ) -> bytes:
-    """The gossip metadata blob; claims are left out (version only) when they would exceed ``limit_bytes``."""
+    """The gossip metadata blob; claims are left out (version only) when they would exceed ``limit_bytes``.
+    ``disk`` (used, free bytes) rides as an optional sixth field."""
+    tail = [] if disk is None else [list(disk)]
     full: bytes = msgpack.packb(
-        [META_VERSION, http, raft, claims_version, sorted([g, t] for g, t in claims.items())],
+        [META_VERSION, http, raft, claims_version, sorted([g, t] for g, t in claims.items()), *tail],
         use_bin_type=True,
     )
     if len(full) <= limit_bytes:
         return full
-    brief: bytes = msgpack.packb([META_VERSION, http, raft, claims_version, None], use_bin_type=True)
+    brief: bytes = msgpack.packb([META_VERSION, http, raft, claims_version, None, *tail], use_bin_type=True)
     if len(brief) > limit_bytes:
         raise ValueError(f"gossip metadata of {len(brief)} bytes exceeds {limit_bytes} even without claims")
     return brief
@@ -47,20 +55,39 @@ def encode_meta(
 
 def decode_meta(blob: bytes) -> NodeMeta:
     try:
-        version, http, raft, claims_version, claims = msgpack.unpackb(blob, raw=False)
-    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        fields = msgpack.unpackb(blob, raw=False)
+        version, http, raft, claims_version, claims = fields[:5]
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        msgpack.ExtraData,
+        msgpack.FormatError,
+        msgpack.StackError,
+    ) as exc:
         raise MetaFormatError(f"unreadable gossip metadata: {exc}") from None
+    disk = _disk(fields[5]) if len(fields) > 5 else None
     if version != META_VERSION or not isinstance(http, str) or not isinstance(raft, str):
         raise MetaFormatError(f"unknown gossip metadata version {version!r}")
     if not isinstance(claims_version, int):
         raise MetaFormatError("claims version is not an integer")
     if claims is None:
-        return NodeMeta(http, raft, claims_version, None)
+        return NodeMeta(http, raft, claims_version, None, disk)
     try:
         table = {str(group): int(term) for group, term in claims}
     except (TypeError, ValueError):
         raise MetaFormatError("malformed leadership claims") from None
-    return NodeMeta(http, raft, claims_version, table)
+    return NodeMeta(http, raft, claims_version, table, disk)
+
+
+def _disk(value: object) -> tuple[int, int]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
+        raise MetaFormatError(f"malformed disk usage {str(value)[:40]!r}")
+    return value[0], value[1]
 
 
 @dataclass(slots=True)

@@ -9,12 +9,21 @@ created again under the same name never shares a Raft group or a log directory w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgpack
 
-from partitions.errors import InvalidCommand, InvalidTopic, TopicExists, UnknownTopic
+from partitions.errors import (
+    InvalidCommand,
+    InvalidReassignment,
+    InvalidTopic,
+    NoReassignment,
+    ReassignmentInProgress,
+    TopicExists,
+    UnknownPartition,
+    UnknownTopic,
+)
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
@@ -24,6 +33,8 @@ TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 PARTITIONS_MAX = 10_000
 SNAPSHOT_VERSION = 1
 _CREATE, _DELETE, _ALTER = 1, 2, 3
+_MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
+NODE_FLAGS = ("decommissioning", "maintenance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +55,56 @@ class AlterConfigs:
     configs: dict[str, Any]
 
 
-ControllerCommand = CreateTopic | DeleteTopic | AlterConfigs
+@dataclass(frozen=True, slots=True)
+class MoveReplicas:
+    """Begin moving a partition to ``target`` (validated against liveness by the proposer beforehand)."""
+
+    name: str
+    partition: int
+    target: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelMove:
+    """Turn a move around: its target becomes the replica set it started from."""
+
+    name: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepMove:
+    """Record one committed Raft membership change of a moving partition: its voters are now ``replicas``,
+    and ``adding`` (if any) is the node whose replica joins next (it opens its replica on seeing this)."""
+
+    name: str
+    partition: int
+    replicas: list[str]
+    adding: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetNodeFlag:
+    """Mark a node ``decommissioning`` or in ``maintenance`` (``on``), or clear that mark."""
+
+    node: str
+    flag: str
+    on: bool
+
+
+ControllerCommand = (
+    CreateTopic | DeleteTopic | AlterConfigs | MoveReplicas | CancelMove | StepMove | SetNodeFlag
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition moving from ``original`` to ``target``, one Raft membership change at a time."""
+
+    original: tuple[str, ...]
+    target: tuple[str, ...]
+    adding: str | None = None  # a node whose replica is joining the Raft group right now
+    cancelled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +146,16 @@ def encode(command: ControllerCommand) -> bytes:
         fields: list[object] = [1, _CREATE, command.name, command.replicas, command.configs]
     elif isinstance(command, DeleteTopic):
         fields = [1, _DELETE, command.name]
-    else:
+    elif isinstance(command, AlterConfigs):
         fields = [1, _ALTER, command.name, command.configs]
+    elif isinstance(command, MoveReplicas):
+        fields = [1, _MOVE, command.name, command.partition, command.target]
+    elif isinstance(command, CancelMove):
+        fields = [1, _CANCEL_MOVE, command.name, command.partition]
+    elif isinstance(command, StepMove):
+        fields = [1, _STEP_MOVE, command.name, command.partition, command.replicas, command.adding]
+    else:
+        fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
     return packed
 
@@ -106,10 +174,47 @@ def decode(data: bytes) -> ControllerCommand:
         return DeleteTopic(name)
     if kind == _ALTER and len(fields) == 4 and isinstance(fields[3], dict):
         return AlterConfigs(name, fields[3])
+    if kind == _MOVE and len(fields) == 5 and isinstance(fields[3], int) and _names(fields[4]):
+        return MoveReplicas(name, fields[3], list(fields[4]))
+    if kind == _CANCEL_MOVE and len(fields) == 4 and isinstance(fields[3], int):
+        return CancelMove(name, fields[3])
+    if (
+        kind == _STEP_MOVE
+        and len(fields) == 6
+        and isinstance(fields[3], int)
+        and _names(fields[4])
+        and (fields[5] is None or isinstance(fields[5], str))
+    ):
+        return StepMove(name, fields[3], list(fields[4]), fields[5])
+    if kind == _NODE_FLAG and len(fields) == 5 and fields[3] in NODE_FLAGS and isinstance(fields[4], bool):
+        return SetNodeFlag(name, fields[3], fields[4])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
-ControllerResult = TopicMetadata | InvalidCommand | InvalidTopic | InvalidConfig | TopicExists | UnknownTopic
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
+
+
+def check_replica_set(replicas: list[str]) -> None:
+    """Raise ``InvalidReassignment`` for an empty replica set or one repeating a node."""
+    if not replicas:
+        raise InvalidReassignment("a partition needs at least one replica")
+    if len(set(replicas)) != len(replicas):
+        raise InvalidReassignment(f"replica set {replicas} repeats a node")
+
+
+_Refusal = (
+    InvalidCommand
+    | InvalidTopic
+    | InvalidConfig
+    | TopicExists
+    | UnknownTopic
+    | UnknownPartition
+    | InvalidReassignment
+    | ReassignmentInProgress
+    | NoReassignment
+)
+ControllerResult = TopicMetadata | Reassignment | frozenset[str] | _Refusal
 
 
 class ControllerStateMachine:
@@ -118,6 +223,8 @@ class ControllerStateMachine:
     def __init__(self) -> None:
         self.topics: dict[str, TopicMetadata] = {}
         self.applied_index = 0
+        self.reassignments: dict[tuple[str, int], Reassignment] = {}  # (topic, partition) -> move
+        self.node_flags: dict[str, frozenset[str]] = {flag: frozenset() for flag in NODE_FLAGS}
 
     def apply(self, index: int, term: int, command: bytes) -> ControllerResult:
         """Returns the topic's new metadata, or the typed error that refused the command (not raised:
@@ -126,6 +233,11 @@ class ControllerStateMachine:
         self.applied_index = index
         try:
             decoded = decode(command)
+            if isinstance(decoded, SetNodeFlag):
+                nodes = self.node_flags[decoded.flag]
+                flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}
+                self.node_flags[decoded.flag] = flagged
+                return self.node_flags[decoded.flag]
             if isinstance(decoded, CreateTopic):
                 if decoded.name in self.topics:
                     raise TopicExists(decoded.name)
@@ -140,14 +252,65 @@ class ControllerStateMachine:
                 raise UnknownTopic(decoded.name)
             if isinstance(decoded, DeleteTopic):
                 del self.topics[decoded.name]
+                for key in [k for k in self.reassignments if k[0] == decoded.name]:
+                    del self.reassignments[key]
                 return existing
+            if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
+                return self._apply_move(existing, decoded)
             merged = {**existing.configs, **decoded.configs}
             LogConfig.from_properties(merged)
             altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
             self.topics[decoded.name] = altered
             return altered
-        except (InvalidCommand, InvalidTopic, InvalidConfig, TopicExists, UnknownTopic) as refusal:
+        except (
+            InvalidCommand,
+            InvalidTopic,
+            InvalidConfig,
+            TopicExists,
+            UnknownTopic,
+            UnknownPartition,
+            InvalidReassignment,
+            ReassignmentInProgress,
+            NoReassignment,
+        ) as refusal:
             return refusal
+
+    def _apply_move(
+        self, topic: TopicMetadata, command: MoveReplicas | CancelMove | StepMove
+    ) -> TopicMetadata | Reassignment:
+        partition = command.partition
+        if not 0 <= partition < topic.partitions:
+            raise UnknownPartition(topic.name, partition)
+        key = (topic.name, partition)
+        current = self.reassignments.get(key)
+        if isinstance(command, MoveReplicas):
+            if current is not None:
+                raise ReassignmentInProgress(topic.name, partition, current.target)
+            check_replica_set(command.target)
+            original = topic.replicas[partition]
+            if tuple(command.target) == original:
+                raise InvalidReassignment(f"{topic.name}/{partition} already has replicas {list(original)}")
+            started = Reassignment(original, tuple(command.target))
+            self.reassignments[key] = started
+            return started
+        if current is None:
+            raise NoReassignment(topic.name, partition)
+        if isinstance(command, CancelMove):
+            cancelled = replace(current, target=current.original, cancelled=True)
+            self.reassignments[key] = cancelled
+            return cancelled
+        check_replica_set(command.replicas)
+        replicas = tuple(command.replicas)
+        if set(replicas) == set(current.target) and command.adding is None:
+            replicas = current.target  # done: the target's order names the preferred leader
+            del self.reassignments[key]
+        else:
+            self.reassignments[key] = replace(current, adding=command.adding)
+        assignment = list(topic.replicas)
+        assignment[partition] = replicas
+        moved = replace(topic, replicas=tuple(assignment))
+        self.topics[topic.name] = moved
+        return moved
 
     def snapshot(self) -> bytes:
         packed: bytes = msgpack.packb(
@@ -158,6 +321,11 @@ class ControllerStateMachine:
                     [t.name, t.topic_id, [list(r) for r in t.replicas], t.configs]
                     for t in self.topics.values()
                 ],
+                "reassignments": [
+                    [topic, partition, list(r.original), list(r.target), r.adding, r.cancelled]
+                    for (topic, partition), r in sorted(self.reassignments.items())
+                ],
+                "node_flags": {flag: sorted(nodes) for flag, nodes in sorted(self.node_flags.items())},
             },
             use_bin_type=True,
         )
@@ -174,3 +342,9 @@ class ControllerStateMachine:
             name: TopicMetadata(name, topic_id, tuple(tuple(r) for r in replicas), dict(configs))
             for name, topic_id, replicas, configs in state["topics"]
         }
+        self.reassignments = {
+            (topic, partition): Reassignment(tuple(original), tuple(target), adding, cancelled)
+            for topic, partition, original, target, adding, cancelled in state.get("reassignments", [])
+        }
+        flags = state.get("node_flags", {})
+        self.node_flags = {flag: frozenset(flags.get(flag, [])) for flag in NODE_FLAGS}

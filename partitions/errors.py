@@ -59,3 +59,37 @@ class UnknownPartition(PartitionError):
         super().__init__(f"topic {topic!r} has no partition {partition}")
         self.topic = topic
         self.partition = partition
+
+
+class UnknownNode(PartitionError):
+    """A node id that no configured peer and no gossip member carries."""
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(f"node {node_id!r} is not a member of the cluster")
+        self.node_id = node_id
+
+
+class InvalidReassignment(PartitionError):
+    """A replica set that cannot be used: empty, repeating a node, too small for a quorum, or naming a
+    node that is down or leaving. Nothing was changed."""
+
+
+class ReassignmentInProgress(PartitionError):
+    """The partition is already moving to another replica set; cancel it or wait for it to end."""
+
+    def __init__(self, topic: str, partition: int, target: tuple[str, ...]) -> None:
+        super().__init__(
+            f"{topic}/{partition} is already moving to {list(target)}; cancel it first or wait until it ends"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.target = target
+
+
+class NoReassignment(PartitionError):
+    """A cancel for a partition that is not moving."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(f"{topic}/{partition} has no replica move in progress")
+        self.topic = topic
+        self.partition = partition

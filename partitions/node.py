@@ -8,7 +8,9 @@ Ownership and threads:
 State machines notify the loop through ``raftlog.consensus.bridge.LoopNotifier`` (controller changes ->
 reconcile replicas; partition commits -> wake long-polling fetches).
 
-Membership is static for now: every node listed in ``peers`` is a controller voter and a placement target.
+The controller voters are the first nodes of the static ``peers`` list; a node started with ``join``
+follows the controller metadata over HTTP instead (``metadata_follower``). Every node gossip reports alive
+is a placement target; replica moves, decommissions and the leader balancer run in ``operations.Operator``.
 """
 
 from __future__ import annotations
@@ -26,23 +28,39 @@ from typing import Any
 import aiohttp
 
 from membership import Gossip, GossipConfig, Member, MemberState
-from partitions import commands
+from partitions import commands, reconfigure
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.catch_up import catch_up, http_fetch
 from partitions.cluster_view import ClusterView, encode_meta
 from partitions.controller import (
     CONTROLLER_GROUP,
+    AlterConfigs,
+    CancelMove,
+    ControllerCommand,
     ControllerStateMachine,
     CreateTopic,
     DeleteTopic,
+    MoveReplicas,
+    Reassignment,
+    SetNodeFlag,
     TopicMetadata,
     validate_topic,
 )
 from partitions.controller import encode as encode_controller
-from partitions.errors import InvalidTopic, UnknownPartition, UnknownTopic
+from partitions.errors import (
+    InvalidReassignment,
+    InvalidTopic,
+    ReassignmentInProgress,
+    UnknownNode,
+    UnknownPartition,
+    UnknownTopic,
+)
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.groups.replicated import ReplicatedGroupLog
+from partitions.metadata_follower import MetadataFollower
+from partitions.operations import Operator, internal_credential
 from partitions.placement import place
+from partitions.reconfigure import MoveProgress
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.cluster import open_mux_group
@@ -54,6 +72,7 @@ from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import RaftlogError, check
 from raftlog.storage.batch import ProducerRecord, Record, encode_batch
+from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import Log, wall_clock_ms
 from raftlog.storage.manager import LogManager
@@ -68,6 +87,8 @@ CLAIMS_FETCH_TIMEOUT_S = 5.0
 LEADER_READY_WAIT_S = 2.0
 REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
 REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
+REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
+DISK_USAGE_INTERVAL_S = 5.0  # how often this node measures its data dir and republishes it by gossip
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +111,9 @@ class NodeConfig:
     gossip: GossipConfig = field(default_factory=GossipConfig)
     group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
     retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
+    # Joining a running cluster: not a controller voter whatever the peer list says; the controller's
+    # metadata is followed over HTTP (``metadata_follower``) and peers are learned by gossip.
+    join: bool = False
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -167,6 +191,7 @@ class Node:
         self._self_peer = self._peers[config.node_id]
         self._claims: dict[str, int] = {}
         self._claims_version = 0
+        self._disk: tuple[int, int] | None = None  # (bytes used under data_dir, bytes free on its disk)
         self._gossip = Gossip(
             config.node_id, config.gossip_address, config.cluster_secret, self._meta(), config.gossip
         )
@@ -183,6 +208,8 @@ class Node:
                 partitions=config.group_partitions,
             )
         )
+        self._operator = Operator(self)
+        self._follower: MetadataFollower | None = None  # set when this node holds no controller replica
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -194,17 +221,21 @@ class Node:
         self._driver.start()
         self._hub.start()
         notifier = LoopNotifier(loop, self._schedule_reconcile)
-        if self.node_id in self.config.controller_voters:
+        if self.node_id in self.config.controller_voters and not self.config.join:
             self._controller = await self._open_group(
                 CONTROLLER_GROUP,
                 self.config.controller_voters,
                 _Notifying(self._controller_machine, notifier.notify),
             )
         else:
-            raise NotImplementedError(
-                f"node {self.node_id} is not among the first {CONTROLLER_VOTERS_MAX} nodes: nodes outside "
-                "the controller group are not supported yet"
+            self._follower = MetadataFollower(
+                self.node_id,
+                self._controller_machine,
+                internal_credential(self.config.cluster_secret),
+                self._metadata_sources,
+                self._schedule_reconcile,
             )
+            self._follower.start()
         await self._gossip.start()
         self._gossip.subscribe(self._on_member)
         for member in self._gossip.members():
@@ -219,6 +250,9 @@ class Node:
             )
         self._spawn(self._publish_claims())
         self._spawn(self.groups.run())
+        self._operator.start()
+        if self.config.seeds:
+            self._spawn(self._rejoin_while_alone())
         log.info(
             "node %s started (raft %s, gossip %s, peers %s)",
             self.node_id,
@@ -229,6 +263,9 @@ class Node:
 
     async def close(self) -> None:
         self._closing = True
+        await self._operator.close()
+        if self._follower is not None:
+            await self._follower.close()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -291,6 +328,7 @@ class Node:
             self._claims_version,
             self._claims,
             self.config.gossip.meta_bytes_max,
+            self._disk,
         )
 
     def _local_claims(self) -> dict[str, int]:
@@ -303,13 +341,28 @@ class Node:
 
     async def _publish_claims(self) -> None:
         """Re-publish this node's leadership claims in its gossip metadata whenever they change."""
+        measured_at = -DISK_USAGE_INTERVAL_S
         while not self._closing:
+            changed = False
+            if time.monotonic() - measured_at >= DISK_USAGE_INTERVAL_S:
+                measured_at = time.monotonic()
+                disk = await asyncio.to_thread(disk_usage, self.config.data_dir)
+                changed = disk != self._disk
+                self._disk = disk
             claims = self._local_claims()
             if claims != self._claims:
                 self._claims = claims
                 self._claims_version += 1
+                changed = True
+            if changed:
                 self._gossip.set_meta(self._meta())
             await asyncio.sleep(CLAIMS_PUBLISH_INTERVAL_S)
+
+    async def _rejoin_while_alone(self) -> None:
+        """Retry the seeds while gossip knows nobody else (a node started before every seed)."""
+        while not self._closing and all(m.node_id == self.node_id for m in self._gossip.members()):
+            await asyncio.sleep(REJOIN_INTERVAL_S)
+            await self._gossip.join(list(self.config.seeds))
 
     def leadership(self) -> tuple[int, dict[str, int]]:
         """This node's published claims table and its version (served at /replication/leadership)."""
@@ -389,6 +442,10 @@ class Node:
             for partition, replicas in enumerate(metadata.replicas):
                 if self.node_id in replicas:
                     desired[metadata.group_id(partition)] = (metadata, partition)
+        for (name, partition), move in dict(self._controller_machine.reassignments).items():
+            moving = topics.get(name)
+            if move.adding == self.node_id and moving is not None:  # joining a moving partition
+                desired[moving.group_id(partition)] = (moving, partition)
         for group_id in [g for g in self._replicas if g not in desired]:
             await self._drop_replica(group_id)
         for group_id in [g for g in self._replica_failures if g not in desired]:
@@ -407,9 +464,10 @@ class Node:
                     self._replica_failed(group_id, error)
                     continue
                 self._replica_failures.pop(group_id, None)
-            elif existing.topic.configs != metadata.configs:
-                existing.log.reconfigure(metadata.log_config())
-                existing.topic = metadata
+            elif existing.topic is not metadata:
+                if existing.topic.configs != metadata.configs:
+                    existing.log.reconfigure(metadata.log_config())
+                existing.topic = metadata  # configs or replica sets changed
 
     async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, metadata.log_config())
@@ -427,9 +485,10 @@ class Node:
         loop = asyncio.get_running_loop()
         holder: list[_Replica] = []
         notifier = LoopNotifier(loop, lambda: holder[0].wake() if holder else None)
-        group = await self._open_group(
-            group_id, metadata.replicas[partition], _Notifying(machine, notifier.notify)
-        )
+        voters = list(metadata.replicas[partition])
+        if self.node_id not in voters:
+            voters.append(self.node_id)  # joining a moving partition: the leader adds it next
+        group = await self._open_group(group_id, voters, _Notifying(machine, notifier.notify))
         replica = _Replica(metadata, partition, partition_log, machine, group)
         holder.append(replica)
         self._replicas[group_id] = replica
@@ -458,8 +517,11 @@ class Node:
         return metadata
 
     def _controller_group(self) -> ReplicaGroup:
-        check(self._controller is not None, f"node {self.node_id} has no controller replica")
-        assert self._controller is not None  # narrowed for the type checker; checked above
+        """This node's controller replica; a node outside the controller group names the leader instead
+        (NotLeader: the API forwards the request there)."""
+        if self._controller is None:
+            leader = self.controller()
+            raise NoLeader(CONTROLLER_GROUP) if leader is None else NotLeader(CONTROLLER_GROUP, leader)
         return self._controller
 
     async def create_topic(
@@ -639,7 +701,9 @@ class Node:
         status = replica.group.status()
         last_index = status.last_index
         states = []
-        for node in replica.topic.replicas[partition]:
+        listed = list(replica.topic.replicas[partition])
+        listed += sorted(n for n in status.match_index if n not in listed)  # voters joining in a move
+        for node in listed:
             if node == status.leader:
                 states.append(ReplicaState(node, "leader", last_index, 0, True))
             elif status.role is Role.LEADER:
@@ -657,18 +721,22 @@ class Node:
             replica.machine.high_watermark,
             replica.log.log_start_offset,
             states,
+            self.move_progress(topic, partition),
         )
 
     async def transfer_leadership(
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> None:
         replica = self._leader_replica(topic, partition)
+        if target == self.node_id:
+            return  # already there
         await replica.group.transfer_leadership(target, timeout_ms)
 
     def nodes(self) -> list[NodeInfo]:
         led = self._view.leader_counts()
         led[self.node_id] = len(self._claims)
         known = set(self._peers) | set(self._view.node_ids())
+        flags = self._controller_machine.node_flags
         return [
             NodeInfo(
                 node_id,
@@ -676,9 +744,20 @@ class Node:
                 self._liveness(node_id),
                 self._gossip.incarnation if node_id == self.node_id else self._view.incarnation(node_id),
                 led.get(node_id, 0),
+                node_id in flags["maintenance"],
+                node_id in flags["decommissioning"],
+                *self._disk_of(node_id),
             )
             for node_id in sorted(known)
         ]
+
+    def _disk_of(self, node_id: str) -> tuple[int | None, int | None]:
+        if node_id == self.node_id:
+            disk = self._disk
+        else:
+            meta = self._view.meta(node_id)
+            disk = None if meta is None else meta.disk
+        return (None, None) if disk is None else disk
 
     def _liveness(self, node_id: str) -> str:
         """Gossip's verdict; a configured peer gossip has not heard of yet counts as dead."""
@@ -690,7 +769,8 @@ class Node:
         """The controller leader; None while unknown, and while this node leads the controller group but
         has not yet applied the metadata committed before its election (it cannot answer for topics)."""
         if self._controller is None:
-            return None
+            follower = self._follower
+            return None if follower is None or not follower.synced else follower.leader
         status = self._controller.status()
         if status.role is Role.LEADER and not status.leader_ready:
             return None
@@ -748,7 +828,196 @@ class Node:
             1 for r in self._replicas.values() if r.group.status().role is Role.LEADER
         )
         values["log_bytes"] = sum(r.log.size_bytes for r in self._replicas.values())
+        values["admin_move_steps"] = self._operator.steps_taken
+        values["admin_leadership_transfers"] = self._operator.leadership_transfers
+        values["partitions_moving"] = len(self._controller_machine.reassignments)
         for name, value in self._hub.stats().items():
             values[f"raft_transport_{name}"] = value
         values.update(self.groups.metrics())
         return values
+
+    # -- operations: configs, replica moves, decommission, maintenance (driven by ``Operator``) --------
+
+    def controller_state(self) -> ControllerStateMachine:
+        """The applied controller metadata. Apply runs on the driver thread and replaces entries of its
+        dicts: copy one (``dict(...)``, ``list(....values())``, atomic under the GIL) before iterating."""
+        return self._controller_machine
+
+    def leads_controller(self) -> bool:
+        return self.controller() == self.node_id
+
+    async def propose_controller(self, command: ControllerCommand) -> object:
+        """Propose to the controller group (NotLeader when another node leads it); a refusal is raised."""
+        result = await self._controller_group().propose(encode_controller(command), ADMIN_TIMEOUT_MS)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def alive_nodes(self) -> list[str]:
+        known = set(self._peers) | set(self._view.node_ids())
+        return sorted(n for n in known if self._liveness(n) == "alive")
+
+    def _known_node(self, node_id: str) -> None:
+        if node_id not in self._peers and node_id not in self._view.node_ids():
+            raise UnknownNode(node_id)
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        """Change a topic's configs; every replica applies them live (``Log.reconfigure``)."""
+        metadata = self.topic(name)
+        LogConfig.from_properties({**metadata.configs, **configs})  # InvalidConfig before proposing
+        result = await self.propose_controller(AlterConfigs(name, dict(configs)))
+        check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
+        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
+        return result
+
+    def move_progress(self, topic: str, partition: int) -> MoveProgress | None:
+        metadata = self.topic(topic)
+        move = self._controller_machine.reassignments.get((topic, partition))
+        return None if move is None else MoveProgress.of(move, metadata.replicas[partition])
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        """Start moving a partition to ``replicas`` (validated against gossip liveness: nothing changes
+        when it is refused). The controller leader's ``Operator`` then drives it."""
+        metadata = self.topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        self._controller_group()
+        if not self.leads_controller():
+            raise NotLeader(CONTROLLER_GROUP, self._controller_group().status().leader)
+        moving = self._controller_machine.reassignments.get((topic, partition))
+        if moving is not None:
+            raise ReassignmentInProgress(topic, partition, moving.target)
+        flags = self._controller_machine.node_flags
+        target = reconfigure.validate_move(
+            metadata.replicas[partition],
+            replicas,
+            set(self._peers) | set(self._view.node_ids()),
+            self.alive_nodes(),
+            flags["decommissioning"],
+        )
+        result = await self.propose_controller(MoveReplicas(topic, partition, target))
+        check(isinstance(result, Reassignment), f"move returned {result!r}")
+        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
+        return MoveProgress.of(result, metadata.replicas[partition])
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        self.topic(topic)
+        result = await self.propose_controller(CancelMove(topic, partition))
+        check(isinstance(result, Reassignment), f"cancel returned {result!r}")
+        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
+        return MoveProgress.of(result, self.topic(topic).replicas[partition])
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        """Mark a node decommissioning / in maintenance, or clear it. Recommissioning also turns around the
+        moves still taking replicas off the node."""
+        self._known_node(node_id)
+        await self.propose_controller(SetNodeFlag(node_id, flag, on))
+        if flag == "decommissioning" and not on:
+            await self._operator.cancel_moves_off(node_id)
+
+    def decommission_status(self, node_id: str) -> dict[str, Any]:
+        self._known_node(node_id)
+        machine = self._controller_machine
+        holding = [
+            {"topic": m.name, "partition": p}
+            for m in sorted(list(machine.topics.values()), key=lambda m: m.name)
+            for p, replicas in enumerate(m.replicas)
+            if node_id in replicas
+        ]
+        moving = [
+            {"topic": t, "partition": p, "target": list(move.target)}
+            for (t, p), move in sorted(dict(machine.reassignments).items())
+            if node_id in move.original and node_id not in move.target
+        ]
+        decommissioning = node_id in machine.node_flags["decommissioning"]
+        return {
+            "node_id": node_id,
+            "decommissioning": decommissioning,
+            "replicas_remaining": len(holding),
+            "partitions": holding,
+            "moving": moving,
+            "done": decommissioning and not holding,
+            # the controller group's voters are fixed: a decommissioned voter still counts in its quorum
+            "controller_voter": node_id in self.config.controller_voters and not self.config.join,
+        }
+
+    def internal_credential_ok(self, presented: str) -> bool:
+        return self._operator.credential_ok(presented)
+
+    def local_member_view(self, topic: str, partition: int) -> reconfigure.MemberView | None:
+        """This node's view of a partition's Raft group if it leads it and may act (else None)."""
+        metadata = self._controller_machine.topics.get(topic)
+        if metadata is None or not 0 <= partition < metadata.partitions:
+            return None
+        replica = self._replicas.get(metadata.group_id(partition))
+        if replica is None:
+            return None
+        status = replica.group.status()
+        if status.role is not Role.LEADER or not status.leader_ready:
+            return None
+        return reconfigure.MemberView(
+            self.node_id,
+            frozenset([self.node_id, *status.match_index]),
+            status.commit_index,
+            dict(status.match_index),
+        )
+
+    def member_view(self, topic: str, partition: int) -> reconfigure.MemberView:
+        """For the internal membership endpoint: NotLeader / NoLeader unless this node leads it."""
+        replica = self._leader_replica(topic, partition)
+        view = self.local_member_view(topic, partition)
+        if view is None:
+            raise NoLeader(replica.group.group_id)
+        return view
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        """On the partition leader: one Raft membership change ("add", "remove") or a leadership
+        "transfer". Adding a voter already present, or removing one already gone, is done already."""
+        replica = self._leader_replica(topic, partition)
+        voters = {self.node_id, *replica.group.status().match_index}
+        if change == "add":
+            if node_id not in voters:
+                await replica.group.add_replica(node_id, timeout_ms)
+        elif change == "remove":
+            if node_id in voters:
+                await replica.group.remove_replica(node_id, timeout_ms)
+        elif change == "transfer":
+            if node_id != self.node_id:
+                await replica.group.transfer_leadership(node_id, timeout_ms)
+        else:
+            raise InvalidReassignment(f"unknown membership change {change!r}")
+
+    # -- controller metadata for nodes outside the controller group ----------------------------------
+
+    def _metadata_sources(self) -> list[str]:
+        return [self._peers[n].http for n in self.alive_nodes() if n != self.node_id and n in self._peers]
+
+    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
+        """(leader id, leader URL, applied index, snapshot) of this node's controller replica, taken on
+        the driver thread between applies; NotLeader elsewhere (the API forwards)."""
+        group = self._controller_group()
+        leader = self.controller()
+        if leader is None:
+            raise NoLeader(CONTROLLER_GROUP)
+        machine = self._controller_machine
+        if known_index is not None and machine.applied_index == known_index:
+            return leader, self.http_address(leader) or "", known_index, None
+
+        def take() -> tuple[int, bytes]:
+            return machine.applied_index, machine.snapshot()
+
+        applied_index, snapshot = await asyncio.wrap_future(self._driver.submit(take))
+        check(group is self._controller, "controller replica changed while snapshotting")
+        return leader, self.http_address(leader) or "", applied_index, snapshot
+
+
+def disk_usage(data_dir: str) -> tuple[int, int]:
+    """(bytes of every file under ``data_dir``, bytes free on its file system)."""
+    used = 0
+    for root, _, files in os.walk(data_dir):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):  # deleted by retention while we walked
+                used += os.stat(os.path.join(root, name)).st_size
+    return used, shutil.disk_usage(data_dir).free

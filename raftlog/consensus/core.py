@@ -223,6 +223,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._send_rotation = 0
         self._followers_to_send: set[Any] = set()
         self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
+        self._transfer_until = 0.0  # monotonic time until which a leader handing over appends nothing new
+        # Log index of the last membership change this leader appended. pysyncobj means to allow one change
+        # at a time (``__changeClusterIDx``) but never sets it; a change is denied here until the previous
+        # one is applied (a new leader's applied no-op covers the changes of earlier terms).
+        self._membership_index = 0
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
         self.activity = True  # set when something happened that the next tick must handle
@@ -264,8 +269,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._notify_activity()
 
     def request_transfer(self, node_id: str | None, callback: Callback) -> None:
-        """Ask the leader to hand over (Raft TimeoutNow); runs on the next tick."""
-        self.addOnTickCallback(_OneShot(self, lambda: self.transferLeadership(node_id, callback)))
+        """Hand leadership over (Raft thesis 3.10); starts on the next tick. The leader stops appending new
+        proposals, waits until the target (None: the most caught-up connected follower) holds its whole
+        log, then sends TimeoutNow and keeps appending nothing for an election timeout, so the target
+        wins the election it is asked to hold even under load. Denied (REQUEST_DENIED) if the target is
+        not a voter or is not caught up within an election timeout; queued proposals wait meanwhile and
+        fail NOT_LEADER, never appended, if leadership moves."""
+        self.addOnTickCallback(_TransferAttempt(self, node_id, callback))
         self._notify_activity()
 
     def needs_tick(self) -> bool:
@@ -519,6 +529,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         commands = self._SyncObj__commandsQueue
         waiting = self._SyncObj__commandsWaitingCommit
         appended = False
+        if self._SyncObj__raftState == _LEADER and time.monotonic() < self._transfer_until:
+            return False  # handing leadership over: the target must stay caught up
         for _ in range(self._config.proposals_per_tick_max):
             try:
                 command, callback = commands.get_nowait()
@@ -531,12 +543,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 continue
             if command[0] == COMMAND_MEMBERSHIP:
                 request = self._SyncObj__parseChangeClusterRequest(command)
-                if not self._SyncObj__changeCluster(request):
+                pending = self._membership_index > self._SyncObj__raftLastApplied
+                if pending or not self._SyncObj__changeCluster(request):
                     if callback is not None:
                         callback(None, FAIL_REASON.REQUEST_DENIED)
                     continue
             index, term = self._journal.last_index + 1, self._SyncObj__raftCurrentTerm
             self._journal.add(command, index, term)
+            if command[0] == COMMAND_MEMBERSHIP:
+                self._membership_index = index
             if callback is not None:
                 waiting[index].append((term, callback))
             appended = True
@@ -987,13 +1002,49 @@ def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
         logger.exception("%s: transport error while polling (peer connection dropped or malformed)", owner)
 
 
-class _OneShot:
-    """A tick callback that runs once and removes itself."""
+class _TransferAttempt:
+    """A tick callback driving one leadership transfer until TimeoutNow is sent or it is given up."""
 
-    def __init__(self, core: RaftCore, action: Callable[[], None]) -> None:
+    def __init__(self, core: RaftCore, node_id: str | None, callback: Callback) -> None:
         self._core = core
-        self._action = action
+        self._node_id = node_id
+        self._callback = callback
+        self._deadline: float | None = None
 
     def __call__(self) -> None:
+        core = self._core
+        now = time.monotonic()
+        pause_s = core._config.election_timeout_max_ms / 1000
+        if self._deadline is None:
+            self._deadline = now + pause_s
+        if core._SyncObj__raftState != _LEADER:
+            self._finish(FAIL_REASON.NOT_LEADER)
+            return
+        others = {str(node.id): node for node in core._SyncObj__otherNodes}
+        match = core._SyncObj__raftMatchIndex
+        target = self._node_id
+        if target is None:
+            connected = [n for n in others.values() if n in core._SyncObj__connectedNodes]
+            target = str(max(connected, key=lambda n: match.get(n, 0)).id) if connected else None
+        if target is None or target not in others:
+            self._finish(FAIL_REASON.REQUEST_DENIED)
+            return
+        core._transfer_until = max(core._transfer_until, now + 0.05)  # no new appends while we wait
+        if match.get(others[target], 0) == core._journal.last_index:
+            core.removeOnTickCallback(self)
+            core.transferLeadership(target, self._sent)
+        elif now > self._deadline:
+            core._transfer_until = 0.0
+            self._finish(FAIL_REASON.REQUEST_DENIED)
+        # else: look again next tick (acknowledgements from the target wake the driver)
+
+    def _sent(self, result: object, fail_reason: int) -> None:
+        if fail_reason == FAIL_REASON.SUCCESS:
+            self._core._transfer_until = time.monotonic() + self._core._config.election_timeout_max_ms / 1000
+        else:
+            self._core._transfer_until = 0.0
+        self._callback(result, fail_reason)
+
+    def _finish(self, fail_reason: int) -> None:
         self._core.removeOnTickCallback(self)
-        self._action()
+        self._callback(None, fail_reason)

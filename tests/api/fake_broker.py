@@ -21,15 +21,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from partitions import reconfigure
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
-from partitions.controller import TopicMetadata, validate_topic
-from partitions.errors import SequenceTooOld, TopicExists, UnknownPartition, UnknownTopic
+from partitions.controller import Reassignment, TopicMetadata, validate_topic
+from partitions.errors import (
+    NoReassignment,
+    ReassignmentInProgress,
+    SequenceTooOld,
+    TopicExists,
+    UnknownNode,
+    UnknownPartition,
+    UnknownTopic,
+)
 from partitions.groups.coordinator import GROUPS_TOPIC, GroupCoordinator
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
 from partitions.placement import PlacementImpossible
+from partitions.reconfigure import MemberView, MoveProgress
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.storage.batch import ProducerRecord, Record, encode_batch
+from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
 WINDOW = 5
@@ -76,6 +87,8 @@ class FakeCluster:
         self._next_topic_id = 1
         self.group_partitions = 2  # of __consumer_groups, created on first use
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
+        self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
+        self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
 
     def add_topic(
         self,
@@ -382,8 +395,19 @@ class FakeBroker:
 
     def nodes(self) -> list[NodeInfo]:
         led = Counter(p.leader for p in self.cluster.partitions.values())
+        flags = self.cluster.flags
         return [
-            NodeInfo(n, self.cluster.addresses.get(n, ""), self.cluster.states[n], 1, led[n])
+            NodeInfo(
+                n,
+                self.cluster.addresses.get(n, ""),
+                self.cluster.states[n],
+                1,
+                led[n],
+                n in flags["maintenance"],
+                n in flags["decommissioning"],
+                1000,
+                10**9,
+            )
             for n in self.cluster.node_ids
         ]
 
@@ -411,3 +435,102 @@ class FakeBroker:
                 sum(1 for p in self.cluster.partitions.values() if p.leader == self.node_id)
             ),
         }
+
+    # -- operations ------------------------------------------------------------------------------------
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        self._enter("alter_configs")
+        self._controller_here()
+        meta = self.topic(name)
+        merged = {**meta.configs, **configs}
+        LogConfig.from_properties(merged)
+        altered = TopicMetadata(meta.name, meta.topic_id, meta.replicas, merged)
+        self.cluster.topics[name] = altered
+        return altered
+
+    def move_progress(self, topic: str, partition: int) -> MoveProgress | None:
+        move = self.cluster.moves.get((topic, partition))
+        return None if move is None else MoveProgress.of(move, self.topic(topic).replicas[partition])
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        self._enter("move_replicas")
+        self._controller_here()
+        current = self.topic(topic).replicas[partition]
+        alive = [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+        if (topic, partition) in self.cluster.moves:
+            raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
+        target = reconfigure.validate_move(
+            current, replicas, self.cluster.node_ids, alive, self.cluster.flags["decommissioning"]
+        )
+        move = Reassignment(current, tuple(target))
+        self.cluster.moves[(topic, partition)] = move
+        return MoveProgress.of(move, current)
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        self._enter("cancel_move")
+        self._controller_here()
+        move = self.cluster.moves.get((topic, partition))
+        if move is None:
+            raise NoReassignment(topic, partition)
+        cancelled = Reassignment(move.original, move.original, move.adding, True)
+        self.cluster.moves[(topic, partition)] = cancelled
+        return MoveProgress.of(cancelled, self.topic(topic).replicas[partition])
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        self._enter("set_node_flag")
+        self._controller_here()
+        if node_id not in self.cluster.node_ids:
+            raise UnknownNode(node_id)
+        nodes = self.cluster.flags[flag]
+        if on:
+            nodes.add(node_id)
+        else:
+            nodes.discard(node_id)
+
+    def decommission_status(self, node_id: str) -> dict[str, Any]:
+        if node_id not in self.cluster.node_ids:
+            raise UnknownNode(node_id)
+        holding = [
+            {"topic": m.name, "partition": p}
+            for m in self.cluster.topics.values()
+            for p, replicas in enumerate(m.replicas)
+            if node_id in replicas
+        ]
+        leaving = node_id in self.cluster.flags["decommissioning"]
+        return {
+            "node_id": node_id,
+            "decommissioning": leaving,
+            "replicas_remaining": len(holding),
+            "partitions": holding,
+            "moving": [],
+            "done": leaving and not holding,
+        }
+
+    def internal_credential_ok(self, presented: str) -> bool:
+        return presented == INTERNAL_CREDENTIAL
+
+    def member_view(self, topic: str, partition: int) -> MemberView:
+        state = self._led_here(topic, partition)
+        others = {n: state.end_offset for n in state.replicas if n != self.node_id}
+        return MemberView(self.node_id, frozenset(state.replicas), state.end_offset, others)
+
+    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
+        self._controller_here()
+        index = len(self.cluster.topics)
+        snapshot = None if known_index == index else b"\x80"
+        return self.node_id, self.cluster.addresses.get(self.node_id, ""), index, snapshot
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        self._enter("change_membership")
+        state = self._led_here(topic, partition)
+        if change == "transfer":
+            await self.transfer_leadership(topic, partition, node_id, timeout_ms)
+        elif change == "add" and node_id not in state.replicas:
+            state.replicas = (*state.replicas, node_id)
+        elif change == "remove" and node_id in state.replicas:
+            state.replicas = tuple(n for n in state.replicas if n != node_id)
+
+
+INTERNAL_CREDENTIAL = "fake-internal-credential"

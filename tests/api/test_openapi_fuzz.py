@@ -56,13 +56,10 @@ FETCH_WAIT_MS_MAX = 20
 EXAMPLES_PER_OPERATION = int(os.environ.get("RAFTLOG_FUZZ_EXAMPLES", "40"))  # more for a longer hunt
 
 
-# The only 5xx answers that are not bugs over a healthy cluster: the stubs not built yet, and a replica
-# catch-up read sent to a node that holds no replica of the partition (NotLeader, retriable: the caller
-# asks the next replica; the request is never forwarded).
+# The only 5xx answer that is not a bug over a healthy cluster: a replica catch-up read sent to a node
+# that holds no replica of the partition (NotLeader, retriable: the caller asks the next replica; the
+# request is never forwarded).
 EXPECTED_SERVER_ERRORS = {
-    ("moveReplicas", 501),
-    ("decommissionNode", 501),
-    ("decommissionProgress", 501),
     ("replicaBatches", 503),
 }
 

@@ -12,10 +12,18 @@ from pathlib import Path
 
 import pytest
 from acked_write_scenario import free_ports
+from pysyncobj.config import FAIL_REASON
 
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import Driver
-from raftlog.consensus.errors import GroupClosed, NoLeader, NotDone, NotLeader, OutcomeUnknown
+from raftlog.consensus.errors import (
+    GroupClosed,
+    NoLeader,
+    NotDone,
+    NotLeader,
+    OutcomeUnknown,
+    ProposalRejected,
+)
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.consensus.journal import FileJournal
@@ -207,3 +215,51 @@ async def test_remove_and_add_back_a_replica(cluster: Cluster) -> None:
     await eventually(
         lambda: cluster.replicas[victim].machine.commands[-1:] == [b"with"], "re-added replica applies"
     )
+
+
+async def test_a_second_membership_change_waits_for_the_first_to_apply(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await leader.group.propose(b"x", timeout_ms=5000)
+    first, second = [a for a in cluster.replicas if a != leader.address]
+    loop = asyncio.get_running_loop()
+    outcomes: list[asyncio.Future[int]] = [loop.create_future(), loop.create_future()]
+
+    def answer(future: asyncio.Future[int]) -> Callable[[object, int], None]:
+        return lambda result, fail_reason: loop.call_soon_threadsafe(future.set_result, fail_reason)
+
+    # back to back, with no await between: the first cannot be committed (a network round trip away)
+    leader.group.core.submit_membership("rem", first, answer(outcomes[0]))
+    leader.group.core.submit_membership("rem", second, answer(outcomes[1]))
+    done = await asyncio.wait_for(asyncio.gather(*outcomes), WAIT_S)
+    assert done == [FAIL_REASON.SUCCESS, FAIL_REASON.REQUEST_DENIED]
+    assert set(leader.group.status().match_index) == {second}
+    await leader.group.propose(b"after", timeout_ms=5000)
+
+
+async def test_leadership_transfer_succeeds_under_a_stream_of_proposals(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    stop = asyncio.Event()
+
+    async def write() -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.gather(*(leader.group.propose(b"w" * 200, timeout_ms=5000) for _ in range(50)))
+            except (NotDone, OutcomeUnknown, GroupClosed):
+                return  # leadership moved: the stream ends here
+
+    writer = asyncio.create_task(write())
+    await asyncio.sleep(0.3)
+    target = next(a for a in cluster.replicas if a != leader.address)
+    await eventually(
+        lambda: leader.group.status().match_index.get(target, 0) >= leader.group.status().last_index - 50,
+        "target nearly caught up",
+    )
+    for _ in range(20):  # TimeoutNow needs the target fully caught up at the instant it is sent
+        try:
+            await leader.group.transfer_leadership(target, timeout_ms=5000)
+            break
+        except ProposalRejected:
+            await asyncio.sleep(0.01)
+    stop.set()
+    await writer
+    assert (await cluster.leader()).address == target

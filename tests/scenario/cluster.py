@@ -21,14 +21,20 @@ class ProcessCluster:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, root: str, count: int = 3) -> ProcessCluster:
-        nodes = plan(count, free_base_port(count))
+    def create(cls, root: str, count: int = 3, joining: int = 0) -> ProcessCluster:
+        """``count`` nodes that know each other from the start, plus ``joining`` more that know only the
+        first node's gossip address and join with ``--join`` (started like the others)."""
+        nodes = plan(count + joining, free_base_port(count + joining))
         secret = os.path.join(root, "cluster.secret")
         with open(secret, "w", encoding="ascii") as f:
             f.write("scenario-test-secret-0123456789abcdef\n")
         cluster = cls(root, nodes)
-        for node in nodes:
-            cluster.argv[node.node_id] = node_argv(node, nodes, root, secret)
+        static = nodes[:count]
+        for node in static:
+            cluster.argv[node.node_id] = node_argv(node, static, root, secret)
+        for node in nodes[count:]:
+            seed = f"127.0.0.1:{static[0].gossip_port}"
+            cluster.argv[node.node_id] = [*node_argv(node, [node], root, secret), "--join", "--seed", seed]
         return cluster
 
     @property
