@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -61,21 +62,35 @@ def plan(count: int, base_port: int) -> list[DevNode]:
     ]
 
 
-def free_base_port(count: int, host: str = "127.0.0.1") -> int:
+# Ports handed out for tests, benchmarks and the fault harness come from below Linux's ephemeral range
+# (32768-60999 by default), so an outgoing connection's source port can never take one between the
+# check and the bind.
+UNEPHEMERAL_PORTS = range(10_000, 32_000)
+
+
+def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
     """A base port for ``plan(count, base)`` whose HTTP, Raft and gossip ports (TCP and UDP) on ``host``
-    are all free right now (for tests, benchmarks and the fault harness; a race remains until bound)."""
+    are all free right now (for tests, benchmarks and the fault harness; a race with other processes
+    choosing ports remains until bound)."""
+    rng = rng or random.Random()
     for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            base = int(probe.getsockname()[1])
-        if not 1024 <= base <= 65535 - GOSSIP_PORT_OFFSET - count:
-            continue
+        base = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop - GOSSIP_PORT_OFFSET - count)
         ports = [
             base + offset + i for offset in (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET) for i in range(count)
         ]
         if all(_port_free(host, port) for port in ports):
             return base
     raise RuntimeError(f"no free range of {count} x 3 ports on {host}")
+
+
+def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
+    """One port free right now for TCP and UDP on ``host``, from below the ephemeral range."""
+    rng = rng or random.Random()
+    for _ in range(200):
+        port = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop)
+        if _port_free(host, port):
+            return port
+    raise RuntimeError(f"no free port on {host}")
 
 
 def _port_free(host: str, port: int) -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-import socket
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
+from api.dev import free_port
 from membership import GossipConfig
 from partitions.errors import TopicExists, UnknownTopic
 from partitions.node import Node, NodeConfig, PeerConfig
@@ -26,12 +26,6 @@ FAST = CoreConfig(
     heartbeat_period_ms=50,
     leader_fallback_timeout_ms=600,
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 FAST_GOSSIP = GossipConfig(probe_interval_ms=200, probe_timeout_ms=100, gossip_interval_ms=50)

@@ -125,11 +125,20 @@ class SparkTestCluster:
         return int(answer["beginning_offset"]), int(answer["end_offset"])
 
     def wait_for_log_start(self, topic: str, partition: int, timeout_s: float = 30.0) -> None:
-        """Until retention has deleted the partition's first segment (it checks every 200 ms here)."""
+        """Until retention has deleted the partition's first segments and stopped: the log start is above
+        0 and has not moved for five retention checks (they run every RETENTION_CHECK_MS here)."""
         deadline = time.monotonic() + timeout_s
-        while self.bounds(topic, partition)[0] == 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{topic}-{partition}: retention deleted nothing within {timeout_s} s")
+        settle_s = 5 * RETENTION_CHECK_MS / 1000
+        seen, since = 0, time.monotonic()
+        while True:
+            log_start = self.bounds(topic, partition)[0]
+            now = time.monotonic()
+            if log_start != seen:
+                seen, since = log_start, now
+            elif log_start > 0 and now - since >= settle_s:
+                return
+            if now > deadline:
+                raise RuntimeError(f"{topic}-{partition}: retention did not settle within {timeout_s} s")
             time.sleep(0.1)
 
     def end_offsets(self, topic: str) -> list[int]:
