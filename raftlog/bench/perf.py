@@ -205,6 +205,14 @@ def _errors(errors: dict[str, int]) -> str:
     return ", ".join(f"{key} x{count}" for key, count in sorted(errors.items())) or "-"
 
 
+def server_us_per_record(p: PhaseResult) -> str:
+    """CPU microseconds all server processes together spent per record: less sensitive to other load
+    on the machine than records/s."""
+    if not p.server_cpu_pct or p.records == 0:
+        return "-"
+    return f"{sum(p.server_cpu_pct.values()) / 100 * p.seconds / p.records * 1e6:.1f}"
+
+
 def format_phase_row(p: PhaseResult) -> str:
     servers = "/".join(f"{value:.0f}" for value in p.server_cpu_pct.values()) or "-"
     latency = p.latency
@@ -215,14 +223,16 @@ def format_phase_row(p: PhaseResult) -> str:
     )
     return (
         f"{p.system:9s} {p.phase:8s} {size_label(p.record_bytes):>6} {p.batch_records:>5}"
-        f" {p.records_per_s:>10,.0f} {p.mb_per_s:>7.1f} {lat} {servers:>14} {p.client_cpu_pct:>5.0f}"
+        f" {p.records_per_s:>10,.0f} {p.mb_per_s:>7.1f} {lat} {servers:>14} {server_us_per_record(p):>7}"
+        f" {p.client_cpu_pct:>5.0f}"
         f" {_pct(p.other_cpu_pct):>5}  {_errors(p.errors)}"
     )
 
 
 TABLE_HEADER = (
     f"{'system':9s} {'phase':8s} {'record':>6} {'batch':>5} {'records/s':>10} {'MB/s':>7} {'p50 ms':>7}"
-    f" {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'servers CPU%':>14} {'cli%':>5} {'oth%':>5}  errors"
+    f" {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'servers CPU%':>14} {'µs/rec':>7} {'cli%':>5}"
+    f" {'oth%':>5}  errors"
 )
 
 
@@ -311,8 +321,9 @@ def format_report(report: Report) -> str:
     for system in report.systems:
         lines.append(f"  {system}: {DURABILITY.get(system, '')}")
     lines += [
-        "  CPU% per server process and of this client (100 = one core); oth% = other processes during the"
-        " phase (noise). Latency per batch (produce), per request from its scheduled time (single).",
+        "  CPU% per server process and of this client (100 = one core); µs/rec = servers' CPU per record;"
+        " oth% = other processes during the phase (noise). Latency per batch (produce), per request"
+        " from its scheduled time (single).",
         "",
         TABLE_HEADER,
     ]
