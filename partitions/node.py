@@ -82,7 +82,7 @@ class NodeConfig:
     raft_address: str
     peers: tuple[PeerConfig, ...]  # every node of the cluster, this one included
     cluster_secret: bytes
-    core: CoreConfig = field(default_factory=CoreConfig)
+    core: CoreConfig = field(default_factory=CoreConfig.for_node)
     gossip_address: str = "127.0.0.1:0"  # UDP+TCP endpoint of SWIM gossip
     seeds: tuple[str, ...] = ()  # gossip addresses to join through
     gossip: GossipConfig = field(default_factory=GossipConfig)

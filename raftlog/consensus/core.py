@@ -119,6 +119,12 @@ class CoreConfig:
     auto_tick: bool = False  # False: a Driver thread ticks the group
     bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
 
+    @classmethod
+    def for_node(cls) -> CoreConfig:
+        """What a node runs with: heartbeats every 250 ms (6 per shortest election timeout) instead of
+        100 ms, because with many partitions per node the heartbeats are most of its idle CPU."""
+        return cls(heartbeat_period_ms=250)
+
     def to_syncobj_conf(self) -> Any:
         if not (
             0 < self.heartbeat_period_ms * 3 < self.election_timeout_min_ms < self.election_timeout_max_ms
@@ -276,6 +282,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             or self._followers_to_send
             or self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied
         )
+
+    def next_timer(self) -> float:
+        """``time.monotonic()`` time of this group's next timed duty: a leader's heartbeat, or a follower's
+        or candidate's election deadline. Between them only messages and proposals need a tick (they set
+        ``activity``), so the driver may leave the group alone until then."""
+        if self._SyncObj__raftState == _LEADER:
+            return float(self._SyncObj__newAppendEntriesTime)
+        return float(self._SyncObj__raftElectionDeadline)
 
     # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
     @property
