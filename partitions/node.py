@@ -277,9 +277,9 @@ class Node:
     def _local_claims(self) -> dict[str, int]:
         claims = {}
         for group_id, replica in self._replicas.items():
-            status = replica.group.status()
-            if status.role is Role.LEADER:
-                claims[group_id] = status.term
+            term = replica.group.leader_term()
+            if term is not None:
+                claims[group_id] = term
         return claims
 
     async def _publish_claims(self) -> None:

@@ -88,6 +88,12 @@ class ReplicaGroup:
         core.submit(command, callback)
         return await self._wait(future, timeout_ms, "proposal")
 
+    def leader_term(self) -> int | None:
+        """The term if this replica is the leader, else None: what leadership claims need, without the
+        cost of a whole status() (looked at for every group several times a second)."""
+        core = self._core
+        return core.term if core.role is Role.LEADER else None
+
     def status(self) -> GroupStatus:
         """Any thread, no locks (fields may be one tick apart). After close(): the last state seen."""
         core = self._core
