@@ -18,6 +18,7 @@ thread; ``bridge.py`` hands results to asyncio.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import math
 import os
@@ -179,12 +180,15 @@ class Driver:
 
     # -- driver thread --------------------------------------------------------------------------------
     def _on_wake(self, descriptor: int, event: int) -> None:
-        self._wake_pending = False
-        try:
+        # Drain first, then re-arm. The other order loses wake-ups: a wake() between re-arming and
+        # draining sets _wake_pending and writes a byte that the drain then eats, and every later
+        # wake() returns early on _wake_pending, so proposals wait for their group's next timed tick.
+        # In this order a wake() between draining and re-arming writes nothing, but the round that
+        # follows this poll sees its group's activity flag (set before wake() is called).
+        with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_read, 4096):
                 pass
-        except BlockingIOError:
-            return  # drained
+        self._wake_pending = False
 
     def _run(self) -> None:
         try:
