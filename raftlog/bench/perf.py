@@ -638,11 +638,15 @@ async def restart_phase(
 
     async def writer(j: int) -> None:
         while tally.records * KiB < fill_bytes and time.perf_counter() < deadline:
+            # Not `tally.records += await ...`: that reads the count before the await and so loses
+            # what the other writers added meanwhile.
             try:
-                tally.records += await target.send_batch(j, 0)
+                acked = await target.send_batch(j, 0)
             except SendFailed as exc:
                 tally.errors[exc.key] += 1
                 await asyncio.sleep(ERROR_BACKOFF_S)
+            else:
+                tally.records += acked
 
     try:
         await asyncio.gather(*(writer(j) for j in range(4)))
@@ -657,7 +661,7 @@ async def restart_phase(
     url = cluster.urls[node]
     with open(os.path.join(cluster.directory, "cluster.json"), encoding="utf-8") as f:
         argv = next(n["argv"] for n in json.load(f)["nodes"] if n["id"] == node)
-    meter = CpuMeter(pids)
+    meter = CpuMeter(dict(pids))  # the restarted node's CPU counts as "other" (it has a new pid)
     last = tally.records - 1
     os.kill(cluster.pids[node], signal.SIGKILL)
     killed_at = time.perf_counter()
