@@ -115,6 +115,10 @@ class CoreConfig:
     proposal_queue_max: int = 100_000
     compaction_min_entries: int = 50_000
     compaction_min_interval_ms: int = 300_000
+    # Also compact while the journal holds more than this on disk: a few large entries would otherwise
+    # keep gigabytes in memory and on disk, all replayed on restart. (Above the journal's 64 MiB segment
+    # size: the segment holding the compaction point stays until the journal moves past it.)
+    compaction_min_bytes: int = 256 * 1024 * 1024
     snapshot_path: str | None = None  # None: no compaction (the journal grows until restart)
     auto_tick: bool = False  # False: a Driver thread ticks the group
     bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
@@ -939,6 +943,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if (
             not forced
             and len(self._journal) <= self._config.compaction_min_entries
+            and self._journal.size_bytes <= self._config.compaction_min_bytes
             and now - self._SyncObj__lastSerializedTime <= self._config.compaction_min_interval_ms / 1000
         ):
             return
