@@ -289,11 +289,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def next_timer(self) -> float:
         """``time.monotonic()`` time of this group's next timed duty: a leader's heartbeat, or a follower's
-        or candidate's election deadline. Between them only messages and proposals need a tick (they set
-        ``activity``), so the driver may leave the group alone until then."""
+        or candidate's election deadline, or a reconnect while a peer is not connected. Between them only
+        messages and proposals need a tick (they set ``activity``), so the driver may leave the group
+        alone until then."""
         if self._SyncObj__raftState == _LEADER:
-            return float(self._SyncObj__newAppendEntriesTime)
-        return float(self._SyncObj__raftElectionDeadline)
+            timer = float(self._SyncObj__newAppendEntriesTime)
+        else:
+            timer = float(self._SyncObj__raftElectionDeadline)
+        if len(self._SyncObj__connectedNodes) < len(self._SyncObj__otherNodes):
+            # a peer is not connected: ticks drive reconnects (pysyncobj's TCP transport)
+            timer = min(timer, time.monotonic() + self._config.connection_retry_ms / 1000)
+        return timer
 
     # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
     @property
