@@ -43,9 +43,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -66,6 +66,7 @@ from raftlog.bench.targets import Layout, RaftlogTarget, SendFailed, Target
 
 KiB = 1024
 MiB = 1024 * 1024
+T = TypeVar("T")
 SYSTEMS = ("raftlog", *PEERS)
 ACKS = ("all",)
 SINGLE_IN_FLIGHT_MAX = 64
@@ -744,7 +745,7 @@ def run_raftlog(
                 await extra.close()
 
     if servers is not None:
-        asyncio.run(against(servers, {}, None))
+        run_async(against(servers, {}, None))
         return
     directory = tempfile.mkdtemp(prefix="raftlog-bench-perf-", dir=parent)
     cluster = LocalCluster(directory)
@@ -752,7 +753,7 @@ def run_raftlog(
         cluster.wait_ready()
         urls = [cluster.urls[node] for node in sorted(cluster.urls)]
         _say(f"raftlog: 3 nodes up in {directory}: {', '.join(urls)}")
-        asyncio.run(against(urls, dict(cluster.pids), cluster))
+        run_async(against(urls, dict(cluster.pids), cluster))
     finally:
         cluster.stop()
         if keep:
@@ -768,7 +769,7 @@ def run_nats(workload: Workload, parent: str, report: Report) -> None:
         try:
             cluster.start()
             _say(f"nats: 3 JetStream nodes up: {', '.join(cluster.servers)}")
-            report.phases += asyncio.run(
+            report.phases += run_async(
                 drive(NatsTarget(cluster.servers), workload, cluster.pids, f"perf{os.getpid()}")
             )
         finally:
@@ -822,7 +823,8 @@ def load_child(handoff: str) -> int:
     workload = workload_from_dict(job["workload"])
     target = RabbitTarget(list(job["servers"]))
     pids = {str(k): int(v) for k, v in job["pids"].items()}
-    phases = asyncio.run(drive(target, workload, pids, f"perf{os.getpid()}"))
+    _stop_on_signals()
+    phases = run_async(drive(target, workload, pids, f"perf{os.getpid()}"))
     with open(handoff + ".out", "w", encoding="utf-8") as f:
         json.dump([asdict(p) for p in phases], f)
     return 0
@@ -832,13 +834,40 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM ends the run like Ctrl-C, so every ``finally`` stops its servers."""
+def _stop_on_signals() -> None:
+    """Outside the event loop, SIGTERM and SIGINT (Ctrl-C, even when started in the background, which
+    ignores SIGINT) raise KeyboardInterrupt, so every ``finally`` stops its servers."""
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+
+
+def run_async(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, with SIGTERM and SIGINT cancelling it (the load loops' ``finally`` blocks
+    close their connections) and then raising KeyboardInterrupt for the callers' ``finally`` blocks.
+    A signal handler that raises inside a running loop would not reliably reach the main task."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("run_async outside a task")
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, task.cancel)
+        try:
+            return await work
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+            _stop_on_signals()  # remove_signal_handler restored the default action
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
 
 
 def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Report:
@@ -993,8 +1022,12 @@ def run_from_args(args: argparse.Namespace) -> int:
     if missing:
         print(f"raftlog bench perf: {missing}", file=sys.stderr)
         return 2
-    _stop_on_sigterm()
-    report = run(args, workload_of(args), peers)
+    _stop_on_signals()
+    try:
+        report = run(args, workload_of(args), peers)
+    except KeyboardInterrupt:
+        print("raftlog bench perf: interrupted; every server it started is stopped", file=sys.stderr)
+        return 130
     print(format_report(report), flush=True)
     if args.json is not None:
         out = asdict(report)
