@@ -30,7 +30,6 @@ from partitions import commands
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.catch_up import catch_up, http_fetch
 from partitions.cluster_view import ClusterView, encode_meta
-from partitions.coalesce import ProduceCoalescer
 from partitions.controller import (
     CONTROLLER_GROUP,
     ControllerStateMachine,
@@ -126,7 +125,6 @@ class _Replica:
     machine: PartitionStateMachine
     group: ReplicaGroup
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-    coalescer: ProduceCoalescer | None = None  # plain produce requests while leader (partitions/coalesce.py)
 
     def wake(self) -> None:
         self.changed.set()
@@ -545,36 +543,6 @@ class Node:
     ) -> ProduceResult:
         self._counters["produce_requests"] += 1
         replica = self._leader_replica(topic, partition)
-        if producer_id is None and sequence is None:
-            if replica.coalescer is None:
-                replica.coalescer = ProduceCoalescer(
-                    lambda batch, timeout: self._propose_batch(replica, batch, None, None, timeout),
-                    replica.log.config.max_message_bytes // 2,
-                )
-            base_offset, end_offset = await replica.coalescer.produce(records, timeout_ms)
-            return ProduceResult(partition, base_offset, end_offset, False)
-        result = await self._propose_produce(replica, records, producer_id, sequence, timeout_ms)
-        return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
-
-    async def _propose_batch(
-        self,
-        replica: _Replica,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-        timeout_ms: int,
-    ) -> tuple[int, int]:
-        result = await self._propose_produce(replica, records, producer_id, sequence, timeout_ms)
-        return result.base_offset, result.end_offset
-
-    async def _propose_produce(
-        self,
-        replica: _Replica,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-        timeout_ms: int,
-    ) -> Produced:
         batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
@@ -585,7 +553,7 @@ class Node:
         check(isinstance(result, Produced), f"produce to {replica.group.group_id} returned {result!r}")
         assert isinstance(result, Produced)  # narrowed for the type checker; checked above
         self._counters["produced_records"] += 0 if result.duplicate else len(records)
-        return result
+        return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
 
     async def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
