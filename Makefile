@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev test lint typecheck unit bootstrap bench-storage bench-spark jepsen-short jepsen
+.PHONY: dev test lint typecheck unit bootstrap bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -26,6 +26,15 @@ bench-storage: bootstrap
 # and streaming write rows/s.
 bench-spark: bootstrap
 	.venv/bin/python -m raftlog_spark.bench
+
+# The peers of the side-by-side benchmark (pip extra `bench`, Debian rabbitmq-server; needs root).
+bench-setup:
+	scripts/bench_peers_setup.sh
+
+# raftlog, NATS JetStream and RabbitMQ streams, same workload, one run; table + bench-compare.json.
+bench-compare: bench-setup
+	.venv/bin/raftlog bench perf --compare nats,rabbitmq --record-size 100,1024 --idle-partitions 100 \
+		--restart-mib 1024 --wait-quiet 20 --json bench-compare.json
 
 # A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root) into runs/.
 # `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see the README.

@@ -62,6 +62,7 @@ from api.schemas import (
     parse_json,
     parse_produce,
     path_partition,
+    produce_answer,
     produce_entry,
     produce_error_entry,
     query_int,
@@ -315,10 +316,9 @@ async def produce_to_partition(request: web.Request) -> web.Response:
     state = _state(request)
     flavour = request_flavour(request.content_type)
     partition = _partition(request)
-    body = await _json(request)
     meta = _topic_partition(state.broker, request.match_info["topic"], partition)
-    parsed = parse_produce(body, flavour, partition)
-    _served_here(state, meta, partition)
+    _served_here(state, meta, partition)  # before parsing: a request for another leader goes on as is
+    parsed = parse_produce(await _json(request), flavour, partition)
     result = await state.broker.produce(
         meta.name,
         partition,
@@ -329,8 +329,8 @@ async def produce_to_partition(request: web.Request) -> web.Response:
     )
     _check_produced(result.base_offset, result.end_offset, len(parsed.records))
     request[_LEADER] = state.broker.node_id
-    entries = [produce_entry(partition, result.base_offset + i) for i in range(len(parsed.records))]
-    return web.json_response({"offsets": entries})
+    answer = produce_answer(partition, result.base_offset, len(parsed.records))
+    return web.Response(body=answer, content_type="application/json")
 
 
 def _check_produced(base_offset: int, end_offset: int, count: int) -> None:

@@ -362,6 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cluster = bench_sub.add_parser("cluster", help=cluster_bench.DESCRIPTION)
     cluster_bench.add_arguments(bench_cluster)
     bench_cluster.set_defaults(run=cluster_bench.run_from_args)
+    from raftlog.bench import perf as perf_bench
+
+    bench_perf = bench_sub.add_parser("perf", help=perf_bench.DESCRIPTION)
+    perf_bench.add_arguments(bench_perf)
+    bench_perf.set_defaults(run=perf_bench.run_from_args)
     from membership import bench as gossip_bench
 
     bench_gossip = bench_sub.add_parser("gossip", help=gossip_bench.DESCRIPTION)

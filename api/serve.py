@@ -82,6 +82,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=RETENTION_CHECK_MS_DEFAULT,
         help=f"how often retention deletes old segments (default {RETENTION_CHECK_MS_DEFAULT})",
     )
+    parser.add_argument(
+        "--event-loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="uvloop (default: less CPU per HTTP request) or the standard library's asyncio loop",
+    )
 
 
 def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
@@ -160,5 +166,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"raftlog serve: {exc}")
         return 2
     os.makedirs(config.data_dir, exist_ok=True)
-    asyncio.run(serve(config, http, token))
+    if args.event_loop == "uvloop":
+        import uvloop
+
+        uvloop.run(serve(config, http, token))
+    else:
+        asyncio.run(serve(config, http, token))
     return 0

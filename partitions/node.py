@@ -105,7 +105,7 @@ class NodeConfig:
     raft_address: str
     peers: tuple[PeerConfig, ...]  # every node of the cluster, this one included
     cluster_secret: bytes
-    core: CoreConfig = field(default_factory=CoreConfig)
+    core: CoreConfig = field(default_factory=CoreConfig.for_node)
     gossip_address: str = "127.0.0.1:0"  # UDP+TCP endpoint of SWIM gossip
     seeds: tuple[str, ...] = ()  # gossip addresses to join through
     gossip: GossipConfig = field(default_factory=GossipConfig)
@@ -334,9 +334,9 @@ class Node:
     def _local_claims(self) -> dict[str, int]:
         claims = {}
         for group_id, replica in self._replicas.items():
-            status = replica.group.status()
-            if status.role is Role.LEADER:
-                claims[group_id] = status.term
+            term = replica.group.leader_term()
+            if term is not None:
+                claims[group_id] = term
         return claims
 
     async def _publish_claims(self) -> None:

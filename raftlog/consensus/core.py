@@ -115,9 +115,20 @@ class CoreConfig:
     proposal_queue_max: int = 100_000
     compaction_min_entries: int = 50_000
     compaction_min_interval_ms: int = 300_000
+    # Also compact while the journal holds more than this on disk: a few large entries would otherwise
+    # keep gigabytes in memory and on disk, all replayed on restart. (Above the journal's 64 MiB segment
+    # size: the segment holding the compaction point stays until the journal moves past it.)
+    compaction_min_bytes: int = 256 * 1024 * 1024
     snapshot_path: str | None = None  # None: no compaction (the journal grows until restart)
     auto_tick: bool = False  # False: a Driver thread ticks the group
     bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
+
+    @classmethod
+    def for_node(cls) -> CoreConfig:
+        """What a node runs with: heartbeats every 300 ms (5 per shortest election timeout, which stays
+        1.5 s) instead of 100 ms, because with many partitions per node the heartbeats are most of its
+        idle CPU."""
+        return cls(heartbeat_period_ms=300)
 
     def to_syncobj_conf(self) -> Any:
         if not (
@@ -286,6 +297,20 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             or self._followers_to_send
             or self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied
         )
+
+    def next_timer(self) -> float:
+        """``time.monotonic()`` time of this group's next timed duty: a leader's heartbeat, or a follower's
+        or candidate's election deadline, or a reconnect while a peer is not connected. Between them only
+        messages and proposals need a tick (they set ``activity``), so the driver may leave the group
+        alone until then."""
+        if self._SyncObj__raftState == _LEADER:
+            timer = float(self._SyncObj__newAppendEntriesTime)
+        else:
+            timer = float(self._SyncObj__raftElectionDeadline)
+        if len(self._SyncObj__connectedNodes) < len(self._SyncObj__otherNodes):
+            # a peer is not connected: ticks drive reconnects (pysyncobj's TCP transport)
+            timer = min(timer, time.monotonic() + self._config.connection_retry_ms / 1000)
+        return timer
 
     # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
     @property
@@ -940,6 +965,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if (
             not forced
             and len(self._journal) <= self._config.compaction_min_entries
+            and self._journal.size_bytes <= self._config.compaction_min_bytes
             and now - self._SyncObj__lastSerializedTime <= self._config.compaction_min_interval_ms / 1000
         ):
             return

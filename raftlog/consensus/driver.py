@@ -5,17 +5,22 @@ of all groups) and is ticked by the driver thread only:
 
 * at once when it has work (a message arrived, a proposal was submitted, acknowledgements are held,
   entries are committed but not applied, a follower is owed more entries);
-* otherwise every ``idle_tick_ms``, which drives heartbeats, election timeouts and reconnects.
+* at its next timed duty (``RaftCore.next_timer``: a leader's heartbeat, a follower's election deadline);
+* and at least every ``idle_tick_ms``, for the rest (stepping down without a quorum, reconnects,
+  compaction, tick callbacks).
 
-An idle group therefore costs one short tick per ``idle_tick_ms`` plus its heartbeat traffic, and the thread
-sleeps in ``poll`` between. Everything pysyncobj calls back (apply, proposal callbacks) runs on this
+An idle follower therefore costs a tick per heartbeat it receives, an idle leader a tick per heartbeat
+period plus those its followers' replies cause, and the thread sleeps in ``poll`` until the earliest
+group is due or something wakes it. Everything pysyncobj calls back (apply, proposal callbacks) runs on this
 thread; ``bridge.py`` hands results to asyncio.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
+import math
 import os
 import threading
 import time
@@ -30,11 +35,12 @@ from raftlog.errors import InvariantViolation
 logger = logging.getLogger(__name__)
 
 FailureHandler = Callable[[RaftCore, BaseException], None]
+TIMER_GRID_S = 0.1  # timed ticks are rounded up to this grid (well under a heartbeat period)
 T = TypeVar("T")
 
 
 class Driver:
-    def __init__(self, name: str = "raft-driver", idle_tick_ms: int = 40, poll_max_ms: int = 20) -> None:
+    def __init__(self, name: str = "raft-driver", idle_tick_ms: int = 1000, poll_max_ms: int = 1000) -> None:
         if not 0 < poll_max_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
         self.name = name
@@ -174,12 +180,15 @@ class Driver:
 
     # -- driver thread --------------------------------------------------------------------------------
     def _on_wake(self, descriptor: int, event: int) -> None:
-        self._wake_pending = False
-        try:
+        # Drain first, then re-arm. The other order loses wake-ups: a wake() between re-arming and
+        # draining sets _wake_pending and writes a byte that the drain then eats, and every later
+        # wake() returns early on _wake_pending, so proposals wait for their group's next timed tick.
+        # In this order a wake() between draining and re-arming writes nothing, but the round that
+        # follows this poll sees its group's activity flag (set before wake() is called).
+        with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_read, 4096):
                 pass
-        except BlockingIOError:
-            return  # drained
+        self._wake_pending = False
 
     def _run(self) -> None:
         try:
@@ -214,14 +223,19 @@ class Driver:
                             for core in self._cores_by_group.get(group_id, ()):
                                 core.activity = True
             now = time.monotonic()
+            busy = False
             for core, on_failure in cores:
                 if core not in self._cores:
                     continue  # removed by an earlier tick's failure handler in this round
                 if core.needs_tick() or now >= self._next_tick.get(core, 0.0):
                     self._tick(core, on_failure, now)
-            wait = self._poll_max_s
-            if any(core.needs_tick() for core, _ in cores):
+                    busy = busy or core.needs_tick()
+            if busy:
                 wait = 0.0
+            else:
+                with self._lock:
+                    earliest = min(self._next_tick.values(), default=now + self._poll_max_s)
+                wait = min(self._poll_max_s, max(0.0, earliest - time.monotonic()))
             poll_transport(self.poller, wait, self.name)
 
     def _tick(self, core: RaftCore, on_failure: FailureHandler | None, now: float) -> None:
@@ -234,4 +248,11 @@ class Driver:
             if on_failure is not None:
                 on_failure(core, error)
             return
-        self._next_tick[core] = now + self._idle_tick_s
+        # A duty still due after this tick could not be done now (an election with no peer reachable):
+        # it is retried at the idle pace rather than on every round.
+        idle = now + self._idle_tick_s
+        timer = core.next_timer()
+        due = min(idle, timer) if timer > now else idle
+        # Rounded up to a grid, so groups whose duties fall close together tick in one round: a round
+        # looks at every group, so many rounds of one tick each would cost more than the ticks.
+        self._next_tick[core] = math.ceil(due / TIMER_GRID_S) * TIMER_GRID_S

@@ -24,6 +24,7 @@ from raftlog.consensus.journal import RaftJournal
 logger = logging.getLogger(__name__)
 
 STATUS_POLL_S = 0.02  # transfer_leadership watches status at this period
+TRANSFER_CATCH_UP_S = 1.0  # how long transfer_leadership waits for its target to catch up first
 
 
 class ReplicaGroup:
@@ -88,6 +89,12 @@ class ReplicaGroup:
         core.submit(command, callback)
         return await self._wait(future, timeout_ms, "proposal")
 
+    def leader_term(self) -> int | None:
+        """The term if this replica is the leader, else None: what leadership claims need, without the
+        cost of a whole status() (looked at for every group several times a second)."""
+        core = self._core
+        return core.term if core.role is Role.LEADER else None
+
     def status(self) -> GroupStatus:
         """Any thread, no locks (fields may be one tick apart). After close(): the last state seen."""
         core = self._core
@@ -131,6 +138,15 @@ class ReplicaGroup:
         if core.role is not Role.LEADER:
             raise NotLeader(self.group_id, core.leader_id)
         deadline = self._loop.time() + timeout_ms / 1000
+        if target_node_id is not None:
+            # The leader denies a target that is not fully caught up. Right after a write the target's
+            # acknowledgement may still be on its way, so give it a moment (within the timeout).
+            catch_up_deadline = min(deadline, self._loop.time() + TRANSFER_CATCH_UP_S)
+            while (
+                core.match_indexes().get(target_node_id, 0) < core.journal.last_index
+                and self._loop.time() < catch_up_deadline
+            ):
+                await asyncio.sleep(STATUS_POLL_S)
         future, callback = self._bridge.pending("leadership transfer")
         core.request_transfer(target_node_id, callback)
         await self._wait(future, timeout_ms, "leadership transfer")

@@ -58,6 +58,11 @@ class RaftJournal:
     def durable_index(self) -> int:
         raise NotImplementedError
 
+    @property
+    def size_bytes(self) -> int:
+        """Bytes the journal keeps on disk; compaction also runs on growth of this (0: nothing on disk)."""
+        return 0
+
     # -- pysyncobj journal protocol -----------------------------------------------------------------
     def add(self, command: bytes, idx: int, term: int) -> None:
         if self._entries:
@@ -357,6 +362,10 @@ class FileJournal(RaftJournal):
             self._state_path, _STATE_HEADER.pack(STATE_MAGIC, crc32c.crc32c(body), len(body)) + body
         )
         super().setCurrentTerm(term, votedForNodeId)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments) + len(self._pending)
 
     # -- mutations ------------------------------------------------------------------------------------
     def add(self, command: bytes, idx: int, term: int) -> None:

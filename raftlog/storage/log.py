@@ -218,11 +218,18 @@ class Log:
             batch = encode_batch(self.end_offset, records, term, now_ms, producer_id, sequence)
             return self._append(batch, verify(batch), now_ms)
 
-    def append_prepared(self, batch: bytes, term: int, enforce_size_limit: bool = True) -> AppendResult:
+    def append_prepared(
+        self, batch: bytes, term: int, enforce_size_limit: bool = True, durable_elsewhere: bool = False
+    ) -> AppendResult:
         """Append a batch encoded elsewhere (e.g. by a Raft leader), stamping the next offset and ``term``.
 
         A replica applying a committed entry passes ``enforce_size_limit=False``: the leader checked the
         limit before proposing, and every replica must apply the same entries whatever its local config.
+
+        ``durable_elsewhere=True``: the caller already holds this batch durably (a Raft journal entry,
+        fsynced on a majority before it was committed) and calls :meth:`flush` before it lets go of that
+        copy, so the append skips ``flush.policy``'s fsync; ``durable_end_offset`` stays behind until the
+        next flush, roll or close.
         """
         with self._lock:
             self._check_writable()
@@ -235,7 +242,7 @@ class Log:
                 validate_records(stamped, header)
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
-            return self._append(stamped, header, self._clock(), enforce_size_limit)
+            return self._append(stamped, header, self._clock(), enforce_size_limit, durable_elsewhere)
 
     def append_batch(self, batch: bytes, enforce_size_limit: bool = True) -> AppendResult:
         """Append an already-offset batch exactly as given (replica catch-up); it must start at the end.
@@ -265,7 +272,12 @@ class Log:
             raise RecordTooLarge(size, self.config.max_message_bytes)
 
     def _append(
-        self, batch: bytes, header: BatchHeader, now_ms: int, enforce_size_limit: bool = True
+        self,
+        batch: bytes,
+        header: BatchHeader,
+        now_ms: int,
+        enforce_size_limit: bool = True,
+        durable_elsewhere: bool = False,
     ) -> AppendResult:
         if enforce_size_limit:
             self._check_size(header.size_bytes)
@@ -280,7 +292,8 @@ class Log:
         try:
             active.append(batch, header, now_ms)
             self._unflushed_bytes += header.size_bytes
-            if self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes:
+            due = self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes
+            if due and not durable_elsewhere:  # else the caller's durable copy stands in until flush()
                 self._flush_locked(now_ms)
         except StorageUnavailable as exc:
             self._fail(str(exc))

@@ -54,6 +54,7 @@ class PatchedSimReplica(RaftCore):
         snapshot_path: str | None = None,
         compaction_min_entries: int = 50_000,
         in_flight_entries_max: int = 20_000,
+        compaction_min_bytes: int = 256 * 1024 * 1024,
     ) -> None:
         self.machine = CountingStateMachine()
         config = CoreConfig(
@@ -64,6 +65,7 @@ class PatchedSimReplica(RaftCore):
             leader_fallback_timeout_ms=30_000,
             snapshot_path=snapshot_path,
             compaction_min_entries=compaction_min_entries,
+            compaction_min_bytes=compaction_min_bytes,
             in_flight_entries_max=in_flight_entries_max,
         )
         super().__init__(

