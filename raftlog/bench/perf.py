@@ -62,7 +62,7 @@ from raftlog.bench.cluster import (
 )
 from raftlog.bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog.bench.storage import wait_quiet
-from raftlog.bench.targets import Layout, RaftlogTarget, SendFailed, Target
+from raftlog.bench.targets import ROUTES, Layout, RaftlogTarget, SendFailed, Target
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -103,6 +103,7 @@ class Workload:
     single_record_bytes: int
     fetch_bytes: int
     wait_quiet_s: float
+    route: str = "leader"  # raftlog: "leader" (as a Kafka client) or "any" node (non-leaders forward)
 
 
 @dataclass(frozen=True, slots=True)
@@ -728,7 +729,8 @@ def run_raftlog(
 
     async def against(urls: list[str], pids: dict[str, int], cluster: LocalCluster | None) -> None:
         fetch = workload.fetch_bytes
-        report.phases += await drive(RaftlogTarget(urls, token, fetch), workload, pids, prefix)
+        target = RaftlogTarget(urls, token, fetch, workload.route)
+        report.phases += await drive(target, workload, pids, prefix)
         if (idle_partitions > 0 or restart_mib > 0) and pids:
             extra = RaftlogTarget(urls, token, fetch)
             await extra.connect()
@@ -937,6 +939,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-consume", action="store_true", help="skip reading back")
     parser.add_argument("--consume-seconds", type=float, default=30.0, help="read-back time bound (30)")
     parser.add_argument("--fetch-mib", type=int, default=4, help="raftlog fetch max_bytes, MiB (4)")
+    parser.add_argument("--route", choices=ROUTES, default="leader",
+                        help="raftlog requests go to the partition's leader, or to any node, which "
+                        "forwards (leader)")  # fmt: skip
     parser.add_argument("--single-rate", type=float, default=1000.0,
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
@@ -1002,6 +1007,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         single_record_bytes=args.single_record_size,
         fetch_bytes=args.fetch_mib * MiB,
         wait_quiet_s=args.wait_quiet,
+        route=args.route,
     )
 
 

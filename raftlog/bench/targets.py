@@ -18,10 +18,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
+import msgpack
 
 from raftlog.bench.cluster import BINARY_V2, Http
 
 REQUEST_TIMEOUT_S = 30.0
+RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)
+COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # api/columnar.py
+LEADER_HEADER = "X-Raftlog-Leader"
+ROUTES = ("leader", "any")
 
 
 class SendFailed(Exception):
@@ -75,19 +80,30 @@ class Target(Protocol):
 
 class RaftlogTarget:
     """raftlog through its HTTP API: binary-flavour produce of one batch per request (acks = a majority
-    has it fsynced), worker j asks node j mod n (non-leaders forward), binary fetches to read back."""
+    has it fsynced), columnar msgpack fetches to read back.
+
+    ``route="leader"`` sends each request to the partition's leader, as a Kafka client does: the leaders
+    come from ``GET /topics/{t}/partitions`` and every answer's ``X-Raftlog-Leader`` header keeps them
+    current. ``route="any"`` has worker j ask node j mod n, and non-leaders forward (the cost of one hop)."""
 
     system = "raftlog"
 
-    def __init__(self, servers: list[str], admin_token: str | None, fetch_bytes: int) -> None:
+    def __init__(
+        self, servers: list[str], admin_token: str | None, fetch_bytes: int, route: str = "leader"
+    ) -> None:
+        if route not in ROUTES:
+            raise ValueError(f"route {route!r}: one of {', '.join(ROUTES)}")
         self.servers = servers
         self.admin_token = admin_token
         self.fetch_bytes = fetch_bytes
+        self.route = route
         self.layout: Layout | None = None
         self._session: aiohttp.ClientSession | None = None
         self._http: Http | None = None
         self._batch_body = b""
         self._one_body = b""
+        self._url_of_node: dict[str, str] = {}
+        self._leader_url: dict[int, str] = {}  # partition -> base URL of its leader, as last seen
 
     @property
     def http(self) -> Http:
@@ -106,25 +122,58 @@ class RaftlogTarget:
         self._batch_body = json.dumps({"records": [{"value": value}] * layout.batch_records}).encode()
         self._one_body = json.dumps({"records": [{"value": value}]}).encode()
         await self.http.create_topic(layout.name, layout.partitions)
+        if self.route == "leader":
+            await self._learn_leaders(layout.name)
+
+    async def _learn_leaders(self, topic: str) -> None:
+        status, nodes = await self.http.admin_json("GET", "/v1/nodes")
+        if status == 200 and isinstance(nodes, list):
+            self._url_of_node = {str(n["node_id"]): str(n["http"]).rstrip("/") for n in nodes}
+        status, partitions = await self.http.admin_json("GET", f"/topics/{topic}/partitions")
+        if status == 200 and isinstance(partitions, list):
+            for view in partitions:
+                self._note_leader(int(view["partition"]), view.get("leader"))
+
+    def _note_leader(self, partition: int, leader: str | None) -> None:
+        url = self._url_of_node.get(leader.split(",")[0]) if leader else None
+        if url is not None:
+            self._leader_url[partition] = url
+
+    def _url(self, worker: int, partition: int) -> str:
+        if self.route == "leader" and partition in self._leader_url:
+            return self._leader_url[partition]
+        return self.servers[worker % len(self.servers)]
 
     async def _post(self, worker: int, partition: int, body: bytes) -> int:
+        """One produce request; a 503 (not done: no leader yet, queue full) is retried, as a client would,
+        until REQUEST_TIMEOUT_S, and the retries count in its latency."""
         if self.layout is None:
             raise RuntimeError("send before create()")
-        url = self.servers[worker % len(self.servers)]
-        try:
-            async with self.http.session.post(
-                f"{url}/topics/{self.layout.name}/partitions/{partition}",
-                data=body,
-                headers={"Content-Type": BINARY_V2},
-                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
-            ) as answer:
-                text = await answer.read()
-                if answer.status != 200:
-                    raise SendFailed(f"HTTP {answer.status}")
-        except TimeoutError:
-            raise SendFailed(f"timeout > {REQUEST_TIMEOUT_S:g} s") from None
-        except aiohttp.ClientError as exc:
-            raise SendFailed(f"connection: {type(exc).__name__}") from None
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while True:
+            url = self._url(worker, partition)
+            try:
+                async with self.http.session.post(
+                    f"{url}/topics/{self.layout.name}/partitions/{partition}",
+                    data=body,
+                    headers={"Content-Type": BINARY_V2},
+                    timeout=aiohttp.ClientTimeout(total=max(0.1, deadline - time.monotonic())),
+                ) as answer:
+                    text = await answer.read()
+                    if self.route == "leader":
+                        self._note_leader(partition, answer.headers.get(LEADER_HEADER))
+                    status = answer.status
+            except TimeoutError:
+                raise SendFailed(f"timeout > {REQUEST_TIMEOUT_S:g} s") from None
+            except aiohttp.ClientError as exc:
+                self._leader_url.pop(partition, None)  # that node may be gone: ask any node next time
+                raise SendFailed(f"connection: {type(exc).__name__}") from None
+            if status == 503 and time.monotonic() < deadline - RETRY_503_S:
+                await asyncio.sleep(RETRY_503_S)
+                continue
+            if status != 200:
+                raise SendFailed(f"HTTP {status}")
+            break
         entries = json.loads(text)["offsets"]
         acked = sum(1 for entry in entries if entry.get("error_code") is None)
         if acked != len(entries):
@@ -140,30 +189,33 @@ class RaftlogTarget:
     async def consume(self, partition: int, records: int, deadline: float) -> tuple[int, int]:
         if self.layout is None:
             raise RuntimeError("consume before create()")
-        url = self.servers[partition % len(self.servers)]
-        base = f"{url}/topics/{self.layout.name}/partitions/{partition}/records"
         offset = 0
         nbytes = 0
         while offset < records and time.perf_counter() < deadline:
+            url = self._url(partition, partition)
             try:
                 async with self.http.session.get(
-                    base,
+                    f"{url}/topics/{self.layout.name}/partitions/{partition}/records",
                     params={"offset": offset, "max_bytes": self.fetch_bytes},
-                    headers={"Accept": BINARY_V2},
+                    headers={"Accept": COLUMNAR_MSGPACK},
                     timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
                 ) as answer:
-                    text = await answer.read()
+                    body = await answer.read()
+                    if self.route == "leader":
+                        self._note_leader(partition, answer.headers.get(LEADER_HEADER))
                     if answer.status != 200:
                         await asyncio.sleep(0.02)
                         continue
             except (TimeoutError, aiohttp.ClientError):
+                self._leader_url.pop(partition, None)
                 await asyncio.sleep(0.02)
                 continue
-            rows = json.loads(text)
-            if not rows:
+            page = msgpack.unpackb(body, raw=False)
+            offsets = page["offsets"]
+            if not offsets:
                 break
-            offset = int(rows[-1]["offset"]) + 1
-            nbytes += sum(len(row["value"]) * 3 // 4 for row in rows)  # base64 -> bytes
+            offset = int(offsets[-1]) + 1
+            nbytes += sum(map(len, page["values"]))
         return offset, nbytes
 
     async def delete(self) -> None:

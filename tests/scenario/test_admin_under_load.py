@@ -201,11 +201,16 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
             assert (await admin.transfer_leadership("w", 2, follower))["leader"] == follower
             configs = await admin.alter_topic_configs("w", {"segment.bytes": 4096, "retention.ms": 3_600_000})
             assert configs == {"segment.bytes": 4096, "retention.ms": 3_600_000}
-            await asyncio.sleep(1.5)  # records keep flowing into 4 KiB segments
+
+            async def rolled_on_every_replica() -> bool:  # records keep flowing into 4 KiB segments
+                replicas = (await admin.move_progress("w", 2))["replicas"]
+                return all(
+                    len(glob.glob(os.path.join(cluster.root, node, "logs", "w-2.*", "*.log"))) > 1
+                    for node in replicas
+                )
+
+            await until("segment.bytes applied live on every replica of w/2", rolled_on_every_replica)
             await workload.finish(admin)
-            for node in (await admin.move_progress("w", 2))["replicas"]:
-                segments = glob.glob(os.path.join(cluster.root, node, "logs", "w-2.*", "*.log"))
-                assert len(segments) > 1, f"{node}: segment.bytes did not apply live"
             await until("full replication", lambda: fully_replicated(admin, "w", 3, 2))
 
             # max.message.bytes applies live on the leader
