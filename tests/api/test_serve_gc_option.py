@@ -1,0 +1,49 @@
+"""``raftlog serve --gc-gen0``: garbage collection tuned once a node serves."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from api.serve import GC_GEN0_DEFAULT, SECRET_ENV, ServeConfigError, add_arguments, node_config, tune_gc
+
+
+def _args(*extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(
+        ["--node-id", "n1", "--data-dir", "d", "--http", "127.0.0.1:1", "--raft", "127.0.0.1:2", *extra]
+    )
+
+
+@pytest.fixture
+def restored_gc() -> Iterator[None]:
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+def test_a_negative_gc_threshold_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
+    assert _args().gc_gen0 == GC_GEN0_DEFAULT
+    node_config(_args("--gc-gen0", "0"))
+    with pytest.raises(ServeConfigError, match="--gc-gen0 -1"):
+        node_config(_args("--gc-gen0", "-1"))
+
+
+def test_tuning_freezes_startup_objects_and_sets_the_young_threshold(restored_gc: None) -> None:
+    _, gen1, gen2 = gc.get_threshold()
+    tune_gc(12_345)
+    assert gc.get_threshold() == (12_345, gen1, gen2)
+    assert gc.get_freeze_count() > 0
+
+
+def test_zero_keeps_pythons_defaults(restored_gc: None) -> None:
+    gc.unfreeze()
+    before = gc.get_threshold()
+    tune_gc(0)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
