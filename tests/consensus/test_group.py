@@ -227,9 +227,14 @@ async def test_a_second_membership_change_waits_for_the_first_to_apply(cluster: 
     def answer(future: asyncio.Future[int]) -> Callable[[object, int], None]:
         return lambda result, fail_reason: loop.call_soon_threadsafe(future.set_result, fail_reason)
 
-    # back to back, with no await between: the first cannot be committed (a network round trip away)
-    leader.group.core.submit_membership("rem", first, answer(outcomes[0]))
-    leader.group.core.submit_membership("rem", second, answer(outcomes[1]))
+    # both queued on the driver thread before its next round of ticks: the first cannot be committed (a
+    # network round trip away) when the second is looked at
+    def submit_both() -> None:
+        leader.group.core.submit_membership("rem", first, answer(outcomes[0]))
+        leader.group.core.submit_membership("rem", second, answer(outcomes[1]))
+
+    leader.group._driver.call(submit_both)
+    leader.group._driver.wake()
     done = await asyncio.wait_for(asyncio.gather(*outcomes), WAIT_S)
     assert done == [FAIL_REASON.SUCCESS, FAIL_REASON.REQUEST_DENIED]
     assert set(leader.group.status().match_index) == {second}
