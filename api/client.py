@@ -380,6 +380,11 @@ class RaftlogClient:
         return {(row["topic"], int(row["partition"])): int(row["offset"]) for row in body["offsets"]}
 
     # -- admin API -------------------------------------------------------------------------------------
+    async def consumer_group(self, group: str) -> dict[str, Any]:
+        """The admin view of a consumer group: generation, members, their partitions and lag. Unlike an
+        instance call it is no member's heartbeat."""
+        _, body = await self._request("GET", f"/v1/consumer-groups/{_quote(group)}", repeatable=True)
+        return dict(body)
 
     async def create_topic(
         self,
