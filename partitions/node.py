@@ -88,7 +88,8 @@ LEADER_READY_WAIT_S = 2.0
 REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
 REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
-DISK_USAGE_INTERVAL_S = 5.0  # how often this node measures its data dir and republishes it by gossip
+DISK_USAGE_INTERVAL_S = 15.0  # how often this node measures its data dir (a walk of every replica's files)
+DISK_USAGE_STEP_BYTES = 1 << 20  # a change smaller than this is not worth a gossip update
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,8 +348,12 @@ class Node:
             if time.monotonic() - measured_at >= DISK_USAGE_INTERVAL_S:
                 measured_at = time.monotonic()
                 disk = await asyncio.to_thread(disk_usage, self.config.data_dir)
-                changed = disk != self._disk
-                self._disk = disk
+                if self._disk is None or any(
+                    abs(now - before) >= DISK_USAGE_STEP_BYTES
+                    for now, before in zip(disk, self._disk, strict=True)
+                ):
+                    self._disk = disk
+                    changed = True
             claims = self._local_claims()
             if claims != self._claims:
                 self._claims = claims
