@@ -217,17 +217,8 @@ class _Failure:
 
     @classmethod
     def forwarded(cls, answer: Forwarded) -> _Failure:
-        try:
-            payload = parse_json(answer.body)
-        except BadRequest:
-            payload = None
-        if not isinstance(payload, dict) or not isinstance(payload.get("error_code"), int):
-            payload = {
-                "error_code": errors.INTERNAL.error_code,
-                "message": f"leader answered {answer.status} without an error body",
-            }
         kept = {k: v for k, v in answer.headers.items() if k in ("Retry-After", LEADER_HEADER)}
-        return cls(answer.status, payload, kept)
+        return cls(answer.status, answer.error_payload(), kept)
 
     def response(self, leader: str) -> web.Response:
         headers = {LEADER_HEADER: leader, **self.headers}

@@ -92,16 +92,7 @@ class _Answered(Exception):
 
     @classmethod
     def forwarded(cls, answer: Forwarded) -> _Answered:
-        try:
-            payload = parse_json(answer.body)
-        except BadRequest:
-            payload = None
-        if not isinstance(payload, dict) or not isinstance(payload.get("error_code"), int):
-            payload = {
-                "error_code": errors.INTERNAL.error_code,
-                "message": f"leader answered {answer.status}",
-            }
-        return cls(answer.status, payload)
+        return cls(answer.status, answer.error_payload())
 
     def response(self) -> web.Response:
         headers = {"Retry-After": str(errors.RETRY_AFTER_S)} if self.status == 503 else {}

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 
-from api.errors import ForwardOutcomeUnknown, LeaderUnreachable
+from api import errors
+from api.errors import BadRequest, ForwardOutcomeUnknown, LeaderUnreachable
 from api.routing import HOPS_HEADER, LEADER_HEADER, ForwardTo
+from api.schemas import parse_json
 
 REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization")
 RESPONSE_HEADERS = ("Content-Type", "Retry-After", "WWW-Authenticate", "Allow", LEADER_HEADER)
@@ -24,6 +27,19 @@ class Forwarded:
     status: int
     headers: dict[str, str]
     body: bytes
+
+    def error_payload(self) -> dict[str, Any]:
+        """The leader's error body, or an internal error naming its status when it sent none we can use."""
+        try:
+            payload = parse_json(self.body)
+        except BadRequest:
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("error_code"), int):
+            return payload
+        return {
+            "error_code": errors.INTERNAL.error_code,
+            "message": f"leader answered {self.status} without an error body",
+        }
 
 
 class Forwarder:
