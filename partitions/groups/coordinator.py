@@ -363,6 +363,25 @@ class GroupCoordinator:
         """Propose the eviction of members whose session timed out in a partition led here."""
         expired: list[Key] = []
         now = self._monotonic()
+        for partition, session, name, group in self._led_groups():
+            due = []
+            for instance_id, member in group.members.items():
+                key = (name, instance_id)
+                last = session.last_seen_ms.setdefault(key, now)  # first sight after a failover
+                if session.in_flight[key] == 0 and now - last > member.session_timeout_ms:
+                    due.append(instance_id)
+            if not due:
+                continue
+            log.info("group %s: session of %s timed out; rebalancing", name, ", ".join(sorted(due)))
+            left = await self._propose(partition, Expire(name, tuple(due), self._wall()))
+            for instance_id in due:
+                session.forget((name, instance_id), left)
+                expired.append((name, instance_id))
+        return expired
+
+    def _led_groups(self) -> Iterator[tuple[int, _Session, str, Group]]:
+        """Every group of every coordinator partition led here, with the partition's soft state. Each
+        table's groups are copied at once: the driver thread applies to it meanwhile."""
         for partition in self._log.led_partitions():
             try:
                 table, term = self._log.table(partition)
@@ -370,20 +389,7 @@ class GroupCoordinator:
                 continue
             session = self._session(partition, term)
             for name, group in list(table.groups.items()):
-                due = []
-                for instance_id, member in group.members.items():
-                    key = (name, instance_id)
-                    last = session.last_seen_ms.setdefault(key, now)  # first sight after a failover
-                    if session.in_flight[key] == 0 and now - last > member.session_timeout_ms:
-                        due.append(instance_id)
-                if not due:
-                    continue
-                log.info("group %s: session of %s timed out; rebalancing", name, ", ".join(sorted(due)))
-                left = await self._propose(partition, Expire(name, tuple(due), self._wall()))
-                for instance_id in due:
-                    session.forget((name, instance_id), left)
-                    expired.append((name, instance_id))
-        return expired
+                yield partition, session, name, group
 
     async def run(self, interval_s: float = SWEEP_INTERVAL_S) -> None:
         """The eviction loop of a node (cancelled when the node closes)."""
@@ -423,32 +429,25 @@ class GroupCoordinator:
         """Per group led here: members and generation; per assigned partition: committed offset and lag
         (from the end and committed offsets seen lately)."""
         values: dict[str, float] = {}
-        for partition in self._log.led_partitions():
-            try:
-                table, term = self._log.table(partition)
-            except ConsensusError:
+        for _, session, name, group in self._led_groups():
+            if not _label_safe(name):
                 continue
-            session = self._session(partition, term)
-            for name, group in list(table.groups.items()):  # copied at once: the driver thread applies
-                if not _label_safe(name):
+            values[f'consumer_group_members{{group="{name}"}}'] = len(group.members)
+            values[f'consumer_group_generation{{group="{name}"}}'] = group.generation
+            for instance_id, tps in group.assignment.items():
+                if not _label_safe(instance_id):
                     continue
-                values[f'consumer_group_members{{group="{name}"}}'] = len(group.members)
-                values[f'consumer_group_generation{{group="{name}"}}'] = group.generation
-                for instance_id, tps in group.assignment.items():
-                    if not _label_safe(instance_id):
+                for tp in tps:
+                    if not _label_safe(tp.topic):
                         continue
-                    for tp in tps:
-                        if not _label_safe(tp.topic):
-                            continue
-                        committed = session.committed.get((name, tp))
-                        end = session.end_offsets.get((name, tp))
-                        if committed is None or end is None:
-                            continue
-                        labels = (
-                            f'group="{name}",member="{instance_id}",'
-                            f'topic="{tp.topic}",partition="{tp.partition}"'
-                        )
-                        values[f"consumer_group_lag{{{labels}}}"] = max(0, end - committed)
+                    committed = session.committed.get((name, tp))
+                    end = session.end_offsets.get((name, tp))
+                    if committed is None or end is None:
+                        continue
+                    labels = (
+                        f'group="{name}",member="{instance_id}",topic="{tp.topic}",partition="{tp.partition}"'
+                    )
+                    values[f"consumer_group_lag{{{labels}}}"] = max(0, end - committed)
         return values
 
 

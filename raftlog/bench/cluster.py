@@ -53,7 +53,7 @@ from typing import Any
 
 import aiohttp
 
-from raftlog.bench.storage import wait_quiet
+from raftlog.bench.storage import positive_ints, wait_quiet
 from raftlog.errors import check
 
 MB = 1_000_000
@@ -1170,16 +1170,6 @@ def _cpu_other(cpu: CpuUse) -> str:
 # -- command line ----------------------------------------------------------------------------------------
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or any(value < 1 for value in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: every value must be >= 1")
-    return values
-
-
 CELLS = ("produce", "latency", "consume", "idle")
 
 
@@ -1230,12 +1220,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cells", type=_cells, default=CELLS, help=f"which cells (default {','.join(CELLS)})"
     )
     parser.add_argument("--concurrency", type=int, default=8, help="produce requests in flight (default 8)")
-    parser.add_argument("--record-sizes", type=_ints, default=RECORD_SIZES, help="bytes (default 100,1024)")
     parser.add_argument(
-        "--batch-sizes", type=_ints, default=BATCH_SIZES, help="records per request (100,1000)"
+        "--record-sizes", type=positive_ints, default=RECORD_SIZES, help="bytes (default 100,1024)"
     )
     parser.add_argument(
-        "--partitions", type=_ints, default=PARTITION_COUNTS, help="produce topics' partitions (default 3,1)"
+        "--batch-sizes", type=positive_ints, default=BATCH_SIZES, help="records per request (100,1000)"
+    )
+    parser.add_argument(
+        "--partitions",
+        type=positive_ints,
+        default=PARTITION_COUNTS,
+        help="produce topics' partitions (default 3,1)",
     )
     parser.add_argument("--rate", type=float, default=1000.0, help="latency cell: requests/s offered (1000)")
     parser.add_argument(
@@ -1247,7 +1242,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--consume-seconds", type=float, default=30.0, help="time budget of each consume cell (default 30)"
     )
     parser.add_argument(
-        "--fetch-mib", type=_ints, default=(1, 4), help="consume max_bytes, MiB (default 1,4)"
+        "--fetch-mib", type=positive_ints, default=(1, 4), help="consume max_bytes, MiB (default 1,4)"
     )
     parser.add_argument("--idle-partitions", type=int, default=100, help="idle cell partitions (default 100)")
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle cell window (default 10)")

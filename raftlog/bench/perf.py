@@ -61,7 +61,7 @@ from raftlog.bench.cluster import (
     slots_due,
 )
 from raftlog.bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
-from raftlog.bench.storage import wait_quiet
+from raftlog.bench.storage import positive_ints, wait_quiet
 from raftlog.bench.targets import ROUTES, Layout, RaftlogTarget, SendFailed, Target
 
 KiB = 1024
@@ -901,16 +901,6 @@ def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Repor
 # -- command line ----------------------------------------------------------------------------------------
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or any(value < 1 for value in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: every value must be >= 1")
-    return values
-
-
 def parse_peers(text: str) -> list[str]:
     chosen = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [peer for peer in chosen if peer not in PEERS]
@@ -929,7 +919,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--servers", default=None, metavar="URL[,URL...]",
                         help="an existing raftlog cluster (default: start 3 nodes on 127.0.0.1)")  # fmt: skip
     parser.add_argument("--token", default=os.environ.get("RAFTLOG_ADMIN_TOKEN"), help="admin token")
-    parser.add_argument("--record-size", type=_ints, default=(100,), help="bytes per record, a list (100)")
+    parser.add_argument(
+        "--record-size", type=positive_ints, default=(100,), help="bytes per record, a list (100)"
+    )
     parser.add_argument("--batch-size", type=int, default=1000, help="records per batch (1000)")
     parser.add_argument("--partitions", type=int, default=3, help="partitions, 3 replicas each (3)")
     parser.add_argument("--concurrency", type=int, default=8, help="batches in flight (8)")

@@ -617,7 +617,8 @@ def format_table(results: Results) -> str:
 # -- command line ----------------------------------------------------------------------------------------
 
 
-def _sizes(text: str) -> tuple[int, ...]:
+def positive_ints(text: str) -> tuple[int, ...]:
+    """A comma-separated list of integers >= 1 (an argparse type shared by the benchmarks)."""
     try:
         values = tuple(int(part) for part in text.split(","))
     except ValueError:
@@ -659,10 +660,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--raw-mib", type=int, default=512, help="cap of the raw sequential write, MiB (default 512)"
     )
     parser.add_argument(
-        "--record-sizes", type=_sizes, default=RECORD_SIZES, help="bytes per record (default 100,1024)"
+        "--record-sizes", type=positive_ints, default=RECORD_SIZES, help="bytes per record (default 100,1024)"
     )
     parser.add_argument(
-        "--batch-sizes", type=_sizes, default=BATCH_SIZES, help="records per append (default 1,100,1000)"
+        "--batch-sizes",
+        type=positive_ints,
+        default=BATCH_SIZES,
+        help="records per append (default 1,100,1000)",
     )
 
 
