@@ -15,7 +15,8 @@ created and gives every produce call the next ``sequence``; a retry reuses the s
 answers it with the original offsets instead of appending twice. Produce calls of one client are therefore
 serialized (a partition must see a producer's sequences in order); use several clients for parallelism.
 
-Records are sent and fetched in the binary flavour, so bytes round-trip exactly.
+Records are sent and fetched in the binary flavour, so bytes round-trip exactly. ``produce_batch`` sends
+one partition's records as a record batch encoded here, the format the log stores (no JSON, no base64).
 
 A member of a consumer group (the group's coordinator assigns it partitions and fences its commits):
 
@@ -34,6 +35,7 @@ import asyncio
 import base64
 import json
 import random
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +43,9 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
+
+from api.schemas import RECORD_BATCH_V1
+from raftlog.storage.batch import ProducerRecord, encode_batch
 
 BINARY_V2 = "application/vnd.kafka.binary.v2+json"
 JSON = "application/json"
@@ -110,6 +115,14 @@ def _bytes(data: bytes | str) -> bytes:
 
 def _b64(data: bytes | str) -> str:
     return base64.b64encode(_bytes(data)).decode("ascii")
+
+
+def _optional_bytes(data: bytes | str | None) -> bytes | None:
+    return None if data is None else _bytes(data)
+
+
+def _headers(message: Message) -> tuple[tuple[str, bytes], ...]:
+    return tuple((k, _bytes(v)) for k, v in message.headers)
 
 
 def _record_body(message: Message) -> dict[str, Any]:
@@ -209,8 +222,8 @@ class RaftlogClient:
         repeatable: bool = False,
         timeout_s: float | None = None,
     ) -> tuple[int, Any]:
-        """One call with retries. ``repeatable``: the request may be repeated after an unknown outcome
-        (504, or a connection lost after sending)."""
+        """One call with retries; a ``bytes`` body is sent as it is, anything else as JSON. ``repeatable``:
+        the request may be repeated after an unknown outcome (504, or a connection lost after sending)."""
         headers = {}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -226,7 +239,7 @@ class RaftlogClient:
                 async with self._client().request(
                     method,
                     server + path,
-                    data=None if body is None else json.dumps(body).encode("utf-8"),
+                    data=body if body is None or isinstance(body, bytes) else json.dumps(body).encode(),
                     params=params,
                     headers=headers,
                     timeout=aiohttp.ClientTimeout(total=timeout_s or self.timeout_s),
@@ -310,6 +323,27 @@ class RaftlogClient:
         if any(isinstance(r, RequestFailed) for r in results):
             raise ProduceFailed(results)
         return [r for r in results if isinstance(r, Produced)]
+
+    async def produce_batch(self, topic: str, partition: int, messages: Sequence[Message]) -> list[Produced]:
+        """Produce to one partition as one record batch encoded here (``application/vnd.raftlog.batch.v1``):
+        the cheapest way in for bulk producers, no JSON or base64 on either side. Idempotent like
+        :meth:`produce` (the producer id and sequence ride in the batch header); the record timestamps are
+        this machine's clock. Raises ``RequestFailed`` if the batch was refused."""
+        if not messages:
+            return []
+        records = [ProducerRecord(_bytes(m.value), _optional_bytes(m.key), _headers(m)) for m in messages]
+        async with self._produce_lock:
+            sequence = self._sequence
+            self._sequence += 1
+            batch = encode_batch(0, records, 0, int(time.time() * 1000), self.producer_id, sequence)
+            _, answer = await self._request(
+                "POST",
+                f"/topics/{_quote(topic)}/partitions/{partition}",
+                body=batch,
+                content_type=RECORD_BATCH_V1,
+                repeatable=True,
+            )
+        return [Produced(int(row["partition"]), int(row["offset"])) for row in answer["offsets"]]
 
     async def fetch(
         self,

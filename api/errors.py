@@ -66,8 +66,8 @@ class BadRequest(ApiError):
 
 
 class UnsupportedMediaType(ApiError):
-    def __init__(self, content_type: str) -> None:
-        super().__init__(f"unsupported content type {content_type!r}")
+    def __init__(self, content_type: str, hint: str = "") -> None:
+        super().__init__(f"unsupported content type {content_type!r}" + (f": {hint}" if hint else ""))
         self.content_type = content_type
 
 

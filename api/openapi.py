@@ -42,6 +42,8 @@ class Operation:
     query: tuple[Param, ...] = ()
     body: str | None = None  # component schema of the request body
     body_types: tuple[str, ...] = (PLAIN_JSON,)
+    # other media types of the request body: (media type, component schema or None for opaque bytes)
+    body_alternatives: tuple[tuple[str, str | None], ...] = ()
     ok_status: int = 200
     ok_schema: str | None = None
     ok_type: str = "application/json"
@@ -554,6 +556,9 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
             "required": True,
             "content": {media: {"schema": _ref(op.body)} for media in op.body_types},
         }
+        for media, schema in op.body_alternatives:
+            opaque = {"type": "string", "format": "binary"}
+            doc["requestBody"]["content"][media] = {"schema": _ref(schema) if schema else opaque}
     if admin_token and op.path.startswith("/v1/"):
         doc["security"] = [{"bearer": []}]
     return doc

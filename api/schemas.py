@@ -32,12 +32,14 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from api.errors import BadRequest, UnsupportedMediaType
+from raftlog.storage.batch import MEDIA_TYPE as BATCH_MEDIA_TYPE
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
 
 JSON_V2 = "application/vnd.kafka.json.v2+json"
 BINARY_V2 = "application/vnd.kafka.binary.v2+json"
 PLAIN_JSON = "application/json"
+RECORD_BATCH_V1 = BATCH_MEDIA_TYPE  # a produce body that is one record batch (ADR 0007)
 INT64_MAX = 2**63 - 1
 RECORDS_MAX = 10_000  # records in one produce request
 HEADERS_MAX = 1_000  # headers on one record
@@ -57,8 +59,17 @@ def request_flavour(content_type: str) -> Flavour:
     """The flavour of a produce body; anything but the three record content types is refused (415)."""
     flavour = RECORD_CONTENT_TYPES.get(content_type.strip().lower())
     if flavour is None:
+        if is_record_batch(content_type):
+            raise UnsupportedMediaType(
+                content_type, "a record batch goes to one partition: POST /topics/{topic}/partitions/{p}"
+            )
         raise UnsupportedMediaType(content_type)
     return flavour
+
+
+def is_record_batch(content_type: str) -> bool:
+    """The body is one record batch encoded by the producer (``raftlog.storage.batch.encode_batch``)."""
+    return content_type.strip().lower() == RECORD_BATCH_V1
 
 
 def require_json_body(content_type: str) -> None:

@@ -100,6 +100,11 @@ class Broker(Protocol):
         UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
         ...
 
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        """Append a record batch the producer encoded (base offset 0, term 0); checked before it is
+        replicated. ``InvalidRecord`` names what is malformed."""
+        ...
+
     async def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
     ) -> list[Record]:

@@ -71,7 +71,7 @@ from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import RaftlogError, check
-from raftlog.storage.batch import ProducerRecord, Record, encode_batch
+from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, encode_batch
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import Log, wall_clock_ms
@@ -90,6 +90,7 @@ REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up
 REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
 DISK_USAGE_INTERVAL_S = 15.0  # how often this node measures its data dir (a walk of every replica's files)
 DISK_USAGE_STEP_BYTES = 1 << 20  # a change smaller than this is not worth a gossip update
+TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -627,9 +628,22 @@ class Node:
         sequence: int | None,
         timeout_ms: int,
     ) -> ProduceResult:
-        self._counters["produce_requests"] += 1
         replica = self._leader_replica(topic, partition)
         batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
+        return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
+
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        """Append a record batch the producer encoded (``raftlog.storage.batch.encode_batch`` with base
+        offset 0 and term 0; its producer id and sequence ride in its header). It is checked as strictly as
+        the records ``produce`` encodes, then replicated as it came: the leader builds nothing per record."""
+        replica = self._leader_replica(topic, partition)
+        header = check_producer_batch(batch, self._clock() + TIMESTAMP_AHEAD_MAX_MS)
+        return await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+
+    async def _propose_batch(
+        self, replica: _Replica, partition: int, batch: bytes, count: int, timeout_ms: int
+    ) -> ProduceResult:
+        self._counters["produce_requests"] += 1
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
@@ -638,7 +652,7 @@ class Node:
             raise result.error
         check(isinstance(result, Produced), f"produce to {replica.group.group_id} returned {result!r}")
         assert isinstance(result, Produced)  # narrowed for the type checker; checked above
-        self._counters["produced_records"] += 0 if result.duplicate else len(records)
+        self._counters["produced_records"] += 0 if result.duplicate else count
         return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
 
     async def fetch(

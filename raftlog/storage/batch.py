@@ -37,6 +37,7 @@ from raftlog.errors import check
 from raftlog.storage.errors import InvalidRecord
 
 MAGIC = 1
+MEDIA_TYPE = "application/vnd.raftlog.batch.v1"  # an HTTP body that is one batch a producer encoded
 _ATTR_HAS_PRODUCER = 0x01
 _HEADER = struct.Struct(">IIBBQIqqQqq")
 _PREFIX = struct.Struct(">II")  # length, crc
@@ -378,6 +379,58 @@ def validate_records(batch: bytes | memoryview, header: BatchHeader) -> None:
                     pass
         except (TypeError, ValueError) as exc:
             raise BatchFormatError(f"record {index} malformed: {exc}") from exc
+
+
+def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
+    """Check a batch a producer encoded itself (with :func:`encode_batch`, base offset 0 and term 0) as
+    strictly as the leader checks records it encodes, so that nothing malformed is ever replicated: framing
+    and CRC, every row ``[timestamp_delta, key, value, headers]`` typed as the format says, the first
+    record's delta 0, the header's max timestamp the records' largest, no timestamp before the epoch or
+    after ``latest_ms``. Raises ``InvalidRecord`` naming what is wrong; returns the header."""
+    try:
+        header = verify(batch)
+        rows = _body_rows(batch, header)
+    except BatchFormatError as exc:
+        raise InvalidRecord(f"record batch: {exc}") from None
+    if header.base_offset != 0 or header.term != 0:
+        raise InvalidRecord(
+            f"record batch: a producer's batch has base_offset 0 and term 0 (the leader assigns both), "
+            f"got {header.base_offset} and {header.term}"
+        )
+    low = high = 0
+    for index, row in enumerate(rows):
+        if type(row) is not tuple or len(row) != 4:
+            raise InvalidRecord(f"record {index}: must be [timestamp_delta, key, value, headers]")
+        delta, key, value, headers = row
+        if type(delta) is not int:
+            raise InvalidRecord(f"record {index}: timestamp_delta must be an integer")
+        if type(value) is not bytes:
+            raise InvalidRecord(f"record {index}: value must be bytes, got {type(value).__name__}")
+        if key is not None and type(key) is not bytes:
+            raise InvalidRecord(f"record {index}: key must be bytes or nil, got {type(key).__name__}")
+        if headers != ():
+            _check_body_headers(headers, index)
+        if delta > high:
+            high = delta
+        elif delta < low:
+            low = delta
+    if rows[0][0] != 0:
+        raise InvalidRecord(f"record 0: timestamp_delta must be 0, got {rows[0][0]}")
+    first = header.first_timestamp_ms
+    if first + low < 0 or first + high != header.max_timestamp_ms or header.max_timestamp_ms > latest_ms:
+        raise InvalidRecord(
+            f"record batch: timestamps [{first + low}, {first + high}] with max_timestamp "
+            f"{header.max_timestamp_ms}: must be >= 0, <= {latest_ms} and the max the records'"
+        )
+    return header
+
+
+def _check_body_headers(headers: Any, index: int) -> None:
+    if type(headers) is not tuple:
+        raise InvalidRecord(f"record {index}: headers must be an array of [str, bin] pairs")
+    for pair in headers:
+        if type(pair) is not tuple or len(pair) != 2 or (type(pair[0]), type(pair[1])) != (str, bytes):
+            raise InvalidRecord(f"record {index}: headers must be an array of [str, bin] pairs, got {pair!r}")
 
 
 def _body_rows(batch: bytes | memoryview, header: BatchHeader) -> tuple[Any, ...]:

@@ -39,7 +39,7 @@ from partitions.groups.state import encode as encode_group
 from partitions.placement import PlacementImpossible
 from partitions.reconfigure import MemberView, MoveProgress
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
-from raftlog.storage.batch import ProducerRecord, Record, encode_batch
+from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, decode_records, encode_batch
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
@@ -234,6 +234,13 @@ class FakeBroker:
             self.cluster.partitions.pop((name, p)).notify()
 
     # -- data ------------------------------------------------------------------------------------------
+
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        header = check_producer_batch(batch, int(time.time() * 1000) + 3_600_000)
+        records = [
+            ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in decode_records(batch, header)
+        ]
+        return await self.produce(topic, partition, records, header.producer_id, header.sequence, timeout_ms)
 
     async def produce(
         self,

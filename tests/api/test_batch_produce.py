@@ -1,0 +1,127 @@
+"""Producing a record batch the client encoded (Content-Type application/vnd.raftlog.batch.v1): the same
+answer as a JSON produce, the records exactly as sent, idempotent retries, forwarding to the leader, and
+every malformed batch refused with a 4xx that names the problem while nothing is written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fake_broker import FakeCluster
+from harness import Harness, Node
+
+from api.client import Message, RaftlogClient
+from api.schemas import RECORD_BATCH_V1
+from raftlog.storage.batch import ProducerRecord, encode_batch
+
+BATCH_HEADERS = {"Content-Type": RECORD_BATCH_V1}
+
+
+async def error_of(response: Any, status: int, code: int, words: str) -> None:
+    text = await response.text()
+    assert response.status == status, text
+    body = json.loads(text)
+    assert body["error_code"] == code and words in body["message"], body
+
+
+async def test_a_batch_is_appended_as_sent(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("t", 2)
+    records = [
+        ProducerRecord(b"\x00\xff", key=b"k", headers=(("h", b"\x01"), ("h", b"2")), timestamp_ms=1_000),
+        ProducerRecord(b"", timestamp_ms=999),
+    ]
+    batch = encode_batch(0, records, 0, 0)
+    response = await n1.client.post("/topics/t/partitions/1", data=batch, headers=BATCH_HEADERS)
+    assert response.status == 200, await response.text()
+    row = {"error_code": None, "error": None}
+    assert await response.json() == {
+        "offsets": [{"partition": 1, "offset": 0, **row}, {"partition": 1, "offset": 1, **row}]
+    }
+    assert response.headers["X-Raftlog-Leader"] == "n1"
+    stored = cluster.partitions[("t", 1)].records
+    assert [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in stored] == [
+        (0, 1_000, b"k", b"\x00\xff", (("h", b"\x01"), ("h", b"2"))),
+        (1, 999, None, b"", ()),
+    ]
+
+
+async def test_a_retried_batch_gets_its_original_offsets(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("t", 1)
+    first = encode_batch(0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 0, 5, producer_id=42, sequence=0)
+    second = encode_batch(0, [ProducerRecord(b"c")], 0, 5, producer_id=42, sequence=1)
+    answers = []
+    for body in (first, second, first):
+        response = await n1.client.post("/topics/t/partitions/0", data=body, headers=BATCH_HEADERS)
+        answers.append([row["offset"] for row in (await response.json())["offsets"]])
+    assert answers == [[0, 1], [2], [0, 1]]
+    assert [r.value for r in cluster.partitions[("t", 0)].records] == [b"a", b"b", b"c"]
+
+
+async def test_a_batch_sent_to_a_follower_is_forwarded_to_the_leader(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    cluster.add_topic("t", 1, [["n1", "n2"]])
+    batch = encode_batch(0, [ProducerRecord(b"via n2")], 0, 7)
+    response = await n2.client.post("/topics/t/partitions/0", data=batch, headers=BATCH_HEADERS)
+    assert response.status == 200, await response.text()
+    assert response.headers["X-Raftlog-Leader"] == "n1"
+    assert [r.value for r in cluster.partitions[("t", 0)].records] == [b"via n2"]
+
+
+async def test_malformed_batches_are_422_and_write_nothing(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("t", 1)
+    good = encode_batch(0, [ProducerRecord(b"v")], 0, 1)
+    damaged = good[:-1] + bytes([good[-1] ^ 1])
+    cases = [
+        (b"", "need 62 header bytes"),
+        (b'{"records": []}', "need 62 header bytes"),
+        (damaged, "crc32c mismatch"),
+        (good[:-1], "header says"),
+        (encode_batch(3, [ProducerRecord(b"v")], 0, 1), "base_offset 0 and term 0"),
+        (encode_batch(0, [ProducerRecord(b"v")], 0, 2**62), "must be >= 0, <="),  # far in the future
+    ]
+    for body, words in cases:
+        response = await n1.client.post("/topics/t/partitions/0", data=body, headers=BATCH_HEADERS)
+        await error_of(response, 422, 42201, words)
+    assert cluster.partitions[("t", 0)].records == []
+
+
+async def test_batch_errors_of_the_partition_endpoint(cluster: FakeCluster, harness: Harness) -> None:
+    cluster.add_topic("t", 1, configs={"max.message.bytes": 200})
+    node = await harness.start(cluster, "n1")
+    big = encode_batch(0, [ProducerRecord(b"x" * 300)], 0, 1)
+    await error_of(
+        await node.client.post("/topics/t/partitions/0", data=big, headers=BATCH_HEADERS), 413, 41301, "200"
+    )
+    small = encode_batch(0, [ProducerRecord(b"x")], 0, 1)
+    await error_of(
+        await node.client.post("/topics/t/partitions/4", data=small, headers=BATCH_HEADERS), 404, 40402, "4"
+    )
+    await error_of(
+        await node.client.post("/topics/no/partitions/0", data=small, headers=BATCH_HEADERS), 404, 40401, "no"
+    )
+    await error_of(
+        await node.client.post("/topics/t", data=small, headers=BATCH_HEADERS), 415, 41501, "one partition"
+    )
+    assert cluster.partitions[("t", 0)].records == []
+
+
+async def test_the_client_produces_batches_idempotently(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("t", 2)
+    async with RaftlogClient([n1.url], backoff_s=0.001) as client:
+        produced = await client.produce_batch(
+            "t", 1, [Message(b"\x00raw", key="k", headers=[("h", "v")]), Message("two")]
+        )
+        assert [(p.partition, p.offset) for p in produced] == [(1, 0), (1, 1)]
+        assert await client.produce_batch("t", 1, []) == []
+        fetched = await client.fetch("t", 1, 0)
+    assert [(r.key, r.value, r.headers) for r in fetched] == [
+        (b"k", b"\x00raw", (("h", b"v"),)),
+        (None, b"two", ()),
+    ]
+
+
+async def test_openapi_names_the_batch_media_type(n1: Node) -> None:
+    document = await (await n1.client.get("/openapi.json")).json()
+    content = document["paths"]["/topics/{topic}/partitions/{partition}"]["post"]["requestBody"]["content"]
+    assert content[RECORD_BATCH_V1] == {"schema": {"type": "string", "format": "binary"}}
