@@ -21,12 +21,15 @@ import aiohttp
 import msgpack
 
 from raftlog.bench.cluster import BINARY_V2, Http
+from raftlog.storage.batch import MEDIA_TYPE as BATCH_MEDIA_TYPE
+from raftlog.storage.batch import ProducerRecord, encode_batch
 
 REQUEST_TIMEOUT_S = 30.0
 RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)
 COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # api/columnar.py
 LEADER_HEADER = "X-Raftlog-Leader"
 ROUTES = ("leader", "any")
+PRODUCE_FORMATS = ("batch", "json")
 
 
 class SendFailed(Exception):
@@ -79,8 +82,12 @@ class Target(Protocol):
 
 
 class RaftlogTarget:
-    """raftlog through its HTTP API: binary-flavour produce of one batch per request (acks = a majority
-    has it fsynced), columnar msgpack fetches to read back.
+    """raftlog through its HTTP API: one batch per produce request (acks = a majority has it fsynced),
+    columnar msgpack fetches to read back.
+
+    ``produce_format="batch"`` encodes a record batch per request here, as a Kafka producer does, and
+    posts it as ``application/vnd.raftlog.batch.v1``; ``"json"`` posts one prepared binary-flavour JSON
+    body (base64 values) for every request.
 
     ``route="leader"`` sends each request to the partition's leader, as a Kafka client does: the leaders
     come from ``GET /topics/{t}/partitions`` and every answer's ``X-Raftlog-Leader`` header keeps them
@@ -89,10 +96,20 @@ class RaftlogTarget:
     system = "raftlog"
 
     def __init__(
-        self, servers: list[str], admin_token: str | None, fetch_bytes: int, route: str = "leader"
+        self,
+        servers: list[str],
+        admin_token: str | None,
+        fetch_bytes: int,
+        route: str = "leader",
+        produce_format: str = "batch",
     ) -> None:
         if route not in ROUTES:
             raise ValueError(f"route {route!r}: one of {', '.join(ROUTES)}")
+        if produce_format not in PRODUCE_FORMATS:
+            raise ValueError(f"produce_format {produce_format!r}: one of {', '.join(PRODUCE_FORMATS)}")
+        self.produce_format = produce_format
+        self._content_type = BATCH_MEDIA_TYPE if produce_format == "batch" else BINARY_V2
+        self._batch_records: list[ProducerRecord] = []
         self.servers = servers
         self.admin_token = admin_token
         self.fetch_bytes = fetch_bytes
@@ -118,7 +135,9 @@ class RaftlogTarget:
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout
-        value = base64.b64encode(os.urandom(layout.record_bytes)).decode("ascii")
+        raw = os.urandom(layout.record_bytes)
+        self._batch_records = [ProducerRecord(raw)] * layout.batch_records
+        value = base64.b64encode(raw).decode("ascii")
         self._batch_body = json.dumps({"records": [{"value": value}] * layout.batch_records}).encode()
         self._one_body = json.dumps({"records": [{"value": value}]}).encode()
         await self.http.create_topic(layout.name, layout.partitions)
@@ -156,7 +175,7 @@ class RaftlogTarget:
                 async with self.http.session.post(
                     f"{url}/topics/{self.layout.name}/partitions/{partition}",
                     data=body,
-                    headers={"Content-Type": BINARY_V2},
+                    headers={"Content-Type": self._content_type},
                     timeout=aiohttp.ClientTimeout(total=max(0.1, deadline - time.monotonic())),
                 ) as answer:
                     text = await answer.read()
@@ -181,10 +200,19 @@ class RaftlogTarget:
         return acked
 
     async def send_batch(self, worker: int, partition: int) -> int:
+        if self.produce_format == "batch":
+            return await self._post(worker, partition, self._encode(self._batch_records))
         return await self._post(worker, partition, self._batch_body)
 
     async def send_one(self, worker: int, partition: int) -> None:
-        await self._post(worker, partition, self._one_body)
+        if self.produce_format == "batch":
+            await self._post(worker, partition, self._encode(self._batch_records[:1]))
+        else:
+            await self._post(worker, partition, self._one_body)
+
+    @staticmethod
+    def _encode(records: list[ProducerRecord]) -> bytes:
+        return encode_batch(0, records, 0, int(time.time() * 1000))
 
     async def consume(self, partition: int, records: int, deadline: float) -> tuple[int, int]:
         if self.layout is None:
