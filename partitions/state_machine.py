@@ -117,7 +117,10 @@ class PartitionStateMachine:
             # The committed entry is in this replica's Raft journal (fsynced on a majority before the
             # commit); snapshot() flushes the log before compaction drops that entry, and a replay after a
             # crash appends whatever tail the log lost. So no fsync per apply.
-            result = log.append_prepared(batch, term, enforce_size_limit=False, durable_elsewhere=True)
+            # The leader checked every record before proposing (encode_batch or check_producer_batch).
+            result = log.append_prepared(
+                batch, term, enforce_size_limit=False, durable_elsewhere=True, checked_records=True
+            )
             check(
                 result.base_offset == base_offset,
                 f"{log.directory}: appended at {result.base_offset}, expected {base_offset}",

@@ -54,6 +54,7 @@ from typing import Any
 import msgpack
 
 from raftlog.errors import RaftlogError
+from raftlog.packing import pack
 
 WIRE_VERSION = 1
 """Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`."""
@@ -367,7 +368,7 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
         names = sorted(f.name for f in mtype.fields if f.code in missing)
         raise MalformedMessage(f"message type {mtype.name!r} lacks required fields {names}")
     try:
-        packed: bytes = msgpack.packb(out, use_bin_type=True)
+        packed = pack(out)
     except (TypeError, ValueError, OverflowError) as exc:
         raise MalformedMessage(f"message type {mtype.name!r} is not encodable: {exc}") from exc
     return packed

@@ -24,7 +24,6 @@ decoding bodies; the CRC covers the header fields after it, so a flipped base of
 from __future__ import annotations
 
 import struct
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from types import MemberDescriptorType
@@ -34,6 +33,7 @@ import crc32c
 import msgpack
 
 from raftlog.errors import check
+from raftlog.packing import release_if_large, thread_packer
 from raftlog.storage.errors import InvalidRecord
 
 MAGIC = 1
@@ -49,8 +49,6 @@ MIN_LENGTH = HEADER_SIZE - _LENGTH_PREFIX
 _BASE_OFFSET_AT = 10
 _TERM_AT = 38
 MAX_OFFSET = 2**63 - 1
-_PACKER_KEEP_BYTES = 4 * 1024 * 1024
-_thread = threading.local()
 
 Header = tuple[tuple[str, bytes], ...]
 
@@ -221,14 +219,13 @@ def encode_batch(
         producer_id if producer_id is not None else -1,
         sequence if sequence is not None else -1,
     )
-    packer = _packer()
+    packer = thread_packer()
     packer.reset()
     packer.pack(rows)
     with packer.getbuffer() as body:
         crc = crc32c.crc32c(body, value=crc32c.crc32c(covered_header))
         batch = b"".join((_PREFIX.pack(HEADER_SIZE - _LENGTH_PREFIX + len(body), crc), covered_header, body))
-    if len(batch) > _PACKER_KEEP_BYTES:
-        del _thread.packer  # do not pin the buffer of an unusually large batch
+    release_if_large(len(batch))
     return batch
 
 
@@ -254,15 +251,6 @@ def _plain_rows(records: Sequence[ProducerRecord]) -> list[_Row] | None:
     return rows
 
 
-def _packer() -> msgpack.Packer:
-    """This thread's msgpack packer. Reused: a fresh packer per batch costs a fresh buffer, and on some
-    machines the page faults of a fresh ~1 MiB buffer cost more than packing it."""
-    packer = getattr(_thread, "packer", None)
-    if packer is None:
-        packer = _thread.packer = msgpack.Packer(use_bin_type=True, autoreset=False)
-    return packer
-
-
 def _is_int64(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
@@ -270,13 +258,6 @@ def _is_int64(value: object) -> bool:
 def _check_term(term: int) -> None:
     if not isinstance(term, int) or isinstance(term, bool) or not 0 <= term < 2**64:
         raise InvalidRecord(f"term {term!r} must be an integer in [0, 2**64)")
-
-
-def _seal(buf: bytearray) -> bytes:
-    """Fill in length and CRC of an encoded batch."""
-    struct.pack_into(">I", buf, 0, len(buf) - _LENGTH_PREFIX)
-    struct.pack_into(">I", buf, 4, crc32c.crc32c(memoryview(buf)[_CRC_END:]))
-    return bytes(buf)
 
 
 def rebase(batch: bytes, base_offset: int, term: int) -> bytes:
@@ -289,10 +270,12 @@ def rebase(batch: bytes, base_offset: int, term: int) -> bytes:
     _check_term(term)
     if len(batch) < HEADER_SIZE:
         raise BatchFormatError(f"need {HEADER_SIZE} header bytes, have {len(batch)}")
-    buf = bytearray(batch)
-    struct.pack_into(">Q", buf, _BASE_OFFSET_AT, base_offset)
-    struct.pack_into(">Q", buf, _TERM_AT, term)
-    return _seal(buf)
+    covered = bytearray(batch[_CRC_END:HEADER_SIZE])  # only the header is rewritten; the body is copied once
+    struct.pack_into(">Q", covered, _BASE_OFFSET_AT - _CRC_END, base_offset)
+    struct.pack_into(">Q", covered, _TERM_AT - _CRC_END, term)
+    body = memoryview(batch)[HEADER_SIZE:]
+    crc = crc32c.crc32c(body, value=crc32c.crc32c(covered))
+    return b"".join((_PREFIX.pack(len(batch) - _LENGTH_PREFIX, crc), covered, body))
 
 
 def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:

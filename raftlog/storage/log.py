@@ -27,6 +27,7 @@ from raftlog.storage.batch import (
     BatchHeader,
     ProducerRecord,
     Record,
+    decode_header,
     decode_records,
     encode_batch,
     rebase,
@@ -219,7 +220,12 @@ class Log:
             return self._append(batch, verify(batch), now_ms)
 
     def append_prepared(
-        self, batch: bytes, term: int, enforce_size_limit: bool = True, durable_elsewhere: bool = False
+        self,
+        batch: bytes,
+        term: int,
+        enforce_size_limit: bool = True,
+        durable_elsewhere: bool = False,
+        checked_records: bool = False,
     ) -> AppendResult:
         """Append a batch encoded elsewhere (e.g. by a Raft leader), stamping the next offset and ``term``.
 
@@ -230,16 +236,22 @@ class Log:
         fsynced on a majority before it was committed) and calls :meth:`flush` before it lets go of that
         copy, so the append skips ``flush.policy``'s fsync; ``durable_end_offset`` stays behind until the
         next flush, roll or close.
+
+        ``checked_records=True``: whoever encoded the batch already checked every record (a Raft leader
+        does before proposing), so only framing and CRC are checked here, not each record again: a
+        replica must apply a committed entry as it is, and decoding every record costs more than the
+        rest of the append.
         """
         with self._lock:
             self._check_writable()
             if enforce_size_limit:
                 self._check_size(len(batch))
             try:
-                verify(batch)  # check the CRC it came with before rebase seals a new one over the bytes
+                header = verify(batch)  # check the CRC it came with before rebase seals a new one over it
+                if not checked_records:
+                    validate_records(batch, header)
                 stamped = rebase(batch, self.end_offset, term)
-                header = verify(stamped)
-                validate_records(stamped, header)
+                header = decode_header(stamped)
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
             return self._append(stamped, header, self._clock(), enforce_size_limit, durable_elsewhere)

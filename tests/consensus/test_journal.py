@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 from pathlib import Path
 
+import crc32c
+import msgpack
 import pytest
 
 from raftlog.consensus import journal as journal_module
@@ -201,3 +204,11 @@ def test_random_operations_match_a_list_model(tmp_path: Path) -> None:
             model = got
             durable = list(got)
         assert entries_of(journal) == model, f"step {step}"
+
+
+@pytest.mark.parametrize("size", [0, 255, 256, 65_535, 65_536, 1 << 20])
+@pytest.mark.parametrize(("index", "term"), [(0, 0), (127, 128), (2**40, 2**33)])
+def test_a_record_is_crc_framed_msgpack_of_index_term_command(size: int, index: int, term: int) -> None:
+    command = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    body = msgpack.packb([index, term, command], use_bin_type=True)
+    assert encode_record(index, term, command) == struct.pack("<II", len(body), crc32c.crc32c(body)) + body

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import random
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -178,3 +179,11 @@ def test_commands_round_trip_and_reject_garbage() -> None:
         except InvalidCommand:
             continue
         assert commands.encode(decoded) == junk, f"{junk!r} decoded to {decoded!r} but is not its encoding"
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 65_535, 65_536, 1 << 20])
+def test_a_produce_command_encodes_to_the_bytes_msgpack_would_give(size: int) -> None:
+    batch = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    encoded = commands.encode(commands.Produce(batch))
+    assert encoded == msgpack.packb([commands.VERSION, 1, batch], use_bin_type=True)
+    assert commands.decode(encoded) == commands.Produce(batch)

@@ -1,0 +1,41 @@
+"""One reused msgpack packer per thread.
+
+``msgpack.packb`` builds a new packer, and so a new buffer, for every call; for a message carrying a
+~1 MiB batch the buffer is grown while packing and each fresh buffer's pages are faulted in, which costs
+more than packing. A packer kept per thread keeps its buffer: packing copies once, into memory that is
+already mapped."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import msgpack
+
+KEEP_BYTES = 4 * 1024 * 1024  # a packer whose buffer grew beyond this is dropped after use
+_thread = threading.local()
+
+
+def thread_packer() -> msgpack.Packer:
+    """This thread's packer (``use_bin_type=True``, ``autoreset=False``): reset it before packing."""
+    packer = getattr(_thread, "packer", None)
+    if packer is None:
+        packer = _thread.packer = msgpack.Packer(use_bin_type=True, autoreset=False)
+    return packer
+
+
+def release_if_large(size: int) -> None:
+    """Drop this thread's packer after packing ``size`` bytes, if that is unusually many: its buffer
+    should not stay pinned."""
+    if size > KEEP_BYTES:
+        del _thread.packer
+
+
+def pack(obj: Any) -> bytes:
+    """``msgpack.packb(obj, use_bin_type=True)`` through this thread's packer."""
+    packer = thread_packer()
+    packer.reset()
+    packer.pack(obj)
+    packed: bytes = packer.bytes()
+    release_if_large(len(packed))
+    return packed
