@@ -339,17 +339,16 @@ async def _produce_record_batch(request: web.Request) -> web.Response:
     result = await state.broker.produce_batch(meta.name, partition, batch, state.settings.produce_timeout_ms)
     count = result.end_offset - result.base_offset
     _check_produced(result.base_offset, result.end_offset, count)
-    check(count > 0, f"broker produced an empty batch at offset {result.base_offset}")
+    if count <= 0:
+        raise InvariantViolation(f"broker produced an empty batch at offset {result.base_offset}")
     request[_LEADER] = state.broker.node_id
     answer = produce_answer(partition, result.base_offset, count)
     return web.Response(body=answer, content_type="application/json")
 
 
 def _check_produced(base_offset: int, end_offset: int, count: int) -> None:
-    check(
-        end_offset - base_offset == count and base_offset >= 0,
-        f"broker produced offsets [{base_offset}, {end_offset}) for {count} records",
-    )
+    if end_offset - base_offset != count or base_offset < 0:
+        raise InvariantViolation(f"broker produced offsets [{base_offset}, {end_offset}) for {count} records")
 
 
 async def produce_to_topic(request: web.Request) -> web.Response:
@@ -970,7 +969,8 @@ class Admission:
         self.in_flight[kind] += 1
 
     def leave(self, kind: str) -> None:
-        check(self.in_flight[kind] > 0, f"admission: leave {kind} with none in flight")
+        if self.in_flight[kind] <= 0:
+            raise InvariantViolation(f"admission: leave {kind} with none in flight")
         self.in_flight[kind] -= 1
 
 

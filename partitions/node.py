@@ -70,7 +70,7 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
-from raftlog.errors import RaftlogError, check
+from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, encode_batch
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
@@ -600,11 +600,11 @@ class Node:
 
     def _leader_replica(self, topic: str, partition: int) -> _Replica:
         replica = self._replica(topic, partition)
-        status = replica.group.status()
-        if status.role is not Role.LEADER:
-            if status.leader is None:
+        role, leader = replica.group.role_and_leader()
+        if role is not Role.LEADER:
+            if leader is None:
                 raise NoLeader(replica.group.group_id)
-            raise NotLeader(replica.group.group_id, status.leader)
+            raise NotLeader(replica.group.group_id, leader)
         return replica
 
     async def _reading_leader(self, topic: str, partition: int) -> _Replica:
@@ -650,8 +650,8 @@ class Node:
         result = await replica.group.propose(commands.encode(commands.Produce(batch)), timeout_ms)
         if isinstance(result, Refused):
             raise result.error
-        check(isinstance(result, Produced), f"produce to {replica.group.group_id} returned {result!r}")
-        assert isinstance(result, Produced)  # narrowed for the type checker; checked above
+        if not isinstance(result, Produced):  # not check(): its message would be formatted every time
+            raise InvariantViolation(f"produce to {replica.group.group_id} returned {result!r}")
         self._counters["produced_records"] += 0 if result.duplicate else count
         return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
 

@@ -20,7 +20,7 @@ from partitions.commands import Barrier, CommitOffset, GroupCommand, Produce, de
 from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
 from partitions.errors import InvalidCommand, ReplicaBehind, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
-from raftlog.errors import check
+from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import BatchFormatError, rebase, verify
 from raftlog.storage.errors import InvalidRecord
 from raftlog.storage.log import Log
@@ -75,7 +75,8 @@ class PartitionStateMachine:
     # -- apply ---------------------------------------------------------------------------------------
 
     def apply(self, index: int, term: int, command: bytes) -> ApplyResult:
-        check(index > self.applied_index, f"apply of index {index} after index {self.applied_index}")
+        if index <= self.applied_index:  # on every apply: not check(), which formats its message first
+            raise InvariantViolation(f"apply of index {index} after index {self.applied_index}")
         self.applied_index = index
         try:
             decoded = decode(command)
@@ -102,7 +103,8 @@ class PartitionStateMachine:
                 return Produced(decision.base_offset, decision.end_offset, duplicate=True)
             if isinstance(decision, TooOld):
                 return Refused(SequenceTooOld(producer_id, sequence, decision.oldest_known))
-            check(isinstance(decision, Fresh), f"unhandled dedup decision {decision!r}")
+            if not isinstance(decision, Fresh):
+                raise InvariantViolation(f"unhandled dedup decision {decision!r}")
         base_offset = self.high_watermark
         end_offset = base_offset + header.record_count
         self._write(batch, term, base_offset)
@@ -121,10 +123,10 @@ class PartitionStateMachine:
             result = log.append_prepared(
                 batch, term, enforce_size_limit=False, durable_elsewhere=True, checked_records=True
             )
-            check(
-                result.base_offset == base_offset,
-                f"{log.directory}: appended at {result.base_offset}, expected {base_offset}",
-            )
+            if result.base_offset != base_offset:
+                raise InvariantViolation(
+                    f"{log.directory}: appended at {result.base_offset}, expected {base_offset}"
+                )
             return
         check(
             log.end_offset > base_offset,

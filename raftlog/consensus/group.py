@@ -95,6 +95,12 @@ class ReplicaGroup:
         core = self._core
         return core.term if core.role is Role.LEADER else None
 
+    def role_and_leader(self) -> tuple[Role, str | None]:
+        """What every request asks first (is this replica the leader, else who is), without building a
+        whole :meth:`status`. Any thread, no locks."""
+        core = self._core
+        return core.role, core.leader_id
+
     def status(self) -> GroupStatus:
         """Any thread, no locks (fields may be one tick apart). After close(): the last state seen."""
         core = self._core

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from raftlog.errors import check
+from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, decode_header
 from raftlog.storage.errors import CorruptRecord, NotBatchBoundary, StorageUnavailable
 from raftlog.storage.index import OffsetIndex, TimeIndex
@@ -414,7 +414,8 @@ class Segment:
         self.readers += 1
 
     def release(self) -> None:
-        check(self.readers > 0, f"{self.path}: release without acquire")
+        if self.readers <= 0:
+            raise InvariantViolation(f"{self.path}: release without acquire")
         self.readers -= 1
         if self.readers == 0 and self.deleted:
             self.close()
