@@ -128,15 +128,23 @@ class NodeConfig:
 
 
 class _Notifying:
-    """Wraps a state machine so the event loop hears about every apply."""
+    """Wraps a state machine so the event loop hears about every apply while a reader waits for one.
 
-    def __init__(self, inner: StateMachine, notify: Callable[[], None]) -> None:
+    ``wanted()`` is read after the apply: a reader counts itself in before it reads the high watermark,
+    so either it sees the new records or this apply sees it waiting. Without readers no notification is
+    sent: each would wake the event loop thread from the driver thread, on every replica."""
+
+    def __init__(
+        self, inner: StateMachine, notify: Callable[[], None], wanted: Callable[[], bool] | None = None
+    ) -> None:
         self.inner = inner
         self._notify = notify
+        self._wanted = wanted  # None: after every apply
 
     def apply(self, index: int, term: int, command: bytes) -> object:
         result = self.inner.apply(index, term, command)
-        self._notify()
+        if self._wanted is None or self._wanted():
+            self._notify()
         return result
 
     def snapshot(self) -> bytes:
@@ -155,6 +163,7 @@ class _Replica:
     machine: PartitionStateMachine
     group: ReplicaGroup
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    waiters: int = 0  # long polls between reading the high watermark and waking; on the event loop only
 
     def wake(self) -> None:
         self.changed.set()
@@ -494,7 +503,8 @@ class Node:
         voters = list(metadata.replicas[partition])
         if self.node_id not in voters:
             voters.append(self.node_id)  # joining a moving partition: the leader adds it next
-        group = await self._open_group(group_id, voters, _Notifying(machine, notifier.notify))
+        wanted = lambda: bool(holder) and holder[0].waiters > 0  # noqa: E731 (read on the driver thread)
+        group = await self._open_group(group_id, voters, _Notifying(machine, notifier.notify, wanted))
         replica = _Replica(metadata, partition, partition_log, machine, group)
         holder.append(replica)
         self._replicas[group_id] = replica
@@ -662,18 +672,22 @@ class Node:
         replica = await self._reading_leader(topic, partition)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
-            high_watermark = replica.machine.high_watermark
-            start = replica.log.log_start_offset
-            if not start <= offset <= high_watermark:
-                raise OffsetOutOfRange(offset, start, high_watermark)
-            if offset < high_watermark:
-                return replica.log.read(offset, max_bytes, max_offset=high_watermark)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
-            changed = replica.changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
+            replica.waiters += 1  # before the high watermark is read: see _Notifying
+            try:
+                changed = replica.changed
+                high_watermark = replica.machine.high_watermark
+                start = replica.log.log_start_offset
+                if not start <= offset <= high_watermark:
+                    raise OffsetOutOfRange(offset, start, high_watermark)
+                if offset < high_watermark:
+                    return replica.log.read(offset, max_bytes, max_offset=high_watermark)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return []
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), remaining)
+            finally:
+                replica.waiters -= 1
             replica = await self._reading_leader(topic, partition)
 
     def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:

@@ -278,3 +278,23 @@ async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[
     cluster[:] = [survivor]  # the fixture closes the rest
     # health must not mistake a routing guess for a leader once the majority is gone
     await until(lambda: survivor.known_leader("t", 0) is None, timeout_s=20, what="leader lost")
+
+
+async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster: list[Node]) -> None:
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    metadata = await controller.create_topic("polled", 1, 3, {})
+    await until(lambda: all("polled" in n.topics() for n in cluster), what="topic on every node")
+    leader = await until(lambda: partition_leader(cluster, "polled"), what="partition leader")
+    replica = leader._replicas[metadata.group_id(0)]
+    events = []
+    for value in (b"a", b"b"):  # nobody waits: the event is not replaced (no wake-up was scheduled)
+        before = replica.changed
+        await leader.produce("polled", 0, [ProducerRecord(value)], None, None, 5000)
+        await asyncio.sleep(0.05)
+        events.append(replica.changed is before)
+    assert events == [True, True]
+    waiting = asyncio.create_task(leader.fetch("polled", 0, 2, 1 << 20, 10_000))
+    await until(lambda: replica.waiters == 1, what="the long poll counted in")
+    await leader.produce("polled", 0, [ProducerRecord(b"c")], None, None, 5000)
+    assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"c"]
+    assert replica.waiters == 0
