@@ -7,8 +7,9 @@ Framing (all integers big-endian)::
 
     frame   := length:u32 | kind:u8 | body | mac
     length  := 1 + len(body) + len(mac)     (checked against ``frame_bytes_max`` before buffering)
-    mac     := HMAC-SHA256(session key of this direction, seq:u64 | kind:u8 | body)   (32 bytes)
-               absent on the three handshake frames
+    mac     := the AES-256-GCM tag of an empty message with associated data ``body``, under the session
+               key of this direction and the nonce ``seq:u64 | kind:u8 | 000000`` (16 bytes): GMAC, a
+               MAC that costs ~1/12 of HMAC-SHA256 per byte with AES-NI; absent on the handshake frames
 
 Handshake (mutual challenge-response over a shared cluster secret; ``transcript`` binds the protocol
 version, the message-schema fingerprint, both node ids and both fresh 32-byte nonces)::
@@ -52,15 +53,18 @@ from enum import Enum
 from typing import Any
 
 import msgpack
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from raftlog.errors import RaftlogError
 from raftlog.packing import pack
 
-WIRE_VERSION = 1
-"""Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`."""
+WIRE_VERSION = 2
+"""Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`. 2: frame MACs are GMAC."""
 
 NONCE_BYTES = 32
-MAC_BYTES = 32
+KEY_BYTES = 32  # session keys (AES-256) and handshake proofs (HMAC-SHA256)
+MAC_BYTES = 16  # the GCM tag closing every session frame
 FRAME_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
 HANDSHAKE_FRAME_BYTES_MAX = 4096
 NODE_ID_BYTES_MAX = 255
@@ -69,7 +73,7 @@ GROUP_REFS_MAX = 1 << 20
 """Distinct groups one direction of one connection may declare (bounds the interning tables)."""
 
 _HEADER = struct.Struct(">IB")
-_SEQ = struct.Struct(">QB")
+_GCM_NONCE = struct.Struct(">QB3x")  # seq, kind: unique per key, as a session never reuses a seq
 _UINT64_MAX = (1 << 64) - 1
 
 # Frame kinds.
@@ -564,10 +568,10 @@ class Session:
     """Per-connection MAC state after a successful handshake: one key and one sequence per direction."""
 
     def __init__(self, send_key: bytes, receive_key: bytes) -> None:
-        if len(send_key) != MAC_BYTES or len(receive_key) != MAC_BYTES or send_key == receive_key:
+        if len(send_key) != KEY_BYTES or len(receive_key) != KEY_BYTES or send_key == receive_key:
             raise AuthenticationFailed("session keys must be two distinct 32-byte keys")
-        self._send_key = send_key
-        self._receive_key = receive_key
+        self._send = AESGCM(send_key)
+        self._receive = AESGCM(receive_key)
         self.send_seq = 0
         self.receive_seq = 0
 
@@ -575,7 +579,9 @@ class Session:
         """Build the next authenticated frame in the send direction."""
         if kind not in SESSION_KINDS:
             raise MalformedFrame(f"kind {kind} is not a session frame kind")
-        mac = hmac.digest(self._send_key, _SEQ.pack(self.send_seq, kind) + body, "sha256")
+        if self.send_seq > _UINT64_MAX:
+            raise MalformedFrame("2**64 frames sent on one connection: the nonce would repeat")
+        mac = self._send.encrypt(_GCM_NONCE.pack(self.send_seq, kind), b"", body)
         self.send_seq += 1
         return frame(kind, body, mac)
 
@@ -585,12 +591,13 @@ class Session:
             raise MalformedFrame(f"unexpected frame kind {kind} on an authenticated connection")
         if len(payload) < MAC_BYTES:
             raise MalformedFrame(f"frame of {len(payload)} bytes is shorter than its MAC")
-        body, mac = payload[:-MAC_BYTES], payload[-MAC_BYTES:]
-        expected = hmac.digest(self._receive_key, _SEQ.pack(self.receive_seq, kind) + body, "sha256")
-        if not hmac.compare_digest(mac, expected):
+        body = payload[:-MAC_BYTES]
+        try:
+            self._receive.decrypt(_GCM_NONCE.pack(self.receive_seq, kind), payload[-MAC_BYTES:], body)
+        except InvalidTag:
             raise AuthenticationFailed(
                 f"bad MAC on frame seq {self.receive_seq} (forged, replayed or reordered)"
-            )
+            ) from None
         self.receive_seq += 1
         return body
 
