@@ -10,12 +10,12 @@
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 import msgpack
 
 from partitions.errors import InvalidCommand
+from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP = 1, 2, 3, 4
@@ -67,14 +67,7 @@ def _encode_produce(batch: bytes) -> bytes:
     """The bytes ``msgpack.packb([VERSION, _PRODUCE, batch])`` gives, with the batch copied once: packb
     grows its buffer while packing a large bin, and every fresh buffer of a ~1 MiB batch costs page faults
     that are dearer than the copy."""
-    size = len(batch)
-    if size < 1 << 8:
-        bin_header = struct.pack(">BB", 0xC4, size)
-    elif size < 1 << 16:
-        bin_header = struct.pack(">BH", 0xC5, size)
-    else:
-        bin_header = struct.pack(">BI", 0xC6, size)
-    return b"".join((b"\x93", _PRODUCE_PREFIX, bin_header, batch))
+    return b"".join((b"\x93", _PRODUCE_PREFIX, bin_header(len(batch)), batch))
 
 
 def decode(data: bytes) -> Command:

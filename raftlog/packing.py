@@ -7,6 +7,7 @@ already mapped."""
 
 from __future__ import annotations
 
+import struct
 import threading
 from typing import Any
 
@@ -29,6 +30,18 @@ def release_if_large(size: int) -> None:
     should not stay pinned."""
     if size > KEEP_BYTES:
         del _thread.packer
+
+
+def bin_header(size: int) -> bytes:
+    """The msgpack header of a bin of ``size`` bytes (what ``packb`` writes before the bytes), for
+    framing a large payload without copying it into a packer."""
+    if size < 1 << 8:
+        return struct.pack(">BB", 0xC4, size)
+    if size < 1 << 16:
+        return struct.pack(">BH", 0xC5, size)
+    if size < 1 << 32:
+        return struct.pack(">BI", 0xC6, size)
+    raise ValueError(f"a msgpack bin holds at most 2**32 - 1 bytes, not {size}")
 
 
 def pack(obj: Any) -> bytes:

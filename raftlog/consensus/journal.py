@@ -19,6 +19,7 @@ import msgpack
 
 from raftlog.consensus.errors import CorruptJournal
 from raftlog.errors import InvariantViolation
+from raftlog.packing import bin_header
 
 logger = logging.getLogger(__name__)
 
@@ -154,16 +155,9 @@ def record_parts(index: int, term: int, command: bytes) -> tuple[bytes, bytes, b
     """A journal record as (header, msgpack of ``[index, term, <bin header>``, command): the body is
     ``msgpack.packb([index, term, command])``, built without copying the command, which may be a ~1 MiB
     batch (a writer appends the three parts where they go)."""
-    size = len(command)
-    if size < 1 << 8:
-        bin_header = struct.pack(">BB", 0xC4, size)
-    elif size < 1 << 16:
-        bin_header = struct.pack(">BH", 0xC5, size)
-    else:
-        bin_header = struct.pack(">BI", 0xC6, size)
-    prefix = b"".join((b"\x93", msgpack.packb(index), msgpack.packb(term), bin_header))
+    prefix = b"".join((b"\x93", msgpack.packb(index), msgpack.packb(term), bin_header(len(command))))
     crc = crc32c.crc32c(command, value=crc32c.crc32c(prefix))
-    return _RECORD_HEADER.pack(len(prefix) + size, crc), prefix, command
+    return _RECORD_HEADER.pack(len(prefix) + len(command), crc), prefix, command
 
 
 def fsync_directory(path: str) -> None:
