@@ -42,6 +42,7 @@ from api.forwarding import Forwarded, Forwarder
 from api.metrics import HttpMetrics
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import (
+    HIGH_WATERMARK_HEADER,
     HOPS_HEADER,
     LEADER_HEADER,
     RoundRobin,
@@ -73,6 +74,7 @@ from api.schemas import (
     request_flavour,
     require_json_body,
     response_flavour,
+    wants_record_batches,
 )
 from partitions.broker import Broker
 from partitions.controller import CONTROLLER_GROUP, TopicMetadata
@@ -438,23 +440,32 @@ async def fetch(request: web.Request) -> web.Response:
     timeout_ms = query_int(request.query, "timeout", 0, 0, FETCH_TIMEOUT_MS_MAX) or 0
     max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
-    flavour = response_flavour(request.headers.get("Accept"))
-    encoding = columnar_encoding(request.headers.get("Accept"))
+    accept = request.headers.get("Accept")
+    flavour = response_flavour(accept)
+    encoding = columnar_encoding(accept)
     meta = _topic_partition(state.broker, request.match_info["topic"], partition)
     _served_here(state, meta, partition)
+    if wants_record_batches(accept):
+        data = await state.broker.fetch_batches(meta.name, partition, offset, max_bytes or 1, timeout_ms)
+        request[_LEADER] = state.broker.node_id
+        headers = _high_watermark_header(state.broker, meta.name, partition)
+        headers["Content-Type"] = RECORD_BATCH_V1
+        return web.Response(body=data, headers=headers)
     records = await state.broker.fetch(meta.name, partition, offset, max_bytes or 1, timeout_ms)
     request[_LEADER] = state.broker.node_id
-    headers = {}
-    with contextlib.suppress(ConsensusError):  # leadership moved during a long poll: no lag hint then
-        headers[consumers.HIGH_WATERMARK_HEADER] = str(
-            state.broker.offsets(meta.name, partition).high_watermark
-        )
+    headers = _high_watermark_header(state.broker, meta.name, partition)
     if encoding is not None:
         headers["Content-Type"] = encoding.value
         return web.Response(body=encode_columnar(meta.name, partition, records, encoding), headers=headers)
     return web.json_response(
         [render_record(meta.name, partition, r, flavour) for r in records], headers=headers
     )
+
+
+def _high_watermark_header(broker: Broker, topic: str, partition: int) -> dict[str, str]:
+    with contextlib.suppress(ConsensusError):  # leadership moved during a long poll: no lag hint then
+        return {HIGH_WATERMARK_HEADER: str(broker.offsets(topic, partition).high_watermark)}
+    return {}
 
 
 async def replica_batches(request: web.Request) -> web.Response:
@@ -771,7 +782,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", f"{_PARTITION}/records", fetch, "fetch", "Fetch committed records (long poll)", "client",
         query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 416), long_poll=True,
-        ok_alternatives=((COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None)),
+        ok_alternatives=((COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None), (RECORD_BATCH_V1, None)),
     ),
     Operation(
         "POST", "/consumers/{group}/offsets", commit_offsets, "commitOffsets",

@@ -29,7 +29,7 @@ from api import errors
 from api.errors import BadRequest, RequestTooLarge, UnsupportedMediaType
 from api.forwarding import Forwarded, Forwarder
 from api.openapi import Operation, Param
-from api.routing import HOPS_HEADER, forward_target, parse_hops
+from api.routing import HIGH_WATERMARK_HEADER, HOPS_HEADER, forward_target, parse_hops
 from api.schemas import (
     BINARY_V2,
     JSON_V2,
@@ -58,7 +58,6 @@ from raftlog.storage.errors import OffsetOutOfRange
 
 KAFKA_V2 = "application/vnd.kafka.v2+json"  # Confluent's content type of consumer requests
 GENERATION_HEADER = "X-Raftlog-Generation"
-HIGH_WATERMARK_HEADER = "X-Raftlog-High-Watermark"
 RECORDS_TIMEOUT_MS_MAX = 60_000
 RECORDS_MAX_BYTES_DEFAULT = 1024 * 1024
 RECORDS_MAX_BYTES_MAX = 64 * 1024 * 1024

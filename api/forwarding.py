@@ -15,11 +15,18 @@ import aiohttp
 
 from api import errors
 from api.errors import BadRequest, ForwardOutcomeUnknown, LeaderUnreachable
-from api.routing import HOPS_HEADER, LEADER_HEADER, ForwardTo
+from api.routing import HIGH_WATERMARK_HEADER, HOPS_HEADER, LEADER_HEADER, ForwardTo
 from api.schemas import parse_json
 
 REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization")
-RESPONSE_HEADERS = ("Content-Type", "Retry-After", "WWW-Authenticate", "Allow", LEADER_HEADER)
+RESPONSE_HEADERS = (
+    "Content-Type",
+    "Retry-After",
+    "WWW-Authenticate",
+    "Allow",
+    LEADER_HEADER,
+    HIGH_WATERMARK_HEADER,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from raftlog.errors import RaftlogError, check
 
 HOPS_HEADER = "X-Raftlog-Hops"
 LEADER_HEADER = "X-Raftlog-Leader"
+HIGH_WATERMARK_HEADER = "X-Raftlog-High-Watermark"  # a fetch's partition end: consumer lag, also forwarded
 MAX_HOPS = 3
 
 

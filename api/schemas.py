@@ -67,6 +67,13 @@ def request_flavour(content_type: str) -> Flavour:
     return flavour
 
 
+def wants_record_batches(accept: str | None) -> bool:
+    """A fetch whose ``Accept`` names the record-batch type gets the stored batches, undecoded."""
+    if not accept:
+        return False
+    return any(part.split(";", 1)[0].strip().lower() == RECORD_BATCH_V1 for part in accept.split(","))
+
+
 def is_record_batch(content_type: str) -> bool:
     """The body is one record batch encoded by the producer (``raftlog.storage.batch.encode_batch``)."""
     return content_type.strip().lower() == RECORD_BATCH_V1

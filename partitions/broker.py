@@ -112,6 +112,13 @@ class Broker(Protocol):
         ``timeout_ms`` for new ones when none are available. Raises OffsetOutOfRange, NotLeader..."""
         ...
 
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> bytes:
+        """The committed batches holding ``offset`` onwards as stored (the first may start before it),
+        waiting like ``fetch``; empty when none came."""
+        ...
+
     def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
 
     async def commit_offset(

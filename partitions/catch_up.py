@@ -16,28 +16,16 @@ import logging
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from partitions.errors import ReplicaBehind
-from raftlog.storage.batch import BatchFormatError, decode_header
+from raftlog.storage.batch import BatchFormatError, split_batches
 from raftlog.storage.log import Log
 
 log = logging.getLogger("raftlog.catch_up")
 
 FETCH_BYTES_MAX = 4 * 1024 * 1024
-
-
-def split_batches(data: bytes) -> Iterator[bytes]:
-    """The batches of a concatenation of whole batches (pure). Raises BatchFormatError on a torn one."""
-    position = 0
-    while position < len(data):
-        header = decode_header(data, position)
-        end = position + header.size_bytes
-        if end > len(data):
-            raise BatchFormatError(f"batch at byte {position} runs past the end of the response")
-        yield data[position:end]
-        position = end
 
 
 @dataclass(frozen=True, slots=True)

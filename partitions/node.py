@@ -669,6 +669,30 @@ class Node:
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
     ) -> list[Record]:
         self._counters["fetch_requests"] += 1
+        found = await self._committed_from(topic, partition, offset, timeout_ms)
+        if found is None:
+            return []
+        replica, high_watermark = found
+        return replica.log.read(offset, max_bytes, max_offset=high_watermark)
+
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> bytes:
+        """Like :meth:`fetch`, but the committed batches as they are stored (CRC-checked, not decoded):
+        the first may start before ``offset``, as in Kafka, and the reader skips what it did not ask for."""
+        self._counters["fetch_requests"] += 1
+        found = await self._committed_from(topic, partition, offset, timeout_ms)
+        if found is None:
+            return b""
+        replica, high_watermark = found
+        batches = replica.log.read_batches(offset, max_bytes, max_offset=high_watermark)
+        return b"".join(batch.data for batch in batches)
+
+    async def _committed_from(
+        self, topic: str, partition: int, offset: int, timeout_ms: int
+    ) -> tuple[_Replica, int] | None:
+        """The leader replica and its high watermark once a committed record at ``offset`` exists, waiting
+        up to ``timeout_ms``; None when none came. OffsetOutOfRange outside [log start, high watermark]."""
         replica = await self._reading_leader(topic, partition)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
@@ -680,10 +704,10 @@ class Node:
                 if not start <= offset <= high_watermark:
                     raise OffsetOutOfRange(offset, start, high_watermark)
                 if offset < high_watermark:
-                    return replica.log.read(offset, max_bytes, max_offset=high_watermark)
+                    return replica, high_watermark
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return []
+                    return None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), remaining)
             finally:

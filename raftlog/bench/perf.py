@@ -62,7 +62,15 @@ from raftlog.bench.cluster import (
 )
 from raftlog.bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog.bench.storage import positive_ints, wait_quiet
-from raftlog.bench.targets import PRODUCE_FORMATS, ROUTES, Layout, RaftlogTarget, SendFailed, Target
+from raftlog.bench.targets import (
+    FETCH_FORMATS,
+    PRODUCE_FORMATS,
+    ROUTES,
+    Layout,
+    RaftlogTarget,
+    SendFailed,
+    Target,
+)
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -105,6 +113,7 @@ class Workload:
     wait_quiet_s: float
     route: str = "leader"  # raftlog: "leader" (as a Kafka client) or "any" node (non-leaders forward)
     produce_format: str = "batch"  # raftlog: a record batch the client encodes, or "json" (binary flavour)
+    fetch_format: str = "batch"  # raftlog: the stored batches, decoded by the client, or "columnar" pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +327,7 @@ def format_report(report: Report) -> str:
         f"  workload: records {', '.join(size_label(s) for s in w.record_sizes)}, batch {w.batch_records},"
         f" {w.partitions} partitions x 3 replicas, {w.concurrency} batches in flight, {w.seconds:g} s per"
         f" produce phase, acks={w.acks}; single-record at {w.single_rate:g}/s for {w.single_seconds:g} s;"
-        f" raftlog produce body: {w.produce_format}, route: {w.route}",
+        f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}",
         f"  machine: {report.machine.get('cpus')} CPUs, Python {report.machine.get('python')},"
         f" event loop {report.machine.get('loop')}; the load generator shares the machine with the servers",
     ]
@@ -731,7 +740,8 @@ def run_raftlog(
 
     async def against(urls: list[str], pids: dict[str, int], cluster: LocalCluster | None) -> None:
         fetch = workload.fetch_bytes
-        target = RaftlogTarget(urls, token, fetch, workload.route, workload.produce_format)
+        formats = (workload.produce_format, workload.fetch_format)
+        target = RaftlogTarget(urls, token, fetch, workload.route, *formats)
         report.phases += await drive(target, workload, pids, prefix)
         if (idle_partitions > 0 or restart_mib > 0) and pids:
             extra = RaftlogTarget(urls, token, fetch)
@@ -939,6 +949,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--produce-format", choices=PRODUCE_FORMATS, default="batch",
                         help="raftlog produce body: a record batch encoded by the client per request, "
                         "as a Kafka producer sends, or JSON in the binary flavour (batch)")  # fmt: skip
+    parser.add_argument("--fetch-format", choices=FETCH_FORMATS, default="batch",
+                        help="raftlog reads: the stored batches, decoded and CRC-checked by the client, or "
+                        "columnar msgpack pages (batch)")  # fmt: skip
     parser.add_argument("--single-rate", type=float, default=1000.0,
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
@@ -1006,6 +1019,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         wait_quiet_s=args.wait_quiet,
         route=args.route,
         produce_format=args.produce_format,
+        fetch_format=args.fetch_format,
     )
 
 

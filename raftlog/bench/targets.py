@@ -22,7 +22,7 @@ import msgpack
 
 from raftlog.bench.cluster import BINARY_V2, Http
 from raftlog.storage.batch import MEDIA_TYPE as BATCH_MEDIA_TYPE
-from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog.storage.batch import ProducerRecord, encode_batch, record_rows, split_batches
 
 REQUEST_TIMEOUT_S = 30.0
 RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)
@@ -30,6 +30,7 @@ COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # api/columnar
 LEADER_HEADER = "X-Raftlog-Leader"
 ROUTES = ("leader", "any")
 PRODUCE_FORMATS = ("batch", "json")
+FETCH_FORMATS = ("batch", "columnar")
 
 
 class SendFailed(Exception):
@@ -87,7 +88,8 @@ class RaftlogTarget:
 
     ``produce_format="batch"`` encodes a record batch per request here, as a Kafka producer does, and
     posts it as ``application/vnd.raftlog.batch.v1``; ``"json"`` posts one prepared binary-flavour JSON
-    body (base64 values) for every request.
+    body (base64 values) for every request. ``fetch_format="batch"`` reads the stored batches and unpacks
+    their rows here (CRC-checked); ``"columnar"`` reads msgpack pages of parallel arrays.
 
     ``route="leader"`` sends each request to the partition's leader, as a Kafka client does: the leaders
     come from ``GET /topics/{t}/partitions`` and every answer's ``X-Raftlog-Leader`` header keeps them
@@ -102,12 +104,17 @@ class RaftlogTarget:
         fetch_bytes: int,
         route: str = "leader",
         produce_format: str = "batch",
+        fetch_format: str = "batch",
     ) -> None:
         if route not in ROUTES:
             raise ValueError(f"route {route!r}: one of {', '.join(ROUTES)}")
         if produce_format not in PRODUCE_FORMATS:
             raise ValueError(f"produce_format {produce_format!r}: one of {', '.join(PRODUCE_FORMATS)}")
+        if fetch_format not in FETCH_FORMATS:
+            raise ValueError(f"fetch_format {fetch_format!r}: one of {', '.join(FETCH_FORMATS)}")
         self.produce_format = produce_format
+        self.fetch_format = fetch_format
+        self._accept = BATCH_MEDIA_TYPE if fetch_format == "batch" else COLUMNAR_MSGPACK
         self._content_type = BATCH_MEDIA_TYPE if produce_format == "batch" else BINARY_V2
         self._batch_records: list[ProducerRecord] = []
         self.servers = servers
@@ -225,7 +232,7 @@ class RaftlogTarget:
                 async with self.http.session.get(
                     f"{url}/topics/{self.layout.name}/partitions/{partition}/records",
                     params={"offset": offset, "max_bytes": self.fetch_bytes},
-                    headers={"Accept": COLUMNAR_MSGPACK},
+                    headers={"Accept": self._accept},
                     timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
                 ) as answer:
                     body = await answer.read()
@@ -238,12 +245,19 @@ class RaftlogTarget:
                 self._leader_url.pop(partition, None)
                 await asyncio.sleep(0.02)
                 continue
-            page = msgpack.unpackb(body, raw=False)
-            offsets = page["offsets"]
-            if not offsets:
+            if self.fetch_format == "batch":
+                values = []
+                for batch in split_batches(body):
+                    header, rows = record_rows(batch)
+                    values += [row[2] for row in rows[max(0, offset - header.base_offset) :]]
+                read = len(values)
+            else:
+                page = msgpack.unpackb(body, raw=False)
+                values, read = page["values"], len(page["offsets"])
+            if not read:
                 break
-            offset = int(offsets[-1]) + 1
-            nbytes += sum(map(len, page["values"]))
+            offset += read
+            nbytes += sum(map(len, values))
         return offset, nbytes
 
     async def delete(self) -> None:

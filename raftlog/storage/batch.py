@@ -24,7 +24,7 @@ decoding bodies; the CRC covers the header fields after it, so a flipped base of
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
@@ -428,6 +428,28 @@ def _body_rows(batch: bytes | memoryview, header: BatchHeader) -> tuple[Any, ...
             f"header says {header.record_count}"
         )
     return rows
+
+
+def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, tuple[Any, ...]]:
+    """Verify a batch (framing, CRC) and return its header and body rows as msgpack gives them, each
+    ``(timestamp_delta, key, value, headers)``; record i has offset ``header.base_offset + i``. For bulk
+    readers that want columns, not a ``Record`` per record: several times cheaper than ``decode_records``
+    (the rows are not checked one by one; a CRC-valid stored batch was checked when it was written)."""
+    header = verify(batch)
+    return header, _body_rows(batch, header)
+
+
+def split_batches(data: bytes) -> Iterator[bytes]:
+    """The batches of a concatenation of whole batches (a fetch answer). Raises BatchFormatError on a torn
+    one; checks framing only (``decode_batch`` checks each CRC)."""
+    position = 0
+    while position < len(data):
+        header = decode_header(data, position)
+        end = position + header.size_bytes
+        if end > len(data):
+            raise BatchFormatError(f"batch at byte {position} runs past the end of the data")
+        yield data[position:end]
+        position = end
 
 
 def decode_batch(batch: bytes | memoryview) -> RecordBatch:

@@ -312,6 +312,17 @@ class FakeBroker:
             state = self._led_here(topic, partition)
         return []
 
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> bytes:
+        """What fetch returns, as one stored batch per record (a real log's batches may also start
+        before ``offset``: the client skips those records)."""
+        records = await self.fetch(topic, partition, offset, max_bytes, timeout_ms)
+        return b"".join(
+            encode_batch(r.offset, [ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms)], 1, 0)
+            for r in records
+        )
+
     def offsets(self, topic: str, partition: int) -> PartitionOffsets:
         self._enter("offsets")
         state = self._led_here(topic, partition)

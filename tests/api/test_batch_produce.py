@@ -12,7 +12,7 @@ from harness import Harness, Node
 
 from api.client import Message, RaftlogClient
 from api.schemas import RECORD_BATCH_V1
-from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog.storage.batch import ProducerRecord, decode_batch, encode_batch, split_batches
 
 BATCH_HEADERS = {"Content-Type": RECORD_BATCH_V1}
 
@@ -125,3 +125,33 @@ async def test_openapi_names_the_batch_media_type(n1: Node) -> None:
     document = await (await n1.client.get("/openapi.json")).json()
     content = document["paths"]["/topics/{topic}/partitions/{partition}"]["post"]["requestBody"]["content"]
     assert content[RECORD_BATCH_V1] == {"schema": {"type": "string", "format": "binary"}}
+
+
+async def test_a_fetch_may_ask_for_the_stored_batches(cluster: FakeCluster, n1: Node, n2: Node) -> None:
+    cluster.add_topic("t", 1, [["n1", "n2"]])
+    await n1.client.post(
+        "/topics/t/partitions/0",
+        data=encode_batch(0, [ProducerRecord(b"a"), ProducerRecord(b"b", key=b"k")], 0, 5),
+        headers=BATCH_HEADERS,
+    )
+    for node in (n1, n2):  # n2 forwards to the leader
+        response = await node.client.get(
+            "/topics/t/partitions/0/records?offset=1", headers={"Accept": RECORD_BATCH_V1}
+        )
+        assert response.status == 200 and response.content_type == RECORD_BATCH_V1
+        assert response.headers["X-Raftlog-High-Watermark"] == "2"
+        batches = [decode_batch(b) for b in split_batches(await response.read())]
+        assert [(r.offset, r.key, r.value) for b in batches for r in b.records] == [(1, b"k", b"b")]
+    empty = await n1.client.get(
+        "/topics/t/partitions/0/records?offset=2", headers={"Accept": RECORD_BATCH_V1}
+    )
+    assert empty.status == 200 and await empty.read() == b""
+    await error_of(
+        await n1.client.get("/topics/t/partitions/0/records?offset=9", headers={"Accept": RECORD_BATCH_V1}),
+        416,
+        41601,
+        "9",
+    )
+    async with RaftlogClient([n2.url], backoff_s=0.001) as client:
+        fetched = await client.fetch_batches("t", 0, 1)
+    assert [(r.offset, r.key, r.value) for r in fetched] == [(1, b"k", b"b")]

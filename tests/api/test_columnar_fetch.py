@@ -14,7 +14,7 @@ from harness import Node
 from api.app import ROUTES
 from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK, Columnar, columnar_encoding, encode_columnar
 from api.openapi import document
-from api.schemas import BINARY_V2
+from api.schemas import BINARY_V2, RECORD_BATCH_V1
 from raftlog.storage.batch import Record
 
 RECORDS = [
@@ -122,4 +122,4 @@ def test_openapi_documents_the_columnar_media_types() -> None:
         "get"
     ]
     content = fetch["responses"]["200"]["content"]
-    assert set(content) == {"application/json", COLUMNAR_JSON, COLUMNAR_MSGPACK}
+    assert set(content) == {"application/json", COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH_V1}

@@ -9,7 +9,7 @@ from test_node import cluster, controller_leader, partition_leader, until  # noq
 from partitions.node import Node
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage import ProducerRecord
-from raftlog.storage.batch import encode_batch
+from raftlog.storage.batch import decode_batch, encode_batch, split_batches
 from raftlog.storage.errors import InvalidRecord, RecordTooLarge
 
 
@@ -37,6 +37,14 @@ async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: 
     follower = next(n for n in cluster if n is not leader)
     with pytest.raises(NotLeader):
         await follower.produce_batch("events", 0, encode_batch(0, records, 0, 60), 5000)
+
+    # a fetch of the stored batches from offset 1 gets the whole batch holding it, as stored
+    [stored_batch] = list(split_batches(await leader.fetch_batches("events", 0, 1, 1 << 20, 0)))
+    decoded = decode_batch(stored_batch)
+    assert (decoded.header.base_offset, [r.value for r in decoded.records]) == (0, [b"a", b"b"])
+    assert await leader.fetch_batches("events", 0, 2, 1 << 20, 0) == b""
+    with pytest.raises(NotLeader):
+        await follower.fetch_batches("events", 0, 0, 1 << 20, 0)
 
     for node in cluster:
         replica = node._replicas[metadata.group_id(0)]

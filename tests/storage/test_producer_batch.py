@@ -13,7 +13,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from raftlog.storage import ProducerRecord
-from raftlog.storage.batch import check_producer_batch, encode_batch, verify
+from raftlog.storage.batch import (
+    BatchFormatError,
+    check_producer_batch,
+    decode_batch,
+    encode_batch,
+    record_rows,
+    split_batches,
+    verify,
+)
 from raftlog.storage.errors import InvalidRecord
 
 from .helpers import record_lists
@@ -92,3 +100,18 @@ def test_a_damaged_batch_is_refused():
     encoded[-1] ^= 0x01
     with pytest.raises(InvalidRecord, match="crc32c mismatch"):
         check_producer_batch(bytes(encoded), LATEST)
+
+
+def test_rows_of_a_stored_batch_are_its_records_in_order():
+    records = [ProducerRecord(b"a", key=b"k", headers=(("h", b"1"),), timestamp_ms=7), ProducerRecord(b"b")]
+    stored = encode_batch(40, records, 3, 9)
+    header, rows = record_rows(stored)
+    assert header == verify(stored)
+    first = header.first_timestamp_ms
+    from_rows = [(header.base_offset + i, first + row[0], row[1], row[2]) for i, row in enumerate(rows)]
+    assert from_rows == [(r.offset, r.timestamp_ms, r.key, r.value) for r in decode_batch(stored).records]
+    with pytest.raises(BatchFormatError):
+        record_rows(stored[:-1] + bytes([stored[-1] ^ 1]))
+    assert [verify(b) for b in split_batches(stored + stored)] == [header, header]
+    with pytest.raises(BatchFormatError):
+        list(split_batches(stored + stored[:70]))
