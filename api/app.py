@@ -307,8 +307,15 @@ def _producer_records(records: Sequence[ParsedRecord], indexes: Sequence[int]) -
     return [ProducerRecord(records[i].value, records[i].key, records[i].headers) for i in indexes]
 
 
+def _refuse_internal(topic: str) -> None:
+    """Records are never produced into the consumer groups' own topic (its state is group commands)."""
+    if is_internal(topic):
+        raise InvalidTopic(f"topic {topic!r} is internal (consumer groups): records cannot be produced to it")
+
+
 async def produce_to_partition(request: web.Request) -> web.Response:
     state = _state(request)
+    _refuse_internal(request.match_info["topic"])
     if is_record_batch(request.content_type):
         return await _produce_record_batch(request)
     flavour = request_flavour(request.content_type)
@@ -359,6 +366,7 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     record failed, the answer is the first failure's HTTP error so that a client retries as a whole."""
     state = _state(request)
     broker = state.broker
+    _refuse_internal(request.match_info["topic"])
     flavour = request_flavour(request.content_type)
     body = await _json(request)
     meta = broker.topic(request.match_info["topic"])

@@ -11,7 +11,7 @@ from fake_broker import FakeCluster
 from harness import Harness, Node
 
 from api.client import Message, RaftlogClient
-from api.schemas import RECORD_BATCH_V1
+from api.schemas import BINARY_V2, RECORD_BATCH_V1
 from raftlog.storage.batch import ProducerRecord, decode_batch, encode_batch, split_batches
 
 BATCH_HEADERS = {"Content-Type": RECORD_BATCH_V1}
@@ -155,3 +155,17 @@ async def test_a_fetch_may_ask_for_the_stored_batches(cluster: FakeCluster, n1: 
     async with RaftlogClient([n2.url], backoff_s=0.001) as client:
         fetched = await client.fetch_batches("t", 0, 1)
     assert [(r.offset, r.key, r.value) for r in fetched] == [(1, b"k", b"b")]
+
+
+async def test_nothing_is_produced_into_the_consumer_groups_topic(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("__consumer_groups", 1)
+    batch = encode_batch(0, [ProducerRecord(b"x")], 0, 1)
+    requests = [
+        ("/topics/__consumer_groups/partitions/0", batch, RECORD_BATCH_V1),
+        ("/topics/__consumer_groups/partitions/0", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
+        ("/topics/__consumer_groups", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
+    ]
+    for path, body, content_type in requests:
+        response = await n1.client.post(path, data=body, headers={"Content-Type": content_type})
+        await error_of(response, 400, 40001, "internal")
+    assert cluster.partitions[("__consumer_groups", 0)].records == []
