@@ -57,6 +57,7 @@ from api.schemas import (
     RECORD_BATCH_V1,
     OffsetCommit,
     ParsedRecord,
+    batch_produced_answer,
     check_group,
     dump_json,
     is_record_batch,
@@ -351,7 +352,7 @@ async def _produce_record_batch(request: web.Request) -> web.Response:
     if count <= 0:
         raise InvariantViolation(f"broker produced an empty batch at offset {result.base_offset}")
     request[_LEADER] = state.broker.node_id
-    answer = produce_answer(partition, result.base_offset, count)
+    answer = batch_produced_answer(partition, result.base_offset, count)
     return web.Response(body=answer, content_type="application/json")
 
 
@@ -779,7 +780,7 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "POST", _PARTITION, produce_to_partition, "produceToPartition", "Produce records to one partition",
-        "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
+        "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="PartitionProduceResponse",
         body_alternatives=((RECORD_BATCH_V1, None),),
         errors=(404, 413, 415, 422, 504), write=True,
     ),

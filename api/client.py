@@ -347,7 +347,10 @@ class RaftlogClient:
                 content_type=RECORD_BATCH_V1,
                 repeatable=True,
             )
-        return [Produced(int(row["partition"]), int(row["offset"])) for row in answer["offsets"]]
+        base, count = int(answer["base_offset"]), int(answer["count"])
+        if count != len(records):
+            raise RequestFailed(200, None, f"{len(records)} records produced as {count}", answer)
+        return [Produced(int(answer["partition"]), base + i) for i in range(count)]
 
     async def fetch(
         self,

@@ -158,6 +158,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             }
         }
     ),
+    "BatchProduced": _obj(
+        {"partition": _INT, "base_offset": _NATURAL, "count": {"type": "integer", "minimum": 1}},
+        required=("partition", "base_offset", "count"),
+    ),
+    # a JSON produce gets an offset per record; a record batch (application/vnd.raftlog.batch.v1) gets
+    # its base offset and count: record i has offset base_offset + i
+    "PartitionProduceResponse": {"oneOf": [_ref("ProduceResponse"), _ref("BatchProduced")]},
     "FetchedRecord": _obj(
         {
             "topic": _STR,

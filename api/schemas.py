@@ -317,6 +317,12 @@ def produce_entry(partition: int, offset: int) -> dict[str, Any]:
 _PRODUCED_ENTRY = '{"partition": %d, "offset": %d, "error_code": null, "error": null}'
 
 
+def batch_produced_answer(partition: int, base_offset: int, count: int) -> bytes:
+    """The answer to a produced record batch: its base offset and count (record i has offset
+    ``base_offset + i``), as a Kafka produce response gives a base offset per partition."""
+    return b'{"partition": %d, "base_offset": %d, "count": %d}' % (partition, base_offset, count)
+
+
 def produce_answer(partition: int, base_offset: int, count: int) -> bytes:
     """The JSON answer to a produce of ``count`` records appended from ``base_offset``: the same text as
     ``json.dumps({"offsets": [produce_entry(...) for each record]})`` without a dict per record."""

@@ -200,7 +200,10 @@ class RaftlogTarget:
             if status != 200:
                 raise SendFailed(f"HTTP {status}")
             break
-        entries = json.loads(text)["offsets"]
+        answer = json.loads(text)
+        if self.produce_format == "batch":  # a batch answers with its base offset and count
+            return int(answer["count"])
+        entries = answer["offsets"]
         acked = sum(1 for entry in entries if entry.get("error_code") is None)
         if acked != len(entries):
             raise SendFailed("record error_code")
