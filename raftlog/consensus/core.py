@@ -47,6 +47,7 @@ from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 from raftlog.consensus.errors import CorruptSnapshot
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.journal import MemoryJournal, RaftJournal, fsync_directory, write_file_durably
+from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 
 logger = logging.getLogger(__name__)
@@ -260,6 +261,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             raise InvariantViolation("createJournal hook did not hand SyncObj the RaftCore journal")
         if poller is not None and self._poller is not poller:
             raise InvariantViolation("createPoller hook did not hand SyncObj the shared poller")
+        # A MuxTransport's inbox is delivered first thing in each tick rather than from its end-of-tick
+        # callback, so the tick acts on what arrived: a leader counts an acknowledgement, commits and
+        # applies in the tick that receives it, instead of receiving at the end of one tick and acting
+        # in another.
+        self._receive: Callable[[], None] | None = None
+        transport = self._SyncObj__transport
+        if isinstance(transport, MuxTransport):
+            self.removeOnTickCallback(transport.receive)
+            self._receive = transport.receive
 
     # -- thread-safe entry points ----------------------------------------------------------------
     def submit(self, command: bytes, callback: Callback | None) -> None:
@@ -382,6 +392,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if not transport.ready:
                 time.sleep(time_to_wait)
                 return
+        if self._receive is not None:
+            self._receive()
+            # Handling a message marks activity (for transports that deliver outside ticks); what was just
+            # delivered is handled by the rest of this tick.
+            self.activity = False
         if self._SyncObj__needLoadDumpFile:
             self._SyncObj__needLoadDumpFile = False
             path = self._config.snapshot_path
@@ -583,7 +598,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return appended
 
     def _SyncObj__applyLogEntries(self) -> bool:
-        commit = self._SyncObj__raftCommitIndex
+        # Only what this replica's own journal holds durably: a follower that learns the commit index in
+        # the tick that appends the entries applies them after the tick's fsync, in its next tick.
+        commit = min(self._SyncObj__raftCommitIndex, self._journal.durable_index)
         last_applied = self._SyncObj__raftLastApplied
         if commit <= last_applied:
             return False
