@@ -242,8 +242,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._membership_index = 0
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
+        self._ticking = False
         self.activity = True  # set when something happened that the next tick must handle
-        self.on_activity: Callable[[], None] | None = None  # called (any thread) after submit()
+        # Called (any thread) after activity is set: a proposal, a transfer, a message delivered outside
+        # a tick. A Driver sets it to mark the core ready.
+        self.on_activity: Callable[[], None] | None = None
         _handoff.journal = self._journal
         _handoff.poller = poller
         try:
@@ -376,11 +379,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._stopped_error is not None:
             raise InvariantViolation(f"group {self.node_id} ticked after it stopped: {self._stopped_error!r}")
         self.activity = False
+        self._ticking = True
         try:
             self._tick(timeToWait)
         except BaseException as error:
             self._stopped_error = error
             raise
+        finally:
+            self._ticking = False
 
     def _tick(self, time_to_wait: float) -> None:
         transport = self._SyncObj__transport
@@ -394,9 +400,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 return
         if self._receive is not None:
             self._receive()
-            # Handling a message marks activity (for transports that deliver outside ticks); what was just
-            # delivered is handled by the rest of this tick.
-            self.activity = False
         if self._SyncObj__needLoadDumpFile:
             self._SyncObj__needLoadDumpFile = False
             path = self._config.snapshot_path
@@ -441,6 +444,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             callback()
 
         if not self._external_poll:
+            self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
         self._sync_and_release_replies()
 
@@ -653,7 +657,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         other cores sharing it)."""
         if self._stopped_error is not None:
             return
-        self.activity = True
+        if not self._ticking:
+            self._notify_activity()  # delivered by a poll between ticks (TCPTransport): tick soon
         try:
             self._on_message(node, message)
         except Exception as error:
