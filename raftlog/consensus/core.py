@@ -47,6 +47,7 @@ from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 from raftlog.consensus.errors import CorruptSnapshot
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.journal import MemoryJournal, RaftJournal, fsync_directory, write_file_durably
+from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 
 logger = logging.getLogger(__name__)
@@ -241,8 +242,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._membership_index = 0
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
+        self._ticking = False
         self.activity = True  # set when something happened that the next tick must handle
-        self.on_activity: Callable[[], None] | None = None  # called (any thread) after submit()
+        # Called (any thread) after activity is set: a proposal, a transfer, a message delivered outside
+        # a tick. A Driver sets it to mark the core ready.
+        self.on_activity: Callable[[], None] | None = None
         _handoff.journal = self._journal
         _handoff.poller = poller
         try:
@@ -260,6 +264,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             raise InvariantViolation("createJournal hook did not hand SyncObj the RaftCore journal")
         if poller is not None and self._poller is not poller:
             raise InvariantViolation("createPoller hook did not hand SyncObj the shared poller")
+        # A MuxTransport's inbox is delivered first thing in each tick rather than from its end-of-tick
+        # callback, so the tick acts on what arrived: a leader counts an acknowledgement, commits and
+        # applies in the tick that receives it, instead of receiving at the end of one tick and acting
+        # in another.
+        self._receive: Callable[[], None] | None = None
+        transport = self._SyncObj__transport
+        if isinstance(transport, MuxTransport):
+            self.removeOnTickCallback(transport.receive)
+            self._receive = transport.receive
 
     # -- thread-safe entry points ----------------------------------------------------------------
     def submit(self, command: bytes, callback: Callback | None) -> None:
@@ -366,11 +379,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._stopped_error is not None:
             raise InvariantViolation(f"group {self.node_id} ticked after it stopped: {self._stopped_error!r}")
         self.activity = False
+        self._ticking = True
         try:
             self._tick(timeToWait)
         except BaseException as error:
             self._stopped_error = error
             raise
+        finally:
+            self._ticking = False
 
     def _tick(self, time_to_wait: float) -> None:
         transport = self._SyncObj__transport
@@ -382,6 +398,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if not transport.ready:
                 time.sleep(time_to_wait)
                 return
+        if self._receive is not None:
+            self._receive()
         if self._SyncObj__needLoadDumpFile:
             self._SyncObj__needLoadDumpFile = False
             path = self._config.snapshot_path
@@ -426,6 +444,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             callback()
 
         if not self._external_poll:
+            self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
         self._sync_and_release_replies()
 
@@ -583,7 +602,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return appended
 
     def _SyncObj__applyLogEntries(self) -> bool:
-        commit = self._SyncObj__raftCommitIndex
+        # Only what this replica's own journal holds durably: a follower that learns the commit index in
+        # the tick that appends the entries applies them after the tick's fsync, in its next tick.
+        commit = min(self._SyncObj__raftCommitIndex, self._journal.durable_index)
         last_applied = self._SyncObj__raftLastApplied
         if commit <= last_applied:
             return False
@@ -636,7 +657,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         other cores sharing it)."""
         if self._stopped_error is not None:
             return
-        self.activity = True
+        if not self._ticking:
+            self._notify_activity()  # delivered by a poll between ticks (TCPTransport): tick soon
         try:
             self._on_message(node, message)
         except Exception as error:

@@ -11,14 +11,19 @@ of all groups) and is ticked by the driver thread only:
 
 An idle follower therefore costs a tick per heartbeat it receives, an idle leader a tick per heartbeat
 period plus those its followers' replies cause, and the thread sleeps in ``poll`` until the earliest
-group is due or something wakes it. Everything pysyncobj calls back (apply, proposal callbacks) runs on this
-thread; ``bridge.py`` hands results to asyncio.
+group is due or something wakes it. A round touches only the cores it ticks: those marked ready (by
+``on_activity``, by the transport's inbound groups, or because work was left after their last tick) and
+those whose timed tick, kept in a heap, is due; the number of cores driven does not enter its cost.
+Everything pysyncobj calls back (apply, proposal callbacks) runs on this thread; ``bridge.py`` hands
+results to asyncio.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
+import heapq
 import logging
 import math
 import os
@@ -37,6 +42,7 @@ logger = logging.getLogger(__name__)
 FailureHandler = Callable[[RaftCore, BaseException], None]
 TIMER_GRID_S = 0.1  # timed ticks are rounded up to this grid (well under a heartbeat period)
 T = TypeVar("T")
+_REMOVED: Any = object()
 
 
 class Driver:
@@ -55,7 +61,12 @@ class Driver:
         self.poller.subscribe(self._wake_read, self._on_wake, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
         self._lock = threading.Lock()
         self._cores: dict[RaftCore, FailureHandler | None] = {}
-        self._next_tick: dict[RaftCore, float] = {}
+        self._ready: set[RaftCore] = set()  # (lock) tick in the next round
+        # Driver thread: each core's next timed tick, and a heap of (due, sequence, core) holding it; an
+        # entry whose due time is no longer the core's (ticked earlier, or removed) is skipped when popped.
+        self._due: dict[RaftCore, float] = {}
+        self._timers: list[tuple[float, int, RaftCore]] = []
+        self._timer_sequence = 0
         self._cores_by_group: dict[str, set[RaftCore]] = {}
         self._take_ready_groups: Callable[[], set[str]] | None = None
         self._calls: list[Callable[[], None]] = []
@@ -80,10 +91,10 @@ class Driver:
         :meth:`watch_inbound`."""
         if core._poller is not self.poller:
             raise InvariantViolation(f"core {core.node_id} was not built with driver {self.name}'s poller")
-        core.on_activity = self.wake
+        core.on_activity = functools.partial(self._activate, core)
         with self._lock:
             self._cores[core] = on_failure
-            self._next_tick[core] = 0.0
+            self._ready.add(core)
             if group_id is not None:
                 self._cores_by_group.setdefault(group_id, set()).add(core)
         self.wake()
@@ -91,7 +102,7 @@ class Driver:
     def remove(self, core: RaftCore) -> None:
         with self._lock:
             self._cores.pop(core, None)
-            self._next_tick.pop(core, None)
+            self._ready.discard(core)
             for group_id, cores in list(self._cores_by_group.items()):
                 cores.discard(core)
                 if not cores:
@@ -147,6 +158,14 @@ class Driver:
         self.call(run)
         return future
 
+    def _activate(self, core: RaftCore) -> None:
+        """``core.on_activity`` (any thread): tick ``core`` in the next round."""
+        with self._lock:
+            if core not in self._cores:
+                return
+            self._ready.add(core)
+        self.wake()
+
     def wake(self) -> None:
         if self._wake_pending or self._pipe_closed:
             return
@@ -184,7 +203,7 @@ class Driver:
         # draining sets _wake_pending and writes a byte that the drain then eats, and every later
         # wake() returns early on _wake_pending, so proposals wait for their group's next timed tick.
         # In this order a wake() between draining and re-arming writes nothing, but the round that
-        # follows this poll sees its group's activity flag (set before wake() is called).
+        # follows this poll finds the core in the ready set (added before wake() is called).
         with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_read, 4096):
                 pass
@@ -213,30 +232,52 @@ class Driver:
                     action()
                 except Exception:
                     logger.exception("driver %s: a call failed (the driver goes on)", self.name)
-            with self._lock:  # after the calls: one of them may have removed (and destroyed) a core
-                cores = list(self._cores.items())
-            if self._take_ready_groups is not None:
-                ready = self._take_ready_groups()
-                if ready:
-                    with self._lock:
-                        for group_id in ready:
-                            for core in self._cores_by_group.get(group_id, ()):
-                                core.activity = True
+            # After the calls: one of them may have removed (and destroyed) a core.
+            inbound = self._take_ready_groups() if self._take_ready_groups is not None else ()
+            with self._lock:
+                ready, self._ready = self._ready, set()
+                for group_id in inbound:
+                    ready.update(self._cores_by_group.get(group_id, ()))
             now = time.monotonic()
+            self._pop_due(now, ready)
             busy = False
-            for core, on_failure in cores:
-                if core not in self._cores:
-                    continue  # removed by an earlier tick's failure handler in this round
-                if core.needs_tick() or now >= self._next_tick.get(core, 0.0):
-                    self._tick(core, on_failure, now)
-                    busy = busy or core.needs_tick()
+            cores = self._cores
+            for core in ready:
+                on_failure = cores.get(core, _REMOVED)
+                if on_failure is _REMOVED:
+                    continue  # removed by another thread or an earlier tick's failure handler
+                self._tick(core, on_failure, now)
+                if core.needs_tick() and core in cores:
+                    busy = True
+                    with self._lock:
+                        self._ready.add(core)
             if busy:
                 wait = 0.0
             else:
-                with self._lock:
-                    earliest = min(self._next_tick.values(), default=now + self._poll_max_s)
+                earliest = self._timers[0][0] if self._timers else now + self._poll_max_s
                 wait = min(self._poll_max_s, max(0.0, earliest - time.monotonic()))
             poll_transport(self.poller, wait, self.name)
+
+    def _pop_due(self, now: float, ready: set[RaftCore]) -> None:
+        """Move the cores whose timed tick is due into ``ready``."""
+        timers, due_by_core, cores = self._timers, self._due, self._cores
+        while timers and timers[0][0] <= now:
+            due, _, core = heapq.heappop(timers)
+            if due_by_core.get(core) != due:
+                continue  # superseded by a later entry for the same core
+            del due_by_core[core]
+            if core in cores:
+                ready.add(core)
+        if len(timers) > 2 * len(due_by_core) + 64:  # mostly superseded entries: rebuild
+            self._timers = [entry for entry in timers if due_by_core.get(entry[2]) == entry[0]]
+            heapq.heapify(self._timers)
+
+    def _schedule(self, core: RaftCore, due: float) -> None:
+        if self._due.get(core) == due:
+            return  # already queued for that time
+        self._due[core] = due
+        self._timer_sequence += 1
+        heapq.heappush(self._timers, (due, self._timer_sequence, core))
 
     def _tick(self, core: RaftCore, on_failure: FailureHandler | None, now: float) -> None:
         self.ticks += 1
@@ -245,14 +286,18 @@ class Driver:
         except Exception as error:
             logger.exception("driver %s: group replica %s failed; no longer driven", self.name, core.node_id)
             self.remove(core)
+            self._due.pop(core, None)
             if on_failure is not None:
                 on_failure(core, error)
+            return
+        if core not in self._cores:
+            self._due.pop(core, None)  # removed while ticking (by a callback it ran)
             return
         # A duty still due after this tick could not be done now (an election with no peer reachable):
         # it is retried at the idle pace rather than on every round.
         idle = now + self._idle_tick_s
         timer = core.next_timer()
         due = min(idle, timer) if timer > now else idle
-        # Rounded up to a grid, so groups whose duties fall close together tick in one round: a round
-        # looks at every group, so many rounds of one tick each would cost more than the ticks.
-        self._next_tick[core] = math.ceil(due / TIMER_GRID_S) * TIMER_GRID_S
+        # Rounded up to a grid, so groups whose duties fall close together tick in one round (one wake-up
+        # of this thread for all of them).
+        self._schedule(core, math.ceil(due / TIMER_GRID_S) * TIMER_GRID_S)

@@ -9,8 +9,9 @@ Two pieces:
   outbound messages of all groups into BATCH frames. It never calls into SyncObj.
 * :class:`MuxTransport` - a ``pysyncobj.transport.Transport`` for one Raft group, given to SyncObj as
   ``transportClass=functools.partial(MuxTransport, hub=hub, group=group_id)``. Its inbox is drained by an
-  on-tick callback, so ``_onMessageReceived``/``_onNodeConnected``/``_onNodeDisconnected`` always run on
-  the group's tick thread; ``send()`` (called on that thread) encodes with msgpack and enqueues.
+  on-tick callback (RaftCore drains it first thing in its tick instead), so ``_onMessageReceived``,
+  ``_onNodeConnected`` and ``_onNodeDisconnected`` always run on the group's tick thread; ``send()``
+  (called on that thread) encodes with msgpack and enqueues.
 
 Threads and ownership:
 
@@ -1016,7 +1017,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             self._wake_fds = _nonblocking_pipe()
             syncObj._poller.subscribe(self._wake_fds[0], self._on_wake_pipe, POLL_EVENT_TYPE.READ)
             self._kick()  # events queued at registration (peers already connected)
-        syncObj.addOnTickCallback(self._drain)
+        syncObj.addOnTickCallback(self.receive)
 
     @property
     def group(self) -> str:
@@ -1057,10 +1058,12 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             while os.read(self._wake_fds[0], 4096):
                 pass
         self._wake_pending = False
-        self._drain()
+        self.receive()
 
-    def _drain(self) -> None:
-        """Deliver what was in the inbox when the call began (later arrivals wait for the next tick)."""
+    def receive(self) -> None:
+        """Deliver what was in the inbox when the call began (later arrivals wait for the next tick).
+        Registered as an on-tick callback; a tick owner that delivers earlier in its tick (RaftCore does it
+        first, so what arrived is acted on in the same tick) removes that callback and calls this."""
         inbox = self._inbox
         nodes = self._nodes
         for _ in range(len(inbox)):
@@ -1094,7 +1097,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             return
         self._destroyed = True
         self._hub._unregister_group(self._group, self)
-        self._syncObj.removeOnTickCallback(self._drain)
+        self._syncObj.removeOnTickCallback(self.receive)
         if self._wake_fds is not None:
             self._syncObj._poller.unsubscribe(self._wake_fds[0])
             for fd in self._wake_fds:

@@ -222,8 +222,6 @@ MESSAGE_TYPES: tuple[MessageType, ...] = (
 
 _BY_NAME: dict[str, MessageType] = {t.name: t for t in MESSAGE_TYPES}
 _BY_CODE: dict[int, MessageType] = {t.code: t for t in MESSAGE_TYPES}
-_FIELDS_BY_NAME: dict[int, dict[str, Field]] = {t.code: {f.name: f for f in t.fields} for t in MESSAGE_TYPES}
-_FIELDS_BY_CODE: dict[int, dict[int, Field]] = {t.code: {f.code: f for f in t.fields} for t in MESSAGE_TYPES}
 _REQUIRED: dict[int, frozenset[int]] = {
     t.code: frozenset(f.code for f in t.fields if f.required) for t in MESSAGE_TYPES
 }
@@ -295,14 +293,6 @@ def _entry_ok(entry: object) -> bool:
     )
 
 
-def _encodable(kind: Kind, value: object) -> bool:
-    """Encode-side check. The sender is our own SyncObj, so for entries only the container and the
-    first and last entry are checked (a shape drift is uniform); the receiver checks every entry."""
-    if kind is Kind.ENTRIES:
-        return type(value) is list and (not value or (_entry_ok(value[0]) and _entry_ok(value[-1])))
-    return _value_ok(kind, value)
-
-
 def _value_ok(kind: Kind, value: object) -> bool:
     """Whether ``value`` has the exact Python shape pysyncobj uses for ``kind``."""
     if kind is Kind.UINT:
@@ -346,14 +336,56 @@ def _restore(kind: Kind, value: object) -> Any:
     return value
 
 
+def _bool_ok(value: object) -> bool:
+    return type(value) is bool
+
+
+def _bytes_ok(value: object) -> bool:
+    return type(value) is bytes
+
+
+def _transmission_ok(value: object) -> bool:
+    return type(value) is str and value in _TRANSMISSIONS
+
+
+def _entries_encodable(value: object) -> bool:
+    """Encode-side check. The sender is our own SyncObj, so only the container and the first and last
+    entry are checked (a shape drift is uniform); the receiver checks every entry."""
+    return type(value) is list and (not value or (_entry_ok(value[0]) and _entry_ok(value[-1])))
+
+
+def _snapshot_chunk_ok(value: object) -> bool:
+    return _value_ok(Kind.SNAPSHOT_CHUNK, value)
+
+
+# Per message type, per field: its code and its check, found with one lookup per field (the codec runs for
+# every message, heartbeats included). The checks are _value_ok's rules.
+_ENCODE_CHECK: dict[Kind, Callable[[object], bool]] = {
+    Kind.UINT: _is_uint,
+    Kind.INT: _is_int,
+    Kind.BOOL: _bool_ok,
+    Kind.BYTES: _bytes_ok,
+    Kind.TRANSMISSION: _transmission_ok,
+    Kind.ENTRIES: _entries_encodable,
+    Kind.SNAPSHOT_CHUNK: _snapshot_chunk_ok,
+}
+_DECODE_CHECK: dict[Kind, Callable[[object], bool]] = {**_ENCODE_CHECK}  # entries: _restore, every entry
+_ENCODE_FIELDS: dict[str, tuple[MessageType, dict[str, tuple[int, Callable[[object], bool], Field]]]] = {
+    t.name: (t, {f.name: (f.code, _ENCODE_CHECK[f.kind], f) for f in t.fields}) for t in MESSAGE_TYPES
+}
+_DECODE_FIELDS: dict[int, tuple[MessageType, dict[int, tuple[str, Callable[[object], bool], Field]]]] = {
+    t.code: (t, {f.code: (f.name, _DECODE_CHECK[f.kind], f) for f in t.fields}) for t in MESSAGE_TYPES
+}
+
+
 def encode_message(message: Mapping[str, Any]) -> bytes:
     """Encode one pysyncobj message dict. Raises :class:`MalformedMessage` (a bug in the caller or a
     message type this codec does not know yet) instead of sending something the peer cannot decode."""
     name = message.get("type")
-    mtype = _BY_NAME.get(name) if type(name) is str else None
-    if mtype is None:
+    described = _ENCODE_FIELDS.get(name) if type(name) is str else None
+    if described is None:
         raise UnknownMessageType(name)
-    fields = _FIELDS_BY_NAME[mtype.code]
+    mtype, fields = described
     out: dict[int, Any] = {_TYPE_KEY: mtype.code}
     for key, value in message.items():
         if key == "type":
@@ -361,14 +393,15 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
         field = fields.get(key)
         if field is None:
             raise MalformedMessage(f"message type {mtype.name!r} has no field {key!r}")
-        if not _encodable(field.kind, value):
+        code, check, described_field = field
+        if not check(value):
             raise MalformedMessage(
-                f"field {mtype.name}.{key} must be {field.kind.value},"
+                f"field {mtype.name}.{key} must be {described_field.kind.value},"
                 f" got {type(value).__name__}: {value!r:.80}"
             )
-        out[field.code] = value
-    missing = _REQUIRED[mtype.code] - out.keys()
-    if missing:
+        out[code] = value
+    if not _REQUIRED[mtype.code] <= out.keys():
+        missing = _REQUIRED[mtype.code] - out.keys()
         names = sorted(f.name for f in mtype.fields if f.code in missing)
         raise MalformedMessage(f"message type {mtype.name!r} lacks required fields {names}")
     try:
@@ -383,10 +416,10 @@ def decode_message(obj: object) -> dict[str, Any]:
     if type(obj) is not dict:
         raise MalformedMessage(f"message must be a map, got {type(obj).__name__}")
     code = obj.get(_TYPE_KEY)
-    mtype = _BY_CODE.get(code) if type(code) is int else None
-    if mtype is None:
+    described = _DECODE_FIELDS.get(code) if type(code) is int else None
+    if described is None:
         raise UnknownMessageType(code)
-    fields = _FIELDS_BY_CODE[mtype.code]
+    mtype, fields = described
     message: dict[str, Any] = {"type": mtype.name}
     for key, value in obj.items():
         if key == _TYPE_KEY:
@@ -394,9 +427,17 @@ def decode_message(obj: object) -> dict[str, Any]:
         field = fields.get(key) if type(key) is int else None
         if field is None:
             raise MalformedMessage(f"message type {mtype.name!r} has no field code {key!r}")
-        message[field.name] = _restore(field.kind, value)
-    missing = _REQUIRED[mtype.code] - obj.keys()
-    if missing:
+        name, check, described_field = field
+        if described_field.kind is Kind.ENTRIES:
+            message[name] = _restore(Kind.ENTRIES, value)
+        elif check(value):
+            message[name] = value
+        else:
+            raise MalformedMessage(
+                f"value of kind {described_field.kind.value} has the wrong shape: {type(value).__name__}"
+            )
+    if not _REQUIRED[mtype.code] <= obj.keys():
+        missing = _REQUIRED[mtype.code] - obj.keys()
         names = sorted(f.name for f in mtype.fields if f.code in missing)
         raise MalformedMessage(f"message type {mtype.name!r} lacks required fields {names}")
     return message

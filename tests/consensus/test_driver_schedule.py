@@ -1,0 +1,132 @@
+"""The driver's round ticks exactly the cores that need it: one made active at once, one whose timed duty is
+due, the groups the transport names; never an idle one before its time, never one that was removed."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from raftlog.consensus.driver import Driver
+
+
+class FakeCore:
+    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, _poller."""
+
+    def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0) -> None:
+        self._poller = driver.poller
+        self.node_id = name
+        self.timer_in_s = timer_in_s
+        self.on_activity: Callable[[], None] | None = None
+        self.ticks: list[float] = []
+        self.pending_work = 0  # ticks still wanted right after this one (needs_tick)
+        self.ticked = threading.Event()
+
+    def doTick(self, time_to_wait: float) -> None:
+        self.ticks.append(time.monotonic())
+        if self.pending_work:
+            self.pending_work -= 1
+        self.ticked.set()
+
+    def needs_tick(self) -> bool:
+        return self.pending_work > 0
+
+    def next_timer(self) -> float:
+        return time.monotonic() + self.timer_in_s
+
+
+@pytest.fixture
+def driver() -> Iterator[Driver]:
+    driver = Driver(name="schedule-test", idle_tick_ms=60_000, poll_max_ms=1000)
+    driver.start()
+    yield driver
+    driver.stop()
+
+
+def add(driver: Driver, core: FakeCore, group_id: str | None = None) -> None:
+    driver.add(core, group_id=group_id)  # type: ignore[arg-type]  # a stand-in for RaftCore
+    assert core.ticked.wait(5), f"{core.node_id}: not ticked once added"
+    core.ticked.clear()
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_an_active_core_is_ticked_at_once(driver: Driver) -> None:
+    core = FakeCore(driver, "active")  # its timer is an hour away
+    add(driver, core)
+    assert core.on_activity is not None
+    core.on_activity()
+    assert core.ticked.wait(5), "an active core waited for its timer"
+
+
+def test_a_core_due_by_its_timer_is_ticked(driver: Driver) -> None:
+    core = FakeCore(driver, "timed", timer_in_s=0.3)
+    add(driver, core)
+    assert core.ticked.wait(5), "a core whose timer fell due was not ticked"
+    core.timer_in_s = 3600.0
+    ticks = len(core.ticks)
+    time.sleep(0.5)
+    assert len(core.ticks) <= ticks + 1, "an idle core is ticked on every round"
+
+
+def test_left_over_work_is_ticked_in_the_next_rounds(driver: Driver) -> None:
+    core = FakeCore(driver, "busy")
+    add(driver, core)
+    ticks = len(core.ticks)
+    core.pending_work = 3
+    assert core.on_activity is not None
+    core.on_activity()
+    wait_for(lambda: len(core.ticks) >= ticks + 3)
+    assert core.pending_work == 0
+
+
+def test_a_removed_core_is_never_ticked(driver: Driver) -> None:
+    core = FakeCore(driver, "removed", timer_in_s=0.2)
+    add(driver, core)
+    activity = core.on_activity
+    assert activity is not None
+    driver.remove(core)
+    past_due = time.monotonic() + 0.5  # its timed tick was due within 0.3 s (0.2 s rounded up to 0.1 s)
+    ticks = len(core.ticks)
+    activity()  # a proposal racing the removal
+    keeper = FakeCore(driver, "keeper", timer_in_s=0.05)
+    add(driver, keeper)  # keeps rounds going past the removed core's due time
+    wait_for(lambda: keeper.ticks[-1] > past_due)
+    assert len(core.ticks) == ticks, "a removed core was ticked"
+
+
+def test_inbound_groups_are_ticked_and_only_they() -> None:
+    pending: set[str] = set()
+    lock = threading.Lock()
+
+    def take_ready_groups() -> set[str]:
+        with lock:
+            ready = set(pending)
+            pending.clear()
+            return ready
+
+    driver = Driver(name="inbound-test", idle_tick_ms=60_000, poll_max_ms=20)
+    driver.watch_inbound(take_ready_groups, check_interval_ms=5)
+    driver.start()
+    try:
+        cores = [FakeCore(driver, f"g{i}") for i in range(200)]
+        for i, core in enumerate(cores):
+            add(driver, core, group_id=f"g{i}")
+        before = [len(core.ticks) for core in cores]
+        with lock:
+            pending.add("g7")
+        assert cores[7].ticked.wait(5), "a group with inbound messages was not ticked"
+        time.sleep(0.2)
+        after = [len(core.ticks) for core in cores]
+        ticked = [i for i in range(len(cores)) if after[i] != before[i]]
+        assert ticked == [7], f"rounds ticked idle cores too: {ticked}"
+    finally:
+        driver.stop()
