@@ -352,6 +352,24 @@ class RaftlogClient:
             raise RequestFailed(200, None, f"{len(records)} records produced as {count}", answer)
         return [Produced(int(answer["partition"]), base + i) for i in range(count)]
 
+    async def _read(
+        self, topic: str, partition: int, offset: int, timeout_ms: int, max_bytes: int | None, accept: str
+    ) -> Any:
+        """One fetch request: the parsed JSON answer, or the bytes for the record-batch type."""
+        params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
+        _, answer = await self._request(
+            "GET",
+            f"/topics/{_quote(topic)}/partitions/{partition}/records",
+            params=params,
+            accept=accept,
+            repeatable=True,
+            timeout_s=self.timeout_s + timeout_ms / 1000,
+            raw=accept == RECORD_BATCH_V1,
+        )
+        return answer
+
     async def fetch(
         self,
         topic: str,
@@ -361,18 +379,7 @@ class RaftlogClient:
         timeout_ms: int = 0,
         max_bytes: int | None = None,
     ) -> list[FetchedRecord]:
-        params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
-        if max_bytes is not None:
-            params["max_bytes"] = max_bytes
-        path = f"/topics/{_quote(topic)}/partitions/{partition}/records"
-        _, body = await self._request(
-            "GET",
-            path,
-            params=params,
-            accept=BINARY_V2,
-            repeatable=True,
-            timeout_s=self.timeout_s + timeout_ms / 1000,
-        )
+        body = await self._read(topic, partition, offset, timeout_ms, max_bytes, BINARY_V2)
         return [_fetched(row) for row in body]
 
     async def fetch_batches(
@@ -387,18 +394,7 @@ class RaftlogClient:
         """Like :meth:`fetch`, but the server sends the stored batches as they are and they are decoded
         (and CRC-checked) here: the cheapest way out for bulk readers. Records before ``offset`` in the
         first batch are skipped."""
-        params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
-        if max_bytes is not None:
-            params["max_bytes"] = max_bytes
-        _, data = await self._request(
-            "GET",
-            f"/topics/{_quote(topic)}/partitions/{partition}/records",
-            params=params,
-            accept=RECORD_BATCH_V1,
-            repeatable=True,
-            timeout_s=self.timeout_s + timeout_ms / 1000,
-            raw=True,
-        )
+        data = await self._read(topic, partition, offset, timeout_ms, max_bytes, RECORD_BATCH_V1)
         return [
             FetchedRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers)
             for batch in split_batches(data)
