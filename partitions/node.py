@@ -188,7 +188,7 @@ class Node:
             clock=clock,
             retention_check_interval_ms=config.retention_check_interval_ms,
         )
-        self._driver = Driver(name=f"raft-{config.node_id}")
+        self._driver = Driver(name=f"raft-{config.node_id}", timer_grid_ms=config.core.timer_grid_ms)
         self._hub = MuxHub(
             config.node_id,
             config.raft_address,

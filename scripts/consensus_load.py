@@ -68,7 +68,8 @@ async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespac
     from raftlog.consensus.interface import Role
     from raftlog.consensus.transport import MuxHub
 
-    driver = Driver(name=f"raft-{node_id}")
+    config = CoreConfig.for_node()
+    driver = Driver(name=f"raft-{node_id}", timer_grid_ms=config.timer_grid_ms)
     hub = MuxHub(
         node_id, addresses[node_id], SECRET, peers={n: a for n, a in addresses.items() if n != node_id}
     )
@@ -76,7 +77,6 @@ async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespac
     driver.start()
     hub.start()
     names = {threading.get_native_id(): "main"}
-    config = CoreConfig.for_node()
     groups = []
     for g in range(args.groups):
         directory = os.path.join(args.dir, node_id, f"g{g}")

@@ -40,15 +40,28 @@ from raftlog.errors import InvariantViolation
 logger = logging.getLogger(__name__)
 
 FailureHandler = Callable[[RaftCore, BaseException], None]
-TIMER_GRID_S = 0.1  # timed ticks are rounded up to this grid (well under a heartbeat period)
+TIMER_GRID_MS_DEFAULT = 100
 T = TypeVar("T")
 _REMOVED: Any = object()
 
 
 class Driver:
-    def __init__(self, name: str = "raft-driver", idle_tick_ms: int = 1000, poll_max_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        name: str = "raft-driver",
+        idle_tick_ms: int = 1000,
+        poll_max_ms: int = 1000,
+        timer_grid_ms: int = TIMER_GRID_MS_DEFAULT,
+    ) -> None:
+        """``timer_grid_ms``: timed ticks (heartbeats, election deadlines) are rounded up to this grid, so
+        that groups whose duties fall close together tick in one round and their messages to a peer go
+        in one frame. A grid at least as long as the heartbeat period sends the heartbeats of all groups
+        together (``CoreConfig.timer_grid_ms`` says what the cores were configured for)."""
         if not 0 < poll_max_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
+        if not 0 < timer_grid_ms <= idle_tick_ms:
+            raise ValueError(f"need 0 < timer_grid_ms ({timer_grid_ms}) <= idle_tick_ms ({idle_tick_ms})")
+        self._timer_grid_s = timer_grid_ms / 1000
         self.name = name
         self._idle_tick_s = idle_tick_ms / 1000
         self._poll_max_s = poll_max_ms / 1000
@@ -300,4 +313,5 @@ class Driver:
         due = min(idle, timer) if timer > now else idle
         # Rounded up to a grid, so groups whose duties fall close together tick in one round (one wake-up
         # of this thread for all of them).
-        self._schedule(core, math.ceil(due / TIMER_GRID_S) * TIMER_GRID_S)
+        grid = self._timer_grid_s
+        self._schedule(core, math.ceil(due / grid) * grid)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -130,3 +131,33 @@ def test_inbound_groups_are_ticked_and_only_they() -> None:
         assert ticked == [7], f"rounds ticked idle cores too: {ticked}"
     finally:
         driver.stop()
+
+
+def test_timed_ticks_are_rounded_up_to_the_timer_grid() -> None:
+    driver = Driver(name="grid-test", idle_tick_ms=60_000, poll_max_ms=1000, timer_grid_ms=400)
+    driver.start()
+    try:
+        cores = [FakeCore(driver, f"g{i}", timer_in_s=0.3 + 0.02 * i) for i in range(4)]  # due over 60 ms
+        for core in cores:
+            add(driver, core)
+        wait_for(lambda: all(len(c.ticks) >= 3 for c in cores))
+        for core in cores:
+            core.timer_in_s = 3600.0
+        for core in cores:
+            timed = core.ticks[1:3]
+            # each timed tick right after a step of the 400 ms grid (a 100 ms grid would put 3 in 4 elsewhere)
+            assert all(t % 0.4 < 0.095 for t in timed), core.ticks
+            # due 300-360 ms after the previous tick: rounded up, never earlier
+            gaps = [later - earlier for earlier, later in pairwise(core.ticks[:3])]
+            assert all(0.3 <= gap < 0.85 for gap in gaps), core.ticks
+    finally:
+        driver.stop()
+
+
+def test_a_config_whose_heartbeats_rounded_to_the_grid_miss_the_election_timeout_is_refused() -> None:
+    from raftlog.consensus.core import CoreConfig
+
+    assert CoreConfig.for_node().heartbeat_interval_ms == 400
+    CoreConfig.for_node().to_syncobj_conf()
+    with pytest.raises(ValueError, match="timer_grid_ms"):
+        CoreConfig(heartbeat_period_ms=300, timer_grid_ms=600).to_syncobj_conf()  # 600 x 3 >= 1500
