@@ -19,6 +19,7 @@ from collections.abc import Callable
 import aiohttp
 
 from partitions.controller import ControllerStateMachine
+from partitions.http_worker import HttpWorker
 
 log = logging.getLogger("raftlog.metadata_follower")
 
@@ -26,7 +27,7 @@ POLL_S = 0.25
 FETCH_TIMEOUT_S = 5.0
 
 
-class MetadataFollower:
+class MetadataFollower(HttpWorker):
     """Create with the machine to fill, ``start()`` on the event loop, ``await close()``."""
 
     def __init__(
@@ -38,6 +39,7 @@ class MetadataFollower:
         on_change: Callable[[], None],
     ) -> None:
         """``sources``: base URLs of live nodes to ask (any of them forwards to the controller leader)."""
+        super().__init__(FETCH_TIMEOUT_S)
         self.node_id = node_id
         self._machine = machine
         self._credential = credential
@@ -46,21 +48,9 @@ class MetadataFollower:
         self.leader: str | None = None  # the controller leader named by the last answer
         self.leader_url: str | None = None
         self.synced = False  # a snapshot has been applied at least once
-        self._task: asyncio.Task[None] | None = None
-        self._http: aiohttp.ClientSession | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self._http is not None:
-            await self._http.close()
 
     async def _run(self) -> None:
-        self._http = http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S))
+        http = self.http
         turn = 0
         while True:
             candidates = ([self.leader_url] if self.leader_url else []) + self._sources()

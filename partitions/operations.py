@@ -30,6 +30,7 @@ import aiohttp
 
 from partitions import balancer, reconfigure
 from partitions.controller import CancelMove, MoveReplicas, Reassignment, StepMove
+from partitions.http_worker import HttpWorker
 from partitions.reconfigure import Add, MemberView, Record, Remove, Wait
 from raftlog.errors import RaftlogError
 
@@ -51,28 +52,17 @@ def internal_credential(cluster_secret: bytes) -> str:
     return hmac.new(cluster_secret, INTERNAL_CREDENTIAL_CONTEXT, hashlib.sha256).hexdigest()
 
 
-class Operator:
+class Operator(HttpWorker):
     """Create with the node, ``start()`` on its event loop, ``await close()``."""
 
     def __init__(self, node: Node) -> None:
+        super().__init__(RPC_TIMEOUT_S)
         self._node = node
         self._credential = internal_credential(node.config.cluster_secret)
         self._goals: dict[tuple[str, int, str], int] = {}  # (topic, partition, joining node) -> commit index
         self._balanced_at = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._http: aiohttp.ClientSession | None = None
         self.steps_taken = 0
         self.leadership_transfers = 0
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self._http is not None:
-            await self._http.close()
 
     def credential_ok(self, presented: str) -> bool:
         return hmac.compare_digest(presented.encode("utf-8"), self._credential.encode("utf-8"))
@@ -166,11 +156,9 @@ class Operator:
         url = None if target is None else self._node.http_address(target)
         if url is None:
             return None
-        if self._http is None:
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=RPC_TIMEOUT_S))
         path = f"/replication/partitions/{urllib.parse.quote(topic, safe='')}/{partition}/membership"
         headers = {"Authorization": f"Bearer {self._credential}"}
-        async with self._http.request(method, url + path, json=body, headers=headers) as answer:
+        async with self.http.request(method, url + path, json=body, headers=headers) as answer:
             if answer.status == 200:
                 payload: dict[str, Any] = await answer.json()
                 return payload
