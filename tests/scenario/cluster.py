@@ -85,6 +85,7 @@ class ProcessCluster:
     def stop_all(self, timeout_s: float = 20.0) -> None:
         for process in self.processes.values():
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a paused node would not act on SIGTERM
                 process.terminate()
         deadline = time.monotonic() + timeout_s
         for process in self.processes.values():

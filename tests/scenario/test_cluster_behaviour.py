@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pathlib
 import random
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,19 +16,6 @@ from api.client import ClientError, Message, RaftlogClient
 from .cluster import ProcessCluster
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
-    started = ProcessCluster.create(str(tmp_path))
-    try:
-        started.start_all()
-        yield started
-    finally:
-        for process in started.processes.values():
-            if process.poll() is None:
-                os.kill(process.pid, signal.SIGCONT)
-        started.stop_all()
 
 
 async def _leader(client: RaftlogClient, topic: str, partition: int = 0, timeout_s: float = 30.0) -> str:

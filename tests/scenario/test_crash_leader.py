@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pathlib
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,16 +19,6 @@ from raftlog.storage.segment import ScanStop
 from .cluster import ProcessCluster
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
-    started = ProcessCluster.create(str(tmp_path))
-    try:
-        started.start_all()
-        yield started
-    finally:
-        started.stop_all()
 
 
 async def _produce_until(client: RaftlogClient, topic: str, prefix: str, count: int, acked: list[str]) -> int:

@@ -5,9 +5,7 @@ skipped)."""
 from __future__ import annotations
 
 import asyncio
-import pathlib
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,16 +16,6 @@ from .cluster import ProcessCluster
 pytestmark = pytest.mark.slow
 TOPIC = "events"
 DEADLINE_S = 60.0
-
-
-@pytest.fixture
-def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
-    started = ProcessCluster.create(str(tmp_path))
-    try:
-        started.start_all()
-        yield started
-    finally:
-        started.stop_all()
 
 
 async def _drain(consumer: GroupConsumer, expected: set[bytes], seen: list[bytes], started: float) -> None:
