@@ -348,9 +348,8 @@ async def _produce_record_batch(request: web.Request) -> web.Response:
     batch = await _body(request)
     result = await state.broker.produce_batch(meta.name, partition, batch, state.settings.produce_timeout_ms)
     count = result.end_offset - result.base_offset
-    _check_produced(result.base_offset, result.end_offset, count)
-    if count <= 0:
-        raise InvariantViolation(f"broker produced an empty batch at offset {result.base_offset}")
+    if count <= 0 or result.base_offset < 0:
+        raise InvariantViolation(f"broker produced offsets [{result.base_offset}, {result.end_offset})")
     request[_LEADER] = state.broker.node_id
     answer = batch_produced_answer(partition, result.base_offset, count)
     return web.Response(body=answer, content_type="application/json")

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgpack
 
-from api.schemas import dump_json
+from api.schemas import dump_json, media_types
 from raftlog.storage.batch import Record
 
 COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"
@@ -39,10 +39,7 @@ class Columnar(enum.Enum):
 def columnar_encoding(accept: str | None) -> Columnar | None:
     """The columnar encoding the ``Accept`` header asks for, or None for the record-per-object answer.
     The first listed media type that this module knows wins (no q-value ranking, as for the flavours)."""
-    if not accept:
-        return None
-    for part in accept.split(","):
-        media = part.split(";", 1)[0].strip().lower()
+    for media in media_types(accept):
         if media == COLUMNAR_MSGPACK:
             return Columnar.MSGPACK
         if media == COLUMNAR_JSON:

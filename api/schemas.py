@@ -67,11 +67,17 @@ def request_flavour(content_type: str) -> Flavour:
     return flavour
 
 
+def media_types(accept: str | None) -> list[str]:
+    """The media types an ``Accept`` header lists, in its order, lower-cased, parameters dropped (no
+    q-value ranking: the first one a reader knows wins)."""
+    if not accept:
+        return []
+    return [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
+
+
 def wants_record_batches(accept: str | None) -> bool:
     """A fetch whose ``Accept`` names the record-batch type gets the stored batches, undecoded."""
-    if not accept:
-        return False
-    return any(part.split(";", 1)[0].strip().lower() == RECORD_BATCH_V1 for part in accept.split(","))
+    return RECORD_BATCH_V1 in media_types(accept)
 
 
 def is_record_batch(content_type: str) -> bool:
@@ -86,10 +92,7 @@ def require_json_body(content_type: str) -> None:
 
 def response_flavour(accept: str | None) -> Flavour:
     """Binary when the ``Accept`` header names the binary type, else JSON (including ``*/*`` or none)."""
-    if not accept:
-        return Flavour.JSON
-    for part in accept.split(","):
-        media = part.split(";", 1)[0].strip().lower()
+    for media in media_types(accept):
         if media == BINARY_V2:
             return Flavour.BINARY
         if media in (JSON_V2, PLAIN_JSON):
