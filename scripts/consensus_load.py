@@ -188,7 +188,7 @@ def main() -> None:
         argv = [sys.executable, __file__, "--groups", str(args.groups), "--seconds", str(args.seconds)]
         argv += ["--rate", str(args.rate), "--dir", directory, "--addresses", json.dumps(addresses)]
         children = [subprocess.Popen([*argv, "--node", node], stdout=subprocess.PIPE) for node in addresses]
-        rows = []
+        rows: list[dict[str, Any]] = []
         try:
             for child in children:
                 out, _ = child.communicate(timeout=args.seconds + SETTLE_S + 120)
