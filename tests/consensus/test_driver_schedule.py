@@ -157,7 +157,7 @@ def test_timed_ticks_are_rounded_up_to_the_timer_grid() -> None:
 def test_a_config_whose_heartbeats_rounded_to_the_grid_miss_the_election_timeout_is_refused() -> None:
     from raftlog.consensus.core import CoreConfig
 
-    assert CoreConfig.for_node().heartbeat_interval_ms == 400
+    assert CoreConfig(heartbeat_period_ms=300, timer_grid_ms=400).heartbeat_interval_ms == 400
     CoreConfig.for_node().to_syncobj_conf()
     with pytest.raises(ValueError, match="timer_grid_ms"):
         CoreConfig(heartbeat_period_ms=300, timer_grid_ms=600).to_syncobj_conf()  # 600 x 3 >= 1500
