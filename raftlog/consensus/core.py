@@ -106,8 +106,8 @@ class CoreConfig:
     election_timeout_min_ms: int = 1500
     election_timeout_max_ms: int = 3000
     heartbeat_period_ms: int = 100
-    # The Driver rounds timed ticks up to this grid (its ``timer_grid_ms``): a heartbeat goes out every
-    # ceil(heartbeat_period / grid) grid steps, and an election deadline fires up to one step late.
+    # The Driver rounds heartbeats and reconnects up to this grid (its ``timer_grid_ms``): a heartbeat
+    # goes out every ceil(heartbeat_period / grid) grid steps. Election deadlines use a fine grid.
     timer_grid_ms: int = 100
     # A leader that heard from no majority for this long steps down (pysyncobj's default is 30 s).
     leader_fallback_timeout_ms: int = 1500
@@ -130,13 +130,15 @@ class CoreConfig:
 
     @classmethod
     def for_node(cls) -> CoreConfig:
-        """What a node runs with: heartbeats due every 300 ms instead of 100 ms (on the 100 ms timer grid
-        one leaves every 400 ms), because with many partitions per node the heartbeats are most of its
-        idle CPU. A 400 ms grid, which sends every group's heartbeat on the same step, halved the
-        consensus layer's idle CPU but made leadership hand-backs by the balancer after a controller
-        restart miss their 30 s window in 2 of 3 runs, so it is not the default
-        (docs/performance.md)."""
-        return cls(heartbeat_period_ms=300, timer_grid_ms=100)
+        """What a node runs with: heartbeats due every 300 ms on a 400 ms timer grid, so every group's
+        heartbeat goes out on the same grid step, all of them to a peer in one frame and handled there in
+        one round (with a 100 ms grid they spread over four steps). A heartbeat leaves every 400 ms, as
+        it did with a 100 ms grid (a due time a hair past 300 ms was rounded up to 400), and a tick up to
+        100 ms late still keeps that step; 3.75 heartbeats fit in the shortest election timeout (1.5 s).
+        Election deadlines are not on this grid (``driver.DEADLINE_GRID_S``, 10 ms). With many partitions
+        per node the heartbeats are most of its idle CPU: aligning them halved the consensus layer's idle
+        CPU."""
+        return cls(heartbeat_period_ms=300, timer_grid_ms=400)
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -328,19 +330,23 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             or self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied
         )
 
-    def next_timer(self) -> float:
-        """``time.monotonic()`` time of this group's next timed duty: a leader's heartbeat, or a follower's
-        or candidate's election deadline, or a reconnect while a peer is not connected. Between them only
-        messages and proposals need a tick (they set ``activity``), so the driver may leave the group
-        alone until then."""
+    def next_timer(self) -> tuple[float, bool]:
+        """``time.monotonic()`` time of this group's next timed duty, and whether it is a routine one: a
+        leader's heartbeat, or a reconnect while a peer is not connected (routine), or a follower's or
+        candidate's election deadline (not routine). Between them only messages and proposals need a
+        tick (they set ``activity``), so the driver may leave the group alone until then. The driver
+        gathers routine duties of all groups on a coarse grid; an election deadline keeps its random
+        spread, so that two followers rarely stand for election in the same instant."""
         if self._SyncObj__raftState == _LEADER:
-            timer = float(self._SyncObj__newAppendEntriesTime)
+            timer, routine = float(self._SyncObj__newAppendEntriesTime), True
         else:
-            timer = float(self._SyncObj__raftElectionDeadline)
+            timer, routine = float(self._SyncObj__raftElectionDeadline), False
         if len(self._SyncObj__connectedNodes) < len(self._SyncObj__otherNodes):
             # a peer is not connected: ticks drive reconnects (pysyncobj's TCP transport)
-            timer = min(timer, time.monotonic() + self._config.connection_retry_ms / 1000)
-        return timer
+            reconnect = time.monotonic() + self._config.connection_retry_ms / 1000
+            if reconnect < timer:
+                timer, routine = reconnect, True
+        return timer, routine
 
     # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
     @property

@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 FailureHandler = Callable[[RaftCore, BaseException], None]
 TIMER_GRID_MS_DEFAULT = 100
+DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
 T = TypeVar("T")
 _REMOVED: Any = object()
 
@@ -53,10 +54,11 @@ class Driver:
         poll_max_ms: int = 1000,
         timer_grid_ms: int = TIMER_GRID_MS_DEFAULT,
     ) -> None:
-        """``timer_grid_ms``: timed ticks (heartbeats, election deadlines) are rounded up to this grid, so
-        that groups whose duties fall close together tick in one round and their messages to a peer go
-        in one frame. A grid at least as long as the heartbeat period sends the heartbeats of all groups
-        together (``CoreConfig.timer_grid_ms`` says what the cores were configured for)."""
+        """``timer_grid_ms``: routine timed ticks (heartbeats, reconnects, idle ticks) are rounded up to this
+        grid, so that groups whose duties fall close together tick in one round and their messages to a
+        peer go in one frame. A grid at least as long as the heartbeat period sends the heartbeats of all
+        groups together (``CoreConfig.timer_grid_ms`` says what the cores were configured for). Election
+        deadlines are rounded to ``DEADLINE_GRID_S`` only."""
         if not 0 < poll_max_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
         if not 0 < timer_grid_ms <= idle_tick_ms:
@@ -309,9 +311,12 @@ class Driver:
         # A duty still due after this tick could not be done now (an election with no peer reachable):
         # it is retried at the idle pace rather than on every round.
         idle = now + self._idle_tick_s
-        timer = core.next_timer()
-        due = min(idle, timer) if timer > now else idle
-        # Rounded up to a grid, so groups whose duties fall close together tick in one round (one wake-up
-        # of this thread for all of them).
-        grid = self._timer_grid_s
+        timer, routine = core.next_timer()
+        if timer <= now or timer >= idle:
+            due, grid = idle, self._timer_grid_s
+        else:
+            # Routine duties are rounded up to the timer grid, so those of all groups tick in one round
+            # (one wake-up of this thread, one frame per peer); an election deadline only to a fine grid,
+            # keeping the randomness that makes split votes rare.
+            due, grid = timer, (self._timer_grid_s if routine else DEADLINE_GRID_S)
         self._schedule(core, math.ceil(due / grid) * grid)

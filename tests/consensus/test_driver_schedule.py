@@ -17,10 +17,11 @@ from raftlog.consensus.driver import Driver
 class FakeCore:
     """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, _poller."""
 
-    def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0) -> None:
+    def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0, routine: bool = True) -> None:
         self._poller = driver.poller
         self.node_id = name
         self.timer_in_s = timer_in_s
+        self.routine = routine  # a heartbeat (True) or an election deadline (False)
         self.on_activity: Callable[[], None] | None = None
         self.ticks: list[float] = []
         self.pending_work = 0  # ticks still wanted right after this one (needs_tick)
@@ -35,8 +36,8 @@ class FakeCore:
     def needs_tick(self) -> bool:
         return self.pending_work > 0
 
-    def next_timer(self) -> float:
-        return time.monotonic() + self.timer_in_s
+    def next_timer(self) -> tuple[float, bool]:
+        return time.monotonic() + self.timer_in_s, self.routine
 
 
 @pytest.fixture
@@ -154,10 +155,28 @@ def test_timed_ticks_are_rounded_up_to_the_timer_grid() -> None:
         driver.stop()
 
 
+def test_election_deadlines_keep_their_spread_instead_of_the_timer_grid() -> None:
+    driver = Driver(name="deadline-test", idle_tick_ms=60_000, poll_max_ms=1000, timer_grid_ms=400)
+    driver.start()
+    try:
+        cores = [FakeCore(driver, f"g{i}", timer_in_s=0.3 + 0.05 * i, routine=False) for i in range(4)]
+        for core in cores:
+            add(driver, core)
+        wait_for(lambda: all(len(c.ticks) >= 2 for c in cores))
+        for core in cores:
+            core.timer_in_s = 3600.0
+        for core, expected_s in zip(cores, (0.3, 0.35, 0.4, 0.45), strict=True):
+            # fired when due (at most the 10 ms deadline grid and scheduling late), not at a 400 ms step
+            gap = core.ticks[1] - core.ticks[0]
+            assert expected_s <= gap < expected_s + 0.09, (expected_s, core.ticks)
+    finally:
+        driver.stop()
+
+
 def test_a_config_whose_heartbeats_rounded_to_the_grid_miss_the_election_timeout_is_refused() -> None:
     from raftlog.consensus.core import CoreConfig
 
-    assert CoreConfig(heartbeat_period_ms=300, timer_grid_ms=400).heartbeat_interval_ms == 400
+    assert CoreConfig.for_node().heartbeat_interval_ms == 400
     CoreConfig.for_node().to_syncobj_conf()
     with pytest.raises(ValueError, match="timer_grid_ms"):
         CoreConfig(heartbeat_period_ms=300, timer_grid_ms=600).to_syncobj_conf()  # 600 x 3 >= 1500
