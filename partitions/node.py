@@ -228,9 +228,10 @@ class Node:
         loop = asyncio.get_running_loop()
         self._logs.start()
         # tick a group as soon as the hub queues a message for it; sleep in the poller otherwise
+        # and run the hub's socket I/O on the driver thread too: no thread hand-off per message
         self._driver.watch_inbound(self._hub.take_ready_groups, wake_fd=self._hub.inbound_fd())
+        self._driver.drive_hub(self._hub)
         self._driver.start()
-        self._hub.start()
         notifier = LoopNotifier(loop, self._schedule_reconcile)
         if self.node_id in self.config.controller_voters and not self.config.join:
             self._controller = await self._open_group(

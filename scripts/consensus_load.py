@@ -5,6 +5,7 @@ the proposals' latency and the CPU per proposal. For measuring the consensus lay
 
     .venv/bin/python scripts/consensus_load.py --groups 100 --seconds 10             # idle
     .venv/bin/python scripts/consensus_load.py --groups 3 --seconds 8 --rate 300     # 300 proposals/s
+    ... --hub-thread     # the hub's socket I/O on its own thread instead of the driver's (as nodes do)
 """
 
 from __future__ import annotations
@@ -74,8 +75,12 @@ async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespac
         node_id, addresses[node_id], SECRET, peers={n: a for n, a in addresses.items() if n != node_id}
     )
     driver.watch_inbound(hub.take_ready_groups, wake_fd=hub.inbound_fd())
-    driver.start()
-    hub.start()
+    if args.hub_thread:
+        driver.start()
+        hub.start()
+    else:  # as a node runs: the hub's I/O on the driver thread
+        driver.drive_hub(hub)
+        driver.start()
     names = {threading.get_native_id(): "main"}
     groups = []
     for g in range(args.groups):
@@ -175,6 +180,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=0.0, help="proposals/s over all groups (0: idle)")
     parser.add_argument("--dir", default=None, help="where journals go (default: a temporary directory)")
+    parser.add_argument(
+        "--hub-thread",
+        action="store_true",
+        help="the hub's I/O on its own thread (nodes run it on the driver's)",
+    )
     parser.add_argument("--node", help=argparse.SUPPRESS)
     parser.add_argument("--addresses", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -187,6 +197,7 @@ def main() -> None:
         addresses = {f"n{i}": f"127.0.0.1:{_free_port()}" for i in (1, 2, 3)}
         argv = [sys.executable, __file__, "--groups", str(args.groups), "--seconds", str(args.seconds)]
         argv += ["--rate", str(args.rate), "--dir", directory, "--addresses", json.dumps(addresses)]
+        argv += ["--hub-thread"] if args.hub_thread else []
         children = [subprocess.Popen([*argv, "--node", node], stdout=subprocess.PIPE) for node in addresses]
         rows: list[dict[str, Any]] = []
         try:

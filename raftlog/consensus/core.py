@@ -266,6 +266,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # Called (any thread) after activity is set: a proposal, a transfer, a message delivered outside
         # a tick. A Driver sets it to mark the core ready.
         self.on_activity: Callable[[], None] | None = None
+        # Called on the tick thread just before the journal is fsynced: a Driver that runs the transport
+        # on its thread writes the queued messages first, so peers receive them during the fsync.
+        self.before_sync: Callable[[], None] | None = None
         _handoff.journal = self._journal
         _handoff.poller = poller
         try:
@@ -473,6 +476,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _sync_and_release_replies(self) -> None:
         """Group commit: one fsync for everything appended this tick, then the acknowledgements."""
+        if self.before_sync is not None and self._journal.sync_pending:
+            self.before_sync()
         self._journal.sync()
         if not self._held_replies:
             return

@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 FailureHandler = Callable[[RaftCore, BaseException], None]
 TIMER_GRID_MS_DEFAULT = 100
+HUB_POLL_MAX_S = 0.1  # a driven hub's timers (pings, dials, handshake deadlines) run at least this often
 DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
 T = TypeVar("T")
 _REMOVED: Any = object()
@@ -88,6 +89,7 @@ class Driver:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._inbound_wake_fd: int | None = None
+        self._hub: Any = None  # a MuxHub whose I/O this thread runs (drive_hub)
         self.ticks = 0  # counters for benchmarks
         self.loops = 0
 
@@ -107,6 +109,8 @@ class Driver:
         if core._poller is not self.poller:
             raise InvariantViolation(f"core {core.node_id} was not built with driver {self.name}'s poller")
         core.on_activity = functools.partial(self._activate, core)
+        if self._hub is not None:
+            core.before_sync = self._hub.flush
         with self._lock:
             self._cores[core] = on_failure
             self._ready.add(core)
@@ -146,6 +150,17 @@ class Driver:
         else:
             self.poller.subscribe(wake_fd, self._on_inbound, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
             self._inbound_wake_fd = wake_fd
+
+    def drive_hub(self, hub: Any) -> None:
+        """Run ``hub``'s I/O (a MuxHub in polled mode) on this driver's thread: each round reads what
+        arrived before ticking and writes what the ticks queued after; a core writes its queued
+        messages before it fsyncs. No hand-off to an I/O thread per message. Call before :meth:`start`,
+        after :meth:`watch_inbound` with the hub's ``take_ready_groups``."""
+        if self._thread is not None:
+            raise InvariantViolation(f"driver {self.name}: drive_hub after start")
+        self._hub = hub
+        self.poller.subscribe(hub.fileno(), self._on_inbound, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
+        self._poll_max_s = min(self._poll_max_s, HUB_POLL_MAX_S)
 
     def _on_inbound(self, descriptor: int, event: int) -> None:
         """The transport's wake fd is readable: the next round's ``take_ready_groups`` drains it."""
@@ -248,6 +263,9 @@ class Driver:
                 except Exception:
                     logger.exception("driver %s: a call failed (the driver goes on)", self.name)
             # After the calls: one of them may have removed (and destroyed) a core.
+            hub = self._hub
+            if hub is not None:
+                hub.poll(0.0)
             inbound = self._take_ready_groups() if self._take_ready_groups is not None else ()
             with self._lock:
                 ready, self._ready = self._ready, set()
@@ -266,6 +284,8 @@ class Driver:
                     busy = True
                     with self._lock:
                         self._ready.add(core)
+            if hub is not None:
+                hub.flush()
             if busy:
                 wait = 0.0
             else:

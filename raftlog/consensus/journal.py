@@ -60,6 +60,11 @@ class RaftJournal:
         raise NotImplementedError
 
     @property
+    def sync_pending(self) -> bool:
+        """The next :meth:`sync` has something to write or flush (it will wait for the disk)."""
+        return False
+
+    @property
     def size_bytes(self) -> int:
         """Bytes the journal keeps on disk; compaction also runs on growth of this (0: nothing on disk)."""
         return 0
@@ -329,6 +334,10 @@ class FileJournal(RaftJournal):
     @property
     def durable_index(self) -> int:
         return self._durable_index
+
+    @property
+    def sync_pending(self) -> bool:
+        return bool(self._pending) or self._needs_fsync
 
     @property
     def directory(self) -> str:

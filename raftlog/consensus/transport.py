@@ -35,7 +35,9 @@ Driving many groups from one thread (``SyncObjConf(autoTick=False)``), two ways:
         hub.poll(0.005)                 # flush sends, read sockets, wait up to 5 ms for input
 
 Polled mode saves a GIL hand-off per syscall between a busy driver and the I/O thread (each can cost
-``sys.getswitchinterval()``, 5 ms); threaded mode keeps I/O going while a tick is slow.
+``sys.getswitchinterval()``, 5 ms) and the wake-up pipes between them; threaded mode keeps I/O going
+while a tick is slow. Nodes run polled mode through ``Driver.drive_hub``, which also calls
+:meth:`MuxHub.flush` before each fsync so that peers receive a leader's appends while it syncs.
 
 With ``autoTick=True`` each transport also registers a wake pipe in SyncObj's poller, so a tick blocked
 in ``poll()`` wakes as soon as a message arrives.
@@ -321,6 +323,17 @@ class MuxHub:
             self._shutdown()
             raise
 
+    def fileno(self) -> int:
+        """The hub's selector: readable while a socket, the listener or the wake pipe has an event. A
+        driver that runs the hub in polled mode waits on it in its own poller."""
+        return self._selector.fileno()
+
+    def flush(self) -> None:
+        """Polled mode, on the polling thread: write the messages queued so far to their sockets now
+        (e.g. a leader's appends before it fsyncs its own journal, so followers write in parallel)."""
+        if self._mode == "poll" and self._poll_thread == threading.get_ident():
+            self._pump_dirty_peers()
+
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the I/O loop and close every socket. Registered transports see all peers disconnect.
         In polled mode, call it from the polling thread or after that thread stopped polling."""
@@ -415,6 +428,8 @@ class MuxHub:
     def _signal_inbound(self) -> None:
         """Caller holds the lock and has just added to ``_ready_groups``."""
         self._inbound.notify_all()
+        if self._mode == "poll" and self._poll_thread == threading.get_ident():
+            return  # the polling (driver) thread takes the ready groups right after its poll
         if not self._inbound_signalled:
             self._inbound_signalled = True
             if self._inbound_fds is not None:
@@ -495,6 +510,8 @@ class MuxHub:
             if self._wake_pending:
                 return True
             self._wake_pending = True
+        if self._mode == "poll" and self._poll_thread == threading.get_ident():
+            return True  # the polling thread pumps before it next waits: no wake-up needed
         self._wake()
         return True
 

@@ -5,6 +5,7 @@ a new leader takes over when the leader stops, and ReplicaGroups on Drivers work
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from raftlog.consensus.core import CoreConfig, RaftCore
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
+from raftlog.consensus.journal import FileJournal
 from raftlog.consensus.transport import MuxHub, transport_class
 
 SECRET = b"consensus-core-test-secret-0123456789"
@@ -114,22 +116,42 @@ def test_core_commits_over_mux_and_survives_leader_stop(
     assert machines[cores.index(new_leader)].commands == [*commands, b"after"]
 
 
-async def test_replica_groups_on_drivers_over_mux() -> None:
-    """The product's wiring: per node one MuxHub (threaded) and one Driver watching the hub's inbound."""
+class WatchedJournal(FileJournal):
+    """Records, at every fsync that waits for the disk, the bytes its hub still held for peers."""
+
+    def __init__(self, directory: str, hub: MuxHub) -> None:
+        super().__init__(directory)
+        self._hub = hub
+        self.queued_at_sync: list[int] = []
+
+    def sync(self) -> None:
+        if self.sync_pending and self._hub.peers():
+            self.queued_at_sync.append(self._hub.stats()["queued_bytes"])
+        super().sync()
+
+
+@pytest.mark.parametrize("hub_io", ["driver", "thread"])
+async def test_replica_groups_on_drivers_over_mux(hub_io: str, tmp_path: pathlib.Path) -> None:
+    """The product's wiring: per node one MuxHub and one Driver watching the hub's inbound; the hub's I/O
+    on the driver thread (as nodes run) or on its own thread. With file journals."""
     hubs = [MuxHub(f"n{i}", "127.0.0.1:0", SECRET) for i in range(3)]
     drivers = [Driver(name=f"driver-n{i}") for i in range(3)]
     for hub, driver in zip(hubs, drivers, strict=True):
         for other in hubs:
             if other is not hub:
                 hub.set_peer(other.node_id, other.address)
-        hub.start()
-        driver.watch_inbound(hub.take_ready_groups)
+        driver.watch_inbound(hub.take_ready_groups, wake_fd=hub.inbound_fd())
+        if hub_io == "driver":
+            driver.drive_hub(hub)
+        else:
+            hub.start()
         driver.start()
     machines = [ListMachine() for _ in hubs]
     voters = [hub.node_id for hub in hubs]
     groups: list[ReplicaGroup] = []
+    journals = [WatchedJournal(str(tmp_path / hub.node_id), hub) for hub in hubs]
     try:
-        for hub, driver, machine in zip(hubs, drivers, machines, strict=True):
+        for hub, driver, machine, journal in zip(hubs, drivers, machines, journals, strict=True):
             config = CoreConfig(
                 election_timeout_min_ms=400, election_timeout_max_ms=800, heartbeat_period_ms=50
             )
@@ -141,6 +163,7 @@ async def test_replica_groups_on_drivers_over_mux() -> None:
                     machine,
                     driver,
                     config,
+                    journal=journal,
                     transport_class=transport_class(hub, "topic-b/0"),
                     node_class=Node,
                 )
@@ -159,6 +182,11 @@ async def test_replica_groups_on_drivers_over_mux() -> None:
         while any(m.commands != expected for m in machines):
             assert time.monotonic() < deadline, [len(m.commands) for m in machines]
             await asyncio.sleep(0.02)
+        if hub_io == "driver":
+            assert all(not hub._thread.is_alive() for hub in hubs), "polled hubs started a thread"
+            # the leader wrote its appends to the sockets before each fsync, so followers wrote meanwhile
+            held = journals[groups.index(leader)].queued_at_sync
+            assert len(held) > 10 and all(queued == 0 for queued in held), held
     finally:
         for group in groups:
             group.close()
