@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -226,6 +227,7 @@ class Node:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        await asyncio.to_thread(_remove_trees, [self._trash_dir()])  # a crash may have left some
         self._logs.start()
         # tick a group as soon as the hub queues a message for it; sleep in the poller otherwise
         # and run the hub's socket I/O on the driver thread too: no thread hand-off per message
@@ -306,6 +308,10 @@ class Node:
 
     def _group_dir(self, group_id: str) -> str:
         return os.path.join(self.config.data_dir, "raft", group_id)
+
+    def _trash_dir(self) -> str:
+        """Directories of dropped replicas on their way out; emptied again at every start."""
+        return os.path.join(self.config.data_dir, "trash")
 
     async def _open_group(self, group_id: str, voters: Sequence[str], machine: StateMachine) -> ReplicaGroup:
         directory = self._group_dir(group_id)
@@ -518,8 +524,12 @@ class Node:
         replica.group.close()
         replica.wake()
         await self._driver_barrier()
-        self._logs.delete_log(group_id)
-        shutil.rmtree(self._group_dir(group_id), ignore_errors=False)
+        self._logs.close_log(group_id)
+        # Renamed aside at once (this node may open a replica of the same group again right away: a move
+        # back), then removed on a worker thread: unlinking gigabytes must not stall the event loop.
+        places = (os.path.join(self._logs.root, group_id), self._group_dir(group_id))
+        trashed = [_move_to_trash(path, self._trash_dir()) for path in places if os.path.isdir(path)]
+        await asyncio.to_thread(_remove_trees, trashed)
         log.info("node %s: replica of %s/%d deleted", self.node_id, replica.topic.name, replica.partition)
 
     # -- metadata ------------------------------------------------------------------------------------
@@ -1079,3 +1089,23 @@ def disk_usage(data_dir: str) -> tuple[int, int]:
             with contextlib.suppress(FileNotFoundError):  # deleted by retention while we walked
                 used += os.stat(os.path.join(root, name)).st_size
     return used, shutil.disk_usage(data_dir).free
+
+
+def _move_to_trash(path: str, trash_dir: str) -> str:
+    """Rename ``path`` into ``trash_dir`` under a fresh name (same file system: one atomic rename)."""
+    os.makedirs(trash_dir, exist_ok=True)
+    target = os.path.join(trash_dir, f"{os.path.basename(path)}.{uuid.uuid4().hex}")
+    os.rename(path, target)
+    return target
+
+
+def _remove_trees(paths: Sequence[str]) -> None:
+    """Remove directory trees (a worker thread); what cannot be removed is logged and left for the next
+    start to retry."""
+    for path in paths:
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.error("could not remove %s (retried at the next start): %s", path, exc)

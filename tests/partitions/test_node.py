@@ -298,3 +298,53 @@ async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster
     await leader.produce("polled", 0, [ProducerRecord(b"c")], None, None, 5000)
     assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"c"]
     assert replica.waiters == 0
+
+
+async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
+    cluster: list[Node], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import partitions.node as node_module
+
+    removed_on: list[str] = []
+    remove = node_module._remove_trees
+
+    def watched(paths: list[str]) -> None:
+        removed_on.append(threading.current_thread().name)
+        remove(paths)
+
+    monkeypatch.setattr(node_module, "_remove_trees", watched)
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    metadata = await controller.create_topic("doomed", 1, 3, {})
+    leader = await until(lambda: partition_leader(cluster, "doomed"), what="partition leader")
+    await leader.produce("doomed", 0, [ProducerRecord(b"x" * 1000) for _ in range(100)], None, None, 5000)
+    group = metadata.group_id(0)
+    places = [(n, pathlib.Path(n.config.data_dir)) for n in cluster]
+    assert all((root / "logs" / group).is_dir() and (root / "raft" / group).is_dir() for _, root in places)
+
+    await controller.delete_topic("doomed")
+
+    def gone() -> bool:
+        return all(
+            not (root / "logs" / group).exists()
+            and not (root / "raft" / group).exists()
+            and not any((root / "trash").glob("*"))
+            for _, root in places
+        )
+
+    await until(gone, what="replica directories and their trash removed on every node")
+    assert len(removed_on) == 3 and all(name != "MainThread" for name in removed_on), removed_on
+
+
+async def test_a_start_empties_what_a_crash_left_in_the_trash(tmp_path: pathlib.Path) -> None:
+    config = configs(tmp_path, count=1)[0]
+    leftover = pathlib.Path(config.data_dir) / "trash" / "t-0.abc" / "segment"
+    leftover.mkdir(parents=True)
+    (leftover / "00000000000000000000.log").write_bytes(b"x" * 4096)
+    node = Node(config)
+    await node.start()
+    try:
+        assert not any((pathlib.Path(config.data_dir) / "trash").glob("*"))
+    finally:
+        await node.close()
