@@ -16,6 +16,7 @@ from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, decode_header
 from raftlog.storage.errors import CorruptRecord, NotBatchBoundary, StorageUnavailable
 from raftlog.storage.index import OffsetIndex, TimeIndex
+from raftlog.storage.writeback import start_writeback
 
 log = logging.getLogger("raftlog.storage")
 
@@ -23,6 +24,7 @@ READ_CHUNK_BYTES = 256 * 1024
 FIRST_READ_BYTES = 16 * 1024  # a walk's first read: enough for the headers a lookup or one small batch needs
 READ_CHUNK_MAX_BYTES = 4 * 1024 * 1024  # after large batches, walk reads chunks of up to this
 NAME_DIGITS = 20
+WRITEBACK_BYTES = 4 * 1024 * 1024  # unflushed bytes after which the kernel is asked to start writing them
 
 
 def segment_name(base_offset: int, suffix: str) -> str:
@@ -154,6 +156,7 @@ class Segment:
         self.first_append_ms: int | None = None  # wall clock of the first append since open (segment.ms)
         self._bytes_since_index = 0
         self._dirty = False
+        self._written_back = self.size  # writeback was started (or an fsync done) up to here
         self.readers = 0
         self.deleted = False
 
@@ -290,6 +293,9 @@ class Segment:
             raise StorageUnavailable(self.path, f"write failed: {exc}") from exc
         self.size = position + len(batch)
         self._dirty = True
+        if self.size - self._written_back >= WRITEBACK_BYTES:
+            start_writeback(self._fd, self._written_back, self.size - self._written_back)
+            self._written_back = self.size
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
         self._track(position, header)
@@ -323,6 +329,7 @@ class Segment:
         if self._dirty:
             os.fdatasync(self._fd)
             self._dirty = False
+        self._written_back = self.size
 
     # -- reads -----------------------------------------------------------------------------------------
 
@@ -381,6 +388,7 @@ class Segment:
         except OSError as exc:
             raise StorageUnavailable(self.path, f"truncate to {size} failed: {exc}") from exc
         self.size = size
+        self._written_back = size
 
     def _resume(self) -> None:
         """Recompute end offset, max timestamp and index spacing from the last index entry onward."""
