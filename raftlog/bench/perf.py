@@ -966,7 +966,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--restart-mib", type=int, default=0,
                         help="restart a raftlog node holding N MiB (0 = skip)")  # fmt: skip
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
-                        help="before each phase wait up to S s until other processes calm down")  # fmt: skip
+                        help="before each phase write out dirty pages (sync) and wait up to S s until "
+                             "other processes calm down")  # fmt: skip
     parser.add_argument("--dir", default=None, help="where data directories go (default: cwd)")
     parser.add_argument("--keep", action="store_true", help="keep raftlog's data directory")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")

@@ -168,8 +168,10 @@ class OtherCpu:
 
 
 def wait_quiet(seconds_max: float, other_pct_max: float = 25.0) -> float | None:
-    """Wait, at most ``seconds_max``, until other processes use less than ``other_pct_max`` of a core
-    over one second. Returns the last reading."""
+    """Write out the dirty pages the previous phase left (``sync``: whichever system wrote them, they are
+    not charged to the next phase), then wait, at most ``seconds_max``, until other processes use less
+    than ``other_pct_max`` of a core over one second. Returns the last reading."""
+    os.sync()
     deadline = time.monotonic() + seconds_max
     waited = False
     while True:
