@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.bodies import read_body
 from api.errors import BadRequest, Unauthorized
 from api.openapi import Operation, Param
 from api.schemas import parse_json, path_partition, query_int, require_json_body
@@ -31,6 +32,7 @@ CONFIG_KEYS_MAX = 64
 class Context:
     broker: Broker
     admin_timeout_ms: int
+    request_bytes_max: int
 
 
 CONTEXT = web.AppKey("raftlog_admin", Context)
@@ -42,7 +44,7 @@ def _context(request: web.Request) -> Context:
 
 async def _object(request: web.Request, fields: set[str]) -> dict[str, Any]:
     require_json_body(request.content_type)
-    body = parse_json(await request.read())
+    body = parse_json(await read_body(request, _context(request).request_bytes_max))
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     unknown = sorted(set(body) - fields)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from api import admin, consumers, errors
+from api.bodies import read_body
 from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK, columnar_encoding, encode_columnar
 from api.errors import (
     BadRequest,
@@ -130,10 +131,7 @@ def _state(request: web.Request) -> AppState:
 
 
 async def _body(request: web.Request) -> bytes:
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise RequestTooLarge(_state(request).settings.request_bytes_max) from None
+    return await read_body(request, _state(request).settings.request_bytes_max)
 
 
 async def _json(request: web.Request) -> Any:
@@ -1023,7 +1021,7 @@ def build_app(
     app[consumers.CONTEXT] = consumers.Context(
         broker, app[STATE].forwarder, forward_timeout_s, produce_timeout_ms, request_bytes_max
     )
-    app[admin.CONTEXT] = admin.Context(broker, admin_timeout_ms)
+    app[admin.CONTEXT] = admin.Context(broker, admin_timeout_ms, request_bytes_max)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     app.on_cleanup.append(_close)

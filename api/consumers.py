@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from api import errors
-from api.errors import BadRequest, RequestTooLarge, UnsupportedMediaType
+from api.bodies import read_body
+from api.errors import BadRequest, UnsupportedMediaType
 from api.forwarding import Forwarded, Forwarder
 from api.openapi import Operation, Param
 from api.routing import HIGH_WATERMARK_HEADER, HOPS_HEADER, forward_target, parse_hops
@@ -108,10 +109,7 @@ def _require_json(request: web.Request) -> None:
 
 
 async def _body(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise RequestTooLarge(request.app[CONTEXT].request_bytes_max) from None
+    raw = await read_body(request, request.app[CONTEXT].request_bytes_max)
     if not raw and optional:
         return {}
     _require_json(request)

@@ -668,7 +668,7 @@ class Node:
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
-        result = await replica.group.propose(commands.encode(commands.Produce(batch)), timeout_ms)
+        result = await replica.group.propose(commands.encode_parts(commands.Produce(batch)), timeout_ms)
         if isinstance(result, Refused):
             raise result.error
         if not isinstance(result, Produced):  # not check(): its message would be formatted every time

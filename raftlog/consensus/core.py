@@ -66,6 +66,7 @@ _ROLE_BY_STATE = {_FOLLOWER: Role.FOLLOWER, _CANDIDATE: Role.CANDIDATE, _LEADER:
 COMMAND_NO_OP = 1
 COMMAND_MEMBERSHIP = 2
 COMMAND_USER = 0x20  # ours: the rest of the entry is an opaque StateMachine command
+_USER_TYPE_BYTE = bytes((COMMAND_USER,))
 
 _NO_OP_ENTRY = bytes([COMMAND_NO_OP])
 
@@ -297,10 +298,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._receive = transport.receive
 
     # -- thread-safe entry points ----------------------------------------------------------------
-    def submit(self, command: bytes, callback: Callback | None) -> None:
+    def submit(self, command: bytes | tuple[bytes, ...], callback: Callback | None) -> None:
         """Queue a proposal; ``callback(result, fail_reason)`` runs on the tick thread (or on this thread
-        with QUEUE_FULL)."""
-        self._applyCommand(command, callback, COMMAND_USER)
+        with QUEUE_FULL). ``command`` may come in pieces: they are joined once, behind the entry's type
+        byte (pysyncobj would copy a whole command again to put that byte in front)."""
+        if isinstance(command, tuple):
+            entry = b"".join((_USER_TYPE_BYTE, *command))
+        else:
+            entry = _USER_TYPE_BYTE + command
+        self._applyCommand(entry, callback)  # no command type: the entry already starts with it
         self._notify_activity()
 
     def _notify_activity(self) -> None:

@@ -79,7 +79,9 @@ class ReplicaGroup:
         """For tests and benchmarks; product code uses the RaftGroup methods."""
         return self._core
 
-    async def propose(self, command: bytes, timeout_ms: int) -> object:
+    async def propose(self, command: bytes | tuple[bytes, ...], timeout_ms: int) -> object:
+        """Replicate ``command`` (or the pieces it is made of, joined once on the way) and return what
+        the state machine's apply returned."""
         self._check_open()
         core = self._core
         if core.role is not Role.LEADER:

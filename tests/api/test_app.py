@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -309,6 +310,15 @@ async def test_record_too_large_and_request_too_large_are_413(cluster: FakeClust
     response = await node.client.post(
         "/topics/t", json={"records": [{"value": "x" * 20_000}]}, headers=JSON_HEADERS
     )
+    await error_of(response, 413, 41301)
+
+    async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: the limit counts what arrives
+        yield b'{"records": [{"value": "'
+        for _ in range(30):
+            yield b"x" * 1000
+        yield b'"}]}'
+
+    response = await node.client.post("/topics/t", data=chunked(), headers=JSON_HEADERS)
     await error_of(response, 413, 41301)
     assert end_offset(cluster, "t", 0) == 0
 

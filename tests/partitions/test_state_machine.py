@@ -186,4 +186,5 @@ def test_a_produce_command_encodes_to_the_bytes_msgpack_would_give(size: int) ->
     batch = bytes(range(256)) * (size // 256) + bytes(size % 256)
     encoded = commands.encode(commands.Produce(batch))
     assert encoded == msgpack.packb([commands.VERSION, 1, batch], use_bin_type=True)
+    assert b"".join(commands.encode_parts(commands.Produce(batch))) == encoded  # what a proposal joins
     assert commands.decode(encoded) == commands.Produce(batch)
