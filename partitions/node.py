@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -79,6 +80,7 @@ from raftlog.storage.log import Log, wall_clock_ms
 from raftlog.storage.manager import LogManager
 
 log = logging.getLogger("raftlog.node")
+_GROUP_DIR = re.compile(r"^.+-\d+\.(?P<topic_id>\d+)$")  # TopicMetadata.group_id: name-partition.topic_id
 
 CONTROLLER_VOTERS_MAX = 5
 ADMIN_TIMEOUT_MS = 10_000
@@ -490,6 +492,37 @@ class Node:
                 if existing.topic.configs != metadata.configs:
                     existing.log.reconfigure(metadata.log_config())
                 existing.topic = metadata  # configs or replica sets changed
+        await self._sweep_deleted_topics()
+
+    async def _sweep_deleted_topics(self) -> None:
+        """Remove what is left on disk of topics deleted while this node was down (it never opens those
+        replicas again, so nothing else would). A directory goes only when the metadata proves its topic
+        deleted: topic ids are the Raft index that created the topic, so an id at or below the applied
+        index that no live topic has is gone for good. (A replica moved off this node while it was down
+        is not covered: its topic lives on, and only fresh metadata could tell.)"""
+        applied = self._controller_machine.applied_index  # read first: topics applied up to it are below
+        live = {metadata.topic_id for metadata in list(self._controller_machine.topics.values())}
+        stray = []
+        for root in (self._logs.root, os.path.join(self.config.data_dir, "raft")):
+            try:
+                names = os.listdir(root)
+            except FileNotFoundError:
+                continue
+            for name in names:
+                match = _GROUP_DIR.match(name)
+                if match is None or name in self._replicas:
+                    continue
+                topic_id = int(match["topic_id"])
+                if topic_id <= applied and topic_id not in live:
+                    stray.append(os.path.join(root, name))
+        if not stray:
+            return
+        log.warning(
+            "node %s: removing %d directories of topics deleted while it was away: %s",
+            self.node_id, len(stray), ", ".join(sorted(stray)),
+        )  # fmt: skip
+        trashed = [_move_to_trash(path, self._trash_dir()) for path in stray]
+        await asyncio.to_thread(_remove_trees, trashed)
 
     async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, metadata.log_config())

@@ -348,3 +348,30 @@ async def test_a_start_empties_what_a_crash_left_in_the_trash(tmp_path: pathlib.
         assert not any((pathlib.Path(config.data_dir) / "trash").glob("*"))
     finally:
         await node.close()
+
+
+async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster: list[Node]) -> None:
+    """What a node down during a deletion (or a crash before its rename into trash/) leaves on disk: the
+    next reconciliation removes directories of topics the metadata proves deleted, and leaves a live
+    topic's and one whose id the metadata has not reached yet."""
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    gone = await controller.create_topic("gone", 1, 3, {})
+    kept = await controller.create_topic("kept", 1, 3, {})
+    await controller.delete_topic("gone")
+    await until(lambda: all("gone" not in n.topics() for n in cluster), what="deletion applied")
+    node = cluster[0]
+    root = pathlib.Path(node.config.data_dir)
+    future = f"later-0.{node._controller_machine.applied_index + 1000}"  # an id not applied yet
+    for directory in ("logs", "raft"):
+        for group in (gone.group_id(0), future):
+            (root / directory / group).mkdir(parents=True, exist_ok=True)
+            (root / directory / group / "leftover").write_bytes(b"x" * 100)
+
+    await controller.create_topic("trigger", 1, 3, {})  # any controller apply reconciles every node
+    await until(
+        lambda: not any((root / d / gone.group_id(0)).exists() for d in ("logs", "raft")),
+        what="the deleted topic's leftovers removed",
+    )
+    assert all((root / d / kept.group_id(0)).is_dir() for d in ("logs", "raft"))
+    assert all((root / d / future / "leftover").is_file() for d in ("logs", "raft"))
+    assert not any((root / "trash").glob("*"))
