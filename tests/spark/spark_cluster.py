@@ -20,15 +20,25 @@ from api.dev import DevNode, free_base_port, node_argv, plan
 
 READY_TIMEOUT_S = 60.0
 RETENTION_CHECK_MS = 200
+RETRY_503_S = 15.0
 
 
 def call(url: str, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+    """One request; a 503 (nothing was done, e.g. a new partition's leader is not known everywhere yet:
+    the API says to retry) is retried for up to RETRY_503_S, as any client does."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": content_type}
-    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        raw = answer.read()
-    return json.loads(raw) if raw else None
+    deadline = time.monotonic() + RETRY_503_S
+    while True:
+        request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                raw = answer.read()
+            return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503 or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.1)
 
 
 @dataclass
