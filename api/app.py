@@ -117,6 +117,29 @@ class AppState:
         self.forwarder = Forwarder()
         self.metrics = HttpMetrics()
         self.round_robin = RoundRobin()
+        self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
+
+
+RETRIABLE_LOG_INTERVAL_S = 10.0
+
+
+class RetriableLog:
+    """Says which typed error retriable 5xx answers (503 not done, 504 outcome unknown) carried, so the
+    node's log explains what a client saw, without one line per answer during an election: at most one
+    line per error code per interval, with how many answers it stands for."""
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._seen: dict[int, tuple[float, int]] = {}  # error_code -> (last line at, answers since)
+
+    def record(self, error_code: int, now: float) -> int | None:
+        """The number of answers to report now (this one included), or None to stay quiet."""
+        last, since = self._seen.get(error_code, (-self._interval_s, 0))
+        if now - last < self._interval_s:
+            self._seen[error_code] = (last, since + 1)
+            return None
+        self._seen[error_code] = (now, 0)
+        return since + 1
 
 
 STATE = web.AppKey("raftlog_state", AppState)
@@ -864,6 +887,13 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
         headers["Allow"] = ", ".join(error.allowed)
     if mapped.status >= 500 and not mapped.retriable:
         log.error("%s %s failed: %s", request.method, request.path, error, exc_info=error)
+    elif mapped.status >= 500:
+        count = _state(request).retriable_log.record(mapped.error_code, time.monotonic())
+        if count is not None:
+            log.info(
+                "%s %s answered %d (error_code %d): %s (%d answers with this code since its last line)",
+                request.method, request.path, mapped.status, mapped.error_code, error, count,
+            )  # fmt: skip
     return web.json_response(errors.body(error), status=mapped.status, headers=headers)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -572,6 +573,30 @@ async def test_outcome_unknown_is_504_and_no_leader_is_503(cluster: FakeCluster,
     await error_of(response, 503, 50301)
     assert response.headers["Retry-After"] == "1"
     assert response.headers["X-Raftlog-Leader"] == ""
+
+
+async def test_retriable_5xx_answers_are_logged_with_their_code_once_per_interval(
+    cluster: FakeCluster, n1: Node, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster.add_topic("t", 1)
+    n1.broker.inject["fetch"] = [NoLeader("t-0.1"), NoLeader("t-0.1"), NoLeader("t-0.1")]
+    with caplog.at_level(logging.INFO, logger="api.app"):
+        for _ in range(3):
+            await error_of(await n1.client.get("/topics/t/partitions/0/records?offset=0"), 503, 50301)
+    lines = [r.getMessage() for r in caplog.records if "answered 503" in r.getMessage()]
+    assert len(lines) == 1 and "error_code 50301" in lines[0] and "t-0.1" in lines[0], lines
+
+
+def test_the_retriable_log_reports_how_many_answers_each_line_stands_for() -> None:
+    from api.app import RetriableLog
+
+    limiter = RetriableLog(10.0)
+    assert limiter.record(50301, 100.0) == 1
+    assert limiter.record(50301, 101.0) is None
+    assert limiter.record(50401, 101.0) == 1  # each code on its own
+    assert limiter.record(50301, 105.0) is None
+    assert limiter.record(50301, 110.5) == 3  # this one and the two kept quiet since the last line
+    assert limiter.record(50301, 111.0) is None
 
 
 async def test_admin_token(cluster: FakeCluster, harness: Harness) -> None:
