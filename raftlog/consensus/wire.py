@@ -293,49 +293,6 @@ def _entry_ok(entry: object) -> bool:
     )
 
 
-def _value_ok(kind: Kind, value: object) -> bool:
-    """Whether ``value`` has the exact Python shape pysyncobj uses for ``kind``."""
-    if kind is Kind.UINT:
-        return _is_uint(value)
-    if kind is Kind.INT:
-        return _is_int(value)
-    if kind is Kind.BOOL:
-        return type(value) is bool
-    if kind is Kind.BYTES:
-        return type(value) is bytes
-    if kind is Kind.TRANSMISSION:
-        return type(value) is str and value in _TRANSMISSIONS
-    if kind is Kind.ENTRIES:
-        return type(value) is list and _entries_ok(value)
-    if kind is Kind.SNAPSHOT_CHUNK:
-        if value is None or value is False:
-            return True
-        return (
-            type(value) is tuple
-            and len(value) == 3
-            and type(value[0]) is bytes
-            and type(value[1]) is bool
-            and type(value[2]) is bool
-        )
-    raise MalformedMessage(f"field kind {kind!r} has no encode rule")
-
-
-def _restore(kind: Kind, value: object) -> Any:
-    """Validate a decoded value (arrays arrive as tuples) and return the shape SyncObj expects."""
-    if kind is Kind.ENTRIES:
-        # msgpack decodes arrays as tuples (use_list=False): each entry already is (command, idx, term);
-        # the outer sequence is a list, as in pysyncobj's journal slices.
-        if type(value) is not tuple:
-            raise MalformedMessage(f"entries must be an array, got {type(value).__name__}")
-        entries = list(value)
-        if not _value_ok(Kind.ENTRIES, entries):
-            raise MalformedMessage("entries must be [command: bin, idx: uint, term: uint] triples")
-        return entries
-    if not _value_ok(kind, value):
-        raise MalformedMessage(f"value of kind {kind.value} has the wrong shape: {type(value).__name__}")
-    return value
-
-
 def _bool_ok(value: object) -> bool:
     return type(value) is bool
 
@@ -348,33 +305,60 @@ def _transmission_ok(value: object) -> bool:
     return type(value) is str and value in _TRANSMISSIONS
 
 
+def _all_entries_ok(value: object) -> bool:
+    return type(value) is list and _entries_ok(value)
+
+
+def _snapshot_chunk_ok(value: object) -> bool:
+    if value is None or value is False:
+        return True
+    return (
+        type(value) is tuple
+        and len(value) == 3
+        and type(value[0]) is bytes
+        and type(value[1]) is bool
+        and type(value[2]) is bool
+    )
+
+
 def _entries_encodable(value: object) -> bool:
     """Encode-side check. The sender is our own SyncObj, so only the container and the first and last
     entry are checked (a shape drift is uniform); the receiver checks every entry."""
     return type(value) is list and (not value or (_entry_ok(value[0]) and _entry_ok(value[-1])))
 
 
-def _snapshot_chunk_ok(value: object) -> bool:
-    return _value_ok(Kind.SNAPSHOT_CHUNK, value)
-
-
-# Per message type, per field: its code and its check, found with one lookup per field (the codec runs for
-# every message, heartbeats included). The checks are _value_ok's rules.
-_ENCODE_CHECK: dict[Kind, Callable[[object], bool]] = {
+# Per kind: whether a value has the exact Python shape pysyncobj uses for it (what a receiver checks).
+_VALUE_OK: dict[Kind, Callable[[object], bool]] = {
     Kind.UINT: _is_uint,
     Kind.INT: _is_int,
     Kind.BOOL: _bool_ok,
     Kind.BYTES: _bytes_ok,
     Kind.TRANSMISSION: _transmission_ok,
-    Kind.ENTRIES: _entries_encodable,
+    Kind.ENTRIES: _all_entries_ok,
     Kind.SNAPSHOT_CHUNK: _snapshot_chunk_ok,
 }
-_DECODE_CHECK: dict[Kind, Callable[[object], bool]] = {**_ENCODE_CHECK}  # entries: _restore, every entry
+_ENCODE_CHECK: dict[Kind, Callable[[object], bool]] = {**_VALUE_OK, Kind.ENTRIES: _entries_encodable}
+
+
+def _restore_entries(value: object) -> list[Any]:
+    """Validate decoded entries and return the shape SyncObj expects: msgpack decodes arrays as tuples
+    (use_list=False), so each entry already is (command, idx, term); the outer sequence becomes a list,
+    as in pysyncobj's journal slices."""
+    if type(value) is not tuple:
+        raise MalformedMessage(f"entries must be an array, got {type(value).__name__}")
+    entries = list(value)
+    if not _entries_ok(entries):
+        raise MalformedMessage("entries must be [command: bin, idx: uint, term: uint] triples")
+    return entries
+
+
+# Per message type, per field: its code and its check, found with one lookup per field (the codec runs for
+# every message, heartbeats included).
 _ENCODE_FIELDS: dict[str, tuple[MessageType, dict[str, tuple[int, Callable[[object], bool], Field]]]] = {
     t.name: (t, {f.name: (f.code, _ENCODE_CHECK[f.kind], f) for f in t.fields}) for t in MESSAGE_TYPES
 }
 _DECODE_FIELDS: dict[int, tuple[MessageType, dict[int, tuple[str, Callable[[object], bool], Field]]]] = {
-    t.code: (t, {f.code: (f.name, _DECODE_CHECK[f.kind], f) for f in t.fields}) for t in MESSAGE_TYPES
+    t.code: (t, {f.code: (f.name, _VALUE_OK[f.kind], f) for f in t.fields}) for t in MESSAGE_TYPES
 }
 
 
@@ -429,7 +413,7 @@ def decode_message(obj: object) -> dict[str, Any]:
             raise MalformedMessage(f"message type {mtype.name!r} has no field code {key!r}")
         name, check, described_field = field
         if described_field.kind is Kind.ENTRIES:
-            message[name] = _restore(Kind.ENTRIES, value)
+            message[name] = _restore_entries(value)
         elif check(value):
             message[name] = value
         else:
