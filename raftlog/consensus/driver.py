@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from pysyncobj.poller import POLL_EVENT_TYPE, createPoller
 
 from raftlog.consensus.core import RaftCore, poll_transport
+from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class Driver:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._inbound_wake_fd: int | None = None
-        self._hub: Any = None  # a MuxHub whose I/O this thread runs (drive_hub)
+        self._hub: MuxHub | None = None  # a hub whose I/O this thread runs (drive_hub)
         self.ticks = 0  # counters for benchmarks
         self.loops = 0
 
@@ -151,7 +152,7 @@ class Driver:
             self.poller.subscribe(wake_fd, self._on_inbound, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
             self._inbound_wake_fd = wake_fd
 
-    def drive_hub(self, hub: Any) -> None:
+    def drive_hub(self, hub: MuxHub) -> None:
         """Run ``hub``'s I/O (a MuxHub in polled mode) on this driver's thread: each round reads what
         arrived before ticking and writes what the ticks queued after; a core writes its queued
         messages before it fsyncs. No hand-off to an I/O thread per message. Call before :meth:`start`,

@@ -323,6 +323,11 @@ class MuxHub:
             self._shutdown()
             raise
 
+    def _on_poll_thread(self) -> bool:
+        """Polled mode, called by the thread that polls: it pumps and takes inbound itself, so nothing
+        needs to wake it."""
+        return self._mode == "poll" and self._poll_thread == threading.get_ident()
+
     def fileno(self) -> int:
         """The hub's selector: readable while a socket, the listener or the wake pipe has an event. A
         driver that runs the hub in polled mode waits on it in its own poller."""
@@ -331,7 +336,7 @@ class MuxHub:
     def flush(self) -> None:
         """Polled mode, on the polling thread: write the messages queued so far to their sockets now
         (e.g. a leader's appends before it fsyncs its own journal, so followers write in parallel)."""
-        if self._mode == "poll" and self._poll_thread == threading.get_ident():
+        if self._on_poll_thread():
             self._pump_dirty_peers()
 
     def close(self, timeout_s: float = 5.0) -> None:
@@ -428,7 +433,7 @@ class MuxHub:
     def _signal_inbound(self) -> None:
         """Caller holds the lock and has just added to ``_ready_groups``."""
         self._inbound.notify_all()
-        if self._mode == "poll" and self._poll_thread == threading.get_ident():
+        if self._on_poll_thread():
             return  # the polling (driver) thread takes the ready groups right after its poll
         if not self._inbound_signalled:
             self._inbound_signalled = True
@@ -510,7 +515,7 @@ class MuxHub:
             if self._wake_pending:
                 return True
             self._wake_pending = True
-        if self._mode == "poll" and self._poll_thread == threading.get_ident():
+        if self._on_poll_thread():
             return True  # the polling thread pumps before it next waits: no wake-up needed
         self._wake()
         return True
