@@ -210,6 +210,7 @@ class Node:
             config.node_id, config.gossip_address, config.cluster_secret, self._meta(), config.gossip
         )
         self._background: set[asyncio.Task[None]] = set()
+        self._sweep_due = True  # directories of deleted topics may be left from before this start
         self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
         self._http: aiohttp.ClientSession | None = None
         self.groups = GroupCoordinator(
@@ -499,10 +500,14 @@ class Node:
         replicas again, so nothing else would). A directory goes only when the metadata proves its topic
         deleted: topic ids are the Raft index that created the topic, so an id at or below the applied
         index that no live topic has is gone for good. (A replica moved off this node while it was down
-        is not covered: its topic lives on, and only fresh metadata could tell.)"""
+        is not covered: its topic lives on, and only fresh metadata could tell.) Leftovers only come from
+        before this process started, so sweeps stop once one found none the metadata could not judge."""
+        if not self._sweep_due:
+            return
         applied = self._controller_machine.applied_index  # read first: topics applied up to it are below
         live = {metadata.topic_id for metadata in list(self._controller_machine.topics.values())}
         stray = []
+        undecided = False  # a directory of a topic id the metadata has not reached yet
         for root in (self._logs.root, os.path.join(self.config.data_dir, "raft")):
             try:
                 names = os.listdir(root)
@@ -513,8 +518,11 @@ class Node:
                 if match is None or name in self._replicas:
                     continue
                 topic_id = int(match["topic_id"])
-                if topic_id <= applied and topic_id not in live:
+                if topic_id > applied:
+                    undecided = True
+                elif topic_id not in live:
                     stray.append(os.path.join(root, name))
+        self._sweep_due = undecided
         if not stray:
             return
         log.warning(
