@@ -134,43 +134,46 @@ def test_inbound_groups_are_ticked_and_only_they() -> None:
         driver.stop()
 
 
-def test_timed_ticks_are_rounded_up_to_the_timer_grid() -> None:
+@pytest.fixture
+def grid_driver() -> Iterator[Driver]:
+    """A driver on a 400 ms timer grid (a node's), idle ticks out of the way."""
     driver = Driver(name="grid-test", idle_tick_ms=60_000, poll_max_ms=1000, timer_grid_ms=400)
     driver.start()
-    try:
-        cores = [FakeCore(driver, f"g{i}", timer_in_s=0.3 + 0.02 * i) for i in range(4)]  # due over 60 ms
-        for core in cores:
-            add(driver, core)
-        wait_for(lambda: all(len(c.ticks) >= 3 for c in cores))
-        for core in cores:
-            core.timer_in_s = 3600.0
-        for core in cores:
-            timed = core.ticks[1:3]
-            # each timed tick right after a step of the 400 ms grid (a 100 ms grid would put 3 in 4 elsewhere)
-            assert all(t % 0.4 < 0.095 for t in timed), core.ticks
-            # due 300-360 ms after the previous tick: rounded up, never earlier
-            gaps = [later - earlier for earlier, later in pairwise(core.ticks[:3])]
-            assert all(0.3 <= gap < 0.85 for gap in gaps), core.ticks
-    finally:
-        driver.stop()
+    yield driver
+    driver.stop()
 
 
-def test_election_deadlines_keep_their_spread_instead_of_the_timer_grid() -> None:
-    driver = Driver(name="deadline-test", idle_tick_ms=60_000, poll_max_ms=1000, timer_grid_ms=400)
-    driver.start()
-    try:
-        cores = [FakeCore(driver, f"g{i}", timer_in_s=0.3 + 0.05 * i, routine=False) for i in range(4)]
-        for core in cores:
-            add(driver, core)
-        wait_for(lambda: all(len(c.ticks) >= 2 for c in cores))
-        for core in cores:
-            core.timer_in_s = 3600.0
-        for core, expected_s in zip(cores, (0.3, 0.35, 0.4, 0.45), strict=True):
-            # fired when due (at most the 10 ms deadline grid and scheduling late), not at a 400 ms step
-            gap = core.ticks[1] - core.ticks[0]
-            assert expected_s <= gap < expected_s + 0.09, (expected_s, core.ticks)
-    finally:
-        driver.stop()
+def timed_cores(driver: Driver, timers_s: list[float], routine: bool, ticks: int) -> list[FakeCore]:
+    """Cores with these timed duties, each ticked ``ticks`` times; their timers are then put far away."""
+    cores = [FakeCore(driver, f"g{i}", timer_in_s=t, routine=routine) for i, t in enumerate(timers_s)]
+    for core in cores:
+        add(driver, core)
+    wait_for(lambda: all(len(c.ticks) >= ticks for c in cores))
+    for core in cores:
+        core.timer_in_s = 3600.0
+    return cores
+
+
+def test_timed_ticks_are_rounded_up_to_the_timer_grid(grid_driver: Driver) -> None:
+    cores = timed_cores(
+        grid_driver, [0.3 + 0.02 * i for i in range(4)], routine=True, ticks=3
+    )  # due over 60 ms
+    for core in cores:
+        timed = core.ticks[1:3]
+        # each timed tick right after a step of the 400 ms grid (a 100 ms grid would put 3 in 4 elsewhere)
+        assert all(t % 0.4 < 0.095 for t in timed), core.ticks
+        # due 300-360 ms after the previous tick: rounded up, never earlier
+        gaps = [later - earlier for earlier, later in pairwise(core.ticks[:3])]
+        assert all(0.3 <= gap < 0.85 for gap in gaps), core.ticks
+
+
+def test_election_deadlines_keep_their_spread_instead_of_the_timer_grid(grid_driver: Driver) -> None:
+    expected = [0.3, 0.35, 0.4, 0.45]
+    cores = timed_cores(grid_driver, expected, routine=False, ticks=2)
+    for core, expected_s in zip(cores, expected, strict=True):
+        # fired when due (at most the 10 ms deadline grid and scheduling late), not at a 400 ms step
+        gap = core.ticks[1] - core.ticks[0]
+        assert expected_s <= gap < expected_s + 0.09, (expected_s, core.ticks)
 
 
 def test_a_config_whose_heartbeats_rounded_to_the_grid_miss_the_election_timeout_is_refused() -> None:
