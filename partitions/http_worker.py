@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 
 import aiohttp
+
+log = logging.getLogger("raftlog.node")
 
 
 class HttpWorker(abc.ABC):
@@ -23,7 +26,9 @@ class HttpWorker(abc.ABC):
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            (outcome,) = await asyncio.gather(self._task, return_exceptions=True)
+            if isinstance(outcome, Exception):  # the task had died before: say so instead of dropping it
+                log.error("%s had stopped on an error: %r", type(self).__name__, outcome, exc_info=outcome)
         if self._session is not None:
             await self._session.close()
 

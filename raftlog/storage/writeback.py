@@ -25,7 +25,8 @@ def _load() -> Callable[[int, int, int, int], int] | None:
         return None
     try:
         function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
+    except (OSError, AttributeError) as exc:
+        log.warning("sync_file_range unavailable (%s): segment rolls will fsync all their data at once", exc)
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
     function.restype = ctypes.c_int
