@@ -1,0 +1,66 @@
+"""``raftlog serve --malloc-keep-mib``: large buffers come from the heap instead of fresh mappings."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from api.serve import MALLOC_KEEP_MIB_DEFAULT, SECRET_ENV, ServeConfigError, add_arguments, node_config
+
+# Run in a child process: malloc's settings are process-wide. Prints how many bytes a 16 MiB buffer
+# added to glibc's mmapped regions (mallinfo2().hblkhd) after tune_malloc(KEEP).
+_PROBE = """
+import ctypes, sys
+from api.serve import tune_malloc
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                 "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+applied = tune_malloc(int(sys.argv[1]))
+before = libc.mallinfo2().hblkhd
+buffer = bytearray(16 << 20)
+print(int(applied), libc.mallinfo2().hblkhd - before)
+"""
+
+glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt settings are glibc's")
+
+
+def _mmapped_by_a_16_mib_buffer(keep_mib: int) -> tuple[bool, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(keep_mib)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return out[0] == "1", int(out[1])
+
+
+def _args(*extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(
+        ["--node-id", "n1", "--data-dir", "d", "--http", "127.0.0.1:1", "--raft", "127.0.0.1:2", *extra]
+    )
+
+
+def test_a_negative_keep_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
+    assert _args().malloc_keep_mib == MALLOC_KEEP_MIB_DEFAULT
+    node_config(_args("--malloc-keep-mib", "0"))
+    with pytest.raises(ServeConfigError, match="--malloc-keep-mib -1"):
+        node_config(_args("--malloc-keep-mib", "-1"))
+
+
+@glibc_only
+def test_tuned_a_large_buffer_comes_from_the_heap() -> None:
+    applied, mmapped = _mmapped_by_a_16_mib_buffer(MALLOC_KEEP_MIB_DEFAULT)
+    assert applied and mmapped == 0
+
+
+@glibc_only
+def test_zero_keeps_glibcs_defaults_which_map_a_large_buffer() -> None:
+    applied, mmapped = _mmapped_by_a_16_mib_buffer(0)
+    assert not applied and mmapped >= 16 << 20
