@@ -8,10 +8,13 @@ once per tick by the core) and ``durable_index`` (the highest index that survive
 
 from __future__ import annotations
 
+import errno
 import logging
+import mmap
 import os
 import re
 import struct
+import threading
 from typing import Any, overload
 
 import crc32c
@@ -136,6 +139,8 @@ class MemoryJournal(RaftJournal):
 #                               (tmp + fsync + rename + fsync dir) before any message carrying it leaves
 #   segment-<sequence>.log      16-byte header (magic, flags) then records:
 #                                   u32 body length | u32 crc32c(body) | body = msgpack [index, term, command]
+# A segment written with direct I/O ends in zeros up to a 4 KiB boundary (see _DirectWriter); a record
+# header of zeros ends the records (no record is empty), and so does the end of the file.
 # Segments are read in sequence order and must hold contiguous indexes. A segment with FLAG_RESET starts a
 # fresh log (after clear(): a snapshot was installed); everything in earlier segments is obsolete.
 SEGMENT_MAGIC = b"RLJSEG01"
@@ -206,12 +211,105 @@ def read_term_and_vote(directory: str) -> tuple[int, str | None]:
     return int(state["term"]), state["voted_for"]
 
 
+DIRECT_BLOCK = 4096  # offset, length and buffer alignment of a direct write (any logical block size <= it)
+_O_DIRECT = getattr(os, "O_DIRECT", 0)
+_direct_buffers = threading.local()  # per thread: one aligned buffer, grown to the largest write
+_told_no_direct_io: set[str] = set()  # directories already logged as lacking direct I/O
+
+
+def _aligned_buffer(size: int) -> mmap.mmap:
+    """A page-aligned buffer of at least ``size`` bytes, reused by this thread's later writes (fresh
+    memory would be faulted in and zeroed again by the kernel on every write)."""
+    buffer: mmap.mmap | None = getattr(_direct_buffers, "buffer", None)
+    if buffer is None or len(buffer) < size:
+        if buffer is not None:
+            buffer.close()
+        buffer = mmap.mmap(-1, max(1 << (size - 1).bit_length(), 1 << 20))  # doubling: few regrowths
+        _direct_buffers.buffer = buffer
+    return buffer
+
+
+class _DirectWriter:
+    """Appends to a segment with ``O_DIRECT``: the records go from one reused aligned buffer to the disk
+    without a copy into the page cache, which the journal never reads back while running (its entries
+    are in memory). A direct write covers whole 4 KiB blocks, so each write starts at the block holding
+    the end of the file, rewrites that block's bytes as they already are on disk (kept here), appends
+    the new records and pads the last block with zeros, which the next write overwrites. A crash in the
+    middle of a write can tear only that last block; its old bytes are rewritten unchanged, so what an
+    earlier sync made durable stays, as with the page cache writing back the same page. Durability is
+    still the journal's fdatasync (device cache and block allocation)."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self._fd = os.open(path, os.O_WRONLY | _O_DIRECT)
+        self.seek(path, size)
+
+    def seek(self, path: str, size: int) -> None:
+        """Continue writing at ``size`` (after opening, or after the file was truncated there)."""
+        self._start = size - size % DIRECT_BLOCK
+        with open(path, "rb") as file:
+            file.seek(self._start)
+            self._tail = file.read(size - self._start)
+        if len(self._tail) != size - self._start:
+            raise InvariantViolation(
+                f"journal {path}: {len(self._tail)} bytes where the last block held {size - self._start}"
+            )
+
+    def append(self, data: bytes | bytearray) -> None:
+        tail = self._tail
+        end = len(tail) + len(data)
+        padded = -(-end // DIRECT_BLOCK) * DIRECT_BLOCK
+        buffer = _aligned_buffer(padded)
+        buffer[: len(tail)] = tail
+        buffer[len(tail) : end] = data
+        buffer[end:padded] = bytes(padded - end)
+        view = memoryview(buffer)[:padded]
+        offset = self._start
+        try:
+            while view:
+                written = os.pwrite(self._fd, view, offset)
+                if written % DIRECT_BLOCK:
+                    raise OSError(f"direct write of {written} bytes, not whole {DIRECT_BLOCK}-byte blocks")
+                view, offset = view[written:], offset + written
+        finally:
+            view.release()
+        last_block = end - end % DIRECT_BLOCK
+        self._tail = bytes(buffer[last_block:end])
+        self._start += last_block
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _direct_writer(path: str, size: int) -> _DirectWriter | None:
+    """A direct writer for the segment at ``path``, or None where the file system has no direct I/O
+    (tmpfs, some overlay set-ups): the journal then writes through the page cache."""
+    if not _O_DIRECT:
+        return None
+    try:
+        return _DirectWriter(path, size)
+    except OSError as error:
+        if error.errno != errno.EINVAL:
+            raise
+        directory = os.path.dirname(os.path.dirname(path))  # the node's raft/ (or the test's) directory
+        if directory not in _told_no_direct_io:
+            _told_no_direct_io.add(directory)
+            logger.info(
+                "journals under %s: no direct I/O on this file system (%s); writing through the page cache",
+                directory,
+                error,
+            )
+        return None
+
+
 class _Segment:
-    def __init__(self, sequence: int, path: str, fd: int, size: int) -> None:
+    def __init__(
+        self, sequence: int, path: str, fd: int, size: int, writer: _DirectWriter | None = None
+    ) -> None:
         self.sequence = sequence
         self.path = path
         self.fd = fd
-        self.size = size  # bytes written to the file (excludes the journal's pending buffer)
+        self.writer = writer  # direct I/O appends; None: os.write through the page cache
+        self.size = size  # bytes of records written to the file (excludes the journal's pending buffer)
         self.first_index = 0  # 0 while empty
         self.last_index = 0
 
@@ -219,12 +317,16 @@ class _Segment:
 class FileJournal(RaftJournal):
     """Durable journal: appends are buffered and written + fdatasync'ed once per tick by :meth:`sync`."""
 
-    def __init__(self, directory: str, segment_bytes_max: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, directory: str, segment_bytes_max: int = 64 * 1024 * 1024, direct_io: bool = True
+    ) -> None:
+        """``direct_io``: append with O_DIRECT where the file system allows it (see _DirectWriter)."""
         super().__init__()
         if segment_bytes_max < 4096:
             raise ValueError(f"segment_bytes_max must be >= 4096, got {segment_bytes_max}")
         self._directory = directory
         self._segment_bytes_max = segment_bytes_max
+        self._direct_io = direct_io
         self._offsets: list[int] = []  # per entry: byte offset of its record within its segment
         self._segments: list[_Segment] = []  # oldest first; the last one is appended to
         self._pending = bytearray()  # records added since the last sync, not yet written
@@ -271,19 +373,24 @@ class FileJournal(RaftJournal):
             self._entries.clear()
             self._offsets.clear()
             for old in self._segments:
-                os.close(old.fd)
+                _close(old)
             self._segments.clear()
         offset = _SEGMENT_HEADER.size
         first_index = last_index = 0
         valid_end = offset
         while offset < len(data):
             problem = None
+            head = data[offset : offset + _RECORD_HEADER.size]
+            if head.count(0) == len(head) and data.count(0, offset) == len(data) - offset:
+                break  # zeros to the end: a direct write's padding (or space never written)
             if offset + _RECORD_HEADER.size > len(data):
                 problem = "truncated record header"
             else:
                 length, crc = _RECORD_HEADER.unpack_from(data, offset)
                 body = data[offset + _RECORD_HEADER.size : offset + _RECORD_HEADER.size + length]
-                if length > RECORD_BYTES_MAX or len(body) != length:
+                if length == 0:
+                    problem = "empty record"
+                elif length > RECORD_BYTES_MAX or len(body) != length:
                     problem = f"truncated record body ({len(body)} of {length} bytes)"
                 elif crc32c.crc32c(body) != crc:
                     problem = "record crc mismatch"
@@ -312,10 +419,11 @@ class FileJournal(RaftJournal):
             offset += _RECORD_HEADER.size + length
             valid_end = offset
         fd = os.open(path, os.O_RDWR)
-        if valid_end < len(data):
-            os.ftruncate(fd, valid_end)
+        if valid_end < len(data) and data.count(0, valid_end) != len(data) - valid_end:
+            os.ftruncate(fd, valid_end)  # a torn tail; zero padding is simply written over
             os.fsync(fd)
-        segment = _Segment(sequence, path, fd, valid_end)
+        writer = _direct_writer(path, valid_end) if is_last and self._direct_io else None
+        segment = _Segment(sequence, path, fd, valid_end, writer)
         segment.first_index, segment.last_index = first_index, last_index
         self._segments.append(segment)
 
@@ -326,7 +434,8 @@ class FileJournal(RaftJournal):
         os.write(fd, header)
         os.fsync(fd)
         fsync_directory(self._directory)
-        segment = _Segment(sequence, path, fd, len(header))
+        writer = _direct_writer(path, len(header)) if self._direct_io else None
+        segment = _Segment(sequence, path, fd, len(header), writer)
         self._segments.append(segment)
         return segment
 
@@ -352,10 +461,13 @@ class FileJournal(RaftJournal):
             raise InvariantViolation(f"journal {self._directory}: sync after close")
         segment = self._segments[-1]
         if self._pending:
-            view = memoryview(self._pending)
-            os.lseek(segment.fd, segment.size, os.SEEK_SET)
-            while view:
-                view = view[os.write(segment.fd, view) :]
+            if segment.writer is not None:
+                segment.writer.append(self._pending)
+            else:
+                view = memoryview(self._pending)
+                os.lseek(segment.fd, segment.size, os.SEEK_SET)
+                while view:
+                    view = view[os.write(segment.fd, view) :]
             segment.size += len(self._pending)
             self._pending = bytearray()
         elif not self._needs_fsync:
@@ -405,6 +517,9 @@ class FileJournal(RaftJournal):
         """Close the full segment (durably) and continue in a new one."""
         self.sync()
         old = self._segments[-1]
+        if old.writer is not None:
+            old.writer.close()  # appends go to the new segment only
+            old.writer = None
         self._open_new_segment(old.sequence + 1, reset=False)
 
     def deleteEntriesFrom(self, entryFrom: int) -> None:
@@ -417,7 +532,7 @@ class FileJournal(RaftJournal):
             self._segments[-1].first_index == 0 or self._segments[-1].first_index >= index
         ):
             dropped = self._segments.pop()
-            os.close(dropped.fd)
+            _close(dropped)
             os.unlink(dropped.path)
             self._pending = bytearray()
             dropped_any = True
@@ -430,6 +545,8 @@ class FileJournal(RaftJournal):
         else:
             self._pending = bytearray()
             os.ftruncate(segment.fd, offset)
+            if segment.writer is not None:
+                segment.writer.seek(segment.path, offset)
             segment.size = offset
             self._needs_fsync = True
         super().deleteEntriesFrom(entryFrom)
@@ -450,7 +567,7 @@ class FileJournal(RaftJournal):
         deleted = False
         while len(self._segments) > 1 and self._segments[0].last_index < new_first:
             old = self._segments.pop(0)
-            os.close(old.fd)
+            _close(old)
             os.unlink(old.path)
             deleted = True
         if deleted:
@@ -463,7 +580,7 @@ class FileJournal(RaftJournal):
         self._segments = []
         new = self._open_new_segment(old_segments[-1].sequence + 1, reset=True)
         for old in old_segments:
-            os.close(old.fd)
+            _close(old)
             os.unlink(old.path)
         fsync_directory(self._directory)
         self._segments = [new]
@@ -476,7 +593,7 @@ class FileJournal(RaftJournal):
             return
         self.sync()
         for segment in self._segments:
-            os.close(segment.fd)
+            _close(segment)
         self._closed = True
 
     def close(self, flush: bool = True) -> None:
@@ -485,6 +602,13 @@ class FileJournal(RaftJournal):
             self._pending = bytearray()
             self._needs_fsync = False
         self._destroy()
+
+
+def _close(segment: _Segment) -> None:
+    os.close(segment.fd)
+    if segment.writer is not None:
+        segment.writer.close()
+        segment.writer = None
 
 
 def open_journal(directory: str | None, **options: Any) -> RaftJournal:

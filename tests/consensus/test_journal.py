@@ -4,6 +4,8 @@ directory without closing the first (nothing buffered in the first one reaches t
 
 from __future__ import annotations
 
+import errno
+import itertools
 import os
 import random
 import struct
@@ -16,6 +18,8 @@ import pytest
 from raftlog.consensus import journal as journal_module
 from raftlog.consensus.errors import CorruptJournal
 from raftlog.consensus.journal import FileJournal, encode_record
+
+SEGMENT_NAME = "segment-0000000001.log"
 
 
 def entries_of(journal: FileJournal) -> list[tuple[bytes, int, int]]:
@@ -44,35 +48,127 @@ def test_reopen_returns_synced_entries_and_drops_unsynced(tmp_path: Path) -> Non
     assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path)))] == list(range(1, 104))
 
 
-def test_torn_tail_is_truncated_to_last_complete_entry(tmp_path: Path) -> None:
-    journal = FileJournal(str(tmp_path))
+@pytest.mark.parametrize("direct_io", [True, False])
+def test_torn_tail_is_truncated_to_last_complete_entry(tmp_path: Path, direct_io: bool) -> None:
+    journal = FileJournal(str(tmp_path), direct_io=direct_io)
     fill(journal, 1, 10)
     journal.sync()
     segment = journal.segment_paths()[-1]
-    good_size = os.path.getsize(segment)
+    records_end = journal.size_bytes  # direct I/O pads the file with zeros to a whole block after this
     record = encode_record(11, 1, b"torn")
-    with open(segment, "ab") as file:
+    with open(segment, "r+b") as file:
+        file.seek(records_end)
         file.write(record[: len(record) - 3])  # a write cut short by the crash
 
-    reopened = FileJournal(str(tmp_path))
+    reopened = FileJournal(str(tmp_path), direct_io=direct_io)
     assert [entry[1] for entry in entries_of(reopened)] == list(range(1, 11))
-    assert os.path.getsize(segment) == good_size
+    assert os.path.getsize(segment) == records_end
     fill(reopened, 11, 1)
     reopened.sync()
     assert FileJournal(str(tmp_path)).last_index == 11
 
 
-def test_crc_mismatch_in_last_record_is_a_torn_tail(tmp_path: Path) -> None:
-    journal = FileJournal(str(tmp_path))
+@pytest.mark.parametrize("direct_io", [True, False])
+def test_crc_mismatch_in_last_record_is_a_torn_tail(tmp_path: Path, direct_io: bool) -> None:
+    journal = FileJournal(str(tmp_path), direct_io=direct_io)
     fill(journal, 1, 10)
     journal.sync()
     segment = journal.segment_paths()[-1]
     with open(segment, "r+b") as file:
-        file.seek(-1, os.SEEK_END)
+        file.seek(journal.size_bytes - 1)
         last = file.read(1)
-        file.seek(-1, os.SEEK_END)
+        file.seek(journal.size_bytes - 1)
         file.write(bytes([last[0] ^ 0xFF]))
-    assert FileJournal(str(tmp_path)).last_index == 9
+    assert FileJournal(str(tmp_path), direct_io=direct_io).last_index == 9
+
+
+def test_direct_io_writes_whole_blocks_and_reopens_after_the_padding(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path))
+    assert journal._segments[-1].writer is not None, "this file system has no direct I/O"
+    fill(journal, 1, 10)
+    journal.sync()
+    segment = journal.segment_paths()[-1]
+    with open(segment, "rb") as file:
+        data = file.read()
+    assert len(data) % journal_module.DIRECT_BLOCK == 0
+    assert data[journal.size_bytes :] == bytes(len(data) - journal.size_bytes)
+    expected = entries_of(journal)
+    for reopen in range(3):  # each reopen continues inside the padded block, then past it
+        journal = FileJournal(str(tmp_path))
+        assert entries_of(journal) == expected
+        fill(journal, 11 + reopen * 40, 40, size=60)
+        expected = entries_of(journal)
+        journal.sync()
+        journal.close()
+    assert entries_of(FileJournal(str(tmp_path), direct_io=False)) == expected
+
+
+def test_without_direct_io_on_the_file_system_the_journal_writes_through_the_page_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(path: str, size: int) -> None:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(journal_module, "_DirectWriter", refuse)
+    journal = FileJournal(str(tmp_path))
+    assert journal._segments[-1].writer is None
+    fill(journal, 1, 10)
+    journal.sync()
+    assert os.path.getsize(journal.segment_paths()[-1]) == journal.size_bytes  # no padding
+    assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path)))] == list(range(1, 11))
+
+
+def _synced_states(directory: Path) -> list[tuple[bytes, list[tuple[bytes, int, int]]]]:
+    """Three syncs of a direct-I/O journal: after each, the file's bytes and the entries synced so far."""
+    journal = FileJournal(str(directory))
+    states = []
+    for first, count in ((1, 30), (31, 1), (32, 70)):
+        fill(journal, first, count, size=50)
+        journal.sync()
+        with open(journal.segment_paths()[-1], "rb") as file:
+            states.append((file.read(), entries_of(journal)))
+    journal.close()
+    return states
+
+
+def test_a_direct_write_torn_at_any_sector_keeps_what_earlier_syncs_made_durable(tmp_path: Path) -> None:
+    """A crash during a direct write leaves any mix of its 512-byte sectors written and not: the block
+    it rewrites holds the same bytes either way, so every entry an earlier sync made durable survives,
+    and what is recovered is a prefix of the entries written."""
+    rng = random.Random(7)
+    states = _synced_states(tmp_path / "source")
+    for (before, durable), (after, written) in itertools.pairwise(states):
+        sectors = range(0, len(after), 512)
+        for trial in range(40):
+            torn = bytearray(before + bytes(max(0, len(after) - len(before))))
+            for start in sectors:
+                if rng.random() < 0.5:
+                    torn[start : start + 512] = after[start : start + 512]
+            directory = tmp_path / f"torn-{len(durable)}-{trial}"
+            directory.mkdir()
+            (directory / SEGMENT_NAME).write_bytes(bytes(torn))
+            reopened = FileJournal(str(directory))
+            recovered = entries_of(reopened)
+            reopened.close()
+            assert recovered[: len(durable)] == durable
+            assert recovered == written[: len(recovered)]
+
+
+def test_a_direct_io_journal_cut_at_any_byte_recovers_a_prefix(tmp_path: Path) -> None:
+    states = _synced_states(tmp_path / "source")
+    data, written = states[-1]
+    for cut in range(journal_module._SEGMENT_HEADER.size, len(data) + 1, 7):
+        directory = tmp_path / f"cut-{cut}"
+        directory.mkdir()
+        (directory / SEGMENT_NAME).write_bytes(data[:cut])
+        reopened = FileJournal(str(directory))
+        recovered = entries_of(reopened)
+        assert recovered == written[: len(recovered)]
+        fill(reopened, len(recovered) + 1, 1)  # and it goes on from there
+        reopened.close()
+        again = FileJournal(str(directory))
+        assert again.last_index == len(recovered) + 1
+        again.close()
 
 
 def test_corruption_before_the_last_segment_is_an_error(tmp_path: Path) -> None:
@@ -162,11 +258,12 @@ def test_clear_starts_a_fresh_log_that_survives_a_crash(tmp_path: Path) -> None:
     assert entries_of(FileJournal(str(tmp_path))) == [(b"prev", 1000, 4), (b"last", 1001, 4)]
 
 
-def test_random_operations_match_a_list_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("direct_io", [True, False])
+def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool) -> None:
     """Seeded: add / sync / truncate suffix / compact prefix / crash-and-reopen, against a list."""
     rng = random.Random(20261121)
     directory = str(tmp_path / "j")
-    journal = FileJournal(directory, segment_bytes_max=4096)
+    journal = FileJournal(directory, segment_bytes_max=4096, direct_io=direct_io)
     model: list[tuple[bytes, int, int]] = []
     durable: list[tuple[bytes, int, int]] = []
     term = 1
@@ -194,12 +291,13 @@ def test_random_operations_match_a_list_model(tmp_path: Path) -> None:
             del model[:position]
             durable = list(model)
         elif action < 0.93:
-            reopened = FileJournal(directory, segment_bytes_max=4096)  # crash: unsynced work is lost
+            reopened = FileJournal(directory, segment_bytes_max=4096, direct_io=direct_io)  # crash
             got = entries_of(reopened)
             # The reopened journal may still hold compacted entries of a partly compacted segment.
             assert got[len(got) - len(durable) :] == durable, f"step {step}"
             if got:
                 assert [e[1] for e in got] == list(range(got[0][1], got[0][1] + len(got))), f"step {step}"
+            journal.close(flush=False)  # after the reopen, writing nothing: only its descriptors go
             journal = reopened
             model = got
             durable = list(got)
