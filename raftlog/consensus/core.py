@@ -453,6 +453,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._step_down_without_quorum(now)
 
         self._SyncObj__applyLogEntries()
+        self._release_journal()
         appended = self._checkCommandsToApply()
 
         if self._SyncObj__raftState == _LEADER:
@@ -479,6 +480,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
         self._sync_and_release_replies()
+
+    def _release_journal(self) -> None:
+        """Commands applied here (and, on a leader, held by every follower) may leave memory: a
+        FileJournal reads one back from disk if it is ever needed again."""
+        bound = self._SyncObj__raftLastApplied
+        if self._SyncObj__raftState == _LEADER:
+            match = self._SyncObj__raftMatchIndex
+            for nodes in (self._SyncObj__otherNodes, self._SyncObj__readonlyNodes):
+                for node in nodes:
+                    bound = min(bound, match.get(node, 0))
+        self._journal.release_through(bound)
 
     def _sync_and_release_replies(self) -> None:
         """Group commit: one fsync for everything appended this tick, then the acknowledgements."""
@@ -510,7 +522,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm + 1, self.selfNode.id)
         self._SyncObj__votesCount = 1
         self._voters = set()
-        _, last_index, last_term = self._journal[-1]
+        last_index, last_term = self._journal.last_index, self._journal.last_term
         for node in self._SyncObj__otherNodes:
             self._SyncObj__transport.send(
                 node,
@@ -542,8 +554,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 f"{self.node_id}: majority match index {majority_index} above leader last index {last_index} "
                 f"(match {indexes})"
             )
-        entry = self._entry_at(majority_index)
-        if entry is None or entry[2] != self._SyncObj__raftCurrentTerm:
+        if self._term_at(majority_index) != self._SyncObj__raftCurrentTerm:
             return  # only entries of the current term commit by counting (Raft 5.4.2)
         self._SyncObj__raftCommitIndex = majority_index
         self._SyncObj__leaderCommitIndex = majority_index
@@ -562,11 +573,24 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftLeader = None
 
     # -- log access ---------------------------------------------------------------------------------
+    def _term_at(self, index: int) -> int | None:
+        """The term of the entry at ``index``, None if the journal does not hold it (no command read)."""
+        journal = self._journal
+        position = index - journal.first_index
+        if not len(journal) or position < 0 or position >= len(journal):
+            return None
+        entry_index, term = journal.index_term(position)
+        if entry_index != index:
+            raise InvariantViolation(
+                f"{self.node_id}: journal position {position} holds index {entry_index}, expected {index}"
+            )
+        return term
+
     def _entry_at(self, index: int) -> tuple[bytes, int, int] | None:
         journal = self._journal
         if not len(journal):
             return None
-        position = index - journal[0][1]
+        position = index - journal.first_index
         if position < 0 or position >= len(journal):
             return None
         entry = journal[position]
@@ -583,7 +607,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         maxSizeBytes: int | None = None,
     ) -> list[tuple[bytes, int, int]]:
         journal = self._journal
-        first = journal[0][1]
+        first = journal.first_index
         if fromIDx is None or fromIDx < first:
             return []
         start = fromIDx - first
@@ -742,7 +766,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftLeader = None
         if self._SyncObj__raftState == _LEADER or term < self._SyncObj__raftCurrentTerm:
             return
-        _, last_index, last_term = self._journal[-1]
+        last_index, last_term = self._journal.last_index, self._journal.last_term
         if message["last_log_term"] < last_term:
             return
         if message["last_log_term"] == last_term and message["last_log_index"] < last_index:
@@ -825,13 +849,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             # Compacted here: everything up to first_index is committed; ask to resume after our commit.
             self._hold_reply(node, commit + 1, success=False)
             return None
-        prev = self._entry_at(prev_index)
-        if prev is None or prev[2] != prev_term:
+        local_prev_term = self._term_at(prev_index)
+        if local_prev_term != prev_term:
             if prev_index <= commit:
                 raise InvariantViolation(
                     f"{self.node_id}: leader {node.id} disagrees at committed index {prev_index} "
-                    f"(local term {None if prev is None else prev[2]}, leader term {prev_term}, "
-                    f"commit {commit})"
+                    f"(local term {local_prev_term}, leader term {prev_term}, commit {commit})"
                 )
             # Entries up to our commit index match any current leader (Leader Completeness).
             self._hold_reply(node, min(prev_index, commit + 1), success=False)
@@ -846,14 +869,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     f"{self.node_id}: non-contiguous entries from {node.id}: index {index} "
                     f"at position {position} after prevLogIdx {prev_index}"
                 )
-            local = self._entry_at(index)
-            if local is not None and local[2] == term:
+            local_term = self._term_at(index)
+            if local_term == term:
                 continue  # already held: a duplicate, never a reason to truncate
-            if local is not None:
+            if local_term is not None:
                 if index <= commit:
                     raise InvariantViolation(
                         f"{self.node_id}: leader {node.id} overwrites committed index {index} "
-                        f"(local term {local[2]}, leader term {term}, commit {commit})"
+                        f"(local term {local_term}, leader term {term}, commit {commit})"
                     )
                 self._truncate_from(index)
             for raw_rest in entries[position:]:
@@ -962,8 +985,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 if not self._send_snapshot_chunk(node):
                     return
             else:
-                prev = self._entry_at(next_index - 1)
-                if prev is None:
+                prev_term = self._term_at(next_index - 1)
+                if prev_term is None:
                     raise InvariantViolation(
                         f"{self.node_id}: no entry at {next_index - 1} for {node.id} "
                         f"(journal {journal.first_index}..{journal.last_index})"
@@ -982,8 +1005,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                         "term": term,
                         "commit_index": self._SyncObj__raftCommitIndex,
                         "entries": entries,
-                        "prevLogIdx": prev[1],
-                        "prevLogTerm": prev[2],
+                        "prevLogIdx": next_index - 1,
+                        "prevLogTerm": prev_term,
                     },
                 )
                 sent = True
@@ -1008,7 +1031,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return False
         is_last = data[2]
         if is_last:
-            self._SyncObj__raftNextIndex[node] = self._journal[1][1] + 1
+            self._SyncObj__raftNextIndex[node] = self._journal.index_term(1)[0] + 1
         return not is_last
 
     # -- snapshots ----------------------------------------------------------------------------------

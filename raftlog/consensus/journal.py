@@ -59,6 +59,19 @@ class RaftJournal:
         return self._entries[-1][1] if self._entries else 0
 
     @property
+    def last_term(self) -> int:
+        return self._entries[-1][2] if self._entries else 0
+
+    def index_term(self, position: int) -> tuple[int, int]:
+        """(index, term) of the entry at ``position``, without its command (never read from disk)."""
+        _, index, term = self._entries[position]
+        return index, term
+
+    def release_through(self, index: int) -> None:
+        """Entries up to ``index`` are applied here and held by every follower: a journal that can read
+        them back from disk may drop their commands from memory (this one keeps them)."""
+
+    @property
     def durable_index(self) -> int:
         raise NotImplementedError
 
@@ -116,6 +129,13 @@ class RaftJournal:
 
     def _destroy(self) -> None:
         raise NotImplementedError
+
+
+class _Released(bytes):
+    """The command of an entry whose bytes were dropped from memory (``FileJournal.release_through``)."""
+
+
+_RELEASED = _Released()
 
 
 class MemoryJournal(RaftJournal):
@@ -332,6 +352,7 @@ class FileJournal(RaftJournal):
         self._pending = bytearray()  # records added since the last sync, not yet written
         self._needs_fsync = False  # a truncation happened: the next sync must fsync, not fdatasync
         self._durable_index = 0
+        self._released = 0  # positions below this hold _RELEASED: commands read back from disk on demand
         self._closed = False
         os.makedirs(directory, exist_ok=True)
         self._state_path = os.path.join(directory, "state")
@@ -438,6 +459,61 @@ class FileJournal(RaftJournal):
         segment = _Segment(sequence, path, fd, len(header), writer)
         self._segments.append(segment)
         return segment
+
+    # -- memory ---------------------------------------------------------------------------------------
+    def release_through(self, index: int) -> None:
+        """Drop the commands of durable entries up to ``index`` from memory; reading one of them again
+        (a new leader sending to a follower that is far behind, a snapshot) reads its record back from
+        the segment. A node's memory then holds what is still in flight, not everything since the last
+        compaction (up to 256 MiB per group), and the heap reuses what it frees instead of growing."""
+        entries = self._entries
+        if not entries:
+            return
+        end = min(index, self._durable_index) - entries[0][1] + 1
+        if end <= self._released:
+            return
+        for position in range(self._released, end):
+            _, entry_index, term = entries[position]
+            entries[position] = (_RELEASED, entry_index, term)
+        self._released = end
+
+    @overload
+    def __getitem__(self, position: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[Entry]: ...
+
+    def __getitem__(self, position: int | slice) -> Entry | list[Entry]:
+        if isinstance(position, slice):
+            return [
+                self._read_back(entry) if entry[0] is _RELEASED else entry
+                for entry in self._entries[position]
+            ]
+        entry = self._entries[position]
+        return self._read_back(entry) if entry[0] is _RELEASED else entry
+
+    def _read_back(self, entry: Entry) -> Entry:
+        """The entry as its record holds it on disk (its command was released from memory)."""
+        _, index, term = entry
+        position = index - self._entries[0][1]
+        segment = next(
+            (s for s in reversed(self._segments) if s.first_index and s.first_index <= index), None
+        )
+        if segment is None or index > segment.last_index:
+            raise InvariantViolation(f"journal {self._directory}: released index {index} is in no segment")
+        offset = self._offsets[position]
+        header = os.pread(segment.fd, _RECORD_HEADER.size, offset)
+        length, crc = _RECORD_HEADER.unpack(header)
+        body = os.pread(segment.fd, length, offset + _RECORD_HEADER.size)
+        if len(body) != length or crc32c.crc32c(body) != crc:
+            raise CorruptJournal(segment.path, offset, f"released record of index {index} reads back damaged")
+        read_index, read_term, command = msgpack.unpackb(body, raw=False)
+        if (read_index, read_term) != (index, term):
+            raise InvariantViolation(
+                f"journal {self._directory}: record at offset {offset} of {segment.path} holds index "
+                f"{read_index} term {read_term}, expected {index} term {term}"
+            )
+        return bytes(command), index, term
 
     # -- durability -----------------------------------------------------------------------------------
     @property
@@ -551,6 +627,7 @@ class FileJournal(RaftJournal):
             self._needs_fsync = True
         super().deleteEntriesFrom(entryFrom)
         del self._offsets[entryFrom:]
+        self._released = min(self._released, entryFrom)
         segment.last_index = index - 1 if index > segment.first_index else 0
         if not segment.last_index:
             segment.first_index = 0
@@ -564,6 +641,7 @@ class FileJournal(RaftJournal):
         new_first = self._entries[entryTo][1] if entryTo < len(self._entries) else self.last_index + 1
         super().deleteEntriesTo(entryTo)
         del self._offsets[:entryTo]
+        self._released = max(0, self._released - entryTo)
         deleted = False
         while len(self._segments) > 1 and self._segments[0].last_index < new_first:
             old = self._segments.pop(0)
@@ -586,6 +664,7 @@ class FileJournal(RaftJournal):
         self._segments = [new]
         super().clear()
         self._offsets = []
+        self._released = 0
         self._durable_index = 0
 
     def _destroy(self) -> None:

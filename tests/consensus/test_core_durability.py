@@ -10,12 +10,13 @@ the disk has it.
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from sim_cluster import F, G, L, PatchedSimReplica, Script
 
-from raftlog.consensus.journal import FileJournal, read_term_and_vote
+from raftlog.consensus.journal import _RELEASED, FileJournal, read_term_and_vote
 
 
 def make_script(tmp_path: Path) -> tuple[Script, dict[str, FileJournal]]:
@@ -133,3 +134,34 @@ def test_cluster_restarts_from_journals_with_every_acknowledged_write(tmp_path: 
     for name in (L, F, G):
         assert restarted.nodes[name].applied[-30:] == acked, name
         assert restarted.nodes[name]._SyncObj__raftCurrentTerm == 2
+
+
+def test_a_leader_keeps_what_a_follower_lacks_and_a_new_leader_reads_released_entries_back(
+    tmp_path: Path,
+) -> None:
+    """Commands leave memory once applied and held by every follower: the leader keeps in memory what
+    a lagging follower still needs; a follower that becomes leader catches that follower up from
+    records it reads back from its journal on disk."""
+    script, journals = make_script(tmp_path)
+    script.elect(L, [F, G])
+    script.catch_up(L, [F, G])
+    before = script.nodes[G]._SyncObj__raftLastApplied
+    leader = script.nodes[L]
+    for sequence in range(30):
+        leader.propose(sequence, None)
+    script.tick(L)
+    script.catch_up(L, [F])  # G hears nothing of the 30
+    script.network.links.get((L, G), deque()).clear()
+    last = leader._SyncObj__raftLastApplied
+    assert script.nodes[F]._SyncObj__raftLastApplied == last > before + 30 - 1
+
+    def released(name: str) -> set[int]:
+        return {entry[1] for entry in journals[name]._entries if entry[0] is _RELEASED}
+
+    assert max(released(L)) == before and not released(L) & set(range(before + 1, last + 1))
+    assert set(range(before + 1, last + 1)) <= released(F)
+
+    script.elect(F, [L])  # F leads; G must get every entry from F's journal
+    script.catch_up(F, [L, G])
+    assert script.nodes[G].applied == script.nodes[F].applied == script.nodes[L].applied
+    assert len(script.nodes[G].applied) >= 30

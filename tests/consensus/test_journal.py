@@ -290,6 +290,8 @@ def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool) -
             journal.deleteEntriesTo(position)
             del model[:position]
             durable = list(model)
+        elif action < 0.9 and durable:
+            journal.release_through(rng.choice(durable)[1])  # commands leave memory, read back below
         elif action < 0.93:
             reopened = FileJournal(directory, segment_bytes_max=4096, direct_io=direct_io)  # crash
             got = entries_of(reopened)
@@ -310,3 +312,45 @@ def test_a_record_is_crc_framed_msgpack_of_index_term_command(size: int, index: 
     command = bytes(range(256)) * (size // 256) + bytes(size % 256)
     body = msgpack.packb([index, term, command], use_bin_type=True)
     assert encode_record(index, term, command) == struct.pack("<II", len(body), crc32c.crc32c(body)) + body
+
+
+def test_released_commands_leave_memory_and_read_back_from_their_records(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path), segment_bytes_max=4096)
+    fill(journal, 1, 300, size=40)  # several segments
+    journal.sync()
+    fill(journal, 301, 5, size=40)  # added, not durable yet
+    expected = entries_of(journal)
+    journal.release_through(1000)  # only what is durable may go
+    in_memory = [entry[0] for entry in journal._entries]
+    assert all(command is journal_module._RELEASED for command in in_memory[:300])
+    assert in_memory[300:] == [entry[0] for entry in expected[300:]]
+    assert entries_of(journal) == expected  # slices read back
+    assert [journal[position] for position in (0, 150, 299, -1)] == [expected[p] for p in (0, 150, 299, -1)]
+    assert journal.index_term(150) == (151, 1) and journal.last_term == 1
+
+    journal.sync()
+    journal.deleteEntriesTo(100)  # compaction shifts positions; what is left still reads back
+    assert entries_of(journal) == expected[100:]
+    journal.deleteEntriesFrom(200)  # a conflicting suffix above the released part
+    fill(journal, 301, 3, term=2, size=40)
+    journal.sync()
+    journal.release_through(303)
+    assert entries_of(journal) == expected[100:300] + entries_of(journal)[200:]
+    assert [entry[1:] for entry in entries_of(journal)[200:]] == [(301, 2), (302, 2), (303, 2)]
+    journal.close()
+
+
+def test_a_released_record_damaged_on_disk_is_reported_when_read_back(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path))
+    fill(journal, 1, 10, size=40)
+    journal.sync()
+    journal.release_through(10)
+    with open(journal.segment_paths()[-1], "r+b") as file:
+        file.seek(journal_module._SEGMENT_HEADER.size + 20)  # inside the first record's body
+        byte = file.read(1)
+        file.seek(-1, os.SEEK_CUR)
+        file.write(bytes([byte[0] ^ 0x01]))
+    with pytest.raises(CorruptJournal, match="released record of index 1"):
+        journal[0]
+    assert journal[1][1] == 2
+    journal.close()
