@@ -249,6 +249,33 @@ def _aligned_buffer(size: int) -> mmap.mmap:
     return buffer
 
 
+class _Pending:
+    """Records added since the last sync, as the pieces they were built from: written with one copy into
+    the direct-I/O buffer (or one join), where a growing bytearray copied a MiB-sized batch again at
+    every reallocation."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def add(self, header: bytes, prefix: bytes, body: bytes) -> None:
+        self.parts += (header, prefix, body)
+        self.size += len(header) + len(prefix) + len(body)
+
+    def truncate(self, size: int) -> None:
+        """Keep the first ``size`` bytes, which must end where a record ends."""
+        parts = self.parts
+        while self.size > size:
+            self.size -= len(parts.pop())
+        if self.size != size:
+            raise InvariantViolation(f"pending journal records cut at {size}, not at a record boundary")
+
+
 class _DirectWriter:
     """Appends to a segment with ``O_DIRECT``: the records go from one reused aligned buffer to the disk
     without a copy into the page cache, which the journal never reads back while running (its entries
@@ -274,13 +301,16 @@ class _DirectWriter:
                 f"journal {path}: {len(self._tail)} bytes where the last block held {size - self._start}"
             )
 
-    def append(self, data: bytes | bytearray) -> None:
+    def append(self, pending: _Pending) -> None:
         tail = self._tail
-        end = len(tail) + len(data)
+        end = len(tail) + pending.size
         padded = -(-end // DIRECT_BLOCK) * DIRECT_BLOCK
         buffer = _aligned_buffer(padded)
         buffer[: len(tail)] = tail
-        buffer[len(tail) : end] = data
+        position = len(tail)
+        for part in pending.parts:
+            buffer[position : position + len(part)] = part
+            position += len(part)
         buffer[end:padded] = bytes(padded - end)
         view = memoryview(buffer)[:padded]
         offset = self._start
@@ -349,7 +379,7 @@ class FileJournal(RaftJournal):
         self._direct_io = direct_io
         self._offsets: list[int] = []  # per entry: byte offset of its record within its segment
         self._segments: list[_Segment] = []  # oldest first; the last one is appended to
-        self._pending = bytearray()  # records added since the last sync, not yet written
+        self._pending = _Pending()  # records added since the last sync, not yet written
         self._needs_fsync = False  # a truncation happened: the next sync must fsync, not fdatasync
         self._durable_index = 0
         self._released = 0  # positions below this hold _RELEASED: commands read back from disk on demand
@@ -540,12 +570,12 @@ class FileJournal(RaftJournal):
             if segment.writer is not None:
                 segment.writer.append(self._pending)
             else:
-                view = memoryview(self._pending)
+                view = memoryview(b"".join(self._pending.parts))
                 os.lseek(segment.fd, segment.size, os.SEEK_SET)
                 while view:
                     view = view[os.write(segment.fd, view) :]
-            segment.size += len(self._pending)
-            self._pending = bytearray()
+            segment.size += self._pending.size
+            self._pending = _Pending()
         elif not self._needs_fsync:
             self._durable_index = self.last_index
             return
@@ -571,20 +601,18 @@ class FileJournal(RaftJournal):
 
     @property
     def size_bytes(self) -> int:
-        return sum(segment.size for segment in self._segments) + len(self._pending)
+        return sum(segment.size for segment in self._segments) + self._pending.size
 
     # -- mutations ------------------------------------------------------------------------------------
     def add(self, command: bytes, idx: int, term: int) -> None:
         super().add(command, idx, term)
         segment = self._segments[-1]
-        if segment.size + len(self._pending) >= self._segment_bytes_max and segment.first_index:
+        if segment.size + self._pending.size >= self._segment_bytes_max and segment.first_index:
             self._roll()
             segment = self._segments[-1]
         header, prefix, body = record_parts(idx, term, bytes(command))
-        self._offsets.append(segment.size + len(self._pending))
-        self._pending += header
-        self._pending += prefix
-        self._pending += body
+        self._offsets.append(segment.size + self._pending.size)
+        self._pending.add(header, prefix, body)
         if not segment.first_index:
             segment.first_index = idx
         segment.last_index = idx
@@ -610,16 +638,16 @@ class FileJournal(RaftJournal):
             dropped = self._segments.pop()
             _close(dropped)
             os.unlink(dropped.path)
-            self._pending = bytearray()
+            self._pending = _Pending()
             dropped_any = True
         if dropped_any:
             fsync_directory(self._directory)
         segment = self._segments[-1]
         offset = self._offsets[entryFrom]
         if offset >= segment.size:
-            del self._pending[offset - segment.size :]
+            self._pending.truncate(offset - segment.size)
         else:
-            self._pending = bytearray()
+            self._pending = _Pending()
             os.ftruncate(segment.fd, offset)
             if segment.writer is not None:
                 segment.writer.seek(segment.path, offset)
@@ -653,7 +681,7 @@ class FileJournal(RaftJournal):
 
     def clear(self) -> None:
         """Start a fresh log (a snapshot was installed): a new segment flagged RESET, then old ones go."""
-        self._pending = bytearray()
+        self._pending = _Pending()
         old_segments = self._segments
         self._segments = []
         new = self._open_new_segment(old_segments[-1].sequence + 1, reset=True)
@@ -678,7 +706,7 @@ class FileJournal(RaftJournal):
     def close(self, flush: bool = True) -> None:
         """``flush=False`` drops what the last sync did not cover, like a crash (for tests)."""
         if not flush:
-            self._pending = bytearray()
+            self._pending = _Pending()
             self._needs_fsync = False
         self._destroy()
 

@@ -495,7 +495,7 @@ class BatchDecoder:
     def __init__(self) -> None:
         self._groups: list[str] = []
 
-    def decode(self, body: bytes) -> list[tuple[str, dict[str, Any]]]:
+    def decode(self, body: bytes | memoryview) -> list[tuple[str, dict[str, Any]]]:
         unpacker = _unpacker(len(body))
         unpacker.feed(body)
         out: list[tuple[str, dict[str, Any]]] = []
@@ -536,7 +536,12 @@ class BatchDecoder:
 
 def frame(kind: int, body: bytes, mac: bytes = b"") -> bytes:
     """Serialize one frame (the MAC, if any, comes from :class:`Session`)."""
-    return _HEADER.pack(1 + len(body) + len(mac), kind) + body + mac
+    return b"".join(frame_parts(kind, body, mac))
+
+
+def frame_parts(kind: int, body: bytes, mac: bytes = b"") -> tuple[bytes, bytes, bytes]:
+    """One frame as (header, body, MAC): a sender appends them to its buffer without joining first."""
+    return _HEADER.pack(1 + len(body) + len(mac), kind), body, mac
 
 
 class FrameReader:
@@ -602,23 +607,29 @@ class Session:
 
     def seal(self, kind: int, body: bytes) -> bytes:
         """Build the next authenticated frame in the send direction."""
+        return b"".join(self.seal_parts(kind, body))
+
+    def seal_parts(self, kind: int, body: bytes) -> tuple[bytes, bytes, bytes]:
+        """The next authenticated frame as (header, body, MAC), see :func:`frame_parts`."""
         if kind not in SESSION_KINDS:
             raise MalformedFrame(f"kind {kind} is not a session frame kind")
         if self.send_seq > _UINT64_MAX:
             raise MalformedFrame("2**64 frames sent on one connection: the nonce would repeat")
         mac = self._send.encrypt(_GCM_NONCE.pack(self.send_seq, kind), b"", body)
         self.send_seq += 1
-        return frame(kind, body, mac)
+        return frame_parts(kind, body, mac)
 
-    def open(self, kind: int, payload: bytes) -> bytes:
-        """Verify the next inbound frame; returns its body. Any failure is fatal for the connection."""
+    def open(self, kind: int, payload: bytes) -> memoryview:
+        """Verify the next inbound frame; returns its body (a view of ``payload``, not a copy). Any failure
+        is fatal for the connection."""
         if kind not in SESSION_KINDS:
             raise MalformedFrame(f"unexpected frame kind {kind} on an authenticated connection")
         if len(payload) < MAC_BYTES:
             raise MalformedFrame(f"frame of {len(payload)} bytes is shorter than its MAC")
-        body = payload[:-MAC_BYTES]
+        view = memoryview(payload)
+        body = view[:-MAC_BYTES]
         try:
-            self._receive.decrypt(_GCM_NONCE.pack(self.receive_seq, kind), payload[-MAC_BYTES:], body)
+            self._receive.decrypt(_GCM_NONCE.pack(self.receive_seq, kind), view[-MAC_BYTES:], body)
         except InvalidTag:
             raise AuthenticationFailed(
                 f"bad MAC on frame seq {self.receive_seq} (forged, replayed or reordered)"
