@@ -23,7 +23,7 @@ _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP = 1, 2, 3, 4
 
 @dataclass(frozen=True, slots=True)
 class Produce:
-    batch: bytes
+    batch: bytes | memoryview  # decoded: a view into the command, not a copy of a ~1 MiB batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,8 @@ def encode_parts(command: Command) -> tuple[bytes, ...]:
     produce is framed by hand, as ``msgpack.packb([VERSION, _PRODUCE, batch])`` would frame it: packb
     grows its buffer while packing a large bin, and every fresh buffer costs page faults."""
     if isinstance(command, Produce):
-        return (b"\x93", _PRODUCE_PREFIX, bin_header(len(command.batch)), command.batch)
+        batch = command.batch if isinstance(command.batch, bytes) else bytes(command.batch)
+        return (b"\x93", _PRODUCE_PREFIX, bin_header(len(batch)), batch)
     return (encode(command),)
 
 
@@ -71,9 +72,29 @@ def encode(command: Command) -> bytes:
 
 
 _PRODUCE_PREFIX = msgpack.packb([VERSION, _PRODUCE], use_bin_type=True)[1:]  # the two fields after the array
+_PRODUCE_HEAD = b"\x93" + _PRODUCE_PREFIX
+_BIN_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4}  # msgpack bin 8/16/32: bytes of the length after the tag
 
 
-def decode(data: bytes) -> Command:
+def _decode_produce(data: bytes | memoryview) -> Produce | None:
+    """A produce framed as :func:`encode_parts` frames it, read without copying its batch; None for
+    anything else (msgpack then decodes it, and refuses what is malformed)."""
+    head = len(_PRODUCE_HEAD)
+    if len(data) <= head or data[:head] != _PRODUCE_HEAD:
+        return None
+    width = _BIN_LENGTH_BYTES.get(data[head])
+    if width is None or len(data) < head + 1 + width:
+        return None
+    start = head + 1 + width
+    if int.from_bytes(data[head + 1 : start], "big") != len(data) - start:
+        return None
+    return Produce(memoryview(data)[start:])
+
+
+def decode(data: bytes | memoryview) -> Command:
+    produce = _decode_produce(data)
+    if produce is not None:
+        return produce
     try:
         fields = msgpack.unpackb(data, raw=False)
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:

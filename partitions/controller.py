@@ -160,7 +160,7 @@ def encode(command: ControllerCommand) -> bytes:
     return packed
 
 
-def decode(data: bytes) -> ControllerCommand:
+def decode(data: bytes | memoryview) -> ControllerCommand:
     try:
         fields = msgpack.unpackb(data, raw=False)
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
@@ -226,7 +226,7 @@ class ControllerStateMachine:
         self.reassignments: dict[tuple[str, int], Reassignment] = {}  # (topic, partition) -> move
         self.node_flags: dict[str, frozenset[str]] = {flag: frozenset() for flag in NODE_FLAGS}
 
-    def apply(self, index: int, term: int, command: bytes) -> ControllerResult:
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> ControllerResult:
         """Returns the topic's new metadata, or the typed error that refused the command (not raised:
         a refusal is a deterministic outcome every replica agrees on)."""
         check(index > self.applied_index, f"controller apply of index {index} after {self.applied_index}")

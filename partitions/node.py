@@ -144,7 +144,7 @@ class _Notifying:
         self._notify = notify
         self._wanted = wanted  # None: after every apply
 
-    def apply(self, index: int, term: int, command: bytes) -> object:
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
         result = self.inner.apply(index, term, command)
         if self._wanted is None or self._wanted():
             self._notify()

@@ -21,7 +21,7 @@ from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
 from partitions.errors import InvalidCommand, ReplicaBehind, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
 from raftlog.errors import InvariantViolation, check
-from raftlog.storage.batch import BatchFormatError, rebase, verify
+from raftlog.storage.batch import BatchFormatError, BatchHeader, rebase, verify
 from raftlog.storage.errors import InvalidRecord
 from raftlog.storage.log import Log
 
@@ -74,7 +74,7 @@ class PartitionStateMachine:
 
     # -- apply ---------------------------------------------------------------------------------------
 
-    def apply(self, index: int, term: int, command: bytes) -> ApplyResult:
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> ApplyResult:
         if index <= self.applied_index:  # on every apply: not check(), which formats its message first
             raise InvariantViolation(f"apply of index {index} after index {self.applied_index}")
         self.applied_index = index
@@ -91,7 +91,7 @@ class PartitionStateMachine:
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
 
-    def _produce(self, batch: bytes, term: int) -> Produced | Refused:
+    def _produce(self, batch: bytes | memoryview, term: int) -> Produced | Refused:
         try:
             header = verify(batch)
         except BatchFormatError as exc:
@@ -107,13 +107,13 @@ class PartitionStateMachine:
                 raise InvariantViolation(f"unhandled dedup decision {decision!r}")
         base_offset = self.high_watermark
         end_offset = base_offset + header.record_count
-        self._write(batch, term, base_offset)
+        self._write(batch, header, term, base_offset)
         self.high_watermark = end_offset
         if producer_id is not None and sequence is not None:
             self.producers.record(producer_id, sequence, base_offset, end_offset)
         return Produced(base_offset, end_offset)
 
-    def _write(self, batch: bytes, term: int, base_offset: int) -> None:
+    def _write(self, batch: bytes | memoryview, header: BatchHeader, term: int, base_offset: int) -> None:
         log = self.log
         if log.end_offset == base_offset:
             # The committed entry is in this replica's Raft journal (fsynced on a majority before the
@@ -121,7 +121,12 @@ class PartitionStateMachine:
             # crash appends whatever tail the log lost. So no fsync per apply.
             # The leader checked every record before proposing (encode_batch or check_producer_batch).
             result = log.append_prepared(
-                batch, term, enforce_size_limit=False, durable_elsewhere=True, checked_records=True
+                batch,
+                term,
+                enforce_size_limit=False,
+                durable_elsewhere=True,
+                checked_records=True,
+                verified_header=header,
             )
             if result.base_offset != base_offset:
                 raise InvariantViolation(

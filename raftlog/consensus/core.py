@@ -689,7 +689,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _apply_entry(self, command: bytes, index: int, term: int) -> object:
         kind = command[0]
         if kind == COMMAND_USER:
-            return self._state_machine.apply(index, term, command[1:])
+            return self._state_machine.apply(index, term, memoryview(command)[1:])  # no copy of a batch
         if kind == COMMAND_NO_OP:
             return None
         if kind == COMMAND_MEMBERSHIP:

@@ -50,9 +50,11 @@ class StateMachine(Protocol):
     process; after a restart the journal replays from the last snapshot, so ``apply`` must skip indexes its
     own durable state already covers (the segmented log knows its last applied index). ``apply`` must not
     block on I/O other than local disk and must raise only on a bug: an exception stops the group.
+    ``command`` is a read-only view of the journal entry's bytes (a batch is not copied for it); holding
+    on to it holds the whole entry in memory, so a state machine keeps ``bytes()`` of what it needs.
     """
 
-    def apply(self, index: int, term: int, command: bytes) -> object: ...
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object: ...
 
     def snapshot(self) -> bytes:
         """A small metadata snapshot of everything applied so far (the log segments are durable

@@ -260,7 +260,7 @@ def _check_term(term: int) -> None:
         raise InvalidRecord(f"term {term!r} must be an integer in [0, 2**64)")
 
 
-def rebase(batch: bytes, base_offset: int, term: int) -> bytes:
+def rebase(batch: bytes | memoryview, base_offset: int, term: int) -> bytes:
     """Return the batch with a new base offset and term (the body is untouched, the CRC recomputed).
 
     The leader encodes a batch once; the apply step stamps the offset and term it commits with.

@@ -221,11 +221,12 @@ class Log:
 
     def append_prepared(
         self,
-        batch: bytes,
+        batch: bytes | memoryview,
         term: int,
         enforce_size_limit: bool = True,
         durable_elsewhere: bool = False,
         checked_records: bool = False,
+        verified_header: BatchHeader | None = None,
     ) -> AppendResult:
         """Append a batch encoded elsewhere (e.g. by a Raft leader), stamping the next offset and ``term``.
 
@@ -241,13 +242,17 @@ class Log:
         does before proposing), so only framing and CRC are checked here, not each record again: a
         replica must apply a committed entry as it is, and decoding every record costs more than the
         rest of the append.
+
+        ``verified_header``: what :func:`verify` returned for this very batch (a state machine that had
+        to read the header first): its CRC is not checked a second time.
         """
         with self._lock:
             self._check_writable()
             if enforce_size_limit:
                 self._check_size(len(batch))
             try:
-                header = verify(batch)  # check the CRC it came with before rebase seals a new one over it
+                # check the CRC it came with before rebase seals a new one over it
+                header = verify(batch) if verified_header is None else verified_header
                 if not checked_records:
                     validate_records(batch, header)
                 stamped = rebase(batch, self.end_offset, term)

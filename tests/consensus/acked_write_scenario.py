@@ -83,7 +83,7 @@ class CountingStateMachine:
     def __init__(self) -> None:
         self.applied: list[int] = []
 
-    def apply(self, index: int, term: int, command: bytes) -> object:
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
         self.applied.append(int.from_bytes(command, "big"))
         return index
 

@@ -23,11 +23,11 @@ class ThreadRecordingMachine:
         self.commands: list[bytes] = []
         self.fail_on = fail_on
 
-    def apply(self, index: int, term: int, command: bytes) -> object:
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
         self.threads.add(threading.current_thread().name)
         if command == self.fail_on:
             raise InvariantViolation(f"test state machine refuses {command!r} at index {index}")
-        self.commands.append(command)
+        self.commands.append(bytes(command))
         return index
 
     def snapshot(self) -> bytes:

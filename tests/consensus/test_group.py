@@ -36,8 +36,8 @@ class ListStateMachine:
         self.commands: list[bytes] = []
         self.indexes: list[int] = []
 
-    def apply(self, index: int, term: int, command: bytes) -> object:
-        self.commands.append(command)
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
+        self.commands.append(bytes(command))
         self.indexes.append(index)
         return index
 

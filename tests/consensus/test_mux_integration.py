@@ -27,8 +27,8 @@ class ListMachine:
     def __init__(self) -> None:
         self.commands: list[bytes] = []
 
-    def apply(self, index: int, term: int, command: bytes) -> object:
-        self.commands.append(command)
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
+        self.commands.append(bytes(command))
         return index
 
     def snapshot(self) -> bytes:
