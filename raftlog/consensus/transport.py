@@ -768,14 +768,12 @@ class MuxHub:
             self._pump(connection.peer_id)
 
     def _on_readable(self, connection: _Connection) -> None:
-        data = connection.sock.recv(_RECV_BYTES)
-        if not data:
+        reader = connection.reader
+        if not reader.receive(connection.sock, _RECV_BYTES):
             level = logging.INFO if connection.state is _State.ESTABLISHED else logging.WARNING
             self._close(connection, "closed by peer", level)
             return
         connection.last_receive = time.monotonic()
-        reader = connection.reader
-        reader.feed(data)
         delivered: dict[str, list[dict[str, Any]]] = {}
         while connection.state is not _State.CLOSED:
             item = reader.next_frame()
@@ -792,7 +790,7 @@ class MuxHub:
                     for group, message in connection.batch_decoder.decode(body):
                         delivered.setdefault(group, []).append(message)
             else:
-                self._on_handshake_frame(connection, kind, payload)
+                self._on_handshake_frame(connection, kind, bytes(payload))  # small: under the handshake limit
         if delivered and connection.peer_id is not None and connection.state is _State.ESTABLISHED:
             self._deliver(connection.peer_id, delivered)
 

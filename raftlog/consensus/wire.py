@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import socket
 import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -544,30 +545,66 @@ def frame_parts(kind: int, body: bytes, mac: bytes = b"") -> tuple[bytes, bytes,
     return _HEADER.pack(1 + len(body) + len(mac), kind), body, mac
 
 
+LARGE_FRAME_BYTES = 64 * 1024
+
+
 class FrameReader:
     """Incremental frame splitter for one connection's inbound byte stream.
 
     Checks every declared length against the limit as soon as its 4 bytes arrive, before buffering
     the rest. Returns ``(kind, payload)`` where payload is body plus MAC (MAC checked by :class:`Session`).
+    A frame of at least ``large_frame_bytes`` (a batch of entries) is assembled in one buffer of its
+    declared size, which :meth:`receive` reads the socket straight into; its payload is a view of that
+    buffer. Small frames come many to a read and are split out of a shared buffer.
     """
 
-    def __init__(self, frame_bytes_max: int) -> None:
+    def __init__(self, frame_bytes_max: int, large_frame_bytes: int = LARGE_FRAME_BYTES) -> None:
         if frame_bytes_max < HANDSHAKE_FRAME_BYTES_MAX:
             raise MalformedFrame(f"frame_bytes_max={frame_bytes_max} below {HANDSHAKE_FRAME_BYTES_MAX}")
         self._buffer = bytearray()
+        self._large: bytearray | None = None  # a large frame under way (length, kind, payload)
+        self._filled = 0  # bytes of it received
         self.frame_bytes_max = frame_bytes_max
+        self._large_frame_bytes = large_frame_bytes
 
     @property
     def buffered_bytes(self) -> int:
-        return len(self._buffer)
+        return len(self._buffer) + self._filled
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | memoryview) -> None:
         """Append received bytes; then call :meth:`next_frame` until it returns None."""
-        self._buffer += data
+        large = self._large
+        if large is None:
+            self._buffer += data
+            return
+        take = min(len(data), len(large) - self._filled)
+        with memoryview(data) as view:
+            large[self._filled : self._filled + take] = view[:take]
+            self._buffer += view[take:]  # what follows the large frame
+        self._filled += take
 
-    def next_frame(self) -> tuple[int, bytes] | None:
+    def receive(self, sock: socket.socket, chunk_bytes: int) -> int:
+        """One read from ``sock``: the rest of a large frame under way straight into its buffer, else up
+        to ``chunk_bytes``. Returns how many bytes arrived (0: the peer closed the connection)."""
+        large = self._large
+        if large is None:
+            data = sock.recv(chunk_bytes)
+            self._buffer += data
+            return len(data)
+        with memoryview(large) as view:
+            count = sock.recv_into(view[self._filled :])
+        self._filled += count
+        return count
+
+    def next_frame(self) -> tuple[int, bytes | memoryview] | None:
         """The next complete frame, or None. Checks the declared length against the current limit
         (which the caller may change between frames, e.g. once a handshake completes)."""
+        large = self._large
+        if large is not None:
+            if self._filled < len(large):
+                return None
+            self._large, self._filled = None, 0
+            return large[4], memoryview(large)[_HEADER.size :]
         buffer = self._buffer
         available = len(buffer)
         if available < 4:
@@ -578,6 +615,11 @@ class FrameReader:
         if length < 1:
             raise MalformedFrame("frame length 0 (no kind byte)")
         if available - 4 < length:
+            if 4 + length >= self._large_frame_bytes:  # everything buffered belongs to this frame
+                large = bytearray(4 + length)
+                large[:available] = buffer
+                self._large, self._filled = large, available
+                buffer.clear()
             return None
         kind = buffer[4]
         with memoryview(buffer) as view:
@@ -585,10 +627,10 @@ class FrameReader:
         del buffer[: 4 + length]
         return kind, payload
 
-    def frames(self, data: bytes) -> list[tuple[int, bytes]]:
+    def frames(self, data: bytes) -> list[tuple[int, bytes | memoryview]]:
         """Feed ``data`` and return every complete frame (for callers that never change the limit)."""
         self.feed(data)
-        out: list[tuple[int, bytes]] = []
+        out: list[tuple[int, bytes | memoryview]] = []
         while (item := self.next_frame()) is not None:
             out.append(item)
         return out
@@ -619,7 +661,7 @@ class Session:
         self.send_seq += 1
         return frame_parts(kind, body, mac)
 
-    def open(self, kind: int, payload: bytes) -> memoryview:
+    def open(self, kind: int, payload: bytes | memoryview) -> memoryview:
         """Verify the next inbound frame; returns its body (a view of ``payload``, not a copy). Any failure
         is fatal for the connection."""
         if kind not in SESSION_KINDS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import socket
 import struct
 from typing import Any
 
@@ -257,6 +258,61 @@ def test_frames_survive_any_chunking(frames: list[tuple[int, bytes]], cuts: list
     received += reader.frames(b"")
     assert received == frames
     assert reader.buffered_bytes == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(sorted(wire.SESSION_KINDS)), st.binary(max_size=300)), max_size=10),
+    st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=20),
+    st.integers(min_value=6, max_value=200),
+)
+def test_large_frames_assembled_in_place_survive_any_chunking(
+    frames: list[tuple[int, bytes]], cuts: list[int], large_frame_bytes: int
+) -> None:
+    """The same with a low large-frame threshold: frames above it are assembled in their own buffer,
+    the bytes after one of them go back to the shared buffer."""
+    stream = b"".join(wire.frame(kind, body) for kind, body in frames)
+    reader = wire.FrameReader(wire.HANDSHAKE_FRAME_BYTES_MAX, large_frame_bytes=large_frame_bytes)
+    received: list[tuple[int, bytes]] = []
+    position, i = 0, 0
+    while position <= len(stream):
+        step = cuts[i % len(cuts)]
+        received += [
+            (kind, bytes(payload)) for kind, payload in reader.frames(stream[position : position + step])
+        ]
+        position += step
+        i += 1
+    assert received == frames
+    assert reader.buffered_bytes == 0
+
+
+def test_a_large_frame_is_read_from_the_socket_into_its_own_buffer() -> None:
+    small, large = os.urandom(100), os.urandom(300_000)
+    stream = (
+        wire.frame(wire.KIND_BATCH, small)
+        + wire.frame(wire.KIND_BATCH, large)
+        + wire.frame(wire.KIND_PING, b"")
+    )
+    sender, receiver = socket.socketpair()
+    with sender, receiver:
+        reader = wire.FrameReader(1 << 20)
+        received: list[tuple[int, bytes | memoryview]] = []
+        for start in range(0, len(stream), 7_000):  # the large frame arrives over many reads
+            sender.sendall(stream[start : start + 7_000])
+            while reader.buffered_bytes + sum(len(p) + 5 for _, p in received) < min(
+                start + 7_000, len(stream)
+            ):
+                assert reader.receive(receiver, 4096) > 0
+                while (item := reader.next_frame()) is not None:
+                    received.append(item)
+        assert [(kind, bytes(payload)) for kind, payload in received] == [
+            (wire.KIND_BATCH, small),
+            (wire.KIND_BATCH, large),
+            (wire.KIND_PING, b""),
+        ]
+        assert isinstance(received[1][1], memoryview)  # a view of the buffer the socket filled
+        sender.close()
+        assert reader.receive(receiver, 4096) == 0  # the peer closed
 
 
 def test_oversized_frame_is_rejected_from_its_header_alone() -> None:
