@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import gc
 from collections.abc import Iterator
 
 import pytest
+from serve_args import serve_args
 
-from api.serve import GC_GEN0_DEFAULT, SECRET_ENV, ServeConfigError, add_arguments, node_config, tune_gc
-
-
-def _args(*extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args(
-        ["--node-id", "n1", "--data-dir", "d", "--http", "127.0.0.1:1", "--raft", "127.0.0.1:2", *extra]
-    )
+from api.serve import GC_GEN0_DEFAULT, SECRET_ENV, ServeConfigError, node_config, tune_gc
 
 
 @pytest.fixture
@@ -29,10 +21,10 @@ def restored_gc() -> Iterator[None]:
 
 def test_a_negative_gc_threshold_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
-    assert _args().gc_gen0 == GC_GEN0_DEFAULT
-    node_config(_args("--gc-gen0", "0"))
+    assert serve_args().gc_gen0 == GC_GEN0_DEFAULT
+    node_config(serve_args("--gc-gen0", "0"))
     with pytest.raises(ServeConfigError, match="--gc-gen0 -1"):
-        node_config(_args("--gc-gen0", "-1"))
+        node_config(serve_args("--gc-gen0", "-1"))
 
 
 def test_tuning_freezes_startup_objects_and_sets_the_young_threshold(restored_gc: None) -> None:

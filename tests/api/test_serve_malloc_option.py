@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import platform
 import subprocess
 import sys
 
 import pytest
+from serve_args import serve_args
 
-from api.serve import MALLOC_KEEP_MIB_DEFAULT, SECRET_ENV, ServeConfigError, add_arguments, node_config
+from api.serve import MALLOC_KEEP_MIB_DEFAULT, SECRET_ENV, ServeConfigError, node_config
 
 # Run in a child process: malloc's settings are process-wide. Prints how many bytes a 16 MiB buffer
 # added to glibc's mmapped regions (mallinfo2().hblkhd) after tune_malloc(KEEP).
@@ -38,20 +38,12 @@ def _mmapped_by_a_16_mib_buffer(keep_mib: int) -> tuple[bool, int]:
     return out[0] == "1", int(out[1])
 
 
-def _args(*extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args(
-        ["--node-id", "n1", "--data-dir", "d", "--http", "127.0.0.1:1", "--raft", "127.0.0.1:2", *extra]
-    )
-
-
 def test_a_negative_keep_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
-    assert _args().malloc_keep_mib == MALLOC_KEEP_MIB_DEFAULT
-    node_config(_args("--malloc-keep-mib", "0"))
+    assert serve_args().malloc_keep_mib == MALLOC_KEEP_MIB_DEFAULT
+    node_config(serve_args("--malloc-keep-mib", "0"))
     with pytest.raises(ServeConfigError, match="--malloc-keep-mib -1"):
-        node_config(_args("--malloc-keep-mib", "-1"))
+        node_config(serve_args("--malloc-keep-mib", "-1"))
 
 
 @glibc_only
