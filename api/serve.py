@@ -10,6 +10,7 @@ import ipaddress
 import logging
 import os
 import platform
+import resource
 import signal
 from dataclasses import dataclass
 
@@ -207,6 +208,21 @@ def tune_malloc(keep_mib: int) -> bool:
     return applied
 
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit and return it: every replica
+    holds a few descriptors (journal segments, its direct-I/O writer, log segments and indexes), and the
+    usual soft limit of 1024 would run out at a few hundred partitions on one node."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft >= hard:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:
+        log.warning("could not raise the open files limit from %d to %d: %s", soft, hard, exc)
+        return soft
+    return hard
+
+
 async def serve(config: NodeConfig, http: HostPort, admin_token: str | None, gc_gen0: int = 0) -> None:
     from api.app import build_app
 
@@ -238,6 +254,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     os.makedirs(config.data_dir, exist_ok=True)
     tune_malloc(args.malloc_keep_mib)
+    open_files = raise_open_files_limit()
+    log.info("open files limit %d", open_files)
     if args.event_loop == "uvloop":
         import uvloop
 

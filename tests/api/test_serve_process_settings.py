@@ -1,4 +1,5 @@
-"""``raftlog serve --malloc-keep-mib``: large buffers come from the heap instead of fresh mappings."""
+"""Process settings of ``raftlog serve``: large buffers come from the heap instead of fresh mappings
+(``--malloc-keep-mib``), and the open files limit is raised to the hard limit."""
 
 from __future__ import annotations
 
@@ -56,3 +57,17 @@ def test_tuned_a_large_buffer_comes_from_the_heap() -> None:
 def test_zero_keeps_glibcs_defaults_which_map_a_large_buffer() -> None:
     applied, mmapped = _mmapped_by_a_16_mib_buffer(0)
     assert not applied and mmapped >= 16 << 20
+
+
+def test_a_node_raises_its_open_files_limit_to_the_hard_limit() -> None:
+    probe = (
+        "import resource\n"
+        "from api.serve import raise_open_files_limit\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))\n"
+        "print(raise_open_files_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)\n"
+    )
+    returned, soft, hard = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert returned == soft == hard
