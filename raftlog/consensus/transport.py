@@ -919,18 +919,18 @@ class MuxHub:
                     peer.queued_bytes -= len(payload)
             if not items:
                 break
-            body = connection.batch_encoder.encode(items)
-            header, body, mac = self._seal(connection, wire.KIND_BATCH, body)
+            parts = connection.batch_encoder.encode_parts(items)
+            size = 1 + sum(len(part) for part in parts) + wire.MAC_BYTES
             check(
-                len(body) + len(mac) + 1 <= config.frame_bytes_max,
-                f"built a {len(body) + len(mac) + 5}-byte frame for {peer_id!r} above"
+                size <= config.frame_bytes_max,
+                f"built a {size + 4}-byte frame for {peer_id!r} above"
                 f" frame_bytes_max={config.frame_bytes_max} ({len(items)} messages,"
                 f" batch_bytes_target={config.batch_bytes_target})",
             )
-            outbuf = connection.outbuf
-            outbuf += header  # the pieces go into the buffer one by one: no joined copy of the frame
-            outbuf += body
-            outbuf += mac
+            session = connection.session
+            if session is None:
+                raise wire.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
+            session.seal_into(connection.outbuf, wire.KIND_BATCH, parts)  # no joined copy of the body
             self._counters["frames_sent"] += 1
             self._counters["messages_sent"] += len(items)
         self._flush(connection)  # what stays queued is pumped from _on_writable once the buffer drains

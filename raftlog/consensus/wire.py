@@ -473,6 +473,10 @@ class BatchEncoder:
 
     def encode(self, items: Iterable[tuple[str, bytes]]) -> bytes:
         """``items`` are ``(group, encoded message)`` pairs (messages from :func:`encode_message`)."""
+        return b"".join(self.encode_parts(items))
+
+    def encode_parts(self, items: Iterable[tuple[str, bytes]]) -> list[bytes]:
+        """What :meth:`encode` gives, as the pieces it joins (for :meth:`Session.seal_into`)."""
         parts: list[bytes] = []
         refs = self._refs
         for group, payload in items:
@@ -487,7 +491,7 @@ class BatchEncoder:
                 parts.append(msgpack.packb([ref, group]))
             parts.append(msgpack.packb(ref))
             parts.append(payload)
-        return b"".join(parts)
+        return parts
 
 
 class BatchDecoder:
@@ -653,13 +657,33 @@ class Session:
 
     def seal_parts(self, kind: int, body: bytes) -> tuple[bytes, bytes, bytes]:
         """The next authenticated frame as (header, body, MAC), see :func:`frame_parts`."""
+        mac = self._send.encrypt(self._next_nonce(kind), b"", body)
+        return frame_parts(kind, body, mac)
+
+    def seal_into(self, buffer: bytearray, kind: int, parts: Iterable[bytes]) -> int:
+        """Append the next authenticated frame, whose body is ``parts`` joined, to ``buffer``: the pieces
+        are copied once, into the buffer, and the MAC is computed over them there (no joined body).
+        Returns the frame's size as its length field counts it (kind, body and MAC)."""
+        parts = list(parts)
+        size = 1 + sum(len(part) for part in parts) + MAC_BYTES
+        nonce = self._next_nonce(kind)
+        buffer += _HEADER.pack(size, kind)
+        start = len(buffer)
+        for part in parts:
+            buffer += part
+        with memoryview(buffer) as view, view[start:] as body:
+            mac = self._send.encrypt(nonce, b"", body)
+        buffer += mac
+        return size
+
+    def _next_nonce(self, kind: int) -> bytes:
         if kind not in SESSION_KINDS:
             raise MalformedFrame(f"kind {kind} is not a session frame kind")
         if self.send_seq > _UINT64_MAX:
             raise MalformedFrame("2**64 frames sent on one connection: the nonce would repeat")
-        mac = self._send.encrypt(_GCM_NONCE.pack(self.send_seq, kind), b"", body)
+        nonce = _GCM_NONCE.pack(self.send_seq, kind)
         self.send_seq += 1
-        return frame_parts(kind, body, mac)
+        return nonce
 
     def open(self, kind: int, payload: bytes | memoryview) -> memoryview:
         """Verify the next inbound frame; returns its body (a view of ``payload``, not a copy). Any failure

@@ -361,6 +361,24 @@ def test_handshake_derives_matching_directional_sessions() -> None:
         assert dialer.open(kind, payload) == b""
 
 
+def test_a_frame_sealed_into_a_buffer_is_the_frame_seal_builds() -> None:
+    """seal_into appends the pieces to a buffer that already holds bytes and computes the MAC there:
+    the same frame as seal() of the joined body, opened by the peer, the sequence moving on alike."""
+    dialer, acceptor = handshake()
+    parts = [b"\x00", os.urandom(70_000), b"\x01", os.urandom(10)]
+    buffer = bytearray(b"already queued")
+    size = dialer.seal_into(buffer, wire.KIND_BATCH, parts)
+    frame = bytes(buffer[len(b"already queued") :])
+    assert size == len(frame) - 4 and struct.unpack(">I", frame[:4])[0] == size
+    reader = wire.FrameReader(1 << 20)
+    ((kind, payload),) = reader.frames(frame)
+    assert acceptor.open(kind, payload) == b"".join(parts)
+    ((kind, payload),) = reader.frames(dialer.seal(wire.KIND_BATCH, b"next"))
+    assert acceptor.open(kind, payload) == b"next"
+    with pytest.raises(wire.MalformedFrame):
+        dialer.seal_into(bytearray(), wire.KIND_HELLO, [b"x"])  # not a session frame kind
+
+
 def test_wrong_secret_fails_on_both_sides() -> None:
     with pytest.raises(wire.AuthenticationFailed):  # the dialer refuses an acceptor without the secret
         handshake(acceptor_secret=b"another-secret-of-enough-length")
