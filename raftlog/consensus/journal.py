@@ -332,7 +332,7 @@ class _DirectWriter:
 
 def _direct_writer(path: str, size: int) -> _DirectWriter | None:
     """A direct writer for the segment at ``path``, or None where the file system has no direct I/O
-    (tmpfs, some overlay set-ups): the journal then writes through the page cache."""
+    (tmpfs before Linux 6.6, some overlay set-ups): the journal then writes through the page cache."""
     if not _O_DIRECT:
         return None
     try:
