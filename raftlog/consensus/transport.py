@@ -716,7 +716,7 @@ class MuxHub:
             elif now - connection.last_receive > config.idle_timeout_s:
                 self._close(connection, f"nothing received for {config.idle_timeout_s}s", logging.WARNING)
             elif now - connection.last_send > config.ping_interval_s and not connection.outbuf:
-                self._write(connection, b"".join(self._seal(connection, wire.KIND_PING, b"")))
+                self._write(connection, self._session(connection).seal(wire.KIND_PING, b""))
 
     def _on_socket_event(self, connection: _Connection, mask: int) -> None:
         def handle() -> None:
@@ -927,19 +927,17 @@ class MuxHub:
                 f" frame_bytes_max={config.frame_bytes_max} ({len(items)} messages,"
                 f" batch_bytes_target={config.batch_bytes_target})",
             )
-            session = connection.session
-            if session is None:
-                raise wire.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
-            session.seal_into(connection.outbuf, wire.KIND_BATCH, parts)  # no joined copy of the body
+            # the pieces go into the socket buffer once, MAC'd there: no joined copy of the body
+            self._session(connection).seal_into(connection.outbuf, wire.KIND_BATCH, parts)
             self._counters["frames_sent"] += 1
             self._counters["messages_sent"] += len(items)
         self._flush(connection)  # what stays queued is pumped from _on_writable once the buffer drains
 
-    def _seal(self, connection: _Connection, kind: int, body: bytes) -> tuple[bytes, bytes, bytes]:
+    def _session(self, connection: _Connection) -> wire.Session:
         session = connection.session
         if session is None:
             raise wire.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
-        return session.seal_parts(kind, body)
+        return session
 
     def _write(self, connection: _Connection, data: bytes) -> None:
         connection.outbuf += data

@@ -48,7 +48,7 @@ import hashlib
 import hmac
 import socket
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -541,12 +541,7 @@ class BatchDecoder:
 
 def frame(kind: int, body: bytes, mac: bytes = b"") -> bytes:
     """Serialize one frame (the MAC, if any, comes from :class:`Session`)."""
-    return b"".join(frame_parts(kind, body, mac))
-
-
-def frame_parts(kind: int, body: bytes, mac: bytes = b"") -> tuple[bytes, bytes, bytes]:
-    """One frame as (header, body, MAC): a sender appends them to its buffer without joining first."""
-    return _HEADER.pack(1 + len(body) + len(mac), kind), body, mac
+    return b"".join((_HEADER.pack(1 + len(body) + len(mac), kind), body, mac))
 
 
 LARGE_FRAME_BYTES = 64 * 1024
@@ -653,18 +648,12 @@ class Session:
 
     def seal(self, kind: int, body: bytes) -> bytes:
         """Build the next authenticated frame in the send direction."""
-        return b"".join(self.seal_parts(kind, body))
+        return frame(kind, body, self._send.encrypt(self._next_nonce(kind), b"", body))
 
-    def seal_parts(self, kind: int, body: bytes) -> tuple[bytes, bytes, bytes]:
-        """The next authenticated frame as (header, body, MAC), see :func:`frame_parts`."""
-        mac = self._send.encrypt(self._next_nonce(kind), b"", body)
-        return frame_parts(kind, body, mac)
-
-    def seal_into(self, buffer: bytearray, kind: int, parts: Iterable[bytes]) -> int:
+    def seal_into(self, buffer: bytearray, kind: int, parts: Sequence[bytes]) -> int:
         """Append the next authenticated frame, whose body is ``parts`` joined, to ``buffer``: the pieces
         are copied once, into the buffer, and the MAC is computed over them there (no joined body).
         Returns the frame's size as its length field counts it (kind, body and MAC)."""
-        parts = list(parts)
         size = 1 + sum(len(part) for part in parts) + MAC_BYTES
         nonce = self._next_nonce(kind)
         buffer += _HEADER.pack(size, kind)
