@@ -278,13 +278,14 @@ class _Pending:
 
 class _DirectWriter:
     """Appends to a segment with ``O_DIRECT``: the records go from one reused aligned buffer to the disk
-    without a copy into the page cache, which the journal never reads back while running (its entries
-    are in memory). A direct write covers whole 4 KiB blocks, so each write starts at the block holding
-    the end of the file, rewrites that block's bytes as they already are on disk (kept here), appends
-    the new records and pads the last block with zeros, which the next write overwrites. A crash in the
-    middle of a write can tear only that last block; its old bytes are rewritten unchanged, so what an
-    earlier sync made durable stays, as with the page cache writing back the same page. Durability is
-    still the journal's fdatasync (device cache and block allocation)."""
+    without a copy into the page cache, which would rarely be read (a running journal reads back only
+    entries it released from memory, see ``FileJournal.release_through``). A direct write covers whole 4
+    KiB blocks, so each write starts at the block holding the end of the file, rewrites that block's bytes
+    as they already are on disk (kept here), appends the new records and pads the last block with zeros,
+    which the next write overwrites. A crash in the middle of a write can tear only that last block; its
+    old bytes are rewritten unchanged, so what an earlier sync made durable stays, as with the page cache
+    writing back the same page. Durability is still the journal's fdatasync (device cache and block
+    allocation)."""
 
     def __init__(self, path: str, size: int) -> None:
         self._fd = os.open(path, os.O_WRONLY | _O_DIRECT)
@@ -363,6 +364,11 @@ class _Segment:
         self.first_index = 0  # 0 while empty
         self.last_index = 0
 
+    def close_writer(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
 
 class FileJournal(RaftJournal):
     """Durable journal: appends are buffered and written + fdatasync'ed once per tick by :meth:`sync`."""
@@ -429,6 +435,7 @@ class FileJournal(RaftJournal):
         offset = _SEGMENT_HEADER.size
         first_index = last_index = 0
         valid_end = offset
+        torn = False  # the records end in a torn or damaged tail (not in zero padding, not at the end)
         while offset < len(data):
             problem = None
             head = data[offset : offset + _RECORD_HEADER.size]
@@ -462,6 +469,7 @@ class FileJournal(RaftJournal):
                     problem,
                     len(data) - offset,
                 )
+                torn = True
                 break
             self._entries.append((bytes(command), index, term))
             self._offsets.append(offset)
@@ -470,8 +478,8 @@ class FileJournal(RaftJournal):
             offset += _RECORD_HEADER.size + length
             valid_end = offset
         fd = os.open(path, os.O_RDWR)
-        if valid_end < len(data) and data.count(0, valid_end) != len(data) - valid_end:
-            os.ftruncate(fd, valid_end)  # a torn tail; zero padding is simply written over
+        if torn:
+            os.ftruncate(fd, valid_end)  # zero padding, by contrast, is simply written over
             os.fsync(fd)
         writer = _direct_writer(path, valid_end) if is_last and self._direct_io else None
         segment = _Segment(sequence, path, fd, valid_end, writer)
@@ -621,9 +629,7 @@ class FileJournal(RaftJournal):
         """Close the full segment (durably) and continue in a new one."""
         self.sync()
         old = self._segments[-1]
-        if old.writer is not None:
-            old.writer.close()  # appends go to the new segment only
-            old.writer = None
+        old.close_writer()  # appends go to the new segment only
         self._open_new_segment(old.sequence + 1, reset=False)
 
     def deleteEntriesFrom(self, entryFrom: int) -> None:
@@ -713,9 +719,7 @@ class FileJournal(RaftJournal):
 
 def _close(segment: _Segment) -> None:
     os.close(segment.fd)
-    if segment.writer is not None:
-        segment.writer.close()
-        segment.writer = None
+    segment.close_writer()
 
 
 def open_journal(directory: str | None, **options: Any) -> RaftJournal:
