@@ -279,9 +279,9 @@ class _Pending:
 class _DirectWriter:
     """Appends to a segment with ``O_DIRECT``: the records go from one reused aligned buffer to the disk
     without a copy into the page cache, which would rarely be read (a running journal reads back only
-    entries it released from memory, see ``FileJournal.release_through``). A direct write covers whole 4
-    KiB blocks, so each write starts at the block holding the end of the file, rewrites that block's bytes
-    as they already are on disk (kept here), appends the new records and pads the last block with zeros,
+    entries it released from memory, see ``FileJournal.release_through``). A direct write covers whole
+    4 KiB blocks, so each write starts at the block holding the end of the file, rewrites that block's
+    bytes as they already are on disk (kept here), appends the new records and pads the last block with zeros,
     which the next write overwrites. A crash in the middle of a write can tear only that last block; its
     old bytes are rewritten unchanged, so what an earlier sync made durable stays, as with the page cache
     writing back the same page. Durability is still the journal's fdatasync (device cache and block
