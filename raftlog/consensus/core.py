@@ -47,7 +47,13 @@ from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
 from raftlog.consensus.errors import CorruptSnapshot
 from raftlog.consensus.interface import Role, StateMachine
-from raftlog.consensus.journal import MemoryJournal, RaftJournal, fsync_directory, write_file_durably
+from raftlog.consensus.journal import (
+    MemoryJournal,
+    RaftJournal,
+    SyncJob,
+    fsync_directory,
+    write_file_durably,
+)
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 
@@ -270,6 +276,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # Called on the tick thread just before the journal is fsynced: a Driver that runs the transport
         # on its thread writes the queued messages first, so peers receive them during the fsync.
         self.before_sync: Callable[[], None] | None = None
+        # Runs a journal's group commit on another thread: ``sync_runner(job, done)`` calls ``job.run()``
+        # there and then ``done()``. None: the tick fsyncs itself, at its end. A Driver with sync threads
+        # sets it, so that one group's fsync no longer holds up the ticks of every other group it drives.
+        self.sync_runner: Callable[[SyncJob, Callable[[], None]], None] | None = None
+        self.sync_runner_min_bytes = 0  # smaller syncs run in the tick: a hand-off costs more than they wait
         _handoff.journal = self._journal
         _handoff.poller = poller
         try:
@@ -331,12 +342,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._notify_activity()
 
     def needs_tick(self) -> bool:
-        """Work is waiting that should not wait for the next idle tick."""
+        """Work is waiting that should not wait for the next idle tick. Acknowledgements and applies that
+        wait for a running journal sync are not: its end marks the core active."""
+        journal = self._journal
         return bool(
             self.activity
-            or self._held_replies
+            or (self._held_replies and not journal.sync_in_flight)
             or self._followers_to_send
-            or self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied
+            or min(self._SyncObj__raftCommitIndex, journal.durable_index) > self._SyncObj__raftLastApplied
         )
 
     def next_timer(self) -> tuple[float, bool]:
@@ -432,6 +445,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 return
         if self._receive is not None:
             self._receive()
+        self._journal.finish_sync()  # a sync that ended since the last tick: its entries are durable now
         if self._SyncObj__needLoadDumpFile:
             self._SyncObj__needLoadDumpFile = False
             path = self._config.snapshot_path
@@ -493,25 +507,45 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._journal.release_through(bound)
 
     def _sync_and_release_replies(self) -> None:
-        """Group commit: one fsync for everything appended this tick, then the acknowledgements."""
-        if self.before_sync is not None and self._journal.sync_pending:
-            self.before_sync()
-        self._journal.sync()
-        if not self._held_replies:
-            return
-        replies, self._held_replies = self._held_replies, []
+        """Group commit: one fsync for everything appended this tick, then the acknowledgements it makes
+        true. With a ``sync_runner`` a sync of at least ``sync_runner_min_bytes`` runs on another thread
+        and the tick ends at once; what is appended meanwhile goes in the next sync, and acknowledgements
+        leave once their entries are durable (a later tick, marked active when the sync ends)."""
+        journal = self._journal
+        runner = self.sync_runner
+        if runner is None or journal.pending_bytes < self.sync_runner_min_bytes:
+            if self.before_sync is not None and journal.sync_pending:
+                self.before_sync()
+            journal.sync()
+        else:
+            journal.finish_sync()
+            if journal.sync_pending and not journal.sync_in_flight:
+                job = journal.begin_sync()
+                if job is not None:
+                    runner(job, self._notify_activity)
+        if self._held_replies:
+            self._release_replies()
+
+    def _release_replies(self) -> None:
+        """Send the held acknowledgements whose entries are durable, in order; the rest wait."""
+        journal = self._journal
         transport = self._SyncObj__transport
-        durable = self._journal.durable_index
+        durable = journal.durable_index
         term = self._SyncObj__raftCurrentTerm
-        for node, message in replies:
+        replies = self._held_replies
+        for position, (node, message) in enumerate(replies):
             if message["term"] != term:
-                continue  # the term moved on this tick: an older leader must not count this reply
+                continue  # the term moved on: an older leader must not count this reply
             if message["success"] and message["next_node_idx"] - 1 > durable:
-                raise InvariantViolation(
-                    f"{self.node_id}: acknowledging index {message['next_node_idx'] - 1} above durable "
-                    f"index {durable}"
-                )
+                if not journal.sync_in_flight:
+                    raise InvariantViolation(
+                        f"{self.node_id}: acknowledging index {message['next_node_idx'] - 1} above durable "
+                        f"index {durable} with no sync running"
+                    )
+                self._held_replies = replies[position:]
+                return
             transport.send(node, message)
+        self._held_replies = []
 
     def _start_election(self, now: float) -> None:
         self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from pysyncobj.poller import POLL_EVENT_TYPE, createPoller
 
 from raftlog.consensus.core import RaftCore, poll_transport
+from raftlog.consensus.journal import SyncJob
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation
 
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 FailureHandler = Callable[[RaftCore, BaseException], None]
 TIMER_GRID_MS_DEFAULT = 100
 HUB_POLL_MAX_S = 0.1  # a driven hub's timers (pings, dials, handshake deadlines) run at least this often
+SYNC_THREAD_MIN_BYTES_DEFAULT = 64 * 1024
 DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
 T = TypeVar("T")
 _REMOVED: Any = object()
@@ -55,12 +57,22 @@ class Driver:
         idle_tick_ms: int = 1000,
         poll_max_ms: int = 1000,
         timer_grid_ms: int = TIMER_GRID_MS_DEFAULT,
+        sync_threads: int = 0,
+        sync_thread_min_bytes: int = SYNC_THREAD_MIN_BYTES_DEFAULT,
     ) -> None:
         """``timer_grid_ms``: routine timed ticks (heartbeats, reconnects, idle ticks) are rounded up to this
         grid, so that groups whose duties fall close together tick in one round and their messages to a
         peer go in one frame. A grid at least as long as the heartbeat period sends the heartbeats of all
         groups together (``CoreConfig.timer_grid_ms`` says what the cores were configured for). Election
-        deadlines are rounded to ``DEADLINE_GRID_S`` only."""
+        deadlines are rounded to ``DEADLINE_GRID_S`` only.
+
+        ``sync_threads``: threads that run the cores' journal syncs (write + fdatasync), so this thread
+        goes on ticking other groups, and receiving, while a group's sync waits for the disk; the syncs
+        of different groups then also overlap. 0: each tick syncs its own journal at its end. Only syncs
+        writing at least ``sync_thread_min_bytes`` go to a thread: a small one is over in about the time
+        the hand-off and the wake-up that follows it cost, in CPU, the scarcer resource (measured:
+        single-record produce spent 18% more servers' CPU per request with every sync on a thread, and
+        its p99 doubled; batched 1 KiB produce gained 11-13% with them)."""
         if not 0 < poll_max_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
         if not 0 < timer_grid_ms <= idle_tick_ms:
@@ -91,6 +103,14 @@ class Driver:
         self._thread: threading.Thread | None = None
         self._inbound_wake_fd: int | None = None
         self._hub: MuxHub | None = None  # a hub whose I/O this thread runs (drive_hub)
+        if sync_threads < 0 or sync_thread_min_bytes < 0:
+            raise ValueError(f"need sync_threads ({sync_threads}) and sync_thread_min_bytes >= 0")
+        self._sync_thread_min_bytes = sync_thread_min_bytes
+        self._syncer = (
+            concurrent.futures.ThreadPoolExecutor(sync_threads, thread_name_prefix=f"{name}-sync")
+            if sync_threads
+            else None
+        )
         self.ticks = 0  # counters for benchmarks
         self.loops = 0
 
@@ -112,6 +132,9 @@ class Driver:
         core.on_activity = functools.partial(self._activate, core)
         if self._hub is not None:
             core.before_sync = self._hub.flush
+        if self._syncer is not None:
+            core.sync_runner = self._run_sync
+            core.sync_runner_min_bytes = self._sync_thread_min_bytes
         with self._lock:
             self._cores[core] = on_failure
             self._ready.add(core)
@@ -189,6 +212,13 @@ class Driver:
         self.call(run)
         return future
 
+    def _run_sync(self, job: SyncJob, done: Callable[[], None]) -> None:
+        """``core.sync_runner``: ``job`` on a sync thread, then ``done`` (which marks the core ready)."""
+        if self._syncer is None:
+            raise InvariantViolation(f"driver {self.name} has no sync threads")
+        job.on_done = done
+        self._syncer.submit(job.run)
+
     def _activate(self, core: RaftCore) -> None:
         """``core.on_activity`` (any thread): tick ``core`` in the next round."""
         with self._lock:
@@ -223,6 +253,8 @@ class Driver:
             self._inbound_wake_fd = None
         os.close(self._wake_read)
         os.close(self._wake_write)
+        if self._syncer is not None:
+            self._syncer.shutdown(wait=True)  # a sync still running finishes; its journal waits for it
 
     @property
     def thread(self) -> threading.Thread | None:

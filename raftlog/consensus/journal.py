@@ -15,6 +15,7 @@ import os
 import re
 import struct
 import threading
+from collections.abc import Callable
 from typing import Any, overload
 
 import crc32c
@@ -78,6 +79,27 @@ class RaftJournal:
     @property
     def sync_pending(self) -> bool:
         """The next :meth:`sync` has something to write or flush (it will wait for the disk)."""
+        return False
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes the next sync writes (0 for a journal that writes nothing)."""
+        return 0
+
+    @property
+    def sync_in_flight(self) -> bool:
+        """A job from :meth:`begin_sync` is running and :meth:`finish_sync` has not taken it back."""
+        return False
+
+    def begin_sync(self) -> SyncJob | None:
+        """What :meth:`sync` would write and flush, as a job another thread runs (``job.run()``) while
+        this one goes on adding entries; :meth:`finish_sync` then moves ``durable_index``. None: nothing
+        to write (this journal synced, if it had anything to do, before returning)."""
+        self.sync()
+        return None
+
+    def finish_sync(self) -> bool:
+        """Take back a finished job of :meth:`begin_sync` (raising what it raised); True if one was."""
         return False
 
     @property
@@ -276,6 +298,60 @@ class _Pending:
             raise InvariantViolation(f"pending journal records cut at {size}, not at a record boundary")
 
 
+class SyncJob:
+    """One group commit of a FileJournal, taken off the journal by ``begin_sync``: writes the records
+    added since the last one and fdatasyncs (fsync after a truncation). ``run`` may go on another thread
+    while the journal's owner keeps adding entries: it touches only the segment's file and direct writer,
+    which nothing else changes until ``finish_sync`` (every other mutation of the journal waits for the
+    job first). ``on_done`` (set by whoever runs it) is called on the running thread when it ends."""
+
+    __slots__ = ("_done", "error", "full", "last_index", "offset", "on_done", "pending", "segment")
+
+    def __init__(
+        self, segment: _Segment, pending: _Pending, offset: int, full: bool, last_index: int
+    ) -> None:
+        self.segment = segment
+        self.pending = pending
+        self.offset = offset  # where the pending records go in the segment file
+        self.full = full  # fsync (a truncation changed the file's size), not fdatasync
+        self.last_index = last_index  # durable once the job is done
+        self.error: BaseException | None = None
+        self.on_done: Callable[[], None] | None = None
+        self._done = threading.Event()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self) -> None:
+        self._done.wait()
+
+    def run(self) -> None:
+        try:
+            self._write_and_sync()
+        except Exception as error:  # handed to finish_sync, which raises it on the journal's thread
+            self.error = error
+        self._done.set()
+        if self.on_done is not None:
+            self.on_done()
+
+    def _write_and_sync(self) -> None:
+        segment, pending = self.segment, self.pending
+        if pending:
+            if segment.writer is not None:
+                segment.writer.append(pending)
+            else:
+                view = memoryview(b"".join(pending.parts))
+                offset = self.offset
+                while view:
+                    written = os.pwrite(segment.fd, view, offset)
+                    view, offset = view[written:], offset + written
+        if self.full:
+            os.fsync(segment.fd)
+        else:
+            os.fdatasync(segment.fd)
+
+
 class _DirectWriter:
     """Appends to a segment with ``O_DIRECT``: the records go from one reused aligned buffer to the disk
     without a copy into the page cache, which would rarely be read (a running journal reads back only
@@ -389,6 +465,7 @@ class FileJournal(RaftJournal):
         self._needs_fsync = False  # a truncation happened: the next sync must fsync, not fdatasync
         self._durable_index = 0
         self._released = 0  # positions below this hold _RELEASED: commands read back from disk on demand
+        self._in_flight: SyncJob | None = None  # begun, not yet finished (see begin_sync)
         self._closed = False
         os.makedirs(directory, exist_ok=True)
         self._state_path = os.path.join(directory, "state")
@@ -569,30 +646,60 @@ class FileJournal(RaftJournal):
     def segment_paths(self) -> list[str]:
         return [segment.path for segment in self._segments]
 
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending.size
+
+    @property
+    def sync_in_flight(self) -> bool:
+        return self._in_flight is not None
+
     def sync(self) -> None:
-        """Write everything added since the last call and make it durable (one fdatasync)."""
+        """Write everything added since the last call and make it durable (one fdatasync), here."""
+        job = self.begin_sync()
+        if job is not None:
+            job.run()
+            self.finish_sync()
+
+    def begin_sync(self) -> SyncJob | None:
+        """The records added since the last sync leave the journal's buffer as a job (see
+        RaftJournal.begin_sync); entries added from now on go to the next one. A job still running is
+        waited for first: one at a time per journal, in order."""
         if self._closed:
             raise InvariantViolation(f"journal {self._directory}: sync after close")
-        segment = self._segments[-1]
-        if self._pending:
-            if segment.writer is not None:
-                segment.writer.append(self._pending)
-            else:
-                view = memoryview(b"".join(self._pending.parts))
-                os.lseek(segment.fd, segment.size, os.SEEK_SET)
-                while view:
-                    view = view[os.write(segment.fd, view) :]
-            segment.size += self._pending.size
-            self._pending = _Pending()
-        elif not self._needs_fsync:
+        self._settle()
+        if not self._pending and not self._needs_fsync:
             self._durable_index = self.last_index
-            return
-        if self._needs_fsync:
-            os.fsync(segment.fd)
-            self._needs_fsync = False
-        else:
-            os.fdatasync(segment.fd)
-        self._durable_index = self.last_index
+            return None
+        segment = self._segments[-1]
+        job = SyncJob(segment, self._pending, segment.size, self._needs_fsync, self.last_index)
+        segment.size += self._pending.size
+        self._pending = _Pending()
+        self._needs_fsync = False
+        self._in_flight = job
+        return job
+
+    def finish_sync(self) -> bool:
+        job = self._in_flight
+        if job is None or not job.done:
+            return False
+        self._in_flight = None
+        if job.error is not None:
+            raise job.error
+        if job.last_index > self.last_index:
+            raise InvariantViolation(
+                f"journal {self._directory}: synced through {job.last_index}, beyond the last index "
+                f"{self.last_index} (entries were dropped while the sync ran)"
+            )
+        self._durable_index = job.last_index
+        return True
+
+    def _settle(self) -> None:
+        """Wait for a running sync job and take it back: every mutation but ``add`` does this first."""
+        job = self._in_flight
+        if job is not None:
+            job.wait()
+            self.finish_sync()
 
     def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:
         if term == self._current_term and votedForNodeId == self._voted_for:
@@ -636,6 +743,7 @@ class FileJournal(RaftJournal):
         """Drop entries at positions >= entryFrom (a conflicting suffix); durable at the next sync."""
         if entryFrom >= len(self._entries):
             return
+        self._settle()
         index = self._entries[entryFrom][1]
         dropped_any = False
         while len(self._segments) > 1 and (
@@ -672,6 +780,7 @@ class FileJournal(RaftJournal):
         nothing is rewritten. Entries of a partly compacted segment stay on disk until it is deleted."""
         if entryTo <= 0:
             return
+        self._settle()
         new_first = self._entries[entryTo][1] if entryTo < len(self._entries) else self.last_index + 1
         super().deleteEntriesTo(entryTo)
         del self._offsets[:entryTo]
@@ -687,6 +796,7 @@ class FileJournal(RaftJournal):
 
     def clear(self) -> None:
         """Start a fresh log (a snapshot was installed): a new segment flagged RESET, then old ones go."""
+        self._settle()
         self._pending = _Pending()
         old_segments = self._segments
         self._segments = []
@@ -712,6 +822,7 @@ class FileJournal(RaftJournal):
     def close(self, flush: bool = True) -> None:
         """``flush=False`` drops what the last sync did not cover, like a crash (for tests)."""
         if not flush:
+            self._settle()  # a crash may still have written what was in flight
             self._pending = _Pending()
             self._needs_fsync = False
         self._destroy()

@@ -76,13 +76,15 @@ def config_for(address: str) -> CoreConfig:
 
 
 class Cluster:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, sync_threads: int = 0) -> None:
+        """``sync_threads``: the drivers run every journal sync on that many threads (0: in the tick)."""
         self.addresses = [f"127.0.0.1:{port}" for port in free_ports(3)]
         self.replicas: dict[str, Replica] = {}
         self.tmp_path = tmp_path
+        self.sync_threads = sync_threads
 
     async def start(self, address: str) -> Replica:
-        driver = Driver(name=f"driver-{address}")
+        driver = Driver(name=f"driver-{address}", sync_threads=self.sync_threads, sync_thread_min_bytes=0)
         driver.start()
         machine = ListStateMachine()
         journal = FileJournal(str(self.tmp_path / address.replace(":", "_")))
@@ -111,9 +113,9 @@ class Cluster:
         replica.driver.stop()
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    cluster = Cluster(tmp_path)
+@pytest.fixture(params=[0, 2], ids=["sync-in-tick", "sync-threads"])
+async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    cluster = Cluster(tmp_path, request.param)
     for address in cluster.addresses:
         await cluster.start(address)
     yield cluster

@@ -9,6 +9,8 @@ import itertools
 import os
 import random
 import struct
+import threading
+import time
 from pathlib import Path
 
 import crc32c
@@ -258,14 +260,17 @@ def test_clear_starts_a_fresh_log_that_survives_a_crash(tmp_path: Path) -> None:
     assert entries_of(FileJournal(str(tmp_path))) == [(b"prev", 1000, 4), (b"last", 1001, 4)]
 
 
-@pytest.mark.parametrize("direct_io", [True, False])
-def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool) -> None:
-    """Seeded: add / sync / truncate suffix / compact prefix / crash-and-reopen, against a list."""
+@pytest.mark.parametrize(("direct_io", "on_thread"), [(True, False), (False, False), (True, True)])
+def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool, on_thread: bool) -> None:
+    """Seeded: add / sync / truncate suffix / compact prefix / crash-and-reopen, against a list.
+    ``on_thread``: a sync is a job (begin_sync) run by another thread while the steps after it go on;
+    a crash first lets a running job end (what it writes may be durable, as with any sync)."""
     rng = random.Random(20261121)
     directory = str(tmp_path / "j")
     journal = FileJournal(directory, segment_bytes_max=4096, direct_io=direct_io)
     model: list[tuple[bytes, int, int]] = []
     durable: list[tuple[bytes, int, int]] = []
+    running: threading.Thread | None = None
     term = 1
     for step in range(3000):
         action = rng.random()
@@ -274,6 +279,13 @@ def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool) -
             command = rng.randbytes(rng.randint(0, 60))
             journal.add(command, index, term)
             model.append((command, index, term))
+        elif action < 0.75 and on_thread:
+            job = journal.begin_sync()
+            durable = list(model)
+            if job is not None:
+                running = threading.Thread(target=job.run)
+                running.start()
+            assert journal.sync_in_flight == (job is not None)
         elif action < 0.75:
             journal.sync()
             durable = list(model)
@@ -293,6 +305,8 @@ def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool) -
         elif action < 0.9 and durable:
             journal.release_through(rng.choice(durable)[1])  # commands leave memory, read back below
         elif action < 0.93:
+            if running is not None:
+                running.join()
             reopened = FileJournal(directory, segment_bytes_max=4096, direct_io=direct_io)  # crash
             got = entries_of(reopened)
             # The reopened journal may still hold compacted entries of a partly compacted segment.
@@ -354,3 +368,73 @@ def test_a_released_record_damaged_on_disk_is_reported_when_read_back(tmp_path: 
         journal[0]
     assert journal[1][1] == 2
     journal.close()
+
+
+def test_a_sync_job_on_another_thread_makes_its_entries_durable_when_taken_back(tmp_path: Path) -> None:
+    """begin_sync hands the entries added so far to a job; entries added while it runs go to the next
+    one; durable_index moves only when finish_sync takes the finished job back."""
+    journal = FileJournal(str(tmp_path))
+    fill(journal, 1, 10)
+    job = journal.begin_sync()
+    assert job is not None and journal.sync_in_flight and not journal.sync_pending
+    fill(journal, 11, 5)  # while the job has not run: next sync
+    assert journal.pending_bytes > 0
+    assert journal.finish_sync() is False and journal.durable_index == 0
+    worker = threading.Thread(target=job.run)
+    worker.start()
+    worker.join()
+    assert journal.durable_index == 0, "durable before the job was taken back"
+    assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path)))] == list(range(1, 11))
+    assert journal.finish_sync() is True
+    assert journal.durable_index == 10 and not journal.sync_in_flight
+    journal.sync()
+    assert journal.durable_index == 15
+    assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path)))] == list(range(1, 16))
+
+
+def test_a_truncation_waits_for_the_running_sync_job(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path))
+    fill(journal, 1, 10)
+    job = journal.begin_sync()
+    assert job is not None
+    started = threading.Event()
+    order: list[str] = []
+
+    def run_late() -> None:
+        started.set()
+        time.sleep(0.2)
+        order.append("job")
+        job.run()
+
+    worker = threading.Thread(target=run_late)
+    worker.start()
+    started.wait()
+    journal.deleteEntriesFrom(5)  # indexes 6.. go; must not cut the file under the running write
+    order.append("truncated")
+    worker.join()
+    assert order == ["job", "truncated"]
+    assert journal.durable_index == 5 and not journal.sync_in_flight
+    fill(journal, 6, 3, term=2)
+    journal.sync()
+    reopened = entries_of(FileJournal(str(tmp_path)))
+    assert [(entry[1], entry[2]) for entry in reopened] == [(i, 1) for i in range(1, 6)] + [
+        (i, 2) for i in range(6, 9)
+    ]
+
+
+def test_a_failed_sync_job_raises_when_taken_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    journal = FileJournal(str(tmp_path))
+    fill(journal, 1, 3)
+    job = journal.begin_sync()
+    assert job is not None
+
+    def fail(fd: int) -> None:
+        raise OSError(errno.EIO, "injected")
+
+    monkeypatch.setattr(journal_module.os, "fdatasync", fail)
+    worker = threading.Thread(target=job.run)
+    worker.start()
+    worker.join()
+    with pytest.raises(OSError, match="injected"):
+        journal.finish_sync()
+    assert journal.durable_index == 0

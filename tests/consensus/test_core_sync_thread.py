@@ -1,0 +1,177 @@
+"""RaftCore with its journal syncs run elsewhere (``sync_runner``, as a Driver with sync threads does): a
+tick ends without waiting for the disk, and still nothing that claims durability leaves before the disk
+has it.
+
+* A follower's acknowledgement waits for the sync job holding its entries; the core asks for no tick
+  meanwhile (no busy loop) and for one when the job ends.
+* A leader may commit on its followers' acknowledgements, but applies (and answers a proposal) only what
+  its own journal holds durably.
+* With jobs on real threads finishing at random times, every acknowledgement leaves at most at the
+  durable index and a restart from the journals keeps every answered proposal.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sim_cluster import F, G, L, PatchedSimReplica, Script
+
+from raftlog.consensus.journal import FileJournal, SyncJob
+
+
+class HeldSyncs:
+    """A sync runner that keeps the jobs until the test runs them."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[SyncJob, Callable[[], None]]] = []
+
+    def __call__(self, job: SyncJob, done: Callable[[], None]) -> None:
+        self.jobs.append((job, done))
+
+    def run_all(self) -> int:
+        jobs, self.jobs = self.jobs, []
+        for job, done in jobs:
+            job.run()
+            done()
+        return len(jobs)
+
+
+def make_script(tmp_path: Path) -> tuple[Script, dict[str, FileJournal]]:
+    journals = {name: FileJournal(str(tmp_path / name.replace(":", "_"))) for name in (L, F, G)}
+    return Script(PatchedSimReplica, dict(journals)), journals
+
+
+def hand_syncs_to(script: Script, name: str, runner: Callable[[SyncJob, Callable[[], None]], None]) -> None:
+    node = script.nodes[name]
+    node.sync_runner = runner
+    node.sync_runner_min_bytes = 0
+
+
+def acks_queued(script: Script, source: str, destination: str) -> list[int]:
+    return [
+        message["next_node_idx"] - 1
+        for message in script.network.links.get((source, destination), [])
+        if message["type"] == "next_node_idx" and message["success"]
+    ]
+
+
+def test_a_follower_acknowledges_only_when_its_sync_job_has_run(tmp_path: Path) -> None:
+    script, journals = make_script(tmp_path)
+    script.elect(L, [F, G])
+    script.catch_up(L, [F, G])
+    held = HeldSyncs()
+    hand_syncs_to(script, F, held)
+    follower = script.nodes[F]
+    durable_before = journals[F].durable_index
+    for sequence in range(5):
+        script.nodes[L].propose(sequence, None)
+    script.tick(L)
+    script.deliver(L, F)  # F appends and starts a sync job, which waits here
+    last = journals[F].last_index
+    assert last == durable_before + 5 and len(held.jobs) == 1
+    assert acks_queued(script, F, L) == [], "acknowledged entries whose sync has not run"
+    assert journals[F].durable_index == durable_before
+    assert not follower.needs_tick(), "a core waiting only for its sync asks to be ticked (busy loop)"
+    assert held.run_all() == 1
+    assert follower.needs_tick(), "the end of the sync job did not ask for a tick"
+    script.tick(F)
+    assert journals[F].durable_index == last
+    assert max(acks_queued(script, F, L)) == last
+    reopened = FileJournal(str(tmp_path / F.replace(":", "_")))
+    assert reopened.last_index == last
+
+
+def test_a_leader_commits_on_its_followers_but_applies_only_its_durable_entries(tmp_path: Path) -> None:
+    script, journals = make_script(tmp_path)
+    script.elect(L, [F, G])
+    script.catch_up(L, [F, G])
+    held = HeldSyncs()
+    hand_syncs_to(script, L, held)
+    leader = script.nodes[L]
+    applied_before = leader._SyncObj__raftLastApplied
+    answers: list[int] = []
+    for sequence in range(3):
+        leader.propose(sequence, lambda result, error, s=sequence: answers.append(s) if error == 0 else None)
+    script.tick(L)
+    assert len(held.jobs) == 1
+    script.settle([L, F, G])  # both followers sync inline and acknowledge
+    last = journals[L].last_index
+    assert leader._SyncObj__raftCommitIndex == last, "two durable followers are a majority"
+    assert leader._SyncObj__raftLastApplied == applied_before and answers == []
+    assert journals[L].durable_index < last
+    assert not leader.needs_tick()
+    held.run_all()
+    script.tick(L)
+    assert leader._SyncObj__raftLastApplied == last and answers == [0, 1, 2]
+
+
+def test_syncs_on_threads_ending_at_random_times_lose_no_answered_proposal(tmp_path: Path) -> None:
+    script, journals = make_script(tmp_path)
+    script.elect(L, [F, G])
+    script.catch_up(L, [F, G])
+    rng = random.Random(7)
+    pool = concurrent.futures.ThreadPoolExecutor(3)
+    early: list[tuple[str, int, int]] = []
+    for name in (L, F, G):
+
+        def run_late(job: SyncJob, done: Callable[[], None]) -> None:
+            delay = rng.uniform(0, 0.004)
+
+            def run() -> None:
+                time.sleep(delay)
+                job.run()
+                done()
+
+            pool.submit(run)
+
+        hand_syncs_to(script, name, run_late)
+        journal = journals[name]
+        original = script.network.enqueue
+
+        def enqueue(
+            source: str, destination: str, message: Any, name: str = name, journal: FileJournal = journal,
+            original: Callable[[str, str, Any], bool] = original,
+        ) -> bool:  # fmt: skip
+            acked = message["next_node_idx"] - 1 if message["type"] == "next_node_idx" else 0
+            if source == name and acked > journal.durable_index and message["success"]:
+                early.append((name, acked, journal.durable_index))
+            return original(source, destination, message)
+
+        script.network.enqueue = enqueue  # type: ignore[method-assign]
+    answered: list[int] = []
+    leader = script.nodes[L]
+    deadline = time.monotonic() + 20
+    for sequence in range(200):
+        leader.propose(sequence, lambda result, error, s=sequence: answered.append(s) if error == 0 else None)
+        if sequence % 7 == 0:
+            script.tick(L)
+        for source in (L, F, G):
+            for destination in (L, F, G):
+                if source != destination:
+                    script.network.deliver(source, destination)
+        script.tick(L, F, G)
+    while len(answered) < 200:
+        assert time.monotonic() < deadline, f"{len(answered)} of 200 answered"
+        script.force_send(L)
+        for source in (L, F, G):
+            for destination in (L, F, G):
+                if source != destination:
+                    script.network.deliver(source, destination)
+        script.tick(L, F, G)
+        time.sleep(0.001)
+    pool.shutdown(wait=True)
+    assert early == [], f"acknowledged above the durable index (node, index, durable): {early[:5]}"
+    assert answered == list(range(200))
+    for journal in journals.values():
+        journal.close()
+
+    restarted, _ = make_script(tmp_path)
+    restarted.elect(G, [L, F])
+    restarted.catch_up(G, [L, F])
+    for name in (L, F, G):
+        assert restarted.nodes[name].applied[-200:] == answered, name
