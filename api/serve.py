@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from partitions.node import Node, NodeConfig, PeerConfig
+from partitions.node import JOURNAL_SYNC_THREADS_DEFAULT, Node, NodeConfig, PeerConfig
 
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
@@ -108,6 +108,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{MALLOC_KEEP_MIB_DEFAULT}; 0 keeps glibc's defaults)",
     )
     parser.add_argument(
+        "--journal-sync-threads",
+        type=int,
+        default=JOURNAL_SYNC_THREADS_DEFAULT,
+        help=f"threads writing and fsyncing large Raft journal appends (64 KiB and up), so the Raft thread "
+        f"goes on meanwhile (default {JOURNAL_SYNC_THREADS_DEFAULT}; 0: the Raft thread does every sync)",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
@@ -152,6 +159,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             f"--malloc-keep-mib {args.malloc_keep_mib}: must be >= 0 (0 keeps glibc's defaults)"
         )
+    if not 0 <= args.journal_sync_threads <= 64:
+        raise ServeConfigError(f"--journal-sync-threads {args.journal_sync_threads}: must be in [0, 64]")
     if args.join and not seeds:
         raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
@@ -163,6 +172,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         gossip_address=str(gossip),
         seeds=seeds,
         retention_check_interval_ms=args.retention_check_ms,
+        journal_sync_threads=args.journal_sync_threads,
         join=args.join,
     )
     return config, http, token

@@ -96,6 +96,9 @@ DISK_USAGE_STEP_BYTES = 1 << 20  # a change smaller than this is not worth a gos
 TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
 
 
+JOURNAL_SYNC_THREADS_DEFAULT = 2
+
+
 @dataclass(frozen=True, slots=True)
 class PeerConfig:
     node_id: str
@@ -116,6 +119,8 @@ class NodeConfig:
     gossip: GossipConfig = field(default_factory=GossipConfig)
     group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
     retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
+    # Threads running large Raft journal syncs (write + fdatasync) off the driver thread (0: none)
+    journal_sync_threads: int = JOURNAL_SYNC_THREADS_DEFAULT
     # Joining a running cluster: not a controller voter whatever the peer list says; the controller's
     # metadata is followed over HTTP (``metadata_follower``) and peers are learned by gossip.
     join: bool = False
@@ -191,7 +196,11 @@ class Node:
             clock=clock,
             retention_check_interval_ms=config.retention_check_interval_ms,
         )
-        self._driver = Driver(name=f"raft-{config.node_id}", timer_grid_ms=config.core.timer_grid_ms)
+        self._driver = Driver(
+            name=f"raft-{config.node_id}",
+            timer_grid_ms=config.core.timer_grid_ms,
+            sync_threads=config.journal_sync_threads,
+        )
         self._hub = MuxHub(
             config.node_id,
             config.raft_address,

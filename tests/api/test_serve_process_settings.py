@@ -1,5 +1,6 @@
 """Process settings of ``raftlog serve``: large buffers come from the heap instead of fresh mappings
-(``--malloc-keep-mib``), and the open files limit is raised to the hard limit."""
+(``--malloc-keep-mib``), and the open files limit is raised to the hard limit; journal sync threads
+(``--journal-sync-threads``) reach the node."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from serve_args import serve_args
 
 from api.serve import MALLOC_KEEP_MIB_DEFAULT, SECRET_ENV, ServeConfigError, node_config
+from partitions.node import JOURNAL_SYNC_THREADS_DEFAULT
 
 # Run in a child process: malloc's settings are process-wide. Prints how many bytes a 16 MiB buffer
 # added to glibc's mmapped regions (mallinfo2().hblkhd) after tune_malloc(KEEP).
@@ -71,3 +73,14 @@ def test_a_node_raises_its_open_files_limit_to_the_hard_limit() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
     assert returned == soft == hard
+
+
+def test_journal_sync_threads_reach_the_node_and_bad_counts_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
+    assert node_config(serve_args())[0].journal_sync_threads == JOURNAL_SYNC_THREADS_DEFAULT
+    assert node_config(serve_args("--journal-sync-threads", "0"))[0].journal_sync_threads == 0
+    for bad in ("-1", "65"):
+        with pytest.raises(ServeConfigError, match=f"--journal-sync-threads {bad}"):
+            node_config(serve_args("--journal-sync-threads", bad))
