@@ -5,10 +5,12 @@ never asserted on."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from raftlog.bench.perf import (
     progress_line,
     ratio,
 )
+from raftlog.bench.targets import Layout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -178,3 +181,33 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path) -> None:
     assert set(phases["produce"]["server_cpu_pct"]) == {"n1", "n2", "n3"}
     assert "records/s" in done.stdout
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-perf-")]  # cleaned up
+
+
+class _SlowTarget:
+    """Answers every request after ``service_s`` and records when each one left."""
+
+    system = "fake"
+
+    def __init__(self, service_s: float) -> None:
+        self.service_s = service_s
+        self.sent_at: dict[int, float] = {}
+
+    async def send_one(self, worker: int, partition: int) -> None:
+        self.sent_at[worker] = time.perf_counter()
+        await asyncio.sleep(self.service_s)
+
+
+async def test_single_phase_leaves_near_each_slot_and_never_counts_an_early_send_as_speed() -> None:
+    """Requests leave at most TIMER_SLACK_S before their slot; one that left early counts from its send,
+    so every latency is at least the service time."""
+    target = _SlowTarget(service_s=0.004)
+    layout = Layout("t", 3, 100, 1)
+    before = time.perf_counter()
+    result = await perf.single_phase(target, layout, 200.0, 0.5, {})  # type: ignore[arg-type]
+    assert result.records == result.expected == 100
+    first = min(target.sent_at.values())
+    start = first  # slot 0 leaves at most TIMER_SLACK_S before start, and not before ``before``
+    assert first >= before
+    for slot, sent in target.sent_at.items():
+        assert sent >= start + slot / 200.0 - perf.TIMER_SLACK_S - 0.0005, slot
+    assert result.latency.p50_ms >= 4.0
