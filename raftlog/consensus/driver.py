@@ -216,7 +216,7 @@ class Driver:
         """``core.sync_runner``: ``job`` on a sync thread, then ``done`` (which marks the core ready)."""
         if self._syncer is None:
             raise InvariantViolation(f"driver {self.name} has no sync threads")
-        job.on_done = done
+        job.hand_off(done)
         self._syncer.submit(job.run)
 
     def _activate(self, core: RaftCore) -> None:

@@ -301,11 +301,11 @@ class _Pending:
 class SyncJob:
     """One group commit of a FileJournal, taken off the journal by ``begin_sync``: writes the records
     added since the last one and fdatasyncs (fsync after a truncation). ``run`` may go on another thread
-    while the journal's owner keeps adding entries: it touches only the segment's file and direct writer,
-    which nothing else changes until ``finish_sync`` (every other mutation of the journal waits for the
-    job first). ``on_done`` (set by whoever runs it) is called on the running thread when it ends."""
+    (``hand_off`` first) while the journal's owner keeps adding entries: it touches only the segment's
+    file and direct writer, which nothing else changes until ``finish_sync`` (every other mutation of the
+    journal waits for the job first)."""
 
-    __slots__ = ("_done", "error", "full", "last_index", "offset", "on_done", "pending", "segment")
+    __slots__ = ("_done", "_event", "error", "full", "last_index", "offset", "on_done", "pending", "segment")
 
     def __init__(
         self, segment: _Segment, pending: _Pending, offset: int, full: bool, last_index: int
@@ -315,23 +315,36 @@ class SyncJob:
         self.offset = offset  # where the pending records go in the segment file
         self.full = full  # fsync (a truncation changed the file's size), not fdatasync
         self.last_index = last_index  # durable once the job is done
-        self.error: BaseException | None = None
+        self.error: Exception | None = None
         self.on_done: Callable[[], None] | None = None
-        self._done = threading.Event()
+        self._done = False
+        self._event: threading.Event | None = None  # only for a job run by another thread
+
+    def hand_off(self, on_done: Callable[[], None]) -> None:
+        """Before another thread runs the job: ``on_done`` is called there when it ends, and the
+        journal's thread can wait for it."""
+        self._event = threading.Event()
+        self.on_done = on_done
 
     @property
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._done
 
     def wait(self) -> None:
-        self._done.wait()
+        if self._done:
+            return
+        if self._event is None:
+            raise InvariantViolation("waiting for a journal sync job that was neither run nor handed off")
+        self._event.wait()
 
     def run(self) -> None:
         try:
             self._write_and_sync()
         except Exception as error:  # handed to finish_sync, which raises it on the journal's thread
             self.error = error
-        self._done.set()
+        self._done = True
+        if self._event is not None:
+            self._event.set()
         if self.on_done is not None:
             self.on_done()
 

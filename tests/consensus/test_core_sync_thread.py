@@ -121,11 +121,11 @@ def test_syncs_on_threads_ending_at_random_times_lose_no_answered_proposal(tmp_p
 
         def run_late(job: SyncJob, done: Callable[[], None]) -> None:
             delay = rng.uniform(0, 0.004)
+            job.hand_off(done)
 
             def run() -> None:
                 time.sleep(delay)
                 job.run()
-                done()
 
             pool.submit(run)
 

@@ -20,6 +20,7 @@ import pytest
 from raftlog.consensus import journal as journal_module
 from raftlog.consensus.errors import CorruptJournal
 from raftlog.consensus.journal import FileJournal, encode_record
+from raftlog.errors import InvariantViolation
 
 SEGMENT_NAME = "segment-0000000001.log"
 
@@ -283,6 +284,7 @@ def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool, o
             job = journal.begin_sync()
             durable = list(model)
             if job is not None:
+                job.hand_off(lambda: None)
                 running = threading.Thread(target=job.run)
                 running.start()
             assert journal.sync_in_flight == (job is not None)
@@ -380,6 +382,7 @@ def test_a_sync_job_on_another_thread_makes_its_entries_durable_when_taken_back(
     fill(journal, 11, 5)  # while the job has not run: next sync
     assert journal.pending_bytes > 0
     assert journal.finish_sync() is False and journal.durable_index == 0
+    job.hand_off(lambda: None)
     worker = threading.Thread(target=job.run)
     worker.start()
     worker.join()
@@ -406,6 +409,7 @@ def test_a_truncation_waits_for_the_running_sync_job(tmp_path: Path) -> None:
         order.append("job")
         job.run()
 
+    job.hand_off(lambda: None)
     worker = threading.Thread(target=run_late)
     worker.start()
     started.wait()
@@ -432,9 +436,18 @@ def test_a_failed_sync_job_raises_when_taken_back(tmp_path: Path, monkeypatch: p
         raise OSError(errno.EIO, "injected")
 
     monkeypatch.setattr(journal_module.os, "fdatasync", fail)
+    job.hand_off(lambda: None)
     worker = threading.Thread(target=job.run)
     worker.start()
     worker.join()
     with pytest.raises(OSError, match="injected"):
         journal.finish_sync()
     assert journal.durable_index == 0
+
+
+def test_waiting_for_a_sync_job_nobody_runs_is_an_invariant_violation(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path))
+    fill(journal, 1, 2)
+    assert journal.begin_sync() is not None
+    with pytest.raises(InvariantViolation, match="neither run nor handed off"):
+        journal.deleteEntriesFrom(1)
