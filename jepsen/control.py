@@ -268,6 +268,7 @@ class Cluster:
     run_dir: str
     nodes: list[NodeSpec]
     admin_token: str
+    serve_args: list[str] = field(default_factory=list)  # appended to every node's serve options
     argv: dict[str, list[str]] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
@@ -316,6 +317,7 @@ class Cluster:
                     f"{peer.node_id},{peer.host}:{peer.http_port},{peer.host}:{peer.raft_port}",
                 ]
                 argv += ["--seed", f"{peer.host}:{peer.gossip_port}"]
+        argv += self.serve_args
         if node.namespace is not None:
             argv = ["ip", "netns", "exec", node.namespace, *argv]
         return argv

@@ -64,6 +64,7 @@ class RunConfig:
     netns: bool = True
     seed: int | None = None
     topics: dict[str, int] = field(default_factory=lambda: dict(TOPICS))
+    serve_args: tuple[str, ...] = ()  # more options for every node's ``raftlog serve``
 
 
 @dataclass
@@ -86,6 +87,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-netns", action="store_true", help="run on 127.0.0.1 (no partitions or link faults)"
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
+    parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for every node's raftlog serve (repeatable), "
+        "e.g. --serve-arg=--journal-sync-thread-min-kib=0",
+    )
 
 
 def register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,6 +119,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         directory=args.dir,
         netns=not args.no_netns,
         seed=args.seed,
+        serve_args=tuple(args.serve_arg),
     )
 
 
@@ -186,7 +196,9 @@ def run(config: RunConfig) -> RunResult:
             network.setup()
         else:
             specs = control.plan_loopback(config.nodes)
-        cluster = control.Cluster(run_dir, specs, admin_token=f"jepsen-{prefix}")
+        cluster = control.Cluster(
+            run_dir, specs, admin_token=f"jepsen-{prefix}", serve_args=list(config.serve_args)
+        )
         info["nodes"] = [{"id": n.node_id, "http": n.http, "namespace": n.namespace,
                           "argv": cluster.argv[n.node_id]} for n in specs]  # fmt: skip
         for spec in specs:

@@ -67,7 +67,7 @@ from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Pro
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.cluster import open_mux_group
 from raftlog.consensus.core import CoreConfig
-from raftlog.consensus.driver import Driver
+from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT, Driver
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role, StateMachine
@@ -97,6 +97,7 @@ TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may
 
 
 JOURNAL_SYNC_THREADS_DEFAULT = 2
+JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +120,10 @@ class NodeConfig:
     gossip: GossipConfig = field(default_factory=GossipConfig)
     group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
     retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
-    # Threads running large Raft journal syncs (write + fdatasync) off the driver thread (0: none)
+    # Threads running large Raft journal syncs (write + fdatasync) off the driver thread (0: none), for
+    # syncs of at least journal_sync_thread_min_bytes
     journal_sync_threads: int = JOURNAL_SYNC_THREADS_DEFAULT
+    journal_sync_thread_min_bytes: int = JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT * 1024
     # Joining a running cluster: not a controller voter whatever the peer list says; the controller's
     # metadata is followed over HTTP (``metadata_follower``) and peers are learned by gossip.
     join: bool = False
@@ -200,6 +203,7 @@ class Node:
             name=f"raft-{config.node_id}",
             timer_grid_ms=config.core.timer_grid_ms,
             sync_threads=config.journal_sync_threads,
+            sync_thread_min_bytes=config.journal_sync_thread_min_bytes,
         )
         self._hub = MuxHub(
             config.node_id,

@@ -71,8 +71,8 @@ class Driver:
         of different groups then also overlap. 0: each tick syncs its own journal at its end. Only syncs
         writing at least ``sync_thread_min_bytes`` go to a thread: a small one is over in about the time
         the hand-off and the wake-up that follows it cost, in CPU, the scarcer resource (measured:
-        single-record produce spent 18% more servers' CPU per request with every sync on a thread, and
-        its p99 doubled; batched 1 KiB produce gained 11-13% with them)."""
+        single-record produce spent 11-18% more servers' CPU per request with every sync on a thread,
+        for no better p99; batched 1 KiB produce gained 11% with them; docs/decisions/0009)."""
         if not 0 < poll_max_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
         if not 0 < timer_grid_ms <= idle_tick_ms:

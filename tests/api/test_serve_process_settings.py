@@ -84,3 +84,8 @@ def test_journal_sync_threads_reach_the_node_and_bad_counts_are_refused(
     for bad in ("-1", "65"):
         with pytest.raises(ServeConfigError, match=f"--journal-sync-threads {bad}"):
             node_config(serve_args("--journal-sync-threads", bad))
+    config = node_config(serve_args("--journal-sync-thread-min-kib", "0"))[0]
+    assert config.journal_sync_thread_min_bytes == 0
+    assert node_config(serve_args())[0].journal_sync_thread_min_bytes == 64 * 1024
+    with pytest.raises(ServeConfigError, match="--journal-sync-thread-min-kib -1"):
+        node_config(serve_args("--journal-sync-thread-min-kib", "-1"))
