@@ -65,6 +65,7 @@ from raftlog.bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, Rab
 from raftlog.bench.storage import positive_ints, wait_quiet
 from raftlog.bench.targets import (
     FETCH_FORMATS,
+    LEADERS_SETTLE_S,
     PRODUCE_FORMATS,
     ROUTES,
     Layout,
@@ -116,6 +117,7 @@ class Workload:
     route: str = "leader"  # raftlog: "leader" (as a Kafka client) or "any" node (non-leaders forward)
     produce_format: str = "batch"  # raftlog: a record batch the client encodes, or "json" (binary flavour)
     fetch_format: str = "batch"  # raftlog: the stored batches, decoded by the client, or "columnar" pages
+    settle_s: float = LEADERS_SETTLE_S  # raftlog: leaders of a new topic stand still this long first
 
 
 @dataclass(frozen=True, slots=True)
@@ -747,10 +749,10 @@ def run_raftlog(
     async def against(urls: list[str], pids: dict[str, int], cluster: LocalCluster | None) -> None:
         fetch = workload.fetch_bytes
         formats = (workload.produce_format, workload.fetch_format)
-        target = RaftlogTarget(urls, token, fetch, workload.route, *formats)
+        target = RaftlogTarget(urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s)
         report.phases += await drive(target, workload, pids, prefix)
         if (idle_partitions > 0 or restart_mib > 0) and pids:
-            extra = RaftlogTarget(urls, token, fetch)
+            extra = RaftlogTarget(urls, token, fetch, settle_s=0)  # idle, restart: measured as before
             await extra.connect()
             try:
                 if idle_partitions > 0:
@@ -974,6 +976,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
                         help="before each phase write out dirty pages (sync) and wait up to S s until "
                              "other processes calm down")  # fmt: skip
+    parser.add_argument("--settle-seconds", type=float, default=LEADERS_SETTLE_S, metavar="S",
+                        help="raftlog: after creating a phase's topic, wait until its partition leaders "
+                             "stood still S s, as the leader balancer moves them "
+                             f"(default {LEADERS_SETTLE_S:g}; 0 = measure at once)")  # fmt: skip
     parser.add_argument("--dir", default=None, help="where data directories go (default: cwd)")
     parser.add_argument("--keep", action="store_true", help="keep raftlog's data directory")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
@@ -997,6 +1003,7 @@ def problem(args: argparse.Namespace) -> str | None:
         (0 < args.idle_seconds <= 600, "--idle-seconds must be in (0, 600]"),
         (0 <= args.restart_mib <= 16 * KiB, "--restart-mib must be in [0, 16384]"),
         (0 <= args.wait_quiet <= 3600, "--wait-quiet must be in [0, 3600]"),
+        (0 <= args.settle_seconds <= 60, "--settle-seconds must be in [0, 60]"),
         (args.system == "raftlog" or not args.compare, "--compare goes with --system raftlog"),
         (args.servers is None or args.system == "raftlog", "--servers is a raftlog cluster"),
         (
@@ -1027,6 +1034,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         route=args.route,
         produce_format=args.produce_format,
         fetch_format=args.fetch_format,
+        settle_s=args.settle_seconds,
     )
 
 

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,6 +29,12 @@ REQUEST_TIMEOUT_S = 30.0
 RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)
 COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # api/columnar.py
 LEADER_HEADER = "X-Raftlog-Leader"
+# After creating a topic, wait until its partition leaders stood still this long (the controller's leader
+# balancer moves at most one leader every 3 s; its first move came 3-5 s after the topic was created, and
+# a move stalls that partition's writes briefly), at most LEADERS_SETTLE_MAX_S: a phase then measures a
+# settled cluster, as it does for the peers, whose streams keep the leader they were created with.
+LEADERS_SETTLE_S = 8.0
+LEADERS_SETTLE_MAX_S = 30.0
 ROUTES = ("leader", "any")
 PRODUCE_FORMATS = ("batch", "json")
 FETCH_FORMATS = ("batch", "columnar")
@@ -105,6 +112,7 @@ class RaftlogTarget:
         route: str = "leader",
         produce_format: str = "batch",
         fetch_format: str = "batch",
+        settle_s: float = LEADERS_SETTLE_S,
     ) -> None:
         if route not in ROUTES:
             raise ValueError(f"route {route!r}: one of {', '.join(ROUTES)}")
@@ -121,6 +129,7 @@ class RaftlogTarget:
         self.admin_token = admin_token
         self.fetch_bytes = fetch_bytes
         self.route = route
+        self.settle_s = settle_s  # 0: measure right after creating a topic
         self.layout: Layout | None = None
         self._session: aiohttp.ClientSession | None = None
         self._http: Http | None = None
@@ -148,8 +157,31 @@ class RaftlogTarget:
         self._batch_body = json.dumps({"records": [{"value": value}] * layout.batch_records}).encode()
         self._one_body = json.dumps({"records": [{"value": value}]}).encode()
         await self.http.create_topic(layout.name, layout.partitions)
+        if self.settle_s > 0:
+            await self._settle_leaders(layout.name)
         if self.route == "leader":
             await self._learn_leaders(layout.name)
+
+    async def _settle_leaders(self, topic: str) -> None:
+        """Until every partition of ``topic`` has a leader and none changed for ``settle_s``."""
+        print(f"raftlog: waiting for the leaders of {topic} to settle", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        seen: list[object] | None = None
+        since = start
+        while time.monotonic() - start < LEADERS_SETTLE_MAX_S:
+            status, partitions = await self.http.admin_json("GET", f"/topics/{topic}/partitions")
+            leaders = [view.get("leader") for view in partitions] if status == 200 else None
+            now = time.monotonic()
+            if leaders != seen:
+                seen, since = leaders, now
+            elif leaders and all(leaders) and now - since >= self.settle_s:
+                return
+            await asyncio.sleep(0.2)
+        print(
+            f"raftlog: leaders of {topic} still moving after {LEADERS_SETTLE_MAX_S:g} s; measuring anyway",
+            file=sys.stderr,
+            flush=True,
+        )
 
     async def _learn_leaders(self, topic: str) -> None:
         status, nodes = await self.http.admin_json("GET", "/v1/nodes")

@@ -123,6 +123,8 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_option_checks() -> None:
     assert perf.problem(_args()) is None
     assert "--duration" in str(perf.problem(_args("--duration", "0")))
+    assert "--settle-seconds" in str(perf.problem(_args("--settle-seconds", "-1")))
+    assert perf.workload_of(_args("--settle-seconds", "0")).settle_s == 0
     assert "per request" in str(perf.problem(_args("--record-size", "65536", "--batch-size", "1000")))
     assert "--compare" in str(perf.problem(_args("--system", "nats", "--compare", "rabbitmq")))
     assert "--restart-mib" in str(
@@ -168,6 +170,7 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path) -> None:
         sys.executable, "-m", "api.cli", "bench", "perf", "--dir", str(tmp_path),
         "--duration", "1.5", "--record-size", "100", "--batch-size", "100", "--concurrency", "4",
         "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "10", "--json", str(out),
+        "--settle-seconds", "0.5",
     ]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=150, check=False)
     print(done.stdout)
@@ -180,6 +183,7 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path) -> None:
     assert phases["single"]["records"] == phases["single"]["expected"] == 100
     assert set(phases["produce"]["server_cpu_pct"]) == {"n1", "n2", "n3"}
     assert "records/s" in done.stdout
+    assert done.stderr.count("to settle") == 2  # the produce topic and the single-record topic
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-perf-")]  # cleaned up
 
 
