@@ -209,9 +209,7 @@ async def test_single_phase_leaves_near_each_slot_and_never_counts_an_early_send
     before = time.perf_counter()
     result = await perf.single_phase(target, layout, 200.0, 0.5, {})  # type: ignore[arg-type]
     assert result.records == result.expected == 100
-    first = min(target.sent_at.values())
-    start = first  # slot 0 leaves at most TIMER_SLACK_S before start, and not before ``before``
-    assert first >= before
+    start = before + 0.01  # single_phase's timetable starts 10 ms after it is called, or later
     for slot, sent in target.sent_at.items():
-        assert sent >= start + slot / 200.0 - perf.TIMER_SLACK_S - 0.0005, slot
+        assert sent >= start + slot / 200.0 - perf.TIMER_SLACK_S, slot
     assert result.latency.p50_ms >= 4.0
