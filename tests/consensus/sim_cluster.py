@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from acked_write_scenario import CountingStateMachine
@@ -10,7 +11,7 @@ from pysyncobj import SyncObj, SyncObjConf, replicated
 from simnet import SimNetwork, SimTransport
 
 from raftlog.consensus.core import CoreConfig, RaftCore
-from raftlog.consensus.journal import RaftJournal
+from raftlog.consensus.journal import FileJournal, RaftJournal
 
 L, F, G = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"  # never bound: the simulated network carries all
 
@@ -172,3 +173,20 @@ class Script:
             holders = sum(1 for other in self.nodes.values() if _log_term(other, commit) == term)
             if holders < 2:
                 self.commit_held_by_minority.append((name, commit))
+
+
+def file_journal_script(tmp_path: Path) -> tuple[Script, dict[str, FileJournal]]:
+    """Three patched replicas on FileJournals under ``tmp_path`` (reopened if they exist: a restart)."""
+    journals = {name: FileJournal(str(tmp_path / name.replace(":", "_"))) for name in (L, F, G)}
+    return Script(PatchedSimReplica, dict(journals)), journals
+
+
+def assert_restart_keeps(tmp_path: Path, answered: list[int], leader: str, voters: list[str]) -> Script:
+    """Restart all three from their journals, elect ``leader`` and check that every replica applied
+    ``answered`` last, in order."""
+    restarted, _ = file_journal_script(tmp_path)
+    restarted.elect(leader, voters)
+    restarted.catch_up(leader, voters)
+    for name in (L, F, G):
+        assert restarted.nodes[name].applied[-len(answered) :] == answered, name
+    return restarted

@@ -14,14 +14,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
 
 from raftlog.consensus.journal import _RELEASED, FileJournal, read_term_and_vote
-
-
-def make_script(tmp_path: Path) -> tuple[Script, dict[str, FileJournal]]:
-    journals = {name: FileJournal(str(tmp_path / name.replace(":", "_"))) for name in (L, F, G)}
-    return Script(PatchedSimReplica, dict(journals)), journals
 
 
 def record_sends(script: Script, name: str, journal: FileJournal, log: list[tuple[str, Any, Any]]) -> None:
@@ -42,7 +37,7 @@ def record_sends(script: Script, name: str, journal: FileJournal, log: list[tupl
 
 
 def test_acknowledgements_leave_only_after_fsync(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
+    script, journals = file_journal_script(tmp_path)
     sent: list[tuple[str, Any, int]] = []
     record_sends(script, F, journals[F], sent)
     syncs: list[int] = []
@@ -73,7 +68,7 @@ def test_acknowledgements_leave_only_after_fsync(tmp_path: Path) -> None:
 
 
 def test_votes_and_vote_requests_leave_only_after_term_and_vote_are_on_disk(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
+    script, journals = file_journal_script(tmp_path)
     sent_by_g: list[tuple[str, Any, int]] = []
     sent_by_l: list[tuple[str, Any, int]] = []
     record_sends(script, G, journals[G], sent_by_g)
@@ -87,7 +82,7 @@ def test_votes_and_vote_requests_leave_only_after_term_and_vote_are_on_disk(tmp_
 
 
 def test_leader_counts_only_its_durable_entries(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
+    script, journals = file_journal_script(tmp_path)
     script.elect(L, [F, G])
     script.catch_up(L, [F, G])
     leader = script.nodes[L]
@@ -115,7 +110,7 @@ def test_leader_counts_only_its_durable_entries(tmp_path: Path) -> None:
 
 
 def test_cluster_restarts_from_journals_with_every_acknowledged_write(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
+    script, journals = file_journal_script(tmp_path)
     script.elect(L, [F, G])
     script.catch_up(L, [F, G])
     acked: list[int] = []
@@ -128,11 +123,8 @@ def test_cluster_restarts_from_journals_with_every_acknowledged_write(tmp_path: 
     for journal in journals.values():
         journal.close()
 
-    restarted, _ = make_script(tmp_path)
-    restarted.elect(F, [L, G])
-    restarted.catch_up(F, [L, G])
+    restarted = assert_restart_keeps(tmp_path, acked, F, [L, G])
     for name in (L, F, G):
-        assert restarted.nodes[name].applied[-30:] == acked, name
         assert restarted.nodes[name]._SyncObj__raftCurrentTerm == 2
 
 
@@ -142,7 +134,7 @@ def test_a_leader_keeps_what_a_follower_lacks_and_a_new_leader_reads_released_en
     """Commands leave memory once applied and held by every follower: the leader keeps in memory what
     a lagging follower still needs; a follower that becomes leader catches that follower up from
     records it reads back from its journal on disk."""
-    script, journals = make_script(tmp_path)
+    script, journals = file_journal_script(tmp_path)
     script.elect(L, [F, G])
     script.catch_up(L, [F, G])
     before = script.nodes[G]._SyncObj__raftLastApplied

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
 
 from raftlog.consensus.journal import FileJournal, SyncJob
 
@@ -41,9 +41,15 @@ class HeldSyncs:
         return len(jobs)
 
 
-def make_script(tmp_path: Path) -> tuple[Script, dict[str, FileJournal]]:
-    journals = {name: FileJournal(str(tmp_path / name.replace(":", "_"))) for name in (L, F, G)}
-    return Script(PatchedSimReplica, dict(journals)), journals
+def settled(tmp_path: Path, holding: str | None = None) -> tuple[Script, dict[str, FileJournal], HeldSyncs]:
+    """L leads F and G, everything applied; ``holding``'s journal syncs wait in the returned HeldSyncs."""
+    script, journals = file_journal_script(tmp_path)
+    script.elect(L, [F, G])
+    script.catch_up(L, [F, G])
+    held = HeldSyncs()
+    if holding is not None:
+        hand_syncs_to(script, holding, held)
+    return script, journals, held
 
 
 def hand_syncs_to(script: Script, name: str, runner: Callable[[SyncJob, Callable[[], None]], None]) -> None:
@@ -61,11 +67,7 @@ def acks_queued(script: Script, source: str, destination: str) -> list[int]:
 
 
 def test_a_follower_acknowledges_only_when_its_sync_job_has_run(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
-    script.elect(L, [F, G])
-    script.catch_up(L, [F, G])
-    held = HeldSyncs()
-    hand_syncs_to(script, F, held)
+    script, journals, held = settled(tmp_path, holding=F)
     follower = script.nodes[F]
     durable_before = journals[F].durable_index
     for sequence in range(5):
@@ -87,11 +89,7 @@ def test_a_follower_acknowledges_only_when_its_sync_job_has_run(tmp_path: Path) 
 
 
 def test_a_leader_commits_on_its_followers_but_applies_only_its_durable_entries(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
-    script.elect(L, [F, G])
-    script.catch_up(L, [F, G])
-    held = HeldSyncs()
-    hand_syncs_to(script, L, held)
+    script, journals, held = settled(tmp_path, holding=L)
     leader = script.nodes[L]
     applied_before = leader._SyncObj__raftLastApplied
     answers: list[int] = []
@@ -111,9 +109,7 @@ def test_a_leader_commits_on_its_followers_but_applies_only_its_durable_entries(
 
 
 def test_syncs_on_threads_ending_at_random_times_lose_no_answered_proposal(tmp_path: Path) -> None:
-    script, journals = make_script(tmp_path)
-    script.elect(L, [F, G])
-    script.catch_up(L, [F, G])
+    script, journals, _ = settled(tmp_path)
     rng = random.Random(7)
     pool = concurrent.futures.ThreadPoolExecutor(3)
     early: list[tuple[str, int, int]] = []
@@ -146,32 +142,28 @@ def test_syncs_on_threads_ending_at_random_times_lose_no_answered_proposal(tmp_p
     answered: list[int] = []
     leader = script.nodes[L]
     deadline = time.monotonic() + 20
+
+    def round_trip() -> None:
+        """Everything queued between the three is delivered (no tick in between), then all tick."""
+        for source in (L, F, G):
+            for destination in (L, F, G):
+                if source != destination:
+                    script.network.deliver(source, destination)
+        script.tick(L, F, G)
+
     for sequence in range(200):
         leader.propose(sequence, lambda result, error, s=sequence: answered.append(s) if error == 0 else None)
         if sequence % 7 == 0:
             script.tick(L)
-        for source in (L, F, G):
-            for destination in (L, F, G):
-                if source != destination:
-                    script.network.deliver(source, destination)
-        script.tick(L, F, G)
+        round_trip()
     while len(answered) < 200:
         assert time.monotonic() < deadline, f"{len(answered)} of 200 answered"
         script.force_send(L)
-        for source in (L, F, G):
-            for destination in (L, F, G):
-                if source != destination:
-                    script.network.deliver(source, destination)
-        script.tick(L, F, G)
+        round_trip()
         time.sleep(0.001)
     pool.shutdown(wait=True)
     assert early == [], f"acknowledged above the durable index (node, index, durable): {early[:5]}"
     assert answered == list(range(200))
     for journal in journals.values():
         journal.close()
-
-    restarted, _ = make_script(tmp_path)
-    restarted.elect(G, [L, F])
-    restarted.catch_up(G, [L, F])
-    for name in (L, F, G):
-        assert restarted.nodes[name].applied[-200:] == answered, name
+    assert_restart_keeps(tmp_path, answered, G, [L, F])
