@@ -1,11 +1,13 @@
 """Parsed ``raftlog serve`` arguments for the serve option tests: a minimal valid command line plus
-whatever options a test adds."""
+whatever options a test adds, and the check every integer option gets."""
 
 from __future__ import annotations
 
 import argparse
 
-from api.serve import add_arguments
+import pytest
+
+from api.serve import SECRET_ENV, ServeConfigError, add_arguments, node_config
 
 
 def serve_args(*extra: str) -> argparse.Namespace:
@@ -14,3 +16,16 @@ def serve_args(*extra: str) -> argparse.Namespace:
     return parser.parse_args(
         ["--node-id", "n1", "--data-dir", "d", "--http", "127.0.0.1:1", "--raft", "127.0.0.1:2", *extra]
     )
+
+
+def check_int_option(
+    monkeypatch: pytest.MonkeyPatch, option: str, default: int, accepted: str, refused: tuple[str, ...]
+) -> None:
+    """``option`` parses to ``default`` when absent, ``accepted`` makes a node config, and each of
+    ``refused`` is a ServeConfigError that names the option and the value."""
+    monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
+    assert getattr(serve_args(), option.removeprefix("--").replace("-", "_")) == default
+    node_config(serve_args(option, accepted))
+    for value in refused:
+        with pytest.raises(ServeConfigError, match=f"{option} {value}"):
+            node_config(serve_args(option, value))

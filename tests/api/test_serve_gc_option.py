@@ -6,9 +6,9 @@ import gc
 from collections.abc import Iterator
 
 import pytest
-from serve_args import serve_args
+from serve_args import check_int_option
 
-from api.serve import GC_GEN0_DEFAULT, SECRET_ENV, ServeConfigError, node_config, tune_gc
+from api.serve import GC_GEN0_DEFAULT, tune_gc
 
 
 @pytest.fixture
@@ -20,11 +20,7 @@ def restored_gc() -> Iterator[None]:
 
 
 def test_a_negative_gc_threshold_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
-    assert serve_args().gc_gen0 == GC_GEN0_DEFAULT
-    node_config(serve_args("--gc-gen0", "0"))
-    with pytest.raises(ServeConfigError, match="--gc-gen0 -1"):
-        node_config(serve_args("--gc-gen0", "-1"))
+    check_int_option(monkeypatch, "--gc-gen0", GC_GEN0_DEFAULT, "0", ("-1",))
 
 
 def test_tuning_freezes_startup_objects_and_sets_the_young_threshold(restored_gc: None) -> None:
