@@ -88,6 +88,12 @@ IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as 
 CLAIMS_PUBLISH_INTERVAL_S = 0.2  # how often leadership changes are looked for and gossiped
 CLAIMS_FETCH_TIMEOUT_S = 5.0
 LEADER_READY_WAIT_S = 2.0
+# A new partition's preferred replica (and a new cluster's first controller voter) stands for election
+# this soon after it opens (the others wait a random 1.5-3 s), retrying while no peer has answered: the
+# peers open their replicas when they learn the topic was created, up to a heartbeat interval after the
+# controller's leader.
+FIRST_CAMPAIGN_DELAY_MS = 200
+FIRST_CAMPAIGN_ATTEMPTS = 3
 REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
 REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
@@ -257,6 +263,9 @@ class Node:
                 self.config.controller_voters,
                 _Notifying(self._controller_machine, notifier.notify),
             )
+            if self.node_id == self.config.controller_voters[0]:
+                # a new cluster: its first controller voter stands at once (no-op after a first election)
+                self._controller.campaign_if_new(FIRST_CAMPAIGN_DELAY_MS, FIRST_CAMPAIGN_ATTEMPTS)
         else:
             self._follower = MetadataFollower(
                 self.node_id,
@@ -569,6 +578,10 @@ class Node:
         replica = _Replica(metadata, partition, partition_log, machine, group)
         holder.append(replica)
         self._replicas[group_id] = replica
+        if metadata.replicas[partition][0] == self.node_id:
+            # Placement made this node the partition's preferred leader: a new group elects it at once
+            # (no-op for a group that has held an election), so the leader balancer need not move it.
+            group.campaign_if_new(FIRST_CAMPAIGN_DELAY_MS, FIRST_CAMPAIGN_ATTEMPTS)
         log.info(
             "node %s: replica of %s/%d opened (group %s)", self.node_id, metadata.name, partition, group_id
         )

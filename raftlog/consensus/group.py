@@ -91,6 +91,18 @@ class ReplicaGroup:
         core.submit(command, callback)
         return await self._wait(future, timeout_ms, "proposal")
 
+    def campaign_if_new(self, delay_ms: int, attempts: int) -> None:
+        """Stand for election ``delay_ms`` from now if this replica's group never held one, retrying a
+        few times while no peer answers (``RaftCore.campaign_if_new``); nothing otherwise. For the
+        preferred replica of a new partition."""
+        self._check_open()
+        core = self._core
+
+        def campaign() -> None:
+            core.campaign_if_new(delay_ms / 1000, attempts)
+
+        self._driver.call(campaign)
+
     def leader_term(self) -> int | None:
         """The term if this replica is the leader, else None: what leadership claims need, without the
         cost of a whole status() (looked at for every group several times a second)."""

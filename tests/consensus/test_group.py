@@ -75,13 +75,28 @@ def config_for(address: str) -> CoreConfig:
     )
 
 
+def slow_elections_for(address: str) -> CoreConfig:
+    """No replica stands for election on its own within the first 5 s."""
+    return CoreConfig(
+        bind_address=address,
+        election_timeout_min_ms=5000,
+        election_timeout_max_ms=8000,
+        heartbeat_period_ms=50,
+        leader_fallback_timeout_ms=5000,
+        connection_retry_ms=100,
+    )
+
+
 class Cluster:
-    def __init__(self, tmp_path: Path, sync_threads: int = 0) -> None:
+    def __init__(
+        self, tmp_path: Path, sync_threads: int = 0, config: Callable[[str], CoreConfig] = config_for
+    ) -> None:
         """``sync_threads``: the drivers run every journal sync on that many threads (0: in the tick)."""
         self.addresses = [f"127.0.0.1:{port}" for port in free_ports(3)]
         self.replicas: dict[str, Replica] = {}
         self.tmp_path = tmp_path
         self.sync_threads = sync_threads
+        self.config = config
 
     async def start(self, address: str) -> Replica:
         driver = Driver(name=f"driver-{address}", sync_threads=self.sync_threads, sync_thread_min_bytes=0)
@@ -89,7 +104,7 @@ class Cluster:
         machine = ListStateMachine()
         journal = FileJournal(str(self.tmp_path / address.replace(":", "_")))
         group = await ReplicaGroup.open(
-            "g1", address, self.addresses, machine, driver, config_for(address), journal
+            "g1", address, self.addresses, machine, driver, self.config(address), journal
         )
         replica = Replica(address, driver, machine, group)
         self.replicas[address] = replica
@@ -270,3 +285,53 @@ async def test_leadership_transfer_succeeds_under_a_stream_of_proposals(cluster:
     stop.set()
     await writer
     assert (await cluster.leader()).address == target
+
+
+async def test_a_new_group_elects_the_replica_that_campaigns_first_at_once(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path, config=slow_elections_for)
+    try:
+        for address in cluster.addresses:
+            await cluster.start(address)
+        preferred = cluster.replicas[cluster.addresses[2]]
+        started = time.monotonic()
+        preferred.group.campaign_if_new(delay_ms=100, attempts=3)
+        leads = lambda: preferred.group.status().role is Role.LEADER  # noqa: E731
+        await eventually(leads, "the preferred replica leads", 3)
+        assert time.monotonic() - started < 3, "elected long before any election timeout (5-8 s)"
+        assert preferred.group.status().term == 1
+        await preferred.group.propose(b"x", timeout_ms=5000)
+        replicas = list(cluster.replicas.values())
+        await eventually(lambda: all(r.machine.commands == [b"x"] for r in replicas), "applied everywhere")
+    finally:
+        for address in list(cluster.replicas):
+            cluster.stop(address)
+
+
+async def test_a_late_replica_campaigning_in_a_group_with_a_leader_disturbs_nobody(tmp_path: Path) -> None:
+    """A replica opened after its group elected (its node was down when the partition was made) asks for
+    term 1, which the others have voted in or passed; it retries only after a heartbeat interval without
+    a message, and the leader's heartbeats reach it: the leader stays, in its term."""
+    cluster = Cluster(tmp_path)
+    try:
+        late = cluster.addresses[0]
+        for address in cluster.addresses[1:]:
+            await cluster.start(address)
+        leader = await cluster.leader()
+        await leader.group.propose(b"x", timeout_ms=5000)
+        term = leader.group.status().term
+        replica = await cluster.start(late)
+        replica.group.campaign_if_new(delay_ms=0, attempts=5)
+        await eventually(lambda: replica.machine.commands == [b"x"], "the late replica caught up")
+        await asyncio.sleep(1.0)  # 10 heartbeat intervals: room for every retry a deaf replica would make
+        status = leader.group.status()
+        assert (status.role, status.term) == (Role.LEADER, term)
+        assert replica.group.status().leader == leader.address
+
+        # a replica that has seen an election ignores the call
+        replica.group.campaign_if_new(delay_ms=0, attempts=5)
+        await asyncio.sleep(0.5)
+        status = leader.group.status()
+        assert (status.role, status.term) == (Role.LEADER, term)
+    finally:
+        for address in list(cluster.replicas):
+            cluster.stop(address)

@@ -7,6 +7,7 @@ import asyncio
 import pathlib
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -379,3 +380,36 @@ async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster:
     assert all((root / d / kept.group_id(0)).is_dir() for d in ("logs", "raft"))
     assert all((root / d / future / "leftover").is_file() for d in ("logs", "raft"))
     assert not any((root / "trash").glob("*"))
+
+
+SLOW_ELECTIONS = CoreConfig(
+    election_timeout_min_ms=6000,
+    election_timeout_max_ms=9000,
+    heartbeat_period_ms=300,
+    timer_grid_ms=400,
+    leader_fallback_timeout_ms=6000,
+)
+
+
+async def test_a_new_cluster_and_a_new_topic_are_led_where_placement_says_at_once(
+    tmp_path: pathlib.Path,
+) -> None:
+    """With election timeouts of 6-9 s only the early campaigns of the first controller voter and of each
+    partition's preferred replica can elect within the bounds below; every partition is then led by its
+    first replica, so the leader balancer has nothing to move."""
+    nodes = [Node(replace(c, core=SLOW_ELECTIONS)) for c in configs(tmp_path)]
+    started = time.monotonic()
+    await asyncio.gather(*(n.start() for n in nodes))
+    try:
+        controller = await until(lambda: controller_leader(nodes), 4.0, "controller leader")
+        assert controller.node_id == "n1", "the first controller voter"
+        assert time.monotonic() - started < 5.0
+        created = time.monotonic()
+        metadata = await controller.create_topic("placed", 6, 3, {})
+        assert time.monotonic() - created < 4.0, "create waits for leaders: early ones, not timeouts"
+        for partition, replicas in enumerate(metadata.replicas):
+            leader = await until(lambda p=partition: partition_leader(nodes, "placed", p), 2.0, "leader")
+            assert leader.node_id == replicas[0], f"partition {partition} led by its preferred replica"
+        assert sorted(r[0] for r in metadata.replicas) == ["n1", "n1", "n2", "n2", "n3", "n3"]
+    finally:
+        await asyncio.gather(*(n.close() for n in nodes))

@@ -1,0 +1,56 @@
+"""RaftCore.campaign_if_new on a scripted network: a new group's preferred replica stands for election at
+once, retries at a heartbeat's pace while it hears nothing, and falls back to random election timeouts
+after its attempts or for good once any peer of the group has spoken."""
+
+from __future__ import annotations
+
+import time
+
+from sim_cluster import F, G, PatchedSimReplica, Script
+
+HEARTBEAT_INTERVAL_S = 1.0  # PatchedSimReplica: 1000 ms period on the default 100 ms grid
+ELECTION_TIMEOUT_MIN_S = 20.0
+
+
+def next_campaign_in(script: Script, name: str) -> float:
+    return float(script.nodes[name]._SyncObj__raftElectionDeadline) - time.monotonic()
+
+
+def campaign_now(script: Script, name: str) -> None:
+    script.nodes[name]._SyncObj__raftElectionDeadline = 0
+    script.tick(name)
+
+
+def test_a_deaf_new_replica_retries_at_a_heartbeats_pace_then_at_random() -> None:
+    script = Script(PatchedSimReplica)
+    replica = script.nodes[G]
+    assert replica.campaign_if_new(0.0, attempts=3)
+    script.tick(G)  # the first campaign; its vote requests are never delivered
+    assert replica._SyncObj__raftCurrentTerm == 1
+    assert HEARTBEAT_INTERVAL_S < next_campaign_in(script, G) <= HEARTBEAT_INTERVAL_S * 1.25
+    campaign_now(script, G)
+    assert replica._SyncObj__raftCurrentTerm == 2
+    assert next_campaign_in(script, G) <= HEARTBEAT_INTERVAL_S * 1.25
+    campaign_now(script, G)  # the third and last early campaign
+    assert replica._SyncObj__raftCurrentTerm == 3
+    assert next_campaign_in(script, G) > ELECTION_TIMEOUT_MIN_S - 1
+
+
+def test_once_a_peer_of_the_group_spoke_early_campaigns_stop_for_good() -> None:
+    script = Script(PatchedSimReplica)
+    replica = script.nodes[G]
+    assert replica.campaign_if_new(0.0, attempts=5)
+    script.tick(G)  # campaigns in term 1, unheard
+    campaign_now(script, F)  # F stands in term 1 too; G, a candidate of term 1, denies its vote
+    assert script.deliver(F, G) == 1
+    campaign_now(script, G)
+    assert replica._SyncObj__raftCurrentTerm == 2
+    assert next_campaign_in(script, G) > ELECTION_TIMEOUT_MIN_S - 1
+    assert not replica.campaign_if_new(0.0, attempts=5), "a replica that has seen an election ignores it"
+
+
+def test_only_a_replica_that_never_saw_an_election_campaigns_early() -> None:
+    script = Script(PatchedSimReplica)
+    script.elect(F, [G])
+    assert not script.nodes[G].campaign_if_new(0.0, attempts=3)
+    assert next_campaign_in(script, G) > ELECTION_TIMEOUT_MIN_S - 1
