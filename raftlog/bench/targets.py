@@ -29,11 +29,12 @@ REQUEST_TIMEOUT_S = 30.0
 RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)
 COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # api/columnar.py
 LEADER_HEADER = "X-Raftlog-Leader"
-# After creating a topic, wait until its partition leaders stood still this long (the controller's leader
-# balancer moves at most one leader every 3 s; its first move came 3-5 s after the topic was created, and
-# a move stalls that partition's writes briefly), at most LEADERS_SETTLE_MAX_S: a phase then measures a
-# settled cluster, as it does for the peers, whose streams keep the leader they were created with.
-LEADERS_SETTLE_S = 8.0
+# After creating a topic, wait until its partition leaders stood still this long, at most
+# LEADERS_SETTLE_MAX_S: a phase then measures a settled cluster, as it does for the peers, whose streams
+# keep the leader they were created with. A new partition is led by its preferred replica from the start,
+# so the controller's leader balancer (at most one move every 3 s, each stalling that partition's writes
+# briefly) has nothing to move; this outlasts one of its rounds, in case it does.
+LEADERS_SETTLE_S = 3.5
 LEADERS_SETTLE_MAX_S = 30.0
 ROUTES = ("leader", "any")
 PRODUCE_FORMATS = ("batch", "json")
