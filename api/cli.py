@@ -367,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_perf = bench_sub.add_parser("perf", help=perf_bench.DESCRIPTION)
     perf_bench.add_arguments(bench_perf)
     bench_perf.set_defaults(run=perf_bench.run_from_args)
+    from raftlog.bench import curve as curve_bench
+
+    bench_curve = bench_sub.add_parser("curve", help=curve_bench.DESCRIPTION)
+    curve_bench.add_arguments(bench_curve)
+    bench_curve.set_defaults(run=curve_bench.run_from_args)
     from membership import bench as gossip_bench
 
     bench_gossip = bench_sub.add_parser("gossip", help=gossip_bench.DESCRIPTION)

@@ -146,6 +146,7 @@ class IdleResult:
     seconds: float
     server_cpu_pct: dict[str, float]
     other_cpu_pct: float | None
+    create_seconds: float  # from the create request until every partition had a leader
 
     @property
     def total_pct(self) -> float:
@@ -354,7 +355,8 @@ def format_report(report: Report) -> str:
         lines += [
             "",
             f"idle: {idle.partitions} partitions x 3 replicas over {idle.seconds:.0f} s: nodes"
-            f" {idle.total_pct:.1f}% of one core ({per}); other processes {_pct(idle.other_cpu_pct)}%",
+            f" {idle.total_pct:.1f}% of one core ({per}); other processes {_pct(idle.other_cpu_pct)}%;"
+            f" the topic was created and led in {idle.create_seconds:.2f} s",
         ]
     if report.restart is not None:
         r = report.restart
@@ -621,7 +623,7 @@ async def idle_phase(
     target: RaftlogTarget, partitions: int, seconds: float, pids: dict[str, int]
 ) -> IdleResult:
     name = f"perf_idle_{os.getpid()}"
-    await target.http.create_topic(name, partitions)
+    created_s = await target.http.create_topic(name, partitions)
     try:
         await asyncio.sleep(IDLE_SETTLE_S)
         meter = CpuMeter(pids)
@@ -630,7 +632,7 @@ async def idle_phase(
     finally:
         await target.http.delete_topic(name)
     servers, _, other = cpu_percentages(cpu)
-    return IdleResult(partitions, cpu.seconds, servers, other)
+    return IdleResult(partitions, cpu.seconds, servers, other, created_s)
 
 
 async def _get_json(session: aiohttp.ClientSession, url: str, **params: Any) -> tuple[int, Any]:

@@ -77,7 +77,7 @@ def test_goals_speak_only_to_measured_numbers() -> None:
         _phase("nats", "produce", 100, 30_000),
         _phase("raftlog", "single", 100, 1000, p99_ms=7.0),
     ]
-    report.idle = IdleResult(100, 10.0, {"n1": 3.0, "n2": 2.0, "n3": 2.5}, 1.0)
+    report.idle = IdleResult(100, 10.0, {"n1": 3.0, "n2": 2.0, "n3": 2.5}, 1.0, 0.84)
     report.restart = RestartResult(1024.0, "n1", True, 30.0, 1.5, 2.5, 4.0)
     found = {goal.name: goal for goal in goals(report)}
     assert found["produce 100 B: raftlog / nats >= 2"].met
@@ -86,6 +86,8 @@ def test_goals_speak_only_to_measured_numbers() -> None:
     assert found["idle CPU % of one core, 100 partitions <= 10"].value == pytest.approx(7.5)
     assert any(name.startswith("restart") and goal.met for name, goal in found.items())
     assert not any("rabbitmq" in name for name in found)
+    text = format_report(report)
+    assert "idle: 100 partitions" in text and "created and led in 0.84 s" in text
 
 
 def test_report_table_shows_rows_ratios_and_failures() -> None:
