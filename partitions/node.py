@@ -262,6 +262,7 @@ class Node:
                 CONTROLLER_GROUP,
                 self.config.controller_voters,
                 _Notifying(self._controller_machine, notifier.notify),
+                announce_commits=True,  # every node reconciles its replicas on applying metadata
             )
             if self.node_id == self.config.controller_voters[0]:
                 # a new cluster: its first controller voter stands at once (no-op after a first election)
@@ -338,10 +339,16 @@ class Node:
         """Directories of dropped replicas on their way out; emptied again at every start."""
         return os.path.join(self.config.data_dir, "trash")
 
-    async def _open_group(self, group_id: str, voters: Sequence[str], machine: StateMachine) -> ReplicaGroup:
+    async def _open_group(
+        self, group_id: str, voters: Sequence[str], machine: StateMachine, announce_commits: bool = False
+    ) -> ReplicaGroup:
         directory = self._group_dir(group_id)
         os.makedirs(directory, exist_ok=True)
-        core = replace(self.config.core, snapshot_path=os.path.join(directory, "snapshot"))
+        core = replace(
+            self.config.core,
+            snapshot_path=os.path.join(directory, "snapshot"),
+            announce_commits=announce_commits,
+        )
         return await open_mux_group(
             group_id,
             self.node_id,

@@ -157,7 +157,8 @@ class RaftlogTarget:
         value = base64.b64encode(raw).decode("ascii")
         self._batch_body = json.dumps({"records": [{"value": value}] * layout.batch_records}).encode()
         self._one_body = json.dumps({"records": [{"value": value}]}).encode()
-        await self.http.create_topic(layout.name, layout.partitions)
+        created_s = await self.http.create_topic(layout.name, layout.partitions)
+        print(f"raftlog: {layout.name} created and led in {created_s:.2f} s", file=sys.stderr, flush=True)
         if self.settle_s > 0:
             await self._settle_leaders(layout.name)
         if self.route == "leader":

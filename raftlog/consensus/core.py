@@ -132,6 +132,11 @@ class CoreConfig:
     # size: the segment holding the compaction point stays until the journal moves past it.)
     compaction_min_bytes: int = 256 * 1024 * 1024
     snapshot_path: str | None = None  # None: no compaction (the journal grows until restart)
+    # A leader tells its followers of a new commit index at once (an AppendEntries to each in the tick
+    # that commits) instead of with its next entries or heartbeat: for a group whose followers act on
+    # what they apply (the controller: each node opens a new topic's replicas when it applies it). It
+    # costs a message per follower per commit, so partition groups leave it off.
+    announce_commits: bool = False
     auto_tick: bool = False  # False: a Driver thread ticks the group
     bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
 
@@ -490,6 +495,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         ):
             self._start_election(now)
 
+        committed = self._SyncObj__raftCommitIndex
         if self._SyncObj__raftState == _LEADER:
             self._advance_commit_index()
             self._step_down_without_quorum(now)
@@ -499,7 +505,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         appended = self._checkCommandsToApply()
 
         if self._SyncObj__raftState == _LEADER:
-            if appended or now > self._SyncObj__newAppendEntriesTime:
+            announce = self._config.announce_commits and self._SyncObj__raftCommitIndex > committed
+            if appended or announce or now > self._SyncObj__newAppendEntriesTime:
                 self._SyncObj__sendAppendEntries()
             elif self._followers_to_send:
                 self._send_to_followers(self._followers_to_send)

@@ -186,6 +186,7 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path) -> None:
     assert set(phases["produce"]["server_cpu_pct"]) == {"n1", "n2", "n3"}
     assert "records/s" in done.stdout
     assert done.stderr.count("to settle") == 2  # the produce topic and the single-record topic
+    assert done.stderr.count("created and led in") == 2
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-perf-")]  # cleaned up
 
 

@@ -56,6 +56,7 @@ class PatchedSimReplica(RaftCore):
         compaction_min_entries: int = 50_000,
         in_flight_entries_max: int = 20_000,
         compaction_min_bytes: int = 256 * 1024 * 1024,
+        announce_commits: bool = False,
     ) -> None:
         self.machine = CountingStateMachine()
         config = CoreConfig(
@@ -68,6 +69,7 @@ class PatchedSimReplica(RaftCore):
             compaction_min_entries=compaction_min_entries,
             compaction_min_bytes=compaction_min_bytes,
             in_flight_entries_max=in_flight_entries_max,
+            announce_commits=announce_commits,
         )
         super().__init__(
             me,

@@ -64,27 +64,20 @@ async def eventually(condition: Callable[[], bool], what: str, timeout_s: float 
         await asyncio.sleep(0.02)
 
 
-def config_for(address: str) -> CoreConfig:
+def config_for(address: str, election_ms: tuple[int, int] = (400, 800), fallback_ms: int = 600) -> CoreConfig:
     return CoreConfig(
         bind_address=address,
-        election_timeout_min_ms=400,
-        election_timeout_max_ms=800,
+        election_timeout_min_ms=election_ms[0],
+        election_timeout_max_ms=election_ms[1],
         heartbeat_period_ms=50,
-        leader_fallback_timeout_ms=600,
+        leader_fallback_timeout_ms=fallback_ms,
         connection_retry_ms=100,
     )
 
 
 def slow_elections_for(address: str) -> CoreConfig:
     """No replica stands for election on its own within the first 5 s."""
-    return CoreConfig(
-        bind_address=address,
-        election_timeout_min_ms=5000,
-        election_timeout_max_ms=8000,
-        heartbeat_period_ms=50,
-        leader_fallback_timeout_ms=5000,
-        connection_retry_ms=100,
-    )
+    return config_for(address, election_ms=(5000, 8000), fallback_ms=5000)
 
 
 class Cluster:
