@@ -90,8 +90,8 @@ CLAIMS_FETCH_TIMEOUT_S = 5.0
 LEADER_READY_WAIT_S = 2.0
 # A new partition's preferred replica (and a new cluster's first controller voter) stands for election
 # this soon after it opens (the others wait a random 1.5-3 s), retrying while no peer has answered: the
-# peers open their replicas when they learn the topic was created, up to a heartbeat interval after the
-# controller's leader.
+# peers open their replicas when they apply the topic's creation, which the controller's leader announces
+# at once (milliseconds after it commits; at the next heartbeat if that announcement is lost).
 FIRST_CAMPAIGN_DELAY_MS = 200
 FIRST_CAMPAIGN_ATTEMPTS = 3
 REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max

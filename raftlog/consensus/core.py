@@ -354,22 +354,25 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def campaign_if_new(self, delay_s: float, attempts: int) -> bool:
         """Tick thread. A replica of a group that never held an election (term 0, no entry of a term) stands
         for election ``delay_s`` from now instead of after a random election timeout, and while it
-        hears nothing from any peer of the group, again every heartbeat interval and a quarter, up to
+        hears nothing from any peer of the group, again every two heartbeat intervals, up to
         ``attempts`` campaigns in all; then the usual random timeouts take over. The node calls it on
         the preferred replica of a new partition, so the partition is led where placement put its
         leader at once, with no leadership transfer later and no 1.5-3 s wait for a first election.
 
         Safe whenever called (an election always is), and it disturbs no leader: a fresh replica's
         first campaign asks for term 1, which a replica that has seen an election holds or has passed
-        (it has voted in term 1, or ignores the stale term); a retry comes only after a whole heartbeat
-        interval with no message from the group, which a leader reaching this replica would have sent.
+        (it has voted in term 1, or ignores the stale term); a retry comes only after two heartbeat
+        intervals with no message from the group, in which a leader reaching this replica sends it one.
+        (A replica whose leader's heartbeats are all lost campaigns anyway, as at an election timeout.)
         Returns whether the replica was new."""
         if attempts < 1 or delay_s < 0:
             raise ValueError(f"need attempts >= 1 and delay_s >= 0, got {attempts}, {delay_s}")
         if self._SyncObj__raftCurrentTerm != 0 or self._journal.last_term != 0 or self._heard:
             return False
         self._early_campaigns = attempts
-        self._early_campaign_retry_s = self._config.heartbeat_interval_ms * 1.25 / 1000
+        # two heartbeat intervals: a leader that reaches this replica has sent it a heartbeat by then,
+        # with a whole interval of margin for a late tick; still shorter than any election timeout
+        self._early_campaign_retry_s = self._config.heartbeat_interval_ms * 2 / 1000
         self._SyncObj__raftElectionDeadline = time.monotonic() + delay_s
         self._notify_activity()  # the driver takes the new deadline from the tick that follows
         return True
