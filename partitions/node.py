@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
@@ -73,6 +74,7 @@ from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation, RaftlogError, check
+from raftlog.storage import removal
 from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, encode_batch
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
@@ -229,6 +231,7 @@ class Node:
             config.node_id, config.gossip_address, config.cluster_secret, self._meta(), config.gossip
         )
         self._background: set[asyncio.Task[None]] = set()
+        self._removal_stop = threading.Event()  # set on close: a paced removal stops between two steps
         self._sweep_due = True  # directories of deleted topics may be left from before this start
         self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
         self._http: aiohttp.ClientSession | None = None
@@ -306,6 +309,7 @@ class Node:
         await self._operator.close()
         if self._follower is not None:
             await self._follower.close()
+        self._removal_stop.set()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -559,7 +563,7 @@ class Node:
             self.node_id, len(stray), ", ".join(sorted(stray)),
         )  # fmt: skip
         trashed = [_move_to_trash(path, self._trash_dir()) for path in stray]
-        await asyncio.to_thread(_remove_trees, trashed)
+        self._spawn(self._remove_paced(trashed))
 
     async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, metadata.log_config())
@@ -593,6 +597,9 @@ class Node:
             "node %s: replica of %s/%d opened (group %s)", self.node_id, metadata.name, partition, group_id
         )
 
+    async def _remove_paced(self, paths: list[str]) -> None:
+        await asyncio.to_thread(_remove_trees, paths, removal.BYTES_PER_S, self._removal_stop)
+
     async def _drop_replica(self, group_id: str) -> None:
         replica = self._replicas.pop(group_id)
         replica.group.close()
@@ -600,10 +607,12 @@ class Node:
         await self._driver_barrier()
         self._logs.close_log(group_id)
         # Renamed aside at once (this node may open a replica of the same group again right away: a move
-        # back), then removed on a worker thread: unlinking gigabytes must not stall the event loop.
+        # back), then removed on a worker thread, paced (unlinking gigabytes at once would stall the event
+        # loop, and every fsync on the disk behind its discards) and not awaited: reconciliation, which
+        # may open a new topic's replicas next, does not wait for it.
         places = (os.path.join(self._logs.root, group_id), self._group_dir(group_id))
         trashed = [_move_to_trash(path, self._trash_dir()) for path in places if os.path.isdir(path)]
-        await asyncio.to_thread(_remove_trees, trashed)
+        self._spawn(self._remove_paced(trashed))
         log.info("node %s: replica of %s/%d deleted", self.node_id, replica.topic.name, replica.partition)
 
     # -- metadata ------------------------------------------------------------------------------------
@@ -1173,13 +1182,17 @@ def _move_to_trash(path: str, trash_dir: str) -> str:
     return target
 
 
-def _remove_trees(paths: Sequence[str]) -> None:
-    """Remove directory trees (a worker thread); what cannot be removed is logged and left for the next
-    start to retry."""
+def _remove_trees(
+    paths: Sequence[str], bytes_per_s: float | None = None, stop: threading.Event | None = None
+) -> None:
+    """Remove directory trees (a worker thread), at most ``bytes_per_s`` (None: at once; see
+    ``raftlog.storage.removal``); what cannot be removed, or is left when ``stop`` is set, stays for
+    the next start to remove."""
     for path in paths:
         try:
-            shutil.rmtree(path)
-        except FileNotFoundError:
-            continue
+            removal.remove_tree(path, bytes_per_s, stop=stop)
+        except removal.Stopped:
+            log.info("removal of %s stopped (node closing); the next start finishes it", path)
+            return
         except OSError as exc:
             log.error("could not remove %s (retried at the next start): %s", path, exc)

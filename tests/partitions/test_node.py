@@ -311,9 +311,9 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
     removed_on: list[str] = []
     remove = node_module._remove_trees
 
-    def watched(paths: list[str]) -> None:
+    def watched(paths: list[str], *pace: object) -> None:
         removed_on.append(threading.current_thread().name)
-        remove(paths)
+        remove(paths, *pace)
 
     monkeypatch.setattr(node_module, "_remove_trees", watched)
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
