@@ -271,11 +271,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # at a time (``__changeClusterIDx``) but never sets it; a change is denied here until the previous
         # one is applied (a new leader's applied no-op covers the changes of earlier terms).
         self._membership_index = 0
-        # campaign_if_new: early campaigns left, and the pause between them; _heard: a message of this
-        # group came from a peer (a leader or another candidate exists, so early campaigns stop).
+        # campaign_if_new: early campaigns left; any message from a peer of the group (a leader or another
+        # candidate exists) zeroes it for good.
         self._early_campaigns = 0
-        self._early_campaign_retry_s = 0.0
-        self._heard = False
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
         self._ticking = False
@@ -367,12 +365,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         Returns whether the replica was new."""
         if attempts < 1 or delay_s < 0:
             raise ValueError(f"need attempts >= 1 and delay_s >= 0, got {attempts}, {delay_s}")
-        if self._SyncObj__raftCurrentTerm != 0 or self._journal.last_term != 0 or self._heard:
-            return False
+        if self._SyncObj__raftCurrentTerm != 0 or self._journal.last_term != 0:
+            return False  # (a message from a peer of the group carries a term, so this covers "heard")
         self._early_campaigns = attempts
-        # two heartbeat intervals: a leader that reaches this replica has sent it a heartbeat by then,
-        # with a whole interval of margin for a late tick; still shorter than any election timeout
-        self._early_campaign_retry_s = self._config.heartbeat_interval_ms * 2 / 1000
         self._SyncObj__raftElectionDeadline = time.monotonic() + delay_s
         self._notify_activity()  # the driver takes the new deadline from the tick that follows
         return True
@@ -587,10 +582,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _start_election(self, now: float) -> None:
         self._early_campaigns = max(0, self._early_campaigns - 1)
-        if self._early_campaigns and not self._heard:
-            self._SyncObj__raftElectionDeadline = now + self._early_campaign_retry_s
+        if self._early_campaigns:
+            # two heartbeat intervals: a leader that reaches this replica has sent it a heartbeat by then,
+            # with a whole interval of margin for a late tick; still shorter than any election timeout
+            retry_s = self._config.heartbeat_interval_ms * 2 / 1000
+            self._SyncObj__raftElectionDeadline = now + retry_s
         else:
-            self._early_campaigns = 0
             self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
         self._SyncObj__transferInProgress = False
         self._SyncObj__raftLeader = None
@@ -803,7 +800,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._stopped_error = error
 
     def _on_message(self, node: Any, message: dict[str, Any]) -> None:
-        self._heard = True
+        self._early_campaigns = 0
         kind = message["type"]
         if kind == "append_entries":
             self._on_append_entries(node, message)
