@@ -1,15 +1,19 @@
 """raftlog.storage.removal: a tree goes deepest first; a big file is shrunk step by step at the given pace
-before it is unlinked; a stop request ends it between steps; what is already gone is skipped."""
+before it is unlinked; a stop request ends it between steps; what is already gone is skipped. A Remover
+removes what any thread gives it one path at a time, faster while its backlog is long, and stops on
+close."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from raftlog.storage.removal import Stopped, remove_tree
+from raftlog.storage import removal
+from raftlog.storage.removal import Remover, Stopped, remove_tree, tree_bytes
 
 MiB = 1 << 20
 
@@ -69,3 +73,106 @@ def test_a_missing_tree_is_nothing_to_do_and_bad_paces_are_refused(tmp_path: Pat
         remove_tree(str(tmp_path), bytes_per_s=0)
     with pytest.raises(ValueError, match="step_bytes"):
         remove_tree(str(tmp_path), step_bytes=0)
+
+
+def test_a_single_file_is_removed_too(tmp_path: Path) -> None:
+    sparse(tmp_path / "segment-0000000003.log", 20 * MiB)
+    pauses: list[float] = []
+    remove_tree(
+        str(tmp_path / "segment-0000000003.log"), bytes_per_s=8 * MiB, step_bytes=8 * MiB, sleep=pauses.append
+    )
+    assert not (tmp_path / "segment-0000000003.log").exists()
+    assert pauses == [1.0, 1.0]  # 20 -> 12 -> 4 MiB, then unlinked
+
+
+def wait_until_done(remover: Remover, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while remover.pending():
+        assert time.monotonic() < deadline, "the remover did not finish"
+        time.sleep(0.01)
+
+
+def test_a_remover_removes_one_path_at_a_time_in_the_order_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str, str]] = []
+    real = removal.remove_tree
+
+    def watched(path: str, *args: object) -> None:
+        events.append(("start", Path(path).name, threading.current_thread().name))
+        time.sleep(0.02)  # long enough for a second worker, if there were one, to start meanwhile
+        real(path, *args)  # type: ignore[arg-type]
+        events.append(("end", Path(path).name, threading.current_thread().name))
+
+    monkeypatch.setattr(removal, "remove_tree", watched)
+    remover = Remover(bytes_per_s=1 << 40, name="remover-under-test")
+    names = [f"dropped-{i}" for i in range(4)]
+    for name in names:
+        sparse(tmp_path / name / "log", MiB)
+    submitters = [threading.Thread(target=remover.submit, args=(str(tmp_path / name),)) for name in names[:2]]
+    for thread in submitters:  # two threads at once (the driver and the event loop do this)
+        thread.start()
+    for thread in submitters:
+        thread.join()
+    for name in names[2:]:
+        remover.submit(str(tmp_path / name))
+    wait_until_done(remover)
+    remover.close()
+    assert not any((tmp_path / name).exists() for name in names)
+    assert [kind for kind, _, _ in events] == ["start", "end"] * 4  # never two at once
+    assert {thread for _, _, thread in events} == {"remover-under-test"}
+    started = [name for kind, name, _ in events if kind == "start"]
+    assert sorted(started[:2]) == names[:2] and started[2:] == names[2:]
+    assert remover.removed == 4
+
+
+def test_a_remover_goes_faster_while_its_backlog_is_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paces: list[float] = []
+    gate = threading.Event()
+
+    def recorded(path: str, bytes_per_s: float | None, *args: object) -> None:
+        gate.wait(5)  # hold the first until all four are queued
+        assert bytes_per_s is not None
+        paces.append(bytes_per_s)
+        os.unlink(path)
+
+    monkeypatch.setattr(removal, "remove_tree", recorded)
+    for i in range(4):
+        sparse(tmp_path / f"segment-{i}", 64 * MiB)
+    assert tree_bytes(str(tmp_path)) == 256 * MiB
+    remover = Remover(bytes_per_s=8 * MiB, catch_up_s=8.0)
+    for i in range(4):
+        remover.submit(str(tmp_path / f"segment-{i}"))
+    gate.set()
+    wait_until_done(remover)
+    remover.close()
+    # the first path starts while 256 MiB are queued: 32 MiB/s clears that in 8 s; then 192, 128, 64 MiB
+    # queued (24, 16, 8 MiB/s); never below the base pace
+    assert paces == [32 * MiB, 24 * MiB, 16 * MiB, 8 * MiB]
+
+
+def test_a_closed_remover_stops_between_steps_and_takes_nothing_more(tmp_path: Path) -> None:
+    big = tmp_path / "dropped" / "log"
+    sparse(big, 64 * MiB)
+    remover = Remover(bytes_per_s=8 * MiB, step_bytes=8 * MiB)  # a step per second
+    remover.submit(str(tmp_path / "dropped"))
+    deadline = time.monotonic() + 5
+    while os.stat(big).st_size == 64 * MiB:
+        assert time.monotonic() < deadline, "no step taken"
+        time.sleep(0.01)
+    started = time.monotonic()
+    remover.close()
+    assert time.monotonic() - started < 0.5  # the pause between steps ends at once
+    assert 0 < os.stat(big).st_size < 64 * MiB  # left for the next start
+    sparse(tmp_path / "later", MiB)
+    remover.submit(str(tmp_path / "later"))
+    assert (tmp_path / "later").exists() and remover.pending() == 1
+
+
+def test_bad_remover_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        Remover(bytes_per_s=0)
+    with pytest.raises(ValueError, match="positive"):
+        Remover(catch_up_s=0)
