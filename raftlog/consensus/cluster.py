@@ -3,7 +3,8 @@ leak to callers)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 
 from pysyncobj.node import Node as _PlainNodeId
 
@@ -24,8 +25,10 @@ async def open_mux_group(
     hub: MuxHub,
     config: CoreConfig,
     journal_directory: str,
+    discard: Callable[[str], None] = os.unlink,
 ) -> ReplicaGroup:
-    """This node's replica of ``group_id`` with a durable journal in ``journal_directory``."""
+    """This node's replica of ``group_id`` with a durable journal in ``journal_directory``; ``discard``
+    takes away the journal's segment files it no longer needs (``FileJournal``)."""
     return await ReplicaGroup.open(
         group_id,
         node_id,
@@ -33,7 +36,7 @@ async def open_mux_group(
         machine,
         driver,
         config=config,
-        journal=FileJournal(journal_directory),
+        journal=FileJournal(journal_directory, discard=discard),
         transport_class=transport_class(hub, group_id),
         node_class=_PlainNodeId,
     )

@@ -463,10 +463,18 @@ class FileJournal(RaftJournal):
     """Durable journal: appends are buffered and written + fdatasync'ed once per tick by :meth:`sync`."""
 
     def __init__(
-        self, directory: str, segment_bytes_max: int = 64 * 1024 * 1024, direct_io: bool = True
+        self,
+        directory: str,
+        segment_bytes_max: int = 64 * 1024 * 1024,
+        direct_io: bool = True,
+        discard: Callable[[str], None] = os.unlink,
     ) -> None:
-        """``direct_io``: append with O_DIRECT where the file system allows it (see _DirectWriter)."""
+        """``direct_io``: append with O_DIRECT where the file system allows it (see _DirectWriter).
+        ``discard(path)`` takes a segment file the journal no longer needs out of its directory (it is
+        closed; the journal fsyncs the directory after): an unlink by default; a node renames it aside
+        and removes it on another thread, at a pace (``raftlog.storage.removal.Remover``)."""
         super().__init__()
+        self._discard = discard
         if segment_bytes_max < 4096:
             raise ValueError(f"segment_bytes_max must be >= 4096, got {segment_bytes_max}")
         self._directory = directory
@@ -764,7 +772,7 @@ class FileJournal(RaftJournal):
         ):
             dropped = self._segments.pop()
             _close(dropped)
-            os.unlink(dropped.path)
+            self._discard(dropped.path)
             self._pending = _Pending()
             dropped_any = True
         if dropped_any:
@@ -802,7 +810,7 @@ class FileJournal(RaftJournal):
         while len(self._segments) > 1 and self._segments[0].last_index < new_first:
             old = self._segments.pop(0)
             _close(old)
-            os.unlink(old.path)
+            self._discard(old.path)
             deleted = True
         if deleted:
             fsync_directory(self._directory)
@@ -816,7 +824,7 @@ class FileJournal(RaftJournal):
         new = self._open_new_segment(old_segments[-1].sequence + 1, reset=True)
         for old in old_segments:
             _close(old)
-            os.unlink(old.path)
+            self._discard(old.path)
         fsync_directory(self._directory)
         self._segments = [new]
         super().clear()

@@ -250,6 +250,38 @@ def test_compaction_deletes_old_segments_without_rewriting_the_rest(tmp_path: Pa
     assert reopened.first_index <= 250 and reopened.last_index == 300
 
 
+def test_segments_no_longer_needed_go_to_discard_not_unlinked_here(tmp_path: Path) -> None:
+    """A node renames them aside and removes them on another thread; the journal only hands them over
+    (closed) and fsyncs its directory: reopened, it does not miss them."""
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    handed: list[str] = []
+
+    def discard(path: str) -> None:
+        handed.append(path)
+        os.rename(path, aside / os.path.basename(path))
+
+    directory = tmp_path / "journal"
+    journal = FileJournal(str(directory), segment_bytes_max=4096, discard=discard)
+    fill(journal, 1, 300, size=40)
+    journal.sync()
+    paths = journal.segment_paths()
+    journal.deleteEntriesTo(249)  # compaction: whole old segments go
+    remaining = journal.segment_paths()
+    assert handed == [path for path in paths if path not in remaining] and handed
+    assert sorted(os.listdir(aside)) == sorted(os.path.basename(path) for path in handed)
+    journal.deleteEntriesFrom(len(journal) - 5)  # a conflicting suffix: none of its segments stay either
+    journal.sync()
+    assert set(handed) | set(journal.segment_paths()) >= set(paths)
+    cleared_before = len(handed)
+    journal.clear()  # a snapshot installed: every old segment goes
+    assert len(handed) > cleared_before and all(not os.path.exists(path) for path in handed)
+    journal.add(b"after", 1000, 5)
+    journal.sync()
+    reopened = FileJournal(str(directory), segment_bytes_max=4096)
+    assert [(entry[1], entry[2]) for entry in entries_of(reopened)] == [(1000, 5)]
+
+
 def test_clear_starts_a_fresh_log_that_survives_a_crash(tmp_path: Path) -> None:
     journal = FileJournal(str(tmp_path))
     fill(journal, 1, 50)

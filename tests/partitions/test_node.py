@@ -8,6 +8,7 @@ import pathlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -306,16 +307,16 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
 ) -> None:
     import threading
 
-    import partitions.node as node_module
+    from raftlog.storage import removal
 
     removed_on: list[str] = []
-    remove = node_module._remove_trees
+    remove = removal.remove_tree
 
-    def watched(paths: list[str], *pace: object) -> None:
+    def watched(path: str, *pace: Any) -> None:
         removed_on.append(threading.current_thread().name)
-        remove(paths, *pace)
+        remove(path, *pace)
 
-    monkeypatch.setattr(node_module, "_remove_trees", watched)
+    monkeypatch.setattr(removal, "remove_tree", watched)
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
     metadata = await controller.create_topic("doomed", 1, 3, {})
     leader = await until(lambda: partition_leader(cluster, "doomed"), what="partition leader")
@@ -335,7 +336,28 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
         )
 
     await until(gone, what="replica directories and their trash removed on every node")
-    assert len(removed_on) == 3 and all(name != "MainThread" for name in removed_on), removed_on
+    # two directories per node (partition log, Raft group), each by that node's remover thread
+    assert sorted(removed_on) == sorted(f"raftlog-remover-{n.node_id}" for n in cluster for _ in range(2))
+
+
+async def test_a_released_journal_segment_leaves_its_directory_at_once_and_is_removed_later(
+    tmp_path: pathlib.Path,
+) -> None:
+    """What the driver thread does when a snapshot covers a journal segment: a rename into trash/ (cheap),
+    and the remover deletes it on its own thread."""
+    node = Node(configs(tmp_path, count=1)[0])
+    await node.start()
+    try:
+        journal = pathlib.Path(node.config.data_dir) / "raft" / "some-group" / "journal"
+        journal.mkdir(parents=True)
+        segment = journal / "segment-0000000001.log"
+        segment.write_bytes(b"x" * 100_000)
+        node._discard_journal_segment(str(segment))
+        assert not segment.exists()
+        trash = pathlib.Path(node.config.data_dir) / "trash"
+        await until(lambda: not any(trash.glob("segment-0000000001.log.*")), what="the segment removed")
+    finally:
+        await node.close()
 
 
 async def test_a_start_empties_what_a_crash_left_in_the_trash(tmp_path: pathlib.Path) -> None:
