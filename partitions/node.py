@@ -989,6 +989,8 @@ class Node:
         values["admin_move_steps"] = self._operator.steps_taken
         values["admin_leadership_transfers"] = self._operator.leadership_transfers
         values["partitions_moving"] = len(self._controller_machine.reassignments)
+        values["removal_pending_paths"] = self._remover.pending()
+        values["removal_pending_bytes"] = self._remover.backlog_bytes()
         for name, value in self._hub.stats().items():
             values[f"raft_transport_{name}"] = value
         values.update(self.groups.metrics())

@@ -156,6 +156,11 @@ class Remover:
         with self._changed:
             return len(self._queue)
 
+    def backlog_bytes(self) -> int:
+        """Bytes of the paths not done yet, as they were when submitted (for metrics)."""
+        with self._changed:
+            return self._queued_bytes
+
     def close(self, timeout_s: float = 5.0) -> None:
         with self._changed:
             self._stop.set()

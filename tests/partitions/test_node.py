@@ -356,6 +356,8 @@ async def test_a_released_journal_segment_leaves_its_directory_at_once_and_is_re
         assert not segment.exists()
         trash = pathlib.Path(node.config.data_dir) / "trash"
         await until(lambda: not any(trash.glob("segment-0000000001.log.*")), what="the segment removed")
+        await until(lambda: node.metrics()["removal_pending_paths"] == 0, what="nothing left to remove")
+        assert node.metrics()["removal_pending_bytes"] == 0
     finally:
         await node.close()
 

@@ -149,6 +149,7 @@ def test_a_remover_goes_faster_while_its_backlog_is_long(
     remover.submit(str(tmp_path / "first"))
     for i in range(4):
         remover.submit(str(tmp_path / f"segment-{i}"))
+    assert (remover.pending(), remover.backlog_bytes()) == (5, 257 * MiB)
     gate.set()
     wait_until_done(remover)
     remover.close()
