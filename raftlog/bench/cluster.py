@@ -74,6 +74,7 @@ READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 ERROR_BACKOFF_S = 0.02
 TOPIC_TIMEOUT_S = 120.0
+REMOVAL_METRIC = "raftlog_removal_pending_bytes"
 LOG_PROBLEM_LINES_MAX = 20
 
 
@@ -518,6 +519,24 @@ class Http:
                     f"topic {name}: not every partition has a leader after {TOPIC_TIMEOUT_S} s"
                 )
             await asyncio.sleep(0.2)
+
+    async def removal_backlog(self) -> int | None:
+        """Bytes of deleted files every node still has to remove (``raftlog_removal_pending_bytes``
+        summed over the servers); None if a server did not answer with it."""
+        total = 0
+        for server in self.servers:
+            try:
+                async with self.session.get(
+                    server + "/metrics", timeout=aiohttp.ClientTimeout(total=5)
+                ) as answer:
+                    text = await answer.text()
+            except (aiohttp.ClientError, TimeoutError):
+                return None
+            values = [line.split()[1] for line in text.splitlines() if line.startswith(REMOVAL_METRIC + " ")]
+            if not values:
+                return None
+            total += int(float(values[0]))
+        return total
 
     async def delete_topic(self, name: str) -> None:
         status, data = await self.admin_json("DELETE", f"/v1/topics/{name}")

@@ -982,8 +982,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "other processes calm down")  # fmt: skip
     parser.add_argument("--settle-seconds", type=float, default=LEADERS_SETTLE_S, metavar="S",
                         help="raftlog: after creating a phase's topic, wait until its partition leaders "
-                             "stood still S s (longer than a round of the leader balancer) "
-                             f"(default {LEADERS_SETTLE_S:g}; 0 = measure at once)")  # fmt: skip
+                             "stood still S s (longer than a round of the leader balancer), and after "
+                             "deleting it until every node removed its files "
+                             f"(default {LEADERS_SETTLE_S:g}; 0 = neither wait)")  # fmt: skip
     parser.add_argument("--dir", default=None, help="where data directories go (default: cwd)")
     parser.add_argument("--keep", action="store_true", help="keep raftlog's data directory")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
