@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import math
 import os
@@ -430,10 +431,20 @@ class LocalCluster:
             _progress(f"raftlog dev (pid {self.dev.pid}) did not stop in {STOP_TIMEOUT_S:g} s; killing it")
             self.dev.kill()
             self.dev.wait(STOP_TIMEOUT_S)
-        for node, pid in self.pids.items():
+        # A node the benchmark restarted itself (the restart phase) is not raftlog dev's child: stop it
+        # the same way, SIGTERM first, and kill only what does not stop.
+        leftover = {node: pid for node, pid in self.pids.items() if self._is_our_node(pid)}
+        for pid in leftover.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for node, pid in leftover.items():
+            while self._is_our_node(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
             if self._is_our_node(pid):
-                _progress(f"{node} (pid {pid}) still running after raftlog dev stopped; killing it")
-                os.kill(pid, signal.SIGKILL)
+                _progress(f"{node} (pid {pid}) did not stop in {STOP_TIMEOUT_S:g} s of SIGTERM; killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def _is_our_node(self, pid: int) -> bool:
         try:
