@@ -101,6 +101,10 @@ def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None
     assert control.leftover_links(prefix) == []
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _kill_what_a_killed_run_left(run_dir: pathlib.Path) -> None:
     """The runner's own cleanup did not run (it was killed): its nodes live in their own sessions, and its
     namespaces and links stay, and both would load every later test. Remove them, as an operator would."""
@@ -123,7 +127,15 @@ def test_ctrl_c_in_the_middle_of_a_run_leaves_nothing_behind(tmp_path: pathlib.P
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "jepsen", "run", "--nodes", "3", "--nemesis", "kill,pause,partition",
             "--time-limit", "60", "--dir", str(runs), "--seed", "7"]  # fmt: skip
-    process = subprocess.Popen(argv, cwd=control.REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Ctrl-C as at a terminal: a test run started in the background (``cmd &`` in a script) inherits
+    # SIGINT ignored, and Python then never turns it into KeyboardInterrupt, so the run went on to its end
+    process = subprocess.Popen(
+        argv,
+        cwd=control.REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_default_sigint,
+    )
     history: list[pathlib.Path] = []
     try:
         deadline = time.monotonic() + 90
