@@ -83,12 +83,22 @@ def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | Non
     raise RuntimeError(f"no free range of {count} x 3 ports on {host}")
 
 
+# Ports free_port handed out lately: several picked before any is bound (a test's three nodes take nine)
+# were each free when checked and could be the same port, and the second bind then failed.
+_HANDED_OUT: dict[int, None] = {}  # insertion-ordered; the oldest are forgotten past the bound
+_HANDED_OUT_MAX = 4096
+
+
 def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
-    """One port free right now for TCP and UDP on ``host``, from below the ephemeral range."""
+    """One port free right now for TCP and UDP on ``host``, from below the ephemeral range, and not one
+    this process was handed lately (a caller may not have bound that one yet)."""
     rng = rng or random.Random()
     for _ in range(200):
         port = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop)
-        if _port_free(host, port):
+        if port not in _HANDED_OUT and _port_free(host, port):
+            _HANDED_OUT[port] = None
+            while len(_HANDED_OUT) > _HANDED_OUT_MAX:
+                del _HANDED_OUT[next(iter(_HANDED_OUT))]
             return port
     raise RuntimeError(f"no free port on {host}")
 

@@ -1,0 +1,41 @@
+"""api.dev.free_port: two ports handed out before either is bound are never the same one."""
+
+from __future__ import annotations
+
+import random
+
+from api import dev
+
+
+class Replay(random.Random):
+    """Proposes the given ports in order, as an unlucky random draw would."""
+
+    def __init__(self, ports: list[int]) -> None:
+        super().__init__(0)
+        self.ports = list(ports)
+
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
+        return self.ports.pop(0)
+
+
+def _free_ports(count: int) -> list[int]:
+    ports = []
+    for port in range(dev.UNEPHEMERAL_PORTS.stop - 1, dev.UNEPHEMERAL_PORTS.start, -1):
+        if port not in dev._HANDED_OUT and dev._port_free("127.0.0.1", port):
+            ports.append(port)
+            if len(ports) == count:
+                return ports
+    raise AssertionError("no free ports to test with")
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_it_is_bound() -> None:
+    first, second = _free_ports(2)
+    assert dev.free_port(rng=Replay([first])) == first
+    # the same draw again: still free (nobody bound it yet), but already handed out, so the next one
+    assert dev.free_port(rng=Replay([first, second])) == second
+
+
+def test_the_memory_of_handed_out_ports_is_bounded() -> None:
+    for _ in range(dev._HANDED_OUT_MAX + 50):
+        dev.free_port()
+    assert len(dev._HANDED_OUT) == dev._HANDED_OUT_MAX
