@@ -357,12 +357,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         the preferred replica of a new partition, so the partition is led where placement put its
         leader at once, with no leadership transfer later and no 1.5-3 s wait for a first election.
 
-        Safe whenever called (an election always is), and it disturbs no leader: a fresh replica's
-        first campaign asks for term 1, which a replica that has seen an election holds or has passed
-        (it has voted in term 1, or ignores the stale term); a retry comes only after two heartbeat
-        intervals with no message from the group, in which a leader reaching this replica sends it one.
-        (A replica whose leader's heartbeats are all lost campaigns anyway, as at an election timeout.)
-        Returns whether the replica was new."""
+        Safe whenever called (an election always is), and it disturbs no leader: every early campaign
+        asks for term 1 (a retry asks again in the term the first took), which a replica that has seen
+        an election holds or has passed (it has voted in term 1, or ignores the stale term). A retry
+        comes only after two heartbeat intervals with no message from the group. (A replica whose
+        leader's heartbeats are all lost campaigns in a higher term at its election timeout, as in any
+        Raft without pre-vote.) Returns whether the replica was new."""
         if attempts < 1 or delay_s < 0:
             raise ValueError(f"need attempts >= 1 and delay_s >= 0, got {attempts}, {delay_s}")
         if self._SyncObj__raftCurrentTerm != 0 or self._journal.last_term != 0:
@@ -581,6 +581,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._held_replies = []
 
     def _start_election(self, now: float) -> None:
+        # An early campaign after the first (nothing heard from the group since: a message zeroes the
+        # count) asks again in the term the first one took, term 1, never in a higher one: its requests
+        # may have been lost while the connections were still opening, and a higher term would depose
+        # a leader this replica has not heard from yet (seen in a loaded test run: term 1 -> 4).
+        repeat = self._early_campaigns > 0 and self._SyncObj__raftCurrentTerm > 0
         self._early_campaigns = max(0, self._early_campaigns - 1)
         if self._early_campaigns:
             # two heartbeat intervals: a leader that reaches this replica has sent it a heartbeat by then,
@@ -589,6 +594,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftElectionDeadline = now + retry_s
         else:
             self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+        if repeat:
+            if self._SyncObj__raftState != _CANDIDATE or self._SyncObj__votedForNodeId != self.selfNode.id:
+                raise InvariantViolation(
+                    f"{self.node_id}: repeating an early campaign in term {self._SyncObj__raftCurrentTerm} "
+                    f"as {self._SyncObj__raftState} having voted for {self._SyncObj__votedForNodeId}"
+                )
+            self._request_votes()
+            return
         self._SyncObj__transferInProgress = False
         self._SyncObj__raftLeader = None
         self._SyncObj__setState(_CANDIDATE)
@@ -596,6 +609,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm + 1, self.selfNode.id)
         self._SyncObj__votesCount = 1
         self._voters = set()
+        self._request_votes()
+        self._SyncObj__onLeaderChanged()
+        if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
+            self._SyncObj__onBecomeLeader()
+
+    def _request_votes(self) -> None:
         last_index, last_term = self._journal.last_index, self._journal.last_term
         for node in self._SyncObj__otherNodes:
             self._SyncObj__transport.send(
@@ -607,9 +626,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     "last_log_term": last_term,
                 },
             )
-        self._SyncObj__onLeaderChanged()
-        if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
-            self._SyncObj__onBecomeLeader()
 
     def _advance_commit_index(self) -> None:
         """Commit = the highest index a majority holds durably, if it is from the current term."""
