@@ -585,7 +585,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # count) asks again in the term the first one took, term 1, never in a higher one: its requests
         # may have been lost while the connections were still opening, and a higher term would depose
         # a leader this replica has not heard from yet (seen in a loaded test run: term 1 -> 4).
-        repeat = self._early_campaigns > 0 and self._SyncObj__raftCurrentTerm > 0
+        repeat = (
+            self._early_campaigns > 0
+            and self._SyncObj__raftCurrentTerm > 0
+            and self._SyncObj__raftState == _CANDIDATE
+            and self._SyncObj__votedForNodeId == self.selfNode.id
+        )
         self._early_campaigns = max(0, self._early_campaigns - 1)
         if self._early_campaigns:
             # two heartbeat intervals: a leader that reaches this replica has sent it a heartbeat by then,
@@ -595,11 +600,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         else:
             self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
         if repeat:
-            if self._SyncObj__raftState != _CANDIDATE or self._SyncObj__votedForNodeId != self.selfNode.id:
-                raise InvariantViolation(
-                    f"{self.node_id}: repeating an early campaign in term {self._SyncObj__raftCurrentTerm} "
-                    f"as {self._SyncObj__raftState} having voted for {self._SyncObj__votedForNodeId}"
-                )
             self._request_votes()
             return
         self._SyncObj__transferInProgress = False
