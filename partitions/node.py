@@ -371,6 +371,11 @@ class Node:
         64 MiB segment took 15-44 ms of the thread every group of this node waits for (a batched 1 KiB
         produce released nine at a time, every ~7 s), and held every fsync on the disk behind its
         discards."""
+        self._remove_later(path)
+
+    def _remove_later(self, path: str) -> None:
+        """Any thread: rename ``path`` into trash/ now (one atomic rename; nothing reads it there) and
+        have the remover delete it at its pace; a start empties trash/ of what a close or crash left."""
         self._remover.submit(_move_to_trash(path, self._trash_dir()))
 
     # -- gossip: addresses, liveness and leadership claims of the other nodes -------------------------
@@ -572,7 +577,7 @@ class Node:
             self.node_id, len(stray), ", ".join(sorted(stray)),
         )  # fmt: skip
         for path in stray:
-            self._remover.submit(_move_to_trash(path, self._trash_dir()))
+            self._remove_later(path)
 
     async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, metadata.log_config())
@@ -619,7 +624,7 @@ class Node:
         places = (os.path.join(self._logs.root, group_id), self._group_dir(group_id))
         for path in places:
             if os.path.isdir(path):
-                self._remover.submit(_move_to_trash(path, self._trash_dir()))
+                self._remove_later(path)
         log.info("node %s: replica of %s/%d deleted", self.node_id, replica.topic.name, replica.partition)
 
     # -- metadata ------------------------------------------------------------------------------------
@@ -1175,12 +1180,7 @@ class Node:
 
 def disk_usage(data_dir: str) -> tuple[int, int]:
     """(bytes of every file under ``data_dir``, bytes free on its file system)."""
-    used = 0
-    for root, _, files in os.walk(data_dir):
-        for name in files:
-            with contextlib.suppress(FileNotFoundError):  # deleted by retention while we walked
-                used += os.stat(os.path.join(root, name)).st_size
-    return used, shutil.disk_usage(data_dir).free
+    return removal.tree_bytes(data_dir), shutil.disk_usage(data_dir).free
 
 
 def _move_to_trash(path: str, trash_dir: str) -> str:

@@ -16,6 +16,7 @@ dropped replicas' directories, and the Raft journal's segments once a snapshot c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -101,10 +102,8 @@ def tree_bytes(path: str) -> int:
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(FileNotFoundError):  # removed while we walked
                 total += os.lstat(os.path.join(root, name)).st_size
-            except FileNotFoundError:
-                continue
     return total
 
 
@@ -196,4 +195,3 @@ class Remover:
                 self._queue.popleft()
                 self._queued_bytes -= size
                 self.removed += 1
-                self._changed.notify_all()
