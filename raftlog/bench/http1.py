@@ -81,6 +81,9 @@ class _Connection(asyncio.Protocol):
             self.transport.writelines((head, body))
         return self._waiter
 
+    def time_out(self, timeout_s: float) -> None:
+        self.abort(TimeoutError(f"no answer within {timeout_s:g} s"))
+
     def abort(self, error: BaseException) -> None:
         """Give up on this connection (a timed-out request leaves it in an unknown state)."""
         self.closed = True
@@ -149,14 +152,10 @@ class Http1Client:
         """One request; raises TimeoutError after ``timeout_s``, OSError when the connection fails and
         ProtocolError for an answer this client does not read."""
         host, port = _host_port(base_url)
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        head = _head_prefix(method, host, port, path, tuple(headers.items())) + b"%d\r\n\r\n" % len(body)
         loop = asyncio.get_running_loop()
         connection = await self._connection(host, port)
-        timer = loop.call_later(
-            timeout_s, connection.abort, TimeoutError(f"no answer within {timeout_s:g} s")
-        )
+        timer = loop.call_later(timeout_s, connection.time_out, timeout_s)
         try:
             answer = await connection.exchange(head, body)
         except BaseException:
@@ -187,6 +186,17 @@ class Http1Client:
             connection.abort(ConnectionAbortedError("client closed"))
         self._open.clear()
         self._idle.clear()
+
+
+@functools.lru_cache(maxsize=1024)
+def _head_prefix(method: str, host: str, port: int, path: str, headers: tuple[tuple[str, str], ...]) -> bytes:
+    """A request's head up to its Content-Length value: the same for every request to one place."""
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        f"Host: {host}:{port}",
+        *(f"{name}: {value}" for name, value in headers),
+    ]
+    return ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
 
 
 @functools.lru_cache(maxsize=256)

@@ -22,7 +22,7 @@ from typing import Protocol
 import aiohttp
 import msgpack
 
-from raftlog.bench.cluster import BINARY_V2, Http
+from raftlog.bench.cluster import BINARY_V2, REMOVAL_METRIC, Http
 from raftlog.bench.http1 import Http1Client, ProtocolError
 from raftlog.storage.batch import MEDIA_TYPE as BATCH_MEDIA_TYPE
 from raftlog.storage.batch import ProducerRecord, encode_batch, record_rows, split_batches
@@ -129,6 +129,8 @@ class RaftlogTarget:
         self.fetch_format = fetch_format
         self._accept = BATCH_MEDIA_TYPE if fetch_format == "batch" else COLUMNAR_MSGPACK
         self._content_type = BATCH_MEDIA_TYPE if produce_format == "batch" else BINARY_V2
+        self._produce_headers = {"Content-Type": self._content_type}
+        self._topic_path = ""  # /topics/{quoted name}, set by create()
         self._batch_records: list[ProducerRecord] = []
         self.servers = servers
         self.admin_token = admin_token
@@ -157,6 +159,7 @@ class RaftlogTarget:
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout
+        self._topic_path = f"/topics/{urllib.parse.quote(layout.name, safe='')}"
         raw = os.urandom(layout.record_bytes)
         self._batch_records = [ProducerRecord(raw)] * layout.batch_records
         value = base64.b64encode(raw).decode("ascii")
@@ -216,13 +219,12 @@ class RaftlogTarget:
         if self.layout is None:
             raise RuntimeError("send before create()")
         deadline = time.monotonic() + REQUEST_TIMEOUT_S
-        path = f"/topics/{urllib.parse.quote(self.layout.name, safe='')}/partitions/{partition}"
-        headers = {"Content-Type": self._content_type}
+        path = f"{self._topic_path}/partitions/{partition}"
         while True:
             url = self._url(worker, partition)
             try:
                 answer = await self._produce_client.request(
-                    "POST", url, path, body, headers, max(0.1, deadline - time.monotonic())
+                    "POST", url, path, body, self._produce_headers, max(0.1, deadline - time.monotonic())
                 )
             except TimeoutError:
                 raise SendFailed(f"timeout > {REQUEST_TIMEOUT_S:g} s") from None
@@ -318,8 +320,10 @@ class RaftlogTarget:
         while time.monotonic() - start < REMOVAL_SETTLE_MAX_S:
             left = await self.http.removal_backlog()
             now = time.monotonic()
-            if left is None:
-                return  # servers that do not report it (another version): nothing to wait for
+            if left is None:  # a server without the metric (another version), or one that did not answer
+                print(f"raftlog: a node did not report {REMOVAL_METRIC}; not waiting for removals",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                return
             if left:
                 clear_since = None
                 if now - shown >= 2.0:
