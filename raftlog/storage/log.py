@@ -44,7 +44,7 @@ from raftlog.storage.errors import (
     StorageUnavailable,
 )
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
-from raftlog.storage.segment import RecoveryReport, Segment, batch_bytes, fsync_directory
+from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, batch_bytes, fsync_directory
 
 log = logging.getLogger("raftlog.storage")
 
@@ -87,10 +87,17 @@ class OpenReport:
 class Log:
     """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`."""
 
-    def __init__(self, directory: str, config: LogConfig, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        clock: Callable[[], int],
+        discard: Callable[[str], None] | None = None,
+    ) -> None:
         self.directory = directory
         self.config = config
         self._clock = clock
+        self._discard = discard  # where deleted segments' files go (Segment.delete); None: unlinked at once
         self._lock = threading.RLock()
         self._segments: list[Segment] = []
         self._bases: list[int] = []
@@ -105,11 +112,18 @@ class Log:
 
     @classmethod
     def open(
-        cls, directory: str, config: LogConfig | None = None, clock: Callable[[], int] = wall_clock_ms
+        cls,
+        directory: str,
+        config: LogConfig | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+        discard: Callable[[str], None] | None = None,
     ) -> Log:
-        """Open (creating if needed) and recover the log in ``directory``."""
+        """Open (creating if needed) and recover the log in ``directory``. ``discard(path)``, if given,
+        takes the files of segments that retention or truncation deletes, once no reader holds them (see
+        ``Segment.delete``); it is called under the log's lock, so it must be quick (a rename and a
+        hand-off, not the deletion)."""
         os.makedirs(directory, exist_ok=True)
-        self = cls(directory, config or LogConfig(), clock)
+        self = cls(directory, config or LogConfig(), clock, discard)
         self._recover()
         return self
 
@@ -117,6 +131,15 @@ class Log:
         minimum_start = self._read_start_offset()
         bases = []
         names = set(os.listdir(self.directory))
+        for name in sorted(n for n in names if n.endswith(DELETED_SUFFIX)):
+            # a deleted segment's file that a crash or a close left before its discard took it
+            names.remove(name)
+            path = os.path.join(self.directory, name)
+            if self._discard is None:
+                os.unlink(path)
+            else:
+                self._discard(path)
+            self.open_report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")
             if name == START_OFFSET_FILE or name.startswith(START_OFFSET_FILE + ".tmp"):
@@ -483,7 +506,7 @@ class Log:
             while len(self._segments) > keep:
                 doomed = self._segments.pop()
                 self._bases.pop()
-                doomed.delete()
+                doomed.delete(self._discard)
             self._segments[-1].truncate_to(offset)
             self._segments[-1].first_append_ms = None
             self._unflushed_bytes = 0
@@ -498,7 +521,7 @@ class Log:
                 raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
             self._write_start_offset(offset)
             for segment in reversed(self._segments):
-                segment.delete()
+                segment.delete(self._discard)
             self._segments = [Segment.create(self.directory, offset, self.config.index_interval_bytes)]
             self._bases = [offset]
             self._unflushed_bytes = 0
@@ -512,7 +535,7 @@ class Log:
             while deleted < count and len(self._segments) > 1:
                 segment = self._segments.pop(0)
                 self._bases.pop(0)
-                segment.delete()
+                segment.delete(self._discard)
                 deleted += 1
             return deleted
 

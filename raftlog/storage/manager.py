@@ -31,12 +31,16 @@ class LogManager:
         root: str,
         clock: Callable[[], int] = wall_clock_ms,
         retention_check_interval_ms: int = 60_000,
+        discard: Callable[[str], None] | None = None,
     ) -> None:
+        """``discard``: where the files of segments that retention or truncation deletes go (see
+        ``Log.open``); None: unlinked at once."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root
         self._clock = clock
         self._retention_interval_ms = retention_check_interval_ms
+        self._discard = discard
         self._logs: dict[str, Log] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -52,7 +56,7 @@ class LogManager:
             existing = self._logs.get(name)
             if existing is not None:
                 return existing
-            opened = Log.open(os.path.join(self.root, name), config, self._clock)
+            opened = Log.open(os.path.join(self.root, name), config, self._clock, self._discard)
             self._logs[name] = opened
             return opened
 

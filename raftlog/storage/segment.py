@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from raftlog.errors import InvariantViolation, check
@@ -24,6 +25,7 @@ READ_CHUNK_BYTES = 256 * 1024
 FIRST_READ_BYTES = 16 * 1024  # a walk's first read: enough for the headers a lookup or one small batch needs
 READ_CHUNK_MAX_BYTES = 4 * 1024 * 1024  # after large batches, walk reads chunks of up to this
 NAME_DIGITS = 20
+DELETED_SUFFIX = ".deleted"  # a deleted segment's files, renamed, until its discard takes them
 WRITEBACK_BYTES = 4 * 1024 * 1024  # unflushed bytes after which the kernel is asked to start writing them
 
 
@@ -159,6 +161,8 @@ class Segment:
         self._written_back = self.size  # writeback was started (or an fsync done) up to here
         self.readers = 0
         self.deleted = False
+        self._discard: Callable[[str], None] | None = None  # set by delete(discard=...)
+        self._discarded: list[str] = []  # renamed files not yet handed to it
 
     # -- creation and recovery -------------------------------------------------------------------------
 
@@ -402,19 +406,32 @@ class Segment:
                 self.max_timestamp_ms = header.max_timestamp_ms
         self._bytes_since_index = self.size - position
 
-    def delete(self) -> None:
-        """Unlink the files now; close descriptors once no reader holds the segment.
+    def delete(self, discard: Callable[[str], None] | None = None) -> None:
+        """Take the segment out of its log now; close descriptors once no reader holds it.
 
-        Unlinked files stay readable through open descriptors, so a reader in the middle of this segment
-        finishes undisturbed, and a crash can never bring deleted data back.
+        Without ``discard`` the files are unlinked at once. With it they are renamed to
+        ``<name>.<random>.deleted`` at once (cheap: no blocks are freed) and handed to ``discard`` once
+        the last reader lets go, to be deleted elsewhere at a pace: unlinking a large file frees its blocks in
+        the caller's time, under the log's lock, and on a file system mounted with ``discard`` holds
+        every fsync on the disk behind the freed blocks' discards. Either way the directory is synced
+        before this returns, so a crash never brings the segment back (recovery removes ``.deleted``
+        files), and a reader in the middle of the segment finishes undisturbed through its descriptor.
         """
         self.deleted = True
         for path in (self.path, self.index.path, self.time_index.path):
             try:
-                os.unlink(path)
+                if discard is None:
+                    os.unlink(path)
+                else:
+                    # unique: a segment at the same base may be created and deleted again (truncation)
+                    # while a reader still holds this one
+                    aside = f"{path}.{uuid.uuid4().hex[:12]}{DELETED_SUFFIX}"
+                    os.rename(path, aside)
+                    self._discarded.append(aside)
             except FileNotFoundError:
                 log.warning("%s: already gone while deleting segment %d", path, self.base_offset)
         fsync_directory(self.directory)
+        self._discard = discard
         if self.readers == 0:
             self.close()
 
@@ -434,6 +451,11 @@ class Segment:
             self._fd = -1
             self.index.close()
             self.time_index.close()
+        discard, discarded = self._discard, self._discarded
+        self._discard, self._discarded = None, []
+        if discard is not None:
+            for path in discarded:
+                discard(path)
 
     @property
     def is_empty(self) -> bool:

@@ -416,6 +416,80 @@ def test_delete_oldest_segments_never_deletes_the_active_one(tmp_path):
     assert log.append(make_records(1, "x")).base_offset == log.end_offset - 1
 
 
+def _segment_files(base: int) -> list[str]:
+    return [f"{base:020d}{suffix}" for suffix in (".log", ".index", ".timeindex")]
+
+
+def test_with_a_discard_a_deleted_segment_leaves_at_once_and_is_handed_over_once_no_reader_holds_it(
+    tmp_path,
+):
+    handed: list[str] = []
+    log = Log.open(str(tmp_path), small_config(), clock=FakeClock(), discard=handed.append)
+    fill(log, 40)
+    everything = read_all(log)
+    infos = log.segment_infos()
+    got = []
+    with log.reader(0) as reader:
+        got.extend(next(iter(reader)).records())
+        assert log.delete_oldest_segments(1) == 1
+        names = set(os.listdir(tmp_path))
+        assert not names & set(_segment_files(0))  # out of the log at once, under the log's lock
+        aside = sorted(n for n in names if n.endswith(".deleted"))
+        assert [n.split(".")[1] for n in aside] == ["index", "log", "timeindex"]
+        assert handed == []  # the reader still holds the segment: its files are not handed over yet
+        for batch in reader:
+            got.extend(batch.records())
+    assert got == everything
+    assert sorted(os.path.basename(p) for p in handed) == aside  # the last reader let go
+    assert all(os.path.exists(p) for p in handed)  # the discard deletes them, not the log
+    assert log.log_start_offset == infos[1].base_offset
+
+
+def test_with_a_discard_retention_and_truncation_hand_over_unheld_segments_at_once(tmp_path):
+    handed: list[str] = []
+    log = Log.open(str(tmp_path), small_config(), clock=FakeClock(), discard=handed.append)
+    fill(log, 40)
+    infos = log.segment_infos()
+    assert len(infos) >= 4
+    everything = read_all(log)
+    log.reconfigure(small_config(retention_bytes=log.size_bytes - infos[0].size_bytes))
+    assert log.apply_retention(0) == 1
+    assert len(handed) == 3 and all(".deleted" in p for p in handed)
+    log.truncate(infos[-2].base_offset)  # deletes the last two segments (the one before ends right there)
+    assert len(handed) == 9
+    assert read_all(log) == everything[infos[1].base_offset : infos[-2].base_offset]
+    assert log.append(make_records(1, "after")).base_offset == infos[-2].base_offset
+
+
+@pytest.mark.parametrize("reopen_with_discard", [False, True])
+def test_files_of_deleted_segments_left_by_a_crash_are_never_taken_back(tmp_path, reopen_with_discard):
+    kept: list[str] = []
+    log = Log.open(str(tmp_path), small_config(), clock=FakeClock(), discard=kept.append)
+    fill(log, 40)
+    everything = read_all(log)
+    second = log.segment_infos()[1].base_offset
+    reader = log.reader(0)
+    next(iter(reader))
+    assert log.delete_oldest_segments(1) == 1  # renamed; the crash comes before the reader lets go
+    leftovers = sorted(n for n in os.listdir(tmp_path) if n.endswith(".deleted"))
+    assert len(leftovers) == 3 and kept == []
+    abandon(log)  # the process dies with the reader still open
+    handed: list[str] = []
+    with Log.open(
+        str(tmp_path),
+        small_config(),
+        clock=FakeClock(),
+        discard=handed.append if reopen_with_discard else None,
+    ) as reopened:
+        assert sorted(reopened.open_report.removed_files) == leftovers
+        assert reopened.log_start_offset == second
+        assert read_all(reopened) == everything[second:]
+    if reopen_with_discard:
+        assert sorted(os.path.basename(p) for p in handed) == leftovers
+    else:
+        assert not any(n.endswith(".deleted") for n in os.listdir(tmp_path))
+
+
 # -- recovery ------------------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ resets and reopens. After every step the log must hold exactly the model's recor
 from __future__ import annotations
 
 import bisect
+import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -72,12 +73,16 @@ class LogMachine(RuleBasedStateMachine):
         retention_ms=limits,
         retention_bytes=st.just(-1) | st.integers(min_value=1000, max_value=8000),
         tiny_timestamps=st.booleans(),
+        discard=st.booleans(),
     )
-    def open_log(self, tiny_timestamps: bool, **config: object) -> None:
+    def open_log(self, tiny_timestamps: bool, discard: bool, **config: object) -> None:
         # tiny timestamps (-2..0, never the clock's) make running maxima of 0 over negative batches common
         self.tiny_timestamps = tiny_timestamps
         self.config = LogConfig(**config, flush_bytes=2000)  # type: ignore[arg-type]
-        self.log = Log.open(self.directory, self.config, clock=self.clock)
+        # deleted segments unlinked by the log, or renamed aside and handed to a discard (as a node's
+        # remover takes them), which deletes them here at once
+        self.discard = os.unlink if discard else None
+        self.log = Log.open(self.directory, self.config, clock=self.clock, discard=self.discard)
 
     def teardown(self) -> None:
         if self.log is not None:
@@ -224,7 +229,7 @@ class LogMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.log.close()
-        self.log = Log.open(self.directory, self.config, clock=self.clock)
+        self.log = Log.open(self.directory, self.config, clock=self.clock, discard=self.discard)
         assert not any(r.truncated_bytes for r in self.log.open_report.repairs)
 
     @rule(jump=st.integers(0, 50))
@@ -253,6 +258,11 @@ class LogMachine(RuleBasedStateMachine):
         if self.config.flush_mode == "always":
             assert self.log.durable_end_offset == self.log.end_offset
         assert self.log.segment_infos() == self._segments_from_model()  # sizes, newest timestamps
+        files = os.listdir(self.directory)  # no reader is held between steps: every deleted file is gone
+        assert not [name for name in files if name.endswith(".deleted")]
+        assert sorted(n for n in files if n.endswith(".log")) == [
+            f"{s.base_offset:020d}.log" for s in self.log.segment_infos()
+        ]
 
 
 # No shrink phase: shrinking a failing 60-step, file-backed run takes minutes (past the test timeout). The
