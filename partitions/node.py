@@ -205,6 +205,7 @@ class Node:
             os.path.join(config.data_dir, "logs"),
             clock=clock,
             retention_check_interval_ms=config.retention_check_interval_ms,
+            discard=self._discard_segment_file,
         )
         self._driver = Driver(
             name=f"raft-{config.node_id}",
@@ -372,6 +373,17 @@ class Node:
         produce released nine at a time, every ~7 s), and held every fsync on the disk behind its
         discards."""
         self._remove_later(path)
+
+    def _discard_segment_file(self, path: str) -> None:
+        """A partition log's segment file that retention or truncation deleted (renamed aside in its
+        directory under the log's lock), once no reader holds it: the remover deletes it at its pace.
+        Unlinked under that lock, a large segment held the log's writer, the driver thread every group
+        of this node waits for, for as long as freeing its blocks took. A file whose whole directory
+        went first (the replica was dropped while a reader held the segment) goes with that directory."""
+        try:
+            self._remove_later(path)
+        except FileNotFoundError:
+            log.debug("node %s: %s went with its directory", self.node_id, path)
 
     def _remove_later(self, path: str) -> None:
         """Any thread: rename ``path`` into trash/ now (one atomic rename; nothing reads it there) and

@@ -4,6 +4,7 @@ fetch, idempotence, consumer offsets, leader change and restart, through the Bro
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 import time
 from collections.abc import AsyncIterator
@@ -358,6 +359,51 @@ async def test_a_released_journal_segment_leaves_its_directory_at_once_and_is_re
         await until(lambda: not any(trash.glob("segment-0000000001.log.*")), what="the segment removed")
         await until(lambda: node.metrics()["removal_pending_paths"] == 0, what="nothing left to remove")
         assert node.metrics()["removal_pending_bytes"] == 0
+    finally:
+        await node.close()
+
+
+async def test_segments_deleted_by_retention_go_through_the_remover(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retention takes a segment out of its log by a rename (under the log's lock, which the driver thread
+    needs to apply entries); the node's remover deletes the files on its own thread."""
+    import threading
+
+    from raftlog.storage import removal
+
+    removed: list[tuple[str, str]] = []
+    remove = removal.remove_tree
+
+    def watched(path: str, *pace: Any) -> None:
+        removed.append((threading.current_thread().name, os.path.basename(path)))
+        remove(path, *pace)
+
+    monkeypatch.setattr(removal, "remove_tree", watched)
+    node = Node(replace(configs(tmp_path, count=1)[0], retention_check_interval_ms=100))
+    await node.start()
+    try:
+        await until(node.leads_controller, what="controller leader")
+        metadata = await node.create_topic("retained", 1, 1, {"segment.bytes": 4096, "retention.bytes": 8192})
+        await until(lambda: partition_leader([node], "retained"), what="partition leader")
+        for _ in range(12):
+            await node.produce(
+                "retained", 0, [ProducerRecord(b"x" * 1000) for _ in range(3)], None, None, 5000
+            )
+        log_dir = pathlib.Path(node.config.data_dir) / "logs" / metadata.group_id(0)
+        replica = node._replicas[metadata.group_id(0)]
+        await until(lambda: replica.log.log_start_offset > 0, what="retention deleting segments")
+        trash = pathlib.Path(node.config.data_dir) / "trash"
+        await until(
+            lambda: node.metrics()["removal_pending_paths"] == 0 and not any(trash.glob("*")),
+            what="the deleted segments removed",
+        )
+        assert not any(name.endswith(".deleted") for name in os.listdir(log_dir))
+        segment_files = [name for thread, name in removed if ".deleted." in name]
+        assert segment_files and {thread for thread, name in removed if name in segment_files} == {
+            "raftlog-remover-n1"
+        }
+        assert any(name.startswith(f"{0:020d}.log.") for name in segment_files)
     finally:
         await node.close()
 
