@@ -21,7 +21,8 @@ from raftlog.storage.removal import STEP_BYTES, remove_tree
 MiB = 1 << 20
 
 
-def fsync_loop(path: str, stop: threading.Event, latencies: list[float]) -> None:
+def fsync_loop(path: str, stop: threading.Event, latencies: list[tuple[float, float]]) -> None:
+    """4 KiB write + fdatasync at ``path`` until ``stop``; each call's (start, seconds) into ``latencies``."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     block = b"x" * 4096
     offset = 0
@@ -30,7 +31,7 @@ def fsync_loop(path: str, stop: threading.Event, latencies: list[float]) -> None
             start = time.perf_counter()
             os.pwrite(descriptor, block, offset)
             os.fdatasync(descriptor)
-            latencies.append(time.perf_counter() - start)
+            latencies.append((start, time.perf_counter() - start))
             offset = (offset + 4096) % (64 * MiB)
     finally:
         os.close(descriptor)
@@ -51,7 +52,7 @@ def probe(directory: str, mib: int, pace_mib_s: float) -> tuple[float, list[floa
     write_file(os.path.join(victim, "data"), mib)
     os.sync()
     stop = threading.Event()
-    latencies: list[float] = []
+    latencies: list[tuple[float, float]] = []
     writer = threading.Thread(target=fsync_loop, args=(os.path.join(directory, "probe"), stop, latencies))
     writer.start()
     time.sleep(1.0)
@@ -62,7 +63,7 @@ def probe(directory: str, mib: int, pace_mib_s: float) -> tuple[float, list[floa
     stop.set()
     writer.join()
     os.unlink(os.path.join(directory, "probe"))
-    return removed_s, sorted(latencies, reverse=True)[:5], len(latencies)
+    return removed_s, sorted((seconds for _, seconds in latencies), reverse=True)[:5], len(latencies)
 
 
 def main() -> int:

@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+from deletion_stall_probe import fsync_loop  # the same 4 KiB write + fdatasync loop (scripts/ is on the path)
+
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog.storage.config import LogConfig
 from raftlog.storage.log import Log
@@ -43,21 +45,6 @@ def appender(log: Log, stop: threading.Event, latencies: list[tuple[float, float
         log.append_prepared(batch, 1, durable_elsewhere=True, checked_records=True)
         latencies.append((start, time.perf_counter() - start))
         time.sleep(0.001)
-
-
-def syncer(path: str, stop: threading.Event, latencies: list[tuple[float, float]]) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    block = b"x" * 4096
-    offset = 0
-    try:
-        while not stop.is_set():
-            start = time.perf_counter()
-            os.pwrite(descriptor, block, offset)
-            os.fdatasync(descriptor)
-            latencies.append((start, time.perf_counter() - start))
-            offset = (offset + 4096) % (64 * MiB)
-    finally:
-        os.close(descriptor)
 
 
 def report(name: str, latencies: list[tuple[float, float]], since: float) -> None:
@@ -102,7 +89,7 @@ def main() -> None:
         syncs: list[tuple[float, float]] = []
         threads = [
             threading.Thread(target=appender, args=(log, stop, appends)),
-            threading.Thread(target=syncer, args=(os.path.join(root, "journal"), stop, syncs)),
+            threading.Thread(target=fsync_loop, args=(os.path.join(root, "journal"), stop, syncs)),
         ]
         for thread in threads:
             thread.start()

@@ -368,8 +368,10 @@ def test_retention_by_size_keeps_at_least_retention_bytes(tmp_path):
         assert reopened.log_start_offset == infos[0].base_offset
 
 
-def test_a_reader_keeps_reading_a_segment_that_retention_deleted(tmp_path):
-    log = open_log(tmp_path)
+@pytest.mark.parametrize("with_discard", [False, True])
+def test_a_reader_keeps_reading_a_segment_that_retention_deleted(tmp_path, with_discard):
+    handed: list[str] = []  # with a discard: the deleted segment's files, once the reader let go
+    log = Log.open(str(tmp_path), small_config(), FakeClock(), handed.append if with_discard else None)
     fill(log, 40)
     everything = read_all(log)
     infos = log.segment_infos()
@@ -379,11 +381,17 @@ def test_a_reader_keeps_reading_a_segment_that_retention_deleted(tmp_path):
         # keep exactly what is left without the first segment: retention by size deletes that one
         log.reconfigure(small_config(retention_bytes=log.size_bytes - infos[0].size_bytes))
         assert log.apply_retention(0) == 1
-        assert not os.path.exists(tmp_path / f"{0:020d}.log")
+        names = os.listdir(tmp_path)
+        assert not [n for n in names if n.startswith(f"{0:020d}.") and not n.endswith(".deleted")]
+        aside = sorted(n for n in names if n.endswith(".deleted"))  # renamed, not unlinked
+        assert [n.split(".")[1] for n in aside] == (["index", "log", "timeindex"] if with_discard else [])
         assert log.log_start_offset == infos[1].base_offset
+        assert handed == []  # the reader still holds the segment
         for batch in reader:
             got.extend(batch.records())
     assert got == everything
+    assert sorted(os.path.basename(p) for p in handed) == aside  # handed over once the reader let go
+    assert all(os.path.exists(p) for p in handed)  # the discard deletes them, not the log
     with pytest.raises(OffsetOutOfRange):
         log.reader(0)
 
@@ -414,35 +422,6 @@ def test_delete_oldest_segments_never_deletes_the_active_one(tmp_path):
     assert log.segment_count == 1
     assert read_all(log) == read_all(log, log.log_start_offset)
     assert log.append(make_records(1, "x")).base_offset == log.end_offset - 1
-
-
-def _segment_files(base: int) -> list[str]:
-    return [f"{base:020d}{suffix}" for suffix in (".log", ".index", ".timeindex")]
-
-
-def test_with_a_discard_a_deleted_segment_leaves_at_once_and_is_handed_over_once_no_reader_holds_it(
-    tmp_path,
-):
-    handed: list[str] = []
-    log = Log.open(str(tmp_path), small_config(), clock=FakeClock(), discard=handed.append)
-    fill(log, 40)
-    everything = read_all(log)
-    infos = log.segment_infos()
-    got = []
-    with log.reader(0) as reader:
-        got.extend(next(iter(reader)).records())
-        assert log.delete_oldest_segments(1) == 1
-        names = set(os.listdir(tmp_path))
-        assert not names & set(_segment_files(0))  # out of the log at once, under the log's lock
-        aside = sorted(n for n in names if n.endswith(".deleted"))
-        assert [n.split(".")[1] for n in aside] == ["index", "log", "timeindex"]
-        assert handed == []  # the reader still holds the segment: its files are not handed over yet
-        for batch in reader:
-            got.extend(batch.records())
-    assert got == everything
-    assert sorted(os.path.basename(p) for p in handed) == aside  # the last reader let go
-    assert all(os.path.exists(p) for p in handed)  # the discard deletes them, not the log
-    assert log.log_start_offset == infos[1].base_offset
 
 
 def test_with_a_discard_retention_and_truncation_hand_over_unheld_segments_at_once(tmp_path):
