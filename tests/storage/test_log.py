@@ -764,15 +764,24 @@ def test_an_unexpected_file_in_the_log_directory_fails_open_naming_it(tmp_path):
     assert raised.value.path == str(stray)
 
 
-def test_index_files_left_by_an_interrupted_retention_are_removed(tmp_path):
+@pytest.mark.parametrize("renamed", [False, True])
+def test_index_files_left_by_an_interrupted_retention_are_removed(tmp_path, renamed):
     log = open_log(tmp_path)
     fill(log, 40)
     everything = read_all(log)
     second = log.segment_infos()[1].base_offset
     log.close()
-    os.unlink(tmp_path / f"{0:020d}.log")  # retention died after unlinking the data file, before its indexes
+    # retention died after taking the data file away (unlinked, or renamed aside for a discard), before
+    # its indexes
+    data = tmp_path / f"{0:020d}.log"
+    aside = [f"{0:020d}.log.0123456789ab.deleted"] if renamed else []
+    if renamed:
+        os.rename(data, tmp_path / aside[0])
+    else:
+        os.unlink(data)
     with open_log(tmp_path) as log:
-        assert sorted(log.open_report.removed_files) == [f"{0:020d}.index", f"{0:020d}.timeindex"]
+        expected = sorted([*aside, f"{0:020d}.index", f"{0:020d}.timeindex"])
+        assert sorted(log.open_report.removed_files) == expected
         assert log.log_start_offset == second
         assert read_all(log) == everything[second:]
     assert not os.path.exists(tmp_path / f"{0:020d}.index")
