@@ -5,7 +5,7 @@ journal syncs), lets retention delete all segments but the last. Prints how long
 took and the slowest appends and syncs around it.
 
     .venv/bin/python scripts/retention_stall_probe.py [--segment-mib 128] [--segments 4] [--dir .]
-    ... --at-once     # segments unlinked under the log's lock (a Log with no ``discard``)
+    ... --at-once     # segments unlinked under the log's lock (a Log's default ``discard``)
 
 By default the log hands deleted segments to a ``removal.Remover`` (as a node does): they leave the
 log under its lock by a rename, and the remover deletes them at its pace.
@@ -77,7 +77,7 @@ def main() -> None:
             remover.submit(target)
 
         config = LogConfig.from_properties({"segment.bytes": args.segment_mib * MiB, "retention.bytes": 1})
-        log = Log.open(os.path.join(root, "log"), config, discard=None if remover is None else discard)
+        log = Log.open(os.path.join(root, "log"), config, discard=os.unlink if remover is None else discard)
         fill(log, args.segment_mib * args.segments)
         os.sync()
         print(

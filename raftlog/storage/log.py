@@ -92,12 +92,12 @@ class Log:
         directory: str,
         config: LogConfig,
         clock: Callable[[], int],
-        discard: Callable[[str], None] | None = None,
+        discard: Callable[[str], None] = os.unlink,
     ) -> None:
         self.directory = directory
         self.config = config
         self._clock = clock
-        self._discard = discard  # where deleted segments' files go (Segment.delete); None: unlinked at once
+        self._discard = discard  # where deleted segments' files go (Segment.delete)
         self._lock = threading.RLock()
         self._segments: list[Segment] = []
         self._bases: list[int] = []
@@ -116,12 +116,12 @@ class Log:
         directory: str,
         config: LogConfig | None = None,
         clock: Callable[[], int] = wall_clock_ms,
-        discard: Callable[[str], None] | None = None,
+        discard: Callable[[str], None] = os.unlink,
     ) -> Log:
-        """Open (creating if needed) and recover the log in ``directory``. ``discard(path)``, if given,
-        takes the files of segments that retention or truncation deletes, once no reader holds them (see
-        ``Segment.delete``); it is called under the log's lock, so it must be quick (a rename and a
-        hand-off, not the deletion)."""
+        """Open (creating if needed) and recover the log in ``directory``. ``discard(path)`` takes the
+        files of segments that retention or truncation deletes, once no reader holds them (see
+        ``Segment.delete``): an unlink by default; it runs under the log's lock, so a caller that cares
+        about that lock hands the file on (a node: a rename into its trash and its paced remover)."""
         os.makedirs(directory, exist_ok=True)
         self = cls(directory, config or LogConfig(), clock, discard)
         self._recover()
@@ -134,11 +134,7 @@ class Log:
         for name in sorted(n for n in names if n.endswith(DELETED_SUFFIX)):
             # a deleted segment's file that a crash or a close left before its discard took it
             names.remove(name)
-            path = os.path.join(self.directory, name)
-            if self._discard is None:
-                os.unlink(path)
-            else:
-                self._discard(path)
+            self._discard(os.path.join(self.directory, name))
             self.open_report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")

@@ -31,10 +31,10 @@ class LogManager:
         root: str,
         clock: Callable[[], int] = wall_clock_ms,
         retention_check_interval_ms: int = 60_000,
-        discard: Callable[[str], None] | None = None,
+        discard: Callable[[str], None] = os.unlink,
     ) -> None:
         """``discard``: where the files of segments that retention or truncation deletes go (see
-        ``Log.open``); None: unlinked at once."""
+        ``Log.open``)."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root

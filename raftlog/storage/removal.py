@@ -10,8 +10,9 @@ the node serves).
 
 A node removes everything through one ``Remover``: one path after another on one thread, so that
 removals do not add up their paces (nodes sharing one disk still share its discards). What it removes:
-dropped replicas' directories, and the Raft journal's segments once a snapshot covers them (unlinking a
-64 MiB segment took 15-44 ms on the driver thread, which every group of the node waits for).
+dropped replicas' directories, the Raft journal's segments once a snapshot covers them (unlinking a
+64 MiB segment took 15-44 ms on the driver thread, which every group of the node waits for), and
+partition-log segments that retention or truncation deleted, once no reader holds them.
 """
 
 from __future__ import annotations

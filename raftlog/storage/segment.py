@@ -161,8 +161,8 @@ class Segment:
         self._written_back = self.size  # writeback was started (or an fsync done) up to here
         self.readers = 0
         self.deleted = False
-        self._discard: Callable[[str], None] | None = None  # set by delete(discard=...)
-        self._discarded: list[str] = []  # renamed files not yet handed to it
+        self._discard: Callable[[str], None] | None = None  # set by delete()
+        self._discarded: list[str] = []  # files renamed by delete(), not yet handed to its discard
 
     # -- creation and recovery -------------------------------------------------------------------------
 
@@ -406,30 +406,28 @@ class Segment:
                 self.max_timestamp_ms = header.max_timestamp_ms
         self._bytes_since_index = self.size - position
 
-    def delete(self, discard: Callable[[str], None] | None = None) -> None:
-        """Take the segment out of its log now; close descriptors once no reader holds it.
+    def delete(self, discard: Callable[[str], None]) -> None:
+        """Take the segment out of its log now; hand its files to ``discard`` once no reader holds it.
 
-        Without ``discard`` the files are unlinked at once. With it they are renamed to
-        ``<name>.<random>.deleted`` at once (cheap: no blocks are freed) and handed to ``discard`` once
-        the last reader lets go, to be deleted elsewhere at a pace: unlinking a large file frees its blocks in
-        the caller's time, under the log's lock, and on a file system mounted with ``discard`` holds
-        every fsync on the disk behind the freed blocks' discards. Either way the directory is synced
-        before this returns, so a crash never brings the segment back (recovery removes ``.deleted``
-        files), and a reader in the middle of the segment finishes undisturbed through its descriptor.
+        The files are renamed to ``<name>.<random>.deleted`` at once (cheap: no blocks are freed) and the
+        directory synced, so a crash never brings the segment back (recovery discards ``.deleted``
+        files); a reader in the middle of the segment finishes undisturbed through its descriptor.
+        ``discard`` (``os.unlink``, or a node's remover, which deletes at a pace) runs when the last
+        reader lets go: unlinking a large file frees its blocks in the caller's time, which is under the
+        log's lock when no reader holds it, and on a file system mounted with ``discard`` holds every
+        fsync on the disk behind the freed blocks' discards.
         """
         self.deleted = True
         for path in (self.path, self.index.path, self.time_index.path):
+            # unique: a segment at the same base may be created and deleted again (truncation) while a
+            # reader still holds this one
+            aside = f"{path}.{uuid.uuid4().hex[:12]}{DELETED_SUFFIX}"
             try:
-                if discard is None:
-                    os.unlink(path)
-                else:
-                    # unique: a segment at the same base may be created and deleted again (truncation)
-                    # while a reader still holds this one
-                    aside = f"{path}.{uuid.uuid4().hex[:12]}{DELETED_SUFFIX}"
-                    os.rename(path, aside)
-                    self._discarded.append(aside)
+                os.rename(path, aside)
             except FileNotFoundError:
                 log.warning("%s: already gone while deleting segment %d", path, self.base_offset)
+                continue
+            self._discarded.append(aside)
         fsync_directory(self.directory)
         self._discard = discard
         if self.readers == 0:

@@ -353,7 +353,7 @@ async def test_a_released_journal_segment_leaves_its_directory_at_once_and_is_re
         journal.mkdir(parents=True)
         segment = journal / "segment-0000000001.log"
         segment.write_bytes(b"x" * 100_000)
-        node._discard_journal_segment(str(segment))
+        node._discard_file(str(segment))
         assert not segment.exists()
         trash = pathlib.Path(node.config.data_dir) / "trash"
         await until(lambda: not any(trash.glob("segment-0000000001.log.*")), what="the segment removed")

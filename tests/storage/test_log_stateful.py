@@ -73,16 +73,12 @@ class LogMachine(RuleBasedStateMachine):
         retention_ms=limits,
         retention_bytes=st.just(-1) | st.integers(min_value=1000, max_value=8000),
         tiny_timestamps=st.booleans(),
-        discard=st.booleans(),
     )
-    def open_log(self, tiny_timestamps: bool, discard: bool, **config: object) -> None:
+    def open_log(self, tiny_timestamps: bool, **config: object) -> None:
         # tiny timestamps (-2..0, never the clock's) make running maxima of 0 over negative batches common
         self.tiny_timestamps = tiny_timestamps
         self.config = LogConfig(**config, flush_bytes=2000)  # type: ignore[arg-type]
-        # deleted segments unlinked by the log, or renamed aside and handed to a discard (as a node's
-        # remover takes them), which deletes them here at once
-        self.discard = os.unlink if discard else None
-        self.log = Log.open(self.directory, self.config, clock=self.clock, discard=self.discard)
+        self.log = Log.open(self.directory, self.config, clock=self.clock)
 
     def teardown(self) -> None:
         if self.log is not None:
@@ -229,7 +225,7 @@ class LogMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.log.close()
-        self.log = Log.open(self.directory, self.config, clock=self.clock, discard=self.discard)
+        self.log = Log.open(self.directory, self.config, clock=self.clock)
         assert not any(r.truncated_bytes for r in self.log.open_report.repairs)
 
     @rule(jump=st.integers(0, 50))
