@@ -72,6 +72,10 @@ class RaftJournal:
         """Entries up to ``index`` are applied here and held by every follower: a journal that can read
         them back from disk may drop their commands from memory (this one keeps them)."""
 
+    def release_handles(self) -> None:
+        """The group is idle: a journal holding open files may close them until it is used again (this
+        one holds none)."""
+
     @property
     def durable_index(self) -> int:
         raise NotImplementedError
@@ -442,21 +446,61 @@ def _direct_writer(path: str, size: int) -> _DirectWriter | None:
 
 
 class _Segment:
-    def __init__(
-        self, sequence: int, path: str, fd: int, size: int, writer: _DirectWriter | None = None
-    ) -> None:
+    """One segment file. Its descriptors open on first use and close on :meth:`release`, so an idle
+    group's journal holds none (a node holds thousands of groups, most of them idle)."""
+
+    def __init__(self, sequence: int, path: str, size: int, direct: bool) -> None:
         self.sequence = sequence
         self.path = path
-        self.fd = fd
-        self.writer = writer  # direct I/O appends; None: os.write through the page cache
         self.size = size  # bytes of records written to the file (excludes the journal's pending buffer)
         self.first_index = 0  # 0 while empty
         self.last_index = 0
+        self.direct = direct  # appended with direct I/O (the last segment, where the file system has it)
+        self._fd: int | None = None
+        self._writer: _DirectWriter | None = None
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd
+
+    @property
+    def writer(self) -> _DirectWriter | None:
+        """The direct-I/O appender, continuing at ``size``; None: os.pwrite through the page cache."""
+        if self._writer is None and self.direct:
+            self.open()
+        return self._writer
+
+    def open(self) -> None:
+        """Open the descriptors now (a sync job uses them on another thread)."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR)
+        if self._writer is None and self.direct:
+            self._writer = _direct_writer(self.path, self.size)
+            self.direct = self._writer is not None
+
+    def truncated(self, size: int) -> None:
+        """The file was cut at ``size``: an open direct writer continues there."""
+        self.size = size
+        if self._writer is not None:
+            self._writer.seek(self.path, size)
 
     def close_writer(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        """No more appends here (the journal rolled to a new segment)."""
+        self.direct = False
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def release(self) -> None:
+        """Close what is open; the next use opens it again."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
 
 class FileJournal(RaftJournal):
@@ -506,8 +550,7 @@ class FileJournal(RaftJournal):
         for position, sequence in enumerate(sequences):
             is_last = position == len(sequences) - 1
             self._recover_segment(sequence, is_last)
-        if not self._segments:
-            self._open_new_segment(1, reset=False)
+        # A journal that never held an entry has no segment yet: the first ``add`` creates it.
         self._durable_index = self.last_index
 
     def _recover_segment(self, sequence: int, is_last: bool) -> None:
@@ -575,24 +618,24 @@ class FileJournal(RaftJournal):
             last_index = index
             offset += _RECORD_HEADER.size + length
             valid_end = offset
-        fd = os.open(path, os.O_RDWR)
+        segment = _Segment(sequence, path, valid_end, direct=is_last and self._direct_io)
         if torn:
-            os.ftruncate(fd, valid_end)  # zero padding, by contrast, is simply written over
-            os.fsync(fd)
-        writer = _direct_writer(path, valid_end) if is_last and self._direct_io else None
-        segment = _Segment(sequence, path, fd, valid_end, writer)
+            os.ftruncate(segment.fd, valid_end)  # zero padding, by contrast, is simply written over
+            os.fsync(segment.fd)
         segment.first_index, segment.last_index = first_index, last_index
         self._segments.append(segment)
 
     def _open_new_segment(self, sequence: int, reset: bool) -> _Segment:
         path = os.path.join(self._directory, _segment_name(sequence))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        header = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FLAG_RESET if reset else 0, 0)
-        os.write(fd, header)
-        os.fsync(fd)
+        try:
+            header = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FLAG_RESET if reset else 0, 0)
+            os.write(fd, header)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         fsync_directory(self._directory)
-        writer = _direct_writer(path, len(header)) if self._direct_io else None
-        segment = _Segment(sequence, path, fd, len(header), writer)
+        segment = _Segment(sequence, path, len(header), direct=self._direct_io)
         self._segments.append(segment)
         return segment
 
@@ -693,6 +736,7 @@ class FileJournal(RaftJournal):
             self._durable_index = self.last_index
             return None
         segment = self._segments[-1]
+        segment.open()  # here: the job may run on another thread
         job = SyncJob(segment, self._pending, segment.size, self._needs_fsync, self.last_index)
         segment.size += self._pending.size
         self._pending = _Pending()
@@ -742,6 +786,8 @@ class FileJournal(RaftJournal):
     # -- mutations ------------------------------------------------------------------------------------
     def add(self, command: bytes, idx: int, term: int) -> None:
         super().add(command, idx, term)
+        if not self._segments:
+            self._open_new_segment(1, reset=False)
         segment = self._segments[-1]
         if segment.size + self._pending.size >= self._segment_bytes_max and segment.first_index:
             self._roll()
@@ -784,9 +830,7 @@ class FileJournal(RaftJournal):
         else:
             self._pending = _Pending()
             os.ftruncate(segment.fd, offset)
-            if segment.writer is not None:
-                segment.writer.seek(segment.path, offset)
-            segment.size = offset
+            segment.truncated(offset)
             self._needs_fsync = True
         super().deleteEntriesFrom(entryFrom)
         del self._offsets[entryFrom:]
@@ -821,7 +865,7 @@ class FileJournal(RaftJournal):
         self._pending = _Pending()
         old_segments = self._segments
         self._segments = []
-        new = self._open_new_segment(old_segments[-1].sequence + 1, reset=True)
+        new = self._open_new_segment(old_segments[-1].sequence + 1 if old_segments else 1, reset=True)
         for old in old_segments:
             _close(old)
             self._discard(old.path)
@@ -840,6 +884,13 @@ class FileJournal(RaftJournal):
             _close(segment)
         self._closed = True
 
+    def release_handles(self) -> None:
+        """Close every segment's descriptors unless a sync needs them (they open again on use)."""
+        if self._in_flight is not None or self._pending or self._needs_fsync:
+            return
+        for segment in self._segments:
+            segment.release()
+
     def close(self, flush: bool = True) -> None:
         """``flush=False`` drops what the last sync did not cover, like a crash (for tests)."""
         if not flush:
@@ -850,8 +901,7 @@ class FileJournal(RaftJournal):
 
 
 def _close(segment: _Segment) -> None:
-    os.close(segment.fd)
-    segment.close_writer()
+    segment.release()
 
 
 def open_journal(directory: str | None, **options: Any) -> RaftJournal:

@@ -87,8 +87,8 @@ def test_crc_mismatch_in_last_record_is_a_torn_tail(tmp_path: Path, direct_io: b
 
 def test_direct_io_writes_whole_blocks_and_reopens_after_the_padding(tmp_path: Path) -> None:
     journal = FileJournal(str(tmp_path))
-    assert journal._segments[-1].writer is not None, "this file system has no direct I/O"
     fill(journal, 1, 10)
+    assert journal._segments[-1].writer is not None, "this file system has no direct I/O"
     journal.sync()
     segment = journal.segment_paths()[-1]
     with open(segment, "rb") as file:
@@ -114,8 +114,8 @@ def test_without_direct_io_on_the_file_system_the_journal_writes_through_the_pag
 
     monkeypatch.setattr(journal_module, "_DirectWriter", refuse)
     journal = FileJournal(str(tmp_path))
-    assert journal._segments[-1].writer is None
     fill(journal, 1, 10)
+    assert journal._segments[-1].writer is None
     journal.sync()
     assert os.path.getsize(journal.segment_paths()[-1]) == journal.size_bytes  # no padding
     assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path)))] == list(range(1, 11))
@@ -483,3 +483,52 @@ def test_waiting_for_a_sync_job_nobody_runs_is_an_invariant_violation(tmp_path: 
     assert journal.begin_sync() is not None
     with pytest.raises(InvariantViolation, match="neither run nor handed off"):
         journal.deleteEntriesFrom(1)
+
+
+def _open_descriptors_under(directory: Path) -> int:
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+        count += target.startswith(str(directory))
+    return count
+
+
+def test_a_journal_that_never_held_an_entry_has_no_segment_file(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path / "j"))
+    assert journal.segment_paths() == []
+    assert _open_descriptors_under(tmp_path) == 0
+    journal.sync()  # nothing to write
+    journal.close()
+    reopened = FileJournal(str(tmp_path / "j"))
+    fill(reopened, 1, 3)
+    reopened.sync()
+    reopened.close()
+    assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path / "j")))] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("direct_io", [True, False])
+def test_released_handles_reopen_on_use_and_lose_nothing(tmp_path: Path, direct_io: bool) -> None:
+    journal = FileJournal(str(tmp_path), segment_bytes_max=4096, direct_io=direct_io)
+    fill(journal, 1, 300, size=40)  # several segments
+    journal.sync()
+    journal.release_through(300)  # commands read back from disk from now on
+    assert len(journal.segment_paths()) > 2
+    assert _open_descriptors_under(tmp_path) > 0
+    journal.release_handles()
+    assert _open_descriptors_under(tmp_path) == 0, "an idle journal keeps files open"
+    assert journal[0][1] == 1 and journal[150][1] == 151  # read back through reopened descriptors
+    journal.release_handles()
+    fill(journal, 301, 20, size=40)  # appends continue where the released writer left off
+    journal.release_handles()  # refused while a sync is pending: the next sync needs the files
+    journal.sync()
+    journal.deleteEntriesFrom(len(journal) - 5)  # a truncation after a release
+    journal.sync()
+    journal.release_handles()
+    expected = entries_of(journal)
+    journal.close()
+    reopened = FileJournal(str(tmp_path), segment_bytes_max=4096, direct_io=direct_io)
+    assert entries_of(reopened) == expected
+    assert expected[-1][1] == 315
