@@ -19,6 +19,16 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   proposal (NOT_LEADER / MISSING_LEADER) instead of forwarding it; membership requests are msgpack.
 * ``__tryLogCompaction`` / ``__loadDumpFile``: snapshots are the state machine's small metadata snapshot
   in a CRC-checked msgpack file written with fsync, never pickle.
+* Quiescence (ours, after CockroachDB's): an idle group stops heartbeating. A leader with nothing in flight
+  whose connected followers all hold its whole log marks its heartbeats ``quiesce``; a follower that holds
+  that log and commit index answers ``quiet`` and stops counting down to an election; once every follower
+  has, the leader goes quiet too and sends nothing. The group's safety is Raft's as ever (no rule of
+  voting, appending or committing changes); what a quiet follower relies on for liveness is its leader's
+  node connection, which carries pings and is closed by a silence (MuxHub): a disconnect, a ``leader_gone``
+  from a leader replica that stops, a new term, or any ordinary append ends the quiet, and the follower
+  holds an election after a fresh election timeout. A quiet leader counts a follower as heard from when
+  its node's connection last was; any proposal, transfer, membership change, disconnect, or a ``wake``
+  from a replica that knows no leader (a restarted or reopened one) ends the leader's quiet.
 * ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
   journal the caller built.
 """
@@ -137,6 +147,12 @@ class CoreConfig:
     # what they apply (the controller: each node opens a new topic's replicas when it applies it). It
     # costs a message per follower per commit, so partition groups leave it off.
     announce_commits: bool = False
+    # An idle group goes quiet (see RaftCore, "Quiescence"): the leader stops its heartbeats once every
+    # follower holds its whole log and commit index, and followers hold no election while the leader's
+    # node stays connected. Needs a transport whose connections carry their own liveness (MuxTransport:
+    # pings, closed after a silence); a quiet group ticks only every ``quiet_tick_ms`` (compaction).
+    quiesce: bool = False
+    quiet_tick_ms: int = 60_000
     auto_tick: bool = False  # False: a Driver thread ticks the group
     bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
 
@@ -149,8 +165,9 @@ class CoreConfig:
         100 ms late still keeps that step; 3.75 heartbeats fit in the shortest election timeout (1.5 s).
         Election deadlines are not on this grid (``driver.DEADLINE_GRID_S``, 10 ms). With many partitions
         per node the heartbeats are most of its idle CPU: aligning them halved the consensus layer's idle
-        CPU."""
-        return cls(heartbeat_period_ms=300, timer_grid_ms=400)
+        CPU. Idle groups go quiet (``quiesce``): with thousands of partitions per node even aligned
+        heartbeats cost most of a core, while a quiet group costs nothing between its rare ticks."""
+        return cls(heartbeat_period_ms=300, timer_grid_ms=400, quiesce=True)
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -234,6 +251,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,
     :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
 
+    role_changes = 0  # every replica's role changes in this process (see group.role_changes)
+
     # SyncObj state this class assigns (declared for mypy; SyncObj.__init__ sets them).
     _SyncObj__raftCommitIndex: int
     _SyncObj__raftLastApplied: int
@@ -274,6 +293,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # campaign_if_new: early campaigns left; any message from a peer of the group (a leader or another
         # candidate exists) zeroes it for good.
         self._early_campaigns = 0
+        # Quiescence (see the module docstring): on a leader, ``_quiet`` means it sends no heartbeats, on
+        # a follower that it holds no election; ``_quiet_acks`` holds, per follower, the index it held
+        # when it acknowledged a quiescing heartbeat; ``_quiescing``: this tick's heartbeats ask for quiet.
+        self._quiet = False
+        self._quiet_acks: dict[Any, int] = {}
+        self._quiescing = False
+        self._quiet_tick_at = 0.0  # a quiet replica's next tick (compaction and the like)
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
         self._ticking = False
@@ -389,7 +415,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         candidate's election deadline (not routine). Between them only messages and proposals need a
         tick (they set ``activity``), so the driver may leave the group alone until then. The driver
         gathers routine duties of all groups on a coarse grid; an election deadline keeps its random
-        spread, so that two followers rarely stand for election in the same instant."""
+        spread, so that two followers rarely stand for election in the same instant. A quiet replica's
+        only timed duty is its rare tick (``CoreConfig.quiet_tick_ms``)."""
+        if self._quiet:
+            return self._quiet_tick_at, True
         if self._SyncObj__raftState == _LEADER:
             timer, routine = float(self._SyncObj__newAppendEntriesTime), True
         else:
@@ -402,6 +431,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return timer, routine
 
     # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
+    @property
+    def quiet(self) -> bool:
+        """The group is idle and this replica has stopped its timed duties (see "Quiescence")."""
+        return self._quiet
+
     @property
     def node_id(self) -> str:
         return str(self.selfNode.id)
@@ -485,8 +519,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
         now = time.monotonic()
         state = self._SyncObj__raftState
+        if self._quiet and state == _LEADER and not self._may_quiesce(now):
+            self._wake(now)  # a proposal, a transfer or a follower gone: heartbeats again, from now
         if (
             state in (_FOLLOWER, _CANDIDATE)
+            and not self._quiet
             and self.selfNode is not None
             and self._SyncObj__raftElectionDeadline < now
             and self._SyncObj__connectedToAnyone()
@@ -496,7 +533,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         committed = self._SyncObj__raftCommitIndex
         if self._SyncObj__raftState == _LEADER:
             self._advance_commit_index()
-            self._step_down_without_quorum(now)
+            if not self._quiet:
+                self._step_down_without_quorum(now)
 
         self._SyncObj__applyLogEntries()
         self._release_journal()
@@ -504,10 +542,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
         if self._SyncObj__raftState == _LEADER:
             announce = self._config.announce_commits and self._SyncObj__raftCommitIndex > committed
-            if appended or announce or now > self._SyncObj__newAppendEntriesTime:
+            self._quiescing = self._may_quiesce(now)
+            if appended or announce or (not self._quiet and now > self._SyncObj__newAppendEntriesTime):
                 self._SyncObj__sendAppendEntries()
             elif self._followers_to_send:
                 self._send_to_followers(self._followers_to_send)
+            self._settle_quiet(now)
         self._followers_to_send = set()
 
         if (
@@ -527,6 +567,110 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
         self._sync_and_release_replies()
+        if self._quiet:
+            if now >= self._quiet_tick_at:
+                self._quiet_tick_at = now + self._config.quiet_tick_ms / 1000
+            self._journal.release_handles()  # an idle group holds no open files
+
+    # -- quiescence -----------------------------------------------------------------------------------
+    def _may_quiesce(self, now: float) -> bool:
+        """A leader may stop heartbeating: nothing is in flight (no proposal queued or uncommitted, no
+        transfer, no sync) and every follower is connected and holds the whole log, which is committed
+        and applied here, so the commit index its heartbeat carries is the last index."""
+        if not self._config.quiesce or self._SyncObj__raftState != _LEADER:
+            return False
+        journal = self._journal
+        last = journal.last_index
+        if (
+            self._SyncObj__raftCommitIndex != last
+            or self._SyncObj__raftLastApplied != last
+            or journal.durable_index != last
+            or journal.sync_pending
+            or journal.sync_in_flight
+            or self._held_replies
+            or now < self._transfer_until
+            or self._SyncObj__commandsWaitingCommit
+            or self._SyncObj__commandsQueue._FastQueue__queue
+            or self._SyncObj__onTickCallbacks
+        ):
+            return False
+        connected = self._SyncObj__connectedNodes
+        match = self._SyncObj__raftMatchIndex
+        return all(node in connected and match.get(node) == last for node in self._SyncObj__otherNodes)
+
+    def _settle_quiet(self, now: float) -> None:
+        """Leader, end of a tick: go quiet once every follower acknowledged a quiescing heartbeat at the
+        last index; forget the acknowledgements (and wake) as soon as the group is not idle."""
+        if not self._quiescing:
+            self._quiet_acks.clear()
+            if self._quiet:
+                self._wake(now)
+            return
+        if self._quiet:
+            return
+        last = self._journal.last_index
+        acks = self._quiet_acks
+        if all(acks.get(node) == last for node in self._SyncObj__otherNodes):
+            self._go_quiet(now)
+
+    def _go_quiet(self, now: float) -> None:
+        self._quiet = True
+        self._quiet_tick_at = now + self._config.quiet_tick_ms / 1000
+
+    def _wake(self, now: float) -> None:
+        """End this replica's quiet. A leader heartbeats at once and counts each connected follower as
+        heard from when its node's connection last received (a quiet leader gets no replies, and a
+        follower whose connection is gone keeps its old time: without a majority it steps down). A
+        follower or candidate holds an election if it hears no leader within a fresh election timeout."""
+        if not self._quiet:
+            return
+        self._quiet = False
+        self._quiet_acks.clear()
+        if self._SyncObj__raftState == _LEADER:
+            heard = self._SyncObj__lastResponseTime
+            connected = self._SyncObj__connectedNodes
+            last_heard = getattr(self._SyncObj__transport, "last_heard", None)
+            for node in self._SyncObj__otherNodes:
+                if node in connected:
+                    at = now if last_heard is None else last_heard(node)
+                    if at is not None and at > heard.get(node, 0.0):
+                        heard[node] = at
+            self._SyncObj__newAppendEntriesTime = 0.0
+        else:
+            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+
+    def farewell(self) -> None:
+        """Tick thread, when this replica stops while its node goes on (its group is closed, or it
+        failed): a leader tells its followers, so that quiet ones do not wait for it."""
+        if self._SyncObj__raftState != _LEADER:
+            return
+        message = {"type": "leader_gone", "term": self._SyncObj__raftCurrentTerm}
+        for node in self._SyncObj__otherNodes:
+            self._SyncObj__transport.send(node, message)
+
+    def _SyncObj__onNodeConnected(self, node: Any) -> None:
+        self._SyncObj__connectedNodes.add(node)
+        if self._config.quiesce and self._SyncObj__raftState != _LEADER and self._SyncObj__raftLeader is None:
+            # A replica that knows no leader (just opened, or its leader went away): a quiet leader on
+            # that node would otherwise stay silent until this replica's election disturbs it.
+            self._SyncObj__transport.send(node, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
+
+    def _SyncObj__onNodeDisconnected(self, node: Any) -> None:
+        self._SyncObj__connectedNodes.discard(node)
+        if self._quiet and self._SyncObj__raftState != _LEADER and node == self._SyncObj__raftLeader:
+            self._wake(time.monotonic())  # (a quiet leader wakes in its tick: a follower is not connected)
+
+    def _SyncObj__setState(self, newState: int) -> None:
+        if newState != self._SyncObj__raftState:
+            self._wake(time.monotonic())
+            self._quiescing = False
+            RaftCore.role_changes += 1
+        SyncObj._SyncObj__setState(self, newState)
+
+    def _SyncObj__setCurrentTerm(self, term: int, votedForNodeId: Any) -> None:
+        if term != self._SyncObj__raftCurrentTerm:
+            self._wake(time.monotonic())
+        SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)
 
     def _release_journal(self) -> None:
         """Commands applied here (and, on a leader, held by every follower) may leave memory: a
@@ -816,9 +960,20 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._stopped_error = error
 
     def _on_message(self, node: Any, message: dict[str, Any]) -> None:
-        self._early_campaigns = 0
         kind = message["type"]
-        if kind == "append_entries":
+        if kind == "wake":
+            # from a replica that knows no leader (says nothing of leaders or candidates: early
+            # campaigns go on); a leader, quiet or not, heartbeats in this tick
+            if self._SyncObj__raftState == _LEADER:
+                self._wake(time.monotonic())
+                self._SyncObj__newAppendEntriesTime = 0.0
+            return
+        self._early_campaigns = 0
+        if kind == "leader_gone":
+            if message["term"] == self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
+                self._SyncObj__raftLeader = None  # and an election if no leader is heard in time
+                self._wake(time.monotonic())
+        elif kind == "append_entries":
             self._on_append_entries(node, message)
         elif kind == "next_node_idx":
             self._on_append_reply(node, message)
@@ -832,6 +987,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     self._SyncObj__onBecomeLeader()
         elif kind == "timeout_now":
             if message["term"] >= self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
+                self._quiet = False
                 self._SyncObj__raftElectionDeadline = 0
                 self._SyncObj__transferInProgress = True
         elif kind == "apply_command":
@@ -869,19 +1025,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
         self._SyncObj__transport.send(node, {"type": "response_vote", "term": term})
 
-    def _hold_reply(self, node: Any, next_index: int, success: bool) -> None:
-        self._held_replies.append(
-            (
-                node,
-                {
-                    "type": "next_node_idx",
-                    "next_node_idx": next_index,
-                    "reset": not success,
-                    "success": success,
-                    "term": self._SyncObj__raftCurrentTerm,
-                },
-            )
-        )
+    def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:
+        reply = {
+            "type": "next_node_idx",
+            "next_node_idx": next_index,
+            "reset": not success,
+            "success": success,
+            "term": self._SyncObj__raftCurrentTerm,
+        }
+        if quiet:
+            reply["quiet"] = True
+        self._held_replies.append((node, reply))
 
     def _on_append_entries(self, node: Any, message: dict[str, Any]) -> None:
         term = message["term"]
@@ -915,18 +1069,31 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._make_received_snapshot_durable()
             self._load_snapshot(clear_journal=True)
             verified = self._journal.last_index
-            self._hold_reply(node, verified + 1, success=True)
         else:
             return
         if verified is None:
+            self._quiet = False
             return
         commit = self._SyncObj__raftCommitIndex
         new_commit = min(leader_commit, verified)
         if new_commit > commit:
             self._SyncObj__raftCommitIndex = new_commit
+        # Quiet on a quiescing heartbeat that leaves nothing to learn: this replica holds exactly the
+        # leader's log and knows it all committed. Any other append ends the quiet.
+        quiet = (
+            self._config.quiesce
+            and message.get("quiesce") is True
+            and verified == self._journal.last_index == leader_commit == self._SyncObj__raftCommitIndex
+        )
+        self._hold_reply(node, verified + 1, success=True, quiet=quiet)
+        if quiet and not self._quiet:
+            self._go_quiet(time.monotonic())
+        elif not quiet:
+            self._quiet = False
 
     def _append_from_leader(self, node: Any, message: dict[str, Any]) -> int | None:
-        """Raft AppendEntries receiver rules 2-4. Returns the index verified to match the leader."""
+        """Raft AppendEntries receiver rules 2-4. Returns the index verified to match the leader (the caller
+        acknowledges it), or None after holding a rejection."""
         journal = self._journal
         prev_index = int(message["prevLogIdx"])
         prev_term = message["prevLogTerm"]
@@ -977,9 +1144,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 if request is not None:
                     self._SyncObj__doChangeCluster(request)
             break
-        verified = prev_index + len(entries)
-        self._hold_reply(node, verified + 1, success=True)
-        return verified
+        return prev_index + len(entries)
 
     def _truncate_from(self, index: int) -> None:
         journal = self._journal
@@ -1026,7 +1191,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 match[node] = acknowledged
             if next_index > nexts[node]:
                 nexts[node] = next_index  # never backwards on a stale (older) success
+            if message.get("quiet") is True:
+                self._quiet_acks[node] = acknowledged
+            else:
+                self._quiet_acks.pop(node, None)
         elif message["reset"]:
+            self._quiet_acks.pop(node, None)
             nexts[node] = max(match[node] + 1, min(next_index, nexts[node]))
 
     # -- replication (leader) -----------------------------------------------------------------------
@@ -1089,17 +1259,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 if can_send:
                     entries = self._SyncObj__getEntries(next_index, None, self._config.message_bytes_max)
                     nexts[node] = entries[-1][1] + 1
-                transport.send(
-                    node,
-                    {
-                        "type": "append_entries",
-                        "term": term,
-                        "commit_index": self._SyncObj__raftCommitIndex,
-                        "entries": entries,
-                        "prevLogIdx": next_index - 1,
-                        "prevLogTerm": prev_term,
-                    },
-                )
+                message = {
+                    "type": "append_entries",
+                    "term": term,
+                    "commit_index": self._SyncObj__raftCommitIndex,
+                    "entries": entries,
+                    "prevLogIdx": next_index - 1,
+                    "prevLogTerm": prev_term,
+                }
+                if self._quiescing and not entries and next_index - 1 == journal.last_index:
+                    message["quiesce"] = True
+                transport.send(node, message)
                 sent = True
                 if not entries:
                     return

@@ -7,10 +7,12 @@ of all groups) and is ticked by the driver thread only:
   entries are committed but not applied, a follower is owed more entries);
 * at its next timed duty (``RaftCore.next_timer``: a leader's heartbeat, a follower's election deadline);
 * and at least every ``idle_tick_ms``, for the rest (stepping down without a quorum, reconnects,
-  compaction, tick callbacks).
+  compaction, tick callbacks), except a quiet core (its group idle: ``RaftCore.quiet``), which is ticked
+  only when something wakes it or at its rare timed tick.
 
-An idle follower therefore costs a tick per heartbeat it receives, an idle leader a tick per heartbeat
-period plus those its followers' replies cause, and the thread sleeps in ``poll`` until the earliest
+A quiet group costs nothing between those ticks. An idle follower of a group that is not quiet costs a
+tick per heartbeat it receives, an idle leader a tick per heartbeat period plus those its followers'
+replies cause, and the thread sleeps in ``poll`` until the earliest
 group is due or something wakes it. A round touches only the cores it ticks: those marked ready (by
 ``on_activity``, by the transport's inbound groups, or because work was left after their last tick) and
 those whose timed tick, kept in a heap, is due; the number of cores driven does not enter its cost.
@@ -362,10 +364,13 @@ class Driver:
             self._due.pop(core, None)  # removed while ticking (by a callback it ran)
             return
         # A duty still due after this tick could not be done now (an election with no peer reachable):
-        # it is retried at the idle pace rather than on every round.
+        # it is retried at the idle pace rather than on every round. A quiet core (an idle group: see
+        # RaftCore, "Quiescence") is left alone until its own rare tick, or until something wakes it.
         idle = now + self._idle_tick_s
         timer, routine = core.next_timer()
-        if timer <= now or timer >= idle:
+        if core.quiet and timer > now:
+            due, grid = timer, self._timer_grid_s
+        elif timer <= now or timer >= idle:
             due, grid = idle, self._timer_grid_s
         else:
             # Routine duties are rounded up to the timer grid, so those of all groups tick in one round

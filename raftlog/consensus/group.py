@@ -27,6 +27,12 @@ STATUS_POLL_S = 0.02  # transfer_leadership watches status at this period
 TRANSFER_CATCH_UP_S = 1.0  # how long transfer_leadership waits for its target to catch up first
 
 
+def role_changes() -> int:
+    """How many times a replica of this process changed role (follower, candidate, leader): a cheap
+    test of whether anything's leadership changed since it was last read (any thread)."""
+    return RaftCore.role_changes
+
+
 class ReplicaGroup:
     """Build with ``await ReplicaGroup.open(...)``; use on that event loop only."""
 
@@ -190,6 +196,7 @@ class ReplicaGroup:
 
         def destroy() -> None:
             self._driver.remove(core)
+            core.farewell()  # a leader's quiet followers must not wait for it
             core.destroy()  # closes the transport and the journal
 
         self._driver.call(destroy)
@@ -213,3 +220,4 @@ class ReplicaGroup:
         """Driver thread: the core raised (a broken invariant or a disk error)."""
         logger.error("group %s replica %s stopped: %r", self.group_id, core.node_id, error)
         self._bridge.fail_all(GroupClosed(self.group_id, error))
+        core.farewell()  # were it the leader, its quiet followers would wait for it

@@ -130,8 +130,11 @@ class HubConfig:
     reconnect_backoff_min_s: float = 0.05
     reconnect_backoff_max_s: float = 2.0
     handshake_timeout_s: float = 5.0
-    ping_interval_s: float = 1.0
-    idle_timeout_s: float = 5.0
+    # A connection silent for idle_timeout_s is closed: the disconnect is how quiet Raft groups learn
+    # that a peer node is gone (raftlog.consensus.core, "Quiescence"), so it is kept near an election
+    # timeout; pings keep an idle connection from looking silent.
+    ping_interval_s: float = 0.5
+    idle_timeout_s: float = 3.0
     pending_handshakes_max: int = 64
     listen_backlog: int = 128
     allow_wildcard_bind: bool = False
@@ -386,6 +389,14 @@ class MuxHub:
     def peers(self) -> dict[str, str]:
         with self._lock:
             return {p.node_id: f"{p.address[0]}:{p.address[1]}" for p in self._peers.values()}
+
+    def last_heard(self, node_id: str) -> float | None:
+        """``time.monotonic()`` when the connection to ``node_id`` last received anything (pings
+        included); None while not connected."""
+        with self._lock:
+            peer = self._peers.get(node_id)
+            connection = peer.connection if peer is not None and peer.connected else None
+        return None if connection is None else connection.last_receive
 
     def is_connected(self, node_id: str) -> bool:
         with self._lock:
@@ -1100,6 +1111,10 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
                 self._onNodeDisconnected(node)
 
     # pysyncobj Transport API (pysyncobj/transport.py:126-185)
+
+    def last_heard(self, node: Any) -> float | None:
+        """When this node's connection to ``node`` last received anything (see MuxHub.last_heard)."""
+        return self._hub.last_heard(node.id)
 
     def send(self, node: Any, message: Any) -> bool:
         if self._destroyed:

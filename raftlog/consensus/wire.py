@@ -60,8 +60,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from raftlog.errors import RaftlogError
 from raftlog.packing import pack
 
-WIRE_VERSION = 2
-"""Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`. 2: frame MACs are GMAC."""
+WIRE_VERSION = 3
+"""Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`. 2: frame MACs are GMAC. 3: quiescence
+(``append_entries.quiesce``, ``next_node_idx.quiet``, ``wake``, ``leader_gone``)."""
 
 NONCE_BYTES = 32
 KEY_BYTES = 32  # session keys (AES-256) and handshake proofs (HMAC-SHA256)
@@ -191,6 +192,8 @@ MESSAGE_TYPES: tuple[MessageType, ...] = (
             _f(6, "transmission", Kind.TRANSMISSION, required=False),
             _f(7, "data", _BY, required=False),
             _f(8, "serialized", Kind.SNAPSHOT_CHUNK, required=False),
+            # raftlog.consensus.core: a leader with nothing in flight asks its followers to go quiet
+            _f(9, "quiesce", _B, required=False),
         ),
     ),
     # syncobj.py:1101; raftlog.consensus.core adds the replier's term so a stale ack can be ignored
@@ -202,6 +205,7 @@ MESSAGE_TYPES: tuple[MessageType, ...] = (
             _f(2, "reset", _B),
             _f(3, "success", _B),
             _f(4, "term", _U, required=False),
+            _f(5, "quiet", _B, required=False),  # the follower went quiet on a quiescing heartbeat
         ),
     ),
     # syncobj.py:556 follower forwards a command to the leader
@@ -219,6 +223,10 @@ MESSAGE_TYPES: tuple[MessageType, ...] = (
     ),
     # syncobj.py:449 leadership transfer
     MessageType(7, "timeout_now", (_f(1, "term", _U),)),
+    # raftlog.consensus.core quiescence: a replica that knows no leader asks a quiet leader to heartbeat;
+    # a leader replica that stops tells its quiet followers not to wait for it
+    MessageType(8, "wake", (_f(1, "term", _U),)),
+    MessageType(9, "leader_gone", (_f(1, "term", _U),)),
 )
 
 _BY_NAME: dict[str, MessageType] = {t.name: t for t in MESSAGE_TYPES}

@@ -57,6 +57,7 @@ class PatchedSimReplica(RaftCore):
         in_flight_entries_max: int = 20_000,
         compaction_min_bytes: int = 256 * 1024 * 1024,
         announce_commits: bool = False,
+        quiesce: bool = False,
     ) -> None:
         self.machine = CountingStateMachine()
         config = CoreConfig(
@@ -70,6 +71,7 @@ class PatchedSimReplica(RaftCore):
             compaction_min_bytes=compaction_min_bytes,
             in_flight_entries_max=in_flight_entries_max,
             announce_commits=announce_commits,
+            quiesce=quiesce,
         )
         super().__init__(
             me,

@@ -25,6 +25,7 @@ class FakeCore:
         self.on_activity: Callable[[], None] | None = None
         self.ticks: list[float] = []
         self.pending_work = 0  # ticks still wanted right after this one (needs_tick)
+        self.quiet = False  # an idle group's replica: no idle ticks, only its own rare timer
         self.ticked = threading.Event()
 
     def doTick(self, time_to_wait: float) -> None:
@@ -77,6 +78,25 @@ def test_a_core_due_by_its_timer_is_ticked(driver: Driver) -> None:
     ticks = len(core.ticks)
     time.sleep(0.5)
     assert len(core.ticks) <= ticks + 1, "an idle core is ticked on every round"
+
+
+def test_a_quiet_core_gets_no_idle_ticks_only_its_own_timer() -> None:
+    driver = Driver(name="quiet-test", idle_tick_ms=100, poll_max_ms=50)
+    driver.start()
+    try:
+        busy, quiet = FakeCore(driver, "idle-but-awake"), FakeCore(driver, "quiet")
+        quiet.quiet = True
+        add(driver, busy)
+        add(driver, quiet)
+        time.sleep(0.6)
+        assert len(busy.ticks) >= 4, "an idle core that is not quiet gets a tick per idle_tick_ms"
+        assert len(quiet.ticks) == 1, f"a quiet core was ticked by the idle pace: {quiet.ticks}"
+        quiet.timer_in_s = 0.2  # its own rare tick
+        assert quiet.on_activity is not None
+        quiet.on_activity()  # woken (a proposal, a message): ticked at once, then at its timer
+        wait_for(lambda: len(quiet.ticks) >= 3, timeout_s=2)
+    finally:
+        driver.stop()
 
 
 def test_left_over_work_is_ticked_in_the_next_rounds(driver: Driver) -> None:

@@ -35,7 +35,7 @@ def check_safety(script: Script, leaders_by_term: dict[int, str], seed: int, ste
     assert script.commit_held_by_minority == [], f"seed {seed} step {step}: {script.commit_held_by_minority}"
 
 
-def crash_and_restart(script: Script, name: str, directories: dict[str, str]) -> None:
+def crash_and_restart(script: Script, name: str, directories: dict[str, str], quiesce: bool) -> None:
     """The process dies: unsynced journal data and everything in flight to or from it are lost; then it
     restarts from its journal directory with an empty state machine (which replays committed entries)."""
     network = script.network
@@ -43,7 +43,9 @@ def crash_and_restart(script: Script, name: str, directories: dict[str, str]) ->
     network.crash(name)
     network.crashed.discard(name)
     others = [n for n in NAMES if n != name]
-    script.nodes[name] = PatchedSimReplica(name, others, network, journal=FileJournal(directories[name]))
+    script.nodes[name] = PatchedSimReplica(
+        name, others, network, journal=FileJournal(directories[name]), quiesce=quiesce
+    )
     for other in others:
         network.transports[other]._onNodeConnected(network.transports[other].nodes[name])
     for node in network.transports[name].nodes.values():
@@ -67,11 +69,35 @@ def heal_and_elect(script: Script, seed: int) -> str:
     raise AssertionError(f"seed {seed}: no replica could be elected after healing")
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_random_schedules_keep_raft_safety_and_acknowledged_writes(seed: int, tmp_path: Path) -> None:
+def flap(script: Script, a: str, b: str) -> None:
+    """The connection between two replicas breaks (both hear of it, what was in flight is lost), then
+    comes back."""
+    network = script.network
+    for source, destination in ((a, b), (b, a)):
+        network.links.pop((source, destination), None)
+        transport = network.transports[source]
+        transport._onNodeDisconnected(transport.nodes[destination])
+    script.tick(a, b)
+    for source, destination in ((a, b), (b, a)):
+        transport = network.transports[source]
+        transport._onNodeConnected(transport.nodes[destination])
+
+
+@pytest.mark.parametrize(
+    ("seed", "quiesce"), [(seed, False) for seed in range(20)] + [(seed, True) for seed in range(100, 124)]
+)
+def test_random_schedules_keep_raft_safety_and_acknowledged_writes(
+    seed: int, quiesce: bool, tmp_path: Path
+) -> None:
+    """With ``quiesce``, idle stretches let the group go quiet (a quiet follower ignores a passed
+    election deadline) and connections also break and come back."""
     rng = random.Random(seed)
     directories = {name: str(tmp_path / f"journal{i}") for i, name in enumerate(NAMES)}
-    script = Script(PatchedSimReplica, {name: FileJournal(directories[name]) for name in NAMES})
+    script = Script(
+        PatchedSimReplica,
+        {name: FileJournal(directories[name]) for name in NAMES},
+        {name: {"quiesce": quiesce} for name in NAMES},
+    )
     network = script.network
     acked: list[int] = []
     leaders_by_term: dict[int, str] = {}
@@ -93,8 +119,15 @@ def test_random_schedules_keep_raft_safety_and_acknowledged_writes(seed: int, tm
             script.nodes[candidate]._SyncObj__raftElectionDeadline = 0
             script.tick(candidate)
         elif action < 0.83:
-            crash_and_restart(script, rng.choice(NAMES), directories)
-        else:
+            crash_and_restart(script, rng.choice(NAMES), directories, quiesce)
+        elif quiesce and action < 0.86:
+            flap(script, *rng.sample(NAMES, 2))
+        elif quiesce and (step // 100) % 2 == 1 and action < 0.92:
+            # an idle stretch where heartbeats get through: what lets a group go quiet
+            for name in NAMES:
+                script.force_send(name)
+            script.settle(NAMES)
+        elif not quiesce or (step // 100) % 2 == 0:  # quiescing runs alternate busy and idle stretches
             for name in NAMES:
                 if script.nodes[name]._isLeader():
                     sequence += 1
@@ -113,3 +146,24 @@ def test_random_schedules_keep_raft_safety_and_acknowledged_writes(seed: int, tm
     for name in NAMES:
         assert script.nodes[name].applied == final, f"seed {seed}: {name} differs from the leader {leader}"
     assert acked, f"seed {seed}: no proposal was acknowledged: the schedule tested nothing"
+    if quiesce:
+        check_quiet_then_awake(script, leader, seed)
+
+
+def check_quiet_then_awake(script: Script, leader: str, seed: int) -> None:
+    """After the chaos, the healed group goes quiet within a few heartbeats, and a proposal then wakes it
+    and reaches every replica."""
+    for _ in range(5):
+        script.force_send(leader)
+        script.settle(NAMES)
+        if all(node.quiet for node in script.nodes.values()):
+            break
+    else:
+        raise AssertionError(f"seed {seed}: the healed, idle group did not go quiet")
+    done: list[int] = []
+    script.nodes[leader].propose(10**6, lambda result, error: done.append(error))
+    script.tick(leader)
+    script.catch_up(leader, [name for name in NAMES if name != leader])
+    assert done == [0], f"seed {seed}: a proposal to the quiet group failed: {done}"
+    for name in NAMES:
+        assert script.nodes[name].applied[-1] == 10**6, f"seed {seed}: {name} missed the waking proposal"

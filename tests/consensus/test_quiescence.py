@@ -1,0 +1,198 @@
+"""Quiescence: an idle group stops heartbeating, and every way it must wake up does wake it.
+
+Three RaftCore replicas on the scripted network (``sim_cluster``); time passing is played by putting a
+leader's heartbeat time or a follower's election deadline in the past and ticking it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sim_cluster import F, G, L, PatchedSimReplica, Script
+
+from raftlog.consensus.journal import FileJournal
+
+NAMES = [L, F, G]
+
+
+def quiet_script(tmp_path: Path) -> Script:
+    """Three quiescing replicas on FileJournals under ``tmp_path``, L elected and one proposal committed
+    everywhere, then idle until quiet."""
+    journals = {name: FileJournal(journal_directory(tmp_path, name)) for name in NAMES}
+    script = Script(PatchedSimReplica, dict(journals), {name: {"quiesce": True} for name in NAMES})
+    script.elect(L, [F, G])
+    propose(script, L, 1)
+    script.catch_up(L, [F, G])
+    until_quiet(script)
+    return script
+
+
+def journal_directory(tmp_path: Path, name: str) -> str:
+    return str(tmp_path / name.replace(":", "_"))
+
+
+def propose(script: Script, leader: str, sequence: int) -> list[int]:
+    acked: list[int] = []
+    script.nodes[leader].propose(sequence, lambda result, error: acked.append(error))
+    script.tick(leader)
+    script.settle(NAMES)
+    return acked
+
+
+def until_quiet(script: Script, rounds: int = 5) -> None:
+    for _ in range(rounds):
+        script.force_send(L)
+        script.settle(NAMES)
+        if all(script.nodes[name].quiet for name in NAMES):
+            return
+    states = {name: script.nodes[name].quiet for name in NAMES}
+    raise AssertionError(f"the idle group did not go quiet in {rounds} heartbeat rounds: {states}")
+
+
+def time_passes(script: Script) -> None:
+    """Every timed duty falls due: heartbeats and election deadlines in the past, every replica ticked."""
+    for name in NAMES:
+        node = script.nodes[name]
+        node._SyncObj__newAppendEntriesTime = 0
+        node._SyncObj__raftElectionDeadline = 0
+    script.tick(*NAMES)
+
+
+def disconnect(script: Script, a: str, b: str) -> None:
+    """The connection between a and b breaks: both sides hear of it, what was in flight is lost."""
+    network = script.network
+    for source, destination in ((a, b), (b, a)):
+        network.links.pop((source, destination), None)
+        transport = network.transports[source]
+        transport._onNodeDisconnected(transport.nodes[destination])
+
+
+def connect(script: Script, a: str, b: str) -> None:
+    for source, destination in ((a, b), (b, a)):
+        transport = script.network.transports[source]
+        transport._onNodeConnected(transport.nodes[destination])
+
+
+def terms(script: Script) -> dict[str, int]:
+    return {name: script.nodes[name].term for name in NAMES}
+
+
+def test_an_idle_group_goes_quiet_and_then_sends_nothing(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    before = terms(script)
+    for _ in range(3):
+        time_passes(script)  # heartbeats due, election deadlines passed
+        assert script.network.queued() == 0, "a quiet group still sends messages"
+    assert terms(script) == before, "a quiet follower held an election"
+    assert script.nodes[L]._isLeader()
+    assert all(script.nodes[name].leader_id == script.nodes[L].node_id for name in (F, G))
+
+
+def test_without_quiesce_the_same_idle_group_keeps_heartbeating() -> None:
+    script = Script(PatchedSimReplica)
+    script.elect(L, [F, G])
+    propose(script, L, 1)
+    script.catch_up(L, [F, G])
+    script.force_send(L)
+    script.settle(NAMES)
+    assert not any(script.nodes[name].quiet for name in NAMES)
+    script.force_send(L)
+    assert script.network.pending(L, F) == ["append_entries"]
+
+
+def test_a_proposal_wakes_a_quiet_group_and_it_goes_quiet_again(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    assert propose(script, L, 2) == [0]
+    assert not script.nodes[L].quiet, "the leader stayed quiet with an entry to replicate"
+    script.catch_up(L, [F, G])
+    assert all(script.nodes[name].applied == [1, 2] for name in NAMES)
+    until_quiet(script)
+
+
+def test_followers_elect_a_new_leader_once_the_quiet_leaders_node_is_gone(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    disconnect(script, L, F)
+    disconnect(script, L, G)
+    assert not script.nodes[F].quiet and not script.nodes[G].quiet
+    script.nodes[F]._SyncObj__raftElectionDeadline = 0  # F's fresh election deadline passes first
+    script.tick(F)
+    script.settle([F, G])
+    assert script.nodes[F]._isLeader(), f"no new leader after the quiet leader's node went: {terms(script)}"
+    assert script.nodes[F].term == script.nodes[L].term + 1
+
+
+def test_a_quiet_leader_that_loses_its_followers_steps_down(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    leader = script.nodes[L]
+    # quiet for long: the last replies it had are old
+    leader._SyncObj__lastResponseTime = dict.fromkeys(leader._SyncObj__lastResponseTime, 0.0)
+    disconnect(script, L, F)
+    disconnect(script, L, G)
+    script.tick(L)
+    assert not leader.quiet
+    assert not leader._isLeader(), "a quiet leader that can reach no follower went on leading"
+
+
+def test_a_quiet_leader_keeping_one_follower_keeps_leading(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    leader = script.nodes[L]
+    leader._SyncObj__lastResponseTime = dict.fromkeys(leader._SyncObj__lastResponseTime, 0.0)
+    disconnect(script, L, G)
+    script.tick(L)  # F is connected: counted as heard now, a majority with the leader
+    assert leader._isLeader()
+    assert not leader.quiet
+    assert script.network.pending(L, F) == ["append_entries"], "an awake leader heartbeats at once"
+
+
+def test_a_replica_reopened_under_a_quiet_leader_wakes_it_instead_of_holding_an_election(
+    tmp_path: Path,
+) -> None:
+    script = quiet_script(tmp_path)
+    term = script.nodes[L].term
+    network = script.network
+    script.nodes[G].journal.close()
+    network.crash(G)
+    network.crashed.discard(G)
+    journal = FileJournal(journal_directory(tmp_path, G))
+    script.nodes[G] = PatchedSimReplica(G, [L, F], network, journal=journal, quiesce=True)  # restarted
+    connect(script, G, L)  # the reopened replica hears of its connections: it asks for a heartbeat
+    connect(script, G, F)
+    assert "wake" in network.pending(G, L)
+    script.settle(NAMES)
+    assert script.nodes[G].leader_id == script.nodes[L].node_id
+    assert terms(script) == dict.fromkeys(NAMES, term), "the reopened replica disturbed the group"
+    script.catch_up(L, [F, G])
+    assert script.nodes[G].applied == [1]
+    until_quiet(script)
+
+
+def test_a_leader_replica_that_stops_lets_its_quiet_followers_elect(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    script.nodes[L].farewell()
+    script.network.deliver(L, F)
+    script.network.deliver(L, G)
+    for name in (F, G):
+        assert not script.nodes[name].quiet
+        assert script.nodes[name].leader_id is None
+    script.network.crash(L)
+    script.nodes[G]._SyncObj__raftElectionDeadline = 0
+    script.tick(G)
+    script.settle([F, G])
+    assert script.nodes[G]._isLeader()
+
+
+@pytest.mark.parametrize("message", ["request_vote", "timeout_now"])
+def test_election_traffic_wakes_a_quiet_follower(message: str, tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    follower = script.nodes[F]
+    term = follower.term
+    sender: Any = script.network.transports[F].nodes[G if message == "request_vote" else L]
+    if message == "request_vote":
+        follower._SyncObj__onMessageReceived(
+            sender, {"type": message, "term": term + 1, "last_log_index": 1000, "last_log_term": term}
+        )
+    else:
+        follower._SyncObj__onMessageReceived(sender, {"type": message, "term": term})
+    assert not follower.quiet
