@@ -545,7 +545,7 @@ class Node:
                 self._replica_failures.pop(group_id, None)
             elif existing.topic is not metadata:
                 if existing.topic.configs != metadata.configs:
-                    existing.log.reconfigure(metadata.log_config())
+                    self._logs.reconfigure(group_id, metadata.log_config())
                 existing.topic = metadata  # configs or replica sets changed
         await self._sweep_deleted_topics()
 

@@ -21,29 +21,37 @@ _TIME_ENTRY = struct.Struct(">qI")
 
 
 class _EntryFile:
-    """A file of fixed-size, sorted entries, appended with ``os.write`` and searched with ``os.pread``."""
+    """A file of fixed-size, sorted entries, appended and searched with ``pwrite``/``pread``. Its
+    descriptor opens on first use and closes on :meth:`release` (see ``Segment.release_handles``)."""
 
     def __init__(self, path: str, entry: struct.Struct) -> None:
         self.path = path
         self._entry = entry
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._closed = False
         size = os.fstat(self._fd).st_size
         whole = size - size % entry.size
         if whole != size:  # a torn trailing entry: drop it
             os.ftruncate(self._fd, whole)
-        os.lseek(self._fd, 0, os.SEEK_END)
         self.count = whole // entry.size
         self.last: tuple[int, int] | None = self.entry(self.count - 1) if self.count else None
         self._dirty = False
 
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            check(not self._closed, f"{self.path}: used after close")
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd
+
     def entry(self, index: int) -> tuple[int, int]:
-        data = os.pread(self._fd, self._entry.size, index * self._entry.size)
+        data = os.pread(self.fd, self._entry.size, index * self._entry.size)
         check(len(data) == self._entry.size, f"{self.path}: short read of entry {index} of {self.count}")
         first, second = self._entry.unpack(data)
         return int(first), int(second)
 
     def append(self, first: int, second: int) -> None:
-        os.write(self._fd, self._entry.pack(first, second))
+        os.pwrite(self.fd, self._entry.pack(first, second), self.count * self._entry.size)
         self.count += 1
         self.last = (first, second)
         self._dirty = True
@@ -67,26 +75,30 @@ class _EntryFile:
 
     def truncate_entries(self, keep: int) -> None:
         check(0 <= keep <= self.count, f"{self.path}: keep={keep} outside [0, {self.count}]")
-        os.ftruncate(self._fd, keep * self._entry.size)
-        os.lseek(self._fd, 0, os.SEEK_END)
+        os.ftruncate(self.fd, keep * self._entry.size)
         self.count = keep
         self.last = self.entry(keep - 1) if keep else None
         self._dirty = True
 
     def entries(self) -> list[tuple[int, int]]:
         """All entries (for consistency checks and tests; bounded by segment size / index interval)."""
-        data = os.pread(self._fd, self.count * self._entry.size, 0)
+        data = os.pread(self.fd, self.count * self._entry.size, 0)
         return [(int(a), int(b)) for a, b in self._entry.iter_unpack(data)]
 
     def flush(self) -> None:
         if self._dirty:
-            os.fdatasync(self._fd)
+            os.fdatasync(self.fd)
             self._dirty = False
 
-    def close(self) -> None:
-        if self._fd >= 0:
+    def release(self) -> None:
+        """Close the descriptor; the next use opens it again."""
+        if self._fd is not None:
             os.close(self._fd)
-            self._fd = -1
+            self._fd = None
+
+    def close(self) -> None:
+        self.release()
+        self._closed = True
 
 
 class _SparseIndex:
@@ -108,6 +120,12 @@ class _SparseIndex:
 
     def flush(self) -> None:
         self._file.flush()
+
+    def open(self) -> None:
+        self._file.fd.bit_length()  # the property opens it
+
+    def release(self) -> None:
+        self._file.release()
 
     def close(self) -> None:
         self._file.close()

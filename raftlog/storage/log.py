@@ -107,6 +107,10 @@ class Log:
         self._failed: str | None = None
         self._closed = False
         self.open_report = OpenReport()
+        # Open files: the LogManager closes those of a log unused for a while (release_handles); any use
+        # marks the log (no lock: a plain store, read by the manager's sweep as a hint).
+        self.used_at = time.monotonic()
+        self.handles_open = True
 
     # -- opening -------------------------------------------------------------------------------------
 
@@ -315,6 +319,7 @@ class Log:
         enforce_size_limit: bool = True,
         durable_elsewhere: bool = False,
     ) -> AppendResult:
+        self._touch()
         if enforce_size_limit:
             self._check_size(header.size_bytes)
         check(
@@ -387,6 +392,7 @@ class Log:
             return True
 
     def _flush_locked(self, now_ms: int) -> None:
+        self._touch()
         if self._failed is not None:
             raise StorageUnavailable(self.directory, f"log failed earlier: {self._failed}")
         try:
@@ -417,6 +423,7 @@ class Log:
             if self._closed:
                 raise LogClosed(f"log {self.directory} is closed")
             self._check_offset(offset)
+            self._touch()
             limit = self.end_offset if max_offset is None else min(max_offset, self.end_offset)
             out: list[ReadBatch] = []
             total = 0
@@ -456,6 +463,7 @@ class Log:
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record has a timestamp >= ``timestamp_ms``, or None if there is none."""
         with self._lock:
+            self._touch()
             for segment in self._segments:
                 if segment.max_timestamp_ms is None or segment.max_timestamp_ms < timestamp_ms:
                     continue
@@ -490,6 +498,7 @@ class Log:
         with self._lock:
             self._check_writable()
             self._check_offset(offset)
+            self._touch()
             if offset == self.end_offset:
                 return
             index = self._segment_index(offset)
@@ -515,6 +524,7 @@ class Log:
             self._check_writable()
             if offset < self.end_offset:
                 raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
+            self._touch()
             self._write_start_offset(offset)
             for segment in reversed(self._segments):
                 segment.delete(self._discard)
@@ -550,6 +560,26 @@ class Log:
                     self._segments[count].base_offset,
                 )
             return self.delete_oldest_segments(count)
+
+    # -- open files ----------------------------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self.used_at = time.monotonic()
+        self.handles_open = True
+
+    def release_handles(self) -> bool:
+        """Close this log's open files; every later use opens what it needs again. False, and nothing
+        done, while another thread holds the log (it is in use: not worth closing now)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self._closed:
+                for segment in self._segments:
+                    segment.release_handles()
+            self.handles_open = False
+            return True
+        finally:
+            self._lock.release()
 
     def reconfigure(self, config: LogConfig) -> None:
         """Apply a new configuration live (it takes effect from the next append, roll and retention run)."""
@@ -607,6 +637,7 @@ class LogReader:
         """The next batch, or None at the end of the log (or at ``max_offset``)."""
         owner = self._log
         with owner._lock:
+            owner._touch()
             limit = owner.end_offset if self._max_offset is None else min(self._max_offset, owner.end_offset)
             if self._next_offset >= limit:
                 return None

@@ -1,7 +1,10 @@
 """Many logs under one data directory, plus the background thread that group-commits and retains.
 
 The thread is the only I/O-driving loop here: each tick it fsyncs the logs in flush mode "group" whose
-unflushed data is older than ``flush.ms``, and every ``retention_check_interval_ms`` it applies retention.
+unflushed data is older than ``flush.ms``, every ``retention_check_interval_ms`` it applies retention, and
+every ``HANDLE_SWEEP_S`` it closes the files of logs unused for ``handles_idle_s`` and, beyond
+``open_logs_max`` logs holding files, of the least recently used ones (a node holds thousands of
+partitions, most of them idle: open files follow the partitions in use, not the partitions held).
 A failure on one log is logged with the log's name and does not stop the others.
 """
 
@@ -12,6 +15,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable
 
 from raftlog.errors import RaftlogError
@@ -23,6 +27,9 @@ log = logging.getLogger("raftlog.storage")
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 IDLE_TICK_MS = 1000
+HANDLE_SWEEP_S = 2.0
+HANDLES_IDLE_S = 10.0
+OPEN_LOGS_MAX = 512
 
 
 class LogManager:
@@ -32,9 +39,11 @@ class LogManager:
         clock: Callable[[], int] = wall_clock_ms,
         retention_check_interval_ms: int = 60_000,
         discard: Callable[[str], None] = os.unlink,
+        handles_idle_s: float = HANDLES_IDLE_S,
+        open_logs_max: int = OPEN_LOGS_MAX,
     ) -> None:
         """``discard``: where the files of segments that retention or truncation deletes go (see
-        ``Log.open``)."""
+        ``Log.open``). ``handles_idle_s``, ``open_logs_max``: see the module's docstring."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root
@@ -42,6 +51,10 @@ class LogManager:
         self._retention_interval_ms = retention_check_interval_ms
         self._discard = discard
         self._logs: dict[str, Log] = {}
+        self._group_flushed: dict[str, Log] = {}  # those in flush mode "group": looked at every tick
+        self._handles_idle_s = handles_idle_s
+        self._open_logs_max = open_logs_max
+        self._next_sweep_s = time.monotonic() + HANDLE_SWEEP_S
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -58,7 +71,21 @@ class LogManager:
                 return existing
             opened = Log.open(os.path.join(self.root, name), config, self._clock, self._discard)
             self._logs[name] = opened
+            if config.flush_mode == "group":
+                self._group_flushed[name] = opened
             return opened
+
+    def reconfigure(self, name: str, config: LogConfig) -> None:
+        """Apply a new configuration to an open log live (``Log.reconfigure``)."""
+        with self._lock:
+            opened = self._logs.get(name)
+            if opened is None:
+                return
+            opened.reconfigure(config)
+            if config.flush_mode == "group":
+                self._group_flushed[name] = opened
+            else:
+                self._group_flushed.pop(name, None)
 
     def get(self, name: str) -> Log | None:
         with self._lock:
@@ -71,6 +98,7 @@ class LogManager:
     def close_log(self, name: str) -> None:
         with self._lock:
             opened = self._logs.pop(name, None)
+            self._group_flushed.pop(name, None)
         if opened is not None:
             opened.close()
 
@@ -85,10 +113,10 @@ class LogManager:
 
     def run_once(self, now_ms: int) -> tuple[int, int]:
         """One tick of background work. Returns (logs flushed, segments deleted by retention)."""
-        with self._lock:
-            logs = list(self._logs.items())
-        flushed = deleted = 0
         retention_due = now_ms >= self._next_retention_ms
+        with self._lock:
+            logs = list((self._logs if retention_due else self._group_flushed).items())
+        flushed = deleted = 0
         if retention_due:
             self._next_retention_ms = now_ms + self._retention_interval_ms
         for name, opened in logs:
@@ -99,13 +127,29 @@ class LogManager:
                     deleted += opened.apply_retention(now_ms)
             except (RaftlogError, OSError):
                 log.exception("background work failed for log %s", name)
+        if time.monotonic() >= self._next_sweep_s:
+            self.sweep_handles(time.monotonic())
         return flushed, deleted
+
+    def sweep_handles(self, now_s: float) -> int:
+        """Close the files of the logs unused for ``handles_idle_s``, and of the least recently used ones
+        beyond ``open_logs_max``; a log in use at that moment is left for the next sweep. Returns how many
+        logs closed their files."""
+        self._next_sweep_s = now_s + HANDLE_SWEEP_S
+        with self._lock:
+            holding = [opened for opened in self._logs.values() if opened.handles_open]
+        holding.sort(key=lambda opened: opened.used_at)
+        excess = len(holding) - self._open_logs_max
+        released = 0
+        for position, opened in enumerate(holding):
+            if position >= excess and now_s - opened.used_at < self._handles_idle_s:
+                break  # the rest are more recent still
+            released += opened.release_handles()
+        return released
 
     def _tick_ms(self) -> int:
         with self._lock:
-            intervals = [
-                g.config.flush_interval_ms for g in self._logs.values() if g.config.flush_mode == "group"
-            ]
+            intervals = [g.config.flush_interval_ms for g in self._group_flushed.values()]
         return min([*intervals, IDLE_TICK_MS, self._retention_interval_ms])
 
     def start(self) -> None:

@@ -147,7 +147,8 @@ class Segment:
         self.base_offset = base_offset
         self.path = os.path.join(directory, segment_name(base_offset, ".log"))
         self._index_interval_bytes = index_interval_bytes
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._closed = False
         self.size = os.fstat(self._fd).st_size
         self.index = OffsetIndex(os.path.join(directory, segment_name(base_offset, ".index")), base_offset)
         self.time_index = TimeIndex(
@@ -163,6 +164,14 @@ class Segment:
         self.deleted = False
         self._discard: Callable[[str], None] | None = None  # set by delete()
         self._discarded: list[str] = []  # files renamed by delete(), not yet handed to its discard
+
+    @property
+    def fd(self) -> int:
+        """The data file's descriptor, opened again if :meth:`release_handles` closed it."""
+        if self._fd is None:
+            check(not self._closed, f"{self.path}: used after close")
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd
 
     # -- creation and recovery -------------------------------------------------------------------------
 
@@ -229,7 +238,7 @@ class Segment:
         max_ts = self.time_index.max_timestamp()
         expected = offset
         try:
-            for batch_position, header, _ in walk(self._fd, position, self.size, verify=True):
+            for batch_position, header, _ in walk(self.fd, position, self.size, verify=True):
                 if header.base_offset != expected:
                     return False
                 if last is None and batch_position >= self._index_interval_bytes:
@@ -253,7 +262,7 @@ class Segment:
         self._bytes_since_index = 0
         valid_end = 0
         try:
-            for position, header, _ in walk(self._fd, 0, self.size, verify):
+            for position, header, _ in walk(self.fd, 0, self.size, verify):
                 if header.base_offset != self.end_offset:
                     raise ScanStop(
                         position, f"batch base offset {header.base_offset}, expected {self.end_offset}"
@@ -291,14 +300,14 @@ class Segment:
         try:
             written = 0
             while written < len(batch):
-                written += os.pwrite(self._fd, memoryview(batch)[written:], position + written)
+                written += os.pwrite(self.fd, memoryview(batch)[written:], position + written)
         except OSError as exc:
             self._undo_partial_write(position, exc)
             raise StorageUnavailable(self.path, f"write failed: {exc}") from exc
         self.size = position + len(batch)
         self._dirty = True
         if self.size - self._written_back >= WRITEBACK_BYTES:
-            start_writeback(self._fd, self._written_back, self.size - self._written_back)
+            start_writeback(self.fd, self._written_back, self.size - self._written_back)
             self._written_back = self.size
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
@@ -306,7 +315,7 @@ class Segment:
 
     def _undo_partial_write(self, position: int, cause: OSError) -> None:
         try:
-            os.ftruncate(self._fd, position)
+            os.ftruncate(self.fd, position)
         except OSError as exc:
             raise StorageUnavailable(
                 self.path, f"write failed ({cause}) and rolling back to byte {position} failed too ({exc})"
@@ -325,13 +334,13 @@ class Segment:
     def _last_batch_offset(self) -> int:
         last = self.index.last()
         offset, position = last if last is not None else (self.base_offset, 0)
-        for _, header in walk_headers(self._fd, position, self.size):
+        for _, header in walk_headers(self.fd, position, self.size):
             offset = header.base_offset
         return offset
 
     def flush(self) -> None:
         if self._dirty:
-            os.fdatasync(self._fd)
+            os.fdatasync(self.fd)
             self._dirty = False
         self._written_back = self.size
 
@@ -341,7 +350,7 @@ class Segment:
         """Byte position of the batch holding ``offset`` (or the first one after it), None past the end."""
         _, position = self.index.lookup(offset)
         try:
-            for batch_position, header in walk_headers(self._fd, position, self.size):
+            for batch_position, header in walk_headers(self.fd, position, self.size):
                 if header.end_offset > offset:
                     return batch_position
         except ScanStop as stop:
@@ -351,7 +360,7 @@ class Segment:
     def batches(self, position: int) -> Iterator[tuple[int, BatchHeader, memoryview]]:
         """CRC-checked batches from ``position`` to the end; corruption raises ``CorruptRecord``."""
         try:
-            yield from walk(self._fd, position, self.size, verify=True)
+            yield from walk(self.fd, position, self.size, verify=True)
         except ScanStop as stop:
             raise CorruptRecord(self.path, stop.position, stop.reason) from None
 
@@ -380,15 +389,15 @@ class Segment:
         position = self.locate(offset)
         if position is None:
             raise NotBatchBoundary(offset, self.end_offset, self.end_offset)
-        header = decode_header(os.pread(self._fd, HEADER_SIZE, position))
+        header = decode_header(os.pread(self.fd, HEADER_SIZE, position))
         if header.base_offset != offset:
             raise NotBatchBoundary(offset, header.base_offset, header.end_offset)
         return position
 
     def _truncate_file(self, size: int) -> None:
         try:
-            os.ftruncate(self._fd, size)
-            os.fdatasync(self._fd)
+            os.ftruncate(self.fd, size)
+            os.fdatasync(self.fd)
         except OSError as exc:
             raise StorageUnavailable(self.path, f"truncate to {size} failed: {exc}") from exc
         self.size = size
@@ -418,6 +427,8 @@ class Segment:
         fsync on the disk behind the freed blocks' discards.
         """
         self.deleted = True
+        if self.readers:
+            self.open_handles()  # the readers go on through descriptors: the paths are about to go
         for path in (self.path, self.index.path, self.time_index.path):
             # unique: a segment at the same base may be created and deleted again (truncation) while a
             # reader still holds this one
@@ -443,10 +454,31 @@ class Segment:
         if self.readers == 0 and self.deleted:
             self.close()
 
-    def close(self) -> None:
-        if self._fd >= 0:
+    def open_handles(self) -> None:
+        """Open whatever :meth:`release_handles` closed."""
+        self.fd.bit_length()  # the property opens it
+        self.index.open()
+        self.time_index.open()
+
+    def release_handles(self) -> None:
+        """Close the data and index files (every use opens them again): a node holding thousands of idle
+        partitions keeps no descriptor for each. Data written and not yet fsynced stays in the page
+        cache; a later flush reopens the file, and an fsync covers the file, not the descriptor. A
+        segment readers hold keeps its files (they may be renamed away by a delete meanwhile)."""
+        if self.readers:
+            return
+        if self._fd is not None:
             os.close(self._fd)
-            self._fd = -1
+            self._fd = None
+        self.index.release()
+        self.time_index.release()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
             self.index.close()
             self.time_index.close()
         discard, discarded = self._discard, self._discarded

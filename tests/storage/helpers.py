@@ -156,3 +156,16 @@ def batch_positions(path: str) -> list[tuple[int, int]]:
         out.append((position, size))
         position += size
     return out
+
+
+def open_descriptors_under(directory: str | os.PathLike[str]) -> int:
+    """How many of this process's open descriptors point at files under ``directory``."""
+    prefix = os.fspath(directory)
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+        count += target.startswith(prefix)
+    return count

@@ -891,3 +891,27 @@ def test_a_lost_index_of_a_closed_segment_is_still_rebuilt(tmp_path):
     assert [r.rebuilt_indexes for r in reopened.open_report.repairs] == [True]
     assert [r.offset for r in reopened.read(17, 1)] == [17]
     reopened.close()
+
+
+def test_a_reader_keeps_its_segment_through_handle_sweeps_and_its_deletion(tmp_path):
+    log = Log.open(str(tmp_path), small_config(), FakeClock())
+    fill(log, 40)
+    everything = read_all(log)
+    infos = log.segment_infos()
+    assert log.release_handles()  # idle: every file closed
+    got = []
+    with log.reader(0) as reader:
+        got.extend(next(iter(reader)).records())  # opens the first segment again
+        assert log.release_handles()  # the segment the reader holds keeps its files
+        log.reconfigure(small_config(retention_bytes=log.size_bytes - infos[0].size_bytes))
+        assert log.apply_retention(0) == 1  # renamed away under the reader
+        assert log.release_handles()
+        for batch in reader:
+            got.extend(batch.records())
+    assert got == everything
+    assert log.release_handles()
+    log.append([ProducerRecord(b"after")])
+    log.close()
+    with open_log(tmp_path) as reopened:
+        assert read_all(reopened)[-1].value == b"after"
+        assert reopened.log_start_offset == infos[1].base_offset

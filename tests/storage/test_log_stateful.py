@@ -17,7 +17,15 @@ from raftlog.storage import Log, LogConfig, ProducerRecord, Record
 from raftlog.storage.batch import encode_batch
 from raftlog.storage.retention import SegmentInfo
 
-from .helpers import START_MS, FakeClock, as_stored, brute_offset_for_timestamp, header_strategy, read_all
+from .helpers import (
+    START_MS,
+    FakeClock,
+    as_stored,
+    brute_offset_for_timestamp,
+    header_strategy,
+    open_descriptors_under,
+    read_all,
+)
 
 timestamps = (
     st.none()
@@ -227,6 +235,12 @@ class LogMachine(RuleBasedStateMachine):
         self.log.close()
         self.log = Log.open(self.directory, self.config, clock=self.clock)
         assert not any(r.truncated_bytes for r in self.log.open_report.repairs)
+
+    @rule()
+    def release_handles(self) -> None:
+        """An idle log closes its files (the node's handle sweep); every later step opens them again."""
+        assert self.log.release_handles()
+        assert open_descriptors_under(self.directory) == 0
 
     @rule(jump=st.integers(0, 50))
     def truncate_fully_and_start_at(self, jump: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from raftlog.storage import LogConfig, ProducerRecord
 from raftlog.storage.errors import InvalidConfig, StorageUnavailable
 from raftlog.storage.manager import LogManager
+
+from .helpers import open_descriptors_under
 
 
 class FakeClock:
@@ -108,4 +111,45 @@ def test_reopening_by_name_returns_the_same_log_and_names_are_validated(tmp_path
             manager.open_log(bad, LogConfig())
     manager.delete_log("t-0")
     assert not os.path.exists(os.path.join(str(tmp_path), "t-0"))
+    manager.close()
+
+
+def test_idle_logs_close_their_files_and_the_busiest_stay_open(tmp_path: str) -> None:
+    manager = LogManager(str(tmp_path), clock=FakeClock(), handles_idle_s=10.0, open_logs_max=2)
+    logs = [manager.open_log(f"t-{i}", LogConfig()) for i in range(5)]
+    for i, log in enumerate(logs):
+        log.append([ProducerRecord(b"x")])
+        log.used_at = 100.0 + i  # used in this order: t-4 last
+    assert all(open_descriptors_under(os.path.join(tmp_path, f"t-{i}")) == 3 for i in range(5))
+    assert manager.sweep_handles(105.0) == 3, "beyond open_logs_max, the least recently used close"
+    assert [open_descriptors_under(os.path.join(tmp_path, f"t-{i}")) for i in range(5)] == [0, 0, 0, 3, 3]
+    assert manager.sweep_handles(113.5) == 1, "t-3 was unused for 10 s"
+    assert [log.handles_open for log in logs] == [False, False, False, False, True]
+    assert [r.value for r in logs[0].read(0, 1 << 20)] == [b"x"]  # reopened on use
+    logs[0].append([ProducerRecord(b"y")])
+    assert logs[0].handles_open and logs[0].end_offset == 2
+    manager.close()
+
+
+def test_a_log_in_use_is_left_for_the_next_sweep(tmp_path: str) -> None:
+    manager = LogManager(str(tmp_path), clock=FakeClock(), handles_idle_s=1.0)
+    log = manager.open_log("t-0", LogConfig())
+    log.used_at = 0.0
+    held, done = threading.Event(), threading.Event()
+
+    def in_use() -> None:  # another thread in the middle of an append or a read
+        with log._lock:
+            held.set()
+            done.wait(5)
+
+    user = threading.Thread(target=in_use)
+    user.start()
+    assert held.wait(5)
+    try:
+        assert manager.sweep_handles(100.0) == 0
+    finally:
+        done.set()
+        user.join()
+    assert log.handles_open
+    assert manager.sweep_handles(100.0) == 1
     manager.close()
