@@ -69,7 +69,7 @@ from raftlog.consensus.cluster import open_mux_group
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT, Driver
 from raftlog.consensus.errors import NoLeader, NotLeader
-from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.group import ReplicaGroup, role_changes
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation, RaftlogError, check
@@ -235,6 +235,7 @@ class Node:
         self._remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
         self._sweep_due = True  # directories of deleted topics may be left from before this start
         self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
+        self._replica_changes = 0  # bumped whenever a replica is opened or dropped (claims look again)
         self._http: aiohttp.ClientSession | None = None
         self.groups = GroupCoordinator(
             ReplicatedGroupLog(
@@ -417,6 +418,7 @@ class Node:
     async def _publish_claims(self) -> None:
         """Re-publish this node's leadership claims in its gossip metadata whenever they change."""
         measured_at = -DISK_USAGE_INTERVAL_S
+        seen: tuple[int, int] | None = None  # (role changes of this process's groups, replica map changes)
         while not self._closing:
             changed = False
             if time.monotonic() - measured_at >= DISK_USAGE_INTERVAL_S:
@@ -428,11 +430,14 @@ class Node:
                 ):
                     self._disk = disk
                     changed = True
-            claims = self._local_claims()
-            if claims != self._claims:
-                self._claims = claims
-                self._claims_version += 1
-                changed = True
+            marker = (role_changes(), self._replica_changes)  # read before the claims it vouches for
+            if marker != seen:  # else no group changed role and no replica came or went: nothing to walk
+                seen = marker
+                claims = self._local_claims()
+                if claims != self._claims:
+                    self._claims = claims
+                    self._claims_version += 1
+                    changed = True
             if changed:
                 self._gossip.set_meta(self._meta())
             await asyncio.sleep(CLAIMS_PUBLISH_INTERVAL_S)
@@ -610,6 +615,7 @@ class Node:
         replica = _Replica(metadata, partition, partition_log, machine, group)
         holder.append(replica)
         self._replicas[group_id] = replica
+        self._replica_changes += 1
         if metadata.replicas[partition][0] == self.node_id:
             # Placement made this node the partition's preferred leader: a new group elects it at once
             # (no-op for a group that has held an election), so the leader balancer need not move it.
@@ -620,6 +626,7 @@ class Node:
 
     async def _drop_replica(self, group_id: str) -> None:
         replica = self._replicas.pop(group_id)
+        self._replica_changes += 1
         replica.group.close()
         replica.wake()
         await self._driver_barrier()
@@ -688,13 +695,15 @@ class Node:
             group_id = metadata.group_id(partition)
             replica = self._replicas.get(group_id)
             if replica is not None:
-                return replica.group.status().leader is not None
+                return replica.group.role_and_leader()[1] is not None
             if self.node_id in metadata.replicas[partition]:
                 return False  # not opened here yet
             return self._view.leader_for(group_id) is not None
 
+        waiting = list(range(metadata.partitions))
         while time.monotonic() < deadline:
-            if all(has_leader(p) for p in range(metadata.partitions)):
+            waiting = [p for p in waiting if not has_leader(p)]  # each led partition is looked at once
+            if not waiting:
                 return
             await asyncio.sleep(0.02)
         log.warning(
@@ -960,7 +969,7 @@ class Node:
             # A local replica's Raft view is authoritative, except that an isolated follower keeps naming
             # its old leader (pysyncobj holds no election while connected to no peer): a leader gossip
             # reports dead or left is not a known leader.
-            leader = replica.group.status().leader
+            leader = replica.group.role_and_leader()[1]
             if leader is not None and leader != self.node_id and self._view.state(leader) in ("dead", "left"):
                 return None
             return leader
@@ -977,7 +986,7 @@ class Node:
         group_id = metadata.group_id(partition)
         replica = self._replicas.get(group_id)
         if replica is not None:
-            leader = replica.group.status().leader
+            leader = replica.group.role_and_leader()[1]
             if leader is not None and (
                 leader == self.node_id or self._view.state(leader) not in ("dead", "left")
             ):

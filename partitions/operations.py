@@ -211,14 +211,17 @@ class Operator(HttpWorker):
     async def _balance(self, moving: bool) -> None:
         machine = self._node.controller_state()
         maintenance = machine.node_flags["maintenance"]
+        now = time.monotonic()
+        due = not moving and now - self._balanced_at >= BALANCE_INTERVAL_S
+        if not due and not maintenance:
+            return  # nothing to drain, not yet time to even out: no walk over every partition
         partitions = []
         for metadata in list(machine.topics.values()):
             for partition, replicas in enumerate(metadata.replicas):
                 leader = self._node.known_leader(metadata.name, partition)
                 partitions.append(balancer.Led(metadata.name, partition, replicas, leader))
         draining = any(p.leader in maintenance for p in partitions)
-        now = time.monotonic()
-        if not draining and (moving or now - self._balanced_at < BALANCE_INTERVAL_S):
+        if not draining and not due:
             return
         self._balanced_at = now
         leaving = machine.node_flags["decommissioning"]
