@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import shutil
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
+import pytest
 from test_catch_up import Served
 from test_node import configs, controller_leader, partition_leader, until
 
@@ -26,8 +28,10 @@ async def _get(session: aiohttp.ClientSession, node: Node, path: str) -> Any:
         return await answer.json()
 
 
-async def _started(tmp_path: pathlib.Path) -> list[Served]:
-    served = [Served(c) for c in configs(tmp_path)]
+async def _started(tmp_path: pathlib.Path, meta_bytes_max: int = 512) -> list[Served]:
+    served = [
+        Served(replace(c, gossip=replace(c.gossip, meta_bytes_max=meta_bytes_max))) for c in configs(tmp_path)
+    ]
     await asyncio.gather(*(s.start() for s in served))
     return served
 
@@ -48,8 +52,13 @@ async def _orders(nodes: list[Node]) -> Node:
     return leader
 
 
-async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(tmp_path: pathlib.Path) -> None:
-    served = await _started(tmp_path)
+# 512: the failure rides in the failed node's gossip metadata; 200: only its digest fits, and the other
+# nodes fetch the list over HTTP
+@pytest.mark.parametrize("meta_bytes_max", [512, 200], ids=["in-gossip", "fetched"])
+async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(
+    tmp_path: pathlib.Path, meta_bytes_max: int
+) -> None:
+    served = await _started(tmp_path, meta_bytes_max)
     try:
         leader = await _orders([s.node for s in served])
         victim = next(s for s in served if s.node is not leader)
@@ -93,6 +102,8 @@ async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(tmp
                 await asyncio.sleep(0.1)
             else:
                 raise AssertionError("not every node reports the failed replica")
+            published = next(n for n in nodes if n is not failed)._view.meta(failed.node_id)
+            assert published is not None and (published.failures is None) is (meta_bytes_max < 512)
             for node in nodes:
                 health = await _get(session, node, "/v1/cluster/health")
                 [row] = health["failed_replicas"]
