@@ -298,8 +298,9 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "PUT", f"{_NODE}/decommission", decommission, "decommissionNode",
-        "Move every replica off a node (202: started); GET the same path for progress", "admin",
-        ok_status=202, ok_schema="Decommission", errors=(404,), write=True,
+        "Move every replica off a node (202: started; 409 when some replica has no node to go to); GET the "
+        "same path for progress", "admin",
+        ok_status=202, ok_schema="Decommission", errors=(404, 409), write=True,
     ),
     Operation(
         "GET", f"{_NODE}/decommission", decommission_progress, "decommissionProgress",

@@ -94,10 +94,15 @@ def decommission_summary(body: dict[str, Any]) -> str:
                 "stopping it lowers the controller group's fault tolerance"
             )
         return f"{node}: decommissioned: it holds no replica and may be stopped"
-    return (
+    lines = [
         f"{node}: decommissioning, {body['replicas_remaining']} replica(s) left; "
         f"moving now: {_parts(body.get('moving', []))}"
-    )
+    ]
+    blocked = body.get("blocked", [])
+    if blocked:
+        lines.append(f"blocked: {len(blocked)} partition(s) cannot move now:")
+        lines += [f"  {b['topic']}/{b['partition']}: {b['reason']}" for b in blocked]
+    return "\n".join(lines)
 
 
 def _config_value(text: str) -> Any:

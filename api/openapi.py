@@ -108,6 +108,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "log_start_offset": _INT,
             "end_offset": _INT,
             "leader_hint": _nullable(_STR),
+            # 40909: the partitions a decommission could not move, and why
+            "partitions": {
+                "type": "array",
+                "items": _obj({"topic": _STR, "partition": _INT, "reason": _STR}),
+            },
         },
         ["error_code", "message"],
     ),
@@ -474,6 +479,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "moving": {"type": "array", "items": {"type": "object"}},
             "done": {"type": "boolean"},
             "controller_voter": {"type": "boolean"},
+            # partitions that cannot move off the node now, and why (e.g. the node they move to is down)
+            "blocked": {
+                "type": "array",
+                "items": _obj(
+                    {"topic": _STR, "partition": _INT, "reason": _STR}, ["topic", "partition", "reason"]
+                ),
+            },
         },
         ["node_id", "decommissioning", "replicas_remaining", "done"],
     ),

@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 
 from membership import Gossip, GossipConfig, Member, MemberState
-from partitions import commands, reconfigure, replica_failures
+from partitions import commands, decommission, reconfigure, replica_failures
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.catch_up import catch_up, http_fetch
 from partitions.cluster_view import ClusterView, encode_meta
@@ -50,6 +50,7 @@ from partitions.controller import (
 )
 from partitions.controller import encode as encode_controller
 from partitions.errors import (
+    DecommissionImpossible,
     InvalidReassignment,
     InvalidTopic,
     ReassignmentInProgress,
@@ -1249,11 +1250,35 @@ class Node:
 
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         """Mark a node decommissioning / in maintenance, or clear it. Recommissioning also turns around the
-        moves still taking replicas off the node."""
+        moves still taking replicas off the node. A decommission that could never finish (a replica with no
+        node to go to) is refused: DecommissionImpossible, nothing changes."""
         self._known_node(node_id)
+        if flag == "decommissioning" and on and node_id not in self._controller_machine.node_flags[flag]:
+            if not self.leads_controller():  # judged on the metadata every committed move is applied to
+                raise NotLeader(CONTROLLER_GROUP, self._controller_group().status().leader)
+            self._refuse_impossible_decommission(node_id)
         await self.propose_controller(SetNodeFlag(node_id, flag, on))
         if flag == "decommissioning" and not on:
             await self._operator.cancel_moves_off(node_id)
+
+    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
+        machine = self._controller_machine
+        return decommission.blockers(
+            node_id,
+            {m.name: m.replicas for m in list(machine.topics.values())},
+            dict(machine.reassignments),
+            self.alive_nodes(),
+            {*machine.node_flags["decommissioning"], node_id},
+        )
+
+    def _refuse_impossible_decommission(self, node_id: str) -> None:
+        stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
+        if stuck:
+            leaving = {*self._controller_machine.node_flags["decommissioning"], node_id}
+            message = decommission.refusal(node_id, stuck, self.alive_nodes(), leaving)
+            raise DecommissionImpossible(
+                node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
+            )
 
     def decommission_status(self, node_id: str) -> dict[str, Any]:
         self._known_node(node_id)
@@ -1277,6 +1302,11 @@ class Node:
             "partitions": holding,
             "moving": moving,
             "done": decommissioning and not holding,
+            # partitions that cannot move off the node now, and why
+            "blocked": [
+                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
+                for b in (self._decommission_blockers(node_id) if decommissioning else [])
+            ],
             # the controller group's voters are fixed: a decommissioned voter still counts in its quorum
             "controller_voter": node_id in self.config.controller_voters and not self.config.join,
         }

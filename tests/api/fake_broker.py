@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions import reconfigure
+from partitions import decommission, reconfigure
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.controller import Reassignment, TopicMetadata, validate_topic
 from partitions.errors import (
+    DecommissionImpossible,
     NoReassignment,
     ReassignmentInProgress,
     SequenceTooOld,
@@ -524,10 +525,29 @@ class FakeBroker:
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         nodes = self.cluster.flags[flag]
+        if flag == "decommissioning" and on and node_id not in nodes:
+            stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
+            if stuck:
+                message = decommission.refusal(node_id, stuck, self._alive(), {*nodes, node_id})
+                raise DecommissionImpossible(
+                    node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
+                )
         if on:
             nodes.add(node_id)
         else:
             nodes.discard(node_id)
+
+    def _alive(self) -> list[str]:
+        return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+
+    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
+        return decommission.blockers(
+            node_id,
+            {m.name: m.replicas for m in self.cluster.topics.values()},
+            self.cluster.moves,
+            self._alive(),
+            {*self.cluster.flags["decommissioning"], node_id},
+        )
 
     def decommission_status(self, node_id: str) -> dict[str, Any]:
         if node_id not in self.cluster.node_ids:
@@ -546,6 +566,10 @@ class FakeBroker:
             "partitions": holding,
             "moving": [],
             "done": leaving and not holding,
+            "blocked": [
+                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
+                for b in (self._decommission_blockers(node_id) if leaving else [])
+            ],
         }
 
     def internal_credential_ok(self, presented: str) -> bool:
