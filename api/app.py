@@ -808,7 +808,7 @@ async def transfer_leadership(request: web.Request) -> web.Response:
         raise BadRequest(f"query parameter target: {target!r} is not a replica of {meta.name}/{partition}")
     _served_here(state, meta, partition)
     await state.broker.transfer_leadership(meta.name, partition, target, state.settings.admin_timeout_ms)
-    leader = state.broker.leader_hint(meta.name, partition)
+    leader = state.broker.known_leader(meta.name, partition)  # the one it saw take over, never a guess
     return web.json_response({"topic": meta.name, "partition": partition, "leader": leader})
 
 

@@ -982,9 +982,10 @@ class Node:
     # -- admin ---------------------------------------------------------------------------------------
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
-        """The leader's view (match offsets, lag, in sync) when this node leads; otherwise what this node
-        knows: NotLeader when another node is known to lead (ask it), else no leader and ``in_sync``
-        unknown. A replica that cannot open or replay is "failed" with its error, wherever it is."""
+        """The leader's view (match offsets, lag, in sync) when this node leads; otherwise what this node's
+        replica knows: the leader it follows (the API then asks that leader) or none, ``in_sync`` unknown.
+        This node's replica cannot open or replay: NotLeader naming a known leader, else a state with no
+        leader and no offsets. Any replica that cannot open or replay is "failed" with its error."""
         metadata = self.topic(topic)
         if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
             raise UnknownPartition(topic, partition)
