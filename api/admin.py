@@ -255,6 +255,19 @@ async def controller_metadata(request: web.Request) -> web.Response:
     )
 
 
+async def replica_failures(request: web.Request) -> web.Response:
+    """This node's replicas that cannot open or replay, for a peer whose gossip carried only their digest
+    (the list did not fit the gossip metadata)."""
+    _internal(request)
+    broker = _context(request).broker
+    digest, failures = broker.replica_failures()
+    rows = [
+        {"topic": f.topic, "partition": f.partition, "error": f.error, "attempts": f.attempts}
+        for f in failures
+    ]
+    return web.json_response({"node": broker.node_id, "digest": digest, "failures": rows})
+
+
 _MOVES = "/v1/partitions/{topic}/{partition}/replicas"
 _NODE = "/v1/nodes/{node_id}"
 _MEMBERSHIP = "/replication/partitions/{topic}/{partition}/membership"
@@ -285,8 +298,9 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "PUT", f"{_NODE}/decommission", decommission, "decommissionNode",
-        "Move every replica off a node (202: started); GET the same path for progress", "admin",
-        ok_status=202, ok_schema="Decommission", errors=(404,), write=True,
+        "Move every replica off a node (202: started; 409 when some replica has no node to go to); GET the "
+        "same path for progress", "admin",
+        ok_status=202, ok_schema="Decommission", errors=(404, 409), write=True,
     ),
     Operation(
         "GET", f"{_NODE}/decommission", decommission_progress, "decommissionProgress",
@@ -322,5 +336,10 @@ ROUTES: tuple[Operation, ...] = (
         "(cluster credential)", "operations",
         query=(Param("applied_index", "integer", "the caller's: no snapshot when unchanged", minimum=0),),
         ok_schema="ControllerMetadata", errors=(401, 503),
+    ),
+    Operation(
+        "GET", "/replication/failures", replica_failures, "replicaFailures",
+        "Internal: this node's partition replicas that cannot open or replay (cluster credential)",
+        "operations", ok_schema="ReplicaFailures", errors=(401,), forward=False,
     ),
 )  # fmt: skip

@@ -78,7 +78,7 @@ from api.schemas import (
     response_flavour,
     wants_record_batches,
 )
-from partitions.broker import Broker
+from partitions.broker import Broker, PartitionState
 from partitions.controller import CONTROLLER_GROUP, TopicMetadata
 from partitions.errors import InvalidTopic, UnknownPartition, UnknownTopic
 from partitions.groups.coordinator import is_internal
@@ -265,29 +265,106 @@ def _forwarded_json(answer: Forwarded) -> Any:
 # -- client API ----------------------------------------------------------------------------------------
 
 
-def _partition_views(state: AppState, meta: TopicMetadata) -> list[dict[str, Any]]:
-    broker = state.broker
-    alive = {node.node_id for node in broker.nodes() if node.state == "alive"}
+Failures = dict[tuple[str, int], dict[str, str]]  # (topic, partition) -> node -> why it cannot open or replay
+VIEW_FORWARDS_MAX = 16  # partitions of one topic asked of their leaders at once
+
+
+def _failures(broker: Broker) -> Failures:
+    table: Failures = {}
+    for failure in broker.failed_replicas():
+        table.setdefault((failure.topic, failure.partition), {})[failure.node] = failure.error
+    return table
+
+
+def _replica_views(
+    meta: TopicMetadata,
+    partition: int,
+    leader: str | None,
+    detail: PartitionState | None,
+    failed: dict[str, str],
+) -> list[dict[str, Any]]:
+    """The replicas of one partition: ``in_sync`` from the leader's view (``detail``), unknown (None)
+    without it; a replica that cannot open or replay is never in sync and carries its error."""
+    states = {} if detail is None else {r.node: r for r in detail.replicas}
     views = []
-    for partition, replicas in enumerate(meta.replicas):
-        leader = broker.leader_hint(meta.name, partition)
-        in_sync = {node: node in alive for node in replicas}
-        if broker.node_id in replicas:
-            try:
-                detail = broker.partition_state(meta.name, partition)
-            except ConsensusError:
-                pass  # not the leader, or none right now: keep the membership view
-            else:
-                leader = detail.leader
-                in_sync.update({r.node: r.in_sync for r in detail.replicas if r.node in in_sync})
-        views.append(
-            {
-                "partition": partition,
-                "leader": leader,
-                "replicas": [{"node": n, "leader": n == leader, "in_sync": in_sync[n]} for n in replicas],
-            }
-        )
+    for node in meta.replicas[partition]:
+        state = states.get(node)
+        error = state.error if state is not None and state.error is not None else failed.get(node)
+        in_sync = False if error is not None else (None if state is None else state.in_sync)
+        views.append({"node": node, "leader": node == leader, "in_sync": in_sync, "error": error})
     return views
+
+
+def _view_here(broker: Broker, meta: TopicMetadata, partition: int, failures: Failures) -> dict[str, Any]:
+    """One partition as this node can tell it: led here, the leader's view; no leader known, the leader is
+    null and ``in_sync`` unknown. NotLeader when another node is known to lead it (ask that node)."""
+    group_id = meta.group_id(partition)
+    leader = broker.known_leader(meta.name, partition)  # never a routing guess
+    detail = None
+    if leader is not None:
+        if leader != broker.node_id:
+            raise NotLeader(group_id, leader)
+        try:
+            detail = broker.partition_state(meta.name, partition)
+        except NoLeader:
+            leader = None  # lost it this moment, no successor known
+        else:
+            leader = detail.leader
+            if leader is not None and leader != broker.node_id:
+                raise NotLeader(group_id, leader)
+    failed = failures.get((meta.name, partition), {})
+    return {
+        "partition": partition,
+        "leader": leader,
+        "replicas": _replica_views(meta, partition, leader, detail, failed),
+    }
+
+
+async def _view(
+    request: web.Request, meta: TopicMetadata, partition: int, failures: Failures
+) -> dict[str, Any]:
+    """One partition as its leader tells it (asked over HTTP when it is another node: only the leader knows
+    whether its followers are in sync). A leader that cannot be asked is still named; ``in_sync`` is then
+    unknown."""
+    try:
+        return _view_here(_state(request).broker, meta, partition, failures)
+    except NotLeader as exc:
+        refusal = exc
+    path = f"/topics/{urllib.parse.quote(meta.name, safe='')}/partitions/{partition}"
+    try:
+        answer = await _forward(request, refusal, "GET", path, b"", write=False)
+    except RaftlogError as exc:
+        reason = str(exc)
+    else:
+        if answer.status == 200:
+            view = _forwarded_json(answer)
+            check(
+                isinstance(view, dict) and view.get("partition") == partition and "replicas" in view,
+                f"leader {refusal.leader_hint} answered {str(view)[:200]} for {meta.name}/{partition}",
+            )
+            return dict(view)
+        reason = f"answered {answer.status}: {answer.error_payload()['message']}"
+    log.info(
+        "%s/%d: leader %s not asked for its view (%s)", meta.name, partition, refusal.leader_hint, reason
+    )
+    leader = refusal.leader_hint
+    failed = failures.get((meta.name, partition), {})
+    return {
+        "partition": partition,
+        "leader": leader,
+        "replicas": _replica_views(meta, partition, leader, None, failed),
+    }
+
+
+async def _partition_views(request: web.Request, meta: TopicMetadata) -> list[dict[str, Any]]:
+    failures = _failures(_state(request).broker)
+    semaphore = asyncio.Semaphore(VIEW_FORWARDS_MAX)
+
+    async def one(partition: int) -> dict[str, Any]:
+        async with semaphore:
+            return await _view(request, meta, partition, failures)
+
+    return list(await asyncio.gather(*(one(p) for p in range(meta.partitions))))
 
 
 async def list_topics(request: web.Request) -> web.Response:
@@ -300,7 +377,7 @@ async def get_topic(request: web.Request) -> web.Response:
     return web.json_response(
         {
             "name": meta.name,
-            "partitions": _partition_views(state, meta),
+            "partitions": await _partition_views(request, meta),
             "replication_factor": len(meta.replicas[0]) if meta.replicas else 0,
             "configs": meta.configs,
         }
@@ -310,7 +387,14 @@ async def get_topic(request: web.Request) -> web.Response:
 async def get_partitions(request: web.Request) -> web.Response:
     state = _state(request)
     meta = state.broker.topic(request.match_info["topic"])
-    return web.json_response(_partition_views(state, meta))
+    return web.json_response(await _partition_views(request, meta))
+
+
+async def get_partition(request: web.Request) -> web.Response:
+    state = _state(request)
+    partition = _partition(request)
+    meta = _topic_partition(state.broker, request.match_info["topic"], partition)
+    return web.json_response(await _view(request, meta, partition, _failures(state.broker)))
 
 
 async def get_offsets(request: web.Request) -> web.Response:
@@ -614,11 +698,14 @@ async def committed_offsets(request: web.Request) -> web.Response:
 
 async def cluster_health(request: web.Request) -> web.Response:
     """Redpanda's shape, from this node's view. A partition is leaderless when no leader is known (this
-    node's replica, or gossiped claims: never a routing guess); under-replicated when a replica's node is
-    not alive, or when this node leads it and a replica is not in sync. Healthy needs a controller, no
-    node down, and no leaderless or under-replicated partition."""
+    node's replica, or gossiped claims: never a routing guess, never a replica that cannot open or
+    replay); under-replicated when a replica's node is not alive, a replica cannot open or replay (on any
+    node: each gossips its own), or this node leads it and a replica is not in sync. Healthy needs a
+    controller, no node down, no failed replica, and no leaderless or under-replicated partition."""
     broker = _state(request).broker
     nodes = broker.nodes()
+    failed = broker.failed_replicas()
+    failed_partitions = {(f.topic, f.partition) for f in failed}
     states = {node.node_id: node.state for node in nodes}
     retired = admin.decommissioned(broker, nodes)  # emptied by a decommission: expected to be gone
     down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
@@ -633,7 +720,9 @@ async def cluster_health(request: web.Request) -> web.Response:
             where = {"topic": name, "partition": partition}
             if broker.known_leader(name, partition) is None:
                 leaderless.append(where)
-            lagging = any(states.get(node) != "alive" for node in replicas)
+            lagging = (name, partition) in failed_partitions or any(
+                states.get(n) != "alive" for n in replicas
+            )
             if not lagging and broker.node_id in replicas:
                 try:
                     detail = broker.partition_state(name, partition)
@@ -647,12 +736,15 @@ async def cluster_health(request: web.Request) -> web.Response:
     controller = broker.controller()
     return web.json_response(
         {
-            "is_healthy": controller is not None and not down and not leaderless and not under_replicated,
+            "is_healthy": (
+                controller is not None and not down and not failed and not leaderless and not under_replicated
+            ),
             "controller": controller,
             "nodes": sorted(states),
             "nodes_down": down,
             "leaderless_partitions": leaderless,
             "under_replicated_partitions": under_replicated,
+            "failed_replicas": [asdict(f) for f in failed],
             **admin.health_extras(broker, nodes),
         }
     )
@@ -716,7 +808,7 @@ async def transfer_leadership(request: web.Request) -> web.Response:
         raise BadRequest(f"query parameter target: {target!r} is not a replica of {meta.name}/{partition}")
     _served_here(state, meta, partition)
     await state.broker.transfer_leadership(meta.name, partition, target, state.settings.admin_timeout_ms)
-    leader = state.broker.leader_hint(meta.name, partition)
+    leader = state.broker.known_leader(meta.name, partition)  # the one it saw take over, never a guess
     return web.json_response({"topic": meta.name, "partition": partition, "leader": leader})
 
 
@@ -795,8 +887,14 @@ ROUTES: tuple[Operation, ...] = (
         errors=(404, 413, 415, 422, 504), write=True,
     ),
     Operation(
-        "GET", f"{_TOPIC}/partitions", get_partitions, "listPartitions", "A topic's partitions", "client",
+        "GET", f"{_TOPIC}/partitions", get_partitions, "listPartitions",
+        "A topic's partitions: each leader, and which replicas are in sync as their leader says", "client",
         ok_schema="Partitions", errors=(404,),
+    ),
+    Operation(
+        "GET", _PARTITION, get_partition, "getPartition",
+        "A partition: its leader, and which replicas are in sync as the leader says", "client",
+        ok_schema="Partition", errors=(404,),
     ),
     Operation(
         "POST", _PARTITION, produce_to_partition, "produceToPartition", "Produce records to one partition",

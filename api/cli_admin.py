@@ -45,6 +45,12 @@ def health_summary(body: dict[str, Any]) -> str:
         f"leaderless partitions: {_parts(body['leaderless_partitions'])}",
         f"under-replicated partitions: {_parts(body['under_replicated_partitions'])}",
     ]
+    failed = body.get("failed_replicas", [])
+    lines.append(f"failed replicas (cannot open or replay): {'none' if not failed else len(failed)}")
+    for row in failed:
+        lines.append(
+            f"  {row['node']} {row['topic']}/{row['partition']} (attempt {row['attempts']}): {row['error']}"
+        )
     if body.get("moving_partitions"):
         lines.append(f"moving partitions: {_parts(body['moving_partitions'])}")
     if body.get("nodes_maintenance"):
@@ -88,10 +94,15 @@ def decommission_summary(body: dict[str, Any]) -> str:
                 "stopping it lowers the controller group's fault tolerance"
             )
         return f"{node}: decommissioned: it holds no replica and may be stopped"
-    return (
+    lines = [
         f"{node}: decommissioning, {body['replicas_remaining']} replica(s) left; "
         f"moving now: {_parts(body.get('moving', []))}"
-    )
+    ]
+    blocked = body.get("blocked", [])
+    if blocked:
+        lines.append(f"blocked: {len(blocked)} partition(s) cannot move now:")
+        lines += [f"  {b['topic']}/{b['partition']}: {b['reason']}" for b in blocked]
+    return "\n".join(lines)
 
 
 def _config_value(text: str) -> Any:
@@ -120,7 +131,8 @@ def add_commands(
     cluster_sub.add_parser(
         "health",
         parents=common,
-        help="controller, nodes down, leaderless/under-replicated, disk (exit 1 if unhealthy)",
+        help="controller, nodes down, failed replicas, leaderless and under-replicated partitions, disk "
+        "(exit 1 if unhealthy)",
     ).set_defaults(run=run(health))
 
     async def nodes(client: RaftlogClient, args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
+    DecommissionImpossible,
     InvalidCommand,
     InvalidReassignment,
     InvalidTopic,
@@ -170,6 +171,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (NoReassignment, HttpError(404, 40406)),
     (InvalidReassignment, HttpError(400, 40002)),
     (ReassignmentInProgress, HttpError(409, 40908)),
+    (DecommissionImpossible, HttpError(409, 40909)),
     (SequenceTooOld, HttpError(409, 40902)),
     (RecordTooLarge, HttpError(413, 41301)),
     (UnsupportedMediaType, HttpError(415, 41501)),
@@ -216,6 +218,8 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["limit_bytes"] = error.limit_bytes
     if isinstance(error, NotLeader):
         payload["leader_hint"] = error.leader_hint
+    if isinstance(error, DecommissionImpossible):
+        payload["partitions"] = [{"topic": t, "partition": p, "reason": r} for t, p, r in error.partitions]
     if isinstance(error, MethodNotAllowed):
         payload["allowed"] = error.allowed
     if isinstance(error, StaleGeneration):

@@ -108,11 +108,24 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "log_start_offset": _INT,
             "end_offset": _INT,
             "leader_hint": _nullable(_STR),
+            # 40909: the partitions a decommission could not move, and why
+            "partitions": {
+                "type": "array",
+                "items": _obj({"topic": _STR, "partition": _INT, "reason": _STR}),
+            },
         },
         ["error_code", "message"],
     ),
     "TopicNames": {"type": "array", "items": _STR},
-    "Replica": _obj({"node": _STR, "leader": {"type": "boolean"}, "in_sync": {"type": "boolean"}}),
+    "Replica": _obj(
+        {
+            "node": _STR,
+            "leader": {"type": "boolean"},
+            # as the partition's leader says; null: unknown (no leader known, or it could not be asked)
+            "in_sync": _nullable({"type": "boolean"}),
+            "error": _nullable(_STR),  # why the replica cannot open or replay; null unless it failed
+        }
+    ),
     "Partition": _obj(
         {
             "partition": _INT,
@@ -220,7 +233,27 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "type": "array",
                 "items": _obj({"topic": _STR, "partition": _INT}),
             },
+            "failed_replicas": {"type": "array", "items": _ref("FailedReplica")},
         }
+    ),
+    # a partition replica that cannot open or replay, on any node
+    "FailedReplica": _obj(
+        {"node": _STR, "topic": _STR, "partition": _INT, "error": _STR, "attempts": _INT},
+        ["node", "topic", "partition", "error", "attempts"],
+    ),
+    "ReplicaFailures": _obj(
+        {
+            "node": _STR,
+            "digest": _INT,
+            "failures": {
+                "type": "array",
+                "items": _obj(
+                    {"topic": _STR, "partition": _INT, "error": _STR, "attempts": _INT},
+                    ["topic", "partition", "error", "attempts"],
+                ),
+            },
+        },
+        ["node", "digest", "failures"],
     ),
     "Nodes": {
         "type": "array",
@@ -268,18 +301,20 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "topic": _STR,
             "partition": _INT,
             "leader": _nullable(_STR),
-            "term": _INT,
-            "high_watermark": _INT,
-            "log_start_offset": _INT,
+            # null with the offsets: asked of a replica that cannot open or replay while no leader is known
+            "term": _nullable(_INT),
+            "high_watermark": _nullable(_INT),
+            "log_start_offset": _nullable(_INT),
             "replicas": {
                 "type": "array",
                 "items": _obj(
                     {
                         "node": _STR,
-                        "role": _STR,
+                        "role": {"type": "string", "enum": ["leader", "follower", "unknown", "failed"]},
                         "match_offset": _nullable(_INT),
                         "lag": _nullable(_INT),
-                        "in_sync": {"type": "boolean"},
+                        "in_sync": _nullable({"type": "boolean"}),  # null: unknown (not asked of a leader)
+                        "error": _nullable(_STR),  # why a failed replica cannot open or replay
                     }
                 ),
             },
@@ -444,6 +479,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "moving": {"type": "array", "items": {"type": "object"}},
             "done": {"type": "boolean"},
             "controller_voter": {"type": "boolean"},
+            # partitions that cannot move off the node now, and why (e.g. the node they move to is down)
+            "blocked": {
+                "type": "array",
+                "items": _obj(
+                    {"topic": _STR, "partition": _INT, "reason": _STR}, ["topic", "partition", "reason"]
+                ),
+            },
         },
         ["node_id", "decommissioning", "replicas_remaining", "done"],
     ),

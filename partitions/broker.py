@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from partitions.controller import TopicMetadata
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.reconfigure import MemberView, MoveProgress
+from partitions.replica_failures import ReplicaFailure
 from raftlog.storage.batch import ProducerRecord, Record
 
 
@@ -36,10 +37,11 @@ class PartitionOffsets:
 @dataclass(frozen=True, slots=True)
 class ReplicaState:
     node: str
-    role: str  # "leader" | "follower" | "candidate" | "unknown"
+    role: str  # "leader" | "follower" | "unknown" | "failed" (cannot open or replay: see ``error``)
     match_offset: int | None = None  # leader's view, in Raft indexes
     lag: int | None = None
-    in_sync: bool = False
+    in_sync: bool | None = None  # None: unknown (only the leader knows; asked where no leader is known)
+    error: str | None = None  # why a failed replica cannot open or replay
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +49,9 @@ class PartitionState:
     topic: str
     partition: int
     leader: str | None
-    term: int
-    high_watermark: int
-    log_start_offset: int
+    term: int | None  # None (and the offsets too): asked of a failed replica while no leader is known
+    high_watermark: int | None
+    log_start_offset: int | None
     replicas: list[ReplicaState] = field(default_factory=list)
     move: MoveProgress | None = None  # a replica move in progress
 
@@ -137,6 +139,15 @@ class Broker(Protocol):
 
     def leadership(self) -> tuple[int, dict[str, int]]:
         """This node's leadership claims (Raft group -> term) and their version, as gossiped."""
+        ...
+
+    def replica_failures(self) -> tuple[int, list[ReplicaFailure]]:
+        """This node's replicas that cannot open or replay and their digest, as gossiped."""
+        ...
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        """Every replica in the cluster known to be unable to open or replay: this node's and those its
+        live peers gossip. Such a replica is never named a partition's leader."""
         ...
 
     # -- admin -------------------------------------------------------------------------------------

@@ -1,17 +1,24 @@
 """What gossip tells this node about the others (pure: no sockets, no clock).
 
-Each node publishes a small gossip metadata blob: its HTTP and Raft addresses and its leadership claims
-(partition group -> the Raft term in which it leads). When the claims do not fit the gossip budget only
+Each node publishes a small gossip metadata blob: its HTTP and Raft addresses, its leadership claims
+(partition group -> the Raft term in which it leads), its disk use and, only while one of its replicas
+has failed, those failures (``replica_failures``). When the claims do not fit the gossip budget only
 their version travels, and peers fetch the table over HTTP (``GET /replication/leadership``) when the
-version changes. Membership is advisory: the view feeds routing and placement, never a Raft voter set.
+version changes; likewise a failure list that does not fit travels as its digest and peers fetch it
+(``GET /replication/failures``) when the digest differs from the list they hold. A node with no failed
+replica sends no failure field at all. Membership is advisory: the view feeds routing, placement and
+health, never a Raft voter set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import msgpack
+
+from partitions import replica_failures
+from partitions.replica_failures import NO_FAILURES_DIGEST, ReplicaFailure
 
 META_VERSION = 1
 STATES = ("alive", "suspect", "dead", "left")
@@ -28,6 +35,8 @@ class NodeMeta:
     claims_version: int
     claims: dict[str, int] | None  # None: too large for gossip, fetch it over HTTP
     disk: tuple[int, int] | None = None  # (bytes used under the node's data dir, bytes free on its disk)
+    failures_digest: int = NO_FAILURES_DIGEST  # of the node's failed replicas (none: NO_FAILURES_DIGEST)
+    failures: tuple[ReplicaFailure, ...] | None = ()  # None: too large for gossip, fetch it over HTTP
 
 
 def encode_meta(
@@ -37,20 +46,30 @@ def encode_meta(
     claims: Mapping[str, int],
     limit_bytes: int,
     disk: tuple[int, int] | None = None,
+    failures: Sequence[ReplicaFailure] = (),
 ) -> bytes:
-    """The gossip metadata blob; claims are left out (version only) when they would exceed ``limit_bytes``.
-    ``disk`` (used, free bytes) rides as an optional sixth field."""
-    tail = [] if disk is None else [list(disk)]
-    full: bytes = msgpack.packb(
-        [META_VERSION, http, raft, claims_version, sorted([g, t] for g, t in claims.items()), *tail],
-        use_bin_type=True,
+    """The gossip metadata blob. ``disk`` (used, free bytes) rides as an optional sixth field; failed
+    replicas, when there are any, as a seventh: [digest, rows]. What does not fit ``limit_bytes`` is left
+    out, the failure rows first, then the claims, then both (their version and digest still travel)."""
+    claim_rows = sorted([g, t] for g, t in claims.items())
+    tail: list[object] = [] if disk is None else [list(disk)]
+    failure_rows = replica_failures.rows(failures) if failures else None
+    blob = b""
+    for with_claims, with_failures in ((True, True), (True, False), (False, True), (False, False)):
+        fields: list[object] = [META_VERSION, http, raft, claims_version, claim_rows if with_claims else None]
+        if failure_rows is not None:
+            fields += [
+                list(disk) if disk is not None else None,
+                [replica_failures.digest(failures), failure_rows if with_failures else None],
+            ]
+        else:
+            fields += tail
+        blob = bytes(msgpack.packb(fields, use_bin_type=True))
+        if len(blob) <= limit_bytes:
+            return blob
+    raise ValueError(
+        f"gossip metadata of {len(blob)} bytes exceeds {limit_bytes} even without claims and failures"
     )
-    if len(full) <= limit_bytes:
-        return full
-    brief: bytes = msgpack.packb([META_VERSION, http, raft, claims_version, None, *tail], use_bin_type=True)
-    if len(brief) > limit_bytes:
-        raise ValueError(f"gossip metadata of {len(brief)} bytes exceeds {limit_bytes} even without claims")
-    return brief
 
 
 def decode_meta(blob: bytes) -> NodeMeta:
@@ -66,18 +85,31 @@ def decode_meta(blob: bytes) -> NodeMeta:
         msgpack.StackError,
     ) as exc:
         raise MetaFormatError(f"unreadable gossip metadata: {exc}") from None
-    disk = _disk(fields[5]) if len(fields) > 5 else None
+    disk = _disk(fields[5]) if len(fields) > 5 and fields[5] is not None else None
     if version != META_VERSION or not isinstance(http, str) or not isinstance(raft, str):
         raise MetaFormatError(f"unknown gossip metadata version {version!r}")
     if not isinstance(claims_version, int):
         raise MetaFormatError("claims version is not an integer")
+    failures_digest, failures = _failures(fields[6]) if len(fields) > 6 else (NO_FAILURES_DIGEST, ())
     if claims is None:
-        return NodeMeta(http, raft, claims_version, None, disk)
+        return NodeMeta(http, raft, claims_version, None, disk, failures_digest, failures)
     try:
         table = {str(group): int(term) for group, term in claims}
     except (TypeError, ValueError):
         raise MetaFormatError("malformed leadership claims") from None
-    return NodeMeta(http, raft, claims_version, table, disk)
+    return NodeMeta(http, raft, claims_version, table, disk, failures_digest, failures)
+
+
+def _failures(value: object) -> tuple[int, tuple[ReplicaFailure, ...] | None]:
+    """[digest, rows or None]; the rows' node is filled in by the view (it knows the sender)."""
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], int):
+        raise MetaFormatError(f"malformed replica failures {str(value)[:40]!r}")
+    if value[1] is None:
+        return value[0], None
+    try:
+        return value[0], tuple(replica_failures.from_rows("", value[1]))
+    except ValueError as exc:
+        raise MetaFormatError(str(exc)) from None
 
 
 def _disk(value: object) -> tuple[int, int]:
@@ -97,6 +129,8 @@ class _Peer:
     meta: NodeMeta | None = None
     claims: dict[str, int] = field(default_factory=dict)
     claims_version: int = -1  # version of ``claims``
+    failures: dict[tuple[str, int], ReplicaFailure] = field(default_factory=dict)  # (topic, partition)
+    failures_digest: int = NO_FAILURES_DIGEST  # of ``failures``
 
 
 class ClusterView:
@@ -121,6 +155,8 @@ class ClusterView:
         peer.meta = decoded
         if decoded.claims is not None:
             peer.claims, peer.claims_version = decoded.claims, decoded.claims_version
+        if decoded.failures is not None:
+            self._set_failures(peer, node_id, decoded.failures)
         return decoded
 
     def remove(self, node_id: str) -> None:
@@ -142,6 +178,46 @@ class ClusterView:
             and peer.meta.claims_version > peer.claims_version
             and peer.state in ("alive", "suspect")
         )
+
+    def set_failures(self, node_id: str, failures: Sequence[ReplicaFailure]) -> None:
+        """A member's failed replicas fetched over HTTP (it published only their digest)."""
+        peer = self._peers.get(node_id)
+        if peer is not None:
+            self._set_failures(peer, node_id, failures)
+
+    @staticmethod
+    def _set_failures(peer: _Peer, node_id: str, failures: Sequence[ReplicaFailure]) -> None:
+        owned = [replace(f, node=node_id) for f in failures]
+        peer.failures = {(f.topic, f.partition): f for f in owned}
+        peer.failures_digest = replica_failures.digest(owned)
+
+    def needs_failures(self, node_id: str) -> bool:
+        """True when the member published a failure list we do not hold (too large for its gossip)."""
+        peer = self._peers.get(node_id)
+        return (
+            peer is not None
+            and peer.meta is not None
+            and peer.meta.failures is None
+            and peer.meta.failures_digest != peer.failures_digest
+            and peer.state in ("alive", "suspect")
+        )
+
+    def failure(self, node_id: str, topic: str, partition: int) -> ReplicaFailure | None:
+        """The member's replica of the partition if it reports it failed (dead and left members report
+        nothing: they are down altogether)."""
+        peer = self._peers.get(node_id)
+        if peer is None or not peer.failures or peer.state in ("dead", "left"):
+            return None
+        return peer.failures.get((topic, partition))
+
+    def failures(self) -> list[ReplicaFailure]:
+        """Every failed replica the alive and suspect members report."""
+        return [
+            failure
+            for peer in self._peers.values()
+            if peer.failures and peer.state in ("alive", "suspect")
+            for failure in peer.failures.values()
+        ]
 
     def state(self, node_id: str) -> str | None:
         peer = self._peers.get(node_id)

@@ -93,3 +93,13 @@ class NoReassignment(PartitionError):
         super().__init__(f"{topic}/{partition} has no replica move in progress")
         self.topic = topic
         self.partition = partition
+
+
+class DecommissionImpossible(PartitionError):
+    """A decommission that could never finish: some replicas of the node have no node to go to. Nothing
+    was changed. ``partitions``: (topic, partition, reason) of each."""
+
+    def __init__(self, node_id: str, message: str, partitions: tuple[tuple[str, int, str], ...]) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+        self.partitions = partitions

@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 
 from membership import Gossip, GossipConfig, Member, MemberState
-from partitions import commands, reconfigure
+from partitions import commands, decommission, reconfigure, replica_failures
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.catch_up import catch_up, http_fetch
 from partitions.cluster_view import ClusterView, encode_meta
@@ -50,6 +50,7 @@ from partitions.controller import (
 )
 from partitions.controller import encode as encode_controller
 from partitions.errors import (
+    DecommissionImpossible,
     InvalidReassignment,
     InvalidTopic,
     ReassignmentInProgress,
@@ -63,6 +64,7 @@ from partitions.metadata_follower import MetadataFollower
 from partitions.operations import Operator, internal_credential
 from partitions.placement import place
 from partitions.reconfigure import MoveProgress
+from partitions.replica_failures import NO_FAILURES_DIGEST, FailedReplicas, ReplicaFailure
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.cluster import open_mux_group
@@ -88,6 +90,8 @@ ADMIN_TIMEOUT_MS = 10_000
 IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
 CLAIMS_PUBLISH_INTERVAL_S = 0.2  # how often leadership changes are looked for and gossiped
 CLAIMS_FETCH_TIMEOUT_S = 5.0
+FAILURES_FETCH_ATTEMPTS = 5  # a peer's failure list that did not fit its gossip, fetched over HTTP
+FAILURES_FETCH_RETRY_S = 1.0
 LEADER_READY_WAIT_S = 2.0
 # A new partition's preferred replica (and a new cluster's first controller voter) stands for election
 # this soon after it opens (the others wait a random 1.5-3 s), retrying while no peer has answered: the
@@ -95,8 +99,6 @@ LEADER_READY_WAIT_S = 2.0
 # at once (milliseconds after it commits; at the next heartbeat if that announcement is lost).
 FIRST_CAMPAIGN_DELAY_MS = 200
 FIRST_CAMPAIGN_ATTEMPTS = 3
-REPLICA_RETRY_MIN_S = 1.0  # a replica that failed to open is retried after this, doubling up to the max
-REPLICA_RETRY_MAX_S = 60.0  # how long a read waits for a new leader to catch up before answering 503
 REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries its seeds
 DISK_USAGE_INTERVAL_S = 15.0  # how often this node measures its data dir (a walk of every replica's files)
 DISK_USAGE_STEP_BYTES = 1 << 20  # a change smaller than this is not worth a gossip update
@@ -227,6 +229,11 @@ class Node:
         self._claims: dict[str, int] = {}
         self._claims_version = 0
         self._disk: tuple[int, int] | None = None  # (bytes used under data_dir, bytes free on its disk)
+        # replicas that cannot open or replay, retried with backoff; gossiped while there are any
+        self._failed = FailedReplicas(config.node_id)
+        self._failures: list[ReplicaFailure] = []  # as last published, with their digest
+        self._failures_digest = NO_FAILURES_DIGEST
+        self._failures_fetching: set[str] = set()  # peers whose failure list is being fetched
         self._gossip = Gossip(
             config.node_id, config.gossip_address, config.cluster_secret, self._meta(), config.gossip
         )
@@ -234,7 +241,6 @@ class Node:
         # Removes dropped replicas and released Raft journal segments one after another, at a pace
         self._remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
         self._sweep_due = True  # directories of deleted topics may be left from before this start
-        self._replica_failures: dict[str, tuple[int, float]] = {}  # group -> (attempts, retry at monotonic)
         self._replica_changes = 0  # bumped whenever a replica is opened or dropped (claims look again)
         self._http: aiohttp.ClientSession | None = None
         self.groups = GroupCoordinator(
@@ -405,6 +411,7 @@ class Node:
             self._claims,
             self.config.gossip.meta_bytes_max,
             self._disk,
+            self._failures,
         )
 
     def _local_claims(self) -> dict[str, int]:
@@ -438,6 +445,7 @@ class Node:
                     self._claims = claims
                     self._claims_version += 1
                     changed = True
+            changed = self._update_failures() or changed
             if changed:
                 self._gossip.set_meta(self._meta())
             await asyncio.sleep(CLAIMS_PUBLISH_INTERVAL_S)
@@ -452,6 +460,56 @@ class Node:
         """This node's published claims table and its version (served at /replication/leadership)."""
         return self._claims_version, dict(self._claims)
 
+    def _update_failures(self) -> bool:
+        """Settle retried replicas that have run long enough; True when the failure list to gossip changed
+        (nothing to do per replica while none failed)."""
+        if len(self._failed):
+            running = {g for g, r in self._replicas.items() if r.group.stopped_error is None}
+            self._failed.settle(running, time.monotonic())
+        failures = self._failed.failures()
+        if failures == self._failures:
+            return False
+        self._failures = failures
+        self._failures_digest = replica_failures.digest(failures)
+        return True
+
+    def replica_failures(self) -> tuple[int, list[ReplicaFailure]]:
+        """This node's published failed replicas and their digest (served at /replication/failures)."""
+        return self._failures_digest, list(self._failures)
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        """Every replica known to be unable to open or replay: this node's, and those its alive and suspect
+        peers gossip."""
+        failures = self._local_failures() + [f for f in self._view.failures() if f.node != self.node_id]
+        return sorted(failures, key=lambda f: (f.topic, f.partition, f.node))
+
+    def _local_failures(self) -> list[ReplicaFailure]:
+        """This node's failed replicas, counting those whose core stopped and which are not closed yet."""
+        failures = self._failed.failures()
+        for group_id, replica in list(self._replicas.items()):
+            if replica.group.stopped_error is not None and self._failed.get(group_id) is None:
+                failures.append(self._stopped_failure(replica))
+        return failures
+
+    def _stopped_failure(self, replica: _Replica) -> ReplicaFailure:
+        error = replica.group.stopped_error
+        check(error is not None, f"replica {replica.group.group_id} has not stopped")
+        assert error is not None  # narrowed for the type checker; checked above
+        return ReplicaFailure(
+            self.node_id, replica.topic.name, replica.partition, replica_failures.describe_error(error), 1
+        )
+
+    def _failure(self, node_id: str, metadata: TopicMetadata, partition: int) -> ReplicaFailure | None:
+        """The failure of ``node_id``'s replica of the partition, if it cannot open or replay."""
+        if node_id != self.node_id:
+            return self._view.failure(node_id, metadata.name, partition)
+        group_id = metadata.group_id(partition)
+        failure = self._failed.get(group_id)
+        replica = self._replicas.get(group_id)
+        if failure is None and replica is not None and replica.group.stopped_error is not None:
+            return self._stopped_failure(replica)  # stopped a moment ago, not closed yet
+        return failure
+
     def _on_member(self, member: Member) -> None:
         """A gossip change (on the event loop): update the view, learn Raft addresses, fetch claims."""
         if member.state is MemberState.LEFT or member.state is MemberState.DEAD:
@@ -465,6 +523,13 @@ class Node:
             self._hub.set_peer(member.node_id, meta.raft)
         if self._view.needs_claims(member.node_id) and not self._closing:
             self._spawn(self._fetch_claims(member.node_id, meta.http))
+        if (
+            self._view.needs_failures(member.node_id)
+            and member.node_id not in self._failures_fetching
+            and not self._closing
+        ):
+            self._failures_fetching.add(member.node_id)
+            self._spawn(self._fetch_failures(member.node_id, meta.http))
 
     async def _fetch_claims(self, node_id: str, http: str) -> None:
         if self._http is None:
@@ -477,6 +542,37 @@ class Node:
             )
         except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
             log.warning("node %s: fetching leadership claims of %s failed: %s", self.node_id, node_id, exc)
+
+    async def _fetch_failures(self, node_id: str, http: str) -> None:
+        """A peer's failed replicas, when its gossip carried only their digest (the list did not fit);
+        retried a few times while still wanted, since the next gossip event may be long in coming."""
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CLAIMS_FETCH_TIMEOUT_S))
+        headers = {"Authorization": f"Bearer {internal_credential(self.config.cluster_secret)}"}
+        try:
+            for attempt in range(1, FAILURES_FETCH_ATTEMPTS + 1):
+                if not self._view.needs_failures(node_id) or self._closing:
+                    return
+                try:
+                    async with self._http.get(http + "/replication/failures", headers=headers) as answer:
+                        answer.raise_for_status()
+                        body = await answer.json()
+                    failures = [
+                        ReplicaFailure(
+                            node_id, str(f["topic"]), int(f["partition"]), str(f["error"]), int(f["attempts"])
+                        )
+                        for f in body["failures"]
+                    ]
+                    self._view.set_failures(node_id, failures)
+                    return
+                except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
+                    log.warning(
+                        "node %s: fetching the failed replicas of %s failed (attempt %d of %d): %s",
+                        self.node_id, node_id, attempt, FAILURES_FETCH_ATTEMPTS, exc,
+                    )  # fmt: skip
+                await asyncio.sleep(FAILURES_FETCH_RETRY_S)
+        finally:
+            self._failures_fetching.discard(node_id)
 
     # -- reconciliation: make local replicas match the controller's assignment ----------------------
 
@@ -500,24 +596,44 @@ class Node:
                     self._reconcile_again = True
                 if not self._reconcile_again or self._closing:
                     break
-        if self._replica_failures and not self._closing:
-            retry_in = max(0.0, min(t for _, t in self._replica_failures.values()) - time.monotonic())
-            self._spawn(self._retry_reconcile(retry_in))
+        retry_at = self._failed.next_retry_s()
+        if retry_at is not None and not self._closing:
+            self._spawn(self._retry_reconcile(max(0.0, retry_at - time.monotonic())))
 
     async def _retry_reconcile(self, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
         self._schedule_reconcile()
 
-    def _replica_failed(self, group_id: str, error: BaseException) -> None:
-        """One replica could not be opened (e.g. a corrupt segment): log it, retry it later with backoff,
-        and go on with the others."""
-        attempts = self._replica_failures.get(group_id, (0, 0.0))[0] + 1
-        delay_s = min(REPLICA_RETRY_MAX_S, REPLICA_RETRY_MIN_S * 2 ** (attempts - 1))
-        self._replica_failures[group_id] = (attempts, time.monotonic() + delay_s)
+    def _replica_failed(self, group_id: str, topic: str, partition: int, error: BaseException) -> None:
+        """One replica could not be opened (e.g. a corrupt segment) or its core stopped (e.g. a replayed
+        entry differs from the batch on disk): log it, report it, retry it later with backoff, and go on
+        with the others."""
+        delay_s = self._failed.record(group_id, topic, partition, error, time.monotonic())
+        failure = self._failed.get(group_id)
         log.error(
-            "node %s: replica %s cannot be opened (attempt %d, next in %.0f s); other replicas go on: %s",
-            self.node_id, group_id, attempts, delay_s, error,
+            "node %s: replica %s cannot open or replay (attempt %d, next in %.0f s); the others go on: %s",
+            self.node_id, group_id, failure.attempts if failure else 0, delay_s, error,
         )  # fmt: skip
+
+    def _replica_stopped(self, group_id: str, group: ReplicaGroup) -> None:
+        """Event loop: a replica's core stopped (an apply raised); it is closed and retried like a replica
+        that cannot open."""
+        if not self._closing:
+            self._spawn(self._close_stopped(group_id, group))
+
+    async def _close_stopped(self, group_id: str, group: ReplicaGroup) -> None:
+        async with self._reconcile_lock:  # reconciliation opens and drops replicas: not at the same time
+            replica = self._replicas.get(group_id)
+            error = group.stopped_error
+            if replica is None or replica.group is not group or error is None or self._closing:
+                return  # dropped meanwhile, or this stop was already handled
+            del self._replicas[group_id]
+            group.close()
+            replica.wake()
+            await self._driver_barrier()
+            self._logs.close_log(group_id)
+            self._replica_failed(group_id, replica.topic.name, replica.partition, error)
+        self._schedule_reconcile()  # which sets the retry timer
 
     async def _reconcile_once(self) -> None:
         topics = dict(self._controller_machine.topics)  # copied under the GIL: apply mutates it on the driver
@@ -532,22 +648,20 @@ class Node:
                 desired[moving.group_id(partition)] = (moving, partition)
         for group_id in [g for g in self._replicas if g not in desired]:
             await self._drop_replica(group_id)
-        for group_id in [g for g in self._replica_failures if g not in desired]:
-            del self._replica_failures[group_id]
+        self._failed.keep_only(desired)
         now = time.monotonic()
         for group_id, (metadata, partition) in desired.items():
             existing = self._replicas.get(group_id)
             if existing is None:
-                failure = self._replica_failures.get(group_id)
-                if failure is not None and failure[1] > now:
+                if not self._failed.may_open(group_id, now):
                     continue
                 try:
                     await self._open_replica(group_id, metadata, partition)
                 except (RaftlogError, OSError) as error:
                     self._logs.close_log(group_id)
-                    self._replica_failed(group_id, error)
+                    self._replica_failed(group_id, metadata.name, partition, error)
                     continue
-                self._replica_failures.pop(group_id, None)
+                self._failed.opened(group_id, time.monotonic())
             elif existing.topic is not metadata:
                 if existing.topic.configs != metadata.configs:
                     self._logs.reconfigure(group_id, metadata.log_config())
@@ -616,6 +730,7 @@ class Node:
         holder.append(replica)
         self._replicas[group_id] = replica
         self._replica_changes += 1
+        group.on_stop(LoopNotifier(loop, lambda: self._replica_stopped(group_id, group)).notify)
         if metadata.replicas[partition][0] == self.node_id:
             # Placement made this node the partition's preferred leader: a new group elects it at once
             # (no-op for a group that has held an election), so the leader balancer need not move it.
@@ -876,31 +991,74 @@ class Node:
     # -- admin ---------------------------------------------------------------------------------------
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
-        replica = self._replica(topic, partition)
+        """The leader's view (match offsets, lag, in sync) when this node leads; otherwise what this node's
+        replica knows: the leader it follows (the API then asks that leader) or none, ``in_sync`` unknown.
+        This node's replica cannot open or replay: NotLeader naming a known leader, else a state with no
+        leader and no offsets. Any replica that cannot open or replay is "failed" with its error."""
+        metadata = self.topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        replica = self._replicas.get(metadata.group_id(partition))
+        if replica is None or replica.group.stopped_error is not None:
+            if replica is None and self._failure(self.node_id, metadata, partition) is None:
+                replica = self._replica(topic, partition)  # no replica here: NotLeader names whom to ask
+            else:
+                return self._failed_here_state(metadata, partition)
         status = replica.group.status()
+        leader = status.leader
+        if leader is not None and self._failure(leader, metadata, partition) is not None:
+            leader = None  # a replica that cannot open or replay leads nothing
+        leading = leader == self.node_id and status.role is Role.LEADER
         last_index = status.last_index
         states = []
         listed = list(replica.topic.replicas[partition])
         listed += sorted(n for n in status.match_index if n not in listed)  # voters joining in a move
         for node in listed:
-            if node == status.leader:
+            failure = self._failure(node, metadata, partition)
+            match = status.match_index.get(node) if leading else None
+            lag = None if match is None else max(0, last_index - match)
+            if failure is not None:
+                states.append(ReplicaState(node, "failed", match, lag, False, failure.error))
+            elif node == leader:
                 states.append(ReplicaState(node, "leader", last_index, 0, True))
-            elif status.role is Role.LEADER:
-                match = status.match_index.get(node)
-                lag = None if match is None else max(0, last_index - match)
+            elif leading:
                 in_sync = lag is not None and lag <= IN_SYNC_LAG_MAX and self._hub.is_connected(node)
                 states.append(ReplicaState(node, "follower", match, lag, in_sync))
             else:
-                states.append(ReplicaState(node, "follower" if status.leader else "unknown"))
+                states.append(ReplicaState(node, "follower" if leader else "unknown"))  # in sync: unknown
         return PartitionState(
             topic,
             partition,
-            status.leader,
+            leader,
             status.term,
             replica.machine.high_watermark,
             replica.log.log_start_offset,
             states,
             self.move_progress(topic, partition),
+        )
+
+    def _failed_here_state(self, metadata: TopicMetadata, partition: int) -> PartitionState:
+        """This node's replica cannot open or replay: the leader's view if one is known (NotLeader names
+        it), else no leader, and nothing this replica cannot tell (term, offsets, who is in sync)."""
+        leader = self.known_leader(metadata.name, partition)
+        if leader is not None:
+            raise NotLeader(metadata.group_id(partition), leader)
+        states = []
+        for node in metadata.replicas[partition]:
+            failure = self._failure(node, metadata, partition)
+            if failure is not None:
+                states.append(ReplicaState(node, "failed", in_sync=False, error=failure.error))
+            else:
+                states.append(ReplicaState(node, "unknown"))
+        return PartitionState(
+            metadata.name,
+            partition,
+            None,
+            None,
+            None,
+            None,
+            states,
+            self.move_progress(metadata.name, partition),
         )
 
     async def transfer_leadership(
@@ -965,16 +1123,20 @@ class Node:
             raise UnknownPartition(topic, partition)
         group_id = metadata.group_id(partition)
         replica = self._replicas.get(group_id)
-        if replica is not None:
+        if replica is not None and replica.group.stopped_error is None:
             # A local replica's Raft view is authoritative, except that an isolated follower keeps naming
             # its old leader (pysyncobj holds no election while connected to no peer): a leader gossip
             # reports dead or left is not a known leader.
             leader = replica.group.role_and_leader()[1]
             if leader is not None and leader != self.node_id and self._view.state(leader) in ("dead", "left"):
                 return None
-            return leader
-        claimed = self._view.leader_for(group_id)
-        return None if claimed == self.node_id else claimed  # our own gossip may lag our Raft state
+        else:
+            leader = self._view.leader_for(group_id)
+            if leader == self.node_id:
+                leader = None  # our own gossip may lag our Raft state
+        if leader is not None and self._failure(leader, metadata, partition) is not None:
+            return None  # a replica that cannot open or replay leads nothing, whatever a view still says
+        return leader
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
         try:
@@ -984,25 +1146,33 @@ class Node:
         if not 0 <= partition < metadata.partitions:
             return None
         group_id = metadata.group_id(partition)
+
+        def failed(node_id: str) -> bool:
+            return self._failure(node_id, metadata, partition) is not None
+
         replica = self._replicas.get(group_id)
-        if replica is not None:
+        if replica is not None and replica.group.stopped_error is None:
             leader = replica.group.role_and_leader()[1]
-            if leader is not None and (
-                leader == self.node_id or self._view.state(leader) not in ("dead", "left")
+            if (
+                leader is not None
+                and (leader == self.node_id or self._view.state(leader) not in ("dead", "left"))
+                and not failed(leader)
             ):
                 return leader
         claimed = self._view.leader_for(group_id)
-        if claimed is not None and claimed != self.node_id:
+        if claimed is not None and claimed != self.node_id and not failed(claimed):
             return claimed
         alive = [
-            n for n in metadata.replicas[partition] if n != self.node_id and self._liveness(n) == "alive"
+            n
+            for n in metadata.replicas[partition]
+            if n != self.node_id and self._liveness(n) == "alive" and not failed(n)
         ]
         return alive[0] if alive else None
 
     def metrics(self) -> dict[str, float]:
         values = dict(self._counters)
         values["partition_replicas"] = len(self._replicas)
-        values["partition_replicas_failed"] = len(self._replica_failures)
+        values["partition_replicas_failed"] = len(self._local_failures())  # cannot open or replay
         values["partitions_led"] = sum(
             1 for r in self._replicas.values() if r.group.status().role is Role.LEADER
         )
@@ -1090,11 +1260,35 @@ class Node:
 
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         """Mark a node decommissioning / in maintenance, or clear it. Recommissioning also turns around the
-        moves still taking replicas off the node."""
+        moves still taking replicas off the node. A decommission that could never finish (a replica with no
+        node to go to) is refused: DecommissionImpossible, nothing changes."""
         self._known_node(node_id)
+        if flag == "decommissioning" and on and node_id not in self._controller_machine.node_flags[flag]:
+            if not self.leads_controller():  # judged on the metadata every committed move is applied to
+                raise NotLeader(CONTROLLER_GROUP, self._controller_group().status().leader)
+            self._refuse_impossible_decommission(node_id)
         await self.propose_controller(SetNodeFlag(node_id, flag, on))
         if flag == "decommissioning" and not on:
             await self._operator.cancel_moves_off(node_id)
+
+    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
+        machine = self._controller_machine
+        return decommission.blockers(
+            node_id,
+            {m.name: m.replicas for m in list(machine.topics.values())},
+            dict(machine.reassignments),
+            self.alive_nodes(),
+            {*machine.node_flags["decommissioning"], node_id},
+        )
+
+    def _refuse_impossible_decommission(self, node_id: str) -> None:
+        stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
+        if stuck:
+            leaving = {*self._controller_machine.node_flags["decommissioning"], node_id}
+            message = decommission.refusal(node_id, stuck, self.alive_nodes(), leaving)
+            raise DecommissionImpossible(
+                node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
+            )
 
     def decommission_status(self, node_id: str) -> dict[str, Any]:
         self._known_node(node_id)
@@ -1118,6 +1312,11 @@ class Node:
             "partitions": holding,
             "moving": moving,
             "done": decommissioning and not holding,
+            # partitions that cannot move off the node now, and why
+            "blocked": [
+                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
+                for b in (self._decommission_blockers(node_id) if decommissioning else [])
+            ],
             # the controller group's voters are fixed: a decommissioned voter still counts in its quorum
             "controller_voter": node_id in self.config.controller_voters and not self.config.join,
         }

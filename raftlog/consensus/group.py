@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pysyncobj.node import TCPNode
@@ -45,6 +46,8 @@ class ReplicaGroup:
         self._driver = driver
         self._core = core
         self._closed = False
+        self._failure: BaseException | None = None  # what stopped the core (set on the driver thread)
+        self._stop_callbacks: list[Callable[[], None]] = []
         self._bridge = CallbackBridge(group_id, loop, lambda: core.leader_id)
         driver.add(core, self._on_core_failure, group_id=group_id)
 
@@ -111,9 +114,26 @@ class ReplicaGroup:
 
     def leader_term(self) -> int | None:
         """The term if this replica is the leader, else None: what leadership claims need, without the
-        cost of a whole status() (looked at for every group several times a second)."""
+        cost of a whole status() (looked at for every group several times a second). A stopped core
+        leads nothing, whatever role it had when it stopped."""
         core = self._core
-        return core.term if core.role is Role.LEADER else None
+        if core.role is not Role.LEADER or self.stopped_error is not None:
+            return None
+        return core.term
+
+    @property
+    def stopped_error(self) -> BaseException | None:
+        """Why this replica's core stopped (an apply or a message raised: it is no longer driven), or None
+        while it runs. Any thread."""
+        return self._core.stopped_error or self._failure
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when the core stops: on the driver thread, or at once if it has already
+        stopped (a replay can fail before the caller gets here); twice if the stop races this call, so
+        make it idempotent. Hand it ``bridge.LoopNotifier.notify`` to hear of it on an event loop."""
+        self._stop_callbacks.append(callback)
+        if self.stopped_error is not None:
+            callback()
 
     def role_and_leader(self) -> tuple[Role, str | None]:
         """What every request asks first (is this replica the leader, else who is), without building a
@@ -187,7 +207,10 @@ class ReplicaGroup:
 
     def close(self) -> None:
         """Stop this replica (idempotent): its core is destroyed on the driver thread, pending calls fail
-        with GroupClosed."""
+        with GroupClosed. No farewell to quiet followers (``RaftCore.farewell``, said when a core fails):
+        a node closes a replica it no longer holds (its topic deleted, so every replica goes; or moved
+        away, which a leader never is before its leadership left) or stops, closing its connections.
+        A farewell from each replica of a deleted topic woke each of its peers into an election."""
         if self._closed:
             return
         self._closed = True
@@ -196,7 +219,6 @@ class ReplicaGroup:
 
         def destroy() -> None:
             self._driver.remove(core)
-            core.farewell()  # a leader's quiet followers must not wait for it
             core.destroy()  # closes the transport and the journal
 
         self._driver.call(destroy)
@@ -205,7 +227,7 @@ class ReplicaGroup:
     def _check_open(self) -> None:
         if self._closed:
             raise GroupClosed(self.group_id)
-        error = self._core.stopped_error
+        error = self.stopped_error
         if error is not None:
             raise GroupClosed(self.group_id, error)
 
@@ -219,5 +241,8 @@ class ReplicaGroup:
     def _on_core_failure(self, core: RaftCore, error: BaseException) -> None:
         """Driver thread: the core raised (a broken invariant or a disk error)."""
         logger.error("group %s replica %s stopped: %r", self.group_id, core.node_id, error)
+        self._failure = error
         self._bridge.fail_all(GroupClosed(self.group_id, error))
         core.farewell()  # were it the leader, its quiet followers would wait for it
+        for callback in list(self._stop_callbacks):
+            callback()

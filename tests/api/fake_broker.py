@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions import reconfigure
+from partitions import decommission, reconfigure
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
 from partitions.controller import Reassignment, TopicMetadata, validate_topic
 from partitions.errors import (
+    DecommissionImpossible,
     NoReassignment,
     ReassignmentInProgress,
     SequenceTooOld,
@@ -38,6 +39,7 @@ from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
 from partitions.placement import PlacementImpossible
 from partitions.reconfigure import MemberView, MoveProgress
+from partitions.replica_failures import ReplicaFailure, digest
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, decode_records, encode_batch
 from raftlog.storage.config import LogConfig
@@ -89,6 +91,15 @@ class FakeCluster:
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
+        self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
+
+    def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
+        """A replica reported failed by a node that is up (a down node reports nothing)."""
+        if self.states.get(node) not in ("alive", "suspect"):
+            return None
+        return next(
+            (f for f in self.failures if (f.node, f.topic, f.partition) == (node, topic, partition)), None
+        )
 
     def add_topic(
         self,
@@ -375,21 +386,33 @@ class FakeBroker:
         }
         return sum(claims.values()), claims
 
+    def replica_failures(self) -> tuple[int, list[ReplicaFailure]]:
+        own = [f for f in self.cluster.failures if f.node == self.node_id]
+        return digest(own), own
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
+
     # -- admin -----------------------------------------------------------------------------------------
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         self._enter("partition_state")
         state = self._led_here(topic, partition)
-        replicas = [
-            ReplicaState(
-                node,
-                "leader" if node == state.leader else "follower",
-                match_offset=state.end_offset,
-                lag=0,
-                in_sync=self.cluster.states.get(node) == "alive",
+        replicas = []
+        for node in state.replicas:
+            failure = self.cluster.failed(node, topic, partition)
+            if failure is not None:
+                replicas.append(ReplicaState(node, "failed", None, None, False, failure.error))
+                continue
+            replicas.append(
+                ReplicaState(
+                    node,
+                    "leader" if node == state.leader else "follower",
+                    match_offset=state.end_offset,
+                    lag=0,
+                    in_sync=self.cluster.states.get(node) == "alive",
+                )
             )
-            for node in state.replicas
-        ]
         return PartitionState(
             topic, partition, state.leader, state.term, state.end_offset, state.log_start_offset, replicas
         )
@@ -438,12 +461,14 @@ class FakeBroker:
     def leader_hint(self, topic: str, partition: int) -> str | None:
         if (topic, partition) in self.leader_overrides:
             return self.leader_overrides[(topic, partition)]
-        state = self.cluster.partitions.get((topic, partition))
-        return state.leader if state is not None else None
+        return self.known_leader(topic, partition)
 
     def known_leader(self, topic: str, partition: int) -> str | None:
+        """Never a replica that cannot open or replay."""
         state = self.cluster.partitions.get((topic, partition))
-        return state.leader if state is not None else None
+        if state is None or state.leader is None or self.cluster.failed(state.leader, topic, partition):
+            return None
+        return state.leader
 
     def metrics(self) -> dict[str, float]:
         return self.groups.metrics() | {
@@ -500,10 +525,29 @@ class FakeBroker:
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         nodes = self.cluster.flags[flag]
+        if flag == "decommissioning" and on and node_id not in nodes:
+            stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
+            if stuck:
+                message = decommission.refusal(node_id, stuck, self._alive(), {*nodes, node_id})
+                raise DecommissionImpossible(
+                    node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
+                )
         if on:
             nodes.add(node_id)
         else:
             nodes.discard(node_id)
+
+    def _alive(self) -> list[str]:
+        return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+
+    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
+        return decommission.blockers(
+            node_id,
+            {m.name: m.replicas for m in self.cluster.topics.values()},
+            self.cluster.moves,
+            self._alive(),
+            {*self.cluster.flags["decommissioning"], node_id},
+        )
 
     def decommission_status(self, node_id: str) -> dict[str, Any]:
         if node_id not in self.cluster.node_ids:
@@ -522,6 +566,10 @@ class FakeBroker:
             "partitions": holding,
             "moving": [],
             "done": leaving and not holding,
+            "blocked": [
+                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
+                for b in (self._decommission_blockers(node_id) if leaving else [])
+            ],
         }
 
     def internal_credential_ok(self, presented: str) -> bool:

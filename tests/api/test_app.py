@@ -77,8 +77,8 @@ async def test_topics_list_describe_partitions_and_offsets(cluster: FakeCluster,
         "partition": 0,
         "leader": "n1",
         "replicas": [
-            {"node": "n1", "leader": True, "in_sync": True},
-            {"node": "n2", "leader": False, "in_sync": True},
+            {"node": "n1", "leader": True, "in_sync": True, "error": None},
+            {"node": "n2", "leader": False, "in_sync": True, "error": None},
         ],
     }
     await produce(n1, "orders", [{"value": 1, "partition": 1}, {"value": 2, "partition": 1}])
@@ -459,6 +459,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "nodes_down": [],
         "leaderless_partitions": [],
         "under_replicated_partitions": [],
+        "failed_replicas": [],
     }
     cluster.states["n2"] = "dead"
     cluster.partitions[("t", 1)].leader = None
@@ -841,6 +842,7 @@ async def test_partition_state_from_a_follower_is_the_leaders_view(
         "match_offset": 0,
         "lag": 0,
         "in_sync": True,
+        "error": None,
     }
 
 

@@ -11,6 +11,7 @@ from fake_broker import FakeCluster
 from harness import Harness, Node
 
 from api.cli import main
+from partitions.controller import Reassignment
 
 
 async def run(capsys: Any, *argv: str) -> tuple[int, str, str]:
@@ -100,5 +101,56 @@ async def test_wait_prints_progress_until_done(cluster: FakeCluster, guarded: No
     assert code == 0 and out.strip().splitlines()[-1] == "t/0: replicas ['n1', 'n2'], no move in progress"
     code, out, _ = await run(capsys, "node", "decommission", "n3", "--wait", *auth)
     assert code == 0 and "decommissioned" in out
+    await run(capsys, "node", "recommission", "n3", *auth)  # somewhere for n2's replica to go
     code, _, err = await run(capsys, "node", "decommission", "n2", "--wait", "--timeout", "0.3", *auth)
     assert code == 1 and "not done after 0.3 s" in err
+
+
+async def test_a_decommission_that_could_never_finish_is_refused_and_changes_nothing(
+    cluster: FakeCluster, guarded: Node, capsys: Any
+) -> None:
+    cluster.add_topic("orders", 2, replicas=[["n1", "n2", "n3"], ["n2", "n3", "n1"]])  # RF 3 on 3 nodes
+    auth = ("--server", guarded.url, "--admin-token", "tok")
+    code, out, err = await run(capsys, "node", "decommission", "n3", "--wait", *auth)
+    assert code == 1 and out == "" and "40909" in err
+    assert (
+        "cannot decommission n3: 2 replica(s) have no node to go to (orders/0, orders/1): each of their "
+        "partitions already has a replica on every other live node that is not being decommissioned; add a "
+        "node or lower the replication factor"
+    ) in err
+    assert cluster.flags["decommissioning"] == set() and cluster.moves == {}
+    answer = await guarded.client.put("/v1/nodes/n3/decommission", headers={"Authorization": "Bearer tok"})
+    body = await answer.json()
+    assert answer.status == 409 and body["error_code"] == 40909
+    assert body["partitions"] == [
+        {
+            "topic": "orders",
+            "partition": p,
+            "reason": "no node to go to: every other live node (n1, n2) already holds a replica of it",
+        }
+        for p in (0, 1)
+    ]
+    code, out, _ = await run(capsys, "node", "status", "n3", *auth)
+    assert code == 0 and "n3: not decommissioning" in out
+
+
+async def test_a_decommission_whose_only_target_died_says_why_nothing_moves(
+    harness: Harness, capsys: Any
+) -> None:
+    cluster = FakeCluster(["n1", "n2", "n3", "n4"])
+    node = await harness.start(cluster, "n1", admin_token="tok")
+    cluster.add_topic("orders", 1, replicas=[["n1", "n2", "n3"]])
+    auth = ("--server", node.url, "--admin-token", "tok")
+    code, out, _ = await run(capsys, "node", "decommission", "n3", *auth)
+    assert code == 0 and out.strip() == "n3: decommissioning, 1 replica(s) left; moving now: none"
+    # the controller leader started the move to n4 (the fake drives none), then n4 died
+    cluster.moves[("orders", 0)] = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n4"), adding="n4")
+    cluster.states["n4"] = "dead"
+    code, out, _ = await run(capsys, "node", "status", "n3", *auth)
+    assert code == 0 and out.splitlines()[1:] == [
+        "blocked: 1 partition(s) cannot move now:",
+        "  orders/0: moving to ['n1', 'n2', 'n4'], but n4 is not alive",
+    ]
+    code, out, err = await run(capsys, "node", "decommission", "n3", "--wait", "--timeout", "0.3", *auth)
+    assert code == 1 and "orders/0: moving to ['n1', 'n2', 'n4'], but n4 is not alive" in out
+    assert "not done after 0.3 s" in err

@@ -328,3 +328,26 @@ async def test_a_late_replica_campaigning_in_a_group_with_a_leader_disturbs_nobo
     finally:
         for address in list(cluster.replicas):
             cluster.stop(address)
+
+
+async def test_a_replica_whose_apply_raises_stops_leading_and_says_why(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    broken = RuntimeError("replayed entry differs from the batch on disk")
+
+    def failing_apply(index: int, term: int, command: bytes | memoryview) -> object:
+        raise broken
+
+    stopped = threading.Event()
+    leader.group.on_stop(stopped.set)
+    assert leader.group.stopped_error is None and leader.group.leader_term() is not None
+    leader.machine.apply = failing_apply  # type: ignore[method-assign]
+    with pytest.raises((GroupClosed, OutcomeUnknown)):
+        await leader.group.propose(b"x", timeout_ms=2000)
+    assert await asyncio.to_thread(stopped.wait, WAIT_S), "on_stop was not called"
+    assert leader.group.stopped_error is broken
+    assert leader.group.leader_term() is None, "a stopped core claims no leadership"
+    late = threading.Event()
+    leader.group.on_stop(late.set)  # registered after the stop: called at once
+    assert late.is_set()
+    with pytest.raises(GroupClosed):
+        await leader.group.propose(b"y", timeout_ms=200)

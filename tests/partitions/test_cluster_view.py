@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from partitions import replica_failures
 from partitions.cluster_view import ClusterView, MetaFormatError, decode_meta, encode_meta
+from partitions.replica_failures import NO_FAILURES_DIGEST, ReplicaFailure
 
 
 @given(
@@ -65,3 +67,71 @@ def test_large_claim_tables_are_fetched_when_their_version_changes() -> None:
     assert view.leader_for("topic-10.1") == "n2"
     view.update("n2", "alive", 2, encode_meta("http://b", "b:1", 8, many, 512))
     assert view.needs_claims("n2")
+
+
+FAILED = ReplicaFailure("n2", "orders", 0, "InvariantViolation: replayed entry at offset 6 differs", 3)
+
+
+def test_a_node_without_failed_replicas_sends_no_failure_field() -> None:
+    assert encode_meta("h", "r", 1, {"t-0.1": 2}, 512, (5, 6)) == encode_meta(
+        "h", "r", 1, {"t-0.1": 2}, 512, (5, 6), failures=()
+    )
+    meta = decode_meta(encode_meta("h", "r", 1, {}, 512))
+    assert meta.failures == () and meta.failures_digest == NO_FAILURES_DIGEST
+
+
+def test_failed_replicas_travel_in_gossip_and_are_reported_by_the_view() -> None:
+    view = _view()
+    view.update("n2", "alive", 2, encode_meta("http://b", "b:1", 2, {}, 512, None, [FAILED]))
+    assert view.failure("n2", "orders", 0) == FAILED
+    assert view.failure("n2", "orders", 1) is None and view.failure("n3", "orders", 0) is None
+    assert view.failures() == [FAILED]
+    assert not view.needs_failures("n2")
+    view.update("n2", "dead", 3, b"")
+    assert view.failure("n2", "orders", 0) is None and view.failures() == [], "a dead node reports nothing"
+    view.update("n2", "alive", 4, encode_meta("http://b", "b:1", 2, {}, 512, (1, 2)))
+    assert view.failures() == [], "a node whose replicas recovered sends no failures"
+
+
+def test_failures_that_do_not_fit_travel_as_a_digest_and_are_fetched() -> None:
+    many = [ReplicaFailure("n2", f"topic-{i}", i, "OSError: " + "x" * 200, 1) for i in range(10)]
+    claims = {f"topic-{i}.1": i for i in range(5)}
+    blob = encode_meta("http://b", "b:1", 1, claims, 512, (10, 20), many)
+    assert len(blob) <= 512
+    meta = decode_meta(blob)
+    assert meta.failures is None and meta.failures_digest == replica_failures.digest(many)
+    assert meta.claims == claims and meta.disk == (10, 20), "the claims still fit without the failures"
+    view = ClusterView("n1")
+    view.update("n2", "alive", 1, blob)
+    assert view.needs_failures("n2") and view.failures() == []
+    view.set_failures("n2", list(reversed(many)))
+    assert not view.needs_failures("n2") and sorted(view.failures(), key=lambda f: f.partition) == many
+    view.update("n2", "alive", 1, blob)
+    assert not view.needs_failures("n2"), "the same digest again: nothing to fetch"
+
+
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=20), st.integers(0, 2**40), max_size=50),
+    st.lists(
+        st.builds(
+            ReplicaFailure,
+            st.just(""),
+            st.text(min_size=1, max_size=20),
+            st.integers(0, 1000),
+            st.text(max_size=300),
+            st.integers(1, 50),
+        ),
+        max_size=8,
+    ),
+    st.one_of(st.none(), st.tuples(st.integers(0, 2**40), st.integers(0, 2**40))),
+)
+def test_meta_with_failures_fits_and_round_trips(
+    claims: dict[str, int], failures: list[ReplicaFailure], disk: tuple[int, int] | None
+) -> None:
+    blob = encode_meta("http://127.0.0.1:8081", "127.0.0.1:8181", 3, claims, 512, disk, failures)
+    assert len(blob) <= 512
+    meta = decode_meta(blob)
+    assert meta.disk == disk and meta.claims_version == 3
+    assert meta.claims is None or meta.claims == claims
+    assert meta.failures_digest == replica_failures.digest(failures)
+    assert meta.failures is None or list(meta.failures) == failures
