@@ -48,6 +48,11 @@ TIMER_GRID_MS_DEFAULT = 100
 HUB_POLL_MAX_S = 0.1  # a driven hub's timers (pings, dials, handshake deadlines) run at least this often
 SYNC_THREAD_MIN_BYTES_DEFAULT = 64 * 1024
 DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
+# A round stops ticking after this long and reads its sockets again; the cores it did not reach go first in
+# the next round. Thousands of groups ready at once (every group of a node woken by a reconnect, a storm
+# of elections) took seconds in one round, in which nothing was read or sent: peers closed the silent
+# connection (no ping for 3 s), which woke every group again.
+ROUND_BUDGET_S = 0.05
 T = TypeVar("T")
 _REMOVED: Any = object()
 
@@ -93,12 +98,14 @@ class Driver:
         self._lock = threading.Lock()
         self._cores: dict[RaftCore, FailureHandler | None] = {}
         self._ready: set[RaftCore] = set()  # (lock) tick in the next round
+        self._carried: list[RaftCore] = []  # driver thread: ready cores a round left for the next, in order
         # Driver thread: each core's next timed tick, and a heap of (due, sequence, core) holding it; an
         # entry whose due time is no longer the core's (ticked earlier, or removed) is skipped when popped.
         self._due: dict[RaftCore, float] = {}
         self._timers: list[tuple[float, int, RaftCore]] = []
         self._timer_sequence = 0
         self._cores_by_group: dict[str, set[RaftCore]] = {}
+        self._group_of: dict[RaftCore, str] = {}  # the reverse: removing a core looks up only its group
         self._take_ready_groups: Callable[[], set[str]] | None = None
         self._calls: list[Callable[[], None]] = []
         self._stopping = threading.Event()
@@ -115,6 +122,7 @@ class Driver:
         )
         self.ticks = 0  # counters for benchmarks
         self.loops = 0
+        self.rounds_cut = 0  # rounds that ran out of ROUND_BUDGET_S with cores left over
 
     # -- any thread ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -142,13 +150,16 @@ class Driver:
             self._ready.add(core)
             if group_id is not None:
                 self._cores_by_group.setdefault(group_id, set()).add(core)
+                self._group_of[core] = group_id
         self.wake()
 
     def remove(self, core: RaftCore) -> None:
         with self._lock:
             self._cores.pop(core, None)
             self._ready.discard(core)
-            for group_id, cores in list(self._cores_by_group.items()):
+            group_id = self._group_of.pop(core, None)
+            if group_id is not None:
+                cores = self._cores_by_group[group_id]
                 cores.discard(core)
                 if not cores:
                     del self._cores_by_group[group_id]
@@ -308,9 +319,13 @@ class Driver:
                     ready.update(self._cores_by_group.get(group_id, ()))
             now = time.monotonic()
             self._pop_due(now, ready)
+            carried, self._carried = self._carried, []
+            ready.difference_update(carried)
+            order = carried + list(ready) if carried else list(ready)
             busy = False
             cores = self._cores
-            for core in ready:
+            budget_end = now + ROUND_BUDGET_S
+            for position, core in enumerate(order):
                 on_failure = cores.get(core, _REMOVED)
                 if on_failure is _REMOVED:
                     continue  # removed by another thread or an earlier tick's failure handler
@@ -319,6 +334,11 @@ class Driver:
                     busy = True
                     with self._lock:
                         self._ready.add(core)
+                if position % 16 == 15 and time.monotonic() > budget_end:
+                    self._carried = order[position + 1 :]
+                    busy = busy or bool(self._carried)
+                    self.rounds_cut += 1
+                    break
             if hub is not None:
                 hub.flush()
             if busy:

@@ -203,3 +203,26 @@ def test_a_config_whose_heartbeats_rounded_to_the_grid_miss_the_election_timeout
     CoreConfig.for_node().to_syncobj_conf()
     with pytest.raises(ValueError, match="timer_grid_ms"):
         CoreConfig(heartbeat_period_ms=300, timer_grid_ms=600).to_syncobj_conf()  # 600 x 3 >= 1500
+
+
+class SlowCore(FakeCore):
+    def doTick(self, time_to_wait: float) -> None:
+        time.sleep(0.005)
+        super().doTick(time_to_wait)
+
+
+def test_a_round_with_many_ready_cores_is_cut_short_so_other_work_runs_in_between(driver: Driver) -> None:
+    cores = [SlowCore(driver, f"slow{i}") for i in range(60)]  # 60 x 5 ms: 300 ms of ticks
+    for core in cores:
+        add(driver, core)
+    ticked_before_call: list[int] = []
+    for core in cores:
+        assert core.on_activity is not None
+        core.on_activity()  # all ready in the same round
+    done = driver.submit(lambda: ticked_before_call.append(sum(len(c.ticks) > 1 for c in cores)))
+    done.result(timeout=5)
+    wait_for(lambda: all(len(c.ticks) >= 2 for c in cores))
+    assert ticked_before_call[0] < len(cores), "one round ticked every ready core before anything else ran"
+    assert driver.rounds_cut >= 1
+    firsts = sorted(cores, key=lambda c: c.ticks[1])
+    assert all(len(c.ticks) == 2 for c in firsts), "a core was ticked twice while others waited"
