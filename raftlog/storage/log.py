@@ -593,13 +593,14 @@ class Log:
 
     # -- closing -------------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Flush and close. Further calls on this handle raise ``LogClosed``."""
+    def close(self, seal: bool = True) -> None:
+        """Flush and close. Further calls on this handle raise ``LogClosed``. ``seal=False`` skips the
+        flush: for a log whose files are deleted next (what was not fsynced may then be lost)."""
         with self._lock:
             if self._closed:
                 return
             try:
-                if self._failed is None:
+                if self._failed is None and seal:
                     self._segments[-1].seal()
             finally:
                 for segment in self._segments:

@@ -95,12 +95,13 @@ class LogManager:
         with self._lock:
             return sorted(self._logs)
 
-    def close_log(self, name: str) -> None:
+    def close_log(self, name: str, seal: bool = True) -> None:
+        """``seal=False``: no last fsync (the log is about to be deleted; see ``Log.close``)."""
         with self._lock:
             opened = self._logs.pop(name, None)
             self._group_flushed.pop(name, None)
         if opened is not None:
-            opened.close()
+            opened.close(seal)
 
     def delete_log(self, name: str) -> None:
         """Close the log and remove its directory."""
