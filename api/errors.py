@@ -33,7 +33,7 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
     UnknownGroup,
 )
-from partitions.placement import PlacementImpossible
+from partitions.placement import CapacityExceeded, PlacementImpossible
 from raftlog.consensus.errors import (
     CorruptJournal,
     CorruptSnapshot,
@@ -172,6 +172,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvalidReassignment, HttpError(400, 40002)),
     (ReassignmentInProgress, HttpError(409, 40908)),
     (DecommissionImpossible, HttpError(409, 40909)),
+    (CapacityExceeded, HttpError(409, 40910)),
     (SequenceTooOld, HttpError(409, 40902)),
     (RecordTooLarge, HttpError(413, 41301)),
     (UnsupportedMediaType, HttpError(415, 41501)),
@@ -220,6 +221,9 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["leader_hint"] = error.leader_hint
     if isinstance(error, DecommissionImpossible):
         payload["partitions"] = [{"topic": t, "partition": p, "reason": r} for t, p, r in error.partitions]
+    if isinstance(error, CapacityExceeded):
+        payload["replicas_max"] = error.replicas_max
+        payload["room"] = error.room
     if isinstance(error, MethodNotAllowed):
         payload["allowed"] = error.allowed
     if isinstance(error, StaleGeneration):

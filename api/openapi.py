@@ -113,6 +113,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "type": "array",
                 "items": _obj({"topic": _STR, "partition": _INT, "reason": _STR}),
             },
+            # 40910: a node holds at most replicas_max partition replicas; room: what each node has left
+            "replicas_max": _INT,
+            "room": {"type": "object", "additionalProperties": _INT},
         },
         ["error_code", "message"],
     ),

@@ -23,6 +23,7 @@ from partitions.node import (
     NodeConfig,
     PeerConfig,
 )
+from partitions.placement import REPLICAS_MAX_DEFAULT
 
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
@@ -128,6 +129,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"which costs less CPU than the hand-off (default {JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT}; 0: all)",
     )
     parser.add_argument(
+        "--replicas-max",
+        type=int,
+        default=REPLICAS_MAX_DEFAULT,
+        help=f"partition replicas this node may hold; a topic or move beyond it is refused up front "
+        f"(default {REPLICAS_MAX_DEFAULT}: see docs/performance.md, 'Partitions per cluster'; the "
+        f"controller leader's setting applies, so give every node the same)",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
@@ -178,6 +187,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             f"--journal-sync-thread-min-kib {args.journal_sync_thread_min_kib}: must be in [0, 1048576]"
         )
+    if args.replicas_max < 1:
+        raise ServeConfigError(f"--replicas-max {args.replicas_max}: must be >= 1")
     if args.join and not seeds:
         raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
@@ -189,6 +200,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         gossip_address=str(gossip),
         seeds=seeds,
         retention_check_interval_ms=args.retention_check_ms,
+        replicas_max=args.replicas_max,
         journal_sync_threads=args.journal_sync_threads,
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,

@@ -36,6 +36,7 @@ from partitions.catch_up import catch_up, http_fetch
 from partitions.cluster_view import ClusterView, encode_meta
 from partitions.controller import (
     CONTROLLER_GROUP,
+    PARTITIONS_MAX,
     AlterConfigs,
     CancelMove,
     ControllerCommand,
@@ -62,7 +63,7 @@ from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordin
 from partitions.groups.replicated import ReplicatedGroupLog
 from partitions.metadata_follower import MetadataFollower
 from partitions.operations import Operator, internal_credential
-from partitions.placement import place
+from partitions.placement import REPLICAS_MAX_DEFAULT, check_capacity, place, replica_counts
 from partitions.reconfigure import MoveProgress
 from partitions.replica_failures import NO_FAILURES_DIGEST, FailedReplicas, ReplicaFailure
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
@@ -139,6 +140,7 @@ class NodeConfig:
     # Joining a running cluster: not a controller voter whatever the peer list says; the controller's
     # metadata is followed over HTTP (``metadata_follower``) and peers are learned by gossip.
     join: bool = False
+    replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -798,8 +800,12 @@ class Node:
             raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
         if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
             raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
+        if partitions > PARTITIONS_MAX:
+            raise InvalidTopic(f"partitions {partitions} must be between 1 and {PARTITIONS_MAX}")
         existing = {t.name: [list(r) for r in t.replicas] for t in self._controller_machine.topics.values()}
-        assignment = place(self._placeable(), partitions, replication_factor, existing)
+        assignment = place(
+            self._placeable(), partitions, replication_factor, existing, self.config.replicas_max
+        )
         validate_topic(name, assignment, configs)
         result = await self._controller_group().propose(
             encode_controller(CreateTopic(name, assignment, dict(configs))), ADMIN_TIMEOUT_MS
@@ -1189,6 +1195,7 @@ class Node:
         values = dict(self._counters)
         values["partition_replicas"] = len(self._replicas)
         values["partition_replicas_failed"] = len(self._local_failures())  # cannot open or replay
+        values["partition_replicas_max"] = self.config.replicas_max
         values["partitions_led"] = sum(
             1 for r in self._replicas.values() if r.group.status().role is Role.LEADER
         )
@@ -1262,6 +1269,10 @@ class Node:
             self.alive_nodes(),
             flags["decommissioning"],
         )
+        added = {node: 1 for node in target if node not in metadata.replicas[partition]}
+        topics = list(self._controller_machine.topics.values())
+        held = replica_counts(list(added), [other.replicas for other in topics])
+        check_capacity(f"moving {topic}/{partition} to {target}", held, added, self.config.replicas_max)
         result = await self.propose_controller(MoveReplicas(topic, partition, target))
         check(isinstance(result, Reassignment), f"move returned {result!r}")
         assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above

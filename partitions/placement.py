@@ -3,9 +3,53 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from partitions.errors import PartitionError
+
+REPLICAS_MAX_DEFAULT = 12_000
+"""Partition replicas one node holds at most by default (``raftlog serve --replicas-max``). What a replica
+costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions per cluster"): about 27 KiB
+of memory, no open file and no CPU while its group is idle, and on a node's restart the time to reopen it
+(journal replay, log recovery, an election); 10,000 per node on a 3-node cluster hold with a fraction of
+one core in total. Beyond the limit a topic or a move is refused up front, changing nothing."""
+
+
+class CapacityExceeded(PartitionError):
+    """A topic or a move would put more replicas on a node than it may hold."""
+
+    def __init__(
+        self, what: str, over: Mapping[str, int], room: Mapping[str, int], replicas_max: int
+    ) -> None:
+        nodes = ", ".join(f"{node} would hold {held:,}" for node, held in sorted(over.items()))
+        free = ", ".join(f"{node} {left:,}" for node, left in sorted(room.items()))
+        super().__init__(
+            f"{what} does not fit: a node holds at most {replicas_max:,} partition replicas "
+            f"(raftlog serve --replicas-max) and {nodes}; room left: {free}. Use fewer partitions or a "
+            "lower replication factor, delete topics, or add nodes"
+        )
+        self.over = dict(over)
+        self.room = dict(room)
+        self.replicas_max = replicas_max
+
+
+def replica_counts(nodes: Sequence[str], assignments: Iterable[Sequence[Sequence[str]]]) -> Counter[str]:
+    """Replicas each of ``nodes`` holds in ``assignments`` (replica lists of topics)."""
+    held: Counter[str] = Counter({n: 0 for n in nodes})
+    for assignment in assignments:
+        for replica_set in assignment:
+            for node in replica_set:
+                held[node] += 1
+    return held
+
+
+def check_capacity(what: str, held: Mapping[str, int], added: Mapping[str, int], replicas_max: int) -> None:
+    """Raise ``CapacityExceeded`` if adding ``added`` replicas to the ``held`` ones passes
+    ``replicas_max`` on any node."""
+    over = {n: held.get(n, 0) + count for n, count in added.items() if held.get(n, 0) + count > replicas_max}
+    if over:
+        room = {n: max(0, replicas_max - held.get(n, 0)) for n in sorted(set(held) | set(added))}
+        raise CapacityExceeded(what, over, room, replicas_max)
 
 
 class PlacementImpossible(PartitionError):
@@ -24,6 +68,7 @@ def place(
     partitions: int,
     replication_factor: int,
     existing: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    replicas_max: int | None = None,
 ) -> list[list[str]]:
     """Replica lists, first replica = preferred leader, one list per partition.
 
@@ -31,6 +76,8 @@ def place(
     ``replication_factor`` nodes holding the fewest replicas (so replica counts stay within one of each
     other), preferring among equals the nodes leading the fewest partitions; its preferred leader is the
     chosen node leading the fewest. Ties break by node order rotated per partition. Deterministic.
+    With ``replicas_max``, ``CapacityExceeded`` when a node would then hold more replicas than that
+    (the least loaded nodes are chosen first, so it fits whenever room is spread enough to fit).
     """
     live = sorted(set(nodes))
     if partitions < 1:
@@ -56,4 +103,8 @@ def place(
             replicas[node] += 1
         leaders[leader] += 1
         result.append(ordered)
+    if replicas_max is not None:
+        held = replica_counts(live, (existing or {}).values())
+        what = f"{partitions:,} partition(s) x replication factor {replication_factor}"
+        check_capacity(what, held, replica_counts(live, [result]), replicas_max)
     return result

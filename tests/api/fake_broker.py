@@ -37,7 +37,7 @@ from partitions.errors import (
 from partitions.groups.coordinator import GROUPS_TOPIC, GroupCoordinator
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
-from partitions.placement import PlacementImpossible
+from partitions.placement import PlacementImpossible, check_capacity, replica_counts
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure, digest
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
@@ -88,6 +88,7 @@ class FakeCluster:
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self._next_topic_id = 1
         self.group_partitions = 2  # of __consumer_groups, created on first use
+        self.replicas_max: int | None = None  # partition replicas a node may hold (None: no limit)
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
@@ -234,6 +235,10 @@ class FakeBroker:
         replicas = [
             [alive[(p + i) % len(alive)] for i in range(replication_factor)] for p in range(partitions)
         ]
+        if self.cluster.replicas_max is not None:
+            held = replica_counts(alive, [t.replicas for t in self.cluster.topics.values()])
+            what = f"{partitions} partition(s) x replication factor {replication_factor}"
+            check_capacity(what, held, replica_counts(alive, [replicas]), self.cluster.replicas_max)
         return self.cluster.add_topic(name, partitions, replicas, configs)
 
     async def delete_topic(self, name: str) -> None:

@@ -497,6 +497,19 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
     assert 'raftlog_http_request_duration_seconds_count{method="GET",route="/v1/nodes"} 1' in text
 
 
+async def test_a_topic_the_cluster_cannot_hold_is_refused_with_the_room_left(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    cluster.replicas_max = 4
+    assert (await n1.client.post("/v1/topics", json={"name": "a", "partitions": 3})).status == 201
+    error = await error_of(
+        await n1.client.post("/v1/topics", json={"name": "b", "partitions": 2}), 409, 40910
+    )
+    assert error["replicas_max"] == 4 and error["room"] == {"n1": 1, "n2": 1}
+    assert "--replicas-max" in error["message"]
+    assert await (await n1.client.get("/topics")).json() == ["a"]
+
+
 async def test_create_and_delete_topics(cluster: FakeCluster, n1: Node) -> None:
     response = await n1.client.post(
         "/v1/topics",

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from partitions.partitioner import murmur2, partition_for_key
-from partitions.placement import PlacementImpossible, place
+from partitions.placement import CapacityExceeded, PlacementImpossible, place
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
 KAFKA_MURMUR2 = {
@@ -60,3 +60,26 @@ def test_placement_accounts_for_existing_topics() -> None:
 def test_placement_refuses_a_factor_above_the_live_nodes() -> None:
     with pytest.raises(PlacementImpossible):
         place(["n1", "n2"], 3, 3)
+
+
+def test_placement_within_capacity_fills_nodes_up_to_the_limit() -> None:
+    existing = {"a": [["n1", "n2"], ["n2", "n3"]]}  # n1 1, n2 2, n3 1
+    placed = place(["n1", "n2", "n3"], 4, 2, existing, replicas_max=4)
+    held = Counter(node for assignment in ([*existing["a"], *placed],) for rs in assignment for node in rs)
+    assert max(held.values()) == 4 and sum(held.values()) == 12  # exactly full: accepted
+
+
+def test_placement_beyond_capacity_is_refused_with_what_each_node_has_left() -> None:
+    existing = {"a": [["n1", "n2", "n3"]] * 9}  # 9 replicas on each node
+    with pytest.raises(CapacityExceeded) as refused:
+        place(["n1", "n2", "n3"], 2, 3, existing, replicas_max=10)
+    error = refused.value
+    assert error.replicas_max == 10
+    assert error.room == {"n1": 1, "n2": 1, "n3": 1}
+    assert error.over == {"n1": 11, "n2": 11, "n3": 11}
+    assert "2 partition(s) x replication factor 3" in str(error) and "--replicas-max" in str(error)
+    assert place(["n1", "n2", "n3"], 1, 3, existing, replicas_max=10)  # what fits still does
+
+
+def test_without_a_limit_placement_never_refuses_for_capacity() -> None:
+    assert len(place(["n1", "n2", "n3"], 10_000, 3, {"a": [["n1", "n2", "n3"]] * 50_000})) == 10_000
