@@ -12,11 +12,13 @@ from typing import Any
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     InvalidCommand,
+    InvalidName,
     InvalidReassignment,
     InvalidTopic,
     NoReassignment,
     ReassignmentInProgress,
     ReplicaBehind,
+    ReservedName,
     SequenceTooOld,
     TopicExists,
     UnknownNode,
@@ -161,6 +163,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (CorruptJournal, HttpError(500, 50002)),
     (CorruptSnapshot, HttpError(500, 50002)),
     (InvalidConfig, HttpError(400, 40001)),
+    (ReservedName, HttpError(400, 40003)),  # a topic name kept for the cluster's own topics
+    (InvalidName, HttpError(400, 40001)),
     (InvalidTopic, HttpError(400, 40001)),
     (PlacementImpossible, HttpError(400, 40001)),
     (UnknownTopic, HttpError(404, 40401)),

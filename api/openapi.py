@@ -237,7 +237,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "CreateTopicRequest": _closed(
         _obj(
             {
-                "name": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,200}$"},
+                # partitions/names.py: names starting with "__" are the cluster's own (40003)
+                "name": {"type": "string", "pattern": "^(?!__)[A-Za-z0-9._-]{1,200}$"},
                 "partitions": {"type": "integer", "minimum": 1, "maximum": 10_000},
                 "replication_factor": {"type": "integer", "minimum": 1, "maximum": 100},
                 "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
@@ -478,7 +479,10 @@ _REASONS = {
     201: "Created",
     202: "Accepted: the operation goes on in the background",
     204: "No Content",
-    400: "Bad request (error_code 40001; an unusable replica set 40002)",
+    400: (
+        "Bad request (error_code 40001; an unusable replica set 40002; a topic name reserved for the "
+        "cluster's own topics 40003)"
+    ),
     401: "Missing or wrong admin token (40101)",
     404: (
         "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405) or "
