@@ -49,6 +49,7 @@ from raftlog.consensus.errors import (
 from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.errors import (
     CorruptRecord,
+    DirectoryLocked,
     InvalidConfig,
     InvalidRecord,
     LogClosed,
@@ -183,6 +184,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (ReplicaBehind, HttpError(503, 50301, retriable=True)),
     (LogClosed, HttpError(503, 50301, retriable=True)),
     (StorageUnavailable, HttpError(503, 50302, retriable=True)),
+    (DirectoryLocked, HttpError(503, 50302, retriable=True)),  # a node refuses to start: never on a request
     (CorruptRecord, HttpError(500, 50002)),
     (NotBatchBoundary, HttpError(500, 50001)),
     (InvariantViolation, HttpError(500, 50001)),
