@@ -351,7 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     from api import dev as dev_module
     from api import serve as serve_module
 
-    dev = commands.add_parser("dev", help="start a local cluster on 127.0.0.1, one process per node")
+    dev = commands.add_parser(
+        "dev",
+        help="run a local cluster on 127.0.0.1, one process per node; or stop, start or restart one of "
+        "its nodes (raftlog dev restart n3)",
+    )
     dev_module.add_arguments(dev)
     dev.set_defaults(run=_dev)
     serve = commands.add_parser("serve", help="run one node (HTTP API, Raft groups, storage)")

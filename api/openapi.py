@@ -289,7 +289,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
     "ReplicasRequest": _closed(_obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"])),
-    "Status": _obj({"status": _STR}),
+    "Status": _obj({"status": _STR, "node_id": _STR, "pid": _INT}),  # which node and process answered
     # consumer groups (api/consumers.py)
     "CreateConsumerRequest": _closed(
         _obj(
