@@ -7,8 +7,8 @@ node, and calls the cluster up only once every node answers ``/status/ready`` as
 the pid of the process started here): never on the word of another process on the same port. It keeps
 ``DATA_DIR/cluster.json`` true: each node's id, pid (null when not running), state (running, stopped,
 exited), HTTP URL and the full argv that starts it again with its data, rewritten (atomically) whenever
-one of them changes. A node that exits is reported and the supervisor goes on; Ctrl-C or SIGTERM stops
-every node it runs.
+one of them changes. A node that exits is reported and the supervisor goes on; Ctrl-C, SIGTERM or the
+terminal closing (SIGHUP) stops every node it runs.
 
 ``raftlog dev stop|start|restart NODE [--kill] [--data-dir data]`` asks the running supervisor, through
 its control socket (``dev_control``), to stop a node (SIGTERM, or SIGKILL with ``--kill``, as a crash),
@@ -298,8 +298,11 @@ class Supervisor:
         self.stopping = True
 
     def run(self) -> int:
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, self.on_signal)
+        signal.signal(signal.SIGINT, self.on_signal)
+        signal.signal(signal.SIGTERM, self.on_signal)
+        # the terminal closing stops the nodes too, unless the supervisor runs under nohup
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, self.on_signal)
         try:
             listener = dev_control.listen(self.data_dir)
         except (ControlError, OSError) as exc:
