@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
@@ -823,14 +824,20 @@ async def metrics(request: web.Request) -> web.Response:
     )
 
 
+def _identity(request: web.Request) -> dict[str, Any]:
+    """Which node and process answer: a supervisor (``raftlog dev``) checks that a port it probes is
+    answered by the process it started, not by another one that holds the port."""
+    return {"node_id": _state(request).broker.node_id, "pid": os.getpid()}
+
+
 async def live(request: web.Request) -> web.Response:
-    return web.json_response({"status": "live"})
+    return web.json_response({"status": "live", **_identity(request)})
 
 
 async def ready(request: web.Request) -> web.Response:
     if _state(request).broker.controller() is None:
         raise NotReady("no controller known yet")
-    return web.json_response({"status": "ready"})
+    return web.json_response({"status": "ready", **_identity(request)})
 
 
 async def openapi(request: web.Request) -> web.Response:

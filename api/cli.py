@@ -23,6 +23,7 @@ from api.client import (
     RaftlogClient,
     RequestFailed,
 )
+from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.inspect import dump_records, verify_directory
 
 SERVER_DEFAULT = "http://127.0.0.1:8081"
@@ -50,17 +51,22 @@ def _text(data: bytes | None) -> str | None:
 
 
 def _log_dump(args: argparse.Namespace) -> int:
-    for shown, record in enumerate(dump_records(args.directory, args.offset)):
-        if shown >= args.limit:
-            break
-        row = {
-            "offset": record.offset,
-            "timestamp": record.timestamp_ms,
-            "key": _text(record.key),
-            "value": _text(record.value),
-            "headers": {k: _text(v) for k, v in record.headers},
-        }
-        print(json.dumps(row))
+    """Records as JSON lines; at damage, the records before it, then where it is, and exit 1."""
+    try:
+        for shown, record in enumerate(dump_records(args.directory, args.offset)):
+            if shown >= args.limit:
+                break
+            row = {
+                "offset": record.offset,
+                "timestamp": record.timestamp_ms,
+                "key": _text(record.key),
+                "value": _text(record.value),
+                "headers": {k: _text(v) for k, v in record.headers},
+            }
+            print(json.dumps(row), flush=True)
+    except CorruptRecord as exc:
+        print(f"raftlog log dump: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -334,7 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("directory")
     verify.set_defaults(run=_log_verify)
-    dump = log_sub.add_parser("dump", help="print records as JSON lines")
+    dump = log_sub.add_parser(
+        "dump", help="print records as JSON lines; at damage, say where it is and exit 1"
+    )
     dump.add_argument("directory")
     dump.add_argument("--offset", type=int, default=0, help="first offset to print (default 0)")
     dump.add_argument("--limit", type=int, default=100, help="records to print at most (default 100)")
@@ -343,7 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     from api import dev as dev_module
     from api import serve as serve_module
 
-    dev = commands.add_parser("dev", help="start a local cluster on 127.0.0.1, one process per node")
+    dev = commands.add_parser(
+        "dev",
+        help="run a local cluster on 127.0.0.1, one process per node; or stop, start or restart one of "
+        "its nodes (raftlog dev restart n3)",
+    )
     dev_module.add_arguments(dev)
     dev.set_defaults(run=_dev)
     serve = commands.add_parser("serve", help="run one node (HTTP API, Raft groups, storage)")

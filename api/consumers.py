@@ -34,7 +34,6 @@ from api.routing import HIGH_WATERMARK_HEADER, HOPS_HEADER, forward_target, pars
 from api.schemas import (
     BINARY_V2,
     JSON_V2,
-    NAME_BYTES_MAX,
     OFFSETS_MAX,
     RECORD_CONTENT_TYPES,
     Flavour,
@@ -45,7 +44,6 @@ from api.schemas import (
     render_record,
     require_int,
     require_object,
-    require_str,
 )
 from partitions.broker import Broker
 from partitions.errors import UnknownPartition, UnknownTopic
@@ -53,6 +51,7 @@ from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import GROUPS_TOPIC, SUBSCRIBED_TOPICS_MAX, InstanceView
 from partitions.groups.errors import InvalidConsumerConfig, StaleGeneration
 from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT, SESSION_TIMEOUT_MS_MAX, SESSION_TIMEOUT_MS_MIN
+from partitions.names import check_group_name, check_instance_name, check_topic_name, check_user_topic_name
 from raftlog.consensus.errors import ConsensusError, NotLeader
 from raftlog.errors import RaftlogError, check
 from raftlog.storage.errors import OffsetOutOfRange
@@ -116,21 +115,12 @@ async def _body(request: web.Request, *, optional: bool = False) -> dict[str, An
     return require_object(parse_json(raw), "body")
 
 
-def _name(value: Any, field: str, max_bytes: int = NAME_BYTES_MAX) -> str:
-    text = require_str(value, field, max_bytes=max_bytes)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadRequest(f"{field}: not valid UTF-8 text") from None
-    return text
-
-
 def _group(request: web.Request) -> str:
-    return _name(request.match_info["group"], "group")
+    return check_group_name(request.match_info["group"], "group")
 
 
 def _instance(request: web.Request) -> str:
-    return _name(request.match_info["instance"], "instance")
+    return check_instance_name(request.match_info["instance"], "instance")
 
 
 def _config_str(body: Mapping[str, Any], key: str, default: str) -> str:
@@ -157,7 +147,7 @@ def _topic_partition(entry: Mapping[str, Any], where: str) -> TopicPartition:
         if key not in entry:
             raise BadRequest(f"{where}.{key}: missing")
     return TopicPartition(
-        _name(entry["topic"], f"{where}.topic", max_bytes=200),
+        check_topic_name(entry["topic"], f"{where}.topic"),
         require_int(entry["partition"], f"{where}.partition", maximum=2**31 - 1),
     )
 
@@ -418,7 +408,7 @@ async def create_instance(request: web.Request) -> web.Response:
         },
         "",
     )  # fmt: skip
-    name = _name(body["name"], "name") if "name" in body and body["name"] is not None else None
+    name = check_instance_name(body["name"], "name") if body.get("name") is not None else None
     auto_commit = body.get("auto.commit.enable", "false")
     if auto_commit not in ("false", False):
         raise InvalidConsumerConfig(
@@ -463,7 +453,7 @@ async def subscribe(request: web.Request) -> web.Response:
     topics = body.get("topics")
     if not isinstance(topics, list) or not 1 <= len(topics) <= SUBSCRIBED_TOPICS_MAX:
         raise BadRequest(f"topics: must be a list of 1 to {SUBSCRIBED_TOPICS_MAX} topic names")
-    names = [_name(t, f"topics[{i}]", max_bytes=200) for i, t in enumerate(topics)]
+    names = [check_user_topic_name(t, f"topics[{i}]") for i, t in enumerate(topics)]
     await groups.subscribe(group, instance, names)
     return web.Response(status=204)
 
@@ -616,7 +606,7 @@ async def committed(request: web.Request) -> web.Response:
     topic = request.query.get("topic")
     partition = query_int(request.query, "partition", None, 0, 2**31 - 1)
     if topic is not None and partition is not None:
-        wanted = [TopicPartition(_name(topic, "topic", max_bytes=200), partition)]
+        wanted = [TopicPartition(check_topic_name(topic, "topic"), partition)]
     elif topic is not None or partition is not None:
         raise BadRequest("query parameters topic and partition go together")
     elif request.can_read_body:

@@ -1,17 +1,32 @@
 """``raftlog dev``: a local cluster on 127.0.0.1, one OS process per node, until Ctrl-C / SIGTERM.
 
-Writes ``DATA_DIR/cluster.json`` with each node's id, pid, HTTP URL and the full argv that starts it
-again with its data. Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip
-(UDP and TCP) on base-port + 200 + i - 1; every node joins gossip through the others.
+``raftlog dev [--nodes 3] [--data-dir data] [--base-port 8081]`` supervises the cluster. It locks the
+data folder first (``DATA_DIR/.lock``): a second ``raftlog dev`` on the same folder is refused at once,
+naming the first, and changes nothing there. It refuses ports another process listens on, starts each
+node, and calls the cluster up only once every node answers ``/status/ready`` as itself (its node id and
+the pid of the process started here): never on the word of another process on the same port. It keeps
+``DATA_DIR/cluster.json`` true: each node's id, pid (null when not running), state (running, stopped,
+exited), HTTP URL and the full argv that starts it again with its data, rewritten (atomically) whenever
+one of them changes. A node that exits is reported and the supervisor goes on; Ctrl-C, SIGTERM or the
+terminal closing (SIGHUP) stops every node it runs.
+
+``raftlog dev stop|start|restart NODE [--kill] [--data-dir data]`` asks the running supervisor, through
+its control socket (``dev_control``), to stop a node (SIGTERM, or SIGKILL with ``--kill``, as a crash),
+start it again with the same argv (answered once it is ready), or both.
+
+Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip (UDP and TCP) on
+base-port + 200 + i - 1; every node joins gossip through the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import secrets
+import select
 import signal
 import socket
 import subprocess
@@ -22,8 +37,17 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from api import dev_control
+from api.dev_control import ACTIONS, Answer, ControlError, Request
+from raftlog.errors import InvariantViolation
+from raftlog.storage.dirlock import DirectoryLock
+from raftlog.storage.errors import DirectoryLocked
+
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
+POLL_INTERVAL_S = 0.2  # how often a waiting supervisor looks at its nodes and its control socket
+REQUEST_READ_TIMEOUT_S = 5.0  # how long a control connection may take to send its request line
+LOG_TAIL_BYTES = 4096  # of a node's log, read to say why it exited
 RAFT_PORT_OFFSET = 100
 GOSSIP_PORT_OFFSET = 200
 
@@ -40,10 +64,25 @@ class DevNode:
         return f"http://127.0.0.1:{self.http_port}"
 
 
+NODES_DEFAULT = 3
+BASE_PORT_DEFAULT = 8081
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=int, default=3, help="how many nodes (1-5, default 3)")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=ACTIONS,
+        help="stop, start or restart one node of the raftlog dev running on --data-dir "
+        "(without an action: run the cluster)",
+    )
+    parser.add_argument("node", nargs="?", help="the node to stop, start or restart, e.g. n3")
+    parser.add_argument(
+        "--kill", action="store_true", help="stop or restart: SIGKILL the node, as a crash, not SIGTERM"
+    )
+    parser.add_argument("--nodes", type=int, help=f"how many nodes (1-5, default {NODES_DEFAULT})")
     parser.add_argument("--data-dir", default="data", help="cluster data folder (default ./data)")
-    parser.add_argument("--base-port", type=int, default=8081, help="HTTP port of n1 (default 8081)")
+    parser.add_argument("--base-port", type=int, help=f"HTTP port of n1 (default {BASE_PORT_DEFAULT})")
 
 
 def plan(count: int, base_port: int) -> list[DevNode]:
@@ -139,96 +178,393 @@ def _secret_file(data_dir: str) -> str:
     return path
 
 
-def _ready(url: str) -> bool:
+def _listened(host: str, port: int, udp: bool) -> bool:
+    """Whether another socket holds ``port``: for TCP, whether something listens on it (a connection of
+    a node stopped moments ago, lingering in TIME_WAIT, does not count: the node rebinds over it); for
+    UDP, whether anything is bound to it."""
+    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
+    with socket.socket(socket.AF_INET, kind) as probe:
+        if not udp:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def busy_ports(node: DevNode) -> list[str]:
+    """The node's ports another process holds, each named with what the node needs it for."""
+    wanted = [
+        (node.http_port, "HTTP", (False,)),
+        (node.raft_port, "Raft", (False,)),
+        (node.gossip_port, "gossip", (False, True)),
+    ]
+    return [
+        f"port {port} ({node.node_id}'s {what})"
+        for port, what, kinds in wanted
+        if any(_listened("127.0.0.1", port, udp) for udp in kinds)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a node's HTTP port answered on ``/status/ready``."""
+
+    ready: bool
+    node_id: str | None  # as the answering process says (on 200)
+    pid: int | None
+
+
+def probe(url: str) -> Probe | None:
+    """``GET /status/ready``; None when nothing answers."""
     try:
         with urllib.request.urlopen(url + "/status/ready", timeout=1) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
+            body = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return Probe(False, None, None)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    node_id, pid = body.get("node_id"), body.get("pid")
+    return Probe(True, node_id if isinstance(node_id, str) else None, pid if isinstance(pid, int) else None)
 
 
-def main(args: argparse.Namespace) -> int:
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+@dataclass(slots=True)
+class _Child:
+    """One node the supervisor runs (or ran)."""
+
+    node: DevNode
+    argv: list[str]
+    log_path: str
+    process: subprocess.Popen[bytes] | None = None
+    log_offset: int = 0  # where the current process's lines begin in its log
+    state: str = "stopped"  # running | stopped (asked to) | exited (on its own)
+    exit_code: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None and self.state == "running" else None
+
+    def describe(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": self.node.node_id,
+            "pid": self.pid,
+            "state": self.state,
+            "http": self.node.http,
+            "argv": self.argv,
+        }
+        if self.state == "exited":
+            entry["exit_code"] = self.exit_code
+        return entry
+
+    def log_tail(self) -> str:
+        """The last line the current process wrote to its log (why it exited, usually)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(self.log_offset, size - LOG_TAIL_BYTES))
+                lines = f.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError as exc:
+            return f"its log {self.log_path} cannot be read: {exc}"
+        return lines[-1] if lines else f"nothing in its log {self.log_path}"
+
+
+class Supervisor:
+    """Runs the nodes of one data folder (whose lock the caller holds) until asked to stop."""
+
+    def __init__(self, data_dir: str, cluster: list[DevNode], secret_file: str) -> None:
+        self.data_dir = data_dir
+        self.stopping = False
+        self.children = {
+            node.node_id: _Child(
+                node,
+                node_argv(node, cluster, data_dir, secret_file),
+                os.path.join(data_dir, node.node_id, "node.log"),
+            )
+            for node in cluster
+        }
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        self.stopping = True
+
+    def run(self) -> int:
+        signal.signal(signal.SIGINT, self.on_signal)
+        signal.signal(signal.SIGTERM, self.on_signal)
+        # the terminal closing stops the nodes too, unless the supervisor runs under nohup
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, self.on_signal)
+        try:
+            listener = dev_control.listen(self.data_dir)
+        except (ControlError, OSError) as exc:
+            print(f"raftlog dev: cannot open the control socket: {exc}", file=sys.stderr)
+            return 1
+        try:
+            for child in self.children.values():
+                self.start(child)
+            problem = self.wait_ready(list(self.children.values()))
+            if self.stopping:
+                return 0
+            if problem is not None:
+                print(f"raftlog dev: {problem}", file=sys.stderr)
+                return 1
+            self._print_up()
+            while not self.stopping:
+                self.reap()
+                self.serve_control(listener)
+            return 0
+        finally:
+            listener.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(dev_control.socket_path(self.data_dir))
+            self.stop_all()
+
+    # -- one node ------------------------------------------------------------------------------------
+
+    def start(self, child: _Child) -> None:
+        os.makedirs(os.path.dirname(child.log_path), exist_ok=True)
+        with open(child.log_path, "ab") as log_file:
+            child.log_offset = log_file.tell()
+            child.process = subprocess.Popen(
+                child.argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        child.state, child.exit_code = "running", None
+        self.write_description()
+        node = child.node
+        print(
+            f"started {node.node_id} (pid {child.process.pid}) on {node.http}, log {child.log_path}",
+            flush=True,
+        )
+
+    def stop(self, child: _Child, kill: bool = False) -> str:
+        """Stop a running node (SIGTERM, SIGKILL after STOP_TIMEOUT_S; SIGKILL at once with ``kill``);
+        returns how it ended."""
+        process = child.process
+        if process is None or child.state != "running":
+            raise InvariantViolation(f"stop of {child.node.node_id}, which is {child.state}")
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                print(f"{child.node.node_id} did not stop in time; killing it", file=sys.stderr)
+                process.kill()
+                process.wait()
+        child.state, child.exit_code = "stopped", process.returncode
+        self.write_description()
+        return f"pid {process.pid}, {_exit_text(process.returncode)}"
+
+    def wait_ready(self, children: list[_Child]) -> str | None:
+        """Wait until every node in ``children`` answers ready as itself; what went wrong otherwise."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        pending = {child.node.node_id: child for child in children}
+        while pending and not self.stopping and time.monotonic() < deadline:
+            for node_id, child in sorted(pending.items()):
+                process = child.process
+                if process is None or self._exited(child):
+                    return f"{node_id} exited with {_exit_text(child.exit_code or 0)}: {child.log_tail()}"
+                answer = probe(child.node.http)
+                if answer is None or not answer.ready:
+                    continue
+                if (answer.node_id, answer.pid) != (node_id, process.pid):
+                    return (
+                        f"port {child.node.http_port} ({node_id}'s HTTP) is answered by another process "
+                        f"({answer.node_id or 'no node id'}, pid {answer.pid}), not by {node_id} "
+                        f"(pid {process.pid}): stop it or choose another --base-port"
+                    )
+                del pending[node_id]
+                print(f"{node_id} ready", flush=True)
+            time.sleep(POLL_INTERVAL_S)
+        if self.stopping:
+            return "raftlog dev is stopping"
+        if pending:
+            logs = ", ".join(pending[n].log_path for n in sorted(pending))
+            return f"not ready within {READY_TIMEOUT_S:.0f} s: {', '.join(sorted(pending))}; see {logs}"
+        return None
+
+    def _exited(self, child: _Child) -> bool:
+        """Whether a running node's process has exited on its own; recorded if so."""
+        process = child.process
+        if child.state != "running" or process is None or process.poll() is None:
+            return False
+        child.state, child.exit_code = "exited", process.returncode
+        self.write_description()
+        return True
+
+    def reap(self) -> None:
+        """Record and report nodes that exited on their own: the supervisor goes on without them."""
+        for child in self.children.values():
+            if self._exited(child):
+                node_id = child.node.node_id
+                print(
+                    f"raftlog dev: {node_id} exited with {_exit_text(child.exit_code or 0)}: "
+                    f"{child.log_tail()}\n  start it again with: raftlog dev start {node_id} "
+                    f"--data-dir {self.data_dir}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def stop_all(self) -> None:
+        running = [c for c in self.children.values() if c.state == "running" and c.process is not None]
+        for child in running:
+            if child.process is not None and child.process.poll() is None:
+                child.process.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for child in running:
+            process = child.process
+            if process is None:
+                continue
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                print(f"{child.node.node_id} did not stop in time; killing it", file=sys.stderr)
+                process.kill()
+                process.wait()
+            child.state, child.exit_code = "stopped", process.returncode
+        self.write_description()
+        print("all nodes stopped", flush=True)
+
+    # -- control ---------------------------------------------------------------------------------------
+
+    def serve_control(self, listener: socket.socket) -> None:
+        """Answer one request if one comes within POLL_INTERVAL_S."""
+        try:
+            readable, _, _ = select.select([listener], [], [], POLL_INTERVAL_S)
+        except InterruptedError:
+            return
+        if not readable:
+            return
+        try:
+            connection, _ = listener.accept()
+        except BlockingIOError:
+            return
+        with connection:
+            connection.setblocking(True)
+            connection.settimeout(REQUEST_READ_TIMEOUT_S)
+            try:
+                request = Request.decode(dev_control.read_line(connection))
+            except (ControlError, OSError) as exc:
+                answer = Answer(False, f"bad request: {exc}")
+            else:
+                print(f"raftlog dev: {request.action} {request.node} requested", flush=True)
+                answer = self.handle(request)
+                print(f"raftlog dev: {answer.message}", flush=True)
+            with contextlib.suppress(OSError):  # the asker may have given up
+                connection.sendall(answer.encode())
+
+    def handle(self, request: Request) -> Answer:
+        child = self.children.get(request.node)
+        if child is None:
+            known = ", ".join(sorted(self.children))
+            return Answer(False, f"no node {request.node!r} in this cluster ({known})")
+        node_id = child.node.node_id
+        self.reap()
+        how = "SIGKILL" if request.kill else "SIGTERM"
+        if request.action == "stop":
+            if child.state != "running":
+                return Answer(False, f"{node_id} is not running ({child.state})")
+            return Answer(True, f"{node_id} stopped by {how} ({self.stop(child, request.kill)})")
+        if request.action == "start" and child.state == "running":
+            return Answer(False, f"{node_id} is already running (pid {child.pid})")
+        stopped = ""
+        if request.action == "restart" and child.state == "running":
+            stopped = f"{node_id} stopped by {how} ({self.stop(child, request.kill)}); "
+        busy = busy_ports(child.node)
+        if busy:
+            return Answer(False, f"{stopped}{node_id} not started: {', '.join(busy)} held by another process")
+        self.start(child)
+        problem = self.wait_ready([child])
+        if problem is not None:
+            return Answer(False, stopped + problem)
+        return Answer(True, f"{stopped}{node_id} started (pid {child.pid}) and ready on {child.node.http}")
+
+    # -- cluster.json ----------------------------------------------------------------------------------
+
+    def write_description(self) -> None:
+        """cluster.json, replaced in one rename: a reader sees the old or the new one, never half."""
+        description = {
+            "supervisor_pid": os.getpid(),
+            "nodes": [child.describe() for child in self.children.values()],
+        }
+        path = os.path.join(self.data_dir, "cluster.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(description, f, indent=2)
+        os.replace(path + ".tmp", path)
+
+    def _print_up(self) -> None:
+        first = next(iter(self.children.values())).node.http
+        count = len(self.children)
+        print(
+            f"\ncluster of {count} up; cluster.json in {self.data_dir}\n"
+            f"  curl -s -XPOST {first}/v1/topics -H 'Content-Type: application/json' "
+            f'-d \'{{"name": "orders", "partitions": 3, "replication_factor": {min(3, count)}}}\'\n'
+            f"  curl -s -XPOST {first}/topics/orders -H 'Content-Type: application/vnd.kafka.json.v2+json' "
+            f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
+            f"  curl -s '{first}/topics/orders/partitions/0/records?offset=0'\n"
+            f"  raftlog dev restart n{count} --data-dir {self.data_dir}   # also: stop [--kill], start\n"
+            "Ctrl-C stops all nodes.",
+            flush=True,
+        )
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    if args.kill:
+        print("raftlog dev: --kill goes with stop or restart NODE", file=sys.stderr)
+        return 2
     try:
-        cluster = plan(args.nodes, args.base_port)
+        cluster = plan(
+            NODES_DEFAULT if args.nodes is None else args.nodes,
+            BASE_PORT_DEFAULT if args.base_port is None else args.base_port,
+        )
     except ValueError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 2
     data_dir = os.path.abspath(args.data_dir)
-    os.makedirs(data_dir, exist_ok=True)
-    secret_file = _secret_file(data_dir)
-    processes: list[tuple[DevNode, subprocess.Popen[bytes], list[str]]] = []
-    stopping = False
-
-    def stop(signum: int, frame: Any) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
     try:
-        for node in cluster:
-            argv = node_argv(node, cluster, data_dir, secret_file)
-            os.makedirs(os.path.join(data_dir, node.node_id), exist_ok=True)
-            log_path = os.path.join(data_dir, node.node_id, "node.log")
-            with open(log_path, "ab") as log_file:
-                process = subprocess.Popen(
-                    argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
-                )
-            processes.append((node, process, argv))
-            print(f"started {node.node_id} (pid {process.pid}) on {node.http}, log {log_path}", flush=True)
-        description = {
-            "nodes": [
-                {"id": n.node_id, "pid": p.pid, "http": n.http, "argv": argv} for n, p, argv in processes
-            ]
-        }
-        with open(os.path.join(data_dir, "cluster.json"), "w", encoding="utf-8") as f:
-            json.dump(description, f, indent=2)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        pending = {node.node_id for node in cluster}
-        while pending and not stopping and time.monotonic() < deadline:
-            for node, process, _ in processes:
-                if process.poll() is not None:
-                    print(f"raftlog dev: {node.node_id} exited with {process.returncode}; see its node.log",
-                          file=sys.stderr)  # fmt: skip
-                    return 1
-                if node.node_id in pending and _ready(node.http):
-                    pending.discard(node.node_id)
-                    print(f"{node.node_id} ready", flush=True)
-            time.sleep(0.2)
-        if pending and not stopping:
+        lock = DirectoryLock.acquire(data_dir, "raftlog dev")
+    except DirectoryLocked as exc:
+        print(f"raftlog dev: {exc}; nothing was started", file=sys.stderr)
+        return 1
+    with lock:
+        busy = [port for node in cluster for port in busy_ports(node)]
+        if busy:
             print(
-                f"raftlog dev: not ready within {READY_TIMEOUT_S:.0f} s: {sorted(pending)}", file=sys.stderr
+                f"raftlog dev: {', '.join(busy)} held by another process (another cluster?); "
+                "choose another --base-port; nothing was started",
+                file=sys.stderr,
             )
             return 1
-        first = cluster[0].http
-        print(
-            f"\ncluster of {len(cluster)} up; cluster.json in {data_dir}\n"
-            f"  curl -s -XPOST {first}/v1/topics -H 'Content-Type: application/json' "
-            f'-d \'{{"name": "orders", "partitions": 3, "replication_factor": {min(3, len(cluster))}}}\'\n'
-            f"  curl -s -XPOST {first}/topics/orders -H 'Content-Type: application/vnd.kafka.json.v2+json' "
-            f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
-            f"  curl -s '{first}/topics/orders/partitions/0/records?offset=0'\n"
-            "Ctrl-C stops all nodes.",
-            flush=True,
-        )
-        while not stopping:
-            for node, process, _ in processes:
-                if process.poll() is not None:
-                    print(f"raftlog dev: {node.node_id} exited with {process.returncode}", file=sys.stderr)
-                    processes.remove((node, process, _))
-                    break
-            time.sleep(0.5)
-        return 0
-    finally:
-        for _, process, _ in processes:
-            if process.poll() is None:
-                process.terminate()
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        for node, process, _ in processes:
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                print(f"{node.node_id} did not stop in time; killing it", file=sys.stderr)
-                process.kill()
-                process.wait()
-        print("all nodes stopped", flush=True)
+        return Supervisor(data_dir, cluster, _secret_file(data_dir)).run()
+
+
+def _control(args: argparse.Namespace) -> int:
+    if args.node is None:
+        print(f"raftlog dev {args.action}: which node? e.g. raftlog dev {args.action} n3", file=sys.stderr)
+        return 2
+    if args.nodes is not None or args.base_port is not None:
+        print("raftlog dev: --nodes and --base-port go with starting a cluster", file=sys.stderr)
+        return 2
+    data_dir = os.path.abspath(args.data_dir)
+    try:
+        answer = dev_control.ask(data_dir, Request(args.action, args.node, args.kill))
+    except ControlError as exc:
+        print(f"raftlog dev: {exc}", file=sys.stderr)
+        return 1
+    if not answer.ok:
+        print(f"raftlog dev: {answer.message}", file=sys.stderr)
+        return 1
+    print(answer.message)
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    return _run_cluster(args) if args.action is None else _control(args)

@@ -13,11 +13,13 @@ from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     DecommissionImpossible,
     InvalidCommand,
+    InvalidName,
     InvalidReassignment,
     InvalidTopic,
     NoReassignment,
     ReassignmentInProgress,
     ReplicaBehind,
+    ReservedName,
     SequenceTooOld,
     TopicExists,
     UnknownNode,
@@ -48,6 +50,7 @@ from raftlog.consensus.errors import (
 from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.errors import (
     CorruptRecord,
+    DirectoryLocked,
     InvalidConfig,
     InvalidRecord,
     LogClosed,
@@ -162,6 +165,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (CorruptJournal, HttpError(500, 50002)),
     (CorruptSnapshot, HttpError(500, 50002)),
     (InvalidConfig, HttpError(400, 40001)),
+    (ReservedName, HttpError(400, 40003)),  # a topic name kept for the cluster's own topics
+    (InvalidName, HttpError(400, 40001)),
     (InvalidTopic, HttpError(400, 40001)),
     (PlacementImpossible, HttpError(400, 40001)),
     (UnknownTopic, HttpError(404, 40401)),
@@ -182,6 +187,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (ReplicaBehind, HttpError(503, 50301, retriable=True)),
     (LogClosed, HttpError(503, 50301, retriable=True)),
     (StorageUnavailable, HttpError(503, 50302, retriable=True)),
+    (DirectoryLocked, HttpError(503, 50302, retriable=True)),  # a node refuses to start: never on a request
     (CorruptRecord, HttpError(500, 50002)),
     (NotBatchBoundary, HttpError(500, 50001)),
     (InvariantViolation, HttpError(500, 50001)),

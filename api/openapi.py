@@ -273,7 +273,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "CreateTopicRequest": _closed(
         _obj(
             {
-                "name": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,200}$"},
+                # partitions/names.py: names starting with "__" are the cluster's own (40003)
+                "name": {"type": "string", "pattern": "^(?!__)[A-Za-z0-9._-]{1,200}$"},
                 "partitions": {"type": "integer", "minimum": 1, "maximum": 10_000},
                 "replication_factor": {"type": "integer", "minimum": 1, "maximum": 100},
                 "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
@@ -326,7 +327,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
     "ReplicasRequest": _closed(_obj({"replicas": {"type": "array", "items": _STR}}, ["replicas"])),
-    "Status": _obj({"status": _STR}),
+    "Status": _obj({"status": _STR, "node_id": _STR, "pid": _INT}),  # which node and process answered
     # consumer groups (api/consumers.py)
     "CreateConsumerRequest": _closed(
         _obj(
@@ -523,7 +524,10 @@ _REASONS = {
     201: "Created",
     202: "Accepted: the operation goes on in the background",
     204: "No Content",
-    400: "Bad request (error_code 40001; an unusable replica set 40002)",
+    400: (
+        "Bad request (error_code 40001; an unusable replica set 40002; a topic name reserved for the "
+        "cluster's own topics 40003)"
+    ),
     401: "Missing or wrong admin token (40101)",
     404: (
         "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405) or "

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from api.errors import BadRequest, UnsupportedMediaType
+from partitions.names import check_group_name, check_topic_name, check_user_topic_name
 from raftlog.storage.batch import MEDIA_TYPE as BATCH_MEDIA_TYPE
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
@@ -44,7 +45,6 @@ INT64_MAX = 2**63 - 1
 RECORDS_MAX = 10_000  # records in one produce request
 HEADERS_MAX = 1_000  # headers on one record
 OFFSETS_MAX = 10_000  # entries in one consumer-offset commit
-NAME_BYTES_MAX = 255  # consumer group names
 
 
 class Flavour(enum.Enum):
@@ -399,7 +399,7 @@ def parse_create_topic(body: Any) -> CreateTopicRequest:
     reject_unknown(obj, {"name", "partitions", "replication_factor", "configs"}, "")
     if "name" not in obj:
         raise BadRequest("name: missing")
-    name = require_str(obj["name"], "name", max_bytes=200)
+    name = check_user_topic_name(obj["name"], "name")
     partitions = require_int(obj.get("partitions", 1), "partitions", minimum=1, maximum=10_000)
     factor = obj.get("replication_factor")
     if factor is not None:
@@ -443,7 +443,7 @@ def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
                 raise BadRequest(f"{where}.{name}: missing")
         out.append(
             OffsetCommit(
-                topic=require_str(entry["topic"], f"{where}.topic", max_bytes=200),
+                topic=check_topic_name(entry["topic"], f"{where}.topic"),
                 partition=require_int(entry["partition"], f"{where}.partition", maximum=2**31 - 1),
                 offset=require_int(entry["offset"], f"{where}.offset"),
                 reset=reset_all or require_bool(entry.get("reset", False), f"{where}.reset"),
@@ -453,4 +453,4 @@ def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
 
 
 def check_group(group: str) -> str:
-    return require_str(group, "group", max_bytes=NAME_BYTES_MAX)
+    return check_group_name(group, "group")

@@ -12,6 +12,7 @@ import os
 import platform
 import resource
 import signal
+import sys
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -24,6 +25,7 @@ from partitions.node import (
     PeerConfig,
 )
 from partitions.placement import REPLICAS_MAX_DEFAULT
+from raftlog.storage.errors import DirectoryLocked
 
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
@@ -296,10 +298,14 @@ def main(args: argparse.Namespace) -> int:
     tune_malloc(args.malloc_keep_mib)
     open_files = raise_open_files_limit()
     log.info("open files limit %d", open_files)
-    if args.event_loop == "uvloop":
-        import uvloop
+    try:
+        if args.event_loop == "uvloop":
+            import uvloop
 
-        uvloop.run(serve(config, http, token, args.gc_gen0))
-    else:
-        asyncio.run(serve(config, http, token, args.gc_gen0))
+            uvloop.run(serve(config, http, token, args.gc_gen0))
+        else:
+            asyncio.run(serve(config, http, token, args.gc_gen0))
+    except DirectoryLocked as exc:  # raised before the node touched anything of its data directory
+        print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0

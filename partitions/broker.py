@@ -83,7 +83,8 @@ class Broker(Protocol):
     async def create_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
     ) -> TopicMetadata:
-        """Raises TopicExists, InvalidTopic, InvalidConfig, PlacementImpossible, NotLeader (controller)."""
+        """Raises TopicExists, InvalidName, InvalidTopic, InvalidConfig, PlacementImpossible, NotLeader
+        (controller)."""
         ...
 
     async def delete_topic(self, name: str) -> None: ...

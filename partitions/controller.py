@@ -8,7 +8,6 @@ created again under the same name never shares a Raft group or a log directory w
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +15,7 @@ import msgpack
 
 from partitions.errors import (
     InvalidCommand,
+    InvalidName,
     InvalidReassignment,
     InvalidTopic,
     NoReassignment,
@@ -24,12 +24,12 @@ from partitions.errors import (
     UnknownPartition,
     UnknownTopic,
 )
+from partitions.names import check_topic_name
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
 CONTROLLER_GROUP = "controller"  # the Raft group (and log directory) name of the controller
-TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 PARTITIONS_MAX = 10_000
 SNAPSHOT_VERSION = 1
 _CREATE, _DELETE, _ALTER = 1, 2, 3
@@ -127,9 +127,10 @@ class TopicMetadata:
 
 
 def validate_topic(name: str, replicas: list[list[str]], configs: dict[str, Any]) -> None:
-    """Raise ``InvalidTopic`` / ``InvalidConfig`` for anything ``CreateTopic`` would refuse."""
-    if not isinstance(name, str) or not TOPIC_NAME.match(name) or name in (".", ".."):
-        raise InvalidTopic(f"topic name {name!r}: use 1-200 of [A-Za-z0-9._-]")
+    """Raise ``InvalidName`` / ``InvalidTopic`` / ``InvalidConfig`` for anything ``CreateTopic`` would
+    refuse. Names the cluster reserves for its own topics are valid here: users are kept from them at the
+    edge (``names.check_user_topic_name``)."""
+    check_topic_name(name)
     if not 1 <= len(replicas) <= PARTITIONS_MAX:
         raise InvalidTopic(f"partitions {len(replicas)} must be between 1 and {PARTITIONS_MAX}")
     factors = {len(r) for r in replicas}
@@ -205,6 +206,7 @@ def check_replica_set(replicas: list[str]) -> None:
 
 _Refusal = (
     InvalidCommand
+    | InvalidName
     | InvalidTopic
     | InvalidConfig
     | TopicExists
@@ -264,6 +266,7 @@ class ControllerStateMachine:
             return altered
         except (
             InvalidCommand,
+            InvalidName,
             InvalidTopic,
             InvalidConfig,
             TopicExists,

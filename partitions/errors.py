@@ -42,6 +42,22 @@ class InvalidTopic(PartitionError):
     """A topic name, partition count or replication factor that cannot be used."""
 
 
+class InvalidName(PartitionError):
+    """A topic, consumer group or consumer instance name that cannot be used (``partitions.names``); the
+    message names the field, the name and the rule it breaks."""
+
+    def __init__(self, field: str, name: object, reason: str) -> None:
+        super().__init__(f"{field} {name!r}: {reason}")
+        self.field = field
+        self.name = name
+        self.reason = reason
+
+
+class ReservedName(InvalidName):
+    """A topic name kept for the cluster's own topics (starting with ``__``): users cannot create or
+    subscribe to it."""
+
+
 class TopicExists(PartitionError):
     def __init__(self, topic: str) -> None:
         super().__init__(f"topic {topic!r} already exists")

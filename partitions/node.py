@@ -4,7 +4,8 @@ Ownership and threads:
 - the asyncio event loop runs every method here; it owns ``_replicas`` and reconciliation;
 - one consensus ``Driver`` thread ticks every Raft group of the node and runs their ``apply``;
 - one ``MuxHub`` thread carries all groups' Raft traffic over one authenticated connection per peer;
-- one ``LogManager`` thread group-commits and applies retention.
+- one ``LogManager`` thread group-commits and applies retention;
+- the data directory is this node's alone (``raftlog.storage.dirlock``) from construction to ``close``.
 State machines notify the loop through ``raftlog.consensus.bridge.LoopNotifier`` (controller changes ->
 reconcile replicas; partition commits -> wake long-polling fetches).
 
@@ -79,6 +80,7 @@ from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage import removal
 from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, encode_batch
 from raftlog.storage.config import LogConfig
+from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import Log, wall_clock_ms
 from raftlog.storage.manager import LogManager
@@ -199,6 +201,16 @@ class Node:
     """Implements ``partitions.broker.Broker``. Create, ``await start()``, serve, ``await close()``."""
 
     def __init__(self, config: NodeConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
+        # The data directory is this node's alone before anything in it is read or written: a second
+        # process on it is refused here (DirectoryLocked names the holder) and touches nothing.
+        self._data_lock = DirectoryLock.acquire(config.data_dir, f"node {config.node_id}")
+        try:
+            self._init(config, clock)
+        except BaseException:
+            self._data_lock.close()
+            raise
+
+    def _init(self, config: NodeConfig, clock: Callable[[], int]) -> None:
         self.config = config
         self.node_id = config.node_id
         self._clock = clock
@@ -344,6 +356,7 @@ class Node:
         self._driver.stop()
         self._hub.close()
         self._logs.close()
+        self._data_lock.close()
 
     async def _driver_barrier(self) -> None:
         """Wait until the driver thread has run everything queued before this call."""

@@ -57,6 +57,7 @@ from partitions.groups.state import (
     Refresh,
     Subscribe,
 )
+from partitions.names import check_group_name, check_instance_name
 from partitions.partitioner import partition_for_key
 from raftlog.consensus.errors import ConsensusError
 from raftlog.errors import RaftlogError, check
@@ -68,7 +69,6 @@ GROUP_PARTITIONS_DEFAULT = 4
 SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
 SUBSCRIBED_TOPICS_MAX = 1_000
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size
-INSTANCE_NAME_BYTES_MAX = 255
 
 
 INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})
@@ -246,11 +246,9 @@ class GroupCoordinator:
     ) -> Member:
         if assignor not in ASSIGNORS:
             raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
-        if (
-            name is not None
-            and not 1 <= len(name.encode("utf-8", "surrogatepass")) <= INSTANCE_NAME_BYTES_MAX
-        ):
-            raise InvalidConsumerConfig(f"name: 1 to {INSTANCE_NAME_BYTES_MAX} bytes")
+        check_group_name(group)
+        if name is not None:
+            check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
         member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
         await self._log.ensure_topic()

@@ -79,3 +79,15 @@ class StorageUnavailable(StorageError):
         super().__init__(f"storage unavailable at {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class DirectoryLocked(StorageError):
+    """Another process (or another open lock in this one) holds this data directory
+    (``raftlog.storage.dirlock``); nothing in it was touched. ``holder`` says who, as the holder wrote it
+    (pid, owner, start time), or is None when it has not said yet."""
+
+    def __init__(self, directory: str, holder: str | None) -> None:
+        who = holder if holder is not None else "another process (it has not written who it is yet)"
+        super().__init__(f"data directory {directory} is in use by {who}")
+        self.directory = directory
+        self.holder = holder

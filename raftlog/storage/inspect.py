@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from raftlog.storage.batch import BatchFormatError, Record, decode_records
+from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.segment import ScanStop, walk
 
 
@@ -76,15 +77,23 @@ def verify_directory(directory: str) -> VerifyReport:
 
 
 def dump_records(directory: str, from_offset: int = 0) -> Iterator[Record]:
-    """Yield CRC-checked records from ``from_offset`` on; damage raises ``BatchFormatError``/``ScanStop``."""
+    """Yield CRC-checked records from ``from_offset`` on, in offset order. At the first damaged batch
+    raises ``CorruptRecord`` naming its data file and byte position, once every record before it has
+    been yielded."""
     for _, path in _data_files(directory):
         fd = os.open(path, os.O_RDONLY)
         try:
-            for _, header, view in walk(fd, 0, os.fstat(fd).st_size, verify=True):
+            for position, header, view in walk(fd, 0, os.fstat(fd).st_size, verify=True):
                 if header.end_offset <= from_offset:
                     continue
-                for record in decode_records(view, header):
+                try:
+                    records = decode_records(view, header)
+                except BatchFormatError as exc:
+                    raise CorruptRecord(path, position, str(exc)) from None
+                for record in records:
                     if record.offset >= from_offset:
                         yield record
+        except ScanStop as stop:
+            raise CorruptRecord(path, stop.position, stop.reason) from None
         finally:
             os.close(fd)

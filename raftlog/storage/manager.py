@@ -25,7 +25,7 @@ from raftlog.storage.log import Log, wall_clock_ms
 
 log = logging.getLogger("raftlog.storage")
 
-_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 IDLE_TICK_MS = 1000
 HANDLE_SWEEP_S = 2.0
 HANDLES_IDLE_S = 10.0
@@ -63,7 +63,7 @@ class LogManager:
 
     def open_log(self, name: str, config: LogConfig) -> Log:
         """Open (or create) the log called ``name`` (e.g. ``orders-0``) under the root directory."""
-        if not _NAME.match(name) or name in (".", ".."):
+        if not _NAME.fullmatch(name) or name in (".", ".."):
             raise InvalidConfig("log name", name, "use 1-249 of [A-Za-z0-9._-]")
         with self._lock:
             existing = self._logs.get(name)

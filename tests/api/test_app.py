@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -484,7 +485,8 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
 
     live = await n1.client.get("/status/live")
     assert live.status == 200
-    assert (await n1.client.get("/status/ready")).status == 200
+    ready = await n1.client.get("/status/ready")  # says which node and process answer
+    assert await ready.json() == {"status": "ready", "node_id": "n1", "pid": os.getpid()}
     cluster.controller = None
     not_ready = await n1.client.get("/status/ready")
     await error_of(not_ready, 503, 50301)

@@ -13,6 +13,7 @@ import partitions
 import raftlog
 from api import errors
 from membership.errors import WireError
+from partitions.errors import InvalidName, ReservedName
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
@@ -60,6 +61,8 @@ def test_every_concrete_error_is_in_the_table() -> None:
         (OffsetOutOfRange(9, 2, 5), 416, 41601),
         (RecordTooLarge(10, 5), 413, 41301),
         (errors.UnsupportedMediaType("text/plain"), 415, 41501),
+        (InvalidName("group", "g\n", "a control character"), 400, 40001),
+        (ReservedName("name", "__x", "reserved"), 400, 40003),
     ],
 )
 def test_contract_codes(error: Exception, status: int, code: int) -> None:

@@ -10,7 +10,7 @@ from partitions.controller import (
     DeleteTopic,
     TopicMetadata,
 )
-from partitions.errors import InvalidCommand, InvalidTopic, TopicExists, UnknownTopic
+from partitions.errors import InvalidCommand, InvalidName, InvalidTopic, TopicExists, UnknownTopic
 from raftlog.storage.errors import InvalidConfig
 
 R3 = [["n1", "n2", "n3"], ["n2", "n3", "n1"]]
@@ -60,7 +60,7 @@ def test_bad_commands_are_refused_and_change_nothing() -> None:
     kinds = [type(r) for r in results]
     assert kinds == [
         TopicExists,
-        InvalidTopic,
+        InvalidName,
         InvalidTopic,
         InvalidTopic,
         InvalidConfig,

@@ -20,7 +20,8 @@ from partitions.node import Node, NodeConfig, PeerConfig
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage import ProducerRecord
-from raftlog.storage.errors import OffsetOutOfRange
+from raftlog.storage.dirlock import DirectoryLock
+from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
 
 SECRET = b"test-cluster-secret-0123456789abcdef"
 FAST = CoreConfig(
@@ -419,6 +420,26 @@ async def test_a_start_empties_what_a_crash_left_in_the_trash(tmp_path: pathlib.
         assert not any((pathlib.Path(config.data_dir) / "trash").glob("*"))
     finally:
         await node.close()
+
+
+async def test_a_node_on_a_data_directory_another_holds_is_refused_and_touches_nothing(
+    tmp_path: pathlib.Path,
+) -> None:
+    config = configs(tmp_path, count=1)[0]
+    leftover = pathlib.Path(config.data_dir) / "trash" / "t-0.abc"
+    leftover.mkdir(parents=True)  # what the holder is entitled to: the refused node must not empty it
+    with DirectoryLock.acquire(config.data_dir, "node n1"):
+        with pytest.raises(DirectoryLocked, match=rf"in use by node n1 \(pid {os.getpid()}, since "):
+            Node(config)
+        assert sorted(os.listdir(config.data_dir)) == [".lock", "trash"] and leftover.is_dir()
+    node = Node(config)  # free again once its holder closed it
+    await node.start()
+    try:
+        with pytest.raises(DirectoryLocked, match="in use by node n1"):
+            Node(config)
+    finally:
+        await node.close()
+    DirectoryLock.acquire(config.data_dir, "node n1").close()  # and free again once the node closed
 
 
 async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster: list[Node]) -> None:

@@ -106,7 +106,7 @@ def test_a_failing_log_does_not_stop_the_others(tmp_path: str, caplog: pytest.Lo
 def test_reopening_by_name_returns_the_same_log_and_names_are_validated(tmp_path: str) -> None:
     manager = LogManager(str(tmp_path))
     assert manager.open_log("t-0", LogConfig()) is manager.open_log("t-0", LogConfig())
-    for bad in ("../escape", "a/b", "", ".."):
+    for bad in ("../escape", "a/b", "", "..", "t-0\n"):
         with pytest.raises(InvalidConfig):
             manager.open_log(bad, LogConfig())
     manager.delete_log("t-0")

@@ -1,0 +1,154 @@
+"""How ``raftlog dev stop|start|restart NODE`` talks to the running ``raftlog dev``: one UNIX socket in the
+cluster's data folder (``DATA_DIR/dev.sock``, as private as the folder), one request per connection.
+
+A request is one line of JSON, ``{"action": "stop"|"start"|"restart", "node": "n3", "kill": false}``;
+the answer one line, ``{"ok": true|false, "message": "..."}``, sent once the action is done (a start
+answers once the node is ready, or has failed). The supervisor serves one request at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+
+SOCKET_NAME = "dev.sock"
+ACTIONS = ("start", "stop", "restart")
+LINE_BYTES_MAX = 4096  # a request or an answer
+NODE_ID_BYTES_MAX = 64
+ANSWER_TIMEOUT_S = 150.0  # a restart: stop (at most 15 s), start and wait for readiness (at most 60 s)
+_SUN_PATH_BYTES_MAX = 107  # sockaddr_un's sun_path, less its terminating NUL
+
+
+class ControlError(Exception):
+    """A request that cannot be sent, read or understood; the message says why."""
+
+
+class NoSupervisor(ControlError):
+    """No ``raftlog dev`` is running on this data folder."""
+
+    def __init__(self, data_dir: str) -> None:
+        super().__init__(
+            f"no raftlog dev is running on {data_dir} (nothing answers on {socket_path(data_dir)}); "
+            f"start the cluster with: raftlog dev --data-dir {data_dir}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    action: str
+    node: str
+    kill: bool = False  # stop with SIGKILL, as a crash would, instead of SIGTERM
+
+    def encode(self) -> bytes:
+        return json.dumps({"action": self.action, "node": self.node, "kill": self.kill}).encode() + b"\n"
+
+    @classmethod
+    def decode(cls, line: bytes) -> Request:
+        fields = _object(line)
+        action, node, kill = fields.get("action"), fields.get("node"), fields.get("kill", False)
+        if set(fields) - {"action", "node", "kill"}:
+            raise ControlError(f"unknown fields {sorted(set(fields) - {'action', 'node', 'kill'})}")
+        if action not in ACTIONS:
+            raise ControlError(f"action {action!r}: use one of {', '.join(ACTIONS)}")
+        if not isinstance(node, str) or not 1 <= len(node.encode()) <= NODE_ID_BYTES_MAX:
+            raise ControlError(f"node {node!r}: a node id such as n3")
+        if not isinstance(kill, bool):
+            raise ControlError(f"kill {kill!r}: true or false")
+        if kill and action == "start":
+            raise ControlError("kill applies to stop and restart")
+        return cls(action, node, kill)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    ok: bool
+    message: str
+
+    def encode(self) -> bytes:
+        return json.dumps({"ok": self.ok, "message": self.message}).encode() + b"\n"
+
+    @classmethod
+    def decode(cls, line: bytes) -> Answer:
+        fields = _object(line)
+        ok, message = fields.get("ok"), fields.get("message")
+        if not isinstance(ok, bool) or not isinstance(message, str):
+            raise ControlError(f"an answer needs ok (true or false) and message (text), got {fields}")
+        return cls(ok, message)
+
+
+def _object(line: bytes) -> dict[str, object]:
+    try:
+        fields = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ControlError(f"not a line of JSON: {exc}") from None
+    if not isinstance(fields, dict):
+        raise ControlError(f"expected a JSON object, got {type(fields).__name__}")
+    return fields
+
+
+def socket_path(data_dir: str) -> str:
+    return os.path.join(data_dir, SOCKET_NAME)
+
+
+def _address(path: str) -> str:
+    """``path`` as ``bind``/``connect`` can take it: a UNIX socket's path has at most 107 bytes, so a long
+    absolute path is given relative to the working directory when that is short enough."""
+    if len(os.fsencode(path)) <= _SUN_PATH_BYTES_MAX:
+        return path
+    relative = os.path.relpath(path)
+    if len(os.fsencode(relative)) <= _SUN_PATH_BYTES_MAX:
+        return relative
+    raise ControlError(
+        f"the control socket's path {path} is longer than a UNIX socket allows "
+        f"({_SUN_PATH_BYTES_MAX} bytes): use a shorter --data-dir"
+    )
+
+
+def listen(data_dir: str) -> socket.socket:
+    """The supervisor's listening socket. A socket file left by a supervisor that was killed is replaced:
+    the caller holds the data folder's lock, so no other supervisor of this folder is running."""
+    path = socket_path(data_dir)
+    address = _address(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(address)
+        os.chmod(path, 0o600)
+        listener.listen(8)
+        listener.setblocking(False)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+def read_line(connection: socket.socket) -> bytes:
+    """One line of at most ``LINE_BYTES_MAX`` bytes (the connection's timeout bounds the wait)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(LINE_BYTES_MAX + 1 - len(data))
+        if not chunk:
+            raise ControlError("the connection closed before a whole line came")
+        data += chunk
+        if len(data) > LINE_BYTES_MAX:
+            raise ControlError(f"a line longer than {LINE_BYTES_MAX} bytes")
+    return data
+
+
+def ask(data_dir: str, request: Request, timeout_s: float = ANSWER_TIMEOUT_S) -> Answer:
+    """Send ``request`` to the ``raftlog dev`` running on ``data_dir`` and wait for its answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(timeout_s)
+        try:
+            connection.connect(_address(socket_path(data_dir)))
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise NoSupervisor(data_dir) from None
+        connection.sendall(request.encode())
+        try:
+            return Answer.decode(read_line(connection))
+        except TimeoutError:
+            raise ControlError(f"raftlog dev did not answer within {timeout_s:.0f} s") from None

@@ -1,0 +1,237 @@
+"""``raftlog dev``: one supervisor per data folder, nodes probed as themselves, and stop/start/restart of
+one node through the running supervisor, with cluster.json kept true and Ctrl-C stopping every node."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from api import dev
+from api.dev_control import Answer, ControlError, Request
+
+ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
+
+
+def raftlog(*argv: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *argv], capture_output=True, text=True, timeout=timeout_s, env=ENV
+    )
+
+
+def description(data: pathlib.Path) -> dict[str, Any]:
+    with open(data / "cluster.json", encoding="utf-8") as f:
+        return dict(json.load(f))
+
+
+def node_entry(data: pathlib.Path, node_id: str) -> dict[str, Any]:
+    return next(n for n in description(data)["nodes"] if n["id"] == node_id)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def ready_pid(url: str) -> int:
+    with urllib.request.urlopen(url + "/status/ready", timeout=5) as answer:
+        return int(json.loads(answer.read())["pid"])
+
+
+def until(predicate: Any, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not within {timeout_s} s")
+
+
+class Supervised:
+    """``raftlog dev`` in a child process (its own session, so SIGINT reaches it alone)."""
+
+    def __init__(self, data: pathlib.Path, nodes: int = 1) -> None:
+        self.data = data
+        self.base_port = dev.free_base_port(nodes)
+        data.mkdir(parents=True, exist_ok=True)
+        self.output = data.parent / f"{data.name}-dev.out"
+        with open(self.output, "wb") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "api.cli", "dev", "--nodes", str(nodes), "--data-dir", str(data),
+                 "--base-port", str(self.base_port)],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=ENV,
+            )  # fmt: skip
+        until(lambda: "up; cluster.json" in self.text() or self.process.poll() is not None, "cluster up")
+        assert self.process.poll() is None, self.text()
+
+    def text(self) -> str:
+        return self.output.read_text(encoding="utf-8", errors="replace")
+
+    def interrupt(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(60)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.interrupt()
+
+
+@pytest.fixture
+def supervised(tmp_path: pathlib.Path) -> Iterator[Supervised]:
+    running = Supervised(tmp_path / "data")
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def test_restart_keeps_cluster_json_true_and_ctrl_c_stops_the_restarted_node(supervised: Supervised) -> None:
+    data = supervised.data
+    first = node_entry(data, "n1")
+    assert first["state"] == "running" and ready_pid(first["http"]) == first["pid"]
+
+    restarted = raftlog("dev", "restart", "n1", "--data-dir", str(data))
+    assert restarted.returncode == 0, restarted.stderr
+    second = node_entry(data, "n1")
+    assert second["state"] == "running" and second["pid"] != first["pid"] and second["argv"] == first["argv"]
+    assert not alive(first["pid"])
+    assert ready_pid(second["http"]) == second["pid"]
+    assert f"started (pid {second['pid']}) and ready" in restarted.stdout
+    created = urllib.request.Request(
+        second["http"] + "/v1/topics", data=b'{"name": "t"}', headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(created, timeout=30) as answer:
+        assert answer.status == 201  # the restarted node serves
+
+    # a crash (SIGKILL) and a start: the new process takes its data directory back
+    killed = raftlog("dev", "stop", "n1", "--kill", "--data-dir", str(data))
+    assert killed.returncode == 0 and "signal SIGKILL" in killed.stdout, killed.stderr
+    assert node_entry(data, "n1")["pid"] is None and node_entry(data, "n1")["state"] == "stopped"
+    assert not alive(second["pid"])
+    started = raftlog("dev", "start", "n1", "--data-dir", str(data))
+    assert started.returncode == 0, started.stderr
+    third = node_entry(data, "n1")["pid"]
+    with urllib.request.urlopen(second["http"] + "/topics/t", timeout=30) as answer:
+        assert json.loads(answer.read())["name"] == "t"
+
+    assert supervised.interrupt() == 0  # Ctrl-C
+    assert not alive(third)
+    assert node_entry(data, "n1")["state"] == "stopped" and not (data / "dev.sock").exists()
+
+
+def test_a_second_raftlog_dev_on_the_same_folder_fails_at_once_and_leaves_everything_alone(
+    supervised: Supervised,
+) -> None:
+    before = (supervised.data / "cluster.json").read_bytes()
+    other_base = dev.free_base_port(1)
+    second = raftlog(
+        "dev", "--nodes", "1", "--data-dir", str(supervised.data), "--base-port", str(other_base)
+    )
+    assert second.returncode == 1
+    refusal = second.stderr.strip()
+    assert refusal.startswith(
+        f"raftlog dev: data directory {supervised.data} is in use by raftlog dev "
+        f"(pid {supervised.process.pid}, since "
+    ) and refusal.endswith("; nothing was started"), refusal
+    assert (supervised.data / "cluster.json").read_bytes() == before
+    assert dev.busy_ports(dev.plan(1, other_base)[0]) == []  # it started nothing
+    entry = node_entry(supervised.data, "n1")
+    assert ready_pid(entry["http"]) == entry["pid"]  # and the first cluster serves on
+
+
+def test_a_node_that_dies_is_reported_and_the_supervisor_can_start_it_again(supervised: Supervised) -> None:
+    pid = node_entry(supervised.data, "n1")["pid"]
+    os.kill(pid, signal.SIGKILL)
+    until(lambda: node_entry(supervised.data, "n1")["state"] == "exited", "the death recorded")
+    entry = node_entry(supervised.data, "n1")
+    assert entry["pid"] is None and entry["exit_code"] == -signal.SIGKILL
+    until(lambda: "n1 exited with signal SIGKILL" in supervised.text(), "the death reported")
+    assert supervised.process.poll() is None
+    started = raftlog("dev", "start", "n1", "--data-dir", str(supervised.data))
+    assert started.returncode == 0, started.stderr
+    assert ready_pid(entry["http"]) == node_entry(supervised.data, "n1")["pid"]
+
+
+def test_a_port_held_by_another_process_is_named_and_nothing_is_started(tmp_path: pathlib.Path) -> None:
+    base = dev.free_base_port(1)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", base + dev.RAFT_PORT_OFFSET))
+        squatter.listen()
+        result = raftlog("dev", "--nodes", "1", "--data-dir", str(tmp_path), "--base-port", str(base))
+    assert result.returncode == 1
+    assert f"port {base + dev.RAFT_PORT_OFFSET} (n1's Raft) held by another process" in result.stderr
+    assert not (tmp_path / "cluster.json").exists() and not (tmp_path / "n1").exists()
+
+
+STUB = textwrap.dedent(
+    """
+    import http.server, json, sys
+    class Ready(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"status": "ready", "node_id": "n1", "pid": 1}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Ready).serve_forever()
+    """
+)
+
+
+def test_a_node_answered_for_by_another_process_is_an_error_naming_the_port(tmp_path: pathlib.Path) -> None:
+    """Readiness counts only the process started here: an answer from another pid is never "up"."""
+    node = dev.plan(1, dev.free_base_port(1))[0]
+    supervisor = dev.Supervisor(str(tmp_path), [node], str(tmp_path / "secret"))
+    child = supervisor.children["n1"]
+    child.argv = [sys.executable, "-c", STUB, str(node.http_port)]  # answers as pid 1, not as itself
+    supervisor.start(child)
+    try:
+        problem = supervisor.wait_ready([child])
+    finally:
+        supervisor.stop_all()
+    assert problem is not None and problem.startswith(
+        f"port {node.http_port} (n1's HTTP) is answered by another process (n1, pid 1), not by n1 (pid "
+    )
+
+
+def test_without_a_running_raftlog_dev_a_restart_says_so(tmp_path: pathlib.Path) -> None:
+    result = raftlog("dev", "restart", "n3", "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"raftlog dev: no raftlog dev is running on {tmp_path}")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        (b"not json\n", "not a line of JSON"),
+        (b"[]\n", "expected a JSON object"),
+        (b'{"action": "reboot", "node": "n1"}\n', "action 'reboot'"),
+        (b'{"action": "stop", "node": ""}\n', "node ''"),
+        (b'{"action": "start", "node": "n1", "kill": true}\n', "kill applies to stop and restart"),
+        (b'{"action": "stop", "node": "n1", "extra": 1}\n', "unknown fields ['extra']"),
+    ],
+)
+def test_a_malformed_control_request_is_refused_saying_why(line: bytes, words: str) -> None:
+    with pytest.raises(ControlError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        Request.decode(line)
+
+
+def test_requests_and_answers_round_trip() -> None:
+    request = Request("restart", "n3", kill=True)
+    assert Request.decode(request.encode()) == request
+    assert Answer.decode(Answer(False, "n3 is not running").encode()) == Answer(False, "n3 is not running")
