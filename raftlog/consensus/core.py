@@ -28,7 +28,9 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   from a leader replica that stops, a new term, or any ordinary append ends the quiet, and the follower
   holds an election after a fresh election timeout. A quiet leader counts a follower as heard from when
   its node's connection last was; any proposal, transfer, membership change, disconnect, or a ``wake``
-  from a replica that knows no leader (a restarted or reopened one) ends the leader's quiet.
+  from a replica that knows no leader (a restarted or reopened one) ends the leader's quiet. So does a
+  follower connecting (again), and the loss of a majority; a follower gone alone does not: a group goes
+  quiet with its connected majority, or every node down would keep thousands of groups heartbeating.
 * ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
   journal the caller built.
 """
@@ -342,6 +344,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self.removeOnTickCallback(transport.receive)
             self._receive = transport.receive
 
+    def __dir__(self) -> list[str]:
+        """Nothing: pysyncobj's constructor scans ``dir(self)`` for ``@replicated`` methods, twice, reading
+        every attribute, and a RaftCore has none (its commands are opaque bytes); the scan was a quarter
+        of what building a replica cost, with thousands built when a node starts."""
+        return []
+
     # -- thread-safe entry points ----------------------------------------------------------------
     def submit(self, command: bytes | tuple[bytes, ...], callback: Callback | None) -> None:
         """Queue a proposal; ``callback(result, fail_reason)`` runs on the tick thread (or on this thread
@@ -519,8 +527,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
         now = time.monotonic()
         state = self._SyncObj__raftState
-        if self._quiet and state == _LEADER and not self._may_quiesce(now):
-            self._wake(now)  # a proposal, a transfer or a follower gone: heartbeats again, from now
+        if self._quiet and state == _LEADER and not self._quiet_holds(now):
+            self._wake(now)  # a proposal, a transfer, a follower (re)connected, a majority gone
         if (
             state in (_FOLLOWER, _CANDIDATE)
             and not self._quiet
@@ -575,8 +583,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     # -- quiescence -----------------------------------------------------------------------------------
     def _may_quiesce(self, now: float) -> bool:
         """A leader may stop heartbeating: nothing is in flight (no proposal queued or uncommitted, no
-        transfer, no sync) and every follower is connected and holds the whole log, which is committed
-        and applied here, so the commit index its heartbeat carries is the last index."""
+        transfer, no sync), a majority of the group is connected, and every connected follower holds the
+        whole log, which is committed and applied here, so the commit index its heartbeat carries is the
+        last index. A follower whose node is gone does not keep the group awake (with a node down, every
+        group it was part of would otherwise heartbeat until it came back): its reconnection wakes the
+        leader, which then brings it up to date."""
         if not self._config.quiesce or self._SyncObj__raftState != _LEADER:
             return False
         journal = self._journal
@@ -594,23 +605,31 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             or self._SyncObj__onTickCallbacks
         ):
             return False
-        connected = self._SyncObj__connectedNodes
+        connected = [node for node in self._SyncObj__otherNodes if node in self._SyncObj__connectedNodes]
+        if len(connected) + 1 <= (len(self._SyncObj__otherNodes) + 1) / 2:
+            return False
         match = self._SyncObj__raftMatchIndex
-        return all(node in connected and match.get(node) == last for node in self._SyncObj__otherNodes)
+        return all(match.get(node) == last for node in connected)
+
+    def _quiet_holds(self, now: float) -> bool:
+        """The group may be quiet now: the leader may quiesce and every connected follower acknowledged a
+        quiescing heartbeat at the last index (a follower that connected since has not)."""
+        if not self._may_quiesce(now):
+            return False
+        last = self._journal.last_index
+        acks = self._quiet_acks
+        connected = self._SyncObj__connectedNodes
+        return all(acks.get(node) == last for node in self._SyncObj__otherNodes if node in connected)
 
     def _settle_quiet(self, now: float) -> None:
-        """Leader, end of a tick: go quiet once every follower acknowledged a quiescing heartbeat at the
-        last index; forget the acknowledgements (and wake) as soon as the group is not idle."""
+        """Leader, end of a tick: go quiet once every connected follower acknowledged a quiescing
+        heartbeat at the last index; forget the acknowledgements (and wake) as soon as the group is not
+        idle."""
         if not self._quiescing:
             self._quiet_acks.clear()
             if self._quiet:
                 self._wake(now)
-            return
-        if self._quiet:
-            return
-        last = self._journal.last_index
-        acks = self._quiet_acks
-        if all(acks.get(node) == last for node in self._SyncObj__otherNodes):
+        elif not self._quiet and self._quiet_holds(now):
             self._go_quiet(now)
 
     def _go_quiet(self, now: float) -> None:
@@ -657,6 +676,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _SyncObj__onNodeDisconnected(self, node: Any) -> None:
         self._SyncObj__connectedNodes.discard(node)
+        self._quiet_acks.pop(node, None)  # it may come back restarted, knowing nothing of the quiet
         if self._quiet and self._SyncObj__raftState != _LEADER and node == self._SyncObj__raftLeader:
             self._wake(time.monotonic())  # (a quiet leader wakes in its tick: a follower is not connected)
 
@@ -1007,23 +1027,25 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _on_request_vote(self, node: Any, message: dict[str, Any]) -> None:
         term = message["term"]
-        if term > self._SyncObj__raftCurrentTerm:
-            self._SyncObj__setCurrentTerm(term, None)
+        newer = term > self._SyncObj__raftCurrentTerm
+        if newer:
             self._SyncObj__setState(_FOLLOWER)
             self._SyncObj__raftLeader = None
-        if self._SyncObj__raftState == _LEADER or term < self._SyncObj__raftCurrentTerm:
+        elif self._SyncObj__raftState == _LEADER or term < self._SyncObj__raftCurrentTerm:
             return
         last_index, last_term = self._journal.last_index, self._journal.last_term
-        if message["last_log_term"] < last_term:
-            return
-        if message["last_log_term"] == last_term and message["last_log_index"] < last_index:
-            return
-        voted_for = self._SyncObj__votedForNodeId
-        if voted_for is not None and voted_for != node.id:
-            return
-        self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm, node.id)  # durable before the reply
-        self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
-        self._SyncObj__transport.send(node, {"type": "response_vote", "term": term})
+        up_to_date = message["last_log_term"] > last_term or (
+            message["last_log_term"] == last_term and message["last_log_index"] >= last_index
+        )
+        voted_for = None if newer else self._SyncObj__votedForNodeId
+        grant = up_to_date and voted_for in (None, node.id)
+        if newer or grant:
+            # the new term and the vote in one durable write (two, one after the other, cost an fsync
+            # more for each vote of an election, thousands at once when a node with many leaders goes)
+            self._SyncObj__setCurrentTerm(term, node.id if grant else None)  # durable before the reply
+        if grant:
+            self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
+            self._SyncObj__transport.send(node, {"type": "response_vote", "term": term})
 
     def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:
         reply = {

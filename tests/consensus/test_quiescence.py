@@ -135,15 +135,36 @@ def test_a_quiet_leader_that_loses_its_followers_steps_down(tmp_path: Path) -> N
     assert not leader._isLeader(), "a quiet leader that can reach no follower went on leading"
 
 
-def test_a_quiet_leader_keeping_one_follower_keeps_leading(tmp_path: Path) -> None:
+def test_a_quiet_leader_stays_quiet_when_one_followers_node_goes_and_wakes_when_it_returns(
+    tmp_path: Path,
+) -> None:
     script = quiet_script(tmp_path)
     leader = script.nodes[L]
-    leader._SyncObj__lastResponseTime = dict.fromkeys(leader._SyncObj__lastResponseTime, 0.0)
     disconnect(script, L, G)
-    script.tick(L)  # F is connected: counted as heard now, a majority with the leader
-    assert leader._isLeader()
+    disconnect(script, F, G)
+    script.network.crash(G)  # G's node is gone: it sends nothing and hears nothing
+    script.tick(L)  # F, connected, acknowledged the quiet: with the leader a majority
+    assert leader._isLeader() and leader.quiet
+    time_passes(script)
+    assert script.network.queued() == 0, "a group with one node gone kept heartbeating"
+    script.network.crashed.discard(G)
+    connect(script, L, G)
+    script.tick(L)
     assert not leader.quiet
-    assert script.network.pending(L, F) == ["append_entries"], "an awake leader heartbeats at once"
+    assert "append_entries" in script.network.pending(L, G), "the returning follower got no heartbeat"
+    script.settle(NAMES)
+    until_quiet(script)
+
+
+def test_a_group_goes_quiet_with_one_followers_node_gone(tmp_path: Path) -> None:
+    script = quiet_script(tmp_path)
+    disconnect(script, L, G)
+    script.network.crash(G)
+    assert propose(script, L, 2) == [0]  # committed by L and F
+    for _ in range(3):
+        script.force_send(L)
+        script.settle([L, F])
+    assert script.nodes[L].quiet and script.nodes[F].quiet
 
 
 def test_a_replica_reopened_under_a_quiet_leader_wakes_it_instead_of_holding_an_election(
