@@ -181,8 +181,12 @@ class MemoryJournal(RaftJournal):
 # -- on-disk journal ------------------------------------------------------------------------------------
 #
 # A directory per replica:
-#   state                       msgpack {"term", "voted_for"} behind a crc32c header, replaced atomically
-#                               (tmp + fsync + rename + fsync dir) before any message carrying it leaves
+#   state                       two 512-byte slots, each a header (magic, crc32c(body), len(body), sequence)
+#                               and msgpack {"term", "voted_for"}; a change overwrites the older slot in
+#                               place and fdatasyncs before any message carrying it leaves; the valid slot
+#                               with the higher sequence holds the state (a torn write leaves the other).
+#                               The file is created with the journal, synced with its directory. (Format 1,
+#                               one record replaced by tmp + rename, is still read and converted on write.)
 #   segment-<sequence>.log      16-byte header (magic, flags) then records:
 #                                   u32 body length | u32 crc32c(body) | body = msgpack [index, term, command]
 # A segment written with direct I/O ends in zeros up to a 4 KiB boundary (see _DirectWriter); a record
@@ -193,8 +197,11 @@ SEGMENT_MAGIC = b"RLJSEG01"
 _SEGMENT_HEADER = struct.Struct("<8sII")  # magic, flags, reserved
 _RECORD_HEADER = struct.Struct("<II")  # body length, crc32c(body)
 FLAG_RESET = 1
-STATE_MAGIC = b"RLJSTA01"
+STATE_MAGIC = b"RLJSTA01"  # format 1 (read only)
 _STATE_HEADER = struct.Struct("<8sII")  # magic, crc32c(body), len(body)
+STATE_SLOT_MAGIC = b"RLJSTA02"
+_STATE_SLOT_HEADER = struct.Struct("<8sIIQ")  # magic, crc32c(body), len(body), sequence
+STATE_SLOT_BYTES = 512  # one sector: a write of it is not torn on most devices, and the other slot stays
 _SEGMENT_NAME = re.compile(r"^segment-(\d{10})\.log$")
 RECORD_BYTES_MAX = 256 * 1024 * 1024
 
@@ -241,20 +248,46 @@ def write_file_durably(path: str, data: bytes) -> None:
 
 def read_term_and_vote(directory: str) -> tuple[int, str | None]:
     """The persisted (term, voted_for) of the journal in ``directory``; (0, None) if never written."""
-    path = os.path.join(directory, "state")
+    return _read_state(os.path.join(directory, "state"))[:2]
+
+
+def _read_state(path: str) -> tuple[int, str | None, int, bool]:
+    """(term, voted_for, sequence of the slot holding them, whether the file has the slot format)."""
     try:
         with open(path, "rb") as file:
             data = file.read()
     except FileNotFoundError:
-        return 0, None
-    if len(data) < _STATE_HEADER.size:
+        return 0, None, 0, False
+    if data[:8] == STATE_MAGIC:  # format 1
+        magic, crc, length = _STATE_HEADER.unpack_from(data)
+        body = data[_STATE_HEADER.size :]
+        if length != len(body) or crc32c.crc32c(body) != crc:
+            raise CorruptJournal(path, 0, "state file length or crc mismatch")
+        state = msgpack.unpackb(body, raw=False)
+        return int(state["term"]), state["voted_for"], 0, False
+    if len(data) != 2 * STATE_SLOT_BYTES:
         raise CorruptJournal(path, 0, f"state file of {len(data)} bytes")
-    magic, crc, length = _STATE_HEADER.unpack_from(data)
-    body = data[_STATE_HEADER.size :]
-    if magic != STATE_MAGIC or length != len(body) or crc32c.crc32c(body) != crc:
-        raise CorruptJournal(path, 0, "state file magic, length or crc mismatch")
-    state = msgpack.unpackb(body, raw=False)
-    return int(state["term"]), state["voted_for"]
+    best: tuple[int, str | None, int, bool] = (0, None, 0, True)
+    for slot in range(2):
+        record = data[slot * STATE_SLOT_BYTES : (slot + 1) * STATE_SLOT_BYTES]
+        magic, crc, length, sequence = _STATE_SLOT_HEADER.unpack_from(record)
+        body = record[_STATE_SLOT_HEADER.size : _STATE_SLOT_HEADER.size + length]
+        if magic != STATE_SLOT_MAGIC or len(body) != length or crc32c.crc32c(body) != crc:
+            continue  # never written, or torn: the other slot holds the state
+        if sequence > best[2]:
+            state = msgpack.unpackb(body, raw=False)
+            best = (int(state["term"]), state["voted_for"], sequence, True)
+    return best
+
+
+def _state_slot(term: int, voted_for: str | None, sequence: int) -> bytes:
+    body: bytes = msgpack.packb({"term": term, "voted_for": voted_for}, use_bin_type=True)
+    record = _STATE_SLOT_HEADER.pack(STATE_SLOT_MAGIC, crc32c.crc32c(body), len(body), sequence) + body
+    if len(record) > STATE_SLOT_BYTES:
+        raise InvariantViolation(
+            f"term and vote take {len(record)} bytes, above a {STATE_SLOT_BYTES}-byte slot"
+        )
+    return record.ljust(STATE_SLOT_BYTES, b"\0")
 
 
 DIRECT_BLOCK = 4096  # offset, length and buffer alignment of a direct write (any logical block size <= it)
@@ -539,7 +572,15 @@ class FileJournal(RaftJournal):
 
     # -- recovery -------------------------------------------------------------------------------------
     def _load_state(self) -> None:
-        self._current_term, self._voted_for = read_term_and_vote(self._directory)
+        term, voted_for, sequence, slotted = _read_state(self._state_path)
+        self._current_term, self._voted_for, self._state_sequence = term, voted_for, sequence
+        if not slotted:
+            # A new journal (or one of format 1): the state file is made here, on the opening thread,
+            # so that each later term or vote is one overwrite and one fdatasync on the Raft thread.
+            sequence = 1  # in slot 1: the next change goes to slot 0, leaving this one
+            empty = bytes(STATE_SLOT_BYTES)
+            write_file_durably(self._state_path, empty + _state_slot(term, voted_for, sequence))
+            self._state_sequence = sequence
 
     def _recover_segments(self) -> None:
         sequences = sorted(
@@ -550,7 +591,10 @@ class FileJournal(RaftJournal):
         for position, sequence in enumerate(sequences):
             is_last = position == len(sequences) - 1
             self._recover_segment(sequence, is_last)
-        # A journal that never held an entry has no segment yet: the first ``add`` creates it.
+        if not self._segments:
+            # made here, on the thread opening the journal, rather than by the first entry (pysyncobj adds
+            # one as it builds the replica, on the Raft thread every group of the node waits for)
+            self._open_new_segment(1, reset=False)
         self._durable_index = self.last_index
 
     def _recover_segment(self, sequence: int, is_last: bool) -> None:
@@ -773,10 +817,14 @@ class FileJournal(RaftJournal):
             raise InvariantViolation(
                 f"journal {self._directory}: term going back from {self._current_term} to {term}"
             )
-        body: bytes = msgpack.packb({"term": term, "voted_for": votedForNodeId}, use_bin_type=True)
-        write_file_durably(
-            self._state_path, _STATE_HEADER.pack(STATE_MAGIC, crc32c.crc32c(body), len(body)) + body
-        )
+        sequence = self._state_sequence + 1
+        fd = os.open(self._state_path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, _state_slot(term, votedForNodeId, sequence), (sequence % 2) * STATE_SLOT_BYTES)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        self._state_sequence = sequence
         super().setCurrentTerm(term, votedForNodeId)
 
     @property

@@ -19,7 +19,7 @@ import pytest
 
 from raftlog.consensus import journal as journal_module
 from raftlog.consensus.errors import CorruptJournal
-from raftlog.consensus.journal import FileJournal, encode_record
+from raftlog.consensus.journal import FileJournal, encode_record, read_term_and_vote
 from raftlog.errors import InvariantViolation
 
 SEGMENT_NAME = "segment-0000000001.log"
@@ -193,29 +193,55 @@ def test_corruption_before_the_last_segment_is_an_error(tmp_path: Path) -> None:
 def test_term_and_vote_are_durable_before_set_current_term_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    journal = FileJournal(str(tmp_path))
+    journal = FileJournal(str(tmp_path))  # the state file is made here, with its directory synced
     calls: list[str] = []
-    real_fsync, real_replace = os.fsync, os.replace
+    real_pwrite, real_fdatasync = os.pwrite, os.fdatasync
 
-    def fsync(fd: int) -> None:
-        calls.append("fsync")
-        real_fsync(fd)
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
+        calls.append(f"pwrite@{offset}")
+        return real_pwrite(fd, data, offset)
 
-    def replace(source: str, destination: str) -> None:
-        calls.append("rename")
-        real_replace(source, destination)
+    def fdatasync(fd: int) -> None:
+        calls.append("fdatasync")
+        real_fdatasync(fd)
 
-    monkeypatch.setattr(journal_module.os, "fsync", fsync)
-    monkeypatch.setattr(journal_module.os, "replace", replace)
+    monkeypatch.setattr(journal_module.os, "pwrite", pwrite)
+    monkeypatch.setattr(journal_module.os, "fdatasync", fdatasync)
     journal.setCurrentTerm(7, "127.0.0.1:9002")
-    assert calls == ["fsync", "rename", "fsync"]  # file, rename, directory
-    monkeypatch.undo()
-
-    crashed_and_reopened = FileJournal(str(tmp_path))
-    assert crashed_and_reopened.getCurrentTerm() == 7
-    assert crashed_and_reopened.getVotedForNodeId() == "127.0.0.1:9002"
+    journal.setCurrentTerm(7, "127.0.0.1:9002")  # unchanged: nothing written
     journal.setCurrentTerm(8, None)
-    assert FileJournal(str(tmp_path)).getVotedForNodeId() is None
+    slot = journal_module.STATE_SLOT_BYTES
+    # one overwrite of the older slot and one fdatasync per change, the slots taking turns
+    assert calls == ["pwrite@0", "fdatasync", f"pwrite@{slot}", "fdatasync"]
+    monkeypatch.undo()
+    crashed_and_reopened = FileJournal(str(tmp_path))
+    assert (crashed_and_reopened.getCurrentTerm(), crashed_and_reopened.getVotedForNodeId()) == (8, None)
+
+
+def test_a_torn_state_write_leaves_the_state_before_it(tmp_path: Path) -> None:
+    journal = FileJournal(str(tmp_path))
+    journal.setCurrentTerm(3, "n2")
+    journal.setCurrentTerm(4, "n3")  # the newer slot: torn by a crash during its write
+    path = tmp_path / "state"
+    data = bytearray(path.read_bytes())
+    newest = journal._state_sequence % 2 * journal_module.STATE_SLOT_BYTES
+    data[newest + 30 : newest + 40] = b"\xff" * 10
+    path.write_bytes(bytes(data))
+    reopened = FileJournal(str(tmp_path))
+    assert (reopened.getCurrentTerm(), reopened.getVotedForNodeId()) == (3, "n2")
+    reopened.setCurrentTerm(5, None)  # overwrites the torn slot
+    assert read_term_and_vote(str(tmp_path)) == (5, None)
+
+
+def test_a_state_file_of_the_first_format_is_read_and_converted(tmp_path: Path) -> None:
+    body = msgpack.packb({"term": 9, "voted_for": "n1"}, use_bin_type=True)
+    header = struct.pack("<8sII", journal_module.STATE_MAGIC, crc32c.crc32c(body), len(body))
+    (tmp_path / "state").write_bytes(header + body)
+    journal = FileJournal(str(tmp_path))
+    assert (journal.getCurrentTerm(), journal.getVotedForNodeId()) == (9, "n1")
+    assert (tmp_path / "state").stat().st_size == 2 * journal_module.STATE_SLOT_BYTES
+    journal.setCurrentTerm(10, None)
+    assert read_term_and_vote(str(tmp_path)) == (10, None)
 
 
 def test_truncating_a_conflicting_suffix_across_segments(tmp_path: Path) -> None:
@@ -494,19 +520,6 @@ def _open_descriptors_under(directory: Path) -> int:
             continue  # closed meanwhile (the listing's own descriptor)
         count += target.startswith(str(directory))
     return count
-
-
-def test_a_journal_that_never_held_an_entry_has_no_segment_file(tmp_path: Path) -> None:
-    journal = FileJournal(str(tmp_path / "j"))
-    assert journal.segment_paths() == []
-    assert _open_descriptors_under(tmp_path) == 0
-    journal.sync()  # nothing to write
-    journal.close()
-    reopened = FileJournal(str(tmp_path / "j"))
-    fill(reopened, 1, 3)
-    reopened.sync()
-    reopened.close()
-    assert [entry[1] for entry in entries_of(FileJournal(str(tmp_path / "j")))] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("direct_io", [True, False])
