@@ -407,6 +407,8 @@ class LocalCluster:
                         nodes = json.load(f)["nodes"]
                 except (OSError, ValueError):
                     nodes = None  # being written
+                if nodes is not None and any(node.get("pid") is None for node in nodes):
+                    nodes = None  # raftlog dev writes each node's pid once it has started it
                 if nodes is not None:
                     self.pids = {node["id"]: int(node["pid"]) for node in nodes}
                     self.urls = {node["id"]: str(node["http"]) for node in nodes}
