@@ -28,9 +28,23 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   from a leader replica that stops, a new term, or any ordinary append ends the quiet, and the follower
   holds an election after a fresh election timeout. A quiet leader counts a follower as heard from when
   its node's connection last was; any proposal, transfer, membership change, disconnect, or a ``wake``
-  from a replica that knows no leader (a restarted or reopened one) ends the leader's quiet. So does a
-  follower connecting (again), and the loss of a majority; a follower gone alone does not: a group goes
-  quiet with its connected majority, or every node down would keep thousands of groups heartbeating.
+  from a replica that knows no leader (a restarted or reopened one, or one whose leader's node
+  reconnects) ends the leader's quiet. So does the loss of a majority; a follower gone alone does not, nor
+  its reconnection (a follower that needs the leader sends ``wake``; one that committed entries were not
+  sent to never acknowledged the last index): a group goes quiet with its connected majority, or every
+  node down would keep thousands of groups heartbeating, and a node coming back would wake them all.
+* Pre-vote (Raft thesis 9.6, ``CoreConfig.pre_vote``): a follower whose election timeout passes asks its
+  peers ``request_vote`` with ``pre`` for the term after its own, changing and persisting nothing; a peer
+  grants it (``response_vote`` with ``pre``) when that term is above its own, the asker's log is at least
+  as up to date, and it has no leader it trusts: it heard from one within the shortest election timeout,
+  or is quiet with its leader's node connected. Only with a majority of grants does the asker raise its
+  term and hold the election. A node that restarts, or comes back from a partition, thus takes over no
+  group whose leader still works (without pre-vote its higher term deposed every such leader: thousands
+  of elections at once when a node with thousands of replicas came back). A leader that is asked answers
+  no and heartbeats at once (a follower that does not hear it); a quiet follower that is asked wakes and
+  asks its leader to heartbeat, and trusts it only for a fresh election timeout (the leader replica may
+  be gone while its node is not). Elections a leadership transfer asks for, and the early campaigns of a
+  new group (term 1), skip the pre-vote.
 * ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
   journal the caller built.
 """
@@ -155,6 +169,11 @@ class CoreConfig:
     # pings, closed after a silence); a quiet group ticks only every ``quiet_tick_ms`` (compaction).
     quiesce: bool = False
     quiet_tick_ms: int = 60_000
+    # Pre-vote (Raft thesis 9.6, see RaftCore, "Pre-vote"): a replica that stops hearing its leader
+    # first asks whether it could win, persisting nothing, and raises its term only if a majority would
+    # vote for it; a replica that heard from a leader within the shortest election timeout (or is quiet
+    # with its leader connected) says no. A restarted or cut-off replica no longer deposes a working leader.
+    pre_vote: bool = False
     auto_tick: bool = False  # False: a Driver thread ticks the group
     bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
 
@@ -169,7 +188,7 @@ class CoreConfig:
         per node the heartbeats are most of its idle CPU: aligning them halved the consensus layer's idle
         CPU. Idle groups go quiet (``quiesce``): with thousands of partitions per node even aligned
         heartbeats cost most of a core, while a quiet group costs nothing between its rare ticks."""
-        return cls(heartbeat_period_ms=300, timer_grid_ms=400, quiesce=True)
+        return cls(heartbeat_period_ms=300, timer_grid_ms=400, quiesce=True, pre_vote=True)
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -260,6 +279,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     _SyncObj__raftLastApplied: int
     _SyncObj__leaderCommitIndex: int | None
     _SyncObj__needLoadDumpFile: bool
+    _SyncObj__transferInProgress: bool
     _SyncObj__onReadyCalled: bool
     _SyncObj__forceLogCompaction: bool
     _SyncObj__lastSerializedTime: float
@@ -302,6 +322,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._quiet_acks: dict[Any, int] = {}
         self._quiescing = False
         self._quiet_tick_at = 0.0  # a quiet replica's next tick (compaction and the like)
+        # Pre-vote (see the module docstring): the term this replica asks pre-votes for (None: not asking),
+        # the ids of the nodes that granted them, and when it last heard from a leader of its term.
+        self._prevote_term: int | None = None
+        self._prevoters: set[Any] = set()
+        self._leader_seen_at = 0.0
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
         self._ticking = False
@@ -395,8 +420,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         asks for term 1 (a retry asks again in the term the first took), which a replica that has seen
         an election holds or has passed (it has voted in term 1, or ignores the stale term). A retry
         comes only after two heartbeat intervals with no message from the group. (A replica whose
-        leader's heartbeats are all lost campaigns in a higher term at its election timeout, as in any
-        Raft without pre-vote.) Returns whether the replica was new."""
+        leader's heartbeats are all lost campaigns in a higher term at its election timeout, with
+        pre-vote only if a majority has lost the leader too.) Returns whether the replica was new."""
         if attempts < 1 or delay_s < 0:
             raise ValueError(f"need attempts >= 1 and delay_s >= 0, got {attempts}, {delay_s}")
         if self._SyncObj__raftCurrentTerm != 0 or self._journal.last_term != 0:
@@ -528,7 +553,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         now = time.monotonic()
         state = self._SyncObj__raftState
         if self._quiet and state == _LEADER and not self._quiet_holds(now):
-            self._wake(now)  # a proposal, a transfer, a follower (re)connected, a majority gone
+            self._wake(now)  # a proposal, a transfer, a majority gone, a behind follower reconnected
         if (
             state in (_FOLLOWER, _CANDIDATE)
             and not self._quiet
@@ -587,7 +612,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         whole log, which is committed and applied here, so the commit index its heartbeat carries is the
         last index. A follower whose node is gone does not keep the group awake (with a node down, every
         group it was part of would otherwise heartbeat until it came back): its reconnection wakes the
-        leader, which then brings it up to date."""
+        leader (or its ``wake``), which then brings it up to date."""
         if not self._config.quiesce or self._SyncObj__raftState != _LEADER:
             return False
         journal = self._journal
@@ -669,14 +694,20 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _SyncObj__onNodeConnected(self, node: Any) -> None:
         self._SyncObj__connectedNodes.add(node)
-        if self._config.quiesce and self._SyncObj__raftState != _LEADER and self._SyncObj__raftLeader is None:
-            # A replica that knows no leader (just opened, or its leader went away): a quiet leader on
-            # that node would otherwise stay silent until this replica's election disturbs it.
+        if (
+            self._config.quiesce
+            and self._SyncObj__raftState != _LEADER
+            and self._SyncObj__raftLeader in (None, node)
+        ):
+            # A replica that knows no leader (just opened, restarted) or whose leader's node is back: a
+            # quiet leader there would otherwise stay silent (it does not wake for a reconnection).
             self._SyncObj__transport.send(node, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
 
     def _SyncObj__onNodeDisconnected(self, node: Any) -> None:
+        # (A quiet leader keeps the follower's quiet acknowledgement: if the follower comes back
+        # restarted, its replica asks for the leader with ``wake``; if entries committed meanwhile, the
+        # acknowledgement is not of the last index and the leader wakes to send them.)
         self._SyncObj__connectedNodes.discard(node)
-        self._quiet_acks.pop(node, None)  # it may come back restarted, knowing nothing of the quiet
         if self._quiet and self._SyncObj__raftState != _LEADER and node == self._SyncObj__raftLeader:
             self._wake(time.monotonic())  # (a quiet leader wakes in its tick: a follower is not connected)
 
@@ -690,6 +721,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _SyncObj__setCurrentTerm(self, term: int, votedForNodeId: Any) -> None:
         if term != self._SyncObj__raftCurrentTerm:
             self._wake(time.monotonic())
+            self._prevote_term = None
         SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)
 
     def _release_journal(self) -> None:
@@ -745,6 +777,18 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._held_replies = []
 
     def _start_election(self, now: float) -> None:
+        granted = self._prevote_term == self._SyncObj__raftCurrentTerm + 1 and self._has_majority(
+            self._prevoters
+        )
+        if not (
+            granted
+            or not self._config.pre_vote
+            or self._early_campaigns > 0  # asks for term 1: disturbs no leader (see campaign_if_new)
+            or self._SyncObj__transferInProgress  # the leader asked for it (timeout_now)
+        ):
+            self._start_pre_vote(now)
+            return
+        self._prevote_term = None
         # An early campaign after the first (nothing heard from the group since: a message zeroes the
         # count) asks again in the term the first one took, term 1, never in a higher one: its requests
         # may have been lost while the connections were still opening, and a higher term would depose
@@ -778,18 +822,92 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
             self._SyncObj__onBecomeLeader()
 
-    def _request_votes(self) -> None:
+    def _start_pre_vote(self, now: float) -> None:
+        """Ask for pre-votes in the term after this one; nothing changes here but the deadline: the
+        replica holds the election when a majority grants (or asks again after a fresh timeout)."""
+        self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+        if self._SyncObj__raftLeader is not None:
+            self._SyncObj__raftLeader = None  # it hears no leader (as a candidate would not)
+            self._SyncObj__onLeaderChanged()
+        self._prevote_term = self._SyncObj__raftCurrentTerm + 1
+        self._prevoters = set()
+        if self._has_majority(self._prevoters):
+            self._start_election(now)  # a group of one
+            return
+        self._request_votes(self._prevote_term, pre=True)
+
+    def _has_majority(self, voters: set[Any]) -> bool:
+        """This replica and ``voters`` (other nodes' ids) are a majority of the group."""
+        return 1 + len(voters) > (len(self._SyncObj__otherNodes) + 1) / 2
+
+    def _in_lease(self, now: float) -> bool:
+        """Pre-vote: this replica trusts a leader (itself, or one it heard from within the shortest
+        election timeout, or quiet with its leader's node connected) and grants no pre-vote."""
+        if self._SyncObj__raftState == _LEADER:
+            return True
+        leader = self._SyncObj__raftLeader
+        if leader is None:
+            return False
+        if self._quiet:
+            return leader in self._SyncObj__connectedNodes
+        return now - self._leader_seen_at < self._config.election_timeout_min_ms / 1000
+
+    def _on_pre_vote(self, node: Any, message: dict[str, Any]) -> None:
+        term = message["term"]
+        if term <= self._SyncObj__raftCurrentTerm:
+            return
+        now = time.monotonic()
+        if self._in_lease(now):
+            if self._SyncObj__raftState == _LEADER:
+                # a follower that does not hear this leader: heartbeat now (quiet or not)
+                self._wake(now)
+                self._SyncObj__newAppendEntriesTime = 0.0
+            elif self._quiet:
+                # the leader's node is connected, but its replica may be gone: trust it for one more
+                # election timeout, in which a live leader answers this wake
+                self._quiet = False
+                self._leader_seen_at = now
+                self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+                leader = self._SyncObj__raftLeader
+                self._SyncObj__transport.send(
+                    leader, {"type": "wake", "term": self._SyncObj__raftCurrentTerm}
+                )
+            return
+        if self._log_up_to_date(message):
+            self._SyncObj__transport.send(node, {"type": "response_vote", "term": term, "pre": True})
+
+    def _on_pre_vote_granted(self, node: Any, message: dict[str, Any]) -> None:
+        if (
+            self._SyncObj__raftState == _LEADER
+            or self._prevote_term is None
+            or message["term"] != self._prevote_term
+            or self._prevote_term != self._SyncObj__raftCurrentTerm + 1
+        ):
+            return
+        self._prevoters.add(node.id)
+        if self._has_majority(self._prevoters):
+            self._start_election(time.monotonic())
+
+    def _log_up_to_date(self, message: dict[str, Any]) -> bool:
+        """The requester's log (last term, last index) is at least as up to date as this one (Raft 5.4.1)."""
         last_index, last_term = self._journal.last_index, self._journal.last_term
+        return bool(
+            message["last_log_term"] > last_term
+            or (message["last_log_term"] == last_term and message["last_log_index"] >= last_index)
+        )
+
+    def _request_votes(self, term: int | None = None, pre: bool = False) -> None:
+        last_index, last_term = self._journal.last_index, self._journal.last_term
+        message: dict[str, Any] = {
+            "type": "request_vote",
+            "term": self._SyncObj__raftCurrentTerm if term is None else term,
+            "last_log_index": last_index,
+            "last_log_term": last_term,
+        }
+        if pre:
+            message["pre"] = True
         for node in self._SyncObj__otherNodes:
-            self._SyncObj__transport.send(
-                node,
-                {
-                    "type": "request_vote",
-                    "term": self._SyncObj__raftCurrentTerm,
-                    "last_log_index": last_index,
-                    "last_log_term": last_term,
-                },
-            )
+            self._SyncObj__transport.send(node, message)
 
     def _advance_commit_index(self) -> None:
         """Commit = the highest index a majority holds durably, if it is from the current term."""
@@ -1000,7 +1118,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         elif kind == "request_vote":
             self._on_request_vote(node, message)
         elif kind == "response_vote":
-            if self._SyncObj__raftState == _CANDIDATE and message["term"] == self._SyncObj__raftCurrentTerm:
+            if message.get("pre") is True:
+                self._on_pre_vote_granted(node, message)
+            elif self._SyncObj__raftState == _CANDIDATE and message["term"] == self._SyncObj__raftCurrentTerm:
                 self._voters.add(node.id)  # a repeated vote from the same node counts once
                 self._SyncObj__votesCount = 1 + len(self._voters)
                 if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
@@ -1026,6 +1146,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             logger.warning("%s: ignoring message of unknown type %r from %s", self.node_id, kind, node)
 
     def _on_request_vote(self, node: Any, message: dict[str, Any]) -> None:
+        if message.get("pre") is True:
+            self._on_pre_vote(node, message)
+            return
         term = message["term"]
         newer = term > self._SyncObj__raftCurrentTerm
         if newer:
@@ -1033,10 +1156,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftLeader = None
         elif self._SyncObj__raftState == _LEADER or term < self._SyncObj__raftCurrentTerm:
             return
-        last_index, last_term = self._journal.last_index, self._journal.last_term
-        up_to_date = message["last_log_term"] > last_term or (
-            message["last_log_term"] == last_term and message["last_log_index"] >= last_index
-        )
+        up_to_date = self._log_up_to_date(message)
         voted_for = None if newer else self._SyncObj__votedForNodeId
         grant = up_to_date and voted_for in (None, node.id)
         if newer or grant:
@@ -1076,6 +1196,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__raftLeader != node:
             self._SyncObj__onLeaderChanged()
         self._SyncObj__raftLeader = node
+        self._leader_seen_at = time.monotonic()
+        self._prevote_term = None
         self._SyncObj__setState(_FOLLOWER)
         leader_commit = message["commit_index"]
         self._SyncObj__leaderCommitIndex = leader_commit

@@ -60,9 +60,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from raftlog.errors import RaftlogError
 from raftlog.packing import pack
 
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 """Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`. 2: frame MACs are GMAC. 3: quiescence
-(``append_entries.quiesce``, ``next_node_idx.quiet``, ``wake``, ``leader_gone``)."""
+(``append_entries.quiesce``, ``next_node_idx.quiet``, ``wake``, ``leader_gone``). 4: pre-vote
+(``request_vote.pre``, ``response_vote.pre``)."""
 
 NONCE_BYTES = 32
 KEY_BYTES = 32  # session keys (AES-256) and handshake proofs (HMAC-SHA256)
@@ -174,10 +175,16 @@ MESSAGE_TYPES: tuple[MessageType, ...] = (
     MessageType(
         1,
         "request_vote",
-        (_f(1, "term", _U), _f(2, "last_log_index", _U), _f(3, "last_log_term", _U)),
+        (
+            _f(1, "term", _U),
+            _f(2, "last_log_index", _U),
+            _f(3, "last_log_term", _U),
+            # raftlog.consensus.core pre-vote: would you vote for me in ``term``? (nothing persisted)
+            _f(4, "pre", _B, required=False),
+        ),
     ),
-    # syncobj.py:940
-    MessageType(2, "response_vote", (_f(1, "term", _U),)),
+    # syncobj.py:940; ``pre``: a pre-vote granted for ``term``
+    MessageType(2, "response_vote", (_f(1, "term", _U), _f(2, "pre", _B, required=False))),
     # syncobj.py:1286-1317: regular (prevLogIdx/prevLogTerm, entries), chunked big entry
     # (transmission/data) and snapshot install (serialized)
     MessageType(

@@ -58,6 +58,7 @@ class PatchedSimReplica(RaftCore):
         compaction_min_bytes: int = 256 * 1024 * 1024,
         announce_commits: bool = False,
         quiesce: bool = False,
+        pre_vote: bool = False,
     ) -> None:
         self.machine = CountingStateMachine()
         config = CoreConfig(
@@ -72,6 +73,7 @@ class PatchedSimReplica(RaftCore):
             in_flight_entries_max=in_flight_entries_max,
             announce_commits=announce_commits,
             quiesce=quiesce,
+            pre_vote=pre_vote,
         )
         super().__init__(
             me,

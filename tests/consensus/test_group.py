@@ -72,6 +72,7 @@ def config_for(address: str, election_ms: tuple[int, int] = (400, 800), fallback
         heartbeat_period_ms=50,
         leader_fallback_timeout_ms=fallback_ms,
         connection_retry_ms=100,
+        pre_vote=True,
     )
 
 

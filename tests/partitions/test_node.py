@@ -25,6 +25,7 @@ from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
 
 SECRET = b"test-cluster-secret-0123456789abcdef"
 FAST = CoreConfig(
+    pre_vote=True,
     election_timeout_min_ms=400,
     election_timeout_max_ms=800,
     heartbeat_period_ms=50,
