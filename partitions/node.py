@@ -73,7 +73,7 @@ from raftlog.consensus.cluster import open_mux_group
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT, Driver
 from raftlog.consensus.errors import NoLeader, NotLeader
-from raftlog.consensus.group import ReplicaGroup, role_changes
+from raftlog.consensus.group import ReplicaGroup, election_counts, role_changes
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation, RaftlogError, check
@@ -1209,6 +1209,8 @@ class Node:
         values["partition_replicas"] = len(self._replicas)
         values["partition_replicas_failed"] = len(self._local_failures())  # cannot open or replay
         values["partition_replicas_max"] = self.config.replicas_max
+        if self._controller is not None:  # an election of the controller raises it (Kafka's controller epoch)
+            values["controller_term"] = self._controller.status().term
         values["partitions_led"] = sum(
             1 for r in self._replicas.values() if r.group.status().role is Role.LEADER
         )
@@ -1220,6 +1222,8 @@ class Node:
         values["removal_pending_bytes"] = self._remover.backlog_bytes()
         for name, value in self._hub.stats().items():
             values[f"raft_transport_{name}"] = value
+        for name, value in election_counts().items():
+            values[f"raft_{name}"] = value
         values.update(self.groups.metrics())
         return values
 

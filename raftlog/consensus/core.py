@@ -273,6 +273,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
 
     role_changes = 0  # every replica's role changes in this process (see group.role_changes)
+    # Elections the replicas of this process stood for when they stopped hearing a leader (a transfer's
+    # and a new group's first ones excluded), and pre-vote rounds they asked for (see group.election_counts).
+    elections_on_timeout = 0
+    pre_vote_rounds = 0
 
     # SyncObj state this class assigns (declared for mypy; SyncObj.__init__ sets them).
     _SyncObj__raftCommitIndex: int
@@ -789,6 +793,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._start_pre_vote(now)
             return
         self._prevote_term = None
+        if not self._SyncObj__transferInProgress and self._early_campaigns == 0:
+            RaftCore.elections_on_timeout += 1
         # An early campaign after the first (nothing heard from the group since: a message zeroes the
         # count) asks again in the term the first one took, term 1, never in a higher one: its requests
         # may have been lost while the connections were still opening, and a higher term would depose
@@ -831,6 +837,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__onLeaderChanged()
         self._prevote_term = self._SyncObj__raftCurrentTerm + 1
         self._prevoters = set()
+        RaftCore.pre_vote_rounds += 1
         if self._has_majority(self._prevoters):
             self._start_election(now)  # a group of one
             return

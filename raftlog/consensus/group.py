@@ -34,6 +34,16 @@ def role_changes() -> int:
     return RaftCore.role_changes
 
 
+def election_counts() -> dict[str, int]:
+    """Elections the replicas of this process stood for on an election timeout (a leadership transfer's
+    and a new group's first campaigns are not counted) and pre-vote rounds they asked for: with pre-vote,
+    an election on timeout means a majority of the group had lost its leader (any thread)."""
+    return {
+        "elections_on_timeout": RaftCore.elections_on_timeout,
+        "pre_vote_rounds": RaftCore.pre_vote_rounds,
+    }
+
+
 class ReplicaGroup:
     """Build with ``await ReplicaGroup.open(...)``; use on that event loop only."""
 

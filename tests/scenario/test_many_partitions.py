@@ -1,0 +1,179 @@
+"""Real node processes holding many partitions: deleting a large topic costs the controller no election
+and stops no produce elsewhere; a node restarted under them deposes no working leader (pre-vote) and
+the cluster serves throughout."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import pytest
+
+from .cluster import ProcessCluster
+
+pytestmark = pytest.mark.slow
+
+BIG = 2000  # partitions x 3 replicas: 2,001 replicas per node with the probe topic
+SETTLE_S = 240.0
+
+
+def call(url: str, method: str = "GET", body: object = None, timeout_s: float = 10.0) -> tuple[int, object]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            text = answer.read()
+            return answer.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+
+
+def metrics(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+        lines = answer.read().decode().splitlines()
+    values = {}
+    for line in lines:
+        if line and not line.startswith("#") and "{" not in line:
+            name, _, value = line.partition(" ")
+            values[name] = float(value)
+    return values
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> bool:
+    try:
+        return all(metrics(cluster.url(n)).get("raftlog_partition_replicas") == count for n in node_ids)
+    except OSError:
+        return False
+
+
+@dataclass
+class Probe:
+    """One single-record produce to ``probe``/0 every 100 ms through the given nodes, round-robin."""
+
+    urls: list[str]
+    failures: list[str] = field(default_factory=list)
+    sent: int = 0
+    slowest_s: float = 0.0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            url = self.urls[self.sent % len(self.urls)] + "/topics/probe/partitions/0"
+            started = time.monotonic()
+            try:
+                status, body = call(url, "POST", {"records": [{"value": "x"}]})
+                if status != 200:
+                    self.failures.append(f"{status} {body}")
+            except OSError as error:
+                self.failures.append(repr(error))
+            self.slowest_s = max(self.slowest_s, time.monotonic() - started)
+            self.sent += 1
+            self.stop.wait(0.1)
+
+
+@contextmanager
+def probing(urls: list[str]) -> Iterator[Probe]:
+    probe = Probe(urls)
+    thread = threading.Thread(target=probe.run, daemon=True)
+    thread.start()
+    try:
+        yield probe
+    finally:
+        probe.stop.set()
+        thread.join(15)
+
+
+def with_big_topic(cluster: ProcessCluster) -> None:
+    admin = cluster.urls[0]
+    status, body = call(
+        admin + "/v1/topics", "POST", {"name": "probe", "partitions": 1, "replication_factor": 3}
+    )
+    assert status == 201, body
+    status, body = call(
+        admin + "/v1/topics",
+        "POST",
+        {"name": "big", "partitions": BIG, "replication_factor": 3},
+        timeout_s=120,
+    )
+    assert status == 201, body
+    node_ids = [n.node_id for n in cluster.nodes]
+    wait_for(
+        lambda: replicas_open(cluster, node_ids, BIG + 1), f"{BIG + 1} replicas open on every node", SETTLE_S
+    )
+
+
+def controller_terms(cluster: ProcessCluster, node_ids: list[str]) -> dict[str, float | None]:
+    return {n: metrics(cluster.url(n)).get("raftlog_controller_term") for n in node_ids}
+
+
+def test_deleting_a_large_topic_costs_the_controller_no_election(cluster: ProcessCluster) -> None:
+    with_big_topic(cluster)
+    node_ids = [n.node_id for n in cluster.nodes]
+    terms = controller_terms(cluster, node_ids)
+    assert all(term is not None and term > 0 for term in terms.values()), terms
+    with probing(cluster.urls) as probe:
+        time.sleep(1)
+        status, body = call(cluster.urls[0] + "/v1/topics/big", "DELETE", timeout_s=60)
+        assert status == 204, body
+        seen: list[dict[str, float | None]] = []
+
+        def dropped() -> bool:
+            seen.append(controller_terms(cluster, node_ids))
+            return replicas_open(cluster, node_ids, 1)
+
+        wait_for(dropped, "the big topic's replicas dropped on every node", 120)
+        time.sleep(2)
+    assert all(sample == terms for sample in seen), f"the controller held an election: {terms} -> {seen}"
+    assert probe.sent > 10 and probe.failures == [], probe.failures[:5]
+
+
+def test_a_node_restarted_under_many_partitions_deposes_no_working_leader(cluster: ProcessCluster) -> None:
+    with_big_topic(cluster)
+    node_ids = [n.node_id for n in cluster.nodes]
+    probe_leader = partition_leader(cluster, "probe")
+    controller = str(call(cluster.urls[0] + "/v1/cluster/health", timeout_s=30)[1]["controller"])  # type: ignore[index]
+    victim = next(n for n in node_ids if n not in (probe_leader, controller))
+    survivors = [n for n in node_ids if n != victim]
+    probe_term = partition_term(cluster, "probe", probe_leader)
+    terms = {n: t for n, t in controller_terms(cluster, survivors).items()}
+    with probing([cluster.url(n) for n in survivors]) as probe:
+        cluster.processes[victim].terminate()
+        cluster.processes[victim].wait(60)
+        cluster.start(victim)
+        wait_for(
+            lambda: replicas_open(cluster, [victim], BIG + 1), f"{victim} reopening its replicas", SETTLE_S
+        )
+        time.sleep(2)
+    assert partition_term(cluster, "probe", probe_leader) == probe_term, (
+        "the probe partition held an election"
+    )
+    assert controller_terms(cluster, survivors) == terms, "the controller held an election"
+    assert probe.sent > 10 and probe.failures == [], probe.failures[:5]
+
+
+def partition_leader(cluster: ProcessCluster, topic: str) -> str:
+    status, body = call(cluster.urls[0] + f"/v1/partitions/{topic}/0")
+    assert status == 200 and isinstance(body, dict) and body["leader"], body
+    return str(body["leader"])
+
+
+def partition_term(cluster: ProcessCluster, topic: str, via: str) -> int:
+    status, body = call(cluster.url(via) + f"/v1/partitions/{topic}/0")
+    assert status == 200 and isinstance(body, dict), body
+    return int(body["term"])
