@@ -629,7 +629,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             or journal.sync_in_flight
             or self._held_replies
             or now < self._transfer_until
-            or self._SyncObj__commandsWaitingCommit
+            # (a callback above the last index is a proposal of an earlier leadership whose entry was
+            # truncated: it is answered when the log next reaches that index, which wakes the group anyway)
+            or any(index <= last for index in self._SyncObj__commandsWaitingCommit)
             or self._SyncObj__commandsQueue._FastQueue__queue
             or self._SyncObj__onTickCallbacks
         ):
