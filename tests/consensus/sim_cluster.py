@@ -181,6 +181,22 @@ class Script:
                 self.commit_held_by_minority.append((name, commit))
 
 
+def disconnect(script: Script, a: str, b: str) -> None:
+    """The connection between a and b breaks: both sides hear of it, what was in flight is lost."""
+    network = script.network
+    for source, destination in ((a, b), (b, a)):
+        network.links.pop((source, destination), None)
+        transport = network.transports[source]
+        transport._onNodeDisconnected(transport.nodes[destination])
+
+
+def connect(script: Script, a: str, b: str) -> None:
+    """The connection between a and b is (re)established: both sides hear of it."""
+    for source, destination in ((a, b), (b, a)):
+        transport = script.network.transports[source]
+        transport._onNodeConnected(transport.nodes[destination])
+
+
 def file_journal_script(tmp_path: Path) -> tuple[Script, dict[str, FileJournal]]:
     """Three patched replicas on FileJournals under ``tmp_path`` (reopened if they exist: a restart)."""
     journals = {name: FileJournal(str(tmp_path / name.replace(":", "_"))) for name in (L, F, G)}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, G, L, PatchedSimReplica, Script, connect, disconnect
 
 from raftlog.consensus.journal import FileJournal
 
@@ -29,20 +29,6 @@ def elected_script(tmp_path: Path, pre_vote: bool = True, quiesce: bool = True) 
     script.catch_up(L, [F, G])
     assert acked == [0]
     return script
-
-
-def disconnect(script: Script, a: str, b: str) -> None:
-    network = script.network
-    for source, destination in ((a, b), (b, a)):
-        network.links.pop((source, destination), None)
-        transport = network.transports[source]
-        transport._onNodeDisconnected(transport.nodes[destination])
-
-
-def connect(script: Script, a: str, b: str) -> None:
-    for source, destination in ((a, b), (b, a)):
-        transport = script.network.transports[source]
-        transport._onNodeConnected(transport.nodes[destination])
 
 
 def campaign(script: Script, name: str) -> None:

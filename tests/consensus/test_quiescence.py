@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, G, L, PatchedSimReplica, Script, connect, disconnect
 
 from raftlog.consensus.journal import FileJournal
 
@@ -67,21 +67,6 @@ def leases_pass(script: Script) -> None:
     that ground; a quiet one still does while its leader's node is connected)."""
     for node in script.nodes.values():
         node._leader_seen_at = 0.0
-
-
-def disconnect(script: Script, a: str, b: str) -> None:
-    """The connection between a and b breaks: both sides hear of it, what was in flight is lost."""
-    network = script.network
-    for source, destination in ((a, b), (b, a)):
-        network.links.pop((source, destination), None)
-        transport = network.transports[source]
-        transport._onNodeDisconnected(transport.nodes[destination])
-
-
-def connect(script: Script, a: str, b: str) -> None:
-    for source, destination in ((a, b), (b, a)):
-        transport = script.network.transports[source]
-        transport._onNodeConnected(transport.nodes[destination])
 
 
 def terms(script: Script) -> dict[str, int]:
