@@ -379,6 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_perf = bench_sub.add_parser("perf", help=perf_bench.DESCRIPTION)
     perf_bench.add_arguments(bench_perf)
     bench_perf.set_defaults(run=perf_bench.run_from_args)
+    from raftlog.bench import scale as scale_bench
+
+    bench_scale = bench_sub.add_parser("scale", help=scale_bench.DESCRIPTION)
+    scale_bench.add_arguments(bench_scale)
+    bench_scale.set_defaults(run=scale_bench.run_from_args)
     from raftlog.bench import curve as curve_bench
 
     bench_curve = bench_sub.add_parser("curve", help=curve_bench.DESCRIPTION)
