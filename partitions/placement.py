@@ -9,10 +9,10 @@ from partitions.errors import PartitionError
 
 REPLICAS_MAX_DEFAULT = 12_000
 """Partition replicas one node holds at most by default (``raftlog serve --replicas-max``). What a replica
-costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions per cluster"): about 27 KiB
-of memory, no open file and no CPU while its group is idle, and on a node's restart the time to reopen it
-(journal replay, log recovery, an election); 10,000 per node on a 3-node cluster hold with a fraction of
-one core in total. Beyond the limit a topic or a move is refused up front, changing nothing."""
+costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions per cluster"): about 28 KiB
+of memory, no open file and no CPU while its group is idle, and the time to open it (~110-140 per second
+per node: 10,000 reopen in about 33 s after a restart); 10,000 per node on a 3-node cluster hold with a
+tenth of one core in total. Beyond the limit a topic or a move is refused up front, changing nothing."""
 
 
 class CapacityExceeded(PartitionError):
