@@ -1132,7 +1132,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             elif self._SyncObj__raftState == _CANDIDATE and message["term"] == self._SyncObj__raftCurrentTerm:
                 self._voters.add(node.id)  # a repeated vote from the same node counts once
                 self._SyncObj__votesCount = 1 + len(self._voters)
-                if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
+                if self._has_majority(self._voters):
                     self._SyncObj__onBecomeLeader()
         elif kind == "timeout_now":
             if message["term"] >= self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
