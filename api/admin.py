@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from api.bodies import read_body
-from api.errors import BadRequest, Unauthorized
+from api.errors import BadRequest
 from api.openapi import Operation, Param
 from api.schemas import parse_json, path_partition, query_int, require_json_body
 from partitions.broker import Broker, NodeInfo
@@ -204,17 +204,11 @@ async def maintenance_off(request: web.Request) -> web.Response:
     return web.json_response({"node_id": node_id, "maintenance": False})
 
 
-# -- internal: the controller leader driving a move on the partition leader ------------------------------
-
-
-def _internal(request: web.Request) -> None:
-    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not _context(request).broker.internal_credential_ok(credential.strip()):
-        raise Unauthorized("internal endpoint: missing or wrong cluster credential")
+# -- internal (cluster credential, checked by the app for every INTERNAL_PREFIX path): the controller
+# leader driving a move on the partition leader ------------------------------------------------------
 
 
 async def member_view(request: web.Request) -> web.Response:
-    _internal(request)
     topic, partition = _topic_partition(request)
     view = _context(request).broker.member_view(topic, partition)
     return web.json_response(
@@ -228,7 +222,6 @@ async def member_view(request: web.Request) -> web.Response:
 
 
 async def change_membership(request: web.Request) -> web.Response:
-    _internal(request)
     body = await _object(request, {"change", "node"})
     change, node = body.get("change"), body.get("node")
     if change not in ("add", "remove", "transfer") or not isinstance(node, str) or not node:
@@ -241,7 +234,6 @@ async def change_membership(request: web.Request) -> web.Response:
 
 async def controller_metadata(request: web.Request) -> web.Response:
     """The snapshot is left out (null) when the caller already holds ``applied_index``."""
-    _internal(request)
     known = query_int(request.query, "applied_index", None, 0, 2**63 - 1)
     broker = _context(request).broker
     leader, leader_http, applied_index, snapshot = await broker.controller_snapshot(known)
@@ -258,7 +250,6 @@ async def controller_metadata(request: web.Request) -> web.Response:
 async def replica_failures(request: web.Request) -> web.Response:
     """This node's replicas that cannot open or replay, for a peer whose gossip carried only their digest
     (the list did not fit the gossip metadata)."""
-    _internal(request)
     broker = _context(request).broker
     digest, failures = broker.replica_failures()
     rows = [

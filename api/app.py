@@ -46,6 +46,7 @@ from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import (
     HIGH_WATERMARK_HEADER,
     HOPS_HEADER,
+    INTERNAL_PREFIX,
     LEADER_HEADER,
     RoundRobin,
     assign_partitions,
@@ -1025,6 +1026,14 @@ def _check_token(request: web.Request, token: str) -> None:
         raise Unauthorized("admin API: missing or wrong 'Authorization: Bearer <token>'")
 
 
+def _check_internal(request: web.Request, broker: Broker) -> None:
+    """Node-to-node endpoints (under ``INTERNAL_PREFIX``) answer only a peer: the cluster credential
+    (derived from the cluster secret) as a bearer token; anyone else gets 401 and learns nothing."""
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not broker.internal_credential_ok(credential.strip()):
+        raise Unauthorized("internal endpoint: missing or wrong cluster credential")
+
+
 def _from_http_exception(request: web.Request, exc: web.HTTPException) -> RaftlogError:
     if isinstance(exc, web.HTTPNotFound):
         return RouteNotFound(f"no endpoint at {request.method} {request.path}")
@@ -1042,6 +1051,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         token = state.settings.admin_token
         if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
             _check_token(request, token)
+        if request.path.startswith(INTERNAL_PREFIX):
+            _check_internal(request, state.broker)
         parse_hops(request.headers.get(HOPS_HEADER))
         try:
             return await handler(request)

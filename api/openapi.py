@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from api.errors import TABLE
+from api.routing import INTERNAL_PREFIX
 from api.schemas import BINARY_V2, JSON_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -528,7 +529,7 @@ _REASONS = {
         "Bad request (error_code 40001; an unusable replica set 40002; a topic name reserved for the "
         "cluster's own topics 40003)"
     ),
-    401: "Missing or wrong admin token (40101)",
+    401: "Missing or wrong admin token, or cluster credential on an internal endpoint (40101)",
     404: (
         "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405) or "
         "move (40406) does not exist"
@@ -592,7 +593,8 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
     responses: dict[str, Any] = {str(op.ok_status): ok}
     error_content = {"application/json": {"schema": _ref("Error")}}
     statuses = set(op.errors) | set(ANY_ERRORS) | (set(COMMON_ERRORS) if op.forward or op.body else set())
-    if admin_token and op.path.startswith("/v1/"):
+    internal = op.path.startswith(INTERNAL_PREFIX)  # the cluster credential, always
+    if internal or (admin_token and op.path.startswith("/v1/")):
         statuses.add(401)
     for status in sorted(statuses):
         responses[str(status)] = {
@@ -615,7 +617,7 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
         for media, schema in op.body_alternatives:
             opaque = {"type": "string", "format": "binary"}
             doc["requestBody"]["content"][media] = {"schema": _ref(schema) if schema else opaque}
-    if admin_token and op.path.startswith("/v1/"):
+    if internal or (admin_token and op.path.startswith("/v1/")):
         doc["security"] = [{"bearer": []}]
     return doc
 

@@ -37,8 +37,9 @@ class PeerAnswer:
 Fetch = Callable[[str, int], PeerAnswer]  # (peer base URL, offset) -> answer
 
 
-def http_fetch(topic: str, partition: int, timeout_s: float = 10.0) -> Fetch:
-    """A ``Fetch`` over the peers' HTTP API (blocking; urllib)."""
+def http_fetch(topic: str, partition: int, credential: str, timeout_s: float = 10.0) -> Fetch:
+    """A ``Fetch`` over the peers' HTTP API (blocking; urllib), presenting the cluster ``credential``
+    (``operations.internal_credential``) that internal endpoints require."""
 
     def fetch(base_url: str, offset: int) -> PeerAnswer:
         path = (
@@ -46,7 +47,10 @@ def http_fetch(topic: str, partition: int, timeout_s: float = 10.0) -> Fetch:
             f"?offset={offset}&max_bytes={FETCH_BYTES_MAX}"
         )
         try:
-            with urllib.request.urlopen(base_url + path, timeout=timeout_s) as answer:
+            request = urllib.request.Request(
+                base_url + path, headers={"Authorization": f"Bearer {credential}"}
+            )
+            with urllib.request.urlopen(request, timeout=timeout_s) as answer:
                 return PeerAnswer(answer.read())
         except urllib.error.HTTPError as error:
             if error.code == 416:

@@ -260,6 +260,8 @@ class Node:
         self._sweep_due = True  # directories of deleted topics may be left from before this start
         self._replica_changes = 0  # bumped whenever a replica is opened or dropped (claims look again)
         self._http: aiohttp.ClientSession | None = None
+        # what this node presents to its peers' internal endpoints (and checks on its own)
+        self._credential = internal_credential(config.cluster_secret)
         self.groups = GroupCoordinator(
             ReplicatedGroupLog(
                 topic=self.topic,
@@ -299,7 +301,7 @@ class Node:
             self._follower = MetadataFollower(
                 self.node_id,
                 self._controller_machine,
-                internal_credential(self.config.cluster_secret),
+                self._credential,
                 self._metadata_sources,
                 self._schedule_reconcile,
             )
@@ -555,7 +557,8 @@ class Node:
         if self._http is None:
             self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CLAIMS_FETCH_TIMEOUT_S))
         try:
-            async with self._http.get(http + "/replication/leadership") as answer:
+            headers = {"Authorization": f"Bearer {self._credential}"}
+            async with self._http.get(http + "/replication/leadership", headers=headers) as answer:
                 body = await answer.json()
             self._view.set_claims(
                 node_id, int(body["version"]), {str(g): int(t) for g, t in body["claims"].items()}
@@ -568,7 +571,7 @@ class Node:
         retried a few times while still wanted, since the next gossip event may be long in coming."""
         if self._http is None:
             self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CLAIMS_FETCH_TIMEOUT_S))
-        headers = {"Authorization": f"Bearer {internal_credential(self.config.cluster_secret)}"}
+        headers = {"Authorization": f"Bearer {self._credential}"}
         try:
             for attempt in range(1, FAILURES_FETCH_ATTEMPTS + 1):
                 if not self._view.needs_failures(node_id) or self._closing:
@@ -731,7 +734,7 @@ class Node:
             for n in metadata.replicas[partition]
             if n != self.node_id and n in self._peers
         ]
-        fetch = http_fetch(metadata.name, partition)
+        fetch = http_fetch(metadata.name, partition, self._credential)
 
         def copy_from_peers(target_log: Log, offset: int) -> None:
             catch_up(target_log, offset, peers, fetch)

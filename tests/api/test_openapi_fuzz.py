@@ -29,7 +29,7 @@ import pytest
 import requests
 import schemathesis
 from aiohttp import web
-from fake_broker import FakeBroker, FakeCluster
+from fake_broker import INTERNAL_CREDENTIAL, FakeBroker, FakeCluster
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import Case, CheckContext, HookContext, Response
@@ -294,15 +294,16 @@ def test_what_the_fuzzer_found_stays_fixed(served: ServedCluster) -> None:
     served.reset()
     created = _operation("/v1/topics", "POST").Case(body={"name": "fresh", "partitions": 2})
     assert created.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 201
+    peer = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}  # internal endpoints answer only a peer
     twice = _operation("/replication/partitions/{topic}/{partition}/batches", "GET").Case(
-        path_parameters={"topic": "orders", "partition": 0}, query={"offset": ["0", "1"]}
+        path_parameters={"topic": "orders", "partition": 0}, query={"offset": ["0", "1"]}, headers=peer
     )
     assert twice.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 400
     elsewhere = _operation("/replication/partitions/{topic}/{partition}/batches", "GET").Case(
-        path_parameters={"topic": "audit", "partition": 0}, query={"offset": 0}
+        path_parameters={"topic": "audit", "partition": 0}, query={"offset": 0}, headers=peer
     )
     assert elsewhere.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 503
-    leadership = _operation("/replication/leadership", "GET").Case()
+    leadership = _operation("/replication/leadership", "GET").Case(headers=peer)
     assert leadership.call_and_validate(base_url=served.url, checks=CHECKS).json()["claims"]
 
 
