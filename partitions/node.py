@@ -2,9 +2,12 @@
 
 Ownership and threads:
 - the asyncio event loop runs every method here; it owns ``_replicas`` and reconciliation;
-- one consensus ``Driver`` thread ticks every Raft group of the node and runs their ``apply``;
-- one ``MuxHub`` thread carries all groups' Raft traffic over one authenticated connection per peer;
-- one ``LogManager`` thread group-commits and applies retention;
+- one consensus ``Driver`` thread ticks every Raft group of the node, runs their ``apply`` and does the
+  ``MuxHub``'s socket I/O (all groups' Raft traffic over one authenticated connection per peer), with
+  ``journal_sync_threads`` threads writing and fdatasyncing large journal appends beside it; a replica's
+  catch-up from its peers (``catch_up``, inside ``restore``) runs on it too and blocks it meanwhile;
+- one ``LogManager`` background thread group-flushes logs, applies retention and closes idle files;
+- one ``removal.Remover`` thread deletes dropped replicas' files at a pace;
 - the data directory is this node's alone (``raftlog.storage.dirlock``) from construction to ``close``.
 State machines notify the loop through ``raftlog.consensus.bridge.LoopNotifier`` (controller changes ->
 reconcile replicas; partition commits -> wake long-polling fetches).
