@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+try:
+    from pyspark.sql import SparkSession
+except ImportError as error:  # a node's install leaves the connector's dependencies out
+    raise ImportError(f"raftlog_spark needs PySpark: pip install 'raftlog[spark]' ({error})") from error
 
 from raftlog_spark.source import RaftlogDataSource
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv and installs the project with its test tools, from the project's own files only.
+# Creates .venv and installs the project with its test tools and the Spark connector's extra, from the
+# project's own files only.
 # Re-runs pip only when pyproject.toml changed since the last successful install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     echo "bootstrap: installing raftlog and its dependencies into .venv" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    .venv/bin/python -m pip install --quiet -e '.[dev,spark]'
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

@@ -19,7 +19,7 @@ ALLOWED = {
 }
 
 
-def _imported_packages(path: pathlib.Path) -> set[str]:
+def _top_level_imports(path: pathlib.Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found = set()
     for node in ast.walk(tree):
@@ -27,7 +27,11 @@ def _imported_packages(path: pathlib.Path) -> set[str]:
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module.split(".")[0])
-    return found & PROJECT_PACKAGES
+    return found
+
+
+def _imported_packages(path: pathlib.Path) -> set[str]:
+    return _top_level_imports(path) & PROJECT_PACKAGES
 
 
 def _sources() -> list[tuple[str, pathlib.Path]]:
@@ -49,3 +53,22 @@ def test_the_rule_catches_a_backward_import(tmp_path: pathlib.Path) -> None:
 def test_every_package_has_a_readme() -> None:
     missing = [pkg for pkg in ALLOWED if (ROOT / pkg).is_dir() and not (ROOT / pkg / "README.md").is_file()]
     assert not missing, f"packages without README.md: {missing}"
+
+
+SPARK_ONLY = {"pyspark", "pyarrow", "pandas", "py4j"}  # the ``spark`` extra: never needed by a node
+
+
+@pytest.mark.parametrize(
+    ("package", "path"),
+    [(pkg, path) for pkg, path in _sources() if pkg != "raftlog_spark"],
+    ids=lambda v: str(v).replace(str(ROOT) + "/", ""),
+)
+def test_only_the_spark_connector_needs_the_spark_extra(package: str, path: pathlib.Path) -> None:
+    used = _top_level_imports(path) & SPARK_ONLY
+    assert not used, f"{path.relative_to(ROOT)} ({package}) imports {sorted(used)}: only raftlog_spark may"
+
+
+def test_the_spark_rule_catches_a_node_importing_pyarrow(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import pyarrow as pa\nfrom pyspark.sql import SparkSession\n", encoding="utf-8")
+    assert _top_level_imports(bad) & SPARK_ONLY == {"pyarrow", "pyspark"}
