@@ -12,11 +12,16 @@ from typing import Any
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     DecommissionImpossible,
+    HopLimitExceeded,
     InvalidCommand,
     InvalidName,
     InvalidReassignment,
     InvalidTopic,
+    NoController,
     NoReassignment,
+    PeerOutcomeUnknown,
+    PeerProtocolError,
+    PeerUnreachable,
     ReassignmentInProgress,
     ReplicaBehind,
     ReservedName,
@@ -103,25 +108,6 @@ class NotReady(ApiError):
     """The node cannot serve yet (no controller known)."""
 
 
-class LeaderUnreachable(ApiError):
-    """The leader a request was forwarded to could not be reached before the request was sent, or the
-    request is a read: safe to retry."""
-
-
-class HopLimitExceeded(ApiError):
-    """A request was forwarded too many times: the nodes disagree about who leads (an election is in
-    progress or a hint is stale). Safe to retry after a moment."""
-
-    def __init__(self, hops: int) -> None:
-        super().__init__(f"request forwarded {hops} times without reaching a leader; retry later")
-        self.hops = hops
-
-
-class ForwardOutcomeUnknown(ApiError):
-    """A write was forwarded to the leader but its answer never came back: it may or may not have been
-    applied. Retry with the same producer_id/sequence."""
-
-
 class Overloaded(ApiError):
     """This node already holds its maximum of requests of this kind in flight; retry after a pause."""
 
@@ -146,11 +132,13 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (MethodNotAllowed, HttpError(405, 40501)),
     (RequestTooLarge, HttpError(413, 41301)),
     (NotReady, HttpError(503, 50301, retriable=True)),
-    (LeaderUnreachable, HttpError(503, 50301, retriable=True)),
+    (NoController, HttpError(503, 50301, retriable=True)),
+    (PeerUnreachable, HttpError(503, 50301, retriable=True)),  # the node a call went to: safe to retry
     (HopLimitExceeded, HttpError(503, 50303, retriable=True)),
-    (ForwardOutcomeUnknown, HttpError(504, 50401, retriable=True)),
-    # Consensus: NotLeader is normally forwarded by the API; it reaches a client only when the hint is
-    # unusable (no address, hop limit): then it is "no leader right now".
+    (PeerOutcomeUnknown, HttpError(504, 50401, retriable=True)),
+    (PeerProtocolError, HttpError(500, 50000)),
+    # Consensus: NotLeader is normally followed to the leader; it reaches a client only when the hint is
+    # unusable (no address, this node): then it is "no leader right now".
     (NotLeader, HttpError(503, 50301, retriable=True)),
     (NoLeader, HttpError(503, 50301, retriable=True)),
     (InvalidAddress, HttpError(400, 40001)),

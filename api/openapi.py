@@ -14,8 +14,8 @@ from typing import Any
 from aiohttp import web
 
 from api.errors import TABLE
-from api.routing import INTERNAL_PREFIX
 from api.schemas import BINARY_V2, JSON_V2, PLAIN_JSON
+from partitions.peer_client import INTERNAL_PREFIX
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RECORD_TYPES = (JSON_V2, BINARY_V2, PLAIN_JSON)
@@ -52,9 +52,9 @@ class Operation:
     # schema or None for an opaque binary body)
     ok_alternatives: tuple[tuple[str, str | None], ...] = ()
     errors: tuple[int, ...] = ()
-    forward: bool = True  # NotLeader from the broker -> the request is forwarded to the leader
-    write: bool = False  # a lost forwarded answer is "outcome unknown"
-    long_poll: bool = False  # the forward timeout grows by the request's ``timeout`` query parameter
+    local: bool = False  # answered by this node alone (never "no leader right now")
+    write: bool = False  # counted against the node's writes in flight (admission)
+    long_poll: bool = False  # may wait for records: counted against the node's long polls in flight
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -244,20 +244,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "FailedReplica": _obj(
         {"node": _STR, "topic": _STR, "partition": _INT, "error": _STR, "attempts": _INT},
         ["node", "topic", "partition", "error", "attempts"],
-    ),
-    "ReplicaFailures": _obj(
-        {
-            "node": _STR,
-            "digest": _INT,
-            "failures": {
-                "type": "array",
-                "items": _obj(
-                    {"topic": _STR, "partition": _INT, "error": _STR, "attempts": _INT},
-                    ["topic", "partition", "error", "attempts"],
-                ),
-            },
-        },
-        ["node", "digest", "failures"],
     ),
     "Nodes": {
         "type": "array",
@@ -495,29 +481,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["node_id", "decommissioning", "replicas_remaining", "done"],
     ),
     "Maintenance": _obj({"node_id": _STR, "maintenance": {"type": "boolean"}}, ["node_id", "maintenance"]),
-    "MemberView": _obj(
-        {
-            "leader": _STR,
-            "voters": {"type": "array", "items": _STR},
-            "commit_index": _INT,
-            "match_index": {"type": "object", "additionalProperties": _INT},
-        }
-    ),
-    "MembershipChange": _closed(
-        _obj(
-            {"change": {"type": "string", "enum": ["add", "remove", "transfer"]}, "node": _STR},
-            ["change", "node"],
-        )
-    ),
-    "ControllerMetadata": _obj(
-        {
-            "leader": _STR,
-            "leader_http": _STR,
-            "applied_index": _INT,
-            "snapshot": {"type": "string", "format": "byte", "nullable": True},
-        }
-    ),
-    "MembershipChanged": _obj({"topic": _STR, "partition": _INT, "change": _STR, "node": _STR}),
 }
 
 _REASONS = {
@@ -592,7 +555,7 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
         ok.setdefault("content", {})[media] = {"schema": _ref(schema) if schema else binary}
     responses: dict[str, Any] = {str(op.ok_status): ok}
     error_content = {"application/json": {"schema": _ref("Error")}}
-    statuses = set(op.errors) | set(ANY_ERRORS) | (set(COMMON_ERRORS) if op.forward or op.body else set())
+    statuses = set(op.errors) | set(ANY_ERRORS) | (set() if op.local else set(COMMON_ERRORS))
     internal = op.path.startswith(INTERNAL_PREFIX)  # the cluster credential, always
     if internal or (admin_token and op.path.startswith("/v1/")):
         statuses.add(401)
@@ -609,11 +572,9 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
     }
     if params:
         doc["parameters"] = params
-    if op.body is not None:
-        doc["requestBody"] = {
-            "required": True,
-            "content": {media: {"schema": _ref(op.body)} for media in op.body_types},
-        }
+    if op.body is not None or op.body_alternatives:
+        content = {} if op.body is None else {media: {"schema": _ref(op.body)} for media in op.body_types}
+        doc["requestBody"] = {"required": True, "content": content}
         for media, schema in op.body_alternatives:
             opaque = {"type": "string", "format": "binary"}
             doc["requestBody"]["content"][media] = {"schema": _ref(schema) if schema else opaque}
@@ -634,12 +595,14 @@ def document(operations: Sequence[Operation], *, admin_token: bool) -> dict[str,
             "version": "0.1.0",
             "description": (
                 "A Raft-replicated, Kafka-style log. Client API in the Confluent REST Proxy v2 style, admin "
-                "API in the Redpanda style. Any node answers any request (forwarding to the leader, header "
-                f"X-Raftlog-Leader). Error codes: {codes}."
+                "API in the Redpanda style. Any node answers any request (run on the partition's leader, the "
+                "controller leader or the group's coordinator; header X-Raftlog-Leader). "
+                f"Error codes: {codes}. Paths under /internal/v1/ are node-to-node calls (msgpack, the "
+                "cluster credential)."
             ),
         },
         "servers": [{"url": "/"}],
-        "tags": [{"name": "client"}, {"name": "admin"}, {"name": "operations"}],
+        "tags": [{"name": "client"}, {"name": "admin"}, {"name": "operations"}, {"name": "internal"}],
         "paths": paths,
         "components": {
             "schemas": SCHEMAS,

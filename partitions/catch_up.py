@@ -3,7 +3,7 @@
 When the leader has compacted its Raft journal past what a follower holds, the follower receives the
 partition's metadata snapshot instead of the entries; the records themselves live in the peers' segmented
 logs. ``catch_up`` copies them, batch by batch, exactly as stored (offsets, terms and CRCs unchanged), from
-whichever replica can serve them, over ``GET /replication/partitions/{topic}/{p}/batches``.
+whichever replica can serve them, through the peers' internal endpoint for it (``peer.read_batches``).
 
 It runs inside ``StateMachine.restore`` on the consensus driver thread and therefore blocks that thread
 while it copies; every request is bounded by ``timeout_s`` and ``max_bytes``.
@@ -11,16 +11,18 @@ while it copies; every request is bounded by ``timeout_s`` and ``max_bytes``.
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from partitions.controller import TopicMetadata
 from partitions.errors import ReplicaBehind
+from partitions.peer_client import ERRORS, MEDIA_TYPE, OPS, REGISTRY
+from partitions.peer_codec import pack, unpack
+from partitions.services import FetchedBatches
 from raftlog.storage.batch import BatchFormatError, split_batches
+from raftlog.storage.errors import OffsetOutOfRange
 from raftlog.storage.log import Log
 
 log = logging.getLogger("raftlog.catch_up")
@@ -34,33 +36,55 @@ class PeerAnswer:
     log_start_offset: int | None = None  # set when the peer no longer has the offset asked for
 
 
-Fetch = Callable[[str, int], PeerAnswer]  # (peer base URL, offset) -> answer
+Fetch = Callable[[str, int], PeerAnswer]  # (peer node id, offset) -> answer
 
 
-def http_fetch(topic: str, partition: int, credential: str, timeout_s: float = 10.0) -> Fetch:
-    """A ``Fetch`` over the peers' HTTP API (blocking; urllib), presenting the cluster ``credential``
-    (``operations.internal_credential``) that internal endpoints require."""
+def peer_fetch(
+    topic: str, partition: int, address: Callable[[str], str | None], credential: str, timeout_s: float = 10.0
+) -> Fetch:
+    """A ``Fetch`` through the peers' internal endpoint for catch-up batches (``peer.read_batches``;
+    blocking, urllib), presenting the cluster ``credential`` (``peer_client.internal_credential``)."""
+    op = OPS["peer.read_batches"]
 
-    def fetch(base_url: str, offset: int) -> PeerAnswer:
-        path = (
-            f"/replication/partitions/{urllib.parse.quote(topic, safe='')}/{partition}/batches"
-            f"?offset={offset}&max_bytes={FETCH_BYTES_MAX}"
+    def fetch(node_id: str, offset: int) -> PeerAnswer:
+        base = address(node_id)
+        if not base:
+            raise OSError(f"no address known for node {node_id}")
+        arguments = {"topic": topic, "partition": partition, "offset": offset, "max_bytes": FETCH_BYTES_MAX}
+        request = urllib.request.Request(
+            base.rstrip("/") + op.path,
+            data=pack(arguments, REGISTRY),
+            headers={"Authorization": f"Bearer {credential}", "Content-Type": MEDIA_TYPE},
+            method="POST",
         )
-        try:
-            request = urllib.request.Request(
-                base_url + path, headers={"Authorization": f"Bearer {credential}"}
-            )
-            with urllib.request.urlopen(request, timeout=timeout_s) as answer:
-                return PeerAnswer(answer.read())
-        except urllib.error.HTTPError as error:
-            if error.code == 416:
-                body = json.loads(error.read() or b"{}")
-                start = body.get("log_start_offset")
-                if isinstance(start, int) and start > offset:
-                    return PeerAnswer(log_start_offset=start)
-            raise
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            reply = unpack(answer.read(), REGISTRY, ERRORS)
+        if not isinstance(reply, dict):
+            raise ValueError(f"node {node_id} answered {str(reply)[:100]}")
+        error = reply.get("error")
+        if isinstance(error, OffsetOutOfRange) and error.log_start_offset > offset:
+            return PeerAnswer(log_start_offset=error.log_start_offset)
+        if error is not None:
+            raise ValueError(f"node {node_id}: {error}")
+        batches = reply.get("ok")
+        if not isinstance(batches, FetchedBatches):
+            raise ValueError(f"node {node_id} answered {str(batches)[:100]}")
+        return PeerAnswer(batches.data)
 
     return fetch
+
+
+def catch_up_from_peers(
+    topic: TopicMetadata, partition: int, node_id: str, address: Callable[[str], str | None], credential: str
+) -> Callable[[Log, int], None]:
+    """What a replica's state machine calls to copy what an installed snapshot says it lacks."""
+    peers = [n for n in topic.replicas[partition] if n != node_id]
+    fetch = peer_fetch(topic.name, partition, address, credential)
+
+    def copy(target: Log, offset: int) -> None:
+        catch_up(target, offset, peers, fetch)
+
+    return copy
 
 
 def catch_up(log_: Log, target_offset: int, peers: Sequence[str], fetch: Fetch) -> None:

@@ -8,7 +8,9 @@ created again under the same name never shares a Raft group or a log directory w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 import msgpack
@@ -219,51 +221,42 @@ _Refusal = (
 ControllerResult = TopicMetadata | Reassignment | frozenset[str] | _Refusal
 
 
+@dataclass(frozen=True, slots=True)
+class ControllerMetadata:
+    """The controller's applied state at one index. Immutable: every apply publishes a new one whole, so a
+    reader on another thread (the event loop) holds one consistent view, never dicts being changed."""
+
+    applied_index: int = 0
+    topics: Mapping[str, TopicMetadata] = field(default_factory=lambda: MappingProxyType({}))
+    reassignments: Mapping[tuple[str, int], Reassignment] = field(  # (topic, partition) -> move
+        default_factory=lambda: MappingProxyType({})
+    )
+    node_flags: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: MappingProxyType({flag: frozenset() for flag in NODE_FLAGS})
+    )
+
+
 class ControllerStateMachine:
-    """Implements ``raftlog.consensus.interface.StateMachine`` for the controller group."""
+    """Implements ``raftlog.consensus.interface.StateMachine`` for the controller group. ``metadata`` is
+    the applied state, replaced whole by each apply (driver thread) and read anywhere."""
 
     def __init__(self) -> None:
-        self.topics: dict[str, TopicMetadata] = {}
-        self.applied_index = 0
-        self.reassignments: dict[tuple[str, int], Reassignment] = {}  # (topic, partition) -> move
-        self.node_flags: dict[str, frozenset[str]] = {flag: frozenset() for flag in NODE_FLAGS}
+        self.metadata = ControllerMetadata()
+
+    @property
+    def applied_index(self) -> int:
+        return self.metadata.applied_index
 
     def apply(self, index: int, term: int, command: bytes | memoryview) -> ControllerResult:
         """Returns the topic's new metadata, or the typed error that refused the command (not raised:
         a refusal is a deterministic outcome every replica agrees on)."""
-        check(index > self.applied_index, f"controller apply of index {index} after {self.applied_index}")
-        self.applied_index = index
+        current = self.metadata
+        check(
+            index > current.applied_index, f"controller apply of index {index} after {current.applied_index}"
+        )
+        change = _Change(current)
         try:
-            decoded = decode(command)
-            if isinstance(decoded, SetNodeFlag):
-                nodes = self.node_flags[decoded.flag]
-                flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}
-                self.node_flags[decoded.flag] = flagged
-                return self.node_flags[decoded.flag]
-            if isinstance(decoded, CreateTopic):
-                if decoded.name in self.topics:
-                    raise TopicExists(decoded.name)
-                validate_topic(decoded.name, decoded.replicas, decoded.configs)
-                created = TopicMetadata(
-                    decoded.name, index, tuple(tuple(r) for r in decoded.replicas), dict(decoded.configs)
-                )
-                self.topics[decoded.name] = created
-                return created
-            existing = self.topics.get(decoded.name)
-            if existing is None:
-                raise UnknownTopic(decoded.name)
-            if isinstance(decoded, DeleteTopic):
-                del self.topics[decoded.name]
-                for key in [k for k in self.reassignments if k[0] == decoded.name]:
-                    del self.reassignments[key]
-                return existing
-            if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
-                return self._apply_move(existing, decoded)
-            merged = {**existing.configs, **decoded.configs}
-            LogConfig.from_properties(merged)
-            altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
-            self.topics[decoded.name] = altered
-            return altered
+            result = change.apply(index, decode(command))
         except (
             InvalidCommand,
             InvalidName,
@@ -276,59 +269,26 @@ class ControllerStateMachine:
             ReassignmentInProgress,
             NoReassignment,
         ) as refusal:
+            self.metadata = replace(current, applied_index=index)
             return refusal
-
-    def _apply_move(
-        self, topic: TopicMetadata, command: MoveReplicas | CancelMove | StepMove
-    ) -> TopicMetadata | Reassignment:
-        partition = command.partition
-        if not 0 <= partition < topic.partitions:
-            raise UnknownPartition(topic.name, partition)
-        key = (topic.name, partition)
-        current = self.reassignments.get(key)
-        if isinstance(command, MoveReplicas):
-            if current is not None:
-                raise ReassignmentInProgress(topic.name, partition, current.target)
-            check_replica_set(command.target)
-            original = topic.replicas[partition]
-            if tuple(command.target) == original:
-                raise InvalidReassignment(f"{topic.name}/{partition} already has replicas {list(original)}")
-            started = Reassignment(original, tuple(command.target))
-            self.reassignments[key] = started
-            return started
-        if current is None:
-            raise NoReassignment(topic.name, partition)
-        if isinstance(command, CancelMove):
-            cancelled = replace(current, target=current.original, cancelled=True)
-            self.reassignments[key] = cancelled
-            return cancelled
-        check_replica_set(command.replicas)
-        replicas = tuple(command.replicas)
-        if set(replicas) == set(current.target) and command.adding is None:
-            replicas = current.target  # done: the target's order names the preferred leader
-            del self.reassignments[key]
-        else:
-            self.reassignments[key] = replace(current, adding=command.adding)
-        assignment = list(topic.replicas)
-        assignment[partition] = replicas
-        moved = replace(topic, replicas=tuple(assignment))
-        self.topics[topic.name] = moved
-        return moved
+        self.metadata = change.published(index)
+        return result
 
     def snapshot(self) -> bytes:
+        metadata = self.metadata
         packed: bytes = msgpack.packb(
             {
                 "v": SNAPSHOT_VERSION,
-                "applied_index": self.applied_index,
+                "applied_index": metadata.applied_index,
                 "topics": [
                     [t.name, t.topic_id, [list(r) for r in t.replicas], t.configs]
-                    for t in self.topics.values()
+                    for t in metadata.topics.values()
                 ],
                 "reassignments": [
                     [topic, partition, list(r.original), list(r.target), r.adding, r.cancelled]
-                    for (topic, partition), r in sorted(self.reassignments.items())
+                    for (topic, partition), r in sorted(metadata.reassignments.items())
                 ],
-                "node_flags": {flag: sorted(nodes) for flag, nodes in sorted(self.node_flags.items())},
+                "node_flags": {flag: sorted(nodes) for flag, nodes in sorted(metadata.node_flags.items())},
             },
             use_bin_type=True,
         )
@@ -340,14 +300,121 @@ class ControllerStateMachine:
             isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
             f"unknown controller snapshot format {str(state)[:80]!r}",
         )
-        self.applied_index = int(state["applied_index"])
-        self.topics = {
-            name: TopicMetadata(name, topic_id, tuple(tuple(r) for r in replicas), dict(configs))
-            for name, topic_id, replicas, configs in state["topics"]
-        }
-        self.reassignments = {
-            (topic, partition): Reassignment(tuple(original), tuple(target), adding, cancelled)
-            for topic, partition, original, target, adding, cancelled in state.get("reassignments", [])
-        }
         flags = state.get("node_flags", {})
-        self.node_flags = {flag: frozenset(flags.get(flag, [])) for flag in NODE_FLAGS}
+        self.metadata = ControllerMetadata(
+            int(state["applied_index"]),
+            MappingProxyType(
+                {
+                    name: TopicMetadata(name, topic_id, tuple(tuple(r) for r in replicas), dict(configs))
+                    for name, topic_id, replicas, configs in state["topics"]
+                }
+            ),
+            MappingProxyType(
+                {
+                    (topic, partition): Reassignment(tuple(original), tuple(target), adding, cancelled)
+                    for topic, partition, original, target, adding, cancelled in state.get(
+                        "reassignments", []
+                    )
+                }
+            ),
+            MappingProxyType({flag: frozenset(flags.get(flag, [])) for flag in NODE_FLAGS}),
+        )
+
+
+class _Change:
+    """One apply: copies of the parts of the metadata it changes (copy on write), published whole at the
+    end, or dropped when the command is refused."""
+
+    def __init__(self, base: ControllerMetadata) -> None:
+        self._base = base
+        self.topics: dict[str, TopicMetadata] | None = None
+        self.reassignments: dict[tuple[str, int], Reassignment] | None = None
+        self.node_flags: dict[str, frozenset[str]] | None = None
+
+    def _topics(self) -> dict[str, TopicMetadata]:
+        if self.topics is None:
+            self.topics = dict(self._base.topics)
+        return self.topics
+
+    def _moves(self) -> dict[tuple[str, int], Reassignment]:
+        if self.reassignments is None:
+            self.reassignments = dict(self._base.reassignments)
+        return self.reassignments
+
+    def published(self, index: int) -> ControllerMetadata:
+        base = self._base
+        return ControllerMetadata(
+            index,
+            base.topics if self.topics is None else MappingProxyType(self.topics),
+            base.reassignments if self.reassignments is None else MappingProxyType(self.reassignments),
+            base.node_flags if self.node_flags is None else MappingProxyType(self.node_flags),
+        )
+
+    def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
+        if isinstance(decoded, SetNodeFlag):
+            nodes = self._base.node_flags[decoded.flag]
+            flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}
+            self.node_flags = {**self._base.node_flags, decoded.flag: flagged}
+            return flagged
+        if isinstance(decoded, CreateTopic):
+            if decoded.name in self._base.topics:
+                raise TopicExists(decoded.name)
+            validate_topic(decoded.name, decoded.replicas, decoded.configs)
+            created = TopicMetadata(
+                decoded.name, index, tuple(tuple(r) for r in decoded.replicas), dict(decoded.configs)
+            )
+            self._topics()[decoded.name] = created
+            return created
+        existing = self._base.topics.get(decoded.name)
+        if existing is None:
+            raise UnknownTopic(decoded.name)
+        if isinstance(decoded, DeleteTopic):
+            del self._topics()[decoded.name]
+            moves = self._moves()
+            for key in [k for k in moves if k[0] == decoded.name]:
+                del moves[key]
+            return existing
+        if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
+            return self._apply_move(existing, decoded)
+        merged = {**existing.configs, **decoded.configs}
+        LogConfig.from_properties(merged)
+        altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
+        self._topics()[decoded.name] = altered
+        return altered
+
+    def _apply_move(
+        self, topic: TopicMetadata, command: MoveReplicas | CancelMove | StepMove
+    ) -> TopicMetadata | Reassignment:
+        partition = command.partition
+        if not 0 <= partition < topic.partitions:
+            raise UnknownPartition(topic.name, partition)
+        key = (topic.name, partition)
+        current = self._base.reassignments.get(key)
+        if isinstance(command, MoveReplicas):
+            if current is not None:
+                raise ReassignmentInProgress(topic.name, partition, current.target)
+            check_replica_set(command.target)
+            original = topic.replicas[partition]
+            if tuple(command.target) == original:
+                raise InvalidReassignment(f"{topic.name}/{partition} already has replicas {list(original)}")
+            started = Reassignment(original, tuple(command.target))
+            self._moves()[key] = started
+            return started
+        if current is None:
+            raise NoReassignment(topic.name, partition)
+        if isinstance(command, CancelMove):
+            cancelled = replace(current, target=current.original, cancelled=True)
+            self._moves()[key] = cancelled
+            return cancelled
+        check_replica_set(command.replicas)
+        replicas = tuple(command.replicas)
+        if set(replicas) == set(current.target) and command.adding is None:
+            replicas = current.target  # done: the target's order names the preferred leader
+            del self._moves()[key]
+        else:
+            self._moves()[key] = replace(current, adding=command.adding)
+        assignment = list(topic.replicas)
+        assignment[partition] = replicas
+        moved = replace(topic, replicas=tuple(assignment))
+        self._topics()[topic.name] = moved
+        return moved

@@ -116,3 +116,13 @@ def _names(nodes: Sequence[str]) -> str:
 
 def _is(nodes: Sequence[str]) -> str:
     return "is" if len(nodes) == 1 else "are"
+
+
+def moves_off(node_id: str, moves: Mapping[tuple[str, int], Reassignment]) -> list[tuple[str, int]]:
+    """The moves taking a replica off ``node_id`` that are not cancelled yet: what recommissioning it
+    turns around, in (topic, partition) order."""
+    return [
+        key
+        for key, move in sorted(moves.items())
+        if node_id in move.original and node_id not in move.target and not move.cancelled
+    ]

@@ -119,3 +119,49 @@ class DecommissionImpossible(PartitionError):
         super().__init__(message)
         self.node_id = node_id
         self.partitions = partitions
+
+
+class NoController(PartitionError):
+    """This node knows no controller leader yet (right after a start, or during a controller election), so
+    it cannot tell whether a topic it has not heard of exists. Safe to retry."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic!r} is not known here and no controller is known yet to ask; retry")
+        self.topic = topic
+
+
+class HopLimitExceeded(PartitionError):
+    """A call followed leader hints from node to node too many times: the nodes disagree about who leads
+    (an election is in progress or a hint is stale). Safe to retry after a moment."""
+
+    def __init__(self, hops: int) -> None:
+        super().__init__(f"forwarded {hops} times without reaching a leader; retry later")
+        self.hops = hops
+
+
+class PeerError(PartitionError):
+    """A call to another node that did not get a typed answer from it."""
+
+
+class PeerUnreachable(PeerError):
+    """The peer could not be reached before the call was sent, or the call was a read that got no answer:
+    nothing was done, safe to retry."""
+
+    def __init__(self, node_id: str, reason: str) -> None:
+        super().__init__(f"node {node_id} unreachable: {reason}")
+        self.node_id = node_id
+        self.reason = reason
+
+
+class PeerOutcomeUnknown(PeerError):
+    """A write was sent to a peer but its answer never came back: it may or may not have been applied.
+    Retry only what is idempotent (a produce with its producer id and sequence)."""
+
+    def __init__(self, node_id: str, reason: str) -> None:
+        super().__init__(f"sent to node {node_id}, no answer: {reason}; the write may or may not be applied")
+        self.node_id = node_id
+        self.reason = reason
+
+
+class PeerProtocolError(PeerError):
+    """A peer answered something that is not a peer message of this version (a bug or a version mix)."""

@@ -456,3 +456,16 @@ def decode_batch(batch: bytes | memoryview) -> RecordBatch:
     """Verify and fully decode one batch."""
     header = verify(batch)
     return RecordBatch(header, decode_records(batch, header))
+
+
+def records_from(data: bytes, offset: int) -> list[Record]:
+    """The records of a concatenation of stored batches (a fetch answer) from ``offset`` on: the first
+    batch may begin before it. Framing and every CRC are checked (BatchFormatError)."""
+    records: list[Record] = []
+    for batch in split_batches(data):
+        decoded = decode_batch(batch).records
+        if decoded and decoded[0].offset >= offset:
+            records.extend(decoded)
+        else:
+            records.extend(r for r in decoded if r.offset >= offset)
+    return records

@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 
@@ -196,3 +197,37 @@ class Remover:
                 self._queue.popleft()
                 self._queued_bytes -= size
                 self.removed += 1
+
+
+class Trash:
+    """Where a node's deleted files go: renamed into ``directory`` at once (one atomic rename on the same
+    file system; nothing reads them there) and removed by the ``Remover`` at its pace. ``empty()`` at
+    start removes at once whatever a close or a crash left."""
+
+    def __init__(self, directory: str, remover: Remover) -> None:
+        self.directory = directory
+        self._remover = remover
+
+    def empty(self) -> None:
+        """Remove what is in the trash now (a worker thread at start, before the node serves: no pace);
+        what cannot be removed stays for the next start."""
+        try:
+            remove_tree(self.directory, None)
+        except OSError as exc:
+            log.error("could not empty %s (retried at the next start): %s", self.directory, exc)
+
+    def discard(self, path: str) -> None:
+        """Any thread: move ``path`` (a file or a directory tree) to the trash and have it removed later.
+        FileNotFoundError when it is gone already."""
+        os.makedirs(self.directory, exist_ok=True)
+        target = os.path.join(self.directory, f"{os.path.basename(path)}.{uuid.uuid4().hex}")
+        os.rename(path, target)
+        self._remover.submit(target)
+
+    def discard_if_present(self, path: str) -> None:
+        """Like ``discard`` for a file the storage no longer needs whose directory may have gone first (a
+        replica dropped while a reader held one of its deleted segments): then it went with it."""
+        try:
+            self.discard(path)
+        except FileNotFoundError:
+            log.debug("%s went with its directory", path)

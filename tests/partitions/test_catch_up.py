@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from aiohttp import web
-from test_node import configs, controller_leader, partition_leader, until
+from test_node import configs, controller_leader, fetch, partition_leader, until
 
 from api.app import build_app
 from partitions.catch_up import PeerAnswer, catch_up, split_batches
@@ -50,27 +50,27 @@ async def test_a_replica_behind_a_compacted_journal_copies_records_from_a_peer(
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.create_topic("t", 1, 3, {"segment.bytes": 4096})
+        await controller.frontend.create_topic("t", 1, 3, {"segment.bytes": 4096})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         laggard = next(s for s in served if s.node is not leader)
-        await leader.produce("t", 0, [ProducerRecord(b"early")], None, None, 5000)
+        await leader.data.produce("t", 0, [ProducerRecord(b"early")], None, None, 5000)
         await laggard.stop()
         for i in range(150):  # far past compaction_min_entries: the leader's journal no longer has them
-            await leader.produce("t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
-        expected = [r.value for r in await leader.fetch("t", 0, 0, 1 << 22, 0)]
+            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
+        expected = [r.value for r in await fetch(leader, "t", 0, 0, 1 << 22, 0)]
         assert len(expected) == 151
 
         restarted = Served(laggard.config)
         served[served.index(laggard)] = restarted
         await restarted.start()
-        group_id = leader.topic("t").group_id(0)
+        group_id = leader.frontend.topic("t").group_id(0)
 
         def caught_up() -> bool:
-            replica = restarted.node._replicas.get(group_id)
+            replica = restarted.node.replicas.get(group_id)
             return replica is not None and replica.machine.high_watermark >= 151
 
         await until(caught_up, timeout_s=30, what="restarted replica caught up")
-        replica = restarted.node._replicas[group_id]
+        replica = restarted.node.replicas.get(group_id)
         assert [r.value for r in replica.log.read(0, 1 << 22, 151)] == expected
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)

@@ -33,7 +33,7 @@ def test_create_alter_delete_round_trip() -> None:
     assert isinstance(altered, TopicMetadata)
     assert altered.configs == {"retention.ms": 1000, "segment.bytes": 1 << 20}
     assert altered.log_config().segment_bytes == 1 << 20
-    assert deleted == altered and machine.topics == {}
+    assert deleted == altered and machine.metadata.topics == {}
 
 
 def test_recreated_topic_gets_new_groups() -> None:
@@ -46,7 +46,7 @@ def test_recreated_topic_gets_new_groups() -> None:
 def test_bad_commands_are_refused_and_change_nothing() -> None:
     machine = ControllerStateMachine()
     apply_all(machine, CreateTopic("t", R3))
-    before = dict(machine.topics)
+    before = dict(machine.metadata.topics)
     results = apply_all(
         machine,
         CreateTopic("t", R3),
@@ -67,7 +67,7 @@ def test_bad_commands_are_refused_and_change_nothing() -> None:
         InvalidConfig,
         UnknownTopic,
     ]
-    assert machine.topics == before
+    assert machine.metadata.topics == before
     assert isinstance(machine.apply(99, 1, b"\xc1"), InvalidCommand)
 
 
@@ -76,4 +76,4 @@ def test_snapshot_restores_the_same_state() -> None:
     apply_all(machine, CreateTopic("a", R3, {"retention.ms": 5}), CreateTopic("b", [["n1"]]))
     copy = ControllerStateMachine()
     copy.restore(machine.snapshot())
-    assert copy.topics == machine.topics and copy.applied_index == machine.applied_index
+    assert copy.metadata.topics == machine.metadata.topics and copy.applied_index == machine.applied_index

@@ -41,7 +41,7 @@ def test_a_move_records_each_step_and_ends_in_the_target_order() -> None:
     assert isinstance(joining, TopicMetadata) and joining.replicas == (("n1", "n2", "n3"),)
     assert isinstance(counted, TopicMetadata) and counted.replicas == (("n2", "n3", "n4", "n1"),)
     assert isinstance(removed, TopicMetadata) and removed.replicas == (("n4", "n2", "n3"),)
-    assert machine.reassignments == {}
+    assert machine.metadata.reassignments == {}
 
 
 def test_refusals_change_nothing() -> None:
@@ -60,7 +60,10 @@ def test_refusals_change_nothing() -> None:
     assert isinstance(apply_all(machine, CancelMove("nope", 0))[0], Exception)
     after = ControllerStateMachine()
     after.restore(before)
-    assert after.reassignments == machine.reassignments and after.topics == machine.topics
+    assert (
+        after.metadata.reassignments == machine.metadata.reassignments
+        and after.metadata.topics == machine.metadata.topics
+    )
     fresh = ControllerStateMachine()
     apply_all(fresh, CreateTopic("t", R3))
     assert isinstance(apply_all(fresh, StepMove("t", 0, ["n1"], None))[0], NoReassignment)
@@ -73,7 +76,7 @@ def test_cancel_turns_the_move_around_and_delete_forgets_it() -> None:
     [cancelled] = apply_all(machine, CancelMove("t", 0))
     assert cancelled == Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n3"), None, True)
     apply_all(machine, DeleteTopic("t"))
-    assert machine.reassignments == {}
+    assert machine.metadata.reassignments == {}
 
 
 def test_node_flags_and_snapshot_round_trip() -> None:
@@ -87,12 +90,12 @@ def test_node_flags_and_snapshot_round_trip() -> None:
         SetNodeFlag("n2", "maintenance", False),
         SetNodeFlag("n1", "maintenance", True),
     )
-    assert machine.node_flags == {"decommissioning": {"n3"}, "maintenance": {"n1"}}
+    assert machine.metadata.node_flags == {"decommissioning": {"n3"}, "maintenance": {"n1"}}
     restored = ControllerStateMachine()
     restored.restore(machine.snapshot())
-    assert restored.node_flags == machine.node_flags
-    assert restored.reassignments == machine.reassignments
-    assert restored.topics == machine.topics
+    assert restored.metadata.node_flags == machine.metadata.node_flags
+    assert restored.metadata.reassignments == machine.metadata.reassignments
+    assert restored.metadata.topics == machine.metadata.topics
 
 
 def test_malformed_commands_are_refused() -> None:

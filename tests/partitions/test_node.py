@@ -20,6 +20,7 @@ from partitions.node import Node, NodeConfig, PeerConfig
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage import ProducerRecord
+from raftlog.storage.batch import Record, records_from
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
 
@@ -80,14 +81,23 @@ async def cluster(tmp_path: pathlib.Path) -> AsyncIterator[list[Node]]:
 
 
 def controller_leader(nodes: list[Node]) -> Node | None:
-    leader = nodes[0].controller()
-    return next((n for n in nodes if n.node_id == leader and n.controller() == leader), None)
+    leader = nodes[0].metadata.controller()
+    return next((n for n in nodes if n.node_id == leader and n.metadata.controller() == leader), None)
+
+
+async def fetch(
+    node: Node, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+) -> list[Record]:
+    """Records from ``offset`` on, from the partition's leader ``node`` (its data plane, as a front door
+    gets them: stored batches, decoded here)."""
+    fetched = await node.data.fetch_batches(topic, partition, offset, max_bytes, timeout_ms)
+    return records_from(fetched.data, offset)
 
 
 def partition_leader(nodes: list[Node], topic: str, partition: int = 0) -> Node | None:
     for node in nodes:
         try:
-            node.offsets(topic, partition)
+            node.data.offsets_now(topic, partition)
             return node
         except (NotLeader, NoLeader, UnknownTopic):
             continue
@@ -96,67 +106,67 @@ def partition_leader(nodes: list[Node], topic: str, partition: int = 0) -> Node 
 
 async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.create_topic("orders", 2, 3, {"segment.bytes": 4096})
+    metadata = await controller.frontend.create_topic("orders", 2, 3, {"segment.bytes": 4096})
     assert [len(r) for r in metadata.replicas] == [3, 3]
     with pytest.raises(TopicExists):
-        await controller.create_topic("orders", 1, 3, {})
-    await until(lambda: all("orders" in n.topics() for n in cluster), what="topic on every node")
+        await controller.frontend.create_topic("orders", 1, 3, {})
+    await until(lambda: all("orders" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "orders"), what="partition leader")
 
-    first = await leader.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
-    second = await leader.produce("orders", 0, [ProducerRecord(b"c")], 11, 1, 5000)
-    retry = await leader.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
+    first = await leader.data.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
+    second = await leader.data.produce("orders", 0, [ProducerRecord(b"c")], 11, 1, 5000)
+    retry = await leader.data.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
     assert (first.base_offset, first.end_offset, second.base_offset) == (0, 2, 2)
     assert retry.duplicate and (retry.base_offset, retry.end_offset) == (0, 2)
-    records = await leader.fetch("orders", 0, 0, 1 << 20, 0)
+    records = await fetch(leader, "orders", 0, 0, 1 << 20, 0)
     assert [(r.offset, r.value) for r in records] == [(0, b"a"), (1, b"b"), (2, b"c")]
     with pytest.raises(OffsetOutOfRange):
-        await leader.fetch("orders", 0, 4, 1 << 20, 0)
+        await fetch(leader, "orders", 0, 4, 1 << 20, 0)
 
     # every replica applied the same records
     for node in cluster:
-        replica = node._replicas[metadata.group_id(0)]
+        replica = node.replicas.get(metadata.group_id(0))
         await until(lambda r=replica: r.machine.high_watermark == 3, what=f"{node.node_id} caught up")
         assert [r.value for r in replica.log.read(0, 1 << 20, 3)] == [b"a", b"b", b"c"]
 
     # a follower refuses with a hint naming the leader
     follower = next(n for n in cluster if n is not leader)
     with pytest.raises(NotLeader) as refused:
-        await follower.produce("orders", 0, [ProducerRecord(b"x")], None, None, 5000)
+        await follower.data.produce("orders", 0, [ProducerRecord(b"x")], None, None, 5000)
     assert refused.value.leader_hint == leader.node_id
 
     # long poll wakes when a record commits
-    waiting = asyncio.create_task(leader.fetch("orders", 0, 3, 1 << 20, 10_000))
+    waiting = asyncio.create_task(fetch(leader, "orders", 0, 3, 1 << 20, 10_000))
     await asyncio.sleep(0.2)
     assert not waiting.done()
-    await leader.produce("orders", 0, [ProducerRecord(b"d")], None, None, 5000)
+    await leader.data.produce("orders", 0, [ProducerRecord(b"d")], None, None, 5000)
     assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"d"]
 
     # consumer offsets are replicated and never move backwards unless reset
-    assert await leader.commit_offset("g", "orders", 0, 3, False, 5000) == 3
-    assert await leader.commit_offset("g", "orders", 0, 1, False, 5000) == 3
-    assert await leader.commit_offset("g", "orders", 0, 1, True, 5000) == 1
-    assert leader.committed_offset("g", "orders", 0) == 1
+    assert await leader.data.commit_offset("g", "orders", 0, 3, False, 5000) == 3
+    assert await leader.data.commit_offset("g", "orders", 0, 1, False, 5000) == 3
+    assert await leader.data.commit_offset("g", "orders", 0, 1, True, 5000) == 1
+    assert await leader.data.committed_offset("g", "orders", 0) == 1
 
 
 async def test_leader_transfer_keeps_every_acknowledged_record(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    await controller.create_topic("t", 1, 3, {})
+    await controller.frontend.create_topic("t", 1, 3, {})
     leader = await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     acked = []
     for i in range(20):
-        result = await leader.produce("t", 0, [ProducerRecord(b"%d" % i)], None, None, 5000)
+        result = await leader.data.produce("t", 0, [ProducerRecord(b"%d" % i)], None, None, 5000)
         acked.append(result.base_offset)
     target = next(n for n in cluster if n is not leader)
     # returns only once the target was seen leading (OutcomeUnknown otherwise)
-    await leader.transfer_leadership("t", 0, target.node_id, 10_000)
-    assert leader.partition_state("t", 0).leader != leader.node_id
+    await leader.partition_admin.transfer_leadership("t", 0, target.node_id, 10_000)
+    assert leader.partition_admin.partition_state("t", 0).leader != leader.node_id
     # under load a later election may move leadership again; whoever leads has every acked record
     new_leader = await until(lambda: partition_leader(cluster, "t"), what="new leader")
-    await new_leader.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
-    values = [r.value for r in await new_leader.fetch("t", 0, 0, 1 << 20, 0)]
+    await new_leader.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+    values = [r.value for r in await fetch(new_leader, "t", 0, 0, 1 << 20, 0)]
     assert values == [*(b"%d" % i for i in range(20)), b"after"]
-    assert new_leader.partition_state("t", 0).high_watermark == 21
+    assert new_leader.partition_admin.partition_state("t", 0).high_watermark == 21
 
 
 async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: pathlib.Path) -> None:
@@ -165,18 +175,18 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
     await asyncio.gather(*(n.start() for n in nodes))
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.create_topic("t", 1, 3, {"segment.bytes": 2048})
+        await controller.frontend.create_topic("t", 1, 3, {"segment.bytes": 2048})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         for i in range(40):
-            await leader.produce("t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
-        await leader.commit_offset("g", "t", 0, 17, False, 5000)
+            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
+        await leader.data.commit_offset("g", "t", 0, 17, False, 5000)
         sizes = {}
         for node in nodes:
-            group_id = node.topic("t").group_id(0)
+            group_id = node.frontend.topic("t").group_id(0)
             await until(
-                lambda n=node, g=group_id: n._replicas[g].machine.high_watermark == 40, what="caught up"
+                lambda n=node, g=group_id: n.replicas.get(g).machine.high_watermark == 40, what="caught up"
             )
-            sizes[node.node_id] = node._replicas[group_id].log.size_bytes
+            sizes[node.node_id] = node.replicas.get(group_id).log.size_bytes
     finally:
         await asyncio.gather(*(n.close() for n in nodes))
 
@@ -184,16 +194,16 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
     await asyncio.gather(*(n.start() for n in nodes))
     try:
         leader = await until(lambda: partition_leader(nodes, "t"), timeout_s=30, what="leader after restart")
-        values = [r.value for r in await leader.fetch("t", 0, 0, 1 << 20, 0)]
+        values = [r.value for r in await fetch(leader, "t", 0, 0, 1 << 20, 0)]
         assert values == [b"r%d" % i for i in range(40)]
-        retry = await leader.produce("t", 0, [ProducerRecord(b"r39")], 5, 39, 5000)
+        retry = await leader.data.produce("t", 0, [ProducerRecord(b"r39")], 5, 39, 5000)
         assert retry.duplicate and retry.base_offset == 39, "the producer table must survive a restart"
-        fresh = await leader.produce("t", 0, [ProducerRecord(b"r40")], 5, 40, 5000)
+        fresh = await leader.data.produce("t", 0, [ProducerRecord(b"r40")], 5, 40, 5000)
         assert fresh.base_offset == 40, "offsets continue after a restart, never reused"
-        assert leader.committed_offset("g", "t", 0) == 17
+        assert await leader.data.committed_offset("g", "t", 0) == 17
         for node in nodes:
-            group_id = node.topic("t").group_id(0)
-            replica = node._replicas[group_id]
+            group_id = node.frontend.topic("t").group_id(0)
+            replica = node.replicas.get(group_id)
             await until(lambda r=replica: r.machine.high_watermark == 41, what=f"{node.node_id} caught up")
             assert replica.log.size_bytes > sizes[node.node_id]
             assert [r.value for r in replica.log.read(0, 1 << 20, 41)] == [*values, b"r40"]
@@ -203,10 +213,13 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
 
 async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(cluster: list[Node]) -> None:
     await until(
-        lambda: all(len([i for i in n.nodes() if i.state == "alive"]) == 3 for n in cluster), what="gossip"
+        lambda: all(len([i for i in n.metadata.nodes() if i.state == "alive"]) == 3 for n in cluster),
+        what="gossip",
     )
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.create_topic("solo", 3, 1, {})  # one replica each: most nodes host nothing
+    metadata = await controller.frontend.create_topic(
+        "solo", 3, 1, {}
+    )  # one replica each: most nodes host nothing
     for partition, replicas in enumerate(metadata.replicas):
         host, group_id = replicas[0], metadata.group_id(partition)
         others = [n for n in cluster if n.node_id != host]
@@ -215,17 +228,19 @@ async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(
             lambda o=others, h=host, g=group_id: all(n._view.leader_for(g) == h for n in o),
             what=f"claims for solo/{partition}",
         )
-        assert all(n.leader_hint("solo", partition) == host for n in others)
-    assert sum(info.leader_of for info in cluster[0].nodes()) >= 3
+        assert all(n.routing.leader_hint("solo", partition) == host for n in others)
+    assert sum(info.leader_of for info in cluster[0].metadata.nodes()) >= 3
 
     leaving = cluster[2]
     await leaving.close()
     cluster.remove(leaving)  # the fixture closes the rest
     await until(
-        lambda: all({i.node_id: i.state for i in n.nodes()}[leaving.node_id] == "left" for n in cluster),
+        lambda: all(
+            {i.node_id: i.state for i in n.metadata.nodes()}[leaving.node_id] == "left" for n in cluster
+        ),
         what="graceful leave seen",
     )
-    assert all(i.incarnation >= 1 for i in cluster[0].nodes() if i.node_id != leaving.node_id)
+    assert all(i.incarnation >= 1 for i in cluster[0].metadata.nodes() if i.node_id != leaving.node_id)
 
 
 async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
@@ -237,15 +252,17 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
     restarted: Node | None = None
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.create_topic("t", 2, 3, {"segment.bytes": 1024})
+        metadata = await controller.frontend.create_topic("t", 2, 3, {"segment.bytes": 1024})
         for partition in range(2):
             leader = await until(lambda p=partition: partition_leader(nodes, "t", p), what="leader")
             for i in range(40):
-                await leader.produce("t", partition, [ProducerRecord(b"v%03d" % i * 10)], None, None, 5000)
+                await leader.data.produce(
+                    "t", partition, [ProducerRecord(b"v%03d" % i * 10)], None, None, 5000
+                )
         victim = next(n for n in nodes if n is not controller)
         for partition in range(2):
             group = metadata.group_id(partition)
-            await until(lambda g=group: victim._replicas[g].machine.high_watermark == 40, what="caught up")
+            await until(lambda g=group: victim.replicas.get(g).machine.high_watermark == 40, what="caught up")
         await victim.close()
         # flip a byte inside a closed segment of partition 0 on the stopped node
         log_dir = pathlib.Path(victim.config.data_dir) / "logs" / metadata.group_id(0)
@@ -259,48 +276,51 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
         healthy = metadata.group_id(1)
         await until(
             lambda: (
-                healthy in restarted._replicas and restarted._replicas[healthy].machine.high_watermark == 40
+                restarted.replicas.get(healthy) is not None
+                and restarted.replicas.get(healthy).machine.high_watermark == 40
             ),
             timeout_s=30,
             what="the healthy partition opened and caught up despite the corrupt one",
         )
-        assert metadata.group_id(0) not in restarted._replicas
-        assert restarted.metrics()["partition_replicas_failed"] == 1
+        assert restarted.replicas.get(metadata.group_id(0)) is None
+        assert restarted.metadata.metrics()["partition_replicas_failed"] == 1
     finally:
-        others = [n for n in nodes if n.node_id != (restarted.node_id if restarted else "")]
-        await asyncio.gather(*(n.close() for n in others if not n._closing), return_exceptions=True)
+        others = [
+            n for n in nodes if n.node_id != (restarted.node_id if restarted else "") and n is not victim
+        ]
+        await asyncio.gather(*(n.close() for n in others), return_exceptions=True)
         if restarted is not None:
             await restarted.close()
 
 
 async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    await controller.create_topic("t", 1, 3, {})
+    await controller.frontend.create_topic("t", 1, 3, {})
     await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     survivor, *stopped = cluster
     for node in stopped:
         await node.close()
     cluster[:] = [survivor]  # the fixture closes the rest
     # health must not mistake a routing guess for a leader once the majority is gone
-    await until(lambda: survivor.known_leader("t", 0) is None, timeout_s=20, what="leader lost")
+    await until(lambda: survivor.routing.known_leader("t", 0) is None, timeout_s=20, what="leader lost")
 
 
 async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.create_topic("polled", 1, 3, {})
-    await until(lambda: all("polled" in n.topics() for n in cluster), what="topic on every node")
+    metadata = await controller.frontend.create_topic("polled", 1, 3, {})
+    await until(lambda: all("polled" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "polled"), what="partition leader")
-    replica = leader._replicas[metadata.group_id(0)]
+    replica = leader.replicas.get(metadata.group_id(0))
     events = []
     for value in (b"a", b"b"):  # nobody waits: the event is not replaced (no wake-up was scheduled)
         before = replica.changed
-        await leader.produce("polled", 0, [ProducerRecord(value)], None, None, 5000)
+        await leader.data.produce("polled", 0, [ProducerRecord(value)], None, None, 5000)
         await asyncio.sleep(0.05)
         events.append(replica.changed is before)
     assert events == [True, True]
-    waiting = asyncio.create_task(leader.fetch("polled", 0, 2, 1 << 20, 10_000))
+    waiting = asyncio.create_task(fetch(leader, "polled", 0, 2, 1 << 20, 10_000))
     await until(lambda: replica.waiters == 1, what="the long poll counted in")
-    await leader.produce("polled", 0, [ProducerRecord(b"c")], None, None, 5000)
+    await leader.data.produce("polled", 0, [ProducerRecord(b"c")], None, None, 5000)
     assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"c"]
     assert replica.waiters == 0
 
@@ -321,14 +341,16 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
 
     monkeypatch.setattr(removal, "remove_tree", watched)
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.create_topic("doomed", 1, 3, {})
+    metadata = await controller.frontend.create_topic("doomed", 1, 3, {})
     leader = await until(lambda: partition_leader(cluster, "doomed"), what="partition leader")
-    await leader.produce("doomed", 0, [ProducerRecord(b"x" * 1000) for _ in range(100)], None, None, 5000)
+    await leader.data.produce(
+        "doomed", 0, [ProducerRecord(b"x" * 1000) for _ in range(100)], None, None, 5000
+    )
     group = metadata.group_id(0)
     places = [(n, pathlib.Path(n.config.data_dir)) for n in cluster]
     assert all((root / "logs" / group).is_dir() and (root / "raft" / group).is_dir() for _, root in places)
 
-    await controller.delete_topic("doomed")
+    await controller.frontend.delete_topic("doomed")
 
     def gone() -> bool:
         return all(
@@ -355,12 +377,14 @@ async def test_a_released_journal_segment_leaves_its_directory_at_once_and_is_re
         journal.mkdir(parents=True)
         segment = journal / "segment-0000000001.log"
         segment.write_bytes(b"x" * 100_000)
-        node._discard_file(str(segment))
+        node.trash.discard_if_present(str(segment))
         assert not segment.exists()
         trash = pathlib.Path(node.config.data_dir) / "trash"
         await until(lambda: not any(trash.glob("segment-0000000001.log.*")), what="the segment removed")
-        await until(lambda: node.metrics()["removal_pending_paths"] == 0, what="nothing left to remove")
-        assert node.metrics()["removal_pending_bytes"] == 0
+        await until(
+            lambda: node.metadata.metrics()["removal_pending_paths"] == 0, what="nothing left to remove"
+        )
+        assert node.metadata.metrics()["removal_pending_bytes"] == 0
     finally:
         await node.close()
 
@@ -385,19 +409,21 @@ async def test_segments_deleted_by_retention_go_through_the_remover(
     node = Node(replace(configs(tmp_path, count=1)[0], retention_check_interval_ms=100))
     await node.start()
     try:
-        await until(node.leads_controller, what="controller leader")
-        metadata = await node.create_topic("retained", 1, 1, {"segment.bytes": 4096, "retention.bytes": 8192})
+        await until(node.frontend.leads, what="controller leader")
+        metadata = await node.frontend.create_topic(
+            "retained", 1, 1, {"segment.bytes": 4096, "retention.bytes": 8192}
+        )
         await until(lambda: partition_leader([node], "retained"), what="partition leader")
         for _ in range(12):
-            await node.produce(
+            await node.data.produce(
                 "retained", 0, [ProducerRecord(b"x" * 1000) for _ in range(3)], None, None, 5000
             )
         log_dir = pathlib.Path(node.config.data_dir) / "logs" / metadata.group_id(0)
-        replica = node._replicas[metadata.group_id(0)]
+        replica = node.replicas.get(metadata.group_id(0))
         await until(lambda: replica.log.log_start_offset > 0, what="retention deleting segments")
         trash = pathlib.Path(node.config.data_dir) / "trash"
         await until(
-            lambda: node.metrics()["removal_pending_paths"] == 0 and not any(trash.glob("*")),
+            lambda: node.metadata.metrics()["removal_pending_paths"] == 0 and not any(trash.glob("*")),
             what="the deleted segments removed",
         )
         assert not any(name.endswith(".deleted") for name in os.listdir(log_dir))
@@ -448,13 +474,13 @@ async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster:
     next reconciliation removes directories of topics the metadata proves deleted, and leaves a live
     topic's and one whose id the metadata has not reached yet."""
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    gone = await controller.create_topic("gone", 1, 3, {})
-    kept = await controller.create_topic("kept", 1, 3, {})
-    await controller.delete_topic("gone")
-    await until(lambda: all("gone" not in n.topics() for n in cluster), what="deletion applied")
+    gone = await controller.frontend.create_topic("gone", 1, 3, {})
+    kept = await controller.frontend.create_topic("kept", 1, 3, {})
+    await controller.frontend.delete_topic("gone")
+    await until(lambda: all("gone" not in n.metadata.topics() for n in cluster), what="deletion applied")
     node = next(n for n in cluster if n is not controller)
     root = pathlib.Path(node.config.data_dir)
-    future = f"later-0.{node._controller_machine.applied_index + 1000}"  # an id not applied yet
+    future = f"later-0.{node.frontend.metadata().applied_index + 1000}"  # an id not applied yet
     await node.close()  # the leftovers are from before the node's next start
     for directory in ("logs", "raft"):
         for group in (gone.group_id(0), future):
@@ -464,7 +490,7 @@ async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster:
     cluster[cluster.index(node)] = restarted  # the fixture closes it
     await restarted.start()
 
-    await controller.create_topic("trigger", 1, 1, {})  # any controller apply reconciles every node
+    await controller.frontend.create_topic("trigger", 1, 1, {})  # any controller apply reconciles every node
     await until(
         lambda: not any((root / d / gone.group_id(0)).exists() for d in ("logs", "raft")),
         what="the deleted topic's leftovers removed",
@@ -497,7 +523,7 @@ async def test_a_new_cluster_and_a_new_topic_are_led_where_placement_says_at_onc
         assert controller.node_id == "n1", "the first controller voter"
         assert time.monotonic() - started < 5.0
         created = time.monotonic()
-        metadata = await controller.create_topic("placed", 6, 3, {})
+        metadata = await controller.frontend.create_topic("placed", 6, 3, {})
         assert time.monotonic() - created < 4.0, "create waits for leaders: early ones, not timeouts"
         for partition, replicas in enumerate(metadata.replicas):
             leader = await until(lambda p=partition: partition_leader(nodes, "placed", p), 2.0, "leader")

@@ -1,14 +1,18 @@
 """The controller leader's ``Operator`` over an in-memory node: each tick advances moves through the
 partition leader and the controller, starts decommission moves a few at a time, drains maintenance
-nodes, and recommissioning turns moves around."""
+nodes, and recommissioning turns moves around. The fake is all three small protocols the operator
+depends on (``Controller``, ``Nodes``, ``PartitionLeaders``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from partitions import decommission
 from partitions.controller import (
+    CancelMove,
     ControllerCommand,
+    ControllerMetadata,
     ControllerStateMachine,
     CreateTopic,
     MoveReplicas,
@@ -20,11 +24,6 @@ from partitions.reconfigure import MemberView
 
 
 @dataclass
-class Config:
-    cluster_secret: bytes = b"operations-test-secret-0123456789"
-
-
-@dataclass
 class Group:
     leader: str
     voters: set[str]
@@ -33,22 +32,21 @@ class Group:
 
 @dataclass
 class FakeNode:
-    """The slice of ``partitions.node.Node`` the operator uses; every partition is led locally."""
+    """What the operator asks of the node's parts; every partition is led by a node of this fake."""
 
     alive: list[str]
     node_id: str = "n1"
-    config: Config = field(default_factory=Config)
     machine: ControllerStateMachine = field(default_factory=ControllerStateMachine)
     groups: dict[tuple[str, int], Group] = field(default_factory=dict)
     changes: list[tuple[str, int, str, str]] = field(default_factory=list)
 
-    def controller_state(self) -> ControllerStateMachine:
-        return self.machine
+    def metadata(self) -> ControllerMetadata:
+        return self.machine.metadata
 
-    def leads_controller(self) -> bool:
+    def leads(self) -> bool:
         return True
 
-    async def propose_controller(self, command: ControllerCommand) -> object:
+    async def propose(self, command: ControllerCommand) -> object:
         result = self.machine.apply(self.machine.applied_index + 1, 1, encode(command))
         if isinstance(result, Exception):
             raise result
@@ -60,7 +58,7 @@ class FakeNode:
     def alive_nodes(self) -> list[str]:
         return self.alive
 
-    def local_member_view(self, topic: str, partition: int) -> MemberView | None:
+    async def member_view(self, topic: str, partition: int) -> MemberView:
         group = self.groups[(topic, partition)]
         match = {n: group.commit for n in group.voters if n != group.leader}
         return MemberView(group.leader, frozenset(group.voters), group.commit, match)
@@ -80,11 +78,10 @@ class FakeNode:
     def known_leader(self, topic: str, partition: int) -> str | None:
         return self.groups[(topic, partition)].leader
 
-    def leader_hint(self, topic: str, partition: int) -> str | None:
-        return self.known_leader(topic, partition)
-
-    def http_address(self, node_id: str) -> str | None:
-        return None
+    async def recommission(self, node_id: str) -> None:
+        """What the metadata frontend does when a decommission is cleared."""
+        for topic, partition in decommission.moves_off(node_id, self.machine.metadata.reassignments):
+            await self.propose(CancelMove(topic, partition))
 
 
 async def ticks(operator: Operator, count: int) -> None:
@@ -94,12 +91,12 @@ async def ticks(operator: Operator, count: int) -> None:
 
 async def test_a_move_runs_to_its_end_one_change_at_a_time() -> None:
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
-    await node.propose_controller(CreateTopic("t", [["n1", "n2", "n3"]]))
-    await node.propose_controller(MoveReplicas("t", 0, ["n2", "n3", "n4"]))
-    operator = Operator(node)  # type: ignore[arg-type]
+    await node.propose(CreateTopic("t", [["n1", "n2", "n3"]]))
+    await node.propose(MoveReplicas("t", 0, ["n2", "n3", "n4"]))
+    operator = Operator(node, node, node)
     await ticks(operator, 10)
-    assert node.machine.reassignments == {}
-    assert node.machine.topics["t"].replicas == (("n2", "n3", "n4"),)
+    assert node.machine.metadata.reassignments == {}
+    assert node.machine.metadata.topics["t"].replicas == (("n2", "n3", "n4"),)
     assert [c[2:] for c in node.changes] == [
         ("add", "n4"),
         ("transfer", "n2"),
@@ -109,36 +106,36 @@ async def test_a_move_runs_to_its_end_one_change_at_a_time() -> None:
 
 async def test_decommission_moves_replicas_off_a_few_at_a_time_and_recommission_turns_them_around() -> None:
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
-    await node.propose_controller(CreateTopic("t", [["n1", "n3"]] * 6))
-    await node.propose_controller(SetNodeFlag("n3", "decommissioning", True))
-    operator = Operator(node)  # type: ignore[arg-type]
+    await node.propose(CreateTopic("t", [["n1", "n3"]] * 6))
+    await node.propose(SetNodeFlag("n3", "decommissioning", True))
+    operator = Operator(node, node, node)
     await ticks(operator, 1)
-    moving = node.machine.reassignments
+    moving = node.machine.metadata.reassignments
     assert len(moving) == 4, "at most 4 moves at once"
     assert all(set(m.target) == {"n1", "n2"} or set(m.target) == {"n1", "n4"} for m in moving.values())
-    await operator.cancel_moves_off("n3")
-    assert all(m.cancelled and m.target == ("n1", "n3") for m in node.machine.reassignments.values())
-    await node.propose_controller(SetNodeFlag("n3", "decommissioning", False))
+    await node.recommission("n3")
+    assert all(m.cancelled and m.target == ("n1", "n3") for m in node.machine.metadata.reassignments.values())
+    await node.propose(SetNodeFlag("n3", "decommissioning", False))
     await ticks(operator, 20)
-    assert node.machine.reassignments == {}
-    assert all(set(r) == {"n1", "n3"} for r in node.machine.topics["t"].replicas)
+    assert node.machine.metadata.reassignments == {}
+    assert all(set(r) == {"n1", "n3"} for r in node.machine.metadata.topics["t"].replicas)
 
 
 async def test_a_decommission_ends_with_nothing_on_the_node() -> None:
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
-    await node.propose_controller(CreateTopic("t", [["n1", "n3"], ["n3", "n2"], ["n2", "n4"]] * 3))
-    await node.propose_controller(SetNodeFlag("n3", "decommissioning", True))
-    operator = Operator(node)  # type: ignore[arg-type]
+    await node.propose(CreateTopic("t", [["n1", "n3"], ["n3", "n2"], ["n2", "n4"]] * 3))
+    await node.propose(SetNodeFlag("n3", "decommissioning", True))
+    operator = Operator(node, node, node)
     await ticks(operator, 60)
-    assert node.machine.reassignments == {}
-    assert all("n3" not in r and len(r) == 2 for r in node.machine.topics["t"].replicas)
+    assert node.machine.metadata.reassignments == {}
+    assert all("n3" not in r and len(r) == 2 for r in node.machine.metadata.topics["t"].replicas)
 
 
 async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
     node = FakeNode(alive=["n1", "n2", "n3"])
-    await node.propose_controller(CreateTopic("t", [["n2", "n1", "n3"]] * 4))
-    await node.propose_controller(SetNodeFlag("n2", "maintenance", True))
-    operator = Operator(node)  # type: ignore[arg-type]
+    await node.propose(CreateTopic("t", [["n2", "n1", "n3"]] * 4))
+    await node.propose(SetNodeFlag("n2", "maintenance", True))
+    operator = Operator(node, node, node)
     await ticks(operator, 8)  # draining ignores the balance interval: one transfer per tick
     leaders: dict[str, Any] = {}
     for group in node.groups.values():

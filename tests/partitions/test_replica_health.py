@@ -23,7 +23,7 @@ RECORDS = 10
 
 
 async def _get(session: aiohttp.ClientSession, node: Node, path: str) -> Any:
-    async with session.get(node.http_address(node.node_id) + path) as answer:  # type: ignore[operator]
+    async with session.get(node.routing.http_address(node.node_id) + path) as answer:  # type: ignore[operator]
         assert answer.status == 200, f"{path} on {node.node_id}: {answer.status} {await answer.text()}"
         return await answer.json()
 
@@ -39,14 +39,14 @@ async def _started(tmp_path: pathlib.Path, meta_bytes_max: int = 512) -> list[Se
 async def _orders(nodes: list[Node]) -> Node:
     """A 3-replica topic "orders" with RECORDS records on every replica; returns the partition leader."""
     controller = await until(lambda: controller_leader(nodes), what="controller leader")
-    await controller.create_topic("orders", 1, 3, {})
+    await controller.frontend.create_topic("orders", 1, 3, {})
     leader = await until(lambda: partition_leader(nodes, "orders"), what="partition leader")
     for i in range(RECORDS):
-        await leader.produce("orders", 0, [ProducerRecord(b"ours-%d" % i)], None, None, 5000)
-    group_id = leader.topic("orders").group_id(0)
+        await leader.data.produce("orders", 0, [ProducerRecord(b"ours-%d" % i)], None, None, 5000)
+    group_id = leader.frontend.topic("orders").group_id(0)
     for node in nodes:
         await until(
-            lambda n=node: n._replicas[group_id].machine.high_watermark == RECORDS,
+            lambda n=node: n.replicas.get(group_id).machine.high_watermark == RECORDS,
             what=f"{node.node_id} caught up",
         )
     return leader
@@ -62,7 +62,7 @@ async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(
     try:
         leader = await _orders([s.node for s in served])
         victim = next(s for s in served if s.node is not leader)
-        group_id = leader.topic("orders").group_id(0)
+        group_id = leader.frontend.topic("orders").group_id(0)
         await victim.stop()
         # The log now holds another cluster's batches at the same offsets: replaying the journal over it
         # finds "replayed entry at offset 0 differs from the batch on disk" and stops the replica's core.
@@ -79,10 +79,12 @@ async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(
         nodes = [s.node for s in served]
         failed = restarted.node
         await until(
-            lambda: failed.metrics()["partition_replicas_failed"] == 1, timeout_s=30, what="failure seen"
+            lambda: failed.metadata.metrics()["partition_replicas_failed"] == 1,
+            timeout_s=30,
+            what="failure seen",
         )
-        assert group_id not in failed._replicas, "the stopped replica is closed"
-        assert group_id not in failed.leadership()[1], "a failed replica claims no leadership"
+        assert failed.replicas.get(group_id) is None, "the stopped replica is closed"
+        assert group_id not in failed.presence.leadership().claims, "a failed replica claims no leadership"
 
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
 
@@ -126,19 +128,21 @@ async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(
                     is_failed = replica["node"] == failed.node_id
                     assert replica["in_sync"] is (not is_failed), f"{replica} asked of {node.node_id}"
                     assert (replica["error"] is not None) is is_failed
-                assert node.known_leader("orders", 0) == leader.node_id
+                assert node.routing.known_leader("orders", 0) == leader.node_id
 
-            metrics = await (await session.get(failed.http_address(failed.node_id) + "/metrics")).text()  # type: ignore[operator]
+            metrics = await (await session.get(failed.routing.http_address(failed.node_id) + "/metrics")).text()  # type: ignore[operator]
             assert "raftlog_partition_replicas_failed 1" in metrics.splitlines()
 
         # retried with the same backoff as a replica that cannot open, and failing the same way again
         await until(
-            lambda: any(f.attempts >= 2 for f in failed.failed_replicas() if f.node == failed.node_id),
+            lambda: any(
+                f.attempts >= 2 for f in failed.routing.failed_replicas() if f.node == failed.node_id
+            ),
             timeout_s=20,
             what="a second attempt",
         )
-        assert failed.metrics()["partition_replicas_failed"] == 1
-        assert all(n.known_leader("orders", 0) != failed.node_id for n in nodes)
+        assert failed.metadata.metrics()["partition_replicas_failed"] == 1
+        assert all(n.routing.known_leader("orders", 0) != failed.node_id for n in nodes)
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
 

@@ -1,0 +1,299 @@
+"""Records in and out (Confluent REST v2 style): produce, fetch, offsets and committed consumer offsets.
+
+Handlers parse, decide the partition (``api.routing``), call the cluster-wide data service (which runs
+each call on the partition's leader, here or on another node) and render. A produce's records are
+encoded into a batch once, where they enter; a fetch gets the stored batches from the leader and decodes
+and renders them here, off the event loop when they are large.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api import errors, state
+from api.columnar import columnar_encoding, encode_columnar
+from api.errors import BadRequest
+from api.routing import (
+    HIGH_WATERMARK_HEADER,
+    LEADER_HEADER,
+    RoundRobin,
+    assign_partitions,
+    group_by_partition,
+    keyless_partition,
+)
+from api.schemas import (
+    INT64_MAX,
+    RECORD_BATCH_V1,
+    OffsetCommit,
+    ParsedRecord,
+    batch_produced_answer,
+    check_group,
+    is_record_batch,
+    parse_commit_offsets,
+    parse_produce,
+    produce_answer,
+    produce_entry,
+    produce_error_entry,
+    query_int,
+    query_str,
+    render_record,
+    request_flavour,
+    require_json_body,
+    response_flavour,
+    wants_record_batches,
+)
+from partitions.errors import InvalidTopic, UnknownPartition
+from partitions.groups.coordinator import is_internal
+from partitions.services import FetchedBatches
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.errors import InvariantViolation, RaftlogError, check
+from raftlog.storage.batch import BatchFormatError, ProducerRecord, Record, records_from
+
+FETCH_TIMEOUT_MS_MAX = 60_000
+FETCH_MAX_BYTES_DEFAULT = 1024 * 1024
+FETCH_MAX_BYTES_MAX = 64 * 1024 * 1024
+RENDER_INLINE_BYTES_MAX = 64 * 1024  # a fetch answer larger than this is decoded and rendered on a thread
+
+ROUND_ROBIN = web.AppKey("raftlog_round_robin", RoundRobin)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One part of a multi-partition request that failed: the HTTP answer it would have had alone."""
+
+    status: int
+    payload: dict[str, Any]
+    headers: dict[str, str]
+
+    @classmethod
+    def of(cls, error: RaftlogError) -> Failure:
+        headers = {LEADER_HEADER: ""} if isinstance(error, NotLeader | NoLeader) else {}
+        return cls(errors.lookup(error).status, errors.body(error), headers)
+
+    def response(self, leader: str) -> web.Response:
+        headers = {LEADER_HEADER: leader, **self.headers}
+        if self.status == 503:
+            headers.setdefault("Retry-After", str(errors.RETRY_AFTER_S))
+        return web.json_response(self.payload, status=self.status, headers=headers)
+
+
+def _producer_records(records: Sequence[ParsedRecord], indexes: Sequence[int]) -> list[ProducerRecord]:
+    return [ProducerRecord(records[i].value, records[i].key, records[i].headers) for i in indexes]
+
+
+def _refuse_internal(topic: str) -> None:
+    """Records are never produced into the consumer groups' own topic (its state is group commands)."""
+    if is_internal(topic):
+        raise InvalidTopic(f"topic {topic!r} is internal (consumer groups): records cannot be produced to it")
+
+
+def _check_produced(base_offset: int, end_offset: int, count: int) -> None:
+    if end_offset - base_offset != count or base_offset < 0:
+        raise InvariantViolation(f"leader produced offsets [{base_offset}, {end_offset}) for {count} records")
+
+
+async def produce_to_partition(request: web.Request) -> web.Response:
+    topic = request.match_info["topic"]
+    _refuse_internal(topic)
+    cluster = state.node(request).cluster
+    settings = state.state(request).settings
+    partition = state.partition(request)
+    if is_record_batch(request.content_type):
+        # one record batch the producer encoded: no JSON, no base64, nothing built per record here
+        batch = await state.body(request)
+        served = await cluster.data.produce_batch(topic, partition, batch, settings.produce_timeout_ms)
+        result = served.value
+        count = result.end_offset - result.base_offset
+        if count <= 0 or result.base_offset < 0:
+            raise InvariantViolation(f"leader produced offsets [{result.base_offset}, {result.end_offset})")
+        state.served_by(request, served.node)
+        answer = batch_produced_answer(partition, result.base_offset, count)
+        return web.Response(body=answer, content_type="application/json")
+    flavour = request_flavour(request.content_type)
+    parsed = parse_produce(await state.json_body(request), flavour, partition)
+    served = await cluster.data.produce(
+        topic,
+        partition,
+        _producer_records(parsed.records, range(len(parsed.records))),
+        parsed.producer_id,
+        parsed.sequence,
+        settings.produce_timeout_ms,
+    )
+    _check_produced(served.value.base_offset, served.value.end_offset, len(parsed.records))
+    state.served_by(request, served.node)
+    answer = produce_answer(partition, served.value.base_offset, len(parsed.records))
+    return web.Response(body=answer, content_type="application/json")
+
+
+async def produce_to_topic(request: web.Request) -> web.Response:
+    """Records are split by partition and each partition's part is one batch, produced concurrently on
+    each partition's leader. One answer per record, in request order; if every record failed, the answer
+    is the first failure's HTTP error so that a client retries as a whole."""
+    node = state.node(request)
+    settings = state.state(request).settings
+    _refuse_internal(request.match_info["topic"])
+    flavour = request_flavour(request.content_type)
+    body = await state.json_body(request)
+    meta = await node.cluster.admin.topic(request.match_info["topic"])
+    parsed = parse_produce(body, flavour)
+    for record in parsed.records:
+        if record.partition is not None and record.partition >= meta.partitions:
+            raise UnknownPartition(meta.name, record.partition)
+    round_robin = request.app[ROUND_ROBIN]
+    keyless = keyless_partition(meta.partitions, parsed.producer_id, parsed.sequence, round_robin)
+    groups = group_by_partition(assign_partitions(parsed.records, meta.partitions, keyless))
+
+    async def one(partition: int, indexes: list[int]) -> tuple[int, str] | Failure:
+        try:
+            served = await node.cluster.data.produce(
+                meta.name,
+                partition,
+                _producer_records(parsed.records, indexes),
+                parsed.producer_id,
+                parsed.sequence,
+                settings.produce_timeout_ms,
+            )
+        except RaftlogError as exc:
+            return Failure.of(exc)
+        _check_produced(served.value.base_offset, served.value.end_offset, len(indexes))
+        return served.value.base_offset, served.node
+
+    outcomes = await asyncio.gather(*(one(p, indexes) for p, indexes in groups.items()))
+    failures = [o for o in outcomes if isinstance(o, Failure)]
+    if len(failures) == len(outcomes):
+        return failures[0].response(failures[0].headers.get(LEADER_HEADER, node.node_id))
+    entries: list[dict[str, Any] | None] = [None] * len(parsed.records)
+    leaders: set[str] = set()
+    for (partition, indexes), outcome in zip(groups.items(), outcomes, strict=True):
+        if isinstance(outcome, Failure):
+            code, message = outcome.payload["error_code"], str(outcome.payload.get("message", ""))
+            for i in indexes:
+                entries[i] = produce_error_entry(partition, code, message)
+        else:
+            base_offset, leader = outcome
+            leaders.add(leader)
+            for position, i in enumerate(indexes):
+                entries[i] = produce_entry(partition, base_offset + position)
+    check(all(e is not None for e in entries), "a produced record has no answer")
+    state.served_by(request, ",".join(sorted(leaders)))
+    return web.json_response({"offsets": entries})
+
+
+async def fetch(request: web.Request) -> web.Response:
+    topic = request.match_info["topic"]
+    partition = state.partition(request)
+    offset = query_int(request.query, "offset", None, 0, INT64_MAX)
+    if offset is None:
+        raise BadRequest("query parameter offset: missing")
+    timeout_ms = query_int(request.query, "timeout", 0, 0, FETCH_TIMEOUT_MS_MAX) or 0
+    max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
+    check(max_bytes is not None, "max_bytes has a default")
+    accept = request.headers.get("Accept")
+    served = await state.node(request).cluster.data.fetch_batches(
+        topic, partition, offset, max_bytes or 1, timeout_ms
+    )
+    state.served_by(request, served.node)
+    fetched = served.value
+    headers = {HIGH_WATERMARK_HEADER: str(fetched.high_watermark)}
+    if wants_record_batches(accept):
+        headers["Content-Type"] = RECORD_BATCH_V1
+        return web.Response(body=fetched.data, headers=headers)
+    if len(fetched.data) <= RENDER_INLINE_BYTES_MAX:
+        content_type, body = _render(topic, partition, offset, fetched, accept)
+    else:
+        content_type, body = await asyncio.to_thread(_render, topic, partition, offset, fetched, accept)
+    headers["Content-Type"] = content_type
+    return web.Response(body=body, headers=headers)
+
+
+def _render(
+    topic: str, partition: int, offset: int, fetched: FetchedBatches, accept: str | None
+) -> tuple[str, bytes]:
+    """The answer's content type and body: columns or JSON records (binary or JSON flavour)."""
+    records = decode(fetched.data, offset)
+    encoding = columnar_encoding(accept)
+    if encoding is not None:
+        return encoding.value, encode_columnar(topic, partition, records, encoding)
+    flavour = response_flavour(accept)
+    rows = [render_record(topic, partition, r, flavour) for r in records]
+    return "application/json; charset=utf-8", json.dumps(rows).encode("utf-8")
+
+
+def decode(data: bytes, offset: int) -> list[Record]:
+    """The records of fetched batches from ``offset`` on; the leader CRC-checked them when it read them."""
+    try:
+        return records_from(data, offset)
+    except BatchFormatError as exc:
+        raise InvariantViolation(f"fetched batches do not decode: {exc}") from exc
+
+
+async def get_offsets(request: web.Request) -> web.Response:
+    served = await state.node(request).cluster.data.offsets(
+        request.match_info["topic"], state.partition(request)
+    )
+    state.served_by(request, served.node)
+    return web.json_response(
+        {"beginning_offset": served.value.log_start_offset, "end_offset": served.value.high_watermark}
+    )
+
+
+async def commit_offsets(request: web.Request) -> web.Response:
+    """Each (topic, partition) is committed on its leader; entries for the same partition in order."""
+    node = state.node(request)
+    timeout_ms = state.state(request).settings.produce_timeout_ms
+    require_json_body(request.content_type)
+    group = check_group(request.match_info["group"])
+    entries = parse_commit_offsets(await state.json_body(request))
+    by_partition: dict[tuple[str, int], list[OffsetCommit]] = {}
+    for entry in entries:
+        by_partition.setdefault((entry.topic, entry.partition), []).append(entry)
+
+    async def one(commits: list[OffsetCommit]) -> Failure | None:
+        for commit in commits:
+            try:
+                await node.cluster.data.commit_offset(
+                    group, commit.topic, commit.partition, commit.offset, commit.reset, timeout_ms
+                )
+            except RaftlogError as exc:
+                return Failure.of(exc)
+        return None
+
+    outcomes = await asyncio.gather(*(one(commits) for commits in by_partition.values()))
+    for outcome in outcomes:
+        if outcome is not None:
+            return outcome.response(outcome.headers.get(LEADER_HEADER, node.node_id))
+    return web.Response(status=204)
+
+
+async def committed_offsets(request: web.Request) -> web.Response:
+    node = state.node(request)
+    group = check_group(request.match_info["group"])
+    topic = query_str(request.query, "topic")
+    if topic is None:
+        raise BadRequest("query parameter topic: missing")
+    partition = query_int(request.query, "partition", None, 0, 2**31 - 1)
+    meta = await node.cluster.admin.topic(topic)
+    if partition is not None and partition >= meta.partitions:
+        raise UnknownPartition(topic, partition)
+    wanted = range(meta.partitions) if partition is None else [partition]
+
+    async def one(p: int) -> int | Failure | None:
+        try:
+            return (await node.cluster.data.committed_offset(group, meta.name, p)).value
+        except RaftlogError as exc:
+            return Failure.of(exc)
+
+    outcomes = await asyncio.gather(*(one(p) for p in wanted))
+    rows = []
+    for p, outcome in zip(wanted, outcomes, strict=True):
+        if isinstance(outcome, Failure):
+            return outcome.response(outcome.headers.get(LEADER_HEADER, node.node_id))
+        if outcome is not None:
+            rows.append({"topic": meta.name, "partition": p, "offset": outcome})
+    return web.json_response({"offsets": rows})

@@ -1,0 +1,111 @@
+"""What every handler of a node's HTTP API shares: the node (as a ``FrontDoor``), the settings, the
+limits, the metrics, and the few helpers that read a request. No handler imports ``api.app``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api.bodies import read_body
+from api.errors import Overloaded
+from api.metrics import HttpMetrics
+from api.schemas import parse_json, path_partition
+from partitions.cluster import FrontDoor
+from raftlog.errors import InvariantViolation
+
+log = logging.getLogger("api")
+
+WRITES_IN_FLIGHT_MAX = 2048  # produce and offset-commit requests being served by one node at once
+LONG_POLLS_IN_FLIGHT_MAX = 4096  # fetches that may wait for records at once
+RETRIABLE_LOG_INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    admin_token: str | None
+    produce_timeout_ms: int
+    admin_timeout_ms: int
+    request_bytes_max: int
+
+
+class Admission:
+    """Bounds the writes and long polls a node holds in flight, so overload answers 503 + Retry-After at
+    once instead of queueing without limit (every write holds a Raft proposal and memory until it
+    commits). Event-loop only."""
+
+    def __init__(self, writes_max: int, long_polls_max: int) -> None:
+        if writes_max < 1 or long_polls_max < 1:
+            raise ValueError("writes_max and long_polls_max must be >= 1")
+        self.limits = {"write": writes_max, "long-poll": long_polls_max}
+        self.in_flight = {"write": 0, "long-poll": 0}
+
+    def enter(self, kind: str) -> None:
+        if self.in_flight[kind] >= self.limits[kind]:
+            raise Overloaded(kind, self.limits[kind])
+        self.in_flight[kind] += 1
+
+    def leave(self, kind: str) -> None:
+        if self.in_flight[kind] <= 0:
+            raise InvariantViolation(f"admission: leave {kind} with none in flight")
+        self.in_flight[kind] -= 1
+
+
+class RetriableLog:
+    """Says which typed error retriable 5xx answers (503 not done, 504 outcome unknown) carried, so the
+    node's log explains what a client saw, without one line per answer during an election: at most one
+    line per error code per interval, with how many answers it stands for."""
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._seen: dict[int, tuple[float, int]] = {}  # error_code -> (last line at, answers since)
+
+    def record(self, error_code: int, now: float) -> int | None:
+        """The number of answers to report now (this one included), or None to stay quiet."""
+        last, since = self._seen.get(error_code, (-self._interval_s, 0))
+        if now - last < self._interval_s:
+            self._seen[error_code] = (last, since + 1)
+            return None
+        self._seen[error_code] = (now, 0)
+        return since + 1
+
+
+class AppState:
+    def __init__(self, node: FrontDoor, settings: Settings, admission: Admission) -> None:
+        self.node = node
+        self.settings = settings
+        self.admission = admission
+        self.metrics = HttpMetrics()
+        self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
+
+
+STATE = web.AppKey("raftlog_state", AppState)
+LEADER = web.RequestKey("raftlog_leader", str)  # who served the request (X-Raftlog-Leader)
+
+
+def state(request: web.Request) -> AppState:
+    return request.app[STATE]
+
+
+def node(request: web.Request) -> FrontDoor:
+    return request.app[STATE].node
+
+
+async def body(request: web.Request) -> bytes:
+    return await read_body(request, state(request).settings.request_bytes_max)
+
+
+async def json_body(request: web.Request) -> Any:
+    return parse_json(await body(request))
+
+
+def partition(request: web.Request) -> int:
+    return path_partition(request.match_info["partition"])
+
+
+def served_by(request: web.Request, node_id: str) -> None:
+    """Name the node that served the request (``X-Raftlog-Leader``)."""
+    request[LEADER] = node_id

@@ -1,0 +1,275 @@
+"""Topics, partitions, nodes and the cluster's health: what they are and who leads them.
+
+A partition's leader is named only when it is known (``known_leader``, never the routing guess), and only
+the leader knows which replicas are in sync, so a partition's view is asked of its leader through the
+cluster-wide admin service; a leader that cannot be asked is still named, with ``in_sync`` unknown. A
+replica that cannot open or replay carries its error and is never in sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from aiohttp import web
+
+from api import state
+from api.errors import BadRequest
+from api.schemas import parse_create_topic, query_str, require_json_body
+from partitions.cluster import FrontDoor
+from partitions.controller import TopicMetadata
+from partitions.errors import InvalidTopic, UnknownPartition
+from partitions.groups.coordinator import is_internal
+from partitions.services import NodeInfo, PartitionState
+from raftlog.consensus.errors import ConsensusError, NoLeader
+from raftlog.errors import RaftlogError
+
+log = logging.getLogger(__name__)
+
+REPLICATION_FACTOR_DEFAULT_MAX = 3
+VIEW_CALLS_MAX = 16  # partitions of one topic asked of their leaders at once
+Failures = dict[tuple[str, int], dict[str, str]]  # (topic, partition) -> node -> why it cannot open or replay
+
+
+def _failures(node: FrontDoor) -> Failures:
+    table: Failures = {}
+    for failure in node.metadata.failed_replicas():
+        table.setdefault((failure.topic, failure.partition), {})[failure.node] = failure.error
+    return table
+
+
+def _replica_views(
+    meta: TopicMetadata,
+    partition: int,
+    leader: str | None,
+    detail: PartitionState | None,
+    failed: dict[str, str],
+) -> list[dict[str, Any]]:
+    """The replicas of one partition: ``in_sync`` from the leader's view (``detail``), unknown (None)
+    without it; a replica that cannot open or replay is never in sync and carries its error."""
+    states = {} if detail is None else {r.node: r for r in detail.replicas}
+    views = []
+    for replica in meta.replicas[partition]:
+        known = states.get(replica)
+        error = known.error if known is not None and known.error is not None else failed.get(replica)
+        in_sync = False if error is not None else (None if known is None else known.in_sync)
+        views.append({"node": replica, "leader": replica == leader, "in_sync": in_sync, "error": error})
+    return views
+
+
+async def _view(node: FrontDoor, meta: TopicMetadata, partition: int, failures: Failures) -> dict[str, Any]:
+    """One partition as its leader tells it (no leader known: leader null, ``in_sync`` unknown)."""
+    leader = node.metadata.known_leader(meta.name, partition)  # never a routing guess
+    detail = None
+    if leader is not None:
+        try:
+            detail = (await node.cluster.admin.partition_state(meta.name, partition)).value
+        except NoLeader:
+            leader = None  # lost it this moment, no successor known
+        except RaftlogError as exc:
+            log.info("%s/%d: leader %s not asked for its view (%s)", meta.name, partition, leader, exc)
+        else:
+            leader = detail.leader
+    failed = failures.get((meta.name, partition), {})
+    return {
+        "partition": partition,
+        "leader": leader,
+        "replicas": _replica_views(meta, partition, leader, detail, failed),
+    }
+
+
+async def _partition_views(node: FrontDoor, meta: TopicMetadata) -> list[dict[str, Any]]:
+    failures = _failures(node)
+    semaphore = asyncio.Semaphore(VIEW_CALLS_MAX)
+
+    async def one(partition: int) -> dict[str, Any]:
+        async with semaphore:
+            return await _view(node, meta, partition, failures)
+
+    return list(await asyncio.gather(*(one(p) for p in range(meta.partitions))))
+
+
+async def _topic_partition(node: FrontDoor, topic: str, partition: int) -> TopicMetadata:
+    meta = await node.cluster.admin.topic(topic)
+    if not 0 <= partition < meta.partitions:
+        raise UnknownPartition(topic, partition)
+    return meta
+
+
+async def list_topics(request: web.Request) -> web.Response:
+    return web.json_response(sorted(t for t in state.node(request).metadata.topics() if not is_internal(t)))
+
+
+async def get_topic(request: web.Request) -> web.Response:
+    node = state.node(request)
+    meta = await node.cluster.admin.topic(request.match_info["topic"])
+    return web.json_response(
+        {
+            "name": meta.name,
+            "partitions": await _partition_views(node, meta),
+            "replication_factor": len(meta.replicas[0]) if meta.replicas else 0,
+            "configs": meta.configs,
+        }
+    )
+
+
+async def get_partitions(request: web.Request) -> web.Response:
+    node = state.node(request)
+    meta = await node.cluster.admin.topic(request.match_info["topic"])
+    return web.json_response(await _partition_views(node, meta))
+
+
+async def get_partition(request: web.Request) -> web.Response:
+    node = state.node(request)
+    partition = state.partition(request)
+    meta = await _topic_partition(node, request.match_info["topic"], partition)
+    return web.json_response(await _view(node, meta, partition, _failures(node)))
+
+
+async def create_topic(request: web.Request) -> web.Response:
+    node = state.node(request)
+    require_json_body(request.content_type)
+    wanted = parse_create_topic(await state.json_body(request))
+    factor = wanted.replication_factor
+    if factor is None:
+        alive = sum(1 for n in node.metadata.nodes() if n.state == "alive")
+        factor = min(REPLICATION_FACTOR_DEFAULT_MAX, max(1, alive))
+    meta = await node.cluster.admin.create_topic(wanted.name, wanted.partitions, factor, wanted.configs)
+    return web.json_response(
+        {
+            "name": meta.name,
+            "partitions": meta.partitions,
+            "replication_factor": len(meta.replicas[0]) if meta.replicas else factor,
+            "replicas": [list(r) for r in meta.replicas],
+            "configs": meta.configs,
+        },
+        status=201,
+    )
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    topic = request.match_info["topic"]
+    if is_internal(topic):
+        raise InvalidTopic(f"topic {topic!r} is internal (consumer groups) and cannot be deleted")
+    await state.node(request).cluster.admin.delete_topic(topic)
+    return web.Response(status=204)
+
+
+async def partition_state(request: web.Request) -> web.Response:
+    """The partition's leader's view (only it knows every replica's match offset and lag)."""
+    served = await state.node(request).cluster.admin.partition_state(
+        request.match_info["topic"], state.partition(request)
+    )
+    detail = served.value
+    state.served_by(request, detail.leader or "")
+    return web.json_response(asdict(detail))
+
+
+async def transfer_leadership(request: web.Request) -> web.Response:
+    node = state.node(request)
+    partition = state.partition(request)
+    target = query_str(request.query, "target")
+    meta = await _topic_partition(node, request.match_info["topic"], partition)
+    if target is not None and target not in meta.replicas[partition]:
+        raise BadRequest(f"query parameter target: {target!r} is not a replica of {meta.name}/{partition}")
+    timeout_ms = state.state(request).settings.admin_timeout_ms
+    leader = await node.cluster.admin.transfer_leadership(meta.name, partition, target, timeout_ms)
+    return web.json_response({"topic": meta.name, "partition": partition, "leader": leader})
+
+
+# -- the cluster -------------------------------------------------------------------------------------
+
+
+async def cluster_health(request: web.Request) -> web.Response:
+    """Redpanda's shape, from this node's view. A partition is leaderless when no leader is known (this
+    node's replica, or gossiped claims: never a routing guess, never a replica that cannot open or
+    replay); under-replicated when a replica's node is not alive, a replica cannot open or replay (on any
+    node: each gossips its own), or this node leads it and a replica is not in sync. Healthy needs a
+    controller, no node down, no failed replica, and no leaderless or under-replicated partition."""
+    node = state.node(request)
+    view = node.metadata
+    nodes = view.nodes()
+    failed = view.failed_replicas()
+    failed_partitions = {(f.topic, f.partition) for f in failed}
+    states = {n.node_id: n.state for n in nodes}
+    retired = decommissioned(node, nodes)  # emptied by a decommission: expected to be gone
+    down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
+    leaderless = []
+    under_replicated = []
+    for name in sorted(view.topics()):
+        try:
+            meta = view.topic(name)
+        except RaftlogError:
+            continue  # deleted while we looked
+        for partition, replicas in enumerate(meta.replicas):
+            where = {"topic": name, "partition": partition}
+            if view.known_leader(name, partition) is None:
+                leaderless.append(where)
+            lagging = (name, partition) in failed_partitions or any(
+                states.get(n) != "alive" for n in replicas
+            )
+            if not lagging and node.node_id in replicas:
+                try:
+                    detail = await node.local.admin.partition_state(name, partition)
+                except ConsensusError:
+                    pass  # not led here: the membership view above is what this node knows
+                else:
+                    led_here = detail.leader == node.node_id
+                    lagging = led_here and not all(r.in_sync for r in detail.replicas)
+            if lagging:
+                under_replicated.append(where)
+    controller = view.controller()
+    return web.json_response(
+        {
+            "is_healthy": (
+                controller is not None and not down and not failed and not leaderless and not under_replicated
+            ),
+            "controller": controller,
+            "nodes": sorted(states),
+            "nodes_down": down,
+            "leaderless_partitions": leaderless,
+            "under_replicated_partitions": under_replicated,
+            "failed_replicas": [asdict(f) for f in failed],
+            **health_extras(node, nodes),
+        }
+    )
+
+
+def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
+    """What health adds for operators: each node's disk use (as it last gossiped), nodes in maintenance
+    or being decommissioned, and partitions moving."""
+    moving = [
+        {"topic": m.topic, "partition": m.partition, "target": m.move.target}
+        for m in node.metadata.moves()
+        if m.move is not None
+    ]
+    return {
+        "disk": {
+            n.node_id: {"used_bytes": n.disk_used_bytes, "free_bytes": n.disk_free_bytes} for n in nodes
+        },
+        "nodes_maintenance": sorted(n.node_id for n in nodes if n.maintenance),
+        "nodes_decommissioning": sorted(n.node_id for n in nodes if n.decommissioning),
+        "moving_partitions": moving,
+    }
+
+
+def decommissioned(node: FrontDoor, nodes: list[NodeInfo]) -> set[str]:
+    """Nodes being decommissioned that hold no replica any more: their absence is not a fault."""
+    leaving = {n.node_id for n in nodes if n.decommissioning}
+    if not leaving:
+        return leaving
+    for name in node.metadata.topics():
+        try:
+            assignment = node.metadata.topic(name).replicas
+        except RaftlogError:
+            continue  # deleted while we looked
+        for replicas in assignment:
+            leaving -= set(replicas)
+    return leaving
+
+
+async def list_nodes(request: web.Request) -> web.Response:
+    nodes = state.node(request).metadata.nodes()
+    return web.json_response([asdict(n) for n in sorted(nodes, key=lambda n: n.node_id)])

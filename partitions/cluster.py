@@ -1,0 +1,324 @@
+"""The cluster-wide services a front door uses: each call runs where it must, through the peer client.
+
+A call runs first on this node's local service. When that refuses with ``NotLeader(leader_hint)`` (the
+partition, the controller or the group's coordinator is elsewhere) the same call runs on the node the hint
+names, and again on the next hint if that node has moved on, at most ``MAX_HOPS`` times: the node a client
+reached drives its call to the end, no node passes it further on. ``UnknownTopic`` from this node is not
+final while another node leads the controller: a topic created a moment ago may not have reached this
+node yet, so the controller leader is asked (``NoController`` when none is known).
+
+A produce whose records came as JSON is encoded once, here (``RemoteData.produce``), and travels to the
+leader as the batch; what the leader stores is what was encoded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from partitions.controller import TopicMetadata
+from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
+from partitions.groups.assignors import TopicPartition
+from partitions.peer_client import PeerClient, RemoteAdmin, RemoteData, RemoteGroups, RemotePeer
+from partitions.reconfigure import MemberView, MoveProgress
+from partitions.services import (
+    AdminService,
+    Assignment,
+    CommittedOffset,
+    ConsumerCreated,
+    ConsumerRecords,
+    DataService,
+    FetchedBatches,
+    GroupDescription,
+    GroupService,
+    GroupSummary,
+    LocalServices,
+    MetadataView,
+    MoveState,
+    PartitionOffsets,
+    PartitionState,
+    PeerService,
+    ProduceResult,
+)
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.storage.batch import ProducerRecord
+
+MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer is "retry later"
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Served(Generic[T]):
+    """A call's result and the node that served it (a partition call: the partition's leader)."""
+
+    value: T
+    node: str
+
+
+class Router:
+    """Runs a call on this node or on the nodes leader hints name (see the module's docstring)."""
+
+    def __init__(self, node_id: str, metadata: MetadataView) -> None:
+        self.node_id = node_id
+        self._metadata = metadata
+
+    async def run(
+        self,
+        local: S,
+        remote: Callable[[str], S],
+        call: Callable[[S], Awaitable[T]],
+        topic: str | None = None,
+    ) -> Served[T]:
+        """``call`` on ``local`` first; on a refusal naming another node, on ``remote(node)``. ``topic``:
+        the topic the call is about, so that a topic this node does not know yet is asked of the
+        controller leader."""
+        target: str | None = None  # None: this node
+        hops = 0
+        while True:
+            try:
+                served = local if target is None else remote(target)
+                return Served(await call(served), self.node_id if target is None else target)
+            except NotLeader as refusal:
+                hint = refusal.leader_hint
+                if hint is None or hint == self.node_id or hint == target:
+                    raise NoLeader(refusal.group_id) from None
+                next_target = hint
+            except UnknownTopic as unknown:
+                if target is not None or topic is None:
+                    raise
+                controller = self._metadata.controller()
+                if controller is None:
+                    raise NoController(unknown.topic) from None
+                if controller == self.node_id:
+                    raise
+                next_target = controller
+            hops += 1
+            if hops > MAX_HOPS:
+                raise HopLimitExceeded(hops - 1)
+            target = next_target
+
+
+class ClusterData:
+    def __init__(
+        self, router: Router, local: DataService, client: PeerClient, clock: Callable[[], int]
+    ) -> None:
+        self._router = router
+        self._local = local
+        self._remote = lambda node: RemoteData(client, node, clock)
+
+    async def _run(self, topic: str, call: Callable[[DataService], Awaitable[T]]) -> Served[T]:
+        return await self._router.run(self._local, self._remote, call, topic)
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> Served[ProduceResult]:
+        return await self._run(
+            topic, lambda s: s.produce(topic, partition, records, producer_id, sequence, timeout_ms)
+        )
+
+    async def produce_batch(
+        self, topic: str, partition: int, batch: bytes, timeout_ms: int
+    ) -> Served[ProduceResult]:
+        return await self._run(topic, lambda s: s.produce_batch(topic, partition, batch, timeout_ms))
+
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> Served[FetchedBatches]:
+        return await self._run(
+            topic, lambda s: s.fetch_batches(topic, partition, offset, max_bytes, timeout_ms)
+        )
+
+    async def offsets(self, topic: str, partition: int) -> Served[PartitionOffsets]:
+        return await self._run(topic, lambda s: s.offsets(topic, partition))
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> Served[int]:
+        return await self._run(
+            topic, lambda s: s.commit_offset(group, topic, partition, offset, reset, timeout_ms)
+        )
+
+    async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]:
+        return await self._run(topic, lambda s: s.committed_offset(group, topic, partition))
+
+
+class ClusterAdmin:
+    def __init__(self, router: Router, local: AdminService, client: PeerClient) -> None:
+        self._router = router
+        self._local = local
+        self._remote = lambda node: RemoteAdmin(client, node)
+
+    async def _run(self, call: Callable[[AdminService], Awaitable[T]], topic: str | None = None) -> T:
+        return (await self._router.run(self._local, self._remote, call, topic)).value
+
+    async def topic(self, name: str) -> TopicMetadata:
+        return await self._run(lambda s: s.topic(name), name)
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        return await self._run(lambda s: s.create_topic(name, partitions, replication_factor, configs))
+
+    async def delete_topic(self, name: str) -> None:
+        await self._run(lambda s: s.delete_topic(name), name)
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        return await self._run(lambda s: s.alter_configs(name, configs), name)
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        return await self._run(lambda s: s.move_replicas(topic, partition, replicas), topic)
+
+    async def move_state(self, topic: str, partition: int) -> MoveState:
+        return await self._run(lambda s: s.move_state(topic, partition), topic)
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        return await self._run(lambda s: s.cancel_move(topic, partition), topic)
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        await self._run(lambda s: s.set_node_flag(node_id, flag, on))
+
+    async def decommission_status(self, node_id: str) -> dict[str, Any]:
+        return await self._run(lambda s: s.decommission_status(node_id))
+
+    async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
+        return await self._router.run(
+            self._local, self._remote, lambda s: s.partition_state(topic, partition), topic
+        )
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> str | None:
+        return await self._run(lambda s: s.transfer_leadership(topic, partition, target, timeout_ms), topic)
+
+
+class ClusterGroups:
+    def __init__(self, router: Router, local: GroupService, client: PeerClient) -> None:
+        self._router = router
+        self._local = local
+        self._remote = lambda node: RemoteGroups(client, node)
+
+    async def _run(self, call: Callable[[GroupService], Awaitable[T]]) -> T:
+        return (await self._router.run(self._local, self._remote, call)).value
+
+    async def create_instance(
+        self,
+        group: str,
+        name: str | None,
+        format: str,
+        offset_reset: str,
+        session_timeout_ms: int,
+        assignor: str,
+    ) -> ConsumerCreated:
+        return await self._run(
+            lambda s: s.create_instance(group, name, format, offset_reset, session_timeout_ms, assignor)
+        )
+
+    async def delete_instance(self, group: str, instance: str) -> None:
+        await self._run(lambda s: s.delete_instance(group, instance))
+
+    async def subscribe(self, group: str, instance: str, topics: list[str]) -> None:
+        await self._run(lambda s: s.subscribe(group, instance, topics))
+
+    async def subscription(self, group: str, instance: str) -> list[str]:
+        return await self._run(lambda s: s.subscription(group, instance))
+
+    async def assignment(self, group: str, instance: str) -> Assignment:
+        return await self._run(lambda s: s.assignment(group, instance))
+
+    async def seek(self, group: str, instance: str, offsets: dict[TopicPartition, int]) -> None:
+        await self._run(lambda s: s.seek(group, instance, offsets))
+
+    async def seek_to(self, group: str, instance: str, partitions: list[TopicPartition], end: bool) -> None:
+        await self._run(lambda s: s.seek_to(group, instance, partitions, end))
+
+    async def records(
+        self, group: str, instance: str, timeout_ms: int, max_bytes: int, generation: int | None
+    ) -> ConsumerRecords:
+        return await self._run(lambda s: s.records(group, instance, timeout_ms, max_bytes, generation))
+
+    async def commit(
+        self,
+        group: str,
+        instance: str,
+        offsets: dict[TopicPartition, int] | None,
+        generation: int | None,
+    ) -> None:
+        await self._run(lambda s: s.commit(group, instance, offsets, generation))
+
+    async def committed(
+        self, group: str, instance: str, partitions: list[TopicPartition] | None
+    ) -> list[CommittedOffset]:
+        return await self._run(lambda s: s.committed(group, instance, partitions))
+
+    async def describe(self, group: str) -> GroupDescription:
+        return await self._run(lambda s: s.describe(group))
+
+    async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
+        return await self._run(lambda s: s.list_groups(coordinator_partition))
+
+    async def coordinator_partitions(self) -> int:
+        return await self._run(lambda s: s.coordinator_partitions())
+
+
+class ClusterPeer:
+    """The partition-leader calls of ``PeerService`` (a replica move's), run on the leader wherever it is."""
+
+    def __init__(self, router: Router, local: PeerService, client: PeerClient) -> None:
+        self._router = router
+        self._local = local
+        self._remote = lambda node: RemotePeer(client, node)
+
+    async def member_view(self, topic: str, partition: int) -> MemberView:
+        served = await self._router.run(self._local, self._remote, lambda s: s.member_view(topic, partition))
+        return served.value
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        await self._router.run(
+            self._local,
+            self._remote,
+            lambda s: s.change_membership(topic, partition, change, node_id, timeout_ms),
+        )
+
+
+class Cluster:
+    """What a front door calls: ``data``, ``admin`` and ``groups``, each run where it must (``peer``: the
+    partition-leader calls of replica moves)."""
+
+    def __init__(
+        self, local: LocalServices, metadata: MetadataView, client: PeerClient, clock: Callable[[], int]
+    ) -> None:
+        router = Router(metadata.node_id, metadata)
+        self.data = ClusterData(router, local.data, client, clock)
+        self.admin = ClusterAdmin(router, local.admin, client)
+        self.groups = ClusterGroups(router, local.groups, client)
+        self.peer = ClusterPeer(router, local.peer, client)
+
+
+class FrontDoor(Protocol):
+    """All a front door (the HTTP API, any protocol served at the edge) is given of its node: what the
+    node knows now, the cluster-wide services, and for the server side of peer calls the node's own
+    services and the check of a peer's credential."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def metadata(self) -> MetadataView: ...
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def local(self) -> LocalServices: ...
+
+    def peer_credential_ok(self, presented: str) -> bool: ...

@@ -1,0 +1,228 @@
+"""Records in and out of this node's partition replicas: what every front door calls (``DataService``).
+
+Writes are proposed to the partition's Raft group on its leader and answered once a majority has them
+(acks=all). Reads are served by the leader once it has applied its own term's no-op (Raft's rule for
+leader reads: everything committed before its election is then in its log), below the high watermark,
+and wait (long poll) for records that are not there yet. A read takes its view of the log's segments under
+the log's lock and reads the bytes outside it, on a reader thread: the driver thread, which appends every
+partition's committed entries under that lock, never waits for a fetch, and the event loop never reads.
+
+A partition this node does not lead raises ``NotLeader(leader_hint)`` (``NoLeader`` when none is known):
+the cluster-wide service then runs the call on the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+
+from partitions import commands
+from partitions.controller import TopicMetadata
+from partitions.errors import UnknownPartition
+from partitions.replicas import Replica, ReplicaManager
+from partitions.routing import Routing
+from partitions.services import FetchedBatches, PartitionOffsets, ProduceResult
+from partitions.state_machine import OffsetCommitted, Produced, Refused
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.interface import Role
+from raftlog.errors import InvariantViolation, check
+from raftlog.storage.batch import ProducerRecord, check_producer_batch, encode_batch
+from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
+from raftlog.storage.log import Log
+
+LEADER_READY_WAIT_S = 2.0
+TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
+READ_THREADS = 2  # threads that read (pread, CRC check) fetched batches off the event loop
+INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loop: a thread hop costs more
+
+
+class DataPlane:
+    """Implements ``DataService`` over this node's replicas. Event loop only (reads run on its threads)."""
+
+    def __init__(
+        self,
+        node_id: str,
+        replicas: ReplicaManager,
+        routing: Routing,
+        topic: Callable[[str], TopicMetadata],
+        clock: Callable[[], int],
+    ) -> None:
+        self.node_id = node_id
+        self._replicas = replicas
+        self._routing = routing
+        self._topic = topic
+        self._clock = clock
+        self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
+        self.counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
+
+    def close(self) -> None:
+        self._readers.shutdown(wait=True, cancel_futures=True)
+
+    # -- finding the replica -------------------------------------------------------------------------
+
+    def replica(self, topic: str, partition: int) -> Replica:
+        """This node's replica of the partition; NotLeader naming where to go when it has none."""
+        metadata = self._topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
+        if replica is None:
+            hint = self._routing.leader_hint(topic, partition)
+            if hint is None or hint == self.node_id:
+                others = [n for n in metadata.replicas[partition] if n != self.node_id]
+                hint = others[0] if others else None  # a replica knows its leader better than this node
+            raise NotLeader(group_id, hint)
+        return replica
+
+    def leader_replica(self, topic: str, partition: int) -> Replica:
+        replica = self.replica(topic, partition)
+        role, leader = replica.group.role_and_leader()
+        if role is not Role.LEADER:
+            if leader is None:
+                raise NoLeader(replica.group.group_id)
+            raise NotLeader(replica.group.group_id, leader)
+        return replica
+
+    def ready_leader(self, topic: str, partition: int) -> Replica:
+        """For reads that do not wait: the leader replica if it may serve reads, else NoLeader."""
+        replica = self.leader_replica(topic, partition)
+        if not replica.group.status().leader_ready:
+            raise NoLeader(replica.group.group_id)
+        return replica
+
+    async def _reading_leader(self, topic: str, partition: int) -> Replica:
+        """The local leader replica once it may serve reads: it has applied its own term's no-op, so
+        everything committed before its election is in its log (Raft's rule for leader reads)."""
+        deadline = time.monotonic() + LEADER_READY_WAIT_S
+        while True:
+            replica = self.leader_replica(topic, partition)
+            if replica.group.status().leader_ready:
+                return replica
+            if time.monotonic() >= deadline:
+                raise NoLeader(replica.group.group_id)
+            await asyncio.sleep(0.01)
+
+    # -- writes --------------------------------------------------------------------------------------
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        replica = self.leader_replica(topic, partition)
+        batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
+        return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
+
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        """Append a record batch the producer encoded (``raftlog.storage.batch.encode_batch`` with base
+        offset 0 and term 0; its producer id and sequence ride in its header). It is checked as strictly as
+        the records ``produce`` encodes, then replicated as it came: the leader builds nothing per record."""
+        replica = self.leader_replica(topic, partition)
+        header = check_producer_batch(batch, self._clock() + TIMESTAMP_AHEAD_MAX_MS)
+        return await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+
+    async def _propose_batch(
+        self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int
+    ) -> ProduceResult:
+        self.counters["produce_requests"] += 1
+        limit = replica.log.config.max_message_bytes
+        if len(batch) > limit:
+            raise RecordTooLarge(len(batch), limit)
+        result = await replica.group.propose(commands.encode_parts(commands.Produce(batch)), timeout_ms)
+        if isinstance(result, Refused):
+            raise result.error
+        if not isinstance(result, Produced):  # not check(): its message would be formatted every time
+            raise InvariantViolation(f"produce to {replica.group.group_id} returned {result!r}")
+        self.counters["produced_records"] += 0 if result.duplicate else count
+        return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        replica = self.leader_replica(topic, partition)
+        result = await replica.group.propose(
+            commands.encode(commands.CommitOffset(group, offset, reset)), timeout_ms
+        )
+        if isinstance(result, Refused):
+            raise result.error
+        check(isinstance(result, OffsetCommitted), f"commit returned {result!r}")
+        assert isinstance(result, OffsetCommitted)  # narrowed for the type checker; checked above
+        return result.offset
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        """The committed batches holding ``offset`` onwards as stored (CRC-checked, not decoded): the first
+        may start before ``offset``, as in Kafka, and the reader skips what it did not ask for. Waits up to
+        ``timeout_ms`` for a committed record at ``offset``; empty when none came."""
+        self.counters["fetch_requests"] += 1
+        replica, high_watermark = await self._committed_from(topic, partition, offset, timeout_ms)
+        if offset >= high_watermark:
+            return FetchedBatches(b"", high_watermark, replica.log.log_start_offset)
+        data = await self._read(replica.log, offset, max_bytes, high_watermark)
+        return FetchedBatches(data, high_watermark, replica.log.log_start_offset)
+
+    async def _read(self, log: Log, offset: int, max_bytes: int, high_watermark: int) -> bytes:
+        batches = log.read_batches(offset, max_bytes, max_offset=high_watermark)
+        return b"".join(batch.data for batch in batches)
+
+    async def _committed_from(
+        self, topic: str, partition: int, offset: int, timeout_ms: int
+    ) -> tuple[Replica, int]:
+        """The leader replica and its high watermark once a committed record at ``offset`` exists, waiting
+        up to ``timeout_ms`` (the high watermark is then ``offset``: nothing came). OffsetOutOfRange outside
+        [log start, high watermark]."""
+        replica = await self._reading_leader(topic, partition)
+        deadline = time.monotonic() + max(0, timeout_ms) / 1000
+        while True:
+            replica.waiters += 1  # before the high watermark is read: see replicas.Notifying
+            try:
+                changed = replica.changed
+                high_watermark = replica.machine.high_watermark
+                start = replica.log.log_start_offset
+                if not start <= offset <= high_watermark:
+                    raise OffsetOutOfRange(offset, start, high_watermark)
+                if offset < high_watermark:
+                    return replica, high_watermark
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return replica, high_watermark
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), remaining)
+            finally:
+                replica.waiters -= 1
+            replica = await self._reading_leader(topic, partition)
+
+    async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
+        """Committed batches of this node's replica in any role, for a peer replica catching up."""
+        replica = self.replica(topic, partition)
+        high_watermark = replica.machine.high_watermark
+        start = replica.log.log_start_offset
+        if not start <= offset <= high_watermark:
+            raise OffsetOutOfRange(offset, start, high_watermark)
+        data = (
+            await self._read(replica.log, offset, max_bytes, high_watermark)
+            if offset < high_watermark
+            else b""
+        )
+        return FetchedBatches(data, high_watermark, start)
+
+    async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
+        return self.offsets_now(topic, partition)
+
+    def offsets_now(self, topic: str, partition: int) -> PartitionOffsets:
+        replica = self.ready_leader(topic, partition)
+        return PartitionOffsets(replica.log.log_start_offset, replica.machine.high_watermark)
+
+    async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)

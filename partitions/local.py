@@ -1,0 +1,125 @@
+"""This node's own ``AdminService`` and ``PeerService``: thin compositions of the parts that do the work
+(the metadata frontend, partition admin, the data plane, presence). Each raises ``NotLeader`` for what
+another node must serve, so that the same call can be run there (``partitions.cluster``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partitions.controller import CONTROLLER_GROUP, TopicMetadata
+from partitions.data_plane import DataPlane
+from partitions.metadata import MetadataFrontend
+from partitions.partition_admin import PartitionAdmin
+from partitions.presence import Presence
+from partitions.reconfigure import MemberView, MoveProgress
+from partitions.services import (
+    Claims,
+    ControllerSnapshot,
+    Failures,
+    FetchedBatches,
+    MoveState,
+    PartitionState,
+)
+from raftlog.consensus.errors import NoLeader, NotLeader
+
+
+class LocalAdmin:
+    """Implements ``AdminService``: controller operations on the controller leader, partition operations
+    on the partition's leader."""
+
+    def __init__(self, frontend: MetadataFrontend, partitions: PartitionAdmin) -> None:
+        self._frontend = frontend
+        self._partitions = partitions
+
+    def _on_controller(self) -> None:
+        """Writes, and reads of move and decommission progress, are answered by the controller leader,
+        which has applied every committed step (a follower of the controller group may be a heartbeat
+        behind)."""
+        controller = self._frontend.controller()
+        if controller is None:
+            raise NoLeader(CONTROLLER_GROUP)
+        if controller != self._frontend.node_id:
+            raise NotLeader(CONTROLLER_GROUP, controller)
+
+    async def topic(self, name: str) -> TopicMetadata:
+        return self._frontend.topic(name)
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        self._on_controller()
+        return await self._frontend.create_topic(name, partitions, replication_factor, configs)
+
+    async def delete_topic(self, name: str) -> None:
+        self._on_controller()
+        await self._frontend.delete_topic(name)
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        self._on_controller()
+        return await self._frontend.alter_configs(name, configs)
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        self._on_controller()
+        return await self._frontend.move_replicas(topic, partition, replicas)
+
+    async def move_state(self, topic: str, partition: int) -> MoveState:
+        self._on_controller()
+        return self._frontend.move_state(topic, partition)
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        self._on_controller()
+        return await self._frontend.cancel_move(topic, partition)
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        self._on_controller()
+        await self._frontend.set_node_flag(node_id, flag, on)
+
+    async def decommission_status(self, node_id: str) -> dict[str, Any]:
+        self._on_controller()
+        return self._frontend.decommission_status(node_id)
+
+    async def partition_state(self, topic: str, partition: int) -> PartitionState:
+        """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the
+        leader (only it knows every replica's match offset and lag)."""
+        state = self._partitions.partition_state(topic, partition)
+        if state.leader is not None and state.leader != self._partitions.node_id:
+            raise NotLeader(self._frontend.topic(topic).group_id(partition), state.leader)
+        return state
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> str | None:
+        return await self._partitions.transfer_leadership(topic, partition, target, timeout_ms)
+
+
+class PeerServer:
+    """Implements ``PeerService``: what other nodes ask of this one."""
+
+    def __init__(
+        self, data: DataPlane, presence: Presence, frontend: MetadataFrontend, partitions: PartitionAdmin
+    ) -> None:
+        self._data = data
+        self._presence = presence
+        self._frontend = frontend
+        self._partitions = partitions
+
+    async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
+        return await self._data.read_batches(topic, partition, offset, max_bytes)
+
+    async def leadership(self) -> Claims:
+        return self._presence.leadership()
+
+    async def replica_failures(self) -> Failures:
+        return self._presence.replica_failures()
+
+    async def controller_snapshot(self, known_index: int | None) -> ControllerSnapshot:
+        return await self._frontend.snapshot(known_index)
+
+    async def member_view(self, topic: str, partition: int) -> MemberView:
+        return self._partitions.member_view(topic, partition)
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        await self._partitions.change_membership(topic, partition, change, node_id, timeout_ms)

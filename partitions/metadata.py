@@ -1,0 +1,393 @@
+"""The controller's metadata on this node, and the proposals that change it (Redpanda's
+``topics_frontend``): topics, configs, replica moves, node flags.
+
+The controller voters are the first nodes of the static peer list; each holds a replica of the controller
+group. A node started with ``join`` holds none and copies the controller's applied metadata from the
+controller leader (``MetadataFollower``). Either way ``metadata()`` is the applied state, an immutable
+``ControllerMetadata`` replaced whole at every apply, and ``on_change`` runs on the event loop after each.
+
+Proposals are made only on the controller leader (NotLeader elsewhere: a front door runs the call there).
+Placement and every check against liveness happen here before proposing, so the apply stays
+deterministic; nothing changes when a check refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from partitions import decommission, reconfigure
+from partitions.controller import (
+    CONTROLLER_GROUP,
+    PARTITIONS_MAX,
+    AlterConfigs,
+    CancelMove,
+    ControllerCommand,
+    ControllerMetadata,
+    ControllerStateMachine,
+    CreateTopic,
+    DeleteTopic,
+    MoveReplicas,
+    Reassignment,
+    SetNodeFlag,
+    TopicMetadata,
+    validate_topic,
+)
+from partitions.controller import encode as encode_controller
+from partitions.errors import (
+    DecommissionImpossible,
+    InvalidTopic,
+    ReassignmentInProgress,
+    UnknownNode,
+    UnknownPartition,
+    UnknownTopic,
+)
+from partitions.metadata_follower import FetchSnapshot, MetadataFollower
+from partitions.placement import check_capacity, place, replica_counts
+from partitions.raft_host import RaftHost
+from partitions.reconfigure import MoveProgress
+from partitions.replicas import FIRST_CAMPAIGN_ATTEMPTS, FIRST_CAMPAIGN_DELAY_MS, Notifying
+from partitions.services import ControllerSnapshot, MoveState
+from raftlog.consensus.bridge import LoopNotifier
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.interface import Role
+from raftlog.errors import check
+from raftlog.storage.config import LogConfig
+
+log = logging.getLogger("raftlog.node")
+
+ADMIN_TIMEOUT_MS = 10_000
+CREATE_WAIT_S = 10.0  # how long a topic creation waits for its partitions' leaders
+
+
+class Members(Protocol):
+    """What the frontend asks of routing: which nodes exist and which are alive."""
+
+    def known_nodes(self) -> set[str]: ...
+
+    def alive_nodes(self) -> list[str]: ...
+
+    def placeable(self) -> list[str]: ...
+
+    def has_leader(self, metadata: TopicMetadata, partition: int) -> bool: ...
+
+    def http_address(self, node_id: str) -> str | None: ...
+
+
+class MetadataFrontend:
+    """Create with the node; ``await start(...)`` on its event loop; ``await close()``."""
+
+    def __init__(
+        self,
+        node_id: str,
+        controller_voters: list[str],
+        joined: bool,
+        replicas_max: int,
+        raft: RaftHost,
+    ) -> None:
+        """``joined``: this node joined a running cluster and holds no controller replica."""
+        self.node_id = node_id
+        self.controller_voters = controller_voters
+        self.voter = node_id in controller_voters and not joined
+        self._replicas_max = replicas_max
+        self._raft = raft
+        self._machine = ControllerStateMachine()
+        self._group: ReplicaGroup | None = None
+        self._follower: MetadataFollower | None = None
+        self._members: Members | None = None
+
+    async def start(self, members: Members, on_change: Callable[[], None], fetch: FetchSnapshot) -> None:
+        """Open the controller replica (a voter) or start following the controller leader (``fetch`` asks
+        a node for the controller's snapshot)."""
+        self._members = members
+        if self.voter:
+            notifier = LoopNotifier(asyncio.get_running_loop(), on_change)
+            self._group = await self._raft.open(
+                CONTROLLER_GROUP,
+                self.controller_voters,
+                Notifying(self._machine, notifier.notify),
+                announce_commits=True,  # every node reconciles its replicas on applying metadata
+            )
+            if self.node_id == self.controller_voters[0]:
+                # a new cluster: its first controller voter stands at once (no-op after a first election)
+                self._group.campaign_if_new(FIRST_CAMPAIGN_DELAY_MS, FIRST_CAMPAIGN_ATTEMPTS)
+        else:
+            self._follower = MetadataFollower(self.node_id, self._machine, fetch, self._sources, on_change)
+            self._follower.start()
+
+    async def close(self) -> None:
+        if self._follower is not None:
+            await self._follower.close()
+        if self._group is not None:
+            self._group.close()
+
+    def _sources(self) -> list[str]:
+        members = self._require_members()
+        return [n for n in members.alive_nodes() if n != self.node_id and members.http_address(n)]
+
+    def _require_members(self) -> Members:
+        check(self._members is not None, "the metadata frontend is not started")
+        assert self._members is not None  # narrowed for the type checker; checked above
+        return self._members
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    def metadata(self) -> ControllerMetadata:
+        """The applied metadata: one immutable view (read it once per decision)."""
+        return self._machine.metadata
+
+    def topics(self) -> list[str]:
+        return sorted(self._machine.metadata.topics)
+
+    def topic(self, name: str) -> TopicMetadata:
+        metadata = self._machine.metadata.topics.get(name)
+        if metadata is None:
+            raise UnknownTopic(name)
+        return metadata
+
+    def controller(self) -> str | None:
+        """The controller leader; None while unknown, and while this node leads the controller group but
+        has not yet applied the metadata committed before its election (it cannot answer for topics)."""
+        if self._group is None:
+            follower = self._follower
+            return None if follower is None or not follower.synced else follower.leader
+        status = self._group.status()
+        if status.role is Role.LEADER and not status.leader_ready:
+            return None
+        return status.leader
+
+    def leads(self) -> bool:
+        return self.controller() == self.node_id
+
+    def term(self) -> int | None:
+        """The controller group's term as this node's replica knows it (None without one): an election of
+        the controller raises it (Kafka's controller epoch)."""
+        return None if self._group is None else self._group.status().term
+
+    def move_progress(self, topic: str, partition: int) -> MoveProgress | None:
+        return self.move_state(topic, partition).move
+
+    def move_state(self, topic: str, partition: int) -> MoveState:
+        metadata = self._machine.metadata
+        topic_metadata = metadata.topics.get(topic)
+        if topic_metadata is None:
+            raise UnknownTopic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        replicas = topic_metadata.replicas[partition]
+        move = metadata.reassignments.get((topic, partition))
+        progress = None if move is None else MoveProgress.of(move, replicas)
+        return MoveState(topic, partition, list(replicas), progress)
+
+    def moves(self) -> list[MoveState]:
+        metadata = self._machine.metadata
+        return [
+            self.move_state(topic, partition)
+            for topic, partition in sorted(metadata.reassignments)
+            if topic in metadata.topics
+        ]
+
+    # -- proposals -----------------------------------------------------------------------------------
+
+    def _leader_group(self) -> ReplicaGroup:
+        """This node's controller replica when it leads; NotLeader naming the leader otherwise."""
+        if self._group is None:
+            leader = self.controller()
+            raise NoLeader(CONTROLLER_GROUP) if leader is None else NotLeader(CONTROLLER_GROUP, leader)
+        if not self.leads():
+            raise NotLeader(CONTROLLER_GROUP, self._group.status().leader)
+        return self._group
+
+    async def propose(self, command: ControllerCommand) -> object:
+        """Propose to the controller group (NotLeader when another node leads it); a refusal is raised."""
+        group = self._group
+        if group is None:
+            self._leader_group()  # raises: no controller replica here
+            raise AssertionError("unreachable")
+        result = await group.propose(encode_controller(command), ADMIN_TIMEOUT_MS)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
+        if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
+            raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
+        if partitions > PARTITIONS_MAX:
+            raise InvalidTopic(f"partitions {partitions} must be between 1 and {PARTITIONS_MAX}")
+        members = self._require_members()
+        metadata = self._machine.metadata
+        existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
+        assignment = place(members.placeable(), partitions, replication_factor, existing, self._replicas_max)
+        validate_topic(name, assignment, configs)
+        result = await self.propose(CreateTopic(name, assignment, dict(configs)))
+        check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
+        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
+        await self._wait_for_leaders(result, members)
+        return result
+
+    async def _wait_for_leaders(self, metadata: TopicMetadata, members: Members) -> None:
+        """Return once every partition of a new topic has a leader, as seen from here, so a produce right
+        after the create succeeds; bounded, like Redpanda's create-topic wait. A timeout is not an error:
+        the topic exists and leaders follow."""
+        deadline = time.monotonic() + CREATE_WAIT_S
+        waiting = list(range(metadata.partitions))
+        while time.monotonic() < deadline:
+            waiting = [
+                p for p in waiting if not members.has_leader(metadata, p)
+            ]  # each led one looked at once
+            if not waiting:
+                return
+            await asyncio.sleep(0.02)
+        log.warning(
+            "node %s: topic %s created; some partitions still have no leader", self.node_id, metadata.name
+        )
+
+    async def delete_topic(self, name: str) -> None:
+        self.topic(name)
+        await self.propose(DeleteTopic(name))
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        """Change a topic's configs; every replica applies them live (``Log.reconfigure``)."""
+        metadata = self.topic(name)
+        LogConfig.from_properties({**metadata.configs, **configs})  # InvalidConfig before proposing
+        result = await self.propose(AlterConfigs(name, dict(configs)))
+        check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
+        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
+        return result
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        """Start moving a partition to ``replicas`` (validated against gossip liveness: nothing changes
+        when it is refused). The controller leader's ``Operator`` then drives it."""
+        metadata = self._machine.metadata
+        topic_metadata = self.topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        self._leader_group()
+        moving = metadata.reassignments.get((topic, partition))
+        if moving is not None:
+            raise ReassignmentInProgress(topic, partition, moving.target)
+        members = self._require_members()
+        target = reconfigure.validate_move(
+            topic_metadata.replicas[partition],
+            replicas,
+            members.known_nodes(),
+            members.alive_nodes(),
+            metadata.node_flags["decommissioning"],
+        )
+        added = {node: 1 for node in target if node not in topic_metadata.replicas[partition]}
+        held = replica_counts(list(added), [other.replicas for other in metadata.topics.values()])
+        check_capacity(f"moving {topic}/{partition} to {target}", held, added, self._replicas_max)
+        result = await self.propose(MoveReplicas(topic, partition, target))
+        check(isinstance(result, Reassignment), f"move returned {result!r}")
+        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
+        return MoveProgress.of(result, topic_metadata.replicas[partition])
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        self.topic(topic)
+        result = await self.propose(CancelMove(topic, partition))
+        check(isinstance(result, Reassignment), f"cancel returned {result!r}")
+        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
+        return MoveProgress.of(result, self.topic(topic).replicas[partition])
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        """Mark a node decommissioning / in maintenance, or clear it. Recommissioning also turns around the
+        moves still taking replicas off the node. A decommission that could never finish (a replica with no
+        node to go to) is refused: DecommissionImpossible, nothing changes."""
+        self._known_node(node_id)
+        if flag == "decommissioning" and on and node_id not in self._machine.metadata.node_flags[flag]:
+            self._leader_group()  # judged on the metadata every committed move is applied to
+            self._refuse_impossible_decommission(node_id)
+        await self.propose(SetNodeFlag(node_id, flag, on))
+        if flag == "decommissioning" and not on:
+            await self.cancel_moves_off(node_id)
+
+    async def cancel_moves_off(self, node_id: str) -> None:
+        """Recommission: turn around every move that takes a replica off ``node_id``."""
+        for topic, partition in decommission.moves_off(node_id, self._machine.metadata.reassignments):
+            await self.propose(CancelMove(topic, partition))
+
+    def _known_node(self, node_id: str) -> None:
+        if node_id not in self._require_members().known_nodes():
+            raise UnknownNode(node_id)
+
+    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
+        metadata = self._machine.metadata
+        return decommission.blockers(
+            node_id,
+            {m.name: m.replicas for m in metadata.topics.values()},
+            dict(metadata.reassignments),
+            self._require_members().alive_nodes(),
+            {*metadata.node_flags["decommissioning"], node_id},
+        )
+
+    def _refuse_impossible_decommission(self, node_id: str) -> None:
+        stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
+        if stuck:
+            leaving = {*self._machine.metadata.node_flags["decommissioning"], node_id}
+            message = decommission.refusal(node_id, stuck, self._require_members().alive_nodes(), leaving)
+            raise DecommissionImpossible(
+                node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
+            )
+
+    def decommission_status(self, node_id: str) -> dict[str, Any]:
+        self._known_node(node_id)
+        metadata = self._machine.metadata
+        holding = [
+            {"topic": m.name, "partition": p}
+            for m in sorted(metadata.topics.values(), key=lambda m: m.name)
+            for p, replicas in enumerate(m.replicas)
+            if node_id in replicas
+        ]
+        moving = [
+            {"topic": t, "partition": p, "target": list(move.target)}
+            for (t, p), move in sorted(metadata.reassignments.items())
+            if node_id in move.original and node_id not in move.target
+        ]
+        decommissioning = node_id in metadata.node_flags["decommissioning"]
+        return {
+            "node_id": node_id,
+            "decommissioning": decommissioning,
+            "replicas_remaining": len(holding),
+            "partitions": holding,
+            "moving": moving,
+            "done": decommissioning and not holding,
+            # partitions that cannot move off the node now, and why
+            "blocked": [
+                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
+                for b in (self._decommission_blockers(node_id) if decommissioning else [])
+            ],
+            # the controller group's voters are fixed: a decommissioned voter still counts in its quorum
+            "controller_voter": node_id in self.controller_voters,
+        }
+
+    # -- for nodes outside the controller group ------------------------------------------------------
+
+    async def snapshot(self, known_index: int | None) -> ControllerSnapshot:
+        """The controller's applied metadata, taken on the driver thread between applies; NotLeader on a
+        node without a controller replica (the caller asks another). No snapshot when the applied index is
+        still ``known_index``."""
+        group = self._group
+        if group is None:
+            raise NotLeader(CONTROLLER_GROUP, self.controller())
+        leader = self.controller()
+        if leader is None:
+            raise NoLeader(CONTROLLER_GROUP)
+        leader_http = self._require_members().http_address(leader) or ""
+        machine = self._machine
+        if known_index is not None and machine.applied_index == known_index:
+            return ControllerSnapshot(leader, leader_http, known_index, None)
+
+        def take() -> tuple[int, bytes]:
+            return machine.applied_index, machine.snapshot()
+
+        applied_index, snapshot = await self._raft.run(take)
+        check(group is self._group, "controller replica changed while snapshotting")
+        return ControllerSnapshot(leader, leader_http, applied_index, snapshot)

@@ -1,0 +1,473 @@
+"""What a node offers its front doors and its peers: a few narrow protocols and their result types (pure).
+
+A front door (the HTTP API, and any other protocol served at the edge) asks a node only through these:
+
+- ``MetadataView``: what this node knows right now (topics, leaders, nodes, failed replicas, metrics),
+  answered locally, never waiting;
+- ``DataService``: records in and out of partitions (produce, fetch, offsets, consumer offsets);
+- ``AdminService``: the controller's metadata operations and a partition's state and leadership;
+- ``GroupService``: consumer groups, served by each group's coordinator;
+- ``PeerService``: what only other nodes ask (catch-up batches, leadership claims, failed replicas,
+  controller metadata, a partition leader's membership changes).
+
+Every service method is async. Each has two implementations behind the same protocol: the node's local
+one, which serves what this node can and raises ``NotLeader(leader_hint)`` / ``NoLeader`` for what another
+node must serve, and the cluster-wide one (``partitions.cluster``), which runs the local one or, on
+``NotLeader``, the same call on the node the hint names, through the peer client. Front doors use the
+cluster-wide ones; the server side of peer calls uses the local ones. Methods raise the typed errors of
+``raftlog``/``partitions``, mapped to a protocol's answers once, at the edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from partitions.controller import TopicMetadata
+from partitions.groups.assignors import TopicPartition
+from partitions.reconfigure import MemberView, MoveProgress
+from partitions.replica_failures import ReplicaFailure
+from raftlog.storage.batch import ProducerRecord
+
+# -- results -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    partition: int
+    base_offset: int
+    end_offset: int  # offset after the last record: the records got base_offset .. end_offset - 1
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBatches:
+    """Committed batches holding ``offset`` onwards, as stored (CRC-checked, not decoded): the first may
+    start before the offset asked for, as in Kafka; the reader skips those records."""
+
+    data: bytes
+    high_watermark: int  # the partition's end when read: the next offset to be committed
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    log_start_offset: int  # "beginning_offset"
+    high_watermark: int  # "end_offset": the next offset to be committed
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    node: str
+    role: str  # "leader" | "follower" | "unknown" | "failed" (cannot open or replay: see ``error``)
+    match_offset: int | None = None  # leader's view, in Raft indexes
+    lag: int | None = None
+    in_sync: bool | None = None  # None: unknown (only the leader knows; asked where no leader is known)
+    error: str | None = None  # why a failed replica cannot open or replay
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: str | None
+    term: int | None  # None (and the offsets too): asked of a failed replica while no leader is known
+    high_watermark: int | None
+    log_start_offset: int | None
+    replicas: list[ReplicaState] = field(default_factory=list)
+    move: MoveProgress | None = None  # a replica move in progress
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: str
+    http: str  # base URL, e.g. http://127.0.0.1:8081
+    state: str  # "alive" | "suspect" | "dead" | "left"
+    incarnation: int = 0
+    leader_of: int = 0
+    maintenance: bool = False  # drained of leadership until cleared
+    decommissioning: bool = False  # its replicas are moving elsewhere
+    disk_used_bytes: int | None = None  # under its data dir, as it last gossiped
+    disk_free_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MoveState:
+    """A partition's replicas as the controller counts them, and its move in progress (None: none)."""
+
+    topic: str
+    partition: int
+    replicas: list[str]
+    move: MoveProgress | None
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSnapshot:
+    """The controller's applied metadata, for a node outside the controller group."""
+
+    leader: str
+    leader_http: str
+    applied_index: int
+    snapshot: bytes | None  # None: still at the applied index the caller knows
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """A node's leadership claims (Raft group -> term) and their version, as it gossips them."""
+
+    node: str
+    version: int
+    claims: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Failures:
+    """A node's replicas that cannot open or replay, with the digest its gossip carries."""
+
+    node: str
+    digest: int
+    failures: tuple[ReplicaFailure, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerCreated:
+    instance_id: str
+    coordinator: str  # the node serving the group: where the instance's requests go best
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    partitions: tuple[TopicPartition, ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPart:
+    """Batches of one assigned partition, from ``offset`` (records before it are skipped by the reader)."""
+
+    tp: TopicPartition
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecords:
+    """What a member's fetch got: batches per partition, in partition order, and how to render them."""
+
+    format: str  # "json" | "binary": the member's
+    generation: int
+    parts: tuple[FetchedPart, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    tp: TopicPartition
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberPartition:
+    tp: TopicPartition
+    position: int | None
+    committed_offset: int | None
+    end_offset: int
+    lag: int | None  # end offset - committed offset; None while nothing is committed
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    instance_id: str
+    topics: tuple[str, ...]
+    partitions: tuple[MemberPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    group: str
+    generation: int
+    assignor: str
+    members: int
+    coordinator_partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    summary: GroupSummary
+    members: tuple[MemberDescription, ...]
+    lag: int
+
+
+RESULT_TYPES: tuple[type, ...] = (
+    ProduceResult,
+    FetchedBatches,
+    PartitionOffsets,
+    ReplicaState,
+    PartitionState,
+    NodeInfo,
+    MoveState,
+    ControllerSnapshot,
+    Claims,
+    Failures,
+    ConsumerCreated,
+    Assignment,
+    FetchedPart,
+    ConsumerRecords,
+    CommittedOffset,
+    MemberPartition,
+    MemberDescription,
+    GroupSummary,
+    GroupDescription,
+    TopicPartition,
+    TopicMetadata,
+    MoveProgress,
+    MemberView,
+    ReplicaFailure,
+)
+
+
+# -- protocols -----------------------------------------------------------------------------------------
+
+
+class MetadataView(Protocol):
+    """What this node knows right now; never waits, never asks another node."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    def topics(self) -> list[str]: ...
+
+    def topic(self, name: str) -> TopicMetadata:
+        """Raises UnknownTopic (this node may not have learned a new topic yet: ``AdminService.topic``
+        asks the controller)."""
+        ...
+
+    def controller(self) -> str | None:
+        """The controller leader, None while unknown (or not yet able to answer for topics)."""
+        ...
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        """The leader as far as this node knows it (its replica's Raft status, else gossiped claims),
+        never a guess; None when no leader is known. A replica that cannot open or replay leads nothing."""
+        ...
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        """Best guess of a partition's leader, for routing."""
+        ...
+
+    def http_address(self, node_id: str) -> str | None:
+        """Base URL of a node's HTTP API."""
+        ...
+
+    def nodes(self) -> list[NodeInfo]: ...
+
+    def moves(self) -> list[MoveState]:
+        """The partitions moving, as this node's metadata says."""
+        ...
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        """Every replica known to be unable to open or replay: this node's and those its live peers
+        gossip."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """Flat name -> value, exported by /metrics in Prometheus text format."""
+        ...
+
+
+class DataService(Protocol):
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        """Append records as one batch, committed by a majority (acks=all). Raises UnknownTopic,
+        UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
+        ...
+
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
+        replicated (``InvalidRecord`` names what is malformed)."""
+        ...
+
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        """The committed batches holding ``offset`` onwards (at least one if any, within ``max_bytes``),
+        waiting up to ``timeout_ms`` for one when none is there. Raises OffsetOutOfRange, NotLeader..."""
+        ...
+
+    async def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        """Store a consumer group's next offset to read; returns the stored value (never lower unless
+        ``reset``)."""
+        ...
+
+    async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
+
+
+class AdminService(Protocol):
+    """Controller operations run on the controller leader, partition operations on the partition's
+    leader; the local implementation raises NotLeader elsewhere."""
+
+    async def topic(self, name: str) -> TopicMetadata:
+        """A topic's metadata as the controller leader has it (this node's, when it knows the topic)."""
+        ...
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        """Raises TopicExists, InvalidName, InvalidTopic, InvalidConfig, PlacementImpossible,
+        CapacityExceeded."""
+        ...
+
+    async def delete_topic(self, name: str) -> None: ...
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        """Merge ``configs`` into a topic's; replicas apply them live. Raises InvalidConfig, UnknownTopic."""
+        ...
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        """Start moving a partition to ``replicas`` (checked on the controller leader: a list of node
+        ids). Raises UnknownNode, InvalidReassignment, ReassignmentInProgress, CapacityExceeded; nothing
+        changes when it raises."""
+        ...
+
+    async def move_state(self, topic: str, partition: int) -> MoveState:
+        """The replicas and the move in progress, as the controller leader (which applied every step)
+        sees them."""
+        ...
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        """Turn a move back to its original replica set. Raises NoReassignment."""
+        ...
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        """``flag``: "decommissioning" or "maintenance". Raises UnknownNode, DecommissionImpossible."""
+        ...
+
+    async def decommission_status(self, node_id: str) -> dict[str, Any]: ...
+
+    async def partition_state(self, topic: str, partition: int) -> PartitionState:
+        """The leader's view (match offsets, lag, in sync); NotLeader names the leader elsewhere."""
+        ...
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> str | None:
+        """Move leadership to ``target`` (or the most caught-up replica); the leader seen to take over."""
+        ...
+
+
+class GroupService(Protocol):
+    """Consumer groups (Confluent REST v2 instances); every call is served by the group's coordinator."""
+
+    async def create_instance(
+        self,
+        group: str,
+        name: str | None,
+        format: str,
+        offset_reset: str,
+        session_timeout_ms: int,
+        assignor: str,
+    ) -> ConsumerCreated: ...
+
+    async def delete_instance(self, group: str, instance: str) -> None: ...
+
+    async def subscribe(self, group: str, instance: str, topics: list[str]) -> None: ...
+
+    async def subscription(self, group: str, instance: str) -> list[str]: ...
+
+    async def assignment(self, group: str, instance: str) -> Assignment:
+        """A heartbeat: the partitions assigned now, rebalancing first if a subscribed topic changed."""
+        ...
+
+    async def seek(self, group: str, instance: str, offsets: dict[TopicPartition, int]) -> None: ...
+
+    async def seek_to(self, group: str, instance: str, partitions: list[TopicPartition], end: bool) -> None:
+        """Positions at the partitions' beginnings (``end`` False) or ends."""
+        ...
+
+    async def records(
+        self, group: str, instance: str, timeout_ms: int, max_bytes: int, generation: int | None
+    ) -> ConsumerRecords:
+        """A heartbeat and a fetch from every assigned partition at once (long poll up to ``timeout_ms``);
+        positions advance past what is returned. Raises StaleGeneration when ``generation`` is old."""
+        ...
+
+    async def commit(
+        self,
+        group: str,
+        instance: str,
+        offsets: dict[TopicPartition, int] | None,
+        generation: int | None,
+    ) -> None:
+        """Fenced by the coordinator (assigned partitions, current generation), then committed on each
+        partition's leader; ``offsets`` None commits the positions."""
+        ...
+
+    async def committed(
+        self, group: str, instance: str, partitions: list[TopicPartition] | None
+    ) -> list[CommittedOffset]:
+        """Committed offsets of ``partitions`` (None: the member's assigned partitions)."""
+        ...
+
+    async def describe(self, group: str) -> GroupDescription: ...
+
+    async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
+        """The groups of one partition of the coordinators' topic, from its leader."""
+        ...
+
+    async def coordinator_partitions(self) -> int:
+        """How many coordinator partitions there are (0 before the first group)."""
+        ...
+
+
+class PeerService(Protocol):
+    """What only other nodes ask of this one (never forwarded: the caller asks the node it means)."""
+
+    async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
+        """Committed batches of this node's replica (any role), for a peer replica catching up."""
+        ...
+
+    async def leadership(self) -> Claims: ...
+
+    async def replica_failures(self) -> Failures: ...
+
+    async def controller_snapshot(self, known_index: int | None) -> ControllerSnapshot:
+        """No snapshot when the applied index is still ``known_index``; NotLeader on a node without a
+        controller replica."""
+        ...
+
+    async def member_view(self, topic: str, partition: int) -> MemberView:
+        """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
+        ...
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        """On the partition leader: "add" or "remove" a voter, or "transfer" leadership to it."""
+        ...
+
+
+class LocalServices(Protocol):
+    """The node's own services: what the server side of peer calls runs."""
+
+    @property
+    def data(self) -> DataService: ...
+
+    @property
+    def admin(self) -> AdminService: ...
+
+    @property
+    def groups(self) -> GroupService: ...
+
+    @property
+    def peer(self) -> PeerService: ...
