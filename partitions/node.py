@@ -177,7 +177,7 @@ class _Notifying:
             self._notify()
         return result
 
-    def snapshot(self) -> bytes:
+    def snapshot(self) -> bytes | None:
         return self.inner.snapshot()
 
     def restore(self, snapshot: bytes) -> None:
