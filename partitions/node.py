@@ -4,8 +4,9 @@ Ownership and threads:
 - the asyncio event loop runs every method here; it owns ``_replicas`` and reconciliation;
 - one consensus ``Driver`` thread ticks every Raft group of the node, runs their ``apply`` and does the
   ``MuxHub``'s socket I/O (all groups' Raft traffic over one authenticated connection per peer), with
-  ``journal_sync_threads`` threads writing and fdatasyncing large journal appends beside it; a replica's
-  catch-up from its peers (``catch_up``, inside ``restore``) runs on it too and blocks it meanwhile;
+  ``journal_sync_threads`` threads writing and fdatasyncing large journal appends beside it;
+- a replica left behind its log by an installed snapshot recovers the missing batches from its peers in
+  an asyncio task (``recovery.Recoveries``, rate-limited per node), appending them in a worker thread;
 - one ``LogManager`` background thread group-flushes logs, applies retention and closes idle files;
 - one ``removal.Remover`` thread deletes dropped replicas' files at a pace;
 - the data directory is this node's alone (``raftlog.storage.dirlock``) from construction to ``close``.
@@ -36,7 +37,6 @@ import aiohttp
 from membership import Gossip, GossipConfig, Member, MemberState
 from partitions import commands, decommission, reconfigure, replica_failures
 from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
-from partitions.catch_up import catch_up, http_fetch
 from partitions.cluster_view import ClusterView, encode_meta
 from partitions.controller import (
     CONTROLLER_GROUP,
@@ -59,6 +59,7 @@ from partitions.errors import (
     InvalidReassignment,
     InvalidTopic,
     ReassignmentInProgress,
+    ReplicaRecovering,
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
@@ -67,8 +68,10 @@ from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordin
 from partitions.groups.replicated import ReplicatedGroupLog
 from partitions.metadata_follower import MetadataFollower
 from partitions.operations import Operator, internal_credential
+from partitions.peer_batches import http_fetch_batches
 from partitions.placement import REPLICAS_MAX_DEFAULT, check_capacity, place, replica_counts
 from partitions.reconfigure import MoveProgress
+from partitions.recovery import RATE_BYTES_PER_S_DEFAULT, Recoveries
 from partitions.replica_failures import NO_FAILURES_DIGEST, FailedReplicas, ReplicaFailure
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
 from raftlog.consensus.bridge import LoopNotifier
@@ -146,6 +149,7 @@ class NodeConfig:
     # metadata is followed over HTTP (``metadata_follower``) and peers are learned by gossip.
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
+    recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -277,6 +281,7 @@ class Node:
         )
         self._operator = Operator(self)
         self._follower: MetadataFollower | None = None  # set when this node holds no controller replica
+        self._recoveries = Recoveries(self._on_driver, config.recovery_bytes_per_s)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -343,6 +348,7 @@ class Node:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self._recoveries.close()
         try:
             await self._gossip.leave()
         finally:
@@ -366,6 +372,16 @@ class Node:
     async def _driver_barrier(self) -> None:
         """Wait until the driver thread has run everything queued before this call."""
         await asyncio.wrap_future(self._driver.submit(lambda: None))
+
+    async def _on_driver(self, function: Callable[[], bool]) -> bool:
+        """Run ``function`` on the driver thread, between two applies."""
+        return await asyncio.wrap_future(self._driver.submit(function))
+
+    def _http_session(self) -> aiohttp.ClientSession:
+        """The node's one HTTP session (to its peers), opened at first use on the event loop."""
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CLAIMS_FETCH_TIMEOUT_S))
+        return self._http
 
     def _group_dir(self, group_id: str) -> str:
         return os.path.join(self.config.data_dir, "raft", group_id)
@@ -654,6 +670,7 @@ class Node:
             if replica is None or replica.group is not group or error is None or self._closing:
                 return  # dropped meanwhile, or this stop was already handled
             del self._replicas[group_id]
+            self._recoveries.stop(group_id)
             group.close()
             replica.wake()
             await self._driver_barrier()
@@ -732,18 +749,10 @@ class Node:
 
     async def _open_replica(self, group_id: str, metadata: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, metadata.log_config())
-        peers = [
-            self._peers[n].http
-            for n in metadata.replicas[partition]
-            if n != self.node_id and n in self._peers
-        ]
-        fetch = http_fetch(metadata.name, partition, self._credential)
-
-        def copy_from_peers(target_log: Log, offset: int) -> None:
-            catch_up(target_log, offset, peers, fetch)
-
-        machine = PartitionStateMachine(partition_log, catch_up=copy_from_peers)
         loop = asyncio.get_running_loop()
+        # a restore that leaves the log behind (driver thread) starts its recovery on the event loop
+        behind = LoopNotifier(loop, lambda: self._recover(group_id))
+        machine = PartitionStateMachine(partition_log, on_behind=behind.notify)
         holder: list[_Replica] = []
         notifier = LoopNotifier(loop, lambda: holder[0].wake() if holder else None)
         voters = list(metadata.replicas[partition])
@@ -755,6 +764,8 @@ class Node:
         holder.append(replica)
         self._replicas[group_id] = replica
         self._replica_changes += 1
+        if machine.behind:  # restored before it was registered here: the notification found nothing
+            self._recover(group_id)
         group.on_stop(LoopNotifier(loop, lambda: self._replica_stopped(group_id, group)).notify)
         if metadata.replicas[partition][0] == self.node_id:
             # Placement made this node the partition's preferred leader: a new group elects it at once
@@ -763,6 +774,21 @@ class Node:
         log.info(
             "node %s: replica of %s/%d opened (group %s)", self.node_id, metadata.name, partition, group_id
         )
+
+    def _recover(self, group_id: str) -> None:
+        """Event loop: start copying what the replica's log lacks from its peers (no-op if running)."""
+        replica = self._replicas.get(group_id)
+        if replica is None or self._closing or not replica.machine.behind:
+            return
+        topic, partition = replica.topic.name, replica.partition
+
+        def peers() -> list[str]:  # its leader first: it holds every committed record
+            leader = replica.group.status().leader
+            others = [n for n in replica.topic.replicas[partition] if n != self.node_id]
+            return sorted(others, key=lambda n: n != leader)
+
+        fetch = http_fetch_batches(self._http_session, self.http_address, self._credential, topic, partition)
+        self._recoveries.start(group_id, replica.machine, peers, fetch)
 
     async def _drop_replicas(self, group_ids: list[str]) -> None:
         """Close and delete the replicas this node no longer holds: all of a deleted topic's at once.
@@ -773,7 +799,8 @@ class Node:
         for start in range(0, len(group_ids), DROP_SLICE):
             dropped = [(g, self._replicas.pop(g)) for g in group_ids[start : start + DROP_SLICE]]
             self._replica_changes += 1
-            for _, replica in dropped:
+            for group_id, replica in dropped:
+                self._recoveries.stop(group_id)
                 replica.group.close()
                 replica.wake()
             await self._driver_barrier()
@@ -950,8 +977,8 @@ class Node:
         found = await self._committed_from(topic, partition, offset, timeout_ms)
         if found is None:
             return []
-        replica, high_watermark = found
-        return replica.log.read(offset, max_bytes, max_offset=high_watermark)
+        replica, readable_end = found
+        return replica.log.read(offset, max_bytes, max_offset=readable_end)
 
     async def fetch_batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
@@ -962,15 +989,17 @@ class Node:
         found = await self._committed_from(topic, partition, offset, timeout_ms)
         if found is None:
             return b""
-        replica, high_watermark = found
-        batches = replica.log.read_batches(offset, max_bytes, max_offset=high_watermark)
+        replica, readable_end = found
+        batches = replica.log.read_batches(offset, max_bytes, max_offset=readable_end)
         return b"".join(batch.data for batch in batches)
 
     async def _committed_from(
         self, topic: str, partition: int, offset: int, timeout_ms: int
     ) -> tuple[_Replica, int] | None:
-        """The leader replica and its high watermark once a committed record at ``offset`` exists, waiting
-        up to ``timeout_ms``; None when none came. OffsetOutOfRange outside [log start, high watermark]."""
+        """The leader replica and where a read from ``offset`` must stop (its high watermark, or its log's
+        end while it recovers) once a committed record at ``offset`` exists, waiting up to ``timeout_ms``;
+        None when none came. OffsetOutOfRange outside [log start, high watermark], ReplicaRecovering
+        in [log end, high watermark) while the leader's log lacks those records."""
         replica = await self._reading_leader(topic, partition)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
@@ -982,7 +1011,7 @@ class Node:
                 if not start <= offset <= high_watermark:
                     raise OffsetOutOfRange(offset, start, high_watermark)
                 if offset < high_watermark:
-                    return replica, high_watermark
+                    return replica, _readable_end(replica, offset, high_watermark)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
@@ -998,9 +1027,10 @@ class Node:
         start = replica.log.log_start_offset
         if not start <= offset <= high_watermark:
             raise OffsetOutOfRange(offset, start, high_watermark)
-        return b"".join(
-            b.data for b in replica.log.read_batches(offset, max_bytes, max_offset=high_watermark)
-        )
+        if offset == high_watermark:
+            return b""
+        readable_end = _readable_end(replica, offset, high_watermark)  # a recovering replica: what it has
+        return b"".join(b.data for b in replica.log.read_batches(offset, max_bytes, max_offset=readable_end))
 
     def _ready_leader_now(self, topic: str, partition: int) -> _Replica:
         """For synchronous reads: the leader replica if it may serve reads, else NoLeader (retriable)."""
@@ -1230,6 +1260,7 @@ class Node:
             values[f"raft_transport_{name}"] = value
         for name, value in election_counts().items():
             values[f"raft_{name}"] = value
+        values.update(self._recoveries.metrics())
         values.update(self.groups.metrics())
         return values
 
@@ -1441,6 +1472,16 @@ class Node:
         applied_index, snapshot = await asyncio.wrap_future(self._driver.submit(take))
         check(group is self._controller, "controller replica changed while snapshotting")
         return leader, self.http_address(leader) or "", applied_index, snapshot
+
+
+def _readable_end(replica: _Replica, offset: int, high_watermark: int) -> int:
+    """Where a read of committed records from ``offset`` (below ``high_watermark``) stops: the high
+    watermark, or the log's end while the replica recovers what lies between (ReplicaRecovering when
+    ``offset`` is there). Read after the high watermark: an apply appends before it raises it."""
+    log_end = replica.log.end_offset
+    if offset >= log_end:
+        raise ReplicaRecovering(replica.group.group_id, log_end, high_watermark)
+    return min(log_end, high_watermark)
 
 
 def disk_usage(data_dir: str) -> tuple[int, int]:

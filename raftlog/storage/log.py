@@ -286,15 +286,19 @@ class Log:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
             return self._append(stamped, header, self._clock(), enforce_size_limit, durable_elsewhere)
 
-    def append_batch(self, batch: bytes, enforce_size_limit: bool = True) -> AppendResult:
-        """Append an already-offset batch exactly as given (replica catch-up); it must start at the end.
-        A replica copying committed batches passes ``enforce_size_limit=False`` (see append_prepared)."""
+    def append_batch(
+        self, batch: bytes, enforce_size_limit: bool = True, verified_header: BatchHeader | None = None
+    ) -> AppendResult:
+        """Append an already-offset batch exactly as given (replica recovery); it must start at the end.
+        A replica copying committed batches passes ``enforce_size_limit=False`` (see append_prepared);
+        ``verified_header``: what :func:`verify` returned for this very batch (its CRC is not checked
+        twice)."""
         with self._lock:
             self._check_writable()
             if enforce_size_limit:
                 self._check_size(len(batch))
             try:
-                header = verify(batch)
+                header = verify(batch) if verified_header is None else verified_header
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
             if header.base_offset != self.end_offset:
