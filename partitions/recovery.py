@@ -8,6 +8,8 @@ applying: above its log's end it writes nothing. Here, one asyncio task per behi
 is missing from the peers, in chunks of ``chunk_bytes``, and appends the batches exactly as stored
 (offsets, terms and CRCs unchanged) in a thread, never past the high watermark, until the log has reached
 it; it then confirms on the driver thread, where no apply interleaves, that nothing is missing, and ends.
+A chunk is fsynced once, after its batches: a crash loses at most what is fetched again after it (the
+installed snapshot stays the replica's until a snapshot after the recovery, which flushes the log).
 
 - Peers are asked one after another (the caller's order: the leader first); one that fails or has
   nothing new is skipped for the next. A peer whose log starts after ours (retention) restarts our log
@@ -157,7 +159,11 @@ def take_answer(target: RecoveryTarget, offset: int, answer: PeerBatches) -> Out
             if header.end_offset <= end:
                 continue  # what we hold (the first batch may start before the offset asked)
             if header.base_offset != end:
-                return Unusable(f"batch at offset {header.base_offset} does not continue our log at {end}")
+                gap = f"batch at offset {header.base_offset} does not continue our log at {end}"
+                if not batches:
+                    return Unusable(gap)
+                log.warning("%s: answer stops continuing the log: %s", target.log.directory, gap)
+                break
             if target.append_recovered(batch, header) is None:
                 break  # at the high watermark: the rest is apply's, or waits until it is committed here
             batches, size, offsets = batches + 1, size + len(batch), offsets + header.record_count
@@ -165,6 +171,8 @@ def take_answer(target: RecoveryTarget, offset: int, answer: PeerBatches) -> Out
         if not batches:
             return Unusable(f"malformed answer: {error}")
         log.warning("%s: malformed answer after %d good batches: %s", target.log.directory, batches, error)
+    if batches:
+        target.log.flush()  # one fsync per chunk, not per batch (append_recovered)
     return Copied(batches, size, offsets)
 
 

@@ -188,11 +188,17 @@ class PartitionStateMachine:
         (``header``: what ``verify`` returned for it), if it starts at the log's end and ends at or below
         the high watermark; None, and nothing written, otherwise (apply appends from the high watermark
         on). Race-free with apply: while the log's end is below the high watermark, apply writes nothing,
-        and this writes nothing at or past it (the high watermark only grows)."""
+        and this writes nothing at or past it (the high watermark only grows).
+
+        No fsync of its own (the caller flushes once per chunk): what a crash takes back is fetched
+        again, since the installed snapshot stays this replica's until a snapshot after the recovery,
+        which flushes the log first."""
         log = self.log
         if header.base_offset != log.end_offset or header.end_offset > self.high_watermark:
             return None
-        return log.append_batch(batch, enforce_size_limit=False, verified_header=header)
+        return log.append_batch(
+            batch, enforce_size_limit=False, verified_header=header, durable_elsewhere=True
+        )
 
     def restart_log_at(self, offset: int) -> bool:
         """Recovery (any thread): the peers' logs start at ``offset``, after this log's end (retention

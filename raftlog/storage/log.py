@@ -287,12 +287,17 @@ class Log:
             return self._append(stamped, header, self._clock(), enforce_size_limit, durable_elsewhere)
 
     def append_batch(
-        self, batch: bytes, enforce_size_limit: bool = True, verified_header: BatchHeader | None = None
+        self,
+        batch: bytes,
+        enforce_size_limit: bool = True,
+        verified_header: BatchHeader | None = None,
+        durable_elsewhere: bool = False,
     ) -> AppendResult:
         """Append an already-offset batch exactly as given (replica recovery); it must start at the end.
         A replica copying committed batches passes ``enforce_size_limit=False`` (see append_prepared);
         ``verified_header``: what :func:`verify` returned for this very batch (its CRC is not checked
-        twice)."""
+        twice); ``durable_elsewhere``: as in append_prepared (the peers hold the batch; the caller
+        flushes when it chooses)."""
         with self._lock:
             self._check_writable()
             if enforce_size_limit:
@@ -305,7 +310,7 @@ class Log:
                 raise InvalidRecord(
                     f"batch starts at offset {header.base_offset} but the log ends at {self.end_offset}"
                 )
-            return self._append(batch, header, self._clock(), enforce_size_limit)
+            return self._append(batch, header, self._clock(), enforce_size_limit, durable_elsewhere)
 
     def _check_writable(self) -> None:
         if self._closed:

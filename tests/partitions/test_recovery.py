@@ -6,6 +6,7 @@ in tokens, closing stops it, and completion is confirmed on the driver."""
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 from collections.abc import Callable
 
@@ -315,3 +316,25 @@ def test_answers_that_cannot_continue_the_log_are_unusable(tmp_path: pathlib.Pat
     assert take_answer(follower, 2, PeerBatches(log_start_offset=hw + 1)) == Copied(), "past the hw: wait"
     assert take_answer(follower, 2, PeerBatches(log_start_offset=hw)) == Restarted(hw)
     assert (follower.log.log_start_offset, follower.log.end_offset) == (hw, hw)
+
+
+def test_a_chunk_is_fsynced_once_not_per_batch(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pair = Pair(tmp_path, count=20)
+    data = b"".join(b.data for b in pair.leader.log.read_batches(0, 1 << 20))
+    syncs: list[int] = []
+    fdatasync = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (syncs.append(fd), fdatasync(fd))[1])
+    outcome = take_answer(pair.follower, 0, PeerBatches(data))
+    assert isinstance(outcome, Copied) and outcome.batches == 20
+    assert len(syncs) == 1, f"{len(syncs)} fsyncs for one chunk"
+    assert pair.follower.log.durable_end_offset == pair.follower.log.end_offset
+
+
+def test_an_answer_that_stops_continuing_the_log_keeps_what_did(tmp_path: pathlib.Path) -> None:
+    pair = Pair(tmp_path, count=20)
+    batches = pair.leader.log.read_batches(0, 1 << 20)
+    outcome = take_answer(pair.follower, 0, PeerBatches(batches[0].data + batches[2].data))
+    assert outcome == Copied(1, len(batches[0].data), batches[0].header.record_count)
+    assert pair.follower.log.end_offset == batches[0].header.end_offset
