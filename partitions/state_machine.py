@@ -174,8 +174,6 @@ class PartitionStateMachine:
             self.consumer_offsets[command.group] = command.offset
         return OffsetCommitted(command.group, self.consumer_offsets[command.group])
 
-    # -- snapshots -----------------------------------------------------------------------------------
-
     # -- behind: recovery ---------------------------------------------------------------------------
 
     @property
