@@ -23,7 +23,7 @@ from partitions.errors import (
     PeerProtocolError,
     PeerUnreachable,
     ReassignmentInProgress,
-    ReplicaBehind,
+    ReplicaRecovering,
     ReservedName,
     SequenceTooOld,
     TopicExists,
@@ -172,7 +172,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (OffsetOutOfRange, HttpError(416, 41601)),
     (InvalidRecord, HttpError(422, 42201)),
     (InvalidCommand, HttpError(422, 42201)),
-    (ReplicaBehind, HttpError(503, 50301, retriable=True)),
+    (ReplicaRecovering, HttpError(503, 50309, retriable=True)),  # recovering committed records from peers
     (LogClosed, HttpError(503, 50301, retriable=True)),
     (StorageUnavailable, HttpError(503, 50302, retriable=True)),
     (DirectoryLocked, HttpError(503, 50302, retriable=True)),  # a node refuses to start: never on a request

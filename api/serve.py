@@ -13,7 +13,7 @@ import platform
 import resource
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiohttp import web
 
@@ -25,6 +25,8 @@ from partitions.node import (
     PeerConfig,
 )
 from partitions.placement import REPLICAS_MAX_DEFAULT
+from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
+from raftlog.consensus.core import CoreConfig
 from raftlog.storage.errors import DirectoryLocked
 
 log = logging.getLogger("raftlog.serve")
@@ -37,6 +39,9 @@ MALLOC_KEEP_MIB_DEFAULT = 512  # see tune_malloc
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 _MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
 _TOP_PAD = 64 * 1024 * 1024
+MiB = 1024 * 1024
+RECOVERY_RATE_MIB_DEFAULT = RATE_BYTES_PER_S_DEFAULT // MiB
+JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
 
 
 class ServeConfigError(ValueError):
@@ -139,6 +144,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"controller leader's setting applies, so give every node the same)",
     )
     parser.add_argument(
+        "--recovery-rate-mib",
+        type=int,
+        default=RECOVERY_RATE_MIB_DEFAULT,
+        help=f"MiB per second that all replicas of this node recovering records from their peers copy "
+        f"together (a replica whose log is behind the snapshot it installed; default "
+        f"{RECOVERY_RATE_MIB_DEFAULT})",
+    )
+    parser.add_argument(
+        "--journal-compaction-min-mib",
+        type=int,
+        default=JOURNAL_COMPACTION_MIN_MIB_DEFAULT,
+        help=f"a Raft group's journal is compacted behind a snapshot once it holds more than this "
+        f"(default {JOURNAL_COMPACTION_MIN_MIB_DEFAULT}); a replica missing what was compacted installs "
+        f"the snapshot and recovers the records from its peers",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
@@ -191,6 +212,12 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         )
     if args.replicas_max < 1:
         raise ServeConfigError(f"--replicas-max {args.replicas_max}: must be >= 1")
+    if not 1 <= args.recovery_rate_mib <= 1 << 20:
+        raise ServeConfigError(f"--recovery-rate-mib {args.recovery_rate_mib}: must be in [1, 1048576]")
+    if not 1 <= args.journal_compaction_min_mib <= 1 << 20:
+        raise ServeConfigError(
+            f"--journal-compaction-min-mib {args.journal_compaction_min_mib}: must be in [1, 1048576]"
+        )
     if args.join and not seeds:
         raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
@@ -206,7 +233,10 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         journal_sync_threads=args.journal_sync_threads,
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,
+        recovery_bytes_per_s=args.recovery_rate_mib * MiB,
     )
+    core = replace(config.core, compaction_min_bytes=args.journal_compaction_min_mib * MiB)
+    config = replace(config, core=core)
     return config, http, token
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from partitions import commands
 from partitions.controller import TopicMetadata
-from partitions.errors import UnknownPartition
+from partitions.errors import ReplicaRecovering, UnknownPartition
 from partitions.replicas import Replica, ReplicaManager
 from partitions.routing import Routing
 from partitions.services import FetchedBatches, PartitionOffsets, ProduceResult
@@ -31,7 +31,7 @@ from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import ProducerRecord, check_producer_batch, encode_batch
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
-from raftlog.storage.log import Log
+from raftlog.storage.log import LogView
 
 LEADER_READY_WAIT_S = 2.0
 TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
@@ -167,21 +167,30 @@ class DataPlane:
         ``timeout_ms`` for a committed record at ``offset``; empty when none came."""
         self.counters["fetch_requests"] += 1
         replica, high_watermark = await self._committed_from(topic, partition, offset, timeout_ms)
-        if offset >= high_watermark:
-            return FetchedBatches(b"", high_watermark, replica.log.log_start_offset)
-        data = await self._read(replica.log, offset, max_bytes, high_watermark)
-        return FetchedBatches(data, high_watermark, replica.log.log_start_offset)
+        return await self._read(replica, offset, max_bytes, high_watermark)
 
-    async def _read(self, log: Log, offset: int, max_bytes: int, high_watermark: int) -> bytes:
-        batches = log.read_batches(offset, max_bytes, max_offset=high_watermark)
-        return b"".join(batch.data for batch in batches)
+    async def _read(
+        self, replica: Replica, offset: int, max_bytes: int, high_watermark: int
+    ) -> FetchedBatches:
+        """The batches from ``offset`` below the high watermark (none at it): the segments are resolved
+        under the log's lock, the bytes read outside it, on a reader thread unless the read is small."""
+        log = replica.log
+        if offset >= high_watermark:
+            return FetchedBatches(b"", high_watermark, log.log_start_offset)
+        view = log.read_view(offset, max_bytes, max_offset=_readable_end(replica, offset, high_watermark))
+        if view.size_bytes <= INLINE_READ_BYTES_MAX:
+            data = _read_all(view)
+        else:
+            data = await asyncio.get_running_loop().run_in_executor(self._readers, _read_all, view)
+        return FetchedBatches(data, high_watermark, log.log_start_offset)
 
     async def _committed_from(
         self, topic: str, partition: int, offset: int, timeout_ms: int
     ) -> tuple[Replica, int]:
         """The leader replica and its high watermark once a committed record at ``offset`` exists, waiting
         up to ``timeout_ms`` (the high watermark is then ``offset``: nothing came). OffsetOutOfRange outside
-        [log start, high watermark]."""
+        [log start, high watermark]; reading then raises ReplicaRecovering in [log end, high watermark)
+        while the leader's log lacks those records."""
         replica = await self._reading_leader(topic, partition)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
@@ -210,12 +219,7 @@ class DataPlane:
         start = replica.log.log_start_offset
         if not start <= offset <= high_watermark:
             raise OffsetOutOfRange(offset, start, high_watermark)
-        data = (
-            await self._read(replica.log, offset, max_bytes, high_watermark)
-            if offset < high_watermark
-            else b""
-        )
-        return FetchedBatches(data, high_watermark, start)
+        return await self._read(replica, offset, max_bytes, high_watermark)  # a recovering one: what it has
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
         return self.offsets_now(topic, partition)
@@ -226,3 +230,18 @@ class DataPlane:
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
+
+
+def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:
+    """Where a read of committed records from ``offset`` (below ``high_watermark``) stops: the high
+    watermark, or the log's end while the replica recovers what lies between (ReplicaRecovering when
+    ``offset`` is there). Read after the high watermark: an apply appends before it raises it."""
+    log_end = replica.log.end_offset
+    if offset >= log_end:
+        raise ReplicaRecovering(replica.group.group_id, log_end, high_watermark)
+    return min(log_end, high_watermark)
+
+
+def _read_all(view: LogView) -> bytes:
+    with view:
+        return b"".join(batch.data for batch in view.iter_batches())

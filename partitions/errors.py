@@ -27,15 +27,19 @@ class SequenceTooOld(PartitionError):
         self.oldest_known = oldest_known
 
 
-class ReplicaBehind(PartitionError):
-    """This replica's log lacks records its snapshot says were applied; it must fetch them from a peer."""
+class ReplicaRecovering(PartitionError):
+    """This replica's log lacks committed records that it is copying from its peers (it installed a
+    snapshot of its leader ahead of its log): offsets in ``[log_end_offset, high_watermark)`` cannot be
+    read here yet. Retriable: recovery goes on until the log reaches the high watermark."""
 
-    def __init__(self, log_end_offset: int, applied_end_offset: int) -> None:
+    def __init__(self, group_id: str, log_end_offset: int, high_watermark: int) -> None:
         super().__init__(
-            f"log ends at offset {log_end_offset} but the snapshot says {applied_end_offset} were applied"
+            f"replica of {group_id} is recovering committed records from its peers: its log ends at "
+            f"offset {log_end_offset}, the high watermark is {high_watermark}"
         )
+        self.group_id = group_id
         self.log_end_offset = log_end_offset
-        self.applied_end_offset = applied_end_offset
+        self.high_watermark = high_watermark
 
 
 class InvalidTopic(PartitionError):

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from membership import GossipConfig
-from partitions.catch_up import catch_up_from_peers
 from partitions.cluster import Cluster
 from partitions.cluster_view import ClusterView
 from partitions.controller import TopicMetadata
@@ -43,6 +42,7 @@ from partitions.peer_client import PeerClient, RemotePeer, credential_matches, i
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.presence import Presence
 from partitions.raft_host import RaftHost
+from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
@@ -90,6 +90,7 @@ class NodeConfig:
     # metadata is followed from the controller leader (``metadata_follower``), peers are learned by gossip.
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
+    recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
     peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
 
     def __post_init__(self) -> None:
@@ -164,9 +165,8 @@ class Node:
             self._logs,
             self.trash,
             self.frontend.metadata,
-            lambda topic, partition: catch_up_from_peers(
-                topic, partition, config.node_id, self._address, self._credential
-            ),
+            self.peers,
+            config.recovery_bytes_per_s,
         )
         self._view = ClusterView(config.node_id)
         self.routing = Routing(
@@ -325,5 +325,6 @@ class NodeView:
             values[f"raft_transport_{name}"] = value
         for name, value in election_counts().items():
             values[f"raft_{name}"] = value
+        values.update(node.replicas.recoveries.metrics())
         values.update(node.groups.metrics())
         return values

@@ -26,7 +26,10 @@ from typing import Any
 
 from partitions import replica_failures
 from partitions.controller import ControllerMetadata, TopicMetadata
+from partitions.peer_batches import peer_fetch_batches
+from partitions.peer_client import PeerClient
 from partitions.raft_host import RaftHost
+from partitions.recovery import Recoveries
 from partitions.replica_failures import FailedReplicas, ReplicaFailure
 from partitions.state_machine import PartitionStateMachine
 from raftlog.consensus.bridge import LoopNotifier
@@ -49,8 +52,6 @@ FIRST_CAMPAIGN_ATTEMPTS = 3
 DROP_SLICE = 256  # replicas closed per round trip to the driver thread when many go at once
 DROP_YIELD_EVERY = 16  # replicas whose files are closed and renamed aside between two event-loop turns
 
-CatchUp = Callable[[TopicMetadata, int], Callable[[Log, int], None]]
-
 
 class Notifying:
     """Wraps a state machine so the event loop hears about every apply while a reader waits for one.
@@ -72,7 +73,7 @@ class Notifying:
             self._notify()
         return result
 
-    def snapshot(self) -> bytes:
+    def snapshot(self) -> bytes | None:
         return self.inner.snapshot()
 
     def restore(self, snapshot: bytes) -> None:
@@ -106,14 +107,17 @@ class ReplicaManager:
         logs: LogManager,
         trash: Trash,
         metadata: Callable[[], ControllerMetadata],
-        catch_up: CatchUp,
+        client: PeerClient,
+        recovery_bytes_per_s: int,
     ) -> None:
         self.node_id = node_id
         self._raft = raft
         self._logs = logs
         self._trash = trash
         self._metadata = metadata
-        self._catch_up = catch_up
+        self._client = client
+        # replicas whose log an installed snapshot left behind copy what they lack from their peers
+        self.recoveries = Recoveries(raft.run, recovery_bytes_per_s)
         self._replicas: dict[str, Replica] = {}
         self.failed = FailedReplicas(node_id)  # replicas that cannot open or replay, retried with backoff
         self.changes = 0  # bumped whenever a replica is opened or dropped (leadership claims look again)
@@ -178,6 +182,7 @@ class ReplicaManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.recoveries.close()
         for replica in list(self._replicas.values()):
             replica.group.close()
             replica.wake()
@@ -251,8 +256,10 @@ class ReplicaManager:
 
     async def _open(self, group_id: str, topic: TopicMetadata, partition: int) -> None:
         partition_log = self._logs.open_log(group_id, topic.log_config())
-        machine = PartitionStateMachine(partition_log, catch_up=self._catch_up(topic, partition))
         loop = asyncio.get_running_loop()
+        # a restore that leaves the log behind (driver thread) starts its recovery on the event loop
+        behind = LoopNotifier(loop, lambda: self._recover(group_id))
+        machine = PartitionStateMachine(partition_log, on_behind=behind.notify)
         holder: list[Replica] = []
         notifier = LoopNotifier(loop, lambda: holder[0].wake() if holder else None)
         voters = list(topic.replicas[partition])
@@ -264,12 +271,29 @@ class ReplicaManager:
         holder.append(replica)
         self._replicas[group_id] = replica
         self.changes += 1
+        if machine.behind:  # restored before it was registered here: the notification found nothing
+            self._recover(group_id)
         group.on_stop(LoopNotifier(loop, lambda: self._stopped(group_id, group)).notify)
         if topic.replicas[partition][0] == self.node_id:
             # Placement made this node the partition's preferred leader: a new group elects it at once
             # (no-op for a group that has held an election), so the leader balancer need not move it.
             group.campaign_if_new(FIRST_CAMPAIGN_DELAY_MS, FIRST_CAMPAIGN_ATTEMPTS)
         log.info("node %s: replica of %s/%d opened (group %s)", self.node_id, topic.name, partition, group_id)
+
+    def _recover(self, group_id: str) -> None:
+        """Event loop: start copying what the replica's log lacks from its peers (no-op if running)."""
+        replica = self._replicas.get(group_id)
+        if replica is None or self._closing or not replica.machine.behind:
+            return
+        partition = replica.partition
+
+        def peers() -> list[str]:  # its leader first: it holds every committed record
+            leader = replica.group.status().leader
+            others = [n for n in replica.topic.replicas[partition] if n != self.node_id]
+            return sorted(others, key=lambda n: n != leader)
+
+        fetch = peer_fetch_batches(self._client, replica.topic.name, partition)
+        self.recoveries.start(group_id, replica.machine, peers, fetch)
 
     async def _drop(self, group_ids: list[str]) -> None:
         """Close and delete the replicas this node no longer holds: all of a deleted topic's at once.
@@ -280,7 +304,8 @@ class ReplicaManager:
         for start in range(0, len(group_ids), DROP_SLICE):
             dropped = [(g, self._replicas.pop(g)) for g in group_ids[start : start + DROP_SLICE]]
             self.changes += 1
-            for _, replica in dropped:
+            for group_id, replica in dropped:
+                self.recoveries.stop(group_id)
                 replica.group.close()
                 replica.wake()
             await self._raft.barrier()
@@ -326,6 +351,7 @@ class ReplicaManager:
             if replica is None or replica.group is not group or error is None or self._closing:
                 return  # dropped meanwhile, or this stop was already handled
             del self._replicas[group_id]
+            self.recoveries.stop(group_id)
             group.close()
             replica.wake()
             await self._raft.barrier()

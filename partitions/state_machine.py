@@ -7,6 +7,18 @@ The log holds only committed batches (entries are applied after they commit), so
 applied end offset. After a restart the Raft journal replays entries from the last snapshot while the log
 already holds their batches: a replayed produce is compared byte for byte with the batch already at that
 offset and skipped, so nothing is written twice; a mismatch is a broken invariant and stops the group.
+
+Behind: a snapshot installed from the leader may be ahead of the local log (the leader compacted its
+journal past what this replica holds). ``restore`` then takes the metadata only and the machine is
+*behind*, ``log.end_offset < high_watermark``, until ``partitions.recovery`` has copied the missing
+batches from peer replicas (off the driver thread). Apply stays deterministic meanwhile: a produce whose
+offset is the log's end is appended, one below it is compared as in replay, and one above it is not
+written (it is committed: the peers hold it, and recovery copies it) while everything else (the high
+watermark, dedup windows, consumer offsets, groups) advances exactly as on every other replica. Two
+writers, one position each, both under the log's lock: apply appends only at the high watermark and only
+when the log has reached it; recovery (``append_recovered``) appends only below the high watermark, at
+the log's end. So the log never gets ahead of the high watermark, and neither writer can take the
+other's offset. While behind, ``snapshot`` answers None: a snapshot must not claim records the log lacks.
 """
 
 from __future__ import annotations
@@ -18,12 +30,12 @@ import msgpack
 
 from partitions.commands import Barrier, CommitOffset, GroupCommand, Produce, decode
 from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
-from partitions.errors import InvalidCommand, ReplicaBehind, SequenceTooOld
+from partitions.errors import InvalidCommand, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import BatchFormatError, BatchHeader, rebase, verify
 from raftlog.storage.errors import InvalidRecord
-from raftlog.storage.log import Log
+from raftlog.storage.log import AppendResult, Log
 
 SNAPSHOT_VERSION = 1
 
@@ -58,12 +70,12 @@ class PartitionStateMachine:
         self,
         log: Log,
         producers: ProducerTable | None = None,
-        catch_up: Callable[[Log, int], None] | None = None,
+        on_behind: Callable[[], None] | None = None,
     ) -> None:
-        """``catch_up(log, offset)`` copies committed batches from a peer until the log reaches ``offset``
-        (used when an installed snapshot is ahead of the local log); without it restore raises."""
+        """``on_behind()`` is called (on the driver thread, from ``restore``) when the machine is left
+        behind its log: its owner starts the recovery that copies the missing batches."""
         self.log = log
-        self._catch_up = catch_up
+        self._on_behind = on_behind
         self.producers = producers or ProducerTable()
         self.consumer_offsets: dict[str, int] = {}
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
@@ -71,6 +83,9 @@ class PartitionStateMachine:
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
         self.high_watermark = 0
+        # A restore left the log behind, and recovery has not confirmed it caught up (recovered): only
+        # then may an apply find the log's end below its offset.
+        self._left_behind = False
 
     # -- apply ---------------------------------------------------------------------------------------
 
@@ -115,7 +130,8 @@ class PartitionStateMachine:
 
     def _write(self, batch: bytes | memoryview, header: BatchHeader, term: int, base_offset: int) -> None:
         log = self.log
-        if log.end_offset == base_offset:
+        log_end = log.end_offset  # read once: recovery may append below base_offset meanwhile, never at it
+        if log_end == base_offset:
             # The committed entry is in this replica's Raft journal (fsynced on a majority before the
             # commit); snapshot() flushes the log before compaction drops that entry, and a replay after a
             # crash appends whatever tail the log lost. So no fsync per apply.
@@ -133,10 +149,16 @@ class PartitionStateMachine:
                     f"{log.directory}: appended at {result.base_offset}, expected {base_offset}"
                 )
             return
-        check(
-            log.end_offset > base_offset,
-            f"{log.directory}: log ends at {log.end_offset}, below the applied end offset {base_offset}",
-        )
+        if log_end < base_offset:
+            # Behind (see the module docstring): committed, held by the peers, copied by recovery. The
+            # high watermark was already above the log's end before this entry, and only restore puts it
+            # there; anything else would be a log that lost acknowledged records.
+            if not self._left_behind:
+                raise InvariantViolation(
+                    f"{log.directory}: log ends at {log_end}, below the applied end offset {base_offset}, "
+                    "and no snapshot left it behind"
+                )
+            return
         if base_offset < log.log_start_offset:
             return  # replayed entry whose batch retention already deleted
         existing = log.read_batches(base_offset, max_bytes=1)
@@ -152,11 +174,55 @@ class PartitionStateMachine:
             self.consumer_offsets[command.group] = command.offset
         return OffsetCommitted(command.group, self.consumer_offsets[command.group])
 
+    # -- behind: recovery ---------------------------------------------------------------------------
+
+    @property
+    def behind(self) -> bool:
+        """The log lacks committed records below the high watermark (recovery is copying them)."""
+        return self.log.end_offset < self.high_watermark
+
+    def append_recovered(self, batch: bytes, header: BatchHeader) -> AppendResult | None:
+        """Recovery (any thread): append a committed batch copied from a peer replica, exactly as it came
+        (``header``: what ``verify`` returned for it), if it starts at the log's end and ends at or below
+        the high watermark; None, and nothing written, otherwise (apply appends from the high watermark
+        on). Race-free with apply: while the log's end is below the high watermark, apply writes nothing,
+        and this writes nothing at or past it (the high watermark only grows).
+
+        No fsync of its own (the caller flushes once per chunk): what a crash takes back is fetched
+        again, since the installed snapshot stays this replica's until a snapshot after the recovery,
+        which flushes the log first."""
+        log = self.log
+        if header.base_offset != log.end_offset or header.end_offset > self.high_watermark:
+            return None
+        return log.append_batch(
+            batch, enforce_size_limit=False, verified_header=header, durable_elsewhere=True
+        )
+
+    def restart_log_at(self, offset: int) -> bool:
+        """Recovery (any thread): the peers' logs start at ``offset``, after this log's end (retention
+        deleted what lies between): restart the log empty there. Only up to the high watermark, so the log
+        never gets ahead of it; False, and nothing done, past it."""
+        if offset > self.high_watermark:
+            return False
+        self.log.truncate_fully_and_start_at(offset)
+        return True
+
+    def recovered(self) -> bool:
+        """Driver thread (no apply runs meanwhile): whether the log holds everything below the high
+        watermark. Once it does, every later apply appends at the log's end, and recovery is over."""
+        if self.log.end_offset < self.high_watermark:
+            return False
+        self._left_behind = False
+        return True
+
     # -- snapshots -----------------------------------------------------------------------------------
 
-    def snapshot(self) -> bytes:
+    def snapshot(self) -> bytes | None:
         """Metadata only: the log's segments are fsynced first, so the snapshot never covers data that a
-        power loss could take back."""
+        power loss could take back. None while behind: the log lacks records the metadata says were
+        applied, and the snapshot would claim them (the core skips the compaction, see StateMachine)."""
+        if self.behind:
+            return None
         self.log.flush()
         check(
             self.log.durable_end_offset >= self.high_watermark,
@@ -181,13 +247,15 @@ class PartitionStateMachine:
             isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
             f"unknown partition snapshot format {str(state)[:80]!r}",
         )
-        high_watermark = int(state["high_watermark"])
-        if self.log.end_offset < high_watermark and self._catch_up is not None:
-            self._catch_up(self.log, high_watermark)
-        if self.log.end_offset < high_watermark:
-            raise ReplicaBehind(self.log.end_offset, high_watermark)
         self.applied_index = int(state["applied_index"])
-        self.high_watermark = high_watermark
+        self.high_watermark = int(state["high_watermark"])
         self.producers = ProducerTable.from_rows(state["producers"])
         self.consumer_offsets = {str(k): int(v) for k, v in state["consumer_offsets"].items()}
         self.groups = GroupTable.from_rows(state.get("groups", []))
+        if self.log.end_offset < self.high_watermark:
+            # Ahead of the local log (installed from the leader now, or that same snapshot again after a
+            # restart mid-recovery: none is taken while behind): the records come from the peers, copied
+            # off this thread.
+            self._left_behind = True
+            if self._on_behind is not None:
+                self._on_behind()

@@ -18,7 +18,8 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   :class:`~raftlog.consensus.interface.StateMachine` with their index and term; a non-leader rejects a
   proposal (NOT_LEADER / MISSING_LEADER) instead of forwarding it; membership requests are msgpack.
 * ``__tryLogCompaction`` / ``__loadDumpFile``: snapshots are the state machine's small metadata snapshot
-  in a CRC-checked msgpack file written with fsync, never pickle.
+  in a CRC-checked msgpack file written with fsync, never pickle; a state machine answering None ("not
+  now") skips that compaction.
 * Quiescence (ours, after CockroachDB's): an idle group stops heartbeating. A leader with nothing in flight
   whose connected followers all hold its whole log marks its heartbeats ``quiesce``; a follower that holds
   that log and commit index answers ``quiet`` and stops counting down to an election; once every follower
@@ -1469,6 +1470,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if prev is None or last is None or prev[1] == self._SyncObj__lastSerializedEntry:
             return
         state = self._state_machine.snapshot()
+        if state is None:
+            return  # "not now" (see StateMachine.snapshot): the journal stays; a later tick asks again
         cluster = [str(n.id) for n in self._SyncObj__otherNodes] + [self.node_id]
         write_file_durably(path, encode_snapshot(state, last, prev, cluster))
         self._SyncObj__lastSerializedEntry = prev[1]

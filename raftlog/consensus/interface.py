@@ -56,9 +56,12 @@ class StateMachine(Protocol):
 
     def apply(self, index: int, term: int, command: bytes | memoryview) -> object: ...
 
-    def snapshot(self) -> bytes:
+    def snapshot(self) -> bytes | None:
         """A small metadata snapshot of everything applied so far (the log segments are durable
-        separately and must be fsynced before this returns)."""
+        separately and must be fsynced before this returns), or None for "not now": the state cannot be
+        captured truthfully at the moment (a partition replica whose log still lacks records its metadata
+        says were applied, while it recovers them from its peers). The core then skips this compaction,
+        keeps its journal and asks again at a later tick; a snapshot never claims what is not on disk."""
         ...
 
     def restore(self, snapshot: bytes) -> None:

@@ -6,8 +6,10 @@ Invariants, checked on every append and on open:
 - under flush mode "always", an append returns only after its bytes are fsynced;
 - only the last (active) segment is written; closed segments were fsynced before the next was created.
 
-Thread-safe: one lock serialises every operation on a log. Reads hold it only while they read a bounded
-number of bytes; the streaming :class:`LogReader` takes it per batch.
+Thread-safe: one lock serialises every operation on a log. A read holds it only to resolve which
+segments and byte ranges it covers (a :class:`LogView`, which holds those segments); the preads, CRC
+checks and decoding run without it, so a large fetch does not delay the appends of the thread applying
+the partition's entries. The streaming :class:`LogReader` reads one segment's view at a time.
 """
 
 from __future__ import annotations
@@ -284,22 +286,31 @@ class Log:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
             return self._append(stamped, header, self._clock(), enforce_size_limit, durable_elsewhere)
 
-    def append_batch(self, batch: bytes, enforce_size_limit: bool = True) -> AppendResult:
-        """Append an already-offset batch exactly as given (replica catch-up); it must start at the end.
-        A replica copying committed batches passes ``enforce_size_limit=False`` (see append_prepared)."""
+    def append_batch(
+        self,
+        batch: bytes,
+        enforce_size_limit: bool = True,
+        verified_header: BatchHeader | None = None,
+        durable_elsewhere: bool = False,
+    ) -> AppendResult:
+        """Append an already-offset batch exactly as given (replica recovery); it must start at the end.
+        A replica copying committed batches passes ``enforce_size_limit=False`` (see append_prepared);
+        ``verified_header``: what :func:`verify` returned for this very batch (its CRC is not checked
+        twice); ``durable_elsewhere``: as in append_prepared (the peers hold the batch; the caller
+        flushes when it chooses)."""
         with self._lock:
             self._check_writable()
             if enforce_size_limit:
                 self._check_size(len(batch))
             try:
-                header = verify(batch)
+                header = verify(batch) if verified_header is None else verified_header
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
             if header.base_offset != self.end_offset:
                 raise InvalidRecord(
                     f"batch starts at offset {header.base_offset} but the log ends at {self.end_offset}"
                 )
-            return self._append(batch, header, self._clock(), enforce_size_limit)
+            return self._append(batch, header, self._clock(), enforce_size_limit, durable_elsewhere)
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -416,49 +427,60 @@ class Log:
     def _segment_index(self, offset: int) -> int:
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
+    def read_view(self, offset: int, max_bytes: int, max_offset: int | None = None) -> LogView:
+        """The batches a read from ``offset`` may return, resolved under the lock and read outside it.
+
+        Under the lock this only checks ``offset`` (``LogClosed``, ``OffsetOutOfRange``), finds the
+        segments and byte ranges that cover the read (no more than ``max_bytes`` of them past the first
+        batch, none starting at or after ``max_offset``), notes each one's readable end (its size now) and
+        holds them (``Segment.acquire``): retention, truncation, handle sweeps and the log's close leave
+        their files open and readable until the view lets go. The preads, CRC checks and decoding happen
+        in :meth:`LogView.batches` and :meth:`LogView.records`, without the lock that applies (appends)
+        need. Use as a context manager, or ``close()`` it."""
+        with self._lock:
+            return self._view(offset, max_bytes, max_offset, one_segment=False)
+
+    def _view(self, offset: int, max_bytes: int | None, max_offset: int | None, one_segment: bool) -> LogView:
+        """Under the lock. ``max_bytes`` None: no byte budget; ``one_segment``: cover only the segment
+        holding ``offset`` (a streaming reader moves on one segment at a time)."""
+        if self._closed:
+            raise LogClosed(f"log {self.directory} is closed")
+        self._check_offset(offset)
+        self._touch()
+        limit = self.end_offset if max_offset is None else min(max_offset, self.end_offset)
+        spans: list[tuple[Segment, int, int]] = []
+        index = self._segment_index(offset)
+        position = self._segments[index].locate(offset)
+        covered = 0
+        while index < len(self._segments):
+            segment = self._segments[index]
+            if segment.base_offset >= limit:
+                break
+            if position is not None and position < segment.size:
+                spans.append((segment, position, segment.size))
+                covered += segment.size - position
+                # a batch never spans two segments: the first span holds at least one whole batch, and
+                # once the spans hold max_bytes the cut stops before any byte past them
+                if one_segment or (max_bytes is not None and covered >= max_bytes):
+                    break
+            index += 1
+            position = 0
+        for segment, _, _ in spans:
+            segment.acquire()
+        return LogView(self, offset, max_bytes, limit, spans)
+
     def read_batches(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[ReadBatch]:
         """CRC-checked batches holding records from ``offset`` on, up to ``max_bytes`` (at least one batch
-        when any record is available), never including a batch that starts at or after ``max_offset``."""
-        with self._lock:
-            if self._closed:
-                raise LogClosed(f"log {self.directory} is closed")
-            self._check_offset(offset)
-            self._touch()
-            limit = self.end_offset if max_offset is None else min(max_offset, self.end_offset)
-            out: list[ReadBatch] = []
-            total = 0
-            index = self._segment_index(offset)
-            position = self._segments[index].locate(offset)
-            while index < len(self._segments):
-                segment = self._segments[index]
-                if position is not None:
-                    for _, header, view in segment.batches(position):
-                        if header.base_offset >= limit or (out and total + header.size_bytes > max_bytes):
-                            return out
-                        out.append(ReadBatch(header, batch_bytes(view)))
-                        total += header.size_bytes
-                index += 1
-                position = 0
-            return out
+        when any record is available), never including a batch that starts at or after ``max_offset``.
+        The lock is held only to resolve the read (:meth:`read_view`), not while it reads."""
+        with self.read_view(offset, max_bytes, max_offset) as view:
+            return view.batches()
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[Record]:
         """Records from ``offset`` on, within ``max_bytes`` of batches (at least one record if any), all
-        below ``max_offset`` (e.g. the high watermark) when given."""
-        with self._lock:
-            limit = self.end_offset if max_offset is None else min(max_offset, self.end_offset)
-            records: list[Record] = []
-            for batch in self.read_batches(offset, max_bytes, limit):
-                try:
-                    decoded = batch.records()
-                except BatchFormatError as exc:
-                    raise CorruptRecord(
-                        self.directory, -1, f"batch at offset {batch.header.base_offset}: {exc}"
-                    ) from exc
-                if decoded[0].offset >= offset and decoded[-1].offset < limit:
-                    records.extend(decoded)
-                else:
-                    records.extend(r for r in decoded if offset <= r.offset < limit)
-            return records
+        below ``max_offset`` (e.g. the high watermark) when given. Decoded outside the lock."""
+        with self.read_view(offset, max_bytes, max_offset) as view:
+            return view.records()
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record has a timestamp >= ``timestamp_ms``, or None if there is none."""
@@ -484,7 +506,8 @@ class Log:
 
     def reader(self, offset: int, max_offset: int | None = None) -> LogReader:
         """A streaming reader from ``offset``; it keeps the segment it reads from open, even if retention
-        deletes it meanwhile. Use as a context manager."""
+        deletes it meanwhile, and reads it without the log's lock (a view of one segment at a time). Use
+        as a context manager."""
         with self._lock:
             self._check_offset(offset)
             return LogReader(self, offset, max_offset)
@@ -604,8 +627,7 @@ class Log:
                     self._segments[-1].seal()
             finally:
                 for segment in self._segments:
-                    if segment.readers == 0:
-                        segment.close()
+                    segment.close_after_readers()  # a view or reader still reading closes it last
                 self._closed = True
 
     def __enter__(self) -> Log:
@@ -617,15 +639,102 @@ class Log:
         self.close()
 
 
+class LogView:
+    """A read resolved by :meth:`Log.read_view`: byte ranges of held segments, read without the lock.
+
+    ``spans``: (segment, first batch's byte position, readable end when the view was taken). Reading
+    sees exactly the batches the log held then: what is appended later lies past the ends, and a segment
+    deleted or a log closed meanwhile stays readable through the descriptors the view holds. (Bytes that
+    :meth:`Log.truncate` cuts from under a view, entries nobody committed, read as corruption.)"""
+
+    def __init__(
+        self,
+        owner: Log,
+        offset: int,
+        max_bytes: int | None,
+        limit: int,
+        spans: list[tuple[Segment, int, int]],
+    ) -> None:
+        self._log = owner
+        self.offset = offset
+        self.max_bytes = max_bytes  # None: no byte budget
+        self.limit = limit  # no batch starting at or after it: min(max_offset, end offset then)
+        self._spans = spans
+
+    def iter_batches(self) -> Iterator[ReadBatch]:
+        """The batches one by one (preads and CRC checks as they go), cut as :meth:`Log.read_batches`."""
+        total = 0
+        first = True
+        for segment, position, end in self._spans:
+            for _, header, view in segment.batches(position, end):
+                size = header.size_bytes
+                if header.base_offset >= self.limit:
+                    return
+                if not first and self.max_bytes is not None and total + size > self.max_bytes:
+                    return
+                first = False
+                total += size
+                yield ReadBatch(header, batch_bytes(view))
+
+    def batches(self) -> list[ReadBatch]:
+        return list(self.iter_batches())
+
+    def records(self) -> list[Record]:
+        """The records from the view's offset on, below its limit; a batch that does not decode is
+        ``CorruptRecord`` (its CRC held: a bug, or damage the CRC missed)."""
+        offset, limit = self.offset, self.limit
+        records: list[Record] = []
+        for batch in self.iter_batches():
+            try:
+                decoded = batch.records()
+            except BatchFormatError as exc:
+                raise CorruptRecord(
+                    self._log.directory, -1, f"batch at offset {batch.header.base_offset}: {exc}"
+                ) from exc
+            if decoded[0].offset >= offset and decoded[-1].offset < limit:
+                records.extend(decoded)
+            else:
+                records.extend(r for r in decoded if offset <= r.offset < limit)
+        return records
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._spans
+
+    @property
+    def size_bytes(self) -> int:
+        """About what reading the view costs: the bytes its spans hold, or the byte budget if less (a
+        first batch larger than the budget is still read whole)."""
+        held = sum(end - position for _, position, end in self._spans)
+        return held if self.max_bytes is None else min(held, self.max_bytes)
+
+    def close(self) -> None:
+        """Let go of the segments (idempotent): a deleted one's files go to their discard now."""
+        spans, self._spans = self._spans, []
+        if spans:
+            with self._log._lock:
+                for segment, _, _ in spans:
+                    segment.release()
+
+    def __enter__(self) -> LogView:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 class LogReader:
-    """Streams batches from an offset; holds the segment it is in so deletion cannot pull it away."""
+    """Streams batches from an offset, one segment at a time: a :class:`LogView` of the segment it is in
+    (held, so deletion cannot pull it away; read without the log's lock), then of the next one."""
 
     def __init__(self, owner: Log, offset: int, max_offset: int | None) -> None:
         self._log = owner
         self._next_offset = offset
         self._max_offset = max_offset
-        self._segment: Segment | None = None
-        self._position: int | None = None
+        self._view: LogView | None = None
+        self._batches: Iterator[ReadBatch] | None = None
 
     def __iter__(self) -> Iterator[ReadBatch]:
         while True:
@@ -635,45 +744,28 @@ class LogReader:
             yield batch
 
     def next_batch(self) -> ReadBatch | None:
-        """The next batch, or None at the end of the log (or at ``max_offset``)."""
+        """The next batch, or None at the end of the log (or at ``max_offset``). ``OffsetOutOfRange`` when
+        the next segment was deleted before the reader got to it."""
         owner = self._log
-        with owner._lock:
-            owner._touch()
-            limit = owner.end_offset if self._max_offset is None else min(self._max_offset, owner.end_offset)
-            if self._next_offset >= limit:
-                return None
-            if self._segment is None or self._position is None or self._position >= self._segment.size:
-                self._move_to(self._next_offset)
-            if self._segment is None or self._position is None:
-                return None
-            for position, header, view in self._segment.batches(self._position):
-                if header.base_offset >= limit:
-                    return None
-                self._position = position + header.size_bytes
-                self._next_offset = header.end_offset
-                return ReadBatch(header, batch_bytes(view))
-            self._position = self._segment.size
-            return self.next_batch()
-
-    def _move_to(self, offset: int) -> None:
-        owner = self._log
-        if offset < owner.log_start_offset:
-            raise OffsetOutOfRange(offset, owner.log_start_offset, owner.end_offset)
-        segment = owner._segments[owner._segment_index(offset)]
-        if segment is not self._segment:
-            self._release()
-            segment.acquire()
-            self._segment = segment
-        self._position = segment.locate(offset)
-
-    def _release(self) -> None:
-        if self._segment is not None:
-            with self._log._lock:
-                self._segment.release()
-            self._segment = None
+        while True:  # at most two turns: a view's end, then a view of the next segment (never empty)
+            if self._batches is None:
+                with owner._lock:
+                    end = owner.end_offset
+                    if self._next_offset >= (end if self._max_offset is None else min(self._max_offset, end)):
+                        return None
+                    view = owner._view(self._next_offset, None, self._max_offset, one_segment=True)
+                check(not view.is_empty, f"{owner.directory}: no batch holds offset {self._next_offset}")
+                self._view, self._batches = view, view.iter_batches()
+            batch = next(self._batches, None)
+            if batch is not None:
+                self._next_offset = batch.header.end_offset
+                return batch
+            self.close()
 
     def close(self) -> None:
-        self._release()
+        if self._view is not None:
+            self._view.close()
+        self._view, self._batches = None, None
 
     def __enter__(self) -> LogReader:
         return self

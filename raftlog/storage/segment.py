@@ -162,6 +162,7 @@ class Segment:
         self._written_back = self.size  # writeback was started (or an fsync done) up to here
         self.readers = 0
         self.deleted = False
+        self._close_when_released = False  # deleted, or its log closed, while readers held it
         self._discard: Callable[[str], None] | None = None  # set by delete()
         self._discarded: list[str] = []  # files renamed by delete(), not yet handed to its discard
 
@@ -357,10 +358,13 @@ class Segment:
             raise CorruptRecord(self.path, stop.position, stop.reason) from None
         return None
 
-    def batches(self, position: int) -> Iterator[tuple[int, BatchHeader, memoryview]]:
-        """CRC-checked batches from ``position`` to the end; corruption raises ``CorruptRecord``."""
+    def batches(self, position: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """CRC-checked batches from ``position`` to ``end`` (the file's size by default); corruption raises
+        ``CorruptRecord``. A reader that holds the segment (:meth:`acquire`) may call it without the log's
+        lock, with an ``end`` it read under that lock: its descriptor stays open until it lets go, and
+        appends only write past that end."""
         try:
-            yield from walk(self.fd, position, self.size, verify=True)
+            yield from walk(self.fd, position, self.size if end is None else end, verify=True)
         except ScanStop as stop:
             raise CorruptRecord(self.path, stop.position, stop.reason) from None
 
@@ -441,17 +445,27 @@ class Segment:
             self._discarded.append(aside)
         fsync_directory(self.directory)
         self._discard = discard
-        if self.readers == 0:
-            self.close()
+        self.close_after_readers()
 
     def acquire(self) -> None:
+        """A reader holds the segment (under the log's lock): its data file is open from now until the
+        reader lets go, whatever ``release_handles``, ``delete`` or the log's ``close`` do meanwhile."""
+        if self._closed:
+            raise InvariantViolation(f"{self.path}: acquired after close")
+        self.fd.bit_length()  # the property opens it: a reader reads without the lock, never opens
         self.readers += 1
 
     def release(self) -> None:
         if self.readers <= 0:
             raise InvariantViolation(f"{self.path}: release without acquire")
         self.readers -= 1
-        if self.readers == 0 and self.deleted:
+        if self.readers == 0 and self._close_when_released:
+            self.close()
+
+    def close_after_readers(self) -> None:
+        """Close now, or when the last reader lets go (a deleted segment, a closed log's)."""
+        self._close_when_released = True
+        if self.readers == 0:
             self.close()
 
     def open_handles(self) -> None:

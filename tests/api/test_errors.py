@@ -13,7 +13,7 @@ import partitions
 import raftlog
 from api import errors
 from membership.errors import WireError
-from partitions.errors import InvalidName, ReservedName
+from partitions.errors import InvalidName, ReplicaRecovering, ReservedName
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
@@ -35,8 +35,8 @@ def _all_error_classes() -> set[type[RaftlogError]]:
 
 
 # Node-to-node transport errors never travel on a client request: they close a peer connection (Raft)
-# or drop a datagram (gossip, counted in its stats).
-NODE_INTERNAL_MODULES = {"raftlog.consensus.transport", "raftlog.consensus.wire"}
+# or drop a datagram (gossip, counted in its stats); a peer failing a recovery fetch is skipped for the next.
+NODE_INTERNAL_MODULES = {"raftlog.consensus.transport", "raftlog.consensus.wire", "partitions.recovery"}
 NODE_INTERNAL_BASES = (WireError,)
 
 
@@ -63,6 +63,7 @@ def test_every_concrete_error_is_in_the_table() -> None:
         (errors.UnsupportedMediaType("text/plain"), 415, 41501),
         (InvalidName("group", "g\n", "a control character"), 400, 40001),
         (ReservedName("name", "__x", "reserved"), 400, 40003),
+        (ReplicaRecovering("t-0.1", 10, 20), 503, 50309),
     ],
 )
 def test_contract_codes(error: Exception, status: int, code: int) -> None:

@@ -1,21 +1,24 @@
 """A replica that was down while the leader compacted its Raft journal gets a snapshot instead of the
-entries, and copies the missing records from a peer's log: afterwards its log equals the leader's."""
+entries, and its recovery task copies the missing records from a peer's log (off the driver thread):
+afterwards its log equals the leader's, and meanwhile its reads never go past what its log holds."""
 
 from __future__ import annotations
 
 import asyncio
 import pathlib
 from dataclasses import replace
+from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from test_node import configs, controller_leader, fetch, partition_leader, until
 
 from api.app import build_app
-from partitions.catch_up import PeerAnswer, catch_up, split_batches
-from partitions.errors import ReplicaBehind
+from partitions import replicas as replicas_module
+from partitions.errors import ReplicaRecovering
 from partitions.node import Node, NodeConfig
-from raftlog.storage import Log, LogConfig, ProducerRecord
+from raftlog.storage import ProducerRecord
 
 
 class Served:
@@ -65,55 +68,107 @@ async def test_a_replica_behind_a_compacted_journal_copies_records_from_a_peer(
         await restarted.start()
         group_id = leader.frontend.topic("t").group_id(0)
 
-        def caught_up() -> bool:
+        def recovered() -> bool:
             replica = restarted.node.replicas.get(group_id)
-            return replica is not None and replica.machine.high_watermark >= 151
+            return (
+                replica is not None
+                and replica.machine.high_watermark >= 151
+                and not replica.machine.behind
+                and restarted.node.metadata.metrics()["recovery_replicas"] == 0
+            )
 
-        await until(caught_up, timeout_s=30, what="restarted replica caught up")
+        await until(recovered, timeout_s=30, what="restarted replica recovered")
         replica = restarted.node.replicas.get(group_id)
         assert [r.value for r in replica.log.read(0, 1 << 22, 151)] == expected
+        metrics = restarted.node.metadata.metrics()
+        assert metrics["recovery_completed"] >= 1, "the records came through a recovery, not the journal"
+        assert metrics["recovery_bytes"] >= replica.log.size_bytes // 2
+        # and the group goes on: a new record reaches the recovered replica through its apply
+        await leader.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+        await until(lambda: replica.machine.high_watermark == 152, what="apply after recovery")
+        assert [r.value for r in replica.log.read(151, 1 << 20, 152)] == [b"after"]
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
 
 
-def _filled_log(path: pathlib.Path, count: int) -> Log:
-    log = Log.open(str(path), LogConfig(segment_bytes=2048))
-    for i in range(count):
-        log.append([ProducerRecord(b"v%d" % i)], term=1)
-    return log
-
-
-def test_catch_up_copies_batches_unchanged_and_tries_the_next_peer(tmp_path: pathlib.Path) -> None:
-    source = _filled_log(tmp_path / "source", 30)
-    target = Log.open(str(tmp_path / "target"), LogConfig())
-
-    def fetch(peer: str, offset: int) -> PeerAnswer:
-        if peer == "down":
-            raise OSError("connection refused")
-        return PeerAnswer(b"".join(b.data for b in source.read_batches(offset, 200)))
-
-    catch_up(target, 30, ["down", "up"], fetch)
-    assert [b.data for b in target.read_batches(0, 1 << 20)] == [
-        b.data for b in source.read_batches(0, 1 << 20)
-    ]
-
-
-def test_catch_up_restarts_the_log_where_peers_start_and_fails_without_progress(
-    tmp_path: pathlib.Path,
+async def test_a_recovering_leader_serves_only_what_its_log_holds_and_accepts_writes(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target = Log.open(str(tmp_path / "target"), LogConfig())
-    source = _filled_log(tmp_path / "source", 10)
-    calls = []
+    """Raft may elect a replica whose log is still recovering (its journal is current): it takes writes
+    (apply advances its state; the records land on the others), answers fetches below its log's end,
+    and answers a retriable ReplicaRecovering (503/50309) for the offsets it is still copying."""
+    gate = asyncio.Event()  # holds every recovery fetch past the first chunk
+    real_fetch = replicas_module.peer_fetch_batches
 
-    def fetch(peer: str, offset: int) -> PeerAnswer:
-        calls.append(offset)
-        if offset < 5:
-            return PeerAnswer(log_start_offset=5)
-        data = b"".join(b.data for b in source.read_batches(offset, 1 << 20))
-        return PeerAnswer(data)
+    def held_fetch(*args: Any, **kwargs: Any) -> Any:
+        inner = real_fetch(*args, **kwargs)
 
-    catch_up(target, 10, ["p"], fetch)
-    assert (target.log_start_offset, target.end_offset) == (5, 10)
-    with pytest.raises(ReplicaBehind):
-        catch_up(target, 20, ["p"], lambda peer, offset: PeerAnswer(b""))
-    assert list(split_batches(b"")) == []
+        async def fetch(peer: str, offset: int, max_bytes: int) -> Any:
+            if offset > 0:
+                await gate.wait()
+            return await inner(peer, offset, 1000)  # a few batches at a time
+
+        return fetch
+
+    monkeypatch.setattr(replicas_module, "peer_fetch_batches", held_fetch)
+    node_configs = [replace(c, core=replace(c.core, compaction_min_entries=20)) for c in configs(tmp_path)]
+    served = [Served(c) for c in node_configs]
+    await asyncio.gather(*(s.start() for s in served))
+    try:
+        nodes = [s.node for s in served]
+        controller = await until(lambda: controller_leader(nodes), what="controller leader")
+        await controller.frontend.create_topic("t", 1, 3, {"segment.bytes": 4096})
+        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
+        laggard = next(s for s in served if s.node is not leader)
+        await leader.data.produce("t", 0, [ProducerRecord(b"early")], None, None, 5000)
+        await laggard.stop()
+        for i in range(150):
+            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
+        expected = [r.value for r in await fetch(leader, "t", 0, 0, 1 << 22, 0)]
+
+        restarted = Served(laggard.config)
+        served[served.index(laggard)] = restarted
+        await restarted.start()
+        node = restarted.node
+        group_id = leader.frontend.topic("t").group_id(0)
+
+        def part_copied() -> bool:
+            replica = node.replicas.get(group_id)
+            return replica is not None and replica.machine.behind and replica.log.end_offset > 0
+
+        await until(part_copied, timeout_s=30, what="first chunk recovered")
+        await leader.partition_admin.transfer_leadership("t", 0, node.node_id, 5000)
+        await until(lambda: node.data.ready_leader("t", 0), what="the recovering replica leads")
+        replica = node.replicas.get(group_id)
+        log_end, high_watermark = replica.log.end_offset, replica.machine.high_watermark
+        assert 0 < log_end < high_watermark == 151
+
+        assert [r.value for r in await fetch(node, "t", 0, 0, 1 << 22, 0)] == expected[:log_end]
+        with pytest.raises(ReplicaRecovering) as raised:
+            await fetch(node, "t", 0, log_end, 1 << 20, 0)
+        assert (raised.value.log_end_offset, raised.value.high_watermark) == (log_end, 151)
+        with pytest.raises(ReplicaRecovering):
+            await node.data.read_batches("t", 0, 150, 1 << 20)  # a peer asking it: only what its log has
+        assert (await node.data.read_batches("t", 0, 0, 1 << 20)).data, "below its end it serves peers"
+        async with aiohttp.ClientSession() as client:
+            url = f"{_http_of(restarted.config)}/topics/t/partitions/0/records?offset={log_end}"
+            async with client.get(url) as answer:
+                assert answer.status == 503 and (await answer.json())["error_code"] == 50309
+        assert (
+            node.metadata.metrics()["recovery_replicas"] == 1
+            and node.metadata.metrics()["recovery_offsets_missing"] > 0
+        )
+
+        written = await node.data.produce("t", 0, [ProducerRecord(b"while recovering")], None, None, 5000)
+        assert written.base_offset == 151, "a recovering leader takes writes at its high watermark"
+
+        gate.set()
+        await until(lambda: not replica.machine.behind, timeout_s=30, what="recovered")
+        assert [r.value for r in await fetch(node, "t", 0, 0, 1 << 22, 0)] == [*expected, b"while recovering"]
+    finally:
+        gate.set()
+        await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
+
+
+def _http_of(config: NodeConfig) -> str:
+    return next(p.http for p in config.peers if p.node_id == config.node_id)

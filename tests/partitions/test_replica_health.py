@@ -130,7 +130,9 @@ async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(
                     assert (replica["error"] is not None) is is_failed
                 assert node.routing.known_leader("orders", 0) == leader.node_id
 
-            metrics = await (await session.get(failed.routing.http_address(failed.node_id) + "/metrics")).text()  # type: ignore[operator]
+            metrics = await (
+                await session.get(failed.routing.http_address(failed.node_id) + "/metrics")
+            ).text()  # type: ignore[operator]
             assert "raftlog_partition_replicas_failed 1" in metrics.splitlines()
 
         # retried with the same backoff as a replica that cannot open, and failing the same way again

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from partitions import commands
 from partitions.dedup import WINDOW, Duplicate, Fresh, ProducerTable, TooOld
-from partitions.errors import InvalidCommand, ReplicaBehind, SequenceTooOld
+from partitions.errors import InvalidCommand, SequenceTooOld
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
 from raftlog.errors import InvariantViolation
 from raftlog.storage import Log, LogConfig, ProducerRecord
@@ -129,14 +129,6 @@ def test_replay_that_differs_from_disk_stops_loudly(tmp_path: pathlib.Path) -> N
     again = open_machine(tmp_path)
     with pytest.raises(InvariantViolation):
         again.apply(1, 1, produce([b"not a"]))
-
-
-def test_restore_refuses_a_snapshot_ahead_of_the_local_log(tmp_path: pathlib.Path) -> None:
-    leader = open_machine(tmp_path / "leader")
-    leader.apply(1, 1, produce([b"a", b"b"]))
-    follower = open_machine(tmp_path / "follower")
-    with pytest.raises(ReplicaBehind):
-        follower.restore(leader.snapshot())
 
 
 @settings(max_examples=60, deadline=None)
