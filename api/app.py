@@ -30,7 +30,7 @@ from aiohttp import web
 
 from api import admin, consumers, errors
 from api.bodies import read_body
-from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK, columnar_encoding, encode_columnar
+from api.columnar import columnar_encoding, encode_columnar
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -44,10 +44,8 @@ from api.forwarding import Forwarded, Forwarder
 from api.metrics import HttpMetrics
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import (
-    HIGH_WATERMARK_HEADER,
     HOPS_HEADER,
     INTERNAL_PREFIX,
-    LEADER_HEADER,
     RoundRobin,
     assign_partitions,
     forward_target,
@@ -57,7 +55,6 @@ from api.routing import (
 )
 from api.schemas import (
     INT64_MAX,
-    RECORD_BATCH_V1,
     OffsetCommit,
     ParsedRecord,
     batch_produced_answer,
@@ -87,6 +84,13 @@ from partitions.groups.coordinator import is_internal
 from raftlog.consensus.errors import ConsensusError, NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import ProducerRecord
+from raftlog_client.contract import (
+    COLUMNAR_JSON,
+    COLUMNAR_MSGPACK,
+    HIGH_WATERMARK_HEADER,
+    LEADER_HEADER,
+    RECORD_BATCH_V1,
+)
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,8 @@ from api.bodies import read_body
 from api.errors import BadRequest, UnsupportedMediaType
 from api.forwarding import Forwarded, Forwarder
 from api.openapi import Operation, Param
-from api.routing import HIGH_WATERMARK_HEADER, HOPS_HEADER, forward_target, parse_hops
+from api.routing import HOPS_HEADER, forward_target, parse_hops
 from api.schemas import (
-    BINARY_V2,
-    JSON_V2,
     OFFSETS_MAX,
     RECORD_CONTENT_TYPES,
     Flavour,
@@ -55,9 +53,8 @@ from partitions.names import check_group_name, check_instance_name, check_topic_
 from raftlog.consensus.errors import ConsensusError, NotLeader
 from raftlog.errors import RaftlogError, check
 from raftlog.storage.errors import OffsetOutOfRange
+from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, HIGH_WATERMARK_HEADER, JSON_V2, KAFKA_V2
 
-KAFKA_V2 = "application/vnd.kafka.v2+json"  # Confluent's content type of consumer requests
-GENERATION_HEADER = "X-Raftlog-Generation"
 RECORDS_TIMEOUT_MS_MAX = 60_000
 RECORDS_MAX_BYTES_DEFAULT = 1024 * 1024
 RECORDS_MAX_BYTES_MAX = 64 * 1024 * 1024

@@ -154,7 +154,7 @@ def _port_free(host: str, port: int) -> bool:
 
 def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file: str) -> list[str]:
     argv = [
-        sys.executable, "-m", "api.cli", "serve",
+        sys.executable, "-m", "api",
         "--node-id", node.node_id,
         "--data-dir", os.path.join(data_dir, node.node_id),
         "--http", f"127.0.0.1:{node.http_port}",

@@ -15,8 +15,9 @@ import aiohttp
 
 from api import errors
 from api.errors import BadRequest, ForwardOutcomeUnknown, LeaderUnreachable
-from api.routing import HIGH_WATERMARK_HEADER, HOPS_HEADER, LEADER_HEADER, ForwardTo
+from api.routing import HOPS_HEADER, ForwardTo
 from api.schemas import parse_json
+from raftlog_client.contract import HIGH_WATERMARK_HEADER, LEADER_HEADER
 
 REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization")
 RESPONSE_HEADERS = (

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from api.errors import TABLE
 from api.routing import INTERNAL_PREFIX
-from api.schemas import BINARY_V2, JSON_V2, PLAIN_JSON
+from raftlog_client.contract import BINARY_V2, JSON_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RECORD_TYPES = (JSON_V2, BINARY_V2, PLAIN_JSON)

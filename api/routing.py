@@ -24,8 +24,6 @@ from raftlog.errors import RaftlogError, check
 HOPS_HEADER = "X-Raftlog-Hops"
 # Node-to-node endpoints live under this prefix; the app answers them only with the cluster credential.
 INTERNAL_PREFIX = "/replication/"
-LEADER_HEADER = "X-Raftlog-Leader"
-HIGH_WATERMARK_HEADER = "X-Raftlog-High-Watermark"  # a fetch's partition end: consumer lag, also forwarded
 MAX_HOPS = 3
 
 

@@ -69,7 +69,7 @@ class LocalCluster:
     def start(self) -> None:
         os.makedirs(self.data_dir, exist_ok=True)
         base = free_base_port(self.nodes)
-        argv = [sys.executable, "-m", "api.cli", "dev", "--nodes", str(self.nodes)]
+        argv = [sys.executable, "-m", "raftlog_cli", "dev", "--nodes", str(self.nodes)]
         argv += ["--data-dir", self.data_dir, "--base-port", str(base)]
         self._log = open(os.path.join(self.data_dir, "dev.log"), "ab")  # noqa: SIM115 - closed in stop()
         self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)

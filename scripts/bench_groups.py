@@ -22,8 +22,8 @@ import time
 import urllib.error
 import urllib.request
 
-from api.client import GroupConsumer, Message, RaftlogClient
 from api.dev import free_base_port
+from raftlog_client.client import GroupConsumer, Message, RaftlogClient
 
 READY_TIMEOUT_S = 60.0
 READ_TIMEOUT_S = 300.0
@@ -34,7 +34,7 @@ def _start_cluster(directory: str) -> tuple[subprocess.Popen[bytes], list[str]]:
     argv = [
         sys.executable,
         "-m",
-        "api.cli",
+        "raftlog_cli",
         "dev",
         "--nodes",
         "3",

@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 
-from api.client import Message, RaftlogClient
-from raftlog.bench.cluster import LocalCluster
+from raftlog_bench.cluster import LocalCluster
+from raftlog_client.client import Message, RaftlogClient
 
 
 async def move(client: RaftlogClient, topic: str) -> tuple[list[str], list[str], float]:
