@@ -37,42 +37,36 @@ import contextlib
 import json
 import math
 import os
-import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import aiohttp
-
 from raftlog.errors import check
 from raftlog_bench.storage import positive_ints, wait_quiet
+from raftlog_client.client import RaftlogClient
+from raftlog_client.contract import BINARY_V2, LEADER_HEADER
+from raftlog_client.errors import ClientError, RequestFailed
+from raftlog_client.local_cluster import LocalCluster
+from raftlog_client.session import NoAnswer, NotSent
 
 MB = 1_000_000
 KiB = 1024
 MiB = 1024 * 1024
-BINARY_V2 = "application/vnd.kafka.binary.v2+json"
+PRODUCE_HEADERS = {"Content-Type": BINARY_V2}
+FETCH_HEADERS = {"Accept": BINARY_V2}
 RECORD_SIZES = (100, 1 * KiB)
 BATCH_SIZES = (100, 1000)
 PARTITION_COUNTS = (3, 1)
 REPLICATION_FACTOR = 3
 NODE_COUNT = 3
-RAFT_PORT_OFFSET = 100  # raftlog dev: node i serves Raft on base-port + 100 + i - 1
-GOSSIP_PORT_OFFSET = 200  # and gossip (UDP and TCP) on base-port + 200 + i - 1
 LATENCY_GOAL_P99_MS = 5.0
 LATE_AFTER_S = 0.001
 REQUEST_TIMEOUT_S = 30.0
-READY_TIMEOUT_S = 90.0
-STOP_TIMEOUT_S = 30.0
 ERROR_BACKOFF_S = 0.02
 TOPIC_TIMEOUT_S = 120.0
 REMOVAL_METRIC = "raftlog_removal_pending_bytes"
@@ -341,192 +335,67 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-# -- a local cluster -------------------------------------------------------------------------------------
+# -- a local cluster (raftlog_client.local_cluster: raftlog dev in a child process) ------------------------
 
 
-def _port_free(port: int) -> bool:
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):  # gossip uses both on its port
-        with socket.socket(socket.AF_INET, kind) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-    return True
-
-
-def free_base_port(count: int) -> int:
-    """A base port whose HTTP (base..), Raft (base+100..) and gossip (base+200..) ports are all free now."""
-    for _ in range(200):
-        base = random.randrange(10_000, 32_000 - 300)  # below the ephemeral range (api/dev.py says why)
-        ports = [
-            base + offset + i for offset in (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET) for i in range(count)
-        ]
-        if all(_port_free(port) for port in ports):
-            return base
-    raise RuntimeError("no free range of ports on 127.0.0.1")
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/status/ready", timeout=1) as answer:
-            return bool(answer.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-class LocalCluster:
-    """``raftlog dev`` in a child process: 3 node processes on 127.0.0.1 with their data in
-    ``directory``. ``stop`` ends them: SIGTERM to ``raftlog dev`` (which stops its nodes), then SIGKILL
-    to any node process still alive (by the pid in cluster.json, checked against its command line)."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-        self.base_port = free_base_port(NODE_COUNT)
-        self.dev_log = os.path.join(directory, "dev.log")
-        self.pids: dict[str, int] = {}
-        self.urls: dict[str, str] = {}
-        argv = [
-            sys.executable, "-m", "raftlog_cli", "dev",
-            "--nodes", str(NODE_COUNT),
-            "--data-dir", directory,
-            "--base-port", str(self.base_port),
-        ]  # fmt: skip
-        with open(self.dev_log, "ab") as log:
-            self.dev = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-
-    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        description = os.path.join(self.directory, "cluster.json")
-        pending: set[str] | None = None
-        while time.monotonic() < deadline:
-            if self.dev.poll() is not None:
-                raise RuntimeError(f"raftlog dev exited with {self.dev.returncode}; see {self.dev_log}")
-            if pending is None and os.path.exists(description):
-                try:
-                    with open(description, encoding="utf-8") as f:
-                        nodes = json.load(f)["nodes"]
-                except (OSError, ValueError):
-                    nodes = None  # being written
-                if nodes is not None and any(node.get("pid") is None for node in nodes):
-                    nodes = None  # raftlog dev writes each node's pid once it has started it
-                if nodes is not None:
-                    self.pids = {node["id"]: int(node["pid"]) for node in nodes}
-                    self.urls = {node["id"]: str(node["http"]) for node in nodes}
-                    pending = set(self.urls)
-            if pending is not None:
-                for node in sorted(pending):
-                    if _ready(self.urls[node]):
-                        pending.discard(node)
-                if not pending:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(
-            f"cluster not ready within {timeout_s:g} s (pending {pending}); see {self.dev_log}"
-        )
-
-    def stop(self) -> None:
-        if self.dev.poll() is None:
-            self.dev.send_signal(signal.SIGTERM)
+def node_log_problems(cluster: LocalCluster) -> dict[str, list[str]]:
+    """ERROR / CRITICAL lines and traceback heads of each node's node.log (at most a few each)."""
+    problems: dict[str, list[str]] = {}
+    for node in sorted(cluster.urls):
+        path = os.path.join(cluster.directory, node, "node.log")
+        found: list[str] = []
+        count = 0
         try:
-            self.dev.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            _progress(f"raftlog dev (pid {self.dev.pid}) did not stop in {STOP_TIMEOUT_S:g} s; killing it")
-            self.dev.kill()
-            self.dev.wait(STOP_TIMEOUT_S)
-        # A node the benchmark restarted itself (the restart phase) is not raftlog dev's child: stop it
-        # the same way, SIGTERM first, and kill only what does not stop.
-        leftover = {node: pid for node, pid in self.pids.items() if self._is_our_node(pid)}
-        for pid in leftover.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        for node, pid in leftover.items():
-            while self._is_our_node(pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if self._is_our_node(pid):
-                _progress(f"{node} (pid {pid}) did not stop in {STOP_TIMEOUT_S:g} s of SIGTERM; killing it")
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-
-    def _is_our_node(self, pid: int) -> bool:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            return False
-        return os.fsencode(self.directory) in b" ".join(argv) and b"--node-id" in argv
-
-    def log_problems(self) -> dict[str, list[str]]:
-        """ERROR / CRITICAL lines and traceback heads of each node's node.log (at most a few each)."""
-        problems: dict[str, list[str]] = {}
-        for node in sorted(self.urls):
-            path = os.path.join(self.directory, node, "node.log")
-            found: list[str] = []
-            count = 0
-            try:
-                with open(path, encoding="utf-8", errors="replace") as log:
-                    for line in log:
-                        if " ERROR " in line or " CRITICAL " in line or line.startswith("Traceback"):
-                            count += 1
-                            if len(found) < LOG_PROBLEM_LINES_MAX:
-                                found.append(line.rstrip()[:300])
-            except OSError as exc:
-                found.append(f"cannot read {path}: {exc}")
-            if count:
-                found.append(f"({count} such lines in {path})")
-            if found:
-                problems[node] = found
-        return problems
+            with open(path, encoding="utf-8", errors="replace") as log:
+                for line in log:
+                    if " ERROR " in line or " CRITICAL " in line or line.startswith("Traceback"):
+                        count += 1
+                        if len(found) < LOG_PROBLEM_LINES_MAX:
+                            found.append(line.rstrip()[:300])
+        except OSError as exc:
+            found.append(f"cannot read {path}: {exc}")
+        if count:
+            found.append(f"({count} such lines in {path})")
+        if found:
+            problems[node] = found
+    return problems
 
 
 # -- HTTP ------------------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class Http:
-    session: aiohttp.ClientSession
-    servers: list[str]
-    admin_headers: dict[str, str]
-    node_of_url: dict[str, str]  # base URL -> node id (from GET /v1/nodes)
+    """How the benchmark reaches the cluster, through the client package: ``admin``, a ``RaftlogClient``
+    whose calls retry 503 and unreachable servers for up to ``TOPIC_TIMEOUT_S``, for setting up and
+    tearing down; ``session``, one attempt per request and every failure counted, for what is measured."""
 
-    async def admin_json(
-        self, method: str, path: str, body: Any = None, *, timeout_s: float = TOPIC_TIMEOUT_S
-    ) -> tuple[int, Any]:
-        """One admin call, retried on 503 and connection errors until ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        attempt = 0
-        while True:
-            url = self.servers[attempt % len(self.servers)] + path
-            attempt += 1
-            try:
-                async with self.session.request(
-                    method,
-                    url,
-                    json=body,
-                    headers=self.admin_headers,
-                    timeout=aiohttp.ClientTimeout(total=max(1.0, deadline - time.monotonic())),
-                ) as answer:
-                    text = await answer.text()
-                    data = json.loads(text) if text else None
-                    if answer.status != 503:
-                        return answer.status, data
-            except (aiohttp.ClientError, TimeoutError):
-                pass
-            if time.monotonic() >= deadline:
-                raise RuntimeError(f"{method} {path}: no answer other than 503 within {timeout_s:g} s")
-            await asyncio.sleep(0.2)
+    def __init__(self, servers: list[str], admin_token: str | None, connections_max: int) -> None:
+        self.servers = servers
+        self.admin = RaftlogClient(
+            servers, admin_token=admin_token, retries=None, retry_for_s=TOPIC_TIMEOUT_S,
+            backoff_max_s=0.2, session_limit=connections_max,
+        )  # fmt: skip
+        self.session = self.admin.session
+        self.node_of_url: dict[str, str] = {}  # base URL -> node id (from GET /v1/nodes)
+
+    async def close(self) -> None:
+        await self.admin.close()
+
+    async def learn_nodes(self) -> dict[str, str]:
+        """Node id -> base URL (and the reverse in ``node_of_url``), from ``GET /v1/nodes``."""
+        url_of_node = {str(n["node_id"]): str(n["http"]).rstrip("/") for n in await self.admin.nodes()}
+        self.node_of_url = {url: node for node, url in url_of_node.items()}
+        return url_of_node
 
     async def create_topic(self, name: str, partitions: int) -> float:
         """Create the topic and wait until every partition has a leader; the seconds it took."""
         start = time.monotonic()
-        body = {"name": name, "partitions": partitions, "replication_factor": REPLICATION_FACTOR}
-        status, data = await self.admin_json("POST", "/v1/topics", body)
-        if status not in (200, 201):
-            raise RuntimeError(f"creating topic {name}: HTTP {status} {data}")
+        await self.admin.create_topic(name, partitions=partitions, replication_factor=REPLICATION_FACTOR)
         while True:
-            status, data = await self.admin_json("GET", f"/topics/{name}/partitions")
-            if status == 200 and len(data) == partitions and all(p.get("leader") for p in data):
-                return time.monotonic() - start
+            with contextlib.suppress(ClientError):  # e.g. a node that does not know the topic yet
+                views = await self.admin.partitions(name)
+                if len(views) == partitions and all(p.get("leader") for p in views):
+                    return time.monotonic() - start
             if time.monotonic() - start > TOPIC_TIMEOUT_S:
                 raise RuntimeError(
                     f"topic {name}: not every partition has a leader after {TOPIC_TIMEOUT_S} s"
@@ -539,12 +408,10 @@ class Http:
         total = 0
         for server in self.servers:
             try:
-                async with self.session.get(
-                    server + "/metrics", timeout=aiohttp.ClientTimeout(total=5)
-                ) as answer:
-                    text = await answer.text()
-            except (aiohttp.ClientError, TimeoutError):
+                answer = await self.session.exchange("GET", server + "/metrics", timeout_s=5)
+            except ClientError:
                 return None
+            text = answer.body.decode("utf-8", "replace")
             values = [line.split()[1] for line in text.splitlines() if line.startswith(REMOVAL_METRIC + " ")]
             if not values:
                 return None
@@ -552,22 +419,33 @@ class Http:
         return total
 
     async def delete_topic(self, name: str) -> None:
-        status, data = await self.admin_json("DELETE", f"/v1/topics/{name}")
-        if status not in (200, 204, 404):
-            _progress(f"deleting topic {name}: HTTP {status} {data}")
+        try:
+            await self.admin.delete_topic(name)
+        except RequestFailed as exc:
+            if exc.status != 404:
+                _progress(f"deleting topic {name}: {exc}")
+        except ClientError as exc:
+            _progress(f"deleting topic {name}: {exc}")
 
     def forwarded(self, url: str, leader_header: str | None) -> bool:
         asked = self.node_of_url.get(url)
         return asked is not None and leader_header is not None and asked not in leader_header.split(",")
 
 
-def _error_code(text: str) -> int | None:
+def _error_code(data: bytes) -> int | None:
     try:
-        data = json.loads(text)
+        body = json.loads(data)
     except ValueError:
         return None
-    code = data.get("error_code") if isinstance(data, dict) else None
+    code = body.get("error_code") if isinstance(body, dict) else None
     return code if isinstance(code, int) else None
+
+
+def _failure(exc: NotSent | NoAnswer, timeout_s: float) -> str:
+    """How a request without an answer is counted."""
+    if isinstance(exc, NoAnswer) and exc.timed_out:
+        return f"timeout > {timeout_s:g} s"
+    return f"connection: {'not sent' if isinstance(exc, NotSent) else 'lost'}"
 
 
 @dataclass(slots=True)
@@ -599,24 +477,19 @@ async def _post_produce(
 ) -> tuple[bool, bool]:
     """One produce request; (every record acknowledged, forwarded). Errors go into ``tally``."""
     try:
-        async with http.session.post(
-            f"{url}/topics/{topic}/partitions/{partition}",
-            data=body,
-            headers={"Content-Type": BINARY_V2},
-            timeout=aiohttp.ClientTimeout(total=timeout_s),
-        ) as answer:
-            text = await answer.text()
-            forwarded = http.forwarded(url, answer.headers.get("X-Raftlog-Leader"))
-            if answer.status != 200:
-                tally.errors[error_key(answer.status, _error_code(text))] += 1
-                return False, forwarded
-            entries = json.loads(text)["offsets"]
-            return tally.acked(entries) == len(entries), forwarded
-    except TimeoutError:
-        tally.errors[f"timeout > {timeout_s:g} s"] += 1
-    except aiohttp.ClientError as exc:
-        tally.errors[f"connection: {type(exc).__name__}"] += 1
-    return False, False
+        answer = await http.session.exchange(
+            "POST", f"{url}/topics/{topic}/partitions/{partition}", body=body, headers=PRODUCE_HEADERS,
+            timeout_s=timeout_s,
+        )  # fmt: skip
+    except (NotSent, NoAnswer) as exc:
+        tally.errors[_failure(exc, timeout_s)] += 1
+        return False, False
+    forwarded = http.forwarded(url, answer.header(LEADER_HEADER))
+    if answer.status != 200:
+        tally.errors[error_key(answer.status, _error_code(answer.body))] += 1
+        return False, forwarded
+    entries = json.loads(answer.body)["offsets"]
+    return tally.acked(entries) == len(entries), forwarded
 
 
 # -- cells -----------------------------------------------------------------------------------------------
@@ -792,14 +665,12 @@ async def measure_consume(
         nonlocal complete, fetches, read, end_total
         url = http.servers[partition % len(http.servers)]
         base = f"{url}/topics/{produced.topic}/partitions/{partition}"
-        status, data = await http.admin_json(
-            "GET", f"/topics/{produced.topic}/partitions/{partition}/offsets"
-        )
-        if status != 200:
-            problems.append(f"partition {partition}: offsets answered HTTP {status} {data}")
+        try:
+            begin, end = await http.admin.offsets(produced.topic, partition)
+        except ClientError as exc:
+            problems.append(f"partition {partition}: offsets: {exc}")
             complete = False
             return
-        begin, end = int(data["beginning_offset"]), int(data["end_offset"])
         end_total += end
         acked_end = produced.end_offsets.get(partition, 0)
         if end < acked_end:
@@ -815,25 +686,20 @@ async def measure_consume(
                 return
             before = time.perf_counter()
             try:
-                async with http.session.get(
-                    base + "/records",
-                    params={"offset": offset, "max_bytes": max_bytes},
-                    headers={"Accept": BINARY_V2},
-                    timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
-                ) as answer:
-                    text = await answer.text()
-                    if answer.status != 200:
-                        tally.errors[error_key(answer.status, _error_code(text))] += 1
-                        await asyncio.sleep(ERROR_BACKOFF_S)
-                        continue
-                    rows = json.loads(text)
-            except TimeoutError:
-                tally.errors[f"timeout > {REQUEST_TIMEOUT_S:g} s"] += 1
+                answer = await http.session.exchange(
+                    "GET", base + "/records", params={"offset": offset, "max_bytes": max_bytes},
+                    headers=FETCH_HEADERS, timeout_s=REQUEST_TIMEOUT_S,
+                )  # fmt: skip
+            except (NotSent, NoAnswer) as exc:
+                tally.errors[_failure(exc, REQUEST_TIMEOUT_S)] += 1
+                if not (isinstance(exc, NoAnswer) and exc.timed_out):
+                    await asyncio.sleep(ERROR_BACKOFF_S)
                 continue
-            except aiohttp.ClientError as exc:
-                tally.errors[f"connection: {type(exc).__name__}"] += 1
+            if answer.status != 200:
+                tally.errors[error_key(answer.status, _error_code(answer.body))] += 1
                 await asyncio.sleep(ERROR_BACKOFF_S)
                 continue
+            rows = json.loads(answer.body)
             tally.latencies.append(time.perf_counter() - before)
             fetches += 1
             if not rows:
@@ -906,26 +772,20 @@ def _errors(errors: dict[str, int]) -> str:
     return ", ".join(f"{key} x{count}" for key, count in sorted(errors.items())) or "-"
 
 
-async def _node_urls(http: Http) -> None:
-    status, data = await http.admin_json("GET", "/v1/nodes")
-    if status == 200 and isinstance(data, list):
-        http.node_of_url = {str(n["http"]).rstrip("/"): str(n["node_id"]) for n in data}
-
-
 async def run_cells(
     options: Options, servers: list[str], pids: dict[str, int], admin_token: str | None, results: Results
 ) -> None:
     prefix = f"bench-{os.getpid()}-{int(time.time())}"
-    connector = aiohttp.TCPConnector(limit=max(64, 2 * options.concurrency, 2 * options.latency_in_flight))
-    headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
+    connections = max(64, 2 * options.concurrency, 2 * options.latency_in_flight)
 
     async def quiet() -> None:
         if options.wait_quiet_s > 0:
             await asyncio.to_thread(wait_quiet, options.wait_quiet_s)
 
-    async with aiohttp.ClientSession(connector=connector) as session:
-        http = Http(session, servers, headers, {})
-        await _node_urls(http)
+    http = Http(servers, admin_token, connections)
+    try:
+        with contextlib.suppress(ClientError):
+            await http.learn_nodes()
         produced: list[Produced] = []
         created: list[str] = []
         try:
@@ -1005,6 +865,8 @@ async def run_cells(
         finally:
             for topic in created:
                 await http.delete_topic(topic)
+    finally:
+        await http.close()
 
 
 def _goals(results: Results) -> list[Goal]:
@@ -1036,18 +898,18 @@ def run(
         results.goals = _goals(results)
         return results
     directory = tempfile.mkdtemp(prefix="raftlog-bench-cluster-", dir=parent)
-    cluster = LocalCluster(directory)
+    cluster = LocalCluster(directory, NODE_COUNT)
     problem_seen = True
     results = Results([], True, directory, machine, options)
     try:
-        cluster.wait_ready()
-        results.servers = [cluster.urls[node] for node in sorted(cluster.urls)]
+        cluster.start()
+        results.servers = cluster.servers
         _progress(f"cluster of {NODE_COUNT} up in {directory}: {', '.join(results.servers)}")
         asyncio.run(run_cells(options, results.servers, cluster.pids, admin_token, results))
         problem_seen = _any_problem(results)
     finally:
         cluster.stop()
-        results.node_log_problems = cluster.log_problems()
+        results.node_log_problems = node_log_problems(cluster)
         problem_seen = problem_seen or bool(results.node_log_problems)
         if keep or problem_seen:
             _progress(f"kept the cluster's data and node logs in {directory}")

@@ -48,14 +48,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-import aiohttp
-
 from raftlog_bench.cluster import (
     MB,
     CpuMeter,
     CpuUse,
     LatencySummary,
-    LocalCluster,
     parse_servers,
     rate,
     slot_time,
@@ -73,6 +70,9 @@ from raftlog_bench.targets import (
     SendFailed,
     Target,
 )
+from raftlog_client.errors import ClientError
+from raftlog_client.local_cluster import LocalCluster
+from raftlog_client.session import Session
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -637,12 +637,12 @@ async def idle_phase(
     return IdleResult(partitions, cpu.seconds, servers, other, created_s)
 
 
-async def _get_json(session: aiohttp.ClientSession, url: str, **params: Any) -> tuple[int, Any]:
+async def _get_json(session: Session, url: str, **params: Any) -> tuple[int, Any]:
+    """One GET, its status and decoded body; (0, None) when it got no answer or no JSON."""
     try:
-        async with session.get(url, params=params, timeout=aiohttp.ClientTimeout(total=2)) as answer:
-            body = await answer.read()
-            return answer.status, (json.loads(body) if body else None)
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+        answer = await session.exchange("GET", url, params=params, timeout_s=2)
+        return answer.status, (json.loads(answer.body) if answer.body else None)
+    except (ClientError, ValueError):
         return 0, None
 
 
@@ -776,8 +776,8 @@ def run_raftlog(
     directory = tempfile.mkdtemp(prefix="raftlog-bench-perf-", dir=parent)
     cluster = LocalCluster(directory)
     try:
-        cluster.wait_ready()
-        urls = [cluster.urls[node] for node in sorted(cluster.urls)]
+        cluster.start()
+        urls = cluster.servers
         _say(f"raftlog: 3 nodes up in {directory}: {', '.join(urls)}")
         run_async(against(urls, dict(cluster.pids), cluster))
     finally:

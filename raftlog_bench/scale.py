@@ -30,16 +30,13 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-import aiohttp
-
-from raftlog_bench.cluster import REPLICATION_FACTOR, CpuMeter, LocalCluster, _progress, rate
+from raftlog_bench.cluster import REPLICATION_FACTOR, CpuMeter, _progress, node_log_problems, rate
 from raftlog_bench.scale_report import (
     ProbeSummary,
     Row,
@@ -50,6 +47,11 @@ from raftlog_bench.scale_report import (
     recovered,
     rss_mib,
 )
+from raftlog_client.client import RaftlogClient
+from raftlog_client.contract import PLAIN_JSON
+from raftlog_client.errors import ClientError
+from raftlog_client.local_cluster import LocalCluster
+from raftlog_client.session import Session
 
 DESCRIPTION = (
     "idle CPU, memory, open files, open/restart/delete times and produce next to 100-10,000 partitions"
@@ -84,10 +86,14 @@ def _rss(pid: int) -> float | None:
         return None
 
 
+PROBE_BODY = json.dumps({"records": [{"value": "probe"}]}).encode()
+PROBE_HEADERS = {"Content-Type": PLAIN_JSON}
+
+
 class Probe:
     """Single-record produce to ``probe``/0 every 100 ms; samples are filed under the current phase."""
 
-    def __init__(self, session: aiohttp.ClientSession, urls: dict[str, str]) -> None:
+    def __init__(self, session: Session, urls: dict[str, str]) -> None:
         self.session = session
         self.urls = urls
         self.down: set[str] = set()
@@ -103,28 +109,25 @@ class Probe:
             sent += 1
             started = time.monotonic()
             try:
-                async with self.session.post(
-                    url,
-                    json={"records": [{"value": "probe"}]},
-                    timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT_S),
-                ) as answer:
-                    await answer.read()
-                    ok = answer.status == 200
-            except (aiohttp.ClientError, TimeoutError):
+                answer = await self.session.exchange(
+                    "POST", url, body=PROBE_BODY, headers=PROBE_HEADERS, timeout_s=PROBE_TIMEOUT_S
+                )
+                ok = answer.status == 200
+            except ClientError:
                 ok = False
             self.samples.setdefault(self.phase, []).append((time.monotonic() - started, ok))
             await asyncio.sleep(PROBE_INTERVAL_S)
 
 
-async def _metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float] | None:
+async def _metrics(session: Session, url: str) -> dict[str, float] | None:
     try:
-        async with session.get(url + "/metrics", timeout=aiohttp.ClientTimeout(total=10)) as answer:
-            return metric_values(await answer.text()) if answer.status == 200 else None
-    except (aiohttp.ClientError, TimeoutError):
+        answer = await session.exchange("GET", url + "/metrics", timeout_s=10)
+    except ClientError:
         return None
+    return metric_values(answer.body.decode("utf-8", "replace")) if answer.status == 200 else None
 
 
-async def _replicas(session: aiohttp.ClientSession, urls: dict[str, str]) -> dict[str, float | None]:
+async def _replicas(session: Session, urls: dict[str, str]) -> dict[str, float | None]:
     values = {}
     for node, url in sorted(urls.items()):
         page = await _metrics(session, url)
@@ -133,7 +136,7 @@ async def _replicas(session: aiohttp.ClientSession, urls: dict[str, str]) -> dic
 
 
 async def _until_replicas(
-    session: aiohttp.ClientSession, urls: dict[str, str], count: int, timeout_s: float, what: str
+    session: Session, urls: dict[str, str], count: int, timeout_s: float, what: str
 ) -> float | None:
     """Seconds until every node in ``urls`` reports ``count`` replicas (progress every ~5 s); None at
     the timeout."""
@@ -153,45 +156,34 @@ async def _until_replicas(
         await asyncio.sleep(POLL_S)
 
 
-def _dev(cluster: LocalCluster, action: str, node: str) -> None:
-    argv = [sys.executable, "-m", "raftlog_cli", "dev", action, node, "--data-dir", cluster.directory]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"raftlog dev {action} {node}: {done.stderr.strip() or done.stdout.strip()}")
-
-
-def _pids(cluster: LocalCluster) -> dict[str, int]:
-    with open(os.path.join(cluster.directory, "cluster.json"), encoding="utf-8") as f:
-        nodes = json.load(f)["nodes"]
-    return {node["id"]: int(node["pid"]) for node in nodes if node.get("pid") is not None}
-
-
 async def measure_size(partitions: int, directory: str, idle_s: float, timeout_s: float) -> Row:
     row = Row(partitions)
     cluster = LocalCluster(tempfile.mkdtemp(prefix=f"scale-{partitions}-", dir=directory))
     try:
-        await asyncio.to_thread(cluster.wait_ready)
-        async with aiohttp.ClientSession() as session:
-            probe = Probe(session, dict(cluster.urls))
-            await _phases(row, cluster, session, probe, idle_s, timeout_s)
+        await asyncio.to_thread(cluster.start)
+        admin = RaftlogClient(
+            [cluster.urls["n1"]], timeout_s=timeout_s, retries=None, retry_for_s=timeout_s, backoff_max_s=0.5
+        )
+        try:
+            await _phases(row, cluster, admin, Probe(admin.session, dict(cluster.urls)), idle_s, timeout_s)
+        finally:
+            await admin.close()
     finally:
         await asyncio.to_thread(cluster.stop)
-        row.log_problems = sum(len(lines) for lines in cluster.log_problems().values())
+        row.log_problems = sum(len(lines) for lines in node_log_problems(cluster).values())
     return row
 
 
 async def _phases(
     row: Row,
     cluster: LocalCluster,
-    session: aiohttp.ClientSession,
+    admin: RaftlogClient,
     probe: Probe,
     idle_s: float,
     timeout_s: float,
 ) -> None:
-    run = _Run(row, cluster, session, probe, timeout_s)
-    await _admin(
-        session, run.admin, "POST", "/v1/topics", {"name": "probe", "partitions": 1, "replication_factor": 3}
-    )
+    run = _Run(row, cluster, admin, probe, timeout_s)
+    await admin.create_topic("probe", partitions=1, replication_factor=REPLICATION_FACTOR)
     task = asyncio.create_task(probe.run())
     try:
         if await run.create():
@@ -212,17 +204,17 @@ class _Run:
 
     row: Row
     cluster: LocalCluster
-    session: aiohttp.ClientSession
+    admin: RaftlogClient  # asks n1; retries 503 and unreachable for up to timeout_s
     probe: Probe
     timeout_s: float
 
     @property
-    def urls(self) -> dict[str, str]:
-        return dict(self.cluster.urls)
+    def session(self) -> Session:
+        return self.admin.session
 
     @property
-    def admin(self) -> str:
-        return self.cluster.urls["n1"]
+    def urls(self) -> dict[str, str]:
+        return dict(self.cluster.urls)
 
     def _phase(self, name: str, what: str = "") -> None:
         self.probe.phase = name
@@ -232,8 +224,7 @@ class _Run:
         row = self.row
         self._phase("create")
         start = time.monotonic()
-        body = {"name": "big", "partitions": row.partitions, "replication_factor": REPLICATION_FACTOR}
-        await _admin(self.session, self.admin, "POST", "/v1/topics", body, timeout_s=self.timeout_s)
+        await self.admin.create_topic("big", partitions=row.partitions, replication_factor=REPLICATION_FACTOR)
         row.create_answer_s = time.monotonic() - start
         count = row.partitions + 1
         if await _until_replicas(self.session, self.urls, count, self.timeout_s, "replicas open") is None:
@@ -246,7 +237,7 @@ class _Run:
         row = self.row
         self._phase("idle")
         await asyncio.sleep(QUIET_WAIT_S)
-        pids = _pids(self.cluster)
+        pids = dict(self.cluster.pids)
         meter = CpuMeter(pids)
         await asyncio.sleep(idle_s)
         use = meter.stop()
@@ -260,9 +251,9 @@ class _Run:
         row = self.row
         self._phase("restart", f" {VICTIM}")
         self.probe.down.add(VICTIM)
-        await asyncio.to_thread(_dev, self.cluster, "stop", VICTIM)
+        await asyncio.to_thread(self.cluster.control, "stop", VICTIM)
         start = time.monotonic()
-        await asyncio.to_thread(_dev, self.cluster, "start", VICTIM)
+        await asyncio.to_thread(self.cluster.control, "start", VICTIM)
         self.probe.down.discard(VICTIM)
         victim = {VICTIM: self.urls[VICTIM]}
         what = f"{VICTIM} replicas open"
@@ -283,7 +274,7 @@ class _Run:
         urls = self.urls
         terms = {t for t in (await _controller_terms(self.session, urls)).values() if t is not None}
         start = time.monotonic()
-        await _admin(self.session, self.admin, "DELETE", "/v1/topics/big", timeout_s=self.timeout_s)
+        await self.admin.delete_topic("big")
         while True:
             values = await _replicas(self.session, urls)
             terms |= {t for t in (await _controller_terms(self.session, urls)).values() if t is not None}
@@ -304,7 +295,7 @@ async def _until_quiet(
     if idle_pct is None:
         return None
     while time.monotonic() - start < timeout_s:
-        meter = CpuMeter(_pids(cluster))
+        meter = CpuMeter(dict(cluster.pids))
         await asyncio.sleep(RECOVERY_WINDOW_S)
         use = meter.stop()
         if recovered(100 * rate(use.nodes_total_s, use.seconds), idle_pct):
@@ -312,39 +303,12 @@ async def _until_quiet(
     return None
 
 
-async def _controller_terms(session: aiohttp.ClientSession, urls: dict[str, str]) -> dict[str, float | None]:
+async def _controller_terms(session: Session, urls: dict[str, str]) -> dict[str, float | None]:
     terms = {}
     for node, url in urls.items():
         page = await _metrics(session, url)
         terms[node] = None if page is None else page.get(CONTROLLER_TERM_METRIC)
     return terms
-
-
-async def _admin(
-    session: aiohttp.ClientSession,
-    url: str,
-    method: str,
-    path: str,
-    body: object = None,
-    timeout_s: float = 120,
-) -> None:
-    """One admin call, retried on 503 and connection errors; anything but 2xx stops the run."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            async with session.request(
-                method, url + path, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
-            ) as answer:
-                text = await answer.text()
-                if 200 <= answer.status < 300:
-                    return
-                if answer.status != 503:
-                    raise RuntimeError(f"{method} {path}: HTTP {answer.status} {text}")
-        except (aiohttp.ClientError, TimeoutError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{method} {path}: no answer but 503 within {timeout_s:g} s")
-        await asyncio.sleep(0.5)
 
 
 # -- command line ----------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import sys
@@ -19,18 +20,16 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Protocol
 
-import aiohttp
 import msgpack
 
 from raftlog.storage.batch import ProducerRecord, encode_batch, record_rows, split_batches
-from raftlog_bench.cluster import BINARY_V2, REMOVAL_METRIC, Http
-from raftlog_client.contract import RECORD_BATCH_V1
+from raftlog_bench.cluster import REMOVAL_METRIC, Http
+from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH_V1
+from raftlog_client.errors import ClientError
 from raftlog_client.http1 import Http1Client, ProtocolError
 
 REQUEST_TIMEOUT_S = 30.0
 RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)
-COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # api/columnar.py
-LEADER_HEADER = "X-Raftlog-Leader"
 LEADER_HEADER_LOWER = LEADER_HEADER.lower()
 # After creating a topic, wait until its partition leaders stood still this long, at most
 # LEADERS_SETTLE_MAX_S: a phase then measures a settled cluster, as it does for the peers, whose streams
@@ -130,6 +129,7 @@ class RaftlogTarget:
         self._accept = RECORD_BATCH_V1 if fetch_format == "batch" else COLUMNAR_MSGPACK
         self._content_type = RECORD_BATCH_V1 if produce_format == "batch" else BINARY_V2
         self._produce_headers = {"Content-Type": self._content_type}
+        self._fetch_headers = {"Accept": self._accept}
         self._topic_path = ""  # /topics/{quoted name}, set by create()
         self._batch_records: list[ProducerRecord] = []
         self.servers = servers
@@ -138,7 +138,6 @@ class RaftlogTarget:
         self.route = route
         self.settle_s = settle_s  # 0: measure right after creating a topic
         self.layout: Layout | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._produce_client = Http1Client()
         self._http: Http | None = None
         self._batch_body = b""
@@ -153,9 +152,7 @@ class RaftlogTarget:
         return self._http
 
     async def connect(self) -> None:
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=2048))
-        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
-        self._http = Http(self._session, self.servers, headers, {})
+        self._http = Http(self.servers, self.admin_token, 2048)
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout
@@ -179,8 +176,12 @@ class RaftlogTarget:
         seen: list[object] | None = None
         since = start
         while time.monotonic() - start < LEADERS_SETTLE_MAX_S:
-            status, partitions = await self.http.admin_json("GET", f"/topics/{topic}/partitions")
-            leaders = [view.get("leader") for view in partitions] if status == 200 else None
+            try:
+                leaders: list[object] | None = [
+                    view.get("leader") for view in await self.http.admin.partitions(topic)
+                ]
+            except ClientError:
+                leaders = None
             now = time.monotonic()
             if leaders != seen:
                 seen, since = leaders, now
@@ -194,12 +195,10 @@ class RaftlogTarget:
         )
 
     async def _learn_leaders(self, topic: str) -> None:
-        status, nodes = await self.http.admin_json("GET", "/v1/nodes")
-        if status == 200 and isinstance(nodes, list):
-            self._url_of_node = {str(n["node_id"]): str(n["http"]).rstrip("/") for n in nodes}
-        status, partitions = await self.http.admin_json("GET", f"/topics/{topic}/partitions")
-        if status == 200 and isinstance(partitions, list):
-            for view in partitions:
+        with contextlib.suppress(ClientError):
+            self._url_of_node = await self.http.learn_nodes()
+        with contextlib.suppress(ClientError):
+            for view in await self.http.admin.partitions(topic):
                 self._note_leader(int(view["partition"]), view.get("leader"))
 
     def _note_leader(self, partition: int, leader: str | None) -> None:
@@ -272,22 +271,21 @@ class RaftlogTarget:
         while offset < records and time.perf_counter() < deadline:
             url = self._url(partition, partition)
             try:
-                async with self.http.session.get(
-                    f"{url}/topics/{self.layout.name}/partitions/{partition}/records",
-                    params={"offset": offset, "max_bytes": self.fetch_bytes},
-                    headers={"Accept": self._accept},
-                    timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
-                ) as answer:
-                    body = await answer.read()
-                    if self.route == "leader":
-                        self._note_leader(partition, answer.headers.get(LEADER_HEADER))
-                    if answer.status != 200:
-                        await asyncio.sleep(0.02)
-                        continue
-            except (TimeoutError, aiohttp.ClientError):
+                answer = await self.http.session.exchange(
+                    "GET", f"{url}/topics/{self.layout.name}/partitions/{partition}/records",
+                    params={"offset": offset, "max_bytes": self.fetch_bytes}, headers=self._fetch_headers,
+                    timeout_s=REQUEST_TIMEOUT_S,
+                )  # fmt: skip
+            except ClientError:
                 self._leader_url.pop(partition, None)
                 await asyncio.sleep(0.02)
                 continue
+            if self.route == "leader":
+                self._note_leader(partition, answer.header(LEADER_HEADER))
+            if answer.status != 200:
+                await asyncio.sleep(0.02)
+                continue
+            body = answer.body
             if self.fetch_format == "batch":
                 values = []
                 for batch in split_batches(body):
@@ -343,5 +341,5 @@ class RaftlogTarget:
 
     async def close(self) -> None:
         self._produce_client.close()
-        if self._session is not None:
-            await self._session.close()
+        if self._http is not None:
+            await self._http.close()

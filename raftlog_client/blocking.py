@@ -142,13 +142,21 @@ class BlockingClient:
             raise NoAnswer(f"{where}: {type(exc).__name__}: {exc}", timed_out=timed_out) from None
         return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
 
-    def _json(self, method: str, path: str, body: Any = None) -> Any:
+    def _json(self, method: str, path: str, body: Any = None, repeatable: bool = True) -> Any:
         payload = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
         headers = {"Content-Type": PLAIN_JSON} if payload is not None else {}
-        answer = self.request(method, path, payload, headers)
+        answer = self.request(method, path, payload, headers, repeatable=repeatable)
         return json.loads(answer.body) if answer.body else None
 
     # -- calls -------------------------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int | None = None, configs: Any = None
+    ) -> Any:
+        body: dict[str, Any] = {"name": name, "partitions": partitions, "configs": dict(configs or {})}
+        if replication_factor is not None:
+            body["replication_factor"] = replication_factor
+        return self._json("POST", "/v1/topics", body, repeatable=False)
 
     def partition_count(self, topic: str) -> int:
         answer = self._json("GET", f"/topics/{_quote(topic)}")
@@ -196,12 +204,24 @@ class BlockingClient:
         )
 
     def produce(
-        self, topic: str, records: list[dict[str, Any]], producer_id: int, sequence: int
+        self,
+        topic: str,
+        records: list[dict[str, Any]],
+        producer_id: int | None = None,
+        sequence: int | None = None,
+        partition: int | None = None,
     ) -> RecordResults:
-        """One idempotent produce request (binary flavour: records carry base64 key/value/headers)."""
-        body = {"records": records, "producer_id": producer_id, "sequence": sequence}
+        """One produce request (binary flavour: records carry base64 key/value/headers), to ``partition``
+        or by the records' keys. Idempotent, and so repeated after an unknown outcome, only with a
+        ``producer_id`` and ``sequence``."""
+        body: dict[str, Any] = {"records": records}
+        if producer_id is not None and sequence is not None:
+            body.update(producer_id=producer_id, sequence=sequence)
         payload = json.dumps(body, separators=(",", ":")).encode("utf-8")
-        answer = self.request("POST", f"/topics/{_quote(topic)}", payload, {"Content-Type": BINARY_V2})
+        path = f"/topics/{_quote(topic)}" + ("" if partition is None else f"/partitions/{partition}")
+        answer = self.request(
+            "POST", path, payload, {"Content-Type": BINARY_V2}, repeatable=producer_id is not None
+        )
         entries = json.loads(answer.body)["offsets"]
         return RecordResults(
             [e["offset"] for e in entries], [e["error_code"] for e in entries], [e["error"] for e in entries]

@@ -141,8 +141,8 @@ def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
 
 
 class RaftlogClient:
-    """``retries`` bounds the retries of one call, ``retry_for_s`` (when given) the time they may take;
-    ``session_limit`` the connections open at once (0: no limit)."""
+    """``retries`` bounds the retries of one call and ``retry_for_s`` the time they may take (either may be
+    None, not both); ``session_limit`` bounds the connections open at once (0: no limit)."""
 
     def __init__(
         self,
@@ -150,7 +150,7 @@ class RaftlogClient:
         *,
         admin_token: str | None = None,
         timeout_s: float = 30.0,
-        retries: int = 8,
+        retries: int | None = 8,
         retry_for_s: float | None = None,
         backoff_s: float = 0.05,
         backoff_max_s: float = 2.0,
@@ -160,10 +160,10 @@ class RaftlogClient:
     ) -> None:
         if not servers:
             raise ValueError("servers: give at least one base URL, e.g. http://127.0.0.1:8081")
-        if retries < 0 or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0:
+        if (retries is not None and retries < 0) or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0:
             raise ValueError("retries, backoff_s and backoff_max_s must be >= 0, timeout_s > 0")
-        if retry_for_s is not None and retry_for_s <= 0:
-            raise ValueError("retry_for_s must be > 0")
+        if (retry_for_s is not None and retry_for_s <= 0) or (retries is None and retry_for_s is None):
+            raise ValueError("retry_for_s must be > 0, and given when retries is None")
         self.servers = [s.rstrip("/") for s in servers]
         self.admin_token = admin_token
         self.timeout_s = timeout_s

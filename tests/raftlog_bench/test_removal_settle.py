@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-import aiohttp
 import pytest
 from aiohttp import web
 
@@ -59,11 +58,13 @@ async def nodes(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Backlogs,
 
 async def _settle(urls: list[str]) -> float:
     target = RaftlogTarget(urls, None, 1 << 20)
-    async with aiohttp.ClientSession() as session:
-        target._http = Http(session, urls, {}, {})
+    target._http = Http(urls, None, 8)
+    try:
         started = time.monotonic()
         await target._settle_removal()
         return time.monotonic() - started
+    finally:
+        await target.close()
 
 
 @pytest.mark.parametrize("nodes", [[[3 << 20, 1 << 20, 0], [0, 2 << 20, 0]]], indirect=True)
@@ -95,12 +96,12 @@ async def test_a_backlog_sum_counts_every_node() -> None:
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
-        async with aiohttp.ClientSession() as session:
-            url = f"http://127.0.0.1:{port}"
-            assert await Http(session, [url, url], {}, {}).removal_backlog() == 5_000_000
-            assert (
-                await Http(session, [url, f"http://127.0.0.1:{free_port()}"], {}, {}).removal_backlog()
-                is None
-            )
+        url = f"http://127.0.0.1:{port}"
+        for servers, expected in (([url, url], 5_000_000), ([url, f"http://127.0.0.1:{free_port()}"], None)):
+            http = Http(servers, None, 8)
+            try:
+                assert await http.removal_backlog() == expected
+            finally:
+                await http.close()
     finally:
         await runner.cleanup()
