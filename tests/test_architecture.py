@@ -73,6 +73,12 @@ def test_the_client_uses_only_the_batch_codec_of_the_core(path: pathlib.Path) ->
     assert used <= CLIENT_MAY_USE_OF_RAFTLOG, f"{path.relative_to(ROOT)} imports {sorted(used)}"
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "api").rglob("*.py")), ids=lambda p: p.name)
+def test_the_server_takes_only_the_contract_from_the_client(path: pathlib.Path) -> None:
+    used = {m for m in _imported_modules(path) if m.split(".")[0] == "raftlog_client"}
+    assert used <= {"raftlog_client.contract"}, f"{path.relative_to(ROOT)} imports {sorted(used)}"
+
+
 # What would make the core more than storage and consensus: HTTP (either side), a command line, a
 # benchmark's load generation or process control.
 NOT_IN_THE_CORE = {"aiohttp", "http", "urllib", "argparse", "subprocess", "raftlog_bench", "raftlog_cli"}
@@ -87,6 +93,19 @@ def test_the_core_holds_storage_and_consensus_only(path: pathlib.Path) -> None:
 def test_no_benchmark_or_command_line_left_in_the_core() -> None:
     assert not (ROOT / "raftlog" / "bench").exists()
     assert not list((ROOT / "raftlog").rglob("cli*.py"))
+
+
+def test_every_package_is_type_checked_and_installed() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    checked = next(
+        line.split()[1:] for line in makefile.splitlines() if line.strip().startswith(".venv/bin/mypy")
+    )
+    assert set(ALLOWED) <= set(checked), f"make typecheck misses {sorted(set(ALLOWED) - set(checked))}"
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    missing = [
+        pkg for pkg in ALLOWED if f'"{pkg}' not in pyproject.split("[tool.setuptools.packages.find]")[1]
+    ]
+    assert not missing, f"pyproject's packages miss {missing}"
 
 
 def test_every_package_has_a_readme() -> None:
