@@ -359,38 +359,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve_module.add_arguments(serve)
     serve.set_defaults(run=_serve)
 
+    from raftlog_bench import cluster, curve, gossip, perf, scale, storage
+
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    from raftlog_bench import storage as storage_bench
-
-    bench_storage = bench_sub.add_parser("storage", help=storage_bench.DESCRIPTION)
-    storage_bench.add_arguments(bench_storage)
-    bench_storage.set_defaults(run=storage_bench.run_from_args)
-    from raftlog_bench import cluster as cluster_bench
-
-    bench_cluster = bench_sub.add_parser("cluster", help=cluster_bench.DESCRIPTION)
-    cluster_bench.add_arguments(bench_cluster)
-    bench_cluster.set_defaults(run=cluster_bench.run_from_args)
-    from raftlog_bench import perf as perf_bench
-
-    bench_perf = bench_sub.add_parser("perf", help=perf_bench.DESCRIPTION)
-    perf_bench.add_arguments(bench_perf)
-    bench_perf.set_defaults(run=perf_bench.run_from_args)
-    from raftlog_bench import scale as scale_bench
-
-    bench_scale = bench_sub.add_parser("scale", help=scale_bench.DESCRIPTION)
-    scale_bench.add_arguments(bench_scale)
-    bench_scale.set_defaults(run=scale_bench.run_from_args)
-    from raftlog_bench import curve as curve_bench
-
-    bench_curve = bench_sub.add_parser("curve", help=curve_bench.DESCRIPTION)
-    curve_bench.add_arguments(bench_curve)
-    bench_curve.set_defaults(run=curve_bench.run_from_args)
-    from raftlog_bench import gossip as gossip_bench
-
-    bench_gossip = bench_sub.add_parser("gossip", help=gossip_bench.DESCRIPTION)
-    gossip_bench.add_arguments(bench_gossip)
-    bench_gossip.set_defaults(run=gossip_bench.run_from_args)
+    for module in (storage, cluster, perf, scale, curve, gossip):  # each: DESCRIPTION, options, run
+        command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run_from_args)
     _add_cluster_commands(commands)
     return parser
 
