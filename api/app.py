@@ -27,7 +27,6 @@ import time
 from aiohttp import web
 
 from api import admin, consumers, errors, internal, records, state, topics
-from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -37,12 +36,12 @@ from api.errors import (
     Unauthorized,
 )
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
-from api.routing import LEADER_HEADER, RoundRobin
-from api.schemas import RECORD_BATCH_V1
+from api.routing import RoundRobin
 from partitions.cluster import FrontDoor
 from partitions.peer_client import INTERNAL_PREFIX
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
+from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH_V1
 
 log = logging.getLogger(__name__)
 

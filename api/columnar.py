@@ -26,9 +26,7 @@ import msgpack
 
 from api.schemas import dump_json, media_types
 from raftlog.storage.batch import Record
-
-COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"
-COLUMNAR_JSON = "application/vnd.raftlog.columnar.v1+json"
+from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK
 
 
 class Columnar(enum.Enum):

@@ -42,9 +42,8 @@ from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT, SESSION_TIMEOUT_
 from partitions.names import check_group_name, check_instance_name, check_topic_name, check_user_topic_name
 from partitions.services import ConsumerRecords, GroupSummary
 from raftlog.errors import check
+from raftlog_client.contract import GENERATION_HEADER, KAFKA_V2
 
-KAFKA_V2 = "application/vnd.kafka.v2+json"  # Confluent's content type of consumer requests
-GENERATION_HEADER = "X-Raftlog-Generation"
 RECORDS_TIMEOUT_MS_MAX = 60_000
 RECORDS_MAX_BYTES_DEFAULT = 1024 * 1024
 RECORDS_MAX_BYTES_MAX = 64 * 1024 * 1024

@@ -1,6 +1,8 @@
 """``raftlog dev``: a local cluster on 127.0.0.1, one OS process per node, until Ctrl-C / SIGTERM.
 
-``raftlog dev [--nodes 3] [--data-dir data] [--base-port 8081]`` supervises the cluster. It locks the
+``raftlog dev [--nodes 3] [--data-dir data] [--base-port 8081] [--serve-arg=--opt=value ...]`` supervises
+the cluster (``--base-port 0``: any free range of ports; each ``--serve-arg`` is added to every node's
+``raftlog serve`` options). It locks the
 data folder first (``DATA_DIR/.lock``): a second ``raftlog dev`` on the same folder is refused at once,
 naming the first, and changes nothing there. It refuses ports another process listens on, starts each
 node, and calls the cluster up only once every node answers ``/status/ready`` as itself (its node id and
@@ -34,6 +36,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +85,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--nodes", type=int, help=f"how many nodes (1-5, default {NODES_DEFAULT})")
     parser.add_argument("--data-dir", default="data", help="cluster data folder (default ./data)")
-    parser.add_argument("--base-port", type=int, help=f"HTTP port of n1 (default {BASE_PORT_DEFAULT})")
+    parser.add_argument(
+        "--base-port", type=int, help=f"HTTP port of n1 (default {BASE_PORT_DEFAULT}; 0: any free range)"
+    )
+    parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="add ARG to every node's serve options, e.g. --serve-arg=--retention-check-ms=200 (repeatable)",
+    )
 
 
 def plan(count: int, base_port: int) -> list[DevNode]:
@@ -154,7 +166,7 @@ def _port_free(host: str, port: int) -> bool:
 
 def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file: str) -> list[str]:
     argv = [
-        sys.executable, "-m", "api.cli", "serve",
+        sys.executable, "-m", "api",
         "--node-id", node.node_id,
         "--data-dir", os.path.join(data_dir, node.node_id),
         "--http", f"127.0.0.1:{node.http_port}",
@@ -282,13 +294,15 @@ class _Child:
 class Supervisor:
     """Runs the nodes of one data folder (whose lock the caller holds) until asked to stop."""
 
-    def __init__(self, data_dir: str, cluster: list[DevNode], secret_file: str) -> None:
+    def __init__(
+        self, data_dir: str, cluster: list[DevNode], secret_file: str, serve_args: Sequence[str] = ()
+    ) -> None:
         self.data_dir = data_dir
         self.stopping = False
         self.children = {
             node.node_id: _Child(
                 node,
-                node_argv(node, cluster, data_dir, secret_file),
+                [*node_argv(node, cluster, data_dir, secret_file), *serve_args],
                 os.path.join(data_dir, node.node_id, "node.log"),
             )
             for node in cluster
@@ -520,11 +534,10 @@ def _run_cluster(args: argparse.Namespace) -> int:
     if args.kill:
         print("raftlog dev: --kill goes with stop or restart NODE", file=sys.stderr)
         return 2
+    count = NODES_DEFAULT if args.nodes is None else args.nodes
+    base_port = BASE_PORT_DEFAULT if args.base_port is None else args.base_port
     try:
-        cluster = plan(
-            NODES_DEFAULT if args.nodes is None else args.nodes,
-            BASE_PORT_DEFAULT if args.base_port is None else args.base_port,
-        )
+        cluster = plan(count, free_base_port(count) if base_port == 0 and 1 <= count <= 5 else base_port)
     except ValueError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 2
@@ -543,15 +556,15 @@ def _run_cluster(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        return Supervisor(data_dir, cluster, _secret_file(data_dir)).run()
+        return Supervisor(data_dir, cluster, _secret_file(data_dir), args.serve_arg).run()
 
 
 def _control(args: argparse.Namespace) -> int:
     if args.node is None:
         print(f"raftlog dev {args.action}: which node? e.g. raftlog dev {args.action} n3", file=sys.stderr)
         return 2
-    if args.nodes is not None or args.base_port is not None:
-        print("raftlog dev: --nodes and --base-port go with starting a cluster", file=sys.stderr)
+    if args.nodes is not None or args.base_port is not None or args.serve_arg:
+        print("raftlog dev: --nodes, --base-port and --serve-arg go with starting a cluster", file=sys.stderr)
         return 2
     data_dir = os.path.abspath(args.data_dir)
     try:

@@ -1,4 +1,5 @@
 """The one table from typed errors to HTTP status and stable ``error_code`` (``../shared/API.md``).
+The codes clients act on are named in ``raftlog_client.contract``, which both sides import.
 
 Every ``RaftlogError`` subclass resolves through this table (most specific class first); an error not in
 it is a bug and becomes a logged 500. ``tests/api/test_errors.py`` fails when a new error is not mapped.
@@ -63,6 +64,15 @@ from raftlog.storage.errors import (
     OffsetOutOfRange,
     RecordTooLarge,
     StorageUnavailable,
+)
+from raftlog_client.contract import (
+    INSTANCE_EXISTS,
+    OFFSET_OUT_OF_RANGE,
+    PARTITION_NOT_ASSIGNED,
+    SEQUENCE_TOO_OLD,
+    STALE_GENERATION,
+    UNKNOWN_INSTANCE,
+    UNKNOWN_TOPIC,
 )
 
 
@@ -157,7 +167,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvalidName, HttpError(400, 40001)),
     (InvalidTopic, HttpError(400, 40001)),
     (PlacementImpossible, HttpError(400, 40001)),
-    (UnknownTopic, HttpError(404, 40401)),
+    (UnknownTopic, HttpError(404, UNKNOWN_TOPIC)),
     (UnknownPartition, HttpError(404, 40402)),
     (TopicExists, HttpError(409, 40901)),
     (UnknownNode, HttpError(404, 40405)),
@@ -166,10 +176,10 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (ReassignmentInProgress, HttpError(409, 40908)),
     (DecommissionImpossible, HttpError(409, 40909)),
     (CapacityExceeded, HttpError(409, 40910)),
-    (SequenceTooOld, HttpError(409, 40902)),
+    (SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (RecordTooLarge, HttpError(413, 41301)),
     (UnsupportedMediaType, HttpError(415, 41501)),
-    (OffsetOutOfRange, HttpError(416, 41601)),
+    (OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
     (InvalidRecord, HttpError(422, 42201)),
     (InvalidCommand, HttpError(422, 42201)),
     (ReplicaRecovering, HttpError(503, 50309, retriable=True)),  # recovering committed records from peers
@@ -181,11 +191,11 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvariantViolation, HttpError(500, 50001)),
     # Consumer groups
     (InvalidConsumerConfig, HttpError(400, 40001)),
-    (UnknownConsumerInstance, HttpError(404, 40403)),
+    (UnknownConsumerInstance, HttpError(404, UNKNOWN_INSTANCE)),
     (UnknownGroup, HttpError(404, 40404)),
-    (ConsumerInstanceExists, HttpError(409, 40904)),
-    (StaleGeneration, HttpError(409, 40905)),  # rebalanced since: read the assignment again
-    (PartitionNotAssigned, HttpError(409, 40906)),  # not this instance's partition in this generation
+    (ConsumerInstanceExists, HttpError(409, INSTANCE_EXISTS)),
+    (StaleGeneration, HttpError(409, STALE_GENERATION)),  # rebalanced since: read the assignment again
+    (PartitionNotAssigned, HttpError(409, PARTITION_NOT_ASSIGNED)),  # not the instance's in this generation
     (GroupFull, HttpError(409, 40907)),
 ]
 INTERNAL = HttpError(500, 50000)

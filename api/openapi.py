@@ -14,8 +14,8 @@ from typing import Any
 from aiohttp import web
 
 from api.errors import TABLE
-from api.schemas import BINARY_V2, JSON_V2, PLAIN_JSON
 from partitions.peer_client import INTERNAL_PREFIX
+from raftlog_client.contract import BINARY_V2, JSON_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RECORD_TYPES = (JSON_V2, BINARY_V2, PLAIN_JSON)

@@ -20,8 +20,6 @@ from api import errors, state
 from api.columnar import columnar_encoding, encode_columnar
 from api.errors import BadRequest
 from api.routing import (
-    HIGH_WATERMARK_HEADER,
-    LEADER_HEADER,
     RoundRobin,
     assign_partitions,
     group_by_partition,
@@ -29,7 +27,6 @@ from api.routing import (
 )
 from api.schemas import (
     INT64_MAX,
-    RECORD_BATCH_V1,
     OffsetCommit,
     ParsedRecord,
     batch_produced_answer,
@@ -54,6 +51,7 @@ from partitions.services import FetchedBatches
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import BatchFormatError, ProducerRecord, Record, records_from
+from raftlog_client.contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH_V1
 
 FETCH_TIMEOUT_MS_MAX = 60_000
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024

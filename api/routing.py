@@ -16,9 +16,6 @@ from api.schemas import ParsedRecord
 from partitions.partitioner import partition_for_key
 from raftlog.errors import check
 
-LEADER_HEADER = "X-Raftlog-Leader"
-HIGH_WATERMARK_HEADER = "X-Raftlog-High-Watermark"  # a fetch's partition end: consumer lag, also forwarded
-
 
 class RoundRobin:
     """The keyless partition of requests without a producer id: 0, 1, 2, ... modulo the partition count."""

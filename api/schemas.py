@@ -33,14 +33,10 @@ from typing import Any, NamedTuple
 
 from api.errors import BadRequest, UnsupportedMediaType
 from partitions.names import check_group_name, check_topic_name, check_user_topic_name
-from raftlog.storage.batch import MEDIA_TYPE as BATCH_MEDIA_TYPE
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
+from raftlog_client.contract import BINARY_V2, JSON_V2, PLAIN_JSON, RECORD_BATCH_V1
 
-JSON_V2 = "application/vnd.kafka.json.v2+json"
-BINARY_V2 = "application/vnd.kafka.binary.v2+json"
-PLAIN_JSON = "application/json"
-RECORD_BATCH_V1 = BATCH_MEDIA_TYPE  # a produce body that is one record batch (ADR 0007)
 INT64_MAX = 2**63 - 1
 RECORDS_MAX = 10_000  # records in one produce request
 HEADERS_MAX = 1_000  # headers on one record

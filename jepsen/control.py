@@ -302,7 +302,7 @@ class Cluster:
 
     def _argv(self, node: NodeSpec, secret_file: str) -> list[str]:
         argv = [sys.executable, "-m", "jepsen.nodeshim", self.trace_file(node.node_id),
-                self.clock_file(node.node_id), "serve",
+                self.clock_file(node.node_id),
                 "--node-id", node.node_id,
                 "--data-dir", self.data_dir(node.node_id),
                 "--http", f"{node.host}:{node.http_port}",

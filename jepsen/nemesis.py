@@ -40,9 +40,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.client import ClientError, RaftlogClient
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.recorder import Recorder
+from raftlog_client.client import RaftlogClient
+from raftlog_client.errors import ClientError
 
 FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock")
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})

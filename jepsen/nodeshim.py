@@ -1,6 +1,6 @@
-"""Run one raftlog node with two process-level fault hooks, then hand over to ``api.cli``.
+"""Run one raftlog node with two process-level fault hooks, then hand over to the server (``api``).
 
-    python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE serve --node-id n1 ...
+    python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE --node-id n1 ...
 
 This is the harness's stand-in for an LD_PRELOAD layer; it patches Python, not libc:
 
@@ -13,7 +13,7 @@ This is the harness's stand-in for an LD_PRELOAD layer; it patches Python, not l
   offset (seconds, a float) written in CLOCK_FILE, re-read every 100 ms by a daemon thread. The monotonic
   clock (Raft timers, asyncio) is not touched: a process-level wall-clock skew, not a kernel one.
 
-The shim imports no project package; it runs ``api.cli`` by name, exactly as ``python -m api.cli`` would.
+The shim imports no project package; it runs ``api`` by name, exactly as ``python -m api`` would.
 """
 
 from __future__ import annotations
@@ -100,12 +100,12 @@ def _install_clock(path: str) -> None:
 
 def main(argv: list[str]) -> None:
     if len(argv) < 3:
-        raise SystemExit("usage: python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE serve ...")
+        raise SystemExit("usage: python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE --node-id ...")
     trace_path, clock_path, rest = argv[0], argv[1], argv[2:]
     _install_fsync_trace(_Trace(trace_path))
     _install_clock(clock_path)
-    sys.argv = ["raftlog", *rest]
-    runpy.run_module("api.cli", run_name="__main__", alter_sys=True)
+    sys.argv = ["raftlog serve", *rest]
+    runpy.run_module("api", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

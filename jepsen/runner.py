@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from api.client import ClientError, RaftlogClient
 from jepsen import control, nemesis, workload
 from jepsen.recorder import Recorder
+from raftlog_client.client import RaftlogClient
+from raftlog_client.errors import ClientError
 
 EXIT_VALID = 0
 EXIT_INVALID = 1

@@ -29,11 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from jepsen.recorder import Recorder
+from raftlog_client.contract import JSON_V2, LEADER_HEADER, NOT_DONE_CODES
+from raftlog_client.session import NoAnswer, NotSent, Session
 
-JSON_V2 = "application/vnd.kafka.json.v2+json"
 SEND_TIMEOUT_S = 5.0
 POLL_WAIT_MS = 200
 POLL_TIMEOUT_S = 4.0
@@ -60,7 +59,7 @@ def classify_status(status: int) -> str:
 
 def classify_record_error(error_code: int) -> str:
     """A per-record error inside a 200 produce answer."""
-    if 50301 <= error_code <= 50399:
+    if error_code in NOT_DONE_CODES:
         return "fail"
     if 40000 <= error_code < 50000:
         return "fail"
@@ -78,12 +77,13 @@ def _error(status: int, body: Any) -> dict[str, Any]:
 
 
 class Http:
-    """One aiohttp session, one attempt per call, every failure turned into an ``Outcome``."""
+    """One attempt per call over the client's ``Session`` (no retries: the harness judges every attempt),
+    every failure turned into an ``Outcome``."""
 
     def __init__(self, urls: Sequence[str], rng: random.Random) -> None:
         self.urls = list(urls)
         self.rng = rng
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False))
+        self.session = Session(limit=0)
 
     async def close(self) -> None:
         await self.session.close()
@@ -107,26 +107,23 @@ class Http:
             data = json.dumps(body).encode()
         node = {"node": base}
         try:
-            async with self.session.request(
-                method, base + path, data=data, params=params, headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout_s),
-            ) as response:  # fmt: skip
-                text = await response.text()
-                try:
-                    payload = json.loads(text) if text else None
-                except json.JSONDecodeError:
-                    payload = text
-                kind = classify_status(response.status)
-                leader = response.headers.get("X-Raftlog-Leader")
-                if leader:
-                    node["leader"] = leader
-                return kind, response.status, payload, node
-        except aiohttp.ClientConnectorError as exc:
-            return "fail", 0, None, {**node, "error": f"connect: {exc.strerror or exc}"}
-        except TimeoutError:
-            return "info", 0, None, {**node, "error": "timeout"}
-        except aiohttp.ClientError as exc:
-            return "info", 0, None, {**node, "error": f"connection: {exc!r}"[:200]}
+            answer = await self.session.exchange(
+                method, base + path, body=data, params=params, headers=headers, timeout_s=timeout_s
+            )
+        except NotSent as exc:
+            return "fail", 0, None, {**node, "error": f"connect: {exc}"}
+        except NoAnswer as exc:
+            error = "timeout" if exc.timed_out else f"connection: {exc}"[:200]
+            return "info", 0, None, {**node, "error": error}
+        text = answer.body.decode("utf-8", "replace")
+        try:
+            payload = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            payload = text
+        leader = answer.header(LEADER_HEADER)
+        if leader:
+            node["leader"] = leader
+        return classify_status(answer.status), answer.status, payload, node
 
 
 def key_of(topic: str, partition: int) -> str:

@@ -23,7 +23,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from raftlog_spark.client import Page
+from raftlog_client.blocking import Page
 
 HEADER = StructType([StructField("key", StringType(), True), StructField("value", BinaryType(), True)])
 

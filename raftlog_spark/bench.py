@@ -22,50 +22,36 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from raftlog_spark.localcluster import LocalCluster
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.errors import RequestFailed
+from raftlog_client.local_cluster import LocalCluster
 
 LOAD_BATCH_RECORDS = 10_000  # records per produce request while loading
+REQUEST_TIMEOUT_MS = 120_000
 
 
 def _say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def _call(url: str, method: str, path: str, body: Any, content_type: str = "application/json") -> Any:
-    data = json.dumps(body).encode("utf-8")
-    request = urllib.request.Request(
-        url + path, data=data, method=method, headers={"Content-Type": content_type}
-    )
-    with urllib.request.urlopen(request, timeout=120) as answer:
-        raw = answer.read()
-    return json.loads(raw) if raw else None
-
-
 def create_topic(servers: list[str], name: str, partitions: int) -> None:
     configs = {"flush.policy": "group"}  # as a throughput-minded topic would be set up
-    body = {
-        "name": name,
-        "partitions": partitions,
-        "replication_factor": min(3, len(servers)),
-        "configs": configs,
-    }
-    _call(servers[0], "POST", "/v1/topics", body)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            for p in range(partitions):
-                with urllib.request.urlopen(f"{servers[0]}/topics/{name}/partitions/{p}/offsets", timeout=5):
-                    pass
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    with BlockingClient(servers, REQUEST_TIMEOUT_MS) as client:
+        client.create_topic(name, partitions, min(3, len(servers)), configs)
+        deadline = time.monotonic() + 30
+        for partition in range(partitions):  # every partition has a leader that answers
+            while True:
+                try:
+                    client.offsets(name, partition)
+                    break
+                except RequestFailed:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
 
 
 def load(servers: list[str], topic: str, partitions: int, records: int, value_bytes: int) -> float:
@@ -76,7 +62,6 @@ def load(servers: list[str], topic: str, partitions: int, records: int, value_by
     started = time.monotonic()
 
     def one(partition: int) -> None:
-        url = servers[partition % len(servers)]
         mine = range(partition, records, partitions)
         try:
             for first in range(0, len(mine), LOAD_BATCH_RECORDS):
@@ -88,8 +73,8 @@ def load(servers: list[str], topic: str, partitions: int, records: int, value_by
                     }
                     for i in chunk
                 ]
-                path = f"/topics/{topic}/partitions/{partition}"
-                _call(url, "POST", path, {"records": rows}, "application/vnd.kafka.binary.v2+json")
+                with BlockingClient(servers, REQUEST_TIMEOUT_MS, first=partition) as client:
+                    client.produce(topic, rows, partition=partition)
                 with lock:
                     done[0] += len(rows)
         except BaseException as exc:  # reported by the main thread
@@ -202,11 +187,8 @@ def run(args: argparse.Namespace, servers: list[str]) -> list[tuple[str, str]]:
 
 
 def _ends(url: str, topic: str, partitions: int) -> list[int]:
-    ends = []
-    for p in range(partitions):
-        with urllib.request.urlopen(f"{url}/topics/{topic}/partitions/{p}/offsets", timeout=10) as answer:
-            ends.append(int(json.loads(answer.read())["end_offset"]))
-    return ends
+    with BlockingClient([url], 10_000) as client:
+        return [client.offsets(topic, p)[1] for p in range(partitions)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _say("starting a 3-node cluster (raftlog dev)")
             with LocalCluster(os.path.join(work_dir, "cluster")) as cluster:
-                results = run(args, cluster.urls)
+                results = run(args, cluster.servers)
     print(f"\nraftlog Spark connector, {args.records:,} records of {args.value_bytes} B, {args.master}:")
     for name, value in results:
         print(f"  {name:<28} {value}")

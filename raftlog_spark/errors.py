@@ -1,5 +1,7 @@
 """The connector's errors. Spark shows a Python worker's exception text in the failed query's message,
-so every message names what the user can change: the option, the column or the topic-partition."""
+so every message names what the user can change: the option, the column or the topic-partition. What the
+cluster answered comes as the client's errors (``raftlog_client.errors``: ``RequestFailed`` naming the
+request, status and error code; ``Unavailable`` when no server answered in time)."""
 
 from __future__ import annotations
 
@@ -27,26 +29,3 @@ class BadRow(RaftlogSparkError, ValueError):
 class DataLoss(RaftlogSparkError):
     """Records the query should read are gone (retention deleted them, or the topic shrank). Raised only
     with ``failOnDataLoss=true`` (the default); ``false`` skips to what is still there."""
-
-
-class ServerError(RaftlogSparkError):
-    """The cluster answered a request with an error it does not retry (or kept failing until the deadline)."""
-
-    def __init__(self, method: str, path: str, status: int, error_code: int | None, message: str) -> None:
-        super().__init__(f"{method} {path}: HTTP {status} (error_code {error_code}): {message}")
-        self.status = status
-        self.error_code = error_code
-        self.message = message
-
-
-class OffsetOutOfRange(ServerError):
-    """HTTP 416: the wanted offset is below the log start or above the end."""
-
-    def __init__(self, method: str, path: str, message: str, log_start_offset: int, end_offset: int) -> None:
-        super().__init__(method, path, 416, 41601, message)
-        self.log_start_offset = log_start_offset
-        self.end_offset = end_offset
-
-
-class Unreachable(RaftlogSparkError):
-    """No server of the ``servers`` option answered before the request's deadline."""

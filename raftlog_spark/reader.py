@@ -21,9 +21,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.errors import OffsetOutOfRange
 from raftlog_spark.arrow import record_batch
-from raftlog_spark.client import Client
-from raftlog_spark.errors import DataLoss, OffsetOutOfRange, RaftlogSparkError
+from raftlog_spark.errors import DataLoss, RaftlogSparkError
 from raftlog_spark.offsets import (
     EARLIEST,
     LATEST,
@@ -46,7 +47,7 @@ EMPTY_PAGE_WAIT_MS = 200  # a new leader may briefly report a lower end offset t
 def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
     """Log start and end offsets of every subscribed or assigned partition."""
     out: dict[TopicPartition, Bounds] = {}
-    with Client(options.servers, options.request_timeout_ms) as client:
+    with BlockingClient(options.servers, options.request_timeout_ms) as client:
         for topic, assigned in sorted(options.topics.items()):
             count = client.partition_count(topic)
             wanted = range(count) if assigned is None else assigned
@@ -55,7 +56,7 @@ def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
                     raise RaftlogSparkError(
                         f"assign: {topic}-{partition} does not exist ({count} partitions)"
                     )
-                start, end = client.bounds(topic, partition)
+                start, end = client.offsets(topic, partition)
                 out[(topic, partition)] = Bounds(start, end)
     return out
 
@@ -67,10 +68,10 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
     where = f"{part.topic}-{part.partition}"
     offset = part.start
     stalled_since: float | None = None
-    with Client(options.servers, options.request_timeout_ms, first=part.partition) as client:
+    with BlockingClient(options.servers, options.request_timeout_ms, first=part.partition) as client:
         while offset < part.end:
             try:
-                page = client.fetch(
+                page = client.fetch_page(
                     part.topic,
                     part.partition,
                     offset,

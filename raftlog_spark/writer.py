@@ -45,12 +45,12 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from raftlog_spark.client import Client, Produced
-from raftlog_spark.errors import BadRow, RaftlogSparkError, SchemaError, ServerError, Unreachable
+from raftlog_client.blocking import BlockingClient, RecordResults
+from raftlog_client.contract import SEQUENCE_TOO_OLD, retriable
+from raftlog_client.errors import RequestFailed, Unavailable
+from raftlog_spark.errors import BadRow, RaftlogSparkError, SchemaError
 from raftlog_spark.options import WriteOptions, parse_write_options
 
-SEQUENCE_TOO_OLD = 40902
-RETRIABLE_CODES = range(50300, 50500)  # 503xx no leader / overloaded, 504xx outcome unknown
 BATCH_SEQUENCE_BITS = 24  # requests per task and topic within one micro-batch: up to 16.7 million
 PRODUCER_ID_MASK = 2**63 - 1
 
@@ -127,14 +127,16 @@ class TaskWriter:
         self.requests = 0
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        with Client(self.options.servers, self.options.request_timeout_ms, first=self.producer) as client:
+        with BlockingClient(
+            self.options.servers, self.options.request_timeout_ms, first=self.producer
+        ) as client:
             for batch in batches:
                 self._add(client, batch)
             for topic in sorted(self.pending):
                 self._flush(client, topic)
         return WriteResult(self.records, self.requests)
 
-    def _add(self, client: Client, batch: pa.RecordBatch) -> None:
+    def _add(self, client: BlockingClient, batch: pa.RecordBatch) -> None:
         wanted = ("value", "key", "topic", "partition", "headers")  # other columns are ignored, as by Kafka's
         column = {name: batch.column(name).to_pylist() for name in wanted if name in batch.schema.names}
         values = column["value"]
@@ -166,7 +168,7 @@ class TaskWriter:
             ):
                 self._flush(client, topic)
 
-    def _flush(self, client: Client, topic: str) -> None:
+    def _flush(self, client: BlockingClient, topic: str) -> None:
         pending = self.pending[topic]
         if not pending.records:
             return
@@ -178,12 +180,12 @@ class TaskWriter:
         pending.records = []
         pending.bytes = 0
 
-    def _send(self, client: Client, topic: str, records: list[dict[str, Any]], sequence: int) -> None:
+    def _send(self, client: BlockingClient, topic: str, records: list[dict[str, Any]], sequence: int) -> None:
         deadline = time.monotonic() + self.options.request_timeout_ms / 1000
         while True:
             try:
                 produced = client.produce(topic, records, self.producer, sequence)
-            except ServerError as exc:
+            except RequestFailed as exc:
                 if exc.error_code == SEQUENCE_TOO_OLD:
                     return  # applied by an earlier attempt of this task (see the module's docstring)
                 if exc.status == 404:
@@ -193,17 +195,17 @@ class TaskWriter:
             if not retry:
                 return
             if time.monotonic() > deadline:
-                raise Unreachable(f"produce to {topic!r}: records still failing after the deadline: {retry}")
+                raise Unavailable(f"produce to {topic!r}: records still failing after the deadline: {retry}")
             time.sleep(0.2)
 
 
-def _check(topic: str, produced: Produced) -> str | None:
+def _check(topic: str, produced: RecordResults) -> str | None:
     """None when every record is written (or was, by an earlier attempt); the retriable error otherwise."""
     retry = None
     for code, message in zip(produced.error_codes, produced.errors, strict=True):
         if code is None or code == SEQUENCE_TOO_OLD:
             continue
-        if code in RETRIABLE_CODES:
+        if retriable(code):
             retry = f"{code}: {message}"
             continue
         raise BadRow(f"topic {topic!r}: a record was refused with error {code}: {message}")

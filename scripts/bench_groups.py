@@ -13,54 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-from api.client import GroupConsumer, Message, RaftlogClient
-from api.dev import free_base_port
+from raftlog_client.client import GroupConsumer, Message, RaftlogClient
+from raftlog_client.local_cluster import LocalCluster
 
-READY_TIMEOUT_S = 60.0
 READ_TIMEOUT_S = 300.0
-
-
-def _start_cluster(directory: str) -> tuple[subprocess.Popen[bytes], list[str]]:
-    base = free_base_port(3)
-    argv = [
-        sys.executable,
-        "-m",
-        "api.cli",
-        "dev",
-        "--nodes",
-        "3",
-        "--data-dir",
-        directory,
-        "--base-port",
-        str(base),
-    ]
-    log = open(os.path.join(directory, "dev.log"), "wb")  # noqa: SIM115 (kept open for the cluster's life)
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    urls = [f"http://127.0.0.1:{base + i}" for i in range(3)]
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    pending = set(urls)
-    while pending and time.monotonic() < deadline:
-        for url in sorted(pending):
-            try:
-                with urllib.request.urlopen(url + "/status/ready", timeout=1) as answer:
-                    if answer.status == 200:
-                        pending.discard(url)
-            except (urllib.error.URLError, OSError):
-                pass
-        time.sleep(0.2)
-    if pending:
-        os.killpg(process.pid, signal.SIGTERM)
-        raise SystemExit(f"cluster not ready within {READY_TIMEOUT_S} s: {sorted(pending)}")
-    return process, urls
 
 
 async def _read_all(urls: list[str], topic: str, members: int, records: int) -> tuple[float, int]:
@@ -151,13 +111,11 @@ def main() -> int:
     if args.server:
         asyncio.run(_bench([s.strip() for s in args.server.split(",") if s.strip()], args))
         return 0
-    with tempfile.TemporaryDirectory(prefix="raftlog-groups-bench-") as directory:
-        process, urls = _start_cluster(directory)
-        try:
-            asyncio.run(_bench(urls, args))
-        finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(30)
+    with (
+        tempfile.TemporaryDirectory(prefix="raftlog-groups-bench-") as directory,
+        LocalCluster(directory) as cluster,
+    ):
+        asyncio.run(_bench(cluster.servers, args))
     return 0
 
 

@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 
-from api.client import Message, RaftlogClient
-from raftlog.bench.cluster import LocalCluster
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.local_cluster import LocalCluster
 
 
 async def move(client: RaftlogClient, topic: str) -> tuple[list[str], list[str], float]:
@@ -80,8 +80,8 @@ def main() -> int:
     args = parser.parse_args()
     cluster = LocalCluster(args.dir or tempfile.mkdtemp(prefix="raftlog-bench-move-"))
     try:
-        cluster.wait_ready()
-        asyncio.run(bench(list(cluster.urls.values()), args.megabytes, args.record_bytes))
+        cluster.start()
+        asyncio.run(bench(cluster.servers, args.megabytes, args.record_bytes))
     finally:
         cluster.stop()
     return 0

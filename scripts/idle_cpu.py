@@ -1,5 +1,5 @@
 """Idle CPU of a local 3-node cluster holding N partitions x 3 replicas. The logic now lives in the idle
-cell of ``raftlog bench cluster`` (raftlog/bench/cluster.py); this wrapper keeps the old command.
+cell of ``raftlog bench cluster`` (raftlog_bench/cluster.py); this wrapper keeps the old command.
 
     .venv/bin/python scripts/idle_cpu.py [--partitions 100] [--seconds 10] [--settle 5] [--dir DIR]
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raftlog.bench import cluster
+from raftlog_bench import cluster
 
 
 def main() -> int:

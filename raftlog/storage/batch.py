@@ -37,7 +37,6 @@ from raftlog.packing import release_if_large, thread_packer
 from raftlog.storage.errors import InvalidRecord
 
 MAGIC = 1
-MEDIA_TYPE = "application/vnd.raftlog.batch.v1"  # an HTTP body that is one batch a producer encoded
 _ATTR_HAS_PRODUCER = 0x01
 _HEADER = struct.Struct(">IIBBQIqqQqq")
 _PREFIX = struct.Struct(">II")  # length, crc

@@ -1,31 +1,5 @@
-"""Fixtures: API apps over fake brokers, served on 127.0.0.1 ephemeral ports."""
+"""The API tests' fixtures (``api_fixtures``)."""
 
-from __future__ import annotations
+from api_fixtures import cluster, harness, n1, n2
 
-from collections.abc import AsyncIterator
-
-import pytest
-from fake_broker import FakeCluster
-from harness import Harness, Node
-
-
-@pytest.fixture
-async def harness() -> AsyncIterator[Harness]:
-    started = Harness()
-    yield started
-    await started.close()
-
-
-@pytest.fixture
-def cluster() -> FakeCluster:
-    return FakeCluster(["n1", "n2"])
-
-
-@pytest.fixture
-async def n1(cluster: FakeCluster, harness: Harness) -> Node:
-    return await harness.start(cluster, "n1")
-
-
-@pytest.fixture
-async def n2(cluster: FakeCluster, harness: Harness) -> Node:
-    return await harness.start(cluster, "n2")
+__all__ = ["cluster", "harness", "n1", "n2"]

@@ -17,7 +17,7 @@ from fake_broker import FakeCluster
 from harness import Harness, Node
 
 from api.app import ROUTES, build_app
-from api.schemas import BINARY_V2, JSON_V2, dump_json
+from api.schemas import dump_json
 from partitions.partitioner import partition_for_key
 from raftlog.consensus.errors import (
     GroupClosed,
@@ -29,6 +29,7 @@ from raftlog.consensus.errors import (
 )
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import CorruptRecord, StorageUnavailable
+from raftlog_client.contract import BINARY_V2, JSON_V2
 
 JSON_HEADERS = {"Content-Type": JSON_V2}
 BINARY_HEADERS = {"Content-Type": BINARY_V2}

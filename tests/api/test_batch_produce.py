@@ -10,9 +10,9 @@ from typing import Any
 from fake_broker import FakeCluster
 from harness import Harness, Node
 
-from api.client import Message, RaftlogClient
-from api.schemas import BINARY_V2, RECORD_BATCH_V1
 from raftlog.storage.batch import ProducerRecord, decode_batch, encode_batch, split_batches
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.contract import BINARY_V2, RECORD_BATCH_V1
 
 BATCH_HEADERS = {"Content-Type": RECORD_BATCH_V1}
 

@@ -12,10 +12,10 @@ from fake_broker import FakeCluster
 from harness import Node
 
 from api.app import ROUTES
-from api.columnar import COLUMNAR_JSON, COLUMNAR_MSGPACK, Columnar, columnar_encoding, encode_columnar
+from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.openapi import document
-from api.schemas import BINARY_V2, RECORD_BATCH_V1
 from raftlog.storage.batch import Record
+from raftlog_client.contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH_V1
 
 RECORDS = [
     {"value": base64.b64encode(b"\x00\xffraw").decode(), "key": base64.b64encode(b"k1").decode()},

@@ -11,8 +11,8 @@ from typing import Any
 from fake_broker import FakeCluster
 from harness import Node
 
-from api.client import GroupConsumer, RaftlogClient
 from partitions.groups.coordinator import GROUPS_TOPIC
+from raftlog_client.client import GroupConsumer, RaftlogClient
 
 V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
 

@@ -26,7 +26,11 @@ ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[
 
 def raftlog(*argv: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *argv], capture_output=True, text=True, timeout=timeout_s, env=ENV
+        [sys.executable, "-m", "raftlog_cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=ENV,
     )
 
 
@@ -71,7 +75,7 @@ class Supervised:
         self.output = data.parent / f"{data.name}-dev.out"
         with open(self.output, "wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "api.cli", "dev", "--nodes", str(nodes), "--data-dir", str(data),
+                [sys.executable, "-m", "raftlog_cli", "dev", "--nodes", str(nodes), "--data-dir", str(data),
                  "--base-port", str(self.base_port)],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=ENV,
             )  # fmt: skip

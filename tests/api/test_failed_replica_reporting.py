@@ -10,9 +10,9 @@ import pytest
 from fake_broker import FakeCluster
 from harness import Harness, Node
 
-from api.cli import main
 from partitions.broker import PartitionState, ReplicaState
 from partitions.replica_failures import ReplicaFailure
+from raftlog_cli.cli import main
 
 REPLAY_ERROR = (
     "InvariantViolation: logs/orders-0.1: replayed entry at offset 6 differs from the batch on disk"

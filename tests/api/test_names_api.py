@@ -12,8 +12,8 @@ import pytest
 from fake_broker import FakeCluster
 from harness import Node
 
-from api.cli import main
 from partitions.groups.coordinator import GROUPS_TOPIC
+from raftlog_cli.cli import main
 
 V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
 

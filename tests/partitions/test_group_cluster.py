@@ -12,7 +12,9 @@ import aiohttp
 from test_catch_up import Served
 from test_node import configs, controller_leader, until
 
-from api.client import FENCED_CODES, GroupConsumer, Message, RaftlogClient, RequestFailed
+from raftlog_client.client import GroupConsumer, Message, RaftlogClient
+from raftlog_client.contract import FENCED_CODES
+from raftlog_client.errors import RequestFailed
 
 TOPIC = "work"
 PARTITIONS = 4

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from api.client import ClientError, Message, RaftlogClient, RequestFailed
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.errors import ClientError, RequestFailed
 
 from .cluster import ProcessCluster
 

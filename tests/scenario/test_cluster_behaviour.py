@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from api.client import ClientError, Message, RaftlogClient
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.errors import ClientError
 
 from .cluster import ProcessCluster
 

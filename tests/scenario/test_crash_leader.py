@@ -9,12 +9,13 @@ import time
 
 import pytest
 
-from api.client import ClientError, Message, RaftlogClient
 from raftlog.storage import Log, LogConfig
 from raftlog.storage.batch import BatchFormatError
 from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.inspect import dump_records
 from raftlog.storage.segment import ScanStop
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.errors import ClientError
 
 from .cluster import ProcessCluster
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from api.client import Message, RaftlogClient
 from api.dev import free_base_port, node_argv, plan
+from raftlog_client.client import Message, RaftlogClient
 
 from .cluster import ProcessCluster
 
@@ -49,7 +49,7 @@ async def test_a_second_process_on_a_data_directory_is_refused_and_the_first_ser
     logs = tmp_path / "n1" / "logs"
     (partition_log,) = [logs / name for name in os.listdir(logs) if name.startswith("orders-0.")]
     verify = subprocess.run(
-        [sys.executable, "-m", "api.cli", "log", "verify", str(partition_log)],
+        [sys.executable, "-m", "raftlog_cli", "log", "verify", str(partition_log)],
         capture_output=True,
         text=True,
         timeout=60,

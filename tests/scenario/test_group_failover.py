@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from api.client import GroupConsumer, Message, RaftlogClient
+from raftlog_client.client import GroupConsumer, Message, RaftlogClient
 
 from .cluster import ProcessCluster
 

@@ -5,107 +5,64 @@ from __future__ import annotations
 
 import base64
 import http.server
-import json
-import os
-import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from api.dev import DevNode, free_base_port, node_argv, plan
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.errors import RequestFailed
+from raftlog_client.local_cluster import LocalCluster
 
-READY_TIMEOUT_S = 60.0
 RETENTION_CHECK_MS = 200
-RETRY_503_S = 15.0
-
-
-def call(url: str, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-    """One request; a 503 (nothing was done, e.g. a new partition's leader is not known everywhere yet:
-    the API says to retry) is retried for up to RETRY_503_S, as any client does."""
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Content-Type": content_type}
-    deadline = time.monotonic() + RETRY_503_S
-    while True:
-        request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                raw = answer.read()
-            return json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            if exc.code != 503 or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.1)
+REQUEST_TIMEOUT_MS = 30_000
 
 
 @dataclass
 class SparkTestCluster:
+    """``raftlog dev`` through the launcher every benchmark uses, nodes checking retention often."""
+
     root: str
-    nodes: list[DevNode] = field(default_factory=list)
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    local: LocalCluster | None = None
 
     @property
     def urls(self) -> list[str]:
-        return [n.http for n in self.nodes]
+        return [] if self.local is None else self.local.servers
 
     @property
     def servers(self) -> str:
         return ",".join(self.urls)
 
     def start(self) -> None:
-        self.nodes = plan(3, free_base_port(3))
-        secret = os.path.join(self.root, "cluster.secret")
-        with open(secret, "w", encoding="ascii") as f:
-            f.write("spark-test-secret-0123456789abcdef\n")
-        for node in self.nodes:
-            argv = node_argv(node, self.nodes, self.root, secret)
-            argv += ["--retention-check-ms", str(RETENTION_CHECK_MS)]
-            os.makedirs(os.path.join(self.root, node.node_id), exist_ok=True)
-            with open(os.path.join(self.root, node.node_id, "node.log"), "ab") as log:
-                self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        pending = set(self.urls)
-        while pending and time.monotonic() < deadline:
-            for url in sorted(pending):
-                try:
-                    with urllib.request.urlopen(url + "/status/ready", timeout=1):
-                        pending.discard(url)
-                except (urllib.error.URLError, OSError):
-                    pass
-            time.sleep(0.2)
-        if pending:
-            self.stop()
-            raise RuntimeError(f"raftlog nodes not ready within {READY_TIMEOUT_S} s: {sorted(pending)}")
+        self.local = LocalCluster(self.root, serve_args=[f"--retention-check-ms={RETENTION_CHECK_MS}"])
+        self.local.start()
 
     def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self.processes.clear()
+        if self.local is not None:
+            self.local.stop()
+
+    def client(self, url: str | None = None) -> BlockingClient:
+        """A client of one node (``url``) or of the cluster; 503s are retried for REQUEST_TIMEOUT_MS."""
+        return BlockingClient(self.urls if url is None else [url], REQUEST_TIMEOUT_MS)
 
     # -- topics and records --------------------------------------------------------------------------
 
     def create_topic(self, partitions: int, **configs: Any) -> str:
         name = f"t{uuid.uuid4().hex[:10]}"
-        body = {"name": name, "partitions": partitions, "replication_factor": 3, "configs": configs}
-        call(self.urls[0], "POST", "/v1/topics", body)
+        with self.client(self.urls[0]) as client:
+            client.create_topic(name, partitions, 3, configs)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # every node knows it and every partition has a leader
             try:
                 for url in self.urls:
-                    for p in range(partitions):
-                        call(url, "GET", f"/topics/{name}/partitions/{p}/offsets")
+                    with self.client(url) as client:
+                        for p in range(partitions):
+                            client.offsets(name, p)
                 return name
-            except urllib.error.HTTPError:
+            except RequestFailed:
                 time.sleep(0.1)
         raise RuntimeError(f"topic {name} not served within 20 s")
 
@@ -122,17 +79,12 @@ class SparkTestCluster:
                 {"value": b64(v), **({"key": b64(key)} if key is not None else {})}
                 for v in values[first : first + chunk]
             ]
-            call(
-                self.urls[0],
-                "POST",
-                f"/topics/{topic}/partitions/{partition}",
-                {"records": records},
-                "application/vnd.kafka.binary.v2+json",
-            )
+            with self.client(self.urls[0]) as client:
+                client.produce(topic, records, partition=partition)
 
     def bounds(self, topic: str, partition: int) -> tuple[int, int]:
-        answer = call(self.urls[0], "GET", f"/topics/{topic}/partitions/{partition}/offsets")
-        return int(answer["beginning_offset"]), int(answer["end_offset"])
+        with self.client(self.urls[0]) as client:
+            return client.offsets(topic, partition)
 
     def wait_for_log_start(self, topic: str, partition: int, timeout_s: float = 30.0) -> None:
         """Until retention has deleted the partition's first segments and stopped: the log start is above
@@ -152,7 +104,8 @@ class SparkTestCluster:
             time.sleep(0.1)
 
     def end_offsets(self, topic: str) -> list[int]:
-        count = len(call(self.urls[0], "GET", f"/topics/{topic}")["partitions"])
+        with self.client(self.urls[0]) as client:
+            count = client.partition_count(topic)
         return [self.bounds(topic, p)[1] for p in range(count)]
 
 

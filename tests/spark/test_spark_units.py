@@ -16,16 +16,10 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from spark_cluster import SparkTestCluster
 
+from raftlog_client.blocking import BlockingClient, Page
+from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable
 from raftlog_spark.arrow import ARROW_SCHEMA, record_batch
-from raftlog_spark.client import Client, Page
-from raftlog_spark.errors import (
-    DataLoss,
-    OffsetOutOfRange,
-    OptionError,
-    SchemaError,
-    ServerError,
-    Unreachable,
-)
+from raftlog_spark.errors import DataLoss, OptionError, SchemaError
 from raftlog_spark.offsets import (
     EARLIEST,
     LATEST,
@@ -262,16 +256,19 @@ def test_client_fails_over_retries_and_names_errors(raftlog_cluster: SparkTestCl
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed again: nothing listens there
     topic = raftlog_cluster.create_topic(2)
-    with Client([dead, raftlog_cluster.urls[1]], 5000) as client:
+    with BlockingClient([dead, raftlog_cluster.urls[1]], 5000) as client:
         assert client.partition_count(topic) == 2  # the dead server is skipped
-    with Client([dead], 300) as client, pytest.raises(Unreachable, match=r"no usable answer within 0\.3 s"):
+    with (
+        BlockingClient([dead], 300) as client,
+        pytest.raises(Unavailable, match=r"no usable answer within 0\.3 s"),
+    ):
         client.partition_count(topic)
-    with Client(raftlog_cluster.urls, 5000) as client:
-        with pytest.raises(ServerError) as raised:
+    with BlockingClient(raftlog_cluster.urls, 5000) as client:
+        with pytest.raises(RequestFailed) as raised:
             client.partition_count("no-such-topic")
         assert (raised.value.status, raised.value.error_code) == (404, 40401)
         with pytest.raises(OffsetOutOfRange) as out_of_range:
-            client.fetch(topic, 0, 99, 1024, 0, columnar=True)
+            client.fetch_page(topic, 0, 99, 1024, 0, columnar=True)
         assert (out_of_range.value.log_start_offset, out_of_range.value.end_offset) == (0, 0)
 
 

@@ -7,10 +7,10 @@ import pathlib
 
 import pytest
 
-from api.cli import main
 from raftlog.storage import Log
 from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.inspect import dump_records
+from raftlog_cli.cli import main
 
 from .helpers import batch_positions, corrupt_byte, make_records, segment_paths, small_config
 

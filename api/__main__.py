@@ -1,0 +1,26 @@
+"""``python -m api [-v] --node-id n1 ...``: one node process, the same as ``raftlog serve`` (the options
+of ``api/serve.py``). The server's own entry: ``raftlog dev``, the fault harness and the test clusters
+start nodes this way, so running a node needs nothing of the command-line package."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from api import logs, serve
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="raftlog serve", description="Run one node (HTTP API, Raft, storage)."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    serve.add_arguments(parser)
+    args = parser.parse_args(argv)
+    logs.configure(args.verbose)
+    return serve.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

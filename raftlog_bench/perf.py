@@ -1,0 +1,1106 @@
+"""``raftlog bench perf``: producers and consumers against a cluster, in the manner of
+kafka-producer-perf-test and the OpenMessaging benchmark, optionally side by side with NATS JetStream
+and RabbitMQ streams running the same workload in the same run on the same machine.
+
+Usage::
+
+    raftlog bench perf [--servers URL,...] [--record-size 100,1024] [--batch-size 1000] [--partitions 3]
+                       [--concurrency 8] [--duration 10] [--acks all] [--single-rate 1000]
+                       [--compare nats,rabbitmq] [--idle-partitions 100] [--restart-mib 1024]
+                       [--json FILE]
+
+Per system (raftlog first, then each peer of ``--compare``), per record size:
+
+1. produce: a closed loop of ``--concurrency`` batches in flight for ``--duration`` seconds; worker j
+   asks node j mod 3 and walks the partitions round-robin from j. A batch is ``--batch-size`` records
+   of ``--record-size`` random bytes; it counts when the system acknowledged every record of it (raftlog:
+   a majority has it fsynced; NATS: ``sync_interval: always``; RabbitMQ streams: a quorum wrote it, no
+   fsync). Latency is per batch, from send to the last acknowledgement;
+2. consume: every partition read back from its start until all acknowledged records were read (one
+   reader per partition, bounded by ``--consume-seconds``).
+
+Then single-record produce at ``--single-rate`` requests/s offered on a fixed timetable (open loop:
+latency counts from the scheduled time, or from the send where the request left up to 1 ms before it),
+``--single-seconds`` long. For raftlog started here, also: the
+idle CPU of the nodes holding ``--idle-partitions`` partitions, and the time a node holding a partition
+of ``--restart-mib`` MiB takes to serve again after a crash (SIGKILL, restart with the same argv).
+
+CPU is read from /proc/PID/stat for each server process, for this process (the load generator) and for
+the whole machine; "other" is what other processes used during the phase (the machine is shared: a
+noisy neighbour lowers every number). Every loop is bounded by its duration. Numbers, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from raftlog_bench.cluster import (
+    MB,
+    CpuMeter,
+    CpuUse,
+    LatencySummary,
+    parse_servers,
+    rate,
+    slot_time,
+    slots_due,
+)
+from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
+from raftlog_bench.storage import positive_ints, wait_quiet
+from raftlog_bench.targets import (
+    FETCH_FORMATS,
+    LEADERS_SETTLE_S,
+    PRODUCE_FORMATS,
+    ROUTES,
+    Layout,
+    RaftlogTarget,
+    SendFailed,
+    Target,
+)
+from raftlog_client.errors import ClientError
+from raftlog_client.local_cluster import LocalCluster
+from raftlog_client.session import Session
+
+KiB = 1024
+MiB = 1024 * 1024
+T = TypeVar("T")
+SYSTEMS = ("raftlog", *PEERS)
+ACKS = ("all",)
+SINGLE_IN_FLIGHT_MAX = 64
+TIMER_SLACK_S = 0.001  # single-record requests leave up to this long before their slot (timer resolution)
+ERROR_BACKOFF_S = 0.02
+DRAIN_TIMEOUT_S = 35.0
+RESTART_TIMEOUT_S = 120.0
+RESTART_FILL_TIMEOUT_S = 900.0
+IDLE_SETTLE_S = 5.0
+GOAL_SINGLE_P99_MS = 5.0
+GOAL_IDLE_PCT = 10.0
+GOAL_RESTART_S = 5.0
+DURABILITY = {
+    "raftlog": "majority fsynced before ack (flush.policy always)",
+    "nats": "R3, file store, sync_interval: always (fsync before ack)",
+    "rabbitmq": "R3 stream, quorum written before confirm, no fsync",
+}
+
+
+# -- options ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    record_sizes: tuple[int, ...]
+    batch_records: int
+    partitions: int
+    concurrency: int  # batches in flight
+    seconds: float  # each produce phase
+    acks: str
+    consume: bool
+    consume_seconds: float
+    single_rate: float  # single-record requests/s offered; 0 = no single-record phase
+    single_seconds: float
+    single_record_bytes: int
+    fetch_bytes: int
+    wait_quiet_s: float
+    route: str = "leader"  # raftlog: "leader" (as a Kafka client) or "any" node (non-leaders forward)
+    produce_format: str = "batch"  # raftlog: a record batch the client encodes, or "json" (binary flavour)
+    fetch_format: str = "batch"  # raftlog: the stored batches, decoded by the client, or "columnar" pages
+    settle_s: float = LEADERS_SETTLE_S  # raftlog: leaders of a new topic stand still this long first
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    system: str
+    phase: str  # produce | consume | single
+    record_bytes: int
+    batch_records: int
+    partitions: int
+    concurrency: int
+    records: int  # acknowledged (produce, single) or read (consume)
+    expected: int  # consume: records acknowledged before; single: requests scheduled
+    seconds: float
+    records_per_s: float
+    mb_per_s: float  # payload, 10^6 bytes
+    latency: LatencySummary
+    errors: dict[str, int]
+    server_cpu_pct: dict[str, float]  # per server process, 100 = one core
+    client_cpu_pct: float
+    other_cpu_pct: float | None  # other processes on the machine
+
+
+@dataclass(frozen=True, slots=True)
+class IdleResult:
+    partitions: int
+    seconds: float
+    server_cpu_pct: dict[str, float]
+    other_cpu_pct: float | None
+    create_seconds: float  # from the create request until every partition had a leader
+
+    @property
+    def total_pct(self) -> float:
+        return sum(self.server_cpu_pct.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RestartResult:
+    partition_mib: float
+    node: str
+    was_leader: bool
+    fill_seconds: float
+    ready_seconds: float  # SIGKILL + restart until /status/ready answers 200
+    serving_seconds: float  # until the restarted node answers a fetch of the last record
+    other_cpu_pct: float | None
+
+
+@dataclass(slots=True)
+class Report:
+    workload: Workload
+    systems: list[str]
+    machine: dict[str, Any]
+    phases: list[PhaseResult] = field(default_factory=list)
+    idle: IdleResult | None = None
+    restart: RestartResult | None = None
+    failures: dict[str, str] = field(default_factory=dict)  # system -> why it was not measured
+
+
+# -- statistics and formatting (pure) --------------------------------------------------------------------
+
+
+def cpu_percentages(cpu: CpuUse) -> tuple[dict[str, float], float, float | None]:
+    seconds = cpu.seconds
+    servers = {name: 100 * rate(used, seconds) for name, used in sorted(cpu.nodes_s.items())}
+    return servers, 100 * rate(cpu.client_s, seconds), cpu.other_pct
+
+
+def size_label(record_bytes: int) -> str:
+    return f"{record_bytes // KiB} KiB" if record_bytes % KiB == 0 else f"{record_bytes} B"
+
+
+def ratio(ours: float, theirs: float) -> float | None:
+    """ours / theirs, or None when either side measured nothing."""
+    if ours <= 0 or theirs <= 0:
+        return None
+    return ours / theirs
+
+
+def phase_ratios(phases: Sequence[PhaseResult], peer: str) -> list[tuple[str, int, float | None]]:
+    """(phase, record_bytes, raftlog / peer) for every phase both measured: records/s for produce and
+    consume; for single-record produce the peer's p99 over raftlog's (above 1: raftlog is faster)."""
+    ours = {(p.phase, p.record_bytes): p for p in phases if p.system == "raftlog"}
+    rows = []
+    for theirs in phases:
+        if theirs.system != peer:
+            continue
+        mine = ours.get((theirs.phase, theirs.record_bytes))
+        if mine is None:
+            continue
+        if theirs.phase == "single":
+            value = ratio(theirs.latency.p99_ms, mine.latency.p99_ms)
+        else:
+            value = ratio(mine.records_per_s, theirs.records_per_s)
+        rows.append((theirs.phase, theirs.record_bytes, value))
+    return rows
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f}"
+
+
+def _errors(errors: dict[str, int]) -> str:
+    return ", ".join(f"{key} x{count}" for key, count in sorted(errors.items())) or "-"
+
+
+def server_us_per_record(p: PhaseResult) -> str:
+    """CPU microseconds all server processes together spent per record: less sensitive to other load
+    on the machine than records/s."""
+    if not p.server_cpu_pct or p.records == 0:
+        return "-"
+    return f"{sum(p.server_cpu_pct.values()) / 100 * p.seconds / p.records * 1e6:.1f}"
+
+
+def format_phase_row(p: PhaseResult) -> str:
+    servers = "/".join(f"{value:.0f}" for value in p.server_cpu_pct.values()) or "-"
+    latency = p.latency
+    lat = (
+        f"{latency.p50_ms:7.2f} {latency.p99_ms:7.2f} {latency.p999_ms:8.2f} {latency.max_ms:7.1f}"
+        if latency.count
+        else f"{'-':>7} {'-':>7} {'-':>8} {'-':>7}"
+    )
+    return (
+        f"{p.system:9s} {p.phase:8s} {size_label(p.record_bytes):>6} {p.batch_records:>5}"
+        f" {p.records_per_s:>10,.0f} {p.mb_per_s:>7.1f} {lat} {servers:>14} {server_us_per_record(p):>7}"
+        f" {p.client_cpu_pct:>5.0f}"
+        f" {_pct(p.other_cpu_pct):>5}  {_errors(p.errors)}"
+    )
+
+
+TABLE_HEADER = (
+    f"{'system':9s} {'phase':8s} {'record':>6} {'batch':>5} {'records/s':>10} {'MB/s':>7} {'p50 ms':>7}"
+    f" {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'servers CPU%':>14} {'µs/rec':>7} {'cli%':>5}"
+    f" {'oth%':>5}  errors"
+)
+
+
+def format_ratios(phases: Sequence[PhaseResult], peers: Sequence[str]) -> list[str]:
+    if not peers:
+        return []
+    lines = [
+        "",
+        "raftlog / peer (records/s; for single-record produce: peer p99 / raftlog p99; above 1 = raftlog"
+        " better)",
+        f"  {'phase':8s} {'record':>6} " + " ".join(f"{'vs ' + peer:>12}" for peer in peers),
+    ]
+    table: dict[tuple[str, int], dict[str, float | None]] = {}
+    for peer in peers:
+        for phase, record_bytes, value in phase_ratios(phases, peer):
+            table.setdefault((phase, record_bytes), {})[peer] = value
+    for (phase, record_bytes), values in table.items():
+        cells = []
+        for peer in peers:
+            value = values.get(peer)
+            cells.append(f"{'-' if value is None else f'{value:.2f}x':>12}")
+        lines.append(f"  {phase:8s} {size_label(record_bytes):>6} " + " ".join(cells))
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    name: str
+    value: float
+    target: float
+    met: bool
+
+
+def goals(report: Report) -> list[Goal]:
+    """The performance goals that this report's numbers speak to."""
+    found: list[Goal] = []
+    for peer, factor in (("rabbitmq", 1.0), ("nats", 2.0)):
+        for phase in ("produce", "consume"):
+            for phase_name, record_bytes, value in phase_ratios(report.phases, peer):
+                if phase_name == phase and value is not None:
+                    found.append(
+                        Goal(f"{phase} {size_label(record_bytes)}: raftlog / {peer} >= {factor:g}",
+                             value, factor, value >= factor)
+                    )  # fmt: skip
+    for p in report.phases:
+        if p.system == "raftlog" and p.phase == "single":
+            found.append(
+                Goal(
+                    f"single-record p99 ms at {report.workload.single_rate:g}/s offered <= 5",
+                    p.latency.p99_ms,
+                    GOAL_SINGLE_P99_MS,
+                    p.latency.p99_ms <= GOAL_SINGLE_P99_MS and p.records == p.expected,
+                )
+            )
+    if report.idle is not None:
+        found.append(
+            Goal(
+                f"idle CPU % of one core, {report.idle.partitions} partitions <= 10",
+                report.idle.total_pct,
+                GOAL_IDLE_PCT,
+                report.idle.total_pct <= GOAL_IDLE_PCT,
+            )
+        )
+    if report.restart is not None:
+        found.append(
+            Goal(
+                f"restart of a node holding {report.restart.partition_mib:.0f} MiB: serving within 5 s",
+                report.restart.serving_seconds,
+                GOAL_RESTART_S,
+                report.restart.serving_seconds <= GOAL_RESTART_S,
+            )
+        )
+    return found
+
+
+def format_report(report: Report) -> str:
+    w = report.workload
+    lines = [
+        "raftlog bench perf",
+        f"  workload: records {', '.join(size_label(s) for s in w.record_sizes)}, batch {w.batch_records},"
+        f" {w.partitions} partitions x 3 replicas, {w.concurrency} batches in flight, {w.seconds:g} s per"
+        f" produce phase, acks={w.acks}; single-record at {w.single_rate:g}/s for {w.single_seconds:g} s;"
+        f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}",
+        f"  machine: {report.machine.get('cpus')} CPUs, Python {report.machine.get('python')},"
+        f" event loop {report.machine.get('loop')}; the load generator shares the machine with the servers",
+    ]
+    for system in report.systems:
+        lines.append(f"  {system}: {DURABILITY.get(system, '')}")
+    lines += [
+        "  CPU% per server process and of this client (100 = one core); µs/rec = servers' CPU per record;"
+        " oth% = other processes during the phase (noise). Latency per batch (produce), per request"
+        " from its scheduled time (single).",
+        "",
+        TABLE_HEADER,
+    ]
+    lines += [format_phase_row(p) for p in report.phases]
+    for system, why in report.failures.items():
+        lines.append(f"{system:9s} not measured: {why}")
+    lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])
+    if report.idle is not None:
+        idle = report.idle
+        per = ", ".join(f"{name} {value:.1f}%" for name, value in idle.server_cpu_pct.items())
+        lines += [
+            "",
+            f"idle: {idle.partitions} partitions x 3 replicas over {idle.seconds:.0f} s: nodes"
+            f" {idle.total_pct:.1f}% of one core ({per}); other processes {_pct(idle.other_cpu_pct)}%;"
+            f" the topic was created and led in {idle.create_seconds:.2f} s",
+        ]
+    if report.restart is not None:
+        r = report.restart
+        lines += [
+            "",
+            f"restart: {r.node} ({'leader' if r.was_leader else 'follower'}) holding a partition of"
+            f" {r.partition_mib:.0f} MiB (written in {r.fill_seconds:.0f} s), SIGKILL and restart: ready"
+            f" after {r.ready_seconds:.2f} s, serving the last record after {r.serving_seconds:.2f} s;"
+            f" other processes {_pct(r.other_cpu_pct)}%",
+        ]
+    found = goals(report)
+    if found:
+        lines += ["", "goals"]
+        lines += [f"  {goal.name:64s} {goal.value:8.2f}  {'met' if goal.met else 'MISSED'}" for goal in found]
+    return "\n".join(lines)
+
+
+# -- progress --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Tally:
+    records: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    per_partition: Counter[int] = field(default_factory=Counter)
+
+
+def progress_line(label: str, elapsed_s: float, seconds: float, tally: Tally, width: int = 20) -> str:
+    done = min(1.0, elapsed_s / seconds) if seconds > 0 else 1.0
+    bar = "#" * round(done * width) + "-" * (width - round(done * width))
+    recent = tally.latencies[-2000:]
+    p99 = LatencySummary.of(recent).p99_ms if recent else 0.0
+    return (
+        f"{label} [{bar}] {min(elapsed_s, seconds):5.1f}/{seconds:g} s {tally.records:>10,} records"
+        f" {rate(tally.records, elapsed_s):>10,.0f}/s p99 {p99:7.2f} ms errors {sum(tally.errors.values())}"
+    )
+
+
+async def show_progress(label: str, seconds: float, tally: Tally, stop: asyncio.Event) -> None:
+    """A progress bar on a terminal (redrawn twice a second), else a line every 5 s, on stderr."""
+    tty = sys.stderr.isatty()
+    start = time.perf_counter()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.5 if tty else 5.0)
+        line = progress_line(label, time.perf_counter() - start, seconds, tally)
+        if tty:
+            print("\r" + line, end="", file=sys.stderr, flush=True)
+        elif not stop.is_set():
+            print(line, file=sys.stderr, flush=True)
+    line = progress_line(label, time.perf_counter() - start, seconds, tally)
+    print(("\r" if tty else "") + line, file=sys.stderr, flush=True)
+
+
+# -- load loops ------------------------------------------------------------------------------------------
+
+
+async def _quiet(workload: Workload) -> None:
+    if workload.wait_quiet_s > 0:
+        await asyncio.to_thread(wait_quiet, workload.wait_quiet_s)
+
+
+def _result(
+    system: str, phase: str, layout: Layout, concurrency: int, tally: Tally, expected: int,
+    seconds: float, nbytes: float, cpu: CpuUse,
+) -> PhaseResult:  # fmt: skip
+    servers, client, other = cpu_percentages(cpu)
+    return PhaseResult(
+        system=system,
+        phase=phase,
+        record_bytes=layout.record_bytes,
+        batch_records=layout.batch_records,
+        partitions=layout.partitions,
+        concurrency=concurrency,
+        records=tally.records,
+        expected=expected,
+        seconds=seconds,
+        records_per_s=rate(tally.records, seconds),
+        mb_per_s=rate(nbytes / MB, seconds),
+        latency=LatencySummary.of(tally.latencies),
+        errors=dict(tally.errors),
+        server_cpu_pct=servers,
+        client_cpu_pct=client,
+        other_cpu_pct=other,
+    )
+
+
+async def produce_phase(
+    target: Target, layout: Layout, concurrency: int, seconds: float, pids: dict[str, int]
+) -> tuple[PhaseResult, Counter[int]]:
+    """Closed loop: ``concurrency`` workers, each one batch at a time until ``seconds`` ran out."""
+    tally = Tally()
+    stop = asyncio.Event()
+    label = f"{target.system} produce {size_label(layout.record_bytes)} x {layout.batch_records}"
+    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
+    meter = CpuMeter(pids)
+    start = time.perf_counter()
+    deadline = start + seconds
+
+    async def worker(j: int) -> None:
+        partition = j % layout.partitions
+        while time.perf_counter() < deadline:
+            before = time.perf_counter()
+            try:
+                async with asyncio.timeout(DRAIN_TIMEOUT_S):  # no task per request, unlike wait_for
+                    acked = await target.send_batch(j, partition)
+            except SendFailed as exc:
+                tally.errors[exc.key] += 1
+                await asyncio.sleep(ERROR_BACKOFF_S)
+            except TimeoutError:
+                tally.errors[f"timeout > {DRAIN_TIMEOUT_S:g} s"] += 1
+            else:
+                tally.latencies.append(time.perf_counter() - before)
+                tally.records += acked
+                tally.per_partition[partition] += acked
+            partition = (partition + 1) % layout.partitions
+
+    try:
+        await asyncio.gather(*(worker(j) for j in range(concurrency)))
+    finally:
+        stop.set()
+        await shown
+    elapsed = time.perf_counter() - start
+    cpu = meter.stop()
+    result = _result(
+        target.system, "produce", layout, concurrency, tally, 0, elapsed,
+        tally.records * layout.record_bytes, cpu,
+    )  # fmt: skip
+    return result, tally.per_partition
+
+
+async def consume_phase(
+    target: Target, layout: Layout, acked: Counter[int], seconds: float, pids: dict[str, int]
+) -> PhaseResult:
+    """One reader per partition from its first record until every acknowledged record was read."""
+    tally = Tally()
+    stop = asyncio.Event()
+    label = f"{target.system} consume {size_label(layout.record_bytes)}"
+    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
+    meter = CpuMeter(pids)
+    start = time.perf_counter()
+    deadline = start + seconds
+    nbytes = 0
+
+    async def reader(partition: int) -> None:
+        nonlocal nbytes
+        got, read_bytes = await target.consume(partition, acked[partition], deadline)
+        tally.records += got
+        nbytes += read_bytes
+
+    try:
+        await asyncio.gather(*(reader(p) for p in range(layout.partitions)))
+    finally:
+        stop.set()
+        await shown
+    elapsed = time.perf_counter() - start
+    cpu = meter.stop()
+    expected = sum(acked.values())
+    if tally.records < expected:
+        tally.errors[f"read {tally.records} of {expected}"] += 1
+    return _result(target.system, "consume", layout, layout.partitions, tally, expected, elapsed, nbytes, cpu)
+
+
+async def single_phase(
+    target: Target, layout: Layout, per_s: float, seconds: float, pids: dict[str, int]
+) -> PhaseResult:
+    """Open loop: request k is due at k / per_s and goes to node k mod 3, partition k mod p; at most
+    SINGLE_IN_FLIGHT_MAX in flight. Latency counts from the scheduled time, or from the send if that
+    was earlier: the event loop's timers fire up to ~1.5 ms late (millisecond resolution), which counted
+    as the server's latency, so a request is released up to TIMER_SLACK_S before its slot instead."""
+    total = max(1, round(per_s * seconds))
+    tally = Tally()
+    stop = asyncio.Event()
+    shown = asyncio.create_task(
+        show_progress(f"{target.system} single {size_label(layout.record_bytes)}", seconds, tally, stop)
+    )
+    places = asyncio.Semaphore(SINGLE_IN_FLIGHT_MAX)
+    tasks: set[asyncio.Task[None]] = set()
+    meter = CpuMeter(pids)
+
+    async def one(slot: int, due: float) -> None:
+        origin = min(due, time.perf_counter())  # released early: from the send; late: from the slot
+        try:
+            async with asyncio.timeout(DRAIN_TIMEOUT_S):  # no task per request, unlike wait_for
+                await target.send_one(slot, slot % layout.partitions)
+        except SendFailed as exc:
+            tally.errors[exc.key] += 1
+        except TimeoutError:
+            tally.errors[f"timeout > {DRAIN_TIMEOUT_S:g} s"] += 1
+        else:
+            tally.latencies.append(time.perf_counter() - origin)
+            tally.records += 1
+        finally:
+            places.release()
+
+    start = time.perf_counter() + 0.01
+    sent = 0
+    try:
+        while sent < total:
+            due_count = slots_due(time.perf_counter() + TIMER_SLACK_S - start, per_s, total)
+            while sent < due_count:
+                await places.acquire()
+                task = asyncio.create_task(one(sent, slot_time(start, sent, per_s)))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                sent += 1
+            if sent < total:
+                wake = slot_time(start, sent, per_s) - TIMER_SLACK_S
+                await asyncio.sleep(max(0.0, wake - time.perf_counter()))
+        if tasks:
+            await asyncio.wait(set(tasks), timeout=DRAIN_TIMEOUT_S + 5)
+    finally:
+        for task in tasks:
+            task.cancel()
+        stop.set()
+        await shown
+    elapsed = max(time.perf_counter(), slot_time(start, total, per_s)) - start
+    cpu = meter.stop()
+    return _result(
+        target.system, "single", layout, SINGLE_IN_FLIGHT_MAX, tally, total, elapsed,
+        tally.records * layout.record_bytes, cpu,
+    )  # fmt: skip
+
+
+async def drive(target: Target, workload: Workload, pids: dict[str, int], prefix: str) -> list[PhaseResult]:
+    """Every phase of ``workload`` against one system, each on fresh partitions deleted afterwards."""
+    results: list[PhaseResult] = []
+    await target.connect()
+    try:
+        for record_bytes in workload.record_sizes:
+            layout = Layout(
+                f"{prefix}_{record_bytes}", workload.partitions, record_bytes, workload.batch_records
+            )
+            await target.create(layout)
+            try:
+                await _quiet(workload)
+                produced, acked = await produce_phase(
+                    target, layout, workload.concurrency, workload.seconds, pids
+                )
+                results.append(produced)
+                if workload.consume:
+                    await _quiet(workload)
+                    results.append(await consume_phase(target, layout, acked, workload.consume_seconds, pids))
+            finally:
+                await target.delete()
+        if workload.single_rate > 0:
+            layout = Layout(f"{prefix}_single", workload.partitions, workload.single_record_bytes, 1)
+            await target.create(layout)
+            try:
+                await _quiet(workload)
+                results.append(
+                    await single_phase(target, layout, workload.single_rate, workload.single_seconds, pids)
+                )
+            finally:
+                await target.delete()
+    finally:
+        await target.close()
+    return results
+
+
+# -- raftlog-only phases: idle CPU and restart ----------------------------------------------------------
+
+
+async def idle_phase(
+    target: RaftlogTarget, partitions: int, seconds: float, pids: dict[str, int]
+) -> IdleResult:
+    name = f"perf_idle_{os.getpid()}"
+    created_s = await target.http.create_topic(name, partitions)
+    try:
+        await asyncio.sleep(IDLE_SETTLE_S)
+        meter = CpuMeter(pids)
+        await asyncio.sleep(seconds)
+        cpu = meter.stop()
+    finally:
+        await target.http.delete_topic(name)
+    servers, _, other = cpu_percentages(cpu)
+    return IdleResult(partitions, cpu.seconds, servers, other, created_s)
+
+
+async def _get_json(session: Session, url: str, **params: Any) -> tuple[int, Any]:
+    """One GET, its status and decoded body; (0, None) when it got no answer or no JSON."""
+    try:
+        answer = await session.exchange("GET", url, params=params, timeout_s=2)
+        return answer.status, (json.loads(answer.body) if answer.body else None)
+    except (ClientError, ValueError):
+        return 0, None
+
+
+async def restart_phase(
+    target: RaftlogTarget, cluster: LocalCluster, mib: int, pids: dict[str, int]
+) -> RestartResult:
+    """Fill one partition (RF 3) with ``mib`` MiB, SIGKILL its leader's node, start it again with the
+    same argv, and time until it is ready and until it answers a fetch of the last record."""
+    name = f"perf_restart_{os.getpid()}"
+    layout = Layout(name, 1, KiB, 1000)
+    await target.create(layout)
+    tally = Tally()
+    stop = asyncio.Event()
+    fill_bytes = mib * MiB
+    shown = asyncio.create_task(show_progress(f"restart: filling {mib} MiB", 0.0, tally, stop))
+    start = time.perf_counter()
+    deadline = start + RESTART_FILL_TIMEOUT_S
+
+    async def writer(j: int) -> None:
+        while tally.records * KiB < fill_bytes and time.perf_counter() < deadline:
+            # Not `tally.records += await ...`: that reads the count before the await and so loses
+            # what the other writers added meanwhile.
+            try:
+                acked = await target.send_batch(j, 0)
+            except SendFailed as exc:
+                tally.errors[exc.key] += 1
+                await asyncio.sleep(ERROR_BACKOFF_S)
+            else:
+                tally.records += acked
+
+    try:
+        await asyncio.gather(*(writer(j) for j in range(4)))
+    finally:
+        stop.set()
+        await shown
+    fill_s = time.perf_counter() - start
+    session = target.http.session
+    status, views = await _get_json(session, f"{target.servers[0]}/topics/{name}/partitions")
+    leader = views[0].get("leader") if status == 200 and views else None
+    node = leader if leader in cluster.pids else sorted(cluster.pids)[0]
+    url = cluster.urls[node]
+    with open(os.path.join(cluster.directory, "cluster.json"), encoding="utf-8") as f:
+        argv = next(n["argv"] for n in json.load(f)["nodes"] if n["id"] == node)
+    meter = CpuMeter(dict(pids))  # the restarted node's CPU counts as "other" (it has a new pid)
+    last = tally.records - 1
+    os.kill(cluster.pids[node], signal.SIGKILL)
+    killed_at = time.perf_counter()
+    while _process_running(cluster.pids[node]) and time.perf_counter() - killed_at < 10:
+        await asyncio.sleep(0.01)
+    with open(os.path.join(cluster.directory, node, "node.log"), "ab") as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cluster.pids[node] = process.pid
+    pids[node] = process.pid
+    restarted = time.perf_counter()
+    ready_s = serving_s = RESTART_TIMEOUT_S
+    while time.perf_counter() - restarted < RESTART_TIMEOUT_S:
+        status, _ = await _get_json(session, f"{url}/status/ready")
+        if status == 200 and ready_s == RESTART_TIMEOUT_S:
+            ready_s = time.perf_counter() - restarted
+        if status == 200:
+            status, rows = await _get_json(
+                session, f"{url}/topics/{name}/partitions/0/records", offset=last, max_bytes=4 * KiB
+            )
+            if status == 200 and rows and rows[0].get("offset") == last:
+                serving_s = time.perf_counter() - restarted
+                break
+        await asyncio.sleep(0.02)
+    cpu = meter.stop()
+    await target.delete()
+    return RestartResult(
+        partition_mib=tally.records * KiB / MiB,
+        node=node,
+        was_leader=node == leader,
+        fill_seconds=fill_s,
+        ready_seconds=ready_s,
+        serving_seconds=serving_s,
+        other_cpu_pct=cpu.other_pct,
+    )
+
+
+def _process_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+# -- running systems -------------------------------------------------------------------------------------
+
+
+def install_event_loop() -> str:
+    """uvloop for the load generator when installed (the ``bench`` extra), the same for every system."""
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
+def run_raftlog(
+    workload: Workload, parent: str, servers: list[str] | None, token: str | None, keep: bool,
+    idle_partitions: int, idle_seconds: float, restart_mib: int, report: Report,
+) -> None:  # fmt: skip
+    prefix = f"perf_{os.getpid()}"
+
+    async def against(urls: list[str], pids: dict[str, int], cluster: LocalCluster | None) -> None:
+        fetch = workload.fetch_bytes
+        formats = (workload.produce_format, workload.fetch_format)
+        target = RaftlogTarget(urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s)
+        report.phases += await drive(target, workload, pids, prefix)
+        if (idle_partitions > 0 or restart_mib > 0) and pids:
+            extra = RaftlogTarget(urls, token, fetch, settle_s=0)  # idle, restart: measured as before
+            await extra.connect()
+            try:
+                if idle_partitions > 0:
+                    await _quiet(workload)
+                    report.idle = await idle_phase(extra, idle_partitions, idle_seconds, pids)
+                    _say(f"idle: {report.idle.total_pct:.1f}% of one core for {idle_partitions} partitions")
+                if restart_mib > 0 and cluster is not None:
+                    await _quiet(workload)
+                    report.restart = await restart_phase(extra, cluster, restart_mib, pids)
+                    _say(f"restart: serving after {report.restart.serving_seconds:.2f} s")
+            finally:
+                await extra.close()
+
+    if servers is not None:
+        run_async(against(servers, {}, None))
+        return
+    directory = tempfile.mkdtemp(prefix="raftlog-bench-perf-", dir=parent)
+    cluster = LocalCluster(directory)
+    try:
+        cluster.start()
+        urls = cluster.servers
+        _say(f"raftlog: 3 nodes up in {directory}: {', '.join(urls)}")
+        run_async(against(urls, dict(cluster.pids), cluster))
+    finally:
+        cluster.stop()
+        if keep:
+            _say(f"kept raftlog's data and node logs in {directory}")
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_nats(workload: Workload, parent: str, report: Report) -> None:
+    directory = tempfile.mkdtemp(prefix="raftlog-bench-nats-", dir=parent)
+    try:
+        cluster = NatsCluster(directory)
+        try:
+            cluster.start()
+            _say(f"nats: 3 JetStream nodes up: {', '.join(cluster.servers)}")
+            report.phases += run_async(
+                drive(NatsTarget(cluster.servers), workload, cluster.pids, f"perf{os.getpid()}")
+            )
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_rabbitmq(workload: Workload, parent: str, report: Report) -> None:
+    """RabbitMQ lives in a network namespace; the load runs as a child of this command inside it and
+    hands its phases back through a JSON file."""
+    directory = tempfile.mkdtemp(prefix="raftlog-bench-rabbitmq-", dir=parent)
+    try:
+        cluster = RabbitCluster(directory)
+        try:
+            cluster.start()
+            _say(f"rabbitmq: 3 stream nodes up in namespace: {', '.join(cluster.servers)}")
+            handoff = os.path.join(directory, "load.json")
+            with open(handoff, "w", encoding="utf-8") as f:
+                json.dump({"workload": asdict(workload), "servers": cluster.servers, "pids": cluster.pids}, f)
+            argv = [sys.executable, "-m", "raftlog_bench.perf", "--load-child", handoff]
+            done = subprocess.run(cluster.load_argv(argv), check=False, timeout=_child_timeout(workload))
+            if done.returncode != 0:
+                raise RuntimeError(f"the RabbitMQ load exited with {done.returncode}")
+            with open(handoff + ".out", encoding="utf-8") as f:
+                report.phases += [phase_from_dict(p) for p in json.load(f)]
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _child_timeout(workload: Workload) -> float:
+    per_size = workload.seconds + workload.consume_seconds + 2 * DRAIN_TIMEOUT_S + 30
+    return len(workload.record_sizes) * per_size + workload.single_seconds + DRAIN_TIMEOUT_S + 60
+
+
+def phase_from_dict(data: dict[str, Any]) -> PhaseResult:
+    return PhaseResult(**{**data, "latency": LatencySummary(**data["latency"])})
+
+
+def workload_from_dict(data: dict[str, Any]) -> Workload:
+    return Workload(**{**data, "record_sizes": tuple(data["record_sizes"])})
+
+
+def load_child(handoff: str) -> int:
+    """Inside RabbitMQ's namespace: drive the workload, write the phases to ``handoff + ".out"``."""
+    with open(handoff, encoding="utf-8") as f:
+        job = json.load(f)
+    install_event_loop()
+    workload = workload_from_dict(job["workload"])
+    target = RabbitTarget(list(job["servers"]))
+    pids = {str(k): int(v) for k, v in job["pids"].items()}
+    _stop_on_signals()
+    phases = run_async(drive(target, workload, pids, f"perf{os.getpid()}"))
+    with open(handoff + ".out", "w", encoding="utf-8") as f:
+        json.dump([asdict(p) for p in phases], f)
+    return 0
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _stop_on_signals() -> None:
+    """Outside the event loop, SIGTERM and SIGINT (Ctrl-C, even when started in the background, which
+    ignores SIGINT) raise KeyboardInterrupt, so every ``finally`` stops its servers."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+
+
+def run_async(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, with SIGTERM and SIGINT cancelling it (the load loops' ``finally`` blocks
+    close their connections) and then raising KeyboardInterrupt for the callers' ``finally`` blocks.
+    A signal handler that raises inside a running loop would not reliably reach the main task."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("run_async outside a task")
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, task.cancel)
+        try:
+            return await work
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+            _stop_on_signals()  # remove_signal_handler restored the default action
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+
+
+def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Report:
+    loop_name = install_event_loop()
+    machine = {"cpus": os.cpu_count() or 0, "python": sys.version.split()[0], "loop": loop_name}
+    systems = ["raftlog", *peers] if args.system == "raftlog" else [args.system]
+    report = Report(workload, systems, machine)
+    parent = os.path.abspath(args.dir if args.dir is not None else os.getcwd())
+    servers = parse_servers(args.servers) if args.servers else None
+    for system in systems:
+        started = time.perf_counter()
+        try:
+            if system == "raftlog":
+                run_raftlog(
+                    workload, parent, servers, args.token, args.keep, args.idle_partitions,
+                    args.idle_seconds, args.restart_mib, report,
+                )  # fmt: skip
+            elif system == "nats":
+                run_nats(workload, parent, report)
+            else:
+                run_rabbitmq(workload, parent, report)
+        except PeerMissing as exc:
+            report.failures[system] = str(exc)
+            _say(f"{system}: {exc}")
+        _say(f"{system}: done in {time.perf_counter() - started:.0f} s")
+    return report
+
+
+# -- command line ----------------------------------------------------------------------------------------
+
+
+def parse_peers(text: str) -> list[str]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [peer for peer in chosen if peer not in PEERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: peers are {','.join(PEERS)}")
+    return list(dict.fromkeys(chosen))
+
+
+DESCRIPTION = (
+    "Producers and consumers against a 3-node cluster (records/s, MB/s, latency percentiles, CPU),"
+    " optionally side by side with NATS JetStream and RabbitMQ streams."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--servers", default=None, metavar="URL[,URL...]",
+                        help="an existing raftlog cluster (default: start 3 nodes on 127.0.0.1)")  # fmt: skip
+    parser.add_argument("--token", default=os.environ.get("RAFTLOG_ADMIN_TOKEN"), help="admin token")
+    parser.add_argument(
+        "--record-size", type=positive_ints, default=(100,), help="bytes per record, a list (100)"
+    )
+    parser.add_argument("--batch-size", type=int, default=1000, help="records per batch (1000)")
+    parser.add_argument("--partitions", type=int, default=3, help="partitions, 3 replicas each (3)")
+    parser.add_argument("--concurrency", type=int, default=8, help="batches in flight (8)")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per produce phase (10)")
+    parser.add_argument("--acks", choices=ACKS, default="all",
+                        help="all: acknowledged once a majority has the record (the only mode)")  # fmt: skip
+    parser.add_argument("--no-consume", action="store_true", help="skip reading back")
+    parser.add_argument("--consume-seconds", type=float, default=30.0, help="read-back time bound (30)")
+    parser.add_argument("--fetch-mib", type=int, default=4, help="raftlog fetch max_bytes, MiB (4)")
+    parser.add_argument("--route", choices=ROUTES, default="leader",
+                        help="raftlog requests go to the partition's leader, or to any node, which "
+                        "forwards (leader)")  # fmt: skip
+    parser.add_argument("--produce-format", choices=PRODUCE_FORMATS, default="batch",
+                        help="raftlog produce body: a record batch encoded by the client per request, "
+                        "as a Kafka producer sends, or JSON in the binary flavour (batch)")  # fmt: skip
+    parser.add_argument("--fetch-format", choices=FETCH_FORMATS, default="batch",
+                        help="raftlog reads: the stored batches, decoded and CRC-checked by the client, or "
+                        "columnar msgpack pages (batch)")  # fmt: skip
+    parser.add_argument("--single-rate", type=float, default=1000.0,
+                        help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
+    parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
+    parser.add_argument("--single-record-size", type=int, default=100, help="single-record bytes (100)")
+    parser.add_argument("--compare", type=parse_peers, default=[], metavar="nats,rabbitmq",
+                        help="also run the same workload against these peers, then print ratios")  # fmt: skip
+    parser.add_argument("--system", choices=SYSTEMS, default="raftlog",
+                        help="measure only this system (default raftlog, plus --compare)")  # fmt: skip
+    parser.add_argument("--idle-partitions", type=int, default=0,
+                        help="idle CPU of raftlog holding N partitions (0 = skip)")  # fmt: skip
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle window (10)")
+    parser.add_argument("--restart-mib", type=int, default=0,
+                        help="restart a raftlog node holding N MiB (0 = skip)")  # fmt: skip
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
+                        help="before each phase write out dirty pages (sync) and wait up to S s until "
+                             "other processes calm down")  # fmt: skip
+    parser.add_argument("--settle-seconds", type=float, default=LEADERS_SETTLE_S, metavar="S",
+                        help="raftlog: after creating a phase's topic, wait until its partition leaders "
+                             "stood still S s (longer than a round of the leader balancer), and after "
+                             "deleting it until every node removed its files "
+                             f"(default {LEADERS_SETTLE_S:g}; 0 = neither wait)")  # fmt: skip
+    parser.add_argument("--dir", default=None, help="where data directories go (default: cwd)")
+    parser.add_argument("--keep", action="store_true", help="keep raftlog's data directory")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--load-child", default=None, help=argparse.SUPPRESS)
+
+
+def problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, or None."""
+    checks: list[tuple[bool, str]] = [
+        (0 < args.duration <= 600, "--duration must be in (0, 600]"),
+        (1 <= args.batch_size <= 100_000, "--batch-size must be in [1, 100000]"),
+        (1 <= args.partitions <= 1000, "--partitions must be in [1, 1000]"),
+        (1 <= args.concurrency <= 1024, "--concurrency must be in [1, 1024]"),
+        (all(size <= MiB for size in args.record_size), "--record-size values must be <= 1 MiB"),
+        (0 < args.consume_seconds <= 600, "--consume-seconds must be in (0, 600]"),
+        (1 <= args.fetch_mib <= 64, "--fetch-mib must be in [1, 64]"),
+        (0 <= args.single_rate <= 100_000, "--single-rate must be in [0, 100000]"),
+        (0 < args.single_seconds <= 600, "--single-seconds must be in (0, 600]"),
+        (1 <= args.single_record_size <= MiB, "--single-record-size must be in [1, 1 MiB]"),
+        (0 <= args.idle_partitions <= 1000, "--idle-partitions must be in [0, 1000]"),
+        (0 < args.idle_seconds <= 600, "--idle-seconds must be in (0, 600]"),
+        (0 <= args.restart_mib <= 16 * KiB, "--restart-mib must be in [0, 16384]"),
+        (0 <= args.wait_quiet <= 3600, "--wait-quiet must be in [0, 3600]"),
+        (0 <= args.settle_seconds <= 60, "--settle-seconds must be in [0, 60]"),
+        (args.system == "raftlog" or not args.compare, "--compare goes with --system raftlog"),
+        (args.servers is None or args.system == "raftlog", "--servers is a raftlog cluster"),
+        (
+            args.servers is None or args.restart_mib == 0,
+            "--restart-mib needs a cluster started here (not --servers)",
+        ),
+    ]
+    if args.record_size and args.batch_size * max(args.record_size) > 8 * MiB:
+        checks.append((False, "--batch-size x --record-size must stay <= 8 MiB per request"))
+    return next((message for ok, message in checks if not ok), None)
+
+
+def workload_of(args: argparse.Namespace) -> Workload:
+    return Workload(
+        record_sizes=tuple(args.record_size),
+        batch_records=args.batch_size,
+        partitions=args.partitions,
+        concurrency=args.concurrency,
+        seconds=args.duration,
+        acks=args.acks,
+        consume=not args.no_consume,
+        consume_seconds=args.consume_seconds,
+        single_rate=args.single_rate,
+        single_seconds=args.single_seconds,
+        single_record_bytes=args.single_record_size,
+        fetch_bytes=args.fetch_mib * MiB,
+        wait_quiet_s=args.wait_quiet,
+        route=args.route,
+        produce_format=args.produce_format,
+        fetch_format=args.fetch_format,
+        settle_s=args.settle_seconds,
+    )
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    if args.load_child is not None:
+        return load_child(args.load_child)
+    why = problem(args)
+    if why is None and args.servers:
+        try:
+            parse_servers(args.servers)
+        except ValueError as exc:
+            why = str(exc)
+    if why is not None:
+        print(f"raftlog bench perf: {why}", file=sys.stderr)
+        return 2
+    peers = list(args.compare)
+    missing = preflight(peers if args.system == "raftlog" else [args.system])
+    if missing:
+        print(f"raftlog bench perf: {missing}", file=sys.stderr)
+        return 2
+    _stop_on_signals()
+    try:
+        report = run(args, workload_of(args), peers)
+    except KeyboardInterrupt:
+        print("raftlog bench perf: interrupted; every server it started is stopped", file=sys.stderr)
+        return 130
+    print(format_report(report), flush=True)
+    if args.json is not None:
+        out = asdict(report)
+        out["goals"] = [asdict(goal) for goal in goals(report)]
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=2)
+            f.write("\n")
+    return 1 if report.failures or any(p.errors for p in report.phases) else 0
+
+
+def preflight(systems: Sequence[str]) -> str | None:
+    """Refuse early, naming the set-up command, when a peer's software is missing."""
+    checks: dict[str, Callable[[], object]] = {}
+    from raftlog_bench import peers as peer_module
+
+    checks["nats"] = peer_module.nats_server_binary
+    checks["rabbitmq"] = peer_module.rabbit_check
+    for system in systems:
+        if system in checks:
+            try:
+                checks[system]()
+            except PeerMissing as exc:
+                return str(exc)
+    return None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raftlog bench perf", description=DESCRIPTION)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_from_args(_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

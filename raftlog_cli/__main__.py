@@ -1,0 +1,7 @@
+"""``python -m raftlog_cli ...``: the ``raftlog`` command."""
+
+import sys
+
+from raftlog_cli.cli import main
+
+sys.exit(main())

@@ -1,0 +1,296 @@
+"""Operator commands of the ``raftlog`` CLI: cluster health and nodes, partition moves and leadership,
+node decommission and maintenance, topic configs. Each prints a short human summary, or the server's JSON
+with ``--json``. ``raftlog_cli.cli`` registers them and supplies how to run a call against the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from raftlog_client.client import RaftlogClient
+
+WAIT_POLL_S = 0.5
+Work = Callable[[RaftlogClient], Awaitable[int]]
+WithClient = Callable[[argparse.Namespace, Work], int]
+
+
+def _print(args: argparse.Namespace, body: Any, summary: Callable[[Any], str]) -> None:
+    print(json.dumps(body, indent=2) if args.json else summary(body))
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "?"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def _parts(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['topic']}/{r['partition']}" for r in rows) or "none"
+
+
+def health_summary(body: dict[str, Any]) -> str:
+    lines = [
+        f"healthy: {'yes' if body['is_healthy'] else 'NO'}   controller: {body.get('controller') or 'none'}",
+        f"nodes: {', '.join(body['nodes'])}   down: {', '.join(body['nodes_down']) or 'none'}",
+        f"leaderless partitions: {_parts(body['leaderless_partitions'])}",
+        f"under-replicated partitions: {_parts(body['under_replicated_partitions'])}",
+    ]
+    failed = body.get("failed_replicas", [])
+    lines.append(f"failed replicas (cannot open or replay): {'none' if not failed else len(failed)}")
+    for row in failed:
+        lines.append(
+            f"  {row['node']} {row['topic']}/{row['partition']} (attempt {row['attempts']}): {row['error']}"
+        )
+    if body.get("moving_partitions"):
+        lines.append(f"moving partitions: {_parts(body['moving_partitions'])}")
+    if body.get("nodes_maintenance"):
+        lines.append(f"in maintenance: {', '.join(body['nodes_maintenance'])}")
+    if body.get("nodes_decommissioning"):
+        lines.append(f"decommissioning: {', '.join(body['nodes_decommissioning'])}")
+    for node, disk in sorted(body.get("disk", {}).items()):
+        lines.append(f"disk {node}: {_bytes(disk['used_bytes'])} used, {_bytes(disk['free_bytes'])} free")
+    return "\n".join(lines)
+
+
+def nodes_summary(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'NODE':<8} {'STATE':<8} {'LEADS':>5} {'DISK USED':>10}  {'FLAGS':<26} HTTP"]
+    for row in rows:
+        flags = [f for f in ("maintenance", "decommissioning") if row.get(f)]
+        lines.append(
+            f"{row['node_id']:<8} {row['state']:<8} {row['leader_of']:>5} "
+            f"{_bytes(row.get('disk_used_bytes')):>10}  {','.join(flags) or '-':<26} {row['http']}"
+        )
+    return "\n".join(lines)
+
+
+def move_summary(body: dict[str, Any]) -> str:
+    where = f"{body['topic']}/{body['partition']}"
+    move = body.get("move")
+    if move is None:
+        return f"{where}: replicas {body['replicas']}, no move in progress"
+    state = "cancelled, returning to" if move["cancelled"] else "moving to"
+    joining = f", {move['adding']} joining" if move["adding"] else ""
+    return f"{where}: replicas {move['replicas']}, {state} {move['target']}{joining}"
+
+
+def decommission_summary(body: dict[str, Any]) -> str:
+    node = body["node_id"]
+    if not body["decommissioning"]:
+        return f"{node}: not decommissioning; holds {body['replicas_remaining']} replica(s)"
+    if body["done"]:
+        if body.get("controller_voter"):
+            return (
+                f"{node}: decommissioned: it holds no partition replica; it stays a controller voter, so "
+                "stopping it lowers the controller group's fault tolerance"
+            )
+        return f"{node}: decommissioned: it holds no replica and may be stopped"
+    lines = [
+        f"{node}: decommissioning, {body['replicas_remaining']} replica(s) left; "
+        f"moving now: {_parts(body.get('moving', []))}"
+    ]
+    blocked = body.get("blocked", [])
+    if blocked:
+        lines.append(f"blocked: {len(blocked)} partition(s) cannot move now:")
+        lines += [f"  {b['topic']}/{b['partition']}: {b['reason']}" for b in blocked]
+    return "\n".join(lines)
+
+
+def _config_value(text: str) -> Any:
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def add_commands(
+    commands: Any, topic_commands: Any, server: argparse.ArgumentParser, with_client: WithClient
+) -> None:
+    """Register the operator commands on ``commands`` (and ``topic config`` on ``topic_commands``)."""
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print the server's JSON answer")
+    common = [server, output]
+
+    def run(work: Callable[[RaftlogClient, argparse.Namespace], Awaitable[int]]) -> Callable[..., int]:
+        return lambda args: with_client(args, lambda client: work(client, args))
+
+    cluster = commands.add_parser("cluster", help="cluster health and nodes")
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
+
+    async def health(client: RaftlogClient, args: argparse.Namespace) -> int:
+        body = await client.health()
+        _print(args, body, health_summary)
+        return 0 if body["is_healthy"] else 1
+
+    cluster_sub.add_parser(
+        "health",
+        parents=common,
+        help="controller, nodes down, failed replicas, leaderless and under-replicated partitions, disk "
+        "(exit 1 if unhealthy)",
+    ).set_defaults(run=run(health))
+
+    async def nodes(client: RaftlogClient, args: argparse.Namespace) -> int:
+        _print(args, await client.nodes(), nodes_summary)
+        return 0
+
+    cluster_sub.add_parser(
+        "nodes", parents=common, help="every node: state, leaderships, disk, flags"
+    ).set_defaults(run=run(nodes))
+
+    partition = commands.add_parser("partition", help="move replicas, transfer leadership")
+    partition_sub = partition.add_subparsers(dest="partition_command", required=True)
+
+    def partition_parser(name: str, text: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = partition_sub.add_parser(name, parents=common, help=text)
+        parser.add_argument("topic")
+        parser.add_argument("partition", type=int)
+        return parser
+
+    async def move(client: RaftlogClient, args: argparse.Namespace) -> int:
+        replicas = [n.strip() for n in args.replicas.split(",") if n.strip()]
+        _print(args, await client.move_replicas(args.topic, args.partition, replicas), move_summary)
+        if not args.wait:
+            return 0
+
+        async def poll() -> dict[str, Any]:
+            return await client.move_progress(args.topic, args.partition)
+
+        return await _wait(args, poll, lambda body: body["move"] is None, move_summary)
+
+    moving = partition_parser("move", "move a partition to a new replica set, one member at a time")
+    moving.add_argument(
+        "--replicas", required=True, help="the new replica set, e.g. n1,n3,n4 (first: preferred leader)"
+    )
+    _wait_options(moving)
+    moving.set_defaults(run=run(move))
+
+    async def status(client: RaftlogClient, args: argparse.Namespace) -> int:
+        _print(args, await client.move_progress(args.topic, args.partition), move_summary)
+        return 0
+
+    partition_parser("status", "a partition's replicas and its move in progress").set_defaults(
+        run=run(status)
+    )
+
+    async def cancel(client: RaftlogClient, args: argparse.Namespace) -> int:
+        _print(args, await client.cancel_move(args.topic, args.partition), move_summary)
+        return 0
+
+    partition_parser("cancel", "cancel a move: back to the original replicas").set_defaults(run=run(cancel))
+
+    async def transfer(client: RaftlogClient, args: argparse.Namespace) -> int:
+        body = await client.transfer_leadership(args.topic, args.partition, args.target)
+        _print(args, body, lambda b: f"{b['topic']}/{b['partition']}: leader is now {b['leader']}")
+        return 0
+
+    transferring = partition_parser("transfer", "hand a partition's leadership to another replica")
+    transferring.add_argument("--target", help="node id of a replica (default: the most caught-up one)")
+    transferring.set_defaults(run=run(transfer))
+
+    node = commands.add_parser("node", help="decommission, recommission, maintenance")
+    node_sub = node.add_subparsers(dest="node_command", required=True)
+
+    def node_parser(name: str, text: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = node_sub.add_parser(name, parents=common, help=text)
+        parser.add_argument("node_id")
+        return parser
+
+    async def decommission(client: RaftlogClient, args: argparse.Namespace) -> int:
+        _print(args, await client.decommission(args.node_id), decommission_summary)
+        if not args.wait:
+            return 0
+
+        async def poll() -> dict[str, Any]:
+            return await client.decommission_status(args.node_id)
+
+        return await _wait(args, poll, lambda body: bool(body["done"]), decommission_summary)
+
+    decommissioning = node_parser("decommission", "move every replica off a node")
+    _wait_options(decommissioning)
+    decommissioning.set_defaults(run=run(decommission))
+
+    async def progress(client: RaftlogClient, args: argparse.Namespace) -> int:
+        _print(args, await client.decommission_status(args.node_id), decommission_summary)
+        return 0
+
+    node_parser("status", "progress of a decommission").set_defaults(run=run(progress))
+
+    async def recommission(client: RaftlogClient, args: argparse.Namespace) -> int:
+        _print(args, await client.recommission(args.node_id), decommission_summary)
+        return 0
+
+    node_parser("recommission", "stop a decommission; its moves turn around").set_defaults(
+        run=run(recommission)
+    )
+
+    async def maintenance(client: RaftlogClient, args: argparse.Namespace) -> int:
+        body = await client.set_maintenance(args.node_id, not args.off)
+        _print(
+            args,
+            body,
+            lambda b: (
+                f"{b['node_id']}: maintenance {'on: leadership drains away' if b['maintenance'] else 'off'}"
+            ),
+        )
+        return 0
+
+    maintaining = node_parser("maintenance", "drain a node's leadership and keep it away (--off to end)")
+    maintaining.add_argument("--off", action="store_true", help="end maintenance: the node may lead again")
+    maintaining.set_defaults(run=run(maintenance))
+
+    async def config(client: RaftlogClient, args: argparse.Namespace) -> int:
+        if args.set:
+            configs = await client.alter_topic_configs(args.name, {k: _config_value(v) for k, v in args.set})
+        else:
+            configs = await client.topic_configs(args.name)
+        _print(args, configs, lambda c: "\n".join(f"{k}={v}" for k, v in sorted(c.items())) or "(defaults)")
+        return 0
+
+    configuring = topic_commands.add_parser(
+        "config", parents=common, help="show a topic's configs, or change some live with --set KEY=VALUE"
+    )
+    configuring.add_argument("name")
+    configuring.add_argument("--set", action="append", type=_pair, default=[], metavar="KEY=VALUE")
+    configuring.set_defaults(run=run(config))
+
+
+def _wait_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wait", action="store_true", help="print progress until it is done")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="give up waiting after this many seconds (exit 1)"
+    )
+
+
+async def _wait(
+    args: argparse.Namespace,
+    poll: Callable[[], Awaitable[dict[str, Any]]],
+    done: Callable[[dict[str, Any]], bool],
+    summary: Callable[[Any], str],
+) -> int:
+    """Poll until ``done``; print each new state. Exit status 1 when ``--timeout`` passes first."""
+    deadline = time.monotonic() + args.timeout
+    shown = None
+    while time.monotonic() < deadline:
+        body = await poll()
+        line = summary(body)
+        if line != shown:
+            print(json.dumps(body) if args.json else line, flush=True)
+            shown = line
+        if done(body):
+            return 0
+        await asyncio.sleep(WAIT_POLL_S)
+    print(f"raftlog: not done after {args.timeout:g} s (it goes on in the background)", file=sys.stderr)
+    return 1
+
+
+def _pair(pair: str) -> tuple[str, str]:
+    key, sep, value = pair.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{pair!r}: use KEY=VALUE")
+    return key, value

@@ -1,0 +1,660 @@
+"""An asyncio Python client of the raftlog HTTP API.
+
+    async with RaftlogClient(["http://127.0.0.1:8081", "http://127.0.0.1:8082"]) as client:
+        await client.create_topic("orders", partitions=3)
+        produced = await client.produce("orders", [Message(b"hello", key=b"user-1")])
+        records = await client.fetch("orders", produced[0].partition, offset=0)
+
+Routing: any node answers any request (the server forwards to the leader), so the client simply sticks to
+one server and moves to the next on a connection error.
+
+Retries follow the rule of every client in this package (``retry.py``: bounded, exponential backoff with
+jitter, ``Retry-After`` honoured up to ``backoff_max_s``): connection errors and 503 always; 504
+("outcome unknown") only for requests that are safe to repeat: reads, offset commits, and produce,
+which is idempotent: the client draws one ``producer_id`` when it is
+created and gives every produce call the next ``sequence``; a retry reuses the same pair, so the server
+answers it with the original offsets instead of appending twice. Produce calls of one client are therefore
+serialized (a partition must see a producer's sequences in order); use several clients for parallelism.
+
+Records are sent and fetched in the binary flavour, so bytes round-trip exactly. ``produce_batch`` sends
+one partition's records as a record batch encoded here, the format the log stores (no JSON, no base64).
+
+A member of a consumer group (the group's coordinator assigns it partitions and fences its commits):
+
+    async with RaftlogClient(servers) as client:
+        consumer = GroupConsumer(client, "billing", offset_reset="earliest")
+        await consumer.start(["orders"])
+        for record in await consumer.poll(timeout_ms=1000):
+            handle(record)
+        await consumer.commit()  # what poll handed out; refused for partitions this member lost
+        await consumer.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import random
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from raftlog.storage.batch import ProducerRecord, decode_batch, encode_batch, split_batches
+from raftlog_client.contract import (
+    BINARY_V2,
+    INSTANCE_EXISTS,
+    KAFKA_V2,
+    LEADER_HEADER,
+    PARTITION_NOT_ASSIGNED,
+    PLAIN_JSON,
+    RECORD_BATCH_V1,
+    STALE_GENERATION,
+    UNKNOWN_INSTANCE,
+    retriable,
+)
+from raftlog_client.errors import ClientError, RequestFailed, decode_error
+from raftlog_client.retry import Attempts
+from raftlog_client.session import NoAnswer, NotSent, Session
+
+PRODUCER_ID_BITS = 62
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A record to produce. ``str`` keys, values and header values are sent as UTF-8."""
+
+    value: bytes | str
+    key: bytes | str | None = None
+    headers: Sequence[tuple[str, bytes | str]] = ()
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    partition: int
+    offset: int
+
+
+class ProduceFailed(ClientError):
+    """Some records were not written; ``results[i]`` is a ``Produced`` or the ``RequestFailed`` of
+    record ``i``."""
+
+    def __init__(self, results: list[Produced | RequestFailed]) -> None:
+        failed = [r for r in results if isinstance(r, RequestFailed)]
+        super().__init__(f"{len(failed)} of {len(results)} records failed; first: {failed[0]}")
+        self.results = results
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = field(default_factory=tuple)
+
+
+def _bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _b64(data: bytes | str) -> str:
+    return base64.b64encode(_bytes(data)).decode("ascii")
+
+
+def _optional_bytes(data: bytes | str | None) -> bytes | None:
+    return None if data is None else _bytes(data)
+
+
+def _headers(message: Message) -> tuple[tuple[str, bytes], ...]:
+    return tuple((k, _bytes(v)) for k, v in message.headers)
+
+
+def _record_body(message: Message) -> dict[str, Any]:
+    body: dict[str, Any] = {"value": _b64(message.value)}
+    if message.key is not None:
+        body["key"] = _b64(message.key)
+    if message.partition is not None:
+        body["partition"] = message.partition
+    if message.headers:
+        body["headers"] = [{"key": k, "value": _b64(v)} for k, v in message.headers]
+    return body
+
+
+def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
+    key = row.get("key")
+    return FetchedRecord(
+        topic=str(row["topic"]),
+        partition=int(row["partition"]),
+        offset=int(row["offset"]),
+        timestamp_ms=int(row["timestamp"]),
+        key=None if key is None else base64.b64decode(key),
+        value=base64.b64decode(row["value"]),
+        headers=tuple((h["key"], base64.b64decode(h["value"])) for h in row.get("headers", [])),
+    )
+
+
+class RaftlogClient:
+    """``retries`` bounds the retries of one call and ``retry_for_s`` the time they may take (either may be
+    None, not both); ``session_limit`` bounds the connections open at once (0: no limit)."""
+
+    def __init__(
+        self,
+        servers: Sequence[str],
+        *,
+        admin_token: str | None = None,
+        timeout_s: float = 30.0,
+        retries: int | None = 8,
+        retry_for_s: float | None = None,
+        backoff_s: float = 0.05,
+        backoff_max_s: float = 2.0,
+        producer_id: int | None = None,
+        rng: random.Random | None = None,
+        session_limit: int = 100,
+    ) -> None:
+        if not servers:
+            raise ValueError("servers: give at least one base URL, e.g. http://127.0.0.1:8081")
+        if (retries is not None and retries < 0) or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0:
+            raise ValueError("retries, backoff_s and backoff_max_s must be >= 0, timeout_s > 0")
+        if (retry_for_s is not None and retry_for_s <= 0) or (retries is None and retry_for_s is None):
+            raise ValueError("retry_for_s must be > 0, and given when retries is None")
+        self.servers = [s.rstrip("/") for s in servers]
+        self.admin_token = admin_token
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.retry_for_s = retry_for_s
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self._rng = rng or random.Random()
+        self.producer_id = producer_id if producer_id is not None else self._rng.getrandbits(PRODUCER_ID_BITS)
+        self._sequence = 0
+        self._produce_lock = asyncio.Lock()
+        self._current = 0
+        self.session = Session(session_limit)
+        self.last_leader: str | None = None  # X-Raftlog-Leader of the last answer
+
+    async def __aenter__(self) -> RaftlogClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.session.close()
+
+    def _attempts(self, repeatable: bool) -> Attempts:
+        return Attempts(
+            servers=len(self.servers),
+            repeatable=repeatable,
+            retries=self.retries,
+            budget_s=self.retry_for_s,
+            backoff_s=self.backoff_s,
+            backoff_max_s=self.backoff_max_s,
+            rng=self._rng,
+        )
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = PLAIN_JSON,
+        params: Mapping[str, str | int] | None = None,
+        accept: str | None = None,
+        repeatable: bool = False,
+        timeout_s: float | None = None,
+        raw: bool = False,
+    ) -> tuple[int, Any]:
+        """One call with retries (``retry.py``); a ``bytes`` body is sent as it is, anything else as JSON;
+        with ``raw`` a successful answer is returned as bytes, not parsed. ``repeatable``: the request may
+        be repeated after an unknown outcome (504, or a connection lost after sending)."""
+        headers = {}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        if accept is not None:
+            headers["Accept"] = accept
+        if self.admin_token is not None and path.startswith("/v1/"):
+            headers["Authorization"] = f"Bearer {self.admin_token}"
+        data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+        attempts = self._attempts(repeatable)
+        while True:
+            server = self.servers[self._current % len(self.servers)]
+            try:
+                answer = await self.session.exchange(
+                    method, server + path, body=data, params=params, headers=headers,
+                    timeout_s=timeout_s or self.timeout_s,
+                )  # fmt: skip
+            except (NotSent, NoAnswer) as exc:
+                self._current += 1
+                wait = attempts.after_unreachable(sent=isinstance(exc, NoAnswer))
+                if wait is None:
+                    raise attempts.unavailable(f"{method} {path}", str(exc)) from None
+            else:
+                self.last_leader = answer.header(LEADER_HEADER)
+                if answer.status < 400:
+                    if raw:
+                        return answer.status, answer.body
+                    return answer.status, json.loads(answer.body) if answer.body.strip() else None
+                failed = decode_error(answer.status, answer.body, f"{method} {path}")
+                wait = attempts.after_error_answer(answer.status, answer.header("Retry-After"))
+                if wait is None:
+                    raise failed
+            await asyncio.sleep(wait)
+
+    # -- client API ------------------------------------------------------------------------------------
+
+    async def topics(self) -> list[str]:
+        _, body = await self._request("GET", "/topics", repeatable=True)
+        return list(body)
+
+    async def topic(self, name: str) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/topics/{_quote(name)}", repeatable=True)
+        return dict(body)
+
+    async def partitions(self, topic: str) -> list[dict[str, Any]]:
+        _, body = await self._request("GET", f"/topics/{_quote(topic)}/partitions", repeatable=True)
+        return list(body)
+
+    async def offsets(self, topic: str, partition: int) -> tuple[int, int]:
+        """``(beginning_offset, end_offset)``; end is the next offset to be written."""
+        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+        _, body = await self._request("GET", path, repeatable=True)
+        return int(body["beginning_offset"]), int(body["end_offset"])
+
+    async def produce(
+        self, topic: str, messages: Sequence[Message], *, partition: int | None = None
+    ) -> list[Produced]:
+        """Produce idempotently; one ``Produced`` per message, in order. Raises ``ProduceFailed`` if some
+        records still failed after the retries, ``RequestFailed`` if the whole request did."""
+        if not messages:
+            return []
+        path = f"/topics/{_quote(topic)}" + ("" if partition is None else f"/partitions/{partition}")
+        async with self._produce_lock:
+            sequence = self._sequence
+            self._sequence += 1
+            body = {
+                "records": [_record_body(m) for m in messages],
+                "producer_id": self.producer_id,
+                "sequence": sequence,
+            }
+            attempts = self._attempts(repeatable=True)
+            while True:
+                _, answer = await self._request(
+                    "POST", path, body=body, content_type=BINARY_V2, repeatable=True
+                )
+                results: list[Produced | RequestFailed] = []
+                for row in answer["offsets"]:
+                    if row.get("error_code") is None:
+                        results.append(Produced(int(row["partition"]), int(row["offset"])))
+                    else:
+                        results.append(RequestFailed(200, row["error_code"], str(row.get("error")), row))
+                if not any(isinstance(r, RequestFailed) and retriable(r.error_code) for r in results):
+                    break
+                wait = attempts.after_retriable_records()
+                if wait is None:
+                    break
+                await asyncio.sleep(wait)
+        if any(isinstance(r, RequestFailed) for r in results):
+            raise ProduceFailed(results)
+        return [r for r in results if isinstance(r, Produced)]
+
+    async def produce_batch(self, topic: str, partition: int, messages: Sequence[Message]) -> list[Produced]:
+        """Produce to one partition as one record batch encoded here (``application/vnd.raftlog.batch.v1``):
+        the cheapest way in for bulk producers, no JSON or base64 on either side. Idempotent like
+        :meth:`produce` (the producer id and sequence ride in the batch header); the record timestamps are
+        this machine's clock. Raises ``RequestFailed`` if the batch was refused."""
+        if not messages:
+            return []
+        records = [ProducerRecord(_bytes(m.value), _optional_bytes(m.key), _headers(m)) for m in messages]
+        async with self._produce_lock:
+            sequence = self._sequence
+            self._sequence += 1
+            batch = encode_batch(0, records, 0, int(time.time() * 1000), self.producer_id, sequence)
+            _, answer = await self._request(
+                "POST",
+                f"/topics/{_quote(topic)}/partitions/{partition}",
+                body=batch,
+                content_type=RECORD_BATCH_V1,
+                repeatable=True,
+            )
+        base, count = int(answer["base_offset"]), int(answer["count"])
+        if count != len(records):
+            raise RequestFailed(200, None, f"{len(records)} records produced as {count}", answer)
+        return [Produced(int(answer["partition"]), base + i) for i in range(count)]
+
+    async def _read(
+        self, topic: str, partition: int, offset: int, timeout_ms: int, max_bytes: int | None, accept: str
+    ) -> Any:
+        """One fetch request: the parsed JSON answer, or the bytes for the record-batch type."""
+        params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
+        _, answer = await self._request(
+            "GET",
+            f"/topics/{_quote(topic)}/partitions/{partition}/records",
+            params=params,
+            accept=accept,
+            repeatable=True,
+            timeout_s=self.timeout_s + timeout_ms / 1000,
+            raw=accept == RECORD_BATCH_V1,
+        )
+        return answer
+
+    async def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        timeout_ms: int = 0,
+        max_bytes: int | None = None,
+    ) -> list[FetchedRecord]:
+        body = await self._read(topic, partition, offset, timeout_ms, max_bytes, BINARY_V2)
+        return [_fetched(row) for row in body]
+
+    async def fetch_batches(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        timeout_ms: int = 0,
+        max_bytes: int | None = None,
+    ) -> list[FetchedRecord]:
+        """Like :meth:`fetch`, but the server sends the stored batches as they are and they are decoded
+        (and CRC-checked) here: the cheapest way out for bulk readers. Records before ``offset`` in the
+        first batch are skipped."""
+        data = await self._read(topic, partition, offset, timeout_ms, max_bytes, RECORD_BATCH_V1)
+        return [
+            FetchedRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers)
+            for batch in split_batches(data)
+            for r in decode_batch(batch).records
+            if r.offset >= offset
+        ]
+
+    async def consume(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_records: int | None = None,
+        follow: bool = False,
+        poll_timeout_ms: int = 1000,
+    ) -> AsyncIterator[FetchedRecord]:
+        """Records from ``offset`` on. Without ``follow`` it stops at the end of the partition; with it, it
+        long-polls for new records until ``max_records`` were yielded (or forever, if None)."""
+        yielded = 0
+        while max_records is None or yielded < max_records:
+            records = await self.fetch(topic, partition, offset, timeout_ms=poll_timeout_ms if follow else 0)
+            if not records and not follow:
+                return
+            for record in records:
+                yield record
+                yielded += 1
+                offset = record.offset + 1
+                if max_records is not None and yielded >= max_records:
+                    return
+
+    async def commit_offsets(
+        self, group: str, offsets: Sequence[tuple[str, int, int]], *, reset: bool = False
+    ) -> None:
+        """Commit ``(topic, partition, next offset to read)`` for a consumer group."""
+        body = {
+            "offsets": [{"topic": t, "partition": p, "offset": o} for t, p, o in offsets],
+            "reset": reset,
+        }
+        await self._request("POST", f"/consumers/{_quote(group)}/offsets", body=body, repeatable=True)
+
+    async def committed_offsets(
+        self, group: str, topic: str, partition: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        params: dict[str, str | int] = {"topic": topic}
+        if partition is not None:
+            params["partition"] = partition
+        _, body = await self._request(
+            "GET", f"/consumers/{_quote(group)}/offsets", params=params, repeatable=True
+        )
+        return {(row["topic"], int(row["partition"])): int(row["offset"]) for row in body["offsets"]}
+
+    # -- admin API -------------------------------------------------------------------------------------
+    async def consumer_group(self, group: str) -> dict[str, Any]:
+        """The admin view of a consumer group: generation, members, their partitions and lag. Unlike an
+        instance call it is no member's heartbeat."""
+        _, body = await self._request("GET", f"/v1/consumer-groups/{_quote(group)}", repeatable=True)
+        return dict(body)
+
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        configs: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "partitions": partitions, "configs": dict(configs or {})}
+        if replication_factor is not None:
+            body["replication_factor"] = replication_factor
+        _, answer = await self._request("POST", "/v1/topics", body=body)
+        return dict(answer)
+
+    async def delete_topic(self, name: str) -> None:
+        await self._request("DELETE", f"/v1/topics/{_quote(name)}")
+
+    async def health(self) -> dict[str, Any]:
+        _, body = await self._request("GET", "/v1/cluster/health", repeatable=True)
+        return dict(body)
+
+    async def nodes(self) -> list[dict[str, Any]]:
+        _, body = await self._request("GET", "/v1/nodes", repeatable=True)
+        return list(body)
+
+    async def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/v1/partitions/{_quote(topic)}/{partition}", repeatable=True)
+        return dict(body)
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None = None
+    ) -> dict[str, Any]:
+        params = {"target": target} if target is not None else None
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/transfer_leadership"
+        _, body = await self._request("POST", path, params=params)
+        return dict(body)
+
+    # -- operations ------------------------------------------------------------------------------------
+
+    async def topic_configs(self, name: str) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/v1/topics/{_quote(name)}/configs", repeatable=True)
+        return dict(body["configs"])
+
+    async def alter_topic_configs(self, name: str, configs: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``configs`` into the topic's; returns the topic's configs after the change."""
+        path = f"/v1/topics/{_quote(name)}/configs"
+        _, body = await self._request("PATCH", path, body={"configs": dict(configs)}, repeatable=True)
+        return dict(body["configs"])
+
+    async def move_replicas(self, topic: str, partition: int, replicas: Sequence[str]) -> dict[str, Any]:
+        """Start moving a partition to ``replicas``; poll :meth:`move_progress` until ``move`` is None."""
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        _, body = await self._request("POST", path, body={"replicas": list(replicas)})
+        return dict(body)
+
+    async def move_progress(self, topic: str, partition: int) -> dict[str, Any]:
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        _, body = await self._request("GET", path, repeatable=True)
+        return dict(body)
+
+    async def cancel_move(self, topic: str, partition: int) -> dict[str, Any]:
+        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        _, body = await self._request("DELETE", path, repeatable=True)
+        return dict(body)
+
+    async def decommission(self, node_id: str) -> dict[str, Any]:
+        _, body = await self._request("PUT", f"/v1/nodes/{_quote(node_id)}/decommission", repeatable=True)
+        return dict(body)
+
+    async def decommission_status(self, node_id: str) -> dict[str, Any]:
+        _, body = await self._request("GET", f"/v1/nodes/{_quote(node_id)}/decommission", repeatable=True)
+        return dict(body)
+
+    async def recommission(self, node_id: str) -> dict[str, Any]:
+        path = f"/v1/nodes/{_quote(node_id)}/decommission"
+        _, body = await self._request("DELETE", path, repeatable=True)
+        return dict(body)
+
+    async def set_maintenance(self, node_id: str, on: bool) -> dict[str, Any]:
+        path = f"/v1/nodes/{_quote(node_id)}/maintenance"
+        _, body = await self._request("PUT" if on else "DELETE", path, repeatable=True)
+        return dict(body)
+
+
+class GroupConsumer:
+    """One consumer instance in a group, over any node of the cluster.
+
+    ``poll`` is also the heartbeat: call it more often than ``session_timeout_ms``. It names the group
+    generation the member last saw; after a rebalance the coordinator refuses it once (40905) and the poll
+    returns nothing while the member learns its new assignment. When the coordinator
+    evicted the instance (a missed session), ``poll`` joins again under a new name and subscribes again
+    (``rejoined`` counts it); its records then come from the committed offsets. ``commit`` commits the
+    next offset of every record ``poll`` handed out since the last commit; the coordinator refuses
+    (``RequestFailed`` with error_code 40905/40906, see ``contract.FENCED_CODES``) partitions this member
+    no longer owns, and then the uncommitted records of those partitions go to their new owner again:
+    delivery is at least once."""
+
+    def __init__(
+        self,
+        client: RaftlogClient,
+        group: str,
+        *,
+        offset_reset: str = "earliest",
+        session_timeout_ms: int | None = None,
+        assignor: str | None = None,
+        name_prefix: str = "consumer",
+    ) -> None:
+        self.client = client
+        self.group = group
+        self.offset_reset = offset_reset
+        self.session_timeout_ms = session_timeout_ms
+        self.assignor = assignor
+        self.name_prefix = name_prefix
+        self.instance_id: str | None = None
+        self.generation: int | None = None  # of the group, as last seen; a poll from an older one is refused
+        self.topics: list[str] = []
+        self.rejoined = 0
+        self._pending: dict[tuple[str, int], int] = {}  # next offsets not committed yet
+
+    @property
+    def _base(self) -> str:
+        if self.instance_id is None:
+            raise ClientError("the consumer is not started")
+        return f"/consumers/{_quote(self.group)}/instances/{_quote(self.instance_id)}"
+
+    async def start(self, topics: Sequence[str]) -> None:
+        self.topics = list(topics)
+        name = f"{self.name_prefix}-{self.client._rng.getrandbits(48):012x}"  # a retry finds its own instance
+        body: dict[str, Any] = {"name": name, "format": "binary", "auto.offset.reset": self.offset_reset}
+        if self.session_timeout_ms is not None:
+            body["session.timeout.ms"] = self.session_timeout_ms
+        if self.assignor is not None:
+            body["partition.assignment.strategy"] = self.assignor
+        try:
+            _, answer = await self.client._request(
+                "POST",
+                f"/consumers/{_quote(self.group)}",
+                body=body,
+                content_type=KAFKA_V2,
+                repeatable=True,
+            )
+            self.instance_id = str(answer["instance_id"])
+        except RequestFailed as exc:
+            if exc.error_code != INSTANCE_EXISTS:
+                raise
+            self.instance_id = name  # an earlier attempt whose answer was lost created it
+        self._pending.clear()
+        await self.client._request(
+            "POST", f"{self._base}/subscription", body={"topics": self.topics}, content_type=KAFKA_V2,
+            repeatable=True,
+        )  # fmt: skip
+        await self.assignment()
+
+    async def poll(self, *, timeout_ms: int = 1000, max_bytes: int | None = None) -> list[FetchedRecord]:
+        params: dict[str, str | int] = {"timeout": timeout_ms}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
+        if self.generation is not None:
+            params["generation"] = self.generation
+        try:
+            _, rows = await self.client._request(
+                "GET", f"{self._base}/records", params=params, accept=BINARY_V2, repeatable=True,
+                timeout_s=self.client.timeout_s + timeout_ms / 1000,
+            )  # fmt: skip
+        except RequestFailed as exc:
+            if exc.error_code == STALE_GENERATION:  # the group rebalanced: learn the new assignment
+                await self.assignment()
+                return []
+            if exc.error_code != UNKNOWN_INSTANCE:
+                raise
+            self.rejoined += 1
+            await self.start(self.topics)
+            return []
+        records = [_fetched(row) for row in rows]
+        for record in records:
+            self._pending[(record.topic, record.partition)] = record.offset + 1
+        return records
+
+    async def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Commit ``offsets`` ((topic, partition) -> next offset to read), by default what ``poll`` handed
+        out. Raises ``RequestFailed`` (error_code in ``contract.FENCED_CODES``) when a partition is no longer
+        this member's; the offsets of the partitions still owned are committed anyway."""
+        wanted = dict(self._pending if offsets is None else offsets)
+        if not wanted:
+            return
+        generation, assigned = await self.assignment()
+        owned = set(assigned)
+        mine = {tp: o for tp, o in wanted.items() if tp in owned}
+        if mine:
+            body = {
+                "offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in mine.items()],
+                "generation": generation,
+            }
+            await self.client._request(
+                "POST", f"{self._base}/offsets", body=body, content_type=KAFKA_V2, repeatable=True
+            )
+        for tp in wanted:
+            if offsets is None or self._pending.get(tp) == wanted[tp]:
+                self._pending.pop(tp, None)
+        lost = sorted(set(wanted) - owned)
+        if lost:
+            raise RequestFailed(
+                409, PARTITION_NOT_ASSIGNED, f"partitions no longer assigned to this member: {lost}", None
+            )
+
+    async def assignment(self) -> tuple[int, list[tuple[str, int]]]:
+        """(generation, assigned (topic, partition) pairs)."""
+        _, body = await self.client._request("GET", f"{self._base}/assignments", repeatable=True)
+        self.generation = int(body["generation"])
+        return self.generation, [(p["topic"], int(p["partition"])) for p in body["partitions"]]
+
+    async def close(self) -> None:
+        """Leave the group (its partitions go to the other members at once)."""
+        if self.instance_id is None:
+            return
+        try:
+            await self.client._request("DELETE", self._base, repeatable=True)
+        except RequestFailed as exc:
+            if exc.error_code != UNKNOWN_INSTANCE:
+                raise
+        self.instance_id = None
+
+
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")

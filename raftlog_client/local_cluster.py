@@ -1,0 +1,159 @@
+"""A throwaway local cluster for benchmarks and tests: ``raftlog dev`` in a child process, as a user would
+run it in another terminal, on a free range of loopback ports (``--base-port 0``) with its data in
+``directory``. The one way the benchmarks, the Spark connector's benchmark and its tests start a cluster:
+what a node is and how it starts stay ``raftlog dev``'s (its supervision, readiness checks and
+``cluster.json``), and this module imports nothing of the server; it reads ``cluster.json`` and asks
+``/status/ready``.
+
+    with LocalCluster(directory) as cluster:
+        cluster.servers  # ["http://127.0.0.1:PORT", ...], node n1 first
+
+``stop`` ends it: SIGTERM to ``raftlog dev`` (which stops its nodes), then SIGTERM, and SIGKILL after a
+while, to any node process of this directory still alive (one its caller restarted by itself)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import IO, Any
+
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+CONTROL_TIMEOUT_S = 300.0
+COMMAND = (sys.executable, "-m", "raftlog_cli")  # the raftlog command of this Python
+
+
+def ready(url: str) -> bool:
+    """Whether ``url`` answers ``GET /status/ready`` with 200."""
+    try:
+        with urllib.request.urlopen(url + "/status/ready", timeout=1) as answer:
+            return bool(answer.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class LocalCluster:
+    """``nodes`` node processes under ``raftlog dev``; ``serve_args`` are added to every node's options.
+    After ``start``: ``urls`` and ``pids`` by node id (``pids`` as ``raftlog dev`` last wrote them, or as
+    the caller set them after restarting a node itself)."""
+
+    def __init__(self, directory: str, nodes: int = 3, serve_args: Sequence[str] = ()) -> None:
+        self.directory = os.path.abspath(directory)
+        self.nodes = nodes
+        self.serve_args = list(serve_args)
+        self.dev_log = os.path.join(self.directory, "dev.log")
+        self.urls: dict[str, str] = {}
+        self.pids: dict[str, int] = {}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def servers(self) -> list[str]:
+        return [self.urls[node] for node in sorted(self.urls)]
+
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Start ``raftlog dev`` and return once every node answers ready; stopped again on failure."""
+        os.makedirs(self.directory, exist_ok=True)
+        argv = [*COMMAND, "dev", "--nodes", str(self.nodes), "--data-dir", self.directory, "--base-port", "0"]
+        argv += [f"--serve-arg={arg}" for arg in self.serve_args]
+        self._log = open(self.dev_log, "ab")  # noqa: SIM115 - closed in stop()
+        self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_ready(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        pending: set[str] | None = None
+        while time.monotonic() < deadline:
+            if self._process is None or self._process.poll() is not None:
+                code = None if self._process is None else self._process.returncode
+                raise RuntimeError(f"raftlog dev exited with {code}; see {self.dev_log}")
+            if pending is None:
+                nodes = self._described_nodes()
+                if nodes is not None and len(nodes) == self.nodes and all(n.get("pid") for n in nodes):
+                    self.urls = {str(n["id"]): str(n["http"]) for n in nodes}
+                    self.pids = {str(n["id"]): int(n["pid"]) for n in nodes}
+                    pending = set(self.urls)
+            if pending is not None:
+                pending = {node for node in pending if not ready(self.urls[node])}
+                if not pending:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"the cluster was not ready within {timeout_s:g} s; see {self.dev_log}")
+
+    def _described_nodes(self) -> list[dict[str, Any]] | None:
+        """The nodes of ``cluster.json``, or None while there is none (or it is being replaced)."""
+        try:
+            with open(os.path.join(self.directory, "cluster.json"), encoding="utf-8") as f:
+                nodes = json.load(f)["nodes"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return nodes if isinstance(nodes, list) else None
+
+    def control(self, action: str, node: str, kill: bool = False) -> str:
+        """``raftlog dev stop|start|restart NODE [--kill]`` through the running supervisor (a start
+        answers once the node is ready); its answer. ``pids`` follows."""
+        argv = [*COMMAND, "dev", action, node, "--data-dir", self.directory, *(["--kill"] if kill else [])]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=CONTROL_TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"raftlog dev {action} {node}: {done.stderr.strip() or done.stdout.strip()}")
+        nodes = self._described_nodes() or []
+        self.pids = {str(n["id"]): int(n["pid"]) for n in nodes if n.get("pid") is not None}
+        return done.stdout.strip()
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                print(f"raftlog dev (pid {process.pid}) did not stop in {STOP_TIMEOUT_S:g} s; killing it",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                process.kill()
+                process.wait(STOP_TIMEOUT_S)
+        # A node the caller restarted itself is not raftlog dev's child: SIGTERM, SIGKILL what stays.
+        leftover = {node: pid for node, pid in self.pids.items() if self._is_node(pid)}
+        for pid in leftover.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for node, pid in leftover.items():
+            while self._is_node(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if self._is_node(pid):
+                print(f"{node} (pid {pid}) did not stop in {STOP_TIMEOUT_S:g} s of SIGTERM; killing it",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _is_node(self, pid: int) -> bool:
+        """Whether ``pid`` is still a node process of this cluster (not a reused pid)."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            return False
+        return os.fsencode(self.directory) in b" ".join(argv) and b"--node-id" in argv

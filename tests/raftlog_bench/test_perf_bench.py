@@ -1,0 +1,218 @@
+"""``raftlog bench perf``: its pure parts (statistics, ratios, goals, the table, option checks, the peers'
+configuration), and one short run against a raftlog cluster it starts itself. Numbers are printed,
+never asserted on."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from raftlog_bench import perf
+from raftlog_bench.cluster import CpuUse, LatencySummary
+from raftlog_bench.peers import PeerMissing, nats_config, rabbit_node_config
+from raftlog_bench.perf import (
+    IdleResult,
+    PhaseResult,
+    Report,
+    RestartResult,
+    Tally,
+    Workload,
+    cpu_percentages,
+    format_report,
+    goals,
+    parse_peers,
+    phase_ratios,
+    progress_line,
+    ratio,
+)
+from raftlog_bench.targets import Layout
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _workload() -> Workload:
+    return Workload((100, 1024), 1000, 3, 8, 10.0, "all", True, 30.0, 1000.0, 10.0, 100, 4 << 20, 0.0)
+
+
+def _phase(system: str, phase: str, size: int, per_s: float, p99_ms: float = 5.0) -> PhaseResult:
+    latency = LatencySummary(100, p99_ms / 2, p99_ms, p99_ms, p99_ms)
+    return PhaseResult(
+        system, phase, size, 1000, 3, 8, int(per_s * 10), 10_000 if phase == "single" else 0, 10.0,
+        per_s, per_s * size / 1e6, latency, {}, {"n1": 50.0}, 20.0, 3.0,
+    )  # fmt: skip
+
+
+def test_ratio_is_ours_over_theirs_and_none_without_data() -> None:
+    assert ratio(200.0, 100.0) == pytest.approx(2.0)
+    assert ratio(0.0, 100.0) is None
+    assert ratio(100.0, 0.0) is None
+
+
+def test_phase_ratios_pair_the_same_phase_and_size() -> None:
+    phases = [
+        _phase("raftlog", "produce", 100, 90_000),
+        _phase("raftlog", "produce", 1024, 40_000),
+        _phase("nats", "produce", 100, 30_000),
+        _phase("rabbitmq", "produce", 100, 180_000),
+        _phase("raftlog", "single", 100, 1000, p99_ms=4.0),
+        _phase("nats", "single", 100, 1000, p99_ms=2.0),
+    ]
+    assert phase_ratios(phases, "nats") == [("produce", 100, pytest.approx(3.0)), ("single", 100, 0.5)]
+    assert phase_ratios(phases, "rabbitmq") == [("produce", 100, pytest.approx(0.5))]
+
+
+def test_goals_speak_only_to_measured_numbers() -> None:
+    report = Report(_workload(), ["raftlog", "nats"], {"cpus": 2})
+    report.phases = [
+        _phase("raftlog", "produce", 100, 90_000),
+        _phase("nats", "produce", 100, 30_000),
+        _phase("raftlog", "single", 100, 1000, p99_ms=7.0),
+    ]
+    report.idle = IdleResult(100, 10.0, {"n1": 3.0, "n2": 2.0, "n3": 2.5}, 1.0, 0.84)
+    report.restart = RestartResult(1024.0, "n1", True, 30.0, 1.5, 2.5, 4.0)
+    found = {goal.name: goal for goal in goals(report)}
+    assert found["produce 100 B: raftlog / nats >= 2"].met
+    single = next(goal for name, goal in found.items() if name.startswith("single-record"))
+    assert not single.met and single.value == 7.0
+    assert found["idle CPU % of one core, 100 partitions <= 10"].value == pytest.approx(7.5)
+    assert any(name.startswith("restart") and goal.met for name, goal in found.items())
+    assert not any("rabbitmq" in name for name in found)
+    text = format_report(report)
+    assert "idle: 100 partitions" in text and "created and led in 0.84 s" in text
+
+
+def test_report_table_shows_rows_ratios_and_failures() -> None:
+    report = Report(_workload(), ["raftlog", "nats", "rabbitmq"], {"cpus": 2, "python": "3.11", "loop": "x"})
+    report.phases = [_phase("raftlog", "produce", 100, 90_000), _phase("nats", "produce", 100, 30_000)]
+    report.failures["rabbitmq"] = "rabbitmq-server is not installed; run: scripts/bench_peers_setup.sh"
+    text = format_report(report)
+    assert "90,000" in text and "30,000" in text
+    assert "3.00x" in text
+    assert "rabbitmq  not measured: rabbitmq-server is not installed" in text
+
+
+def test_cpu_percentages_are_of_one_core() -> None:
+    servers, client, other = cpu_percentages(CpuUse(2.0, {"n2": 1.0, "n1": 0.5}, 0.2, 12.0))
+    assert servers == {"n1": 25.0, "n2": 50.0}
+    assert client == pytest.approx(10.0)
+    assert other == 12.0
+
+
+def test_progress_line_shows_bar_rate_and_errors() -> None:
+    tally = Tally(
+        records=5000, latencies=[0.001] * 10, errors=Counter({"HTTP 503": 2}), per_partition=Counter()
+    )
+    line = progress_line("raftlog produce", 2.5, 5.0, tally, width=10)
+    assert "[#####-----]" in line
+    assert "2,000/s" in line
+    assert "errors 2" in line
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = perf._parser()
+    return parser.parse_args(list(argv))
+
+
+def test_option_checks() -> None:
+    assert perf.problem(_args()) is None
+    assert "--duration" in str(perf.problem(_args("--duration", "0")))
+    assert "--settle-seconds" in str(perf.problem(_args("--settle-seconds", "-1")))
+    assert perf.workload_of(_args("--settle-seconds", "0")).settle_s == 0
+    assert "per request" in str(perf.problem(_args("--record-size", "65536", "--batch-size", "1000")))
+    assert "--compare" in str(perf.problem(_args("--system", "nats", "--compare", "rabbitmq")))
+    assert "--restart-mib" in str(
+        perf.problem(_args("--servers", "http://127.0.0.1:1", "--restart-mib", "10"))
+    )
+    assert parse_peers("nats, rabbitmq,nats") == ["nats", "rabbitmq"]
+    with pytest.raises(Exception, match="peers are"):
+        parse_peers("kafka")
+
+
+def test_workload_round_trips_through_the_child_handoff() -> None:
+    workload = _workload()
+    data = json.loads(json.dumps(perf.asdict(workload)))
+    assert perf.workload_from_dict(data) == workload
+    phase = _phase("rabbitmq", "produce", 100, 1000)
+    assert perf.phase_from_dict(json.loads(json.dumps(perf.asdict(phase)))) == phase
+
+
+def test_peer_configs_bind_loopback_and_fsync_nats() -> None:
+    text = nats_config("nats1", 4222, 8222, 6222, [6223, 6224], "/tmp/store")
+    assert "listen: 127.0.0.1:4222" in text and "http: 127.0.0.1:8222" in text
+    assert "sync_interval: always" in text
+    assert "routes: [ nats://127.0.0.1:6223, nats://127.0.0.1:6224 ]" in text
+    rabbit = rabbit_node_config(1, 15671, 15551)
+    assert (
+        "listeners.tcp.1 = 127.0.0.1:15671" in rabbit and "stream.listeners.tcp.1 = 127.0.0.1:15551" in rabbit
+    )
+
+
+def test_missing_peer_names_the_setup_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> None:
+        raise PeerMissing("rabbitmq-server is not installed; run: scripts/bench_peers_setup.sh")
+
+    monkeypatch.setattr("raftlog_bench.peers.rabbit_check", missing)
+    assert "scripts/bench_peers_setup.sh" in str(perf.preflight(["rabbitmq"]))
+    assert perf.preflight([]) is None
+
+
+@pytest.mark.slow
+def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path) -> None:
+    out = tmp_path / "perf.json"
+    argv = [
+        sys.executable, "-m", "raftlog_cli", "bench", "perf", "--dir", str(tmp_path),
+        "--duration", "1.5", "--record-size", "100", "--batch-size", "100", "--concurrency", "4",
+        "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "10", "--json", str(out),
+        "--settle-seconds", "0.5",
+    ]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=150, check=False)
+    print(done.stdout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    phases = {p["phase"]: p for p in report["phases"]}
+    assert set(phases) == {"produce", "consume", "single"}
+    assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
+    assert phases["consume"]["records"] == phases["consume"]["expected"] == phases["produce"]["records"]
+    assert phases["single"]["records"] == phases["single"]["expected"] == 100
+    assert set(phases["produce"]["server_cpu_pct"]) == {"n1", "n2", "n3"}
+    assert "records/s" in done.stdout
+    assert done.stderr.count("to settle") == 2  # the produce topic and the single-record topic
+    assert done.stderr.count("created and led in") == 2
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-perf-")]  # cleaned up
+
+
+class _SlowTarget:
+    """Answers every request after ``service_s`` and records when each one left."""
+
+    system = "fake"
+
+    def __init__(self, service_s: float) -> None:
+        self.service_s = service_s
+        self.sent_at: dict[int, float] = {}
+
+    async def send_one(self, worker: int, partition: int) -> None:
+        self.sent_at[worker] = time.perf_counter()
+        await asyncio.sleep(self.service_s)
+
+
+async def test_single_phase_leaves_near_each_slot_and_never_counts_an_early_send_as_speed() -> None:
+    """Requests leave at most TIMER_SLACK_S before their slot; one that left early counts from its send,
+    so every latency is at least the service time."""
+    target = _SlowTarget(service_s=0.004)
+    layout = Layout("t", 3, 100, 1)
+    before = time.perf_counter()
+    result = await perf.single_phase(target, layout, 200.0, 0.5, {})  # type: ignore[arg-type]
+    assert result.records == result.expected == 100
+    start = before + 0.01  # single_phase's timetable starts 10 ms after it is called, or later
+    for slot, sent in target.sent_at.items():
+        assert sent >= start + slot / 200.0 - perf.TIMER_SLACK_S, slot
+    assert result.latency.p50_ms >= 4.0

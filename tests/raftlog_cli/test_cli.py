@@ -1,0 +1,113 @@
+"""The ``raftlog`` topic/produce/consume commands against the API over a fake broker."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from typing import Any
+
+import pytest
+from fake_broker import FakeCluster
+from harness import Node
+
+from raftlog_cli.cli import main
+
+
+async def run(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_topic_create_list_describe(cluster: FakeCluster, n1: Node, capsys: Any) -> None:
+    code, out, _ = await run(
+        capsys, "topic", "create", "orders", "--partitions", "3", "--replication-factor", "1",
+        "--config", "retention.ms=60000", "--server", n1.url,
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["partitions"] == 3
+    assert cluster.topics["orders"].configs == {"retention.ms": "60000"}
+    code, out, _ = await run(capsys, "topic", "list", "--server", n1.url)
+    assert (code, out) == (0, "orders\n")
+    code, out, _ = await run(capsys, "topic", "describe", "orders", "--server", n1.url)
+    assert code == 0 and [p["partition"] for p in json.loads(out)["partitions"]] == [0, 1, 2]
+    code, _, err = await run(capsys, "topic", "create", "orders", "--server", n1.url)
+    assert code == 1 and "40901" in err
+
+
+async def test_produce_from_stdin_and_values_then_consume(
+    cluster: FakeCluster, n1: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster.add_topic("t", 2)
+    monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n"))
+    code, out, _ = await run(capsys, "produce", "t", "--partition", "1", "--server", n1.url)
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"partition": 1, "offset": 0},
+        {"partition": 1, "offset": 1},
+    ]
+    code, out, _ = await run(capsys, "produce", "t", "--value", "third", "--key", "k", "--server", n1.url)
+    assert code == 0 and json.loads(out)["offset"] >= 0
+    await run(capsys, "produce", "t", "--partition", "1", "--value", "third", "--server", n1.url)
+
+    code, out, _ = await run(
+        capsys, "consume", "t", "--partition", "1", "--from-beginning", "--server", n1.url
+    )
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["offset"], r["value"]) for r in rows][:2] == [(0, "first"), (1, "second")]
+    code, out, _ = await run(
+        capsys, "consume", "t", "--partition", "1", "--offset", "1", "--max", "1", "--server", n1.url
+    )
+    assert [json.loads(line)["value"] for line in out.splitlines()] == ["second"]
+
+
+async def test_consume_follow_waits_for_new_records(cluster: FakeCluster, n1: Node, capsys: Any) -> None:
+    cluster.add_topic("t", 1)
+    consumer = asyncio.create_task(
+        run(capsys, "consume", "t", "--partition", "0", "--offset", "0", "--follow", "--max", "2",
+            "--server", n1.url)
+    )  # fmt: skip
+    await asyncio.sleep(0.2)
+    assert not consumer.done()
+    await n1.client.post("/topics/t", json={"records": [{"value": "a"}, {"value": "b"}]})
+    code, out, _ = await asyncio.wait_for(consumer, 10)
+    assert code == 0
+    assert [json.loads(line)["value"] for line in out.splitlines()] == ['"a"', '"b"']
+
+
+async def test_server_from_environment_and_errors(
+    cluster: FakeCluster, n1: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_SERVER", n1.url)
+    code, out, _ = await run(capsys, "topic", "list")
+    assert (code, out) == (0, "")
+    code, _, err = await run(capsys, "consume", "missing", "--partition", "0", "--offset", "0")
+    assert code == 1 and "40401" in err
+    code, _, err = await run(capsys, "topic", "list", "--server", "http://127.0.0.1:9", "--retries", "1")
+    assert code == 2 and "raftlog:" in err
+
+
+def test_consume_needs_a_start() -> None:
+    with pytest.raises(SystemExit):
+        main(["consume", "t", "--partition", "0"])
+
+
+async def test_consume_as_a_group_member_commits_what_it_printed(
+    cluster: FakeCluster, n1: Node, n2: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 2, [["n1"], ["n2"]])
+    for p, values in ((0, ["a", "b"]), (1, ["c"])):
+        answer = await n1.client.post(
+            f"/topics/t/partitions/{p}", json={"records": [{"value": v} for v in values]}
+        )
+        assert answer.status == 200
+    code, out, _ = await run(capsys, "consume", "t", "--group", "g", "--from-beginning", "--server", n2.url)
+    assert code == 0
+    assert sorted(json.loads(line)["value"] for line in out.splitlines()) == ['"a"', '"b"', '"c"']
+    committed = await (await n1.client.get("/consumers/g/offsets", params={"topic": "t"})).json()
+    assert sorted((o["partition"], o["offset"]) for o in committed["offsets"]) == [(0, 2), (1, 1)]
+    code, out, _ = await run(capsys, "consume", "t", "--group", "g", "--server", n1.url)
+    assert (code, out) == (0, "")  # the group goes on from its committed offsets
