@@ -175,8 +175,9 @@ async def transfer_leadership(request: web.Request) -> web.Response:
     if target is not None and target not in meta.replicas[partition]:
         raise BadRequest(f"query parameter target: {target!r} is not a replica of {meta.name}/{partition}")
     timeout_ms = state.state(request).settings.admin_timeout_ms
-    leader = await node.cluster.admin.transfer_leadership(meta.name, partition, target, timeout_ms)
-    return web.json_response({"topic": meta.name, "partition": partition, "leader": leader})
+    served = await node.cluster.admin.transfer_leadership(meta.name, partition, target, timeout_ms)
+    state.served_by(request, served.node)
+    return web.json_response({"topic": meta.name, "partition": partition, "leader": served.value})
 
 
 # -- the cluster -------------------------------------------------------------------------------------

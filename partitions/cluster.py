@@ -195,8 +195,14 @@ class ClusterAdmin:
 
     async def transfer_leadership(
         self, topic: str, partition: int, target: str | None, timeout_ms: int
-    ) -> str | None:
-        return await self._run(lambda s: s.transfer_leadership(topic, partition, target, timeout_ms), topic)
+    ) -> Served[str | None]:
+        """On the partition's leader; the leader it saw take over (the node served: the old leader)."""
+        return await self._router.run(
+            self._local,
+            self._remote,
+            lambda s: s.transfer_leadership(topic, partition, target, timeout_ms),
+            topic,
+        )
 
 
 class ClusterGroups:

@@ -1,15 +1,18 @@
-"""An in-memory ``Broker`` with honest semantics, for testing the HTTP layer (test code only).
+"""An in-memory node with honest semantics, for testing the HTTP layer (test code only).
 
 A ``FakeCluster`` holds the shared truth (topics, each partition's records, leader, producer table and
-consumer offsets); each ``FakeBroker`` is one node's view of it and refuses, like the real node, what only
-a partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``.
+consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local services (``FakeBroker``
+for data and peer calls, ``FakeAdmin``, ``FakeMetadata``) refuse, like the real node's, what only a
+partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``; its
+cluster-wide services are the real ``partitions.cluster.Cluster`` over the real peer client, so a call
+another node must serve crosses HTTP to that node's internal endpoints as between real nodes.
 
 Semantics kept: dense offsets from 0; a (producer_id, sequence) pair seen before answers with the original
 offsets and appends nothing, an older one outside the window is ``SequenceTooOld``; fetch waits on an
 ``asyncio.Event`` for new records up to its timeout; committed consumer offsets never go backwards unless
-``reset``. Consumer groups run the real ``GroupCoordinator`` over ``FakeGroupLog``: the group tables of
-the ``__consumer_groups`` partitions live in the cluster and commands apply at once on the partition's
-leader (no replication to fake).
+``reset``. Consumer groups run the real ``ConsumerService`` and ``GroupCoordinator`` over ``FakeGroupLog``:
+the group tables of the ``__consumer_groups`` partitions live in the cluster and commands apply at once on
+the partition's leader (no replication to fake).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partitions import decommission, reconfigure
-from partitions.broker import NodeInfo, PartitionOffsets, PartitionState, ProduceResult, ReplicaState
+from partitions.cluster import Cluster
 from partitions.controller import Reassignment, TopicMetadata, validate_topic
 from partitions.errors import (
     DecommissionImpossible,
+    InvalidReassignment,
     NoReassignment,
     ReassignmentInProgress,
     SequenceTooOld,
@@ -35,11 +39,25 @@ from partitions.errors import (
     UnknownTopic,
 )
 from partitions.groups.coordinator import GROUPS_TOPIC, GroupCoordinator
+from partitions.groups.service import ConsumerService
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
+from partitions.peer_client import PeerClient
 from partitions.placement import PlacementImpossible, check_capacity, replica_counts
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure, digest
+from partitions.services import (
+    Claims,
+    ControllerSnapshot,
+    Failures,
+    FetchedBatches,
+    MoveState,
+    NodeInfo,
+    PartitionOffsets,
+    PartitionState,
+    ProduceResult,
+    ReplicaState,
+)
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, decode_records, encode_batch
 from raftlog.storage.config import LogConfig
@@ -170,6 +188,9 @@ class FakeGroupLog:
 
 
 class FakeBroker:
+    """One node's ``DataService`` and ``PeerService`` over the cluster, and the state helpers the other
+    fakes share (the calls counter, injected errors, this node's leadership beliefs)."""
+
     def __init__(self, cluster: FakeCluster, node_id: str) -> None:
         self.cluster = cluster
         self.node_id = node_id
@@ -187,6 +208,12 @@ class FakeBroker:
         pending = self.inject.get(method)
         if pending:
             raise pending.pop(0)
+
+    def topic(self, name: str) -> TopicMetadata:
+        meta = self.cluster.topics.get(name)
+        if meta is None:
+            raise UnknownTopic(name)
+        return meta
 
     def _partition(self, topic: str, partition: int) -> FakePartition:
         meta = self.topic(topic)
@@ -213,45 +240,18 @@ class FakeBroker:
         if self.cluster.controller != self.node_id:
             raise NotLeader("controller", self.cluster.controller)
 
-    # -- metadata --------------------------------------------------------------------------------------
-
-    def topics(self) -> list[str]:
-        return list(self.cluster.topics)
-
-    def topic(self, name: str) -> TopicMetadata:
-        meta = self.cluster.topics.get(name)
-        if meta is None:
-            raise UnknownTopic(name)
-        return meta
-
-    async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
-    ) -> TopicMetadata:
-        self._enter("create_topic")
-        self._controller_here()
-        alive = [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
-        if replication_factor > len(alive):
-            raise PlacementImpossible(replication_factor, len(alive))
-        replicas = [
-            [alive[(p + i) % len(alive)] for i in range(replication_factor)] for p in range(partitions)
-        ]
-        if self.cluster.replicas_max is not None:
-            held = replica_counts(alive, [t.replicas for t in self.cluster.topics.values()])
-            what = f"{partitions} partition(s) x replication factor {replication_factor}"
-            check_capacity(what, held, replica_counts(alive, [replicas]), self.cluster.replicas_max)
-        return self.cluster.add_topic(name, partitions, replicas, configs)
-
-    async def delete_topic(self, name: str) -> None:
-        self._enter("delete_topic")
-        self._controller_here()
-        meta = self.topic(name)
-        del self.cluster.topics[name]
-        for p in range(meta.partitions):
-            self.cluster.partitions.pop((name, p)).notify()
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        """Never a replica that cannot open or replay."""
+        state = self.cluster.partitions.get((topic, partition))
+        if state is None or state.leader is None or self.cluster.failed(state.leader, topic, partition):
+            return None
+        return state.leader
 
     # -- data ------------------------------------------------------------------------------------------
 
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        self._enter("produce_batch")
+        self._led_here(topic, partition)
         header = check_producer_batch(batch, int(time.time() * 1000) + 3_600_000)
         records = [
             ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in decode_records(batch, header)
@@ -299,10 +299,9 @@ class FakeBroker:
             raise self.lose_produce_answers.pop(0)
         return ProduceResult(partition, base, end)
 
-    async def fetch(
+    async def _records(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> list[Record]:
-        self._enter("fetch")
+    ) -> tuple[FakePartition, list[Record]]:
         state = self._led_here(topic, partition)
         if not state.log_start_offset <= offset <= state.end_offset:
             raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
@@ -317,29 +316,31 @@ class FakeBroker:
                         break
                     out.append(record)
                     budget -= size
-                return out
+                return state, out
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
-                return []
+                return state, []
             try:
                 await asyncio.wait_for(state.changed.wait(), remaining)
             except TimeoutError:
-                return []
+                return state, []
             state = self._led_here(topic, partition)
-        return []
+        return state, []
 
     async def fetch_batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> bytes:
-        """What fetch returns, as one stored batch per record (a real log's batches may also start
-        before ``offset``: the client skips those records)."""
-        records = await self.fetch(topic, partition, offset, max_bytes, timeout_ms)
-        return b"".join(
+    ) -> FetchedBatches:
+        """The records from ``offset``, as one stored batch per record (a real log's batches may also start
+        before ``offset``: the reader skips those records)."""
+        self._enter("fetch")
+        state, records = await self._records(topic, partition, offset, max_bytes, timeout_ms)
+        data = b"".join(
             encode_batch(r.offset, [ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms)], 1, 0)
             for r in records
         )
+        return FetchedBatches(data, state.end_offset, state.log_start_offset)
 
-    def offsets(self, topic: str, partition: int) -> PartitionOffsets:
+    async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
         self._enter("offsets")
         state = self._led_here(topic, partition)
         return PartitionOffsets(state.log_start_offset, state.end_offset)
@@ -354,11 +355,13 @@ class FakeBroker:
             state.consumer_offsets[group] = offset
         return state.consumer_offsets[group]
 
-    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+    async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
 
-    def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
+    # -- peer ------------------------------------------------------------------------------------------
+
+    async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
         """One batch per record (the fake keeps records, not batches), from any replica of the partition."""
         self._enter("read_batches")
         state = self._partition(topic, partition)
@@ -379,9 +382,9 @@ class FakeBroker:
                 break
             out.append(batch)
             budget -= len(batch)
-        return b"".join(out)
+        return FetchedBatches(b"".join(out), state.end_offset, state.log_start_offset)
 
-    def leadership(self) -> tuple[int, dict[str, int]]:
+    async def leadership(self) -> Claims:
         """The partitions this node leads (Raft group -> term); the version is the sum of their terms."""
         claims = {
             meta.group_id(p): self.cluster.partitions[(name, p)].term
@@ -389,144 +392,137 @@ class FakeBroker:
             for p in range(meta.partitions)
             if self.cluster.partitions[(name, p)].leader == self.node_id
         }
-        return sum(claims.values()), claims
+        return Claims(self.node_id, sum(claims.values()), claims)
 
-    def replica_failures(self) -> tuple[int, list[ReplicaFailure]]:
+    async def replica_failures(self) -> Failures:
         own = [f for f in self.cluster.failures if f.node == self.node_id]
-        return digest(own), own
+        return Failures(self.node_id, digest(own), tuple(own))
 
-    def failed_replicas(self) -> list[ReplicaFailure]:
-        return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
+    async def controller_snapshot(self, known_index: int | None) -> ControllerSnapshot:
+        self._controller_here()
+        index = len(self.cluster.topics)
+        snapshot = None if known_index == index else b"\x80"
+        return ControllerSnapshot(self.node_id, self.cluster.addresses.get(self.node_id, ""), index, snapshot)
 
-    # -- admin -----------------------------------------------------------------------------------------
-
-    def partition_state(self, topic: str, partition: int) -> PartitionState:
-        self._enter("partition_state")
+    async def member_view(self, topic: str, partition: int) -> MemberView:
         state = self._led_here(topic, partition)
-        replicas = []
-        for node in state.replicas:
-            failure = self.cluster.failed(node, topic, partition)
-            if failure is not None:
-                replicas.append(ReplicaState(node, "failed", None, None, False, failure.error))
-                continue
-            replicas.append(
-                ReplicaState(
-                    node,
-                    "leader" if node == state.leader else "follower",
-                    match_offset=state.end_offset,
-                    lag=0,
-                    in_sync=self.cluster.states.get(node) == "alive",
-                )
-            )
-        return PartitionState(
-            topic, partition, state.leader, state.term, state.end_offset, state.log_start_offset, replicas
-        )
+        others = {n: state.end_offset for n in state.replicas if n != self.node_id}
+        return MemberView(self.node_id, frozenset(state.replicas), state.end_offset, others)
 
-    async def transfer_leadership(
-        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:
-        self._enter("transfer_leadership")
+        self._enter("change_membership")
         state = self._led_here(topic, partition)
-        group = self.cluster.topics[topic].group_id(partition)
-        others = [n for n in state.replicas if n != self.node_id]
-        if target is None:
-            if not others:
-                raise ProposalRejected(group, "no other replica to lead")
-            target = others[0]
-        if target not in state.replicas:
-            raise ProposalRejected(group, f"{target} is not a replica")
-        state.leader = target
-        state.term += 1
-        state.notify()
+        if change == "transfer":
+            transfer(self, topic, partition, node_id)
+        elif change == "add" and node_id not in state.replicas:
+            state.replicas = (*state.replicas, node_id)
+        elif change == "remove" and node_id in state.replicas:
+            state.replicas = tuple(n for n in state.replicas if n != node_id)
+        elif change not in ("add", "remove"):
+            raise InvalidReassignment(f"unknown membership change {change!r}")
 
-    def nodes(self) -> list[NodeInfo]:
-        led = Counter(p.leader for p in self.cluster.partitions.values())
-        flags = self.cluster.flags
-        return [
-            NodeInfo(
-                n,
-                self.cluster.addresses.get(n, ""),
-                self.cluster.states[n],
-                1,
-                led[n],
-                n in flags["maintenance"],
-                n in flags["decommissioning"],
-                1000,
-                10**9,
-            )
-            for n in self.cluster.node_ids
+
+def transfer(broker: FakeBroker, topic: str, partition: int, target: str | None) -> str:
+    """Leadership of a partition ``broker``'s node leads moves to ``target`` (None: another replica)."""
+    state = broker._led_here(topic, partition)
+    group = broker.cluster.topics[topic].group_id(partition)
+    others = [n for n in state.replicas if n != broker.node_id]
+    if target is None:
+        if not others:
+            raise ProposalRejected(group, "no other replica to lead")
+        target = others[0]
+    if target not in state.replicas:
+        raise ProposalRejected(group, f"{target} is not a replica")
+    state.leader = target
+    state.term += 1
+    state.notify()
+    return target
+
+
+class FakeAdmin:
+    """One node's ``AdminService``: controller operations on the cluster's controller node only."""
+
+    def __init__(self, broker: FakeBroker) -> None:
+        self.broker = broker
+        self.cluster = broker.cluster
+
+    def _alive(self) -> list[str]:
+        return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+
+    async def topic(self, name: str) -> TopicMetadata:
+        return self.broker.topic(name)
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        self.broker._enter("create_topic")
+        self.broker._controller_here()
+        alive = self._alive()
+        if replication_factor > len(alive):
+            raise PlacementImpossible(replication_factor, len(alive))
+        replicas = [
+            [alive[(p + i) % len(alive)] for i in range(replication_factor)] for p in range(partitions)
         ]
+        if self.cluster.replicas_max is not None:
+            held = replica_counts(alive, [t.replicas for t in self.cluster.topics.values()])
+            what = f"{partitions} partition(s) x replication factor {replication_factor}"
+            check_capacity(what, held, replica_counts(alive, [replicas]), self.cluster.replicas_max)
+        return self.cluster.add_topic(name, partitions, replicas, configs)
 
-    def controller(self) -> str | None:
-        return self.cluster.controller
-
-    def http_address(self, node_id: str) -> str | None:
-        return self.cluster.addresses.get(node_id)
-
-    def leader_hint(self, topic: str, partition: int) -> str | None:
-        if (topic, partition) in self.leader_overrides:
-            return self.leader_overrides[(topic, partition)]
-        return self.known_leader(topic, partition)
-
-    def known_leader(self, topic: str, partition: int) -> str | None:
-        """Never a replica that cannot open or replay."""
-        state = self.cluster.partitions.get((topic, partition))
-        if state is None or state.leader is None or self.cluster.failed(state.leader, topic, partition):
-            return None
-        return state.leader
-
-    def metrics(self) -> dict[str, float]:
-        return self.groups.metrics() | {
-            "raftlog_topics": float(len(self.cluster.topics)),
-            "raftlog_records_total": float(sum(len(p.records) for p in self.cluster.partitions.values())),
-            'raftlog_partition_leader{node="' + self.node_id + '"}': float(
-                sum(1 for p in self.cluster.partitions.values() if p.leader == self.node_id)
-            ),
-        }
-
-    # -- operations ------------------------------------------------------------------------------------
+    async def delete_topic(self, name: str) -> None:
+        self.broker._enter("delete_topic")
+        self.broker._controller_here()
+        meta = self.broker.topic(name)
+        del self.cluster.topics[name]
+        for p in range(meta.partitions):
+            self.cluster.partitions.pop((name, p)).notify()
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        self._enter("alter_configs")
-        self._controller_here()
-        meta = self.topic(name)
+        self.broker._enter("alter_configs")
+        self.broker._controller_here()
+        meta = self.broker.topic(name)
         merged = {**meta.configs, **configs}
         LogConfig.from_properties(merged)
         altered = TopicMetadata(meta.name, meta.topic_id, meta.replicas, merged)
         self.cluster.topics[name] = altered
         return altered
 
-    def move_progress(self, topic: str, partition: int) -> MoveProgress | None:
-        move = self.cluster.moves.get((topic, partition))
-        return None if move is None else MoveProgress.of(move, self.topic(topic).replicas[partition])
-
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
-        self._enter("move_replicas")
-        self._controller_here()
-        current = self.topic(topic).replicas[partition]
-        alive = [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
+        self.broker._enter("move_replicas")
+        self.broker._controller_here()
+        current = self.broker.topic(topic).replicas[partition]
         if (topic, partition) in self.cluster.moves:
             raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
         target = reconfigure.validate_move(
-            current, replicas, self.cluster.node_ids, alive, self.cluster.flags["decommissioning"]
+            current, replicas, self.cluster.node_ids, self._alive(), self.cluster.flags["decommissioning"]
         )
         move = Reassignment(current, tuple(target))
         self.cluster.moves[(topic, partition)] = move
         return MoveProgress.of(move, current)
 
+    async def move_state(self, topic: str, partition: int) -> MoveState:
+        self.broker._controller_here()
+        replicas = self.broker.topic(topic).replicas[partition]
+        move = self.cluster.moves.get((topic, partition))
+        return MoveState(
+            topic, partition, list(replicas), None if move is None else MoveProgress.of(move, replicas)
+        )
+
     async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
-        self._enter("cancel_move")
-        self._controller_here()
+        self.broker._enter("cancel_move")
+        self.broker._controller_here()
         move = self.cluster.moves.get((topic, partition))
         if move is None:
             raise NoReassignment(topic, partition)
         cancelled = Reassignment(move.original, move.original, move.adding, True)
         self.cluster.moves[(topic, partition)] = cancelled
-        return MoveProgress.of(cancelled, self.topic(topic).replicas[partition])
+        return MoveProgress.of(cancelled, self.broker.topic(topic).replicas[partition])
 
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
-        self._enter("set_node_flag")
-        self._controller_here()
+        self.broker._enter("set_node_flag")
+        self.broker._controller_here()
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         nodes = self.cluster.flags[flag]
@@ -542,9 +538,6 @@ class FakeBroker:
         else:
             nodes.discard(node_id)
 
-    def _alive(self) -> list[str]:
-        return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
-
     def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
         return decommission.blockers(
             node_id,
@@ -554,7 +547,8 @@ class FakeBroker:
             {*self.cluster.flags["decommissioning"], node_id},
         )
 
-    def decommission_status(self, node_id: str) -> dict[str, Any]:
+    async def decommission_status(self, node_id: str) -> dict[str, Any]:
+        self.broker._controller_here()
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         holding = [
@@ -577,31 +571,136 @@ class FakeBroker:
             ],
         }
 
-    def internal_credential_ok(self, presented: str) -> bool:
+    async def partition_state(self, topic: str, partition: int) -> PartitionState:
+        self.broker._enter("partition_state")
+        state = self.broker._led_here(topic, partition)
+        replicas = []
+        for node in state.replicas:
+            failure = self.cluster.failed(node, topic, partition)
+            if failure is not None:
+                replicas.append(ReplicaState(node, "failed", None, None, False, failure.error))
+                continue
+            replicas.append(
+                ReplicaState(
+                    node,
+                    "leader" if node == state.leader else "follower",
+                    match_offset=state.end_offset,
+                    lag=0,
+                    in_sync=self.cluster.states.get(node) == "alive",
+                )
+            )
+        return PartitionState(
+            topic, partition, state.leader, state.term, state.end_offset, state.log_start_offset, replicas
+        )
+
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> str | None:
+        self.broker._enter("transfer_leadership")
+        return transfer(self.broker, topic, partition, target)
+
+
+class FakeMetadata:
+    """One node's ``MetadataView``."""
+
+    def __init__(self, broker: FakeBroker) -> None:
+        self.broker = broker
+        self.cluster = broker.cluster
+        self.node_id = broker.node_id
+
+    def topics(self) -> list[str]:
+        return list(self.cluster.topics)
+
+    def topic(self, name: str) -> TopicMetadata:
+        return self.broker.topic(name)
+
+    def controller(self) -> str | None:
+        return self.cluster.controller
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        return self.broker.known_leader(topic, partition)
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        if (topic, partition) in self.broker.leader_overrides:
+            return self.broker.leader_overrides[(topic, partition)]
+        return self.known_leader(topic, partition)
+
+    def http_address(self, node_id: str) -> str | None:
+        return self.cluster.addresses.get(node_id)
+
+    def nodes(self) -> list[NodeInfo]:
+        led = Counter(p.leader for p in self.cluster.partitions.values())
+        flags = self.cluster.flags
+        return [
+            NodeInfo(
+                n,
+                self.cluster.addresses.get(n, ""),
+                self.cluster.states[n],
+                1,
+                led[n],
+                n in flags["maintenance"],
+                n in flags["decommissioning"],
+                1000,
+                10**9,
+            )
+            for n in self.cluster.node_ids
+        ]
+
+    def moves(self) -> list[MoveState]:
+        return [
+            MoveState(t, p, list(self.topic(t).replicas[p]), MoveProgress.of(move, self.topic(t).replicas[p]))
+            for (t, p), move in sorted(self.cluster.moves.items())
+            if t in self.cluster.topics
+        ]
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
+
+    def metrics(self) -> dict[str, float]:
+        return self.broker.groups.metrics() | {
+            "raftlog_topics": float(len(self.cluster.topics)),
+            "raftlog_records_total": float(sum(len(p.records) for p in self.cluster.partitions.values())),
+            'raftlog_partition_leader{node="' + self.node_id + '"}': float(
+                sum(1 for p in self.cluster.partitions.values() if p.leader == self.node_id)
+            ),
+        }
+
+
+@dataclass
+class FakeLocal:
+    data: FakeBroker
+    admin: FakeAdmin
+    groups: ConsumerService
+    peer: FakeBroker
+
+
+class FakeNode:
+    """Implements ``partitions.cluster.FrontDoor`` over the fakes, with the real cluster-wide services."""
+
+    def __init__(
+        self,
+        cluster: FakeCluster,
+        node_id: str,
+        peer_timeout_s: float = 15.0,
+        broker: type[FakeBroker] = FakeBroker,
+    ) -> None:
+        self.node_id = node_id
+        self.broker = broker(cluster, node_id)
+        self.metadata = FakeMetadata(self.broker)
+        self.local = FakeLocal(
+            self.broker,
+            FakeAdmin(self.broker),
+            ConsumerService(node_id, self.broker.groups, lambda: self.cluster.data),
+            self.broker,
+        )
+        self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
+        self.cluster = Cluster(self.local, self.metadata, self.peers, lambda: int(time.time() * 1000))
+
+    def peer_credential_ok(self, presented: str) -> bool:
         return presented == INTERNAL_CREDENTIAL
 
-    def member_view(self, topic: str, partition: int) -> MemberView:
-        state = self._led_here(topic, partition)
-        others = {n: state.end_offset for n in state.replicas if n != self.node_id}
-        return MemberView(self.node_id, frozenset(state.replicas), state.end_offset, others)
-
-    async def controller_snapshot(self, known_index: int | None) -> tuple[str, str, int, bytes | None]:
-        self._controller_here()
-        index = len(self.cluster.topics)
-        snapshot = None if known_index == index else b"\x80"
-        return self.node_id, self.cluster.addresses.get(self.node_id, ""), index, snapshot
-
-    async def change_membership(
-        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
-    ) -> None:
-        self._enter("change_membership")
-        state = self._led_here(topic, partition)
-        if change == "transfer":
-            await self.transfer_leadership(topic, partition, node_id, timeout_ms)
-        elif change == "add" and node_id not in state.replicas:
-            state.replicas = (*state.replicas, node_id)
-        elif change == "remove" and node_id in state.replicas:
-            state.replicas = tuple(n for n in state.replicas if n != node_id)
+    async def close(self) -> None:
+        await self.peers.close()
 
 
 INTERNAL_CREDENTIAL = "fake-internal-credential"

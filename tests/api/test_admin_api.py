@@ -1,5 +1,6 @@
-"""Operator endpoints over fake brokers: configs, replica moves, decommission, maintenance, the internal
-membership call, and the admin token on all of them. Bad requests are 4xx and change nothing."""
+"""Operator endpoints over fake brokers: configs, replica moves, decommission, maintenance, and the admin
+token on all of them. Bad requests are 4xx and change nothing. (The internal calls the controller leader
+makes are peer ops: tests/api/test_internal_endpoints.py.)"""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_broker import INTERNAL_CREDENTIAL, FakeCluster
+from fake_broker import FakeCluster
 from harness import Harness, Node
 
 
@@ -130,21 +131,6 @@ async def test_decommission_recommission_and_maintenance(cluster: FakeCluster, n
     await answer(await n1.client.put("/v1/nodes/n9/maintenance"), 404, 40405)
 
 
-async def test_internal_membership_needs_the_cluster_credential(cluster: FakeCluster, n1: Node) -> None:
-    cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
-    path = "/replication/partitions/t/0/membership"
-    await answer(await n1.client.get(path), 401, 40101)
-    await answer(await n1.client.get(path, headers={"Authorization": "Bearer wrong"}), 401, 40101)
-    auth = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}
-    view = await answer(await n1.client.get(path, headers=auth), 200)
-    assert view["leader"] == "n1" and view["voters"] == ["n1", "n2"]
-    bad = await n1.client.post(path, json={"change": "explode", "node": "n3"}, headers=auth)
-    await answer(bad, 400, 40001)
-    added = await n1.client.post(path, json={"change": "add", "node": "n3"}, headers=auth)
-    await answer(added, 200)
-    assert cluster.partitions[("t", 0)].replicas == ("n1", "n2", "n3")
-
-
 async def test_every_admin_route_needs_the_token(cluster: FakeCluster, harness: Harness) -> None:
     node = await harness.start(cluster, "n1", admin_token="s3cret")
     cluster.add_topic("t", 1)
@@ -168,21 +154,6 @@ async def test_every_admin_route_needs_the_token(cluster: FakeCluster, harness: 
     assert cluster.flags == {"decommissioning": set(), "maintenance": set()} and cluster.moves == {}
     ok = await node.client.get("/v1/topics/t/configs", headers={"Authorization": "Bearer s3cret"})
     await answer(ok, 200)
-
-
-async def test_controller_metadata_for_joined_nodes_skips_an_unchanged_snapshot(
-    cluster: FakeCluster, n1: Node
-) -> None:
-    await answer(await n1.client.get("/replication/controller"), 401, 40101)
-    auth = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}
-    first = await answer(await n1.client.get("/replication/controller", headers=auth), 200)
-    assert first["leader"] == "n1" and first["snapshot"] is not None
-    known = {"applied_index": first["applied_index"]}
-    same = await answer(await n1.client.get("/replication/controller", headers=auth, params=known), 200)
-    assert same["snapshot"] is None
-    cluster.add_topic("new", 1)
-    moved = await answer(await n1.client.get("/replication/controller", headers=auth, params=known), 200)
-    assert moved["applied_index"] > first["applied_index"] and moved["snapshot"] is not None
 
 
 async def test_a_decommissioned_node_that_is_gone_is_not_down(cluster: FakeCluster, n1: Node) -> None:

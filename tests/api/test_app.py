@@ -605,7 +605,7 @@ async def test_retriable_5xx_answers_are_logged_with_their_code_once_per_interva
 
 
 def test_the_retriable_log_reports_how_many_answers_each_line_stands_for() -> None:
-    from api.app import RetriableLog
+    from api.state import RetriableLog
 
     limiter = RetriableLog(10.0)
     assert limiter.record(50301, 100.0) == 1
@@ -667,14 +667,14 @@ async def test_openapi_document_lists_every_route(n1: Node) -> None:
 
 
 def test_build_app_refuses_nonsense_settings() -> None:
-    from fake_broker import FakeBroker
+    from fake_broker import FakeNode
 
-    broker = FakeBroker(FakeCluster(), "n1")
+    node = FakeNode(FakeCluster(), "n1")
     with pytest.raises(ValueError):
-        build_app(broker, admin_token="")
+        build_app(node, admin_token="")
     with pytest.raises(ValueError):
-        build_app(broker, forward_timeout_s=0)
-    assert isinstance(build_app(broker), web.Application)
+        build_app(node, produce_timeout_ms=0)
+    assert isinstance(build_app(node), web.Application)
 
 
 # -- forwarding ----------------------------------------------------------------------------------------
@@ -713,10 +713,10 @@ async def test_a_node_without_a_replica_routes_by_leader_hint(
     response = await n2.client.post("/topics/only-n1", json={"records": [{"value": 1}]}, headers=JSON_HEADERS)
     assert response.status == 200
     assert response.headers["X-Raftlog-Leader"] == "n1"
-    assert n2.broker.calls["produce"] == 0  # never asked: n2 holds no replica
+    assert n1.broker.calls["produce_batch"] == 1, "n1 got the batch n2 encoded"
     rows = await (await n2.client.get("/topics/only-n1/partitions/0/records?offset=0")).json()
     assert [r["value"] for r in rows] == [1]
-    assert n2.broker.calls["fetch"] == 0
+    assert n1.broker.calls["fetch"] == 1
 
 
 async def test_topic_produce_splits_across_leaders(cluster: FakeCluster, n1: Node, n2: Node) -> None:
@@ -781,21 +781,23 @@ async def test_admin_and_consumer_calls_are_forwarded(cluster: FakeCluster, n1: 
     assert (await n2.client.delete("/v1/topics/made-on-n1")).status == 204
 
 
-async def test_forwarding_stops_after_three_hops(cluster: FakeCluster, n1: Node, n2: Node) -> None:
-    cluster.add_topic("t", 1, [["n1", "n2"]])
-    n1.broker.leader_overrides[("t", 0)] = "n2"  # each node believes the other one leads
-    n2.broker.leader_overrides[("t", 0)] = "n1"
+async def test_following_leader_hints_stops_after_three_hops(harness: Harness) -> None:
+    cluster = FakeCluster(["n1", "n2", "n3"])
+    n1, n2, n3 = [await harness.start(cluster, n) for n in ("n1", "n2", "n3")]
+    cluster.add_topic("t", 1, [["n1", "n2", "n3"]])
+    n1.broker.leader_overrides[("t", 0)] = "n2"  # n2 and n3 each believe the other one leads
+    n2.broker.leader_overrides[("t", 0)] = "n3"
+    n3.broker.leader_overrides[("t", 0)] = "n2"
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
     body = await error_of(response, 503, 50303)
     assert "3 times" in body["message"]
     assert response.headers["Retry-After"] == "1"
-    assert n1.broker.calls["produce"] + n2.broker.calls["produce"] == 4  # hops 0, 1, 2, 3
+    assert n2.broker.calls["produce_batch"] + n3.broker.calls["produce_batch"] == 3  # n2, n3, n2
     assert end_offset(cluster, "t", 0) == 0
-    response = await n1.client.get("/topics/t/partitions/0/offsets", headers={"X-Raftlog-Hops": "3"})
-    await error_of(response, 503, 50303)
-    await error_of(await n1.client.get("/topics", headers={"X-Raftlog-Hops": "many"}), 400, 40001)
+    n2.broker.leader_overrides[("t", 0)] = "n1"  # a hint naming the node that asked: nobody leads
+    await error_of(await n1.client.get("/topics/t/partitions/0/offsets"), 503, 50301)
 
 
 async def test_forwarding_keeps_content_type_accept_and_token(cluster: FakeCluster, harness: Harness) -> None:
@@ -830,7 +832,7 @@ async def test_a_leader_that_never_answers_a_write_is_504(
 ) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
     n1.broker.produce_delay_s = 2.0
-    n2 = await harness.start(cluster, "n2", forward_timeout_s=0.3)
+    n2 = await harness.start(cluster, "n2", peer_timeout_s=0.3, produce_timeout_ms=100)
     response = await n2.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
@@ -840,17 +842,8 @@ async def test_a_leader_that_never_answers_a_write_is_504(
 async def test_partition_state_from_a_follower_is_the_leaders_view(
     cluster: FakeCluster, n1: Node, n2: Node
 ) -> None:
-    from partitions.broker import PartitionState, ReplicaState
-
     cluster.add_topic("t", 1, [["n1", "n2"]])
-
-    def follower_view(topic: str, partition: int) -> PartitionState:  # what a real follower answers
-        return PartitionState(
-            topic, partition, "n1", 1, 0, 0, [ReplicaState("n1", "leader"), ReplicaState("n2", "follower")]
-        )
-
-    n2.broker.partition_state = follower_view  # type: ignore[method-assign]
-    response = await n2.client.get("/v1/partitions/t/0")
+    response = await n2.client.get("/v1/partitions/t/0")  # n2 follows: the call runs on n1
     assert response.headers["X-Raftlog-Leader"] == "n1"
     assert (await response.json())["replicas"][1] == {
         "node": "n2",
@@ -917,8 +910,8 @@ async def test_overload_answers_503_with_retry_after_at_once_and_recovers(
 
 
 def test_admission_counts_and_refuses_per_kind() -> None:
-    from api.app import Admission
     from api.errors import Overloaded
+    from api.state import Admission
 
     admission = Admission(writes_max=1, long_polls_max=1)
     admission.enter("write")

@@ -7,11 +7,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster
+from fake_broker import INTERNAL_CREDENTIAL, FakeCluster
 from harness import Harness, Node
 
-from partitions.broker import PartitionState, ReplicaState
+from partitions.peer_client import MEDIA_TYPE, PeerClient, RemotePeer
 from partitions.replica_failures import ReplicaFailure
+from partitions.services import PartitionState, ReplicaState
 from raftlog_cli.cli import main
 
 REPLAY_ERROR = (
@@ -81,16 +82,17 @@ async def test_a_node_that_does_not_lead_gives_the_leaders_word_on_in_sync(
     cluster: FakeCluster, n1: Node, n2: Node
 ) -> None:
     cluster.add_topic("t", 1, [["n1", "n2", "n3"]])
-    leaders_view = n1.broker.partition_state
+    admin = n1.node.local.admin
+    leaders_view = admin.partition_state
 
-    def lagging_n3(topic: str, partition: int) -> PartitionState:  # only the leader knows n3 is behind
-        state = leaders_view(topic, partition)
+    async def lagging_n3(topic: str, partition: int) -> PartitionState:  # only the leader knows n3 lags
+        state = await leaders_view(topic, partition)
         replicas = [
             r if r.node != "n3" else ReplicaState("n3", "follower", 2, 5000, False) for r in state.replicas
         ]
         return PartitionState(topic, partition, state.leader, 1, 0, 0, replicas)
 
-    n1.broker.partition_state = lagging_n3  # type: ignore[method-assign]
+    admin.partition_state = lagging_n3  # type: ignore[method-assign]
     for path in ("/topics/t/partitions", "/topics/t/partitions/0"):
         answer = await (await n2.client.get(path)).json()
         view = answer[0] if isinstance(answer, list) else answer
@@ -129,10 +131,12 @@ async def test_a_leader_that_cannot_be_asked_is_still_named_and_in_sync_is_unkno
 async def test_the_internal_failure_list_needs_the_cluster_credential(cluster: FakeCluster, n2: Node) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
     cluster.failures.append(ReplicaFailure("n2", "t", 0, REPLAY_ERROR, 4))
-    assert (await n2.client.get("/replication/failures")).status == 401
-    answer = await n2.client.get(
-        "/replication/failures", headers={"Authorization": "Bearer fake-internal-credential"}
-    )
-    body = await answer.json()
-    assert body["node"] == "n2" and body["digest"] != 0
-    assert body["failures"] == [{"topic": "t", "partition": 0, "error": REPLAY_ERROR, "attempts": 4}]
+    refused = await n2.client.post("/internal/v1/peer/replica_failures", headers={"Content-Type": MEDIA_TYPE})
+    assert refused.status == 401
+    peer = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get)
+    try:
+        answer = await RemotePeer(peer, "n2").replica_failures()
+    finally:
+        await peer.close()
+    assert answer.node == "n2" and answer.digest != 0
+    assert answer.failures == (ReplicaFailure("n2", "t", 0, REPLAY_ERROR, 4),)

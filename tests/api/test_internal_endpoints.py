@@ -1,9 +1,8 @@
-"""Node-to-node endpoints answer only a peer: every route under the internal prefix refuses a request
-without the cluster credential (401, nothing of the answer), whatever its method, and serves one with it."""
+"""Node-to-node calls: every op of the peer table is served under the internal prefix, refuses a caller
+without the cluster credential (401, nothing of the answer), and answers a peer with the callee's typed
+result or its typed error, raised again on the caller as the same class."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 from fake_broker import INTERNAL_CREDENTIAL, FakeCluster
@@ -11,25 +10,36 @@ from harness import Node
 
 from api.app import ROUTES
 from api.openapi import Operation
-from api.routing import INTERNAL_PREFIX
+from partitions.errors import InvalidReassignment, PeerProtocolError, PeerUnreachable, UnknownTopic
+from partitions.peer_client import (
+    INTERNAL_PREFIX,
+    MEDIA_TYPE,
+    PEER_OPS,
+    REGISTRY,
+    PeerClient,
+    RemoteAdmin,
+    RemoteData,
+    RemotePeer,
+)
+from partitions.peer_codec import pack
+from partitions.services import AdminService, DataService, GroupService, PeerService
+from raftlog.consensus.errors import NotLeader
+from raftlog.storage.batch import ProducerRecord, records_from
+from raftlog.storage.errors import OffsetOutOfRange
 
 INTERNAL = [op for op in ROUTES if op.path.startswith(INTERNAL_PREFIX)]
+PROTOCOLS = {"data": DataService, "admin": AdminService, "groups": GroupService, "peer": PeerService}
 
 
-def concrete(path: str) -> str:
-    return re.sub(r"\{(\w+)\}", lambda m: "0" if m.group(1) == "partition" else "t", path)
+def test_every_peer_op_is_a_route_under_the_internal_prefix_and_nothing_else_is() -> None:
+    assert sorted(op.path for op in INTERNAL) == sorted(op.path for op in PEER_OPS)
+    assert all(op.method == "POST" and op.tag == "internal" for op in INTERNAL)
 
 
-def test_every_node_to_node_route_is_under_the_internal_prefix() -> None:
-    ids = {op.operation_id for op in INTERNAL}
-    assert {
-        "leadershipClaims",
-        "replicaBatches",
-        "memberView",
-        "changeMembership",
-        "controllerMetadata",
-    } <= ids
-    assert {"replicaFailures"} <= ids
+@pytest.mark.parametrize("op", PEER_OPS, ids=lambda op: op.name)
+def test_every_peer_op_is_a_method_of_its_service_protocol(op: object) -> None:
+    """The server calls ``getattr(local.<service>, <method>)``: each op names a method of the protocol."""
+    assert hasattr(PROTOCOLS[op.service], op.method)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("operation", INTERNAL, ids=lambda op: op.operation_id)
@@ -38,19 +48,84 @@ async def test_an_internal_route_refuses_a_caller_without_the_cluster_credential
     operation: Operation, authorization: str | None, cluster: FakeCluster, n1: Node
 ) -> None:
     cluster.add_topic("t", 1, [["n1"]])
-    headers = {} if authorization is None else {"Authorization": authorization}
-    path = concrete(operation.path) + "?offset=0"
-    answer = await n1.client.request(operation.method, path, headers=headers, json={})
+    headers = {"Content-Type": MEDIA_TYPE}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    body = pack({"topic": "t", "partition": 0, "offset": 0, "max_bytes": 100}, REGISTRY)
+    answer = await n1.client.post(operation.path, data=body, headers=headers)
     assert answer.status == 401
-    body = await answer.json()
-    assert body["error_code"] == 40101 and "cluster credential" in body["message"]
+    refusal = await answer.json()
+    assert refusal["error_code"] == 40101 and "cluster credential" in refusal["message"]
     assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+    assert n1.broker.calls["read_batches"] == 0, "nothing ran"
 
 
-async def test_the_leadership_claims_and_batches_answer_a_peer(cluster: FakeCluster, n1: Node) -> None:
-    cluster.add_topic("t", 1, [["n1"]])
-    auth = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}
-    claims = await n1.client.get("/replication/leadership", headers=auth)
-    assert claims.status == 200 and (await claims.json())["node"] == "n1"
-    batches = await n1.client.get("/replication/partitions/t/0/batches?offset=0", headers=auth)
-    assert batches.status == 200 and batches.content_type == "application/octet-stream"
+@pytest.fixture
+async def peer(cluster: FakeCluster) -> PeerClient:
+    return PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get)
+
+
+async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
+    cluster: FakeCluster, n1: Node, n2: Node, peer: PeerClient
+) -> None:
+    cluster.add_topic("t", 1, [["n1", "n2"]])
+    try:
+        data = RemoteData(peer, "n1", lambda: 1000)
+        produced = await data.produce("t", 0, [ProducerRecord(b"v", b"k", (("h", b"1"),))], 7, 0, 5000)
+        assert (produced.base_offset, produced.end_offset, produced.duplicate) == (0, 1, False)
+        fetched = await data.fetch_batches("t", 0, 0, 1 << 20, 0)
+        [record] = records_from(fetched.data, 0)
+        assert (record.key, record.value, record.headers, fetched.high_watermark) == (
+            b"k",
+            b"v",
+            (("h", b"1"),),
+            1,
+        )
+        with pytest.raises(OffsetOutOfRange) as out_of_range:  # the same class, with its offsets
+            await data.fetch_batches("t", 0, 5, 1 << 20, 0)
+        assert (out_of_range.value.log_start_offset, out_of_range.value.end_offset) == (0, 1)
+        with pytest.raises(NotLeader) as not_leader:  # n2 does not lead: the hint names n1
+            await RemoteData(peer, "n2", lambda: 1000).offsets("t", 0)
+        assert not_leader.value.leader_hint == "n1"
+        with pytest.raises(UnknownTopic):
+            await RemoteAdmin(peer, "n1").topic("nope")
+
+        view = await RemotePeer(peer, "n1").member_view("t", 0)
+        assert view.leader == "n1" and view.voters == frozenset({"n1", "n2"})
+        with pytest.raises(InvalidReassignment):
+            await RemotePeer(peer, "n1").change_membership("t", 0, "explode", "n3", 1000)
+        await RemotePeer(peer, "n1").change_membership("t", 0, "add", "n3", 1000)
+        assert cluster.partitions[("t", 0)].replicas == ("n1", "n2", "n3")
+        claims = await RemotePeer(peer, "n1").leadership()
+        assert claims.node == "n1" and claims.claims == {"t-0.1": 1}
+
+        snapshot = await RemotePeer(peer, "n1").controller_snapshot(None)
+        assert snapshot.leader == "n1" and snapshot.snapshot is not None
+        same = await RemotePeer(peer, "n1").controller_snapshot(snapshot.applied_index)
+        assert same.snapshot is None, "the caller already holds that index"
+    finally:
+        await peer.close()
+
+
+async def test_a_peer_that_cannot_be_reached_or_answers_nonsense_is_told_apart(
+    cluster: FakeCluster, n1: Node, peer: PeerClient
+) -> None:
+    try:
+        with pytest.raises(PeerUnreachable):
+            await RemotePeer(peer, "nobody").leadership()  # no address known
+        cluster.addresses["n9"] = n1.url + "/elsewhere"  # an HTTP server that is no peer endpoint
+        with pytest.raises(PeerProtocolError, match=r"answered peer\.leadership with 404"):
+            await RemotePeer(peer, "n9").leadership()
+    finally:
+        await peer.close()
+
+
+async def test_a_malformed_peer_call_is_a_400_and_runs_nothing(n1: Node) -> None:
+    auth = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}", "Content-Type": MEDIA_TYPE}
+    garbled = await n1.client.post("/internal/v1/peer/read_batches", data=b"\xc1", headers=auth)
+    assert garbled.status == 400
+    wrong = await n1.client.post(
+        "/internal/v1/peer/read_batches", data=pack({"topic": "t", "bogus": 1}, REGISTRY), headers=auth
+    )
+    assert wrong.status == 400 and "do not fit" in (await wrong.json())["message"]
+    assert n1.broker.calls["read_batches"] == 0

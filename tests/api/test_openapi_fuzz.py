@@ -29,10 +29,10 @@ import pytest
 import requests
 import schemathesis
 from aiohttp import web
-from fake_broker import INTERNAL_CREDENTIAL, FakeBroker, FakeCluster
+from fake_broker import INTERNAL_CREDENTIAL, FakeBroker, FakeCluster, FakeNode
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from schemathesis import Case, CheckContext, HookContext, Response
+from schemathesis import Case, HookContext
 from schemathesis.checks import CheckFunction, not_a_server_error
 from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import (
@@ -44,8 +44,10 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import ROUTES, build_app
 from api.openapi import document
+from partitions.peer_client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord
+from raftlog_client.contract import RECORD_BATCH_V1
 
 T = TypeVar("T")
 TOPICS: dict[str, list[list[str]]] = {
@@ -56,23 +58,11 @@ FETCH_WAIT_MS_MAX = 20
 EXAMPLES_PER_OPERATION = int(os.environ.get("RAFTLOG_FUZZ_EXAMPLES", "40"))  # more for a longer hunt
 
 
-# The only 5xx answer that is not a bug over a healthy cluster: a replica catch-up read sent to a node
-# that holds no replica of the partition (NotLeader, retriable: the caller asks the next replica; the
-# request is never forwarded).
-EXPECTED_SERVER_ERRORS = {
-    ("replicaBatches", 503),
-}
-
-
-def no_server_error(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """Schemathesis's ``not_a_server_error``, except the answers listed in ``EXPECTED_SERVER_ERRORS``."""
-    if (case.operation.definition.raw["operationId"], response.status_code) in EXPECTED_SERVER_ERRORS:
-        return None
-    return not_a_server_error(ctx, response, case)
-
+# opaque binary bodies, sent as they are: a peer call's msgpack, a producer-encoded record batch
+schemathesis.serializer.alias([PEER_MEDIA_TYPE, RECORD_BATCH_V1], "application/octet-stream")
 
 CHECKS: list[CheckFunction] = [
-    no_server_error,
+    not_a_server_error,
     status_code_conformance,
     content_type_conformance,
     response_headers_conformance,
@@ -81,10 +71,10 @@ CHECKS: list[CheckFunction] = [
 
 
 class ShortWaitBroker(FakeBroker):
-    async def fetch(
+    async def _records(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> list[Any]:
-        return await super().fetch(topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX))
+    ) -> tuple[Any, list[Any]]:
+        return await super()._records(topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX))
 
 
 class ServedCluster:
@@ -95,6 +85,7 @@ class ServedCluster:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="fuzz-server", daemon=True)
         self.runners: list[web.AppRunner] = []
+        self.nodes: list[FakeNode] = []
         self.brokers: dict[str, FakeBroker] = {}
         self.thread.start()
         for node_id in self.cluster.node_ids:
@@ -109,8 +100,10 @@ class ServedCluster:
         return self.cluster.addresses["n1"]
 
     async def _serve(self, node_id: str) -> str:
-        broker = self.brokers[node_id] = ShortWaitBroker(self.cluster, node_id)
-        runner = web.AppRunner(build_app(broker))
+        node = FakeNode(self.cluster, node_id, broker=ShortWaitBroker)
+        self.brokers[node_id] = node.broker
+        self.nodes.append(node)
+        runner = web.AppRunner(build_app(node))
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
@@ -146,6 +139,8 @@ class ServedCluster:
     def close(self) -> None:
         for runner in self.runners:
             self.run(runner.cleanup())
+        for node in self.nodes:
+            self.run(node.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         self.loop.close()
@@ -289,28 +284,25 @@ def test_the_fuzzed_document_is_the_served_one(served: ServedCluster) -> None:
 def test_what_the_fuzzer_found_stays_fixed(served: ServedCluster) -> None:
     """Each of these failed the checks before its fix: the 201 of createTopic was documented as a
     ``Topic`` (partitions as a list; it is a count); a duplicated query parameter answered an undocumented
-    400, and a catch-up read on a node without a replica an undocumented 503; the fake broker lacked
-    ``leadership`` and ``read_batches`` (a 500)."""
+    400; a peer call whose body is not a peer message must be a documented 400, not a 500."""
     served.reset()
     created = _operation("/v1/topics", "POST").Case(body={"name": "fresh", "partitions": 2})
     assert created.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 201
-    peer = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}  # internal endpoints answer only a peer
-    twice = _operation("/replication/partitions/{topic}/{partition}/batches", "GET").Case(
-        path_parameters={"topic": "orders", "partition": 0}, query={"offset": ["0", "1"]}, headers=peer
+    twice = _operation("/topics/{topic}/partitions/{partition}/records", "GET").Case(
+        path_parameters={"topic": "orders", "partition": 0}, query={"offset": ["0", "1"]}
     )
     assert twice.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 400
-    elsewhere = _operation("/replication/partitions/{topic}/{partition}/batches", "GET").Case(
-        path_parameters={"topic": "audit", "partition": 0}, query={"offset": 0}, headers=peer
+    peer = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}  # internal endpoints answer only a peer
+    garbled = _operation("/internal/v1/peer/read_batches", "POST").Case(
+        body=b"\xc1 not msgpack", media_type=PEER_MEDIA_TYPE, headers=peer
     )
-    assert elsewhere.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 503
-    leadership = _operation("/replication/leadership", "GET").Case(headers=peer)
-    assert leadership.call_and_validate(base_url=served.url, checks=CHECKS).json()["claims"]
+    assert garbled.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 400
 
 
 def test_the_checks_fail_on_a_bad_answer(served: ServedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fuzz test that cannot fail is worth nothing: a body off its schema and a 500 are both caught."""
     served.reset()
-    monkeypatch.setattr(served.brokers["n1"], "topics", lambda: [1, 2])
+    monkeypatch.setattr(served.nodes[0].metadata, "topics", lambda: [1, 2])
     with pytest.raises(FailureGroup, match="not of type"):
         _operation("/topics", "GET").Case().call_and_validate(base_url=served.url, checks=CHECKS)
     served.brokers["n1"].inject["offsets"] = [RuntimeError("a bug")]

@@ -9,17 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.errors import BadRequest, HopLimitExceeded, UnsupportedMediaType
+from api.errors import BadRequest, UnsupportedMediaType
 from api.metrics import HttpMetrics, metric_name
 from api.routing import (
-    MAX_HOPS,
-    ForwardTo,
     RoundRobin,
     assign_partitions,
-    forward_target,
     group_by_partition,
     keyless_partition,
-    parse_hops,
 )
 from api.schemas import (
     BINARY_V2,
@@ -33,7 +29,6 @@ from api.schemas import (
     response_flavour,
 )
 from partitions.partitioner import partition_for_key
-from raftlog.consensus.errors import NoLeader
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
 
@@ -55,18 +50,6 @@ def test_keyless_partition_is_derived_from_the_producer_pair_so_retries_land_ali
     rotation = RoundRobin()
     assert [keyless_partition(3, None, None, rotation) for _ in range(4)] == [0, 1, 2, 0]
     assert keyless_partition(4, 10, 3, rotation) == keyless_partition(4, 10, 3, RoundRobin(99)) == 1
-
-
-def test_forward_decisions() -> None:
-    assert forward_target("n1", "n2", "http://h:1/", 0, "g") == ForwardTo("n2", "http://h:1", 1)
-    assert isinstance(forward_target("n1", None, "http://h:1", 0, "g"), NoLeader)
-    assert isinstance(forward_target("n1", "n1", "http://h:1", 0, "g"), NoLeader)
-    assert isinstance(forward_target("n1", "n2", None, 0, "g"), NoLeader)
-    assert isinstance(forward_target("n1", "n2", "http://h:1", MAX_HOPS, "g"), HopLimitExceeded)
-    assert parse_hops(None) == 0 and parse_hops(" 2 ") == 2
-    for bad in ("-1", "x", "1e3", "9999"):
-        with pytest.raises(BadRequest):
-            parse_hops(bad)
 
 
 def test_content_negotiation() -> None:

@@ -21,9 +21,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from api.client import ClientError, Message, RaftlogClient
-from partitions.operations import internal_credential
+from partitions.peer_client import PeerClient, RemotePeer, internal_credential
+from raftlog.errors import RaftlogError
 from raftlog.storage.batch import decode_header, split_batches
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.errors import ClientError
 
 from .cluster import ProcessCluster
 
@@ -75,18 +77,14 @@ async def metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float]:
     return values
 
 
-async def log_digest(session: aiohttp.ClientSession, url: str, end_offset: int) -> tuple[int, str]:
-    """(bytes, sha256) of a node's replica of big/0 below ``end_offset``, batches as stored."""
+async def log_digest(peer: RemotePeer, end_offset: int) -> tuple[int, str]:
+    """(bytes, sha256) of a node's replica of big/0 below ``end_offset``, batches as stored (asked as a
+    peer replica asks: with the cluster credential)."""
     digest = hashlib.sha256()
-    headers = {"Authorization": f"Bearer {internal_credential(SECRET.encode())}"}
     offset = size = 0
     while offset < end_offset:
-        params = {"offset": str(offset), "max_bytes": str(16 * MiB)}
-        path = url + "/replication/partitions/big/0/batches"
-        async with session.get(path, params=params, headers=headers) as answer:
-            assert answer.status == 200, f"{url} at offset {offset}: {answer.status} {await answer.text()}"
-            data = await answer.read()
-        assert data, f"{url} has nothing at offset {offset} below {end_offset}"
+        data = (await peer.read_batches("big", 0, offset, 16 * MiB)).data
+        assert data, f"nothing at offset {offset} below {end_offset}"
         for batch in split_batches(data):
             header = decode_header(batch)
             if header.base_offset >= end_offset:
@@ -158,6 +156,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             replicas = [r["node"] for r in (await admin.partition_state("big", 0))["replicas"]]
             spare = next(n.node_id for n in cluster.nodes if n.node_id not in replicas)
             url = {n.node_id: n.http for n in cluster.nodes}
+            peers = PeerClient(internal_credential(SECRET.encode()), url.get)
 
             # the spare node leads at least one partition of "other" and follows the rest
             for partition in range(OTHER_PARTITIONS):
@@ -193,7 +192,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
                 progress = await admin.move_progress("big", 0)
                 if progress["move"] is not None or progress["replicas"] != target:
                     return False
-                return await _holds_up_to(session, url[spare], high_watermark)
+                return await _holds_up_to(RemotePeer(peers, spare), high_watermark)
 
             await until("move of big/0 and the new replica's recovery", moved_and_recovered, timeout_s=90)
             recovered_s = time.monotonic() - moved_at
@@ -221,8 +220,9 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             assert others.acked >= 20, f"the producer to other groups barely ran: {others.acked}"
 
             # the moved replica's log is the leader's, byte for byte, and recovery copied it
-            leader_log = await log_digest(session, url[leader], high_watermark)
-            moved_log = await log_digest(session, url[spare], high_watermark)
+            leader_log = await log_digest(RemotePeer(peers, leader), high_watermark)
+            moved_log = await log_digest(RemotePeer(peers, spare), high_watermark)
+            await peers.close()
             assert leader_log[0] >= BIG_BYTES * 0.9
             assert moved_log == leader_log
             assert seen_recovering and spare_metrics["raftlog_recovery_completed"] >= 1
@@ -244,11 +244,9 @@ async def _elections(session: aiohttp.ClientSession, url: str) -> float:
     return (await metrics(session, url))["raftlog_raft_elections_on_timeout"]
 
 
-async def _holds_up_to(session: aiohttp.ClientSession, url: str, end_offset: int) -> bool:
+async def _holds_up_to(peer: RemotePeer, end_offset: int) -> bool:
     """Whether the node's replica of big/0 holds the batch ending at ``end_offset`` (its last)."""
-    headers = {"Authorization": f"Bearer {internal_credential(SECRET.encode())}"}
-    params = {"offset": str(end_offset - 1), "max_bytes": "1"}
-    async with session.get(
-        url + "/replication/partitions/big/0/batches", params=params, headers=headers
-    ) as a:
-        return a.status == 200 and bool(await a.read())
+    try:
+        return bool((await peer.read_batches("big", 0, end_offset - 1, 1)).data)
+    except RaftlogError:  # no replica there yet, or still recovering that offset
+        return False
