@@ -23,8 +23,9 @@ other's offset. While behind, ``snapshot`` answers None: a snapshot must not cla
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import msgpack
 
@@ -77,7 +78,8 @@ class PartitionStateMachine:
         self.log = log
         self._on_behind = on_behind
         self.producers = producers or ProducerTable()
-        self.consumer_offsets: dict[str, int] = {}
+        # replaced whole by each commit (driver thread), never changed in place: read on the event loop
+        self.consumer_offsets: Mapping[str, int] = MappingProxyType({})
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
@@ -171,7 +173,7 @@ class PartitionStateMachine:
     def _commit_offset(self, command: CommitOffset) -> OffsetCommitted:
         current = self.consumer_offsets.get(command.group)
         if command.reset or current is None or command.offset > current:
-            self.consumer_offsets[command.group] = command.offset
+            self.consumer_offsets = MappingProxyType({**self.consumer_offsets, command.group: command.offset})
         return OffsetCommitted(command.group, self.consumer_offsets[command.group])
 
     # -- behind: recovery ---------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class PartitionStateMachine:
                 "applied_index": self.applied_index,
                 "high_watermark": self.high_watermark,
                 "producers": self.producers.to_rows(),
-                "consumer_offsets": self.consumer_offsets,
+                "consumer_offsets": dict(self.consumer_offsets),
                 "groups": self.groups.to_rows(),
             },
             use_bin_type=True,
@@ -250,7 +252,9 @@ class PartitionStateMachine:
         self.applied_index = int(state["applied_index"])
         self.high_watermark = int(state["high_watermark"])
         self.producers = ProducerTable.from_rows(state["producers"])
-        self.consumer_offsets = {str(k): int(v) for k, v in state["consumer_offsets"].items()}
+        self.consumer_offsets = MappingProxyType(
+            {str(k): int(v) for k, v in state["consumer_offsets"].items()}
+        )
         self.groups = GroupTable.from_rows(state.get("groups", []))
         if self.log.end_offset < self.high_watermark:
             # Ahead of the local log (installed from the leader now, or that same snapshot again after a

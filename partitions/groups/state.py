@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import msgpack
@@ -210,9 +211,11 @@ def _rebalance(
 
 @dataclass
 class GroupTable:
-    """Every group coordinated by one partition of ``__consumer_groups`` (deterministic apply)."""
+    """Every group coordinated by one partition of ``__consumer_groups`` (deterministic apply). ``groups``
+    is replaced whole by each change (on the driver thread), never changed in place: the coordinator reads
+    it on the event loop."""
 
-    groups: dict[str, Group] = field(default_factory=dict)
+    groups: Mapping[str, Group] = field(default_factory=lambda: MappingProxyType({}))
 
     def apply(self, data: bytes) -> GroupResult:
         try:
@@ -267,10 +270,12 @@ class GroupTable:
         return self._store(command.group, group, removed)
 
     def _store(self, name: str, group: Group | None, removed: tuple[str, ...] = ()) -> GroupChanged:
+        groups = dict(self.groups)
         if group is None:
-            self.groups.pop(name, None)
+            groups.pop(name, None)
         else:
-            self.groups[name] = group
+            groups[name] = group
+        self.groups = MappingProxyType(groups)
         return GroupChanged(name, group, removed)
 
     # -- snapshots -------------------------------------------------------------------------------------
@@ -316,4 +321,4 @@ class GroupTable:
                 dict(counts),
                 int(changed_ms),
             )
-        return cls(groups)
+        return cls(MappingProxyType(groups))
