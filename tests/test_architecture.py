@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -130,3 +131,131 @@ def test_the_spark_rule_catches_a_node_importing_pyarrow(tmp_path: pathlib.Path)
     bad = tmp_path / "bad.py"
     bad.write_text("import pyarrow as pa\nfrom pyspark.sql import SparkSession\n", encoding="utf-8")
     assert _top_level_imports(bad) & SPARK_ONLY == {"pyarrow", "pyspark"}
+
+
+# -- the house: no import cycle, node-to-node calls in one place, front doors over the narrow protocols --
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Project module -> the project modules it imports anywhere (TYPE_CHECKING and function bodies
+    included: a cycle hidden behind them is still two modules that need each other)."""
+    paths = {_module_name(path): path for _, path in _sources()}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & paths.keys()
+                found.update(submodules)
+                if len(submodules) < len(node.names):  # a name defined in the module itself
+                    found.add(node.module)
+        graph[module] = {name for name in found if name in paths and name != module}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter
+                counter += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert _cycles(_module_graph()) == []
+
+
+def test_the_cycle_rule_catches_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+PEER_HOME = ROOT / "partitions" / "peer_client.py"  # the one home of node-to-node requests
+API_PATH = re.compile(r"^/(v1|topics|consumers|replication|internal|status|metrics|openapi)\b")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "partitions").rglob("*.py")), ids=lambda p: p.name)
+def test_partitions_builds_no_url_of_the_http_api_and_speaks_http_in_one_place(path: pathlib.Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    paths = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and API_PATH.match(node.value)
+    ]
+    if path == PEER_HOME:
+        assert paths == ["/internal/v1/"], "the peer client names the internal prefix, nothing else"
+    else:
+        assert not paths, f"{path.relative_to(ROOT)} spells paths of the HTTP API: {paths}"
+        used = _top_level_imports(path) & {"aiohttp", "urllib", "http", "requests"}
+        assert not used, f"{path.relative_to(ROOT)} speaks HTTP ({sorted(used)}): only peer_client.py may"
+
+
+# What a front door may use of a node: the protocols and their types, the cluster-wide services, the
+# peer table (the server side of peer calls) and the typed errors, names and constants of the contract.
+FRONT_DOOR_MAY_USE = {
+    "partitions.services",
+    "partitions.cluster",
+    "partitions.peer_client",
+    "partitions.errors",
+    "partitions.controller",
+    "partitions.reconfigure",
+    "partitions.replica_failures",
+    "partitions.names",
+    "partitions.partitioner",
+    "partitions.placement",
+    "partitions.groups.errors",
+    "partitions.groups.assignors",
+    "partitions.groups.coordinator",
+    "partitions.groups.state",
+}
+BUILDS_THE_NODE = {ROOT / "api" / "serve.py": {"partitions.node", "partitions.recovery"}}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "api").rglob("*.py")), ids=lambda p: p.name)
+def test_the_front_door_asks_a_node_only_through_its_protocols(path: pathlib.Path) -> None:
+    used = {m for m in _imported_modules(path) if m.split(".")[0] == "partitions"}
+    allowed = FRONT_DOOR_MAY_USE | BUILDS_THE_NODE.get(path, set())
+    assert used <= allowed, f"{path.relative_to(ROOT)} reaches into {sorted(used - allowed)}"
