@@ -107,7 +107,7 @@ class NodeConfig:
 
 
 @dataclass(slots=True)
-class LocalServicesOfNode:
+class NodeServices:
     """Implements ``services.LocalServices``."""
 
     data: DataPlane
@@ -136,8 +136,8 @@ class Node:
         self._credential = internal_credential(config.cluster_secret)
         # Removes dropped replicas, released Raft journal segments and deleted log segments, one after
         # another, at a pace (raftlog.storage.removal)
-        self._remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
-        self.trash = removal.Trash(os.path.join(config.data_dir, "trash"), self._remover)
+        self.remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
+        self.trash = removal.Trash(os.path.join(config.data_dir, "trash"), self.remover)
         self._logs = LogManager(
             os.path.join(config.data_dir, "logs"),
             clock=clock,
@@ -212,7 +212,7 @@ class Node:
                 partitions=config.group_partitions,
             )
         )
-        self.local = LocalServicesOfNode(
+        self.local = NodeServices(
             self.data,
             LocalAdmin(self.frontend, self.partition_admin),
             ConsumerService(config.node_id, self.groups, lambda: self.cluster.data),
@@ -220,7 +220,7 @@ class Node:
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers, clock)
-        self._operator = Operator(self.frontend, self.routing, self.cluster.peer)
+        self.operator = Operator(self.frontend, self.routing, self.cluster.peer)
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -244,7 +244,7 @@ class Node:
         await self.presence.start()
         task = asyncio.get_running_loop().create_task(self.groups.run())
         self._background.add(task)
-        self._operator.start()
+        self.operator.start()
 
     async def _controller_snapshot(self, node_id: str, known_index: int | None) -> ControllerSnapshot:
         return await RemotePeer(self.peers, node_id).controller_snapshot(known_index)
@@ -254,8 +254,8 @@ class Node:
         if self._closed:
             return
         self._closed = True
-        await self._operator.close()
-        await asyncio.to_thread(self._remover.close)  # between two steps; the next start finishes
+        await self.operator.close()
+        await asyncio.to_thread(self.remover.close)  # between two steps; the next start finishes
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -316,11 +316,11 @@ class NodeView:
             values["controller_term"] = term
         values["partitions_led"] = sum(1 for r in replicas if r.group.status().role is Role.LEADER)
         values["log_bytes"] = sum(r.log.size_bytes for r in replicas)
-        values["admin_move_steps"] = node._operator.steps_taken
-        values["admin_leadership_transfers"] = node._operator.leadership_transfers
+        values["admin_move_steps"] = node.operator.steps_taken
+        values["admin_leadership_transfers"] = node.operator.leadership_transfers
         values["partitions_moving"] = len(node.frontend.metadata().reassignments)
-        values["removal_pending_paths"] = node._remover.pending()
-        values["removal_pending_bytes"] = node._remover.backlog_bytes()
+        values["removal_pending_paths"] = node.remover.pending()
+        values["removal_pending_bytes"] = node.remover.backlog_bytes()
         for name, value in node.raft.stats().items():
             values[f"raft_transport_{name}"] = value
         for name, value in election_counts().items():

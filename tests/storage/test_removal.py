@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from raftlog.storage import removal
-from raftlog.storage.removal import Remover, Stopped, remove_tree, tree_bytes
+from raftlog.storage.removal import Remover, Stopped, Trash, remove_tree, tree_bytes
 
 MiB = 1 << 20
 
@@ -181,3 +181,33 @@ def test_bad_remover_settings_are_refused() -> None:
         Remover(bytes_per_s=0)
     with pytest.raises(ValueError, match="positive"):
         Remover(catch_up_s=0)
+
+
+def test_the_trash_takes_a_path_by_one_rename_and_its_remover_deletes_it_later(tmp_path: Path) -> None:
+    remover = Remover(bytes_per_s=1 << 40, name="test-trash")
+    trash = Trash(str(tmp_path / "trash"), remover)
+    try:
+        doomed = tmp_path / "logs" / "t-0.1"
+        doomed.mkdir(parents=True)
+        (doomed / "segment.log").write_bytes(b"x" * 1000)
+        trash.discard(str(doomed))
+        assert not doomed.exists(), "gone from where it was at once: a rename"
+        trash.discard_if_present(str(tmp_path / "logs" / "went-with-its-directory.log"))  # no error
+        with pytest.raises(FileNotFoundError):
+            trash.discard(str(tmp_path / "nothing-here"))
+        deadline = time.monotonic() + 10
+        while any((tmp_path / "trash").iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not any((tmp_path / "trash").iterdir()), "the remover deleted it"
+    finally:
+        remover.close()
+
+
+def test_emptying_the_trash_at_start_removes_what_a_crash_left(tmp_path: Path) -> None:
+    left = tmp_path / "trash" / "t-0.1.abc" / "journal"
+    left.mkdir(parents=True)
+    (left / "segment").write_bytes(b"x" * 100)
+    trash = Trash(str(tmp_path / "trash"), Remover(name="unused"))
+    trash.empty()
+    assert not (tmp_path / "trash").exists() or not any((tmp_path / "trash").iterdir())
+    trash.empty()  # nothing there: nothing to do
