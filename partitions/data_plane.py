@@ -79,9 +79,14 @@ class DataPlane:
         return replica
 
     def leader_replica(self, topic: str, partition: int) -> Replica:
+        """This node's replica if it leads the partition. Else NotLeader naming the leader its replica
+        follows, or, when it follows none yet (a replica just opened, one joining in a move), the leader
+        another node claims in gossip; NoLeader when nobody is known to lead."""
         replica = self.replica(topic, partition)
         role, leader = replica.group.role_and_leader()
         if role is not Role.LEADER:
+            if leader is None:
+                leader = self._routing.claimed_leader(replica.topic, partition)
             if leader is None:
                 raise NoLeader(replica.group.group_id)
             raise NotLeader(replica.group.group_id, leader)

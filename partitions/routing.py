@@ -122,6 +122,14 @@ class Routing:
         ]
         return alive[0] if alive else None
 
+    def claimed_leader(self, metadata: TopicMetadata, partition: int) -> str | None:
+        """The node another node's gossip says leads the partition (never this one: its own Raft view
+        says otherwise), unless its replica cannot open or replay."""
+        claimed = self._view.leader_for(metadata.group_id(partition))
+        if claimed is None or claimed == self.node_id or self.failure(claimed, metadata, partition):
+            return None
+        return claimed
+
     def has_leader(self, metadata: TopicMetadata, partition: int) -> bool:
         """Whether a new partition has a leader as seen from here: a local replica's Raft status, or
         gossiped claims for partitions hosted elsewhere."""
