@@ -1,55 +1,86 @@
-"""The on-disk and on-wire record-batch format (pure: no I/O).
+"""The on-disk and on-wire record-batch format: Kafka's RecordBatch v2 (magic 2), stored as it is.
 
-A batch is a fixed big-endian header followed by a msgpack body::
+A batch is a fixed big-endian header of 61 bytes followed by its records (compressed as a whole when the
+attributes say so)::
 
     offset size field
-    0      4    length            bytes after this field (header rest + body)
-    4      4    crc               crc32c of every byte after this field (header rest + body)
-    8      1    magic             format version, currently 1
-    9      1    attributes        bit 0: producer_id/sequence present
-    10     8    base_offset       offset of the first record; record i has offset base_offset + i
-    18     4    record_count      >= 1
-    22     8    first_timestamp   ms since epoch of the first record
-    30     8    max_timestamp     largest record timestamp in the batch
-    38     8    term              Raft term of the entry that committed the batch
-    46     8    producer_id       -1 when absent
-    54     8    sequence          -1 when absent
-    62     ...  body              msgpack array of records, each [timestamp_delta, key, value, headers]
-                                  key: bin or nil; value: bin; headers: array of [str, bin]
+    0      8    base_offset             offset of the first record (stamped by the leader)
+    8      4    batch_length            bytes after this field
+    12     4    partition_leader_epoch  the Raft term of the entry that committed the batch (stamped)
+    16     1    magic                   2
+    17     4    crc                     CRC-32C (Castagnoli) of bytes [21, end)
+    21     2    attributes              bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
+                                        bit 3 timestamp type (1: LogAppendTime), bit 4 transactional,
+                                        bit 5 control
+    23     4    last_offset_delta       record_count - 1
+    27     8    base_timestamp          ms of the first record
+    35     8    max_timestamp           largest record timestamp (with LogAppendTime: the append time)
+    43     8    producer_id             -1 when absent
+    51     2    producer_epoch          -1 when absent
+    53     4    base_sequence           -1 when absent
+    57     4    records_count
+    61     ...  records                 each: length, attributes, timestamp delta, offset delta, key, value,
+                                        headers (zig-zag varints; a length of -1 is null)
 
-The header is fixed-size so that recovery, index rebuilds and offset lookups can walk a segment without
-decoding bodies; the CRC covers the header fields after it, so a flipped base offset is caught as well.
+The CRC leaves out the base offset and the leader epoch, so a leader stamps both in place and followers
+store identical bytes; a producer's batch (Kafka's or one encoded here) is stored as it came, and a read
+answers the stored bytes without re-encoding anything. Records are encoded and decoded by aiokafka's
+compiled record codec (compression through cramjam and the standard library): docs/decisions/0011.
+The header is fixed-size so that recovery, index rebuilds and offset lookups walk a segment without
+touching records.
 """
 
 from __future__ import annotations
 
+import enum
 import struct
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
+import cramjam
 import crc32c
-import msgpack
+from aiokafka.errors import KafkaError
+from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from raftlog.errors import check
-from raftlog.packing import release_if_large, thread_packer
 from raftlog.storage.errors import InvalidRecord
 
-MAGIC = 1
-_ATTR_HAS_PRODUCER = 0x01
-_HEADER = struct.Struct(">IIBBQIqqQqq")
-_PREFIX = struct.Struct(">II")  # length, crc
-_FIELDS = struct.Struct(">BBQIqqQqq")  # the header after the CRC: what the CRC covers, with the body
-HEADER_SIZE = _HEADER.size  # 62
-_LENGTH_PREFIX = 4
-_CRC_END = 8  # the CRC covers bytes [8, end)
-MIN_LENGTH = HEADER_SIZE - _LENGTH_PREFIX
-_BASE_OFFSET_AT = 10
-_TERM_AT = 38
+MAGIC = 2
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = _HEADER.size  # 61
+_LENGTH_END = 12  # batch_length counts the bytes after it
+_CRC_AT = 17
+_CRC_START = 21  # the CRC covers bytes [21, end)
+_ATTRIBUTES_AT = 21
+_MAX_TIMESTAMP_AT = 35
+MIN_LENGTH = HEADER_SIZE - _LENGTH_END
 MAX_OFFSET = 2**63 - 1
+EPOCH_MAX = 2**31 - 1
+_COMPRESSION_MASK = 0x07
+_LOG_APPEND_TIME = 0x08
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+_NO_PRODUCER = -1
 
-Header = tuple[tuple[str, bytes], ...]
+Header = tuple[tuple[str, bytes | None], ...]
+
+
+class Compression(enum.IntEnum):
+    """Kafka's codec ids (the low three bits of a batch's attributes)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(enum.IntEnum):
+    CREATE_TIME = 0  # the producer's
+    LOG_APPEND_TIME = 1  # stamped by the leader when it appends (topic config message.timestamp.type)
 
 
 class BatchFormatError(ValueError):
@@ -58,9 +89,9 @@ class BatchFormatError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ProducerRecord:
-    """A record as a producer hands it in: no offset yet."""
+    """A record as a producer hands it in: no offset yet. A ``None`` value is a tombstone."""
 
-    value: bytes
+    value: bytes | None
     key: bytes | None = None
     headers: Header = ()
     timestamp_ms: int | None = None
@@ -68,39 +99,48 @@ class ProducerRecord:
 
 class Record(NamedTuple):
     """A stored record with its offset. A NamedTuple because reads build one per record: it is the
-    cheapest immutable record Python has (1.6x faster to decode than a frozen dataclass)."""
+    cheapest immutable record Python has."""
 
     offset: int
     timestamp_ms: int
     key: bytes | None
-    value: bytes
+    value: bytes | None
     headers: Header = ()
 
 
 @dataclass(frozen=True, slots=True)
 class BatchHeader:
-    """The fixed part of a batch, readable without touching the body."""
+    """The fixed part of a batch, readable without touching the records."""
 
-    length: int
+    length: int  # batch_length: bytes after that field
     crc: int
     attributes: int
     base_offset: int
     record_count: int
     first_timestamp_ms: int
     max_timestamp_ms: int
-    term: int
+    term: int  # the partition leader epoch
     producer_id: int | None
-    sequence: int | None
+    producer_epoch: int | None
+    sequence: int | None  # base sequence
 
     @property
     def size_bytes(self) -> int:
         """Bytes the whole batch occupies, header included."""
-        return _LENGTH_PREFIX + self.length
+        return _LENGTH_END + self.length
 
     @property
     def end_offset(self) -> int:
         """The offset after the last record of the batch."""
         return self.base_offset + self.record_count
+
+    @property
+    def compression(self) -> Compression:
+        return Compression(self.attributes & _COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType.LOG_APPEND_TIME if self.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +149,8 @@ class RecordBatch:
     records: tuple[Record, ...] = field(default_factory=tuple)
 
 
-# Record and BatchHeader are frozen dataclasses: their __init__ sets each field through object.__setattr__,
-# which costs more than the rest of decoding. The decoders fill the slots through their descriptors instead.
+# BatchHeader is a frozen dataclass: its __init__ sets each field through object.__setattr__, which costs
+# more than parsing. The decoder fills the slots through their descriptors instead.
 _new_object = object.__new__
 
 
@@ -125,18 +165,7 @@ def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[object, 
     return tuple(cls.__dict__[name].__set__ for name in names)
 
 
-(
-    _set_length,
-    _set_crc,
-    _set_attributes,
-    _set_base_offset,
-    _set_record_count,
-    _set_first_timestamp,
-    _set_max_timestamp,
-    _set_term,
-    _set_producer_id,
-    _set_sequence,
-) = _slot_setters(
+_HEADER_SETTERS = _slot_setters(
     BatchHeader,
     (
         "length",
@@ -148,24 +177,28 @@ def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[object, 
         "max_timestamp_ms",
         "term",
         "producer_id",
+        "producer_epoch",
         "sequence",
     ),
 )
 
 
+# -- encoding ------------------------------------------------------------------------------------------
+
+
 def _check_record(record: ProducerRecord, index: int) -> None:
     if not isinstance(record, ProducerRecord):
         raise InvalidRecord(f"record {index}: must be a ProducerRecord, got {type(record).__name__}")
-    if record.timestamp_ms is not None and not _is_int64(record.timestamp_ms):
-        raise InvalidRecord(f"record {index}: timestamp_ms {record.timestamp_ms!r} is not a 64-bit integer")
-    if not isinstance(record.value, bytes | bytearray | memoryview):
-        raise InvalidRecord(f"record {index}: value must be bytes, got {type(record.value).__name__}")
+    if record.timestamp_ms is not None and not (_is_int64(record.timestamp_ms) and record.timestamp_ms >= 0):
+        raise InvalidRecord(f"record {index}: timestamp_ms {record.timestamp_ms!r} must be ms since the epoch")
+    if record.value is not None and not isinstance(record.value, bytes | bytearray | memoryview):
+        raise InvalidRecord(f"record {index}: value must be bytes or None, got {type(record.value).__name__}")
     if record.key is not None and not isinstance(record.key, bytes | bytearray | memoryview):
         raise InvalidRecord(f"record {index}: key must be bytes or None, got {type(record.key).__name__}")
     for header in record.headers:
         pair = isinstance(header, tuple | list) and len(header) == 2
-        if not pair or not isinstance(header[0], str) or not isinstance(header[1], bytes):
-            raise InvalidRecord(f"record {index}: headers must be (str, bytes) pairs, got {header!r}")
+        if not pair or not isinstance(header[0], str) or not (header[1] is None or isinstance(header[1], bytes)):
+            raise InvalidRecord(f"record {index}: headers must be (str, bytes or None) pairs, got {header!r}")
 
 
 def encode_batch(
@@ -175,8 +208,12 @@ def encode_batch(
     now_ms: int,
     producer_id: int | None = None,
     sequence: int | None = None,
+    *,
+    producer_epoch: int | None = None,
+    compression: Compression = Compression.NONE,
 ) -> bytes:
-    """Encode records into one batch. Records without a timestamp get ``now_ms``."""
+    """Encode records into one batch (CreateTime). Records without a timestamp get ``now_ms``. A producer
+    id comes with a sequence (the batch's base sequence) and an epoch (0 when not given)."""
     if not records:
         raise InvalidRecord("a batch needs at least one record")
     if not 0 <= base_offset <= MAX_OFFSET - len(records):
@@ -184,70 +221,45 @@ def encode_batch(
     _check_term(term)
     if (producer_id is None) != (sequence is None):
         raise InvalidRecord("producer_id and sequence must be given together")
-    if producer_id is not None and not (_is_int64(producer_id) and _is_int64(sequence)):
-        raise InvalidRecord(f"producer_id {producer_id!r} and sequence {sequence!r} must be 64-bit integers")
+    if producer_id is not None and not (0 <= producer_id < 2**63 and 0 <= sequence < 2**31):  # type: ignore[operator]
+        raise InvalidRecord(f"producer_id {producer_id!r} and sequence {sequence!r} out of range")
+    epoch = _NO_PRODUCER if producer_id is None else (0 if producer_epoch is None else producer_epoch)
+    if not -1 <= epoch < 2**15:
+        raise InvalidRecord(f"producer_epoch {epoch!r} out of range")
     if not _is_int64(now_ms):
         raise InvalidRecord(f"now_ms {now_ms!r} must be a 64-bit integer")
-    rows: list[_Row] | None = _plain_rows(records)
-    if rows is not None:
-        first_ts = max_ts = now_ms
-    else:
-        timestamps = []
-        for index, record in enumerate(records):
-            _check_record(record, index)
-            timestamps.append(now_ms if record.timestamp_ms is None else record.timestamp_ms)
-        first_ts, max_ts = timestamps[0], max(timestamps)
-        rows = [
-            (
-                ts - first_ts,
-                None if r.key is None else bytes(r.key),
-                bytes(r.value),
-                [list(h) for h in r.headers],
-            )
-            for ts, r in zip(timestamps, records, strict=True)
-        ]
-    has_producer = producer_id is not None
-    covered_header = _FIELDS.pack(
+    builder = DefaultRecordBatchBuilder(
         MAGIC,
-        _ATTR_HAS_PRODUCER if has_producer else 0,
-        base_offset,
-        len(records),
-        first_ts,
-        max_ts,
-        term,
-        producer_id if producer_id is not None else -1,
-        sequence if sequence is not None else -1,
+        int(compression),
+        0,
+        _NO_PRODUCER if producer_id is None else producer_id,
+        epoch,
+        _NO_PRODUCER if sequence is None else sequence,
+        2**31 - 1,
     )
-    packer = thread_packer()
-    packer.reset()
-    packer.pack(rows)
-    with packer.getbuffer() as body:
-        crc = crc32c.crc32c(body, value=crc32c.crc32c(covered_header))
-        batch = b"".join((_PREFIX.pack(HEADER_SIZE - _LENGTH_PREFIX + len(body), crc), covered_header, body))
-    release_if_large(len(batch))
-    return batch
-
-
-# A body row: (timestamp delta, key, value, headers). msgpack writes tuples and lists alike, as arrays.
-_Row = tuple[int, bytes | None, bytes, Header | list[list[str | bytes]]]
-
-
-def _plain_rows(records: Sequence[ProducerRecord]) -> list[_Row] | None:
-    """The body rows when every record is the common case (an exact ProducerRecord with a bytes value, a
-    bytes or None key, no headers, no timestamp), checked and built in one cheap pass; else None, and the
-    caller takes the general path (full checks, conversions). Both paths pack to identical bytes."""
-    rows: list[_Row] = []
-    append = rows.append
-    for record in records:
-        if type(record) is not ProducerRecord:
-            return None
+    append = builder.append
+    for index, record in enumerate(records):
+        if type(record) is not ProducerRecord or record.headers or type(record.timestamp_ms) not in _PLAIN_TS:
+            _check_record(record, index)
         key, value = record.key, record.value
-        if type(value) is not bytes or not (key is None or type(key) is bytes):
-            return None
-        if record.timestamp_ms is not None or record.headers != ():
-            return None
-        append((0, key, value, ()))
-    return rows
+        if not (key is None or type(key) is bytes) or not (value is None or type(value) is bytes):
+            _check_record(record, index)
+            key = None if key is None else bytes(key)
+            value = None if value is None else bytes(value)
+        timestamp = now_ms if record.timestamp_ms is None else record.timestamp_ms
+        if timestamp < 0:
+            raise InvalidRecord(f"record {index}: timestamp {timestamp} before the epoch")
+        try:
+            append(index, timestamp, key, value, list(record.headers))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidRecord(f"record {index}: {exc}") from exc
+    batch = builder.build()
+    struct.pack_into(">q", batch, 0, base_offset)
+    struct.pack_into(">i", batch, 12, term)
+    return bytes(batch)
+
+
+_PLAIN_TS = (type(None), int)  # the timestamps the common path takes without a closer look
 
 
 def _is_int64(value: object) -> bool:
@@ -255,61 +267,112 @@ def _is_int64(value: object) -> bool:
 
 
 def _check_term(term: int) -> None:
-    if not isinstance(term, int) or isinstance(term, bool) or not 0 <= term < 2**64:
-        raise InvalidRecord(f"term {term!r} must be an integer in [0, 2**64)")
+    if not isinstance(term, int) or isinstance(term, bool) or not 0 <= term <= EPOCH_MAX:
+        raise InvalidRecord(f"term {term!r} must be an integer in [0, {EPOCH_MAX}] (Kafka's leader epoch)")
 
 
 def rebase(batch: bytes | memoryview, base_offset: int, term: int) -> bytes:
-    """Return the batch with a new base offset and term (the body is untouched, the CRC recomputed).
-
-    The leader encodes a batch once; the apply step stamps the offset and term it commits with.
-    """
+    """The batch with a new base offset and term (leader epoch): both lie outside the CRC, so the rest of
+    the bytes are copied as they are. The apply step stamps the offset and term it commits with."""
     if not 0 <= base_offset <= MAX_OFFSET:
         raise InvalidRecord(f"base_offset {base_offset} out of range")
     _check_term(term)
     if len(batch) < HEADER_SIZE:
         raise BatchFormatError(f"need {HEADER_SIZE} header bytes, have {len(batch)}")
-    covered = bytearray(batch[_CRC_END:HEADER_SIZE])  # only the header is rewritten; the body is copied once
-    struct.pack_into(">Q", covered, _BASE_OFFSET_AT - _CRC_END, base_offset)
-    struct.pack_into(">Q", covered, _TERM_AT - _CRC_END, term)
-    body = memoryview(batch)[HEADER_SIZE:]
-    crc = crc32c.crc32c(body, value=crc32c.crc32c(covered))
-    return b"".join((_PREFIX.pack(len(batch) - _LENGTH_PREFIX, crc), covered, body))
+    stamped = bytearray(batch)
+    struct.pack_into(">q", stamped, 0, base_offset)
+    struct.pack_into(">i", stamped, 12, term)
+    return bytes(stamped)
+
+
+def with_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytes:
+    """The batch with its timestamp type LogAppendTime and ``now_ms`` as every record's timestamp (Kafka
+    keeps the records' deltas and reads ``max_timestamp`` for all of them); the CRC is computed again."""
+    stamped = bytearray(batch)
+    attributes = struct.unpack_from(">h", stamped, _ATTRIBUTES_AT)[0] | _LOG_APPEND_TIME
+    struct.pack_into(">h", stamped, _ATTRIBUTES_AT, attributes)
+    struct.pack_into(">q", stamped, _MAX_TIMESTAMP_AT, now_ms)
+    struct.pack_into(">I", stamped, _CRC_AT, crc32c.crc32c(memoryview(stamped)[_CRC_START:]))
+    return bytes(stamped)
+
+
+def recompress(batch: bytes | memoryview, header: BatchHeader, compression: Compression) -> bytes:
+    """The same records in a batch compressed with ``compression`` (the topic's ``compression.type`` when
+    it is not ``producer``): producer id, epoch, sequence, timestamps and timestamp type kept."""
+    records = decode_records(batch, header)
+    encoded = encode_batch(
+        header.base_offset,
+        [ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in records],
+        header.term,
+        0,
+        header.producer_id,
+        header.sequence,
+        producer_epoch=header.producer_epoch,
+        compression=compression,
+    )
+    if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        return with_log_append_time(encoded, header.max_timestamp_ms)
+    return encoded
+
+
+# -- decoding ------------------------------------------------------------------------------------------
 
 
 def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
     """Parse the fixed header at ``position``. Checks framing, not the CRC."""
     if len(buf) - position < HEADER_SIZE:
         raise BatchFormatError(f"need {HEADER_SIZE} header bytes, have {len(buf) - position}")
-    (length, crc, magic, attributes, base_offset, count, first_ts, max_ts, term, producer_id, sequence) = (
-        _HEADER.unpack_from(buf, position)
-    )
+    (
+        base_offset,
+        length,
+        epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        first_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        sequence,
+        count,
+    ) = _HEADER.unpack_from(buf, position)
     if magic != MAGIC:
-        raise BatchFormatError(f"bad magic {magic}")
+        raise BatchFormatError(f"magic {magic}: only Kafka's RecordBatch v2 (magic 2) is stored")
     if length < MIN_LENGTH:
-        raise BatchFormatError(f"length {length} shorter than a header")
-    if count < 1:
-        raise BatchFormatError(f"record_count {count} < 1")
-    if base_offset > MAX_OFFSET - count:
+        raise BatchFormatError(f"batch_length {length} shorter than a header")
+    if count < 1 or last_offset_delta != count - 1:
+        raise BatchFormatError(f"records_count {count} with last_offset_delta {last_offset_delta}")
+    if not 0 <= base_offset <= MAX_OFFSET - count:
         raise BatchFormatError(f"base_offset {base_offset} out of range")
-    has_producer = attributes & _ATTR_HAS_PRODUCER
-    header = _new_object(BatchHeader)  # all ten slots set below; see _slot_setters
-    _set_length(header, length)
-    _set_crc(header, crc)
-    _set_attributes(header, attributes)
-    _set_base_offset(header, base_offset)
-    _set_record_count(header, count)
-    _set_first_timestamp(header, first_ts)
-    _set_max_timestamp(header, max_ts)
-    _set_term(header, term)
-    _set_producer_id(header, producer_id if has_producer else None)
-    _set_sequence(header, sequence if has_producer else None)
+    if attributes & _COMPRESSION_MASK > Compression.ZSTD:
+        raise BatchFormatError(f"unknown compression codec {attributes & _COMPRESSION_MASK}")
+    has_producer = producer_id != _NO_PRODUCER
+    header = _new_object(BatchHeader)  # every slot set below; see _slot_setters
+    for setter, value in zip(
+        _HEADER_SETTERS,
+        (
+            length,
+            crc,
+            attributes,
+            base_offset,
+            count,
+            first_ts,
+            max_ts,
+            epoch,
+            producer_id if has_producer else None,
+            producer_epoch if has_producer else None,
+            sequence if has_producer else None,
+        ),
+        strict=True,
+    ):
+        setter(header, value)
     return header
 
 
 def crc_ok(batch: bytes | memoryview, header: BatchHeader) -> bool:
     """True when the CRC stored in ``header`` matches the batch bytes."""
-    return int(crc32c.crc32c(memoryview(batch)[_CRC_END : header.size_bytes])) == header.crc
+    return int(crc32c.crc32c(memoryview(batch)[_CRC_START : header.size_bytes])) == header.crc
 
 
 def verify(batch: bytes | memoryview) -> BatchHeader:
@@ -323,122 +386,99 @@ def verify(batch: bytes | memoryview) -> BatchHeader:
 
 
 def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Record, ...]:
-    """Decode the body of a (CRC-checked) batch into records."""
-    rows = _body_rows(batch, header)
-    records: list[Record] = []
-    append = records.append
-    base = header.base_offset
-    first_ts = header.first_timestamp_ms
-    for index, row in enumerate(rows):
-        try:  # the same row checks as validate_records
-            delta, key, value, headers = row
-            record = _new_tuple(
-                Record, (base + index, first_ts + delta, key, value, () if headers == () else _pairs(headers))
-            )
-        except (TypeError, ValueError) as exc:
-            raise BatchFormatError(f"record {index} malformed: {exc}") from exc
-        append(record)
-    return tuple(records)
+    """Decode the records of a (CRC-checked) batch, decompressing them first when they are compressed.
+    With LogAppendTime every record's timestamp is the batch's ``max_timestamp``."""
+    try:
+        decoded = DefaultRecordBatch(bytes(batch))
+        records = tuple(
+            _new_tuple(Record, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else ()))
+            for r in decoded
+        )
+    except _UNDECODABLE as exc:
+        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
+    if len(records) != header.record_count:
+        raise BatchFormatError(f"batch holds {len(records)} records, header says {header.record_count}")
+    expected = header.base_offset
+    for index, record in enumerate(records):
+        if record.offset != expected + index:
+            raise BatchFormatError(f"record {index} has offset delta {record.offset - expected}, not {index}")
+    return records
 
 
 _new_tuple = tuple.__new__  # builds a Record without NamedTuple.__new__'s Python-level call
-
-
-def _pairs(headers: Any) -> tuple[tuple[str, bytes], ...]:
-    return tuple((k, v) for k, v in headers)
+# What decoding records that are not what their header says raises: the record reader's errors and each
+# codec's own (cramjam's for snappy, lz4 and zstd; zlib's and gzip's for gzip)
+_UNDECODABLE = (
+    KafkaError,
+    cramjam.DecompressionError,
+    zlib.error,
+    ValueError,
+    TypeError,
+    IndexError,
+    OverflowError,
+    EOFError,
+    OSError,
+)
 
 
 def validate_records(batch: bytes | memoryview, header: BatchHeader) -> None:
-    """Raise what :func:`decode_records` would raise for this batch, without building the records
-    (several times cheaper: for checking a batch that is stored, not read)."""
-    first_ts = header.first_timestamp_ms
-    for index, row in enumerate(_body_rows(batch, header)):
-        try:  # the same row checks as decode_records
-            delta, _, _, headers = row
-            first_ts + delta
-            if headers != ():
-                for _, _ in headers:
-                    pass
-        except (TypeError, ValueError) as exc:
-            raise BatchFormatError(f"record {index} malformed: {exc}") from exc
+    """Raise what :func:`decode_records` would raise for this batch."""
+    decode_records(batch, header)
 
 
 def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
-    """Check a batch a producer encoded itself (with :func:`encode_batch`, base offset 0 and term 0) as
-    strictly as the leader checks records it encodes, so that nothing malformed is ever replicated: framing
-    and CRC, every row ``[timestamp_delta, key, value, headers]`` typed as the format says, the first
-    record's delta 0, the header's max timestamp the records' largest, no timestamp before the epoch or
-    after ``latest_ms``. Raises ``InvalidRecord`` naming what is wrong; returns the header."""
+    """Check a batch a producer encoded (Kafka's RecordBatch v2, as any Kafka producer or
+    :func:`encode_batch` makes it) before it is replicated, as strictly as records encoded here: framing
+    and CRC, a supported codec and a body that decompresses and decodes into exactly its records with
+    offset deltas 0, 1, ...; no transactional or control batch (not supported); producer id, epoch and
+    sequence all given or all absent; timestamps not before the epoch and, for CreateTime, not after
+    ``latest_ms``, the header's max timestamp the records' largest. The base offset and leader epoch the
+    producer sent are overwritten by the leader. Raises ``InvalidRecord`` naming what is wrong."""
     try:
         header = verify(batch)
-        rows = _body_rows(batch, header)
     except BatchFormatError as exc:
         raise InvalidRecord(f"record batch: {exc}") from None
-    if header.base_offset != 0 or header.term != 0:
+    if header.attributes & (_TRANSACTIONAL | _CONTROL):
+        raise InvalidRecord("record batch: transactional and control batches are not supported")
+    _, _, _, _, _, _, _, _, _, producer_id, producer_epoch, sequence, _ = _HEADER.unpack_from(batch)
+    absent = [v == _NO_PRODUCER for v in (producer_id, producer_epoch, sequence)]
+    if any(absent) and not all(absent):
         raise InvalidRecord(
-            f"record batch: a producer's batch has base_offset 0 and term 0 (the leader assigns both), "
-            f"got {header.base_offset} and {header.term}"
+            f"record batch: producer_id {producer_id}, producer_epoch {producer_epoch} and base_sequence "
+            f"{sequence} must be all set or all -1"
         )
-    low = high = 0
-    for index, row in enumerate(rows):
-        if type(row) is not tuple or len(row) != 4:
-            raise InvalidRecord(f"record {index}: must be [timestamp_delta, key, value, headers]")
-        delta, key, value, headers = row
-        if type(delta) is not int:
-            raise InvalidRecord(f"record {index}: timestamp_delta must be an integer")
-        if type(value) is not bytes:
-            raise InvalidRecord(f"record {index}: value must be bytes, got {type(value).__name__}")
-        if key is not None and type(key) is not bytes:
-            raise InvalidRecord(f"record {index}: key must be bytes or nil, got {type(key).__name__}")
-        if headers != ():
-            _check_body_headers(headers, index)
-        if delta > high:
-            high = delta
-        elif delta < low:
-            low = delta
-    if rows[0][0] != 0:
-        raise InvalidRecord(f"record 0: timestamp_delta must be 0, got {rows[0][0]}")
-    first = header.first_timestamp_ms
-    if first + low < 0 or first + high != header.max_timestamp_ms or header.max_timestamp_ms > latest_ms:
-        raise InvalidRecord(
-            f"record batch: timestamps [{first + low}, {first + high}] with max_timestamp "
-            f"{header.max_timestamp_ms}: must be >= 0, <= {latest_ms} and the max the records'"
-        )
+    if not all(absent) and (producer_id < 0 or producer_epoch < 0 or sequence < 0):
+        raise InvalidRecord(f"record batch: producer fields must not be negative, got {producer_id}, "
+                            f"{producer_epoch}, {sequence}")  # fmt: skip
+    try:
+        records = decode_records(batch, header)
+    except BatchFormatError as exc:
+        raise InvalidRecord(f"record batch: {exc}") from None
+    if header.timestamp_type is TimestampType.CREATE_TIME:
+        timestamps = [r.timestamp_ms for r in records]
+        low, high = min(timestamps), max(timestamps)
+        if low < 0 or high != header.max_timestamp_ms or high > latest_ms:
+            raise InvalidRecord(
+                f"record batch: timestamps [{low}, {high}] with max_timestamp {header.max_timestamp_ms}: "
+                f"must be >= 0, <= {latest_ms} and the max the records'"
+            )
+    elif header.max_timestamp_ms < 0:
+        raise InvalidRecord(f"record batch: max_timestamp {header.max_timestamp_ms} before the epoch")
+    for index, record in enumerate(records):
+        for key, _ in record.headers:
+            if not isinstance(key, str):
+                raise InvalidRecord(f"record {index}: header keys must be strings")
     return header
 
 
-def _check_body_headers(headers: Any, index: int) -> None:
-    if type(headers) is not tuple:
-        raise InvalidRecord(f"record {index}: headers must be an array of [str, bin] pairs")
-    for pair in headers:
-        if type(pair) is not tuple or len(pair) != 2 or (type(pair[0]), type(pair[1])) != (str, bytes):
-            raise InvalidRecord(f"record {index}: headers must be an array of [str, bin] pairs, got {pair!r}")
-
-
-def _body_rows(batch: bytes | memoryview, header: BatchHeader) -> tuple[Any, ...]:
-    """The body's rows, as msgpack gives them, once their number is checked."""
-    try:
-        rows = msgpack.unpackb(memoryview(batch)[HEADER_SIZE : header.size_bytes], raw=False, use_list=False)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise BatchFormatError(f"body is not valid msgpack: {exc}") from exc
-    if not isinstance(rows, tuple) or len(rows) != header.record_count:
-        raise BatchFormatError(
-            f"body holds {len(rows) if isinstance(rows, tuple) else '?'} records, "
-            f"header says {header.record_count}"
-        )
-    return rows
-
-
 def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, tuple[Any, ...]]:
-    """Verify a batch (framing, CRC) and return its header and body rows as msgpack gives them, each
-    ``(timestamp_delta, key, value, headers)``; record i has offset ``header.base_offset + i``. For bulk
-    readers that want columns, not a ``Record`` per record: several times cheaper than ``decode_records``
-    (the rows are not checked one by one; a CRC-valid stored batch was checked when it was written)."""
+    """Verify a batch (framing, CRC) and return its header and its records as rows ``(timestamp_ms, key,
+    value, headers)``; record i has offset ``header.base_offset + i``. For bulk readers that want columns."""
     header = verify(batch)
-    return header, _body_rows(batch, header)
+    return header, tuple((r.timestamp_ms, r.key, r.value, r.headers) for r in decode_records(batch, header))
 
 
-def split_batches(data: bytes) -> Iterator[bytes]:
+def split_batches(data: bytes | memoryview) -> Iterator[bytes]:
     """The batches of a concatenation of whole batches (a fetch answer). Raises BatchFormatError on a torn
     one; checks framing only (``decode_batch`` checks each CRC)."""
     position = 0
@@ -447,7 +487,7 @@ def split_batches(data: bytes) -> Iterator[bytes]:
         end = position + header.size_bytes
         if end > len(data):
             raise BatchFormatError(f"batch at byte {position} runs past the end of the data")
-        yield data[position:end]
+        yield bytes(data[position:end])
         position = end
 
 

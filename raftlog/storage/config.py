@@ -14,6 +14,8 @@ MiB = 1024 * KiB
 DAY_MS = 24 * 3600 * 1000
 
 FlushMode = Literal["always", "group"]
+TimestampTypeName = Literal["CreateTime", "LogAppendTime"]
+CompressionName = Literal["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]
 
 # Kafka-style property name -> LogConfig field
 PROPERTY_FIELDS: dict[str, str] = {
@@ -26,6 +28,14 @@ PROPERTY_FIELDS: dict[str, str] = {
     "flush.ms": "flush_interval_ms",
     "flush.bytes": "flush_bytes",
     "index.interval.bytes": "index_interval_bytes",
+    "message.timestamp.type": "timestamp_type",
+    "compression.type": "compression_type",
+}
+# properties whose values are names, and the names each takes (the rest are integers)
+CHOICES: dict[str, tuple[str, ...]] = {
+    "flush_mode": ("always", "group"),
+    "timestamp_type": ("CreateTime", "LogAppendTime"),
+    "compression_type": ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
 }
 
 SEGMENT_BYTES_MAX = 2**31 - 1  # positions in the offset index are u32; keep well inside
@@ -39,6 +49,10 @@ class LogConfig:
     flush_mode "group": appends return once written to the page cache; a background flusher fsyncs
     every ``flush_interval_ms``, and an append fsyncs inline once ``flush_bytes`` are unflushed.
     retention_ms / retention_bytes of -1 mean unlimited.
+    timestamp_type (Kafka's ``message.timestamp.type``): "CreateTime" keeps the producer's timestamps,
+    "LogAppendTime" has the leader stamp its clock on every batch it appends.
+    compression_type (Kafka's ``compression.type``): "producer" stores a batch compressed as it came;
+    "uncompressed" or a codec has the leader store it so (recompressing when it came otherwise).
     """
 
     segment_bytes: int = 128 * MiB
@@ -50,13 +64,16 @@ class LogConfig:
     flush_interval_ms: int = 10
     flush_bytes: int = 1 * MiB
     index_interval_bytes: int = 4 * KiB
+    timestamp_type: TimestampTypeName = "CreateTime"
+    compression_type: CompressionName = "producer"
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "flush_mode":
-                if value not in ("always", "group"):
-                    raise InvalidConfig("flush.policy", value, "must be 'always' or 'group'")
+            if f.name in CHOICES:
+                if value not in CHOICES[f.name]:
+                    names = " or ".join(repr(c) for c in CHOICES[f.name])
+                    raise InvalidConfig(_property(f.name), value, f"must be {names}")
             elif not isinstance(value, int) or isinstance(value, bool):
                 raise InvalidConfig(_property(f.name), value, "must be an integer")
         _range("segment.bytes", self.segment_bytes, 1 * KiB, SEGMENT_BYTES_MAX)
@@ -83,7 +100,7 @@ class LogConfig:
                 raise InvalidConfig(
                     key, raw, f"unknown property; known: {', '.join(sorted(PROPERTY_FIELDS))}"
                 )
-            if name == "flush_mode":
+            if name in CHOICES:
                 values[name] = raw
             elif isinstance(raw, str):
                 try:

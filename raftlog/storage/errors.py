@@ -91,3 +91,16 @@ class DirectoryLocked(StorageError):
         super().__init__(f"data directory {directory} is in use by {who}")
         self.directory = directory
         self.holder = holder
+
+
+class LegacyLogFormat(StorageError):
+    """A partition log written by an older raftlog, in its own batch format (magic 1) rather than Kafka's
+    RecordBatch v2: nothing in it is read until ``raftlog log migrate`` has rewritten it (the node that
+    holds it stopped). Never read silently as something else."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__(
+            f"log {directory} holds batches of the format raftlog used before Kafka's RecordBatch v2: stop "
+            f"the node and run `raftlog log migrate DATA_DIR` once to rewrite it"
+        )
+        self.directory = directory

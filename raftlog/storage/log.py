@@ -40,6 +40,7 @@ from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import (
     CorruptRecord,
     InvalidRecord,
+    LegacyLogFormat,
     LogClosed,
     OffsetOutOfRange,
     RecordTooLarge,
@@ -51,6 +52,10 @@ from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, bat
 log = logging.getLogger("raftlog.storage")
 
 START_OFFSET_FILE = "log-start-offset"
+# Written in every log directory holding Kafka RecordBatch v2 batches (a new log, or one migrated); a
+# directory with batches and without it was written by an older raftlog (LegacyLogFormat)
+FORMAT_FILE = "format"
+FORMAT = "kafka-record-batch-v2"
 _SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 _MAX_RELATIVE_OFFSET = 2**32 - 1
 
@@ -133,10 +138,27 @@ class Log:
         self._recover()
         return self
 
+    def _check_format(self, names: set[str]) -> None:
+        """A log of an older raftlog (segments with data, no format file) is refused, never read as
+        something else; an empty or new one is marked as holding Kafka RecordBatch v2 batches."""
+        if FORMAT_FILE in names:
+            path = os.path.join(self.directory, FORMAT_FILE)
+            with open(path, encoding="ascii") as f:
+                written = f.read().strip()
+            if written != FORMAT:
+                raise CorruptRecord(path, 0, f"log format {written!r}, expected {FORMAT!r}")
+            return
+        data = [n for n in names if n.endswith(".log") and not n.endswith(DELETED_SUFFIX)]
+        if any(os.path.getsize(os.path.join(self.directory, n)) > 0 for n in data):
+            raise LegacyLogFormat(self.directory)
+        write_format_file(self.directory)
+
     def _recover(self) -> None:
+        names = set(os.listdir(self.directory))
+        self._check_format(names)
+        names.discard(FORMAT_FILE)
         minimum_start = self._read_start_offset()
         bases = []
-        names = set(os.listdir(self.directory))
         for name in sorted(n for n in names if n.endswith(DELETED_SUFFIX)):
             # a deleted segment's file that a crash or a close left before its discard took it
             names.remove(name)
@@ -144,7 +166,7 @@ class Log:
             self.open_report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")
-            if name == START_OFFSET_FILE or name.startswith(START_OFFSET_FILE + ".tmp"):
+            if name == START_OFFSET_FILE or name.startswith((START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp")):
                 continue
             if not dot or "." + suffix not in _SEGMENT_SUFFIXES or not stem.isdigit() or len(stem) != 20:
                 raise CorruptRecord(os.path.join(self.directory, name), 0, "unexpected file in log directory")
@@ -276,7 +298,7 @@ class Log:
             if enforce_size_limit:
                 self._check_size(len(batch))
             try:
-                # check the CRC it came with before rebase seals a new one over it
+                # the CRC it came with covers everything rebase leaves alone
                 header = verify(batch) if verified_header is None else verified_header
                 if not checked_records:
                     validate_records(batch, header)
@@ -774,3 +796,15 @@ class LogReader:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def write_format_file(directory: str) -> None:
+    """Mark ``directory`` as a log of Kafka RecordBatch v2 batches (written and fsynced, then renamed)."""
+    path = os.path.join(directory, FORMAT_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(FORMAT + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_directory(directory)

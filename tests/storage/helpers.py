@@ -36,14 +36,14 @@ def small_config(**overrides: object) -> LogConfig:
     return LogConfig(**values)  # type: ignore[arg-type]
 
 
-header_strategy = st.tuples(st.text(max_size=6), st.binary(max_size=8))
+header_strategy = st.tuples(st.text(max_size=6), st.none() | st.binary(max_size=8))
 
 producer_records = st.builds(
     ProducerRecord,
-    value=st.binary(max_size=40),
+    value=st.none() | st.binary(max_size=40),
     key=st.none() | st.binary(max_size=10),
     headers=st.lists(header_strategy, max_size=2).map(tuple),
-    timestamp_ms=st.none() | st.integers(min_value=-(2**40), max_value=2**42),
+    timestamp_ms=st.none() | st.integers(min_value=0, max_value=2**42),
 )
 
 record_lists = st.lists(producer_records, min_size=1, max_size=6)

@@ -16,7 +16,7 @@ KIB, MIB = 1024, 1024 * 1024
 INTEGER_RANGES = {
     "segment.bytes": (1 * KIB, 2**31 - 1, False),
     "segment.ms": (1, 2**62, False),
-    "max.message.bytes": (62 + 16, 2**31 - 1, False),
+    "max.message.bytes": (61 + 16, 2**31 - 1, False),
     "retention.ms": (1, 2**62, True),
     "retention.bytes": (1, 2**62, True),
     "flush.ms": (1, 3600 * 1000, False),
@@ -26,7 +26,7 @@ INTEGER_RANGES = {
 
 
 def test_every_property_is_covered_here():
-    assert set(PROPERTY_FIELDS) == {*INTEGER_RANGES, "flush.policy"}
+    assert set(PROPERTY_FIELDS) == {*INTEGER_RANGES, "flush.policy", "message.timestamp.type", "compression.type"}
     assert set(PROPERTY_FIELDS.values()) == {f.name for f in dataclasses.fields(LogConfig)}
 
 

@@ -1,13 +1,12 @@
-"""A batch a producer encoded itself is checked as strictly as records the leader encodes: every batch
-``encode_batch`` makes for a producer passes, and each way of being malformed is refused by name."""
+"""A batch a producer encoded (any Kafka producer's RecordBatch v2, or ``encode_batch``'s) is checked as
+strictly as records the leader encodes: every batch ``encode_batch`` makes passes, and each way of being
+malformed is refused by name, before anything is replicated."""
 
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 import crc32c
-import msgpack
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -15,12 +14,14 @@ from hypothesis import strategies as st
 from raftlog.storage import ProducerRecord
 from raftlog.storage.batch import (
     BatchFormatError,
+    Compression,
     check_producer_batch,
     decode_batch,
     encode_batch,
     record_rows,
     split_batches,
     verify,
+    with_log_append_time,
 )
 from raftlog.storage.errors import InvalidRecord
 
@@ -28,65 +29,97 @@ from .helpers import record_lists
 
 LATEST = 2**62
 producers = st.none() | st.tuples(
-    st.integers(min_value=0, max_value=2**63 - 1), st.integers(min_value=0, max_value=2**31)
+    st.integers(min_value=0, max_value=2**63 - 1), st.integers(min_value=0, max_value=2**31 - 1)
 )
 
 
+def zigzag(value: int) -> bytes:
+    """A Kafka signed varint (zig-zag, 7 bits a byte)."""
+    encoded = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = encoded & 0x7F
+        encoded >>= 7
+        if encoded:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def record(offset_delta: int, value: bytes | None, key: bytes | None = None, ts_delta: int = 0) -> bytes:
+    body = b"\x00" + zigzag(ts_delta) + zigzag(offset_delta)
+    body += zigzag(-1) if key is None else zigzag(len(key)) + key
+    body += zigzag(-1) if value is None else zigzag(len(value)) + value
+    body += zigzag(0)  # no headers
+    return zigzag(len(body)) + body
+
+
 def raw_batch(
-    rows: Any,
+    records: list[bytes],
     *,
-    base: int = 0,
-    term: int = 0,
     count: int | None = None,
+    last_offset_delta: int | None = None,
+    attributes: int = 0,
     first: int = 1000,
     max_ts: int | None = None,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+    magic: int = 2,
+    crc: int | None = None,
 ) -> bytes:
-    """A batch with a correct length and CRC around whatever rows and header fields are given."""
-    body = msgpack.packb(rows, use_bin_type=True)
-    fields = struct.pack(
-        ">BBQIqqQqq", 1, 0, base, len(rows) if count is None else count, first,
-        first if max_ts is None else max_ts, term, -1, -1,
-    )  # fmt: skip
-    length = 4 + len(fields) + len(body)  # the CRC field, the covered header, the body
-    return struct.pack(">II", length, crc32c.crc32c(fields + body)) + fields + body
+    """A RecordBatch v2 with a correct length and CRC around whatever records and header fields are given."""
+    count = len(records) if count is None else count
+    after_crc = struct.pack(
+        ">hiqqqhii", attributes, count - 1 if last_offset_delta is None else last_offset_delta, first,
+        first if max_ts is None else max_ts, *producer, count,
+    ) + b"".join(records)  # fmt: skip
+    checksum = crc32c.crc32c(after_crc) if crc is None else crc
+    rest = struct.pack(">ibI", -1, magic, checksum) + after_crc  # leader epoch, magic, crc
+    return struct.pack(">qi", 0, len(rest)) + rest
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
-@given(records=record_lists, now_ms=st.integers(min_value=0, max_value=2**42), producer=producers)
-def test_every_batch_a_producer_encodes_passes(records, now_ms, producer):
+@given(
+    records=record_lists,
+    now_ms=st.integers(min_value=0, max_value=2**42),
+    producer=producers,
+    codec=st.sampled_from(list(Compression)),
+)
+def test_every_batch_a_producer_encodes_passes(records, now_ms, producer, codec):
     assume(all(r.timestamp_ms is None or r.timestamp_ms >= 0 for r in records))
     producer_id, sequence = producer if producer is not None else (None, None)
-    encoded = encode_batch(0, records, 0, now_ms, producer_id, sequence)
+    encoded = encode_batch(0, records, 0, now_ms, producer_id, sequence, compression=codec)
     assert check_producer_batch(encoded, LATEST) == verify(encoded)
 
 
 def test_a_well_formed_raw_batch_passes():
-    rows = [[0, None, b"a", []], [5, b"k", b"", [["h", b"\x00"], ["h", b"2"]]], [-3, None, b"c", []]]
-    header = check_producer_batch(raw_batch(rows, first=100, max_ts=105), LATEST)
-    assert (header.record_count, header.first_timestamp_ms, header.max_timestamp_ms) == (3, 100, 105)
+    batch = raw_batch([record(0, b"a"), record(1, None, b"k", 5), record(2, b"c", None, -3)], max_ts=1005)
+    header = check_producer_batch(batch, LATEST)
+    assert (header.record_count, header.first_timestamp_ms, header.max_timestamp_ms) == (3, 1000, 1005)
+    assert [r.value for r in decode_batch(batch).records] == [b"a", None, b"c"]
 
 
 @pytest.mark.parametrize(
     ("batch", "message"),
     [
-        (raw_batch([[0, None, "text", []]]), "record 0: value must be bytes"),
-        (raw_batch([[0, None, b"v", []], [0, 7, b"v", []]]), "record 1: key must be bytes or nil"),
-        (raw_batch([[0, None, b"v", [["h"]]]]), "record 0: headers must be an array of [str, bin] pairs"),
-        (raw_batch([[0, None, b"v", [[b"h", b"v"]]]]), "headers must be an array of [str, bin] pairs"),
-        (raw_batch([[0, None, b"v", {"h": b"v"}]]), "headers must be an array of [str, bin] pairs"),
-        (raw_batch([[0, None, b"v"]]), "record 0: must be [timestamp_delta, key, value, headers]"),
-        (raw_batch([b"v"]), "record 0: must be [timestamp_delta, key, value, headers]"),
-        (raw_batch([[0.5, None, b"v", []]]), "record 0: timestamp_delta must be an integer"),
-        (raw_batch([[2, None, b"v", []]], max_ts=1002), "record 0: timestamp_delta must be 0"),
-        (raw_batch([[0, None, b"v", []], [9, None, b"v", []]]), "must be >= 0"),  # max_timestamp too small
-        (raw_batch([[0, None, b"v", []]], first=-1), "must be >= 0"),
-        (raw_batch([[0, None, b"v", []], [-2000, None, b"v", []]]), "must be >= 0"),
-        (raw_batch([[0, None, b"v", []]], first=LATEST + 1), f"<= {LATEST}"),
-        (raw_batch([[0, None, b"v", []]], base=5), "base_offset 0 and term 0"),
-        (raw_batch([[0, None, b"v", []]], term=2), "base_offset 0 and term 0"),
-        (raw_batch([[0, None, b"v", []]], count=2), "body holds 1 records, header says 2"),
-        (raw_batch([[0, None, b"v", []]])[:-1], "record batch: batch is"),
-        (b"not a batch", "record batch: need 62 header bytes"),
+        (raw_batch([record(0, b"v")], magic=1), "magic 1"),
+        (raw_batch([record(0, b"v")], attributes=6), "unknown compression codec 6"),
+        (raw_batch([record(0, b"v")], attributes=0x10), "transactional and control batches"),
+        (raw_batch([record(0, b"v")], attributes=0x20), "transactional and control batches"),
+        (raw_batch([record(0, b"v")], crc=7), "crc32c mismatch"),
+        (raw_batch([record(0, b"v")], count=2, last_offset_delta=0), "records_count 2 with last_offset_delta 0"),
+        (raw_batch([record(0, b"v")], count=2), "do not decode"),  # the header says 2, one is there
+        (raw_batch([record(0, b"v")], last_offset_delta=3), "records_count 1 with last_offset_delta 3"),
+        (raw_batch([record(0, b"v"), record(5, b"w")]), "record 1 has offset delta 5"),
+        (raw_batch([record(0, b"v")[:-3]]), "do not decode"),  # a record cut short
+        (raw_batch([record(0, b"v", ts_delta=9)]), "must be >= 0"),  # max_timestamp below a record's
+        (raw_batch([record(0, b"v")], first=-5), "must be >= 0"),
+        (raw_batch([record(0, b"v")], first=LATEST + 1), f"<= {LATEST}"),
+        (raw_batch([record(0, b"v")], producer=(7, -1, 0)), "all set or all -1"),
+        (raw_batch([record(0, b"v")], producer=(-1, -1, 4)), "all set or all -1"),
+        (raw_batch([record(0, b"v")], attributes=1), "do not decode (gzip)"),  # says gzip, holds plain
+        (raw_batch([record(0, b"v")])[:-1], "record batch: batch is"),
+        (b"not a batch", "record batch: need 61 header bytes"),
     ],
 )
 def test_a_malformed_batch_is_refused_by_name(batch, message):
@@ -102,14 +135,18 @@ def test_a_damaged_batch_is_refused():
         check_producer_batch(bytes(encoded), LATEST)
 
 
+def test_a_log_append_time_batch_passes_whatever_the_records_say():
+    batch = with_log_append_time(encode_batch(0, [ProducerRecord(b"v", timestamp_ms=LATEST + 10)], 0, 0), 5)
+    assert check_producer_batch(batch, LATEST).max_timestamp_ms == 5
+
+
 def test_rows_of_a_stored_batch_are_its_records_in_order():
-    records = [ProducerRecord(b"a", key=b"k", headers=(("h", b"1"),), timestamp_ms=7), ProducerRecord(b"b")]
+    records = [ProducerRecord(b"a", key=b"k", headers=(("h", b"1"),), timestamp_ms=7), ProducerRecord(None)]
     stored = encode_batch(40, records, 3, 9)
     header, rows = record_rows(stored)
     assert header == verify(stored)
-    first = header.first_timestamp_ms
-    from_rows = [(header.base_offset + i, first + row[0], row[1], row[2]) for i, row in enumerate(rows)]
-    assert from_rows == [(r.offset, r.timestamp_ms, r.key, r.value) for r in decode_batch(stored).records]
+    from_rows = [(header.base_offset + i, *row) for i, row in enumerate(rows)]
+    assert from_rows == [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decode_batch(stored).records]
     with pytest.raises(BatchFormatError):
         record_rows(stored[:-1] + bytes([stored[-1] ^ 1]))
     assert [verify(b) for b in split_batches(stored + stored)] == [header, header]
