@@ -40,6 +40,7 @@ from partitions.services import (
     PartitionState,
     PeerService,
     ProduceResult,
+    TimestampOffset,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.batch import ProducerRecord
@@ -138,6 +139,11 @@ class ClusterData:
 
     async def offsets(self, topic: str, partition: int) -> Served[PartitionOffsets]:
         return await self._run(topic, lambda s: s.offsets(topic, partition))
+
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> Served[TimestampOffset | None]:
+        return await self._run(topic, lambda s: s.offset_for_timestamp(topic, partition, timestamp_ms))
 
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int

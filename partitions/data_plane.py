@@ -24,12 +24,22 @@ from partitions.controller import TopicMetadata
 from partitions.errors import ReplicaRecovering, UnknownPartition
 from partitions.replicas import Replica, ReplicaManager
 from partitions.routing import Routing
-from partitions.services import FetchedBatches, PartitionOffsets, ProduceResult
+from partitions.services import FetchedBatches, PartitionOffsets, ProduceResult, TimestampOffset
 from partitions.state_machine import OffsetCommitted, Produced, Refused
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
-from raftlog.storage.batch import ProducerRecord, check_producer_batch, encode_batch
+from raftlog.storage.batch import (
+    BatchHeader,
+    Compression,
+    ProducerRecord,
+    Record,
+    check_producer_batch,
+    encode_batch,
+    recompress,
+    with_log_append_time,
+)
+from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import LogView
 
@@ -37,6 +47,16 @@ LEADER_READY_WAIT_S = 2.0
 TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
 READ_THREADS = 2  # threads that read (pread, CRC check) fetched batches off the event loop
 INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loop: a thread hop costs more
+NO_TIMESTAMP_LIMIT = 2**63 - 1
+# the topic's compression.type -> the codec the leader stores batches with (None: as the producer sent it)
+STORED_CODEC: dict[str, Compression | None] = {
+    "producer": None,
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
 
 
 class DataPlane:
@@ -122,16 +142,32 @@ class DataPlane:
         sequence: int | None,
         timeout_ms: int,
     ) -> ProduceResult:
+        """Append records as one batch, encoded here as the topic's configs say: its
+        ``compression.type`` (``producer`` here means uncompressed: the records came one by one) and its
+        ``message.timestamp.type`` (LogAppendTime: the leader's clock on every record)."""
         replica = self.leader_replica(topic, partition)
-        batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
+        config = replica.log.config
+        now = self._clock()
+        codec = STORED_CODEC[config.compression_type] or Compression.NONE
+        batch = encode_batch(0, records, 0, now, producer_id, sequence, compression=codec)
+        if config.timestamp_type == "LogAppendTime":
+            batch = with_log_append_time(batch, now)
         return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
 
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
-        """Append a record batch the producer encoded (``raftlog.storage.batch.encode_batch`` with base
-        offset 0 and term 0; its producer id and sequence ride in its header). It is checked as strictly as
-        the records ``produce`` encodes, then replicated as it came: the leader builds nothing per record."""
+        """Append a record batch the producer encoded (Kafka's RecordBatch v2: any Kafka producer's, or
+        ``raftlog.storage.batch.encode_batch``; base offset and leader epoch are overwritten; producer id,
+        epoch and sequence ride in its header). It is checked as strictly as the records ``produce``
+        encodes, then replicated as it came, unless the topic's configs ask for another codec
+        (recompressed) or LogAppendTime (stamped: attributes, max timestamp and CRC only)."""
         replica = self.leader_replica(topic, partition)
-        header = check_producer_batch(batch, self._clock() + TIMESTAMP_AHEAD_MAX_MS)
+        config = replica.log.config
+        now = self._clock()
+        append_time = config.timestamp_type == "LogAppendTime"
+        header = check_producer_batch(
+            batch, NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
+        )
+        batch = stored_form(batch, header, config, now)
         return await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
 
     async def _propose_batch(
@@ -233,8 +269,34 @@ class DataPlane:
         replica = self.ready_leader(topic, partition)
         return PartitionOffsets(replica.log.log_start_offset, replica.machine.high_watermark)
 
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> TimestampOffset | None:
+        """The first committed record whose timestamp is >= ``timestamp_ms`` (its offset and timestamp), or
+        None when there is none (Kafka's ListOffsets by timestamp). Looked up on a reader thread: the time
+        index narrows it to a few batches, decoded under the log's lock."""
+        replica = self.ready_leader(topic, partition)
+        log = replica.log
+        if replica.machine.behind:
+            raise ReplicaRecovering(replica.group.group_id, log.end_offset, replica.machine.high_watermark)
+        found: Record | None = await asyncio.get_running_loop().run_in_executor(
+            self._readers, log.first_record_at, timestamp_ms
+        )
+        return None if found is None else TimestampOffset(found.offset, found.timestamp_ms)
+
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
+
+
+def stored_form(batch: bytes, header: BatchHeader, config: LogConfig, now_ms: int) -> bytes:
+    """A checked producer batch as the topic stores it: in the topic's codec unless that is ``producer``,
+    stamped with ``now_ms`` when the topic keeps LogAppendTime."""
+    codec = STORED_CODEC[config.compression_type]
+    if codec is not None and codec is not header.compression:
+        batch = recompress(batch, header, codec)
+    if config.timestamp_type == "LogAppendTime":
+        batch = with_log_append_time(batch, now_ms)
+    return batch
 
 
 def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:

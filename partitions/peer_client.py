@@ -43,6 +43,7 @@ from partitions.services import (
     PartitionOffsets,
     PartitionState,
     ProduceResult,
+    TimestampOffset,
 )
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import ProducerRecord, encode_batch
@@ -92,6 +93,7 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("data", "fetch_batches", "Committed batches from an offset (long poll) on the leader",
            wait_arg="timeout_ms"),
     PeerOp("data", "offsets", "A partition's log start offset and high watermark, from its leader"),
+    PeerOp("data", "offset_for_timestamp", "The first offset at or after a timestamp, from the leader"),
     PeerOp("data", "commit_offset", "Store a consumer group's offset on the partition's leader", write=True,
            wait_arg="timeout_ms"),
     PeerOp("data", "committed_offset", "A consumer group's committed offset, from the partition's leader"),
@@ -268,6 +270,14 @@ class RemoteData:
         return await self._client.expect(
             self._node, "data.offsets", PartitionOffsets, topic=topic, partition=partition
         )
+
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> TimestampOffset | None:
+        return await self._client.expect_optional(
+            self._node, "data.offset_for_timestamp", TimestampOffset,
+            topic=topic, partition=partition, timestamp_ms=timestamp_ms,
+        )  # fmt: skip
 
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int

@@ -58,6 +58,14 @@ class PartitionOffsets:
 
 
 @dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    """The first record at or after a timestamp: its offset and its own timestamp (Kafka's ListOffsets)."""
+
+    offset: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaState:
     node: str
     role: str  # "leader" | "follower" | "unknown" | "failed" (cannot open or replay: see ``error``)
@@ -202,6 +210,7 @@ RESULT_TYPES: tuple[type, ...] = (
     ProduceResult,
     FetchedBatches,
     PartitionOffsets,
+    TimestampOffset,
     ReplicaState,
     PartitionState,
     NodeInfo,
@@ -302,6 +311,12 @@ class DataService(Protocol):
         ...
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
+
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> TimestampOffset | None:
+        """The first committed record whose timestamp is >= ``timestamp_ms``; None when none is."""
+        ...
 
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int

@@ -106,6 +106,9 @@ class Record(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: Header = ()
+    timestamp_type: TimestampType = (
+        TimestampType.CREATE_TIME
+    )  # the batch's: LogAppendTime stamped by the leader
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +143,9 @@ class BatchHeader:
 
     @property
     def timestamp_type(self) -> TimestampType:
-        return TimestampType.LOG_APPEND_TIME if self.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
+        return (
+            TimestampType.LOG_APPEND_TIME if self.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,14 +195,20 @@ def _check_record(record: ProducerRecord, index: int) -> None:
     if not isinstance(record, ProducerRecord):
         raise InvalidRecord(f"record {index}: must be a ProducerRecord, got {type(record).__name__}")
     if record.timestamp_ms is not None and not (_is_int64(record.timestamp_ms) and record.timestamp_ms >= 0):
-        raise InvalidRecord(f"record {index}: timestamp_ms {record.timestamp_ms!r} must be ms since the epoch")
+        raise InvalidRecord(
+            f"record {index}: timestamp_ms {record.timestamp_ms!r} must be ms since the epoch"
+        )
     if record.value is not None and not isinstance(record.value, bytes | bytearray | memoryview):
         raise InvalidRecord(f"record {index}: value must be bytes or None, got {type(record.value).__name__}")
     if record.key is not None and not isinstance(record.key, bytes | bytearray | memoryview):
         raise InvalidRecord(f"record {index}: key must be bytes or None, got {type(record.key).__name__}")
     for header in record.headers:
         pair = isinstance(header, tuple | list) and len(header) == 2
-        if not pair or not isinstance(header[0], str) or not (header[1] is None or isinstance(header[1], bytes)):
+        if (
+            not pair
+            or not isinstance(header[0], str)
+            or not (header[1] is None or isinstance(header[1], bytes))
+        ):
             raise InvalidRecord(f"record {index}: headers must be (str, bytes or None) pairs, got {header!r}")
 
 
@@ -388,10 +399,15 @@ def verify(batch: bytes | memoryview) -> BatchHeader:
 def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Record, ...]:
     """Decode the records of a (CRC-checked) batch, decompressing them first when they are compressed.
     With LogAppendTime every record's timestamp is the batch's ``max_timestamp``."""
+    kind = (
+        TimestampType.LOG_APPEND_TIME if header.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
+    )
     try:
         decoded = DefaultRecordBatch(bytes(batch))
         records = tuple(
-            _new_tuple(Record, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else ()))
+            _new_tuple(
+                Record, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else (), kind)
+            )
             for r in decoded
         )
     except _UNDECODABLE as exc:
@@ -430,9 +446,9 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
     """Check a batch a producer encoded (Kafka's RecordBatch v2, as any Kafka producer or
     :func:`encode_batch` makes it) before it is replicated, as strictly as records encoded here: framing
     and CRC, a supported codec and a body that decompresses and decodes into exactly its records with
-    offset deltas 0, 1, ...; no transactional or control batch (not supported); producer id, epoch and
-    sequence all given or all absent; timestamps not before the epoch and, for CreateTime, not after
-    ``latest_ms``, the header's max timestamp the records' largest. The base offset and leader epoch the
+    offset deltas 0, 1, ...; no transactional or control batch (not supported) and CreateTime (the leader
+    stamps LogAppendTime); producer id, epoch and sequence all given or all absent; timestamps in
+    [0, ``latest_ms``], the header's max timestamp the records' largest. The base offset and leader epoch the
     producer sent are overwritten by the leader. Raises ``InvalidRecord`` naming what is wrong."""
     try:
         header = verify(batch)
@@ -440,6 +456,10 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
         raise InvalidRecord(f"record batch: {exc}") from None
     if header.attributes & (_TRANSACTIONAL | _CONTROL):
         raise InvalidRecord("record batch: transactional and control batches are not supported")
+    if header.attributes & _LOG_APPEND_TIME:
+        raise InvalidRecord(
+            "record batch: LogAppendTime is stamped by the leader; a producer sends CreateTime"
+        )
     _, _, _, _, _, _, _, _, _, producer_id, producer_epoch, sequence, _ = _HEADER.unpack_from(batch)
     absent = [v == _NO_PRODUCER for v in (producer_id, producer_epoch, sequence)]
     if any(absent) and not all(absent):
@@ -454,16 +474,13 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
         records = decode_records(batch, header)
     except BatchFormatError as exc:
         raise InvalidRecord(f"record batch: {exc}") from None
-    if header.timestamp_type is TimestampType.CREATE_TIME:
-        timestamps = [r.timestamp_ms for r in records]
-        low, high = min(timestamps), max(timestamps)
-        if low < 0 or high != header.max_timestamp_ms or high > latest_ms:
-            raise InvalidRecord(
-                f"record batch: timestamps [{low}, {high}] with max_timestamp {header.max_timestamp_ms}: "
-                f"must be >= 0, <= {latest_ms} and the max the records'"
-            )
-    elif header.max_timestamp_ms < 0:
-        raise InvalidRecord(f"record batch: max_timestamp {header.max_timestamp_ms} before the epoch")
+    timestamps = [r.timestamp_ms for r in records]
+    low, high = min(timestamps), max(timestamps)
+    if low < 0 or high != header.max_timestamp_ms or high > latest_ms:
+        raise InvalidRecord(
+            f"record batch: timestamps [{low}, {high}] with max_timestamp {header.max_timestamp_ms}: "
+            f"must be >= 0, <= {latest_ms} and the max the records'"
+        )
     for index, record in enumerate(records):
         for key, _ in record.headers:
             if not isinstance(key, str):

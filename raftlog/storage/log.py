@@ -166,7 +166,9 @@ class Log:
             self.open_report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")
-            if name == START_OFFSET_FILE or name.startswith((START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp")):
+            if name == START_OFFSET_FILE or name.startswith(
+                (START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp")
+            ):
                 continue
             if not dot or "." + suffix not in _SEGMENT_SUFFIXES or not stem.isdigit() or len(stem) != 20:
                 raise CorruptRecord(os.path.join(self.directory, name), 0, "unexpected file in log directory")
@@ -506,6 +508,12 @@ class Log:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record has a timestamp >= ``timestamp_ms``, or None if there is none."""
+        found = self.first_record_at(timestamp_ms)
+        return None if found is None else found.offset
+
+    def first_record_at(self, timestamp_ms: int) -> Record | None:
+        """The first record (in offset order) whose timestamp is >= ``timestamp_ms``, or None if there is
+        none: Kafka's ListOffsets by timestamp. The time index narrows the scan to a few batches."""
         with self._lock:
             self._touch()
             for segment in self._segments:
@@ -518,7 +526,7 @@ class Log:
                     if header.max_timestamp_ms >= timestamp_ms:
                         for record in decode_records(view, header):
                             if record.timestamp_ms >= timestamp_ms:
-                                return record.offset
+                                return record
                 check(
                     False,
                     f"{segment.path}: max timestamp {segment.max_timestamp_ms} >= {timestamp_ms} "

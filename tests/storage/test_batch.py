@@ -70,7 +70,9 @@ def test_round_trip_keeps_edge_values_apart():
     records = [
         ProducerRecord(value=b"", key=None, timestamp_ms=1000),
         ProducerRecord(value=None, key=b"", timestamp_ms=5),
-        ProducerRecord(value=b"v", key=b"k", headers=(("", b""), ("h", None), ("h", b"\x00\xff")), timestamp_ms=999),
+        ProducerRecord(
+            value=b"v", key=b"k", headers=(("", b""), ("h", None), ("h", b"\x00\xff")), timestamp_ms=999
+        ),
     ]
     batch = decode_batch(encode_batch(7, records, 3, now_ms=0))
     assert [(r.offset, r.key, r.value, r.headers, r.timestamp_ms) for r in batch.records] == [
@@ -85,7 +87,11 @@ def test_rebase_stamps_offset_and_term_outside_the_crc(records, base_offset, ter
     original = encode_batch(base_offset, records, term, now_ms=1000)
     rebased = rebase(original, new_offset, new_term)
     header = verify(rebased)  # the CRC the producer computed still holds
-    assert (header.base_offset, header.term, header.crc) == (new_offset, new_term, decode_header(original).crc)
+    assert (header.base_offset, header.term, header.crc) == (
+        new_offset,
+        new_term,
+        decode_header(original).crc,
+    )
     assert rebased[16:] == original[16:], "nothing but the offset and the leader epoch changed"
     assert [(r.key, r.value) for r in decode_batch(rebased).records] == [(r.key, r.value) for r in records]
 
@@ -96,7 +102,9 @@ def test_rebase_refuses_bytes_too_short_for_a_header():
 
 
 def test_log_append_time_gives_every_record_the_append_time_and_a_new_crc():
-    batch = encode_batch(0, [ProducerRecord(b"a", timestamp_ms=10), ProducerRecord(b"b", timestamp_ms=20)], 0, 0)
+    batch = encode_batch(
+        0, [ProducerRecord(b"a", timestamp_ms=10), ProducerRecord(b"b", timestamp_ms=20)], 0, 0
+    )
     stamped = with_log_append_time(batch, 99_000)
     decoded = decode_batch(stamped)  # CRC-checked
     assert decoded.header.timestamp_type is TimestampType.LOG_APPEND_TIME

@@ -58,7 +58,13 @@ def theirs(batch: bytes) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
 
 
 @SETTINGS
-@given(records=records, producer=producers, codec=codecs, base_offset=st.integers(0, 2**40), log_append=st.booleans())
+@given(
+    records=records,
+    producer=producers,
+    codec=codecs,
+    base_offset=st.integers(0, 2**40),
+    log_append=st.booleans(),
+)
 def test_what_we_write_they_read(records, producer, codec, base_offset, log_append):
     producer_id, epoch, sequence = producer if producer is not None else (None, None, None)
     batch = encode_batch(

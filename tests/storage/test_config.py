@@ -26,7 +26,12 @@ INTEGER_RANGES = {
 
 
 def test_every_property_is_covered_here():
-    assert set(PROPERTY_FIELDS) == {*INTEGER_RANGES, "flush.policy", "message.timestamp.type", "compression.type"}
+    assert set(PROPERTY_FIELDS) == {
+        *INTEGER_RANGES,
+        "flush.policy",
+        "message.timestamp.type",
+        "compression.type",
+    }
     assert set(PROPERTY_FIELDS.values()) == {f.name for f in dataclasses.fields(LogConfig)}
 
 

@@ -677,7 +677,8 @@ def test_truncate_fully_and_start_at_survives_a_crash_at_each_step(
             log.read(0, 100)
         assert log.append(make_records(2, "x")).base_offset == new_start  # no offset below it reused
         assert sorted(os.listdir(tmp_path)) == sorted(
-            [f"{new_start:020d}{s}" for s in (".log", ".index", ".timeindex")] + ["log-start-offset", "format"]
+            [f"{new_start:020d}{s}" for s in (".log", ".index", ".timeindex")]
+            + ["log-start-offset", "format"]
         )
     with open_log(tmp_path) as log:
         assert (log.log_start_offset, log.end_offset) == (new_start, new_start + 2)

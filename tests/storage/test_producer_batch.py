@@ -107,7 +107,10 @@ def test_a_well_formed_raw_batch_passes():
         (raw_batch([record(0, b"v")], attributes=0x10), "transactional and control batches"),
         (raw_batch([record(0, b"v")], attributes=0x20), "transactional and control batches"),
         (raw_batch([record(0, b"v")], crc=7), "crc32c mismatch"),
-        (raw_batch([record(0, b"v")], count=2, last_offset_delta=0), "records_count 2 with last_offset_delta 0"),
+        (
+            raw_batch([record(0, b"v")], count=2, last_offset_delta=0),
+            "records_count 2 with last_offset_delta 0",
+        ),
         (raw_batch([record(0, b"v")], count=2), "do not decode"),  # the header says 2, one is there
         (raw_batch([record(0, b"v")], last_offset_delta=3), "records_count 1 with last_offset_delta 3"),
         (raw_batch([record(0, b"v"), record(5, b"w")]), "record 1 has offset delta 5"),
@@ -135,9 +138,10 @@ def test_a_damaged_batch_is_refused():
         check_producer_batch(bytes(encoded), LATEST)
 
 
-def test_a_log_append_time_batch_passes_whatever_the_records_say():
-    batch = with_log_append_time(encode_batch(0, [ProducerRecord(b"v", timestamp_ms=LATEST + 10)], 0, 0), 5)
-    assert check_producer_batch(batch, LATEST).max_timestamp_ms == 5
+def test_a_log_append_time_batch_is_refused_the_leader_stamps_it():
+    batch = with_log_append_time(encode_batch(0, [ProducerRecord(b"v", timestamp_ms=7)], 0, 0), 5)
+    with pytest.raises(InvalidRecord, match="LogAppendTime is stamped by the leader"):
+        check_producer_batch(batch, LATEST)
 
 
 def test_rows_of_a_stored_batch_are_its_records_in_order():
@@ -146,7 +150,9 @@ def test_rows_of_a_stored_batch_are_its_records_in_order():
     header, rows = record_rows(stored)
     assert header == verify(stored)
     from_rows = [(header.base_offset + i, *row) for i, row in enumerate(rows)]
-    assert from_rows == [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decode_batch(stored).records]
+    assert from_rows == [
+        (r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decode_batch(stored).records
+    ]
     with pytest.raises(BatchFormatError):
         record_rows(stored[:-1] + bytes([stored[-1] ^ 1]))
     assert [verify(b) for b in split_batches(stored + stored)] == [header, header]
