@@ -41,7 +41,7 @@ from partitions.cluster import FrontDoor
 from partitions.peer_client import INTERNAL_PREFIX
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
-from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH_V1
+from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH
 
 log = logging.getLogger(__name__)
 
@@ -126,17 +126,20 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
-        ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH_V1, None),),
+        ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None),),
         errors=(404, 413, 415, 422, 504), write=True,
     ),
     Operation(
         "GET", f"{_PARTITION}/offsets", records.get_offsets, "getOffsets",
-        "First and next offset of a partition", "client", ok_schema="PartitionOffsets", errors=(404,),
+        "First and next offset of a partition, or the first offset at or after a timestamp", "client",
+        query=(Param("timestamp", "integer", "ms since the epoch: answer the first offset whose record's "
+                     "timestamp is at or after it", minimum=0, maximum=2**63 - 1),),
+        ok_schema="PartitionOffsets", errors=(404,),
     ),
     Operation(
         "GET", f"{_PARTITION}/records", records.fetch, "fetch", "Fetch committed records (long poll)",
         "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 416), long_poll=True,
-        ok_alternatives=((COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None), (RECORD_BATCH_V1, None)),
+        ok_alternatives=((COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None), (RECORD_BATCH, None)),
     ),
     Operation(
         "POST", "/consumers/{group}/offsets", records.commit_offsets, "commitOffsets",

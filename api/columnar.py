@@ -10,9 +10,10 @@ any other ``Accept`` keeps the record-per-object answer of ``api.schemas.render_
 - ``application/vnd.raftlog.columnar.v1+json``: the same map as JSON; keys, values and header values are
   base64 strings. For curl and clients without msgpack.
 
-The map: ``{"topic": str, "partition": int, "offsets": [int], "timestamps": [int ms], "keys": [bytes |
-null], "values": [bytes], "headers": [[[name, bytes], ...] per record]}``; every array has one entry per
-record, in offset order. An empty page has empty arrays.
+The map: ``{"topic": str, "partition": int, "offsets": [int], "timestamps": [int ms], "timestamp_types":
+[0 CreateTime | 1 LogAppendTime], "keys": [bytes | null], "values": [bytes | null], "headers": [[[name,
+bytes | null], ...] per record]}``; every array has one entry per record, in offset order. A null value
+is a tombstone. An empty page has empty arrays.
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ def _b64(data: bytes) -> str:
 def columns(topic: str, partition: int, records: Sequence[Record]) -> dict[str, Any]:
     """The page as arrays of raw values (bytes stay bytes). Records are tuples: one ``zip`` transposes
     them in C, several times faster than a list per field (msgpack packs tuples as arrays)."""
-    offsets, timestamps, keys, values, headers = zip(*records, strict=True) if records else ((),) * 5
+    offsets, timestamps, keys, values, headers, types = zip(*records, strict=True) if records else ((),) * 6
     return {
         "topic": topic,
         "partition": partition,
         "offsets": offsets,
         "timestamps": timestamps,
+        "timestamp_types": types,  # IntEnum members: packed and dumped as 0 and 1
         "keys": keys,
         "values": values,
         "headers": headers,
@@ -70,6 +72,8 @@ def encode_columnar(topic: str, partition: int, records: Sequence[Record], encod
         packed: bytes = msgpack.packb(page, use_bin_type=True)
         return packed
     page["keys"] = [None if key is None else _b64(key) for key in page["keys"]]
-    page["values"] = [_b64(value) for value in page["values"]]
-    page["headers"] = [[[name, _b64(data)] for name, data in pairs] for pairs in page["headers"]]
+    page["values"] = [None if value is None else _b64(value) for value in page["values"]]
+    page["headers"] = [
+        [[name, None if data is None else _b64(data)] for name, data in pairs] for pairs in page["headers"]
+    ]
     return dump_json(page)

@@ -59,6 +59,7 @@ from raftlog.storage.errors import (
     DirectoryLocked,
     InvalidConfig,
     InvalidRecord,
+    LegacyLogFormat,
     LogClosed,
     NotBatchBoundary,
     OffsetOutOfRange,
@@ -88,6 +89,14 @@ class UnsupportedMediaType(ApiError):
     def __init__(self, content_type: str, hint: str = "") -> None:
         super().__init__(f"unsupported content type {content_type!r}" + (f": {hint}" if hint else ""))
         self.content_type = content_type
+
+
+class NotAcceptable(ApiError):
+    """The ``Accept`` header asks only for a representation this server no longer answers."""
+
+    def __init__(self, media_type: str, hint: str) -> None:
+        super().__init__(f"cannot answer {media_type!r}: {hint}")
+        self.media_type = media_type
 
 
 class RequestTooLarge(ApiError):
@@ -178,6 +187,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (CapacityExceeded, HttpError(409, 40910)),
     (SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (RecordTooLarge, HttpError(413, 41301)),
+    (NotAcceptable, HttpError(406, 40601)),
     (UnsupportedMediaType, HttpError(415, 41501)),
     (OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
     (InvalidRecord, HttpError(422, 42201)),
@@ -187,6 +197,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (StorageUnavailable, HttpError(503, 50302, retriable=True)),
     (DirectoryLocked, HttpError(503, 50302, retriable=True)),  # a node refuses to start: never on a request
     (CorruptRecord, HttpError(500, 50002)),
+    (LegacyLogFormat, HttpError(500, 50003)),  # a log of the format before v2: `raftlog log migrate`
     (NotBatchBoundary, HttpError(500, 50001)),
     (InvariantViolation, HttpError(500, 50001)),
     # Consumer groups

@@ -66,7 +66,12 @@ _NATURAL = {"type": "integer", "minimum": 0}  # the server answers 400 to a nega
 _PARTITION_NUMBER = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
 _STR = {"type": "string"}
 _STR_LIST = {"type": "array", "items": _STR}
-_ANY: dict[str, Any] = {"description": "any JSON (JSON flavour) or a base64 string (binary flavour)"}
+_ANY: dict[str, Any] = {
+    "description": "any JSON (JSON flavour) or a base64 string (binary flavour); null: no key, or no value "
+    "(a tombstone)",
+    "nullable": True,
+}
+_HEADER_VALUE = {"type": "string", "nullable": True}
 _HEADERS = {
     "oneOf": [
         {
@@ -74,14 +79,16 @@ _HEADERS = {
             "items": {
                 "type": "object",
                 "required": ["key", "value"],
-                "properties": {"key": _STR, "value": _STR},
+                "properties": {"key": _STR, "value": _HEADER_VALUE},
                 "additionalProperties": False,
             },
         },
-        {"type": "object", "additionalProperties": _STR},
+        {"type": "object", "additionalProperties": _HEADER_VALUE},
     ],
-    "description": "list of {key, value} or an object; values are strings (JSON flavour) or base64 (binary)",
+    "description": "list of {key, value} or an object; values are strings (JSON flavour), base64 (binary) "
+    "or null",
 }
+_TIMESTAMP_TYPE = {"type": "string", "enum": ["CreateTime", "LogAppendTime"]}
 
 
 def _obj(props: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
@@ -146,9 +153,24 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "configs": {"type": "object"},
         }
     ),
-    "PartitionOffsets": _obj({"beginning_offset": _INT, "end_offset": _INT}),
+    "PartitionOffsets": {"oneOf": [_ref("OffsetRange"), _ref("OffsetForTimestamp")]},
+    "OffsetRange": _obj({"beginning_offset": _INT, "end_offset": _INT}, ["beginning_offset", "end_offset"]),
+    # ?timestamp=MS: the first record at or after it; null offset and record_timestamp when none is
+    "OffsetForTimestamp": _obj(
+        {"timestamp": _INT, "offset": _nullable(_INT), "record_timestamp": _nullable(_INT)},
+        ["timestamp", "offset", "record_timestamp"],
+    ),
     "ProduceRecord": _closed(
-        _obj({"key": _ANY, "value": _ANY, "partition": _PARTITION_NUMBER, "headers": _HEADERS}, ["value"])
+        _obj(
+            {
+                "key": _ANY,
+                "value": _ANY,
+                "partition": _PARTITION_NUMBER,
+                "headers": _HEADERS,
+                "timestamp": {**_NATURAL, "description": "ms since the epoch (CreateTime); default: now"},
+            },
+            ["value"],
+        )
     ),
     "ProduceRequest": _closed(
         _obj(
@@ -179,7 +201,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         {"partition": _INT, "base_offset": _NATURAL, "count": {"type": "integer", "minimum": 1}},
         required=("partition", "base_offset", "count"),
     ),
-    # a JSON produce gets an offset per record; a record batch (application/vnd.raftlog.batch.v1) gets
+    # a JSON produce gets an offset per record; a record batch (application/vnd.raftlog.batch.v2) gets
     # its base offset and count: record i has offset base_offset + i
     "PartitionProduceResponse": {"oneOf": [_ref("ProduceResponse"), _ref("BatchProduced")]},
     "FetchedRecord": _obj(
@@ -188,9 +210,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "partition": _INT,
             "offset": _INT,
             "timestamp": _INT,
+            "timestamp_type": _TIMESTAMP_TYPE,
             "key": _ANY,
             "value": _ANY,
-            "headers": {"type": "array", "items": _obj({"key": _STR, "value": _STR})},
+            "headers": {"type": "array", "items": _obj({"key": _STR, "value": _HEADER_VALUE})},
             "format": {"type": "string", "enum": ["json", "binary"]},
         }
     ),
@@ -201,14 +224,18 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "partition": _INT,
             "offsets": {"type": "array", "items": _INT},
             "timestamps": {"type": "array", "items": _INT},
+            "timestamp_types": {"type": "array", "items": {"type": "integer", "enum": [0, 1]}},
             "keys": {"type": "array", "items": _nullable(_STR)},
-            "values": {"type": "array", "items": _STR},
+            "values": {"type": "array", "items": _nullable(_STR)},
             "headers": {
                 "type": "array",
-                "items": {"type": "array", "items": {"type": "array", "items": _STR}},
+                "items": {
+                    "type": "array",
+                    "items": {"type": "array", "items": _nullable(_STR), "minItems": 2, "maxItems": 2},
+                },
             },
         },
-        ["topic", "partition", "offsets", "timestamps", "keys", "values", "headers"],
+        ["topic", "partition", "offsets", "timestamps", "timestamp_types", "keys", "values", "headers"],
     ),
     "OffsetEntry": _closed(
         _obj(

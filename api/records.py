@@ -51,7 +51,7 @@ from partitions.services import FetchedBatches
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import BatchFormatError, ProducerRecord, Record, records_from
-from raftlog_client.contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH_V1
+from raftlog_client.contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
 
 FETCH_TIMEOUT_MS_MAX = 60_000
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024
@@ -82,7 +82,10 @@ class Failure:
 
 
 def _producer_records(records: Sequence[ParsedRecord], indexes: Sequence[int]) -> list[ProducerRecord]:
-    return [ProducerRecord(records[i].value, records[i].key, records[i].headers) for i in indexes]
+    return [
+        ProducerRecord(records[i].value, records[i].key, records[i].headers, records[i].timestamp_ms)
+        for i in indexes
+    ]
 
 
 def _refuse_internal(topic: str) -> None:
@@ -200,7 +203,7 @@ async def fetch(request: web.Request) -> web.Response:
     fetched = served.value
     headers = {HIGH_WATERMARK_HEADER: str(fetched.high_watermark)}
     if wants_record_batches(accept):
-        headers["Content-Type"] = RECORD_BATCH_V1
+        headers["Content-Type"] = RECORD_BATCH
         return web.Response(body=fetched.data, headers=headers)
     if len(fetched.data) <= RENDER_INLINE_BYTES_MAX:
         content_type, body = _render(topic, partition, offset, fetched, accept)
@@ -232,9 +235,24 @@ def decode(data: bytes, offset: int) -> list[Record]:
 
 
 async def get_offsets(request: web.Request) -> web.Response:
-    served = await state.node(request).cluster.data.offsets(
-        request.match_info["topic"], state.partition(request)
-    )
+    """The partition's first and next offsets; with ``?timestamp=MS``, the first offset whose record's
+    timestamp is at or after it (Kafka's ``offsetsForTimes``): ``{"timestamp": MS, "offset": N,
+    "record_timestamp": T}``, offset and record_timestamp null when no record is that late."""
+    topic, partition = request.match_info["topic"], state.partition(request)
+    data = state.node(request).cluster.data
+    timestamp_ms = query_int(request.query, "timestamp", None, 0, INT64_MAX)
+    if timestamp_ms is not None:
+        found = await data.offset_for_timestamp(topic, partition, timestamp_ms)
+        state.served_by(request, found.node)
+        hit = found.value
+        return web.json_response(
+            {
+                "timestamp": timestamp_ms,
+                "offset": None if hit is None else hit.offset,
+                "record_timestamp": None if hit is None else hit.timestamp_ms,
+            }
+        )
+    served = await data.offsets(topic, partition)
     state.served_by(request, served.node)
     return web.json_response(
         {"beginning_offset": served.value.log_start_offset, "end_offset": served.value.high_watermark}

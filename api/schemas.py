@@ -8,17 +8,22 @@ Record encodings ("flavours"), chosen by the request's ``Content-Type`` (produce
 
 - JSON (``application/vnd.kafka.json.v2+json`` or ``application/json``): ``key`` and ``value`` are any JSON
   and are stored as their compact UTF-8 JSON text (``"abc"`` is stored as the 5 bytes ``"abc"``, like
-  Confluent's JSON embedded format; a key is hashed on those bytes). Header values are strings, stored as
-  UTF-8.
+  Confluent's JSON embedded format; a key is hashed on those bytes); ``null`` is no key, or no value (a
+  tombstone), as in Confluent's proxies. Header values are strings, stored as UTF-8, or null.
 - binary (``application/vnd.kafka.binary.v2+json``): ``key``, ``value`` and header values are base64
-  strings of the raw bytes.
+  strings of the raw bytes, or null.
+
+A produced record may carry ``timestamp`` (ms since the epoch, CreateTime); without one it gets the
+entry node's clock. A topic whose ``message.timestamp.type`` is LogAppendTime has the leader's clock
+instead, and a fetched record says which with ``timestamp_type``.
 
 Headers are given either as a list of ``{"key": str, "value": ...}`` (order and repeats kept) or as an
 object ``{"name": value}``; they are always returned as the list form.
 
-Fetch in the JSON flavour renders a record as JSON when its key and value are valid UTF-8 JSON and its
-header values valid UTF-8; any other record is rendered in the binary flavour. Every fetched record says
-which with ``"format": "json" | "binary"``, so a client never has to guess.
+Fetch in the JSON flavour renders a record as JSON when its key and value are null or valid UTF-8 JSON
+other than the text ``null`` (which would read as null) and its header values null or valid UTF-8; any
+other record is rendered in the binary flavour. Every fetched record says which with
+``"format": "json" | "binary"``, so a client never has to guess, and null always means absent.
 """
 
 from __future__ import annotations
@@ -31,11 +36,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from api.errors import BadRequest, UnsupportedMediaType
+from api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from partitions.names import check_group_name, check_topic_name, check_user_topic_name
-from raftlog.storage.batch import Record
+from raftlog.storage.batch import Record, TimestampType
 from raftlog.storage.errors import InvalidRecord
-from raftlog_client.contract import BINARY_V2, JSON_V2, PLAIN_JSON, RECORD_BATCH_V1
+from raftlog_client.contract import BINARY_V2, JSON_V2, LEGACY_RECORD_BATCH, PLAIN_JSON, RECORD_BATCH
 
 INT64_MAX = 2**63 - 1
 RECORDS_MAX = 10_000  # records in one produce request
@@ -59,6 +64,7 @@ def request_flavour(content_type: str) -> Flavour:
             raise UnsupportedMediaType(
                 content_type, "a record batch goes to one partition: POST /topics/{topic}/partitions/{p}"
             )
+        refuse_legacy_batch(content_type)
         raise UnsupportedMediaType(content_type)
     return flavour
 
@@ -73,12 +79,25 @@ def media_types(accept: str | None) -> list[str]:
 
 def wants_record_batches(accept: str | None) -> bool:
     """A fetch whose ``Accept`` names the record-batch type gets the stored batches, undecoded."""
-    return RECORD_BATCH_V1 in media_types(accept)
+    wanted = media_types(accept)
+    if LEGACY_RECORD_BATCH in wanted and RECORD_BATCH not in wanted:
+        raise NotAcceptable(LEGACY_RECORD_BATCH, _LEGACY_HINT)
+    return RECORD_BATCH in wanted
 
 
 def is_record_batch(content_type: str) -> bool:
-    """The body is one record batch encoded by the producer (``raftlog.storage.batch.encode_batch``)."""
-    return content_type.strip().lower() == RECORD_BATCH_V1
+    """The body is one Kafka RecordBatch v2 encoded by the producer (any Kafka producer's batch, or
+    ``raftlog.storage.batch.encode_batch``)."""
+    return content_type.strip().lower() == RECORD_BATCH
+
+
+def refuse_legacy_batch(media_type: str) -> None:
+    """The record-batch type of the format stored before Kafka's RecordBatch v2 names what replaced it."""
+    if media_type.strip().lower() == LEGACY_RECORD_BATCH:
+        raise UnsupportedMediaType(media_type, _LEGACY_HINT)
+
+
+_LEGACY_HINT = f"record batches are Kafka's RecordBatch v2 (magic 2) now: use {RECORD_BATCH}"
 
 
 def require_json_body(content_type: str) -> None:
@@ -200,9 +219,10 @@ def query_str(query: Mapping[str, str], name: str) -> str | None:
 
 class ParsedRecord(NamedTuple):  # a tuple: built once per record of every produce request
     key: bytes | None
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...]
+    value: bytes | None  # None: a tombstone
+    headers: tuple[tuple[str, bytes | None], ...]
     partition: int | None
+    timestamp_ms: int | None = None  # None: the entry node's clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,13 +242,15 @@ def _decode_base64(value: Any, field: str) -> bytes:
         raise InvalidRecord(f"{field}: not valid base64") from None
 
 
-def _encode_field(value: Any, flavour: Flavour, field: str) -> bytes:
+def _encode_field(value: Any, flavour: Flavour, field: str) -> bytes | None:
+    if value is None:
+        return None
     if flavour is Flavour.BINARY:
         return _decode_base64(value, field)
     return dump_json(value)
 
 
-def _headers(value: Any, flavour: Flavour, field: str) -> tuple[tuple[str, bytes], ...]:
+def _headers(value: Any, flavour: Flavour, field: str) -> tuple[tuple[str, bytes | None], ...]:
     if value is None:
         return ()
     if isinstance(value, dict):
@@ -245,16 +267,20 @@ def _headers(value: Any, flavour: Flavour, field: str) -> tuple[tuple[str, bytes
         raise BadRequest(f"{field}: must be a list of {{key, value}} or an object, got {_type_name(value)}")
     if len(pairs) > HEADERS_MAX:
         raise BadRequest(f"{field}: at most {HEADERS_MAX} headers per record")
-    out = []
+    out: list[tuple[str, bytes | None]] = []
     for key, header_value, where in pairs:
         if not isinstance(key, str):
             raise BadRequest(f"{where}: header key must be a string")
-        if flavour is Flavour.BINARY:
+        if header_value is None:
+            out.append((key, None))
+        elif flavour is Flavour.BINARY:
             out.append((key, _decode_base64(header_value, where)))
         elif isinstance(header_value, str):
             out.append((key, header_value.encode("utf-8", "surrogatepass")))
         else:
-            raise BadRequest(f"{where}: header value must be a string, got {_type_name(header_value)}")
+            raise BadRequest(
+                f"{where}: header value must be a string or null, got {_type_name(header_value)}"
+            )
     return tuple(out)
 
 
@@ -287,10 +313,13 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
             continue
         where = f"records[{i}]"
         record = require_object(item, where)
-        reject_unknown(record, {"key", "value", "partition", "headers"}, where)
+        reject_unknown(record, {"key", "value", "partition", "headers", "timestamp"}, where)
         if "value" not in record:
-            raise BadRequest(f"{where}.value: missing")
+            raise BadRequest(f"{where}.value: missing (null for a tombstone)")
         key = record.get("key")
+        timestamp = record.get("timestamp")
+        if timestamp is not None:
+            require_int(timestamp, f"{where}.timestamp")
         chosen = record.get("partition")
         if chosen is not None:
             require_int(chosen, f"{where}.partition", maximum=2**31 - 1)
@@ -304,6 +333,7 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
                 value=_encode_field(record["value"], flavour, f"{where}.value"),
                 headers=_headers(record.get("headers"), flavour, f"{where}.headers"),
                 partition=partition if partition is not None else chosen,
+                timestamp_ms=timestamp,
             )
         )
     return ProduceRequest(parsed, list(records), producer_id, sequence)
@@ -349,21 +379,36 @@ def _as_json(data: bytes) -> tuple[bool, Any]:
         return False, None
 
 
+TIMESTAMP_TYPE_NAMES = {
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
+
+
+def _json_field(data: bytes | None) -> tuple[bool, Any]:
+    """(renderable, value): null as null; JSON text other than ``null`` as its value."""
+    if data is None:
+        return True, None
+    ok, value = _as_json(data)
+    return ok and value is not None, value
+
+
 def render_record(topic: str, partition: int, record: Record, flavour: Flavour) -> dict[str, Any]:
     row: dict[str, Any] = {
         "topic": topic,
         "partition": partition,
         "offset": record.offset,
         "timestamp": record.timestamp_ms,
+        "timestamp_type": TIMESTAMP_TYPE_NAMES[record.timestamp_type],
     }
     if flavour is Flavour.JSON:
-        key_ok, key = (True, None) if record.key is None else _as_json(record.key)
-        value_ok, value = _as_json(record.value)
+        key_ok, key = _json_field(record.key)
+        value_ok, value = _json_field(record.value)
         headers: list[dict[str, Any]] = []
         headers_ok = True
         for name, data in record.headers:
             try:
-                headers.append({"key": name, "value": data.decode("utf-8")})
+                headers.append({"key": name, "value": None if data is None else data.decode("utf-8")})
             except UnicodeDecodeError:
                 headers_ok = False
                 break
@@ -372,8 +417,10 @@ def render_record(topic: str, partition: int, record: Record, flavour: Flavour) 
             return row
     row.update(
         key=None if record.key is None else _b64(record.key),
-        value=_b64(record.value),
-        headers=[{"key": name, "value": _b64(data)} for name, data in record.headers],
+        value=None if record.value is None else _b64(record.value),
+        headers=[
+            {"key": name, "value": None if data is None else _b64(data)} for name, data in record.headers
+        ],
         format="binary",
     )
     return row

@@ -24,7 +24,7 @@ import msgpack
 
 from raftlog.storage.batch import ProducerRecord, encode_batch, record_rows, split_batches
 from raftlog_bench.cluster import REMOVAL_METRIC, Http
-from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH_V1
+from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH
 from raftlog_client.errors import ClientError
 from raftlog_client.http1 import Http1Client, ProtocolError
 
@@ -126,8 +126,8 @@ class RaftlogTarget:
             raise ValueError(f"fetch_format {fetch_format!r}: one of {', '.join(FETCH_FORMATS)}")
         self.produce_format = produce_format
         self.fetch_format = fetch_format
-        self._accept = RECORD_BATCH_V1 if fetch_format == "batch" else COLUMNAR_MSGPACK
-        self._content_type = RECORD_BATCH_V1 if produce_format == "batch" else BINARY_V2
+        self._accept = RECORD_BATCH if fetch_format == "batch" else COLUMNAR_MSGPACK
+        self._content_type = RECORD_BATCH if produce_format == "batch" else BINARY_V2
         self._produce_headers = {"Content-Type": self._content_type}
         self._fetch_headers = {"Accept": self._accept}
         self._topic_path = ""  # /topics/{quoted name}, set by create()

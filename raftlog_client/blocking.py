@@ -34,14 +34,16 @@ BACKOFF_MAX_S = 2.0
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One fetched page as columns: ``keys[i]`` is None for a keyless record; ``headers[i]`` is a list of
-    (name, bytes) pairs (as msgpack gives them: 2-element lists), usually empty."""
+    """One fetched page as columns: ``keys[i]`` is None for a keyless record, ``values[i]`` for a
+    tombstone; ``headers[i]`` is a list of (name, bytes or None) pairs (as msgpack gives them: 2-element
+    lists), usually empty; ``timestamp_types[i]`` is 0 (CreateTime) or 1 (LogAppendTime)."""
 
     offsets: list[int]
     timestamps_ms: list[int]
     keys: list[bytes | None]
-    values: list[bytes]
+    values: list[bytes | None]
     headers: list[Sequence[Sequence[Any]]]
+    timestamp_types: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,14 +195,16 @@ class BlockingClient:
                 page["keys"],
                 page["values"],
                 page["headers"],  # kept as unpacked: converting a list per record costs 0.6 us
+                page["timestamp_types"],
             )
         rows = json.loads(data)
         return Page(
             [r["offset"] for r in rows],
             [r["timestamp"] for r in rows],
-            [None if r["key"] is None else base64.b64decode(r["key"]) for r in rows],
-            [base64.b64decode(r["value"]) for r in rows],
-            [[(h["key"], base64.b64decode(h["value"])) for h in r["headers"]] for r in rows],
+            [_from_b64(r["key"]) for r in rows],
+            [_from_b64(r["value"]) for r in rows],
+            [[(h["key"], _from_b64(h["value"])) for h in r["headers"]] for r in rows],
+            [1 if r["timestamp_type"] == "LogAppendTime" else 0 for r in rows],
         )
 
     def produce(
@@ -226,3 +230,7 @@ class BlockingClient:
         return RecordResults(
             [e["offset"] for e in entries], [e["error_code"] for e in entries], [e["error"] for e in entries]
         )
+
+
+def _from_b64(data: str | None) -> bytes | None:
+    return None if data is None else base64.b64decode(data)

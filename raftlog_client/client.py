@@ -43,7 +43,14 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from raftlog.storage.batch import ProducerRecord, decode_batch, encode_batch, split_batches
+from raftlog.storage.batch import (
+    Compression,
+    ProducerRecord,
+    TimestampType,
+    decode_batch,
+    encode_batch,
+    split_batches,
+)
 from raftlog_client.contract import (
     BINARY_V2,
     INSTANCE_EXISTS,
@@ -51,7 +58,7 @@ from raftlog_client.contract import (
     LEADER_HEADER,
     PARTITION_NOT_ASSIGNED,
     PLAIN_JSON,
-    RECORD_BATCH_V1,
+    RECORD_BATCH,
     STALE_GENERATION,
     UNKNOWN_INSTANCE,
     retriable,
@@ -61,16 +68,19 @@ from raftlog_client.retry import Attempts
 from raftlog_client.session import NoAnswer, NotSent, Session
 
 PRODUCER_ID_BITS = 62
+TIMESTAMP_TYPES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A record to produce. ``str`` keys, values and header values are sent as UTF-8."""
+    """A record to produce. ``str`` keys, values and header values are sent as UTF-8; a ``None`` value is a
+    tombstone. ``timestamp_ms`` (CreateTime) defaults to the clock where the record enters."""
 
-    value: bytes | str
+    value: bytes | str | None
     key: bytes | str | None = None
-    headers: Sequence[tuple[str, bytes | str]] = ()
+    headers: Sequence[tuple[str, bytes | str | None]] = ()
     partition: int | None = None
+    timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +106,9 @@ class FetchedRecord:
     offset: int
     timestamp_ms: int
     key: bytes | None
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...] = field(default_factory=tuple)
+    value: bytes | None  # None: a tombstone
+    headers: tuple[tuple[str, bytes | None], ...] = field(default_factory=tuple)
+    timestamp_type: str = "CreateTime"  # or "LogAppendTime": the leader's clock (the topic's config)
 
 
 def _bytes(data: bytes | str) -> bytes:
@@ -112,31 +123,47 @@ def _optional_bytes(data: bytes | str | None) -> bytes | None:
     return None if data is None else _bytes(data)
 
 
-def _headers(message: Message) -> tuple[tuple[str, bytes], ...]:
-    return tuple((k, _bytes(v)) for k, v in message.headers)
+def _optional_b64(data: bytes | str | None) -> str | None:
+    return None if data is None else _b64(data)
+
+
+def _from_b64(data: str | None) -> bytes | None:
+    return None if data is None else base64.b64decode(data)
+
+
+def _headers(message: Message) -> tuple[tuple[str, bytes | None], ...]:
+    return tuple((k, _optional_bytes(v)) for k, v in message.headers)
+
+
+def _producer_record(message: Message) -> ProducerRecord:
+    return ProducerRecord(
+        _optional_bytes(message.value), _optional_bytes(message.key), _headers(message), message.timestamp_ms
+    )
 
 
 def _record_body(message: Message) -> dict[str, Any]:
-    body: dict[str, Any] = {"value": _b64(message.value)}
+    body: dict[str, Any] = {"value": _optional_b64(message.value)}
     if message.key is not None:
         body["key"] = _b64(message.key)
     if message.partition is not None:
         body["partition"] = message.partition
     if message.headers:
-        body["headers"] = [{"key": k, "value": _b64(v)} for k, v in message.headers]
+        body["headers"] = [{"key": k, "value": _optional_b64(v)} for k, v in message.headers]
+    if message.timestamp_ms is not None:
+        body["timestamp"] = message.timestamp_ms
     return body
 
 
 def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
-    key = row.get("key")
     return FetchedRecord(
         topic=str(row["topic"]),
         partition=int(row["partition"]),
         offset=int(row["offset"]),
         timestamp_ms=int(row["timestamp"]),
-        key=None if key is None else base64.b64decode(key),
-        value=base64.b64decode(row["value"]),
-        headers=tuple((h["key"], base64.b64decode(h["value"])) for h in row.get("headers", [])),
+        key=_from_b64(row.get("key")),
+        value=_from_b64(row["value"]),
+        headers=tuple((h["key"], _from_b64(h["value"])) for h in row.get("headers", [])),
+        timestamp_type=str(row.get("timestamp_type", "CreateTime")),
     )
 
 
@@ -270,6 +297,17 @@ class RaftlogClient:
         _, body = await self._request("GET", path, repeatable=True)
         return int(body["beginning_offset"]), int(body["end_offset"])
 
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> tuple[int, int] | None:
+        """``(offset, record_timestamp)`` of the first record whose timestamp is at or after
+        ``timestamp_ms``; None when no record is that late (Kafka's ``offsetsForTimes``)."""
+        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+        _, body = await self._request("GET", path, params={"timestamp": timestamp_ms}, repeatable=True)
+        if body["offset"] is None:
+            return None
+        return int(body["offset"]), int(body["record_timestamp"])
+
     async def produce(
         self, topic: str, messages: Sequence[Message], *, partition: int | None = None
     ) -> list[Produced]:
@@ -307,23 +345,33 @@ class RaftlogClient:
             raise ProduceFailed(results)
         return [r for r in results if isinstance(r, Produced)]
 
-    async def produce_batch(self, topic: str, partition: int, messages: Sequence[Message]) -> list[Produced]:
-        """Produce to one partition as one record batch encoded here (``application/vnd.raftlog.batch.v1``):
-        the cheapest way in for bulk producers, no JSON or base64 on either side. Idempotent like
-        :meth:`produce` (the producer id and sequence ride in the batch header); the record timestamps are
-        this machine's clock. Raises ``RequestFailed`` if the batch was refused."""
+    async def produce_batch(
+        self,
+        topic: str,
+        partition: int,
+        messages: Sequence[Message],
+        *,
+        compression: Compression = Compression.NONE,
+    ) -> list[Produced]:
+        """Produce to one partition as one Kafka RecordBatch v2 encoded here
+        (``application/vnd.raftlog.batch.v2``), compressed with ``compression``: the cheapest way in for
+        bulk producers, no JSON or base64 on either side. Idempotent like :meth:`produce` (the producer id
+        and sequence ride in the batch header); records without a timestamp get this machine's clock.
+        Raises ``RequestFailed`` if the batch was refused."""
         if not messages:
             return []
-        records = [ProducerRecord(_bytes(m.value), _optional_bytes(m.key), _headers(m)) for m in messages]
+        records = [_producer_record(m) for m in messages]
         async with self._produce_lock:
             sequence = self._sequence
             self._sequence += 1
-            batch = encode_batch(0, records, 0, int(time.time() * 1000), self.producer_id, sequence)
+            batch = encode_batch(
+                0, records, 0, int(time.time() * 1000), self.producer_id, sequence, compression=compression
+            )
             _, answer = await self._request(
                 "POST",
                 f"/topics/{_quote(topic)}/partitions/{partition}",
                 body=batch,
-                content_type=RECORD_BATCH_V1,
+                content_type=RECORD_BATCH,
                 repeatable=True,
             )
         base, count = int(answer["base_offset"]), int(answer["count"])
@@ -345,7 +393,7 @@ class RaftlogClient:
             accept=accept,
             repeatable=True,
             timeout_s=self.timeout_s + timeout_ms / 1000,
-            raw=accept == RECORD_BATCH_V1,
+            raw=accept == RECORD_BATCH,
         )
         return answer
 
@@ -373,9 +421,18 @@ class RaftlogClient:
         """Like :meth:`fetch`, but the server sends the stored batches as they are and they are decoded
         (and CRC-checked) here: the cheapest way out for bulk readers. Records before ``offset`` in the
         first batch are skipped."""
-        data = await self._read(topic, partition, offset, timeout_ms, max_bytes, RECORD_BATCH_V1)
+        data = await self._read(topic, partition, offset, timeout_ms, max_bytes, RECORD_BATCH)
         return [
-            FetchedRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers)
+            FetchedRecord(
+                topic,
+                partition,
+                r.offset,
+                r.timestamp_ms,
+                r.key,
+                r.value,
+                r.headers,
+                TIMESTAMP_TYPES[r.timestamp_type],
+            )
             for batch in split_batches(data)
             for r in decode_batch(batch).records
             if r.offset >= offset

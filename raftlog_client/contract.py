@@ -10,7 +10,8 @@ JSON_V2 = "application/vnd.kafka.json.v2+json"  # records whose key and value ar
 BINARY_V2 = "application/vnd.kafka.binary.v2+json"  # records whose key, value and header values are base64
 PLAIN_JSON = "application/json"  # JSON records, and every admin body
 KAFKA_V2 = "application/vnd.kafka.v2+json"  # Confluent's content type of consumer-instance requests
-RECORD_BATCH_V1 = "application/vnd.raftlog.batch.v1"  # one record batch in the log's own format (ADR 0007)
+RECORD_BATCH = "application/vnd.raftlog.batch.v2"  # one Kafka RecordBatch v2, as stored (ADR 0007, 0011)
+LEGACY_RECORD_BATCH = "application/vnd.raftlog.batch.v1"  # the format before v2: refused, naming the new one
 COLUMNAR_MSGPACK = "application/vnd.raftlog.columnar.v1+msgpack"  # a fetch page as parallel arrays
 COLUMNAR_JSON = "application/vnd.raftlog.columnar.v1+json"  # the same page as JSON, bytes as base64
 

@@ -57,9 +57,18 @@ from partitions.services import (
     PartitionState,
     ProduceResult,
     ReplicaState,
+    TimestampOffset,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
-from raftlog.storage.batch import ProducerRecord, Record, check_producer_batch, decode_records, encode_batch
+from raftlog.storage.batch import (
+    ProducerRecord,
+    Record,
+    TimestampType,
+    check_producer_batch,
+    decode_records,
+    encode_batch,
+    with_log_append_time,
+)
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
@@ -70,10 +79,23 @@ MAX_MESSAGE_BYTES_DEFAULT = 1024 * 1024
 def record_size(record: Record | ProducerRecord) -> int:
     return (
         16
-        + len(record.value)
+        + (len(record.value) if record.value is not None else 0)
         + (len(record.key) if record.key is not None else 0)
-        + sum(len(k) + len(v) for k, v in record.headers)
+        + sum(len(k) + (len(v) if v is not None else 0) for k, v in record.headers)
     )
+
+
+def stored_batch(record: Record, term: int) -> bytes:
+    """A record as a one-record stored batch, with its timestamp type."""
+    encoded = encode_batch(
+        record.offset,
+        [ProducerRecord(record.value, record.key, record.headers, record.timestamp_ms)],
+        term,
+        0,
+    )
+    if record.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        return with_log_append_time(encoded, record.timestamp_ms)
+    return encoded
 
 
 @dataclass
@@ -285,10 +307,11 @@ class FakeBroker:
                 raise SequenceTooOld(producer_id, sequence, min(window))
         base = state.end_offset
         now_ms = int(time.time() * 1000)
+        append_time = self.cluster.topics[topic].configs.get("message.timestamp.type") == "LogAppendTime"
+        kind = TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME
         for i, record in enumerate(records):
-            state.records.append(
-                Record(base + i, record.timestamp_ms or now_ms, record.key, record.value, record.headers)
-            )
+            stamp = now_ms if append_time or record.timestamp_ms is None else record.timestamp_ms
+            state.records.append(Record(base + i, stamp, record.key, record.value, record.headers, kind))
         end = state.end_offset
         if window is not None and sequence is not None:
             window[sequence] = (base, end)
@@ -334,16 +357,21 @@ class FakeBroker:
         before ``offset``: the reader skips those records)."""
         self._enter("fetch")
         state, records = await self._records(topic, partition, offset, max_bytes, timeout_ms)
-        data = b"".join(
-            encode_batch(r.offset, [ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms)], 1, 0)
-            for r in records
-        )
+        data = b"".join(stored_batch(r, 1) for r in records)
         return FetchedBatches(data, state.end_offset, state.log_start_offset)
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
         self._enter("offsets")
         state = self._led_here(topic, partition)
         return PartitionOffsets(state.log_start_offset, state.end_offset)
+
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> TimestampOffset | None:
+        self._enter("offset_for_timestamp")
+        state = self._led_here(topic, partition)
+        found = next((r for r in state.records if r.timestamp_ms >= timestamp_ms), None)
+        return None if found is None else TimestampOffset(found.offset, found.timestamp_ms)
 
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
@@ -372,12 +400,7 @@ class FakeBroker:
         out: list[bytes] = []
         budget = max_bytes
         for record in state.records[offset - state.log_start_offset :]:
-            batch = encode_batch(
-                record.offset,
-                [ProducerRecord(record.value, record.key, record.headers)],
-                state.term,
-                record.timestamp_ms,
-            )
+            batch = stored_batch(record, state.term)
             if out and len(batch) > budget:
                 break
             out.append(batch)

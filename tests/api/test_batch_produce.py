@@ -1,4 +1,5 @@
-"""Producing a record batch the client encoded (Content-Type application/vnd.raftlog.batch.v1): the same
+"""Producing a record batch the client encoded (Content-Type application/vnd.raftlog.batch.v2, Kafka's
+RecordBatch v2): the same
 answer as a JSON produce, the records exactly as sent, idempotent retries, forwarding to the leader, and
 every malformed batch refused with a 4xx that names the problem while nothing is written."""
 
@@ -7,14 +8,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import crc32c
 from fake_broker import FakeCluster
 from harness import Harness, Node
 
-from raftlog.storage.batch import ProducerRecord, decode_batch, encode_batch, split_batches
+from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, split_batches
 from raftlog_client.client import Message, RaftlogClient
-from raftlog_client.contract import BINARY_V2, RECORD_BATCH_V1
+from raftlog_client.contract import BINARY_V2, RECORD_BATCH
 
-BATCH_HEADERS = {"Content-Type": RECORD_BATCH_V1}
+BATCH_HEADERS = {"Content-Type": RECORD_BATCH}
 
 
 async def error_of(response: Any, status: int, code: int, words: str) -> None:
@@ -66,22 +68,49 @@ async def test_a_batch_sent_to_a_follower_is_forwarded_to_the_leader(
     assert [r.value for r in cluster.partitions[("t", 0)].records] == [b"via n2"]
 
 
+def _restamped(batch: bytes, at: int, value: bytes) -> bytes:
+    """``batch`` with ``value`` written at byte ``at`` and its CRC-32C computed again (so only that
+    change is wrong)."""
+    changed = bytearray(batch)
+    changed[at : at + len(value)] = value
+    changed[17:21] = crc32c.crc32c(bytes(changed[21:])).to_bytes(4, "big")
+    return bytes(changed)
+
+
 async def test_malformed_batches_are_422_and_write_nothing(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
     good = encode_batch(0, [ProducerRecord(b"v")], 0, 1)
     damaged = good[:-1] + bytes([good[-1] ^ 1])
+    zstd = encode_batch(0, [ProducerRecord(b"value " * 50)] * 3, 0, 1, compression=Compression.ZSTD)
     cases = [
-        (b"", "need 62 header bytes"),
-        (b'{"records": []}', "need 62 header bytes"),
+        (b"", "need 61 header bytes"),
+        (b'{"records": []}', "need 61 header bytes"),
         (damaged, "crc32c mismatch"),
         (good[:-1], "header says"),
-        (encode_batch(3, [ProducerRecord(b"v")], 0, 1), "base_offset 0 and term 0"),
+        (good[:16] + b"\x01" + good[17:], "magic 1"),
+        (_restamped(good, 22, b"\x05"), "unknown compression codec 5"),
+        (_restamped(zstd, len(zstd) - 8, b"\x00\x01\x02"), "records do not decode (zstd)"),
+        (_restamped(good, 22, b"\x10"), "transactional"),
         (encode_batch(0, [ProducerRecord(b"v")], 0, 2**62), "must be >= 0, <="),  # far in the future
     ]
     for body, words in cases:
         response = await n1.client.post("/topics/t/partitions/0", data=body, headers=BATCH_HEADERS)
         await error_of(response, 422, 42201, words)
     assert cluster.partitions[("t", 0)].records == []
+
+
+async def test_a_kafka_producers_base_offset_and_leader_epoch_are_overwritten(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    """A Kafka producer sends base offset 0 and leader epoch -1; whatever it sends, the leader stamps both."""
+    cluster.add_topic("t", 1)
+    for base_offset, epoch in ((0, -1), (7, 3)):
+        batch = _restamped(
+            encode_batch(base_offset, [ProducerRecord(b"v")], 0, 1), 12, epoch.to_bytes(4, "big", signed=True)
+        )
+        response = await n1.client.post("/topics/t/partitions/0", data=batch, headers=BATCH_HEADERS)
+        assert response.status == 200, await response.text()
+    assert [r.offset for r in cluster.partitions[("t", 0)].records] == [0, 1]
 
 
 async def test_batch_errors_of_the_partition_endpoint(cluster: FakeCluster, harness: Harness) -> None:
@@ -122,7 +151,7 @@ async def test_the_client_produces_batches_idempotently(cluster: FakeCluster, n1
 async def test_openapi_names_the_batch_media_type(n1: Node) -> None:
     document = await (await n1.client.get("/openapi.json")).json()
     content = document["paths"]["/topics/{topic}/partitions/{partition}"]["post"]["requestBody"]["content"]
-    assert content[RECORD_BATCH_V1] == {"schema": {"type": "string", "format": "binary"}}
+    assert content[RECORD_BATCH] == {"schema": {"type": "string", "format": "binary"}}
 
 
 async def test_a_fetch_may_ask_for_the_stored_batches(cluster: FakeCluster, n1: Node, n2: Node) -> None:
@@ -134,18 +163,16 @@ async def test_a_fetch_may_ask_for_the_stored_batches(cluster: FakeCluster, n1: 
     )
     for node in (n1, n2):  # n2 forwards to the leader
         response = await node.client.get(
-            "/topics/t/partitions/0/records?offset=1", headers={"Accept": RECORD_BATCH_V1}
+            "/topics/t/partitions/0/records?offset=1", headers={"Accept": RECORD_BATCH}
         )
-        assert response.status == 200 and response.content_type == RECORD_BATCH_V1
+        assert response.status == 200 and response.content_type == RECORD_BATCH
         assert response.headers["X-Raftlog-High-Watermark"] == "2"
         batches = [decode_batch(b) for b in split_batches(await response.read())]
         assert [(r.offset, r.key, r.value) for b in batches for r in b.records] == [(1, b"k", b"b")]
-    empty = await n1.client.get(
-        "/topics/t/partitions/0/records?offset=2", headers={"Accept": RECORD_BATCH_V1}
-    )
+    empty = await n1.client.get("/topics/t/partitions/0/records?offset=2", headers={"Accept": RECORD_BATCH})
     assert empty.status == 200 and await empty.read() == b""
     await error_of(
-        await n1.client.get("/topics/t/partitions/0/records?offset=9", headers={"Accept": RECORD_BATCH_V1}),
+        await n1.client.get("/topics/t/partitions/0/records?offset=9", headers={"Accept": RECORD_BATCH}),
         416,
         41601,
         "9",
@@ -159,7 +186,7 @@ async def test_nothing_is_produced_into_the_consumer_groups_topic(cluster: FakeC
     cluster.add_topic("__consumer_groups", 1)
     batch = encode_batch(0, [ProducerRecord(b"x")], 0, 1)
     requests = [
-        ("/topics/__consumer_groups/partitions/0", batch, RECORD_BATCH_V1),
+        ("/topics/__consumer_groups/partitions/0", batch, RECORD_BATCH),
         ("/topics/__consumer_groups/partitions/0", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
         ("/topics/__consumer_groups", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
     ]

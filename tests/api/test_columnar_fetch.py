@@ -14,8 +14,8 @@ from harness import Node
 from api.app import ROUTES
 from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.openapi import document
-from raftlog.storage.batch import Record
-from raftlog_client.contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH_V1
+from raftlog.storage.batch import Record, TimestampType
+from raftlog_client.contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH
 
 RECORDS = [
     {"value": base64.b64encode(b"\x00\xffraw").decode(), "key": base64.b64encode(b"k1").decode()},
@@ -46,6 +46,7 @@ def test_empty_page_has_empty_arrays() -> None:
         "partition": 3,
         "offsets": [],
         "timestamps": [],
+        "timestamp_types": [],
         "keys": [],
         "values": [],
         "headers": [],
@@ -53,14 +54,20 @@ def test_empty_page_has_empty_arrays() -> None:
 
 
 def test_both_encodings_carry_the_same_columns() -> None:
-    records = [Record(7, 1000, None, b"v", ()), Record(8, 1001, b"k", b"\x01", (("a", b"\xfe"),))]
+    records = [
+        Record(7, 1000, None, b"v", ()),
+        Record(8, 1001, b"k", b"\x01", (("a", b"\xfe"),)),
+        Record(9, 1002, b"gone", None, (("n", None),), TimestampType.LOG_APPEND_TIME),  # a tombstone
+    ]
     packed = msgpack.unpackb(encode_columnar("t", 0, records, Columnar.MSGPACK))
     texted = json.loads(encode_columnar("t", 0, records, Columnar.JSON))
-    assert packed["offsets"] == texted["offsets"] == [7, 8]
-    assert packed["timestamps"] == texted["timestamps"] == [1000, 1001]
-    assert packed["keys"] == [None, b"k"] and texted["keys"] == [None, "aw=="]
-    assert packed["values"] == [b"v", b"\x01"] and texted["values"] == ["dg==", "AQ=="]
-    assert packed["headers"] == [[], [["a", b"\xfe"]]] and texted["headers"] == [[], [["a", "/g=="]]]
+    assert packed["offsets"] == texted["offsets"] == [7, 8, 9]
+    assert packed["timestamps"] == texted["timestamps"] == [1000, 1001, 1002]
+    assert packed["timestamp_types"] == texted["timestamp_types"] == [0, 0, 1]
+    assert packed["keys"] == [None, b"k", b"gone"] and texted["keys"] == [None, "aw==", "Z29uZQ=="]
+    assert packed["values"] == [b"v", b"\x01", None] and texted["values"] == ["dg==", "AQ==", None]
+    assert packed["headers"] == [[], [["a", b"\xfe"]], [["n", None]]]
+    assert texted["headers"] == [[], [["a", "/g=="]], [["n", None]]]
 
 
 async def test_columnar_fetch_returns_the_records_as_arrays(cluster: FakeCluster, n1: Node) -> None:
@@ -122,4 +129,4 @@ def test_openapi_documents_the_columnar_media_types() -> None:
         "get"
     ]
     content = fetch["responses"]["200"]["content"]
-    assert set(content) == {"application/json", COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH_V1}
+    assert set(content) == {"application/json", COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH}

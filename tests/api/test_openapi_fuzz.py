@@ -47,7 +47,7 @@ from api.openapi import document
 from partitions.peer_client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord
-from raftlog_client.contract import RECORD_BATCH_V1
+from raftlog_client.contract import RECORD_BATCH
 
 T = TypeVar("T")
 TOPICS: dict[str, list[list[str]]] = {
@@ -59,7 +59,7 @@ EXAMPLES_PER_OPERATION = int(os.environ.get("RAFTLOG_FUZZ_EXAMPLES", "40"))  # m
 
 
 # opaque binary bodies, sent as they are: a peer call's msgpack, a producer-encoded record batch
-schemathesis.serializer.alias([PEER_MEDIA_TYPE, RECORD_BATCH_V1], "application/octet-stream")
+schemathesis.serializer.alias([PEER_MEDIA_TYPE, RECORD_BATCH], "application/octet-stream")
 
 CHECKS: list[CheckFunction] = [
     not_a_server_error,

@@ -86,28 +86,57 @@ json_values = st.recursive(
 @given(
     key=json_values,
     value=json_values,
-    headers=st.lists(st.tuples(st.text(max_size=5), st.text(max_size=5)), max_size=3),
+    headers=st.lists(st.tuples(st.text(max_size=5), st.none() | st.text(max_size=5)), max_size=3),
+    timestamp=st.none() | st.integers(0, 2**63 - 1),
 )
-def test_json_flavour_round_trips(key: Any, value: Any, headers: list[tuple[str, str]]) -> None:
-    body = {
-        "records": [{"key": key, "value": value, "headers": [{"key": k, "value": v} for k, v in headers]}]
+def test_json_flavour_round_trips(
+    key: Any, value: Any, headers: list[tuple[str, str | None]], timestamp: int | None
+) -> None:
+    record: dict[str, Any] = {
+        "key": key,
+        "value": value,
+        "headers": [{"key": k, "value": v} for k, v in headers],
     }
-    parsed = parse_produce(body, Flavour.JSON).records[0]
+    if timestamp is not None:
+        record["timestamp"] = timestamp
+    parsed = parse_produce({"records": [record]}, Flavour.JSON).records[0]
+    assert parsed.timestamp_ms == timestamp
     stored = Record(0, 1, parsed.key, parsed.value, parsed.headers)
     rendered = render_record("t", 0, stored, Flavour.JSON)
     assert rendered["format"] == "json"
-    assert rendered["value"] == value and rendered["key"] == key  # a JSON null key is "no key"
+    assert rendered["value"] == value and rendered["key"] == key  # null: no key, or no value (a tombstone)
     assert rendered["headers"] == [{"key": k, "value": v} for k, v in headers]
-    assert parsed.value == dump_json(value)
+    assert parsed.value == (None if value is None else dump_json(value))
+    assert parsed.key == (None if key is None else dump_json(key))
+
+
+def test_a_stored_json_null_text_is_rendered_binary_so_null_always_means_absent() -> None:
+    """The 4 bytes ``null`` (a binary produce or a Kafka client can store them) are not a tombstone."""
+    rendered = render_record("t", 0, Record(0, 1, b"null", b"null", (("h", None),)), Flavour.JSON)
+    assert (rendered["format"], rendered["key"], rendered["value"]) == ("binary", "bnVsbA==", "bnVsbA==")
+    assert rendered["headers"] == [{"key": "h", "value": None}]
+    tombstone = render_record("t", 0, Record(0, 1, b'"k"', None), Flavour.JSON)
+    assert (tombstone["format"], tombstone["key"], tombstone["value"]) == ("json", "k", None)
+
+
+def test_produced_timestamps_are_checked() -> None:
+    for bad, words in (
+        (-1, "outside"),
+        ("5", "must be an integer"),
+        (True, "must be an integer"),
+        (2**63, "outside"),
+    ):
+        with pytest.raises(BadRequest, match=rf"records\[0\].timestamp: .*{words}"):
+            parse_produce({"records": [{"value": 1, "timestamp": bad}]}, Flavour.JSON)
 
 
 @given(
     key=st.none() | st.binary(max_size=20),
-    value=st.binary(max_size=50),
-    headers=st.lists(st.tuples(st.text(max_size=5), st.binary(max_size=5)), max_size=3),
+    value=st.none() | st.binary(max_size=50),
+    headers=st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=3),
 )
 def test_binary_flavour_round_trips_any_bytes(
-    key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
+    key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]]
 ) -> None:
     stored = Record(3, 1, key, value, tuple(headers))
     rendered = render_record("t", 0, stored, Flavour.BINARY)
@@ -116,7 +145,7 @@ def test_binary_flavour_round_trips_any_bytes(
     assert (parsed.key, parsed.value, parsed.headers) == (key, value, tuple(headers))
     fallback = render_record("t", 0, stored, Flavour.JSON)
     if fallback["format"] == "binary":
-        assert base64.b64decode(fallback["value"]) == value
+        assert fallback["value"] is None if value is None else base64.b64decode(fallback["value"]) == value
 
 
 def test_metric_names_and_histograms() -> None:
