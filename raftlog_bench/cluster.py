@@ -387,10 +387,12 @@ class Http:
         self.node_of_url = {url: node for node, url in url_of_node.items()}
         return url_of_node
 
-    async def create_topic(self, name: str, partitions: int) -> float:
+    async def create_topic(self, name: str, partitions: int, configs: dict[str, Any] | None = None) -> float:
         """Create the topic and wait until every partition has a leader; the seconds it took."""
         start = time.monotonic()
-        await self.admin.create_topic(name, partitions=partitions, replication_factor=REPLICATION_FACTOR)
+        await self.admin.create_topic(
+            name, partitions=partitions, replication_factor=REPLICATION_FACTOR, configs=configs
+        )
         while True:
             with contextlib.suppress(ClientError):  # e.g. a node that does not know the topic yet
                 views = await self.admin.partitions(name)

@@ -61,6 +61,7 @@ from raftlog_bench.cluster import (
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.storage import positive_ints, wait_quiet
 from raftlog_bench.targets import (
+    COMPRESSIONS,
     FETCH_FORMATS,
     LEADERS_SETTLE_S,
     PRODUCE_FORMATS,
@@ -118,6 +119,7 @@ class Workload:
     produce_format: str = "batch"  # raftlog: a record batch the client encodes, or "json" (binary flavour)
     fetch_format: str = "batch"  # raftlog: the stored batches, decoded by the client, or "columnar" pages
     settle_s: float = LEADERS_SETTLE_S  # raftlog: leaders of a new topic stand still this long first
+    compression: str = "none"  # raftlog: the topic's compression.type, and the batch producer's codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,8 @@ class Report:
     idle: IdleResult | None = None
     restart: RestartResult | None = None
     failures: dict[str, str] = field(default_factory=dict)  # system -> why it was not measured
+    # raftlog with --compression: record bytes -> a batch's stored size over its uncompressed size
+    stored_ratios: dict[int, float] = field(default_factory=dict)
 
 
 # -- statistics and formatting (pure) --------------------------------------------------------------------
@@ -332,7 +336,8 @@ def format_report(report: Report) -> str:
         f"  workload: records {', '.join(size_label(s) for s in w.record_sizes)}, batch {w.batch_records},"
         f" {w.partitions} partitions x 3 replicas, {w.concurrency} batches in flight, {w.seconds:g} s per"
         f" produce phase, acks={w.acks}; single-record at {w.single_rate:g}/s for {w.single_seconds:g} s;"
-        f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}",
+        f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}, "
+        f"compression: {w.compression}",
         f"  machine: {report.machine.get('cpus')} CPUs, Python {report.machine.get('python')},"
         f" event loop {report.machine.get('loop')}; the load generator shares the machine with the servers",
     ]
@@ -349,6 +354,11 @@ def format_report(report: Report) -> str:
     for system, why in report.failures.items():
         lines.append(f"{system:9s} not measured: {why}")
     lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])
+    if report.stored_ratios:
+        sizes = ", ".join(
+            f"{ratio:.3f} at {size_label(size)}" for size, ratio in sorted(report.stored_ratios.items())
+        )
+        lines += ["", f"compression {w.compression}: batches stored at {sizes} of their uncompressed size"]
     if report.idle is not None:
         idle = report.idle
         per = ", ".join(f"{name} {value:.1f}%" for name, value in idle.server_cpu_pct.items())
@@ -753,8 +763,12 @@ def run_raftlog(
     async def against(urls: list[str], pids: dict[str, int], cluster: LocalCluster | None) -> None:
         fetch = workload.fetch_bytes
         formats = (workload.produce_format, workload.fetch_format)
-        target = RaftlogTarget(urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s)
+        target = RaftlogTarget(
+            urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s,
+            compression=workload.compression,
+        )  # fmt: skip
         report.phases += await drive(target, workload, pids, prefix)
+        report.stored_ratios.update(target.stored_ratios)
         if (idle_partitions > 0 or restart_mib > 0) and pids:
             extra = RaftlogTarget(urls, token, fetch, settle_s=0)  # idle, restart: measured as before
             await extra.connect()
@@ -964,6 +978,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-format", choices=FETCH_FORMATS, default="batch",
                         help="raftlog reads: the stored batches, decoded and CRC-checked by the client, or "
                         "columnar msgpack pages (batch)")  # fmt: skip
+    parser.add_argument("--compression", choices=tuple(COMPRESSIONS), default="none",
+                        help="raftlog: the topic's compression.type, used by the batch producer too, on "
+                        "varied log-line records; prints the stored size ratio (none)")  # fmt: skip
     parser.add_argument("--single-rate", type=float, default=1000.0,
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
@@ -1010,6 +1027,10 @@ def problem(args: argparse.Namespace) -> str | None:
         (0 <= args.wait_quiet <= 3600, "--wait-quiet must be in [0, 3600]"),
         (0 <= args.settle_seconds <= 60, "--settle-seconds must be in [0, 60]"),
         (args.system == "raftlog" or not args.compare, "--compare goes with --system raftlog"),
+        (
+            args.compression == "none" or not args.compare,
+            "--compression measures raftlog alone: no --compare",
+        ),
         (args.servers is None or args.system == "raftlog", "--servers is a raftlog cluster"),
         (
             args.servers is None or args.restart_mib == 0,
@@ -1040,6 +1061,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         produce_format=args.produce_format,
         fetch_format=args.fetch_format,
         settle_s=args.settle_seconds,
+        compression=args.compression,
     )
 
 

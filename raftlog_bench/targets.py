@@ -14,15 +14,16 @@ import base64
 import contextlib
 import json
 import os
+import random
 import sys
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgpack
 
-from raftlog.storage.batch import ProducerRecord, encode_batch, record_rows, split_batches
+from raftlog.storage.batch import Compression, ProducerRecord, encode_batch, record_rows, split_batches
 from raftlog_bench.cluster import REMOVAL_METRIC, Http
 from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH
 from raftlog_client.errors import ClientError
@@ -62,6 +63,39 @@ class Layout:
     batch_records: int
 
 
+COMPRESSIONS: dict[str, Compression] = {
+    "none": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+_WORDS = (
+    "GET", "POST", "PUT", "DELETE", "/api/v1/orders", "/api/v1/users", "/health", "/metrics", "200", "201",
+    "204", "404", "500", "eu-west-1", "us-east-2", "checkout", "payment", "inventory", "shipping", "user_id",
+    "order_id", "session", "trace", "span", "latency_ms", "status", "region", "service", "info", "error",
+)  # fmt: skip
+
+
+def sample_values(size: int, count: int, seed: int = 7) -> list[bytes]:
+    """``count`` different log-line-like JSON records of exactly ``size`` bytes: what a compressed topic
+    typically carries (field names repeat, values vary), seeded so that runs compare."""
+    rng = random.Random(seed)
+    values = []
+    for i in range(count):
+        line = json.dumps(
+            {
+                "ts": 1_700_000_000_000 + i * 17 + rng.randrange(1000),
+                "level": rng.choice(("info", "warn", "error", "debug")),
+                "service": rng.choice(_WORDS),
+                "request_id": f"{rng.getrandbits(64):016x}",
+                "msg": " ".join(rng.choice(_WORDS) for _ in range(size // 6)),
+            }
+        ).encode()
+        values.append(line[:size].ljust(size, b" "))
+    return values
+
+
 class Target(Protocol):
     """A running cluster of one system, reached from this process."""
 
@@ -97,9 +131,15 @@ class RaftlogTarget:
     """raftlog through its HTTP API: one batch per produce request (acks = a majority has it fsynced),
     columnar msgpack fetches to read back.
 
-    ``produce_format="batch"`` encodes a record batch per request here, as a Kafka producer does, and
-    posts it as ``application/vnd.raftlog.batch.v1``; ``"json"`` posts one prepared binary-flavour JSON
-    body (base64 values) for every request. ``fetch_format="batch"`` reads the stored batches and unpacks
+    ``produce_format="batch"`` encodes a record batch (Kafka's RecordBatch v2) per request here, as a
+    Kafka producer does, and posts it as ``application/vnd.raftlog.batch.v2``; ``"json"`` posts one
+    prepared binary-flavour JSON body (base64 values) for every request.
+
+    ``compression`` other than ``"none"`` creates the topic with that ``compression.type``, has the batch
+    producer compress with it too (as a Kafka producer's ``compression.type``; the leader then stores the
+    batch as it came) and uses varied text records (``sample_values``) instead of one random value, so
+    that the ratio means something; ``stored_ratios`` then holds a batch's stored size over its
+    uncompressed size, by record size. ``fetch_format="batch"`` reads the stored batches and unpacks
     their rows here (CRC-checked); ``"columnar"`` reads msgpack pages of parallel arrays.
 
     ``route="leader"`` sends each request to the partition's leader, as a Kafka client does: the leaders
@@ -117,6 +157,7 @@ class RaftlogTarget:
         produce_format: str = "batch",
         fetch_format: str = "batch",
         settle_s: float = LEADERS_SETTLE_S,
+        compression: str = "none",
     ) -> None:
         if route not in ROUTES:
             raise ValueError(f"route {route!r}: one of {', '.join(ROUTES)}")
@@ -124,8 +165,13 @@ class RaftlogTarget:
             raise ValueError(f"produce_format {produce_format!r}: one of {', '.join(PRODUCE_FORMATS)}")
         if fetch_format not in FETCH_FORMATS:
             raise ValueError(f"fetch_format {fetch_format!r}: one of {', '.join(FETCH_FORMATS)}")
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression {compression!r}: one of {', '.join(COMPRESSIONS)}")
         self.produce_format = produce_format
         self.fetch_format = fetch_format
+        self.compression = compression
+        self._codec = COMPRESSIONS[compression]
+        self.stored_ratios: dict[int, float] = {}
         self._accept = RECORD_BATCH if fetch_format == "batch" else COLUMNAR_MSGPACK
         self._content_type = RECORD_BATCH if produce_format == "batch" else BINARY_V2
         self._produce_headers = {"Content-Type": self._content_type}
@@ -157,12 +203,27 @@ class RaftlogTarget:
     async def create(self, layout: Layout) -> None:
         self.layout = layout
         self._topic_path = f"/topics/{urllib.parse.quote(layout.name, safe='')}"
-        raw = os.urandom(layout.record_bytes)
-        self._batch_records = [ProducerRecord(raw)] * layout.batch_records
-        value = base64.b64encode(raw).decode("ascii")
-        self._batch_body = json.dumps({"records": [{"value": value}] * layout.batch_records}).encode()
-        self._one_body = json.dumps({"records": [{"value": value}]}).encode()
-        created_s = await self.http.create_topic(layout.name, layout.partitions)
+        configs: dict[str, Any] = {}
+        if self._codec is Compression.NONE:
+            values = [os.urandom(layout.record_bytes)] * layout.batch_records
+        else:
+            values = sample_values(layout.record_bytes, layout.batch_records)
+            configs["compression.type"] = self.compression
+        self._batch_records = [ProducerRecord(value) for value in values]
+        texts = [base64.b64encode(value).decode("ascii") for value in values]
+        self._batch_body = json.dumps({"records": [{"value": text} for text in texts]}).encode()
+        self._one_body = json.dumps({"records": [{"value": texts[0]}]}).encode()
+        if self._codec is not Compression.NONE:
+            plain = encode_batch(0, self._batch_records, 0, 0)
+            stored = len(self._encode(self._batch_records)) / len(plain)
+            self.stored_ratios[layout.record_bytes] = stored
+            print(
+                f"raftlog: {self.compression} batches of {layout.batch_records} x {layout.record_bytes} B"
+                f" are stored at {stored:.3f} of their uncompressed size",
+                file=sys.stderr,
+                flush=True,
+            )
+        created_s = await self.http.create_topic(layout.name, layout.partitions, configs)
         print(f"raftlog: {layout.name} created and led in {created_s:.2f} s", file=sys.stderr, flush=True)
         if self.settle_s > 0:
             await self._settle_leaders(layout.name)
@@ -259,9 +320,8 @@ class RaftlogTarget:
         else:
             await self._post(worker, partition, self._one_body)
 
-    @staticmethod
-    def _encode(records: list[ProducerRecord]) -> bytes:
-        return encode_batch(0, records, 0, int(time.time() * 1000))
+    def _encode(self, records: list[ProducerRecord]) -> bytes:
+        return encode_batch(0, records, 0, int(time.time() * 1000), compression=self._codec)
 
     async def consume(self, partition: int, records: int, deadline: float) -> tuple[int, int]:
         if self.layout is None:

@@ -152,9 +152,20 @@ def _topic_describe(args: argparse.Namespace) -> int:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    """One record per ``--value``, or one per line of stdin (the line ending removed)."""
-    values = args.value if args.value else [line.rstrip("\r\n") for line in sys.stdin]
-    messages = [Message(v, key=args.key, partition=args.partition) for v in values]
+    """One record per ``--value``, one tombstone (null value) with ``--tombstone``, or one per line of
+    stdin (the line ending removed); each with ``--key``, the ``--header`` pairs and ``--timestamp``."""
+    values: list[str | None]
+    if args.tombstone:
+        if args.value or args.key is None:
+            raise SystemExit("raftlog: --tombstone produces one null value for --key (and takes no --value)")
+        values = [None]
+    else:
+        values = list(args.value) if args.value else [line.rstrip("\r\n") for line in sys.stdin]
+    headers = [(name, None if value is None else value) for name, value in args.header]
+    messages = [
+        Message(v, key=args.key, headers=headers, partition=args.partition, timestamp_ms=args.timestamp)
+        for v in values
+    ]
 
     async def work(client: RaftlogClient) -> int:
         for start in range(0, len(messages), args.batch):
@@ -171,13 +182,18 @@ def _consume(args: argparse.Namespace) -> int:
 
     if args.group is not None:
         return _consume_group(args)
-    if args.partition is None or (args.offset is None and not args.from_beginning):
-        raise SystemExit("raftlog: consume needs --partition and --from-beginning or --offset, or --group")
+    if args.partition is None or (args.offset is None and not args.from_beginning and args.timestamp is None):
+        raise SystemExit(
+            "raftlog: consume needs --partition and --from-beginning, --offset or --timestamp, or --group"
+        )
 
     async def work(client: RaftlogClient) -> int:
         offset = args.offset
         if args.from_beginning:
             offset, _ = await client.offsets(args.topic, args.partition)
+        elif args.timestamp is not None:
+            found = await client.offset_for_timestamp(args.topic, args.partition, args.timestamp)
+            offset = (await client.offsets(args.topic, args.partition))[1] if found is None else found[0]
         async for record in client.consume(
             args.topic, args.partition, offset, max_records=args.max, follow=args.follow
         ):
@@ -195,10 +211,37 @@ def _record_row(record: FetchedRecord) -> dict[str, Any]:
         "partition": record.partition,
         "offset": record.offset,
         "timestamp": record.timestamp_ms,
+        "timestamp_type": record.timestamp_type,
         "key": _text(record.key),
         "value": _text(record.value),
-        "headers": {k: _text(v) for k, v in record.headers},
+        "headers": [[k, _text(v)] for k, v in record.headers],
     }
+
+
+def _offsets(args: argparse.Namespace) -> int:
+    """A partition's first and next offsets; with ``--timestamp``, the first offset at or after it."""
+
+    async def work(client: RaftlogClient) -> int:
+        if args.timestamp is None:
+            beginning, end = await client.offsets(args.topic, args.partition)
+            print(json.dumps({"beginning_offset": beginning, "end_offset": end}))
+            return 0
+        found = await client.offset_for_timestamp(args.topic, args.partition, args.timestamp)
+        offset, record_timestamp = (None, None) if found is None else found
+        print(
+            json.dumps({"timestamp": args.timestamp, "offset": offset, "record_timestamp": record_timestamp})
+        )
+        return 0
+
+    return _with_client(args, work)
+
+
+def _header_pair(text: str) -> tuple[str, str | None]:
+    """``NAME=VALUE`` (UTF-8), or ``NAME`` alone for a header with a null value."""
+    name, equals, value = text.partition("=")
+    if not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: a header is NAME=VALUE, or NAME for a null value")
+    return name, value if equals else None
 
 
 def _consume_group(args: argparse.Namespace) -> int:
@@ -306,6 +349,14 @@ def _add_cluster_commands(commands: Any) -> None:
     produce.add_argument("--key", help="record key (UTF-8); records with a key go to murmur2(key)")
     produce.add_argument("--partition", type=_non_negative, help="send every record to this partition")
     produce.add_argument("--batch", type=_positive, default=500, help="records per request (default 500)")
+    produce.add_argument("--tombstone", action="store_true", help="produce one null value for --key")
+    produce.add_argument(
+        "--header", action="append", type=_header_pair, default=[], metavar="NAME[=VALUE]",
+        help="a header on every record (repeatable); NAME alone: a null value",
+    )  # fmt: skip
+    produce.add_argument(
+        "--timestamp", type=_non_negative, metavar="MS", help="CreateTime of every record (default: now)"
+    )
     produce.set_defaults(run=_produce)
 
     consume = commands.add_parser(
@@ -317,9 +368,24 @@ def _add_cluster_commands(commands: Any) -> None:
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the log start offset")
     start.add_argument("--offset", type=_non_negative, help="start at this offset")
+    start.add_argument(
+        "--timestamp", type=_non_negative, metavar="MS",
+        help="start at the first record whose timestamp is at or after MS (the end when none is)",
+    )  # fmt: skip
     consume.add_argument("--max", type=_positive, help="stop after this many records")
     consume.add_argument("--follow", action="store_true", help="wait for new records (until --max or Ctrl-C)")
     consume.set_defaults(run=_consume)
+
+    offsets = commands.add_parser(
+        "offsets", parents=[server], help="a partition's first and next offsets, or the offset at a time"
+    )
+    offsets.add_argument("topic")
+    offsets.add_argument("--partition", type=_non_negative, required=True)
+    offsets.add_argument(
+        "--timestamp", type=_non_negative, metavar="MS",
+        help="the first offset whose record's timestamp is at or after MS (null when none is)",
+    )  # fmt: skip
+    offsets.set_defaults(run=_offsets)
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
 
 

@@ -3,13 +3,22 @@ producer id and sequence in its header; a malformed one is refused before anythi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from test_node import cluster, controller_leader, partition_leader, until  # noqa: F401 (fixture)
 
 from partitions.node import Node
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage import ProducerRecord
-from raftlog.storage.batch import decode_batch, encode_batch, split_batches
+from raftlog.storage.batch import (
+    Compression,
+    TimestampType,
+    decode_batch,
+    encode_batch,
+    split_batches,
+    with_log_append_time,
+)
 from raftlog.storage.errors import InvalidRecord, RecordTooLarge
 
 
@@ -29,7 +38,7 @@ async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: 
     refused = [
         encode_batch(0, [ProducerRecord(b"x" * 5000)], 0, 60),  # over max.message.bytes
         batch[:-1] + bytes([batch[-1] ^ 1]),  # damaged
-        encode_batch(7, records, 0, 60),  # offsets are the leader's to assign
+        with_log_append_time(encode_batch(0, records, 0, 60), 70),  # the leader stamps LogAppendTime
     ]
     for bad, error in zip(refused, (RecordTooLarge, InvalidRecord, InvalidRecord), strict=True):
         with pytest.raises(error):
@@ -55,3 +64,50 @@ async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: 
             (0, 50, b"k", b"a", (("h", b"1"),)),
             (1, 60, None, b"b", ()),
         ]
+        # stored as sent: only the base offset (bytes 0-7) and the leader epoch (12-15) are stamped
+        [on_disk] = replica.log.read_batches(0, 1 << 20)
+        assert on_disk.data[8:12] + on_disk.data[16:] == batch[8:12] + batch[16:]
+        assert decode_batch(on_disk.data).header.term == replica.group.status().term
+
+
+async def test_the_topics_codec_and_log_append_time_are_applied_by_the_leader(
+    cluster: list[Node],  # noqa: F811
+) -> None:
+    """``compression.type`` zstd recompresses a producer's gzip batch and compresses records produced one
+    by one; LogAppendTime stamps the leader's clock; every replica stores the same bytes; offsets by
+    timestamp find the first record at or after a time."""
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    configs = {"compression.type": "zstd", "message.timestamp.type": "LogAppendTime"}
+    metadata = await controller.frontend.create_topic("stamped", 1, 3, configs)
+    await until(lambda: all("stamped" in n.metadata.topics() for n in cluster), what="topic on every node")
+    leader = await until(lambda: partition_leader(cluster, "stamped"), what="partition leader")
+
+    before = int(time.time() * 1000)
+    gzip = encode_batch(
+        0, [ProducerRecord(b"g" * 200, timestamp_ms=5)] * 4, 0, 60, compression=Compression.GZIP
+    )
+    await leader.data.produce_batch("stamped", 0, gzip, 5000)
+    await leader.data.produce(
+        "stamped", 0, [ProducerRecord(None, key=b"gone", timestamp_ms=6)], None, None, 5000
+    )
+    after = int(time.time() * 1000)
+
+    stored: dict[str, list[bytes]] = {}
+    for node in cluster:
+        replica = node.replicas.get(metadata.group_id(0))
+        await until(lambda r=replica: r.machine.high_watermark == 5, what=f"{node.node_id} caught up")
+        stored[node.node_id] = [b.data for b in replica.log.read_batches(0, 1 << 20)]
+    assert len({tuple(batches) for batches in stored.values()}) == 1  # identical bytes on every replica
+    decoded = [decode_batch(data) for data in next(iter(stored.values()))]
+    assert [d.header.compression for d in decoded] == [Compression.ZSTD, Compression.ZSTD]
+    assert {d.header.timestamp_type for d in decoded} == {TimestampType.LOG_APPEND_TIME}
+    records = [r for d in decoded for r in d.records]
+    assert [r.value for r in records] == [b"g" * 200] * 4 + [None]
+    assert all(before <= r.timestamp_ms <= after for r in records)
+    assert records[4].key == b"gone" and records[3].timestamp_ms <= records[4].timestamp_ms
+
+    first = await leader.data.offset_for_timestamp("stamped", 0, 0)
+    assert first is not None and (first.offset, first.timestamp_ms) == (0, records[0].timestamp_ms)
+    last = await leader.data.offset_for_timestamp("stamped", 0, records[4].timestamp_ms)
+    assert last is not None and last.offset == (4 if records[4].timestamp_ms > records[3].timestamp_ms else 0)
+    assert await leader.data.offset_for_timestamp("stamped", 0, after + 1) is None

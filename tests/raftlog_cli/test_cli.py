@@ -111,3 +111,42 @@ async def test_consume_as_a_group_member_commits_what_it_printed(
     assert sorted((o["partition"], o["offset"]) for o in committed["offsets"]) == [(0, 2), (1, 1)]
     code, out, _ = await run(capsys, "consume", "t", "--group", "g", "--server", n1.url)
     assert (code, out) == (0, "")  # the group goes on from its committed offsets
+
+
+async def test_tombstones_headers_timestamps_and_offsets_by_time(
+    cluster: FakeCluster, n1: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 1)
+    server = ("--server", n1.url)
+    for argv in (
+        ("--value", "a", "--timestamp", "100", "--header", "h=1", "--header", "empty"),
+        ("--value", "b", "--timestamp", "300"),
+        ("--tombstone", "--key", "gone", "--timestamp", "200"),
+    ):
+        code, _, err = await run(capsys, "produce", "t", "--partition", "0", *argv, *server)
+        assert code == 0, err
+    code, out, _ = await run(capsys, "consume", "t", "--partition", "0", "--from-beginning", *server)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["key"], r["value"], r["timestamp"], r["timestamp_type"]) for r in rows] == [
+        (None, "a", 100, "CreateTime"),
+        (None, "b", 300, "CreateTime"),
+        ("gone", None, 200, "CreateTime"),
+    ]
+    assert rows[0]["headers"] == [["h", "1"], ["empty", None]]
+
+    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--timestamp", "150", *server)
+    assert json.loads(out) == {"timestamp": 150, "offset": 1, "record_timestamp": 300}
+    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--timestamp", "301", *server)
+    assert json.loads(out) == {"timestamp": 301, "offset": None, "record_timestamp": None}
+    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", *server)
+    assert json.loads(out) == {"beginning_offset": 0, "end_offset": 3}
+    code, out, _ = await run(capsys, "consume", "t", "--partition", "0", "--timestamp", "250", *server)
+    assert [json.loads(line)["offset"] for line in out.splitlines()] == [1, 2]
+    code, out, _ = await run(capsys, "consume", "t", "--partition", "0", "--timestamp", "999", *server)
+    assert code == 0 and out == ""
+
+
+def test_a_tombstone_needs_a_key_and_no_value() -> None:
+    for argv in (["--tombstone"], ["--tombstone", "--key", "k", "--value", "v"]):
+        with pytest.raises(SystemExit, match="--tombstone produces one null value"):
+            main(["produce", "t", *argv])
