@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
 
@@ -30,7 +31,6 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import (
-    BatchHeader,
     Compression,
     ProducerRecord,
     Record,
@@ -39,13 +39,12 @@ from raftlog.storage.batch import (
     recompress,
     with_log_append_time,
 )
-from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import LogView
 
 LEADER_READY_WAIT_S = 2.0
 TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
-READ_THREADS = 2  # threads that read (pread, CRC check) fetched batches off the event loop
+READ_THREADS = 2  # threads that read (pread, CRC check) and compress batches off the event loop
 INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loop: a thread hop costs more
 NO_TIMESTAMP_LIMIT = 2**63 - 1
 # the topic's compression.type -> the codec the leader stores batches with (None: as the producer sent it)
@@ -149,7 +148,11 @@ class DataPlane:
         config = replica.log.config
         now = self._clock()
         codec = STORED_CODEC[config.compression_type] or Compression.NONE
-        batch = encode_batch(0, records, 0, now, producer_id, sequence, compression=codec)
+        if codec is Compression.NONE:
+            batch = encode_batch(0, records, 0, now, producer_id, sequence)
+        else:  # compressing takes longer than the event loop should be held
+            encode = functools.partial(encode_batch, compression=codec)
+            batch = await self._off_loop(encode, 0, records, 0, now, producer_id, sequence)
         if config.timestamp_type == "LogAppendTime":
             batch = with_log_append_time(batch, now)
         return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
@@ -167,8 +170,15 @@ class DataPlane:
         header = check_producer_batch(
             batch, NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
         )
-        batch = stored_form(batch, header, config, now)
+        codec = STORED_CODEC[config.compression_type]
+        if codec is not None and codec is not header.compression:  # recompressing: off the event loop
+            batch = await self._off_loop(recompress, batch, header, codec)
+        if append_time:
+            batch = with_log_append_time(batch, now)
         return await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+
+    async def _off_loop(self, work: Callable[..., bytes], *args: object) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)
 
     async def _propose_batch(
         self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int
@@ -286,17 +296,6 @@ class DataPlane:
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
-
-
-def stored_form(batch: bytes, header: BatchHeader, config: LogConfig, now_ms: int) -> bytes:
-    """A checked producer batch as the topic stores it: in the topic's codec unless that is ``producer``,
-    stamped with ``now_ms`` when the topic keeps LogAppendTime."""
-    codec = STORED_CODEC[config.compression_type]
-    if codec is not None and codec is not header.compression:
-        batch = recompress(batch, header, codec)
-    if config.timestamp_type == "LogAppendTime":
-        batch = with_log_append_time(batch, now_ms)
-    return batch
 
 
 def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:

@@ -425,11 +425,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve_module.add_arguments(serve)
     serve.set_defaults(run=_serve)
 
-    from raftlog_bench import cluster, curve, gossip, perf, scale, storage
+    from raftlog_bench import cluster, codec, curve, gossip, perf, scale, storage
 
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    for module in (storage, cluster, perf, scale, curve, gossip):  # each: DESCRIPTION, options, run
+    for module in (storage, codec, cluster, perf, scale, curve, gossip):  # each: DESCRIPTION, options, run
         command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
         module.add_arguments(command)
         command.set_defaults(run=module.run_from_args)

@@ -1,0 +1,221 @@
+"""``raftlog bench codec``: what the stored batch format costs per record, and what each codec saves.
+
+On one machine, in one process, no I/O:
+
+1. encode and decode of one batch of ``--batch`` records of each ``--record-size``, in µs per record:
+   raftlog's codec (``raftlog.storage.batch``: Kafka's RecordBatch v2 through aiokafka's compiled record
+   code), kafka-python's pure-Python record classes for the same format (an independent implementation:
+   what a codec written in Python costs; skipped when it is not installed), and the format stored before
+   (magic 1, msgpack records: ``raftlog.storage.legacy_batch``; its decode, and the encode it had);
+2. for each codec (none, gzip, snappy, lz4, zstd), on varied log-line records (the ones ``bench perf
+   --compression`` sends): the stored size over the uncompressed size, and encode and decode µs per record.
+
+Numbers only, never assertions; the only check is that what was encoded decodes to the same records.
+
+    raftlog bench codec [--record-size 100,1024] [--batch 1000] [--seconds 1] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import crc32c
+import msgpack
+
+from raftlog.errors import check
+from raftlog.storage import legacy_batch
+from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch
+from raftlog_bench.targets import sample_values
+
+DESCRIPTION = "per-record cost of the batch format (encode, decode) and each codec's ratio and speed"
+
+
+@dataclass(frozen=True, slots=True)
+class CodecCell:
+    implementation: str  # raftlog | kafka-python | raftlog v1 (the format before) | codec name
+    record_bytes: int
+    batch_records: int
+    encode_us: float | None  # per record
+    decode_us: float | None
+    stored_ratio: float  # batch bytes / the uncompressed v2 batch's bytes
+
+
+def _per_record_us(work: Callable[[], object], records: int, seconds: float) -> float:
+    """Best of several timed passes of ``work`` (at least 3, until ``seconds``), in µs per record."""
+    best = float("inf")
+    deadline = time.perf_counter() + seconds
+    passes = 0
+    while passes < 3 or time.perf_counter() < deadline:
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+        passes += 1
+    return best / records * 1e6
+
+
+def _legacy_encode(records: Sequence[ProducerRecord], now_ms: int) -> bytes:
+    """The format before (magic 1) as its encoder wrote it: a fixed header and a msgpack body."""
+    body = msgpack.packb([[0, r.key, r.value, list(r.headers)] for r in records], use_bin_type=True)
+    fields = struct.pack(
+        ">BBQIqqQqq", legacy_batch.MAGIC, 0, 0, len(records), now_ms, now_ms, 1, -1, -1
+    )  # fmt: skip
+    crc = crc32c.crc32c(fields + body)
+    return struct.pack(">II", 4 + len(fields) + len(body), crc) + fields + body
+
+
+def _kafka_python() -> tuple[Callable[..., bytes], Callable[[bytes], list[object]]] | None:
+    try:
+        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+    except ImportError:
+        return None
+
+    def encode(values: Sequence[bytes], now_ms: int, codec: int = 0) -> bytes:
+        builder = DefaultRecordBatchBuilder(2, codec, 0, -1, -1, -1, 2**31 - 1)
+        for i, value in enumerate(values):
+            builder.append(i, now_ms, None, value, [])
+        return bytes(builder.build())
+
+    def decode(data: bytes) -> list[object]:
+        return list(DefaultRecordBatch(bytearray(data)))
+
+    return encode, decode
+
+
+def measure_format(record_bytes: int, batch_records: int, seconds: float) -> list[CodecCell]:
+    values = [os.urandom(record_bytes) for _ in range(batch_records)]
+    records = [ProducerRecord(v) for v in values]
+    now = int(time.time() * 1000)
+    ours = encode_batch(0, records, 1, now)
+    check([r.value for r in decode_batch(ours).records] == values, "raftlog's batch decodes as encoded")
+    cells = [
+        CodecCell(
+            "raftlog",
+            record_bytes,
+            batch_records,
+            _per_record_us(lambda: encode_batch(0, records, 1, now), batch_records, seconds),
+            _per_record_us(lambda: decode_batch(ours), batch_records, seconds),
+            1.0,
+        )
+    ]
+    other = _kafka_python()
+    if other is not None:
+        encode, decode = other
+        theirs = encode(values, now)
+        check(len(decode(theirs)) == batch_records, "kafka-python's batch decodes as encoded")
+        cells.append(
+            CodecCell(
+                "kafka-python",
+                record_bytes,
+                batch_records,
+                _per_record_us(lambda: encode(values, now), batch_records, seconds),
+                _per_record_us(lambda: decode(theirs), batch_records, seconds),
+                len(theirs) / len(ours),
+            )
+        )
+    legacy = _legacy_encode(records, now)
+    check([r.value for r in legacy_batch.decode(legacy).records] == values, "the v1 batch decodes")
+    cells.append(
+        CodecCell(
+            "raftlog v1 (before)",
+            record_bytes,
+            batch_records,
+            _per_record_us(lambda: _legacy_encode(records, now), batch_records, seconds),
+            _per_record_us(lambda: legacy_batch.decode(legacy), batch_records, seconds),
+            len(legacy) / len(ours),
+        )
+    )
+    return cells
+
+
+def measure_codecs(record_bytes: int, batch_records: int, seconds: float) -> list[CodecCell]:
+    records = [ProducerRecord(v) for v in sample_values(record_bytes, batch_records)]
+    now = int(time.time() * 1000)
+    plain = len(encode_batch(0, records, 1, now))
+    cells = []
+    for codec in Compression:
+        batch = encode_batch(0, records, 1, now, compression=codec)
+        check(decode_batch(batch).records[-1].value == records[-1].value, f"{codec.name} decodes as encoded")
+        cells.append(
+            CodecCell(
+                codec.name.lower(),
+                record_bytes,
+                batch_records,
+                _per_record_us(
+                    lambda c=codec: encode_batch(0, records, 1, now, compression=c), batch_records, seconds
+                ),
+                _per_record_us(lambda b=batch: decode_batch(b), batch_records, seconds),
+                len(batch) / plain,
+            )
+        )
+    return cells
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def format_table(cells: Sequence[CodecCell]) -> str:
+    lines = [
+        "raftlog bench codec (µs per record, best pass; ratio = bytes / the uncompressed v2 batch's bytes)",
+        f"{'implementation':22s} {'record':>7s} {'batch':>6s} {'encode µs':>10s} {'decode µs':>10s}"
+        f" {'ratio':>7s}",
+    ]
+    lines += [
+        f"{c.implementation:22s} {c.record_bytes:7d} {c.batch_records:6d} {_us(c.encode_us):>10s}"
+        f" {_us(c.decode_us):>10s} {c.stored_ratio:7.3f}"
+        for c in cells
+    ]
+    return "\n".join(lines)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated byte counts") from None
+    if not sizes or any(not 1 <= size <= 1 << 20 for size in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: each size in [1, 1048576]")
+    return sizes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--record-size", type=_sizes, default=(100, 1024), help="bytes per record (100,1024)")
+    parser.add_argument("--batch", type=int, default=1000, help="records per batch (1000)")
+    parser.add_argument(
+        "--seconds", type=float, default=1.0, help="time per measurement, at least 3 passes (1)"
+    )
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the cells as JSON")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    if not 1 <= args.batch <= 100_000 or not 0 < args.seconds <= 60:
+        print("raftlog bench codec: --batch in [1, 100000], --seconds in (0, 60]", file=sys.stderr)
+        return 2
+    cells: list[CodecCell] = []
+    for size in args.record_size:
+        print(f"codec: {size} B records, the format", file=sys.stderr, flush=True)
+        cells += measure_format(size, args.batch, args.seconds)
+        print(f"codec: {size} B records, compression", file=sys.stderr, flush=True)
+        cells += measure_codecs(size, args.batch, args.seconds)
+    print(format_table(cells))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump([asdict(c) for c in cells], out, indent=2)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="raftlog bench codec", description=DESCRIPTION)
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
