@@ -18,6 +18,7 @@ Numbers only, never assertions; the only check is that what was encoded decodes 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import struct
@@ -62,7 +63,7 @@ def _per_record_us(work: Callable[[], object], records: int, seconds: float) -> 
 
 def _legacy_encode(records: Sequence[ProducerRecord], now_ms: int) -> bytes:
     """The format before (magic 1) as its encoder wrote it: a fixed header and a msgpack body."""
-    body = msgpack.packb([[0, r.key, r.value, list(r.headers)] for r in records], use_bin_type=True)
+    body: bytes = msgpack.packb([[0, r.key, r.value, list(r.headers)] for r in records], use_bin_type=True)
     fields = struct.pack(
         ">BBQIqqQqq", legacy_batch.MAGIC, 0, 0, len(records), now_ms, now_ms, 1, -1, -1
     )  # fmt: skip
@@ -148,9 +149,11 @@ def measure_codecs(record_bytes: int, batch_records: int, seconds: float) -> lis
                 record_bytes,
                 batch_records,
                 _per_record_us(
-                    lambda c=codec: encode_batch(0, records, 1, now, compression=c), batch_records, seconds
+                    functools.partial(encode_batch, 0, records, 1, now, compression=codec),
+                    batch_records,
+                    seconds,
                 ),
-                _per_record_us(lambda b=batch: decode_batch(b), batch_records, seconds),
+                _per_record_us(functools.partial(decode_batch, batch), batch_records, seconds),
                 len(batch) / plain,
             )
         )
