@@ -7,7 +7,9 @@ import pathlib
 
 import pytest
 
-from jepsen.history import read_history
+from jepsen import workload
+from jepsen.checker import check
+from jepsen.history import build, read_history
 from jepsen.recorder import Recorder
 from jepsen.workload import classify_record_error, classify_status, key_of, split_key
 
@@ -55,3 +57,31 @@ def test_recorder_writes_a_history_the_checker_reads(tmp_path: pathlib.Path) -> 
     assert len(history.operations) == 4
     assert [e.f for e in history.nemesis] == ["start", "stop"]
     assert history.operations[0].result("offset") == 0
+
+
+def test_a_record_reads_back_as_its_number_only_when_all_of_it_came_back() -> None:
+    """Every record carries the record model (key, tombstone, headers with a null value, CreateTime);
+    anything that does not come back as sent reads as JSON text: a value never sent, a phantom read."""
+    assert workload.record_of(8)["value"] is None and workload.record_of(9)["value"] == 9
+    for number in (8, 9):
+        row = {**workload.record_of(number), "offset": 3, "timestamp_type": "CreateTime", "format": "json"}
+        assert workload.read_back(row) == number
+        for field, wrong in (
+            ("value", 10),
+            ("headers", [{"key": "v", "value": str(number)}, {"key": "n", "value": ""}]),
+            ("timestamp", row["timestamp"] + 1),
+            ("timestamp_type", "LogAppendTime"),
+            ("key", str(number)),
+        ):
+            mangled = workload.read_back({**row, field: wrong})
+            assert isinstance(mangled, str) and json.loads(mangled)[field] == wrong
+    lost_value = workload.read_back({**workload.record_of(9), "timestamp_type": "CreateTime", "value": None})
+    events = [
+        {"process": 0, "type": "invoke", "f": "send", "key": "t/0", "value": 9},
+        {"process": 0, "type": "ok", "f": "send", "key": "t/0", "value": 9, "offset": 0},
+        {"process": 1, "type": "invoke", "f": "poll", "key": "t/0", "offset": 0},
+        {"process": 1, "type": "ok", "f": "poll", "key": "t/0", "offset": 0, "records": [[0, lost_value]]},
+    ]
+    history = [{"index": i, "time": i, **event} for i, event in enumerate(events)]
+    result = check(build(history))
+    assert result["anomaly_counts"]["phantom-read"] == 1
