@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from raftlog.storage import Log, ProducerRecord
-from raftlog.storage.batch import HEADER_SIZE, encode_batch
+from raftlog.storage.batch import HEADER_SIZE, encode_batch, with_log_append_time
 from raftlog.storage.errors import (
     CorruptRecord,
     InvalidRecord,
@@ -351,6 +351,22 @@ def test_retention_by_time_deletes_old_segments_but_never_the_active_one(tmp_pat
     assert log.segment_count == 1 and log.log_start_offset == bases[-1]
     assert read_all(log) == everything[bases[-1] :]
     assert len(os.listdir(tmp_path)) == 4  # one segment's .log, .index, .timeindex, and the format file
+
+
+def test_retention_by_time_reads_the_time_a_log_append_time_batch_was_stamped(tmp_path):
+    """A LogAppendTime batch's records keep their producer's (old) deltas; retention goes by the stamped
+    max timestamp, as the time index and offsets by timestamp do."""
+    clock = FakeClock()
+    log = open_log(tmp_path, small_config(retention_ms=10_000), clock)
+    old = encode_batch(0, [ProducerRecord(b"v", timestamp_ms=1)] * 2, 0, 0)
+    log.append_prepared(with_log_append_time(old, clock.now_ms), term=1)
+    log.roll()
+    log.append(make_records(1, "active", timestamp_ms=clock.now_ms))
+    assert log.apply_retention(clock.now_ms + 5_000) == 0  # stamped 5 s ago: kept
+    assert [r.timestamp_ms for r in log.read(0, 1 << 20, 2)] == [clock.now_ms] * 2
+    assert log.offset_for_timestamp(clock.now_ms) == 0 and log.offset_for_timestamp(2) == 0
+    assert log.apply_retention(clock.now_ms + 10_001) == 1  # older than retention.ms now
+    assert log.log_start_offset == 2
 
 
 def test_retention_by_size_keeps_at_least_retention_bytes(tmp_path):
