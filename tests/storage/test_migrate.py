@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -23,10 +27,13 @@ from raftlog.storage.migrate import (
     needs_migration,
     plan_log,
 )
+from raftlog_cli.cli import main as cli_main
 
 from .helpers import brute_offset_for_timestamp, file_contents, read_all
 from .legacy_fixture import LOGS, copy_fixture, expected_rows, log_dir, rows_of
 from .legacy_v1 import encode_v1, write_v1_log
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
 
 class Crash(Exception):
@@ -187,6 +194,37 @@ def test_leftover_staging_of_a_killed_run_is_discarded(tmp_path) -> None:
     assert not os.path.exists(staging)
     with Log.open(directory) as log:
         assert log.end_offset == 12
+
+
+def test_migrate_killed_midway_then_run_again_gives_the_same_logs(tmp_path, capsys) -> None:
+    """A real process killed (SIGKILL) while ``raftlog log migrate`` works through three logs, as soon as
+    the first is done (the step-by-step crashes are test_a_crash_before_any_step_...): the command run
+    again finishes with the bytes of a migration that never died."""
+    source = tmp_path / "source"
+    names = ("t-0.1", "t-1.1", "t-2.1")
+    for name in names:
+        batches = [records_of(50 * i, 50, f"{name}-{i}", term=1 + i // 40) for i in range(300)]
+        write_v1_log(str(source / "logs" / name), [batches[i : i + 60] for i in range(0, 300, 60)])
+    reference = tmp_path / "reference"
+    shutil.copytree(source, reference)
+    assert cli_main(["log", "migrate", str(reference)]) == 0
+    for logs_done in (1,):
+        target = tmp_path / f"killed-after-{logs_done}"
+        shutil.copytree(source, target)
+        argv = [sys.executable, "-m", "raftlog_cli", "log", "migrate", str(target)]
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE) as process:
+            assert process.stdout is not None
+            lines = [process.stdout.readline() for _ in range(logs_done)]
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+        assert all(b"converted" in line for line in lines), lines
+        assert any(needs_migration(str(target / "logs" / name)) for name in names)
+        assert cli_main(["log", "migrate", str(target)]) == 0
+        for name in names:
+            got, want = target / "logs" / name, reference / "logs" / name
+            assert file_contents(str(got)) == file_contents(str(want)), f"{name}, killed after {logs_done}"
+    capsys.readouterr()
 
 
 # -- logs that are not converted ---------------------------------------------------------------------
