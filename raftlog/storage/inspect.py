@@ -166,13 +166,17 @@ class _Reader:
 
 
 def _segment_format(reader: _Reader, marked: bool) -> Format:
+    """v2 in a marked log; else v1 when the first batch is one, or looks like one (v1's magic where v1
+    has it, not v2's where v2 has it: a damaged first batch is still reported in its own format)."""
     if marked or reader.size < legacy_batch.HEADER_SIZE:
         return Format.V2
     head = reader.read(0, legacy_batch.HEADER_SIZE)
     if head[8] != legacy_batch.MAGIC:
         return Format.V2
     length: int = legacy_batch.HEADER.unpack_from(head)[0]
-    return Format.LEGACY if legacy_batch.is_legacy(reader.read(0, 4 + length)) else Format.V2
+    if legacy_batch.is_legacy(reader.read(0, 4 + length)) or head[16] != MAGIC:
+        return Format.LEGACY
+    return Format.V2
 
 
 # -- verify ----------------------------------------------------------------------------------------

@@ -263,12 +263,20 @@ def test_a_v1_log_verifies_and_dumps_as_the_log_migrated_from_it(tmp_path, capsy
     assert verify_directory(directory).formats == {Format.V2}
 
 
-def test_damage_in_a_v1_log_is_reported_where_it_is(tmp_path) -> None:
+@pytest.mark.parametrize("batch", [0, 1], ids=["first-batch", "second-batch"])
+def test_damage_in_a_v1_log_is_reported_where_it_is(tmp_path, batch: int) -> None:
     directory = log_dir(copy_fixture(tmp_path), "orders", 0)
     path = segment_paths(directory)[1]
-    corrupt_byte(path, 300)  # inside the second batch of the second segment
-    [problem] = verify_directory(directory).problems
-    assert problem.path == path and problem.position < 300 and "crc32c mismatch" in problem.reason
+    corrupt_byte(path, 100 if batch == 0 else 300)  # inside the first or the second batch of the segment
+    report = verify_directory(directory)
+    [problem] = report.problems
+    assert report.segments[1].format is Format.LEGACY  # a damaged first batch too
+    assert (
+        problem.path == path
+        and (problem.position == 0) is (batch == 0)
+        and "crc32c mismatch" in problem.reason
+    )
+    assert report.segments[1].batches == 18  # the batches after it were checked
     with pytest.raises(CorruptRecord) as raised:
         list(dump_records(directory))
     assert (raised.value.path, raised.value.position) == (path, problem.position)
