@@ -307,7 +307,8 @@ def _migrate_nodes(root: str, found: Layout, dry_run: bool, out: TextIO) -> int:
         plan = plan_log(directory)
         outcome = None if dry_run else migrate_log(plan, progress.converted)
         progress.done_logs += 1
-        progress.line(f"{os.path.relpath(directory, root)}: {describe(plan, outcome)}")
+        where = f"[{progress.done_logs}/{progress.logs}] {os.path.relpath(directory, root)}"
+        progress.line(f"{where}: {describe(plan, outcome)}")
         states[plan.state] += 1
         records += plan.legacy_records
         batches += plan.legacy_batches

@@ -47,9 +47,9 @@ def test_migrate_rewrites_every_log_says_what_it_did_and_a_second_run_skips_them
     assert main(["log", "migrate", str(root)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == [
-        "n1/logs/audit-0.4: converted 1 segment, 28 batches, 56 records, 3.0 KiB -> 2.9 KiB",
-        "n1/logs/orders-0.3: converted 2 segments, 37 batches, 77 records, 7.8 KiB -> 7.7 KiB",
-        "n1/logs/orders-1.3: converted 2 segments, 31 batches, 64 records, 6.5 KiB -> 6.4 KiB",
+        "[1/3] n1/logs/audit-0.4: converted 1 segment, 28 batches, 56 records, 3.0 KiB -> 2.9 KiB",
+        "[2/3] n1/logs/orders-0.3: converted 2 segments, 37 batches, 77 records, 7.8 KiB -> 7.7 KiB",
+        "[3/3] n1/logs/orders-1.3: converted 2 segments, 31 batches, 64 records, 6.5 KiB -> 6.4 KiB",
     ]
     assert lines[3].startswith(
         "3 logs in 1 data directory: converted 3 (197 records in 96 batches, 17.2 KiB), 0 already v2, "
@@ -64,7 +64,9 @@ def test_migrate_rewrites_every_log_says_what_it_did_and_a_second_run_skips_them
 
     assert main(["log", "migrate", str(root / "n1")]) == 0  # the node's own directory works as well
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:3] == [f"logs/{name}: already Kafka RecordBatch v2: skipped" for name in LOGS]
+    assert lines[:3] == [
+        f"[{i}/3] logs/{name}: already Kafka RecordBatch v2: skipped" for i, name in enumerate(LOGS, 1)
+    ]
     assert "converted 0 (0 records in 0 batches, 0 B), 3 already v2" in lines[3]
     assert _logs(root) == migrated
 
@@ -73,7 +75,7 @@ def test_a_dry_run_says_what_would_change_and_changes_no_log(root, capsys) -> No
     before = _logs(root)
     assert main(["log", "migrate", "--dry-run", str(root)]) == 0
     out = capsys.readouterr().out
-    assert "n1/logs/orders-0.3: would convert 2 segments, 37 batches, 77 records, 7.8 KiB" in out
+    assert "[2/3] n1/logs/orders-0.3: would convert 2 segments, 37 batches, 77 records, 7.8 KiB" in out
     assert "would convert 3 (197 records in 96 batches, 17.2 KiB)" in out
     assert _logs(root) == before
 
@@ -97,10 +99,8 @@ def test_a_log_that_cannot_be_converted_is_refused_and_the_others_are_migrated(r
     before = {k: v for k, v in _logs(root).items() if "orders-1.3" in k}
     assert main(["log", "migrate", str(root)]) == 1
     out = capsys.readouterr().out
-    assert (
-        f"n1/logs/orders-1.3: REFUSED, nothing written: {path}: batch at byte 0: term 2147483648 at offset 38"
-        in out
-    )
+    refused = f"[3/3] n1/logs/orders-1.3: REFUSED, nothing written: {path}: batch at byte 0: term 2147483648"
+    assert refused + " at offset 38" in out
     assert (
         "converted 2 (133 records in 65 batches, 10.7 KiB), 0 already v2, 0 without batches, 1 refused" in out
     )
@@ -125,4 +125,4 @@ def test_on_a_terminal_a_bar_shows_the_bytes_converted(root) -> None:
     assert log_command._migrate_nodes(str(root), found, False, terminal) == 0
     shown = terminal.getvalue()
     assert "\r\033[K[" in shown and f"[{'#' * log_command.BAR_WIDTH}] 100%  3/3 logs" in shown
-    assert "n1/logs/orders-1.3: converted 2 segments" in shown
+    assert "[3/3] n1/logs/orders-1.3: converted 2 segments" in shown
