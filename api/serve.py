@@ -27,7 +27,7 @@ from partitions.node import (
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from raftlog.consensus.core import CoreConfig
-from raftlog.storage.errors import DirectoryLocked
+from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
@@ -335,7 +335,7 @@ def main(args: argparse.Namespace) -> int:
             uvloop.run(serve(config, http, token, args.gc_gen0))
         else:
             asyncio.run(serve(config, http, token, args.gc_gen0))
-    except DirectoryLocked as exc:  # raised before the node touched anything of its data directory
+    except (DirectoryLocked, LegacyLogFormat) as exc:  # raised before the node changed anything of its data
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0

@@ -16,7 +16,9 @@ The parts, each owning one thing (see ARCHITECTURE.md for the threads):
 
 A front door is given the node as a ``services.FrontDoor``: ``metadata``, ``cluster``, ``local`` and
 ``peer_credential_ok``. The data directory is this node's alone (``raftlog.storage.dirlock``) from
-construction to ``close``.
+construction to ``close``. A data directory whose partition logs an older raftlog wrote in its own batch
+format is refused then too, before anything in it is opened (``LegacyLogFormat``, naming ``raftlog log
+migrate``).
 """
 
 from __future__ import annotations
@@ -54,12 +56,15 @@ from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.storage import removal
 from raftlog.storage.dirlock import DirectoryLock
+from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.manager import LogManager
+from raftlog.storage.migrate import needs_migration
 
 CONTROLLER_VOTERS_MAX = 5
 JOURNAL_SYNC_THREADS_DEFAULT = 2
 JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
+LOGS_DIR = "logs"  # under the data directory: one directory per partition log (its Raft group id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +129,7 @@ class Node:
         # process on it is refused here (DirectoryLocked names the holder) and touches nothing.
         self._data_lock = DirectoryLock.acquire(config.data_dir, f"node {config.node_id}")
         try:
+            refuse_legacy_logs(config.data_dir)
             self._build(config, clock)
         except BaseException:
             self._data_lock.close()
@@ -139,7 +145,7 @@ class Node:
         self.remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
         self.trash = removal.Trash(os.path.join(config.data_dir, "trash"), self.remover)
         self._logs = LogManager(
-            os.path.join(config.data_dir, "logs"),
+            os.path.join(config.data_dir, LOGS_DIR),
             clock=clock,
             retention_check_interval_ms=config.retention_check_interval_ms,
             discard=self.trash.discard_if_present,
@@ -268,6 +274,26 @@ class Node:
         self.data.close()
         self._logs.close()
         self._data_lock.close()
+
+
+def refuse_legacy_logs(data_dir: str) -> None:
+    """Raise ``LegacyLogFormat`` naming ``raftlog log migrate DATA_DIR`` when a partition log of the data
+    directory holds batches of the format an older raftlog wrote (or a migration of it was interrupted).
+    Whole, at start: one replica after another failing to open, each retried with backoff, would leave a
+    node that answers while serving none of its partitions, and the operator a log line per partition.
+    A stat per log (its format marker); the logs without one are listed."""
+    root = os.path.join(data_dir, LOGS_DIR)
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return
+    legacy = [
+        path
+        for path in (os.path.join(root, name) for name in names)
+        if os.path.isdir(path) and needs_migration(path)
+    ]
+    if legacy:
+        raise LegacyLogFormat(legacy[0], data_dir, len(legacy))
 
 
 class NodeView:

@@ -19,6 +19,12 @@ writers, one position each, both under the log's lock: apply appends only at the
 when the log has reached it; recovery (``append_recovered``) appends only below the high watermark, at
 the log's end. So the log never gets ahead of the high watermark, and neither writer can take the
 other's offset. While behind, ``snapshot`` answers None: a snapshot must not claim records the log lacks.
+
+Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
+its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
+pure function: every replica gets the same bytes, those ``raftlog log migrate`` wrote for the batch once
+stamped with its offset and term), then checks, dedups, compares and appends it as any other. One that
+cannot be converted is refused like any malformed batch, on every replica alike.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
 from partitions.errors import InvalidCommand, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
 from raftlog.errors import InvariantViolation, check
+from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, rebase, verify
 from raftlog.storage.errors import InvalidRecord
 from raftlog.storage.log import AppendResult, Log
@@ -109,6 +116,11 @@ class PartitionStateMachine:
         return None
 
     def _produce(self, batch: bytes | memoryview, term: int) -> Produced | Refused:
+        if legacy_batch.is_legacy(batch):  # a journal entry from before the upgrade (module docstring)
+            try:
+                batch = legacy_batch.convert(batch)
+            except (BatchFormatError, InvalidRecord) as exc:
+                return Refused(InvalidRecord(f"malformed batch of format v1: {exc}"))
         try:
             header = verify(batch)
         except BatchFormatError as exc:

@@ -2,13 +2,13 @@
 
 It sits above everything it starts or talks to: ``serve`` and ``dev`` run the server (``api.serve``,
 ``api.dev``), ``bench`` the benchmarks (``raftlog_bench``), the cluster commands the client
-(``raftlog_client``); ``log`` reads a partition's directory with the storage engine."""
+(``raftlog_client``); ``log`` reads a partition's directory, or migrates a stopped node's logs, with the
+storage engine (``log_command``)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import sys
@@ -16,55 +16,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from api import logs
-from raftlog.storage.errors import CorruptRecord
-from raftlog.storage.inspect import dump_records, verify_directory
 from raftlog_cli import admin as cli_admin
+from raftlog_cli import log_command
 from raftlog_client.client import FetchedRecord, GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import ClientError, RequestFailed
 
 SERVER_DEFAULT = "http://127.0.0.1:8081"
-
-
-def _log_verify(args: argparse.Namespace) -> int:
-    report = verify_directory(args.directory)
-    for segment in report.segments:
-        status = "ok" if not segment.problem else f"CORRUPT: {segment.problem}"
-        print(
-            f"{segment.path}  offsets [{segment.base_offset}, {segment.end_offset})  "
-            f"{segment.batches} batches  {segment.size_bytes} bytes  {status}"
-        )
-    print(f"{len(report.segments)} segments, {report.records} records: {'ok' if report.ok else 'CORRUPT'}")
-    return 0 if report.ok else 1
-
-
-def _text(data: bytes | None) -> str | None:
-    if data is None:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "base64:" + base64.b64encode(data).decode("ascii")
-
-
-def _log_dump(args: argparse.Namespace) -> int:
-    """Records as JSON lines; at damage, the records before it, then where it is, and exit 1."""
-    try:
-        for shown, record in enumerate(dump_records(args.directory, args.offset)):
-            if shown >= args.limit:
-                break
-            row = {
-                "offset": record.offset,
-                "timestamp": record.timestamp_ms,
-                "key": _text(record.key),
-                "value": _text(record.value),
-                "headers": {k: _text(v) for k, v in record.headers},
-            }
-            print(json.dumps(row), flush=True)
-    except CorruptRecord as exc:
-        print(f"raftlog log dump: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -212,9 +170,9 @@ def _record_row(record: FetchedRecord) -> dict[str, Any]:
         "offset": record.offset,
         "timestamp": record.timestamp_ms,
         "timestamp_type": record.timestamp_type,
-        "key": _text(record.key),
-        "value": _text(record.value),
-        "headers": [[k, _text(v)] for k, v in record.headers],
+        "key": log_command.text(record.key),
+        "value": log_command.text(record.value),
+        "headers": [{"key": k, "value": log_command.text(v)} for k, v in record.headers],
     }
 
 
@@ -396,20 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    log_cmd = commands.add_parser("log", help="inspect a partition's log directory (read-only)")
-    log_sub = log_cmd.add_subparsers(dest="log_command", required=True)
-    verify = log_sub.add_parser(
-        "verify", help="CRC-check every batch and offset contiguity; exit 1 if corrupt"
-    )
-    verify.add_argument("directory")
-    verify.set_defaults(run=_log_verify)
-    dump = log_sub.add_parser(
-        "dump", help="print records as JSON lines; at damage, say where it is and exit 1"
-    )
-    dump.add_argument("directory")
-    dump.add_argument("--offset", type=int, default=0, help="first offset to print (default 0)")
-    dump.add_argument("--limit", type=int, default=100, help="records to print at most (default 100)")
-    dump.set_defaults(run=_log_dump)
+    log_command.add_commands(commands)
 
     from api import dev as dev_module
     from api import serve as serve_module

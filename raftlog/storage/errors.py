@@ -96,11 +96,17 @@ class DirectoryLocked(StorageError):
 class LegacyLogFormat(StorageError):
     """A partition log written by an older raftlog, in its own batch format (magic 1) rather than Kafka's
     RecordBatch v2: nothing in it is read until ``raftlog log migrate`` has rewritten it (the node that
-    holds it stopped). Never read silently as something else."""
+    holds it stopped). Never read silently as something else. A node refuses a data directory holding
+    such logs before it opens anything: ``directory`` is then the first of ``count`` such logs and
+    ``data_dir`` the node's data directory, which the command is given."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, data_dir: str | None = None, count: int = 1) -> None:
+        logs = f"log {directory} holds" if count == 1 else f"{count} logs ({directory}, ...) hold"
         super().__init__(
-            f"log {directory} holds batches of the format raftlog used before Kafka's RecordBatch v2: stop "
-            f"the node and run `raftlog log migrate DATA_DIR` once to rewrite it"
+            f"{logs} batches of the format raftlog used before Kafka's RecordBatch v2: run `raftlog log "
+            f"migrate {data_dir if data_dir is not None else 'DATA_DIR'}` once, with the node stopped, to "
+            f"rewrite {'it' if count == 1 else 'them'}"
         )
         self.directory = directory
+        self.data_dir = data_dir
+        self.count = count

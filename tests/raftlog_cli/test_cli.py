@@ -132,7 +132,7 @@ async def test_tombstones_headers_timestamps_and_offsets_by_time(
         (None, "b", 300, "CreateTime"),
         ("gone", None, 200, "CreateTime"),
     ]
-    assert rows[0]["headers"] == [["h", "1"], ["empty", None]]
+    assert rows[0]["headers"] == [{"key": "h", "value": "1"}, {"key": "empty", "value": None}]
 
     code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--timestamp", "150", *server)
     assert json.loads(out) == {"timestamp": 150, "offset": 1, "record_timestamp": 300}
