@@ -7,6 +7,7 @@ the Arrow schema is derived from the Spark one; timestamps are ``timestamp[us, t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import pyarrow as pa
@@ -55,13 +56,7 @@ def _headers(headers: list[Sequence[Sequence[Any]]]) -> pa.Array:
 def record_batch(topic: str, partition: int, page: Page, count: int) -> pa.RecordBatch:
     """The first ``count`` records of ``page`` as a batch of the source's schema."""
     if count < len(page.offsets):
-        page = Page(
-            page.offsets[:count],
-            page.timestamps_ms[:count],
-            page.keys[:count],
-            page.values[:count],
-            page.headers[:count],
-        )
+        page = Page(*(getattr(page, column.name)[:count] for column in fields(page)))
     millis = pa.array(page.timestamps_ms, pa.int64())
     micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
     return pa.RecordBatch.from_arrays(

@@ -172,7 +172,14 @@ def test_rate_limit_never_goes_back_nor_past_the_end(
 
 
 def test_record_batch_matches_the_spark_schema_exactly() -> None:
-    page = Page([7, 8, 9], [1000, 2000, 3000], [None, b"k", b""], [b"a", b"", b"c"], [[], [("h", b"x")], []])
+    page = Page(
+        [7, 8, 9],
+        [1000, 2000, 3000],
+        [None, b"k", b""],
+        [b"a", b"", b"c"],
+        [[], [("h", b"x")], []],
+        [0, 0, 0],
+    )
     batch = record_batch("t", 2, page, 2)
     assert batch.schema == ARROW_SCHEMA and batch.num_rows == 2
     assert batch.column("key").to_pylist() == [None, b"k"]
@@ -181,7 +188,7 @@ def test_record_batch_matches_the_spark_schema_exactly() -> None:
     assert batch.column("timestamp").type == pa.timestamp("us", tz="UTC")
     assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [1_000_000, 2_000_000]
     assert batch.column("headers").to_pylist() == [[], [{"key": "h", "value": b"x"}]]
-    plain = record_batch("t", 0, Page([1], [5], [None], [b"v"], [[]]), 1)
+    plain = record_batch("t", 0, Page([1], [5], [None], [b"v"], [[]], [0]), 1)
     assert plain.column("headers").to_pylist() == [[]]
 
 
