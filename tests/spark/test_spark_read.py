@@ -37,15 +37,33 @@ def test_batch_read_returns_every_record_once_with_kafka_columns(
     for p, n in sizes.items():
         if n:
             raftlog_cluster.produce(topic, p, [f"{p}:{i}" for i in range(n)], key=f"k{p}")
+    special = [  # partition 1, offsets 3, 4, 5
+        {"key": b"gone", "value": None, "timestamp": 1_000},  # a tombstone with its producer's time
+        {"key": None, "value": b"keyless", "headers": [("trace", None), ("n", b"1")]},
+        {"key": b"", "value": b"", "headers": [("", b"")], "timestamp": 1_600_000_000_000},
+    ]
+    raftlog_cluster.produce_records(topic, 1, special)
+    sizes[1] += len(special)
     df = read(spark, raftlog_cluster, topic, fetchFormat=fetch_format, fetchMaxBytes="1000")
-    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "headers"]
+    kafka_columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert df.columns == kafka_columns
     rows = df.selectExpr(
-        "partition", "offset", "CAST(value AS STRING) v", "CAST(key AS STRING) k", "topic", "timestamp"
+        "CAST(value AS STRING) v", "CAST(key AS STRING) k", "unix_millis(timestamp) ms", *kafka_columns
     ).collect()
     assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in sizes for o in range(sizes[p])]
-    assert all(r.v == f"{r.partition}:{r.offset}" and r.k == f"k{r.partition}" for r in rows)
-    assert {r.topic for r in rows} == {topic}
-    assert all(abs(r.timestamp.timestamp() - time.time()) < 600 for r in rows)
+    plain = [r for r in rows if r.partition == 0 or r.offset < 3]
+    assert all(r.v == f"{r.partition}:{r.offset}" and r.k == f"k{r.partition}" for r in plain)
+    assert {r.topic for r in rows} == {topic} and {r.timestampType for r in rows} == {0}  # CreateTime
+    assert all(abs(r.timestamp.timestamp() - time.time()) < 600 for r in plain)
+    tombstone, keyless, empty = sorted(
+        (r for r in rows if r.partition == 1 and r.offset >= 3), key=lambda r: r.offset
+    )
+    assert (tombstone.key, tombstone.value, tombstone.ms, tombstone.headers) == (b"gone", None, 1_000, [])
+    assert (keyless.key, keyless.value) == (None, b"keyless")
+    assert [(h.key, h.value) for h in keyless.headers] == [("trace", None), ("n", b"1")]
+    assert abs(keyless.ms / 1000 - time.time()) < 600  # none given: the node's clock
+    assert (empty.key, empty.value, empty.ms) == (b"", b"", 1_600_000_000_000)
+    assert [(h.key, h.value) for h in empty.headers] == [("", b"")]
 
 
 def test_batch_offsets_assign_and_min_partitions(spark: Any, raftlog_cluster: SparkTestCluster) -> None:

@@ -18,7 +18,7 @@ from spark_cluster import SparkTestCluster
 
 from raftlog_client.blocking import BlockingClient, Page
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable
-from raftlog_spark.arrow import ARROW_SCHEMA, record_batch
+from raftlog_spark.arrow import ARROW_SCHEMA, LOG_APPEND_TIME, record_batch
 from raftlog_spark.errors import DataLoss, OptionError, SchemaError
 from raftlog_spark.offsets import (
     EARLIEST,
@@ -188,8 +188,35 @@ def test_record_batch_matches_the_spark_schema_exactly() -> None:
     assert batch.column("timestamp").type == pa.timestamp("us", tz="UTC")
     assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [1_000_000, 2_000_000]
     assert batch.column("headers").to_pylist() == [[], [{"key": "h", "value": b"x"}]]
+    assert batch.column("timestampType").to_pylist() == [0, 0]
     plain = record_batch("t", 0, Page([1], [5], [None], [b"v"], [[]], [0]), 1)
     assert plain.column("headers").to_pylist() == [[]]
+
+
+def test_record_batch_keeps_nulls_and_timestamp_types() -> None:
+    """Tombstones (null values), keyless records and header values that are null stay null; each row
+    says whether its timestamp is the producer's (0) or the leader's append time (1)."""
+    page = Page(
+        [0, 1, 2],
+        [10, 20, 30],
+        [b"k", None, None],
+        [None, b"v", None],
+        [[("a", None), ("b", b"")], [], [("c", b"x")]],
+        [0, LOG_APPEND_TIME, 0],
+    )
+    batch = record_batch("t", 0, page, 3)
+    assert batch.schema == ARROW_SCHEMA
+    assert [f.name for f in ARROW_SCHEMA].index("timestampType") == 6  # Spark's Kafka order
+    assert batch.column("value").to_pylist() == [None, b"v", None]
+    assert batch.column("key").to_pylist() == [b"k", None, None]
+    assert batch.column("headers").to_pylist() == [
+        [{"key": "a", "value": None}, {"key": "b", "value": b""}],
+        [],
+        [{"key": "c", "value": b"x"}],
+    ]
+    assert batch.column("timestampType").to_pylist() == [0, 1, 0]
+    appended = record_batch("t", 0, Page([5, 6], [1, 2], [None, None], [b"", b""], [[], []], [1, 1]), 1)
+    assert appended.column("timestampType").to_pylist() == [LOG_APPEND_TIME]
 
 
 # -- the sink's producer ids ---------------------------------------------------------------------------
