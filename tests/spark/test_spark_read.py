@@ -1,4 +1,5 @@
-"""Reading topics with Spark from a real 3-node cluster: batch ranges, assign, minPartitions,
+"""Reading topics with Spark from a real 3-node cluster: Kafka's columns (tombstones, keyless records,
+null header values, timestamp types), batch ranges by offset and by timestamp, assign, minPartitions,
 failOnDataLoss, and streaming with admission control, Trigger.AvailableNow and checkpoint restarts."""
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ def test_batch_read_returns_every_record_once_with_kafka_columns(
 
 def test_batch_offsets_assign_and_min_partitions(spark: Any, raftlog_cluster: SparkTestCluster) -> None:
     topic = raftlog_cluster.create_topic(3)
-    for p in range(3):
-        raftlog_cluster.produce(topic, p, [str(i) for i in range(100)])
+    base_ms = 1_600_000_000_000
+    for p in range(3):  # record i of each partition has timestamp base_ms + 10 i
+        records = [{"value": str(i).encode(), "timestamp": base_ms + 10 * i} for i in range(100)]
+        raftlog_cluster.produce_records(topic, p, records)
     reader = (
         spark.read.format("raftlog")
         .option("servers", raftlog_cluster.servers)
@@ -82,6 +85,18 @@ def test_batch_offsets_assign_and_min_partitions(spark: Any, raftlog_cluster: Sp
     assert df.rdd.getNumPartitions() >= 6
     got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
     assert got == [(0, o) for o in range(20, 70)] + [(1, o) for o in range(100)]
+    # By timestamp: the first record at or after it. Partition 1 has none that late and starts at its
+    # end (strategy latest); partition 2 is not named and takes startingOffsets (earliest).
+    by_time = read(
+        spark,
+        raftlog_cluster,
+        topic,
+        startingOffsetsByTimestamp=json.dumps({topic: {"0": base_ms + 205, "1": base_ms + 10**6}}),
+        startingOffsetsByTimestampStrategy="latest",
+        endingTimestamp=str(base_ms + 505),
+    )
+    got = sorted((r.partition, r.offset) for r in by_time.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(21, 51)] + [(2, o) for o in range(51)]
 
 
 def test_fail_on_data_loss(spark: Any, raftlog_cluster: SparkTestCluster) -> None:

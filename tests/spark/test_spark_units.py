@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 import socket
+import time
 
 import pyarrow as pa
 import pytest
@@ -25,11 +26,13 @@ from raftlog_spark.offsets import (
     LATEST,
     Bounds,
     OffsetRange,
+    at_timestamps,
     from_json,
     ranges,
     rate_limit,
     resolve,
     split,
+    timestamps_for,
     to_json,
 )
 from raftlog_spark.options import parse_read_options, parse_write_options
@@ -58,6 +61,23 @@ def test_read_options_follow_kafka_names_and_defaults() -> None:
         options(servers=SERVERS, subscribe="a", startingOffsets='{"a": {"0": 5, "1": -2}}'), streaming=False
     )
     assert explicit.starting == {("a", 0): 5, ("a", 1): EARLIEST}
+    assert (explicit.starting_timestamps, explicit.starting_none_late_enough) == (None, "error")
+    by_time = parse_read_options(
+        options(
+            servers=SERVERS,
+            subscribe="a",
+            startingOffsets="latest",  # startingTimestamp wins, as in Spark
+            startingTimestamp=" 1000 ",
+            startingOffsetsByTimestamp='{"a": {"0": 5}}',
+            endingOffsetsByTimestamp='{"a": {"1": 2000}}',
+            startingOffsetsByTimestampStrategy="LATEST",
+        ),
+        streaming=False,
+    )
+    assert (by_time.starting_timestamps, by_time.starting_timestamps_option) == (1000, "startingTimestamp")
+    assert by_time.ending_timestamps == {("a", 1): 2000}
+    assert by_time.ending_timestamps_option == "endingOffsetsByTimestamp"
+    assert by_time.starting_none_late_enough == "latest"
 
 
 @pytest.mark.parametrize(
@@ -90,6 +110,39 @@ def test_read_options_follow_kafka_names_and_defaults() -> None:
         ({"servers": SERVERS, "subscribe": "a", "minPartitions": "0"}, False, "minPartitions"),
         ({"servers": SERVERS, "subscribe": "a", "failOnDataLoss": "yes"}, False, "failOnDataLoss"),
         ({"servers": SERVERS, "subscribe": "a", "fetchFormat": "avro"}, False, "fetchFormat"),
+        ({"servers": SERVERS, "subscribe": "a", "startingTimestamp": "soon"}, False, "startingTimestamp"),
+        ({"servers": SERVERS, "subscribe": "a", "startingTimestamp": "-1"}, True, "startingTimestamp"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestamp": '{"a": {"0": -2}}'},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestamp": '{"b": {"0": 1}}'},
+            True,
+            "startingOffsetsByTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestamp": "1000"},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        ({"servers": SERVERS, "subscribe": "a", "endingTimestamp": "1000"}, True, "endingTimestamp"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "endingOffsetsByTimestamp": '{"a": {"0": 1}}'},
+            True,
+            "endingOffsetsByTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingTimestamp": "2000", "endingTimestamp": "1000"},
+            False,
+            "endingTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestampStrategy": "earliest"},
+            True,
+            "startingOffsetsByTimestampStrategy",
+        ),
     ],
 )
 def test_a_bad_read_option_is_named(given: dict[str, str], streaming: bool, option: str) -> None:
@@ -130,6 +183,19 @@ def test_resolve_sentinels_and_defaults() -> None:
     assert resolve(EARLIEST, bounds, LATEST) == {("t", 0): 3, ("t", 1): 0}
     assert resolve({("t", 0): LATEST}, bounds, EARLIEST) == {("t", 0): 10, ("t", 1): 0}
     assert resolve({("t", 1): 2}, bounds, LATEST) == {("t", 0): 10, ("t", 1): 2}
+
+
+def test_offsets_at_timestamps_take_the_end_or_fail_when_no_record_is_that_late() -> None:
+    bounds = {("t", 0): Bounds(0, 10), ("t", 1): Bounds(4, 7)}
+    assert timestamps_for(500, bounds) == {("t", 0): 500, ("t", 1): 500}
+    assert timestamps_for({("t", 1): 9, ("u", 0): 1}, bounds) == {("t", 1): 9}
+    found = {("t", 0): 3, ("t", 1): None}
+    timestamps = {("t", 0): 500, ("t", 1): 500}
+    assert at_timestamps(timestamps, found, bounds, "endingTimestamp", "latest") == {("t", 0): 3, ("t", 1): 7}
+    with pytest.raises(OptionError, match="no record of t-1 has a timestamp at or after 500") as raised:
+        at_timestamps(timestamps, found, bounds, "startingTimestamp", "error")
+    assert raised.value.option == "startingTimestamp"
+    assert "startingOffsetsByTimestampStrategy=latest" in str(raised.value)
 
 
 @given(
@@ -249,6 +315,18 @@ def test_readers_pickle_and_plan_ranges(raftlog_cluster: SparkTestCluster) -> No
     stream.prepareForTriggerAvailableNow()
     raftlog_cluster.produce(topic, 0, ["late"] * 5)
     assert stream.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 100, "1": 50}}
+    # Starting by timestamp: no record is an hour ahead of the nodes' clocks, which fails the query
+    # (Spark's default) or starts at the end; a partition the JSON does not name takes startingOffsets.
+    later = str(int(time.time() * 1000) + 3_600_000)
+    by_time = {"servers": raftlog_cluster.servers, "subscribe": topic}
+    with pytest.raises(OptionError, match=f"no record of {topic}-0 has a timestamp at or after {later}"):
+        BatchReader(options(**by_time, startingTimestamp=later)).partitions()
+    at_end = StreamReader(
+        options(**by_time, startingTimestamp=later, startingOffsetsByTimestampStrategy="latest")
+    )
+    assert at_end.initialOffset() == {topic: {"0": 105, "1": 50}}
+    from_zero = StreamReader(options(**by_time, startingOffsetsByTimestamp=json.dumps({topic: {"1": 0}})))
+    assert from_zero.initialOffset() == {topic: {"0": 105, "1": 0}}
     batch = BatchReader(options(servers=raftlog_cluster.servers, subscribe=topic, minPartitions="5"))
     parts = batch.partitions()
     assert sum(p.count for p in parts if isinstance(p, OffsetRange)) == 155 and len(parts) >= 5
