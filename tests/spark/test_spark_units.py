@@ -14,13 +14,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 from spark_cluster import SparkTestCluster
 
 from raftlog_client.blocking import BlockingClient, Page
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable
 from raftlog_spark.arrow import ARROW_SCHEMA, LOG_APPEND_TIME, record_batch
-from raftlog_spark.errors import DataLoss, OptionError, SchemaError
+from raftlog_spark.errors import BadRow, DataLoss, OptionError, SchemaError
 from raftlog_spark.offsets import (
     EARLIEST,
     LATEST,
@@ -37,7 +47,7 @@ from raftlog_spark.offsets import (
 )
 from raftlog_spark.options import parse_read_options, parse_write_options
 from raftlog_spark.reader import BatchReader, StreamReader, read_range
-from raftlog_spark.writer import check_schema, producer_id, stream_sequence
+from raftlog_spark.writer import TaskWriter, check_schema, producer_id, stream_sequence
 
 SERVERS = "http://127.0.0.1:1, http://127.0.0.1:2/"
 
@@ -167,6 +177,17 @@ def test_write_options_and_the_sink_schema() -> None:
         check_schema(StructType([StructField("value", IntegerType())]), parsed)
     with pytest.raises(SchemaError, match="column 'partition'"):
         check_schema(StructType([value, StructField("partition", StringType())]), parsed)
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    for stamp in (TimestampType(), LongType()):
+        check_schema(
+            StructType([value, StructField("headers", ArrayType(header)), StructField("timestamp", stamp)]),
+            parsed,
+        )
+    with pytest.raises(SchemaError, match="column 'timestamp' must be a timestamp or a long"):
+        check_schema(StructType([value, StructField("timestamp", DoubleType())]), parsed)
+    numeric = StructType([StructField("key", StringType()), StructField("value", IntegerType())])
+    with pytest.raises(SchemaError, match="column 'headers' must be array<struct<key: string"):
+        check_schema(StructType([value, StructField("headers", ArrayType(numeric))]), parsed)
 
 
 # -- offsets -------------------------------------------------------------------------------------------
@@ -283,6 +304,36 @@ def test_record_batch_keeps_nulls_and_timestamp_types() -> None:
     assert batch.column("timestampType").to_pylist() == [0, 1, 0]
     appended = record_batch("t", 0, Page([5, 6], [1, 2], [None, None], [b"", b""], [[], []], [1, 1]), 1)
     assert appended.column("timestampType").to_pylist() == [LOG_APPEND_TIME]
+
+
+def test_sink_records_carry_tombstones_null_header_values_and_timestamps() -> None:
+    """The produce records one task builds from Arrow rows, before anything is sent."""
+    writer = TaskWriter(parse_write_options(options(servers=SERVERS, topic="t")), 1, lambda sent: sent)
+    micros = pa.array([1_500, None, 7_000_999], pa.timestamp("us", tz="UTC"))
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array([None, b"v", b"w"]),
+            pa.array(["k", None, None]),
+            pa.array([[{"key": "h", "value": None}], None, []], header_type),
+            micros,
+            pa.array(["ignored", "ignored", "ignored"]),
+        ],
+        names=["value", "key", "headers", "timestamp", "other"],
+    )
+    unused = BlockingClient(["http://127.0.0.1:1"], 100)  # nothing is sent below batchRecords
+    writer._add(unused, batch)
+    assert writer.pending["t"].records == [
+        {"value": None, "key": "aw==", "headers": [{"key": "h", "value": None}], "timestamp": 1},
+        {"value": "dg=="},
+        {"value": "dw==", "timestamp": 7000},
+    ]
+    longs = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([42], pa.int64())], ["value", "timestamp"])
+    writer._add(unused, longs)
+    assert writer.pending["t"].records[-1] == {"value": "dg==", "timestamp": 42}
+    before_1970 = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([-1])], ["value", "timestamp"])
+    with pytest.raises(BadRow, match="timestamp -1 ms, before 1970"):
+        writer._add(unused, before_1970)
 
 
 # -- the sink's producer ids ---------------------------------------------------------------------------
