@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ LATEST = -1
 TopicPartition = tuple[str, int]
 Offsets = dict[TopicPartition, int]
 Timestamps = dict[TopicPartition, int]  # ms since the epoch, per partition
+NoneLateEnough = Literal["error", "latest"]  # a partition with no record that late: fail, or its end
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +121,16 @@ def parse_timestamps(text: str, option: str) -> Timestamps:
     return _per_partition(value, option, "timestamp (ms since the epoch)", 0)
 
 
-def timestamps_for(spec: int | Timestamps, partitions: Iterable[TopicPartition]) -> Timestamps:
-    """The timestamp each of ``partitions`` starts or ends at: one for all, or those the JSON names."""
+def timestamps_for(spec: int | Timestamps, partitions: Collection[TopicPartition], option: str) -> Timestamps:
+    """The timestamp each of ``partitions`` starts or ends at: one for all, or those the JSON names (each
+    of which must be one of them)."""
     if isinstance(spec, int):
         return dict.fromkeys(partitions, spec)
-    return {tp: spec[tp] for tp in partitions if tp in spec}
+    unknown = sorted(set(spec) - set(partitions))
+    if unknown:
+        names = ", ".join(f"{topic}-{partition}" for topic, partition in unknown)
+        raise OptionError(option, f"{names}: no such partition")
+    return dict(spec)
 
 
 def at_timestamps(
@@ -132,7 +138,7 @@ def at_timestamps(
     found: Mapping[TopicPartition, int | None],
     bounds: Mapping[TopicPartition, Bounds],
     option: str,
-    none_late_enough: Literal["error", "latest"],
+    none_late_enough: NoneLateEnough,
 ) -> Offsets:
     """Offsets from record timestamps: for each partition the first record whose timestamp is at or after
     its time (``found``, Kafka's ``offsetsForTimes``); a partition with no record that late takes its

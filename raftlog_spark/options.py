@@ -17,6 +17,7 @@ from raftlog_spark.errors import OptionError
 from raftlog_spark.offsets import (
     EARLIEST,
     LATEST,
+    NoneLateEnough,
     Offsets,
     Timestamps,
     parse_spec,
@@ -25,7 +26,6 @@ from raftlog_spark.offsets import (
 )
 
 FetchFormat = Literal["columnar", "json"]
-NoneLateEnough = Literal["error", "latest"]  # startingOffsetsByTimestampStrategy
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024  # larger pages cost the server more per record (GC of big pages)
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000
 BATCH_RECORDS_DEFAULT = 10_000

@@ -82,13 +82,13 @@ def by_timestamp(options: ReadOptions, bounds: Mapping[TopicPartition, Bounds], 
     spec = options.starting_timestamps if starting else options.ending_timestamps
     if spec is None:
         return {}
-    timestamps: Timestamps = timestamps_for(spec, bounds)
-    with BlockingClient(options.servers, options.request_timeout_ms) as client:
-        found = {tp: offset_for_timestamp(client, *tp, ms) for tp, ms in sorted(timestamps.items())}
     if starting:
         option, none_late_enough = options.starting_timestamps_option, options.starting_none_late_enough
     else:
         option, none_late_enough = options.ending_timestamps_option, "latest"
+    timestamps: Timestamps = timestamps_for(spec, bounds.keys(), option)
+    with BlockingClient(options.servers, options.request_timeout_ms) as client:
+        found = {tp: offset_for_timestamp(client, *tp, ms) for tp, ms in sorted(timestamps.items())}
     return at_timestamps(timestamps, found, bounds, option, none_late_enough)
 
 

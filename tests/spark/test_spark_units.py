@@ -208,8 +208,11 @@ def test_resolve_sentinels_and_defaults() -> None:
 
 def test_offsets_at_timestamps_take_the_end_or_fail_when_no_record_is_that_late() -> None:
     bounds = {("t", 0): Bounds(0, 10), ("t", 1): Bounds(4, 7)}
-    assert timestamps_for(500, bounds) == {("t", 0): 500, ("t", 1): 500}
-    assert timestamps_for({("t", 1): 9, ("u", 0): 1}, bounds) == {("t", 1): 9}
+    assert timestamps_for(500, bounds.keys(), "startingTimestamp") == {("t", 0): 500, ("t", 1): 500}
+    named = "startingOffsetsByTimestamp"
+    assert timestamps_for({("t", 1): 9}, bounds.keys(), named) == {("t", 1): 9}
+    with pytest.raises(OptionError, match=f"'{named}': t-5, u-0: no such partition"):
+        timestamps_for({("t", 1): 9, ("t", 5): 1, ("u", 0): 1}, bounds.keys(), named)
     found = {("t", 0): 3, ("t", 1): None}
     timestamps = {("t", 0): 500, ("t", 1): 500}
     assert at_timestamps(timestamps, found, bounds, "endingTimestamp", "latest") == {("t", 0): 3, ("t", 1): 7}
