@@ -133,22 +133,17 @@ def _millis(column: pa.Array) -> list[int | None]:
     return raw if per_ms == 1 else [None if r is None else r // per_ms for r in raw]
 
 
-def _headers(headers: list[dict[str, Any] | None], topic: str) -> list[dict[str, Any]]:
+def _headers(headers: list[dict[str, Any] | None], topic: str) -> tuple[list[dict[str, Any]], int]:
+    """A row's headers as a produce request carries them, and roughly the bytes they add to it."""
     out = []
+    size = 0
     for header in headers:
         if header is None or header["key"] is None:
             raise BadRow(f"a row has a null header or header key (topic {topic!r})")
-        value = header["value"]
-        out.append({"key": header["key"], "value": None if value is None else _b64(value)})
-    return out
-
-
-def _record_bytes(record: dict[str, Any]) -> int:
-    """What a record adds to a request, roughly (base64 text and JSON framing)."""
-    size = 32 + len(record["value"] or "") + len(record.get("key", ""))
-    for header in record.get("headers", ()):
-        size += 24 + len(header["key"]) + len(header["value"] or "")
-    return size
+        value = None if header["value"] is None else _b64(header["value"])
+        out.append({"key": header["key"], "value": value})
+        size += 24 + len(header["key"]) + (0 if value is None else len(value))
+    return out, size
 
 
 @dataclass
@@ -198,23 +193,27 @@ class TaskWriter:
             value, topic = values[i], topics[i]
             if not topic:
                 raise BadRow("a row has a null or empty 'topic' and the option 'topic' is not set")
-            record: dict[str, Any] = {"value": None if value is None else _b64(value)}  # None: tombstone
+            text = None if value is None else _b64(value)  # None: a tombstone
+            record: dict[str, Any] = {"value": text}
+            size = 32 if text is None else 32 + len(text)  # roughly what it adds to the request
             if keys[i] is not None:
-                record["key"] = _b64(keys[i])
+                record["key"] = key = _b64(keys[i])
+                size += len(key)
             if partitions is not None and partitions[i] is not None:
                 if partitions[i] < 0:
                     raise BadRow(f"a row has partition {partitions[i]} (topic {topic!r})")
                 record["partition"] = partitions[i]
             if headers is not None and headers[i]:
-                record["headers"] = _headers(headers[i], topic)
+                record["headers"], header_bytes = _headers(headers[i], topic)
+                size += header_bytes
             timestamp = None if timestamps is None else timestamps[i]
-            if timestamp is not None:  # else the server's clock
+            if timestamp is not None:  # else the node's clock
                 if timestamp < 0:
                     raise BadRow(f"a row has timestamp {timestamp} ms, before 1970 (topic {topic!r})")
                 record["timestamp"] = timestamp
             pending = self.pending.setdefault(topic, _Pending())
             pending.records.append(record)
-            pending.bytes += _record_bytes(record)
+            pending.bytes += size
             if (
                 len(pending.records) >= self.options.batch_records
                 or pending.bytes >= self.options.batch_bytes
