@@ -7,6 +7,7 @@ the Arrow schema is derived from the Spark one; timestamps are ``timestamp[us, t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import pyarrow as pa
@@ -27,7 +28,11 @@ from raftlog_client.blocking import Page
 
 HEADER = StructType([StructField("key", StringType(), True), StructField("value", BinaryType(), True)])
 
-# The columns of Spark's Kafka source (with headers, as with includeHeaders=true; no timestampType).
+CREATE_TIME = 0  # timestampType: the producer's timestamp
+LOG_APPEND_TIME = 1  # the leader's clock when it appended the record (topic message.timestamp.type)
+
+# The columns of Spark's Kafka source, in its order (headers as with includeHeaders=true). A null key is
+# a keyless record, a null value a tombstone, a null header value a header without one.
 SCHEMA = StructType(
     [
         StructField("key", BinaryType(), True),
@@ -36,6 +41,7 @@ SCHEMA = StructType(
         StructField("partition", IntegerType(), True),
         StructField("offset", LongType(), True),
         StructField("timestamp", TimestampType(), True),
+        StructField("timestampType", IntegerType(), True),
         StructField("headers", ArrayType(HEADER, True), True),
     ]
 )
@@ -52,16 +58,17 @@ def _headers(headers: list[Sequence[Sequence[Any]]]) -> pa.Array:
     return pa.array(rows, _HEADERS_TYPE)
 
 
+def _timestamp_types(types: list[int]) -> pa.Array:
+    for kind in (CREATE_TIME, LOG_APPEND_TIME):  # a topic keeps one type: skip converting each int
+        if types.count(kind) == len(types):
+            return pa.repeat(pa.scalar(kind, pa.int32()), len(types))
+    return pa.array(types, pa.int32())
+
+
 def record_batch(topic: str, partition: int, page: Page, count: int) -> pa.RecordBatch:
     """The first ``count`` records of ``page`` as a batch of the source's schema."""
     if count < len(page.offsets):
-        page = Page(
-            page.offsets[:count],
-            page.timestamps_ms[:count],
-            page.keys[:count],
-            page.values[:count],
-            page.headers[:count],
-        )
+        page = Page(*(getattr(page, column.name)[:count] for column in fields(page)))
     millis = pa.array(page.timestamps_ms, pa.int64())
     micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
     return pa.RecordBatch.from_arrays(
@@ -72,6 +79,7 @@ def record_batch(topic: str, partition: int, page: Page, count: int) -> pa.Recor
             pa.repeat(pa.scalar(partition, pa.int32()), count),
             pa.array(page.offsets, pa.int64()),
             micros,
+            _timestamp_types(page.timestamp_types),
             _headers(page.headers),
         ],
         schema=ARROW_SCHEMA,

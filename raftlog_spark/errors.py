@@ -23,7 +23,7 @@ class SchemaError(RaftlogSparkError, ValueError):
 
 
 class BadRow(RaftlogSparkError, ValueError):
-    """A row the sink cannot write (null value, no topic, partition out of range)."""
+    """A row the sink cannot write (no topic, a negative partition or timestamp, a null header key)."""
 
 
 class DataLoss(RaftlogSparkError):

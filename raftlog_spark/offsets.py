@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql.datasource import InputPartition
 
@@ -23,6 +23,8 @@ LATEST = -1
 
 TopicPartition = tuple[str, int]
 Offsets = dict[TopicPartition, int]
+Timestamps = dict[TopicPartition, int]  # ms since the epoch, per partition
+NoneLateEnough = Literal["error", "latest"]  # a partition with no record that late: fail, or its end
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,20 +64,24 @@ def to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
 
 def from_json(value: Mapping[str, Any], option: str = "offsets") -> Offsets:
     """``{"topic": {"0": 42, "1": -2}}`` (partition keys as strings or ints) to ``{(topic, 0): 42, ...}``."""
+    return _per_partition(value, option, "offset", EARLIEST)
+
+
+def _per_partition(value: Any, option: str, what: str, minimum: int) -> dict[TopicPartition, int]:
     if not isinstance(value, Mapping):
         raise OptionError(option, f'expected a JSON object like {{"topic": {{"0": 42}}}}, got {value!r}')
-    out: Offsets = {}
+    out: dict[TopicPartition, int] = {}
     for topic, partitions in value.items():
         if not isinstance(partitions, Mapping):
-            raise OptionError(option, f"topic {topic!r}: expected an object of partition -> offset")
-        for key, offset in partitions.items():
+            raise OptionError(option, f"topic {topic!r}: expected an object of partition -> {what}")
+        for key, number in partitions.items():
             try:
                 partition = int(key)
             except (TypeError, ValueError):
                 raise OptionError(option, f"topic {topic!r}: partition {key!r} is not an integer") from None
-            if type(offset) is not int or offset < EARLIEST or partition < 0:
-                raise OptionError(option, f"{topic}-{partition}: offset {offset!r} is not >= -2")
-            out[(str(topic), partition)] = offset
+            if type(number) is not int or number < minimum or partition < 0:
+                raise OptionError(option, f"{topic}-{partition}: {what} {number!r} is not >= {minimum}")
+            out[(str(topic), partition)] = number
     return out
 
 
@@ -91,6 +97,64 @@ def parse_spec(text: str, option: str) -> int | Offsets:
     except ValueError:
         raise OptionError(option, f"{text!r} is neither 'earliest', 'latest' nor JSON") from None
     return from_json(value, option)
+
+
+def parse_timestamp(text: str, option: str) -> int:
+    """``startingTimestamp`` / ``endingTimestamp``: one time in ms since the epoch, for every partition."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise OptionError(
+            option, f"{text!r} is not a time in ms since the epoch, e.g. 1700000000000"
+        ) from None
+    if value < 0:
+        raise OptionError(option, f"{value} is before 1970: a time in ms since the epoch is >= 0")
+    return value
+
+
+def parse_timestamps(text: str, option: str) -> Timestamps:
+    """``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp``: ``{"topic": {"0": ms, ...}}``."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise OptionError(option, f'{text!r} is not JSON like {{"topic": {{"0": 1700000000000}}}}') from None
+    return _per_partition(value, option, "timestamp (ms since the epoch)", 0)
+
+
+def timestamps_for(spec: int | Timestamps, partitions: Collection[TopicPartition], option: str) -> Timestamps:
+    """The timestamp each of ``partitions`` starts or ends at: one for all, or those the JSON names (each
+    of which must be one of them)."""
+    if isinstance(spec, int):
+        return dict.fromkeys(partitions, spec)
+    unknown = sorted(set(spec) - set(partitions))
+    if unknown:
+        names = ", ".join(f"{topic}-{partition}" for topic, partition in unknown)
+        raise OptionError(option, f"{names}: no such partition")
+    return dict(spec)
+
+
+def at_timestamps(
+    timestamps: Timestamps,
+    found: Mapping[TopicPartition, int | None],
+    bounds: Mapping[TopicPartition, Bounds],
+    option: str,
+    none_late_enough: NoneLateEnough,
+) -> Offsets:
+    """Offsets from record timestamps: for each partition the first record whose timestamp is at or after
+    its time (``found``, Kafka's ``offsetsForTimes``); a partition with no record that late takes its
+    end offset (``latest``) or fails the query naming it (``error``)."""
+    out: Offsets = {}
+    for tp, timestamp_ms in sorted(timestamps.items()):
+        offset = found[tp]
+        if offset is None and none_late_enough == "error":
+            raise OptionError(
+                option,
+                f"no record of {tp[0]}-{tp[1]} has a timestamp at or after {timestamp_ms} (it ends at offset "
+                f"{bounds[tp].end_offset}); set startingOffsetsByTimestampStrategy=latest to start such "
+                "partitions at their end",
+            )
+        out[tp] = bounds[tp].end_offset if offset is None else offset
+    return out
 
 
 def resolve(spec: int | Offsets, bounds: Mapping[TopicPartition, Bounds], default: int) -> Offsets:

@@ -14,7 +14,16 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from raftlog_spark.errors import OptionError
-from raftlog_spark.offsets import EARLIEST, LATEST, Offsets, parse_spec
+from raftlog_spark.offsets import (
+    EARLIEST,
+    LATEST,
+    NoneLateEnough,
+    Offsets,
+    Timestamps,
+    parse_spec,
+    parse_timestamp,
+    parse_timestamps,
+)
 
 FetchFormat = Literal["columnar", "json"]
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024  # larger pages cost the server more per record (GC of big pages)
@@ -116,6 +125,18 @@ def _offsets_option(options: Mapping[str, str], name: str, default: int) -> int 
     return default if raw is None else parse_spec(raw, name)
 
 
+def _timestamps_option(
+    options: Mapping[str, str], one: str, per_partition: str
+) -> tuple[int | Timestamps | None, str]:
+    """Spark's precedence: ``startingTimestamp`` (every partition) over ``startingOffsetsByTimestamp``
+    (JSON); the option's name comes along for messages."""
+    raw = _get(options, one)
+    if raw is not None:
+        return parse_timestamp(raw, one), one
+    raw = _get(options, per_partition)
+    return (None if raw is None else parse_timestamps(raw, per_partition)), per_partition
+
+
 def _check_topics(spec: int | Offsets, topics: Subscription, name: str) -> None:
     if isinstance(spec, int):
         return
@@ -137,6 +158,14 @@ class ReadOptions:
     fetch_max_bytes: int
     fetch_format: FetchFormat
     request_timeout_ms: int
+    # From record timestamps (ms), over ``starting``/``ending`` for the partitions they cover: one time
+    # for every partition (``startingTimestamp``) or per partition (``startingOffsetsByTimestamp``); the
+    # option's name is kept for messages.
+    starting_timestamps: int | Timestamps | None
+    starting_timestamps_option: str
+    ending_timestamps: int | Timestamps | None  # batch only; a partition with no record that late: its end
+    ending_timestamps_option: str
+    starting_none_late_enough: NoneLateEnough  # startingOffsetsByTimestampStrategy
 
 
 def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptions:
@@ -145,7 +174,28 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
     ending = _offsets_option(options, "endingOffsets", LATEST)
     if streaming and _get(options, "endingOffsets") is not None:
         raise OptionError("endingOffsets", "only for batch reads (spark.read), not streaming")
-    if not streaming and starting == LATEST:
+    starting_timestamps, starting_timestamps_option = _timestamps_option(
+        options, "startingTimestamp", "startingOffsetsByTimestamp"
+    )
+    ending_timestamps, ending_timestamps_option = _timestamps_option(
+        options, "endingTimestamp", "endingOffsetsByTimestamp"
+    )
+    if streaming and ending_timestamps is not None:
+        raise OptionError(ending_timestamps_option, "only for batch reads (spark.read), not streaming")
+    if (
+        isinstance(starting_timestamps, int)
+        and isinstance(ending_timestamps, int)
+        and ending_timestamps < starting_timestamps
+    ):
+        raise OptionError(
+            "endingTimestamp", f"{ending_timestamps} is before startingTimestamp {starting_timestamps}"
+        )
+    none_late_enough = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+    if none_late_enough not in ("error", "latest"):
+        raise OptionError(
+            "startingOffsetsByTimestampStrategy", f"{none_late_enough!r} is neither 'error' nor 'latest'"
+        )
+    if not streaming and starting == LATEST and not isinstance(starting_timestamps, int):
         raise OptionError("startingOffsets", "'latest' reads nothing in a batch query; use earliest or JSON")
     if ending == EARLIEST:
         raise OptionError("endingOffsets", "'earliest' reads nothing; use latest or JSON")
@@ -153,6 +203,10 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
         raise OptionError("endingOffsets", "-2 (earliest) is not allowed as an ending offset")
     _check_topics(starting, topics, "startingOffsets")
     _check_topics(ending, topics, "endingOffsets")
+    if starting_timestamps is not None:
+        _check_topics(starting_timestamps, topics, starting_timestamps_option)
+    if ending_timestamps is not None:
+        _check_topics(ending_timestamps, topics, ending_timestamps_option)
     max_per_trigger = _int(options, "maxOffsetsPerTrigger", None, 1, 2**62)
     if max_per_trigger is not None and not streaming:
         raise OptionError("maxOffsetsPerTrigger", "only for streaming reads (spark.readStream)")
@@ -172,6 +226,11 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
         fetch_format="json" if fetch_format == "json" else "columnar",
         request_timeout_ms=_int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
         or REQUEST_TIMEOUT_MS_DEFAULT,
+        starting_timestamps=starting_timestamps,
+        starting_timestamps_option=starting_timestamps_option,
+        ending_timestamps=ending_timestamps,
+        ending_timestamps_option=ending_timestamps_option,
+        starting_none_late_enough="latest" if none_late_enough == "latest" else "error",
     )
 
 

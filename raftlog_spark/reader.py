@@ -9,7 +9,9 @@ everything ``read`` needs to know about its range.
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -31,12 +33,15 @@ from raftlog_spark.offsets import (
     Bounds,
     OffsetRange,
     Offsets,
+    Timestamps,
     TopicPartition,
+    at_timestamps,
     from_json,
     ranges,
     rate_limit,
     resolve,
     split,
+    timestamps_for,
     to_json,
 )
 from raftlog_spark.options import ReadOptions, parse_read_options
@@ -59,6 +64,32 @@ def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
                 start, end = client.offsets(topic, partition)
                 out[(topic, partition)] = Bounds(start, end)
     return out
+
+
+def offset_for_timestamp(client: BlockingClient, topic: str, partition: int, timestamp_ms: int) -> int | None:
+    """The offset of the first record whose timestamp is at or after ``timestamp_ms`` (Kafka's
+    ``offsetsForTimes``), None when no record is that late: ``GET .../offsets?timestamp=MS``."""
+    name = urllib.parse.quote(topic, safe="")
+    path = f"/topics/{name}/partitions/{partition}/offsets?timestamp={timestamp_ms}"
+    offset = json.loads(client.request("GET", path).body)["offset"]
+    return None if offset is None else int(offset)
+
+
+def by_timestamp(options: ReadOptions, bounds: Mapping[TopicPartition, Bounds], *, starting: bool) -> Offsets:
+    """The starting (or ending) offsets the timestamp options give, for the partitions they cover: none
+    when no such option is set. Starting: a partition with no record that late fails the query or starts
+    at its end (``startingOffsetsByTimestampStrategy``); ending: it ends at its end, as in Spark."""
+    spec = options.starting_timestamps if starting else options.ending_timestamps
+    if spec is None:
+        return {}
+    if starting:
+        option, none_late_enough = options.starting_timestamps_option, options.starting_none_late_enough
+    else:
+        option, none_late_enough = options.ending_timestamps_option, "latest"
+    timestamps: Timestamps = timestamps_for(spec, bounds.keys(), option)
+    with BlockingClient(options.servers, options.request_timeout_ms) as client:
+        found = {tp: offset_for_timestamp(client, *tp, ms) for tp, ms in sorted(timestamps.items())}
+    return at_timestamps(timestamps, found, bounds, option, none_late_enough)
 
 
 def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBatch]:
@@ -118,7 +149,9 @@ class BatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         bounds = partition_bounds(self.options)
         start = resolve(self.options.starting, bounds, EARLIEST)
+        start |= by_timestamp(self.options, bounds, starting=True)
         end = resolve(self.options.ending, bounds, LATEST)
+        end |= by_timestamp(self.options, bounds, starting=False)
         if not self.options.fail_on_data_loss:
             start = {tp: max(offset, bounds[tp].log_start_offset) for tp, offset in start.items()}
         parts: list[InputPartition] = list(split(ranges(start, end), self.options.min_partitions))
@@ -143,7 +176,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
         bounds = partition_bounds(self.options)
-        return to_json(resolve(self.options.starting, bounds, LATEST))
+        start = resolve(self.options.starting, bounds, LATEST)
+        start |= by_timestamp(self.options, bounds, starting=True)
+        return to_json(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         limit = self.options.max_offsets_per_trigger

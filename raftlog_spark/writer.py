@@ -43,6 +43,7 @@ from pyspark.sql.types import (
     ShortType,
     StringType,
     StructType,
+    TimestampType,
 )
 
 from raftlog_client.blocking import BlockingClient, RecordResults
@@ -74,7 +75,8 @@ _TEXT_OR_BYTES = (StringType, BinaryType)
 
 
 def check_schema(schema: StructType, options: WriteOptions) -> None:
-    """The sink's columns, as Kafka's: value (required), key, topic, partition, headers."""
+    """The sink's columns, as Kafka's: value (required; null writes a tombstone), key, topic, partition,
+    headers; and timestamp (timestamp, or long ms since the epoch; null: the server's clock)."""
     fields: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
     if "value" not in fields:
         raise SchemaError(f"the DataFrame needs a 'value' column (string or binary); it has {sorted(fields)}")
@@ -90,8 +92,21 @@ def check_schema(schema: StructType, options: WriteOptions) -> None:
     if "headers" in fields:
         kind = fields["headers"]
         element = kind.elementType if isinstance(kind, ArrayType) else None
-        if not isinstance(element, StructType) or sorted(element.fieldNames()) != ["key", "value"]:
-            raise SchemaError("column 'headers' must be array<struct<key: string, value: binary or string>>")
+        parts = {f.name: f.dataType for f in element.fields} if isinstance(element, StructType) else {}
+        if (
+            sorted(parts) != ["key", "value"]
+            or not isinstance(parts["key"], StringType)
+            or not isinstance(parts["value"], _TEXT_OR_BYTES)
+        ):
+            raise SchemaError(
+                "column 'headers' must be array<struct<key: string, value: binary or string>>, "
+                f"not {kind.simpleString()}"
+            )
+    if "timestamp" in fields and not isinstance(fields["timestamp"], TimestampType | LongType):
+        raise SchemaError(
+            "column 'timestamp' must be a timestamp or a long (ms since the epoch), "
+            f"not {fields['timestamp'].simpleString()}"
+        )
 
 
 # -- one task ------------------------------------------------------------------------------------------
@@ -100,6 +115,35 @@ def check_schema(schema: StructType, options: WriteOptions) -> None:
 def _b64(value: bytes | str) -> str:
     data = value.encode("utf-8") if isinstance(value, str) else value
     return base64.b64encode(data).decode("ascii")
+
+
+_PER_MS = {"us": 1000, "ns": 1_000_000}
+
+
+def _millis(column: pa.Array) -> list[int | None]:
+    """A timestamp column (any unit; Spark sends microseconds) or a long column of ms as ms."""
+    if not pa.types.is_timestamp(column.type):
+        millis: list[int | None] = column.to_pylist()
+        return millis
+    raw: list[int | None] = column.cast(pa.int64()).to_pylist()
+    unit = column.type.unit
+    if unit == "s":
+        return [None if r is None else r * 1000 for r in raw]
+    per_ms = _PER_MS.get(unit, 1)
+    return raw if per_ms == 1 else [None if r is None else r // per_ms for r in raw]
+
+
+def _headers(headers: list[dict[str, Any] | None], topic: str) -> tuple[list[dict[str, Any]], int]:
+    """A row's headers as a produce request carries them, and roughly the bytes they add to it."""
+    out = []
+    size = 0
+    for header in headers:
+        if header is None or header["key"] is None:
+            raise BadRow(f"a row has a null header or header key (topic {topic!r})")
+        value = None if header["value"] is None else _b64(header["value"])
+        out.append({"key": header["key"], "value": value})
+        size += 24 + len(header["key"]) + (0 if value is None else len(value))
+    return out, size
 
 
 @dataclass
@@ -144,24 +188,32 @@ class TaskWriter:
         topics = [self.options.topic] * batch.num_rows if self.options.topic else column["topic"]
         partitions = column.get("partition")
         headers = column.get("headers")
+        timestamps = _millis(batch.column("timestamp")) if "timestamp" in batch.schema.names else None
         for i in range(batch.num_rows):
             value, topic = values[i], topics[i]
-            if value is None:
-                raise BadRow(f"a row has a null 'value' (key {keys[i]!r}, topic {topic!r})")
             if not topic:
                 raise BadRow("a row has a null or empty 'topic' and the option 'topic' is not set")
-            record: dict[str, Any] = {"value": _b64(value)}
+            text = None if value is None else _b64(value)  # None: a tombstone
+            record: dict[str, Any] = {"value": text}
+            size = 32 if text is None else 32 + len(text)  # roughly what it adds to the request
             if keys[i] is not None:
-                record["key"] = _b64(keys[i])
+                record["key"] = key = _b64(keys[i])
+                size += len(key)
             if partitions is not None and partitions[i] is not None:
                 if partitions[i] < 0:
                     raise BadRow(f"a row has partition {partitions[i]} (topic {topic!r})")
                 record["partition"] = partitions[i]
             if headers is not None and headers[i]:
-                record["headers"] = [{"key": h["key"], "value": _b64(h["value"] or b"")} for h in headers[i]]
+                record["headers"], header_bytes = _headers(headers[i], topic)
+                size += header_bytes
+            timestamp = None if timestamps is None else timestamps[i]
+            if timestamp is not None:  # else the node's clock
+                if timestamp < 0:
+                    raise BadRow(f"a row has timestamp {timestamp} ms, before 1970 (topic {topic!r})")
+                record["timestamp"] = timestamp
             pending = self.pending.setdefault(topic, _Pending())
             pending.records.append(record)
-            pending.bytes += len(record["value"]) + len(record.get("key", "")) + 32
+            pending.bytes += size
             if (
                 len(pending.records) >= self.options.batch_records
                 or pending.bytes >= self.options.batch_bytes

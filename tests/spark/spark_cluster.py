@@ -82,6 +82,24 @@ class SparkTestCluster:
             with self.client(self.urls[0]) as client:
                 client.produce(topic, records, partition=partition)
 
+    def produce_records(self, topic: str, partition: int, records: list[dict[str, Any]]) -> None:
+        """One request of records in the binary flavour's shape with raw bytes: ``key``/``value`` bytes
+        or None (a tombstone), ``headers`` [(name, bytes or None)], ``timestamp`` ms (CreateTime)."""
+
+        def b64(data: bytes | None) -> str | None:
+            return None if data is None else base64.b64encode(data).decode()
+
+        encoded = []
+        for record in records:
+            out: dict[str, Any] = {"key": b64(record.get("key")), "value": b64(record.get("value"))}
+            if "headers" in record:
+                out["headers"] = [{"key": name, "value": b64(data)} for name, data in record["headers"]]
+            if "timestamp" in record:
+                out["timestamp"] = record["timestamp"]
+            encoded.append(out)
+        with self.client(self.urls[0]) as client:
+            client.produce(topic, encoded, partition=partition)
+
     def bounds(self, topic: str, partition: int) -> tuple[int, int]:
         with self.client(self.urls[0]) as client:
             return client.offsets(topic, partition)

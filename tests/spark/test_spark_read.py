@@ -1,4 +1,5 @@
-"""Reading topics with Spark from a real 3-node cluster: batch ranges, assign, minPartitions,
+"""Reading topics with Spark from a real 3-node cluster: Kafka's columns (tombstones, keyless records,
+null header values, timestamp types), batch ranges by offset and by timestamp, assign, minPartitions,
 failOnDataLoss, and streaming with admission control, Trigger.AvailableNow and checkpoint restarts."""
 
 from __future__ import annotations
@@ -37,21 +38,41 @@ def test_batch_read_returns_every_record_once_with_kafka_columns(
     for p, n in sizes.items():
         if n:
             raftlog_cluster.produce(topic, p, [f"{p}:{i}" for i in range(n)], key=f"k{p}")
+    special = [  # partition 1, offsets 3, 4, 5
+        {"key": b"gone", "value": None, "timestamp": 1_000},  # a tombstone with its producer's time
+        {"key": None, "value": b"keyless", "headers": [("trace", None), ("n", b"1")]},
+        {"key": b"", "value": b"", "headers": [("", b"")], "timestamp": 1_600_000_000_000},
+    ]
+    raftlog_cluster.produce_records(topic, 1, special)
+    sizes[1] += len(special)
     df = read(spark, raftlog_cluster, topic, fetchFormat=fetch_format, fetchMaxBytes="1000")
-    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "headers"]
+    kafka_columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert df.columns == kafka_columns
     rows = df.selectExpr(
-        "partition", "offset", "CAST(value AS STRING) v", "CAST(key AS STRING) k", "topic", "timestamp"
+        "CAST(value AS STRING) v", "CAST(key AS STRING) k", "unix_millis(timestamp) ms", *kafka_columns
     ).collect()
     assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in sizes for o in range(sizes[p])]
-    assert all(r.v == f"{r.partition}:{r.offset}" and r.k == f"k{r.partition}" for r in rows)
-    assert {r.topic for r in rows} == {topic}
-    assert all(abs(r.timestamp.timestamp() - time.time()) < 600 for r in rows)
+    plain = [r for r in rows if r.partition == 0 or r.offset < 3]
+    assert all(r.v == f"{r.partition}:{r.offset}" and r.k == f"k{r.partition}" for r in plain)
+    assert {r.topic for r in rows} == {topic} and {r.timestampType for r in rows} == {0}  # CreateTime
+    assert all(abs(r.timestamp.timestamp() - time.time()) < 600 for r in plain)
+    tombstone, keyless, empty = sorted(
+        (r for r in rows if r.partition == 1 and r.offset >= 3), key=lambda r: r.offset
+    )
+    assert (tombstone.key, tombstone.value, tombstone.ms, tombstone.headers) == (b"gone", None, 1_000, [])
+    assert (keyless.key, keyless.value) == (None, b"keyless")
+    assert [(h.key, h.value) for h in keyless.headers] == [("trace", None), ("n", b"1")]
+    assert abs(keyless.ms / 1000 - time.time()) < 600  # none given: the node's clock
+    assert (empty.key, empty.value, empty.ms) == (b"", b"", 1_600_000_000_000)
+    assert [(h.key, h.value) for h in empty.headers] == [("", b"")]
 
 
 def test_batch_offsets_assign_and_min_partitions(spark: Any, raftlog_cluster: SparkTestCluster) -> None:
     topic = raftlog_cluster.create_topic(3)
-    for p in range(3):
-        raftlog_cluster.produce(topic, p, [str(i) for i in range(100)])
+    base_ms = 1_600_000_000_000
+    for p in range(3):  # record i of each partition has timestamp base_ms + 10 i
+        records = [{"value": str(i).encode(), "timestamp": base_ms + 10 * i} for i in range(100)]
+        raftlog_cluster.produce_records(topic, p, records)
     reader = (
         spark.read.format("raftlog")
         .option("servers", raftlog_cluster.servers)
@@ -64,6 +85,18 @@ def test_batch_offsets_assign_and_min_partitions(spark: Any, raftlog_cluster: Sp
     assert df.rdd.getNumPartitions() >= 6
     got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
     assert got == [(0, o) for o in range(20, 70)] + [(1, o) for o in range(100)]
+    # By timestamp: the first record at or after it. Partition 1 has none that late and starts at its
+    # end (strategy latest); partition 2 is not named and takes startingOffsets (earliest).
+    by_time = read(
+        spark,
+        raftlog_cluster,
+        topic,
+        startingOffsetsByTimestamp=json.dumps({topic: {"0": base_ms + 205, "1": base_ms + 10**6}}),
+        startingOffsetsByTimestampStrategy="latest",
+        endingTimestamp=str(base_ms + 505),
+    )
+    got = sorted((r.partition, r.offset) for r in by_time.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(21, 51)] + [(2, o) for o in range(51)]
 
 
 def test_fail_on_data_loss(spark: Any, raftlog_cluster: SparkTestCluster) -> None:

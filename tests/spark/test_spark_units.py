@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 import socket
+import time
 
 import pyarrow as pa
 import pytest
@@ -13,28 +14,40 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 from spark_cluster import SparkTestCluster
 
 from raftlog_client.blocking import BlockingClient, Page
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable
-from raftlog_spark.arrow import ARROW_SCHEMA, record_batch
-from raftlog_spark.errors import DataLoss, OptionError, SchemaError
+from raftlog_spark.arrow import ARROW_SCHEMA, LOG_APPEND_TIME, record_batch
+from raftlog_spark.errors import BadRow, DataLoss, OptionError, SchemaError
 from raftlog_spark.offsets import (
     EARLIEST,
     LATEST,
     Bounds,
     OffsetRange,
+    at_timestamps,
     from_json,
     ranges,
     rate_limit,
     resolve,
     split,
+    timestamps_for,
     to_json,
 )
 from raftlog_spark.options import parse_read_options, parse_write_options
 from raftlog_spark.reader import BatchReader, StreamReader, read_range
-from raftlog_spark.writer import check_schema, producer_id, stream_sequence
+from raftlog_spark.writer import TaskWriter, check_schema, producer_id, stream_sequence
 
 SERVERS = "http://127.0.0.1:1, http://127.0.0.1:2/"
 
@@ -58,6 +71,23 @@ def test_read_options_follow_kafka_names_and_defaults() -> None:
         options(servers=SERVERS, subscribe="a", startingOffsets='{"a": {"0": 5, "1": -2}}'), streaming=False
     )
     assert explicit.starting == {("a", 0): 5, ("a", 1): EARLIEST}
+    assert (explicit.starting_timestamps, explicit.starting_none_late_enough) == (None, "error")
+    by_time = parse_read_options(
+        options(
+            servers=SERVERS,
+            subscribe="a",
+            startingOffsets="latest",  # startingTimestamp wins, as in Spark
+            startingTimestamp=" 1000 ",
+            startingOffsetsByTimestamp='{"a": {"0": 5}}',
+            endingOffsetsByTimestamp='{"a": {"1": 2000}}',
+            startingOffsetsByTimestampStrategy="LATEST",
+        ),
+        streaming=False,
+    )
+    assert (by_time.starting_timestamps, by_time.starting_timestamps_option) == (1000, "startingTimestamp")
+    assert by_time.ending_timestamps == {("a", 1): 2000}
+    assert by_time.ending_timestamps_option == "endingOffsetsByTimestamp"
+    assert by_time.starting_none_late_enough == "latest"
 
 
 @pytest.mark.parametrize(
@@ -90,6 +120,39 @@ def test_read_options_follow_kafka_names_and_defaults() -> None:
         ({"servers": SERVERS, "subscribe": "a", "minPartitions": "0"}, False, "minPartitions"),
         ({"servers": SERVERS, "subscribe": "a", "failOnDataLoss": "yes"}, False, "failOnDataLoss"),
         ({"servers": SERVERS, "subscribe": "a", "fetchFormat": "avro"}, False, "fetchFormat"),
+        ({"servers": SERVERS, "subscribe": "a", "startingTimestamp": "soon"}, False, "startingTimestamp"),
+        ({"servers": SERVERS, "subscribe": "a", "startingTimestamp": "-1"}, True, "startingTimestamp"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestamp": '{"a": {"0": -2}}'},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestamp": '{"b": {"0": 1}}'},
+            True,
+            "startingOffsetsByTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestamp": "1000"},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        ({"servers": SERVERS, "subscribe": "a", "endingTimestamp": "1000"}, True, "endingTimestamp"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "endingOffsetsByTimestamp": '{"a": {"0": 1}}'},
+            True,
+            "endingOffsetsByTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingTimestamp": "2000", "endingTimestamp": "1000"},
+            False,
+            "endingTimestamp",
+        ),
+        (
+            {"servers": SERVERS, "subscribe": "a", "startingOffsetsByTimestampStrategy": "earliest"},
+            True,
+            "startingOffsetsByTimestampStrategy",
+        ),
     ],
 )
 def test_a_bad_read_option_is_named(given: dict[str, str], streaming: bool, option: str) -> None:
@@ -114,6 +177,17 @@ def test_write_options_and_the_sink_schema() -> None:
         check_schema(StructType([StructField("value", IntegerType())]), parsed)
     with pytest.raises(SchemaError, match="column 'partition'"):
         check_schema(StructType([value, StructField("partition", StringType())]), parsed)
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    for stamp in (TimestampType(), LongType()):
+        check_schema(
+            StructType([value, StructField("headers", ArrayType(header)), StructField("timestamp", stamp)]),
+            parsed,
+        )
+    with pytest.raises(SchemaError, match="column 'timestamp' must be a timestamp or a long"):
+        check_schema(StructType([value, StructField("timestamp", DoubleType())]), parsed)
+    numeric = StructType([StructField("key", StringType()), StructField("value", IntegerType())])
+    with pytest.raises(SchemaError, match="column 'headers' must be array<struct<key: string"):
+        check_schema(StructType([value, StructField("headers", ArrayType(numeric))]), parsed)
 
 
 # -- offsets -------------------------------------------------------------------------------------------
@@ -130,6 +204,22 @@ def test_resolve_sentinels_and_defaults() -> None:
     assert resolve(EARLIEST, bounds, LATEST) == {("t", 0): 3, ("t", 1): 0}
     assert resolve({("t", 0): LATEST}, bounds, EARLIEST) == {("t", 0): 10, ("t", 1): 0}
     assert resolve({("t", 1): 2}, bounds, LATEST) == {("t", 0): 10, ("t", 1): 2}
+
+
+def test_offsets_at_timestamps_take_the_end_or_fail_when_no_record_is_that_late() -> None:
+    bounds = {("t", 0): Bounds(0, 10), ("t", 1): Bounds(4, 7)}
+    assert timestamps_for(500, bounds.keys(), "startingTimestamp") == {("t", 0): 500, ("t", 1): 500}
+    named = "startingOffsetsByTimestamp"
+    assert timestamps_for({("t", 1): 9}, bounds.keys(), named) == {("t", 1): 9}
+    with pytest.raises(OptionError, match=f"'{named}': t-5, u-0: no such partition"):
+        timestamps_for({("t", 1): 9, ("t", 5): 1, ("u", 0): 1}, bounds.keys(), named)
+    found = {("t", 0): 3, ("t", 1): None}
+    timestamps = {("t", 0): 500, ("t", 1): 500}
+    assert at_timestamps(timestamps, found, bounds, "endingTimestamp", "latest") == {("t", 0): 3, ("t", 1): 7}
+    with pytest.raises(OptionError, match="no record of t-1 has a timestamp at or after 500") as raised:
+        at_timestamps(timestamps, found, bounds, "startingTimestamp", "error")
+    assert raised.value.option == "startingTimestamp"
+    assert "startingOffsetsByTimestampStrategy=latest" in str(raised.value)
 
 
 @given(
@@ -172,7 +262,14 @@ def test_rate_limit_never_goes_back_nor_past_the_end(
 
 
 def test_record_batch_matches_the_spark_schema_exactly() -> None:
-    page = Page([7, 8, 9], [1000, 2000, 3000], [None, b"k", b""], [b"a", b"", b"c"], [[], [("h", b"x")], []])
+    page = Page(
+        [7, 8, 9],
+        [1000, 2000, 3000],
+        [None, b"k", b""],
+        [b"a", b"", b"c"],
+        [[], [("h", b"x")], []],
+        [0, 0, 0],
+    )
     batch = record_batch("t", 2, page, 2)
     assert batch.schema == ARROW_SCHEMA and batch.num_rows == 2
     assert batch.column("key").to_pylist() == [None, b"k"]
@@ -181,8 +278,65 @@ def test_record_batch_matches_the_spark_schema_exactly() -> None:
     assert batch.column("timestamp").type == pa.timestamp("us", tz="UTC")
     assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [1_000_000, 2_000_000]
     assert batch.column("headers").to_pylist() == [[], [{"key": "h", "value": b"x"}]]
-    plain = record_batch("t", 0, Page([1], [5], [None], [b"v"], [[]]), 1)
+    assert batch.column("timestampType").to_pylist() == [0, 0]
+    plain = record_batch("t", 0, Page([1], [5], [None], [b"v"], [[]], [0]), 1)
     assert plain.column("headers").to_pylist() == [[]]
+
+
+def test_record_batch_keeps_nulls_and_timestamp_types() -> None:
+    """Tombstones (null values), keyless records and header values that are null stay null; each row
+    says whether its timestamp is the producer's (0) or the leader's append time (1)."""
+    page = Page(
+        [0, 1, 2],
+        [10, 20, 30],
+        [b"k", None, None],
+        [None, b"v", None],
+        [[("a", None), ("b", b"")], [], [("c", b"x")]],
+        [0, LOG_APPEND_TIME, 0],
+    )
+    batch = record_batch("t", 0, page, 3)
+    assert batch.schema == ARROW_SCHEMA
+    assert [f.name for f in ARROW_SCHEMA].index("timestampType") == 6  # Spark's Kafka order
+    assert batch.column("value").to_pylist() == [None, b"v", None]
+    assert batch.column("key").to_pylist() == [b"k", None, None]
+    assert batch.column("headers").to_pylist() == [
+        [{"key": "a", "value": None}, {"key": "b", "value": b""}],
+        [],
+        [{"key": "c", "value": b"x"}],
+    ]
+    assert batch.column("timestampType").to_pylist() == [0, 1, 0]
+    appended = record_batch("t", 0, Page([5, 6], [1, 2], [None, None], [b"", b""], [[], []], [1, 1]), 1)
+    assert appended.column("timestampType").to_pylist() == [LOG_APPEND_TIME]
+
+
+def test_sink_records_carry_tombstones_null_header_values_and_timestamps() -> None:
+    """The produce records one task builds from Arrow rows, before anything is sent."""
+    writer = TaskWriter(parse_write_options(options(servers=SERVERS, topic="t")), 1, lambda sent: sent)
+    micros = pa.array([1_500, None, 7_000_999], pa.timestamp("us", tz="UTC"))
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array([None, b"v", b"w"]),
+            pa.array(["k", None, None]),
+            pa.array([[{"key": "h", "value": None}], None, []], header_type),
+            micros,
+            pa.array(["ignored", "ignored", "ignored"]),
+        ],
+        names=["value", "key", "headers", "timestamp", "other"],
+    )
+    unused = BlockingClient(["http://127.0.0.1:1"], 100)  # nothing is sent below batchRecords
+    writer._add(unused, batch)
+    assert writer.pending["t"].records == [
+        {"value": None, "key": "aw==", "headers": [{"key": "h", "value": None}], "timestamp": 1},
+        {"value": "dg=="},
+        {"value": "dw==", "timestamp": 7000},
+    ]
+    longs = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([42], pa.int64())], ["value", "timestamp"])
+    writer._add(unused, longs)
+    assert writer.pending["t"].records[-1] == {"value": "dg==", "timestamp": 42}
+    before_1970 = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([-1])], ["value", "timestamp"])
+    with pytest.raises(BadRow, match="timestamp -1 ms, before 1970"):
+        writer._add(unused, before_1970)
 
 
 # -- the sink's producer ids ---------------------------------------------------------------------------
@@ -215,6 +369,18 @@ def test_readers_pickle_and_plan_ranges(raftlog_cluster: SparkTestCluster) -> No
     stream.prepareForTriggerAvailableNow()
     raftlog_cluster.produce(topic, 0, ["late"] * 5)
     assert stream.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 100, "1": 50}}
+    # Starting by timestamp: no record is an hour ahead of the nodes' clocks, which fails the query
+    # (Spark's default) or starts at the end; a partition the JSON does not name takes startingOffsets.
+    later = str(int(time.time() * 1000) + 3_600_000)
+    by_time = {"servers": raftlog_cluster.servers, "subscribe": topic}
+    with pytest.raises(OptionError, match=f"no record of {topic}-0 has a timestamp at or after {later}"):
+        BatchReader(options(**by_time, startingTimestamp=later)).partitions()
+    at_end = StreamReader(
+        options(**by_time, startingTimestamp=later, startingOffsetsByTimestampStrategy="latest")
+    )
+    assert at_end.initialOffset() == {topic: {"0": 105, "1": 50}}
+    from_zero = StreamReader(options(**by_time, startingOffsetsByTimestamp=json.dumps({topic: {"1": 0}})))
+    assert from_zero.initialOffset() == {topic: {"0": 105, "1": 0}}
     batch = BatchReader(options(servers=raftlog_cluster.servers, subscribe=topic, minPartitions="5"))
     parts = batch.partitions()
     assert sum(p.count for p in parts if isinstance(p, OffsetRange)) == 155 and len(parts) >= 5

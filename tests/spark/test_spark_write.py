@@ -1,11 +1,13 @@
-"""Writing DataFrames to topics with Spark: Kafka's sink columns, clear errors for bad rows, and exactly
-once through idempotent produce when a task is retried or a micro-batch is replayed."""
+"""Writing DataFrames to topics with Spark: Kafka's sink columns (tombstones, keyless records, null header
+values, timestamps kept or stamped by the leader), clear errors for bad rows, and exactly once through
+idempotent produce when a task is retried or a micro-batch is replayed."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import time
 from collections import Counter
 from typing import Any
 
@@ -43,12 +45,69 @@ def test_batch_write_takes_kafka_sink_columns(spark: Any, raftlog_cluster: Spark
     assert all(r.headers[0].key == "n" and r.headers[0].value == r.v.encode() for r in rows)
 
 
+def test_record_model_round_trips_through_the_sink(spark: Any, raftlog_cluster: SparkTestCluster) -> None:
+    """One DataFrame, in one Spark partition (so offsets follow rows), written to a CreateTime topic,
+    which keeps the rows' timestamps, and to a LogAppendTime one, whose leader stamps its own."""
+    create_time = raftlog_cluster.create_topic(1)
+    append_time = raftlog_cluster.create_topic(1, **{"message.timestamp.type": "LogAppendTime"})
+    df = spark.range(0, 4, 1, 1).selectExpr(
+        "IF(id = 0, NULL, CAST(id AS STRING)) value",  # row 0: a tombstone
+        "IF(id = 1, NULL, CONCAT('k', id)) key",  # row 1: no key
+        "IF(id = 2, array(named_struct('key', 'trace', 'value', CAST(NULL AS BINARY)),"
+        " named_struct('key', 'n', 'value', CAST('2' AS BINARY))), NULL) headers",
+        "IF(id = 3, NULL, timestamp_millis(1600000000000 + id)) timestamp",  # row 3: the node's clock
+    )
+    started_ms = int(time.time() * 1000)
+    for topic in (create_time, append_time):
+        df.write.format("raftlog").option("servers", raftlog_cluster.servers).option("topic", topic).mode(
+            "append"
+        ).save()
+    written_ms = int(time.time() * 1000)
+    for fetch_format in ("columnar", "json"):
+        rows = (
+            spark.read.format("raftlog")
+            .option("servers", raftlog_cluster.servers)
+            .option("subscribe", f"{create_time},{append_time}")
+            .option("fetchFormat", fetch_format)
+            .load()
+            .selectExpr(
+                "topic", "offset", "key", "value", "headers", "unix_millis(timestamp) ms", "timestampType"
+            )
+            .orderBy("topic", "offset")
+            .collect()
+        )
+        for topic, kind in ((create_time, 0), (append_time, 1)):
+            mine = [r for r in rows if r.topic == topic]
+            assert [(r.offset, r.key, r.value) for r in mine] == [
+                (0, b"k0", None),
+                (1, None, b"1"),
+                (2, b"k2", b"2"),
+                (3, b"k3", b"3"),
+            ]
+            assert [[(h.key, h.value) for h in r.headers] for r in mine] == [
+                [],
+                [],
+                [("trace", None), ("n", b"2")],
+                [],
+            ]
+            assert {r.timestampType for r in mine} == {kind}
+            if kind == 0:
+                assert [r.ms for r in mine[:3]] == [1_600_000_000_000 + i for i in range(3)]
+                assert started_ms - 1000 <= mine[3].ms <= written_ms + 1000
+            else:
+                assert all(started_ms - 1000 <= r.ms <= written_ms + 1000 for r in mine)
+
+
 def test_bad_rows_and_options_give_clear_errors(spark: Any, raftlog_cluster: SparkTestCluster) -> None:
     topic = raftlog_cluster.create_topic(1)
     servers = raftlog_cluster.servers
-    nulls = spark.range(3).selectExpr("IF(id = 1, NULL, CAST(id AS STRING)) value")
-    with pytest.raises(Exception, match="null 'value'"):
-        nulls.write.format("raftlog").option("servers", servers).option("topic", topic).mode("append").save()
+    no_header_key = spark.range(3).selectExpr(
+        "CAST(id AS STRING) value", "array(named_struct('key', CAST(NULL AS STRING), 'value', 'v')) headers"
+    )
+    with pytest.raises(Exception, match="null header or header key"):
+        no_header_key.write.format("raftlog").option("servers", servers).option("topic", topic).mode(
+            "append"
+        ).save()
     values = spark.range(3).selectExpr("CAST(id AS STRING) value")
     with pytest.raises(Exception, match="option 'topic'"):
         values.write.format("raftlog").option("servers", servers).mode("append").save()
