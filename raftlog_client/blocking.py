@@ -169,6 +169,15 @@ class BlockingClient:
         answer = self._json("GET", f"/topics/{_quote(topic)}/partitions/{partition}/offsets")
         return int(answer["beginning_offset"]), int(answer["end_offset"])
 
+    def offset_for_timestamp(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, record timestamp) of the first record whose timestamp is at or after ``timestamp_ms``,
+        None when no record is that late (Kafka's ``offsetsForTimes``)."""
+        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets?timestamp={timestamp_ms}"
+        answer = self._json("GET", path)
+        if answer["offset"] is None:
+            return None
+        return int(answer["offset"]), int(answer["record_timestamp"])
+
     def fetch_page(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int, columnar: bool
     ) -> Page:

@@ -9,9 +9,7 @@ everything ``read`` needs to know about its range.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.parse
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -69,10 +67,8 @@ def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
 def offset_for_timestamp(client: BlockingClient, topic: str, partition: int, timestamp_ms: int) -> int | None:
     """The offset of the first record whose timestamp is at or after ``timestamp_ms`` (Kafka's
     ``offsetsForTimes``), None when no record is that late: ``GET .../offsets?timestamp=MS``."""
-    name = urllib.parse.quote(topic, safe="")
-    path = f"/topics/{name}/partitions/{partition}/offsets?timestamp={timestamp_ms}"
-    offset = json.loads(client.request("GET", path).body)["offset"]
-    return None if offset is None else int(offset)
+    found = client.offset_for_timestamp(topic, partition, timestamp_ms)
+    return None if found is None else found[0]
 
 
 def by_timestamp(options: ReadOptions, bounds: Mapping[TopicPartition, Bounds], *, starting: bool) -> Offsets:
