@@ -37,6 +37,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
@@ -427,29 +428,46 @@ def verify(batch: bytes | memoryview) -> BatchHeader:
 
 def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Record, ...]:
     """Decode the records of a (CRC-checked) batch, decompressing them first when they are compressed.
-    With LogAppendTime every record's timestamp is the batch's ``max_timestamp``."""
+    With LogAppendTime every record's timestamp is the batch's ``max_timestamp``. A record's offset is
+    the base offset plus its own delta; that the deltas are 0, 1, ... was checked when the batch came
+    in (``check_producer_batch``, ``validate_records``), and the CRC keeps it so."""
     kind = (
         TimestampType.LOG_APPEND_TIME if header.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
     )
     try:
-        decoded = DefaultRecordBatch(bytes(batch))
         records = tuple(
             _new_tuple(
                 Record, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else (), kind)
             )
-            for r in decoded
+            for r in DefaultRecordBatch(bytes(batch))
         )
     except _UNDECODABLE as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
     if len(records) != header.record_count:
         raise BatchFormatError(f"batch holds {len(records)} records, header says {header.record_count}")
-    expected = header.base_offset
-    for index, record in enumerate(records):
-        if record.offset != expected + index:
-            raise BatchFormatError(f"record {index} has offset delta {record.offset - expected}, not {index}")
     return records
 
 
+def _checked_timestamps(batch: bytes | memoryview, header: BatchHeader) -> tuple[int, ...]:
+    """The records' timestamps, once the records decode into exactly ``record_count`` records whose
+    offset deltas are 0, 1, ... (BatchFormatError otherwise). One pass through the compiled decoder; the
+    checks run in C (``map``, list comparison, ``zip``), not per record in Python."""
+    try:
+        pairs = list(map(_OFFSET_AND_TIMESTAMP, DefaultRecordBatch(bytes(batch))))
+    except _UNDECODABLE as exc:
+        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
+    if len(pairs) != header.record_count:
+        raise BatchFormatError(f"batch holds {len(pairs)} records, header says {header.record_count}")
+    offsets, timestamps = zip(*pairs, strict=True)
+    base = header.base_offset
+    if list(offsets) != list(range(base, base + len(pairs))):
+        index = next(i for i, offset in enumerate(offsets) if offset != base + i)
+        raise BatchFormatError(f"record {index} has offset delta {offsets[index] - base}, not {index}")
+    return timestamps
+
+
+_OFFSET_AND_TIMESTAMP = attrgetter("offset", "timestamp")
+_ROW = attrgetter("timestamp", "key", "value", "headers")
 _new_tuple = tuple.__new__  # builds a Record without NamedTuple.__new__'s Python-level call
 # What decoding records that are not what their header says raises: the record reader's errors and each
 # codec's own (cramjam's for snappy, lz4 and zstd; zlib's and gzip's for gzip)
@@ -467,8 +485,9 @@ _UNDECODABLE = (
 
 
 def validate_records(batch: bytes | memoryview, header: BatchHeader) -> None:
-    """Raise what :func:`decode_records` would raise for this batch."""
-    decode_records(batch, header)
+    """Check that a (CRC-checked) batch's records decode into exactly its records with offset deltas
+    0, 1, ...: BatchFormatError otherwise."""
+    _checked_timestamps(batch, header)
 
 
 def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
@@ -500,28 +519,29 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
         raise InvalidRecord(f"record batch: producer fields must not be negative, got {producer_id}, "
                             f"{producer_epoch}, {sequence}")  # fmt: skip
     try:
-        records = decode_records(batch, header)
+        timestamps = _checked_timestamps(batch, header)  # header keys decode as UTF-8 text or fail here
     except BatchFormatError as exc:
         raise InvalidRecord(f"record batch: {exc}") from None
-    timestamps = [r.timestamp_ms for r in records]
     low, high = min(timestamps), max(timestamps)
     if low < 0 or high != header.max_timestamp_ms or high > latest_ms:
         raise InvalidRecord(
             f"record batch: timestamps [{low}, {high}] with max_timestamp {header.max_timestamp_ms}: "
             f"must be >= 0, <= {latest_ms} and the max the records'"
         )
-    for index, record in enumerate(records):
-        for key, _ in record.headers:
-            if not isinstance(key, str):
-                raise InvalidRecord(f"record {index}: header keys must be strings")
     return header
 
 
-def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, tuple[Any, ...]]:
+def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, list[Any]]:
     """Verify a batch (framing, CRC) and return its header and its records as rows ``(timestamp_ms, key,
-    value, headers)``; record i has offset ``header.base_offset + i``. For bulk readers that want columns."""
+    value, headers)``, ``headers`` a list of (key, value) pairs; record i has offset
+    ``header.base_offset + i``. For bulk readers that want columns: the rows come out of the compiled
+    decoder without a Python step per record (the CreateTime of a LogAppendTime batch's records is
+    replaced by the header's ``max_timestamp_ms``, as the decoder does)."""
     header = verify(batch)
-    return header, tuple((r.timestamp_ms, r.key, r.value, r.headers) for r in decode_records(batch, header))
+    try:
+        return header, list(map(_ROW, DefaultRecordBatch(bytes(batch))))
+    except _UNDECODABLE as exc:
+        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
 
 
 def split_batches(data: bytes | memoryview) -> Iterator[bytes]:

@@ -149,7 +149,10 @@ def test_rows_of_a_stored_batch_are_its_records_in_order():
     stored = encode_batch(40, records, 3, 9)
     header, rows = record_rows(stored)
     assert header == verify(stored)
-    from_rows = [(header.base_offset + i, *row) for i, row in enumerate(rows)]
+    from_rows = [
+        (header.base_offset + i, ts, key, value, tuple(headers))
+        for i, (ts, key, value, headers) in enumerate(rows)
+    ]
     assert from_rows == [
         (r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decode_batch(stored).records
     ]
