@@ -32,7 +32,9 @@ touching records.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -435,12 +437,14 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Reco
         TimestampType.LOG_APPEND_TIME if header.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
     )
     try:
-        records = tuple(
-            _new_tuple(
-                Record, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else (), kind)
+        with _collector_paused():
+            records = tuple(
+                _new_tuple(
+                    Record,
+                    (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else (), kind),
+                )
+                for r in DefaultRecordBatch(bytes(batch))
             )
-            for r in DefaultRecordBatch(bytes(batch))
-        )
     except _UNDECODABLE as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
     if len(records) != header.record_count:
@@ -453,7 +457,8 @@ def _checked_timestamps(batch: bytes | memoryview, header: BatchHeader) -> tuple
     offset deltas are 0, 1, ... (BatchFormatError otherwise). One pass through the compiled decoder; the
     checks run in C (``map``, list comparison, ``zip``), not per record in Python."""
     try:
-        pairs = list(map(_OFFSET_AND_TIMESTAMP, DefaultRecordBatch(bytes(batch))))
+        with _collector_paused():
+            pairs = list(map(_OFFSET_AND_TIMESTAMP, DefaultRecordBatch(bytes(batch))))
     except _UNDECODABLE as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
     if len(pairs) != header.record_count:
@@ -464,6 +469,22 @@ def _checked_timestamps(batch: bytes | memoryview, header: BatchHeader) -> tuple
         index = next(i for i, offset in enumerate(offsets) if offset != base + i)
         raise BatchFormatError(f"record {index} has offset delta {offsets[index] - base}, not {index}")
     return timestamps
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while one batch decodes: the decoder allocates a few
+    tracked objects per record, and with the default threshold (700) the collector would run every few
+    hundred records, each time walking every young object, the rows already decoded included. It runs
+    once afterwards instead. Process-wide, so it is only ever turned back on by whoever turned it off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 _OFFSET_AND_TIMESTAMP = attrgetter("offset", "timestamp")
@@ -539,7 +560,8 @@ def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, list[Any]]:
     replaced by the header's ``max_timestamp_ms``, as the decoder does)."""
     header = verify(batch)
     try:
-        return header, list(map(_ROW, DefaultRecordBatch(bytes(batch))))
+        with _collector_paused():
+            return header, list(map(_ROW, DefaultRecordBatch(bytes(batch))))
     except _UNDECODABLE as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
 
