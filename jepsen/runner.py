@@ -251,7 +251,7 @@ async def _drive(
         cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
     )
     http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
-    ops = workload.Operations(http, recorder)
+    ops = workload.Operations(http, recorder, base_ms=int(time.time() * 1000))
     stats = workload.Stats()
     loop = asyncio.get_running_loop()
     began = time.monotonic()

@@ -10,10 +10,11 @@ an invoke and a completion (docs/jepsen-history.md). Completions are classified:
   after the request was sent.
 
 Every record carries Kafka's record model, so that faults are checked on all of it: its value's number as
-its key, headers ``v`` (the number) and ``n`` (a null value), a CreateTime of ``TIMESTAMP_BASE_MS`` plus the
-number, and every ``TOMBSTONE_EVERY``-th value is sent as a tombstone (a null value, known by its key). A
-poll reads a record as the number it carries only when all of that came back as sent; otherwise as the
-record's JSON text, a value never sent, which the checker reports as a phantom read.
+its key, headers ``v`` (the number) and ``n`` (a null value), a CreateTime of the run's start (wall clock,
+milliseconds) plus the number (recent, so that time-based retention keeps every record of the run), and
+every ``TOMBSTONE_EVERY``-th value is sent as a tombstone (a null value, known by its key). A poll reads a
+record as the number it carries only when all of that came back as sent; otherwise as the record's JSON
+text, a value never sent, which the checker reports as a phantom read.
 
 Workers: ``concurrency`` processes, each doing one operation at a time, together at about ``rate``
 operations per second. Even-numbered workers produce idempotently (their own ``producer_id`` and an
@@ -44,7 +45,6 @@ POLL_WAIT_MS = 200
 POLL_TIMEOUT_S = 4.0
 POLL_MAX_BYTES = 64 * 1024
 RETRIES_MAX = 3
-TIMESTAMP_BASE_MS = 1_600_000_000_000
 TOMBSTONE_EVERY = 4
 FINAL_READ_BUDGET_S = 90.0
 FINAL_POLL_ATTEMPTS_MAX = 400
@@ -147,22 +147,22 @@ def _quote(text: str) -> str:
     return urllib.parse.quote(text, safe="")
 
 
-def record_of(value: int) -> dict[str, Any]:
-    """The record a send of ``value`` produces (JSON flavour)."""
+def record_of(value: int, base_ms: int) -> dict[str, Any]:
+    """The record a send of ``value`` produces (JSON flavour), in a run that started at ``base_ms``."""
     return {
         "key": value,
         "value": None if value % TOMBSTONE_EVERY == 0 else value,
         "headers": [{"key": "v", "value": str(value)}, {"key": "n", "value": None}],
-        "timestamp": TIMESTAMP_BASE_MS + value,
+        "timestamp": base_ms + value,
     }
 
 
-def read_back(row: dict[str, Any]) -> Any:
+def read_back(row: dict[str, Any], base_ms: int) -> Any:
     """The value a fetched record stands for: the number it was sent with, when its key, value, headers,
     timestamp and timestamp type came back as that send made them; else the row itself as JSON text."""
     number = row.get("key")
     if type(number) is int and row.get("timestamp_type") == "CreateTime":
-        sent = record_of(number)
+        sent = record_of(number, base_ms)
         if all(row.get(field) == sent[field] for field in ("value", "headers", "timestamp")):
             return number
     return json.dumps(row, sort_keys=True)
@@ -171,14 +171,16 @@ def read_back(row: dict[str, Any]) -> Any:
 class Operations:
     """The four client operations, each recorded as invoke + completion."""
 
-    def __init__(self, http: Http, recorder: Recorder) -> None:
+    def __init__(self, http: Http, recorder: Recorder, base_ms: int) -> None:
+        """``base_ms``: the run's start, wall clock: every record's CreateTime is it plus the value."""
         self.http = http
         self.recorder = recorder
+        self.base_ms = base_ms
 
     async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome:
         topic, partition = split_key(key)
         extra: dict[str, Any] = {}
-        body: dict[str, Any] = {"records": [record_of(value)]}
+        body: dict[str, Any] = {"records": [record_of(value, self.base_ms)]}
         if producer is not None:
             extra = {"producer_id": producer[0], "sequence": producer[1]}
             body.update(extra)
@@ -214,7 +216,7 @@ class Operations:
         fields: dict[str, Any] = {"offset": offset, **flags, **info}
         if kind == "ok":
             try:
-                fields["records"] = [[int(r["offset"]), read_back(r)] for r in payload]
+                fields["records"] = [[int(r["offset"]), read_back(r, self.base_ms)] for r in payload]
             except (KeyError, TypeError, ValueError):
                 kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
         elif status:

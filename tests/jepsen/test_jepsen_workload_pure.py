@@ -62,10 +62,12 @@ def test_recorder_writes_a_history_the_checker_reads(tmp_path: pathlib.Path) -> 
 def test_a_record_reads_back_as_its_number_only_when_all_of_it_came_back() -> None:
     """Every record carries the record model (key, tombstone, headers with a null value, CreateTime);
     anything that does not come back as sent reads as JSON text: a value never sent, a phantom read."""
-    assert workload.record_of(8)["value"] is None and workload.record_of(9)["value"] == 9
+    base = 1_800_000_000_000
+    assert workload.record_of(8, base)["value"] is None and workload.record_of(9, base)["value"] == 9
     for number in (8, 9):
-        row = {**workload.record_of(number), "offset": 3, "timestamp_type": "CreateTime", "format": "json"}
-        assert workload.read_back(row) == number
+        row = {**workload.record_of(number, base), "offset": 3, "timestamp_type": "CreateTime"}
+        assert workload.read_back(row, base) == number
+        assert isinstance(workload.read_back(row, base + 1), str)  # a record of another run's times
         for field, wrong in (
             ("value", 10),
             ("headers", [{"key": "v", "value": str(number)}, {"key": "n", "value": ""}]),
@@ -73,9 +75,11 @@ def test_a_record_reads_back_as_its_number_only_when_all_of_it_came_back() -> No
             ("timestamp_type", "LogAppendTime"),
             ("key", str(number)),
         ):
-            mangled = workload.read_back({**row, field: wrong})
+            mangled = workload.read_back({**row, field: wrong}, base)
             assert isinstance(mangled, str) and json.loads(mangled)[field] == wrong
-    lost_value = workload.read_back({**workload.record_of(9), "timestamp_type": "CreateTime", "value": None})
+    lost_value = workload.read_back(
+        {**workload.record_of(9, base), "timestamp_type": "CreateTime", "value": None}, base
+    )
     events = [
         {"process": 0, "type": "invoke", "f": "send", "key": "t/0", "value": 9},
         {"process": 0, "type": "ok", "f": "send", "key": "t/0", "value": 9, "offset": 0},
