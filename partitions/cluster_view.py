@@ -37,6 +37,7 @@ class NodeMeta:
     disk: tuple[int, int] | None = None  # (bytes used under the node's data dir, bytes free on its disk)
     failures_digest: int = NO_FAILURES_DIGEST  # of the node's failed replicas (none: NO_FAILURES_DIGEST)
     failures: tuple[ReplicaFailure, ...] | None = ()  # None: too large for gossip, fetch it over HTTP
+    kafka: str | None = None  # HOST:PORT of the node's Kafka listener, as clients reach it; None: none
 
 
 def encode_meta(
@@ -47,21 +48,27 @@ def encode_meta(
     limit_bytes: int,
     disk: tuple[int, int] | None = None,
     failures: Sequence[ReplicaFailure] = (),
+    kafka: str | None = None,
 ) -> bytes:
     """The gossip metadata blob. ``disk`` (used, free bytes) rides as an optional sixth field; failed
-    replicas, when there are any, as a seventh: [digest, rows]. What does not fit ``limit_bytes`` is left
-    out, the failure rows first, then the claims, then both (their version and digest still travel)."""
+    replicas, when there are any, as a seventh: [digest, rows] (null: none); the Kafka listener's address,
+    when the node has one, as an eighth. What does not fit ``limit_bytes`` is left out, the failure rows
+    first, then the claims, then both (their version and digest still travel)."""
     claim_rows = sorted([g, t] for g, t in claims.items())
     tail: list[object] = [] if disk is None else [list(disk)]
     failure_rows = replica_failures.rows(failures) if failures else None
     blob = b""
     for with_claims, with_failures in ((True, True), (True, False), (False, True), (False, False)):
         fields: list[object] = [META_VERSION, http, raft, claims_version, claim_rows if with_claims else None]
-        if failure_rows is not None:
+        if failure_rows is not None or kafka is not None:
             fields += [
                 list(disk) if disk is not None else None,
-                [replica_failures.digest(failures), failure_rows if with_failures else None],
+                None
+                if failure_rows is None
+                else [replica_failures.digest(failures), failure_rows if with_failures else None],
             ]
+            if kafka is not None:
+                fields.append(kafka)
         else:
             fields += tail
         blob = bytes(msgpack.packb(fields, use_bin_type=True))
@@ -90,14 +97,18 @@ def decode_meta(blob: bytes) -> NodeMeta:
         raise MetaFormatError(f"unknown gossip metadata version {version!r}")
     if not isinstance(claims_version, int):
         raise MetaFormatError("claims version is not an integer")
-    failures_digest, failures = _failures(fields[6]) if len(fields) > 6 else (NO_FAILURES_DIGEST, ())
+    has_failures = len(fields) > 6 and fields[6] is not None
+    failures_digest, failures = _failures(fields[6]) if has_failures else (NO_FAILURES_DIGEST, ())
+    kafka = fields[7] if len(fields) > 7 else None
+    if kafka is not None and not isinstance(kafka, str):
+        raise MetaFormatError(f"malformed Kafka address {str(kafka)[:40]!r}")
     if claims is None:
-        return NodeMeta(http, raft, claims_version, None, disk, failures_digest, failures)
+        return NodeMeta(http, raft, claims_version, None, disk, failures_digest, failures, kafka)
     try:
         table = {str(group): int(term) for group, term in claims}
     except (TypeError, ValueError):
         raise MetaFormatError("malformed leadership claims") from None
-    return NodeMeta(http, raft, claims_version, table, disk, failures_digest, failures)
+    return NodeMeta(http, raft, claims_version, table, disk, failures_digest, failures, kafka)
 
 
 def _failures(value: object) -> tuple[int, tuple[ReplicaFailure, ...] | None]:

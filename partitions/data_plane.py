@@ -145,16 +145,21 @@ class DataPlane:
         ``compression.type`` (``producer`` here means uncompressed: the records came one by one) and its
         ``message.timestamp.type`` (LogAppendTime: the leader's clock on every record)."""
         replica = self.leader_replica(topic, partition)
-        config = replica.log.config
-        now = self._clock()
-        codec = STORED_CODEC[config.compression_type] or Compression.NONE
-        if codec is Compression.NONE:
-            batch = encode_batch(0, records, 0, now, producer_id, sequence)
-        else:  # compressing takes longer than the event loop should be held
-            encode = functools.partial(encode_batch, compression=codec)
-            batch = await self._off_loop(encode, 0, records, 0, now, producer_id, sequence)
-        if config.timestamp_type == "LogAppendTime":
-            batch = with_log_append_time(batch, now)
+        turn = replica.submit_order.take()
+        try:
+            config = replica.log.config
+            now = self._clock()
+            codec = STORED_CODEC[config.compression_type] or Compression.NONE
+            if codec is Compression.NONE:
+                batch = encode_batch(0, records, 0, now, producer_id, sequence)
+            else:  # compressing takes longer than the event loop should be held
+                encode = functools.partial(encode_batch, compression=codec)
+                batch = await self._off_loop(encode, 0, records, 0, now, producer_id, sequence)
+            if config.timestamp_type == "LogAppendTime":
+                batch = with_log_append_time(batch, now)
+            await turn.wait()
+        finally:
+            turn.end()
         return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
 
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
@@ -162,19 +167,25 @@ class DataPlane:
         ``raftlog.storage.batch.encode_batch``; base offset and leader epoch are overwritten; producer id,
         epoch and sequence ride in its header). It is checked as strictly as the records ``produce``
         encodes, then replicated as it came, unless the topic's configs ask for another codec
-        (recompressed) or LogAppendTime (stamped: attributes, max timestamp and CRC only)."""
+        (recompressed) or LogAppendTime (stamped: attributes, max timestamp and CRC only). Produces to one
+        partition are proposed in the order their calls began (``SubmitOrder``), waits or not."""
         replica = self.leader_replica(topic, partition)
-        config = replica.log.config
-        now = self._clock()
-        append_time = config.timestamp_type == "LogAppendTime"
-        header = check_producer_batch(
-            batch, NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
-        )
-        codec = STORED_CODEC[config.compression_type]
-        if codec is not None and codec is not header.compression:  # recompressing: off the event loop
-            batch = await self._off_loop(recompress, batch, header, codec)
-        if append_time:
-            batch = with_log_append_time(batch, now)
+        turn = replica.submit_order.take()
+        try:
+            config = replica.log.config
+            now = self._clock()
+            append_time = config.timestamp_type == "LogAppendTime"
+            header = check_producer_batch(
+                batch, NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
+            )
+            codec = STORED_CODEC[config.compression_type]
+            if codec is not None and codec is not header.compression:  # recompressing: off the event loop
+                batch = await self._off_loop(recompress, batch, header, codec)
+            if append_time:
+                batch = with_log_append_time(batch, now)
+            await turn.wait()
+        finally:
+            turn.end()
         return await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
 
     async def _off_loop(self, work: Callable[..., bytes], *args: object) -> bytes:

@@ -96,6 +96,7 @@ class NodeConfig:
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
     recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
+    kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
     peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
 
     def __post_init__(self) -> None:
@@ -181,6 +182,7 @@ class Node:
             self._view,
             self.replicas,
             self.frontend.metadata,
+            kafka=config.kafka_address,
         )
         self.presence = Presence(
             config.node_id,
@@ -197,6 +199,7 @@ class Node:
             self.raft,
             self.peers,
             self.frontend.metadata,
+            kafka=config.kafka_address,
         )
         self.data = DataPlane(config.node_id, self.replicas, self.routing, self.frontend.topic, clock)
         self.partition_admin = PartitionAdmin(
@@ -320,6 +323,9 @@ class NodeView:
 
     def http_address(self, node_id: str) -> str | None:
         return self._node.routing.http_address(node_id)
+
+    def kafka_address(self, node_id: str) -> str | None:
+        return self._node.routing.kafka_address(node_id)
 
     def nodes(self) -> list[NodeInfo]:
         return self._node.presence.nodes()

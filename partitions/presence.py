@@ -66,10 +66,13 @@ class Presence:
         raft: RaftHost,
         client: PeerClient,
         metadata: Callable[[], ControllerMetadata],
+        kafka: str | None = None,
     ) -> None:
+        """``kafka``: this node's Kafka listener as clients reach it (gossiped), None without one."""
         self.node_id = node_id
         self._http = http
         self._raft_address = raft_address
+        self._kafka = kafka
         self._data_dir = data_dir
         self._config = config
         self._seeds = seeds
@@ -214,7 +217,7 @@ class Presence:
         meta = self._view.update(member.node_id, member.state.value, member.incarnation, member.meta)
         if member.node_id == self.node_id or meta is None:
             return
-        self._routing.learn(member.node_id, meta.http)
+        self._routing.learn(member.node_id, meta.http, meta.kafka)
         if not self._closing:
             self._raft.learn_peer(member.node_id, meta.raft)
         if self._view.needs_claims(member.node_id) and not self._closing:

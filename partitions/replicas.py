@@ -32,6 +32,7 @@ from partitions.raft_host import RaftHost
 from partitions.recovery import Recoveries
 from partitions.replica_failures import FailedReplicas, ReplicaFailure
 from partitions.state_machine import PartitionStateMachine
+from partitions.submit_order import SubmitOrder
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine
@@ -90,6 +91,7 @@ class Replica:
     group: ReplicaGroup
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     waiters: int = 0  # long polls between reading the high watermark and waking; on the event loop only
+    submit_order: SubmitOrder = field(default_factory=SubmitOrder)  # produces propose in call order
 
     def wake(self) -> None:
         self.changed.set()

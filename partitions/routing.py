@@ -23,22 +23,34 @@ class Routing:
         view: ClusterView,
         replicas: ReplicaManager,
         metadata: Callable[[], ControllerMetadata],
+        kafka: str | None = None,
     ) -> None:
-        """``addresses``: node id -> HTTP base URL of the nodes configured at start (this one included)."""
+        """``addresses``: node id -> HTTP base URL of the nodes configured at start (this one included);
+        ``kafka``: this node's Kafka listener as clients reach it (others' come by gossip)."""
         self.node_id = node_id
         self._http = dict(addresses)
+        self._kafka: dict[str, str] = {} if kafka is None else {node_id: kafka}
         self._view = view
         self._replicas = replicas
         self._metadata = metadata
 
     # -- nodes ---------------------------------------------------------------------------------------
 
-    def learn(self, node_id: str, http: str) -> None:
-        """A node gossip told us of (its address is its own: a configured peer keeps its configured one)."""
+    def learn(self, node_id: str, http: str, kafka: str | None = None) -> None:
+        """A node gossip told us of (its address is its own: a configured peer keeps its configured one;
+        its Kafka listener is as it last gossiped it)."""
         self._http.setdefault(node_id, http)
+        if kafka is None:
+            self._kafka.pop(node_id, None)
+        else:
+            self._kafka[node_id] = kafka
 
     def http_address(self, node_id: str) -> str | None:
         return self._http.get(node_id)
+
+    def kafka_address(self, node_id: str) -> str | None:
+        """HOST:PORT of a node's Kafka listener as clients reach it; None: it has none (or not heard)."""
+        return self._kafka.get(node_id)
 
     def addressed_nodes(self) -> list[str]:
         return sorted(self._http)

@@ -268,6 +268,10 @@ class MetadataView(Protocol):
         """Base URL of a node's HTTP API."""
         ...
 
+    def kafka_address(self, node_id: str) -> str | None:
+        """HOST:PORT of a node's Kafka listener as clients reach it; None: it has none (or not heard)."""
+        ...
+
     def nodes(self) -> list[NodeInfo]: ...
 
     def moves(self) -> list[MoveState]:

@@ -651,6 +651,9 @@ class FakeMetadata:
     def http_address(self, node_id: str) -> str | None:
         return self.cluster.addresses.get(node_id)
 
+    def kafka_address(self, node_id: str) -> str | None:
+        return None  # fake nodes have no Kafka listener
+
     def nodes(self) -> list[NodeInfo]:
         led = Counter(p.leader for p in self.cluster.partitions.values())
         flags = self.cluster.flags

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -135,3 +136,13 @@ def test_meta_with_failures_fits_and_round_trips(
     assert meta.claims is None or meta.claims == claims
     assert meta.failures_digest == replica_failures.digest(failures)
     assert meta.failures is None or list(meta.failures) == failures
+
+
+def test_a_kafka_listener_travels_in_gossip_with_or_without_disk_and_failures() -> None:
+    for disk, failures in ((None, ()), ((1, 2), ()), (None, [FAILED]), ((1, 2), [FAILED])):
+        meta = decode_meta(encode_meta("h", "r", 1, {}, 512, disk, failures, kafka="10.0.0.1:9092"))
+        assert meta.kafka == "10.0.0.1:9092" and meta.disk == disk
+        assert meta.failures is not None and len(meta.failures) == len(failures)
+    assert decode_meta(encode_meta("h", "r", 1, {}, 512, (1, 2))).kafka is None
+    with pytest.raises(MetaFormatError, match="Kafka address"):
+        decode_meta(msgpack.packb([1, "h", "r", 1, [], None, None, 9092]))
