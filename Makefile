@@ -12,7 +12,7 @@ lint: bootstrap
 	.venv/bin/ruff format --check .
 
 typecheck: bootstrap
-	.venv/bin/mypy raftlog partitions membership api raftlog_client raftlog_bench raftlog_cli jepsen raftlog_spark
+	.venv/bin/mypy raftlog partitions membership api raftlog_client raftlog_bench raftlog_cli jepsen raftlog_spark kafka_api
 
 unit: bootstrap
 	.venv/bin/python -m pytest -q --durations=15

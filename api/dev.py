@@ -53,6 +53,7 @@ REQUEST_READ_TIMEOUT_S = 5.0  # how long a control connection may take to send i
 LOG_TAIL_BYTES = 4096  # of a node's log, read to say why it exited
 RAFT_PORT_OFFSET = 100
 GOSSIP_PORT_OFFSET = 200
+KAFKA_PORT_OFFSET = 1011  # n1's Kafka listener on 9092 when its HTTP port is 8081
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +62,15 @@ class DevNode:
     http_port: int
     raft_port: int
     gossip_port: int
+    kafka_port: int
 
     @property
     def http(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def kafka(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
 
 
 NODES_DEFAULT = 3
@@ -100,14 +106,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def plan(count: int, base_port: int) -> list[DevNode]:
     if not 1 <= count <= 5:
         raise ValueError(f"--nodes {count}: between 1 and 5")
-    if not 1024 <= base_port <= 65535 - GOSSIP_PORT_OFFSET - count:
-        raise ValueError(f"--base-port {base_port}: between 1024 and {65535 - GOSSIP_PORT_OFFSET - count}")
+    if not 1024 <= base_port <= 65535 - KAFKA_PORT_OFFSET - count:
+        raise ValueError(f"--base-port {base_port}: between 1024 and {65535 - KAFKA_PORT_OFFSET - count}")
     return [
         DevNode(
             f"n{i}",
             base_port + i - 1,
             base_port + RAFT_PORT_OFFSET + i - 1,
             base_port + GOSSIP_PORT_OFFSET + i - 1,
+            base_port + KAFKA_PORT_OFFSET + i - 1,
         )
         for i in range(1, count + 1)
     ]
@@ -125,13 +132,12 @@ def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | Non
     choosing ports remains until bound)."""
     rng = rng or random.Random()
     for _ in range(200):
-        base = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop - GOSSIP_PORT_OFFSET - count)
-        ports = [
-            base + offset + i for offset in (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET) for i in range(count)
-        ]
+        base = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop - KAFKA_PORT_OFFSET - count)
+        offsets = (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET, KAFKA_PORT_OFFSET)
+        ports = [base + offset + i for offset in offsets for i in range(count)]
         if all(_port_free(host, port) for port in ports):
             return base
-    raise RuntimeError(f"no free range of {count} x 3 ports on {host}")
+    raise RuntimeError(f"no free range of {count} x 4 ports on {host}")
 
 
 # Ports free_port handed out lately: several picked before any is bound (a test's three nodes take nine)
@@ -172,6 +178,7 @@ def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file:
         "--http", f"127.0.0.1:{node.http_port}",
         "--raft", f"127.0.0.1:{node.raft_port}",
         "--gossip", f"127.0.0.1:{node.gossip_port}",
+        "--kafka", node.kafka,
         "--secret-file", secret_file,
     ]  # fmt: skip
     for peer in cluster:
@@ -211,6 +218,7 @@ def busy_ports(node: DevNode) -> list[str]:
         (node.http_port, "HTTP", (False,)),
         (node.raft_port, "Raft", (False,)),
         (node.gossip_port, "gossip", (False, True)),
+        (node.kafka_port, "Kafka", (False,)),
     ]
     return [
         f"port {port} ({node.node_id}'s {what})"
@@ -273,6 +281,7 @@ class _Child:
             "pid": self.pid,
             "state": self.state,
             "http": self.node.http,
+            "kafka": self.node.kafka,
             "argv": self.argv,
         }
         if self.state == "exited":
@@ -355,7 +364,8 @@ class Supervisor:
         self.write_description()
         node = child.node
         print(
-            f"started {node.node_id} (pid {child.process.pid}) on {node.http}, log {child.log_path}",
+            f"started {node.node_id} (pid {child.process.pid}) on {node.http} (Kafka {node.kafka}), "
+            f"log {child.log_path}",
             flush=True,
         )
 
@@ -516,6 +526,7 @@ class Supervisor:
 
     def _print_up(self) -> None:
         first = next(iter(self.children.values())).node.http
+        kafka = ",".join(child.node.kafka for child in self.children.values())
         count = len(self.children)
         print(
             f"\ncluster of {count} up; cluster.json in {self.data_dir}\n"
@@ -524,6 +535,8 @@ class Supervisor:
             f"  curl -s -XPOST {first}/topics/orders -H 'Content-Type: application/vnd.kafka.json.v2+json' "
             f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
             f"  curl -s '{first}/topics/orders/partitions/0/records?offset=0'\n"
+            f"  kcat -b {kafka} -L          # Kafka clients and tools: bootstrap.servers={kafka}\n"
+            f"  echo 'k1:hello' | kcat -b {kafka} -P -t orders -K: && kcat -b {kafka} -C -t orders -e\n"
             f"  raftlog dev restart n{count} --data-dir {self.data_dir}   # also: stop [--kill], start\n"
             "Ctrl-C stops all nodes.",
             flush=True,

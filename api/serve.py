@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import ctypes
 import gc
+import hashlib
 import ipaddress
 import logging
 import os
@@ -84,6 +86,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ID,HTTP_HOST:PORT,RAFT_HOST:PORT",
         help="another node of the cluster (repeat for each)",
+    )
+    parser.add_argument(
+        "--kafka",
+        metavar="HOST:PORT",
+        help="serve the Kafka wire protocol here (Kafka clients and tools: kafka_api/README.md)",
+    )
+    parser.add_argument(
+        "--kafka-advertised",
+        metavar="HOST:PORT",
+        help="the Kafka address clients are told to reach this node at, when it differs from --kafka "
+        "(required when --kafka listens on a wildcard address)",
     )
     parser.add_argument("--gossip", help="HOST:PORT for SWIM gossip (UDP and TCP; default: HTTP port + 200)")
     parser.add_argument(
@@ -167,8 +180,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def kafka_listener(args: argparse.Namespace) -> tuple[HostPort, str] | None:
+    """(where the Kafka listener binds, the address clients are told) or None without ``--kafka``."""
+    if not args.kafka:
+        if args.kafka_advertised:
+            raise ServeConfigError("--kafka-advertised needs --kafka")
+        return None
+    listen = HostPort.parse(args.kafka, "--kafka")
+    if listen.port == 0:
+        raise ServeConfigError("--kafka needs a port: clients are told it")
+    if args.kafka_advertised:
+        advertised = HostPort.parse(args.kafka_advertised, "--kafka-advertised")
+    elif listen.host in ("0.0.0.0", "::", ""):
+        raise ServeConfigError(f"--kafka {listen} listens on every address: say which one clients reach "
+                               "with --kafka-advertised HOST:PORT")  # fmt: skip
+    else:
+        advertised = listen
+    return listen, str(advertised)
+
+
+def kafka_cluster_id(secret: bytes) -> str:
+    """The cluster id Kafka clients see: the same on every node (derived from the cluster secret, which
+    it does not reveal), 22 characters as Kafka's are."""
+    digest = hashlib.sha256(b"raftlog kafka cluster id\0" + secret).digest()
+    return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
+
+
 def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
     http = HostPort.parse(args.http, "--http")
+    kafka = kafka_listener(args)
     raft = HostPort.parse(args.raft, "--raft")
     peers = [PeerConfig(args.node_id, f"http://{http}", str(raft))]
     for text in args.peer:
@@ -234,6 +274,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,
         recovery_bytes_per_s=args.recovery_rate_mib * MiB,
+        kafka_address=kafka[1] if kafka is not None else None,
     )
     core = replace(config.core, compaction_min_bytes=args.journal_compaction_min_mib * MiB)
     config = replace(config, core=core)
@@ -295,25 +336,43 @@ def raise_open_files_limit() -> int:
     return hard
 
 
-async def serve(config: NodeConfig, http: HostPort, admin_token: str | None, gc_gen0: int = 0) -> None:
+async def serve(
+    config: NodeConfig,
+    http: HostPort,
+    admin_token: str | None,
+    gc_gen0: int = 0,
+    kafka: HostPort | None = None,
+) -> None:
     from api.app import build_app
+    from kafka_api.door import Door
+    from kafka_api.server import KafkaServer
 
     node = Node(config)
     await node.start()
     runner = web.AppRunner(build_app(node, admin_token=admin_token), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, http.host, http.port)
+    kafka_server = KafkaServer(Door(node, kafka_cluster_id(config.cluster_secret)))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
         await site.start()
+        if kafka is not None:
+            await kafka_server.start(kafka.host, kafka.port)
+            if not _is_loopback(kafka.host):
+                log.warning("the Kafka listener on %s has no authentication: anyone who reaches it may "
+                            "produce and fetch", kafka)  # fmt: skip
+            log.info(
+                "node %s serving Kafka on %s (advertised %s)", config.node_id, kafka, config.kafka_address
+            )
         tune_gc(gc_gen0)
         log.info("node %s serving HTTP on http://%s (raft %s)", config.node_id, http, config.raft_address)
         await stop.wait()
         log.info("node %s stopping", config.node_id)
     finally:
+        await kafka_server.close()
         await runner.cleanup()
         await node.close()
 
@@ -321,6 +380,7 @@ async def serve(config: NodeConfig, http: HostPort, admin_token: str | None, gc_
 def main(args: argparse.Namespace) -> int:
     try:
         config, http, token = node_config(args)
+        kafka = kafka_listener(args)
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}")
         return 2
@@ -332,9 +392,9 @@ def main(args: argparse.Namespace) -> int:
         if args.event_loop == "uvloop":
             import uvloop
 
-            uvloop.run(serve(config, http, token, args.gc_gen0))
+            uvloop.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None))
         else:
-            asyncio.run(serve(config, http, token, args.gc_gen0))
+            asyncio.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None))
     except (DirectoryLocked, LegacyLogFormat) as exc:  # raised before the node changed anything of its data
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 1

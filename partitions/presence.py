@@ -139,6 +139,7 @@ class Presence:
             self._config.meta_bytes_max,
             self._disk,
             self._failures,
+            self._kafka,
         )
 
     def _local_claims(self) -> dict[str, int]:

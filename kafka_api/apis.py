@@ -1,0 +1,65 @@
+"""The table of Kafka APIs this listener serves: key, versions and handler. It drives dispatch and the
+ApiVersions answer, so what a client is told is supported is exactly what is served.
+
+Versions are capped where a later one needs what raftlog does not have: Fetch stops at 12 and Metadata
+at 9 (topic ids come after), ListOffsets at 6 (v7 adds the max-timestamp query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door
+from kafka_api.fetch import fetch
+from kafka_api.list_offsets import list_offsets
+from kafka_api.metadata import metadata
+from kafka_api.produce import produce
+from kafka_api.producer_ids import init_producer_id
+
+API_VERSIONS_KEY = 18
+Handler = Callable[[Door, wire.Request], Awaitable[Any]]  # the response entity; None: no response
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    handler: Handler
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+async def api_versions(door: Door, request: wire.Request) -> Any:
+    return versions_response(request.api_version, ErrorCode.none)
+
+
+def versions_response(version: int, error: ErrorCode) -> Any:
+    """The ApiVersions answer at ``version`` (v0 for a version this listener does not speak, KIP-511)."""
+    cls = wire.response_class(API_VERSIONS_KEY, version)
+    entry = wire.sibling(cls, "ApiVersion")
+    keys = tuple(
+        wire.build(entry, api_key=api.key, min_version=api.min_version, max_version=api.max_version)
+        for api in sorted(APIS.values(), key=lambda a: a.key)
+    )
+    return wire.build(cls, error_code=error, api_keys=keys, throttle_time=wire.NO_THROTTLE)
+
+
+APIS: dict[int, Api] = {
+    api.key: api
+    for api in (
+        Api(0, "Produce", 3, 9, produce),
+        Api(1, "Fetch", 4, 12, fetch),
+        Api(2, "ListOffsets", 1, 6, list_offsets),
+        Api(3, "Metadata", 0, 9, metadata),
+        Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions),
+        Api(22, "InitProducerId", 0, 4, init_producer_id),
+    )
+}

@@ -1,0 +1,39 @@
+"""What every Kafka API handler is given: the node's front door and this listener's settings."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+
+from partitions.cluster import FrontDoor
+
+_NUMBERED = re.compile(r"\D*?(\d{1,9})")
+TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
+
+
+def broker_id(node_id: str) -> int:
+    """A node's Kafka broker id (Kafka's are int32): the number a node id ends in (``n1`` -> 1), else a
+    hash of the id. Every node computes the same for every other."""
+    numbered = _NUMBERED.fullmatch(node_id)
+    if numbered:
+        return int(numbered.group(1))
+    return zlib.crc32(node_id.encode()) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class Door:
+    node: FrontDoor
+    cluster_id: str  # the same on every node of a cluster
+
+    def broker_address(self, node_id: str) -> tuple[str, int] | None:
+        """(host, port) of a node's Kafka listener as clients reach it; None: it has none known."""
+        address = self.node.metadata.kafka_address(node_id)
+        if address is None:
+            return None
+        host, _, port = address.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
+def clamp_timeout(timeout_ms: float) -> int:
+    return max(0, min(int(timeout_ms), TIMEOUT_MAX_MS))

@@ -1,0 +1,103 @@
+"""The one table from raftlog's typed errors to Kafka error codes (most specific class first).
+
+Every ``RaftlogError`` a handler can meet resolves here; anything else is a bug, logged, and answered
+``UNKNOWN_SERVER_ERROR``. ``tests/kafka_api/test_errors.py`` fails when an error class is not mapped.
+Retriable codes are the ones Kafka clients retry on their own (refreshing metadata first for
+``NOT_LEADER_OR_FOLLOWER``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kio.schema.errors import ErrorCode
+
+from partitions.errors import (
+    DecommissionImpossible,
+    HopLimitExceeded,
+    InvalidCommand,
+    InvalidName,
+    InvalidReassignment,
+    InvalidTopic,
+    NoController,
+    NoReassignment,
+    PeerError,
+    ReassignmentInProgress,
+    ReplicaRecovering,
+    SequenceTooOld,
+    TopicExists,
+    UnknownNode,
+    UnknownPartition,
+    UnknownTopic,
+)
+from partitions.groups.errors import GroupError, StaleGeneration, UnknownGroup
+from partitions.placement import CapacityExceeded, PlacementImpossible
+from raftlog.consensus.errors import (
+    ConsensusError,
+    NoLeader,
+    NotLeader,
+    OutcomeUnknown,
+    ProposalDiscarded,
+    ProposalQueueFull,
+    ProposalRejected,
+)
+from raftlog.errors import RaftlogError
+from raftlog.storage.errors import (
+    CorruptRecord,
+    InvalidConfig,
+    InvalidRecord,
+    OffsetOutOfRange,
+    RecordTooLarge,
+    StorageError,
+)
+
+log = logging.getLogger(__name__)
+
+TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (NotLeader, ErrorCode.not_leader_or_follower),
+    (NoLeader, ErrorCode.leader_not_available),
+    (ReplicaRecovering, ErrorCode.leader_not_available),
+    (ProposalDiscarded, ErrorCode.not_leader_or_follower),
+    (ProposalRejected, ErrorCode.not_leader_or_follower),
+    (ProposalQueueFull, ErrorCode.request_timed_out),
+    (OutcomeUnknown, ErrorCode.request_timed_out),
+    (UnknownTopic, ErrorCode.unknown_topic_or_partition),
+    (UnknownPartition, ErrorCode.unknown_topic_or_partition),
+    (RecordTooLarge, ErrorCode.message_too_large),
+    (InvalidRecord, ErrorCode.invalid_record),
+    (CorruptRecord, ErrorCode.corrupt_message),
+    (OffsetOutOfRange, ErrorCode.offset_out_of_range),
+    (SequenceTooOld, ErrorCode.out_of_order_sequence_number),
+    (TopicExists, ErrorCode.topic_already_exists),
+    (InvalidName, ErrorCode.invalid_topic_exception),
+    (InvalidTopic, ErrorCode.invalid_request),
+    (InvalidConfig, ErrorCode.invalid_config),
+    (PlacementImpossible, ErrorCode.invalid_replication_factor),
+    (CapacityExceeded, ErrorCode.policy_violation),
+    (InvalidReassignment, ErrorCode.invalid_replica_assignment),
+    (ReassignmentInProgress, ErrorCode.reassignment_in_progress),
+    (NoReassignment, ErrorCode.no_reassignment_in_progress),
+    (UnknownNode, ErrorCode.broker_not_available),
+    (DecommissionImpossible, ErrorCode.policy_violation),
+    (NoController, ErrorCode.not_controller),
+    (HopLimitExceeded, ErrorCode.not_leader_or_follower),
+    (PeerError, ErrorCode.request_timed_out),
+    (StaleGeneration, ErrorCode.illegal_generation),
+    (UnknownGroup, ErrorCode.group_id_not_found),
+    (GroupError, ErrorCode.invalid_request),
+    (InvalidCommand, ErrorCode.invalid_request),
+    (ConsensusError, ErrorCode.kafka_storage_error),
+    (StorageError, ErrorCode.kafka_storage_error),
+)
+
+
+def code_of(error: BaseException) -> ErrorCode:
+    """The Kafka error code a partition's or topic's answer carries for ``error``."""
+    for kind, code in TABLE:
+        if isinstance(error, kind):
+            return code
+    if isinstance(error, RaftlogError):
+        log.error("Kafka: an error without a mapping (a bug): %r", error)
+    else:
+        log.exception("Kafka: unexpected error", exc_info=error)
+    return ErrorCode.unknown_server_error

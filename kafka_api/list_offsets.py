@@ -1,0 +1,57 @@
+"""ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark) or the first
+record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door
+from kafka_api.errors import code_of
+
+EARLIEST = -2
+LATEST = -1
+NO_OFFSET = -1
+NO_EPOCH = -1
+
+
+async def list_offsets(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "ListOffsetsTopicResponse")
+    partition_cls = wire.sibling(cls, "ListOffsetsPartitionResponse")
+    data = door.node.local.data
+
+    async def one(topic: str, partition: int, timestamp: int) -> Any:
+        code, found_at, offset = ErrorCode.none, NO_OFFSET, NO_OFFSET
+        try:
+            if timestamp == EARLIEST:
+                offset = (await data.offsets(topic, partition)).log_start_offset
+            elif timestamp == LATEST:
+                offset = (await data.offsets(topic, partition)).high_watermark
+            elif timestamp < 0:
+                code = ErrorCode.invalid_request
+            else:
+                found = await data.offset_for_timestamp(topic, partition, timestamp)
+                if found is not None:
+                    found_at, offset = found.timestamp_ms, found.offset
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            code = code_of(exc)
+        return wire.build(
+            partition_cls,
+            partition_index=partition,
+            error_code=code,
+            timestamp=found_at,
+            offset=offset,
+            leader_epoch=NO_EPOCH,
+        )
+
+    topics = []
+    for topic in request.body.topics:
+        parts = await asyncio.gather(
+            *(one(topic.name, p.partition_index, p.timestamp) for p in topic.partitions)
+        )
+        topics.append(wire.build(topic_cls, name=topic.name, partitions=tuple(parts)))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))

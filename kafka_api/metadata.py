@@ -1,0 +1,95 @@
+"""Metadata: brokers (every node with a Kafka listener), topics and each partition's leader.
+
+A partition's leader is named only when this node knows it (its own replica's Raft role or a gossiped
+claim) and that node has a Kafka listener; otherwise ``LEADER_NOT_AVAILABLE``, and clients ask again.
+Topics are never created by a Metadata request. A partition's in-sync replicas are reported as its
+replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the leader).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door, broker_id
+from partitions.errors import UnknownTopic
+
+NO_LEADER = -1
+NO_EPOCH = -1
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def metadata(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    broker_cls = wire.sibling(cls, "MetadataResponseBroker")
+    view = door.node.metadata
+    brokers = []
+    nodes = view.nodes()
+    alive = {node.node_id for node in nodes if node.state == "alive"}
+    for node in nodes:
+        address = door.broker_address(node.node_id)
+        if address is None or node.state in ("dead", "left"):
+            continue
+        host, port = address
+        brokers.append(
+            wire.build(broker_cls, node_id=broker_id(node.node_id), host=host, port=port, rack=None)
+        )
+    asked = request.body.topics
+    if asked is not None:
+        names = [t.name for t in asked]
+    else:
+        names = [t for t in view.topics() if not t.startswith("__")]
+    controller = view.controller()
+    return wire.build(
+        cls,
+        throttle_time=wire.NO_THROTTLE,
+        brokers=tuple(brokers),
+        cluster_id=door.cluster_id,
+        controller_id=broker_id(controller) if controller is not None else NO_LEADER,
+        topics=tuple(_topic(door, cls, name, alive) for name in names),
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
+    topic_cls = wire.sibling(cls, "MetadataResponseTopic")
+    partition_cls = wire.sibling(cls, "MetadataResponsePartition")
+    view = door.node.metadata
+    try:
+        topic = view.topic(name)
+    except UnknownTopic:
+        return wire.build(
+            topic_cls,
+            error_code=ErrorCode.unknown_topic_or_partition,
+            name=name,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        )
+    partitions = []
+    for index, replicas in enumerate(topic.replicas):
+        leader = view.known_leader(name, index)
+        led = leader is not None and door.broker_address(leader) is not None
+        ids = tuple(broker_id(node) for node in replicas)
+        partitions.append(
+            wire.build(
+                partition_cls,
+                error_code=ErrorCode.none if led else ErrorCode.leader_not_available,
+                partition_index=index,
+                leader_id=broker_id(leader) if led and leader is not None else NO_LEADER,
+                leader_epoch=NO_EPOCH,
+                replica_nodes=ids,
+                isr_nodes=tuple(broker_id(node) for node in replicas if node in alive),
+                offline_replicas=(),
+            )
+        )
+    return wire.build(
+        topic_cls,
+        error_code=ErrorCode.none,
+        name=name,
+        is_internal=name.startswith("__"),
+        partitions=tuple(partitions),
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )

@@ -1,0 +1,81 @@
+"""Produce: each partition's record batch appended on this node as the partition's leader.
+
+acks=all and acks=1 both answer once a majority has the batch (raftlog commits through Raft either way);
+acks=0 gets no answer. Partitions of one request are proposed in the order they appear, and requests of
+one connection in the order they came (the server starts their handlers in order, and the data plane
+proposes a partition's produces in the order they began): a producer's pipelined batches keep their
+order. A batch is checked as strictly as any producer's (``check_producer_batch``): exactly one
+RecordBatch v2 per partition. Transactional produce is not supported and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door, clamp_timeout
+from kafka_api.errors import code_of
+
+ACKS = (-1, 0, 1)
+NO_OFFSET = -1
+TRANSACTIONS_UNSUPPORTED = "transactions are not supported by raftlog"
+
+
+async def produce(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "TopicProduceResponse")
+    partition_cls = wire.sibling(cls, "PartitionProduceResponse")
+    timeout_ms = clamp_timeout(body.timeout / datetime.timedelta(milliseconds=1))
+    refusal: tuple[ErrorCode, str] | None = None
+    if body.acks not in ACKS:
+        refusal = ErrorCode.invalid_required_acks, f"acks {body.acks}: must be -1 (all), 0 or 1"
+    elif body.transactional_id is not None:
+        refusal = ErrorCode.unsupported_version, TRANSACTIONS_UNSUPPORTED
+    data = door.node.local.data
+    calls: list[tuple[str, int, asyncio.Future[Any] | tuple[ErrorCode, str]]] = []
+    for topic in body.topic_data:
+        for part in topic.partition_data:
+            if refusal is not None:
+                calls.append((topic.name, part.index, refusal))
+            elif part.records is None:
+                calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
+            else:
+                appending = data.produce_batch(topic.name, part.index, bytes(part.records), timeout_ms)
+                calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
+    pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]
+    if pending:
+        await asyncio.wait(pending)
+    if body.acks == 0:
+        return None
+    by_topic: dict[str, list[Any]] = {}
+    for name, index, call in calls:
+        code, message, base = ErrorCode.none, None, NO_OFFSET
+        if isinstance(call, tuple):
+            code, message = call
+        elif call.exception() is not None:
+            error = call.exception()
+            assert error is not None
+            code, message = code_of(error), str(error)
+        else:
+            base = call.result().base_offset
+        by_topic.setdefault(name, []).append(
+            wire.build(
+                partition_cls,
+                index=index,
+                error_code=code,
+                base_offset=base,
+                log_append_time=None,
+                log_start_offset=NO_OFFSET,
+                record_errors=(),
+                error_message=message,
+            )
+        )
+    responses = tuple(
+        wire.build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()
+    )
+    return wire.build(cls, responses=responses, throttle_time=wire.NO_THROTTLE)

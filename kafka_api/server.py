@@ -1,0 +1,167 @@
+"""The Kafka listener: one asyncio server, a connection at a time read frame by frame.
+
+A connection's requests are handled concurrently and answered in the order they came (Kafka clients
+pipeline and match answers by order). Handlers start in arrival order, which keeps a producer's
+pipelined batches in order (``kafka_api.produce``). Bounded: connections per node, requests read and not
+yet answered per connection (reading stops at the bound), frame size, and the time an answer may wait
+for a client to read it.
+
+What closes a connection, as Kafka does, touching nothing else: a frame shorter than a request header or
+over the size bound, an API or version not served (except ApiVersions, answered at v0 with
+UNSUPPORTED_VERSION and the versions served, KIP-511), a request that does not decode, and a client that
+does not read its answers. A handler that fails unexpectedly (a bug) is logged and closes its
+connection; other connections go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.apis import API_VERSIONS_KEY, APIS, versions_response
+from kafka_api.door import Door
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    frame_bytes_max: int = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
+    connections_max: int = 1000
+    in_flight_max: int = 64  # per connection: requests read and not yet answered
+    send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
+
+
+@dataclass(slots=True)
+class Stats:
+    connections: int = 0
+    refused_connections: int = 0
+    requests: int = 0
+    closed_for_protocol: int = 0
+    by_api: dict[str, int] = field(default_factory=dict)
+
+
+class KafkaServer:
+    def __init__(self, door: Door, limits: Limits = Limits()) -> None:
+        self.door = door
+        self.limits = limits
+        self.stats = Stats()
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(self._connection, host, port)
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._open):
+            writer.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+        for task in list(self._handlers):
+            task.cancel()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._open) >= self.limits.connections_max:
+            self.stats.refused_connections += 1
+            writer.close()
+            return
+        self._open.add(writer)
+        self.stats.connections += 1
+        answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
+        slots = asyncio.Semaphore(self.limits.in_flight_max)
+        sender = asyncio.ensure_future(self._send(writer, answers, slots))
+        peer = writer.get_extra_info("peername")
+        try:
+            while not sender.done():
+                await slots.acquire()
+                problem = await self._read_one(reader, answers)
+                if problem is not None:
+                    if problem:
+                        self.stats.closed_for_protocol += 1
+                        log.info("Kafka: closing connection from %s: %s", peer, problem)
+                        sender.cancel()
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            sender.cancel()
+        finally:
+            answers.put_nowait(None)
+            with contextlib.suppress(BaseException):
+                await sender
+            writer.close()
+            self._open.discard(writer)
+
+    async def _read_one(
+        self, reader: asyncio.StreamReader, answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None]
+    ) -> str | None:
+        """Read and dispatch one request. None: go on; "": the client closed; else why to close."""
+        head = await reader.read(wire.SIZE.size)
+        if not head:
+            return ""
+        if len(head) < wire.SIZE.size:
+            head += await reader.readexactly(wire.SIZE.size - len(head))
+        (size,) = wire.SIZE.unpack(head)
+        if size < wire.HEAD.size or size > self.limits.frame_bytes_max:
+            return f"a frame of {size} bytes (a request is {wire.HEAD.size} to {self.limits.frame_bytes_max})"
+        frame = await reader.readexactly(size)
+        key, version, correlation_id = wire.peek(frame)
+        api = APIS.get(key)
+        if api is None or not api.supports(version):
+            if key == API_VERSIONS_KEY:
+                answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                answered.set_result(versions_response(0, ErrorCode.unsupported_version))
+                answers.put_nowait((correlation_id, answered))
+                return None
+            return f"API {key} version {version} is not served (see ApiVersions)"
+        try:
+            request = wire.parse(frame)
+        except wire.MalformedRequest as exc:
+            return str(exc)
+        self.stats.requests += 1
+        self.stats.by_api[api.name] = self.stats.by_api.get(api.name, 0) + 1
+        task = asyncio.ensure_future(api.handler(self.door, request))
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+        answers.put_nowait((correlation_id, task))
+        return None
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
+        slots: asyncio.Semaphore,
+    ) -> None:
+        while True:
+            item = await answers.get()
+            if item is None:
+                return
+            correlation_id, answer = item
+            try:
+                response = await asyncio.shield(answer)
+            except Exception:
+                log.exception("Kafka: a request handler failed; closing its connection")
+                writer.close()
+                return
+            finally:
+                slots.release()
+            if response is None:  # acks=0
+                continue
+            writer.write(wire.encode(correlation_id, response))
+            try:
+                await asyncio.wait_for(writer.drain(), self.limits.send_timeout_s)
+            except (TimeoutError, ConnectionError):
+                writer.close()
+                return

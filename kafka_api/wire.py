@@ -1,0 +1,102 @@
+"""The Kafka wire format, the one place that speaks it: size-prefixed frames, request headers, request
+bodies and responses, encoded and decoded by kio (typed classes generated from Kafka's own message
+schemas, a native reader). Nothing of the protocol's schemas is written here by hand.
+
+A request frame is ``int32 size`` then the request header (api key, api version, correlation id, client
+id; tagged fields from the flexible versions on) and the body of that API at that version. A response
+is ``int32 size``, the response header (correlation id; tagged fields when flexible, except for
+ApiVersions, whose response header is always v0) and the body.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import io
+import struct
+import sys
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+SIZE = struct.Struct(">i")
+HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
+NO_THROTTLE = datetime.timedelta(0)
+T = TypeVar("T")
+
+
+class MalformedRequest(Exception):
+    """A frame that is not a request of the version it names: the connection is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # kio's request class of that API and version
+    size: int  # the frame's bytes
+
+
+def peek(frame: bytes) -> tuple[int, int, int]:
+    """(api key, api version, correlation id) of a frame, before anything else is decoded."""
+    if len(frame) < HEAD.size:
+        raise MalformedRequest(f"a request of {len(frame)} bytes is shorter than a request header")
+    key, version, correlation_id = HEAD.unpack_from(frame)
+    return key, version, correlation_id
+
+
+@functools.cache
+def request_class(api_key: int, version: int) -> Any:
+    return load_request_schema(api_key, version)
+
+
+@functools.cache
+def response_class(api_key: int, version: int) -> Any:
+    return load_response_schema(api_key, version)
+
+
+def parse(frame: bytes) -> Request:
+    """Decode a whole request frame (without its size prefix) whose API and version are supported.
+    Raises MalformedRequest: bytes that do not decode, or bytes left over."""
+    key, version, _ = peek(frame)
+    cls = request_class(key, version)
+    try:
+        header, used = entity_reader(cls.__header_schema__)(frame, 0)
+        body, size = entity_reader(cls)(frame, used)
+    except (SerialError, ValueError, TypeError, IndexError, OverflowError, UnicodeDecodeError) as exc:
+        raise MalformedRequest(f"{cls.__name__} v{version} does not decode: {exc!r}") from None
+    if used + size != len(frame):
+        raise MalformedRequest(
+            f"{cls.__name__} v{version}: {len(frame) - used - size} bytes after the request"
+        )
+    return Request(key, version, header.correlation_id, getattr(header, "client_id", None), body, len(frame))
+
+
+def encode(correlation_id: int, response: Any) -> bytes:
+    """A response frame, size prefix included."""
+    header_class = response.__header_schema__
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    entity_writer(header_class)(buffer, header_class(correlation_id=correlation_id))
+    entity_writer(type(response))(buffer, response)
+    frame = buffer.getbuffer()
+    SIZE.pack_into(frame, 0, len(frame) - SIZE.size)
+    del frame
+    return buffer.getvalue()
+
+
+def build(cls: type[T], **values: Any) -> T:
+    """An entity of ``cls`` from the values its version has: a value for a field another version of the
+    API has is left out, so one handler serves every version."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{name: value for name, value in values.items() if name in names})
+
+
+def sibling(cls: type, name: str) -> Any:
+    """The entity class ``name`` of the same API version as ``cls`` (its nested parts)."""
+    return getattr(sys.modules[cls.__module__], name)
