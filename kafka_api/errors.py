@@ -41,7 +41,7 @@ from raftlog.consensus.errors import (
     ProposalQueueFull,
     ProposalRejected,
 )
-from raftlog.errors import RaftlogError
+from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.errors import (
     CorruptRecord,
     InvalidConfig,
@@ -88,6 +88,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (InvalidCommand, ErrorCode.invalid_request),
     (ConsensusError, ErrorCode.kafka_storage_error),
     (StorageError, ErrorCode.kafka_storage_error),
+    (InvariantViolation, ErrorCode.unknown_server_error),  # a bug: logged
 )
 
 
@@ -95,6 +96,8 @@ def code_of(error: BaseException) -> ErrorCode:
     """The Kafka error code a partition's or topic's answer carries for ``error``."""
     for kind, code in TABLE:
         if isinstance(error, kind):
+            if code is ErrorCode.unknown_server_error:
+                log.error("Kafka: %r", error)
             return code
     if isinstance(error, RaftlogError):
         log.error("Kafka: an error without a mapping (a bug): %r", error)

@@ -16,7 +16,6 @@ connection; other connections go on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,32 +76,51 @@ class KafkaServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self._open) >= self.limits.connections_max:
             self.stats.refused_connections += 1
-            writer.close()
+            writer.transport.abort()
             return
         self._open.add(writer)
         self.stats.connections += 1
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
         sender = asyncio.ensure_future(self._send(writer, answers, slots))
+        receiver = asyncio.ensure_future(self._receive(reader, answers, slots))
         peer = writer.get_extra_info("peername")
         try:
-            while not sender.done():
+            await asyncio.wait((sender, receiver), return_when=asyncio.FIRST_COMPLETED)
+            if receiver.done() and not receiver.cancelled() and receiver.exception() is None:
+                problem = receiver.result()
+                if problem:  # a protocol error: close now, as Kafka does
+                    self.stats.closed_for_protocol += 1
+                    log.info("Kafka: closing connection from %s: %s", peer, problem)
+                else:  # the client is done sending: what it asked is still answered
+                    answers.put_nowait(None)
+                    await sender
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            for task in (sender, receiver):
+                task.cancel()
+            if sender.done() and not sender.cancelled() and sender.result() == "stalled":
+                writer.transport.abort()  # its unread answers would keep a graceful close waiting
+            else:
+                writer.close()
+            self._open.discard(writer)
+
+    async def _receive(
+        self,
+        reader: asyncio.StreamReader,
+        answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
+        slots: asyncio.Semaphore,
+    ) -> str:
+        """Read and dispatch requests until the client closes ("") or sends what is not a request (why)."""
+        try:
+            while True:
                 await slots.acquire()
                 problem = await self._read_one(reader, answers)
                 if problem is not None:
-                    if problem:
-                        self.stats.closed_for_protocol += 1
-                        log.info("Kafka: closing connection from %s: %s", peer, problem)
-                        sender.cancel()
-                    break
+                    return problem
         except (ConnectionError, asyncio.IncompleteReadError):
-            sender.cancel()
-        finally:
-            answers.put_nowait(None)
-            with contextlib.suppress(BaseException):
-                await sender
-            writer.close()
-            self._open.discard(writer)
+            return ""
 
     async def _read_one(
         self, reader: asyncio.StreamReader, answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None]
@@ -143,18 +161,19 @@ class KafkaServer:
         writer: asyncio.StreamWriter,
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
         slots: asyncio.Semaphore,
-    ) -> None:
+    ) -> str:
+        """Write answers in request order until told to stop ("done"); "stalled": the client did not read
+        an answer within the send timeout; "failed": a handler raised (a bug, logged)."""
         while True:
             item = await answers.get()
             if item is None:
-                return
+                return "done"
             correlation_id, answer = item
             try:
                 response = await asyncio.shield(answer)
             except Exception:
                 log.exception("Kafka: a request handler failed; closing its connection")
-                writer.close()
-                return
+                return "failed"
             finally:
                 slots.release()
             if response is None:  # acks=0
@@ -162,6 +181,8 @@ class KafkaServer:
             writer.write(wire.encode(correlation_id, response))
             try:
                 await asyncio.wait_for(writer.drain(), self.limits.send_timeout_s)
-            except (TimeoutError, ConnectionError):
-                writer.close()
-                return
+            except TimeoutError:
+                log.info("Kafka: closing a connection whose client does not read its answers")
+                return "stalled"
+            except ConnectionError:
+                return "done"

@@ -7,6 +7,7 @@ what a node is and how it starts stay ``raftlog dev``'s (its supervision, readin
 
     with LocalCluster(directory) as cluster:
         cluster.servers  # ["http://127.0.0.1:PORT", ...], node n1 first
+        cluster.bootstrap_servers  # "127.0.0.1:PORT,...": the nodes' Kafka listeners
 
 ``stop`` ends it: SIGTERM to ``raftlog dev`` (which stops its nodes), then SIGTERM, and SIGKILL after a
 while, to any node process of this directory still alive (one its caller restarted by itself)."""
@@ -51,6 +52,7 @@ class LocalCluster:
         self.serve_args = list(serve_args)
         self.dev_log = os.path.join(self.directory, "dev.log")
         self.urls: dict[str, str] = {}
+        self.kafka: dict[str, str] = {}  # node id -> HOST:PORT of its Kafka listener
         self.pids: dict[str, int] = {}
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -65,6 +67,11 @@ class LocalCluster:
     @property
     def servers(self) -> list[str]:
         return [self.urls[node] for node in sorted(self.urls)]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Kafka clients' ``bootstrap.servers``: every node's Kafka listener."""
+        return ",".join(self.kafka[node] for node in sorted(self.kafka))
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start ``raftlog dev`` and return once every node answers ready; stopped again on failure."""
@@ -90,6 +97,7 @@ class LocalCluster:
                 nodes = self._described_nodes()
                 if nodes is not None and len(nodes) == self.nodes and all(n.get("pid") for n in nodes):
                     self.urls = {str(n["id"]): str(n["http"]) for n in nodes}
+                    self.kafka = {str(n["id"]): str(n["kafka"]) for n in nodes if n.get("kafka")}
                     self.pids = {str(n["id"]): int(n["pid"]) for n in nodes}
                     pending = set(self.urls)
             if pending is not None:

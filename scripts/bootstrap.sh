@@ -21,3 +21,14 @@ if [ ! -f "$stamp" ]; then
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
+# kcat (Debian's package): the Kafka listener is tested with it as users run it.
+if ! command -v kcat >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: kcat is missing; install it (Debian/Ubuntu: apt-get install kcat) and run again" >&2
+        exit 1
+    fi
+    echo "bootstrap: installing kcat (apt-get)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null 2>&1 || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
+    }
+fi

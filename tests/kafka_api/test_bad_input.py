@@ -1,0 +1,223 @@
+"""What real clients never send, sent on purpose: each gets Kafka's error or a closed connection, the
+node keeps serving every other client, and nothing is written."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import socket
+import struct
+import time
+from typing import Any
+
+from conftest import RawKafka, http_client, request_frame
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door, broker_id
+from kafka_api.server import KafkaServer, Limits
+from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog_client.local_cluster import LocalCluster
+
+PRODUCE_VERSION = 9
+FETCH_VERSION = 12
+
+
+def _versions(raw: RawKafka, version: int = 3) -> Any:
+    cls = wire.request_class(18, version)
+    return raw.call(18, version, wire.build(cls, client_software_name="raw", client_software_version="1"))
+
+
+def _produce_request(
+    topic: str, partition: int, batch: bytes, acks: int = -1, transactional: str | None = None
+) -> Any:
+    cls = wire.request_class(0, PRODUCE_VERSION)
+    part = wire.build(wire.sibling(cls, "PartitionProduceData"), index=partition, records=batch)
+    data = wire.build(wire.sibling(cls, "TopicProduceData"), name=topic, partition_data=(part,))
+    return wire.build(cls, transactional_id=transactional, acks=acks, timeout=datetime.timedelta(seconds=10),
+                      topic_data=(data,))  # fmt: skip
+
+
+def _partition_error(answer: Any) -> ErrorCode:
+    return answer.responses[0].partition_responses[0].error_code
+
+
+def _batch(count: int = 3) -> bytes:
+    records = [ProducerRecord(b"k%d" % i, b"v", ()) for i in range(count)]
+    return encode_batch(0, records, 0, int(time.time() * 1000))
+
+
+def _leader_and_follower(cluster: LocalCluster, topic: str) -> tuple[str, str]:
+    """Kafka addresses of partition 0's leader and of another node, as Metadata names them."""
+    raw = RawKafka(cluster.kafka["n1"])
+    try:
+        cls = wire.request_class(3, 9)
+        topic_cls = wire.sibling(cls, "MetadataRequestTopic")
+        deadline = time.monotonic() + 30
+        while True:
+            answer = raw.call(3, 9, wire.build(cls, topics=(wire.build(topic_cls, name=topic),),
+                                               allow_auto_topic_creation=False,
+                                               include_cluster_authorized_operations=False,
+                                               include_topic_authorized_operations=False))  # fmt: skip
+            leader = answer.topics[0].partitions[0].leader_id
+            if leader >= 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+    finally:
+        raw.close()
+    by_id = {broker_id(node): address for node, address in cluster.kafka.items()}
+    follower = next(address for node_id, address in by_id.items() if node_id != leader)
+    return by_id[leader], follower
+
+
+def test_an_unsupported_api_versions_version_is_answered_at_v0_with_what_is_served(
+    kafka_cluster: LocalCluster,
+) -> None:
+    raw = RawKafka(kafka_cluster.kafka["n1"])
+    try:
+        cls = wire.request_class(18, 3)
+        body = wire.build(cls, client_software_name="raw", client_software_version="1")
+        frame = bytearray(raw.frame(18, 3, body))
+        struct.pack_into(">h", frame, 6, 99)  # the header's api version
+        raw.send_raw(bytes(frame))
+        answer = raw.answer(18, 0)
+        assert answer.error_code is ErrorCode.unsupported_version
+        assert {k.api_key for k in answer.api_keys} >= {0, 1, 2, 3, 18, 22}
+        assert _versions(raw).error_code is ErrorCode.none, "the connection goes on"
+    finally:
+        raw.close()
+
+
+def test_frames_that_are_not_requests_close_only_their_connection(kafka_cluster: LocalCluster) -> None:
+    bystander = RawKafka(kafka_cluster.kafka["n1"])
+    good = _versions(bystander)
+    cases = {
+        "oversized": struct.pack(">i", 200 * 1024 * 1024) + b"\0" * 64,
+        "shorter than a header": struct.pack(">i", 3) + b"\0\0\0",
+        "negative size": struct.pack(">i", -5),
+        "unknown api": struct.pack(">ihhi", 8, 999, 0, 1),
+        "unserved version": struct.pack(">ihhi", 8, 3, 99, 1),
+        "garbage body": struct.pack(">ihhih", 14, 3, 9, 1, 1) + b"\xff\xff\xff\xff",
+    }
+    for name, payload in cases.items():
+        raw = RawKafka(kafka_cluster.kafka["n1"])
+        try:
+            raw.send_raw(payload)
+            assert raw.closed_by_server(), name
+        finally:
+            raw.close()
+    assert _versions(bystander).api_keys == good.api_keys, "other connections are served throughout"
+    bystander.close()
+
+
+def test_refused_produces_write_nothing(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("refusals", 1, 3)
+    leader, follower = _leader_and_follower(kafka_cluster, "refusals")
+    corrupt = bytearray(_batch())
+    corrupt[-1] ^= 0xFF  # the CRC no longer matches
+    raw, elsewhere = RawKafka(leader), RawKafka(follower)
+    try:
+        assert _partition_error(
+            elsewhere.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch()))
+        ) is (ErrorCode.not_leader_or_follower)
+        answers = {
+            "corrupt": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, bytes(corrupt))),
+            "two batches": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch() + _batch())),
+            "acks": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch(), acks=5)),
+            "transactional": raw.call(
+                0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch(), transactional="t")
+            ),
+            "unknown partition": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 7, _batch())),
+            "unknown topic": raw.call(0, PRODUCE_VERSION, _produce_request("nosuch", 0, _batch())),
+        }
+        codes = {name: _partition_error(answer) for name, answer in answers.items()}
+        assert codes == {
+            "corrupt": ErrorCode.invalid_record,
+            "two batches": ErrorCode.invalid_record,
+            "acks": ErrorCode.invalid_required_acks,
+            "transactional": ErrorCode.unsupported_version,
+            "unknown partition": ErrorCode.unknown_topic_or_partition,
+            "unknown topic": ErrorCode.unknown_topic_or_partition,
+        }
+        messages = [
+            answers[n].responses[0].partition_responses[0].error_message for n in ("corrupt", "transactional")
+        ]
+        assert "crc32c" in (messages[0] or "") and "not supported" in (messages[1] or "")
+        with http_client(kafka_cluster) as client:
+            assert client.offsets("refusals", 0) == (0, 0), "nothing was written"
+        ok = raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch()))
+        assert (
+            _partition_error(ok) is ErrorCode.none and ok.responses[0].partition_responses[0].base_offset == 0
+        )
+    finally:
+        raw.close()
+        elsewhere.close()
+
+
+def test_a_fetch_past_the_end_is_out_of_range(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("ranges", 1, 3)
+    leader, _ = _leader_and_follower(kafka_cluster, "ranges")
+    raw = RawKafka(leader)
+    try:
+        cls = wire.request_class(1, FETCH_VERSION)
+        part = wire.build(
+            wire.sibling(cls, "FetchPartition"),
+            partition=0,
+            current_leader_epoch=-1,
+            fetch_offset=5,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=1 << 20,
+        )
+        topic = wire.build(wire.sibling(cls, "FetchTopic"), topic="ranges", partitions=(part,))
+        body = wire.build(cls, cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(milliseconds=100),
+                          min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+                          topics=(topic,), forgotten_topics_data=(), rack_id="")  # fmt: skip
+        answer = raw.call(1, FETCH_VERSION, body)
+        partition = answer.responses[0].partitions[0]
+        assert partition.error_code is ErrorCode.offset_out_of_range and partition.high_watermark == -1
+    finally:
+        raw.close()
+
+
+class _NoNode:
+    """A door for requests that need no node (ApiVersions)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"ApiVersions should not ask the node for {name}")
+
+
+async def test_a_client_that_never_reads_is_closed_and_connections_are_bounded() -> None:
+    limits = Limits(connections_max=1, in_flight_max=4, send_timeout_s=0.5)
+    server = KafkaServer(Door(_NoNode(), "c"), limits)  # type: ignore[arg-type]
+    await server.start("127.0.0.1", 0)
+    try:
+        address = f"127.0.0.1:{server.port}"
+        cls = wire.request_class(18, 3)
+        body = wire.build(cls, client_software_name="raw", client_software_version="1")
+        frame = request_frame(18, 3, body, 1)
+        tiny = socket.socket()
+        tiny.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills after a few answers
+        tiny.connect(("127.0.0.1", server.port))
+        _, silent = await asyncio.open_connection(sock=tiny)
+        await asyncio.sleep(0.1)
+        refused = await asyncio.to_thread(lambda: RawKafka(address).closed_by_server())
+        assert refused and server.stats.refused_connections >= 1
+        closed = False
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not closed:  # send, never read
+            silent.write(frame * 2000)
+            try:
+                await asyncio.wait_for(silent.drain(), 1.0)
+            except ConnectionError:
+                closed = True
+            except TimeoutError:
+                pass
+        assert closed, "the client that never read its answers was closed"
+        served = await asyncio.to_thread(_versions, RawKafka(address))
+        assert served.error_code is ErrorCode.none, "and the next client is served"
+        silent.close()
+    finally:
+        await server.close()

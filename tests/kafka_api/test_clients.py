@@ -1,0 +1,200 @@
+"""Real Kafka client libraries of other authors against a real cluster: confluent-kafka (librdkafka),
+kafka-python and aiokafka produce idempotently with acks=all and every codec, and consume; records read
+identically through Kafka and through the HTTP API, both ways (keys, null values, headers with null
+values, timestamps)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from conftest import http_client
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KPTopicPartition
+
+from raftlog_client.local_cluster import LocalCluster
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+PER_CODEC = 400
+
+
+def _expected(codec: str, count: int) -> list[tuple[bytes, bytes | None, list[tuple[str, bytes | None]]]]:
+    return [
+        (
+            f"{codec}-{i}".encode(),
+            None if i % 7 == 0 else f"value {i} ".encode() * 3,
+            [("i", str(i).encode()), ("n", None)],
+        )
+        for i in range(count)
+    ]
+
+
+def _read_http(cluster: LocalCluster, topic: str, partitions: int) -> list[tuple[Any, ...]]:
+    rows = []
+    with http_client(cluster) as client:
+        for partition in range(partitions):
+            page = client.fetch_page(topic, partition, 0, 8 << 20, 0, columnar=True)
+            for key, value, headers, ts in zip(
+                page.keys, page.values, page.headers, page.timestamps_ms, strict=True
+            ):
+                rows.append((key, value, [(h[0], h[1]) for h in headers], ts))
+    return rows
+
+
+def _confluent_consume(cluster: LocalCluster, topic: str, partitions: int, count: int) -> list[Any]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": f"read-{topic}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    messages: list[Any] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(messages) < count and time.monotonic() < deadline:
+            for message in consumer.consume(1000, 1.0):
+                assert message.error() is None, message.error()
+                messages.append(message)
+    finally:
+        consumer.close()
+    return messages
+
+
+def test_confluent_kafka_produces_idempotently_with_every_codec(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("ck", 3, 3)
+    sent = {}
+    failures: list[Any] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            failures.append(error)
+
+    for codec in CODECS:
+        producer = Producer({
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "compression.type": codec,
+            "linger.ms": 5,
+        })  # fmt: skip
+        for key, value, headers in _expected(codec, PER_CODEC):
+            producer.produce("ck", key=key, value=value, headers=headers, on_delivery=delivered)
+            producer.poll(0)
+        assert producer.flush(60) == 0 and failures == []
+        sent.update({key: (value, headers) for key, value, headers in _expected(codec, PER_CODEC)})
+    read = _read_http(kafka_cluster, "ck", 3)
+    assert len(read) == len(sent) == PER_CODEC * len(CODECS), "each record stored exactly once"
+    for key, value, headers, _ in read:
+        assert (value, headers) == sent[key]
+    consumed = _confluent_consume(kafka_cluster, "ck", 3, len(sent))
+    assert sorted(m.key() for m in consumed) == sorted(sent)
+    for message in consumed:
+        assert (message.value(), message.headers()) == sent[message.key()]
+
+
+def test_kafka_python_and_aiokafka_produce_and_consume(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("kp", 2, 3)
+    producer = KafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers, acks="all",
+                             enable_idempotence=True, compression_type="gzip")  # fmt: skip
+    futures = [
+        producer.send("kp", key=b"kp-%d" % i, value=b"v%d" % i, headers=[("h", b"1")]) for i in range(300)
+    ]
+    producer.flush(30)
+    assert all(f.succeeded() for f in futures)
+    producer.close()
+
+    async def aiokafka_round() -> int:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers,
+                                    enable_idempotence=True, compression_type="zstd")  # fmt: skip
+        await producer.start()
+        try:
+            for i in range(300):
+                await producer.send("kp", key=b"ak-%d" % i, value=b"w%d" % i)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=kafka_cluster.bootstrap_servers,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")  # fmt: skip
+        await consumer.start()
+        try:
+            consumer.assign([KPTopicPartition("kp", p) for p in range(2)])
+            seen = 0
+            while seen < 600:
+                batches = await consumer.getmany(timeout_ms=5000)
+                if not batches:
+                    break
+                seen += sum(len(records) for records in batches.values())
+            return seen
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(aiokafka_round()) == 600
+    consumer = KafkaConsumer(bootstrap_servers=kafka_cluster.bootstrap_servers, enable_auto_commit=False,
+                             consumer_timeout_ms=5000)  # fmt: skip
+    consumer.assign([KPTopicPartition("kp", p) for p in range(2)])
+    consumer.seek_to_beginning()
+    keys = [record.key for record in consumer]
+    consumer.close()
+    assert sorted(keys) == sorted([b"kp-%d" % i for i in range(300)] + [b"ak-%d" % i for i in range(300)])
+
+
+def test_records_produced_over_http_read_identically_through_kafka(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("fromhttp", 1, 3)
+        records = [
+            {
+                "key": None,
+                "value": "aGk=",
+                "headers": [{"key": "a", "value": None}],
+                "timestamp": 1_700_000_000_000,
+            },
+            {"key": "aw==", "value": None},  # a tombstone
+            {
+                "key": "aw==",
+                "value": "",
+                "headers": [{"key": "b", "value": "eA=="}, {"key": "b", "value": "eQ=="}],
+            },
+        ]
+        client.produce("fromhttp", records, partition=0)
+    messages = _confluent_consume(kafka_cluster, "fromhttp", 1, 3)
+    assert [m.offset() for m in messages] == [0, 1, 2]
+    assert [(m.key(), m.value()) for m in messages] == [(None, b"hi"), (b"k", None), (b"k", b"")]
+    assert messages[0].headers() == [("a", None)] and messages[1].headers() is None
+    assert messages[2].headers() == [("b", b"x"), ("b", b"y")]
+    assert messages[0].timestamp() == (1, 1_700_000_000_000)  # (CreateTime, ms)
+
+
+def test_acks_zero_gets_no_answer_and_still_appends(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("acks0", 1, 3)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "acks": 0, "linger.ms": 0})
+    for i in range(50):
+        producer.produce("acks0", key=b"%d" % i, value=b"x")
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 30
+    with http_client(kafka_cluster) as client:
+        while client.offsets("acks0", 0)[1] < 50 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert client.offsets("acks0", 0) == (0, 50)
+
+
+@pytest.mark.parametrize("codec", ["snappy"])
+def test_a_topic_codec_recompresses_what_a_kafka_producer_sent(
+    kafka_cluster: LocalCluster, codec: str
+) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("recompressed", 1, 3, {"compression.type": "zstd"})
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "compression.type": codec,
+                         "enable.idempotence": True})  # fmt: skip
+    for i in range(100):
+        producer.produce("recompressed", key=b"%d" % i, value=b"text " * 20)
+    assert producer.flush(30) == 0
+    messages = _confluent_consume(kafka_cluster, "recompressed", 1, 100)
+    assert [int(m.key()) for m in messages] == list(range(100))

@@ -1,0 +1,47 @@
+"""Every raftlog error a Kafka handler can meet has a Kafka error code in ``kafka_api.errors``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from kio.schema.errors import ErrorCode
+
+import partitions
+import raftlog
+from kafka_api import errors
+from partitions.errors import UnknownTopic
+from raftlog.consensus.errors import NotLeader
+from raftlog.errors import RaftlogError
+
+# Errors that never reach a front door: node-internal transport and wire errors, and the HTTP layer's own.
+NOT_ON_A_KAFKA_REQUEST = ("raftlog.consensus.transport", "raftlog.consensus.wire", "partitions.recovery")
+
+
+def _concrete_errors() -> list[type[RaftlogError]]:
+    for package in (raftlog, partitions):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(module.name)
+    found: list[type[RaftlogError]] = []
+    pending: list[type[RaftlogError]] = [RaftlogError]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub.__module__.split(".")[0] in ("raftlog", "partitions") and sub not in found:
+                found.append(sub)
+                pending.append(sub)
+    return [k for k in found if not k.__subclasses__() and k.__module__ not in NOT_ON_A_KAFKA_REQUEST]
+
+
+def test_every_concrete_error_has_a_kafka_code() -> None:
+    unmapped = [
+        f"{k.__module__}.{k.__name__}"
+        for k in _concrete_errors()
+        if not any(issubclass(k, kind) for kind, _ in errors.TABLE)
+    ]
+    assert not unmapped, f"errors without a Kafka code in kafka_api/errors.py: {sorted(unmapped)}"
+
+
+def test_the_codes_clients_act_on() -> None:
+    assert errors.code_of(NotLeader("orders-0.1", "n2")) is ErrorCode.not_leader_or_follower
+    assert errors.code_of(UnknownTopic("orders")) is ErrorCode.unknown_topic_or_partition
+    assert errors.code_of(ValueError("a bug")) is ErrorCode.unknown_server_error

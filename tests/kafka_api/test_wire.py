@@ -1,0 +1,86 @@
+"""The Kafka wire crossing: requests decode as kio's classes, responses encode with the right header,
+and a frame that is not what it says is refused (never half-read)."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
+from kio.serial import entity_reader, entity_writer
+
+from kafka_api import wire
+from kafka_api.apis import APIS, versions_response
+
+
+def _frame(api_key: int, version: int, body: object, correlation_id: int = 7) -> bytes:
+    cls = wire.request_class(api_key, version)
+    header_cls = cls.__header_schema__
+    buffer = io.BytesIO()
+    header = header_cls(
+        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id="t"
+    )
+    entity_writer(header_cls)(buffer, header)
+    entity_writer(cls)(buffer, body)
+    return buffer.getvalue()
+
+
+def _metadata_request(version: int) -> object:
+    cls = wire.request_class(3, version)
+    topic = wire.sibling(cls, "MetadataRequestTopic")
+    return wire.build(
+        cls,
+        topics=(wire.build(topic, name="orders", topic_id=None),),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+@pytest.mark.parametrize("version", [1, 8, 9])
+def test_a_request_decodes_into_kios_class_with_its_header(version: int) -> None:
+    frame = _frame(3, version, _metadata_request(version), correlation_id=41)
+    request = wire.parse(frame)
+    assert (request.api_key, request.api_version, request.correlation_id) == (3, version, 41)
+    assert request.client_id == "t" and [t.name for t in request.body.topics] == ["orders"]
+    expected_header = HeaderV2 if version >= 9 else HeaderV1
+    assert wire.request_class(3, version).__header_schema__ is expected_header
+
+
+def test_bytes_after_the_request_or_a_truncated_one_are_refused() -> None:
+    frame = _frame(3, 9, _metadata_request(9))
+    with pytest.raises(wire.MalformedRequest, match="bytes after the request"):
+        wire.parse(frame + b"\0")
+    for cut in (len(frame) - 1, 9, 3):
+        with pytest.raises(wire.MalformedRequest):
+            wire.parse(frame[:cut])
+
+
+def test_a_response_frame_carries_its_size_and_correlation_id() -> None:
+    frame = wire.encode(99, versions_response(3, ErrorCode.none))
+    (size,) = struct.unpack_from(">i", frame)
+    assert size == len(frame) - 4
+    assert struct.unpack_from(">i", frame, 4)[0] == 99
+    # ApiVersions answers with response header v0 (no tagged fields) whatever its version
+    body, used = entity_reader(wire.response_class(18, 3))(frame, 8)
+    assert used == len(frame) - 8
+    served = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert served == {api.key: (api.min_version, api.max_version) for api in APIS.values()}
+
+
+def test_every_served_version_has_kios_classes_both_ways() -> None:
+    for api in APIS.values():
+        for version in range(api.min_version, api.max_version + 1):
+            assert wire.request_class(api.key, version).__api_key__ == api.key
+            assert wire.response_class(api.key, version).__api_key__ == api.key
+
+
+def test_build_leaves_out_what_a_version_does_not_have() -> None:
+    old, new = wire.response_class(3, 1), wire.response_class(3, 9)
+    values = {"throttle_time": wire.NO_THROTTLE, "brokers": (), "cluster_id": "c", "controller_id": 1,
+              "topics": (), "cluster_authorized_operations": 0}  # fmt: skip
+    assert not hasattr(wire.build(old, **values), "cluster_id")
+    assert wire.build(new, **values).cluster_id == "c"
