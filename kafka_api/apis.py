@@ -2,7 +2,8 @@
 ApiVersions answer, so what a client is told is supported is exactly what is served.
 
 Versions are capped where a later one needs what raftlog does not have: Fetch stops at 12 and Metadata
-at 9 (topic ids come after), ListOffsets at 6 (v7 adds the max-timestamp query).
+at 9 (topic ids come after), ListOffsets at 6 (v7 adds the max-timestamp query), OffsetFetch at 7 (v8
+batches groups), JoinGroup at 7 and LeaveGroup at 4 (later ones add reasons and KIP-848's fields).
 """
 
 from __future__ import annotations
@@ -16,6 +17,17 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.fetch import fetch
+from kafka_api.group_apis import (
+    describe_groups,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_fetch,
+    sync_group,
+)
 from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
 from kafka_api.produce import produce
@@ -59,6 +71,15 @@ APIS: dict[int, Api] = {
         Api(1, "Fetch", 4, 12, fetch),
         Api(2, "ListOffsets", 1, 6, list_offsets),
         Api(3, "Metadata", 0, 9, metadata),
+        Api(8, "OffsetCommit", 2, 8, offset_commit),
+        Api(9, "OffsetFetch", 1, 7, offset_fetch),
+        Api(10, "FindCoordinator", 0, 4, find_coordinator),
+        Api(11, "JoinGroup", 0, 7, join_group),
+        Api(12, "Heartbeat", 0, 4, heartbeat),
+        Api(13, "LeaveGroup", 0, 4, leave_group),
+        Api(14, "SyncGroup", 0, 5, sync_group),
+        Api(15, "DescribeGroups", 0, 5, describe_groups),
+        Api(16, "ListGroups", 0, 4, list_groups),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions),
         Api(22, "InitProducerId", 0, 4, init_producer_id),
     )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from kafka_api.groups import ClassicGroups
 from partitions.cluster import FrontDoor
 
 _NUMBERED = re.compile(r"\D*?(\d{1,9})")
@@ -25,6 +26,7 @@ def broker_id(node_id: str) -> int:
 class Door:
     node: FrontDoor
     cluster_id: str  # the same on every node of a cluster
+    groups: ClassicGroups = field(default_factory=ClassicGroups)  # the groups this node coordinates
 
     def broker_address(self, node_id: str) -> tuple[str, int] | None:
         """(host, port) of a node's Kafka listener as clients reach it; None: it has none known."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from kafka_api.apis import API_VERSIONS_KEY, APIS, versions_response
 from kafka_api.door import Door
 
 log = logging.getLogger(__name__)
+TICK_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +56,20 @@ class KafkaServer:
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
+        self._ticker: asyncio.Future[None] | None = None
 
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._connection, host, port)
+        self._ticker = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        """Group sessions and rebalance deadlines run on the clock, not only on requests."""
+        while True:
+            await asyncio.sleep(TICK_S)
+            try:
+                self.door.groups.tick(int(time.monotonic() * 1000))
+            except Exception:
+                log.exception("Kafka: group tick failed")
 
     @property
     def port(self) -> int:
@@ -64,6 +77,8 @@ class KafkaServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
         if self._server is not None:
             self._server.close()
         for writer in list(self._open):
@@ -178,7 +193,12 @@ class KafkaServer:
                 slots.release()
             if response is None:  # acks=0
                 continue
-            writer.write(wire.encode(correlation_id, response))
+            try:
+                frame = wire.encode(correlation_id, response)
+            except Exception:
+                log.exception("Kafka: an answer does not encode (a bug); closing its connection")
+                return "failed"
+            writer.write(frame)
             try:
                 await asyncio.wait_for(writer.drain(), self.limits.send_timeout_s)
             except TimeoutError:

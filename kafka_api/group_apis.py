@@ -1,0 +1,361 @@
+"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
+holds the state), OffsetCommit and OffsetFetch (the committed offsets on each partition's leader: the
+same ones the HTTP API shows, one group, one truth), ListGroups and DescribeGroups.
+
+A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
+partitions``, as for the HTTP API's consumer groups); a node asked about a group it does not coordinate
+answers NOT_COORDINATOR and the client looks it up again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door, broker_id
+from kafka_api.errors import code_of
+from kafka_api.groups import GroupRefusal, MemberIdRequired
+from partitions.errors import TopicExists, UnknownTopic
+from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GROUPS_TOPIC
+from partitions.partitioner import partition_for_key
+
+GROUP_KEY = 0
+NO_NODE = -1
+NO_OFFSET = -1
+COMMIT_TIMEOUT_MS = 10_000
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return int(value / datetime.timedelta(milliseconds=1))
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def coordinator_of(door: Door, group: str) -> str | None:
+    """The node coordinating ``group`` as this node knows it; None when none is known (yet)."""
+    view = door.node.metadata
+    try:
+        partitions = view.topic(GROUPS_TOPIC).partitions
+    except UnknownTopic:
+        return None
+    return view.known_leader(
+        GROUPS_TOPIC, partition_for_key(group.encode("utf-8", "surrogatepass"), partitions)
+    )
+
+
+def _coordinating(door: Door, group: str) -> None:
+    if coordinator_of(door, group) != door.node.node_id:
+        door.groups.drop(group)
+        raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")
+
+
+async def _ensure_groups_topic(door: Door) -> None:
+    try:
+        door.node.metadata.topic(GROUPS_TOPIC)
+        return
+    except UnknownTopic:
+        pass
+    alive = [n for n in door.node.metadata.nodes() if n.state == "alive"]
+    with contextlib.suppress(TopicExists):
+        await door.node.cluster.admin.create_topic(
+            GROUPS_TOPIC, GROUP_PARTITIONS_DEFAULT, min(3, len(alive)), {}
+        )
+
+
+# -- FindCoordinator --------------------------------------------------------------------------------
+
+
+async def find_coordinator(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    keys = list(body.coordinator_keys) if hasattr(body, "coordinator_keys") else [body.key]
+    key_type = getattr(body, "key_type", GROUP_KEY)
+    answers = [await _find(door, key, key_type) for key in keys]
+    if hasattr(body, "coordinator_keys"):
+        entry = wire.sibling(cls, "Coordinator")
+        coordinators = tuple(
+            wire.build(entry, key=key, **answer) for key, answer in zip(keys, answers, strict=True)
+        )
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, coordinators=coordinators)
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, **answers[0])
+
+
+async def _find(door: Door, key: str, key_type: int) -> dict[str, Any]:
+    def refused(code: ErrorCode, message: str) -> dict[str, Any]:
+        return {"error_code": code, "error_message": message, "node_id": NO_NODE, "host": "", "port": -1}
+
+    if key_type != GROUP_KEY:
+        return refused(ErrorCode.unsupported_version, "transactions are not supported by raftlog")
+    try:
+        await _ensure_groups_topic(door)
+    except Exception as exc:  # every error is this key's answer (kafka_api.errors)
+        return refused(code_of(exc), str(exc))
+    leader = coordinator_of(door, key)
+    address = door.broker_address(leader) if leader is not None else None
+    if leader is None or address is None:
+        return refused(ErrorCode.coordinator_not_available, f"no coordinator of group {key!r} is known yet")
+    host, port = address
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "node_id": broker_id(leader),
+        "host": host,
+        "port": port,
+    }
+
+
+# -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ----------------------------------------------------
+
+
+async def join_group(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    member_cls = wire.sibling(cls, "JoinGroupResponseMember")
+
+    def answer(code: ErrorCode, member_id: str = "", **values: Any) -> Any:
+        fields = {
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None if request.api_version >= 7 else "",  # nullable from v7 on
+            "leader": "",
+            "members": (),
+        }
+        fields.update(values)
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, member_id=member_id, **fields)
+
+    try:
+        _coordinating(door, body.group_id)
+        joining = door.groups.join(
+            body.group_id,
+            body.member_id,
+            client_id=request.client_id or "",
+            client_host="",
+            protocol_type=body.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
+            session_timeout_ms=_ms(body.session_timeout),
+            rebalance_timeout_ms=_ms(getattr(body, "rebalance_timeout", body.session_timeout)),
+            require_known_id=request.api_version >= 4,
+            now_ms=_now_ms(),
+        )
+        joined = await joining
+    except MemberIdRequired as required:
+        return answer(required.code, required.member_id)
+    except GroupRefusal as refusal:
+        return answer(refusal.code, body.member_id)
+    members = tuple(
+        wire.build(member_cls, member_id=member_id, group_instance_id=None, metadata=metadata)
+        for member_id, metadata in joined.members
+    )
+    return answer(
+        ErrorCode.none,
+        joined.member_id,
+        generation_id=joined.generation,
+        protocol_type=joined.protocol_type,
+        protocol_name=joined.protocol,
+        leader=joined.leader,
+        members=members,
+    )
+
+
+async def sync_group(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    group = door.groups.groups.get(body.group_id)
+    try:
+        _coordinating(door, body.group_id)
+        assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
+        assignment = await door.groups.sync(
+            body.group_id, body.member_id, body.generation_id, assignments, _now_ms()
+        )
+        code = ErrorCode.none
+    except GroupRefusal as refusal:
+        assignment, code = b"", refusal.code
+    return wire.build(
+        cls,
+        throttle_time=wire.NO_THROTTLE,
+        error_code=code,
+        protocol_type=group.protocol_type if group else None,
+        protocol_name=group.protocol if group else None,
+        assignment=assignment,
+    )
+
+
+async def heartbeat(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    code = ErrorCode.none
+    try:
+        _coordinating(door, body.group_id)
+        door.groups.heartbeat(body.group_id, body.member_id, body.generation_id, _now_ms())
+    except GroupRefusal as refusal:
+        code = refusal.code
+    return wire.build(
+        wire.response_class(request.api_key, request.api_version),
+        throttle_time=wire.NO_THROTTLE,
+        error_code=code,
+    )
+
+
+async def leave_group(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    ids = [m.member_id for m in body.members] if hasattr(body, "members") else [body.member_id]
+    code, answers = ErrorCode.none, {}
+    try:
+        _coordinating(door, body.group_id)
+        answers = door.groups.leave(body.group_id, ids, _now_ms())
+    except GroupRefusal as refusal:
+        code = refusal.code
+    if not hasattr(body, "members"):
+        return wire.build(
+            cls,
+            throttle_time=wire.NO_THROTTLE,
+            error_code=code if code is not ErrorCode.none else answers[ids[0]],
+        )
+    member_cls = wire.sibling(cls, "MemberResponse")
+    members = tuple(
+        wire.build(member_cls, member_id=i, group_instance_id=None, error_code=answers.get(i, code))
+        for i in ids
+    )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, members=members)
+
+
+# -- OffsetCommit, OffsetFetch ----------------------------------------------------------------------
+
+
+async def offset_commit(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "OffsetCommitResponseTopic")
+    partition_cls = wire.sibling(cls, "OffsetCommitResponsePartition")
+    generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
+    refusal: ErrorCode | None = None
+    try:
+        if generation >= 0 or body.member_id:
+            _coordinating(door, body.group_id)
+        door.groups.check_commit(body.group_id, body.member_id, generation)
+    except GroupRefusal as refused:
+        refusal = refused.code
+    data = door.node.cluster.data
+
+    async def commit(topic: str, partition: int, offset: int) -> ErrorCode:
+        if refusal is not None:
+            return refusal
+        try:
+            await data.commit_offset(body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS)
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            return code_of(exc)
+        return ErrorCode.none
+
+    topics = []
+    for topic in body.topics:
+        codes = await asyncio.gather(
+            *(commit(topic.name, p.partition_index, p.committed_offset) for p in topic.partitions)
+        )
+        parts = tuple(
+            wire.build(partition_cls, partition_index=p.partition_index, error_code=c)
+            for p, c in zip(topic.partitions, codes, strict=True)
+        )
+        topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))
+
+
+async def offset_fetch(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "OffsetFetchResponseTopic")
+    partition_cls = wire.sibling(cls, "OffsetFetchResponsePartition")
+    view, data = door.node.metadata, door.node.cluster.data
+    if body.topics is None:  # every partition of every topic the group committed an offset for
+        asked = [(t, list(range(view.topic(t).partitions))) for t in view.topics() if not t.startswith("__")]
+        only_committed = True
+    else:
+        asked = [(t.name, list(t.partition_indexes)) for t in body.topics]
+        only_committed = False
+
+    async def fetch(topic: str, partition: int) -> tuple[int, ErrorCode]:
+        try:
+            offset = (await data.committed_offset(body.group_id, topic, partition)).value
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            return NO_OFFSET, code_of(exc)
+        return (NO_OFFSET if offset is None else offset), ErrorCode.none
+
+    topics = []
+    for name, partitions in asked:
+        found = await asyncio.gather(*(fetch(name, p) for p in partitions))
+        parts = tuple(
+            wire.build(
+                partition_cls,
+                partition_index=p,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
+                metadata="",
+                error_code=code,
+            )
+            for p, (offset, code) in zip(partitions, found, strict=True)
+            if not only_committed or offset != NO_OFFSET
+        )
+        if parts or not only_committed:
+            topics.append(wire.build(topic_cls, name=name, partitions=parts))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), error_code=ErrorCode.none)
+
+
+# -- ListGroups, DescribeGroups ---------------------------------------------------------------------
+
+
+async def list_groups(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    entry = wire.sibling(cls, "ListedGroup")
+    wanted = set(getattr(request.body, "states_filter", ()) or ())
+    groups = tuple(
+        wire.build(entry, group_id=g.name, protocol_type=g.protocol_type or "", group_state=g.state.value)
+        for g in door.groups.groups.values()
+        if coordinator_of(door, g.name) == door.node.node_id and (not wanted or g.state.value in wanted)
+    )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
+
+
+async def describe_groups(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    group_cls = wire.sibling(cls, "DescribedGroup")
+    member_cls = wire.sibling(cls, "DescribedGroupMember")
+    described = []
+    for name in request.body.groups:
+        code = ErrorCode.none
+        if coordinator_of(door, name) != door.node.node_id:
+            code = ErrorCode.not_coordinator
+        group = door.groups.groups.get(name) if code is ErrorCode.none else None
+        members = ()
+        if group is not None:
+            members = tuple(
+                wire.build(
+                    member_cls,
+                    member_id=m.member_id,
+                    group_instance_id=None,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=dict(m.protocols).get(group.protocol or "", b""),
+                    member_assignment=m.assignment,
+                )
+                for m in group.members.values()
+            )
+        described.append(
+            wire.build(
+                group_cls,
+                error_code=code,
+                group_id=name,
+                group_state=(group.state.value if group else "Dead") if code is ErrorCode.none else "",
+                protocol_type=(group.protocol_type or "") if group else "",
+                protocol_data=(group.protocol or "") if group else "",
+                members=members,
+                authorized_operations=-(2**31),
+            )
+        )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(described))

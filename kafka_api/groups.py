@@ -1,0 +1,353 @@
+"""Kafka's classic consumer group protocol on its coordinator: members join, the leader assigns (the
+assignor runs in the client), everyone syncs, heartbeats keep sessions alive.
+
+A group lives in this node's memory while the node leads the group's ``__consumer_groups`` partition
+(the coordinator FindCoordinator names); committed offsets do not live here but on each partition's
+leader, the same ones the HTTP API shows (``kafka_api.group_apis``). When leadership moves, the new
+coordinator starts the group empty and members rejoin (they get UNKNOWN_MEMBER_ID or NOT_COORDINATOR),
+as after a Kafka coordinator failover.
+
+States as Kafka's: Empty -> PreparingRebalance (joins collected until every member rejoined or the
+rebalance timeout) -> CompletingRebalance (waiting for the leader's SyncGroup) -> Stable. Generations
+fence heartbeats, syncs and commits of members that missed a rebalance. Time comes from ``now_ms``
+arguments and ``tick``, so the state machine is tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+MEMBERS_MAX = 1000  # per group
+SESSION_TIMEOUT_MIN_MS = 1_000
+SESSION_TIMEOUT_MAX_MS = 300_000
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+
+
+class GroupRefusal(Exception):
+    def __init__(self, code: ErrorCode, message: str = "") -> None:
+        super().__init__(message or code.name)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A JoinGroup answer: ``members`` (id, metadata of the chosen protocol) for the leader only."""
+
+    generation: int
+    protocol_type: str
+    protocol: str
+    leader: str
+    member_id: str
+    members: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata), the client's order of preference
+    last_seen_ms: int
+    assignment: bytes = b""
+    joining: asyncio.Future[Joined] | None = None
+    syncing: asyncio.Future[bytes] | None = None
+
+
+@dataclass(slots=True)
+class Group:
+    name: str
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)  # ids handed out (MEMBER_ID_REQUIRED) -> when
+    rebalance_deadline_ms: int = 0
+
+    def check_member(self, member_id: str, generation: int) -> Member:
+        member = self.members.get(member_id)
+        if member is None:
+            raise GroupRefusal(
+                ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {self.name!r}"
+            )
+        if generation != self.generation:
+            raise GroupRefusal(
+                ErrorCode.illegal_generation, f"generation {generation}: the group is at {self.generation}"
+            )
+        return member
+
+
+class ClassicGroups:
+    """The groups this node coordinates. Event loop only."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, Group] = {}
+
+    def group(self, name: str) -> Group:
+        group = self.groups.get(name)
+        if group is None:
+            group = self.groups[name] = Group(name)
+        return group
+
+    def drop(self, name: str) -> None:
+        """This node no longer coordinates the group: waiting members learn NOT_COORDINATOR."""
+        group = self.groups.pop(name, None)
+        if group is None:
+            return
+        for member in group.members.values():
+            _fail(member, GroupRefusal(ErrorCode.not_coordinator, f"no longer the coordinator of {name!r}"))
+
+    # -- JoinGroup -----------------------------------------------------------------------------------
+
+    def join(
+        self,
+        name: str,
+        member_id: str,
+        *,
+        client_id: str,
+        client_host: str,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        require_known_id: bool,
+        now_ms: int,
+    ) -> asyncio.Future[Joined]:
+        """A member (re)joins; the future resolves when the rebalance completes (or raises GroupRefusal).
+        ``require_known_id`` (JoinGroup v4+, KIP-394): a member without an id first gets one with
+        MEMBER_ID_REQUIRED and joins again with it."""
+        if not SESSION_TIMEOUT_MIN_MS <= session_timeout_ms <= SESSION_TIMEOUT_MAX_MS:
+            raise GroupRefusal(
+                ErrorCode.invalid_session_timeout,
+                f"session timeout {session_timeout_ms} ms: must be in "
+                f"[{SESSION_TIMEOUT_MIN_MS}, {SESSION_TIMEOUT_MAX_MS}]",
+            )
+        if not protocols or not protocol_type:
+            raise GroupRefusal(
+                ErrorCode.inconsistent_group_protocol, "a member needs a protocol type and protocols"
+            )
+        group = self.group(name)
+        if group.members and group.protocol_type != protocol_type:
+            raise GroupRefusal(
+                ErrorCode.inconsistent_group_protocol,
+                f"protocol type {protocol_type!r}: the group's is {group.protocol_type!r}",
+            )
+        names = {p for p, _ in protocols}
+        others = [m for m in group.members.values() if m.member_id != member_id]
+        if others and not any(all(p in {q for q, _ in m.protocols} for m in others) for p in names):
+            raise GroupRefusal(
+                ErrorCode.inconsistent_group_protocol, "no protocol in common with the group's members"
+            )
+        if not member_id:
+            if len(group.members) + len(group.pending) >= MEMBERS_MAX:
+                raise GroupRefusal(
+                    ErrorCode.group_max_size_reached, f"group {name!r} has {MEMBERS_MAX} members"
+                )
+            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            if require_known_id:
+                group.pending[member_id] = now_ms
+                raise MemberIdRequired(member_id)
+        elif member_id not in group.members and group.pending.pop(member_id, None) is None:
+            raise GroupRefusal(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
+        member = group.members.get(member_id)
+        if member is None:
+            member = group.members[member_id] = Member(
+                member_id,
+                client_id,
+                client_host,
+                session_timeout_ms,
+                rebalance_timeout_ms,
+                tuple(protocols),
+                now_ms,
+            )
+        else:
+            member.protocols = tuple(protocols)
+            member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
+            member.last_seen_ms = now_ms
+            _fail(member, GroupRefusal(ErrorCode.rebalance_in_progress, "joined again"))
+        group.protocol_type = protocol_type
+        joining = member.joining = asyncio.get_running_loop().create_future()
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            self._prepare(group, now_ms)
+        self._maybe_complete(group, now_ms)
+        return joining
+
+    def _prepare(self, group: Group, now_ms: int) -> None:
+        group.state = GroupState.PREPARING_REBALANCE
+        longest = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        group.rebalance_deadline_ms = now_ms + longest
+        for member in group.members.values():  # a sync waiting on the old generation will not complete
+            if member.syncing is not None and not member.syncing.done():
+                member.syncing.set_exception(GroupRefusal(ErrorCode.rebalance_in_progress))
+            member.syncing = None
+
+    def _maybe_complete(self, group: Group, now_ms: int) -> None:
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            return
+        waiting = [m for m in group.members.values() if m.joining is not None and not m.joining.done()]
+        if len(waiting) < len(group.members) and now_ms < group.rebalance_deadline_ms:
+            return
+        for member in [m for m in group.members.values() if m not in waiting]:
+            del group.members[member.member_id]  # did not rejoin in time
+        group.generation += 1
+        if not group.members:
+            group.state, group.protocol, group.leader, group.protocol_type = (
+                GroupState.EMPTY,
+                None,
+                None,
+                None,
+            )
+            return
+        group.protocol = _vote(list(group.members.values()))
+        if group.leader not in group.members:
+            group.leader = next(iter(group.members))
+        group.state = GroupState.COMPLETING_REBALANCE
+        everyone = tuple((m.member_id, dict(m.protocols)[group.protocol]) for m in group.members.values())
+        for member in group.members.values():
+            member.assignment = b""
+            member.last_seen_ms = now_ms
+            answer = Joined(
+                group.generation,
+                group.protocol_type or "",
+                group.protocol,
+                group.leader,
+                member.member_id,
+                everyone if member.member_id == group.leader else (),
+            )
+            assert member.joining is not None
+            member.joining.set_result(answer)
+            member.joining = None
+
+    # -- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------------------
+
+    def sync(
+        self, name: str, member_id: str, generation: int, assignments: dict[str, bytes], now_ms: int
+    ) -> asyncio.Future[bytes]:
+        group = self._known(name)
+        member = group.check_member(member_id, generation)
+        member.last_seen_ms = now_ms
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        if group.state is GroupState.PREPARING_REBALANCE:
+            raise GroupRefusal(ErrorCode.rebalance_in_progress)
+        if group.state is GroupState.STABLE:
+            future.set_result(member.assignment)
+            return future
+        member.syncing = future
+        if member_id == group.leader:
+            for each in group.members.values():
+                each.assignment = assignments.get(each.member_id, b"")
+            group.state = GroupState.STABLE
+            for each in group.members.values():
+                if each.syncing is not None and not each.syncing.done():
+                    each.syncing.set_result(each.assignment)
+                each.syncing = None
+        return future
+
+    def heartbeat(self, name: str, member_id: str, generation: int, now_ms: int) -> None:
+        group = self._known(name)
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupRefusal(ErrorCode.unknown_member_id)
+        member.last_seen_ms = now_ms
+        if group.state is GroupState.PREPARING_REBALANCE:
+            raise GroupRefusal(ErrorCode.rebalance_in_progress)
+        group.check_member(member_id, generation)
+
+    def leave(self, name: str, member_ids: Sequence[str], now_ms: int) -> dict[str, ErrorCode]:
+        group = self._known(name)
+        answers = {}
+        for member_id in member_ids:
+            member = group.members.pop(member_id, None)
+            if member is None:
+                answers[member_id] = ErrorCode.unknown_member_id
+                continue
+            _fail(member, GroupRefusal(ErrorCode.unknown_member_id, "left the group"))
+            answers[member_id] = ErrorCode.none
+        if any(code is ErrorCode.none for code in answers.values()):
+            self._rebalance_after_loss(group, now_ms)
+        return answers
+
+    def _rebalance_after_loss(self, group: Group, now_ms: int) -> None:
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            if group.members:
+                self._prepare(group, now_ms)
+            else:
+                group.state, group.protocol, group.leader = GroupState.EMPTY, None, None
+                group.generation += 1
+        self._maybe_complete(group, now_ms)
+
+    def check_commit(self, name: str, member_id: str, generation: int) -> None:
+        """Fence an OffsetCommit: a member of the current generation, or no member at all (generation
+        -1, a consumer outside any group management, as Kafka allows)."""
+        if generation < 0 and not member_id:
+            return
+        group = self._known(name)
+        group.check_member(member_id, generation)
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            raise GroupRefusal(ErrorCode.rebalance_in_progress)
+
+    def _known(self, name: str) -> Group:
+        group = self.groups.get(name)
+        if group is None:
+            raise GroupRefusal(ErrorCode.unknown_member_id, f"group {name!r} has no members here")
+        return group
+
+    # -- time ----------------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Expire members whose session ran out (not those waiting in a join) and finish rebalances
+        whose time is up."""
+        for group in list(self.groups.values()):
+            expired = [
+                m.member_id
+                for m in group.members.values()
+                if (m.joining is None or m.joining.done()) and now_ms - m.last_seen_ms > m.session_timeout_ms
+            ]
+            for member_id in expired:
+                _fail(
+                    group.members.pop(member_id), GroupRefusal(ErrorCode.unknown_member_id, "session expired")
+                )
+            stale = [i for i, at in group.pending.items() if now_ms - at > SESSION_TIMEOUT_MAX_MS]
+            for member_id in stale:
+                del group.pending[member_id]
+            if expired:
+                self._rebalance_after_loss(group, now_ms)
+            self._maybe_complete(group, now_ms)
+
+
+class MemberIdRequired(GroupRefusal):
+    def __init__(self, member_id: str) -> None:
+        super().__init__(ErrorCode.member_id_required, "join again with the member id given")
+        self.member_id = member_id
+
+
+def _vote(members: list[Member]) -> str:
+    """The protocol every member supports that most members prefer (ties: the first member's order)."""
+    common = set.intersection(*({p for p, _ in m.protocols} for m in members))
+    votes = {name: 0 for name in common}
+    for member in members:
+        votes[next(p for p, _ in member.protocols if p in common)] += 1
+    first = [p for p, _ in members[0].protocols if p in common]
+    return max(first, key=lambda p: (votes[p], -first.index(p)))
+
+
+def _fail(member: Member, error: GroupRefusal) -> None:
+    for future in (member.joining, member.syncing):
+        if future is not None and not future.done():
+            future.set_exception(error)
+    member.joining = member.syncing = None

@@ -1,0 +1,130 @@
+"""The classic group protocol's state machine (``kafka_api.groups``), on a clock the test moves."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafka_api.groups import ClassicGroups, GroupRefusal, GroupState, MemberIdRequired
+
+PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
+
+
+def _join(groups: ClassicGroups, member_id: str, now: int, protocols=PROTOCOLS, rebalance_ms: int = 5000):  # type: ignore[no-untyped-def]
+    return groups.join(
+        "g",
+        member_id,
+        client_id="c",
+        client_host="",
+        protocol_type="consumer",
+        protocols=protocols,
+        session_timeout_ms=3000,
+        rebalance_timeout_ms=rebalance_ms,
+        require_known_id=False,
+        now_ms=now,
+    )
+
+
+async def test_three_members_join_sync_and_get_the_leaders_assignment() -> None:
+    groups = ClassicGroups()
+    first = _join(groups, "", 0)
+    joined = await first  # alone: the rebalance completes at once
+    assert joined.generation == 1 and joined.leader == joined.member_id and joined.protocol == "range"
+    a = joined.member_id
+    # two more join: the group rebalances; it completes once every member (a too) has joined again
+    b_join, c_join = _join(groups, "", 10), _join(groups, "", 10)
+    assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE and not b_join.done()
+    with pytest.raises(GroupRefusal) as refused:
+        groups.heartbeat("g", a, 1, 20)
+    assert refused.value.code is ErrorCode.rebalance_in_progress
+    a_join = _join(groups, a, 30)
+    results = await asyncio.gather(a_join, b_join, c_join)
+    assert {r.generation for r in results} == {2}
+    leader = results[0].leader
+    assert leader == a and len(results[0].members) == 3 and results[1].members == ()
+    ids = [r.member_id for r in results]
+    follower = asyncio.ensure_future(groups.sync("g", ids[1], 2, {}, 40))
+    await asyncio.sleep(0)
+    assert not follower.done(), "a follower waits for the leader's assignment"
+    assignments = {ids[0]: b"A", ids[1]: b"B", ids[2]: b"C"}
+    assert await groups.sync("g", ids[0], 2, assignments, 41) == b"A"
+    assert await follower == b"B"
+    assert await groups.sync("g", ids[2], 2, {}, 42) == b"C"
+    assert groups.groups["g"].state is GroupState.STABLE
+    groups.heartbeat("g", ids[2], 2, 43)
+    with pytest.raises(GroupRefusal) as stale:
+        groups.heartbeat("g", ids[2], 1, 44)
+    assert stale.value.code is ErrorCode.illegal_generation
+
+
+async def test_a_member_that_does_not_rejoin_in_time_is_dropped_and_one_that_leaves_rebalances() -> None:
+    groups = ClassicGroups()
+    a = (await _join(groups, "", 0, rebalance_ms=1000)).member_id
+    b_join = _join(groups, "", 100, rebalance_ms=1000)
+    groups.tick(500)
+    assert not b_join.done()
+    groups.tick(1200)  # a never rejoined within the rebalance timeout
+    joined = await b_join
+    assert joined.generation == 2 and [m for m, _ in joined.members] == [joined.member_id]
+    assert a not in groups.groups["g"].members
+    assert groups.leave("g", [joined.member_id, "nobody"], 1300) == {
+        joined.member_id: ErrorCode.none,
+        "nobody": ErrorCode.unknown_member_id,
+    }
+    assert groups.groups["g"].state is GroupState.EMPTY
+
+
+async def test_sessions_expire_and_commits_are_fenced_by_generation() -> None:
+    groups = ClassicGroups()
+    joined = await _join(groups, "", 0)
+    await groups.sync("g", joined.member_id, 1, {joined.member_id: b"x"}, 1)
+    groups.check_commit("g", joined.member_id, 1)
+    groups.check_commit("g", "", -1)  # a consumer outside group management may commit
+    with pytest.raises(GroupRefusal) as old:
+        groups.check_commit("g", joined.member_id, 0)
+    assert old.value.code is ErrorCode.illegal_generation
+    groups.tick(2000)
+    assert joined.member_id in groups.groups["g"].members
+    groups.tick(3500)  # no heartbeat for longer than the 3 s session
+    assert joined.member_id not in groups.groups["g"].members
+    with pytest.raises(GroupRefusal) as gone:
+        groups.check_commit("g", joined.member_id, 1)
+    assert gone.value.code is ErrorCode.unknown_member_id
+
+
+async def test_new_members_get_an_id_first_and_protocols_must_overlap() -> None:
+    groups = ClassicGroups()
+    with pytest.raises(MemberIdRequired) as required:
+        groups.join(
+            "g",
+            "",
+            client_id="c",
+            client_host="",
+            protocol_type="consumer",
+            protocols=PROTOCOLS,
+            session_timeout_ms=3000,
+            rebalance_timeout_ms=1000,
+            require_known_id=True,
+            now_ms=0,
+        )
+    member_id = required.value.member_id
+    joined = await _join(groups, member_id, 1)
+    assert joined.member_id == member_id
+    with pytest.raises(GroupRefusal) as unknown:
+        _join(groups, "made-up", 2)
+    assert unknown.value.code is ErrorCode.unknown_member_id
+    with pytest.raises(GroupRefusal) as disjoint:
+        _join(groups, "", 3, protocols=[("sticky", b"")])
+    assert disjoint.value.code is ErrorCode.inconsistent_group_protocol
+
+
+async def test_a_coordinator_that_loses_the_group_fails_its_waiting_members() -> None:
+    groups = ClassicGroups()
+    a = (await _join(groups, "", 0)).member_id
+    waiting = _join(groups, "", 1)
+    groups.drop("g")
+    with pytest.raises(GroupRefusal) as lost:
+        await waiting
+    assert lost.value.code is ErrorCode.not_coordinator and "g" not in groups.groups and a
