@@ -1,9 +1,11 @@
 """The table of Kafka APIs this listener serves: key, versions and handler. It drives dispatch and the
 ApiVersions answer, so what a client is told is supported is exactly what is served.
 
-Versions are capped where a later one needs what raftlog does not have: Fetch stops at 12 and Metadata
-at 9 (topic ids come after), ListOffsets at 6 (v7 adds the max-timestamp query), OffsetFetch at 7 (v8
-batches groups), JoinGroup at 7 and LeaveGroup at 4 (later ones add reasons and KIP-848's fields).
+Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
+cannot read: Fetch stops at 12 (topic ids come after); Metadata at 8 (librdkafka sends v9 requests a
+tagged field kio refuses, where Kafka's protocol says unknown tagged fields are skipped); ListOffsets at 6
+(v7 adds the max-timestamp query); OffsetFetch at 7 (v8 batches groups); JoinGroup at 7 and LeaveGroup
+at 4 (later ones add reasons and KIP-848's fields); CreateTopics and DeleteTopics at 5 (topic ids after).
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.admin_apis import (
+    alter_configs,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    incremental_alter_configs,
+)
 from kafka_api.door import Door
 from kafka_api.fetch import fetch
 from kafka_api.group_apis import (
@@ -70,7 +81,7 @@ APIS: dict[int, Api] = {
         Api(0, "Produce", 3, 9, produce),
         Api(1, "Fetch", 4, 12, fetch),
         Api(2, "ListOffsets", 1, 6, list_offsets),
-        Api(3, "Metadata", 0, 9, metadata),
+        Api(3, "Metadata", 0, 8, metadata),
         Api(8, "OffsetCommit", 2, 8, offset_commit),
         Api(9, "OffsetFetch", 1, 7, offset_fetch),
         Api(10, "FindCoordinator", 0, 4, find_coordinator),
@@ -81,6 +92,13 @@ APIS: dict[int, Api] = {
         Api(15, "DescribeGroups", 0, 5, describe_groups),
         Api(16, "ListGroups", 0, 4, list_groups),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions),
+        Api(19, "CreateTopics", 2, 5, create_topics),
+        Api(20, "DeleteTopics", 1, 5, delete_topics),
         Api(22, "InitProducerId", 0, 4, init_producer_id),
+        Api(32, "DescribeConfigs", 1, 4, describe_configs),
+        Api(33, "AlterConfigs", 0, 2, alter_configs),
+        Api(37, "CreatePartitions", 0, 3, create_partitions),
+        Api(44, "IncrementalAlterConfigs", 0, 1, incremental_alter_configs),
+        Api(60, "DescribeCluster", 0, 1, describe_cluster),
     )
 }

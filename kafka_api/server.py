@@ -102,7 +102,9 @@ class KafkaServer:
         peer = writer.get_extra_info("peername")
         try:
             await asyncio.wait((sender, receiver), return_when=asyncio.FIRST_COMPLETED)
-            if receiver.done() and not receiver.cancelled() and receiver.exception() is None:
+            if receiver.done() and not receiver.cancelled() and receiver.exception() is not None:
+                log.error("Kafka: reading from %s failed (a bug)", peer, exc_info=receiver.exception())
+            elif receiver.done() and not receiver.cancelled():
                 problem = receiver.result()
                 if problem:  # a protocol error: close now, as Kafka does
                     self.stats.closed_for_protocol += 1

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
 
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
@@ -68,7 +67,7 @@ def parse(frame: bytes) -> Request:
     try:
         header, used = entity_reader(cls.__header_schema__)(frame, 0)
         body, size = entity_reader(cls)(frame, used)
-    except (SerialError, ValueError, TypeError, IndexError, OverflowError, UnicodeDecodeError) as exc:
+    except Exception as exc:  # kio's reader raises its own errors and the C extension's
         raise MalformedRequest(f"{cls.__name__} v{version} does not decode: {exc!r}") from None
     if used + size != len(frame):
         raise MalformedRequest(
@@ -97,6 +96,8 @@ def build(cls: type[T], **values: Any) -> T:
     return cls(**{name: value for name, value in values.items() if name in names})
 
 
-def sibling(cls: type, name: str) -> Any:
-    """The entity class ``name`` of the same API version as ``cls`` (its nested parts)."""
-    return getattr(sys.modules[cls.__module__], name)
+def sibling(cls: type, name: str, missing_ok: bool = False) -> Any:
+    """The entity class ``name`` of the same API version as ``cls`` (its nested parts); None with
+    ``missing_ok`` when that version has no such part."""
+    module = sys.modules[cls.__module__]
+    return getattr(module, name, None) if missing_ok else getattr(module, name)

@@ -1,0 +1,300 @@
+"""Topic administration over Kafka: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+AlterConfigs, IncrementalAlterConfigs and DescribeCluster, each run where it must (the controller leader)
+through the node's cluster-wide admin service.
+
+The topic configs are raftlog's (``raftlog.storage.config``, Kafka's names). AlterConfigs replaces a
+topic's configs as Kafka's does: a property the request leaves out goes back to its default.
+Partitions cannot be added to a topic, nor assigned by hand: both are refused naming why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door, broker_id
+from kafka_api.errors import code_of
+from partitions.names import check_user_topic_name
+from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
+from raftlog.storage.errors import InvalidConfig
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+DEFAULT_PARTITIONS = 1  # Kafka's num.partitions
+SOURCE_TOPIC = 1  # DYNAMIC_TOPIC_CONFIG
+SOURCE_DEFAULT = 5  # DEFAULT_CONFIG
+TYPE_STRING, TYPE_INT, TYPE_LONG = 2, 3, 5
+SET, DELETE = 0, 1
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def _default_replication(door: Door) -> int:
+    return min(3, sum(1 for n in door.node.metadata.nodes() if n.state == "alive"))
+
+
+def _config_value(value: object) -> str:
+    return str(value)
+
+
+# -- CreateTopics, DeleteTopics, CreatePartitions ---------------------------------------------------
+
+
+async def create_topics(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    result_cls = wire.sibling(cls, "CreatableTopicResult")
+    config_cls = wire.sibling(cls, "CreatableTopicConfigs", missing_ok=True)  # v5 on
+
+    async def create(topic: Any) -> Any:
+        partitions = topic.num_partitions if topic.num_partitions > 0 else DEFAULT_PARTITIONS
+        factor = topic.replication_factor if topic.replication_factor > 0 else _default_replication(door)
+        configs = {c.name: c.value for c in topic.configs if c.value is not None}
+        code, message, created = ErrorCode.none, None, None
+        try:
+            check_user_topic_name(topic.name)
+            if topic.assignments:
+                raise _Refused(
+                    ErrorCode.invalid_replica_assignment, "replicas are placed by raftlog, not by hand"
+                )
+            if topic.num_partitions in (0,) or topic.num_partitions < -1:
+                raise _Refused(
+                    ErrorCode.invalid_partitions, f"{topic.num_partitions} partitions: positive or -1"
+                )
+            if topic.replication_factor in (0,) or topic.replication_factor < -1:
+                raise _Refused(
+                    ErrorCode.invalid_replication_factor,
+                    f"replication factor {topic.replication_factor}: positive or -1",
+                )
+            typed = LogConfig.from_properties(configs).to_properties()
+            configs = {key: typed[key] for key in configs}  # stored as the HTTP API stores them: typed
+            if not getattr(body, "validate_only", False):
+                created = await door.node.cluster.admin.create_topic(topic.name, partitions, factor, configs)
+        except _Refused as refused:
+            code, message = refused.code, str(refused)
+        except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
+            code, message = code_of(exc), str(exc)
+        settings = LogConfig.from_properties(configs) if code is ErrorCode.none else None
+        return wire.build(
+            result_cls,
+            name=topic.name,
+            error_code=code,
+            error_message=message,
+            topic_config_error_code=ErrorCode.none,
+            num_partitions=(created.partitions if created else partitions) if code is ErrorCode.none else -1,
+            replication_factor=(len(created.replicas[0]) if created else factor)
+            if code is ErrorCode.none
+            else -1,
+            configs=_creatable_configs(config_cls, settings, configs) if config_cls and settings else None,
+        )
+
+    results = await asyncio.gather(*(create(topic) for topic in body.topics))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(results))
+
+
+def _creatable_configs(config_cls: Any, settings: LogConfig, given: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        wire.build(
+            config_cls,
+            name=key,
+            value=_config_value(value),
+            read_only=False,
+            config_source=SOURCE_TOPIC if key in given else SOURCE_DEFAULT,
+            is_sensitive=False,
+        )
+        for key, value in settings.to_properties().items()
+    )
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def delete_topics(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    result_cls = wire.sibling(cls, "DeletableTopicResult")
+
+    async def delete(name: str) -> Any:
+        code, message = ErrorCode.none, None
+        try:
+            check_user_topic_name(name)
+            await door.node.cluster.admin.delete_topic(name)
+        except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
+            code, message = code_of(exc), str(exc)
+        return wire.build(result_cls, name=name, error_code=code, error_message=message)
+
+    results = await asyncio.gather(*(delete(name) for name in body.topic_names))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
+
+
+async def create_partitions(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    result_cls = wire.sibling(cls, "CreatePartitionsTopicResult")
+    results = tuple(
+        wire.build(
+            result_cls,
+            name=topic.name,
+            error_code=ErrorCode.invalid_partitions,
+            error_message="raftlog cannot add partitions to a topic: create a new topic with more partitions",
+        )
+        for topic in request.body.topics
+    )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=results)
+
+
+# -- DescribeConfigs, AlterConfigs, IncrementalAlterConfigs -----------------------------------------
+
+
+async def describe_configs(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    result_cls = wire.sibling(cls, "DescribeConfigsResult")
+    entry_cls = wire.sibling(cls, "DescribeConfigsResourceResult")
+
+    async def describe(resource: Any) -> Any:
+        code, message, entries = ErrorCode.none, None, ()
+        if resource.resource_type == TOPIC_RESOURCE:
+            try:
+                topic = await door.node.cluster.admin.topic(resource.resource_name)
+                keys = resource.configuration_keys
+                settings = topic.log_config().to_properties()
+                entries = tuple(
+                    _entry(entry_cls, key, value, key in topic.configs)
+                    for key, value in settings.items()
+                    if keys is None or key in keys
+                )
+            except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
+                code, message = code_of(exc), str(exc)
+        elif resource.resource_type != BROKER_RESOURCE:  # a broker has no configs to describe
+            code, message = (
+                ErrorCode.invalid_request,
+                f"resource type {resource.resource_type} is not described",
+            )
+        return wire.build(
+            result_cls,
+            error_code=code,
+            error_message=message,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            configs=entries,
+        )
+
+    results = await asyncio.gather(*(describe(resource) for resource in request.body.resources))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))
+
+
+def _entry(entry_cls: Any, key: str, value: object, set_on_topic: bool) -> Any:
+    return wire.build(
+        entry_cls,
+        name=key,
+        value=_config_value(value),
+        read_only=False,
+        is_default=not set_on_topic,
+        config_source=SOURCE_TOPIC if set_on_topic else SOURCE_DEFAULT,
+        is_sensitive=False,
+        synonyms=(),
+        config_type=TYPE_STRING if isinstance(value, str) else TYPE_LONG,
+        documentation=None,
+    )
+
+
+async def alter_configs(door: Door, request: wire.Request) -> Any:
+    """Kafka's AlterConfigs: the given configs replace the topic's (left-out ones back to defaults)."""
+
+    def changes(resource: Any, current: dict[str, Any]) -> dict[str, Any]:
+        given = {c.name: c.value for c in resource.configs}
+        defaults = LogConfig().to_properties()
+        return {**{key: defaults[key] for key in current if key not in given}, **given}
+
+    return await _alter(door, request, changes)
+
+
+async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
+    """SET a property or DELETE it (back to its default); APPEND and SUBTRACT are for list properties,
+    which raftlog's topics do not have."""
+
+    def changes(resource: Any, current: dict[str, Any]) -> dict[str, Any]:
+        defaults = LogConfig().to_properties()
+        result: dict[str, Any] = {}
+        for config in resource.configs:
+            if config.config_operation == SET:
+                result[config.name] = config.value
+            elif config.config_operation == DELETE:
+                if config.name not in PROPERTY_FIELDS:
+                    raise InvalidConfig(config.name, None, "unknown property")
+                result[config.name] = defaults[config.name]
+            else:
+                raise _Refused(
+                    ErrorCode.invalid_request,
+                    f"{config.name}: APPEND and SUBTRACT apply to list properties; raftlog has none",
+                )
+        return result
+
+    return await _alter(door, request, changes)
+
+
+async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    response_cls = wire.sibling(cls, "AlterConfigsResourceResponse")
+    admin = door.node.cluster.admin
+
+    async def alter(resource: Any) -> Any:
+        code, message = ErrorCode.none, None
+        try:
+            if resource.resource_type != TOPIC_RESOURCE:
+                raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
+            topic = await admin.topic(resource.resource_name)
+            wanted = changes(resource, topic.configs)
+            if any(value is None for value in wanted.values()):
+                raise _Refused(ErrorCode.invalid_config, "a config value must not be null")
+            typed = LogConfig.from_properties({**topic.configs, **wanted}).to_properties()
+            wanted = {key: typed[key] for key in wanted}  # stored as the HTTP API stores them: typed
+            if not body.validate_only:
+                await admin.alter_configs(resource.resource_name, wanted)
+        except _Refused as refused:
+            code, message = refused.code, str(refused)
+        except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
+            code, message = code_of(exc), str(exc)
+        return wire.build(
+            response_cls,
+            error_code=code,
+            error_message=message,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+
+    results = await asyncio.gather(*(alter(resource) for resource in body.resources))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
+
+
+# -- DescribeCluster --------------------------------------------------------------------------------
+
+
+async def describe_cluster(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    broker_cls = wire.sibling(cls, "DescribeClusterBroker")
+    brokers = []
+    for node in door.node.metadata.nodes():
+        address = door.broker_address(node.node_id)
+        if address is not None and node.state not in ("dead", "left"):
+            host, port = address
+            brokers.append(
+                wire.build(broker_cls, broker_id=broker_id(node.node_id), host=host, port=port, rack=None)
+            )
+    controller = door.node.metadata.controller()
+    return wire.build(
+        cls,
+        throttle_time=wire.NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=door.cluster_id,
+        controller_id=broker_id(controller) if controller is not None else -1,
+        brokers=tuple(brokers),
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
