@@ -1,0 +1,85 @@
+"""kill -9 of a partition's leader during a confluent-kafka idempotent producer stream of 100k records:
+every acknowledged record is in the log exactly once, in the order it was sent, after the node is back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from conftest import http_client
+
+from raftlog_client.local_cluster import LocalCluster
+
+RECORDS = 100_000
+KILL_AFTER = 20_000  # acknowledged records before the leader is killed
+
+
+def _leader(cluster: LocalCluster, topic: str) -> str:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+        if leader >= 0:
+            return f"n{leader}"
+        time.sleep(0.2)
+    raise AssertionError(f"no leader of {topic}/0 within 30 s")
+
+
+def test_acknowledged_records_survive_the_leaders_kill_exactly_once_in_order(
+    kafka_cluster: LocalCluster,
+) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("crash", 1, 3)
+    leader = _leader(kafka_cluster, "crash")
+    acked: list[int] = []
+    failed: list[Any] = []
+    lock = threading.Lock()
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is not None:
+            failed.append(error)
+        else:
+            with lock:
+                acked.append(int(message.key()))
+
+    producer = Producer({
+        "bootstrap.servers": kafka_cluster.bootstrap_servers,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "message.timeout.ms": 120_000,
+    })  # fmt: skip
+    for i in range(RECORDS):  # queued in the client, sent as fast as the cluster takes them
+        while True:
+            try:
+                producer.produce("crash", key=b"%d" % i, value=b"value-%d" % i, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    deadline = time.monotonic() + 120
+    while len(acked) < KILL_AFTER and time.monotonic() < deadline:
+        producer.poll(0.01)
+    assert KILL_AFTER <= len(acked) < RECORDS, f"{len(acked)} acknowledged when the leader is killed"
+    kafka_cluster.control("stop", leader, kill=True)
+    assert producer.flush(180) == 0
+    kafka_cluster.control("start", leader)
+    assert failed == [], failed[:5]
+    assert sorted(acked) == list(range(RECORDS))
+
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "crash-check",
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([TopicPartition("crash", 0, 0)])
+    keys: list[int] = []
+    offsets: list[int] = []
+    deadline = time.monotonic() + 120
+    while len(keys) < RECORDS and time.monotonic() < deadline:
+        for message in consumer.consume(10_000, 1.0):
+            assert message.error() is None, message.error()
+            keys.append(int(message.key()))
+            offsets.append(message.offset())
+    consumer.close()
+    assert offsets == list(range(len(offsets))), "offsets are dense"
+    assert keys == list(range(RECORDS)), "every acknowledged record once, in the order sent"
