@@ -14,7 +14,8 @@ ALLOWED = {
     "membership": {"membership", "raftlog"},
     "partitions": {"partitions", "raftlog", "membership"},
     "raftlog_client": {"raftlog_client", "raftlog"},
-    "api": {"api", "partitions", "membership", "raftlog", "raftlog_client"},
+    "api": {"api", "kafka_api", "partitions", "membership", "raftlog", "raftlog_client"},
+    "kafka_api": {"kafka_api", "partitions", "raftlog"},
     "jepsen": {"jepsen", "api", "raftlog_client"},
     "raftlog_bench": {"raftlog_bench", "raftlog_client", "raftlog", "membership"},
     "raftlog_spark": {"raftlog_spark", "raftlog_client"},
@@ -254,7 +255,10 @@ FRONT_DOOR_MAY_USE = {
 BUILDS_THE_NODE = {ROOT / "api" / "serve.py": {"partitions.node", "partitions.recovery"}}
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "api").rglob("*.py")), ids=lambda p: p.name)
+FRONT_DOORS = sorted((ROOT / "api").rglob("*.py")) + sorted((ROOT / "kafka_api").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", FRONT_DOORS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_front_door_asks_a_node_only_through_its_protocols(path: pathlib.Path) -> None:
     used = {m for m in _imported_modules(path) if m.split(".")[0] == "partitions"}
     allowed = FRONT_DOOR_MAY_USE | BUILDS_THE_NODE.get(path, set())
