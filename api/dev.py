@@ -526,7 +526,7 @@ class Supervisor:
 
     def _print_up(self) -> None:
         first = next(iter(self.children.values())).node.http
-        kafka = ",".join(child.node.kafka for child in self.children.values())
+        kafka = next(iter(self.children.values())).node.kafka  # any node bootstraps a Kafka client
         count = len(self.children)
         print(
             f"\ncluster of {count} up; cluster.json in {self.data_dir}\n"
@@ -535,7 +535,7 @@ class Supervisor:
             f"  curl -s -XPOST {first}/topics/orders -H 'Content-Type: application/vnd.kafka.json.v2+json' "
             f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
             f"  curl -s '{first}/topics/orders/partitions/0/records?offset=0'\n"
-            f"  kcat -b {kafka} -L          # Kafka clients and tools: bootstrap.servers={kafka}\n"
+            f"  kcat -b {kafka} -L   # Kafka clients and tools: bootstrap.servers={kafka}\n"
             f"  echo 'k1:hello' | kcat -b {kafka} -P -t orders -K: && kcat -b {kafka} -C -t orders -e\n"
             f"  raftlog dev restart n{count} --data-dir {self.data_dir}   # also: stop [--kill], start\n"
             "Ctrl-C stops all nodes.",

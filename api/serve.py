@@ -187,8 +187,6 @@ def kafka_listener(args: argparse.Namespace) -> tuple[HostPort, str] | None:
             raise ServeConfigError("--kafka-advertised needs --kafka")
         return None
     listen = HostPort.parse(args.kafka, "--kafka")
-    if listen.port == 0:
-        raise ServeConfigError("--kafka needs a port: clients are told it")
     if args.kafka_advertised:
         advertised = HostPort.parse(args.kafka_advertised, "--kafka-advertised")
     elif listen.host in ("0.0.0.0", "::", ""):
