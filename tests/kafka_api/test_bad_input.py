@@ -10,7 +10,7 @@ import struct
 import time
 from typing import Any
 
-from conftest import RawKafka, http_client, request_frame
+from kafka_fixtures import RawKafka, http_client, request_frame
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
@@ -21,6 +21,7 @@ from raftlog_client.local_cluster import LocalCluster
 
 PRODUCE_VERSION = 9
 FETCH_VERSION = 12
+METADATA_VERSION = 8
 
 
 def _versions(raw: RawKafka, version: int = 3) -> Any:
@@ -51,14 +52,18 @@ def _leader_and_follower(cluster: LocalCluster, topic: str) -> tuple[str, str]:
     """Kafka addresses of partition 0's leader and of another node, as Metadata names them."""
     raw = RawKafka(cluster.kafka["n1"])
     try:
-        cls = wire.request_class(3, 9)
+        cls = wire.request_class(3, METADATA_VERSION)
         topic_cls = wire.sibling(cls, "MetadataRequestTopic")
         deadline = time.monotonic() + 30
         while True:
-            answer = raw.call(3, 9, wire.build(cls, topics=(wire.build(topic_cls, name=topic),),
-                                               allow_auto_topic_creation=False,
-                                               include_cluster_authorized_operations=False,
-                                               include_topic_authorized_operations=False))  # fmt: skip
+            request = wire.build(
+                cls,
+                topics=(wire.build(topic_cls, name=topic),),
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            )
+            answer = raw.call(3, METADATA_VERSION, request)
             leader = answer.topics[0].partitions[0].leader_id
             if leader >= 0 or time.monotonic() > deadline:
                 break
@@ -97,7 +102,7 @@ def test_frames_that_are_not_requests_close_only_their_connection(kafka_cluster:
         "negative size": struct.pack(">i", -5),
         "unknown api": struct.pack(">ihhi", 8, 999, 0, 1),
         "unserved version": struct.pack(">ihhi", 8, 3, 99, 1),
-        "garbage body": struct.pack(">ihhih", 14, 3, 9, 1, 1) + b"\xff\xff\xff\xff",
+        "garbage body": struct.pack(">ihhih", 14, 3, METADATA_VERSION, 1, -1) + b"\x7f\xff\xff\xff",
     }
     for name, payload in cases.items():
         raw = RawKafka(kafka_cluster.kafka["n1"])

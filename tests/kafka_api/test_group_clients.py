@@ -15,8 +15,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, KafkaException, Producer
-from conftest import http_client
 from kafka import KafkaConsumer
+from kafka_fixtures import http_client
 
 from raftlog_client.local_cluster import LocalCluster
 

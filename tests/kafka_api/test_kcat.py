@@ -8,7 +8,7 @@ import json
 import subprocess
 import time
 
-from conftest import http_client, kcat_path
+from kafka_fixtures import http_client, kcat_path
 
 from raftlog_client.local_cluster import LocalCluster
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from conftest import http_client
+from kafka_fixtures import http_client
 
 from raftlog_client.local_cluster import LocalCluster
 

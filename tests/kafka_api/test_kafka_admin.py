@@ -16,7 +16,7 @@ from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
 )
-from conftest import http_client
+from kafka_fixtures import http_client
 
 from raftlog_client.local_cluster import LocalCluster
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, Producer, TopicPartition
-from conftest import http_client
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
+from kafka_fixtures import http_client
 
 from raftlog_client.local_cluster import LocalCluster
 

@@ -1,0 +1,99 @@
+"""One real 3-node cluster (``raftlog dev``, each node with a Kafka listener) for the Kafka tests of a
+module, and a small raw Kafka client for what real clients never send."""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kio.serial import entity_reader, entity_writer
+
+from kafka_api import wire
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.local_cluster import LocalCluster
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    directory = tmp_path_factory.mktemp("kafka")
+    with LocalCluster(str(directory), nodes=3) as cluster:
+        yield cluster
+
+
+def http_client(cluster: LocalCluster) -> BlockingClient:
+    return BlockingClient(cluster.servers, timeout_ms=15_000)
+
+
+def request_frame(api_key: int, version: int, body: Any, correlation_id: int) -> bytes:
+    """A whole request frame (size prefix included) built with kio."""
+    cls = wire.request_class(api_key, version)
+    header_cls = cls.__header_schema__
+    buffer = io.BytesIO()
+    header = header_cls(
+        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id="raw"
+    )
+    entity_writer(header_cls)(buffer, header)
+    entity_writer(cls)(buffer, body)
+    payload = buffer.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+class RawKafka:
+    """One connection speaking frames built with kio: for requests real clients never send."""
+
+    def __init__(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.correlation_id = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_raw(self, payload: bytes) -> None:
+        self.sock.sendall(payload)
+
+    def frame(self, api_key: int, version: int, body: Any) -> bytes:
+        self.correlation_id += 1
+        return request_frame(api_key, version, body, self.correlation_id)
+
+    def call(self, api_key: int, version: int, body: Any) -> Any:
+        self.send_raw(self.frame(api_key, version, body))
+        return self.answer(api_key, version)
+
+    def answer(self, api_key: int, version: int) -> Any:
+        size = struct.unpack(">i", self._read(4))[0]
+        frame = self._read(size)
+        cls = wire.response_class(api_key, version)
+        header, used = entity_reader(cls.__header_schema__)(frame, 0)
+        assert header.correlation_id == self.correlation_id
+        body, _ = entity_reader(cls)(frame, used)
+        return body
+
+    def closed_by_server(self) -> bool:
+        """Whether the server closed the connection (EOF within the socket's timeout)."""
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def _read(self, count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = self.sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the server")
+            data += chunk
+        return data
+
+
+def kcat_path() -> str:
+    for directory in ("/usr/bin", "/usr/local/bin"):
+        candidate = pathlib.Path(directory) / "kcat"
+        if candidate.exists():
+            return str(candidate)
+    raise RuntimeError("kcat is missing: make bootstrap installs it (scripts/bootstrap.sh)")
