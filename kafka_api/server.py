@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,9 @@ class Limits:
     connections_max: int = 1000
     in_flight_max: int = 64  # per connection: requests read and not yet answered
     send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
+    send_buffer_bytes: int | None = (
+        None  # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
+    )
 
 
 @dataclass(slots=True)
@@ -95,6 +99,9 @@ class KafkaServer:
             return
         self._open.add(writer)
         self.stats.connections += 1
+        sock = writer.get_extra_info("socket")
+        if self.limits.send_buffer_bytes is not None and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
         sender = asyncio.ensure_future(self._send(writer, answers, slots))

@@ -17,7 +17,7 @@ import pytest
 from jepsen import control, runner
 from jepsen.history import read_history
 
-SHORT_TIME_LIMIT_S = 45.0
+SHORT_TIME_LIMIT_S = 30.0
 
 
 def _processes_mentioning(text: str) -> list[int]:

@@ -195,7 +195,7 @@ class _NoNode:
 
 
 async def test_a_client_that_never_reads_is_closed_and_connections_are_bounded() -> None:
-    limits = Limits(connections_max=1, in_flight_max=4, send_timeout_s=0.5)
+    limits = Limits(connections_max=1, in_flight_max=4, send_timeout_s=0.5, send_buffer_bytes=4096)
     server = KafkaServer(Door(_NoNode(), "c"), limits)  # type: ignore[arg-type]
     await server.start("127.0.0.1", 0)
     try:

@@ -3,29 +3,21 @@ and a frame that is not what it says is refused (never half-read)."""
 
 from __future__ import annotations
 
-import io
 import struct
 
 import pytest
+from kafka_fixtures import request_frame
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from kafka_api import wire
 from kafka_api.apis import APIS, versions_response
 
 
 def _frame(api_key: int, version: int, body: object, correlation_id: int = 7) -> bytes:
-    cls = wire.request_class(api_key, version)
-    header_cls = cls.__header_schema__
-    buffer = io.BytesIO()
-    header = header_cls(
-        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id="t"
-    )
-    entity_writer(header_cls)(buffer, header)
-    entity_writer(cls)(buffer, body)
-    return buffer.getvalue()
+    return request_frame(api_key, version, body, correlation_id)[4:]  # without the size prefix
 
 
 def _metadata_request(version: int) -> object:
@@ -45,7 +37,7 @@ def test_a_request_decodes_into_kios_class_with_its_header(version: int) -> None
     frame = _frame(3, version, _metadata_request(version), correlation_id=41)
     request = wire.parse(frame)
     assert (request.api_key, request.api_version, request.correlation_id) == (3, version, 41)
-    assert request.client_id == "t" and [t.name for t in request.body.topics] == ["orders"]
+    assert request.client_id == "raw" and [t.name for t in request.body.topics] == ["orders"]
     expected_header = HeaderV2 if version >= 9 else HeaderV1
     assert wire.request_class(3, version).__header_schema__ is expected_header
 

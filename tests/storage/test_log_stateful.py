@@ -279,7 +279,7 @@ class LogMachine(RuleBasedStateMachine):
 # unshrunk failing steps are printed, and the example database replays them on the next run.
 LogMachine.TestCase.settings = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    max_examples=200,
+    max_examples=120,
     stateful_step_count=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
