@@ -120,6 +120,7 @@ class Workload:
     fetch_format: str = "batch"  # raftlog: the stored batches, decoded by the client, or "columnar" pages
     settle_s: float = LEADERS_SETTLE_S  # raftlog: leaders of a new topic stand still this long first
     compression: str = "none"  # raftlog: the topic's compression.type, and the batch producer's codec
+    client: str = "http"  # raftlog: its HTTP API, or Kafka's protocol through confluent-kafka (librdkafka)
 
 
 @dataclass(frozen=True, slots=True)
@@ -767,8 +768,17 @@ def run_raftlog(
             urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s,
             compression=workload.compression,
         )  # fmt: skip
-        report.phases += await drive(target, workload, pids, prefix)
-        report.stored_ratios.update(target.stored_ratios)
+        if workload.client == "kafka":
+            from raftlog_bench.kafka_target import KafkaTarget  # confluent-kafka: only for this client
+
+            assert cluster is not None  # problem() refuses --client kafka with --servers
+            admin = RaftlogTarget(urls, token, fetch, settle_s=workload.settle_s)
+            report.phases += await drive(
+                KafkaTarget(admin, cluster.bootstrap_servers, workload.compression), workload, pids, prefix
+            )
+        else:
+            report.phases += await drive(target, workload, pids, prefix)
+            report.stored_ratios.update(target.stored_ratios)
         if (idle_partitions > 0 or restart_mib > 0) and pids:
             extra = RaftlogTarget(urls, token, fetch, settle_s=0)  # idle, restart: measured as before
             await extra.connect()
@@ -978,6 +988,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-format", choices=FETCH_FORMATS, default="batch",
                         help="raftlog reads: the stored batches, decoded and CRC-checked by the client, or "
                         "columnar msgpack pages (batch)")  # fmt: skip
+    parser.add_argument("--client", choices=CLIENTS, default="http",
+                        help="raftlog through its HTTP API, or through Kafka's protocol with "
+                        "confluent-kafka (librdkafka: idempotent, acks=all, linger 5 ms; single records "
+                        "with linger 0) (http)")  # fmt: skip
     parser.add_argument("--compression", choices=tuple(COMPRESSIONS), default="none",
                         help="raftlog: the topic's compression.type, used by the batch producer too, on "
                         "varied log-line records; prints the stored size ratio (none)")  # fmt: skip
@@ -1033,6 +1047,10 @@ def problem(args: argparse.Namespace) -> str | None:
         ),
         (args.servers is None or args.system == "raftlog", "--servers is a raftlog cluster"),
         (
+            args.client == "http" or args.servers is None,
+            "--client kafka needs the cluster started here (it knows the Kafka listeners): no --servers",
+        ),
+        (
             args.servers is None or args.restart_mib == 0,
             "--restart-mib needs a cluster started here (not --servers)",
         ),
@@ -1062,6 +1080,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         fetch_format=args.fetch_format,
         settle_s=args.settle_seconds,
         compression=args.compression,
+        client=args.client,
     )
 
 
@@ -1096,6 +1115,9 @@ def run_from_args(args: argparse.Namespace) -> int:
             json.dump(out, f, indent=2)
             f.write("\n")
     return 1 if report.failures or any(p.errors for p in report.phases) else 0
+
+
+CLIENTS = ("http", "kafka")
 
 
 def preflight(systems: Sequence[str]) -> str | None:

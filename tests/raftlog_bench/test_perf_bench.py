@@ -129,6 +129,7 @@ def test_option_checks() -> None:
     assert perf.workload_of(_args("--settle-seconds", "0")).settle_s == 0
     assert "per request" in str(perf.problem(_args("--record-size", "65536", "--batch-size", "1000")))
     assert "--compare" in str(perf.problem(_args("--system", "nats", "--compare", "rabbitmq")))
+    assert "--client kafka" in str(perf.problem(_args("--client", "kafka", "--servers", "http://h:1")))
     assert "--restart-mib" in str(
         perf.problem(_args("--servers", "http://127.0.0.1:1", "--restart-mib", "10"))
     )
@@ -166,13 +167,14 @@ def test_missing_peer_names_the_setup_command(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.slow
-def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("client", ["http", "kafka"])
+def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path, client: str) -> None:
     out = tmp_path / "perf.json"
     argv = [
         sys.executable, "-m", "raftlog_cli", "bench", "perf", "--dir", str(tmp_path),
         "--duration", "1.5", "--record-size", "100", "--batch-size", "100", "--concurrency", "4",
         "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "10", "--json", str(out),
-        "--settle-seconds", "0.5",
+        "--settle-seconds", "0.5", "--client", client,
     ]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=150, check=False)
     print(done.stdout)

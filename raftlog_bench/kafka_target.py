@@ -1,0 +1,151 @@
+"""raftlog through Kafka's wire protocol, driven by confluent-kafka (librdkafka) as a Kafka user runs it:
+the benchmark's ``Target`` for ``raftlog bench perf --client kafka``.
+
+Produce: one idempotent producer (acks=all, ``linger.ms`` 5, batches up to 1 MiB) shared by every worker;
+a worker's "batch" is ``batch_records`` records handed to it for one partition, done when librdkafka
+reported each delivered (librdkafka batches them as it sees fit, as in any Kafka application).
+Single records: a second idempotent producer with ``linger.ms`` 0, one record per send. Consume: a
+consumer assigned to the partition from offset 0. librdkafka's delivery reports come on a poll thread
+of this process and are handed to the event loop. Topics are created and deleted through the HTTP
+admin API (``RaftlogTarget``), which also waits for their leaders to settle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from raftlog_bench.targets import COMPRESSIONS, Layout, RaftlogTarget, SendFailed, sample_values
+
+POLL_S = 0.01
+CONSUME_BATCH = 10_000
+
+
+class KafkaTarget:
+    system = "raftlog-kafka"
+
+    def __init__(self, admin: RaftlogTarget, bootstrap_servers: str, compression: str = "none") -> None:
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression {compression!r}: one of {', '.join(COMPRESSIONS)}")
+        self.admin = admin
+        self.bootstrap_servers = bootstrap_servers
+        self.compression = compression
+        self.layout: Layout | None = None
+        self._values: list[bytes] = []
+        self._batch: Producer | None = None
+        self._single: Producer | None = None
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+
+    def _producer(self, linger_ms: int) -> Producer:
+        return Producer({
+            "bootstrap.servers": self.bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": linger_ms,
+            "batch.size": 1 << 20,
+            "compression.type": self.compression,
+            "queue.buffering.max.kbytes": 1 << 20,
+        })  # fmt: skip
+
+    async def connect(self) -> None:
+        await self.admin.connect()
+        self._batch, self._single = self._producer(5), self._producer(0)
+        self._poller = threading.Thread(target=self._poll, name="kafka-delivery", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for producer in (self._batch, self._single):
+                if producer is not None:
+                    producer.poll(POLL_S)
+
+    async def create(self, layout: Layout) -> None:
+        self.layout = layout
+        if self.compression == "none":
+            self._values = [os.urandom(layout.record_bytes)] * layout.batch_records
+        else:
+            self._values = sample_values(layout.record_bytes, layout.batch_records)
+        await self.admin.create(layout)
+
+    async def _send(self, producer: Producer | None, partition: int, values: list[bytes]) -> int:
+        if producer is None or self.layout is None:
+            raise RuntimeError("send before connect() and create()")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        left = [len(values)]
+        failed: list[Any] = []
+
+        def settle() -> None:
+            if done.done():
+                return
+            if failed:
+                done.set_exception(SendFailed(f"kafka {failed[0].name()}"))
+            elif left[0] == 0:
+                done.set_result(len(values))
+
+        def delivered(error: KafkaError | None, _message: Any) -> None:  # on the poll thread
+            if error is not None:
+                failed.append(error)
+            left[0] -= 1
+            if failed or left[0] == 0:
+                loop.call_soon_threadsafe(settle)
+
+        topic = self.layout.name
+        for value in values:
+            while True:
+                try:
+                    producer.produce(topic, value, partition=partition, on_delivery=delivered)
+                    break
+                except BufferError:  # librdkafka's queue is full: let deliveries drain it
+                    await asyncio.sleep(0.001)
+        return await done
+
+    async def send_batch(self, worker: int, partition: int) -> int:
+        return await self._send(self._batch, partition, self._values)
+
+    async def send_one(self, worker: int, partition: int) -> None:
+        await self._send(self._single, partition, self._values[:1])
+
+    async def consume(self, partition: int, records: int, deadline: float) -> tuple[int, int]:
+        if self.layout is None:
+            raise RuntimeError("consume before create()")
+        topic = self.layout.name
+
+        def read() -> tuple[int, int]:
+            consumer = Consumer({
+                "bootstrap.servers": self.bootstrap_servers,
+                "group.id": f"bench-{os.getpid()}",
+                "enable.auto.commit": False,
+                "fetch.max.bytes": max(self.admin.fetch_bytes, 1 << 20),
+            })  # fmt: skip
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            count = nbytes = 0
+            try:
+                while count < records and time.perf_counter() < deadline:
+                    for message in consumer.consume(CONSUME_BATCH, 0.2):
+                        if message.error() is None:
+                            count += 1
+                            nbytes += len(message.value() or b"")
+            finally:
+                consumer.close()
+            return count, nbytes
+
+        return await asyncio.to_thread(read)
+
+    async def delete(self) -> None:
+        await self.admin.delete()
+
+    async def close(self) -> None:
+        for producer in (self._batch, self._single):
+            if producer is not None:
+                await asyncio.to_thread(producer.flush, 10)
+        self._stop.set()
+        if self._poller is not None:
+            await asyncio.to_thread(self._poller.join, 5)
+        await self.admin.close()
