@@ -27,7 +27,7 @@ CONSUME_BATCH = 10_000
 
 
 class KafkaTarget:
-    system = "raftlog-kafka"
+    system = "raftlog"  # the workload line of the report names the client
 
     def __init__(self, admin: RaftlogTarget, bootstrap_servers: str, compression: str = "none") -> None:
         if compression not in COMPRESSIONS:

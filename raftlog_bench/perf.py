@@ -337,8 +337,13 @@ def format_report(report: Report) -> str:
         f"  workload: records {', '.join(size_label(s) for s in w.record_sizes)}, batch {w.batch_records},"
         f" {w.partitions} partitions x 3 replicas, {w.concurrency} batches in flight, {w.seconds:g} s per"
         f" produce phase, acks={w.acks}; single-record at {w.single_rate:g}/s for {w.single_seconds:g} s;"
-        f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}, "
-        f"compression: {w.compression}",
+        + (
+            " raftlog client: Kafka's protocol (confluent-kafka: idempotent, acks=all, linger 5 ms, single"
+            " records at linger 0)"
+            if w.client == "kafka"
+            else f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}"
+        )
+        + f", compression: {w.compression}",
         f"  machine: {report.machine.get('cpus')} CPUs, Python {report.machine.get('python')},"
         f" event loop {report.machine.get('loop')}; the load generator shares the machine with the servers",
     ]
