@@ -138,7 +138,7 @@ def test_kafka_python_and_aiokafka_consume_as_groups_of_three(kafka_cluster: Loc
             group_id="kp-group",
             auto_offset_reset="earliest",
             enable_auto_commit=False,
-            consumer_timeout_ms=5000,
+            consumer_timeout_ms=3000,
         )
         for record in consumer:
             with lock:
