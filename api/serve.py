@@ -361,7 +361,7 @@ async def serve(
             await kafka_server.start(kafka.host, kafka.port)
             if not _is_loopback(kafka.host):
                 log.warning("the Kafka listener on %s has no authentication: anyone who reaches it may "
-                            "produce and fetch", kafka)  # fmt: skip
+                            "produce, fetch and administer topics", kafka)  # fmt: skip
             log.info(
                 "node %s serving Kafka on %s (advertised %s)", config.node_id, kafka, config.kafka_address
             )
