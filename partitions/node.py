@@ -58,8 +58,8 @@ from raftlog.storage import removal
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.log import wall_clock_ms
+from raftlog.storage.log_format import needs_migration
 from raftlog.storage.manager import LogManager
-from raftlog.storage.migrate import needs_migration
 
 CONTROLLER_VOTERS_MAX = 5
 JOURNAL_SYNC_THREADS_DEFAULT = 2

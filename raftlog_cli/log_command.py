@@ -25,13 +25,13 @@ from raftlog.storage.batch import TimestampType
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import CorruptRecord, DirectoryLocked
 from raftlog.storage.inspect import BatchInfo, Format, dump_batches, verify_directory
+from raftlog.storage.log_format import needs_migration
 from raftlog.storage.migrate import (
     LogOutcome,
     LogPlan,
     LogState,
     SegmentKind,
     migrate_log,
-    needs_migration,
     plan_log,
 )
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import crc32c
 
-from raftlog.storage import legacy_batch
+from raftlog.storage import legacy_batch, log_format
 from raftlog.storage.batch import (
     EPOCH_MAX,
     HEADER_SIZE,
@@ -37,7 +37,6 @@ from raftlog.storage.batch import (
     decode_records,
 )
 from raftlog.storage.errors import CorruptRecord
-from raftlog.storage.log import FORMAT, FORMAT_FILE
 from raftlog.storage.segment import NAME_DIGITS
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
@@ -135,18 +134,6 @@ def _data_files(directory: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def _marked(directory: str) -> bool:
-    path = os.path.join(directory, FORMAT_FILE)
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            written = f.read().strip()
-    except FileNotFoundError:
-        return False
-    if written != FORMAT:
-        raise CorruptRecord(path, 0, f"log format {written!r}, expected {FORMAT!r}")
-    return True
-
-
 class _Reader:
     """Reads of a file through one chunk at a time: a walk over small batches costs no syscall each."""
 
@@ -185,7 +172,7 @@ def _segment_format(reader: _Reader, marked: bool) -> Format:
 def verify_directory(directory: str) -> VerifyReport:
     """Check every batch (framing, magic, codec, CRC, records decoding, offsets dense within and across
     segments) and report each damaged one."""
-    report = VerifyReport(directory, _marked(directory))
+    report = VerifyReport(directory, log_format.marked(directory))
     files = _data_files(directory)
     for position, (base, path) in enumerate(files):
         fd = os.open(path, os.O_RDONLY)
@@ -307,7 +294,7 @@ def dump_batches(directory: str, from_offset: int = 0) -> Iterator[tuple[BatchIn
     """Yield each CRC-checked batch holding records from ``from_offset`` on, with its records, in offset
     order. At the first damaged batch raises ``CorruptRecord`` naming its data file and byte position,
     once every batch before it has been yielded."""
-    marked = _marked(directory)
+    marked = log_format.marked(directory)
     for _, path in _data_files(directory):
         fd = os.open(path, os.O_RDONLY)
         try:

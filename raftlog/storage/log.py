@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from raftlog.errors import check
+from raftlog.storage import log_format
 from raftlog.storage.batch import (
     BatchFormatError,
     BatchHeader,
@@ -40,22 +41,18 @@ from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import (
     CorruptRecord,
     InvalidRecord,
-    LegacyLogFormat,
     LogClosed,
     OffsetOutOfRange,
     RecordTooLarge,
     StorageUnavailable,
 )
+from raftlog.storage.log_format import FORMAT_FILE
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
 from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, batch_bytes, fsync_directory
 
 log = logging.getLogger("raftlog.storage")
 
 START_OFFSET_FILE = "log-start-offset"
-# Written in every log directory holding Kafka RecordBatch v2 batches (a new log, or one migrated); a
-# directory with batches and without it was written by an older raftlog (LegacyLogFormat)
-FORMAT_FILE = "format"
-FORMAT = "kafka-record-batch-v2"
 _SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 _MAX_RELATIVE_OFFSET = 2**32 - 1
 
@@ -138,25 +135,9 @@ class Log:
         self._recover()
         return self
 
-    def _check_format(self, names: set[str]) -> None:
-        """A log of an older raftlog (segments with data, no format file) is refused, never read as
-        something else; an empty or new one is marked as holding Kafka RecordBatch v2 batches."""
-        if FORMAT_FILE in names:
-            path = os.path.join(self.directory, FORMAT_FILE)
-            with open(path, encoding="ascii") as f:
-                written = f.read().strip()
-            if written != FORMAT:
-                raise CorruptRecord(path, 0, f"log format {written!r}, expected {FORMAT!r}")
-            return
-        data = [n for n in names if n.endswith(".log") and not n.endswith(DELETED_SUFFIX)]
-        if any(os.path.getsize(os.path.join(self.directory, n)) > 0 for n in data):
-            raise LegacyLogFormat(self.directory)
-        write_format_file(self.directory)
-
     def _recover(self) -> None:
-        names = set(os.listdir(self.directory))
-        self._check_format(names)
-        names.discard(FORMAT_FILE)
+        log_format.check_or_mark(self.directory)
+        names = set(os.listdir(self.directory)) - {FORMAT_FILE}
         minimum_start = self._read_start_offset()
         bases = []
         for name in sorted(n for n in names if n.endswith(DELETED_SUFFIX)):
@@ -804,15 +785,3 @@ class LogReader:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def write_format_file(directory: str) -> None:
-    """Mark ``directory`` as a log of Kafka RecordBatch v2 batches (written and fsynced, then renamed)."""
-    path = os.path.join(directory, FORMAT_FILE)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="ascii") as f:
-        f.write(FORMAT + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_directory(directory)

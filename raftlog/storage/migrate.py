@@ -39,8 +39,9 @@ from raftlog.storage import legacy_batch
 from raftlog.storage.batch import EPOCH_MAX, BatchFormatError, decode_header
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidRecord
-from raftlog.storage.log import FORMAT, FORMAT_FILE, START_OFFSET_FILE, write_format_file
-from raftlog.storage.segment import DELETED_SUFFIX, NAME_DIGITS, ScanStop, Segment, fsync_directory, walk
+from raftlog.storage.log import START_OFFSET_FILE
+from raftlog.storage.log_format import FORMAT, FORMAT_FILE, read_marker, write_marker
+from raftlog.storage.segment import NAME_DIGITS, ScanStop, Segment, fsync_directory, walk
 
 STAGING_DIR = "migrating"  # inside a log directory while it is migrated
 READ_CHUNK_BYTES = 4 * 1024 * 1024  # v1 segments are read in chunks of this (or of one larger batch)
@@ -131,19 +132,6 @@ def _no_progress(batches: int, size_bytes: int) -> None:
 # -- which logs need it ------------------------------------------------------------------------------
 
 
-def needs_migration(directory: str) -> bool:
-    """Whether a log directory is one ``Log.open`` refuses as ``LegacyLogFormat``: no format marker, and
-    a data file holding bytes (an interrupted migration included). Reads names and sizes only."""
-    if os.path.exists(os.path.join(directory, FORMAT_FILE)):
-        return False
-    names = os.listdir(directory)
-    return any(
-        name.endswith(".log") and os.path.getsize(os.path.join(directory, name)) > 0
-        for name in names
-        if not name.endswith(DELETED_SUFFIX)
-    )
-
-
 # -- pass 1: the plan --------------------------------------------------------------------------------
 
 
@@ -154,12 +142,11 @@ class _Refused(Exception):
 def plan_log(directory: str) -> LogPlan:
     """Read the log in ``directory`` and say what migrating it involves; writes nothing."""
     names = set(os.listdir(directory))
-    if FORMAT_FILE in names:
+    written = read_marker(directory)
+    if written == FORMAT:
+        return LogPlan(directory, LogState.MIGRATED)
+    if written is not None:
         path = os.path.join(directory, FORMAT_FILE)
-        with open(path, encoding="ascii", errors="replace") as f:
-            written = f.read().strip()
-        if written == FORMAT:
-            return LogPlan(directory, LogState.MIGRATED)
         return LogPlan(directory, LogState.REFUSED, problem=f"{path} says {written!r}, not {FORMAT!r}")
     try:
         segments = _plan_segments(directory, names)
@@ -347,7 +334,7 @@ def migrate_log(
         os.rmdir(staging)
         fsync_directory(directory)
     _step(outcome, before_step, "write format marker")
-    write_format_file(directory)
+    write_marker(directory)
     return outcome
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from raftlog.storage import Log
 from raftlog.storage.dirlock import DirectoryLock
-from raftlog.storage.log import FORMAT_FILE
+from raftlog.storage.log_format import FORMAT_FILE
 from raftlog_cli import log_command
 from raftlog_cli.cli import main
 

@@ -18,13 +18,12 @@ from raftlog.storage import Log, ProducerRecord, legacy_batch
 from raftlog.storage.batch import EPOCH_MAX, decode_header
 from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.index import OffsetIndex
-from raftlog.storage.log import FORMAT_FILE
+from raftlog.storage.log_format import FORMAT_FILE, needs_migration
 from raftlog.storage.migrate import (
     STAGING_DIR,
     LogState,
     SegmentKind,
     migrate_log,
-    needs_migration,
     plan_log,
 )
 from raftlog_cli.cli import main as cli_main
