@@ -11,7 +11,6 @@ those records. No fetch sessions (KIP-227): every answer is a full one (session 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 from dataclasses import dataclass
 from typing import Any
@@ -84,9 +83,8 @@ async def _wait_any(door: Door, parts: list[_Part], wait_ms: int) -> None:
     finally:
         for task in waits:
             task.cancel()
-        for task in waits:
-            with contextlib.suppress(BaseException):
-                await task
+        # their answers are read again by the caller; a cancellation of this fetch itself still propagates
+        await asyncio.gather(*waits, return_exceptions=True)
 
 
 def _bytes(parts: list[_Part]) -> int:

@@ -119,7 +119,7 @@ class KafkaServer:
                 else:  # the client is done sending: what it asked is still answered
                     answers.put_nowait(None)
                     await sender
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
             pass
         finally:
             for task in (sender, receiver):
