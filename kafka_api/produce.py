@@ -45,7 +45,9 @@ async def produce(door: Door, request: wire.Request) -> Any:
             elif part.records is None:
                 calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
             else:
-                appending = data.produce_batch(topic.name, part.index, bytes(part.records), timeout_ms)
+                appending = data.produce_batch(
+                    topic.name, part.index, part.records, timeout_ms
+                )  # bytes, not copied
                 calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]
     if pending:

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -45,11 +45,7 @@ class Limits:
 
 @dataclass(slots=True)
 class Stats:
-    connections: int = 0
-    refused_connections: int = 0
-    requests: int = 0
-    closed_for_protocol: int = 0
-    by_api: dict[str, int] = field(default_factory=dict)
+    refused_connections: int = 0  # over ``connections_max``
 
 
 class KafkaServer:
@@ -98,7 +94,6 @@ class KafkaServer:
             writer.transport.abort()
             return
         self._open.add(writer)
-        self.stats.connections += 1
         sock = writer.get_extra_info("socket")
         if self.limits.send_buffer_bytes is not None and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
@@ -114,7 +109,6 @@ class KafkaServer:
             elif receiver.done() and not receiver.cancelled():
                 problem = receiver.result()
                 if problem:  # a protocol error: close now, as Kafka does
-                    self.stats.closed_for_protocol += 1
                     log.info("Kafka: closing connection from %s: %s", peer, problem)
                 else:  # the client is done sending: what it asked is still answered
                     answers.put_nowait(None)
@@ -172,8 +166,6 @@ class KafkaServer:
             request = wire.parse(frame)
         except wire.MalformedRequest as exc:
             return str(exc)
-        self.stats.requests += 1
-        self.stats.by_api[api.name] = self.stats.by_api.get(api.name, 0) + 1
         task = asyncio.ensure_future(api.handler(self.door, request))
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)

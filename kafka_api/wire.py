@@ -38,7 +38,6 @@ class Request:
     correlation_id: int
     client_id: str | None
     body: Any  # kio's request class of that API and version
-    size: int  # the frame's bytes
 
 
 def peek(frame: bytes) -> tuple[int, int, int]:
@@ -73,11 +72,12 @@ def parse(frame: bytes) -> Request:
         raise MalformedRequest(
             f"{cls.__name__} v{version}: {len(frame) - used - size} bytes after the request"
         )
-    return Request(key, version, header.correlation_id, getattr(header, "client_id", None), body, len(frame))
+    return Request(key, version, header.correlation_id, getattr(header, "client_id", None), body)
 
 
-def encode(correlation_id: int, response: Any) -> bytes:
-    """A response frame, size prefix included."""
+def encode(correlation_id: int, response: Any) -> memoryview:
+    """A response frame, size prefix included (a view of the buffer it was written to: a fetch's
+    megabytes are not copied once more)."""
     header_class = response.__header_schema__
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")
@@ -85,8 +85,7 @@ def encode(correlation_id: int, response: Any) -> bytes:
     entity_writer(type(response))(buffer, response)
     frame = buffer.getbuffer()
     SIZE.pack_into(frame, 0, len(frame) - SIZE.size)
-    del frame
-    return buffer.getvalue()
+    return frame.toreadonly()
 
 
 def build(cls: type[T], **values: Any) -> T:
