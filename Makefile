@@ -36,11 +36,12 @@ bench-compare: bench-setup
 	.venv/bin/raftlog bench perf --compare nats,rabbitmq --record-size 100,1024 --idle-partitions 100 \
 		--restart-mib 1024 --wait-quiet 20 --json bench-compare.json
 
-# A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root) into runs/.
+# A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root; HTTP and
+# Kafka clients in turn) into runs/.
 # `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see the README.
 jepsen-short: bootstrap
-	.venv/bin/python -m jepsen run --nodes 3 --nemesis kill,pause,partition --time-limit 45 --dir runs
+	.venv/bin/python -m jepsen run --nodes 3 --nemesis kill,pause,partition --time-limit 45 --clients http,kafka --dir runs
 
 # A longer run with every fault on 5 nodes.
 jepsen: bootstrap
-	.venv/bin/python -m jepsen run --nodes 5 --nemesis all --time-limit 300 --dir runs
+	.venv/bin/python -m jepsen run --nodes 5 --nemesis all --time-limit 300 --clients http,kafka --dir runs

@@ -36,6 +36,7 @@ SUBNET_BASE = "10.241"
 HTTP_PORT = 8081
 RAFT_PORT = 8181
 GOSSIP_PORT = 8281
+KAFKA_PORT = 9092
 STOP_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 10.0
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,12 +134,17 @@ class NodeSpec:
     http_port: int
     raft_port: int
     gossip_port: int
+    kafka_port: int
     namespace: str | None = None  # netns mode only
     link: str | None = None  # root-side veth (netns mode only)
 
     @property
     def http(self) -> str:
         return f"http://{self.host}:{self.http_port}"
+
+    @property
+    def kafka(self) -> str:
+        return f"{self.host}:{self.kafka_port}"
 
 
 def _used_subnets() -> set[ipaddress.IPv4Network | ipaddress.IPv6Network]:
@@ -165,14 +171,14 @@ def pick_subnet() -> int:
 def plan_loopback(count: int) -> list[NodeSpec]:
     """Ports as ``raftlog dev`` lays them out, from a free base."""
     return [
-        NodeSpec(node.node_id, "127.0.0.1", node.http_port, node.raft_port, node.gossip_port)
+        NodeSpec(node.node_id, "127.0.0.1", node.http_port, node.raft_port, node.gossip_port, node.kafka_port)
         for node in plan(count, free_base_port(count))
     ]
 
 
 def plan_netns(count: int, prefix: str, third_octet: int) -> list[NodeSpec]:
     return [
-        NodeSpec(f"n{i}", f"{SUBNET_BASE}.{third_octet}.{i}", HTTP_PORT, RAFT_PORT, GOSSIP_PORT,
+        NodeSpec(f"n{i}", f"{SUBNET_BASE}.{third_octet}.{i}", HTTP_PORT, RAFT_PORT, GOSSIP_PORT, KAFKA_PORT,
                  namespace=f"{prefix}-n{i}", link=f"{prefix}-n{i}")
         for i in range(1, count + 1)
     ]  # fmt: skip
@@ -308,6 +314,7 @@ class Cluster:
                 "--http", f"{node.host}:{node.http_port}",
                 "--raft", f"{node.host}:{node.raft_port}",
                 "--gossip", f"{node.host}:{node.gossip_port}",
+                "--kafka", node.kafka,
                 "--secret-file", secret_file,
                 "--admin-token", self.admin_token]  # fmt: skip
         for peer in self.nodes:
@@ -325,6 +332,11 @@ class Cluster:
     @property
     def urls(self) -> list[str]:
         return [n.http for n in self.nodes]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every node's Kafka listener, as Kafka clients take them."""
+        return ",".join(n.kafka for n in self.nodes)
 
     def running(self, node_id: str) -> bool:
         process = self.processes.get(node_id)

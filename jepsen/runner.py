@@ -45,6 +45,7 @@ EXIT_HARNESS = 3
 READY_TIMEOUT_S = 60.0
 HEAL_READY_TIMEOUT_S = 45.0
 TOPICS = {"t0": 3, "t1": 2}
+CLIENTS = ("http", "kafka")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
 # (acknowledged records must then come back from the fsynced Raft journal).
@@ -66,6 +67,7 @@ class RunConfig:
     seed: int | None = None
     topics: dict[str, int] = field(default_factory=lambda: dict(TOPICS))
     serve_args: tuple[str, ...] = ()  # more options for every node's ``raftlog serve``
+    clients: tuple[str, ...] = ("http",)  # worker i (and final reader i) uses clients[i % len(clients)]
 
 
 @dataclass
@@ -89,6 +91,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
     parser.add_argument(
+        "--clients",
+        default="http",
+        help="comma-separated: http (the HTTP API) and/or kafka (confluent-kafka against the nodes' "
+        "Kafka listeners); workers take them in turn (default http)",
+    )
+    parser.add_argument(
         "--serve-arg",
         action="append",
         default=[],
@@ -111,6 +119,10 @@ def register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.time_limit <= 0 or args.rate <= 0 or not 1 <= args.concurrency <= 64:
         raise ValueError("--time-limit and --rate must be > 0, --concurrency between 1 and 64")
+    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
+    unknown = sorted(set(clients) - set(CLIENTS))
+    if not clients or unknown:
+        raise ValueError(f"--clients {args.clients!r}: choose from {', '.join(CLIENTS)}")
     return RunConfig(
         nodes=args.nodes,
         faults=nemesis.parse_faults(args.nemesis),
@@ -121,6 +133,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         netns=not args.no_netns,
         seed=args.seed,
         serve_args=tuple(args.serve_arg),
+        clients=clients,
     )
 
 
@@ -251,7 +264,9 @@ async def _drive(
         cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
     )
     http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
-    ops = workload.Operations(http, recorder, base_ms=int(time.time() * 1000))
+    base_ms = int(time.time() * 1000)
+    clients = _Clients(config, cluster, workload.Operations(http, recorder, base_ms), recorder, base_ms,
+                       os.path.join(run_dir, "logs", "kafka-clients.log"))  # fmt: skip
     stats = workload.Stats()
     loop = asyncio.get_running_loop()
     began = time.monotonic()
@@ -261,7 +276,7 @@ async def _drive(
         nemesis_task = asyncio.create_task(chaos.run(windows, started, stop))
         try:
             await workload.run_workers(
-                ops, keys, concurrency=config.concurrency, rate=config.rate,
+                clients.make(range(config.concurrency)), keys, rate=config.rate,
                 deadline=started + config.time_limit_s, rng=rng, stats=stats,
             )  # fmt: skip
         finally:
@@ -269,12 +284,14 @@ async def _drive(
             await nemesis_task
         heal_began = time.monotonic()
         await _heal(cluster, chaos, notes)
-        final = await workload.final_read(ops, keys, first_process=config.concurrency, stats=stats)
+        readers = clients.make(range(config.concurrency, config.concurrency + len(keys)))
+        final = await workload.final_read(readers, keys, first_process=config.concurrency, stats=stats)
         incomplete = [k for k, v in final.items() if not v["complete"]]
         if incomplete:
             notes.append(f"final read incomplete for {incomplete}")
         health = await _health(cluster)
     finally:
+        await clients.close()
         await http.close()
         recorder.close()
     return {
@@ -289,6 +306,44 @@ async def _drive(
         "durations_s": {"workload": round(heal_began - began, 1),
                         "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
     }  # fmt: skip
+
+
+class _Clients:
+    """The workload's clients: process ``i`` gets ``config.clients[i % n]``; HTTP workers share one
+    ``Operations``, each Kafka worker has its own producer and consumer (its group is ``g<i>``)."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        cluster: control.Cluster,
+        http: workload.Operations,
+        recorder: Recorder,
+        base_ms: int,
+        kafka_log: str,
+    ) -> None:
+        self.config, self.cluster, self.http = config, cluster, http
+        self.recorder, self.base_ms, self.kafka_log = recorder, base_ms, kafka_log
+        self.made: list[workload.ClientOperations] = []
+
+    def make(self, processes: range) -> list[workload.ClientOperations]:
+        made: list[workload.ClientOperations] = []
+        for process in processes:
+            if self.config.clients[process % len(self.config.clients)] == "http":
+                made.append(self.http)
+                continue
+            from jepsen import kafka_workload  # confluent-kafka only when a Kafka client is asked for
+
+            kafka = kafka_workload.KafkaOperations(
+                self.cluster.bootstrap_servers, self.recorder, self.base_ms, process=process,
+                idempotent=workload.idempotent_worker(process),
+                logger=kafka_workload.client_logger(self.kafka_log),
+            )  # fmt: skip
+            self.made.append(kafka)
+            made.append(kafka)
+        return made
+
+    async def close(self) -> None:
+        await asyncio.gather(*(client.close() for client in self.made))
 
 
 async def _create_topics(cluster: control.Cluster, config: RunConfig) -> None:

@@ -34,7 +34,7 @@ import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from jepsen.recorder import Recorder
 from raftlog_client.contract import JSON_V2, LEADER_HEADER, NOT_DONE_CODES
@@ -168,8 +168,32 @@ def read_back(row: dict[str, Any], base_ms: int) -> Any:
     return json.dumps(row, sort_keys=True)
 
 
+class ClientOperations(Protocol):
+    """What a worker does through one client: the four operations, each recorded as invoke +
+    completion, and the end offset the final read needs. ``Operations`` (HTTP, shared by workers) and
+    ``jepsen.kafka_workload.KafkaOperations`` (a Kafka client per worker) are the two."""
+
+    client: str
+    retry_after_info: bool  # whether an idempotent send may be retried after an unknown outcome
+
+    async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome: ...
+
+    async def poll(self, process: int, key: str, offset: int, *, final: bool = False) -> Outcome: ...
+
+    async def commit(self, process: int, key: str, group: str, offset: int) -> Outcome: ...
+
+    async def committed(self, process: int, key: str, group: str) -> Outcome: ...
+
+    async def end_offset(self, key: str) -> int | None: ...
+
+    async def close(self) -> None: ...
+
+
 class Operations:
-    """The four client operations, each recorded as invoke + completion."""
+    """The four client operations over the HTTP API, each recorded as invoke + completion."""
+
+    client = "http"
+    retry_after_info = True  # the same producer id and sequence: the server appends it at most once
 
     def __init__(self, http: Http, recorder: Recorder, base_ms: int) -> None:
         """``base_ms``: the run's start, wall clock: every record's CreateTime is it plus the value."""
@@ -261,6 +285,18 @@ class Operations:
         self.recorder.complete(process, kind, **fields)
         return Outcome(kind, fields)
 
+    async def end_offset(self, key: str) -> int | None:
+        topic, partition = split_key(key)
+        kind, _, payload, _ = await self.http.call(
+            "GET", f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+        )
+        if kind == "ok" and isinstance(payload, dict):
+            return int(payload["end_offset"])
+        return None
+
+    async def close(self) -> None:
+        """The shared HTTP session is closed by its owner."""
+
 
 @dataclass
 class Values:
@@ -271,6 +307,10 @@ class Values:
     def take(self) -> int:
         self.next_value += 1
         return self.next_value
+
+
+def idempotent_worker(process: int) -> bool:
+    return process % 2 == 0
 
 
 @dataclass
@@ -301,7 +341,7 @@ class Stats:
         self.ops[f][kind] += 1
 
 
-async def _send_with_retries(ops: Operations, worker: Worker, values: Values, stats: Stats) -> None:
+async def _send_with_retries(ops: ClientOperations, worker: Worker, values: Values, stats: Stats) -> None:
     key = worker.rng.choice(worker.keys)
     value = values.take()
     producer = None
@@ -313,13 +353,14 @@ async def _send_with_retries(ops: Operations, worker: Worker, values: Values, st
         stats.add("send", outcome.kind)
         if outcome.kind == "ok" or attempt == RETRIES_MAX:
             return
-        retry = outcome.kind == "fail" or (outcome.kind == "info" and worker.idempotent)
+        unknown_but_safe = outcome.kind == "info" and worker.idempotent and ops.retry_after_info
+        retry = outcome.kind == "fail" or unknown_but_safe
         if not retry or worker.rng.random() < 0.3:
             return
         await asyncio.sleep(worker.rng.uniform(0.05, 0.5))
 
 
-async def _poll(ops: Operations, worker: Worker, stats: Stats) -> None:
+async def _poll(ops: ClientOperations, worker: Worker, stats: Stats) -> None:
     key = worker.rng.choice(worker.keys)
     offset = worker.positions.get(key, 0)
     outcome = await ops.poll(worker.process, key, offset)
@@ -329,7 +370,7 @@ async def _poll(ops: Operations, worker: Worker, stats: Stats) -> None:
         worker.positions[key] = max(offset, int(records[-1][0]) + 1)
 
 
-async def _commit(ops: Operations, worker: Worker, stats: Stats) -> None:
+async def _commit(ops: ClientOperations, worker: Worker, stats: Stats) -> None:
     ahead = [k for k in worker.keys if worker.positions.get(k, 0) > worker.committed.get(k, 0)]
     if not ahead:
         return
@@ -341,7 +382,7 @@ async def _commit(ops: Operations, worker: Worker, stats: Stats) -> None:
         worker.committed[key] = offset
 
 
-async def _restart_consumer(ops: Operations, worker: Worker, stats: Stats) -> None:
+async def _restart_consumer(ops: ClientOperations, worker: Worker, stats: Stats) -> None:
     """A consumer restart: resume a key from the group's committed offset."""
     key = worker.rng.choice(worker.keys)
     outcome = await ops.committed(worker.process, key, worker.group)
@@ -353,21 +394,22 @@ async def _restart_consumer(ops: Operations, worker: Worker, stats: Stats) -> No
 
 
 async def run_workers(
-    ops: Operations,
+    clients: Sequence[ClientOperations],
     keys: list[str],
     *,
-    concurrency: int,
     rate: float,
     deadline: float,
     rng: random.Random,
     stats: Stats,
 ) -> None:
-    """Run the workers until loop time ``deadline``."""
+    """Run one worker per client until loop time ``deadline``; worker ``i`` uses ``clients[i]`` (even
+    workers produce idempotently: ``idempotent_worker``)."""
     values = Values()
     loop = asyncio.get_running_loop()
-    interval = concurrency / rate
+    interval = len(clients) / rate
 
     async def work(worker: Worker) -> None:
+        ops = clients[worker.process]
         await asyncio.sleep(worker.rng.uniform(0, interval))
         while loop.time() < deadline:
             began = loop.time()
@@ -389,33 +431,31 @@ async def run_workers(
             process=i,
             keys=keys,
             rng=random.Random(rng.getrandbits(64)),
-            idempotent=i % 2 == 0,
+            idempotent=idempotent_worker(i),
             producer_id=PRODUCER_ID_BASE + rng.getrandbits(40),
         )
-        for i in range(concurrency)
+        for i in range(len(clients))
     ]
     await asyncio.gather(*(work(w) for w in workers))
 
 
-async def final_read(ops: Operations, keys: list[str], *, first_process: int, stats: Stats) -> dict[str, Any]:
-    """Read every key from offset 0 to its end (``final: true`` polls), one process per key at a time.
-    Returns, per key, the end offset reached and whether the read completed."""
+async def final_read(
+    readers: Sequence[ClientOperations], keys: list[str], *, first_process: int, stats: Stats
+) -> dict[str, Any]:
+    """Read every key from offset 0 to its end (``final: true`` polls), process ``first_process + i``
+    reading ``keys[i]`` through ``readers[i]``. Returns, per key, the end offset reached and whether the
+    read completed."""
     summary: dict[str, Any] = {}
     budget_end = time.monotonic() + FINAL_READ_BUDGET_S
 
-    async def read(process: int, key: str) -> None:
-        topic, partition = split_key(key)
+    async def read(process: int, ops: ClientOperations, key: str) -> None:
         end: int | None = None
         offset = 0
         attempts = 0
         while attempts < FINAL_POLL_ATTEMPTS_MAX and time.monotonic() < budget_end:
             attempts += 1
             if end is None:
-                kind, _, payload, _ = await ops.http.call(
-                    "GET", f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
-                )
-                if kind == "ok" and isinstance(payload, dict):
-                    end = int(payload["end_offset"])
+                end = await ops.end_offset(key)
             outcome = await ops.poll(process, key, offset, final=True)
             stats.add("poll", outcome.kind)
             if outcome.kind != "ok":
@@ -431,5 +471,5 @@ async def final_read(ops: Operations, keys: list[str], *, first_process: int, st
             await asyncio.sleep(0.2)  # empty below the known end (or end unknown): ask again
         summary[key] = {"end_offset": end, "read_to": offset, "complete": False}
 
-    await asyncio.gather(*(read(first_process + i, key) for i, key in enumerate(keys)))
+    await asyncio.gather(*(read(first_process + i, readers[i], key) for i, key in enumerate(keys)))
     return summary

@@ -1,15 +1,19 @@
-"""`python -m jepsen check DIR`: writes results.json, prints a summary, exits 0 / 1 / 2 (3 if unreadable)."""
+"""`python -m jepsen check DIR`: writes results.json, prints a summary, exits 0 / 1 / 2 (3 if unreadable);
+`run` options are checked before anything starts."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import pathlib
 import subprocess
 import sys
 
+import pytest
 from jepsen_history_builder import HistoryBuilder
 
+from jepsen import runner
 from jepsen.cli import build_parser, main, run_check
 from jepsen.history import write_history
 
@@ -76,3 +80,14 @@ def test_python_dash_m_jepsen_check(tmp_path: pathlib.Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "verdict: VALID" in done.stdout
+
+
+def test_run_options_name_what_is_wrong_and_take_both_doors() -> None:
+    parser = argparse.ArgumentParser()
+    runner.add_run_arguments(parser)
+    config = runner.config_from_args(parser.parse_args(["--clients", "http, kafka"]))
+    assert config.clients == ("http", "kafka")
+    assert runner.config_from_args(parser.parse_args([])).clients == ("http",)
+    for bad in (["--clients", "grpc"], ["--clients", ","], ["--rate", "0"]):
+        with pytest.raises(ValueError, match=r"--clients|--rate"):
+            runner.config_from_args(parser.parse_args(bad))

@@ -1,5 +1,6 @@
-"""A short fault run end to end (real node processes, kill + pause, + partition when namespaces work):
-the history is valid, the verdict is valid, and nothing is left behind: no namespace, link or process."""
+"""A short fault run end to end (real node processes, kill + pause, + partition when namespaces work;
+workers on HTTP and on Kafka clients in turn): the history is valid, the verdict is valid, and nothing
+is left behind: no namespace, link or process."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
         directory=str(tmp_path / "runs"),
         netns=netns,
         seed=20261121,
+        clients=("http", "kafka"),  # workers take turns: HTTP requests, confluent-kafka clients
     )
     result = runner.run(config)
     run_dir = pathlib.Path(result.run_dir)
@@ -70,6 +72,9 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
     assert starts == sum(1 for e in history.nemesis if e.f == "stop"), "every fault was healed"
     sends = [op for op in history.operations if op.f == "send"]
     assert sum(1 for op in sends if op.type == "ok") >= 50, "too few acknowledged sends to mean anything"
+    doors = {(op.invoke.raw.get("client", "http"), op.f) for op in history.operations if op.type == "ok"}
+    assert {("kafka", f) for f in ("send", "poll", "commit")} <= doors
+    assert {("http", f) for f in ("send", "poll", "commit")} <= doors
     assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
     for node in ("n1", "n2", "n3"):
         assert (run_dir / "logs" / f"{node}.log").stat().st_size > 0
@@ -92,7 +97,9 @@ def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None
         nodes = network.nodes
         network.cut(nodes[0], nodes[1])
         network.heal_all()
-        ghost = control.NodeSpec("n9", "10.241.0.9", 1, 2, 3, namespace=f"{prefix}-n9", link=f"{prefix}-n9")
+        ghost = control.NodeSpec(
+            "n9", "10.241.0.9", 1, 2, 3, 4, namespace=f"{prefix}-n9", link=f"{prefix}-n9"
+        )
         with pytest.raises(control.ControlError):
             network.cut(ghost, nodes[0])  # no such namespace: a loud error, and teardown still cleans up
     finally:

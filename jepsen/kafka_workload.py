@@ -1,0 +1,297 @@
+"""The queue workload's four operations through an unmodified Kafka client (confluent-kafka/librdkafka).
+
+One ``KafkaOperations`` per worker process: its own producer (idempotent for even workers, else plain with
+``retries=0``, so one attempt of the harness is one produce request) and its own consumer in group
+``g<process>`` (manual assignment, no subscription, no auto commit). Records are the HTTP workload's
+records byte for byte (``workload.record_of``: the key and value as JSON text, headers ``v`` and ``n``, the
+CreateTime), so a poll through either door reads a send through the other, and the checker is unchanged.
+
+Completions, as the HTTP workload classifies them:
+
+- send: ``ok`` on a delivery report without an error (its offset); ``fail`` only for the answers raftlog's
+  Kafka listener gives before a produce is proposed (not the leader, no leader, unknown partition, a refused
+  record) and for the client's own refusals before sending; ``info`` for everything else (timeouts, lost
+  connections, no report within the wait). An idempotent producer retries inside librdkafka, which must
+  never append twice; the harness retries a value only after ``fail``, with a new produce call.
+- poll: assign the partition at the offset and consume until records arrive, the partition's end is
+  reported (``enable.partition.eof``) or the wait runs out: ``ok`` with what arrived (possibly nothing);
+  a final poll is ``ok`` only with records or at the end, else ``info``, so that only a true end counts as
+  the empty final poll the checker needs.
+- commit: ``ok`` when the coordinator acknowledged it; any error ``info`` (a commit that failed on the
+  way back may have been stored). committed: ``ok`` with the group's offset (null when none).
+
+Every librdkafka call blocks, so each worker's calls run on a thread of its own; the history is written
+on the event loop, like the HTTP workload's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
+
+from confluent_kafka import (
+    OFFSET_INVALID,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from jepsen.recorder import Recorder
+from jepsen.workload import POLL_TIMEOUT_S, SEND_TIMEOUT_S, Outcome, read_back, record_of, split_key
+
+T = TypeVar("T")
+
+POLL_MESSAGES_MAX = 500
+# Refusals raftlog's Kafka listener gives before proposing (kafka_api/errors.py) and the client's own
+# refusals before a request leaves: the record was definitely not appended.
+NOT_DONE = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.MSG_SIZE_TOO_LARGE,
+    KafkaError.INVALID_RECORD,
+    KafkaError.INVALID_MSG,  # CORRUPT_MESSAGE
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
+})  # fmt: skip
+TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
+
+
+def client_logger(path: str) -> logging.Logger:
+    """librdkafka's log lines (connection refusals and timeouts under faults) go to ``path``, not to the
+    harness's terminal."""
+    logger = logging.getLogger(f"jepsen.kafka.{path}")
+    if not logger.handlers:
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+        logger.setLevel(logging.INFO)
+    return logger
+
+
+def record_args(value: int, base_ms: int) -> dict[str, Any]:
+    """``Producer.produce`` arguments for the record ``workload.record_of`` describes: the same bytes the
+    HTTP API's JSON flavour stores for it."""
+    sent = record_of(value, base_ms)
+    return {
+        "key": json.dumps(sent["key"]).encode(),
+        "value": None if sent["value"] is None else json.dumps(sent["value"]).encode(),
+        "headers": [
+            (h["key"], None if h["value"] is None else str(h["value"]).encode()) for h in sent["headers"]
+        ],
+        "timestamp": sent["timestamp"],
+    }
+
+
+def _text(raw: bytes | None) -> Any:
+    """A key or value as the HTTP API's JSON flavour renders it: its JSON, else its text."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return raw.decode("utf-8", "replace")
+
+
+def _header_text(value: bytes | str | None) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def row_of(message: Message) -> dict[str, Any]:
+    """A consumed message as the row the HTTP workload reads back (``workload.read_back``)."""
+    kind, timestamp = message.timestamp()
+    headers = cast(list[tuple[str, bytes | None]], message.headers() or [])
+    return {
+        "offset": message.offset(),
+        "key": _text(message.key()),
+        "value": _text(message.value()),
+        "headers": [{"key": k, "value": _header_text(v)} for k, v in headers],
+        "timestamp": timestamp,
+        "timestamp_type": TIMESTAMP_TYPES.get(kind, str(kind)),
+    }
+
+
+def _error_fields(error: KafkaError) -> dict[str, Any]:
+    return {"error_code": error.name(), "error": str(error.str())[:200]}
+
+
+class KafkaOperations:
+    """One worker's producer and consumer; the same four operations (and ``end_offset``) as
+    ``workload.Operations``."""
+
+    client = "kafka"
+    retry_after_info = False  # a new produce call is a new record to Kafka, even for an idempotent one
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        recorder: Recorder,
+        base_ms: int,
+        *,
+        process: int,
+        idempotent: bool,
+        logger: logging.Logger,
+    ) -> None:
+        self.recorder = recorder
+        self.base_ms = base_ms
+        common = {
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": int(SEND_TIMEOUT_S * 1000),
+            "topic.metadata.refresh.interval.ms": 2000,
+            "reconnect.backoff.max.ms": 1000,
+            "logger": logger,
+        }
+        producing = {"enable.idempotence": True} if idempotent else {"acks": "all", "retries": 0}
+        self.producer = Producer({
+            **common, **producing,
+            "linger.ms": 0,
+            "message.timeout.ms": int(SEND_TIMEOUT_S * 1000),
+            "request.timeout.ms": int(SEND_TIMEOUT_S * 1000) - 500,
+        })  # fmt: skip
+        self.consumer = Consumer({
+            **common,
+            "group.id": f"g{process}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 200,
+        })  # fmt: skip
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix=f"kafka-g{process}")
+
+    async def _blocking(self, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.thread, call)
+
+    async def close(self) -> None:
+        def close_all() -> None:
+            self.producer.flush(0)
+            self.consumer.close()
+
+        await self._blocking(close_all)
+        self.thread.shutdown(wait=True)
+
+    async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome:
+        """``producer`` is the HTTP workload's explicit pair; here librdkafka keeps id and sequences."""
+        topic, partition = split_key(key)
+        self.recorder.invoke(process, "send", key=key, value=value, client=self.client)
+        kind, fields = await self._blocking(lambda: self._produce(topic, partition, value))
+        fields = {"value": value, **fields}
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _produce(self, topic: str, partition: int, value: int) -> tuple[str, dict[str, Any]]:
+        reports: list[tuple[KafkaError | None, Message]] = []
+        try:
+            self.producer.produce(
+                topic,
+                partition=partition,
+                on_delivery=lambda error, message: reports.append((error, message)),
+                **record_args(value, self.base_ms),
+            )
+        except (BufferError, KafkaException) as exc:  # refused before anything was sent
+            return "fail", {"error": f"produce: {exc}"[:200]}
+        deadline = time.monotonic() + SEND_TIMEOUT_S + 2.0
+        while not reports and time.monotonic() < deadline:
+            self.producer.poll(0.05)
+        if not reports:
+            return "info", {"error": "no delivery report"}
+        error, message = reports[0]
+        if error is None:
+            return "ok", {"offset": message.offset()}
+        return ("fail" if error.code() in NOT_DONE else "info"), _error_fields(error)
+
+    async def poll(self, process: int, key: str, offset: int, *, final: bool = False) -> Outcome:
+        topic, partition = split_key(key)
+        flags = {"final": True} if final else {}
+        self.recorder.invoke(process, "poll", key=key, offset=offset, client=self.client, **flags)
+        records, at_end, errors = await self._blocking(lambda: self._consume(topic, partition, offset))
+        fields: dict[str, Any] = {"offset": offset, **flags, "records": records}
+        if errors:
+            fields["errors"] = errors[:5]
+        kind = "ok" if records or at_end or not final else "info"
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _consume(self, topic: str, partition: int, offset: int) -> tuple[list[list[Any]], bool, list[str]]:
+        self.consumer.assign([TopicPartition(topic, partition, offset)])
+        records: list[list[Any]] = []
+        errors: list[str] = []
+        at_end = False
+        deadline = time.monotonic() + POLL_TIMEOUT_S / 2
+        while not (records or at_end) and time.monotonic() < deadline:
+            for message in self.consumer.consume(POLL_MESSAGES_MAX, 0.1):
+                if message.topic() != topic or message.partition() != partition:
+                    continue  # an earlier assignment's leftovers
+                error = message.error()
+                if error is None:
+                    records.append([message.offset(), read_back(row_of(message), self.base_ms)])
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end = True
+                else:
+                    errors.append(error.name())
+        return records, at_end, errors
+
+    async def commit(self, process: int, key: str, group: str, offset: int) -> Outcome:
+        topic, partition = split_key(key)
+        self.recorder.invoke(process, "commit", key=key, group=group, offset=offset, client=self.client)
+        kind, fields = await self._blocking(lambda: self._commit(topic, partition, offset))
+        fields = {"group": group, "offset": offset, **fields}
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _commit(self, topic: str, partition: int, offset: int) -> tuple[str, dict[str, Any]]:
+        try:
+            answer = self.consumer.commit(
+                offsets=[TopicPartition(topic, partition, offset)], asynchronous=False
+            )
+        except KafkaException as exc:
+            return "info", _error_fields(exc.args[0])
+        failed = [tp.error for tp in answer or [] if tp.error is not None]
+        if failed:
+            return "info", _error_fields(failed[0])
+        return "ok", {"committed": offset}
+
+    async def committed(self, process: int, key: str, group: str) -> Outcome:
+        topic, partition = split_key(key)
+        self.recorder.invoke(process, "committed", key=key, group=group, client=self.client)
+        kind, fields = await self._blocking(lambda: self._committed(topic, partition))
+        fields = {"group": group, **fields}
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _committed(self, topic: str, partition: int) -> tuple[str, dict[str, Any]]:
+        try:
+            (row,) = self.consumer.committed([TopicPartition(topic, partition)], timeout=POLL_TIMEOUT_S)
+        except KafkaException as exc:
+            return "info", _error_fields(exc.args[0])
+        if row.error is not None:
+            return "info", _error_fields(row.error)
+        return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
+
+    async def end_offset(self, key: str) -> int | None:
+        """The partition's high watermark (ListOffsets latest), or None when it cannot be had now."""
+        topic, partition = split_key(key)
+
+        def ask() -> int | None:
+            try:
+                _low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=POLL_TIMEOUT_S
+                )
+            except KafkaException:
+                return None
+            return int(high)
+
+        return await self._blocking(ask)
