@@ -12,7 +12,8 @@ Completions, as the HTTP workload classifies them:
   Kafka listener gives before a produce is proposed (not the leader, no leader, unknown partition, a refused
   record) and for the client's own refusals before sending; ``info`` for everything else (timeouts, lost
   connections, no report within the wait). An idempotent producer retries inside librdkafka, which must
-  never append twice; the harness retries a value only after ``fail``, with a new produce call.
+  never append twice; the harness retries a value only after ``fail``, with a new produce call. A fatal
+  producer error is ``info`` too, and the worker goes on with a new producer (a new producer id).
 - poll: assign the partition at the offset and consume until records arrive, the partition's end is
   reported (``enable.partition.eof``) or the wait runs out: ``ok`` with what arrived (possibly nothing);
   a final poll is ``ok`` only with records or at the end, else ``info``, so that only a true end counts as
@@ -155,12 +156,13 @@ class KafkaOperations:
             "logger": logger,
         }
         producing = {"enable.idempotence": True} if idempotent else {"acks": "all", "retries": 0}
-        self.producer = Producer({
+        self.producer_config = {
             **common, **producing,
             "linger.ms": 0,
             "message.timeout.ms": int(SEND_TIMEOUT_S * 1000),
             "request.timeout.ms": int(SEND_TIMEOUT_S * 1000) - 500,
-        })  # fmt: skip
+        }  # fmt: skip
+        self.producer = Producer(self.producer_config)
         self.consumer = Consumer({
             **common,
             "group.id": f"g{process}",
@@ -204,8 +206,12 @@ class KafkaOperations:
         except (BufferError, KafkaException) as exc:  # refused before anything was sent
             return "fail", {"error": f"produce: {exc}"[:200]}
         deadline = time.monotonic() + SEND_TIMEOUT_S + 2.0
-        while not reports and time.monotonic() < deadline:
-            self.producer.poll(0.05)
+        try:
+            while not reports and time.monotonic() < deadline:
+                self.producer.poll(0.05)
+        except KafkaException as exc:  # a fatal error: this producer is done; the next send gets a new one
+            self.producer = Producer(self.producer_config)
+            return "info", {**_error_fields(exc.args[0]), "fatal": True}
         if not reports:
             return "info", {"error": "no delivery report"}
         error, message = reports[0]

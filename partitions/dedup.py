@@ -1,4 +1,12 @@
-"""Idempotent produce: remember each producer's recent sequences and where they landed (pure)."""
+"""Idempotent produce: remember each producer's epoch and recent sequences and where they landed (pure).
+
+Kafka's producer epochs: a producer that bumps its epoch (librdkafka does so itself after a request
+whose outcome it cannot know, KIP-360) starts its sequences again at 0, and the table forgets the old
+epoch's window; a batch of an epoch older than the producer's newest is fenced (a zombie); a new epoch
+that does not start at sequence 0 is out of order. Within an epoch, sequences grow: one seen is a
+duplicate, one above the newest is fresh (raftlog's HTTP producers may skip sequences), one below the
+window is too old to tell apart.
+"""
 
 from __future__ import annotations
 
@@ -36,22 +44,48 @@ class TooOld:
     oldest_known: int
 
 
-Decision = Duplicate | Fresh | TooOld
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """An epoch older than the producer's newest: a zombie's write, refused."""
+
+    current_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewEpochNotAtZero:
+    """A producer's new epoch must start at sequence 0."""
+
+    epoch: int
+
+
+Decision = Duplicate | Fresh | TooOld | Fenced | NewEpochNotAtZero
+
+
+@dataclass(slots=True)
+class _Producer:
+    epoch: int
+    window: list[Appended]
 
 
 class ProducerTable:
-    """Per-producer windows of the last ``WINDOW`` applied sequences. Deterministic: the same applies in
-    the same order give the same table on every replica (eviction is by order of use, not by clock)."""
+    """Per producer, its newest epoch and the window of its last ``WINDOW`` applied sequences in that
+    epoch. Deterministic: the same applies in the same order give the same table on every replica
+    (eviction is by order of use, not by clock)."""
 
     def __init__(self, producers_max: int = PRODUCERS_MAX) -> None:
         check(producers_max >= 1, f"producers_max {producers_max} must be >= 1")
         self._producers_max = producers_max
-        self._windows: OrderedDict[int, list[Appended]] = OrderedDict()
+        self._producers: OrderedDict[int, _Producer] = OrderedDict()
 
-    def decide(self, producer_id: int, sequence: int) -> Decision:
-        window = self._windows.get(producer_id)
-        if not window:
+    def decide(self, producer_id: int, epoch: int, sequence: int) -> Decision:
+        known = self._producers.get(producer_id)
+        if known is None:
             return Fresh()
+        if epoch < known.epoch:
+            return Fenced(known.epoch)
+        if epoch > known.epoch:
+            return Fresh() if sequence == 0 else NewEpochNotAtZero(epoch)
+        window = known.window
         for entry in window:
             if entry.sequence == sequence:
                 return Duplicate(entry.base_offset, entry.end_offset)
@@ -59,29 +93,41 @@ class ProducerTable:
             return Fresh()
         return TooOld(window[0].sequence)
 
-    def record(self, producer_id: int, sequence: int, base_offset: int, end_offset: int) -> None:
-        window = self._windows.pop(producer_id, [])
-        last = window[-1].sequence if window else None
+    def record(self, producer_id: int, epoch: int, sequence: int, base_offset: int, end_offset: int) -> None:
+        known = self._producers.pop(producer_id, None)
+        if known is None or epoch > known.epoch:
+            known = _Producer(epoch, [])
+        last = known.window[-1].sequence if known.window else None
         check(
-            last is None or sequence > last,
-            f"producer {producer_id}: sequence {sequence} recorded after {last}",
+            epoch == known.epoch and (last is None or sequence > last),
+            f"producer {producer_id}: epoch {epoch} sequence {sequence} recorded after epoch "
+            f"{known.epoch} sequence {last}",
         )
-        window.append(Appended(sequence, base_offset, end_offset))
-        del window[:-WINDOW]
-        self._windows[producer_id] = window  # most recently used last
-        while len(self._windows) > self._producers_max:
-            self._windows.popitem(last=False)
+        known.window.append(Appended(sequence, base_offset, end_offset))
+        del known.window[:-WINDOW]
+        self._producers[producer_id] = known  # most recently used last
+        while len(self._producers) > self._producers_max:
+            self._producers.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._windows)
+        return len(self._producers)
 
     def to_rows(self) -> list[list[int]]:
-        """Flat rows ``[producer_id, sequence, base, end]`` in use order, for snapshots."""
-        return [[pid, e.sequence, e.base_offset, e.end_offset] for pid, w in self._windows.items() for e in w]
+        """Flat rows ``[producer_id, epoch, sequence, base, end]`` in use order, for snapshots."""
+        return [
+            [pid, p.epoch, e.sequence, e.base_offset, e.end_offset]
+            for pid, p in self._producers.items()
+            for e in p.window
+        ]
 
     @classmethod
     def from_rows(cls, rows: list[list[int]], producers_max: int = PRODUCERS_MAX) -> ProducerTable:
+        """Rows of ``to_rows``; a snapshot written before epochs were kept has rows without one, which
+        were all epoch 0 (the HTTP API's producers have no other)."""
         table = cls(producers_max)
-        for producer_id, sequence, base_offset, end_offset in rows:
-            table.record(producer_id, sequence, base_offset, end_offset)
+        for row in rows:
+            producer_id, epoch, sequence, base_offset, end_offset = (
+                row if len(row) == 5 else [row[0], 0, *row[1:]]
+            )
+            table.record(producer_id, epoch, sequence, base_offset, end_offset)
         return table

@@ -27,6 +27,31 @@ class SequenceTooOld(PartitionError):
         self.oldest_known = oldest_known
 
 
+class ProducerFenced(PartitionError):
+    """A batch of an older epoch than the producer's newest: the producer was replaced (a zombie), and its
+    write is refused."""
+
+    def __init__(self, producer_id: int, epoch: int, current_epoch: int) -> None:
+        super().__init__(
+            f"producer {producer_id}: epoch {epoch} is older than its current epoch {current_epoch}"
+        )
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.current_epoch = current_epoch
+
+
+class OutOfOrderSequence(PartitionError):
+    """A producer's new epoch began at a sequence other than 0: records of it are missing."""
+
+    def __init__(self, producer_id: int, epoch: int, sequence: int) -> None:
+        super().__init__(
+            f"producer {producer_id}: its new epoch {epoch} must start at sequence 0, not {sequence}"
+        )
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.sequence = sequence
+
+
 class ReplicaRecovering(PartitionError):
     """This replica's log lacks committed records that it is copying from its peers (it installed a
     snapshot of its leader ahead of its log): offsets in ``[log_end_offset, high_watermark)`` cannot be

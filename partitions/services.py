@@ -304,7 +304,8 @@ class DataService(Protocol):
 
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
         """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
-        replicated (``InvalidRecord`` names what is malformed)."""
+        replicated (``InvalidRecord`` names what is malformed); an idempotent one may also be refused
+        ``SequenceTooOld``, ``ProducerFenced`` (an older epoch) or ``OutOfOrderSequence``."""
         ...
 
     async def fetch_batches(

@@ -36,8 +36,8 @@ from types import MappingProxyType
 import msgpack
 
 from partitions.commands import Barrier, CommitOffset, GroupCommand, Produce, decode
-from partitions.dedup import Duplicate, Fresh, ProducerTable, TooOld
-from partitions.errors import InvalidCommand, SequenceTooOld
+from partitions.dedup import Duplicate, Fenced, Fresh, NewEpochNotAtZero, ProducerTable, TooOld
+from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
@@ -59,7 +59,7 @@ class Produced:
 class Refused:
     """A deterministic refusal: every replica refuses the same entry the same way; nothing is written."""
 
-    error: InvalidCommand | SequenceTooOld | InvalidRecord
+    error: InvalidCommand | SequenceTooOld | ProducerFenced | OutOfOrderSequence | InvalidRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +126,17 @@ class PartitionStateMachine:
         except BatchFormatError as exc:
             return Refused(InvalidRecord(f"malformed batch: {exc}"))
         producer_id, sequence = header.producer_id, header.sequence
+        epoch = header.producer_epoch or 0  # None: a batch of format v1, which had epoch 0 only
         if producer_id is not None and sequence is not None:
-            decision = self.producers.decide(producer_id, sequence)
+            decision = self.producers.decide(producer_id, epoch, sequence)
             if isinstance(decision, Duplicate):
                 return Produced(decision.base_offset, decision.end_offset, duplicate=True)
             if isinstance(decision, TooOld):
                 return Refused(SequenceTooOld(producer_id, sequence, decision.oldest_known))
+            if isinstance(decision, Fenced):
+                return Refused(ProducerFenced(producer_id, epoch, decision.current_epoch))
+            if isinstance(decision, NewEpochNotAtZero):
+                return Refused(OutOfOrderSequence(producer_id, epoch, sequence))
             if not isinstance(decision, Fresh):
                 raise InvariantViolation(f"unhandled dedup decision {decision!r}")
         base_offset = self.high_watermark
@@ -139,7 +144,7 @@ class PartitionStateMachine:
         self._write(batch, header, term, base_offset)
         self.high_watermark = end_offset
         if producer_id is not None and sequence is not None:
-            self.producers.record(producer_id, sequence, base_offset, end_offset)
+            self.producers.record(producer_id, epoch, sequence, base_offset, end_offset)
         return Produced(base_offset, end_offset)
 
     def _write(self, batch: bytes | memoryview, header: BatchHeader, term: int, base_offset: int) -> None:

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partitions import commands
-from partitions.dedup import WINDOW, Duplicate, Fresh, ProducerTable, TooOld
-from partitions.errors import InvalidCommand, SequenceTooOld
+from partitions.dedup import WINDOW, Duplicate, Fenced, Fresh, NewEpochNotAtZero, ProducerTable, TooOld
+from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
 from partitions.state_machine import OffsetCommitted, PartitionStateMachine, Produced, Refused
 from raftlog.errors import InvariantViolation
 from raftlog.storage import Log, LogConfig, ProducerRecord
@@ -21,8 +21,12 @@ from raftlog.storage.batch import encode_batch
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=128)
 
 
-def produce(values: list[bytes], producer_id: int | None = None, sequence: int | None = None) -> bytes:
-    batch = encode_batch(0, [ProducerRecord(v) for v in values], 0, 1_000, producer_id, sequence)
+def produce(
+    values: list[bytes], producer_id: int | None = None, sequence: int | None = None, epoch: int | None = None
+) -> bytes:
+    batch = encode_batch(
+        0, [ProducerRecord(v) for v in values], 0, 1_000, producer_id, sequence, producer_epoch=epoch
+    )
     return commands.encode(commands.Produce(batch))
 
 
@@ -63,6 +67,31 @@ def test_a_sequence_older_than_the_window_is_refused_not_appended(tmp_path: path
     result = machine.apply(99, 1, produce([b"v0"], producer_id=1, sequence=0))
     assert isinstance(result, Refused) and isinstance(result.error, SequenceTooOld)
     assert machine.high_watermark == WINDOW + 1
+
+
+def test_a_new_producer_epoch_starts_at_zero_and_fences_the_old_one(tmp_path: pathlib.Path) -> None:
+    """librdkafka bumps its epoch itself after a request whose outcome it cannot know (KIP-360) and starts
+    its sequences again at 0: that is fresh, not too old; the old epoch is then a zombie's."""
+    machine = open_machine(tmp_path)
+    for sequence in range(3):
+        machine.apply(sequence + 1, 1, produce([b"e0-%d" % sequence], producer_id=9, sequence=sequence))
+    assert machine.apply(4, 1, produce([b"e1-0"], producer_id=9, sequence=0, epoch=1)) == Produced(3, 4)
+    assert machine.apply(5, 1, produce([b"e1-0"], producer_id=9, sequence=0, epoch=1)) == Produced(
+        3, 4, duplicate=True
+    )
+    zombie = machine.apply(6, 1, produce([b"e0-3"], producer_id=9, sequence=3, epoch=0))
+    assert isinstance(zombie, Refused) and isinstance(zombie.error, ProducerFenced)
+    skipped = machine.apply(7, 1, produce([b"e2-5"], producer_id=9, sequence=5, epoch=2))
+    assert isinstance(skipped, Refused) and isinstance(skipped.error, OutOfOrderSequence)
+    assert values_in(machine) == [b"e0-0", b"e0-1", b"e0-2", b"e1-0"]
+    snapshot = machine.producers.to_rows()
+    assert ProducerTable.from_rows(snapshot).decide(9, 0, 4) == Fenced(1)
+
+
+def test_a_snapshot_table_without_epochs_reads_as_epoch_0() -> None:
+    table = ProducerTable.from_rows([[5, 0, 0, 1], [5, 1, 1, 3]])
+    assert table.to_rows() == [[5, 0, 0, 0, 1], [5, 0, 1, 1, 3]]
+    assert table.decide(5, 0, 1) == Duplicate(1, 3)
 
 
 def test_malformed_commands_are_refused_deterministically(tmp_path: pathlib.Path) -> None:
@@ -132,22 +161,30 @@ def test_replay_that_differs_from_disk_stops_loudly(tmp_path: pathlib.Path) -> N
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12)), max_size=60))
-def test_producer_table_matches_a_brute_force_model(ops: list[tuple[int, int]]) -> None:
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 12)), max_size=60))
+def test_producer_table_matches_a_brute_force_model(ops: list[tuple[int, int, int]]) -> None:
     table = ProducerTable(producers_max=3)
-    history: dict[int, list[int]] = {}
+    history: dict[int, tuple[int, list[int]]] = {}  # producer -> (newest epoch, its sequences)
     order: list[int] = []
     offset = 0
-    for producer_id, sequence in ops:
-        decision = table.decide(producer_id, sequence)
-        seen = history.get(producer_id, [])
+    for producer_id, epoch, sequence in ops:
+        decision = table.decide(producer_id, epoch, sequence)
+        known_epoch, seen = history.get(producer_id, (-1, []))
+        if producer_id in history and epoch < known_epoch:
+            assert decision == Fenced(known_epoch)
+            continue
+        if producer_id in history and epoch > known_epoch and sequence != 0:
+            assert decision == NewEpochNotAtZero(epoch)
+            continue
+        if epoch > known_epoch:
+            seen = []
         if sequence in seen[-WINDOW:]:
             assert isinstance(decision, Duplicate)
         elif not seen or sequence > seen[-1]:
             assert isinstance(decision, Fresh)
-            table.record(producer_id, sequence, offset, offset + 1)
+            table.record(producer_id, epoch, sequence, offset, offset + 1)
             offset += 1
-            history.setdefault(producer_id, []).append(sequence)
+            history[producer_id] = (epoch, [*seen, sequence])
             if producer_id in order:
                 order.remove(producer_id)
             order.append(producer_id)
