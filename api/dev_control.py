@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 SOCKET_NAME = "dev.sock"
@@ -93,30 +94,42 @@ def socket_path(data_dir: str) -> str:
     return os.path.join(data_dir, SOCKET_NAME)
 
 
-def _address(path: str) -> str:
-    """``path`` as ``bind``/``connect`` can take it: a UNIX socket's path has at most 107 bytes, so a long
-    absolute path is given relative to the working directory when that is short enough."""
+@contextlib.contextmanager
+def _address(path: str) -> Iterator[str]:
+    """``path`` as ``bind``/``connect`` can take it. A UNIX socket's path has at most 107 bytes; a longer
+    one is reached through its folder, held open: ``/proc/self/fd/N/dev.sock`` names the same file."""
     if len(os.fsencode(path)) <= _SUN_PATH_BYTES_MAX:
-        return path
-    relative = os.path.relpath(path)
-    if len(os.fsencode(relative)) <= _SUN_PATH_BYTES_MAX:
-        return relative
-    raise ControlError(
-        f"the control socket's path {path} is longer than a UNIX socket allows "
-        f"({_SUN_PATH_BYTES_MAX} bytes): use a shorter --data-dir"
-    )
+        yield path
+        return
+    folder, name = os.path.split(path)
+    try:
+        descriptor = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise  # no folder, no supervisor: ask() says so
+    except OSError as exc:
+        raise ControlError(f"cannot open the folder of the control socket {path}: {exc}") from exc
+    try:
+        short = f"/proc/self/fd/{descriptor}/{name}"
+        if not os.path.isdir(f"/proc/self/fd/{descriptor}"):
+            raise ControlError(
+                f"the control socket's path {path} is longer than a UNIX socket allows "
+                f"({_SUN_PATH_BYTES_MAX} bytes) and there is no /proc to shorten it: use a shorter --data-dir"
+            )
+        yield short
+    finally:
+        os.close(descriptor)
 
 
 def listen(data_dir: str) -> socket.socket:
     """The supervisor's listening socket. A socket file left by a supervisor that was killed is replaced:
     the caller holds the data folder's lock, so no other supervisor of this folder is running."""
     path = socket_path(data_dir)
-    address = _address(path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(address)
+        with _address(path) as address:
+            listener.bind(address)
         os.chmod(path, 0o600)
         listener.listen(8)
         listener.setblocking(False)
@@ -144,7 +157,8 @@ def ask(data_dir: str, request: Request, timeout_s: float = ANSWER_TIMEOUT_S) ->
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(timeout_s)
         try:
-            connection.connect(_address(socket_path(data_dir)))
+            with _address(socket_path(data_dir)) as address:
+                connection.connect(address)
         except (FileNotFoundError, ConnectionRefusedError):
             raise NoSupervisor(data_dir) from None
         connection.sendall(request.encode())

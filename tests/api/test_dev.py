@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import select
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from api import dev
+from api import dev, dev_control
 from api.dev_control import Answer, ControlError, Request
 
 ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
@@ -239,3 +241,29 @@ def test_requests_and_answers_round_trip() -> None:
     request = Request("restart", "n3", kill=True)
     assert Request.decode(request.encode()) == request
     assert Answer.decode(Answer(False, "n3 is not running").encode()) == Answer(False, "n3 is not running")
+
+
+def test_a_data_folder_too_deep_for_a_unix_socket_path_still_takes_control_requests(
+    tmp_path: pathlib.Path,
+) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    assert len(str(deep / dev_control.SOCKET_NAME)) > 107
+    listener = dev_control.listen(str(deep))
+    try:
+        assert (deep / dev_control.SOCKET_NAME).is_socket()
+        asked = threading.Thread(
+            target=lambda: answers.append(dev_control.ask(str(deep), Request("stop", "n1"))), daemon=True
+        )
+        answers: list[Answer] = []
+        asked.start()
+        select.select([listener], [], [], 10)
+        connection, _ = listener.accept()
+        with connection:
+            connection.settimeout(10)
+            assert Request.decode(dev_control.read_line(connection)) == Request("stop", "n1")
+            connection.sendall(Answer(True, "stopped").encode())
+        asked.join(10)
+        assert answers == [Answer(True, "stopped")]
+    finally:
+        listener.close()
