@@ -180,10 +180,18 @@ def _term_at(log: Any, index: int) -> int | None:
     return int(entry[2]) if entry[1] == index else None
 
 
+MIN_ACKED_WAIT_S = 20.0
+
+
 def run_trial(
-    kind: str, window: int = 20_000, crash_after_s: float = 4.0, election_wait_s: float = 10.0
+    kind: str,
+    window: int = 20_000,
+    crash_after_s: float = 4.0,
+    election_wait_s: float = 10.0,
+    min_acked: int = 0,
 ) -> TrialResult:
-    """One bounded trial: at most ~crash_after_s + election_wait_s + 3 s."""
+    """One bounded trial: at most ~crash_after_s + election_wait_s + 3 s, and up to ``MIN_ACKED_WAIT_S``
+    more while fewer than ``min_acked`` writes are acknowledged (a loaded machine is slow to start)."""
     if kind not in ("stock", "patched"):
         raise ValueError(f"kind must be 'stock' or 'patched', got {kind!r}")
     logging.getLogger("pysyncobj").setLevel(
@@ -231,7 +239,8 @@ def run_trial(
         client_thread = threading.Thread(target=client, name="client", daemon=True)
         client_thread.start()
         crash_at = time.monotonic() + crash_after_s
-        while time.monotonic() < crash_at:
+        give_up_at = crash_at + MIN_ACKED_WAIT_S
+        while (now := time.monotonic()) < crash_at or (len(acked) < min_acked and now < give_up_at):
             commit = leader._SyncObj__raftCommitIndex  # read first: followers only grow past it
             commit_term = _term_at(leader_log, commit)
             holders = 1 + sum(1 for log in follower_logs if _term_at(log, commit) == commit_term)
