@@ -14,8 +14,9 @@ lint: bootstrap
 typecheck: bootstrap
 	.venv/bin/mypy raftlog partitions membership api raftlog_client raftlog_bench raftlog_cli jepsen raftlog_spark kafka_api
 
+# Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
 unit: bootstrap
-	.venv/bin/python -m pytest -q --durations=15
+	.venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 test: lint typecheck unit
 

@@ -122,8 +122,28 @@ def plan(count: int, base_port: int) -> list[DevNode]:
 
 # Ports handed out for tests, benchmarks and the fault harness come from below Linux's ephemeral range
 # (32768-60999 by default), so an outgoing connection's source port can never take one between the
-# check and the bind.
+# check and the bind. Processes choosing ports side by side (parallel test workers) each take their own
+# part of it through PORTS_ENV ("LOW-HIGH"), inherited by the processes they start.
 UNEPHEMERAL_PORTS = range(10_000, 32_000)
+PORTS_ENV = "RAFTLOG_FREE_PORTS"
+
+
+def port_range() -> range:
+    """Where ``free_port`` and ``free_base_port`` choose: ``UNEPHEMERAL_PORTS``, or PORTS_ENV's range."""
+    text = os.environ.get(PORTS_ENV)
+    if not text:
+        return UNEPHEMERAL_PORTS
+    low, _, high = text.partition("-")
+    try:
+        chosen = range(int(low), int(high))
+    except ValueError:
+        chosen = range(0)
+    if not (chosen.start >= 1024 and chosen.stop <= 65536 and len(chosen) >= 2 * KAFKA_PORT_OFFSET):
+        raise ValueError(
+            f"{PORTS_ENV}={text!r}: expected LOW-HIGH within 1024-65535, "
+            f"at least {2 * KAFKA_PORT_OFFSET} ports wide"
+        )
+    return chosen
 
 
 def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
@@ -131,11 +151,11 @@ def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | Non
     are all free right now (for tests, benchmarks and the fault harness; a race with other processes
     choosing ports remains until bound)."""
     rng = rng or random.Random()
+    ports = port_range()
     for _ in range(200):
-        base = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop - KAFKA_PORT_OFFSET - count)
+        base = rng.randrange(ports.start, ports.stop - KAFKA_PORT_OFFSET - count)
         offsets = (0, RAFT_PORT_OFFSET, GOSSIP_PORT_OFFSET, KAFKA_PORT_OFFSET)
-        ports = [base + offset + i for offset in offsets for i in range(count)]
-        if all(_port_free(host, port) for port in ports):
+        if all(_port_free(host, base + offset + i) for offset in offsets for i in range(count)):
             return base
     raise RuntimeError(f"no free range of {count} x 4 ports on {host}")
 
@@ -150,8 +170,9 @@ def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
     """One port free right now for TCP and UDP on ``host``, from below the ephemeral range, and not one
     this process was handed lately (a caller may not have bound that one yet)."""
     rng = rng or random.Random()
+    ports = port_range()
     for _ in range(200):
-        port = rng.randrange(UNEPHEMERAL_PORTS.start, UNEPHEMERAL_PORTS.stop)
+        port = rng.randrange(ports.start, ports.stop)
         if port not in _HANDED_OUT and _port_free(host, port):
             _HANDED_OUT[port] = None
             while len(_HANDED_OUT) > _HANDED_OUT_MAX:

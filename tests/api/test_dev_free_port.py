@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from api import dev
 
 
@@ -39,3 +41,20 @@ def test_the_memory_of_handed_out_ports_is_bounded() -> None:
     for _ in range(dev._HANDED_OUT_MAX + 50):
         dev.free_port()
     assert len(dev._HANDED_OUT) == dev._HANDED_OUT_MAX
+
+
+def test_processes_side_by_side_choose_from_their_own_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(dev.PORTS_ENV, "20000-24000")
+    assert dev.port_range() == range(20000, 24000)
+    assert all(20000 <= dev.free_port() < 24000 for _ in range(20))
+    base = dev.free_base_port(3)
+    assert base >= 20000 and base + dev.KAFKA_PORT_OFFSET + 2 < 24000
+    monkeypatch.delenv(dev.PORTS_ENV)
+    assert dev.port_range() == dev.UNEPHEMERAL_PORTS
+
+
+@pytest.mark.parametrize("text", ["20000", "x-y", "500-3000", "20000-20100", "60000-70000"])
+def test_a_bad_port_range_names_the_variable(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setenv(dev.PORTS_ENV, text)
+    with pytest.raises(ValueError, match=dev.PORTS_ENV):
+        dev.port_range()

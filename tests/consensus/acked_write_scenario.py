@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 import threading
 import time
@@ -32,6 +31,7 @@ from typing import Any
 
 from pysyncobj import SyncObj, SyncObjConf, replicated
 
+from api.dev import free_port
 from raftlog.consensus.core import CoreConfig, RaftCore
 
 
@@ -57,15 +57,9 @@ class TrialResult:
 
 
 def free_ports(count: int) -> list[int]:
-    sockets = []
-    for _ in range(count):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        sockets.append(sock)
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
+    """Ports below the ephemeral range (``api.dev.free_port``): an ephemeral one, free when checked, can
+    become another process's source port before the node binds it."""
+    return [free_port() for _ in range(count)]
 
 
 class StockReplica(SyncObj):  # type: ignore[misc]
