@@ -2,8 +2,9 @@
 the benchmark's ``Target`` for ``raftlog bench perf --client kafka``.
 
 Produce: one idempotent producer (acks=all, ``linger.ms`` 5, batches up to 1 MiB) shared by every worker;
-a worker's "batch" is ``batch_records`` records handed to it for one partition, done when librdkafka
-reported each delivered (librdkafka batches them as it sees fit, as in any Kafka application).
+a worker's "batch" is ``batch_records`` records handed to it for one partition in one
+``produce_batch`` call (confluent-kafka's bulk produce), done when librdkafka reported each delivered
+(librdkafka batches them as it sees fit, as in any Kafka application).
 Single records: a second idempotent producer with ``linger.ms`` 0, one record per send. Consume: a
 consumer assigned to the partition from offset 0. librdkafka's delivery reports come on a poll thread
 of this process and are handed to the event loop. Topics are created and deleted through the HTTP
@@ -22,7 +23,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from raftlog_bench.targets import COMPRESSIONS, Layout, RaftlogTarget, SendFailed, sample_values
 
-POLL_S = 0.01
+POLL_S = 0.05  # a poll returns as soon as a delivery report is there; this bounds a stop's wait
 CONSUME_BATCH = 10_000
 
 
@@ -40,7 +41,7 @@ class KafkaTarget:
         self._batch: Producer | None = None
         self._single: Producer | None = None
         self._stop = threading.Event()
-        self._poller: threading.Thread | None = None
+        self._pollers: list[threading.Thread] = []
 
     def _producer(self, linger_ms: int) -> Producer:
         return Producer({
@@ -56,14 +57,17 @@ class KafkaTarget:
     async def connect(self) -> None:
         await self.admin.connect()
         self._batch, self._single = self._producer(5), self._producer(0)
-        self._poller = threading.Thread(target=self._poll, name="kafka-delivery", daemon=True)
-        self._poller.start()
+        # a thread per producer: one polling the other (idle) producer would hold reports back
+        self._pollers = [
+            threading.Thread(target=self._poll, args=(producer,), name=f"kafka-delivery-{i}", daemon=True)
+            for i, producer in enumerate((self._batch, self._single))
+        ]
+        for poller in self._pollers:
+            poller.start()
 
-    def _poll(self) -> None:
+    def _poll(self, producer: Producer) -> None:
         while not self._stop.is_set():
-            for producer in (self._batch, self._single):
-                if producer is not None:
-                    producer.poll(POLL_S)
+            producer.poll(POLL_S)
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout
@@ -97,13 +101,17 @@ class KafkaTarget:
                 loop.call_soon_threadsafe(settle)
 
         topic = self.layout.name
-        for value in values:
-            while True:
-                try:
-                    producer.produce(topic, value, partition=partition, on_delivery=delivered)
-                    break
-                except BufferError:  # librdkafka's queue is full: let deliveries drain it
-                    await asyncio.sleep(0.001)
+        waiting = [{"value": value} for value in values]
+        while waiting:
+            try:
+                queued = producer.produce_batch(topic, waiting, partition=partition, on_delivery=delivered)
+            except BufferError:  # librdkafka's queue is full before the first: let deliveries drain it
+                queued = 0
+            if queued < len(waiting):  # the ones not queued carry "_error"; send them again shortly
+                waiting = [{"value": m["value"]} for m in waiting if "_error" in m] if queued else waiting
+                await asyncio.sleep(0.001)
+            else:
+                waiting = []
         return await done
 
     async def send_batch(self, worker: int, partition: int) -> int:
@@ -146,6 +154,6 @@ class KafkaTarget:
             if producer is not None:
                 await asyncio.to_thread(producer.flush, 10)
         self._stop.set()
-        if self._poller is not None:
-            await asyncio.to_thread(self._poller.join, 5)
+        for poller in self._pollers:
+            await asyncio.to_thread(poller.join, 5)
         await self.admin.close()
