@@ -350,7 +350,7 @@ async def serve(
     runner = web.AppRunner(build_app(node, admin_token=admin_token), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, http.host, http.port)
-    kafka_server = KafkaServer(Door(node, kafka_cluster_id(config.cluster_secret)))
+    kafka_server = KafkaServer(Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

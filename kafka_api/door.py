@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from kafka_api.groups import ClassicGroups
@@ -26,6 +27,7 @@ def broker_id(node_id: str) -> int:
 class Door:
     node: FrontDoor
     cluster_id: str  # the same on every node of a cluster
+    ensure_group_topic: Callable[[], Awaitable[None]]  # creates __consumer_groups as the node's groups do
     groups: ClassicGroups = field(default_factory=ClassicGroups)  # the groups this node coordinates
 
     def broker_address(self, node_id: str) -> tuple[str, int] | None:

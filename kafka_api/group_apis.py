@@ -10,7 +10,6 @@ answers NOT_COORDINATOR and the client looks it up again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import time
 from typing import Any
@@ -21,8 +20,8 @@ from kafka_api import wire
 from kafka_api.door import Door, broker_id
 from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
-from partitions.errors import TopicExists, UnknownTopic
-from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GROUPS_TOPIC
+from partitions.errors import UnknownTopic
+from partitions.groups.coordinator import GROUPS_TOPIC
 from partitions.partitioner import partition_for_key
 
 GROUP_KEY = 0
@@ -57,19 +56,6 @@ def _coordinating(door: Door, group: str) -> None:
         raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")
 
 
-async def _ensure_groups_topic(door: Door) -> None:
-    try:
-        door.node.metadata.topic(GROUPS_TOPIC)
-        return
-    except UnknownTopic:
-        pass
-    alive = [n for n in door.node.metadata.nodes() if n.state == "alive"]
-    with contextlib.suppress(TopicExists):
-        await door.node.cluster.admin.create_topic(
-            GROUPS_TOPIC, GROUP_PARTITIONS_DEFAULT, min(3, len(alive)), {}
-        )
-
-
 # -- FindCoordinator --------------------------------------------------------------------------------
 
 
@@ -95,7 +81,7 @@ async def _find(door: Door, key: str, key_type: int) -> dict[str, Any]:
     if key_type != GROUP_KEY:
         return refused(ErrorCode.unsupported_version, "transactions are not supported by raftlog")
     try:
-        await _ensure_groups_topic(door)
+        await door.ensure_group_topic()
     except Exception as exc:  # every error is this key's answer (kafka_api.errors)
         return refused(code_of(exc), str(exc))
     leader = coordinator_of(door, key)

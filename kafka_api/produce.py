@@ -1,11 +1,12 @@
 """Produce: each partition's record batch appended on this node as the partition's leader.
 
 acks=all and acks=1 both answer once a majority has the batch (raftlog commits through Raft either way);
-acks=0 gets no answer. Partitions of one request are proposed in the order they appear, and requests of
-one connection in the order they came (the server starts their handlers in order, and the data plane
-proposes a partition's produces in the order they began): a producer's pipelined batches keep their
-order. A batch is checked as strictly as any producer's (``check_producer_batch``): exactly one
-RecordBatch v2 per partition. Transactional produce is not supported and says so.
+acks=0 gets no answer. A LogAppendTime topic's answer carries the leader's stamp. Partitions of one
+request are proposed in the order they appear, and requests of one connection in the order they came
+(the server starts their handlers in order, and the data plane proposes a partition's produces in the
+order they began): a producer's pipelined batches keep their order. A batch is checked as strictly as
+any producer's (``check_producer_batch``): exactly one RecordBatch v2 per partition. Transactional
+produce is not supported and says so.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ async def produce(door: Door, request: wire.Request) -> Any:
         return None
     by_topic: dict[str, list[Any]] = {}
     for name, index, call in calls:
-        code, message, base = ErrorCode.none, None, NO_OFFSET
+        code, message, base, appended_at = ErrorCode.none, None, NO_OFFSET, None
         if isinstance(call, tuple):
             code, message = call
         elif call.exception() is not None:
@@ -65,13 +66,14 @@ async def produce(door: Door, request: wire.Request) -> Any:
             code, message = code_of(error), str(error)
         else:
             base = call.result().base_offset
+            appended_at = _append_time(call.result().log_append_time_ms)
         by_topic.setdefault(name, []).append(
             wire.build(
                 partition_cls,
                 index=index,
                 error_code=code,
                 base_offset=base,
-                log_append_time=None,
+                log_append_time=appended_at,  # None (-1): CreateTime, or a duplicate
                 log_start_offset=NO_OFFSET,
                 record_errors=(),
                 error_message=message,
@@ -81,3 +83,9 @@ async def produce(door: Door, request: wire.Request) -> Any:
         wire.build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()
     )
     return wire.build(cls, responses=responses, throttle_time=wire.NO_THROTTLE)
+
+
+def _append_time(ms: int | None) -> datetime.datetime | None:
+    if ms is None:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).replace(microsecond=(ms % 1000) * 1000)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -186,7 +187,10 @@ class DataPlane:
             await turn.wait()
         finally:
             turn.end()
-        return await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+        result = await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+        if append_time and not result.duplicate:  # a duplicate's stamp is its first append's, not this
+            return dataclasses.replace(result, log_append_time_ms=now)
+        return result
 
     async def _off_loop(self, work: Callable[..., bytes], *args: object) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)

@@ -184,6 +184,11 @@ class GroupCoordinator:
 
     # -- routing ---------------------------------------------------------------------------------------
 
+    async def ensure_topic(self) -> None:
+        """Create the coordinator partitions' topic if there is none yet (every front door's groups live
+        in it: as many partitions as this node was configured with)."""
+        await self._log.ensure_topic()
+
     def coordinator_partition(self, group: str) -> int:
         return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
 
@@ -251,7 +256,7 @@ class GroupCoordinator:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
         member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
-        await self._log.ensure_topic()
+        await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)
         if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:

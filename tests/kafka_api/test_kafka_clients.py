@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka_fixtures import http_client
@@ -198,3 +198,29 @@ def test_a_topic_codec_recompresses_what_a_kafka_producer_sent(
     assert producer.flush(30) == 0
     messages = _confluent_consume(kafka_cluster, "recompressed", 1, 100)
     assert [int(m.key()) for m in messages] == list(range(100))
+
+
+def test_a_log_append_time_topic_answers_the_leaders_stamp(kafka_cluster: LocalCluster) -> None:
+    """The produce answer carries the stamp the leader wrote, so the producer's delivery report shows the
+    time the record has in the log, not the one the producer gave it."""
+    with http_client(kafka_cluster) as client:
+        client.create_topic("stamped", 1, 3, {"message.timestamp.type": "LogAppendTime"})
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "enable.idempotence": True})
+    reports: list[Any] = []
+    before_ms = int(time.time() * 1000)
+    for i in range(3):
+        producer.produce(
+            "stamped",
+            value=b"%d" % i,
+            timestamp=1_000_000 + i,
+            on_delivery=lambda e, m: reports.append((e, m)),
+        )
+    assert producer.flush(30) == 0
+    after_ms = int(time.time() * 1000)
+    assert [error for error, _ in reports] == [None] * 3
+    stamps = [message.timestamp() for _, message in reports]
+    assert all(
+        kind == TIMESTAMP_LOG_APPEND_TIME and before_ms - 1000 <= ms <= after_ms + 1000 for kind, ms in stamps
+    )
+    consumed = [m.timestamp() for m in _confluent_consume(kafka_cluster, "stamped", 1, 3)]
+    assert consumed == stamps  # as stored: the stamp of each record's batch
