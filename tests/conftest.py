@@ -14,4 +14,3 @@ if _worker.startswith("gw") and dev.PORTS_ENV not in os.environ:
     _width = len(dev.UNEPHEMERAL_PORTS) // max(_count, 1)
     _low = dev.UNEPHEMERAL_PORTS.start + _index * _width
     os.environ[dev.PORTS_ENV] = f"{_low}-{_low + _width}"
-
