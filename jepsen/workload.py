@@ -1,7 +1,9 @@
 """The Kafka-style queue workload: producers, consumers, commits, and the final read.
 
-Every operation is one HTTP request to a random node (any node answers; non-leaders forward), recorded as
-an invoke and a completion (docs/jepsen-history.md). Completions are classified:
+A worker runs its operations through one door (``ClientOperations``): here, ``Operations``, where every
+operation is one HTTP request to a random node (any node answers; non-leaders forward); or a Kafka client
+of its own (``jepsen.kafka_workload``). Each is recorded as an invoke and a completion
+(docs/jepsen-history.md). HTTP completions are classified:
 
 - ``ok``: 2xx (and, for a produce, the record's own ``error_code`` is null);
 - ``fail`` (definitely not done): 4xx; 503 / a 503xx record error (retriable, not done); a TCP connect
