@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door, broker_id
 from kafka_api.errors import code_of
+from partitions.controller import merge_configs
 from partitions.names import check_user_topic_name
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
@@ -203,12 +204,12 @@ def _entry(entry_cls: Any, key: str, value: object, set_on_topic: bool) -> Any:
 
 
 async def alter_configs(door: Door, request: wire.Request) -> Any:
-    """Kafka's AlterConfigs: the given configs replace the topic's (left-out ones back to defaults)."""
+    """Kafka's AlterConfigs: the given configs replace the topic's (left-out ones are removed: back to
+    their defaults)."""
 
     def changes(resource: Any, current: dict[str, Any]) -> dict[str, Any]:
-        given = {c.name: c.value for c in resource.configs}
-        defaults = LogConfig().to_properties()
-        return {**{key: defaults[key] for key in current if key not in given}, **given}
+        given = {c.name: _not_null(c.name, c.value) for c in resource.configs}
+        return {**{key: None for key in current if key not in given}, **given}  # None: back to default
 
     return await _alter(door, request, changes)
 
@@ -218,15 +219,14 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
     which raftlog's topics do not have."""
 
     def changes(resource: Any, current: dict[str, Any]) -> dict[str, Any]:
-        defaults = LogConfig().to_properties()
         result: dict[str, Any] = {}
         for config in resource.configs:
             if config.config_operation == SET:
-                result[config.name] = config.value
+                result[config.name] = _not_null(config.name, config.value)
             elif config.config_operation == DELETE:
                 if config.name not in PROPERTY_FIELDS:
                     raise InvalidConfig(config.name, None, "unknown property")
-                result[config.name] = defaults[config.name]
+                result[config.name] = None  # removed from the topic's configs: its default applies
             else:
                 raise _Refused(
                     ErrorCode.invalid_request,
@@ -235,6 +235,12 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
         return result
 
     return await _alter(door, request, changes)
+
+
+def _not_null(name: str, value: str | None) -> str:
+    if value is None:
+        raise _Refused(ErrorCode.invalid_config, f"{name}: a config value must not be null")
+    return value
 
 
 async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
@@ -250,10 +256,9 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
             topic = await admin.topic(resource.resource_name)
             wanted = changes(resource, topic.configs)
-            if any(value is None for value in wanted.values()):
-                raise _Refused(ErrorCode.invalid_config, "a config value must not be null")
-            typed = LogConfig.from_properties({**topic.configs, **wanted}).to_properties()
-            wanted = {key: typed[key] for key in wanted}  # stored as the HTTP API stores them: typed
+            typed = LogConfig.from_properties(merge_configs(topic.configs, wanted)).to_properties()
+            # stored as the HTTP API stores them: typed; None removes the property
+            wanted = {key: None if value is None else typed[key] for key, value in wanted.items()}
             if not body.validate_only:
                 await admin.alter_configs(resource.resource_name, wanted)
         except _Refused as refused:

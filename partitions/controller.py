@@ -54,7 +54,14 @@ class DeleteTopic:
 @dataclass(frozen=True, slots=True)
 class AlterConfigs:
     name: str
-    configs: dict[str, Any]
+    configs: dict[str, Any]  # merged into the topic's (``merge_configs``: None removes a property)
+
+
+def merge_configs(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A topic's configs after ``changes``: a value replaces the property's, None removes the property
+    (back to its default; Kafka's IncrementalAlterConfigs DELETE)."""
+    merged = {**current, **changes}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +383,7 @@ class _Change:
             return existing
         if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
             return self._apply_move(existing, decoded)
-        merged = {**existing.configs, **decoded.configs}
+        merged = merge_configs(existing.configs, decoded.configs)
         LogConfig.from_properties(merged)
         altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
         self._topics()[decoded.name] = altered

@@ -34,6 +34,7 @@ from partitions.controller import (
     Reassignment,
     SetNodeFlag,
     TopicMetadata,
+    merge_configs,
     validate_topic,
 )
 from partitions.controller import encode as encode_controller
@@ -255,9 +256,10 @@ class MetadataFrontend:
         await self.propose(DeleteTopic(name))
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        """Change a topic's configs; every replica applies them live (``Log.reconfigure``)."""
+        """Change a topic's configs (a None value removes a property: back to its default); every replica
+        applies them live (``Log.reconfigure``)."""
         metadata = self.topic(name)
-        LogConfig.from_properties({**metadata.configs, **configs})  # InvalidConfig before proposing
+        LogConfig.from_properties(merge_configs(metadata.configs, configs))  # InvalidConfig before proposing
         result = await self.propose(AlterConfigs(name, dict(configs)))
         check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above

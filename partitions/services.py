@@ -352,7 +352,8 @@ class AdminService(Protocol):
     async def delete_topic(self, name: str) -> None: ...
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        """Merge ``configs`` into a topic's; replicas apply them live. Raises InvalidConfig, UnknownTopic."""
+        """Merge ``configs`` into a topic's (a None value removes a property: back to its default);
+        replicas apply them live. Raises InvalidConfig, UnknownTopic."""
         ...
 
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:

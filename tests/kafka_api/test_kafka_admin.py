@@ -56,13 +56,21 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
     assert admin.incremental_alter_configs([changes])[changes].result(30) is None
     described = admin.describe_configs([resource])[resource].result(30)
     assert described["segment.bytes"].value == "1048576" and described["retention.ms"].value == "604800000"
+    assert described["retention.ms"].is_default, "DELETE removes the property: its default applies again"
+    assert not described["segment.bytes"].is_default
     bad = ConfigResource("topic", "adm-a", set_config={"segment.bytes": "12"})
     with pytest.warns(DeprecationWarning):  # AlterConfigs, the whole set at once: still served
         refused = admin.alter_configs([bad])[bad]
     assert "INVALID_CONFIG" in _error(refused)
     with http_client(kafka_cluster) as client:
         configs = json.loads(client.request("GET", "/topics/adm-a").body)["configs"]
-    assert configs["segment.bytes"] == 1048576, "the HTTP API shows the same configs, typed"
+    assert configs == {"segment.bytes": 1048576}, "the HTTP API shows the same configs, typed"
+    whole = ConfigResource("topic", "adm-a", set_config={"retention.ms": "7200000"})
+    with pytest.warns(DeprecationWarning):  # AlterConfigs replaces: what it leaves out goes
+        assert admin.alter_configs([whole])[whole].result(30) is None
+    with http_client(kafka_cluster) as client:
+        configs = json.loads(client.request("GET", "/topics/adm-a").body)["configs"]
+    assert configs == {"retention.ms": 7200000}
 
     more = admin.create_partitions([NewPartitions("adm-a", 6)])["adm-a"]
     assert "cannot add partitions" in _error(more)

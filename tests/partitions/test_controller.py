@@ -11,6 +11,7 @@ from partitions.controller import (
     TopicMetadata,
 )
 from partitions.errors import InvalidCommand, InvalidName, InvalidTopic, TopicExists, UnknownTopic
+from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
 R3 = [["n1", "n2", "n3"], ["n2", "n3", "n1"]]
@@ -34,6 +35,17 @@ def test_create_alter_delete_round_trip() -> None:
     assert altered.configs == {"retention.ms": 1000, "segment.bytes": 1 << 20}
     assert altered.log_config().segment_bytes == 1 << 20
     assert deleted == altered and machine.metadata.topics == {}
+
+
+def test_a_null_config_value_removes_the_property_so_its_default_applies() -> None:
+    machine = ControllerStateMachine()
+    _, removed = apply_all(
+        machine,
+        CreateTopic("t", R3, {"retention.ms": 1000, "segment.bytes": 1 << 20}),
+        AlterConfigs("t", {"retention.ms": None, "no.such.property": None}),
+    )
+    assert isinstance(removed, TopicMetadata) and removed.configs == {"segment.bytes": 1 << 20}
+    assert removed.log_config().retention_ms == LogConfig().retention_ms
 
 
 def test_recreated_topic_gets_new_groups() -> None:
