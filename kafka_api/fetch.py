@@ -11,7 +11,6 @@ those records. No fetch sessions (KIP-227): every answer is a full one (session 
 from __future__ import annotations
 
 import asyncio
-import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +43,7 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         for topic in body.topics
         for p in topic.partitions
     ]
-    wait_ms = max(0, min(int(body.max_wait / datetime.timedelta(milliseconds=1)), WAIT_MAX_MS))
+    wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
     await _read_all(door, parts, 0)
     if wait_ms > 0 and _bytes(parts) < max(body.min_bytes, 1) and not any(p.error for p in parts):
         await _wait_any(door, parts, wait_ms)

@@ -10,7 +10,6 @@ answers NOT_COORDINATOR and the client looks it up again.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import time
 from typing import Any
 
@@ -28,10 +27,6 @@ GROUP_KEY = 0
 NO_NODE = -1
 NO_OFFSET = -1
 COMMIT_TIMEOUT_MS = 10_000
-
-
-def _ms(value: datetime.timedelta) -> int:
-    return int(value / datetime.timedelta(milliseconds=1))
 
 
 def _now_ms() -> int:
@@ -126,8 +121,8 @@ async def join_group(door: Door, request: wire.Request) -> Any:
             client_host="",
             protocol_type=body.protocol_type,
             protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
-            session_timeout_ms=_ms(body.session_timeout),
-            rebalance_timeout_ms=_ms(getattr(body, "rebalance_timeout", body.session_timeout)),
+            session_timeout_ms=wire.millis(body.session_timeout),
+            rebalance_timeout_ms=wire.millis(getattr(body, "rebalance_timeout", body.session_timeout)),
             require_known_id=request.api_version >= 4,
             now_ms=_now_ms(),
         )

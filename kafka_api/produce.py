@@ -12,7 +12,6 @@ produce is not supported and says so.
 from __future__ import annotations
 
 import asyncio
-import datetime
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -31,7 +30,7 @@ async def produce(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "TopicProduceResponse")
     partition_cls = wire.sibling(cls, "PartitionProduceResponse")
-    timeout_ms = clamp_timeout(body.timeout / datetime.timedelta(milliseconds=1))
+    timeout_ms = clamp_timeout(wire.millis(body.timeout))
     refusal: tuple[ErrorCode, str] | None = None
     if body.acks not in ACKS:
         refusal = ErrorCode.invalid_required_acks, f"acks {body.acks}: must be -1 (all), 0 or 1"
@@ -66,7 +65,8 @@ async def produce(door: Door, request: wire.Request) -> Any:
             code, message = code_of(error), str(error)
         else:
             base = call.result().base_offset
-            appended_at = _append_time(call.result().log_append_time_ms)
+            append_ms = call.result().log_append_time_ms
+            appended_at = None if append_ms is None else wire.timestamp(append_ms)
         by_topic.setdefault(name, []).append(
             wire.build(
                 partition_cls,
@@ -83,9 +83,3 @@ async def produce(door: Door, request: wire.Request) -> Any:
         wire.build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()
     )
     return wire.build(cls, responses=responses, throttle_time=wire.NO_THROTTLE)
-
-
-def _append_time(ms: int | None) -> datetime.datetime | None:
-    if ms is None:
-        return None
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).replace(microsecond=(ms % 1000) * 1000)

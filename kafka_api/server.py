@@ -38,9 +38,8 @@ class Limits:
     connections_max: int = 1000
     in_flight_max: int = 64  # per connection: requests read and not yet answered
     send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
-    send_buffer_bytes: int | None = (
-        None  # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
-    )
+    # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
+    send_buffer_bytes: int | None = None
 
 
 @dataclass(slots=True)
@@ -91,6 +90,7 @@ class KafkaServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self._open) >= self.limits.connections_max:
             self.stats.refused_connections += 1
+            log.warning("Kafka: refusing a connection: %d are open already", len(self._open))
             writer.transport.abort()
             return
         self._open.add(writer)

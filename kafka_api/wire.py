@@ -24,7 +24,18 @@ from kio.serial import entity_reader, entity_writer
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
 NO_THROTTLE = datetime.timedelta(0)
+_MILLISECOND = datetime.timedelta(milliseconds=1)
 T = TypeVar("T")
+
+
+def millis(value: datetime.timedelta) -> int:
+    """A duration kio decoded (timeouts, waits), in whole milliseconds."""
+    return int(value / _MILLISECOND)
+
+
+def timestamp(ms: int) -> datetime.datetime:
+    """Milliseconds since the epoch as the timezone-aware, millisecond-precise datetime kio encodes."""
+    return datetime.datetime.fromtimestamp(ms // 1000, datetime.UTC) + (ms % 1000) * _MILLISECOND
 
 
 class MalformedRequest(Exception):

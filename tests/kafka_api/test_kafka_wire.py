@@ -3,6 +3,7 @@ and a frame that is not what it says is refused (never half-read)."""
 
 from __future__ import annotations
 
+import datetime
 import struct
 
 import pytest
@@ -76,3 +77,10 @@ def test_build_leaves_out_what_a_version_does_not_have() -> None:
               "topics": (), "cluster_authorized_operations": 0}  # fmt: skip
     assert not hasattr(wire.build(old, **values), "cluster_id")
     assert wire.build(new, **values).cluster_id == "c"
+
+
+def test_durations_and_timestamps_convert_at_millisecond_precision() -> None:
+    assert wire.millis(datetime.timedelta(seconds=30, microseconds=1500)) == 30_001
+    stamp = wire.timestamp(1_790_000_000_123)
+    assert stamp.tzinfo is not None and stamp.microsecond == 123_000
+    assert round(stamp.timestamp() * 1000) == 1_790_000_000_123
