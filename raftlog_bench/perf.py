@@ -777,9 +777,10 @@ def run_raftlog(
             from raftlog_bench.kafka_target import KafkaTarget  # confluent-kafka: only for this client
 
             assert cluster is not None  # problem() refuses --client kafka with --servers
-            admin = RaftlogTarget(urls, token, fetch, settle_s=workload.settle_s)
+            # the HTTP target makes and removes the topics (with the --compression codec as their
+            # compression.type, the one the Kafka producer uses: stored as sent)
             report.phases += await drive(
-                KafkaTarget(admin, cluster.bootstrap_servers, workload.compression), workload, pids, prefix
+                KafkaTarget(target, cluster.bootstrap_servers, workload.compression), workload, pids, prefix
             )
         else:
             report.phases += await drive(target, workload, pids, prefix)
