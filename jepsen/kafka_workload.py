@@ -81,6 +81,13 @@ def client_logger(path: str) -> logging.Logger:
     return logger
 
 
+def close_client_logger(logger: logging.Logger) -> None:
+    """Close the log file of ``client_logger`` (the run is over)."""
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+
+
 def record_args(value: int, base_ms: int) -> dict[str, Any]:
     """``Producer.produce`` arguments for the record ``workload.record_of`` describes: the same bytes the
     HTTP API's JSON flavour stores for it."""
@@ -204,13 +211,14 @@ class KafkaOperations:
                 **record_args(value, self.base_ms),
             )
         except (BufferError, KafkaException) as exc:  # refused before anything was sent
+            self._renew_if_fatal(exc)
             return "fail", {"error": f"produce: {exc}"[:200]}
         deadline = time.monotonic() + SEND_TIMEOUT_S + 2.0
         try:
             while not reports and time.monotonic() < deadline:
                 self.producer.poll(0.05)
-        except KafkaException as exc:  # a fatal error: this producer is done; the next send gets a new one
-            self.producer = Producer(self.producer_config)
+        except KafkaException as exc:  # poll raises for a fatal error only
+            self._renew_if_fatal(exc)
             return "info", {**_error_fields(exc.args[0]), "fatal": True}
         if not reports:
             return "info", {"error": "no delivery report"}
@@ -218,6 +226,11 @@ class KafkaOperations:
         if error is None:
             return "ok", {"offset": message.offset()}
         return ("fail" if error.code() in NOT_DONE else "info"), _error_fields(error)
+
+    def _renew_if_fatal(self, exc: BaseException) -> None:
+        """A producer with a fatal error does nothing more: the next send gets a new one (a new id)."""
+        if isinstance(exc, KafkaException) and exc.args[0].fatal():
+            self.producer = Producer(self.producer_config)
 
     async def poll(self, process: int, key: str, offset: int, *, final: bool = False) -> Outcome:
         topic, partition = split_key(key)

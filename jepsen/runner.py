@@ -22,6 +22,7 @@ import dataclasses
 import datetime
 import importlib
 import json
+import logging
 import os
 import random
 import signal
@@ -324,6 +325,7 @@ class _Clients:
         self.config, self.cluster, self.http = config, cluster, http
         self.recorder, self.base_ms, self.kafka_log = recorder, base_ms, kafka_log
         self.made: list[workload.ClientOperations] = []
+        self.logger: logging.Logger | None = None  # librdkafka's lines, once a Kafka client is made
 
     def make(self, processes: range) -> list[workload.ClientOperations]:
         made: list[workload.ClientOperations] = []
@@ -333,10 +335,10 @@ class _Clients:
                 continue
             from jepsen import kafka_workload  # confluent-kafka only when a Kafka client is asked for
 
+            self.logger = self.logger or kafka_workload.client_logger(self.kafka_log)
             kafka = kafka_workload.KafkaOperations(
                 self.cluster.bootstrap_servers, self.recorder, self.base_ms, process=process,
-                idempotent=workload.idempotent_worker(process),
-                logger=kafka_workload.client_logger(self.kafka_log),
+                idempotent=workload.idempotent_worker(process), logger=self.logger,
             )  # fmt: skip
             self.made.append(kafka)
             made.append(kafka)
@@ -344,6 +346,10 @@ class _Clients:
 
     async def close(self) -> None:
         await asyncio.gather(*(client.close() for client in self.made))
+        if self.logger is not None:
+            from jepsen import kafka_workload
+
+            kafka_workload.close_client_logger(self.logger)
 
 
 async def _create_topics(cluster: control.Cluster, config: RunConfig) -> None:
