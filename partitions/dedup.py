@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from raftlog.errors import check
+from raftlog.errors import InvariantViolation, check
 
 WINDOW = 5  # sequences remembered per producer, as Kafka keeps 5 batches
 PRODUCERS_MAX = 10_000  # producers remembered per partition; the least recently used is forgotten
@@ -98,11 +98,11 @@ class ProducerTable:
         if known is None or epoch > known.epoch:
             known = _Producer(epoch, [])
         last = known.window[-1].sequence if known.window else None
-        check(
-            epoch == known.epoch and (last is None or sequence > last),
-            f"producer {producer_id}: epoch {epoch} sequence {sequence} recorded after epoch "
-            f"{known.epoch} sequence {last}",
-        )
+        if epoch != known.epoch or (last is not None and sequence <= last):  # on every idempotent apply:
+            raise InvariantViolation(  # not check(), which would format its message every time
+                f"producer {producer_id}: epoch {epoch} sequence {sequence} recorded after epoch "
+                f"{known.epoch} sequence {last}"
+            )
         known.window.append(Appended(sequence, base_offset, end_offset))
         del known.window[:-WINDOW]
         self._producers[producer_id] = known  # most recently used last
