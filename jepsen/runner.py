@@ -32,12 +32,15 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jepsen import control, nemesis, workload
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
+
+if TYPE_CHECKING:  # confluent-kafka is imported only when a run asks for Kafka clients
+    from jepsen.kafka_workload import KafkaOperations
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -324,7 +327,7 @@ class _Clients:
     ) -> None:
         self.config, self.cluster, self.http = config, cluster, http
         self.recorder, self.base_ms, self.kafka_log = recorder, base_ms, kafka_log
-        self.made: list[workload.ClientOperations] = []
+        self.made: list[KafkaOperations] = []  # each has a producer and a consumer to close
         self.logger: logging.Logger | None = None  # librdkafka's lines, once a Kafka client is made
 
     def make(self, processes: range) -> list[workload.ClientOperations]:

@@ -188,8 +188,6 @@ class ClientOperations(Protocol):
 
     async def end_offset(self, key: str) -> int | None: ...
 
-    async def close(self) -> None: ...
-
 
 class Operations:
     """The four client operations over the HTTP API, each recorded as invoke + completion."""
@@ -295,9 +293,6 @@ class Operations:
         if kind == "ok" and isinstance(payload, dict):
             return int(payload["end_offset"])
         return None
-
-    async def close(self) -> None:
-        """The shared HTTP session is closed by its owner."""
 
 
 @dataclass
