@@ -26,10 +26,11 @@ import time
 
 from aiohttp import web
 
-from api import admin, consumers, errors, internal, records, state, topics
+from api import admin, consumers, errors, internal, negotiation, records, state, topics
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
+    NotAcceptable,
     NotReady,
     RequestTooLarge,
     RouteNotFound,
@@ -37,11 +38,20 @@ from api.errors import (
 )
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
+from api.schemas import refuse_legacy_accept
 from partitions.cluster import FrontDoor
 from partitions.peer_client import INTERNAL_PREFIX
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
-from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH
+from raftlog_client.contract import (
+    BINARY_V2,
+    COLUMNAR_JSON,
+    COLUMNAR_MSGPACK,
+    JSON_V2,
+    LEADER_HEADER,
+    PLAIN_JSON,
+    RECORD_BATCH,
+)
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +148,11 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "GET", f"{_PARTITION}/records", records.fetch, "fetch", "Fetch committed records (long poll)",
-        "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 416), long_poll=True,
-        ok_alternatives=((COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None), (RECORD_BATCH, None)),
+        "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 406, 416), long_poll=True,
+        ok_type=JSON_V2, ok_alternatives=(
+            (BINARY_V2, "FetchResponse"), (COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None),
+            (RECORD_BATCH, None),
+        ),
     ),
     Operation(
         "POST", "/consumers/{group}/offsets", records.commit_offsets, "commitOffsets",
@@ -224,7 +237,12 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
                 "%s %s answered %d (error_code %d): %s (%d answers with this code since its last line)",
                 request.method, request.path, mapped.status, mapped.error_code, error, count,
             )  # fmt: skip
-    return web.json_response(errors.body(error), status=mapped.status, headers=headers)
+    return web.json_response(
+        errors.body(error),
+        status=mapped.status,
+        headers=headers,
+        content_type=negotiation.error_type(request.get(state.ANSWER_TYPE)),
+    )
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -293,8 +311,9 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
 
 def _bind(operation: Operation) -> Handler:
     kind = "write" if operation.write else "long-poll" if operation.long_poll else None
+    offers = operation.offers
 
-    async def handle(request: web.Request) -> web.StreamResponse:
+    async def serve(request: web.Request) -> web.StreamResponse:
         if kind is None:
             return await operation.handler(request)
         admission = state.state(request).admission
@@ -303,6 +322,20 @@ def _bind(operation: Operation) -> Handler:
             return await operation.handler(request)
         finally:
             admission.leave(kind)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        """Content negotiation before anything else (406 when the ``Accept`` header takes none of the
+        route's types); a JSON answer is labelled with the type chosen."""
+        accept = request.headers.get("Accept")
+        chosen = negotiation.choose(accept, offers)
+        if chosen is None:
+            refuse_legacy_accept(accept)
+            raise NotAcceptable(accept or "", f"this endpoint answers {', '.join(offers)}")
+        request[state.ANSWER_TYPE] = chosen
+        response = await serve(request)
+        if response.content_type == PLAIN_JSON and negotiation.is_json(chosen) and chosen != PLAIN_JSON:
+            response.content_type = chosen  # the same JSON, labelled as the client asked
+        return response
 
     return handle
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgpack
 
-from api.schemas import dump_json, media_types
+from api.schemas import dump_json
 from raftlog.storage.batch import Record
 from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK
 
@@ -35,15 +35,12 @@ class Columnar(enum.Enum):
     JSON = COLUMNAR_JSON
 
 
-def columnar_encoding(accept: str | None) -> Columnar | None:
-    """The columnar encoding the ``Accept`` header asks for, or None for the record-per-object answer.
-    The first listed media type that this module knows wins (no q-value ranking, as for the flavours)."""
-    for media in media_types(accept):
-        if media == COLUMNAR_MSGPACK:
-            return Columnar.MSGPACK
-        if media == COLUMNAR_JSON:
-            return Columnar.JSON
-    return None
+def columnar_encoding(media: str) -> Columnar | None:
+    """The columnar encoding of a negotiated media type, or None for the record-per-object answer."""
+    try:
+        return Columnar(media)
+    except ValueError:
+        return None
 
 
 def _b64(data: bytes) -> str:

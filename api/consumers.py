@@ -42,8 +42,9 @@ from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT, SESSION_TIMEOUT_
 from partitions.names import check_group_name, check_instance_name, check_topic_name, check_user_topic_name
 from partitions.services import ConsumerRecords, GroupSummary
 from raftlog.errors import check
-from raftlog_client.contract import GENERATION_HEADER, KAFKA_V2
+from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, JSON_V2, KAFKA_V2, PLAIN_JSON
 
+EMBEDDED_TYPES = {"json": JSON_V2, "binary": BINARY_V2}  # an instance's format -> its records' media type
 RECORDS_TIMEOUT_MS_MAX = 60_000
 RECORDS_MAX_BYTES_DEFAULT = 1024 * 1024
 RECORDS_MAX_BYTES_MAX = 64 * 1024 * 1024
@@ -254,7 +255,10 @@ async def records(request: web.Request) -> web.Response:
         body = _render(fetched)
     else:
         body = await asyncio.to_thread(_render, fetched)
-    headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": "application/json; charset=utf-8"}
+    media = state.answer_type(request)
+    if media not in EMBEDDED_TYPES.values():  # application/json, */*, none: in the instance's own format
+        media = media if media == PLAIN_JSON else EMBEDDED_TYPES[fetched.format]
+    headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": media}
     return web.Response(body=body, headers=headers)
 
 
@@ -412,7 +416,8 @@ ROUTES: tuple[Operation, ...] = (
                 minimum=0, maximum=2**31 - 1,
             ),
         ),
-        ok_schema="FetchResponse", errors=(404, 409), long_poll=True,
+        ok_schema="FetchResponse", errors=(404, 406, 409), long_poll=True,
+        ok_type=BINARY_V2, ok_alternatives=((JSON_V2, "FetchResponse"),),
     ),
     Operation(
         "POST", f"{_INSTANCE}/offsets", commit, "commitConsumerOffsets",

@@ -14,8 +14,9 @@ from typing import Any
 from aiohttp import web
 
 from api.errors import TABLE
+from api.negotiation import error_type, offered
 from partitions.peer_client import INTERNAL_PREFIX
-from raftlog_client.contract import BINARY_V2, JSON_V2, PLAIN_JSON
+from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RECORD_TYPES = (JSON_V2, BINARY_V2, PLAIN_JSON)
@@ -47,7 +48,8 @@ class Operation:
     body_alternatives: tuple[tuple[str, str | None], ...] = ()
     ok_status: int = 200
     ok_schema: str | None = None
-    ok_type: str = "application/json"
+    # the answer's media type; None: the client routes' Confluent v2 JSON type, else application/json
+    ok_type: str | None = None
     # other media types of the 200 answer, chosen by the request's Accept header: (media type, component
     # schema or None for an opaque binary body)
     ok_alternatives: tuple[tuple[str, str | None], ...] = ()
@@ -55,6 +57,17 @@ class Operation:
     local: bool = False  # answered by this node alone (never "no leader right now")
     write: bool = False  # counted against the node's writes in flight (admission)
     long_poll: bool = False  # may wait for records: counted against the node's long polls in flight
+
+    @property
+    def answer_type(self) -> str:
+        if self.ok_type is not None:
+            return self.ok_type
+        return KAFKA_V2 if self.tag == "client" else PLAIN_JSON
+
+    @property
+    def offers(self) -> tuple[str, ...]:
+        """Every media type the answer may take (``api.negotiation``), its own first."""
+        return offered(self.answer_type, [media for media, _ in self.ok_alternatives])
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -574,14 +587,14 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
     ]
     ok: dict[str, Any] = {"description": _REASONS.get(op.ok_status, "OK")}
     if op.ok_schema is not None:
-        ok["content"] = {op.ok_type: {"schema": _ref(op.ok_schema)}}
-    elif op.ok_type != "application/json":
-        ok["content"] = {op.ok_type: {"schema": _STR}}
+        ok["content"] = {op.answer_type: {"schema": _ref(op.ok_schema)}}
+    elif op.answer_type != PLAIN_JSON and op.ok_status != 204:
+        ok["content"] = {op.answer_type: {"schema": _STR}}
     for media, schema in op.ok_alternatives:
         binary = {"type": "string", "format": "binary"}
         ok.setdefault("content", {})[media] = {"schema": _ref(schema) if schema else binary}
     responses: dict[str, Any] = {str(op.ok_status): ok}
-    error_content = {"application/json": {"schema": _ref("Error")}}
+    error_content = {error_type(op.answer_type): {"schema": _ref("Error")}}
     statuses = set(op.errors) | set(ANY_ERRORS) | (set() if op.local else set(COMMON_ERRORS))
     internal = op.path.startswith(INTERNAL_PREFIX)  # the cluster credential, always
     if internal or (admin_token and op.path.startswith("/v1/")):

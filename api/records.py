@@ -39,11 +39,10 @@ from api.schemas import (
     produce_error_entry,
     query_int,
     query_str,
+    record_flavour,
     render_record,
     request_flavour,
     require_json_body,
-    response_flavour,
-    wants_record_batches,
 )
 from partitions.errors import InvalidTopic, UnknownPartition
 from partitions.groups.coordinator import is_internal
@@ -195,35 +194,31 @@ async def fetch(request: web.Request) -> web.Response:
     timeout_ms = query_int(request.query, "timeout", 0, 0, FETCH_TIMEOUT_MS_MAX) or 0
     max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
-    accept = request.headers.get("Accept")
+    media = state.answer_type(request)
     served = await state.node(request).cluster.data.fetch_batches(
         topic, partition, offset, max_bytes or 1, timeout_ms
     )
     state.served_by(request, served.node)
     fetched = served.value
     headers = {HIGH_WATERMARK_HEADER: str(fetched.high_watermark)}
-    if wants_record_batches(accept):
-        headers["Content-Type"] = RECORD_BATCH
+    headers["Content-Type"] = media
+    if media == RECORD_BATCH:
         return web.Response(body=fetched.data, headers=headers)
     if len(fetched.data) <= RENDER_INLINE_BYTES_MAX:
-        content_type, body = _render(topic, partition, offset, fetched, accept)
+        body = _render(topic, partition, offset, fetched, media)
     else:
-        content_type, body = await asyncio.to_thread(_render, topic, partition, offset, fetched, accept)
-    headers["Content-Type"] = content_type
+        body = await asyncio.to_thread(_render, topic, partition, offset, fetched, media)
     return web.Response(body=body, headers=headers)
 
 
-def _render(
-    topic: str, partition: int, offset: int, fetched: FetchedBatches, accept: str | None
-) -> tuple[str, bytes]:
-    """The answer's content type and body: columns or JSON records (binary or JSON flavour)."""
+def _render(topic: str, partition: int, offset: int, fetched: FetchedBatches, media: str) -> bytes:
+    """The answer in the negotiated media type: columns, or JSON records (binary or JSON flavour)."""
     records = decode(fetched.data, offset)
-    encoding = columnar_encoding(accept)
+    encoding = columnar_encoding(media)
     if encoding is not None:
-        return encoding.value, encode_columnar(topic, partition, records, encoding)
-    flavour = response_flavour(accept)
-    rows = [render_record(topic, partition, r, flavour) for r in records]
-    return "application/json; charset=utf-8", json.dumps(rows).encode("utf-8")
+        return encode_columnar(topic, partition, records, encoding)
+    flavour = record_flavour(media)
+    return json.dumps([render_record(topic, partition, r, flavour) for r in records]).encode("utf-8")
 
 
 def decode(data: bytes, offset: int) -> list[Record]:

@@ -77,12 +77,10 @@ def media_types(accept: str | None) -> list[str]:
     return [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
 
 
-def wants_record_batches(accept: str | None) -> bool:
-    """A fetch whose ``Accept`` names the record-batch type gets the stored batches, undecoded."""
-    wanted = media_types(accept)
-    if LEGACY_RECORD_BATCH in wanted and RECORD_BATCH not in wanted:
+def refuse_legacy_accept(accept: str | None) -> None:
+    """An ``Accept`` asking for the record-batch type of the format before v2 names what replaced it."""
+    if LEGACY_RECORD_BATCH in media_types(accept):
         raise NotAcceptable(LEGACY_RECORD_BATCH, _LEGACY_HINT)
-    return RECORD_BATCH in wanted
 
 
 def is_record_batch(content_type: str) -> bool:
@@ -105,14 +103,9 @@ def require_json_body(content_type: str) -> None:
     request_flavour(content_type)
 
 
-def response_flavour(accept: str | None) -> Flavour:
-    """Binary when the ``Accept`` header names the binary type, else JSON (including ``*/*`` or none)."""
-    for media in media_types(accept):
-        if media == BINARY_V2:
-            return Flavour.BINARY
-        if media in (JSON_V2, PLAIN_JSON):
-            return Flavour.JSON
-    return Flavour.JSON
+def record_flavour(media: str) -> Flavour:
+    """The flavour of records answered in a negotiated media type: binary for the binary type, else JSON."""
+    return Flavour.BINARY if media == BINARY_V2 else Flavour.JSON
 
 
 def _no_constants(name: str) -> Any:

@@ -84,6 +84,7 @@ class AppState:
 
 STATE = web.AppKey("raftlog_state", AppState)
 LEADER = web.RequestKey("raftlog_leader", str)  # who served the request (X-Raftlog-Leader)
+ANSWER_TYPE = web.RequestKey("raftlog_answer_type", str)  # the media type negotiated (api.negotiation)
 
 
 def state(request: web.Request) -> AppState:
@@ -104,6 +105,11 @@ async def json_body(request: web.Request) -> Any:
 
 def partition(request: web.Request) -> int:
     return path_partition(request.match_info["partition"])
+
+
+def answer_type(request: web.Request) -> str:
+    """The media type the route's negotiation chose from the request's ``Accept``."""
+    return request[ANSWER_TYPE]
 
 
 def served_by(request: web.Request, node_id: str) -> None:

@@ -13,9 +13,10 @@ from harness import Node
 
 from api.app import ROUTES
 from api.columnar import Columnar, columnar_encoding, encode_columnar
+from api.negotiation import choose
 from api.openapi import document
 from raftlog.storage.batch import Record, TimestampType
-from raftlog_client.contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH
+from raftlog_client.contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, JSON_V2, RECORD_BATCH
 
 RECORDS = [
     {"value": base64.b64encode(b"\x00\xffraw").decode(), "key": base64.b64encode(b"k1").decode()},
@@ -32,11 +33,19 @@ async def _produce(node: Node, topic: str) -> None:
 
 
 def test_accept_header_chooses_the_encoding() -> None:
-    assert columnar_encoding(None) is None
-    assert columnar_encoding("application/json") is None
-    assert columnar_encoding(BINARY_V2) is None
-    assert columnar_encoding(COLUMNAR_MSGPACK) is Columnar.MSGPACK
-    assert columnar_encoding(f"text/plain, {COLUMNAR_JSON.upper()}; q=0.5") is Columnar.JSON
+    offers = next(op for op in ROUTES if op.operation_id == "fetch").offers
+
+    def encoding(accept: str | None) -> Columnar | None:
+        chosen = choose(accept, offers)
+        assert chosen is not None
+        return columnar_encoding(chosen)
+
+    assert encoding(None) is None
+    assert encoding("application/json") is None
+    assert encoding(BINARY_V2) is None
+    assert encoding(COLUMNAR_MSGPACK) is Columnar.MSGPACK
+    assert encoding(f"text/plain, {COLUMNAR_JSON.upper()}; q=0.5") is Columnar.JSON
+    assert encoding(f"{COLUMNAR_JSON}; q=0.5, {COLUMNAR_MSGPACK}") is Columnar.MSGPACK  # q decides
 
 
 def test_empty_page_has_empty_arrays() -> None:
@@ -129,4 +138,4 @@ def test_openapi_documents_the_columnar_media_types() -> None:
         "get"
     ]
     content = fetch["responses"]["200"]["content"]
-    assert set(content) == {"application/json", COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH}
+    assert set(content) == {JSON_V2, BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH}

@@ -24,13 +24,14 @@ from api.schemas import (
     dump_json,
     parse_produce,
     query_int,
+    record_flavour,
     render_record,
     request_flavour,
-    response_flavour,
 )
 from partitions.partitioner import partition_for_key
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
+from raftlog_client.contract import JSON_V2, PLAIN_JSON
 
 
 def record(key: bytes | None = None, partition: int | None = None) -> ParsedRecord:
@@ -57,9 +58,8 @@ def test_content_negotiation() -> None:
     assert request_flavour("Application/Vnd.Kafka.Binary.V2+json") is Flavour.BINARY
     with pytest.raises(UnsupportedMediaType):
         request_flavour("application/vnd.kafka.avro.v2+json")
-    assert response_flavour(None) is Flavour.JSON
-    assert response_flavour("*/*") is Flavour.JSON
-    assert response_flavour(f"text/html, {BINARY_V2};q=0.9") is Flavour.BINARY
+    assert record_flavour(JSON_V2) is record_flavour(PLAIN_JSON) is Flavour.JSON
+    assert record_flavour(BINARY_V2) is Flavour.BINARY
 
 
 def test_query_integers_are_checked() -> None:
