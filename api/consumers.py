@@ -11,6 +11,7 @@ in the member's format.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import urllib.parse
 from collections.abc import Mapping
@@ -18,11 +19,12 @@ from typing import Any
 
 from aiohttp import web
 
-from api import state
+from api import negotiation, state
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
 from api.records import RENDER_INLINE_BYTES_MAX, decode
 from api.schemas import (
+    INT64_MAX,
     OFFSETS_MAX,
     RECORD_CONTENT_TYPES,
     Flavour,
@@ -38,7 +40,7 @@ from partitions.errors import UnknownPartition
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import GROUPS_TOPIC, SUBSCRIBED_TOPICS_MAX
 from partitions.groups.errors import InvalidConsumerConfig
-from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT, SESSION_TIMEOUT_MS_MAX, SESSION_TIMEOUT_MS_MIN
+from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, ReadConfig
 from partitions.names import check_group_name, check_instance_name, check_topic_name, check_user_topic_name
 from partitions.services import ConsumerRecords, GroupSummary
 from raftlog.errors import check
@@ -82,7 +84,7 @@ def _instance(request: web.Request) -> str:
 def _config_str(body: Mapping[str, Any], key: str, default: str) -> str:
     value = body.get(key, default)
     if not isinstance(value, str):
-        raise BadRequest(f"{key}: must be a string")
+        raise InvalidConsumerConfig(f"{key} {value!r}: must be a string")
     return value
 
 
@@ -108,21 +110,49 @@ def _topic_partition(entry: Mapping[str, Any], where: str) -> TopicPartition:
     )
 
 
-def _offsets(body: Mapping[str, Any], extra: frozenset[str] = frozenset()) -> dict[TopicPartition, int]:
-    items = body.get("offsets")
+def _offsets(
+    body: Mapping[str, Any], extra: frozenset[str] = frozenset(), field: str = "offsets"
+) -> dict[TopicPartition, int]:
+    return {tp: require_int(value, where) for tp, value, where in _entries(body, field, "offset", extra)}
+
+
+def _entries(
+    body: Mapping[str, Any], field: str, key: str, extra: frozenset[str]
+) -> list[tuple[TopicPartition, Any, str]]:
+    """The ``{topic, partition, <key>}`` objects of a list field: each one's partition, value and place."""
+    items = body.get(field)
     if not isinstance(items, list) or not 1 <= len(items) <= OFFSETS_MAX:
-        raise BadRequest(
-            f"offsets: must be a list of 1 to {OFFSETS_MAX} {{topic, partition, offset}} objects"
-        )
-    out: dict[TopicPartition, int] = {}
+        raise BadRequest(f"{field}: must be a list of 1 to {OFFSETS_MAX} {{topic, partition, {key}}} objects")
+    out = []
     for i, item in enumerate(items):
-        where = f"offsets[{i}]"
+        where = f"{field}[{i}]"
         entry = require_object(item, where)
-        reject_unknown(entry, {"topic", "partition", "offset", *extra}, where)
-        if "offset" not in entry:
-            raise BadRequest(f"{where}.offset: missing")
-        out[_topic_partition(entry, where)] = require_int(entry["offset"], f"{where}.offset")
+        reject_unknown(entry, {"topic", "partition", key, *extra}, where)
+        if key not in entry:
+            raise BadRequest(f"{where}.{key}: missing")
+        out.append((_topic_partition(entry, where), entry[key], f"{where}.{key}"))
     return out
+
+
+def _timestamps(body: Mapping[str, Any]) -> dict[TopicPartition, int]:
+    return {
+        tp: _epoch_ms(value, where)
+        for tp, value, where in _entries(body, "timestamps", "timestamp", frozenset({"metadata"}))
+    }
+
+
+def _epoch_ms(value: Any, where: str) -> int:
+    """An ISO 8601 date-time with its zone (Confluent's form, ``2026-11-23T04:00:00Z``) or ms since the
+    epoch."""
+    if isinstance(value, str):
+        try:
+            moment = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise BadRequest(f"{where}: {value!r} is not an ISO 8601 date-time") from None
+        if moment.tzinfo is None:
+            raise BadRequest(f"{where}: {value!r} has no time zone (add Z or an offset such as +01:00)")
+        return max(0, round(moment.timestamp() * 1000))
+    return require_int(value, where, 0, INT64_MAX)
 
 
 def _tp_json(tp: TopicPartition) -> dict[str, Any]:
@@ -136,43 +166,68 @@ def _groups(request: web.Request) -> ClusterGroups:
     return state.node(request).cluster.groups
 
 
+_CREATE_FIELDS = frozenset(
+    {
+        "name", "id", "format", "auto.offset.reset", "auto.commit.enable", "auto.commit.interval.ms",
+        "fetch.min.bytes", "consumer.request.timeout.ms", "session.timeout.ms",
+        "partition.assignment.strategy",
+    }
+)  # fmt: skip
+
+
+def _config_int(body: Mapping[str, Any], key: str, default: int) -> int:
+    """A numeric config as a JSON number or a string of digits (Confluent's clients send strings)."""
+    value = body.get(key, default)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and value.isascii():
+        value = int(value)
+    if type(value) is not int:
+        raise InvalidConsumerConfig(f"{key} {value!r}: must be an integer")
+    return value
+
+
+def _config_bool(body: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = body.get(key, default)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise InvalidConsumerConfig(f"{key} {value!r}: must be true or false")
+    return value
+
+
 async def create_instance(request: web.Request) -> web.Response:
-    """Confluent's body: ``{"name"?, "format"?, "auto.offset.reset"?, "auto.commit.enable"?}``, plus
-    ``"session.timeout.ms"`` and ``"partition.assignment.strategy"`` (``range`` | ``round_robin``)."""
+    """Confluent's body, every field optional, numbers and booleans also as strings: ``name`` (``id``
+    overrides it), ``format`` (binary | json; binary by default, as Confluent), ``auto.offset.reset``,
+    ``auto.commit.enable``, ``fetch.min.bytes``, ``consumer.request.timeout.ms``; and Kafka's
+    ``auto.commit.interval.ms``, ``session.timeout.ms``, ``partition.assignment.strategy`` (``range`` |
+    ``round_robin``). A field it does not know, or a value out of range: 422/42204 naming it."""
     group = _group(request)
     body = await _body(request, optional=True)
-    reject_unknown(
-        body,
-        {
-            "name", "format", "auto.offset.reset", "auto.commit.enable", "session.timeout.ms",
-            "partition.assignment.strategy",
-        },
-        "",
-    )  # fmt: skip
-    name = check_instance_name(body["name"], "name") if body.get("name") is not None else None
-    auto_commit = body.get("auto.commit.enable", "false")
-    if auto_commit not in ("false", False):
-        raise InvalidConsumerConfig(
-            "auto.commit.enable: only false is supported; commit with POST .../instances/{instance}/offsets"
-        )
-    timeout_ms = body.get("session.timeout.ms", SESSION_TIMEOUT_MS_DEFAULT)
-    if isinstance(timeout_ms, str) and timeout_ms.isascii() and timeout_ms.isdigit():
-        timeout_ms = int(timeout_ms)  # Confluent passes consumer configs as strings
-    session_timeout_ms = require_int(
-        timeout_ms, "session.timeout.ms", SESSION_TIMEOUT_MS_MIN, SESSION_TIMEOUT_MS_MAX
-    )
+    unknown = sorted(set(body) - _CREATE_FIELDS)
+    if unknown:
+        raise InvalidConsumerConfig(f"unknown consumer configs {unknown}: use {sorted(_CREATE_FIELDS)}")
+    field = "id" if body.get("id") is not None else "name"
+    name = check_instance_name(body[field], field) if body.get(field) is not None else None
+    session_timeout_ms = _config_int(body, "session.timeout.ms", SESSION_TIMEOUT_MS_DEFAULT)
     assignor = _config_str(body, "partition.assignment.strategy", "range").replace(
         "roundrobin", "round_robin"
     )
     if assignor not in ASSIGNORS:
         raise InvalidConsumerConfig(f"partition.assignment.strategy {assignor!r}: use {sorted(ASSIGNORS)}")
+    defaults = DEFAULT_READS
+    reads = ReadConfig(
+        _config_int(body, "fetch.min.bytes", defaults.fetch_min_bytes),
+        _config_int(body, "consumer.request.timeout.ms", defaults.request_timeout_ms),
+        _config_bool(body, "auto.commit.enable", defaults.auto_commit),
+        _config_int(body, "auto.commit.interval.ms", defaults.auto_commit_interval_ms),
+    )
     created = await _groups(request).create_instance(
         group,
         name,
-        _config_str(body, "format", "json"),
-        _config_str(body, "auto.offset.reset", "latest"),
+        _config_str(body, "format", "binary").lower(),
+        _config_str(body, "auto.offset.reset", "latest").lower(),
         session_timeout_ms,
         assignor,
+        reads,
     )
     # the instance's requests go best to the node coordinating the group
     base = (state.node(request).metadata.http_address(created.coordinator) or "").rstrip("/")
@@ -216,10 +271,20 @@ async def assignments(request: web.Request) -> web.Response:
 
 
 async def seek(request: web.Request) -> web.Response:
+    """Confluent's body: ``offsets`` (``{topic, partition, offset, metadata?}``: the next offset to read)
+    and/or ``timestamps`` (``{topic, partition, timestamp, metadata?}``: from the first record at or after
+    the time, an ISO 8601 date-time with its zone or ms since the epoch; at the end when none is that
+    late)."""
     group, instance = _group(request), _instance(request)
     body = await _body(request)
-    reject_unknown(body, {"offsets"}, "")
-    await _groups(request).seek(group, instance, _offsets(body))
+    reject_unknown(body, {"offsets", "timestamps"}, "")
+    if body.get("offsets") is None and body.get("timestamps") is None:
+        raise BadRequest("offsets or timestamps: at least one is required")
+    groups = _groups(request)
+    if body.get("timestamps") is not None:
+        await groups.seek_to_times(group, instance, _timestamps(body))
+    if body.get("offsets") is not None:
+        await groups.seek(group, instance, _offsets(body, frozenset({"metadata"})))
     return web.Response(status=204)
 
 
@@ -240,15 +305,19 @@ async def seek_end(request: web.Request) -> web.Response:
 
 
 async def records(request: web.Request) -> web.Response:
-    """Records of every assigned partition from the instance's positions; a heartbeat. With nothing
-    assigned yet it waits (up to ``timeout``) for a rebalance to assign something. With ``generation``
-    (the one the member last saw), a rebalance since is answered 409/40905 instead of records."""
-    timeout_ms = query_int(request.query, "timeout", 0, 0, RECORDS_TIMEOUT_MS_MAX) or 0
+    """Records of every assigned partition from the instance's positions; a heartbeat. Waits up to
+    ``timeout`` (default: the instance's ``consumer.request.timeout.ms``) until ``fetch.min.bytes`` came;
+    with nothing assigned yet, for a rebalance to assign something. With ``generation`` (the one the
+    member last saw), a rebalance since is answered 409/40905 instead of records. An ``Accept`` naming the
+    other format's type than the instance's is refused 406/40601 before anything is read."""
+    timeout_ms = query_int(request.query, "timeout", None, 0, RECORDS_TIMEOUT_MS_MAX)
     max_bytes = query_int(request.query, "max_bytes", RECORDS_MAX_BYTES_DEFAULT, 1, RECORDS_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
     generation = query_int(request.query, "generation", None, 0, 2**31 - 1)
+    accept = request.headers.get("Accept")
+    asked = next((f for f, media in EMBEDDED_TYPES.items() if negotiation.names(accept, media)), None)
     fetched = await _groups(request).records(
-        _group(request), _instance(request), timeout_ms, max_bytes or 1, generation
+        _group(request), _instance(request), timeout_ms, max_bytes or 1, generation, asked
     )
     size = sum(len(part.data) for part in fetched.parts)
     if size <= RENDER_INLINE_BYTES_MAX:
@@ -256,8 +325,8 @@ async def records(request: web.Request) -> web.Response:
     else:
         body = await asyncio.to_thread(_render, fetched)
     media = state.answer_type(request)
-    if media not in EMBEDDED_TYPES.values():  # application/json, */*, none: in the instance's own format
-        media = media if media == PLAIN_JSON else EMBEDDED_TYPES[fetched.format]
+    if asked is None and media != PLAIN_JSON:  # */*, none: the type of the instance's own format
+        media = EMBEDDED_TYPES[fetched.format]
     headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": media}
     return web.Response(body=body, headers=headers)
 
@@ -273,16 +342,21 @@ def _render(fetched: ConsumerRecords) -> bytes:
 
 
 async def commit(request: web.Request) -> web.Response:
-    """``{"offsets": [{"topic", "partition", "offset"}], "generation"?}``; without offsets, the positions
-    of every assigned partition (what was fetched). Fenced by the coordinator, then committed on each
-    partition's leader (where ``GET /consumers/{group}/offsets`` reads them)."""
+    """``{"offsets": [{"topic", "partition", "offset", "metadata"?}], "generation"?}`` (Redpanda's
+    ``partitions`` is the same list); each offset is the next one to read, stored as given (as Redpanda
+    and Kafka's OffsetCommit; Confluent adds 1). Without offsets: the positions of every assigned
+    partition (what was fetched). Fenced by the coordinator, then committed on each partition's leader
+    (where ``GET /consumers/{group}/offsets`` reads them). Answers 200 ``[]``, as Confluent."""
     group, instance = _group(request), _instance(request)
     body = await _body(request, optional=True)
-    reject_unknown(body, {"offsets", "generation"}, "")
+    reject_unknown(body, {"offsets", "partitions", "generation"}, "")
+    if body.get("offsets") is not None and body.get("partitions") is not None:
+        raise BadRequest("offsets and partitions are the same list: send one")
     generation = None if body.get("generation") is None else require_int(body["generation"], "generation")
-    offsets = _offsets(body, frozenset({"metadata"})) if body.get("offsets") else None
+    field = "partitions" if body.get("partitions") is not None else "offsets"
+    offsets = _offsets(body, frozenset({"metadata"}), field) if body.get(field) else None
     await _groups(request).commit(group, instance, offsets, generation)
-    return web.Response(status=204)
+    return web.json_response([])
 
 
 async def committed(request: web.Request) -> web.Response:
@@ -367,7 +441,7 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _GROUP, create_instance, "createConsumer",
         "Create a consumer instance in a group (its coordinator holds it)", "client",
         body="CreateConsumerRequest", body_types=_CONSUMER_TYPES, ok_schema="CreatedConsumer",
-        errors=(409, 415, 504), write=True,
+        errors=(409, 415, 422, 504), write=True,
     ),
     Operation(
         "DELETE", _INSTANCE, delete_instance, "deleteConsumer", "Remove a consumer instance (rebalances)",
@@ -392,7 +466,8 @@ ROUTES: tuple[Operation, ...] = (
         ok_schema="Assignments", errors=(404,),
     ),
     Operation(
-        "POST", f"{_INSTANCE}/positions", seek, "seek", "Set the next offset to fetch", "client",
+        "POST", f"{_INSTANCE}/positions", seek, "seek",
+        "Set the next offset to fetch, or the first at or after a time", "client",
         body="SeekRequest", body_types=_CONSUMER_TYPES, ok_status=204, errors=(404, 409, 415),
     ),
     Operation(
@@ -422,7 +497,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", f"{_INSTANCE}/offsets", commit, "commitConsumerOffsets",
         "Commit offsets of assigned partitions (fenced by generation)", "client",
-        body="ConsumerCommitRequest", body_types=_CONSUMER_TYPES, ok_status=204,
+        body="ConsumerCommitRequest", body_types=_CONSUMER_TYPES, ok_schema="CommitAnswer",
         errors=(404, 409, 415, 504), write=True,
     ),
     Operation(

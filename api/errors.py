@@ -35,6 +35,7 @@ from partitions.errors import (
     UnknownTopic,
 )
 from partitions.groups.errors import (
+    ConsumerFormatMismatch,
     ConsumerInstanceExists,
     GroupFull,
     InvalidConsumerConfig,
@@ -205,7 +206,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (NotBatchBoundary, HttpError(500, 50001)),
     (InvariantViolation, HttpError(500, 50001)),
     # Consumer groups
-    (InvalidConsumerConfig, HttpError(400, 40001)),
+    (InvalidConsumerConfig, HttpError(422, 42204)),  # Confluent's "Invalid consumer configuration"
+    (ConsumerFormatMismatch, HttpError(406, 40601)),  # records asked for in the other format
     (UnknownConsumerInstance, HttpError(404, UNKNOWN_INSTANCE)),
     (UnknownGroup, HttpError(404, 40404)),
     (ConsumerInstanceExists, HttpError(409, INSTANCE_EXISTS)),

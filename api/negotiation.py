@@ -83,6 +83,11 @@ def choose(accept: str | None, types: Sequence[str]) -> str | None:
     return None
 
 
+def names(accept: str | None, media: str) -> bool:
+    """The header asks for ``media`` by its exact name (not through ``*/*`` or ``type/*``)."""
+    return any(r.type == media and r.q > 0 for r in parse_accept(accept))
+
+
 def error_type(chosen: str | None) -> str:
     """Errors are JSON: labelled with the chosen type when that is one of Kafka's v2 JSON types (as the
     reference proxies do), else ``application/json`` (also for a columnar or batch answer, and a 406)."""

@@ -15,6 +15,13 @@ from aiohttp import web
 
 from api.errors import TABLE
 from api.negotiation import error_type, offered
+from partitions.groups.state import (
+    AUTO_COMMIT_INTERVAL_MS_MAX,
+    FETCH_MIN_BYTES_MAX,
+    REQUEST_TIMEOUT_MS_MAX,
+    SESSION_TIMEOUT_MS_MAX,
+    SESSION_TIMEOUT_MS_MIN,
+)
 from partitions.peer_client import INTERNAL_PREFIX
 from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
@@ -102,6 +109,13 @@ _HEADERS = {
     "or null",
 }
 _TIMESTAMP_TYPE = {"type": "string", "enum": ["CreateTime", "LogAppendTime"]}
+_BOOL_CONFIG = {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]}
+
+
+def _int_config(minimum: int, maximum: int) -> dict[str, Any]:
+    """A consumer config given as a number or as a string of digits (Confluent's clients send strings)."""
+    number = {"type": "integer", "minimum": minimum, "maximum": maximum}
+    return {"oneOf": [number, {"type": "string", "pattern": "^-?[0-9]+$"}]}
 
 
 def _obj(props: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
@@ -360,10 +374,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         _obj(
             {
                 "name": _nullable(_STR),
-                "format": {"type": "string", "enum": ["json", "binary"]},
+                "id": _nullable({**_STR, "description": "Confluent's older name field; overrides name"}),
+                "format": {"type": "string", "enum": ["binary", "json"], "default": "binary"},
                 "auto.offset.reset": {"type": "string", "enum": ["earliest", "latest"]},
-                "auto.commit.enable": {"type": "string", "enum": ["false"]},
-                "session.timeout.ms": {"type": "integer", "minimum": 1_000, "maximum": 300_000},
+                "auto.commit.enable": _BOOL_CONFIG,
+                "auto.commit.interval.ms": _int_config(0, AUTO_COMMIT_INTERVAL_MS_MAX),
+                "fetch.min.bytes": _int_config(-1, FETCH_MIN_BYTES_MAX),
+                "consumer.request.timeout.ms": _int_config(0, REQUEST_TIMEOUT_MS_MAX),
+                "session.timeout.ms": _int_config(SESSION_TIMEOUT_MS_MIN, SESSION_TIMEOUT_MS_MAX),
                 "partition.assignment.strategy": {"type": "string", "enum": ["range", "round_robin"]},
             }
         )
@@ -390,22 +408,55 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             ["partitions"],
         )
     ),
-    "SeekEntry": _closed(
-        _obj(
-            {"topic": _STR, "partition": _PARTITION_NUMBER, "offset": _NATURAL},
-            ["topic", "partition", "offset"],
-        )
-    ),
+    "CommitAnswer": {
+        "type": "array",
+        "maxItems": 0,
+        "items": _obj({}),
+        "description": "always empty (Confluent's answer to a commit)",
+    },
     "SeekRequest": _closed(
         _obj(
-            {"offsets": {"type": "array", "items": _ref("SeekEntry"), "minItems": 1, "maxItems": 10_000}},
-            ["offsets"],
+            {
+                "offsets": {"type": "array", "items": _ref("CommitEntry"), "minItems": 1, "maxItems": 10_000},
+                "timestamps": {
+                    "type": "array",
+                    "items": _ref("TimestampEntry"),
+                    "minItems": 1,
+                    "maxItems": 10_000,
+                },
+            },
+        )
+    ),
+    "TimestampEntry": _closed(
+        _obj(
+            {
+                "topic": _STR,
+                "partition": _PARTITION_NUMBER,
+                "timestamp": {
+                    "oneOf": [{"type": "string", "format": "date-time"}, _NATURAL],
+                    "description": "ISO 8601 with a zone, or ms since the epoch",
+                },
+                "metadata": _STR,
+            },
+            ["topic", "partition", "timestamp"],
+        )
+    ),
+    "CommitEntry": _closed(
+        _obj(
+            {"topic": _STR, "partition": _PARTITION_NUMBER, "offset": _NATURAL, "metadata": _STR},
+            ["topic", "partition", "offset"],
         )
     ),
     "ConsumerCommitRequest": _closed(
         _obj(
             {
-                "offsets": {"type": "array", "items": _ref("SeekEntry"), "maxItems": 10_000},
+                "offsets": {"type": "array", "items": _ref("CommitEntry"), "maxItems": 10_000},
+                "partitions": {
+                    "type": "array",
+                    "items": _ref("CommitEntry"),
+                    "maxItems": 10_000,
+                    "description": "Redpanda's name of offsets",
+                },
                 "generation": _nullable(_NATURAL),
             }
         )
@@ -538,18 +589,22 @@ _REASONS = {
         "move (40406) does not exist"
     ),
     409: (
-        "Conflict: topic exists (40901), sequence too old (40902), request rejected (40903), consumer "
-        "instance exists (40904), stale generation (40905), partition not assigned to the instance (40906), "
+        "Conflict: topic exists (40901), sequence too old (40913), request rejected (40903), consumer "
+        "instance exists (40902), stale generation (40905), partition not assigned to the instance (40906), "
         "group full (40907), partition already moving (40908)"
+    ),
+    406: (
+        "Not acceptable (40601): the Accept header names none of the endpoint's media types, or a consumer "
+        "instance's records in the other format than its own"
     ),
     413: "Record or request too large (41301)",
     415: "Unsupported content type (41501)",
     416: "Offset out of range (41601)",
-    422: "Invalid record (42201)",
+    422: "Invalid record (42201) or consumer configuration (42204)",
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
 }
-ANY_ERRORS = (400, 500)  # a malformed request (duplicate query parameter, bad header); a bug
+ANY_ERRORS = (400, 406, 500)  # a malformed request (duplicate query parameter, bad header); Accept; a bug
 COMMON_ERRORS = (503,)  # no leader / quorum right now, for requests served by a partition's leader
 
 

@@ -20,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from partitions.controller import TopicMetadata
 from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.state import ReadConfig
 from partitions.peer_client import PeerClient, RemoteAdmin, RemoteData, RemoteGroups, RemotePeer
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
@@ -228,9 +229,12 @@ class ClusterGroups:
         offset_reset: str,
         session_timeout_ms: int,
         assignor: str,
+        reads: ReadConfig,
     ) -> ConsumerCreated:
         return await self._run(
-            lambda s: s.create_instance(group, name, format, offset_reset, session_timeout_ms, assignor)
+            lambda s: s.create_instance(
+                group, name, format, offset_reset, session_timeout_ms, assignor, reads
+            )
         )
 
     async def delete_instance(self, group: str, instance: str) -> None:
@@ -251,10 +255,21 @@ class ClusterGroups:
     async def seek_to(self, group: str, instance: str, partitions: list[TopicPartition], end: bool) -> None:
         await self._run(lambda s: s.seek_to(group, instance, partitions, end))
 
+    async def seek_to_times(self, group: str, instance: str, times: dict[TopicPartition, int]) -> None:
+        await self._run(lambda s: s.seek_to_times(group, instance, times))
+
     async def records(
-        self, group: str, instance: str, timeout_ms: int, max_bytes: int, generation: int | None
+        self,
+        group: str,
+        instance: str,
+        timeout_ms: int | None,
+        max_bytes: int,
+        generation: int | None,
+        format: str | None,
     ) -> ConsumerRecords:
-        return await self._run(lambda s: s.records(group, instance, timeout_ms, max_bytes, generation))
+        return await self._run(
+            lambda s: s.records(group, instance, timeout_ms, max_bytes, generation, format)
+        )
 
     async def commit(
         self,

@@ -25,6 +25,7 @@ import aiohttp
 from partitions.controller import TopicMetadata
 from partitions.errors import PeerOutcomeUnknown, PeerProtocolError, PeerUnreachable
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.state import REQUEST_TIMEOUT_MS_MAX, ReadConfig
 from partitions.peer_codec import ErrorTypes, Registry, pack, unpack
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
@@ -77,6 +78,7 @@ class PeerOp:
     summary: str
     write: bool = False  # a lost answer is "outcome unknown"
     wait_arg: str | None = None  # an argument (ms) the callee may wait for: it extends the call's timeout
+    wait_unset_ms: int = 0  # how long the callee may wait when that argument is None
 
     @property
     def name(self) -> str:
@@ -116,7 +118,11 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("groups", "assignment", "A consumer instance's partitions and the group's generation"),
     PeerOp("groups", "seek", "Set a consumer instance's positions"),
     PeerOp("groups", "seek_to", "Set a consumer instance's positions to its partitions' ends"),
-    PeerOp("groups", "records", "A consumer instance's fetch (long poll)", wait_arg="timeout_ms"),
+    PeerOp("groups", "seek_to_times", "Set a consumer instance's positions by record timestamps"),
+    PeerOp(
+        "groups", "records", "A consumer instance's fetch (long poll)", wait_arg="timeout_ms",
+        wait_unset_ms=REQUEST_TIMEOUT_MS_MAX,  # None: the member's consumer.request.timeout.ms
+    ),
     PeerOp("groups", "commit", "Commit a consumer instance's offsets (fenced)", write=True),
     PeerOp("groups", "committed", "A consumer instance's committed offsets"),
     PeerOp("groups", "describe", "A consumer group's members, offsets and lag"),
@@ -179,7 +185,8 @@ class PeerClient:
             raise PeerUnreachable(node_id, "no address known")
         timeout_s = self._timeout_s
         if op.wait_arg is not None:
-            timeout_s += max(0, int(arguments.get(op.wait_arg) or 0)) / 1000
+            wait_ms = arguments.get(op.wait_arg)
+            timeout_s += max(0, op.wait_unset_ms if wait_ms is None else int(wait_ms)) / 1000
         body = pack(arguments, REGISTRY)
         try:
             async with self._client().post(
@@ -374,11 +381,12 @@ class RemoteGroups:
         offset_reset: str,
         session_timeout_ms: int,
         assignor: str,
+        reads: ReadConfig,
     ) -> ConsumerCreated:
         return await self._client.expect(
             self._node, "groups.create_instance", ConsumerCreated,
             group=group, name=name, format=format, offset_reset=offset_reset,
-            session_timeout_ms=session_timeout_ms, assignor=assignor,
+            session_timeout_ms=session_timeout_ms, assignor=assignor, reads=reads,
         )  # fmt: skip
 
     async def delete_instance(self, group: str, instance: str) -> None:
@@ -409,12 +417,24 @@ class RemoteGroups:
             self._node, "groups.seek_to", group=group, instance=instance, partitions=partitions, end=end
         )
 
+    async def seek_to_times(self, group: str, instance: str, times: dict[TopicPartition, int]) -> None:
+        await self._client.expect_none(
+            self._node, "groups.seek_to_times", group=group, instance=instance, times=times
+        )
+
     async def records(
-        self, group: str, instance: str, timeout_ms: int, max_bytes: int, generation: int | None
+        self,
+        group: str,
+        instance: str,
+        timeout_ms: int | None,
+        max_bytes: int,
+        generation: int | None,
+        format: str | None,
     ) -> ConsumerRecords:
         return await self._client.expect(
             self._node, "groups.records", ConsumerRecords,
             group=group, instance=instance, timeout_ms=timeout_ms, max_bytes=max_bytes, generation=generation,
+            format=format,
         )  # fmt: skip
 
     async def commit(

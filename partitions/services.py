@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from partitions.controller import TopicMetadata
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.state import ReadConfig
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure
 from raftlog.storage.batch import ProducerRecord
@@ -220,6 +221,7 @@ RESULT_TYPES: tuple[type, ...] = (
     Claims,
     Failures,
     ConsumerCreated,
+    ReadConfig,
     Assignment,
     FetchedPart,
     ConsumerRecords,
@@ -399,6 +401,7 @@ class GroupService(Protocol):
         offset_reset: str,
         session_timeout_ms: int,
         assignor: str,
+        reads: ReadConfig,
     ) -> ConsumerCreated: ...
 
     async def delete_instance(self, group: str, instance: str) -> None: ...
@@ -417,11 +420,24 @@ class GroupService(Protocol):
         """Positions at the partitions' beginnings (``end`` False) or ends."""
         ...
 
+    async def seek_to_times(self, group: str, instance: str, times: dict[TopicPartition, int]) -> None:
+        """Positions at the first record of each partition whose timestamp is at or after the time given
+        (ms since the epoch), or at its end when none is that late (Kafka's ``offsetsForTimes``)."""
+        ...
+
     async def records(
-        self, group: str, instance: str, timeout_ms: int, max_bytes: int, generation: int | None
+        self,
+        group: str,
+        instance: str,
+        timeout_ms: int | None,
+        max_bytes: int,
+        generation: int | None,
+        format: str | None,
     ) -> ConsumerRecords:
-        """A heartbeat and a fetch from every assigned partition at once (long poll up to ``timeout_ms``);
-        positions advance past what is returned. Raises StaleGeneration when ``generation`` is old."""
+        """A heartbeat and a fetch from every assigned partition at once (long poll up to ``timeout_ms``,
+        None: the member's ``consumer.request.timeout.ms``) until ``fetch.min.bytes`` came; positions
+        advance past what is returned. Raises StaleGeneration when ``generation`` is old,
+        ConsumerFormatMismatch when ``format`` is not the member's, before reading anything."""
         ...
 
     async def commit(

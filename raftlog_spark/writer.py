@@ -10,7 +10,7 @@ producer per partition and answers a repeated pair with the original offsets, ap
   checkpoint; sequence = batch id * 2**24 + request number. A task retry or a micro-batch replayed after
   a restart resends the same pairs.
 
-A request older than the 5 remembered ones is refused with error 40902 ("sequence too old"): a producer
+A request older than the 5 remembered ones is refused with error 40913 ("sequence too old"): a producer
 sends its sequences in order and only moves on once one is acknowledged, so such a sequence was applied
 and is skipped. Requirement (as for any idempotent sink): a retried task must see the same rows in the
 same order, which holds for deterministic inputs (the raftlog source, files, ``range``), not after a

@@ -44,6 +44,7 @@ from partitions.groups.errors import (
     UnknownGroup,
 )
 from partitions.groups.state import (
+    DEFAULT_READS,
     SESSION_TIMEOUT_MS_DEFAULT,
     Expire,
     Group,
@@ -54,6 +55,7 @@ from partitions.groups.state import (
     Join,
     Leave,
     Member,
+    ReadConfig,
     Refresh,
     Subscribe,
 )
@@ -248,6 +250,7 @@ class GroupCoordinator:
         offset_reset: str = "latest",
         session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
         assignor: str = "range",
+        reads: ReadConfig = DEFAULT_READS,
     ) -> Member:
         if assignor not in ASSIGNORS:
             raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
@@ -255,7 +258,7 @@ class GroupCoordinator:
         if name is not None:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
-        member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall())
+        member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall(), (), reads)
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)

@@ -13,6 +13,18 @@ class InvalidConsumerConfig(GroupError):
     """A consumer instance setting that cannot be used (unknown format, reset policy, assignor...)."""
 
 
+class ConsumerFormatMismatch(GroupError):
+    """A records read asking for the other format than the instance was created with."""
+
+    def __init__(self, group: str, instance_id: str, format: str, asked: str) -> None:
+        super().__init__(
+            f"consumer instance {instance_id!r} of group {group!r} reads the {format} format; its records "
+            f'cannot be answered in the {asked} format (create an instance with "format": "{asked}")'
+        )
+        self.format = format
+        self.asked = asked
+
+
 class UnknownConsumerInstance(GroupError):
     """The instance never existed, was deleted, or was evicted after missing its session timeout."""
 

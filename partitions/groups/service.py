@@ -6,16 +6,22 @@ partition's leader through the cluster-wide data service. A call for a group coo
 ``NotLeader`` (from the coordinator's group log), and the cluster-wide group service runs it there.
 
 A member's fetch reads every assigned partition at once, first without waiting (every partition's answer
-is kept); when none had records, a long poll on all of them that the first partition with records ends
-(the others are cancelled: reads, nothing to undo). Each partition gets ``max_bytes`` divided by the
-number of assigned partitions. Records travel as the stored batches; a position moves to the end of the
-last batch returned, and only for a partition still assigned to the member. A partition whose position
-fell out of its log (retention) is reset by the member's ``auto.offset.reset``.
+is kept); while less than its ``fetch.min.bytes`` came, a long poll on all of them that the first
+partition with records ends (the others are cancelled: reads, nothing to undo), until the timeout (the
+read's, else the member's ``consumer.request.timeout.ms``). Each round gives every partition an equal
+share of what is left of ``max_bytes``. Records travel as the stored batches; a position moves to the end
+of the last batch returned, and only for a partition still assigned to the member. A partition whose
+position fell out of its log (retention) is reset by the member's ``auto.offset.reset``.
+
+A member with ``auto.commit.enable`` has its positions committed at a later read (at most every
+``auto.commit.interval.ms``) and when it is deleted: what earlier reads returned, as Kafka's auto commit
+does at the next poll, so a record is committed only after a read that followed the one returning it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,7 +30,8 @@ from partitions.cluster import Served
 from partitions.errors import UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator, InstanceView
-from partitions.groups.errors import StaleGeneration
+from partitions.groups.errors import ConsumerFormatMismatch, StaleGeneration
+from partitions.groups.state import ReadConfig
 from partitions.services import (
     Assignment,
     CommittedOffset,
@@ -37,6 +44,7 @@ from partitions.services import (
     MemberDescription,
     MemberPartition,
     PartitionOffsets,
+    TimestampOffset,
 )
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import decode_header, split_batches
@@ -62,6 +70,10 @@ class PartitionData(Protocol):
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]: ...
 
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> Served[TimestampOffset | None]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class _Fetched:
@@ -73,11 +85,20 @@ class _Fetched:
 class ConsumerService:
     """Implements ``GroupService`` on this node (NotLeader for groups coordinated elsewhere)."""
 
-    def __init__(self, node_id: str, groups: GroupCoordinator, data: Callable[[], PartitionData]) -> None:
+    def __init__(
+        self,
+        node_id: str,
+        groups: GroupCoordinator,
+        data: Callable[[], PartitionData],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         """``data``: the cluster-wide data service (a callable: it is built after this)."""
         self.node_id = node_id
         self._groups = groups
         self._data = data
+        self._monotonic = monotonic
+        # (group, instance) -> when its positions were last auto-committed, and what was committed
+        self._auto_committed: dict[tuple[str, str], tuple[float, dict[TopicPartition, int]]] = {}
 
     # -- instances -------------------------------------------------------------------------------------
 
@@ -89,6 +110,7 @@ class ConsumerService:
         offset_reset: str,
         session_timeout_ms: int,
         assignor: str,
+        reads: ReadConfig,
     ) -> ConsumerCreated:
         member = await self._groups.create_instance(
             group,
@@ -97,11 +119,16 @@ class ConsumerService:
             offset_reset=offset_reset,
             session_timeout_ms=session_timeout_ms,
             assignor=assignor,
+            reads=reads,
         )
         return ConsumerCreated(member.instance_id, self.node_id)
 
     async def delete_instance(self, group: str, instance: str) -> None:
+        """Leaves the group; an auto-committing member commits its positions first (as Kafka's close)."""
+        if self._groups.view(group, instance).member.reads.auto_commit:
+            await self._auto_commit(group, instance, force=True)
         await self._groups.delete_instance(group, instance)
+        self._auto_committed.pop((group, instance), None)
 
     async def subscribe(self, group: str, instance: str, topics: list[str]) -> None:
         await self._groups.subscribe(group, instance, topics)
@@ -126,19 +153,46 @@ class ConsumerService:
             offsets[tp] = bounds.high_watermark if end else bounds.log_start_offset
         self._groups.seek(group, instance, offsets)
 
+    async def seek_to_times(self, group: str, instance: str, times: dict[TopicPartition, int]) -> None:
+        self._groups.check_assigned(group, instance, None, list(times))  # refused before any lookup
+        offsets = {}
+        for tp, timestamp_ms in times.items():
+            found = (await self._data().offset_for_timestamp(tp.topic, tp.partition, timestamp_ms)).value
+            if found is None:  # no record that late: from the end, as a Kafka consumer seeking past it
+                offsets[tp] = (await self._data().offsets(tp.topic, tp.partition)).value.high_watermark
+            else:
+                offsets[tp] = found.offset
+        self._groups.seek(group, instance, offsets)
+
     # -- records ---------------------------------------------------------------------------------------
 
     async def records(
-        self, group: str, instance: str, timeout_ms: int, max_bytes: int, generation: int | None
+        self,
+        group: str,
+        instance: str,
+        timeout_ms: int | None,
+        max_bytes: int,
+        generation: int | None,
+        format: str | None,
     ) -> ConsumerRecords:
         groups = self._groups
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
         view = await groups.heartbeat(group, instance)
+        member = view.member
+        if format is not None and format != member.format:
+            raise ConsumerFormatMismatch(group, instance, member.format, format)
         if generation is not None and generation != view.generation:
             raise StaleGeneration(group, instance, generation, view.generation)
+        wait_s = (member.reads.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = loop.time() + wait_s
+        if member.reads.auto_commit:
+            await self._auto_commit(group, instance, force=False)
+        min_bytes = (
+            max_bytes if member.reads.fetch_min_bytes < 0 else min(member.reads.fetch_min_bytes, max_bytes)
+        )
         parts: list[FetchedPart] = []
         failures: list[RaftlogError] = []
+        size = 0
         with groups.fetching(group, instance):
             while not view.assigned and loop.time() < deadline:
                 await asyncio.sleep(min(ASSIGNMENT_POLL_S, max(0.0, deadline - loop.time())))
@@ -154,33 +208,53 @@ class ConsumerService:
                     continue
                 if groups.advance(group, instance, tp, start):
                     positions[tp] = start
-            readable = [tp for tp in view.assigned if tp in positions]
-            budget = max(1, max_bytes // max(1, len(readable)))
-            # first what every partition has now, then (if none had anything) the first to get something
-            results: dict[TopicPartition, _Fetched] = {}
-            for wait in (False, True):
+            # first what every partition has now, then (while too little came) the first to get something
+            wait = False
+            while True:
+                readable = [tp for tp in view.assigned if tp in positions]
                 wait_ms = max(0, int((deadline - loop.time()) * 1000)) if wait else 0
-                if wait and (wait_ms == 0 or any(f.part or f.reset_to is not None for f in results.values())):
+                if not readable or (wait and wait_ms == 0):
                     break
+                budget = max(1, (max_bytes - size) // len(readable))
                 tasks = {
                     tp: asyncio.create_task(self._fetch(group, view, tp, positions[tp], wait_ms, budget))
                     for tp in readable
                 }
                 results, fetch_failures = await _first_records(tasks, first=wait)
                 failures += fetch_failures
-            for tp, fetched in sorted(results.items()):
-                if fetched.reset_to is not None:
-                    groups.advance(group, instance, tp, fetched.reset_to)
-                elif (
-                    fetched.part is not None
-                    and fetched.next_offset is not None
-                    and groups.advance(group, instance, tp, fetched.next_offset)
-                ):
-                    parts.append(fetched.part)
+                for tp, fetched in sorted(results.items()):
+                    moved_to = fetched.reset_to if fetched.reset_to is not None else fetched.next_offset
+                    if moved_to is None:
+                        continue
+                    if not groups.advance(group, instance, tp, moved_to):  # no longer this member's
+                        positions.pop(tp, None)
+                        continue
+                    positions[tp] = moved_to
+                    if fetched.reset_to is None and fetched.part is not None:
+                        parts.append(fetched.part)
+                        size += len(fetched.part.data)
+                if min_bytes == 0 or (parts and size >= min_bytes):
+                    break
+                wait = True
         if not parts and failures:
             raise failures[0]
         current = groups.view(group, instance)
         return ConsumerRecords(current.member.format, current.generation, tuple(parts))
+
+    async def _auto_commit(self, group: str, instance: str, *, force: bool) -> None:
+        """Commit the positions that moved since the member's last auto commit, once its interval passed
+        (``force``: now). A partition the member lost meanwhile is not committed: its new owner's."""
+        key = (group, instance)
+        now = self._monotonic()
+        last_at, committed = self._auto_committed.get(key, (float("-inf"), {}))
+        interval_s = self._groups.view(group, instance).member.reads.auto_commit_interval_ms / 1000
+        if not force and now - last_at < interval_s:
+            return
+        assigned = set(self._groups.view(group, instance).assigned)
+        positions = self._groups.positions(group, instance)
+        moved = {tp: o for tp, o in positions.items() if tp in assigned and committed.get(tp) != o}
+        await _all([self._commit(group, tp, offset) for tp, offset in moved.items()])
+        self._auto_committed[key] = (now, {**committed, **moved})
 
     async def _starting_offset(self, group: str, view: InstanceView, tp: TopicPartition) -> int:
         committed = await self._committed(group, tp)

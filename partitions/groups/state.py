@@ -16,7 +16,7 @@ consensus thread applies (a read sees the group before or after a command, never
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -32,7 +32,43 @@ OFFSET_RESETS = ("earliest", "latest")
 SESSION_TIMEOUT_MS_MIN = 1_000
 SESSION_TIMEOUT_MS_MAX = 300_000
 SESSION_TIMEOUT_MS_DEFAULT = 30_000
+FETCH_MIN_BYTES_MAX = 10_000_000  # Confluent's bound of fetch.min.bytes
+REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
+AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH = 1, 2, 3, 4, 5
+
+
+@dataclass(frozen=True, slots=True)
+class ReadConfig:
+    """How a member's records reads behave (Confluent's instance configs and Kafka's auto commit)."""
+
+    fetch_min_bytes: int = 1  # a read answers once this much came; -1: at max_bytes or the timeout only
+    request_timeout_ms: int = 1_000  # how long a read without ``timeout`` waits (consumer.request.timeout.ms)
+    auto_commit: bool = False  # commit the positions of what earlier reads returned, at a later read
+    auto_commit_interval_ms: int = 5_000  # at most this often; 0: at every read
+
+    def __post_init__(self) -> None:
+        bounds = (
+            ("fetch.min.bytes", self.fetch_min_bytes, -1, FETCH_MIN_BYTES_MAX),
+            ("consumer.request.timeout.ms", self.request_timeout_ms, 0, REQUEST_TIMEOUT_MS_MAX),
+            ("auto.commit.interval.ms", self.auto_commit_interval_ms, 0, AUTO_COMMIT_INTERVAL_MS_MAX),
+        )
+        for name, value, low, high in bounds:
+            if type(value) is not int or not low <= value <= high:
+                raise InvalidConsumerConfig(f"{name} {value!r}: use an integer from {low} to {high}")
+        if type(self.auto_commit) is not bool:
+            raise InvalidConsumerConfig(f"auto.commit.enable {self.auto_commit!r}: use true or false")
+
+    def to_row(self) -> list[Any]:
+        return [self.fetch_min_bytes, self.request_timeout_ms, self.auto_commit, self.auto_commit_interval_ms]
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> ReadConfig:
+        min_bytes, timeout_ms, auto_commit, interval_ms = row
+        return cls(int(min_bytes), int(timeout_ms), bool(auto_commit), int(interval_ms))
+
+
+DEFAULT_READS = ReadConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +79,7 @@ class Member:
     session_timeout_ms: int
     joined_ms: int
     topics: tuple[str, ...] = ()
+    reads: ReadConfig = DEFAULT_READS
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -126,7 +163,7 @@ def encode(command: GroupCommand) -> bytes:
         m = command.member
         fields: list[Any] = [
             _JOIN, command.group, m.instance_id, m.format, m.offset_reset, m.session_timeout_ms,
-            m.joined_ms, command.assignor,
+            m.joined_ms, command.assignor, m.reads.to_row(),
         ]  # fmt: skip
     elif isinstance(command, Leave):
         fields = [_LEAVE, command.group, command.instance_id, command.now_ms]
@@ -148,8 +185,10 @@ def decode(data: bytes) -> GroupCommand:
         fields = msgpack.unpackb(data, raw=False)
         kind = fields[0]
         if kind == _JOIN:
-            _, group, instance_id, format_, reset, timeout_ms, now_ms, assignor = fields
-            return Join(group, Member(instance_id, format_, reset, int(timeout_ms), int(now_ms)), assignor)
+            _, group, instance_id, format_, reset, timeout_ms, now_ms, assignor, *rest = fields
+            reads = ReadConfig.from_row(rest[0]) if rest else DEFAULT_READS  # joins written before it: none
+            member = Member(instance_id, format_, reset, int(timeout_ms), int(now_ms), (), reads)
+            return Join(group, member, assignor)
         if kind == _LEAVE:
             _, group, instance_id, now_ms = fields
             return Leave(group, instance_id, int(now_ms))
@@ -251,10 +290,7 @@ class GroupTable:
             removed = (command.instance_id,)
         elif isinstance(command, Subscribe):
             old = members[command.instance_id]
-            members[command.instance_id] = Member(
-                old.instance_id, old.format, old.offset_reset, old.session_timeout_ms, old.joined_ms,
-                tuple(sorted(set(command.topics))),
-            )  # fmt: skip
+            members[command.instance_id] = replace(old, topics=tuple(sorted(set(command.topics))))
             counts.update({t: int(c) for t, c in command.partition_counts.items()})
         elif isinstance(command, Expire):
             removed = tuple(sorted(i for i in set(command.instance_ids) if i in members))
@@ -283,10 +319,7 @@ class GroupTable:
     def to_rows(self) -> list[list[Any]]:
         rows: list[list[Any]] = []
         for g in self.groups.values():
-            members = [
-                [m.instance_id, m.format, m.offset_reset, m.session_timeout_ms, m.joined_ms, list(m.topics)]
-                for m in g.members.values()
-            ]
+            members = [_member_row(m) for m in g.members.values()]
             assignment = {member: [list(tp) for tp in tps] for member, tps in g.assignment.items()}
             rows.append(
                 [
@@ -305,10 +338,7 @@ class GroupTable:
     def from_rows(cls, rows: list[list[Any]]) -> GroupTable:
         groups = {}
         for name, assignor, generation, members, assignment, counts, changed_ms in rows:
-            group_members = {
-                row[0]: Member(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]))
-                for row in members
-            }
+            group_members = {row[0]: _member_from_row(row) for row in members}
             group_assignment = {
                 member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
             }
@@ -322,3 +352,21 @@ class GroupTable:
                 int(changed_ms),
             )
         return cls(MappingProxyType(groups))
+
+
+def _member_row(m: Member) -> list[Any]:
+    return [
+        m.instance_id,
+        m.format,
+        m.offset_reset,
+        m.session_timeout_ms,
+        m.joined_ms,
+        list(m.topics),
+        m.reads.to_row(),
+    ]
+
+
+def _member_from_row(row: list[Any]) -> Member:
+    """A snapshot's member row; rows written before ``ReadConfig`` have six fields."""
+    reads = ReadConfig.from_row(row[6]) if len(row) > 6 else DEFAULT_READS
+    return Member(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]), reads)

@@ -229,7 +229,7 @@ async def test_idempotent_produce_returns_the_original_offsets(cluster: FakeClus
         json={"records": [{"value": 1}], "producer_id": 42, "sequence": 1},
         headers=JSON_HEADERS,
     )
-    await error_of(response, 409, 40902)
+    await error_of(response, 409, 40913)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
 )
 from partitions.groups.state import (
+    DEFAULT_READS,
     Expire,
     GroupChanged,
     GroupCommand,
@@ -30,6 +32,7 @@ from partitions.groups.state import (
     Join,
     Leave,
     Member,
+    ReadConfig,
     Refresh,
     Subscribe,
     decode,
@@ -56,6 +59,28 @@ def test_codec_round_trips_every_command() -> None:
         assert decode(encode(command)) == command
     with pytest.raises(InvalidCommand):
         decode(b"\x93\x01\x02")
+
+
+def test_read_configs_ride_in_joins_and_snapshots_and_older_ones_read_as_defaults() -> None:
+    reads = ReadConfig(
+        fetch_min_bytes=-1, request_timeout_ms=250, auto_commit=True, auto_commit_interval_ms=0
+    )
+    joined = Join("g", Member("a", "binary", "latest", 10_000, 5, (), reads), "range")
+    assert decode(encode(joined)) == joined
+    older = msgpack.packb([1, "g", "a", "json", "earliest", 10_000, 5, "range"])  # a join before ReadConfig
+    before = decode(older)
+    assert isinstance(before, Join) and before.member.reads == DEFAULT_READS == ReadConfig()
+    table = GroupTable()
+    table.apply(encode(joined))
+    assert GroupTable.from_rows(table.to_rows()).groups["g"].members["a"].reads == reads
+    rows = table.to_rows()
+    rows[0][3][0] = rows[0][3][0][:6]  # a member row of a snapshot written before ReadConfig
+    assert GroupTable.from_rows(rows).groups["g"].members["a"].reads == DEFAULT_READS
+    for bad in ({"fetch_min_bytes": -2}, {"request_timeout_ms": 60_001}, {"auto_commit_interval_ms": -1}):
+        with pytest.raises(InvalidConsumerConfig):
+            ReadConfig(**bad)
+    with pytest.raises(InvalidCommand):  # a malformed read config in a join is a malformed command
+        decode(msgpack.packb([1, "g", "a", "json", "earliest", 10_000, 5, "range", [1, 2]]))
 
 
 def test_membership_changes_bump_the_generation_and_reassign() -> None:
