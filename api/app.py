@@ -112,6 +112,10 @@ _FETCH_QUERY = (
 )
 
 ROUTES: tuple[Operation, ...] = (
+    Operation(
+        "GET", "/brokers", topics.list_brokers, "listBrokers", "Broker ids of the known nodes", "client",
+        ok_schema="Brokers", local=True,
+    ),
     Operation("GET", "/topics", topics.list_topics, "listTopics", "Topic names", "client",
               ok_schema="TopicNames", local=True),
     Operation(

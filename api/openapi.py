@@ -155,8 +155,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["error_code", "message"],
     ),
     "TopicNames": {"type": "array", "items": _STR},
+    "Brokers": _obj({"brokers": {"type": "array", "items": _INT}}, ["brokers"]),
     "Replica": _obj(
         {
+            "broker": {**_INT, "description": "the node's broker id, as Kafka clients see it"},
             "node": _STR,
             "leader": {"type": "boolean"},
             # as the partition's leader says; null: unknown (no leader known, or it could not be asked)

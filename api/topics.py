@@ -22,6 +22,7 @@ from partitions.cluster import FrontDoor
 from partitions.controller import TopicMetadata
 from partitions.errors import InvalidTopic, UnknownPartition
 from partitions.groups.coordinator import is_internal
+from partitions.names import broker_id
 from partitions.services import NodeInfo, PartitionState
 from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError
@@ -55,7 +56,15 @@ def _replica_views(
         known = states.get(replica)
         error = known.error if known is not None and known.error is not None else failed.get(replica)
         in_sync = False if error is not None else (None if known is None else known.in_sync)
-        views.append({"node": replica, "leader": replica == leader, "in_sync": in_sync, "error": error})
+        views.append(
+            {
+                "broker": broker_id(replica),
+                "node": replica,
+                "leader": replica == leader,
+                "in_sync": in_sync,
+                "error": error,
+            }
+        )
     return views
 
 
@@ -269,6 +278,13 @@ def decommissioned(node: FrontDoor, nodes: list[NodeInfo]) -> set[str]:
         for replicas in assignment:
             leaving -= set(replicas)
     return leaving
+
+
+async def list_brokers(request: web.Request) -> web.Response:
+    """Confluent's ``{"brokers": [id, ...]}``: the broker id (``partitions.names.broker_id``, the one
+    Kafka clients see) of every node this node knows, whatever its state."""
+    ids = sorted({broker_id(n.node_id) for n in state.node(request).metadata.nodes()})
+    return web.json_response({"brokers": ids})
 
 
 async def list_nodes(request: web.Request) -> web.Response:

@@ -15,10 +15,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.door import Door, broker_id
+from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.controller import merge_configs
-from partitions.names import check_user_topic_name
+from partitions.names import broker_id, check_user_topic_name
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from kafka_api.groups import ClassicGroups
 from partitions.cluster import FrontDoor
 
-_NUMBERED = re.compile(r"\D*?(\d{1,9})")
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
-
-
-def broker_id(node_id: str) -> int:
-    """A node's Kafka broker id (Kafka's are int32): the number a node id ends in (``n1`` -> 1), else a
-    hash of the id. Every node computes the same for every other."""
-    numbered = _NUMBERED.fullmatch(node_id)
-    if numbered:
-        return int(numbered.group(1))
-    return zlib.crc32(node_id.encode()) & 0x7FFFFFFF
 
 
 @dataclass(frozen=True, slots=True)

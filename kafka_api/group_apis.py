@@ -16,11 +16,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.door import Door, broker_id
+from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
 from partitions.errors import UnknownTopic
 from partitions.groups.coordinator import GROUPS_TOPIC
+from partitions.names import broker_id
 from partitions.partitioner import partition_for_key
 
 GROUP_KEY = 0

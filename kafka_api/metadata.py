@@ -13,8 +13,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.door import Door, broker_id
+from kafka_api.door import Door
 from partitions.errors import UnknownTopic
+from partitions.names import broker_id
 
 NO_LEADER = -1
 NO_EPOCH = -1

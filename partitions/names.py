@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import zlib
 
 from partitions.errors import InvalidName, ReservedName
 
@@ -100,3 +101,15 @@ def _check_text(name: object, field: str, bytes_max: int) -> str:
                 field, name, f"{kind} (U+{ord(character):04X}) at index {index} is not allowed in a name"
             )
     return name
+
+
+_NUMBERED = re.compile(r"\D*?(\d{1,9})")
+
+
+def broker_id(node_id: str) -> int:
+    """A node's Kafka broker id (Kafka's are int32): the number a node id ends in (``n1`` -> 1), else a
+    hash of the id. Every node computes the same for every other."""
+    numbered = _NUMBERED.fullmatch(node_id)
+    if numbered:
+        return int(numbered.group(1))
+    return zlib.crc32(node_id.encode()) & 0x7FFFFFFF

@@ -79,8 +79,8 @@ async def test_topics_list_describe_partitions_and_offsets(cluster: FakeCluster,
         "partition": 0,
         "leader": "n1",
         "replicas": [
-            {"node": "n1", "leader": True, "in_sync": True, "error": None},
-            {"node": "n2", "leader": False, "in_sync": True, "error": None},
+            {"broker": 1, "node": "n1", "leader": True, "in_sync": True, "error": None},
+            {"broker": 2, "node": "n2", "leader": False, "in_sync": True, "error": None},
         ],
     }
     await produce(n1, "orders", [{"value": 1, "partition": 1}, {"value": 2, "partition": 1}])

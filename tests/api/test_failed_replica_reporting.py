@@ -69,6 +69,7 @@ async def test_partition_state_and_describe_show_a_failed_follower_and_the_same_
         [partition] = described["partitions"]
         assert partition["leader"] == state["leader"]
         assert partition["replicas"][2] == {
+            "broker": 3,
             "node": "n3",
             "leader": False,
             "in_sync": False,
@@ -112,9 +113,9 @@ async def test_without_a_known_leader_in_sync_is_unknown_not_false(
             "partition": 0,
             "leader": None,
             "replicas": [
-                {"node": "n1", "leader": False, "in_sync": None, "error": None},
-                {"node": "n2", "leader": False, "in_sync": False, "error": REPLAY_ERROR},
-                {"node": "n3", "leader": False, "in_sync": None, "error": None},
+                {"broker": 1, "node": "n1", "leader": False, "in_sync": None, "error": None},
+                {"broker": 2, "node": "n2", "leader": False, "in_sync": False, "error": REPLAY_ERROR},
+                {"broker": 3, "node": "n3", "leader": False, "in_sync": None, "error": None},
             ],
         }
 

@@ -14,8 +14,9 @@ from kafka_fixtures import RawKafka, http_client, request_frame
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.door import Door, broker_id
+from kafka_api.door import Door
 from kafka_api.server import KafkaServer, Limits
+from partitions.names import broker_id
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
 
