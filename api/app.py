@@ -23,6 +23,7 @@ import hmac
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -40,6 +41,7 @@ from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
 from partitions.cluster import FrontDoor
+from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peer_client import INTERNAL_PREFIX
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
@@ -313,6 +315,14 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     return response
 
 
+# every name a path carries is checked whole before the route runs (``partitions.names``)
+_PATH_NAMES: dict[str, Callable[[object, str], str]] = {
+    "topic": check_topic_name,
+    "group": check_group_name,
+    "instance": check_instance_name,
+}
+
+
 def _bind(operation: Operation) -> Handler:
     kind = "write" if operation.write else "long-poll" if operation.long_poll else None
     offers = operation.offers
@@ -328,14 +338,19 @@ def _bind(operation: Operation) -> Handler:
             admission.leave(kind)
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        """Content negotiation before anything else (406 when the ``Accept`` header takes none of the
-        route's types); a JSON answer is labelled with the type chosen."""
+        """Content negotiation (406 when the ``Accept`` header takes none of the route's types), then the
+        names in the path (400 naming the parameter), before anything else; a JSON answer is labelled
+        with the type chosen."""
         accept = request.headers.get("Accept")
         chosen = negotiation.choose(accept, offers)
         if chosen is None:
             refuse_legacy_accept(accept)
             raise NotAcceptable(accept or "", f"this endpoint answers {', '.join(offers)}")
         request[state.ANSWER_TYPE] = chosen
+        for param, value in request.match_info.items():
+            check_name = _PATH_NAMES.get(param)
+            if check_name is not None:
+                check_name(value, f"path parameter {param}")
         response = await serve(request)
         if response.content_type == PLAIN_JSON and negotiation.is_json(chosen) and chosen != PLAIN_JSON:
             response.content_type = chosen  # the same JSON, labelled as the client asked

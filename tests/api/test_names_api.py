@@ -9,9 +9,11 @@ import json
 from typing import Any
 
 import pytest
+import yarl
 from fake_broker import FakeCluster
 from harness import Node
 
+from api.app import ROUTES
 from partitions.groups.coordinator import GROUPS_TOPIC
 from raftlog_cli.cli import main
 
@@ -105,3 +107,27 @@ async def test_the_cli_reports_a_refused_topic_name(cluster: FakeCluster, n1: No
     _, err = capsys.readouterr()
     assert code == 1 and "40001" in err and "'\\n' at index 2" in err
     assert cluster.topics == {}
+
+
+async def test_every_route_refuses_a_control_character_in_a_path_name_before_it_runs(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    """Redpanda's invalid-input cases: a carriage return in a topic, DEL in an instance, STX in a group,
+    on every route that names one (the path is percent-encoded, as a client sends it)."""
+    cluster.add_topic("t", 1)
+    bad = {"topic": "my%0Dtopic", "group": "My%02group", "instance": "my%7Finstance"}
+    good = {"topic": "t", "group": "g", "instance": "i", "partition": "0", "node_id": "n1"}
+    checked = 0
+    for op in ROUTES:
+        names = [name for name in bad if "{" + name + "}" in op.path]
+        for name in names:
+            path = op.path
+            for param, value in {**good, name: bad[name]}.items():
+                path = path.replace("{" + param + "}", value)
+            response = await n1.client.request(
+                op.method, yarl.URL(path, encoded=True),
+                data=b"{}", headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+            await refused(response, 400, 40001, f"path parameter {name}")
+            checked += 1
+    assert checked >= 20 and cluster.partitions[("t", 0)].records == []
