@@ -21,6 +21,7 @@ does at the next poll, so a record is committed only after a read that followed 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -52,6 +53,9 @@ from raftlog.storage.errors import OffsetOutOfRange
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
 COMMIT_TIMEOUT_MS = 10_000
+AUTO_COMMIT_MEMBERS_KEPT = 1_000  # past this many, members gone are dropped from the auto-commit record
+
+log = logging.getLogger(__name__)
 
 
 class PartitionData(Protocol):
@@ -243,18 +247,39 @@ class ConsumerService:
 
     async def _auto_commit(self, group: str, instance: str, *, force: bool) -> None:
         """Commit the positions that moved since the member's last auto commit, once its interval passed
-        (``force``: now). A partition the member lost meanwhile is not committed: its new owner's."""
+        (``force``: now). A partition the member lost meanwhile is not committed: its new owner's. A
+        commit that fails is logged and tried again at the next read, as Kafka's auto commit: the read
+        itself goes on."""
         key = (group, instance)
         now = self._monotonic()
         last_at, committed = self._auto_committed.get(key, (float("-inf"), {}))
-        interval_s = self._groups.view(group, instance).member.reads.auto_commit_interval_ms / 1000
-        if not force and now - last_at < interval_s:
+        view = self._groups.view(group, instance)
+        if not force and now - last_at < view.member.reads.auto_commit_interval_ms / 1000:
             return
-        assigned = set(self._groups.view(group, instance).assigned)
+        assigned = set(view.assigned)
         positions = self._groups.positions(group, instance)
         moved = {tp: o for tp, o in positions.items() if tp in assigned and committed.get(tp) != o}
-        await _all([self._commit(group, tp, offset) for tp, offset in moved.items()])
+        try:
+            await _all([self._commit(group, tp, offset) for tp, offset in moved.items()])
+        except RaftlogError as exc:
+            log.info(
+                "group %s, instance %s: auto commit failed, retried at its next read: %s",
+                group,
+                instance,
+                exc,
+            )
+            return
+        if key not in self._auto_committed and len(self._auto_committed) >= AUTO_COMMIT_MEMBERS_KEPT:
+            self._forget_departed()
         self._auto_committed[key] = (now, {**committed, **moved})
+
+    def _forget_departed(self) -> None:
+        """Drops the auto-commit record of members that left or timed out (or moved with their group)."""
+        for group, instance in list(self._auto_committed):
+            try:
+                self._groups.view(group, instance)
+            except RaftlogError:
+                del self._auto_committed[(group, instance)]
 
     async def _starting_offset(self, group: str, view: InstanceView, tp: TopicPartition) -> int:
         committed = await self._committed(group, tp)

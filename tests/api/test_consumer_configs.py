@@ -200,3 +200,31 @@ async def test_commits_take_redpandas_partitions_body_and_answer_an_empty_list(
         (0, 5, ""),
         (1, 0, ""),
     ]
+
+
+async def test_a_failed_auto_commit_does_not_fail_the_read_and_is_tried_again(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    cluster.add_topic("t", 2, [["n1"], ["n2"]])
+    for p in (0, 1):
+        await produce(n1, "t", p, [{"value": p}])
+    config = {
+        "format": "json",
+        "auto.offset.reset": "earliest",
+        "auto.commit.enable": True,
+        "auto.commit.interval.ms": "0",
+    }
+    base = await subscribed(n1, "auto", config)
+    assert len(await answer(await n2.client.get(f"{base}/records", params={"timeout": "1000"}))) == 2
+    leader = cluster.partitions[("t", 0)].leader
+    cluster.partitions[("t", 0)].leader = None  # partition 0 cannot be committed (nor read) for now
+    await produce(n1, "t", 1, [{"value": 2}])
+    rows = await answer(await n2.client.get(f"{base}/records", params={"timeout": "1000"}))
+    assert [r["value"] for r in rows] == [2]  # the read went on
+    one = await answer(
+        await n1.client.get("/consumers/auto/offsets", params={"topic": "t", "partition": "1"})
+    )
+    assert one["offsets"][0]["offset"] == 1  # partition 1's commit went through, 0's failed
+    cluster.partitions[("t", 0)].leader = leader
+    await answer(await n2.client.get(f"{base}/records", params={"timeout": "0"}))
+    assert await committed(n1, "auto") == {0: 1, 1: 2}  # tried again
