@@ -346,6 +346,7 @@ def _bind(operation: Operation) -> Handler:
         if chosen is None:
             refuse_legacy_accept(accept)
             raise NotAcceptable(accept or "", f"this endpoint answers {', '.join(offers)}")
+        chosen = negotiation.label(chosen, operation.answer_type)
         request[state.ANSWER_TYPE] = chosen
         for param, value in request.match_info.items():
             check_name = _PATH_NAMES.get(param)

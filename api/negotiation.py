@@ -2,8 +2,10 @@
 ``Accept``, and which type its JSON (and its errors) are labelled with.
 
 Every route offers its ``answer_type`` (client routes: Confluent's ``application/vnd.kafka.v2+json``),
-the alternatives it lists, and ``application/json`` as a plain alias of any JSON type. An ``Accept``
-header is read as RFC 9110 says: media ranges with q-values, ``type/*`` and ``*/*``; a range with
+the alternatives it lists, and ``application/json`` as a plain alias of any JSON type; a route answering
+the v2 type also takes Kafka's embedded types (``.json.v2+json``, ``.binary.v2+json``) as aliases of it
+and answers in the v2 type, so a client that sends one ``Accept`` on all its requests is served. An
+``Accept`` header is read as RFC 9110 says: media ranges with q-values, ``type/*`` and ``*/*``; a range with
 ``q=0`` refuses that type. No header, or ``*/*``, takes the route's own type. Nothing acceptable: 406.
 """
 
@@ -12,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raftlog_client.contract import PLAIN_JSON
+from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 VND_KAFKA = "application/vnd.kafka."
+_V2_ALIASES = (JSON_V2, BINARY_V2)  # taken by routes answering the v2 type, which answer in it
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,8 @@ def is_json(media: str) -> bool:
 def offered(answer_type: str, alternatives: Sequence[str]) -> tuple[str, ...]:
     """What a route can answer, its own type first; ``application/json`` whenever it answers JSON."""
     types = [answer_type, *alternatives]
+    if answer_type == KAFKA_V2:
+        types += [t for t in _V2_ALIASES if t not in types]
     if any(is_json(t) for t in types) and PLAIN_JSON not in types:
         types.append(PLAIN_JSON)
     return tuple(types)
@@ -81,6 +86,12 @@ def choose(accept: str | None, types: Sequence[str]) -> str | None:
             if media not in refused and media_range.matches(media):
                 return media
     return None
+
+
+def label(chosen: str, answer_type: str) -> str:
+    """The type an answer is labelled with: the chosen one, except that an embedded type asked of a
+    route answering the v2 type gets the v2 type (what the answer is)."""
+    return answer_type if answer_type == KAFKA_V2 and chosen in _V2_ALIASES else chosen
 
 
 def names(accept: str | None, media: str) -> bool:

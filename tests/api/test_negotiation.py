@@ -9,11 +9,11 @@ from fake_broker import FakeCluster
 from harness import Node
 
 from api.app import ROUTES
-from api.negotiation import choose, error_type, offered, parse_accept
+from api.negotiation import choose, error_type, label, offered, parse_accept
 from partitions.peer_client import INTERNAL_PREFIX
 from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, JSON_V2, KAFKA_V2, PLAIN_JSON
 
-V2 = (KAFKA_V2, PLAIN_JSON)
+V2 = (KAFKA_V2, JSON_V2, BINARY_V2, PLAIN_JSON)
 
 
 def test_accept_ranges_are_ranked_by_q_then_specificity_then_order() -> None:
@@ -27,13 +27,16 @@ def test_accept_ranges_are_ranked_by_q_then_specificity_then_order() -> None:
 def test_a_route_answers_its_own_type_unless_the_client_asks_for_another_it_has() -> None:
     assert offered(KAFKA_V2, []) == V2
     assert offered("text/plain", []) == ("text/plain",)
+    assert offered(JSON_V2, [BINARY_V2]) == (JSON_V2, BINARY_V2, PLAIN_JSON)
     assert choose(None, V2) == choose("*/*", V2) == choose("application/*", V2) == KAFKA_V2
     assert choose("application/json", V2) == PLAIN_JSON
     assert choose(f"{PLAIN_JSON};q=0.5, {KAFKA_V2}", V2) == KAFKA_V2
     assert choose("text/plain", V2) is None
     assert choose("text/html, */*;q=0.1", V2) == KAFKA_V2
-    assert choose(f"{KAFKA_V2};q=0, */*", V2) == PLAIN_JSON  # q=0 refuses that type
-    assert choose("application/vnd.kafka.json.v2+json", V2) is None  # records only where records are
+    assert choose(f"{KAFKA_V2};q=0, */*", V2) == JSON_V2  # q=0 refuses that type
+    # one Accept naming an embedded type on every request: the v2 routes answer in the v2 type
+    assert label(choose(BINARY_V2, V2) or "", KAFKA_V2) == KAFKA_V2
+    assert label(BINARY_V2, JSON_V2) == BINARY_V2  # a record route answers the type asked for
 
 
 def test_errors_are_labelled_with_the_chosen_kafka_type_else_plain_json() -> None:
@@ -75,9 +78,10 @@ async def test_client_answers_carry_the_v2_type_and_admin_answers_plain_json(
 ) -> None:
     cluster.add_topic("t", 1)
     for path in ("/topics", "/topics/t", "/topics/t/partitions", "/topics/t/partitions/0/offsets"):
-        for accept, label in ((None, KAFKA_V2), ("*/*", KAFKA_V2), (PLAIN_JSON, PLAIN_JSON)):
+        cases = ((None, KAFKA_V2), ("*/*", KAFKA_V2), (PLAIN_JSON, PLAIN_JSON), (BINARY_V2, KAFKA_V2))
+        for accept, labelled in cases:
             response = await n1.client.get(path, headers={"Accept": accept} if accept else {})
-            assert response.status == 200 and response.content_type == label, (path, accept)
+            assert response.status == 200 and response.content_type == labelled, (path, accept)
             await response.json(content_type=None)
     produced = await n1.client.post(
         "/topics/t", json={"records": [{"value": 1}]}, headers={"Content-Type": JSON_V2}
@@ -93,13 +97,13 @@ async def test_fetch_answers_the_record_type_asked_for(cluster: FakeCluster, n1:
     cluster.add_topic("t", 1)
     await n1.client.post("/topics/t", json={"records": [{"value": "x"}]}, headers={"Content-Type": JSON_V2})
     path = "/topics/t/partitions/0/records?offset=0"
-    for accept, label, value in (
+    for accept, labelled, value in (
         (None, JSON_V2, "x"),
         (BINARY_V2, BINARY_V2, "Ingi"),
         (PLAIN_JSON, PLAIN_JSON, "x"),
     ):
         response = await n1.client.get(path, headers={"Accept": accept} if accept else {})
         rows = await response.json(content_type=None)
-        assert response.content_type == label and rows[0]["value"] == value, (accept, rows)
+        assert response.content_type == labelled and rows[0]["value"] == value, (accept, rows)
     refused = await n1.client.get(path, headers={"Accept": KAFKA_V2})
     assert refused.status == 406 and refused.content_type == PLAIN_JSON
