@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
+from api.negotiation import names
 from partitions.names import check_group_name, check_topic_name, check_user_topic_name
 from raftlog.storage.batch import Record, TimestampType
 from raftlog.storage.errors import InvalidRecord
@@ -69,17 +70,9 @@ def request_flavour(content_type: str) -> Flavour:
     return flavour
 
 
-def media_types(accept: str | None) -> list[str]:
-    """The media types an ``Accept`` header lists, in its order, lower-cased, parameters dropped (no
-    q-value ranking: the first one a reader knows wins)."""
-    if not accept:
-        return []
-    return [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
-
-
 def refuse_legacy_accept(accept: str | None) -> None:
     """An ``Accept`` asking for the record-batch type of the format before v2 names what replaced it."""
-    if LEGACY_RECORD_BATCH in media_types(accept):
+    if names(accept, LEGACY_RECORD_BATCH):
         raise NotAcceptable(LEGACY_RECORD_BATCH, _LEGACY_HINT)
 
 
