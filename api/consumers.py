@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -166,6 +167,7 @@ def _groups(request: web.Request) -> ClusterGroups:
     return state.node(request).cluster.groups
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
 _CREATE_FIELDS = frozenset(
     {
         "name", "id", "format", "auto.offset.reset", "auto.commit.enable", "auto.commit.interval.ms",
@@ -178,7 +180,7 @@ _CREATE_FIELDS = frozenset(
 def _config_int(body: Mapping[str, Any], key: str, default: int) -> int:
     """A numeric config as a JSON number or a string of digits (Confluent's clients send strings)."""
     value = body.get(key, default)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and value.isascii():
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
         value = int(value)
     if type(value) is not int:
         raise InvalidConsumerConfig(f"{key} {value!r}: must be an integer")

@@ -129,6 +129,7 @@ async def test_bad_requests_and_unknown_instances(cluster: FakeCluster, n1: Node
         {"colour": "red"},
         {"auto.offset.reset": "bad-config"},
         {"fetch.min.bytes": "many"},
+        {"fetch.min.bytes": "--5"},
         {"fetch.min.bytes": 10_000_001},
         {"consumer.request.timeout.ms": -1},
         {"session.timeout.ms": 10},
