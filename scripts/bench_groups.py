@@ -1,6 +1,7 @@
 """Consumer groups on a local 3-node cluster over HTTP: how fast a group reads a topic with 1 and 3
-members (poll, then commit what was read, as ``GroupConsumer`` does), and how long a silent member takes
-to lose its partitions (its session timeout plus the coordinator's sweep).
+members (poll, then commit what was read, as ``GroupConsumer`` does; each member its own process behind
+a node of its own, joined before any reads), and how long a silent member takes to lose its partitions
+(its session timeout plus the coordinator's sweep).
 
     .venv/bin/python scripts/bench_groups.py [--records 20000] [--partitions 6] [--value-bytes 100]
     .venv/bin/python scripts/bench_groups.py --server http://127.0.0.1:8081,...   # a running cluster
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import sys
 import tempfile
 import time
+from typing import Any
 
 from raftlog_client.client import GroupConsumer, Message, RaftlogClient
 from raftlog_client.local_cluster import LocalCluster
@@ -23,35 +26,60 @@ from raftlog_client.local_cluster import LocalCluster
 READ_TIMEOUT_S = 300.0
 
 
-async def _read_all(urls: list[str], topic: str, members: int, records: int) -> tuple[float, int]:
-    """Seconds for ``members`` members of a new group to read (and commit) every record; records read."""
-    clients = [RaftlogClient([urls[i % len(urls)]], retries=20) for i in range(members)]
-    group = f"bench-{members}-{time.monotonic_ns()}"
-    consumers = [GroupConsumer(c, group, offset_reset="earliest") for c in clients]
-    seen: set[bytes] = set()
-    read = 0
-    try:
-        for consumer in consumers:
-            await consumer.start([topic])
+def _member_process(
+    url: str, group: str, topic: str, ends: dict[int, int], ready: Any, go: Any, answers: Any
+) -> None:
+    """One member in its own process (as a group's members are): join, then at ``go`` read until every
+    partition assigned to it is read to its end, committing after each poll; puts (offsets read by
+    partition, seconds)."""
+    answers.put(asyncio.run(_member(url, group, topic, ends, ready, go)))
+
+
+async def _member(
+    url: str, group: str, topic: str, ends: dict[int, int], ready: Any, go: Any
+) -> tuple[dict[int, list[int]], float]:
+    read: dict[int, list[int]] = {}
+    async with RaftlogClient([url], retries=20) as client:
+        consumer = GroupConsumer(client, group, offset_reset="earliest")
+        await consumer.start([topic])
+        ready.wait()  # every member joined: the assignment is final before anyone reads
+        go.wait()
         started = time.monotonic()
-
-        async def member(consumer: GroupConsumer) -> None:
-            nonlocal read
-            while len(seen) < records and time.monotonic() - started < READ_TIMEOUT_S:
-                batch = await consumer.poll(timeout_ms=200)
-                read += len(batch)
-                seen.update(r.value for r in batch)
-                await consumer.commit()
-
-        await asyncio.gather(*(member(c) for c in consumers))
+        _, assigned = await consumer.assignment()
+        mine = {p for t, p in assigned if t == topic}
+        next_offset = dict.fromkeys(mine, 0)
+        while any(next_offset[p] < ends[p] for p in mine) and time.monotonic() - started < READ_TIMEOUT_S:
+            for record in await consumer.poll(timeout_ms=200):
+                read.setdefault(record.partition, []).append(record.offset)
+                next_offset[record.partition] = max(next_offset[record.partition], record.offset + 1)
+            await consumer.commit()
         elapsed = time.monotonic() - started
-        for consumer in consumers:
-            await consumer.close()
-    finally:
-        await asyncio.gather(*(c.close() for c in clients))
-    if len(seen) < records:
-        raise SystemExit(f"{members} member(s) read {len(seen)} of {records} records in {READ_TIMEOUT_S} s")
-    return elapsed, read
+        ready.wait()  # leave only once every member read its share: a leave reassigns the partitions
+        await consumer.close()
+    return read, elapsed
+
+
+def _read_all(urls: list[str], topic: str, members: int, ends: dict[int, int]) -> tuple[float, int, int]:
+    """Seconds for ``members`` members of a new group, each its own process behind a node of its own, to
+    read (and commit) every record; (seconds, records read, distinct records read)."""
+    context = multiprocessing.get_context("spawn")
+    group = f"bench-{members}-{time.monotonic_ns()}"
+    ready, go, answers = context.Barrier(members), context.Event(), context.Queue()
+    workers = [
+        context.Process(
+            target=_member_process, args=(urls[i % len(urls)], group, topic, ends, ready, go, answers)
+        )
+        for i in range(members)
+    ]
+    for worker in workers:
+        worker.start()
+    time.sleep(0.5)  # let them join; each waits at the barrier for the others
+    go.set()
+    results = [answers.get(timeout=READ_TIMEOUT_S + 60) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=30)
+    offsets = [(p, o) for read, _ in results for p, offs in read.items() for o in offs]
+    return max(seconds for _, seconds in results), len(offsets), len(set(offsets))
 
 
 async def _eviction_s(urls: list[str], topic: str, session_timeout_ms: int) -> float:
@@ -88,10 +116,13 @@ async def _bench(urls: list[str], args: argparse.Namespace) -> None:
         print(
             f"produced {args.records} records of {args.value_bytes} B in {time.monotonic() - started:.1f} s"
         )
+        ends = {p: (await client.offsets(topic, p))[1] for p in range(args.partitions)}
     print(f"{'members':>8} {'seconds':>8} {'records/s':>10} {'read again':>10}")
     for members in (1, 3):
-        elapsed, read = await _read_all(urls, topic, members, args.records)
-        print(f"{members:>8} {elapsed:>8.2f} {args.records / elapsed:>10.0f} {read - args.records:>10}")
+        elapsed, read, distinct = await asyncio.to_thread(_read_all, urls, topic, members, ends)
+        if distinct < args.records:
+            raise SystemExit(f"{members} member(s) read {distinct} of {args.records} records")
+        print(f"{members:>8} {elapsed:>8.2f} {args.records / elapsed:>10.0f} {read - distinct:>10}")
     timeout_ms = 2_000
     evicted = await _eviction_s(urls, topic, timeout_ms)
     print(
