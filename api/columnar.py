@@ -18,12 +18,12 @@ is a tombstone. An empty page has empty arrays.
 
 from __future__ import annotations
 
-import base64
 import enum
 from collections.abc import Sequence
 from typing import Any
 
 import msgpack
+import pybase64
 
 from api.schemas import dump_json
 from raftlog.storage.batch import Record
@@ -44,7 +44,7 @@ def columnar_encoding(media: str) -> Columnar | None:
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return pybase64.b64encode_as_string(data)
 
 
 def columns(topic: str, partition: int, records: Sequence[Record]) -> dict[str, Any]:

