@@ -325,7 +325,7 @@ _PATH_NAMES: dict[str, Callable[[object, str], str]] = {
 
 def _bind(operation: Operation) -> Handler:
     kind = "write" if operation.write else "long-poll" if operation.long_poll else None
-    offers = operation.offers
+    offers, answer_type = operation.offers, operation.answer_type
 
     async def serve(request: web.Request) -> web.StreamResponse:
         if kind is None:
@@ -346,7 +346,7 @@ def _bind(operation: Operation) -> Handler:
         if chosen is None:
             refuse_legacy_accept(accept)
             raise NotAcceptable(accept or "", f"this endpoint answers {', '.join(offers)}")
-        chosen = negotiation.label(chosen, operation.answer_type)
+        chosen = negotiation.label(chosen, answer_type)
         request[state.ANSWER_TYPE] = chosen
         for param, value in request.match_info.items():
             check_name = _PATH_NAMES.get(param)

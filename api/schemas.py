@@ -148,14 +148,6 @@ def require_int(value: Any, field: str, minimum: int = 0, maximum: int = INT64_M
     return value
 
 
-def require_str(value: Any, field: str, max_bytes: int = 1024) -> str:
-    if not isinstance(value, str):
-        raise BadRequest(f"{field}: must be a string, got {_type_name(value)}")
-    if not value or len(value.encode("utf-8", "surrogatepass")) > max_bytes:
-        raise BadRequest(f"{field}: must be 1 to {max_bytes} bytes")
-    return value
-
-
 def require_bool(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise BadRequest(f"{field}: must be true or false, got {_type_name(value)}")
