@@ -3,9 +3,9 @@ assignments, positions, records and offsets, plus the admin view of groups and t
 
 Every instance call is served by the group's coordinator (``partitions.groups.service``: the leader of the
 ``__consumer_groups`` partition the group hashes to); the cluster-wide group service runs it there, so an
-instance works behind any node. The coordinator reads and commits the data partitions on their leaders.
-A member's records come back as the stored batches of each partition and are decoded and rendered here,
-in the member's format.
+instance works behind any node. The coordinator commits on the data partitions' leaders. A records read
+is granted by the coordinator and done by this node, from each partition's leader
+(``partitions.groups.reader``): the stored batches are decoded and rendered here, in the member's format.
 """
 
 from __future__ import annotations

@@ -7,19 +7,24 @@ reached drives its call to the end, no node passes it further on. ``UnknownTopic
 final while another node leads the controller: a topic created a moment ago may not have reached this
 node yet, so the controller leader is asked (``NoController`` when none is known).
 
+A consumer instance's records are read here, by the node the member called: the group's coordinator
+grants the read and takes the positions back, the batches come straight from each partition's leader
+(``groups.reader``), never through the coordinator.
+
 A produce whose records came as JSON is encoded once, here (``RemoteData.produce``), and travels to the
 leader as the batch; what the leader stores is what was encoded here.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from partitions.controller import TopicMetadata
 from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.reader import read_assigned
 from partitions.groups.state import ReadConfig
 from partitions.peer_client import PeerClient, RemoteAdmin, RemoteData, RemoteGroups, RemotePeer
 from partitions.reconfigure import MemberView, MoveProgress
@@ -41,22 +46,16 @@ from partitions.services import (
     PartitionState,
     PeerService,
     ProduceResult,
+    Served,
     TimestampOffset,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.errors import RaftlogError
 from raftlog.storage.batch import ProducerRecord
 
 MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer is "retry later"
 T = TypeVar("T")
 S = TypeVar("S")
-
-
-@dataclass(frozen=True, slots=True)
-class Served(Generic[T]):
-    """A call's result and the node that served it (a partition call: the partition's leader)."""
-
-    value: T
-    node: str
 
 
 class Router:
@@ -213,10 +212,11 @@ class ClusterAdmin:
 
 
 class ClusterGroups:
-    def __init__(self, router: Router, local: GroupService, client: PeerClient) -> None:
+    def __init__(self, router: Router, local: GroupService, client: PeerClient, data: ClusterData) -> None:
         self._router = router
         self._local = local
         self._remote = lambda node: RemoteGroups(client, node)
+        self._data = data
 
     async def _run(self, call: Callable[[GroupService], Awaitable[T]]) -> T:
         return (await self._router.run(self._local, self._remote, call)).value
@@ -267,9 +267,23 @@ class ClusterGroups:
         generation: int | None,
         format: str | None,
     ) -> ConsumerRecords:
-        return await self._run(
-            lambda s: s.records(group, instance, timeout_ms, max_bytes, generation, format)
+        """Granted by the coordinator, read here from the partitions' leaders, the positions taken back by
+        the coordinator: only records of partitions still the member's are returned."""
+        plan = await self._run(lambda s: s.begin_read(group, instance, timeout_ms, generation, format))
+        try:
+            got = await read_assigned(self._data, group, plan, max_bytes)
+        except Exception:
+            with contextlib.suppress(RaftlogError):  # else the member's read ends at its deadline
+                await self._run(lambda s: s.end_read(group, instance, plan.read_id, {}, {}))
+            raise
+        ended = await self._run(
+            lambda s: s.end_read(group, instance, plan.read_id, got.positions, got.end_offsets)
         )
+        kept = set(ended.kept)
+        parts = tuple(part for part in got.parts if part.tp in kept)
+        if not parts and got.failures:
+            raise got.failures[0]
+        return ConsumerRecords(plan.format, ended.generation, parts)
 
     async def commit(
         self,
@@ -327,7 +341,7 @@ class Cluster:
         router = Router(metadata.node_id, metadata)
         self.data = ClusterData(router, local.data, client, clock)
         self.admin = ClusterAdmin(router, local.admin, client)
-        self.groups = ClusterGroups(router, local.groups, client)
+        self.groups = ClusterGroups(router, local.groups, client, self.data)
         self.peer = ClusterPeer(router, local.peer, client)
 
 

@@ -34,7 +34,6 @@ from partitions.services import (
     Claims,
     CommittedOffset,
     ConsumerCreated,
-    ConsumerRecords,
     ControllerSnapshot,
     Failures,
     FetchedBatches,
@@ -44,6 +43,8 @@ from partitions.services import (
     PartitionOffsets,
     PartitionState,
     ProduceResult,
+    ReadEnd,
+    ReadPlan,
     TimestampOffset,
 )
 from raftlog.errors import RaftlogError
@@ -120,9 +121,10 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("groups", "seek_to", "Set a consumer instance's positions to its partitions' ends"),
     PeerOp("groups", "seek_to_times", "Set a consumer instance's positions by record timestamps"),
     PeerOp(
-        "groups", "records", "A consumer instance's fetch (long poll)", wait_arg="timeout_ms",
-        wait_unset_ms=REQUEST_TIMEOUT_MS_MAX,  # None: the member's consumer.request.timeout.ms
+        "groups", "begin_read", "Grant a consumer instance's read (waits for an assignment)",
+        wait_arg="timeout_ms", wait_unset_ms=REQUEST_TIMEOUT_MS_MAX,  # None: consumer.request.timeout.ms
     ),
+    PeerOp("groups", "end_read", "A consumer instance's read ended: move its positions"),
     PeerOp("groups", "commit", "Commit a consumer instance's offsets (fenced)", write=True),
     PeerOp("groups", "committed", "A consumer instance's committed offsets"),
     PeerOp("groups", "describe", "A consumer group's members, offsets and lag"),
@@ -422,19 +424,30 @@ class RemoteGroups:
             self._node, "groups.seek_to_times", group=group, instance=instance, times=times
         )
 
-    async def records(
+    async def begin_read(
         self,
         group: str,
         instance: str,
         timeout_ms: int | None,
-        max_bytes: int,
         generation: int | None,
         format: str | None,
-    ) -> ConsumerRecords:
+    ) -> ReadPlan:
         return await self._client.expect(
-            self._node, "groups.records", ConsumerRecords,
-            group=group, instance=instance, timeout_ms=timeout_ms, max_bytes=max_bytes, generation=generation,
-            format=format,
+            self._node, "groups.begin_read", ReadPlan,
+            group=group, instance=instance, timeout_ms=timeout_ms, generation=generation, format=format,
+        )  # fmt: skip
+
+    async def end_read(
+        self,
+        group: str,
+        instance: str,
+        read_id: int,
+        positions: dict[TopicPartition, int],
+        end_offsets: dict[TopicPartition, int],
+    ) -> ReadEnd:
+        return await self._client.expect(
+            self._node, "groups.end_read", ReadEnd,
+            group=group, instance=instance, read_id=read_id, positions=positions, end_offsets=end_offsets,
         )  # fmt: skip
 
     async def commit(

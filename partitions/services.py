@@ -6,7 +6,8 @@ A front door (the HTTP API, and any other protocol served at the edge) asks a no
   answered locally, never waiting;
 - ``DataService``: records in and out of partitions (produce, fetch, offsets, consumer offsets);
 - ``AdminService``: the controller's metadata operations and a partition's state and leadership;
-- ``GroupService``: consumer groups, served by each group's coordinator;
+- ``GroupService``: consumer groups, served by each group's coordinator (a member's records are read by
+  the node it called, from each partition's leader, between ``begin_read`` and ``end_read``);
 - ``PeerService``: what only other nodes ask (catch-up batches, leadership claims, failed replicas,
   controller metadata, a partition leader's membership changes).
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.controller import TopicMetadata
 from partitions.groups.assignors import TopicPartition
@@ -31,7 +32,18 @@ from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure
 from raftlog.storage.batch import ProducerRecord
 
+T = TypeVar("T")
+
 # -- results -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Served(Generic[T]):
+    """A cluster-wide call's result and the node that served it (a partition call: the partition's
+    leader)."""
+
+    value: T
+    node: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +165,30 @@ class Assignment:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """A member's read as its coordinator grants it (``GroupService.begin_read``): the node the member
+    called reads the partitions from their leaders, then reports with ``end_read``."""
+
+    read_id: int
+    format: str  # "json" | "binary": the member's
+    generation: int
+    assigned: tuple[TopicPartition, ...]
+    positions: dict[TopicPartition, int]  # assigned partitions with a position (the others: committed)
+    offset_reset: str  # "earliest" | "latest": where a partition without a committed offset starts
+    fetch_min_bytes: int  # -1: as many as the read may return
+    wait_ms: int  # how long the read may still wait for records
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEnd:
+    """What ``end_read`` kept: the partitions whose positions moved (still the member's, so their records
+    may be handed out) and the group's generation now."""
+
+    kept: tuple[TopicPartition, ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
 class FetchedPart:
     """Batches of one assigned partition, from ``offset`` (records before it are skipped by the reader)."""
 
@@ -223,8 +259,8 @@ RESULT_TYPES: tuple[type, ...] = (
     ConsumerCreated,
     ReadConfig,
     Assignment,
-    FetchedPart,
-    ConsumerRecords,
+    ReadPlan,
+    ReadEnd,
     CommittedOffset,
     MemberPartition,
     MemberDescription,
@@ -425,19 +461,31 @@ class GroupService(Protocol):
         (ms since the epoch), or at its end when none is that late (Kafka's ``offsetsForTimes``)."""
         ...
 
-    async def records(
+    async def begin_read(
         self,
         group: str,
         instance: str,
         timeout_ms: int | None,
-        max_bytes: int,
         generation: int | None,
         format: str | None,
-    ) -> ConsumerRecords:
-        """A heartbeat and a fetch from every assigned partition at once (long poll up to ``timeout_ms``,
-        None: the member's ``consumer.request.timeout.ms``) until ``fetch.min.bytes`` came; positions
-        advance past what is returned. Raises StaleGeneration when ``generation`` is old,
-        ConsumerFormatMismatch when ``format`` is not the member's, before reading anything."""
+    ) -> ReadPlan:
+        """A heartbeat, then what the member may read and for how long (``timeout_ms``, None: the
+        member's ``consumer.request.timeout.ms``); with nothing assigned yet, waits within that time for
+        a rebalance to assign something. The member stays alive until ``end_read`` or the plan's
+        deadline. Raises StaleGeneration when ``generation`` is old, ConsumerFormatMismatch when
+        ``format`` is not the member's, before anything is read."""
+        ...
+
+    async def end_read(
+        self,
+        group: str,
+        instance: str,
+        read_id: int,
+        positions: dict[TopicPartition, int],
+        end_offsets: dict[TopicPartition, int],
+    ) -> ReadEnd:
+        """The read ended: ``positions`` move (only for partitions still the member's: the others'
+        records must not be handed out), ``end_offsets`` (high watermarks seen) feed lag."""
         ...
 
     async def commit(

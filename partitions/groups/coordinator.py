@@ -7,6 +7,9 @@ members, subscriptions, generations, assignments). What Kafka also keeps only in
 is soft state here, held per leader term and rebuilt empty when leadership moves:
 
 - last-seen times: a new leader gives every member a fresh session timeout (as Kafka does);
+- reads in progress: a member's read is done by the node it called (straight from each partition's
+  leader, ``service.py``), announced here by ``begin_read`` with its deadline; until it ends (or its
+  deadline passes, should its node die) the member is alive;
 - fetch positions: a member's next offset per assigned partition; after a failover, or when a partition
   changes hands, reading resumes from the committed offset (at-least-once), else ``auto.offset.reset``;
 - committed offsets and end offsets seen lately, for lag in /metrics.
@@ -25,10 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -71,6 +74,7 @@ GROUP_PARTITIONS_DEFAULT = 4
 SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
 SUBSCRIBED_TOPICS_MAX = 1_000
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size
+READ_GRACE_MS = 5_000  # a read's deadline past its wait: the time to fetch, render and report back
 
 
 INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})
@@ -127,10 +131,19 @@ class _Session:
 
     term: int
     last_seen_ms: dict[Key, int] = field(default_factory=dict)
-    in_flight: Counter[Key] = field(default_factory=Counter)
+    reads: dict[Key, dict[int, int]] = field(default_factory=dict)  # reads in progress: id -> deadline
     positions: dict[Key, dict[TopicPartition, int]] = field(default_factory=dict)
     committed: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
     end_offsets: dict[tuple[str, TopicPartition], int] = field(default_factory=dict)
+
+    def reading(self, key: Key, now: int) -> bool:
+        """Whether a read of the member is in progress (reads past their deadline are dropped)."""
+        reads = self.reads.get(key)
+        if not reads:
+            return False
+        for read_id in [r for r, deadline in reads.items() if deadline <= now]:
+            del reads[read_id]
+        return bool(reads)
 
     def reassigned(self, name: str, group: Group | None) -> None:
         """Every assignment change is proposed by this leader, so it sees each one: a member's positions
@@ -143,6 +156,7 @@ class _Session:
     def forget(self, key: Key, group_left: Group | None) -> None:
         """A member left; with its group gone too (``group_left`` None), the group's offsets seen."""
         self.last_seen_ms.pop(key, None)
+        self.reads.pop(key, None)
         self.positions.pop(key, None)
         if group_left is None:
             for seen in (self.committed, self.end_offsets):
@@ -183,6 +197,7 @@ class GroupCoordinator:
         self._wall = wall
         self._rng = rng or random.Random()
         self._sessions: dict[int, _Session] = {}
+        self._read_ids = itertools.count(1)
 
     # -- routing ---------------------------------------------------------------------------------------
 
@@ -295,19 +310,20 @@ class GroupCoordinator:
     def view(self, group: str, instance_id: str) -> InstanceView:
         return self._instance(group, instance_id)[1]
 
-    @contextlib.contextmanager
-    def fetching(self, group: str, instance_id: str) -> Iterator[None]:
-        """A member waiting in a long poll is alive: its session does not time out meanwhile."""
+    def begin_read(self, group: str, instance_id: str, wait_ms: int) -> int:
+        """A read of the member begins (anywhere in the cluster) and may last ``wait_ms`` (plus
+        ``READ_GRACE_MS``): the member is alive until ``end_read`` or that deadline. Its id, for
+        ``end_read``."""
         _, _, session = self._instance(group, instance_id)
-        key = (group, instance_id)
-        session.in_flight[key] += 1
-        try:
-            yield
-        finally:
-            session.in_flight[key] -= 1
-            if session.in_flight[key] <= 0:
-                del session.in_flight[key]
-            session.last_seen_ms[key] = self._monotonic()
+        read_id = next(self._read_ids)
+        deadline = self._monotonic() + max(0, wait_ms) + READ_GRACE_MS
+        session.reads.setdefault((group, instance_id), {})[read_id] = deadline
+        return read_id
+
+    def end_read(self, group: str, instance_id: str, read_id: int) -> None:
+        """The read ended (a read this leader does not know, begun before a failover, is ignored)."""
+        _, _, session = self._instance(group, instance_id)
+        session.reads.get((group, instance_id), {}).pop(read_id, None)
 
     # -- positions -------------------------------------------------------------------------------------
 
@@ -374,7 +390,7 @@ class GroupCoordinator:
             for instance_id, member in group.members.items():
                 key = (name, instance_id)
                 last = session.last_seen_ms.setdefault(key, now)  # first sight after a failover
-                if session.in_flight[key] == 0 and now - last > member.session_timeout_ms:
+                if not session.reading(key, now) and now - last > member.session_timeout_ms:
                     due.append(instance_id)
             if not due:
                 continue

@@ -1,17 +1,14 @@
 """Consumer groups as a service (``GroupService``), run on each group's coordinator.
 
 ``GroupCoordinator`` keeps the members, generations, sessions and positions; this adds what a member's
-requests need from the data partitions (their bounds, committed offsets, records), asked of each
-partition's leader through the cluster-wide data service. A call for a group coordinated elsewhere raises
+requests need from the data partitions (their bounds, committed offsets), asked of each partition's
+leader through the cluster-wide data service. A call for a group coordinated elsewhere raises
 ``NotLeader`` (from the coordinator's group log), and the cluster-wide group service runs it there.
 
-A member's fetch reads every assigned partition at once, first without waiting (every partition's answer
-is kept); while less than its ``fetch.min.bytes`` came, a long poll on all of them that the first
-partition with records ends (the others are cancelled: reads, nothing to undo), until the timeout (the
-read's, else the member's ``consumer.request.timeout.ms``). Each round gives every partition an equal
-share of what is left of ``max_bytes``. Records travel as the stored batches; a position moves to the end
-of the last batch returned, and only for a partition still assigned to the member. A partition whose
-position fell out of its log (retention) is reset by the member's ``auto.offset.reset``.
+A member's records do not pass through here: ``begin_read`` grants a read (positions, limits, how long it
+may wait) and ``end_read`` takes the positions back; the node the member called reads in between,
+straight from each partition's leader (``reader.py``). A position moves only for a partition still
+assigned to the member when the read ends.
 
 A member with ``auto.commit.enable`` has its positions committed at a later read (at most every
 ``auto.commit.interval.ms``) and when it is deleted: what earlier reads returned, as Kafka's auto commit
@@ -21,69 +18,35 @@ does at the next poll, so a record is committed only after a read that followed 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Protocol
 
-from partitions.cluster import Served
 from partitions.errors import UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.coordinator import GroupCoordinator, InstanceView
+from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, StaleGeneration
+from partitions.groups.reader import PartitionData
 from partitions.groups.state import ReadConfig
 from partitions.services import (
     Assignment,
     CommittedOffset,
     ConsumerCreated,
-    ConsumerRecords,
-    FetchedBatches,
-    FetchedPart,
     GroupDescription,
     GroupSummary,
     MemberDescription,
     MemberPartition,
-    PartitionOffsets,
-    TimestampOffset,
+    ReadEnd,
+    ReadPlan,
 )
 from raftlog.errors import RaftlogError
-from raftlog.storage.batch import decode_header, split_batches
-from raftlog.storage.errors import OffsetOutOfRange
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
 COMMIT_TIMEOUT_MS = 10_000
 AUTO_COMMIT_MEMBERS_KEPT = 1_000  # past this many, members gone are dropped from the auto-commit record
 
 log = logging.getLogger(__name__)
-
-
-class PartitionData(Protocol):
-    """The data partitions as the coordinator reaches them, wherever their leaders are
-    (``cluster.ClusterData``)."""
-
-    async def fetch_batches(
-        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> Served[FetchedBatches]: ...
-
-    async def offsets(self, topic: str, partition: int) -> Served[PartitionOffsets]: ...
-
-    async def commit_offset(
-        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
-    ) -> Served[int]: ...
-
-    async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]: ...
-
-    async def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> Served[TimestampOffset | None]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Fetched:
-    part: FetchedPart | None  # None: nothing came
-    next_offset: int | None = None  # the position after the part's last batch
-    reset_to: int | None = None  # the position fell out of the log: start again here
 
 
 class ConsumerService:
@@ -170,15 +133,14 @@ class ConsumerService:
 
     # -- records ---------------------------------------------------------------------------------------
 
-    async def records(
+    async def begin_read(
         self,
         group: str,
         instance: str,
         timeout_ms: int | None,
-        max_bytes: int,
         generation: int | None,
         format: str | None,
-    ) -> ConsumerRecords:
+    ) -> ReadPlan:
         groups = self._groups
         loop = asyncio.get_running_loop()
         view = await groups.heartbeat(group, instance)
@@ -187,63 +149,45 @@ class ConsumerService:
             raise ConsumerFormatMismatch(group, instance, member.format, format)
         if generation is not None and generation != view.generation:
             raise StaleGeneration(group, instance, generation, view.generation)
-        wait_s = (member.reads.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        deadline = loop.time() + wait_s
+        wait_ms = member.reads.request_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = loop.time() + wait_ms / 1000
         if member.reads.auto_commit:
             await self._auto_commit(group, instance, force=False)
-        min_bytes = (
-            max_bytes if member.reads.fetch_min_bytes < 0 else min(member.reads.fetch_min_bytes, max_bytes)
-        )
-        parts: list[FetchedPart] = []
-        failures: list[RaftlogError] = []
-        size = 0
-        with groups.fetching(group, instance):
+        read_id = groups.begin_read(group, instance, wait_ms)
+        try:
             while not view.assigned and loop.time() < deadline:
                 await asyncio.sleep(min(ASSIGNMENT_POLL_S, max(0.0, deadline - loop.time())))
                 view = groups.view(group, instance)
-            positions = groups.positions(group, instance)
-            for tp in view.assigned:
-                if tp in positions:
-                    continue
-                try:
-                    start = await self._starting_offset(group, view, tp)
-                except RaftlogError as exc:  # that partition has no leader right now: read the others
-                    failures.append(exc)
-                    continue
-                if groups.advance(group, instance, tp, start):
-                    positions[tp] = start
-            # first what every partition has now, then (while too little came) the first to get something
-            wait = False
-            while True:
-                readable = [tp for tp in view.assigned if tp in positions]
-                wait_ms = max(0, int((deadline - loop.time()) * 1000)) if wait else 0
-                if not readable or (wait and wait_ms == 0):
-                    break
-                budget = max(1, (max_bytes - size) // len(readable))
-                tasks = {
-                    tp: asyncio.create_task(self._fetch(group, view, tp, positions[tp], wait_ms, budget))
-                    for tp in readable
-                }
-                results, fetch_failures = await _first_records(tasks, first=wait)
-                failures += fetch_failures
-                for tp, fetched in sorted(results.items()):
-                    moved_to = fetched.reset_to if fetched.reset_to is not None else fetched.next_offset
-                    if moved_to is None:
-                        continue
-                    if not groups.advance(group, instance, tp, moved_to):  # no longer this member's
-                        positions.pop(tp, None)
-                        continue
-                    positions[tp] = moved_to
-                    if fetched.reset_to is None and fetched.part is not None:
-                        parts.append(fetched.part)
-                        size += len(fetched.part.data)
-                if min_bytes == 0 or (parts and size >= min_bytes):
-                    break
-                wait = True
-        if not parts and failures:
-            raise failures[0]
-        current = groups.view(group, instance)
-        return ConsumerRecords(current.member.format, current.generation, tuple(parts))
+        except BaseException:
+            with contextlib.suppress(RaftlogError):
+                groups.end_read(group, instance, read_id)
+            raise
+        return ReadPlan(
+            read_id,
+            member.format,
+            view.generation,
+            view.assigned,
+            groups.positions(group, instance),
+            member.offset_reset,
+            member.reads.fetch_min_bytes,
+            max(0, int((deadline - loop.time()) * 1000)),
+        )
+
+    async def end_read(
+        self,
+        group: str,
+        instance: str,
+        read_id: int,
+        positions: dict[TopicPartition, int],
+        end_offsets: dict[TopicPartition, int],
+    ) -> ReadEnd:
+        groups = self._groups
+        moved = sorted(positions.items())
+        kept = tuple(tp for tp, offset in moved if groups.advance(group, instance, tp, offset))
+        for tp, end in end_offsets.items():
+            groups.note_end_offset(group, tp, end)
+        groups.end_read(group, instance, read_id)
+        return ReadEnd(kept, groups.view(group, instance).generation)
 
     async def _auto_commit(self, group: str, instance: str, *, force: bool) -> None:
         """Commit the positions that moved since the member's last auto commit, once its interval passed
@@ -280,32 +224,6 @@ class ConsumerService:
                 self._groups.view(group, instance)
             except RaftlogError:
                 del self._auto_committed[(group, instance)]
-
-    async def _starting_offset(self, group: str, view: InstanceView, tp: TopicPartition) -> int:
-        committed = await self._committed(group, tp)
-        if committed is not None:
-            return committed
-        bounds = (await self._data().offsets(tp.topic, tp.partition)).value
-        return bounds.log_start_offset if view.member.offset_reset == "earliest" else bounds.high_watermark
-
-    async def _fetch(
-        self, group: str, view: InstanceView, tp: TopicPartition, offset: int, timeout_ms: int, max_bytes: int
-    ) -> _Fetched:
-        try:
-            served = await self._data().fetch_batches(tp.topic, tp.partition, offset, max_bytes, timeout_ms)
-        except OffsetOutOfRange as exc:
-            earliest = view.member.offset_reset == "earliest"
-            return _Fetched(None, reset_to=exc.log_start_offset if earliest else exc.end_offset)
-        fetched = served.value
-        self._groups.note_end_offset(group, tp, fetched.high_watermark)
-        if not fetched.data:
-            return _Fetched(None)
-        last = None
-        for batch in split_batches(fetched.data):
-            last = batch
-        assert last is not None  # data is not empty: split_batches yields at least one batch
-        next_offset = decode_header(last).end_offset
-        return _Fetched(FetchedPart(tp, offset, fetched.data), next_offset)
 
     # -- commits ---------------------------------------------------------------------------------------
 
@@ -385,32 +303,3 @@ async def _all(work: list[Awaitable[None]]) -> None:
     for result in results:
         if isinstance(result, BaseException):
             raise result
-
-
-async def _first_records(
-    tasks: dict[TopicPartition, asyncio.Task[_Fetched]], *, first: bool
-) -> tuple[dict[TopicPartition, _Fetched], list[RaftlogError]]:
-    """Wait until every partition answered or, with ``first``, one answered with records; cancel the
-    rest."""
-    results: dict[TopicPartition, _Fetched] = {}
-    failures: list[RaftlogError] = []
-    by_task = {task: tp for tp, task in tasks.items()}
-    pending: set[asyncio.Task[_Fetched]] = set(tasks.values())
-    try:
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                error = task.exception()
-                if isinstance(error, RaftlogError):
-                    failures.append(error)
-                elif error is not None:
-                    raise error
-                else:
-                    results[by_task[task]] = task.result()
-            if first and any(f.part for f in results.values()):
-                break
-    finally:
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-    return results, failures

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.coordinator import GroupCoordinator
+from partitions.groups.coordinator import READ_GRACE_MS, GroupCoordinator
 from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
@@ -219,15 +219,33 @@ async def test_a_silent_member_times_out_and_its_partitions_move(
         await coordinator.subscribe("g", name, ["t"])
     clock.ms += 4_000
     coordinator.view("g", "a")  # a heartbeat
-    with coordinator.fetching("g", "b"):  # a long poll keeps b alive past its timeout
-        clock.ms += 4_000
-        assert await coordinator.expire_due() == []
+    read = coordinator.begin_read("g", "b", 30_000)  # a long poll keeps b alive past its timeout
+    clock.ms += 4_000
+    assert await coordinator.expire_due() == []
+    coordinator.end_read("g", "b", read)
     clock.ms += 5_001
     coordinator.view("g", "b")
     assert await coordinator.expire_due() == [("g", "a")]
     assert len(coordinator.view("g", "b").assigned) == 4
     with pytest.raises(UnknownConsumerInstance):
         coordinator.view("g", "a")
+
+
+async def test_a_read_keeps_its_member_alive_until_it_ends_or_its_deadline_passes(
+    coordinator: GroupCoordinator, clock: Clock
+) -> None:
+    await coordinator.create_instance("g", "a", session_timeout_ms=5_000)
+    await coordinator.subscribe("g", "a", ["t"])
+    long_read = coordinator.begin_read("g", "a", 20_000)
+    short_read = coordinator.begin_read("g", "a", 1_000)
+    coordinator.end_read("g", "a", short_read)  # the other read still runs
+    # the node doing the long read died: no end_read; the member lives until the read's deadline
+    clock.ms += 20_000 + READ_GRACE_MS - 1
+    assert await coordinator.expire_due() == []
+    clock.ms += 2
+    assert await coordinator.expire_due() == [("g", "a")]
+    with pytest.raises(UnknownConsumerInstance):
+        coordinator.end_read("g", "a", long_read)
 
 
 async def test_a_new_leader_gives_every_member_a_fresh_session(
