@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from api import negotiation, state
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
 from api.records import RENDER_INLINE_BYTES_MAX, decode
+from api.rendering import records_json
 from api.schemas import (
     INT64_MAX,
     OFFSETS_MAX,
@@ -32,7 +32,6 @@ from api.schemas import (
     parse_json,
     query_int,
     reject_unknown,
-    render_record,
     require_int,
     require_object,
 )
@@ -334,13 +333,8 @@ async def records(request: web.Request) -> web.Response:
 
 
 def _render(fetched: ConsumerRecords) -> bytes:
-    flavour = Flavour(fetched.format)
-    rows = [
-        render_record(part.tp.topic, part.tp.partition, record, flavour)
-        for part in fetched.parts
-        for record in decode(part.data, part.offset)
-    ]
-    return json.dumps(rows).encode("utf-8")
+    parts = [(part.tp.topic, part.tp.partition, decode(part.data, part.offset)) for part in fetched.parts]
+    return records_json(parts, Flavour(fetched.format))
 
 
 async def commit(request: web.Request) -> web.Response:

@@ -9,7 +9,6 @@ and renders them here, off the event loop when they are large.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from aiohttp import web
 from api import errors, state
 from api.columnar import columnar_encoding, encode_columnar
 from api.errors import BadRequest
+from api.rendering import records_json
 from api.routing import (
     RoundRobin,
     assign_partitions,
@@ -40,7 +40,6 @@ from api.schemas import (
     query_int,
     query_str,
     record_flavour,
-    render_record,
     request_flavour,
     require_json_body,
 )
@@ -217,8 +216,7 @@ def _render(topic: str, partition: int, offset: int, fetched: FetchedBatches, me
     encoding = columnar_encoding(media)
     if encoding is not None:
         return encode_columnar(topic, partition, records, encoding)
-    flavour = record_flavour(media)
-    return json.dumps([render_record(topic, partition, r, flavour) for r in records]).encode("utf-8")
+    return records_json([(topic, partition, records)], record_flavour(media))
 
 
 def decode(data: bytes, offset: int) -> list[Record]:
