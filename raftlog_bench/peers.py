@@ -35,6 +35,7 @@ SETUP_HINT_PIP = "pip install -e '.[bench]'   (or: make bench-setup)"
 SETUP_HINT_APT = "scripts/bench_peers_setup.sh   (apt-get install -y rabbitmq-server; or: make bench-setup)"
 START_TIMEOUT_S = 60.0
 RABBIT_START_TIMEOUT_S = 180.0
+NO_SUITABLE_PEERS = 10005  # JetStream: "no suitable peers for placement" (a cluster not yet formed)
 STOP_TIMEOUT_S = 30.0
 NAMESPACE = "raftlogbench"
 RABBIT_BIN = "/usr/lib/rabbitmq/bin"
@@ -218,17 +219,26 @@ class NatsTarget:
 
         self.layout = layout
         self._payload = os.urandom(layout.record_bytes)
+        from nats.js.errors import BadRequestError
+
         js = self._streams[0]
-        for partition in range(layout.partitions):
-            await js.add_stream(
-                StreamConfig(
-                    name=self._stream(partition),
-                    subjects=[self._subject(partition)],
-                    storage=StorageType.FILE,
-                    num_replicas=3,
-                )
-            )
         deadline = time.monotonic() + START_TIMEOUT_S
+        for partition in range(layout.partitions):
+            config = StreamConfig(
+                name=self._stream(partition),
+                subjects=[self._subject(partition)],
+                storage=StorageType.FILE,
+                num_replicas=3,
+            )
+            while True:
+                try:
+                    await js.add_stream(config)
+                    break
+                except BadRequestError as exc:
+                    # a JetStream cluster just up may not know all its peers yet: "no suitable peers"
+                    if exc.err_code != NO_SUITABLE_PEERS or time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
         for partition in range(layout.partitions):  # every replica current before the load starts
             while True:
                 info = await js.stream_info(self._stream(partition))
