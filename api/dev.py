@@ -14,7 +14,10 @@ terminal closing (SIGHUP) stops every node it runs.
 
 ``raftlog dev stop|start|restart NODE [--kill] [--data-dir data]`` asks the running supervisor, through
 its control socket (``dev_control``), to stop a node (SIGTERM, or SIGKILL with ``--kill``, as a crash),
-start it again with the same argv (answered once it is ready), or both.
+start it again with the same argv (answered once it is ready), or both; ``raftlog dev stop`` without a
+node stops the whole cluster and its supervisor. ``raftlog dev status [--json]`` says what runs
+(``dev_status``). Each node is started to receive SIGTERM should its supervisor die, however it dies
+(Linux's parent-death signal): no node outlives the ``raftlog dev`` that started it.
 
 Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip (UDP and TCP) on
 base-port + 200 + i - 1; every node joins gossip through the others.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import random
@@ -34,14 +38,13 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api import dev_control
+from api import dev_control, dev_status
 from api.dev_control import ACTIONS, Answer, ControlError, Request
+from api.dev_probe import probe
 from raftlog.errors import InvariantViolation
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked
@@ -81,11 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "action",
         nargs="?",
-        choices=ACTIONS,
-        help="stop, start or restart one node of the raftlog dev running on --data-dir "
-        "(without an action: run the cluster)",
+        choices=(*ACTIONS, "status"),
+        help="stop, start or restart one node of the raftlog dev running on --data-dir (stop without a "
+        "node: the whole cluster); status: what runs (without an action: run the cluster)",
     )
     parser.add_argument("node", nargs="?", help="the node to stop, start or restart, e.g. n3")
+    parser.add_argument("--json", action="store_true", help="status: as JSON")
     parser.add_argument(
         "--kill", action="store_true", help="stop or restart: SIGKILL the node, as a crash, not SIGTERM"
     )
@@ -248,27 +252,20 @@ def busy_ports(node: DevNode) -> list[str]:
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """What a node's HTTP port answered on ``/status/ready``."""
-
-    ready: bool
-    node_id: str | None  # as the answering process says (on 200)
-    pid: int | None
+_PR_SET_PDEATHSIG = 1
 
 
-def probe(url: str) -> Probe | None:
-    """``GET /status/ready``; None when nothing answers."""
-    try:
-        with urllib.request.urlopen(url + "/status/ready", timeout=1) as response:
-            body = json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return Probe(False, None, None)
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-    node_id, pid = body.get("node_id"), body.get("pid")
-    return Probe(True, node_id if isinstance(node_id, str) else None, pid if isinstance(pid, int) else None)
+def _terminate_with_parent() -> None:
+    """In a node's process before it runs: SIGTERM when the supervisor dies, even by SIGKILL (Linux's
+    parent-death signal; elsewhere the supervisor's own signal handling is all there is)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _say(text: str, error: bool = False) -> None:
+    """Print, unless the terminal is gone (a hangup stops the cluster: its printing must not stop that)."""
+    with contextlib.suppress(OSError):
+        print(text, file=sys.stderr if error else sys.stdout, flush=True)
 
 
 def _exit_text(code: int) -> str:
@@ -379,15 +376,18 @@ class Supervisor:
         with open(child.log_path, "ab") as log_file:
             child.log_offset = log_file.tell()
             child.process = subprocess.Popen(
-                child.argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+                child.argv,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_terminate_with_parent,
             )
         child.state, child.exit_code = "running", None
         self.write_description()
         node = child.node
-        print(
+        _say(
             f"started {node.node_id} (pid {child.process.pid}) on {node.http} (Kafka {node.kafka}), "
-            f"log {child.log_path}",
-            flush=True,
+            f"log {child.log_path}"
         )
 
     def stop(self, child: _Child, kill: bool = False) -> str:
@@ -401,7 +401,7 @@ class Supervisor:
             try:
                 process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                print(f"{child.node.node_id} did not stop in time; killing it", file=sys.stderr)
+                _say(f"{child.node.node_id} did not stop in time; killing it", error=True)
                 process.kill()
                 process.wait()
         child.state, child.exit_code = "stopped", process.returncode
@@ -427,7 +427,7 @@ class Supervisor:
                         f"(pid {process.pid}): stop it or choose another --base-port"
                     )
                 del pending[node_id]
-                print(f"{node_id} ready", flush=True)
+                _say(f"{node_id} ready")
             time.sleep(POLL_INTERVAL_S)
         if self.stopping:
             return "raftlog dev is stopping"
@@ -450,16 +450,17 @@ class Supervisor:
         for child in self.children.values():
             if self._exited(child):
                 node_id = child.node.node_id
-                print(
+                _say(
                     f"raftlog dev: {node_id} exited with {_exit_text(child.exit_code or 0)}: "
                     f"{child.log_tail()}\n  start it again with: raftlog dev start {node_id} "
                     f"--data-dir {self.data_dir}",
-                    file=sys.stderr,
-                    flush=True,
+                    error=True,
                 )
 
     def stop_all(self) -> None:
         running = [c for c in self.children.values() if c.state == "running" and c.process is not None]
+        if not running:
+            return
         for child in running:
             if child.process is not None and child.process.poll() is None:
                 child.process.terminate()
@@ -471,12 +472,12 @@ class Supervisor:
             try:
                 process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                print(f"{child.node.node_id} did not stop in time; killing it", file=sys.stderr)
+                _say(f"{child.node.node_id} did not stop in time; killing it", error=True)
                 process.kill()
                 process.wait()
             child.state, child.exit_code = "stopped", process.returncode
         self.write_description()
-        print("all nodes stopped", flush=True)
+        _say("all nodes stopped")
 
     # -- control ---------------------------------------------------------------------------------------
 
@@ -500,13 +501,18 @@ class Supervisor:
             except (ControlError, OSError) as exc:
                 answer = Answer(False, f"bad request: {exc}")
             else:
-                print(f"raftlog dev: {request.action} {request.node} requested", flush=True)
+                _say(f"raftlog dev: {request.action} {request.node or 'all nodes'} requested")
                 answer = self.handle(request)
-                print(f"raftlog dev: {answer.message}", flush=True)
+                _say(f"raftlog dev: {answer.message}")
             with contextlib.suppress(OSError):  # the asker may have given up
                 connection.sendall(answer.encode())
 
     def handle(self, request: Request) -> Answer:
+        if request.node is None:  # stop, of the whole cluster
+            running = sorted(c.node.node_id for c in self.children.values() if c.state == "running")
+            self.stop_all()
+            self.stopping = True
+            return Answer(True, f"stopped {', '.join(running) or 'no running node'}; raftlog dev exits")
         child = self.children.get(request.node)
         if child is None:
             known = ", ".join(sorted(self.children))
@@ -549,18 +555,20 @@ class Supervisor:
         first = next(iter(self.children.values())).node.http
         kafka = next(iter(self.children.values())).node.kafka  # any node bootstraps a Kafka client
         count = len(self.children)
-        print(
-            f"\ncluster of {count} up; cluster.json in {self.data_dir}\n"
+        data = self.data_dir
+        _say(
+            f"\ncluster of {count} up; cluster.json in {data}\n"
             f"  curl -s -XPOST {first}/v1/topics -H 'Content-Type: application/json' "
             f'-d \'{{"name": "orders", "partitions": 3, "replication_factor": {min(3, count)}}}\'\n'
-            f"  curl -s -XPOST {first}/topics/orders -H 'Content-Type: application/vnd.kafka.json.v2+json' "
+            f"  curl -s -XPOST {first}/topics/orders/partitions/0 "
+            "-H 'Content-Type: application/vnd.kafka.json.v2+json' "
             f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
             f"  curl -s '{first}/topics/orders/partitions/0/records?offset=0'\n"
             f"  kcat -b {kafka} -L   # Kafka clients and tools: bootstrap.servers={kafka}\n"
             f"  echo 'k1:hello' | kcat -b {kafka} -P -t orders -K: && kcat -b {kafka} -C -t orders -e\n"
-            f"  raftlog dev restart n{count} --data-dir {self.data_dir}   # also: stop [--kill], start\n"
-            "Ctrl-C stops all nodes.",
-            flush=True,
+            f"  raftlog dev status --data-dir {data}\n"
+            f"  raftlog dev restart n{count} --data-dir {data}   # also: stop [--kill], start\n"
+            f"Ctrl-C (or raftlog dev stop --data-dir {data}) stops all nodes."
         )
 
 
@@ -594,8 +602,13 @@ def _run_cluster(args: argparse.Namespace) -> int:
 
 
 def _control(args: argparse.Namespace) -> int:
-    if args.node is None:
+    if args.node is None and args.action != "stop":
         print(f"raftlog dev {args.action}: which node? e.g. raftlog dev {args.action} n3", file=sys.stderr)
+        return 2
+    if args.node is None and args.kill:
+        print(
+            "raftlog dev stop --kill: name the node to kill, e.g. raftlog dev stop n3 --kill", file=sys.stderr
+        )
         return 2
     if args.nodes is not None or args.base_port is not None or args.serve_arg:
         print("raftlog dev: --nodes, --base-port and --serve-arg go with starting a cluster", file=sys.stderr)
@@ -610,8 +623,21 @@ def _control(args: argparse.Namespace) -> int:
         print(f"raftlog dev: {answer.message}", file=sys.stderr)
         return 1
     print(answer.message)
+    if args.node is None:  # the whole cluster: done once its supervisor exited (and let go of the folder)
+        status = dev_status.read_status(data_dir)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while status is not None and dev_status.alive(status.supervisor_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
     return 0
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.json and args.action != "status":
+        print("raftlog dev: --json goes with status", file=sys.stderr)
+        return 2
+    if args.action == "status":
+        if args.node is not None or args.kill:
+            print("raftlog dev status: takes no node and no --kill", file=sys.stderr)
+            return 2
+        return dev_status.main(os.path.abspath(args.data_dir), args.json)
     return _run_cluster(args) if args.action is None else _control(args)

@@ -1,9 +1,10 @@
-"""How ``raftlog dev stop|start|restart NODE`` talks to the running ``raftlog dev``: one UNIX socket in the
-cluster's data folder (``DATA_DIR/dev.sock``, as private as the folder), one request per connection.
+"""How ``raftlog dev stop|start|restart [NODE]`` talks to the running ``raftlog dev``: one UNIX socket in
+the cluster's data folder (``DATA_DIR/dev.sock``, as private as the folder), one request per connection.
 
 A request is one line of JSON, ``{"action": "stop"|"start"|"restart", "node": "n3", "kill": false}``;
-the answer one line, ``{"ok": true|false, "message": "..."}``, sent once the action is done (a start
-answers once the node is ready, or has failed). The supervisor serves one request at a time.
+``"node": null`` with ``stop`` stops the whole cluster (every node, then the supervisor). The answer is
+one line, ``{"ok": true|false, "message": "..."}``, sent once the action is done (a start answers once
+the node is ready, or has failed). The supervisor serves one request at a time.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class NoSupervisor(ControlError):
 @dataclass(frozen=True, slots=True)
 class Request:
     action: str
-    node: str
+    node: str | None  # None: every node (stop only)
     kill: bool = False  # stop with SIGKILL, as a crash would, instead of SIGTERM
 
     def encode(self) -> bytes:
@@ -54,7 +55,11 @@ class Request:
             raise ControlError(f"unknown fields {sorted(set(fields) - {'action', 'node', 'kill'})}")
         if action not in ACTIONS:
             raise ControlError(f"action {action!r}: use one of {', '.join(ACTIONS)}")
-        if not isinstance(node, str) or not 1 <= len(node.encode()) <= NODE_ID_BYTES_MAX:
+        if node is None and action != "stop":
+            raise ControlError(f"{action} needs a node id such as n3 (only stop applies to every node)")
+        if node is not None and (
+            not isinstance(node, str) or not 1 <= len(node.encode()) <= NODE_ID_BYTES_MAX
+        ):
             raise ControlError(f"node {node!r}: a node id such as n3")
         if not isinstance(kill, bool):
             raise ControlError(f"kill {kill!r}: true or false")

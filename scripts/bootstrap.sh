@@ -15,9 +15,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
-    echo "bootstrap: installing raftlog and its dependencies into .venv" >&2
+    # the first run downloads ~1.2 GB (pyspark is most of it): pip names each package as it comes (with a
+    # progress bar on a terminal), so a long set-up is seen to move
+    echo "bootstrap: installing raftlog and its dependencies into .venv (the first time: ~1.2 GB, minutes)" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[dev,spark]'
+    .venv/bin/python -m pip install --progress-bar on -e '.[dev,spark]' >&2
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

@@ -228,6 +228,7 @@ def test_without_a_running_raftlog_dev_a_restart_says_so(tmp_path: pathlib.Path)
         (b"[]\n", "expected a JSON object"),
         (b'{"action": "reboot", "node": "n1"}\n', "action 'reboot'"),
         (b'{"action": "stop", "node": ""}\n', "node ''"),
+        (b'{"action": "start", "node": null}\n', "start needs a node id"),
         (b'{"action": "start", "node": "n1", "kill": true}\n', "kill applies to stop and restart"),
         (b'{"action": "stop", "node": "n1", "extra": 1}\n', "unknown fields ['extra']"),
     ],
@@ -238,8 +239,8 @@ def test_a_malformed_control_request_is_refused_saying_why(line: bytes, words: s
 
 
 def test_requests_and_answers_round_trip() -> None:
-    request = Request("restart", "n3", kill=True)
-    assert Request.decode(request.encode()) == request
+    for request in (Request("restart", "n3", kill=True), Request("stop", None)):
+        assert Request.decode(request.encode()) == request
     assert Answer.decode(Answer(False, "n3 is not running").encode()) == Answer(False, "n3 is not running")
 
 

@@ -1,0 +1,148 @@
+"""``raftlog dev`` as a user meets it: ``status``, ``stop`` of the whole cluster, the terminal going away
+(a real pty closed), the supervisor killed outright, and the hints it prints working as printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import pty
+import re
+import select
+import shlex
+import signal
+import sys
+import time
+import urllib.request
+from typing import Any
+
+from test_dev import ENV, Supervised, alive, description, raftlog, until
+
+from api import dev
+
+
+def node_pids(data: pathlib.Path) -> list[int]:
+    return [n["pid"] for n in description(data)["nodes"] if n["pid"] is not None]
+
+
+def test_status_then_stop_of_the_whole_cluster(tmp_path: pathlib.Path) -> None:
+    supervised = Supervised(tmp_path / "data", nodes=2)
+    try:
+        data = str(supervised.data)
+        status = raftlog("dev", "status", "--json", "--data-dir", data)
+        assert status.returncode == 0, status.stdout + status.stderr
+        seen = json.loads(status.stdout)
+        assert (
+            seen["healthy"] and seen["supervisor_alive"] and seen["supervisor_pid"] == supervised.process.pid
+        )
+        assert [(n["id"], n["state"], n["ready"]) for n in seen["nodes"]] == [
+            ("n1", "running", True),
+            ("n2", "running", True),
+        ]
+        table = raftlog("dev", "status", "--data-dir", data)
+        assert table.returncode == 0 and re.search(r"^n2\s+running\s+\d+\s+yes\s+http://", table.stdout, re.M)
+        pids = node_pids(supervised.data)
+
+        stopped = raftlog("dev", "stop", "--data-dir", data)
+
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.startswith("stopped n1, n2; raftlog dev exits")
+        assert supervised.process.wait(30) == 0  # the supervisor exited by itself
+        assert not any(alive(pid) for pid in pids)
+        after = raftlog("dev", "status", "--json", "--data-dir", data)
+        assert after.returncode == 1
+        seen = json.loads(after.stdout)
+        assert not seen["healthy"] and not seen["supervisor_alive"]
+        assert {(n["state"], n["pid"]) for n in seen["nodes"]} == {("stopped", None)}
+    finally:
+        supervised.close()
+
+
+def test_status_of_a_folder_without_a_cluster(tmp_path: pathlib.Path) -> None:
+    result = raftlog("dev", "status", "--data-dir", str(tmp_path))
+    assert (
+        result.returncode == 3
+        and "no cluster in" in result.stdout
+        and "raftlog dev --data-dir" in result.stdout
+    )
+
+
+def _read_until(fd: int, text: str, timeout_s: float) -> str:
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    while text.encode() not in seen:
+        assert time.monotonic() < deadline, seen.decode(errors="replace")
+        readable, _, _ = select.select([fd], [], [], 0.5)
+        if readable:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child is gone
+                break
+            seen += chunk
+    return seen.decode(errors="replace")
+
+
+def test_closing_the_terminal_stops_every_node(tmp_path: pathlib.Path) -> None:
+    data = tmp_path / "data"
+    argv = [sys.executable, "-m", "raftlog_cli", "dev", "--nodes", "2", "--data-dir", str(data)]
+    argv += ["--base-port", str(dev.free_base_port(2))]
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: raftlog dev with the pty as its controlling terminal
+        os.execve(sys.executable, argv, ENV)
+    try:
+        _read_until(terminal, "up; cluster.json", 90)
+        pids = node_pids(data)
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+    finally:
+        os.close(terminal)  # the terminal goes away: SIGHUP to its session
+    _, status = os.waitpid(pid, 0)
+    until(lambda: not any(alive(p) for p in pids), "every node gone", timeout_s=30)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_a_supervisor_killed_outright_leaves_no_node_behind(tmp_path: pathlib.Path) -> None:
+    supervised = Supervised(tmp_path / "data", nodes=1)
+    pids = node_pids(supervised.data)
+    supervised.process.send_signal(signal.SIGKILL)
+    supervised.process.wait(10)
+    until(lambda: not any(alive(p) for p in pids), "the node gone with its supervisor", timeout_s=30)
+
+
+def _request(command: str) -> tuple[int, Any]:
+    """A printed ``curl -s [-XPOST] URL [-H h] [-d body]`` line, sent as it says."""
+    words = shlex.split(command)
+    assert words[:2] == ["curl", "-s"], command
+    method, headers, body, url = "GET", {}, None, None
+    rest = iter(words[2:])
+    for word in rest:
+        if word.startswith("-X"):
+            method = word[2:]
+        elif word == "-H":
+            name, _, value = next(rest).partition(":")
+            headers[name.strip()] = value.strip()
+        elif word == "-d":
+            body = next(rest).encode()
+        else:
+            url = word
+    assert url is not None, command
+    with urllib.request.urlopen(
+        urllib.request.Request(url, body, headers, method=method), timeout=30
+    ) as answer:
+        return answer.status, json.loads(answer.read())
+
+
+def test_the_printed_hints_work_in_sequence(tmp_path: pathlib.Path) -> None:
+    supervised = Supervised(tmp_path / "data", nodes=1)
+    try:
+        hints = [line.strip() for line in supervised.text().splitlines() if line.strip().startswith("curl ")]
+        assert len(hints) == 3, supervised.text()
+        created, produced, fetched = (_request(h) for h in hints)
+        assert created[0] == 201 and produced[0] == 200
+        assert [(r["key"], r["value"]) for r in fetched[1]] == [("k", {"hello": "world"})]
+        control = [
+            line.strip() for line in supervised.text().splitlines() if line.strip().startswith("raftlog dev ")
+        ]
+        status = raftlog(*shlex.split(control[0])[1:])
+        assert control[0].startswith("raftlog dev status") and status.returncode == 0, status.stdout
+    finally:
+        supervised.close()
