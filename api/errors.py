@@ -1,4 +1,4 @@
-"""The one table from typed errors to HTTP status and stable ``error_code`` (``../shared/API.md``).
+"""The one table from typed errors to HTTP status and stable ``error_code`` (listed in ``api/README.md``).
 The codes clients act on are named in ``raftlog_client.contract``, which both sides import.
 
 Every ``RaftlogError`` subclass resolves through this table (most specific class first); an error not in

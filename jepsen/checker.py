@@ -3,7 +3,7 @@
 `check(history)` is a pure function of a validated `History` (see jepsen/history.py) and returns a
 JSON-able dict. The anomaly classes follow jepsen.tests.kafka (lost-write, duplicate, inconsistent-offsets,
 nonmonotonic-poll, nonmonotonic-send, poll-skip, G1a, unseen), adapted to what this service promises
-(docs/jepsen-history.md, /work/shared/API.md): offsets are dense and chosen by the client on each poll,
+(docs/jepsen-history.md, api/README.md): offsets are dense and chosen by the client on each poll,
 non-idempotent retries may legitimately duplicate, idempotent ones may not. Definitions are in CLASSES and
 jepsen/README.md ("Checker").
 """

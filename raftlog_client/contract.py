@@ -1,6 +1,6 @@
 """The public HTTP API's wire contract, named once: media types, header names and the error codes a client
 acts on. The server (``api/``) imports these names rather than spelling them again, and so does every
-client, so the two sides cannot drift apart. ``../shared/API.md`` and ``api/README.md`` describe them."""
+client, so the two sides cannot drift apart. ``api/README.md`` and ``GET /openapi.json`` describe them."""
 
 from __future__ import annotations
 

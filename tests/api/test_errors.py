@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import pathlib
 import pkgutil
+import re
 
 import pytest
 
@@ -83,3 +85,11 @@ def test_offset_out_of_range_tells_the_client_where_the_log_is() -> None:
 
 def test_an_unmapped_error_is_an_internal_error() -> None:
     assert errors.lookup(ValueError("bug")) is errors.INTERNAL
+
+
+def test_every_status_and_code_has_its_row_in_the_api_readme() -> None:
+    readme = (pathlib.Path(api.__file__).parent / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| (\d{3}) \| (\d{5}) \| \S", readme, re.MULTILINE))
+    mapped = {(str(spec.status), str(spec.error_code)) for _, spec in errors.TABLE}
+    assert mapped - rows == set(), "codes without a row in api/README.md's error table"
+    assert rows - mapped == set(), "rows in api/README.md's error table no error answers"
