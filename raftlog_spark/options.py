@@ -26,6 +26,37 @@ from raftlog_spark.offsets import (
 )
 
 FetchFormat = Literal["columnar", "json"]
+MAX_TRIGGER_DELAY_MS_DEFAULT = 15 * 60 * 1000  # Spark's Kafka source: "15m"
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+# Every option the format reads; any other is refused by name (Spark's Kafka options this format does
+# not have would otherwise be ignored, and a query read other data than asked for, without an error).
+READ_OPTIONS = frozenset(
+    name.lower()
+    for name in (
+        "servers", "subscribe", "assign", "subscribePattern", "startingOffsets", "endingOffsets",
+        "startingTimestamp", "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
+        "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+        "maxTriggerDelay", "minPartitions", "failOnDataLoss", "fetchMaxBytes", "fetchFormat",
+        "requestTimeoutMs", "includeHeaders",
+    )
+)  # fmt: skip
+WRITE_OPTIONS = frozenset(
+    name.lower()
+    for name in ("servers", "topic", "batchRecords", "batchBytes", "requestTimeoutMs", "includeHeaders")
+)
+SPARK_OPTIONS = frozenset({"path", "checkpointlocation"})  # Spark's own, handed to every source too
+# Options of Spark's Kafka source this format has no use for, by their names (Spark lowercases names)
+KAFKA_ONLY = {
+    name.lower(): (name, why)
+    for name, why in (
+        ("groupIdPrefix", "reads use no consumer group: progress is in Spark's checkpoint"),
+        ("kafkaConsumer.pollTimeoutMs", "use requestTimeoutMs"),
+        ("fetchOffset.numRetries", "the client retries on its own within requestTimeoutMs"),
+        ("fetchOffset.retryIntervalMs", "the client retries on its own within requestTimeoutMs"),
+        ("maxRecordsPerPartition", "not supported; minPartitions splits large ranges"),
+    )
+}
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024  # larger pages cost the server more per record (GC of big pages)
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000
 BATCH_RECORDS_DEFAULT = 10_000
@@ -67,6 +98,37 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     if text not in ("true", "false"):
         raise OptionError(name, f"{raw!r} is neither 'true' nor 'false'")
     return text == "true"
+
+
+def check_known(options: Mapping[str, str], known: frozenset[str], what: str) -> None:
+    """Refuse an option this format does not read, naming it (first in name order)."""
+    for name in sorted(options, key=str.lower):
+        lowered = name.lower()
+        if lowered in known or lowered in SPARK_OPTIONS:
+            continue
+        if lowered in KAFKA_ONLY:
+            raise OptionError(*KAFKA_ONLY[lowered])
+        if lowered.startswith("kafka."):
+            raise OptionError(name, "Kafka client settings do not apply: the format talks HTTP to 'servers'")
+        raise OptionError(
+            name, f"not an option of the raftlog format for {what} (see raftlog_spark/README.md)"
+        )
+    headers = _get(options, "includeHeaders")
+    if headers is not None and headers.strip().lower() != "true":
+        raise OptionError("includeHeaders", "records always carry their headers: only 'true'")
+
+
+def parse_duration_ms(options: Mapping[str, str], name: str, default: int) -> int:
+    """Spark's time strings: a number and a unit (ms, s, m or min, h, d), or a number of ms."""
+    raw = _get(options, name)
+    if raw is None or not raw.strip():
+        return default
+    text = raw.strip().lower()
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, unit = text[:digits], text[digits:].strip() or "ms"
+    if not number or unit not in _DURATION_UNITS_MS:
+        raise OptionError(name, f"{raw!r} is not a duration such as 15m, 30s or 500ms")
+    return int(number) * _DURATION_UNITS_MS[unit]
 
 
 def parse_servers(options: Mapping[str, str]) -> tuple[str, ...]:
@@ -153,6 +215,8 @@ class ReadOptions:
     starting: int | Offsets  # EARLIEST, LATEST or explicit offsets
     ending: int | Offsets  # batch only
     max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None  # streaming: fewer waiting records delay the micro-batch ...
+    max_trigger_delay_ms: int  # ... at most this long after the last one
     min_partitions: int | None
     fail_on_data_loss: bool
     fetch_max_bytes: int
@@ -169,6 +233,7 @@ class ReadOptions:
 
 
 def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptions:
+    check_known(options, READ_OPTIONS, "reading")
     topics = parse_subscription(options)
     starting = _offsets_option(options, "startingOffsets", LATEST if streaming else EARLIEST)
     ending = _offsets_option(options, "endingOffsets", LATEST)
@@ -208,8 +273,15 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
     if ending_timestamps is not None:
         _check_topics(ending_timestamps, topics, ending_timestamps_option)
     max_per_trigger = _int(options, "maxOffsetsPerTrigger", None, 1, 2**62)
-    if max_per_trigger is not None and not streaming:
-        raise OptionError("maxOffsetsPerTrigger", "only for streaming reads (spark.readStream)")
+    min_per_trigger = _int(options, "minOffsetsPerTrigger", None, 1, 2**62)
+    max_trigger_delay_ms = parse_duration_ms(options, "maxTriggerDelay", MAX_TRIGGER_DELAY_MS_DEFAULT)
+    for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+        if _get(options, name) is not None and not streaming:
+            raise OptionError(name, "only for streaming reads (spark.readStream)")
+    if min_per_trigger is not None and max_per_trigger is not None and min_per_trigger > max_per_trigger:
+        raise OptionError(
+            "minOffsetsPerTrigger", f"{min_per_trigger} is above maxOffsetsPerTrigger {max_per_trigger}"
+        )
     fetch_format = (_get(options, "fetchFormat") or "columnar").strip().lower()
     if fetch_format not in ("columnar", "json"):
         raise OptionError("fetchFormat", f"{fetch_format!r} is neither 'columnar' nor 'json'")
@@ -219,6 +291,8 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=max_trigger_delay_ms,
         min_partitions=_int(options, "minPartitions", None, 1, 1_000_000),
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         fetch_max_bytes=_int(options, "fetchMaxBytes", FETCH_MAX_BYTES_DEFAULT, 1, 64 * 1024 * 1024)
@@ -244,6 +318,7 @@ class WriteOptions:
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    check_known(options, WRITE_OPTIONS, "writing")
     topic = _get(options, "topic")
     if topic is not None and not topic.strip():
         raise OptionError("topic", "empty")

@@ -165,6 +165,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.options = parse_read_options(options, streaming=True)
         self._available_now: Offsets | None = None  # the end fixed by Trigger.AvailableNow
+        self._last_trigger_s: float | None = None  # when the last micro-batch was let go (monotonic)
 
     def _latest(self) -> Offsets:
         bounds = partition_bounds(self.options)
@@ -198,9 +199,26 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise DataLoss(f"{where} (topic recreated?); set failOnDataLoss=false to read on from the end")
         # failOnDataLoss=false: a partition that went backwards continues from its new end
         end = dict(latest)
+        if self._delayed(begin, end):
+            return to_json(begin)  # no new offsets: Spark runs no micro-batch this time
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, end, limit.max_rows)
         return to_json(end)
+
+    def _delayed(self, begin: Offsets, end: Offsets) -> bool:
+        """``minOffsetsPerTrigger``: fewer records waiting delay the micro-batch, until ``maxTriggerDelay``
+        passed since the last one (the first is never delayed, nor a Trigger.AvailableNow run), as in
+        Spark's Kafka source."""
+        wanted = self.options.min_offsets_per_trigger
+        now = time.monotonic()
+        if wanted is not None and self._available_now is None and self._last_trigger_s is not None:
+            waiting = sum(max(0, offset - begin.get(tp, 0)) for tp, offset in end.items())
+            delay_over = now - self._last_trigger_s >= self.options.max_trigger_delay_ms / 1000
+            if waiting < wanted and not delay_over:
+                return True
+        if end != begin:
+            self._last_trigger_s = now
+        return False
 
     def partitions(
         self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]

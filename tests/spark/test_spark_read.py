@@ -113,6 +113,18 @@ def test_fail_on_data_loss(spark: Any, raftlog_cluster: SparkTestCluster) -> Non
     assert got[0] >= log_start and got == list(range(got[0], 300))
 
 
+def test_an_option_the_format_does_not_have_fails_the_query_naming_it(
+    spark: Any, raftlog_cluster: SparkTestCluster
+) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    raftlog_cluster.produce(topic, 0, ["a"])
+    with pytest.raises(Exception, match="raftlog option 'groupIdPrefix': reads use no consumer group"):
+        read(spark, raftlog_cluster, topic, groupIdPrefix="mine").count()
+    with pytest.raises(Exception, match="raftlog option 'startingoffset': not an option"):
+        read(spark, raftlog_cluster, topic, startingOffset="latest").count()  # a typo, not ignored
+    assert read(spark, raftlog_cluster, topic).count() == 1
+
+
 def test_stream_rate_limit_and_available_now(
     spark: Any, raftlog_cluster: SparkTestCluster, tmp_path: pathlib.Path
 ) -> None:

@@ -153,6 +153,22 @@ def test_read_options_follow_kafka_names_and_defaults() -> None:
             True,
             "startingOffsetsByTimestampStrategy",
         ),
+        ({"servers": SERVERS, "subscribe": "a", "groupIdPrefix": "x"}, True, "groupIdPrefix"),
+        ({"servers": SERVERS, "subscribe": "a", "startingOffset": "earliest"}, False, "startingoffset"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "kafka.bootstrap.servers": "h:9092"},
+            True,
+            "kafka.bootstrap.servers",
+        ),
+        ({"servers": SERVERS, "subscribe": "a", "includeHeaders": "false"}, False, "includeHeaders"),
+        ({"servers": SERVERS, "subscribe": "a", "minOffsetsPerTrigger": "5"}, False, "minOffsetsPerTrigger"),
+        ({"servers": SERVERS, "subscribe": "a", "maxTriggerDelay": "5s"}, False, "maxTriggerDelay"),
+        ({"servers": SERVERS, "subscribe": "a", "maxTriggerDelay": "soon"}, True, "maxTriggerDelay"),
+        (
+            {"servers": SERVERS, "subscribe": "a", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
+            True,
+            "minOffsetsPerTrigger",
+        ),
     ],
 )
 def test_a_bad_read_option_is_named(given: dict[str, str], streaming: bool, option: str) -> None:
@@ -161,9 +177,22 @@ def test_a_bad_read_option_is_named(given: dict[str, str], streaming: bool, opti
     assert raised.value.option == option and f"'{option}'" in str(raised.value)
 
 
+def test_trigger_delays_parse_as_spark_time_strings() -> None:
+    given = options(servers=SERVERS, subscribe="a", minOffsetsPerTrigger="100")
+    assert parse_read_options(given, streaming=True).max_trigger_delay_ms == 15 * 60 * 1000
+    for text, ms in (("30s", 30_000), ("2m", 120_000), ("1h", 3_600_000), ("250ms", 250), ("40", 40)):
+        parsed = parse_read_options({**given, "maxTriggerDelay": text}, streaming=True)
+        assert (parsed.min_offsets_per_trigger, parsed.max_trigger_delay_ms) == (100, ms)
+
+
 def test_write_options_and_the_sink_schema() -> None:
     parsed = parse_write_options(options(servers=SERVERS, topic=" out ", batchRecords="10"))
     assert (parsed.topic, parsed.batch_records) == ("out", 10)
+    with pytest.raises(
+        OptionError, match="'startingoffsets': not an option of the raftlog format for writing"
+    ):
+        parse_write_options(options(servers=SERVERS, startingOffsets="earliest"))
+    assert parse_write_options(options(servers=SERVERS, checkpointLocation="/tmp/c")).topic is None
     with pytest.raises(OptionError, match="'batchRecords'"):
         parse_write_options(options(servers=SERVERS, batchRecords="20000"))
     value = StructField("value", StringType())
@@ -415,6 +444,30 @@ def test_a_stream_whose_partition_went_backwards_is_data_loss(raftlog_cluster: S
     lenient = StreamReader(options(servers=raftlog_cluster.servers, subscribe=topic, failOnDataLoss="false"))
     end = lenient.latestOffset(checkpointed, ReadAllAvailable())
     assert end == {topic: {"0": 5}} and lenient.partitions(checkpointed, end) == []
+
+
+def test_fewer_records_than_min_offsets_per_trigger_wait_until_max_trigger_delay(
+    raftlog_cluster: SparkTestCluster,
+) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    raftlog_cluster.produce(topic, 0, ["a"] * 3)
+    reader = StreamReader(
+        options(
+            servers=raftlog_cluster.servers, subscribe=topic, minOffsetsPerTrigger="5", maxTriggerDelay="2s"
+        )
+    )
+    start = {topic: {"0": 0}}
+    first = reader.latestOffset(start, ReadAllAvailable())
+    assert first == {topic: {"0": 3}}  # the first micro-batch is never delayed
+    raftlog_cluster.produce(topic, 0, ["b"] * 2)
+    assert reader.latestOffset(first, ReadAllAvailable()) == first  # 2 waiting < 5: no micro-batch
+    raftlog_cluster.produce(topic, 0, ["c"] * 3)
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert second == {topic: {"0": 8}}  # 5 waiting: it goes
+    raftlog_cluster.produce(topic, 0, ["d"])
+    assert reader.latestOffset(second, ReadAllAvailable()) == second
+    time.sleep(2.1)  # maxTriggerDelay since the last micro-batch: one record is enough
+    assert reader.latestOffset(second, ReadAllAvailable()) == {topic: {"0": 9}}
 
 
 def test_client_fails_over_retries_and_names_errors(raftlog_cluster: SparkTestCluster) -> None:
