@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import os
 import sys
@@ -17,10 +18,10 @@ from typing import Any
 
 from api import logs
 from raftlog_cli import admin as cli_admin
-from raftlog_cli import log_command
-from raftlog_client.client import FetchedRecord, GroupConsumer, Message, ProduceFailed, RaftlogClient
+from raftlog_cli import log_command, records
+from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
-from raftlog_client.errors import ClientError, RequestFailed
+from raftlog_client.errors import ClientError, RequestFailed, Unavailable
 
 SERVER_DEFAULT = "http://127.0.0.1:8081"
 
@@ -42,7 +43,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _client(args: argparse.Namespace) -> RaftlogClient:
     servers = [s.strip() for s in args.server.split(",") if s.strip()]
-    return RaftlogClient(servers, admin_token=args.token, retries=args.retries)
+    # a command fails at once when no server accepts a connection (two rounds), not after seconds of backoff
+    return RaftlogClient(servers, admin_token=args.token, retries=args.retries, unreachable_rounds=2)
 
 
 def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Awaitable[int]]) -> int:
@@ -60,6 +62,13 @@ def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Await
     except RequestFailed as exc:
         print(f"raftlog: {exc.message} (HTTP {exc.status}, error_code {exc.error_code})", file=sys.stderr)
         return 1
+    except Unavailable as exc:
+        print(
+            f"raftlog: {exc}\n  is a cluster running at {args.server}? (raftlog dev status; --server or "
+            "$RAFTLOG_SERVER name another)",
+            file=sys.stderr,
+        )
+        return 2
     except ClientError as exc:
         print(f"raftlog: {exc}", file=sys.stderr)
         return 2
@@ -111,69 +120,62 @@ def _topic_describe(args: argparse.Namespace) -> int:
 
 def _produce(args: argparse.Namespace) -> int:
     """One record per ``--value``, one tombstone (null value) with ``--tombstone``, or one per line of
-    stdin (the line ending removed); each with ``--key``, the ``--header`` pairs and ``--timestamp``."""
-    values: list[str | None]
-    if args.tombstone:
-        if args.value or args.key is None:
-            raise SystemExit("raftlog: --tombstone produces one null value for --key (and takes no --value)")
-        values = [None]
-    else:
-        values = list(args.value) if args.value else [line.rstrip("\r\n") for line in sys.stdin]
+    stdin as lines come (``records.produce_stdin``); each with ``--key`` (or the key before ``-K``'s
+    separator), the ``--header`` pairs and ``--timestamp``."""
     headers = [(name, None if value is None else value) for name, value in args.header]
-    messages = [
-        Message(v, key=args.key, headers=headers, partition=args.partition, timestamp_ms=args.timestamp)
-        for v in values
-    ]
+    if args.tombstone and (args.value or args.key is None):
+        raise SystemExit("raftlog: --tombstone produces one null value for --key (and takes no --value)")
+    if args.key_separator == "":
+        raise SystemExit("raftlog: -K/--key-separator needs at least one character")
+
+    def emit(produced: Any) -> None:
+        print(json.dumps(_produced_row(produced)), flush=True)
 
     async def work(client: RaftlogClient) -> int:
+        if not args.tombstone and not args.value:
+            await records.produce_stdin(client, args, headers, emit)
+            return 0
+        values: list[str | None] = [None] if args.tombstone else list(args.value)
+        messages = [
+            Message(v, key=args.key, headers=headers, partition=args.partition, timestamp_ms=args.timestamp)
+            for v in values
+        ]
         for start in range(0, len(messages), args.batch):
             for produced in await client.produce(args.topic, messages[start : start + args.batch]):
-                print(json.dumps(_produced_row(produced)))
+                emit(produced)
         return 0
 
     return _with_client(args, work)
 
 
 def _consume(args: argparse.Namespace) -> int:
-    """Records as JSON lines. Stops at the end of the partition unless ``--follow`` (then at ``--max``
-    records, or on Ctrl-C)."""
-
+    """Records of one partition (``--partition``) or of all, as JSON lines or ``--format``; from the
+    beginning unless told (``--offset``, ``--timestamp``), as kcat. Stops at the end unless ``--follow``
+    (then at ``--max`` records, or on Ctrl-C)."""
     if args.group is not None:
         return _consume_group(args)
-    if args.partition is None or (args.offset is None and not args.from_beginning and args.timestamp is None):
-        raise SystemExit(
-            "raftlog: consume needs --partition and --from-beginning, --offset or --timestamp, or --group"
-        )
+    start = records.Start("beginning") if args.from_beginning or args.offset is None else args.offset
+    emit = records.printer(args.format)
 
     async def work(client: RaftlogClient) -> int:
-        offset = args.offset
-        if args.from_beginning:
-            offset, _ = await client.offsets(args.topic, args.partition)
-        elif args.timestamp is not None:
-            found = await client.offset_for_timestamp(args.topic, args.partition, args.timestamp)
-            offset = (await client.offsets(args.topic, args.partition))[1] if found is None else found[0]
-        async for record in client.consume(
-            args.topic, args.partition, offset, max_records=args.max, follow=args.follow
-        ):
-            print(json.dumps(_record_row(record)), flush=True)
+        if args.partition is not None:
+            partitions = [args.partition]
+        else:
+            partitions = [p["partition"] for p in (await client.topic(args.topic))["partitions"]]
+        starts = {}
+        for partition in partitions:
+            if args.timestamp is not None:
+                found = await client.offset_for_timestamp(args.topic, partition, args.timestamp)
+                end = (await client.offsets(args.topic, partition))[1]
+                starts[partition] = end if found is None else found[0]
+            else:
+                starts[partition] = await records.start_offset(client, args.topic, partition, start)
+        await records.consume_partitions(
+            client, args.topic, starts, follow=args.follow, max_records=args.max, emit=emit
+        )
         return 0
 
-    try:
-        return _with_client(args, work)
-    except KeyboardInterrupt:
-        return 0
-
-
-def _record_row(record: FetchedRecord) -> dict[str, Any]:
-    return {
-        "partition": record.partition,
-        "offset": record.offset,
-        "timestamp": record.timestamp_ms,
-        "timestamp_type": record.timestamp_type,
-        "key": log_command.text(record.key),
-        "value": log_command.text(record.value),
-        "headers": [{"key": k, "value": log_command.text(v)} for k, v in record.headers],
-    }
+    return _with_client(args, work)
 
 
 def _offsets(args: argparse.Namespace) -> int:
@@ -207,6 +209,8 @@ def _consume_group(args: argparse.Namespace) -> int:
     offsets (else the log start with --from-beginning, else the end); each printed batch is committed.
     Without --follow it stops at the first empty poll."""
 
+    emit = records.printer(args.format)
+
     async def work(client: RaftlogClient) -> int:
         reset = "earliest" if args.from_beginning else "latest"
         consumer = GroupConsumer(client, args.group, offset_reset=reset, name_prefix="cli")
@@ -219,7 +223,7 @@ def _consume_group(args: argparse.Namespace) -> int:
                     break
                 wanted = records if args.max is None else records[: args.max - printed]
                 for record in wanted:
-                    print(json.dumps(_record_row(record)), flush=True)
+                    emit(record)
                 printed += len(wanted)
                 done = {(r.topic, r.partition): r.offset + 1 for r in wanted}
                 try:
@@ -231,10 +235,7 @@ def _consume_group(args: argparse.Namespace) -> int:
             await consumer.close()
         return 0
 
-    try:
-        return _with_client(args, work)
-    except KeyboardInterrupt:
-        return 0
+    return _with_client(args, work)
 
 
 def _positive(text: str) -> int:
@@ -315,23 +316,40 @@ def _add_cluster_commands(commands: Any) -> None:
     produce.add_argument(
         "--timestamp", type=_non_negative, metavar="MS", help="CreateTime of every record (default: now)"
     )
+    produce.add_argument(
+        "-K", "--key-separator", metavar="SEP",
+        help="stdin: each line is KEY SEP VALUE, split at the first SEP (a line without it has no key)",
+    )  # fmt: skip
+    produce.add_argument(
+        "--linger-ms", type=_non_negative, default=records.LINGER_MS_DEFAULT,
+        help="stdin: send a line at most this long after it came, with those after it "
+        f"(default {records.LINGER_MS_DEFAULT})",
+    )  # fmt: skip
     produce.set_defaults(run=_produce)
 
     consume = commands.add_parser(
         "consume", parents=[server], help="print a partition's (or a group member's) records as JSON"
     )
     consume.add_argument("topic")
-    consume.add_argument("--partition", type=_non_negative)
+    consume.add_argument("--partition", type=_non_negative, help="one partition (default: all of them)")
     consume.add_argument("--group", help="consume as a member of this consumer group (commits as it prints)")
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the log start offset")
-    start.add_argument("--offset", type=_non_negative, help="start at this offset")
+    start.add_argument(
+        "--offset", type=records.parse_start, metavar="N|-N|beginning|end",
+        help="start at offset N, N records before the end (-N), the beginning (default) or the end",
+    )  # fmt: skip
     start.add_argument(
         "--timestamp", type=_non_negative, metavar="MS",
         help="start at the first record whose timestamp is at or after MS (the end when none is)",
     )  # fmt: skip
     consume.add_argument("--max", type=_positive, help="stop after this many records")
     consume.add_argument("--follow", action="store_true", help="wait for new records (until --max or Ctrl-C)")
+    consume.add_argument(
+        "--format", type=records.check_format, metavar="FMT",
+        help="print each record as FMT (kcat's -f): %%t topic, %%p partition, %%o offset, %%T timestamp, "
+        "%%k key, %%s value, %%K/%%S their lengths, %%h headers; \\n \\t (default: JSON lines)",
+    )  # fmt: skip
     consume.set_defaults(run=_consume)
 
     offsets = commands.add_parser(
@@ -347,11 +365,19 @@ def _add_cluster_commands(commands: Any) -> None:
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("raftlog")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="raftlog", description="A Raft-replicated, Kafka-style log service."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument("--version", action="version", version=f"raftlog {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     log_command.add_commands(commands)
@@ -388,6 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(args.verbose)
     try:
         result: int = args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C: stop quietly, as a shell command does
+        return 130
     except BrokenPipeError:
         return 0
     except FileNotFoundError as exc:

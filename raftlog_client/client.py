@@ -173,7 +173,8 @@ def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
 
 class RaftlogClient:
     """``retries`` bounds the retries of one call and ``retry_for_s`` the time they may take (either may be
-    None, not both); ``session_limit`` bounds the connections open at once (0: no limit)."""
+    None, not both); ``unreachable_rounds``, how many times every server may refuse a connection in a row
+    (None: no bound of its own); ``session_limit`` bounds the connections open at once (0: no limit)."""
 
     def __init__(
         self,
@@ -188,6 +189,7 @@ class RaftlogClient:
         producer_id: int | None = None,
         rng: random.Random | None = None,
         session_limit: int = 100,
+        unreachable_rounds: int | None = None,
     ) -> None:
         if not servers:
             raise ValueError("servers: give at least one base URL, e.g. http://127.0.0.1:8081")
@@ -202,6 +204,7 @@ class RaftlogClient:
         self.retry_for_s = retry_for_s
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
+        self.unreachable_rounds = unreachable_rounds
         self._rng = rng or random.Random()
         self.producer_id = producer_id if producer_id is not None else self._rng.getrandbits(PRODUCER_ID_BITS)
         self._sequence = 0
@@ -230,6 +233,7 @@ class RaftlogClient:
             backoff_s=self.backoff_s,
             backoff_max_s=self.backoff_max_s,
             rng=self._rng,
+            unreachable_rounds=self.unreachable_rounds,
         )
 
     async def _request(

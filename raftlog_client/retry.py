@@ -10,7 +10,9 @@ only through ``clock``.
   exponential backoff (``backoff_s`` doubling up to ``backoff_max_s``) with jitter, and at least the
   answer's ``Retry-After`` (itself at most ``backoff_max_s``).
 - Giving up: after ``retries`` retries, or when the next attempt would start more than ``budget_s``
-  after the first (each bound is optional; at least one is given).
+  after the first (each bound is optional; at least one is given); with ``unreachable_rounds``, also
+  once every server refused a connection that many times in a row (a command line fails fast when no
+  server runs, rather than backing off for seconds).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Attempts:
         backoff_max_s: float,
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
+        unreachable_rounds: int | None = None,
     ) -> None:
         if servers < 1 or (retries is None and budget_s is None):
             raise ValueError("attempts need a server and a bound: retries, budget_s or both")
@@ -51,6 +54,7 @@ class Attempts:
         self._rng = rng
         self._clock = clock
         self._started = clock()
+        self.unreachable_rounds = unreachable_rounds
         self.made = 0  # attempts that failed so far
         self._unreachable_in_a_row = 0
 
@@ -73,6 +77,9 @@ class Attempts:
         self.made += 1
         self._unreachable_in_a_row += 1
         if sent and not self.repeatable:
+            return None
+        rounds = self.unreachable_rounds
+        if not sent and rounds is not None and self._unreachable_in_a_row >= rounds * self.servers:
             return None
         wait = 0.0 if self._unreachable_in_a_row < self.servers else self._backoff(None)
         return self._within_bounds(wait)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import json
+import os
 from typing import Any
 
 import pytest
@@ -90,9 +92,78 @@ async def test_server_from_environment_and_errors(
     assert code == 2 and "raftlog:" in err
 
 
-def test_consume_needs_a_start() -> None:
+async def test_consume_reads_every_partition_from_the_beginning_unless_told(
+    cluster: FakeCluster, n1: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 3)
+    for p in range(3):
+        body = {"records": [{"key": f"k{p}", "value": f"v{p}-{i}"} for i in range(3)]}
+        assert (await n1.client.post(f"/topics/t/partitions/{p}", json=body)).status == 200
+    server = ("--server", n1.url)
+    code, out, _ = await run(capsys, "consume", "t", *server)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and sorted((r["partition"], r["offset"]) for r in rows) == [
+        (p, o) for p in range(3) for o in range(3)
+    ]
+    code, out, _ = await run(capsys, "consume", "t", "--offset", "-1", "--format", "%p:%o:%k=%s\\n", *server)
+    assert code == 0 and sorted(out.splitlines()) == [
+        f'{p}:2:"k{p}"="v{p}-2"' for p in range(3)
+    ]  # JSON records: keys and values are JSON text
+    code, out, _ = await run(capsys, "consume", "t", "--partition", "1", "--offset", "end", *server)
+    assert (code, out) == (0, "")
+    code, out, _ = await run(capsys, "consume", "t", "--max", "4", "--format", "%s\\n", *server)
+    assert code == 0 and len(out.splitlines()) == 4
     with pytest.raises(SystemExit):
-        main(["consume", "t", "--partition", "0"])
+        main(["consume", "t", "--format", "%q"])  # not a token: refused before anything runs
+
+
+async def test_produce_sends_stdin_lines_as_they_come_with_keys_split_off(
+    cluster: FakeCluster, n1: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster.add_topic("t", 1)
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr("sys.stdin", os.fdopen(read_end, "r"))
+    producer = asyncio.create_task(run(capsys, "produce", "t", "-K", ":", "--server", n1.url))
+    os.write(write_end, b"user-1:logged in\n")
+
+    async def stored() -> list[dict[str, Any]]:
+        fetched = await n1.client.get("/topics/t/partitions/0/records", params={"offset": "0"})
+        return list(await fetched.json())
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while not await stored():  # sent while stdin is still open, as with tail -f
+        assert asyncio.get_running_loop().time() < deadline, "the first line was not sent before EOF"
+        await asyncio.sleep(0.05)
+    assert not producer.done()
+    os.write(write_end, b"no key here\n")
+    os.close(write_end)
+    code, out, _ = await asyncio.wait_for(producer, 10)
+    assert code == 0 and [json.loads(line)["offset"] for line in out.splitlines()] == [0, 1]
+    decoded = [
+        (r["key"] and base64.b64decode(r["key"]).decode(), base64.b64decode(r["value"]).decode())
+        for r in await stored()
+    ]
+    assert decoded == [
+        ("user-1", "logged in"),
+        (None, "no key here"),
+    ]
+
+
+async def test_an_unreachable_server_fails_at_once_saying_what_to_check(capsys: Any) -> None:
+    code, _, err = await run(capsys, "topic", "list", "--server", "http://127.0.0.1:9")
+    assert code == 2 and "no usable answer in 2 attempts" in err and "raftlog dev status" in err
+
+
+def test_version_and_ctrl_c(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SystemExit) as shown:
+        main(["--version"])
+    assert shown.value.code == 0 and capsys.readouterr().out.startswith("raftlog ")
+
+    def interrupted(args: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("raftlog_cli.cli._topic_list", interrupted)
+    assert main(["topic", "list"]) == 130 and capsys.readouterr().err == ""
 
 
 async def test_consume_as_a_group_member_commits_what_it_printed(
