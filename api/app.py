@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from api import admin, consumers, errors, internal, negotiation, records, state, topics
+from api import admin, consumers, errors, internal, negotiation, prometheus, records, state, topics
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -66,10 +66,10 @@ FETCH_TIMEOUT_MS_MAX = records.FETCH_TIMEOUT_MS_MAX
 
 async def metrics(request: web.Request) -> web.Response:
     app_state = state.state(request)
-    text = app_state.metrics.render(app_state.node.metadata.metrics())
-    return web.Response(
-        body=text.encode("utf-8"), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
-    )
+    values = dict(app_state.node.metadata.metrics())
+    values.update(await topics.partition_health_metrics(state.node(request)))
+    body = app_state.metrics.render(values)
+    return web.Response(body=body, headers={"Content-Type": prometheus.CONTENT_TYPE})
 
 
 def _identity(request: web.Request) -> dict[str, object]:

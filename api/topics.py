@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +23,7 @@ from partitions.controller import TopicMetadata
 from partitions.errors import InvalidTopic, UnknownPartition
 from partitions.groups.coordinator import is_internal
 from partitions.names import broker_id
+from partitions.replica_failures import ReplicaFailure
 from partitions.services import NodeInfo, PartitionState
 from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError
@@ -192,13 +193,25 @@ async def transfer_leadership(request: web.Request) -> web.Response:
 # -- the cluster -------------------------------------------------------------------------------------
 
 
-async def cluster_health(request: web.Request) -> web.Response:
-    """Redpanda's shape, from this node's view. A partition is leaderless when no leader is known (this
-    node's replica, or gossiped claims: never a routing guess, never a replica that cannot open or
-    replay); under-replicated when a replica's node is not alive, a replica cannot open or replay (on any
-    node: each gossips its own), or this node leads it and a replica is not in sync. Healthy needs a
-    controller, no node down, no failed replica, and no leaderless or under-replicated partition."""
-    node = state.node(request)
+@dataclass(frozen=True, slots=True)
+class PartitionHealth:
+    controller: str | None
+    down: list[str]
+    failed: list[ReplicaFailure]
+    leaderless: list[dict[str, Any]]
+    under_replicated: list[dict[str, Any]]
+
+    @property
+    def healthy(self) -> bool:
+        problems = self.down or self.failed or self.leaderless or self.under_replicated
+        return self.controller is not None and not problems
+
+
+async def partition_health(node: FrontDoor) -> PartitionHealth:
+    """From this node's view. A partition is leaderless when no leader is known (this node's replica, or
+    gossiped claims: never a routing guess, never a replica that cannot open or replay); under-replicated
+    when a replica's node is not alive, a replica cannot open or replay (on any node: each gossips its
+    own), or this node leads it and a replica is not in sync."""
     view = node.metadata
     nodes = view.nodes()
     failed = view.failed_replicas()
@@ -230,18 +243,33 @@ async def cluster_health(request: web.Request) -> web.Response:
                     lagging = led_here and not all(r.in_sync for r in detail.replicas)
             if lagging:
                 under_replicated.append(where)
-    controller = view.controller()
+    return PartitionHealth(view.controller(), down, failed, leaderless, under_replicated)
+
+
+async def partition_health_metrics(node: FrontDoor) -> dict[str, float]:
+    health = await partition_health(node)
+    return {
+        "partitions_leaderless": len(health.leaderless),
+        "partitions_under_replicated": len(health.under_replicated),
+        "nodes_down": len(health.down),
+    }
+
+
+async def cluster_health(request: web.Request) -> web.Response:
+    """Redpanda's shape, from this node's view (``partition_health``). Healthy needs a controller, no node
+    down, no failed replica, and no leaderless or under-replicated partition."""
+    node = state.node(request)
+    health = await partition_health(node)
+    nodes = node.metadata.nodes()
     return web.json_response(
         {
-            "is_healthy": (
-                controller is not None and not down and not failed and not leaderless and not under_replicated
-            ),
-            "controller": controller,
-            "nodes": sorted(states),
-            "nodes_down": down,
-            "leaderless_partitions": leaderless,
-            "under_replicated_partitions": under_replicated,
-            "failed_replicas": [asdict(f) for f in failed],
+            "is_healthy": health.healthy,
+            "controller": health.controller,
+            "nodes": sorted(n.node_id for n in nodes),
+            "nodes_down": health.down,
+            "leaderless_partitions": health.leaderless,
+            "under_replicated_partitions": health.under_replicated,
+            "failed_replicas": [asdict(f) for f in health.failed],
             **health_extras(node, nodes),
         }
     )

@@ -346,7 +346,13 @@ class NodeView:
         term = node.frontend.term()
         if term is not None:  # an election of the controller raises it (Kafka's controller epoch)
             values["controller_term"] = term
-        values["partitions_led"] = sum(1 for r in replicas if r.group.status().role is Role.LEADER)
+        led = [r for r in replicas if r.group.status().role is Role.LEADER]
+        values["partitions_led"] = len(led)
+        for replica in led:  # bounded: the partitions of the cluster; topic names need no escaping
+            labels = f'{{topic="{replica.topic.name}",partition="{replica.partition}"}}'
+            values[f"partition_high_watermark{labels}"] = replica.log.end_offset  # applied = committed
+            values[f"partition_log_start_offset{labels}"] = replica.log.log_start_offset
+            values[f"partition_log_bytes{labels}"] = replica.log.size_bytes
         values["log_bytes"] = sum(r.log.size_bytes for r in replicas)
         values["admin_move_steps"] = node.operator.steps_taken
         values["admin_leadership_transfers"] = node.operator.leadership_transfers

@@ -14,7 +14,7 @@ directory under ``--dir``), so that no size inherits another's files or memory. 
 3. restart: ``raftlog dev stop n3`` (SIGTERM) then ``raftlog dev start n3``; the seconds until n3 holds
    every replica again, until the cluster's CPU over a 5 s window is back under twice the idle figure
    (plus 2% of a core), and the elections n3's replicas held on timeout
-   (``raftlog_raft_elections_on_timeout``);
+   (``raftlog_raft_elections_on_timeout_total``);
 4. delete: ``DELETE /v1/topics/big``; the seconds until every node holds only the probe replica, and
    whether the controller held an election meanwhile (``raftlog_controller_term`` on every node).
 
@@ -65,7 +65,7 @@ RECOVERY_WINDOW_S = 5.0
 VICTIM = "n3"
 REPLICAS_METRIC = "raftlog_partition_replicas"
 CONTROLLER_TERM_METRIC = "raftlog_controller_term"
-ELECTIONS_METRIC = "raftlog_raft_elections_on_timeout"
+ELECTIONS_METRIC = "raftlog_raft_elections_on_timeout_total"
 
 
 # -- the cluster -----------------------------------------------------------------------------------------

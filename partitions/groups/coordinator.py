@@ -448,17 +448,16 @@ class GroupCoordinator:
         return self._log.partitions()
 
     def metrics(self) -> dict[str, float]:
-        """Per group led here: members and generation; per assigned partition: committed offset and lag
-        (from the end and committed offsets seen lately)."""
+        """Per group led here: members and generation; per assigned partition: lag (from the end and
+        committed offsets seen lately), labelled by group, topic and partition."""
         values: dict[str, float] = {}
         for _, session, name, group in self._led_groups():
             if not _label_safe(name):
                 continue
             values[f'consumer_group_members{{group="{name}"}}'] = len(group.members)
             values[f'consumer_group_generation{{group="{name}"}}'] = group.generation
-            for instance_id, tps in group.assignment.items():
-                if not _label_safe(instance_id):
-                    continue
+            for tps in group.assignment.values():  # each partition is one member's: no member label,
+                # whose random instance ids would pile up series
                 for tp in tps:
                     if not _label_safe(tp.topic):
                         continue
@@ -466,9 +465,7 @@ class GroupCoordinator:
                     end = session.end_offsets.get((name, tp))
                     if committed is None or end is None:
                         continue
-                    labels = (
-                        f'group="{name}",member="{instance_id}",topic="{tp.topic}",partition="{tp.partition}"'
-                    )
+                    labels = f'group="{name}",topic="{tp.topic}",partition="{tp.partition}"'
                     values[f"consumer_group_lag{{{labels}}}"] = max(0, end - committed)
         return values
 

@@ -683,13 +683,15 @@ class FakeMetadata:
         return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
 
     def metrics(self) -> dict[str, float]:
-        return self.broker.groups.metrics() | {
-            "raftlog_topics": float(len(self.cluster.topics)),
-            "raftlog_records_total": float(sum(len(p.records) for p in self.cluster.partitions.values())),
-            'raftlog_partition_leader{node="' + self.node_id + '"}': float(
-                sum(1 for p in self.cluster.partitions.values() if p.leader == self.node_id)
-            ),
-        }
+        led = [(key, p) for key, p in self.cluster.partitions.items() if p.leader == self.node_id]
+        return (
+            self.broker.groups.metrics()
+            | {"partitions_led": float(len(led)), "partition_replicas": float(len(self.cluster.partitions))}
+            | {
+                f'partition_high_watermark{{topic="{topic}",partition="{partition}"}}': float(len(p.records))
+                for (topic, partition), p in led
+            }
+        )
 
 
 @dataclass

@@ -494,10 +494,9 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
     assert not_ready.headers["Retry-After"] == "1"
 
     text = await (await n1.client.get("/metrics")).text()
-    assert "raftlog_topics 1" in text
-    assert 'raftlog_partition_leader{node="n1"} 1' in text
-    assert 'raftlog_http_requests_total{method="GET",route="/v1/cluster/health",status="200"} 2' in text
-    assert 'raftlog_http_request_duration_seconds_count{method="GET",route="/v1/nodes"} 1' in text
+    assert "raftlog_partitions_led 1.0" in text.splitlines()
+    assert 'raftlog_http_requests_total{method="GET",route="/v1/cluster/health",status="200"} 2.0' in text
+    assert 'raftlog_http_request_duration_seconds_count{method="GET",route="/v1/nodes"} 1.0' in text
 
 
 async def test_a_topic_the_cluster_cannot_hold_is_refused_with_the_room_left(

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from api.errors import BadRequest, UnsupportedMediaType
-from api.metrics import HttpMetrics, metric_name
+from api.metrics import HttpMetrics
 from api.routing import (
     RoundRobin,
     assign_partitions,
@@ -148,16 +149,23 @@ def test_binary_flavour_round_trips_any_bytes(
         assert fallback["value"] is None if value is None else base64.b64decode(fallback["value"]) == value
 
 
-def test_metric_names_and_histograms() -> None:
-    assert metric_name("raftlog_ok") == "raftlog_ok"
-    assert metric_name('raftlog_x{node="n1"}') == 'raftlog_x{node="n1"}'
-    assert metric_name("raft.log-rate") == "raftlog_raft_log_rate"
-    assert metric_name("produce_requests") == "raftlog_produce_requests"
+def test_metric_families_are_typed_and_histograms_cumulative() -> None:
     metrics = HttpMetrics()
-    metrics.observe("GET", "/topics", 200, 0.002)
+    metrics.observe("GET", "/topics", 200, 0.0015)
     metrics.observe("GET", "/topics", 404, 100.0)
-    text = metrics.render({"up": 1.0, "ratio": 0.5})
-    assert "raftlog_up 1\n" in text and "raftlog_ratio 0.5\n" in text
-    assert 'raftlog_http_request_duration_seconds_bucket{method="GET",route="/topics",le="0.005"} 1' in text
-    assert 'raftlog_http_request_duration_seconds_bucket{method="GET",route="/topics",le="+Inf"} 2' in text
-    assert 'raftlog_http_requests_total{method="GET",route="/topics",status="404"} 1' in text
+    node = {"produce_requests": 3, 'consumer_group_lag{group="g",topic="t",partition="0"}': 2, "mystery": 1}
+    families = {f.name: f for f in text_string_to_metric_families(metrics.render(node).decode())}
+    produced = families["raftlog_produce_requests"]
+    assert (produced.type, produced.samples[0].name) == ("counter", "raftlog_produce_requests_total")
+    lag = families["raftlog_consumer_group_lag"]
+    assert lag.type == "gauge" and lag.samples[0].labels == {"group": "g", "topic": "t", "partition": "0"}
+    assert families["raftlog_mystery"].type == "unknown"  # exported, and flagged as missing its entry
+    buckets = {
+        s.labels["le"]: s.value
+        for s in families["raftlog_http_request_duration_seconds"].samples
+        if s.name.endswith("_bucket")
+    }
+    assert (buckets["0.001"], buckets["0.002"], buckets["30.0"], buckets["+Inf"]) == (0, 1, 1, 2)
+    requests = families["raftlog_http_requests"]
+    assert {(s.labels["status"], s.value) for s in requests.samples} == {("200", 1), ("404", 1)}
+    assert "raftlog_build_info" in families and "process_cpu_seconds" in families

@@ -143,7 +143,7 @@ async def test_a_replica_that_cannot_replay_is_reported_failed_by_every_node(
             metrics = await (
                 await session.get(failed.routing.http_address(failed.node_id) + "/metrics")
             ).text()  # type: ignore[operator]
-            assert "raftlog_partition_replicas_failed 1" in metrics.splitlines()
+            assert "raftlog_partition_replicas_failed 1.0" in metrics.splitlines()
 
         # retried with the same backoff as a replica that cannot open, and failing the same way again
         await until(

@@ -204,7 +204,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             }
             elections_after = {n: await _elections(session, u) for n, u in url.items()}
             spare_metrics = await metrics(session, url[spare])
-            copied = spare_metrics.get("raftlog_recovery_bytes", 0.0)
+            copied = spare_metrics.get("raftlog_recovery_bytes_total", 0.0)
             print(
                 f"\nproduced {high_watermark} records into big/0 in {produced_s:.1f} s; the moved replica"
                 f" recovered in {recovered_s:.1f} s ({copied / MiB:.0f} MiB copied by recovery);"
@@ -225,7 +225,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             await peers.close()
             assert leader_log[0] >= BIG_BYTES * 0.9
             assert moved_log == leader_log
-            assert seen_recovering and spare_metrics["raftlog_recovery_completed"] >= 1
+            assert seen_recovering and spare_metrics["raftlog_recovery_completed_total"] >= 1
             assert copied >= BIG_BYTES * 0.9, f"recovery copied {copied} bytes"
 
     asyncio.run(scenario())
@@ -241,7 +241,7 @@ async def _is_leader(admin: RaftlogClient, topic: str, partition: int, node: str
 
 
 async def _elections(session: aiohttp.ClientSession, url: str) -> float:
-    return (await metrics(session, url))["raftlog_raft_elections_on_timeout"]
+    return (await metrics(session, url))["raftlog_raft_elections_on_timeout_total"]
 
 
 async def _holds_up_to(peer: RemotePeer, end_offset: int) -> bool:

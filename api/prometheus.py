@@ -1,0 +1,165 @@
+"""``/metrics`` in Prometheus's exposition format, through ``prometheus_client``: one catalogue of every
+family a node exports (type, help, unit in the name), filled at scrape time from what the node counts.
+
+The hot path stays the node's own: counters are plain integers where requests pass (``HttpMetrics``,
+the data plane's ``counters``, the Raft transport's); a scrape turns ``NodeMetrics.metrics()`` (a flat map
+``name`` or ``name{label="v",...}`` -> value) into typed families here. A name the catalogue does not know
+is still exported, as an untyped family whose help says so (``tests/api/test_prometheus.py`` fails on
+one, against a real node). Counters carry ``_total``; every label set is bounded (routes, topics and
+partitions of the cluster, consumer groups; never a consumer instance's random id).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    UnknownMetricFamily,
+)
+
+NAMESPACE = "raftlog_"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    kind: str  # "counter" | "gauge"
+    help: str
+
+
+# The node's metric names (without the namespace; a counter's exported name adds _total).
+CATALOGUE: dict[str, Family] = {
+    "produce_requests": Family("counter", "Produce requests this node applied as a partition leader."),
+    "produced_records": Family(
+        "counter", "Records this node appended as a partition leader (duplicates not counted)."
+    ),
+    "fetch_requests": Family("counter", "Fetch requests this node served as a partition leader."),
+    "partition_replicas": Family("gauge", "Partition replicas this node holds."),
+    "partition_replicas_failed": Family(
+        "gauge", "Replicas on this node that cannot open or replay their log."
+    ),
+    "partition_replicas_max": Family("gauge", "The most replicas this node takes (--replicas-max)."),
+    "partitions_led": Family("gauge", "Partitions this node leads."),
+    "partitions_moving": Family("gauge", "Partitions whose replicas are being moved, cluster-wide."),
+    "partitions_leaderless": Family("gauge", "Partitions with no known leader, as this node sees them."),
+    "partitions_under_replicated": Family(
+        "gauge", "Partitions with a replica down, failed or (led here) not in sync, as this node sees them."
+    ),
+    "nodes_down": Family("gauge", "Nodes gossip calls dead or left (decommissioned ones aside)."),
+    "controller_term": Family("gauge", "The controller's Raft term (an election raises it)."),
+    "log_bytes": Family("gauge", "Bytes of the partition logs this node holds."),
+    "partition_high_watermark": Family("gauge", "Next offset to be written, per partition led here."),
+    "partition_log_start_offset": Family("gauge", "First offset kept, per partition led here."),
+    "partition_log_bytes": Family("gauge", "Bytes of the log, per partition led here."),
+    "admin_move_steps": Family("counter", "Replica-move steps this node's operator took."),
+    "admin_leadership_transfers": Family("counter", "Leadership transfers this node's operator made."),
+    "removal_pending_paths": Family("gauge", "Deleted partition directories waiting to be removed."),
+    "removal_pending_bytes": Family("gauge", "Bytes of deleted partition directories waiting to be removed."),
+    "raft_elections_on_timeout": Family(
+        "counter", "Elections this node's replicas stood for after an election timeout."
+    ),
+    "raft_pre_vote_rounds": Family("counter", "Pre-vote rounds this node's replicas asked for."),
+    "raft_transport_queued_bytes": Family("gauge", "Raft bytes queued to peers, not yet sent."),
+    "recovery_replicas": Family("gauge", "Replicas recovering committed records from their peers."),
+    "recovery_bytes": Family("counter", "Bytes copied from peers by replica recoveries."),
+    "recovery_offsets_missing": Family("gauge", "Offsets recovering replicas still miss."),
+    "recovery_bytes_missing": Family("gauge", "Bytes recovering replicas still miss (estimated)."),
+    "recovery_completed": Family("counter", "Replica recoveries completed."),
+    "consumer_group_members": Family("gauge", "Members of a consumer group coordinated here."),
+    "consumer_group_generation": Family("gauge", "Generation of a consumer group coordinated here."),
+    "consumer_group_lag": Family(
+        "gauge", "End offset minus committed offset, per partition of a group coordinated here."
+    ),
+}
+# The Raft transport's counters (frames, dials, drops by cause, ...): every raft_transport_* but queued_bytes
+TRANSPORT_PREFIX = "raft_transport_"
+
+
+def family_of(name: str) -> Family | None:
+    known = CATALOGUE.get(name)
+    if known is None and name.startswith(TRANSPORT_PREFIX):
+        return Family("counter", f"Raft transport: {name[len(TRANSPORT_PREFIX) :].replace('_', ' ')}.")
+    return known
+
+
+def _parse(series: str) -> tuple[str, dict[str, str]]:
+    match = _SERIES.match(series)
+    if match is None:
+        return _INVALID.sub("_", series), {}
+    pairs = _LABEL.findall(match.group(2) or "")
+    labels = {key: value.replace('\\"', '"').replace("\\\\", "\\") for key, value in pairs}
+    return match.group(1), labels
+
+
+def node_families(values: Mapping[str, float]) -> Iterator[Metric]:
+    """The node's flat metrics as typed families (one per name, its series by label set)."""
+    grouped: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+    for series, value in values.items():
+        name, labels = _parse(series.removeprefix(NAMESPACE))
+        grouped[name].append((labels, value))
+    for name, samples in sorted(grouped.items()):
+        family = family_of(name)
+        label_names = sorted({key for labels, _ in samples for key in labels})
+        full = NAMESPACE + name
+        metric: CounterMetricFamily | GaugeMetricFamily | UnknownMetricFamily
+        if family is None:
+            undocumented = "Not in the metrics catalogue (api/prometheus.py)."
+            metric = UnknownMetricFamily(full, undocumented, labels=label_names)
+        elif family.kind == "counter":
+            metric = CounterMetricFamily(full, family.help, labels=label_names)
+        else:
+            metric = GaugeMetricFamily(full, family.help, labels=label_names)
+        for labels, value in samples:
+            metric.add_metric([labels.get(key, "") for key in label_names], value)
+        yield metric
+
+
+class _Collector:
+    """What one scrape exports: the node's families, the HTTP ones, build info."""
+
+    def __init__(self, node_values: Mapping[str, float], http: Iterable[Metric]) -> None:
+        self._node_values = node_values
+        self._http = list(http)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from node_families(self._node_values)
+        yield from self._http
+        info = GaugeMetricFamily(
+            NAMESPACE + "build_info",
+            "The raftlog version this node runs (value 1).",
+            labels=["version", "python"],
+        )
+        info.add_metric([_version(), platform.python_version()], 1)
+        yield info
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("raftlog")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def exposition(node_values: Mapping[str, float], http: Iterable[Metric]) -> bytes:
+    """The text of one scrape, with the process's own metrics (CPU, memory, open files)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(node_values, http))
+    ProcessCollector(registry=registry)
+    return generate_latest(registry)
+
+
+def histogram(name: str, help_text: str, labels: list[str]) -> HistogramMetricFamily:
+    return HistogramMetricFamily(NAMESPACE + name, help_text, labels=labels)
