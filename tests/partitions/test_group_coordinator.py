@@ -284,7 +284,7 @@ async def test_lag_metrics_of_assigned_partitions(coordinator: GroupCoordinator)
     coordinator.note_end_offset("g", tp, 10)
     coordinator.note_committed("g", tp, 4)
     metrics = coordinator.metrics()
-    assert metrics['consumer_group_lag{group="g",member="a",topic="t",partition="0"}'] == 6
+    assert metrics['consumer_group_lag{group="g",topic="t",partition="0"}'] == 6
     assert metrics['consumer_group_members{group="g"}'] == 1
 
 
