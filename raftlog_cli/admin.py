@@ -19,7 +19,7 @@ Work = Callable[[RaftlogClient], Awaitable[int]]
 WithClient = Callable[[argparse.Namespace, Work], int]
 
 
-def _print(args: argparse.Namespace, body: Any, summary: Callable[[Any], str]) -> None:
+def print_answer(args: argparse.Namespace, body: Any, summary: Callable[[Any], str]) -> None:
     print(json.dumps(body, indent=2) if args.json else summary(body))
 
 
@@ -83,6 +83,24 @@ def move_summary(body: dict[str, Any]) -> str:
     return f"{where}: replicas {move['replicas']}, {state} {move['target']}{joining}"
 
 
+def partition_summary(body: dict[str, Any]) -> str:
+    lines = [
+        f"{body.get('topic')}/{body.get('partition')}: leader {body.get('leader') or 'none'}, term "
+        f"{body.get('term')}, offsets {body.get('log_start_offset')}..{body.get('high_watermark')}",
+        f"{'NODE':<8}{'ROLE':<10}{'MATCH':>10}{'LAG':>8}  IN SYNC",
+    ]
+    for replica in body.get("replicas", []):
+        match = "-" if replica.get("match_offset") is None else replica["match_offset"]
+        lag = "-" if replica.get("lag") is None else replica["lag"]
+        in_sync = {True: "yes", False: "NO"}.get(replica.get("in_sync"), "?")
+        lines.append(
+            f"{replica.get('node', '?'):<8}{replica.get('role', '?'):<10}{match:>10}{lag:>8}  {in_sync}"
+        )
+        if replica.get("error"):
+            lines.append(f"  {replica['error']}")
+    return "\n".join(lines)
+
+
 def decommission_summary(body: dict[str, Any]) -> str:
     node = body["node_id"]
     if not body["decommissioning"]:
@@ -109,13 +127,21 @@ def _config_value(text: str) -> Any:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
+def _configs_summary(configs: dict[str, Any]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(defaults)"
+
+
+def output_options() -> argparse.ArgumentParser:
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print the server's JSON answer")
+    return output
+
+
 def add_commands(
     commands: Any, topic_commands: Any, server: argparse.ArgumentParser, with_client: WithClient
 ) -> None:
     """Register the operator commands on ``commands`` (and ``topic config`` on ``topic_commands``)."""
-    output = argparse.ArgumentParser(add_help=False)
-    output.add_argument("--json", action="store_true", help="print the server's JSON answer")
-    common = [server, output]
+    common = [server, output_options()]
 
     def run(work: Callable[[RaftlogClient, argparse.Namespace], Awaitable[int]]) -> Callable[..., int]:
         return lambda args: with_client(args, lambda client: work(client, args))
@@ -125,7 +151,7 @@ def add_commands(
 
     async def health(client: RaftlogClient, args: argparse.Namespace) -> int:
         body = await client.health()
-        _print(args, body, health_summary)
+        print_answer(args, body, health_summary)
         return 0 if body["is_healthy"] else 1
 
     cluster_sub.add_parser(
@@ -136,7 +162,7 @@ def add_commands(
     ).set_defaults(run=run(health))
 
     async def nodes(client: RaftlogClient, args: argparse.Namespace) -> int:
-        _print(args, await client.nodes(), nodes_summary)
+        print_answer(args, await client.nodes(), nodes_summary)
         return 0
 
     cluster_sub.add_parser(
@@ -154,7 +180,7 @@ def add_commands(
 
     async def move(client: RaftlogClient, args: argparse.Namespace) -> int:
         replicas = [n.strip() for n in args.replicas.split(",") if n.strip()]
-        _print(args, await client.move_replicas(args.topic, args.partition, replicas), move_summary)
+        print_answer(args, await client.move_replicas(args.topic, args.partition, replicas), move_summary)
         if not args.wait:
             return 0
 
@@ -171,22 +197,30 @@ def add_commands(
     moving.set_defaults(run=run(move))
 
     async def status(client: RaftlogClient, args: argparse.Namespace) -> int:
-        _print(args, await client.move_progress(args.topic, args.partition), move_summary)
+        print_answer(args, await client.move_progress(args.topic, args.partition), move_summary)
         return 0
 
     partition_parser("status", "a partition's replicas and its move in progress").set_defaults(
         run=run(status)
     )
 
+    async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await client.partition_state(args.topic, args.partition), partition_summary)
+        return 0
+
+    partition_parser(
+        "describe", "a partition as its leader sees it: offsets, each replica's lag"
+    ).set_defaults(run=run(describe))
+
     async def cancel(client: RaftlogClient, args: argparse.Namespace) -> int:
-        _print(args, await client.cancel_move(args.topic, args.partition), move_summary)
+        print_answer(args, await client.cancel_move(args.topic, args.partition), move_summary)
         return 0
 
     partition_parser("cancel", "cancel a move: back to the original replicas").set_defaults(run=run(cancel))
 
     async def transfer(client: RaftlogClient, args: argparse.Namespace) -> int:
         body = await client.transfer_leadership(args.topic, args.partition, args.target)
-        _print(args, body, lambda b: f"{b['topic']}/{b['partition']}: leader is now {b['leader']}")
+        print_answer(args, body, lambda b: f"{b['topic']}/{b['partition']}: leader is now {b['leader']}")
         return 0
 
     transferring = partition_parser("transfer", "hand a partition's leadership to another replica")
@@ -202,7 +236,7 @@ def add_commands(
         return parser
 
     async def decommission(client: RaftlogClient, args: argparse.Namespace) -> int:
-        _print(args, await client.decommission(args.node_id), decommission_summary)
+        print_answer(args, await client.decommission(args.node_id), decommission_summary)
         if not args.wait:
             return 0
 
@@ -216,13 +250,13 @@ def add_commands(
     decommissioning.set_defaults(run=run(decommission))
 
     async def progress(client: RaftlogClient, args: argparse.Namespace) -> int:
-        _print(args, await client.decommission_status(args.node_id), decommission_summary)
+        print_answer(args, await client.decommission_status(args.node_id), decommission_summary)
         return 0
 
     node_parser("status", "progress of a decommission").set_defaults(run=run(progress))
 
     async def recommission(client: RaftlogClient, args: argparse.Namespace) -> int:
-        _print(args, await client.recommission(args.node_id), decommission_summary)
+        print_answer(args, await client.recommission(args.node_id), decommission_summary)
         return 0
 
     node_parser("recommission", "stop a decommission; its moves turn around").set_defaults(
@@ -231,7 +265,7 @@ def add_commands(
 
     async def maintenance(client: RaftlogClient, args: argparse.Namespace) -> int:
         body = await client.set_maintenance(args.node_id, not args.off)
-        _print(
+        print_answer(
             args,
             body,
             lambda b: (
@@ -249,7 +283,9 @@ def add_commands(
             configs = await client.alter_topic_configs(args.name, {k: _config_value(v) for k, v in args.set})
         else:
             configs = await client.topic_configs(args.name)
-        _print(args, configs, lambda c: "\n".join(f"{k}={v}" for k, v in sorted(c.items())) or "(defaults)")
+        print_answer(
+            args, configs, lambda c: "\n".join(f"{k}={v}" for k, v in sorted(c.items())) or "(defaults)"
+        )
         return 0
 
     configuring = topic_commands.add_parser(

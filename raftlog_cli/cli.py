@@ -18,6 +18,7 @@ from typing import Any
 
 from api import logs
 from raftlog_cli import admin as cli_admin
+from raftlog_cli import groups as cli_groups
 from raftlog_cli import log_command, records
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
@@ -105,6 +106,15 @@ def _topic_list(args: argparse.Namespace) -> int:
     async def work(client: RaftlogClient) -> int:
         for name in await client.topics():
             print(name)
+        return 0
+
+    return _with_client(args, work)
+
+
+def _topic_delete(args: argparse.Namespace) -> int:
+    async def work(client: RaftlogClient) -> int:
+        await client.delete_topic(args.name)
+        print(json.dumps({"deleted": args.name}))
         return 0
 
     return _with_client(args, work)
@@ -296,6 +306,9 @@ def _add_cluster_commands(commands: Any) -> None:
     create.set_defaults(run=_topic_create)
     listing = topic_sub.add_parser("list", parents=[server], help="print topic names")
     listing.set_defaults(run=_topic_list)
+    delete = topic_sub.add_parser("delete", parents=[server], help="delete a topic and its records")
+    delete.add_argument("name")
+    delete.set_defaults(run=_topic_delete)
     describe = topic_sub.add_parser("describe", parents=[server], help="a topic's partitions and configs")
     describe.add_argument("name")
     describe.set_defaults(run=_topic_describe)
@@ -363,6 +376,7 @@ def _add_cluster_commands(commands: Any) -> None:
     )  # fmt: skip
     offsets.set_defaults(run=_offsets)
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
+    cli_groups.add_commands(commands, server, _with_client)
 
 
 def _version() -> str:

@@ -492,6 +492,11 @@ class RaftlogClient:
         return {(row["topic"], int(row["partition"])): int(row["offset"]) for row in body["offsets"]}
 
     # -- admin API -------------------------------------------------------------------------------------
+    async def consumer_groups(self) -> list[dict[str, Any]]:
+        """Every group with members: name, generation, assignor, members, coordinator partition."""
+        _, body = await self._request("GET", "/v1/consumer-groups", repeatable=True)
+        return list(body["groups"])
+
     async def consumer_group(self, group: str) -> dict[str, Any]:
         """The admin view of a consumer group: generation, members, their partitions and lag. Unlike an
         instance call it is no member's heartbeat."""

@@ -1,0 +1,57 @@
+"""``raftlog topic delete``, ``group list|describe|reset`` and ``partition describe`` against the API over
+fake brokers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fake_broker import FakeCluster
+from harness import Node
+from test_cli import run
+
+
+async def test_groups_listed_described_and_reset(
+    cluster: FakeCluster, n1: Node, n2: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 2, [["n1"], ["n2"]])
+    for p, values in ((0, ["a", "b", "c"]), (1, ["d"])):
+        answer = await n1.client.post(
+            f"/topics/t/partitions/{p}", json={"records": [{"value": v} for v in values]}
+        )
+        assert answer.status == 200
+    server = ("--server", n1.url)
+    code, _, _ = await run(
+        capsys, "consume", "t", "--group", "g", "--from-beginning", "--max", "2", "--follow", *server
+    )
+    assert code == 0  # a member read two records and committed them, then left
+
+    await n1.client.post("/consumers/g", json={"name": "watcher"})  # a member that stays
+    code, out, _ = await run(capsys, "group", "list", *server)
+    assert code == 0 and any(line.split()[:2] == ["g", "1"] for line in out.splitlines()), out
+    code, out, _ = await run(capsys, "group", "describe", "g", "--json", *server)
+    assert code == 0 and json.loads(out)["group"] == "g"
+
+    code, _, err = await run(capsys, "group", "reset", "g", "--topic", "t", "--to-earliest", *server)
+    assert code != 0 and "has 1 member(s)" in err  # refused while a member runs
+    await n1.client.delete("/consumers/g/instances/watcher")
+    code, out, _ = await run(capsys, "group", "reset", "g", "--topic", "t", "--to-latest", *server)
+    assert code == 0 and sorted(out.splitlines()) == ["t/0 -> 3", "t/1 -> 1"]
+    code, out, _ = await run(
+        capsys, "group", "reset", "g", "--topic", "t", "--partition", "0", "--to-offset", "1", *server
+    )
+    assert code == 0 and out.strip() == "t/0 -> 1"  # backwards too: a reset
+    committed = await (await n1.client.get("/consumers/g/offsets", params={"topic": "t"})).json()
+    assert sorted((o["partition"], o["offset"]) for o in committed["offsets"]) == [(0, 1), (1, 1)]
+
+
+async def test_topic_delete_and_partition_describe(cluster: FakeCluster, n1: Node, capsys: Any) -> None:
+    cluster.add_topic("t", 1)
+    server = ("--server", n1.url)
+    code, out, _ = await run(capsys, "partition", "describe", "t", "0", *server)
+    assert code == 0 and out.startswith("t/0: leader n1") and "NODE" in out, out
+    code, out, _ = await run(capsys, "topic", "delete", "t", *server)
+    assert (code, json.loads(out)) == (0, {"deleted": "t"})
+    assert "t" not in cluster.topics
+    code, _, err = await run(capsys, "topic", "delete", "t", *server)
+    assert code == 1 and "40401" in err
