@@ -68,7 +68,7 @@ async def metrics(request: web.Request) -> web.Response:
     app_state = state.state(request)
     values = dict(app_state.node.metadata.metrics())
     values.update(await topics.partition_health_metrics(state.node(request)))
-    body = app_state.metrics.render(values)
+    body = app_state.metrics.render(values, app_state.node.metadata.histograms())
     return web.Response(body=body, headers={"Content-Type": prometheus.CONTENT_TYPE})
 
 

@@ -4,19 +4,14 @@ the event loop is the only writer), exported as Prometheus families at scrape ti
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from api import prometheus
 from raftlog.errors import check
+from raftlog.histogram import LATENCY_BUCKETS_S, HistogramSnapshot
 
-# Fine below 10 ms, where a produce's commit and a cached fetch land, coarse above
-LATENCY_BUCKETS_S = (
-    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-    10.0, 30.0,
-)  # fmt: skip
 ROUTES_MAX = 200  # distinct (method, route) label sets kept; unknown paths share one "unmatched" route
 
 
@@ -49,13 +44,11 @@ class HttpMetrics:
             "http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"]
         )
         for (method, route), counts in sorted(self.latency_buckets.items()):
-            cumulative = 0
-            buckets = []
-            for bound, count in zip((*LATENCY_BUCKETS_S, math.inf), counts, strict=True):
-                cumulative += count
-                buckets.append(("+Inf" if math.isinf(bound) else repr(bound), cumulative))
+            buckets = prometheus.cumulative_buckets(LATENCY_BUCKETS_S, counts)
             durations.add_metric([method, route], buckets, self.latency_sum_s[(method, route)])
         yield durations
 
-    def render(self, node_metrics: Mapping[str, float]) -> bytes:
-        return prometheus.exposition(node_metrics, self.families())
+    def render(
+        self, node_metrics: Mapping[str, float], histograms: Mapping[str, HistogramSnapshot] | None = None
+    ) -> bytes:
+        return prometheus.exposition(node_metrics, histograms or {}, self.families())

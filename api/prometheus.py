@@ -12,6 +12,7 @@ partitions of the cluster, consumer groups; never a consumer instance's random i
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import platform
 import re
 from collections import defaultdict
@@ -26,6 +27,8 @@ from prometheus_client.core import (
     Metric,
     UnknownMetricFamily,
 )
+
+from raftlog.histogram import HistogramSnapshot
 
 NAMESPACE = "raftlog_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -84,6 +87,12 @@ CATALOGUE: dict[str, Family] = {
         "gauge", "End offset minus committed offset, per partition of a group coordinated here."
     ),
 }
+# Latency histograms (seconds) a node keeps (``MetadataView.histograms``)
+HISTOGRAMS: dict[str, str] = {
+    "produce_commit_seconds": "A produce on its partition's leader, from proposing its batch to its commit "
+    "by a majority and apply here (acks=all).",
+    "journal_sync_seconds": "One fsync (or fdatasync) of the Raft journal, whatever group it made durable.",
+}
 # The Raft transport's counters (frames, dials, drops by cause, ...): every raft_transport_* but queued_bytes
 TRANSPORT_PREFIX = "raft_transport_"
 
@@ -127,15 +136,40 @@ def node_families(values: Mapping[str, float]) -> Iterator[Metric]:
         yield metric
 
 
-class _Collector:
-    """What one scrape exports: the node's families, the HTTP ones, build info."""
+def histogram_families(snapshots: Mapping[str, HistogramSnapshot]) -> Iterator[Metric]:
+    for name, snapshot in sorted(snapshots.items()):
+        help_text = HISTOGRAMS.get(name, "Not in the metrics catalogue (api/prometheus.py).")
+        family = histogram(name, help_text, [])
+        family.add_metric([], cumulative_buckets(snapshot.bounds, snapshot.counts), snapshot.sum)
+        yield family
 
-    def __init__(self, node_values: Mapping[str, float], http: Iterable[Metric]) -> None:
+
+def cumulative_buckets(bounds: Iterable[float], counts: Iterable[int]) -> list[tuple[str, float]]:
+    """Per-bucket counts (the last: above every bound) as Prometheus's cumulative ``le`` buckets."""
+    buckets = []
+    total = 0
+    for bound, count in zip((*bounds, math.inf), counts, strict=True):
+        total += count
+        buckets.append(("+Inf" if math.isinf(bound) else repr(bound), float(total)))
+    return buckets
+
+
+class _Collector:
+    """What one scrape exports: the node's families and histograms, the HTTP ones, build info."""
+
+    def __init__(
+        self,
+        node_values: Mapping[str, float],
+        histograms: Mapping[str, HistogramSnapshot],
+        http: Iterable[Metric],
+    ) -> None:
         self._node_values = node_values
+        self._histograms = histograms
         self._http = list(http)
 
     def collect(self) -> Iterator[Metric]:
         yield from node_families(self._node_values)
+        yield from histogram_families(self._histograms)
         yield from self._http
         info = GaugeMetricFamily(
             NAMESPACE + "build_info",
@@ -153,10 +187,12 @@ def _version() -> str:
         return "unknown"
 
 
-def exposition(node_values: Mapping[str, float], http: Iterable[Metric]) -> bytes:
+def exposition(
+    node_values: Mapping[str, float], histograms: Mapping[str, HistogramSnapshot], http: Iterable[Metric]
+) -> bytes:
     """The text of one scrape, with the process's own metrics (CPU, memory, open files)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(node_values, http))
+    registry.register(_Collector(node_values, histograms, http))
     ProcessCollector(registry=registry)
     return generate_latest(registry)
 

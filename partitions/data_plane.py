@@ -31,6 +31,7 @@ from partitions.state_machine import OffsetCommitted, Produced, Refused
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
+from raftlog.histogram import Histogram
 from raftlog.storage.batch import (
     Compression,
     ProducerRecord,
@@ -77,6 +78,8 @@ class DataPlane:
         self._clock = clock
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
         self.counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
+        # a produce from proposing its batch until it was committed by a majority and applied here
+        self.commit_seconds = Histogram()
 
     def close(self) -> None:
         self._readers.shutdown(wait=True, cancel_futures=True)
@@ -202,7 +205,9 @@ class DataPlane:
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
+        started = time.perf_counter()
         result = await replica.group.propose(commands.encode_parts(commands.Produce(batch)), timeout_ms)
+        self.commit_seconds.observe(time.perf_counter() - started)
         if isinstance(result, Refused):
             raise result.error
         if not isinstance(result, Produced):  # not check(): its message would be formatted every time

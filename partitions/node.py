@@ -49,11 +49,13 @@ from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
 from partitions.services import ControllerSnapshot, MoveState, NodeInfo
+from raftlog.consensus import journal
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.group import election_counts
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
+from raftlog.histogram import HistogramSnapshot
 from raftlog.storage import removal
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import LegacyLogFormat
@@ -335,6 +337,12 @@ class NodeView:
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return self._node.routing.failed_replicas()
+
+    def histograms(self) -> dict[str, HistogramSnapshot]:
+        return {
+            "produce_commit_seconds": self._node.data.commit_seconds.snapshot(),
+            "journal_sync_seconds": journal.SYNC_SECONDS.snapshot(),
+        }
 
     def metrics(self) -> dict[str, float]:
         node = self._node

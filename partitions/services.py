@@ -30,6 +30,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.state import ReadConfig
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure
+from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
@@ -324,6 +325,10 @@ class MetadataView(Protocol):
 
     def metrics(self) -> dict[str, float]:
         """Flat name -> value, exported by /metrics in Prometheus text format."""
+        ...
+
+    def histograms(self) -> dict[str, HistogramSnapshot]:
+        """Latency histograms by name (seconds), exported by /metrics."""
         ...
 
 

@@ -15,6 +15,7 @@ import os
 import re
 import struct
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, overload
 
@@ -23,6 +24,7 @@ import msgpack
 
 from raftlog.consensus.errors import CorruptJournal
 from raftlog.errors import InvariantViolation
+from raftlog.histogram import Histogram
 from raftlog.packing import bin_header
 
 logger = logging.getLogger(__name__)
@@ -204,6 +206,7 @@ _STATE_SLOT_HEADER = struct.Struct("<8sIIQ")  # magic, crc32c(body), len(body), 
 STATE_SLOT_BYTES = 512  # one sector: a write of it is not torn on most devices, and the other slot stays
 _SEGMENT_NAME = re.compile(r"^segment-(\d{10})\.log$")
 RECORD_BYTES_MAX = 256 * 1024 * 1024
+SYNC_SECONDS = Histogram()  # every journal fsync/fdatasync of this process, whichever thread ran it
 
 
 def _segment_name(sequence: int) -> str:
@@ -396,10 +399,12 @@ class SyncJob:
                 while view:
                     written = os.pwrite(segment.fd, view, offset)
                     view, offset = view[written:], offset + written
+        started = time.perf_counter()
         if self.full:
             os.fsync(segment.fd)
         else:
             os.fdatasync(segment.fd)
+        SYNC_SECONDS.observe(time.perf_counter() - started)
 
 
 class _DirectWriter:

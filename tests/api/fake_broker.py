@@ -60,6 +60,7 @@ from partitions.services import (
     TimestampOffset,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
+from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import (
     ProducerRecord,
     Record,
@@ -681,6 +682,9 @@ class FakeMetadata:
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
+
+    def histograms(self) -> dict[str, HistogramSnapshot]:
+        return {}
 
     def metrics(self) -> dict[str, float]:
         led = [(key, p) for key, p in self.cluster.partitions.items() if p.leader == self.node_id]

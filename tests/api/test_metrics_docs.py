@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from api.prometheus import CATALOGUE, NAMESPACE
+from api.prometheus import CATALOGUE, HISTOGRAMS, NAMESPACE
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 OTHER_FAMILIES = {"up", "raftlog_raft_transport"}  # Prometheus's own up; the transport's prefix
@@ -19,8 +19,10 @@ def exported(name: str, kind: str) -> str:
 
 
 def test_every_catalogued_family_has_its_row() -> None:
-    rows = set(re.findall(r"^\| `([a-z_]+)` \| (counter|gauge) \|", DOC.read_text(encoding="utf-8"), re.M))
-    assert rows == {(exported(name, f.kind), f.kind) for name, f in CATALOGUE.items()}
+    text = DOC.read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([a-z_]+)` \| (counter|gauge|histogram) \|", text, re.M))
+    catalogued = {(exported(name, f.kind), f.kind) for name, f in CATALOGUE.items()}
+    assert rows == catalogued | {(NAMESPACE + name, "histogram") for name in HISTOGRAMS}
 
 
 def test_the_yaml_parses_and_the_rules_name_exported_families() -> None:
@@ -28,6 +30,7 @@ def test_the_yaml_parses_and_the_rules_name_exported_families() -> None:
     scrape, rules = (yaml.safe_load(block) for block in blocks)
     assert scrape["scrape_configs"][0]["static_configs"][0]["targets"]
     known = {exported(name, f.kind) for name, f in CATALOGUE.items()} | OTHER_FAMILIES
+    known |= {f"{NAMESPACE}{name}_bucket" for name in HISTOGRAMS}
     for rule in rules["groups"][0]["rules"]:
         assert rule["alert"].startswith("Raftlog") and rule["annotations"]["summary"]
         named = set(re.findall(r"\b(raftlog_[a-z_]+|up)\b(?=\s*[{\[)>=]|\s*$)", rule["expr"]))

@@ -82,6 +82,10 @@ def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
     }
     assert watermarks[("m", "0")] == 2 and ("m", "1") in watermarks
     assert families["raftlog_partitions_under_replicated"].samples[0].value == 0
+    for name in ("raftlog_produce_commit_seconds", "raftlog_journal_sync_seconds"):
+        family = families[name]
+        count = next(s.value for s in family.samples if s.name.endswith("_count"))
+        assert family.type == "histogram" and count >= 1, name  # the produce above was timed, and fsynced
     lag = [s for s in families["raftlog_consumer_group_lag"].samples if s.labels["group"] == "g"]
     assert {(s.labels["topic"], s.labels["partition"], s.value) for s in lag} >= {("m", "0", 1)}
     assert all(set(s.labels) == {"group", "topic", "partition"} for s in lag)  # no instance ids
