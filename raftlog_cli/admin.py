@@ -131,6 +131,18 @@ def _configs_summary(configs: dict[str, Any]) -> str:
     return "\n".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(defaults)"
 
 
+ArgsWork = Callable[[RaftlogClient, argparse.Namespace], Awaitable[int]]
+
+
+def runner(with_client: WithClient) -> Callable[[ArgsWork], Callable[[argparse.Namespace], int]]:
+    """A command's ``run``: its work with a client for the parsed ``args``."""
+
+    def run(work: ArgsWork) -> Callable[[argparse.Namespace], int]:
+        return lambda args: with_client(args, lambda client: work(client, args))
+
+    return run
+
+
 def output_options() -> argparse.ArgumentParser:
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--json", action="store_true", help="print the server's JSON answer")
@@ -142,9 +154,7 @@ def add_commands(
 ) -> None:
     """Register the operator commands on ``commands`` (and ``topic config`` on ``topic_commands``)."""
     common = [server, output_options()]
-
-    def run(work: Callable[[RaftlogClient, argparse.Namespace], Awaitable[int]]) -> Callable[..., int]:
-        return lambda args: with_client(args, lambda client: work(client, args))
+    run = runner(with_client)
 
     cluster = commands.add_parser("cluster", help="cluster health and nodes")
     cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from raftlog_cli.admin import WithClient, output_options, print_answer
+from raftlog_cli.admin import WithClient, output_options, print_answer, runner
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
 
@@ -54,9 +53,7 @@ async def _target(client: RaftlogClient, args: argparse.Namespace, partition: in
 
 def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: WithClient) -> None:
     common = [server, output_options()]
-
-    def run(work: Callable[[RaftlogClient, argparse.Namespace], Awaitable[int]]) -> Callable[..., int]:
-        return lambda args: with_client(args, lambda client: work(client, args))
+    run = runner(with_client)
 
     group = commands.add_parser("group", help="consumer groups: list, describe (members, lag), reset offsets")
     sub = group.add_subparsers(dest="group_command", required=True)
