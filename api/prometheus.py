@@ -81,6 +81,11 @@ CATALOGUE: dict[str, Family] = {
     "recovery_offsets_missing": Family("gauge", "Offsets recovering replicas still miss."),
     "recovery_bytes_missing": Family("gauge", "Bytes recovering replicas still miss (estimated)."),
     "recovery_completed": Family("counter", "Replica recoveries completed."),
+    "gossip_members": Family("gauge", "Cluster members by gossip state (alive, suspect, dead, left)."),
+    "node_disk_free_bytes": Family(
+        "gauge", "Free bytes on each node's data disk, as the node last gossiped."
+    ),
+    "node_disk_used_bytes": Family("gauge", "Bytes under each node's data directory, as it last gossiped."),
     "consumer_group_members": Family("gauge", "Members of a consumer group coordinated here."),
     "consumer_group_generation": Family("gauge", "Generation of a consumer group coordinated here."),
     "consumer_group_lag": Family(

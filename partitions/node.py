@@ -371,6 +371,14 @@ class NodeView:
             values[f"raft_transport_{name}"] = value
         for name, value in election_counts().items():
             values[f"raft_{name}"] = value
+        members = node.presence.nodes()
+        for state in ("alive", "suspect", "dead", "left"):
+            values[f'gossip_members{{state="{state}"}}'] = sum(1 for m in members if m.state == state)
+        for member in members:  # as each node last gossiped it; node ids are plain names
+            if member.disk_free_bytes is not None:
+                values[f'node_disk_free_bytes{{node="{member.node_id}"}}'] = member.disk_free_bytes
+            if member.disk_used_bytes is not None:
+                values[f'node_disk_used_bytes{{node="{member.node_id}"}}'] = member.disk_used_bytes
         values.update(node.replicas.recoveries.metrics())
         values.update(node.groups.metrics())
         return values

@@ -82,6 +82,10 @@ def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
     }
     assert watermarks[("m", "0")] == 2 and ("m", "1") in watermarks
     assert families["raftlog_partitions_under_replicated"].samples[0].value == 0
+    members = {s.labels["state"]: s.value for s in families["raftlog_gossip_members"].samples}
+    assert members == {"alive": 1, "suspect": 0, "dead": 0, "left": 0}
+    free = families["raftlog_node_disk_free_bytes"].samples
+    assert [s.labels for s in free] == [{"node": "n1"}] and free[0].value > 0
     for name in ("raftlog_produce_commit_seconds", "raftlog_journal_sync_seconds"):
         family = families[name]
         count = next(s.value for s in family.samples if s.name.endswith("_count"))
