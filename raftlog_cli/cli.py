@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import importlib.metadata
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -19,12 +18,10 @@ from typing import Any
 from api import logs
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import groups as cli_groups
-from raftlog_cli import log_command, records
+from raftlog_cli import log_command, profile, records
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import ClientError, RequestFailed, Unavailable
-
-SERVER_DEFAULT = "http://127.0.0.1:8081"
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -42,15 +39,21 @@ def _serve(args: argparse.Namespace) -> int:
 # -- commands that talk to a running cluster over HTTP --------------------------------------------------
 
 
-def _client(args: argparse.Namespace) -> RaftlogClient:
-    servers = [s.strip() for s in args.server.split(",") if s.strip()]
+def _client(args: argparse.Namespace, target: profile.Target) -> RaftlogClient:
+    servers = [s.strip() for s in target.server.split(",") if s.strip()]
     # a command fails at once when no server accepts a connection (two rounds), not after seconds of backoff
-    return RaftlogClient(servers, admin_token=args.token, retries=args.retries, unreachable_rounds=2)
+    return RaftlogClient(servers, admin_token=target.token, retries=args.retries, unreachable_rounds=2)
 
 
 def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Awaitable[int]]) -> int:
+    try:
+        target = profile.resolve(args)
+    except profile.ProfileError as exc:
+        print(f"raftlog: {exc}", file=sys.stderr)
+        return 2
+
     async def run() -> int:
-        async with _client(args) as client:
+        async with _client(args, target) as client:
             return await work(client)
 
     try:
@@ -65,7 +68,7 @@ def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Await
         return 1
     except Unavailable as exc:
         print(
-            f"raftlog: {exc}\n  is a cluster running at {args.server}? (raftlog dev status; --server or "
+            f"raftlog: {exc}\n  is a cluster running at {target.server}? (raftlog dev status; --server or "
             "$RAFTLOG_SERVER name another)",
             file=sys.stderr,
         )
@@ -264,18 +267,7 @@ def _non_negative(text: str) -> int:
 
 def _server_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
-    options.add_argument(
-        "--server",
-        default=os.environ.get("RAFTLOG_SERVER", SERVER_DEFAULT),
-        help="base URL(s) of any node, comma-separated (default: $RAFTLOG_SERVER or %(default)s)",
-    )
-    options.add_argument(
-        "--admin-token",
-        "--token",
-        dest="token",
-        default=os.environ.get("RAFTLOG_ADMIN_TOKEN"),
-        help="admin API token (default: $RAFTLOG_ADMIN_TOKEN)",
-    )
+    profile.add_options(options)
     options.add_argument(
         "--retries",
         type=_non_negative,

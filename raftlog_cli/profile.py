@@ -1,0 +1,95 @@
+"""Where the cluster commands find their server and token: the command line, else the environment
+(``RAFTLOG_SERVER``, ``RAFTLOG_ADMIN_TOKEN``), else a profile of the config file, else the local
+``raftlog dev`` on 127.0.0.1:8081.
+
+The config file is ``$RAFTLOG_CONFIG``, else ``~/.config/raftlog/config.toml``::
+
+    server = "http://127.0.0.1:8081"          # the default profile
+    admin_token = "..."
+
+    [profiles.prod]
+    server = "http://10.0.0.1:8081,http://10.0.0.2:8081"
+    admin_token = "..."
+
+``--profile NAME`` (or ``RAFTLOG_PROFILE``) picks one of ``[profiles.NAME]``; a name the file does not
+have, a key it does not know or a file that is not TOML is an error naming it, never ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+SERVER_DEFAULT = "http://127.0.0.1:8081"
+KEYS = frozenset({"server", "admin_token"})
+
+
+class ProfileError(Exception):
+    """The config file or the profile asked for cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    server: str
+    token: str | None
+
+
+def config_path() -> str:
+    return os.environ.get("RAFTLOG_CONFIG") or os.path.expanduser("~/.config/raftlog/config.toml")
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ProfileError(f"config file {path}: {exc}") from None
+
+
+def _checked(values: dict[str, Any], where: str) -> dict[str, str]:
+    unknown = sorted(set(values) - KEYS - {"profiles"})
+    if unknown:
+        raise ProfileError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KEYS))})")
+    chosen = {key: values[key] for key in KEYS if key in values}
+    for key, value in chosen.items():
+        if not isinstance(value, str) or not value:
+            raise ProfileError(f"{where}: {key} must be a non-empty string")
+    return chosen
+
+
+def resolve(args: argparse.Namespace) -> Target:
+    """The server and token a command uses (see the module's docstring)."""
+    path = config_path()
+    config = _load(path)
+    settings = _checked(config, path)
+    name = args.profile or os.environ.get("RAFTLOG_PROFILE")
+    if name:
+        profiles = config.get("profiles", {})
+        if not isinstance(profiles, dict) or name not in profiles:
+            known = ", ".join(sorted(profiles)) if isinstance(profiles, dict) else ""
+            raise ProfileError(f"no profile {name!r} in {path} (profiles: {known or 'none'})")
+        settings = {**settings, **_checked(profiles[name], f"{path} [profiles.{name}]")}
+    server = args.server or os.environ.get("RAFTLOG_SERVER") or settings.get("server") or SERVER_DEFAULT
+    token = args.token or os.environ.get("RAFTLOG_ADMIN_TOKEN") or settings.get("admin_token")
+    return Target(server, token)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server",
+        help="base URL(s) of any node, comma-separated (default: $RAFTLOG_SERVER, the profile's, or "
+        f"{SERVER_DEFAULT})",
+    )
+    parser.add_argument(
+        "--admin-token", "--token", dest="token",
+        help="admin API token (default: $RAFTLOG_ADMIN_TOKEN or the profile's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile",
+        help="a [profiles.NAME] of the config file ($RAFTLOG_CONFIG or ~/.config/raftlog/config.toml)",
+    )
