@@ -17,8 +17,8 @@ from typing import Any
 
 from api import logs
 from raftlog_cli import admin as cli_admin
+from raftlog_cli import completion, log_command, profile, records
 from raftlog_cli import groups as cli_groups
-from raftlog_cli import log_command, profile, records
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import ClientError, RequestFailed, Unavailable
@@ -411,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_arguments(command)
         command.set_defaults(run=module.run_from_args)
     _add_cluster_commands(commands)
+    completion.add_command(commands, parser)
     return parser
 
 

@@ -1,0 +1,66 @@
+"""``raftlog completion bash``: a bash completion script written from the parser itself, so it names
+every command, subcommand and option there is (zsh: ``autoload bashcompinit && bashcompinit`` first).
+
+    source <(raftlog completion bash)      # or save it under /etc/bash_completion.d/raftlog
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+_SCRIPT = """# bash completion for raftlog (raftlog completion bash)
+_raftlog() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" path="raftlog" word i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word="${{COMP_WORDS[i]}}"
+        [[ "$word" == -* ]] && continue
+        [[ -n "${{_raftlog_words[$path $word]+set}}" ]] && path="$path $word"
+    done
+    COMPREPLY=($(compgen -W "${{_raftlog_words[$path]}}" -- "$cur"))
+}}
+declare -gA _raftlog_words=(
+{entries}
+)
+complete -F _raftlog raftlog
+"""
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse keeps subcommands only here
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _paths(parser: argparse.ArgumentParser, path: str = "raftlog") -> Iterator[tuple[str, list[str]]]:
+    """Each command path (``raftlog``, ``raftlog topic``, ...) and the words that may follow it."""
+    children = _subparsers(parser)
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    choices = [  # a positional with fixed values: raftlog dev status, raftlog completion bash
+        str(choice)
+        for action in parser._actions
+        if not action.option_strings and action.choices and not isinstance(action, argparse._SubParsersAction)
+        for choice in action.choices
+    ]
+    yield path, sorted(children) + choices + sorted(options)
+    for name, child in sorted(children.items()):
+        yield from _paths(child, f"{path} {name}")
+
+
+def bash_script(parser: argparse.ArgumentParser) -> str:
+    entries = "\n".join(f'    ["{path}"]="{" ".join(words)}"' for path, words in _paths(parser))
+    return _SCRIPT.format(entries=entries)
+
+
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], parser: argparse.ArgumentParser
+) -> None:
+    completion = commands.add_parser("completion", help="print a shell completion script (bash)")
+    completion.add_argument("shell", choices=["bash"])
+
+    def run(args: argparse.Namespace) -> int:
+        print(bash_script(parser), end="")
+        return 0
+
+    completion.set_defaults(run=run)
