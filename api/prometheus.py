@@ -32,6 +32,7 @@ from raftlog.histogram import HistogramSnapshot
 
 NAMESPACE = "raftlog_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+UNDOCUMENTED = "Not in the metrics catalogue (api/prometheus.py)."
 _SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
@@ -130,8 +131,7 @@ def node_families(values: Mapping[str, float]) -> Iterator[Metric]:
         full = NAMESPACE + name
         metric: CounterMetricFamily | GaugeMetricFamily | UnknownMetricFamily
         if family is None:
-            undocumented = "Not in the metrics catalogue (api/prometheus.py)."
-            metric = UnknownMetricFamily(full, undocumented, labels=label_names)
+            metric = UnknownMetricFamily(full, UNDOCUMENTED, labels=label_names)
         elif family.kind == "counter":
             metric = CounterMetricFamily(full, family.help, labels=label_names)
         else:
@@ -143,7 +143,7 @@ def node_families(values: Mapping[str, float]) -> Iterator[Metric]:
 
 def histogram_families(snapshots: Mapping[str, HistogramSnapshot]) -> Iterator[Metric]:
     for name, snapshot in sorted(snapshots.items()):
-        help_text = HISTOGRAMS.get(name, "Not in the metrics catalogue (api/prometheus.py).")
+        help_text = HISTOGRAMS.get(name, UNDOCUMENTED)
         family = histogram(name, help_text, [])
         family.add_metric([], cumulative_buckets(snapshot.bounds, snapshot.counts), snapshot.sum)
         yield family
