@@ -87,13 +87,24 @@ def test_stale_ack_then_crash_loses_no_acknowledged_write(script: Script) -> Non
     )
 
 
+TRIALS_MAX = 3
+
+
 @pytest.mark.slow
 def test_leader_crash_under_load_loses_no_acknowledged_write() -> None:
-    result = run_trial("patched", window=20_000, crash_after_s=4.0, min_acked=1001)
-    assert result.acked > 1000, f"too little load to mean anything: {result.summary()}"
-    assert result.lost == [], f"lost acknowledged writes {result.lost[:10]}...: {result.summary()}"
-    assert result.acked_truncated == 0, result.summary()
-    assert result.commit_beyond_majority == 0, result.summary()
+    # On a machine the other test worker keeps busy, the first leader may lose its leadership before any
+    # write is acknowledged: such a trial means nothing, so another is run (every trial is still checked)
+    results = []
+    for _ in range(TRIALS_MAX):
+        results.append(run_trial("patched", window=20_000, crash_after_s=4.0, min_acked=1001))
+        if results[-1].acked > 1000:
+            break
+    for result in results:
+        assert result.lost == [], f"lost acknowledged writes {result.lost[:10]}...: {result.summary()}"
+        assert result.acked_truncated == 0, result.summary()
+        assert result.commit_beyond_majority == 0, result.summary()
+    summaries = "; ".join(r.summary() for r in results)
+    assert results[-1].acked > 1000, f"too little load to mean anything in {len(results)} trials: {summaries}"
 
 
 def leader_node(script: Script, name: str) -> object:
