@@ -11,7 +11,6 @@ partitions of the cluster, consumer groups; never a consumer instance's random i
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 import platform
 import re
@@ -28,6 +27,7 @@ from prometheus_client.core import (
     UnknownMetricFamily,
 )
 
+import raftlog
 from raftlog.histogram import HistogramSnapshot
 
 NAMESPACE = "raftlog_"
@@ -181,15 +181,8 @@ class _Collector:
             "The raftlog version this node runs (value 1).",
             labels=["version", "python"],
         )
-        info.add_metric([_version(), platform.python_version()], 1)
+        info.add_metric([raftlog.version(), platform.python_version()], 1)
         yield info
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("raftlog")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def exposition(

@@ -17,7 +17,6 @@ leader as the batch; what the leader stores is what was encoded here.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -50,7 +49,6 @@ from partitions.services import (
     TimestampOffset,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader
-from raftlog.errors import RaftlogError
 from raftlog.storage.batch import ProducerRecord
 
 MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer is "retry later"
@@ -270,12 +268,9 @@ class ClusterGroups:
         """Granted by the coordinator, read here from the partitions' leaders, the positions taken back by
         the coordinator: only records of partitions still the member's are returned."""
         plan = await self._run(lambda s: s.begin_read(group, instance, timeout_ms, generation, format))
-        try:
-            got = await read_assigned(self._data, group, plan, max_bytes)
-        except Exception:
-            with contextlib.suppress(RaftlogError):  # else the member's read ends at its deadline
-                await self._run(lambda s: s.end_read(group, instance, plan.read_id, {}, {}))
-            raise
+        # a partition that fails is kept in got.failures; a read cut short otherwise (a cancelled request)
+        # never reaches end_read, and its lease ends at the plan's deadline
+        got = await read_assigned(self._data, group, plan, max_bytes)
         ended = await self._run(
             lambda s: s.end_read(group, instance, plan.read_id, got.positions, got.end_offsets)
         )

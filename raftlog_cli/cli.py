@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import raftlog
 from api import logs
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import completion, log_command, profile, records
@@ -371,19 +371,12 @@ def _add_cluster_commands(commands: Any) -> None:
     cli_groups.add_commands(commands, server, _with_client)
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("raftlog")
-    except importlib.metadata.PackageNotFoundError:
-        return "(not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="raftlog", description="A Raft-replicated, Kafka-style log service."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    parser.add_argument("--version", action="version", version=f"raftlog {_version()}")
+    parser.add_argument("--version", action="version", version=f"raftlog {raftlog.version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     log_command.add_commands(commands)
