@@ -17,6 +17,8 @@ leader as the batch; what the leader stores is what was encoded here.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -52,6 +54,8 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.batch import ProducerRecord
 
 MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer is "retry later"
+LEADER_WAIT_S = 3.0  # the longest election timeout: how long a call that finds no leader waits for one
+LEADER_POLL_S = 0.05
 T = TypeVar("T")
 S = TypeVar("S")
 
@@ -59,9 +63,10 @@ S = TypeVar("S")
 class Router:
     """Runs a call on this node or on the nodes leader hints name (see the module's docstring)."""
 
-    def __init__(self, node_id: str, metadata: MetadataView) -> None:
+    def __init__(self, node_id: str, metadata: MetadataView, leader_wait_s: float = LEADER_WAIT_S) -> None:
         self.node_id = node_id
         self._metadata = metadata
+        self._leader_wait_s = leader_wait_s
 
     async def run(
         self,
@@ -69,10 +74,30 @@ class Router:
         remote: Callable[[str], S],
         call: Callable[[S], Awaitable[T]],
         topic: str | None = None,
+        *,
+        wait_for_leader: bool = True,
     ) -> Served[T]:
         """``call`` on ``local`` first; on a refusal naming another node, on ``remote(node)``. ``topic``:
         the topic the call is about, so that a topic this node does not know yet is asked of the
-        controller leader."""
+        controller leader. While nobody is known to lead, the call is tried again for ``leader_wait_s``
+        (not when ``wait_for_leader`` is false: a view of the cluster answers what it sees now)."""
+        deadline = time.monotonic() + (self._leader_wait_s if wait_for_leader else 0.0)
+        while True:
+            try:
+                return await self._follow(local, remote, call, topic)
+            except NoLeader:
+                if time.monotonic() + LEADER_POLL_S > deadline:
+                    raise
+            await asyncio.sleep(LEADER_POLL_S)
+
+    async def _follow(
+        self,
+        local: S,
+        remote: Callable[[str], S],
+        call: Callable[[S], Awaitable[T]],
+        topic: str | None,
+    ) -> Served[T]:
+        """One try: here, then where the hints point, at most ``MAX_HOPS`` times."""
         target: str | None = None  # None: this node
         hops = 0
         while True:
@@ -194,7 +219,11 @@ class ClusterAdmin:
 
     async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
         return await self._router.run(
-            self._local, self._remote, lambda s: s.partition_state(topic, partition), topic
+            self._local,
+            self._remote,
+            lambda s: s.partition_state(topic, partition),
+            topic,
+            wait_for_leader=False,
         )
 
     async def transfer_leadership(
@@ -216,8 +245,10 @@ class ClusterGroups:
         self._remote = lambda node: RemoteGroups(client, node)
         self._data = data
 
-    async def _run(self, call: Callable[[GroupService], Awaitable[T]]) -> T:
-        return (await self._router.run(self._local, self._remote, call)).value
+    async def _run(self, call: Callable[[GroupService], Awaitable[T]], wait_for_leader: bool = True) -> T:
+        return (
+            await self._router.run(self._local, self._remote, call, wait_for_leader=wait_for_leader)
+        ).value
 
     async def create_instance(
         self,
@@ -298,7 +329,7 @@ class ClusterGroups:
         return await self._run(lambda s: s.describe(group))
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
-        return await self._run(lambda s: s.list_groups(coordinator_partition))
+        return await self._run(lambda s: s.list_groups(coordinator_partition), wait_for_leader=False)
 
     async def coordinator_partitions(self) -> int:
         return await self._run(lambda s: s.coordinator_partitions())
@@ -313,7 +344,9 @@ class ClusterPeer:
         self._remote = lambda node: RemotePeer(client, node)
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
-        served = await self._router.run(self._local, self._remote, lambda s: s.member_view(topic, partition))
+        served = await self._router.run(
+            self._local, self._remote, lambda s: s.member_view(topic, partition), wait_for_leader=False
+        )
         return served.value
 
     async def change_membership(
@@ -331,9 +364,14 @@ class Cluster:
     partition-leader calls of replica moves)."""
 
     def __init__(
-        self, local: LocalServices, metadata: MetadataView, client: PeerClient, clock: Callable[[], int]
+        self,
+        local: LocalServices,
+        metadata: MetadataView,
+        client: PeerClient,
+        clock: Callable[[], int],
+        leader_wait_s: float = LEADER_WAIT_S,
     ) -> None:
-        router = Router(metadata.node_id, metadata)
+        router = Router(metadata.node_id, metadata, leader_wait_s)
         self.data = ClusterData(router, local.data, client, clock)
         self.admin = ClusterAdmin(router, local.admin, client)
         self.groups = ClusterGroups(router, local.groups, client, self.data)

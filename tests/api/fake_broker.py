@@ -726,7 +726,11 @@ class FakeNode:
             self.broker,
         )
         self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
-        self.cluster = Cluster(self.local, self.metadata, self.peers, lambda: int(time.time() * 1000))
+        # No wait for a leader: these tests see the edge's answer to each refusal they inject (the wait
+        # itself: tests/partitions/test_router.py)
+        self.cluster = Cluster(
+            self.local, self.metadata, self.peers, lambda: int(time.time() * 1000), leader_wait_s=0.0
+        )
 
     def peer_credential_ok(self, presented: str) -> bool:
         return presented == INTERNAL_CREDENTIAL

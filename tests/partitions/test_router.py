@@ -1,6 +1,7 @@
 """The cluster-wide call (``partitions.cluster.Router``): run here, else where the leader hints point, at
-most ``MAX_HOPS`` times; a hint naming the caller or the node just asked means nobody leads right now; a
-topic unknown here is asked of the controller leader. Over in-memory services: no sockets."""
+most ``MAX_HOPS`` times; a hint naming the caller or the node just asked means nobody leads right now (tried
+again for a bounded wait, then ``NoLeader``); a topic unknown here is asked of the controller leader. Over
+in-memory services: no sockets."""
 
 from __future__ import annotations
 
@@ -37,12 +38,19 @@ class Service:
         return self.name
 
 
-def router(nodes: dict[str, Service], controller: str | None = "n1") -> tuple[Router, Service]:
-    return Router("n1", View("n1", controller)), nodes["n1"]
+def router(
+    nodes: dict[str, Service], controller: str | None = "n1", leader_wait_s: float = 0.0
+) -> tuple[Router, Service]:
+    return Router("n1", View("n1", controller), leader_wait_s), nodes["n1"]
 
 
-async def run(nodes: dict[str, Service], topic: str | None = None, controller: str | None = "n1") -> object:
-    route, local = router(nodes, controller)
+async def run(
+    nodes: dict[str, Service],
+    topic: str | None = None,
+    controller: str | None = "n1",
+    leader_wait_s: float = 0.0,
+) -> object:
+    route, local = router(nodes, controller, leader_wait_s)
     served = await route.run(local, nodes.__getitem__, lambda s: s.whoami(), topic)
     return served.value, served.node
 
@@ -78,6 +86,35 @@ async def test_a_hint_naming_nobody_or_the_caller_or_the_node_asked_is_no_leader
     nodes = {"n1": Service("n1", NotLeader("g", "n2")), "n2": Service("n2", NotLeader("g", hint))}
     with pytest.raises(NoLeader):
         await run(nodes)
+
+
+class Electing(Service):
+    """A node that knows no leader for its first ``refusals`` calls, then is elected."""
+
+    def __init__(self, name: str, refusals: int) -> None:
+        super().__init__(name)
+        self.refusals = refusals
+
+    async def whoami(self) -> str:
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise NoLeader("g")
+        return self.name
+
+
+async def test_a_call_that_finds_no_leader_waits_for_one_within_the_bound() -> None:
+    electing = {"n1": Electing("n1", refusals=3)}
+    assert await run(electing, leader_wait_s=5.0) == ("n1", "n1")  # tried again until elected
+    assert electing["n1"].calls == 4
+
+    never = {"n1": Electing("n1", refusals=10**9)}
+    with pytest.raises(NoLeader):  # the bound passes: "retry later"
+        await run(never, leader_wait_s=0.3)
+    assert 2 <= never["n1"].calls <= 10
+
+    route, local = router({"n1": Electing("n1", refusals=1)}, leader_wait_s=5.0)
+    with pytest.raises(NoLeader):  # a view of the cluster answers what it sees now
+        await route.run(local, lambda node: local, lambda s: s.whoami(), wait_for_leader=False)
 
 
 async def test_a_topic_unknown_here_is_asked_of_the_controller_leader() -> None:
