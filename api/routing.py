@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from api.schemas import ParsedRecord
-from partitions.partitioner import partition_for_key
 from raftlog.errors import check
+from raftlog.storage.partitioner import partition_for_key
 
 
 class RoundRobin:

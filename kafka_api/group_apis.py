@@ -22,7 +22,7 @@ from kafka_api.groups import GroupRefusal, MemberIdRequired
 from partitions.errors import UnknownTopic
 from partitions.groups.coordinator import GROUPS_TOPIC
 from partitions.names import broker_id
-from partitions.partitioner import partition_for_key
+from raftlog.storage.partitioner import partition_for_key
 
 GROUP_KEY = 0
 NO_NODE = -1

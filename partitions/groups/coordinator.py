@@ -63,9 +63,9 @@ from partitions.groups.state import (
     Subscribe,
 )
 from partitions.names import check_group_name, check_instance_name
-from partitions.partitioner import partition_for_key
 from raftlog.consensus.errors import ConsensusError
 from raftlog.errors import RaftlogError, check
+from raftlog.storage.partitioner import partition_for_key
 
 log = logging.getLogger("raftlog.groups")
 

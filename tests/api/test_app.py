@@ -18,7 +18,6 @@ from harness import Harness, Node
 
 from api.app import ROUTES, build_app
 from api.schemas import dump_json
-from partitions.partitioner import partition_for_key
 from raftlog.consensus.errors import (
     GroupClosed,
     NoLeader,
@@ -29,6 +28,7 @@ from raftlog.consensus.errors import (
 )
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import CorruptRecord, StorageUnavailable
+from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.contract import BINARY_V2, JSON_V2
 
 JSON_HEADERS = {"Content-Type": JSON_V2}

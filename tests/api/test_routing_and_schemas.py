@@ -29,9 +29,9 @@ from api.schemas import (
     render_record,
     request_flavour,
 )
-from partitions.partitioner import partition_for_key
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
+from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.contract import JSON_V2, PLAIN_JSON
 
 
