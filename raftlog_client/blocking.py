@@ -23,7 +23,7 @@ from typing import Any
 
 import msgpack
 
-from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, PLAIN_JSON
+from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, PLAIN_JSON, RECORD_BATCH
 from raftlog_client.errors import RequestFailed, decode_error
 from raftlog_client.retry import Attempts
 from raftlog_client.session import Answer, NoAnswer, NotSent
@@ -239,6 +239,21 @@ class BlockingClient:
         return RecordResults(
             [e["offset"] for e in entries], [e["error_code"] for e in entries], [e["error"] for e in entries]
         )
+
+    def produce_batch(self, topic: str, partition: int, batch: bytes, *, idempotent: bool) -> tuple[int, int]:
+        """One Kafka RecordBatch v2 the caller encoded (``raftlog.storage.batch.encode_batch``) to one
+        partition, stored as it is sent: (base offset, record count). Repeated after an unknown outcome
+        only when ``idempotent`` (the batch carries a producer id and sequence); a repeat the partition
+        already holds answers its first offsets."""
+        answer = self.request(
+            "POST",
+            f"/topics/{_quote(topic)}/partitions/{partition}",
+            batch,
+            {"Content-Type": RECORD_BATCH},
+            repeatable=idempotent,
+        )
+        produced = json.loads(answer.body)
+        return int(produced["base_offset"]), int(produced["count"])
 
 
 def _from_b64(data: str | None) -> bytes | None:

@@ -27,6 +27,7 @@ UNKNOWN_TOPIC = 40401
 UNKNOWN_INSTANCE = 40403  # the consumer instance is gone (evicted, deleted): join again
 INSTANCE_EXISTS = 40902  # an earlier attempt whose answer was lost created the instance (Confluent's code)
 SEQUENCE_TOO_OLD = 40913  # an idempotent produce the partition already holds: it was written
+RECORD_TOO_LARGE = 41301  # a batch (or request) above the topic's max.message.bytes: send less at once
 STALE_GENERATION = 40905  # the group rebalanced: read the assignment again
 PARTITION_NOT_ASSIGNED = 40906  # not this member's partition (any more)
 FENCED_CODES = frozenset({STALE_GENERATION, PARTITION_NOT_ASSIGNED})  # a commit refused after a rebalance

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
+from raftlog.storage.batch import Compression
 from raftlog_spark.errors import OptionError
 from raftlog_spark.offsets import (
     EARLIEST,
@@ -43,8 +44,10 @@ READ_OPTIONS = frozenset(
 )  # fmt: skip
 WRITE_OPTIONS = frozenset(
     name.lower()
-    for name in ("servers", "topic", "batchRecords", "batchBytes", "requestTimeoutMs", "includeHeaders")
-)
+    for name in (
+        "servers", "topic", "batchRecords", "batchBytes", "compression", "requestTimeoutMs", "includeHeaders"
+    )
+)  # fmt: skip
 SPARK_OPTIONS = frozenset({"path", "checkpointlocation"})  # Spark's own, handed to every source too
 # Options of Spark's Kafka source this format has no use for, by their names (Spark lowercases names)
 KAFKA_ONLY = {
@@ -55,13 +58,15 @@ KAFKA_ONLY = {
         ("fetchOffset.numRetries", "the client retries on its own within requestTimeoutMs"),
         ("fetchOffset.retryIntervalMs", "the client retries on its own within requestTimeoutMs"),
         ("maxRecordsPerPartition", "not supported; minPartitions splits large ranges"),
+        ("kafka.compression.type", "use the option 'compression'"),
     )
 }
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024  # larger pages cost the server more per record (GC of big pages)
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000
 BATCH_RECORDS_DEFAULT = 10_000
-BATCH_RECORDS_MAX = 10_000  # the server's limit of records per produce request
-BATCH_BYTES_DEFAULT = 4 * 1024 * 1024
+BATCH_RECORDS_MAX = 10_000
+BATCH_BYTES_DEFAULT = 960 * 1024  # under a topic's default max.message.bytes (1 MiB) with room to spare
+CODECS = {codec.name.lower(): codec for codec in Compression}  # Kafka's compression.type names
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -314,7 +319,15 @@ class WriteOptions:
     topic: str | None  # overrides the topic column, as in Kafka's sink
     batch_records: int
     batch_bytes: int
+    compression: Compression
     request_timeout_ms: int
+
+
+def _codec(options: Mapping[str, str]) -> Compression:
+    name = (_get(options, "compression") or "none").strip().lower()
+    if name not in CODECS:
+        raise OptionError("compression", f"{name!r}: use one of {', '.join(CODECS)}")
+    return CODECS[name]
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
@@ -329,6 +342,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         or BATCH_RECORDS_DEFAULT,
         batch_bytes=_int(options, "batchBytes", BATCH_BYTES_DEFAULT, 1024, 12 * 1024 * 1024)
         or BATCH_BYTES_DEFAULT,
+        compression=_codec(options),
         request_timeout_ms=_int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
         or REQUEST_TIMEOUT_MS_DEFAULT,
     )

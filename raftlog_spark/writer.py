@@ -1,25 +1,28 @@
-"""Batch and streaming sinks: exactly once through idempotent produce.
+"""Batch and streaming sinks: Kafka record batches, exactly once through idempotent produce.
 
-Each Spark task is one producer: ``producer_id`` is a 63-bit hash of who the task is, and each produce
-request it sends to a topic carries the next ``sequence``. The server remembers the last 5 sequences per
-producer per partition and answers a repeated pair with the original offsets, appending nothing.
+Each Spark task is one producer: ``producer_id`` is a 63-bit hash of who the task is. It sends each
+partition's rows as Kafka RecordBatch v2 batches encoded here (compressed with the ``compression``
+option), each carrying the producer id and, as Kafka's idempotent producer does, the partition's base
+sequence: how many records this producer sent to that partition before. The server remembers the last
+5 sequences per producer per partition and answers a repeated batch with its original offsets,
+appending nothing.
 
-- batch write: producer = (job uuid made once on the driver, Spark partition id); sequence = 0, 1, 2 ...
-  per topic. A retried task is the same producer and resends the same requests: each is deduplicated.
-- streaming write: producer = (query id, Spark partition id), stable across restarts from the same
-  checkpoint; sequence = batch id * 2**24 + request number. A task retry or a micro-batch replayed after
-  a restart resends the same pairs.
+- batch write: producer = (job uuid made once on the driver, Spark partition id). A retried task is the
+  same producer and resends the same batches: each is deduplicated.
+- streaming write: producer = (query id, micro-batch id, Spark partition id), the same across restarts
+  from the same checkpoint. A task retry or a micro-batch replayed after a restart resends the same
+  batches. (A new producer per micro-batch keeps sequences small; the server keeps the 10,000 most
+  recently used producers per partition, and a replay follows its first attempt at once.)
 
-A request older than the 5 remembered ones is refused with error 40913 ("sequence too old"): a producer
-sends its sequences in order and only moves on once one is acknowledged, so such a sequence was applied
-and is skipped. Requirement (as for any idempotent sink): a retried task must see the same rows in the
-same order, which holds for deterministic inputs (the raftlog source, files, ``range``), not after a
+A batch older than the 5 remembered ones is refused with error 40913 ("sequence too old"): a producer
+sends its batches in order and only moves on once one is acknowledged, so such a batch was applied and
+is skipped. Requirement (as for any idempotent sink): a retried task must see the same rows in the same
+order, which holds for deterministic inputs (the raftlog source, files, ``range``), not after a
 non-deterministic shuffle.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import time
 import uuid
@@ -46,13 +49,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from raftlog_client.blocking import BlockingClient, RecordResults
-from raftlog_client.contract import SEQUENCE_TOO_OLD, retriable
-from raftlog_client.errors import RequestFailed, Unavailable
+from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog.storage.partitioner import partition_for_key
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.contract import RECORD_TOO_LARGE, SEQUENCE_TOO_OLD
+from raftlog_client.errors import RequestFailed
 from raftlog_spark.errors import BadRow, RaftlogSparkError, SchemaError
 from raftlog_spark.options import WriteOptions, parse_write_options
 
-BATCH_SEQUENCE_BITS = 24  # requests per task and topic within one micro-batch: up to 16.7 million
+SEQUENCE_MAX = 2**31 - 1  # Kafka's base sequence is an int32: records per producer and partition
 PRODUCER_ID_MASK = 2**63 - 1
 
 
@@ -63,12 +68,6 @@ def producer_id(*identity: object) -> int:
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") & PRODUCER_ID_MASK
 
 
-def stream_sequence(batch_id: int, request: int) -> int:
-    if not 0 <= request < 2**BATCH_SEQUENCE_BITS:
-        raise RaftlogSparkError(f"a task sent {request} requests to one topic in one micro-batch: too many")
-    return (batch_id << BATCH_SEQUENCE_BITS) + request
-
-
 # -- the input schema ----------------------------------------------------------------------------------
 
 _TEXT_OR_BYTES = (StringType, BinaryType)
@@ -76,7 +75,7 @@ _TEXT_OR_BYTES = (StringType, BinaryType)
 
 def check_schema(schema: StructType, options: WriteOptions) -> None:
     """The sink's columns, as Kafka's: value (required; null writes a tombstone), key, topic, partition,
-    headers; and timestamp (timestamp, or long ms since the epoch; null: the server's clock)."""
+    headers; and timestamp (timestamp, or long ms since the epoch; null: the task's clock)."""
     fields: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
     if "value" not in fields:
         raise SchemaError(f"the DataFrame needs a 'value' column (string or binary); it has {sorted(fields)}")
@@ -112,9 +111,8 @@ def check_schema(schema: StructType, options: WriteOptions) -> None:
 # -- one task ------------------------------------------------------------------------------------------
 
 
-def _b64(value: bytes | str) -> str:
-    data = value.encode("utf-8") if isinstance(value, str) else value
-    return base64.b64encode(data).decode("ascii")
+def _bytes(value: bytes | str) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else value
 
 
 _PER_MS = {"us": 1000, "ns": 1_000_000}
@@ -133,24 +131,32 @@ def _millis(column: pa.Array) -> list[int | None]:
     return raw if per_ms == 1 else [None if r is None else r // per_ms for r in raw]
 
 
-def _headers(headers: list[dict[str, Any] | None], topic: str) -> tuple[list[dict[str, Any]], int]:
-    """A row's headers as a produce request carries them, and roughly the bytes they add to it."""
-    out = []
+def _headers(headers: list[dict[str, Any] | None], topic: str) -> tuple[list[tuple[str, bytes | None]], int]:
+    """A row's headers as a record carries them, and roughly the bytes they add to its batch."""
+    out: list[tuple[str, bytes | None]] = []
     size = 0
     for header in headers:
         if header is None or header["key"] is None:
             raise BadRow(f"a row has a null header or header key (topic {topic!r})")
-        value = None if header["value"] is None else _b64(header["value"])
-        out.append({"key": header["key"], "value": value})
-        size += 24 + len(header["key"]) + (0 if value is None else len(value))
+        value = None if header["value"] is None else _bytes(header["value"])
+        out.append((header["key"], value))
+        size += 8 + len(header["key"]) + (0 if value is None else len(value))
     return out, size
 
 
 @dataclass
 class _Pending:
-    records: list[dict[str, Any]] = field(default_factory=list)
+    """The records waiting for one partition, and the sequence its next batch starts at."""
+
+    records: list[ProducerRecord] = field(default_factory=list)
     bytes: int = 0
-    sent: int = 0  # requests sent to this topic so far
+    sequence: int = 0  # records of this producer sent to the partition so far: Kafka's base sequence
+
+
+@dataclass
+class _Topic:
+    partitions: int
+    sticky: int  # where keyless rows without a partition go until that partition's batch is sent
 
 
 @dataclass(frozen=True)
@@ -160,13 +166,17 @@ class WriteResult(WriterCommitMessage):
 
 
 class TaskWriter:
-    """Buffers rows per topic and sends them as idempotent produce requests, in row order."""
+    """Buffers rows per partition and sends each partition's rows as idempotent Kafka record batches, in
+    row order. A row's partition: its ``partition`` column, else Kafka's murmur2 of its key, else the
+    topic's sticky partition (as Kafka's producer: it moves on each time that partition's batch is sent;
+    it starts at the producer id modulo the partitions, so tasks spread). The same rows in the same order
+    give the same batches with the same sequences: a retried task's batches are recognised."""
 
-    def __init__(self, options: WriteOptions, producer: int, sequence_of: Any) -> None:
+    def __init__(self, options: WriteOptions, producer: int) -> None:
         self.options = options
         self.producer = producer
-        self.sequence_of = sequence_of  # (requests sent to the topic so far) -> sequence
-        self.pending: dict[str, _Pending] = {}
+        self.topics: dict[str, _Topic] = {}
+        self.pending: dict[tuple[str, int], _Pending] = {}
         self.records = 0
         self.requests = 0
 
@@ -176,9 +186,21 @@ class TaskWriter:
         ) as client:
             for batch in batches:
                 self._add(client, batch)
-            for topic in sorted(self.pending):
-                self._flush(client, topic)
+            for topic, partition in sorted(self.pending):
+                self._flush(client, topic, partition)
         return WriteResult(self.records, self.requests)
+
+    def _topic(self, client: BlockingClient, topic: str) -> _Topic:
+        known = self.topics.get(topic)
+        if known is None:
+            try:
+                count = client.partition_count(topic)
+            except RequestFailed as exc:
+                if exc.status == 404:
+                    raise BadRow(f"topic {topic!r}: {exc.message}") from exc
+                raise
+            known = self.topics[topic] = _Topic(count, self.producer % count)
+        return known
 
     def _add(self, client: BlockingClient, batch: pa.RecordBatch) -> None:
         wanted = ("value", "key", "topic", "partition", "headers")  # other columns are ignored, as by Kafka's
@@ -190,78 +212,89 @@ class TaskWriter:
         headers = column.get("headers")
         timestamps = _millis(batch.column("timestamp")) if "timestamp" in batch.schema.names else None
         for i in range(batch.num_rows):
-            value, topic = values[i], topics[i]
+            topic = topics[i]
             if not topic:
                 raise BadRow("a row has a null or empty 'topic' and the option 'topic' is not set")
-            text = None if value is None else _b64(value)  # None: a tombstone
-            record: dict[str, Any] = {"value": text}
-            size = 32 if text is None else 32 + len(text)  # roughly what it adds to the request
-            if keys[i] is not None:
-                record["key"] = key = _b64(keys[i])
-                size += len(key)
-            if partitions is not None and partitions[i] is not None:
-                if partitions[i] < 0:
-                    raise BadRow(f"a row has partition {partitions[i]} (topic {topic!r})")
-                record["partition"] = partitions[i]
+            layout = self._topic(client, topic)
+            value = None if values[i] is None else _bytes(values[i])  # None: a tombstone
+            key = None if keys[i] is None else _bytes(keys[i])
+            size = 24 + (0 if value is None else len(value)) + (0 if key is None else len(key))
+            chosen = None if partitions is None else partitions[i]
+            if chosen is not None:
+                if not 0 <= chosen < layout.partitions:
+                    raise BadRow(
+                        f"a row has partition {chosen}: topic {topic!r} has partitions 0 to "
+                        f"{layout.partitions - 1}"
+                    )
+                partition = chosen
+            elif key is not None:
+                partition = partition_for_key(key, layout.partitions)
+            else:
+                partition = layout.sticky
+            row_headers: list[tuple[str, bytes | None]] = []
             if headers is not None and headers[i]:
-                record["headers"], header_bytes = _headers(headers[i], topic)
+                row_headers, header_bytes = _headers(headers[i], topic)
                 size += header_bytes
             timestamp = None if timestamps is None else timestamps[i]
-            if timestamp is not None:  # else the node's clock
-                if timestamp < 0:
-                    raise BadRow(f"a row has timestamp {timestamp} ms, before 1970 (topic {topic!r})")
-                record["timestamp"] = timestamp
-            pending = self.pending.setdefault(topic, _Pending())
-            pending.records.append(record)
+            if timestamp is not None and timestamp < 0:
+                raise BadRow(f"a row has timestamp {timestamp} ms, before 1970 (topic {topic!r})")
+            pending = self.pending.setdefault((topic, partition), _Pending())
+            pending.records.append(ProducerRecord(value, key, tuple(row_headers), timestamp))
             pending.bytes += size
             if (
                 len(pending.records) >= self.options.batch_records
                 or pending.bytes >= self.options.batch_bytes
             ):
-                self._flush(client, topic)
+                self._flush(client, topic, partition)
 
-    def _flush(self, client: BlockingClient, topic: str) -> None:
-        pending = self.pending[topic]
+    def _flush(self, client: BlockingClient, topic: str, partition: int) -> None:
+        pending = self.pending[(topic, partition)]
         if not pending.records:
             return
-        sequence = self.sequence_of(pending.sent)
-        self._send(client, topic, pending.records, sequence)
+        self._send(client, topic, partition, pending.records, pending.sequence)
         self.records += len(pending.records)
-        self.requests += 1
-        pending.sent += 1
+        pending.sequence += len(pending.records)
         pending.records = []
         pending.bytes = 0
+        layout = self.topics[topic]
+        if partition == layout.sticky:
+            layout.sticky = (layout.sticky + 1) % layout.partitions
 
-    def _send(self, client: BlockingClient, topic: str, records: list[dict[str, Any]], sequence: int) -> None:
-        deadline = time.monotonic() + self.options.request_timeout_ms / 1000
-        while True:
-            try:
-                produced = client.produce(topic, records, self.producer, sequence)
-            except RequestFailed as exc:
-                if exc.error_code == SEQUENCE_TOO_OLD:
-                    return  # applied by an earlier attempt of this task (see the module's docstring)
-                if exc.status == 404:
-                    raise BadRow(f"topic {topic!r}: {exc.message}") from exc
-                raise
-            retry = _check(topic, produced)
-            if not retry:
+    def _send(
+        self, client: BlockingClient, topic: str, partition: int, records: list[ProducerRecord], sequence: int
+    ) -> None:
+        """One batch (two halves, each its own batch, if the topic's max.message.bytes refuses it)."""
+        if sequence + len(records) > SEQUENCE_MAX:
+            raise RaftlogSparkError(
+                f"a task wrote more than {SEQUENCE_MAX} records to {topic}/{partition}: split the input"
+            )
+        batch = encode_batch(
+            0,
+            records,
+            0,
+            int(time.time() * 1000),  # the CreateTime of rows without a timestamp: this task's clock
+            self.producer,
+            sequence,
+            compression=self.options.compression,
+        )
+        self.requests += 1
+        try:
+            _, count = client.produce_batch(topic, partition, batch, idempotent=True)
+        except RequestFailed as exc:
+            if exc.error_code == SEQUENCE_TOO_OLD:
+                return  # applied by an earlier attempt of this task (see the module's docstring)
+            if exc.error_code == RECORD_TOO_LARGE and len(records) > 1:
+                half = len(records) // 2
+                self._send(client, topic, partition, records[:half], sequence)
+                self._send(client, topic, partition, records[half:], sequence + half)
                 return
-            if time.monotonic() > deadline:
-                raise Unavailable(f"produce to {topic!r}: records still failing after the deadline: {retry}")
-            time.sleep(0.2)
-
-
-def _check(topic: str, produced: RecordResults) -> str | None:
-    """None when every record is written (or was, by an earlier attempt); the retriable error otherwise."""
-    retry = None
-    for code, message in zip(produced.error_codes, produced.errors, strict=True):
-        if code is None or code == SEQUENCE_TOO_OLD:
-            continue
-        if retriable(code):
-            retry = f"{code}: {message}"
-            continue
-        raise BadRow(f"topic {topic!r}: a record was refused with error {code}: {message}")
-    return retry
+            if exc.status in (400, 404, 413):
+                raise BadRow(
+                    f"{topic}/{partition}: a batch was refused with {exc.error_code}: {exc.message}"
+                ) from exc
+            raise
+        if count != len(records):
+            raise RaftlogSparkError(f"{topic}/{partition}: {len(records)} records were written as {count}")
 
 
 # -- Spark's writer classes ----------------------------------------------------------------------------
@@ -278,7 +311,7 @@ class BatchWriter(DataSourceArrowWriter):
         if context is None:
             raise RaftlogSparkError("write() must run in a Spark task")
         producer = producer_id("batch", self.job, context.partitionId())
-        return TaskWriter(self.options, producer, lambda sent: sent).write(iterator)
+        return TaskWriter(self.options, producer).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Every record is already committed by the cluster when its task ends: nothing to finish."""
@@ -301,11 +334,8 @@ class StreamWriter(DataSourceStreamArrowWriter):
         batch = context.getLocalProperty("streaming.sql.batchId")
         if not query or batch is None:
             raise RaftlogSparkError("the streaming sink runs without a query id or batch id from Spark")
-        batch_id = int(batch)
-        producer = producer_id("stream", query, context.partitionId())
-        return TaskWriter(self.options, producer, lambda sent: stream_sequence(batch_id, sent)).write(
-            iterator
-        )
+        producer = producer_id("stream", query, int(batch), context.partitionId())
+        return TaskWriter(self.options, producer).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Records are committed by the cluster as each task writes them: nothing to finish."""

@@ -18,7 +18,7 @@ ALLOWED = {
     "kafka_api": {"kafka_api", "partitions", "raftlog"},
     "jepsen": {"jepsen", "api", "raftlog_client"},
     "raftlog_bench": {"raftlog_bench", "raftlog_client", "raftlog", "membership"},
-    "raftlog_spark": {"raftlog_spark", "raftlog_client"},
+    "raftlog_spark": {"raftlog_spark", "raftlog_client", "raftlog"},  # of the core: the batch codec only
     "raftlog_cli": {"raftlog_cli", "raftlog_client", "raftlog_bench", "api", "raftlog"},
 }
 PROJECT_PACKAGES = set(ALLOWED)
@@ -73,8 +73,12 @@ CLIENT_MAY_USE_OF_RAFTLOG = {
 }
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "raftlog_client").rglob("*.py")), ids=lambda p: p.name)
-def test_the_client_uses_only_the_batch_codec_of_the_core(path: pathlib.Path) -> None:
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "raftlog_client").rglob("*.py")) + sorted((ROOT / "raftlog_spark").rglob("*.py")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_the_clients_use_only_the_batch_codec_of_the_core(path: pathlib.Path) -> None:
     used = {m for m in _imported_modules(path) if m.split(".")[0] == "raftlog"}
     assert used <= CLIENT_MAY_USE_OF_RAFTLOG, f"{path.relative_to(ROOT)} imports {sorted(used)}"
 

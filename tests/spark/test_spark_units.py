@@ -27,6 +27,8 @@ from pyspark.sql.types import (
 )
 from spark_cluster import SparkTestCluster
 
+from raftlog.storage.batch import Compression, ProducerRecord, RecordBatch, decode_batch, split_batches
+from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.blocking import BlockingClient, Page
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable
 from raftlog_spark.arrow import ARROW_SCHEMA, LOG_APPEND_TIME, record_batch
@@ -47,7 +49,7 @@ from raftlog_spark.offsets import (
 )
 from raftlog_spark.options import parse_read_options, parse_write_options
 from raftlog_spark.reader import BatchReader, StreamReader, read_range
-from raftlog_spark.writer import TaskWriter, check_schema, producer_id, stream_sequence
+from raftlog_spark.writer import TaskWriter, _Topic, check_schema, producer_id
 
 SERVERS = "http://127.0.0.1:1, http://127.0.0.1:2/"
 
@@ -195,6 +197,14 @@ def test_write_options_and_the_sink_schema() -> None:
     assert parse_write_options(options(servers=SERVERS, checkpointLocation="/tmp/c")).topic is None
     with pytest.raises(OptionError, match="'batchRecords'"):
         parse_write_options(options(servers=SERVERS, batchRecords="20000"))
+    assert parsed.compression is Compression.NONE
+    assert parse_write_options(options(servers=SERVERS, compression=" ZSTD ")).compression is Compression.ZSTD
+    with pytest.raises(
+        OptionError, match="'compression': 'brotli': use one of none, gzip, snappy, lz4, zstd"
+    ):
+        parse_write_options(options(servers=SERVERS, compression="brotli"))
+    with pytest.raises(OptionError, match=r"'kafka\.compression\.type': use the option 'compression'"):
+        parse_write_options(options(servers=SERVERS, **{"kafka.compression.type": "lz4"}))
     value = StructField("value", StringType())
     check_schema(StructType([value]), parsed)
     no_topic = parse_write_options(options(servers=SERVERS))
@@ -339,8 +349,10 @@ def test_record_batch_keeps_nulls_and_timestamp_types() -> None:
 
 
 def test_sink_records_carry_tombstones_null_header_values_and_timestamps() -> None:
-    """The produce records one task builds from Arrow rows, before anything is sent."""
-    writer = TaskWriter(parse_write_options(options(servers=SERVERS, topic="t")), 1, lambda sent: sent)
+    """The records one task builds from Arrow rows, and the partitions it puts them in, before anything
+    is sent: a keyed row by Kafka's murmur2, a keyless one on the topic's sticky partition."""
+    writer = TaskWriter(parse_write_options(options(servers=SERVERS, topic="t")), producer=7)
+    writer.topics["t"] = _Topic(partitions=3, sticky=1)  # as the topic's partition count sets it up
     micros = pa.array([1_500, None, 7_000_999], pa.timestamp("us", tz="UTC"))
     header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
     batch = pa.RecordBatch.from_arrays(
@@ -355,29 +367,104 @@ def test_sink_records_carry_tombstones_null_header_values_and_timestamps() -> No
     )
     unused = BlockingClient(["http://127.0.0.1:1"], 100)  # nothing is sent below batchRecords
     writer._add(unused, batch)
-    assert writer.pending["t"].records == [
-        {"value": None, "key": "aw==", "headers": [{"key": "h", "value": None}], "timestamp": 1},
-        {"value": "dg=="},
-        {"value": "dw==", "timestamp": 7000},
+    keyed = partition_for_key(b"k", 3)
+    assert keyed == 2  # murmur2, as Kafka's producer places it
+    assert writer.pending[("t", keyed)].records[-1] == ProducerRecord(None, b"k", (("h", None),), 1)
+    assert writer.pending[("t", 1)].records[-2:] == [
+        ProducerRecord(b"v", None, (), None),  # no timestamp: the task's clock when the batch is encoded
+        ProducerRecord(b"w", None, (), 7000),
     ]
-    longs = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([42], pa.int64())], ["value", "timestamp"])
+    longs = pa.RecordBatch.from_arrays(
+        [pa.array([b"v"]), pa.array([42], pa.int64()), pa.array([0], pa.int32())],
+        ["value", "timestamp", "partition"],
+    )
     writer._add(unused, longs)
-    assert writer.pending["t"].records[-1] == {"value": "dg==", "timestamp": 42}
+    assert writer.pending[("t", 0)].records == [ProducerRecord(b"v", None, (), 42)]
     before_1970 = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([-1])], ["value", "timestamp"])
     with pytest.raises(BadRow, match="timestamp -1 ms, before 1970"):
         writer._add(unused, before_1970)
+    beyond = pa.RecordBatch.from_arrays([pa.array([b"v"]), pa.array([3], pa.int32())], ["value", "partition"])
+    with pytest.raises(BadRow, match="partition 3: topic 't' has partitions 0 to 2"):
+        writer._add(unused, beyond)
 
 
 # -- the sink's producer ids ---------------------------------------------------------------------------
 
 
-def test_producer_ids_are_stable_63_bit_and_sequences_grow_with_the_batch() -> None:
-    first = producer_id("stream", "query-uuid", 3)
-    assert first == producer_id("stream", "query-uuid", 3)  # the same in every process
-    assert first != producer_id("stream", "query-uuid", 4) and 0 <= first < 2**63
-    assert stream_sequence(0, 5) < stream_sequence(1, 0) < stream_sequence(1, 1)
-    with pytest.raises(Exception, match="too many"):
-        stream_sequence(1, 2**24)
+def test_producer_ids_are_stable_and_63_bit() -> None:
+    first = producer_id("stream", "query-uuid", 12, 3)
+    assert first == producer_id("stream", "query-uuid", 12, 3)  # the same in every process
+    assert first != producer_id("stream", "query-uuid", 12, 4) and 0 <= first < 2**63
+    assert first != producer_id("stream", "query-uuid", 13, 3)  # each micro-batch its own producer
+
+
+# -- the sink without Spark, against the real cluster ---------------------------------------------------
+
+
+def stored_batches(cluster: SparkTestCluster, topic: str, partition: int) -> list[RecordBatch]:
+    """A partition's batches as stored (Kafka RecordBatch v2), decoded."""
+    with cluster.client() as client:
+        answer = client.request(
+            "GET",
+            f"/topics/{topic}/partitions/{partition}/records?offset=0&max_bytes=67108864",
+            headers={"Accept": "application/vnd.raftlog.batch.v2"},
+        )
+    return [decode_batch(batch) for batch in split_batches(answer.body)]
+
+
+def rows(values: list[bytes], keys: list[bytes | None]) -> list[pa.RecordBatch]:
+    return [pa.RecordBatch.from_arrays([pa.array(values), pa.array(keys, pa.binary())], ["value", "key"])]
+
+
+def test_a_task_sends_kafka_batches_with_sequences_and_a_retry_appends_nothing(
+    raftlog_cluster: SparkTestCluster,
+) -> None:
+    """Each partition's rows travel as compressed Kafka batches carrying the task's producer id and
+    Kafka's base sequences (records sent to that partition before); the same task run again (a Spark
+    task retry) is recognised batch by batch and appends nothing."""
+    topic = raftlog_cluster.create_topic(3)
+    values = [b"v%03d" % i for i in range(90)]
+    keys: list[bytes | None] = [None if i % 3 == 0 else b"k%d" % (i % 7) for i in range(90)]
+    given = parse_write_options(
+        options(servers=raftlog_cluster.servers, topic=topic, batchRecords="8", compression="lz4")
+    )
+    first = TaskWriter(given, producer=producer_id("test", topic)).write(iter(rows(values, keys)))
+    again = TaskWriter(given, producer=producer_id("test", topic)).write(iter(rows(values, keys)))
+    assert first.records == again.records == 90
+
+    stored: dict[int, list[bytes]] = {}
+    for partition in range(3):
+        sequence = 0
+        for batch in stored_batches(raftlog_cluster, topic, partition):
+            header = batch.header
+            assert header.producer_id == producer_id("test", topic)
+            assert header.sequence == sequence  # Kafka's rule: the records sent to it before
+            assert header.compression is Compression.LZ4 and header.record_count <= 8
+            sequence += header.record_count
+            stored.setdefault(partition, []).extend(r.value for r in batch.records)
+    assert sorted(v for part in stored.values() for v in part) == values  # each row once
+    for written in stored.values():  # in row order within a partition
+        assert written == sorted(written)
+    for i, key in enumerate(keys):
+        if key is not None:
+            assert values[i] in stored[partition_for_key(key, 3)]
+    assert len(stored) == 3  # keyless rows move on from partition to partition, as Kafka's sticky rule
+
+
+def test_a_batch_above_max_message_bytes_is_split_and_still_written_once(
+    raftlog_cluster: SparkTestCluster,
+) -> None:
+    topic = raftlog_cluster.create_topic(1, **{"max.message.bytes": "4096"})
+    values = [b"%04d" % i + b"x" * 300 for i in range(40)]  # 12 KB: three times what one batch may hold
+    given = parse_write_options(options(servers=raftlog_cluster.servers, topic=topic, batchBytes="1048576"))
+    for _ in range(2):  # the second run is a task retry: the halves are recognised too
+        TaskWriter(given, producer=producer_id("split", topic)).write(iter(rows(values, [None] * 40)))
+    batches = stored_batches(raftlog_cluster, topic, 0)
+    assert len(batches) > 1
+    assert [r.value for b in batches for r in b.records] == values
+    one = [b"y" * 5000]
+    with pytest.raises(BadRow, match="41301"):  # one record alone is too large: the row fails, clearly
+        TaskWriter(given, producer=producer_id("huge", topic)).write(iter(rows(one, [None])))
 
 
 # -- readers without Spark, against the real cluster ---------------------------------------------------
