@@ -17,8 +17,9 @@ from typing import Any
 import raftlog
 from api import logs
 from raftlog_cli import admin as cli_admin
-from raftlog_cli import completion, log_command, profile, records
+from raftlog_cli import completion, log_command, profile, records, topics
 from raftlog_cli import groups as cli_groups
+from raftlog_cli.arguments import header_pair, non_negative, positive
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import ClientError, RequestFailed, Unavailable
@@ -60,7 +61,7 @@ def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Await
         return asyncio.run(run())
     except ProduceFailed as exc:
         for result in exc.results:
-            print(json.dumps(_produced_row(result)))
+            print(_produced_line(args, result))
         print(f"raftlog: {exc}", file=sys.stderr)
         return 1
     except RequestFailed as exc:
@@ -78,57 +79,15 @@ def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Await
         return 2
 
 
-def _produced_row(result: Any) -> dict[str, Any]:
+def _produced_line(args: argparse.Namespace, result: Any) -> str:
+    """One produced record: ``TOPIC/PARTITION offset N`` (or its error), a JSON object with ``--json``."""
     if isinstance(result, RequestFailed):
-        return {"error_code": result.error_code, "error": result.message}
-    return {"partition": result.partition, "offset": result.offset}
-
-
-def _config_pair(pair: str) -> tuple[str, str]:
-    key, sep, value = pair.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{pair!r}: use KEY=VALUE")
-    return key, value
-
-
-def _topic_create(args: argparse.Namespace) -> int:
-    async def work(client: RaftlogClient) -> int:
-        created = await client.create_topic(
-            args.name,
-            partitions=args.partitions,
-            replication_factor=args.replication_factor,
-            configs=dict(args.config),
-        )
-        print(json.dumps(created))
-        return 0
-
-    return _with_client(args, work)
-
-
-def _topic_list(args: argparse.Namespace) -> int:
-    async def work(client: RaftlogClient) -> int:
-        for name in await client.topics():
-            print(name)
-        return 0
-
-    return _with_client(args, work)
-
-
-def _topic_delete(args: argparse.Namespace) -> int:
-    async def work(client: RaftlogClient) -> int:
-        await client.delete_topic(args.name)
-        print(json.dumps({"deleted": args.name}))
-        return 0
-
-    return _with_client(args, work)
-
-
-def _topic_describe(args: argparse.Namespace) -> int:
-    async def work(client: RaftlogClient) -> int:
-        print(json.dumps(await client.topic(args.name), indent=2))
-        return 0
-
-    return _with_client(args, work)
+        if args.json:
+            return json.dumps({"error_code": result.error_code, "error": result.message})
+        return f"{args.topic}: not produced: {result.message} (error_code {result.error_code})"
+    if args.json:
+        return json.dumps({"partition": result.partition, "offset": result.offset})
+    return f"{args.topic}/{result.partition} offset {result.offset}"
 
 
 def _produce(args: argparse.Namespace) -> int:
@@ -142,7 +101,7 @@ def _produce(args: argparse.Namespace) -> int:
         raise SystemExit("raftlog: -K/--key-separator needs at least one character")
 
     def emit(produced: Any) -> None:
-        print(json.dumps(_produced_row(produced)), flush=True)
+        print(_produced_line(args, produced), flush=True)
 
     async def work(client: RaftlogClient) -> int:
         if not args.tombstone and not args.value:
@@ -165,6 +124,8 @@ def _consume(args: argparse.Namespace) -> int:
     """Records of one partition (``--partition``) or of all, as JSON lines or ``--format``; from the
     beginning unless told (``--offset``, ``--timestamp``), as kcat. Stops at the end unless ``--follow``
     (then at ``--max`` records, or on Ctrl-C)."""
+    if args.json and args.format is not None:
+        raise SystemExit("raftlog: consume prints JSON lines (--json) or --format, not both")
     if args.group is not None:
         return _consume_group(args)
     start = records.Start("beginning") if args.from_beginning or args.offset is None else args.offset
@@ -189,32 +150,6 @@ def _consume(args: argparse.Namespace) -> int:
         return 0
 
     return _with_client(args, work)
-
-
-def _offsets(args: argparse.Namespace) -> int:
-    """A partition's first and next offsets; with ``--timestamp``, the first offset at or after it."""
-
-    async def work(client: RaftlogClient) -> int:
-        if args.timestamp is None:
-            beginning, end = await client.offsets(args.topic, args.partition)
-            print(json.dumps({"beginning_offset": beginning, "end_offset": end}))
-            return 0
-        found = await client.offset_for_timestamp(args.topic, args.partition, args.timestamp)
-        offset, record_timestamp = (None, None) if found is None else found
-        print(
-            json.dumps({"timestamp": args.timestamp, "offset": offset, "record_timestamp": record_timestamp})
-        )
-        return 0
-
-    return _with_client(args, work)
-
-
-def _header_pair(text: str) -> tuple[str, str | None]:
-    """``NAME=VALUE`` (UTF-8), or ``NAME`` alone for a header with a null value."""
-    name, equals, value = text.partition("=")
-    if not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: a header is NAME=VALUE, or NAME for a null value")
-    return name, value if equals else None
 
 
 def _consume_group(args: argparse.Namespace) -> int:
@@ -251,26 +186,12 @@ def _consume_group(args: argparse.Namespace) -> int:
     return _with_client(args, work)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
-
-
 def _server_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     profile.add_options(options)
     options.add_argument(
         "--retries",
-        type=_non_negative,
+        type=non_negative,
         default=8,
         help="retries on 503 or an unreachable server, with backoff (default 8)",
     )
@@ -279,64 +200,47 @@ def _server_options() -> argparse.ArgumentParser:
 
 def _add_cluster_commands(commands: Any) -> None:
     server = _server_options()
-    topic = commands.add_parser("topic", help="create, list and describe topics")
+    topic = commands.add_parser("topic", help="create, list, describe, delete and configure topics")
     topic_sub = topic.add_subparsers(dest="topic_command", required=True)
-    create = topic_sub.add_parser("create", parents=[server], help="create a topic")
-    create.add_argument("name")
-    create.add_argument("--partitions", type=_positive, default=1)
-    create.add_argument(
-        "--replication-factor", type=_positive, default=None, help="default: min(3, live nodes)"
-    )
-    create.add_argument(
-        "--config",
-        action="append",
-        type=_config_pair,
-        default=[],
-        metavar="KEY=VALUE",
-        help="e.g. retention.ms=60000",
-    )
-    create.set_defaults(run=_topic_create)
-    listing = topic_sub.add_parser("list", parents=[server], help="print topic names")
-    listing.set_defaults(run=_topic_list)
-    delete = topic_sub.add_parser("delete", parents=[server], help="delete a topic and its records")
-    delete.add_argument("name")
-    delete.set_defaults(run=_topic_delete)
-    describe = topic_sub.add_parser("describe", parents=[server], help="a topic's partitions and configs")
-    describe.add_argument("name")
-    describe.set_defaults(run=_topic_describe)
+    common = [server, cli_admin.output_options()]
+    topics.add_commands(commands, topic_sub, common, _with_client)
 
     produce = commands.add_parser(
-        "produce", parents=[server], help="produce --value V (repeatable) or one record per stdin line"
+        "produce",
+        parents=common,
+        help="produce --value V (repeatable) or one record per stdin line; prints each record's offset",
     )
     produce.add_argument("topic")
     produce.add_argument("--value", action="append", help="a record value (repeat for several)")
     produce.add_argument("--key", help="record key (UTF-8); records with a key go to murmur2(key)")
-    produce.add_argument("--partition", type=_non_negative, help="send every record to this partition")
-    produce.add_argument("--batch", type=_positive, default=500, help="records per request (default 500)")
+    produce.add_argument("--partition", type=non_negative, help="send every record to this partition")
+    produce.add_argument("--batch", type=positive, default=500, help="records per request (default 500)")
     produce.add_argument("--tombstone", action="store_true", help="produce one null value for --key")
     produce.add_argument(
-        "--header", action="append", type=_header_pair, default=[], metavar="NAME[=VALUE]",
+        "--header", action="append", type=header_pair, default=[], metavar="NAME[=VALUE]",
         help="a header on every record (repeatable); NAME alone: a null value",
     )  # fmt: skip
     produce.add_argument(
-        "--timestamp", type=_non_negative, metavar="MS", help="CreateTime of every record (default: now)"
+        "--timestamp", type=non_negative, metavar="MS", help="CreateTime of every record (default: now)"
     )
     produce.add_argument(
         "-K", "--key-separator", metavar="SEP",
         help="stdin: each line is KEY SEP VALUE, split at the first SEP (a line without it has no key)",
     )  # fmt: skip
     produce.add_argument(
-        "--linger-ms", type=_non_negative, default=records.LINGER_MS_DEFAULT,
+        "--linger-ms", type=non_negative, default=records.LINGER_MS_DEFAULT,
         help="stdin: send a line at most this long after it came, with those after it "
         f"(default {records.LINGER_MS_DEFAULT})",
     )  # fmt: skip
     produce.set_defaults(run=_produce)
 
     consume = commands.add_parser(
-        "consume", parents=[server], help="print a partition's (or a group member's) records as JSON"
+        "consume",
+        parents=common,
+        help="print a partition's (or a group member's) records as JSON lines (--json), or as --format",
     )
     consume.add_argument("topic")
-    consume.add_argument("--partition", type=_non_negative, help="one partition (default: all of them)")
+    consume.add_argument("--partition", type=non_negative, help="one partition (default: all of them)")
     consume.add_argument("--group", help="consume as a member of this consumer group (commits as it prints)")
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the log start offset")
@@ -345,10 +249,10 @@ def _add_cluster_commands(commands: Any) -> None:
         help="start at offset N, N records before the end (-N), the beginning (default) or the end",
     )  # fmt: skip
     start.add_argument(
-        "--timestamp", type=_non_negative, metavar="MS",
+        "--timestamp", type=non_negative, metavar="MS",
         help="start at the first record whose timestamp is at or after MS (the end when none is)",
     )  # fmt: skip
-    consume.add_argument("--max", type=_positive, help="stop after this many records")
+    consume.add_argument("--max", type=positive, help="stop after this many records")
     consume.add_argument("--follow", action="store_true", help="wait for new records (until --max or Ctrl-C)")
     consume.add_argument(
         "--format", type=records.check_format, metavar="FMT",
@@ -357,16 +261,6 @@ def _add_cluster_commands(commands: Any) -> None:
     )  # fmt: skip
     consume.set_defaults(run=_consume)
 
-    offsets = commands.add_parser(
-        "offsets", parents=[server], help="a partition's first and next offsets, or the offset at a time"
-    )
-    offsets.add_argument("topic")
-    offsets.add_argument("--partition", type=_non_negative, required=True)
-    offsets.add_argument(
-        "--timestamp", type=_non_negative, metavar="MS",
-        help="the first offset whose record's timestamp is at or after MS (null when none is)",
-    )  # fmt: skip
-    offsets.set_defaults(run=_offsets)
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
     cli_groups.add_commands(commands, server, _with_client)
 

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import io
 import json
+import re
 import os
 from typing import Any
 
@@ -28,12 +29,20 @@ async def test_topic_create_list_describe(cluster: FakeCluster, n1: Node, capsys
         capsys, "topic", "create", "orders", "--partitions", "3", "--replication-factor", "1",
         "--config", "retention.ms=60000", "--server", n1.url,
     )  # fmt: skip
-    assert code == 0
-    assert json.loads(out)["partitions"] == 3
+    assert (code, out) == (
+        0,
+        "created topic orders: 3 partition(s), replication factor 1, configs: retention.ms=60000\n",
+    )
     assert cluster.topics["orders"].configs == {"retention.ms": "60000"}
     code, out, _ = await run(capsys, "topic", "list", "--server", n1.url)
     assert (code, out) == (0, "orders\n")
+    code, out, _ = await run(capsys, "topic", "list", "--json", "--server", n1.url)
+    assert (code, json.loads(out)) == (0, ["orders"])
     code, out, _ = await run(capsys, "topic", "describe", "orders", "--server", n1.url)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("orders: 3 partition(s), replication factor 1"), out
+    assert [line.split()[0] for line in lines[2:]] == ["0", "1", "2"] and "LEADER" in lines[1]
+    code, out, _ = await run(capsys, "topic", "describe", "orders", "--json", "--server", n1.url)
     assert code == 0 and [p["partition"] for p in json.loads(out)["partitions"]] == [0, 1, 2]
     code, _, err = await run(capsys, "topic", "create", "orders", "--server", n1.url)
     assert code == 1 and "40901" in err
@@ -44,14 +53,14 @@ async def test_produce_from_stdin_and_values_then_consume(
 ) -> None:
     cluster.add_topic("t", 2)
     monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n"))
-    code, out, _ = await run(capsys, "produce", "t", "--partition", "1", "--server", n1.url)
+    code, out, _ = await run(capsys, "produce", "t", "--partition", "1", "--json", "--server", n1.url)
     assert code == 0
     assert [json.loads(line) for line in out.splitlines()] == [
         {"partition": 1, "offset": 0},
         {"partition": 1, "offset": 1},
     ]
     code, out, _ = await run(capsys, "produce", "t", "--value", "third", "--key", "k", "--server", n1.url)
-    assert code == 0 and json.loads(out)["offset"] >= 0
+    assert code == 0 and re.fullmatch(r"t/[01] offset \d+\n", out), out
     await run(capsys, "produce", "t", "--partition", "1", "--value", "third", "--server", n1.url)
 
     code, out, _ = await run(
@@ -115,6 +124,8 @@ async def test_consume_reads_every_partition_from_the_beginning_unless_told(
     assert code == 0 and len(out.splitlines()) == 4
     with pytest.raises(SystemExit):
         main(["consume", "t", "--format", "%q"])  # not a token: refused before anything runs
+    with pytest.raises(SystemExit, match="--json.*or --format, not both"):
+        main(["consume", "t", "--json", "--format", "%s"])
 
 
 async def test_produce_sends_stdin_lines_as_they_come_with_keys_split_off(
@@ -138,7 +149,7 @@ async def test_produce_sends_stdin_lines_as_they_come_with_keys_split_off(
     os.write(write_end, b"no key here\n")
     os.close(write_end)
     code, out, _ = await asyncio.wait_for(producer, 10)
-    assert code == 0 and [json.loads(line)["offset"] for line in out.splitlines()] == [0, 1]
+    assert (code, out) == (0, "t/0 offset 0\nt/0 offset 1\n")
     decoded = [
         (r["key"] and base64.b64decode(r["key"]).decode(), base64.b64decode(r["value"]).decode())
         for r in await stored()
@@ -159,10 +170,10 @@ def test_version_and_ctrl_c(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> Non
         main(["--version"])
     assert shown.value.code == 0 and capsys.readouterr().out.startswith("raftlog ")
 
-    def interrupted(args: Any) -> int:
+    def interrupted_with_client(args: Any, work: Any) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("raftlog_cli.cli._topic_list", interrupted)
+    monkeypatch.setattr("raftlog_cli.cli._with_client", interrupted_with_client)
     assert main(["topic", "list"]) == 130 and capsys.readouterr().err == ""
 
 
@@ -205,12 +216,25 @@ async def test_tombstones_headers_timestamps_and_offsets_by_time(
     ]
     assert rows[0]["headers"] == [{"key": "h", "value": "1"}, {"key": "empty", "value": None}]
 
-    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--timestamp", "150", *server)
-    assert json.loads(out) == {"timestamp": 150, "offset": 1, "record_timestamp": 300}
-    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--timestamp", "301", *server)
-    assert json.loads(out) == {"timestamp": 301, "offset": None, "record_timestamp": None}
+    at = ("offsets", "t", "--partition", "0", "--timestamp")
+    code, out, _ = await run(capsys, *at, "150", "--json", *server)
+    assert json.loads(out) == {
+        "topic": "t",
+        "partition": 0,
+        "timestamp": 150,
+        "offset": 1,
+        "record_timestamp": 300,
+    }
+    code, out, _ = await run(capsys, *at, "150", *server)
+    assert out == "t/0: offset 1 is the first record at or after 150 ms (its timestamp 300)\n"
+    code, out, _ = await run(capsys, *at, "301", "--json", *server)
+    assert json.loads(out)["offset"] is None and json.loads(out)["record_timestamp"] is None
+    code, out, _ = await run(capsys, *at, "301", *server)
+    assert out == "t/0: no record at or after 301 ms\n"
+    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--json", *server)
+    assert json.loads(out) == {"topic": "t", "partition": 0, "beginning_offset": 0, "end_offset": 3}
     code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", *server)
-    assert json.loads(out) == {"beginning_offset": 0, "end_offset": 3}
+    assert out == "t/0: log start offset 0, next offset 3\n"
     code, out, _ = await run(capsys, "consume", "t", "--partition", "0", "--timestamp", "250", *server)
     assert [json.loads(line)["offset"] for line in out.splitlines()] == [1, 2]
     code, out, _ = await run(capsys, "consume", "t", "--partition", "0", "--timestamp", "999", *server)

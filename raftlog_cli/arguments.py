@@ -1,0 +1,35 @@
+"""The argument types the cluster commands share: each refuses a bad value with a message naming it."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def config_pair(pair: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (a topic config)."""
+    key, sep, value = pair.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{pair!r}: use KEY=VALUE")
+    return key, value
+
+
+def header_pair(text: str) -> tuple[str, str | None]:
+    """``NAME=VALUE`` (UTF-8), or ``NAME`` alone for a header with a null value."""
+    name, equals, value = text.partition("=")
+    if not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: a header is NAME=VALUE, or NAME for a null value")
+    return name, value if equals else None

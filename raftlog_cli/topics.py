@@ -1,0 +1,136 @@
+"""``raftlog topic create|list|describe|delete`` and ``raftlog offsets``: a line or a table for people, the
+server's JSON answer with ``--json`` (as every cluster command). ``cli.py`` registers them and supplies how
+to run a call against the cluster."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from raftlog_cli.admin import WithClient, print_answer, runner
+from raftlog_cli.arguments import config_pair, non_negative, positive
+from raftlog_client.client import RaftlogClient
+
+
+def created_summary(body: dict[str, Any]) -> str:
+    configs = ", ".join(f"{k}={v}" for k, v in sorted(body.get("configs", {}).items())) or "defaults"
+    return (
+        f"created topic {body['name']}: {body['partitions']} partition(s), replication factor "
+        f"{body['replication_factor']}, configs: {configs}"
+    )
+
+
+def describe_summary(body: dict[str, Any]) -> str:
+    configs = ", ".join(f"{k}={v}" for k, v in sorted(body.get("configs", {}).items())) or "defaults"
+    partitions = body.get("partitions", [])
+    lines = [
+        f"{body['name']}: {len(partitions)} partition(s), replication factor "
+        f"{body.get('replication_factor')}, configs: {configs}",
+        f"{'PARTITION':>9}  {'LEADER':<8} {'REPLICAS':<24} IN SYNC",
+    ]
+    for row in partitions:
+        replicas = row.get("replicas", [])
+        in_sync = [r["node"] for r in replicas if r.get("in_sync")]
+        unknown = row.get("leader") is None or any(r.get("in_sync") is None for r in replicas)
+        lines.append(
+            f"{row['partition']:>9}  {row.get('leader') or 'none':<8} "
+            f"{','.join(r['node'] for r in replicas):<24} {'?' if unknown else ','.join(in_sync) or 'none'}"
+        )
+    return "\n".join(lines)
+
+
+def offsets_summary(body: dict[str, Any]) -> str:
+    where = f"{body['topic']}/{body['partition']}"
+    if "timestamp" not in body:
+        return f"{where}: log start offset {body['beginning_offset']}, next offset {body['end_offset']}"
+    if body["offset"] is None:
+        return f"{where}: no record at or after {body['timestamp']} ms"
+    return (
+        f"{where}: offset {body['offset']} is the first record at or after {body['timestamp']} ms "
+        f"(its timestamp {body['record_timestamp']})"
+    )
+
+
+def add_commands(
+    commands: Any, topic_sub: Any, common: list[argparse.ArgumentParser], with_client: WithClient
+) -> None:
+    """``topic create|list|delete|describe`` on ``topic_sub``, ``offsets`` on ``commands``; ``common``:
+    the server and ``--json`` options."""
+    run = runner(with_client)
+
+    async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
+        created = await client.create_topic(
+            args.name,
+            partitions=args.partitions,
+            replication_factor=args.replication_factor,
+            configs=dict(args.config),
+        )
+        print_answer(args, created, created_summary)
+        return 0
+
+    parser = topic_sub.add_parser("create", parents=common, help="create a topic")
+    parser.add_argument("name")
+    parser.add_argument("--partitions", type=positive, default=1)
+    parser.add_argument(
+        "--replication-factor", type=positive, default=None, help="default: min(3, live nodes)"
+    )
+    parser.add_argument(
+        "--config", action="append", type=config_pair, default=[], metavar="KEY=VALUE",
+        help="e.g. retention.ms=60000",
+    )  # fmt: skip
+    parser.set_defaults(run=run(create))
+
+    async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
+        names = await client.topics()
+        if args.json or names:  # none: no line at all, as ls prints nothing for an empty folder
+            print_answer(args, names, "\n".join)
+        return 0
+
+    topic_sub.add_parser("list", parents=common, help="print topic names").set_defaults(run=run(listing))
+
+    async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
+        await client.delete_topic(args.name)
+        print_answer(args, {"deleted": args.name}, lambda body: f"deleted topic {body['deleted']}")
+        return 0
+
+    parser = topic_sub.add_parser("delete", parents=common, help="delete a topic and its records")
+    parser.add_argument("name")
+    parser.set_defaults(run=run(delete))
+
+    async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await client.topic(args.name), describe_summary)
+        return 0
+
+    parser = topic_sub.add_parser(
+        "describe", parents=common, help="a topic's partitions (leader, replicas, in sync) and configs"
+    )
+    parser.add_argument("name")
+    parser.set_defaults(run=run(describe))
+
+    async def offsets(client: RaftlogClient, args: argparse.Namespace) -> int:
+        where = {"topic": args.topic, "partition": args.partition}
+        if args.timestamp is None:
+            beginning, end = await client.offsets(args.topic, args.partition)
+            body: dict[str, Any] = {**where, "beginning_offset": beginning, "end_offset": end}
+        else:
+            found = await client.offset_for_timestamp(args.topic, args.partition, args.timestamp)
+            offset, record_timestamp = (None, None) if found is None else found
+            body = {
+                **where,
+                "timestamp": args.timestamp,
+                "offset": offset,
+                "record_timestamp": record_timestamp,
+            }
+        print_answer(args, body, offsets_summary)
+        return 0
+
+    parser = commands.add_parser(
+        "offsets", parents=common, help="a partition's first and next offsets, or the offset at a time"
+    )
+    parser.add_argument("topic")
+    parser.add_argument("--partition", type=non_negative, required=True)
+    parser.add_argument(
+        "--timestamp", type=non_negative, metavar="MS",
+        help="the first offset whose record's timestamp is at or after MS (null when none is)",
+    )  # fmt: skip
+    parser.set_defaults(run=run(offsets))
