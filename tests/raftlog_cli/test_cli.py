@@ -6,8 +6,8 @@ import asyncio
 import base64
 import io
 import json
-import re
 import os
+import re
 from typing import Any
 
 import pytest
