@@ -124,7 +124,7 @@ async def test_consume_reads_every_partition_from_the_beginning_unless_told(
     assert code == 0 and len(out.splitlines()) == 4
     with pytest.raises(SystemExit):
         main(["consume", "t", "--format", "%q"])  # not a token: refused before anything runs
-    with pytest.raises(SystemExit, match="--json.*or --format, not both"):
+    with pytest.raises(SystemExit, match=r"--json\).*or --format, not both"):
         main(["consume", "t", "--json", "--format", "%s"])
 
 
