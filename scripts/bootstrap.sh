@@ -34,3 +34,18 @@ if ! command -v kcat >/dev/null 2>&1; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
     }
 fi
+# promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
+# the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
+if [ ! -x .venv/bin/promtool ]; then
+    if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+        echo "bootstrap: promtool is missing; put Prometheus's promtool at .venv/bin/promtool and run again" >&2
+        exit 1
+    fi
+    echo "bootstrap: fetching promtool (Debian's prometheus package, unpacked into .venv/bin)" >&2
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    (cd "$work" && { apt-get download prometheus >/dev/null 2>&1 || {
+        apt-get update -qq && apt-get download prometheus >/dev/null 2>&1; }; })
+    dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked"
+    install -m 0755 "$work/unpacked/usr/bin/promtool" .venv/bin/promtool
+fi

@@ -1,10 +1,12 @@
 """``/metrics`` of a real node, read with Prometheus's own parser after produce, fetch and a consumer
 group's read and commit: every family typed and documented (none missing from the catalogue), counters
-named ``_total``, the families operators alert on present, with bounded labels."""
+named ``_total``, the families operators alert on present, with bounded labels; and the page passes
+``promtool check metrics``, Prometheus's lint of names, units and help."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import tempfile
 import time
 import urllib.error
@@ -14,6 +16,8 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from promtool import promtool
 
 from raftlog_client.local_cluster import LocalCluster
 
@@ -61,7 +65,10 @@ def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
 
     with urllib.request.urlopen(node + "/metrics", timeout=30) as answer:
         assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        families = {f.name: f for f in text_string_to_metric_families(answer.read().decode())}
+        page = answer.read()
+        families = {f.name: f for f in text_string_to_metric_families(page.decode())}
+    linted = subprocess.run([promtool(), "check", "metrics"], input=page, capture_output=True, timeout=60)
+    assert (linted.returncode, linted.stdout, linted.stderr) == (0, b"", b"")  # Prometheus's own lint
 
     untyped = sorted(name for name, f in families.items() if f.type == "unknown")
     assert untyped == [], f"families missing from api/prometheus.py's catalogue: {untyped}"
