@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
 from promtool import promtool
 
 from raftlog_client.local_cluster import LocalCluster
