@@ -45,6 +45,7 @@ from typing import Any
 from api import dev_control, dev_status
 from api.dev_control import ACTIONS, Answer, ControlError, Request
 from api.dev_probe import probe
+from api.dev_tls import DevCertificates, dev_certificates, tls_description
 from raftlog.errors import InvariantViolation
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked
@@ -66,10 +67,11 @@ class DevNode:
     raft_port: int
     gossip_port: int
     kafka_port: int
+    tls: bool = False  # both listeners: raftlog dev --tls
 
     @property
     def http(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.http_port}"
 
     @property
     def kafka(self) -> str:
@@ -99,6 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--base-port", type=int, help=f"HTTP port of n1 (default {BASE_PORT_DEFAULT}; 0: any free range)"
     )
     parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on every node's HTTP and Kafka listeners, with a local CA made in DATA_DIR/tls "
+        "(cluster.json names its files; clients trust ca.pem)",
+    )
+    parser.add_argument(
         "--serve-arg",
         action="append",
         default=[],
@@ -107,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def plan(count: int, base_port: int) -> list[DevNode]:
+def plan(count: int, base_port: int, tls: bool = False) -> list[DevNode]:
     if not 1 <= count <= 5:
         raise ValueError(f"--nodes {count}: between 1 and 5")
     if not 1024 <= base_port <= 65535 - KAFKA_PORT_OFFSET - count:
@@ -119,6 +127,7 @@ def plan(count: int, base_port: int) -> list[DevNode]:
             base_port + RAFT_PORT_OFFSET + i - 1,
             base_port + GOSSIP_PORT_OFFSET + i - 1,
             base_port + KAFKA_PORT_OFFSET + i - 1,
+            tls,
         )
         for i in range(1, count + 1)
     ]
@@ -195,7 +204,13 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file: str) -> list[str]:
+def node_argv(
+    node: DevNode,
+    cluster: list[DevNode],
+    data_dir: str,
+    secret_file: str,
+    certificates: DevCertificates | None = None,
+) -> list[str]:
     argv = [
         sys.executable, "-m", "api",
         "--node-id", node.node_id,
@@ -206,6 +221,9 @@ def node_argv(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file:
         "--kafka", node.kafka,
         "--secret-file", secret_file,
     ]  # fmt: skip
+    if certificates is not None:
+        argv += ["--tls-cert", certificates.node_cert, "--tls-key", certificates.node_key,
+                 "--tls-ca", certificates.ca]  # fmt: skip
     for peer in cluster:
         if peer is not node:
             argv += ["--peer", f"{peer.node_id},127.0.0.1:{peer.http_port},127.0.0.1:{peer.raft_port}"]
@@ -322,14 +340,22 @@ class Supervisor:
     """Runs the nodes of one data folder (whose lock the caller holds) until asked to stop."""
 
     def __init__(
-        self, data_dir: str, cluster: list[DevNode], secret_file: str, serve_args: Sequence[str] = ()
+        self,
+        data_dir: str,
+        cluster: list[DevNode],
+        secret_file: str,
+        serve_args: Sequence[str] = (),
+        certificates: DevCertificates | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.stopping = False
+        self.certificates = certificates
+        self.ca = None if certificates is None else certificates.ca
+        self.tls = None if certificates is None else tls_description(certificates)
         self.children = {
             node.node_id: _Child(
                 node,
-                [*node_argv(node, cluster, data_dir, secret_file), *serve_args],
+                [*node_argv(node, cluster, data_dir, secret_file, certificates), *serve_args],
                 os.path.join(data_dir, node.node_id, "node.log"),
             )
             for node in cluster
@@ -417,7 +443,7 @@ class Supervisor:
                 process = child.process
                 if process is None or self._exited(child):
                     return f"{node_id} exited with {_exit_text(child.exit_code or 0)}: {child.log_tail()}"
-                answer = probe(child.node.http)
+                answer = probe(child.node.http, self.tls)
                 if answer is None or not answer.ready:
                     continue
                 if (answer.node_id, answer.pid) != (node_id, process.pid):
@@ -542,10 +568,12 @@ class Supervisor:
 
     def write_description(self) -> None:
         """cluster.json, replaced in one rename: a reader sees the old or the new one, never half."""
-        description = {
+        description: dict[str, Any] = {
             "supervisor_pid": os.getpid(),
             "nodes": [child.describe() for child in self.children.values()],
         }
+        if self.tls is not None:
+            description["tls"] = self.tls
         path = os.path.join(self.data_dir, "cluster.json")
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(description, f, indent=2)
@@ -556,16 +584,20 @@ class Supervisor:
         kafka = next(iter(self.children.values())).node.kafka  # any node bootstraps a Kafka client
         count = len(self.children)
         data = self.data_dir
+        curl, kcat = "curl -s", f"kcat -b {kafka}"
+        if self.ca is not None:
+            curl += f" --cacert {self.ca}"
+            kcat += f" -X security.protocol=ssl -X ssl.ca.location={self.ca}"
         _say(
             f"\ncluster of {count} up; cluster.json in {data}\n"
-            f"  curl -s -XPOST {first}/v1/topics -H 'Content-Type: application/json' "
+            f"  {curl} -XPOST {first}/v1/topics -H 'Content-Type: application/json' "
             f'-d \'{{"name": "orders", "partitions": 3, "replication_factor": {min(3, count)}}}\'\n'
-            f"  curl -s -XPOST {first}/topics/orders/partitions/0 "
+            f"  {curl} -XPOST {first}/topics/orders/partitions/0 "
             "-H 'Content-Type: application/vnd.kafka.json.v2+json' "
             f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
-            f"  curl -s '{first}/topics/orders/partitions/0/records?offset=0'\n"
-            f"  kcat -b {kafka} -L   # Kafka clients and tools: bootstrap.servers={kafka}\n"
-            f"  echo 'k1:hello' | kcat -b {kafka} -P -t orders -K: && kcat -b {kafka} -C -t orders -e\n"
+            f"  {curl} '{first}/topics/orders/partitions/0/records?offset=0'\n"
+            f"  {kcat} -L   # Kafka clients and tools: bootstrap.servers={kafka}\n"
+            f"  echo 'k1:hello' | {kcat} -P -t orders -K: && {kcat} -C -t orders -e\n"
             f"  raftlog dev status --data-dir {data}\n"
             f"  raftlog dev restart n{count} --data-dir {data}   # also: stop [--kill], start\n"
             f"Ctrl-C (or raftlog dev stop --data-dir {data}) stops all nodes."
@@ -579,7 +611,9 @@ def _run_cluster(args: argparse.Namespace) -> int:
     count = NODES_DEFAULT if args.nodes is None else args.nodes
     base_port = BASE_PORT_DEFAULT if args.base_port is None else args.base_port
     try:
-        cluster = plan(count, free_base_port(count) if base_port == 0 and 1 <= count <= 5 else base_port)
+        cluster = plan(
+            count, free_base_port(count) if base_port == 0 and 1 <= count <= 5 else base_port, args.tls
+        )
     except ValueError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 2
@@ -598,7 +632,8 @@ def _run_cluster(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        return Supervisor(data_dir, cluster, _secret_file(data_dir), args.serve_arg).run()
+        certificates = dev_certificates(data_dir) if args.tls else None
+        return Supervisor(data_dir, cluster, _secret_file(data_dir), args.serve_arg, certificates).run()
 
 
 def _control(args: argparse.Namespace) -> int:
@@ -610,8 +645,11 @@ def _control(args: argparse.Namespace) -> int:
             "raftlog dev stop --kill: name the node to kill, e.g. raftlog dev stop n3 --kill", file=sys.stderr
         )
         return 2
-    if args.nodes is not None or args.base_port is not None or args.serve_arg:
-        print("raftlog dev: --nodes, --base-port and --serve-arg go with starting a cluster", file=sys.stderr)
+    if args.nodes is not None or args.base_port is not None or args.serve_arg or args.tls:
+        print(
+            "raftlog dev: --nodes, --base-port, --tls and --serve-arg go with starting a cluster",
+            file=sys.stderr,
+        )
         return 2
     data_dir = os.path.abspath(args.data_dir)
     try:

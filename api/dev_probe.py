@@ -7,6 +7,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from api.tls import client_context
+
 
 @dataclass(frozen=True, slots=True)
 class Probe:
@@ -17,10 +19,15 @@ class Probe:
     pid: int | None
 
 
-def probe(url: str) -> Probe | None:
-    """``GET /status/ready``; None when nothing answers."""
+def probe(url: str, tls: dict[str, str] | None = None) -> Probe | None:
+    """``GET /status/ready``; None when nothing answers. An https URL: checked against ``tls["ca"]``,
+    presenting ``tls["client_cert"]`` (a cluster may require one), as cluster.json names them."""
+    context = None
+    if url.startswith("https:"):
+        tls = tls or {}
+        context = client_context(tls.get("ca"), tls.get("client_cert"), tls.get("client_key"))
     try:
-        with urllib.request.urlopen(url + "/status/ready", timeout=1) as response:
+        with urllib.request.urlopen(url + "/status/ready", timeout=1, context=context) as response:
             body = json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as exc:
         exc.close()

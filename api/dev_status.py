@@ -61,10 +61,11 @@ def read_status(data_dir: str) -> ClusterStatus | None:
             description: dict[str, Any] = json.load(f)
     except FileNotFoundError:
         return None
+    tls = description.get("tls")  # a cluster started with --tls: its CA and client certificate
     nodes = []
     for entry in description.get("nodes", []):
         pid = entry.get("pid")
-        answer = probe(entry["http"]) if pid is not None else None
+        answer = probe(entry["http"], tls) if pid is not None else None
         ready = answer is not None and answer.ready and (answer.node_id, answer.pid) == (entry["id"], pid)
         nodes.append(
             NodeStatus(entry["id"], entry["state"], pid, alive(pid), ready, entry["http"], entry.get("kafka"))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from aiohttp import web
 
+from api.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
 from partitions.node import (
     JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
     JOURNAL_SYNC_THREADS_DEFAULT,
@@ -114,6 +115,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
     parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
     parser.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="PEM certificate (chain) of the HTTP and Kafka listeners: TLS on both",
+    )
+    parser.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-ca", metavar="FILE",
+        help="PEM CA certificates trusted for client certificates and for the other nodes (default: the "
+        "system's roots)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tls-client-auth", choices=sorted(CLIENT_AUTH), default="none",
+        help="client certificates: none (default), optional (checked when sent) or required",
+    )  # fmt: skip
+    parser.add_argument(
         "--retention-check-ms",
         type=int,
         default=RETENTION_CHECK_MS_DEFAULT,
@@ -204,18 +220,27 @@ def kafka_cluster_id(secret: bytes) -> str:
     return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
 
 
+def tls_of(args: argparse.Namespace) -> TlsFiles | None:
+    try:
+        return tls_files(args.tls_cert, args.tls_key, args.tls_ca, args.tls_client_auth)
+    except TlsConfigError as exc:
+        raise ServeConfigError(str(exc)) from None
+
+
 def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
     http = HostPort.parse(args.http, "--http")
     kafka = kafka_listener(args)
     raft = HostPort.parse(args.raft, "--raft")
-    peers = [PeerConfig(args.node_id, f"http://{http}", str(raft))]
+    tls = tls_of(args)
+    scheme = "http" if tls is None else "https"  # every node of a cluster serves the same way
+    peers = [PeerConfig(args.node_id, f"{scheme}://{http}", str(raft))]
     for text in args.peer:
         parts = text.split(",")
         if len(parts) != 3 or not parts[0]:
             raise ServeConfigError(f"--peer {text!r}: expected ID,HTTP_HOST:PORT,RAFT_HOST:PORT")
         peer_http = HostPort.parse(parts[1], "--peer http address")
         peer_raft = HostPort.parse(parts[2], "--peer raft address")
-        peers.append(PeerConfig(parts[0], f"http://{peer_http}", str(peer_raft)))
+        peers.append(PeerConfig(parts[0], f"{scheme}://{peer_http}", str(peer_raft)))
     if len({p.node_id for p in peers}) != len(peers):
         raise ServeConfigError(f"node ids repeat among --node-id and --peer: {[p.node_id for p in peers]}")
     if args.secret_file:
@@ -273,6 +298,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         join=args.join,
         recovery_bytes_per_s=args.recovery_rate_mib * MiB,
         kafka_address=kafka[1] if kafka is not None else None,
+        peer_ssl=None if tls is None else peer_context(tls),
     )
     core = replace(config.core, compaction_min_bytes=args.journal_compaction_min_mib * MiB)
     config = replace(config, core=core)
@@ -340,6 +366,7 @@ async def serve(
     admin_token: str | None,
     gc_gen0: int = 0,
     kafka: HostPort | None = None,
+    tls: TlsFiles | None = None,
 ) -> None:
     from api.app import build_app
     from kafka_api.door import Door
@@ -349,7 +376,8 @@ async def serve(
     await node.start()
     runner = web.AppRunner(build_app(node, admin_token=admin_token), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, http.host, http.port)
+    listener_ssl = None if tls is None else server_context(tls)
+    site = web.TCPSite(runner, http.host, http.port, ssl_context=listener_ssl)
     kafka_server = KafkaServer(Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -358,7 +386,7 @@ async def serve(
     try:
         await site.start()
         if kafka is not None:
-            await kafka_server.start(kafka.host, kafka.port)
+            await kafka_server.start(kafka.host, kafka.port, listener_ssl)
             if not _is_loopback(kafka.host):
                 log.warning("the Kafka listener on %s has no authentication: anyone who reaches it may "
                             "produce, fetch and administer topics", kafka)  # fmt: skip
@@ -366,7 +394,8 @@ async def serve(
                 "node %s serving Kafka on %s (advertised %s)", config.node_id, kafka, config.kafka_address
             )
         tune_gc(gc_gen0)
-        log.info("node %s serving HTTP on http://%s (raft %s)", config.node_id, http, config.raft_address)
+        scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
+        log.info("node %s serving HTTP on %s %s (raft %s)", config.node_id, scheme, http, config.raft_address)
         await stop.wait()
         log.info("node %s stopping", config.node_id)
     finally:
@@ -379,6 +408,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         config, http, token = node_config(args)
         kafka = kafka_listener(args)
+        tls = tls_of(args)
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}")
         return 2
@@ -390,9 +420,9 @@ def main(args: argparse.Namespace) -> int:
         if args.event_loop == "uvloop":
             import uvloop
 
-            uvloop.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None))
+            uvloop.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls))
         else:
-            asyncio.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None))
+            asyncio.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls))
     except (DirectoryLocked, LegacyLogFormat) as exc:  # raised before the node changed anything of its data
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 1

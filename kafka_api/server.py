@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl as ssl_module
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -57,8 +58,9 @@ class KafkaServer:
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
 
-    async def start(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._connection, host, port)
+    async def start(self, host: str, port: int, ssl: ssl_module.SSLContext | None = None) -> None:
+        """Listen on ``host:port``, with TLS when ``ssl`` is given (the node's listener context)."""
+        self._server = await asyncio.start_server(self._connection, host, port, ssl=ssl)
         self._ticker = asyncio.ensure_future(self._tick())
 
     async def _tick(self) -> None:

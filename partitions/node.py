@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -100,6 +101,7 @@ class NodeConfig:
     recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
     kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
     peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
+    peer_ssl: ssl.SSLContext | None = None  # HTTPS to the other nodes (their URLs say https): api/tls.py
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -167,7 +169,7 @@ class Node:
         self.frontend = MetadataFrontend(
             config.node_id, config.controller_voters, config.join, config.replicas_max, self.raft
         )
-        self.peers = PeerClient(self._credential, self._address, config.peer_timeout_s)
+        self.peers = PeerClient(self._credential, self._address, config.peer_timeout_s, config.peer_ssl)
         self.replicas = ReplicaManager(
             config.node_id,
             self.raft,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -164,7 +165,9 @@ class PeerClient:
         credential: str,
         address: Callable[[str], str | None],
         timeout_s: float = CALL_TIMEOUT_S_DEFAULT,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self._ssl = ssl_context  # for https URLs: the certificates trusted, and the one presented
         self._headers = {"Authorization": f"Bearer {credential}", "Content-Type": MEDIA_TYPE}
         self._address = address
         self._timeout_s = timeout_s
@@ -177,7 +180,8 @@ class PeerClient:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(auto_decompress=False)
+            connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
+            self._session = aiohttp.ClientSession(auto_decompress=False, connector=connector)
         return self._session
 
     async def call(self, node_id: str, op: PeerOp, arguments: dict[str, Any]) -> object:

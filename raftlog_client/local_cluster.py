@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -32,10 +33,10 @@ CONTROL_TIMEOUT_S = 300.0
 COMMAND = (sys.executable, "-m", "raftlog_cli")  # the raftlog command of this Python
 
 
-def ready(url: str) -> bool:
-    """Whether ``url`` answers ``GET /status/ready`` with 200."""
+def ready(url: str, context: ssl.SSLContext | None = None) -> bool:
+    """Whether ``url`` answers ``GET /status/ready`` with 200 (an https URL: checked with ``context``)."""
     try:
-        with urllib.request.urlopen(url + "/status/ready", timeout=1) as answer:
+        with urllib.request.urlopen(url + "/status/ready", timeout=1, context=context) as answer:
             return bool(answer.status == 200)
     except (urllib.error.URLError, OSError):
         return False
@@ -46,10 +47,18 @@ class LocalCluster:
     After ``start``: ``urls`` and ``pids`` by node id (``pids`` as ``raftlog dev`` last wrote them, or as
     the caller set them after restarting a node itself)."""
 
-    def __init__(self, directory: str, nodes: int = 3, serve_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        directory: str,
+        nodes: int = 3,
+        serve_args: Sequence[str] = (),
+        dev_args: Sequence[str] = (),
+    ) -> None:
         self.directory = os.path.abspath(directory)
         self.nodes = nodes
         self.serve_args = list(serve_args)
+        self.dev_args = list(dev_args)  # e.g. ["--tls"]
+        self.tls: dict[str, str] = {}  # cluster.json's: ca, client_cert, client_key (raftlog dev --tls)
         self.dev_log = os.path.join(self.directory, "dev.log")
         self.urls: dict[str, str] = {}
         self.kafka: dict[str, str] = {}  # node id -> HOST:PORT of its Kafka listener
@@ -77,7 +86,7 @@ class LocalCluster:
         """Start ``raftlog dev`` and return once every node answers ready; stopped again on failure."""
         os.makedirs(self.directory, exist_ok=True)
         argv = [*COMMAND, "dev", "--nodes", str(self.nodes), "--data-dir", self.directory, "--base-port", "0"]
-        argv += [f"--serve-arg={arg}" for arg in self.serve_args]
+        argv += [f"--serve-arg={arg}" for arg in self.serve_args] + self.dev_args
         self._log = open(self.dev_log, "ab")  # noqa: SIM115 - closed in stop()
         self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
         try:
@@ -96,16 +105,34 @@ class LocalCluster:
             if pending is None:
                 nodes = self._described_nodes()
                 if nodes is not None and len(nodes) == self.nodes and all(n.get("pid") for n in nodes):
+                    self.tls = self._described_tls()
                     self.urls = {str(n["id"]): str(n["http"]) for n in nodes}
                     self.kafka = {str(n["id"]): str(n["kafka"]) for n in nodes if n.get("kafka")}
                     self.pids = {str(n["id"]): int(n["pid"]) for n in nodes}
                     pending = set(self.urls)
             if pending is not None:
-                pending = {node for node in pending if not ready(self.urls[node])}
+                context = self.ssl_context()
+                pending = {node for node in pending if not ready(self.urls[node], context)}
                 if not pending:
                     return
             time.sleep(0.2)
         raise RuntimeError(f"the cluster was not ready within {timeout_s:g} s; see {self.dev_log}")
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """What a client of this cluster uses for its https URLs: its CA trusted, its client certificate
+        presented (None: plain HTTP)."""
+        if not self.tls:
+            return None
+        context = ssl.create_default_context(cafile=self.tls["ca"])
+        context.load_cert_chain(self.tls["client_cert"], self.tls["client_key"])
+        return context
+
+    def _described_tls(self) -> dict[str, str]:
+        try:
+            with open(os.path.join(self.directory, "cluster.json"), encoding="utf-8") as f:
+                return dict(json.load(f).get("tls") or {})
+        except (OSError, ValueError):
+            return {}
 
     def _described_nodes(self) -> list[dict[str, Any]] | None:
         """The nodes of ``cluster.json``, or None while there is none (or it is being replaced)."""
