@@ -42,7 +42,7 @@ from partitions.groups.coordinator import GROUPS_TOPIC, SUBSCRIBED_TOPICS_MAX
 from partitions.groups.errors import InvalidConsumerConfig
 from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, ReadConfig
 from partitions.names import check_group_name, check_instance_name, check_topic_name, check_user_topic_name
-from partitions.services import ConsumerRecords, GroupSummary
+from partitions.services import ConsumerRecords, GroupSummary, MemberPartition
 from raftlog.errors import check
 from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, JSON_V2, KAFKA_V2, PLAIN_JSON
 
@@ -391,8 +391,8 @@ def _summary(summary: GroupSummary) -> dict[str, Any]:
 
 
 async def list_groups(request: web.Request) -> web.Response:
-    """Every group with members, asking the leader of each ``__consumer_groups`` partition (or only
-    partition ``coordinator_partition``)."""
+    """Every group (with members, or empty for less than 7 days), asking the leader of each
+    ``__consumer_groups`` partition (or only partition ``coordinator_partition``)."""
     groups = _groups(request)
     only = query_int(request.query, "coordinator_partition", None, 0, 2**31 - 1)
     count = await groups.coordinator_partitions()
@@ -404,28 +404,34 @@ async def list_groups(request: web.Request) -> web.Response:
     return web.json_response({"groups": [_summary(s) for s in summaries]})
 
 
+def _partition_json(row: MemberPartition) -> dict[str, Any]:
+    return {
+        **_tp_json(row.tp),
+        "position": row.position,
+        "committed_offset": row.committed_offset,
+        "end_offset": row.end_offset,
+        "lag": row.lag,
+    }
+
+
 async def describe_group(request: web.Request) -> web.Response:
     """Members, their partitions, positions, committed offsets and lag (end offset - committed offset;
-    null while nothing is committed). Served by the group's coordinator."""
+    null while nothing is committed); ``unassigned``: the partitions of its topics no member holds (all
+    of them once the last member left: the group stays, empty, for 7 days). Served by the group's
+    coordinator."""
     described = await _groups(request).describe(_group(request))
     members = [
         {
             "instance_id": member.instance_id,
             "topics": list(member.topics),
-            "partitions": [
-                {
-                    **_tp_json(row.tp),
-                    "position": row.position,
-                    "committed_offset": row.committed_offset,
-                    "end_offset": row.end_offset,
-                    "lag": row.lag,
-                }
-                for row in member.partitions
-            ],
+            "partitions": [_partition_json(row) for row in member.partitions],
         }
         for member in described.members
     ]
-    return web.json_response({**_summary(described.summary), "members": members, "lag": described.lag})
+    unassigned = [_partition_json(row) for row in described.unassigned]
+    return web.json_response(
+        {**_summary(described.summary), "members": members, "unassigned": unassigned, "lag": described.lag}
+    )
 
 
 _GROUP = "/consumers/{group}"

@@ -134,6 +134,17 @@ def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "additionalProperties": False}
 
 
+_GROUP_PARTITION = _obj(
+    {
+        "topic": _STR,
+        "partition": _INT,
+        "position": _nullable(_INT),
+        "committed_offset": _nullable(_INT),
+        "end_offset": _INT,
+        "lag": _nullable(_INT),
+    }
+)
+
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Error": _obj(
         {
@@ -500,22 +511,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     {
                         "instance_id": _STR,
                         "topics": {"type": "array", "items": _STR},
-                        "partitions": {
-                            "type": "array",
-                            "items": _obj(
-                                {
-                                    "topic": _STR,
-                                    "partition": _INT,
-                                    "position": _nullable(_INT),
-                                    "committed_offset": _nullable(_INT),
-                                    "end_offset": _INT,
-                                    "lag": _nullable(_INT),
-                                }
-                            ),
-                        },
+                        "partitions": {"type": "array", "items": _GROUP_PARTITION},
                     }
                 ),
             },
+            "unassigned": {"type": "array", "items": _GROUP_PARTITION},
         }
     ),
     "TopicConfigs": _obj({"topic": _STR, "configs": {"type": "object"}}, ["topic", "configs"]),

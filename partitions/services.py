@@ -243,6 +243,7 @@ class GroupDescription:
     summary: GroupSummary
     members: tuple[MemberDescription, ...]
     lag: int
+    unassigned: tuple[MemberPartition, ...] = ()  # partitions of its topics no member holds (an empty group)
 
 
 RESULT_TYPES: tuple[type, ...] = (

@@ -1,6 +1,7 @@
 """``raftlog group list|describe|reset``: consumer groups as an operator sees them (rpk group, kafka's
-consumer-groups tool): the groups with members, one group's members, partitions and lag, and moving a
-group's committed offsets while it has no members."""
+consumer-groups tool): the groups (those whose last member left stay, empty, for 7 days), one group's
+members, partitions, committed offsets and lag, and moving a group's committed offsets while it has no
+members."""
 
 from __future__ import annotations
 
@@ -25,14 +26,13 @@ def describe_summary(body: dict[str, Any]) -> str:
         f"total lag {body['lag']}",
         f"{'TOPIC':<24}{'PARTITION':>10}{'COMMITTED':>11}{'END':>11}{'LAG':>9}  MEMBER",
     ]
-    for member in body["members"]:
-        for row in member["partitions"]:
-            committed = "-" if row["committed_offset"] is None else row["committed_offset"]
-            lag = "-" if row["lag"] is None else row["lag"]
-            lines.append(
-                f"{row['topic']:<24}{row['partition']:>10}{committed:>11}{row['end_offset']:>11}{lag:>9}  "
-                f"{member['instance_id']}"
-            )
+    rows = [(row, member["instance_id"]) for member in body["members"] for row in member["partitions"]]
+    rows += [(row, "-") for row in body.get("unassigned", [])]  # no member holds it (an empty group)
+    for row, member in rows:
+        committed = "-" if row["committed_offset"] is None else row["committed_offset"]
+        lag = "-" if row["lag"] is None else row["lag"]
+        where = f"{row['topic']:<24}{row['partition']:>10}"
+        lines.append(f"{where}{committed:>11}{row['end_offset']:>11}{lag:>9}  {member}")
     return "\n".join(lines)
 
 
@@ -62,7 +62,9 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
         print_answer(args, await client.consumer_groups(), list_summary)
         return 0
 
-    sub.add_parser("list", parents=common, help="every group with members").set_defaults(run=run(listing))
+    sub.add_parser("list", parents=common, help="every group (empty ones too, for 7 days)").set_defaults(
+        run=run(listing)
+    )
 
     async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
         print_answer(args, await client.consumer_group(args.group), describe_summary)

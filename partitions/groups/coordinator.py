@@ -48,6 +48,7 @@ from partitions.groups.errors import (
 )
 from partitions.groups.state import (
     DEFAULT_READS,
+    EMPTY_GROUP_RETENTION_MS,
     SESSION_TIMEOUT_MS_DEFAULT,
     Expire,
     Group,
@@ -154,11 +155,11 @@ class _Session:
             self.positions[key] = {tp: o for tp, o in self.positions[key].items() if tp in kept}
 
     def forget(self, key: Key, group_left: Group | None) -> None:
-        """A member left; with its group gone too (``group_left`` None), the group's offsets seen."""
+        """A member left; with its group gone or empty too, the group's offsets seen."""
         self.last_seen_ms.pop(key, None)
         self.reads.pop(key, None)
         self.positions.pop(key, None)
-        if group_left is None:
+        if group_left is None or not group_left.members:
             for seen in (self.committed, self.end_offsets):
                 for stale in [k for k in seen if k[0] == key[0]]:
                     del seen[stale]
@@ -386,6 +387,13 @@ class GroupCoordinator:
         expired: list[Key] = []
         now = self._monotonic()
         for partition, session, name, group in self._led_groups():
+            if not group.members:  # empty: forgotten once it stayed so for the retention
+                if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
+                    log.info(
+                        "group %s: empty for %d days; forgotten", name, EMPTY_GROUP_RETENTION_MS // 86_400_000
+                    )
+                    await self._propose(partition, Expire(name, (), self._wall()))
+                continue
             due = []
             for instance_id, member in group.members.items():
                 key = (name, instance_id)

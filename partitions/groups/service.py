@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from partitions.errors import UnknownTopic
+from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, StaleGeneration
@@ -268,21 +268,30 @@ class ConsumerService:
         """Members, their partitions, positions, committed offsets and lag (end offset - committed offset;
         None while nothing is committed)."""
         current, positions = self._groups.describe(group)
+
+        async def row(tp: TopicPartition, position: int | None) -> MemberPartition:
+            committed = await self._committed(group, tp)
+            end = (await self._data().offsets(tp.topic, tp.partition)).value.high_watermark
+            self._groups.note_end_offset(group, tp, end)
+            lag = None if committed is None else max(0, end - committed)
+            return MemberPartition(tp, position, committed, end, lag)
+
         members = []
-        total = 0
         for instance_id, member in sorted(current.members.items()):
-            rows = []
-            for tp in current.assignment.get(instance_id, ()):
-                committed = await self._committed(group, tp)
-                end = (await self._data().offsets(tp.topic, tp.partition)).value.high_watermark
-                self._groups.note_end_offset(group, tp, end)
-                lag = None if committed is None else max(0, end - committed)
-                total += lag or 0
-                rows.append(MemberPartition(tp, positions.get(instance_id, {}).get(tp), committed, end, lag))
+            mine = positions.get(instance_id, {})
+            rows = [await row(tp, mine.get(tp)) for tp in current.assignment.get(instance_id, ())]
             members.append(MemberDescription(instance_id, tuple(member.topics), tuple(rows)))
+        assigned = {tp for tps in current.assignment.values() for tp in tps}
+        unassigned = []
+        for topic, count in sorted(current.partition_counts.items()):  # an empty group's topics
+            for tp in (TopicPartition(topic, p) for p in range(count)):
+                if tp not in assigned:
+                    with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                        unassigned.append(await row(tp, None))
+        total = sum(r.lag or 0 for m in members for r in m.partitions) + sum(r.lag or 0 for r in unassigned)
         partition = self._groups.coordinator_partition(group)
         summary = GroupSummary(group, current.generation, current.assignor, len(current.members), partition)
-        return GroupDescription(summary, tuple(members), total)
+        return GroupDescription(summary, tuple(members), total, tuple(unassigned))
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         return [

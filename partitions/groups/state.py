@@ -7,7 +7,11 @@ coordinator). Commands are proposed by the coordinator partition's leader and ap
 ``apply`` is deterministic: time comes in the command (``now_ms``, stamped by the leader), the assignment
 is a pure function of the committed membership (``assignors``), and refusals are returned, not raised.
 Every membership or subscription change bumps the group's generation (Kafka's rule) and reassigns.
-A group with no members left is forgotten (its committed offsets live with the data partitions).
+A group whose last member left stays, empty (Kafka's Empty state: its generation bumped, no assignment,
+the partition counts of the topics it read kept so that describe and reset still know them), and is
+forgotten once it stayed empty for ``EMPTY_GROUP_RETENTION_MS`` (Kafka's ``offsets.retention.minutes``:
+7 days), through an ``Expire`` the coordinator proposes. Its committed offsets live with the data
+partitions either way.
 
 Groups are immutable values replaced whole on change, so the event loop may read the table while the
 consensus thread applies (a read sees the group before or after a command, never half of it).
@@ -35,6 +39,7 @@ SESSION_TIMEOUT_MS_DEFAULT = 30_000
 FETCH_MIN_BYTES_MAX = 10_000_000  # Confluent's bound of fetch.min.bytes
 REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
 AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
+EMPTY_GROUP_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes: 7 days
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH = 1, 2, 3, 4, 5
 
 
@@ -230,9 +235,10 @@ def _rebalance(
     members: Mapping[str, Member],
     counts: Mapping[str, int],
     now_ms: int,
-) -> Group | None:
-    if not members:
-        return None
+) -> Group:
+    if not members:  # Kafka's Empty state: the group and the topics it read stay, for describe and reset
+        generation = (previous.generation if previous is not None else 0) + 1
+        return Group(name, assignor, generation, {}, {}, {t: int(c) for t, c in counts.items()}, now_ms)
     subscriptions = {m.instance_id: m.topics for m in members.values()}
     wanted = {t for m in members.values() for t in m.topics}
     kept_counts = {t: int(c) for t, c in counts.items() if t in wanted}
@@ -268,7 +274,8 @@ class GroupTable:
                 return ConsumerInstanceExists(command.group, member.instance_id)
             if command.assignor not in ASSIGNORS:
                 return InvalidCommand(f"unknown assignor {command.assignor!r}")
-            assignor = existing.assignor if existing is not None else command.assignor
+            # a group with members keeps its assignor; an empty one takes the joiner's, as Kafka's does
+            assignor = existing.assignor if existing is not None and existing.members else command.assignor
             members = dict(existing.members) if existing is not None else {}
             members[member.instance_id] = member
             counts = existing.partition_counts if existing is not None else {}
@@ -293,6 +300,9 @@ class GroupTable:
             members[command.instance_id] = replace(old, topics=tuple(sorted(set(command.topics))))
             counts.update({t: int(c) for t, c in command.partition_counts.items()})
         elif isinstance(command, Expire):
+            if not members:  # an empty group is forgotten once it stayed empty for the retention
+                due = command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
+                return self._store(command.group, None) if due else GroupChanged(command.group, existing)
             removed = tuple(sorted(i for i in set(command.instance_ids) if i in members))
             if not removed:
                 return GroupChanged(command.group, existing)

@@ -21,9 +21,11 @@ from partitions.groups.errors import (
     PartitionNotAssigned,
     StaleGeneration,
     UnknownConsumerInstance,
+    UnknownGroup,
 )
 from partitions.groups.state import (
     DEFAULT_READS,
+    EMPTY_GROUP_RETENTION_MS,
     Expire,
     GroupChanged,
     GroupCommand,
@@ -107,7 +109,18 @@ def test_membership_changes_bump_the_generation_and_reassign() -> None:
     snapshot = GroupTable.from_rows(table.to_rows())
     assert snapshot == table
     assert isinstance(table.apply(encode(Leave("g", "b", 5))), GroupChanged)
-    assert table.groups == {}
+    empty = table.groups["g"]  # Kafka's Empty state: kept, with the topics it read, for describe and reset
+    assert (empty.generation, empty.members, empty.assignment) == (6, {}, {})
+    assert (empty.partition_counts, empty.changed_ms) == ({"t": 4}, 5)
+    assert GroupTable.from_rows(table.to_rows()) == table
+    rejoined = table.apply(encode(Join("g", member("c"), "round_robin")))  # an empty group takes its assignor
+    assert isinstance(rejoined, GroupChanged) and rejoined.group is not None
+    assert (rejoined.group.generation, rejoined.group.assignor) == (7, "round_robin")
+    table.apply(encode(Leave("g", "c", 10)))
+    kept = table.apply(encode(Expire("g", (), 10 + EMPTY_GROUP_RETENTION_MS - 1)))
+    assert isinstance(kept, GroupChanged) and kept.group is table.groups["g"]  # not yet
+    gone = table.apply(encode(Expire("g", (), 10 + EMPTY_GROUP_RETENTION_MS)))
+    assert isinstance(gone, GroupChanged) and gone.group is None and table.groups == {}
 
 
 class MemoryLog:
@@ -195,6 +208,22 @@ async def test_instances_share_partitions_and_commits_are_fenced(coordinator: Gr
     with pytest.raises(UnknownConsumerInstance):
         coordinator.view("g", "b")
     assert len(coordinator.view("g", "a").assigned) == 4
+
+
+async def test_a_group_whose_last_member_left_stays_empty_for_the_retention(
+    coordinator: GroupCoordinator, clock: Clock
+) -> None:
+    await coordinator.create_instance("g", "a")
+    await coordinator.subscribe("g", "a", ["t"])
+    await coordinator.delete_instance("g", "a")
+    empty, positions = coordinator.describe("g")
+    assert (empty.members, empty.partition_counts, positions) == ({}, {"t": 4}, {})
+    clock.ms += EMPTY_GROUP_RETENTION_MS - 1
+    assert await coordinator.expire_due() == [] and coordinator.describe("g")[0] == empty
+    clock.ms += 1
+    await coordinator.expire_due()  # empty for the whole retention: forgotten
+    with pytest.raises(UnknownGroup):
+        coordinator.describe("g")
 
 
 async def test_bad_settings_are_refused_before_anything_is_replicated(

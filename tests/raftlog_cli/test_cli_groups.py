@@ -25,6 +25,19 @@ async def test_groups_listed_described_and_reset(
         capsys, "consume", "t", "--group", "g", "--from-beginning", "--max", "2", "--follow", *server
     )
     assert code == 0  # a member read two records and committed them, then left
+    code, out, _ = await run(capsys, "group", "list", *server)
+    assert code == 0 and any(line.split()[:2] == ["g", "0"] for line in out.splitlines()), out  # empty
+    code, out, _ = await run(capsys, "group", "describe", "g", "--json", *server)
+    described = json.loads(out)
+    assert code == 0 and described["members"] == []
+    rows = {r["partition"]: (r["committed_offset"], r["end_offset"]) for r in described["unassigned"]}
+    assert set(rows) == {0, 1} and sum(c or 0 for c, _ in rows.values()) == 2, rows  # its commits stay
+    code, out, _ = await run(capsys, "group", "describe", "g", *server)
+    assert (
+        code == 0
+        and "0 member(s)" in out
+        and [line.split()[-1] for line in out.splitlines()[2:]] == ["-", "-"]
+    )
 
     await n1.client.post("/consumers/g", json={"name": "watcher"})  # a member that stays
     code, out, _ = await run(capsys, "group", "list", *server)
