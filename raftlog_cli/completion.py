@@ -1,7 +1,9 @@
-"""``raftlog completion bash``: a bash completion script written from the parser itself, so it names
-every command, subcommand and option there is (zsh: ``autoload bashcompinit && bashcompinit`` first).
+"""``raftlog completion bash|zsh``: a completion script written from the parser itself, so it names every
+command, subcommand and option there is. zsh gets the same script behind zsh's own bash-completion
+layer (``bashcompinit``).
 
     source <(raftlog completion bash)      # or save it under /etc/bash_completion.d/raftlog
+    source <(raftlog completion zsh)       # in ~/.zshrc
 """
 
 from __future__ import annotations
@@ -48,19 +50,29 @@ def _paths(parser: argparse.ArgumentParser, path: str = "raftlog") -> Iterator[t
         yield from _paths(child, f"{path} {name}")
 
 
+ZSH_PREAMBLE = """# zsh completion for raftlog (raftlog completion zsh): the bash script through bashcompinit
+autoload -U +X compinit && compinit
+autoload -U +X bashcompinit && bashcompinit
+"""
+
+
 def bash_script(parser: argparse.ArgumentParser) -> str:
     entries = "\n".join(f'    ["{path}"]="{" ".join(words)}"' for path, words in _paths(parser))
     return _SCRIPT.format(entries=entries)
 
 
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    return bash_script(parser) if shell == "bash" else ZSH_PREAMBLE + bash_script(parser)
+
+
 def add_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], parser: argparse.ArgumentParser
 ) -> None:
-    completion = commands.add_parser("completion", help="print a shell completion script (bash)")
-    completion.add_argument("shell", choices=["bash"])
+    completion = commands.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    completion.add_argument("shell", choices=["bash", "zsh"])
 
     def run(args: argparse.Namespace) -> int:
-        print(bash_script(parser), end="")
+        print(script(parser, args.shell), end="")
         return 0
 
     completion.set_defaults(run=run)

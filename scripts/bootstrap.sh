@@ -34,6 +34,17 @@ if ! command -v kcat >/dev/null 2>&1; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
     }
 fi
+# zsh (Debian's package): raftlog completion zsh is tested in a real zsh.
+if ! command -v zsh >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: zsh is missing; install it (Debian/Ubuntu: apt-get install zsh) and run again" >&2
+        exit 1
+    fi
+    echo "bootstrap: installing zsh (apt-get)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zsh >/dev/null 2>&1 || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zsh >/dev/null
+    }
+fi
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then

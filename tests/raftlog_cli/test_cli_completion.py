@@ -1,5 +1,6 @@
-"""``raftlog completion bash``: the script, sourced in a real bash, completes commands, subcommands,
-fixed positional values and options from the parser itself."""
+"""``raftlog completion bash|zsh``: the script, sourced in a real bash (and in a real zsh, through zsh's
+bashcompinit), completes commands, subcommands, fixed positional values and options from the parser
+itself."""
 
 from __future__ import annotations
 
@@ -40,3 +41,29 @@ def test_the_bash_script_completes_from_the_parser(
     assert complete(script, "raftlog", "dev", "st") == ["start", "stop", "status"]
     assert "--to-earliest" in complete(script, "raftlog", "group", "reset", "billing", "--to")
     assert complete(script, "raftlog", "consume", "orders", "--form") == ["--format"]
+
+
+def test_the_zsh_script_completes_through_bashcompinit(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["completion", "zsh"]) == 0
+    script = tmp_path / "raftlog.zsh"
+    script.write_text(capsys.readouterr().out)
+
+    def candidates(*words: str) -> list[str]:
+        quoted = " ".join(f"'{w}'" for w in words)
+        # as zsh's _bash_complete runs a bash completion function: sh emulation, 0-based arrays
+        program = (
+            f"source {script}; f() {{ emulate -L sh; setopt kshglob noshglob braceexpand; "
+            f"COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _raftlog; "
+            'print -l -r -- "${COMPREPLY[@]}"; }; f; complete -p'
+        )
+        done = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return done.stdout.split()
+
+    listed = candidates("raftlog", "topic", "")
+    assert listed[:6] == ["config", "create", "delete", "describe", "list", "--help"]
+    assert listed[-4:] == ["complete", "-F", "_raftlog", "raftlog"]  # registered with zsh's completion
+    assert {"start", "stop", "status"} <= set(candidates("raftlog", "dev", ""))
+    assert "--format" in candidates("raftlog", "consume", "orders", "--form")  # zsh filters by prefix
