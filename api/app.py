@@ -27,7 +27,19 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from api import admin, consumers, errors, internal, negotiation, prometheus, records, state, topics
+from api import (
+    admin,
+    auth,
+    consumers,
+    errors,
+    internal,
+    negotiation,
+    prometheus,
+    records,
+    state,
+    topics,
+    users,
+)
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -201,6 +213,7 @@ ROUTES: tuple[Operation, ...] = (
         ok_schema="TransferResult", errors=(404, 409), write=True,
     ),
     *admin.ROUTES,
+    *users.ROUTES,  # users and their SCRAM credentials
     Operation(
         "GET", "/metrics", metrics, "metrics", "Prometheus metrics", "operations",
         ok_type="text/plain", local=True,
@@ -231,7 +244,8 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
     if mapped.status == 503:
         headers["Retry-After"] = str(errors.RETRY_AFTER_S)
     if isinstance(error, Unauthorized):
-        headers["WWW-Authenticate"] = 'Bearer realm="raftlog"'
+        basic = auth.needs_user(request.path)
+        headers["WWW-Authenticate"] = 'Basic realm="raftlog"' if basic else 'Bearer realm="raftlog"'
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = ", ".join(error.allowed)
     if mapped.status >= 500 and not mapped.retriable:
@@ -287,6 +301,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         token = app_state.settings.admin_token
         if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
             _check_token(request, token)
+        if app_state.settings.require_auth and auth.needs_user(request.path):
+            await auth.authenticate(request, app_state.node, token, app_state.verifier)
         if request.path.startswith(INTERNAL_PREFIX):
             _check_peer(request, app_state.node)
         return await handler(request)
@@ -364,6 +380,7 @@ def build_app(
     node: FrontDoor,
     *,
     admin_token: str | None = None,
+    require_auth: bool = False,
     produce_timeout_ms: int = 10_000,
     admin_timeout_ms: int = 10_000,
     request_bytes_max: int = REQUEST_BYTES_MAX,
@@ -375,7 +392,11 @@ def build_app(
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
         raise ValueError("timeouts and request_bytes_max must be positive")
-    settings = state.Settings(admin_token, produce_timeout_ms, admin_timeout_ms, request_bytes_max)
+    if require_auth and admin_token is None:
+        raise ValueError("require_auth needs an admin_token: users are managed through /v1/users")
+    settings = state.Settings(
+        admin_token, produce_timeout_ms, admin_timeout_ms, request_bytes_max, require_auth
+    )
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[state.STATE] = state.AppState(
         node, settings, state.Admission(writes_in_flight_max, long_polls_in_flight_max)

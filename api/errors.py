@@ -33,6 +33,7 @@ from partitions.errors import (
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
+    UnknownUser,
 )
 from partitions.groups.errors import (
     ConsumerFormatMismatch,
@@ -183,6 +184,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (UnknownPartition, HttpError(404, 40402)),
     (TopicExists, HttpError(409, 40901)),
     (UnknownNode, HttpError(404, 40405)),
+    (UnknownUser, HttpError(404, 40407)),
     (NoReassignment, HttpError(404, 40406)),
     (InvalidReassignment, HttpError(400, 40002)),
     (ReassignmentInProgress, HttpError(409, 40908)),

@@ -23,6 +23,7 @@ from partitions.groups.state import (
     SESSION_TIMEOUT_MS_MIN,
 )
 from partitions.peer_client import INTERNAL_PREFIX
+from partitions.users import ITERATIONS_DEFAULT, MECHANISMS
 from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -144,6 +145,8 @@ _GROUP_PARTITION = _obj(
         "lag": _nullable(_INT),
     }
 )
+
+_MECHANISMS = {"type": "array", "items": {"type": "string", "enum": sorted(MECHANISMS)}}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Error": _obj(
@@ -574,6 +577,24 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["node_id", "decommissioning", "replicas_remaining", "done"],
     ),
     "Maintenance": _obj({"node_id": _STR, "maintenance": {"type": "boolean"}}, ["node_id", "maintenance"]),
+    "User": _obj(
+        {"name": _STR, "mechanisms": _MECHANISMS, "created": {"type": "boolean"}},
+        ["name", "mechanisms", "created"],
+    ),
+    "Users": _obj(
+        {"users": {"type": "array", "items": _obj({"name": _STR, "mechanisms": _MECHANISMS})}}, ["users"]
+    ),
+    "UserRequest": _closed(
+        _obj(
+            {
+                "name": _STR,
+                "password": {"type": "string", "minLength": 1},
+                "mechanisms": _MECHANISMS,
+                "iterations": {"type": "integer", "minimum": ITERATIONS_DEFAULT},
+            },
+            ["name", "password"],
+        )
+    ),
 }
 
 _REASONS = {

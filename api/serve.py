@@ -115,6 +115,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
     parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
     parser.add_argument(
+        "--require-auth", action="store_true",
+        help="every data and consumer endpoint needs HTTP Basic with a user of /v1/users (or the admin "
+        "token as a bearer token); needs --admin-token",
+    )  # fmt: skip
+    parser.add_argument(
         "--tls-cert",
         metavar="FILE",
         help="PEM certificate (chain) of the HTTP and Kafka listeners: TLS on both",
@@ -253,6 +258,15 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
             f"a cluster secret of at least 16 bytes is required (--secret-file or ${SECRET_ENV})"
         )
     token = args.admin_token or os.environ.get(TOKEN_ENV) or None
+    if args.require_auth and token is None:
+        raise ServeConfigError(
+            "--require-auth needs an admin token (--admin-token): users are made through /v1/users"
+        )
+    if args.require_auth and kafka is not None:
+        raise ServeConfigError(
+            "--require-auth: the Kafka listener has no SASL yet and would let anyone in; "
+            "serve without --kafka"
+        )
     if not _is_loopback(http.host) and token is None:
         raise ServeConfigError(
             f"refusing to serve the admin API on non-loopback {http} without an admin token (--admin-token)"
@@ -367,6 +381,7 @@ async def serve(
     gc_gen0: int = 0,
     kafka: HostPort | None = None,
     tls: TlsFiles | None = None,
+    require_auth: bool = False,
 ) -> None:
     from api.app import build_app
     from kafka_api.door import Door
@@ -374,7 +389,9 @@ async def serve(
 
     node = Node(config)
     await node.start()
-    runner = web.AppRunner(build_app(node, admin_token=admin_token), access_log=None)
+    runner = web.AppRunner(
+        build_app(node, admin_token=admin_token, require_auth=require_auth), access_log=None
+    )
     await runner.setup()
     listener_ssl = None if tls is None else server_context(tls)
     site = web.TCPSite(runner, http.host, http.port, ssl_context=listener_ssl)
@@ -420,9 +437,13 @@ def main(args: argparse.Namespace) -> int:
         if args.event_loop == "uvloop":
             import uvloop
 
-            uvloop.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls))
+            uvloop.run(
+                serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls, args.require_auth)
+            )
         else:
-            asyncio.run(serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls))
+            asyncio.run(
+                serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls, args.require_auth)
+            )
     except (DirectoryLocked, LegacyLogFormat) as exc:  # raised before the node changed anything of its data
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -15,6 +15,7 @@ from api.errors import Overloaded
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
 from partitions.cluster import FrontDoor
+from partitions.users import Verifier
 from raftlog.errors import InvariantViolation
 
 log = logging.getLogger("api")
@@ -30,6 +31,7 @@ class Settings:
     produce_timeout_ms: int
     admin_timeout_ms: int
     request_bytes_max: int
+    require_auth: bool = False  # the client routes need a user (api/auth.py)
 
 
 class Admission:
@@ -80,6 +82,7 @@ class AppState:
         self.admission = admission
         self.metrics = HttpMetrics()
         self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
+        self.verifier = Verifier()  # passwords checked lately (api/auth.py)
 
 
 STATE = web.AppKey("raftlog_state", AppState)

@@ -50,6 +50,7 @@ from partitions.services import (
     Served,
     TimestampOffset,
 )
+from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.batch import ProducerRecord
 
@@ -216,6 +217,12 @@ class ClusterAdmin:
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         return await self._run(lambda s: s.decommission_status(node_id))
+
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        return await self._run(lambda s: s.set_user(name, credentials))
+
+    async def delete_user(self, name: str) -> None:
+        await self._run(lambda s: s.delete_user(name))
 
     async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
         return await self._router.run(

@@ -1,4 +1,5 @@
-"""The controller's replicated state: topics, their configs and each partition's replica set.
+"""The controller's replicated state: topics, their configs and each partition's replica set; node flags;
+users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``).
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
@@ -25,8 +26,10 @@ from partitions.errors import (
     TopicExists,
     UnknownPartition,
     UnknownTopic,
+    UnknownUser,
 )
-from partitions.names import check_topic_name
+from partitions.names import check_topic_name, check_user_name
+from partitions.users import ScramCredential
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
@@ -36,6 +39,7 @@ PARTITIONS_MAX = 10_000
 SNAPSHOT_VERSION = 1
 _CREATE, _DELETE, _ALTER = 1, 2, 3
 _MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
+_SET_USER, _DELETE_USER = 8, 9
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -101,8 +105,29 @@ class SetNodeFlag:
     on: bool
 
 
+@dataclass(frozen=True, slots=True)
+class SetUser:
+    """Create a user, or replace its credentials (a new password), one per SCRAM mechanism."""
+
+    name: str
+    credentials: tuple[ScramCredential, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteUser:
+    name: str
+
+
 ControllerCommand = (
-    CreateTopic | DeleteTopic | AlterConfigs | MoveReplicas | CancelMove | StepMove | SetNodeFlag
+    CreateTopic
+    | DeleteTopic
+    | AlterConfigs
+    | MoveReplicas
+    | CancelMove
+    | StepMove
+    | SetNodeFlag
+    | SetUser
+    | DeleteUser
 )
 
 
@@ -164,6 +189,10 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _CANCEL_MOVE, command.name, command.partition]
     elif isinstance(command, StepMove):
         fields = [1, _STEP_MOVE, command.name, command.partition, command.replicas, command.adding]
+    elif isinstance(command, SetUser):
+        fields = [1, _SET_USER, command.name, [c.to_row() for c in command.credentials]]
+    elif isinstance(command, DeleteUser):
+        fields = [1, _DELETE_USER, command.name]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -198,6 +227,14 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return StepMove(name, fields[3], list(fields[4]), fields[5])
     if kind == _NODE_FLAG and len(fields) == 5 and fields[3] in NODE_FLAGS and isinstance(fields[4], bool):
         return SetNodeFlag(name, fields[3], fields[4])
+    if kind == _SET_USER and len(fields) == 4 and isinstance(fields[3], list) and fields[3]:
+        try:
+            credentials = tuple(ScramCredential.from_row(row) for row in fields[3])
+        except (InvalidName, TypeError, ValueError):
+            raise InvalidCommand("malformed user credentials") from None
+        return SetUser(name, credentials)
+    if kind == _DELETE_USER and len(fields) == 3:
+        return DeleteUser(name)
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -224,6 +261,7 @@ _Refusal = (
     | InvalidReassignment
     | ReassignmentInProgress
     | NoReassignment
+    | UnknownUser
 )
 ControllerResult = TopicMetadata | Reassignment | frozenset[str] | _Refusal
 
@@ -241,6 +279,7 @@ class ControllerMetadata:
     node_flags: Mapping[str, frozenset[str]] = field(
         default_factory=lambda: MappingProxyType({flag: frozenset() for flag in NODE_FLAGS})
     )
+    users: Mapping[str, tuple[ScramCredential, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ControllerStateMachine:
@@ -275,6 +314,7 @@ class ControllerStateMachine:
             InvalidReassignment,
             ReassignmentInProgress,
             NoReassignment,
+            UnknownUser,
         ) as refusal:
             self.metadata = replace(current, applied_index=index)
             return refusal
@@ -296,6 +336,10 @@ class ControllerStateMachine:
                     for (topic, partition), r in sorted(metadata.reassignments.items())
                 ],
                 "node_flags": {flag: sorted(nodes) for flag, nodes in sorted(metadata.node_flags.items())},
+                "users": [
+                    [name, [c.to_row() for c in credentials]]
+                    for name, credentials in sorted(metadata.users.items())
+                ],
             },
             use_bin_type=True,
         )
@@ -325,6 +369,12 @@ class ControllerStateMachine:
                 }
             ),
             MappingProxyType({flag: frozenset(flags.get(flag, [])) for flag in NODE_FLAGS}),
+            MappingProxyType(
+                {
+                    name: tuple(ScramCredential.from_row(row) for row in rows)
+                    for name, rows in state.get("users", [])
+                }
+            ),
         )
 
 
@@ -337,6 +387,7 @@ class _Change:
         self.topics: dict[str, TopicMetadata] | None = None
         self.reassignments: dict[tuple[str, int], Reassignment] | None = None
         self.node_flags: dict[str, frozenset[str]] | None = None
+        self.users: dict[str, tuple[ScramCredential, ...]] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -355,9 +406,12 @@ class _Change:
             base.topics if self.topics is None else MappingProxyType(self.topics),
             base.reassignments if self.reassignments is None else MappingProxyType(self.reassignments),
             base.node_flags if self.node_flags is None else MappingProxyType(self.node_flags),
+            base.users if self.users is None else MappingProxyType(self.users),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
+        if isinstance(decoded, SetUser | DeleteUser):
+            return self._apply_user(decoded)
         if isinstance(decoded, SetNodeFlag):
             nodes = self._base.node_flags[decoded.flag]
             flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}
@@ -388,6 +442,22 @@ class _Change:
         altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
         self._topics()[decoded.name] = altered
         return altered
+
+    def _apply_user(self, command: SetUser | DeleteUser) -> frozenset[str]:
+        """The user's mechanisms now (empty: deleted)."""
+        name = check_user_name(command.name)
+        users = dict(self._base.users)
+        if isinstance(command, DeleteUser):
+            if name not in users:
+                raise UnknownUser(name)
+            del users[name]
+            self.users = users
+            return frozenset()
+        if len({c.mechanism for c in command.credentials}) != len(command.credentials):
+            raise InvalidCommand(f"user {name!r}: one credential per mechanism")
+        users[name] = command.credentials
+        self.users = users
+        return frozenset(c.mechanism for c in command.credentials)
 
     def _apply_move(
         self, topic: TopicMetadata, command: MoveReplicas | CancelMove | StepMove

@@ -114,6 +114,12 @@ class UnknownNode(PartitionError):
         self.node_id = node_id
 
 
+class UnknownUser(PartitionError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"user {name!r} does not exist")
+        self.name = name
+
+
 class InvalidReassignment(PartitionError):
     """A replica set that cannot be used: empty, repeating a node, too small for a quorum, or naming a
     node that is down or leaving. Nothing was changed."""

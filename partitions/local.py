@@ -21,6 +21,7 @@ from partitions.services import (
     MoveState,
     PartitionState,
 )
+from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
 
 
@@ -78,6 +79,14 @@ class LocalAdmin:
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self._on_controller()
         return self._frontend.decommission_status(node_id)
+
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        self._on_controller()
+        return await self._frontend.set_user(name, credentials)
+
+    async def delete_user(self, name: str) -> None:
+        self._on_controller()
+        await self._frontend.delete_user(name)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the

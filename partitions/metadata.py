@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from partitions import decommission, reconfigure
@@ -30,9 +30,11 @@ from partitions.controller import (
     ControllerStateMachine,
     CreateTopic,
     DeleteTopic,
+    DeleteUser,
     MoveReplicas,
     Reassignment,
     SetNodeFlag,
+    SetUser,
     TopicMetadata,
     merge_configs,
     validate_topic,
@@ -47,16 +49,18 @@ from partitions.errors import (
     UnknownTopic,
 )
 from partitions.metadata_follower import FetchSnapshot, MetadataFollower
+from partitions.names import check_user_name
 from partitions.placement import check_capacity, place, replica_counts
 from partitions.raft_host import RaftHost
 from partitions.reconfigure import MoveProgress
 from partitions.replicas import FIRST_CAMPAIGN_ATTEMPTS, FIRST_CAMPAIGN_DELAY_MS, Notifying
 from partitions.services import ControllerSnapshot, MoveState
+from partitions.users import ScramCredential
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
-from raftlog.errors import check
+from raftlog.errors import InvariantViolation, check
 from raftlog.storage.config import LogConfig
 
 log = logging.getLogger("raftlog.node")
@@ -183,6 +187,19 @@ class MetadataFrontend:
         move = metadata.reassignments.get((topic, partition))
         progress = None if move is None else MoveProgress.of(move, replicas)
         return MoveState(topic, partition, list(replicas), progress)
+
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        return self._machine.metadata.users
+
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        check_user_name(name)
+        result = await self.propose(SetUser(name, tuple(credentials)))
+        if not isinstance(result, frozenset):
+            raise InvariantViolation(f"set user returned {result!r}")
+        return sorted(str(mechanism) for mechanism in result)
+
+    async def delete_user(self, name: str) -> None:
+        await self.propose(DeleteUser(name))
 
     def moves(self) -> list[MoveState]:
         metadata = self._machine.metadata

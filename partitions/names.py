@@ -13,6 +13,7 @@ topic names again when it applies a creation.
   Kafka's ``__consumer_offsets``): users cannot create them or subscribe to them. The cluster's own
   creation path does not go through the user edge; topics of such names created before the rule still
   exist and are served.
+- User names: as group names, and without ``:`` (HTTP Basic's separator).
 - Consumer group and consumer instance names: 1 to 255 bytes of UTF-8 text without control or format
   characters (Unicode categories Cc, Cf, Zl, Zp: newlines, tabs, NUL, DEL, zero-width and bidirectional
   marks), so that ``"billing\\n"`` cannot become a group beside ``"billing"`` that looks the same.
@@ -29,6 +30,7 @@ from partitions.errors import InvalidName, ReservedName
 TOPIC_NAME_BYTES_MAX = 200
 GROUP_NAME_BYTES_MAX = 255
 INSTANCE_NAME_BYTES_MAX = 255
+USER_NAME_BYTES_MAX = 255
 RESERVED_TOPIC_PREFIX = "__"
 _TOPIC_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 _TOPIC_CHARACTER = re.compile(r"[A-Za-z0-9._-]")
@@ -80,6 +82,17 @@ def check_group_name(name: object, field: str = "group") -> str:
 def check_instance_name(name: object, field: str = "instance") -> str:
     """``name`` if it can name a consumer instance, else ``InvalidName`` saying why."""
     return _check_text(name, field, INSTANCE_NAME_BYTES_MAX)
+
+
+def check_user_name(name: object, field: str = "user") -> str:
+    """``name`` if it can name a user (text as a group's, and no ``:``, which separates the name from the
+    password in HTTP Basic), else ``InvalidName`` saying why."""
+    text = _check_text(name, field, USER_NAME_BYTES_MAX)
+    if ":" in text:
+        raise InvalidName(
+            field, text, "must not contain ':' (HTTP Basic separates name and password with it)"
+        )
+    return text
 
 
 def _check_text(name: object, field: str, bytes_max: int) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from membership import GossipConfig
@@ -50,6 +50,7 @@ from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
 from partitions.services import ControllerSnapshot, MoveState, NodeInfo
+from partitions.users import ScramCredential
 from raftlog.consensus import journal
 from raftlog.consensus.core import CoreConfig
 from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT
@@ -339,6 +340,9 @@ class NodeView:
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return self._node.routing.failed_replicas()
+
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        return self._node.frontend.users()
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {

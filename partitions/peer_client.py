@@ -48,6 +48,7 @@ from partitions.services import (
     ReadPlan,
     TimestampOffset,
 )
+from partitions.users import ScramCredential
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import ProducerRecord, encode_batch
 
@@ -110,6 +111,8 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("admin", "cancel_move", "Cancel a replica move on the controller leader", write=True),
     PeerOp("admin", "set_node_flag", "Mark a node decommissioning or in maintenance", write=True),
     PeerOp("admin", "decommission_status", "A decommission's progress, from the controller leader"),
+    PeerOp("admin", "set_user", "Create a user or set its credentials on the controller leader", write=True),
+    PeerOp("admin", "delete_user", "Delete a user on the controller leader", write=True),
     PeerOp("admin", "partition_state", "A partition's state as its leader sees it"),
     PeerOp("admin", "transfer_leadership", "Move a partition's leadership, on its leader", write=True,
            wait_arg="timeout_ms"),
@@ -357,6 +360,14 @@ class RemoteAdmin:
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         return await self._client.expect(self._node, "admin.decommission_status", dict, node_id=node_id)
+
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        return await self._client.expect(
+            self._node, "admin.set_user", list, name=name, credentials=credentials
+        )
+
+    async def delete_user(self, name: str) -> None:
+        await self._client.expect_none(self._node, "admin.delete_user", name=name)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         return await self._client.expect(

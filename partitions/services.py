@@ -21,7 +21,7 @@ cluster-wide ones; the server side of peer calls uses the local ones. Methods ra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -30,6 +30,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.state import ReadConfig
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure
+from partitions.users import ScramCredential
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import ProducerRecord
 
@@ -273,6 +274,7 @@ RESULT_TYPES: tuple[type, ...] = (
     MoveProgress,
     MemberView,
     ReplicaFailure,
+    ScramCredential,
 )
 
 
@@ -322,6 +324,10 @@ class MetadataView(Protocol):
     def failed_replicas(self) -> list[ReplicaFailure]:
         """Every replica known to be unable to open or replay: this node's and those its live peers
         gossip."""
+        ...
+
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        """The users and their SCRAM credentials as this node's controller metadata has them."""
         ...
 
     def metrics(self) -> dict[str, float]:
@@ -420,6 +426,15 @@ class AdminService(Protocol):
         ...
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]: ...
+
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        """Create a user or replace its credentials (made where the password entered: it never travels
+        on); its mechanisms. Raises InvalidName, InvalidCommand."""
+        ...
+
+    async def delete_user(self, name: str) -> None:
+        """Raises UnknownUser."""
+        ...
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view (match offsets, lag, in sync); NotLeader names the leader elsewhere."""

@@ -19,6 +19,7 @@ from api import logs
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import completion, log_command, profile, records, topics
 from raftlog_cli import groups as cli_groups
+from raftlog_cli import users as cli_users
 from raftlog_cli.arguments import header_pair, non_negative, positive
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
@@ -43,7 +44,9 @@ def _serve(args: argparse.Namespace) -> int:
 def _client(args: argparse.Namespace, target: profile.Target) -> RaftlogClient:
     servers = [s.strip() for s in target.server.split(",") if s.strip()]
     # a command fails at once when no server accepts a connection (two rounds), not after seconds of backoff
-    return RaftlogClient(servers, admin_token=target.token, retries=args.retries, unreachable_rounds=2)
+    return RaftlogClient(
+        servers, admin_token=target.token, user=target.user, retries=args.retries, unreachable_rounds=2
+    )
 
 
 def _with_client(args: argparse.Namespace, work: Callable[[RaftlogClient], Awaitable[int]]) -> int:
@@ -263,6 +266,7 @@ def _add_cluster_commands(commands: Any) -> None:
 
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
     cli_groups.add_commands(commands, server, _with_client)
+    cli_users.add_commands(commands, server, _with_client)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,11 +1,14 @@
-"""Where the cluster commands find their server and token: the command line, else the environment
-(``RAFTLOG_SERVER``, ``RAFTLOG_ADMIN_TOKEN``), else a profile of the config file, else the local
-``raftlog dev`` on 127.0.0.1:8081.
+"""Where the cluster commands find their server, token and user: the command line, else the environment
+(``RAFTLOG_SERVER``, ``RAFTLOG_ADMIN_TOKEN``, ``RAFTLOG_USER`` and ``RAFTLOG_PASSWORD``), else a profile
+of the config file, else the local ``raftlog dev`` on 127.0.0.1:8081. A user (HTTP Basic) is what a
+cluster serving with ``--require-auth`` asks of the data commands; the password is never taken from the
+command line (it would show in ``ps``), only from the environment or the file.
 
 The config file is ``$RAFTLOG_CONFIG``, else ``~/.config/raftlog/config.toml``::
 
     server = "http://127.0.0.1:8081"          # the default profile
     admin_token = "..."
+    user = "alice"                            # with password = "...": for --require-auth clusters
 
     [profiles.prod]
     server = "http://10.0.0.1:8081,http://10.0.0.2:8081"
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SERVER_DEFAULT = "http://127.0.0.1:8081"
-KEYS = frozenset({"server", "admin_token"})
+KEYS = frozenset({"server", "admin_token", "user", "password"})
 
 
 class ProfileError(Exception):
@@ -35,6 +38,7 @@ class ProfileError(Exception):
 class Target:
     server: str
     token: str | None
+    user: tuple[str, str] | None = None  # (name, password)
 
 
 def config_path() -> str:
@@ -76,7 +80,13 @@ def resolve(args: argparse.Namespace) -> Target:
         settings = {**settings, **_checked(profiles[name], f"{path} [profiles.{name}]")}
     server = args.server or os.environ.get("RAFTLOG_SERVER") or settings.get("server") or SERVER_DEFAULT
     token = args.token or os.environ.get("RAFTLOG_ADMIN_TOKEN") or settings.get("admin_token")
-    return Target(server, token)
+    name = args.user or os.environ.get("RAFTLOG_USER") or settings.get("user")
+    if name is None:
+        return Target(server, token)
+    password = os.environ.get("RAFTLOG_PASSWORD") or settings.get("password")
+    if password is None:
+        raise ProfileError(f"user {name!r} has no password: set $RAFTLOG_PASSWORD or password in {path}")
+    return Target(server, token, (name, password))
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +99,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--admin-token", "--token", dest="token",
         help="admin API token (default: $RAFTLOG_ADMIN_TOKEN or the profile's)",
     )  # fmt: skip
+    parser.add_argument(
+        "--user", help="a user of the cluster (HTTP Basic; its password: $RAFTLOG_PASSWORD or the profile's)"
+    )
     parser.add_argument(
         "--profile",
         help="a [profiles.NAME] of the config file ($RAFTLOG_CONFIG or ~/.config/raftlog/config.toml)",

@@ -181,6 +181,7 @@ class RaftlogClient:
         servers: Sequence[str],
         *,
         admin_token: str | None = None,
+        user: tuple[str, str] | None = None,
         timeout_s: float = 30.0,
         retries: int | None = 8,
         retry_for_s: float | None = None,
@@ -199,6 +200,9 @@ class RaftlogClient:
             raise ValueError("retry_for_s must be > 0, and given when retries is None")
         self.servers = [s.rstrip("/") for s in servers]
         self.admin_token = admin_token
+        self._basic = (
+            None if user is None else "Basic " + pybase64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
+        )
         self.timeout_s = timeout_s
         self.retries = retries
         self.retry_for_s = retry_for_s
@@ -259,6 +263,8 @@ class RaftlogClient:
             headers["Accept"] = accept
         if self.admin_token is not None and path.startswith("/v1/"):
             headers["Authorization"] = f"Bearer {self.admin_token}"
+        elif self._basic is not None:
+            headers["Authorization"] = self._basic  # a cluster that requires a user (serve --require-auth)
         data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
         attempts = self._attempts(repeatable)
         while True:
@@ -519,6 +525,23 @@ class RaftlogClient:
 
     async def delete_topic(self, name: str) -> None:
         await self._request("DELETE", f"/v1/topics/{_quote(name)}")
+
+    async def users(self) -> list[dict[str, Any]]:
+        _, body = await self._request("GET", "/v1/users", repeatable=True)
+        return list(body["users"])
+
+    async def set_user(
+        self, name: str, password: str, mechanisms: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Create a user or set its password (stored as SCRAM credentials, never as given)."""
+        body: dict[str, Any] = {"name": name, "password": password}
+        if mechanisms is not None:
+            body["mechanisms"] = list(mechanisms)
+        _, answer = await self._request("POST", "/v1/users", body=body, repeatable=True)
+        return dict(answer)
+
+    async def delete_user(self, name: str) -> None:
+        await self._request("DELETE", f"/v1/users/{_quote(name)}")
 
     async def health(self) -> dict[str, Any]:
         _, body = await self._request("GET", "/v1/cluster/health", repeatable=True)

@@ -37,11 +37,13 @@ from partitions.errors import (
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
+    UnknownUser,
 )
 from partitions.groups.coordinator import GROUPS_TOPIC, GroupCoordinator
 from partitions.groups.service import ConsumerService
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
+from partitions.names import check_user_name
 from partitions.peer_client import PeerClient
 from partitions.placement import PlacementImpossible, check_capacity, replica_counts
 from partitions.reconfigure import MemberView, MoveProgress
@@ -59,6 +61,7 @@ from partitions.services import (
     ReplicaState,
     TimestampOffset,
 )
+from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import (
@@ -133,6 +136,7 @@ class FakeCluster:
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
+        self.users: dict[str, tuple[ScramCredential, ...]] = {}
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
 
     def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
@@ -571,6 +575,16 @@ class FakeAdmin:
             {*self.cluster.flags["decommissioning"], node_id},
         )
 
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        self.broker._controller_here()
+        self.cluster.users[check_user_name(name)] = tuple(credentials)
+        return sorted(c.mechanism for c in credentials)
+
+    async def delete_user(self, name: str) -> None:
+        self.broker._controller_here()
+        if self.cluster.users.pop(name, None) is None:
+            raise UnknownUser(name)
+
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self.broker._controller_here()
         if node_id not in self.cluster.node_ids:
@@ -682,6 +696,9 @@ class FakeMetadata:
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
+
+    def users(self) -> dict[str, tuple[ScramCredential, ...]]:
+        return self.cluster.users
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {}

@@ -1,0 +1,191 @@
+"""``raftlog serve --require-auth`` on a real 3-node cluster (node processes, no Kafka listener: it has no
+SASL yet and serve refuses the pair): users made through ``/v1/users`` on one node are replicated by the
+controller and let in by every node over HTTP Basic, tried with curl and with the ``raftlog`` command;
+no credentials, a wrong password, a replaced password and a deleted user are refused with 401 and change
+nothing; probes and scrapers stay open."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from test_serve_config import args_for
+
+from api import dev
+from api.serve import ServeConfigError, node_config
+
+TOKEN = "admin-token-for-the-auth-test"
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    root = tmp_path_factory.mktemp("auth")
+    secret = root / "cluster.secret"
+    secret.write_text("an-auth-test-cluster-secret-0123456789\n")
+    nodes = dev.plan(3, dev.free_base_port(3))
+    processes = []
+    for node in nodes:
+        argv = dev.node_argv(node, nodes, str(root), str(secret))
+        at = argv.index("--kafka")
+        argv = argv[:at] + argv[at + 2 :] + ["--require-auth", "--admin-token", TOKEN]
+        log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
+        processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+    urls = [node.http for node in nodes]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(_ready(url) for url in urls):
+            assert time.monotonic() < deadline, f"not ready; see {root}/n*.log"
+            time.sleep(0.2)
+        yield urls
+    finally:
+        for process, _log in processes:
+            process.terminate()
+        for process, log in processes:
+            process.wait(30)
+            log.close()
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/status/ready", timeout=1) as answer:  # open without credentials
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def curl(*argv: str) -> tuple[int, object, str]:
+    """HTTP status, body (parsed when JSON) and headers of one curl call."""
+    done = subprocess.run(
+        ["curl", "-sS", "-D", "-", "-o", "/dev/stdout", "--max-time", "20", *argv],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    head, _, body = done.stdout.partition("\n\n")  # text mode: curl's CRLFs read as newlines
+    status = int(head.split()[1])
+    typed = any(line.lower().startswith("content-type:") and "json" in line for line in head.splitlines())
+    return status, json.loads(body) if typed else body, head
+
+
+def produce(url: str, *auth: str) -> tuple[int, object]:
+    status, body, _ = curl(
+        "-XPOST", f"{url}/topics/secured/partitions/0", "-H", "Content-Type: application/json",
+        "-d", '{"records": [{"value": "v"}]}', *auth,
+    )  # fmt: skip
+    return status, body
+
+
+def test_users_are_replicated_and_every_node_checks_them(servers: list[str]) -> None:
+    first, second, third = servers
+    admin = ("-H", f"Authorization: Bearer {TOKEN}")
+    status, body, _ = curl(
+        "-XPOST", f"{first}/v1/topics", "-H", "Content-Type: application/json", *admin,
+        "-d", '{"name": "secured", "partitions": 1, "replication_factor": 3}',
+    )  # fmt: skip
+    assert status == 201, body
+
+    status, body, head = curl(f"{second}/topics/secured/partitions/0/records?offset=0")
+    assert status == 401 and 'WWW-Authenticate: Basic realm="raftlog"' in head, (body, head)
+    assert produce(second)[0] == 401
+    assert (
+        curl("-XPOST", f"{second}/consumers/g", "-H", "Content-Type: application/json", "-d", "{}")[0] == 401
+    )
+    assert curl(f"{second}/metrics")[0] == 200 and curl(f"{second}/status/ready")[0] == 200  # open
+
+    status, body, _ = curl(
+        "-XPOST", f"{first}/v1/users", "-H", "Content-Type: application/json", *admin,
+        "-d", '{"name": "alice", "password": "first password"}',
+    )  # fmt: skip
+    assert (status, body) == (
+        200,
+        {"name": "alice", "mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512"], "created": True},
+    )
+    status, body, _ = curl(f"{third}/v1/users", *admin)
+    assert status == 200 and body == {
+        "users": [{"name": "alice", "mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512"]}]
+    }
+    assert "password" not in json.dumps(body)
+
+    deadline = time.monotonic() + 10  # replicated to every node by the controller
+    while produce(third, "-u", "alice:first password")[0] != 200:
+        assert time.monotonic() < deadline, "alice was not let in on n3"
+        time.sleep(0.1)
+    assert produce(second, "-u", "alice:wrong")[0] == 401
+    assert produce(second, "-u", "mallory:first password")[0] == 401
+    assert produce(second, *admin)[0] == 200  # the admin token is let in too
+    status, records, _ = curl(
+        f"{second}/topics/secured/partitions/0/records?offset=0", "-u", "alice:first password"
+    )
+    assert status == 200 and isinstance(records, list) and len(records) == 2  # the refused wrote nothing
+
+    status, body, _ = curl(
+        "-XPOST", f"{second}/v1/users", "-H", "Content-Type: application/json", *admin,
+        "-d", '{"name": "alice", "password": "second password", "mechanisms": ["SCRAM-SHA-512"]}',
+    )  # fmt: skip
+    assert (status, body) == (200, {"name": "alice", "mechanisms": ["SCRAM-SHA-512"], "created": False})
+    deadline = time.monotonic() + 10
+    while produce(first, "-u", "alice:first password")[0] != 401:  # the old password stops at once
+        assert time.monotonic() < deadline, "the old password still works on n1"
+        time.sleep(0.1)
+    assert produce(first, "-u", "alice:second password")[0] == 200
+
+    status, _, _ = curl("-XDELETE", f"{third}/v1/users/alice", *admin)
+    assert status == 204
+    deadline = time.monotonic() + 10
+    while produce(second, "-u", "alice:second password")[0] != 401:
+        assert time.monotonic() < deadline, "a deleted user is still let in on n2"
+        time.sleep(0.1)
+    assert curl("-XDELETE", f"{third}/v1/users/alice", *admin)[0] == 404
+
+
+def test_the_command_line_manages_users_and_logs_in_as_one(servers: list[str]) -> None:
+    env = {**os.environ, "RAFTLOG_SERVER": servers[1], "RAFTLOG_ADMIN_TOKEN": TOKEN}
+    env.pop("RAFTLOG_USER", None)
+    raftlog = [sys.executable, "-m", "raftlog_cli"]
+    created = subprocess.run(
+        [*raftlog, "user", "create", "bob", "--password-stdin"], input="bob's password\n",
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert created.returncode == 0 and "user bob" in created.stdout, created.stderr
+    listed = subprocess.run([*raftlog, "user", "list"], capture_output=True, text=True, env=env, timeout=60)
+    assert "bob  (SCRAM-SHA-256, SCRAM-SHA-512)" in listed.stdout, listed.stdout + listed.stderr
+    env_user = {**env, "RAFTLOG_USER": "bob", "RAFTLOG_PASSWORD": "bob's password"}
+    env_user.pop("RAFTLOG_ADMIN_TOKEN")
+    deadline = time.monotonic() + 10
+    while True:
+        produced = subprocess.run(
+            [*raftlog, "produce", "secured-cli", "--value", "x"],
+            capture_output=True, text=True, env=env_user, timeout=60,
+        )  # fmt: skip
+        if "40401" in produced.stderr or produced.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert "40401" in produced.stderr, produced.stderr  # let in: the topic does not exist, says the node
+    wrong = subprocess.run(
+        [*raftlog, "produce", "secured-cli", "--value", "x"], capture_output=True, text=True,
+        env={**env_user, "RAFTLOG_PASSWORD": "not it"}, timeout=60,
+    )  # fmt: skip
+    assert wrong.returncode == 1 and "40101" in wrong.stderr, wrong.stderr
+
+
+def test_serve_refuses_require_auth_without_a_token_or_with_a_kafka_listener(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ServeConfigError, match="needs an admin token"):
+        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth"))
+    with pytest.raises(ServeConfigError, match="no SASL yet"):
+        node_config(
+            args_for(
+                tmp_path,
+                "--http",
+                "127.0.0.1:9001",
+                "--require-auth",
+                "--admin-token",
+                "t",
+                "--kafka",
+                "127.0.0.1:9092",
+            )
+        )
