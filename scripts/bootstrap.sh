@@ -23,28 +23,20 @@ if [ ! -f "$stamp" ]; then
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
-# kcat (Debian's package): the Kafka listener is tested with it as users run it.
-if ! command -v kcat >/dev/null 2>&1; then
+# Debian packages the tests use as users run them: kcat (the Kafka listener), zsh (raftlog completion zsh)
+debian_tool() {  # COMMAND: installed with apt-get when missing
+    command -v "$1" >/dev/null 2>&1 && return 0
     if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "bootstrap: kcat is missing; install it (Debian/Ubuntu: apt-get install kcat) and run again" >&2
+        echo "bootstrap: $1 is missing; install it (Debian/Ubuntu: apt-get install $1) and run again" >&2
         exit 1
     fi
-    echo "bootstrap: installing kcat (apt-get)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null 2>&1 || {
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
+    echo "bootstrap: installing $1 (apt-get)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1 || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
     }
-fi
-# zsh (Debian's package): raftlog completion zsh is tested in a real zsh.
-if ! command -v zsh >/dev/null 2>&1; then
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "bootstrap: zsh is missing; install it (Debian/Ubuntu: apt-get install zsh) and run again" >&2
-        exit 1
-    fi
-    echo "bootstrap: installing zsh (apt-get)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zsh >/dev/null 2>&1 || {
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zsh >/dev/null
-    }
-fi
+}
+debian_tool kcat
+debian_tool zsh
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then
