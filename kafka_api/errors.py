@@ -31,6 +31,7 @@ from partitions.errors import (
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
+    UnknownUser,
 )
 from partitions.groups.errors import GroupError, StaleGeneration, UnknownGroup
 from partitions.placement import CapacityExceeded, PlacementImpossible
@@ -82,6 +83,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (ReassignmentInProgress, ErrorCode.reassignment_in_progress),
     (NoReassignment, ErrorCode.no_reassignment_in_progress),
     (UnknownNode, ErrorCode.broker_not_available),
+    (UnknownUser, ErrorCode.resource_not_found),
     (DecommissionImpossible, ErrorCode.policy_violation),
     (NoController, ErrorCode.not_controller),
     (HopLimitExceeded, ErrorCode.not_leader_or_follower),

@@ -254,6 +254,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.replica_failures",
     "partitions.names",
     "partitions.placement",
+    "partitions.users",
     "partitions.groups.errors",
     "partitions.groups.assignors",
     "partitions.groups.coordinator",

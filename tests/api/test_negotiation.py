@@ -46,7 +46,14 @@ def test_errors_are_labelled_with_the_chosen_kafka_type_else_plain_json() -> Non
 
 
 def _path(template: str) -> str:
-    values = {"{topic}": "t", "{partition}": "0", "{group}": "g", "{instance}": "i", "{node_id}": "n1"}
+    values = {
+        "{topic}": "t",
+        "{partition}": "0",
+        "{group}": "g",
+        "{instance}": "i",
+        "{node_id}": "n1",
+        "{user}": "u",
+    }
     for name, value in values.items():
         template = template.replace(name, value)
     return template
