@@ -323,7 +323,8 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     app_state = state.state(request)
     started = time.perf_counter()
     response = await handler(request)
-    if LEADER_HEADER not in response.headers:
+    # A caller refused for its credential learns nothing of the node, not even its id.
+    if LEADER_HEADER not in response.headers and response.status != 401:
         response.headers[LEADER_HEADER] = request.get(state.LEADER, app_state.node.node_id)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"

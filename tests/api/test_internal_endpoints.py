@@ -1,6 +1,6 @@
 """Node-to-node calls: every op of the peer table is served under the internal prefix, refuses a caller
-without the cluster credential (401, nothing of the answer), and answers a peer with the callee's typed
-result or its typed error, raised again on the caller as the same class."""
+without the cluster credential (401, nothing of the answer, not even the node id), and answers a peer
+with the callee's typed result or its typed error, raised again on the caller as the same class."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from partitions.services import AdminService, DataService, GroupService, PeerSer
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, records_from
 from raftlog.storage.errors import OffsetOutOfRange
+from raftlog_client.contract import LEADER_HEADER
 
 INTERNAL = [op for op in ROUTES if op.path.startswith(INTERNAL_PREFIX)]
 PROTOCOLS = {"data": DataService, "admin": AdminService, "groups": GroupService, "peer": PeerService}
@@ -57,6 +58,7 @@ async def test_an_internal_route_refuses_a_caller_without_the_cluster_credential
     refusal = await answer.json()
     assert refusal["error_code"] == 40101 and "cluster credential" in refusal["message"]
     assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+    assert LEADER_HEADER not in answer.headers, "an unauthenticated caller learns not even the node's id"
     assert n1.broker.calls["read_batches"] == 0, "nothing ran"
 
 
