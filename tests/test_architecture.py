@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
+import tomllib
 
 import pytest
 
@@ -24,15 +26,57 @@ ALLOWED = {
 PROJECT_PACKAGES = set(ALLOWED)
 
 
-def _top_level_imports(path: pathlib.Path) -> set[str]:
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@functools.cache
+def _project_modules() -> frozenset[str]:
+    """Every module of the project: its Python files and the compiled extensions pyproject declares."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        extensions = tomllib.load(f)["tool"]["setuptools"].get("ext-modules", [])
+    python = {_module_name(path) for pkg in ALLOWED for path in (ROOT / pkg).rglob("*.py")}
+    return frozenset(python | {str(extension["name"]) for extension in extensions})
+
+
+class RelativeImportError(Exception):
+    """A relative import that names no module of the project: the checks would not know what it reaches."""
+
+
+def _absolute(path: pathlib.Path, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names, a relative one resolved against ``path``'s package."""
+    if node.level == 0:
+        return node.module or ""
+    try:
+        module = _module_name(path)
+    except ValueError:
+        raise RelativeImportError(
+            f"{path}: a relative import outside the project ({ast.unparse(node)})"
+        ) from None
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    if node.level - 1 >= len(package):
+        raise RelativeImportError(f"{path}: {ast.unparse(node)} goes above the top-level package")
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(path: pathlib.Path) -> list[tuple[str, tuple[str, ...]]]:
+    """Every import of ``path`` anywhere in it (TYPE_CHECKING blocks and function bodies included) as
+    (absolute module, the names taken from it: empty for ``import m``). A relative import is resolved
+    against the file's own package, so it cannot slip past a rule."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found = set()
+    found: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found += [(alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((_absolute(path, node), tuple(alias.name for alias in node.names)))
     return found
+
+
+def _top_level_imports(path: pathlib.Path) -> set[str]:
+    return {module.split(".")[0] for module, _ in _imports(path)}
 
 
 def _imported_packages(path: pathlib.Path) -> set[str]:
@@ -56,14 +100,30 @@ def test_the_rule_catches_a_backward_import(tmp_path: pathlib.Path) -> None:
 
 
 def _imported_modules(path: pathlib.Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+    """The modules ``path`` imports: ``from p import m`` counts as ``p.m`` when ``p.m`` is a module of
+    the project, and as ``p`` for the names ``p`` defines itself."""
+    modules = _project_modules()
+    found: set[str] = set()
+    for module, names in _imports(path):
+        if not names:
+            found.add(module)
+            continue
+        submodules = {f"{module}.{name}" for name in names} & modules
+        found.update(submodules)
+        if len(submodules) < len(names):  # a name defined in the module itself
+            found.add(module)
     return found
+
+
+def test_a_relative_import_is_resolved_against_its_package() -> None:
+    tree = ast.parse("from . import names\nfrom .groups.state import GroupTable\nfrom .. import api\n")
+    imports = [node for node in tree.body if isinstance(node, ast.ImportFrom)]
+    here = ROOT / "partitions" / "services.py"
+    assert [_absolute(here, node) for node in imports[:2]] == ["partitions", "partitions.groups.state"]
+    with pytest.raises(RelativeImportError):
+        _absolute(here, imports[2])
+    package = ROOT / "partitions" / "groups" / "__init__.py"
+    assert _absolute(package, imports[1]) == "partitions.groups.groups.state"
 
 
 CLIENT_MAY_USE_OF_RAFTLOG = {
@@ -145,29 +205,14 @@ def test_the_spark_rule_catches_a_node_importing_pyarrow(tmp_path: pathlib.Path)
 # -- the house: no import cycle, node-to-node calls in one place, front doors over the narrow protocols --
 
 
-def _module_name(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def _module_graph() -> dict[str, set[str]]:
     """Project module -> the project modules it imports anywhere (TYPE_CHECKING and function bodies
     included: a cycle hidden behind them is still two modules that need each other)."""
     paths = {_module_name(path): path for _, path in _sources()}
-    graph: dict[str, set[str]] = {}
-    for module, path in paths.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        found: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & paths.keys()
-                found.update(submodules)
-                if len(submodules) < len(node.names):  # a name defined in the module itself
-                    found.add(node.module)
-        graph[module] = {name for name in found if name in paths and name != module}
-    return graph
+    return {
+        module: {name for name in _imported_modules(path) if name in paths and name != module}
+        for module, path in paths.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -223,23 +268,60 @@ def test_the_cycle_rule_catches_a_cycle() -> None:
 
 
 PEER_HOME = ROOT / "partitions" / "peer_client.py"  # the one home of node-to-node requests
-API_PATH = re.compile(r"^/(v1|topics|consumers|replication|internal|status|metrics|openapi)\b")
+API_PATH = re.compile(r"/(v1|topics|consumers|replication|internal|status|metrics|openapi)(/|\b)")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of ``tree``: documentation may name paths, code may not."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _strings(path: pathlib.Path) -> list[str]:
+    """Every string and bytes constant of ``path`` but its docstrings; an f-string's literal parts each
+    count, so a path spelled around a placeholder is found too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstrings = _docstrings(tree)
+    return [
+        node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str | bytes)
+        and id(node) not in docstrings
+    ]
+
+
+def _api_paths(path: pathlib.Path) -> list[str]:
+    return [text for text in _strings(path) if API_PATH.search(text)]
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "partitions").rglob("*.py")), ids=lambda p: p.name)
 def test_partitions_builds_no_url_of_the_http_api_and_speaks_http_in_one_place(path: pathlib.Path) -> None:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    paths = [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and API_PATH.match(node.value)
-    ]
+    paths = _api_paths(path)
     if path == PEER_HOME:
         assert paths == ["/internal/v1/"], "the peer client names the internal prefix, nothing else"
     else:
         assert not paths, f"{path.relative_to(ROOT)} spells paths of the HTTP API: {paths}"
         used = _top_level_imports(path) & {"aiohttp", "urllib", "http", "requests"}
         assert not used, f"{path.relative_to(ROOT)} speaks HTTP ({sorted(used)}): only peer_client.py may"
+
+
+def test_the_url_rule_finds_a_path_anywhere_in_a_string(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        '"""Documented: GET /v1/nodes."""\n'
+        "def f(host, t):\n"
+        '    """Calls POST /internal/v1/data/produce."""\n'
+        '    url = f"http://{host}/internal/v1/data/{t}"\n'
+        '    return [url, "http://" + host + "/topics/" + t, b"x/metrics"]\n',
+        encoding="utf-8",
+    )
+    assert sorted(_api_paths(bad)) == ["/internal/v1/data/", "/topics/", "x/metrics"]
 
 
 # What a front door may use of a node: the protocols and their types, the cluster-wide services, the
