@@ -18,9 +18,18 @@ import time
 import pytest
 
 from raftlog.storage import Log, LogConfig, ProducerRecord
-from raftlog.storage.batch import decode_header
+from raftlog.storage.batch import Compression, decode_header, encode_batch, with_log_append_time
 
-from .helpers import FakeClock, batch_positions, copy_dir, read_all, segment_paths, small_config, snapshot
+from .helpers import (
+    FakeClock,
+    batch_positions,
+    copy_dir,
+    file_contents,
+    read_all,
+    segment_paths,
+    small_config,
+    snapshot,
+)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -154,18 +163,60 @@ def reopen(directory: str) -> Log:
     return Log.open(directory, small_config(segment_bytes=4096, index_interval_bytes=100), clock=FakeClock())
 
 
+def _record_model_batch(kind: int, rng: random.Random) -> bytes:
+    """A batch of Kafka's record model, as a producer or a leader would have encoded it, with tombstones,
+    null keys and null header values; ``kind`` picks the rest: snappy, uncompressed, gzip, zstd with
+    LogAppendTime, or a producer's lz4 batch with id, epoch and sequence. Values repeat a pattern so
+    compression shrinks them."""
+    records = [
+        ProducerRecord(
+            value=None if (kind + j) % 3 == 0 else rng.randbytes(3) * rng.randint(5, 30),
+            key=None if j % 2 else f"k{j}".encode(),
+            headers=(("trace", None), ("n", str(j).encode())) if j % 2 == 0 else (),
+            timestamp_ms=rng.randint(0, 10**6),
+        )
+        for j in range(rng.randint(1, 4))
+    ]
+    if kind == 0:
+        return encode_batch(0, records, 0, 0, compression=Compression.SNAPPY)
+    if kind == 1:
+        return encode_batch(0, records, 0, 0)
+    if kind == 2:
+        return encode_batch(0, records, 0, 0, compression=Compression.GZIP)
+    if kind == 3:
+        batch = encode_batch(0, records, 0, 0, compression=Compression.ZSTD)
+        return with_log_append_time(batch, rng.randint(0, 10**6))
+    return encode_batch(
+        0, records, 0, 0, 77, rng.randint(0, 2**20), producer_epoch=3, compression=Compression.LZ4
+    )
+
+
+RECORD_MODEL_KINDS = 5
+
+
 def _write_reference_log(directory: str) -> list:
-    """A log of a few closed segments and an active one holding many batches; returns every record."""
+    """A log of a few closed segments and an active one holding ten batches; returns every record. Plain
+    batches alternate with batches of Kafka's record model; the active segment's last five are all of
+    that model, ending with gzip, zstd with LogAppendTime and a producer's lz4 batch."""
     rng = random.Random(42)
     with reopen(directory) as log:
-        for _ in range(70):
+        for i in range(80):
+            if i == 70:
+                log.roll()
+            if i % 2 or i >= 75:
+                log.append_prepared(_record_model_batch(i % RECORD_MODEL_KINDS, rng), term=1 + i // 10)
+                continue
             records = [
                 ProducerRecord(value=rng.randbytes(rng.randint(0, 90)), timestamp_ms=rng.randint(0, 10**6))
                 for _ in range(rng.randint(1, 4))
             ]
-            log.append(records)
+            log.append(records, term=1 + i // 10)
         assert log.segment_count >= 3
         return read_all(log)
+
+
+def stored_batches(log: Log) -> list[bytes]:
+    return [b.data for b in log.read_batches(log.log_start_offset, 1 << 30)]
 
 
 def _damage(path: str, cut: int, rng: random.Random, garbage: bool) -> None:
@@ -190,37 +241,61 @@ def batch_spans(path: str) -> list[tuple[int, int, int]]:
     return [(p, s, decode_header(data, p).end_offset) for p, s in batch_positions(path)]
 
 
+def restore(directory: str, files: dict[str, bytes]) -> None:
+    """Make ``directory`` hold exactly ``files`` again (cheaper than a fresh copy per cut)."""
+    for name in os.listdir(directory):
+        if name not in files:
+            os.unlink(os.path.join(directory, name))
+    for name, data in files.items():
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+
+
 @pytest.mark.parametrize("garbage", [False, True], ids=["cut", "cut+garbage"])
 def test_cut_active_segment_at_any_byte_keeps_exactly_the_whole_batches_before_it(
     tmp_path, reference_log, garbage
 ):
+    """Cuts at every byte of the active segment's last three batches (gzip; zstd with LogAppendTime; a
+    producer's lz4 batch; the boundaries between them included) and at random bytes before them: the log
+    recovers to exactly the whole batches before the cut, byte for byte, and appends at the next offset."""
     source, everything = reference_log
-    active = segment_paths(source)[-1]
-    active_base = int(os.path.basename(active)[:20])
-    spans = batch_spans(active)
-    size = os.path.getsize(active)
+    with reopen(copy_dir(source, str(tmp_path / "undamaged"))) as log:
+        batches = stored_batches(log)
+    original = file_contents(source)
+    directory = str(tmp_path / "cut")
+    os.mkdir(directory)
+    active = os.path.basename(segment_paths(source)[-1])
+    active_base = int(active[:20])
+    target = os.path.join(directory, active)
+    spans = batch_spans(os.path.join(source, active))
+    size = len(original[active])
     assert len(spans) >= 5
+    last_three = spans[-3][0]
     rng = random.Random(99 + garbage)
-    cuts = sorted({rng.randint(0, size - 1) for _ in range(50)} | {0, spans[-1][0], size - 1})
-    for n, cut in enumerate(cuts):
-        directory = copy_dir(source, str(tmp_path / f"c{n}"))
-        target = os.path.join(directory, os.path.basename(active))
+    cuts = sorted({rng.randint(0, last_three) for _ in range(30)} | {0} | set(range(last_three, size)))
+    for cut in cuts:
+        restore(directory, original)
         _damage(target, cut, rng, garbage)
         damaged_size = os.path.getsize(target)
         whole = [(p, s, end) for p, s, end in spans if p + s <= cut]
         valid_end, kept = (whole[-1][0] + whole[-1][1], whole[-1][2]) if whole else (0, active_base)
+        kept_batches = [b for b in batches if decode_header(b).end_offset <= kept]
 
         with reopen(directory) as log:
             assert (log.log_start_offset, log.end_offset) == (0, kept), f"cut at byte {cut}"
-            assert read_all(log) == everything[:kept]
+            recovered = stored_batches(log)
+            assert recovered == kept_batches, f"cut at byte {cut}: not the whole batches before it, as stored"
+            assert [r for b in log.read_batches(0, 1 << 30) for r in b.records()] == everything[:kept]
             assert os.path.getsize(target) == valid_end
             repairs = [(r.path, r.truncated_at, r.truncated_bytes) for r in log.open_report.repairs]
             dropped = damaged_size - valid_end
             assert repairs == ([(target, valid_end, dropped)] if dropped else [])
             assert log.append([ProducerRecord(value=b"after")]).base_offset == kept
+            again = log.append_prepared(_record_model_batch(cut % RECORD_MODEL_KINDS, rng), term=9)
+            assert again.base_offset == kept + 1, f"cut at byte {cut}: offsets not dense after recovery"
         with reopen(directory) as log:
-            assert read_all(log)[:kept] == everything[:kept]
-            assert log.end_offset == kept + 1
+            assert stored_batches(log)[: len(kept_batches)] == kept_batches
+            assert log.end_offset == again.end_offset
 
 
 @pytest.mark.parametrize("garbage", [False, True], ids=["cut", "cut+garbage"])
