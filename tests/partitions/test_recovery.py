@@ -23,9 +23,9 @@ from partitions.recovery import (
     Unusable,
     take_answer,
 )
-from partitions.state_machine import PartitionStateMachine
+from partitions.state_machine import PartitionStateMachine, Produced
 from raftlog.storage import Log, LogConfig, ProducerRecord
-from raftlog.storage.batch import encode_batch
+from raftlog.storage.batch import Compression, TimestampType, decode_batch, encode_batch, with_log_append_time
 
 CONFIG = LogConfig(segment_bytes=16 * 1024, index_interval_bytes=512)
 KiB = 1024
@@ -36,13 +36,46 @@ def produce(index: int, size: int = 200) -> bytes:
     return commands.encode(commands.Produce(batch))
 
 
+PRODUCER_ID = 4242
+
+
+def produce_record_model(index: int, size: int = 200) -> bytes:
+    """Entry ``index`` as Kafka's record model has it, cycling through every codec: tombstones, null keys,
+    null header values; every third batch stamped LogAppendTime as a leader does, every other one a
+    producer's (id, epoch and a growing sequence)."""
+    records = [
+        ProducerRecord(
+            None if (index + j) % 4 == 0 else b"%d-%d-" % (index, j) + b"v" * (size // 3),
+            key=None if (index + j) % 3 == 0 else b"k%d" % j,
+            headers=(("trace", None), ("j", b"%d" % j)) if j != 1 else (),
+            timestamp_ms=1_000 + index,
+        )
+        for j in range(1 + index % 3)
+    ]
+    codec = list(Compression)[index % len(Compression)]
+    producer = (PRODUCER_ID, index) if index % 2 else (None, None)
+    batch = encode_batch(0, records, 0, 1_000, *producer, producer_epoch=2 if index % 2 else None,
+                         compression=codec)  # fmt: skip
+    if index % 3 == 0:
+        batch = with_log_append_time(batch, 50_000 + index)
+    return commands.encode(commands.Produce(batch))
+
+
 class Pair:
     """A leader machine holding ``count`` entries and a follower restored from its snapshot (behind)."""
 
-    def __init__(self, root: pathlib.Path, name: str = "p", count: int = 60, size: int = 200) -> None:
+    def __init__(
+        self,
+        root: pathlib.Path,
+        name: str = "p",
+        count: int = 60,
+        size: int = 200,
+        command: Callable[[int, int], bytes] = produce,
+    ) -> None:
         self.leader = PartitionStateMachine(Log.open(str(root / f"{name}-leader"), CONFIG))
         self.next_index = 1
         self.size = size
+        self.command = command
         self.apply(count, follower=False)
         self.follower = PartitionStateMachine(Log.open(str(root / f"{name}-follower"), CONFIG))
         self.follower.restore(self.leader.snapshot() or b"")
@@ -51,7 +84,7 @@ class Pair:
     def apply(self, count: int, follower: bool = True) -> None:
         """Commit ``count`` more entries: the leader applies them, and the follower too if asked."""
         for _ in range(count):
-            command = produce(self.next_index, self.size)
+            command = self.command(self.next_index, self.size)
             self.leader.apply(self.next_index, 1, command)
             if follower:
                 self.follower.apply(self.next_index, 1, command)
@@ -161,6 +194,41 @@ async def test_a_confirmation_that_finds_the_log_short_again_goes_on_recovering(
     await harness.finish("p")
     assert harness.on_driver == [pair.follower.recovered] * 2, "short once, then confirmed"
     assert pair.logs_equal() and not pair.follower.behind
+
+
+async def test_a_gap_of_kafka_record_model_batches_is_copied_byte_for_byte(tmp_path: pathlib.Path) -> None:
+    """What a follower recovers is the leader's stored batches, unchanged: compressed with every codec,
+    LogAppendTime, producer fields, tombstones, null keys and null header values all come through."""
+    pair = Pair(tmp_path, count=60, command=produce_record_model)
+    harness = Harness()
+
+    async def fetch(peer: str, offset: int, max_bytes: int) -> PeerBatches:
+        return pair.serve(offset, max_bytes)
+
+    harness.recoveries.start("p", pair.follower, lambda: ["n2"], fetch)
+    await harness.finish("p")
+    assert pair.logs_equal() and not pair.follower.behind
+    copied = [decode_batch(b.data) for b in pair.follower.log.read_batches(0, 1 << 30)]
+    assert len(copied) == 60
+    headers = [b.header for b in copied]
+    records = [r for b in copied for r in b.records]
+    # the gap held every kind of batch and record the test means to copy
+    assert {h.compression for h in headers} == set(Compression)
+    assert {h.timestamp_type for h in headers} == set(TimestampType)
+    assert {(h.producer_id, h.producer_epoch) for h in headers} == {(None, None), (PRODUCER_ID, 2)}
+    assert any(r.value is None for r in records) and any(r.key is None for r in records)
+    assert any(value is None for r in records for _, value in r.headers)
+    stamped = [b for b in copied if b.header.timestamp_type is TimestampType.LOG_APPEND_TIME]
+    assert all(r.timestamp_ms == b.header.max_timestamp_ms >= 50_000 for b in stamped for r in b.records)
+    # later entries are applied on both, and a retried producer batch is a duplicate on both
+    pair.apply(4)
+    ends = (pair.leader.log.end_offset, pair.follower.log.end_offset)
+    retried = produce_record_model(max(i for i in range(pair.next_index) if i % 2))
+    for machine in (pair.leader, pair.follower):
+        result = machine.apply(pair.next_index, 1, retried)
+        assert isinstance(result, Produced) and result.duplicate
+    assert (pair.leader.log.end_offset, pair.follower.log.end_offset) == ends
+    assert pair.logs_equal()
 
 
 async def test_a_failing_or_garbled_peer_is_skipped_for_the_next(tmp_path: pathlib.Path) -> None:
