@@ -3,6 +3,7 @@ producer id and sequence in its header; a malformed one is refused before anythi
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -111,3 +112,52 @@ async def test_the_topics_codec_and_log_append_time_are_applied_by_the_leader(
     last = await leader.data.offset_for_timestamp("stamped", 0, records[4].timestamp_ms)
     assert last is not None and last.offset == (4 if records[4].timestamp_ms > records[3].timestamp_ms else 0)
     assert await leader.data.offset_for_timestamp("stamped", 0, after + 1) is None
+
+
+async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_original_offsets(
+    cluster: list[Node],  # noqa: F811
+) -> None:
+    """The leader stamps every batch of a LogAppendTime topic, so a retry's bytes differ from the stored
+    batch's; the retry is still the same producer id, epoch and sequence: answered with the original
+    offsets, appending nothing, leaving the first stamp as it was, on every replica. Records produced one
+    by one with a producer pair (the HTTP API's idempotence) alike."""
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    configs = {"message.timestamp.type": "LogAppendTime"}
+    metadata = await controller.frontend.create_topic("stamped", 1, 3, configs)
+    await until(lambda: all("stamped" in n.metadata.topics() for n in cluster), what="topic on every node")
+    leader = await until(lambda: partition_leader(cluster, "stamped"), what="partition leader")
+
+    records = [ProducerRecord(b"a", key=None, headers=(("h", None),), timestamp_ms=5), ProducerRecord(None)]
+    first_batch = encode_batch(0, records, 0, 60, producer_id=9, sequence=0, producer_epoch=4)
+    first = await leader.data.produce_batch("stamped", 0, first_batch, 5000)
+    second = await leader.data.produce_batch(
+        "stamped", 0, encode_batch(0, [ProducerRecord(b"c")], 0, 60, 9, 1, producer_epoch=4), 5000
+    )
+    assert (first.base_offset, first.end_offset, first.duplicate) == (0, 2, False)
+    assert first.log_append_time_ms is not None and second.base_offset == 2
+    one_by_one = [ProducerRecord(b"d", key=b"k"), ProducerRecord(None, key=None)]
+    third = await leader.data.produce("stamped", 0, one_by_one, 31, 0, 5000)
+    assert (third.base_offset, third.end_offset, third.duplicate) == (3, 5, False)
+    group_id = metadata.group_id(0)
+    stored_before = [b.data for b in leader.replicas.get(group_id).log.read_batches(0, 1 << 20)]
+
+    await asyncio.sleep(0.002)  # a retry is stamped with a later clock than the first append was
+    retry = await leader.data.produce_batch("stamped", 0, first_batch, 5000)
+    assert (retry.base_offset, retry.end_offset, retry.duplicate) == (0, 2, True)
+    retry_one_by_one = await leader.data.produce("stamped", 0, one_by_one, 31, 0, 5000)
+    assert (retry_one_by_one.base_offset, retry_one_by_one.end_offset) == (3, 5)
+    assert retry_one_by_one.duplicate
+    assert leader.data.offsets_now("stamped", 0).high_watermark == 5
+
+    next_one = await leader.data.produce_batch(
+        "stamped", 0, encode_batch(0, [ProducerRecord(b"e")], 0, 60, 9, 2, producer_epoch=4), 5000
+    )
+    assert next_one.base_offset == 5, "the retries took no offset"
+    for node in cluster:
+        replica = node.replicas.get(group_id)
+        await until(lambda r=replica: r.machine.high_watermark == 6, what=f"{node.node_id} caught up")
+        batches = [b.data for b in replica.log.read_batches(0, 1 << 20)]
+        assert batches[:3] == stored_before, f"{node.node_id}: a retry changed what was stored"
+        stamps = {r.timestamp_type for b in batches for r in decode_batch(b).records}
+        assert stamps == {TimestampType.LOG_APPEND_TIME}
+        assert [r.value for r in replica.log.read(0, 1 << 20, 6)] == [b"a", None, b"c", b"d", None, b"e"]
