@@ -17,8 +17,7 @@ from api.openapi import Operation
 from api.schemas import parse_json, require_json_body
 from partitions.cluster import ClusterAdmin
 from partitions.errors import UnknownPartition
-from partitions.reconfigure import MoveProgress
-from partitions.services import MoveState
+from partitions.services import MoveProgress, MoveState
 from raftlog.storage.config import LogConfig
 
 CONFIG_KEYS_MAX = 64

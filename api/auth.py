@@ -20,7 +20,7 @@ from aiohttp import web
 
 from api.errors import Unauthorized
 from partitions.cluster import FrontDoor
-from partitions.users import Verifier
+from partitions.services import Verifier
 
 OPEN_PATHS = ("/status/", "/metrics", "/openapi.json")
 

@@ -37,12 +37,25 @@ from api.schemas import (
 )
 from partitions.cluster import ClusterGroups
 from partitions.errors import UnknownPartition
-from partitions.groups.assignors import ASSIGNORS, TopicPartition
-from partitions.groups.coordinator import GROUPS_TOPIC, SUBSCRIBED_TOPICS_MAX
 from partitions.groups.errors import InvalidConsumerConfig
-from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, ReadConfig
-from partitions.names import check_group_name, check_instance_name, check_topic_name, check_user_topic_name
-from partitions.services import ConsumerRecords, GroupSummary, MemberPartition
+from partitions.names import (
+    GROUPS_TOPIC,
+    check_group_name,
+    check_instance_name,
+    check_topic_name,
+    check_user_topic_name,
+)
+from partitions.services import (
+    ASSIGNORS,
+    DEFAULT_READS,
+    SESSION_TIMEOUT_MS_DEFAULT,
+    SUBSCRIBED_TOPICS_MAX,
+    ConsumerRecords,
+    GroupSummary,
+    MemberPartition,
+    ReadConfig,
+    TopicPartition,
+)
 from raftlog.errors import check
 from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, JSON_V2, KAFKA_V2, PLAIN_JSON
 

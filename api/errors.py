@@ -12,6 +12,7 @@ from typing import Any
 
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
+    CapacityExceeded,
     DecommissionImpossible,
     HopLimitExceeded,
     InvalidCommand,
@@ -24,6 +25,7 @@ from partitions.errors import (
     PeerOutcomeUnknown,
     PeerProtocolError,
     PeerUnreachable,
+    PlacementImpossible,
     ProducerFenced,
     ReassignmentInProgress,
     ReplicaRecovering,
@@ -45,7 +47,6 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
     UnknownGroup,
 )
-from partitions.placement import CapacityExceeded, PlacementImpossible
 from raftlog.consensus.errors import (
     CorruptJournal,
     CorruptSnapshot,

@@ -44,7 +44,7 @@ from api.schemas import (
     require_json_body,
 )
 from partitions.errors import InvalidTopic, UnknownPartition
-from partitions.groups.coordinator import is_internal
+from partitions.names import is_internal
 from partitions.services import FetchedBatches
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check

@@ -15,7 +15,7 @@ from api.errors import Overloaded
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
 from partitions.cluster import FrontDoor
-from partitions.users import Verifier
+from partitions.services import Verifier
 from raftlog.errors import InvariantViolation
 
 log = logging.getLogger("api")

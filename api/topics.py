@@ -19,12 +19,9 @@ from api import state
 from api.errors import BadRequest
 from api.schemas import parse_create_topic, query_str, require_json_body
 from partitions.cluster import FrontDoor
-from partitions.controller import TopicMetadata
 from partitions.errors import InvalidTopic, UnknownPartition
-from partitions.groups.coordinator import is_internal
-from partitions.names import broker_id
-from partitions.replica_failures import ReplicaFailure
-from partitions.services import NodeInfo, PartitionState
+from partitions.names import broker_id, is_internal
+from partitions.services import NodeInfo, PartitionState, ReplicaFailure, TopicMetadata
 from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError
 

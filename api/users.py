@@ -18,7 +18,7 @@ from api.admin import _object
 from api.errors import BadRequest
 from api.openapi import Operation
 from partitions.names import check_user_name
-from partitions.users import ITERATIONS_DEFAULT, MECHANISMS, check_password, make_credential
+from partitions.services import ITERATIONS_DEFAULT, MECHANISMS, check_password, make_credential
 
 
 async def list_users(request: web.Request) -> web.Response:

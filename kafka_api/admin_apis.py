@@ -17,8 +17,8 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
-from partitions.controller import merge_configs
 from partitions.names import broker_id, check_user_topic_name
+from partitions.services import merge_configs
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 

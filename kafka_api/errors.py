@@ -13,6 +13,7 @@ import logging
 from kio.schema.errors import ErrorCode
 
 from partitions.errors import (
+    CapacityExceeded,
     DecommissionImpossible,
     HopLimitExceeded,
     InvalidCommand,
@@ -23,6 +24,7 @@ from partitions.errors import (
     NoReassignment,
     OutOfOrderSequence,
     PeerError,
+    PlacementImpossible,
     ProducerFenced,
     ReassignmentInProgress,
     ReplicaRecovering,
@@ -34,7 +36,6 @@ from partitions.errors import (
     UnknownUser,
 )
 from partitions.groups.errors import GroupError, StaleGeneration, UnknownGroup
-from partitions.placement import CapacityExceeded, PlacementImpossible
 from raftlog.consensus.errors import (
     ConsensusError,
     NoLeader,

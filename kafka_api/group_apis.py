@@ -20,8 +20,7 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
 from partitions.errors import UnknownTopic
-from partitions.groups.coordinator import GROUPS_TOPIC
-from partitions.names import broker_id
+from partitions.names import GROUPS_TOPIC, broker_id
 from raftlog.storage.partitioner import partition_for_key
 
 GROUP_KEY = 0

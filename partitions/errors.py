@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from raftlog.errors import RaftlogError
 
 
@@ -154,6 +156,35 @@ class DecommissionImpossible(PartitionError):
         super().__init__(message)
         self.node_id = node_id
         self.partitions = partitions
+
+
+class CapacityExceeded(PartitionError):
+    """A topic or a move would put more replicas on a node than it may hold."""
+
+    def __init__(
+        self, what: str, over: Mapping[str, int], room: Mapping[str, int], replicas_max: int
+    ) -> None:
+        nodes = ", ".join(f"{node} would hold {held:,}" for node, held in sorted(over.items()))
+        free = ", ".join(f"{node} {left:,}" for node, left in sorted(room.items()))
+        super().__init__(
+            f"{what} does not fit: a node holds at most {replicas_max:,} partition replicas "
+            f"(raftlog serve --replicas-max) and {nodes}; room left: {free}. Use fewer partitions or a "
+            "lower replication factor, delete topics, or add nodes"
+        )
+        self.over = dict(over)
+        self.room = dict(room)
+        self.replicas_max = replicas_max
+
+
+class PlacementImpossible(PartitionError):
+    """Not enough live nodes for the requested replication factor."""
+
+    def __init__(self, replication_factor: int, nodes: int) -> None:
+        super().__init__(
+            f"replication factor {replication_factor} needs {replication_factor} live nodes, have {nodes}"
+        )
+        self.replication_factor = replication_factor
+        self.nodes = nodes
 
 
 class NoController(PartitionError):

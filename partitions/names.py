@@ -32,6 +32,8 @@ GROUP_NAME_BYTES_MAX = 255
 INSTANCE_NAME_BYTES_MAX = 255
 USER_NAME_BYTES_MAX = 255
 RESERVED_TOPIC_PREFIX = "__"
+GROUPS_TOPIC = "__consumer_groups"  # the consumer groups' table: a group's coordinator leads its partition
+INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})  # the topics the cluster keeps for itself
 _TOPIC_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 _TOPIC_CHARACTER = re.compile(r"[A-Za-z0-9._-]")
 _REFUSED_CATEGORIES = {"Cc": "a control character", "Cf": "a format character",
@@ -126,3 +128,8 @@ def broker_id(node_id: str) -> int:
     if numbered:
         return int(numbered.group(1))
     return zlib.crc32(node_id.encode()) & 0x7FFFFFFF
+
+
+def is_internal(topic: str) -> bool:
+    """Topics the cluster keeps for itself (hidden from ``GET /topics``)."""
+    return topic in INTERNAL_TOPICS

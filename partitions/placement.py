@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from partitions.errors import PartitionError
+from partitions.errors import CapacityExceeded, PartitionError, PlacementImpossible
 
 REPLICAS_MAX_DEFAULT = 12_000
 """Partition replicas one node holds at most by default (``raftlog serve --replicas-max``). What a replica
@@ -13,24 +13,6 @@ costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions p
 of memory, no open file and no CPU while its group is idle, and the time to open it (~110-140 per second
 per node: 10,000 reopen in about 33 s after a restart); 10,000 per node on a 3-node cluster hold with a
 tenth of one core in total. Beyond the limit a topic or a move is refused up front, changing nothing."""
-
-
-class CapacityExceeded(PartitionError):
-    """A topic or a move would put more replicas on a node than it may hold."""
-
-    def __init__(
-        self, what: str, over: Mapping[str, int], room: Mapping[str, int], replicas_max: int
-    ) -> None:
-        nodes = ", ".join(f"{node} would hold {held:,}" for node, held in sorted(over.items()))
-        free = ", ".join(f"{node} {left:,}" for node, left in sorted(room.items()))
-        super().__init__(
-            f"{what} does not fit: a node holds at most {replicas_max:,} partition replicas "
-            f"(raftlog serve --replicas-max) and {nodes}; room left: {free}. Use fewer partitions or a "
-            "lower replication factor, delete topics, or add nodes"
-        )
-        self.over = dict(over)
-        self.room = dict(room)
-        self.replicas_max = replicas_max
 
 
 def replica_counts(nodes: Sequence[str], assignments: Iterable[Sequence[Sequence[str]]]) -> Counter[str]:
@@ -50,17 +32,6 @@ def check_capacity(what: str, held: Mapping[str, int], added: Mapping[str, int],
     if over:
         room = {n: max(0, replicas_max - held.get(n, 0)) for n in sorted(set(held) | set(added))}
         raise CapacityExceeded(what, over, room, replicas_max)
-
-
-class PlacementImpossible(PartitionError):
-    """Not enough live nodes for the requested replication factor."""
-
-    def __init__(self, replication_factor: int, nodes: int) -> None:
-        super().__init__(
-            f"replication factor {replication_factor} needs {replication_factor} live nodes, have {nodes}"
-        )
-        self.replication_factor = replication_factor
-        self.nodes = nodes
 
 
 def place(

@@ -25,12 +25,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from partitions.controller import TopicMetadata
-from partitions.groups.assignors import TopicPartition
-from partitions.groups.state import ReadConfig
-from partitions.reconfigure import MemberView, MoveProgress
-from partitions.replica_failures import ReplicaFailure
-from partitions.users import ScramCredential
+# What a front door names besides the protocols, each defined where it belongs and exported here (with
+# ``partitions.errors`` and ``partitions.names`` these are all it may import of partitions/): the types
+# of the answers below, the limits of what the services accept, and the pure rules a front door applies
+# itself (a topic's configs after a change; a user's SCRAM credentials, made where the password enters).
+from partitions.controller import TopicMetadata as TopicMetadata
+from partitions.controller import merge_configs as merge_configs
+from partitions.groups.assignors import ASSIGNORS as ASSIGNORS
+from partitions.groups.assignors import TopicPartition as TopicPartition
+from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX as SUBSCRIBED_TOPICS_MAX
+from partitions.groups.state import AUTO_COMMIT_INTERVAL_MS_MAX as AUTO_COMMIT_INTERVAL_MS_MAX
+from partitions.groups.state import DEFAULT_READS as DEFAULT_READS
+from partitions.groups.state import FETCH_MIN_BYTES_MAX as FETCH_MIN_BYTES_MAX
+from partitions.groups.state import REQUEST_TIMEOUT_MS_MAX as REQUEST_TIMEOUT_MS_MAX
+from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT as SESSION_TIMEOUT_MS_DEFAULT
+from partitions.groups.state import SESSION_TIMEOUT_MS_MAX as SESSION_TIMEOUT_MS_MAX
+from partitions.groups.state import SESSION_TIMEOUT_MS_MIN as SESSION_TIMEOUT_MS_MIN
+from partitions.groups.state import ReadConfig as ReadConfig
+from partitions.reconfigure import MemberView
+from partitions.reconfigure import MoveProgress as MoveProgress
+from partitions.replica_failures import ReplicaFailure as ReplicaFailure
+from partitions.users import ITERATIONS_DEFAULT as ITERATIONS_DEFAULT
+from partitions.users import MECHANISMS as MECHANISMS
+from partitions.users import ScramCredential as ScramCredential
+from partitions.users import Verifier as Verifier
+from partitions.users import check_password as check_password
+from partitions.users import make_credential as make_credential
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import ProducerRecord
 

@@ -324,25 +324,21 @@ def test_the_url_rule_finds_a_path_anywhere_in_a_string(tmp_path: pathlib.Path) 
     assert sorted(_api_paths(bad)) == ["/internal/v1/data/", "/topics/", "x/metrics"]
 
 
-# What a front door may use of a node: the protocols and their types, the cluster-wide services, the
-# peer table (the server side of peer calls) and the typed errors, names and constants of the contract.
+# What a front door may use of a node: the protocols, the types of their answers and the few limits and pure
+# rules a door applies itself (services.py exports them), the cluster-wide services, the peer table (the
+# server side of peer calls), the typed errors and the names.
 FRONT_DOOR_MAY_USE = {
     "partitions.services",
     "partitions.cluster",
     "partitions.peer_client",
     "partitions.errors",
-    "partitions.controller",
-    "partitions.reconfigure",
-    "partitions.replica_failures",
-    "partitions.names",
-    "partitions.placement",
-    "partitions.users",
     "partitions.groups.errors",
-    "partitions.groups.assignors",
-    "partitions.groups.coordinator",
-    "partitions.groups.state",
+    "partitions.names",
 }
-BUILDS_THE_NODE = {ROOT / "api" / "serve.py": {"partitions.node", "partitions.recovery"}}
+# what builds the node (its parts and the defaults of their settings) may use more
+BUILDS_THE_NODE = {
+    ROOT / "api" / "serve.py": {"partitions.node", "partitions.recovery", "partitions.placement"},
+}
 
 
 FRONT_DOORS = sorted((ROOT / "api").rglob("*.py")) + sorted((ROOT / "kafka_api").rglob("*.py"))

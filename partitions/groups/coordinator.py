@@ -70,20 +70,11 @@ from raftlog.storage.partitioner import partition_for_key
 
 log = logging.getLogger("raftlog.groups")
 
-GROUPS_TOPIC = "__consumer_groups"
 GROUP_PARTITIONS_DEFAULT = 4
 SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
 SUBSCRIBED_TOPICS_MAX = 1_000
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size
 READ_GRACE_MS = 5_000  # a read's deadline past its wait: the time to fetch, render and report back
-
-
-INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})
-
-
-def is_internal(topic: str) -> bool:
-    """Topics the cluster keeps for itself (hidden from ``GET /topics``)."""
-    return topic in INTERNAL_TOPICS
 
 
 def monotonic_ms() -> int:

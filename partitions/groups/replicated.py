@@ -10,9 +10,9 @@ from typing import Any, Protocol
 from partitions import commands
 from partitions.controller import TopicMetadata
 from partitions.errors import InvalidCommand, TopicExists, UnknownTopic
-from partitions.groups.coordinator import GROUPS_TOPIC
 from partitions.groups.errors import ConsumerInstanceExists, UnknownConsumerInstance
 from partitions.groups.state import GroupChanged, GroupCommand, GroupResult, GroupTable, encode
+from partitions.names import GROUPS_TOPIC
 from partitions.state_machine import Refused
 from raftlog.consensus.errors import ConsensusError
 from raftlog.consensus.group import ReplicaGroup

@@ -31,6 +31,7 @@ from partitions.errors import (
     DecommissionImpossible,
     InvalidReassignment,
     NoReassignment,
+    PlacementImpossible,
     ReassignmentInProgress,
     SequenceTooOld,
     TopicExists,
@@ -39,13 +40,13 @@ from partitions.errors import (
     UnknownTopic,
     UnknownUser,
 )
-from partitions.groups.coordinator import GROUPS_TOPIC, GroupCoordinator
+from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.service import ConsumerService
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
-from partitions.names import check_user_name
+from partitions.names import GROUPS_TOPIC, check_user_name
 from partitions.peer_client import PeerClient
-from partitions.placement import PlacementImpossible, check_capacity, replica_counts
+from partitions.placement import check_capacity, replica_counts
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure, digest
 from partitions.services import (

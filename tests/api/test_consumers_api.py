@@ -11,7 +11,7 @@ from typing import Any
 from fake_broker import FakeCluster
 from harness import Node
 
-from partitions.groups.coordinator import GROUPS_TOPIC
+from partitions.names import GROUPS_TOPIC
 from raftlog_client.client import GroupConsumer, RaftlogClient
 
 V2 = {"Content-Type": "application/vnd.kafka.v2+json"}

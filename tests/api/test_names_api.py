@@ -14,7 +14,7 @@ from fake_broker import FakeCluster
 from harness import Node
 
 from api.app import ROUTES
-from partitions.groups.coordinator import GROUPS_TOPIC
+from partitions.names import GROUPS_TOPIC
 from raftlog_cli.cli import main
 
 V2 = {"Content-Type": "application/vnd.kafka.v2+json"}

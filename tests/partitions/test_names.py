@@ -7,7 +7,7 @@ import pytest
 from partitions import names
 from partitions.controller import validate_topic
 from partitions.errors import InvalidName, ReservedName
-from partitions.groups.coordinator import GROUPS_TOPIC
+from partitions.names import GROUPS_TOPIC
 
 
 @pytest.mark.parametrize(

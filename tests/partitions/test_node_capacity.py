@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 from test_node import configs, controller_leader, until
 
+from partitions.errors import CapacityExceeded
 from partitions.node import Node
-from partitions.placement import CapacityExceeded
 
 REPLICAS_MAX = 6
 

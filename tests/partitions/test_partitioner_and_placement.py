@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from partitions.placement import CapacityExceeded, PlacementImpossible, place
+from partitions.errors import CapacityExceeded, PlacementImpossible
+from partitions.placement import place
 from raftlog.storage.partitioner import murmur2, partition_for_key
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
