@@ -1,13 +1,18 @@
 """A producer's own record batch on real nodes: appended as sent, on every replica, deduplicated by the
-producer id and sequence in its header; a malformed one is refused before anything is replicated."""
+producer id, epoch and sequence in its header (on a LogAppendTime topic too); a malformed one is refused
+before anything is replicated, over HTTP with a 422 naming the problem, whichever node it entered."""
 
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import time
 
+import aiohttp
+import crc32c
 import pytest
-from test_node import cluster, controller_leader, partition_leader, until  # noqa: F401 (fixture)
+from test_catch_up import Served, _http_of
+from test_node import cluster, configs, controller_leader, partition_leader, until  # noqa: F401 (fixture)
 
 from partitions.node import Node
 from raftlog.consensus.errors import NotLeader
@@ -21,6 +26,7 @@ from raftlog.storage.batch import (
     with_log_append_time,
 )
 from raftlog.storage.errors import InvalidRecord, RecordTooLarge
+from raftlog_client.contract import RECORD_BATCH
 
 
 async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: list[Node]) -> None:  # noqa: F811
@@ -161,3 +167,68 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
         stamps = {r.timestamp_type for b in batches for r in decode_batch(b).records}
         assert stamps == {TimestampType.LOG_APPEND_TIME}
         assert [r.value for r in replica.log.read(0, 1 << 20, 6)] == [b"a", None, b"c", b"d", None, b"e"]
+
+
+def _with_crc(batch: bytes | bytearray) -> bytes:
+    """``batch`` with its CRC-32C computed again over what it holds now, so only the change made is wrong."""
+    fixed = bytearray(batch)
+    fixed[17:21] = crc32c.crc32c(bytes(fixed[21:])).to_bytes(4, "big")
+    return bytes(fixed)
+
+
+def malformed_batches() -> list[tuple[str, bytes, str]]:
+    """(what is wrong, the batch, words its refusal must hold): each wrong in one way only."""
+    good = encode_batch(0, [ProducerRecord(b"v" * 50, key=b"k")], 0, 1)
+    length = int.from_bytes(good[8:12], "big")
+    zstd = encode_batch(0, [ProducerRecord(b"value " * 50)] * 3, 0, 1, compression=Compression.ZSTD)
+    garbage_zstd = bytearray(zstd[:61] + bytes(range(7, 207)))  # a zstd body that is no zstd frame
+    garbage_zstd[8:12] = (len(garbage_zstd) - 12).to_bytes(4, "big")
+    transactional = bytearray(good)
+    transactional[22] |= 0x10
+    return [
+        ("bad CRC", good[:-1] + bytes([good[-1] ^ 1]), "crc32c mismatch"),
+        ("length past the end", good[:8] + (length + 5).to_bytes(4, "big") + good[12:], "header says"),
+        ("length short of the end", good + b"\x00" * 3, "header says"),
+        ("length below a header", good[:8] + (10).to_bytes(4, "big") + good[12:], "shorter than a header"),
+        ("torn", good[:-1], "header says"),
+        ("unknown magic", good[:16] + b"\x01" + good[17:], "magic 1"),
+        ("unsupported codec", _with_crc(good[:22] + b"\x06" + good[23:]), "unknown compression codec 6"),
+        ("corrupt zstd body", _with_crc(garbage_zstd), "records do not decode (zstd)"),
+        ("transactional", _with_crc(transactional), "transactional"),
+    ]
+
+
+async def test_malformed_batches_are_422_naming_the_problem_and_change_no_end_offset(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Over HTTP on real nodes, sent to the leader and to a follower (which forwards it): every malformed
+    batch is a 422 (42201) whose message names what is wrong, and the partition's end offset stays."""
+    served = [Served(c) for c in configs(tmp_path)]
+    await asyncio.gather(*(s.start() for s in served))
+    try:
+        nodes = [s.node for s in served]
+        controller = await until(lambda: controller_leader(nodes), what="controller leader")
+        metadata = await controller.frontend.create_topic("t", 1, 3, {})
+        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
+        await leader.data.produce("t", 0, [ProducerRecord(b"before")], None, None, 5000)
+        entries = [
+            next(s for s in served if s.node is leader),
+            next(s for s in served if s.node is not leader),
+        ]
+        async with aiohttp.ClientSession() as client:
+            for entry in entries:
+                url = f"{_http_of(entry.config)}/topics/t/partitions/0"
+                for what, batch, words in malformed_batches():
+                    case = (entry.node.node_id, what)
+                    async with client.post(url, data=batch, headers={"Content-Type": RECORD_BATCH}) as answer:
+                        body = await answer.json()
+                        assert (answer.status, body["error_code"]) == (422, 42201), (case, body)
+                        assert words in body["message"], (case, body)
+                    async with client.get(f"{url}/offsets") as answer:
+                        assert (await answer.json())["end_offset"] == 1, f"{what} changed the end offset"
+        for node in nodes:
+            replica = node.replicas.get(metadata.group_id(0))
+            await until(lambda r=replica: r.machine.high_watermark == 1, what=f"{node.node_id} caught up")
+            assert [r.value for r in replica.log.read(0, 1 << 20, 2)] == [b"before"]
+    finally:
+        await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
