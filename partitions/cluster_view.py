@@ -3,11 +3,11 @@
 Each node publishes a small gossip metadata blob: its HTTP and Raft addresses, its leadership claims
 (partition group -> the Raft term in which it leads), its disk use and, only while one of its replicas
 has failed, those failures (``replica_failures``). When the claims do not fit the gossip budget only
-their version travels, and peers fetch the table over HTTP (``GET /replication/leadership``) when the
-version changes; likewise a failure list that does not fit travels as its digest and peers fetch it
-(``GET /replication/failures``) when the digest differs from the list they hold. A node with no failed
-replica sends no failure field at all. Membership is advisory: the view feeds routing, placement and
-health, never a Raft voter set.
+their version travels, and peers fetch the table with a peer call (``peer.leadership``, served at
+``POST /internal/v1/peer/leadership``) when the version changes; likewise a failure list that does not
+fit travels as its digest and peers fetch it (``peer.replica_failures``) when the digest differs from
+the list they hold. A node with no failed replica sends no failure field at all. Membership is
+advisory: the view feeds routing, placement and health, never a Raft voter set.
 """
 
 from __future__ import annotations

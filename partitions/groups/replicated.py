@@ -22,7 +22,7 @@ PROPOSE_TIMEOUT_MS = 10_000
 
 
 class _Replica(Protocol):
-    """The parts of ``partitions.node._Replica`` used here."""
+    """The parts of ``partitions.replicas.Replica`` used here."""
 
     @property
     def group(self) -> ReplicaGroup: ...
