@@ -25,7 +25,9 @@ STAGES = [
     ("Raft (consensus, journal, transport)", re.compile(r"raftlog/consensus/|pysyncobj/")),
     (
         "routing / forwarding",
-        re.compile(r"api/routing\.py|aiohttp/client|partitions/(cluster|peer_client|routing|cluster_view)\.py"),
+        re.compile(
+            r"api/routing\.py|aiohttp/client|partitions/(cluster|peer_client|routing|cluster_view)\.py"
+        ),
     ),
     (
         "HTTP parse / write (aiohttp server)",
