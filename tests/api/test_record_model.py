@@ -13,7 +13,19 @@ import msgpack
 from fake_broker import FakeCluster
 from harness import Node
 
-from raftlog.storage.batch import ProducerRecord, TimestampType, decode_batch, encode_batch, split_batches
+from api.columnar import Columnar, encode_columnar
+from api.records import decode as decode_fetched
+from api.rendering import records_json
+from api.schemas import Flavour
+from raftlog.storage.batch import (
+    Compression,
+    ProducerRecord,
+    TimestampType,
+    decode_batch,
+    encode_batch,
+    split_batches,
+    with_log_append_time,
+)
 from raftlog_client.contract import (
     BINARY_V2,
     COLUMNAR_JSON,
@@ -118,6 +130,43 @@ async def test_a_log_append_time_topic_stamps_the_leaders_clock(cluster: FakeClu
     raw = await (await _fetch(n1, RECORD_BATCH)).read()
     stored = [decode_batch(b) for b in split_batches(raw)]
     assert {b.header.timestamp_type for b in stored} == {TimestampType.LOG_APPEND_TIME}
+    stamps = [r["timestamp"] for r in rows]
+    assert [r.timestamp_ms for b in stored for r in b.records] == stamps
+
+    binary = await (await _fetch(n1, BINARY_V2)).json()
+    assert [(r["timestamp"], r["timestamp_type"]) for r in binary] == [(t, "LogAppendTime") for t in stamps]
+    page = msgpack.unpackb(await (await _fetch(n1, COLUMNAR_MSGPACK)).read())
+    assert (page["timestamps"], page["timestamp_types"]) == (stamps, [1, 1])
+    texted = json.loads(await (await _fetch(n1, COLUMNAR_JSON)).read())
+    assert (texted["timestamps"], texted["timestamp_types"]) == (stamps, [1, 1])
+
+
+def test_every_fetch_flavour_renders_a_stamped_batchs_records_at_its_stamp() -> None:
+    """A LogAppendTime batch as a leader stores it: its records keep the CreateTimes the producer gave
+    them, and every reader must show the batch's stamp instead (Kafka reads max_timestamp for all)."""
+    created = [
+        ProducerRecord(b"%d" % i, key=None, headers=(("n", None),), timestamp_ms=5 + i) for i in range(3)
+    ]
+    batch = with_log_append_time(encode_batch(7, created, 2, 0, compression=Compression.ZSTD), 1_800_000)
+    records = decode_fetched(batch, 8)  # from the batch's second record, as a fetch at offset 8
+    assert [(r.offset, r.timestamp_ms, r.timestamp_type) for r in records] == [
+        (8, 1_800_000, TimestampType.LOG_APPEND_TIME),
+        (9, 1_800_000, TimestampType.LOG_APPEND_TIME),
+    ]
+    for flavour in Flavour:
+        rows = json.loads(records_json([("t", 0, records)], flavour))
+        assert [(r["offset"], r["timestamp"], r["timestamp_type"]) for r in rows] == [
+            (8, 1_800_000, "LogAppendTime"),
+            (9, 1_800_000, "LogAppendTime"),
+        ], flavour
+    for encoding in Columnar:
+        encoded = encode_columnar("t", 0, records, encoding)
+        page = msgpack.unpackb(encoded) if encoding is Columnar.MSGPACK else json.loads(encoded)
+        assert (page["offsets"], page["timestamps"], page["timestamp_types"]) == (
+            [8, 9],
+            [1_800_000] * 2,
+            [1, 1],
+        ), encoding
 
 
 async def test_offsets_by_timestamp_answer_the_first_record_at_or_after_it(
