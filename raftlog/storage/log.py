@@ -494,26 +494,40 @@ class Log:
 
     def first_record_at(self, timestamp_ms: int) -> Record | None:
         """The first record (in offset order) whose timestamp is >= ``timestamp_ms``, or None if there is
-        none: Kafka's ListOffsets by timestamp. The time index narrows the scan to a few batches."""
+        none: Kafka's ListOffsets by timestamp. Under the lock only the segment and byte position to
+        start from are found (the time index narrows the scan to a few batches) and the segment is held;
+        its batches are read and decoded without the lock, as a fetch's are."""
         with self._lock:
+            if self._closed:
+                raise LogClosed(f"log {self.directory} is closed")
             self._touch()
-            for segment in self._segments:
+            start = None
+            for segment in self._segments:  # the first segment whose max timestamp reaches it holds it
                 if segment.max_timestamp_ms is None or segment.max_timestamp_ms < timestamp_ms:
                     continue
                 position = segment.locate(segment.time_index.scan_start(timestamp_ms))
-                if position is None:
-                    continue
-                for _, header, view in segment.batches(position):
-                    if header.max_timestamp_ms >= timestamp_ms:
-                        for record in decode_records(view, header):
-                            if record.timestamp_ms >= timestamp_ms:
-                                return record
-                check(
-                    False,
-                    f"{segment.path}: max timestamp {segment.max_timestamp_ms} >= {timestamp_ms} "
-                    "but no batch reaches it",
-                )
+                if position is not None:
+                    start = (segment, position, segment.size)
+                    break
+            if start is None:
+                return None
+            segment, position, end = start
+            segment.acquire()
+        try:
+            for _, header, view in segment.batches(position, end):
+                if header.max_timestamp_ms >= timestamp_ms:
+                    for record in decode_records(view, header):
+                        if record.timestamp_ms >= timestamp_ms:
+                            return record
+            check(
+                False,
+                f"{segment.path}: max timestamp {segment.max_timestamp_ms} >= {timestamp_ms} "
+                "but no batch reaches it",
+            )
             return None
+        finally:
+            with self._lock:
+                segment.release()
 
     def reader(self, offset: int, max_offset: int | None = None) -> LogReader:
         """A streaming reader from ``offset``; it keeps the segment it reads from open, even if retention

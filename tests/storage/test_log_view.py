@@ -144,3 +144,33 @@ def test_a_streaming_reader_reads_its_segment_while_another_thread_holds_the_loc
     assert got[: len(everything)] == everything
     assert [r.value for r in got[len(everything) :]] == [b"more"]  # a later append is read too
     log.close()
+
+
+def test_a_lookup_by_time_reads_its_batches_without_the_lock(tmp_path, monkeypatch):
+    """Offsets by timestamp scan and decode batches too: an append from another thread goes through while
+    the lookup is between its preads (under the lock it would wait for the whole scan)."""
+    log = Log.open(str(tmp_path), small_config(), FakeClock(), discard=os.unlink)
+    for i in range(30):
+        log.append([ProducerRecord(b"v%d" % i, timestamp_ms=1_000 + 10 * i)])
+    appended = threading.Event()
+    walk = segment_module.walk
+
+    def walk_that_waits_for_an_append(fd, start, end, verify):
+        for item in walk(fd, start, end, verify):
+            if not appended.is_set():
+                writer = threading.Thread(target=lambda: (log.append([ProducerRecord(b"x")]), appended.set()))
+                writer.start()
+                writer.join(APPEND_WAIT_S)
+            yield item
+
+    monkeypatch.setattr(segment_module, "walk", walk_that_waits_for_an_append)
+    found = log.first_record_at(1_000 + 10 * 17 - 5)
+    assert appended.is_set(), "the append waited for the lookup's lock"
+    assert found is not None and (found.offset, found.value) == (17, b"v17")
+    monkeypatch.undo()
+    assert (
+        log.first_record_at(2 * 10**12) is None
+    )  # after every record, the appended one at the clock's time too
+    log.close()
+    with pytest.raises(LogClosed):
+        log.first_record_at(0)
