@@ -41,7 +41,7 @@ from raftlog.storage.batch import (
     recompress,
     with_log_append_time,
 )
-from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
+from raftlog.storage.errors import InvalidRecord, OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.log import LogView
 
 LEADER_READY_WAIT_S = 2.0
@@ -58,6 +58,18 @@ STORED_CODEC: dict[str, Compression | None] = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
+
+
+def _check_not_ahead(records: Sequence[ProducerRecord], latest_ms: int) -> None:
+    """InvalidRecord when a record's CreateTime is past ``latest_ms``: the bound ``check_producer_batch``
+    puts on a producer's batch, so a record is refused alike whether it reaches the leader as records or
+    as the batch a follower encoded from them. A timestamp that is no integer is encode_batch's to refuse."""
+    for index, record in enumerate(records):
+        if isinstance(record.timestamp_ms, int) and record.timestamp_ms > latest_ms:
+            raise InvalidRecord(
+                f"record {index}: timestamp {record.timestamp_ms} is more than {TIMESTAMP_AHEAD_MAX_MS} ms "
+                f"ahead of the leader's clock (must be <= {latest_ms})"
+            )
 
 
 class DataPlane:
@@ -153,6 +165,8 @@ class DataPlane:
         try:
             config = replica.log.config
             now = self._clock()
+            if config.timestamp_type != "LogAppendTime":  # as produce_batch checks a producer's batch
+                _check_not_ahead(records, now + TIMESTAMP_AHEAD_MAX_MS)
             codec = STORED_CODEC[config.compression_type] or Compression.NONE
             if codec is Compression.NONE:
                 batch = encode_batch(0, records, 0, now, producer_id, sequence)
