@@ -1,4 +1,4 @@
-"""Fixtures: API apps over fake brokers, served on 127.0.0.1 ephemeral ports (the API tests' conftest,
+"""Fixtures: API apps over fake nodes, served on 127.0.0.1 ephemeral ports (the API tests' conftest,
 and those of the client and command-line tests, import them)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Harness, Node
 
 

@@ -1,7 +1,7 @@
 """An in-memory node with honest semantics, for testing the HTTP layer (test code only).
 
 A ``FakeCluster`` holds the shared truth (topics, each partition's records, leader, producer table and
-consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local services (``FakeBroker``
+consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local services (``FakeData``
 for data and peer calls, ``FakeAdmin``, ``FakeMetadata``) refuse, like the real node's, what only a
 partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``; its
 cluster-wide services are the real ``partitions.cluster.Cluster`` over the real peer client, so a call
@@ -174,17 +174,17 @@ class FakeCluster:
 class FakeGroupLog:
     """``GroupLog`` over a ``FakeCluster``: partition p of ``__consumer_groups`` is led by node p mod n."""
 
-    def __init__(self, broker: FakeBroker) -> None:
-        self.broker = broker
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
 
     def partitions(self) -> int:
-        return self.broker.topic(GROUPS_TOPIC).partitions
+        return self.data.topic(GROUPS_TOPIC).partitions
 
     async def ensure_topic(self) -> None:
-        cluster = self.broker.cluster
+        cluster = self.data.cluster
         if GROUPS_TOPIC in cluster.topics:
             return
-        self.broker._controller_here()
+        self.data._controller_here()
         nodes = cluster.node_ids
         replicas = [
             [nodes[(p + i) % len(nodes)] for i in range(len(nodes))] for p in range(cluster.group_partitions)
@@ -192,18 +192,18 @@ class FakeGroupLog:
         cluster.add_topic(GROUPS_TOPIC, replicas=replicas)
 
     def table(self, partition: int) -> tuple[GroupTable, int]:
-        state = self.broker._led_here(GROUPS_TOPIC, partition)
-        topic_id = self.broker.cluster.topics[GROUPS_TOPIC].topic_id
-        return self.broker.cluster.group_tables.setdefault((topic_id, partition), GroupTable()), state.term
+        state = self.data._led_here(GROUPS_TOPIC, partition)
+        topic_id = self.data.cluster.topics[GROUPS_TOPIC].topic_id
+        return self.data.cluster.group_tables.setdefault((topic_id, partition), GroupTable()), state.term
 
     def led_partitions(self) -> list[int]:
-        meta = self.broker.cluster.topics.get(GROUPS_TOPIC)
+        meta = self.data.cluster.topics.get(GROUPS_TOPIC)
         if meta is None:
             return []
         return [
             p
             for p in range(meta.partitions)
-            if self.broker.cluster.partitions[(GROUPS_TOPIC, p)].leader == self.broker.node_id
+            if self.data.cluster.partitions[(GROUPS_TOPIC, p)].leader == self.data.node_id
         ]
 
     async def propose(self, partition: int, command: GroupCommand) -> GroupResult:
@@ -211,11 +211,11 @@ class FakeGroupLog:
         return table.apply(encode_group(command))
 
     def partition_count(self, topic: str) -> int:
-        meta = self.broker.cluster.topics.get(topic)
+        meta = self.data.cluster.topics.get(topic)
         return 0 if meta is None else meta.partitions
 
 
-class FakeBroker:
+class FakeData:
     """One node's ``DataService`` and ``PeerService`` over the cluster, and the state helpers the other
     fakes share (the calls counter, injected errors, this node's leadership beliefs)."""
 
@@ -453,11 +453,11 @@ class FakeBroker:
             raise InvalidReassignment(f"unknown membership change {change!r}")
 
 
-def transfer(broker: FakeBroker, topic: str, partition: int, target: str | None) -> str:
-    """Leadership of a partition ``broker``'s node leads moves to ``target`` (None: another replica)."""
-    state = broker._led_here(topic, partition)
-    group = broker.cluster.topics[topic].group_id(partition)
-    others = [n for n in state.replicas if n != broker.node_id]
+def transfer(data: FakeData, topic: str, partition: int, target: str | None) -> str:
+    """Leadership of a partition ``data``'s node leads moves to ``target`` (None: another replica)."""
+    state = data._led_here(topic, partition)
+    group = data.cluster.topics[topic].group_id(partition)
+    others = [n for n in state.replicas if n != data.node_id]
     if target is None:
         if not others:
             raise ProposalRejected(group, "no other replica to lead")
@@ -473,21 +473,21 @@ def transfer(broker: FakeBroker, topic: str, partition: int, target: str | None)
 class FakeAdmin:
     """One node's ``AdminService``: controller operations on the cluster's controller node only."""
 
-    def __init__(self, broker: FakeBroker) -> None:
-        self.broker = broker
-        self.cluster = broker.cluster
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
+        self.cluster = data.cluster
 
     def _alive(self) -> list[str]:
         return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
 
     async def topic(self, name: str) -> TopicMetadata:
-        return self.broker.topic(name)
+        return self.data.topic(name)
 
     async def create_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
     ) -> TopicMetadata:
-        self.broker._enter("create_topic")
-        self.broker._controller_here()
+        self.data._enter("create_topic")
+        self.data._controller_here()
         alive = self._alive()
         if replication_factor > len(alive):
             raise PlacementImpossible(replication_factor, len(alive))
@@ -501,17 +501,17 @@ class FakeAdmin:
         return self.cluster.add_topic(name, partitions, replicas, configs)
 
     async def delete_topic(self, name: str) -> None:
-        self.broker._enter("delete_topic")
-        self.broker._controller_here()
-        meta = self.broker.topic(name)
+        self.data._enter("delete_topic")
+        self.data._controller_here()
+        meta = self.data.topic(name)
         del self.cluster.topics[name]
         for p in range(meta.partitions):
             self.cluster.partitions.pop((name, p)).notify()
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        self.broker._enter("alter_configs")
-        self.broker._controller_here()
-        meta = self.broker.topic(name)
+        self.data._enter("alter_configs")
+        self.data._controller_here()
+        meta = self.data.topic(name)
         merged = {**meta.configs, **configs}
         LogConfig.from_properties(merged)
         altered = TopicMetadata(meta.name, meta.topic_id, meta.replicas, merged)
@@ -519,9 +519,9 @@ class FakeAdmin:
         return altered
 
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
-        self.broker._enter("move_replicas")
-        self.broker._controller_here()
-        current = self.broker.topic(topic).replicas[partition]
+        self.data._enter("move_replicas")
+        self.data._controller_here()
+        current = self.data.topic(topic).replicas[partition]
         if (topic, partition) in self.cluster.moves:
             raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
         target = reconfigure.validate_move(
@@ -532,26 +532,26 @@ class FakeAdmin:
         return MoveProgress.of(move, current)
 
     async def move_state(self, topic: str, partition: int) -> MoveState:
-        self.broker._controller_here()
-        replicas = self.broker.topic(topic).replicas[partition]
+        self.data._controller_here()
+        replicas = self.data.topic(topic).replicas[partition]
         move = self.cluster.moves.get((topic, partition))
         return MoveState(
             topic, partition, list(replicas), None if move is None else MoveProgress.of(move, replicas)
         )
 
     async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
-        self.broker._enter("cancel_move")
-        self.broker._controller_here()
+        self.data._enter("cancel_move")
+        self.data._controller_here()
         move = self.cluster.moves.get((topic, partition))
         if move is None:
             raise NoReassignment(topic, partition)
         cancelled = Reassignment(move.original, move.original, move.adding, True)
         self.cluster.moves[(topic, partition)] = cancelled
-        return MoveProgress.of(cancelled, self.broker.topic(topic).replicas[partition])
+        return MoveProgress.of(cancelled, self.data.topic(topic).replicas[partition])
 
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
-        self.broker._enter("set_node_flag")
-        self.broker._controller_here()
+        self.data._enter("set_node_flag")
+        self.data._controller_here()
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         nodes = self.cluster.flags[flag]
@@ -577,17 +577,17 @@ class FakeAdmin:
         )
 
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
-        self.broker._controller_here()
+        self.data._controller_here()
         self.cluster.users[check_user_name(name)] = tuple(credentials)
         return sorted(c.mechanism for c in credentials)
 
     async def delete_user(self, name: str) -> None:
-        self.broker._controller_here()
+        self.data._controller_here()
         if self.cluster.users.pop(name, None) is None:
             raise UnknownUser(name)
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
-        self.broker._controller_here()
+        self.data._controller_here()
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         holding = [
@@ -611,8 +611,8 @@ class FakeAdmin:
         }
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
-        self.broker._enter("partition_state")
-        state = self.broker._led_here(topic, partition)
+        self.data._enter("partition_state")
+        state = self.data._led_here(topic, partition)
         replicas = []
         for node in state.replicas:
             failure = self.cluster.failed(node, topic, partition)
@@ -635,33 +635,33 @@ class FakeAdmin:
     async def transfer_leadership(
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> str | None:
-        self.broker._enter("transfer_leadership")
-        return transfer(self.broker, topic, partition, target)
+        self.data._enter("transfer_leadership")
+        return transfer(self.data, topic, partition, target)
 
 
 class FakeMetadata:
     """One node's ``MetadataView``."""
 
-    def __init__(self, broker: FakeBroker) -> None:
-        self.broker = broker
-        self.cluster = broker.cluster
-        self.node_id = broker.node_id
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
+        self.cluster = data.cluster
+        self.node_id = data.node_id
 
     def topics(self) -> list[str]:
         return list(self.cluster.topics)
 
     def topic(self, name: str) -> TopicMetadata:
-        return self.broker.topic(name)
+        return self.data.topic(name)
 
     def controller(self) -> str | None:
         return self.cluster.controller
 
     def known_leader(self, topic: str, partition: int) -> str | None:
-        return self.broker.known_leader(topic, partition)
+        return self.data.known_leader(topic, partition)
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
-        if (topic, partition) in self.broker.leader_overrides:
-            return self.broker.leader_overrides[(topic, partition)]
+        if (topic, partition) in self.data.leader_overrides:
+            return self.data.leader_overrides[(topic, partition)]
         return self.known_leader(topic, partition)
 
     def http_address(self, node_id: str) -> str | None:
@@ -707,7 +707,7 @@ class FakeMetadata:
     def metrics(self) -> dict[str, float]:
         led = [(key, p) for key, p in self.cluster.partitions.items() if p.leader == self.node_id]
         return (
-            self.broker.groups.metrics()
+            self.data.groups.metrics()
             | {"partitions_led": float(len(led)), "partition_replicas": float(len(self.cluster.partitions))}
             | {
                 f'partition_high_watermark{{topic="{topic}",partition="{partition}"}}': float(len(p.records))
@@ -718,10 +718,10 @@ class FakeMetadata:
 
 @dataclass
 class FakeLocal:
-    data: FakeBroker
+    data: FakeData
     admin: FakeAdmin
     groups: ConsumerService
-    peer: FakeBroker
+    peer: FakeData
 
 
 class FakeNode:
@@ -732,16 +732,16 @@ class FakeNode:
         cluster: FakeCluster,
         node_id: str,
         peer_timeout_s: float = 15.0,
-        broker: type[FakeBroker] = FakeBroker,
+        data: type[FakeData] = FakeData,
     ) -> None:
         self.node_id = node_id
-        self.broker = broker(cluster, node_id)
-        self.metadata = FakeMetadata(self.broker)
+        self.data = data(cluster, node_id)
+        self.metadata = FakeMetadata(self.data)
         self.local = FakeLocal(
-            self.broker,
-            FakeAdmin(self.broker),
-            ConsumerService(node_id, self.broker.groups, lambda: self.cluster.data),
-            self.broker,
+            self.data,
+            FakeAdmin(self.data),
+            ConsumerService(node_id, self.data.groups, lambda: self.cluster.data),
+            self.data,
         )
         self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
         # No wait for a leader: these tests see the edge's answer to each refusal they inject (the wait

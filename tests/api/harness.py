@@ -1,4 +1,4 @@
-"""Serving API apps over fake brokers on 127.0.0.1 ephemeral ports (used by conftest and tests)."""
+"""Serving API apps over fake nodes on 127.0.0.1 ephemeral ports (used by conftest and tests)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
-from fake_broker import FakeBroker, FakeCluster, FakeNode
+from fake_node import FakeCluster, FakeData, FakeNode
 
 from api.app import build_app
 
@@ -18,8 +18,8 @@ class Node:
     url: str
 
     @property
-    def broker(self) -> FakeBroker:
-        return self.node.broker
+    def data(self) -> FakeData:
+        return self.node.data
 
 
 class Harness:

@@ -1,4 +1,4 @@
-"""Operator endpoints over fake brokers: configs, replica moves, decommission, maintenance, and the admin
+"""Operator endpoints over fake nodes: configs, replica moves, decommission, maintenance, and the admin
 token on all of them. Bad requests are 4xx and change nothing. (The internal calls the controller leader
 makes are peer ops: tests/api/test_internal_endpoints.py.)"""
 
@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Harness, Node
 
 

@@ -1,4 +1,4 @@
-"""The HTTP API over an in-memory broker: every endpoint, every error code, long poll, forwarding, auth."""
+"""The HTTP API over in-memory fake nodes: every endpoint, every error code, long poll, forwarding, auth."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Harness, Node
 
 from api.app import ROUTES, build_app
@@ -139,7 +139,7 @@ async def test_keyless_records_stick_to_one_partition_per_request_and_rotate(
         assert len(partitions) == 1
         seen.append(partitions.pop())
     assert sorted(seen) == [0, 1, 2]
-    assert n1.broker.calls["produce"] == 3  # one batch per partition per request
+    assert n1.data.calls["produce"] == 3  # one batch per partition per request
 
 
 async def test_json_round_trip_with_headers_in_both_forms(cluster: FakeCluster, n1: Node) -> None:
@@ -265,7 +265,7 @@ async def test_bad_produce_bodies_are_400_naming_the_field_and_write_nothing(
         error = await error_of(response, 400, 40001)
         assert error["message"].startswith(field), error
     assert end_offset(cluster, "t", 0) == 0
-    assert n1.broker.calls["produce"] == 0
+    assert n1.data.calls["produce"] == 0
 
 
 async def test_binary_value_that_is_not_base64_is_422(cluster: FakeCluster, n1: Node) -> None:
@@ -421,7 +421,7 @@ async def test_bad_offset_commits_are_400(cluster: FakeCluster, n1: Node, body: 
     cluster.add_topic("t", 1)
     error = await error_of(await n1.client.post("/consumers/g/offsets", json=body), 400, 40001)
     assert error["message"].startswith(field)
-    assert n1.broker.calls["commit_offset"] == 0
+    assert n1.data.calls["commit_offset"] == 0
 
 
 async def test_offset_commit_errors(cluster: FakeCluster, n1: Node) -> None:
@@ -567,9 +567,9 @@ async def test_unknown_routes_and_methods_are_json_errors(n1: Node) -> None:
     assert body["allowed"] == ["GET"]
 
 
-async def test_unexpected_broker_failure_is_a_logged_500(cluster: FakeCluster, n1: Node, caplog: Any) -> None:
+async def test_a_bug_in_a_service_is_a_logged_500(cluster: FakeCluster, n1: Node, caplog: Any) -> None:
     cluster.add_topic("t", 1)
-    n1.broker.inject["produce"] = [RuntimeError("boom")]
+    n1.data.inject["produce"] = [RuntimeError("boom")]
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
@@ -579,12 +579,12 @@ async def test_unexpected_broker_failure_is_a_logged_500(cluster: FakeCluster, n
 
 async def test_outcome_unknown_is_504_and_no_leader_is_503(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
-    n1.broker.inject["produce"] = [OutcomeUnknown("t-0.1", "commit timed out")]
+    n1.data.inject["produce"] = [OutcomeUnknown("t-0.1", "commit timed out")]
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
     await error_of(response, 504, 50401)
-    n1.broker.inject["fetch"] = [NoLeader("t-0.1")]
+    n1.data.inject["fetch"] = [NoLeader("t-0.1")]
     response = await n1.client.get("/topics/t/partitions/0/records?offset=0")
     await error_of(response, 503, 50301)
     assert response.headers["Retry-After"] == "1"
@@ -595,7 +595,7 @@ async def test_retriable_5xx_answers_are_logged_with_their_code_once_per_interva
     cluster: FakeCluster, n1: Node, caplog: pytest.LogCaptureFixture
 ) -> None:
     cluster.add_topic("t", 1)
-    n1.broker.inject["fetch"] = [NoLeader("t-0.1"), NoLeader("t-0.1"), NoLeader("t-0.1")]
+    n1.data.inject["fetch"] = [NoLeader("t-0.1"), NoLeader("t-0.1"), NoLeader("t-0.1")]
     with caplog.at_level(logging.INFO, logger="api.app"):
         for _ in range(3):
             await error_of(await n1.client.get("/topics/t/partitions/0/records?offset=0"), 503, 50301)
@@ -666,7 +666,7 @@ async def test_openapi_document_lists_every_route(n1: Node) -> None:
 
 
 def test_build_app_refuses_nonsense_settings() -> None:
-    from fake_broker import FakeNode
+    from fake_node import FakeNode
 
     node = FakeNode(FakeCluster(), "n1")
     with pytest.raises(ValueError):
@@ -689,7 +689,7 @@ async def test_a_follower_forwards_produce_and_fetch_to_the_leader(
     assert response.status == 200
     assert response.headers["X-Raftlog-Leader"] == "n1"
     assert (await response.json())["offsets"][0]["offset"] == 0
-    assert n1.broker.calls["produce"] == 1 and n2.broker.calls["produce"] == 1  # n2 refused, n1 wrote
+    assert n1.data.calls["produce"] == 1 and n2.data.calls["produce"] == 1  # n2 refused, n1 wrote
 
     poll = asyncio.create_task(n2.client.get("/topics/t/partitions/0/records?offset=1&timeout=10000"))
     await asyncio.sleep(0.2)
@@ -712,10 +712,10 @@ async def test_a_node_without_a_replica_routes_by_leader_hint(
     response = await n2.client.post("/topics/only-n1", json={"records": [{"value": 1}]}, headers=JSON_HEADERS)
     assert response.status == 200
     assert response.headers["X-Raftlog-Leader"] == "n1"
-    assert n1.broker.calls["produce_batch"] == 1, "n1 got the batch n2 encoded"
+    assert n1.data.calls["produce_batch"] == 1, "n1 got the batch n2 encoded"
     rows = await (await n2.client.get("/topics/only-n1/partitions/0/records?offset=0")).json()
     assert [r["value"] for r in rows] == [1]
-    assert n1.broker.calls["fetch"] == 1
+    assert n1.data.calls["fetch"] == 1
 
 
 async def test_topic_produce_splits_across_leaders(cluster: FakeCluster, n1: Node, n2: Node) -> None:
@@ -738,7 +738,7 @@ async def test_topic_produce_splits_across_leaders(cluster: FakeCluster, n1: Nod
 async def test_partial_failure_reports_per_record_errors(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 2)
     cluster.partitions[("t", 1)].leader = None
-    n1.broker.leader_overrides[("t", 1)] = None
+    n1.data.leader_overrides[("t", 1)] = None
     response = await n1.client.post(
         "/topics/t",
         json={"records": [{"value": 0, "partition": 0}, {"value": 1, "partition": 1}]},
@@ -760,7 +760,7 @@ async def test_admin_and_consumer_calls_are_forwarded(cluster: FakeCluster, n1: 
     cluster.add_topic("t", 2, [["n1", "n2"], ["n2", "n1"]])
     response = await n2.client.post("/v1/topics", json={"name": "made-on-n1", "replication_factor": 1})
     assert response.status == 201
-    assert n1.broker.calls["create_topic"] == 1
+    assert n1.data.calls["create_topic"] == 1
     response = await n1.client.post(
         "/consumers/g/offsets",
         json={
@@ -784,18 +784,18 @@ async def test_following_leader_hints_stops_after_three_hops(harness: Harness) -
     cluster = FakeCluster(["n1", "n2", "n3"])
     n1, n2, n3 = [await harness.start(cluster, n) for n in ("n1", "n2", "n3")]
     cluster.add_topic("t", 1, [["n1", "n2", "n3"]])
-    n1.broker.leader_overrides[("t", 0)] = "n2"  # n2 and n3 each believe the other one leads
-    n2.broker.leader_overrides[("t", 0)] = "n3"
-    n3.broker.leader_overrides[("t", 0)] = "n2"
+    n1.data.leader_overrides[("t", 0)] = "n2"  # n2 and n3 each believe the other one leads
+    n2.data.leader_overrides[("t", 0)] = "n3"
+    n3.data.leader_overrides[("t", 0)] = "n2"
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
     body = await error_of(response, 503, 50303)
     assert "3 times" in body["message"]
     assert response.headers["Retry-After"] == "1"
-    assert n2.broker.calls["produce_batch"] + n3.broker.calls["produce_batch"] == 3  # n2, n3, n2
+    assert n2.data.calls["produce_batch"] + n3.data.calls["produce_batch"] == 3  # n2, n3, n2
     assert end_offset(cluster, "t", 0) == 0
-    n2.broker.leader_overrides[("t", 0)] = "n1"  # a hint naming the node that asked: nobody leads
+    n2.data.leader_overrides[("t", 0)] = "n1"  # a hint naming the node that asked: nobody leads
     await error_of(await n1.client.get("/topics/t/partitions/0/offsets"), 503, 50301)
 
 
@@ -830,7 +830,7 @@ async def test_a_leader_that_never_answers_a_write_is_504(
     cluster: FakeCluster, harness: Harness, n1: Node
 ) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
-    n1.broker.produce_delay_s = 2.0
+    n1.data.produce_delay_s = 2.0
     n2 = await harness.start(cluster, "n2", peer_timeout_s=0.3, produce_timeout_ms=100)
     response = await n2.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
@@ -866,11 +866,11 @@ async def test_partition_state_from_a_follower_is_the_leaders_view(
         (CorruptRecord("/data/t-0/0.log", 128, "crc mismatch"), 500, 50002),
     ],
 )
-async def test_every_broker_error_has_its_http_answer(
+async def test_every_service_error_has_its_http_answer(
     cluster: FakeCluster, n1: Node, error: Exception, status: int, code: int
 ) -> None:
     cluster.add_topic("t", 1)
-    n1.broker.inject["produce"] = [error]
+    n1.data.inject["produce"] = [error]
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import crc32c
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Harness, Node
 
 from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, split_batches

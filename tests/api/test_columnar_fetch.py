@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import msgpack
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from api.app import ROUTES

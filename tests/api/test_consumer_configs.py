@@ -1,4 +1,4 @@
-"""Consumer instances as Confluent's REST Proxy v2 makes them (over in-memory brokers, two nodes): the
+"""Consumer instances as Confluent's REST Proxy v2 makes them (over two in-memory fake nodes): the
 standard create body and what each config does, the records' media types, seeking to a time, commits
 with Redpanda's body, auto commit."""
 
@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any
 
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2

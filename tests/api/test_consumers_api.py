@@ -1,4 +1,4 @@
-"""Consumer-group endpoints over in-memory brokers (two nodes; ``__consumer_groups`` partitions led by
+"""Consumer-group endpoints over two in-memory fake nodes (``__consumer_groups`` partitions led by
 n1 and n2, so instance requests are forwarded to the group's coordinator): instances, subscriptions,
 assignments, records, positions, fenced commits, auto.offset.reset, the admin view and lag metrics."""
 
@@ -8,7 +8,7 @@ import asyncio
 import json
 from typing import Any
 
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from partitions.names import GROUPS_TOPIC

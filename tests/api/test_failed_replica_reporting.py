@@ -1,5 +1,5 @@
 """Health, partition state, describe and the CLI agree on replicas that cannot open or replay and on who
-leads; any node gives the leader's word on which replicas are in sync (over fake brokers)."""
+leads; any node gives the leader's word on which replicas are in sync (over fake nodes)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from fake_broker import INTERNAL_CREDENTIAL, FakeCluster
+from fake_node import INTERNAL_CREDENTIAL, FakeCluster
 from harness import Harness, Node
 
 from partitions.peer_client import MEDIA_TYPE, PeerClient, RemotePeer

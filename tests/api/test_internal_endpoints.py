@@ -5,7 +5,7 @@ with the callee's typed result or its typed error, raised again on the caller as
 from __future__ import annotations
 
 import pytest
-from fake_broker import INTERNAL_CREDENTIAL, FakeCluster
+from fake_node import INTERNAL_CREDENTIAL, FakeCluster
 from harness import Node
 
 from api.app import ROUTES
@@ -59,7 +59,7 @@ async def test_an_internal_route_refuses_a_caller_without_the_cluster_credential
     assert refusal["error_code"] == 40101 and "cluster credential" in refusal["message"]
     assert answer.headers["WWW-Authenticate"].startswith("Bearer")
     assert LEADER_HEADER not in answer.headers, "an unauthenticated caller learns not even the node's id"
-    assert n1.broker.calls["read_batches"] == 0, "nothing ran"
+    assert n1.data.calls["read_batches"] == 0, "nothing ran"
 
 
 @pytest.fixture
@@ -130,4 +130,4 @@ async def test_a_malformed_peer_call_is_a_400_and_runs_nothing(n1: Node) -> None
         "/internal/v1/peer/read_batches", data=pack({"topic": "t", "bogus": 1}, REGISTRY), headers=auth
     )
     assert wrong.status == 400 and "do not fit" in (await wrong.json())["message"]
-    assert n1.broker.calls["read_batches"] == 0
+    assert n1.data.calls["read_batches"] == 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yarl
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from api.app import ROUTES

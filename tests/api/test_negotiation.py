@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from api.app import ROUTES

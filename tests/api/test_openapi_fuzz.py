@@ -8,7 +8,7 @@ existing topics, partitions and offsets three times in four (otherwise nearly ev
 "unknown topic"; consumer-instance paths are steered to an instance subscribed to "orders"); the rest,
 and schemathesis's coverage phase, stay as generated. The cluster is rebuilt
 before every case, so a fuzzed ``DELETE /v1/topics/{topic}`` does not starve later cases. Fetch waits are
-capped at 20 ms in the broker (the API still sees any ``timeout``), which keeps a run bounded.
+capped at 20 ms in the fake data service (the API still sees any ``timeout``), which keeps a run bounded.
 
 CI runs 40 derandomized examples per operation (about 12 s); ``RAFTLOG_FUZZ_EXAMPLES=600`` runs a longer,
 randomized hunt. A failure names the operation, the check (e.g. "ST108 Response violates schema"), the
@@ -29,7 +29,7 @@ import pytest
 import requests
 import schemathesis
 from aiohttp import web
-from fake_broker import INTERNAL_CREDENTIAL, FakeBroker, FakeCluster, FakeNode
+from fake_node import INTERNAL_CREDENTIAL, FakeCluster, FakeData, FakeNode
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import Case, HookContext
@@ -70,7 +70,7 @@ CHECKS: list[CheckFunction] = [
 ]
 
 
-class ShortWaitBroker(FakeBroker):
+class ShortWaitData(FakeData):
     async def _records(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
     ) -> tuple[Any, list[Any]]:
@@ -86,7 +86,7 @@ class ServedCluster:
         self.thread = threading.Thread(target=self.loop.run_forever, name="fuzz-server", daemon=True)
         self.runners: list[web.AppRunner] = []
         self.nodes: list[FakeNode] = []
-        self.brokers: dict[str, FakeBroker] = {}
+        self.data: dict[str, FakeData] = {}
         self.thread.start()
         for node_id in self.cluster.node_ids:
             self.cluster.addresses[node_id] = self.run(self._serve(node_id))
@@ -100,8 +100,8 @@ class ServedCluster:
         return self.cluster.addresses["n1"]
 
     async def _serve(self, node_id: str) -> str:
-        node = FakeNode(self.cluster, node_id, broker=ShortWaitBroker)
-        self.brokers[node_id] = node.broker
+        node = FakeNode(self.cluster, node_id, data=ShortWaitData)
+        self.data[node_id] = node.data
         self.nodes.append(node)
         runner = web.AppRunner(build_app(node))
         await runner.setup()
@@ -117,18 +117,18 @@ class ServedCluster:
         cluster.partitions.clear()
         for name, replicas in TOPICS.items():
             cluster.add_topic(name, len(replicas), replicas)
-        for broker in self.brokers.values():
-            broker.inject.clear()
-            broker.leader_overrides.clear()
+        for data in self.data.values():
+            data.inject.clear()
+            data.leader_overrides.clear()
         for (name, partition), state in cluster.partitions.items():
-            leader = self.brokers[state.leader or "n1"]
+            leader = self.data[state.leader or "n1"]
             for i in range(3):
                 value = f"{name}-{partition}-{i}".encode()
                 await leader.produce(name, partition, [ProducerRecord(value)], None, None, 1000)
         cluster.group_tables.clear()
         with contextlib.suppress(NotLeader):  # n1 (the controller) creates __consumer_groups
-            await self.brokers["n1"].groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
-        coordinator = next(b for b in self.brokers.values() if b.groups.coordinates(GROUP))
+            await self.data["n1"].groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
+        coordinator = next(b for b in self.data.values() if b.groups.coordinates(GROUP))
         if coordinator.node_id != "n1":
             await coordinator.groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
         await coordinator.groups.subscribe(GROUP, INSTANCE, ["orders"])
@@ -308,7 +308,7 @@ def test_the_checks_fail_on_a_bad_answer(served: ServedCluster, monkeypatch: pyt
     monkeypatch.setattr(served.nodes[0].metadata, "topics", lambda: [1, 2])
     with pytest.raises(FailureGroup, match="not of type"):
         _operation("/topics", "GET").Case().call_and_validate(base_url=served.url, checks=CHECKS)
-    served.brokers["n1"].inject["offsets"] = [RuntimeError("a bug")]
+    served.data["n1"].inject["offsets"] = [RuntimeError("a bug")]
     offsets = _operation("/topics/{topic}/partitions/{partition}/offsets", "GET").Case(
         path_parameters={"topic": "orders", "partition": 0}
     )

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import msgpack
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from api.columnar import Columnar, encode_columnar

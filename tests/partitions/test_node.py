@@ -1,5 +1,6 @@
 """Three in-process nodes (separate drivers, hubs and data dirs, real TCP on 127.0.0.1): topics, produce,
-fetch, idempotence, consumer offsets, leader change and restart, through the Broker interface."""
+fetch, idempotence, consumer offsets, leader change and restart, through each node's parts (its data
+plane, metadata frontend and metadata view, as a front door and the controller reach them)."""
 
 from __future__ import annotations
 

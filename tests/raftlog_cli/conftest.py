@@ -1,4 +1,4 @@
-"""The command-line tests run against API apps over fake brokers: the fixtures and helpers of tests/api."""
+"""The command-line tests run against API apps over fake nodes: the fixtures and helpers of tests/api."""
 
 import pathlib
 import sys

@@ -1,4 +1,4 @@
-"""The ``raftlog`` topic/produce/consume commands against the API over a fake broker."""
+"""The ``raftlog`` topic/produce/consume commands against the API over a fake node."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 
 from raftlog_cli.cli import main

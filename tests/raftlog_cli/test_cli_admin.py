@@ -1,4 +1,4 @@
-"""The operator commands of ``raftlog`` against the API over fake brokers, behind an admin token."""
+"""The operator commands of ``raftlog`` against the API over fake nodes, behind an admin token."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Harness, Node
 
 from partitions.controller import Reassignment

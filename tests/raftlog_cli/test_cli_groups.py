@@ -1,12 +1,12 @@
 """``raftlog topic delete``, ``group list|describe|reset`` and ``partition describe`` against the API over
-fake brokers."""
+fake nodes."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 from test_cli import run
 

@@ -7,7 +7,7 @@ import pathlib
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Node
 from test_cli import run
 

@@ -1,4 +1,4 @@
-"""The client tests run against API apps over fake brokers: the fixtures and helpers of tests/api."""
+"""The client tests run against API apps over fake nodes: the fixtures and helpers of tests/api."""
 
 import pathlib
 import sys

@@ -1,11 +1,11 @@
-"""The Python client against the API over fake brokers: retries, failover, idempotent produce, helpers."""
+"""The Python client against the API over fake nodes: retries, failover, idempotent produce, helpers."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from fake_broker import FakeCluster
+from fake_node import FakeCluster
 from harness import Harness, Node
 
 from raftlog.consensus.errors import NoLeader, OutcomeUnknown
@@ -42,11 +42,11 @@ async def test_produce_fetch_round_trip_exact_bytes(cluster: FakeCluster, n1: No
 
 async def test_produce_is_idempotent_across_a_lost_answer(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
-    n1.broker.lose_produce_answers = [OutcomeUnknown("t-0.1", "commit not confirmed in time")]
+    n1.data.lose_produce_answers = [OutcomeUnknown("t-0.1", "commit not confirmed in time")]
     async with client_for(n1.url, producer_id=77) as client:
         produced = await client.produce("t", [Message(b"once"), Message(b"twice?")])
         assert produced == [Produced(0, 0), Produced(0, 1)]
-        assert n1.broker.calls["produce"] == 2  # the retry reached the broker and was deduplicated
+        assert n1.data.calls["produce"] == 2  # the retry reached the data service and was deduplicated
         assert [r.value for r in cluster.partitions[("t", 0)].records] == [b"once", b"twice?"]
         await client.produce("t", [Message(b"next")])
     windows = cluster.partitions[("t", 0)].producers
@@ -55,15 +55,15 @@ async def test_produce_is_idempotent_across_a_lost_answer(cluster: FakeCluster, 
 
 async def test_retries_503_then_gives_up(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
-    n1.broker.inject["produce"] = [NoLeader("t-0.1"), NoLeader("t-0.1")]
+    n1.data.inject["produce"] = [NoLeader("t-0.1"), NoLeader("t-0.1")]
     async with client_for(n1.url) as client:
         assert await client.produce("t", [Message(b"v")]) == [Produced(0, 0)]
-    n1.broker.inject["fetch"] = [NoLeader("t-0.1")] * 5
+    n1.data.inject["fetch"] = [NoLeader("t-0.1")] * 5
     async with client_for(n1.url, retries=2) as client:
         with pytest.raises(RequestFailed) as failed:
             await client.fetch("t", 0, 0)
     assert failed.value.status == 503 and failed.value.error_code == 50301
-    assert n1.broker.calls["fetch"] == 3
+    assert n1.data.calls["fetch"] == 3
 
 
 async def test_moves_to_the_next_server_when_one_is_down(cluster: FakeCluster, n1: Node) -> None:
