@@ -108,6 +108,7 @@ class Log:
         self._unflushed_bytes = 0
         self._last_flush_ms = clock()
         self._durable_end_offset = 0
+        self._truncations = 0  # a flush outside the lock advances durability only if none came meanwhile
         self._failed: str | None = None
         self._closed = False
         self.open_report = OpenReport()
@@ -392,10 +393,34 @@ class Log:
         self._bases.append(segment.base_offset)
 
     def flush(self) -> None:
-        """fsync everything appended so far."""
+        """fsync everything appended so far. The fdatasync runs outside the log's lock (the segment held),
+        so the applies and reads that need the lock go on meanwhile; what they append is left for a later
+        flush. A failed fdatasync fails the log, as in :meth:`flush_if_due`."""
         with self._lock:
-            if not self._closed:
-                self._flush_locked(self._clock())
+            if self._closed:
+                return
+            self._touch()
+            if self._failed is not None:
+                raise StorageUnavailable(self.directory, f"log failed earlier: {self._failed}")
+            segment = self._segments[-1]  # earlier segments were flushed when they rolled
+            end_offset, now_ms, truncations = self.end_offset, self._clock(), self._truncations
+            segment.acquire()
+            fd = segment.claim_flush()
+            self._unflushed_bytes = 0
+        try:
+            if fd is not None:
+                os.fdatasync(fd)
+        except OSError as exc:
+            with self._lock:
+                self._fail(f"fsync failed: {exc}")
+            raise StorageUnavailable(segment.path, f"fsync failed: {exc}") from exc
+        finally:
+            with self._lock:
+                segment.release()
+        with self._lock:
+            self._last_flush_ms = max(self._last_flush_ms, now_ms)
+            if self._truncations == truncations:  # else the records it covered may be gone
+                self._durable_end_offset = max(self._durable_end_offset, end_offset)
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Group-commit tick: fsync if unflushed data is older than ``flush.ms``. True if it flushed."""
@@ -564,6 +589,7 @@ class Log:
             self._segments[-1].first_append_ms = None
             self._unflushed_bytes = 0
             self._durable_end_offset = min(self._durable_end_offset, self.end_offset)
+            self._truncations += 1
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Replace the whole log with an empty one starting at ``offset`` (>= end offset): a replica that
@@ -580,6 +606,7 @@ class Log:
             self._bases = [offset]
             self._unflushed_bytes = 0
             self._durable_end_offset = offset
+            self._truncations += 1
 
     def delete_oldest_segments(self, count: int) -> int:
         """Delete up to ``count`` leading closed segments, oldest first. Returns how many were deleted."""

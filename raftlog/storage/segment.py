@@ -345,6 +345,16 @@ class Segment:
             self._dirty = False
         self._written_back = self.size
 
+    def claim_flush(self) -> int | None:
+        """Under the log's lock, by a reader that holds the segment: the descriptor to fdatasync outside
+        the lock, or None when nothing was written since the last flush. The segment counts as clean
+        from now on: an append made during that fdatasync marks it dirty again for a later flush."""
+        self._written_back = self.size
+        if not self._dirty:
+            return None
+        self._dirty = False
+        return self.fd
+
     # -- reads -----------------------------------------------------------------------------------------
 
     def locate(self, offset: int) -> int | None:

@@ -10,7 +10,7 @@ import pytest
 
 from raftlog.storage import Log, ProducerRecord
 from raftlog.storage import segment as segment_module
-from raftlog.storage.errors import LogClosed, OffsetOutOfRange
+from raftlog.storage.errors import LogClosed, OffsetOutOfRange, StorageUnavailable
 
 from .helpers import FakeClock, make_records, open_descriptors_under, read_all, small_config
 
@@ -174,3 +174,44 @@ def test_a_lookup_by_time_reads_its_batches_without_the_lock(tmp_path, monkeypat
     log.close()
     with pytest.raises(LogClosed):
         log.first_record_at(0)
+
+
+def test_a_flush_syncs_without_the_lock_and_counts_only_what_it_covered(tmp_path, monkeypatch):
+    """Recovery flushes once per chunk while the driver may need the log: the fdatasync runs outside the
+    lock. An append made meanwhile is not counted durable until a later flush covers it."""
+    log = Log.open(str(tmp_path), small_config(flush_mode="group", flush_interval_ms=3_600_000), FakeClock())
+    log.append(make_records(3, "b", size=40))
+    covered = log.end_offset
+    appended = threading.Event()
+    fdatasync = os.fdatasync
+
+    def fdatasync_that_waits_for_an_append(fd: int) -> None:
+        if not appended.is_set():
+            writer = threading.Thread(target=lambda: (log.append([ProducerRecord(b"x")]), appended.set()))
+            writer.start()
+            writer.join(APPEND_WAIT_S)
+        fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync_that_waits_for_an_append)
+    log.flush()
+    assert appended.is_set(), "the append waited for the flush's lock"
+    assert log.durable_end_offset == covered < log.end_offset
+    log.flush()
+    assert log.durable_end_offset == log.end_offset
+    log.close()
+
+
+def test_a_flush_that_fails_fails_the_log(tmp_path, monkeypatch):
+    log = Log.open(str(tmp_path), small_config(flush_mode="group", flush_interval_ms=3_600_000), FakeClock())
+    log.append([ProducerRecord(b"unsynced")])
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    with pytest.raises(StorageUnavailable, match="fsync failed"):
+        log.flush()
+    monkeypatch.undo()
+    with pytest.raises(StorageUnavailable):
+        log.append([ProducerRecord(b"after")])
+    log.close()
