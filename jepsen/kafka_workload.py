@@ -3,8 +3,9 @@
 One ``KafkaOperations`` per worker process: its own producer (idempotent for even workers, else plain with
 ``retries=0``, so one attempt of the harness is one produce request) and its own consumer in group
 ``g<process>`` (manual assignment, no subscription, no auto commit). Records are the HTTP workload's
-records byte for byte (``workload.record_of``: the key and value as JSON text, headers ``v`` and ``n``, the
-CreateTime), so a poll through either door reads a send through the other, and the checker is unchanged.
+records byte for byte (``workload.record_of``: the key, or none, and value as JSON text, headers ``v`` and
+``n``, the CreateTime), so a poll through either door reads a send through the other, and the checker is
+unchanged; a consumed record of a LogAppendTime topic must carry the leader's stamp, as over HTTP.
 
 Completions, as the HTTP workload classifies them:
 
@@ -48,7 +49,15 @@ from confluent_kafka import (
 )
 
 from jepsen.recorder import Recorder
-from jepsen.workload import POLL_TIMEOUT_S, SEND_TIMEOUT_S, Outcome, read_back, record_of, split_key
+from jepsen.workload import (
+    POLL_TIMEOUT_S,
+    SEND_TIMEOUT_S,
+    Outcome,
+    read_back,
+    record_of,
+    split_key,
+    wall_clock_ms,
+)
 
 T = TypeVar("T")
 
@@ -93,7 +102,7 @@ def record_args(value: int, base_ms: int) -> dict[str, Any]:
     HTTP API's JSON flavour stores for it."""
     sent = record_of(value, base_ms)
     return {
-        "key": json.dumps(sent["key"]).encode(),
+        "key": None if sent["key"] is None else json.dumps(sent["key"]).encode(),
         "value": None if sent["value"] is None else json.dumps(sent["value"]).encode(),
         "headers": [
             (h["key"], None if h["value"] is None else str(h["value"]).encode()) for h in sent["headers"]
@@ -152,9 +161,11 @@ class KafkaOperations:
         process: int,
         idempotent: bool,
         logger: logging.Logger,
+        log_append_time_topics: frozenset[str] = frozenset(),
     ) -> None:
         self.recorder = recorder
         self.base_ms = base_ms
+        self.log_append_time_topics = log_append_time_topics  # as workload.Operations
         common = {
             "bootstrap.servers": bootstrap_servers,
             "socket.timeout.ms": int(SEND_TIMEOUT_S * 1000),
@@ -249,6 +260,7 @@ class KafkaOperations:
         records: list[list[Any]] = []
         errors: list[str] = []
         at_end = False
+        stamped = topic in self.log_append_time_topics
         deadline = time.monotonic() + POLL_TIMEOUT_S / 2
         while not (records or at_end) and time.monotonic() < deadline:
             for message in self.consumer.consume(POLL_MESSAGES_MAX, 0.1):
@@ -256,7 +268,10 @@ class KafkaOperations:
                     continue  # an earlier assignment's leftovers
                 error = message.error()
                 if error is None:
-                    records.append([message.offset(), read_back(row_of(message), self.base_ms)])
+                    read = read_back(
+                        row_of(message), self.base_ms, log_append_time=stamped, read_ms=wall_clock_ms()
+                    )
+                    records.append([message.offset(), read])
                 elif error.code() == KafkaError._PARTITION_EOF:
                     at_end = True
                 else:

@@ -52,11 +52,17 @@ TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
-# (acknowledged records must then come back from the fsynced Raft journal).
+# (acknowledged records must then come back from the fsynced Raft journal), and is LogAppendTime: its
+# leader stamps every batch before proposing it, and reads check the stamp.
 TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
     "t0": {"segment.bytes": 4096},
-    "t1": {"flush.policy": "group", "flush.ms": 1000},
+    "t1": {"flush.policy": "group", "flush.ms": 1000, "message.timestamp.type": "LogAppendTime"},
 }
+LOG_APPEND_TIME_TOPICS = frozenset(
+    topic
+    for topic, configs in TOPIC_CONFIGS.items()
+    if configs.get("message.timestamp.type") == "LogAppendTime"
+)
 
 
 @dataclass
@@ -269,7 +275,8 @@ async def _drive(
     )
     http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
     base_ms = int(time.time() * 1000)
-    clients = _Clients(config, cluster, workload.Operations(http, recorder, base_ms), recorder, base_ms,
+    operations = workload.Operations(http, recorder, base_ms, LOG_APPEND_TIME_TOPICS)
+    clients = _Clients(config, cluster, operations, recorder, base_ms,
                        os.path.join(run_dir, "logs", "kafka-clients.log"))  # fmt: skip
     stats = workload.Stats()
     loop = asyncio.get_running_loop()
@@ -342,6 +349,7 @@ class _Clients:
             kafka = kafka_workload.KafkaOperations(
                 self.cluster.bootstrap_servers, self.recorder, self.base_ms, process=process,
                 idempotent=workload.idempotent_worker(process), logger=self.logger,
+                log_append_time_topics=LOG_APPEND_TIME_TOPICS,
             )  # fmt: skip
             self.made.append(kafka)
             made.append(kafka)

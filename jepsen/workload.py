@@ -13,10 +13,13 @@ of its own (``jepsen.kafka_workload``). Each is recorded as an invoke and a comp
 
 Every record carries Kafka's record model, so that faults are checked on all of it: its value's number as
 its key, headers ``v`` (the number) and ``n`` (a null value), a CreateTime of the run's start (wall clock,
-milliseconds) plus the number (recent, so that time-based retention keeps every record of the run), and
-every ``TOMBSTONE_EVERY``-th value is sent as a tombstone (a null value, known by its key). A poll reads a
-record as the number it carries only when all of that came back as sent; otherwise as the record's JSON
-text, a value never sent, which the checker reports as a phantom read.
+milliseconds) plus the number (recent, so that time-based retention keeps every record of the run); every
+``TOMBSTONE_EVERY``-th value is sent as a tombstone (a null value) and every ``NULL_KEY_EVERY``-th without
+a key, so a record is known by its ``v`` header (a value both null-keyed and a tombstone has nothing
+else). On a LogAppendTime topic (the runner makes one) the leader's clock replaces the CreateTime: such a
+record must come back LogAppendTime, stamped within the run (give or take the clock nemesis' skew). A poll
+reads a record as the number it carries only when all of that came back as sent; otherwise as the
+record's JSON text, a value never sent, which the checker reports as a phantom read.
 
 Workers: ``concurrency`` processes, each doing one operation at a time, together at about ``rate``
 operations per second. Even-numbered workers produce idempotently (their own ``producer_id`` and an
@@ -48,6 +51,10 @@ POLL_TIMEOUT_S = 4.0
 POLL_MAX_BYTES = 64 * 1024
 RETRIES_MAX = 3
 TOMBSTONE_EVERY = 4
+NULL_KEY_EVERY = 3
+# how far a LogAppendTime stamp may lie outside [the run's start, the read]: the leader's wall clock, which
+# the clock nemesis skews by up to 120 s
+APPEND_TIME_SLACK_MS = 180_000
 FINAL_READ_BUDGET_S = 90.0
 FINAL_POLL_ATTEMPTS_MAX = 400
 PRODUCER_ID_BASE = 1_000_000
@@ -152,22 +159,55 @@ def _quote(text: str) -> str:
 def record_of(value: int, base_ms: int) -> dict[str, Any]:
     """The record a send of ``value`` produces (JSON flavour), in a run that started at ``base_ms``."""
     return {
-        "key": value,
+        "key": None if value % NULL_KEY_EVERY == 0 else value,
         "value": None if value % TOMBSTONE_EVERY == 0 else value,
         "headers": [{"key": "v", "value": str(value)}, {"key": "n", "value": None}],
         "timestamp": base_ms + value,
     }
 
 
-def read_back(row: dict[str, Any], base_ms: int) -> Any:
+def _number_of(row: dict[str, Any]) -> int | None:
+    """The number a fetched record claims: its key, or (a record sent without a key) its ``v`` header."""
+    key = row.get("key")
+    if type(key) is int:
+        return key
+    headers = row.get("headers")
+    if key is None and isinstance(headers, list) and headers and isinstance(headers[0], dict):
+        text = headers[0].get("value")
+        if headers[0].get("key") == "v" and isinstance(text, str) and text.isdigit():
+            return int(text)
+    return None
+
+
+def read_back(
+    row: dict[str, Any], base_ms: int, *, log_append_time: bool = False, read_ms: int | None = None
+) -> Any:
     """The value a fetched record stands for: the number it was sent with, when its key, value, headers,
-    timestamp and timestamp type came back as that send made them; else the row itself as JSON text."""
-    number = row.get("key")
-    if type(number) is int and row.get("timestamp_type") == "CreateTime":
+    timestamp and timestamp type came back as that send made them; else the row itself as JSON text.
+    ``log_append_time``: the record's topic is LogAppendTime, so its timestamp is the leader's stamp, which
+    must lie between the run's start and ``read_ms`` (when the read was answered), give or take
+    ``APPEND_TIME_SLACK_MS``."""
+    number = _number_of(row)
+    if number is not None:
         sent = record_of(number, base_ms)
-        if all(row.get(field) == sent[field] for field in ("value", "headers", "timestamp")):
+        timestamp = row.get("timestamp")
+        if not log_append_time:
+            stamped = row.get("timestamp_type") == "CreateTime" and timestamp == sent["timestamp"]
+        else:
+            if read_ms is None:
+                raise ValueError("a LogAppendTime record is read back with the time of its read (read_ms)")
+            stamped = (
+                row.get("timestamp_type") == "LogAppendTime"
+                and type(timestamp) is int
+                and base_ms - APPEND_TIME_SLACK_MS <= timestamp <= read_ms + APPEND_TIME_SLACK_MS
+            )
+        if stamped and all(row.get(field) == sent[field] for field in ("key", "value", "headers")):
             return number
     return json.dumps(row, sort_keys=True)
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class ClientOperations(Protocol):
@@ -195,11 +235,19 @@ class Operations:
     client = "http"
     retry_after_info = True  # the same producer id and sequence: the server appends it at most once
 
-    def __init__(self, http: Http, recorder: Recorder, base_ms: int) -> None:
-        """``base_ms``: the run's start, wall clock: every record's CreateTime is it plus the value."""
+    def __init__(
+        self,
+        http: Http,
+        recorder: Recorder,
+        base_ms: int,
+        log_append_time_topics: frozenset[str] = frozenset(),
+    ) -> None:
+        """``base_ms``: the run's start, wall clock: every record's CreateTime is it plus the value.
+        ``log_append_time_topics``: the topics whose leader stamps its clock on every record."""
         self.http = http
         self.recorder = recorder
         self.base_ms = base_ms
+        self.log_append_time_topics = log_append_time_topics
 
     async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome:
         topic, partition = split_key(key)
@@ -239,8 +287,12 @@ class Operations:
         )
         fields: dict[str, Any] = {"offset": offset, **flags, **info}
         if kind == "ok":
+            stamped, read_ms = topic in self.log_append_time_topics, wall_clock_ms()
             try:
-                fields["records"] = [[int(r["offset"]), read_back(r, self.base_ms)] for r in payload]
+                fields["records"] = [
+                    [int(r["offset"]), read_back(r, self.base_ms, log_append_time=stamped, read_ms=read_ms)]
+                    for r in payload
+                ]
             except (KeyError, TypeError, ValueError):
                 kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
         elif status:

@@ -89,3 +89,45 @@ def test_a_record_reads_back_as_its_number_only_when_all_of_it_came_back() -> No
     history = [{"index": i, "time": i, **event} for i, event in enumerate(events)]
     result = check(build(history))
     assert result["anomaly_counts"]["phantom-read"] == 1
+
+
+def test_a_record_sent_without_a_key_is_known_by_its_v_header() -> None:
+    """Every ``NULL_KEY_EVERY``-th value goes without a key (some of them tombstones too, with nothing but
+    the header to tell them apart); a key that appears or vanishes on the way reads as a phantom."""
+    base = 1_800_000_000_000
+    null_key, both = workload.NULL_KEY_EVERY, workload.NULL_KEY_EVERY * workload.TOMBSTONE_EVERY
+    assert workload.record_of(null_key, base)["key"] is None and workload.record_of(null_key + 1, base)["key"]
+    assert workload.record_of(both, base)["key"] is None and workload.record_of(both, base)["value"] is None
+    for number in (null_key, both):
+        row = {**workload.record_of(number, base), "offset": 3, "timestamp_type": "CreateTime"}
+        assert workload.read_back(row, base) == number
+        for field, wrong in (
+            ("key", number),  # a key it was not sent with
+            ("headers", [{"key": "n", "value": None}]),  # the header that names it lost
+            ("headers", [{"key": "v", "value": str(number + 1)}, {"key": "n", "value": None}]),
+        ):
+            assert isinstance(workload.read_back({**row, field: wrong}, base), str), (number, field)
+    keyed = {**workload.record_of(null_key + 1, base), "timestamp_type": "CreateTime"}
+    assert isinstance(workload.read_back({**keyed, "key": None}, base), str), "a key lost on the way"
+
+
+def test_a_log_append_time_record_reads_back_with_a_stamp_within_the_run() -> None:
+    base, read_ms, slack = 1_800_000_000_000, 1_800_000_090_000, workload.APPEND_TIME_SLACK_MS
+    for number in (5, workload.NULL_KEY_EVERY, workload.TOMBSTONE_EVERY):
+        sent = workload.record_of(number, base)
+        for stamp in (base + 1, base - slack, read_ms + slack):
+            row = {**sent, "timestamp": stamp, "timestamp_type": "LogAppendTime"}
+            assert workload.read_back(row, base, log_append_time=True, read_ms=read_ms) == number
+        for timestamp, kind in (
+            (base - slack - 1, "LogAppendTime"),
+            (read_ms + slack + 1, "LogAppendTime"),
+            (sent["timestamp"], "CreateTime"),  # the producer's time: the topic did not stamp it
+            (None, "LogAppendTime"),
+        ):
+            row = {**sent, "timestamp": timestamp, "timestamp_type": kind}
+            assert isinstance(workload.read_back(row, base, log_append_time=True, read_ms=read_ms), str)
+        stamped = {**sent, "timestamp": base + 1, "timestamp_type": "LogAppendTime"}
+        assert isinstance(workload.read_back(stamped, base), str), "stamped on a CreateTime topic"
+    with pytest.raises(ValueError, match="read_ms"):
+        workload.read_back({**workload.record_of(5, base), "timestamp_type": "LogAppendTime"}, base,
+                           log_append_time=True)  # fmt: skip
