@@ -3,10 +3,12 @@
 On one machine, in one process, no I/O:
 
 1. encode and decode of one batch of ``--batch`` records of each ``--record-size``, in µs per record:
-   raftlog's codec (``raftlog.storage.batch``: Kafka's RecordBatch v2 through aiokafka's compiled record
-   code), kafka-python's pure-Python record classes for the same format (an independent implementation:
-   what a codec written in Python costs; skipped when it is not installed), and the format stored before
-   (magic 1, msgpack records: ``raftlog.storage.legacy_batch``; its decode, and the encode it had);
+   raftlog's codec (``raftlog.storage.batch``: Kafka's RecordBatch v2, its records section in C) to
+   ``Record`` tuples and to the plain rows bulk readers take (``record_rows``), aiokafka's compiled record
+   code for the same format (Cython: what raftlog used before docs/decisions/0012), kafka-python's
+   pure-Python record classes (what a codec written in Python costs; skipped when it is not installed),
+   and the format stored before (magic 1, msgpack records: ``raftlog.storage.legacy_batch``; its decode,
+   and the encode it had);
 2. for each codec (none, gzip, snappy, lz4, zstd), on varied log-line records (the ones ``bench perf
    --compression`` sends): the stored size over the uncompressed size, and encode and decode µs per record.
 
@@ -32,7 +34,7 @@ import msgpack
 
 from raftlog.errors import check
 from raftlog.storage import legacy_batch
-from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch
+from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, record_rows
 from raftlog_bench.targets import sample_values
 
 DESCRIPTION = "per-record cost of the batch format (encode, decode) and each codec's ratio and speed"
@@ -40,7 +42,7 @@ DESCRIPTION = "per-record cost of the batch format (encode, decode) and each cod
 
 @dataclass(frozen=True, slots=True)
 class CodecCell:
-    implementation: str  # raftlog | kafka-python | raftlog v1 (the format before) | codec name
+    implementation: str  # raftlog | raftlog rows | aiokafka | kafka-python | raftlog v1 (before) | codec
     record_bytes: int
     batch_records: int
     encode_us: float | None  # per record
@@ -89,6 +91,21 @@ def _kafka_python() -> tuple[Callable[..., bytes], Callable[[bytes], list[object
     return encode, decode
 
 
+def _aiokafka() -> tuple[Callable[..., bytes], Callable[[bytes], list[object]]]:
+    from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+    def encode(values: Sequence[bytes], now_ms: int) -> bytes:
+        builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 2**31 - 1)
+        for i, value in enumerate(values):
+            builder.append(i, now_ms, None, value, [])
+        return bytes(builder.build())
+
+    def decode(data: bytes) -> list[object]:
+        return [(r.timestamp, r.key, r.value, r.headers) for r in DefaultRecordBatch(data)]
+
+    return encode, decode
+
+
 def measure_format(record_bytes: int, batch_records: int, seconds: float) -> list[CodecCell]:
     values = [os.urandom(record_bytes) for _ in range(batch_records)]
     records = [ProducerRecord(v) for v in values]
@@ -105,6 +122,29 @@ def measure_format(record_bytes: int, batch_records: int, seconds: float) -> lis
             1.0,
         )
     ]
+    cells.append(
+        CodecCell(
+            "raftlog rows",
+            record_bytes,
+            batch_records,
+            None,
+            _per_record_us(lambda: record_rows(ours), batch_records, seconds),
+            1.0,
+        )
+    )
+    aiokafka_encode, aiokafka_decode = _aiokafka()
+    compiled = aiokafka_encode(values, now)
+    check(len(aiokafka_decode(compiled)) == batch_records, "aiokafka's batch decodes as encoded")
+    cells.append(
+        CodecCell(
+            "aiokafka (compiled)",
+            record_bytes,
+            batch_records,
+            _per_record_us(lambda: aiokafka_encode(values, now), batch_records, seconds),
+            _per_record_us(lambda: aiokafka_decode(compiled), batch_records, seconds),
+            len(compiled) / len(ours),
+        )
+    )
     other = _kafka_python()
     if other is not None:
         encode, decode = other

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv and installs the project with its test tools and the Spark connector's extra, from the
 # project's own files only.
-# Re-runs pip only when pyproject.toml changed since the last successful install.
+# Re-runs pip only when pyproject.toml changed since the last successful install ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -13,8 +13,25 @@ if [ ! -x .venv/bin/python ]; then
     echo "bootstrap: creating .venv" >&2
     "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
-if [ ! -f "$stamp" ]; then
+debian_tool() {  # COMMAND [PACKAGE]: installed with apt-get when missing
+    command -v "$1" >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: $1 is missing; install it (Debian/Ubuntu: apt-get install ${2:-$1}) and run again" >&2
+        exit 1
+    fi
+    echo "bootstrap: installing ${2:-$1} (apt-get)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${2:-$1}" >/dev/null 2>&1 || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${2:-$1}" >/dev/null
+    }
+}
+# The record reader (raftlog/storage/_records.c) is compiled by pip: a C compiler and Python's headers
+debian_tool gcc
+if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; then
+    debian_tool python3-config python3-dev
+fi
+# ... or the C source of the record reader changed, or its build is gone (pip builds it in place)
+stamp=.venv/.installed-$(cat pyproject.toml raftlog/storage/_records.c | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
     # the first run downloads ~1.2 GB (pyspark is most of it): pip names each package as it comes (with a
     # progress bar on a terminal), so a long set-up is seen to move
     echo "bootstrap: installing raftlog and its dependencies into .venv (the first time: ~1.2 GB, minutes)" >&2
@@ -24,17 +41,6 @@ if [ ! -f "$stamp" ]; then
     touch "$stamp"
 fi
 # Debian packages the tests use as users run them: kcat (the Kafka listener), zsh (raftlog completion zsh)
-debian_tool() {  # COMMAND: installed with apt-get when missing
-    command -v "$1" >/dev/null 2>&1 && return 0
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "bootstrap: $1 is missing; install it (Debian/Ubuntu: apt-get install $1) and run again" >&2
-        exit 1
-    fi
-    echo "bootstrap: installing $1 (apt-get)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1 || {
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
-    }
-}
 debian_tool kcat
 debian_tool zsh
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):

@@ -24,8 +24,9 @@ attributes say so)::
 
 The CRC leaves out the base offset and the leader epoch, so a leader stamps both in place and followers
 store identical bytes; a producer's batch (Kafka's or one encoded here) is stored as it came, and a read
-answers the stored bytes without re-encoding anything. Records are encoded and decoded by aiokafka's
-compiled record codec (compression through cramjam and the standard library): docs/decisions/0011.
+answers the stored bytes without re-encoding anything. The records section is written and read in C
+(``_records.c``: every bound checked, a damaged section refused by name), compression through aiokafka's
+codecs (cramjam and the standard library): docs/decisions/0011 and 0012.
 The header is fixed-size so that recovery, index rebuilds and offset lookups walk a segment without
 touching records.
 """
@@ -39,17 +40,15 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from operator import attrgetter
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
 import cramjam
 import crc32c
 from aiokafka import codec
-from aiokafka.errors import KafkaError
-from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from raftlog.errors import check
+from raftlog.storage import _records  # type: ignore[attr-defined]
 from raftlog.storage.errors import InvalidRecord
 
 MAGIC = 2
@@ -245,37 +244,21 @@ def encode_batch(
         raise InvalidRecord(f"now_ms {now_ms!r} must be a 64-bit integer")
     if not isinstance(compression, Compression):
         raise InvalidRecord(f"compression {compression!r} must be a Compression")
-    builder = DefaultRecordBatchBuilder(
-        MAGIC,
-        0,  # compressed below, at the levels this module chooses
-        0,
-        _NO_PRODUCER if producer_id is None else producer_id,
-        epoch,
-        _NO_PRODUCER if sequence is None else sequence,
-        2**31 - 1,
-    )
-    append = builder.append
-    for index, record in enumerate(records):
-        if type(record) is not ProducerRecord or record.headers or type(record.timestamp_ms) not in _PLAIN_TS:
+    try:
+        batch, first_ts, max_ts = _records.encode(records, now_ms, HEADER_SIZE)
+    except (TypeError, ValueError, AttributeError) as exc:
+        for index, record in enumerate(records):  # the message of a type error names the field
             _check_record(record, index)
-        key, value = record.key, record.value
-        if not (key is None or type(key) is bytes) or not (value is None or type(value) is bytes):
-            _check_record(record, index)
-            key = None if key is None else bytes(key)
-            value = None if value is None else bytes(value)
-        timestamp = now_ms if record.timestamp_ms is None else record.timestamp_ms
-        if timestamp < 0:
-            raise InvalidRecord(f"record {index}: timestamp {timestamp} before the epoch")
-        try:
-            append(index, timestamp, key, value, list(record.headers))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise InvalidRecord(f"record {index}: {exc}") from exc
-    batch = builder.build()
-    struct.pack_into(">q", batch, 0, base_offset)
-    struct.pack_into(">i", batch, 12, term)
-    if compression is Compression.NONE:
-        return bytes(batch)
-    return _compressed(batch, compression)
+        raise InvalidRecord(str(exc)) from exc
+    _HEADER.pack_into(
+        batch, 0, base_offset, len(batch) - _LENGTH_END, term, MAGIC, 0, 0, len(records) - 1,
+        first_ts, max_ts, _NO_PRODUCER if producer_id is None else producer_id, epoch,
+        _NO_PRODUCER if sequence is None else sequence, len(records),
+    )  # fmt: skip
+    if compression is not Compression.NONE:
+        return _compressed(batch, compression)
+    struct.pack_into(">I", batch, _CRC_AT, crc32c.crc32c(memoryview(batch)[_CRC_START:]))
+    return bytes(batch)
 
 
 # Each codec's level: Kafka's defaults where they are fast enough to run on a leader (gzip 6 as zlib's
@@ -428,47 +411,52 @@ def verify(batch: bytes | memoryview) -> BatchHeader:
     return header
 
 
+def _section(batch: bytes | memoryview, header: BatchHeader) -> bytes | memoryview:
+    """The records section of a (CRC-checked) batch, decompressed when its attributes name a codec."""
+    records = memoryview(batch)[HEADER_SIZE : header.size_bytes]
+    decoder = _DECODERS.get(header.attributes & _COMPRESSION_MASK)
+    if decoder is None:
+        return records
+    try:
+        return decoder(records)
+    except _UNDECOMPRESSABLE as exc:
+        raise BatchFormatError(
+            f"records do not decode ({header.compression.name.lower()}): they do not decompress: {exc!r}"
+        ) from exc
+
+
+def _fixed_timestamp(header: BatchHeader) -> int | None:
+    """Every record's timestamp when the batch is LogAppendTime (its max timestamp), else None."""
+    return header.max_timestamp_ms if header.attributes & _LOG_APPEND_TIME else None
+
+
 def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Record, ...]:
     """Decode the records of a (CRC-checked) batch, decompressing them first when they are compressed.
     With LogAppendTime every record's timestamp is the batch's ``max_timestamp``. A record's offset is
-    the base offset plus its own delta; that the deltas are 0, 1, ... was checked when the batch came
-    in (``check_producer_batch``, ``validate_records``), and the CRC keeps it so."""
+    the base offset plus its index; the reader checks that each offset delta is that index."""
     kind = (
         TimestampType.LOG_APPEND_TIME if header.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
     )
+    section = _section(batch, header)
     try:
         with _collector_paused():
-            records = tuple(
-                _new_tuple(
-                    Record,
-                    (r.offset, r.timestamp, r.key, r.value, tuple(r.headers) if r.headers else (), kind),
-                )
-                for r in DefaultRecordBatch(bytes(batch))
-            )
-    except _UNDECODABLE as exc:
-        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
-    if len(records) != header.record_count:
-        raise BatchFormatError(f"batch holds {len(records)} records, header says {header.record_count}")
-    return records
+            return _records.records(  # type: ignore[no-any-return]
+                section, header.record_count, header.base_offset, header.first_timestamp_ms,
+                _fixed_timestamp(header), Record, kind,
+            )  # fmt: skip
+    except ValueError as exc:
+        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc
 
 
-def _checked_timestamps(batch: bytes | memoryview, header: BatchHeader) -> tuple[int, ...]:
-    """The records' timestamps, once the records decode into exactly ``record_count`` records whose
-    offset deltas are 0, 1, ... (BatchFormatError otherwise). One pass through the compiled decoder; the
-    checks run in C (``map``, list comparison, ``zip``), not per record in Python."""
+def _timestamp_range(batch: bytes | memoryview, header: BatchHeader) -> tuple[int, int]:
+    """The lowest and highest record timestamp, once the records decode into exactly ``record_count``
+    records whose offset deltas are 0, 1, ... and whose header keys are UTF-8 (BatchFormatError
+    otherwise). No Python object is made per record."""
+    section = _section(batch, header)
     try:
-        with _collector_paused():
-            pairs = list(map(_OFFSET_AND_TIMESTAMP, DefaultRecordBatch(bytes(batch))))
-    except _UNDECODABLE as exc:
-        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
-    if len(pairs) != header.record_count:
-        raise BatchFormatError(f"batch holds {len(pairs)} records, header says {header.record_count}")
-    offsets, timestamps = zip(*pairs, strict=True)
-    base = header.base_offset
-    if list(offsets) != list(range(base, base + len(pairs))):
-        index = next(i for i, offset in enumerate(offsets) if offset != base + i)
-        raise BatchFormatError(f"record {index} has offset delta {offsets[index] - base}, not {index}")
-    return timestamps
+        return _records.check(section, header.record_count, header.first_timestamp_ms)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc
 
 
 @contextlib.contextmanager
@@ -487,19 +475,21 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-_OFFSET_AND_TIMESTAMP = attrgetter("offset", "timestamp")
-_ROW = attrgetter("timestamp", "key", "value", "headers")
-_new_tuple = tuple.__new__  # builds a Record without NamedTuple.__new__'s Python-level call
-# What decoding records that are not what their header says raises: the record reader's errors and each
-# codec's own (cramjam's for snappy, lz4 and zstd; zlib's and gzip's for gzip)
-_UNDECODABLE = (
-    KafkaError,
+# Each codec's decoder (aiokafka's: Kafka's framing, xerial snappy among them) and what they raise on a
+# body that does not decompress (cramjam's for snappy, lz4 and zstd; zlib's and gzip's for gzip)
+_DECODERS: dict[int, Callable[[memoryview], bytes]] = {
+    Compression.GZIP: codec.gzip_decode,
+    Compression.SNAPPY: lambda data: codec.snappy_decode(bytes(data)),
+    Compression.LZ4: lambda data: codec.lz4_decode(bytes(data)),
+    Compression.ZSTD: lambda data: codec.zstd_decode(bytes(data)),
+}
+_UNDECOMPRESSABLE = (
     cramjam.DecompressionError,
     zlib.error,
     ValueError,
     TypeError,
     IndexError,
-    OverflowError,
+    struct.error,
     EOFError,
     OSError,
 )
@@ -508,7 +498,7 @@ _UNDECODABLE = (
 def validate_records(batch: bytes | memoryview, header: BatchHeader) -> None:
     """Check that a (CRC-checked) batch's records decode into exactly its records with offset deltas
     0, 1, ...: BatchFormatError otherwise."""
-    _checked_timestamps(batch, header)
+    _timestamp_range(batch, header)
 
 
 def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
@@ -540,10 +530,9 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
         raise InvalidRecord(f"record batch: producer fields must not be negative, got {producer_id}, "
                             f"{producer_epoch}, {sequence}")  # fmt: skip
     try:
-        timestamps = _checked_timestamps(batch, header)  # header keys decode as UTF-8 text or fail here
+        low, high = _timestamp_range(batch, header)  # header keys decode as UTF-8 text or fail here
     except BatchFormatError as exc:
         raise InvalidRecord(f"record batch: {exc}") from None
-    low, high = min(timestamps), max(timestamps)
     if low < 0 or high != header.max_timestamp_ms or high > latest_ms:
         raise InvalidRecord(
             f"record batch: timestamps [{low}, {high}] with max_timestamp {header.max_timestamp_ms}: "
@@ -554,16 +543,19 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
 
 def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, list[Any]]:
     """Verify a batch (framing, CRC) and return its header and its records as rows ``(timestamp_ms, key,
-    value, headers)``, ``headers`` a list of (key, value) pairs; record i has offset
-    ``header.base_offset + i``. For bulk readers that want columns: the rows come out of the compiled
-    decoder without a Python step per record (the CreateTime of a LogAppendTime batch's records is
-    replaced by the header's ``max_timestamp_ms``, as the decoder does)."""
+    value, headers)``, ``headers`` a tuple of (key, value) pairs; record i has offset
+    ``header.base_offset + i``. For bulk readers that want columns: a plain tuple per record, made in C
+    (a LogAppendTime batch's records all carry its ``max_timestamp_ms``)."""
     header = verify(batch)
+    section = _section(batch, header)
     try:
         with _collector_paused():
-            return header, list(map(_ROW, DefaultRecordBatch(bytes(batch))))
-    except _UNDECODABLE as exc:
-        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc!r}") from exc
+            rows = _records.rows(
+                section, header.record_count, header.first_timestamp_ms, _fixed_timestamp(header)
+            )
+    except ValueError as exc:
+        raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc
+    return header, rows
 
 
 def split_batches(data: bytes | memoryview) -> Iterator[bytes]:
