@@ -72,7 +72,7 @@ def _admin(request: web.Request) -> ClusterAdmin:
 
 async def get_configs(request: web.Request) -> web.Response:
     meta = await _admin(request).topic(request.match_info["topic"])
-    return web.json_response({"topic": meta.name, "configs": meta.configs})
+    return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
 
 
 async def alter_configs(request: web.Request) -> web.Response:
@@ -83,7 +83,7 @@ async def alter_configs(request: web.Request) -> web.Response:
         raise BadRequest(f"configs must be a non-empty object of at most {CONFIG_KEYS_MAX} properties")
     LogConfig.from_properties(configs)  # an unknown property or a bad value: 400 before anything changes
     meta = await _admin(request).alter_configs(request.match_info["topic"], configs)
-    return web.json_response({"topic": meta.name, "configs": meta.configs})
+    return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
 
 
 # -- replica moves -------------------------------------------------------------------------------------

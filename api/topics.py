@@ -117,7 +117,7 @@ async def get_topic(request: web.Request) -> web.Response:
             "name": meta.name,
             "partitions": await _partition_views(node, meta),
             "replication_factor": len(meta.replicas[0]) if meta.replicas else 0,
-            "configs": meta.configs,
+            "configs": dict(meta.configs),
         }
     )
 
@@ -150,7 +150,7 @@ async def create_topic(request: web.Request) -> web.Response:
             "partitions": meta.partitions,
             "replication_factor": len(meta.replicas[0]) if meta.replicas else factor,
             "replicas": [list(r) for r in meta.replicas],
-            "configs": meta.configs,
+            "configs": dict(meta.configs),
         },
         status=201,
     )

@@ -61,7 +61,7 @@ class AlterConfigs:
     configs: dict[str, Any]  # merged into the topic's (``merge_configs``: None removes a property)
 
 
-def merge_configs(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+def merge_configs(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
     """A topic's configs after ``changes``: a value replaces the property's, None removes the property
     (back to its default; Kafka's IncrementalAlterConfigs DELETE)."""
     merged = {**current, **changes}
@@ -143,10 +143,17 @@ class Reassignment:
 
 @dataclass(frozen=True, slots=True)
 class TopicMetadata:
+    """A topic as the controller holds it. Immutable, configs included (a read-only view of a copy made
+    here), so a metadata snapshot read on the event loop never changes under its reader."""
+
     name: str
     topic_id: int
     replicas: tuple[tuple[str, ...], ...]
-    configs: dict[str, Any]
+    configs: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.configs, MappingProxyType):
+            object.__setattr__(self, "configs", MappingProxyType(dict(self.configs)))
 
     @property
     def partitions(self) -> int:
@@ -328,7 +335,7 @@ class ControllerStateMachine:
                 "v": SNAPSHOT_VERSION,
                 "applied_index": metadata.applied_index,
                 "topics": [
-                    [t.name, t.topic_id, [list(r) for r in t.replicas], t.configs]
+                    [t.name, t.topic_id, [list(r) for r in t.replicas], dict(t.configs)]
                     for t in metadata.topics.values()
                 ],
                 "reassignments": [

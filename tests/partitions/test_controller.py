@@ -89,3 +89,28 @@ def test_snapshot_restores_the_same_state() -> None:
     copy = ControllerStateMachine()
     copy.restore(machine.snapshot())
     assert copy.metadata.topics == machine.metadata.topics and copy.applied_index == machine.applied_index
+
+
+def test_apply_publishes_new_metadata_and_never_changes_what_a_reader_holds() -> None:
+    """The event loop reads ``machine.metadata`` while the driver thread applies: a reference taken
+    before an apply must stay as it was, down to a topic's configs, which cannot be changed in place."""
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("t", R3, {"retention.ms": 1000}))
+    held = machine.metadata
+    held_topic = held.topics["t"]
+    apply_all(
+        machine,
+        AlterConfigs("t", {"retention.ms": 2000, "segment.bytes": 1 << 20}),
+        CreateTopic("u", R3),
+        DeleteTopic("u"),
+    )
+    assert machine.metadata is not held
+    assert held.topics["t"] is held_topic and dict(held_topic.configs) == {"retention.ms": 1000}
+    assert set(held.topics) == {"t"}
+    assert machine.metadata.topics["t"].configs == {"retention.ms": 2000, "segment.bytes": 1 << 20}
+    for read_only in (held.topics, held_topic.configs, machine.metadata.topics["t"].configs):
+        try:
+            read_only["x"] = 1  # type: ignore[index]
+        except TypeError:
+            continue
+        raise AssertionError(f"{read_only!r} can be changed in place")

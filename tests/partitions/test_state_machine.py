@@ -113,6 +113,19 @@ def test_consumer_offsets_never_move_backwards_unless_reset(tmp_path: pathlib.Pa
     assert machine.apply(3, 1, commands.encode(commit("g", 4, reset=True))) == OffsetCommitted("g", 4)
 
 
+def test_committed_offsets_are_published_whole_never_changed_in_place(tmp_path: pathlib.Path) -> None:
+    """The event loop reads ``consumer_offsets`` while the driver thread applies commits: a mapping read
+    before a commit stays as it was, and none can be written through."""
+    machine = open_machine(tmp_path)
+    machine.apply(1, 1, commands.encode(commands.CommitOffset("g", 10)))
+    held = machine.consumer_offsets
+    machine.apply(2, 1, commands.encode(commands.CommitOffset("g", 20)))
+    machine.apply(3, 1, commands.encode(commands.CommitOffset("h", 1)))
+    assert dict(held) == {"g": 10} and dict(machine.consumer_offsets) == {"g": 20, "h": 1}
+    with pytest.raises(TypeError):
+        machine.consumer_offsets["g"] = 0  # type: ignore[index]
+
+
 def test_apply_out_of_order_is_a_loud_bug(tmp_path: pathlib.Path) -> None:
     machine = open_machine(tmp_path)
     machine.apply(5, 1, produce([b"a"]))
