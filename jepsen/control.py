@@ -25,12 +25,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from api.dev import free_base_port, plan
+from raftlog_client import probe
 
 SUBNET_BASE = "10.241"
 HTTP_PORT = 8081
@@ -380,11 +379,7 @@ class Cluster:
         self.paused.discard(node_id)
 
     def ready(self, node_id: str) -> bool:
-        try:
-            with urllib.request.urlopen(self.spec(node_id).http + "/status/ready", timeout=1) as answer:
-                return bool(answer.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return probe.ready(self.spec(node_id).http)
 
     def wait_ready(self, node_ids: Sequence[str], timeout_s: float) -> list[str]:
         """Wait for the nodes to answer /status/ready; returns those that did not (exited or slow)."""

@@ -49,7 +49,7 @@ from typing import Any
 from raftlog.errors import check
 from raftlog_bench.storage import positive_ints, wait_quiet
 from raftlog_client.client import RaftlogClient
-from raftlog_client.contract import BINARY_V2, LEADER_HEADER
+from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
 from raftlog_client.errors import ClientError, RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import NoAnswer, NotSent
@@ -410,7 +410,7 @@ class Http:
         total = 0
         for server in self.servers:
             try:
-                answer = await self.session.exchange("GET", server + "/metrics", timeout_s=5)
+                answer = await self.session.exchange("GET", server + METRICS_PATH, timeout_s=5)
             except ClientError:
                 return None
             text = answer.body.decode("utf-8", "replace")
@@ -474,15 +474,21 @@ class _Tally:
         return good
 
 
+def _produce_urls(http: Http, topic: str, partitions: int) -> list[list[str]]:
+    """``[server][partition]`` -> the URL a produce to that partition through that server posts to, made
+    before a cell's loop (the loop only picks one)."""
+    return [[url + partition_path(topic, p) for p in range(partitions)] for url in http.servers]
+
+
 async def _post_produce(
-    http: Http, url: str, topic: str, partition: int, body: bytes, tally: _Tally, timeout_s: float
+    http: Http, url: str, target: str, body: bytes, tally: _Tally, timeout_s: float
 ) -> tuple[bool, bool]:
-    """One produce request; (every record acknowledged, forwarded). Errors go into ``tally``."""
+    """One produce request to ``target`` through server ``url``; (every record acknowledged, forwarded).
+    Errors go into ``tally``."""
     try:
         answer = await http.session.exchange(
-            "POST", f"{url}/topics/{topic}/partitions/{partition}", body=body, headers=PRODUCE_HEADERS,
-            timeout_s=timeout_s,
-        )  # fmt: skip
+            "POST", target, body=body, headers=PRODUCE_HEADERS, timeout_s=timeout_s
+        )
     except (NotSent, NoAnswer) as exc:
         tally.errors[_failure(exc, timeout_s)] += 1
         return False, False
@@ -516,12 +522,15 @@ async def measure_produce(
     start = time.perf_counter()
     deadline = start + seconds
 
+    targets = _produce_urls(http, topic, partitions)
+
     async def worker(j: int) -> None:
         url = http.servers[j % len(http.servers)]
+        mine = targets[j % len(http.servers)]
         partition = j % partitions
         while time.perf_counter() < deadline:
             before = time.perf_counter()
-            ok, forwarded = await _post_produce(http, url, topic, partition, body, tally, REQUEST_TIMEOUT_S)
+            ok, forwarded = await _post_produce(http, url, mine[partition], body, tally, REQUEST_TIMEOUT_S)
             if ok:
                 tally.latencies.append(time.perf_counter() - before)
                 tally.requests += 1
@@ -576,12 +585,13 @@ async def measure_latency(
     late = 0
     sent = 0
     meter = CpuMeter(pids)
+    targets = _produce_urls(http, topic, partitions)
 
     async def one(slot: int, due: float, sent_at: float) -> None:
         try:
-            url = http.servers[slot % len(http.servers)]
+            server = slot % len(http.servers)
             ok, forwarded = await _post_produce(
-                http, url, topic, slot % partitions, body, tally, REQUEST_TIMEOUT_S
+                http, http.servers[server], targets[server][slot % partitions], body, tally, REQUEST_TIMEOUT_S
             )
             if ok:
                 done = time.perf_counter()
@@ -666,7 +676,7 @@ async def measure_consume(
     async def reader(partition: int) -> None:
         nonlocal complete, fetches, read, end_total
         url = http.servers[partition % len(http.servers)]
-        base = f"{url}/topics/{produced.topic}/partitions/{partition}"
+        records_url = url + records_path(produced.topic, partition)
         try:
             begin, end = await http.admin.offsets(produced.topic, partition)
         except ClientError as exc:
@@ -689,7 +699,7 @@ async def measure_consume(
             before = time.perf_counter()
             try:
                 answer = await http.session.exchange(
-                    "GET", base + "/records", params={"offset": offset, "max_bytes": max_bytes},
+                    "GET", records_url, params={"offset": offset, "max_bytes": max_bytes},
                     headers=FETCH_HEADERS, timeout_s=REQUEST_TIMEOUT_S,
                 )  # fmt: skip
             except (NotSent, NoAnswer) as exc:

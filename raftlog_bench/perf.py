@@ -71,6 +71,7 @@ from raftlog_bench.targets import (
     SendFailed,
     Target,
 )
+from raftlog_client.contract import READY_PATH, partitions_path, records_path
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import Session
@@ -696,7 +697,7 @@ async def restart_phase(
         await shown
     fill_s = time.perf_counter() - start
     session = target.http.session
-    status, views = await _get_json(session, f"{target.servers[0]}/topics/{name}/partitions")
+    status, views = await _get_json(session, target.servers[0] + partitions_path(name))
     leader = views[0].get("leader") if status == 200 and views else None
     node = leader if leader in cluster.pids else sorted(cluster.pids)[0]
     url = cluster.urls[node]
@@ -715,12 +716,12 @@ async def restart_phase(
     restarted = time.perf_counter()
     ready_s = serving_s = RESTART_TIMEOUT_S
     while time.perf_counter() - restarted < RESTART_TIMEOUT_S:
-        status, _ = await _get_json(session, f"{url}/status/ready")
+        status, _ = await _get_json(session, url + READY_PATH)
         if status == 200 and ready_s == RESTART_TIMEOUT_S:
             ready_s = time.perf_counter() - restarted
         if status == 200:
             status, rows = await _get_json(
-                session, f"{url}/topics/{name}/partitions/0/records", offset=last, max_bytes=4 * KiB
+                session, url + records_path(name, 0), offset=last, max_bytes=4 * KiB
             )
             if status == 200 and rows and rows[0].get("offset") == last:
                 serving_s = time.perf_counter() - restarted

@@ -48,7 +48,7 @@ from raftlog_bench.scale_report import (
     rss_mib,
 )
 from raftlog_client.client import RaftlogClient
-from raftlog_client.contract import PLAIN_JSON
+from raftlog_client.contract import METRICS_PATH, PLAIN_JSON, partition_path
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import Session
@@ -88,6 +88,8 @@ def _rss(pid: int) -> float | None:
 
 PROBE_BODY = json.dumps({"records": [{"value": "probe"}]}).encode()
 PROBE_HEADERS = {"Content-Type": PLAIN_JSON}
+PROBE_TOPIC = "probe"  # one partition, written to all along
+PROBE_PATH = partition_path(PROBE_TOPIC, 0)
 
 
 class Probe:
@@ -105,7 +107,7 @@ class Probe:
         sent = 0
         while not self.stopped.is_set():
             live = [url for node, url in sorted(self.urls.items()) if node not in self.down]
-            url = live[sent % len(live)] + "/topics/probe/partitions/0"
+            url = live[sent % len(live)] + PROBE_PATH
             sent += 1
             started = time.monotonic()
             try:
@@ -121,7 +123,7 @@ class Probe:
 
 async def _metrics(session: Session, url: str) -> dict[str, float] | None:
     try:
-        answer = await session.exchange("GET", url + "/metrics", timeout_s=10)
+        answer = await session.exchange("GET", url + METRICS_PATH, timeout_s=10)
     except ClientError:
         return None
     return metric_values(answer.body.decode("utf-8", "replace")) if answer.status == 200 else None
@@ -183,7 +185,7 @@ async def _phases(
     timeout_s: float,
 ) -> None:
     run = _Run(row, cluster, admin, probe, timeout_s)
-    await admin.create_topic("probe", partitions=1, replication_factor=REPLICATION_FACTOR)
+    await admin.create_topic(PROBE_TOPIC, partitions=1, replication_factor=REPLICATION_FACTOR)
     task = asyncio.create_task(probe.run())
     try:
         if await run.create():

@@ -17,7 +17,6 @@ import os
 import random
 import sys
 import time
-import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,7 +24,14 @@ import msgpack
 
 from raftlog.storage.batch import Compression, ProducerRecord, encode_batch, record_rows, split_batches
 from raftlog_bench.cluster import REMOVAL_METRIC, Http
-from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, LEADER_HEADER, RECORD_BATCH
+from raftlog_client.contract import (
+    BINARY_V2,
+    COLUMNAR_MSGPACK,
+    LEADER_HEADER,
+    RECORD_BATCH,
+    partition_path,
+    records_path,
+)
 from raftlog_client.errors import ClientError
 from raftlog_client.http1 import Http1Client, ProtocolError
 
@@ -176,7 +182,8 @@ class RaftlogTarget:
         self._content_type = RECORD_BATCH if produce_format == "batch" else BINARY_V2
         self._produce_headers = {"Content-Type": self._content_type}
         self._fetch_headers = {"Accept": self._accept}
-        self._topic_path = ""  # /topics/{quoted name}, set by create()
+        self._produce_paths: list[str] = []  # partition -> the path a produce to it posts to (create())
+        self._records_paths: list[str] = []  # partition -> the path a fetch from it gets
         self._batch_records: list[ProducerRecord] = []
         self.servers = servers
         self.admin_token = admin_token
@@ -202,7 +209,8 @@ class RaftlogTarget:
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout
-        self._topic_path = f"/topics/{urllib.parse.quote(layout.name, safe='')}"
+        self._produce_paths = [partition_path(layout.name, p) for p in range(layout.partitions)]
+        self._records_paths = [records_path(layout.name, p) for p in range(layout.partitions)]
         configs: dict[str, Any] = {}
         if self._codec is Compression.NONE:
             values = [os.urandom(layout.record_bytes)] * layout.batch_records
@@ -279,7 +287,7 @@ class RaftlogTarget:
         if self.layout is None:
             raise RuntimeError("send before create()")
         deadline = time.monotonic() + REQUEST_TIMEOUT_S
-        path = f"{self._topic_path}/partitions/{partition}"
+        path = self._produce_paths[partition]
         while True:
             url = self._url(worker, partition)
             try:
@@ -332,7 +340,7 @@ class RaftlogTarget:
             url = self._url(partition, partition)
             try:
                 answer = await self.http.session.exchange(
-                    "GET", f"{url}/topics/{self.layout.name}/partitions/{partition}/records",
+                    "GET", url + self._records_paths[partition],
                     params={"offset": offset, "max_bytes": self.fetch_bytes}, headers=self._fetch_headers,
                     timeout_s=REQUEST_TIMEOUT_S,
                 )  # fmt: skip

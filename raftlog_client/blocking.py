@@ -23,7 +23,17 @@ from typing import Any
 
 import msgpack
 
-from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, PLAIN_JSON, RECORD_BATCH
+from raftlog_client.contract import (
+    ADMIN_TOPICS_PATH,
+    BINARY_V2,
+    COLUMNAR_MSGPACK,
+    PLAIN_JSON,
+    RECORD_BATCH,
+    offsets_path,
+    partition_path,
+    records_path,
+    topic_path,
+)
 from raftlog_client.errors import RequestFailed, decode_error
 from raftlog_client.retry import Attempts
 from raftlog_client.session import Answer, NoAnswer, NotSent
@@ -53,10 +63,6 @@ class RecordResults:
     offsets: list[int | None]
     error_codes: list[int | None]
     errors: list[str | None]
-
-
-def _quote(name: str) -> str:
-    return urllib.parse.quote(name, safe="")
 
 
 class BlockingClient:
@@ -158,21 +164,21 @@ class BlockingClient:
         body: dict[str, Any] = {"name": name, "partitions": partitions, "configs": dict(configs or {})}
         if replication_factor is not None:
             body["replication_factor"] = replication_factor
-        return self._json("POST", "/v1/topics", body, repeatable=False)
+        return self._json("POST", ADMIN_TOPICS_PATH, body, repeatable=False)
 
     def partition_count(self, topic: str) -> int:
-        answer = self._json("GET", f"/topics/{_quote(topic)}")
+        answer = self._json("GET", topic_path(topic))
         return len(answer["partitions"])
 
     def offsets(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, end offset) of one partition, from its leader."""
-        answer = self._json("GET", f"/topics/{_quote(topic)}/partitions/{partition}/offsets")
+        answer = self._json("GET", offsets_path(topic, partition))
         return int(answer["beginning_offset"]), int(answer["end_offset"])
 
     def offset_for_timestamp(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, record timestamp) of the first record whose timestamp is at or after ``timestamp_ms``,
         None when no record is that late (Kafka's ``offsetsForTimes``)."""
-        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets?timestamp={timestamp_ms}"
+        path = f"{offsets_path(topic, partition)}?timestamp={timestamp_ms}"
         answer = self._json("GET", path)
         if answer["offset"] is None:
             return None
@@ -182,10 +188,7 @@ class BlockingClient:
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int, columnar: bool
     ) -> Page:
         """One fetch as columns: a columnar msgpack page, or binary JSON records turned into columns."""
-        path = (
-            f"/topics/{_quote(topic)}/partitions/{partition}/records"
-            f"?offset={offset}&max_bytes={max_bytes}&timeout={timeout_ms}"
-        )
+        path = f"{records_path(topic, partition)}?offset={offset}&max_bytes={max_bytes}&timeout={timeout_ms}"
         accept = COLUMNAR_MSGPACK if columnar else BINARY_V2
         answer = self.request(
             "GET", path, headers={"Accept": accept}, timeout_ms=int(self._timeout_s * 1000) + timeout_ms
@@ -231,7 +234,7 @@ class BlockingClient:
         if producer_id is not None and sequence is not None:
             body.update(producer_id=producer_id, sequence=sequence)
         payload = json.dumps(body, separators=(",", ":")).encode("utf-8")
-        path = f"/topics/{_quote(topic)}" + ("" if partition is None else f"/partitions/{partition}")
+        path = topic_path(topic) if partition is None else partition_path(topic, partition)
         answer = self.request(
             "POST", path, payload, {"Content-Type": BINARY_V2}, repeatable=producer_id is not None
         )
@@ -247,7 +250,7 @@ class BlockingClient:
         already holds answers its first offsets."""
         answer = self.request(
             "POST",
-            f"/topics/{_quote(topic)}/partitions/{partition}",
+            partition_path(topic, partition),
             batch,
             {"Content-Type": RECORD_BATCH},
             repeatable=idempotent,

@@ -36,7 +36,6 @@ import asyncio
 import json
 import random
 import time
-import urllib.parse
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -53,16 +52,40 @@ from raftlog.storage.batch import (
     split_batches,
 )
 from raftlog_client.contract import (
+    ADMIN_PREFIX,
+    ADMIN_TOPICS_PATH,
     BINARY_V2,
+    CONSUMER_GROUPS_PATH,
+    HEALTH_PATH,
     INSTANCE_EXISTS,
     KAFKA_V2,
     LEADER_HEADER,
+    NODES_PATH,
     PARTITION_NOT_ASSIGNED,
     PLAIN_JSON,
     RECORD_BATCH,
     STALE_GENERATION,
+    TOPICS_PATH,
     UNKNOWN_INSTANCE,
+    USERS_PATH,
+    admin_topic_path,
+    consumer_group_path,
+    decommission_path,
+    group_offsets_path,
+    group_path,
+    instance_path,
+    maintenance_path,
+    offsets_path,
+    partition_path,
+    partition_state_path,
+    partitions_path,
+    records_path,
+    replicas_path,
     retriable,
+    topic_configs_path,
+    topic_path,
+    transfer_leadership_path,
+    user_path,
 )
 from raftlog_client.errors import ClientError, RequestFailed, decode_error
 from raftlog_client.retry import Attempts
@@ -261,7 +284,7 @@ class RaftlogClient:
             headers["Content-Type"] = content_type
         if accept is not None:
             headers["Accept"] = accept
-        if self.admin_token is not None and path.startswith("/v1/"):
+        if self.admin_token is not None and path.startswith(ADMIN_PREFIX):
             headers["Authorization"] = f"Bearer {self.admin_token}"
         elif self._basic is not None:
             headers["Authorization"] = self._basic  # a cluster that requires a user (serve --require-auth)
@@ -294,20 +317,20 @@ class RaftlogClient:
     # -- client API ------------------------------------------------------------------------------------
 
     async def topics(self) -> list[str]:
-        _, body = await self._request("GET", "/topics", repeatable=True)
+        _, body = await self._request("GET", TOPICS_PATH, repeatable=True)
         return list(body)
 
     async def topic(self, name: str) -> dict[str, Any]:
-        _, body = await self._request("GET", f"/topics/{_quote(name)}", repeatable=True)
+        _, body = await self._request("GET", topic_path(name), repeatable=True)
         return dict(body)
 
     async def partitions(self, topic: str) -> list[dict[str, Any]]:
-        _, body = await self._request("GET", f"/topics/{_quote(topic)}/partitions", repeatable=True)
+        _, body = await self._request("GET", partitions_path(topic), repeatable=True)
         return list(body)
 
     async def offsets(self, topic: str, partition: int) -> tuple[int, int]:
         """``(beginning_offset, end_offset)``; end is the next offset to be written."""
-        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+        path = offsets_path(topic, partition)
         _, body = await self._request("GET", path, repeatable=True)
         return int(body["beginning_offset"]), int(body["end_offset"])
 
@@ -316,7 +339,7 @@ class RaftlogClient:
     ) -> tuple[int, int] | None:
         """``(offset, record_timestamp)`` of the first record whose timestamp is at or after
         ``timestamp_ms``; None when no record is that late (Kafka's ``offsetsForTimes``)."""
-        path = f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
+        path = offsets_path(topic, partition)
         _, body = await self._request("GET", path, params={"timestamp": timestamp_ms}, repeatable=True)
         if body["offset"] is None:
             return None
@@ -329,7 +352,7 @@ class RaftlogClient:
         records still failed after the retries, ``RequestFailed`` if the whole request did."""
         if not messages:
             return []
-        path = f"/topics/{_quote(topic)}" + ("" if partition is None else f"/partitions/{partition}")
+        path = topic_path(topic) if partition is None else partition_path(topic, partition)
         async with self._produce_lock:
             sequence = self._sequence
             self._sequence += 1
@@ -383,7 +406,7 @@ class RaftlogClient:
             )
             _, answer = await self._request(
                 "POST",
-                f"/topics/{_quote(topic)}/partitions/{partition}",
+                partition_path(topic, partition),
                 body=batch,
                 content_type=RECORD_BATCH,
                 repeatable=True,
@@ -402,7 +425,7 @@ class RaftlogClient:
             params["max_bytes"] = max_bytes
         _, answer = await self._request(
             "GET",
-            f"/topics/{_quote(topic)}/partitions/{partition}/records",
+            records_path(topic, partition),
             params=params,
             accept=accept,
             repeatable=True,
@@ -484,7 +507,7 @@ class RaftlogClient:
             "offsets": [{"topic": t, "partition": p, "offset": o} for t, p, o in offsets],
             "reset": reset,
         }
-        await self._request("POST", f"/consumers/{_quote(group)}/offsets", body=body, repeatable=True)
+        await self._request("POST", group_offsets_path(group), body=body, repeatable=True)
 
     async def committed_offsets(
         self, group: str, topic: str, partition: int | None = None
@@ -492,21 +515,19 @@ class RaftlogClient:
         params: dict[str, str | int] = {"topic": topic}
         if partition is not None:
             params["partition"] = partition
-        _, body = await self._request(
-            "GET", f"/consumers/{_quote(group)}/offsets", params=params, repeatable=True
-        )
+        _, body = await self._request("GET", group_offsets_path(group), params=params, repeatable=True)
         return {(row["topic"], int(row["partition"])): int(row["offset"]) for row in body["offsets"]}
 
     # -- admin API -------------------------------------------------------------------------------------
     async def consumer_groups(self) -> list[dict[str, Any]]:
         """Every group with members: name, generation, assignor, members, coordinator partition."""
-        _, body = await self._request("GET", "/v1/consumer-groups", repeatable=True)
+        _, body = await self._request("GET", CONSUMER_GROUPS_PATH, repeatable=True)
         return list(body["groups"])
 
     async def consumer_group(self, group: str) -> dict[str, Any]:
         """The admin view of a consumer group: generation, members, their partitions and lag. Unlike an
         instance call it is no member's heartbeat."""
-        _, body = await self._request("GET", f"/v1/consumer-groups/{_quote(group)}", repeatable=True)
+        _, body = await self._request("GET", consumer_group_path(group), repeatable=True)
         return dict(body)
 
     async def create_topic(
@@ -520,14 +541,14 @@ class RaftlogClient:
         body: dict[str, Any] = {"name": name, "partitions": partitions, "configs": dict(configs or {})}
         if replication_factor is not None:
             body["replication_factor"] = replication_factor
-        _, answer = await self._request("POST", "/v1/topics", body=body)
+        _, answer = await self._request("POST", ADMIN_TOPICS_PATH, body=body)
         return dict(answer)
 
     async def delete_topic(self, name: str) -> None:
-        await self._request("DELETE", f"/v1/topics/{_quote(name)}")
+        await self._request("DELETE", admin_topic_path(name))
 
     async def users(self) -> list[dict[str, Any]]:
-        _, body = await self._request("GET", "/v1/users", repeatable=True)
+        _, body = await self._request("GET", USERS_PATH, repeatable=True)
         return list(body["users"])
 
     async def set_user(
@@ -537,75 +558,75 @@ class RaftlogClient:
         body: dict[str, Any] = {"name": name, "password": password}
         if mechanisms is not None:
             body["mechanisms"] = list(mechanisms)
-        _, answer = await self._request("POST", "/v1/users", body=body, repeatable=True)
+        _, answer = await self._request("POST", USERS_PATH, body=body, repeatable=True)
         return dict(answer)
 
     async def delete_user(self, name: str) -> None:
-        await self._request("DELETE", f"/v1/users/{_quote(name)}")
+        await self._request("DELETE", user_path(name))
 
     async def health(self) -> dict[str, Any]:
-        _, body = await self._request("GET", "/v1/cluster/health", repeatable=True)
+        _, body = await self._request("GET", HEALTH_PATH, repeatable=True)
         return dict(body)
 
     async def nodes(self) -> list[dict[str, Any]]:
-        _, body = await self._request("GET", "/v1/nodes", repeatable=True)
+        _, body = await self._request("GET", NODES_PATH, repeatable=True)
         return list(body)
 
     async def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
-        _, body = await self._request("GET", f"/v1/partitions/{_quote(topic)}/{partition}", repeatable=True)
+        _, body = await self._request("GET", partition_state_path(topic, partition), repeatable=True)
         return dict(body)
 
     async def transfer_leadership(
         self, topic: str, partition: int, target: str | None = None
     ) -> dict[str, Any]:
         params = {"target": target} if target is not None else None
-        path = f"/v1/partitions/{_quote(topic)}/{partition}/transfer_leadership"
+        path = transfer_leadership_path(topic, partition)
         _, body = await self._request("POST", path, params=params)
         return dict(body)
 
     # -- operations ------------------------------------------------------------------------------------
 
     async def topic_configs(self, name: str) -> dict[str, Any]:
-        _, body = await self._request("GET", f"/v1/topics/{_quote(name)}/configs", repeatable=True)
+        _, body = await self._request("GET", topic_configs_path(name), repeatable=True)
         return dict(body["configs"])
 
     async def alter_topic_configs(self, name: str, configs: Mapping[str, Any]) -> dict[str, Any]:
         """Merge ``configs`` into the topic's; returns the topic's configs after the change."""
-        path = f"/v1/topics/{_quote(name)}/configs"
+        path = topic_configs_path(name)
         _, body = await self._request("PATCH", path, body={"configs": dict(configs)}, repeatable=True)
         return dict(body["configs"])
 
     async def move_replicas(self, topic: str, partition: int, replicas: Sequence[str]) -> dict[str, Any]:
         """Start moving a partition to ``replicas``; poll :meth:`move_progress` until ``move`` is None."""
-        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        path = replicas_path(topic, partition)
         _, body = await self._request("POST", path, body={"replicas": list(replicas)})
         return dict(body)
 
     async def move_progress(self, topic: str, partition: int) -> dict[str, Any]:
-        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        path = replicas_path(topic, partition)
         _, body = await self._request("GET", path, repeatable=True)
         return dict(body)
 
     async def cancel_move(self, topic: str, partition: int) -> dict[str, Any]:
-        path = f"/v1/partitions/{_quote(topic)}/{partition}/replicas"
+        path = replicas_path(topic, partition)
         _, body = await self._request("DELETE", path, repeatable=True)
         return dict(body)
 
     async def decommission(self, node_id: str) -> dict[str, Any]:
-        _, body = await self._request("PUT", f"/v1/nodes/{_quote(node_id)}/decommission", repeatable=True)
+        _, body = await self._request("PUT", decommission_path(node_id), repeatable=True)
         return dict(body)
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
-        _, body = await self._request("GET", f"/v1/nodes/{_quote(node_id)}/decommission", repeatable=True)
+        _, body = await self._request("GET", decommission_path(node_id), repeatable=True)
         return dict(body)
 
     async def recommission(self, node_id: str) -> dict[str, Any]:
-        path = f"/v1/nodes/{_quote(node_id)}/decommission"
+        path = decommission_path(node_id)
         _, body = await self._request("DELETE", path, repeatable=True)
         return dict(body)
 
     async def set_maintenance(self, node_id: str, on: bool) -> dict[str, Any]:
-        path = f"/v1/nodes/{_quote(node_id)}/maintenance"
+        path = maintenance_path(node_id)
         _, body = await self._request("PUT" if on else "DELETE", path, repeatable=True)
         return dict(body)
 
@@ -649,7 +670,7 @@ class GroupConsumer:
     def _base(self) -> str:
         if self.instance_id is None:
             raise ClientError("the consumer is not started")
-        return f"/consumers/{_quote(self.group)}/instances/{_quote(self.instance_id)}"
+        return instance_path(self.group, self.instance_id)
 
     async def start(self, topics: Sequence[str]) -> None:
         self.topics = list(topics)
@@ -662,7 +683,7 @@ class GroupConsumer:
         try:
             _, answer = await self.client._request(
                 "POST",
-                f"/consumers/{_quote(self.group)}",
+                group_path(self.group),
                 body=body,
                 content_type=KAFKA_V2,
                 repeatable=True,
@@ -747,7 +768,3 @@ class GroupConsumer:
             if exc.error_code != UNKNOWN_INSTANCE:
                 raise
         self.instance_id = None
-
-
-def _quote(part: str) -> str:
-    return urllib.parse.quote(part, safe="")

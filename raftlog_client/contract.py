@@ -1,8 +1,13 @@
-"""The public HTTP API's wire contract, named once: media types, header names and the error codes a client
-acts on. The server (``api/``) imports these names rather than spelling them again, and so does every
-client, so the two sides cannot drift apart. ``api/README.md`` and ``GET /openapi.json`` describe them."""
+"""The public HTTP API's wire contract, named once: media types, header names, the error codes a client
+acts on and the paths. The server (``api/``) imports these names rather than spelling them again, and
+every client builds its requests from them (no module outside this package and the server spells a path
+of the API: ``tests/test_architecture.py``), so the two sides cannot drift apart. ``api/README.md`` and
+``GET /openapi.json`` describe them."""
 
 from __future__ import annotations
+
+import functools
+import urllib.parse
 
 # -- media types -----------------------------------------------------------------------------------------
 
@@ -40,3 +45,109 @@ def retriable(error_code: int | None) -> bool:
     """Whether an error is worth repeating (the server marks the same answers ``"retriable": true``):
     503xx always, 504xx where repeating is safe (reads, idempotent produce)."""
     return error_code is not None and (error_code in NOT_DONE_CODES or error_code in OUTCOME_UNKNOWN_CODES)
+
+
+# -- paths (the server's routes: ``api/app.py``'s ``ROUTES``; a test matches each against them) ------------
+# Builders of a partition's paths are cached: a load generator asks for the same few paths over and over.
+
+READY_PATH = "/status/ready"  # 200 once the node serves, 503 before
+LIVE_PATH = "/status/live"
+METRICS_PATH = "/metrics"  # Prometheus text
+TOPICS_PATH = "/topics"
+ADMIN_PREFIX = "/v1/"  # the admin API: with ``serve --admin-token``, every path under it needs the token
+ADMIN_TOPICS_PATH = "/v1/topics"
+NODES_PATH = "/v1/nodes"
+HEALTH_PATH = "/v1/cluster/health"
+CONSUMER_GROUPS_PATH = "/v1/consumer-groups"
+USERS_PATH = "/v1/users"
+
+
+def segment(name: str) -> str:
+    """A name (topic, group, instance, node, user) as one path segment, every reserved character escaped."""
+    return urllib.parse.quote(name, safe="")
+
+
+@functools.lru_cache(maxsize=1024)
+def topic_path(topic: str) -> str:
+    """A topic: its description (GET), a produce that partitions the records (POST)."""
+    return f"{TOPICS_PATH}/{segment(topic)}"
+
+
+def partitions_path(topic: str) -> str:
+    """Every partition of a topic, each with its leader and replicas."""
+    return f"{topic_path(topic)}/partitions"
+
+
+@functools.lru_cache(maxsize=4096)
+def partition_path(topic: str, partition: int) -> str:
+    """One partition: its view (GET), a produce to it (POST: records, or one record batch)."""
+    return f"{partitions_path(topic)}/{partition}"
+
+
+@functools.lru_cache(maxsize=4096)
+def records_path(topic: str, partition: int) -> str:
+    """A fetch (GET, ``offset``, ``max_bytes``, ``timeout``)."""
+    return f"{partition_path(topic, partition)}/records"
+
+
+def offsets_path(topic: str, partition: int) -> str:
+    """A partition's beginning and end offsets (GET), or the first offset at a time (``timestamp``)."""
+    return f"{partition_path(topic, partition)}/offsets"
+
+
+def group_path(group: str) -> str:
+    """A consumer group: POST makes an instance in it."""
+    return f"/consumers/{segment(group)}"
+
+
+def group_offsets_path(group: str) -> str:
+    """A group's committed offsets, outside any instance (POST commits, GET reads)."""
+    return f"{group_path(group)}/offsets"
+
+
+def instance_path(group: str, instance: str) -> str:
+    """A consumer instance; its resources (``/subscription``, ``/assignments``, ``/positions``,
+    ``/records``, ``/offsets``) are below it."""
+    return f"{group_path(group)}/instances/{segment(instance)}"
+
+
+def admin_topic_path(topic: str) -> str:
+    """DELETE removes a topic."""
+    return f"{ADMIN_TOPICS_PATH}/{segment(topic)}"
+
+
+def topic_configs_path(topic: str) -> str:
+    return f"{admin_topic_path(topic)}/configs"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    """A partition as its leader sees it: replicas, lag, in sync."""
+    return f"/v1/partitions/{segment(topic)}/{partition}"
+
+
+def transfer_leadership_path(topic: str, partition: int) -> str:
+    return f"{partition_state_path(topic, partition)}/transfer_leadership"
+
+
+def replicas_path(topic: str, partition: int) -> str:
+    """A partition's replica move: POST starts one, GET follows it, DELETE turns it back."""
+    return f"{partition_state_path(topic, partition)}/replicas"
+
+
+def decommission_path(node_id: str) -> str:
+    """PUT decommissions a node, GET follows it, DELETE recommissions."""
+    return f"{NODES_PATH}/{segment(node_id)}/decommission"
+
+
+def maintenance_path(node_id: str) -> str:
+    """PUT puts a node in maintenance (its leaderships leave), DELETE ends it."""
+    return f"{NODES_PATH}/{segment(node_id)}/maintenance"
+
+
+def consumer_group_path(group: str) -> str:
+    """The admin view of a group: members, assignments, lag."""
+    return f"{CONSUMER_GROUPS_PATH}/{segment(group)}"
+
+
+def user_path(name: str) -> str:
+    return f"{USERS_PATH}/{segment(name)}"

@@ -3,7 +3,7 @@ run it in another terminal, on a free range of loopback ports (``--base-port 0``
 ``directory``. The one way the benchmarks, the Spark connector's benchmark and its tests start a cluster:
 what a node is and how it starts stay ``raftlog dev``'s (its supervision, readiness checks and
 ``cluster.json``), and this module imports nothing of the server; it reads ``cluster.json`` and asks
-``/status/ready``.
+``/status/ready`` (``probe.py``).
 
     with LocalCluster(directory) as cluster:
         cluster.servers  # ["http://127.0.0.1:PORT", ...], node n1 first
@@ -22,24 +22,15 @@ import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import IO, Any
+
+from raftlog_client.probe import ready
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 300.0
 COMMAND = (sys.executable, "-m", "raftlog_cli")  # the raftlog command of this Python
-
-
-def ready(url: str, context: ssl.SSLContext | None = None) -> bool:
-    """Whether ``url`` answers ``GET /status/ready`` with 200 (an https URL: checked with ``context``)."""
-    try:
-        with urllib.request.urlopen(url + "/status/ready", timeout=1, context=context) as answer:
-            return bool(answer.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 class LocalCluster:

@@ -1,11 +1,14 @@
 """The contract's names are the server's: the codes a client acts on are the ones the error table
-gives, and "retriable" means the same on both sides."""
+gives, "retriable" means the same on both sides, and every path a client builds is one the server routes."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 
 from api import errors
+from api.app import ROUTES
 from api.errors import lookup
 from partitions.errors import SequenceTooOld, UnknownTopic
 from partitions.groups.errors import (
@@ -44,3 +47,50 @@ def test_error_answers_decode_to_typed_errors() -> None:
     proxy = decode_error(502, b"<html>bad gateway</html>")
     assert type(proxy) is RequestFailed and (proxy.status, proxy.error_code) == (502, None)
     assert "bad gateway" in proxy.message
+
+
+SAMPLE_ARGUMENTS: dict[str, str | int] = {
+    "topic": "orders.v2",
+    "partition": 3,
+    "group": "billing",
+    "instance": "c-1",
+    "node_id": "n2",
+    "name": "alice",
+}
+
+
+def _route_patterns() -> list[re.Pattern[str]]:
+    return [re.compile(re.sub(r"\{[^/}]+\}", "[^/]+", op.path) + "$") for op in ROUTES]
+
+
+def _built_paths() -> dict[str, str]:
+    """Every path the contract names or builds (each builder with sample names), by its name."""
+    built = {}
+    for name, value in vars(contract).items():
+        if name.endswith("_PATH") and isinstance(value, str):
+            built[name] = value
+        elif name.endswith("_path") and inspect.isfunction(value):
+            arguments = {p: SAMPLE_ARGUMENTS[p] for p in inspect.signature(value).parameters}
+            built[name] = value(**arguments)
+    return built
+
+
+def test_every_path_the_contract_builds_is_a_route_of_the_server() -> None:
+    built = _built_paths()
+    assert len(built) >= 20, sorted(built)  # the introspection found them
+    patterns = _route_patterns()
+    strays = {name: path for name, path in built.items() if not any(p.match(path) for p in patterns)}
+    assert strays == {}, "paths no route serves"
+
+
+def test_the_admin_prefix_holds_the_admin_routes_and_no_other() -> None:
+    """The client sends the admin token on exactly the paths under the prefix."""
+    for op in ROUTES:
+        if not op.path.startswith("/internal/"):
+            assert op.path.startswith(contract.ADMIN_PREFIX) == (op.tag == "admin"), op.path
+
+
+def test_a_name_is_one_path_segment_whatever_it_holds() -> None:
+    assert contract.topic_path("a/b c") == "/topics/a%2Fb%20c"
+    assert contract.instance_path("g/1", "i?x") == "/consumers/g%2F1/instances/i%3Fx"
+    assert contract.records_path("t", 0) == "/topics/t/partitions/0/records"
