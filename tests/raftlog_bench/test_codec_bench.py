@@ -15,6 +15,8 @@ def test_every_implementation_and_codec_is_measured(tmp_path, capsys) -> None:
     names = [c["implementation"] for c in cells]
     assert names == [
         "raftlog",
+        "raftlog rows",
+        "aiokafka (compiled)",
         "kafka-python",
         "raftlog v1 (before)",
         "none",
@@ -23,7 +25,8 @@ def test_every_implementation_and_codec_is_measured(tmp_path, capsys) -> None:
         "lz4",
         "zstd",
     ]
-    assert all(c["encode_us"] > 0 and c["decode_us"] > 0 for c in cells)
+    assert all(c["decode_us"] > 0 for c in cells)
+    assert all(c["encode_us"] > 0 for c in cells if c["implementation"] != "raftlog rows")  # decode only
     ratios = {c["implementation"]: c["stored_ratio"] for c in cells}
     assert ratios["none"] == 1.0 and all(ratios[name] < 1.0 for name in ("gzip", "snappy", "lz4", "zstd"))
     table = capsys.readouterr().out
