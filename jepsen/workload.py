@@ -36,13 +36,20 @@ import asyncio
 import json
 import random
 import time
-import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jepsen.recorder import Recorder
-from raftlog_client.contract import JSON_V2, LEADER_HEADER, NOT_DONE_CODES
+from raftlog_client.contract import (
+    JSON_V2,
+    LEADER_HEADER,
+    NOT_DONE_CODES,
+    group_offsets_path,
+    offsets_path,
+    partition_path,
+    records_path,
+)
 from raftlog_client.session import NoAnswer, NotSent, Session
 
 SEND_TIMEOUT_S = 5.0
@@ -152,10 +159,6 @@ def split_key(key: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _quote(text: str) -> str:
-    return urllib.parse.quote(text, safe="")
-
-
 def record_of(value: int, base_ms: int) -> dict[str, Any]:
     """The record a send of ``value`` produces (JSON flavour), in a run that started at ``base_ms``."""
     return {
@@ -257,7 +260,7 @@ class Operations:
             extra = {"producer_id": producer[0], "sequence": producer[1]}
             body.update(extra)
         self.recorder.invoke(process, "send", key=key, value=value, **extra)
-        path = f"/topics/{_quote(topic)}/partitions/{partition}"
+        path = partition_path(topic, partition)
         kind, status, payload, info = await self.http.call("POST", path, body=body)
         fields: dict[str, Any] = {"value": value, **info}
         if kind == "ok":
@@ -280,7 +283,7 @@ class Operations:
         topic, partition = split_key(key)
         flags = {"final": True} if final else {}
         self.recorder.invoke(process, "poll", key=key, offset=offset, **flags)
-        path = f"/topics/{_quote(topic)}/partitions/{partition}/records"
+        path = records_path(topic, partition)
         params = {"offset": offset, "timeout": 0 if final else POLL_WAIT_MS, "max_bytes": POLL_MAX_BYTES}
         kind, status, payload, info = await self.http.call(
             "GET", path, params=params, timeout_s=POLL_TIMEOUT_S
@@ -304,9 +307,7 @@ class Operations:
         topic, partition = split_key(key)
         self.recorder.invoke(process, "commit", key=key, group=group, offset=offset)
         body = {"offsets": [{"topic": topic, "partition": partition, "offset": offset}]}
-        kind, status, payload, info = await self.http.call(
-            "POST", f"/consumers/{_quote(group)}/offsets", body=body
-        )
+        kind, status, payload, info = await self.http.call("POST", group_offsets_path(group), body=body)
         fields: dict[str, Any] = {"group": group, "offset": offset, **info}
         if kind == "ok":
             fields["committed"] = offset
@@ -319,9 +320,7 @@ class Operations:
         topic, partition = split_key(key)
         self.recorder.invoke(process, "committed", key=key, group=group)
         params = {"topic": topic, "partition": partition}
-        kind, status, payload, info = await self.http.call(
-            "GET", f"/consumers/{_quote(group)}/offsets", params=params
-        )
+        kind, status, payload, info = await self.http.call("GET", group_offsets_path(group), params=params)
         fields: dict[str, Any] = {"group": group, **info}
         if kind == "ok":
             found = None
@@ -339,9 +338,7 @@ class Operations:
 
     async def end_offset(self, key: str) -> int | None:
         topic, partition = split_key(key)
-        kind, _, payload, _ = await self.http.call(
-            "GET", f"/topics/{_quote(topic)}/partitions/{partition}/offsets"
-        )
+        kind, _, payload, _ = await self.http.call("GET", offsets_path(topic, partition))
         if kind == "ok" and isinstance(payload, dict):
             return int(payload["end_offset"])
         return None

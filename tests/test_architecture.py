@@ -338,8 +338,6 @@ PUBLIC_API_PATH = re.compile(
 NOT_AN_API_PATH = {
     ("raftlog_bench/targets.py", "/metrics")
 }  # a word of the sample log lines bench perf sends
-# Still spells its paths; to move onto raftlog_client.contract's builders, then leave this set.
-SPELLS_PATHS_FOR_NOW = {ROOT / "jepsen" / "workload.py"}
 
 
 def _outside_the_client() -> list[pathlib.Path]:
@@ -361,13 +359,10 @@ def _public_api_paths(path: pathlib.Path) -> list[str]:
 @pytest.mark.parametrize("path", _outside_the_client(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_the_client_package_spells_a_path_of_the_public_api(path: pathlib.Path) -> None:
     spelled = _public_api_paths(path)
-    if path in SPELLS_PATHS_FOR_NOW:
-        assert spelled, f"{path.relative_to(ROOT)} spells no path now: remove it from SPELLS_PATHS_FOR_NOW"
-    else:
-        assert not spelled, (
-            f"{path.relative_to(ROOT)} spells paths of the public API {spelled}: build them with "
-            "raftlog_client.contract, or call a client's method"
-        )
+    assert not spelled, (
+        f"{path.relative_to(ROOT)} spells paths of the public API {spelled}: build them with "
+        "raftlog_client.contract, or call a client's method"
+    )
 
 
 def test_the_public_path_rule_finds_paths_and_only_paths(tmp_path: pathlib.Path) -> None:
