@@ -1,9 +1,10 @@
-"""``raftlog completion bash|zsh``: a completion script written from the parser itself, so it names every
-command, subcommand and option there is. zsh gets the same script behind zsh's own bash-completion
-layer (``bashcompinit``).
+"""``raftlog completion bash|zsh|fish``: a completion script written from the parser itself, so it names
+every command, subcommand and option there is. zsh gets the bash script behind zsh's own bash-completion
+layer (``bashcompinit``); fish gets one of its own, the same words for the same command paths.
 
     source <(raftlog completion bash)      # or save it under /etc/bash_completion.d/raftlog
     source <(raftlog completion zsh)       # in ~/.zshrc
+    raftlog completion fish > ~/.config/fish/completions/raftlog.fish
 """
 
 from __future__ import annotations
@@ -61,15 +62,46 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
     return _SCRIPT.format(entries=entries)
 
 
+_FISH = """# fish completion for raftlog (raftlog completion fish)
+function __raftlog_path --description 'the raftlog command path typed so far'
+    set -l path raftlog
+    for word in (commandline -opc)[2..-1]
+        string match -q -- '-*' $word; and continue
+        contains -- "$path $word" $__raftlog_paths; and set path "$path $word"
+    end
+    echo $path
+end
+set -g __raftlog_paths {paths}
+complete -c raftlog -f
+{completions}
+"""
+
+
+def _fish_quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def fish_script(parser: argparse.ArgumentParser) -> str:
+    paths = list(_paths(parser))
+    completions = "\n".join(
+        f"complete -c raftlog -n {_fish_quote(f'test (__raftlog_path) = {_fish_quote(path)}')} "
+        f"-a {_fish_quote(' '.join(words))}"
+        for path, words in paths
+    )
+    return _FISH.format(paths=" ".join(_fish_quote(path) for path, _ in paths), completions=completions)
+
+
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    if shell == "fish":
+        return fish_script(parser)
     return bash_script(parser) if shell == "bash" else ZSH_PREAMBLE + bash_script(parser)
 
 
 def add_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], parser: argparse.ArgumentParser
 ) -> None:
-    completion = commands.add_parser("completion", help="print a shell completion script (bash or zsh)")
-    completion.add_argument("shell", choices=["bash", "zsh"])
+    completion = commands.add_parser("completion", help="print a shell completion script (bash, zsh or fish)")
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
 
     def run(args: argparse.Namespace) -> int:
         print(script(parser, args.shell), end="")

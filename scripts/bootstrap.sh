@@ -40,9 +40,10 @@ if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
-# Debian packages the tests use as users run them: kcat (the Kafka listener), zsh (raftlog completion zsh)
+# Debian packages the tests use as users run them: kcat (the Kafka listener), zsh and fish (raftlog completion)
 debian_tool kcat
 debian_tool zsh
+debian_tool fish
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then

@@ -1,4 +1,4 @@
-"""``raftlog completion bash|zsh``: the script, sourced in a real bash (and in a real zsh, through zsh's
+"""``raftlog completion bash|zsh|fish``: the script, sourced in a real bash (and in a real zsh, through zsh's
 bashcompinit), completes commands, subcommands, fixed positional values and options from the parser
 itself."""
 
@@ -67,3 +67,26 @@ def test_the_zsh_script_completes_through_bashcompinit(
     assert listed[-4:] == ["complete", "-F", "_raftlog", "raftlog"]  # registered with zsh's completion
     assert {"start", "stop", "status"} <= set(candidates("raftlog", "dev", ""))
     assert "--format" in candidates("raftlog", "consume", "orders", "--form")  # zsh filters by prefix
+
+
+def test_the_fish_script_completes_in_a_real_fish(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["completion", "fish"]) == 0
+    script = tmp_path / "raftlog.fish"
+    script.write_text(capsys.readouterr().out)
+
+    def candidates(line: str) -> list[str]:
+        done = subprocess.run(
+            ["fish", "--no-config", "-c", f"source {script}; complete -C {line!r}"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return [row.split("\t")[0] for row in done.stdout.splitlines()]
+
+    assert candidates("raftlog gr") == ["group"]
+    assert candidates("raftlog topic ") == ["config", "create", "delete", "describe", "list", "--help"]
+    assert candidates("raftlog dev st") == ["start", "status", "stop"]  # fish sorts them
+    assert "--to-earliest" in candidates("raftlog group reset billing --to")
+    assert candidates("raftlog consume orders --form") == ["--format"]
+    assert candidates("raftlog --verbose topic cre") == ["create"]  # options between words are skipped
