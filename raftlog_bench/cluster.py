@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from raftlog.errors import check
+from raftlog_bench.output import add_json_argument, emit
 from raftlog_bench.storage import positive_ints, wait_quiet
 from raftlog_client.client import RaftlogClient
 from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
@@ -1121,7 +1122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="before each cell wait up to S seconds until other processes use < 25%% of a core (default 0)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the data directory and node logs")
-    parser.add_argument("--json", default=None, metavar="OUT", help="also write every result as JSON")
+    add_json_argument(parser, "every result")
     parser.add_argument(
         "--cells", type=_cells, default=CELLS, help=f"which cells (default {','.join(CELLS)})"
     )
@@ -1212,11 +1213,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     )
     parent = os.path.abspath(args.dir if args.dir is not None else os.getcwd())
     results = run(options, parent, servers, args.token, args.keep)
-    print(format_table(results), flush=True)
-    if args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(asdict(results), out, indent=2)
-            out.write("\n")
+    emit(args.json, format_table(results), asdict(results))
     return 1 if _any_problem(results) or results.node_log_problems else 0
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import struct
 import sys
@@ -35,6 +34,7 @@ import msgpack
 from raftlog.errors import check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, record_rows
+from raftlog_bench.output import add_json_argument, emit
 from raftlog_bench.targets import sample_values
 
 DESCRIPTION = "per-record cost of the batch format (encode, decode) and each codec's ratio and speed"
@@ -234,7 +234,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seconds", type=float, default=1.0, help="time per measurement, at least 3 passes (1)"
     )
-    parser.add_argument("--json", default=None, metavar="FILE", help="also write the cells as JSON")
+    add_json_argument(parser, "the cells")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -247,10 +247,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         cells += measure_format(size, args.batch, args.seconds)
         print(f"codec: {size} B records, compression", file=sys.stderr, flush=True)
         cells += measure_codecs(size, args.batch, args.seconds)
-    print(format_table(cells))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump([asdict(c) for c in cells], out, indent=2)
+    emit(args.json, format_table(cells), [asdict(c) for c in cells])
     return 0
 
 

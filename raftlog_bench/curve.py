@@ -11,12 +11,12 @@ takes about 40 s plus ``--seconds``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import asdict, dataclass
 
 from raftlog_bench import perf
+from raftlog_bench.output import add_json_argument, emit
 
 DESCRIPTION = "single-record produce latency at several offered rates (one fresh cluster per rate)"
 RATES_DEFAULT = "100,300,600,800,1000"
@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rates", default=RATES_DEFAULT, help=f"offered requests/s ({RATES_DEFAULT})")
     parser.add_argument("--seconds", type=float, default=15.0, help="single-record phase per rate (15)")
     parser.add_argument("--dir", default=None, help="where the clusters' data directories go (current)")
-    parser.add_argument("--json", default=None, metavar="OUT", help="also write the points as JSON")
+    add_json_argument(parser, "the points")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -114,11 +114,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(f"raftlog bench curve: rate {number}/{len(rates)}: {rate:g}/s", file=sys.stderr, flush=True)
         options = perf_args(rate, args.seconds, args.dir)
         points.append(point_of(perf.run(options, perf.workload_of(options), []), rate))
-    print(format_points(points), flush=True)
-    if args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as file:
-            json.dump([asdict(p) for p in points], file, indent=2)
-            file.write("\n")
+    emit(args.json, format_points(points), [asdict(p) for p in points])
     return 1 if any(p.errors for p in points) else 0
 
 

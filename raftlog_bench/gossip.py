@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 from membership.gossip import Gossip
 from membership.model import GossipConfig, Member, MemberState
+from raftlog_bench.output import add_json_argument, emit
 
 DESCRIPTION = "SWIM membership: crash detection, false deaths under loss, metadata, join, idle CPU."
 SECRET = b"membership-bench-secret"
@@ -385,9 +385,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--detect-timeout", type=float, default=60.0, help="give up on a crash trial after S")
     parser.add_argument("--seed", type=int, default=1, help="seed for choices and members (default 1)")
-    parser.add_argument(
-        "--json", nargs="?", const="-", default=None, metavar="OUT", help="write JSON to OUT (or stdout: '-')"
-    )
+    add_json_argument(parser, "the result")
 
 
 def _problem(args: argparse.Namespace) -> str | None:
@@ -410,13 +408,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     started = time.monotonic()
     result = asyncio.run(run(args))
     result["wall_s"] = round(time.monotonic() - started, 1)
-    if args.json == "-":
-        print(json.dumps(result, indent=2))
-        return 0
-    print(_table(result))
-    if args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=2)
+    emit(args.json, _table(result), result)
     return 0
 
 

@@ -58,6 +58,7 @@ from raftlog_bench.cluster import (
     slot_time,
     slots_due,
 )
+from raftlog_bench.output import add_json_argument, emit
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.storage import positive_ints, wait_quiet
 from raftlog_bench.targets import (
@@ -1025,7 +1026,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {LEADERS_SETTLE_S:g}; 0 = neither wait)")  # fmt: skip
     parser.add_argument("--dir", default=None, help="where data directories go (default: cwd)")
     parser.add_argument("--keep", action="store_true", help="keep raftlog's data directory")
-    parser.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+    add_json_argument(parser, "the results")
     parser.add_argument("--load-child", default=None, help=argparse.SUPPRESS)
 
 
@@ -1114,13 +1115,9 @@ def run_from_args(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("raftlog bench perf: interrupted; every server it started is stopped", file=sys.stderr)
         return 130
-    print(format_report(report), flush=True)
-    if args.json is not None:
-        out = asdict(report)
-        out["goals"] = [asdict(goal) for goal in goals(report)]
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
+    out = asdict(report)
+    out["goals"] = [asdict(goal) for goal in goals(report)]
+    emit(args.json, format_report(report), out)
     return 1 if report.failures or any(p.errors for p in report.phases) else 0
 
 

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from raftlog_bench.cluster import REPLICATION_FACTOR, CpuMeter, _progress, node_log_problems, rate
+from raftlog_bench.output import STDOUT, add_json_argument, emit
 from raftlog_bench.scale_report import (
     ProbeSummary,
     Row,
@@ -324,7 +325,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle CPU window (default 20)")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="bound of each phase (default 600)")
     parser.add_argument("--dir", default=None, help="where the clusters' data directories go (default: /tmp)")
-    parser.add_argument("--json", default=None, help="also write the rows to this file")
+    add_json_argument(parser, "the rows")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -342,12 +343,8 @@ def run_from_args(args: argparse.Namespace) -> int:
             failed = Row(size)
             failed.timeouts.append(f"run ({error})")
             rows.append(failed)
-        print(format_table(rows[-1:]), flush=True)
-    print()
-    print(format_table(rows))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([asdict(row) for row in rows], f, indent=2)
+        print(format_table(rows[-1:]), file=sys.stderr if args.json == STDOUT else sys.stdout, flush=True)
+    emit(args.json, "\n" + format_table(rows), [asdict(row) for row in rows])
     return 1 if any(row.timeouts for row in rows) else 0
 
 

@@ -26,7 +26,6 @@ about speed; the only checks are that every record appended is read back.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -42,6 +41,7 @@ from raftlog.storage import Log, LogConfig, ProducerRecord
 from raftlog.storage.batch import encode_batch
 from raftlog.storage.config import FlushMode, KiB, MiB
 from raftlog.storage.manager import LogManager
+from raftlog_bench.output import add_json_argument, emit
 
 MB = 1_000_000
 RECORD_SIZES = (100, 1 * KiB)
@@ -647,7 +647,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="directory to create the scratch directory in (default: the current directory)",
     )
-    parser.add_argument("--json", default=None, metavar="OUT", help="also write every result as JSON")
+    add_json_argument(parser, "every result")
     parser.add_argument(
         "--wait-quiet",
         type=float,
@@ -702,11 +702,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         results = run(options, directory)
     finally:
         shutil.rmtree(directory)
-    print(format_table(results), flush=True)
-    if args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(asdict(results), out, indent=2)
-            out.write("\n")
+    emit(args.json, format_table(results), asdict(results))
     return 0
 
 

@@ -36,3 +36,12 @@ def test_every_implementation_and_codec_is_measured(tmp_path, capsys) -> None:
 def test_bad_options_are_refused(capsys) -> None:
     assert codec.main(["--batch", "0"]) == 2
     assert "--batch" in capsys.readouterr().err
+
+
+def test_json_alone_prints_json_and_leaves_the_table_to_stderr(capsys) -> None:
+    """The CLI's one --json convention: the machine-readable answer on stdout, nothing else there."""
+    assert codec.main(["--record-size", "100", "--batch", "20", "--seconds", "0.01", "--json"]) == 0
+    printed = capsys.readouterr()
+    cells = json.loads(printed.out)
+    assert [c["implementation"] for c in cells][:2] == ["raftlog", "raftlog rows"]
+    assert "raftlog bench codec (µs per record" in printed.err
