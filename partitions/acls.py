@@ -1,0 +1,347 @@
+"""Access control lists in Kafka's model, and the decision who may do what (pure: no I/O, no clock).
+
+An ACL (``AclBinding``) says: a principal (``User:alice``, or ``User:*`` for every user), from a host
+(``*`` for any), is allowed or denied an operation on resources of a type (topic, consumer group, the
+cluster) whose name is given literally (``*`` for every one of the type) or as a prefix. The controller
+replicates them like topics and users; every node decides from its copy (``Authorizer``), as Kafka's
+``AclAuthorizer`` does:
+
+1. A super user (``raftlog serve --super-user``, and the admin token's ``User:admin``) may do anything.
+2. The ACLs that concern the resource are those of its type whose pattern matches its name: a literal
+   equal to it or ``*``, or a prefix it starts with.
+3. A DENY among them that names the principal (or ``User:*``), the host (or ``*``) and the operation (or
+   ``ALL``) refuses.
+4. Otherwise an ALLOW that names the principal and host and the operation, ``ALL``, or an operation that
+   implies it allows: READ, WRITE, DELETE and ALTER imply DESCRIBE; ALTER_CONFIGS implies
+   DESCRIBE_CONFIGS.
+5. Otherwise the answer is no, ACLs or none (Kafka's ``allow.everyone.if.no.acl.found=false``).
+
+Filters (``AclFilter``) select ACLs to describe or delete, as Kafka's DescribeAcls and DeleteAcls take
+them: ``ANY`` for a type, pattern, operation or permission; None for a name, principal or host matches
+every one; pattern ``MATCH`` finds the ACLs that would concern a resource of that name.
+
+The enums carry Kafka's own codes, so the Kafka APIs pass them as they come.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from partitions.errors import InvalidName
+
+PRINCIPAL_TYPE = "User"
+WILDCARD_PRINCIPAL = "User:*"
+WILDCARD = "*"  # a literal name or host matching every one
+ACL_NAME_BYTES_MAX = 1024
+
+
+class ResourceType(enum.IntEnum):
+    ANY = 1  # filters only
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+
+
+class PatternType(enum.IntEnum):
+    ANY = 1  # filters only: literal and prefixed
+    MATCH = 2  # filters only: every pattern that would match the name
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class Operation(enum.IntEnum):
+    ANY = 1  # filters only
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+
+
+class Permission(enum.IntEnum):
+    ANY = 1  # filters only
+    DENY = 2
+    ALLOW = 3
+
+
+CLUSTER_NAME = "kafka-cluster"  # the one cluster resource's name, as Kafka names it
+
+# what each operation also allows (Kafka's implied operations)
+_IMPLIED: Mapping[Operation, frozenset[Operation]] = MappingProxyType(
+    {
+        Operation.DESCRIBE: frozenset(
+            {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER}
+        ),
+        Operation.DESCRIBE_CONFIGS: frozenset({Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS}),
+    }
+)
+
+# the operations that mean something for each resource type (Kafka's list)
+VALID_OPERATIONS: Mapping[ResourceType, frozenset[Operation]] = MappingProxyType(
+    {
+        ResourceType.TOPIC: frozenset(
+            {
+                Operation.ALL,
+                Operation.READ,
+                Operation.WRITE,
+                Operation.CREATE,
+                Operation.DELETE,
+                Operation.ALTER,
+                Operation.DESCRIBE,
+                Operation.DESCRIBE_CONFIGS,
+                Operation.ALTER_CONFIGS,
+            }
+        ),
+        ResourceType.GROUP: frozenset({Operation.ALL, Operation.READ, Operation.DELETE, Operation.DESCRIBE}),
+        ResourceType.CLUSTER: frozenset(
+            {
+                Operation.ALL,
+                Operation.CREATE,
+                Operation.ALTER,
+                Operation.DESCRIBE,
+                Operation.CLUSTER_ACTION,
+                Operation.DESCRIBE_CONFIGS,
+                Operation.ALTER_CONFIGS,
+                Operation.IDEMPOTENT_WRITE,
+            }
+        ),
+    }
+)
+
+
+class InvalidAcl(InvalidName):
+    """An ACL or filter that cannot be used; the message names the field and the rule."""
+
+
+def check_principal(principal: object, field: str = "principal") -> str:
+    if not isinstance(principal, str):
+        raise InvalidAcl(field, principal, "must be a string like 'User:alice' or 'User:*'")
+    kind, colon, name = principal.partition(":")
+    if not colon or kind != PRINCIPAL_TYPE or not name:
+        raise InvalidAcl(field, principal, "must be 'User:<name>' or 'User:*'")
+    if not name.isprintable() or len(principal.encode("utf-8")) > ACL_NAME_BYTES_MAX:
+        raise InvalidAcl(field, principal, f"printable, at most {ACL_NAME_BYTES_MAX} bytes")
+    return principal
+
+
+def _check_text(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidAcl(field, value, "must be a non-empty string")
+    if not value.isprintable() or len(value.encode("utf-8")) > ACL_NAME_BYTES_MAX:
+        raise InvalidAcl(field, value, f"printable, at most {ACL_NAME_BYTES_MAX} bytes")
+    return value
+
+
+def _enum(kind: type[enum.IntEnum], value: object, field: str) -> enum.IntEnum:
+    """An enum member from its Kafka code or its name (any case)."""
+    if isinstance(value, kind):
+        return value
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return kind(value)
+        if isinstance(value, str):
+            return kind[value.upper()]
+    except (ValueError, KeyError):
+        pass
+    names = ", ".join(m.name.lower() for m in kind)
+    raise InvalidAcl(field, value, f"one of {names}")
+
+
+@dataclass(frozen=True, slots=True)
+class AclBinding:
+    resource_type: ResourceType
+    name: str
+    pattern_type: PatternType
+    principal: str
+    host: str
+    operation: Operation
+    permission: Permission
+
+    @classmethod
+    def of(
+        cls,
+        resource_type: object,
+        name: object,
+        pattern_type: object,
+        principal: object,
+        host: object,
+        operation: object,
+        permission: object,
+    ) -> AclBinding:
+        """A checked binding from codes or names: no ``ANY``/``MATCH``, an operation its resource type
+        has, the cluster resource named ``kafka-cluster`` (literally)."""
+        kind = ResourceType(_enum(ResourceType, resource_type, "resource_type"))
+        pattern = PatternType(_enum(PatternType, pattern_type, "pattern_type"))
+        operation_ = Operation(_enum(Operation, operation, "operation"))
+        permission_ = Permission(_enum(Permission, permission, "permission"))
+        if kind is ResourceType.ANY:
+            raise InvalidAcl("resource_type", "any", "an ACL names one resource type")
+        if pattern not in (PatternType.LITERAL, PatternType.PREFIXED):
+            raise InvalidAcl("pattern_type", pattern.name.lower(), "an ACL is literal or prefixed")
+        if operation_ is Operation.ANY or permission_ is Permission.ANY:
+            raise InvalidAcl("operation/permission", "any", "an ACL names one operation and one permission")
+        if operation_ not in VALID_OPERATIONS[kind]:
+            valid = ", ".join(sorted(o.name.lower() for o in VALID_OPERATIONS[kind]))
+            raise InvalidAcl("operation", operation_.name.lower(), f"a {kind.name.lower()} takes {valid}")
+        name_ = _check_text(name, "name")
+        if kind is ResourceType.CLUSTER and (name_ != CLUSTER_NAME or pattern is not PatternType.LITERAL):
+            raise InvalidAcl("name", name_, f"the cluster resource is the literal {CLUSTER_NAME!r}")
+        if pattern is PatternType.PREFIXED and name_ == WILDCARD:
+            raise InvalidAcl("name", name_, "a prefixed pattern cannot be '*' (use a literal '*')")
+        return cls(
+            kind,
+            name_,
+            pattern,
+            check_principal(principal),
+            _check_text(host, "host"),
+            operation_,
+            permission_,
+        )
+
+    def concerns(self, resource_type: ResourceType, name: str) -> bool:
+        """Whether this ACL's resource pattern matches the resource."""
+        if self.resource_type is not resource_type:
+            return False
+        if self.pattern_type is PatternType.LITERAL:
+            return self.name == name or self.name == WILDCARD
+        return name.startswith(self.name)
+
+    def to_row(self) -> list[object]:
+        return [
+            int(self.resource_type), self.name, int(self.pattern_type), self.principal, self.host,
+            int(self.operation), int(self.permission),
+        ]  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: list[object]) -> AclBinding:
+        if not isinstance(row, list | tuple) or len(row) != 7:
+            raise InvalidAcl("acl", str(row)[:80], "is not an ACL row")
+        return cls.of(*row)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "resource_type": self.resource_type.name.lower(),
+            "name": self.name,
+            "pattern_type": self.pattern_type.name.lower(),
+            "principal": self.principal,
+            "host": self.host,
+            "operation": self.operation.name.lower(),
+            "permission": self.permission.name.lower(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AclFilter:
+    """Which ACLs to describe or delete (None: any name, principal or host)."""
+
+    resource_type: ResourceType = ResourceType.ANY
+    name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: Operation = Operation.ANY
+    permission: Permission = Permission.ANY
+
+    @classmethod
+    def of(
+        cls,
+        resource_type: object = ResourceType.ANY,
+        name: object = None,
+        pattern_type: object = PatternType.ANY,
+        principal: object = None,
+        host: object = None,
+        operation: object = Operation.ANY,
+        permission: object = Permission.ANY,
+    ) -> AclFilter:
+        return cls(
+            ResourceType(_enum(ResourceType, resource_type, "resource_type")),
+            None if name is None else _check_text(name, "name"),
+            PatternType(_enum(PatternType, pattern_type, "pattern_type")),
+            None if principal is None else check_principal(principal),
+            None if host is None else _check_text(host, "host"),
+            Operation(_enum(Operation, operation, "operation")),
+            Permission(_enum(Permission, permission, "permission")),
+        )
+
+    def matches(self, acl: AclBinding) -> bool:
+        if self.resource_type is not ResourceType.ANY and acl.resource_type is not self.resource_type:
+            return False
+        if self.pattern_type is PatternType.MATCH:
+            if self.name is not None and not acl.concerns(acl.resource_type, self.name):
+                return False
+        else:
+            if self.pattern_type is not PatternType.ANY and acl.pattern_type is not self.pattern_type:
+                return False
+            if self.name is not None and acl.name != self.name:
+                return False
+        return (
+            (self.principal is None or acl.principal == self.principal)
+            and (self.host is None or acl.host == self.host)
+            and (self.operation is Operation.ANY or acl.operation is self.operation)
+            and (self.permission is Permission.ANY or acl.permission is self.permission)
+        )
+
+
+def select(acls: Iterable[AclBinding], filters: Iterable[AclFilter]) -> tuple[AclBinding, ...]:
+    """The ACLs any of ``filters`` matches, in a stable order."""
+    wanted = tuple(filters)
+    return tuple(sorted((a for a in acls if any(f.matches(a) for f in wanted)), key=AclBinding.to_row))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str  # "super user", "denied by <acl>", "allowed by <acl>", "no ACL allows it"
+
+
+class Authorizer:
+    """Decides from one set of ACLs (a controller metadata snapshot) and the node's super users."""
+
+    def __init__(self, acls: Iterable[AclBinding], super_users: Iterable[str] = ()) -> None:
+        self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
+        for acl in acls:
+            self._by_type[acl.resource_type] = (*self._by_type.get(acl.resource_type, ()), acl)
+        self.super_users = frozenset(super_users)
+
+    def decide(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str
+    ) -> Decision:
+        if principal in self.super_users:
+            return Decision(True, "super user")
+        concerning = [
+            acl
+            for acl in self._by_type.get(resource_type, ())
+            if acl.concerns(resource_type, name)
+            and acl.principal in (principal, WILDCARD_PRINCIPAL)
+            and acl.host in (host, WILDCARD)
+        ]
+        for acl in concerning:
+            if acl.permission is Permission.DENY and acl.operation in (operation, Operation.ALL):
+                return Decision(False, f"denied by {_describe(acl)}")
+        allowing = _IMPLIED.get(operation, frozenset({operation})) | {Operation.ALL}
+        for acl in concerning:
+            if acl.permission is Permission.ALLOW and acl.operation in allowing:
+                return Decision(True, f"allowed by {_describe(acl)}")
+        return Decision(False, "no ACL allows it")
+
+    def allows(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str
+    ) -> bool:
+        return self.decide(principal, host, operation, resource_type, name).allowed
+
+
+def _describe(acl: AclBinding) -> str:
+    pattern = "" if acl.pattern_type is PatternType.LITERAL else " (prefix)"
+    return (
+        f"{acl.permission.name.lower()} {acl.principal} {acl.operation.name.lower()} on "
+        f"{acl.resource_type.name.lower()} {acl.name!r}{pattern} from {acl.host}"
+    )
