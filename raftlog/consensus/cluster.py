@@ -26,17 +26,20 @@ async def open_mux_group(
     config: CoreConfig,
     journal_directory: str,
     discard: Callable[[str], None] = os.unlink,
+    learners: Sequence[str] = (),
 ) -> ReplicaGroup:
     """This node's replica of ``group_id`` with a durable journal in ``journal_directory``; ``discard``
-    takes away the journal's segment files it no longer needs (``FileJournal``)."""
+    takes away the journal's segment files it no longer needs (``FileJournal``). ``voters`` and
+    ``learners``: the configuration a new group starts from (a restarted one keeps what its log says)."""
     return await ReplicaGroup.open(
         group_id,
         node_id,
-        list(voters),
+        [*voters, *learners],
         machine,
         driver,
         config=config,
         journal=FileJournal(journal_directory, discard=discard),
         transport_class=transport_class(hub, group_id),
         node_class=_PlainNodeId,
+        learners=learners,
     )

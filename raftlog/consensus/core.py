@@ -46,6 +46,18 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   asks its leader to heartbeat, and trusts it only for a fresh election timeout (the leader replica may
   be gone while its node is not). Elections a leadership transfer asks for, and the early campaigns of a
   new group (term 1), skip the pre-vote.
+* Learners (Raft thesis 4.2.1, ``raftlog.consensus.membership``): a member that receives the log but
+  counts in no quorum. pysyncobj knows only voters (``__otherNodes``: the other voters); the learners are
+  ``_learner_nodes`` beside them, sent to like followers and tracked in ``nextIndex``/``matchIndex``, but
+  never counted by ``_advance_commit_index``, ``_step_down_without_quorum``, ``_has_majority`` or a
+  candidate's tally, and never asked for a vote. A replica that is not a voter in its own configuration
+  (a learner, or removed) never stands for election nor accepts TimeoutNow. It still answers a vote
+  request: a candidate asks only the voters of its own configuration, so the request means this replica
+  was promoted in the candidate's log though it has not heard yet (etcd does the same; refusing could
+  leave a group that needs its vote without a leader). The configuration in effect is the latest in the
+  log (``MembershipLog``), applied when an entry is appended, undone when it is truncated, rebuilt on
+  restart from the snapshot's and the journal's entries after it; a snapshot records the configuration
+  at its index (voters under ``cluster``, as before, and ``learners``).
 * ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
   journal the caller built.
 """
@@ -59,7 +71,7 @@ import queue
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +93,7 @@ from raftlog.consensus.journal import (
     fsync_directory,
     write_file_durably,
 )
+from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 
@@ -99,6 +112,7 @@ _ROLE_BY_STATE = {_FOLLOWER: Role.FOLLOWER, _CANDIDATE: Role.CANDIDATE, _LEADER:
 COMMAND_NO_OP = 1
 COMMAND_MEMBERSHIP = 2
 COMMAND_USER = 0x20  # ours: the rest of the entry is an opaque StateMachine command
+_MEMBERSHIP_TYPE_BYTE = bytes((COMMAND_MEMBERSHIP,))
 _USER_TYPE_BYTE = bytes((COMMAND_USER,))
 
 _NO_OP_ENTRY = bytes([COMMAND_NO_OP])
@@ -241,10 +255,22 @@ _SNAPSHOT_HEADER = struct.Struct("<8sII")  # magic, crc32c(body), len(body)
 
 
 def encode_snapshot(
-    state: bytes, last: tuple[bytes, int, int], prev: tuple[bytes, int, int], cluster: list[str]
+    state: bytes,
+    last: tuple[bytes, int, int],
+    prev: tuple[bytes, int, int],
+    cluster: Collection[str],
+    learners: Collection[str] = (),
 ) -> bytes:
+    """``cluster``: the voters (the key older snapshots also use: each of them held only voters);
+    ``learners``: the learners, a key older snapshots lack (read as none)."""
     body: bytes = msgpack.packb(
-        {"state": state, "last": list(last), "prev": list(prev), "cluster": sorted(cluster)},
+        {
+            "state": state,
+            "last": list(last),
+            "prev": list(prev),
+            "cluster": sorted(cluster),
+            "learners": sorted(learners),
+        },
         use_bin_type=True,
     )
     return _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, crc32c.crc32c(body), len(body)) + body
@@ -261,6 +287,12 @@ def decode_snapshot(path: str, data: bytes) -> dict[str, Any]:
         raise CorruptSnapshot(path, f"length {len(body)}/{length} or crc mismatch")
     decoded: dict[str, Any] = msgpack.unpackb(body, raw=False)
     return decoded
+
+
+def snapshot_membership(snapshot: dict[str, Any]) -> Membership:
+    """The configuration a decoded snapshot records (one written before learners has no ``learners``)."""
+    learners = frozenset(str(node) for node in snapshot.get("learners", ()))
+    return Membership(frozenset(str(node) for node in snapshot["cluster"]) - learners, learners)
 
 
 def _as_entry(raw: Any) -> tuple[bytes, int, int]:
@@ -289,6 +321,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     _SyncObj__forceLogCompaction: bool
     _SyncObj__lastSerializedTime: float
     _SyncObj__lastSerializedEntry: int | None
+    _SyncObj__otherNodes: set[Any]
 
     def __init__(
         self,
@@ -300,11 +333,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         transport_class: Any = TCPTransport,
         poller: Any = None,
         node_class: Any = TCPNode,
+        learners: Collection[str] = (),
     ) -> None:
-        """``poller``: a pysyncobj Poller shared with other cores and polled by a Driver; this core then
-        never polls itself. None: the core owns a poller and polls it at the end of each tick.
-        ``node_class``: TCPNode when node ids are ``host:port`` (TCPTransport), pysyncobj ``Node`` for
-        the mux transport's plain node ids."""
+        """``other_nodes``: the group's other members; ``learners``: which of them, and whether this
+        replica itself, are learners (the others are voters). This is the configuration of a new group;
+        a restarted one takes the configuration its snapshot and journal hold on top of it (see
+        "Learners" above). ``poller``: a pysyncobj Poller shared with other cores and polled by a Driver;
+        this core then never polls itself. None: the core owns a poller and polls it at the end of each
+        tick. ``node_class``: TCPNode when node ids are ``host:port`` (TCPTransport), pysyncobj ``Node``
+        for the mux transport's plain node ids."""
         self._config = config or CoreConfig()
         self._state_machine = state_machine
         self._journal: RaftJournal = journal if journal is not None else MemoryJournal()
@@ -332,6 +369,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._prevote_term: int | None = None
         self._prevoters: set[Any] = set()
         self._leader_seen_at = 0.0
+        # Learners (see the module docstring): the other members that are learners (pysyncobj's
+        # ``__otherNodes`` holds the other voters), whether this replica is a voter, nodes the transport
+        # keeps although outside the configuration (the leader, while a snapshot's configuration predates
+        # it), and the configurations this replica's log holds.
+        self._learner_nodes: set[Any] = set()
+        self._outside_nodes: set[Any] = set()
+        self._voting = True
+        self._memberships = MembershipLog(0, Membership(frozenset()))
         self._stopped_error: BaseException | None = None
         self._external_poll = poller is not None
         self._ticking = False
@@ -364,6 +409,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             raise InvariantViolation("createJournal hook did not hand SyncObj the RaftCore journal")
         if poller is not None and self._poller is not poller:
             raise InvariantViolation("createPoller hook did not hand SyncObj the shared poller")
+        me = self.node_id
+        others = {str(getattr(node, "id", node)) for node in other_nodes} - {me}
+        learner_ids = frozenset(str(node) for node in learners)
+        initial = Membership(frozenset(others | {me}) - learner_ids, learner_ids & (others | {me}))
+        self._memberships = self._replayed_memberships(0, initial)
+        self._install_membership()
         # A MuxTransport's inbox is delivered first thing in each tick rather than from its end-of-tick
         # callback, so the tick acts on what arrived: a leader counts an acknowledgement, commits and
         # applies in the tick that receives it, instead of receiving at the end of one tick and acting
@@ -398,9 +449,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self.on_activity()
 
     def submit_membership(self, change: str, node_id: str, callback: Callback | None) -> None:
-        if change not in ("add", "rem"):
-            raise ValueError(f"membership change must be 'add' or 'rem', got {change!r}")
-        self._applyCommand(msgpack.packb([change, node_id]), callback, COMMAND_MEMBERSHIP)
+        """Propose one membership change (``membership.CHANGES``: "learner", "promote", "add", "rem"). The
+        leader denies it (REQUEST_DENIED) while its previous change or its own no-op is not applied, or
+        when ``Membership.refusal`` says so for the configuration in effect."""
+        self._applyCommand(encode_change(change, node_id), callback, COMMAND_MEMBERSHIP)
         self._notify_activity()
 
     def request_transfer(self, node_id: str | None, callback: Callback) -> None:
@@ -461,7 +513,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             timer, routine = float(self._SyncObj__newAppendEntriesTime), True
         else:
             timer, routine = float(self._SyncObj__raftElectionDeadline), False
-        if len(self._SyncObj__connectedNodes) < len(self._SyncObj__otherNodes):
+        if not (self._SyncObj__otherNodes | self._learner_nodes) <= self._SyncObj__connectedNodes:
             # a peer is not connected: ticks drive reconnects (pysyncobj's TCP transport)
             reconnect = time.monotonic() + self._config.connection_retry_ms / 1000
             if reconnect < timer:
@@ -513,7 +565,18 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def journal(self) -> RaftJournal:
         return self._journal
 
+    @property
+    def membership(self) -> Membership:
+        """The configuration in effect here (the latest in this replica's log)."""
+        return self._memberships.current
+
+    @property
+    def voting(self) -> bool:
+        """This replica is a voter in its configuration (a learner or a removed replica is not)."""
+        return self._voting
+
     def match_indexes(self) -> dict[str, int]:
+        """Leader only: each other member's (voters' and learners') highest index known durable there."""
         if self._SyncObj__raftState != _LEADER:
             return {}
         return {str(node.id): int(index) for node, index in dict(self._SyncObj__raftMatchIndex).items()}
@@ -564,9 +627,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             and not self._quiet
             and self.selfNode is not None
             and self._SyncObj__raftElectionDeadline < now
-            and self._SyncObj__connectedToAnyone()
         ):
-            self._start_election(now)
+            if not self._voting:
+                # a learner (or a removed replica) never stands: its deadline only moves on, so that the
+                # driver does not tick it for a deadline long past
+                self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+            elif self._SyncObj__connectedToAnyone():
+                self._start_election(now)
 
         committed = self._SyncObj__raftCommitIndex
         if self._SyncObj__raftState == _LEADER:
@@ -640,6 +707,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         connected = [node for node in self._SyncObj__otherNodes if node in self._SyncObj__connectedNodes]
         if len(connected) + 1 <= (len(self._SyncObj__otherNodes) + 1) / 2:
             return False
+        # (a connected learner must hold the whole log too: a quiet leader would send it nothing more)
+        connected += [node for node in self._learner_nodes if node in self._SyncObj__connectedNodes]
         match = self._SyncObj__raftMatchIndex
         return all(match.get(node) == last for node in connected)
 
@@ -651,7 +720,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         last = self._journal.last_index
         acks = self._quiet_acks
         connected = self._SyncObj__connectedNodes
-        return all(acks.get(node) == last for node in self._SyncObj__otherNodes if node in connected)
+        followers = self._SyncObj__otherNodes | self._learner_nodes
+        return all(acks.get(node) == last for node in followers if node in connected)
 
     def _settle_quiet(self, now: float) -> None:
         """Leader, end of a tick: go quiet once every connected follower acknowledged a quiescing
@@ -696,7 +766,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__raftState != _LEADER:
             return
         message = {"type": "leader_gone", "term": self._SyncObj__raftCurrentTerm}
-        for node in self._SyncObj__otherNodes:
+        for node in self._SyncObj__otherNodes | self._learner_nodes:
             self._SyncObj__transport.send(node, message)
 
     def _SyncObj__onNodeConnected(self, node: Any) -> None:
@@ -737,7 +807,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         bound = self._SyncObj__raftLastApplied
         if self._SyncObj__raftState == _LEADER:
             match = self._SyncObj__raftMatchIndex
-            for nodes in (self._SyncObj__otherNodes, self._SyncObj__readonlyNodes):
+            for nodes in (self._SyncObj__otherNodes, self._SyncObj__readonlyNodes, self._learner_nodes):
                 for node in nodes:
                     bound = min(bound, match.get(node, 0))
         self._journal.release_through(bound)
@@ -784,6 +854,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._held_replies = []
 
     def _start_election(self, now: float) -> None:
+        if not self._voting:
+            # (pre-votes asked while a voter may be granted after the configuration made it none)
+            self._prevote_term = None
+            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+            return
         granted = self._prevote_term == self._SyncObj__raftCurrentTerm + 1 and self._has_majority(
             self._prevoters
         )
@@ -894,6 +969,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             or self._prevote_term != self._SyncObj__raftCurrentTerm + 1
         ):
             return
+        if node not in self._SyncObj__otherNodes:
+            return  # a learner's (or a stranger's) grant counts for nothing
         self._prevoters.add(node.id)
         if self._has_majority(self._prevoters):
             self._start_election(time.monotonic())
@@ -920,7 +997,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__transport.send(node, message)
 
     def _advance_commit_index(self) -> None:
-        """Commit = the highest index a majority holds durably, if it is from the current term."""
+        """Commit = the highest index a majority of the voters holds durably, if it is from the current
+        term. Learners count for nothing."""
+        if not self._voting:
+            raise InvariantViolation(f"{self.node_id}: leading term {self.term} but not a voter")
         journal = self._journal
         last_index = journal.last_index
         own = min(journal.durable_index, last_index)
@@ -1025,21 +1105,39 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     leader = self._SyncObj__raftLeader
                     callback(None, FAIL_REASON.MISSING_LEADER if leader is None else FAIL_REASON.NOT_LEADER)
                 continue
+            change = None
             if command[0] == COMMAND_MEMBERSHIP:
-                request = self._SyncObj__parseChangeClusterRequest(command)
-                pending = self._membership_index > self._SyncObj__raftLastApplied
-                if pending or not self._SyncObj__changeCluster(request):
+                change = self._membership_change(command, None)
+                refusal = self.membership_refusal(*change)
+                if refusal is not None:
+                    logger.info("%s: membership change %s %s denied: %s", self.node_id, *change, refusal)
                     if callback is not None:
                         callback(None, FAIL_REASON.REQUEST_DENIED)
                     continue
             index, term = self._journal.last_index + 1, self._SyncObj__raftCurrentTerm
             self._journal.add(command, index, term)
-            if command[0] == COMMAND_MEMBERSHIP:
+            if change is not None:
                 self._membership_index = index
+                self._memberships.append(index, *change)
+                self._install_membership()
             if callback is not None:
                 waiting[index].append((term, callback))
             appended = True
         return appended
+
+    def membership_refusal(self, change: str, node_id: str) -> str | None:
+        """Why this replica would deny a membership change now (None: it would append it). One change at a
+        time: none until the previous one this leader appended and its own no-op (which covers those of
+        earlier leaders) are applied. Any thread (an answer a tick old); the tick decides again."""
+        if self._SyncObj__raftState != _LEADER:
+            return "not the leader"
+        applied = self._SyncObj__raftLastApplied
+        noop_index = self._SyncObj__noopIDx
+        if noop_index is None or applied < noop_index:
+            return "the leader has not applied its own first entry yet"
+        if self._membership_index > applied:
+            return f"the membership change at index {self._membership_index} is not applied yet"
+        return self._memberships.current.refusal(change, node_id, self.node_id)
 
     def _SyncObj__applyLogEntries(self) -> bool:
         # Only what this replica's own journal holds durably: a follower that learns the commit index in
@@ -1075,20 +1173,84 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if kind == COMMAND_NO_OP:
             return None
         if kind == COMMAND_MEMBERSHIP:
-            # Already in effect since append (Raft 6); needed again only when replaying after restart.
-            self._SyncObj__doChangeCluster(self._SyncObj__parseChangeClusterRequest(command))
+            # In effect since it was appended (Raft 4.1; a restart rebuilds it from the journal): applying
+            # only lets the configurations before it go.
+            self._membership_change(command, index)
+            self._memberships.applied(index)
+            self._install_membership()  # a member removed for good is heard no more
             return None
         raise InvariantViolation(
             f"{self.node_id}: unsupported command type {kind} at index {index} term {term}"
         )
 
-    def _SyncObj__parseChangeClusterRequest(self, command: bytes) -> list[str] | None:
-        if command[0] != COMMAND_MEMBERSHIP:
-            return None
-        request = msgpack.unpackb(command[1:], raw=False)
-        if not (isinstance(request, list) and len(request) == 2 and request[0] in ("add", "rem")):
-            raise InvariantViolation(f"{self.node_id}: malformed membership entry {request!r}")
-        return request
+    def _membership_change(self, command: bytes, index: int | None) -> tuple[str, str]:
+        """(change, node id) of a membership entry (at ``index``, None: a proposal); a malformed one is a
+        broken invariant (only a leader of this group writes them)."""
+        try:
+            return decode_change(memoryview(command)[1:])
+        except ValueError as error:
+            raise InvariantViolation(f"{self.node_id}: membership entry at index {index}: {error}") from None
+
+    def _replayed_memberships(self, base_index: int, base: Membership) -> MembershipLog:
+        """The configurations of ``base`` (in effect at ``base_index``) and of every membership entry the
+        journal holds after it. At a restart every entry is still in memory: one pass over their first
+        bytes, far less than replaying them."""
+        memberships = MembershipLog(base_index, base)
+        journal = self._journal
+        if not len(journal):
+            return memberships
+        start = max(0, base_index + 1 - journal.first_index)
+        for command, index, _ in journal[start:]:
+            if command[:1] == _MEMBERSHIP_TYPE_BYTE:
+                memberships.append(index, *self._membership_change(command, index))
+        return memberships
+
+    def _install_membership(self) -> None:
+        """Put the latest configuration of the log in effect: pysyncobj's voters (``__otherNodes``: the
+        other voters), the learners, and the progress a leader keeps of each (kept for a member that
+        stays, such as a learner promoted). The transport keeps hearing every member of a configuration
+        the log still holds (``MembershipLog.members_held``: one an uncommitted change removed may lead
+        the entry away) and the leader (a snapshot's configuration may predate its joining); it drops
+        the others."""
+        config = self._memberships.current
+        me = self.node_id
+        transport = self._SyncObj__transport
+        nexts, match = self._SyncObj__raftNextIndex, self._SyncObj__raftMatchIndex
+        heard = self._SyncObj__lastResponseTime
+        leader = self._SyncObj__raftLeader
+        known = {str(n.id): n for n in self._SyncObj__otherNodes | self._learner_nodes | self._outside_nodes}
+        wanted = config.members - {me}
+        heard_from = self._memberships.members_held - {me}
+        outside = set()
+        for node_id, node in known.items():
+            if node_id in wanted:
+                continue
+            for progress in (nexts, match, heard, self._quiet_acks):
+                progress.pop(node, None)
+            if node_id in heard_from or node == leader:
+                outside.add(node)
+            else:
+                transport.dropNode(node)
+                self._SyncObj__connectedNodes.discard(node)
+        node_class = self._SyncObj__nodeClass
+        for node_id in sorted((wanted | heard_from) - known.keys()):
+            node = node_class(node_id)
+            known[node_id] = node
+            transport.addNode(node)
+            if node_id not in wanted:
+                outside.add(node)
+        leading = self._SyncObj__raftState == _LEADER
+        for node_id in wanted:
+            node = known[node_id]
+            if node not in nexts:
+                nexts[node] = self._journal.last_index + 1
+                match[node] = 0
+                if leading:
+                    heard[node] = time.monotonic()
+        self._SyncObj__otherNodes = {known[n] for n in config.voters if n != me}
+        self._learner_nodes = {known[n] for n in config.learners if n != me}
+        self._outside_nodes = outside
+        self._voting = me in config.voters
 
     # -- messages -----------------------------------------------------------------------------------
     def _SyncObj__onMessageReceived(self, node: Any, message: dict[str, Any]) -> None:
@@ -1130,13 +1292,21 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         elif kind == "response_vote":
             if message.get("pre") is True:
                 self._on_pre_vote_granted(node, message)
-            elif self._SyncObj__raftState == _CANDIDATE and message["term"] == self._SyncObj__raftCurrentTerm:
+            elif (
+                self._SyncObj__raftState == _CANDIDATE
+                and message["term"] == self._SyncObj__raftCurrentTerm
+                and node in self._SyncObj__otherNodes  # a learner's vote counts for nothing
+            ):
                 self._voters.add(node.id)  # a repeated vote from the same node counts once
                 self._SyncObj__votesCount = 1 + len(self._voters)
                 if self._has_majority(self._voters):
                     self._SyncObj__onBecomeLeader()
         elif kind == "timeout_now":
-            if message["term"] >= self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
+            if (
+                message["term"] >= self._SyncObj__raftCurrentTerm
+                and node == self._SyncObj__raftLeader
+                and self._voting
+            ):
                 self._quiet = False
                 self._SyncObj__raftElectionDeadline = 0
                 self._SyncObj__transferInProgress = True
@@ -1294,9 +1464,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             for raw_rest in entries[position:]:
                 command, index, term = _as_entry(raw_rest)
                 journal.add(command, index, term)
-                request = self._SyncObj__parseChangeClusterRequest(command)
-                if request is not None:
-                    self._SyncObj__doChangeCluster(request)
+                if command[:1] == _MEMBERSHIP_TYPE_BYTE:
+                    self._memberships.append(index, *self._membership_change(command, index))
+                    self._install_membership()
             break
         return prev_index + len(entries)
 
@@ -1307,10 +1477,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 f"{self.node_id}: truncating applied index {index} "
                 f"(last applied {self._SyncObj__raftLastApplied})"
             )
-        for command, _, _ in reversed(journal[index - journal.first_index :]):
-            request = self._SyncObj__parseChangeClusterRequest(command)
-            if request is not None:
-                self._SyncObj__doChangeCluster(request, reverse=True)
+        if index <= self._memberships.last_change_index:
+            self._memberships.truncate_from(index)  # its changes are undone
+            self._install_membership()
         journal.deleteEntriesFrom(index - journal.first_index)
 
     def _on_append_reply(self, node: Any, message: dict[str, Any]) -> None:
@@ -1356,7 +1525,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     # -- replication (leader) -----------------------------------------------------------------------
     def _SyncObj__sendAppendEntries(self) -> None:
         self._SyncObj__newAppendEntriesTime = time.monotonic() + self._config.heartbeat_period_ms / 1000
-        self._send_to_followers(self._SyncObj__otherNodes | self._SyncObj__readonlyNodes, heartbeat=True)
+        followers = self._SyncObj__otherNodes | self._SyncObj__readonlyNodes | self._learner_nodes
+        self._send_to_followers(followers, heartbeat=True)
+
+    def _SyncObj__onBecomeLeader(self) -> None:
+        """pysyncobj's, which starts every voter's progress over; the learners' too, here."""
+        for node in self._learner_nodes:
+            self._SyncObj__raftNextIndex[node] = self._journal.last_index + 1
+            self._SyncObj__raftMatchIndex[node] = 0
+        SyncObj._SyncObj__onBecomeLeader(self)
 
     def _send_to_followers(self, nodes: set[Any], heartbeat: bool = False) -> None:
         """Each follower gets an equal slice of one heartbeat period, in a rotating order."""
@@ -1472,8 +1649,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         state = self._state_machine.snapshot()
         if state is None:
             return  # "not now" (see StateMachine.snapshot): the journal stays; a later tick asks again
-        cluster = [str(n.id) for n in self._SyncObj__otherNodes] + [self.node_id]
-        write_file_durably(path, encode_snapshot(state, last, prev, cluster))
+        config = self._memberships.at(last_applied)  # (a change appended since is still in the journal)
+        write_file_durably(path, encode_snapshot(state, last, prev, config.voters, config.learners))
         self._SyncObj__lastSerializedEntry = prev[1]
         # Keep prev and last: pysyncobj needs two entries to resume replication after a snapshot.
         self._journal.deleteEntriesTo(prev[1] - self._journal.first_index)
@@ -1511,7 +1688,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__raftLastApplied = last[1]
         if self._SyncObj__raftCommitIndex < last[1]:
             self._SyncObj__raftCommitIndex = last[1]
-        self._SyncObj__updateClusterConfiguration([n for n in snapshot["cluster"] if n != self.node_id])
+        # The snapshot's configuration, then the changes of the entries kept after it (a restart).
+        self._memberships = self._replayed_memberships(last[1], snapshot_membership(snapshot))
+        self._install_membership()
 
 
 def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pysyncobj.node import TCPNode
@@ -21,6 +21,7 @@ from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader, OutcomeUn
 from raftlog.consensus.failures import timeout_error
 from raftlog.consensus.interface import GroupStatus, Role, StateMachine
 from raftlog.consensus.journal import RaftJournal
+from raftlog.consensus.membership import ADD, LEARNER, PROMOTE, REMOVE
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +74,13 @@ class ReplicaGroup:
         journal: RaftJournal | None = None,
         transport_class: Any = TCPTransport,
         node_class: Any = TCPNode,
+        learners: Collection[str] = (),
     ) -> ReplicaGroup:
         """Build this node's replica of ``group_id`` on the driver thread (it binds sockets and registers
         them with the driver's poller) and start driving it. ``node_id``/``peer_ids`` are pysyncobj node
-        ids; with the stock TCPTransport, ``config.bind_address`` must be set (normally to ``node_id``)."""
+        ids; with the stock TCPTransport, ``config.bind_address`` must be set (normally to ``node_id``).
+        ``learners``: the members (``node_id`` among them, for a replica joining a group) that are
+        learners in the configuration a new group starts from (see ``RaftCore``)."""
 
         def build() -> RaftCore:
             return RaftCore(
@@ -88,6 +92,7 @@ class ReplicaGroup:
                 transport_class=transport_class,
                 poller=driver.poller,
                 node_class=node_class,
+                learners=learners,
             )
 
         core = await asyncio.wrap_future(driver.submit(build))
@@ -167,20 +172,33 @@ class ReplicaGroup:
             durable_index=journal.durable_index,
             match_index=core.match_indexes(),
             leader_ready=core.leader_ready,
+            voters=core.membership.voters,
+            learners=core.membership.learners,
         )
 
+    async def add_learner(self, node_id: str, timeout_ms: int) -> None:
+        await self._change_membership(LEARNER, node_id, timeout_ms)
+
+    async def promote_learner(self, node_id: str, timeout_ms: int) -> None:
+        await self._change_membership(PROMOTE, node_id, timeout_ms)
+
     async def add_replica(self, node_id: str, timeout_ms: int) -> None:
-        await self._change_membership("add", node_id, timeout_ms)
+        await self._change_membership(ADD, node_id, timeout_ms)
 
     async def remove_replica(self, node_id: str, timeout_ms: int) -> None:
-        if node_id == self._core.node_id:
-            raise ProposalRejected(self.group_id, "a leader cannot remove itself; transfer leadership first")
-        await self._change_membership("rem", node_id, timeout_ms)
+        await self._change_membership(REMOVE, node_id, timeout_ms)
 
     async def _change_membership(self, change: str, node_id: str, timeout_ms: int) -> None:
+        """One membership change, committed. Refused at once, saying why (``ProposalRejected``), when the
+        leader would deny it now (another change in flight, a change that changes nothing, the leader
+        removing itself); the core decides again when it appends."""
         self._check_open()
-        if self._core.role is not Role.LEADER:
-            raise NotLeader(self.group_id, self._core.leader_id)
+        core = self._core
+        if core.role is not Role.LEADER:
+            raise NotLeader(self.group_id, core.leader_id)
+        refusal = core.membership_refusal(change, node_id)
+        if refusal is not None:
+            raise ProposalRejected(self.group_id, f"membership change {change} {node_id}: {refusal}")
         future, callback = self._bridge.pending(f"membership change {change} {node_id}")
         self._core.submit_membership(change, node_id, callback)
         await self._wait(future, timeout_ms, f"membership change {change} {node_id}")

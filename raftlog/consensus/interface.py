@@ -34,12 +34,17 @@ class GroupStatus:
     last_applied: int
     last_index: int
     durable_index: int
-    # Leader only: for each other voter, the highest index known to be durable on that replica.
+    # Leader only: for each other member (voters and learners), the highest index known to be durable on
+    # that replica.
     match_index: dict[str, int] = field(default_factory=dict)
     # Leader whose own no-op entry of this term is applied: everything committed before its term is in the
     # state machine, so reads served from it are complete. A leader that is not yet ready must not serve
     # reads (right after an election or a restart it may not have replayed the journal).
     leader_ready: bool = False
+    # The configuration in effect on this replica (the latest in its log, committed or not): the voters
+    # count in quorums and elections, the learners only receive the log (raftlog.consensus.membership).
+    voters: frozenset[str] = frozenset()
+    learners: frozenset[str] = frozenset()
 
 
 @runtime_checkable
@@ -89,9 +94,21 @@ class RaftGroup(Protocol):
         election timeout (the preferred replica of a new partition calls it)."""
         ...
 
-    async def add_replica(self, node_id: str, timeout_ms: int) -> None: ...
+    async def add_learner(self, node_id: str, timeout_ms: int) -> None:
+        """Commit the change making ``node_id`` a learner: it receives the log, counts in no quorum."""
+        ...
 
-    async def remove_replica(self, node_id: str, timeout_ms: int) -> None: ...
+    async def promote_learner(self, node_id: str, timeout_ms: int) -> None:
+        """Commit the change making the learner ``node_id`` a voter."""
+        ...
+
+    async def add_replica(self, node_id: str, timeout_ms: int) -> None:
+        """Commit the change making ``node_id`` a voter at once (no learner phase)."""
+        ...
+
+    async def remove_replica(self, node_id: str, timeout_ms: int) -> None:
+        """Commit the change removing ``node_id`` (a voter or a learner; never the leader itself)."""
+        ...
 
     async def transfer_leadership(self, target_node_id: str | None, timeout_ms: int) -> None: ...
 

@@ -1,4 +1,5 @@
-"""Three replicas (stock SyncObj or RaftCore) on a scripted SimNetwork, and the Script that drives them."""
+"""Replicas (stock SyncObj or RaftCore; three unless told) on a scripted SimNetwork, and the Script that
+drives them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from raftlog.consensus.core import CoreConfig, RaftCore
 from raftlog.consensus.journal import FileJournal, RaftJournal
 
 L, F, G = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"  # never bound: the simulated network carries all
+X = "127.0.0.1:4"  # a fourth node, joining a group of the three
 
 
 class StockSimReplica(SyncObj):  # type: ignore[misc]
@@ -59,6 +61,7 @@ class PatchedSimReplica(RaftCore):
         announce_commits: bool = False,
         quiesce: bool = False,
         pre_vote: bool = False,
+        learners: tuple[str, ...] = (),
     ) -> None:
         self.machine = CountingStateMachine()
         config = CoreConfig(
@@ -82,6 +85,7 @@ class PatchedSimReplica(RaftCore):
             config,
             journal=journal,
             transport_class=functools.partial(SimTransport, network=network),
+            learners=learners,
         )
         self.applied = self.machine.applied
 
@@ -98,25 +102,37 @@ def _log_term(node: Any, index: int) -> int | None:
     return int(log[position][2]) if 0 <= position < len(log) else None
 
 
+def _voter_sets(node: Any, commit: int, everyone: list[str]) -> list[list[str]]:
+    """Whose majority must hold the leader's commit index: its voters now, or those of the configuration at
+    the commit index (a change appended since, e.g. a promotion, counts only for later entries). A stock
+    replica: every replica."""
+    memberships = getattr(node, "_memberships", None)
+    if memberships is None:
+        return [everyone]
+    return [sorted(memberships.current.voters), sorted(memberships.at(commit).voters)]
+
+
 class Script:
-    """Drives three replicas on a SimNetwork; checks after every step that the leader's commit index is
-    held (same index and term) by a majority."""
+    """Drives replicas on a SimNetwork; checks after every step that the leader's commit index is held
+    (same index and term) by a majority of its voters."""
 
     def __init__(
         self,
         replica_class: type,
         journals: dict[str, RaftJournal] | None = None,
         options: dict[str, dict[str, Any]] | None = None,
+        peers: dict[str, list[str]] | None = None,
     ) -> None:
-        """``options``: extra constructor arguments per replica name."""
+        """``options``: extra constructor arguments per replica name. ``peers``: the replicas and the other
+        members each starts with (default: L, F and G, each with the other two)."""
         self.network = SimNetwork()
-        addresses = [L, F, G]
+        if peers is None:
+            peers = {a: [b for b in (L, F, G) if b != a] for a in (L, F, G)}
+        addresses = list(peers)
         extra: dict[str, dict[str, Any]] = {a: dict((options or {}).get(a, {})) for a in addresses}
         for address, journal in (journals or {}).items():
             extra[address]["journal"] = journal
-        self.nodes = {
-            a: replica_class(a, [b for b in addresses if b != a], self.network, **extra[a]) for a in addresses
-        }
+        self.nodes = {a: replica_class(a, list(peers[a]), self.network, **extra[a]) for a in addresses}
         self.network.connect_all()
         self.commit_held_by_minority: list[tuple[str, int]] = []
 
@@ -176,8 +192,10 @@ class Script:
                 continue
             commit = node._SyncObj__raftCommitIndex
             term = _log_term(node, commit)
-            holders = sum(1 for other in self.nodes.values() if _log_term(other, commit) == term)
-            if holders < 2:
+            if not any(
+                sum(1 for voter in voters if _log_term(self.nodes[voter], commit) == term) * 2 > len(voters)
+                for voters in _voter_sets(node, commit, list(self.nodes))
+            ):
                 self.commit_held_by_minority.append((name, commit))
 
 

@@ -27,7 +27,11 @@ class SimTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         return self.network.enqueue(self.node_id, str(node.id), message)
 
     def addNode(self, node: Any) -> None:
+        """A member joins the group: connected at once unless it is down (as a hub that already has a
+        connection to its node replays it)."""
         self.nodes[str(node.id)] = node
+        if str(node.id) not in self.network.crashed and str(node.id) in self.network.transports:
+            self._onNodeConnected(node)
 
     def dropNode(self, node: Any) -> None:
         self.nodes.pop(str(node.id), None)
@@ -63,7 +67,9 @@ class SimNetwork:
             if destination in self.crashed:
                 continue
             receiver = self.transports[destination]
-            receiver._onMessageReceived(receiver.nodes[source], message)
+            node = receiver.nodes.get(source)
+            if node is not None:  # (a member dropped from the receiver's group is not heard, as on a hub)
+                receiver._onMessageReceived(node, message)
             delivered += 1
         return delivered
 
