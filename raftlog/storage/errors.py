@@ -71,14 +71,22 @@ class LogClosed(StorageError):
 
 
 class StorageUnavailable(StorageError):
-    """The disk refused a write or an fsync (full disk, I/O error). A partial write is rolled back; either
-    way the log is marked failed and refuses every further write until it is reopened, because after a
-    failed fsync the kernel may have dropped dirty pages and nothing written since can be trusted."""
+    """The disk refused a write or an fsync (an I/O error, or a full disk at fsync time). A partial write
+    is rolled back; either way the log is marked failed and refuses every further write until it is
+    reopened, because after a failed fsync the kernel may have dropped dirty pages and nothing written
+    since can be trusted. (A write refused for want of room is :class:`DiskFull`, which fails nothing.)"""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"storage unavailable at {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class DiskFull(StorageUnavailable):
+    """A write found the file system full (ENOSPC) or the quota spent (EDQUOT): nothing of it was kept
+    (a partial write was cut back before this was raised), nothing written before is lost, and the log
+    or journal that raised it accepts the same write again once there is room. For a produce: refused
+    before it was proposed, definitely not done (``raftlog.storage.space`` says who decides what)."""
 
 
 class DirectoryLocked(StorageError):

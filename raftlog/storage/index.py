@@ -51,7 +51,17 @@ class _EntryFile:
         return int(first), int(second)
 
     def append(self, first: int, second: int) -> None:
-        os.pwrite(self.fd, self._entry.pack(first, second), self.count * self._entry.size)
+        """Raises ``OSError`` (the disk is full, an I/O error) with the file cut back to its entries."""
+        data = self._entry.pack(first, second)
+        position = self.count * self._entry.size
+        written = 0
+        try:
+            while written < len(data):  # a short write is followed by one that says why it stopped
+                written += os.pwrite(self.fd, data[written:], position + written)
+        except OSError:
+            if written:
+                os.ftruncate(self.fd, position)  # no torn entry (the open would drop one anyway)
+            raise
         self.count += 1
         self.last = (first, second)
         self._dirty = True
@@ -120,6 +130,11 @@ class _SparseIndex:
 
     def flush(self) -> None:
         self._file.flush()
+
+    def keep(self, count: int) -> None:
+        """Keep only the first ``count`` entries (an append that failed after its entries were written)."""
+        if count < self._file.count:
+            self._file.truncate_entries(count)
 
     def open(self) -> None:
         self._file.fd.bit_length()  # the property opens it

@@ -15,6 +15,7 @@ the partition's entries. The streaming :class:`LogReader` reads one segment's vi
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import threading
@@ -40,6 +41,7 @@ from raftlog.storage.batch import (
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import (
     CorruptRecord,
+    DiskFull,
     InvalidRecord,
     LogClosed,
     OffsetOutOfRange,
@@ -48,7 +50,15 @@ from raftlog.storage.errors import (
 )
 from raftlog.storage.log_format import FORMAT_FILE
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
-from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, batch_bytes, fsync_directory
+from raftlog.storage.segment import (
+    DELETED_SUFFIX,
+    RecoveryReport,
+    Segment,
+    batch_bytes,
+    fsync_directory,
+    write_error,
+)
+from raftlog.storage.space import DiskSpace
 
 log = logging.getLogger("raftlog.storage")
 
@@ -97,11 +107,13 @@ class Log:
         config: LogConfig,
         clock: Callable[[], int],
         discard: Callable[[str], None] = os.unlink,
+        space: DiskSpace | None = None,
     ) -> None:
         self.directory = directory
         self.config = config
         self._clock = clock
         self._discard = discard  # where deleted segments' files go (Segment.delete)
+        self.space = space if space is not None else DiskSpace()  # told of refused and accepted writes
         self._lock = threading.RLock()
         self._segments: list[Segment] = []
         self._bases: list[int] = []
@@ -126,13 +138,16 @@ class Log:
         config: LogConfig | None = None,
         clock: Callable[[], int] = wall_clock_ms,
         discard: Callable[[str], None] = os.unlink,
+        space: DiskSpace | None = None,
     ) -> Log:
         """Open (creating if needed) and recover the log in ``directory``. ``discard(path)`` takes the
         files of segments that retention or truncation deletes, once no reader holds them (see
         ``Segment.delete``): an unlink by default; it runs under the log's lock, so a caller that cares
-        about that lock hands the file on (a node: a rename into its trash and its paced remover)."""
+        about that lock hands the file on (a node: a rename into its trash and its paced remover).
+        ``space``: what the node's writers know of room on the disk (the log tells it of every write it
+        makes or cannot make for want of room; its own by default)."""
         os.makedirs(directory, exist_ok=True)
-        self = cls(directory, config or LogConfig(), clock, discard)
+        self = cls(directory, config or LogConfig(), clock, discard, space)
         self._recover()
         return self
 
@@ -200,14 +215,20 @@ class Log:
         return int(text)
 
     def _write_start_offset(self, offset: int) -> None:
+        """Raises ``DiskFull`` (no room for the file: the old one stands) or ``StorageUnavailable``."""
         path = os.path.join(self.directory, START_OFFSET_FILE)
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(f"{offset}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_directory(self.directory)
+        try:
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(f"{offset}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            fsync_directory(self.directory)
+        except OSError as exc:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise write_error(path, exc, f"writing log start offset {offset}") from exc
 
     # -- offsets -------------------------------------------------------------------------------------
 
@@ -344,21 +365,27 @@ class Log:
             f"{self.directory}: batch at {header.base_offset} does not start at end {self.end_offset}",
         )
         active = self._segments[-1]
-        if not active.is_empty and self._should_roll(active, header, now_ms):
-            self._roll_locked()
-            active = self._segments[-1]
         try:
+            if not active.is_empty and self._should_roll(active, header, now_ms):
+                self._roll_locked()
+                active = self._segments[-1]
             active.append(batch, header, now_ms)
             self._unflushed_bytes += header.size_bytes
             due = self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes
             if due and not durable_elsewhere:  # else the caller's durable copy stands in until flush()
                 self._flush_locked(now_ms)
+        except DiskFull as exc:
+            # Nothing of the batch was kept (Segment.append cut it back) and nothing before it is at
+            # risk: the log stays writable, and the same append may come again once there is room.
+            self.space.refused(exc)
+            raise
         except StorageUnavailable as exc:
             self._fail(str(exc))
             raise
         except OSError as exc:
             self._fail(str(exc))
             raise StorageUnavailable(active.path, str(exc)) from exc
+        self.space.wrote()
         return AppendResult(header.base_offset, header.end_offset, header.term)
 
     def _fail(self, reason: str) -> None:
@@ -385,6 +412,8 @@ class Log:
                 self._roll_locked()
 
     def _roll_locked(self) -> None:
+        """Raises ``DiskFull`` with the active segment still active (sealed or not): a later append
+        rolls again."""
         active = self._segments[-1]
         active.seal()  # fsync data and indexes before the next segment exists
         self._durable_end_offset = active.end_offset
@@ -599,10 +628,16 @@ class Log:
             if offset < self.end_offset:
                 raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
             self._touch()
-            self._write_start_offset(offset)
+            self._write_start_offset(offset)  # a crash from here on reopens the log starting there
+            active = self._segments[-1]
+            if active.base_offset == offset:  # empty, starting there already (offset == end offset)
+                keep = active
+            else:  # made first: no room for it (DiskFull) leaves the log as it was
+                keep = Segment.create(self.directory, offset, self.config.index_interval_bytes)
             for segment in reversed(self._segments):
-                segment.delete(self._discard)
-            self._segments = [Segment.create(self.directory, offset, self.config.index_interval_bytes)]
+                if segment is not keep:
+                    segment.delete(self._discard)
+            self._segments = [keep]
             self._bases = [offset]
             self._unflushed_bytes = 0
             self._durable_end_offset = offset

@@ -22,6 +22,7 @@ from raftlog.errors import RaftlogError
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 from raftlog.storage.log import Log, wall_clock_ms
+from raftlog.storage.space import DiskSpace
 
 log = logging.getLogger("raftlog.storage")
 
@@ -41,15 +42,18 @@ class LogManager:
         discard: Callable[[str], None] = os.unlink,
         handles_idle_s: float = HANDLES_IDLE_S,
         open_logs_max: int = OPEN_LOGS_MAX,
+        space: DiskSpace | None = None,
     ) -> None:
         """``discard``: where the files of segments that retention or truncation deletes go (see
-        ``Log.open``). ``handles_idle_s``, ``open_logs_max``: see the module's docstring."""
+        ``Log.open``). ``handles_idle_s``, ``open_logs_max``: see the module's docstring. ``space``: the
+        node's knowledge of room on its disk, shared by every log (``raftlog.storage.space``)."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root
         self._clock = clock
         self._retention_interval_ms = retention_check_interval_ms
         self._discard = discard
+        self.space = space if space is not None else DiskSpace()
         self._logs: dict[str, Log] = {}
         self._group_flushed: dict[str, Log] = {}  # those in flush mode "group": looked at every tick
         self._handles_idle_s = handles_idle_s
@@ -69,7 +73,7 @@ class LogManager:
             existing = self._logs.get(name)
             if existing is not None:
                 return existing
-            opened = Log.open(os.path.join(self.root, name), config, self._clock, self._discard)
+            opened = Log.open(os.path.join(self.root, name), config, self._clock, self._discard, self.space)
             self._logs[name] = opened
             if config.flush_mode == "group":
                 self._group_flushed[name] = opened

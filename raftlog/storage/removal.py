@@ -26,6 +26,8 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 
+from raftlog.storage.space import no_space
+
 log = logging.getLogger(__name__)
 
 STEP_BYTES = 8 << 20
@@ -221,7 +223,16 @@ class Trash:
         FileNotFoundError when it is gone already."""
         os.makedirs(self.directory, exist_ok=True)
         target = os.path.join(self.directory, f"{os.path.basename(path)}.{uuid.uuid4().hex}")
-        os.rename(path, target)
+        try:
+            os.rename(path, target)
+        except OSError as error:
+            if not no_space(error):
+                raise
+            # the trash's directory needs a block and the disk is full: what would free room goes now,
+            # unpaced (raftlog.storage.space)
+            log.warning("no room to move %s into the trash: removing it at once", path)
+            remove_tree(path, None)
+            return
         self._remover.submit(target)
 
     def discard_if_present(self, path: str) -> None:

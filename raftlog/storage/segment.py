@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, decode_header
-from raftlog.storage.errors import CorruptRecord, NotBatchBoundary, StorageUnavailable
+from raftlog.storage.errors import CorruptRecord, DiskFull, NotBatchBoundary, StorageUnavailable
 from raftlog.storage.index import OffsetIndex, TimeIndex
+from raftlog.storage.space import no_space, refusal
 from raftlog.storage.writeback import start_writeback
 
 log = logging.getLogger("raftlog.storage")
@@ -128,6 +129,21 @@ def batch_bytes(view: memoryview) -> bytes:
     return bytes(view)
 
 
+def write_error(path: str, exc: OSError, what: str) -> StorageUnavailable:
+    """``DiskFull`` for a write refused for want of room, ``StorageUnavailable`` for any other error."""
+    full: DiskFull | None = refusal(path, exc, what)
+    return full if full is not None else StorageUnavailable(path, f"{what} failed: {exc}")
+
+
+def _remove_files(directory: str, base_offset: int) -> None:
+    """The files of a segment whose creation failed (those it made)."""
+    for suffix in (".log", ".index", ".timeindex"):
+        try:
+            os.unlink(os.path.join(directory, segment_name(base_offset, suffix)))
+        except FileNotFoundError:
+            continue
+
+
 @dataclass(frozen=True, slots=True)
 class RecoveryReport:
     """What opening a segment had to repair (empty when nothing)."""
@@ -150,10 +166,20 @@ class Segment:
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         self._closed = False
         self.size = os.fstat(self._fd).st_size
-        self.index = OffsetIndex(os.path.join(directory, segment_name(base_offset, ".index")), base_offset)
-        self.time_index = TimeIndex(
-            os.path.join(directory, segment_name(base_offset, ".timeindex")), base_offset
-        )
+        try:
+            self.index = OffsetIndex(
+                os.path.join(directory, segment_name(base_offset, ".index")), base_offset
+            )
+            try:
+                self.time_index = TimeIndex(
+                    os.path.join(directory, segment_name(base_offset, ".timeindex")), base_offset
+                )
+            except BaseException:
+                self.index.close()
+                raise
+        except BaseException:
+            os.close(self._fd)
+            raise
         self.end_offset = base_offset
         self.max_timestamp_ms: int | None = None
         self.first_append_ms: int | None = None  # wall clock of the first append since open (segment.ms)
@@ -178,10 +204,21 @@ class Segment:
 
     @classmethod
     def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> Segment:
+        """A new empty segment, its files created and the directory synced. Raises ``DiskFull`` (no room
+        for the files: none of them is left behind) or ``StorageUnavailable``."""
         path = os.path.join(directory, segment_name(base_offset, ".log"))
         check(not os.path.exists(path), f"segment {path} already exists")
-        segment = cls(directory, base_offset, index_interval_bytes)
-        fsync_directory(directory)
+        try:
+            segment = cls(directory, base_offset, index_interval_bytes)
+        except OSError as exc:
+            _remove_files(directory, base_offset)
+            raise write_error(path, exc, "creating the segment's files") from exc
+        try:
+            fsync_directory(directory)
+        except OSError as exc:
+            segment.close()
+            _remove_files(directory, base_offset)
+            raise write_error(path, exc, "syncing the directory of a new segment") from exc
         return segment
 
     def recover_active(self) -> RecoveryReport:
@@ -293,6 +330,9 @@ class Segment:
             self.max_timestamp_ms = header.max_timestamp_ms
 
     def append(self, batch: bytes, header: BatchHeader, now_ms: int) -> None:
+        """Write ``batch`` at the end of the data file, then its index entries. Raises ``DiskFull`` when
+        there is no room for either (the files are cut back to where they were: the segment is exactly
+        as before, and a later append may write the same batch) or ``StorageUnavailable``."""
         check(
             header.base_offset == self.end_offset,
             f"{self.path}: append at offset {header.base_offset} but segment ends at {self.end_offset}",
@@ -304,7 +344,15 @@ class Segment:
                 written += os.pwrite(self.fd, memoryview(batch)[written:], position + written)
         except OSError as exc:
             self._undo_partial_write(position, exc)
-            raise StorageUnavailable(self.path, f"write failed: {exc}") from exc
+            raise write_error(self.path, exc, f"writing {len(batch)} bytes at byte {position}") from exc
+        indexed = self.index.count, self.time_index.count
+        try:
+            self._track(position, header)  # writes its index entries before it changes anything else
+        except OSError as exc:
+            self._undo_partial_write(position, exc)
+            self.index.keep(indexed[0])
+            self.time_index.keep(indexed[1])
+            raise write_error(self.path, exc, f"indexing the batch at byte {position}") from exc
         self.size = position + len(batch)
         self._dirty = True
         if self.size - self._written_back >= WRITEBACK_BYTES:
@@ -312,7 +360,6 @@ class Segment:
             self._written_back = self.size
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
-        self._track(position, header)
 
     def _undo_partial_write(self, position: int, cause: OSError) -> None:
         try:
@@ -323,14 +370,22 @@ class Segment:
             ) from exc
 
     def seal(self) -> None:
-        """Close for appends: record the final max timestamp in the time index and fsync everything."""
+        """Close for appends: record the final max timestamp in the time index and fsync everything.
+        Raises ``DiskFull`` (no room for the time index entry: nothing changed, a later seal tries again)
+        or ``StorageUnavailable`` (an fsync failed, whatever its errno: see ``raftlog.storage.space``)."""
         if self.max_timestamp_ms is not None:
             time_max = self.time_index.max_timestamp()
             if time_max is None or self.max_timestamp_ms > time_max:
-                self.time_index.append(self.max_timestamp_ms, self._last_batch_offset())
-        self.flush()
-        self.index.flush()
-        self.time_index.flush()
+                try:
+                    self.time_index.append(self.max_timestamp_ms, self._last_batch_offset())
+                except OSError as exc:
+                    raise write_error(self.time_index.path, exc, "sealing the time index") from exc
+        try:
+            self.flush()
+            self.index.flush()
+            self.time_index.flush()
+        except OSError as exc:
+            raise StorageUnavailable(self.path, f"fsync failed: {exc}") from exc
 
     def _last_batch_offset(self) -> int:
         last = self.index.last()
@@ -451,6 +506,14 @@ class Segment:
                 os.rename(path, aside)
             except FileNotFoundError:
                 log.warning("%s: already gone while deleting segment %d", path, self.base_offset)
+                continue
+            except OSError as exc:
+                if not no_space(exc):
+                    raise
+                # the longer name needs a directory block and the disk is full: unlinked at once instead
+                # (readers go on through their descriptors), which frees the room retention is after
+                log.warning("%s: no room to rename it aside, removing it at once", path)
+                os.unlink(path)
                 continue
             self._discarded.append(aside)
         fsync_directory(self.directory)

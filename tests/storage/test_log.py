@@ -14,6 +14,7 @@ from raftlog.storage import Log, ProducerRecord
 from raftlog.storage.batch import HEADER_SIZE, encode_batch, with_log_append_time
 from raftlog.storage.errors import (
     CorruptRecord,
+    DiskFull,
     InvalidRecord,
     LogClosed,
     NotBatchBoundary,
@@ -824,33 +825,42 @@ def test_a_missing_middle_segment_fails_open_instead_of_skipping_offsets(tmp_pat
     assert str(infos[3].base_offset) in str(raised.value)
 
 
-def test_a_failed_write_leaves_nothing_behind_and_fails_the_log_until_reopened(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error", [errno.ENOSPC, errno.EDQUOT, errno.EIO])
+def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch, error):
+    """A write that stops midway is cut back. No room (ENOSPC, EDQUOT) is DiskFull and the log takes the
+    same append once there is room; any other error fails the log until it is reopened."""
     log = open_log(tmp_path, small_config(segment_bytes=1 << 20))  # no roll: the batch goes to this segment
     fill(log, 5)
     before, before_files = snapshot(log), file_contents(str(tmp_path))
     real_pwrite = os.pwrite
     calls = []
 
-    def disk_full_midway(fd, data, position):
+    def failing_midway(fd, data, position):
         calls.append(position)
         if len(calls) == 1:
             return real_pwrite(fd, bytes(data)[: len(data) // 2], position)  # a short write ...
-        raise OSError(errno.ENOSPC, "No space left on device")  # ... then the disk is full
+        raise OSError(error, os.strerror(error))  # ... then the disk says why it stopped
 
-    monkeypatch.setattr(os, "pwrite", disk_full_midway)
-    with pytest.raises(StorageUnavailable):
+    monkeypatch.setattr(os, "pwrite", failing_midway)
+    with pytest.raises(StorageUnavailable) as raised:
         log.append(make_records(3, "lost", size=100))
     monkeypatch.undo()
 
     assert len(calls) == 2
+    assert isinstance(raised.value, DiskFull) == (error != errno.EIO)
     assert file_contents(str(tmp_path)) == before_files  # the half-written batch was rolled back
     assert snapshot(log) == before  # and reads still work
-    with pytest.raises(StorageUnavailable):
-        log.append(make_records(1, "refused"))
+    if error == errno.EIO:
+        with pytest.raises(StorageUnavailable):
+            log.append(make_records(1, "refused"))
+        log.close()
+        log = open_log(tmp_path)
+        assert snapshot(log) == before
+    assert log.append(make_records(3, "after", size=100)).base_offset == before.end_offset
+    assert log.space.refusals == (0 if error == errno.EIO else 1)
     log.close()
     with open_log(tmp_path) as log:
-        assert snapshot(log) == before
-        assert log.append(make_records(1, "after")).base_offset == before.end_offset
+        assert log.end_offset == before.end_offset + 3
 
 
 def test_a_failed_fsync_never_counts_as_durable_and_fails_the_log(tmp_path, monkeypatch):
