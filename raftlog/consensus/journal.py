@@ -8,6 +8,7 @@ once per tick by the core) and ``durable_index`` (the highest index that survive
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import mmap
@@ -26,6 +27,8 @@ from raftlog.consensus.errors import CorruptJournal
 from raftlog.errors import InvariantViolation
 from raftlog.histogram import Histogram
 from raftlog.packing import bin_header
+from raftlog.storage.errors import DiskFull
+from raftlog.storage.space import DiskSpace, next_retry_s, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +115,19 @@ class RaftJournal:
     def size_bytes(self) -> int:
         """Bytes the journal keeps on disk; compaction also runs on growth of this (0: nothing on disk)."""
         return 0
+
+    @property
+    def disk_full(self) -> DiskFull | None:
+        """Why writing here is refused for want of room now: this journal's last sync was, or another
+        writer on its file system was and nothing has got through since (``raftlog.storage.space``).
+        None: there is room, as far as anyone knows."""
+        return None
+
+    @property
+    def space_retry_at(self) -> float | None:
+        """While a sync refused for want of room waits (its records stay in memory, not durable): the
+        monotonic time before which :meth:`sync` does not try again. None: no sync waits."""
+        return None
 
     # -- pysyncobj journal protocol -----------------------------------------------------------------
     def add(self, command: bytes, idx: int, term: int) -> None:
@@ -235,16 +251,25 @@ def fsync_directory(path: str) -> None:
 
 
 def write_file_durably(path: str, data: bytes) -> None:
-    """tmp + fsync + rename + fsync(dir): after return, ``path`` holds ``data`` across a crash."""
+    """tmp + fsync + rename + fsync(dir): after return, ``path`` holds ``data`` across a crash. Raises
+    ``DiskFull`` when there is no room for it (the temporary file is removed; ``path`` is as it was)."""
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        full = refusal(path, error, f"writing {len(data)} bytes")
+        if full is None:
+            raise
+        raise full from error
     os.replace(tmp, path)
     fsync_directory(os.path.dirname(os.path.abspath(path)))
 
@@ -328,6 +353,11 @@ class _Pending:
     def add(self, header: bytes, prefix: bytes, body: bytes) -> None:
         self.parts += (header, prefix, body)
         self.size += len(header) + len(prefix) + len(body)
+
+    def extend(self, later: _Pending) -> None:
+        """Append the records of ``later`` (added after these)."""
+        self.parts += later.parts
+        self.size += later.size
 
     def truncate(self, size: int) -> None:
         """Keep the first ``size`` bytes, which must end where a record ends."""
@@ -550,13 +580,26 @@ class FileJournal(RaftJournal):
         segment_bytes_max: int = 64 * 1024 * 1024,
         direct_io: bool = True,
         discard: Callable[[str], None] = os.unlink,
+        space: DiskSpace | None = None,
     ) -> None:
         """``direct_io``: append with O_DIRECT where the file system allows it (see _DirectWriter).
         ``discard(path)`` takes a segment file the journal no longer needs out of its directory (it is
         closed; the journal fsyncs the directory after): an unlink by default; a node renames it aside
-        and removes it on another thread, at a pace (``raftlog.storage.removal.Remover``)."""
+        and removes it on another thread, at a pace (``raftlog.storage.removal.Remover``). ``space``:
+        what the node's writers know of room on its disk, shared by its journals and logs (this
+        journal's own by default).
+
+        A sync refused for want of room (ENOSPC, EDQUOT, at the write or at the fdatasync) cuts the
+        segment back to where the sync began and keeps its records in memory, ahead of those added
+        since, not durable; ``durable_index`` stays, so nothing is acknowledged or counted. A later
+        sync (not before ``space_retry_at``, on a backoff of 50 ms doubling to 1 s) writes them again
+        from this copy, never trusting what the page cache kept of them (docs/decisions/0014)."""
         super().__init__()
         self._discard = discard
+        self._space = space if space is not None else DiskSpace()
+        self._space_error: DiskFull | None = None  # the last sync was refused for want of room
+        self._retry_at = 0.0  # monotonic: no sync is tried before it while _space_error is set
+        self._retry_delay_s = 0.0
         if segment_bytes_max < 4096:
             raise ValueError(f"segment_bytes_max must be >= 4096, got {segment_bytes_max}")
         self._directory = directory
@@ -675,15 +718,27 @@ class FileJournal(RaftJournal):
         self._segments.append(segment)
 
     def _open_new_segment(self, sequence: int, reset: bool) -> _Segment:
+        """Raises ``DiskFull`` (no room for the file: it is removed again, nothing changed) or OSError."""
         path = os.path.join(self._directory, _segment_name(sequence))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        header = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FLAG_RESET if reset else 0, 0)
         try:
-            header = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FLAG_RESET if reset else 0, 0)
-            os.write(fd, header)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_directory(self._directory)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                if os.write(fd, header) != len(header):
+                    raise OSError(errno.ENOSPC, f"short write of the header of {path}")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            fsync_directory(self._directory)
+        except OSError as error:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            full = refusal(path, error, "creating a journal segment")
+            if full is None:
+                raise
+            self._space.refused(full)
+            raise full from error
+        self._space.wrote()
         segment = _Segment(sequence, path, len(header), direct=self._direct_io)
         self._segments.append(segment)
         return segment
@@ -765,7 +820,20 @@ class FileJournal(RaftJournal):
 
     @property
     def sync_in_flight(self) -> bool:
-        return self._in_flight is not None
+        """A job is running, or a sync refused for want of room waits for its retry: either way the
+        acknowledgements and applies waiting for durability are not work a tick could do now (the core
+        ticks on its heartbeats and timers meanwhile, and a tick after ``space_retry_at`` tries again)."""
+        return self._in_flight is not None or (
+            self._space_error is not None and time.monotonic() < self._retry_at
+        )
+
+    @property
+    def disk_full(self) -> DiskFull | None:
+        return self._space_error or self._space.full()
+
+    @property
+    def space_retry_at(self) -> float | None:
+        return None if self._space_error is None else self._retry_at
 
     def sync(self) -> None:
         """Write everything added since the last call and make it durable (one fdatasync), here."""
@@ -781,6 +849,8 @@ class FileJournal(RaftJournal):
         if self._closed:
             raise InvariantViolation(f"journal {self._directory}: sync after close")
         self._settle()
+        if self._space_error is not None and time.monotonic() < self._retry_at:
+            return None  # refused for want of room: what waits is tried again at _retry_at
         if not self._pending and not self._needs_fsync:
             self._durable_index = self.last_index
             return None
@@ -799,14 +869,47 @@ class FileJournal(RaftJournal):
             return False
         self._in_flight = None
         if job.error is not None:
-            raise job.error
+            error = job.error
+            full = refusal(job.segment.path, error, "journal sync") if isinstance(error, OSError) else None
+            if full is None:
+                raise job.error  # an I/O error: the core stops, and reopening recovers what is on disk
+            self._refused(job, full)
+            return True
         if job.last_index > self.last_index:
             raise InvariantViolation(
                 f"journal {self._directory}: synced through {job.last_index}, beyond the last index "
                 f"{self.last_index} (entries were dropped while the sync ran)"
             )
         self._durable_index = job.last_index
+        if self._space_error is not None:
+            logger.info("journal %s: room again, synced through index %d", self._directory, job.last_index)
+            self._space_error = None
+            self._retry_delay_s = 0.0
+        self._space.wrote()
         return True
+
+    def _refused(self, job: SyncJob, full: DiskFull) -> None:
+        """A sync refused for want of room: cut the segment back to where the job began writing, and put
+        its records back in front of those added since (their offsets already count them), to be
+        written again from here. Nothing became durable."""
+        segment = job.segment
+        if segment is not self._segments[-1]:
+            raise InvariantViolation(f"journal {self._directory}: a refused sync of a segment not the last")
+        os.ftruncate(segment.fd, job.offset)  # an error here is an I/O error: raised, the core stops
+        segment.truncated(job.offset)
+        job.pending.extend(self._pending)
+        self._pending = job.pending
+        self._needs_fsync = True  # the file's size changed under the records
+        if self._space_error is None:
+            logger.warning(
+                "journal %s: no room to sync %d bytes (%s); entries after index %d wait in memory, not "
+                "durable, retried until there is room",
+                self._directory, self._pending.size, full.reason, self._durable_index,
+            )  # fmt: skip
+        self._space_error = full
+        self._space.refused(full)
+        self._retry_delay_s = next_retry_s(self._retry_delay_s)
+        self._retry_at = time.monotonic() + self._retry_delay_s
 
     def _settle(self) -> None:
         """Wait for a running sync job and take it back: every mutation but ``add`` does this first."""
@@ -823,12 +926,23 @@ class FileJournal(RaftJournal):
                 f"journal {self._directory}: term going back from {self._current_term} to {term}"
             )
         sequence = self._state_sequence + 1
-        fd = os.open(self._state_path, os.O_WRONLY)
         try:
-            os.pwrite(fd, _state_slot(term, votedForNodeId, sequence), (sequence % 2) * STATE_SLOT_BYTES)
-            os.fdatasync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self._state_path, os.O_WRONLY)
+            try:
+                slot = _state_slot(term, votedForNodeId, sequence)
+                if os.pwrite(fd, slot, (sequence % 2) * STATE_SLOT_BYTES) != len(slot):
+                    raise OSError(errno.ENOSPC, f"short write of a slot of {self._state_path}")
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            # Fails closed: term and vote stay as they were here and on disk (the slot written to is the
+            # older one; a torn write of it leaves the other), so no vote or message relies on them.
+            full = refusal(self._state_path, error, f"persisting term {term} and vote {votedForNodeId}")
+            if full is None:
+                raise
+            self._space.refused(full)
+            raise full from error
         self._state_sequence = sequence
         super().setCurrentTerm(term, votedForNodeId)
 
@@ -842,7 +956,11 @@ class FileJournal(RaftJournal):
         if not self._segments:
             self._open_new_segment(1, reset=False)
         segment = self._segments[-1]
-        if segment.size + self._pending.size >= self._segment_bytes_max and segment.first_index:
+        if (
+            segment.size + self._pending.size >= self._segment_bytes_max
+            and segment.first_index
+            and self._space_error is None
+        ):
             self._roll()
             segment = self._segments[-1]
         header, prefix, body = record_parts(idx, term, bytes(command))
@@ -853,11 +971,20 @@ class FileJournal(RaftJournal):
         segment.last_index = idx
 
     def _roll(self) -> None:
-        """Close the full segment (durably) and continue in a new one."""
+        """Close the full segment (durably) and continue in a new one. Not while records refused for want
+        of room wait (they belong to this segment), nor when there is no room for the new one: the
+        segment then grows past its size until a later add rolls it."""
         self.sync()
+        if self._space_error is not None or self._pending or self._needs_fsync:
+            return
         old = self._segments[-1]
+        try:
+            self._open_new_segment(old.sequence + 1, reset=False)
+        except DiskFull as full:
+            logger.warning("journal %s: no room for a new segment, %s grows on: %s", self._directory,
+                           old.path, full.reason)  # fmt: skip
+            return
         old.close_writer()  # appends go to the new segment only
-        self._open_new_segment(old.sequence + 1, reset=False)
 
     def deleteEntriesFrom(self, entryFrom: int) -> None:
         """Drop entries at positions >= entryFrom (a conflicting suffix); durable at the next sync."""
@@ -915,10 +1042,12 @@ class FileJournal(RaftJournal):
     def clear(self) -> None:
         """Start a fresh log (a snapshot was installed): a new segment flagged RESET, then old ones go."""
         self._settle()
-        self._pending = _Pending()
-        old_segments = self._segments
-        self._segments = []
+        old_segments = list(self._segments)
+        # made first: no room for it (DiskFull) leaves the journal as it was
         new = self._open_new_segment(old_segments[-1].sequence + 1 if old_segments else 1, reset=True)
+        self._pending = _Pending()
+        self._space_error = None
+        self._retry_delay_s = 0.0
         for old in old_segments:
             _close(old)
             self._discard(old.path)
@@ -932,7 +1061,14 @@ class FileJournal(RaftJournal):
     def _destroy(self) -> None:
         if self._closed:
             return
+        self._retry_at = 0.0  # one last attempt of what a refusal left waiting
         self.sync()
+        if self._space_error is not None:
+            logger.warning(
+                "journal %s: closing with %d bytes of entries after index %d never synced (no room); "
+                "nothing acknowledged them",
+                self._directory, self._pending.size, self._durable_index,
+            )  # fmt: skip
         for segment in self._segments:
             _close(segment)
         self._closed = True
@@ -950,6 +1086,7 @@ class FileJournal(RaftJournal):
             self._settle()  # a crash may still have written what was in flight
             self._pending = _Pending()
             self._needs_fsync = False
+            self._space_error = None
         self._destroy()
 
 
