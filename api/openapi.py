@@ -372,7 +372,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "items": _obj(
                     {
                         "node": _STR,
-                        "role": {"type": "string", "enum": ["leader", "follower", "unknown", "failed"]},
+                        "role": {
+                            "type": "string",
+                            "enum": ["leader", "follower", "learner", "unknown", "failed"],
+                        },
                         "match_offset": _nullable(_INT),
                         "lag": _nullable(_INT),
                         "in_sync": _nullable({"type": "boolean"}),  # null: unknown (not asked of a leader)

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from partitions import balancer, reconfigure
 from partitions.controller import ControllerCommand, ControllerMetadata, MoveReplicas, Reassignment, StepMove
-from partitions.reconfigure import Add, MemberView, Record, Remove, Wait
+from partitions.reconfigure import Add, MemberView, Promote, Record, Remove, Wait
 from partitions.worker import Worker
 from raftlog.errors import RaftlogError
 
@@ -75,7 +75,8 @@ class Operator(Worker):
         self._nodes = nodes
         self._leaders = leaders
         self.node_id = controller.node_id
-        self._goals: dict[tuple[str, int, str], int] = {}  # (topic, partition, joining node) -> commit index
+        # (topic, partition, learner joining) -> the commit index when it was first seen a learner
+        self._goals: dict[tuple[str, int, str], int] = {}
         self._balanced_at = 0.0
         self.steps_taken = 0
         self.leadership_transfers = 0
@@ -118,10 +119,10 @@ class Operator(Worker):
         view = await self._member_view(topic, partition)
         if view is None:
             return
-        unrecorded = sorted(view.voters - set(recorded))
+        learners = sorted(view.learners)
         goal = None
-        if unrecorded:
-            goal = self._goals.setdefault((topic, partition, unrecorded[0]), view.commit_index)
+        if learners:
+            goal = self._goals.setdefault((topic, partition, learners[0]), view.commit_index)
         step = reconfigure.next_step(move, recorded, view, goal)
         if isinstance(step, Wait):
             log.debug("move of %s/%d waits: %s", topic, partition, step.reason)
@@ -133,7 +134,9 @@ class Operator(Worker):
                 del self._goals[key]
             await self._controller.propose(StepMove(topic, partition, list(step.replicas), step.adding))
         elif isinstance(step, Add):
-            await self._change(topic, partition, "add", step.node)
+            await self._change(topic, partition, "learner", step.node)
+        elif isinstance(step, Promote):
+            await self._change(topic, partition, "promote", step.node)
         elif isinstance(step, Remove):
             await self._change(topic, partition, "remove", step.node)
         else:

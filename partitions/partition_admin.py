@@ -63,7 +63,7 @@ class PartitionAdmin:
         last_index = status.last_index
         states = []
         listed = list(replica.topic.replicas[partition])
-        listed += sorted(n for n in status.match_index if n not in listed)  # voters joining in a move
+        listed += sorted(n for n in status.match_index if n not in listed)  # members joining in a move
         for node in listed:
             failure = self._routing.failure(node, metadata, partition)
             match = status.match_index.get(node) if leading else None
@@ -72,6 +72,9 @@ class PartitionAdmin:
                 states.append(ReplicaState(node, "failed", match, lag, False, failure.error))
             elif node == leader:
                 states.append(ReplicaState(node, "leader", last_index, 0, True))
+            elif leading and node in status.learners:
+                # joining in a move: it receives the log but counts in no quorum, so it is in no ISR
+                states.append(ReplicaState(node, "learner", match, lag, False))
             elif leading:
                 in_sync = lag is not None and lag <= IN_SYNC_LAG_MAX and self._raft.is_connected(node)
                 states.append(ReplicaState(node, "follower", match, lag, in_sync))
@@ -140,9 +143,10 @@ class PartitionAdmin:
             return None
         return reconfigure.MemberView(
             self.node_id,
-            frozenset([self.node_id, *status.match_index]),
+            status.voters,
             status.commit_index,
             dict(status.match_index),
+            status.learners,
         )
 
     def member_view(self, topic: str, partition: int) -> reconfigure.MemberView:
@@ -156,15 +160,24 @@ class PartitionAdmin:
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:
-        """On the partition leader: one Raft membership change ("add", "remove") or a leadership
-        "transfer". Adding a voter already present, or removing one already gone, is done already."""
+        """On the partition leader: one Raft membership change ("learner": join as a learner, "promote": a
+        learner becomes a voter, "add": join as a voter at once, "remove": a voter or learner leaves) or a
+        leadership "transfer". A change already made (a member already there, a voter already promoted,
+        one already gone) is done already: the operator may repeat a step."""
         replica = self._data.leader_replica(topic, partition)
-        voters = {self.node_id, *replica.group.status().match_index}
-        if change == "add":
-            if node_id not in voters:
+        status = replica.group.status()
+        members = status.voters | status.learners
+        if change == "learner":
+            if node_id not in members:
+                await replica.group.add_learner(node_id, timeout_ms)
+        elif change == "promote":
+            if node_id not in status.voters:
+                await replica.group.promote_learner(node_id, timeout_ms)
+        elif change == "add":
+            if node_id not in members:
                 await replica.group.add_replica(node_id, timeout_ms)
         elif change == "remove":
-            if node_id in voters:
+            if node_id in members:
                 await replica.group.remove_replica(node_id, timeout_ms)
         elif change == "transfer":
             if node_id != self.node_id:

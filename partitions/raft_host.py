@@ -68,8 +68,16 @@ class RaftHost:
         return os.path.join(self._root, group_id)
 
     async def open(
-        self, group_id: str, voters: Sequence[str], machine: StateMachine, announce_commits: bool = False
+        self,
+        group_id: str,
+        voters: Sequence[str],
+        machine: StateMachine,
+        announce_commits: bool = False,
+        learners: Sequence[str] = (),
     ) -> ReplicaGroup:
+        """This node's replica of ``group_id``; ``voters`` and ``learners`` (this node among them when it
+        joins as a learner) are the configuration a new group starts from: a group reopened takes the
+        one its snapshot and journal hold."""
         directory = self.group_dir(group_id)
         os.makedirs(directory, exist_ok=True)
         core = replace(
@@ -87,6 +95,7 @@ class RaftHost:
             core,
             os.path.join(directory, "journal"),
             self._discard,
+            learners,
         )
 
     async def run(self, function: Callable[[], T]) -> T:

@@ -6,16 +6,20 @@ asking :func:`next_step` what to do next. Every step is idempotent and is chosen
 after any failure, so a crash or a leader change between steps only repeats a step:
 
 1. ``Record(adding=X)``: the controller names X, the first target node not yet a voter; X opens its
-   replica (its voters: the recorded replicas plus itself).
-2. ``Add(X)``: the partition leader commits the Raft membership change that makes X a voter. pysyncobj
-   has no learners, so X counts in the quorum from this moment (a 3-voter group becomes 4 and needs 3).
-3. wait until X's match index reaches the commit index the leader had when X was first seen a voter
-   (``catch_up_goal``), then ``Record(replicas + X)``: the controller counts X as a replica.
-4. for a voter outside the target: ``Transfer`` leadership away first if it leads, then ``Remove`` it,
+   replica as a learner (voters: the recorded replicas; learner: itself).
+2. ``AddLearner(X)``: the partition leader commits the Raft membership change that makes X a learner:
+   it receives the log but counts in no quorum, so the group commits as before however slow X is (a
+   3-voter group still needs 2, with or without X).
+3. wait until X's match index reaches the commit index the leader had when X was first seen a learner
+   (``catch_up_goal``), then ``Promote(X)``: the leader commits the change that makes X a voter.
+4. ``Record(replicas + X)``: the controller counts X as a replica, now that it is a voter.
+5. for a voter outside the target: ``Transfer`` leadership away first if it leads, then ``Remove`` it,
    then ``Record(replicas - Y)``: Y sees it no longer holds the partition and deletes its replica.
    Joins and removals alternate, so a group never has more than one voter beyond the larger of its
    original and target sizes (a 3-node group replaced entirely peaks at 4 voters, not 6).
-5. ``Record(target)`` with nobody joining ends the move.
+6. ``Record(target)`` with nobody joining ends the move.
+
+A learner the move no longer wants (cancelled while it caught up) is removed again, without waiting.
 
 Cancelling sets the target back to the original set; the same steps then walk back.
 """
@@ -36,7 +40,8 @@ class MemberView:
     leader: str
     voters: frozenset[str]  # the leader included
     commit_index: int
-    match_index: Mapping[str, int]  # per other voter
+    match_index: Mapping[str, int]  # per other member (voters and learners)
+    learners: frozenset[str] = frozenset()  # (a default: a node of an older version sends none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,15 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class Add:
+    """Make ``node`` a learner (it receives the log and counts in no quorum)."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Promote:
+    """Make the learner ``node``, caught up, a voter."""
+
     node: str
 
 
@@ -69,7 +83,7 @@ class Wait:
     reason: str
 
 
-Step = Record | Add | Remove | Transfer | Wait
+Step = Record | Add | Promote | Remove | Transfer | Wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,22 +106,26 @@ def next_step(
 ) -> Step:
     """The next thing to do for ``move`` given the controller's recorded replicas and the leader's view.
 
-    ``catch_up_goal``: the commit index when a voter the controller does not count yet was first seen
-    (None: not seen before; the caller remembers ``view.commit_index`` as its goal)."""
+    ``catch_up_goal``: the commit index when the learner joining now was first seen (None: not seen
+    before; the caller remembers ``view.commit_index`` as its goal)."""
     voters = view.voters
     recorded_set = set(recorded)
     target = set(move.target)
+    for node in sorted(view.learners):
+        if node not in target:
+            return Remove(node)  # joining, then the move was cancelled: take it out again
+    for node in sorted(view.learners):
+        goal = view.commit_index if catch_up_goal is None else catch_up_goal
+        match = view.match_index.get(node, 0)
+        if match < goal:
+            return Wait(f"{node} is catching up as a learner: match index {match} of {goal}")
+        return Promote(node)
     unrecorded = sorted(voters - recorded_set)
     for node in unrecorded:
         if node not in target:
-            return _remove(node, move, view)  # joined, then the move was cancelled: take it out again
+            return _remove(node, move, view)  # promoted, then the move was cancelled: take it out again
     if unrecorded:
-        node = unrecorded[0]
-        goal = view.commit_index if catch_up_goal is None else catch_up_goal
-        match = view.commit_index if node == view.leader else view.match_index.get(node, 0)
-        if match < goal:  # a leader holds every committed entry: it is caught up by definition
-            return Wait(f"{node} is catching up: match index {match} of {goal}")
-        return Record(_ordered(voters, move.target), None)
+        return Record(_ordered(voters, move.target), None)  # a voter now, caught up: count it
     if recorded_set - voters:
         return Record(_ordered(voters, move.target), move.adding)  # a removal committed, not yet recorded
     if move.adding is not None and move.adding not in target:

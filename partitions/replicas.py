@@ -265,10 +265,12 @@ class ReplicaManager:
         holder: list[Replica] = []
         notifier = LoopNotifier(loop, lambda: holder[0].wake() if holder else None)
         voters = list(topic.replicas[partition])
-        if self.node_id not in voters:
-            voters.append(self.node_id)  # joining a moving partition: the leader adds it next
+        # joining a moving partition: a learner until the leader, once it caught up, promotes it
+        learners = [] if self.node_id in voters else [self.node_id]
         wanted = lambda: bool(holder) and holder[0].waiters > 0  # noqa: E731 (read on the driver thread)
-        group = await self._raft.open(group_id, voters, Notifying(machine, notifier.notify, wanted))
+        group = await self._raft.open(
+            group_id, voters, Notifying(machine, notifier.notify, wanted), learners=learners
+        )
         replica = Replica(topic, partition, partition_log, machine, group)
         holder.append(replica)
         self._replicas[group_id] = replica

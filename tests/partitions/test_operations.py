@@ -28,6 +28,7 @@ class Group:
     leader: str
     voters: set[str]
     commit: int = 100
+    learners: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -60,18 +61,24 @@ class FakeNode:
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
         group = self.groups[(topic, partition)]
-        match = {n: group.commit for n in group.voters if n != group.leader}
-        return MemberView(group.leader, frozenset(group.voters), group.commit, match)
+        match = {n: group.commit for n in group.voters | group.learners if n != group.leader}
+        return MemberView(
+            group.leader, frozenset(group.voters), group.commit, match, frozenset(group.learners)
+        )
 
     async def change_membership(
         self, topic: str, partition: int, change: str, node: str, timeout_ms: int
     ) -> None:
         self.changes.append((topic, partition, change, node))
         group = self.groups[(topic, partition)]
-        if change == "add":
+        if change == "learner":
+            group.learners.add(node)
+        elif change == "promote":
+            group.learners.discard(node)
             group.voters.add(node)
         elif change == "remove":
             group.voters.discard(node)
+            group.learners.discard(node)
         else:
             group.leader = node
 
@@ -98,7 +105,8 @@ async def test_a_move_runs_to_its_end_one_change_at_a_time() -> None:
     assert node.machine.metadata.reassignments == {}
     assert node.machine.metadata.topics["t"].replicas == (("n2", "n3", "n4"),)
     assert [c[2:] for c in node.changes] == [
-        ("add", "n4"),
+        ("learner", "n4"),
+        ("promote", "n4"),
         ("transfer", "n2"),
         ("remove", "n1"),
     ]  # n2: the preferred leader

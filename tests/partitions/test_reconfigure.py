@@ -1,9 +1,11 @@
 """Replica moves as pure decisions: each step, a whole move against a model of the Raft group (with
-cancels at random points), and the validation of move requests."""
+cancels at random points), and the validation of move requests. A node joins as a learner, is promoted
+once caught up, and only then counted."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import replace
 
 import pytest
@@ -13,6 +15,7 @@ from partitions.errors import InvalidReassignment, UnknownNode
 from partitions.reconfigure import (
     Add,
     MemberView,
+    Promote,
     Record,
     Remove,
     Transfer,
@@ -25,9 +28,15 @@ from partitions.reconfigure import (
 NODES = ["n1", "n2", "n3", "n4", "n5", "n6"]
 
 
-def view(leader: str, voters: set[str], commit: int = 10, match: dict[str, int] | None = None) -> MemberView:
-    others = {n: commit for n in voters if n != leader} if match is None else match
-    return MemberView(leader, frozenset(voters), commit, others)
+def view(
+    leader: str,
+    voters: set[str],
+    commit: int = 10,
+    match: dict[str, int] | None = None,
+    learners: Collection[str] = (),
+) -> MemberView:
+    others = {n: commit for n in voters | set(learners) if n != leader} if match is None else match
+    return MemberView(leader, frozenset(voters), commit, others, frozenset(learners))
 
 
 def test_the_first_step_names_the_joining_node_then_adds_it() -> None:
@@ -39,19 +48,21 @@ def test_the_first_step_names_the_joining_node_then_adds_it() -> None:
     assert next_step(joining, ["n1", "n2", "n3"], view("n1", {"n1", "n2", "n3"}), None) == Add("n4")
 
 
-def test_a_joined_voter_counts_only_once_caught_up() -> None:
+def test_a_learner_is_promoted_once_caught_up_and_counted_once_a_voter() -> None:
     move = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n4"), adding="n4")
-    voters = {"n1", "n2", "n3", "n4"}
-    behind = view("n1", voters, commit=100, match={"n2": 100, "n3": 100, "n4": 40})
+    voters = {"n1", "n2", "n3"}
+    behind = view("n1", voters, commit=100, match={"n2": 100, "n3": 100, "n4": 40}, learners={"n4"})
     step = next_step(move, ["n1", "n2", "n3"], behind, catch_up_goal=90)
     assert isinstance(step, Wait) and "n4" in step.reason
-    caught_up = view("n1", voters, commit=120, match={"n2": 120, "n3": 120, "n4": 95})
-    assert next_step(move, ["n1", "n2", "n3"], caught_up, catch_up_goal=90) == Record(
-        ("n1", "n2", "n4", "n3"), None
-    )
+    caught_up = view("n1", voters, commit=120, match={"n2": 120, "n3": 120, "n4": 95}, learners={"n4"})
+    assert next_step(move, ["n1", "n2", "n3"], caught_up, catch_up_goal=90) == Promote("n4")
+    promoted = view("n1", {"n1", "n2", "n3", "n4"}, commit=121)
+    assert next_step(move, ["n1", "n2", "n3"], promoted, None) == Record(("n1", "n2", "n4", "n3"), None)
 
 
-def test_a_joined_voter_elected_leader_before_it_was_counted_is_caught_up() -> None:
+def test_a_voter_the_controller_does_not_count_yet_is_counted_at_once() -> None:
+    """A voter joined before learners (an older leader added it as a voter) or promoted and elected
+    leader before the record: it is a voter, so it is counted."""
     move = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n4"), adding="n4")
     group = view("n4", {"n1", "n2", "n3", "n4"}, commit=50, match={"n1": 50, "n2": 50, "n3": 10})
     assert next_step(move, ["n1", "n2", "n3"], group, catch_up_goal=40) == Record(
@@ -80,8 +91,10 @@ def test_a_full_replacement_alternates_joins_and_removals() -> None:
 
 def test_a_node_that_joined_before_a_cancel_is_removed_without_waiting() -> None:
     move = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n3"), adding="n4", cancelled=True)
-    group = view("n1", {"n1", "n2", "n3", "n4"}, match={"n2": 10, "n3": 10, "n4": 0})
-    assert next_step(move, ["n1", "n2", "n3"], group, None) == Remove("n4")
+    learner = view("n1", {"n1", "n2", "n3"}, match={"n2": 10, "n3": 10, "n4": 0}, learners={"n4"})
+    assert next_step(move, ["n1", "n2", "n3"], learner, None) == Remove("n4")
+    promoted = view("n1", {"n1", "n2", "n3", "n4"}, match={"n2": 10, "n3": 10, "n4": 10})
+    assert next_step(move, ["n1", "n2", "n3"], promoted, None) == Remove("n4")
 
 
 class Group:
@@ -89,6 +102,7 @@ class Group:
 
     def __init__(self, original: list[str], rng: random.Random) -> None:
         self.voters = set(original)
+        self.learners: set[str] = set()
         self.recorded = list(original)
         self.leader = original[0]
         self.match = {n: 0 for n in original}
@@ -99,7 +113,7 @@ class Group:
         """Some writes commit; every voter catches up part of the way; now and then an election makes
         another caught-up voter the leader (a newly joined one included)."""
         self.commit += self.rng.randint(0, 5)
-        for node in self.voters:
+        for node in self.voters | self.learners:
             self.match[node] = min(self.commit, self.match[node] + self.rng.randint(0, 20))
         if self.rng.random() < 0.05:
             self.leader = self.rng.choice(
@@ -111,7 +125,8 @@ class Group:
             self.leader,
             frozenset(self.voters),
             self.commit,
-            {n: self.match[n] for n in self.voters if n != self.leader},
+            {n: self.match[n] for n in self.voters | self.learners if n != self.leader},
+            frozenset(self.learners),
         )
 
 
@@ -119,7 +134,7 @@ def run_move(
     original: list[str], target: list[str], cancel_at: int | None, seed: int
 ) -> tuple[list[str], bool, list[tuple[set[str], set[str]]]]:
     """Drive a move to its end; returns the final replicas, whether it was cancelled before it ended, and
-    each round's voters before and after."""
+    each round's voters before and after (a learner promoted counts as a voter joining then)."""
     rng = random.Random(seed)
     group = Group(original, rng)
     move = Reassignment(tuple(original), tuple(target))
@@ -132,8 +147,7 @@ def run_move(
         if rng.random() < 0.2:
             continue  # a failed call: the same state is looked at again next round
         step = next_step(move, group.recorded, group.view(), goal)
-        unrecorded = sorted(group.voters - set(group.recorded))
-        goal = (goal if goal is not None else group.commit) if unrecorded else None
+        goal = (goal if goal is not None else group.commit) if group.learners else None
         before = set(group.voters)
         if isinstance(step, Record):
             goal = None
@@ -143,11 +157,18 @@ def run_move(
             move = replace(move, adding=step.adding)
         elif isinstance(step, Add):
             assert step.node == move.adding, "only the recorded joining node is added"
-            group.voters.add(step.node)
+            assert not group.learners, "one learner at a time"
+            group.learners.add(step.node)
             group.match[step.node] = 0
+        elif isinstance(step, Promote):
+            assert step.node in group.learners
+            assert group.match[step.node] >= (goal or 0), "promoted before it caught up"
+            group.learners.discard(step.node)
+            group.voters.add(step.node)
         elif isinstance(step, Remove):
             assert step.node != group.leader, "a leader is never removed"
             group.voters.discard(step.node)
+            group.learners.discard(step.node)
         elif isinstance(step, Transfer):
             assert step.node in group.voters
             group.leader = step.node

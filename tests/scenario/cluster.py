@@ -82,6 +82,13 @@ class ProcessCluster:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
 
+    def pause(self, node_id: str) -> None:
+        """SIGSTOP: the process is there but does nothing (a node too slow to answer)."""
+        self.processes[node_id].send_signal(signal.SIGSTOP)
+
+    def resume(self, node_id: str) -> None:
+        self.processes[node_id].send_signal(signal.SIGCONT)
+
     def stop_all(self, timeout_s: float = 20.0) -> None:
         for process in self.processes.values():
             if process.poll() is None:
