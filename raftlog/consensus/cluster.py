@@ -14,6 +14,7 @@ from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine
 from raftlog.consensus.journal import FileJournal
 from raftlog.consensus.transport import MuxHub, transport_class
+from raftlog.storage.space import DiskSpace
 
 
 async def open_mux_group(
@@ -27,10 +28,12 @@ async def open_mux_group(
     journal_directory: str,
     discard: Callable[[str], None] = os.unlink,
     learners: Sequence[str] = (),
+    space: DiskSpace | None = None,
 ) -> ReplicaGroup:
     """This node's replica of ``group_id`` with a durable journal in ``journal_directory``; ``discard``
     takes away the journal's segment files it no longer needs (``FileJournal``). ``voters`` and
-    ``learners``: the configuration a new group starts from (a restarted one keeps what its log says)."""
+    ``learners``: the configuration a new group starts from (a restarted one keeps what its log says).
+    ``space``: the node's knowledge of room on its disk, shared by its journals and logs."""
     return await ReplicaGroup.open(
         group_id,
         node_id,
@@ -38,7 +41,7 @@ async def open_mux_group(
         machine,
         driver,
         config=config,
-        journal=FileJournal(journal_directory, discard=discard),
+        journal=FileJournal(journal_directory, discard=discard, space=space),
         transport_class=transport_class(hub, group_id),
         node_class=_PlainNodeId,
         learners=learners,

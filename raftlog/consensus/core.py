@@ -96,6 +96,8 @@ from raftlog.consensus.journal import (
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
+from raftlog.storage.errors import DiskFull
+from raftlog.storage.space import next_retry_s
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +147,15 @@ _syncobj_module.createJournal = _create_journal
 _syncobj_module.createPoller = _create_poller
 
 Callback = Callable[[object, int], None]
+# Disk full (RaftCore, "Disk full"): a hand-over that found no follower holding the whole log is asked
+# again after this; a compaction that found no room for its snapshot file is tried again after this.
+SPACE_HANDOVER_RETRY_S = 1.0
+SPACE_RETRY_COMPACTION_S = 5.0
+
+
+class _Unpersisted(Exception):
+    """A term or vote could not be made durable for want of room: the step that needed it (a vote, an
+    acknowledgement, an election) is abandoned, failing closed; the core goes on."""
 
 
 @dataclass(frozen=True)
@@ -378,6 +389,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._voting = True
         self._memberships = MembershipLog(0, Membership(frozenset()))
         self._stopped_error: BaseException | None = None
+        # Disk full (see "Disk full" below): an apply refused for want of room waits for its retry time;
+        # a leadership hand-over asked for because of it is under way, or may be asked again from then.
+        self._apply_space_error: DiskFull | None = None
+        self._apply_retry_at = math.inf
+        self._apply_retry_delay_s = 0.0
+        self._space_handover = False
+        self._space_handover_at = 0.0
+        self._compaction_retry_at = 0.0
         self._external_poll = poller is not None
         self._ticking = False
         self.activity = True  # set when something happened that the next tick must handle
@@ -448,6 +467,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self.on_activity is not None:
             self.on_activity()
 
+    def tick_soon(self) -> None:
+        """Any thread: have the next round tick this replica, quiet or not (a leader refusing a proposal
+        for want of room hands its leadership over in that tick: "Disk full")."""
+        self._notify_activity()
+
     def submit_membership(self, change: str, node_id: str, callback: Callback | None) -> None:
         """Propose one membership change (``membership.CHANGES``: "learner", "promote", "add", "rem"). The
         leader denies it (REQUEST_DENIED) while its previous change or its own no-op is not applied, or
@@ -496,7 +520,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self.activity
             or (self._held_replies and not journal.sync_in_flight)
             or self._followers_to_send
-            or min(self._SyncObj__raftCommitIndex, journal.durable_index) > self._SyncObj__raftLastApplied
+            or (
+                min(self._SyncObj__raftCommitIndex, journal.durable_index) > self._SyncObj__raftLastApplied
+                and self._apply_space_error is None  # else retried at its time (next_timer)
+            )
         )
 
     def next_timer(self) -> tuple[float, bool]:
@@ -507,8 +534,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         gathers routine duties of all groups on a coarse grid; an election deadline keeps its random
         spread, so that two followers rarely stand for election in the same instant. A quiet replica's
         only timed duty is its rare tick (``CoreConfig.quiet_tick_ms``)."""
+        retry = self._apply_retry_at  # an apply refused for want of room is retried then (inf: none)
         if self._quiet:
-            return self._quiet_tick_at, True
+            return min(self._quiet_tick_at, retry), True
         if self._SyncObj__raftState == _LEADER:
             timer, routine = float(self._SyncObj__newAppendEntriesTime), True
         else:
@@ -518,7 +546,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             reconnect = time.monotonic() + self._config.connection_retry_ms / 1000
             if reconnect < timer:
                 timer, routine = reconnect, True
-        return timer, routine
+        return (retry, True) if retry < timer else (timer, routine)
 
     # -- read-only accessors (any thread; values may be a tick apart) ------------------------------
     @property
@@ -593,6 +621,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._ticking = True
         try:
             self._tick(timeToWait)
+        except _Unpersisted as error:
+            # an election this replica could not persist the term of (no room): it asked for nothing and
+            # stands down; the rest of this tick waits for the next
+            logger.warning("%s: not standing for election: %s", self.node_id, error)
+            if self._SyncObj__raftState == _CANDIDATE:
+                self._SyncObj__setState(_FOLLOWER)
         except BaseException as error:
             self._stopped_error = error
             raise
@@ -622,6 +656,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         state = self._SyncObj__raftState
         if self._quiet and state == _LEADER and not self._quiet_holds(now):
             self._wake(now)  # a proposal, a transfer, a majority gone, a behind follower reconnected
+        if self._journal.disk_full is not None:
+            self._give_way_for_space(now)  # see "Disk full"
         if (
             state in (_FOLLOWER, _CANDIDATE)
             and not self._quiet
@@ -661,7 +697,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         ):
             self._SyncObj__onReadyCalled = True
 
-        self._SyncObj__tryLogCompaction()
+        try:
+            self._SyncObj__tryLogCompaction()
+        except DiskFull as full:  # no room for the snapshot file: the journal stays whole, tried later
+            logger.warning("%s: log compaction put off: %s", self.node_id, full)
+            self._compaction_retry_at = now + SPACE_RETRY_COMPACTION_S
 
         with self._SyncObj__onTickCallbacksLock:
             callbacks = list(self._SyncObj__onTickCallbacks)
@@ -796,10 +836,20 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         SyncObj._SyncObj__setState(self, newState)
 
     def _SyncObj__setCurrentTerm(self, term: int, votedForNodeId: Any) -> None:
+        # Durable first, then in memory (pysyncobj sets memory first): a write refused for want of room
+        # fails closed, changing nothing, and the step that needed it is abandoned (_Unpersisted). A
+        # leader that learns of a higher term steps down all the same (that persists nothing).
+        try:
+            self._journal.setCurrentTerm(term, votedForNodeId)
+        except DiskFull as full:
+            if term > self._SyncObj__raftCurrentTerm and self._SyncObj__raftState == _LEADER:
+                self._SyncObj__setState(_FOLLOWER)
+                self._SyncObj__raftLeader = None
+            raise _Unpersisted(f"term {term} and vote {votedForNodeId} not persisted: {full}") from full
         if term != self._SyncObj__raftCurrentTerm:
             self._wake(time.monotonic())
             self._prevote_term = None
-        SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)
+        SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)  # (the journal has them already)
 
     def _release_journal(self) -> None:
         """Commands applied here (and, on a leader, held by every follower) may leave memory: a
@@ -843,7 +893,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if message["term"] != term:
                 continue  # the term moved on: an older leader must not count this reply
             if message["success"] and message["next_node_idx"] - 1 > durable:
-                if not journal.sync_in_flight:
+                if not journal.sync_in_flight and journal.space_retry_at is None:
                     raise InvariantViolation(
                         f"{self.node_id}: acknowledging index {message['next_node_idx'] - 1} above durable "
                         f"index {durable} with no sync running"
@@ -1087,6 +1137,47 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 break
         return entries
 
+    # -- disk full (raftlog.storage.space, docs/decisions/0014) -------------------------------------
+    def _give_way_for_space(self, now: float) -> None:
+        """This replica's file system is full (``journal.disk_full``: its journal's last sync was refused
+        for want of room, or another writer of the node's was and nothing got through since). Such a
+        replica must not lead: a follower never stands for election meanwhile, and a leader hands its
+        leadership to the follower holding its whole log (``request_transfer``: that follower could
+        write the log, it acknowledged it), again every ``SPACE_HANDOVER_RETRY_S`` while none does;
+        until one does it stays leader, serving reads, its proposals refused before they are queued
+        (``ReplicaGroup.propose``). The rest needs nothing of this method: the journal keeps the
+        records it could not sync in memory, not durable, and retries them, so a follower acknowledges
+        nothing and a leader counts only what it fsynced itself; a refused apply waits for its retry."""
+        if self._SyncObj__raftState != _LEADER:
+            if self._SyncObj__raftElectionDeadline < now:
+                self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+            return
+        if self._space_handover or now < self._space_handover_at:
+            return
+        self._space_handover = True
+        logger.warning(
+            "%s: no room on this node's disk (%s): handing leadership of term %d over",
+            self.node_id, self._journal.disk_full, self._SyncObj__raftCurrentTerm,
+        )  # fmt: skip
+
+        def handed(result: object, fail_reason: int) -> None:
+            # TimeoutNow sent (the target's election deposes this leader), or no follower held the whole
+            # log in time: either way, asked again only after a pause while this replica still leads
+            self._space_handover = False
+            self._space_handover_at = time.monotonic() + SPACE_HANDOVER_RETRY_S
+
+        self.request_transfer(None, handed)
+
+    def _apply_refused(self, index: int, full: DiskFull) -> None:
+        """The state machine found no room to apply the entry at ``index`` and applied nothing: the same
+        entry is applied again from ``_apply_retry_at`` on (50 ms doubling to 1 s)."""
+        if self._apply_space_error is None:
+            logger.warning("%s: no room to apply index %d, retrying until there is: %s", self.node_id, index,
+                           full)  # fmt: skip
+        self._apply_space_error = full
+        self._apply_retry_delay_s = next_retry_s(self._apply_retry_delay_s)
+        self._apply_retry_at = time.monotonic() + self._apply_retry_delay_s
+
     # -- proposals and apply ------------------------------------------------------------------------
     def _checkCommandsToApply(self) -> bool:
         """Move queued proposals into the log (leader) or fail them (others). True if any appended."""
@@ -1146,6 +1237,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         last_applied = self._SyncObj__raftLastApplied
         if commit <= last_applied:
             return False
+        if self._apply_space_error is not None and time.monotonic() < self._apply_retry_at:
+            return False  # refused for want of room: tried again at _apply_retry_at
         count = min(commit - last_applied, self._config.applies_per_tick_max)
         entries = self._SyncObj__getEntries(last_applied + 1, count)
         if not entries or entries[0][1] != last_applied + 1:
@@ -1156,7 +1249,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         waiting = self._SyncObj__commandsWaitingCommit
         for command, index, term in entries:
             subscribers = waiting.pop(index, None)
-            result = self._apply_entry(command, index, term)
+            try:
+                result = self._apply_entry(command, index, term)
+            except DiskFull as full:  # nothing applied (StateMachine.apply): the same entry comes again
+                if subscribers:
+                    waiting[index] = subscribers
+                self._apply_refused(index, full)
+                return False
             self._SyncObj__raftLastApplied = index
             if subscribers:
                 for subscribed_term, callback in subscribers:
@@ -1164,6 +1263,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                         callback(result, FAIL_REASON.SUCCESS)
                     else:
                         callback(None, FAIL_REASON.DISCARDED)
+        if self._apply_space_error is not None:
+            logger.info("%s: room again, applying from index %d on", self.node_id, entries[0][1])
+            self._apply_space_error, self._apply_retry_at, self._apply_retry_delay_s = None, math.inf, 0.0
         return False
 
     def _apply_entry(self, command: bytes, index: int, term: int) -> object:
@@ -1263,6 +1365,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._notify_activity()  # delivered by a poll between ticks (TCPTransport): tick soon
         try:
             self._on_message(node, message)
+        except _Unpersisted as error:
+            # a new term or a vote this replica could not persist (no room): dropped, as if lost
+            logger.warning("%s: dropping %r from %s: %s", self.node_id, message.get("type"), node, error)
         except Exception as error:
             logger.exception(
                 "%s: stopping after an error handling %r from %s", self.node_id, message.get("type"), node
@@ -1632,6 +1737,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if path is None:
             return
         now = time.monotonic()
+        if now < self._compaction_retry_at:
+            return  # the last snapshot found no room (see "Disk full")
         forced = self._SyncObj__forceLogCompaction
         if (
             not forced

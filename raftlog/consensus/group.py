@@ -22,6 +22,7 @@ from raftlog.consensus.failures import timeout_error
 from raftlog.consensus.interface import GroupStatus, Role, StateMachine
 from raftlog.consensus.journal import RaftJournal
 from raftlog.consensus.membership import ADD, LEARNER, PROMOTE, REMOVE
+from raftlog.storage.errors import DiskFull
 
 logger = logging.getLogger(__name__)
 
@@ -105,12 +106,18 @@ class ReplicaGroup:
 
     async def propose(self, command: bytes | tuple[bytes, ...], timeout_ms: int) -> object:
         """Replicate ``command`` (or the pieces it is made of, joined once on the way) and return what
-        the state machine's apply returned."""
+        the state machine's apply returned. ``DiskFull``: refused before anything was queued, this
+        replica's disk being full (the leader hands its leadership over meanwhile: a retry may find
+        another leader)."""
         self._check_open()
         core = self._core
         if core.role is not Role.LEADER:
             leader = core.leader_id
             raise NoLeader(self.group_id) if leader is None else NotLeader(self.group_id, leader)
+        full = core.journal.disk_full
+        if full is not None:
+            core.tick_soon()  # a quiet leader too hands over (RaftCore, "Disk full")
+            raise DiskFull(full.path, f"group {self.group_id} refuses writes: {full.reason}")
         future, callback = self._bridge.pending("proposal")
         core.submit(command, callback)
         return await self._wait(future, timeout_ms, "proposal")

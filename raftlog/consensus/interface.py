@@ -54,7 +54,10 @@ class StateMachine(Protocol):
     ``apply`` is called on the driver thread, in commit order, exactly once per index in the life of a
     process; after a restart the journal replays from the last snapshot, so ``apply`` must skip indexes its
     own durable state already covers (the segmented log knows its last applied index). ``apply`` must not
-    block on I/O other than local disk and must raise only on a bug: an exception stops the group.
+    block on I/O other than local disk and must raise only on a bug: an exception stops the group. The one
+    exception is ``raftlog.storage.errors.DiskFull``: no room to apply the entry, and nothing of it
+    applied (the state exactly as before the call); the core calls ``apply`` with the same entry again
+    later, on a backoff, and applies nothing after it meanwhile.
     ``command`` is a read-only view of the journal entry's bytes (a batch is not copied for it); holding
     on to it holds the whole entry in memory, so a state machine keeps ``bytes()`` of what it needs.
     """
@@ -82,8 +85,9 @@ class RaftGroup(Protocol):
     async def propose(self, command: bytes, timeout_ms: int) -> object:
         """Replicate ``command``; return what ``StateMachine.apply`` returned for it on this node.
 
-        Raises ``NotLeader(leader_hint)``, ``NoLeader``, ``ProposalQueueFull``, ``ProposalDropped``
-        (not done: safe to retry anywhere) or ``OutcomeUnknown`` (may or may not be applied).
+        Raises ``NotLeader(leader_hint)``, ``NoLeader``, ``ProposalQueueFull``, ``ProposalDropped``,
+        ``DiskFull`` (the leader's disk is full: not done, safe to retry anywhere) or ``OutcomeUnknown``
+        (may or may not be applied).
         """
         ...
 
