@@ -224,6 +224,11 @@ class ClusterAdmin:
     async def delete_user(self, name: str) -> None:
         await self._run(lambda s: s.delete_user(name))
 
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        return await self._run(lambda s: s.alter_user(name, upsertions, deletions))
+
     async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
         return await self._router.run(
             self._local,

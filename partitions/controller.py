@@ -24,12 +24,13 @@ from partitions.errors import (
     NoReassignment,
     ReassignmentInProgress,
     TopicExists,
+    UnknownCredential,
     UnknownPartition,
     UnknownTopic,
     UnknownUser,
 )
 from partitions.names import check_topic_name, check_user_name
-from partitions.users import ScramCredential
+from partitions.users import MECHANISMS, ScramCredential
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
@@ -39,7 +40,7 @@ PARTITIONS_MAX = 10_000
 SNAPSHOT_VERSION = 1
 _CREATE, _DELETE, _ALTER = 1, 2, 3
 _MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
-_SET_USER, _DELETE_USER = 8, 9
+_SET_USER, _DELETE_USER, _ALTER_USER = 8, 9, 10
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -118,6 +119,17 @@ class DeleteUser:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class AlterUser:
+    """Change some of a user's credentials, one mechanism at a time (Kafka's AlterUserScramCredentials):
+    remove those of ``deletions`` (each must exist), then add or replace ``upsertions``. A user left
+    without a credential is deleted; a user that did not exist is created by an upsertion."""
+
+    name: str
+    upsertions: tuple[ScramCredential, ...]
+    deletions: tuple[str, ...]  # mechanisms
+
+
 ControllerCommand = (
     CreateTopic
     | DeleteTopic
@@ -128,6 +140,7 @@ ControllerCommand = (
     | SetNodeFlag
     | SetUser
     | DeleteUser
+    | AlterUser
 )
 
 
@@ -200,6 +213,9 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _SET_USER, command.name, [c.to_row() for c in command.credentials]]
     elif isinstance(command, DeleteUser):
         fields = [1, _DELETE_USER, command.name]
+    elif isinstance(command, AlterUser):
+        upsertions = [c.to_row() for c in command.upsertions]
+        fields = [1, _ALTER_USER, command.name, upsertions, list(command.deletions)]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -242,6 +258,12 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return SetUser(name, credentials)
     if kind == _DELETE_USER and len(fields) == 3:
         return DeleteUser(name)
+    if kind == _ALTER_USER and len(fields) == 5 and isinstance(fields[3], list) and _names(fields[4]):
+        try:
+            upsertions = tuple(ScramCredential.from_row(row) for row in fields[3])
+        except (InvalidName, TypeError, ValueError):
+            raise InvalidCommand("malformed user credentials") from None
+        return AlterUser(name, upsertions, tuple(fields[4]))
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -419,6 +441,8 @@ class _Change:
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
         if isinstance(decoded, SetUser | DeleteUser):
             return self._apply_user(decoded)
+        if isinstance(decoded, AlterUser):
+            return self._alter_user(decoded)
         if isinstance(decoded, SetNodeFlag):
             nodes = self._base.node_flags[decoded.flag]
             flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}
@@ -465,6 +489,32 @@ class _Change:
         users[name] = command.credentials
         self.users = users
         return frozenset(c.mechanism for c in command.credentials)
+
+    def _alter_user(self, command: AlterUser) -> frozenset[str]:
+        """The user's mechanisms after the change (empty: it has none left and is deleted)."""
+        name = check_user_name(command.name)
+        changed = [*command.deletions, *(c.mechanism for c in command.upsertions)]
+        if not changed:
+            raise InvalidCommand(f"user {name!r}: a change of no credential")
+        if len(set(changed)) != len(changed):
+            raise InvalidCommand(f"user {name!r}: each mechanism changed at most once")
+        unknown = [m for m in command.deletions if m not in MECHANISMS]
+        if unknown:
+            raise InvalidCommand(f"user {name!r}: no such mechanism {unknown[0]!r}")
+        users = dict(self._base.users)
+        credentials = {c.mechanism: c for c in users.get(name, ())}
+        for mechanism in command.deletions:
+            if mechanism not in credentials:
+                raise UnknownCredential(name, mechanism)
+            del credentials[mechanism]
+        for credential in command.upsertions:
+            credentials[credential.mechanism] = credential
+        if credentials:
+            users[name] = tuple(credentials[m] for m in sorted(credentials))
+        else:
+            users.pop(name, None)
+        self.users = users
+        return frozenset(credentials)
 
     def _apply_move(
         self, topic: TopicMetadata, command: MoveReplicas | CancelMove | StepMove

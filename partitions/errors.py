@@ -122,6 +122,15 @@ class UnknownUser(PartitionError):
         self.name = name
 
 
+class UnknownCredential(UnknownUser):
+    """A user without a credential of the mechanism asked to be removed (or no such user at all)."""
+
+    def __init__(self, name: str, mechanism: str) -> None:
+        PartitionError.__init__(self, f"user {name!r} has no {mechanism} credential")
+        self.name = name
+        self.mechanism = mechanism
+
+
 class InvalidReassignment(PartitionError):
     """A replica set that cannot be used: empty, repeating a node, too small for a quorum, or naming a
     node that is down or leaving. Nothing was changed."""

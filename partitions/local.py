@@ -88,6 +88,12 @@ class LocalAdmin:
         self._on_controller()
         await self._frontend.delete_user(name)
 
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        self._on_controller()
+        return await self._frontend.alter_user(name, upsertions, deletions)
+
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the
         leader (only it knows every replica's match offset and lag)."""

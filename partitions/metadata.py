@@ -24,6 +24,7 @@ from partitions.controller import (
     CONTROLLER_GROUP,
     PARTITIONS_MAX,
     AlterConfigs,
+    AlterUser,
     CancelMove,
     ControllerCommand,
     ControllerMetadata,
@@ -200,6 +201,15 @@ class MetadataFrontend:
 
     async def delete_user(self, name: str) -> None:
         await self.propose(DeleteUser(name))
+
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        check_user_name(name)
+        result = await self.propose(AlterUser(name, tuple(upsertions), tuple(deletions)))
+        if not isinstance(result, frozenset):
+            raise InvariantViolation(f"alter user returned {result!r}")
+        return sorted(str(mechanism) for mechanism in result)
 
     def moves(self) -> list[MoveState]:
         metadata = self._machine.metadata

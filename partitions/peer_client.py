@@ -113,6 +113,7 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("admin", "decommission_status", "A decommission's progress, from the controller leader"),
     PeerOp("admin", "set_user", "Create a user or set its credentials on the controller leader", write=True),
     PeerOp("admin", "delete_user", "Delete a user on the controller leader", write=True),
+    PeerOp("admin", "alter_user", "Change some of a user's credentials on the controller leader", write=True),
     PeerOp("admin", "partition_state", "A partition's state as its leader sees it"),
     PeerOp("admin", "transfer_leadership", "Move a partition's leadership, on its leader", write=True,
            wait_arg="timeout_ms"),
@@ -368,6 +369,13 @@ class RemoteAdmin:
 
     async def delete_user(self, name: str) -> None:
         await self._client.expect_none(self._node, "admin.delete_user", name=name)
+
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        return await self._client.expect(
+            self._node, "admin.alter_user", list, name=name, upsertions=upsertions, deletions=deletions
+        )
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         return await self._client.expect(

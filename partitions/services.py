@@ -50,6 +50,7 @@ from partitions.users import MECHANISMS as MECHANISMS
 from partitions.users import ScramCredential as ScramCredential
 from partitions.users import Verifier as Verifier
 from partitions.users import check_password as check_password
+from partitions.users import credential_from_salted_password as credential_from_salted_password
 from partitions.users import make_credential as make_credential
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import ProducerRecord
@@ -454,6 +455,14 @@ class AdminService(Protocol):
 
     async def delete_user(self, name: str) -> None:
         """Raises UnknownUser."""
+        ...
+
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        """Remove the credentials of the mechanisms in ``deletions`` and add or replace ``upsertions``, in
+        one change (a user left with none is deleted); its mechanisms now. Raises UnknownCredential (a
+        deletion of a credential the user does not have), InvalidName, InvalidCommand."""
         ...
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:

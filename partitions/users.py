@@ -5,7 +5,10 @@ SCRAM-SHA-512), a random salt, an iteration count, ``StoredKey = H(HMAC(SaltedPa
 and ``ServerKey = HMAC(SaltedPassword, "Server Key")`` where ``SaltedPassword = PBKDF2(password, salt,
 iterations)``. That is all SASL/SCRAM needs, and a password given in the clear (HTTP Basic) is checked by
 deriving the same keys again (``Verifier``, which remembers the passwords it checked for as long as the
-credential stays the same, so that a request does not pay for PBKDF2 every time).
+credential stays the same, so that a request does not pay for PBKDF2 every time; Kafka's SASL/PLAIN
+uses it too). A credential is made from a password where the password enters (``make_credential``), or
+from a password the client salted itself (``credential_from_salted_password``: Kafka's
+AlterUserScramCredentials).
 
 User names are checked by ``names.check_user_name``.
 """
@@ -26,6 +29,7 @@ ITERATIONS_DEFAULT = 4096  # Kafka's default; the least RFC 7677 allows
 ITERATIONS_MAX = 1_000_000
 PASSWORD_BYTES_MAX = 1024
 VERIFIED_MAX = 4096  # passwords a node remembers having checked (see Verifier)
+SALT_BYTES_MIN, SALT_BYTES_MAX = 8, 1024  # of a salt a client chose (Kafka's AlterUserScramCredentials)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +68,22 @@ def check_password(password: object) -> str:
 def salted_keys(mechanism: str, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes, bytes]:
     """(ClientKey, StoredKey, ServerKey) of RFC 5802 for ``password``."""
     digest = MECHANISMS[mechanism]
-    salted = hashlib.pbkdf2_hmac(digest, password.encode("utf-8"), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", digest).digest()
-    server_key = hmac.new(salted, b"Server Key", digest).digest()
+    return _keys(digest, hashlib.pbkdf2_hmac(digest, password.encode("utf-8"), salt, iterations))
+
+
+def _keys(digest: str, salted_password: bytes) -> tuple[bytes, bytes, bytes]:
+    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+    server_key = hmac.new(salted_password, b"Server Key", digest).digest()
     return client_key, hashlib.new(digest, client_key).digest(), server_key
+
+
+def _check_mechanism_and_iterations(mechanism: str, iterations: object) -> None:
+    if mechanism not in MECHANISMS:
+        raise InvalidName("mechanism", mechanism, f"use one of {', '.join(MECHANISMS)}")
+    if not isinstance(iterations, int) or not ITERATIONS_DEFAULT <= iterations <= ITERATIONS_MAX:
+        raise InvalidName(
+            "iterations", str(iterations), f"must be in [{ITERATIONS_DEFAULT}, {ITERATIONS_MAX}]"
+        )
 
 
 def make_credential(
@@ -75,15 +91,32 @@ def make_credential(
 ) -> ScramCredential:
     """A new credential (a random 32-byte salt unless given). Made where the request enters, never in a
     state machine's apply: every replica must store the same salt."""
-    if mechanism not in MECHANISMS:
-        raise InvalidName("mechanism", mechanism, f"use one of {', '.join(MECHANISMS)}")
-    if not ITERATIONS_DEFAULT <= iterations <= ITERATIONS_MAX:
-        raise InvalidName(
-            "iterations", str(iterations), f"must be in [{ITERATIONS_DEFAULT}, {ITERATIONS_MAX}]"
-        )
+    _check_mechanism_and_iterations(mechanism, iterations)
     salt = os.urandom(32) if salt is None else salt
     _, stored_key, server_key = salted_keys(mechanism, check_password(password), salt, iterations)
     return ScramCredential(mechanism, salt, iterations, stored_key, server_key)
+
+
+def credential_from_salted_password(
+    mechanism: str, salt: bytes, iterations: int, salted_password: bytes
+) -> ScramCredential:
+    """The credential of a password a client salted itself (Kafka's AlterUserScramCredentials sends
+    ``SaltedPassword = PBKDF2(password, salt, iterations)``, never the password): StoredKey and ServerKey
+    derived from it here. Raises InvalidName for a mechanism, iteration count, salt or salted password
+    that cannot be one."""
+    _check_mechanism_and_iterations(mechanism, iterations)
+    if not SALT_BYTES_MIN <= len(salt) <= SALT_BYTES_MAX:
+        raise InvalidName("salt", f"{len(salt)} bytes", f"must be {SALT_BYTES_MIN} to {SALT_BYTES_MAX} bytes")
+    digest = MECHANISMS[mechanism]
+    size = hashlib.new(digest).digest_size
+    if len(salted_password) != size:
+        raise InvalidName(
+            "salted password",
+            f"{len(salted_password)} bytes",
+            f"a {mechanism} salted password is {size} bytes",
+        )
+    _, stored_key, server_key = _keys(digest, salted_password)
+    return ScramCredential(mechanism, bytes(salt), iterations, stored_key, server_key)
 
 
 def password_matches(credential: ScramCredential, password: str) -> bool:

@@ -35,6 +35,7 @@ from partitions.errors import (
     ReassignmentInProgress,
     SequenceTooOld,
     TopicExists,
+    UnknownCredential,
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
@@ -585,6 +586,21 @@ class FakeAdmin:
         self.data._controller_here()
         if self.cluster.users.pop(name, None) is None:
             raise UnknownUser(name)
+
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        self.data._controller_here()
+        credentials = {c.mechanism: c for c in self.cluster.users.get(check_user_name(name), ())}
+        for mechanism in deletions:
+            if credentials.pop(mechanism, None) is None:
+                raise UnknownCredential(name, mechanism)
+        credentials.update({c.mechanism: c for c in upsertions})
+        if credentials:
+            self.cluster.users[name] = tuple(credentials[m] for m in sorted(credentials))
+        else:
+            self.cluster.users.pop(name, None)
+        return sorted(credentials)
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self.data._controller_here()
