@@ -303,6 +303,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "controller": _nullable(_STR),
             "nodes": {"type": "array", "items": _STR},
             "nodes_down": {"type": "array", "items": _STR},
+            "nodes_disk_full": {"type": "array", "items": _STR},  # refusing writes for want of room
             "leaderless_partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
             "under_replicated_partitions": {
                 "type": "array",

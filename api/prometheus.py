@@ -87,6 +87,12 @@ CATALOGUE: dict[str, Family] = {
         "gauge", "Free bytes on each node's data disk, as the node last gossiped."
     ),
     "node_disk_used_bytes": Family("gauge", "Bytes under each node's data directory, as it last gossiped."),
+    "node_disk_full": Family(
+        "gauge", "1 while a node refuses writes for want of room on its data disk, as it last gossiped."
+    ),
+    "disk_writes_refused": Family(
+        "counter", "Writes to this node's data disk refused for want of room (ENOSPC, EDQUOT), retries too."
+    ),
     "consumer_group_members": Family("gauge", "Members of a consumer group coordinated here."),
     "consumer_group_generation": Family("gauge", "Generation of a consumer group coordinated here."),
     "consumer_group_lag": Family(

@@ -197,10 +197,11 @@ class PartitionHealth:
     failed: list[ReplicaFailure]
     leaderless: list[dict[str, Any]]
     under_replicated: list[dict[str, Any]]
+    disk_full: list[str]  # nodes refusing writes for want of room (not down)
 
     @property
     def healthy(self) -> bool:
-        problems = self.down or self.failed or self.leaderless or self.under_replicated
+        problems = self.down or self.failed or self.leaderless or self.under_replicated or self.disk_full
         return self.controller is not None and not problems
 
 
@@ -208,7 +209,8 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
     """From this node's view. A partition is leaderless when no leader is known (this node's replica, or
     gossiped claims: never a routing guess, never a replica that cannot open or replay); under-replicated
     when a replica's node is not alive, a replica cannot open or replay (on any node: each gossips its
-    own), or this node leads it and a replica is not in sync."""
+    own), or this node leads it and a replica is not in sync. A node whose disk is full (as it gossips)
+    is listed apart: it serves reads and refuses writes, and leads nothing another replica can lead."""
     view = node.metadata
     nodes = view.nodes()
     failed = view.failed_replicas()
@@ -240,7 +242,8 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
                     lagging = led_here and not all(r.in_sync for r in detail.replicas)
             if lagging:
                 under_replicated.append(where)
-    return PartitionHealth(view.controller(), down, failed, leaderless, under_replicated)
+    full = sorted(n.node_id for n in nodes if n.disk_full and n.node_id not in down)
+    return PartitionHealth(view.controller(), down, failed, leaderless, under_replicated, full)
 
 
 async def partition_health_metrics(node: FrontDoor) -> dict[str, float]:
@@ -254,7 +257,7 @@ async def partition_health_metrics(node: FrontDoor) -> dict[str, float]:
 
 async def cluster_health(request: web.Request) -> web.Response:
     """Redpanda's shape, from this node's view (``partition_health``). Healthy needs a controller, no node
-    down, no failed replica, and no leaderless or under-replicated partition."""
+    down or with a full disk, no failed replica, and no leaderless or under-replicated partition."""
     node = state.node(request)
     health = await partition_health(node)
     nodes = node.metadata.nodes()
@@ -264,6 +267,7 @@ async def cluster_health(request: web.Request) -> web.Response:
             "controller": health.controller,
             "nodes": sorted(n.node_id for n in nodes),
             "nodes_down": health.down,
+            "nodes_disk_full": health.disk_full,
             "leaderless_partitions": health.leaderless,
             "under_replicated_partitions": health.under_replicated,
             "failed_replicas": [asdict(f) for f in health.failed],
@@ -273,8 +277,8 @@ async def cluster_health(request: web.Request) -> web.Response:
 
 
 def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
-    """What health adds for operators: each node's disk use (as it last gossiped), nodes in maintenance
-    or being decommissioned, and partitions moving."""
+    """What health adds for operators: each node's disk use and whether it is full (as it last gossiped),
+    nodes in maintenance or being decommissioned, and partitions moving."""
     moving = [
         {"topic": m.topic, "partition": m.partition, "target": m.move.target}
         for m in node.metadata.moves()
@@ -282,7 +286,8 @@ def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
     ]
     return {
         "disk": {
-            n.node_id: {"used_bytes": n.disk_used_bytes, "free_bytes": n.disk_free_bytes} for n in nodes
+            n.node_id: {"used_bytes": n.disk_used_bytes, "free_bytes": n.disk_free_bytes, "full": n.disk_full}
+            for n in nodes
         },
         "nodes_maintenance": sorted(n.node_id for n in nodes if n.maintenance),
         "nodes_decommissioning": sorted(n.node_id for n in nodes if n.decommissioning),

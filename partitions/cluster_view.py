@@ -38,6 +38,7 @@ class NodeMeta:
     failures_digest: int = NO_FAILURES_DIGEST  # of the node's failed replicas (none: NO_FAILURES_DIGEST)
     failures: tuple[ReplicaFailure, ...] | None = ()  # None: too large for gossip, fetch it over HTTP
     kafka: str | None = None  # HOST:PORT of the node's Kafka listener, as clients reach it; None: none
+    disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)
 
 
 def encode_meta(
@@ -49,26 +50,30 @@ def encode_meta(
     disk: tuple[int, int] | None = None,
     failures: Sequence[ReplicaFailure] = (),
     kafka: str | None = None,
+    disk_full: bool = False,
 ) -> bytes:
     """The gossip metadata blob. ``disk`` (used, free bytes) rides as an optional sixth field; failed
     replicas, when there are any, as a seventh: [digest, rows] (null: none); the Kafka listener's address,
-    when the node has one, as an eighth. What does not fit ``limit_bytes`` is left out, the failure rows
-    first, then the claims, then both (their version and digest still travel)."""
+    when the node has one, as an eighth; ``true`` as a ninth while its disk is full (a node before that
+    field reads eight). What does not fit ``limit_bytes`` is left out, the failure rows first, then the
+    claims, then both (their version and digest still travel)."""
     claim_rows = sorted([g, t] for g, t in claims.items())
     tail: list[object] = [] if disk is None else [list(disk)]
     failure_rows = replica_failures.rows(failures) if failures else None
     blob = b""
     for with_claims, with_failures in ((True, True), (True, False), (False, True), (False, False)):
         fields: list[object] = [META_VERSION, http, raft, claims_version, claim_rows if with_claims else None]
-        if failure_rows is not None or kafka is not None:
+        if failure_rows is not None or kafka is not None or disk_full:
             fields += [
                 list(disk) if disk is not None else None,
                 None
                 if failure_rows is None
                 else [replica_failures.digest(failures), failure_rows if with_failures else None],
             ]
-            if kafka is not None:
+            if kafka is not None or disk_full:
                 fields.append(kafka)
+            if disk_full:
+                fields.append(True)
         else:
             fields += tail
         blob = bytes(msgpack.packb(fields, use_bin_type=True))
@@ -102,13 +107,16 @@ def decode_meta(blob: bytes) -> NodeMeta:
     kafka = fields[7] if len(fields) > 7 else None
     if kafka is not None and not isinstance(kafka, str):
         raise MetaFormatError(f"malformed Kafka address {str(kafka)[:40]!r}")
-    if claims is None:
-        return NodeMeta(http, raft, claims_version, None, disk, failures_digest, failures, kafka)
-    try:
-        table = {str(group): int(term) for group, term in claims}
-    except (TypeError, ValueError):
-        raise MetaFormatError("malformed leadership claims") from None
-    return NodeMeta(http, raft, claims_version, table, disk, failures_digest, failures, kafka)
+    disk_full = fields[8] if len(fields) > 8 else False
+    if not isinstance(disk_full, bool):
+        raise MetaFormatError(f"malformed disk-full flag {str(disk_full)[:40]!r}")
+    table = None
+    if claims is not None:
+        try:
+            table = {str(group): int(term) for group, term in claims}
+        except (TypeError, ValueError):
+            raise MetaFormatError("malformed leadership claims") from None
+    return NodeMeta(http, raft, claims_version, table, disk, failures_digest, failures, kafka, disk_full)
 
 
 def _failures(value: object) -> tuple[int, tuple[ReplicaFailure, ...] | None]:

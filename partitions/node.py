@@ -64,6 +64,7 @@ from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.log_format import needs_migration
 from raftlog.storage.manager import LogManager
+from raftlog.storage.space import DiskSpace
 
 CONTROLLER_VOTERS_MAX = 5
 JOURNAL_SYNC_THREADS_DEFAULT = 2
@@ -150,11 +151,14 @@ class Node:
         # another, at a pace (raftlog.storage.removal)
         self.remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
         self.trash = removal.Trash(os.path.join(config.data_dir, "trash"), self.remover)
+        # what every log and journal learns of room on the data disk (raftlog.storage.space)
+        self.space = DiskSpace()
         self._logs = LogManager(
             os.path.join(config.data_dir, LOGS_DIR),
             clock=clock,
             retention_check_interval_ms=config.retention_check_interval_ms,
             discard=self.trash.discard_if_present,
+            space=self.space,
         )
         self.raft = RaftHost(
             config.node_id,
@@ -166,6 +170,7 @@ class Node:
             config.journal_sync_threads,
             config.journal_sync_thread_min_bytes,
             self.trash.discard_if_present,
+            self.space,
         )
         self.frontend = MetadataFrontend(
             config.node_id, config.controller_voters, config.join, config.replicas_max, self.raft
@@ -373,6 +378,7 @@ class NodeView:
         values["partitions_moving"] = len(node.frontend.metadata().reassignments)
         values["removal_pending_paths"] = node.remover.pending()
         values["removal_pending_bytes"] = node.remover.backlog_bytes()
+        values["disk_writes_refused"] = node.space.refusals
         for name, value in node.raft.stats().items():
             values[f"raft_transport_{name}"] = value
         for name, value in election_counts().items():
@@ -385,6 +391,7 @@ class NodeView:
                 values[f'node_disk_free_bytes{{node="{member.node_id}"}}'] = member.disk_free_bytes
             if member.disk_used_bytes is not None:
                 values[f'node_disk_used_bytes{{node="{member.node_id}"}}'] = member.disk_used_bytes
+            values[f'node_disk_full{{node="{member.node_id}"}}'] = int(member.disk_full)
         values.update(node.replicas.recoveries.metrics())
         values.update(node.groups.metrics())
         return values

@@ -2,7 +2,9 @@
 
 It publishes a small metadata blob through SWIM gossip (``membership``): its HTTP and Raft addresses, its
 leadership claims (group -> term, recomputed only after a role change or a replica coming or going), its
-disk use, and its replicas that cannot open or replay (only while there are any). When claims or failures
+disk use, whether its disk is full (``raftlog.storage.space``: a write was refused for want of room and
+none got through since; while it is, a scratch reservation probes every second whether room came back),
+and its replicas that cannot open or replay (only while there are any). When claims or failures
 do not fit a datagram only their version or digest travels, and peers fetch the whole table through the
 peer client (``PeerService.leadership`` / ``replica_failures``). What it hears goes into ``ClusterView``;
 addresses it learns go to routing and to the Raft transport. Gossip never changes a Raft voter set.
@@ -40,6 +42,7 @@ REJOIN_INTERVAL_S = 1.0  # how often a node that gossip has found alone retries 
 DISK_USAGE_INTERVAL_S = 15.0  # how often this node measures its data dir (a walk of every replica's files)
 DISK_USAGE_WALK_SHARE = 0.02  # ... or less often, so that the walk takes at most this share of the time
 DISK_USAGE_STEP_BYTES = 1 << 20  # a change smaller than this is not worth a gossip update
+SPACE_PROBE_INTERVAL_S = 1.0  # while the disk is full: how often room is probed for
 
 
 def disk_usage(data_dir: str) -> tuple[int, int]:
@@ -85,6 +88,7 @@ class Presence:
         self._claims: dict[str, int] = {}
         self._claims_version = 0
         self._disk: tuple[int, int] | None = None  # (bytes used under data_dir, bytes free on its disk)
+        self._disk_full = False  # as last published (raft.space.full())
         self._failures: list[ReplicaFailure] = []  # as last published, with their digest
         self._failures_digest = NO_FAILURES_DIGEST
         self._failures_fetching: set[str] = set()  # peers whose failure list is being fetched
@@ -140,6 +144,7 @@ class Presence:
             self._disk,
             self._failures,
             self._kafka,
+            self._disk_full,
         )
 
     def _local_claims(self) -> dict[str, int]:
@@ -153,9 +158,27 @@ class Presence:
     async def _publish(self) -> None:
         """Re-publish this node's gossip metadata whenever its claims, disk use or failures change."""
         measure_at = 0.0  # a walk over thousands of replicas' files takes seconds: spaced by its duration
+        probe_at = 0.0
         seen: tuple[int, int] | None = None  # (role changes of this process's groups, replica map changes)
+        space = self._raft.space
         while not self._closing:
             changed = False
+            if space.full() is not None and time.monotonic() >= probe_at:
+                probe_at = time.monotonic() + SPACE_PROBE_INTERVAL_S
+                try:
+                    await asyncio.to_thread(space.probe, self._data_dir)
+                except OSError as exc:
+                    log.warning(
+                        "node %s: probing for room in %s failed: %s", self.node_id, self._data_dir, exc
+                    )
+            full = space.full() is not None
+            if full != self._disk_full:
+                self._disk_full, changed = full, True
+                measure_at = 0.0  # what is free now goes out with it
+                log.warning(
+                    "node %s: data disk %s: %s", self.node_id, self._data_dir,
+                    f"full, writes refused ({space.full()})" if full else "room again, writes accepted",
+                )  # fmt: skip
             if time.monotonic() >= measure_at:
                 started = time.monotonic()
                 disk = await asyncio.to_thread(disk_usage, self._data_dir)
@@ -276,9 +299,16 @@ class Presence:
                 node_id in flags["maintenance"],
                 node_id in flags["decommissioning"],
                 *self._disk_of(node_id),
+                self._disk_full_of(node_id),
             )
             for node_id in sorted(self._routing.known_nodes())
         ]
+
+    def _disk_full_of(self, node_id: str) -> bool:
+        if node_id == self.node_id:
+            return self._raft.space.full() is not None
+        meta = self._view.meta(node_id)
+        return meta is not None and meta.disk_full
 
     def _disk_of(self, node_id: str) -> tuple[int | None, int | None]:
         if node_id == self.node_id:

@@ -17,6 +17,7 @@ from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine
 from raftlog.consensus.transport import MuxHub
+from raftlog.storage.space import DiskSpace
 
 T = TypeVar("T")
 
@@ -35,12 +36,15 @@ class RaftHost:
         sync_threads: int,
         sync_thread_min_bytes: int,
         discard: Callable[[str], None],
+        space: DiskSpace | None = None,
     ) -> None:
-        """``peers``: node id -> Raft address of every other node known at start (gossip adds more)."""
+        """``peers``: node id -> Raft address of every other node known at start (gossip adds more).
+        ``space``: the node's knowledge of room on its disk, which every journal shares (its own if None)."""
         self.node_id = node_id
         self._root = os.path.join(data_dir, "raft")
         self._core = core
         self._discard = discard
+        self.space = space if space is not None else DiskSpace()
         self.driver = Driver(
             name=f"raft-{node_id}",
             timer_grid_ms=core.timer_grid_ms,
@@ -96,6 +100,7 @@ class RaftHost:
             os.path.join(directory, "journal"),
             self._discard,
             learners,
+            space=self.space,
         )
 
     async def run(self, function: Callable[[], T]) -> T:

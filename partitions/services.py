@@ -135,6 +135,7 @@ class NodeInfo:
     decommissioning: bool = False  # its replicas are moving elsewhere
     disk_used_bytes: int | None = None  # under its data dir, as it last gossiped
     disk_free_bytes: int | None = None
+    disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)
 
 
 @dataclass(frozen=True, slots=True)

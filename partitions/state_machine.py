@@ -42,7 +42,7 @@ from partitions.groups.state import GroupResult, GroupTable
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, rebase, verify
-from raftlog.storage.errors import InvalidRecord
+from raftlog.storage.errors import DiskFull, InvalidRecord
 from raftlog.storage.log import AppendResult, Log
 
 SNAPSHOT_VERSION = 1
@@ -99,15 +99,22 @@ class PartitionStateMachine:
     # -- apply ---------------------------------------------------------------------------------------
 
     def apply(self, index: int, term: int, command: bytes | memoryview) -> ApplyResult:
+        """``DiskFull``: no room in the log for the entry's batch, and nothing of the entry applied (the
+        core applies the same entry again later: ``StateMachine``)."""
         if index <= self.applied_index:  # on every apply: not check(), which formats its message first
             raise InvariantViolation(f"apply of index {index} after index {self.applied_index}")
+        previous = self.applied_index
         self.applied_index = index
         try:
             decoded = decode(command)
         except InvalidCommand as exc:
             return Refused(exc)
         if isinstance(decoded, Produce):
-            return self._produce(decoded.batch, term)
+            try:
+                return self._produce(decoded.batch, term)
+            except DiskFull:
+                self.applied_index = previous  # _produce changes nothing before its append succeeds
+                raise
         if isinstance(decoded, CommitOffset):
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):

@@ -123,7 +123,7 @@ async def test_decommission_recommission_and_maintenance(cluster: FakeCluster, n
     }
     health = await answer(await n1.client.get("/v1/cluster/health"), 200)
     assert health["nodes_maintenance"] == ["n3"] and health["nodes_decommissioning"] == []
-    assert health["disk"]["n1"] == {"used_bytes": 1000, "free_bytes": 10**9}
+    assert health["disk"]["n1"] == {"used_bytes": 1000, "free_bytes": 10**9, "full": False}
     await answer(await n1.client.delete("/v1/nodes/n3/maintenance"), 200)
     assert cluster.flags == {"decommissioning": set(), "maintenance": set()}
     for method in ("put", "get", "delete"):

@@ -459,6 +459,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "controller": "n1",
         "nodes": ["n1", "n2"],
         "nodes_down": [],
+        "nodes_disk_full": [],
         "leaderless_partitions": [],
         "under_replicated_partitions": [],
         "failed_replicas": [],
@@ -481,6 +482,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "decommissioning": False,
         "disk_used_bytes": 1000,
         "disk_free_bytes": 10**9,
+        "disk_full": False,
     }
     assert nodes[1]["state"] == "dead"
 

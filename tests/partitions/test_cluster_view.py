@@ -146,3 +146,15 @@ def test_a_kafka_listener_travels_in_gossip_with_or_without_disk_and_failures() 
     assert decode_meta(encode_meta("h", "r", 1, {}, 512, (1, 2))).kafka is None
     with pytest.raises(MetaFormatError, match="Kafka address"):
         decode_meta(msgpack.packb([1, "h", "r", 1, [], None, None, 9092]))
+
+
+def test_a_full_disk_travels_in_gossip_as_a_ninth_field_older_nodes_do_not_read() -> None:
+    for disk, failures, kafka in ((None, (), None), ((1, 2), [FAILED], "10.0.0.1:9092"), ((3, 0), (), None)):
+        blob = encode_meta("h", "r", 1, {}, 512, disk, failures, kafka, disk_full=True)
+        meta = decode_meta(blob)
+        assert meta.disk_full and meta.disk == disk and meta.kafka == kafka
+        assert len(msgpack.unpackb(blob)) == 9  # a node before the flag reads the first eight only
+        assert not decode_meta(encode_meta("h", "r", 1, {}, 512, disk, failures, kafka)).disk_full
+    broken = msgpack.packb([*msgpack.unpackb(encode_meta("h", "r", 1, {}, 512, disk_full=True))[:8], "yes"])
+    with pytest.raises(MetaFormatError, match="disk-full"):
+        decode_meta(broken)
