@@ -62,6 +62,7 @@ from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.errors import (
     CorruptRecord,
     DirectoryLocked,
+    DiskFull,
     InvalidConfig,
     InvalidRecord,
     LegacyLogFormat,
@@ -72,6 +73,7 @@ from raftlog.storage.errors import (
     StorageUnavailable,
 )
 from raftlog_client.contract import (
+    DISK_FULL,
     INSTANCE_EXISTS,
     OFFSET_OUT_OF_RANGE,
     PARTITION_NOT_ASSIGNED,
@@ -202,6 +204,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvalidCommand, HttpError(422, 42201)),
     (ReplicaRecovering, HttpError(503, 50309, retriable=True)),  # recovering committed records from peers
     (LogClosed, HttpError(503, 50301, retriable=True)),
+    # the leader's disk is full (raftlog.storage.space): refused before it was proposed, not done
+    (DiskFull, HttpError(507, DISK_FULL, retriable=True)),
     (StorageUnavailable, HttpError(503, 50302, retriable=True)),
     (DirectoryLocked, HttpError(503, 50302, retriable=True)),  # a node refuses to start: never on a request
     (CorruptRecord, HttpError(500, 50002)),

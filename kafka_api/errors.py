@@ -48,6 +48,7 @@ from raftlog.consensus.errors import (
 from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.errors import (
     CorruptRecord,
+    DiskFull,
     InvalidConfig,
     InvalidRecord,
     OffsetOutOfRange,
@@ -93,6 +94,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (UnknownGroup, ErrorCode.group_id_not_found),
     (GroupError, ErrorCode.invalid_request),
     (InvalidCommand, ErrorCode.invalid_request),
+    (DiskFull, ErrorCode.kafka_storage_error),  # the leader's disk is full: not done, retriable
     (ConsensusError, ErrorCode.kafka_storage_error),
     (StorageError, ErrorCode.kafka_storage_error),
     (InvariantViolation, ErrorCode.unknown_server_error),  # a bug: logged

@@ -53,6 +53,7 @@ from partitions.services import (
 from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.batch import ProducerRecord
+from raftlog.storage.errors import DiskFull
 
 MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer is "retry later"
 LEADER_WAIT_S = 3.0  # the longest election timeout: how long a call that finds no leader waits for one
@@ -80,13 +81,14 @@ class Router:
     ) -> Served[T]:
         """``call`` on ``local`` first; on a refusal naming another node, on ``remote(node)``. ``topic``:
         the topic the call is about, so that a topic this node does not know yet is asked of the
-        controller leader. While nobody is known to lead, the call is tried again for ``leader_wait_s``
-        (not when ``wait_for_leader`` is false: a view of the cluster answers what it sees now)."""
+        controller leader. While nobody is known to lead, or the leader refuses writes for want of room
+        (it hands its leadership over meanwhile), the call is tried again for ``leader_wait_s`` (not when
+        ``wait_for_leader`` is false: a view of the cluster answers what it sees now)."""
         deadline = time.monotonic() + (self._leader_wait_s if wait_for_leader else 0.0)
         while True:
             try:
                 return await self._follow(local, remote, call, topic)
-            except NoLeader:
+            except (NoLeader, DiskFull):
                 if time.monotonic() + LEADER_POLL_S > deadline:
                     raise
             await asyncio.sleep(LEADER_POLL_S)

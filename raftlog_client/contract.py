@@ -39,12 +39,15 @@ FENCED_CODES = frozenset({STALE_GENERATION, PARTITION_NOT_ASSIGNED})  # a commit
 OFFSET_OUT_OF_RANGE = 41601  # the body adds log_start_offset and end_offset
 NOT_DONE_CODES = range(50300, 50400)  # 503xx: nothing was done (no leader, overloaded, ...): retry
 OUTCOME_UNKNOWN_CODES = range(50400, 50500)  # 504xx: done or not; repeat only what is idempotent
+DISK_FULL = 50701  # 507: the leader's disk is full; nothing was done (later, or another leader, may take it)
 
 
 def retriable(error_code: int | None) -> bool:
     """Whether an error is worth repeating (the server marks the same answers ``"retriable": true``):
-    503xx always, 504xx where repeating is safe (reads, idempotent produce)."""
-    return error_code is not None and (error_code in NOT_DONE_CODES or error_code in OUTCOME_UNKNOWN_CODES)
+    503xx and 50701 always (not done), 504xx where repeating is safe (reads, idempotent produce)."""
+    return error_code is not None and (
+        error_code in NOT_DONE_CODES or error_code == DISK_FULL or error_code in OUTCOME_UNKNOWN_CODES
+    )
 
 
 # -- paths (the server's routes: ``api/app.py``'s ``ROUTES``; a test matches each against them) ------------

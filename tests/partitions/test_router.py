@@ -10,6 +10,7 @@ import pytest
 from partitions.cluster import MAX_HOPS, Router
 from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
 from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.storage.errors import DiskFull
 
 
 class View:
@@ -115,6 +116,36 @@ async def test_a_call_that_finds_no_leader_waits_for_one_within_the_bound() -> N
     route, local = router({"n1": Electing("n1", refusals=1)}, leader_wait_s=5.0)
     with pytest.raises(NoLeader):  # a view of the cluster answers what it sees now
         await route.run(local, lambda node: local, lambda s: s.whoami(), wait_for_leader=False)
+
+
+class HandingOver(Service):
+    """A leader whose disk is full: refuses with DiskFull for its first ``refusals`` calls, then names the
+    replica it handed its leadership to."""
+
+    def __init__(self, name: str, refusals: int, successor: str) -> None:
+        super().__init__(name)
+        self.refusals = refusals
+        self.successor = successor
+
+    async def whoami(self) -> str:
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise DiskFull("/data", "no room")
+        raise NotLeader("g", self.successor)
+
+
+async def test_a_leader_refusing_for_want_of_room_is_asked_again_until_it_has_handed_over() -> None:
+    nodes: dict[str, Service] = {
+        "n1": Service("n1", NotLeader("g", "n2")),
+        "n2": HandingOver("n2", refusals=3, successor="n3"),
+        "n3": Service("n3"),
+    }
+    assert await run(nodes, leader_wait_s=5.0) == ("n3", "n3")  # the write lands on the new leader
+    assert nodes["n2"].calls == 4
+
+    stuck: dict[str, Service] = {"n1": HandingOver("n1", refusals=10**9, successor="n1")}
+    with pytest.raises(DiskFull):  # nobody took over within the bound: 507, nothing done
+        await run(stuck, leader_wait_s=0.3)
 
 
 async def test_a_topic_unknown_here_is_asked_of_the_controller_leader() -> None:
