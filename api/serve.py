@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from aiohttp import web
 
 from api.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
+from partitions.errors import InvalidName
+from partitions.names import check_user_name
 from partitions.node import (
     JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
     JOURNAL_SYNC_THREADS_DEFAULT,
@@ -117,7 +119,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--require-auth", action="store_true",
         help="every data and consumer endpoint needs HTTP Basic with a user of /v1/users (or the admin "
-        "token as a bearer token); needs --admin-token",
+        "token as a bearer token), and the Kafka listener SASL (PLAIN, SCRAM-SHA-256/512) as one; needs "
+        "--admin-token",
+    )  # fmt: skip
+    parser.add_argument(
+        "--super-user", action="append", default=[], metavar="NAME",
+        help="a user who may manage SCRAM credentials over Kafka (AlterUserScramCredentials) and will "
+        "bypass ACLs, as Kafka's super.users (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--allow-unauthenticated", action="store_true",
+        help="serve HTTP or Kafka beyond loopback without --require-auth (a closed test network only)",
     )  # fmt: skip
     parser.add_argument(
         "--tls-cert",
@@ -218,6 +230,25 @@ def kafka_listener(args: argparse.Namespace) -> tuple[HostPort, str] | None:
     return listen, str(advertised)
 
 
+def super_users(args: argparse.Namespace) -> frozenset[str]:
+    """The user names of ``--super-user``, checked."""
+    names = set()
+    for name in args.super_user:
+        if name.startswith("User:"):
+            raise ServeConfigError(f"--super-user {name!r}: a user name ({name[5:]}), not a principal")
+        try:
+            names.add(check_user_name(name, "--super-user"))
+        except InvalidName as exc:
+            raise ServeConfigError(str(exc)) from None
+    return frozenset(names)
+
+
+def unknown_salt_key(secret: bytes) -> bytes:
+    """The key of the salts SASL/SCRAM shows for unknown users (``kafka_api.sasl``): from the cluster
+    secret, so that every node shows the same salt for the same name."""
+    return hashlib.sha256(b"raftlog scram unknown user salt\0" + secret).digest()
+
+
 def kafka_cluster_id(secret: bytes) -> str:
     """The cluster id Kafka clients see: the same on every node (derived from the cluster secret, which
     it does not reveal), 22 characters as Kafka's are."""
@@ -262,10 +293,16 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             "--require-auth needs an admin token (--admin-token): users are made through /v1/users"
         )
-    if args.require_auth and kafka is not None:
+    if args.require_auth and args.allow_unauthenticated:
+        raise ServeConfigError("--require-auth and --allow-unauthenticated contradict each other: choose one")
+    exposed = [f"--http {http}"] if not _is_loopback(http.host) else []
+    if kafka is not None and not _is_loopback(kafka[0].host):
+        exposed.append(f"--kafka {kafka[0]}")
+    if exposed and not args.require_auth and not args.allow_unauthenticated:
         raise ServeConfigError(
-            "--require-auth: the Kafka listener has no SASL yet and would let anyone in; "
-            "serve without --kafka"
+            f"refusing to serve {' and '.join(exposed)} beyond loopback without authentication: add "
+            "--require-auth (users on the HTTP API, SASL on Kafka), or --allow-unauthenticated on a "
+            "closed test network"
         )
     if not _is_loopback(http.host) and token is None:
         raise ServeConfigError(
@@ -382,9 +419,11 @@ async def serve(
     kafka: HostPort | None = None,
     tls: TlsFiles | None = None,
     require_auth: bool = False,
+    super_user_names: frozenset[str] = frozenset(),
 ) -> None:
     from api.app import build_app
     from kafka_api.door import Door
+    from kafka_api.security import Security
     from kafka_api.server import KafkaServer
 
     node = Node(config)
@@ -395,7 +434,10 @@ async def serve(
     await runner.setup()
     listener_ssl = None if tls is None else server_context(tls)
     site = web.TCPSite(runner, http.host, http.port, ssl_context=listener_ssl)
-    kafka_server = KafkaServer(Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic))
+    security = Security(require_auth, super_user_names, unknown_salt_key(config.cluster_secret))
+    kafka_server = KafkaServer(
+        Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security)
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -404,12 +446,15 @@ async def serve(
         await site.start()
         if kafka is not None:
             await kafka_server.start(kafka.host, kafka.port, listener_ssl)
-            if not _is_loopback(kafka.host):
-                log.warning("the Kafka listener on %s has no authentication: anyone who reaches it may "
-                            "produce, fetch and administer topics", kafka)  # fmt: skip
+            if not _is_loopback(kafka.host) and not require_auth:
+                log.warning(
+                    "the Kafka listener on %s requires no authentication (--allow-unauthenticated): anyone "
+                    "who reaches it may produce, fetch and administer topics", kafka,
+                )  # fmt: skip
             log.info(
-                "node %s serving Kafka on %s (advertised %s)", config.node_id, kafka, config.kafka_address
-            )
+                "node %s serving Kafka on %s (advertised %s%s)", config.node_id, kafka, config.kafka_address,
+                ", SASL required" if require_auth else "",
+            )  # fmt: skip
         tune_gc(gc_gen0)
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
         log.info("node %s serving HTTP on %s %s (raft %s)", config.node_id, scheme, http, config.raft_address)
@@ -426,6 +471,7 @@ def main(args: argparse.Namespace) -> int:
         config, http, token = node_config(args)
         kafka = kafka_listener(args)
         tls = tls_of(args)
+        supers = super_users(args)
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}")
         return 2
@@ -433,17 +479,16 @@ def main(args: argparse.Namespace) -> int:
     tune_malloc(args.malloc_keep_mib)
     open_files = raise_open_files_limit()
     log.info("open files limit %d", open_files)
+    node = serve(
+        config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls, args.require_auth, supers
+    )
     try:
         if args.event_loop == "uvloop":
             import uvloop
 
-            uvloop.run(
-                serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls, args.require_auth)
-            )
+            uvloop.run(node)
         else:
-            asyncio.run(
-                serve(config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls, args.require_auth)
-            )
+            asyncio.run(node)
     except (DirectoryLocked, LegacyLogFormat) as exc:  # raised before the node changed anything of its data
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 1

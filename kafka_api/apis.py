@@ -6,6 +6,9 @@ cannot read: Fetch stops at 12 (topic ids come after); Metadata at 8 (librdkafka
 tagged field kio refuses, where Kafka's protocol says unknown tagged fields are skipped); ListOffsets at 6
 (v7 adds the max-timestamp query); OffsetFetch at 7 (v8 batches groups); JoinGroup at 7 and LeaveGroup
 at 4 (later ones add reasons and KIP-848's fields); CreateTopics and DeleteTopics at 5 (topic ids after).
+SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
+range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
+(``sasl_apis``).
 """
 
 from __future__ import annotations
@@ -43,8 +46,11 @@ from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
+from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
+from kafka_api.security import API_VERSIONS
+from kafka_api.user_apis import alter_user_scram_credentials, describe_user_scram_credentials
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = API_VERSIONS
 Handler = Callable[[Door, wire.Request], Awaitable[Any]]  # the response entity; None: no response
 
 
@@ -91,14 +97,18 @@ APIS: dict[int, Api] = {
         Api(14, "SyncGroup", 0, 5, sync_group),
         Api(15, "DescribeGroups", 0, 5, describe_groups),
         Api(16, "ListGroups", 0, 4, list_groups),
+        Api(17, "SaslHandshake", 0, 1, sasl_handshake),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions),
         Api(19, "CreateTopics", 2, 5, create_topics),
         Api(20, "DeleteTopics", 1, 5, delete_topics),
         Api(22, "InitProducerId", 0, 4, init_producer_id),
         Api(32, "DescribeConfigs", 1, 4, describe_configs),
         Api(33, "AlterConfigs", 0, 2, alter_configs),
+        Api(36, "SaslAuthenticate", 0, 2, sasl_authenticate),
         Api(37, "CreatePartitions", 0, 3, create_partitions),
         Api(44, "IncrementalAlterConfigs", 0, 1, incremental_alter_configs),
+        Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials),
+        Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials),
         Api(60, "DescribeCluster", 0, 1, describe_cluster),
     )
 }

@@ -1,11 +1,13 @@
-"""What every Kafka API handler is given: the node's front door and this listener's settings."""
+"""What every Kafka API handler is given: the node's front door, this listener's settings and the
+connection the request came on."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_api.groups import ClassicGroups
+from kafka_api.security import Security, Session
 from partitions.cluster import FrontDoor
 
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
@@ -17,6 +19,14 @@ class Door:
     cluster_id: str  # the same on every node of a cluster
     ensure_group_topic: Callable[[], Awaitable[None]]  # creates __consumer_groups as the node's groups do
     groups: ClassicGroups = field(default_factory=ClassicGroups)  # the groups this node coordinates
+    security: Security = field(default_factory=Security)  # who may do what (kafka_api.security)
+    # the connection's authentication: a handler reads its principal here (the listener's own door holds
+    # one no connection uses; ``for_connection`` gives each connection its own)
+    session: Session = field(default_factory=Session)
+
+    def for_connection(self) -> Door:
+        """The door as one new connection sees it: everything shared, a session of its own."""
+        return replace(self, session=Session())
 
     def broker_address(self, node_id: str) -> tuple[str, int] | None:
         """(host, port) of a node's Kafka listener as clients reach it; None: it has none known."""

@@ -6,11 +6,17 @@ pipelined batches in order (``kafka_api.produce``). Bounded: connections per nod
 yet answered per connection (reading stops at the bound), frame size, and the time an answer may wait
 for a client to read it.
 
+Each connection has its own ``Door`` (``Door.for_connection``): its ``Session`` says who it authenticated
+as (``kafka_api.security``). The SASL requests of a connection are handled one at a time, before its next
+request is read, so that what follows an authentication is judged by its outcome.
+
 What closes a connection, as Kafka does, touching nothing else: a frame shorter than a request header or
 over the size bound, an API or version not served (except ApiVersions, answered at v0 with
-UNSUPPORTED_VERSION and the versions served, KIP-511), a request that does not decode, and a client that
-does not read its answers. A handler that fails unexpectedly (a bug) is logged and closes its
-connection; other connections go on.
+UNSUPPORTED_VERSION and the versions served, KIP-511), a request that does not decode, a request other
+than ApiVersions, SaslHandshake and SaslAuthenticate before authenticating when the listener requires
+it, and a client that does not read its answers; once its answer is sent (and read: the connection
+stays 100 ms, as Kafka's), a failed authentication and the other refusals of ``kafka_api.sasl_apis``. A
+handler that fails unexpectedly (a bug) is logged and closes its connection; other connections go on.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.apis import API_VERSIONS_KEY, APIS, versions_response
 from kafka_api.door import Door
+from kafka_api.security import SASL_APIS
 
 log = logging.getLogger(__name__)
 TICK_S = 0.1
@@ -46,6 +53,21 @@ class Limits:
 @dataclass(slots=True)
 class Stats:
     refused_connections: int = 0  # over ``connections_max``
+
+
+FAILED_AUTHENTICATION_LINGER_S = 0.1  # Kafka's connections.failed.authentication.delay.ms
+
+
+@dataclass(frozen=True, slots=True)
+class _Close:
+    """Why a connection's reading ended ("": the client closed its side), whether what it asked before
+    is answered first, and how long the connection then stays open: a client that failed to authenticate
+    reads its answer before the connection closes (some, kafka-python among them, take a close that
+    arrives with the answer for a lost connection), and a client guessing passwords waits a little."""
+
+    why: str
+    answer_first: bool
+    linger_s: float = 0.0
 
 
 class KafkaServer:
@@ -101,20 +123,22 @@ class KafkaServer:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
+        door = self.door.for_connection()
         sender = asyncio.ensure_future(self._send(writer, answers, slots))
-        receiver = asyncio.ensure_future(self._receive(reader, answers, slots))
+        receiver = asyncio.ensure_future(self._receive(door, reader, answers, slots))
         peer = writer.get_extra_info("peername")
         try:
             await asyncio.wait((sender, receiver), return_when=asyncio.FIRST_COMPLETED)
             if receiver.done() and not receiver.cancelled() and receiver.exception() is not None:
                 log.error("Kafka: reading from %s failed (a bug)", peer, exc_info=receiver.exception())
             elif receiver.done() and not receiver.cancelled():
-                problem = receiver.result()
-                if problem:  # a protocol error: close now, as Kafka does
-                    log.info("Kafka: closing connection from %s: %s", peer, problem)
-                else:  # the client is done sending: what it asked is still answered
+                close = receiver.result()
+                if close.why:
+                    log.info("Kafka: closing connection from %s: %s", peer, close.why)
+                if close.answer_first:  # the client is done sending, or failed to authenticate
                     answers.put_nowait(None)
                     await sender
+                    await asyncio.sleep(close.linger_s)
         except ConnectionError:
             pass
         finally:
@@ -128,32 +152,38 @@ class KafkaServer:
 
     async def _receive(
         self,
+        door: Door,
         reader: asyncio.StreamReader,
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
         slots: asyncio.Semaphore,
-    ) -> str:
-        """Read and dispatch requests until the client closes ("") or sends what is not a request (why)."""
+    ) -> _Close:
+        """Read and dispatch requests until the client closes, sends what is not a request or may not be
+        served, or fails to authenticate."""
         try:
             while True:
                 await slots.acquire()
-                problem = await self._read_one(reader, answers)
-                if problem is not None:
-                    return problem
+                close = await self._read_one(door, reader, answers)
+                if close is not None:
+                    return close
         except (ConnectionError, asyncio.IncompleteReadError):
-            return ""
+            return _Close("", answer_first=True)
 
     async def _read_one(
-        self, reader: asyncio.StreamReader, answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None]
-    ) -> str | None:
-        """Read and dispatch one request. None: go on; "": the client closed; else why to close."""
+        self,
+        door: Door,
+        reader: asyncio.StreamReader,
+        answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
+    ) -> _Close | None:
+        """Read and dispatch one request. None: go on."""
         head = await reader.read(wire.SIZE.size)
         if not head:
-            return ""
+            return _Close("", answer_first=True)
         if len(head) < wire.SIZE.size:
             head += await reader.readexactly(wire.SIZE.size - len(head))
         (size,) = wire.SIZE.unpack(head)
         if size < wire.HEAD.size or size > self.limits.frame_bytes_max:
-            return f"a frame of {size} bytes (a request is {wire.HEAD.size} to {self.limits.frame_bytes_max})"
+            limits = f"a request is {wire.HEAD.size} to {self.limits.frame_bytes_max}"
+            return _Close(f"a frame of {size} bytes ({limits})", answer_first=False)
         frame = await reader.readexactly(size)
         key, version, correlation_id = wire.peek(frame)
         api = APIS.get(key)
@@ -163,15 +193,23 @@ class KafkaServer:
                 answered.set_result(versions_response(0, ErrorCode.unsupported_version))
                 answers.put_nowait((correlation_id, answered))
                 return None
-            return f"API {key} version {version} is not served (see ApiVersions)"
+            return _Close(f"API {key} version {version} is not served (see ApiVersions)", answer_first=False)
+        if not door.security.admits(door.session, key):
+            return _Close(
+                f"{api.name} before authenticating (the listener requires SASL)", answer_first=False
+            )
         try:
             request = wire.parse(frame)
         except wire.MalformedRequest as exc:
-            return str(exc)
-        task = asyncio.ensure_future(api.handler(self.door, request))
+            return _Close(str(exc), answer_first=False)
+        task = asyncio.ensure_future(api.handler(door, request))
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
         answers.put_nowait((correlation_id, task))
+        if key in SASL_APIS:  # one at a time: the next request is judged by its outcome
+            await asyncio.wait((task,))
+            if door.session.closing is not None:
+                return _Close(door.session.closing, True, FAILED_AUTHENTICATION_LINGER_S)
         return None
 
     async def _send(

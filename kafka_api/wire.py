@@ -21,6 +21,10 @@ from typing import Any, TypeVar
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+# Requests a widely used client sends with bytes after them, taken as Kafka's broker takes them (it does not
+# look past a request's end): (api key, version) -> the bytes. librdkafka (2.16 and before) writes
+# AlterUserScramCredentials' empty tagged fields twice.
+CLIENT_TRAILERS = {(51, 0): b"\0"}
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
 NO_THROTTLE = datetime.timedelta(0)
@@ -79,7 +83,7 @@ def parse(frame: bytes) -> Request:
         body, size = entity_reader(cls)(frame, used)
     except Exception as exc:  # kio's reader raises its own errors and the C extension's
         raise MalformedRequest(f"{cls.__name__} v{version} does not decode: {exc!r}") from None
-    if used + size != len(frame):
+    if used + size != len(frame) and frame[used + size :] != CLIENT_TRAILERS.get((key, version)):
         raise MalformedRequest(
             f"{cls.__name__} v{version}: {len(frame) - used - size} bytes after the request"
         )

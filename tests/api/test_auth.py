@@ -1,8 +1,8 @@
-"""``raftlog serve --require-auth`` on a real 3-node cluster (node processes, no Kafka listener: it has no
-SASL yet and serve refuses the pair): users made through ``/v1/users`` on one node are replicated by the
-controller and let in by every node over HTTP Basic, tried with curl and with the ``raftlog`` command;
-no credentials, a wrong password, a replaced password and a deleted user are refused with 401 and change
-nothing; probes and scrapers stay open."""
+"""``raftlog serve --require-auth`` on a real 3-node cluster (node processes; SASL on their Kafka
+listeners is ``tests/kafka_api/test_sasl_clients.py``'s): users made through ``/v1/users`` on one node are
+replicated by the controller and let in by every node over HTTP Basic, tried with curl and with the
+``raftlog`` command; no credentials, a wrong password, a replaced password and a deleted user are refused
+with 401 and change nothing; probes and scrapers stay open."""
 
 from __future__ import annotations
 
@@ -32,9 +32,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     nodes = dev.plan(3, dev.free_base_port(3))
     processes = []
     for node in nodes:
-        argv = dev.node_argv(node, nodes, str(root), str(secret))
-        at = argv.index("--kafka")
-        argv = argv[:at] + argv[at + 2 :] + ["--require-auth", "--admin-token", TOKEN]
+        argv = [*dev.node_argv(node, nodes, str(root), str(secret)), "--require-auth", "--admin-token", TOKEN]
         log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
         processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
     urls = [node.http for node in nodes]
@@ -173,19 +171,13 @@ def test_the_command_line_manages_users_and_logs_in_as_one(servers: list[str]) -
     assert wrong.returncode == 1 and "40101" in wrong.stderr, wrong.stderr
 
 
-def test_serve_refuses_require_auth_without_a_token_or_with_a_kafka_listener(tmp_path: pathlib.Path) -> None:
+def test_serve_refuses_require_auth_without_a_token_and_takes_it_with_a_kafka_listener(
+    tmp_path: pathlib.Path,
+) -> None:
     with pytest.raises(ServeConfigError, match="needs an admin token"):
         node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth"))
-    with pytest.raises(ServeConfigError, match="no SASL yet"):
-        node_config(
-            args_for(
-                tmp_path,
-                "--http",
-                "127.0.0.1:9001",
-                "--require-auth",
-                "--admin-token",
-                "t",
-                "--kafka",
-                "127.0.0.1:9092",
-            )
-        )
+    kafka = ["--kafka", "127.0.0.1:9092"]
+    config, _, token = node_config(
+        args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth", "--admin-token", "t", *kafka)
+    )
+    assert token == "t" and config.kafka_address == "127.0.0.1:9092"

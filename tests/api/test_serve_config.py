@@ -1,10 +1,14 @@
-"""``raftlog serve`` settings: the admin API is never exposed beyond loopback without a token, the token
-comes from the flag or the environment, and ``--join`` needs a seed."""
+"""``raftlog serve`` settings: nothing is served beyond loopback without authentication (``--require-auth``)
+unless ``--allow-unauthenticated`` says it is a closed test network, and then never the admin API without
+a token; the token comes from the flag or the environment; super users are user names; ``--join`` needs
+a seed."""
 
 from __future__ import annotations
 
 import argparse
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -22,17 +26,67 @@ def args_for(tmp_path: pathlib.Path, *extra: str) -> argparse.Namespace:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "example.com", "[::]"])
+def test_a_non_loopback_address_needs_authentication_or_an_explicit_closed_network(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
+    kafka = ["--http", "127.0.0.1:9001", "--kafka", f"{host}:9092", "--kafka-advertised", "h:1"]
+    for exposed in (["--http", f"{host}:9001"], kafka):
+        with pytest.raises(ServeConfigError) as refused:
+            node_config(args_for(tmp_path, *exposed, "--admin-token", "t0k"))
+        told = str(refused.value)
+        assert f"{host}:90" in told and "--require-auth" in told and "--allow-unauthenticated" in told
+        for way_out in ("--require-auth", "--allow-unauthenticated"):
+            node_config(args_for(tmp_path, *exposed, "--admin-token", "t0k", way_out))
+    both = ["--require-auth", "--allow-unauthenticated"]
+    with pytest.raises(ServeConfigError, match="contradict"):
+        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both, "--admin-token", "t0k"))
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "example.com", "[::]"])
 def test_a_non_loopback_admin_api_needs_a_token(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
     monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
+    closed_network = "--allow-unauthenticated"
     with pytest.raises(ServeConfigError, match="admin token"):
-        node_config(args_for(tmp_path, "--http", f"{host}:9001"))
-    _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001", "--admin-token", "t0k"))
+        node_config(args_for(tmp_path, "--http", f"{host}:9001", closed_network))
+    _, _, token = node_config(
+        args_for(tmp_path, "--http", f"{host}:9001", "--admin-token", "t0k", closed_network)
+    )
     assert token == "t0k"
     monkeypatch.setenv(serve.TOKEN_ENV, "from-env")
-    _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001"))
+    _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001", closed_network))
     assert token == "from-env"
+
+
+def test_serve_exits_2_naming_a_non_loopback_address_and_the_ways_out(tmp_path: pathlib.Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "raftlog_cli", "serve", "--node-id", "n1", "--data-dir", str(tmp_path / "n1"),
+         "--http", "127.0.0.1:9001", "--raft", "127.0.0.1:9101", "--kafka", "0.0.0.0:9092",
+         "--kafka-advertised", "10.0.0.1:9092", "--secret-file", str(secret)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.strip() == (
+        "raftlog serve: refusing to serve --kafka 0.0.0.0:9092 beyond loopback without authentication: "
+        "add --require-auth (users on the HTTP API, SASL on Kafka), or --allow-unauthenticated on a closed "
+        "test network"
+    )
+    assert not (tmp_path / "n1").exists(), "nothing was made"
+
+
+def test_super_users_are_user_names(tmp_path: pathlib.Path) -> None:
+    names = ["--super-user", "admin", "--super-user", "ops@example.com", "--super-user", "admin"]
+    assert serve.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", *names)) == {
+        "admin",
+        "ops@example.com",
+    }
+    for bad, why in (("User:admin", "a user name \\(admin\\), not a principal"), ("", "must not be empty")):
+        with pytest.raises(ServeConfigError, match=why):
+            serve.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", "--super-user", bad))
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import pathlib
 import socket
+import ssl
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -44,11 +45,13 @@ def request_frame(api_key: int, version: int, body: Any, correlation_id: int) ->
 
 
 class RawKafka:
-    """One connection speaking frames built with kio: for requests real clients never send."""
+    """One connection speaking frames built with kio: for requests real clients never send (over TLS
+    with ``context``)."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, context: ssl.SSLContext | None = None) -> None:
         host, _, port = address.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        sock = socket.create_connection((host, int(port)), timeout=10)
+        self.sock = sock if context is None else context.wrap_socket(sock, server_hostname=host)
         self.correlation_id = 0
 
     def close(self) -> None:
@@ -78,7 +81,7 @@ class RawKafka:
         """Whether the server closed the connection (EOF within the socket's timeout)."""
         try:
             return self.sock.recv(1) == b""
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLEOFError):
             return True
 
     def _read(self, count: int) -> bytes:

@@ -1,10 +1,13 @@
 """Topic administration through confluent-kafka's AdminClient: create (with configs, defaults, refusals),
 describe and change configs (AlterConfigs and IncrementalAlterConfigs), delete, describe the cluster;
-adding partitions is refused naming why."""
+adding partitions is refused naming why. SCRAM credentials through it, on a listener that does not require
+authentication (anyone may; SASL is still offered)."""
 
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
@@ -15,7 +18,13 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewPartitions,
     NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
 )
+from kafka import KafkaProducer
+from kafka.errors import KafkaError
 from kafka_fixtures import http_client
 
 from raftlog_client.local_cluster import LocalCluster
@@ -81,3 +90,51 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
     assert deleted["adm-b"].result(30) is None
     assert "UNKNOWN_TOPIC" in _error(deleted["adm-nosuch"])
     assert "adm-b" not in admin.list_topics(timeout=30).topics
+
+
+def _sent_as(settings: dict[str, Any], password: str, attempts: int = 30) -> int:
+    """The offset of one record kafka-python sent to adm-sasl with ``settings`` and ``password``, trying
+    again while a user just made has not reached every node (the error of the last attempt else)."""
+    for attempt in range(attempts):
+        producer = KafkaProducer(**settings, sasl_plain_password=password, max_block_ms=10_000)
+        try:
+            return int(producer.send("adm-sasl", b"as open").get(30).offset)
+        except KafkaError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+        finally:
+            producer.close()
+    raise AssertionError("unreachable")
+
+
+def test_without_require_auth_anyone_manages_scram_credentials_and_sasl_is_still_offered(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """A listener that does not require authentication (``raftlog dev``'s) serves anonymous clients as
+    before, and a client configured for SASL authenticates against the same users: kafka-python over
+    SASL_PLAINTEXT with SCRAM-SHA-256, as a user an anonymous AdminClient made; a wrong password is
+    refused all the same."""
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    made = admin.alter_user_scram_credentials([UserScramCredentialUpsertion("open", info, b"open sesame")])
+    assert made["open"].result(30) is None
+    described = admin.describe_user_scram_credentials(["open"])["open"].result(30)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 4096)
+    ]
+    sasl = {
+        "bootstrap_servers": kafka_cluster.bootstrap_servers.split(","),
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-256",
+        "sasl_plain_username": "open",
+    }
+    assert admin.create_topics([NewTopic("adm-sasl", 1, 3)])["adm-sasl"].result(30) is None
+    assert _sent_as(sasl, "open sesame") == 0
+    with pytest.raises(KafkaError):  # its connections are refused: it cannot bootstrap
+        _sent_as(sasl, "wrong", attempts=1)
+    gone = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("open", ScramMechanism.SCRAM_SHA_256)]
+    )
+    assert gone["open"].result(30) is None
+    assert "RESOURCE_NOT_FOUND" in _error(admin.describe_user_scram_credentials(["open"])["open"])

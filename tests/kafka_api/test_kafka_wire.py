@@ -52,6 +52,24 @@ def test_bytes_after_the_request_or_a_truncated_one_are_refused() -> None:
             wire.parse(frame[:cut])
 
 
+# what librdkafka 2.16 (confluent-kafka's AdminClient.alter_user_scram_credentials) sent: deletions of
+# judy/SCRAM-SHA-512 and bob/SCRAM-SHA-256 and an upsertion of x, then one byte after the request
+LIBRDKAFKA_ALTER_USER_SCRAM_CREDENTIALS = bytes.fromhex(
+    "0033000000000003000772646b61666b610003056a756479020004626f62010002027801000010000973616c7473616c"
+    "74210e2a95fcd4bcbadb3966d1c93c5f716703d2ca58f1d3a1c20bfd209df53a7ca5000000"
+)
+
+
+def test_the_byte_librdkafka_writes_after_alter_user_scram_credentials_is_taken_as_kafka_takes_it() -> None:
+    request = wire.parse(LIBRDKAFKA_ALTER_USER_SCRAM_CREDENTIALS)
+    assert [(d.name, d.mechanism) for d in request.body.deletions] == [("judy", 2), ("bob", 1)]
+    assert [(u.name, u.iterations, u.salt) for u in request.body.upsertions] == [("x", 4096, b"saltsalt")]
+    with pytest.raises(wire.MalformedRequest, match="bytes after the request"):
+        wire.parse(LIBRDKAFKA_ALTER_USER_SCRAM_CREDENTIALS + b"\0")  # that byte only, nothing more
+    with pytest.raises(wire.MalformedRequest, match="bytes after the request"):
+        wire.parse(LIBRDKAFKA_ALTER_USER_SCRAM_CREDENTIALS[:-1] + b"\1")
+
+
 def test_a_response_frame_carries_its_size_and_correlation_id() -> None:
     frame = wire.encode(99, versions_response(3, ErrorCode.none))
     (size,) = struct.unpack_from(">i", frame)

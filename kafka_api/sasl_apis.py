@@ -1,0 +1,95 @@
+"""SaslHandshake (v1; v0 refused) and SaslAuthenticate (v0-v2): a connection authenticates with PLAIN,
+SCRAM-SHA-256 or SCRAM-SHA-512 against the SCRAM credentials the controller replicates. The exchanges
+themselves are ``kafka_api.sasl``'s; this is where they meet a connection (``door.session``).
+
+What closes the connection once the answer is sent (``session.closing``), as Kafka does: a failed
+authentication (SASL_AUTHENTICATION_FAILED, with words that do not say whether the user exists), a
+mechanism not offered (UNSUPPORTED_SASL_MECHANISM), SaslHandshake v0 (UNSUPPORTED_VERSION: after it a
+client would send its SASL tokens without Kafka's framing, which this listener does not read), and a
+SaslAuthenticate without a SaslHandshake or a second SaslHandshake before the end of the exchange
+(ILLEGAL_SASL_STATE). An authenticated connection asking again is answered ILLEGAL_SASL_STATE and stays
+open: there is no re-authentication (KIP-368), sessions do not expire (``session_lifetime`` 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door
+from kafka_api.sasl import (
+    MECHANISMS,
+    PLAIN,
+    AuthenticationFailed,
+    Exchange,
+    PlainExchange,
+    ScramExchange,
+    failure_message,
+)
+
+log = logging.getLogger(__name__)
+
+
+async def sasl_handshake(door: Door, request: wire.Request) -> Any:
+    session = door.session
+    cls = wire.response_class(request.api_key, request.api_version)
+
+    def answer(code: ErrorCode) -> Any:
+        return wire.build(cls, error_code=code, mechanisms=MECHANISMS)
+
+    if request.api_version == 0:
+        session.closing = "SaslHandshake v0 (SASL tokens without Kafka's framing) is not served: use v1"
+        return answer(ErrorCode.unsupported_version)
+    if session.user is not None:
+        return answer(ErrorCode.illegal_sasl_state)  # authenticated already: no re-authentication
+    if session.mechanism is not None:
+        session.closing = "a second SaslHandshake during a SASL exchange"
+        return answer(ErrorCode.illegal_sasl_state)
+    mechanism = request.body.mechanism
+    if mechanism not in MECHANISMS:
+        session.closing = f"SASL mechanism {mechanism[:40]!r} is not offered"
+        return answer(ErrorCode.unsupported_sasl_mechanism)
+    session.mechanism = mechanism
+    return answer(ErrorCode.none)
+
+
+def _exchange(door: Door, mechanism: str) -> Exchange:
+    users = door.node.metadata.users()  # as the controller holds them now
+    security = door.security
+    if mechanism == PLAIN:
+        return PlainExchange(users, security.verifier.verify)
+    return ScramExchange(mechanism, users, security.unknown_salt_key)
+
+
+async def sasl_authenticate(door: Door, request: wire.Request) -> Any:
+    session = door.session
+    cls = wire.response_class(request.api_key, request.api_version)
+
+    def answer(code: ErrorCode, message: str | None = None, data: bytes = b"") -> Any:
+        return wire.build(cls, error_code=code, error_message=message, auth_bytes=data)
+
+    if session.user is not None:
+        return answer(ErrorCode.illegal_sasl_state, "this connection has authenticated already")
+    mechanism = session.mechanism
+    if mechanism is None:
+        session.closing = "SaslAuthenticate before SaslHandshake"
+        return answer(ErrorCode.illegal_sasl_state, "SaslHandshake comes first: it chooses the mechanism")
+    if session.exchange is None:
+        session.exchange = _exchange(door, mechanism)
+    exchange = session.exchange
+    token = request.body.auth_bytes
+    try:
+        # PLAIN may run PBKDF2 (milliseconds): off the event loop; a SCRAM step is a few HMACs
+        step = await asyncio.to_thread(exchange.step, token) if exchange.blocking else exchange.step(token)
+    except AuthenticationFailed as failed:
+        session.exchange = None
+        session.closing = f"SASL authentication failed: {failed}"
+        return answer(ErrorCode.sasl_authentication_failed, failure_message(mechanism))
+    if step.user is not None:
+        session.user, session.exchange = step.user, None
+        log.debug("Kafka: a connection authenticated as %s with %s", session.principal, mechanism)
+    return answer(ErrorCode.none, None, step.data)
