@@ -45,7 +45,12 @@ def _client(args: argparse.Namespace, target: profile.Target) -> RaftlogClient:
     servers = [s.strip() for s in target.server.split(",") if s.strip()]
     # a command fails at once when no server accepts a connection (two rounds), not after seconds of backoff
     return RaftlogClient(
-        servers, admin_token=target.token, user=target.user, retries=args.retries, unreachable_rounds=2
+        servers,
+        admin_token=target.token,
+        user=target.user,
+        retries=args.retries,
+        unreachable_rounds=2,
+        ca=target.ca,
     )
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -194,10 +195,24 @@ def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
     )
 
 
+def trusting(ca: str | None) -> ssl.SSLContext | None:
+    """How https servers are checked: against the CA certificates of the PEM file ``ca`` (a cluster's
+    own CA, e.g. ``raftlog dev --tls``'s ``ca.pem``), None: against the system's trusted roots.
+    Raises ``ClientError`` naming a file that is missing or holds no certificate."""
+    if ca is None:
+        return None
+    try:
+        return ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise ClientError(f"CA file {ca}: {exc}") from None
+
+
 class RaftlogClient:
     """``retries`` bounds the retries of one call and ``retry_for_s`` the time they may take (either may be
     None, not both); ``unreachable_rounds``, how many times every server may refuse a connection in a row
-    (None: no bound of its own); ``session_limit`` bounds the connections open at once (0: no limit)."""
+    (None: no bound of its own); ``session_limit`` bounds the connections open at once (0: no limit);
+    ``ca``, a PEM file of the CA certificates https servers are checked against (default: the system's
+    trusted roots)."""
 
     def __init__(
         self,
@@ -214,6 +229,7 @@ class RaftlogClient:
         rng: random.Random | None = None,
         session_limit: int = 100,
         unreachable_rounds: int | None = None,
+        ca: str | None = None,
     ) -> None:
         if not servers:
             raise ValueError("servers: give at least one base URL, e.g. http://127.0.0.1:8081")
@@ -237,7 +253,7 @@ class RaftlogClient:
         self._sequence = 0
         self._produce_lock = asyncio.Lock()
         self._current = 0
-        self.session = Session(session_limit)
+        self.session = Session(session_limit, trusting(ca))
         self.last_leader: str | None = None  # X-Raftlog-Leader of the last answer
 
     async def __aenter__(self) -> RaftlogClient:

@@ -7,6 +7,7 @@ request left: nothing was done) and ``NoAnswer`` (it left but no answer came: do
 
 from __future__ import annotations
 
+import ssl as ssl_module
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -40,10 +41,12 @@ class NoAnswer(ClientError):
 
 class Session:
     """Keep-alive connections to any number of servers (aiohttp), at most ``limit`` open at once
-    (0: no limit). Opened on first use; ``close`` ends them."""
+    (0: no limit). Opened on first use; ``close`` ends them. ``ssl``: how https servers are checked
+    (None: against the system's trusted roots)."""
 
-    def __init__(self, limit: int = 100) -> None:
+    def __init__(self, limit: int = 100, ssl: ssl_module.SSLContext | None = None) -> None:
         self.limit = limit
+        self.ssl = ssl
         self._session: aiohttp.ClientSession | None = None
 
     async def exchange(
@@ -58,7 +61,8 @@ class Session:
     ) -> Answer:
         """One request to ``url`` and its whole answer; raises ``NotSent`` or ``NoAnswer``."""
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.limit))
+            connector = aiohttp.TCPConnector(limit=self.limit, ssl=True if self.ssl is None else self.ssl)
+            self._session = aiohttp.ClientSession(connector=connector)
         try:
             async with self._session.request(
                 method,
