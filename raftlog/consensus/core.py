@@ -151,6 +151,7 @@ Callback = Callable[[object, int], None]
 # again after this; a compaction that found no room for its snapshot file is tried again after this.
 SPACE_HANDOVER_RETRY_S = 1.0
 SPACE_RETRY_COMPACTION_S = 5.0
+SPACE_TELL_INTERVAL_S = 60.0  # a replica's hand-overs are logged as warnings at most this often
 
 
 class _Unpersisted(Exception):
@@ -396,6 +397,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._apply_retry_delay_s = 0.0
         self._space_handover = False
         self._space_handover_at = 0.0
+        self._space_told_at = -math.inf
         self._compaction_retry_at = 0.0
         self._external_poll = poller is not None
         self._ticking = False
@@ -1155,7 +1157,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._space_handover or now < self._space_handover_at:
             return
         self._space_handover = True
-        logger.warning(
+        told = now - self._space_told_at >= SPACE_TELL_INTERVAL_S  # a lone replica asks every second
+        if told:
+            self._space_told_at = now
+        logger.log(
+            logging.WARNING if told else logging.DEBUG,
             "%s: no room on this node's disk (%s): handing leadership of term %d over",
             self.node_id, self._journal.disk_full, self._SyncObj__raftCurrentTerm,
         )  # fmt: skip
@@ -1165,6 +1171,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             # log in time: either way, asked again only after a pause while this replica still leads
             self._space_handover = False
             self._space_handover_at = time.monotonic() + SPACE_HANDOVER_RETRY_S
+            if fail_reason == FAIL_REASON.SUCCESS:
+                # What this leader appended and could not sync is the next leader's to commit or not; it
+                # applies here only once there is room: its proposers hear "outcome unknown" now rather
+                # than at their timeouts (a retry of an idempotent produce finds its original offsets).
+                waiting = self._SyncObj__commandsWaitingCommit
+                for index in sorted(waiting):
+                    for _, callback in waiting.pop(index):
+                        callback(None, FAIL_REASON.LEADER_CHANGED)
 
         self.request_transfer(None, handed)
 

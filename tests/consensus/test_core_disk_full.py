@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from disk_refusal import Refusal
+from pysyncobj.config import FAIL_REASON
 from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
 
 from raftlog.consensus.journal import FileJournal, read_term_and_vote
@@ -92,7 +93,10 @@ def test_a_leader_that_cannot_sync_hands_over_and_stands_for_no_election(
     durable = journals[L].durable_index
     refusal = Refusal(monkeypatch, directory_of(journals[L]), ("write", "sync"))
     answered: list[int] = []
-    propose(script, L, range(1, 6), answered)
+    reasons: list[int] = []
+    for sequence in range(1, 6):
+        leader.propose(sequence, lambda result, reason: reasons.append(reason))
+    script.tick(L)
     script.settle([L, F, G])
     assert journals[L].durable_index == durable and journals[L].disk_full is not None
     # committed by F and G (the leader counts only what it fsynced), applied only where it is durable
@@ -104,6 +108,8 @@ def test_a_leader_that_cannot_sync_hands_over_and_stands_for_no_election(
     new_leaders = [name for name in (F, G) if script.nodes[name]._isLeader()]
     assert len(new_leaders) == 1 and not leader._isLeader()
     new_leader = new_leaders[0]
+    # its proposers heard "outcome unknown" when it handed over, not at their timeouts (all were committed)
+    assert reasons == [FAIL_REASON.LEADER_CHANGED] * 5
     # L could not persist the new term (its state file is on the full disk): it stood down all the same
     assert read_term_and_vote(directory_of(journals[L]))[0] == 1 and leader.stopped_error is None
 
