@@ -21,6 +21,10 @@ node stops the whole cluster and its supervisor. ``raftlog dev status [--json]``
 
 Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip (UDP and TCP) on
 base-port + 200 + i - 1; every node joins gossip through the others.
+
+``--tls`` serves both doors over TLS with a local CA (``dev_tls``); ``--secure`` adds authentication on
+both (``dev_secure``: ``--require-auth``, an admin token, an admin user made once the cluster is up).
+What it prints once up is ``dev_hints``'.
 """
 
 from __future__ import annotations
@@ -44,8 +48,11 @@ from typing import Any
 
 from api import dev_control, dev_status
 from api.dev_control import ACTIONS, Answer, ControlError, Request
+from api.dev_hints import up_text
 from api.dev_probe import probe
+from api.dev_secure import DevSecurity, create_user, dev_security
 from api.dev_tls import DevCertificates, dev_certificates, tls_description
+from api.tls import client_context
 from raftlog.errors import InvariantViolation
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked
@@ -105,6 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="TLS on every node's HTTP and Kafka listeners, with a local CA made in DATA_DIR/tls "
         "(cluster.json names its files; clients trust ca.pem)",
+    )
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="--tls, and authentication on both doors: every node with --require-auth, an admin user "
+        "(a random password; cluster.json's security names it) who is every node's --super-user",
     )
     parser.add_argument(
         "--serve-arg",
@@ -346,16 +359,21 @@ class Supervisor:
         secret_file: str,
         serve_args: Sequence[str] = (),
         certificates: DevCertificates | None = None,
+        security: DevSecurity | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.stopping = False
         self.certificates = certificates
         self.ca = None if certificates is None else certificates.ca
         self.tls = None if certificates is None else tls_description(certificates)
+        if security is not None and certificates is None:
+            raise InvariantViolation("raftlog dev --secure without its certificates")
+        self.security = security
+        secure_args = [] if security is None else security.serve_args()
         self.children = {
             node.node_id: _Child(
                 node,
-                [*node_argv(node, cluster, data_dir, secret_file, certificates), *serve_args],
+                [*node_argv(node, cluster, data_dir, secret_file, certificates), *secure_args, *serve_args],
                 os.path.join(data_dir, node.node_id, "node.log"),
             )
             for node in cluster
@@ -381,6 +399,8 @@ class Supervisor:
             problem = self.wait_ready(list(self.children.values()))
             if self.stopping:
                 return 0
+            if problem is None:
+                problem = self.create_user()
             if problem is not None:
                 print(f"raftlog dev: {problem}", file=sys.stderr)
                 return 1
@@ -461,6 +481,17 @@ class Supervisor:
             logs = ", ".join(pending[n].log_path for n in sorted(pending))
             return f"not ready within {READY_TIMEOUT_S:.0f} s: {', '.join(sorted(pending))}; see {logs}"
         return None
+
+    def create_user(self) -> str | None:
+        """``--secure``: the admin user, made (or given its password again) once the nodes are up."""
+        if self.security is None or self.tls is None:
+            return None
+        context = client_context(self.tls["ca"], self.tls["client_cert"], self.tls["client_key"])
+        urls = [child.node.http for child in self.children.values()]
+        problem = create_user(urls, self.security, context)
+        if problem is None:
+            _say(f"user {self.security.user} ready (cluster.json's security has its password)")
+        return problem
 
     def _exited(self, child: _Child) -> bool:
         """Whether a running node's process has exited on its own; recorded if so."""
@@ -574,34 +605,18 @@ class Supervisor:
         }
         if self.tls is not None:
             description["tls"] = self.tls
+        if self.security is not None and self.ca is not None:
+            description["security"] = self.security.description(self.ca)
         path = os.path.join(self.data_dir, "cluster.json")
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
+        # readable by its owner only: with --secure it holds a password and the admin token
+        fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(description, f, indent=2)
         os.replace(path + ".tmp", path)
 
     def _print_up(self) -> None:
-        first = next(iter(self.children.values())).node.http
-        kafka = next(iter(self.children.values())).node.kafka  # any node bootstraps a Kafka client
-        count = len(self.children)
-        data = self.data_dir
-        curl, kcat = "curl -s", f"kcat -b {kafka}"
-        if self.ca is not None:
-            curl += f" --cacert {self.ca}"
-            kcat += f" -X security.protocol=ssl -X ssl.ca.location={self.ca}"
-        _say(
-            f"\ncluster of {count} up; cluster.json in {data}\n"
-            f"  {curl} -XPOST {first}/v1/topics -H 'Content-Type: application/json' "
-            f'-d \'{{"name": "orders", "partitions": 3, "replication_factor": {min(3, count)}}}\'\n'
-            f"  {curl} -XPOST {first}/topics/orders/partitions/0 "
-            "-H 'Content-Type: application/vnd.kafka.json.v2+json' "
-            f'-d \'{{"records": [{{"key": "k", "value": {{"hello": "world"}}}}]}}\'\n'
-            f"  {curl} '{first}/topics/orders/partitions/0/records?offset=0'\n"
-            f"  {kcat} -L   # Kafka clients and tools: bootstrap.servers={kafka}\n"
-            f"  echo 'k1:hello' | {kcat} -P -t orders -K: && {kcat} -C -t orders -e\n"
-            f"  raftlog dev status --data-dir {data}\n"
-            f"  raftlog dev restart n{count} --data-dir {data}   # also: stop [--kill], start\n"
-            f"Ctrl-C (or raftlog dev stop --data-dir {data}) stops all nodes."
-        )
+        first = next(iter(self.children.values())).node  # any node answers, and bootstraps a Kafka client
+        _say(up_text(len(self.children), self.data_dir, first.http, first.kafka, self.ca, self.security))
 
 
 def _run_cluster(args: argparse.Namespace) -> int:
@@ -610,10 +625,9 @@ def _run_cluster(args: argparse.Namespace) -> int:
         return 2
     count = NODES_DEFAULT if args.nodes is None else args.nodes
     base_port = BASE_PORT_DEFAULT if args.base_port is None else args.base_port
+    tls = args.tls or args.secure
     try:
-        cluster = plan(
-            count, free_base_port(count) if base_port == 0 and 1 <= count <= 5 else base_port, args.tls
-        )
+        cluster = plan(count, free_base_port(count) if base_port == 0 and 1 <= count <= 5 else base_port, tls)
     except ValueError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 2
@@ -632,8 +646,16 @@ def _run_cluster(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        certificates = dev_certificates(data_dir) if args.tls else None
-        return Supervisor(data_dir, cluster, _secret_file(data_dir), args.serve_arg, certificates).run()
+        certificates = dev_certificates(data_dir) if tls else None
+        try:
+            security = dev_security(data_dir) if args.secure else None
+        except ValueError as exc:
+            print(f"raftlog dev: {exc}; nothing was started", file=sys.stderr)
+            return 1
+        supervisor = Supervisor(
+            data_dir, cluster, _secret_file(data_dir), args.serve_arg, certificates, security
+        )
+        return supervisor.run()
 
 
 def _control(args: argparse.Namespace) -> int:
@@ -645,9 +667,9 @@ def _control(args: argparse.Namespace) -> int:
             "raftlog dev stop --kill: name the node to kill, e.g. raftlog dev stop n3 --kill", file=sys.stderr
         )
         return 2
-    if args.nodes is not None or args.base_port is not None or args.serve_arg or args.tls:
+    if args.nodes is not None or args.base_port is not None or args.serve_arg or args.tls or args.secure:
         print(
-            "raftlog dev: --nodes, --base-port, --tls and --serve-arg go with starting a cluster",
+            "raftlog dev: --nodes, --base-port, --tls, --secure and --serve-arg go with starting a cluster",
             file=sys.stderr,
         )
         return 2

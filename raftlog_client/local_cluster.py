@@ -3,7 +3,7 @@ run it in another terminal, on a free range of loopback ports (``--base-port 0``
 ``directory``. The one way the benchmarks, the Spark connector's benchmark and its tests start a cluster:
 what a node is and how it starts stay ``raftlog dev``'s (its supervision, readiness checks and
 ``cluster.json``), and this module imports nothing of the server; it reads ``cluster.json`` and asks
-``/status/ready`` (``probe.py``).
+``/status/ready`` (``probe.py``) and, of a ``raftlog dev --secure`` cluster, whether its user is let in.
 
     with LocalCluster(directory) as cluster:
         cluster.servers  # ["http://127.0.0.1:PORT", ...], node n1 first
@@ -14,6 +14,7 @@ while, to any node process of this directory still alive (one its caller restart
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -22,10 +23,13 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from typing import IO, Any
 
-from raftlog_client.probe import ready
+from raftlog_client.contract import TOPICS_PATH
+from raftlog_client.probe import PROBE_TIMEOUT_S, ready
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
@@ -50,6 +54,8 @@ class LocalCluster:
         self.serve_args = list(serve_args)
         self.dev_args = list(dev_args)  # e.g. ["--tls"]
         self.tls: dict[str, str] = {}  # cluster.json's: ca, client_cert, client_key (raftlog dev --tls)
+        # cluster.json's: ca, user, password, admin_token (raftlog dev --secure)
+        self.security: dict[str, str] = {}
         self.dev_log = os.path.join(self.directory, "dev.log")
         self.urls: dict[str, str] = {}
         self.kafka: dict[str, str] = {}  # node id -> HOST:PORT of its Kafka listener
@@ -96,7 +102,8 @@ class LocalCluster:
             if pending is None:
                 nodes = self._described_nodes()
                 if nodes is not None and len(nodes) == self.nodes and all(n.get("pid") for n in nodes):
-                    self.tls = self._described_tls()
+                    self.tls = self._described("tls")
+                    self.security = self._described("security")
                     self.urls = {str(n["id"]): str(n["http"]) for n in nodes}
                     self.kafka = {str(n["id"]): str(n["kafka"]) for n in nodes if n.get("kafka")}
                     self.pids = {str(n["id"]): int(n["pid"]) for n in nodes}
@@ -104,10 +111,26 @@ class LocalCluster:
             if pending is not None:
                 context = self.ssl_context()
                 pending = {node for node in pending if not ready(self.urls[node], context)}
-                if not pending:
+                if not pending and all(self._user_admitted(url, context) for url in self.servers):
                     return
             time.sleep(0.2)
         raise RuntimeError(f"the cluster was not ready within {timeout_s:g} s; see {self.dev_log}")
+
+    def _user_admitted(self, url: str, context: ssl.SSLContext | None) -> bool:
+        """Whether the node lets cluster.json's user in (``raftlog dev --secure`` creates it once the
+        nodes are up); True when the cluster has none."""
+        if not self.security:
+            return True
+        login = base64.b64encode(f"{self.security['user']}:{self.security['password']}".encode()).decode()
+        request = urllib.request.Request(url + TOPICS_PATH, headers={"Authorization": f"Basic {login}"})
+        try:
+            with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S, context=context) as answer:
+                return bool(answer.status == 200)
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return False
+        except (urllib.error.URLError, OSError):
+            return False
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """What a client of this cluster uses for its https URLs: its CA trusted, its client certificate
@@ -118,10 +141,11 @@ class LocalCluster:
         context.load_cert_chain(self.tls["client_cert"], self.tls["client_key"])
         return context
 
-    def _described_tls(self) -> dict[str, str]:
+    def _described(self, part: str) -> dict[str, str]:
+        """cluster.json's object ``part`` ({} when it has none)."""
         try:
             with open(os.path.join(self.directory, "cluster.json"), encoding="utf-8") as f:
-                return dict(json.load(f).get("tls") or {})
+                return dict(json.load(f).get(part) or {})
         except (OSError, ValueError):
             return {}
 

@@ -1,0 +1,91 @@
+"""What ``raftlog dev`` prints once its cluster is up: commands that work as printed, in order (create a
+topic, produce, fetch; Kafka tools; the supervisor's own commands), with the cluster's CA and, for
+``--secure``, its credentials in them."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+from api.dev_secure import DevSecurity
+from raftlog_client.contract import ADMIN_TOPICS_PATH, partition_path, records_path
+
+SASL_MECHANISM = "SCRAM-SHA-256"
+
+
+def _kafka_settings(kafka: str, ca: str | None, security: DevSecurity | None) -> dict[str, str]:
+    """A Kafka client's configuration for the cluster (librdkafka's names, as kcat and confluent-kafka
+    take them)."""
+    settings = {"bootstrap.servers": kafka}
+    if ca is not None:
+        settings |= {"security.protocol": "ssl", "ssl.ca.location": ca}
+    if security is not None:
+        settings |= {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanisms": SASL_MECHANISM,
+            "sasl.username": security.user,
+            "sasl.password": security.password,
+        }
+    return settings
+
+
+def up_text(
+    count: int,
+    data_dir: str,
+    http: str,
+    kafka: str,
+    ca: str | None = None,
+    security: DevSecurity | None = None,
+    python: str = sys.executable,
+) -> str:
+    """The lines printed once ``count`` nodes are up; ``http`` and ``kafka`` are any node's (the first's)."""
+    curl = admin = "curl -s"
+    if ca is not None:
+        curl += f" --cacert {shlex.quote(ca)}"
+        admin = curl
+    if security is not None:
+        admin = f"{curl} -H {shlex.quote('Authorization: Bearer ' + security.admin_token)}"
+        curl += f" -u {shlex.quote(security.user + ':' + security.password)}"
+    settings = _kafka_settings(kafka, ca, security)
+    kcat = f"kcat -b {kafka}" + "".join(
+        f" -X {shlex.quote(f'{key}={value}')}"
+        for key, value in settings.items()
+        if key != "bootstrap.servers"
+    )
+    topic = json.dumps({"name": "orders", "partitions": 3, "replication_factor": min(3, count)})
+    record = json.dumps({"records": [{"key": "k", "value": {"hello": "world"}}]})
+    lines = [
+        f"{admin} -XPOST {http}{ADMIN_TOPICS_PATH} -H 'Content-Type: application/json' -d '{topic}'",
+        f"{curl} -XPOST {http}{partition_path('orders', 0)} "
+        f"-H 'Content-Type: application/vnd.kafka.json.v2+json' -d '{record}'",
+        f"{curl} '{http}{records_path('orders', 0)}?offset=0'",
+        f"{kcat} -L   # Kafka clients and tools: bootstrap.servers={kafka}",
+        f"echo 'k1:hello' | {kcat} -P -t orders -K: && {kcat} -C -t orders -e",
+    ]
+    if security is not None:
+        group = json.dumps({**settings, "group.id": "hint", "auto.offset.reset": "earliest"})
+        consumer = (
+            f"from confluent_kafka import Consumer; c = Consumer({group}); c.subscribe(['orders']); "
+            "print([m.value() for m in c.consume(1, 20) if not m.error()]); c.close()"
+        )
+        lines += [
+            f"{shlex.quote(python)} -c {shlex.quote(consumer)}   # confluent-kafka, the same settings",
+            f"RAFTLOG_PASSWORD={shlex.quote(security.password)} raftlog consume orders --partition 0 "
+            f"--server {http} --ca {shlex.quote(str(ca))} --user {security.user}",
+        ]
+    lines += [
+        f"raftlog dev status --data-dir {data_dir}",
+        f"raftlog dev restart n{count} --data-dir {data_dir}   # also: stop [--kill], start",
+    ]
+    security_note = ""
+    if security is not None:
+        security_note = (
+            f" (TLS and authentication: cluster.json's security names the CA, user {security.user} "
+            "and its password, and the admin token)"
+        )
+    return (
+        f"\ncluster of {count} up; cluster.json in {data_dir}{security_note}\n"
+        + "".join(f"  {line}\n" for line in lines)
+        + f"Ctrl-C (or raftlog dev stop --data-dir {data_dir}) stops all nodes."
+    )

@@ -1,0 +1,82 @@
+"""``raftlog dev --secure``: the dev cluster as a production one is run, TLS and authentication on every
+door. On top of ``--tls`` (``dev_tls``), every node serves with ``--require-auth`` (users on the HTTP API,
+SASL on Kafka), an admin token for ``/v1`` and ``--super-user admin``; once the cluster is up the
+supervisor creates the user ``admin`` through ``/v1/users`` (setting its password again at every start).
+
+The admin token and the user's random password are made once in ``DATA_DIR/security.json`` (readable by
+its owner only) and kept; ``cluster.json``'s ``security`` object names them with the CA clients trust."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import ssl
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+
+from raftlog_client.contract import USERS_PATH
+
+USER = "admin"
+CREATE_TIMEOUT_S = 30.0  # the controller elects its first leader within seconds of the nodes' start
+
+
+@dataclass(frozen=True, slots=True)
+class DevSecurity:
+    user: str
+    password: str
+    admin_token: str
+
+    def serve_args(self) -> list[str]:
+        """What every node of the cluster is started with."""
+        return ["--require-auth", "--admin-token", self.admin_token, "--super-user", self.user]
+
+    def description(self, ca: str) -> dict[str, str]:
+        """cluster.json's ``security``: what a client needs (the CA to trust, a user and its password;
+        the admin token for ``/v1``)."""
+        return {"ca": ca, "user": self.user, "password": self.password, "admin_token": self.admin_token}
+
+
+def dev_security(data_dir: str) -> DevSecurity:
+    """The cluster's admin token and admin user, from ``data_dir/security.json``; made the first time."""
+    path = os.path.join(data_dir, "security.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            kept = json.load(f)
+        return DevSecurity(str(kept["user"]), str(kept["password"]), str(kept["admin_token"]))
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} cannot be read ({exc}): remove it to make new credentials") from None
+    made = DevSecurity(USER, secrets.token_urlsafe(18), secrets.token_hex(16))
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(asdict(made), f, indent=2)
+    os.replace(path + ".tmp", path)
+    return made
+
+
+def create_user(urls: list[str], security: DevSecurity, context: ssl.SSLContext) -> str | None:
+    """Create (or set again) the admin user through the first node that takes it, trying for
+    ``CREATE_TIMEOUT_S``; None when done, else why not."""
+    body = json.dumps({"name": security.user, "password": security.password}).encode()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {security.admin_token}"}
+    deadline = time.monotonic() + CREATE_TIMEOUT_S
+    problem = "no node was asked"
+    while time.monotonic() < deadline:
+        for url in urls:
+            request = urllib.request.Request(url + USERS_PATH, body, headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=10, context=context):
+                    return None
+            except urllib.error.HTTPError as exc:
+                problem = f"{url}{USERS_PATH} answered {exc.code}: {exc.read()[:200]!r}"
+                exc.close()
+                if exc.code != 503:  # anything but "not now" will not change by asking again
+                    return problem
+            except (urllib.error.URLError, OSError) as exc:
+                problem = f"{url}{USERS_PATH}: {exc}"
+        time.sleep(0.5)
+    return f"the admin user was not created within {CREATE_TIMEOUT_S:.0f} s: {problem}"
