@@ -13,7 +13,9 @@ def test_the_advertised_address_reaches_the_node_config(monkeypatch: pytest.Monk
     monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
     assert node_config(serve_args())[0].kafka_address is None
     assert node_config(serve_args("--kafka", "127.0.0.1:9092"))[0].kafka_address == "127.0.0.1:9092"
-    advertised = serve_args("--kafka", "0.0.0.0:9092", "--kafka-advertised", "broker1.example:19092")
+    advertised = serve_args(
+        "--kafka", "0.0.0.0:9092", "--kafka-advertised", "broker1.example:19092", "--allow-unauthenticated"
+    )
     assert node_config(advertised)[0].kafka_address == "broker1.example:19092"
     listen = kafka_listener(advertised)
     assert listen is not None and (listen[0].host, listen[0].port) == ("0.0.0.0", 9092)
