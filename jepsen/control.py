@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from api.dev import free_base_port, plan
+from jepsen import disks
 from raftlog_client import probe
 
 SUBNET_BASE = "10.241"
@@ -268,7 +269,9 @@ def require_netns(node: NodeSpec) -> None:
 @dataclass
 class Cluster:
     """The node processes of one run. Node K's data lives in ``run_dir/data/nK``, its log (all lives,
-    appended) in ``run_dir/logs/nK.log``, its fsync trace and clock file in ``run_dir/faults/``."""
+    appended) in ``run_dir/logs/nK.log``, its fsync trace and clock file in ``run_dir/faults/``. With
+    ``disk_mib``, each node's data directory is an ext4 of that size of its own (``jepsen.disks``, the
+    image in ``run_dir/disks/``), mounted by :meth:`mount_disks` before the nodes start."""
 
     run_dir: str
     nodes: list[NodeSpec]
@@ -277,6 +280,8 @@ class Cluster:
     argv: dict[str, list[str]] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
+    disk_mib: int = 0  # 0: the data directories are plain directories of the run's disk
+    small_disks: dict[str, disks.SmallDisk] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for sub in ("data", "logs", "faults"):
@@ -292,6 +297,29 @@ class Cluster:
 
     def spec(self, node_id: str) -> NodeSpec:
         return next(n for n in self.nodes if n.node_id == node_id)
+
+    def mount_disks(self) -> None:
+        """Give every node's data directory a small disk of its own (``disk_mib``); ControlError if one
+        cannot be made (those made are unmounted by :meth:`unmount_disks`)."""
+        os.makedirs(os.path.join(self.run_dir, "disks"), exist_ok=True)
+        for node in self.nodes:
+            image = os.path.join(self.run_dir, "disks", f"{node.node_id}.img")
+            disk = disks.SmallDisk(image, self.data_dir(node.node_id), self.disk_mib)
+            try:
+                disk.mount()
+            except disks.DiskError as exc:
+                raise ControlError(f"a disk of its own for {node.node_id}: {exc}") from exc
+            self.small_disks[node.node_id] = disk
+
+    def unmount_disks(self) -> list[str]:
+        """Unmount the nodes' small disks (after the nodes stopped); returns problems."""
+        problems = []
+        for node_id, disk in sorted(self.small_disks.items()):
+            try:
+                disk.unmount()
+            except disks.DiskError as exc:
+                problems.append(f"{node_id}: {exc}")
+        return problems
 
     def data_dir(self, node_id: str) -> str:
         return os.path.join(self.run_dir, "data", node_id)

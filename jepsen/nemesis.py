@@ -28,6 +28,11 @@ What each fault really does (all recorded as nemesis start/stop events with thei
   that refuses to start on the damage stays down (visible in its log and the events).
 - ``clock``: through ``jepsen.nodeshim``, the targets' ``time.time``/``time.time_ns`` jump by +-1..120 s
   (wall clock only; monotonic timers are untouched); stop resets the offset to 0.
+- ``disk-full``: (small disks only: each node's data directory on an ext4 of its own, ``jepsen.disks``)
+  one node, a minority or (rarely) a majority: a ballast file takes every free block of their disks, and
+  is topped up every second while the fault lasts (what the node frees, retention or its remover, and
+  what ext4 kept allocated ahead of its files, goes to the ballast too: the disk stays full); stop
+  removes it. A power loss leaves the ballast as it is (the harness fsynced it).
 """
 
 from __future__ import annotations
@@ -40,13 +45,16 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jepsen import disks
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
-FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock")
+FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full")
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
+DISK_FAULTS = frozenset({"disk-full"})  # need each node's data directory on a small disk of its own
+BALLAST_TOP_UP_S = 1.0
 PROCESS_FAULTS = frozenset({"kill", "pause", "power-loss", "corrupt"})
 PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
 RESTART_READY_S = 30.0
@@ -73,7 +81,7 @@ def parse_faults(text: str) -> tuple[str, ...]:
         return FAULTS
     if names in ((), ("none",)):
         return ()
-    aliases = {"power": "power-loss", "skew": "clock"}
+    aliases = {"power": "power-loss", "skew": "clock", "disk": "disk-full"}
     resolved = tuple(dict.fromkeys(aliases.get(n, n) for n in names))
     unknown = [n for n in resolved if n not in FAULTS]
     if unknown:
@@ -269,6 +277,8 @@ def discard_unsynced(trace_path: str, data_dir: str) -> list[dict[str, Any]]:
         sizes = {}
     cut = []
     for path in _files(os.path.realpath(data_dir)):
+        if os.path.basename(path) == disks.BALLAST:
+            continue  # the disk-full fault's, fsynced by the harness: not the node's to lose
         size = os.path.getsize(path)
         keep = min(size, sizes.get(path, 0))
         if keep < size:
@@ -310,6 +320,7 @@ class Active:
     fault: str
     targets: list[str]
     detail: dict[str, Any] = field(default_factory=dict)
+    task: asyncio.Task[None] | None = None  # what keeps the fault in place while it lasts (disk-full)
 
 
 class Nemesis:
@@ -341,6 +352,8 @@ class Nemesis:
         return [n.node_id for n in self.cluster.nodes]
 
     def usable(self, fault: str) -> bool:
+        if fault in DISK_FAULTS:
+            return bool(self.cluster.small_disks)
         return self.network is not None or fault not in NETWORK_FAULTS
 
     def _note(self, text: str) -> None:
@@ -383,7 +396,8 @@ class Nemesis:
 
     async def start(self, fault: str) -> None:
         if not self.usable(fault):
-            self._note(f"{fault}: unavailable without network namespaces (loopback mode); skipped")
+            needs = "disks of their own" if fault in DISK_FAULTS else "network namespaces (loopback mode)"
+            self._note(f"{fault}: unavailable without {needs}; skipped")
             return
         handler: dict[str, Callable[[], Awaitable[Active | None]]] = {
             "kill": self._kill,
@@ -394,6 +408,7 @@ class Nemesis:
             "power-loss": self._power_loss,
             "corrupt": self._corrupt,
             "clock": self._clock,
+            "disk-full": self._disk_full,
         }
         try:
             active = await handler[fault]()
@@ -546,6 +561,28 @@ class Nemesis:
             _write_clock(self.cluster.clock_file(node), offset)
         return Active("clock", targets)
 
+    async def _disk_full(self) -> Active | None:
+        if any(a.fault == "disk-full" for a in self.active):
+            return None  # one ballast per disk
+        mode = self.rng.choices(["one", "minority", "majority"], [4, 3, 1])[0]
+        targets = pick_targets(self.node_ids, self.rng, mode=mode)
+        ballast = {}
+        for node in targets:
+            ballast[node] = await asyncio.to_thread(disks.fill, self.cluster.data_dir(node))
+        detail = {"nodes": targets, "mode": mode, "ballast_bytes": ballast}
+        self.recorder.nemesis("start", "disk-full", detail)
+        return Active("disk-full", targets, task=asyncio.create_task(self._keep_full(targets)))
+
+    async def _keep_full(self, targets: list[str]) -> None:
+        """Top the ballasts up every ``BALLAST_TOP_UP_S`` until cancelled."""
+        while True:
+            await asyncio.sleep(BALLAST_TOP_UP_S)
+            for node in targets:
+                try:
+                    await asyncio.to_thread(disks.fill, self.cluster.data_dir(node))
+                except OSError as exc:
+                    self._note(f"disk-full: topping up the ballast of {node} failed: {exc}")
+
     async def heal(self) -> None:
         """Stop every active fault (restart killed nodes, resume paused ones, remove cuts and qdiscs)."""
         while self.active:
@@ -570,6 +607,11 @@ class Nemesis:
         elif fault == "clock":
             for node in targets:
                 _write_clock(self.cluster.clock_file(node), 0.0)
+        elif fault == "disk-full":
+            if active.task is not None:
+                active.task.cancel()
+                await asyncio.gather(active.task, return_exceptions=True)
+            value["ballast_removed"] = {n: disks.empty(self.cluster.data_dir(n)) for n in targets}
         self.recorder.nemesis("stop", fault, value)
 
     async def _restart(self, targets: list[str]) -> dict[str, Any]:

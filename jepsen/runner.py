@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from jepsen import control, nemesis, workload
+from jepsen import control, disks, nemesis, workload
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
@@ -48,6 +48,7 @@ EXIT_UNKNOWN = 2
 EXIT_HARNESS = 3
 READY_TIMEOUT_S = 60.0
 HEAL_READY_TIMEOUT_S = 45.0
+DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
@@ -205,6 +206,14 @@ def run(config: RunConfig) -> RunResult:
                 f"loopback mode: {', '.join(skipped)} unavailable (needs network namespaces); skipped"
             )
     info["network"] = mode
+    disk_mib = 0
+    if nemesis.DISK_FAULTS & set(config.faults):
+        why_not = disks.unavailable()
+        if why_not is None:
+            disk_mib = DISK_MIB
+        else:
+            notes.append(f"disk-full unavailable ({why_not}): the nodes share the run's disk; skipped")
+    info["disk_mib"] = disk_mib
     print(f"jepsen run: {run_dir} ({mode}, {config.nodes} nodes, faults {list(config.faults)}, seed {seed})",
           flush=True)  # fmt: skip
     network: control.Network | None = None
@@ -221,8 +230,14 @@ def run(config: RunConfig) -> RunResult:
         else:
             specs = control.plan_loopback(config.nodes)
         cluster = control.Cluster(
-            run_dir, specs, admin_token=f"jepsen-{prefix}", serve_args=list(config.serve_args)
+            run_dir,
+            specs,
+            admin_token=f"jepsen-{prefix}",
+            serve_args=list(config.serve_args),
+            disk_mib=disk_mib,
         )
+        if disk_mib:
+            cluster.mount_disks()
         info["nodes"] = [{"id": n.node_id, "http": n.http, "namespace": n.namespace,
                           "argv": cluster.argv[n.node_id]} for n in specs]  # fmt: skip
         for spec in specs:
@@ -244,6 +259,9 @@ def run(config: RunConfig) -> RunResult:
         try:
             if cluster is not None:
                 cluster.stop_all()
+                problems = cluster.unmount_disks()
+                if problems:
+                    notes.append(f"unmounting the nodes' disks: {problems}")
         finally:
             if network is not None:
                 problems = network.teardown()

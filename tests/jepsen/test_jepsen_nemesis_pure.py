@@ -60,6 +60,8 @@ def test_parse_faults_resolves_aliases_and_rejects_unknown_names() -> None:
     assert parse_faults("all") == nemesis.FAULTS
     assert parse_faults("none") == ()
     assert parse_faults("power,skew") == ("power-loss", "clock")
+    assert parse_faults("disk-full,kill") == parse_faults("disk,kill") == ("disk-full", "kill")
+    assert "disk-full" in parse_faults("all")
     with pytest.raises(ValueError, match="unknown nemesis"):
         parse_faults("kill,meteor")
 
@@ -167,6 +169,9 @@ def test_discard_unsynced_cuts_files_back_to_their_last_fsync(tmp_path: object) 
     assert fresh.stat().st_size == 30
     assert new.stat().st_size == 0
     assert {c["file"] for c in cut} == {"logs/0.log", "logs/2.log"}
+    (data / "ballast").write_bytes(b"b" * 10)  # the disk-full fault's, fsynced by the harness
+    nemesis.discard_unsynced(str(trace), str(data))
+    assert (data / "ballast").stat().st_size == 10
 
 
 def test_flip_bits_changes_exactly_the_reported_bits() -> None:
