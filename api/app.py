@@ -139,7 +139,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", _TOPIC, records.produce_to_topic, "produce", "Produce records (key -> murmur2 partition)",
         "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
-        errors=(404, 413, 415, 422, 504), write=True,
+        errors=(404, 413, 415, 422, 504, 507), write=True,
     ),
     Operation(
         "GET", f"{_TOPIC}/partitions", topics.get_partitions, "listPartitions",
@@ -155,7 +155,7 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
         ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None),),
-        errors=(404, 413, 415, 422, 504), write=True,
+        errors=(404, 413, 415, 422, 504, 507), write=True,
     ),
     Operation(
         "GET", f"{_PARTITION}/offsets", records.get_offsets, "getOffsets",
@@ -175,7 +175,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", "/consumers/{group}/offsets", records.commit_offsets, "commitOffsets",
         "Commit a group's next offsets to read (never backwards unless reset)", "client",
-        body="CommitOffsetsRequest", body_types=RECORD_TYPES, ok_status=204, errors=(404, 415, 504),
+        body="CommitOffsetsRequest", body_types=RECORD_TYPES, ok_status=204, errors=(404, 415, 504, 507),
         write=True,
     ),
     Operation(
@@ -195,11 +195,12 @@ ROUTES: tuple[Operation, ...] = (
               local=True),
     Operation(
         "POST", "/v1/topics", topics.create_topic, "createTopic", "Create a topic", "admin",
-        body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415), write=True,
+        body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415, 507),
+        write=True,
     ),
     Operation(
         "DELETE", "/v1/topics/{topic}", topics.delete_topic, "deleteTopic", "Delete a topic", "admin",
-        ok_status=204, errors=(404,), write=True,
+        ok_status=204, errors=(404, 507), write=True,
     ),
     Operation(
         "GET", "/v1/partitions/{topic}/{partition}", topics.partition_state, "getPartitionState",

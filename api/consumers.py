@@ -456,16 +456,16 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _GROUP, create_instance, "createConsumer",
         "Create a consumer instance in a group (its coordinator holds it)", "client",
         body="CreateConsumerRequest", body_types=_CONSUMER_TYPES, ok_schema="CreatedConsumer",
-        errors=(409, 415, 422, 504), write=True,
+        errors=(409, 415, 422, 504, 507), write=True,
     ),
     Operation(
         "DELETE", _INSTANCE, delete_instance, "deleteConsumer", "Remove a consumer instance (rebalances)",
-        "client", ok_status=204, errors=(404, 504), write=True,
+        "client", ok_status=204, errors=(404, 504, 507), write=True,
     ),
     Operation(
         "POST", f"{_INSTANCE}/subscription", subscribe, "subscribe", "Subscribe to topics (rebalances)",
         "client", body="SubscriptionRequest", body_types=_CONSUMER_TYPES, ok_status=204,
-        errors=(404, 415, 504), write=True,
+        errors=(404, 415, 504, 507), write=True,
     ),
     Operation(
         "GET", f"{_INSTANCE}/subscription", subscription, "getSubscription", "Subscribed topics", "client",
@@ -473,7 +473,7 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "DELETE", f"{_INSTANCE}/subscription", unsubscribe, "unsubscribe", "Unsubscribe (rebalances)",
-        "client", ok_status=204, errors=(404, 504), write=True,
+        "client", ok_status=204, errors=(404, 504, 507), write=True,
     ),
     Operation(
         "GET", f"{_INSTANCE}/assignments", assignments, "getAssignments",
