@@ -334,6 +334,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     _SyncObj__lastSerializedTime: float
     _SyncObj__lastSerializedEntry: int | None
     _SyncObj__otherNodes: set[Any]
+    _SyncObj__raftLeader: Any
 
     def __init__(
         self,
@@ -668,8 +669,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         ):
             if not self._voting:
                 # a learner (or a removed replica) never stands: its deadline only moves on, so that the
-                # driver does not tick it for a deadline long past
+                # driver does not tick it for a deadline long past; having heard no leader for as long,
+                # it knows none (a removed one is sent nothing more: its owner sees it leaderless)
                 self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+                if self._SyncObj__raftLeader is not None:
+                    self._SyncObj__raftLeader = None
+                    self._SyncObj__onLeaderChanged()
             elif self._SyncObj__connectedToAnyone():
                 self._start_election(now)
 
@@ -1231,9 +1236,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return appended
 
     def membership_refusal(self, change: str, node_id: str) -> str | None:
-        """Why this replica would deny a membership change now (None: it would append it). One change at a
-        time: none until the previous one this leader appended and its own no-op (which covers those of
-        earlier leaders) are applied. Any thread (an answer a tick old); the tick decides again."""
+        """Why this replica would deny a membership change now (None: it would append it): see
+        :meth:`membership_pending` and ``Membership.refusal``. Any thread (an answer a tick old); the tick
+        decides again."""
+        return self.membership_pending() or self._memberships.current.refusal(change, node_id, self.node_id)
+
+    def membership_pending(self) -> str | None:
+        """Why no membership change may start now, whatever it is (None: one may). One change at a time:
+        none until the previous one this leader appended and its own no-op (which covers those of
+        earlier leaders) are applied; none but on the leader. Any thread."""
         if self._SyncObj__raftState != _LEADER:
             return "not the leader"
         applied = self._SyncObj__raftLastApplied
@@ -1242,7 +1253,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return "the leader has not applied its own first entry yet"
         if self._membership_index > applied:
             return f"the membership change at index {self._membership_index} is not applied yet"
-        return self._memberships.current.refusal(change, node_id, self.node_id)
+        return None
 
     def _SyncObj__applyLogEntries(self) -> bool:
         # Only what this replica's own journal holds durably: a follower that learns the commit index in

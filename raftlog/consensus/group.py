@@ -195,6 +195,11 @@ class ReplicaGroup:
     async def remove_replica(self, node_id: str, timeout_ms: int) -> None:
         await self._change_membership(REMOVE, node_id, timeout_ms)
 
+    def membership_pending(self) -> str | None:
+        """Why no membership change may start now (None: one may): not the leader, or a change (or the
+        leader's own first entry) not applied yet. Any thread."""
+        return self._core.membership_pending()
+
     async def _change_membership(self, change: str, node_id: str, timeout_ms: int) -> None:
         """One membership change, committed. Refused at once, saying why (``ProposalRejected``), when the
         leader would deny it now (another change in flight, a change that changes nothing, the leader
