@@ -1,4 +1,5 @@
-"""Operator endpoints: topic configs, replica moves, decommission, maintenance.
+"""Operator endpoints: topic configs, replica moves, decommission, maintenance, the controller group's
+members.
 
 Requests that change cluster metadata, and reads of move and decommission progress, are served by the
 controller leader: the cluster-wide admin service runs them there. Handlers only parse and call it;
@@ -17,7 +18,7 @@ from api.openapi import Operation
 from api.schemas import parse_json, require_json_body
 from partitions.cluster import ClusterAdmin
 from partitions.errors import UnknownPartition
-from partitions.services import MoveProgress, MoveState
+from partitions.services import ControllerMembers, MoveProgress, MoveState
 from raftlog.storage.config import LogConfig
 
 CONFIG_KEYS_MAX = 64
@@ -143,6 +144,41 @@ async def maintenance_off(request: web.Request) -> web.Response:
     return web.json_response({"node_id": node_id, "maintenance": False})
 
 
+# -- the controller group -------------------------------------------------------------------------------
+
+
+def _controller_body(members: ControllerMembers) -> dict[str, Any]:
+    return {
+        "leader": members.leader,
+        "term": members.term,
+        "voters": list(members.voters),
+        "learners": list(members.learners),
+        "commit_index": members.commit_index,
+        "match_index": dict(members.match_index),
+        "pending": members.pending,
+    }
+
+
+async def describe_controller(request: web.Request) -> web.Response:
+    return web.json_response(_controller_body(await _admin(request).controller_members()))
+
+
+async def add_controller_voter(request: web.Request) -> web.Response:
+    """202: the node is a learner of the controller group; the controller leader promotes it once it
+    has caught up (GET /v1/controller shows it among the voters then)."""
+    body = await _object(request, {"node_id"})
+    node_id = body.get("node_id")
+    if not isinstance(node_id, str) or not node_id:
+        raise BadRequest("field node_id is required: the id of the node to add to the controller group")
+    members = await _admin(request).add_controller_voter(node_id)
+    return web.json_response(_controller_body(members), status=202)
+
+
+async def remove_controller_voter(request: web.Request) -> web.Response:
+    members = await _admin(request).remove_controller_voter(request.match_info["node_id"])
+    return web.json_response(_controller_body(members))
+
+
 _MOVES = "/v1/partitions/{topic}/{partition}/replicas"
 _NODE = "/v1/nodes/{node_id}"
 
@@ -193,5 +229,23 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "DELETE", f"{_NODE}/maintenance", maintenance_off, "endMaintenance",
         "Let a node lead again", "admin", ok_schema="Maintenance", errors=(404,), write=True,
+    ),
+    Operation(
+        "GET", "/v1/controller", describe_controller, "describeController",
+        "The controller group: its leader, voters, learners joining and how far each is", "admin",
+        ok_schema="Controller",
+    ),
+    Operation(
+        "POST", "/v1/controller/voters", add_controller_voter, "addControllerVoter",
+        "Add a node to the controller group: a learner now, a voter once caught up (202: started; 409 "
+        "while another change is in progress)", "admin",
+        body="ControllerVoterRequest", ok_status=202, ok_schema="Controller", errors=(404, 409, 415),
+        write=True,
+    ),
+    Operation(
+        "DELETE", "/v1/controller/voters/{node_id}", remove_controller_voter, "removeControllerVoter",
+        "Remove a node from the controller group (a leader hands over first; 409 when it would leave no "
+        "live majority, or while another change is in progress)", "admin",
+        ok_schema="Controller", errors=(404, 409), write=True,
     ),
 )  # fmt: skip

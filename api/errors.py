@@ -13,6 +13,7 @@ from typing import Any
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
     CapacityExceeded,
+    ControllerChangeRefused,
     DecommissionImpossible,
     HopLimitExceeded,
     InvalidCommand,
@@ -193,6 +194,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (ReassignmentInProgress, HttpError(409, 40908)),
     (DecommissionImpossible, HttpError(409, 40909)),
     (CapacityExceeded, HttpError(409, 40910)),
+    (ControllerChangeRefused, HttpError(409, 40914)),
     (SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (ProducerFenced, HttpError(409, 40911)),
     (OutOfOrderSequence, HttpError(409, 40912)),
@@ -249,6 +251,8 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["leader_hint"] = error.leader_hint
     if isinstance(error, DecommissionImpossible):
         payload["partitions"] = [{"topic": t, "partition": p, "reason": r} for t, p, r in error.partitions]
+    if isinstance(error, ControllerChangeRefused):
+        payload["reason"] = error.reason
     if isinstance(error, CapacityExceeded):
         payload["replicas_max"] = error.replicas_max
         payload["room"] = error.room

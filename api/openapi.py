@@ -582,6 +582,20 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["node_id", "decommissioning", "replicas_remaining", "done"],
     ),
     "Maintenance": _obj({"node_id": _STR, "maintenance": {"type": "boolean"}}, ["node_id", "maintenance"]),
+    # the controller group as its leader sees it (api/admin.py)
+    "Controller": _obj(
+        {
+            "leader": _STR,
+            "term": _INT,
+            "voters": _STR_LIST,
+            "learners": _STR_LIST,  # joining: promoted once caught up
+            "commit_index": _INT,
+            "match_index": {"type": "object", "additionalProperties": _INT},
+            "pending": _nullable(_STR),  # why no change may start now (a change not yet applied)
+        },
+        ["leader", "term", "voters", "learners", "commit_index", "match_index", "pending"],
+    ),
+    "ControllerVoterRequest": _closed(_obj({"node_id": _STR}, ["node_id"])),
     "User": _obj(
         {"name": _STR, "mechanisms": _MECHANISMS, "created": {"type": "boolean"}},
         ["name", "mechanisms", "created"],
@@ -631,7 +645,6 @@ _REASONS = {
     422: "Invalid record (42201) or consumer configuration (42204)",
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
-    507: "The leader's data disk is full (50701): refused before it was proposed, nothing written",
 }
 ANY_ERRORS = (400, 406, 500)  # a malformed request (duplicate query parameter, bad header); Accept; a bug
 COMMON_ERRORS = (503,)  # no leader / quorum right now, for requests served by a partition's leader

@@ -35,6 +35,7 @@ from partitions.services import (
     CommittedOffset,
     ConsumerCreated,
     ConsumerRecords,
+    ControllerMembers,
     DataService,
     FetchedBatches,
     GroupDescription,
@@ -220,6 +221,16 @@ class ClusterAdmin:
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         return await self._run(lambda s: s.decommission_status(node_id))
 
+    async def controller_members(self) -> ControllerMembers:
+        return await self._run(lambda s: s.controller_members())
+
+    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
+        return await self._run(lambda s: s.add_controller_voter(node_id))
+
+    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
+        """On the controller leader; when that is the node to go, on the leader it hands over to."""
+        return await self._run(lambda s: s.remove_controller_voter(node_id))
+
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         return await self._run(lambda s: s.set_user(name, credentials))
 
@@ -350,12 +361,21 @@ class ClusterGroups:
 
 
 class ClusterPeer:
-    """The partition-leader calls of ``PeerService`` (a replica move's), run on the leader wherever it is."""
+    """The partition-leader calls of ``PeerService`` (a replica move's), run on the leader wherever it is,
+    and the controller leader's call to a node joining the controller group."""
 
     def __init__(self, router: Router, local: PeerService, client: PeerClient) -> None:
         self._router = router
         self._local = local
+        self._client = client
         self._remote = lambda node: RemotePeer(client, node)
+
+    async def join_controller(self, node_id: str, voters: list[str]) -> None:
+        """On ``node_id`` itself (never forwarded)."""
+        if node_id == self._router.node_id:
+            await self._local.join_controller(voters)
+        else:
+            await RemotePeer(self._client, node_id).join_controller(voters)
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
         served = await self._router.run(

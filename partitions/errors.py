@@ -167,6 +167,16 @@ class DecommissionImpossible(PartitionError):
         self.partitions = partitions
 
 
+class ControllerChangeRefused(PartitionError):
+    """A change of the controller group's members that may not be made now, and why (another change in
+    progress, a node that is no member, no live majority left...). Nothing was changed."""
+
+    def __init__(self, node_id: str, reason: str) -> None:
+        super().__init__(f"controller group change of {node_id} refused: {reason}")
+        self.node_id = node_id
+        self.reason = reason
+
+
 class CapacityExceeded(PartitionError):
     """A topic or a move would put more replicas on a node than it may hold."""
 

@@ -15,6 +15,7 @@ from partitions.presence import Presence
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
     Claims,
+    ControllerMembers,
     ControllerSnapshot,
     Failures,
     FetchedBatches,
@@ -80,6 +81,18 @@ class LocalAdmin:
         self._on_controller()
         return self._frontend.decommission_status(node_id)
 
+    async def controller_members(self) -> ControllerMembers:
+        self._on_controller()
+        return self._frontend.controller_members()
+
+    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
+        self._on_controller()
+        return await self._frontend.add_controller_voter(node_id)
+
+    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
+        self._on_controller()
+        return await self._frontend.remove_controller_voter(node_id)
+
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         self._on_controller()
         return await self._frontend.set_user(name, credentials)
@@ -138,3 +151,9 @@ class PeerServer:
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:
         await self._partitions.change_membership(topic, partition, change, node_id, timeout_ms)
+
+    async def join_controller(self, voters: list[str]) -> None:
+        await self._frontend.join_controller(voters)
+
+    async def leave_controller(self, why: str) -> None:
+        await self._frontend.leave_controller(why)

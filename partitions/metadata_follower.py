@@ -1,8 +1,8 @@
 """Controller metadata for a node outside the controller group (a node that joined by gossip).
 
-The controller group's voters are fixed at start (the first nodes of the static peer list). A node that
-joins later holds partition replicas like any other but no controller replica, and pysyncobj has no
-learners, so it copies the controller's applied state instead: every ``POLL_S`` it asks the controller
+A node outside the controller group (one started with ``--join`` and not added to the group, or one
+removed from it) holds partition replicas like any other but no controller replica, so it copies the
+controller's applied state instead: every ``POLL_S`` it asks the controller
 leader (learned from the previous answer; any live node at first, which names the leader) for its
 snapshot through the peer client, and, when the applied index moved forward, restores it into its local
 ``ControllerStateMachine`` and reconciles its replicas. Writes to the controller from this node go to the

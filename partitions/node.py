@@ -41,7 +41,13 @@ from partitions.local import LocalAdmin, PeerServer
 from partitions.metadata import MetadataFrontend
 from partitions.operations import Operator
 from partitions.partition_admin import PartitionAdmin
-from partitions.peer_client import PeerClient, RemotePeer, credential_matches, internal_credential
+from partitions.peer_client import (
+    PeerClient,
+    RemoteAdmin,
+    RemotePeer,
+    credential_matches,
+    internal_credential,
+)
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.presence import Presence
 from partitions.raft_host import RaftHost
@@ -49,7 +55,7 @@ from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
-from partitions.services import ControllerSnapshot, MoveState, NodeInfo
+from partitions.services import ControllerMembers, ControllerSnapshot, MoveState, NodeInfo
 from partitions.users import ScramCredential
 from raftlog.consensus import journal
 from raftlog.consensus.core import CoreConfig
@@ -96,8 +102,9 @@ class NodeConfig:
     # syncs of at least journal_sync_thread_min_bytes
     journal_sync_threads: int = JOURNAL_SYNC_THREADS_DEFAULT
     journal_sync_thread_min_bytes: int = JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT * 1024
-    # Joining a running cluster: not a controller voter whatever the peer list says; the controller's
-    # metadata is followed from the controller leader (``metadata_follower``), peers are learned by gossip.
+    # Joining a running cluster: not one of the controller group's first voters whatever the peer list
+    # says (it may be added later: POST /v1/controller/voters); until then the controller's metadata is
+    # followed from the controller leader (``metadata_follower``); peers are learned by gossip.
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
     recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
@@ -259,7 +266,13 @@ class Node:
         await asyncio.to_thread(self.trash.empty)  # a crash may have left some
         self._logs.start()
         self.raft.start()
-        await self.frontend.start(self.routing, self.replicas.schedule_reconcile, self._controller_snapshot)
+        await self.frontend.start(
+            self.routing,
+            self.replicas.schedule_reconcile,
+            self._controller_snapshot,
+            self._controller_members,
+            self._leave_controller,
+        )
         await self.presence.start()
         task = asyncio.get_running_loop().create_task(self.groups.run())
         self._background.add(task)
@@ -267,6 +280,12 @@ class Node:
 
     async def _controller_snapshot(self, node_id: str, known_index: int | None) -> ControllerSnapshot:
         return await RemotePeer(self.peers, node_id).controller_snapshot(known_index)
+
+    async def _controller_members(self, node_id: str) -> ControllerMembers:
+        return await RemoteAdmin(self.peers, node_id).controller_members()
+
+    async def _leave_controller(self, node_id: str, why: str) -> None:
+        await RemotePeer(self.peers, node_id).leave_controller(why)
 
     async def close(self) -> None:
         """Stop every part, in reverse order of their start; a second call does nothing."""

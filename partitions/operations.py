@@ -1,4 +1,5 @@
-"""The controller leader's background work: replica moves, decommissions and the leader balancer.
+"""The controller leader's background work: replica moves, decommissions, the leader balancer, and the
+controller group's own joining members.
 
 Every node runs one ``Operator`` task; it acts only while its node leads the controller group and has
 applied the metadata committed before its election. Each tick it:
@@ -8,7 +9,9 @@ applied the metadata committed before its election. Each tick it:
    through the peer client, following leader hints);
 2. starts moves off decommissioning nodes, a few at a time (``reconfigure.replacement_for``);
 3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
-   leadership transfer from ``balancer.plan``.
+   leadership transfer from ``balancer.plan``;
+4. has a learner of the controller group open its replica, and promotes it once caught up
+   (``controller_members.next_step``).
 
 All decisions are made from fresh state each tick, so a failed step, a lost answer or a new controller
 leader only repeats work: each step is idempotent (see ``reconfigure``).
@@ -22,8 +25,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from partitions import balancer, reconfigure
+from partitions import balancer, controller_members, reconfigure
 from partitions.controller import ControllerCommand, ControllerMetadata, MoveReplicas, Reassignment, StepMove
+from partitions.controller_members import ControllerMembers
 from partitions.reconfigure import Add, MemberView, Promote, Record, Remove, Wait
 from partitions.worker import Worker
 from raftlog.errors import RaftlogError
@@ -47,6 +51,10 @@ class Controller(Protocol):
 
     async def propose(self, command: ControllerCommand) -> object: ...
 
+    def controller_members(self) -> ControllerMembers: ...
+
+    async def promote_controller_learner(self, node_id: str) -> None: ...
+
 
 class Nodes(Protocol):
     """Who is alive and who leads what (``routing.Routing``)."""
@@ -65,6 +73,10 @@ class PartitionLeaders(Protocol):
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None: ...
 
+    async def join_controller(self, node_id: str, voters: list[str]) -> None:
+        """Have ``node_id`` open its replica of the controller group (it is a learner of it)."""
+        ...
+
 
 class Operator(Worker):
     """Create with the node's parts, ``start()`` on its event loop, ``await close()``."""
@@ -77,6 +89,7 @@ class Operator(Worker):
         self.node_id = controller.node_id
         # (topic, partition, learner joining) -> the commit index when it was first seen a learner
         self._goals: dict[tuple[str, int, str], int] = {}
+        self._controller_goal: tuple[str, int] | None = None  # (controller learner, its catch-up goal)
         self._balanced_at = 0.0
         self.steps_taken = 0
         self.leadership_transfers = 0
@@ -102,6 +115,7 @@ class Operator(Worker):
             lambda: _bounded([self._advance(t, p, move) for (t, p), move in sorted(moves.items())]),
             lambda: self._decommission(len(moves)),
             lambda: self._balance(bool(moves)),
+            self._controller_learners,
         ]
         for duty in duties:
             try:
@@ -152,6 +166,27 @@ class Operator(Worker):
 
     async def _change(self, topic: str, partition: int, change: str, node: str) -> None:
         await self._leaders.change_membership(topic, partition, change, node, MEMBERSHIP_TIMEOUT_MS)
+
+    # -- the controller group -------------------------------------------------------------------------
+
+    async def _controller_learners(self) -> None:
+        """A node joining the controller group (a learner of it): ask it to open its replica until it
+        answers the leader, and promote it once its match index reaches the commit index this operator
+        saw when it first met it."""
+        members = self._controller.controller_members()
+        if not members.learners:
+            self._controller_goal = None
+            return
+        node = members.learners[0]
+        if self._controller_goal is None or self._controller_goal[0] != node:
+            self._controller_goal = (node, members.commit_index)
+        step = controller_members.next_step(members, self._controller_goal[1])
+        if isinstance(step, controller_members.Promote):
+            log.info("node %s: promoting %s to controller voter", self.node_id, step.node)
+            await self._controller.promote_controller_learner(step.node)
+            self._controller_goal = None
+        elif members.match_index.get(node, 0) == 0:
+            await self._leaders.join_controller(node, list(members.voters))
 
     # -- decommission --------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from partitions.services import (
     Claims,
     CommittedOffset,
     ConsumerCreated,
+    ControllerMembers,
     ControllerSnapshot,
     Failures,
     FetchedBatches,
@@ -111,6 +112,10 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("admin", "cancel_move", "Cancel a replica move on the controller leader", write=True),
     PeerOp("admin", "set_node_flag", "Mark a node decommissioning or in maintenance", write=True),
     PeerOp("admin", "decommission_status", "A decommission's progress, from the controller leader"),
+    PeerOp("admin", "controller_members", "The controller group's members, from its leader"),
+    PeerOp("admin", "add_controller_voter", "Add a node to the controller group, on its leader", write=True),
+    PeerOp("admin", "remove_controller_voter", "Remove a node from the controller group, on its leader",
+           write=True),
     PeerOp("admin", "set_user", "Create a user or set its credentials on the controller leader", write=True),
     PeerOp("admin", "delete_user", "Delete a user on the controller leader", write=True),
     PeerOp("admin", "alter_user", "Change some of a user's credentials on the controller leader", write=True),
@@ -140,8 +145,12 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("peer", "replica_failures", "This node's replicas that cannot open or replay"),
     PeerOp("peer", "controller_snapshot", "The controller's applied metadata"),
     PeerOp("peer", "member_view", "The partition leader's Raft voters and progress"),
-    PeerOp("peer", "change_membership", "Add or remove a voter, or transfer leadership", write=True,
-           wait_arg="timeout_ms"),
+    PeerOp("peer", "change_membership", "Add a learner, promote it, remove a member, or transfer leadership",
+           write=True, wait_arg="timeout_ms"),
+    PeerOp("peer", "join_controller", "Open this node's replica of the controller group (a learner)",
+           write=True),
+    PeerOp("peer", "leave_controller", "Close this node's replica of the controller group, which removed it",
+           write=True),
 )  # fmt: skip
 OPS = {op.name: op for op in PEER_OPS}
 
@@ -362,6 +371,19 @@ class RemoteAdmin:
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         return await self._client.expect(self._node, "admin.decommission_status", dict, node_id=node_id)
 
+    async def controller_members(self) -> ControllerMembers:
+        return await self._client.expect(self._node, "admin.controller_members", ControllerMembers)
+
+    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
+        return await self._client.expect(
+            self._node, "admin.add_controller_voter", ControllerMembers, node_id=node_id
+        )
+
+    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
+        return await self._client.expect(
+            self._node, "admin.remove_controller_voter", ControllerMembers, node_id=node_id
+        )
+
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         return await self._client.expect(
             self._node, "admin.set_user", list, name=name, credentials=credentials
@@ -544,3 +566,9 @@ class RemotePeer:
             self._node, "peer.change_membership",
             topic=topic, partition=partition, change=change, node_id=node_id, timeout_ms=timeout_ms,
         )  # fmt: skip
+
+    async def join_controller(self, voters: list[str]) -> None:
+        await self._client.expect_none(self._node, "peer.join_controller", voters=voters)
+
+    async def leave_controller(self, why: str) -> None:
+        await self._client.expect_none(self._node, "peer.leave_controller", why=why)

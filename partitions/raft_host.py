@@ -111,6 +111,10 @@ class RaftHost:
         """Wait until the driver thread has run everything queued before this call."""
         await self.run(lambda: None)
 
+    def discard(self, path: str) -> None:
+        """Take away a group's directory this node no longer needs (the node's trash removes it later)."""
+        self._discard(path)
+
     def learn_peer(self, node_id: str, raft_address: str) -> None:
         if self.hub.peers().get(node_id) != raft_address:
             self.hub.set_peer(node_id, raft_address)

@@ -31,6 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar
 # itself (a topic's configs after a change; a user's SCRAM credentials, made where the password enters).
 from partitions.controller import TopicMetadata as TopicMetadata
 from partitions.controller import merge_configs as merge_configs
+from partitions.controller_members import ControllerMembers as ControllerMembers
 from partitions.groups.assignors import ASSIGNORS as ASSIGNORS
 from partitions.groups.assignors import TopicPartition as TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX as SUBSCRIBED_TOPICS_MAX
@@ -295,6 +296,7 @@ RESULT_TYPES: tuple[type, ...] = (
     TopicMetadata,
     MoveProgress,
     MemberView,
+    ControllerMembers,
     ReplicaFailure,
     ScramCredential,
 )
@@ -449,6 +451,20 @@ class AdminService(Protocol):
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]: ...
 
+    async def controller_members(self) -> ControllerMembers:
+        """The controller group (leader, voters, learners joining and their progress), from its leader."""
+        ...
+
+    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
+        """Start adding a node to the controller group: a learner now, a voter once caught up. Raises
+        UnknownNode, ControllerChangeRefused."""
+        ...
+
+    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
+        """Remove a node from the controller group (a learner: cancel its add); a leader hands over
+        first. Raises UnknownNode, ControllerChangeRefused."""
+        ...
+
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         """Create a user or replace its credentials (made where the password entered: it never travels
         on); its mechanisms. Raises InvalidName, InvalidCommand."""
@@ -590,7 +606,18 @@ class PeerService(Protocol):
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:
-        """On the partition leader: "add" or "remove" a voter, or "transfer" leadership to it."""
+        """On the partition leader: "learner" (join as a learner), "promote" (a learner becomes a voter),
+        "add" (join as a voter at once) or "remove" a member, or "transfer" leadership to it."""
+        ...
+
+    async def join_controller(self, voters: list[str]) -> None:
+        """Open this node's replica of the controller group, which made it a learner (voters: the
+        group's); nothing if it has one."""
+        ...
+
+    async def leave_controller(self, why: str) -> None:
+        """The controller leader removed this node from the controller group: close and delete its
+        replica and follow the controller's metadata; nothing if it has none."""
         ...
 
 

@@ -1,6 +1,7 @@
 """Operator commands of the ``raftlog`` CLI: cluster health and nodes, partition moves and leadership,
-node decommission and maintenance, topic configs. Each prints a short human summary, or the server's JSON
-with ``--json``. ``raftlog_cli.cli`` registers them and supplies how to run a call against the cluster."""
+node decommission and maintenance, the controller group's members, topic configs. Each prints a short
+human summary, or the server's JSON with ``--json``. ``raftlog_cli.cli`` registers them and supplies
+how to run a call against the cluster."""
 
 from __future__ import annotations
 
@@ -108,8 +109,8 @@ def decommission_summary(body: dict[str, Any]) -> str:
     if body["done"]:
         if body.get("controller_voter"):
             return (
-                f"{node}: decommissioned: it holds no partition replica; it stays a controller voter, so "
-                "stopping it lowers the controller group's fault tolerance"
+                f"{node}: decommissioned: it holds no partition replica but is a controller voter: "
+                f"`raftlog controller remove {node}` (add another voter first to keep the group's size)"
             )
         return f"{node}: decommissioned: it holds no replica and may be stopped"
     lines = [
@@ -120,6 +121,18 @@ def decommission_summary(body: dict[str, Any]) -> str:
     if blocked:
         lines.append(f"blocked: {len(blocked)} partition(s) cannot move now:")
         lines += [f"  {b['topic']}/{b['partition']}: {b['reason']}" for b in blocked]
+    return "\n".join(lines)
+
+
+def controller_summary(body: dict[str, Any]) -> str:
+    match = body["match_index"]
+    lines = [f"leader {body['leader']} (term {body['term']}), commit index {body['commit_index']}"]
+    for role, nodes in (("voter", body["voters"]), ("learner", body["learners"])):
+        for node in nodes:
+            progress = "" if node == body["leader"] else f"  match index {match.get(node, 0)}"
+            lines.append(f"  {node}  {role}{progress}")
+    if body["pending"]:
+        lines.append(f"no change may start yet: {body['pending']}")
     return "\n".join(lines)
 
 
@@ -287,6 +300,40 @@ def add_commands(
     maintaining = node_parser("maintenance", "drain a node's leadership and keep it away (--off to end)")
     maintaining.add_argument("--off", action="store_true", help="end maintenance: the node may lead again")
     maintaining.set_defaults(run=run(maintenance))
+
+    controller = commands.add_parser("controller", help="the controller group: describe, add, remove voters")
+    controller_sub = controller.add_subparsers(dest="controller_command", required=True)
+
+    async def describe_controller(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await client.controller(), controller_summary)
+        return 0
+
+    controller_sub.add_parser(
+        "describe", parents=common, help="leader, voters, learners joining and each member's match index"
+    ).set_defaults(run=run(describe_controller))
+
+    async def add_voter(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await client.add_controller_voter(args.node_id), controller_summary)
+        if not args.wait:
+            return 0
+        return await _wait(args, client.controller, lambda b: args.node_id in b["voters"], controller_summary)
+
+    adding = controller_sub.add_parser(
+        "add", parents=common, help="add a node to the controller group: a learner, a voter once caught up"
+    )
+    adding.add_argument("node_id")
+    _wait_options(adding)
+    adding.set_defaults(run=run(add_voter))
+
+    async def remove_voter(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await client.remove_controller_voter(args.node_id), controller_summary)
+        return 0
+
+    removing = controller_sub.add_parser(
+        "remove", parents=common, help="remove a node from the controller group (it then follows it)"
+    )
+    removing.add_argument("node_id")
+    removing.set_defaults(run=run(remove_voter))
 
     async def config(client: RaftlogClient, args: argparse.Namespace) -> int:
         if args.set:

@@ -57,6 +57,8 @@ from raftlog_client.contract import (
     ADMIN_TOPICS_PATH,
     BINARY_V2,
     CONSUMER_GROUPS_PATH,
+    CONTROLLER_PATH,
+    CONTROLLER_VOTERS_PATH,
     HEALTH_PATH,
     INSTANCE_EXISTS,
     KAFKA_V2,
@@ -71,6 +73,7 @@ from raftlog_client.contract import (
     USERS_PATH,
     admin_topic_path,
     consumer_group_path,
+    controller_voter_path,
     decommission_path,
     group_offsets_path,
     group_path,
@@ -639,6 +642,21 @@ class RaftlogClient:
     async def recommission(self, node_id: str) -> dict[str, Any]:
         path = decommission_path(node_id)
         _, body = await self._request("DELETE", path, repeatable=True)
+        return dict(body)
+
+    async def controller(self) -> dict[str, Any]:
+        """The controller group: leader, term, voters, learners joining, each member's match index."""
+        _, body = await self._request("GET", CONTROLLER_PATH, repeatable=True)
+        return dict(body)
+
+    async def add_controller_voter(self, node_id: str) -> dict[str, Any]:
+        """Start adding ``node_id`` to the controller group (a learner, promoted once caught up); poll
+        :meth:`controller` until it is among the voters."""
+        _, body = await self._request("POST", CONTROLLER_VOTERS_PATH, body={"node_id": node_id})
+        return dict(body)
+
+    async def remove_controller_voter(self, node_id: str) -> dict[str, Any]:
+        _, body = await self._request("DELETE", controller_voter_path(node_id))
         return dict(body)
 
     async def set_maintenance(self, node_id: str, on: bool) -> dict[str, Any]:

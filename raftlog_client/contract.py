@@ -61,6 +61,8 @@ ADMIN_PREFIX = "/v1/"  # the admin API: with ``serve --admin-token``, every path
 ADMIN_TOPICS_PATH = "/v1/topics"
 NODES_PATH = "/v1/nodes"
 HEALTH_PATH = "/v1/cluster/health"
+CONTROLLER_PATH = "/v1/controller"  # GET: the controller group's leader, voters and learners
+CONTROLLER_VOTERS_PATH = "/v1/controller/voters"  # POST {"node_id"}: add a node to the controller group
 CONSUMER_GROUPS_PATH = "/v1/consumer-groups"
 USERS_PATH = "/v1/users"
 
@@ -140,6 +142,11 @@ def replicas_path(topic: str, partition: int) -> str:
 def decommission_path(node_id: str) -> str:
     """PUT decommissions a node, GET follows it, DELETE recommissions."""
     return f"{NODES_PATH}/{segment(node_id)}/decommission"
+
+
+def controller_voter_path(node_id: str) -> str:
+    """DELETE removes a node from the controller group."""
+    return f"{CONTROLLER_VOTERS_PATH}/{segment(node_id)}"
 
 
 def maintenance_path(node_id: str) -> str:

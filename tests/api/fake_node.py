@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions import decommission, reconfigure
+from partitions import controller_members, decommission, reconfigure
 from partitions.cluster import Cluster
 from partitions.controller import Reassignment, TopicMetadata, validate_topic
 from partitions.errors import (
+    ControllerChangeRefused,
     DecommissionImpossible,
     InvalidReassignment,
     NoReassignment,
@@ -52,6 +53,7 @@ from partitions.reconfigure import MemberView, MoveProgress
 from partitions.replica_failures import ReplicaFailure, digest
 from partitions.services import (
     Claims,
+    ControllerMembers,
     ControllerSnapshot,
     Failures,
     FetchedBatches,
@@ -140,6 +142,10 @@ class FakeCluster:
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
+        self.controller_voters: list[str] = self.node_ids[:5]
+        self.controller_learners: list[str] = []  # joining; nothing promotes them here
+        self.joined_controller: list[tuple[str, list[str]]] = []  # (node, voters) of join_controller calls
+        self.left_controller: list[str] = []  # nodes of leave_controller calls
 
     def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
         """A replica reported failed by a node that is up (a down node reports nothing)."""
@@ -453,6 +459,12 @@ class FakeData:
         elif change not in ("add", "remove"):
             raise InvalidReassignment(f"unknown membership change {change!r}")
 
+    async def join_controller(self, voters: list[str]) -> None:
+        self.cluster.joined_controller.append((self.node_id, list(voters)))
+
+    async def leave_controller(self, why: str) -> None:
+        self.cluster.left_controller.append(self.node_id)
+
 
 def transfer(data: FakeData, topic: str, partition: int, target: str | None) -> str:
     """Leadership of a partition ``data``'s node leads moves to ``target`` (None: another replica)."""
@@ -601,6 +613,49 @@ class FakeAdmin:
         else:
             self.cluster.users.pop(name, None)
         return sorted(credentials)
+
+    async def controller_members(self) -> ControllerMembers:
+        self.data._controller_here()
+        cluster = self.cluster
+        assert cluster.controller is not None
+        index = len(cluster.topics)
+        members = cluster.controller_voters + cluster.controller_learners
+        others = [n for n in members if n != cluster.controller]
+        return ControllerMembers(
+            cluster.controller,
+            1,
+            tuple(sorted(cluster.controller_voters)),
+            tuple(cluster.controller_learners),
+            index,
+            {n: index for n in others},
+        )
+
+    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
+        self.data._enter("add_controller_voter")
+        members = await self.controller_members()
+        if node_id not in self.cluster.node_ids:
+            raise UnknownNode(node_id)
+        leaving = self.cluster.flags["decommissioning"]
+        refusal = controller_members.add_refusal(members, node_id, self._alive(), leaving)
+        if refusal is not None:
+            raise ControllerChangeRefused(node_id, refusal)
+        self.cluster.controller_learners.append(node_id)
+        return await self.controller_members()
+
+    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
+        self.data._enter("remove_controller_voter")
+        members = await self.controller_members()
+        if node_id not in self.cluster.node_ids:
+            raise UnknownNode(node_id)
+        refusal = controller_members.remove_refusal(members, node_id, self._alive())
+        if refusal is not None:
+            raise ControllerChangeRefused(node_id, refusal)
+        for nodes in (self.cluster.controller_voters, self.cluster.controller_learners):
+            if node_id in nodes:
+                nodes.remove(node_id)
+        if self.cluster.controller == node_id:
+            self.cluster.controller = self.cluster.controller_voters[0]
+        return await self.controller_members()
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self.data._controller_here()

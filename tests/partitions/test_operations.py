@@ -19,6 +19,7 @@ from partitions.controller import (
     SetNodeFlag,
     encode,
 )
+from partitions.controller_members import ControllerMembers
 from partitions.operations import Operator
 from partitions.reconfigure import MemberView
 
@@ -40,6 +41,9 @@ class FakeNode:
     machine: ControllerStateMachine = field(default_factory=ControllerStateMachine)
     groups: dict[tuple[str, int], Group] = field(default_factory=dict)
     changes: list[tuple[str, int, str, str]] = field(default_factory=list)
+    controller: Group = field(default_factory=lambda: Group("n1", {"n1", "n2", "n3"}))
+    controller_match: dict[str, int] = field(default_factory=dict)  # of the controller's learners
+    joins: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def metadata(self) -> ControllerMetadata:
         return self.machine.metadata
@@ -58,6 +62,26 @@ class FakeNode:
 
     def alive_nodes(self) -> list[str]:
         return self.alive
+
+    def controller_members(self) -> ControllerMembers:
+        group = self.controller
+        match = {n: group.commit for n in group.voters if n != group.leader}
+        match.update({n: self.controller_match.get(n, 0) for n in group.learners})
+        return ControllerMembers(
+            group.leader,
+            1,
+            tuple(sorted(group.voters)),
+            tuple(sorted(group.learners)),
+            group.commit,
+            match,
+        )
+
+    async def promote_controller_learner(self, node_id: str) -> None:
+        self.controller.learners.remove(node_id)
+        self.controller.voters.add(node_id)
+
+    async def join_controller(self, node_id: str, voters: list[str]) -> None:
+        self.joins.append((node_id, voters))
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
         group = self.groups[(topic, partition)]
@@ -149,3 +173,18 @@ async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
     for group in node.groups.values():
         leaders[group.leader] = leaders.get(group.leader, 0) + 1
     assert "n2" not in leaders and sum(leaders.values()) == 4
+
+
+async def test_a_controller_learner_is_asked_to_join_then_promoted_once_caught_up() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"])
+    node.controller.learners.add("n4")
+    operator = Operator(node, node, node)
+    await ticks(operator, 2)
+    assert node.joins == [("n4", ["n1", "n2", "n3"])] * 2, "asked to open its replica until it answers"
+    node.controller_match["n4"] = 40  # answering, behind the commit index (100) seen when first met
+    node.controller.commit = 130
+    await ticks(operator, 3)
+    assert node.controller.learners == {"n4"} and len(node.joins) == 2
+    node.controller_match["n4"] = 100
+    await ticks(operator, 1)
+    assert node.controller.voters == {"n1", "n2", "n3", "n4"} and not node.controller.learners
