@@ -44,6 +44,8 @@ fi
 debian_tool kcat
 debian_tool zsh
 debian_tool fish
+# fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
+debian_tool fusermount3 fuse3
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then
