@@ -24,12 +24,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from api.dev import free_base_port, plan
-from jepsen import disks
+from jepsen import disks, lazyfs
 from raftlog_client import probe
 
 SUBNET_BASE = "10.241"
@@ -97,8 +98,9 @@ def qdisc_available(kind: str) -> bool:
 
 
 def sweep(prefix: str) -> list[str]:
-    """Delete every namespace and link whose name starts with ``prefix``; returns what was removed."""
-    removed = []
+    """Delete every namespace and link whose name starts with ``prefix``, and unmount its lazy file
+    systems; returns what was removed."""
+    removed = lazyfs.sweep(prefix)
     namespaces = run_command(["ip", "netns", "list"], check=False).stdout.split()
     for name in namespaces:
         if name.startswith(prefix):
@@ -271,7 +273,9 @@ class Cluster:
     """The node processes of one run. Node K's data lives in ``run_dir/data/nK``, its log (all lives,
     appended) in ``run_dir/logs/nK.log``, its fsync trace and clock file in ``run_dir/faults/``. With
     ``disk_mib``, each node's data directory is an ext4 of that size of its own (``jepsen.disks``, the
-    image in ``run_dir/disks/``), mounted by :meth:`mount_disks` before the nodes start."""
+    image in ``run_dir/disks/``), mounted by :meth:`mount_disks` before the nodes start. With ``fs="lazy"``,
+    each node's data directory is a lazy file system (``jepsen.lazyfs``) over ``run_dir/lazy/nK``, mounted
+    by :meth:`mount_lazy` before the nodes start and unmounted by :meth:`unmount_lazy` after they stop."""
 
     run_dir: str
     nodes: list[NodeSpec]
@@ -282,6 +286,10 @@ class Cluster:
     paused: set[str] = field(default_factory=set)
     disk_mib: int = 0  # 0: the data directories are plain directories of the run's disk
     small_disks: dict[str, disks.SmallDisk] = field(default_factory=dict)
+    fs: str = "plain"  # or "lazy": every data directory on a lazy file system of its own
+    prefix: str = ""  # the run's prefix, in the lazy mounts' fsname (control.sweep finds them by it)
+    lazy_mounts: dict[str, lazyfs.LazyMount] = field(default_factory=dict)
+    _sockets: str = ""  # a short directory for the lazy mounts' control sockets (AF_UNIX: 107 bytes)
 
     def __post_init__(self) -> None:
         for sub in ("data", "logs", "faults"):
@@ -320,6 +328,43 @@ class Cluster:
             except disks.DiskError as exc:
                 problems.append(f"{node_id}: {exc}")
         return problems
+
+    def mount_lazy(self) -> None:
+        """Put every node's data directory on a lazy file system of its own; ControlError if one cannot
+        be mounted (those mounted are unmounted by :meth:`unmount_lazy`)."""
+        self._sockets = tempfile.mkdtemp(prefix="raftlog-lazyfs-")
+        for node in self.nodes:
+            mount = lazyfs.LazyMount(
+                backing=os.path.join(self.run_dir, "lazy", node.node_id),
+                mount_point=self.data_dir(node.node_id),
+                control=os.path.join(self._sockets, f"{node.node_id}.sock"),
+                log_path=os.path.join(self.run_dir, "logs", f"{node.node_id}-lazyfs.log"),
+                fsname=f"{lazyfs.FSNAME_PREFIX}{self.prefix}-{node.node_id}",
+            )
+            self.lazy_mounts[node.node_id] = mount
+            try:
+                mount.mount()
+            except lazyfs.LazyMountError as exc:
+                raise ControlError(f"a lazy file system for {node.node_id}: {exc}") from exc
+
+    def unmount_lazy(self) -> list[str]:
+        """Unmount the lazy file systems and stop their servers (after the nodes stopped); returns
+        problems. Every mount is tried, whatever happened to the others."""
+        problems = []
+        for node_id, mount in sorted(self.lazy_mounts.items()):
+            problems += [f"{node_id}: {p}" for p in mount.unmount()]
+        if self._sockets:
+            shutil.rmtree(self._sockets, ignore_errors=True)
+        return problems
+
+    def clear_cache(self, node_id: str) -> dict[str, int]:
+        """Drop the unsynced writes of the node's lazy file system (the node must be down)."""
+        if self.running(node_id):
+            raise ControlError(f"{node_id} is running: its lazy file system is cleared only once it is down")
+        try:
+            return self.lazy_mounts[node_id].clear_cache()
+        except lazyfs.LazyMountError as exc:
+            raise ControlError(str(exc)) from exc
 
     def data_dir(self, node_id: str) -> str:
         return os.path.join(self.run_dir, "data", node_id)

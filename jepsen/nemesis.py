@@ -33,6 +33,14 @@ What each fault really does (all recorded as nemesis start/stop events with thei
   is topped up every second while the fault lasts (what the node frees, retention or its remover, and
   what ext4 kept allocated ahead of its files, goes to the ballast too: the disk stays full); stop
   removes it. A power loss leaves the ballast as it is (the harness fsynced it).
+- ``node-power-loss``: (lazy file systems only: ``run --fs lazy``, ``jepsen.lazyfs``) SIGKILL one node,
+  then drop every write its lazy file system holds unsynced (``lazyfs::clear-cache``: what the page cache
+  loses at a power failure, file data and sizes, whatever wrote them, direct I/O included); stop restarts
+  it. Directory entries are not lost (the file system does not model them).
+- ``cluster-power-loss``: (lazy file systems only) every node at once: freeze every running node
+  (SIGSTOP), SIGKILL them all, then clear every node's lazy file system, nodes another fault had
+  already killed included (their unsynced writes were still in the page cache); stop restarts every
+  node that is down.
 """
 
 from __future__ import annotations
@@ -51,11 +59,14 @@ from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
-FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full")
+FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full",
+          "node-power-loss", "cluster-power-loss")  # fmt: skip
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
 DISK_FAULTS = frozenset({"disk-full"})  # need each node's data directory on a small disk of its own
+LAZY_FAULTS = frozenset({"node-power-loss", "cluster-power-loss"})  # need lazy file systems (--fs lazy)
 BALLAST_TOP_UP_S = 1.0
-PROCESS_FAULTS = frozenset({"kill", "pause", "power-loss", "corrupt"})
+RESTARTED_FAULTS = frozenset({"kill", "power-loss", "corrupt", "node-power-loss", "cluster-power-loss"})
+PROCESS_FAULTS = RESTARTED_FAULTS | {"pause"}
 PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
 RESTART_READY_S = 30.0
 FILES_SHOWN_MAX = 12
@@ -81,7 +92,8 @@ def parse_faults(text: str) -> tuple[str, ...]:
         return FAULTS
     if names in ((), ("none",)):
         return ()
-    aliases = {"power": "power-loss", "skew": "clock", "disk": "disk-full"}
+    aliases = {"power": "power-loss", "skew": "clock", "disk": "disk-full", "node-power": "node-power-loss",
+               "cluster-power": "cluster-power-loss"}  # fmt: skip
     resolved = tuple(dict.fromkeys(aliases.get(n, n) for n in names))
     unknown = [n for n in resolved if n not in FAULTS]
     if unknown:
@@ -354,6 +366,8 @@ class Nemesis:
     def usable(self, fault: str) -> bool:
         if fault in DISK_FAULTS:
             return bool(self.cluster.small_disks)
+        if fault in LAZY_FAULTS:
+            return bool(self.cluster.lazy_mounts)
         return self.network is not None or fault not in NETWORK_FAULTS
 
     def _note(self, text: str) -> None:
@@ -396,7 +410,11 @@ class Nemesis:
 
     async def start(self, fault: str) -> None:
         if not self.usable(fault):
-            needs = "disks of their own" if fault in DISK_FAULTS else "network namespaces (loopback mode)"
+            needs = (
+                "disks of their own" if fault in DISK_FAULTS
+                else "lazy file systems (run --fs lazy)" if fault in LAZY_FAULTS
+                else "network namespaces (loopback mode)"
+            )  # fmt: skip
             self._note(f"{fault}: unavailable without {needs}; skipped")
             return
         handler: dict[str, Callable[[], Awaitable[Active | None]]] = {
@@ -409,6 +427,8 @@ class Nemesis:
             "corrupt": self._corrupt,
             "clock": self._clock,
             "disk-full": self._disk_full,
+            "node-power-loss": self._node_power_loss,
+            "cluster-power-loss": self._cluster_power_loss,
         }
         try:
             active = await handler[fault]()
@@ -537,6 +557,37 @@ class Nemesis:
         self.recorder.nemesis("start", "power-loss", {"nodes": targets, "mode": mode, "discarded": cut})
         return Active("power-loss", targets)
 
+    async def _node_power_loss(self) -> Active | None:
+        targets = self._free("one")
+        if not targets:
+            return None
+        [node] = targets
+        await asyncio.to_thread(self.cluster.kill, node)
+        dropped = await self._clear(node)
+        self.recorder.nemesis("start", "node-power-loss", {"nodes": targets, "dropped": {node: dropped}})
+        return Active("node-power-loss", targets)
+
+    async def _clear(self, node: str) -> dict[str, Any]:
+        """Clear a dead node's lazy file system; a failure is noted and leaves the node to be restarted."""
+        try:
+            return dict(await asyncio.to_thread(self.cluster.clear_cache, node))
+        except ControlError as exc:
+            self._note(f"lazy file system of {node}: clear-cache failed: {exc}")
+            return {"error": str(exc)}
+
+    async def _cluster_power_loss(self) -> Active | None:
+        if any(a.fault == "cluster-power-loss" for a in self.active):
+            return None
+        running = [n for n in self.node_ids if self.cluster.running(n)]
+        for node in running:
+            self.cluster.pause(node)  # freeze them all first: one instant of power loss
+        for node in running:
+            await asyncio.to_thread(self.cluster.kill, node)
+        dropped = {node: await self._clear(node) for node in self.node_ids}
+        detail = {"nodes": self.node_ids, "were_running": running, "dropped": dropped}
+        self.recorder.nemesis("start", "cluster-power-loss", detail)
+        return Active("cluster-power-loss", self.node_ids)
+
     async def _corrupt(self) -> Active | None:
         """Only ever a minority over the whole run: damage is never repaired, so corrupting a different
         node later would add up to a majority with damaged disks, which no Raft log survives."""
@@ -592,7 +643,7 @@ class Nemesis:
     async def _stop(self, active: Active) -> None:
         fault, targets = active.fault, active.targets
         value: dict[str, Any] = {"nodes": targets}
-        if fault in ("kill", "power-loss", "corrupt"):
+        if fault in RESTARTED_FAULTS:
             value["restarted"] = await self._restart(targets)
         elif fault == "pause":
             for node in targets:

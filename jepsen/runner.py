@@ -1,7 +1,7 @@
 """``python -m jepsen run``: one fault run from cluster start to verdict.
 
     python -m jepsen run --nodes 5 --nemesis kill,partition --time-limit 300 [--rate 40] [--concurrency 8]
-                         [--dir runs] [--no-netns] [--seed N]
+                         [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy]
 
 Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
 schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from jepsen import control, disks, nemesis, workload
+from jepsen import control, disks, lazyfs, nemesis, workload
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
@@ -51,6 +51,7 @@ HEAL_READY_TIMEOUT_S = 45.0
 DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
+FILE_SYSTEMS = ("plain", "lazy")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
 # (acknowledged records must then come back from the fsynced Raft journal), and is LogAppendTime: its
@@ -79,6 +80,7 @@ class RunConfig:
     topics: dict[str, int] = field(default_factory=lambda: dict(TOPICS))
     serve_args: tuple[str, ...] = ()  # more options for every node's ``raftlog serve``
     clients: tuple[str, ...] = ("http",)  # worker i (and final reader i) uses clients[i % len(clients)]
+    fs: str = "plain"  # "lazy": every node's data directory on a lazy file system (jepsen.lazyfs)
 
 
 @dataclass
@@ -108,6 +110,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "Kafka listeners); workers take them in turn (default http)",
     )
     parser.add_argument(
+        "--fs",
+        choices=FILE_SYSTEMS,
+        default=None,
+        help="plain: data directories on the run's disk; lazy: each on a FUSE file system that loses "
+        "unsynced writes at a power loss (node-power-loss, cluster-power-loss need it). Default: lazy "
+        "when one of those faults is named without disk-full, else plain",
+    )
+    parser.add_argument(
         "--serve-arg",
         action="append",
         default=[],
@@ -134,9 +144,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     unknown = sorted(set(clients) - set(CLIENTS))
     if not clients or unknown:
         raise ValueError(f"--clients {args.clients!r}: choose from {', '.join(CLIENTS)}")
+    faults = nemesis.parse_faults(args.nemesis)
     return RunConfig(
         nodes=args.nodes,
-        faults=nemesis.parse_faults(args.nemesis),
+        faults=faults,
         time_limit_s=args.time_limit,
         rate=args.rate,
         concurrency=args.concurrency,
@@ -145,7 +156,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         seed=args.seed,
         serve_args=tuple(args.serve_arg),
         clients=clients,
+        fs=args.fs or default_fs(faults),
     )
+
+
+def default_fs(faults: Sequence[str]) -> str:
+    """Lazy file systems when a fault needs them and none needs small disks (the two do not stack: the
+    lazy file system writes through only at fsync, so a full disk would refuse the sync, not the write)."""
+    wants_lazy = bool(nemesis.LAZY_FAULTS & set(faults))
+    return "lazy" if wants_lazy and not nemesis.DISK_FAULTS & set(faults) else "plain"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -206,16 +225,29 @@ def run(config: RunConfig) -> RunResult:
                 f"loopback mode: {', '.join(skipped)} unavailable (needs network namespaces); skipped"
             )
     info["network"] = mode
+    fs = config.fs
+    if fs == "lazy":
+        why_not = lazyfs.unavailable()
+        if why_not is not None:
+            notes.append(f"lazy file systems unavailable ({why_not}): plain data directories")
+            fs = "plain"
+    if fs != "lazy" and nemesis.LAZY_FAULTS & set(config.faults):
+        lazy = sorted(nemesis.LAZY_FAULTS & set(config.faults))
+        notes.append(f"{', '.join(lazy)}: need --fs lazy; skipped")
+    info["fs"] = {"kind": fs}
     disk_mib = 0
-    if nemesis.DISK_FAULTS & set(config.faults):
+    if fs == "lazy" and nemesis.DISK_FAULTS & set(config.faults):
+        notes.append("disk-full: not on lazy file systems (they write through only at fsync, so a full "
+                     "disk would refuse the sync, not the write); skipped")  # fmt: skip
+    elif nemesis.DISK_FAULTS & set(config.faults):
         why_not = disks.unavailable()
         if why_not is None:
             disk_mib = DISK_MIB
         else:
             notes.append(f"disk-full unavailable ({why_not}): the nodes share the run's disk; skipped")
     info["disk_mib"] = disk_mib
-    print(f"jepsen run: {run_dir} ({mode}, {config.nodes} nodes, faults {list(config.faults)}, seed {seed})",
-          flush=True)  # fmt: skip
+    print(f"jepsen run: {run_dir} ({mode}, {config.nodes} nodes, faults {list(config.faults)}, seed {seed}, "
+          f"{fs} file system)", flush=True)  # fmt: skip
     network: control.Network | None = None
     cluster: control.Cluster | None = None
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -235,9 +267,15 @@ def run(config: RunConfig) -> RunResult:
             admin_token=f"jepsen-{prefix}",
             serve_args=list(config.serve_args),
             disk_mib=disk_mib,
+            fs=fs,
+            prefix=prefix,
         )
         if disk_mib:
             cluster.mount_disks()
+        if fs == "lazy":
+            cluster.mount_lazy()
+            info["fs"].update(_lazy_configuration(cluster))
+            print(f"jepsen run: {info['fs']['node_configuration']}", flush=True)
         info["nodes"] = [{"id": n.node_id, "http": n.http, "namespace": n.namespace,
                           "argv": cluster.argv[n.node_id]} for n in specs]  # fmt: skip
         for spec in specs:
@@ -258,10 +296,14 @@ def run(config: RunConfig) -> RunResult:
     finally:
         try:
             if cluster is not None:
-                cluster.stop_all()
-                problems = cluster.unmount_disks()
-                if problems:
-                    notes.append(f"unmounting the nodes' disks: {problems}")
+                try:
+                    cluster.stop_all()
+                finally:  # the mounts go even when stopping a node failed (the lazy unmount, -z, then)
+                    problems = cluster.unmount_disks() + cluster.unmount_lazy()
+                    if problems:
+                        notes.append(f"unmounting the nodes' disks or lazy file systems: {problems}")
+                    if cluster.lazy_mounts:
+                        info["fs"]["cleared"] = {n: m.cleared for n, m in sorted(cluster.lazy_mounts.items())}
         finally:
             if network is not None:
                 problems = network.teardown()
@@ -273,6 +315,19 @@ def run(config: RunConfig) -> RunResult:
     if "harness_error" not in info and os.path.exists(os.path.join(run_dir, "history.jsonl")):
         verdict, exit_code = check(run_dir)
     return RunResult(run_dir, exit_code, verdict, info)
+
+
+def _lazy_configuration(cluster: control.Cluster) -> dict[str, Any]:
+    """How the nodes run on the lazy file systems, found out on the mount before they start: whether the
+    journal's O_DIRECT opens are accepted (docs/decisions/0008) decides its writer, nothing else changes."""
+    first = cluster.nodes[0].node_id
+    direct_io = lazyfs.probe_direct_io(cluster.data_dir(first))
+    return {
+        "backing": os.path.join(cluster.run_dir, "lazy"),
+        "direct_io": direct_io,
+        "node_configuration": "every data directory on a lazy file system (jepsen.lazyfs: unsynced writes "
+        f"are lost at node-power-loss and cluster-power-loss); serve options unchanged; {direct_io}",
+    }
 
 
 async def _drive(

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from jepsen import control, runner
+from jepsen import control, lazyfs, runner
 from jepsen.history import read_history
 
 SHORT_TIME_LIMIT_S = 30.0
@@ -171,3 +171,47 @@ def test_ctrl_c_in_the_middle_of_a_run_leaves_nothing_behind(tmp_path: pathlib.P
     assert _processes_mentioning(str(run_dir)) == []
     assert control.leftover_namespaces(info["prefix"]) == []
     assert control.leftover_links(info["prefix"]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@pytest.mark.skipif(lazyfs.unavailable() is not None, reason=str(lazyfs.unavailable()))
+def test_power_losses_on_lazy_file_systems_keep_every_acknowledged_record(tmp_path: pathlib.Path) -> None:
+    """Every node's data directory on a lazy file system; the seed's schedule has a whole-cluster power
+    loss (2-11 s) then a single node's (16-22 s): unsynced writes are dropped, nothing acknowledged is
+    lost, and no mount or file system server is left behind."""
+    netns, _ = control.netns_available()
+    config = runner.RunConfig(
+        nodes=3,
+        faults=("node-power-loss", "cluster-power-loss", "kill"),
+        time_limit_s=25.0,
+        rate=25.0,
+        concurrency=4,
+        directory=str(tmp_path / "runs"),
+        netns=netns,
+        seed=20261125,
+        fs="lazy",
+    )
+    result = runner.run(config)
+    run_dir = pathlib.Path(result.run_dir)
+    info = json.loads((run_dir / "run.json").read_text())
+
+    assert _processes_mentioning(str(run_dir)) == []  # nodes and file system servers
+    assert lazyfs.mounted_under(lazyfs.FSNAME_PREFIX + info["prefix"]) == []
+    assert control.leftover_namespaces(info["prefix"]) == []
+
+    assert "harness_error" not in info, info.get("harness_error")
+    assert info["fs"]["kind"] == "lazy"
+    assert info["fs"]["direct_io"].startswith("O_DIRECT accepted"), info["fs"]
+    assert info["faults_started"] == {"cluster-power-loss": 1, "node-power-loss": 1}, info["notes"]
+    clears = sum(len(cleared) for cleared in info["fs"]["cleared"].values())
+    assert clears == 3 + 1, info["fs"]["cleared"]  # every node's at the cluster's, one more at the node's
+    assert info["restart_failures"] == []
+    history = read_history(run_dir / "history.jsonl")
+    sends = [op for op in history.operations if op.f == "send"]
+    assert sum(1 for op in sends if op.type == "ok") >= 50, "too few acknowledged sends to mean anything"
+    assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert result.verdict == "valid", (
+        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
+    )
