@@ -135,6 +135,7 @@ class MetadataFrontend:
         self._tell_leave: TellLeave | None = None
         self._seat = asyncio.Lock()  # joining and leaving the controller group, one at a time
         self._watcher: asyncio.Task[None] | None = None
+        self._retired: asyncio.Task[None] | None = None  # the follower a caught-up replica took over from
 
     async def start(
         self,
@@ -206,7 +207,7 @@ class MetadataFrontend:
             self._catching_up = None
             follower, self._follower = self._follower, None
             if follower is not None:
-                asyncio.get_running_loop().create_task(follower.close())
+                self._retired = asyncio.get_running_loop().create_task(follower.close())
             log.info("node %s: controller replica caught up at index %d", self.node_id, joining.applied_index)
         self._on_change()
 
@@ -214,6 +215,8 @@ class MetadataFrontend:
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.gather(self._watcher, return_exceptions=True)
+        if self._retired is not None:
+            await self._retired
         if self._follower is not None:
             await self._follower.close()
         if self._group is not None:

@@ -132,6 +132,7 @@ def test_a_learner_receives_the_log_and_never_stands_for_election(tmp_path: Path
         script.nodes[X]._SyncObj__raftElectionDeadline = 0
         script.tick(X)
     assert script.nodes[X].role.value == "follower"
+    assert script.nodes[X].leader_id is None, "a learner that hears no leader knows none"
     assert script.nodes[X].term == script.nodes[F].term
     assert not any(script.network.pending(X, other) for other in (F, G))
 
