@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from api.dev import free_base_port, plan
 from jepsen import disks, lazyfs
@@ -357,7 +358,7 @@ class Cluster:
             shutil.rmtree(self._sockets, ignore_errors=True)
         return problems
 
-    def clear_cache(self, node_id: str) -> dict[str, int]:
+    def clear_cache(self, node_id: str) -> dict[str, Any]:
         """Drop the unsynced writes of the node's lazy file system (the node must be down)."""
         if self.running(node_id):
             raise ControlError(f"{node_id} is running: its lazy file system is cleared only once it is down")

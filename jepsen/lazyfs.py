@@ -122,7 +122,7 @@ class LazyMount:
     fsname: str
     process: subprocess.Popen[bytes] | None = None
     mounted: bool = False
-    cleared: list[dict[str, int]] = field(default_factory=list)
+    cleared: list[dict[str, Any]] = field(default_factory=list)
 
     def mount(self) -> None:
         os.makedirs(self.backing, exist_ok=True)
@@ -166,14 +166,15 @@ class LazyMount:
             raise LazyMountError(f"{line} on {self.mount_point}: {reply}")
         return reply
 
-    def clear_cache(self) -> dict[str, int]:
-        """Drop every unsynced write (a power failure); returns how many files and bytes were lost."""
-        dropped: dict[str, int] = self.command(CLEAR_CACHE)["dropped"]
+    def clear_cache(self) -> dict[str, Any]:
+        """Drop every unsynced write (a power failure); returns how many files and bytes were lost, and
+        the largest few losses by file name (``largest``: [[path in the mount, bytes], ...])."""
+        dropped: dict[str, Any] = self.command(CLEAR_CACHE)["dropped"]
         self.cleared.append(dropped)
         return dropped
 
-    def unsynced(self) -> dict[str, int]:
-        usage: dict[str, int] = self.command(CACHE_USAGE)["unsynced"]
+    def unsynced(self) -> dict[str, Any]:
+        usage: dict[str, Any] = self.command(CACHE_USAGE)["unsynced"]
         return usage
 
     def unmount(self) -> list[str]:

@@ -61,6 +61,7 @@ _STAT_KEYS = ("st_mode", "st_ino", "st_dev", "st_nlink", "st_uid", "st_gid", "st
 _TIME_KEYS = ("st_atime", "st_mtime", "st_ctime")  # in nanoseconds (use_ns)
 
 InodeKey = tuple[int, int]
+REPORTED_FILES_MAX = 8
 
 
 class _Entry:
@@ -69,6 +70,7 @@ class _Entry:
     def __init__(self, backing_size: int) -> None:
         self.lock = threading.Lock()
         self.cache = FileCache(backing_size)
+        self.path = ""  # the name it was last changed under (for the reports; a rename may have moved it)
 
 
 class PageCache:
@@ -113,29 +115,28 @@ class PageCache:
         with self._lock:
             return key in self._open
 
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> dict[str, Any]:
         with self._lock:
-            entries = list(self._entries.values())
-        files = dirty = 0
-        for entry in entries:
-            with entry.lock:
-                if entry.cache.changed:
-                    files += 1
-                    dirty += entry.cache.dirty_bytes
-        return {"files": files, "bytes": dirty}
+            return _report(list(self._entries.values()))
 
-    def clear(self) -> dict[str, int]:
-        """Drop every unsynced change (a power failure)."""
+    def clear(self) -> dict[str, Any]:
+        """Drop every unsynced change (a power failure); says what was lost."""
         with self._lock:
             entries = self._entries
             self._entries = {}
-            files = dirty = 0
-            for entry in entries.values():
-                with entry.lock:  # waits for a sync or write under way on that file
-                    if entry.cache.changed:
-                        files += 1
-                        dirty += entry.cache.dirty_bytes
-        return {"files": files, "bytes": dirty}
+            return _report(list(entries.values()))  # each entry's lock waits for a sync under way
+
+
+def _report(entries: list[_Entry]) -> dict[str, Any]:
+    """Files with unsynced changes, their unsynced bytes, the largest few by name."""
+    changed = []
+    for entry in entries:
+        with entry.lock:
+            if entry.cache.changed:
+                changed.append((entry.cache.dirty_bytes, entry.path))
+    changed.sort(reverse=True)
+    return {"files": len(changed), "bytes": sum(size for size, _ in changed),
+            "largest": [[path, size] for size, path in changed[:REPORTED_FILES_MAX]]}  # fmt: skip
 
 
 def _key(st: os.stat_result) -> InodeKey:
@@ -303,7 +304,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
     def open(self, path: str, flags: int) -> int:
         fd = self._open_backing(path, flags)
         if flags & os.O_TRUNC:
-            self._truncate_fd(fd, 0)
+            self._truncate_fd(fd, 0, path)
         return fd
 
     def release(self, path: str | None, fh: int) -> int:
@@ -329,25 +330,27 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         entry = self.cache.entry(_key(st), st.st_size)
         with entry.lock:
             entry.cache.write(offset, data)
+            entry.path = path or entry.path
         with self._lock:
             synchronous = fh in self._synchronous
         if synchronous:  # O_SYNC / O_DSYNC: each write is durable when it returns
             self.fsync(path, 1, fh)
         return len(data)
 
-    def _truncate_fd(self, fd: int, length: int) -> None:
+    def _truncate_fd(self, fd: int, length: int, path: str | None) -> None:
         st = os.fstat(fd)
         entry = self.cache.entry(_key(st), st.st_size)
         with entry.lock:
             entry.cache.truncate(length)
+            entry.path = path or entry.path
 
     def truncate(self, path: str | None, length: int, fh: int | None = None) -> int:
         if fh is not None:
-            self._truncate_fd(fh, length)
+            self._truncate_fd(fh, length, path)
             return 0
         fd = os.open(self._path(str(path)), os.O_RDONLY)
         try:
-            self._truncate_fd(fd, length)
+            self._truncate_fd(fd, length, path)
         finally:
             os.close(fd)
         return 0
