@@ -20,12 +20,15 @@ Filters (``AclFilter``) select ACLs to describe or delete, as Kafka's DescribeAc
 them: ``ANY`` for a type, pattern, operation or permission; None for a name, principal or host matches
 every one; pattern ``MATCH`` finds the ACLs that would concern a resource of that name.
 
-The enums carry Kafka's own codes, so the Kafka APIs pass them as they come.
+The enums carry Kafka's own codes, so the Kafka APIs pass them as they come. The host of a request is
+the client's IP address as the node sees it (``client_host``: the peer of the connection; a proxy's
+address when a proxy connects, since no forwarded-for header is trusted).
 """
 
 from __future__ import annotations
 
 import enum
+import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -122,6 +125,25 @@ class InvalidAcl(InvalidName):
     """An ACL or filter that cannot be used; the message names the field and the rule."""
 
 
+# the enum of each field that holds one (an ACL that crossed between nodes comes back with plain ints)
+_BINDING_ENUMS: Mapping[str, type[enum.IntEnum]] = MappingProxyType(
+    {
+        "resource_type": ResourceType,
+        "pattern_type": PatternType,
+        "operation": Operation,
+        "permission": Permission,
+    }
+)
+
+
+def _coerce(value: object, enums: Mapping[str, type[enum.IntEnum]]) -> None:
+    """Turn a frozen dataclass's int codes into their enum members (``InvalidAcl`` for an unknown code)."""
+    for name, kind in enums.items():
+        code = getattr(value, name)
+        if not isinstance(code, kind):
+            object.__setattr__(value, name, _enum(kind, code, name))
+
+
 def check_principal(principal: object, field: str = "principal") -> str:
     if not isinstance(principal, str):
         raise InvalidAcl(field, principal, "must be a string like 'User:alice' or 'User:*'")
@@ -165,6 +187,9 @@ class AclBinding:
     host: str
     operation: Operation
     permission: Permission
+
+    def __post_init__(self) -> None:
+        _coerce(self, _BINDING_ENUMS)
 
     @classmethod
     def of(
@@ -251,6 +276,9 @@ class AclFilter:
     operation: Operation = Operation.ANY
     permission: Permission = Permission.ANY
 
+    def __post_init__(self) -> None:
+        _coerce(self, _BINDING_ENUMS)
+
     @classmethod
     def of(
         cls,
@@ -271,6 +299,29 @@ class AclFilter:
             Operation(_enum(Operation, operation, "operation")),
             Permission(_enum(Permission, permission, "permission")),
         )
+
+    def to_row(self) -> list[object]:
+        return [
+            int(self.resource_type), self.name, int(self.pattern_type), self.principal, self.host,
+            int(self.operation), int(self.permission),
+        ]  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: list[object]) -> AclFilter:
+        if not isinstance(row, list | tuple) or len(row) != 7:
+            raise InvalidAcl("filter", str(row)[:80], "is not an ACL filter row")
+        return cls.of(*row)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "resource_type": self.resource_type.name.lower(),
+            "name": self.name,
+            "pattern_type": self.pattern_type.name.lower(),
+            "principal": self.principal,
+            "host": self.host,
+            "operation": self.operation.name.lower(),
+            "permission": self.permission.name.lower(),
+        }
 
     def matches(self, acl: AclBinding) -> bool:
         if self.resource_type is not ResourceType.ANY and acl.resource_type is not self.resource_type:
@@ -337,6 +388,69 @@ class Authorizer:
         self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str
     ) -> bool:
         return self.decide(principal, host, operation, resource_type, name).allowed
+
+    def allows_any(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType
+    ) -> bool:
+        """Whether some resource of the type would allow the operation (Kafka's
+        ``authorizeByResourceType``, which InitProducerId asks of WRITE on topics): an ALLOW of the
+        operation (or ALL) that no DENY of it covers, where a DENY covers a literal name it equals or
+        starts with as a prefix, and a prefix it is a prefix of; a literal ``*`` DENY covers everything.
+        Implied operations are not taken into account, as in Kafka."""
+        if principal in self.super_users:
+            return True
+        mine = [
+            acl
+            for acl in self._by_type.get(resource_type, ())
+            if acl.principal in (principal, WILDCARD_PRINCIPAL)
+            and acl.host in (host, WILDCARD)
+            and acl.operation in (operation, Operation.ALL)
+        ]
+        denied = [acl for acl in mine if acl.permission is Permission.DENY]
+        literals = {acl.name for acl in denied if acl.pattern_type is PatternType.LITERAL}
+        prefixes = [acl.name for acl in denied if acl.pattern_type is PatternType.PREFIXED]
+        if WILDCARD in literals:
+            return False
+        for acl in mine:
+            if acl.permission is not Permission.ALLOW:
+                continue
+            covered = any(acl.name.startswith(prefix) for prefix in prefixes)
+            if acl.pattern_type is PatternType.LITERAL:
+                covered = covered or acl.name in literals
+            if not covered:
+                return True
+        return False
+
+
+class Authorizers:
+    """The ``Authorizer`` of the ACLs a node holds now, made again only when they change (the controller
+    publishes a new tuple of ACLs with each change of them, and the same one otherwise)."""
+
+    def __init__(self, super_users: Iterable[str]) -> None:
+        self.super_users = frozenset(super_users)
+        self._acls: tuple[AclBinding, ...] | None = None
+        self._authorizer = Authorizer((), self.super_users)
+
+    def of(self, acls: tuple[AclBinding, ...]) -> Authorizer:
+        if acls is not self._acls:
+            self._authorizer = Authorizer(acls, self.super_users)
+            self._acls = acls
+        return self._authorizer
+
+
+def client_host(address: str | None) -> str:
+    """The host an ACL's ``host`` is matched against: the client's IP address as the node sees it, in
+    its plain form (an IPv4 client of a dual-stack listener, ``::ffff:10.0.0.1``, is ``10.0.0.1``); ""
+    when unknown, which only ``*`` matches."""
+    if not address:
+        return ""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(parsed)
 
 
 def _describe(acl: AclBinding) -> str:

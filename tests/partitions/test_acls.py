@@ -12,11 +12,13 @@ from partitions.acls import (
     AclBinding,
     AclFilter,
     Authorizer,
+    Authorizers,
     InvalidAcl,
     Operation,
     PatternType,
     Permission,
     ResourceType,
+    client_host,
     select,
 )
 
@@ -182,3 +184,60 @@ def test_a_matching_deny_always_refuses_and_other_types_never_matter(acls, opera
     assert authorizer.allows("User:alice", "h", operation, T, name) is (allowed and not denied)
     with_groups = Authorizer([*acls, acl(kind=G, name="*", operation=Operation.ALL, permission=DENY)])
     assert with_groups.allows("User:alice", "h", operation, T, name) is (allowed and not denied)
+
+
+def test_codes_that_crossed_between_nodes_come_back_as_enums_and_unknown_codes_are_refused() -> None:
+    binding = AclBinding(2, "orders", 3, "User:a", "*", 3, 3)  # type: ignore[arg-type]
+    assert binding.resource_type is T and binding.operation is Operation.READ and binding.permission is ALLOW
+    assert binding == acl(principal="User:a")
+    filter_ = AclFilter(resource_type=3, operation=8)  # type: ignore[arg-type]
+    assert filter_.resource_type is G and filter_.operation is Operation.DESCRIBE
+    assert AclFilter.from_row(filter_.to_row()) == filter_
+    with pytest.raises(InvalidAcl, match="one of"):
+        AclBinding(2, "orders", 3, "User:a", "*", 99, 3)  # type: ignore[arg-type]
+
+
+def test_allows_any_topic_as_kafka_authorizes_by_resource_type() -> None:
+    write = Operation.WRITE
+    orders = acl(name="orders", operation=write)
+    no_orders = acl(name="orders", operation=write, permission=DENY)
+    no_ord_prefix = acl(name="ord", pattern=PRE, operation=write, permission=DENY)
+    no_logs_prefix = acl(name="logs-", pattern=PRE, operation=write, permission=DENY)
+    nothing_for_anyone = acl(name="*", principal="User:*", operation=Operation.ALL, permission=DENY)
+
+    def any_write(*acls: AclBinding) -> bool:
+        return Authorizer(acls).allows_any("User:alice", "h", write, T)
+
+    assert not any_write()
+    assert any_write(orders)
+    assert any_write(acl(name="logs-", pattern=PRE, operation=Operation.ALL))
+    assert not any_write(acl(name="orders", operation=Operation.READ))  # implied operations do not count
+    assert not any_write(acl(kind=G, name="orders", operation=Operation.READ))
+    assert not any_write(orders, no_orders)
+    assert not any_write(orders, no_ord_prefix)
+    assert not any_write(acl(name="logs-eu", pattern=PRE, operation=write), no_logs_prefix)
+    assert not any_write(orders, nothing_for_anyone)
+    assert any_write(orders, acl(name="logs", operation=write), no_orders)  # another topic stays allowed
+    assert Authorizer((), {"User:root"}).allows_any("User:root", "h", write, T)
+
+
+def test_the_authorizer_is_made_again_only_when_the_acls_change() -> None:
+    authorizers = Authorizers({"User:root"})
+    first = (acl(),)
+    made = authorizers.of(first)
+    assert authorizers.of(first) is made and made.allows("User:alice", "h", Operation.READ, T, "orders")
+    second = (acl(name="logs"),)
+    assert authorizers.of(second) is not made
+    assert not authorizers.of(second).allows("User:alice", "h", Operation.READ, T, "orders")
+    assert authorizers.of(()).allows("User:root", "h", Operation.ALL, C, CLUSTER_NAME)
+
+
+@pytest.mark.parametrize(
+    ("address", "host"),
+    [("10.0.0.1", "10.0.0.1"), ("::ffff:10.0.0.1", "10.0.0.1"), ("::1", "::1"), ("fe80::1%eth0", "fe80::1"),
+     (None, ""), ("", "")],
+)  # fmt: skip
+def test_the_host_is_the_clients_address_in_its_plain_form(address: str | None, host: str) -> None:
+    assert client_host(address) == host
+    from_v4 = client_host("::ffff:10.0.0.1")
+    assert Authorizer([acl(host="10.0.0.1")]).allows("User:alice", from_v4, Operation.READ, T, "orders")
