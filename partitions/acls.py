@@ -70,6 +70,9 @@ class Operation(enum.IntEnum):
     IDEMPOTENT_WRITE = 12
 
 
+AclOperation = Operation  # the name front doors use, whose route tables have operations of their own
+
+
 class Permission(enum.IntEnum):
     ANY = 1  # filters only
     DENY = 2

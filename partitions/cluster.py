@@ -30,6 +30,8 @@ from partitions.groups.state import ReadConfig
 from partitions.peer_client import PeerClient, RemoteAdmin, RemoteData, RemoteGroups, RemotePeer
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
+    AclBinding,
+    AclFilter,
     AdminService,
     Assignment,
     CommittedOffset,
@@ -241,6 +243,12 @@ class ClusterAdmin:
         self, name: str, upsertions: list[ScramCredential], deletions: list[str]
     ) -> list[str]:
         return await self._run(lambda s: s.alter_user(name, upsertions, deletions))
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        return await self._run(lambda s: s.create_acls(bindings))
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        return await self._run(lambda s: s.delete_acls(filters))
 
     async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
         return await self._router.run(

@@ -1,5 +1,6 @@
 """The controller's replicated state: topics, their configs and each partition's replica set; node flags;
-users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``).
+users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
+(``controller_acls.py``: their commands and rules).
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
@@ -16,6 +17,9 @@ from typing import Any
 
 import msgpack
 
+from partitions import controller_acls
+from partitions.acls import AclBinding
+from partitions.controller_acls import AclCommand, AclResult, CreateAcls, DeleteAcls
 from partitions.errors import (
     InvalidCommand,
     InvalidName,
@@ -41,6 +45,7 @@ SNAPSHOT_VERSION = 1
 _CREATE, _DELETE, _ALTER = 1, 2, 3
 _MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
 _SET_USER, _DELETE_USER, _ALTER_USER = 8, 9, 10
+_CREATE_ACLS, _DELETE_ACLS = 11, 12
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -141,6 +146,8 @@ ControllerCommand = (
     | SetUser
     | DeleteUser
     | AlterUser
+    | CreateAcls
+    | DeleteAcls
 )
 
 
@@ -216,6 +223,9 @@ def encode(command: ControllerCommand) -> bytes:
     elif isinstance(command, AlterUser):
         upsertions = [c.to_row() for c in command.upsertions]
         fields = [1, _ALTER_USER, command.name, upsertions, list(command.deletions)]
+    elif isinstance(command, CreateAcls | DeleteAcls):  # no name: the rows stand in its place
+        kind = _CREATE_ACLS if isinstance(command, CreateAcls) else _DELETE_ACLS
+        fields = [1, kind, controller_acls.rows(command)]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -264,6 +274,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         except (InvalidName, TypeError, ValueError):
             raise InvalidCommand("malformed user credentials") from None
         return AlterUser(name, upsertions, tuple(fields[4]))
+    if kind in (_CREATE_ACLS, _DELETE_ACLS) and len(fields) == 3:
+        return controller_acls.from_rows(kind == _CREATE_ACLS, fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -292,7 +304,7 @@ _Refusal = (
     | NoReassignment
     | UnknownUser
 )
-ControllerResult = TopicMetadata | Reassignment | frozenset[str] | _Refusal
+ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | _Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +321,7 @@ class ControllerMetadata:
         default_factory=lambda: MappingProxyType({flag: frozenset() for flag in NODE_FLAGS})
     )
     users: Mapping[str, tuple[ScramCredential, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    acls: tuple[AclBinding, ...] = ()  # sorted, no repeats (``controller_acls``)
 
 
 class ControllerStateMachine:
@@ -369,6 +382,7 @@ class ControllerStateMachine:
                     [name, [c.to_row() for c in credentials]]
                     for name, credentials in sorted(metadata.users.items())
                 ],
+                "acls": [acl.to_row() for acl in metadata.acls],
             },
             use_bin_type=True,
         )
@@ -404,6 +418,7 @@ class ControllerStateMachine:
                     for name, rows in state.get("users", [])
                 }
             ),
+            tuple(AclBinding.from_row(row) for row in state.get("acls", [])),  # none before ACLs existed
         )
 
 
@@ -417,6 +432,7 @@ class _Change:
         self.reassignments: dict[tuple[str, int], Reassignment] | None = None
         self.node_flags: dict[str, frozenset[str]] | None = None
         self.users: dict[str, tuple[ScramCredential, ...]] | None = None
+        self.acls: tuple[AclBinding, ...] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -436,9 +452,12 @@ class _Change:
             base.reassignments if self.reassignments is None else MappingProxyType(self.reassignments),
             base.node_flags if self.node_flags is None else MappingProxyType(self.node_flags),
             base.users if self.users is None else MappingProxyType(self.users),
+            base.acls if self.acls is None else self.acls,
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
+        if isinstance(decoded, CreateAcls | DeleteAcls):
+            return self._apply_acls(decoded)
         if isinstance(decoded, SetUser | DeleteUser):
             return self._apply_user(decoded)
         if isinstance(decoded, AlterUser):
@@ -473,6 +492,12 @@ class _Change:
         altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
         self._topics()[decoded.name] = altered
         return altered
+
+    def _apply_acls(self, command: AclCommand) -> AclResult:
+        acls, result = controller_acls.apply(self._base.acls, command)
+        if acls != self._base.acls:
+            self.acls = acls  # a new tuple only when they changed (front doors cache by identity)
+        return result
 
     def _apply_user(self, command: SetUser | DeleteUser) -> frozenset[str]:
         """The user's mechanisms now (empty: deleted)."""

@@ -14,6 +14,8 @@ from partitions.partition_admin import PartitionAdmin
 from partitions.presence import Presence
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
+    AclBinding,
+    AclFilter,
     Claims,
     ControllerMembers,
     ControllerSnapshot,
@@ -106,6 +108,14 @@ class LocalAdmin:
     ) -> list[str]:
         self._on_controller()
         return await self._frontend.alter_user(name, upsertions, deletions)
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        self._on_controller()
+        return await self._frontend.create_acls(bindings)
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        self._on_controller()
+        return await self._frontend.delete_acls(filters)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import msgpack
 
 from partitions import controller_members, decommission, reconfigure
+from partitions.acls import AclBinding, AclFilter
 from partitions.controller import (
     CONTROLLER_GROUP,
     PARTITIONS_MAX,
@@ -51,6 +52,7 @@ from partitions.controller import (
     validate_topic,
 )
 from partitions.controller import encode as encode_controller
+from partitions.controller_acls import CreateAcls, DeleteAcls
 from partitions.controller_members import ControllerMembers
 from partitions.errors import (
     ControllerChangeRefused,
@@ -399,6 +401,21 @@ class MetadataFrontend:
         if not isinstance(result, frozenset):
             raise InvariantViolation(f"alter user returned {result!r}")
         return sorted(str(mechanism) for mechanism in result)
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self._machine.metadata.acls
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        result = await self.propose(CreateAcls(tuple(bindings)))
+        if not isinstance(result, tuple):
+            raise InvariantViolation(f"create ACLs returned {result!r}")
+        return list(result)
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        result = await self.propose(DeleteAcls(tuple(filters)))
+        if not isinstance(result, tuple) or len(result) != len(filters):
+            raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
+        return [list(removed) for removed in result]
 
     def moves(self) -> list[MoveState]:
         metadata = self._machine.metadata

@@ -55,7 +55,7 @@ from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
-from partitions.services import ControllerMembers, ControllerSnapshot, MoveState, NodeInfo
+from partitions.services import AclBinding, ControllerMembers, ControllerSnapshot, MoveState, NodeInfo
 from partitions.users import ScramCredential
 from raftlog.consensus import journal
 from raftlog.consensus.core import CoreConfig
@@ -367,6 +367,9 @@ class NodeView:
 
     def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
         return self._node.frontend.users()
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self._node.frontend.acls()
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {

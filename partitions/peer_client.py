@@ -31,6 +31,8 @@ from partitions.peer_codec import ErrorTypes, Registry, pack, unpack
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
     RESULT_TYPES,
+    AclBinding,
+    AclFilter,
     Assignment,
     Claims,
     CommittedOffset,
@@ -119,6 +121,8 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("admin", "set_user", "Create a user or set its credentials on the controller leader", write=True),
     PeerOp("admin", "delete_user", "Delete a user on the controller leader", write=True),
     PeerOp("admin", "alter_user", "Change some of a user's credentials on the controller leader", write=True),
+    PeerOp("admin", "create_acls", "Add ACLs on the controller leader", write=True),
+    PeerOp("admin", "delete_acls", "Remove the ACLs filters match on the controller leader", write=True),
     PeerOp("admin", "partition_state", "A partition's state as its leader sees it"),
     PeerOp("admin", "transfer_leadership", "Move a partition's leadership, on its leader", write=True,
            wait_arg="timeout_ms"),
@@ -398,6 +402,12 @@ class RemoteAdmin:
         return await self._client.expect(
             self._node, "admin.alter_user", list, name=name, upsertions=upsertions, deletions=deletions
         )
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        return await self._client.expect(self._node, "admin.create_acls", list, bindings=bindings)
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        return await self._client.expect(self._node, "admin.delete_acls", list, filters=filters)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         return await self._client.expect(

@@ -1,7 +1,8 @@
 """What crosses between nodes in a peer call: typed values and typed errors, as msgpack (pure, no I/O).
 
 A peer call's arguments and result are plain values (None, bool, int, float, str, bytes, lists, dicts),
-tuples and frozensets, and instances of the registered result types (dataclasses and named tuples). A
+tuples and frozensets, and instances of the registered result types (dataclasses and named tuples); an
+``IntEnum`` travels as its int, which a dataclass holding one turns back into its member. A
 typed error raised by the callee (any ``RaftlogError``) travels as its class name, message and attributes
 and is raised again on the caller as the same class, so the caller's one error table maps it as if it had
 been raised locally: ``NotLeader`` keeps its ``leader_hint``, ``OffsetOutOfRange`` its offsets.
@@ -14,6 +15,7 @@ not about trusting input, which every callee still checks.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -89,6 +91,8 @@ def _ext(item: object, registry: Registry, default: Any) -> object:
         return dict(item)
     if isinstance(item, memoryview | bytearray):
         return bytes(item)
+    if isinstance(item, enum.IntEnum):  # its code: the dataclass holding it turns it back (``acls``)
+        return int(item)
     raise PeerProtocolError(f"a {kind.__name__} cannot cross between nodes: {item!r:.80}")
 
 

@@ -28,7 +28,20 @@ from typing import Any, Generic, Protocol, TypeVar
 # What a front door names besides the protocols, each defined where it belongs and exported here (with
 # ``partitions.errors`` and ``partitions.names`` these are all it may import of partitions/): the types
 # of the answers below, the limits of what the services accept, and the pure rules a front door applies
-# itself (a topic's configs after a change; a user's SCRAM credentials, made where the password enters).
+# itself (a topic's configs after a change; a user's SCRAM credentials, made where the password enters;
+# the ACLs' model and who they allow what).
+from partitions.acls import CLUSTER_NAME as CLUSTER_NAME
+from partitions.acls import AclBinding as AclBinding
+from partitions.acls import AclFilter as AclFilter
+from partitions.acls import AclOperation as AclOperation
+from partitions.acls import Authorizer as Authorizer
+from partitions.acls import Authorizers as Authorizers
+from partitions.acls import InvalidAcl as InvalidAcl
+from partitions.acls import PatternType as PatternType
+from partitions.acls import Permission as Permission
+from partitions.acls import ResourceType as ResourceType
+from partitions.acls import client_host as client_host
+from partitions.acls import select as select
 from partitions.controller import TopicMetadata as TopicMetadata
 from partitions.controller import merge_configs as merge_configs
 from partitions.controller_members import ControllerMembers as ControllerMembers
@@ -299,6 +312,8 @@ RESULT_TYPES: tuple[type, ...] = (
     ControllerMembers,
     ReplicaFailure,
     ScramCredential,
+    AclBinding,
+    AclFilter,
 )
 
 
@@ -352,6 +367,11 @@ class MetadataView(Protocol):
 
     def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
         """The users and their SCRAM credentials as this node's controller metadata has them."""
+        ...
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        """The ACLs as this node's controller metadata has them: sorted, the same tuple until they
+        change."""
         ...
 
     def metrics(self) -> dict[str, float]:
@@ -480,6 +500,16 @@ class AdminService(Protocol):
         """Remove the credentials of the mechanisms in ``deletions`` and add or replace ``upsertions``, in
         one change (a user left with none is deleted); its mechanisms now. Raises UnknownCredential (a
         deletion of a credential the user does not have), InvalidName, InvalidCommand."""
+        ...
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        """Add ACLs in one controller change; those that were not there before (an ACL that exists is no
+        error). Raises InvalidAcl (too many: in the change, or in the cluster), nothing added."""
+        ...
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """Remove every ACL a filter matches, in one controller change; what each filter removed, in
+        order. Raises InvalidAcl (no filter, or too many)."""
         ...
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions import controller_members, decommission, reconfigure
+from partitions import controller_acls, controller_members, decommission, reconfigure
+from partitions.acls import AclBinding, AclFilter
 from partitions.cluster import Cluster
 from partitions.controller import Reassignment, TopicMetadata, validate_topic
 from partitions.errors import (
@@ -141,6 +142,7 @@ class FakeCluster:
         self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
+        self.acls: tuple[AclBinding, ...] = ()  # replaced whole by each change, as the controller does
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
         self.controller_voters: list[str] = self.node_ids[:5]
         self.controller_learners: list[str] = []  # joining; nothing promotes them here
@@ -614,6 +616,18 @@ class FakeAdmin:
             self.cluster.users.pop(name, None)
         return sorted(credentials)
 
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        self.data._controller_here()
+        acls, created = controller_acls.apply(self.cluster.acls, controller_acls.CreateAcls(tuple(bindings)))
+        self.cluster.acls = acls
+        return [acl for acl in created if isinstance(acl, AclBinding)]
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        self.data._controller_here()
+        acls, removed = controller_acls.apply(self.cluster.acls, controller_acls.DeleteAcls(tuple(filters)))
+        self.cluster.acls = acls
+        return [list(matched) for matched in removed if isinstance(matched, tuple)]
+
     async def controller_members(self) -> ControllerMembers:
         self.data._controller_here()
         cluster = self.cluster
@@ -771,6 +785,9 @@ class FakeMetadata:
 
     def users(self) -> dict[str, tuple[ScramCredential, ...]]:
         return self.cluster.users
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self.cluster.acls
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {}
