@@ -12,6 +12,7 @@ from typing import Any
 
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
 from partitions.errors import (
+    AuthorizationFailed,
     CapacityExceeded,
     ControllerChangeRefused,
     DecommissionImpossible,
@@ -76,6 +77,7 @@ from raftlog.storage.errors import (
 from raftlog_client.contract import (
     DISK_FULL,
     INSTANCE_EXISTS,
+    NOT_AUTHORIZED,
     OFFSET_OUT_OF_RANGE,
     PARTITION_NOT_ASSIGNED,
     SEQUENCE_TOO_OLD,
@@ -155,6 +157,7 @@ class HttpError:
 TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (BadRequest, HttpError(400, 40001)),
     (Unauthorized, HttpError(401, 40101)),
+    (AuthorizationFailed, HttpError(403, NOT_AUTHORIZED)),  # serve --acls: no ACL allows it; nothing done
     (RouteNotFound, HttpError(404, 40400)),
     (MethodNotAllowed, HttpError(405, 40501)),
     (RequestTooLarge, HttpError(413, 41301)),
@@ -262,6 +265,10 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["generation"] = error.current
     if isinstance(error, PartitionNotAssigned):
         payload["generation"] = error.generation
+    if isinstance(error, AuthorizationFailed):
+        payload["resource_type"] = error.resource_type
+        payload["resource"] = error.name
+        payload["operation"] = error.operation
     if mapped.retriable:
         payload["retriable"] = True
     return payload

@@ -13,8 +13,12 @@ import logging
 from kio.schema.errors import ErrorCode
 
 from partitions.errors import (
+    AuthorizationFailed,
     CapacityExceeded,
+    ClusterAuthorizationFailed,
+    ControllerChangeRefused,
     DecommissionImpossible,
+    GroupAuthorizationFailed,
     HopLimitExceeded,
     InvalidCommand,
     InvalidName,
@@ -29,6 +33,7 @@ from partitions.errors import (
     ReassignmentInProgress,
     ReplicaRecovering,
     SequenceTooOld,
+    TopicAuthorizationFailed,
     TopicExists,
     UnknownNode,
     UnknownPartition,
@@ -59,6 +64,10 @@ from raftlog.storage.errors import (
 log = logging.getLogger(__name__)
 
 TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (TopicAuthorizationFailed, ErrorCode.topic_authorization_failed),
+    (GroupAuthorizationFailed, ErrorCode.group_authorization_failed),
+    (ClusterAuthorizationFailed, ErrorCode.cluster_authorization_failed),
+    (AuthorizationFailed, ErrorCode.cluster_authorization_failed),
     (NotLeader, ErrorCode.not_leader_or_follower),
     (NoLeader, ErrorCode.leader_not_available),
     (ReplicaRecovering, ErrorCode.leader_not_available),
@@ -87,6 +96,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (UnknownNode, ErrorCode.broker_not_available),
     (UnknownUser, ErrorCode.resource_not_found),
     (DecommissionImpossible, ErrorCode.policy_violation),
+    (ControllerChangeRefused, ErrorCode.policy_violation),  # no Kafka API changes the controller's voters
     (NoController, ErrorCode.not_controller),
     (HopLimitExceeded, ErrorCode.not_leader_or_follower),
     (PeerError, ErrorCode.request_timed_out),

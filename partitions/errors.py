@@ -131,6 +131,36 @@ class UnknownCredential(UnknownUser):
         self.mechanism = mechanism
 
 
+class AuthorizationFailed(PartitionError):
+    """The caller may not do this: no ACL allows it, or one denies it (``acls.Authorizer``); nothing was
+    done. The words say what was refused, never which ACL decided it. Raised as the subclass of the
+    resource's type (Kafka has an error code for each)."""
+
+    def __init__(self, principal: str, operation: str, resource_type: str, name: str) -> None:
+        super().__init__(f"{principal} is not authorized to {operation} {resource_type} {name!r}")
+        self.principal = principal
+        self.operation = operation  # as ACLs name it: "read", "write", "describe", ...
+        self.resource_type = resource_type  # "topic", "group" or "cluster"
+        self.name = name
+
+    @classmethod
+    def of(cls, principal: str, operation: str, resource_type: str, name: str) -> AuthorizationFailed:
+        kinds = {"topic": TopicAuthorizationFailed, "group": GroupAuthorizationFailed}
+        return kinds.get(resource_type, ClusterAuthorizationFailed)(principal, operation, resource_type, name)
+
+
+class TopicAuthorizationFailed(AuthorizationFailed):
+    pass
+
+
+class GroupAuthorizationFailed(AuthorizationFailed):
+    pass
+
+
+class ClusterAuthorizationFailed(AuthorizationFailed):
+    pass
+
+
 class InvalidReassignment(PartitionError):
     """A replica set that cannot be used: empty, repeating a node, too small for a quorum, or naming a
     node that is down or leaving. Nothing was changed."""

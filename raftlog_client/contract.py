@@ -28,6 +28,7 @@ GENERATION_HEADER = "X-Raftlog-Generation"  # a consumer group's generation, on 
 
 # -- error codes a client acts on (the whole table: api/errors.py) ----------------------------------------
 
+NOT_AUTHORIZED = 40301  # 403 (serve --acls): the caller's ACLs do not allow it; nothing was done
 UNKNOWN_TOPIC = 40401
 UNKNOWN_INSTANCE = 40403  # the consumer instance is gone (evicted, deleted): join again
 INSTANCE_EXISTS = 40902  # an earlier attempt whose answer was lost created the instance (Confluent's code)
