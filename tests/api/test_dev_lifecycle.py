@@ -67,13 +67,19 @@ def test_status_of_a_folder_without_a_cluster(tmp_path: pathlib.Path) -> None:
     )
 
 
+def _readable(fd: int, timeout_s: float) -> bool:
+    """poll, not select: a test process may hold more than select's 1024 descriptors."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
+
+
 def _read_until(fd: int, text: str, timeout_s: float) -> str:
     seen = b""
     deadline = time.monotonic() + timeout_s
     while text.encode() not in seen:
         assert time.monotonic() < deadline, seen.decode(errors="replace")
-        readable, _, _ = select.select([fd], [], [], 0.5)
-        if readable:
+        if _readable(fd, 0.5):
             try:
                 chunk = os.read(fd, 65536)
             except OSError:  # EIO: the child is gone
