@@ -28,6 +28,8 @@ from collections.abc import Callable
 from aiohttp import web
 
 from api import (
+    access,
+    acls,
     admin,
     auth,
     consumers,
@@ -40,6 +42,7 @@ from api import (
     topics,
     users,
 )
+from api.access import DESCRIBE, DESCRIBE_CONFIGS, READ, WRITE, group, needs, open_to_users, topic
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -101,8 +104,9 @@ async def ready(request: web.Request) -> web.Response:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    token = state.state(request).settings.admin_token is not None
-    return web.json_response(document(ROUTES, admin_token=token))
+    settings = state.state(request).settings
+    token = settings.admin_token is not None
+    return web.json_response(document(ROUTES, admin_token=token, acls=settings.enforce_acls))
 
 
 _TOPIC = "/topics/{topic}"
@@ -129,40 +133,42 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", "/brokers", topics.list_brokers, "listBrokers", "Broker ids of the known nodes", "client",
         ok_schema="Brokers", local=True,
+        access=open_to_users("the brokers, which Kafka's Metadata names to every authenticated client"),
     ),
     Operation("GET", "/topics", topics.list_topics, "listTopics", "Topic names", "client",
-              ok_schema="TopicNames", local=True),
+              ok_schema="TopicNames", local=True,
+              access=needs(in_handler="lists only the topics the caller may DESCRIBE")),
     Operation(
         "GET", _TOPIC, topics.get_topic, "getTopic", "A topic, its partitions and configs", "client",
-        ok_schema="Topic", errors=(404,),
+        ok_schema="Topic", errors=(404,), access=needs(topic(DESCRIBE), topic(DESCRIBE_CONFIGS)),
     ),
     Operation(
         "POST", _TOPIC, records.produce_to_topic, "produce", "Produce records (key -> murmur2 partition)",
         "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
-        errors=(404, 413, 415, 422, 504, 507), write=True,
+        errors=(404, 413, 415, 422, 504, 507), write=True, access=needs(topic(WRITE)),
     ),
     Operation(
         "GET", f"{_TOPIC}/partitions", topics.get_partitions, "listPartitions",
         "A topic's partitions: each leader, and which replicas are in sync as their leader says", "client",
-        ok_schema="Partitions", errors=(404,),
+        ok_schema="Partitions", errors=(404,), access=needs(topic(DESCRIBE)),
     ),
     Operation(
         "GET", _PARTITION, topics.get_partition, "getPartition",
         "A partition: its leader, and which replicas are in sync as the leader says", "client",
-        ok_schema="Partition", errors=(404,),
+        ok_schema="Partition", errors=(404,), access=needs(topic(DESCRIBE)),
     ),
     Operation(
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
         ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None),),
-        errors=(404, 413, 415, 422, 504, 507), write=True,
+        errors=(404, 413, 415, 422, 504, 507), write=True, access=needs(topic(WRITE)),
     ),
     Operation(
         "GET", f"{_PARTITION}/offsets", records.get_offsets, "getOffsets",
         "First and next offset of a partition, or the first offset at or after a timestamp", "client",
         query=(Param("timestamp", "integer", "ms since the epoch: answer the first offset whose record's "
                      "timestamp is at or after it", minimum=0, maximum=2**63 - 1),),
-        ok_schema="PartitionOffsets", errors=(404,),
+        ok_schema="PartitionOffsets", errors=(404,), access=needs(topic(DESCRIBE)),
     ),
     Operation(
         "GET", f"{_PARTITION}/records", records.fetch, "fetch", "Fetch committed records (long poll)",
@@ -171,12 +177,13 @@ ROUTES: tuple[Operation, ...] = (
             (BINARY_V2, "FetchResponse"), (COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None),
             (RECORD_BATCH, None),
         ),
+        access=needs(topic(READ)),
     ),
     Operation(
         "POST", "/consumers/{group}/offsets", records.commit_offsets, "commitOffsets",
         "Commit a group's next offsets to read (never backwards unless reset)", "client",
         body="CommitOffsetsRequest", body_types=RECORD_TYPES, ok_status=204, errors=(404, 415, 504, 507),
-        write=True,
+        write=True, access=needs(group(READ), in_handler="READ topic: each topic of the body"),
     ),
     Operation(
         "GET", "/consumers/{group}/offsets", records.committed_offsets, "getCommittedOffsets",
@@ -186,6 +193,7 @@ ROUTES: tuple[Operation, ...] = (
             Param("partition", "integer", "one partition (default: all)", minimum=0, maximum=2**31 - 1),
         ),
         ok_schema="CommittedOffsets", errors=(404,),
+        access=needs(group(DESCRIBE), topic(DESCRIBE, "topic", query=True)),
     ),
     Operation(
         "GET", "/v1/cluster/health", topics.cluster_health, "clusterHealth", "Cluster health overview",
@@ -215,6 +223,7 @@ ROUTES: tuple[Operation, ...] = (
     ),
     *admin.ROUTES,
     *users.ROUTES,  # users and their SCRAM credentials
+    *acls.ROUTES,  # who may do what (ACLs)
     Operation(
         "GET", "/metrics", metrics, "metrics", "Prometheus metrics", "operations",
         ok_type="text/plain", local=True,
@@ -303,7 +312,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
             _check_token(request, token)
         if app_state.settings.require_auth and auth.needs_user(request.path):
-            await auth.authenticate(request, app_state.node, token, app_state.verifier)
+            caller = await auth.authenticate(request, app_state.node, token, app_state.verifier)
+            request[state.CALLER] = caller  # for the route's ACLs (api/access.py)
         if request.path.startswith(INTERNAL_PREFIX):
             _check_peer(request, app_state.node)
         return await handler(request)
@@ -357,8 +367,8 @@ def _bind(operation: Operation) -> Handler:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         """Content negotiation (406 when the ``Accept`` header takes none of the route's types), then the
-        names in the path (400 naming the parameter), before anything else; a JSON answer is labelled
-        with the type chosen."""
+        names in the path (400 naming the parameter), then the route's ACLs (403), before anything else;
+        a JSON answer is labelled with the type chosen."""
         accept = request.headers.get("Accept")
         chosen = negotiation.choose(accept, offers)
         if chosen is None:
@@ -370,6 +380,8 @@ def _bind(operation: Operation) -> Handler:
             check_name = _PATH_NAMES.get(param)
             if check_name is not None:
                 check_name(value, f"path parameter {param}")
+        if operation.access is not None:
+            access.check(request, operation.access)  # the route's ACLs (api/access.py)
         response = await serve(request)
         if response.content_type == PLAIN_JSON and negotiation.is_json(chosen) and chosen != PLAIN_JSON:
             response.content_type = chosen  # the same JSON, labelled as the client asked
@@ -383,21 +395,32 @@ def build_app(
     *,
     admin_token: str | None = None,
     require_auth: bool = False,
+    enforce_acls: bool = False,
+    super_users: frozenset[str] = frozenset(),
     produce_timeout_ms: int = 10_000,
     admin_timeout_ms: int = 10_000,
     request_bytes_max: int = REQUEST_BYTES_MAX,
     writes_in_flight_max: int = state.WRITES_IN_FLIGHT_MAX,
     long_polls_in_flight_max: int = state.LONG_POLLS_IN_FLIGHT_MAX,
 ) -> web.Application:
-    """The HTTP API of one node."""
+    """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
+    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
         raise ValueError("timeouts and request_bytes_max must be positive")
     if require_auth and admin_token is None:
         raise ValueError("require_auth needs an admin_token: users are managed through /v1/users")
+    if enforce_acls and not require_auth:
+        raise ValueError("enforce_acls needs require_auth: ACLs name authenticated users")
     settings = state.Settings(
-        admin_token, produce_timeout_ms, admin_timeout_ms, request_bytes_max, require_auth
+        admin_token,
+        produce_timeout_ms,
+        admin_timeout_ms,
+        request_bytes_max,
+        require_auth,
+        enforce_acls,
+        frozenset(super_users),
     )
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[state.STATE] = state.AppState(

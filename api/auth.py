@@ -1,5 +1,6 @@
 """Who is calling the data API (``raftlog serve --require-auth``): HTTP Basic with a user of
-``/v1/users``, or the admin token as a bearer token. Every client route needs one of them; ``/status/*``,
+``/v1/users``, or the admin token as a bearer token. The ``Caller`` found is kept on the request for the
+route's ACLs (``access.py``). Every client route needs one of them; ``/status/*``,
 ``/metrics`` and ``/openapi.json`` stay open (probes, scrapers), ``/v1`` keeps its admin token and
 ``/internal/v1`` its cluster credential.
 
@@ -19,8 +20,9 @@ import hmac
 from aiohttp import web
 
 from api.errors import Unauthorized
+from api.state import Caller
 from partitions.cluster import FrontDoor
-from partitions.services import Verifier
+from partitions.services import Verifier, client_host
 
 OPEN_PATHS = ("/status/", "/metrics", "/openapi.json")
 
@@ -32,13 +34,15 @@ def needs_user(path: str) -> bool:
 
 async def authenticate(
     request: web.Request, node: FrontDoor, admin_token: str | None, verifier: Verifier
-) -> str:
-    """The principal (``User:NAME``, or ``User:admin`` for the admin token), else ``Unauthorized``."""
+) -> Caller:
+    """Who calls: the principal (``User:NAME``, or ``User:admin`` for the admin token) from the client's
+    address; else ``Unauthorized``."""
+    host = client_host(request.remote)
     scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
     scheme = scheme.lower()
     if scheme == "bearer" and admin_token is not None:
         if hmac.compare_digest(credentials.strip().encode("utf-8"), admin_token.encode("utf-8")):
-            return "User:admin"
+            return Caller("User:admin", host, admin_token=True)
         raise Unauthorized("wrong bearer token")
     if scheme != "basic":
         raise Unauthorized("this node requires 'Authorization: Basic <base64 of user:password>'")
@@ -55,4 +59,4 @@ async def authenticate(
         matched = await asyncio.to_thread(verifier.verify, users, name, password)
         if not matched:
             raise Unauthorized("unknown user or wrong password")  # the same words for both
-    return f"User:{name}"
+    return Caller(f"User:{name}", host)

@@ -19,7 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from api import negotiation, state
+from api import access, negotiation, state
+from api.access import DESCRIBE, READ, needs
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
 from api.records import RENDER_INLINE_BYTES_MAX, decode
@@ -262,6 +263,7 @@ async def subscribe(request: web.Request) -> web.Response:
     if not isinstance(topics, list) or not 1 <= len(topics) <= SUBSCRIBED_TOPICS_MAX:
         raise BadRequest(f"topics: must be a list of 1 to {SUBSCRIBED_TOPICS_MAX} topic names")
     names = [check_user_topic_name(t, f"topics[{i}]") for i, t in enumerate(topics)]
+    access.authorize_topics(request, DESCRIBE, names)
     await _groups(request).subscribe(group, instance, names)
     return web.Response(status=204)
 
@@ -295,10 +297,13 @@ async def seek(request: web.Request) -> web.Response:
     if body.get("offsets") is None and body.get("timestamps") is None:
         raise BadRequest("offsets or timestamps: at least one is required")
     groups = _groups(request)
-    if body.get("timestamps") is not None:
-        await groups.seek_to_times(group, instance, _timestamps(body))
-    if body.get("offsets") is not None:
-        await groups.seek(group, instance, _offsets(body, frozenset({"metadata"})))
+    times = _timestamps(body) if body.get("timestamps") is not None else None
+    offsets = _offsets(body, frozenset({"metadata"})) if body.get("offsets") is not None else None
+    access.authorize_topics(request, DESCRIBE, (tp.topic for part in (times, offsets) for tp in part or ()))
+    if times is not None:
+        await groups.seek_to_times(group, instance, times)
+    if offsets is not None:
+        await groups.seek(group, instance, offsets)
     return web.Response(status=204)
 
 
@@ -306,7 +311,9 @@ async def _seek_to(request: web.Request, end: bool) -> web.Response:
     group, instance = _group(request), _instance(request)
     body = await _body(request)
     reject_unknown(body, {"partitions"}, "")
-    await _groups(request).seek_to(group, instance, _partitions(body), end)
+    partitions = _partitions(body)
+    access.authorize_topics(request, DESCRIBE, (tp.topic for tp in partitions))
+    await _groups(request).seek_to(group, instance, partitions, end)
     return web.Response(status=204)
 
 
@@ -331,7 +338,13 @@ async def records(request: web.Request) -> web.Response:
     accept = request.headers.get("Accept")
     asked = next((f for f, media in EMBEDDED_TYPES.items() if negotiation.names(accept, media)), None)
     fetched = await _groups(request).records(
-        _group(request), _instance(request), timeout_ms, max_bytes or 1, generation, asked
+        _group(request),
+        _instance(request),
+        timeout_ms,
+        max_bytes or 1,
+        generation,
+        asked,
+        authorize=lambda topics: access.authorize_topics(request, READ, topics),
     )
     size = sum(len(part.data) for part in fetched.parts)
     if size <= RENDER_INLINE_BYTES_MAX:
@@ -364,7 +377,12 @@ async def commit(request: web.Request) -> web.Response:
     generation = None if body.get("generation") is None else require_int(body["generation"], "generation")
     field = "partitions" if body.get("partitions") is not None else "offsets"
     offsets = _offsets(body, frozenset({"metadata"}), field) if body.get(field) else None
-    await _groups(request).commit(group, instance, offsets, generation)
+    groups = _groups(request)
+    if offsets is not None:
+        access.authorize_topics(request, READ, (tp.topic for tp in offsets))
+    elif state.state(request).authorizers is not None:  # the positions: of the topics it subscribed
+        access.authorize_topics(request, READ, await groups.subscription(group, instance))
+    await groups.commit(group, instance, offsets, generation)
     return web.json_response([])
 
 
@@ -384,9 +402,11 @@ async def committed(request: web.Request) -> web.Response:
         if body:
             reject_unknown(body, {"partitions"}, "")
             wanted = _partitions(body)
+    access.authorize_topics(request, DESCRIBE, (tp.topic for tp in wanted or ()))
     rows = await _groups(request).committed(group, instance, wanted)
+    shown = [row for row in rows if access.allowed(request, access.TOPIC, DESCRIBE, row.tp.topic)]
     return web.json_response(
-        {"offsets": [{**_tp_json(row.tp), "offset": row.offset, "metadata": ""} for row in rows]}
+        {"offsets": [{**_tp_json(row.tp), "offset": row.offset, "metadata": ""} for row in shown]}
     )
 
 
@@ -450,6 +470,7 @@ async def describe_group(request: web.Request) -> web.Response:
 _GROUP = "/consumers/{group}"
 _INSTANCE = "/consumers/{group}/instances/{instance}"
 _CONSUMER_TYPES = (KAFKA_V2, "application/json")
+_SEEK = needs(access.group(READ), in_handler="DESCRIBE topic: each topic of the body (Kafka's ListOffsets)")
 
 ROUTES: tuple[Operation, ...] = (
     Operation(
@@ -457,43 +478,52 @@ ROUTES: tuple[Operation, ...] = (
         "Create a consumer instance in a group (its coordinator holds it)", "client",
         body="CreateConsumerRequest", body_types=_CONSUMER_TYPES, ok_schema="CreatedConsumer",
         errors=(409, 415, 422, 504, 507), write=True,
+        access=needs(access.group(READ)),
     ),
     Operation(
         "DELETE", _INSTANCE, delete_instance, "deleteConsumer", "Remove a consumer instance (rebalances)",
         "client", ok_status=204, errors=(404, 504, 507), write=True,
+        access=needs(access.group(READ)),
     ),
     Operation(
         "POST", f"{_INSTANCE}/subscription", subscribe, "subscribe", "Subscribe to topics (rebalances)",
         "client", body="SubscriptionRequest", body_types=_CONSUMER_TYPES, ok_status=204,
         errors=(404, 415, 504, 507), write=True,
+        access=needs(access.group(READ), in_handler="DESCRIBE topic: each topic subscribed"),
     ),
     Operation(
         "GET", f"{_INSTANCE}/subscription", subscription, "getSubscription", "Subscribed topics", "client",
         ok_schema="Subscription", errors=(404,),
+        access=needs(access.group(READ)),
     ),
     Operation(
         "DELETE", f"{_INSTANCE}/subscription", unsubscribe, "unsubscribe", "Unsubscribe (rebalances)",
         "client", ok_status=204, errors=(404, 504, 507), write=True,
+        access=needs(access.group(READ)),
     ),
     Operation(
         "GET", f"{_INSTANCE}/assignments", assignments, "getAssignments",
         "Partitions assigned to the instance and the group's generation", "client",
         ok_schema="Assignments", errors=(404,),
+        access=needs(access.group(READ)),
     ),
     Operation(
         "POST", f"{_INSTANCE}/positions", seek, "seek",
         "Set the next offset to fetch, or the first at or after a time", "client",
         body="SeekRequest", body_types=_CONSUMER_TYPES, ok_status=204, errors=(404, 409, 415),
+        access=_SEEK,
     ),
     Operation(
         "POST", f"{_INSTANCE}/positions/beginning", seek_beginning, "seekToBeginning",
         "Fetch from the first offset of the partitions", "client", body="PartitionsRequest",
         body_types=_CONSUMER_TYPES, ok_status=204, errors=(404, 409, 415),
+        access=_SEEK,
     ),
     Operation(
         "POST", f"{_INSTANCE}/positions/end", seek_end, "seekToEnd", "Fetch only records written from now on",
         "client", body="PartitionsRequest", body_types=_CONSUMER_TYPES, ok_status=204,
         errors=(404, 409, 415),
+        access=_SEEK,
     ),
     Operation(
         "GET", f"{_INSTANCE}/records", records, "consumerRecords",
@@ -508,12 +538,16 @@ ROUTES: tuple[Operation, ...] = (
         ),
         ok_schema="FetchResponse", errors=(404, 406, 409), long_poll=True,
         ok_type=BINARY_V2, ok_alternatives=((JSON_V2, "FetchResponse"),),
+        access=needs(access.group(READ), in_handler="READ topic: each topic subscribed and assigned"),
     ),
     Operation(
         "POST", f"{_INSTANCE}/offsets", commit, "commitConsumerOffsets",
         "Commit offsets of assigned partitions (fenced by generation)", "client",
         body="ConsumerCommitRequest", body_types=_CONSUMER_TYPES, ok_schema="CommitAnswer",
         errors=(404, 409, 415, 504), write=True,
+        access=needs(
+            access.group(READ), in_handler="READ topic: each topic committed (no body: each subscribed)"
+        ),
     ),
     Operation(
         "GET", f"{_INSTANCE}/offsets", committed, "getConsumerOffsets", "The group's committed offsets",
@@ -523,6 +557,9 @@ ROUTES: tuple[Operation, ...] = (
             Param("partition", "integer", "one partition (with topic)", minimum=0, maximum=2**31 - 1),
         ),
         ok_schema="ConsumerOffsets", errors=(404,),
+        access=needs(
+            access.group(DESCRIBE), in_handler="DESCRIBE topic: the topic asked for; others' offsets left out"
+        ),
     ),
     Operation(
         "GET", "/v1/consumer-groups", list_groups, "listConsumerGroups", "Consumer groups with members",

@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import Access
 from api.errors import TABLE
 from api.negotiation import error_type, offered
 from partitions.peer_client import INTERNAL_PREFIX
@@ -53,6 +54,7 @@ class Operation:
     query: tuple[Param, ...] = ()
     body: str | None = None  # component schema of the request body
     body_types: tuple[str, ...] = (PLAIN_JSON,)
+    body_required: bool = True  # False: the route also serves a request without a body
     # other media types of the request body: (media type, component schema or None for opaque bytes)
     body_alternatives: tuple[tuple[str, str | None], ...] = ()
     ok_status: int = 200
@@ -66,6 +68,8 @@ class Operation:
     local: bool = False  # answered by this node alone (never "no leader right now")
     write: bool = False  # counted against the node's writes in flight (admission)
     long_poll: bool = False  # may wait for records: counted against the node's long polls in flight
+    # what a client route needs of the caller's ACLs (``api.access``; checked with ``serve --enforce-acls``)
+    access: Access | None = None
 
     @property
     def answer_type(self) -> str:
@@ -148,6 +152,33 @@ _GROUP_PARTITION = _obj(
 )
 
 _MECHANISMS = {"type": "array", "items": {"type": "string", "enum": sorted(MECHANISMS)}}
+_ACL_FIELDS: dict[str, Any] = {
+    "resource_type": {"type": "string", "enum": ["topic", "group", "cluster"]},
+    "name": {"type": "string", "minLength": 1, "description": "a topic, a group, '*' or kafka-cluster"},
+    "pattern_type": {"type": "string", "enum": ["literal", "prefixed"]},
+    "principal": {"type": "string", "pattern": "^User:.+$", "description": "User:NAME, or User:* for all"},
+    "host": {"type": "string", "minLength": 1, "description": "a client's IP address, or * for any"},
+    "operation": {
+        "type": "string",
+        "enum": [
+            "all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",
+            "describe_configs", "alter_configs", "idempotent_write",
+        ],
+    },
+    "permission": {"type": "string", "enum": ["allow", "deny"]},
+}  # fmt: skip
+_ACL = _obj(_ACL_FIELDS, list(_ACL_FIELDS))
+_ACL_FILTER = _closed(
+    _obj(
+        {
+            **{name: _nullable(schema) for name, schema in _ACL_FIELDS.items()},
+            "resource_type": _nullable({"type": "string", "enum": ["any", "topic", "group", "cluster"]}),
+            "pattern_type": _nullable({"type": "string", "enum": ["any", "match", "literal", "prefixed"]}),
+            "operation": _nullable({"type": "string", "enum": ["any", *_ACL_FIELDS["operation"]["enum"]]}),
+            "permission": _nullable({"type": "string", "enum": ["any", "allow", "deny"]}),
+        }
+    )
+)
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Error": _obj(
@@ -603,6 +634,30 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "Users": _obj(
         {"users": {"type": "array", "items": _obj({"name": _STR, "mechanisms": _MECHANISMS})}}, ["users"]
     ),
+    "Acls": _obj({"acls": {"type": "array", "items": _ACL}}, ["acls"]),
+    "CreateAclsRequest": _closed(
+        _obj(
+            {
+                "acls": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 1000,
+                    "items": _closed(_obj(_ACL_FIELDS, ["resource_type", "name", "principal", "operation"])),
+                }
+            },
+            ["acls"],
+        )
+    ),
+    "CreatedAcls": _obj(  # existed: asked for, and there before
+        {"created": {"type": "array", "items": _ACL}, "existed": {"type": "array", "items": _ACL}},
+        ["created", "existed"],
+    ),
+    "DeleteAclsRequest": _closed(
+        _obj(
+            {"filters": {"type": "array", "minItems": 1, "maxItems": 1000, "items": _ACL_FILTER}}, ["filters"]
+        )
+    ),
+    "DeletedAcls": _obj({"deleted": {"type": "array", "items": _ACL}}, ["deleted"]),
     "UserRequest": _closed(
         _obj(
             {
@@ -626,6 +681,7 @@ _REASONS = {
         "cluster's own topics 40003)"
     ),
     401: "Missing or wrong admin token, or cluster credential on an internal endpoint (40101)",
+    403: "The caller's ACLs do not allow it (40301, naming the resource and operation); nothing was done",
     404: (
         "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405) or "
         "move (40406) does not exist"
@@ -671,7 +727,7 @@ def _param_schema(param: Param) -> dict[str, Any]:
     return schema
 
 
-def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
+def _operation(op: Operation, admin_token: bool, acls: bool) -> dict[str, Any]:
     params = _path_params(op.path) + [
         {
             "name": p.name,
@@ -696,6 +752,9 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
     internal = op.path.startswith(INTERNAL_PREFIX)  # the cluster credential, always
     if internal or (admin_token and op.path.startswith("/v1/")):
         statuses.add(401)
+    checks = [] if op.access is None else op.access.describe()
+    if acls and checks:
+        statuses.add(403)
     for status in sorted(statuses):
         responses[str(status)] = {
             "description": _REASONS.get(status, "Internal error (50000..50002)"),
@@ -709,9 +768,11 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
     }
     if params:
         doc["parameters"] = params
+    if op.access is not None:  # what ACLs it asks (serve --enforce-acls), or why it asks none
+        doc["x-raftlog-acls"] = checks or [f"none: {op.access.open}"]
     if op.body is not None or op.body_alternatives:
         content = {} if op.body is None else {media: {"schema": _ref(op.body)} for media in op.body_types}
-        doc["requestBody"] = {"required": True, "content": content}
+        doc["requestBody"] = {"required": op.body_required, "content": content}
         for media, schema in op.body_alternatives:
             opaque = {"type": "string", "format": "binary"}
             doc["requestBody"]["content"][media] = {"schema": _ref(schema) if schema else opaque}
@@ -720,10 +781,12 @@ def _operation(op: Operation, admin_token: bool) -> dict[str, Any]:
     return doc
 
 
-def document(operations: Sequence[Operation], *, admin_token: bool) -> dict[str, Any]:
+def document(operations: Sequence[Operation], *, admin_token: bool, acls: bool = False) -> dict[str, Any]:
+    """The document of a node: with ``admin_token``, 401 on ``/v1``; with ``acls`` (``serve
+    --enforce-acls``), 403 on the routes that check ACLs."""
     paths: dict[str, dict[str, Any]] = {}
     for op in operations:
-        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, admin_token)
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, admin_token, acls)
     codes = sorted({mapped.error_code for _, mapped in TABLE})
     return {
         "openapi": "3.0.3",

@@ -15,7 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from api import errors, state
+from api import access, errors, state
+from api.access import READ
 from api.columnar import columnar_encoding, encode_columnar
 from api.errors import BadRequest
 from api.rendering import records_json
@@ -259,6 +260,7 @@ async def commit_offsets(request: web.Request) -> web.Response:
     require_json_body(request.content_type)
     group = check_group(request.match_info["group"])
     entries = parse_commit_offsets(await state.json_body(request))
+    access.authorize_topics(request, READ, (entry.topic for entry in entries))  # before any is committed
     by_partition: dict[tuple[str, int], list[OffsetCommit]] = {}
     for entry in entries:
         by_partition.setdefault((entry.topic, entry.partition), []).append(entry)

@@ -15,7 +15,7 @@ from api.errors import Overloaded
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
 from partitions.cluster import FrontDoor
-from partitions.services import Verifier
+from partitions.services import Authorizers, Verifier
 from raftlog.errors import InvariantViolation
 
 log = logging.getLogger("api")
@@ -32,6 +32,8 @@ class Settings:
     admin_timeout_ms: int
     request_bytes_max: int
     require_auth: bool = False  # the client routes need a user (api/auth.py)
+    enforce_acls: bool = False  # the client routes check the caller's ACLs (api/access.py)
+    super_users: frozenset[str] = frozenset()  # user names ACLs do not apply to
 
 
 class Admission:
@@ -83,11 +85,25 @@ class AppState:
         self.metrics = HttpMetrics()
         self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
+        # the authorizer of the ACLs the node holds now (api/access.py); None: ACLs are not enforced
+        self.authorizers = (
+            Authorizers(f"User:{name}" for name in settings.super_users) if settings.enforce_acls else None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who made a request to a client route, as ``auth.authenticate`` found them."""
+
+    principal: str  # ``User:NAME``; ``User:admin`` for the admin token
+    host: str  # the client's address as this node sees it (``partitions.acls.client_host``)
+    admin_token: bool = False  # authenticated with the admin token: ACLs do not apply
 
 
 STATE = web.AppKey("raftlog_state", AppState)
 LEADER = web.RequestKey("raftlog_leader", str)  # who served the request (X-Raftlog-Leader)
 ANSWER_TYPE = web.RequestKey("raftlog_answer_type", str)  # the media type negotiated (api.negotiation)
+CALLER = web.RequestKey("raftlog_caller", Caller)  # who made a request to a client route (api.auth)
 
 
 def state(request: web.Request) -> AppState:

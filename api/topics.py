@@ -15,7 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from api import state
+from api import access, state
+from api.access import DESCRIBE
 from api.errors import BadRequest
 from api.schemas import parse_create_topic, query_str, require_json_body
 from partitions.cluster import FrontDoor
@@ -106,7 +107,10 @@ async def _topic_partition(node: FrontDoor, topic: str, partition: int) -> Topic
 
 
 async def list_topics(request: web.Request) -> web.Response:
-    return web.json_response(sorted(t for t in state.node(request).metadata.topics() if not is_internal(t)))
+    """The topics the caller may DESCRIBE (every one when ACLs are not enforced), as Kafka's Metadata of
+    every topic leaves out the others."""
+    names = (t for t in state.node(request).metadata.topics() if not is_internal(t))
+    return web.json_response(sorted(t for t in names if access.allowed(request, access.TOPIC, DESCRIBE, t)))
 
 
 async def get_topic(request: web.Request) -> web.Response:

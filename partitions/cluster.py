@@ -18,6 +18,7 @@ leader as the batch; what the leader stores is what was encoded here.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -55,6 +56,7 @@ from partitions.services import (
 )
 from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.errors import RaftlogError
 from raftlog.storage.batch import ProducerRecord
 from raftlog.storage.errors import DiskFull
 
@@ -62,6 +64,7 @@ MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer 
 LEADER_WAIT_S = 3.0  # the longest election timeout: how long a call that finds no leader waits for one
 LEADER_POLL_S = 0.05
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 S = TypeVar("S")
 
 
@@ -328,10 +331,22 @@ class ClusterGroups:
         max_bytes: int,
         generation: int | None,
         format: str | None,
+        authorize: Callable[[Sequence[str]], None] | None = None,
     ) -> ConsumerRecords:
         """Granted by the coordinator, read here from the partitions' leaders, the positions taken back by
-        the coordinator: only records of partitions still the member's are returned."""
+        the coordinator: only records of partitions still the member's are returned. ``authorize`` (a
+        front door's ACLs) is given topics and raises to refuse: the member's subscription before
+        anything is asked of the coordinator (its auto commit, its heartbeat), then the topics granted,
+        whose read ends at once, no position moved."""
+        if authorize is not None:
+            authorize(await self.subscription(group, instance))
         plan = await self._run(lambda s: s.begin_read(group, instance, timeout_ms, generation, format))
+        if authorize is not None:
+            try:
+                authorize(sorted({tp.topic for tp in plan.assigned}))
+            except RaftlogError:
+                await self._end_refused(group, instance, plan.read_id)
+                raise
         # a partition that fails is kept in got.failures; a read cut short otherwise (a cancelled request)
         # never reaches end_read, and its lease ends at the plan's deadline
         got = await read_assigned(self._data, group, plan, max_bytes)
@@ -343,6 +358,12 @@ class ClusterGroups:
         if not parts and got.failures:
             raise got.failures[0]
         return ConsumerRecords(plan.format, ended.generation, parts)
+
+    async def _end_refused(self, group: str, instance: str, read_id: int) -> None:
+        try:
+            await self._run(lambda s: s.end_read(group, instance, read_id, {}, {}))
+        except RaftlogError as exc:  # the read's lease ends at its deadline instead
+            log.info("a refused read of %s/%s did not end at once: %s", group, instance, exc)
 
     async def commit(
         self,
