@@ -16,6 +16,7 @@ from typing import Any
 
 import raftlog
 from api import logs
+from raftlog_cli import acls as cli_acls
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import completion, log_command, profile, records, topics
 from raftlog_cli import groups as cli_groups
@@ -143,7 +144,7 @@ def _consume(args: argparse.Namespace) -> int:
         if args.partition is not None:
             partitions = [args.partition]
         else:
-            partitions = [p["partition"] for p in (await client.topic(args.topic))["partitions"]]
+            partitions = [p["partition"] for p in await client.partitions(args.topic)]  # DESCRIBE is enough
         starts = {}
         for partition in partitions:
             if args.timestamp is not None:
@@ -272,6 +273,7 @@ def _add_cluster_commands(commands: Any) -> None:
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
     cli_groups.add_commands(commands, server, _with_client)
     cli_users.add_commands(commands, server, _with_client)
+    cli_acls.add_commands(commands, server, _with_client)
 
 
 def build_parser() -> argparse.ArgumentParser:

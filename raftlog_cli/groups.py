@@ -91,7 +91,7 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
         if args.partition is not None:
             partitions = [args.partition]
         else:
-            partitions = [p["partition"] for p in (await client.topic(args.topic))["partitions"]]
+            partitions = [p["partition"] for p in await client.partitions(args.topic)]
         offsets = [(args.topic, p, await _target(client, args, p)) for p in partitions]
         await client.commit_offsets(args.group, offsets, reset=True)
         rows = [{"topic": t, "partition": p, "offset": o} for t, p, o in offsets]

@@ -53,6 +53,7 @@ from raftlog.storage.batch import (
     split_batches,
 )
 from raftlog_client.contract import (
+    ACLS_PATH,
     ADMIN_PREFIX,
     ADMIN_TOPICS_PATH,
     BINARY_V2,
@@ -582,6 +583,28 @@ class RaftlogClient:
 
     async def delete_user(self, name: str) -> None:
         await self._request("DELETE", user_path(name))
+
+    async def acls(self, **acl_filter: str | None) -> list[dict[str, Any]]:
+        """The ACLs a filter matches (``resource_type``, ``name``, ``pattern_type`` (also ``any`` or
+        ``match``), ``principal``, ``host``, ``operation``, ``permission``; None or absent: any)."""
+        params = {key: value for key, value in acl_filter.items() if value is not None}
+        _, body = await self._request("GET", ACLS_PATH, params=params, repeatable=True)
+        return list(body["acls"])
+
+    async def create_acls(self, acls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Add ACLs (``{"resource_type", "name", "principal", "operation", "pattern_type"?, "host"?,
+        "permission"?}``) in one change; ``created`` and ``existed`` (asked for and there already)."""
+        _, answer = await self._request(
+            "POST", ACLS_PATH, body={"acls": [dict(a) for a in acls]}, repeatable=True
+        )
+        return dict(answer)
+
+    async def delete_acls(self, **acl_filter: str | None) -> list[dict[str, Any]]:
+        """Remove the ACLs a filter matches (the fields of ``acls``; at least one: ``resource_type="any"``
+        removes every ACL); those removed."""
+        params = {key: value for key, value in acl_filter.items() if value is not None}
+        _, answer = await self._request("DELETE", ACLS_PATH, params=params, repeatable=True)
+        return list(answer["deleted"])
 
     async def health(self) -> dict[str, Any]:
         _, body = await self._request("GET", HEALTH_PATH, repeatable=True)

@@ -66,6 +66,7 @@ CONTROLLER_PATH = "/v1/controller"  # GET: the controller group's leader, voters
 CONTROLLER_VOTERS_PATH = "/v1/controller/voters"  # POST {"node_id"}: add a node to the controller group
 CONSUMER_GROUPS_PATH = "/v1/consumer-groups"
 USERS_PATH = "/v1/users"
+ACLS_PATH = "/v1/acls"  # GET (a filter's query), POST {"acls"}, DELETE (a filter's query, or {"filters"})
 
 
 def segment(name: str) -> str:
