@@ -23,7 +23,8 @@ Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gos
 base-port + 200 + i - 1; every node joins gossip through the others.
 
 ``--tls`` serves both doors over TLS with a local CA (``dev_tls``); ``--secure`` adds authentication on
-both (``dev_secure``: ``--require-auth``, an admin token, an admin user made once the cluster is up).
+both and ACLs (``dev_secure``: ``--require-auth``, ``--enforce-acls``, an admin token, an admin user who
+is every node's super user, made once the cluster is up).
 What it prints once up is ``dev_hints``'.
 """
 
@@ -116,8 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--secure",
         action="store_true",
-        help="--tls, and authentication on both doors: every node with --require-auth, an admin user "
-        "(a random password; cluster.json's security names it) who is every node's --super-user",
+        help="--tls, authentication and ACLs on both doors: every node with --require-auth and "
+        "--enforce-acls, an admin user (a random password; cluster.json's security names it) who is every "
+        "node's --super-user",
     )
     parser.add_argument(
         "--serve-arg",

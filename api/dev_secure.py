@@ -1,7 +1,8 @@
 """``raftlog dev --secure``: the dev cluster as a production one is run, TLS and authentication on every
 door. On top of ``--tls`` (``dev_tls``), every node serves with ``--require-auth`` (users on the HTTP API,
-SASL on Kafka), an admin token for ``/v1`` and ``--super-user admin``; once the cluster is up the
-supervisor creates the user ``admin`` through ``/v1/users`` (setting its password again at every start).
+SASL on Kafka), ``--enforce-acls`` (a user may do only what ACLs allow), an admin token for ``/v1`` and
+``--super-user admin``; once the cluster is up the supervisor creates the user ``admin`` through
+``/v1/users`` (setting its password again at every start). Other users need ACLs (``raftlog acl``).
 
 The admin token and the user's random password are made once in ``DATA_DIR/security.json`` (readable by
 its owner only) and kept; ``cluster.json``'s ``security`` object names them with the CA clients trust."""
@@ -31,7 +32,9 @@ class DevSecurity:
 
     def serve_args(self) -> list[str]:
         """What every node of the cluster is started with."""
-        return ["--require-auth", "--admin-token", self.admin_token, "--super-user", self.user]
+        return [
+            "--require-auth", "--enforce-acls", "--admin-token", self.admin_token, "--super-user", self.user,
+        ]  # fmt: skip
 
     def description(self, ca: str) -> dict[str, str]:
         """cluster.json's ``security``: what a client needs (the CA to trust, a user and its password;

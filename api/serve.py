@@ -123,9 +123,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--admin-token",
     )  # fmt: skip
     parser.add_argument(
+        "--enforce-acls", action="store_true",
+        help="check every client request against the ACLs (/v1/acls, raftlog acl, Kafka's CreateAcls): "
+        "nothing is allowed without one, but to super users and the admin token; needs --require-auth",
+    )  # fmt: skip
+    parser.add_argument(
         "--super-user", action="append", default=[], metavar="NAME",
-        help="a user who may manage SCRAM credentials over Kafka (AlterUserScramCredentials) and will "
-        "bypass ACLs, as Kafka's super.users (repeatable)",
+        help="a user who may manage SCRAM credentials over Kafka (AlterUserScramCredentials) and bypasses "
+        "ACLs, as Kafka's super.users (repeatable)",
     )  # fmt: skip
     parser.add_argument(
         "--allow-unauthenticated", action="store_true",
@@ -293,6 +298,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             "--require-auth needs an admin token (--admin-token): users are made through /v1/users"
         )
+    if args.enforce_acls and not args.require_auth:
+        raise ServeConfigError("--enforce-acls needs --require-auth: ACLs name authenticated users")
     if args.require_auth and args.allow_unauthenticated:
         raise ServeConfigError("--require-auth and --allow-unauthenticated contradict each other: choose one")
     exposed = [f"--http {http}"] if not _is_loopback(http.host) else []
@@ -420,6 +427,7 @@ async def serve(
     tls: TlsFiles | None = None,
     require_auth: bool = False,
     super_user_names: frozenset[str] = frozenset(),
+    enforce_acls: bool = False,
 ) -> None:
     from api.app import build_app
     from kafka_api.door import Door
@@ -428,13 +436,20 @@ async def serve(
 
     node = Node(config)
     await node.start()
-    runner = web.AppRunner(
-        build_app(node, admin_token=admin_token, require_auth=require_auth), access_log=None
+    app = build_app(
+        node,
+        admin_token=admin_token,
+        require_auth=require_auth,
+        enforce_acls=enforce_acls,
+        super_users=super_user_names,
     )
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     listener_ssl = None if tls is None else server_context(tls)
     site = web.TCPSite(runner, http.host, http.port, ssl_context=listener_ssl)
-    security = Security(require_auth, super_user_names, unknown_salt_key(config.cluster_secret))
+    security = Security(
+        require_auth, super_user_names, unknown_salt_key(config.cluster_secret), enforce_acls=enforce_acls
+    )
     kafka_server = KafkaServer(
         Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security)
     )
@@ -452,8 +467,9 @@ async def serve(
                     "who reaches it may produce, fetch and administer topics", kafka,
                 )  # fmt: skip
             log.info(
-                "node %s serving Kafka on %s (advertised %s%s)", config.node_id, kafka, config.kafka_address,
-                ", SASL required" if require_auth else "",
+                "node %s serving Kafka on %s (advertised %s%s%s)", config.node_id, kafka,
+                config.kafka_address, ", SASL required" if require_auth else "",
+                ", ACLs enforced" if enforce_acls else "",
             )  # fmt: skip
         tune_gc(gc_gen0)
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
@@ -480,7 +496,15 @@ def main(args: argparse.Namespace) -> int:
     open_files = raise_open_files_limit()
     log.info("open files limit %d", open_files)
     node = serve(
-        config, http, token, args.gc_gen0, kafka[0] if kafka else None, tls, args.require_auth, supers
+        config,
+        http,
+        token,
+        args.gc_gen0,
+        kafka[0] if kafka else None,
+        tls,
+        args.require_auth,
+        supers,
+        args.enforce_acls,
     )
     try:
         if args.event_loop == "uvloop":

@@ -5,6 +5,11 @@ through the node's cluster-wide admin service.
 The topic configs are raftlog's (``raftlog.storage.config``, Kafka's names). AlterConfigs replaces a
 topic's configs as Kafka's does: a property the request leaves out goes back to its default.
 Partitions cannot be added to a topic, nor assigned by hand: both are refused naming why.
+
+With ``serve --enforce-acls`` each resource is checked as Kafka checks it, and refused alone: CreateTopics
+CREATE on the cluster or the topic, DeleteTopics DELETE and CreatePartitions ALTER on the topic
+(TOPIC_AUTHORIZATION_FAILED); DescribeConfigs DESCRIBE_CONFIGS and the alters ALTER_CONFIGS on the topic,
+or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED); DescribeCluster DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from partitions.errors import AuthorizationFailed
 from partitions.names import broker_id, check_user_topic_name
-from partitions.services import merge_configs
+from partitions.services import AclOperation, ResourceType, merge_configs
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
@@ -30,6 +36,22 @@ SOURCE_DEFAULT = 5  # DEFAULT_CONFIG
 TYPE_STRING, TYPE_INT, TYPE_LONG = 2, 3, 5
 SET, DELETE = 0, 1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
+
+
+def _refusal(
+    door: Door, operation: AclOperation, resource_type: int, name: str
+) -> AuthorizationFailed | None:
+    """Why the connection may not (a topic's resource, or a broker's: the cluster's); None: it may."""
+    if resource_type == TOPIC_RESOURCE:
+        return None if door.allows(operation, TOPIC, name) else door.refusal(operation, TOPIC, name)
+    return None if door.allows(operation, CLUSTER) else door.refusal(operation, CLUSTER)
+
+
+def _authorized(door: Door, operation: AclOperation, resource_type: int, name: str) -> None:
+    refused = _refusal(door, operation, resource_type, name)
+    if refused is not None:
+        raise refused
 
 
 def _default_replication(door: Door) -> int:
@@ -55,6 +77,8 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
         code, message, created = ErrorCode.none, None, None
         try:
+            if not door.allows(AclOperation.CREATE, CLUSTER):
+                _authorized(door, AclOperation.CREATE, TOPIC_RESOURCE, topic.name)
             check_user_topic_name(topic.name)
             if topic.assignments:
                 raise _Refused(
@@ -123,6 +147,7 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
     async def delete(name: str) -> Any:
         code, message = ErrorCode.none, None
         try:
+            _authorized(door, AclOperation.DELETE, TOPIC_RESOURCE, name)
             check_user_topic_name(name)
             await door.node.cluster.admin.delete_topic(name)
         except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
@@ -136,15 +161,16 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
 async def create_partitions(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "CreatePartitionsTopicResult")
-    results = tuple(
-        wire.build(
-            result_cls,
-            name=topic.name,
-            error_code=ErrorCode.invalid_partitions,
-            error_message="raftlog cannot add partitions to a topic: create a new topic with more partitions",
-        )
-        for topic in request.body.topics
-    )
+    refused = "raftlog cannot add partitions to a topic: create a new topic with more partitions"
+
+    def answer(name: str) -> Any:
+        code, message = ErrorCode.invalid_partitions, refused
+        if not door.allows(AclOperation.ALTER, TOPIC, name):
+            denied = door.refusal(AclOperation.ALTER, TOPIC, name)
+            code, message = code_of(denied), str(denied)
+        return wire.build(result_cls, name=name, error_code=code, error_message=message)
+
+    results = tuple(answer(topic.name) for topic in request.body.topics)
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=results)
 
 
@@ -158,7 +184,12 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
 
     async def describe(resource: Any) -> Any:
         code, message, entries = ErrorCode.none, None, ()
-        if resource.resource_type == TOPIC_RESOURCE:
+        refused = _refusal(
+            door, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if refused is not None:
+            code, message = code_of(refused), str(refused)
+        elif resource.resource_type == TOPIC_RESOURCE:
             try:
                 topic = await door.node.cluster.admin.topic(resource.resource_name)
                 keys = resource.configuration_keys
@@ -252,6 +283,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
     async def alter(resource: Any) -> Any:
         code, message = ErrorCode.none, None
         try:
+            _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
             if resource.resource_type != TOPIC_RESOURCE:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
             topic = await admin.topic(resource.resource_name)
@@ -283,6 +315,19 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
 async def describe_cluster(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     broker_cls = wire.sibling(cls, "DescribeClusterBroker")
+    if not door.allows(AclOperation.DESCRIBE, CLUSTER):
+        refused = door.refusal(AclOperation.DESCRIBE, CLUSTER)
+        return wire.build(
+            cls,
+            throttle_time=wire.NO_THROTTLE,
+            error_code=code_of(refused),
+            error_message=str(refused),
+            endpoint_type=1,
+            cluster_id=door.cluster_id,
+            controller_id=-1,
+            brokers=(),
+            cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        )
     brokers = []
     for node in door.node.metadata.nodes():
         address = door.broker_address(node.node_id)

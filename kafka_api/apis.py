@@ -1,5 +1,6 @@
-"""The table of Kafka APIs this listener serves: key, versions and handler. It drives dispatch and the
-ApiVersions answer, so what a client is told is supported is exactly what is served.
+"""The table of Kafka APIs this listener serves: key, versions, handler and the ACLs its handler checks
+(``serve --enforce-acls``; Kafka's for the same API, in words the compatibility doc repeats). It drives
+dispatch and the ApiVersions answer, so what a client is told is supported is exactly what is served.
 
 Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
 cannot read: Fetch stops at 12 (topic ids come after); Metadata at 8 (librdkafka sends v9 requests a
@@ -8,7 +9,8 @@ tagged field kio refuses, where Kafka's protocol says unknown tagged fields are 
 at 4 (later ones add reasons and KIP-848's fields); CreateTopics and DeleteTopics at 5 (topic ids after).
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
-(``sasl_apis``).
+(``sasl_apis``). The ACL APIs start at v1, the first with pattern types (KIP-290; kio, like Kafka 4.0, has
+no v0); librdkafka 2.16 asks for v2, kafka-python for v3.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.acl_apis import create_acls, delete_acls, describe_acls
 from kafka_api.admin_apis import (
     alter_configs,
     create_partitions,
@@ -61,6 +64,7 @@ class Api:
     min_version: int
     max_version: int
     handler: Handler
+    acls: str  # what the handler checks with ACLs enforced (docs/kafka-compatibility.md says the same)
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -84,31 +88,41 @@ def versions_response(version: int, error: ErrorCode) -> Any:
 APIS: dict[int, Api] = {
     api.key: api
     for api in (
-        Api(0, "Produce", 3, 9, produce),
-        Api(1, "Fetch", 4, 12, fetch),
-        Api(2, "ListOffsets", 1, 6, list_offsets),
-        Api(3, "Metadata", 0, 8, metadata),
-        Api(8, "OffsetCommit", 2, 8, offset_commit),
-        Api(9, "OffsetFetch", 1, 7, offset_fetch),
-        Api(10, "FindCoordinator", 0, 4, find_coordinator),
-        Api(11, "JoinGroup", 0, 7, join_group),
-        Api(12, "Heartbeat", 0, 4, heartbeat),
-        Api(13, "LeaveGroup", 0, 4, leave_group),
-        Api(14, "SyncGroup", 0, 5, sync_group),
-        Api(15, "DescribeGroups", 0, 5, describe_groups),
-        Api(16, "ListGroups", 0, 4, list_groups),
-        Api(17, "SaslHandshake", 0, 1, sasl_handshake),
-        Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions),
-        Api(19, "CreateTopics", 2, 5, create_topics),
-        Api(20, "DeleteTopics", 1, 5, delete_topics),
-        Api(22, "InitProducerId", 0, 4, init_producer_id),
-        Api(32, "DescribeConfigs", 1, 4, describe_configs),
-        Api(33, "AlterConfigs", 0, 2, alter_configs),
-        Api(36, "SaslAuthenticate", 0, 2, sasl_authenticate),
-        Api(37, "CreatePartitions", 0, 3, create_partitions),
-        Api(44, "IncrementalAlterConfigs", 0, 1, incremental_alter_configs),
-        Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials),
-        Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials),
-        Api(60, "DescribeCluster", 0, 1, describe_cluster),
+        Api(0, "Produce", 3, 9, produce, "WRITE topic"),
+        Api(1, "Fetch", 4, 12, fetch, "READ topic"),
+        Api(2, "ListOffsets", 1, 6, list_offsets, "DESCRIBE topic"),
+        Api(3, "Metadata", 0, 8, metadata, "DESCRIBE topic (others left out of all topics)"),
+        Api(8, "OffsetCommit", 2, 8, offset_commit, "READ group, READ topic"),
+        Api(9, "OffsetFetch", 1, 7, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
+        Api(10, "FindCoordinator", 0, 4, find_coordinator, "DESCRIBE group"),
+        Api(11, "JoinGroup", 0, 7, join_group, "READ group"),
+        Api(12, "Heartbeat", 0, 4, heartbeat, "READ group"),
+        Api(13, "LeaveGroup", 0, 4, leave_group, "READ group"),
+        Api(14, "SyncGroup", 0, 5, sync_group, "READ group"),
+        Api(15, "DescribeGroups", 0, 5, describe_groups, "DESCRIBE group"),
+        Api(16, "ListGroups", 0, 4, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
+        Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
+        Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
+        Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),
+        Api(20, "DeleteTopics", 1, 5, delete_topics, "DELETE topic"),
+        Api(22, "InitProducerId", 0, 4, init_producer_id, "IDEMPOTENT_WRITE cluster or WRITE on any topic"),
+        Api(29, "DescribeAcls", 1, 3, describe_acls, "DESCRIBE cluster"),
+        Api(30, "CreateAcls", 1, 3, create_acls, "ALTER cluster"),
+        Api(31, "DeleteAcls", 1, 3, delete_acls, "ALTER cluster"),
+        Api(32, "DescribeConfigs", 1, 4, describe_configs, "DESCRIBE_CONFIGS topic (a broker: cluster)"),
+        Api(33, "AlterConfigs", 0, 2, alter_configs, "ALTER_CONFIGS topic (a broker: cluster)"),
+        Api(36, "SaslAuthenticate", 0, 2, sasl_authenticate, "none (before authentication)"),
+        Api(37, "CreatePartitions", 0, 3, create_partitions, "ALTER topic"),
+        Api(
+            44,
+            "IncrementalAlterConfigs",
+            0,
+            1,
+            incremental_alter_configs,
+            "ALTER_CONFIGS topic (a broker: cluster)",
+        ),
+        Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
+        Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
+        Api(60, "DescribeCluster", 0, 1, describe_cluster, "DESCRIBE cluster"),
     )
 }

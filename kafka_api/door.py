@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from kafka_api.groups import ClassicGroups
 from kafka_api.security import Security, Session
 from partitions.cluster import FrontDoor
+from partitions.errors import AuthorizationFailed
+from partitions.services import CLUSTER_NAME, AclOperation, ResourceType, client_host
 
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
 
@@ -24,9 +26,27 @@ class Door:
     # one no connection uses; ``for_connection`` gives each connection its own)
     session: Session = field(default_factory=Session)
 
-    def for_connection(self) -> Door:
-        """The door as one new connection sees it: everything shared, a session of its own."""
-        return replace(self, session=Session())
+    def for_connection(self, address: str | None = None) -> Door:
+        """The door as one new connection (from ``address``, the client's IP) sees it: everything
+        shared, a session of its own."""
+        return replace(self, session=Session(host=client_host(address)))
+
+    def allows(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
+        """Whether this connection may, by the ACLs the node holds now (always, when they are not
+        enforced)."""
+        acls = self.node.metadata.acls()
+        return self.security.allows(self.session, acls, operation, resource_type, name)
+
+    def allows_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        acls = self.node.metadata.acls()
+        return self.security.allows_any(self.session, acls, operation, resource_type)
+
+    def refusal(
+        self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME
+    ) -> AuthorizationFailed:
+        """The error of a refusal (``kafka_api.errors`` maps it to its resource type's code)."""
+        principal = self.session.principal or "an anonymous client"
+        return AuthorizationFailed.of(principal, operation.name.lower(), resource_type.name.lower(), name)
 
     def broker_address(self, node_id: str) -> tuple[str, int] | None:
         """(host, port) of a node's Kafka listener as clients reach it; None: it has none known."""

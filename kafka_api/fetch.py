@@ -5,7 +5,9 @@ Every partition is read at once; when that holds fewer than ``min_bytes``, the r
 answer holds at least one whole batch of the first partition that has one, however large, and then
 stops adding partitions at ``max_bytes``; each partition holds at most ``partition_max_bytes`` (but at
 least one whole batch). The first batch may start before the offset asked for, as in Kafka: clients skip
-those records. No fetch sessions (KIP-227): every answer is a full one (session id 0).
+those records. No fetch sessions (KIP-227): every answer is a full one (session id 0). A topic the
+connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its
+partitions, nothing of it read; the others are served as usual.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
-from partitions.services import FetchedBatches
+from partitions.errors import AuthorizationFailed
+from partitions.services import AclOperation, FetchedBatches, ResourceType
 
 NO_OFFSET = -1
 NO_REPLICA = -1
@@ -34,20 +37,30 @@ class _Part:
     max_bytes: int
     result: FetchedBatches | None = None
     error: BaseException | None = None
+    refused: AuthorizationFailed | None = None  # not read: the connection may not READ the topic
 
 
 async def fetch(door: Door, request: wire.Request) -> Any:
     body = request.body
-    parts = [
-        _Part(topic.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 1))
-        for topic in body.topics
-        for p in topic.partitions
-    ]
+    parts = []
+    for topic in body.topics:
+        refused = None
+        if not door.allows(AclOperation.READ, ResourceType.TOPIC, topic.topic):
+            refused = door.refusal(AclOperation.READ, ResourceType.TOPIC, topic.topic)
+        for p in topic.partitions:
+            parts.append(_Part(topic.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 1)))
+            parts[-1].refused = refused
+    readable = [part for part in parts if part.refused is None]
     wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
-    await _read_all(door, parts, 0)
-    if wait_ms > 0 and _bytes(parts) < max(body.min_bytes, 1) and not any(p.error for p in parts):
-        await _wait_any(door, parts, wait_ms)
-        await _read_all(door, parts, 0)
+    await _read_all(door, readable, 0)
+    if (
+        readable
+        and wait_ms > 0
+        and _bytes(readable) < max(body.min_bytes, 1)
+        and not any(p.error for p in readable)
+    ):
+        await _wait_any(door, readable, wait_ms)
+        await _read_all(door, readable, 0)
     return _response(request, parts, max(body.max_bytes, 1))
 
 
@@ -99,7 +112,9 @@ def _response(request: wire.Request, parts: list[_Part], max_bytes: int) -> Any:
     by_topic: dict[str, list[Any]] = {}
     for part in parts:
         code, high, start, records = ErrorCode.none, NO_OFFSET, NO_OFFSET, b""
-        if part.error is not None:
+        if part.refused is not None:
+            code = code_of(part.refused)
+        elif part.error is not None:
             code = code_of(part.error)
         elif part.result is not None:
             high, start = part.result.high_watermark, part.result.log_start_offset

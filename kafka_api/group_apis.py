@@ -5,6 +5,13 @@ same ones the HTTP API shows, one group, one truth), ListGroups and DescribeGrou
 A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
 partitions``, as for the HTTP API's consumer groups); a node asked about a group it does not coordinate
 answers NOT_COORDINATOR and the client looks it up again.
+
+With ``serve --enforce-acls`` each API checks what Kafka's does, before anything else:
+FindCoordinator, DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup and OffsetCommit READ on it (GROUP_AUTHORIZATION_FAILED); OffsetCommit READ and OffsetFetch
+DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a fetch of every topic leaves out those
+it may not describe); ListGroups lists every group to who may DESCRIBE the cluster, else the groups the
+connection may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
 from partitions.errors import UnknownTopic
 from partitions.names import GROUPS_TOPIC, broker_id
+from partitions.services import AclOperation, ResourceType
 from raftlog.storage.partitioner import partition_for_key
 
 GROUP_KEY = 0
@@ -43,6 +51,16 @@ def coordinator_of(door: Door, group: str) -> str | None:
     return view.known_leader(
         GROUPS_TOPIC, partition_for_key(group.encode("utf-8", "surrogatepass"), partitions)
     )
+
+
+READ, DESCRIBE = AclOperation.READ, AclOperation.DESCRIBE
+GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
+
+
+def _authorized(door: Door, operation: AclOperation, group: str) -> None:
+    """GroupRefusal(GROUP_AUTHORIZATION_FAILED) unless the connection may."""
+    if not door.allows(operation, GROUP, group):
+        raise GroupRefusal(ErrorCode.group_authorization_failed, str(door.refusal(operation, GROUP, group)))
 
 
 def _coordinating(door: Door, group: str) -> None:
@@ -75,6 +93,8 @@ async def _find(door: Door, key: str, key_type: int) -> dict[str, Any]:
 
     if key_type != GROUP_KEY:
         return refused(ErrorCode.unsupported_version, "transactions are not supported by raftlog")
+    if not door.allows(DESCRIBE, GROUP, key):
+        return refused(ErrorCode.group_authorization_failed, str(door.refusal(DESCRIBE, GROUP, key)))
     try:
         await door.ensure_group_topic()
     except Exception as exc:  # every error is this key's answer (kafka_api.errors)
@@ -113,6 +133,7 @@ async def join_group(door: Door, request: wire.Request) -> Any:
         return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, member_id=member_id, **fields)
 
     try:
+        _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
         joining = door.groups.join(
             body.group_id,
@@ -151,6 +172,7 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     group = door.groups.groups.get(body.group_id)
     try:
+        _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
         assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
         assignment = await door.groups.sync(
@@ -173,6 +195,7 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
     body = request.body
     code = ErrorCode.none
     try:
+        _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
         door.groups.heartbeat(body.group_id, body.member_id, body.generation_id, _now_ms())
     except GroupRefusal as refusal:
@@ -190,6 +213,7 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
     ids = [m.member_id for m in body.members] if hasattr(body, "members") else [body.member_id]
     code, answers = ErrorCode.none, {}
     try:
+        _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
         answers = door.groups.leave(body.group_id, ids, _now_ms())
     except GroupRefusal as refusal:
@@ -219,16 +243,20 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     refusal: ErrorCode | None = None
     try:
+        _authorized(door, READ, body.group_id)
         if generation >= 0 or body.member_id:
             _coordinating(door, body.group_id)
         door.groups.check_commit(body.group_id, body.member_id, generation)
     except GroupRefusal as refused:
         refusal = refused.code
     data = door.node.cluster.data
+    readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
 
     async def commit(topic: str, partition: int, offset: int) -> ErrorCode:
         if refusal is not None:
             return refusal
+        if topic not in readable:
+            return ErrorCode.topic_authorization_failed
         try:
             await data.commit_offset(body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
@@ -254,14 +282,23 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     topic_cls = wire.sibling(cls, "OffsetFetchResponseTopic")
     partition_cls = wire.sibling(cls, "OffsetFetchResponsePartition")
     view, data = door.node.metadata, door.node.cluster.data
+    group_refused = not door.allows(DESCRIBE, GROUP, body.group_id)
     if body.topics is None:  # every partition of every topic the group committed an offset for
-        asked = [(t, list(range(view.topic(t).partitions))) for t in view.topics() if not t.startswith("__")]
+        asked = [
+            (t, list(range(view.topic(t).partitions)))
+            for t in view.topics()
+            if not t.startswith("__") and not group_refused and door.allows(DESCRIBE, TOPIC, t)
+        ]
         only_committed = True
     else:
         asked = [(t.name, list(t.partition_indexes)) for t in body.topics]
         only_committed = False
 
     async def fetch(topic: str, partition: int) -> tuple[int, ErrorCode]:
+        if group_refused:
+            return NO_OFFSET, ErrorCode.group_authorization_failed
+        if not door.allows(DESCRIBE, TOPIC, topic):
+            return NO_OFFSET, ErrorCode.topic_authorization_failed
         try:
             offset = (await data.committed_offset(body.group_id, topic, partition)).value
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
@@ -285,7 +322,8 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         )
         if parts or not only_committed:
             topics.append(wire.build(topic_cls, name=name, partitions=parts))
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), error_code=ErrorCode.none)
+    top = ErrorCode.group_authorization_failed if group_refused else ErrorCode.none  # v2 on: the group's
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), error_code=top)
 
 
 # -- ListGroups, DescribeGroups ---------------------------------------------------------------------
@@ -295,10 +333,13 @@ async def list_groups(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     entry = wire.sibling(cls, "ListedGroup")
     wanted = set(getattr(request.body, "states_filter", ()) or ())
+    every_group = door.allows(DESCRIBE, ResourceType.CLUSTER)
     groups = tuple(
         wire.build(entry, group_id=g.name, protocol_type=g.protocol_type or "", group_state=g.state.value)
         for g in door.groups.groups.values()
-        if coordinator_of(door, g.name) == door.node.node_id and (not wanted or g.state.value in wanted)
+        if coordinator_of(door, g.name) == door.node.node_id
+        and (not wanted or g.state.value in wanted)
+        and (every_group or door.allows(DESCRIBE, GROUP, g.name))
     )
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
 
@@ -310,7 +351,9 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
     described = []
     for name in request.body.groups:
         code = ErrorCode.none
-        if coordinator_of(door, name) != door.node.node_id:
+        if not door.allows(DESCRIBE, GROUP, name):
+            code = ErrorCode.group_authorization_failed
+        elif coordinator_of(door, name) != door.node.node_id:
             code = ErrorCode.not_coordinator
         group = door.groups.groups.get(name) if code is ErrorCode.none else None
         members = ()

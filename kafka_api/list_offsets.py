@@ -1,5 +1,6 @@
 """ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark) or the first
-record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader."""
+record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader. A
+topic the connection may not DESCRIBE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from partitions.services import AclOperation, ResourceType
 
 EARLIEST = -2
 LATEST = -1
@@ -27,6 +29,8 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
     async def one(topic: str, partition: int, timestamp: int) -> Any:
         code, found_at, offset = ErrorCode.none, NO_OFFSET, NO_OFFSET
         try:
+            if not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                raise door.refusal(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
             if timestamp == EARLIEST:
                 offset = (await data.offsets(topic, partition)).log_start_offset
             elif timestamp == LATEST:

@@ -3,7 +3,9 @@
 A partition's leader is named only when this node knows it (its own replica's Raft role or a gossiped
 claim) and that node has a Kafka listener; otherwise ``LEADER_NOT_AVAILABLE``, and clients ask again.
 Topics are never created by a Metadata request. A partition's in-sync replicas are reported as its
-replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the leader).
+replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the leader). With
+``serve --enforce-acls``, as Kafka: a topic the connection may not DESCRIBE is left out of "every topic",
+and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from kafka_api import wire
 from kafka_api.door import Door
 from partitions.errors import UnknownTopic
 from partitions.names import broker_id
+from partitions.services import AclOperation, ResourceType
 
 NO_LEADER = -1
 NO_EPOCH = -1
@@ -41,7 +44,7 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     if asked is not None:
         names = [t.name for t in asked]
     else:
-        names = [t for t in view.topics() if not t.startswith("__")]
+        names = [t for t in view.topics() if not t.startswith("__") and _describes(door, t)]
     controller = view.controller()
     return wire.build(
         cls,
@@ -54,16 +57,24 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     )
 
 
+def _describes(door: Door, topic: str) -> bool:
+    return door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+
+
 def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
     topic_cls = wire.sibling(cls, "MetadataResponseTopic")
     partition_cls = wire.sibling(cls, "MetadataResponsePartition")
     view = door.node.metadata
-    try:
-        topic = view.topic(name)
-    except UnknownTopic:
+    topic, error = None, ErrorCode.topic_authorization_failed
+    if _describes(door, name):
+        try:
+            topic = view.topic(name)
+        except UnknownTopic:
+            error = ErrorCode.unknown_topic_or_partition
+    if topic is None:
         return wire.build(
             topic_cls,
-            error_code=ErrorCode.unknown_topic_or_partition,
+            error_code=error,
             name=name,
             is_internal=False,
             partitions=(),

@@ -6,7 +6,8 @@ request are proposed in the order they appear, and requests of one connection in
 (the server starts their handlers in order, and the data plane proposes a partition's produces in the
 order they began): a producer's pipelined batches keep their order. A batch is checked as strictly as
 any producer's (``check_producer_batch``): exactly one RecordBatch v2 per partition. Transactional
-produce is not supported and says so.
+produce is not supported and says so. A topic the connection may not WRITE (``serve --enforce-acls``) is
+answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it written; the others go on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
 from kafka_api.errors import code_of
+from partitions.services import AclOperation, ResourceType
 
 ACKS = (-1, 0, 1)
 NO_OFFSET = -1
@@ -39,9 +41,13 @@ async def produce(door: Door, request: wire.Request) -> Any:
     data = door.node.local.data
     calls: list[tuple[str, int, asyncio.Future[Any] | tuple[ErrorCode, str]]] = []
     for topic in body.topic_data:
+        denied = refusal
+        if denied is None and not door.allows(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
+            refused = door.refusal(AclOperation.WRITE, ResourceType.TOPIC, topic.name)
+            denied = code_of(refused), str(refused)
         for part in topic.partition_data:
-            if refusal is not None:
-                calls.append((topic.name, part.index, refusal))
+            if denied is not None:
+                calls.append((topic.name, part.index, denied))
             elif part.records is None:
                 calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
             else:

@@ -7,10 +7,13 @@ SaslHandshake and SaslAuthenticate until it has authenticated; anything else clo
 connection carries its user, one that is not goes on anonymously, and a failed authentication closes the
 connection either way.
 
-A handler reads the connection's principal from ``door.session`` (``User:NAME``, None when anonymous):
-ACLs will be decided there. Until they exist the only decision is who may manage SCRAM credentials over
-Kafka (``may_manage_users``): a super user (``raftlog serve --super-user NAME``, as Kafka's
-``super.users``, which will also bypass ACLs), or anyone when authentication is not required.
+A handler reads the connection's principal from ``door.session`` (``User:NAME``, None when anonymous) and
+asks ``Door.allows`` whether it may: with ``enforce_acls`` (``raftlog serve --enforce-acls``, which needs
+``require_auth``) the ACLs of the node's controller metadata decide, as Kafka's authorizer does, from the
+client's address (``Session.host``), and a super user (``raftlog serve --super-user NAME``, as Kafka's
+``super.users``) may do anything; without it every connection may do everything. Who may manage SCRAM
+credentials over Kafka (``may_manage_users``): with ACLs, whoever may ALTER (DESCRIBE, to describe) the
+cluster; else a super user, or anyone when authentication is not required.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 
 from kafka_api.sasl import Exchange
-from partitions.services import Verifier
+from partitions.services import CLUSTER_NAME, AclBinding, AclOperation, Authorizers, ResourceType, Verifier
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
@@ -34,9 +37,55 @@ class Security:
     # every node shows the same one
     unknown_salt_key: bytes = field(default_factory=lambda: os.urandom(32))
     verifier: Verifier = field(default_factory=Verifier)  # SASL/PLAIN passwords checked lately
+    enforce_acls: bool = False  # every API checks the connection's ACLs (needs require_auth)
+    authorizers: Authorizers = field(init=False)  # the authorizer of the ACLs the node holds now
 
-    def may_manage_users(self, session: Session) -> bool:
-        """Whether this connection may describe and change SCRAM credentials."""
+    def __post_init__(self) -> None:
+        if self.enforce_acls and not self.require_auth:
+            raise ValueError("enforce_acls needs require_auth: ACLs name authenticated users")
+        object.__setattr__(self, "authorizers", Authorizers(f"User:{n}" for n in self.super_users))
+
+    def allows(
+        self,
+        session: Session,
+        acls: tuple[AclBinding, ...],
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        """Whether the connection may (always, when ACLs are not enforced)."""
+        if not self.enforce_acls:
+            return True
+        principal = session.principal
+        authorizer = self.authorizers.of(acls)
+        return principal is not None and authorizer.allows(
+            principal, session.host, operation, resource_type, name
+        )
+
+    def allows_any(
+        self,
+        session: Session,
+        acls: tuple[AclBinding, ...],
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether some resource of the type would allow it (Kafka's ``authorizeByResourceType``)."""
+        if not self.enforce_acls:
+            return True
+        principal = session.principal
+        authorizer = self.authorizers.of(acls)
+        return principal is not None and authorizer.allows_any(
+            principal, session.host, operation, resource_type
+        )
+
+    def may_manage_users(
+        self, session: Session, acls: tuple[AclBinding, ...], operation: AclOperation
+    ) -> bool:
+        """Whether this connection may describe (``operation`` DESCRIBE) or change (ALTER) SCRAM
+        credentials: the cluster's ACLs with ``enforce_acls``, else a super user's call (anyone's
+        without ``require_auth``)."""
+        if self.enforce_acls:
+            return self.allows(session, acls, operation, ResourceType.CLUSTER, CLUSTER_NAME)
         return not self.require_auth or session.user in self.super_users
 
     def admits(self, session: Session, api_key: int) -> bool:
@@ -53,6 +102,7 @@ class Session:
     exchange: Exchange | None = None  # the SASL exchange under way
     user: str | None = None  # once authenticated
     closing: str | None = None  # why to close the connection once this answer is sent
+    host: str = ""  # the client's address as the node sees it (``partitions.acls.client_host``)
 
     @property
     def principal(self) -> str | None:

@@ -123,10 +123,10 @@ class KafkaServer:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
-        door = self.door.for_connection()
+        peer = writer.get_extra_info("peername")
+        door = self.door.for_connection(peer[0] if isinstance(peer, tuple) and peer else None)
         sender = asyncio.ensure_future(self._send(writer, answers, slots))
         receiver = asyncio.ensure_future(self._receive(door, reader, answers, slots))
-        peer = writer.get_extra_info("peername")
         try:
             await asyncio.wait((sender, receiver), return_when=asyncio.FIRST_COMPLETED)
             if receiver.done() and not receiver.cancelled() and receiver.exception() is not None:

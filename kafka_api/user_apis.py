@@ -12,8 +12,9 @@ and SCRAM-SHA-512 (2)), DUPLICATE_RESOURCE (a user's mechanism named twice in th
 RESOURCE_NOT_FOUND (a deletion of a credential the user does not have; describing an unknown user).
 A user refused changes nothing.
 
-Who may call them (``Security.may_manage_users``): a super user, or anyone when the listener does not
-require authentication; others get CLUSTER_AUTHORIZATION_FAILED and change nothing. That refusal is given
+Who may call them (``Security.may_manage_users``): with ACLs enforced, whoever may DESCRIBE (to describe)
+or ALTER (to change) the cluster, as Kafka asks; without, a super user, or anyone when the listener does
+not require authentication. Others get CLUSTER_AUTHORIZATION_FAILED and change nothing. That refusal is given
 per user, never as DescribeUserScramCredentials' top-level error, which Kafka sets: confluent-kafka 2.16
 (librdkafka 2.16) crashes its process on an answer with one. Asked to describe every user, a caller who
 may not is answered one result, for itself.
@@ -32,11 +33,14 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import InvalidName
 from partitions.names import check_user_name
-from partitions.services import ScramCredential, credential_from_salted_password
+from partitions.services import AclOperation, ScramCredential, credential_from_salted_password
 
 SCRAM_MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism
 CODE_OF_MECHANISM = {name: code for code, name in SCRAM_MECHANISM_CODES.items()}
-NOT_AUTHORIZED = "only a super user (raftlog serve --super-user) may manage SCRAM credentials"
+NOT_AUTHORIZED = (
+    "SCRAM credentials are managed by a super user (raftlog serve --super-user), or with ACLs by whoever "
+    "may ALTER the cluster (DESCRIBE, to describe them)"
+)
 
 
 async def describe_user_scram_credentials(door: Door, request: wire.Request) -> Any:
@@ -45,7 +49,7 @@ async def describe_user_scram_credentials(door: Door, request: wire.Request) -> 
     info_cls = wire.sibling(cls, "CredentialInfo")
     users = door.node.metadata.users()
     asked = [user.name for user in request.body.users or ()]
-    allowed = door.security.may_manage_users(door.session)
+    allowed = door.security.may_manage_users(door.session, door.node.metadata.acls(), AclOperation.DESCRIBE)
     # none named: every user; refused per user, never at the top (see the module's docstring), and a
     # refused "every user" is the caller
     everyone = sorted(users) if allowed else [door.session.user or ""]
@@ -137,7 +141,7 @@ async def alter_user_scram_credentials(door: Door, request: wire.Request) -> Any
         by_user.setdefault(deletion.name, _Changes()).deletions.append(deletion)
     for upsertion in body.upsertions:
         by_user.setdefault(upsertion.name, _Changes()).upsertions.append(upsertion)
-    allowed = door.security.may_manage_users(door.session)
+    allowed = door.security.may_manage_users(door.session, door.node.metadata.acls(), AclOperation.ALTER)
 
     async def alter(name: str, changes: _Changes) -> Any:
         code, message = ErrorCode.none, None

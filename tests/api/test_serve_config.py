@@ -1,7 +1,7 @@
 """``raftlog serve`` settings: nothing is served beyond loopback without authentication (``--require-auth``)
 unless ``--allow-unauthenticated`` says it is a closed test network, and then never the admin API without
-a token; the token comes from the flag or the environment; super users are user names; ``--join`` needs
-a seed."""
+a token; the token comes from the flag or the environment; super users are user names; ACLs are enforced
+only for authenticated users; ``--join`` needs a seed."""
 
 from __future__ import annotations
 
@@ -103,3 +103,10 @@ def test_join_needs_a_seed_and_makes_a_non_voter(tmp_path: pathlib.Path) -> None
         args_for(tmp_path, "--http", "127.0.0.1:9001", "--join", "--seed", "127.0.0.1:9201")
     )
     assert config.join and config.seeds == ("127.0.0.1:9201",)
+
+
+def test_enforcing_acls_needs_authenticated_users(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ServeConfigError, match="--enforce-acls needs --require-auth"):
+        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--enforce-acls", "--admin-token", "t0k"))
+    both = ["--enforce-acls", "--require-auth", "--admin-token", "t0k"]
+    assert node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both))

@@ -1,5 +1,6 @@
 """Authentication on every door of a real 3-node ``raftlog dev --secure`` cluster (TLS, ``--require-auth``,
-an admin user who is every node's super user), tried with clients of other authors: confluent-kafka over
+``--enforce-acls``, an admin user who is every node's super user; the users here are granted what they
+use, ACLs themselves are ``test_acl_clients.py``'s), tried with clients of other authors: confluent-kafka over
 SASL_SSL with SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN (idempotent produce, a group consume), kafka-python
 over SASL_SSL with SCRAM, kcat with SASL, curl with HTTP Basic, and the hints ``raftlog dev`` prints, run
 as printed. Refused, with words that do not say whether the user exists: a wrong password, an unknown
@@ -96,6 +97,32 @@ def make_user(cluster: LocalCluster, name: str, password: str) -> None:
     status, body = as_admin(cluster, "POST", "/v1/users", {"name": name, "password": password})
     assert status == 200, body
     until_every_node(cluster, name, password, 200)
+
+
+def grant(cluster: LocalCluster, *acls: dict[str, Any]) -> None:
+    """Add ACLs through ``/v1/acls`` and wait until every node has applied them."""
+    status, body = as_admin(cluster, "POST", "/v1/acls", {"acls": list(acls)})
+    assert status == 200, body
+    wanted = [{"pattern_type": "literal", "host": "*", "permission": "allow", **acl} for acl in acls]
+    deadline = time.monotonic() + PATIENCE_S
+    for url in cluster.servers:
+        while True:
+            status, listed = curl(
+                cluster, f"{url}/v1/acls", "-H", f"Authorization: Bearer {cluster.security['admin_token']}"
+            )
+            if status == 200 and all(acl in json.loads(listed)["acls"] for acl in wanted):
+                break
+            assert time.monotonic() < deadline, f"{url} has not applied {acls}"
+            time.sleep(0.1)
+
+
+def grant_everything(cluster: LocalCluster, user: str) -> None:
+    """Every operation on every topic and group (not the cluster's: only super users manage users)."""
+    grant(
+        cluster,
+        *({"resource_type": kind, "name": "*", "principal": f"User:{user}", "operation": "all"}
+          for kind in ("topic", "group")),
+    )  # fmt: skip
 
 
 def sasl(cluster: LocalCluster, user: str, password: str, mechanism: str = "SCRAM-SHA-256") -> dict[str, Any]:
@@ -215,6 +242,7 @@ def test_confluent_kafka_produces_idempotently_and_consumes_in_a_group_over_sasl
 ) -> None:
     user = f"cf-{mechanism.lower()}"
     make_user(cluster, user, f"{user}'s password")
+    grant_everything(cluster, user)
     topic = new_topic(cluster)
     settings = sasl(cluster, user, f"{user}'s password", mechanism)
     assert produce_and_consume(settings, topic) == [b"v0", b"v1", b"v2", b"v3", b"v4"]
@@ -222,6 +250,7 @@ def test_confluent_kafka_produces_idempotently_and_consumes_in_a_group_over_sasl
 
 def test_kafka_python_over_sasl_ssl_with_scram(cluster: LocalCluster) -> None:
     make_user(cluster, "kp", "kafka-python's password")
+    grant_everything(cluster, "kp")
     topic = new_topic(cluster)
     settings = {
         "bootstrap_servers": cluster.bootstrap_servers.split(","),
@@ -249,6 +278,7 @@ def test_kafka_python_over_sasl_ssl_with_scram(cluster: LocalCluster) -> None:
 
 def test_kcat_with_sasl(cluster: LocalCluster) -> None:
     make_user(cluster, "kc", "kcat's password")
+    grant_everything(cluster, "kc")
     topic = new_topic(cluster)
     settings = sasl(cluster, "kc", "kcat's password", "SCRAM-SHA-512")
     args = [a for k, v in settings.items() if k != "bootstrap.servers" for a in ("-X", f"{k}={v}")]
@@ -399,6 +429,7 @@ def test_a_super_user_manages_scram_credentials_and_the_user_made_logs_in_everyw
         (ScramMechanism.SCRAM_SHA_512, 8192)
     ]
     until_every_node(cluster, "judy", "judy's password", 200)  # HTTP Basic, checked against that credential
+    grant_everything(cluster, "judy")
     topic = new_topic(cluster)
     judy = sasl(cluster, "judy", "judy's password", "SCRAM-SHA-512")
     assert produce_and_consume(judy, topic) == [b"v0", b"v1", b"v2", b"v3", b"v4"]
