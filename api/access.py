@@ -111,6 +111,11 @@ def _authorizer(request: web.Request) -> tuple[state.Caller, Authorizer] | None:
     return caller, app_state.authorizers.of(app_state.node.metadata.acls())
 
 
+def enforced(request: web.Request) -> bool:
+    """Whether this request's caller is checked at all (checks that cost a call are skipped otherwise)."""
+    return _authorizer(request) is not None
+
+
 def allowed(request: web.Request, resource_type: ResourceType, operation: AclOperation, name: str) -> bool:
     """Whether the caller may (always, when ACLs are not enforced)."""
     found = _authorizer(request)
