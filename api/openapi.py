@@ -701,6 +701,7 @@ _REASONS = {
     422: "Invalid record (42201) or consumer configuration (42204)",
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
+    507: "The leader's data disk is full (50701): refused before it was proposed, nothing written",
 }
 ANY_ERRORS = (400, 406, 500)  # a malformed request (duplicate query parameter, bad header); Accept; a bug
 COMMON_ERRORS = (503,)  # no leader / quorum right now, for requests served by a partition's leader
