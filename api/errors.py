@@ -33,9 +33,11 @@ from partitions.errors import (
     ReplicaRecovering,
     ReservedName,
     SequenceTooOld,
+    TooManyTokens,
     TopicExists,
     UnknownNode,
     UnknownPartition,
+    UnknownToken,
     UnknownTopic,
     UnknownUser,
 )
@@ -118,7 +120,8 @@ class RequestTooLarge(ApiError):
 
 
 class Unauthorized(ApiError):
-    """An admin call without the configured ``Authorization: Bearer <token>``."""
+    """An admin call without the configured ``Authorization: Bearer <token>``; with ``--require-auth``, a
+    client call without a user's password or token (or the admin token)."""
 
 
 class RouteNotFound(ApiError):
@@ -192,6 +195,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (TopicExists, HttpError(409, 40901)),
     (UnknownNode, HttpError(404, 40405)),
     (UnknownUser, HttpError(404, 40407)),
+    (UnknownToken, HttpError(404, 40408)),  # never made, revoked, or its user deleted
+    (TooManyTokens, HttpError(409, 40915)),  # per user or in the cluster: nothing made
     (NoReassignment, HttpError(404, 40406)),
     (InvalidReassignment, HttpError(400, 40002)),
     (ReassignmentInProgress, HttpError(409, 40908)),
@@ -265,6 +270,8 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["generation"] = error.current
     if isinstance(error, PartitionNotAssigned):
         payload["generation"] = error.generation
+    if isinstance(error, TooManyTokens):
+        payload["limit"] = error.limit
     if isinstance(error, AuthorizationFailed):
         payload["resource_type"] = error.resource_type
         payload["resource"] = error.name

@@ -33,10 +33,12 @@ from partitions.errors import (
     ReassignmentInProgress,
     ReplicaRecovering,
     SequenceTooOld,
+    TooManyTokens,
     TopicAuthorizationFailed,
     TopicExists,
     UnknownNode,
     UnknownPartition,
+    UnknownToken,
     UnknownTopic,
     UnknownUser,
 )
@@ -95,6 +97,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (NoReassignment, ErrorCode.no_reassignment_in_progress),
     (UnknownNode, ErrorCode.broker_not_available),
     (UnknownUser, ErrorCode.resource_not_found),
+    # a user's API tokens are the HTTP API's (no Kafka API reaches them): their nearest codes
+    (UnknownToken, ErrorCode.delegation_token_not_found),
+    (TooManyTokens, ErrorCode.policy_violation),
     (DecommissionImpossible, ErrorCode.policy_violation),
     (ControllerChangeRefused, ErrorCode.policy_violation),  # no Kafka API changes the controller's voters
     (NoController, ErrorCode.not_controller),

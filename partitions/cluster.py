@@ -34,6 +34,7 @@ from partitions.services import (
     AclBinding,
     AclFilter,
     AdminService,
+    ApiToken,
     Assignment,
     CommittedOffset,
     ConsumerCreated,
@@ -252,6 +253,12 @@ class ClusterAdmin:
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         return await self._run(lambda s: s.delete_acls(filters))
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        return await self._run(lambda s: s.create_token(token))
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        return await self._run(lambda s: s.delete_token(user, token_id))
 
     async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
         return await self._router.run(

@@ -1,6 +1,7 @@
 """The controller's replicated state: topics, their configs and each partition's replica set; node flags;
 users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
-(``controller_acls.py``: their commands and rules).
+(``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
+proposer too, the secret's hash only; a user's go with it).
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
@@ -17,9 +18,10 @@ from typing import Any
 
 import msgpack
 
-from partitions import controller_acls
+from partitions import controller_acls, controller_tokens
 from partitions.acls import AclBinding
 from partitions.controller_acls import AclCommand, AclResult, CreateAcls, DeleteAcls
+from partitions.controller_tokens import CreateToken, DeleteToken, TokenCommand
 from partitions.errors import (
     InvalidCommand,
     InvalidName,
@@ -27,13 +29,16 @@ from partitions.errors import (
     InvalidTopic,
     NoReassignment,
     ReassignmentInProgress,
+    TooManyTokens,
     TopicExists,
     UnknownCredential,
     UnknownPartition,
+    UnknownToken,
     UnknownTopic,
     UnknownUser,
 )
 from partitions.names import check_topic_name, check_user_name
+from partitions.tokens import ApiToken
 from partitions.users import MECHANISMS, ScramCredential
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
@@ -46,6 +51,7 @@ _CREATE, _DELETE, _ALTER = 1, 2, 3
 _MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
 _SET_USER, _DELETE_USER, _ALTER_USER = 8, 9, 10
 _CREATE_ACLS, _DELETE_ACLS = 11, 12
+_CREATE_TOKEN, _DELETE_TOKEN = 13, 14
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -148,6 +154,8 @@ ControllerCommand = (
     | AlterUser
     | CreateAcls
     | DeleteAcls
+    | CreateToken
+    | DeleteToken
 )
 
 
@@ -226,6 +234,9 @@ def encode(command: ControllerCommand) -> bytes:
     elif isinstance(command, CreateAcls | DeleteAcls):  # no name: the rows stand in its place
         kind = _CREATE_ACLS if isinstance(command, CreateAcls) else _DELETE_ACLS
         fields = [1, kind, controller_acls.rows(command)]
+    elif isinstance(command, CreateToken | DeleteToken):  # no name: the rows stand in its place
+        kind = _CREATE_TOKEN if isinstance(command, CreateToken) else _DELETE_TOKEN
+        fields = [1, kind, controller_tokens.rows(command)]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -276,6 +287,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return AlterUser(name, upsertions, tuple(fields[4]))
     if kind in (_CREATE_ACLS, _DELETE_ACLS) and len(fields) == 3:
         return controller_acls.from_rows(kind == _CREATE_ACLS, fields[2])
+    if kind in (_CREATE_TOKEN, _DELETE_TOKEN) and len(fields) == 3:
+        return controller_tokens.from_rows(kind == _CREATE_TOKEN, fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -303,8 +316,10 @@ _Refusal = (
     | ReassignmentInProgress
     | NoReassignment
     | UnknownUser
+    | UnknownToken
+    | TooManyTokens
 )
-ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | _Refusal
+ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | _Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +337,8 @@ class ControllerMetadata:
     )
     users: Mapping[str, tuple[ScramCredential, ...]] = field(default_factory=lambda: MappingProxyType({}))
     acls: tuple[AclBinding, ...] = ()  # sorted, no repeats (``controller_acls``)
+    # users' API tokens by id (``controller_tokens``): never a secret, its hash
+    tokens: Mapping[str, ApiToken] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ControllerStateMachine:
@@ -357,6 +374,8 @@ class ControllerStateMachine:
             ReassignmentInProgress,
             NoReassignment,
             UnknownUser,
+            UnknownToken,
+            TooManyTokens,
         ) as refusal:
             self.metadata = replace(current, applied_index=index)
             return refusal
@@ -383,6 +402,7 @@ class ControllerStateMachine:
                     for name, credentials in sorted(metadata.users.items())
                 ],
                 "acls": [acl.to_row() for acl in metadata.acls],
+                "tokens": [token.to_row() for _, token in sorted(metadata.tokens.items())],
             },
             use_bin_type=True,
         )
@@ -419,6 +439,9 @@ class ControllerStateMachine:
                 }
             ),
             tuple(AclBinding.from_row(row) for row in state.get("acls", [])),  # none before ACLs existed
+            MappingProxyType(  # none before tokens existed
+                {token.token_id: token for token in map(ApiToken.from_row, state.get("tokens", []))}
+            ),
         )
 
 
@@ -433,6 +456,7 @@ class _Change:
         self.node_flags: dict[str, frozenset[str]] | None = None
         self.users: dict[str, tuple[ScramCredential, ...]] | None = None
         self.acls: tuple[AclBinding, ...] | None = None
+        self.tokens: dict[str, ApiToken] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -453,11 +477,14 @@ class _Change:
             base.node_flags if self.node_flags is None else MappingProxyType(self.node_flags),
             base.users if self.users is None else MappingProxyType(self.users),
             base.acls if self.acls is None else self.acls,
+            base.tokens if self.tokens is None else MappingProxyType(self.tokens),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
         if isinstance(decoded, CreateAcls | DeleteAcls):
             return self._apply_acls(decoded)
+        if isinstance(decoded, CreateToken | DeleteToken):
+            return self._apply_token(decoded)
         if isinstance(decoded, SetUser | DeleteUser):
             return self._apply_user(decoded)
         if isinstance(decoded, AlterUser):
@@ -499,6 +526,14 @@ class _Change:
             self.acls = acls  # a new tuple only when they changed (front doors cache by identity)
         return result
 
+    def _apply_token(self, command: TokenCommand) -> ApiToken:
+        self.tokens, token = controller_tokens.apply(self._base.tokens, self._base.users, command)
+        return token
+
+    def _user_gone(self, name: str) -> None:
+        """A deleted user's tokens are revoked with it."""
+        self.tokens = controller_tokens.without_user(self._base.tokens, name)
+
     def _apply_user(self, command: SetUser | DeleteUser) -> frozenset[str]:
         """The user's mechanisms now (empty: deleted)."""
         name = check_user_name(command.name)
@@ -508,6 +543,7 @@ class _Change:
                 raise UnknownUser(name)
             del users[name]
             self.users = users
+            self._user_gone(name)
             return frozenset()
         if len({c.mechanism for c in command.credentials}) != len(command.credentials):
             raise InvalidCommand(f"user {name!r}: one credential per mechanism")
@@ -538,6 +574,7 @@ class _Change:
             users[name] = tuple(credentials[m] for m in sorted(credentials))
         else:
             users.pop(name, None)
+            self._user_gone(name)
         self.users = users
         return frozenset(credentials)
 

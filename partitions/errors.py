@@ -131,6 +131,28 @@ class UnknownCredential(UnknownUser):
         self.mechanism = mechanism
 
 
+class UnknownToken(PartitionError):
+    """No token of this id belongs to the user (never made, revoked, or its user deleted)."""
+
+    def __init__(self, user: str, token_id: str) -> None:
+        super().__init__(f"user {user!r} has no token {token_id!r}")
+        self.user = user
+        self.token_id = token_id
+
+
+class TooManyTokens(PartitionError):
+    """A new token would pass a limit: per user, or in the cluster (``controller_tokens``); nothing made."""
+
+    def __init__(self, user: str, held: int, limit: int, scope: str) -> None:
+        super().__init__(
+            f"no token made for {user!r}: {scope} holds {held} tokens, at most {limit} (revoke some first)"
+        )
+        self.user = user
+        self.held = held
+        self.limit = limit
+        self.scope = scope
+
+
 class AuthorizationFailed(PartitionError):
     """The caller may not do this: no ACL allows it, or one denies it (``acls.Authorizer``); nothing was
     done. The words say what was refused, never which ACL decided it. Raised as the subclass of the

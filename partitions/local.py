@@ -16,6 +16,7 @@ from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
     AclBinding,
     AclFilter,
+    ApiToken,
     Claims,
     ControllerMembers,
     ControllerSnapshot,
@@ -116,6 +117,14 @@ class LocalAdmin:
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         self._on_controller()
         return await self._frontend.delete_acls(filters)
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        self._on_controller()
+        return await self._frontend.create_token(token)
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        self._on_controller()
+        return await self._frontend.delete_token(user, token_id)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the

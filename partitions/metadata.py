@@ -54,6 +54,7 @@ from partitions.controller import (
 from partitions.controller import encode as encode_controller
 from partitions.controller_acls import CreateAcls, DeleteAcls
 from partitions.controller_members import ControllerMembers
+from partitions.controller_tokens import CreateToken, DeleteToken
 from partitions.errors import (
     ControllerChangeRefused,
     DecommissionImpossible,
@@ -70,6 +71,7 @@ from partitions.raft_host import RaftHost
 from partitions.reconfigure import MoveProgress
 from partitions.replicas import FIRST_CAMPAIGN_ATTEMPTS, FIRST_CAMPAIGN_DELAY_MS, Notifying
 from partitions.services import ControllerSnapshot, MoveState
+from partitions.tokens import ApiToken
 from partitions.users import ScramCredential
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.errors import NoLeader, NotLeader
@@ -416,6 +418,22 @@ class MetadataFrontend:
         if not isinstance(result, tuple) or len(result) != len(filters):
             raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
         return [list(removed) for removed in result]
+
+    def tokens(self) -> Mapping[str, ApiToken]:
+        return self._machine.metadata.tokens
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        check_user_name(token.user)
+        result = await self.propose(CreateToken(token))
+        if not isinstance(result, ApiToken):
+            raise InvariantViolation(f"create token returned {result!r}")
+        return result
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        result = await self.propose(DeleteToken(user, token_id))
+        if not isinstance(result, ApiToken):
+            raise InvariantViolation(f"delete token returned {result!r}")
+        return result
 
     def moves(self) -> list[MoveState]:
         metadata = self._machine.metadata

@@ -55,7 +55,14 @@ from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
-from partitions.services import AclBinding, ControllerMembers, ControllerSnapshot, MoveState, NodeInfo
+from partitions.services import (
+    AclBinding,
+    ApiToken,
+    ControllerMembers,
+    ControllerSnapshot,
+    MoveState,
+    NodeInfo,
+)
 from partitions.users import ScramCredential
 from raftlog.consensus import journal
 from raftlog.consensus.core import CoreConfig
@@ -370,6 +377,9 @@ class NodeView:
 
     def acls(self) -> tuple[AclBinding, ...]:
         return self._node.frontend.acls()
+
+    def tokens(self) -> Mapping[str, ApiToken]:
+        return self._node.frontend.tokens()
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {

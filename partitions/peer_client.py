@@ -33,6 +33,7 @@ from partitions.services import (
     RESULT_TYPES,
     AclBinding,
     AclFilter,
+    ApiToken,
     Assignment,
     Claims,
     CommittedOffset,
@@ -123,6 +124,8 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("admin", "alter_user", "Change some of a user's credentials on the controller leader", write=True),
     PeerOp("admin", "create_acls", "Add ACLs on the controller leader", write=True),
     PeerOp("admin", "delete_acls", "Remove the ACLs filters match on the controller leader", write=True),
+    PeerOp("admin", "create_token", "Add a user's API token on the controller leader", write=True),
+    PeerOp("admin", "delete_token", "Revoke a user's API token on the controller leader", write=True),
     PeerOp("admin", "partition_state", "A partition's state as its leader sees it"),
     PeerOp("admin", "transfer_leadership", "Move a partition's leadership, on its leader", write=True,
            wait_arg="timeout_ms"),
@@ -408,6 +411,14 @@ class RemoteAdmin:
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         return await self._client.expect(self._node, "admin.delete_acls", list, filters=filters)
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        return await self._client.expect(self._node, "admin.create_token", ApiToken, token=token)
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        return await self._client.expect(
+            self._node, "admin.delete_token", ApiToken, user=user, token_id=token_id
+        )
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         return await self._client.expect(

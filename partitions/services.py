@@ -29,7 +29,8 @@ from typing import Any, Generic, Protocol, TypeVar
 # ``partitions.errors`` and ``partitions.names`` these are all it may import of partitions/): the types
 # of the answers below, the limits of what the services accept, and the pure rules a front door applies
 # itself (a topic's configs after a change; a user's SCRAM credentials, made where the password enters;
-# the ACLs' model and who they allow what).
+# the ACLs' model and who they allow what; a user's API token, made where the request enters, and the
+# check of one a request presents).
 from partitions.acls import CLUSTER_NAME as CLUSTER_NAME
 from partitions.acls import AclBinding as AclBinding
 from partitions.acls import AclFilter as AclFilter
@@ -59,6 +60,15 @@ from partitions.groups.state import ReadConfig as ReadConfig
 from partitions.reconfigure import MemberView
 from partitions.reconfigure import MoveProgress as MoveProgress
 from partitions.replica_failures import ReplicaFailure as ReplicaFailure
+from partitions.tokens import TOKEN_DESCRIPTION_BYTES_MAX as TOKEN_DESCRIPTION_BYTES_MAX
+from partitions.tokens import TOKEN_LIFETIME_MS_MAX as TOKEN_LIFETIME_MS_MAX
+from partitions.tokens import ApiToken as ApiToken
+from partitions.tokens import check_token as check_token
+from partitions.tokens import check_token_description as check_token_description
+from partitions.tokens import check_token_id as check_token_id
+from partitions.tokens import is_token as is_token
+from partitions.tokens import issue_token as issue_token
+from partitions.tokens import token_expiry as token_expiry
 from partitions.users import ITERATIONS_DEFAULT as ITERATIONS_DEFAULT
 from partitions.users import MECHANISMS as MECHANISMS
 from partitions.users import ScramCredential as ScramCredential
@@ -314,6 +324,7 @@ RESULT_TYPES: tuple[type, ...] = (
     ScramCredential,
     AclBinding,
     AclFilter,
+    ApiToken,
 )
 
 
@@ -372,6 +383,11 @@ class MetadataView(Protocol):
     def acls(self) -> tuple[AclBinding, ...]:
         """The ACLs as this node's controller metadata has them: sorted, the same tuple until they
         change."""
+        ...
+
+    def tokens(self) -> Mapping[str, ApiToken]:
+        """The users' API tokens by id as this node's controller metadata has them (hashes, never a
+        secret)."""
         ...
 
     def metrics(self) -> dict[str, float]:
@@ -510,6 +526,15 @@ class AdminService(Protocol):
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         """Remove every ACL a filter matches, in one controller change; what each filter removed, in
         order. Raises InvalidAcl (no filter, or too many)."""
+        ...
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        """Add a user's API token as made where the request entered (``issue_token``: its secret never
+        travels on). Raises UnknownUser, TooManyTokens (per user, or in the cluster), nothing added."""
+        ...
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        """Revoke a user's token; the token revoked. Raises UnknownToken."""
         ...
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
