@@ -312,7 +312,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
             _check_token(request, token)
         if app_state.settings.require_auth and auth.needs_user(request.path):
-            caller = await auth.authenticate(request, app_state.node, token, app_state.verifier)
+            caller = await auth.authenticate(
+                request, app_state.node, token, app_state.verifier, app_state.clock_ms()
+            )
             request[state.CALLER] = caller  # for the route's ACLs (api/access.py)
         if request.path.startswith(INTERNAL_PREFIX):
             _check_peer(request, app_state.node)

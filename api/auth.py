@@ -1,6 +1,7 @@
 """Who is calling the data API (``raftlog serve --require-auth``): HTTP Basic with a user of
-``/v1/users``, or the admin token as a bearer token. The ``Caller`` found is kept on the request for the
-route's ACLs (``access.py``). Every client route needs one of them; ``/status/*``,
+``/v1/users``, one of a user's API tokens (``rlt_...``, ``/v1/users/{user}/tokens``) as a bearer token,
+or the admin token as a bearer token. The ``Caller`` found is kept on the request for the route's ACLs
+(``access.py``): a user's token calls as that user. Every client route needs one of them; ``/status/*``,
 ``/metrics`` and ``/openapi.json`` stay open (probes, scrapers), ``/v1`` keeps its admin token and
 ``/internal/v1`` its cluster credential.
 
@@ -8,6 +9,12 @@ A password is checked against the user's SCRAM credential as the controller hold
 (``partitions.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen, and a
 password that matched is remembered until the credential changes, so that a client's next requests cost
 a hash. A user deleted or given a new password is refused from the next request on.
+
+A user's token is checked against the tokens the controller holds now (``partitions.tokens.check_token``:
+found by its id, the SHA-256 of the text compared in constant time, its expiry against this node's
+clock): one revoked, expired, unknown or wrong is refused in the same words as a wrong admin token, from
+the next request on every node that applied the change. A token lets its user in as a password would;
+it changes nothing of the admin API, which keeps the admin token.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from aiohttp import web
 from api.errors import Unauthorized
 from api.state import Caller
 from partitions.cluster import FrontDoor
-from partitions.services import Verifier, client_host
+from partitions.services import Verifier, check_token, client_host, is_token
 
 OPEN_PATHS = ("/status/", "/metrics", "/openapi.json")
+WRONG_BEARER = "wrong, expired or revoked bearer token"  # the same words whatever was wrong
 
 
 def needs_user(path: str) -> bool:
@@ -33,19 +41,20 @@ def needs_user(path: str) -> bool:
 
 
 async def authenticate(
-    request: web.Request, node: FrontDoor, admin_token: str | None, verifier: Verifier
+    request: web.Request, node: FrontDoor, admin_token: str | None, verifier: Verifier, now_ms: int
 ) -> Caller:
     """Who calls: the principal (``User:NAME``, or ``User:admin`` for the admin token) from the client's
-    address; else ``Unauthorized``."""
+    address; else ``Unauthorized``. ``now_ms``: this node's clock, against which tokens expire."""
     host = client_host(request.remote)
     scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
     scheme = scheme.lower()
-    if scheme == "bearer" and admin_token is not None:
-        if hmac.compare_digest(credentials.strip().encode("utf-8"), admin_token.encode("utf-8")):
-            return Caller("User:admin", host, admin_token=True)
-        raise Unauthorized("wrong bearer token")
+    if scheme == "bearer":
+        return _bearer(node, credentials.strip(), admin_token, host, now_ms)
     if scheme != "basic":
-        raise Unauthorized("this node requires 'Authorization: Basic <base64 of user:password>'")
+        raise Unauthorized(
+            "this node requires 'Authorization: Basic <base64 of user:password>' or "
+            "'Authorization: Bearer <token>'"
+        )
     try:
         name, colon, password = (
             base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")
@@ -60,3 +69,16 @@ async def authenticate(
         if not matched:
             raise Unauthorized("unknown user or wrong password")  # the same words for both
     return Caller(f"User:{name}", host)
+
+
+def _bearer(node: FrontDoor, presented: str, admin_token: str | None, host: str, now_ms: int) -> Caller:
+    """The admin token (compared first: it may look like anything), else a user's token."""
+    given = presented.encode("utf-8", "surrogatepass")
+    if admin_token is not None and hmac.compare_digest(given, admin_token.encode("utf-8")):
+        return Caller("User:admin", host, admin_token=True)
+    if is_token(presented):
+        token = check_token(node.metadata.tokens(), presented, now_ms)
+        # a deleted user's tokens go with it in the same change; checked here too, as cheap as it is sure
+        if token is not None and token.user in node.metadata.users():
+            return Caller(f"User:{token.user}", host)
+    raise Unauthorized(WRONG_BEARER)

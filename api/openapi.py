@@ -25,6 +25,8 @@ from partitions.services import (
     REQUEST_TIMEOUT_MS_MAX,
     SESSION_TIMEOUT_MS_MAX,
     SESSION_TIMEOUT_MS_MIN,
+    TOKEN_DESCRIPTION_BYTES_MAX,
+    TOKEN_LIFETIME_MS_MAX,
 )
 from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
@@ -152,6 +154,15 @@ _GROUP_PARTITION = _obj(
 )
 
 _MECHANISMS = {"type": "array", "items": {"type": "string", "enum": sorted(MECHANISMS)}}
+_TOKEN_FIELDS: dict[str, Any] = {  # a user's API token as the admin API shows it: never its text again
+    "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+    "user": _STR,
+    "description": _STR,
+    "created_ms": _INT,  # ms since the epoch, the clock of the node that made it
+    "expires_ms": _nullable(_INT),  # null: until revoked
+    "expired": {"type": "boolean"},  # by the clock of the node that answers
+}
+_TOKEN = _obj(_TOKEN_FIELDS, list(_TOKEN_FIELDS))
 _ACL_FIELDS: dict[str, Any] = {
     "resource_type": {"type": "string", "enum": ["topic", "group", "cluster"]},
     "name": {"type": "string", "minLength": 1, "description": "a topic, a group, '*' or kafka-cluster"},
@@ -658,6 +669,20 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         )
     ),
     "DeletedAcls": _obj({"deleted": {"type": "array", "items": _ACL}}, ["deleted"]),
+    "TokenRequest": _closed(
+        _obj(
+            {
+                "description": {"type": "string", "maxLength": TOKEN_DESCRIPTION_BYTES_MAX},
+                "expires_ms": {"type": "integer", "description": "ms since the epoch (not with lifetime_ms)"},
+                "lifetime_ms": {"type": "integer", "minimum": 1, "maximum": TOKEN_LIFETIME_MS_MAX},
+            }
+        )
+    ),
+    "CreatedToken": _obj(
+        {"token": {"type": "string", "pattern": "^rlt_[0-9a-f]{16}_[0-9a-f]{64}$"}, **_TOKEN_FIELDS},
+        ["token", *_TOKEN_FIELDS],
+    ),
+    "Tokens": _obj({"tokens": {"type": "array", "items": _TOKEN}}, ["tokens"]),
     "UserRequest": _closed(
         _obj(
             {
@@ -683,13 +708,13 @@ _REASONS = {
     401: "Missing or wrong admin token, or cluster credential on an internal endpoint (40101)",
     403: "The caller's ACLs do not allow it (40301, naming the resource and operation); nothing was done",
     404: (
-        "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405) or "
-        "move (40406) does not exist"
+        "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405), "
+        "move (40406), user (40407) or token (40408) does not exist"
     ),
     409: (
         "Conflict: topic exists (40901), sequence too old (40913), request rejected (40903), consumer "
         "instance exists (40902), stale generation (40905), partition not assigned to the instance (40906), "
-        "group full (40907), partition already moving (40908)"
+        "group full (40907), partition already moving (40908), too many tokens (40915)"
     ),
     406: (
         "Not acceptable (40601): the Accept header names none of the endpoint's media types, or a consumer "

@@ -5,6 +5,8 @@ limits, the metrics, and the few helpers that read a request. No handler imports
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,10 +87,16 @@ class AppState:
         self.metrics = HttpMetrics()
         self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
+        # the wall clock, ms since the epoch: when a token is made, and whether one expired (tests move it)
+        self.clock_ms: Callable[[], int] = wall_clock_ms
         # the authorizer of the ACLs the node holds now (api/access.py); None: ACLs are not enforced
         self.authorizers = (
             Authorizers(f"User:{name}" for name in settings.super_users) if settings.enforce_acls else None
         )
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,3 +163,13 @@ def consumer_group_path(group: str) -> str:
 
 def user_path(name: str) -> str:
     return f"{USERS_PATH}/{segment(name)}"
+
+
+def user_tokens_path(name: str) -> str:
+    """POST makes one of the user's API tokens (answered once), GET lists them (never their text)."""
+    return f"{user_path(name)}/tokens"
+
+
+def user_token_path(name: str, token_id: str) -> str:
+    """DELETE revokes one of the user's API tokens."""
+    return f"{user_tokens_path(name)}/{segment(token_id)}"

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions import controller_acls, controller_members, decommission, reconfigure
+from partitions import controller_acls, controller_members, controller_tokens, decommission, reconfigure
 from partitions.acls import AclBinding, AclFilter
 from partitions.cluster import Cluster
 from partitions.controller import Reassignment, TopicMetadata, validate_topic
@@ -66,6 +66,7 @@ from partitions.services import (
     ReplicaState,
     TimestampOffset,
 )
+from partitions.tokens import ApiToken
 from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
@@ -143,6 +144,7 @@ class FakeCluster:
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
         self.acls: tuple[AclBinding, ...] = ()  # replaced whole by each change, as the controller does
+        self.tokens: dict[str, ApiToken] = {}  # by id; a deleted user's go with it, as the controller does
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
         self.controller_voters: list[str] = self.node_ids[:5]
         self.controller_learners: list[str] = []  # joining; nothing promotes them here
@@ -600,6 +602,13 @@ class FakeAdmin:
         self.data._controller_here()
         if self.cluster.users.pop(name, None) is None:
             raise UnknownUser(name)
+        self._revoke_tokens(name)
+
+    def _revoke_tokens(self, user: str) -> None:
+        """A deleted user's tokens go with it, as in the controller's apply."""
+        remaining = controller_tokens.without_user(self.cluster.tokens, user)
+        if remaining is not None:
+            self.cluster.tokens = remaining
 
     async def alter_user(
         self, name: str, upsertions: list[ScramCredential], deletions: list[str]
@@ -614,6 +623,7 @@ class FakeAdmin:
             self.cluster.users[name] = tuple(credentials[m] for m in sorted(credentials))
         else:
             self.cluster.users.pop(name, None)
+            self._revoke_tokens(name)
         return sorted(credentials)
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
@@ -621,6 +631,20 @@ class FakeAdmin:
         acls, created = controller_acls.apply(self.cluster.acls, controller_acls.CreateAcls(tuple(bindings)))
         self.cluster.acls = acls
         return [acl for acl in created if isinstance(acl, AclBinding)]
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        self.data._controller_here()
+        command = controller_tokens.CreateToken(token)
+        self.cluster.tokens, made = controller_tokens.apply(self.cluster.tokens, self.cluster.users, command)
+        return made
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        self.data._controller_here()
+        command = controller_tokens.DeleteToken(user, token_id)
+        self.cluster.tokens, revoked = controller_tokens.apply(
+            self.cluster.tokens, self.cluster.users, command
+        )
+        return revoked
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         self.data._controller_here()
@@ -788,6 +812,9 @@ class FakeMetadata:
 
     def acls(self) -> tuple[AclBinding, ...]:
         return self.cluster.acls
+
+    def tokens(self) -> dict[str, ApiToken]:
+        return self.cluster.tokens
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {}
