@@ -33,3 +33,14 @@ def header_pair(text: str) -> tuple[str, str | None]:
     if not name:
         raise argparse.ArgumentTypeError(f"{text!r}: a header is NAME=VALUE, or NAME for a null value")
     return name, value if equals else None
+
+
+_DURATION_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str) -> int:
+    """A duration as a number and a unit (``90s``, ``30m``, ``12h``, ``30d``), in ms."""
+    number, unit = text[:-1], text[-1:]
+    if unit not in _DURATION_UNITS_MS or not number.isdigit() or int(number) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration is a number >= 1 and s, m, h or d (e.g. 30d)")
+    return int(number) * _DURATION_UNITS_MS[unit]

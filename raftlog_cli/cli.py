@@ -49,6 +49,7 @@ def _client(args: argparse.Namespace, target: profile.Target) -> RaftlogClient:
         servers,
         admin_token=target.token,
         user=target.user,
+        user_token=target.user_token,
         retries=args.retries,
         unreachable_rounds=2,
         ca=target.ca,

@@ -1,20 +1,45 @@
 """``raftlog user create|list|delete``: the users a cluster serving with ``--require-auth`` lets in (HTTP
-Basic now; Kafka's SASL/SCRAM uses the same credentials). The password comes from ``--password-stdin`` or
-``$RAFTLOG_NEW_PASSWORD``, never from the command line."""
+Basic; Kafka's SASL/SCRAM uses the same credentials). The password comes from ``--password-stdin`` or
+``$RAFTLOG_NEW_PASSWORD``, never from the command line.
+
+``raftlog user token create|list|delete``: a user's API tokens, with which a program calls the data API as
+that user (``Authorization: Bearer rlt_...``; the ``raftlog`` command takes one from
+``$RAFTLOG_USER_TOKEN`` or a profile's ``user_token``). ``create`` prints the token alone on stdout (what
+it says of it goes to stderr), so that ``TOKEN=$(raftlog user token create alice)`` keeps it: it is shown
+this once."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from raftlog_cli.admin import WithClient, output_options, print_answer, runner
+from raftlog_cli.admin import ArgsWork, WithClient, output_options, print_answer, runner
+from raftlog_cli.arguments import duration_ms
 from raftlog_client.client import RaftlogClient
 
 
 def users_summary(users: list[dict[str, Any]]) -> str:
     return "\n".join(f"{u['name']}  ({', '.join(u['mechanisms'])})" for u in users) or "(no users)"
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "never"
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def tokens_summary(tokens: list[dict[str, Any]]) -> str:
+    if not tokens:
+        return "(no tokens)"
+    lines = [f"{'ID':<16}  {'CREATED':<20}  {'EXPIRES':<20}  DESCRIPTION"]
+    for t in tokens:
+        expires = "expired" if t["expired"] else _when(t["expires_ms"])
+        lines.append(f"{t['id']:<16}  {_when(t['created_ms']):<20}  {expires:<20}  {t['description']}")
+    return "\n".join(lines)
 
 
 def _password(args: argparse.Namespace) -> str:
@@ -67,6 +92,62 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
         print_answer(args, {"deleted": args.name}, lambda body: f"deleted user {body['deleted']}")
         return 0
 
-    parser = sub.add_parser("delete", parents=common, help="delete a user")
+    parser = sub.add_parser("delete", parents=common, help="delete a user (its tokens are revoked)")
     parser.add_argument("name")
+    parser.set_defaults(run=run(delete))
+    _token_commands(sub, common, run)
+
+
+def _token_commands(
+    sub: Any,
+    common: list[argparse.ArgumentParser],
+    run: Callable[[ArgsWork], Callable[[argparse.Namespace], int]],
+) -> None:
+    token = sub.add_parser(
+        "token", help="a user's API tokens: call the data API as the user without its password"
+    )
+    tokens = token.add_subparsers(dest="token_command", required=True)
+
+    async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
+        answer = await client.create_token(args.name, lifetime_ms=args.expires, description=args.description)
+        if args.json:
+            print_answer(args, answer, str)
+            return 0
+        print(answer["token"])
+        print(
+            f"token {answer['id']} of user {answer['user']}, expires {_when(answer['expires_ms'])}: shown "
+            "this once, keep it now (a program sends it as 'Authorization: Bearer <token>'; the raftlog "
+            "command takes it from $RAFTLOG_USER_TOKEN)",
+            file=sys.stderr,
+        )
+        return 0
+
+    parser = tokens.add_parser("create", parents=common, help="make a token of the user (printed once)")
+    parser.add_argument("name", help="the user the token calls as")
+    parser.add_argument(
+        "--expires",
+        type=duration_ms,
+        metavar="DURATION",
+        help="expire after 90s, 30m, 12h, 30d... (default: never)",
+    )
+    parser.add_argument("--description", help="what the token is for (shown by list)")
+    parser.set_defaults(run=run(create))
+
+    async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await client.tokens(args.name), tokens_summary)
+        return 0
+
+    parser = tokens.add_parser("list", parents=common, help="the user's tokens (never their text)")
+    parser.add_argument("name")
+    parser.set_defaults(run=run(listing))
+
+    async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
+        await client.delete_token(args.name, args.id)
+        revoked = {"revoked": args.id, "user": args.name}
+        print_answer(args, revoked, lambda body: f"revoked token {body['revoked']} of user {body['user']}")
+        return 0
+
+    parser = tokens.add_parser("delete", parents=common, help="revoke one of the user's tokens")
+    parser.add_argument("name")
+    parser.add_argument("id", help="the token's id (the 16 hex digits after rlt_, or from list)")
     parser.set_defaults(run=run(delete))

@@ -91,6 +91,8 @@ from raftlog_client.contract import (
     topic_path,
     transfer_leadership_path,
     user_path,
+    user_token_path,
+    user_tokens_path,
 )
 from raftlog_client.errors import ClientError, RequestFailed, decode_error
 from raftlog_client.retry import Attempts
@@ -216,7 +218,9 @@ class RaftlogClient:
     None, not both); ``unreachable_rounds``, how many times every server may refuse a connection in a row
     (None: no bound of its own); ``session_limit`` bounds the connections open at once (0: no limit);
     ``ca``, a PEM file of the CA certificates https servers are checked against (default: the system's
-    trusted roots)."""
+    trusted roots). A cluster serving with ``--require-auth`` asks the calls outside the admin API for a
+    user: ``user`` (name and password, HTTP Basic) or ``user_token`` (one of a user's API tokens,
+    ``rlt_...``, sent as a bearer token), not both; ``admin_token`` is sent on the admin API's calls."""
 
     def __init__(
         self,
@@ -224,6 +228,7 @@ class RaftlogClient:
         *,
         admin_token: str | None = None,
         user: tuple[str, str] | None = None,
+        user_token: str | None = None,
         timeout_s: float = 30.0,
         retries: int | None = 8,
         retry_for_s: float | None = None,
@@ -241,11 +246,16 @@ class RaftlogClient:
             raise ValueError("retries, backoff_s and backoff_max_s must be >= 0, timeout_s > 0")
         if (retry_for_s is not None and retry_for_s <= 0) or (retries is None and retry_for_s is None):
             raise ValueError("retry_for_s must be > 0, and given when retries is None")
+        if user is not None and user_token is not None:
+            raise ValueError("user or user_token: one way to call as a user, not both")
         self.servers = [s.rstrip("/") for s in servers]
         self.admin_token = admin_token
-        self._basic = (
-            None if user is None else "Basic " + pybase64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
-        )
+        # how calls outside the admin API say who calls (serve --require-auth): a password or a token
+        self._as_user: str | None = None
+        if user_token is not None:
+            self._as_user = f"Bearer {user_token}"
+        elif user is not None:
+            self._as_user = "Basic " + pybase64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
         self.timeout_s = timeout_s
         self.retries = retries
         self.retry_for_s = retry_for_s
@@ -306,8 +316,8 @@ class RaftlogClient:
             headers["Accept"] = accept
         if self.admin_token is not None and path.startswith(ADMIN_PREFIX):
             headers["Authorization"] = f"Bearer {self.admin_token}"
-        elif self._basic is not None:
-            headers["Authorization"] = self._basic  # a cluster that requires a user (serve --require-auth)
+        elif self._as_user is not None:
+            headers["Authorization"] = self._as_user  # a cluster that requires a user (serve --require-auth)
         data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
         attempts = self._attempts(repeatable)
         while True:
@@ -582,7 +592,40 @@ class RaftlogClient:
         return dict(answer)
 
     async def delete_user(self, name: str) -> None:
+        """Delete a user; its API tokens are revoked with it."""
         await self._request("DELETE", user_path(name))
+
+    async def create_token(
+        self,
+        user: str,
+        *,
+        lifetime_ms: int | None = None,
+        expires_ms: int | None = None,
+        description: str | None = None,
+    ) -> dict[str, Any]:
+        """Make an API token of ``user``, expiring after ``lifetime_ms`` or at ``expires_ms`` (ms since the
+        epoch), or never; ``token`` (its text, answered this once: keep it), ``id``, ``created_ms``,
+        ``expires_ms``, ``description``. Not retried after an unknown outcome: a retry would make a
+        second token."""
+        body: dict[str, Any] = {}
+        if lifetime_ms is not None:
+            body["lifetime_ms"] = lifetime_ms
+        if expires_ms is not None:
+            body["expires_ms"] = expires_ms
+        if description is not None:
+            body["description"] = description
+        _, answer = await self._request("POST", user_tokens_path(user), body=body)
+        return dict(answer)
+
+    async def tokens(self, user: str) -> list[dict[str, Any]]:
+        """The user's API tokens: ``id``, ``description``, ``created_ms``, ``expires_ms``, ``expired``
+        (never their text)."""
+        _, body = await self._request("GET", user_tokens_path(user), repeatable=True)
+        return list(body["tokens"])
+
+    async def delete_token(self, user: str, token_id: str) -> None:
+        """Revoke one of the user's API tokens: refused from the next request on."""
+        await self._request("DELETE", user_token_path(user, token_id))
 
     async def acls(self, **acl_filter: str | None) -> list[dict[str, Any]]:
         """The ACLs a filter matches (``resource_type``, ``name``, ``pattern_type`` (also ``any`` or

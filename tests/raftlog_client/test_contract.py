@@ -56,6 +56,7 @@ SAMPLE_ARGUMENTS: dict[str, str | int] = {
     "instance": "c-1",
     "node_id": "n2",
     "name": "alice",
+    "token_id": "0123456789abcdef",
 }
 
 
