@@ -1,0 +1,184 @@
+"""Users' API tokens on a real 3-node cluster (node processes, ``--require-auth --enforce-acls``), tried
+with curl and with the ``raftlog`` command: a token made through one node calls the data API as its user
+on the others, its user's ACLs decide (refused 403 without WRITE, let in once granted), and a revoked
+token, an expired one and the token of a deleted user are refused with 401 on every node."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from test_auth import _ready, curl
+
+from api import dev
+
+TOKEN = "admin-token-for-the-token-test"
+ADMIN = ("-H", f"Authorization: Bearer {TOKEN}")
+JSON = ("-H", "Content-Type: application/json")
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    root = tmp_path_factory.mktemp("tokens")
+    secret = root / "cluster.secret"
+    secret.write_text("a-token-test-cluster-secret-0123456789\n")
+    nodes = dev.plan(3, dev.free_base_port(3))
+    processes = []
+    for node in nodes:
+        argv = [
+            *dev.node_argv(node, nodes, str(root), str(secret)),
+            "--require-auth", "--enforce-acls", "--admin-token", TOKEN,
+        ]  # fmt: skip
+        log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
+        processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+    urls = [node.http for node in nodes]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(_ready(url) for url in urls):
+            assert time.monotonic() < deadline, f"not ready; see {root}/n*.log"
+            time.sleep(0.2)
+        status, body, _ = curl(
+            "-XPOST", f"{urls[0]}/v1/topics", *JSON, *ADMIN,
+            "-d", '{"name": "tokened", "partitions": 1, "replication_factor": 3}',
+        )  # fmt: skip
+        assert status == 201, body
+        yield urls
+    finally:
+        for process, _log in processes:
+            process.terminate()
+        for process, log in processes:
+            process.wait(30)
+            log.close()
+
+
+def produce(url: str, token: str) -> int:
+    status, _, _ = curl(
+        "-XPOST", f"{url}/topics/tokened/partitions/0", *JSON, "-H", f"Authorization: Bearer {token}",
+        "-d", '{"records": [{"value": "v"}]}',
+    )  # fmt: skip
+    return status
+
+
+def until(condition: Callable[[], bool], what: str, timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def make_user(url: str, name: str) -> None:
+    status, body, _ = curl(
+        "-XPOST", f"{url}/v1/users", *JSON, *ADMIN, "-d", f'{{"name": "{name}", "password": "p4ss"}}'
+    )
+    assert status == 200, body
+
+
+def make_token(url: str, user: str, body: str = "{}") -> dict[str, object]:
+    status, made, _ = curl("-XPOST", f"{url}/v1/users/{user}/tokens", *JSON, *ADMIN, "-d", body)
+    assert status == 201 and isinstance(made, dict), made
+    return made
+
+
+def grant_write(url: str, user: str) -> None:
+    acl = f'{{"resource_type": "topic", "name": "tokened", "principal": "User:{user}", "operation": "write"}}'
+    status, body, _ = curl("-XPOST", f"{url}/v1/acls", *JSON, *ADMIN, "-d", f'{{"acls": [{acl}]}}')
+    assert status == 200, body
+
+
+def test_a_token_made_on_one_node_works_on_the_others_as_its_user_until_revoked(servers: list[str]) -> None:
+    first, second, third = servers
+    make_user(first, "carol")
+    made = make_token(second, "carol", '{"description": "ingest job"}')
+    token = str(made["token"])
+    # the token reached n3's controller metadata: let in, then refused by carol's ACLs (no WRITE yet)
+    until(lambda: produce(third, token) == 403, "carol's token not let in on n3")
+    grant_write(first, "carol")
+    until(lambda: produce(third, token) == 200, "carol's WRITE not applied on n3")
+    assert produce(first, token) == 200
+
+    status, listed, _ = curl(f"{third}/v1/users/carol/tokens", *ADMIN)
+    assert status == 200 and isinstance(listed, dict)
+    assert [(t["id"], t["description"]) for t in listed["tokens"]] == [(made["id"], "ingest job")]
+    assert token[20:] not in str(listed)  # never the secret again
+
+    status, _, _ = curl("-XDELETE", f"{first}/v1/users/carol/tokens/{made['id']}", *ADMIN)
+    assert status == 204
+    until(lambda: produce(second, token) == 401, "a revoked token still let in on n2")
+    status, body, _ = curl(
+        "-XPOST", f"{third}/topics/tokened/partitions/0", *JSON, "-H", f"Authorization: Bearer {token}",
+        "-d", '{"records": [{"value": "v"}]}',
+    )  # fmt: skip
+    assert status == 401 and body == {
+        "error_code": 40101,
+        "message": "wrong, expired or revoked bearer token",
+    }, body
+    status, records, _ = curl(f"{first}/topics/tokened/partitions/0/records?offset=0", *ADMIN)
+    assert status == 200 and isinstance(records, list) and len(records) == 2  # the refused wrote nothing
+
+
+def test_an_expired_token_and_a_deleted_users_tokens_are_refused(servers: list[str]) -> None:
+    first, second, third = servers
+    make_user(second, "erin")
+    grant_write(second, "erin")
+    expiring = str(make_token(first, "erin", '{"lifetime_ms": 3000}')["token"])
+    lasting = str(make_token(third, "erin")["token"])
+    until(lambda: produce(second, lasting) == 200, "erin's token not let in on n2")
+    until(lambda: produce(second, expiring) == 200, "the expiring token not let in on n2", timeout_s=2.5)
+    until(lambda: produce(second, expiring) == 401, "an expired token still let in on n2")
+    assert produce(third, expiring) == 401 and produce(third, lasting) == 200
+    status, listed, _ = curl(f"{third}/v1/users/erin/tokens", *ADMIN)  # expired, not revoked
+    assert status == 200 and isinstance(listed, dict)
+    assert sorted(t["expired"] for t in listed["tokens"]) == [False, True]
+
+    status, _, _ = curl("-XDELETE", f"{first}/v1/users/erin", *ADMIN)
+    assert status == 204
+    until(lambda: all(produce(url, lasting) == 401 for url in servers), "a deleted user's token let in")
+    status, body, _ = curl(f"{second}/v1/users/erin/tokens", *ADMIN)
+    assert status == 404 and isinstance(body, dict) and body["error_code"] == 40407
+
+
+def test_the_command_line_makes_lists_and_revokes_tokens_and_calls_with_one(
+    servers: list[str], tmp_path: pathlib.Path
+) -> None:
+    raftlog = [sys.executable, "-m", "raftlog_cli"]
+    admin_env = {**os.environ, "RAFTLOG_SERVER": servers[0], "RAFTLOG_ADMIN_TOKEN": TOKEN}
+    for variable in ("RAFTLOG_USER", "RAFTLOG_USER_TOKEN", "RAFTLOG_PROFILE"):
+        admin_env.pop(variable, None)
+    admin_env["RAFTLOG_CONFIG"] = str(tmp_path / "none.toml")
+
+    def run(*argv: str, env: dict[str, str] = admin_env) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*raftlog, *argv], capture_output=True, text=True, env=env, timeout=60)
+
+    make_user(servers[0], "dave")
+    grant_write(servers[0], "dave")
+    created = run("user", "token", "create", "dave", "--expires", "1h", "--description", "from the cli")
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()  # the token alone on stdout
+    assert token.startswith("rlt_") and len(token) == 85, created.stdout
+    assert "shown this once" in created.stderr and token[4:20] in created.stderr
+
+    listed = run("user", "token", "list", "dave")
+    assert token[4:20] in listed.stdout and "from the cli" in listed.stdout and token not in listed.stdout
+
+    as_dave = {k: v for k, v in admin_env.items() if k != "RAFTLOG_ADMIN_TOKEN"}
+    as_dave.update(RAFTLOG_SERVER=servers[2], RAFTLOG_USER_TOKEN=token)
+    deadline = time.monotonic() + 15
+    while (produced := run("produce", "tokened", "--value", "x", env=as_dave)).returncode != 0:
+        assert time.monotonic() < deadline, produced.stderr
+        time.sleep(0.2)
+    assert "tokened/0 offset" in produced.stdout
+
+    revoked = run("user", "token", "delete", "dave", token[4:20])
+    assert revoked.returncode == 0 and f"revoked token {token[4:20]} of user dave" in revoked.stdout
+    deadline = time.monotonic() + 15
+    while (refused := run("produce", "tokened", "--value", "x", env=as_dave)).returncode == 0:
+        assert time.monotonic() < deadline, "a revoked token still let in"
+        time.sleep(0.2)
+    assert refused.returncode == 1 and "40101" in refused.stderr, refused.stderr
+    gone = run("user", "token", "delete", "dave", token[4:20])
+    assert gone.returncode == 1 and "40408" in gone.stderr
