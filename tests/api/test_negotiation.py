@@ -53,6 +53,7 @@ def _path(template: str) -> str:
         "{instance}": "i",
         "{node_id}": "n1",
         "{user}": "u",
+        "{token_id}": "0123456789abcdef",
     }
     for name, value in values.items():
         template = template.replace(name, value)
