@@ -181,6 +181,27 @@ def _enum(kind: type[enum.IntEnum], value: object, field: str) -> enum.IntEnum:
     raise InvalidAcl(field, value, f"one of {names}")
 
 
+def _row(acl: AclBinding | AclFilter) -> list[object]:
+    """A binding's or a filter's seven fields as they cross between nodes: enums as their codes."""
+    return [
+        int(acl.resource_type), acl.name, int(acl.pattern_type), acl.principal, acl.host,
+        int(acl.operation), int(acl.permission),
+    ]  # fmt: skip
+
+
+def _json(acl: AclBinding | AclFilter) -> dict[str, object]:
+    """A binding's or a filter's seven fields as the HTTP API shows them: enums by their lowercase names."""
+    return {
+        "resource_type": acl.resource_type.name.lower(),
+        "name": acl.name,
+        "pattern_type": acl.pattern_type.name.lower(),
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation.name.lower(),
+        "permission": acl.permission.name.lower(),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class AclBinding:
     resource_type: ResourceType
@@ -244,10 +265,7 @@ class AclBinding:
         return name.startswith(self.name)
 
     def to_row(self) -> list[object]:
-        return [
-            int(self.resource_type), self.name, int(self.pattern_type), self.principal, self.host,
-            int(self.operation), int(self.permission),
-        ]  # fmt: skip
+        return _row(self)
 
     @classmethod
     def from_row(cls, row: list[object]) -> AclBinding:
@@ -256,15 +274,7 @@ class AclBinding:
         return cls.of(*row)
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "resource_type": self.resource_type.name.lower(),
-            "name": self.name,
-            "pattern_type": self.pattern_type.name.lower(),
-            "principal": self.principal,
-            "host": self.host,
-            "operation": self.operation.name.lower(),
-            "permission": self.permission.name.lower(),
-        }
+        return _json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,10 +314,7 @@ class AclFilter:
         )
 
     def to_row(self) -> list[object]:
-        return [
-            int(self.resource_type), self.name, int(self.pattern_type), self.principal, self.host,
-            int(self.operation), int(self.permission),
-        ]  # fmt: skip
+        return _row(self)
 
     @classmethod
     def from_row(cls, row: list[object]) -> AclFilter:
@@ -316,15 +323,7 @@ class AclFilter:
         return cls.of(*row)
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "resource_type": self.resource_type.name.lower(),
-            "name": self.name,
-            "pattern_type": self.pattern_type.name.lower(),
-            "principal": self.principal,
-            "host": self.host,
-            "operation": self.operation.name.lower(),
-            "permission": self.permission.name.lower(),
-        }
+        return _json(self)
 
     def matches(self, acl: AclBinding) -> bool:
         if self.resource_type is not ResourceType.ANY and acl.resource_type is not self.resource_type:
