@@ -79,7 +79,7 @@ async def produce(door: Door, request: wire.Request) -> Any:
                 index=index,
                 error_code=code,
                 base_offset=base,
-                log_append_time=appended_at,  # None (-1): CreateTime, or a duplicate
+                log_append_time=appended_at,  # None (-1): CreateTime, or a duplicate stored CreateTime
                 log_start_offset=NO_OFFSET,
                 record_errors=(),
                 error_message=message,

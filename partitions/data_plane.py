@@ -36,6 +36,7 @@ from raftlog.storage.batch import (
     Compression,
     ProducerRecord,
     Record,
+    TimestampType,
     check_producer_batch,
     encode_batch,
     recompress,
@@ -205,9 +206,27 @@ class DataPlane:
         finally:
             turn.end()
         result = await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
-        if append_time and not result.duplicate:  # a duplicate's stamp is its first append's, not this
-            return dataclasses.replace(result, log_append_time_ms=now)
-        return result
+        if not append_time:
+            return result
+        if result.duplicate:  # its stamp is its first append's, not this one's (as Kafka answers it)
+            return dataclasses.replace(
+                result, log_append_time_ms=await self._stamp_at(replica, result.base_offset)
+            )
+        return dataclasses.replace(result, log_append_time_ms=now)
+
+    async def _stamp_at(self, replica: Replica, offset: int) -> int | None:
+        """The leader's stamp on the stored batch holding ``offset``: None when retention removed it, or it
+        was stored with its producer's times before the topic became LogAppendTime."""
+        loop = asyncio.get_running_loop()
+        try:  # a batch may be up to max.message.bytes: read (and CRC-checked) on a reader thread
+            batches = await loop.run_in_executor(
+                self._readers, replica.log.read_batches, offset, 1, offset + 1
+            )
+        except OffsetOutOfRange:
+            return None
+        if not batches or batches[0].header.timestamp_type is not TimestampType.LOG_APPEND_TIME:
+            return None
+        return batches[0].header.max_timestamp_ms
 
     async def _off_loop(self, work: Callable[..., bytes], *args: object) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)

@@ -99,7 +99,7 @@ class ProduceResult:
     base_offset: int
     end_offset: int  # offset after the last record: the records got base_offset .. end_offset - 1
     duplicate: bool = False
-    log_append_time_ms: int | None = None  # the leader's stamp on a LogAppendTime topic (not a duplicate)
+    log_append_time_ms: int | None = None  # a LogAppendTime topic's stamp (a duplicate's: its first)
 
 
 @dataclass(frozen=True, slots=True)

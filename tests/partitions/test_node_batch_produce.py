@@ -41,6 +41,7 @@ async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: 
     retry = await leader.data.produce_batch("events", 0, batch, 5000)
     assert (first.base_offset, first.end_offset, first.duplicate) == (0, 2, False)
     assert (retry.base_offset, retry.end_offset, retry.duplicate) == (0, 2, True)
+    assert retry.log_append_time_ms == first.log_append_time_ms, "a duplicate answers its first stamp"
 
     refused = [
         encode_batch(0, [ProducerRecord(b"x" * 5000)], 0, 60),  # over max.message.bytes
@@ -125,8 +126,9 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
 ) -> None:
     """The leader stamps every batch of a LogAppendTime topic, so a retry's bytes differ from the stored
     batch's; the retry is still the same producer id, epoch and sequence: answered with the original
-    offsets, appending nothing, leaving the first stamp as it was, on every replica. Records produced one
-    by one with a producer pair (the HTTP API's idempotence) alike."""
+    offsets and the first append's stamp (as Kafka answers a duplicate), appending nothing, leaving the
+    first stamp as it was, on every replica. Records produced one by one with a producer pair (the HTTP
+    API's idempotence) alike."""
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
     configs = {"message.timestamp.type": "LogAppendTime"}
     metadata = await controller.frontend.create_topic("stamped", 1, 3, configs)
@@ -150,6 +152,7 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
     await asyncio.sleep(0.002)  # a retry is stamped with a later clock than the first append was
     retry = await leader.data.produce_batch("stamped", 0, first_batch, 5000)
     assert (retry.base_offset, retry.end_offset, retry.duplicate) == (0, 2, True)
+    assert retry.log_append_time_ms == first.log_append_time_ms, "a duplicate answers its first stamp"
     retry_one_by_one = await leader.data.produce("stamped", 0, one_by_one, 31, 0, 5000)
     assert (retry_one_by_one.base_offset, retry_one_by_one.end_offset) == (3, 5)
     assert retry_one_by_one.duplicate
@@ -167,6 +170,33 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
         stamps = {r.timestamp_type for b in batches for r in decode_batch(b).records}
         assert stamps == {TimestampType.LOG_APPEND_TIME}
         assert [r.value for r in replica.log.read(0, 1 << 20, 6)] == [b"a", None, b"c", b"d", None, b"e"]
+
+
+async def test_a_duplicate_stored_before_the_topic_became_log_append_time_answers_no_stamp(
+    cluster: list[Node],  # noqa: F811
+) -> None:
+    """A retry that reaches a topic turned LogAppendTime after its first append is a duplicate as ever;
+    its batch was stored with the producer's times, so there is no stamp to answer (Kafka's -1), not the
+    producer's time taken for one."""
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    group_id = (await controller.frontend.create_topic("turned", 1, 3, {})).group_id(0)
+    await until(lambda: all("turned" in n.metadata.topics() for n in cluster), what="topic on every node")
+    leader = await until(lambda: partition_leader(cluster, "turned"), what="partition leader")
+    batch = encode_batch(0, [ProducerRecord(b"a", timestamp_ms=5)], 0, 60, producer_id=3, sequence=0)
+    first = await leader.data.produce_batch("turned", 0, batch, 5000)
+    assert (first.duplicate, first.log_append_time_ms) == (False, None)
+
+    await controller.frontend.alter_configs("turned", {"message.timestamp.type": "LogAppendTime"})
+    await until(
+        lambda: leader.replicas.get(group_id).log.config.timestamp_type == "LogAppendTime",
+        what="the leader's log reconfigured",
+    )
+    retry = await leader.data.produce_batch("turned", 0, batch, 5000)
+    assert (retry.base_offset, retry.duplicate, retry.log_append_time_ms) == (0, True, None)
+    stamped = await leader.data.produce_batch(
+        "turned", 0, encode_batch(0, [ProducerRecord(b"b")], 0, 60, producer_id=3, sequence=1), 5000
+    )
+    assert stamped.base_offset == 1 and stamped.log_append_time_ms is not None
 
 
 def _with_crc(batch: bytes | bytearray) -> bytes:
