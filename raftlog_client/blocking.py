@@ -1,6 +1,7 @@
 """A blocking client of the raftlog API, for callers without an event loop (a Spark Python worker makes
-one where it is used and never pickles it). Standard library only (``http.client``, keep-alive), plus
-msgpack for columnar pages.
+one where it is used and never pickles it). Standard library only (``http.client``, keep-alive, https
+too), plus msgpack for columnar pages. It says who calls and trusts servers as ``RaftlogClient`` does
+(``credentials.py``): a user or a user's token, a CA file, the admin token on the admin API.
 
 Servers are tried in turn from ``first`` on: a connection error moves to the next one. Retries follow
 the rule of every client in this package (``retry.py``) until the request's deadline (``timeout_ms``):
@@ -24,6 +25,7 @@ from typing import Any
 import msgpack
 
 from raftlog_client.contract import (
+    ADMIN_PREFIX,
     ADMIN_TOPICS_PATH,
     BINARY_V2,
     COLUMNAR_MSGPACK,
@@ -34,6 +36,7 @@ from raftlog_client.contract import (
     records_path,
     topic_path,
 )
+from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import RequestFailed, decode_error
 from raftlog_client.retry import Attempts
 from raftlog_client.session import Answer, NoAnswer, NotSent
@@ -67,12 +70,32 @@ class RecordResults:
 
 class BlockingClient:
     """``first`` picks the server tried first (modulo their number): callers that start at different
-    servers spread parsing and forwarding over the nodes instead of loading the first one."""
+    servers spread parsing and forwarding over the nodes instead of loading the first one. ``servers`` are
+    http:// or https:// base URLs; ``ca``, ``user``, ``user_token`` and ``admin_token`` as
+    ``RaftlogClient`` takes them."""
 
-    def __init__(self, servers: Sequence[str], timeout_ms: int, first: int = 0) -> None:
+    def __init__(
+        self,
+        servers: Sequence[str],
+        timeout_ms: int,
+        first: int = 0,
+        *,
+        ca: str | None = None,
+        user: tuple[str, str] | None = None,
+        user_token: str | None = None,
+        admin_token: str | None = None,
+    ) -> None:
         if not servers:
             raise ValueError("at least one server is needed")
         self._servers = [urllib.parse.urlsplit(s) for s in servers]
+        for server in self._servers:
+            if server.scheme not in ("http", "https") or not server.hostname:
+                raise ValueError(
+                    f"{urllib.parse.urlunsplit(server)!r} is not an http:// or https:// base URL"
+                )
+        self._context = trusting(ca) if any(s.scheme == "https" for s in self._servers) else None
+        self._as_user = user_authorization(user, user_token)
+        self._admin = None if admin_token is None else f"Bearer {admin_token}"
         self._timeout_s = timeout_ms / 1000
         self._current = first % len(self._servers)
         self._connection: http.client.HTTPConnection | None = None
@@ -111,9 +134,13 @@ class BlockingClient:
             backoff_max_s=BACKOFF_MAX_S,
             rng=self._rng,
         )
+        headers = dict(headers or {})
+        who = self._admin if self._admin is not None and path.startswith(ADMIN_PREFIX) else self._as_user
+        if who is not None:
+            headers.setdefault("Authorization", who)
         while True:
             try:
-                answer = self._send(method, path, body, headers or {})
+                answer = self._send(method, path, body, headers)
             except (NotSent, NoAnswer) as exc:
                 self.close()
                 self._current = (self._current + 1) % len(self._servers)
@@ -133,9 +160,18 @@ class BlockingClient:
         server = self._servers[self._current]
         where = f"{server.hostname}:{server.port}"
         if self._connection is None:
-            connection = http.client.HTTPConnection(
-                server.hostname or "127.0.0.1", server.port or 80, timeout=self._timeout_s
-            )
+            connection: http.client.HTTPConnection
+            if server.scheme == "https":
+                connection = http.client.HTTPSConnection(
+                    server.hostname or "127.0.0.1",
+                    server.port or 443,
+                    timeout=self._timeout_s,
+                    context=self._context,
+                )
+            else:
+                connection = http.client.HTTPConnection(
+                    server.hostname or "127.0.0.1", server.port or 80, timeout=self._timeout_s
+                )
             try:
                 connection.connect()
             except OSError as exc:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import ssl
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +93,7 @@ from raftlog_client.contract import (
     user_token_path,
     user_tokens_path,
 )
+from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import ClientError, RequestFailed, decode_error
 from raftlog_client.retry import Attempts
 from raftlog_client.session import NoAnswer, NotSent, Session
@@ -201,18 +201,6 @@ def _fetched(row: Mapping[str, Any]) -> FetchedRecord:
     )
 
 
-def trusting(ca: str | None) -> ssl.SSLContext | None:
-    """How https servers are checked: against the CA certificates of the PEM file ``ca`` (a cluster's
-    own CA, e.g. ``raftlog dev --tls``'s ``ca.pem``), None: against the system's trusted roots.
-    Raises ``ClientError`` naming a file that is missing or holds no certificate."""
-    if ca is None:
-        return None
-    try:
-        return ssl.create_default_context(cafile=ca)
-    except (OSError, ssl.SSLError) as exc:
-        raise ClientError(f"CA file {ca}: {exc}") from None
-
-
 class RaftlogClient:
     """``retries`` bounds the retries of one call and ``retry_for_s`` the time they may take (either may be
     None, not both); ``unreachable_rounds``, how many times every server may refuse a connection in a row
@@ -246,16 +234,10 @@ class RaftlogClient:
             raise ValueError("retries, backoff_s and backoff_max_s must be >= 0, timeout_s > 0")
         if (retry_for_s is not None and retry_for_s <= 0) or (retries is None and retry_for_s is None):
             raise ValueError("retry_for_s must be > 0, and given when retries is None")
-        if user is not None and user_token is not None:
-            raise ValueError("user or user_token: one way to call as a user, not both")
         self.servers = [s.rstrip("/") for s in servers]
         self.admin_token = admin_token
         # how calls outside the admin API say who calls (serve --require-auth): a password or a token
-        self._as_user: str | None = None
-        if user_token is not None:
-            self._as_user = f"Bearer {user_token}"
-        elif user is not None:
-            self._as_user = "Basic " + pybase64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
+        self._as_user = user_authorization(user, user_token)
         self.timeout_s = timeout_s
         self.retries = retries
         self.retry_for_s = retry_for_s

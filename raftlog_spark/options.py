@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -30,6 +30,7 @@ FetchFormat = Literal["columnar", "json"]
 MAX_TRIGGER_DELAY_MS_DEFAULT = 15 * 60 * 1000  # Spark's Kafka source: "15m"
 _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
+ACCESS_OPTIONS = ("ca", "user", "password", "userToken")  # how the servers are reached: see parse_access
 # Every option the format reads; any other is refused by name (Spark's Kafka options this format does
 # not have would otherwise be ignored, and a query read other data than asked for, without an error).
 READ_OPTIONS = frozenset(
@@ -39,13 +40,14 @@ READ_OPTIONS = frozenset(
         "startingTimestamp", "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
         "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
         "maxTriggerDelay", "minPartitions", "failOnDataLoss", "fetchMaxBytes", "fetchFormat",
-        "requestTimeoutMs", "includeHeaders",
+        "requestTimeoutMs", "includeHeaders", *ACCESS_OPTIONS,
     )
 )  # fmt: skip
 WRITE_OPTIONS = frozenset(
     name.lower()
     for name in (
-        "servers", "topic", "batchRecords", "batchBytes", "compression", "requestTimeoutMs", "includeHeaders"
+        "servers", "topic", "batchRecords", "batchBytes", "compression", "requestTimeoutMs", "includeHeaders",
+        *ACCESS_OPTIONS,
     )
 )  # fmt: skip
 SPARK_OPTIONS = frozenset({"path", "checkpointlocation"})  # Spark's own, handed to every source too
@@ -146,8 +148,8 @@ def parse_servers(options: Mapping[str, str]) -> tuple[str, ...]:
         if not url:
             continue
         split = urlsplit(url)
-        if split.scheme != "http" or not split.hostname or split.path or split.query:
-            raise OptionError("servers", f"{part.strip()!r} is not an http://HOST:PORT base URL")
+        if split.scheme not in ("http", "https") or not split.hostname or split.path or split.query:
+            raise OptionError("servers", f"{part.strip()!r} is not an http(s)://HOST:PORT base URL")
         try:
             split.port  # noqa: B018 - raises ValueError on a bad port
         except ValueError:
@@ -214,8 +216,42 @@ def _check_topics(spec: int | Offsets, topics: Subscription, name: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Access:
+    """How the servers are reached: ``ca``, a PEM file of the CA certificates https servers are checked
+    against (else the system's roots), and who calls, for a cluster serving with ``--require-auth``: a
+    user's name and password (HTTP Basic) or one of its API tokens. The secrets stay out of ``repr``: a
+    plan or a log line that shows the options shows no password."""
+
+    ca: str | None = None
+    user: tuple[str, str] | None = field(default=None, repr=False)
+    user_token: str | None = field(default=None, repr=False)
+
+
+def parse_access(options: Mapping[str, str], servers: tuple[str, ...]) -> Access:
+    ca, user, password, token = (_get(options, name) for name in ACCESS_OPTIONS)
+    if ca is not None and not ca.strip():
+        raise OptionError("ca", "empty: the path of a PEM file of CA certificates")
+    if ca is not None and not any(s.startswith("https://") for s in servers):
+        raise OptionError("ca", "only for https:// servers")
+    if (user is None) != (password is None):
+        raise OptionError("password" if user is None else "user", "'user' and 'password' go together")
+    if user is not None and not user.strip():
+        raise OptionError("user", "empty")
+    if token is not None and user is not None:
+        raise OptionError("userToken", "call as 'user' with 'password' or with 'userToken', not both")
+    if token is not None and not token.strip():
+        raise OptionError("userToken", "empty")
+    return Access(
+        ca=None if ca is None else ca.strip(),
+        user=None if user is None or password is None else (user.strip(), password),
+        user_token=None if token is None else token.strip(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ReadOptions:
     servers: tuple[str, ...]
+    access: Access
     topics: Subscription
     starting: int | Offsets  # EARLIEST, LATEST or explicit offsets
     ending: int | Offsets  # batch only
@@ -290,8 +326,10 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
     fetch_format = (_get(options, "fetchFormat") or "columnar").strip().lower()
     if fetch_format not in ("columnar", "json"):
         raise OptionError("fetchFormat", f"{fetch_format!r} is neither 'columnar' nor 'json'")
+    servers = parse_servers(options)
     return ReadOptions(
-        servers=parse_servers(options),
+        servers=servers,
+        access=parse_access(options, servers),
         topics=topics,
         starting=starting,
         ending=ending,
@@ -316,6 +354,7 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
     servers: tuple[str, ...]
+    access: Access
     topic: str | None  # overrides the topic column, as in Kafka's sink
     batch_records: int
     batch_bytes: int
@@ -335,8 +374,10 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     topic = _get(options, "topic")
     if topic is not None and not topic.strip():
         raise OptionError("topic", "empty")
+    servers = parse_servers(options)
     return WriteOptions(
-        servers=parse_servers(options),
+        servers=servers,
+        access=parse_access(options, servers),
         topic=None if topic is None else topic.strip(),
         batch_records=_int(options, "batchRecords", BATCH_RECORDS_DEFAULT, 1, BATCH_RECORDS_MAX)
         or BATCH_RECORDS_DEFAULT,

@@ -24,6 +24,7 @@ from pyspark.sql.streaming.datasource import (
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.errors import OffsetOutOfRange
 from raftlog_spark.arrow import record_batch
+from raftlog_spark.connect import connect
 from raftlog_spark.errors import DataLoss, RaftlogSparkError
 from raftlog_spark.offsets import (
     EARLIEST,
@@ -50,7 +51,7 @@ EMPTY_PAGE_WAIT_MS = 200  # a new leader may briefly report a lower end offset t
 def partition_bounds(options: ReadOptions) -> dict[TopicPartition, Bounds]:
     """Log start and end offsets of every subscribed or assigned partition."""
     out: dict[TopicPartition, Bounds] = {}
-    with BlockingClient(options.servers, options.request_timeout_ms) as client:
+    with connect(options) as client:
         for topic, assigned in sorted(options.topics.items()):
             count = client.partition_count(topic)
             wanted = range(count) if assigned is None else assigned
@@ -83,7 +84,7 @@ def by_timestamp(options: ReadOptions, bounds: Mapping[TopicPartition, Bounds], 
     else:
         option, none_late_enough = options.ending_timestamps_option, "latest"
     timestamps: Timestamps = timestamps_for(spec, bounds.keys(), option)
-    with BlockingClient(options.servers, options.request_timeout_ms) as client:
+    with connect(options) as client:
         found = {tp: offset_for_timestamp(client, *tp, ms) for tp, ms in sorted(timestamps.items())}
     return at_timestamps(timestamps, found, bounds, option, none_late_enough)
 
@@ -95,7 +96,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
     where = f"{part.topic}-{part.partition}"
     offset = part.start
     stalled_since: float | None = None
-    with BlockingClient(options.servers, options.request_timeout_ms, first=part.partition) as client:
+    with connect(options, first=part.partition) as client:
         while offset < part.end:
             try:
                 page = client.fetch_page(

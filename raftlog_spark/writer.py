@@ -54,6 +54,7 @@ from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.contract import RECORD_TOO_LARGE, SEQUENCE_TOO_OLD
 from raftlog_client.errors import RequestFailed
+from raftlog_spark.connect import connect
 from raftlog_spark.errors import BadRow, RaftlogSparkError, SchemaError
 from raftlog_spark.options import WriteOptions, parse_write_options
 
@@ -181,9 +182,7 @@ class TaskWriter:
         self.requests = 0
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        with BlockingClient(
-            self.options.servers, self.options.request_timeout_ms, first=self.producer
-        ) as client:
+        with connect(self.options, first=self.producer) as client:
             for batch in batches:
                 self._add(client, batch)
             for topic, partition in sorted(self.pending):

@@ -15,7 +15,7 @@ from test_cli import run
 from api.dev_tls import make_ca
 from raftlog_cli import profile
 from raftlog_cli.cli import build_parser
-from raftlog_client.client import trusting
+from raftlog_client.credentials import trusting
 
 
 @pytest.fixture

@@ -229,6 +229,51 @@ def test_write_options_and_the_sink_schema() -> None:
         check_schema(StructType([value, StructField("headers", ArrayType(numeric))]), parsed)
 
 
+HTTPS = "https://127.0.0.1:1,https://127.0.0.1:2"
+
+
+def test_a_secured_cluster_is_reached_with_a_ca_and_a_user_or_a_token() -> None:
+    """``ca`` for https servers, and a user's password or API token: parsed alike for reads and writes,
+    and the secrets never printed with the options."""
+    read = parse_read_options(
+        options(servers=HTTPS, subscribe="a", ca=" /etc/ca.pem ", user="alice", password="s3 cret"), False
+    )
+    assert read.servers == ("https://127.0.0.1:1", "https://127.0.0.1:2")
+    assert (read.access.ca, read.access.user, read.access.user_token) == (
+        "/etc/ca.pem",
+        ("alice", "s3 cret"),
+        None,
+    )
+    assert "s3 cret" not in repr(read)
+    write = parse_write_options(options(servers=HTTPS, userToken="rlt_abc_def"))
+    assert (write.access.ca, write.access.user, write.access.user_token) == (None, None, "rlt_abc_def")
+    assert "rlt_abc_def" not in repr(write)
+    assert (
+        parse_write_options(options(servers=SERVERS)).access
+        == parse_read_options(options(servers=SERVERS, subscribe="a"), False).access
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "option", "words"),
+    [
+        ({"servers": "ftp://h:1"}, "servers", "is not an http(s)://HOST:PORT base URL"),
+        ({"servers": SERVERS, "ca": "/etc/ca.pem"}, "ca", "only for https:// servers"),
+        ({"servers": HTTPS, "ca": " "}, "ca", "empty"),
+        ({"servers": HTTPS, "user": "alice"}, "user", "'user' and 'password' go together"),
+        ({"servers": HTTPS, "password": "p"}, "password", "'user' and 'password' go together"),
+        ({"servers": HTTPS, "user": " ", "password": "p"}, "user", "empty"),
+        ({"servers": HTTPS, "user": "a", "password": "p", "userToken": "rlt_x"}, "userToken", "not both"),
+        ({"servers": HTTPS, "userToken": ""}, "userToken", "empty"),
+    ],
+)
+def test_a_bad_access_option_is_named(given: dict[str, str], option: str, words: str) -> None:
+    for parse in (lambda o: parse_read_options({**o, "subscribe": "a"}, False), parse_write_options):
+        with pytest.raises(OptionError) as raised:
+            parse(options(**given))
+        assert raised.value.option == option and words in str(raised.value)
+
+
 # -- offsets -------------------------------------------------------------------------------------------
 
 

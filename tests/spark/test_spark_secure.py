@@ -1,0 +1,119 @@
+"""The format against a secured cluster: ``raftlog dev --secure`` (TLS with a CA of its own,
+``--require-auth``, ``--enforce-acls``), written by Spark as a user with a password and read back as
+that user's API token, both over https trusting the cluster's CA; and refused, with the words that say
+why, without the CA, with a wrong password, with a revoked token and with no user at all."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.client import RaftlogClient
+from raftlog_client.local_cluster import LocalCluster
+
+pytestmark = pytest.mark.spark
+
+QUICK_MS = "3000"  # requestTimeoutMs of the calls that must fail: no use waiting the default 30 s
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with LocalCluster(
+        str(tmp_path_factory.mktemp("secure-spark")), nodes=3, dev_args=["--secure"]
+    ) as running:
+        yield running
+
+
+def admin(cluster: LocalCluster) -> RaftlogClient:
+    return RaftlogClient(
+        cluster.servers, admin_token=cluster.security["admin_token"], ca=cluster.security["ca"]
+    )
+
+
+def new_topic(cluster: LocalCluster) -> str:
+    topic = f"secure-{uuid.uuid4().hex[:8]}"
+    with BlockingClient(
+        cluster.servers, 30_000, ca=cluster.security["ca"], admin_token=cluster.security["admin_token"]
+    ) as client:
+        client.create_topic(topic, 2, 3)
+    return topic
+
+
+async def _token(cluster: LocalCluster, user: str) -> tuple[str, str]:
+    async with admin(cluster) as client:
+        made = await client.create_token(user, description="spark test")
+    return str(made["token"]), str(made["id"])
+
+
+async def _revoke(cluster: LocalCluster, user: str, token_id: str) -> None:
+    async with admin(cluster) as client:
+        await client.delete_token(user, token_id)
+
+
+def access(cluster: LocalCluster, **more: str) -> dict[str, str]:
+    return {"servers": ",".join(cluster.servers), "ca": cluster.security["ca"], **more}
+
+
+def read_values(spark: Any, topic: str, options: dict[str, str]) -> list[int]:
+    df = spark.read.format("raftlog").options(**options).option("subscribe", topic).load()
+    return sorted(int(r.v) for r in df.selectExpr("CAST(value AS STRING) v").collect())
+
+
+def test_spark_writes_as_a_user_and_reads_with_its_token_over_tls(spark: Any, secure: LocalCluster) -> None:
+    assert all(url.startswith("https://") for url in secure.servers)
+    topic = new_topic(secure)
+    user, password = secure.security["user"], secure.security["password"]
+    rows = spark.range(0, 300, 1, 3).selectExpr("CAST(id AS STRING) value")
+    as_user = access(secure, user=user, password=password)
+    rows.write.format("raftlog").options(**as_user).option("topic", topic).mode("append").save()
+
+    token, token_id = asyncio.run(_token(secure, user))
+    assert read_values(spark, topic, access(secure, userToken=token)) == list(range(300))
+    assert read_values(spark, topic, as_user) == list(range(300))
+
+    asyncio.run(_revoke(secure, user, token_id))
+    revoked = access(secure, userToken=token, requestTimeoutMs=QUICK_MS)
+    with pytest.raises(Exception, match=r"HTTP 401 \(error_code 40101\)"):
+        read_values(spark, topic, revoked)
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("no CA", "CERTIFICATE_VERIFY_FAILED"),
+        ("a wrong password", r"HTTP 401 \(error_code 40101\)"),
+        ("no user", r"HTTP 401 \(error_code 40101\)"),
+    ],
+)
+def test_spark_is_refused_without_what_the_cluster_asks(
+    spark: Any, secure: LocalCluster, how: str, words: str
+) -> None:
+    topic = new_topic(secure)
+    options = access(secure, user=secure.security["user"], password=secure.security["password"])
+    options["requestTimeoutMs"] = QUICK_MS
+    if how == "no CA":
+        del options["ca"]
+    elif how == "a wrong password":
+        options["password"] += "-not"
+    else:
+        del options["user"], options["password"]
+    with pytest.raises(Exception, match=words):
+        read_values(spark, topic, options)
+    with pytest.raises(Exception, match=words):
+        spark.range(3).selectExpr("CAST(id AS STRING) value").write.format("raftlog").options(
+            **options
+        ).option("topic", topic).mode("append").save()
+    with BlockingClient(
+        secure.servers,
+        30_000,
+        ca=secure.security["ca"],
+        user=(secure.security["user"], secure.security["password"]),
+    ) as client:
+        assert client.offsets(topic, 0) == (0, 0) and client.offsets(topic, 1) == (0, 0), (
+            "a refused write wrote"
+        )
