@@ -31,7 +31,7 @@ from partitions.node import (
 )
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
-from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.config import CoreConfig
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 
 log = logging.getLogger("raftlog.serve")

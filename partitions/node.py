@@ -65,7 +65,7 @@ from partitions.services import (
 )
 from partitions.users import ScramCredential
 from raftlog.consensus import journal
-from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.group import election_counts
 from raftlog.consensus.interface import Role

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from raftlog.consensus.cluster import open_mux_group
-from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine

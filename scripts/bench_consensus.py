@@ -59,7 +59,8 @@ def cpu_seconds() -> float:
 
 
 def node_main(spec: dict[str, object]) -> None:
-    from raftlog.consensus.core import CoreConfig, RaftCore
+    from raftlog.consensus.config import CoreConfig
+    from raftlog.consensus.core import RaftCore
     from raftlog.consensus.driver import Driver
 
     me = int(spec["node"])  # type: ignore[call-overload]

@@ -104,7 +104,8 @@ def make_replica(core: str, self_id: str, other_ids: list[str], transport: Any, 
             nodeClass=node_class,
             transportClass=transport,
         )
-    from raftlog.consensus.core import CoreConfig, RaftCore
+    from raftlog.consensus.config import CoreConfig
+    from raftlog.consensus.core import RaftCore
     from raftlog.consensus.journal import MemoryJournal
 
     config = CoreConfig(

@@ -64,7 +64,7 @@ class _Counter:
 
 async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     from raftlog.consensus.cluster import open_mux_group
-    from raftlog.consensus.core import CoreConfig
+    from raftlog.consensus.config import CoreConfig
     from raftlog.consensus.driver import Driver
     from raftlog.consensus.interface import Role
     from raftlog.consensus.transport import MuxHub

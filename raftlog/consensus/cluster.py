@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from pysyncobj.node import Node as _PlainNodeId
 
-from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine

@@ -68,23 +68,19 @@ import logging
 import math
 import os
 import queue
-import struct
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from typing import Any
 
-import crc32c
-import msgpack
 import pysyncobj.syncobj as _syncobj_module
-from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj import SyncObj
 from pysyncobj.config import FAIL_REASON
 from pysyncobj.node import TCPNode
 from pysyncobj.transport import TCPTransport, TransportNotReadyError
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
-from raftlog.consensus.errors import CorruptSnapshot
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.interface import Role, StateMachine
 from raftlog.consensus.journal import (
     MemoryJournal,
@@ -94,6 +90,7 @@ from raftlog.consensus.journal import (
     write_file_durably,
 )
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
+from raftlog.consensus.snapshot import decode_snapshot, encode_snapshot, snapshot_membership
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import DiskFull
@@ -157,154 +154,6 @@ SPACE_TELL_INTERVAL_S = 60.0  # a replica's hand-overs are logged as warnings at
 class _Unpersisted(Exception):
     """A term or vote could not be made durable for want of room: the step that needed it (a vote, an
     acknowledgement, an election) is abandoned, failing closed; the core goes on."""
-
-
-@dataclass(frozen=True)
-class CoreConfig:
-    """Tunables of one replica. Defaults survive GIL load with ~100 groups per process."""
-
-    election_timeout_min_ms: int = 1500
-    election_timeout_max_ms: int = 3000
-    heartbeat_period_ms: int = 100
-    # The Driver rounds heartbeats and reconnects up to this grid (its ``timer_grid_ms``): a heartbeat
-    # goes out every ceil(heartbeat_period / grid) grid steps. Election deadlines use a fine grid.
-    timer_grid_ms: int = 100
-    # A leader that heard from no majority for this long steps down (pysyncobj's default is 30 s).
-    leader_fallback_timeout_ms: int = 1500
-    connection_retry_ms: int = 500
-    message_bytes_max: int = 64 * 1024
-    message_entries_max: int = 1024
-    in_flight_entries_max: int = 20_000  # per follower: sent but not acknowledged
-    proposals_per_tick_max: int = 10_000
-    applies_per_tick_max: int = 10_000
-    proposal_queue_max: int = 100_000
-    compaction_min_entries: int = 50_000
-    compaction_min_interval_ms: int = 300_000
-    # Also compact while the journal holds more than this on disk: a few large entries would otherwise
-    # keep gigabytes in memory and on disk, all replayed on restart. (Above the journal's 64 MiB segment
-    # size: the segment holding the compaction point stays until the journal moves past it.)
-    compaction_min_bytes: int = 256 * 1024 * 1024
-    snapshot_path: str | None = None  # None: no compaction (the journal grows until restart)
-    # A leader tells its followers of a new commit index at once (an AppendEntries to each in the tick
-    # that commits) instead of with its next entries or heartbeat: for a group whose followers act on
-    # what they apply (the controller: each node opens a new topic's replicas when it applies it). It
-    # costs a message per follower per commit, so partition groups leave it off.
-    announce_commits: bool = False
-    # An idle group goes quiet (see RaftCore, "Quiescence"): the leader stops its heartbeats once every
-    # follower holds its whole log and commit index, and followers hold no election while the leader's
-    # node stays connected. Needs a transport whose connections carry their own liveness (MuxTransport:
-    # pings, closed after a silence); a quiet group ticks only every ``quiet_tick_ms`` (compaction).
-    quiesce: bool = False
-    quiet_tick_ms: int = 60_000
-    # Pre-vote (Raft thesis 9.6, see RaftCore, "Pre-vote"): a replica that stops hearing its leader
-    # first asks whether it could win, persisting nothing, and raises its term only if a majority would
-    # vote for it; a replica that heard from a leader within the shortest election timeout (or is quiet
-    # with its leader connected) says no. A restarted or cut-off replica no longer deposes a working leader.
-    pre_vote: bool = False
-    auto_tick: bool = False  # False: a Driver thread ticks the group
-    bind_address: str | None = None  # TCPTransport only; always give an explicit 127.0.0.1/host
-
-    @classmethod
-    def for_node(cls) -> CoreConfig:
-        """What a node runs with: heartbeats due every 300 ms on a 400 ms timer grid, so every group's
-        heartbeat goes out on the same grid step, all of them to a peer in one frame and handled there in
-        one round (with a 100 ms grid they spread over four steps). A heartbeat leaves every 400 ms, as
-        it did with a 100 ms grid (a due time a hair past 300 ms was rounded up to 400), and a tick up to
-        100 ms late still keeps that step; 3.75 heartbeats fit in the shortest election timeout (1.5 s).
-        Election deadlines are not on this grid (``driver.DEADLINE_GRID_S``, 10 ms). With many partitions
-        per node the heartbeats are most of its idle CPU: aligning them halved the consensus layer's idle
-        CPU. Idle groups go quiet (``quiesce``): with thousands of partitions per node even aligned
-        heartbeats cost most of a core, while a quiet group costs nothing between its rare ticks."""
-        return cls(heartbeat_period_ms=300, timer_grid_ms=400, quiesce=True, pre_vote=True)
-
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        """How often a heartbeat actually leaves: its period rounded up to the driver's timer grid."""
-        return math.ceil(self.heartbeat_period_ms / self.timer_grid_ms) * self.timer_grid_ms
-
-    def to_syncobj_conf(self) -> Any:
-        if self.timer_grid_ms <= 0 or self.heartbeat_interval_ms * 3 >= self.election_timeout_min_ms:
-            raise ValueError(
-                f"need 3 * heartbeat_period_ms ({self.heartbeat_period_ms}) rounded up to timer_grid_ms "
-                f"({self.timer_grid_ms}) < election_timeout_min_ms ({self.election_timeout_min_ms})"
-            )
-        if not (
-            0 < self.heartbeat_period_ms * 3 < self.election_timeout_min_ms < self.election_timeout_max_ms
-        ):
-            raise ValueError(
-                f"need 3 * heartbeat_period_ms ({self.heartbeat_period_ms}) < election_timeout_min_ms "
-                f"({self.election_timeout_min_ms}) < election_timeout_max_ms ({self.election_timeout_max_ms})"
-            )
-        kwargs: dict[str, Any] = dict(
-            autoTick=self.auto_tick,
-            raftMinTimeout=self.election_timeout_min_ms / 1000,
-            raftMaxTimeout=self.election_timeout_max_ms / 1000,
-            appendEntriesPeriod=self.heartbeat_period_ms / 1000,
-            leaderFallbackTimeout=self.leader_fallback_timeout_ms / 1000,
-            connectionTimeout=max(3.5, self.election_timeout_max_ms / 1000),
-            connectionRetryTime=self.connection_retry_ms / 1000,
-            appendEntriesBatchSizeBytes=self.message_bytes_max,
-            appendEntriesUseBatch=True,
-            commandsQueueSize=self.proposal_queue_max,
-            commandsWaitLeader=False,
-            dynamicMembershipChange=True,
-            logCompactionMinEntries=self.compaction_min_entries,
-            logCompactionMinTime=self.compaction_min_interval_ms / 1000,
-            useFork=False,
-            maxBindRetries=1,  # a port in use fails the constructor instead of retrying forever
-            bindAddress=self.bind_address,
-        )
-        if self.snapshot_path is not None:
-            # pysyncobj ships the snapshot file to lagging followers from fullDumpFile; RaftCore writes and
-            # reads it itself (pysyncobj's pickling (de)serializer is never called).
-            kwargs["fullDumpFile"] = self.snapshot_path
-        return SyncObjConf(**kwargs)
-
-
-# -- snapshot file ----------------------------------------------------------------------------------
-SNAPSHOT_MAGIC = b"RLSNAP01"
-_SNAPSHOT_HEADER = struct.Struct("<8sII")  # magic, crc32c(body), len(body)
-
-
-def encode_snapshot(
-    state: bytes,
-    last: tuple[bytes, int, int],
-    prev: tuple[bytes, int, int],
-    cluster: Collection[str],
-    learners: Collection[str] = (),
-) -> bytes:
-    """``cluster``: the voters (the key older snapshots also use: each of them held only voters);
-    ``learners``: the learners, a key older snapshots lack (read as none)."""
-    body: bytes = msgpack.packb(
-        {
-            "state": state,
-            "last": list(last),
-            "prev": list(prev),
-            "cluster": sorted(cluster),
-            "learners": sorted(learners),
-        },
-        use_bin_type=True,
-    )
-    return _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, crc32c.crc32c(body), len(body)) + body
-
-
-def decode_snapshot(path: str, data: bytes) -> dict[str, Any]:
-    if len(data) < _SNAPSHOT_HEADER.size:
-        raise CorruptSnapshot(path, f"{len(data)} bytes is shorter than the header")
-    magic, crc, length = _SNAPSHOT_HEADER.unpack_from(data)
-    body = data[_SNAPSHOT_HEADER.size :]
-    if magic != SNAPSHOT_MAGIC:
-        raise CorruptSnapshot(path, f"bad magic {magic!r}")
-    if length != len(body) or crc32c.crc32c(body) != crc:
-        raise CorruptSnapshot(path, f"length {len(body)}/{length} or crc mismatch")
-    decoded: dict[str, Any] = msgpack.unpackb(body, raw=False)
-    return decoded
-
-
-def snapshot_membership(snapshot: dict[str, Any]) -> Membership:
-    """The configuration a decoded snapshot records (one written before learners has no ``learners``)."""
-    learners = frozenset(str(node) for node in snapshot.get("learners", ()))
-    return Membership(frozenset(str(node) for node in snapshot["cluster"]) - learners, learners)
 
 
 def _as_entry(raw: Any) -> tuple[bytes, int, int]:

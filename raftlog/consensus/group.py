@@ -15,7 +15,8 @@ from pysyncobj.node import TCPNode
 from pysyncobj.transport import TCPTransport
 
 from raftlog.consensus.bridge import CallbackBridge
-from raftlog.consensus.core import CoreConfig, RaftCore
+from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.core import RaftCore
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader, OutcomeUnknown, ProposalRejected
 from raftlog.consensus.failures import timeout_error

@@ -32,7 +32,8 @@ from typing import Any
 from pysyncobj import SyncObj, SyncObjConf, replicated
 
 from api.dev import free_port
-from raftlog.consensus.core import CoreConfig, RaftCore
+from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.core import RaftCore
 
 
 @dataclass

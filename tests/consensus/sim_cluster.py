@@ -11,7 +11,8 @@ from acked_write_scenario import CountingStateMachine
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from simnet import SimNetwork, SimTransport
 
-from raftlog.consensus.core import CoreConfig, RaftCore
+from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.core import RaftCore
 from raftlog.consensus.journal import FileJournal, RaftJournal
 
 L, F, G = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"  # never bound: the simulated network carries all

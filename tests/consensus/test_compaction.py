@@ -8,8 +8,8 @@ from pathlib import Path
 
 from sim_cluster import F, G, L, PatchedSimReplica, Script
 
-from raftlog.consensus.core import decode_snapshot
 from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.snapshot import decode_snapshot
 
 
 def test_lagging_replica_catches_up_through_a_snapshot(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from sim_cluster import F, G, L, PatchedSimReplica, Script
 
-from raftlog.consensus.core import decode_snapshot
 from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.snapshot import decode_snapshot
 
 
 def test_a_snapshot_answered_none_keeps_the_journal_until_the_state_machine_can_answer(

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 from acked_write_scenario import free_ports
 
-from raftlog.consensus.core import CoreConfig, RaftCore
+from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.core import RaftCore
 from raftlog.consensus.driver import Driver
 from raftlog.errors import InvariantViolation
 

@@ -197,7 +197,7 @@ def test_election_deadlines_keep_their_spread_instead_of_the_timer_grid(grid_dri
 
 
 def test_a_config_whose_heartbeats_rounded_to_the_grid_miss_the_election_timeout_is_refused() -> None:
-    from raftlog.consensus.core import CoreConfig
+    from raftlog.consensus.config import CoreConfig
 
     assert CoreConfig.for_node().heartbeat_interval_ms == 400
     CoreConfig.for_node().to_syncobj_conf()

@@ -14,7 +14,7 @@ import pytest
 from acked_write_scenario import free_ports
 from pysyncobj.config import FAIL_REASON
 
-from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.errors import (
     GroupClosed,

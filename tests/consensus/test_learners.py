@@ -13,9 +13,9 @@ from typing import Any
 from pysyncobj.config import FAIL_REASON
 from sim_cluster import F, G, L, PatchedSimReplica, Script, X, connect, disconnect
 
-from raftlog.consensus.core import decode_snapshot, snapshot_membership
 from raftlog.consensus.journal import FileJournal
 from raftlog.consensus.membership import Membership
+from raftlog.consensus.snapshot import decode_snapshot, snapshot_membership
 
 VOTERS = [L, F, G]
 ALL = [L, F, G, X]

@@ -7,14 +7,14 @@ import crc32c
 import msgpack
 import pytest
 
-from raftlog.consensus.core import (
+from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
+from raftlog.consensus.snapshot import (
     _SNAPSHOT_HEADER,
     SNAPSHOT_MAGIC,
     decode_snapshot,
     encode_snapshot,
     snapshot_membership,
 )
-from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.errors import InvariantViolation
 
 ABC = Membership(frozenset("abc"))

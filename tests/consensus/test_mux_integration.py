@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 from pysyncobj.node import Node
 
-from raftlog.consensus.core import CoreConfig, RaftCore
+from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.core import RaftCore
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role

@@ -18,7 +18,7 @@ from api.dev import free_port
 from membership import GossipConfig
 from partitions.errors import TopicExists, UnknownTopic
 from partitions.node import Node, NodeConfig, PeerConfig
-from raftlog.consensus.core import CoreConfig
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage import ProducerRecord
 from raftlog.storage.batch import Record, records_from

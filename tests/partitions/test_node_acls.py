@@ -14,7 +14,7 @@ from test_node import configs, controller_leader, until
 from partitions.acls import AclBinding, AclFilter
 from partitions.controller import CONTROLLER_GROUP, ControllerStateMachine
 from partitions.node import Node
-from raftlog.consensus.core import decode_snapshot
+from raftlog.consensus.snapshot import decode_snapshot
 
 
 def acl(name: str, operation: str = "read") -> AclBinding:

@@ -16,7 +16,7 @@ from partitions.controller import CONTROLLER_GROUP, ControllerStateMachine
 from partitions.node import Node
 from partitions.tokens import ApiToken, check_token, issue_token
 from partitions.users import make_credential
-from raftlog.consensus.core import decode_snapshot
+from raftlog.consensus.snapshot import decode_snapshot
 
 NOW_MS = 1_700_000_000_000
 

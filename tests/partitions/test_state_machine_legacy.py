@@ -13,8 +13,9 @@ import pytest
 
 from partitions import commands
 from partitions.state_machine import PartitionStateMachine, Produced
-from raftlog.consensus.core import COMMAND_USER, decode_snapshot
+from raftlog.consensus.core import COMMAND_USER
 from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.snapshot import decode_snapshot
 from raftlog.storage import Log, ProducerRecord, legacy_batch
 from raftlog.storage.batch import encode_batch
 from raftlog.storage.migrate import migrate_log, plan_log
