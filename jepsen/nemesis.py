@@ -589,8 +589,10 @@ class Nemesis:
         return Active("cluster-power-loss", self.node_ids)
 
     async def _corrupt(self) -> Active | None:
-        """Only ever a minority over the whole run: damage is never repaired, so corrupting a different
-        node later would add up to a majority with damaged disks, which no Raft log survives."""
+        """Only ever a minority over the whole run: damage that a node's open does not find (inside a
+        sealed segment, before its last index entry) is never repaired (what open finds is set aside and
+        copied again from the peers), so corrupting a different node later could add up to a majority
+        with damaged disks, which no Raft log survives."""
         budget = (len(self.node_ids) - 1) // 2
         candidates = [n for n in self.node_ids if n not in self._busy() and self.cluster.running(n)]
         targets = corrupt_targets(candidates, self.corrupted, budget, self.rng)

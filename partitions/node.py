@@ -83,6 +83,7 @@ CONTROLLER_VOTERS_MAX = 5
 JOURNAL_SYNC_THREADS_DEFAULT = 2
 JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
 LOGS_DIR = "logs"  # under the data directory: one directory per partition log (its Raft group id)
+DAMAGED_DIR = "damaged"  # under the data directory: damaged segments set aside, kept for an operator
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,7 @@ class Node:
             retention_check_interval_ms=config.retention_check_interval_ms,
             discard=self.trash.discard_if_present,
             space=self.space,
+            damaged_root=os.path.join(config.data_dir, DAMAGED_DIR),
         )
         self.raft = RaftHost(
             config.node_id,

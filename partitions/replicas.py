@@ -257,7 +257,9 @@ class ReplicaManager:
         await self._sweep_deleted_topics(metadata)
 
     async def _open(self, group_id: str, topic: TopicMetadata, partition: int) -> None:
-        partition_log = self._logs.open_log(group_id, topic.log_config())
+        # with peers, a damaged sealed segment is set aside and its records copied again from them
+        peers = len(topic.replicas[partition]) > 1 or self.node_id not in topic.replicas[partition]
+        partition_log = self._logs.open_log(group_id, topic.log_config(), salvage=peers)
         loop = asyncio.get_running_loop()
         # a restore that leaves the log behind (driver thread) starts its recovery on the event loop
         behind = LoopNotifier(loop, lambda: self._recover(group_id))

@@ -50,6 +50,7 @@ from raftlog.storage.errors import (
 )
 from raftlog.storage.log_format import FORMAT_FILE
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
+from raftlog.storage.salvage import Salvage, set_aside
 from raftlog.storage.segment import (
     DELETED_SUFFIX,
     RecoveryReport,
@@ -96,6 +97,7 @@ class OpenReport:
     segments: int = 0
     repairs: list[RecoveryReport] = field(default_factory=list)
     removed_files: list[str] = field(default_factory=list)
+    salvage: Salvage | None = None  # a damaged sealed segment and those after it, set aside (salvage.py)
 
 
 class Log:
@@ -139,19 +141,22 @@ class Log:
         clock: Callable[[], int] = wall_clock_ms,
         discard: Callable[[str], None] = os.unlink,
         space: DiskSpace | None = None,
+        damaged_to: str | None = None,
     ) -> Log:
         """Open (creating if needed) and recover the log in ``directory``. ``discard(path)`` takes the
         files of segments that retention or truncation deletes, once no reader holds them (see
         ``Segment.delete``): an unlink by default; it runs under the log's lock, so a caller that cares
         about that lock hands the file on (a node: a rename into its trash and its paced remover).
         ``space``: what the node's writers know of room on the disk (the log tells it of every write it
-        makes or cannot make for want of room; its own by default)."""
+        makes or cannot make for want of room; its own by default). ``damaged_to``: a damaged sealed
+        segment raises ``CorruptRecord``, unless this names where it and the segments after it are set
+        aside (``raftlog.storage.salvage``: for a log whose records can be had again elsewhere)."""
         os.makedirs(directory, exist_ok=True)
         self = cls(directory, config or LogConfig(), clock, discard, space)
-        self._recover()
+        self._recover(damaged_to)
         return self
 
-    def _recover(self) -> None:
+    def _recover(self, damaged_to: str | None) -> None:
         log_format.check_or_mark(self.directory)
         names = set(os.listdir(self.directory)) - {FORMAT_FILE}
         minimum_start = self._read_start_offset()
@@ -191,10 +196,21 @@ class Log:
             self._segments = [Segment.create(self.directory, minimum_start, self.config.index_interval_bytes)]
         for position, base in enumerate(bases):
             segment = Segment(self.directory, base, self.config.index_interval_bytes)
-            self._segments.append(segment)
             if position + 1 < len(bases):
-                report = segment.recover_closed(bases[position + 1])
+                try:
+                    report = segment.recover_closed(bases[position + 1])
+                except CorruptRecord as damage:
+                    if damaged_to is None:
+                        segment.close()
+                        raise
+                    segment.close()
+                    self._salvage(
+                        set_aside(self.directory, bases[position:], str(damage), damaged_to), minimum_start
+                    )
+                    break
+                self._segments.append(segment)
             else:
+                self._segments.append(segment)
                 report = segment.recover_active()
                 report = report if report.truncated_bytes else RecoveryReport(segment.path)
             if report.truncated_bytes or report.rebuilt_indexes:
@@ -202,6 +218,19 @@ class Log:
         self._bases = [s.base_offset for s in self._segments]
         self.open_report.segments = len(self._segments)
         self._durable_end_offset = self.end_offset
+
+    def _salvage(self, salvage: Salvage, minimum_start: int) -> None:
+        """The log after a damaged sealed segment and those after it were set aside: the segment before
+        them, sealed until now, is the active one (checked whole, as one is after a crash), or, when
+        the first was damaged, an empty one begins where it began."""
+        self.open_report.salvage = salvage
+        if not self._segments:
+            start = max(minimum_start, salvage.end_offset)
+            self._segments = [Segment.create(self.directory, start, self.config.index_interval_bytes)]
+            return
+        report = self._segments[-1].recover_active()
+        if report.truncated_bytes:
+            self.open_report.repairs.append(report)
 
     def _read_start_offset(self) -> int:
         path = os.path.join(self.directory, START_OFFSET_FILE)

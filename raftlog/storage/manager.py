@@ -43,16 +43,20 @@ class LogManager:
         handles_idle_s: float = HANDLES_IDLE_S,
         open_logs_max: int = OPEN_LOGS_MAX,
         space: DiskSpace | None = None,
+        damaged_root: str | None = None,
     ) -> None:
         """``discard``: where the files of segments that retention or truncation deletes go (see
         ``Log.open``). ``handles_idle_s``, ``open_logs_max``: see the module's docstring. ``space``: the
-        node's knowledge of room on its disk, shared by every log (``raftlog.storage.space``)."""
+        node's knowledge of room on its disk, shared by every log (``raftlog.storage.space``).
+        ``damaged_root``: where the damaged segments of a log opened with ``salvage`` are set aside, a
+        directory per log and opening (on the same file system as ``root``)."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root
         self._clock = clock
         self._retention_interval_ms = retention_check_interval_ms
         self._discard = discard
+        self._damaged_root = damaged_root
         self.space = space if space is not None else DiskSpace()
         self._logs: dict[str, Log] = {}
         self._group_flushed: dict[str, Log] = {}  # those in flush mode "group": looked at every tick
@@ -65,15 +69,22 @@ class LogManager:
         self._next_retention_ms = clock() + retention_check_interval_ms
         os.makedirs(root, exist_ok=True)
 
-    def open_log(self, name: str, config: LogConfig) -> Log:
-        """Open (or create) the log called ``name`` (e.g. ``orders-0``) under the root directory."""
+    def open_log(self, name: str, config: LogConfig, salvage: bool = False) -> Log:
+        """Open (or create) the log called ``name`` (e.g. ``orders-0``) under the root directory.
+        ``salvage``: its records can be had again elsewhere (a replica with peers), so a damaged sealed
+        segment is set aside under ``damaged_root`` rather than refused (``raftlog.storage.salvage``)."""
         if not _NAME.fullmatch(name) or name in (".", ".."):
             raise InvalidConfig("log name", name, "use 1-249 of [A-Za-z0-9._-]")
         with self._lock:
             existing = self._logs.get(name)
             if existing is not None:
                 return existing
-            opened = Log.open(os.path.join(self.root, name), config, self._clock, self._discard, self.space)
+            damaged_to = None
+            if salvage and self._damaged_root is not None:
+                damaged_to = os.path.join(self._damaged_root, f"{name}-{self._clock()}")
+            opened = Log.open(
+                os.path.join(self.root, name), config, self._clock, self._discard, self.space, damaged_to
+            )
             self._logs[name] = opened
             if config.flush_mode == "group":
                 self._group_flushed[name] = opened
