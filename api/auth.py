@@ -1,9 +1,9 @@
 """Who is calling the data API (``raftlog serve --require-auth``): HTTP Basic with a user of
-``/v1/users``, one of a user's API tokens (``rlt_...``, ``/v1/users/{user}/tokens``) as a bearer token,
-or the admin token as a bearer token. The ``Caller`` found is kept on the request for the route's ACLs
-(``access.py``): a user's token calls as that user. Every client route needs one of them; ``/status/*``,
-``/metrics`` and ``/openapi.json`` stay open (probes, scrapers), ``/v1`` keeps its admin token and
-``/internal/v1`` its cluster credential.
+``/v1/users`` and its password or one of its API tokens (``rlt_...``, ``/v1/users/{user}/tokens``) in
+the password's place, such a token as a bearer token, or the admin token as a bearer token. The
+``Caller`` found is kept on the request for the route's ACLs (``access.py``): a user's token calls as
+that user. Every client route needs one of them; ``/status/*``, ``/metrics`` and ``/openapi.json`` stay
+open (probes, scrapers), ``/v1`` keeps its admin token and ``/internal/v1`` its cluster credential.
 
 A password is checked against the user's SCRAM credential as the controller holds it now
 (``partitions.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen, and a
@@ -29,7 +29,7 @@ from aiohttp import web
 from api.errors import Unauthorized
 from api.state import Caller
 from partitions.cluster import FrontDoor
-from partitions.services import Verifier, check_token, client_host, is_token
+from partitions.services import Verifier, check_token, client_host, is_token, is_users_token
 
 OPEN_PATHS = ("/status/", "/metrics", "/openapi.json")
 WRONG_BEARER = "wrong, expired or revoked bearer token"  # the same words whatever was wrong
@@ -64,6 +64,8 @@ async def authenticate(
     if not colon:
         raise Unauthorized("Basic credentials need 'user:password'")
     users = node.metadata.users()
+    if is_users_token(node.metadata.tokens(), users, name, password, now_ms):
+        return Caller(f"User:{name}", host)  # one of the user's API tokens in place of its password
     if not verifier.known(users, name, password):
         matched = await asyncio.to_thread(verifier.verify, users, name, password)
         if not matched:

@@ -28,8 +28,10 @@ from kafka_api.sasl import (
     Exchange,
     PlainExchange,
     ScramExchange,
+    Users,
     failure_message,
 )
+from partitions.services import is_users_token
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +62,15 @@ async def sasl_handshake(door: Door, request: wire.Request) -> Any:
 def _exchange(door: Door, mechanism: str) -> Exchange:
     users = door.node.metadata.users()  # as the controller holds them now
     security = door.security
-    if mechanism == PLAIN:
-        return PlainExchange(users, security.verifier.verify)
+    if mechanism == PLAIN:  # a password, or one of the user's API tokens in its place
+        tokens, now_ms = door.node.metadata.tokens(), security.clock_ms()
+
+        def verify(users: Users, name: str, password: str) -> bool:
+            return is_users_token(tokens, users, name, password, now_ms) or security.verifier.verify(
+                users, name, password
+            )
+
+        return PlainExchange(users, verify)
     return ScramExchange(mechanism, users, security.unknown_salt_key)
 
 

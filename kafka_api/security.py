@@ -19,6 +19,8 @@ cluster; else a super user, or anyone when authentication is not required.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka_api.sasl import Exchange
@@ -37,6 +39,7 @@ class Security:
     # every node shows the same one
     unknown_salt_key: bytes = field(default_factory=lambda: os.urandom(32))
     verifier: Verifier = field(default_factory=Verifier)  # SASL/PLAIN passwords checked lately
+    clock_ms: Callable[[], int] = field(default=lambda: time.time_ns() // 1_000_000)  # tokens expire by it
     enforce_acls: bool = False  # every API checks the connection's ACLs (needs require_auth)
     authorizers: Authorizers = field(init=False)  # the authorizer of the ACLs the node holds now
 

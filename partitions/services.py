@@ -67,6 +67,7 @@ from partitions.tokens import check_token as check_token
 from partitions.tokens import check_token_description as check_token_description
 from partitions.tokens import check_token_id as check_token_id
 from partitions.tokens import is_token as is_token
+from partitions.tokens import is_users_token as is_users_token
 from partitions.tokens import issue_token as issue_token
 from partitions.tokens import token_expiry as token_expiry
 from partitions.users import ITERATIONS_DEFAULT as ITERATIONS_DEFAULT

@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import secrets
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidName
@@ -182,3 +182,15 @@ def check_token(tokens: Mapping[str, ApiToken], text: str, now_ms: int) -> ApiTo
     if token is None or not hmac.compare_digest(presented, token.secret_hash):
         return None
     return None if token.expired(now_ms) else token
+
+
+def is_users_token(
+    tokens: Mapping[str, ApiToken], users: Collection[str], name: str, presented: str, now_ms: int
+) -> bool:
+    """Whether ``presented`` is a live token of the user ``name``, who still exists: a token given in
+    place of the user's password (HTTP Basic, Kafka's SASL/PLAIN), as Confluent Cloud takes an API key
+    and its secret. False for anything else, a password included."""
+    if not is_token(presented):
+        return False
+    token = check_token(tokens, presented, now_ms)
+    return token is not None and token.user == name and name in users

@@ -405,6 +405,32 @@ def test_a_new_password_or_a_deleted_user_is_refused_from_the_next_connection_on
     assert authentication_errors(refused(sasl(cluster, "ivan", "second", "SCRAM-SHA-512")))
 
 
+def test_a_users_api_token_stands_in_for_its_password_over_plain_and_basic(cluster: LocalCluster) -> None:
+    """As Confluent Cloud takes an API key and its secret: SASL/PLAIN and HTTP Basic take the user's name
+    and one of its tokens for the password; not another user's, not over SCRAM (whose proof is made from
+    the password's salted hash), and not once revoked."""
+    make_user(cluster, "kate", "kate's password")
+    make_user(cluster, "liam", "liam's password")
+    status, body = as_admin(cluster, "POST", "/v1/users/kate/tokens", {"description": "a client"})
+    assert status == 201, body
+    made = json.loads(body)
+    token = made["token"]
+    deadline = time.monotonic() + PATIENCE_S
+    while not lets_in(sasl(cluster, "kate", token, "PLAIN")):  # every node has the token
+        assert time.monotonic() < deadline, "kate's token did not let her in over SASL/PLAIN"
+        time.sleep(0.2)
+    until_every_node(cluster, "kate", token, 200)  # HTTP Basic kate:<token>
+    told = failure_message("PLAIN")
+    assert all(told in e for e in authentication_errors(refused(sasl(cluster, "liam", token, "PLAIN"))))
+    assert authentication_errors(refused(sasl(cluster, "kate", token, "SCRAM-SHA-256")))
+    assert http_login(cluster, cluster.servers[0], "liam", token) == 401
+
+    assert as_admin(cluster, "DELETE", f"/v1/users/kate/tokens/{made['id']}")[0] == 204
+    until_every_node(cluster, "kate", token, 401)
+    assert authentication_errors(refused(sasl(cluster, "kate", token, "PLAIN")))
+    assert lets_in(sasl(cluster, "kate", "kate's password", "PLAIN")), "the password still works"
+
+
 # -- SCRAM credentials through Kafka's admin APIs ------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from partitions.tokens import (
     check_token_description,
     check_token_id,
     is_token,
+    is_users_token,
     issue_token,
     parse_token,
     token_expiry,
@@ -79,6 +80,18 @@ def test_check_finds_the_token_and_refuses_wrong_unknown_expired_and_malformed_a
     ):
         assert check_token(held, malformed, NOW_MS) is None, malformed
     assert is_token(text) and not is_token("the-admin-token")
+
+
+def test_a_token_stands_in_for_a_password_only_for_its_own_living_user_until_it_expires() -> None:
+    text, token = issue_token("alice", NOW_MS, NOW_MS + 1000)
+    tokens = {token.token_id: token}
+    users = {"alice", "bob"}
+    assert is_users_token(tokens, users, "alice", text, NOW_MS)
+    assert not is_users_token(tokens, users, "bob", text, NOW_MS)  # another user's name
+    assert not is_users_token(tokens, {"bob"}, "alice", text, NOW_MS)  # the user is gone
+    assert not is_users_token(tokens, users, "alice", text, NOW_MS + 1000)  # expired
+    assert not is_users_token({}, users, "alice", text, NOW_MS)  # revoked
+    assert not is_users_token(tokens, users, "alice", "alice's password", NOW_MS)
 
 
 def test_rows_round_trip_and_a_row_that_is_not_a_token_is_refused() -> None:
