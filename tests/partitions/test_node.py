@@ -16,10 +16,12 @@ import pytest
 
 from api.dev import free_port
 from membership import GossipConfig
+from partitions.controller import CONTROLLER_GROUP, ControllerMetadata, ControllerStateMachine
 from partitions.errors import TopicExists, UnknownTopic
 from partitions.node import Node, NodeConfig, PeerConfig
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.snapshot import decode_snapshot
 from raftlog.storage import ProducerRecord
 from raftlog.storage.batch import Record, records_from
 from raftlog.storage.dirlock import DirectoryLock
@@ -59,6 +61,19 @@ def configs(root: pathlib.Path, count: int = 3) -> list[NodeConfig]:
         )
         for p in peers
     ]
+
+
+def snapshot_metadata(node: Node) -> ControllerMetadata | None:
+    """The controller metadata of the controller snapshot on ``node``'s disk; None while it has none."""
+    path = os.path.join(node.raft.group_dir(CONTROLLER_GROUP), "snapshot")
+    try:
+        with open(path, "rb") as f:
+            state = decode_snapshot(path, f.read())["state"]
+    except FileNotFoundError:
+        return None
+    machine = ControllerStateMachine()
+    machine.restore(state)
+    return machine.metadata
 
 
 async def until(predicate, timeout_s: float = 15.0, what: str = "condition"):  # type: ignore[no-untyped-def]

@@ -5,16 +5,13 @@ compacted, and there again after every node restarted."""
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 from dataclasses import replace
 
-from test_node import configs, controller_leader, until
+from test_node import configs, controller_leader, snapshot_metadata, until
 
 from partitions.acls import AclBinding, AclFilter
-from partitions.controller import CONTROLLER_GROUP, ControllerStateMachine
 from partitions.node import Node
-from raftlog.consensus.snapshot import decode_snapshot
 
 
 def acl(name: str, operation: str = "read") -> AclBinding:
@@ -23,15 +20,8 @@ def acl(name: str, operation: str = "read") -> AclBinding:
 
 def snapshot_acls(node: Node) -> tuple[AclBinding, ...] | None:
     """The ACLs of the controller snapshot on ``node``'s disk; None while it has none."""
-    path = os.path.join(node.raft.group_dir(CONTROLLER_GROUP), "snapshot")
-    try:
-        with open(path, "rb") as f:
-            state = decode_snapshot(path, f.read())["state"]
-    except FileNotFoundError:
-        return None
-    machine = ControllerStateMachine()
-    machine.restore(state)
-    return machine.metadata.acls
+    metadata = snapshot_metadata(node)
+    return None if metadata is None else metadata.acls
 
 
 async def test_acls_are_in_the_controllers_snapshot_and_survive_a_restart_of_every_node(

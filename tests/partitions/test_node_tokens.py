@@ -5,33 +5,23 @@ journal is compacted, and there again after every node restarted; a revoked toke
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 from collections.abc import Mapping
 from dataclasses import replace
 
-from test_node import configs, controller_leader, until
+from test_node import configs, controller_leader, snapshot_metadata, until
 
-from partitions.controller import CONTROLLER_GROUP, ControllerStateMachine
 from partitions.node import Node
 from partitions.tokens import ApiToken, check_token, issue_token
 from partitions.users import make_credential
-from raftlog.consensus.snapshot import decode_snapshot
 
 NOW_MS = 1_700_000_000_000
 
 
 def snapshot_tokens(node: Node) -> Mapping[str, ApiToken] | None:
     """The tokens of the controller snapshot on ``node``'s disk; None while it has none."""
-    path = os.path.join(node.raft.group_dir(CONTROLLER_GROUP), "snapshot")
-    try:
-        with open(path, "rb") as f:
-            state = decode_snapshot(path, f.read())["state"]
-    except FileNotFoundError:
-        return None
-    machine = ControllerStateMachine()
-    machine.restore(state)
-    return machine.metadata.tokens
+    metadata = snapshot_metadata(node)
+    return None if metadata is None else metadata.tokens
 
 
 async def test_tokens_are_in_the_controllers_snapshot_and_survive_a_restart_of_every_node(
