@@ -200,10 +200,9 @@ class Log:
                 try:
                     report = segment.recover_closed(bases[position + 1])
                 except CorruptRecord as damage:
-                    if damaged_to is None:
-                        segment.close()
-                        raise
                     segment.close()
+                    if damaged_to is None:
+                        raise
                     self._salvage(
                         set_aside(self.directory, bases[position:], str(damage), damaged_to), minimum_start
                     )
