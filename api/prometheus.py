@@ -55,6 +55,9 @@ CATALOGUE: dict[str, Family] = {
     "partition_replicas_failed": Family(
         "gauge", "Replicas on this node that cannot open or replay their log."
     ),
+    "partition_logs_salvaged": Family(
+        "counter", "Partition logs this node opened after setting a damaged segment aside (data/damaged/)."
+    ),
     "partition_replicas_max": Family("gauge", "The most replicas this node takes (--replicas-max)."),
     "partitions_led": Family("gauge", "Partitions this node leads."),
     "partitions_moving": Family("gauge", "Partitions whose replicas are being moved, cluster-wide."),

@@ -395,6 +395,7 @@ class NodeView:
         values = dict(node.data.counters)
         values["partition_replicas"] = len(replicas)
         values["partition_replicas_failed"] = len(node.replicas.local_failures())  # cannot open or replay
+        values["partition_logs_salvaged"] = node._logs.salvaged  # a damaged segment set aside at open
         values["partition_replicas_max"] = node.config.replicas_max
         term = node.frontend.term()
         if term is not None:  # an election of the controller raises it (Kafka's controller epoch)

@@ -57,6 +57,7 @@ class LogManager:
         self._retention_interval_ms = retention_check_interval_ms
         self._discard = discard
         self._damaged_root = damaged_root
+        self.salvaged = 0  # logs opened after setting a damaged segment aside (raftlog.storage.salvage)
         self.space = space if space is not None else DiskSpace()
         self._logs: dict[str, Log] = {}
         self._group_flushed: dict[str, Log] = {}  # those in flush mode "group": looked at every tick
@@ -85,6 +86,7 @@ class LogManager:
             opened = Log.open(
                 os.path.join(self.root, name), config, self._clock, self._discard, self.space, damaged_to
             )
+            self.salvaged += opened.open_report.salvage is not None
             self._logs[name] = opened
             if config.flush_mode == "group":
                 self._group_flushed[name] = opened

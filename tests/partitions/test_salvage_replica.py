@@ -87,8 +87,10 @@ async def test_a_damaged_replica_with_peers_is_set_aside_and_rebuilt(
         assert ours.open_report.salvage is not None and ours.open_report.salvage.end_offset == int(
             damaged.stem
         )
+        metrics = restarted.node.metadata.metrics()
+        assert metrics["partition_logs_salvaged"] == 1
         if compacted:
-            assert restarted.node.metadata.metrics()["recovery_completed"] >= 1, "copied from a peer"
+            assert metrics["recovery_completed"] >= 1, "copied from a peer"
         await leader.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
         await until(
             lambda: ours.end_offset == RECORDS + 1, what="the group goes on through the rebuilt replica"
@@ -121,5 +123,6 @@ async def test_a_damaged_replica_without_peers_is_refused_and_reported(tmp_path:
         assert "corrupt record batch" in failure.error
         assert restarted.node.replicas.get(group_id) is None
         assert not (pathlib.Path(victim.config.data_dir) / "damaged").exists(), "nothing set aside"
+        assert restarted.node.metadata.metrics()["partition_logs_salvaged"] == 0
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
