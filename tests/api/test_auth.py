@@ -6,6 +6,7 @@ with 401 and change nothing; probes and scrapers stay open."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -24,15 +25,16 @@ from api.serve import ServeConfigError, node_config
 TOKEN = "admin-token-for-the-auth-test"
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
-    root = tmp_path_factory.mktemp("auth")
+@contextlib.contextmanager
+def node_processes(root: pathlib.Path, *serve_args: str) -> Iterator[list[str]]:
+    """Three real node processes under ``root`` serving with ``serve_args`` (their logs in ``root``),
+    ready; their HTTP base URLs. Terminated when the block ends."""
     secret = root / "cluster.secret"
-    secret.write_text("an-auth-test-cluster-secret-0123456789\n")
+    secret.write_text(f"{root.name}-test-cluster-secret-0123456789\n")
     nodes = dev.plan(3, dev.free_base_port(3))
     processes = []
     for node in nodes:
-        argv = [*dev.node_argv(node, nodes, str(root), str(secret)), "--require-auth", "--admin-token", TOKEN]
+        argv = [*dev.node_argv(node, nodes, str(root), str(secret)), *serve_args]
         log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
         processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
     urls = [node.http for node in nodes]
@@ -48,6 +50,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
         for process, log in processes:
             process.wait(30)
             log.close()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    with node_processes(tmp_path_factory.mktemp("auth"), "--require-auth", "--admin-token", TOKEN) as urls:
+        yield urls
 
 
 def _ready(url: str) -> bool:

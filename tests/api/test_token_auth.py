@@ -13,9 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from test_auth import _ready, curl
-
-from api import dev
+from test_auth import curl, node_processes
 
 TOKEN = "admin-token-for-the-token-test"
 ADMIN = ("-H", f"Authorization: Bearer {TOKEN}")
@@ -25,35 +23,13 @@ JSON = ("-H", "Content-Type: application/json")
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     root = tmp_path_factory.mktemp("tokens")
-    secret = root / "cluster.secret"
-    secret.write_text("a-token-test-cluster-secret-0123456789\n")
-    nodes = dev.plan(3, dev.free_base_port(3))
-    processes = []
-    for node in nodes:
-        argv = [
-            *dev.node_argv(node, nodes, str(root), str(secret)),
-            "--require-auth", "--enforce-acls", "--admin-token", TOKEN,
-        ]  # fmt: skip
-        log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
-        processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
-    urls = [node.http for node in nodes]
-    try:
-        deadline = time.monotonic() + 60
-        while not all(_ready(url) for url in urls):
-            assert time.monotonic() < deadline, f"not ready; see {root}/n*.log"
-            time.sleep(0.2)
+    with node_processes(root, "--require-auth", "--enforce-acls", "--admin-token", TOKEN) as urls:
         status, body, _ = curl(
             "-XPOST", f"{urls[0]}/v1/topics", *JSON, *ADMIN,
             "-d", '{"name": "tokened", "partitions": 1, "replication_factor": 3}',
         )  # fmt: skip
         assert status == 201, body
         yield urls
-    finally:
-        for process, _log in processes:
-            process.terminate()
-        for process, log in processes:
-            process.wait(30)
-            log.close()
 
 
 def produce(url: str, token: str) -> int:
