@@ -14,6 +14,7 @@ import pytest
 from test_catch_up import Served
 from test_node import configs, controller_leader, partition_leader, until
 
+from partitions.node import Node
 from raftlog.storage import ProducerRecord
 from raftlog.storage.batch import HEADER_SIZE
 
@@ -38,6 +39,22 @@ def damage_a_sealed_segment(log_dir: pathlib.Path) -> pathlib.Path:
     return target
 
 
+async def fill(leader: Node, topic: str) -> None:
+    for i in range(RECORDS):
+        await leader.data.produce(topic, 0, [ProducerRecord(b"r%d" % i + b"." * 40)], None, None, 5000)
+
+
+async def restart_damaged(served: list[Served], victim: Served, group_id: str) -> tuple[Served, pathlib.Path]:
+    """Stop ``victim``, damage a sealed segment of its replica of ``group_id``, start it again (in its
+    place in ``served``); the restarted node and the damaged segment's path."""
+    await victim.stop()
+    damaged = damage_a_sealed_segment(pathlib.Path(victim.config.data_dir) / "logs" / group_id)
+    restarted = Served(victim.config)
+    served[served.index(victim)] = restarted
+    await restarted.start()
+    return restarted, damaged
+
+
 @pytest.mark.parametrize("compacted", [True, False], ids=["from the peers", "from the journal"])
 async def test_a_damaged_replica_with_peers_is_set_aside_and_rebuilt(
     tmp_path: pathlib.Path, compacted: bool
@@ -53,19 +70,13 @@ async def test_a_damaged_replica_with_peers_is_set_aside_and_rebuilt(
         metadata = await controller.frontend.create_topic("t", 1, 3, {"segment.bytes": 4096})
         group_id = metadata.group_id(0)
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
-        for i in range(RECORDS):
-            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i + b"." * 40)], None, None, 5000)
+        await fill(leader, "t")
         victim = next(s for s in served if s.node is not leader)
         await until(
             lambda: victim.node.replicas.get(group_id).machine.high_watermark == RECORDS,
             what="victim applied",
         )
-        await victim.stop()
-        damaged = damage_a_sealed_segment(pathlib.Path(victim.config.data_dir) / "logs" / group_id)
-
-        restarted = Served(victim.config)
-        served[served.index(victim)] = restarted
-        await restarted.start()
+        restarted, damaged = await restart_damaged(served, victim, group_id)
 
         def rebuilt() -> bool:
             replica = restarted.node.replicas.get(group_id)
@@ -108,15 +119,9 @@ async def test_a_damaged_replica_without_peers_is_refused_and_reported(tmp_path:
         metadata = await controller.frontend.create_topic("solo", 1, 1, {"segment.bytes": 4096})
         group_id = metadata.group_id(0)
         owner = await until(lambda: partition_leader(nodes, "solo"), what="partition leader")
-        for i in range(RECORDS):
-            await owner.data.produce("solo", 0, [ProducerRecord(b"r%d" % i + b"." * 40)], None, None, 5000)
+        await fill(owner, "solo")
         victim = next(s for s in served if s.node is owner)
-        await victim.stop()
-        damage_a_sealed_segment(pathlib.Path(victim.config.data_dir) / "logs" / group_id)
-
-        restarted = Served(victim.config)
-        served[served.index(victim)] = restarted
-        await restarted.start()
+        restarted, _ = await restart_damaged(served, victim, group_id)
         failure = await until(
             lambda: restarted.node.replicas.failed.get(group_id), what="replica reported failed"
         )
