@@ -39,6 +39,7 @@ HTTP_PORT = 8081
 RAFT_PORT = 8181
 GOSSIP_PORT = 8281
 KAFKA_PORT = 9092
+HOSTILE_SOURCE_OCTETS = (241, 242, 243, 244)  # the bridge's addresses for the hostile-clients fault
 STOP_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 10.0
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,10 +201,17 @@ class Network:
     def bridge(self) -> str:
         return f"{self.prefix}-br"
 
+    @property
+    def hostile_sources(self) -> tuple[str, ...]:
+        """Addresses of the bridge that only the hostile clients connect from (not the harness's .254)."""
+        return tuple(f"{SUBNET_BASE}.{self.third_octet}.{last}" for last in HOSTILE_SOURCE_OCTETS)
+
     def setup(self) -> None:
         gateway = f"{SUBNET_BASE}.{self.third_octet}.254/24"
         self._do(["ip", "link", "add", self.bridge, "type", "bridge"], ["ip", "link", "del", self.bridge])
         self._do(["ip", "addr", "add", gateway, "dev", self.bridge])
+        for source in self.hostile_sources:
+            self._do(["ip", "addr", "add", f"{source}/24", "dev", self.bridge])
         self._do(["ip", "link", "set", self.bridge, "up"])
         for node in self.nodes:
             require_netns(node)

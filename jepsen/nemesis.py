@@ -37,6 +37,10 @@ What each fault really does (all recorded as nemesis start/stop events with thei
   then drop every write its lazy file system holds unsynced (``lazyfs::clear-cache``: what the page cache
   loses at a power failure, file data and sizes, whatever wrote them, direct I/O included); stop restarts
   it. Directory entries are not lost (the file system does not model them).
+- ``hostile-clients``: a process of attackers (``jepsen.hostile``) against every node's doors while the
+  window lasts, from addresses of its own: idle and dribbling connections, oversize frames, decompression
+  bombs, a flood of the Raft port, bad credentials. Stop ends it (SIGTERM) and records its tally; what
+  shows a door that did not hold (a bomb accepted, a 5xx, a connection never cut) goes in the run's notes.
 - ``cluster-power-loss``: (lazy file systems only) every node at once: freeze every running node
   (SIGSTOP), SIGKILL them all, then clear every node's lazy file system, nodes another fault had
   already killed included (their unsynced writes were still in the page cache); stop restarts every
@@ -53,14 +57,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen import disks
+from jepsen import disks, hostile
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
 FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full",
-          "node-power-loss", "cluster-power-loss")  # fmt: skip
+          "node-power-loss", "cluster-power-loss", "hostile-clients")  # fmt: skip
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
 DISK_FAULTS = frozenset({"disk-full"})  # need each node's data directory on a small disk of its own
 LAZY_FAULTS = frozenset({"node-power-loss", "cluster-power-loss"})  # need lazy file systems (--fs lazy)
@@ -333,6 +337,7 @@ class Active:
     targets: list[str]
     detail: dict[str, Any] = field(default_factory=dict)
     task: asyncio.Task[None] | None = None  # what keeps the fault in place while it lasts (disk-full)
+    attackers: hostile.Attackers | None = None  # the hostile clients' process (hostile-clients)
 
 
 class Nemesis:
@@ -429,6 +434,7 @@ class Nemesis:
             "disk-full": self._disk_full,
             "node-power-loss": self._node_power_loss,
             "cluster-power-loss": self._cluster_power_loss,
+            "hostile-clients": self._hostile_clients,
         }
         try:
             active = await handler[fault]()
@@ -636,6 +642,22 @@ class Nemesis:
                 except OSError as exc:
                     self._note(f"disk-full: topping up the ballast of {node} failed: {exc}")
 
+    async def _hostile_clients(self) -> Active | None:
+        if any(a.fault == "hostile-clients" for a in self.active):
+            return None
+        sources = self.network.hostile_sources if self.network is not None else hostile.LOOPBACK_SOURCES
+        attackers = hostile.Attackers.start(
+            self.cluster.nodes,
+            sources,
+            self.topics,
+            self.rng.getrandbits(32),
+            self.cluster.admin_token,
+            os.path.join(self.cluster.run_dir, "faults"),
+            {node: process.pid for node, process in self.cluster.processes.items() if process.poll() is None},
+        )
+        self.recorder.nemesis("start", "hostile-clients", {"sources": list(sources), "pid": attackers.pid})
+        return Active("hostile-clients", [], attackers=attackers)
+
     async def heal(self) -> None:
         """Stop every active fault (restart killed nodes, resume paused ones, remove cuts and qdiscs)."""
         while self.active:
@@ -665,6 +687,11 @@ class Nemesis:
                 active.task.cancel()
                 await asyncio.gather(active.task, return_exceptions=True)
             value["ballast_removed"] = {n: disks.empty(self.cluster.data_dir(n)) for n in targets}
+        elif fault == "hostile-clients" and active.attackers is not None:
+            report = await asyncio.to_thread(active.attackers.stop)
+            value = {key: report.get(key) for key in ("tally", "findings", "node_peak_rss_growth_mib")}
+            for finding in report.get("findings", []):
+                self._note(f"hostile-clients: {finding}")
         self.recorder.nemesis("stop", fault, value)
 
     async def _restart(self, targets: list[str]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ FAULT_COLOURS: dict[str, str] = {
     "power-loss": "#6d4c41",
     "corrupt": "#d81b60",
     "clock": "#546e7a",
+    "hostile-clients": "#f4511e",
 }
 FAULT_COLOUR_OTHER = "#9e9e9e"
 FAULT_LABEL_CHARS_MAX = 40

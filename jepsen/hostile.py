@@ -1,0 +1,587 @@
+"""The ``hostile-clients`` fault: a process of attackers beside the honest workload, against every door.
+
+    python -m jepsen.hostile --target n1,HOST,HTTP,KAFKA,RAFT [--target ...] --source ADDR [--source ...]
+                             --topic t0:3 [--topic ...] --seconds S --seed N --out TALLY.json
+
+The nemesis starts it for a fault window and stops it with SIGTERM; it also stops by itself after
+``--seconds``. It is a process of its own so that its sockets and CPU are not the honest clients' event
+loop, and it connects from addresses of its own (``--source``: other loopback addresses, or extra
+addresses on the run's bridge), as an outsider would. The admin token, when the attacks need one (the
+HTTP batch bomb is sent by a caller allowed to write, as in the attack it reproduces), comes in
+``$RAFTLOG_HOSTILE_TOKEN``, never in argv. What it does at each node, all at once, each bounded:
+
+- ``idle``: holds ``IDLE_SOCKETS`` silent connections open to the Kafka door (more than its node-wide
+  cap) and to the HTTP door, opening another when the node cuts one (at most ``IDLE_OPENS_PER_S`` a
+  second per node and door): the node must cut them (idle and login deadlines) or refuse them (caps)
+  without keeping honest clients out.
+- ``dribble``: sends a valid request (Kafka ApiVersions; HTTP GET of ``/status/live``) one byte every
+  ``DRIBBLE_INTERVAL_S``: the node must cut it by its read deadline rather than answer it.
+- ``oversize``: announces a Kafka frame of 100 MiB and sends ``OVERSIZE_SENT_BYTES`` of it, then waits:
+  the node must not hold the frame's bytes for long.
+- ``bomb``: every ``BOMB_INTERVAL_S``, one produce of a batch of ~1 MiB that inflates to
+  ``BOMB_INFLATED_BYTES`` (gzip members, zstd frames, alternately), over the Kafka door and the HTTP
+  door's batch media type, to a workload partition: it must be refused. One accepted is a finding
+  (``bombs_accepted``), and its "records" would be in the log the checker reads.
+- ``raft-flood``: ``RAFT_FLOOD_CONNECTIONS`` connections to the Raft port that never prove who they are,
+  each reconnecting as soon as it is cut (at most ``REOPENS_PER_S`` a second per connection): the nodes'
+  own links must still get in (a restarted node must rejoin).
+- ``bad-credentials``: ``BAD_CREDENTIALS_PER_S`` requests a second with wrong, malformed and
+  non-UTF-8 bearer tokens: each must be a 401 (a 5xx is a finding).
+
+The tally (JSON, to ``--out``) counts what each attack met: connections opened, cut by the node, refused,
+answers, and the findings above. Everything is bounded in connections, rate and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import datetime
+import io
+import json
+import os
+import random
+import resource
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import cramjam
+import crc32c
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from raftlog_client.contract import RECORD_BATCH, partition_path
+
+TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
+IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)
+IDLE_OPENS_PER_S = 50.0  # per node and door: how fast idle connections are opened (and reopened)
+REOPENS_PER_S = 4.0  # per attacking connection
+DRIBBLE_CONNECTIONS = 2  # per node and door
+DRIBBLE_INTERVAL_S = 1.0
+OVERSIZE_ANNOUNCED_BYTES = 100 * 1024 * 1024
+OVERSIZE_SENT_BYTES = 1024 * 1024
+OVERSIZE_CONNECTIONS = 2  # per node
+BOMB_INTERVAL_S = 4.0  # per node
+BOMB_INFLATED_BYTES = 1024 * 1024 * 1024
+RAFT_FLOOD_CONNECTIONS = 48  # per node
+BAD_CREDENTIALS_PER_S = 10.0  # per node
+LOOPBACK_SOURCES = ("127.0.9.1", "127.0.9.2", "127.0.9.3", "127.0.9.4")  # not the honest clients' 127.0.0.1
+STOP_TIMEOUT_S = 30.0
+NODE_PEAK_GROWTH_MAX = 512 * 1024 * 1024  # a node's peak memory may not rise more during an attack window
+HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
+PRODUCE_VERSION = 9
+API_VERSIONS_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    node_id: str
+    host: str
+    http_port: int
+    kafka_port: int
+    raft_port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        node_id, host, http, kafka, raft = text.split(",")
+        return cls(node_id, host, int(http), int(kafka), int(raft))
+
+    def argument(self) -> str:
+        return f"{self.node_id},{self.host},{self.http_port},{self.kafka_port},{self.raft_port}"
+
+
+# -- what is sent (pure) --------------------------------------------------------------------------------
+
+
+def kafka_frame(api_key: int, version: int, body: Any, correlation_id: int) -> bytes:
+    """A whole Kafka request frame (size prefix included)."""
+    cls: Any = load_request_schema(api_key, version)
+    header_cls = cls.__header_schema__
+    buffer = io.BytesIO()
+    header = header_cls(
+        request_api_key=api_key,
+        request_api_version=version,
+        correlation_id=correlation_id,
+        client_id="hostile",
+    )
+    entity_writer(header_cls)(buffer, header)
+    entity_writer(cls)(buffer, body)
+    payload = buffer.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def api_versions_frame() -> bytes:
+    cls: Any = load_request_schema(18, API_VERSIONS_VERSION)
+    return kafka_frame(
+        18, API_VERSIONS_VERSION, cls(client_software_name="h", client_software_version="1"), 1
+    )
+
+
+def gzip_bomb(inflated_bytes: int) -> bytes:
+    """Concatenated gzip members of zeros (a gzip stream may hold many; Kafka's reader and aiokafka's
+    read them all): ~1 KiB per MiB inflated."""
+    member = zlib.compressobj(9, zlib.DEFLATED, 31)
+    one = member.compress(bytes(1024 * 1024)) + member.flush()
+    return one * max(1, inflated_bytes // (1024 * 1024))
+
+
+def zstd_bomb(inflated_bytes: int) -> bytes:
+    """Concatenated zstd frames of zeros (a zstd stream may hold many)."""
+    chunk = 16 * 1024 * 1024
+    one = bytes(cramjam.zstd.compress(bytes(chunk), level=3))
+    return one * max(1, inflated_bytes // chunk)
+
+
+CODECS = {"gzip": 1, "zstd": 4}
+
+
+def bomb_batch(body: bytes, codec: str, now_ms: int) -> bytes:
+    """A RecordBatch v2 (Kafka's layout: docs/storage-format.md) that says it holds one record, CreateTime,
+    no producer, whose records section is ``body`` compressed with ``codec``; its CRC is right, so only
+    inflating it shows what it is."""
+    header = struct.pack(
+        ">qiibIhiqqqhii", 0, 49 + len(body), 0, 2, 0, CODECS[codec], 0, now_ms, now_ms, -1, -1, -1, 1
+    )
+    batch = bytearray(header + body)
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[21:]))
+    return bytes(batch)
+
+
+def produce_frame(topic: str, partition: int, batch: bytes, correlation_id: int) -> bytes:
+    cls: Any = load_request_schema(0, PRODUCE_VERSION)
+    module = __import__(cls.__module__, fromlist=["x"])
+    part = module.PartitionProduceData(index=partition, records=batch)
+    data = module.TopicProduceData(name=topic, partition_data=(part,))
+    body = cls(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=10), topic_data=(data,))
+    return kafka_frame(0, PRODUCE_VERSION, body, correlation_id)
+
+
+def produce_error(frame: bytes) -> int:
+    """The partition's error code of a Produce answer (0: accepted)."""
+    cls: Any = load_response_schema(0, PRODUCE_VERSION)
+    _, used = entity_reader(cls.__header_schema__)(frame, 0)
+    body, _ = entity_reader(cls)(frame, used)
+    return int(body.responses[0].partition_responses[0].error_code.value)
+
+
+BAD_CREDENTIALS = (
+    b"Bearer \xff\xfe\xfd",  # not UTF-8
+    b"Bearer rlt_nope_nope",
+    b"Bearer " + b"A" * 4096,
+    b"Basic !!!",
+    b"Basic " + base64.b64encode(b"\xff\xfe:\xfd"),  # a user and password that are not UTF-8
+    b"Basic " + base64.b64encode(b"nobody:wrong"),
+)
+
+
+# -- the attacks (I/O) ------------------------------------------------------------------------------
+
+
+class Pace:
+    """At most ``per_s`` passes a second through :meth:`wait`, shared by the tasks that hold it."""
+
+    def __init__(self, per_s: float) -> None:
+        self.interval_s = 1.0 / per_s
+        self.next_s = 0.0
+
+    async def wait(self) -> None:
+        now = time.monotonic()
+        self.next_s = max(self.next_s, now) + self.interval_s
+        await asyncio.sleep(self.next_s - self.interval_s - now)
+
+
+class Hostile:
+    """Every attack on every target until ``stop`` is set; ``tally`` counts outcomes per attack."""
+
+    def __init__(self, targets: Sequence[Target], sources: Sequence[str], topics: dict[str, int],
+                 rng: random.Random, token: str | None) -> None:  # fmt: skip
+        self.targets = list(targets)
+        self.sources = list(sources) or [""]
+        self.topics = topics
+        self.rng = rng
+        self.token = token
+        self.tally: dict[str, Counter[str]] = {}
+        self.stop = asyncio.Event()
+        self._source_turn = 0
+        self._bombs: dict[str, bytes] = {}
+
+    def count(self, attack: str, what: str, n: int = 1) -> None:
+        self.tally.setdefault(attack, Counter())[what] += n
+
+    def _source(self) -> str:
+        self._source_turn += 1
+        return self.sources[self._source_turn % len(self.sources)]
+
+    async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        source = self._source()
+        local = (source, 0) if source else None
+        return await asyncio.wait_for(asyncio.open_connection(host, port, local_addr=local), 5.0)
+
+    async def run(self) -> None:
+        self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
+                       "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
+        jobs: list[Awaitable[None]] = []
+        for target in self.targets:
+            for door, port in (("kafka", target.kafka_port), ("http", target.http_port)):
+                pace = Pace(IDLE_OPENS_PER_S)
+                jobs += [self._idle(door, target.host, port, pace) for _ in range(IDLE_SOCKETS[door])]
+                payload = api_versions_frame() if door == "kafka" else _http_get(target.host)
+                jobs += [self._dribble(door, target.host, port, payload) for _ in range(DRIBBLE_CONNECTIONS)]
+            jobs += [self._oversize(target) for _ in range(OVERSIZE_CONNECTIONS)]
+            jobs += [self._raft_flood(target) for _ in range(RAFT_FLOOD_CONNECTIONS)]
+            jobs.append(self._bomb(target))
+            jobs.append(self._bad_credentials(target))
+        tasks = [asyncio.ensure_future(job) for job in jobs]
+        try:
+            await self.stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _paced(self, attack: str, one: Callable[[], Awaitable[None]], per_s: float) -> None:
+        """``one`` again and again, at most ``per_s`` times a second, until stopped; an OSError is counted."""
+        while not self.stop.is_set():
+            began = time.monotonic()
+            try:
+                await one()
+            except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+                self.count(attack, f"error:{type(exc).__name__}")
+            await asyncio.sleep(
+                max(0.0, 1.0 / per_s - (time.monotonic() - began)) + self.rng.random() / per_s
+            )
+
+    async def _wait_cut(self, attack: str, reader: asyncio.StreamReader, opened: float) -> None:
+        """Wait (at most HOLD_MAX_S) for the node to close the connection; count how long it took."""
+        try:
+            while await asyncio.wait_for(reader.read(65536), HOLD_MAX_S):
+                pass
+            self.count(attack, "cut")
+            self.count(attack, "cut_after_s_total", int(time.monotonic() - opened))
+        except TimeoutError:
+            self.count(attack, f"still_open_after_{int(HOLD_MAX_S)}s")
+        except ConnectionError:
+            self.count(attack, "reset")
+
+    async def _idle(self, door: str, host: str, port: int, pace: Pace) -> None:
+        attack = f"idle-{door}"
+        while not self.stop.is_set():
+            await pace.wait()
+            try:
+                reader, writer = await self._open(host, port)
+            except (OSError, TimeoutError) as exc:
+                self.count(attack, f"error:{type(exc).__name__}")
+                continue
+            self.count(attack, "opened")
+            try:
+                await self._wait_cut(attack, reader, time.monotonic())
+            finally:
+                writer.close()
+
+    async def _dribble(self, door: str, host: str, port: int, payload: bytes) -> None:
+        attack = f"dribble-{door}"
+
+        async def one() -> None:
+            reader, writer = await self._open(host, port)
+            opened = time.monotonic()
+            self.count(attack, "opened")
+            try:
+                for i in range(len(payload)):
+                    writer.write(payload[i : i + 1])
+                    await writer.drain()
+                    if reader.at_eof():
+                        break
+                    with contextlib.suppress(TimeoutError):
+                        if await asyncio.wait_for(reader.read(65536), DRIBBLE_INTERVAL_S) == b"":
+                            break
+                else:
+                    self.count(attack, "whole_request_sent")  # the node waited for every byte
+                await self._wait_cut(attack, reader, opened)
+            finally:
+                writer.close()
+
+        await self._paced(attack, one, 1.0)
+
+    async def _oversize(self, target: Target) -> None:
+        attack = "oversize-kafka"
+        chunk = bytes(64 * 1024)
+
+        async def one() -> None:
+            reader, writer = await self._open(target.host, target.kafka_port)
+            opened = time.monotonic()
+            self.count(attack, "opened")
+            try:
+                writer.write(struct.pack(">i", OVERSIZE_ANNOUNCED_BYTES))
+                sent = 0
+                while sent < OVERSIZE_SENT_BYTES and not reader.at_eof():
+                    writer.write(chunk)
+                    await asyncio.wait_for(writer.drain(), 10.0)
+                    sent += len(chunk)
+                self.count(attack, "bytes_sent", sent)
+                await self._wait_cut(attack, reader, opened)
+            finally:
+                writer.close()
+
+        await self._paced(attack, one, 1.0)
+
+    async def _raft_flood(self, target: Target) -> None:
+        attack = "raft-flood"
+
+        async def one() -> None:
+            reader, writer = await self._open(target.host, target.raft_port)
+            self.count(attack, "opened")
+            try:
+                await self._wait_cut(attack, reader, time.monotonic())
+            finally:
+                writer.close()
+
+        await self._paced(attack, one, REOPENS_PER_S)
+
+    async def _bomb(self, target: Target) -> None:
+        turn = 0
+
+        async def one() -> None:
+            nonlocal turn
+            turn += 1
+            codec = "gzip" if turn % 2 else "zstd"
+            topic = self.rng.choice(sorted(self.topics))
+            partition = self.rng.randrange(self.topics[topic])
+            batch = bomb_batch(self._bombs[codec], codec, int(time.time() * 1000))
+            if turn % 4 < 2:
+                await self._bomb_kafka(target, topic, partition, batch)
+            else:
+                await self._bomb_http(target, topic, partition, batch)
+
+        await self._paced("bomb", one, 1.0 / BOMB_INTERVAL_S)
+
+    async def _bomb_kafka(self, target: Target, topic: str, partition: int, batch: bytes) -> None:
+        attack = "bomb-kafka"
+        reader, writer = await self._open(target.host, target.kafka_port)
+        self.count(attack, "sent")
+        try:
+            writer.write(produce_frame(topic, partition, batch, 7))
+            await asyncio.wait_for(writer.drain(), 30.0)
+            try:
+                size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 60.0))[0]
+                error = produce_error(await asyncio.wait_for(reader.readexactly(size), 30.0))
+            except (asyncio.IncompleteReadError, ConnectionError):
+                self.count(attack, "connection_closed")
+                return
+            self.count(attack, "bombs_accepted" if error == 0 else f"refused:{error}")
+        finally:
+            writer.close()
+
+    async def _bomb_http(self, target: Target, topic: str, partition: int, batch: bytes) -> None:
+        attack = "bomb-http"
+        headers = {"Content-Type": RECORD_BATCH}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        url = f"http://{target.host}:{target.http_port}{partition_path(topic, partition)}"
+        self.count(attack, "sent")
+        async with _session(self._source()) as session:
+            try:
+                async with session.post(url, data=batch, headers=headers,
+                                        timeout=aiohttp.ClientTimeout(total=60)) as answer:  # fmt: skip
+                    await answer.read()
+                    self.count(
+                        attack, "bombs_accepted" if answer.status < 300 else f"refused:{answer.status}"
+                    )
+            except aiohttp.ClientError as exc:
+                self.count(attack, f"error:{type(exc).__name__}")
+
+    async def _bad_credentials(self, target: Target) -> None:
+        """Raw requests (an HTTP client library would re-encode a header that is not UTF-8)."""
+        attack = "bad-credentials"
+
+        async def one() -> None:
+            reader, writer = await self._open(target.host, target.http_port)
+            try:
+                writer.write(
+                    b"GET /v1/topics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAuthorization: %s\r\n\r\n"
+                    % (target.host.encode(), self.rng.choice(BAD_CREDENTIALS))
+                )
+                status_line = await asyncio.wait_for(reader.readline(), 10.0)
+                parts = status_line.split()
+                status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+                self.count(attack, "server_error" if status >= 500 else f"answered:{status}")
+            finally:
+                writer.close()
+
+        await self._paced(attack, one, BAD_CREDENTIALS_PER_S)
+
+
+def _http_get(host: str) -> bytes:
+    return f"GET /status/live HTTP/1.1\r\nHost: {host}\r\nUser-Agent: hostile\r\n\r\n".encode()
+
+
+def _session(source: str) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(local_addr=(source, 0) if source else None, force_close=True)
+    return aiohttp.ClientSession(connector=connector)
+
+
+def findings(tally: dict[str, dict[str, int]]) -> list[str]:
+    """What in a tally shows a door that did not hold: bombs accepted, a 5xx for bad credentials, a
+    dribbled request served whole, an attacking connection the node never cut."""
+    found = []
+    for attack, counts in sorted(tally.items()):
+        for what, n in sorted(counts.items()):
+            if n and (what in ("bombs_accepted", "server_error", "whole_request_sent")
+                      or what.startswith("still_open")):  # fmt: skip
+                found.append(f"{attack}: {what} {n}")
+    return found
+
+
+# -- the process, and its handle for the nemesis ----------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jepsen.hostile", description=__doc__.split("\n")[0])
+    parser.add_argument("--target", action="append", required=True, type=Target.parse)
+    parser.add_argument("--source", action="append", default=[], help="a local address to connect from")
+    parser.add_argument("--topic", action="append", default=[], help="TOPIC:PARTITIONS to bomb")
+    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="where the tally is written (JSON)")
+    args = parser.parse_args(argv)
+    topics = {name: int(count) for name, _, count in (t.partition(":") for t in args.topic)}
+    hostile = Hostile(args.target, args.source, topics, random.Random(args.seed), os.environ.get(TOKEN_ENV))
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, hostile.stop.set)
+        loop.call_later(args.seconds, hostile.stop.set)
+        await hostile.run()
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of idle sockets
+    began = time.monotonic()
+    asyncio.run(run())
+    tally = {attack: dict(counts) for attack, counts in sorted(hostile.tally.items())}
+    out = {"seconds": round(time.monotonic() - began, 1), "tally": tally, "findings": findings(tally)}
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+class Node(Protocol):
+    @property
+    def node_id(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def http_port(self) -> int: ...
+    @property
+    def kafka_port(self) -> int: ...
+    @property
+    def raft_port(self) -> int: ...
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The highest resident memory a process has had (VmHWM), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+@dataclass
+class Attackers:
+    """The running process of :func:`main`, started and stopped by the nemesis, and the peak memory of
+    each node's process when it started (``node_pids``: a node restarted meanwhile is not compared)."""
+
+    process: subprocess.Popen[bytes]
+    out: str
+    node_pids: dict[str, int]
+    peaks_before: dict[str, int]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @classmethod
+    def start(
+        cls,
+        nodes: Sequence[Node],
+        sources: Sequence[str],
+        topics: dict[str, int],
+        seed: int,
+        token: str | None,
+        directory: str,
+        node_pids: dict[str, int],
+        seconds: float = 3600.0,
+    ) -> Attackers:
+        out = os.path.join(directory, f"hostile-{int(time.time() * 1000)}.json")
+        argv = [sys.executable, "-m", "jepsen.hostile", "--seconds", str(seconds), "--seed", str(seed),
+                "--out", out]  # fmt: skip
+        for node in nodes:
+            target = Target(node.node_id, node.host, node.http_port, node.kafka_port, node.raft_port)
+            argv += ["--target", target.argument()]
+        for source in sources:
+            argv += ["--source", source]
+        for topic, count in sorted(topics.items()):
+            argv += ["--topic", f"{topic}:{count}"]
+        env = dict(os.environ)
+        if token:
+            env[TOKEN_ENV] = token
+        log = open(out.removesuffix(".json") + ".log", "ab")  # noqa: SIM115 (the child's, closed below)
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+        finally:
+            log.close()
+        peaks = {node: peak for node, pid in node_pids.items() if (peak := peak_rss_bytes(pid)) is not None}
+        return cls(process, out, dict(node_pids), peaks)
+
+    def stop(self) -> dict[str, Any]:
+        """SIGTERM, wait for the tally (SIGKILL after ``STOP_TIMEOUT_S``); the tally, or why there is none,
+        with how much each node's peak memory rose meanwhile (over ``NODE_PEAK_GROWTH_MAX`` a finding)."""
+        report = self._tally()
+        growth = {}
+        for node, before in sorted(self.peaks_before.items()):
+            after = peak_rss_bytes(self.node_pids[node])
+            if after is not None:
+                growth[node] = after - before
+        report["node_peak_rss_growth_mib"] = {node: round(g / 2**20, 1) for node, g in growth.items()}
+        report.setdefault("findings", []).extend(
+            f"{node}'s peak memory rose by {g / 2**20:.0f} MiB (more than {NODE_PEAK_GROWTH_MAX >> 20} MiB)"
+            for node, g in growth.items()
+            if g > NODE_PEAK_GROWTH_MAX
+        )
+        return report
+
+    def _tally(self) -> dict[str, Any]:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return {"findings": [f"the hostile clients did not stop within {STOP_TIMEOUT_S:.0f} s"]}
+        try:
+            with open(self.out, encoding="utf-8") as f:
+                report: dict[str, Any] = json.load(f)
+        except (OSError, ValueError) as exc:
+            return {
+                "findings": [f"the hostile clients left no tally ({exc}; exit {self.process.returncode})"]
+            }
+        return report

@@ -1,0 +1,95 @@
+"""The hostile-clients fault: attackers against every door while the workload runs. The run stays valid,
+the honest clients keep above 90% of their sends, and every attack met a door that held: no bomb
+accepted, no 5xx for bad credentials, no attacking connection left open by the node."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+import zlib
+
+import cramjam
+import pytest
+
+from jepsen import control, hostile, runner
+from jepsen.history import read_history
+from raftlog.storage import batch as batch_codec
+
+HONEST_SUCCESS_MIN = 0.9
+
+
+def test_the_bombs_are_batches_whose_only_fault_is_what_they_inflate_to() -> None:
+    gzip_body = hostile.gzip_bomb(64 * 1024 * 1024)
+    zstd_body = hostile.zstd_bomb(64 * 1024 * 1024)
+    assert len(gzip_body) < 128 * 1024 and len(zstd_body) < 128 * 1024
+    assert len(zlib.decompress(gzip_body[: len(gzip_body) // 64], 31)) == 1024 * 1024  # one member
+    assert len(bytes(cramjam.zstd.decompress(zstd_body))) == 64 * 1024 * 1024
+    for body, codec in ((gzip_body, "gzip"), (zstd_body, "zstd")):
+        header = batch_codec.verify(hostile.bomb_batch(body, codec, int(time.time() * 1000)))
+        assert (header.record_count, header.compression.name.lower()) == (1, codec)
+
+
+def test_findings_are_what_shows_a_door_that_did_not_hold() -> None:
+    tally = {
+        "bomb-kafka": {"sent": 3, "refused:10": 2, "bombs_accepted": 1},
+        "bad-credentials": {"answered:401": 50, "server_error": 0},
+        "idle-kafka": {"opened": 30, "cut": 29, "still_open_after_120s": 1},
+        "dribble-http": {"opened": 2, "cut": 2},
+    }
+    assert hostile.findings(tally) == [
+        "bomb-kafka: bombs_accepted 1",
+        "idle-kafka: still_open_after_120s 1",
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_run_under_hostile_clients_is_valid_and_the_honest_clients_are_served(
+    tmp_path: pathlib.Path,
+) -> None:
+    netns, _ = control.netns_available()
+    config = runner.RunConfig(
+        nodes=3,
+        faults=("hostile-clients",),
+        time_limit_s=40.0,
+        rate=20.0,
+        concurrency=4,
+        directory=str(tmp_path / "runs"),
+        netns=netns,
+        seed=20261123,
+        clients=("http", "kafka"),
+    )
+    result = runner.run(config)
+    run_dir = pathlib.Path(result.run_dir)
+    info = json.loads((run_dir / "run.json").read_text())
+    results = json.loads((run_dir / "results.json").read_text())
+    assert "harness_error" not in info, info.get("harness_error")
+    assert result.verdict == "valid", f"{run_dir}: {results['verdict']} {results['reasons']}"
+
+    history = read_history(run_dir / "history.jsonl")
+    stops = [e for e in history.nemesis if e.f == "stop" and e.raw.get("fault") == "hostile-clients"]
+    assert stops, "the hostile clients never ran"
+    tally: dict[str, dict[str, int]] = {}
+    for stop in stops:
+        value = stop.raw["value"]
+        assert value["findings"] == [], value
+        for attack, counts in value["tally"].items():
+            for what, n in counts.items():
+                tally.setdefault(attack, {}).setdefault(what, 0)
+                tally[attack][what] += n
+    for attack in (
+        "idle-kafka",
+        "idle-http",
+        "raft-flood",
+        "dribble-kafka",
+        "dribble-http",
+        "oversize-kafka",
+    ):
+        assert tally.get(attack, {}).get("opened", 0) > 0, (attack, tally)
+    assert tally["bomb-kafka"]["sent"] + tally["bomb-http"]["sent"] > 0, tally
+    assert not any("hostile-clients" in note for note in info["notes"]), info["notes"]
+
+    sends = results["stats"]["operations"]["send"]
+    assert sends["ok"] >= 50, sends
+    assert sends["ok"] / (sends["ok"] + sends["fail"] + sends["info"]) >= HONEST_SUCCESS_MIN, sends
