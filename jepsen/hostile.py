@@ -65,7 +65,7 @@ from raftlog_client.contract import RECORD_BATCH, partition_path
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
 IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)
-IDLE_OPENS_PER_S = 50.0  # per node and door: how fast idle connections are opened (and reopened)
+IDLE_OPENS_PER_S = 200.0  # per node and door: how fast idle connections are opened (and reopened)
 REOPENS_PER_S = 4.0  # per attacking connection
 DRIBBLE_CONNECTIONS = 2  # per node and door
 DRIBBLE_INTERVAL_S = 1.0
