@@ -568,6 +568,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
         self._sync_and_release_replies()
+        if self._SyncObj__raftState == _LEADER:
+            # What this tick's sync made durable may commit already (a group of one voter hears no
+            # acknowledgement that would tick it again): counted now, applied in the next round
+            # (``needs_tick``), not at the next heartbeat
+            self._advance_commit_index()
         if self._quiet:
             if now >= self._quiet_tick_at:
                 self._quiet_tick_at = now + self._config.quiet_tick_ms / 1000
