@@ -15,6 +15,7 @@ or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED); DescribeCluster D
 from __future__ import annotations
 
 import asyncio
+import collections
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -115,7 +116,25 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             configs=_creatable_configs(config_cls, settings, configs) if config_cls and settings else None,
         )
 
-    results = await asyncio.gather(*(create(topic) for topic in body.topics))
+    # A name given twice is answered once, INVALID_REQUEST, and created under neither entry (Kafka's
+    # ControllerApis: "Duplicate topic name."); one answer per name is what librdkafka can parse
+    counts = collections.Counter(topic.name for topic in body.topics)
+    unique = [topic for topic in body.topics if counts[topic.name] == 1]
+    duplicated = list(dict.fromkeys(topic.name for topic in body.topics if counts[topic.name] > 1))
+    results = list(await asyncio.gather(*(create(topic) for topic in unique)))
+    results += [
+        wire.build(
+            result_cls,
+            name=name,
+            error_code=ErrorCode.invalid_request,
+            error_message="Duplicate topic name.",
+            topic_config_error_code=ErrorCode.none,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=None,
+        )
+        for name in duplicated
+    ]
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(results))
 
 

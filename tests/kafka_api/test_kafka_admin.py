@@ -5,6 +5,7 @@ authentication (anyone may; SASL is still offered)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from typing import Any
@@ -25,8 +26,10 @@ from confluent_kafka.admin import (
 )
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
-from kafka_fixtures import http_client
+from kafka_fixtures import RawKafka, http_client
+from kio.schema.errors import ErrorCode
 
+from kafka_api import wire
 from raftlog_client.local_cluster import LocalCluster
 
 
@@ -138,3 +141,33 @@ def test_without_require_auth_anyone_manages_scram_credentials_and_sasl_is_still
     )
     assert gone["open"].result(30) is None
     assert "RESOURCE_NOT_FOUND" in _error(admin.describe_user_scram_credentials(["open"])["open"])
+
+
+def test_a_name_given_twice_in_one_create_topics_is_refused_once_and_the_others_are_created(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """As Kafka answers: one INVALID_REQUEST for the duplicated name, nothing created under it, and the
+    request's other topics created and answered as usual (one answer per name, which clients can parse)."""
+    version = 5
+    cls = wire.request_class(19, version)
+    topic_cls = wire.sibling(cls, "CreatableTopic")
+
+    def topic(name: str) -> Any:
+        return wire.build(topic_cls, name=name, num_partitions=1, replication_factor=1, assignments=(),
+                          configs=())  # fmt: skip
+
+    request = wire.build(cls, topics=(topic("adm-twice"), topic("adm-once"), topic("adm-twice")),
+                         timeout=datetime.timedelta(seconds=30), validate_only=False)  # fmt: skip
+    raw = RawKafka(kafka_cluster.kafka["n1"])
+    try:
+        answer = raw.call(19, version, request)
+    finally:
+        raw.close()
+    results = {result.name: result for result in answer.topics}
+    assert len(answer.topics) == len(results) == 2
+    assert results["adm-once"].error_code is ErrorCode.none
+    assert results["adm-twice"].error_code is ErrorCode.invalid_request
+    assert results["adm-twice"].error_message == "Duplicate topic name."
+    with http_client(kafka_cluster) as client:
+        assert client.partition_count("adm-once") == 1
+        assert "adm-twice" not in json.loads(client.request("GET", "/topics").body)
