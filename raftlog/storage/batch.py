@@ -506,7 +506,8 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
     :func:`encode_batch` makes it) before it is replicated, as strictly as records encoded here: framing
     and CRC, a supported codec and a body that decompresses and decodes into exactly its records with
     offset deltas 0, 1, ...; no transactional or control batch (not supported) and CreateTime (the leader
-    stamps LogAppendTime); producer id, epoch and sequence all given or all absent; timestamps in
+    stamps LogAppendTime); a producer id (-1: none, and then the epoch and sequence are not looked at)
+    with a non-negative epoch and sequence; timestamps in
     [0, ``latest_ms``], the header's max timestamp the records' largest. The base offset and leader epoch the
     producer sent are overwritten by the leader. Raises ``InvalidRecord`` naming what is wrong."""
     try:
@@ -520,15 +521,13 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
             "record batch: LogAppendTime is stamped by the leader; a producer sends CreateTime"
         )
     _, _, _, _, _, _, _, _, _, producer_id, producer_epoch, sequence, _ = _HEADER.unpack_from(batch)
-    absent = [v == _NO_PRODUCER for v in (producer_id, producer_epoch, sequence)]
-    if any(absent) and not all(absent):
+    # No producer id: the epoch and sequence mean nothing and are not looked at, as Kafka does (a plain
+    # producer, aiokafka's default among them, writes base_sequence 0 there)
+    if producer_id != _NO_PRODUCER and (producer_id < 0 or producer_epoch < 0 or sequence < 0):
         raise InvalidRecord(
             f"record batch: producer_id {producer_id}, producer_epoch {producer_epoch} and base_sequence "
-            f"{sequence} must be all set or all -1"
+            f"{sequence}: with a producer id, none may be negative (without one, producer_id is -1)"
         )
-    if not all(absent) and (producer_id < 0 or producer_epoch < 0 or sequence < 0):
-        raise InvalidRecord(f"record batch: producer fields must not be negative, got {producer_id}, "
-                            f"{producer_epoch}, {sequence}")  # fmt: skip
     try:
         low, high = _timestamp_range(batch, header)  # header keys decode as UTF-8 text or fail here
     except BatchFormatError as exc:

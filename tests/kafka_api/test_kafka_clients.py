@@ -6,6 +6,7 @@ values, timestamps)."""
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import time
 from typing import Any
 
@@ -224,3 +225,39 @@ def test_a_log_append_time_topic_answers_the_leaders_stamp(kafka_cluster: LocalC
     )
     consumed = [m.timestamp() for m in _confluent_consume(kafka_cluster, "stamped", 1, 3)]
     assert consumed == stamps  # as stored: the stamp of each record's batch
+
+
+def test_aiokafkas_default_producer_and_acks_0_are_stored(kafka_cluster: LocalCluster) -> None:
+    """aiokafka's plain producer writes producer_id -1, epoch -1 and base_sequence 0, which Kafka takes
+    (without a producer id the sequence is not looked at): every record is stored, with acks=1 (its
+    default) and with acks=0, whose answers are never read, and no node logs a handler's failure."""
+    with http_client(kafka_cluster) as client:
+        client.create_topic("plain", 1, 3)
+
+    async def produce(acks: int, prefix: bytes) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers, acks=acks)
+        await producer.start()
+        try:
+            sent = [await producer.send("plain", key=prefix + b"%d" % i, value=b"v") for i in range(50)]
+            if acks:
+                assert all([(await future).offset >= 0 for future in sent])
+        finally:
+            await producer.stop()
+
+    asyncio.run(produce(1, b"a1-"))
+    asyncio.run(produce(0, b"a0-"))
+    with http_client(kafka_cluster) as client:
+        deadline = time.monotonic() + 30
+        while client.offsets("plain", 0)[1] < 100 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.offsets("plain", 0) == (0, 100)
+    consumer = KafkaConsumer(bootstrap_servers=kafka_cluster.bootstrap_servers, enable_auto_commit=False,
+                             consumer_timeout_ms=5000)  # fmt: skip
+    consumer.assign([KPTopicPartition("plain", 0)])
+    consumer.seek_to_beginning()
+    keys = [record.key for record in consumer]
+    consumer.close()
+    assert keys == [b"a1-%d" % i for i in range(50)] + [b"a0-%d" % i for i in range(50)]
+    for node in kafka_cluster.urls:
+        log = pathlib.Path(kafka_cluster.directory, node, "node.log").read_text(errors="replace")
+        assert "Task exception was never retrieved" not in log

@@ -118,8 +118,9 @@ def test_a_well_formed_raw_batch_passes():
         (raw_batch([record(0, b"v", ts_delta=9)]), "must be >= 0"),  # max_timestamp below a record's
         (raw_batch([record(0, b"v")], first=-5), "must be >= 0"),
         (raw_batch([record(0, b"v")], first=LATEST + 1), f"<= {LATEST}"),
-        (raw_batch([record(0, b"v")], producer=(7, -1, 0)), "all set or all -1"),
-        (raw_batch([record(0, b"v")], producer=(-1, -1, 4)), "all set or all -1"),
+        (raw_batch([record(0, b"v")], producer=(7, -1, 0)), "none may be negative"),
+        (raw_batch([record(0, b"v")], producer=(7, 0, -1)), "none may be negative"),
+        (raw_batch([record(0, b"v")], producer=(-2, 0, 0)), "none may be negative"),
         (raw_batch([record(0, b"v")], attributes=1), "do not decode (gzip)"),  # says gzip, holds plain
         (raw_batch([record(0, b"v")])[:-1], "record batch: batch is"),
         (b"not a batch", "record batch: need 61 header bytes"),
@@ -129,6 +130,14 @@ def test_a_malformed_batch_is_refused_by_name(batch, message):
     with pytest.raises(InvalidRecord) as refused:
         check_producer_batch(batch, LATEST)
     assert message in str(refused.value)
+
+
+@pytest.mark.parametrize("epoch_and_sequence", [(-1, 0), (-1, 4), (3, -1), (0, 0)])
+def test_without_a_producer_id_the_epoch_and_sequence_are_not_looked_at(epoch_and_sequence):
+    """As Kafka: a plain producer (aiokafka's default writes base_sequence 0) is accepted, and the batch is
+    read as having no producer (no dedup)."""
+    header = check_producer_batch(raw_batch([record(0, b"v")], producer=(-1, *epoch_and_sequence)), LATEST)
+    assert (header.producer_id, header.producer_epoch, header.sequence) == (None, None, None)
 
 
 def test_a_damaged_batch_is_refused():
