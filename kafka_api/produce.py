@@ -58,11 +58,14 @@ async def produce(door: Door, request: wire.Request) -> Any:
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]
     if pending:
         await asyncio.wait(pending)
-    if body.acks == 0:
+    if body.acks == 0:  # no answer; a refusal is the client's loss, as with Kafka (which also closes)
+        for appended in pending:
+            if not appended.cancelled():
+                appended.exception()  # retrieved: not logged as "never retrieved" when it is collected
         return None
     by_topic: dict[str, list[Any]] = {}
     for name, index, call in calls:
-        code, message, base, appended_at = ErrorCode.none, None, NO_OFFSET, None
+        code, message, base, appended_at, start = ErrorCode.none, None, NO_OFFSET, None, NO_OFFSET
         if isinstance(call, tuple):
             code, message = call
         elif call.exception() is not None:
@@ -70,7 +73,7 @@ async def produce(door: Door, request: wire.Request) -> Any:
             assert error is not None
             code, message = code_of(error), str(error)
         else:
-            base = call.result().base_offset
+            base, start = call.result().base_offset, call.result().log_start_offset
             append_ms = call.result().log_append_time_ms
             appended_at = None if append_ms is None else wire.timestamp(append_ms)
         by_topic.setdefault(name, []).append(
@@ -80,7 +83,7 @@ async def produce(door: Door, request: wire.Request) -> Any:
                 error_code=code,
                 base_offset=base,
                 log_append_time=appended_at,  # None (-1): CreateTime, or a duplicate stored CreateTime
-                log_start_offset=NO_OFFSET,
+                log_start_offset=start,
                 record_errors=(),
                 error_message=message,
             )

@@ -246,7 +246,10 @@ class DataPlane:
         if not isinstance(result, Produced):  # not check(): its message would be formatted every time
             raise InvariantViolation(f"produce to {replica.group.group_id} returned {result!r}")
         self.counters["produced_records"] += 0 if result.duplicate else count
-        return ProduceResult(partition, result.base_offset, result.end_offset, result.duplicate)
+        return ProduceResult(
+            partition, result.base_offset, result.end_offset, result.duplicate,
+            log_start_offset=replica.log.log_start_offset,
+        )  # fmt: skip
 
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int

@@ -101,6 +101,7 @@ class ProduceResult:
     end_offset: int  # offset after the last record: the records got base_offset .. end_offset - 1
     duplicate: bool = False
     log_append_time_ms: int | None = None  # a LogAppendTime topic's stamp (a duplicate's: its first)
+    log_start_offset: int = -1  # the partition's log start offset when answered (Kafka's answer has it)
 
 
 @dataclass(frozen=True, slots=True)
