@@ -3,7 +3,8 @@ from asking each process, without the supervisor's help (so it also tells what a
 
 For the supervisor and every node: whether its process lives, and for a node whether its HTTP port
 answers ready as that node. Printed as a table, or as JSON with ``--json``; exit status 0 when the
-supervisor runs and every node it runs is ready, 1 otherwise (3 when there is no cluster.json at all).
+supervisor runs and every node of the cluster runs and is ready, 1 otherwise (a node stopped or gone
+included; 3 when there is no cluster.json at all).
 """
 
 from __future__ import annotations
@@ -38,8 +39,13 @@ class ClusterStatus:
 
     @property
     def healthy(self) -> bool:
-        running = [n for n in self.nodes if n.state == "running"]
-        return self.supervisor_alive and bool(running) and all(n.ready for n in running)
+        """The supervisor runs and every node of the cluster runs and answers ready: a node stopped on
+        purpose (``raftlog dev stop n3``) or gone (SIGKILL) makes the cluster unhealthy, as it is."""
+        return (
+            self.supervisor_alive
+            and bool(self.nodes)
+            and all(n.state == "running" and n.alive and n.ready for n in self.nodes)
+        )
 
 
 def alive(pid: int | None) -> bool:

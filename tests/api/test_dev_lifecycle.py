@@ -58,6 +58,28 @@ def test_status_then_stop_of_the_whole_cluster(tmp_path: pathlib.Path) -> None:
         supervised.close()
 
 
+def _status(data: str) -> tuple[int, dict[str, Any]]:
+    result = raftlog("dev", "status", "--json", "--data-dir", data)
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_status_is_unhealthy_while_a_node_is_stopped_or_killed(tmp_path: pathlib.Path) -> None:
+    supervised = Supervised(tmp_path / "data", nodes=2)
+    try:
+        data = str(supervised.data)
+        assert raftlog("dev", "stop", "n2", "--data-dir", data).returncode == 0
+        code, seen = _status(data)
+        assert (code, seen["healthy"]) == (1, False), seen
+        assert raftlog("dev", "start", "n2", "--data-dir", data).returncode == 0
+        code, seen = _status(data)
+        assert (code, seen["healthy"]) == (0, True), seen
+        os.kill(node_pids(supervised.data)[1], signal.SIGKILL)
+        until(lambda: _status(data)[0] == 1, "status to see the killed node", timeout_s=30)
+        assert _status(data)[1]["healthy"] is False
+    finally:
+        supervised.close()
+
+
 def test_status_of_a_folder_without_a_cluster(tmp_path: pathlib.Path) -> None:
     result = raftlog("dev", "status", "--data-dir", str(tmp_path))
     assert (
