@@ -1,10 +1,15 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev test lint typecheck unit bootstrap bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen
+.PHONY: dev test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen
 
+# What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, promtool) ...
 bootstrap:
-	@scripts/bootstrap.sh
+	@scripts/bootstrap.sh test
 
-dev: bootstrap
+# ... and what a node needs, no more: make dev installs nothing that only the tests use.
+bootstrap-cluster:
+	@scripts/bootstrap.sh cluster
+
+dev: bootstrap-cluster
 	.venv/bin/raftlog dev
 
 lint: bootstrap

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Creates .venv and installs the project with its test tools and the Spark connector's extra, from the
-# project's own files only.
-# Re-runs pip only when pyproject.toml changed since the last successful install ...
+# Creates .venv and installs the project from the project's own files only, at one of two levels:
+#   scripts/bootstrap.sh cluster   what a node needs (make dev): raftlog and its dependencies; a C compiler
+#                                  and Python's headers build the record reader
+#   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras, and
+#                                  Debian's kcat, zsh, fish, fuse3 and promtool, as users run them
+# Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
+LEVEL=${1:-test}
+case "$LEVEL" in
+    cluster) EXTRAS="" ;;
+    test) EXTRAS="[dev,spark]" ;;
+    *) echo "bootstrap: unknown level '$LEVEL' (cluster or test)" >&2; exit 2 ;;
+esac
 PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
     echo "bootstrap: Python >= 3.11 is required (found $("$PYTHON" --version 2>&1))" >&2
@@ -30,16 +39,20 @@ if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(syscon
     debian_tool python3-config python3-dev
 fi
 # ... or the C source of the record reader changed, or its build is gone (pip builds it in place)
-stamp=.venv/.installed-$(cat pyproject.toml raftlog/storage/_records.c | sha256sum | cut -c1-16)
+sources=$(cat pyproject.toml raftlog/storage/_records.c | sha256sum | cut -c1-16)
+stamp=.venv/.installed-$LEVEL-$sources
 if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
-    # the first run downloads ~1.2 GB (pyspark is most of it): pip names each package as it comes (with a
-    # progress bar on a terminal), so a long set-up is seen to move
-    echo "bootstrap: installing raftlog and its dependencies into .venv (the first time: ~1.2 GB, minutes)" >&2
+    # the test level's first run downloads ~1.2 GB (pyspark is most of it): pip names each package as it
+    # comes (with a progress bar on a terminal), so a long set-up is seen to move
+    if [ "$LEVEL" = test ]; then size="~1.2 GB"; else size="~100 MB"; fi
+    echo "bootstrap: installing raftlog$EXTRAS and its dependencies into .venv (the first time: $size)" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --progress-bar on -e '.[dev,spark]' >&2
+    .venv/bin/python -m pip install --progress-bar on -e ".$EXTRAS" >&2
     rm -f .venv/.installed-*
     touch "$stamp"
+    if [ "$LEVEL" = test ]; then touch ".venv/.installed-cluster-$sources"; fi  # the test level holds it
 fi
+[ "$LEVEL" = test ] || exit 0  # a node needs nothing more
 # Debian packages the tests use as users run them: kcat (the Kafka listener), zsh and fish (raftlog completion)
 debian_tool kcat
 debian_tool zsh

@@ -1,0 +1,63 @@
+"""``make dev`` installs what a node needs and nothing that only the tests use: run as a user without root
+on a machine without kcat, zsh, fish, fuse3 or promtool, ``scripts/bootstrap.sh cluster`` installs raftlog
+without its extras and succeeds; the test level asks for those tools by name. Run in a copy of the
+project's set-up files whose ``.venv/bin/python`` records what pip is asked, so nothing is installed."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOOLS = ("bash", "env", "cat", "sha256sum", "cut", "ls", "rm", "touch", "dirname", "python3", "gcc", "mktemp")
+
+
+def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[str, str]]:
+    root = tmp_path / "project"
+    (root / "scripts").mkdir(parents=True)
+    (root / "raftlog" / "storage").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "bootstrap.sh", root / "scripts" / "bootstrap.sh")
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    shutil.copy(ROOT / "raftlog" / "storage" / "_records.c", root / "raftlog" / "storage" / "_records.c")
+    (root / "raftlog" / "storage" / "_records.built.so").write_bytes(b"")
+    calls = tmp_path / "pip-calls"
+    venv_python = root / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.write_text(f'#!/usr/bin/env bash\necho "$*" >> {calls}\n')
+    venv_python.chmod(0o755)
+    tools = tmp_path / "bin"  # only these commands: none of the test tools, and `id` says not root
+    tools.mkdir()
+    for tool in TOOLS:
+        found = sys._base_executable if tool == "python3" else shutil.which(tool)  # not pyenv's shim
+        assert found is not None, tool
+        (tools / tool).symlink_to(os.path.realpath(found))
+    (tools / "id").write_text("#!/usr/bin/env bash\necho 1000\n")
+    (tools / "id").chmod(0o755)
+    return root, calls, {"PATH": str(tools), "HOME": str(tmp_path)}
+
+
+def test_the_cluster_level_needs_no_test_tool_and_installs_no_extra(tmp_path: pathlib.Path) -> None:
+    root, calls, environment = _project(tmp_path)
+    done = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "cluster"], env=environment,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    installs = [line for line in calls.read_text().splitlines() if " install " in f" {line} "]
+    assert installs[-1].endswith("-e ."), installs  # raftlog alone: no dev, spark or jepsen extra
+    assert not any(tool in done.stderr for tool in ("kcat", "zsh", "fish", "fuse3", "promtool"))
+    before = calls.read_text()
+    again = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "cluster"], env=environment,
+                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert again.returncode == 0 and calls.read_text() == before, "the second run finds it done"
+
+
+def test_the_test_level_names_the_tool_it_needs(tmp_path: pathlib.Path) -> None:
+    root, calls, environment = _project(tmp_path)
+    done = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "test"], env=environment,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 1
+    assert "kcat is missing" in done.stderr and "apt-get install kcat" in done.stderr
+    assert any(line.endswith("-e .[dev,spark]") for line in calls.read_text().splitlines())
+    assert os.path.exists(root / ".venv" / f"{next((root / '.venv').glob('.installed-test-*')).name}")
