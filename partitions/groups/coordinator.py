@@ -49,6 +49,7 @@ from partitions.groups.errors import (
 from partitions.groups.state import (
     DEFAULT_READS,
     EMPTY_GROUP_RETENTION_MS,
+    GROUP_MEMBERS_MAX,
     SESSION_TIMEOUT_MS_DEFAULT,
     Expire,
     Group,
@@ -73,7 +74,7 @@ log = logging.getLogger("raftlog.groups")
 GROUP_PARTITIONS_DEFAULT = 4
 SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
 SUBSCRIBED_TOPICS_MAX = 1_000
-GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size
+GROUP_FULL_LOG_INTERVAL_MS = 60_000  # refused joins are logged in one line at most this often
 READ_GRACE_MS = 5_000  # a read's deadline past its wait: the time to fetch, render and report back
 
 
@@ -190,6 +191,8 @@ class GroupCoordinator:
         self._rng = rng or random.Random()
         self._sessions: dict[int, _Session] = {}
         self._read_ids = itertools.count(1)
+        self._full_logged_ms: int | None = None  # when a refused join was last logged
+        self._full_unlogged = 0  # joins refused since
 
     # -- routing ---------------------------------------------------------------------------------------
 
@@ -269,11 +272,27 @@ class GroupCoordinator:
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)
-        if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
-            raise GroupFull(group, GROUP_MEMBERS_MAX)
-        await self._propose(partition, Join(group, member, assignor))
+        try:
+            if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
+                raise GroupFull(group, GROUP_MEMBERS_MAX)
+            # counted again when applied: joins proposed together all passed the check above
+            await self._propose(partition, Join(group, member, assignor, GROUP_MEMBERS_MAX))
+        except GroupFull as full:
+            self._log_full(full)
+            raise
         session.last_seen_ms[(group, instance_id)] = self._monotonic()
         return member
+
+    def _log_full(self, full: GroupFull) -> None:
+        """One line per ``GROUP_FULL_LOG_INTERVAL_MS`` at most, however many joins are refused."""
+        now = self._monotonic()
+        self._full_unlogged += 1
+        if self._full_logged_ms is not None and now - self._full_logged_ms < GROUP_FULL_LOG_INTERVAL_MS:
+            return
+        log.warning(
+            "refused %d consumer instance(s) joining a full group (latest: %s)", self._full_unlogged, full
+        )
+        self._full_logged_ms, self._full_unlogged = now, 0
 
     async def delete_instance(self, group: str, instance_id: str) -> None:
         partition, _, session = self._instance(group, instance_id)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from partitions import commands
 from partitions.controller import TopicMetadata
 from partitions.errors import InvalidCommand, TopicExists, UnknownTopic
-from partitions.groups.errors import ConsumerInstanceExists, UnknownConsumerInstance
+from partitions.groups.errors import ConsumerInstanceExists, GroupFull, UnknownConsumerInstance
 from partitions.groups.state import GroupChanged, GroupCommand, GroupResult, GroupTable, encode
 from partitions.names import GROUPS_TOPIC
 from partitions.state_machine import Refused
@@ -92,7 +92,8 @@ class ReplicatedGroupLog:
             raise result.error
         check(
             isinstance(
-                result, GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | InvalidCommand
+                result,
+                GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | GroupFull | InvalidCommand,
             ),
             f"group command on {GROUPS_TOPIC}/{partition} returned {result!r}",
         )

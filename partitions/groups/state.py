@@ -28,7 +28,12 @@ import msgpack
 
 from partitions.errors import InvalidCommand
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
-from partitions.groups.errors import ConsumerInstanceExists, InvalidConsumerConfig, UnknownConsumerInstance
+from partitions.groups.errors import (
+    ConsumerInstanceExists,
+    GroupFull,
+    InvalidConsumerConfig,
+    UnknownConsumerInstance,
+)
 from raftlog.errors import check
 
 FORMATS = ("json", "binary")
@@ -40,6 +45,7 @@ FETCH_MIN_BYTES_MAX = 10_000_000  # Confluent's bound of fetch.min.bytes
 REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
 AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
 EMPTY_GROUP_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes: 7 days
+GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size: a Join past it is refused when applied
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH = 1, 2, 3, 4, 5
 
 
@@ -126,6 +132,9 @@ class Join:
     group: str
     member: Member
     assignor: str  # used when this member creates the group; later members follow the group's
+    # the group's most members, counted when the join is applied: joins proposed at once cannot pass it
+    # (the leader stamps it, so every replica applies the same bound); None in joins written before it
+    members_max: int | None = GROUP_MEMBERS_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +177,7 @@ def encode(command: GroupCommand) -> bytes:
         m = command.member
         fields: list[Any] = [
             _JOIN, command.group, m.instance_id, m.format, m.offset_reset, m.session_timeout_ms,
-            m.joined_ms, command.assignor, m.reads.to_row(),
+            m.joined_ms, command.assignor, m.reads.to_row(), command.members_max,
         ]  # fmt: skip
     elif isinstance(command, Leave):
         fields = [_LEAVE, command.group, command.instance_id, command.now_ms]
@@ -192,8 +201,9 @@ def decode(data: bytes) -> GroupCommand:
         if kind == _JOIN:
             _, group, instance_id, format_, reset, timeout_ms, now_ms, assignor, *rest = fields
             reads = ReadConfig.from_row(rest[0]) if rest else DEFAULT_READS  # joins written before it: none
+            members_max = int(rest[1]) if len(rest) > 1 and rest[1] is not None else None
             member = Member(instance_id, format_, reset, int(timeout_ms), int(now_ms), (), reads)
-            return Join(group, member, assignor)
+            return Join(group, member, assignor, members_max)
         if kind == _LEAVE:
             _, group, instance_id, now_ms = fields
             return Leave(group, instance_id, int(now_ms))
@@ -225,7 +235,7 @@ class GroupChanged:
     removed: tuple[str, ...] = ()  # members that left or were expired by this command
 
 
-GroupResult = GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | InvalidCommand
+GroupResult = GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | GroupFull | InvalidCommand
 
 
 def _rebalance(
@@ -272,6 +282,9 @@ class GroupTable:
             member = command.member
             if existing is not None and member.instance_id in existing.members:
                 return ConsumerInstanceExists(command.group, member.instance_id)
+            limit = command.members_max
+            if existing is not None and limit is not None and len(existing.members) >= limit:
+                return GroupFull(command.group, limit)
             if command.assignor not in ASSIGNORS:
                 return InvalidCommand(f"unknown assignor {command.assignor!r}")
             # a group with members keeps its assignor; an empty one takes the joiner's, as Kafka's does

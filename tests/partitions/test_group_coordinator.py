@@ -403,6 +403,19 @@ def test_any_command_sequence_keeps_every_partition_with_exactly_one_subscribed_
     assert GroupTable.from_rows(table.to_rows()) == table
 
 
+def test_a_join_past_the_members_bound_is_refused_when_applied_and_older_joins_are_not_bounded() -> None:
+    table = GroupTable()
+    for name in ("a", "b"):
+        assert isinstance(table.apply(encode(Join("g", member(name), "range", members_max=2))), GroupChanged)
+    refused = table.apply(encode(Join("g", member("c"), "range", members_max=2)))
+    assert isinstance(refused, GroupFull) and refused.members_max == 2
+    assert sorted(table.groups["g"].members) == ["a", "b"]
+    older = msgpack.packb([1, "g", "c", "json", "earliest", 10_000, 5, "range", DEFAULT_READS.to_row()])
+    assert decode(older) == Join("g", member("c"), "range", members_max=None)
+    assert isinstance(table.apply(older), GroupChanged)  # replayed as it was first applied: no bound
+    assert len(table.groups["g"].members) == 3
+
+
 async def test_a_group_has_a_maximum_of_members(
     coordinator: GroupCoordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
