@@ -25,8 +25,10 @@ attributes say so)::
 The CRC leaves out the base offset and the leader epoch, so a leader stamps both in place and followers
 store identical bytes; a producer's batch (Kafka's or one encoded here) is stored as it came, and a read
 answers the stored bytes without re-encoding anything. The records section is written and read in C
-(``_records.c``: every bound checked, a damaged section refused by name), compression through aiokafka's
-codecs (cramjam and the standard library): docs/decisions/0011 and 0012.
+(``_records.c``: every bound checked, a damaged section refused by name), compressed through aiokafka's
+codecs (cramjam and the standard library): docs/decisions/0011 and 0012. A compressed section is inflated
+with a bound (``inflate.py``): a producer's batch up to the bound its caller gives (``InflatedTooLarge``
+past it: a decompression bomb), a stored batch up to ``INFLATED_BYTES_CEILING``.
 The header is fixed-size so that recovery, index rebuilds and offset lookups walk a segment without
 touching records.
 """
@@ -37,19 +39,18 @@ import contextlib
 import enum
 import gc
 import struct
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
-import cramjam
 import crc32c
 from aiokafka import codec
 
 from raftlog.errors import check
 from raftlog.storage import _records  # type: ignore[attr-defined]
-from raftlog.storage.errors import InvalidRecord
+from raftlog.storage.errors import InflatedTooLarge, InvalidRecord
+from raftlog.storage.inflate import InflateLimit, Undecompressable, inflate
 
 MAGIC = 2
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -67,6 +68,17 @@ _LOG_APPEND_TIME = 0x08
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
 _NO_PRODUCER = -1
+MiB = 1024 * 1024
+# The most a producer's batch's records may inflate to unless its caller says otherwise (a node: its
+# --inflated-batch-max-mib, or the topic's max.message.bytes when larger): 64 times Kafka's default
+# max.message.bytes and four times the largest batch the HTTP door encodes from records (a request of at
+# most 16 MiB), so batches compressed ten or twenty times still pass, while a bomb holds at most this
+# much of a node's memory per inflating thread.
+INFLATED_BYTES_MAX_DEFAULT = 64 * MiB
+# What a stored batch's records are inflated up to when read: more than any bound a produce may have been
+# checked with (max.message.bytes and a node's bound are both below 2 GiB), so every stored batch reads,
+# and still a bound should bytes that were never checked (a damaged disk) be read as one.
+INFLATED_BYTES_CEILING = 2**31 - 1
 
 Header = tuple[tuple[str, bytes | None], ...]
 
@@ -324,21 +336,17 @@ def with_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytes:
 
 def recompress(batch: bytes | memoryview, header: BatchHeader, compression: Compression) -> bytes:
     """The same records in a batch compressed with ``compression`` (the topic's ``compression.type`` when
-    it is not ``producer``): producer id, epoch, sequence, timestamps and timestamp type kept."""
-    records = decode_records(batch, header)
-    encoded = encode_batch(
-        header.base_offset,
-        [ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in records],
-        header.term,
-        0,
-        header.producer_id,
-        header.sequence,
-        producer_epoch=header.producer_epoch,
-        compression=compression,
-    )
-    if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
-        return with_log_append_time(encoded, header.max_timestamp_ms)
-    return encoded
+    it is not ``producer``): the records section is inflated and compressed again as it is, every header
+    field kept but the codec, the length and the CRC (records are stored alike whatever the codec, so no
+    record is decoded). For a batch already checked: inflated up to ``INFLATED_BYTES_CEILING``."""
+    section = _section(batch, header, INFLATED_BYTES_CEILING)
+    out = bytearray(memoryview(batch)[:HEADER_SIZE])
+    out += section if compression is Compression.NONE else _ENCODERS[compression](bytes(section))
+    struct.pack_into(">i", out, 8, len(out) - _LENGTH_END)
+    attributes = header.attributes & ~_COMPRESSION_MASK | int(compression)
+    struct.pack_into(">h", out, _ATTRIBUTES_AT, attributes)
+    struct.pack_into(">I", out, _CRC_AT, crc32c.crc32c(memoryview(out)[_CRC_START:]))
+    return bytes(out)
 
 
 # -- decoding ------------------------------------------------------------------------------------------
@@ -396,6 +404,12 @@ def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
     return header
 
 
+def is_compressed(batch: bytes | memoryview) -> bool:
+    """Whether the attributes of the batch at the start of ``batch`` name a codec, read without checking
+    anything else (False when the bytes are too short to hold them)."""
+    return len(batch) > _ATTRIBUTES_AT + 1 and batch[_ATTRIBUTES_AT + 1] & _COMPRESSION_MASK != 0
+
+
 def crc_ok(batch: bytes | memoryview, header: BatchHeader) -> bool:
     """True when the CRC stored in ``header`` matches the batch bytes."""
     return int(crc32c.crc32c(memoryview(batch)[_CRC_START : header.size_bytes])) == header.crc
@@ -411,18 +425,26 @@ def verify(batch: bytes | memoryview) -> BatchHeader:
     return header
 
 
-def _section(batch: bytes | memoryview, header: BatchHeader) -> bytes | memoryview:
-    """The records section of a (CRC-checked) batch, decompressed when its attributes name a codec."""
+def _section(
+    batch: bytes | memoryview, header: BatchHeader, inflated_bytes_max: int
+) -> bytes | bytearray | memoryview:
+    """The records section of a (CRC-checked) batch, inflated when its attributes name a codec: up to
+    ``inflated_bytes_max`` bytes (InflatedTooLarge past it, inflating stopped there), BatchFormatError when
+    it does not decompress."""
     records = memoryview(batch)[HEADER_SIZE : header.size_bytes]
-    decoder = _DECODERS.get(header.attributes & _COMPRESSION_MASK)
-    if decoder is None:
+    codec_id = header.attributes & _COMPRESSION_MASK
+    if codec_id == Compression.NONE:
         return records
     try:
-        return decoder(records)
-    except _UNDECOMPRESSABLE as exc:
+        return inflate(codec_id, records, inflated_bytes_max)
+    except InflateLimit as exc:
+        raise InflatedTooLarge(
+            header.compression.name.lower(), len(records), exc.inflated_bytes, exc.limit_bytes
+        ) from None
+    except Undecompressable as exc:
         raise BatchFormatError(
-            f"records do not decode ({header.compression.name.lower()}): they do not decompress: {exc!r}"
-        ) from exc
+            f"records do not decode ({header.compression.name.lower()}): they do not decompress: {exc}"
+        ) from None
 
 
 def _fixed_timestamp(header: BatchHeader) -> int | None:
@@ -437,7 +459,7 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Reco
     kind = (
         TimestampType.LOG_APPEND_TIME if header.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
     )
-    section = _section(batch, header)
+    section = _section(batch, header, INFLATED_BYTES_CEILING)
     try:
         with _collector_paused():
             return _records.records(  # type: ignore[no-any-return]
@@ -448,11 +470,14 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Reco
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc
 
 
-def _timestamp_range(batch: bytes | memoryview, header: BatchHeader) -> tuple[int, int]:
+def _timestamp_range(
+    batch: bytes | memoryview, header: BatchHeader, inflated_bytes_max: int
+) -> tuple[int, int]:
     """The lowest and highest record timestamp, once the records decode into exactly ``record_count``
     records whose offset deltas are 0, 1, ... and whose header keys are UTF-8 (BatchFormatError
-    otherwise). No Python object is made per record."""
-    section = _section(batch, header)
+    otherwise; InflatedTooLarge when they inflate past ``inflated_bytes_max``). No Python object is made
+    per record."""
+    section = _section(batch, header, inflated_bytes_max)
     try:
         return _records.check(section, header.record_count, header.first_timestamp_ms)  # type: ignore[no-any-return]
     except ValueError as exc:
@@ -475,33 +500,15 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-# Each codec's decoder (aiokafka's: Kafka's framing, xerial snappy among them) and what they raise on a
-# body that does not decompress (cramjam's for snappy, lz4 and zstd; zlib's and gzip's for gzip)
-_DECODERS: dict[int, Callable[[memoryview], bytes]] = {
-    Compression.GZIP: codec.gzip_decode,
-    Compression.SNAPPY: lambda data: codec.snappy_decode(bytes(data)),
-    Compression.LZ4: lambda data: codec.lz4_decode(bytes(data)),
-    Compression.ZSTD: lambda data: codec.zstd_decode(bytes(data)),
-}
-_UNDECOMPRESSABLE = (
-    cramjam.DecompressionError,
-    zlib.error,
-    ValueError,
-    TypeError,
-    IndexError,
-    struct.error,
-    EOFError,
-    OSError,
-)
-
-
 def validate_records(batch: bytes | memoryview, header: BatchHeader) -> None:
     """Check that a (CRC-checked) batch's records decode into exactly its records with offset deltas
-    0, 1, ...: BatchFormatError otherwise."""
-    _timestamp_range(batch, header)
+    0, 1, ...: BatchFormatError otherwise (a compressed batch inflated up to ``INFLATED_BYTES_CEILING``)."""
+    _timestamp_range(batch, header, INFLATED_BYTES_CEILING)
 
 
-def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
+def check_producer_batch(
+    batch: bytes, latest_ms: int, inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
+) -> BatchHeader:
     """Check a batch a producer encoded (Kafka's RecordBatch v2, as any Kafka producer or
     :func:`encode_batch` makes it) before it is replicated, as strictly as records encoded here: framing
     and CRC, a supported codec and a body that decompresses and decodes into exactly its records with
@@ -509,7 +516,9 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
     stamps LogAppendTime); a producer id (-1: none, and then the epoch and sequence are not looked at)
     with a non-negative epoch and sequence; timestamps in
     [0, ``latest_ms``], the header's max timestamp the records' largest. The base offset and leader epoch the
-    producer sent are overwritten by the leader. Raises ``InvalidRecord`` naming what is wrong."""
+    producer sent are overwritten by the leader. Raises ``InvalidRecord`` naming what is wrong, or
+    ``InflatedTooLarge`` when compressed records inflate past ``inflated_bytes_max`` (inflating stops
+    there: a decompression bomb costs at most that much memory)."""
     try:
         header = verify(batch)
     except BatchFormatError as exc:
@@ -529,7 +538,8 @@ def check_producer_batch(batch: bytes, latest_ms: int) -> BatchHeader:
             f"{sequence}: with a producer id, none may be negative (without one, producer_id is -1)"
         )
     try:
-        low, high = _timestamp_range(batch, header)  # header keys decode as UTF-8 text or fail here
+        # header keys decode as UTF-8 text or fail here
+        low, high = _timestamp_range(batch, header, inflated_bytes_max)
     except BatchFormatError as exc:
         raise InvalidRecord(f"record batch: {exc}") from None
     if low < 0 or high != header.max_timestamp_ms or high > latest_ms:
@@ -546,7 +556,7 @@ def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, list[Any]]:
     ``header.base_offset + i``. For bulk readers that want columns: a plain tuple per record, made in C
     (a LogAppendTime batch's records all carry its ``max_timestamp_ms``)."""
     header = verify(batch)
-    section = _section(batch, header)
+    section = _section(batch, header, INFLATED_BYTES_CEILING)
     try:
         with _collector_paused():
             rows = _records.rows(

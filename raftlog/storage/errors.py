@@ -28,6 +28,23 @@ class RecordTooLarge(StorageError):
         self.limit_bytes = limit_bytes
 
 
+class InflatedTooLarge(RecordTooLarge):
+    """A compressed batch whose records inflate past the bound they may inflate to (a decompression
+    bomb, or a batch compressed far better than any the node takes); nothing was written. Inflating
+    stopped at ``size_bytes``, just past ``limit_bytes``: the whole would have been larger still."""
+
+    def __init__(self, codec: str, compressed_bytes: int, size_bytes: int, limit_bytes: int) -> None:
+        StorageError.__init__(
+            self,
+            f"the records of a {codec} batch of {compressed_bytes} bytes inflate past {limit_bytes} bytes, "
+            f"the most a batch's records may inflate to here",
+        )
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+        self.codec = codec
+        self.compressed_bytes = compressed_bytes
+
+
 class InvalidRecord(StorageError):
     """A record or batch given to the log is malformed (empty batch, wrong types, bad offsets)."""
 

@@ -8,11 +8,14 @@ import struct
 
 import crc32c
 import pytest
+from bombs import MiB, bomb_batch, inflated_section
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from raftlog.storage import ProducerRecord
 from raftlog.storage.batch import (
+    HEADER_SIZE,
+    INFLATED_BYTES_MAX_DEFAULT,
     BatchFormatError,
     Compression,
     check_producer_batch,
@@ -23,7 +26,7 @@ from raftlog.storage.batch import (
     verify,
     with_log_append_time,
 )
-from raftlog.storage.errors import InvalidRecord
+from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, RecordTooLarge
 
 from .helpers import record_lists
 
@@ -151,6 +154,24 @@ def test_a_log_append_time_batch_is_refused_the_leader_stamps_it():
     batch = with_log_append_time(encode_batch(0, [ProducerRecord(b"v", timestamp_ms=7)], 0, 0), 5)
     with pytest.raises(InvalidRecord, match="LogAppendTime is stamped by the leader"):
         check_producer_batch(batch, LATEST)
+
+
+@pytest.mark.parametrize("codec", [c for c in Compression if c is not Compression.NONE])
+def test_a_batch_whose_records_inflate_past_the_bound_is_refused_as_too_large(codec):
+    """A decompression bomb (one record of 64 MiB of zeros, a few KiB to 3 MiB compressed) is refused
+    at the bound it is checked with, and at the default bound; exactly at the bound it passes."""
+    bomb = bomb_batch(codec, 64 * MiB, 1000)
+    section_bytes = len(inflated_section(64 * MiB))
+    assert check_producer_batch(bomb, LATEST, section_bytes).record_count == 1
+    for bound in (section_bytes - 1, 16 * MiB):
+        with pytest.raises(InflatedTooLarge) as refused:
+            check_producer_batch(bomb, LATEST, bound)
+        assert (refused.value.limit_bytes, refused.value.compressed_bytes) == (bound, len(bomb) - HEADER_SIZE)
+        assert isinstance(refused.value, RecordTooLarge), "both doors answer it as record too large"
+        assert f"inflate past {bound} bytes" in str(refused.value)
+    huge = bomb_batch(codec, 128 * MiB if codec is Compression.SNAPPY else 1024 * MiB, 1000)
+    with pytest.raises(InflatedTooLarge, match=f"inflate past {INFLATED_BYTES_MAX_DEFAULT} bytes"):
+        check_producer_batch(huge, LATEST)
 
 
 def test_rows_of_a_stored_batch_are_its_records_in_order():
