@@ -58,9 +58,13 @@ Back-pressure and loss (all Raft messages tolerate loss; Raft retries them):
 Connections: of two peers, the one with the greater node id dials, with exponential back-off
 (``reconnect_backoff_min_s`` .. ``reconnect_backoff_max_s``, jittered; reset after a successful handshake).
 A newer authenticated connection from the same peer replaces the older one. A connection that does not
-finish its handshake within ``handshake_timeout_s`` or stays silent for ``idle_timeout_s`` is closed; idle
-connections carry a PING every ``ping_interval_s``. Any malformed, oversized or unauthenticated frame closes
-the connection with a log line naming the peer and the reason.
+finish its handshake within ``handshake_timeout_s`` (an inbound one that sends no HELLO within
+``hello_timeout_s``) or stays silent for ``idle_timeout_s`` is closed; idle connections carry a PING every
+``ping_interval_s``. Inbound connections still in their handshake are bounded per source address and, for
+addresses that are no known peer's, together; a known peer's host always has room
+(:mod:`raftlog.consensus.admission`), so an outsider filling the port cannot keep a peer out. Any
+malformed, oversized or unauthenticated frame closes the connection with a log line naming the peer and
+the reason.
 
 Not supported: pysyncobj read-only nodes (``selfNode=None``) and its admin "utility" messages (they are
 not Raft traffic and have no business on the Raft port).
@@ -88,7 +92,7 @@ from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport
 
-from raftlog.consensus import wire
+from raftlog.consensus import admission, wire
 from raftlog.errors import RaftlogError, check
 
 log = logging.getLogger(__name__)
@@ -130,12 +134,21 @@ class HubConfig:
     reconnect_backoff_min_s: float = 0.05
     reconnect_backoff_max_s: float = 2.0
     handshake_timeout_s: float = 5.0
+    """A handshake (either side) not finished within it is closed."""
+    hello_timeout_s: float = 1.5
+    """An inbound connection whose first frame (a valid HELLO) has not arrived within it (or within
+    ``handshake_timeout_s`` if that is shorter) is closed: a peer sends it at once, so only an outsider
+    holding a pending slot waits that long."""
     # A connection silent for idle_timeout_s is closed: the disconnect is how quiet Raft groups learn
     # that a peer node is gone (raftlog.consensus.core, "Quiescence"), so it is kept near an election
     # timeout; pings keep an idle connection from looking silent.
     ping_interval_s: float = 0.5
     idle_timeout_s: float = 3.0
     pending_handshakes_max: int = 64
+    """Inbound connections still in their handshake from addresses that are no known peer's, together
+    (see :mod:`raftlog.consensus.admission`; known peers' hosts have room of their own)."""
+    pending_handshakes_per_address_max: int = 4
+    """Inbound connections still in their handshake from one source address."""
     listen_backlog: int = 128
     allow_wildcard_bind: bool = False
     """Binding 0.0.0.0 or :: exposes the Raft port on every interface; refused unless set."""
@@ -161,6 +174,13 @@ class HubConfig:
             )
         if self.handshake_timeout_s <= 0 or self.pending_handshakes_max <= 0 or self.listen_backlog <= 0:
             problems.append("handshake_timeout_s, pending_handshakes_max, listen_backlog must be positive")
+        if self.pending_handshakes_per_address_max <= 0:
+            problems.append(
+                f"pending_handshakes_per_address_max={self.pending_handshakes_per_address_max}"
+                " must be positive"
+            )
+        if self.hello_timeout_s <= 0:
+            problems.append(f"hello_timeout_s={self.hello_timeout_s} must be positive")
         if problems:
             raise ValueError("invalid HubConfig: " + "; ".join(problems))
 
@@ -197,7 +217,10 @@ class _Connection:
         self.session: wire.Session | None = None
         self.batch_encoder = wire.BatchEncoder()
         self.batch_decoder = wire.BatchDecoder()
-        self.deadline = now + config.handshake_timeout_s
+        self.accepted_at = now
+        # an acceptor first waits for a HELLO, which a peer sends at once (see HubConfig.hello_timeout_s)
+        hello_s = min(config.hello_timeout_s, config.handshake_timeout_s)
+        self.deadline = now + (config.handshake_timeout_s if dialer else hello_s)
         self.last_receive = now
         self.last_send = now
         self.events = 0
@@ -264,6 +287,7 @@ class MuxHub:
         self._counters: collections.Counter[str] = collections.Counter()  # hub thread (read: any)
         self._connections: set[_Connection] = set()  # hub thread
         self._last_warning: dict[str, float] = {}  # hub thread: peer id or host -> last warning time
+        self._known_hosts: frozenset[str] = frozenset()  # hub thread: the peers' addresses, resolved
         self._listener = self._bind(bind_address)
         self._wake_read, self._wake_write = _nonblocking_pipe()
         self._selector = selectors.DefaultSelector()
@@ -605,6 +629,9 @@ class MuxHub:
         with self._lock:
             current = dict(self._peers)
             forced, self._forced_disconnects = self._forced_disconnects, set()
+        self._known_hosts = frozenset(
+            host for peer in current.values() for host in self._resolve_host(peer.address[0])
+        )
         for connection in list(self._connections):
             peer_id = connection.peer_id
             if peer_id is None:
@@ -616,6 +643,17 @@ class MuxHub:
                 self._close(connection, "disconnect requested", logging.INFO)
             elif connection.dialer and connection.address != peer.address:
                 self._close(connection, f"peer address changed to {peer.address}", logging.INFO)
+
+    def _resolve_host(self, host: str) -> set[str]:
+        """The addresses a peer's host name stands for (an IP literal: itself), for admission."""
+        if admission.is_ip_literal(host):
+            return {admission.normalize_host(host)}
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            log.warning("cannot resolve peer host %r (its connections get no reserved room): %s", host, exc)
+            return set()
+        return {admission.normalize_host(str(info[4][0])) for info in infos}
 
     def _we_dial(self, peer_id: str) -> bool:
         return self.node_id > peer_id
@@ -673,19 +711,9 @@ class MuxHub:
             except OSError as exc:
                 log.warning("accept failed on %s: %s", self.address, exc)
                 return
-            pending = sum(1 for c in self._connections if c.state is not _State.ESTABLISHED)
-            if pending >= self.config.pending_handshakes_max:
-                self._counters["rejected_too_many_handshakes"] += 1
+            host = admission.normalize_host(str(remote[0]))
+            if not self._admit(host):
                 sock.close()
-                now = time.monotonic()
-                if (
-                    now - self._last_warning.get("<handshake limit>", -_WARNING_INTERVAL_S)
-                    >= _WARNING_INTERVAL_S
-                ):
-                    self._last_warning["<handshake limit>"] = now
-                    log.warning(
-                        "rejecting connections: %d handshakes already pending (from %s)", pending, remote
-                    )
                 continue
             try:
                 sock.setblocking(False)
@@ -697,12 +725,57 @@ class MuxHub:
             connection = _Connection(
                 sock, dialer=False, peer_id=None, now=time.monotonic(), config=self.config
             )
-            connection.remote_host = str(remote[0])
+            connection.remote_host = host
             connection.handshake = wire.AcceptorHandshake(
                 self._secret, self.node_id, os.urandom(wire.NONCE_BYTES), self._is_known_peer
             )
             self._connections.add(connection)
             self._set_events(connection, selectors.EVENT_READ)
+
+    def _admit(self, host: str) -> bool:
+        """Whether a connection just accepted from ``host`` may start a handshake (closing the oldest
+        pending one from a known peer's host if that makes room); a refusal is counted and logged at
+        most once per ``_WARNING_INTERVAL_S`` per cause."""
+        config = self.config
+        pending = [c for c in self._connections if not c.dialer and c.state is _State.HANDSHAKE]
+        by_host = collections.Counter(c.remote_host for c in pending)
+        outsiders = sum(count for h, count in by_host.items() if h not in self._known_hosts)
+        verdict = admission.admit(
+            host,
+            by_host,
+            outsiders,
+            self._known_hosts,
+            config.pending_handshakes_per_address_max,
+            config.pending_handshakes_max,
+        )
+        if verdict is admission.Admission.ADMIT:
+            return True
+        if verdict is admission.Admission.ADMIT_EVICTING_OLDEST:
+            oldest = min((c for c in pending if c.remote_host == host), key=lambda c: c.accepted_at)
+            self._counters["handshakes_evicted"] += 1
+            self._close(
+                oldest, "a newer connection from this known peer's host needs its slot", logging.WARNING
+            )
+            return True
+        if verdict is admission.Admission.REFUSE_ADDRESS_FULL:
+            self._counters["rejected_address_handshakes"] += 1
+            limit = f"pending_handshakes_per_address_max={config.pending_handshakes_per_address_max}"
+        else:
+            self._counters["rejected_too_many_handshakes"] += 1
+            limit = f"pending_handshakes_max={config.pending_handshakes_max}"
+        now = time.monotonic()
+        key = f"<{verdict.name}>"
+        if now - self._last_warning.get(key, -_WARNING_INTERVAL_S) >= _WARNING_INTERVAL_S:
+            self._last_warning[key] = now
+            log.warning(
+                "raft hub %r refusing connections: %s (%s; %d pending from outsiders; latest from %s)",
+                self.node_id,
+                verdict.value,
+                limit,
+                outsiders,
+                host,
+            )
+        return False
 
     def _is_known_peer(self, node_id: str) -> bool:
         with self._lock:
@@ -723,7 +796,8 @@ class MuxHub:
             if connection.state is not _State.ESTABLISHED:
                 if now > connection.deadline:
                     self._counters["handshake_timeouts"] += 1
-                    self._close(connection, "handshake timeout", logging.WARNING)
+                    waited = "no hello" if connection.peer_id is None else "handshake"
+                    self._close(connection, f"{waited} timeout", logging.WARNING)
             elif now - connection.last_receive > config.idle_timeout_s:
                 self._close(connection, f"nothing received for {config.idle_timeout_s}s", logging.WARNING)
             elif now - connection.last_send > config.ping_interval_s and not connection.outbuf:
@@ -816,6 +890,7 @@ class MuxHub:
             if handshake.peer_id is None:
                 connection.outbuf += handshake.on_hello(kind, payload)
                 connection.peer_id = handshake.peer_id
+                connection.deadline = connection.accepted_at + self.config.handshake_timeout_s
                 if handshake.peer_id is not None and self._we_dial(handshake.peer_id):
                     raise wire.AuthenticationFailed(
                         f"peer {handshake.peer_id!r} dialed us, but {self.node_id!r} > it so we dial"
@@ -829,6 +904,8 @@ class MuxHub:
     def _should_warn(self, connection: _Connection) -> bool:
         """At most one warning per peer (or remote host) per ``_WARNING_INTERVAL_S`` while it fails."""
         key = connection.peer_id or connection.remote_host
+        if connection.peer_id is None and connection.remote_host not in self._known_hosts:
+            key = "<outsiders>"  # one line a minute for all of them, however many addresses they use
         now = time.monotonic()
         if now - self._last_warning.get(key, -_WARNING_INTERVAL_S) < _WARNING_INTERVAL_S:
             return False

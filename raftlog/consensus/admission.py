@@ -1,0 +1,71 @@
+"""Which inbound Raft connections may start a handshake: a pure decision, no sockets or clocks.
+
+A connection accepted on the Raft port proves nothing until its handshake ends, so the ones still
+proving who they are (pending) are bounded three ways (the limits live in ``HubConfig``):
+
+* per source address: at most ``per_address_max`` pending from one host, so one outsider cannot take
+  the whole pool;
+* outsiders together: at most ``pool_max`` pending from hosts that are not a known peer's;
+* room reserved for known peers: a connection from a known peer's host never counts against, nor is
+  refused by, the outsiders' pool. When that host already has ``per_address_max`` pending, the oldest
+  of them is closed to make room: a peer has one connection under way at a time and redials after a
+  failure, so the newest connection from its host is the one worth keeping.
+
+An attacker on a known peer's own host is not kept out by this (it is already inside the cluster's
+hosts); an attacker elsewhere cannot keep a peer's reconnection waiting.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Collection, Mapping
+from enum import Enum
+
+
+class Admission(Enum):
+    ADMIT = "admit"
+    ADMIT_EVICTING_OLDEST = "admit, closing the oldest pending connection from this known peer's host"
+    REFUSE_ADDRESS_FULL = "too many pending handshakes from this address"
+    REFUSE_POOL_FULL = "too many pending handshakes from addresses that are no known peer's"
+
+
+def admit(
+    host: str,
+    pending_by_host: Mapping[str, int],
+    pending_outsiders: int,
+    known_hosts: Collection[str],
+    per_address_max: int,
+    pool_max: int,
+) -> Admission:
+    """The verdict on a new connection from ``host`` (as :func:`normalize_host` spells it), given the
+    pending handshakes per host and how many of them come from outsiders."""
+    pending_here = pending_by_host.get(host, 0)
+    if host in known_hosts:
+        if pending_here >= per_address_max:
+            return Admission.ADMIT_EVICTING_OLDEST
+        return Admission.ADMIT
+    if pending_here >= per_address_max:
+        return Admission.REFUSE_ADDRESS_FULL
+    if pending_outsiders >= pool_max:
+        return Admission.REFUSE_POOL_FULL
+    return Admission.ADMIT
+
+
+def is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def normalize_host(host: str) -> str:
+    """One spelling per address: ``::ffff:10.0.0.1`` and ``10.0.0.1`` are the same host; a name that
+    is not an IP literal is returned unchanged (the caller resolves names)."""
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
