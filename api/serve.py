@@ -32,6 +32,7 @@ from partitions.node import (
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from raftlog.consensus.config import CoreConfig
+from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 
 log = logging.getLogger("raftlog.serve")
@@ -47,6 +48,8 @@ _TOP_PAD = 64 * 1024 * 1024
 MiB = 1024 * 1024
 RECOVERY_RATE_MIB_DEFAULT = RATE_BYTES_PER_S_DEFAULT // MiB
 JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
+INFLATED_BATCH_MAX_MIB_DEFAULT = INFLATED_BYTES_MAX_DEFAULT // MiB
+INFLATED_BATCH_MAX_MIB_LIMIT = 2047  # a stored batch is read up to 2 GiB inflated (batch.py)
 
 
 class ServeConfigError(ValueError):
@@ -211,6 +214,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"the snapshot and recovers the records from its peers",
     )
     parser.add_argument(
+        "--inflated-batch-max-mib",
+        type=int,
+        default=INFLATED_BATCH_MAX_MIB_DEFAULT,
+        help=f"the most a producer's compressed batch's records may inflate to (or its topic's "
+        f"max.message.bytes when larger): past it the batch is refused as too large, inflating stopped "
+        f"there, so a decompression bomb cannot fill the node's memory (default "
+        f"{INFLATED_BATCH_MAX_MIB_DEFAULT})",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
@@ -339,6 +351,11 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             f"--journal-compaction-min-mib {args.journal_compaction_min_mib}: must be in [1, 1048576]"
         )
+    if not 1 <= args.inflated_batch_max_mib <= INFLATED_BATCH_MAX_MIB_LIMIT:
+        raise ServeConfigError(
+            f"--inflated-batch-max-mib {args.inflated_batch_max_mib}: must be in [1, "
+            f"{INFLATED_BATCH_MAX_MIB_LIMIT}]"
+        )
     if args.join and not seeds:
         raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
@@ -355,6 +372,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,
         recovery_bytes_per_s=args.recovery_rate_mib * MiB,
+        inflated_batch_bytes_max=args.inflated_batch_max_mib * MiB,
         kafka_address=kafka[1] if kafka is not None else None,
         peer_ssl=None if tls is None else peer_context(tls),
     )

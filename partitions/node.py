@@ -72,6 +72,7 @@ from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage import removal
+from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.log import wall_clock_ms
@@ -116,6 +117,9 @@ class NodeConfig:
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
     recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
+    # the most a producer's compressed batch's records may inflate to, or its topic's max.message.bytes
+    # when larger: past it the batch is refused (a decompression bomb), inflating stopped there
+    inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
     kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
     peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
     peer_ssl: ssl.SSLContext | None = None  # HTTPS to the other nodes (their URLs say https): api/tls.py
@@ -227,7 +231,14 @@ class Node:
             self.frontend.metadata,
             kafka=config.kafka_address,
         )
-        self.data = DataPlane(config.node_id, self.replicas, self.routing, self.frontend.topic, clock)
+        self.data = DataPlane(
+            config.node_id,
+            self.replicas,
+            self.routing,
+            self.frontend.topic,
+            clock,
+            inflated_bytes_max=config.inflated_batch_bytes_max,
+        )
         self.partition_admin = PartitionAdmin(
             config.node_id,
             self.replicas,
