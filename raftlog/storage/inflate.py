@@ -100,18 +100,20 @@ def _lz4(body: memoryview, limit_bytes: int, out: bytearray) -> None:
     position = 0
     while True:  # a frame each round
         inflater = lz4.frame.LZ4FrameDecompressor()
+        stalled = False  # the last call, given no input, gave no output: it wants input after all
         while not inflater.eof:
             data: bytes | memoryview = b""  # none: the last call stopped at its room, more is to come
-            if inflater.needs_input:
+            if inflater.needs_input or stalled:
                 data = body[position : position + _INPUT_PIECE_BYTES]
                 position += len(data)
+                if not data:
+                    raise Undecompressable("lz4: the data ends inside a frame")
             try:
                 produced = inflater.decompress(data, _room(out, limit_bytes))
             except RuntimeError as exc:  # python-lz4's error for a damaged frame
                 raise Undecompressable(f"lz4: {exc}") from None
             _grow(out, produced, limit_bytes)
-            if not data and not produced and not inflater.eof:
-                raise Undecompressable("lz4: the data ends inside a frame")
+            stalled = not data and not produced
         position -= len(inflater.unused_data or b"")  # None when the frame ended with the data
         if position == len(body):
             return

@@ -17,6 +17,7 @@ from aiokafka import codec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raftlog.storage import inflate as inflate_module
 from raftlog.storage.batch import Compression
 from raftlog.storage.inflate import STEP_BYTES, InflateLimit, Undecompressable, inflate
 
@@ -52,6 +53,19 @@ def test_any_bytes_round_trip(data, compression):
     encode, decode = AIOKAFKA[compression]
     body = encode(data)
     assert bytes(inflate(compression, body, len(data))) == decode(body) == data
+
+
+@pytest.mark.parametrize("compression", CODECS)
+@pytest.mark.parametrize("step_bytes", [1000, 4096, 64 * 1024])
+@pytest.mark.parametrize("piece_bytes", [1000, 16 * 1024])
+def test_any_step_and_input_piece_inflates_alike(monkeypatch, compression, step_bytes, piece_bytes):
+    """Where a step stops (its room reached, its input spent) never reads as the end of the data: an
+    lz4 call stopped at its room exactly as its buffered input ran out once did."""
+    monkeypatch.setattr(inflate_module, "STEP_BYTES", step_bytes)
+    monkeypatch.setattr(inflate_module, "_INPUT_PIECE_BYTES", piece_bytes)
+    for data in (DATA[:1], DATA[:65_536], DATA[:130_000], DATA):
+        body = AIOKAFKA[compression][0](data)
+        assert bytes(inflate(compression, body, len(data))) == data
 
 
 @pytest.mark.parametrize("compression", CODECS)
