@@ -1,11 +1,11 @@
-"""One authenticated TCP connection per peer pair, carrying every Raft group of this node.
+"""One authenticated, encrypted TCP connection per peer pair, carrying every Raft group of this node.
 
 Two pieces:
 
 * :class:`MuxHub` - one per node process. Owns ONE listening socket (bound to exactly the address it is
   given), one connection per peer and ONE ``selectors`` I/O loop (on its own thread, or on the driver
-  thread through :meth:`MuxHub.poll`). It authenticates peers (see
-  :mod:`raftlog.consensus.wire`), splits inbound BATCH frames into per-group inboxes and coalesces the
+  thread through :meth:`MuxHub.poll`). It authenticates peers, encrypts every frame after the handshake
+  (see :mod:`raftlog.consensus.wire`), splits inbound BATCH frames into per-group inboxes and coalesces the
   outbound messages of all groups into BATCH frames. It never calls into SyncObj.
 * :class:`MuxTransport` - a ``pysyncobj.transport.Transport`` for one Raft group, given to SyncObj as
   ``transportClass=functools.partial(MuxTransport, hub=hub, group=group_id)``. Its inbox is drained by an

@@ -5,11 +5,12 @@ without I/O and reviewed in one place. msgpack only; nothing is ever unpickled.
 
 Framing (all integers big-endian)::
 
-    frame   := length:u32 | kind:u8 | body | mac
-    length  := 1 + len(body) + len(mac)     (checked against ``frame_bytes_max`` before buffering)
-    mac     := the AES-256-GCM tag of an empty message with associated data ``body``, under the session
-               key of this direction and the nonce ``seq:u64 | kind:u8 | 000000`` (16 bytes): GMAC, a
-               MAC that costs ~1/12 of HMAC-SHA256 per byte with AES-NI; absent on the handshake frames
+    frame   := length:u32 | kind:u8 | body | tag
+    length  := 1 + len(body) + len(tag)     (checked against ``frame_bytes_max`` before buffering)
+    body    := handshake frames: msgpack in clear; session frames: the AES-256-GCM encryption of the
+               msgpack body under the session key of this direction and the nonce
+               ``seq:u64 | kind:u8 | 000`` (12 bytes)
+    tag     := the 16-byte GCM tag of that encryption; absent on the handshake frames
 
 Handshake (mutual challenge-response over a shared cluster secret; ``transcript`` binds the protocol
 version, the message-schema fingerprint, both node ids and both fresh 32-byte nonces)::
@@ -22,7 +23,11 @@ version, the message-schema fingerprint, both node ids and both fresh 32-byte no
 Each side then derives one key per direction (``HMAC(secret, "key dialer->acceptor" | transcript)`` and
 the reverse). ``seq`` is an implicit per-direction frame counter starting at 0, so a frame cannot be
 injected, reordered, replayed within a connection or replayed into another one (fresh nonces, fresh
-keys). Frames are authenticated, NOT encrypted: confidentiality needs TLS or a private network.
+keys). Session frames are encrypted as well as authenticated, always (one mode: GCM encryption costs a
+few GB/s per core with AES-NI, far below what msgpack and fsync cost per byte), so Raft entries,
+group ids and everything else after the handshake are unreadable on the wire. The handshake frames are
+in clear: they carry the protocol version, the schema fingerprint, both node ids, nonces and HMAC
+proofs, none of which lets a listener forge or read a session.
 
 After the handshake a connection carries BATCH frames (and PING frames when idle). A BATCH body is a
 msgpack stream of records::
@@ -60,14 +65,14 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from raftlog.errors import RaftlogError
 from raftlog.packing import pack
 
-WIRE_VERSION = 4
+WIRE_VERSION = 5
 """Bumped on any change to framing, handshake or :data:`MESSAGE_TYPES`. 2: frame MACs are GMAC. 3: quiescence
 (``append_entries.quiesce``, ``next_node_idx.quiet``, ``wake``, ``leader_gone``). 4: pre-vote
-(``request_vote.pre``, ``response_vote.pre``)."""
+(``request_vote.pre``, ``response_vote.pre``). 5: session frame bodies are encrypted (AES-256-GCM)."""
 
 NONCE_BYTES = 32
 KEY_BYTES = 32  # session keys (AES-256) and handshake proofs (HMAC-SHA256)
-MAC_BYTES = 16  # the GCM tag closing every session frame
+MAC_BYTES = 16  # the GCM tag closing every session frame (it authenticates the encrypted body)
 FRAME_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
 HANDSHAKE_FRAME_BYTES_MAX = 4096
 NODE_ID_BYTES_MAX = 255
@@ -651,7 +656,8 @@ class FrameReader:
 
 
 class Session:
-    """Per-connection MAC state after a successful handshake: one key and one sequence per direction."""
+    """Per-connection AEAD state after a successful handshake: one key and one sequence per direction.
+    Session frames are encrypted and authenticated (AES-256-GCM)."""
 
     def __init__(self, send_key: bytes, receive_key: bytes) -> None:
         if len(send_key) != KEY_BYTES or len(receive_key) != KEY_BYTES or send_key == receive_key:
@@ -662,22 +668,24 @@ class Session:
         self.receive_seq = 0
 
     def seal(self, kind: int, body: bytes) -> bytes:
-        """Build the next authenticated frame in the send direction."""
-        return frame(kind, body, self._send.encrypt(self._next_nonce(kind), b"", body))
+        """Build the next encrypted and authenticated frame in the send direction."""
+        sealed = self._send.encrypt(self._next_nonce(kind), body, b"")  # ciphertext | tag
+        return b"".join((_HEADER.pack(1 + len(sealed), kind), sealed))
 
     def seal_into(self, buffer: bytearray, kind: int, parts: Sequence[bytes]) -> int:
-        """Append the next authenticated frame, whose body is ``parts`` joined, to ``buffer``: the pieces
-        are copied once, into the buffer, and the MAC is computed over them there (no joined body).
-        Returns the frame's size as its length field counts it (kind, body and MAC)."""
-        size = 1 + sum(len(part) for part in parts) + MAC_BYTES
+        """Append the next encrypted and authenticated frame, whose body is ``parts`` joined, to
+        ``buffer``: the pieces are copied once, into the buffer, and encrypted there in place (no joined
+        body). Returns the frame's size as its length field counts it (kind, body and tag)."""
+        body_bytes = sum(len(part) for part in parts)
+        size = 1 + body_bytes + MAC_BYTES
         nonce = self._next_nonce(kind)
         buffer += _HEADER.pack(size, kind)
         start = len(buffer)
         for part in parts:
             buffer += part
-        with memoryview(buffer) as view, view[start:] as body:
-            mac = self._send.encrypt(nonce, b"", body)
-        buffer += mac
+        buffer += bytes(MAC_BYTES)
+        with memoryview(buffer) as view, view[start : start + body_bytes] as body, view[start:] as out:
+            self._send.encrypt_into(nonce, body, b"", out)
         return size
 
     def _next_nonce(self, kind: int) -> bytes:
@@ -690,22 +698,20 @@ class Session:
         return nonce
 
     def open(self, kind: int, payload: bytes | memoryview) -> memoryview:
-        """Verify the next inbound frame; returns its body (a view of ``payload``, not a copy). Any failure
-        is fatal for the connection."""
+        """Verify and decrypt the next inbound frame; returns its body in clear. Any failure is fatal for
+        the connection."""
         if kind not in SESSION_KINDS:
             raise MalformedFrame(f"unexpected frame kind {kind} on an authenticated connection")
         if len(payload) < MAC_BYTES:
             raise MalformedFrame(f"frame of {len(payload)} bytes is shorter than its MAC")
-        view = memoryview(payload)
-        body = view[:-MAC_BYTES]
         try:
-            self._receive.decrypt(_GCM_NONCE.pack(self.receive_seq, kind), view[-MAC_BYTES:], body)
+            body = self._receive.decrypt(_GCM_NONCE.pack(self.receive_seq, kind), payload, b"")
         except InvalidTag:
             raise AuthenticationFailed(
                 f"bad MAC on frame seq {self.receive_seq} (forged, replayed or reordered)"
             ) from None
         self.receive_seq += 1
-        return body
+        return memoryview(body)
 
 
 # ---------------------------------------------------------------------------------------- handshake
