@@ -26,7 +26,7 @@ import lz4.frame
 import zstandard
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4  # Kafka's codec ids (``batch.Compression``)
-STEP_BYTES = 1024 * 1024  # the most output one call of a codec is asked for
+STEP_BYTES = 256 * 1024  # the most output one call of a codec is asked for (python-lz4 allocates it)
 _GZIP_WBITS = 31  # a gzip header and trailer, nothing else (zlib's 47 would take zlib streams too)
 _INPUT_PIECE_BYTES = 16 * 1024  # input per call: what a codec copies of the rest stays this small
 # zstd cannot be asked for at most N bytes: it is fed at most (room / this) bytes a call instead, an RLE
