@@ -5,7 +5,8 @@ whole output at once: each is driven a step at a time and stopped as soon as the
 ``limit_bytes``, which raises :class:`InflateLimit`; a body that does not decompress (truncated, damaged,
 trailing bytes that are not another member or frame) raises :class:`Undecompressable`. What a step may
 hold besides the output is bounded too: gzip and lz4 are asked for at most ``STEP_BYTES`` per call, zstd
-is fed small pieces of input, snappy's declared lengths are checked before a block is inflated.
+is fed small pieces of input, snappy's declared lengths are checked before a block is inflated; either
+way inflating stops at most ``OVERSHOOT_BYTES_MAX`` past the bound.
 
 The framing is Kafka's, read as aiokafka's codecs read it (``tests/storage/test_inflate.py`` checks them
 against each other): gzip, one or more members (zero bytes after a member are skipped, as Python's
@@ -27,12 +28,13 @@ import zstandard
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4  # Kafka's codec ids (``batch.Compression``)
 STEP_BYTES = 256 * 1024  # the most output one call of a codec is asked for (python-lz4 allocates it)
+OVERSHOOT_BYTES_MAX = 1024 * 1024  # how far past the bound inflating may get before it stops, any codec
 _GZIP_WBITS = 31  # a gzip header and trailer, nothing else (zlib's 47 would take zlib streams too)
 _INPUT_PIECE_BYTES = 16 * 1024  # input per call: what a codec copies of the rest stays this small
 # zstd cannot be asked for at most N bytes: it is fed at most (room / this) bytes a call instead, an RLE
 # block turning 4 bytes into 128 KiB being the most a byte of zstd inflates to
 _ZSTD_BYTES_PER_INPUT_BYTE = 32 * 1024
-_ZSTD_PIECE_MIN = 64  # input per call when the room left is small: ~2 MiB past the bound at most
+_ZSTD_PIECE_MIN = 16  # input per call when the room left is small: (16 / 4 + 1) blocks past the bound
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)  # marker, magic, version 1, compatible 1
 _NOT_ZERO = re.compile(b"[^\x00]")
 

@@ -1,7 +1,7 @@
 """The bounded inflaters (``raftlog.storage.inflate``): what aiokafka's codecs inflate, they inflate alike
 (Kafka's framing: gzip members, xerial or raw snappy, LZ4 and zstd frames), up to the bound exactly;
-one byte more is refused, and so is a body that is cut short or damaged. A bomb is stopped within a step
-of the bound, however far it would inflate."""
+one byte more is refused, and so is a body that is cut short or damaged. A bomb is stopped just past
+the bound, however far it would inflate."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from raftlog.storage import inflate as inflate_module
 from raftlog.storage.batch import Compression
-from raftlog.storage.inflate import STEP_BYTES, InflateLimit, Undecompressable, inflate
+from raftlog.storage.inflate import OVERSHOOT_BYTES_MAX, InflateLimit, Undecompressable, inflate
 
 MiB = 1024 * 1024
 # Kafka's framing as aiokafka writes and reads it: the reference each inflater is checked against
@@ -183,11 +183,11 @@ def test_raw_snappy_and_xerial_blocks_are_checked_before_they_inflate():
     ],
     ids=["gzip", "gzip-members", "zstd", "lz4", "snappy"],
 )
-def test_a_bomb_is_stopped_within_a_step_of_the_bound(compression, body):
+def test_a_bomb_is_stopped_just_past_the_bound(compression, body):
     limit = 16 * MiB
     with pytest.raises(InflateLimit) as refused:
         inflate(compression, body, limit)
-    assert limit < refused.value.inflated_bytes <= limit + 2 * STEP_BYTES
+    assert limit < refused.value.inflated_bytes <= limit + OVERSHOOT_BYTES_MAX
 
 
 def test_an_unknown_codec_or_a_negative_bound_is_a_programming_error():
