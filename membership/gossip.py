@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -363,7 +364,12 @@ class Gossip:
             self._io_stats["fault_drops"] += 1
             return
         data = wire.encode_datagram(
-            self._secret, self.node_id, self.address, self._next_packet_number(), action.messages
+            self._secret,
+            self.node_id,
+            self.address,
+            self._next_packet_number(),
+            action.messages,
+            salt=os.urandom(wire.SALT_BYTES),
         )
         try:
             destination = self._resolve(action.address)
@@ -439,6 +445,7 @@ class Gossip:
                         self.address,
                         number,
                         protocol.local_state(join),
+                        salt=os.urandom(wire.SALT_BYTES),
                     )
                 )
                 await writer.drain()
@@ -506,6 +513,7 @@ class Gossip:
                         self._next_packet_number(),
                         protocol.local_state(),
                         in_reply_to=request.packet_number,
+                        salt=os.urandom(wire.SALT_BYTES),
                     )
                 )
                 await writer.drain()

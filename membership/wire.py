@@ -1,8 +1,15 @@
-"""Wire format: versioned msgpack, every UDP datagram and TCP push-pull frame authenticated (HMAC-SHA256).
+"""Wire format: versioned msgpack, every UDP datagram and TCP push-pull frame encrypted and authenticated.
 
 Layout of a packet (a UDP datagram, or the payload of one length-prefixed TCP frame)::
 
-    version:u8 (=1) | kind:u8 | tag:32 bytes = HMAC-SHA256(secret, version|kind|body) | body (msgpack)
+    version:u8 (=2) | kind:u8 | salt:16 | ChaCha20-Poly1305(key, nonce=0, body, aad=version|kind|salt)
+    key := HMAC-SHA256(secret, "raftlog-gossip-v2 key" | 0x00 | salt)
+
+The sealed body is the msgpack body encrypted, followed by its 16-byte Poly1305 tag. The salt is 16 fresh
+random bytes per packet, given by the caller (this module stays pure), so every packet has its own key
+and the fixed nonce is never reused under a key. Member ids, addresses, metadata (topic names,
+watermarks) and every other field are unreadable on the wire; a packet under another secret, or altered
+in any byte, fails the tag and is rejected before anything is decoded.
 
 kind 1, a compound UDP datagram: body = [sender_id, sender_address, packet_number, [message, ...]]
 kind 2/3, push-pull request/response: body = [sender_id, sender_address, packet_number, join,
@@ -19,7 +26,7 @@ bitmap (as IPsec/DTLS do) and reject repeats and anything older than the window 
 A sender's window is forgotten after 60 s of silence, so a member whose clock stepped back across a
 restart is only muted briefly; what a replayed packet of a long-silent sender could say is already
 superseded by incarnation ordering (a member's alive/suspect/dead claims only win with a higher
-incarnation). Packets are authenticated, not encrypted: metadata is visible on the wire.
+incarnation).
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgpack
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from membership.errors import Malformed, Oversized, Replayed, Unauthenticated
 from membership.messages import (
@@ -47,12 +56,16 @@ from membership.messages import (
 )
 from membership.model import MemberState
 
-VERSION = 1
+VERSION = 2  # 1: HMAC-SHA256, body in clear
 KIND_DATAGRAM = 1
 KIND_PUSH_PULL_REQUEST = 2
 KIND_PUSH_PULL_RESPONSE = 3
-TAG_BYTES = 32
-HEADER_BYTES = 2 + TAG_BYTES
+SALT_BYTES = 16
+TAG_BYTES = 16
+HEADER_BYTES = 2 + SALT_BYTES + TAG_BYTES
+"""Bytes of a packet that are not its msgpack body: version, kind, salt and tag."""
+_KEY_LABEL = b"raftlog-gossip-v2 key\x00"
+_NONCE = bytes(12)  # one packet per key (fresh salt), so a fixed nonce never repeats under a key
 FRAME_PREFIX = struct.Struct(">I")
 ID_CHARS_MAX = 128
 ADDRESS_CHARS_MAX = 300
@@ -118,16 +131,29 @@ def datagram_overhead(sender_id: str, sender_address: str) -> int:
     return HEADER_BYTES + len(header) + 3
 
 
-def _sign(secret: bytes, kind: int, body: bytes) -> bytes:
-    prefix = bytes((VERSION, kind))
-    return prefix + hmac.digest(secret, prefix + body, "sha256") + body
+def _cipher(secret: bytes, salt: bytes) -> ChaCha20Poly1305:
+    return ChaCha20Poly1305(hmac.digest(secret, _KEY_LABEL + salt, "sha256"))
+
+
+def _seal(secret: bytes, kind: int, body: bytes, salt: bytes) -> bytes:
+    if len(salt) != SALT_BYTES:
+        raise ValueError(f"salt must be {SALT_BYTES} fresh random bytes, got {len(salt)}")
+    prefix = bytes((VERSION, kind)) + salt
+    return prefix + _cipher(secret, salt).encrypt(_NONCE, body, prefix)
 
 
 def encode_datagram(
-    secret: bytes, sender_id: str, sender_address: str, packet_number: int, messages: Sequence[Message]
+    secret: bytes,
+    sender_id: str,
+    sender_address: str,
+    packet_number: int,
+    messages: Sequence[Message],
+    *,
+    salt: bytes,
 ) -> bytes:
+    """One sealed datagram; ``salt``: :data:`SALT_BYTES` fresh random bytes (``os.urandom``)."""
     body = msgpack.packb([sender_id, sender_address, packet_number, [_message_fields(m) for m in messages]])
-    return _sign(secret, KIND_DATAGRAM, body)
+    return _seal(secret, KIND_DATAGRAM, body, salt)
 
 
 def encode_push_pull(
@@ -138,10 +164,13 @@ def encode_push_pull(
     packet_number: int,
     body: PushPullBody,
     in_reply_to: int = 0,
+    *,
+    salt: bytes,
 ) -> bytes:
+    """One sealed, length-prefixed push-pull frame; ``salt`` as for :func:`encode_datagram`."""
     records = [[r.node_id, r.address, r.incarnation, _STATE_CODES[r.state], r.meta] for r in body.members]
     packed = msgpack.packb([sender_id, sender_address, packet_number, body.join, records, in_reply_to])
-    frame = _sign(secret, kind, packed)
+    frame = _seal(secret, kind, packed, salt)
     return FRAME_PREFIX.pack(len(frame)) + frame
 
 
@@ -156,10 +185,11 @@ def _authenticate(secret: bytes, data: bytes, kinds: tuple[int, ...]) -> tuple[i
         raise Malformed(f"unknown wire version {version}")
     if kind not in kinds:
         raise Malformed(f"unexpected packet kind {kind}")
-    body = data[HEADER_BYTES:]
-    expected = hmac.digest(secret, data[:2] + body, "sha256")
-    if not hmac.compare_digest(expected, data[2:HEADER_BYTES]):
-        raise Unauthenticated("HMAC tag does not match the cluster secret")
+    prefix_bytes = 2 + SALT_BYTES
+    try:
+        body = _cipher(secret, data[2:prefix_bytes]).decrypt(_NONCE, data[prefix_bytes:], data[:prefix_bytes])
+    except InvalidTag:
+        raise Unauthenticated("the packet's tag does not verify under the cluster secret") from None
     return kind, body
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from dataclasses import replace
 
@@ -96,11 +97,13 @@ async def test_garbage_datagrams_are_counted_and_ignored() -> None:
         target = nodes[0]
         host, port = target.address.rsplit(":", 1)
         before = target.stats()
-        valid = wire.encode_datagram(SECRET, "tool", nodes[1].address, 7, [Ping(1, "node-0")])
+        valid = wire.encode_datagram(
+            SECRET, "tool", nodes[1].address, 7, [Ping(1, "node-0")], salt=os.urandom(wire.SALT_BYTES)
+        )
         forged = bytearray(valid)
         forged[-1] ^= 0xFF
-        bad_body = wire._sign(SECRET, wire.KIND_DATAGRAM, b"\xc1not msgpack")
-        wrong_shape = wire._sign(SECRET, wire.KIND_DATAGRAM, b"\x93\x01\x02\x03")
+        bad_body = wire._seal(SECRET, wire.KIND_DATAGRAM, b"\xc1not msgpack", os.urandom(wire.SALT_BYTES))
+        wrong_shape = wire._seal(SECRET, wire.KIND_DATAGRAM, b"\x93\x01\x02\x03", os.urandom(wire.SALT_BYTES))
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             for data in (b"", b"\x00" * 10, b"hello world" * 5, bytes(forged), bad_body, wrong_shape):
                 sock.sendto(data, (host, int(port)))

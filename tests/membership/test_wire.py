@@ -24,6 +24,7 @@ from membership.messages import (
 from membership.model import MemberState
 
 SECRET = b"k" * 32
+SALT = bytes(range(wire.SALT_BYTES))  # callers pass os.urandom(wire.SALT_BYTES)
 ids = st.text(min_size=1, max_size=40)
 ints = st.integers(min_value=0, max_value=2**63 - 1)
 metas = st.binary(max_size=512)
@@ -42,7 +43,7 @@ messages: st.SearchStrategy[Message] = st.one_of(
 def test_datagrams_round_trip_and_message_size_is_exact(
     batch: list[Message], sender: str, number: int
 ) -> None:
-    data = wire.encode_datagram(SECRET, sender, "127.0.0.1:1", number, batch)
+    data = wire.encode_datagram(SECRET, sender, "127.0.0.1:1", number, batch, salt=SALT)
     decoded = wire.decode_datagram(SECRET, data, 1_000_000, 512)
     assert decoded == wire.Datagram(sender, "127.0.0.1:1", number, tuple(batch))
     assert len(data) <= wire.datagram_overhead(sender, "127.0.0.1:1") + sum(
@@ -55,7 +56,9 @@ def test_datagrams_round_trip_and_message_size_is_exact(
 )
 def test_push_pull_frames_round_trip(records: list[MemberRecord]) -> None:
     body = PushPullBody(True, tuple(records))
-    frame = wire.encode_push_pull(SECRET, wire.KIND_PUSH_PULL_RESPONSE, "a", "h:1", 5, body, in_reply_to=4)
+    frame = wire.encode_push_pull(
+        SECRET, wire.KIND_PUSH_PULL_RESPONSE, "a", "h:1", 5, body, in_reply_to=4, salt=SALT
+    )
     (length,) = wire.FRAME_PREFIX.unpack(frame[:4])
     assert length == len(frame) - 4
     decoded = wire.decode_push_pull(SECRET, frame[4:], 512, wire.KIND_PUSH_PULL_RESPONSE)
@@ -66,7 +69,7 @@ def test_push_pull_frames_round_trip(records: list[MemberRecord]) -> None:
 
 @given(st.data())
 def test_any_flipped_bit_or_other_secret_is_rejected(data: st.DataObject) -> None:
-    packet = wire.encode_datagram(SECRET, "a", "h:1", 1, [Alive("b", "h:2", 3, b"meta")])
+    packet = wire.encode_datagram(SECRET, "a", "h:1", 1, [Alive("b", "h:2", 3, b"meta")], salt=SALT)
     with pytest.raises(Unauthenticated):
         wire.decode_datagram(b"other secret", packet, 1400, 512)
     index = data.draw(st.integers(min_value=1, max_value=len(packet) - 1))
@@ -78,7 +81,7 @@ def test_any_flipped_bit_or_other_secret_is_rejected(data: st.DataObject) -> Non
 
 
 def _signed(value: object) -> bytes:
-    return wire._sign(SECRET, wire.KIND_DATAGRAM, msgpack.packb(value))
+    return wire._seal(SECRET, wire.KIND_DATAGRAM, msgpack.packb(value), SALT)
 
 
 @pytest.mark.parametrize(
@@ -100,9 +103,35 @@ def test_authentic_but_malformed_bodies_are_rejected(body: object) -> None:
 
 
 def test_oversized_datagrams_are_rejected_before_any_work() -> None:
-    packet = wire.encode_datagram(SECRET, "a", "h:1", 1, [Alive("b", "h:2", 3, b"x" * 512)] * 3)
+    packet = wire.encode_datagram(SECRET, "a", "h:1", 1, [Alive("b", "h:2", 3, b"x" * 512)] * 3, salt=SALT)
     with pytest.raises(Oversized):
         wire.decode_datagram(SECRET, packet, 1400, 512)
+
+
+def test_nothing_a_packet_carries_is_readable_on_the_wire() -> None:
+    """Gossip metadata names topics and watermarks: neither a datagram nor a push-pull frame shows it,
+    nor the members' ids and addresses; two packets of the same content differ (a fresh salt each)."""
+    meta = msgpack.packb({"topics": ["payroll-salaries"], "high_watermark": 987654321})
+    alive = Alive("node-b", "10.1.2.3:7946", 3, meta)
+    datagrams = [
+        wire.encode_datagram(SECRET, "node-a", "10.1.2.4:7946", 1, [alive], salt=bytes([i]) * wire.SALT_BYTES)
+        for i in range(2)
+    ]
+    record = MemberRecord("node-b", "10.1.2.3:7946", 3, MemberState.ALIVE, meta)
+    frame = wire.encode_push_pull(
+        SECRET,
+        wire.KIND_PUSH_PULL_REQUEST,
+        "node-a",
+        "10.1.2.4:7946",
+        2,
+        PushPullBody(False, (record,)),
+        salt=SALT,
+    )
+    for packet in (*datagrams, frame):
+        for clear in (b"payroll-salaries", meta, b"node-b", b"node-a", b"10.1.2.3", b"high_watermark"):
+            assert clear not in packet
+    assert datagrams[0][wire.HEADER_BYTES :] != datagrams[1][wire.HEADER_BYTES :]
+    assert wire.decode_datagram(SECRET, datagrams[1], 1400, 512).messages == (alive,)
 
 
 def test_replay_guard_accepts_each_number_once_within_a_sliding_window() -> None:
