@@ -16,10 +16,12 @@ import resource
 import signal
 import sys
 from dataclasses import dataclass, replace
+from typing import Any
 
 from aiohttp import web
 
 from api.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
+from kafka_api.limits import Limits as KafkaLimits
 from partitions.errors import InvalidName
 from partitions.names import check_user_name
 from partitions.node import (
@@ -222,12 +224,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"there, so a decompression bomb cannot fill the node's memory (default "
         f"{INFLATED_BATCH_MAX_MIB_DEFAULT})",
     )
+    for option, _, default, what in KAFKA_LIMIT_OPTIONS:
+        parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
     parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
         help="uvloop (default: less CPU per HTTP request) or the standard library's asyncio loop",
     )
+
+
+_KAFKA = KafkaLimits()
+# (option, the Limits field (a _ms option fills the field's seconds), default, help) of the Kafka listener's
+# bounds (kafka_api/limits.py)
+KAFKA_LIMIT_OPTIONS = (
+    ("--kafka-connections-max", "connections_max", _KAFKA.connections_max,
+     "Kafka connections open at once on this node; more are refused"),
+    ("--kafka-connections-per-address-max", "connections_per_address_max", _KAFKA.connections_per_address_max,
+     "Kafka connections open at once from one client address (Kafka's max.connections.per.ip)"),
+    ("--kafka-unauthenticated-connections-max", "unauthenticated_connections_max",
+     _KAFKA.unauthenticated_connections_max,
+     "Kafka connections not yet authenticated at once, with --require-auth: the rest of "
+     "--kafka-connections-max stays for authenticated clients"),
+    ("--kafka-login-timeout-ms", "login_timeout_s", int(_KAFKA.login_timeout_s * 1000),
+     "a Kafka connection not authenticated within it is closed, with --require-auth"),
+    ("--kafka-idle-timeout-ms", "idle_timeout_s", int(_KAFKA.idle_timeout_s * 1000),
+     "a Kafka connection sending no request within it is closed (Kafka's connections.max.idle.ms)"),
+    ("--kafka-frame-timeout-ms", "frame_timeout_s", int(_KAFKA.frame_timeout_s * 1000),
+     "a Kafka request must arrive whole within it (plus a second per MiB) once its first byte came"),
+    ("--kafka-tls-handshake-timeout-ms", "tls_handshake_timeout_s",
+     int(_KAFKA.tls_handshake_timeout_s * 1000), "a TLS handshake on the Kafka listener must end within it"),
+)  # fmt: skip
+
+
+def kafka_limits(args: argparse.Namespace) -> KafkaLimits:
+    """The Kafka listener's bounds from the ``--kafka-*`` limit options, checked."""
+    fields: dict[str, Any] = {}
+    for option, field, _, _ in KAFKA_LIMIT_OPTIONS:
+        value = getattr(args, option.removeprefix("--").replace("-", "_"))
+        if value < 1:
+            raise ServeConfigError(f"{option} {value}: must be >= 1")
+        fields[field] = value / 1000 if option.endswith("-ms") else value
+    return replace(_KAFKA, **fields)
 
 
 def kafka_listener(args: argparse.Namespace) -> tuple[HostPort, str] | None:
@@ -356,6 +394,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
             f"--inflated-batch-max-mib {args.inflated_batch_max_mib}: must be in [1, "
             f"{INFLATED_BATCH_MAX_MIB_LIMIT}]"
         )
+    kafka_limits(args)
     if args.join and not seeds:
         raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
     config = NodeConfig(
@@ -446,6 +485,7 @@ async def serve(
     require_auth: bool = False,
     super_user_names: frozenset[str] = frozenset(),
     enforce_acls: bool = False,
+    kafka_limits: KafkaLimits = _KAFKA,
 ) -> None:
     from api.app import build_app
     from kafka_api.door import Door
@@ -469,7 +509,8 @@ async def serve(
         require_auth, super_user_names, unknown_salt_key(config.cluster_secret), enforce_acls=enforce_acls
     )
     kafka_server = KafkaServer(
-        Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security)
+        Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security),
+        kafka_limits,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -506,6 +547,7 @@ def main(args: argparse.Namespace) -> int:
         kafka = kafka_listener(args)
         tls = tls_of(args)
         supers = super_users(args)
+        limits = kafka_limits(args)
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}")
         return 2
@@ -523,6 +565,7 @@ def main(args: argparse.Namespace) -> int:
         args.require_auth,
         supers,
         args.enforce_acls,
+        limits,
     )
     try:
         if args.event_loop == "uvloop":

@@ -8,7 +8,10 @@ mechanism not offered (UNSUPPORTED_SASL_MECHANISM), SaslHandshake v0 (UNSUPPORTE
 client would send its SASL tokens without Kafka's framing, which this listener does not read), and a
 SaslAuthenticate without a SaslHandshake or a second SaslHandshake before the end of the exchange
 (ILLEGAL_SASL_STATE). An authenticated connection asking again is answered ILLEGAL_SASL_STATE and stays
-open: there is no re-authentication (KIP-368), sessions do not expire (``session_lifetime`` 0).
+open: there is no re-authentication (KIP-368), sessions do not expire (``session_lifetime`` 0); instead
+the listener re-checks what the connection authenticated with (its token, else its user's credentials:
+``Session.token_id``, ``Session.credentials``) at every request and every second, and cuts it once that
+is gone from the node's metadata (``kafka_api.server``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from kafka_api.sasl import (
     Users,
     failure_message,
 )
-from partitions.services import is_users_token
+from partitions.services import check_token, is_users_token
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +65,18 @@ async def sasl_handshake(door: Door, request: wire.Request) -> Any:
 def _exchange(door: Door, mechanism: str) -> Exchange:
     users = door.node.metadata.users()  # as the controller holds them now
     security = door.security
+    session = door.session
     if mechanism == PLAIN:  # a password, or one of the user's API tokens in its place
         tokens, now_ms = door.node.metadata.tokens(), security.clock_ms()
 
         def verify(users: Users, name: str, password: str) -> bool:
-            return is_users_token(tokens, users, name, password, now_ms) or security.verifier.verify(
-                users, name, password
-            )
+            # runs off the loop while the connection's one SASL request waits for it: nothing else
+            # touches the session meanwhile
+            if is_users_token(tokens, users, name, password, now_ms):
+                token = check_token(tokens, password, now_ms)
+                session.token_id = None if token is None else token.token_id
+                return True
+            return security.verifier.verify(users, name, password)
 
         return PlainExchange(users, verify)
     return ScramExchange(mechanism, users, security.unknown_salt_key)
@@ -100,5 +108,7 @@ async def sasl_authenticate(door: Door, request: wire.Request) -> Any:
         return answer(ErrorCode.sasl_authentication_failed, failure_message(mechanism))
     if step.user is not None:
         session.user, session.exchange = step.user, None
+        # what the listener re-checks while the connection lasts (``Security.credential_gone``)
+        session.credentials = door.node.metadata.users().get(step.user, ())
         log.debug("Kafka: a connection authenticated as %s with %s", session.principal, mechanism)
     return answer(ErrorCode.none, None, step.data)

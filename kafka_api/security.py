@@ -20,11 +20,20 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_api.sasl import Exchange
-from partitions.services import CLUSTER_NAME, AclBinding, AclOperation, Authorizers, ResourceType, Verifier
+from partitions.services import (
+    CLUSTER_NAME,
+    AclBinding,
+    AclOperation,
+    ApiToken,
+    Authorizers,
+    ResourceType,
+    ScramCredential,
+    Verifier,
+)
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
@@ -91,6 +100,32 @@ class Security:
             return self.allows(session, acls, operation, ResourceType.CLUSTER, CLUSTER_NAME)
         return not self.require_auth or session.user in self.super_users
 
+    def credential_gone(
+        self,
+        session: Session,
+        users: Mapping[str, tuple[ScramCredential, ...]],
+        tokens: Mapping[str, ApiToken],
+    ) -> str | None:
+        """Why the credential the connection authenticated with no longer holds in the node's metadata
+        now (its user deleted, its token revoked or expired, its password changed), or None: the
+        listener then cuts the connection, as Kafka's re-authentication (KIP-368) would refuse it."""
+        name = session.user
+        if name is None:
+            return None
+        credentials = users.get(name)
+        if credentials is None:
+            return f"user {name!r} was deleted"
+        if session.token_id is not None:
+            token = tokens.get(session.token_id)
+            if token is None or token.user != name:
+                return f"the token {session.token_id} of {name!r} was revoked"
+            if token.expired(self.clock_ms()):
+                return f"the token {session.token_id} of {name!r} expired"
+            return None
+        if credentials is not session.credentials and credentials != session.credentials:
+            return f"the password of {name!r} changed"
+        return None
+
     def admits(self, session: Session, api_key: int) -> bool:
         """Whether a request of ``api_key`` may be served on this connection now."""
         return session.user is not None or not self.require_auth or api_key in BEFORE_AUTHENTICATION
@@ -104,6 +139,10 @@ class Session:
     mechanism: str | None = None  # chosen by SaslHandshake
     exchange: Exchange | None = None  # the SASL exchange under way
     user: str | None = None  # once authenticated
+    # what it authenticated with, re-checked by the listener (``Security.credential_gone``): the id of the
+    # token given in place of the password (SASL/PLAIN), else the user's SCRAM credentials then
+    token_id: str | None = None
+    credentials: tuple[ScramCredential, ...] = ()
     closing: str | None = None  # why to close the connection once this answer is sent
     host: str = ""  # the client's address as the node sees it (``partitions.acls.client_host``)
 

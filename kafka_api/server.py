@@ -2,21 +2,30 @@
 
 A connection's requests are handled concurrently and answered in the order they came (Kafka clients
 pipeline and match answers by order). Handlers start in arrival order, which keeps a producer's
-pipelined batches in order (``kafka_api.produce``). Bounded: connections per node, requests read and not
-yet answered per connection (reading stops at the bound), frame size, and the time an answer may wait
-for a client to read it.
+pipelined batches in order (``kafka_api.produce``). Bounded (``kafka_api.limits``): connections per node,
+per client address and, on a listener that requires authentication, not yet authenticated; requests read
+and not yet answered per connection (reading stops at the bound); frame size (512 KiB before
+authenticating, on a listener that requires it, checked on the size prefix before the body is read); and
+time: the TLS handshake, the login, a frame once its first byte came, the wait for the next request, and
+the wait of an answer for a client to read it. Refusals and cuts are counted (``Stats``) and logged at
+most once a minute per kind.
+
+A connection authenticated with a credential that is then revoked (its user deleted, its token revoked
+or expired, its password changed) is cut at its next request or within a second, whichever comes first.
 
 Each connection has its own ``Door`` (``Door.for_connection``): its ``Session`` says who it authenticated
 as (``kafka_api.security``). The SASL requests of a connection are handled one at a time, before its next
 request is read, so that what follows an authentication is judged by its outcome.
 
 What closes a connection, as Kafka does, touching nothing else: a frame shorter than a request header or
-over the size bound, an API or version not served (except ApiVersions, answered at v0 with
-UNSUPPORTED_VERSION and the versions served, KIP-511), a request that does not decode, a request other
-than ApiVersions, SaslHandshake and SaslAuthenticate before authenticating when the listener requires
-it, and a client that does not read its answers; once its answer is sent (and read: the connection
-stays 100 ms, as Kafka's), a failed authentication and the other refusals of ``kafka_api.sasl_apis``. A
-handler that fails unexpectedly (a bug) is logged and closes its connection; other connections go on.
+over the size bound (the one before authenticating included), an API or version not served (except
+ApiVersions, answered at v0 with UNSUPPORTED_VERSION and the versions served, KIP-511), a request that
+does not decode, a request other than ApiVersions, SaslHandshake and SaslAuthenticate before
+authenticating when the listener requires it, a request on a connection whose credential is gone, a
+deadline passed, and a client that does not read its answers; once its answer is sent (and read: the
+connection stays 100 ms, as Kafka's), a failed authentication and the other refusals of
+``kafka_api.sasl_apis``. A handler that fails unexpectedly (a bug) is logged and closes its connection;
+other connections go on.
 """
 
 from __future__ import annotations
@@ -34,25 +43,79 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.apis import API_VERSIONS_KEY, APIS, versions_response
 from kafka_api.door import Door
+from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
+from partitions.services import client_host
+
+__all__ = ["KafkaServer", "Limits", "Stats"]
 
 log = logging.getLogger(__name__)
 TICK_S = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    frame_bytes_max: int = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
-    connections_max: int = 1000
-    in_flight_max: int = 64  # per connection: requests read and not yet answered
-    send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
-    # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
-    send_buffer_bytes: int | None = None
+CREDENTIAL_CHECK_S = 1.0  # how often open connections' credentials are re-checked (besides each request)
+LOG_INTERVAL_S = 60.0  # at most one line per kind of refusal or cut in it
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass(slots=True)
 class Stats:
     refused_connections: int = 0  # over ``connections_max``
+    refused_per_address: int = 0  # over ``connections_per_address_max``
+    refused_unauthenticated: int = 0  # over ``unauthenticated_connections_max``
+    cut_unauthenticated: int = 0  # the oldest of the address holding most, for a newcomer from another
+    refused_frames_before_auth: int = 0  # over ``frame_bytes_before_auth_max``
+    cut_login_timeout: int = 0
+    cut_frame_timeout: int = 0
+    cut_idle_timeout: int = 0
+    cut_credential_gone: int = 0  # its user deleted, its token revoked or expired, its password changed
+
+    def count(self, kind: str) -> None:
+        setattr(self, _STAT_OF[kind], getattr(self, _STAT_OF[kind]) + 1)
+
+
+_STAT_OF = {
+    "connections": "refused_connections",
+    "per_address": "refused_per_address",
+    "unauthenticated": "refused_unauthenticated",
+    "evicted": "cut_unauthenticated",
+    "frame_before_auth": "refused_frames_before_auth",
+    "login_timeout": "cut_login_timeout",
+    "frame_timeout": "cut_frame_timeout",
+    "idle_timeout": "cut_idle_timeout",
+    "credential_gone": "cut_credential_gone",
+}
+
+
+class _Throttled:
+    """Log lines of one kind at most once per interval, saying how many were left out since the last."""
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._next_s: dict[str, float] = {}
+        self._left_out: dict[str, int] = {}
+
+    def log(self, level: int, kind: str, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now < self._next_s.get(kind, 0.0):
+            self._left_out[kind] = self._left_out.get(kind, 0) + 1
+            return
+        self._next_s[kind] = now + self._interval_s
+        left_out = self._left_out.pop(kind, 0)
+        if left_out:
+            message += f" ({left_out} more like it in the last {self._interval_s:g} s not logged)"
+        log.log(level, message, *args)
+
+
+@dataclass(slots=True, eq=False)
+class _Connection:
+    """An open connection as the listener keeps it: its door, client address, times and, once the
+    listener cut it, why."""
+
+    door: Door
+    address: str
+    clock: Clock
+    writer: asyncio.StreamWriter
+    receiver: asyncio.Task[Any] | None = None
+    cut: tuple[str, str] | None = None  # (kind, why)
 
 
 FAILED_AUTHENTICATION_LINGER_S = 0.1  # Kafka's connections.failed.authentication.delay.ms
@@ -68,31 +131,73 @@ class _Close:
     why: str
     answer_first: bool
     linger_s: float = 0.0
+    kind: str = "protocol"  # for the throttled log line and, for a limit, its count in ``Stats``
 
 
 class KafkaServer:
-    def __init__(self, door: Door, limits: Limits = Limits()) -> None:
+    def __init__(self, door: Door, limits: Limits = DEFAULT_LIMITS) -> None:
         self.door = door
         self.limits = limits
         self.stats = Stats()
         self._server: asyncio.Server | None = None
-        self._open: set[asyncio.StreamWriter] = set()
+        self._open: dict[asyncio.StreamWriter, _Connection] = {}
+        self._per_address: dict[str, int] = {}  # open connections by client address
+        # not yet authenticated (on a listener that requires it), by client address, oldest first
+        self._unauthenticated: dict[str, dict[_Connection, None]] = {}
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
+        self._throttled = _Throttled(LOG_INTERVAL_S)
+        self._login_required = door.security.require_auth
 
     async def start(self, host: str, port: int, ssl: ssl_module.SSLContext | None = None) -> None:
         """Listen on ``host:port``, with TLS when ``ssl`` is given (the node's listener context)."""
-        self._server = await asyncio.start_server(self._connection, host, port, ssl=ssl)
+        if ssl is None:
+            self._server = await asyncio.start_server(self._connection, host, port)
+        else:  # a client that never finishes its handshake is cut at the handshake timeout
+            handshake_s = self.limits.tls_handshake_timeout_s
+            self._server = await asyncio.start_server(
+                self._connection, host, port, ssl=ssl, ssl_handshake_timeout=handshake_s
+            )
         self._ticker = asyncio.ensure_future(self._tick())
 
     async def _tick(self) -> None:
-        """Group sessions and rebalance deadlines run on the clock, not only on requests."""
+        """Group sessions and rebalance deadlines run on the clock, not only on requests; so do the
+        connections' deadlines and the re-check of their credentials."""
+        credentials_checked_s = time.monotonic()
         while True:
             await asyncio.sleep(TICK_S)
             try:
                 self.door.groups.tick(int(time.monotonic() * 1000))
             except Exception:
                 log.exception("Kafka: group tick failed")
+            now = time.monotonic()
+            for connection in list(self._open.values()):
+                late = overdue(connection.clock, now, self.limits, self._login_required)
+                if late is not None:
+                    self._cut(connection, *late)
+            if now - credentials_checked_s >= CREDENTIAL_CHECK_S:
+                credentials_checked_s = now
+                self._check_credentials()
+
+    def _check_credentials(self) -> None:
+        metadata = self.door.node.metadata
+        users, tokens = metadata.users(), metadata.tokens()
+        for connection in list(self._open.values()):
+            session = connection.door.session
+            if session.user is not None and connection.cut is None:
+                gone = self.door.security.credential_gone(session, users, tokens)
+                if gone is not None:
+                    self._cut(connection, "credential_gone", gone)
+
+    def _cut(self, connection: _Connection, kind: str, why: str) -> None:
+        """Close a connection the listener gives up on: its reading stops, what it holds is dropped."""
+        if connection.cut is not None:
+            return
+        connection.cut = kind, why
+        if connection.receiver is not None:
+            connection.receiver.cancel()
+        else:
+            connection.writer.transport.abort()
 
     @property
     def port(self) -> int:
@@ -111,22 +216,72 @@ class KafkaServer:
         for task in list(self._handlers):
             task.cancel()
 
+    def _admit(self, writer: asyncio.StreamWriter, address: str) -> _Connection | None:
+        """The new connection's entry, or None: refused (logged, counted)."""
+        unauthenticated = {a: len(held) for a, held in self._unauthenticated.items()}
+        refusal = admission(
+            self.limits,
+            self._login_required,
+            len(self._open),
+            self._per_address.get(address, 0),
+            unauthenticated,
+            address,
+        )
+        if refusal is not None:
+            if refusal.evict is None:
+                self.stats.count(refusal.kind)
+                self._throttled.log(logging.WARNING, refusal.kind, "Kafka: refusing a connection from %s: %s",
+                                    address, refusal.why)  # fmt: skip
+                return None
+            oldest = next(iter(self._unauthenticated[refusal.evict]))
+            self._cut(oldest, "evicted", f"{refusal.why}: the oldest of {refusal.evict}'s, for a newcomer")
+        connection = _Connection(self.door.for_connection(address), address, Clock(time.monotonic()), writer)
+        self._open[writer] = connection
+        self._per_address[address] = self._per_address.get(address, 0) + 1
+        if self._login_required:
+            self._unauthenticated.setdefault(address, {})[connection] = None
+        return connection
+
+    def _authenticated(self, connection: _Connection) -> None:
+        connection.clock.authenticated = True
+        self._forget_unauthenticated(connection)
+
+    def _forget_unauthenticated(self, connection: _Connection) -> None:
+        held = self._unauthenticated.get(connection.address)
+        if held is not None:
+            held.pop(connection, None)
+            if not held:
+                del self._unauthenticated[connection.address]
+
+    def _forget(self, connection: _Connection) -> None:
+        self._open.pop(connection.writer, None)
+        self._forget_unauthenticated(connection)
+        left = self._per_address.get(connection.address, 0) - 1
+        if left > 0:
+            self._per_address[connection.address] = left
+        else:
+            self._per_address.pop(connection.address, None)
+
+    def _log_close(self, peer: object, kind: str, why: str) -> None:
+        level = logging.INFO if kind == "protocol" else logging.WARNING
+        self._throttled.log(level, kind, "Kafka: closing connection from %s: %s", peer, why)
+
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._open) >= self.limits.connections_max:
-            self.stats.refused_connections += 1
-            log.warning("Kafka: refusing a connection: %d are open already", len(self._open))
+        peer = writer.get_extra_info("peername")
+        address = client_host(peer[0] if isinstance(peer, tuple) and peer else None)
+        connection = self._admit(writer, address)
+        if connection is None:
             writer.transport.abort()
             return
-        self._open.add(writer)
         sock = writer.get_extra_info("socket")
         if self.limits.send_buffer_bytes is not None and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
-        peer = writer.get_extra_info("peername")
-        door = self.door.for_connection(peer[0] if isinstance(peer, tuple) and peer else None)
         sender = asyncio.ensure_future(self._send(writer, answers, slots))
-        receiver = asyncio.ensure_future(self._receive(door, reader, answers, slots))
+        receiver = asyncio.ensure_future(self._receive(connection, reader, answers, slots))
+        connection.receiver = receiver
+        over_limit = False  # closed for a limit: dropped at once (a graceful TLS close would read on)
         try:
             await asyncio.wait((sender, receiver), return_when=asyncio.FIRST_COMPLETED)
             if receiver.done() and not receiver.cancelled() and receiver.exception() is not None:
@@ -134,7 +289,10 @@ class KafkaServer:
             elif receiver.done() and not receiver.cancelled():
                 close = receiver.result()
                 if close.why:
-                    log.info("Kafka: closing connection from %s: %s", peer, close.why)
+                    if close.kind != "protocol":
+                        self.stats.count(close.kind)
+                        over_limit = True
+                    self._log_close(peer, close.kind, close.why)
                 if close.answer_first:  # the client is done sending, or failed to authenticate
                     answers.put_nowait(None)
                     await sender
@@ -144,15 +302,20 @@ class KafkaServer:
         finally:
             for task in (sender, receiver):
                 task.cancel()
-            if sender.done() and not sender.cancelled() and sender.result() == "stalled":
+            if connection.cut is not None:
+                kind, why = connection.cut
+                self.stats.count(kind)
+                self._log_close(peer, kind, why)
+                writer.transport.abort()  # nothing more is owed to it; what it holds is dropped now
+            elif over_limit or (sender.done() and not sender.cancelled() and sender.result() == "stalled"):
                 writer.transport.abort()  # its unread answers would keep a graceful close waiting
             else:
                 writer.close()
-            self._open.discard(writer)
+            self._forget(connection)
 
     async def _receive(
         self,
-        door: Door,
+        connection: _Connection,
         reader: asyncio.StreamReader,
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
         slots: asyncio.Semaphore,
@@ -162,7 +325,7 @@ class KafkaServer:
         try:
             while True:
                 await slots.acquire()
-                close = await self._read_one(door, reader, answers)
+                close = await self._read_one(connection, reader, answers)
                 if close is not None:
                     return close
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -170,21 +333,31 @@ class KafkaServer:
 
     async def _read_one(
         self,
-        door: Door,
+        connection: _Connection,
         reader: asyncio.StreamReader,
         answers: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None],
     ) -> _Close | None:
         """Read and dispatch one request. None: go on."""
+        door, clock, limits = connection.door, connection.clock, self.limits
+        clock.idle_since_s = time.monotonic()
         head = await reader.read(wire.SIZE.size)
+        clock.idle_since_s = None
         if not head:
             return _Close("", answer_first=True)
+        clock.frame_since_s, clock.frame_bytes = time.monotonic(), 0
         if len(head) < wire.SIZE.size:
             head += await reader.readexactly(wire.SIZE.size - len(head))
         (size,) = wire.SIZE.unpack(head)
-        if size < wire.HEAD.size or size > self.limits.frame_bytes_max:
-            limits = f"a request is {wire.HEAD.size} to {self.limits.frame_bytes_max}"
-            return _Close(f"a frame of {size} bytes ({limits})", answer_first=False)
+        if self._login_required and door.session.user is None and size > limits.frame_bytes_before_auth_max:
+            bound = limits.frame_bytes_before_auth_max
+            why = f"a frame of {size} bytes before authenticating (at most {bound} until then)"
+            return _Close(why, answer_first=False, kind="frame_before_auth")
+        if size < wire.HEAD.size or size > limits.frame_bytes_max:
+            bounds = f"a request is {wire.HEAD.size} to {limits.frame_bytes_max}"
+            return _Close(f"a frame of {size} bytes ({bounds})", answer_first=False)
+        clock.frame_bytes = size
         frame = await reader.readexactly(size)
+        clock.frame_since_s = None
         key, version, correlation_id = wire.peek(frame)
         api = APIS.get(key)
         if api is None or not api.supports(version):
@@ -198,6 +371,11 @@ class KafkaServer:
             return _Close(
                 f"{api.name} before authenticating (the listener requires SASL)", answer_first=False
             )
+        if door.session.user is not None:
+            metadata = door.node.metadata
+            gone = door.security.credential_gone(door.session, metadata.users(), metadata.tokens())
+            if gone is not None:
+                return _Close(gone, answer_first=False, kind="credential_gone")
         try:
             request = wire.parse(frame)
         except wire.MalformedRequest as exc:
@@ -210,6 +388,8 @@ class KafkaServer:
             await asyncio.wait((task,))
             if door.session.closing is not None:
                 return _Close(door.session.closing, True, FAILED_AUTHENTICATION_LINGER_S)
+            if door.session.user is not None and not clock.authenticated:
+                self._authenticated(connection)
         return None
 
     async def _send(

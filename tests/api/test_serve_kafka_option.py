@@ -1,12 +1,22 @@
 """``raftlog serve --kafka HOST:PORT [--kafka-advertised HOST:PORT]``: where the Kafka listener binds and
-the address clients are told (gossiped to every node's Metadata)."""
+the address clients are told (gossiped to every node's Metadata); and the ``--kafka-*`` limits of its
+connections (``kafka_api.limits``)."""
 
 from __future__ import annotations
 
 import pytest
-from serve_args import serve_args
+from serve_args import check_int_option, serve_args
 
-from api.serve import SECRET_ENV, ServeConfigError, kafka_cluster_id, kafka_listener, node_config
+from api.serve import (
+    KAFKA_LIMIT_OPTIONS,
+    SECRET_ENV,
+    ServeConfigError,
+    kafka_cluster_id,
+    kafka_limits,
+    kafka_listener,
+    node_config,
+)
+from kafka_api.limits import Limits
 
 
 def test_the_advertised_address_reaches_the_node_config(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,3 +52,23 @@ def test_the_cluster_id_is_the_same_for_a_secret_and_reveals_nothing_of_it() -> 
     secret = b"0123456789abcdef0123"
     assert kafka_cluster_id(secret) == kafka_cluster_id(secret) != kafka_cluster_id(secret + b"x")
     assert len(kafka_cluster_id(secret)) == 22 and "0123" not in kafka_cluster_id(secret)
+
+
+@pytest.mark.parametrize(("option", "_field", "default", "_what"), KAFKA_LIMIT_OPTIONS)
+def test_each_kafka_limit_has_a_default_and_refuses_what_is_not_positive(
+    monkeypatch: pytest.MonkeyPatch, option: str, _field: str, default: int, _what: str
+) -> None:
+    check_int_option(monkeypatch, option, default, "5", ("0", "-1"))
+
+
+def test_the_kafka_limit_options_reach_the_listener_in_their_units() -> None:
+    assert kafka_limits(serve_args()) == Limits()
+    limits = kafka_limits(serve_args(
+        "--kafka-connections-per-address-max", "7", "--kafka-login-timeout-ms", "2500",
+        "--kafka-tls-handshake-timeout-ms", "1500",
+    ))  # fmt: skip
+    assert (limits.connections_per_address_max, limits.login_timeout_s, limits.tls_handshake_timeout_s) == (
+        7, 2.5, 1.5,
+    )  # fmt: skip
+    assert Limits().login_timeout_s == 10 and Limits().idle_timeout_s == 600  # Kafka's idle default
+    assert Limits().frame_bytes_before_auth_max == 524288  # Kafka's sasl.server.max.receive.size

@@ -431,6 +431,54 @@ def test_a_users_api_token_stands_in_for_its_password_over_plain_and_basic(clust
     assert lets_in(sasl(cluster, "kate", "kate's password", "PLAIN")), "the password still works"
 
 
+def _plain_login(cluster: LocalCluster, user: str, password: str) -> RawKafka:
+    """A raw connection to the first node authenticated over SASL/PLAIN."""
+    context = ssl.create_default_context(cafile=cluster.security["ca"])
+    raw = RawKafka(cluster.bootstrap_servers.split(",")[0], context)
+    assert _handshake(raw, "PLAIN").error_code is ErrorCode.none
+    assert _authenticate(raw, f"\0{user}\0{password}".encode()).error_code is ErrorCode.none
+    return raw
+
+
+def test_a_revoked_token_or_a_deleted_user_cuts_the_connections_it_authenticated(
+    cluster: LocalCluster,
+) -> None:
+    """What KIP-368's re-authentication is for, without it: the listener re-checks each connection's
+    credential at every request and every second. A producer authenticated with a token that is then
+    revoked has its next produce fail (its connection cut, a new one refused), and a connection of a user
+    then deleted is closed within seconds without sending anything."""
+    make_user(cluster, "mona", "mona's password")
+    grant_everything(cluster, "mona")
+    topic = new_topic(cluster)
+    status, body = as_admin(cluster, "POST", "/v1/users/mona/tokens", {"description": "revoked below"})
+    assert status == 201, body
+    made = json.loads(body)
+    deadline = time.monotonic() + PATIENCE_S
+    while not lets_in(sasl(cluster, "mona", made["token"], "PLAIN")):  # every node has the token
+        assert time.monotonic() < deadline, "mona's token did not let her in"
+        time.sleep(0.2)
+    errors: list[KafkaError] = []
+    settings = {**sasl(cluster, "mona", made["token"], "PLAIN"), "error_cb": errors.append}
+    producer = Producer({**settings, "message.timeout.ms": 10_000})
+    delivered: list[object] = []
+    producer.produce(topic, b"before", on_delivery=lambda e, m: delivered.append(e or m.offset()))
+    assert producer.flush(30) == 0 and delivered == [0]
+
+    assert as_admin(cluster, "DELETE", f"/v1/users/mona/tokens/{made['id']}")[0] == 204
+    until_every_node(cluster, "mona", made["token"], 401)
+    producer.produce(topic, b"after", on_delivery=lambda e, m: delivered.append(e or m.offset()))
+    producer.flush(30)
+    assert len(delivered) == 2 and isinstance(delivered[1], KafkaError), f"delivered {delivered}"
+    assert authentication_errors(errors), "its connection was cut and logging in again is refused"
+
+    raw = _plain_login(cluster, "mona", "mona's password")
+    assert as_admin(cluster, "DELETE", "/v1/users/mona")[0] == 204
+    until_every_node(cluster, "mona", "mona's password", 401)
+    raw.sock.settimeout(10)
+    assert raw.closed_by_server(), "the deleted user's idle connection is closed within seconds"
+    raw.close()
+
+
 # -- SCRAM credentials through Kafka's admin APIs ------------------------------------------------------------
 
 

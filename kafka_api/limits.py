@@ -1,0 +1,134 @@
+"""The Kafka listener's bounds (``Limits``) and the pure rules that apply them to a connection: whether a
+new connection is admitted (``admission``) and when an open one is cut (``overdue``). No sockets, loop or
+clock: the listener (``kafka_api.server``) passes the time in and acts on the answer.
+
+What a connection may hold before it authenticates is small on a listener that requires it: a frame of
+at most ``frame_bytes_before_auth_max`` (Kafka's ``sasl.server.max.receive.size``, checked on the size
+prefix before the body is read), one of ``unauthenticated_connections_max`` slots for at most
+``login_timeout_s``. So the bytes held in partly read frames of connections not yet authenticated are at
+most ``unauthenticated_connections_max * frame_bytes_before_auth_max`` (100 MiB by default) for at most
+the login timeout, whatever the clients do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1024 * 1024
+FRAME_BYTES_MAX_DEFAULT = 100 * MiB  # Kafka's socket.request.max.bytes
+FRAME_BYTES_BEFORE_AUTH_MAX_DEFAULT = 512 * 1024  # Kafka's sasl.server.max.receive.size
+CONNECTIONS_MAX_DEFAULT = 1000
+CONNECTIONS_PER_ADDRESS_MAX_DEFAULT = 100  # Kafka's max.connections.per.ip (Kafka's default: no bound)
+UNAUTHENTICATED_CONNECTIONS_MAX_DEFAULT = 200
+LOGIN_TIMEOUT_S_DEFAULT = 10.0
+IDLE_TIMEOUT_S_DEFAULT = 600.0  # Kafka's connections.max.idle.ms
+FRAME_TIMEOUT_S_DEFAULT = 10.0
+FRAME_RATE_MIN_BYTES_PER_S_DEFAULT = MiB
+TLS_HANDSHAKE_TIMEOUT_S_DEFAULT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    frame_bytes_max: int = FRAME_BYTES_MAX_DEFAULT
+    # a frame's bound until the connection authenticated, on a listener that requires it
+    frame_bytes_before_auth_max: int = FRAME_BYTES_BEFORE_AUTH_MAX_DEFAULT
+    connections_max: int = CONNECTIONS_MAX_DEFAULT
+    connections_per_address_max: int = CONNECTIONS_PER_ADDRESS_MAX_DEFAULT  # open from one client IP
+    # open and not yet authenticated, on a listener that requires it: the rest of connections_max is
+    # left to authenticated clients
+    unauthenticated_connections_max: int = UNAUTHENTICATED_CONNECTIONS_MAX_DEFAULT
+    login_timeout_s: float = LOGIN_TIMEOUT_S_DEFAULT  # to authenticate, on a listener that requires it
+    idle_timeout_s: float = IDLE_TIMEOUT_S_DEFAULT  # waiting for the next request
+    # a frame whose first byte came must be whole within frame_timeout_s + its size / the rate
+    frame_timeout_s: float = FRAME_TIMEOUT_S_DEFAULT
+    frame_rate_min_bytes_per_s: int = FRAME_RATE_MIN_BYTES_PER_S_DEFAULT
+    tls_handshake_timeout_s: float = TLS_HANDSHAKE_TIMEOUT_S_DEFAULT
+    in_flight_max: int = 64  # per connection: requests read and not yet answered
+    send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
+    # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
+    send_buffer_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "frame_bytes_max", "frame_bytes_before_auth_max", "connections_max",
+            "connections_per_address_max", "unauthenticated_connections_max", "frame_rate_min_bytes_per_s",
+            "in_flight_max",
+        ):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"Kafka limit {name} {getattr(self, name)}: must be >= 1")
+        for name in ("login_timeout_s", "idle_timeout_s", "frame_timeout_s", "tls_handshake_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"Kafka limit {name} {getattr(self, name)}: must be > 0")
+
+    def frame_deadline_s(self, size: int) -> float:
+        """How long a frame of ``size`` bytes (0: its size prefix is not whole yet) may take to arrive
+        once its first byte came."""
+        return self.frame_timeout_s + size / self.frame_rate_min_bytes_per_s
+
+
+@dataclass(slots=True)
+class Clock:
+    """A connection's times (seconds on the listener's monotonic clock) as ``overdue`` judges them."""
+
+    opened_s: float
+    authenticated: bool = False
+    idle_since_s: float | None = None  # waiting for a request's first byte since then
+    frame_since_s: float | None = None  # a frame's first byte came then; the frame is not whole yet
+    frame_bytes: int = 0  # its announced size (0 until the size prefix is whole)
+
+
+def overdue(clock: Clock, now_s: float, limits: Limits, login_required: bool) -> tuple[str, str] | None:
+    """(what kind of deadline, why) the connection must be cut now, or None."""
+    if login_required and not clock.authenticated and now_s - clock.opened_s > limits.login_timeout_s:
+        return "login_timeout", f"not authenticated within the login timeout ({limits.login_timeout_s:g} s)"
+    if clock.frame_since_s is not None:
+        allowed_s = limits.frame_deadline_s(clock.frame_bytes)
+        if now_s - clock.frame_since_s > allowed_s:
+            why = f"a frame of {clock.frame_bytes} bytes not whole within its deadline ({allowed_s:.3g} s)"
+            return "frame_timeout", why
+    if clock.idle_since_s is not None and now_s - clock.idle_since_s > limits.idle_timeout_s:
+        return "idle_timeout", f"no request within the idle timeout ({limits.idle_timeout_s:g} s)"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a new connection is not admitted as things stand (``kind`` names the bound), and whether it is
+    admitted all the same by cutting the oldest unauthenticated connection of ``evict`` (an address)."""
+
+    kind: str
+    why: str
+    evict: str | None = None
+
+
+def admission(
+    limits: Limits,
+    login_required: bool,
+    open_count: int,
+    from_address: int,
+    unauthenticated: dict[str, int],
+    address: str,
+) -> Refusal | None:
+    """Whether a new connection from ``address`` is admitted: None, or its ``Refusal``.
+
+    ``open_count`` connections are open, ``from_address`` of them from ``address``; ``unauthenticated``
+    counts, per address, those not yet authenticated (on a listener that requires it). When the
+    unauthenticated slots are full, a newcomer from another address than the one holding most of them
+    takes the oldest of that one's (``Refusal.evict``): one address reconnecting at once cannot keep
+    clients from other addresses out of the login."""
+    if open_count >= limits.connections_max:
+        return Refusal("connections", f"{open_count} connections are open (at most {limits.connections_max})")
+    if from_address >= limits.connections_per_address_max:
+        bound = limits.connections_per_address_max
+        why = f"{from_address} connections are open from {address} (at most {bound} per address)"
+        return Refusal("per_address", why)
+    if not login_required:
+        return None
+    waiting = sum(unauthenticated.values())
+    if waiting < limits.unauthenticated_connections_max:
+        return None
+    bound = limits.unauthenticated_connections_max
+    why = f"{waiting} connections are not authenticated yet (at most {bound})"
+    most = max(unauthenticated, key=lambda a: unauthenticated[a])
+    evict = most if unauthenticated[most] > unauthenticated.get(address, 0) + 1 else None
+    return Refusal("unauthenticated", why, evict)
