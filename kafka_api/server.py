@@ -171,23 +171,27 @@ class KafkaServer:
             except Exception:
                 log.exception("Kafka: group tick failed")
             now = time.monotonic()
-            for connection in list(self._open.values()):
-                late = overdue(connection.clock, now, self.limits, self._login_required)
-                if late is not None:
-                    self._cut(connection, *late)
-            if now - credentials_checked_s >= CREDENTIAL_CHECK_S:
-                credentials_checked_s = now
-                self._check_credentials()
+            try:
+                for connection in list(self._open.values()):
+                    late = overdue(connection.clock, now, self.limits, self._login_required)
+                    if late is not None:
+                        self._cut(connection, *late)
+                if now - credentials_checked_s >= CREDENTIAL_CHECK_S:
+                    credentials_checked_s = now
+                    self._check_credentials()
+            except Exception:  # a bug: the group ticks and the next checks go on
+                log.exception("Kafka: checking the connections' deadlines and credentials failed")
 
     def _check_credentials(self) -> None:
+        authenticated = [c for c in self._open.values() if c.door.session.user is not None and c.cut is None]
+        if not authenticated:  # the metadata is not asked for when no connection needs it
+            return
         metadata = self.door.node.metadata
         users, tokens = metadata.users(), metadata.tokens()
-        for connection in list(self._open.values()):
-            session = connection.door.session
-            if session.user is not None and connection.cut is None:
-                gone = self.door.security.credential_gone(session, users, tokens)
-                if gone is not None:
-                    self._cut(connection, "credential_gone", gone)
+        for connection in authenticated:
+            gone = self.door.security.credential_gone(connection.door.session, users, tokens)
+            if gone is not None:
+                self._cut(connection, "credential_gone", gone)
 
     def _cut(self, connection: _Connection, kind: str, why: str) -> None:
         """Close a connection the listener gives up on: its reading stops, what it holds is dropped."""
