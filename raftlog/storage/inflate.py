@@ -5,8 +5,8 @@ whole output at once: each is driven a step at a time and stopped as soon as the
 ``limit_bytes``, which raises :class:`InflateLimit`; a body that does not decompress (truncated, damaged,
 trailing bytes that are not another member or frame) raises :class:`Undecompressable`. What a step may
 hold besides the output is bounded too: gzip and lz4 are asked for at most ``STEP_BYTES`` per call, zstd
-is fed small pieces of input, snappy's declared lengths are checked before a block is inflated; either
-way inflating stops at most ``OVERSHOOT_BYTES_MAX`` past the bound.
+is fed small pieces of input, snappy's declared lengths are checked before a block is inflated; whichever
+the codec, what has come out stays within ``OVERSHOOT_BYTES_MAX`` past the bound.
 
 The framing is Kafka's, read as aiokafka's codecs read it (``tests/storage/test_inflate.py`` checks them
 against each other): gzip, one or more members (zero bytes after a member are skipped, as Python's
@@ -55,7 +55,8 @@ class InflateLimit(ValueError):
 def inflate(codec: int, body: bytes | bytearray | memoryview, limit_bytes: int) -> bytearray:
     """The inflated ``body`` of Kafka codec ``codec`` (1 gzip, 2 snappy, 3 lz4, 4 zstd), at most
     ``limit_bytes`` long: InflateLimit as soon as more comes out, Undecompressable when it does not
-    decompress. Never holds much more than ``limit_bytes`` (a step's worth) however the body is made."""
+    decompress. Never holds more than ``limit_bytes + OVERSHOOT_BYTES_MAX`` however the body is made (a
+    snappy block is refused on the length it declares: InflateLimit then reports that length)."""
     if limit_bytes < 0:
         raise ValueError(f"limit_bytes {limit_bytes} must not be negative")
     inflater = _INFLATERS.get(codec)
