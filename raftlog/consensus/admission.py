@@ -7,9 +7,10 @@ proving who they are (pending) are bounded three ways (the limits live in ``HubC
   the whole pool;
 * outsiders together: at most ``pool_max`` pending from hosts that are not a known peer's;
 * room reserved for known peers: a connection from a known peer's host never counts against, nor is
-  refused by, the outsiders' pool. When that host already has ``per_address_max`` pending, the oldest
-  of them is closed to make room: a peer has one connection under way at a time and redials after a
-  failure, so the newest connection from its host is the one worth keeping.
+  refused by, the outsiders' pool. That host may have ``per_address_max`` pending plus one per peer
+  living there (several nodes on one machine may all dial at once); beyond it the oldest of them is
+  closed to make room: a peer has one connection under way at a time and redials after a failure, so
+  the newest connection from its host is the one worth keeping.
 
 An attacker on a known peer's own host is not kept out by this (it is already inside the cluster's
 hosts); an attacker elsewhere cannot keep a peer's reconnection waiting.
@@ -18,7 +19,7 @@ hosts); an attacker elsewhere cannot keep a peer's reconnection waiting.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from enum import Enum
 
 
@@ -33,15 +34,17 @@ def admit(
     host: str,
     pending_by_host: Mapping[str, int],
     pending_outsiders: int,
-    known_hosts: Collection[str],
+    known_hosts: Mapping[str, int],
     per_address_max: int,
     pool_max: int,
 ) -> Admission:
     """The verdict on a new connection from ``host`` (as :func:`normalize_host` spells it), given the
-    pending handshakes per host and how many of them come from outsiders."""
+    pending handshakes per host, how many of them come from outsiders, and how many known peers live
+    at each known host."""
     pending_here = pending_by_host.get(host, 0)
-    if host in known_hosts:
-        if pending_here >= per_address_max:
+    peers_here = known_hosts.get(host, 0)
+    if peers_here:
+        if pending_here >= per_address_max + peers_here:
             return Admission.ADMIT_EVICTING_OLDEST
         return Admission.ADMIT
     if pending_here >= per_address_max:

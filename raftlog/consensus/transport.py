@@ -287,7 +287,8 @@ class MuxHub:
         self._counters: collections.Counter[str] = collections.Counter()  # hub thread (read: any)
         self._connections: set[_Connection] = set()  # hub thread
         self._last_warning: dict[str, float] = {}  # hub thread: peer id or host -> last warning time
-        self._known_hosts: frozenset[str] = frozenset()  # hub thread: the peers' addresses, resolved
+        # hub thread: the peers' addresses, resolved -> how many peers live there
+        self._known_hosts: collections.Counter[str] = collections.Counter()
         self._listener = self._bind(bind_address)
         self._wake_read, self._wake_write = _nonblocking_pipe()
         self._selector = selectors.DefaultSelector()
@@ -629,7 +630,7 @@ class MuxHub:
         with self._lock:
             current = dict(self._peers)
             forced, self._forced_disconnects = self._forced_disconnects, set()
-        self._known_hosts = frozenset(
+        self._known_hosts = collections.Counter(
             host for peer in current.values() for host in self._resolve_host(peer.address[0])
         )
         for connection in list(self._connections):

@@ -14,16 +14,19 @@ SECRET = b"admission-test-secret-0123456789"
 
 
 def test_outsiders_are_bounded_per_address_and_together() -> None:
-    known = {"10.0.0.1"}
+    known = {"10.0.0.1": 1}
     assert admit("10.9.9.9", {"10.9.9.9": 3}, 3, known, 4, 64) is Admission.ADMIT
     assert admit("10.9.9.9", {"10.9.9.9": 4}, 4, known, 4, 64) is Admission.REFUSE_ADDRESS_FULL
     assert admit("10.9.9.8", {"10.9.9.9": 4}, 64, known, 4, 64) is Admission.REFUSE_POOL_FULL
 
 
 def test_a_known_peers_host_gets_in_whatever_outsiders_hold() -> None:
-    known = {"10.0.0.1"}
+    known = {"10.0.0.1": 1, "10.0.0.2": 3}  # three nodes on one machine
     assert admit("10.0.0.1", {"10.9.9.9": 64}, 64, known, 4, 64) is Admission.ADMIT
-    assert admit("10.0.0.1", {"10.0.0.1": 4}, 64, known, 4, 64) is Admission.ADMIT_EVICTING_OLDEST
+    assert admit("10.0.0.1", {"10.0.0.1": 4}, 64, known, 4, 64) is Admission.ADMIT
+    assert admit("10.0.0.1", {"10.0.0.1": 5}, 64, known, 4, 64) is Admission.ADMIT_EVICTING_OLDEST
+    assert admit("10.0.0.2", {"10.0.0.2": 6}, 64, known, 4, 64) is Admission.ADMIT
+    assert admit("10.0.0.2", {"10.0.0.2": 7}, 64, known, 4, 64) is Admission.ADMIT_EVICTING_OLDEST
 
 
 def test_one_spelling_per_address() -> None:
