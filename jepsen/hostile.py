@@ -14,7 +14,7 @@ HTTP batch bomb is sent by a caller allowed to write, as in the attack it reprod
   cap) and to the HTTP door, opening another when the node cuts one (at most ``IDLE_OPENS_PER_S`` a
   second per node and door): the node must cut them (idle and login deadlines) or refuse them (caps)
   without keeping honest clients out.
-- ``dribble``: sends a valid request (Kafka ApiVersions; HTTP GET of ``/status/live``) one byte every
+- ``dribble``: sends a valid request (Kafka ApiVersions; HTTP GET of the liveness page) one byte every
   ``DRIBBLE_INTERVAL_S``: the node must cut it by its read deadline rather than answer it.
 - ``oversize``: announces a Kafka frame of 100 MiB and sends ``OVERSIZE_SENT_BYTES`` of it, then waits:
   the node must not hold the frame's bytes for long.
@@ -61,7 +61,7 @@ import crc32c
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-from raftlog_client.contract import RECORD_BATCH, partition_path
+from raftlog_client.contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
 IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)
@@ -408,8 +408,8 @@ class Hostile:
             reader, writer = await self._open(target.host, target.http_port)
             try:
                 writer.write(
-                    b"GET /v1/topics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAuthorization: %s\r\n\r\n"
-                    % (target.host.encode(), self.rng.choice(BAD_CREDENTIALS))
+                    b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAuthorization: %s\r\n\r\n"
+                    % (ADMIN_TOPICS_PATH.encode(), target.host.encode(), self.rng.choice(BAD_CREDENTIALS))
                 )
                 status_line = await asyncio.wait_for(reader.readline(), 10.0)
                 parts = status_line.split()
@@ -422,7 +422,7 @@ class Hostile:
 
 
 def _http_get(host: str) -> bytes:
-    return f"GET /status/live HTTP/1.1\r\nHost: {host}\r\nUser-Agent: hostile\r\n\r\n".encode()
+    return f"GET {LIVE_PATH} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: hostile\r\n\r\n".encode()
 
 
 def _session(source: str) -> aiohttp.ClientSession:
