@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -48,16 +49,20 @@ from api.errors import (
     MethodNotAllowed,
     NotAcceptable,
     NotReady,
+    RequestTimeout,
     RequestTooLarge,
     RouteNotFound,
+    TooManyLoginFailures,
     Unauthorized,
 )
+from api.http_limits import GUARD, Guard, HttpLimits
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
 from partitions.cluster import FrontDoor
 from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peer_client import INTERNAL_PREFIX
+from partitions.services import LoginFailures, client_host
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog_client.contract import (
@@ -73,6 +78,8 @@ from raftlog_client.contract import (
 log = logging.getLogger(__name__)
 
 REQUEST_BYTES_MAX = 16 * 1024 * 1024
+HTTP_LIMITS_DEFAULT = HttpLimits()
+SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
 FETCH_TIMEOUT_MS_MAX = records.FETCH_TIMEOUT_MS_MAX
 
 
@@ -83,6 +90,12 @@ async def metrics(request: web.Request) -> web.Response:
     app_state = state.state(request)
     values = dict(app_state.node.metadata.metrics())
     values.update(await topics.partition_health_metrics(state.node(request)))
+    failures, guard = app_state.logins.failures, request.app[GUARD]
+    values["login_failures"] = failures.failed_total
+    values["login_refusals"] = failures.refused_total
+    values["http_connections_open"] = guard.connections.open
+    for reason, count in sorted(guard.cut.items()):
+        values[f'http_connections_cut{{reason="{reason}"}}'] = count
     body = app_state.metrics.render(values, app_state.node.metadata.histograms())
     return web.Response(body=body, headers={"Content-Type": prometheus.CONTENT_TYPE})
 
@@ -256,6 +269,8 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
     if isinstance(error, Unauthorized):
         basic = auth.needs_user(request.path)
         headers["WWW-Authenticate"] = 'Basic realm="raftlog"' if basic else 'Bearer realm="raftlog"'
+    if isinstance(error, TooManyLoginFailures):
+        headers["Retry-After"] = str(math.ceil(error.retry_after_s))
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = ", ".join(error.allowed)
     if mapped.status >= 500 and not mapped.retriable:
@@ -267,22 +282,31 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
                 "%s %s answered %d (error_code %d): %s (%d answers with this code since its last line)",
                 request.method, request.path, mapped.status, mapped.error_code, error, count,
             )  # fmt: skip
-    return web.json_response(
+    response = web.json_response(
         errors.body(error),
         status=mapped.status,
         headers=headers,
         content_type=negotiation.error_type(request.get(state.ANSWER_TYPE)),
     )
+    if isinstance(error, RequestTimeout):
+        response.force_close()  # what is left of the body would only be dribbled in too
+    return response
 
 
 def _bearer(request: web.Request) -> str | None:
-    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
-    return credentials.strip() if scheme.lower() == "bearer" else None
+    found = auth.authorization(request)  # None for one that is not ASCII: no credential of ours is
+    if found is None or found[0] != "bearer":
+        return None
+    return found[1]
 
 
 def _check_token(request: web.Request, token: str) -> None:
+    """The admin token, its failures counted and refused past their bound as a user's password's are."""
+    logins, host, now_s = state.state(request).logins, client_host(request.remote), time.monotonic()
+    logins.check(host, None, now_s)
     given = _bearer(request)
     if given is None or not hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
+        logins.failed(host, None, now_s, "wrong or missing admin token")
         raise Unauthorized("admin API: missing or wrong 'Authorization: Bearer <token>'")
 
 
@@ -313,7 +337,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             _check_token(request, token)
         if app_state.settings.require_auth and auth.needs_user(request.path):
             caller = await auth.authenticate(
-                request, app_state.node, token, app_state.verifier, app_state.clock_ms()
+                request, app_state.node, token, app_state.verifier, app_state.clock_ms(), app_state.logins
             )
             request[state.CALLER] = caller  # for the route's ACLs (api/access.py)
         if request.path.startswith(INTERNAL_PREFIX):
@@ -335,7 +359,12 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
     app_state = state.state(request)
     started = time.perf_counter()
-    response = await handler(request)
+    guard = request.app[GUARD]
+    guard.request_started(request.transport)  # the head is in: the listener's head timer stops
+    try:
+        response = await handler(request)
+    finally:
+        guard.request_finished(request.transport)
     # A caller refused for its credential learns nothing of the node, not even its id.
     if LEADER_HEADER not in response.headers and response.status != 401:
         response.headers[LEADER_HEADER] = request.get(state.LEADER, app_state.node.node_id)
@@ -343,6 +372,10 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     name = route.canonical if route is not None else "unmatched"
     app_state.metrics.observe(request.method, name, response.status, time.perf_counter() - started)
     return response
+
+
+async def _server_header(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers["Server"] = SERVER_HEADER
 
 
 # every name a path carries is checked whole before the route runs (``partitions.names``)
@@ -404,9 +437,12 @@ def build_app(
     request_bytes_max: int = REQUEST_BYTES_MAX,
     writes_in_flight_max: int = state.WRITES_IN_FLIGHT_MAX,
     long_polls_in_flight_max: int = state.LONG_POLLS_IN_FLIGHT_MAX,
+    http_limits: HttpLimits = HTTP_LIMITS_DEFAULT,
+    login_failures: LoginFailures | None = None,
 ) -> web.Application:
     """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
-    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass."""
+    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass.
+    ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL)."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
@@ -423,12 +459,18 @@ def build_app(
         require_auth,
         enforce_acls,
         frozenset(super_users),
+        http_limits.body_timeout_s,
     )
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[state.STATE] = state.AppState(
-        node, settings, state.Admission(writes_in_flight_max, long_polls_in_flight_max)
+        node,
+        settings,
+        state.Admission(writes_in_flight_max, long_polls_in_flight_max),
+        LoginFailures() if login_failures is None else login_failures,
     )
     app[records.ROUND_ROBIN] = RoundRobin()
+    app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one
+    app.on_response_prepare.append(_server_header)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     return app

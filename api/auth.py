@@ -23,10 +23,12 @@ import asyncio
 import base64
 import binascii
 import hmac
+import time
 
 from aiohttp import web
 
 from api.errors import Unauthorized
+from api.logins import Logins
 from api.state import Caller
 from partitions.cluster import FrontDoor
 from partitions.services import Verifier, check_token, client_host, is_token, is_users_token
@@ -35,30 +37,74 @@ OPEN_PATHS = ("/status/", "/metrics", "/openapi.json")
 WRONG_BEARER = "wrong, expired or revoked bearer token"  # the same words whatever was wrong
 
 
+def authorization(request: web.Request) -> tuple[str, str] | None:
+    """The ``Authorization`` header's scheme (lower case) and credentials; None when it carries anything
+    but ASCII (aiohttp hands such bytes on as lone surrogates): no token, base64 text or password of
+    ours can be such, so it is a wrong credential, never an error of the node."""
+    header = request.headers.get("Authorization", "")
+    if not header.isascii():
+        return None
+    scheme, _, credentials = header.partition(" ")
+    return scheme.lower(), credentials.strip()
+
+
 def needs_user(path: str) -> bool:
     """Whether ``--require-auth`` asks a user of this path (the client routes)."""
     return not (path == "/v1" or path.startswith(("/v1/", "/internal/")) or path.startswith(OPEN_PATHS))
 
 
+def claimed_user(request: web.Request) -> str | None:
+    """The user name HTTP Basic credentials claim, when they are well formed."""
+    found = authorization(request)
+    if found is None or found[0] != "basic":
+        return None
+    try:
+        text = base64.b64decode(found[1], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    name, colon, _ = text.partition(":")
+    return name if colon else None
+
+
 async def authenticate(
-    request: web.Request, node: FrontDoor, admin_token: str | None, verifier: Verifier, now_ms: int
+    request: web.Request,
+    node: FrontDoor,
+    admin_token: str | None,
+    verifier: Verifier,
+    now_ms: int,
+    logins: Logins,
 ) -> Caller:
     """Who calls: the principal (``User:NAME``, or ``User:admin`` for the admin token) from the client's
-    address; else ``Unauthorized``. ``now_ms``: this node's clock, against which tokens expire."""
+    address; else ``Unauthorized``, or ``TooManyLoginFailures`` before anything is checked when the
+    address or the user name failed too often lately. ``now_ms``: this node's clock, against which
+    tokens expire."""
     host = client_host(request.remote)
-    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
-    scheme = scheme.lower()
+    user = claimed_user(request)
+    now_s = time.monotonic()
+    logins.check(host, user, now_s)
+    try:
+        return await _authenticate(request, node, admin_token, verifier, now_ms, host)
+    except Unauthorized as refused:
+        logins.failed(host, user, now_s, str(refused))
+        raise
+
+
+async def _authenticate(
+    request: web.Request, node: FrontDoor, admin_token: str | None, verifier: Verifier, now_ms: int, host: str
+) -> Caller:
+    found = authorization(request)
+    if found is None:
+        raise Unauthorized("the Authorization header is not ASCII: no credential of this node is")
+    scheme, credentials = found
     if scheme == "bearer":
-        return _bearer(node, credentials.strip(), admin_token, host, now_ms)
+        return _bearer(node, credentials, admin_token, host, now_ms)
     if scheme != "basic":
         raise Unauthorized(
             "this node requires 'Authorization: Basic <base64 of user:password>' or "
             "'Authorization: Bearer <token>'"
         )
     try:
-        name, colon, password = (
-            base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")
-        )
+        name, colon, password = base64.b64decode(credentials, validate=True).decode("utf-8").partition(":")
     except (binascii.Error, UnicodeDecodeError):
         raise Unauthorized("Basic credentials are not base64 of UTF-8 'user:password'") from None
     if not colon:

@@ -7,6 +7,7 @@ it is a bug and becomes a logged 500. ``tests/api/test_errors.py`` fails when a 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,9 +120,27 @@ class RequestTooLarge(ApiError):
         self.limit_bytes = limit_bytes
 
 
+class RequestTimeout(ApiError):
+    """A request body not received whole within the node's deadline (``serve --http-body-timeout-ms``);
+    nothing was done, and the connection is closed."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"request body not received within {timeout_s:g} s")
+        self.timeout_s = timeout_s
+
+
 class Unauthorized(ApiError):
     """An admin call without the configured ``Authorization: Bearer <token>``; with ``--require-auth``, a
     client call without a user's password or token (or the admin token)."""
+
+
+class TooManyLoginFailures(ApiError):
+    """Too many failed logins lately from the client's address or for the user name given
+    (``partitions.login_failures``): refused unchecked; ``retry_after_s`` until it may try again."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"too many failed logins lately: try again in {math.ceil(retry_after_s)} s")
+        self.retry_after_s = retry_after_s
 
 
 class RouteNotFound(ApiError):
@@ -164,6 +183,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (RouteNotFound, HttpError(404, 40400)),
     (MethodNotAllowed, HttpError(405, 40501)),
     (RequestTooLarge, HttpError(413, 41301)),
+    (RequestTimeout, HttpError(408, 40801)),
+    (TooManyLoginFailures, HttpError(429, 42901)),
     (NotReady, HttpError(503, 50301, retriable=True)),
     (NoController, HttpError(503, 50301, retriable=True)),
     (PeerUnreachable, HttpError(503, 50301, retriable=True)),  # the node a call went to: safe to retry

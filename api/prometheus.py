@@ -101,6 +101,18 @@ CATALOGUE: dict[str, Family] = {
     "consumer_group_lag": Family(
         "gauge", "End offset minus committed offset, per partition of a group coordinated here."
     ),
+    "login_failures": Family(
+        "counter", "Failed logins on this node's HTTP door (a wrong password, user token or admin token)."
+    ),
+    "login_refusals": Family(
+        "counter", "Logins refused unchecked (HTTP 429) past a failed-login bound (--login-failures-*)."
+    ),
+    "http_connections_open": Family("gauge", "HTTP connections open on this node (--http-connections-max)."),
+    "http_connections_cut": Family(
+        "counter",
+        "HTTP connections this node cut or refused, by reason (header_timeout, idle_timeout, "
+        "connections_max).",
+    ),
 }
 # Latency histograms (seconds) a node keeps (``MetadataView.histograms``)
 HISTOGRAMS: dict[str, str] = {

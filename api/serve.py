@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.http_limits import HttpLimits
 from api.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
 from kafka_api.limits import Limits as KafkaLimits
 from partitions.errors import InvalidName
@@ -33,6 +34,7 @@ from partitions.node import (
 )
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
+from partitions.services import LoginFailures, LoginLimits
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
@@ -224,6 +226,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"there, so a decompression bomb cannot fill the node's memory (default "
         f"{INFLATED_BATCH_MAX_MIB_DEFAULT})",
     )
+    for option, _, default, what in (*HTTP_LIMIT_OPTIONS, *LOGIN_LIMIT_OPTIONS):
+        parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
     for option, _, default, what in KAFKA_LIMIT_OPTIONS:
         parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
     parser.add_argument(
@@ -255,6 +259,58 @@ KAFKA_LIMIT_OPTIONS = (
     ("--kafka-tls-handshake-timeout-ms", "tls_handshake_timeout_s",
      int(_KAFKA.tls_handshake_timeout_s * 1000), "a TLS handshake on the Kafka listener must end within it"),
 )  # fmt: skip
+
+
+_HTTP = HttpLimits()
+# (option, the HttpLimits field (a _ms option fills the field's seconds), default, help) of the HTTP
+# listener's bounds (api/http_limits.py)
+HTTP_LIMIT_OPTIONS = (
+    ("--http-header-timeout-ms", "header_timeout_s", int(_HTTP.header_timeout_s * 1000),
+     "an HTTP request's head (request line and headers) must arrive within it, else 408 and the "
+     "connection closed"),
+    ("--http-body-timeout-ms", "body_timeout_s", int(_HTTP.body_timeout_s * 1000),
+     "an HTTP request's body must arrive whole within it, else 408 and the connection closed"),
+    ("--http-idle-timeout-ms", "idle_timeout_s", int(_HTTP.idle_timeout_s * 1000),
+     "a kept-alive HTTP connection sending no next request within it is closed"),
+    ("--http-connections-max", "connections_max", _HTTP.connections_max,
+     "HTTP connections open at once on this node; more are answered 503 and closed"),
+    ("--http-connections-per-address-max", "connections_per_address_max", _HTTP.connections_per_address_max,
+     "HTTP connections open at once from one client address; more are answered 503 and closed"),
+)  # fmt: skip
+
+
+_LOGIN = LoginLimits()
+# the bounds on failed logins, on both doors (partitions/login_failures.py)
+LOGIN_LIMIT_OPTIONS = (
+    ("--login-failures-per-address-max", "per_address_max", _LOGIN.per_address_max,
+     "failed logins (HTTP Basic, tokens, SASL) from one client address within --login-failure-window-ms, "
+     "after which its attempts are refused unchecked (HTTP 429 with Retry-After) until the window ends"),
+    ("--login-failures-per-user-max", "per_user_max", _LOGIN.per_user_max,
+     "failed logins for one user name within --login-failure-window-ms, from any address, after which its "
+     "attempts are refused unchecked until the window ends"),
+    ("--login-failure-window-ms", "window_s", int(_LOGIN.window_s * 1000),
+     "the window failed logins are counted in"),
+)  # fmt: skip
+
+
+def _limit_fields(args: argparse.Namespace, options: tuple[tuple[str, str, int, str], ...]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for option, field, _, _ in options:
+        value = getattr(args, option.removeprefix("--").replace("-", "_"))
+        if value < 1:
+            raise ServeConfigError(f"{option} {value}: must be >= 1")
+        fields[field] = value / 1000 if option.endswith("-ms") else value
+    return fields
+
+
+def http_limits(args: argparse.Namespace) -> HttpLimits:
+    """The HTTP listener's bounds from the ``--http-*`` limit options, checked."""
+    return replace(_HTTP, **_limit_fields(args, HTTP_LIMIT_OPTIONS))
+
+
+def login_limits(args: argparse.Namespace) -> LoginLimits:
+    """The bounds on failed logins from the ``--login-*`` options, checked."""
+    return replace(_LOGIN, **_limit_fields(args, LOGIN_LIMIT_OPTIONS))
 
 
 def kafka_limits(args: argparse.Namespace) -> KafkaLimits:
@@ -486,8 +542,11 @@ async def serve(
     super_user_names: frozenset[str] = frozenset(),
     enforce_acls: bool = False,
     kafka_limits: KafkaLimits = _KAFKA,
+    http_limits: HttpLimits = _HTTP,
+    login_limits: LoginLimits = _LOGIN,
 ) -> None:
     from api.app import build_app
+    from api.http_limits import GUARD, listen
     from kafka_api.door import Door
     from kafka_api.security import Security
     from kafka_api.server import KafkaServer
@@ -500,11 +559,13 @@ async def serve(
         require_auth=require_auth,
         enforce_acls=enforce_acls,
         super_users=super_user_names,
+        http_limits=http_limits,
+        login_failures=LoginFailures(login_limits),
     )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     listener_ssl = None if tls is None else server_context(tls)
-    site = web.TCPSite(runner, http.host, http.port, ssl_context=listener_ssl)
+    listener: asyncio.Server | None = None
     security = Security(
         require_auth, super_user_names, unknown_salt_key(config.cluster_secret), enforce_acls=enforce_acls
     )
@@ -517,7 +578,7 @@ async def serve(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        await site.start()
+        listener = await listen(runner, http.host, http.port, listener_ssl, app[GUARD])
         if kafka is not None:
             await kafka_server.start(kafka.host, kafka.port, listener_ssl)
             if not _is_loopback(kafka.host) and not require_auth:
@@ -537,6 +598,8 @@ async def serve(
         log.info("node %s stopping", config.node_id)
     finally:
         await kafka_server.close()
+        if listener is not None:
+            listener.close()  # no new connection; runner.cleanup closes the open ones
         await runner.cleanup()
         await node.close()
 
@@ -548,6 +611,8 @@ def main(args: argparse.Namespace) -> int:
         tls = tls_of(args)
         supers = super_users(args)
         limits = kafka_limits(args)
+        http_bounds = http_limits(args)
+        login_bounds = login_limits(args)
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}")
         return 2
@@ -566,6 +631,8 @@ def main(args: argparse.Namespace) -> int:
         supers,
         args.enforce_acls,
         limits,
+        http_bounds,
+        login_bounds,
     )
     try:
         if args.event_loop == "uvloop":

@@ -14,10 +14,12 @@ from aiohttp import web
 
 from api.bodies import read_body
 from api.errors import Overloaded
+from api.http_limits import BODY_TIMEOUT_S_DEFAULT
+from api.logins import Logins
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
 from partitions.cluster import FrontDoor
-from partitions.services import Authorizers, Verifier
+from partitions.services import Authorizers, LoginFailures, Verifier
 from raftlog.errors import InvariantViolation
 
 log = logging.getLogger("api")
@@ -36,6 +38,7 @@ class Settings:
     require_auth: bool = False  # the client routes need a user (api/auth.py)
     enforce_acls: bool = False  # the client routes check the caller's ACLs (api/access.py)
     super_users: frozenset[str] = frozenset()  # user names ACLs do not apply to
+    body_timeout_s: float = BODY_TIMEOUT_S_DEFAULT  # a request body must be whole within it (bodies.py)
 
 
 class Admission:
@@ -80,13 +83,16 @@ class RetriableLog:
 
 
 class AppState:
-    def __init__(self, node: FrontDoor, settings: Settings, admission: Admission) -> None:
+    def __init__(
+        self, node: FrontDoor, settings: Settings, admission: Admission, login_failures: LoginFailures
+    ) -> None:
         self.node = node
         self.settings = settings
         self.admission = admission
         self.metrics = HttpMetrics()
         self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
+        self.logins = Logins(login_failures)  # failed logins, refused past their bounds (api/auth.py)
         # the wall clock, ms since the epoch: when a token is made, and whether one expired (tests move it)
         self.clock_ms: Callable[[], int] = wall_clock_ms
         # the authorizer of the ACLs the node holds now (api/access.py); None: ACLs are not enforced
@@ -123,7 +129,8 @@ def node(request: web.Request) -> FrontDoor:
 
 
 async def body(request: web.Request) -> bytes:
-    return await read_body(request, state(request).settings.request_bytes_max)
+    settings = state(request).settings
+    return await read_body(request, settings.request_bytes_max, settings.body_timeout_s)
 
 
 async def json_body(request: web.Request) -> Any:

@@ -57,6 +57,8 @@ from partitions.groups.state import SESSION_TIMEOUT_MS_DEFAULT as SESSION_TIMEOU
 from partitions.groups.state import SESSION_TIMEOUT_MS_MAX as SESSION_TIMEOUT_MS_MAX
 from partitions.groups.state import SESSION_TIMEOUT_MS_MIN as SESSION_TIMEOUT_MS_MIN
 from partitions.groups.state import ReadConfig as ReadConfig
+from partitions.login_failures import LoginFailures as LoginFailures
+from partitions.login_failures import LoginLimits as LoginLimits
 from partitions.reconfigure import MemberView
 from partitions.reconfigure import MoveProgress as MoveProgress
 from partitions.replica_failures import ReplicaFailure as ReplicaFailure

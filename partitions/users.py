@@ -132,6 +132,10 @@ class Verifier:
     def __init__(self, entries_max: int = VERIFIED_MAX) -> None:
         self._verified: OrderedDict[tuple[str, bytes], ScramCredential] = OrderedDict()
         self._max = entries_max
+        # checked in an unknown user's place: the same PBKDF2 as a user made with the defaults (the first
+        # mechanism, the one checked), so that a wrong password takes as long whether the user exists
+        # or not, and the answer's time does not tell which names are users
+        self._stand_in = make_credential(min(MECHANISMS), os.urandom(16).hex())
 
     @staticmethod
     def _key(name: str, password: str) -> tuple[str, bytes]:
@@ -152,6 +156,7 @@ class Verifier:
         event loop); remembered when it does."""
         credentials = users.get(name)
         if not credentials:
+            password_matches(self._stand_in, password)  # as long as a user's check; never a match
             return False
         if self.known(users, name, password):
             return True

@@ -1,0 +1,242 @@
+"""The HTTP door against hostile clients, on a real node process: heads and bodies dribbled are cut
+within their deadlines while other clients are served, silent connections do not keep a client out for
+long, credentials that are not UTF-8 are refused like any wrong one, password guessing is refused past
+its bound (and logged, and counted), and no answer names the software."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import pathlib
+import select
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from api import dev
+
+TOKEN = "admin-token-for-the-http-door-test"
+HEADER_TIMEOUT_S = 2.0
+BODY_TIMEOUT_S = 3.0
+PER_ADDRESS_MAX = 8
+LOGIN_FAILURES_MAX = 12  # per address; the tests from 127.0.0.1 fail fewer logins than that
+LOGIN_WINDOW_S = 4.0
+GUESSER = "127.0.0.2"  # the password guesser's own address (loopback: any 127/8 address is this host)
+DRIBBLE_PAUSE_S = 0.25  # two bytes per pause: 8 bytes a second
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathlib.Path]]:
+    """One node process requiring auth, with short HTTP deadlines; its URL and its log file."""
+    root = tmp_path_factory.mktemp("http-door")
+    secret = root / "cluster.secret"
+    secret.write_text("http-door-test-cluster-secret-0123456789\n")
+    nodes = dev.plan(1, dev.free_base_port(1))
+    argv = [
+        *dev.node_argv(nodes[0], nodes, str(root), str(secret)),
+        "--require-auth",
+        "--http-header-timeout-ms", str(int(HEADER_TIMEOUT_S * 1000)),
+        "--http-body-timeout-ms", str(int(BODY_TIMEOUT_S * 1000)),
+        "--http-connections-per-address-max", str(PER_ADDRESS_MAX),
+        "--login-failures-per-address-max", str(LOGIN_FAILURES_MAX),
+        "--login-failure-window-ms", str(int(LOGIN_WINDOW_S * 1000)),
+    ]  # fmt: skip
+    log_path = root / "n1.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAFTLOG_ADMIN_TOKEN": TOKEN}
+        )
+        try:
+            url = nodes[0].http
+            deadline = time.monotonic() + 60
+            while _status(url + "/status/ready")[0] != 200:
+                assert process.poll() is None, f"the node exited; see {log_path}"
+                assert time.monotonic() < deadline, f"not ready; see {log_path}"
+                time.sleep(0.2)
+            yield url, log_path
+        finally:
+            process.terminate()
+            process.wait(30)
+
+
+def _status(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, object], dict[str, str]]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            body = answer.read()
+            return answer.status, _json(body), dict(answer.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, _json(error.read()), dict(error.headers)
+    except OSError:
+        return 0, {}, {}
+
+
+def _json(body: bytes) -> dict[str, object]:
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def _dribble(url: str, head: bytes, rest: bytes) -> tuple[bytes, float, int]:
+    """Send ``head`` at once, then ``rest`` two bytes a pause, until the node answers or closes: what it
+    answered, after how many seconds, and how many bytes of ``rest`` it had then."""
+    with socket.create_connection(_address(url), timeout=10) as sock:
+        started = time.monotonic()
+        sock.sendall(head)
+        sent = 0
+        while sent < len(rest):
+            readable, _, _ = select.select([sock], [], [], DRIBBLE_PAUSE_S)
+            if readable:
+                break
+            try:
+                sock.sendall(rest[sent : sent + 2])
+            except OSError:
+                break
+            sent += 2
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+        return answer, time.monotonic() - started, sent
+
+
+def test_a_head_dribbled_is_cut_while_another_client_is_served(node: tuple[str, pathlib.Path]) -> None:
+    url, _ = node
+    head = b"GET /status/live HTTP/1.1\r\nHost: n1\r\n" + b"".join(
+        b"X-Slow-%d: 0123456789\r\n" % i for i in range(20)
+    )
+    with contextlib.closing(socket.create_connection(_address(url))) as slow:
+        slow.sendall(b"GET /status/live HTTP/1.1\r\n")  # started, never finished
+        assert _status(url + "/status/live")[0] == 200  # a normal client meanwhile
+        answer, _, _ = _dribble(url, b"", head + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 408"), answer  # cut before the head could arrive whole
+    assert _status(url + "/status/live")[0] == 200
+
+
+def test_a_body_dribbled_is_cut_with_408(node: tuple[str, pathlib.Path]) -> None:
+    url, _ = node
+    body = json.dumps({"name": "dribbled", "partitions": 1, "replication_factor": 1}).encode() + b" " * 200
+    head = (
+        b"POST /v1/topics HTTP/1.1\r\nHost: n1\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    answer, _, sent = _dribble(url, head, body)
+    assert sent < len(body)  # the node did not wait for all of it
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.startswith(b"HTTP/1.1 408"), answer
+    assert json.loads(rest.partition(b"\r\n\r\n")[2])["error_code"] == 40801
+    assert _status(url + "/topics/dribbled", _basic("nobody", "x"))[0] in (401, 404)  # nothing created
+
+
+def test_silent_connections_do_not_keep_a_client_out_for_long(node: tuple[str, pathlib.Path]) -> None:
+    url, _ = node
+    silent = [socket.create_connection(_address(url)) for _ in range(PER_ADDRESS_MAX)]
+    try:
+        # the bound's worth of silent sockets: the next client is answered 503 at once, not left hanging
+        with socket.create_connection(_address(url), timeout=10) as extra:
+            extra.sendall(b"GET /status/live HTTP/1.1\r\nHost: n1\r\n\r\n")
+            assert extra.recv(65536).startswith(b"HTTP/1.1 503")
+        # and served once the silent ones are cut at the head deadline
+        deadline = time.monotonic() + HEADER_TIMEOUT_S + 20
+        while _status(url + "/status/live")[0] != 200:
+            assert time.monotonic() < deadline, "the silent connections kept the client out"
+            time.sleep(0.2)
+        for sock in silent:  # each was cut: it reads the 408 and then the end
+            sock.settimeout(10)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 408")
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def _basic(name: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
+
+
+@pytest.mark.parametrize(
+    ("path", "authorization"),
+    [
+        ("/v1/topics", b"Bearer \xff\xfe-not-utf-8"),
+        ("/internal/v1/ping", b"Bearer \xc3\x28"),
+        ("/topics", b"Bearer \xff\xfe-not-utf-8"),
+        ("/topics", b"Basic \xff\xfe\xfd"),
+    ],
+)
+def test_credentials_that_are_not_utf8_are_refused_like_wrong_ones(
+    node: tuple[str, pathlib.Path], path: str, authorization: bytes
+) -> None:
+    url, log_path = node
+    with socket.create_connection(_address(url), timeout=10) as sock:
+        sock.sendall(
+            b"GET " + path.encode() + b" HTTP/1.1\r\nHost: n1\r\nConnection: close\r\n"
+            b"Authorization: " + authorization + b"\r\n\r\n"
+        )
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 401"), answer
+    assert json.loads(body)["error_code"] == 40101
+    assert b"Traceback" not in log_path.read_bytes()
+
+
+def test_no_answer_names_the_software_or_its_version(node: tuple[str, pathlib.Path]) -> None:
+    url, _ = node
+    for path in ("/status/live", "/no/such/route", "/topics"):
+        _, _, headers = _status(url + path)
+        assert headers.get("Server") == "raftlog", (path, headers)
+
+
+def _curl(*argv: str) -> tuple[int, str, str]:
+    """Status, headers and body of one curl call from the guesser's address."""
+    done = subprocess.run(
+        ["curl", "-sS", "--interface", GUESSER, "-D", "-", "--max-time", "20", *argv],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    head, _, body = done.stdout.partition("\n\n")  # text mode: curl's CRLFs read as newlines
+    return int(head.split()[1]), head, body
+
+
+def test_password_guessing_is_refused_past_its_bound_until_the_window_ends(
+    node: tuple[str, pathlib.Path],
+) -> None:
+    url, log_path = node
+    made = subprocess.run(
+        ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-XPOST", f"{url}/v1/users",
+         "-H", f"Authorization: Bearer {TOKEN}", "-H", "Content-Type: application/json",
+         "-d", '{"name": "target", "password": "right-password"}'],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.stdout == "200", made
+    for attempt in range(LOGIN_FAILURES_MAX):
+        status, _, _ = _curl(f"{url}/topics", "-u", f"target:guess-{attempt}")
+        assert status == 401, attempt
+    status, head, body = _curl(f"{url}/topics", "-u", "target:right-password")
+    assert status == 429 and json.loads(body)["error_code"] == 42901  # refused unchecked, even right
+    retry_after = int(head.lower().partition("retry-after:")[2].split()[0])
+    assert 1 <= retry_after <= LOGIN_WINDOW_S + 1
+    assert _status(url + "/topics", _basic("target", "right-password"))[0] == 200  # others' address
+    deadline = time.monotonic() + LOGIN_WINDOW_S + 20
+    while (status := _curl(f"{url}/topics", "-u", "target:right-password")[0]) == 429:
+        assert time.monotonic() < deadline, "still refused after the window"
+        time.sleep(0.2)
+    assert status == 200
+    assert b"HTTP login failed from 127.0.0.2 as 'target'" in log_path.read_bytes()
+    metrics = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    failed = float(metrics.partition("\nraftlog_login_failures_total ")[2].split()[0])
+    refused = float(metrics.partition("\nraftlog_login_refusals_total ")[2].split()[0])
+    assert failed >= LOGIN_FAILURES_MAX and refused >= 1
