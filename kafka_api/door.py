@@ -3,6 +3,7 @@ connection the request came on."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
@@ -25,11 +26,14 @@ class Door:
     # the connection's authentication: a handler reads its principal here (the listener's own door holds
     # one no connection uses; ``for_connection`` gives each connection its own)
     session: Session = field(default_factory=Session)
+    # held by a Produce while it begins its appends (in turns, ``kafka_api.produce``): the connection's
+    # next Produce begins its own after, so a pipelining producer's batches keep their order
+    produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def for_connection(self, address: str | None = None) -> Door:
         """The door as one new connection (from ``address``, the client's IP) sees it: everything
-        shared, a session of its own."""
-        return replace(self, session=Session(host=client_host(address)))
+        shared, a session and a produce order of its own."""
+        return replace(self, session=Session(host=client_host(address)), produce_order=asyncio.Lock())
 
     def allows(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
         """Whether this connection may, by the ACLs the node holds now (always, when they are not

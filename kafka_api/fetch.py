@@ -1,13 +1,16 @@
 """Fetch: committed batches of the partitions this node leads, sent as stored (never re-encoded).
 
-Every partition is read at once; when that holds fewer than ``min_bytes``, the request waits up to
+The partitions are read; when that holds fewer than ``min_bytes``, the request waits up to
 ``max_wait`` for any of its partitions to get records (a long poll), then reads them all again. The
 answer holds at least one whole batch of the first partition that has one, however large, and then
 stops adding partitions at ``max_bytes``; each partition holds at most ``partition_max_bytes`` (but at
 least one whole batch). The first batch may start before the offset asked for, as in Kafka: clients skip
-those records. No fetch sessions (KIP-227): every answer is a full one (session id 0). A topic the
-connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its
-partitions, nothing of it read; the others are served as usual.
+those records. Partitions are read ``pacing.ITEMS_PER_TURN`` at a time, and no more than the answer may
+still hold (``max_bytes``, at most ``FETCH_BYTES_MAX``, Kafka's broker ``fetch.max.bytes``): once a
+request's reads reach it, its later partitions are answered with their offsets and no records, as Kafka
+answers them, and not read at all. No fetch sessions (KIP-227): every answer is a full one (session id
+0). A topic the connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED
+for each of its partitions, nothing of it read; the others are served as usual.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from kafka_api.pacing import ITEMS_PER_TURN, Pacer
 from partitions.errors import AuthorizationFailed
 from partitions.services import AclOperation, FetchedBatches, ResourceType
 
 NO_OFFSET = -1
 NO_REPLICA = -1
 WAIT_MAX_MS = 30_000
+FETCH_BYTES_MAX = 55 * 1024 * 1024  # the most one answer holds, whatever the client asks (Kafka's default)
 
 
 @dataclass(slots=True)
@@ -42,6 +47,7 @@ class _Part:
 
 async def fetch(door: Door, request: wire.Request) -> Any:
     body = request.body
+    pacer = Pacer()
     parts = []
     for topic in body.topics:
         refused = None
@@ -50,9 +56,11 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         for p in topic.partitions:
             parts.append(_Part(topic.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 1)))
             parts[-1].refused = refused
+            await pacer.step()
     readable = [part for part in parts if part.refused is None]
     wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
-    await _read_all(door, readable, 0)
+    max_bytes = max(1, min(body.max_bytes, FETCH_BYTES_MAX))
+    await _read_all(door, readable, max_bytes)
     if (
         readable
         and wait_ms > 0
@@ -60,33 +68,64 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         and not any(p.error for p in readable)
     ):
         await _wait_any(door, readable, wait_ms)
-        await _read_all(door, readable, 0)
-    return _response(request, parts, max(body.max_bytes, 1))
+        await _read_all(door, readable, max_bytes)
+    return await _response(request, parts, max_bytes, pacer)
 
 
-async def _read_all(door: Door, parts: list[_Part], timeout_ms: int) -> None:
+async def _read_all(door: Door, parts: list[_Part], max_bytes: int) -> None:
+    """Read the partitions in turns of at most ``ITEMS_PER_TURN``, each turn asking no more than is left
+    of ``max_bytes`` (the first partition read: one batch, however large); the partitions left once it
+    is used up get their offsets only."""
     data = door.node.local.data
 
     async def read(part: _Part) -> None:
         try:
-            part.result = await data.fetch_batches(
-                part.topic, part.partition, part.offset, part.max_bytes, timeout_ms
-            )
+            part.result = await data.fetch_batches(part.topic, part.partition, part.offset, part.max_bytes, 0)
             part.error = None
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             part.result, part.error = None, exc
 
-    await asyncio.gather(*(read(part) for part in parts))
+    async def offsets_only(part: _Part) -> None:
+        try:
+            offsets = await data.offsets(part.topic, part.partition)
+            part.result, part.error = (
+                FetchedBatches(b"", offsets.high_watermark, offsets.log_start_offset),
+                None,
+            )
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            part.result, part.error = None, exc
+
+    left = max_bytes
+    index = 0
+    while index < len(parts):
+        first = index == 0
+        turn: list[_Part] = []
+        asked = 0
+        while index < len(parts) and len(turn) < ITEMS_PER_TURN and (not turn or left <= 0 or asked < left):
+            turn.append(parts[index])
+            asked += parts[index].max_bytes
+            index += 1
+        if left > 0 or first:
+            await asyncio.gather(*(read(part) for part in turn))
+            left -= sum(len(part.result.data) for part in turn if part.result is not None)
+        else:
+            await asyncio.gather(*(offsets_only(part) for part in turn))
 
 
 async def _wait_any(door: Door, parts: list[_Part], wait_ms: int) -> None:
-    """Until one partition has records past its offset, or ``wait_ms``."""
+    """Until one partition has records past its offset, or ``wait_ms``. The waits begin and end a turn
+    of partitions at a time."""
     data = door.node.local.data
-    waits = [
-        asyncio.ensure_future(data.fetch_batches(p.topic, p.partition, p.offset, p.max_bytes, wait_ms))
-        for p in parts
-    ]
+    pacer = Pacer()
+    waits = []
     try:
+        for p in parts:
+            waits.append(
+                asyncio.ensure_future(
+                    data.fetch_batches(p.topic, p.partition, p.offset, p.max_bytes, wait_ms)
+                )
+            )
+            await pacer.step()
         pending = set(waits)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -96,14 +135,15 @@ async def _wait_any(door: Door, parts: list[_Part], wait_ms: int) -> None:
         for task in waits:
             task.cancel()
         # their answers are read again by the caller; a cancellation of this fetch itself still propagates
-        await asyncio.gather(*waits, return_exceptions=True)
+        for start in range(0, len(waits), ITEMS_PER_TURN):
+            await asyncio.gather(*waits[start : start + ITEMS_PER_TURN], return_exceptions=True)
 
 
 def _bytes(parts: list[_Part]) -> int:
     return sum(len(p.result.data) for p in parts if p.result is not None)
 
 
-def _response(request: wire.Request, parts: list[_Part], max_bytes: int) -> Any:
+async def _response(request: wire.Request, parts: list[_Part], max_bytes: int, pacer: Pacer) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "FetchableTopicResponse")
     partition_cls = wire.sibling(cls, "PartitionData")
@@ -135,6 +175,7 @@ def _response(request: wire.Request, parts: list[_Part], max_bytes: int) -> Any:
                 records=records,
             )
         )
+        await pacer.step()
     topics = tuple(wire.build(topic_cls, topic=name, partitions=tuple(ps)) for name, ps in by_topic.items())
     return wire.build(
         cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=topics

@@ -1,6 +1,8 @@
 """ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark) or the first
 record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader. A
-topic the connection may not DESCRIBE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED."""
+topic the connection may not DESCRIBE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED. A
+partition named again in the same request is answered INVALID_REQUEST, as Kafka does. Partitions are
+looked up ``pacing.ITEMS_PER_TURN`` at a time, yielding to the event loop between turns."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from kafka_api.pacing import ITEMS_PER_TURN
 from partitions.services import AclOperation, ResourceType
 
 EARLIEST = -2
@@ -26,12 +29,14 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
     partition_cls = wire.sibling(cls, "ListOffsetsPartitionResponse")
     data = door.node.local.data
 
-    async def one(topic: str, partition: int, timestamp: int) -> Any:
+    async def one(topic: str, partition: int, timestamp: int, again: bool) -> Any:
         code, found_at, offset = ErrorCode.none, NO_OFFSET, NO_OFFSET
         try:
-            if not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+            if again:  # named earlier in the request
+                code = ErrorCode.invalid_request
+            elif not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
                 raise door.refusal(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
-            if timestamp == EARLIEST:
+            elif timestamp == EARLIEST:
                 offset = (await data.offsets(topic, partition)).log_start_offset
             elif timestamp == LATEST:
                 offset = (await data.offsets(topic, partition)).high_watermark
@@ -52,10 +57,18 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
             leader_epoch=NO_EPOCH,
         )
 
+    seen: set[tuple[str, int]] = set()
     topics = []
     for topic in request.body.topics:
-        parts = await asyncio.gather(
-            *(one(topic.name, p.partition_index, p.timestamp) for p in topic.partitions)
-        )
+        parts: list[Any] = []
+        turn = []  # lookups done at once, then the event loop serves others (``pacing``)
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            turn.append(one(topic.name, p.partition_index, p.timestamp, key in seen))
+            seen.add(key)
+            if len(turn) == ITEMS_PER_TURN:
+                parts.extend(await asyncio.gather(*turn))
+                turn = []
+        parts.extend(await asyncio.gather(*turn))
         topics.append(wire.build(topic_cls, name=topic.name, partitions=tuple(parts)))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))

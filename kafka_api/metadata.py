@@ -5,7 +5,9 @@ claim) and that node has a Kafka listener; otherwise ``LEADER_NOT_AVAILABLE``, a
 Topics are never created by a Metadata request. A partition's in-sync replicas are reported as its
 replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the leader). With
 ``serve --enforce-acls``, as Kafka: a topic the connection may not DESCRIBE is left out of "every topic",
-and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not.
+and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not. A topic named more than
+once is answered once, as Kafka does; the answer is built ``pacing.ITEMS_PER_TURN`` partitions or topics
+at a time, yielding to the event loop between turns.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
+from kafka_api.pacing import Pacer
 from partitions.errors import UnknownTopic
 from partitions.names import broker_id
 from partitions.services import AclOperation, ResourceType
@@ -41,10 +44,19 @@ async def metadata(door: Door, request: wire.Request) -> Any:
             wire.build(broker_cls, node_id=broker_id(node.node_id), host=host, port=port, rack=None)
         )
     asked = request.body.topics
+    pacer = Pacer()
     if asked is not None:
-        names = [t.name for t in asked]
+        names = list(dict.fromkeys(t.name for t in asked))  # each once, in the order first named
     else:
-        names = [t for t in view.topics() if not t.startswith("__") and _describes(door, t)]
+        names = []
+        for name in view.topics():
+            if not name.startswith("__") and _describes(door, name):
+                names.append(name)
+            await pacer.step()
+    topics = []
+    for name in names:
+        topics.append(_topic(door, cls, name, alive))
+        await pacer.step(1 + len(topics[-1].partitions))
     controller = view.controller()
     return wire.build(
         cls,
@@ -52,7 +64,7 @@ async def metadata(door: Door, request: wire.Request) -> Any:
         brokers=tuple(brokers),
         cluster_id=door.cluster_id,
         controller_id=broker_id(controller) if controller is not None else NO_LEADER,
-        topics=tuple(_topic(door, cls, name, alive) for name in names),
+        topics=tuple(topics),
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 

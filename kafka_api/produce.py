@@ -8,6 +8,8 @@ order they began): a producer's pipelined batches keep their order. A batch is c
 any producer's (``check_producer_batch``): exactly one RecordBatch v2 per partition. Transactional
 produce is not supported and says so. A topic the connection may not WRITE (``serve --enforce-acls``) is
 answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it written; the others go on.
+A request's appends begin ``pacing.ITEMS_PER_TURN`` at a time, yielding to the event loop between turns;
+the connection's next Produce begins its appends once this one began all of its own (``Door.produce_order``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
 from kafka_api.errors import code_of
+from kafka_api.pacing import Pacer
 from partitions.services import AclOperation, ResourceType
 
 ACKS = (-1, 0, 1)
@@ -40,21 +43,24 @@ async def produce(door: Door, request: wire.Request) -> Any:
         refusal = ErrorCode.unsupported_version, TRANSACTIONS_UNSUPPORTED
     data = door.node.local.data
     calls: list[tuple[str, int, asyncio.Future[Any] | tuple[ErrorCode, str]]] = []
-    for topic in body.topic_data:
-        denied = refusal
-        if denied is None and not door.allows(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
-            refused = door.refusal(AclOperation.WRITE, ResourceType.TOPIC, topic.name)
-            denied = code_of(refused), str(refused)
-        for part in topic.partition_data:
-            if denied is not None:
-                calls.append((topic.name, part.index, denied))
-            elif part.records is None:
-                calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
-            else:
-                appending = data.produce_batch(
-                    topic.name, part.index, part.records, timeout_ms
-                )  # bytes, not copied
-                calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
+    pacer = Pacer()
+    async with door.produce_order:
+        for topic in body.topic_data:
+            denied = refusal
+            if denied is None and not door.allows(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
+                refused = door.refusal(AclOperation.WRITE, ResourceType.TOPIC, topic.name)
+                denied = code_of(refused), str(refused)
+            for part in topic.partition_data:
+                if denied is not None:
+                    calls.append((topic.name, part.index, denied))
+                elif part.records is None:
+                    calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
+                else:
+                    appending = data.produce_batch(
+                        topic.name, part.index, part.records, timeout_ms
+                    )  # bytes, not copied
+                    calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
+                await pacer.step()
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]
     if pending:
         await asyncio.wait(pending)
@@ -88,6 +94,7 @@ async def produce(door: Door, request: wire.Request) -> Any:
                 error_message=message,
             )
         )
+        await pacer.step()
     responses = tuple(
         wire.build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()
     )

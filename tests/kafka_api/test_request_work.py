@@ -1,0 +1,246 @@
+"""One Kafka request naming tens of thousands of partitions or topics does not hold a node's event loop:
+while it is served, another client's ApiVersions is answered within ``LIVE_WITHIN_S`` throughout (a
+liveness bound, not a speed claim), and the big request itself gets a whole answer, as Kafka gives it.
+Also: a classic group's members bound holds against joins sent at once from many connections."""
+
+from __future__ import annotations
+
+import datetime
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kafka_fixtures import RawKafka, http_client
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
+
+from kafka_api import wire
+from kafka_api.groups import MEMBERS_MAX
+from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog_client.local_cluster import LocalCluster
+
+LIVE_WITHIN_S = 1.0  # the longest another client's ApiVersions may wait while the big request is served
+TOPIC = "wide"
+PARTITIONS = 4
+# Entries of one request. What the node's Kafka server does with any request, decoding it and encoding its
+# answer, takes a few microseconds an entry on the event loop (kafka_api/server.py): the sizes keep that
+# part well under the bound, and each request's own work well over it on a node that does it at once.
+PRODUCE_ENTRIES = 60_000  # appends in one Produce
+LIST_OFFSETS_ENTRIES = 50_000  # partitions named in one ListOffsets
+FETCH_ENTRIES = 30_000  # partitions named in one Fetch
+METADATA_ENTRIES = 100_000  # topic names in one Metadata
+FETCH_MAX_BYTES = 1024 * 1024
+ANSWER_TIMEOUT_S = 180.0  # how long the test waits for the big answer on a busy machine
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One node (the big requests' partitions all led there), with a topic of ``PARTITIONS`` partitions."""
+    with LocalCluster(str(tmp_path_factory.mktemp("work")), nodes=1) as cluster:
+        with http_client(cluster) as client:
+            client.create_topic(TOPIC, PARTITIONS, 1)
+        raw = RawKafka(cluster.kafka["n1"])
+        try:
+            cls = wire.request_class(3, 8)
+            topic = wire.build(wire.sibling(cls, "MetadataRequestTopic"), name=TOPIC)
+            request = wire.build(cls, topics=(topic,), allow_auto_topic_creation=False,
+                                 include_cluster_authorized_operations=False,
+                                 include_topic_authorized_operations=False)  # fmt: skip
+            deadline = time.monotonic() + 60
+            while not _led(raw.call(3, 8, request)):
+                assert time.monotonic() < deadline, f"{TOPIC}'s partitions have no leader"
+                time.sleep(0.1)
+        finally:
+            raw.close()
+        yield cluster
+
+
+def _led(metadata: Any) -> bool:
+    partitions = metadata.topics[0].partitions
+    return len(partitions) == PARTITIONS and all(p.leader_id >= 0 for p in partitions)
+
+
+def _versions(raw: RawKafka) -> Any:
+    cls = wire.request_class(18, 3)
+    return raw.call(18, 3, wire.build(cls, client_software_name="probe", client_software_version="1"))
+
+
+def served_live(address: str, big: Callable[[RawKafka], Any]) -> tuple[Any, float]:
+    """The answer of ``big`` (called on a connection of its own), and the longest another connection
+    waited for an ApiVersions answer meanwhile (probed again as soon as each answer came)."""
+    probe = RawKafka(address)
+    _versions(probe)  # connected and served before the big request starts
+    longest = 0.0
+    done = threading.Event()
+
+    def probing() -> None:
+        nonlocal longest
+        while not done.is_set():
+            started = time.monotonic()
+            _versions(probe)
+            longest = max(longest, time.monotonic() - started)
+
+    prober = threading.Thread(target=probing, daemon=True)
+    prober.start()
+    raw = RawKafka(address)
+    raw.sock.settimeout(ANSWER_TIMEOUT_S)
+    try:
+        answer = big(raw)
+    finally:
+        done.set()
+        prober.join(timeout=ANSWER_TIMEOUT_S)
+        raw.close()
+        probe.close()
+    return answer, longest
+
+
+def _batch() -> bytes:
+    return encode_batch(0, [ProducerRecord(b"k", b"v", ())], 0, int(time.time() * 1000))
+
+
+def test_a_produce_of_many_partitions_leaves_other_clients_served(node: LocalCluster) -> None:
+    cls = wire.request_class(0, 9)
+    batch = _batch()
+    part_cls = wire.sibling(cls, "PartitionProduceData")
+    parts = tuple(wire.build(part_cls, index=i % PARTITIONS, records=batch) for i in range(PRODUCE_ENTRIES))
+    data = wire.build(wire.sibling(cls, "TopicProduceData"), name=TOPIC, partition_data=parts)
+    request = wire.build(cls, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=60),
+                         topic_data=(data,))  # fmt: skip
+    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(0, 9, request))
+    answered = answer.responses[0].partition_responses
+    assert len(answered) == PRODUCE_ENTRIES
+    assert {p.error_code for p in answered} == {ErrorCode.none}
+    for partition in range(PARTITIONS):  # each append got its own offset, in the request's order
+        offsets = [p.base_offset for p in answered if p.index == partition]
+        assert offsets == sorted(set(offsets))
+    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
+
+
+def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays_live(
+    node: LocalCluster,
+) -> None:
+    cls = wire.request_class(2, 6)
+    part_cls = wire.sibling(cls, "ListOffsetsPartition")
+    parts = tuple(
+        wire.build(part_cls, partition_index=i % PARTITIONS, current_leader_epoch=-1, timestamp=-1)
+        for i in range(LIST_OFFSETS_ENTRIES)
+    )
+    topic = wire.build(wire.sibling(cls, "ListOffsetsTopic"), name=TOPIC, partitions=parts)
+    request = wire.build(cls, replica_id=-1, isolation_level=0, topics=(topic,))
+    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
+    answered = answer.topics[0].partitions
+    assert len(answered) == LIST_OFFSETS_ENTRIES
+    assert [p.error_code for p in answered[:PARTITIONS]] == [ErrorCode.none] * PARTITIONS
+    assert {p.error_code for p in answered[PARTITIONS:]} == {ErrorCode.invalid_request}  # as Kafka
+    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
+
+
+def test_a_fetch_of_many_partitions_answers_each_reads_within_max_bytes_and_stays_live(
+    node: LocalCluster,
+) -> None:
+    producer = RawKafka(node.kafka["n1"])
+    try:  # ~100 KiB in each partition: a node reading every entry of the request reads gigabytes
+        cls = wire.request_class(0, 9)
+        value = b"x" * 1024
+        batch = encode_batch(0, [ProducerRecord(None, value, ())] * 10, 0, int(time.time() * 1000))
+        parts = tuple(
+            wire.build(wire.sibling(cls, "PartitionProduceData"), index=p, records=batch)
+            for p in range(PARTITIONS)
+            for _ in range(10)
+        )
+        data = wire.build(wire.sibling(cls, "TopicProduceData"), name=TOPIC, partition_data=parts)
+        request = wire.build(cls, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
+                             topic_data=(data,))  # fmt: skip
+        produced = producer.call(0, 9, request).responses[0].partition_responses
+        assert {p.error_code for p in produced} == {ErrorCode.none}
+    finally:
+        producer.close()
+    cls = wire.request_class(1, 12)
+    part_cls = wire.sibling(cls, "FetchPartition")
+    parts = tuple(
+        wire.build(part_cls, partition=i % (PARTITIONS * 2), current_leader_epoch=-1, fetch_offset=0,
+                   last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=FETCH_MAX_BYTES)
+        for i in range(FETCH_ENTRIES)
+    )  # fmt: skip
+    topic = wire.build(wire.sibling(cls, "FetchTopic"), topic=TOPIC, partitions=parts)
+    request = wire.build(cls, cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,
+                         max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
+                         topics=(topic,), forgotten_topics_data=(), rack_id="")  # fmt: skip
+    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(1, 12, request))
+    answered = answer.responses[0].partitions
+    assert len(answered) == FETCH_ENTRIES
+    codes = {p.partition_index: p.error_code for p in answered}
+    assert codes == {
+        p: ErrorCode.none if p < PARTITIONS else ErrorCode.unknown_topic_or_partition
+        for p in range(PARTITIONS * 2)
+    }
+    assert answered[0].records, "the first partition's records are answered"
+    assert sum(len(p.records or b"") for p in answered) <= FETCH_MAX_BYTES
+    # those not read, past the answer's bytes, still tell the consumer where the partition ends
+    assert all(p.high_watermark >= 100 for p in answered if p.partition_index < PARTITIONS)
+    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
+
+
+def test_a_metadata_naming_a_topic_again_and_again_answers_it_once_and_stays_live(
+    node: LocalCluster,
+) -> None:
+    cls = wire.request_class(3, 8)
+    topic_cls = wire.sibling(cls, "MetadataRequestTopic")
+    names = [TOPIC if i % 2 == 0 else "missing" for i in range(METADATA_ENTRIES)]
+    request = wire.build(cls, topics=tuple(wire.build(topic_cls, name=n) for n in names),
+                         allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                         include_topic_authorized_operations=False)  # fmt: skip
+    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(3, 8, request))
+    assert [t.name for t in answer.topics] == [TOPIC, "missing"], "each topic once, as Kafka answers"
+    assert len(answer.topics[0].partitions) == PARTITIONS
+    assert answer.topics[1].error_code is ErrorCode.unknown_topic_or_partition
+    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
+
+
+def _next_answer(raw: RawKafka, api_key: int, version: int) -> Any:
+    """The next answer on a connection with many requests in flight (any correlation id)."""
+    size = struct.unpack(">i", raw._read(4))[0]
+    frame = raw._read(size)
+    cls = wire.response_class(api_key, version)
+    _, used = entity_reader(cls.__header_schema__)(frame, 0)
+    return entity_reader(cls)(frame, used)[0]
+
+
+def _coordinated_here(address: str, group: str) -> None:
+    """Until the node coordinates ``group`` (its first FindCoordinator creates the groups' topic)."""
+    raw = RawKafka(address)
+    try:
+        cls = wire.request_class(10, 3)
+        deadline = time.monotonic() + 60
+        while raw.call(10, 3, wire.build(cls, key=group, key_type=0)).error_code is not ErrorCode.none:
+            assert time.monotonic() < deadline, f"no coordinator for {group}"
+            time.sleep(0.1)
+    finally:
+        raw.close()
+
+
+def test_joins_sent_at_once_never_pass_a_groups_members_bound(node: LocalCluster) -> None:
+    _coordinated_here(node.kafka["n1"], "crowd")
+    cls = wire.request_class(11, 5)
+    protocol = wire.build(wire.sibling(cls, "JoinGroupRequestProtocol"), name="range", metadata=b"")
+    request = wire.build(cls, group_id="crowd", session_timeout=datetime.timedelta(seconds=30),
+                         rebalance_timeout=datetime.timedelta(seconds=30), member_id="",
+                         group_instance_id=None, protocol_type="consumer", protocols=(protocol,))  # fmt: skip
+    connections = [RawKafka(node.kafka["n1"]) for _ in range(10)]
+    try:
+        extra = 30
+        per_connection = (MEMBERS_MAX + extra) // len(connections)
+        for raw in connections:  # every join in flight before any answer is read
+            raw.send_raw(b"".join(raw.frame(11, 5, request) for _ in range(per_connection)))
+        codes = []
+        for raw in connections:
+            for _ in range(per_connection):
+                codes.append(_next_answer(raw, 11, 5).error_code)
+    finally:
+        for raw in connections:
+            raw.close()
+    assert codes.count(ErrorCode.member_id_required) == MEMBERS_MAX  # each then joins with its id
+    assert codes.count(ErrorCode.group_max_size_reached) == extra
