@@ -51,7 +51,7 @@ from api import dev_control, dev_status
 from api.dev_control import ACTIONS, Answer, ControlError, Request
 from api.dev_hints import up_text
 from api.dev_probe import probe
-from api.dev_secure import DevSecurity, create_user, dev_security
+from api.dev_secure import DevSecurity, create_user, dev_security, write_token
 from api.dev_tls import DevCertificates, dev_certificates, tls_description
 from api.tls import client_context
 from raftlog.errors import InvariantViolation
@@ -371,7 +371,7 @@ class Supervisor:
         if security is not None and certificates is None:
             raise InvariantViolation("raftlog dev --secure without its certificates")
         self.security = security
-        secure_args = [] if security is None else security.serve_args()
+        secure_args = [] if security is None else security.serve_args(write_token(data_dir, security))
         self.children = {
             node.node_id: _Child(
                 node,

@@ -5,7 +5,9 @@ SASL on Kafka), ``--enforce-acls`` (a user may do only what ACLs allow), an admi
 ``/v1/users`` (setting its password again at every start). Other users need ACLs (``raftlog acl``).
 
 The admin token and the user's random password are made once in ``DATA_DIR/security.json`` (readable by
-its owner only) and kept; ``cluster.json``'s ``security`` object names them with the CA clients trust."""
+its owner only) and kept; ``cluster.json``'s ``security`` object names them with the CA clients trust. The
+nodes read the token from ``DATA_DIR/admin.token`` (owner-only too), never from their command line, which
+every local user can read."""
 
 from __future__ import annotations
 
@@ -30,10 +32,10 @@ class DevSecurity:
     password: str
     admin_token: str
 
-    def serve_args(self) -> list[str]:
-        """What every node of the cluster is started with."""
+    def serve_args(self, token_file: str) -> list[str]:
+        """What every node of the cluster is started with: the token by its file (``write_token``)."""
         return [
-            "--require-auth", "--enforce-acls", "--admin-token", self.admin_token, "--super-user", self.user,
+            "--require-auth", "--enforce-acls", "--admin-token-file", token_file, "--super-user", self.user,
         ]  # fmt: skip
 
     def description(self, ca: str) -> dict[str, str]:
@@ -54,11 +56,24 @@ def dev_security(data_dir: str) -> DevSecurity:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path} cannot be read ({exc}): remove it to make new credentials") from None
     made = DevSecurity(USER, secrets.token_urlsafe(18), secrets.token_hex(16))
+    _write_private(path, json.dumps(asdict(made), indent=2))
+    return made
+
+
+def write_token(data_dir: str, security: DevSecurity) -> str:
+    """``data_dir/admin.token``, readable by its owner only, holding the admin token the nodes read
+    (``serve --admin-token-file``); its path."""
+    path = os.path.join(data_dir, "admin.token")
+    _write_private(path, security.admin_token + "\n")
+    return path
+
+
+def _write_private(path: str, text: str) -> None:
+    """``path`` replaced in one rename by a file of ``text`` that only its owner may read."""
     fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(asdict(made), f, indent=2)
+        f.write(text)
     os.replace(path + ".tmp", path)
-    return made
 
 
 def create_user(urls: list[str], security: DevSecurity, context: ssl.SSLContext) -> str | None:

@@ -121,13 +121,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="join a running cluster through --seed: hold replicas but no controller replica",
     )
-    parser.add_argument("--secret-file", help=f"file holding the cluster secret (else ${SECRET_ENV})")
-    parser.add_argument("--admin-token", help=f"bearer token required on /v1 (else ${TOKEN_ENV} if set)")
+    parser.add_argument(
+        "--secret-file", metavar="FILE", help=f"file holding the cluster secret (else ${SECRET_ENV})"
+    )
+    parser.add_argument(
+        "--admin-token-file", metavar="FILE",
+        help=f"file holding the bearer token required on /v1 (else ${TOKEN_ENV} if set); make it readable "
+        "by its owner only",
+    )  # fmt: skip
+    # never in argv, which every local user reads (ps): taken only to refuse it, naming the ways that work
+    parser.add_argument("--admin-token", help=argparse.SUPPRESS)
     parser.add_argument(
         "--require-auth", action="store_true",
         help="every data and consumer endpoint needs HTTP Basic with a user of /v1/users (or the admin "
         "token as a bearer token), and the Kafka listener SASL (PLAIN, SCRAM-SHA-256/512) as one; needs "
-        "--admin-token",
+        f"an admin token (--admin-token-file or ${TOKEN_ENV})",
     )  # fmt: skip
     parser.add_argument(
         "--enforce-acls", action="store_true",
@@ -374,6 +382,22 @@ def tls_of(args: argparse.Namespace) -> TlsFiles | None:
         raise ServeConfigError(str(exc)) from None
 
 
+def admin_token(args: argparse.Namespace) -> str | None:
+    """The admin token, from ``--admin-token-file`` or the environment; never from the command line."""
+    if args.admin_token is not None:
+        raise ServeConfigError(
+            f"--admin-token would show the token to every local user (ps, /proc/PID/cmdline): put it in a "
+            f"file readable by you only and give --admin-token-file FILE, or set ${TOKEN_ENV}"
+        )
+    if args.admin_token_file:
+        with open(args.admin_token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        if not token:
+            raise ServeConfigError(f"--admin-token-file {args.admin_token_file}: the file is empty")
+        return token
+    return os.environ.get(TOKEN_ENV) or None
+
+
 def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
     http = HostPort.parse(args.http, "--http")
     kafka = kafka_listener(args)
@@ -399,10 +423,11 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         raise ServeConfigError(
             f"a cluster secret of at least 16 bytes is required (--secret-file or ${SECRET_ENV})"
         )
-    token = args.admin_token or os.environ.get(TOKEN_ENV) or None
+    token = admin_token(args)
     if args.require_auth and token is None:
         raise ServeConfigError(
-            "--require-auth needs an admin token (--admin-token): users are made through /v1/users"
+            f"--require-auth needs an admin token (--admin-token-file FILE or ${TOKEN_ENV}): users are made "
+            "through /v1/users"
         )
     if args.enforce_acls and not args.require_auth:
         raise ServeConfigError("--enforce-acls needs --require-auth: ACLs name authenticated users")
@@ -419,7 +444,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         )
     if not _is_loopback(http.host) and token is None:
         raise ServeConfigError(
-            f"refusing to serve the admin API on non-loopback {http} without an admin token (--admin-token)"
+            f"refusing to serve the admin API on non-loopback {http} without an admin token "
+            f"(--admin-token-file FILE or ${TOKEN_ENV})"
         )
     gossip = HostPort.parse(args.gossip, "--gossip") if args.gossip else HostPort(http.host, http.port + 200)
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
@@ -614,7 +640,7 @@ def main(args: argparse.Namespace) -> int:
         http_bounds = http_limits(args)
         login_bounds = login_limits(args)
     except (ServeConfigError, OSError) as exc:
-        print(f"raftlog serve: {exc}")
+        print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 2
     os.makedirs(config.data_dir, exist_ok=True)
     tune_malloc(args.malloc_keep_mib)

@@ -272,6 +272,14 @@ class Network:
                     check=False)  # fmt: skip
 
 
+def _write_private(path: str, text: str) -> None:
+    """``path`` replaced in one rename by a file of ``text`` that only its owner may read (a secret)."""
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
 def require_netns(node: NodeSpec) -> None:
     if node.namespace is None or node.link is None:
         raise ControlError(f"{node.node_id} has no namespace: netns operation in loopback mode")
@@ -305,8 +313,8 @@ class Cluster:
             os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
         secret_file = os.path.join(self.run_dir, "cluster.secret")
         if not os.path.exists(secret_file):
-            with open(secret_file, "w", encoding="ascii") as f:
-                f.write(secrets.token_hex(32) + "\n")
+            _write_private(secret_file, secrets.token_hex(32) + "\n")
+        _write_private(self.token_file, self.admin_token + "\n")
         for node in self.nodes:
             self.argv[node.node_id] = self._argv(node, secret_file)
             with open(self.clock_file(node.node_id), "w", encoding="ascii") as f:
@@ -378,6 +386,11 @@ class Cluster:
     def data_dir(self, node_id: str) -> str:
         return os.path.join(self.run_dir, "data", node_id)
 
+    @property
+    def token_file(self) -> str:
+        """The admin token's file, which the nodes read: never on their command line (ps shows it)."""
+        return os.path.join(self.run_dir, "admin.token")
+
     def log_path(self, node_id: str) -> str:
         return os.path.join(self.run_dir, "logs", f"{node_id}.log")
 
@@ -397,7 +410,7 @@ class Cluster:
                 "--gossip", f"{node.host}:{node.gossip_port}",
                 "--kafka", node.kafka,
                 "--secret-file", secret_file,
-                "--admin-token", self.admin_token,
+                "--admin-token-file", self.token_file,
                 # the test hosts' own addresses on a closed bridge: serve refuses a non-loopback address
                 # without authentication unless told the network is closed
                 "--allow-unauthenticated"]  # fmt: skip

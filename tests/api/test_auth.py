@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from test_serve_config import args_for
+from test_serve_config import args_for, token_file
 
 from api import dev
 from api.serve import ServeConfigError, node_config
@@ -54,7 +54,8 @@ def node_processes(root: pathlib.Path, *serve_args: str) -> Iterator[list[str]]:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
-    with node_processes(tmp_path_factory.mktemp("auth"), "--require-auth", "--admin-token", TOKEN) as urls:
+    root = tmp_path_factory.mktemp("auth")
+    with node_processes(root, "--require-auth", *token_file(root, TOKEN)) as urls:
         yield urls
 
 
@@ -186,6 +187,6 @@ def test_serve_refuses_require_auth_without_a_token_and_takes_it_with_a_kafka_li
         node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth"))
     kafka = ["--kafka", "127.0.0.1:9092"]
     config, _, token = node_config(
-        args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth", "--admin-token", "t", *kafka)
+        args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth", *token_file(tmp_path, "t"), *kafka)
     )
     assert token == "t" and config.kafka_address == "127.0.0.1:9092"

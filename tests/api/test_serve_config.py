@@ -1,6 +1,6 @@
 """``raftlog serve`` settings: nothing is served beyond loopback without authentication (``--require-auth``)
 unless ``--allow-unauthenticated`` says it is a closed test network, and then never the admin API without
-a token; the token comes from the flag or the environment; super users are user names; ACLs are enforced
+a token; the token comes from a file or the environment; super users are user names; ACLs are enforced
 only for authenticated users; ``--join`` needs a seed."""
 
 from __future__ import annotations
@@ -9,11 +9,19 @@ import argparse
 import pathlib
 import subprocess
 import sys
+import zlib
 
 import pytest
 
 from api import serve
 from api.serve import ServeConfigError, node_config
+
+
+def token_file(tmp_path: pathlib.Path, token: str = "t0k") -> list[str]:
+    """The serve options giving the node ``token`` as the admin token, by a file as a node takes it."""
+    path = tmp_path / f"admin-{zlib.crc32(token.encode()):08x}.token"  # named apart, not after the token
+    path.write_text(token + "\n")
+    return ["--admin-token-file", str(path)]
 
 
 def args_for(tmp_path: pathlib.Path, *extra: str) -> argparse.Namespace:
@@ -33,14 +41,14 @@ def test_a_non_loopback_address_needs_authentication_or_an_explicit_closed_netwo
     kafka = ["--http", "127.0.0.1:9001", "--kafka", f"{host}:9092", "--kafka-advertised", "h:1"]
     for exposed in (["--http", f"{host}:9001"], kafka):
         with pytest.raises(ServeConfigError) as refused:
-            node_config(args_for(tmp_path, *exposed, "--admin-token", "t0k"))
+            node_config(args_for(tmp_path, *exposed, *token_file(tmp_path)))
         told = str(refused.value)
         assert f"{host}:90" in told and "--require-auth" in told and "--allow-unauthenticated" in told
         for way_out in ("--require-auth", "--allow-unauthenticated"):
-            node_config(args_for(tmp_path, *exposed, "--admin-token", "t0k", way_out))
+            node_config(args_for(tmp_path, *exposed, *token_file(tmp_path), way_out))
     both = ["--require-auth", "--allow-unauthenticated"]
     with pytest.raises(ServeConfigError, match="contradict"):
-        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both, "--admin-token", "t0k"))
+        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both, *token_file(tmp_path)))
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "example.com", "[::]"])
@@ -48,15 +56,15 @@ def test_a_non_loopback_admin_api_needs_a_token(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
     monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
-    closed_network = "--allow-unauthenticated"
+    closed_network = ("--allow-unauthenticated",)
     with pytest.raises(ServeConfigError, match="admin token"):
-        node_config(args_for(tmp_path, "--http", f"{host}:9001", closed_network))
+        node_config(args_for(tmp_path, "--http", f"{host}:9001", *closed_network))
     _, _, token = node_config(
-        args_for(tmp_path, "--http", f"{host}:9001", "--admin-token", "t0k", closed_network)
+        args_for(tmp_path, "--http", f"{host}:9001", *token_file(tmp_path), *closed_network)
     )
     assert token == "t0k"
     monkeypatch.setenv(serve.TOKEN_ENV, "from-env")
-    _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001", closed_network))
+    _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001", *closed_network))
     assert token == "from-env"
 
 
@@ -70,7 +78,7 @@ def test_serve_exits_2_naming_a_non_loopback_address_and_the_ways_out(tmp_path: 
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stdout.strip() == (
+    assert done.stderr.strip() == (
         "raftlog serve: refusing to serve --kafka 0.0.0.0:9092 beyond loopback without authentication: "
         "add --require-auth (users on the HTTP API, SASL on Kafka), or --allow-unauthenticated on a closed "
         "test network"
@@ -107,6 +115,6 @@ def test_join_needs_a_seed_and_makes_a_non_voter(tmp_path: pathlib.Path) -> None
 
 def test_enforcing_acls_needs_authenticated_users(tmp_path: pathlib.Path) -> None:
     with pytest.raises(ServeConfigError, match="--enforce-acls needs --require-auth"):
-        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--enforce-acls", "--admin-token", "t0k"))
-    both = ["--enforce-acls", "--require-auth", "--admin-token", "t0k"]
+        node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--enforce-acls", *token_file(tmp_path)))
+    both = ["--enforce-acls", "--require-auth", *token_file(tmp_path)]
     assert node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from test_auth import curl, node_processes
+from test_serve_config import token_file
 
 TOKEN = "admin-token-for-the-token-test"
 ADMIN = ("-H", f"Authorization: Bearer {TOKEN}")
@@ -23,7 +24,7 @@ JSON = ("-H", "Content-Type: application/json")
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     root = tmp_path_factory.mktemp("tokens")
-    with node_processes(root, "--require-auth", "--enforce-acls", "--admin-token", TOKEN) as urls:
+    with node_processes(root, "--require-auth", "--enforce-acls", *token_file(root, TOKEN)) as urls:
         status, body, _ = curl(
             "-XPOST", f"{urls[0]}/v1/topics", *JSON, *ADMIN,
             "-d", '{"name": "tokened", "partitions": 1, "replication_factor": 3}',

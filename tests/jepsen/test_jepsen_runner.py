@@ -119,8 +119,9 @@ def _kill_what_a_killed_run_left(run_dir: pathlib.Path) -> None:
     for pid in _processes_mentioning(str(run_dir)):
         with contextlib.suppress(OSError):
             argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-            if "--admin-token" in argv:  # the runner gives its nodes the token jepsen-<prefix>
-                prefixes.add(argv[argv.index("--admin-token") + 1].removeprefix("jepsen-"))
+            if "--admin-token-file" in argv:  # the runner gives its nodes the token jepsen-<prefix>
+                token = pathlib.Path(argv[argv.index("--admin-token-file") + 1]).read_text().strip()
+                prefixes.add(token.removeprefix("jepsen-"))
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
             os.kill(pid, signal.SIGKILL)

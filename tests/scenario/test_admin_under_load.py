@@ -29,11 +29,19 @@ TOKEN = "scenario-admin-token"
 WAIT_S = 30.0
 
 
+def admin_token_args(root: str) -> list[str]:
+    """The serve options giving a node TOKEN: by a file, as a node takes it (never on its command line)."""
+    path = os.path.join(root, "admin.token")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(TOKEN)
+    return ["--admin-token-file", path]
+
+
 @pytest.fixture
 def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
     started = ProcessCluster.create(str(tmp_path))
     for argv in started.argv.values():
-        argv += ["--admin-token", TOKEN]
+        argv += admin_token_args(str(tmp_path))
     try:
         started.start_all()
         yield started
@@ -327,7 +335,7 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
 def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: pathlib.Path) -> None:
     cluster = ProcessCluster.create(str(tmp_path), count=3, joining=1)
     for argv in cluster.argv.values():
-        argv += ["--admin-token", TOKEN]
+        argv += admin_token_args(str(tmp_path))
 
     async def scenario() -> None:
         async with RaftlogClient(cluster.urls[:3], admin_token=TOKEN, retries=40, backoff_max_s=0.5) as admin:

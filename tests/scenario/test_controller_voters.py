@@ -18,7 +18,7 @@ from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
 
 from .cluster import ProcessCluster
-from .test_admin_under_load import TOKEN, WAIT_S, refused, until
+from .test_admin_under_load import TOKEN, WAIT_S, admin_token_args, refused, until
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
     started = ProcessCluster.create(str(tmp_path), count=3, joining=1)
     for argv in started.argv.values():
-        argv += ["--admin-token", TOKEN]
+        argv += admin_token_args(str(tmp_path))
     try:
         started.start_all()
         yield started

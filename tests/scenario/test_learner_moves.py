@@ -13,7 +13,7 @@ import pytest
 from raftlog_client.client import RaftlogClient
 
 from .cluster import ProcessCluster
-from .test_admin_under_load import TOKEN, WAIT_S, Workload, fully_replicated, until
+from .test_admin_under_load import TOKEN, WAIT_S, Workload, admin_token_args, fully_replicated, until
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
     started = ProcessCluster.create(str(tmp_path), count=4)
     for argv in started.argv.values():
-        argv += ["--admin-token", TOKEN]
+        argv += admin_token_args(str(tmp_path))
     try:
         started.start_all()
         yield started
