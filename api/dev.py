@@ -66,6 +66,10 @@ LOG_TAIL_BYTES = 4096  # of a node's log, read to say why it exited
 RAFT_PORT_OFFSET = 100
 GOSSIP_PORT_OFFSET = 200
 KAFKA_PORT_OFFSET = 1011  # n1's Kafka listener on 9092 when its HTTP port is 8081
+# the data folder holds the cluster secret, the admin token, a password, keys and every node's data: its
+# owner's alone, as each node keeps its own (``serve.UMASK``)
+UMASK = 0o077
+DATA_DIR_MODE = 0o700
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,12 +638,14 @@ def _run_cluster(args: argparse.Namespace) -> int:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 2
     data_dir = os.path.abspath(args.data_dir)
+    os.umask(UMASK)
     try:
         lock = DirectoryLock.acquire(data_dir, "raftlog dev")
     except DirectoryLocked as exc:
         print(f"raftlog dev: {exc}; nothing was started", file=sys.stderr)
         return 1
     with lock:
+        os.chmod(data_dir, DATA_DIR_MODE)  # made by an older version, or by hand
         busy = [port for node in cluster for port in busy_ports(node)]
         if busy:
             print(

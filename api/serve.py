@@ -42,6 +42,8 @@ from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
 TOKEN_ENV = "RAFTLOG_ADMIN_TOKEN"
+UMASK = 0o077  # what a node writes (SCRAM verifiers, token hashes, records) is its owner's alone
+DATA_DIR_MODE = 0o700
 RETENTION_CHECK_MS_DEFAULT = 60_000
 GC_GEN0_DEFAULT = 20_000  # see tune_gc
 MALLOC_KEEP_MIB_DEFAULT = 512  # see tune_malloc
@@ -642,7 +644,9 @@ def main(args: argparse.Namespace) -> int:
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 2
-    os.makedirs(config.data_dir, exist_ok=True)
+    os.umask(UMASK)
+    os.makedirs(config.data_dir, mode=DATA_DIR_MODE, exist_ok=True)
+    os.chmod(config.data_dir, DATA_DIR_MODE)  # made by an older version, or by hand: the owner's alone
     tune_malloc(args.malloc_keep_mib)
     open_files = raise_open_files_limit()
     log.info("open files limit %d", open_files)

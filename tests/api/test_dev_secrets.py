@@ -1,9 +1,12 @@
-"""``raftlog dev --secure`` keeps its secrets off every command line: no node's ``/proc/PID/cmdline``
-(which every local user reads, as ``ps`` does) holds the admin token, the admin user's password or the
-cluster secret (the nodes read them from files only their owner may read)."""
+"""``raftlog dev --secure`` keeps its secrets off every command line and its folder to its owner: no node's
+``/proc/PID/cmdline`` (which every local user reads, as ``ps`` does) holds the admin token, the admin
+user's password or the cluster secret (the nodes read them from files only their owner may read), and
+every directory of the data folder is 0700 and every file 0600, the nodes' data (SCRAM verifiers in the
+controller's journal) among them."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import stat
 from collections.abc import Iterator
@@ -37,3 +40,25 @@ def test_no_secret_is_on_a_command_line(cluster: LocalCluster) -> None:
     token_file = data / "admin.token"
     assert token_file.read_text().strip() == cluster.security["admin_token"]
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+
+
+def test_the_data_folder_is_its_owners_alone(cluster: LocalCluster) -> None:
+    data = pathlib.Path(cluster.directory)
+    assert any((data / node / "raft" / "controller" / "journal").exists() for node in cluster.pids), (
+        "the nodes wrote their controller journals (the admin user's SCRAM verifier among their entries)"
+    )
+    exposed = []
+    for root, directories, files in os.walk(data):
+        for name in directories:
+            mode = stat.S_IMODE(os.lstat(os.path.join(root, name)).st_mode)
+            if mode != 0o700:
+                exposed.append(f"{os.path.join(root, name)}/ {mode:o}")
+        for name in files:
+            path = os.path.join(root, name)
+            if path == cluster.dev_log:  # written by this test's LocalCluster, not by raftlog dev
+                continue
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            if mode != 0o600:
+                exposed.append(f"{path} {mode:o}")
+    assert not exposed, exposed
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700  # made 0755 by LocalCluster before raftlog dev ran

@@ -1,16 +1,27 @@
 """How a ``raftlog serve`` process starts, run as an operator runs it: the admin token never on its command
 line (``--admin-token-file`` or ``$RAFTLOG_ADMIN_TOKEN``; ``--admin-token T`` is refused in one line on
-stderr with exit code 2, before anything is made)."""
+stderr with exit code 2, before anything is made), and what it writes its owner's alone (directories 0700,
+files 0600)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import pathlib
+import stat
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+from test_serve_config import token_file
 
 from api import dev
 from api.serve import SECRET_ENV, TOKEN_ENV
+from raftlog_client.contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = {key: value for key, value in os.environ.items() if key not in (SECRET_ENV, TOKEN_ENV)}
@@ -49,3 +60,67 @@ def test_an_admin_token_on_the_command_line_is_refused(tmp_path: pathlib.Path) -
     done = serve(tmp_path, *loopback_addresses(dev.free_port()), "--admin-token", TOKEN)
     told = assert_refused(done, tmp_path, "--admin-token-file FILE", f"${TOKEN_ENV}", "ps")
     assert TOKEN not in told
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + READY_PATH, timeout=5) as answer:
+            return bool(answer.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def node_process(root: pathlib.Path, *serve_args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """One real node process under ``root`` (its output in ``root/n1.out``), ready; (process, HTTP URL)."""
+    secret = root / "cluster.secret"
+    secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    node = dev.plan(1, dev.free_base_port(1))[0]
+    argv = [*dev.node_argv(node, [node], str(root), str(secret)), *serve_args]
+    with open(root / "n1.out", "wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=ENV)
+    try:
+        deadline = time.monotonic() + READY_S
+        while not _ready(node.http):
+            assert process.poll() is None, (root / "n1.out").read_text()
+            assert time.monotonic() < deadline, f"not ready within {READY_S} s; see {root}/n1.out"
+            time.sleep(0.2)
+        yield process, node.http
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def call(method: str, url: str, body: object, token: str | None = None) -> int:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return int(exc.code)
+
+
+def test_a_node_takes_its_token_from_a_file_and_keeps_what_it_writes_to_its_owner(
+    tmp_path: pathlib.Path,
+) -> None:
+    data = tmp_path / "n1"
+    data.mkdir(mode=0o755)  # as an older version, or an operator, made it
+    with node_process(tmp_path, *token_file(tmp_path, TOKEN)) as (process, url):
+        assert TOKEN not in pathlib.Path(f"/proc/{process.pid}/cmdline").read_text()
+        topic = {"name": "private", "partitions": 1, "replication_factor": 1}
+        assert call("POST", url + ADMIN_TOPICS_PATH, topic) == 401
+        assert call("POST", url + ADMIN_TOPICS_PATH, topic, TOKEN) == 201
+        records = {"records": [{"key": "k", "value": {"secret": "value"}}]}
+        deadline = time.monotonic() + READY_S
+        while (status := call("POST", url + partition_path("private", 0), records)) != 200:
+            assert status == 503 and time.monotonic() < deadline, status  # its leader is elected meanwhile
+            time.sleep(0.2)
+    written = [path for path in data.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".log" and path.stat().st_size > 0 for path in written), written  # a segment
+    exposed = [f"{path} {stat.S_IMODE(path.lstat().st_mode):o}" for path in [data, *data.rglob("*")]
+               if stat.S_IMODE(path.lstat().st_mode) != (0o700 if path.is_dir() else 0o600)]  # fmt: skip
+    assert not exposed, exposed
