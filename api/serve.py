@@ -14,6 +14,7 @@ import os
 import platform
 import resource
 import signal
+import socket
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,6 +45,7 @@ SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
 TOKEN_ENV = "RAFTLOG_ADMIN_TOKEN"
 UMASK = 0o077  # what a node writes (SCRAM verifiers, token hashes, records) is its owner's alone
 DATA_DIR_MODE = 0o700
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 RETENTION_CHECK_MS_DEFAULT = 60_000
 GC_GEN0_DEFAULT = 20_000  # see tune_gc
 MALLOC_KEEP_MIB_DEFAULT = 512  # see tune_malloc
@@ -82,7 +84,7 @@ def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).is_loopback
     except ValueError:
         return False
 
@@ -400,10 +402,39 @@ def admin_token(args: argparse.Namespace) -> str | None:
     return os.environ.get(TOKEN_ENV) or None
 
 
+def _refuse_wildcard(option: str, address: HostPort, why: str = "") -> None:
+    if address.host in WILDCARD_HOSTS:
+        raise ServeConfigError(
+            f"{option} {address}{why} is a wildcard address, but the other nodes dial the address given "
+            f"here: give one of this host's addresses they reach"
+        )
+
+
+def check_listen(option: str, address: HostPort, udp: bool = False) -> None:
+    """Whether this process could listen on ``address`` now: a port in use, an address not of this host
+    or a name that does not resolve is refused in one line naming the option, before the node starts."""
+    host = address.host.removeprefix("[").removesuffix("]")
+    for kind, protocol in ((socket.SOCK_STREAM, "TCP"), (socket.SOCK_DGRAM, "UDP"))[: 2 if udp else 1]:
+        try:
+            family, _, proto, _, sockaddr = socket.getaddrinfo(host, address.port, type=kind)[0]
+        except socket.gaierror as exc:
+            why = f"{option} {address}: {host!r} does not resolve ({exc.strerror})"
+            raise ServeConfigError(why) from None
+        with socket.socket(family, kind, proto) as probe:
+            if kind == socket.SOCK_STREAM:  # as the listeners bind: a connection in TIME_WAIT is no obstacle
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                why = f"{option} {address}: cannot listen there ({protocol}: {exc.strerror})"
+                raise ServeConfigError(why) from None
+
+
 def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | None]:
     http = HostPort.parse(args.http, "--http")
     kafka = kafka_listener(args)
     raft = HostPort.parse(args.raft, "--raft")
+    _refuse_wildcard("--raft", raft)
     tls = tls_of(args)
     scheme = "http" if tls is None else "https"  # every node of a cluster serves the same way
     peers = [PeerConfig(args.node_id, f"{scheme}://{http}", str(raft))]
@@ -450,6 +481,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
             f"(--admin-token-file FILE or ${TOKEN_ENV})"
         )
     gossip = HostPort.parse(args.gossip, "--gossip") if args.gossip else HostPort(http.host, http.port + 200)
+    _refuse_wildcard("--gossip", gossip, "" if args.gossip else " (default: the --http host, port + 200)")
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
     if args.retention_check_ms < 1:
         raise ServeConfigError(f"--retention-check-ms {args.retention_check_ms}: must be >= 1")
@@ -641,6 +673,11 @@ def main(args: argparse.Namespace) -> int:
         limits = kafka_limits(args)
         http_bounds = http_limits(args)
         login_bounds = login_limits(args)
+        check_listen("--http", http)
+        check_listen("--raft", HostPort.parse(config.raft_address, "--raft"))
+        check_listen("--gossip", HostPort.parse(config.gossip_address, "--gossip"), udp=True)
+        if kafka is not None:
+            check_listen("--kafka", kafka[0])
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 2

@@ -39,7 +39,8 @@ def test_a_non_loopback_address_needs_authentication_or_an_explicit_closed_netwo
 ) -> None:
     monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
     kafka = ["--http", "127.0.0.1:9001", "--kafka", f"{host}:9092", "--kafka-advertised", "h:1"]
-    for exposed in (["--http", f"{host}:9001"], kafka):
+    gossip = ["--gossip", "127.0.0.1:9201"]
+    for exposed in (["--http", f"{host}:9001", *gossip], kafka):
         with pytest.raises(ServeConfigError) as refused:
             node_config(args_for(tmp_path, *exposed, *token_file(tmp_path)))
         told = str(refused.value)
@@ -56,7 +57,7 @@ def test_a_non_loopback_admin_api_needs_a_token(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
     monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
-    closed_network = ("--allow-unauthenticated",)
+    closed_network = ("--allow-unauthenticated", "--gossip", "127.0.0.1:9201")
     with pytest.raises(ServeConfigError, match="admin token"):
         node_config(args_for(tmp_path, "--http", f"{host}:9001", *closed_network))
     _, _, token = node_config(

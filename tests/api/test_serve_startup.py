@@ -1,7 +1,7 @@
 """How a ``raftlog serve`` process starts, run as an operator runs it: the admin token never on its command
-line (``--admin-token-file`` or ``$RAFTLOG_ADMIN_TOKEN``; ``--admin-token T`` is refused in one line on
-stderr with exit code 2, before anything is made), and what it writes its owner's alone (directories 0700,
-files 0600)."""
+line (``--admin-token-file`` or ``$RAFTLOG_ADMIN_TOKEN``; ``--admin-token T`` is refused), what it writes
+its owner's alone (directories 0700, files 0600), and every address it cannot serve on refused in one line
+on stderr with exit code 2 before anything is made (no traceback)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import pathlib
+import socket
 import stat
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
+import pytest
 from test_serve_config import token_file
 
 from api import dev
@@ -60,6 +62,47 @@ def test_an_admin_token_on_the_command_line_is_refused(tmp_path: pathlib.Path) -
     done = serve(tmp_path, *loopback_addresses(dev.free_port()), "--admin-token", TOKEN)
     told = assert_refused(done, tmp_path, "--admin-token-file FILE", f"${TOKEN_ENV}", "ps")
     assert TOKEN not in told
+
+
+@contextlib.contextmanager
+def held(port: int, udp: bool = False) -> Iterator[None]:
+    """Another process's socket on 127.0.0.1:``port`` (a listener, or a bound UDP socket)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM) as other:
+        other.bind(("127.0.0.1", port))
+        if not udp:
+            other.listen()
+        yield
+
+
+@pytest.mark.parametrize(
+    ("option", "udp"),
+    [("--http", False), ("--raft", False), ("--gossip", False), ("--gossip", True), ("--kafka", False)],
+)
+def test_a_port_in_use_is_one_line_naming_its_option(tmp_path: pathlib.Path, option: str, udp: bool) -> None:
+    ports = {name: dev.free_port() for name in ("--http", "--raft", "--gossip", "--kafka")}
+    argv = [part for name, port in ports.items() for part in (name, f"127.0.0.1:{port}")]
+    with held(ports[option], udp):
+        done = serve(tmp_path, *argv)
+    assert_refused(done, tmp_path, f"{option} 127.0.0.1:{ports[option]}: cannot listen there", "in use")
+
+
+def test_an_address_it_cannot_serve_on_is_one_line_naming_its_option(tmp_path: pathlib.Path) -> None:
+    port = dev.free_port()
+    closed_network = ["--allow-unauthenticated"]
+    cases = [
+        (["--http", f"127.0.0.1:{port}", "--raft", f"0.0.0.0:{port + 1}"], f"--raft 0.0.0.0:{port + 1}",
+         "wildcard"),
+        (["--http", f"0.0.0.0:{port}", "--raft", f"127.0.0.1:{port + 1}", *closed_network],
+         f"--gossip 0.0.0.0:{port + 200} (default: the --http host, port + 200)", "wildcard"),
+        (["--http", f"127.0.0.1:{port}", "--raft", f"no-such-host.invalid:{port + 1}"],
+         f"--raft no-such-host.invalid:{port + 1}: 'no-such-host.invalid' does not resolve", ""),
+        (["--http", f"192.0.2.77:{port}", "--raft", f"127.0.0.1:{port + 1}", *closed_network],
+         f"--http 192.0.2.77:{port}: cannot listen there", "assign"),
+        (["--http", "127.0.0.1:70000", "--raft", f"127.0.0.1:{port + 1}"], "--http '127.0.0.1:70000'",
+         "HOST:PORT"),
+    ]  # fmt: skip
+    for argv, named, why in cases:
+        assert_refused(serve(tmp_path, *argv, env={TOKEN_ENV: TOKEN}), tmp_path, named, why)
 
 
 def _ready(url: str) -> bool:
