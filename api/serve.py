@@ -139,7 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--require-auth", action="store_true",
         help="every data and consumer endpoint needs HTTP Basic with a user of /v1/users (or the admin "
         "token as a bearer token), and the Kafka listener SASL (PLAIN, SCRAM-SHA-256/512) as one; needs "
-        f"an admin token (--admin-token-file or ${TOKEN_ENV})",
+        f"an admin token (--admin-token-file or ${TOKEN_ENV}), and TLS beyond loopback",
     )  # fmt: skip
     parser.add_argument(
         "--enforce-acls", action="store_true",
@@ -154,6 +154,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-unauthenticated", action="store_true",
         help="serve HTTP or Kafka beyond loopback without --require-auth (a closed test network only)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--allow-plaintext-auth", action="store_true",
+        help="--require-auth beyond loopback without TLS (a closed network only): passwords, tokens and the "
+        "node-to-node credential then cross the network in clear, and whoever reads one can replay it",
     )  # fmt: skip
     parser.add_argument(
         "--tls-cert",
@@ -438,12 +443,14 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
     tls = tls_of(args)
     scheme = "http" if tls is None else "https"  # every node of a cluster serves the same way
     peers = [PeerConfig(args.node_id, f"{scheme}://{http}", str(raft))]
+    peer_addresses: list[HostPort] = []
     for text in args.peer:
         parts = text.split(",")
         if len(parts) != 3 or not parts[0]:
             raise ServeConfigError(f"--peer {text!r}: expected ID,HTTP_HOST:PORT,RAFT_HOST:PORT")
         peer_http = HostPort.parse(parts[1], "--peer http address")
         peer_raft = HostPort.parse(parts[2], "--peer raft address")
+        peer_addresses += [peer_http, peer_raft]
         peers.append(PeerConfig(parts[0], f"{scheme}://{peer_http}", str(peer_raft)))
     if len({p.node_id for p in peers}) != len(peers):
         raise ServeConfigError(f"node ids repeat among --node-id and --peer: {[p.node_id for p in peers]}")
@@ -482,6 +489,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         )
     gossip = HostPort.parse(args.gossip, "--gossip") if args.gossip else HostPort(http.host, http.port + 200)
     _refuse_wildcard("--gossip", gossip, "" if args.gossip else " (default: the --http host, port + 200)")
+    _check_plaintext_auth(args, [http, raft, gossip, *(kafka[:1] if kafka else ()), *peer_addresses], tls)
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
     if args.retention_check_ms < 1:
         raise ServeConfigError(f"--retention-check-ms {args.retention_check_ms}: must be >= 1")
@@ -534,6 +542,22 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
     core = replace(config.core, compaction_min_bytes=args.journal_compaction_min_mib * MiB)
     config = replace(config, core=core)
     return config, http, token
+
+
+def _check_plaintext_auth(args: argparse.Namespace, addresses: list[HostPort], tls: TlsFiles | None) -> None:
+    """Without TLS, passwords, tokens and the node-to-node credential (a bearer credential derived from
+    the cluster secret, the same on every call) cross the network in clear, and replaying the last one
+    controls the cluster: ``--require-auth`` beyond loopback needs TLS, or ``--allow-plaintext-auth``
+    saying the network is closed."""
+    if args.allow_plaintext_auth and (not args.require_auth or tls is not None):
+        raise ServeConfigError("--allow-plaintext-auth goes with --require-auth without TLS only")
+    exposed = [str(address) for address in addresses if not _is_loopback(address.host)]
+    if args.require_auth and tls is None and exposed and not args.allow_plaintext_auth:
+        raise ServeConfigError(
+            f"refusing --require-auth without TLS beyond loopback ({', '.join(exposed[:3])}): passwords, "
+            "tokens and the node-to-node credential would cross the network in clear; add --tls-cert FILE "
+            "--tls-key FILE, or --allow-plaintext-auth on a closed network that accepts the risk"
+        )
 
 
 def tune_gc(gen0: int) -> None:
@@ -681,6 +705,11 @@ def main(args: argparse.Namespace) -> int:
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 2
+    if args.allow_plaintext_auth:
+        log.warning(
+            "--allow-plaintext-auth: passwords, tokens and the node-to-node credential cross the network in "
+            "clear; anyone who reads one can replay it, and the node-to-node one controls the cluster"
+        )
     os.umask(UMASK)
     os.makedirs(config.data_dir, mode=DATA_DIR_MODE, exist_ok=True)
     os.chmod(config.data_dir, DATA_DIR_MODE)  # made by an older version, or by hand: the owner's alone

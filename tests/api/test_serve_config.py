@@ -45,8 +45,8 @@ def test_a_non_loopback_address_needs_authentication_or_an_explicit_closed_netwo
             node_config(args_for(tmp_path, *exposed, *token_file(tmp_path)))
         told = str(refused.value)
         assert f"{host}:90" in told and "--require-auth" in told and "--allow-unauthenticated" in told
-        for way_out in ("--require-auth", "--allow-unauthenticated"):
-            node_config(args_for(tmp_path, *exposed, *token_file(tmp_path), way_out))
+        for way_out in (("--require-auth", "--allow-plaintext-auth"), ("--allow-unauthenticated",)):
+            node_config(args_for(tmp_path, *exposed, *token_file(tmp_path), *way_out))
     both = ["--require-auth", "--allow-unauthenticated"]
     with pytest.raises(ServeConfigError, match="contradict"):
         node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both, *token_file(tmp_path)))

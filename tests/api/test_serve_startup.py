@@ -1,7 +1,8 @@
 """How a ``raftlog serve`` process starts, run as an operator runs it: the admin token never on its command
 line (``--admin-token-file`` or ``$RAFTLOG_ADMIN_TOKEN``; ``--admin-token T`` is refused), what it writes
-its owner's alone (directories 0700, files 0600), and every address it cannot serve on refused in one line
-on stderr with exit code 2 before anything is made (no traceback)."""
+its owner's alone (directories 0700, files 0600), every address it cannot serve on refused in one line on
+stderr with exit code 2 before anything is made (no traceback), and ``--require-auth`` beyond loopback
+refused without TLS unless ``--allow-plaintext-auth`` says the network is closed, which it then warns of."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from test_serve_config import token_file
+from test_serve_config import args_for, token_file
 
 from api import dev
-from api.serve import SECRET_ENV, TOKEN_ENV
+from api.dev_tls import dev_certificates
+from api.serve import SECRET_ENV, TOKEN_ENV, ServeConfigError, node_config
 from raftlog_client.contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -167,3 +169,60 @@ def test_a_node_takes_its_token_from_a_file_and_keeps_what_it_writes_to_its_owne
     exposed = [f"{path} {stat.S_IMODE(path.lstat().st_mode):o}" for path in [data, *data.rglob("*")]
                if stat.S_IMODE(path.lstat().st_mode) != (0o700 if path.is_dir() else 0o600)]  # fmt: skip
     assert not exposed, exposed
+
+
+def test_require_auth_beyond_loopback_needs_tls_or_a_closed_network(tmp_path: pathlib.Path) -> None:
+    token = token_file(tmp_path)
+    exposed = ["--http", "10.1.2.3:9001", "--gossip", "10.1.2.3:9201", "--require-auth", *token]
+    peer_exposed = ["--http", "127.0.0.1:9001", "--peer", "n2,10.1.2.4:9001,10.1.2.4:9101", "--require-auth"]
+    for argv in (exposed, [*peer_exposed, *token]):
+        with pytest.raises(ServeConfigError) as refused:
+            node_config(args_for(tmp_path, *argv))
+        told = str(refused.value)
+        assert (
+            "10.1.2." in told
+            and "--tls-cert FILE --tls-key FILE" in told
+            and "--allow-plaintext-auth" in told
+        )
+        node_config(args_for(tmp_path, *argv, "--allow-plaintext-auth"))
+    certificates = dev_certificates(str(tmp_path / "tls"))
+    tls = [
+        "--tls-cert",
+        certificates.node_cert,
+        "--tls-key",
+        certificates.node_key,
+        "--tls-ca",
+        certificates.ca,
+    ]
+    node_config(args_for(tmp_path, *exposed, *tls))
+    for pointless in ([*exposed, *tls], ["--http", "127.0.0.1:9001"]):
+        with pytest.raises(
+            ServeConfigError, match="--allow-plaintext-auth goes with --require-auth without TLS"
+        ):
+            node_config(args_for(tmp_path, *pointless, "--allow-plaintext-auth"))
+    node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--require-auth", *token))  # loopback only
+
+
+def test_a_node_refuses_plaintext_auth_beyond_loopback_and_warns_when_allowed(tmp_path: pathlib.Path) -> None:
+    peer = ["--peer", "n2,192.0.2.77:9001,192.0.2.77:9101"]  # a peer it calls over the network, in clear
+    argv = [*loopback_addresses(dev.free_port()), *peer, "--require-auth", *token_file(tmp_path)]
+    done = serve(tmp_path, *argv)
+    assert_refused(
+        done, tmp_path, "refusing --require-auth without TLS beyond loopback", "--allow-plaintext-auth"
+    )
+    secret = tmp_path / "cluster.secret"
+    command = [sys.executable, "-m", "api", "--node-id", "n1", "--data-dir", str(tmp_path / "n1"),
+               "--secret-file", str(secret), *argv, "--allow-plaintext-auth"]  # fmt: skip
+    output = tmp_path / "n1.out"
+    with open(output, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=ENV)
+    try:  # the warning comes before the node starts; its peer never answers, so it is never ready
+        deadline = time.monotonic() + READY_S
+        while not (warned := [line for line in output.read_text().splitlines() if " WARNING " in line]):
+            assert process.poll() is None, output.read_text()
+            assert time.monotonic() < deadline, f"no warning within {READY_S} s: {output.read_text()}"
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert "--allow-plaintext-auth" in warned[0] and "in clear" in warned[0], warned
