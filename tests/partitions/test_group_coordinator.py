@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.coordinator import READ_GRACE_MS, GroupCoordinator
+from partitions.groups.coordinator import GROUP_FULL_LOG_INTERVAL_MS, READ_GRACE_MS, GroupCoordinator
 from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
@@ -425,3 +425,21 @@ async def test_a_group_has_a_maximum_of_members(
     with pytest.raises(GroupFull):
         await coordinator.create_instance("g", "c")
     await coordinator.create_instance("other", "c")
+
+
+async def test_refused_joins_are_logged_in_one_line_a_minute(
+    coordinator: GroupCoordinator,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr("partitions.groups.coordinator.GROUP_MEMBERS_MAX", 1)
+    await coordinator.create_instance("g", "a")
+    for name in ("b", "c", "d"):
+        with pytest.raises(GroupFull):
+            await coordinator.create_instance("g", name)
+    clock.ms += GROUP_FULL_LOG_INTERVAL_MS
+    with pytest.raises(GroupFull):
+        await coordinator.create_instance("g", "e")
+    lines = [r.getMessage() for r in caplog.records if "full group" in r.getMessage()]
+    assert [line.split(" consumer")[0] for line in lines] == ["refused 1", "refused 3"], lines
