@@ -5,8 +5,9 @@ dev`` on 127.0.0.1:8081. A user is what a cluster serving with ``--require-auth`
 commands: a name and password (HTTP Basic), or one of the user's API tokens (``rlt_...``, made by
 ``raftlog user token create``, sent as a bearer token), one or the other; the first place that names a
 user decides (``--user``, else the environment, else the file). Neither a password nor a token is ever
-taken from the command line (it would show in ``ps``), only from the environment or the file. The admin
-token (``--token``) is another thing: it is sent on the admin API only. The CA (a PEM file) is what
+taken from the command line (it would show in ``ps``), only from the environment or the file: the admin
+token too (``$RAFTLOG_ADMIN_TOKEN`` or ``admin_token``; ``--admin-token T`` is refused), which is sent on
+the admin API only. The CA (a PEM file) is what
 https servers are checked against, e.g. ``raftlog dev --tls``'s ``data/tls/ca.pem`` (default: the
 system's trusted roots).
 
@@ -90,7 +91,12 @@ def resolve(args: argparse.Namespace) -> Target:
             raise ProfileError(f"no profile {name!r} in {path} (profiles: {known or 'none'})")
         settings = {**settings, **_checked(profiles[name], f"{path} [profiles.{name}]")}
     server = args.server or os.environ.get("RAFTLOG_SERVER") or settings.get("server") or SERVER_DEFAULT
-    token = args.token or os.environ.get("RAFTLOG_ADMIN_TOKEN") or settings.get("admin_token")
+    if args.token is not None:
+        raise ProfileError(
+            f"--admin-token would show the token to every local user (ps, /proc/PID/cmdline): set "
+            f"$RAFTLOG_ADMIN_TOKEN, or admin_token in {path}"
+        )
+    token = os.environ.get("RAFTLOG_ADMIN_TOKEN") or settings.get("admin_token")
     ca = args.ca or os.environ.get("RAFTLOG_CA") or settings.get("ca")
     if ca is not None and not os.path.isfile(ca):
         raise ProfileError(f"CA file {ca}: no such file (--ca, $RAFTLOG_CA or ca in {path})")
@@ -135,10 +141,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="base URL(s) of any node, comma-separated (default: $RAFTLOG_SERVER, the profile's, or "
         f"{SERVER_DEFAULT})",
     )
-    parser.add_argument(
-        "--admin-token", "--token", dest="token",
-        help="admin API token (default: $RAFTLOG_ADMIN_TOKEN or the profile's)",
-    )  # fmt: skip
+    # never in argv, which every local user reads (ps): taken only to refuse it, naming the ways that work
+    parser.add_argument("--admin-token", "--token", dest="token", help=argparse.SUPPRESS)
     parser.add_argument(
         "--user",
         help="a user of the cluster (HTTP Basic; its password: $RAFTLOG_PASSWORD or the profile's). A user's "

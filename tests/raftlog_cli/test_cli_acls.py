@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from typing import Any
 
@@ -51,8 +50,11 @@ async def alice_produces(node: Node) -> int:
     return 200
 
 
-async def test_grant_list_and_revoke_through_the_command(node: Node, capsys: Any) -> None:
-    auth = ("--server", node.url, "--admin-token", "tok")
+async def test_grant_list_and_revoke_through_the_command(
+    node: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
+    auth = ("--server", node.url)
     assert await alice_produces(node) == 403
     code, out, _ = await run(
         capsys,
@@ -93,14 +95,17 @@ async def test_grant_list_and_revoke_through_the_command(node: Node, capsys: Any
     assert code == 0 and out.strip() == "(no ACLs)"
 
 
-async def test_refusals_exit_1_and_usage_errors_2(node: Node, capsys: Any) -> None:
-    auth = ("--server", node.url, "--admin-token", "tok")
+async def test_refusals_exit_1_and_usage_errors_2(
+    node: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
+    auth = ("--server", node.url)
     code, _, err = await run(capsys, "acl", "create", "alice", "--group", "g", "--operation", "write", *auth)
     assert code == 1 and "40001" in err and "a group takes" in err
     code, _, err = await run(capsys, "acl", "delete", *auth)
     assert code == 2 and "give options to match them, or --all" in err
     code, _, err = await run(capsys, "acl", "create", "alice", "--operation", "read", *auth)
     assert code == 2 and "--topic" in err  # a resource is required
-    code, _, err = await run(capsys, "acl", "list", "--server", node.url, "--admin-token", "wrong")
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "wrong")
+    code, _, err = await run(capsys, "acl", "list", *auth)
     assert code == 1 and "40101" in err
-    assert os.environ.get("RAFTLOG_ADMIN_TOKEN") != "tok"

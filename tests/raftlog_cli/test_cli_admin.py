@@ -31,31 +31,37 @@ async def guarded(cluster: FakeCluster, harness: Harness) -> Node:
     return await harness.start(cluster, "n1", admin_token="tok")
 
 
-async def test_the_token_comes_from_the_flag_or_the_environment(
+async def test_the_token_comes_from_the_environment_never_from_the_command_line(
     guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("RAFTLOG_ADMIN_TOKEN", raising=False)
     code, _, err = await run(capsys, "cluster", "health", "--server", guarded.url)
     assert code == 1 and "40101" in err
-    code, out, _ = await run(capsys, "cluster", "health", "--server", guarded.url, "--admin-token", "tok")
-    assert code == 0 and "healthy: yes" in out and "disk n1:" in out
+    for option in ("--admin-token", "--token"):  # ps would show it to every local user
+        code, out, err = await run(capsys, "cluster", "health", "--server", guarded.url, option, "tok")
+        assert code == 2 and out == "" and "$RAFTLOG_ADMIN_TOKEN" in err and "tok " not in err, err
     monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
+    code, out, _ = await run(capsys, "cluster", "health", "--server", guarded.url)
+    assert code == 0 and "healthy: yes" in out and "disk n1:" in out
     code, out, _ = await run(capsys, "cluster", "nodes", "--server", guarded.url)
     assert code == 0 and out.splitlines()[0].startswith("NODE") and len(out.splitlines()) == 4
 
 
 async def test_cluster_health_exits_1_when_unhealthy(
-    cluster: FakeCluster, guarded: Node, capsys: Any
+    cluster: FakeCluster, guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
     cluster.states["n3"] = "dead"
-    code, out, _ = await run(capsys, "cluster", "health", "--json", "--server", guarded.url, "--token", "tok")
+    code, out, _ = await run(capsys, "cluster", "health", "--json", "--server", guarded.url)
     assert code == 1 and json.loads(out)["nodes_down"] == ["n3"]
 
 
 async def test_partition_move_status_cancel_and_transfer(
-    cluster: FakeCluster, guarded: Node, capsys: Any
+    cluster: FakeCluster, guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
     cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
-    auth = ("--server", guarded.url, "--admin-token", "tok")
+    auth = ("--server", guarded.url)
     code, _, err = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n9", *auth)
     assert code == 1 and "40405" in err and "n9" in err
     code, out, _ = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n3", *auth)
@@ -68,9 +74,12 @@ async def test_partition_move_status_cancel_and_transfer(
     assert code == 0 and "leader is now n2" in out
 
 
-async def test_node_and_topic_config_commands(cluster: FakeCluster, guarded: Node, capsys: Any) -> None:
+async def test_node_and_topic_config_commands(
+    cluster: FakeCluster, guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
     cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
-    auth = ("--server", guarded.url, "--admin-token", "tok")
+    auth = ("--server", guarded.url)
     code, out, _ = await run(capsys, "node", "decommission", "n2", *auth)
     assert code == 0 and "n2: decommissioning, 1 replica(s) left" in out
     code, out, _ = await run(capsys, "node", "recommission", "n2", *auth)
@@ -87,9 +96,12 @@ async def test_node_and_topic_config_commands(cluster: FakeCluster, guarded: Nod
     assert json.loads(out) == {"retention.ms": 5000}
 
 
-async def test_wait_prints_progress_until_done(cluster: FakeCluster, guarded: Node, capsys: Any) -> None:
+async def test_wait_prints_progress_until_done(
+    cluster: FakeCluster, guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
     cluster.add_topic("t", 1, replicas=[["n1", "n2"]])
-    auth = ("--server", guarded.url, "--admin-token", "tok")
+    auth = ("--server", guarded.url)
 
     async def finish_later() -> None:
         await asyncio.sleep(0.8)
@@ -107,10 +119,11 @@ async def test_wait_prints_progress_until_done(cluster: FakeCluster, guarded: No
 
 
 async def test_a_decommission_that_could_never_finish_is_refused_and_changes_nothing(
-    cluster: FakeCluster, guarded: Node, capsys: Any
+    cluster: FakeCluster, guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
     cluster.add_topic("orders", 2, replicas=[["n1", "n2", "n3"], ["n2", "n3", "n1"]])  # RF 3 on 3 nodes
-    auth = ("--server", guarded.url, "--admin-token", "tok")
+    auth = ("--server", guarded.url)
     code, out, err = await run(capsys, "node", "decommission", "n3", "--wait", *auth)
     assert code == 1 and out == "" and "40909" in err
     assert (
@@ -135,12 +148,13 @@ async def test_a_decommission_that_could_never_finish_is_refused_and_changes_not
 
 
 async def test_a_decommission_whose_only_target_died_says_why_nothing_moves(
-    harness: Harness, capsys: Any
+    harness: Harness, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
     cluster = FakeCluster(["n1", "n2", "n3", "n4"])
     node = await harness.start(cluster, "n1", admin_token="tok")
     cluster.add_topic("orders", 1, replicas=[["n1", "n2", "n3"]])
-    auth = ("--server", node.url, "--admin-token", "tok")
+    auth = ("--server", node.url)
     code, out, _ = await run(capsys, "node", "decommission", "n3", *auth)
     assert code == 0 and out.strip() == "n3: decommissioning, 1 replica(s) left; moving now: none"
     # the controller leader started the move to n4 (the fake drives none), then n4 died

@@ -50,7 +50,8 @@ async def node(harness: Harness, clean_env: pathlib.Path) -> Node:
 async def test_make_list_use_and_revoke_a_token(
     node: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    admin = ("--server", node.url, "--admin-token", "tok")
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
+    admin = ("--server", node.url)
     before_ms = time.time_ns() // 1_000_000
     code, out, err = await run(
         capsys, "user", "token", "create", "alice", "--expires", "30d", "--description", "nightly job", *admin
@@ -83,8 +84,11 @@ async def test_make_list_use_and_revoke_a_token(
     assert code == 1 and "40408" in err
 
 
-async def test_create_with_json_and_without_expiry_and_a_bad_duration(node: Node, capsys: Any) -> None:
-    admin = ("--server", node.url, "--admin-token", "tok")
+async def test_create_with_json_and_without_expiry_and_a_bad_duration(
+    node: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
+    admin = ("--server", node.url)
     code, out, _ = await run(capsys, "user", "token", "create", "alice", "--json", *admin)
     made = json.loads(out)
     assert code == 0 and made["token"].startswith("rlt_") and made["expires_ms"] is None
