@@ -1106,9 +1106,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL[,URL...]",
         help="benchmark this running cluster instead of starting one (node CPU is then not measured)",
     )
-    parser.add_argument(
-        "--token", default=os.environ.get("RAFTLOG_ADMIN_TOKEN"), help="admin API token (with --server)"
-    )
+    # the admin token (with --server): $RAFTLOG_ADMIN_TOKEN only; never in argv, which every local user reads
+    parser.add_argument("--token", help=argparse.SUPPRESS)
     parser.add_argument(
         "--dir",
         default=None,
@@ -1164,6 +1163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _problem(args: argparse.Namespace) -> str | None:
     checks: list[tuple[bool, str]] = [
+        (
+            args.token is None,
+            "--token would show the admin token to every local user (ps): set $RAFTLOG_ADMIN_TOKEN",
+        ),
         (0 < args.seconds <= 600, "--seconds must be in (0, 600]"),
         (0 <= args.wait_quiet <= 3600, "--wait-quiet must be in [0, 3600]"),
         (0 < args.consume_seconds <= 600, "--consume-seconds must be in (0, 600]"),
@@ -1212,7 +1215,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         wait_quiet_s=args.wait_quiet,
     )
     parent = os.path.abspath(args.dir if args.dir is not None else os.getcwd())
-    results = run(options, parent, servers, args.token, args.keep)
+    results = run(options, parent, servers, os.environ.get("RAFTLOG_ADMIN_TOKEN"), args.keep)
     emit(args.json, format_table(results), asdict(results))
     return 1 if _any_problem(results) or results.node_log_problems else 0
 

@@ -940,8 +940,8 @@ def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Repor
         try:
             if system == "raftlog":
                 run_raftlog(
-                    workload, parent, servers, args.token, args.keep, args.idle_partitions,
-                    args.idle_seconds, args.restart_mib, report,
+                    workload, parent, servers, os.environ.get("RAFTLOG_ADMIN_TOKEN"), args.keep,
+                    args.idle_partitions, args.idle_seconds, args.restart_mib, report,
                 )  # fmt: skip
             elif system == "nats":
                 run_nats(workload, parent, report)
@@ -974,7 +974,8 @@ DESCRIPTION = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--servers", default=None, metavar="URL[,URL...]",
                         help="an existing raftlog cluster (default: start 3 nodes on 127.0.0.1)")  # fmt: skip
-    parser.add_argument("--token", default=os.environ.get("RAFTLOG_ADMIN_TOKEN"), help="admin token")
+    # the admin token: $RAFTLOG_ADMIN_TOKEN only; never in argv, which every local user reads (ps)
+    parser.add_argument("--token", help=argparse.SUPPRESS)
     parser.add_argument(
         "--record-size", type=positive_ints, default=(100,), help="bytes per record, a list (100)"
     )
@@ -1033,6 +1034,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the options, or None."""
     checks: list[tuple[bool, str]] = [
+        (
+            args.token is None,
+            "--token would show the admin token to every local user (ps): set $RAFTLOG_ADMIN_TOKEN",
+        ),
         (0 < args.duration <= 600, "--duration must be in (0, 600]"),
         (1 <= args.batch_size <= 100_000, "--batch-size must be in [1, 100000]"),
         (1 <= args.partitions <= 1000, "--partitions must be in [1, 1000]"),

@@ -136,7 +136,13 @@ def test_table_shows_measurement_goal_errors_and_node_log_problems() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--seconds", "0"], ["--concurrency", "0"], ["--rate", "-1"], ["--server", "localhost:8081"]],
+    [
+        ["--seconds", "0"],
+        ["--concurrency", "0"],
+        ["--rate", "-1"],
+        ["--server", "localhost:8081"],
+        ["--server", "http://127.0.0.1:8081", "--token", "t0k"],
+    ],  # the token: $RAFTLOG_ADMIN_TOKEN, never argv
 )
 def test_bad_options_exit_2_before_starting_anything(argv: list[str], tmp_path: object) -> None:
     assert cluster.main([*argv, "--dir", str(tmp_path)]) == 2

@@ -125,6 +125,7 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_option_checks() -> None:
     assert perf.problem(_args()) is None
     assert "--duration" in str(perf.problem(_args("--duration", "0")))
+    assert "$RAFTLOG_ADMIN_TOKEN" in str(perf.problem(_args("--token", "t0k")))  # never in argv (ps)
     assert "--settle-seconds" in str(perf.problem(_args("--settle-seconds", "-1")))
     assert perf.workload_of(_args("--settle-seconds", "0")).settle_s == 0
     assert "per request" in str(perf.problem(_args("--record-size", "65536", "--batch-size", "1000")))
