@@ -102,10 +102,11 @@ CATALOGUE: dict[str, Family] = {
         "gauge", "End offset minus committed offset, per partition of a group coordinated here."
     ),
     "login_failures": Family(
-        "counter", "Failed logins on this node's HTTP door (a wrong password, user token or admin token)."
+        "counter", "Failed logins on this node: HTTP (a password, user token or admin token) and Kafka SASL."
     ),
     "login_refusals": Family(
-        "counter", "Logins refused unchecked (HTTP 429) past a failed-login bound (--login-failures-*)."
+        "counter",
+        "Logins refused unchecked (HTTP 429, SASL failed) past a failed-login bound (--login-failures-*).",
     ),
     "http_connections_open": Family("gauge", "HTTP connections open on this node (--http-connections-max)."),
     "http_connections_cut": Family(

@@ -245,6 +245,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     for option, _, default, what in (*HTTP_LIMIT_OPTIONS, *LOGIN_LIMIT_OPTIONS):
         parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
+    parser.add_argument(
+        "--login-bounds-on-loopback", action="store_true",
+        help="apply --login-failures-per-address-max to loopback clients too (by default they are exempt: "
+        "every local tool shares the address; the per-user bound still applies)",
+    )  # fmt: skip
     for option, _, default, what in KAFKA_LIMIT_OPTIONS:
         parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
     parser.add_argument(
@@ -327,7 +332,8 @@ def http_limits(args: argparse.Namespace) -> HttpLimits:
 
 def login_limits(args: argparse.Namespace) -> LoginLimits:
     """The bounds on failed logins from the ``--login-*`` options, checked."""
-    return replace(_LOGIN, **_limit_fields(args, LOGIN_LIMIT_OPTIONS))
+    fields = _limit_fields(args, LOGIN_LIMIT_OPTIONS)
+    return replace(_LOGIN, loopback_bounded=args.login_bounds_on_loopback, **fields)
 
 
 def kafka_limits(args: argparse.Namespace) -> KafkaLimits:
@@ -637,6 +643,7 @@ async def serve(
 
     node = Node(config)
     await node.start()
+    login_failures = LoginFailures(login_limits)  # the node's, both doors' (partitions/login_failures.py)
     app = build_app(
         node,
         admin_token=admin_token,
@@ -644,14 +651,18 @@ async def serve(
         enforce_acls=enforce_acls,
         super_users=super_user_names,
         http_limits=http_limits,
-        login_failures=LoginFailures(login_limits),
+        login_failures=login_failures,
     )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     listener_ssl = None if tls is None else server_context(tls)
     listener: asyncio.Server | None = None
     security = Security(
-        require_auth, super_user_names, unknown_salt_key(config.cluster_secret), enforce_acls=enforce_acls
+        require_auth,
+        super_user_names,
+        unknown_salt_key(config.cluster_secret),
+        enforce_acls=enforce_acls,
+        login_failures=login_failures,
     )
     kafka_server = KafkaServer(
         Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security),

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -95,6 +97,16 @@ async def sasl_authenticate(door: Door, request: wire.Request) -> Any:
     if mechanism is None:
         session.closing = "SaslAuthenticate before SaslHandshake"
         return answer(ErrorCode.illegal_sasl_state, "SaslHandshake comes first: it chooses the mechanism")
+    failures, now_s = door.security.login_failures, time.monotonic()
+    wait_s = failures.retry_after_s(session.host, None, now_s)  # the node's count, the HTTP door's too
+    if wait_s is not None:
+        session.exchange = None
+        session.closing = f"SASL refused unchecked: too many failed logins from {session.host} lately"
+        # the words of every failure, so that a client's check of them holds, and why
+        return answer(
+            ErrorCode.sasl_authentication_failed,
+            f"{failure_message(mechanism)} (too many failed logins lately: retry in {math.ceil(wait_s)} s)",
+        )
     if session.exchange is None:
         session.exchange = _exchange(door, mechanism)
     exchange = session.exchange
@@ -105,6 +117,14 @@ async def sasl_authenticate(door: Door, request: wire.Request) -> Any:
     except AuthenticationFailed as failed:
         session.exchange = None
         session.closing = f"SASL authentication failed: {failed}"
+        reached = failures.failed(session.host, None, now_s)
+        count = failures.log_due(now_s)
+        if count is not None:
+            log.warning(
+                "Kafka: SASL %s failed from %s: %s%s (%d failed logins on this node since the last line)",
+                mechanism, session.host, failed,
+                "; its further attempts are refused for a while" if reached else "", count,
+            )  # fmt: skip
         return answer(ErrorCode.sasl_authentication_failed, failure_message(mechanism))
     if step.user is not None:
         session.user, session.exchange = step.user, None

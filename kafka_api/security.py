@@ -30,6 +30,7 @@ from partitions.services import (
     AclOperation,
     ApiToken,
     Authorizers,
+    LoginFailures,
     ResourceType,
     ScramCredential,
     Verifier,
@@ -48,6 +49,8 @@ class Security:
     # every node shows the same one
     unknown_salt_key: bytes = field(default_factory=lambda: os.urandom(32))
     verifier: Verifier = field(default_factory=Verifier)  # SASL/PLAIN passwords checked lately
+    # failed logins, refused past their bounds: the node's, shared with its HTTP door (``raftlog serve``)
+    login_failures: LoginFailures = field(default_factory=LoginFailures)
     clock_ms: Callable[[], int] = field(default=lambda: time.time_ns() // 1_000_000)  # tokens expire by it
     enforce_acls: bool = False  # every API checks the connection's ACLs (needs require_auth)
     authorizers: Authorizers = field(init=False)  # the authorizer of the ACLs the node holds now

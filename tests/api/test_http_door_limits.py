@@ -46,6 +46,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
         "--http-body-timeout-ms", str(int(BODY_TIMEOUT_S * 1000)),
         "--http-connections-per-address-max", str(PER_ADDRESS_MAX),
         "--login-failures-per-address-max", str(LOGIN_FAILURES_MAX),
+        "--login-bounds-on-loopback",  # the guessers here are on loopback addresses
         "--login-failure-window-ms", str(int(LOGIN_WINDOW_S * 1000)),
     ]  # fmt: skip
     log_path = root / "n1.log"

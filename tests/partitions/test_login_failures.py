@@ -54,3 +54,15 @@ def test_an_unknown_user_costs_one_password_check_as_a_known_one_does(
     assert not verifier.verify(known, "alice", "wrong")
     assert not verifier.verify(known, "mallory", "wrong")
     assert checked[0] == checked[1]  # the same PBKDF2 (mechanism, iterations) for both
+
+
+def test_loopback_clients_meet_only_the_user_bound_unless_bounded() -> None:
+    failures = LoginFailures(LoginLimits(per_address_max=2, per_user_max=5, window_s=10))
+    for i in range(4):
+        failures.failed("127.0.0.1", f"user{i}", 0.0)
+    assert failures.retry_after_s("127.0.0.1", "alice", 1.0) is None  # local tools share the address
+    assert failures.retry_after_s("::1", None, 1.0) is None
+    bounded = LoginFailures(LoginLimits(per_address_max=2, window_s=10, loopback_bounded=True))
+    bounded.failed("127.0.0.1", None, 0.0)
+    bounded.failed("127.0.0.1", None, 0.0)
+    assert bounded.retry_after_s("127.0.0.1", None, 1.0) == 9.0
