@@ -32,6 +32,9 @@ PRODUCE_ENTRIES = 60_000  # appends in one Produce
 LIST_OFFSETS_ENTRIES = 50_000  # partitions named in one ListOffsets
 FETCH_ENTRIES = 30_000  # partitions named in one Fetch
 METADATA_ENTRIES = 100_000  # topic names in one Metadata
+# Entries past what the node could decode and encode on its loop within the bound (~10 MiB): the server
+# decodes such a frame and encodes its answer on a worker thread
+HUGE_LIST_OFFSETS_ENTRIES = 600_000
 FETCH_MAX_BYTES = 1024 * 1024
 ANSWER_TIMEOUT_S = 180.0  # how long the test waits for the big answer on a busy machine
 
@@ -135,6 +138,22 @@ def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays
     assert len(answered) == LIST_OFFSETS_ENTRIES
     assert [p.error_code for p in answered[:PARTITIONS]] == [ErrorCode.none] * PARTITIONS
     assert {p.error_code for p in answered[PARTITIONS:]} == {ErrorCode.invalid_request}  # as Kafka
+    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
+
+
+def test_a_request_too_large_to_decode_on_the_loop_is_decoded_and_answered_off_it(
+    node: LocalCluster,
+) -> None:
+    cls = wire.request_class(2, 6)
+    part_cls = wire.sibling(cls, "ListOffsetsPartition")
+    parts = tuple(
+        wire.build(part_cls, partition_index=i % PARTITIONS, current_leader_epoch=-1, timestamp=-1)
+        for i in range(HUGE_LIST_OFFSETS_ENTRIES)
+    )
+    topic = wire.build(wire.sibling(cls, "ListOffsetsTopic"), name=TOPIC, partitions=parts)
+    request = wire.build(cls, replica_id=-1, isolation_level=0, topics=(topic,))
+    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
+    assert len(answer.topics[0].partitions) == HUGE_LIST_OFFSETS_ENTRIES
     assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
