@@ -310,6 +310,23 @@ def _check_token(request: web.Request, token: str) -> None:
         raise Unauthorized("admin API: missing or wrong 'Authorization: Bearer <token>'")
 
 
+def _check_metrics(request: web.Request, settings: state.Settings) -> None:
+    """``/metrics`` names every topic, group and offset: with ``--require-auth`` it needs the metrics
+    token or the admin token as a bearer token (a scraper's ``authorization`` credentials), unless the
+    node was told its network is closed (``--public-metrics``)."""
+    logins, host, now_s = state.state(request).logins, client_host(request.remote), time.monotonic()
+    logins.check(host, None, now_s)
+    given = _bearer(request)
+    tokens = [token for token in (settings.metrics_token, settings.admin_token) if token is not None]
+    if given is None or not any(
+        hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")) for token in tokens
+    ):
+        logins.failed(host, None, now_s, "wrong or missing metrics token")
+        raise Unauthorized(
+            "/metrics: missing or wrong 'Authorization: Bearer <metrics token or admin token>'"
+        )
+
+
 def _check_peer(request: web.Request, node: FrontDoor) -> None:
     """Node-to-node endpoints answer only a peer: the cluster credential (derived from the cluster
     secret) as a bearer token; anyone else gets 401 and learns nothing."""
@@ -335,6 +352,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         token = app_state.settings.admin_token
         if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
             _check_token(request, token)
+        settings = app_state.settings
+        if request.path == "/metrics" and settings.require_auth and not settings.public_metrics:
+            _check_metrics(request, settings)
         if app_state.settings.require_auth and auth.needs_user(request.path):
             caller = await auth.authenticate(
                 request, app_state.node, token, app_state.verifier, app_state.clock_ms(), app_state.logins
@@ -439,10 +459,14 @@ def build_app(
     long_polls_in_flight_max: int = state.LONG_POLLS_IN_FLIGHT_MAX,
     http_limits: HttpLimits = HTTP_LIMITS_DEFAULT,
     login_failures: LoginFailures | None = None,
+    metrics_token: str | None = None,
+    public_metrics: bool = False,
 ) -> web.Application:
     """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
     needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass.
-    ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL)."""
+    ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL).
+    ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token;
+    ``public_metrics``: it takes none."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
@@ -460,6 +484,8 @@ def build_app(
         enforce_acls,
         frozenset(super_users),
         http_limits.body_timeout_s,
+        metrics_token,
+        public_metrics,
     )
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[state.STATE] = state.AppState(

@@ -2,8 +2,10 @@
 ``/v1/users`` and its password or one of its API tokens (``rlt_...``, ``/v1/users/{user}/tokens``) in
 the password's place, such a token as a bearer token, or the admin token as a bearer token. The
 ``Caller`` found is kept on the request for the route's ACLs (``access.py``): a user's token calls as
-that user. Every client route needs one of them; ``/status/*``, ``/metrics`` and ``/openapi.json`` stay
-open (probes, scrapers), ``/v1`` keeps its admin token and ``/internal/v1`` its cluster credential.
+that user. Every client route needs one of them; ``/status/*`` (liveness: the node's id and pid, no
+names of data) and ``/openapi.json`` stay open (probes), ``/metrics`` takes the metrics token or the
+admin token (``app._check_metrics``; open with ``--public-metrics``), ``/v1`` keeps its admin token and
+``/internal/v1`` its cluster credential.
 
 A password is checked against the user's SCRAM credential as the controller holds it now
 (``partitions.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen, and a

@@ -246,6 +246,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for option, _, default, what in (*HTTP_LIMIT_OPTIONS, *LOGIN_LIMIT_OPTIONS):
         parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
     parser.add_argument(
+        "--metrics-token-file", metavar="FILE",
+        help="with --require-auth, /metrics (which names every topic, group and offset) takes the token in "
+        "FILE (or the admin token) as 'Authorization: Bearer <token>', Prometheus's authorization "
+        "credentials_file; make it readable by its owner only",
+    )  # fmt: skip
+    parser.add_argument(
+        "--public-metrics", action="store_true",
+        help="with --require-auth, serve /metrics to anyone (a closed network only)",
+    )  # fmt: skip
+    parser.add_argument(
         "--login-bounds-on-loopback", action="store_true",
         help="apply --login-failures-per-address-max to loopback clients too (by default they are exempt: "
         "every local tool shares the address; the per-user bound still applies)",
@@ -411,6 +421,19 @@ def admin_token(args: argparse.Namespace) -> str | None:
             raise ServeConfigError(f"--admin-token-file {args.admin_token_file}: the file is empty")
         return token
     return os.environ.get(TOKEN_ENV) or None
+
+
+def metrics_token(args: argparse.Namespace) -> str | None:
+    """The token ``/metrics`` takes besides the admin token, from ``--metrics-token-file``."""
+    if args.metrics_token_file is None:
+        return None
+    if args.public_metrics:
+        raise ServeConfigError("--metrics-token-file and --public-metrics: give one or the other")
+    with open(args.metrics_token_file, encoding="utf-8") as f:
+        token = f.read().strip()
+    if not token:
+        raise ServeConfigError(f"--metrics-token-file {args.metrics_token_file}: the file is empty")
+    return token
 
 
 def _refuse_wildcard(option: str, address: HostPort, why: str = "") -> None:
@@ -634,6 +657,8 @@ async def serve(
     kafka_limits: KafkaLimits = _KAFKA,
     http_limits: HttpLimits = _HTTP,
     login_limits: LoginLimits = _LOGIN,
+    metrics_token: str | None = None,
+    public_metrics: bool = False,
 ) -> None:
     from api.app import build_app
     from api.http_limits import GUARD, listen
@@ -652,6 +677,8 @@ async def serve(
         super_users=super_user_names,
         http_limits=http_limits,
         login_failures=login_failures,
+        metrics_token=metrics_token,
+        public_metrics=public_metrics,
     )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -708,6 +735,7 @@ def main(args: argparse.Namespace) -> int:
         limits = kafka_limits(args)
         http_bounds = http_limits(args)
         login_bounds = login_limits(args)
+        scrape_token = metrics_token(args)
         check_listen("--http", http)
         check_listen("--raft", HostPort.parse(config.raft_address, "--raft"))
         check_listen("--gossip", HostPort.parse(config.gossip_address, "--gossip"), udp=True)
@@ -740,6 +768,8 @@ def main(args: argparse.Namespace) -> int:
         limits,
         http_bounds,
         login_bounds,
+        scrape_token,
+        args.public_metrics,
     )
     try:
         if args.event_loop == "uvloop":

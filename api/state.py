@@ -39,6 +39,10 @@ class Settings:
     enforce_acls: bool = False  # the client routes check the caller's ACLs (api/access.py)
     super_users: frozenset[str] = frozenset()  # user names ACLs do not apply to
     body_timeout_s: float = BODY_TIMEOUT_S_DEFAULT  # a request body must be whole within it (bodies.py)
+    # with require_auth, /metrics (which names every topic, group and offset) needs this token or the
+    # admin token as a bearer token, unless public_metrics
+    metrics_token: str | None = None
+    public_metrics: bool = False
 
 
 class Admission:

@@ -1,7 +1,8 @@
 """The HTTP door against hostile clients, on a real node process: heads and bodies dribbled are cut
 within their deadlines while other clients are served, silent connections do not keep a client out for
 long, credentials that are not UTF-8 are refused like any wrong one, password guessing is refused past
-its bound (and logged, and counted), and no answer names the software."""
+its bound (and logged, and counted), /metrics names nothing to a stranger, and no answer names the
+software."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import pytest
 from api import dev
 
 TOKEN = "admin-token-for-the-http-door-test"
+METRICS_TOKEN = "metrics-token-for-the-http-door-test"
 HEADER_TIMEOUT_S = 2.0
 BODY_TIMEOUT_S = 3.0
 PER_ADDRESS_MAX = 8
@@ -38,10 +40,13 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
     root = tmp_path_factory.mktemp("http-door")
     secret = root / "cluster.secret"
     secret.write_text("http-door-test-cluster-secret-0123456789\n")
+    metrics_token = root / "metrics.token"
+    metrics_token.write_text(METRICS_TOKEN + "\n")
     nodes = dev.plan(1, dev.free_base_port(1))
     argv = [
         *dev.node_argv(nodes[0], nodes, str(root), str(secret)),
         "--require-auth",
+        "--metrics-token-file", str(metrics_token),
         "--http-header-timeout-ms", str(int(HEADER_TIMEOUT_S * 1000)),
         "--http-body-timeout-ms", str(int(BODY_TIMEOUT_S * 1000)),
         "--http-connections-per-address-max", str(PER_ADDRESS_MAX),
@@ -237,7 +242,35 @@ def test_password_guessing_is_refused_past_its_bound_until_the_window_ends(
         time.sleep(0.2)
     assert status == 200
     assert b"HTTP login failed from 127.0.0.2 as 'target'" in log_path.read_bytes()
-    metrics = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    metrics = _metrics(url, METRICS_TOKEN)
     failed = float(metrics.partition("\nraftlog_login_failures_total ")[2].split()[0])
     refused = float(metrics.partition("\nraftlog_login_refusals_total ")[2].split()[0])
     assert failed >= LOGIN_FAILURES_MAX and refused >= 1
+
+
+def _metrics(url: str, token: str) -> str:
+    request = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return str(answer.read().decode())
+
+
+def test_metrics_name_topics_only_to_a_scraper_with_a_token(node: tuple[str, pathlib.Path]) -> None:
+    url, _ = node
+    topic = b'{"name": "secret-plans", "partitions": 1, "replication_factor": 1}'
+    made = urllib.request.Request(
+        url + "/v1/topics", method="POST", data=topic,
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(made, timeout=30) as answer:
+        assert answer.status == 201
+    status, body, headers = _status(url + "/metrics")
+    assert status == 401 and body["error_code"] == 40101 and "secret-plans" not in json.dumps(body)
+    assert headers.get("WWW-Authenticate") == 'Bearer realm="raftlog"'
+    assert _status(url + "/metrics", {"Authorization": "Bearer not-the-token"})[0] == 401
+    deadline = time.monotonic() + 20  # the topic's leader is elected, then its gauges appear
+    while 'topic="secret-plans"' not in _metrics(url, METRICS_TOKEN):
+        assert time.monotonic() < deadline, "the scraper never saw the topic"
+        time.sleep(0.2)
+    assert "raftlog_login_failures_total" in _metrics(url, TOKEN)  # the admin token scrapes too
+    live = _status(url + "/status/live")  # liveness stays open, and names no data
+    assert live[0] == 200 and set(live[1]) == {"status", "node_id", "pid"}

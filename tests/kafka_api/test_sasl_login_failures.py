@@ -103,5 +103,6 @@ def test_sasl_guessing_is_refused_past_its_bound_on_both_doors(
         assert time.monotonic() < deadline, "still refused after the window"
         time.sleep(0.2)
     assert b"Kafka: SASL PLAIN failed from 127.0.0.4" in log_path.read_bytes()
-    metrics = urllib.request.urlopen(server.http + "/metrics", timeout=10).read().decode()
+    scrape = urllib.request.Request(server.http + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    metrics = urllib.request.urlopen(scrape, timeout=10).read().decode()
     assert float(metrics.partition("\nraftlog_login_failures_total ")[2].split()[0]) >= FAILURES_MAX
