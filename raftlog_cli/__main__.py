@@ -2,6 +2,6 @@
 
 import sys
 
-from raftlog_cli.cli import main
+from raftlog_cli import main
 
 sys.exit(main())

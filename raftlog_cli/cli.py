@@ -277,7 +277,20 @@ def _add_cluster_commands(commands: Any) -> None:
     cli_acls.add_commands(commands, server, _with_client)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands whose arguments come from the server or the benchmarks, which take long to import: a parser
+# built for another command only names them (``raftlog --help`` lists them all).
+HEAVY_COMMANDS = {
+    "dev": "run a local cluster on 127.0.0.1, one process per node; or stop, start or restart one of its "
+    "nodes (raftlog dev restart n3)",
+    "serve": "run one node (HTTP API, Raft groups, storage)",
+    "bench": "benchmarks that print numbers",
+}
+EVERY_COMMAND = "*"  # build_parser's command for a parser with every command's arguments (completion)
+
+
+def build_parser(command: str = EVERY_COMMAND) -> argparse.ArgumentParser:
+    """The parser of every command; with ``command``, one whose heavy commands other than that one are
+    named without their arguments (they are not imported)."""
     parser = argparse.ArgumentParser(
         prog="raftlog", description="A Raft-replicated, Kafka-style log service."
     )
@@ -286,37 +299,51 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     log_command.add_commands(commands)
-
-    from api import dev as dev_module
-    from api import serve as serve_module
-
-    dev = commands.add_parser(
-        "dev",
-        help="run a local cluster on 127.0.0.1, one process per node; or stop, start or restart one of "
-        "its nodes (raftlog dev restart n3)",
-    )
-    dev_module.add_arguments(dev)
-    dev.set_defaults(run=_dev)
-    serve = commands.add_parser("serve", help="run one node (HTTP API, Raft groups, storage)")
-    serve_module.add_arguments(serve)
-    serve.set_defaults(run=_serve)
-
-    from raftlog_bench import cluster, codec, curve, gossip, perf, scale, storage
-
-    bench = commands.add_parser("bench", help="benchmarks that print numbers")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    for module in (storage, codec, cluster, perf, scale, curve, gossip):  # each: DESCRIPTION, options, run
-        command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
-        module.add_arguments(command)
-        command.set_defaults(run=module.run_from_args)
+    builders = {"dev": _add_dev, "serve": _add_serve, "bench": _add_bench}
+    for name, help_text in HEAVY_COMMANDS.items():
+        subparser = commands.add_parser(name, help=help_text)
+        if command in (EVERY_COMMAND, name):
+            builders[name](subparser)
     _add_cluster_commands(commands)
     completion.add_command(commands, parser)
     return parser
 
 
+def _add_dev(dev: argparse.ArgumentParser) -> None:
+    from api import dev as dev_module
+
+    dev_module.add_arguments(dev)
+    dev.set_defaults(run=_dev)
+
+
+def _add_serve(serve: argparse.ArgumentParser) -> None:
+    from api import serve as serve_module
+
+    serve_module.add_arguments(serve)
+    serve.set_defaults(run=_serve)
+
+
+def _add_bench(bench: argparse.ArgumentParser) -> None:
+    from raftlog_bench import cluster, codec, curve, gossip, perf, scale, storage
+
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True)
+    for module in (storage, codec, cluster, perf, scale, curve, gossip):  # each: DESCRIPTION, options, run
+        command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run_from_args)
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The command a command line names (its first word that is not an option), or EVERY_COMMAND for
+    ``completion``, which writes every command's options, and for a line naming none."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[0] if words and words[0] != "completion" else EVERY_COMMAND
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(words))
+    args = parser.parse_args(words)
     logs.configure(args.verbose)
     try:
         result: int = args.run(args)

@@ -1,0 +1,53 @@
+"""A command imports what it runs and no more: ``raftlog --version`` imports no command, a cluster command
+(``produce``, ``topic``...) neither the server nor the benchmarks, whose import took most of the 0.5-1.3 s
+every command used to take to start (``farm-bench -n 10 -- .venv/bin/raftlog produce t --value x``: 0.25 s
+now). ``serve``, ``dev``, ``bench`` and ``completion`` still get every option they had."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from raftlog_cli import cli
+
+HEAVY_MODULES = ("api.serve", "api.dev", "partitions.node", "raftlog_bench.perf")
+
+
+def _imported_after(code: str, modules: tuple[str, ...] = HEAVY_MODULES) -> list[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(m for m in {modules!r} if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.splitlines()[-1].split()  # the last line: what the command printed comes before
+
+
+def test_version_imports_no_command() -> None:
+    code = "import raftlog_cli\nraftlog_cli.main(['--version'])"
+    assert _imported_after(code, (*HEAVY_MODULES, "raftlog_cli.cli", "aiohttp")) == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["produce", "t", "--value", "x"], ["topic", "list"], ["-v", "group", "list"]]
+)
+def test_a_cluster_command_imports_neither_the_server_nor_the_benchmarks(argv: list[str]) -> None:
+    assert _imported_after(f"from raftlog_cli import cli\ncli.build_parser(cli._command_of({argv!r}))") == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"), [(["serve", "--node-id", "n1"], "--http"), (["bench", "perf"], "perf")]
+)
+def test_a_heavy_command_gets_its_options(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser(cli._command_of(argv)).parse_args([*argv[:1], "--help"])
+    assert option in capsys.readouterr().out
+
+
+def test_completion_sees_every_commands_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli._command_of(["completion", "bash"]) == cli.EVERY_COMMAND
+    with pytest.raises(SystemExit):
+        cli.build_parser(cli.EVERY_COMMAND).parse_args(["serve", "--help"])
+    assert "--http" in capsys.readouterr().out
