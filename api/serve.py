@@ -419,6 +419,9 @@ def admin_token(args: argparse.Namespace) -> str | None:
             token = f.read().strip()
         if not token:
             raise ServeConfigError(f"--admin-token-file {args.admin_token_file}: the file is empty")
+        path = args.admin_token_file
+        if os.stat(path).st_mode & 0o077:
+            log.warning("--admin-token-file %s is readable by others than its owner: chmod 600 it", path)
         return token
     return os.environ.get(TOKEN_ENV) or None
 

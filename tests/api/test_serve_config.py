@@ -21,6 +21,7 @@ def token_file(tmp_path: pathlib.Path, token: str = "t0k") -> list[str]:
     """The serve options giving the node ``token`` as the admin token, by a file as a node takes it."""
     path = tmp_path / f"admin-{zlib.crc32(token.encode()):08x}.token"  # named apart, not after the token
     path.write_text(token + "\n")
+    path.chmod(0o600)  # as a token file should be: serve warns of one others may read
     return ["--admin-token-file", str(path)]
 
 

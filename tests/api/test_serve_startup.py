@@ -226,3 +226,16 @@ def test_a_node_refuses_plaintext_auth_beyond_loopback_and_warns_when_allowed(tm
         process.terminate()
         process.wait(30)
     assert "--allow-plaintext-auth" in warned[0] and "in clear" in warned[0], warned
+
+
+def test_a_token_file_others_may_read_is_warned_of(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    private = token_file(tmp_path)  # 0600
+    _, _, token = node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *private))
+    assert token == "t0k" and not caplog.records
+    os.chmod(private[1], 0o644)
+    _, _, token = node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *private))
+    assert token == "t0k" and [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"--admin-token-file {private[1]} is readable by others than its owner: chmod 600 it")
+    ]

@@ -32,7 +32,7 @@ WAIT_S = 30.0
 def admin_token_args(root: str) -> list[str]:
     """The serve options giving a node TOKEN: by a file, as a node takes it (never on its command line)."""
     path = os.path.join(root, "admin.token")
-    with open(path, "w", encoding="utf-8") as f:
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
         f.write(TOKEN)
     return ["--admin-token-file", path]
 
