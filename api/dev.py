@@ -51,7 +51,7 @@ from api import dev_control, dev_status
 from api.dev_control import ACTIONS, Answer, ControlError, Request
 from api.dev_hints import up_text
 from api.dev_probe import probe
-from api.dev_secure import DevSecurity, create_user, dev_security, write_token
+from api.dev_secure import DevSecurity, create_user, dev_security, write_client_files, write_token
 from api.dev_tls import DevCertificates, dev_certificates, tls_description
 from api.tls import client_context
 from raftlog.errors import InvariantViolation
@@ -496,6 +496,7 @@ class Supervisor:
         urls = [child.node.http for child in self.children.values()]
         problem = create_user(urls, self.security, context)
         if problem is None:
+            write_client_files(self.data_dir, self.security, self.tls["ca"], urls[0])
             _say(f"user {self.security.user} ready (cluster.json's security has its password)")
         return problem
 

@@ -1,6 +1,7 @@
 """What ``raftlog dev`` prints once its cluster is up: commands that work as printed, in order (create a
 topic, produce, fetch; Kafka tools; the supervisor's own commands), with the cluster's CA and, for
-``--secure``, its credentials in them."""
+``--secure``, the owner-only files holding its credentials (``dev_secure.client_files``): never a secret
+itself, which would stand in the command's argv, where every local user reads it (``ps``)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,16 @@ import json
 import shlex
 import sys
 
-from api.dev_secure import DevSecurity
+from api.dev_secure import DevSecurity, client_files
 from raftlog_client.contract import ADMIN_TOPICS_PATH, partition_path, records_path
 
-SASL_MECHANISM = "SCRAM-SHA-256"
 
-
-def _kafka_settings(kafka: str, ca: str | None, security: DevSecurity | None) -> dict[str, str]:
-    """A Kafka client's configuration for the cluster (librdkafka's names, as kcat and confluent-kafka
-    take them)."""
+def _kafka_settings(kafka: str, ca: str | None) -> dict[str, str]:
+    """A Kafka client's configuration for the cluster without credentials (librdkafka's names, as kcat
+    and confluent-kafka take them)."""
     settings = {"bootstrap.servers": kafka}
     if ca is not None:
         settings |= {"security.protocol": "ssl", "ssl.ca.location": ca}
-    if security is not None:
-        settings |= {
-            "security.protocol": "sasl_ssl",
-            "sasl.mechanisms": SASL_MECHANISM,
-            "sasl.username": security.user,
-            "sasl.password": security.password,
-        }
     return settings
 
 
@@ -44,15 +36,17 @@ def up_text(
     if ca is not None:
         curl += f" --cacert {shlex.quote(ca)}"
         admin = curl
-    if security is not None:
-        admin = f"{curl} -H {shlex.quote('Authorization: Bearer ' + security.admin_token)}"
-        curl += f" -u {shlex.quote(security.user + ':' + security.password)}"
-    settings = _kafka_settings(kafka, ca, security)
+    settings = _kafka_settings(kafka, ca)
     kcat = f"kcat -b {kafka}" + "".join(
         f" -X {shlex.quote(f'{key}={value}')}"
         for key, value in settings.items()
         if key != "bootstrap.servers"
     )
+    files = client_files(data_dir)
+    if security is not None:  # the credentials by their owner-only files
+        admin = f"{curl} -K {shlex.quote(files.admin_curl)}"
+        curl += f" -K {shlex.quote(files.user_curl)}"
+        kcat = f"kcat -b {kafka} -F {shlex.quote(files.kafka)}"
     topic = json.dumps({"name": "orders", "partitions": 3, "replication_factor": min(3, count)})
     record = json.dumps({"records": [{"key": "k", "value": {"hello": "world"}}]})
     lines = [
@@ -64,15 +58,15 @@ def up_text(
         f"echo 'k1:hello' | {kcat} -P -t orders -K: && {kcat} -C -t orders -e",
     ]
     if security is not None:
-        group = json.dumps({**settings, "group.id": "hint", "auto.offset.reset": "earliest"})
+        group = json.dumps({"bootstrap.servers": kafka, "group.id": "hint", "auto.offset.reset": "earliest"})
         consumer = (
-            f"from confluent_kafka import Consumer; c = Consumer({group}); c.subscribe(['orders']); "
+            f"from confluent_kafka import Consumer; c = Consumer({{**{group}, **dict(line.strip()"
+            f".split('=', 1) for line in open({files.kafka!r}) if '=' in line)}}); c.subscribe(['orders']); "
             "print([m.value() for m in c.consume(1, 20) if not m.error()]); c.close()"
         )
         lines += [
             f"{shlex.quote(python)} -c {shlex.quote(consumer)}   # confluent-kafka, the same settings",
-            f"RAFTLOG_PASSWORD={shlex.quote(security.password)} raftlog consume orders --partition 0 "
-            f"--server {http} --ca {shlex.quote(str(ca))} --user {security.user}",
+            f"RAFTLOG_CONFIG={shlex.quote(files.profile)} raftlog consume orders --partition 0",
         ]
     lines += [
         f"raftlog dev status --data-dir {data_dir}",
@@ -82,7 +76,7 @@ def up_text(
     if security is not None:
         security_note = (
             f" (TLS and authentication: cluster.json's security names the CA, user {security.user} "
-            "and its password, and the admin token)"
+            "and its password, and the admin token; the commands below read them from owner-only files)"
         )
     return (
         f"\ncluster of {count} up; cluster.json in {data_dir}{security_note}\n"

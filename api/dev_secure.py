@@ -7,7 +7,8 @@ SASL on Kafka), ``--enforce-acls`` (a user may do only what ACLs allow), an admi
 The admin token and the user's random password are made once in ``DATA_DIR/security.json`` (readable by
 its owner only) and kept; ``cluster.json``'s ``security`` object names them with the CA clients trust. The
 nodes read the token from ``DATA_DIR/admin.token`` (owner-only too), never from their command line, which
-every local user can read."""
+every local user can read; the clients ``raftlog dev`` shows (``dev_hints``) read them from the owner-only
+files of ``client_files``, named on their command lines instead of the secrets."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass
 from raftlog_client.contract import USERS_PATH
 
 USER = "admin"
+SASL_MECHANISM = "SCRAM-SHA-256"  # the one the hints' Kafka clients use
 CREATE_TIMEOUT_S = 30.0  # the controller elects its first leader within seconds of the nodes' start
 
 
@@ -66,6 +68,44 @@ def write_token(data_dir: str, security: DevSecurity) -> str:
     path = os.path.join(data_dir, "admin.token")
     _write_private(path, security.admin_token + "\n")
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFiles:
+    """Where clients find the credentials, in files of ``DATA_DIR`` only their owner may read: a command
+    line names one of these, never a secret (every local user reads command lines, as ``ps`` does)."""
+
+    admin_curl: str  # curl -K: the admin token's header
+    user_curl: str  # curl -K: the admin user and its password (HTTP Basic)
+    kafka: str  # librdkafka's properties (kcat -F, confluent-kafka): TLS and SASL with the admin user
+    profile: str  # the raftlog command's config file ($RAFTLOG_CONFIG): server, CA, user and password
+
+
+def client_files(data_dir: str) -> ClientFiles:
+    return ClientFiles(
+        *(
+            os.path.join(data_dir, name)
+            for name in ("admin.curl", "user.curl", "kafka.properties", "raftlog.toml")
+        )
+    )
+
+
+def write_client_files(data_dir: str, security: DevSecurity, ca: str, server: str) -> ClientFiles:
+    """The files of ``client_files`` for ``security``'s credentials, the CA ``ca`` and a node ``server``."""
+    files = client_files(data_dir)
+    _write_private(files.admin_curl, f'header = "Authorization: Bearer {security.admin_token}"\n')
+    _write_private(files.user_curl, f'user = "{security.user}:{security.password}"\n')
+    kafka = {
+        "security.protocol": "sasl_ssl",
+        "ssl.ca.location": ca,
+        "sasl.mechanisms": SASL_MECHANISM,
+        "sasl.username": security.user,
+        "sasl.password": security.password,
+    }
+    _write_private(files.kafka, "".join(f"{key}={value}\n" for key, value in kafka.items()))
+    profile = {"server": server, "ca": ca, "user": security.user, "password": security.password}
+    _write_private(files.profile, "".join(f"{key} = {json.dumps(value)}\n" for key, value in profile.items()))
+    return files
 
 
 def _write_private(path: str, text: str) -> None:

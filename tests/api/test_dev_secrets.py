@@ -1,8 +1,9 @@
 """``raftlog dev --secure`` keeps its secrets off every command line and its folder to its owner: no node's
 ``/proc/PID/cmdline`` (which every local user reads, as ``ps`` does) holds the admin token, the admin
-user's password or the cluster secret (the nodes read them from files only their owner may read), and
-every directory of the data folder is 0700 and every file 0600, the nodes' data (SCRAM verifiers in the
-controller's journal) among them."""
+user's password or the cluster secret (the nodes read them from files only their owner may read), nor
+does any command it prints for clients (they name owner-only files instead), and every directory of the
+data folder is 0700 and every file 0600, the nodes' data (SCRAM verifiers in the controller's journal)
+among them."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def test_no_secret_is_on_a_command_line(cluster: LocalCluster) -> None:
     token_file = data / "admin.token"
     assert token_file.read_text().strip() == cluster.security["admin_token"]
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    log = pathlib.Path(cluster.dev_log).read_text()
+    hints = log[
+        log.rindex("up; cluster.json") :
+    ]  # what it prints to run: curl, kcat, confluent-kafka, raftlog
+    assert "curl" in hints and "kcat" in hints and "raftlog consume" in hints, hints
+    for what, secret in secrets.items():
+        assert secret not in hints, f"{what} is in a printed command line"
 
 
 def test_the_data_folder_is_its_owners_alone(cluster: LocalCluster) -> None:
