@@ -407,6 +407,12 @@ def tls_of(args: argparse.Namespace) -> TlsFiles | None:
         raise ServeConfigError(str(exc)) from None
 
 
+def _warn_if_shared(option: str, path: str) -> None:
+    """A secret's file others than its owner may read is as exposed as the secret on the command line."""
+    if os.stat(path).st_mode & 0o077:
+        log.warning("%s %s is readable by others than its owner: chmod 600 it", option, path)
+
+
 def admin_token(args: argparse.Namespace) -> str | None:
     """The admin token, from ``--admin-token-file`` or the environment; never from the command line."""
     if args.admin_token is not None:
@@ -419,9 +425,7 @@ def admin_token(args: argparse.Namespace) -> str | None:
             token = f.read().strip()
         if not token:
             raise ServeConfigError(f"--admin-token-file {args.admin_token_file}: the file is empty")
-        path = args.admin_token_file
-        if os.stat(path).st_mode & 0o077:
-            log.warning("--admin-token-file %s is readable by others than its owner: chmod 600 it", path)
+        _warn_if_shared("--admin-token-file", args.admin_token_file)
         return token
     return os.environ.get(TOKEN_ENV) or None
 
@@ -489,6 +493,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
     if args.secret_file:
         with open(args.secret_file, "rb") as f:
             secret = f.read().strip()
+        _warn_if_shared("--secret-file", args.secret_file)
     else:
         secret = os.environ.get(SECRET_ENV, "").encode()
     if len(secret) < 16:

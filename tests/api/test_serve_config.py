@@ -28,6 +28,7 @@ def token_file(tmp_path: pathlib.Path, token: str = "t0k") -> list[str]:
 def args_for(tmp_path: pathlib.Path, *extra: str) -> argparse.Namespace:
     secret = tmp_path / "secret"
     secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    secret.chmod(0o600)  # as a secret's file should be: serve warns of one others may read
     parser = argparse.ArgumentParser()
     serve.add_arguments(parser)
     base = ["--node-id", "n1", "--data-dir", str(tmp_path), "--raft", "127.0.0.1:9101"]
@@ -73,6 +74,7 @@ def test_a_non_loopback_admin_api_needs_a_token(
 def test_serve_exits_2_naming_a_non_loopback_address_and_the_ways_out(tmp_path: pathlib.Path) -> None:
     secret = tmp_path / "secret"
     secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    secret.chmod(0o600)
     done = subprocess.run(
         [sys.executable, "-m", "raftlog_cli", "serve", "--node-id", "n1", "--data-dir", str(tmp_path / "n1"),
          "--http", "127.0.0.1:9001", "--raft", "127.0.0.1:9101", "--kafka", "0.0.0.0:9092",

@@ -40,6 +40,7 @@ def serve(
     """``raftlog serve`` with a cluster secret and ``argv``, run until it exits (a refusal)."""
     secret = tmp_path / "cluster.secret"
     secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    secret.chmod(0o600)
     command = [sys.executable, "-m", "raftlog_cli", "serve", "--node-id", "n1", "--data-dir",
                str(tmp_path / "n1"), "--secret-file", str(secret), *argv]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=60, env={**ENV, **(env or {})})
@@ -120,6 +121,7 @@ def node_process(root: pathlib.Path, *serve_args: str) -> Iterator[tuple[subproc
     """One real node process under ``root`` (its output in ``root/n1.out``), ready; (process, HTTP URL)."""
     secret = root / "cluster.secret"
     secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    secret.chmod(0o600)
     node = dev.plan(1, dev.free_base_port(1))[0]
     argv = [*dev.node_argv(node, [node], str(root), str(secret)), *serve_args]
     with open(root / "n1.out", "wb") as out:
@@ -228,7 +230,7 @@ def test_a_node_refuses_plaintext_auth_beyond_loopback_and_warns_when_allowed(tm
     assert "--allow-plaintext-auth" in warned[0] and "in clear" in warned[0], warned
 
 
-def test_a_token_file_others_may_read_is_warned_of(
+def test_a_secrets_file_others_may_read_is_warned_of(
     tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     private = token_file(tmp_path)  # 0600
@@ -238,4 +240,12 @@ def test_a_token_file_others_may_read_is_warned_of(
     _, _, token = node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *private))
     assert token == "t0k" and [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("WARNING", f"--admin-token-file {private[1]} is readable by others than its owner: chmod 600 it")
+    ]
+    caplog.clear()
+    os.chmod(private[1], 0o600)
+    args = args_for(tmp_path, "--http", "127.0.0.1:9001", *private)
+    (tmp_path / "secret").chmod(0o640)  # args_for's cluster secret
+    node_config(args)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"--secret-file {tmp_path / 'secret'} is readable by others than its owner: chmod 600 it")
     ]
