@@ -6,7 +6,9 @@ itself, which would stand in the command's argv, where every local user reads it
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import sys
 
 from api.dev_secure import DevSecurity, client_files
@@ -22,6 +24,20 @@ def _kafka_settings(kafka: str, ca: str | None) -> dict[str, str]:
     return settings
 
 
+def raftlog_command(cwd: str | None = None) -> str:
+    """The ``raftlog`` command as the user can type it from ``cwd``: ``raftlog`` when the PATH finds this
+    installation's, else its path (relative when under ``cwd``, as ``.venv/bin/raftlog`` after ``make
+    dev``): the hints are run as printed, and a ``.venv`` is rarely on the PATH."""
+    installed = os.path.join(os.path.dirname(sys.executable), "raftlog")
+    on_path = shutil.which("raftlog")
+    if on_path is not None and os.path.realpath(on_path) == os.path.realpath(installed):
+        return "raftlog"
+    if not os.path.exists(installed):  # not installed as a command (a tree run with python -m)
+        return f"{shlex.quote(sys.executable)} -m raftlog_cli"
+    relative = os.path.relpath(installed, cwd or os.getcwd())
+    return shlex.quote(installed if relative.startswith("..") else relative)
+
+
 def up_text(
     count: int,
     data_dir: str,
@@ -30,8 +46,11 @@ def up_text(
     ca: str | None = None,
     security: DevSecurity | None = None,
     python: str = sys.executable,
+    raftlog: str | None = None,
 ) -> str:
-    """The lines printed once ``count`` nodes are up; ``http`` and ``kafka`` are any node's (the first's)."""
+    """The lines printed once ``count`` nodes are up; ``http`` and ``kafka`` are any node's (the first's);
+    ``raftlog``: the command as the user types it (``raftlog_command``)."""
+    raftlog = raftlog_command() if raftlog is None else raftlog
     curl = admin = "curl -s"
     if ca is not None:
         curl += f" --cacert {shlex.quote(ca)}"
@@ -66,11 +85,11 @@ def up_text(
         )
         lines += [
             f"{shlex.quote(python)} -c {shlex.quote(consumer)}   # confluent-kafka, the same settings",
-            f"RAFTLOG_CONFIG={shlex.quote(files.profile)} raftlog consume orders --partition 0",
+            f"RAFTLOG_CONFIG={shlex.quote(files.profile)} {raftlog} consume orders --partition 0",
         ]
     lines += [
-        f"raftlog dev status --data-dir {data_dir}",
-        f"raftlog dev restart n{count} --data-dir {data_dir}   # also: stop [--kill], start",
+        f"{raftlog} dev status --data-dir {data_dir}",
+        f"{raftlog} dev restart n{count} --data-dir {data_dir}   # also: stop [--kill], start",
     ]
     security_note = ""
     if security is not None:
@@ -81,5 +100,5 @@ def up_text(
     return (
         f"\ncluster of {count} up; cluster.json in {data_dir}{security_note}\n"
         + "".join(f"  {line}\n" for line in lines)
-        + f"Ctrl-C (or raftlog dev stop --data-dir {data_dir}) stops all nodes."
+        + f"Ctrl-C (or {raftlog} dev stop --data-dir {data_dir}) stops all nodes."
     )
