@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+import time
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import raftlog_spark
+
+STOP_WAIT_S = 60.0  # how long Ctrl-C waits for the micro-batch under way to end
 
 
 def main() -> int:
@@ -34,13 +41,18 @@ def main() -> int:
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("raftlog-word-count")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
+    conf = (
+        SparkConf()
+        .setMaster(args.master)
+        .setAppName("raftlog-word-count")
+        .set("spark.sql.shuffle.partitions", "4")
+        .set("spark.ui.showConsoleProgress", "false")
     )
+    # Spark's JVM (and the Python workers it starts) in a session of their own: a terminal's Ctrl-C then
+    # reaches this process alone, which stops the query between micro-batches, instead of killing
+    # workers in the middle of one (the JVM still exits with this process: it ends when its stdin does)
+    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+    spark = SparkSession(SparkContext(conf=conf, gateway=gateway))
     spark.sparkContext.setLogLevel("WARN")
     raftlog_spark.register(spark)
 
@@ -63,11 +75,20 @@ def main() -> int:
         .option("checkpointLocation", os.path.abspath(args.checkpoint))
     )
     query = writer.trigger(availableNow=True).start() if args.once else writer.start()
+    # Ctrl-C only asks to stop: PySpark's own handler cancels jobs through py4j from inside the signal,
+    # while the main thread waits in a py4j call, and screens of py4j tracebacks followed
+    stopping = threading.Event()
+    signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
     print(f"word count running: {args.source} -> {args.sink} on {args.master}; Ctrl-C stops it", flush=True)
     try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+        while query.isActive and not stopping.is_set():
+            query.awaitTermination(1)
+        # stopped between micro-batches: one cancelled in flight is aborted with tracebacks of its workers
+        deadline = time.monotonic() + STOP_WAIT_S
+        while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if query.isActive:
+            query.stop()
     finally:
         for progress in query.recentProgress:
             if progress["numInputRows"]:
