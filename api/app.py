@@ -24,7 +24,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
@@ -79,6 +79,11 @@ log = logging.getLogger(__name__)
 
 REQUEST_BYTES_MAX = 16 * 1024 * 1024
 HTTP_LIMITS_DEFAULT = HttpLimits()
+# The node's Kafka listener's counters of connections refused and cut, by reason (its ``Stats``), set by
+# the process that runs both doors; the HTTP door only renders them in /metrics
+KAFKA_CONNECTION_COUNTS: web.AppKey[Callable[[], Mapping[str, int]]] = web.AppKey(
+    "raftlog_kafka_connection_counts"
+)
 SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
 FETCH_TIMEOUT_MS_MAX = records.FETCH_TIMEOUT_MS_MAX
 
@@ -96,6 +101,9 @@ async def metrics(request: web.Request) -> web.Response:
     values["http_connections_open"] = guard.connections.open
     for reason, count in sorted(guard.cut.items()):
         values[f'http_connections_cut{{reason="{reason}"}}'] = count
+    kafka_counts = request.app.get(KAFKA_CONNECTION_COUNTS)
+    for reason, count in sorted(kafka_counts().items() if kafka_counts is not None else ()):
+        values[f'kafka_connections_cut{{reason="{reason}"}}'] = count
     body = app_state.metrics.render(values, app_state.node.metadata.histograms())
     return web.Response(body=body, headers={"Content-Type": prometheus.CONTENT_TYPE})
 

@@ -114,6 +114,12 @@ CATALOGUE: dict[str, Family] = {
         "HTTP connections this node cut or refused, by reason (header_timeout, idle_timeout, "
         "connections_max).",
     ),
+    "kafka_connections_cut": Family(
+        "counter",
+        "Kafka connections this node refused or cut, by reason (refused_connections, refused_per_address, "
+        "refused_unauthenticated, cut_unauthenticated, refused_frames_before_auth, cut_login_timeout, "
+        "cut_frame_timeout, cut_idle_timeout, cut_credential_gone; --kafka-*).",
+    ),
 }
 # Latency histograms (seconds) a node keeps (``MetadataView.histograms``)
 HISTOGRAMS: dict[str, str] = {

@@ -16,7 +16,7 @@ import resource
 import signal
 import socket
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -668,7 +668,7 @@ async def serve(
     metrics_token: str | None = None,
     public_metrics: bool = False,
 ) -> None:
-    from api.app import build_app
+    from api.app import KAFKA_CONNECTION_COUNTS, build_app
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
     from kafka_api.security import Security
@@ -703,6 +703,7 @@ async def serve(
         Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security),
         kafka_limits,
     )
+    app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

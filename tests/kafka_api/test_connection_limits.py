@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import socket
 import ssl
 import struct
@@ -188,6 +189,18 @@ def test_silent_sockets_neither_keep_a_new_client_out_nor_stay(node: RunningNode
           "every silent socket is closed at the login deadline")  # fmt: skip
     for sock in silent:
         sock.close()
+    counts = _kafka_cuts(node)  # what an operator's alert sees
+    assert counts.get("cut_login_timeout", 0) >= 1 and counts.get("refused_per_address", 0) >= 1, counts
+
+
+def _kafka_cuts(node: RunningNode) -> dict[str, float]:
+    """``raftlog_kafka_connections_cut_total`` by reason, from the node's /metrics (the admin token)."""
+    context = None if node.ca is None else ssl.create_default_context(cafile=node.ca)
+    request = urllib.request.Request(node.http + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+        text = answer.read().decode()
+    found = re.findall(r'^raftlog_kafka_connections_cut_total\{reason="(\w+)"\} (\S+)$', text, re.M)
+    return {reason: float(value) for reason, value in found}
 
 
 def test_a_tls_handshake_never_begun_is_cut(node: RunningNode) -> None:
