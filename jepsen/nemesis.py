@@ -689,7 +689,8 @@ class Nemesis:
             value["ballast_removed"] = {n: disks.empty(self.cluster.data_dir(n)) for n in targets}
         elif fault == "hostile-clients" and active.attackers is not None:
             report = await asyncio.to_thread(active.attackers.stop)
-            value = {key: report.get(key) for key in ("tally", "findings", "node_peak_rss_growth_mib")}
+            kept = ("tally", "findings", "node_peak_rss_growth_mib", "killed")
+            value = {key: report.get(key) for key in kept}
             for finding in report.get("findings", []):
                 self._note(f"hostile-clients: {finding}")
         self.recorder.nemesis("stop", fault, value)
