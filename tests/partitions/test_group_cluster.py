@@ -1,6 +1,10 @@
 """Consumer groups on three in-process nodes over HTTP: members join, leave and crash while records are
 produced; every record is processed at least once, commits after processing lose none, and a commit with
-a generation from before a rebalance is refused."""
+a generation from before a rebalance is refused.
+
+What holds under any scheduling is asserted, not what a quiet machine happens to do: on a loaded machine a
+live member's poll can come later than its session allows, the coordinator evicts it and it joins again
+(``GroupConsumer.rejoined``), which is correct and loses nothing."""
 
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ from raftlog_client.errors import RequestFailed
 TOPIC = "work"
 PARTITIONS = 4
 RECORDS = 240
-DEADLINE_S = 40.0
+DEADLINE_S = 40.0  # for the workload's members; each later wait has its own
+SETTLE_S = 60.0  # draining, the crashed member's eviction, the last rebalance: generous for a loaded machine
 
 
 async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_path: pathlib.Path) -> None:
@@ -69,15 +74,33 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
         ]
         await asyncio.wait_for(asyncio.gather(produce(), *members), DEADLINE_S)
 
-        # the finisher drains what is left; the crashed member's partitions come back after its session
-        while set(processed) != set(produced) and time.monotonic() - started < DEADLINE_S:
+        async def poll_and_commit() -> None:
+            """The finisher's poll is its heartbeat: it keeps polling, as a live member does, while the
+            test waits for anything."""
             processed.extend(r.value for r in await finisher.poll(timeout_ms=200))
-            await finisher.commit()
-        assert set(processed) == set(produced) and len(produced) == RECORDS
-        committed = await clients[0].committed_offsets("g", TOPIC)
+            try:
+                await finisher.commit()
+            except RequestFailed as exc:
+                if exc.error_code not in FENCED_CODES:
+                    raise
+
+        # the finisher drains what is left; the crashed member's partitions come back after its session
         ends = [(await clients[0].offsets(TOPIC, p))[1] for p in range(PARTITIONS)]
-        assert [committed.get((TOPIC, p)) for p in range(PARTITIONS)] == ends
         assert sum(ends) == RECORDS
+
+        async def committed_ends() -> list[int | None]:
+            committed = await clients[0].committed_offsets("g", TOPIC)
+            return [committed.get((TOPIC, p)) for p in range(PARTITIONS)]
+
+        deadline = time.monotonic() + SETTLE_S
+        while set(processed) != set(produced) or await committed_ends() != ends:
+            assert time.monotonic() < deadline, (
+                len(set(produced) - set(processed)),
+                await committed_ends(),
+                ends,
+            )
+            await poll_and_commit()
+        assert set(processed) == set(produced) and len(produced) == RECORDS
         print(f"processed {len(processed)} records for {RECORDS} produced ({len(processed) - RECORDS} again)")
 
         # the crashed member was evicted when its session timed out (watched through the admin view: any
@@ -88,14 +111,20 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
             view = await clients[0].consumer_group("g")
             return crashed.instance_id not in [m["instance_id"] for m in view["members"]]
 
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + SETTLE_S
         while not await evicted():
             assert time.monotonic() < deadline, "the crashed member was never evicted"
-            await asyncio.sleep(0.2)
-        generation, assigned = await finisher.assignment()
+            await poll_and_commit()
+        # the finisher, the one member left, gets every partition (once it has heard of the last rebalance)
+        deadline = time.monotonic() + SETTLE_S
+        while sorted((await finisher.assignment())[1]) != [(TOPIC, p) for p in range(PARTITIONS)]:
+            assert time.monotonic() < deadline, (
+                f"the finisher never got every partition: {finisher.generation}"
+            )
+            await poll_and_commit()
+        generation = (await finisher.assignment())[0]
         assert generation >= 11  # 4 joins, 4 subscriptions, 2 leaves and an eviction: each one rebalanced
-        assert finisher.rejoined == 0
-        assert sorted(assigned) == [(TOPIC, p) for p in range(PARTITIONS)]
+        assert set(processed) == set(produced)  # a rejoin under load hands out records again, loses none
 
         # a commit that names the generation from before a rebalance is refused
         joiner = GroupConsumer(clients[5], "g", name_prefix="joiner")
