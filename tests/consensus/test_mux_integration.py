@@ -5,6 +5,7 @@ a new leader takes over when the leader stops, and ReplicaGroups on Drivers work
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import threading
 import time
@@ -16,6 +17,7 @@ from pysyncobj.node import Node
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
 from raftlog.consensus.driver import Driver
+from raftlog.consensus.errors import NotDone, OutcomeUnknown
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.consensus.journal import FileJournal
@@ -27,9 +29,13 @@ SECRET = b"consensus-core-test-secret-0123456789"
 class ListMachine:
     def __init__(self) -> None:
         self.commands: list[bytes] = []
+        self.stall_at: bytes | None = None  # applying this command holds the applying thread for stall_s
+        self.stall_s = 0.0
 
     def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
         self.commands.append(bytes(command))
+        if command == self.stall_at:
+            time.sleep(self.stall_s)  # the driver thread starved, as on a loaded machine
         return index
 
     def snapshot(self) -> bytes:
@@ -131,10 +137,38 @@ class WatchedJournal(FileJournal):
         super().sync()
 
 
+def leader_of(groups: list[ReplicaGroup]) -> ReplicaGroup | None:
+    leaders = [g for g in groups if g.status().role is Role.LEADER]
+    return leaders[0] if len(leaders) == 1 else None
+
+
+async def propose_on_leader(groups: list[ReplicaGroup], command: bytes, timeout_s: float = 60.0) -> object:
+    """What a client of the group does: propose on whichever replica leads, and again while the answer is
+    "not done" (never applied: no leader, or it was deposed, as a loaded machine's late heartbeats do).
+    ``OutcomeUnknown`` is the caller's to judge: the command may be applied or not."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        leader = leader_of(groups)
+        if leader is not None:
+            try:
+                return await leader.propose(command, timeout_ms=5000)
+            except NotDone as exc:
+                refusal: NotDone | None = exc
+        else:
+            refusal = None
+        assert time.monotonic() < deadline, f"{command!r} not committed within {timeout_s} s: {refusal!r}"
+        await asyncio.sleep(0.02)
+
+
 @pytest.mark.parametrize("hub_io", ["driver", "thread"])
 async def test_replica_groups_on_drivers_over_mux(hub_io: str, tmp_path: pathlib.Path) -> None:
     """The product's wiring: per node one MuxHub and one Driver watching the hub's inbound; the hub's I/O
-    on the driver thread (as nodes run) or on its own thread. With file journals."""
+    on the driver thread (as nodes run) or on its own thread. With file journals.
+
+    The leader's driver is starved for longer than an election timeout while proposals are in flight, as
+    on a loaded machine: leadership may move. What must hold under any scheduling is asserted: every
+    replica applies the same commands in the same order, every acknowledged command exactly once, none
+    twice, and the sequential ones in the order they were proposed."""
     hubs = [MuxHub(f"n{i}", "127.0.0.1:0", SECRET) for i in range(3)]
     drivers = [Driver(name=f"driver-n{i}") for i in range(3)]
     for hub, driver in zip(hubs, drivers, strict=True):
@@ -169,20 +203,42 @@ async def test_replica_groups_on_drivers_over_mux(hub_io: str, tmp_path: pathlib
                     node_class=Node,
                 )
             )
-        deadline = time.monotonic() + 8
-        while sum(g.status().role is Role.LEADER for g in groups) != 1:
-            assert time.monotonic() < deadline, "no leader within 8 s"
+        deadline = time.monotonic() + 60
+        while (leader := leader_of(groups)) is None:
+            assert time.monotonic() < deadline, "no leader within 60 s"
             await asyncio.sleep(0.02)
-        leader = next(g for g in groups if g.status().role is Role.LEADER)
+        # the leader's driver stops for longer than election_timeout_max_ms amid the proposals
+        starved = machines[groups.index(leader)]
+        starved.stall_at, starved.stall_s = b"seq25", 2.0
+        acknowledged: dict[bytes, object] = {}  # command -> what its apply returned (its index)
         for i in range(50):
-            await leader.propose(b"seq%d" % i, timeout_ms=5000)
-        results = await asyncio.gather(*(leader.propose(b"par%d" % i, timeout_ms=5000) for i in range(500)))
-        assert len(set(results)) == 500
-        expected = [b"seq%d" % i for i in range(50)] + [b"par%d" % i for i in range(500)]
-        deadline = time.monotonic() + 5
-        while any(m.commands != expected for m in machines):
+            command = b"seq%d" % i
+            with contextlib.suppress(OutcomeUnknown):  # applied or not: only checked for duplicates below
+                acknowledged[command] = await propose_on_leader(groups, command)
+        parallel = [b"par%d" % i for i in range(500)]
+        answers = await asyncio.gather(
+            *(propose_on_leader(groups, c) for c in parallel), return_exceptions=True
+        )
+        for command, answer in zip(parallel, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, OutcomeUnknown):
+                    raise answer
+            else:
+                acknowledged[command] = answer
+        assert len(set(acknowledged.values())) == len(acknowledged)  # one log position each
+        proposed = {b"seq%d" % i for i in range(50)} | set(parallel)
+        deadline = time.monotonic() + 60
+        while any(m.commands != machines[0].commands for m in machines) or not acknowledged.keys() <= set(
+            machines[0].commands
+        ):
             assert time.monotonic() < deadline, [len(m.commands) for m in machines]
             await asyncio.sleep(0.02)
+        applied = machines[0].commands
+        assert len(applied) == len(set(applied)) and set(applied) <= proposed, "a command applied twice"
+        sequential = [c for c in applied if c.startswith(b"seq") and c in acknowledged]
+        assert sequential == [c for c in (b"seq%d" % i for i in range(50)) if c in acknowledged]
+        terms = sorted({g.status().term for g in groups})
+        print(f"{len(acknowledged)} of {len(proposed)} acknowledged, {len(applied)} applied, terms {terms}")
         if hub_io == "driver":
             assert all(not hub._thread.is_alive() for hub in hubs), "polled hubs started a thread"
             # the leader wrote its appends to the sockets before each fsync, so followers wrote meanwhile
