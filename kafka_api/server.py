@@ -8,7 +8,9 @@ and not yet answered per connection (reading stops at the bound); frame size (51
 authenticating, on a listener that requires it, checked on the size prefix before the body is read); and
 time: the TLS handshake, the login, a frame once its first byte came, the wait for the next request, and
 the wait of an answer for a client to read it. Refusals and cuts are counted (``Stats``) and logged at
-most once a minute per kind.
+most once a minute per kind. A frame over ``OFF_LOOP_FRAME_BYTES`` is decoded, and its answer encoded (so
+is every Metadata answer), on a worker thread: a request naming a million partitions would otherwise hold
+the event loop for seconds in kio alone.
 
 A connection authenticated with a credential that is then revoked (its user deleted, its token revoked
 or expired, its password changed) is cut at its next request or within a second, whichever comes first.
