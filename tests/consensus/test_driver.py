@@ -116,9 +116,9 @@ def test_one_thread_drives_all_groups(
         for i in range(10):
             _result, error = propose_and_wait(leader, b"g%d-%d" % (g, i))
             assert error == 0, f"group {g} proposal {i} failed with {error}"
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while any(len(m.commands) < 10 for group_machines in machines for m in group_machines):
-        assert time.monotonic() < deadline, "followers did not apply within 5 s"
+        assert time.monotonic() < deadline, "followers did not apply within 60 s"
         time.sleep(0.02)
     threads = {name for group_machines in machines for m in group_machines for name in m.threads}
     assert threads == {"the-driver"}
@@ -130,7 +130,7 @@ def test_failing_replica_is_dropped_and_others_continue(
     driver, groups, _machines = driven
     poisoned = leader_of(groups[0])
     poisoned.submit(b"poison", None)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     failures: list[tuple[str, BaseException]] = driver.failures  # type: ignore[attr-defined]
     while poisoned.node_id not in {node for node, _ in failures}:
         assert time.monotonic() < deadline, f"expected the leader of group 0 to fail, got {failures}"
