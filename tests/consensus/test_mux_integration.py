@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from list_machine import ListMachine
 from pysyncobj.node import Node
 
 from raftlog.consensus.config import CoreConfig
@@ -24,25 +25,6 @@ from raftlog.consensus.journal import FileJournal
 from raftlog.consensus.transport import MuxHub, transport_class
 
 SECRET = b"consensus-core-test-secret-0123456789"
-
-
-class ListMachine:
-    def __init__(self) -> None:
-        self.commands: list[bytes] = []
-        self.stall_at: bytes | None = None  # applying this command holds the applying thread for stall_s
-        self.stall_s = 0.0
-
-    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
-        self.commands.append(bytes(command))
-        if command == self.stall_at:
-            time.sleep(self.stall_s)  # the driver thread starved, as on a loaded machine
-        return index
-
-    def snapshot(self) -> bytes:
-        return b""
-
-    def restore(self, snapshot: bytes) -> None:
-        raise AssertionError("no snapshots here")
 
 
 @pytest.fixture

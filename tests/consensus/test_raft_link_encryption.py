@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from list_machine import ListMachine
 from pysyncobj.node import Node
 
 from raftlog.consensus.config import CoreConfig
@@ -18,21 +19,6 @@ from raftlog.consensus.transport import MuxHub, transport_class
 SECRET = b"raft-link-encryption-secret-0123456789"
 TOPIC_GROUP = "payroll-salaries/0"
 RECORD = b"alice-salary=987654-confidential"
-
-
-class ListMachine:
-    def __init__(self) -> None:
-        self.commands: list[bytes] = []
-
-    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
-        self.commands.append(bytes(command))
-        return index
-
-    def snapshot(self) -> bytes:
-        return b""
-
-    def restore(self, snapshot: bytes) -> None:
-        raise AssertionError("no snapshots here")
 
 
 class RecordingProxy:

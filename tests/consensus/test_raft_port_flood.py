@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from list_machine import ListMachine
 from pysyncobj.node import Node
 
 from raftlog.consensus.config import CoreConfig
@@ -30,21 +31,6 @@ FLOOD_SOURCES = 24  # 127.0.0.2 .. 127.0.0.25
 FLOOD_PER_SOURCE = 8  # 192 wanted at once: three times the outsiders' pool of 64
 FLOOD_SECONDS = 90.0  # the flood's own bound; the test stops it as soon as it is done
 FLOOD_ATTEMPTS_MAX = 2_000_000
-
-
-class ListMachine:
-    def __init__(self) -> None:
-        self.commands: list[bytes] = []
-
-    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
-        self.commands.append(bytes(command))
-        return index
-
-    def snapshot(self) -> bytes:
-        return b""
-
-    def restore(self, snapshot: bytes) -> None:
-        raise AssertionError("no snapshots here")
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
