@@ -122,17 +122,22 @@ def test_a_produce_of_many_partitions_leaves_other_clients_served(node: LocalClu
     assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
-def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays_live(
-    node: LocalCluster,
-) -> None:
+def _list_offsets(entries: int) -> Any:
+    """A ListOffsets v6 naming the topic's partitions in turn, ``entries`` of them (each again and again)."""
     cls = wire.request_class(2, 6)
     part_cls = wire.sibling(cls, "ListOffsetsPartition")
     parts = tuple(
         wire.build(part_cls, partition_index=i % PARTITIONS, current_leader_epoch=-1, timestamp=-1)
-        for i in range(LIST_OFFSETS_ENTRIES)
+        for i in range(entries)
     )
     topic = wire.build(wire.sibling(cls, "ListOffsetsTopic"), name=TOPIC, partitions=parts)
-    request = wire.build(cls, replica_id=-1, isolation_level=0, topics=(topic,))
+    return wire.build(cls, replica_id=-1, isolation_level=0, topics=(topic,))
+
+
+def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays_live(
+    node: LocalCluster,
+) -> None:
+    request = _list_offsets(LIST_OFFSETS_ENTRIES)
     answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
     answered = answer.topics[0].partitions
     assert len(answered) == LIST_OFFSETS_ENTRIES
@@ -144,14 +149,7 @@ def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays
 def test_a_request_too_large_to_decode_on_the_loop_is_decoded_and_answered_off_it(
     node: LocalCluster,
 ) -> None:
-    cls = wire.request_class(2, 6)
-    part_cls = wire.sibling(cls, "ListOffsetsPartition")
-    parts = tuple(
-        wire.build(part_cls, partition_index=i % PARTITIONS, current_leader_epoch=-1, timestamp=-1)
-        for i in range(HUGE_LIST_OFFSETS_ENTRIES)
-    )
-    topic = wire.build(wire.sibling(cls, "ListOffsetsTopic"), name=TOPIC, partitions=parts)
-    request = wire.build(cls, replica_id=-1, isolation_level=0, topics=(topic,))
+    request = _list_offsets(HUGE_LIST_OFFSETS_ENTRIES)
     answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
     assert len(answer.topics[0].partitions) == HUGE_LIST_OFFSETS_ENTRIES
     assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
