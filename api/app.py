@@ -203,7 +203,13 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", "/consumers/{group}/offsets", records.commit_offsets, "commitOffsets",
         "Commit a group's next offsets to read (never backwards unless reset)", "client",
-        body="CommitOffsetsRequest", body_types=RECORD_TYPES, ok_status=204, errors=(404, 415, 504, 507),
+        query=(
+            Param(
+                "force", "boolean",
+                "with reset: even while the group has live members (their next commit may undo it)",
+            ),
+        ),
+        body="CommitOffsetsRequest", body_types=RECORD_TYPES, ok_status=204, errors=(404, 409, 415, 504, 507),
         write=True, access=needs(group(READ), in_handler="READ topic: each topic of the body"),
     ),
     Operation(

@@ -56,6 +56,7 @@ from partitions.services import (
     MemberPartition,
     ReadConfig,
     TopicPartition,
+    client_host,
 )
 from raftlog.errors import check
 from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, JSON_V2, KAFKA_V2, PLAIN_JSON
@@ -243,6 +244,7 @@ async def create_instance(request: web.Request) -> web.Response:
         session_timeout_ms,
         assignor,
         reads,
+        client_host(request.remote),
     )
     # the instance's requests go best to the node coordinating the group
     base = (state.node(request).metadata.http_address(created.coordinator) or "").rstrip("/")
@@ -424,6 +426,9 @@ def _summary(summary: GroupSummary) -> dict[str, Any]:
         "assignor": summary.assignor,
         "members": summary.members,
         "coordinator_partition": summary.coordinator_partition,
+        "state": summary.state,
+        "protocol_type": summary.protocol_type,
+        "door": summary.door,
     }
 
 
@@ -460,6 +465,8 @@ async def describe_group(request: web.Request) -> web.Response:
     members = [
         {
             "instance_id": member.instance_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
             "topics": list(member.topics),
             "partitions": [_partition_json(row) for row in member.partitions],
         }
@@ -469,6 +476,13 @@ async def describe_group(request: web.Request) -> web.Response:
     return web.json_response(
         {**_summary(described.summary), "members": members, "unassigned": unassigned, "lag": described.lag}
     )
+
+
+async def delete_group(request: web.Request) -> web.Response:
+    """Kafka's DeleteGroups: an empty group and its committed offsets; 409/40916 while a member of either
+    door is live. Served by the group's coordinator."""
+    deleted = await _groups(request).delete_group(_group(request))
+    return web.json_response({"group": deleted.group, "offsets_deleted": deleted.offsets_deleted})
 
 
 _GROUP = "/consumers/{group}"
@@ -580,5 +594,10 @@ ROUTES: tuple[Operation, ...] = (
         "GET", "/v1/consumer-groups/{group}", describe_group, "describeConsumerGroup",
         "Members, assignments, positions, committed offsets and lag of a group", "admin",
         ok_schema="ConsumerGroup", errors=(404,),
+    ),
+    Operation(
+        "DELETE", "/v1/consumer-groups/{group}", delete_group, "deleteConsumerGroup",
+        "Delete an empty group and its committed offsets", "admin",
+        ok_schema="DeletedGroup", errors=(404, 409), write=True,
     ),
 )  # fmt: skip

@@ -46,6 +46,7 @@ from partitions.groups.errors import (
     ConsumerFormatMismatch,
     ConsumerInstanceExists,
     GroupFull,
+    GroupNotEmpty,
     InvalidConsumerConfig,
     PartitionNotAssigned,
     StaleGeneration,
@@ -252,6 +253,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (StaleGeneration, HttpError(409, STALE_GENERATION)),  # rebalanced since: read the assignment again
     (PartitionNotAssigned, HttpError(409, PARTITION_NOT_ASSIGNED)),  # not the instance's in this generation
     (GroupFull, HttpError(409, 40907)),
+    (GroupNotEmpty, HttpError(409, 40916)),  # live members: delete, reset, the other door's join refused
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
@@ -293,6 +295,8 @@ def body(error: BaseException) -> dict[str, Any]:
         payload["generation"] = error.generation
     if isinstance(error, TooManyTokens):
         payload["limit"] = error.limit
+    if isinstance(error, GroupNotEmpty):
+        payload["members"] = error.members
     if isinstance(error, AuthorizationFailed):
         payload["resource_type"] = error.resource_type
         payload["resource"] = error.name

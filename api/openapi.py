@@ -543,6 +543,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "assignor": _STR,
                         "members": _INT,
                         "coordinator_partition": _INT,
+                        "state": _STR,
+                        "protocol_type": _STR,
+                        "door": _nullable(_STR),
                     }
                 ),
             }
@@ -554,12 +557,17 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "generation": _INT,
             "assignor": _STR,
             "coordinator_partition": _INT,
+            "state": _STR,
+            "protocol_type": _STR,
+            "door": _nullable(_STR),
             "lag": _INT,
             "members": {
                 "type": "array",
                 "items": _obj(
                     {
                         "instance_id": _STR,
+                        "client_id": _STR,
+                        "client_host": _STR,
                         "topics": {"type": "array", "items": _STR},
                         "partitions": {"type": "array", "items": _GROUP_PARTITION},
                     }
@@ -568,6 +576,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "unassigned": {"type": "array", "items": _GROUP_PARTITION},
         }
     ),
+    "DeletedGroup": _obj({"group": _STR, "offsets_deleted": _INT}, ["group", "offsets_deleted"]),
     "TopicConfigs": _obj({"topic": _STR, "configs": {"type": "object"}}, ["topic", "configs"]),
     "ConfigsRequest": _closed(
         _obj(

@@ -38,6 +38,7 @@ from api.schemas import (
     produce_answer,
     produce_entry,
     produce_error_entry,
+    query_bool,
     query_int,
     query_str,
     record_flavour,
@@ -261,6 +262,15 @@ async def commit_offsets(request: web.Request) -> web.Response:
     group = check_group(request.match_info["group"])
     entries = parse_commit_offsets(await state.json_body(request))
     access.authorize_topics(request, READ, (entry.topic for entry in entries))  # before any is committed
+    force = query_bool(request.query, "force", False)
+    topics = sorted({entry.topic for entry in entries})
+    for topic in topics:  # an unknown topic or partition is refused before the group records it
+        count = (await node.cluster.admin.topic(topic)).partitions
+        for entry in entries:
+            if entry.topic == topic and entry.partition >= count:
+                raise UnknownPartition(topic, entry.partition)
+    # recorded with the group (listed, described, deleted with it); a reset refused while it has members
+    await node.cluster.groups.note_commit(group, topics, any(e.reset for e in entries), force)
     by_partition: dict[tuple[str, int], list[OffsetCommit]] = {}
     for entry in entries:
         by_partition.setdefault((entry.topic, entry.partition), []).append(entry)

@@ -180,6 +180,16 @@ def query_int(
     return value
 
 
+def query_bool(query: Mapping[str, str], name: str, default: bool) -> bool:
+    """``true`` or ``false`` (any case); ``default`` when absent."""
+    raw = query_str(query, name)
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise BadRequest(f"query parameter {name}: {raw!r} is not true or false")
+    return raw.strip().lower() == "true"
+
+
 def query_str(query: Mapping[str, str], name: str) -> str | None:
     getall = getattr(query, "getall", None)
     values = getall(name, []) if getall is not None else ([query[name]] if name in query else [])

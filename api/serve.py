@@ -700,7 +700,7 @@ async def serve(
         login_failures=login_failures,
     )
     kafka_server = KafkaServer(
-        Door(node, kafka_cluster_id(config.cluster_secret), node.groups.ensure_topic, security=security),
+        Door(node, kafka_cluster_id(config.cluster_secret), node.groups, security=security),
         kafka_limits,
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics

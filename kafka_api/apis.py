@@ -35,6 +35,7 @@ from kafka_api.admin_apis import (
 from kafka_api.door import Door
 from kafka_api.fetch import fetch
 from kafka_api.group_apis import (
+    delete_groups,
     describe_groups,
     find_coordinator,
     heartbeat,
@@ -101,6 +102,7 @@ APIS: dict[int, Api] = {
         Api(14, "SyncGroup", 0, 5, sync_group, "READ group"),
         Api(15, "DescribeGroups", 0, 5, describe_groups, "DESCRIBE group"),
         Api(16, "ListGroups", 0, 4, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
+        Api(42, "DeleteGroups", 0, 2, delete_groups, "DELETE group"),
         Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),

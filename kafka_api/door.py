@@ -4,24 +4,43 @@ connection the request came on."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from kafka_api.groups import ClassicGroups
+from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
 from partitions.cluster import FrontDoor
 from partitions.errors import AuthorizationFailed
+from partitions.groups.live import LiveGroups
 from partitions.services import CLUSTER_NAME, AclOperation, ResourceType, client_host
 
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
+
+
+class Coordinator(GroupRecords, Protocol):
+    """The node's consumer-group coordinator (``partitions.groups.coordinator``) as this door uses it:
+    one set of groups for both doors."""
+
+    async def ensure_topic(self) -> None:
+        """Create ``__consumer_groups`` if there is none yet."""
+        ...
+
+    def hold_live(self, live: LiveGroups) -> None: ...
+
+    async def record_commit(self, group: str, topics: Sequence[str]) -> None: ...
+
+    def http_members(self, group: str) -> int:
+        """How many HTTP consumer instances the group has (0 when not coordinated here)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class Door:
     node: FrontDoor
     cluster_id: str  # the same on every node of a cluster
-    ensure_group_topic: Callable[[], Awaitable[None]]  # creates __consumer_groups as the node's groups do
-    groups: ClassicGroups = field(default_factory=ClassicGroups)  # the groups this node coordinates
+    coordinator: Coordinator
+    groups: ClassicGroups = field(default_factory=ClassicGroups)  # the groups' members this node holds
     security: Security = field(default_factory=Security)  # who may do what (kafka_api.security)
     # the connection's authentication: a handler reads its principal here (the listener's own door holds
     # one no connection uses; ``for_connection`` gives each connection its own)
@@ -29,6 +48,10 @@ class Door:
     # held by a Produce while it begins its appends (in turns, ``kafka_api.produce``): the connection's
     # next Produce begins its own after, so a pipelining producer's batches keep their order
     produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.groups.attach(self.coordinator)  # generations recorded in the group table
+        self.coordinator.hold_live(self.groups)  # members seen by the HTTP door, delete, reset
 
     def for_connection(self, address: str | None = None) -> Door:
         """The door as one new connection (from ``address``, the client's IP) sees it: everything

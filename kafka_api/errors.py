@@ -42,7 +42,7 @@ from partitions.errors import (
     UnknownTopic,
     UnknownUser,
 )
-from partitions.groups.errors import GroupError, StaleGeneration, UnknownGroup
+from partitions.groups.errors import GroupError, GroupNotEmpty, StaleGeneration, UnknownGroup
 from raftlog.consensus.errors import (
     ConsensusError,
     NoLeader,
@@ -107,6 +107,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (PeerError, ErrorCode.request_timed_out),
     (StaleGeneration, ErrorCode.illegal_generation),
     (UnknownGroup, ErrorCode.group_id_not_found),
+    (GroupNotEmpty, ErrorCode.non_empty_group),
     (GroupError, ErrorCode.invalid_request),
     (InvalidCommand, ErrorCode.invalid_request),
     (DiskFull, ErrorCode.kafka_storage_error),  # the leader's disk is full: not done, retriable

@@ -1,17 +1,21 @@
 """The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
-holds the state), OffsetCommit and OffsetFetch (the committed offsets on each partition's leader: the
-same ones the HTTP API shows, one group, one truth), ListGroups and DescribeGroups.
+holds the members), OffsetCommit and OffsetFetch (the committed offsets on each partition's leader: the
+same ones the HTTP API shows, one group, one truth), ListGroups, DescribeGroups and DeleteGroups.
 
 A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
 partitions``, as for the HTTP API's consumer groups); a node asked about a group it does not coordinate
-answers NOT_COORDINATOR and the client looks it up again.
+answers NOT_COORDINATOR and the client looks it up again. One set of groups for both doors: ListGroups,
+DescribeGroups and DeleteGroups see the groups of HTTP consumer instances too (shown as protocol type
+``consumer``, their assignments in the consumer protocol's bytes, so Kafka's tools read them), and the
+empty groups the group table keeps (those that committed offsets, across restarts); a group held by
+members of one door refuses members of the other (INCONSISTENT_GROUP_PROTOCOL here, 409 there).
 
 With ``serve --enforce-acls`` each API checks what Kafka's does, before anything else:
 FindCoordinator, DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup and OffsetCommit READ on it (GROUP_AUTHORIZATION_FAILED); OffsetCommit READ and OffsetFetch
-DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a fetch of every topic leaves out those
-it may not describe); ListGroups lists every group to who may DESCRIBE the cluster, else the groups the
-connection may DESCRIBE.
+LeaveGroup and OffsetCommit READ on it, DeleteGroups DELETE (GROUP_AUTHORIZATION_FAILED); OffsetCommit
+READ and OffsetFetch DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a fetch of every
+topic leaves out those it may not describe); ListGroups lists every group to who may DESCRIBE the
+cluster, else the groups the connection may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -23,12 +27,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
 from partitions.errors import UnknownTopic
+from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id
-from partitions.services import AclOperation, ResourceType
+from partitions.services import AclOperation, GroupDescription, GroupSummary, ResourceType
+from raftlog.errors import RaftlogError
 from raftlog.storage.partitioner import partition_for_key
 
 GROUP_KEY = 0
@@ -53,7 +60,7 @@ def coordinator_of(door: Door, group: str) -> str | None:
     )
 
 
-READ, DESCRIBE = AclOperation.READ, AclOperation.DESCRIBE
+READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 
 
@@ -96,7 +103,7 @@ async def _find(door: Door, key: str, key_type: int) -> dict[str, Any]:
     if not door.allows(DESCRIBE, GROUP, key):
         return refused(ErrorCode.group_authorization_failed, str(door.refusal(DESCRIBE, GROUP, key)))
     try:
-        await door.ensure_group_topic()
+        await door.coordinator.ensure_topic()
     except Exception as exc:  # every error is this key's answer (kafka_api.errors)
         return refused(code_of(exc), str(exc))
     leader = coordinator_of(door, key)
@@ -135,11 +142,16 @@ async def join_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
+        if door.coordinator.http_members(body.group_id):  # one group, one protocol
+            raise GroupRefusal(
+                ErrorCode.inconsistent_group_protocol,
+                f"group {body.group_id!r} has members joined over HTTP (REST consumer instances)",
+            )
         joining = door.groups.join(
             body.group_id,
             body.member_id,
             client_id=request.client_id or "",
-            client_host="",
+            client_host=door.session.host,
             protocol_type=body.protocol_type,
             protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
             session_timeout_ms=wire.millis(body.session_timeout),
@@ -242,15 +254,21 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     partition_cls = wire.sibling(cls, "OffsetCommitResponsePartition")
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     refusal: ErrorCode | None = None
+    readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
     try:
         _authorized(door, READ, body.group_id)
-        if generation >= 0 or body.member_id:
-            _coordinating(door, body.group_id)
+        _coordinating(door, body.group_id)
+        if generation < 0 and not body.member_id and door.coordinator.http_members(body.group_id):
+            # Kafka's rule: a commit from outside the group only while it has no members
+            raise GroupRefusal(ErrorCode.unknown_member_id, "the group has members joined over HTTP")
         door.groups.check_commit(body.group_id, body.member_id, generation)
+        if readable:  # the group is listed, and its offsets found, once its members are gone
+            await door.coordinator.record_commit(body.group_id, sorted(readable))
     except GroupRefusal as refused:
         refusal = refused.code
+    except RaftlogError as exc:  # no quorum for the record, leadership lost: every partition's answer
+        refusal = code_of(exc)
     data = door.node.cluster.data
-    readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
 
     async def commit(topic: str, partition: int, offset: int) -> ErrorCode:
         if refusal is not None:
@@ -326,7 +344,20 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), error_code=top)
 
 
-# -- ListGroups, DescribeGroups ---------------------------------------------------------------------
+# -- ListGroups, DescribeGroups, DeleteGroups -------------------------------------------------------
+
+
+async def _summaries(door: Door) -> list[GroupSummary]:
+    """Every group of the coordinator partitions this node leads, whichever door their members use (as
+    Kafka's brokers, each answers for the groups it coordinates; clients ask every broker)."""
+    groups = door.node.local.groups
+    found: list[GroupSummary] = []
+    for partition in range(await groups.coordinator_partitions()):
+        try:
+            found += await groups.list_groups(partition)
+        except RaftlogError:  # led elsewhere (or electing): that broker answers for it
+            continue
+    return found
 
 
 async def list_groups(door: Door, request: wire.Request) -> Any:
@@ -335,11 +366,9 @@ async def list_groups(door: Door, request: wire.Request) -> Any:
     wanted = set(getattr(request.body, "states_filter", ()) or ())
     every_group = door.allows(DESCRIBE, ResourceType.CLUSTER)
     groups = tuple(
-        wire.build(entry, group_id=g.name, protocol_type=g.protocol_type or "", group_state=g.state.value)
-        for g in door.groups.groups.values()
-        if coordinator_of(door, g.name) == door.node.node_id
-        and (not wanted or g.state.value in wanted)
-        and (every_group or door.allows(DESCRIBE, GROUP, g.name))
+        wire.build(entry, group_id=g.group, protocol_type=g.protocol_type, group_state=g.state)
+        for g in await _summaries(door)
+        if (not wanted or g.state in wanted) and (every_group or door.allows(DESCRIBE, GROUP, g.group))
     )
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
 
@@ -348,16 +377,24 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     group_cls = wire.sibling(cls, "DescribedGroup")
     member_cls = wire.sibling(cls, "DescribedGroupMember")
-    described = []
+
+    def described(name: str, code: ErrorCode, state: str = "", protocol_type: str = "", protocol: str = "",
+                  members: tuple[Any, ...] = ()) -> Any:  # fmt: skip
+        return wire.build(
+            group_cls, error_code=code, group_id=name, group_state=state, protocol_type=protocol_type,
+            protocol_data=protocol, members=members, authorized_operations=-(2**31),
+        )  # fmt: skip
+
+    answers = []
     for name in request.body.groups:
-        code = ErrorCode.none
         if not door.allows(DESCRIBE, GROUP, name):
-            code = ErrorCode.group_authorization_failed
-        elif coordinator_of(door, name) != door.node.node_id:
-            code = ErrorCode.not_coordinator
-        group = door.groups.groups.get(name) if code is ErrorCode.none else None
-        members = ()
-        if group is not None:
+            answers.append(described(name, ErrorCode.group_authorization_failed))
+            continue
+        if coordinator_of(door, name) != door.node.node_id:
+            answers.append(described(name, ErrorCode.not_coordinator))
+            continue
+        live = door.groups.groups.get(name)
+        if live is not None and live.members:  # Kafka clients' members: their own bytes
             members = tuple(
                 wire.build(
                     member_cls,
@@ -365,21 +402,79 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
                     group_instance_id=None,
                     client_id=m.client_id,
                     client_host=m.client_host,
-                    member_metadata=dict(m.protocols).get(group.protocol or "", b""),
+                    member_metadata=dict(m.protocols).get(live.protocol or "", b""),
                     member_assignment=m.assignment,
                 )
-                for m in group.members.values()
+                for m in live.members.values()
             )
-        described.append(
-            wire.build(
-                group_cls,
-                error_code=code,
-                group_id=name,
-                group_state=(group.state.value if group else "Dead") if code is ErrorCode.none else "",
-                protocol_type=(group.protocol_type or "") if group else "",
-                protocol_data=(group.protocol or "") if group else "",
-                members=members,
-                authorized_operations=-(2**31),
+            answers.append(
+                described(
+                    name,
+                    ErrorCode.none,
+                    live.state.value,
+                    live.protocol_type or "",
+                    live.protocol or "",
+                    members,
+                )
+            )
+            continue
+        try:
+            group = await door.node.local.groups.describe(name)
+        except UnknownGroup:
+            answers.append(described(name, ErrorCode.none, "Dead"))
+            continue
+        except RaftlogError as exc:
+            answers.append(described(name, code_of(exc)))
+            continue
+        summary = group.summary
+        answers.append(
+            described(
+                name,
+                ErrorCode.none,
+                summary.state,
+                summary.protocol_type,
+                summary.assignor,
+                _http_members(member_cls, group),
             )
         )
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(described))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(answers))
+
+
+def _http_members(member_cls: Any, group: GroupDescription) -> tuple[Any, ...]:
+    """HTTP consumer instances as Kafka's tools read members: subscription and assignment in the consumer
+    protocol's bytes."""
+    return tuple(
+        wire.build(
+            member_cls,
+            member_id=m.instance_id,
+            group_instance_id=None,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            member_metadata=encode_subscription(m.topics),
+            member_assignment=encode_assignment([row.tp for row in m.partitions]),
+        )
+        for m in group.members
+    )
+
+
+async def delete_groups(door: Door, request: wire.Request) -> Any:
+    """Kafka's DeleteGroups: an empty group and its committed offsets (NON_EMPTY_GROUP while a member of
+    either door is live, GROUP_ID_NOT_FOUND when there is none)."""
+    cls = wire.response_class(request.api_key, request.api_version)
+    entry = wire.sibling(cls, "DeletableGroupResult")
+
+    async def delete(name: str) -> ErrorCode:
+        if not door.allows(DELETE, GROUP, name):
+            return ErrorCode.group_authorization_failed
+        if coordinator_of(door, name) != door.node.node_id:
+            return ErrorCode.not_coordinator
+        try:
+            await door.node.local.groups.delete_group(name)
+        except Exception as exc:  # every error is this group's answer (kafka_api.errors)
+            return code_of(exc)
+        return ErrorCode.none
+
+    results = [
+        wire.build(entry, group_id=name, error_code=await delete(name)) for name in request.body.groups_names
+    ]
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))

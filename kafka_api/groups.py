@@ -1,11 +1,15 @@
 """Kafka's classic consumer group protocol on its coordinator: members join, the leader assigns (the
 assignor runs in the client), everyone syncs, heartbeats keep sessions alive.
 
-A group lives in this node's memory while the node leads the group's ``__consumer_groups`` partition
-(the coordinator FindCoordinator names); committed offsets do not live here but on each partition's
-leader, the same ones the HTTP API shows (``kafka_api.group_apis``). When leadership moves, the new
-coordinator starts the group empty and members rejoin (they get UNKNOWN_MEMBER_ID or NOT_COORDINATOR),
-as after a Kafka coordinator failover.
+A group's members live in this node's memory while the node leads the group's ``__consumer_groups``
+partition (the coordinator FindCoordinator names); committed offsets do not live here but on each
+partition's leader, the same ones the HTTP API shows (``kafka_api.group_apis``). What outlives this
+memory is recorded in that partition's replicated group table (``GroupRecords``, the node's group
+coordinator): each generation a rebalance ends with, and the group's protocol, as Kafka writes group
+metadata to ``__consumer_offsets``. When leadership moves, the new coordinator knows the group, Empty,
+at its last generation; members rejoin (they get UNKNOWN_MEMBER_ID or NOT_COORDINATOR), as after a Kafka
+coordinator failover, and their generations go on from there. The same coordinator lists, describes and
+deletes these groups with the HTTP door's (``LiveGroups``).
 
 States as Kafka's: Empty -> PreparingRebalance (joins collected until every member rejoined or the
 rebalance timeout) -> CompletingRebalance (waiting for the leader's SyncGroup) -> Stable. Generations
@@ -17,11 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
+
+from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment
+from partitions.groups.live import LiveGroup, LiveMember
+from partitions.services import TopicPartition
+from raftlog.errors import RaftlogError
+
+log = logging.getLogger(__name__)
 
 MEMBERS_MAX = 1000  # per group
 SESSION_TIMEOUT_MIN_MS = 1_000
@@ -92,17 +105,87 @@ class Group:
         return member
 
 
+class GroupRecords(Protocol):
+    """What the node's group coordinator keeps of a Kafka group (``partitions.groups.coordinator``)."""
+
+    def recorded_generation(self, name: str) -> int: ...
+
+    async def record_kafka_generation(
+        self, group: str, protocol_type: str, protocol: str, generation: int
+    ) -> None: ...
+
+
+class Unrecorded:
+    """No record kept (a door in a test): every group starts at generation 0."""
+
+    def recorded_generation(self, name: str) -> int:
+        return 0
+
+    async def record_kafka_generation(
+        self, group: str, protocol_type: str, protocol: str, generation: int
+    ) -> None:
+        return None
+
+
 class ClassicGroups:
     """The groups this node coordinates. Event loop only."""
 
-    def __init__(self) -> None:
+    def __init__(self, records: GroupRecords | None = None) -> None:
         self.groups: dict[str, Group] = {}
+        self._records: GroupRecords = records or Unrecorded()
+        self._recording: set[asyncio.Task[None]] = set()
+
+    def attach(self, records: GroupRecords) -> None:
+        self._records = records
 
     def group(self, name: str) -> Group:
         group = self.groups.get(name)
-        if group is None:
-            group = self.groups[name] = Group(name)
+        if group is None:  # a group known before (another coordinator, a restart) goes on from there
+            group = self.groups[name] = Group(name, generation=self._records.recorded_generation(name))
         return group
+
+    def _record(self, group: Group, protocol_type: str) -> None:
+        """Write the generation a rebalance ended with (or the group emptied at) to the group table, in
+        the background: the group runs from memory meanwhile, and a failed write is logged, the next
+        generation writes again."""
+        name, protocol, generation = group.name, group.protocol or "", group.generation
+
+        async def write() -> None:
+            try:
+                await self._records.record_kafka_generation(name, protocol_type, protocol, generation)
+            except RaftlogError as exc:
+                log.info("group %s: generation %d not recorded: %s", name, generation, exc)
+
+        task = asyncio.get_running_loop().create_task(write())
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+
+    # -- what the node's coordinator sees (``partitions.groups.live.LiveGroups``) ---------------------
+
+    def live(self, name: str) -> LiveGroup | None:
+        group = self.groups.get(name)
+        if group is None or not group.members:
+            return None
+        members = tuple(
+            LiveMember(m.member_id, m.client_id, m.client_host, _partitions(group, m.assignment))
+            for m in group.members.values()
+        )
+        return LiveGroup(
+            name,
+            group.state.value,
+            group.protocol_type or "",
+            group.protocol or "",
+            group.generation,
+            members,
+        )
+
+    def names(self) -> Iterable[str]:
+        return list(self.groups)
+
+    def forget(self, name: str) -> None:
+        group = self.groups.get(name)
+        if group is not None and not group.members:
+            del self.groups[name]
 
     def drop(self, name: str) -> None:
         """This node no longer coordinates the group: waiting members learn NOT_COORDINATOR."""
@@ -206,6 +289,7 @@ class ClassicGroups:
             del group.members[member.member_id]  # did not rejoin in time
         group.generation += 1
         if not group.members:
+            self._record(group, group.protocol_type or "")
             group.state, group.protocol, group.leader, group.protocol_type = (
                 GroupState.EMPTY,
                 None,
@@ -214,6 +298,7 @@ class ClassicGroups:
             )
             return
         group.protocol = _vote(list(group.members.values()))
+        self._record(group, group.protocol_type or "")
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
@@ -287,14 +372,23 @@ class ClassicGroups:
             if group.members:
                 self._prepare(group, now_ms)
             else:
-                group.state, group.protocol, group.leader = GroupState.EMPTY, None, None
+                group.state, group.leader = GroupState.EMPTY, None
                 group.generation += 1
+                self._record(group, group.protocol_type or "")
+                group.protocol = None
         self._maybe_complete(group, now_ms)
 
     def check_commit(self, name: str, member_id: str, generation: int) -> None:
         """Fence an OffsetCommit: a member of the current generation, or no member at all (generation
-        -1, a consumer outside any group management, as Kafka allows)."""
+        -1, a consumer outside any group management, or an operator's reset), which Kafka accepts only
+        while the group has no members: their next commit would undo it."""
         if generation < 0 and not member_id:
+            live = self.groups.get(name)
+            if live is not None and live.members:
+                raise GroupRefusal(
+                    ErrorCode.unknown_member_id,
+                    f"group {name!r} has {len(live.members)} member(s): only they may commit its offsets",
+                )
             return
         group = self._known(name)
         group.check_member(member_id, generation)
@@ -344,6 +438,17 @@ def _vote(members: list[Member]) -> str:
         votes[next(p for p, _ in member.protocols if p in common)] += 1
     first = [p for p, _ in members[0].protocols if p in common]
     return max(first, key=lambda p: (votes[p], -first.index(p)))
+
+
+def _partitions(group: Group, assignment: bytes) -> tuple[TopicPartition, ...]:
+    """The partitions a member's assignment names (consumers' groups only: another protocol's bytes are
+    its own)."""
+    if group.protocol_type != "consumer" or not assignment:
+        return ()
+    try:
+        return decode_assignment(assignment)
+    except NotAnAssignment:
+        return ()
 
 
 def _fail(member: Member, error: GroupRefusal) -> None:

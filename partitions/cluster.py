@@ -42,6 +42,7 @@ from partitions.services import (
     ControllerMembers,
     DataService,
     FetchedBatches,
+    GroupDeleted,
     GroupDescription,
     GroupService,
     GroupSummary,
@@ -188,6 +189,9 @@ class ClusterData:
     async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]:
         return await self._run(topic, lambda s: s.committed_offset(group, topic, partition))
 
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> Served[bool]:
+        return await self._run(topic, lambda s: s.delete_offset(group, topic, partition, timeout_ms))
+
 
 class ClusterAdmin:
     def __init__(self, router: Router, local: AdminService, client: PeerClient) -> None:
@@ -302,10 +306,11 @@ class ClusterGroups:
         session_timeout_ms: int,
         assignor: str,
         reads: ReadConfig,
+        client_host: str = "",
     ) -> ConsumerCreated:
         return await self._run(
             lambda s: s.create_instance(
-                group, name, format, offset_reset, session_timeout_ms, assignor, reads
+                group, name, format, offset_reset, session_timeout_ms, assignor, reads, client_host
             )
         )
 
@@ -391,6 +396,12 @@ class ClusterGroups:
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         return await self._run(lambda s: s.list_groups(coordinator_partition), wait_for_leader=False)
+
+    async def delete_group(self, group: str) -> GroupDeleted:
+        return await self._run(lambda s: s.delete_group(group))
+
+    async def note_commit(self, group: str, topics: list[str], reset: bool, force: bool) -> None:
+        await self._run(lambda s: s.note_commit(group, topics, reset, force))
 
     async def coordinator_partitions(self) -> int:
         return await self._run(lambda s: s.coordinator_partitions())

@@ -6,6 +6,7 @@
 [1, 3]                           Barrier: commits nothing; proves leadership for linearizable reads
 [1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.state``),
                                  only in partitions of the internal ``__consumer_groups`` topic
+[1, 5, group]                    DeleteOffset: forget a consumer group's offset (the group was deleted)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from partitions.errors import InvalidCommand
 from raftlog.packing import bin_header
 
 VERSION = 1
-_PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP = 1, 2, 3, 4
+_PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET = 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,11 @@ class CommitOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteOffset:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
 class Barrier:
     pass
 
@@ -43,7 +49,7 @@ class GroupCommand:
     payload: bytes  # encoded by ``partitions.groups.state.encode``
 
 
-Command = Produce | CommitOffset | Barrier | GroupCommand
+Command = Produce | CommitOffset | Barrier | GroupCommand | DeleteOffset
 
 
 def encode_parts(command: Command) -> tuple[bytes, ...]:
@@ -65,6 +71,8 @@ def encode(command: Command) -> bytes:
         fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
     elif isinstance(command, GroupCommand):
         fields = [VERSION, _GROUP, command.payload]
+    elif isinstance(command, DeleteOffset):
+        fields = [VERSION, _DELETE_OFFSET, command.group]
     else:
         fields = [VERSION, _BARRIER]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -110,6 +118,8 @@ def decode(data: bytes | memoryview) -> Command:
             return CommitOffset(group, offset, reset)
     if kind == _GROUP and len(fields) == 3 and isinstance(fields[2], bytes):
         return GroupCommand(fields[2])
+    if kind == _DELETE_OFFSET and len(fields) == 3 and isinstance(fields[2], str):
+        return DeleteOffset(fields[2])
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")

@@ -29,7 +29,7 @@ from partitions.errors import ReplicaRecovering, UnknownPartition
 from partitions.replicas import Replica, ReplicaManager
 from partitions.routing import Routing
 from partitions.services import FetchedBatches, PartitionOffsets, ProduceResult, TimestampOffset
-from partitions.state_machine import OffsetCommitted, Produced, Refused
+from partitions.state_machine import OffsetCommitted, OffsetDeleted, Produced, Refused
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
@@ -313,6 +313,15 @@ class DataPlane:
         check(isinstance(result, OffsetCommitted), f"commit returned {result!r}")
         assert isinstance(result, OffsetCommitted)  # narrowed for the type checker; checked above
         return result.offset
+
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        replica = self.leader_replica(topic, partition)
+        result = await replica.group.propose(commands.encode(commands.DeleteOffset(group)), timeout_ms)
+        if isinstance(result, Refused):
+            raise result.error
+        if not isinstance(result, OffsetDeleted):
+            raise InvariantViolation(f"delete of an offset returned {result!r}")
+        return result.existed
 
     # -- reads ---------------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from partitions.services import (
     ControllerSnapshot,
     Failures,
     FetchedBatches,
+    GroupDeleted,
     GroupDescription,
     GroupSummary,
     MoveState,
@@ -106,6 +107,8 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("data", "commit_offset", "Store a consumer group's offset on the partition's leader", write=True,
            wait_arg="timeout_ms"),
     PeerOp("data", "committed_offset", "A consumer group's committed offset, from the partition's leader"),
+    PeerOp("data", "delete_offset", "Delete a consumer group's offset on the partition's leader", write=True,
+           wait_arg="timeout_ms"),
     PeerOp("admin", "topic", "A topic's metadata, from the controller leader"),
     PeerOp("admin", "create_topic", "Create a topic on the controller leader", write=True),
     PeerOp("admin", "delete_topic", "Delete a topic on the controller leader", write=True),
@@ -146,6 +149,9 @@ PEER_OPS: tuple[PeerOp, ...] = (
     PeerOp("groups", "committed", "A consumer instance's committed offsets"),
     PeerOp("groups", "describe", "A consumer group's members, offsets and lag"),
     PeerOp("groups", "list_groups", "The groups of one coordinator partition"),
+    PeerOp("groups", "delete_group", "Delete an empty consumer group and its offsets", write=True),
+    PeerOp("groups", "note_commit", "Record a group-level commit's topics (a reset waits for no member)",
+           write=True),
     PeerOp("groups", "coordinator_partitions", "How many coordinator partitions there are"),
     PeerOp("peer", "read_batches", "Committed raw batches of this node's replica, for catch-up"),
     PeerOp("peer", "leadership", "This node's leadership claims (Raft group -> term)"),
@@ -325,6 +331,12 @@ class RemoteData:
             self._node, "data.committed_offset", int, group=group, topic=topic, partition=partition
         )
 
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        return await self._client.expect(
+            self._node, "data.delete_offset", bool,
+            group=group, topic=topic, partition=partition, timeout_ms=timeout_ms,
+        )  # fmt: skip
+
 
 class RemoteAdmin:
     """``AdminService`` of another node."""
@@ -450,11 +462,12 @@ class RemoteGroups:
         session_timeout_ms: int,
         assignor: str,
         reads: ReadConfig,
+        client_host: str = "",
     ) -> ConsumerCreated:
         return await self._client.expect(
             self._node, "groups.create_instance", ConsumerCreated,
             group=group, name=name, format=format, offset_reset=offset_reset,
-            session_timeout_ms=session_timeout_ms, assignor=assignor, reads=reads,
+            session_timeout_ms=session_timeout_ms, assignor=assignor, reads=reads, client_host=client_host,
         )  # fmt: skip
 
     async def delete_instance(self, group: str, instance: str) -> None:
@@ -541,6 +554,14 @@ class RemoteGroups:
 
     async def describe(self, group: str) -> GroupDescription:
         return await self._client.expect(self._node, "groups.describe", GroupDescription, group=group)
+
+    async def delete_group(self, group: str) -> GroupDeleted:
+        return await self._client.expect(self._node, "groups.delete_group", GroupDeleted, group=group)
+
+    async def note_commit(self, group: str, topics: list[str], reset: bool, force: bool) -> None:
+        await self._client.expect_none(
+            self._node, "groups.note_commit", group=group, topics=topics, reset=reset, force=force
+        )
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         return await self._client.expect(

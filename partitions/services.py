@@ -275,18 +275,29 @@ class MemberPartition:
 
 @dataclass(frozen=True, slots=True)
 class MemberDescription:
-    instance_id: str
+    instance_id: str  # a Kafka client's member id
     topics: tuple[str, ...]
     partitions: tuple[MemberPartition, ...]
+    client_id: str = ""  # a Kafka client's client.id (an HTTP member: its instance id)
+    client_host: str = ""  # the address the member's client came from
 
 
 @dataclass(frozen=True, slots=True)
 class GroupSummary:
     group: str
     generation: int
-    assignor: str
+    assignor: str  # of a Kafka group: the protocol its members chose (range, cooperative-sticky...)
     members: int
     coordinator_partition: int
+    state: str = "Empty"  # Kafka's: Empty, PreparingRebalance, CompletingRebalance, Stable
+    protocol_type: str = "consumer"  # Kafka's: consumer (HTTP groups too), connect..., "" offsets only
+    door: str | None = None  # how its members join: "http", "kafka"; None while it has none
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    group: str
+    offsets_deleted: int  # partitions whose committed offset of the group was deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +330,7 @@ RESULT_TYPES: tuple[type, ...] = (
     MemberDescription,
     GroupSummary,
     GroupDescription,
+    GroupDeleted,
     TopicPartition,
     TopicMetadata,
     MoveProgress,
@@ -447,6 +459,11 @@ class DataService(Protocol):
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        """Delete a group's committed offset of the partition (its group was deleted); whether it had
+        one."""
+        ...
+
 
 class AdminService(Protocol):
     """Controller operations run on the controller leader, partition operations on the partition's
@@ -564,6 +581,7 @@ class GroupService(Protocol):
         session_timeout_ms: int,
         assignor: str,
         reads: ReadConfig,
+        client_host: str = "",
     ) -> ConsumerCreated: ...
 
     async def delete_instance(self, group: str, instance: str) -> None: ...
@@ -631,7 +649,20 @@ class GroupService(Protocol):
         """Committed offsets of ``partitions`` (None: the member's assigned partitions)."""
         ...
 
-    async def describe(self, group: str) -> GroupDescription: ...
+    async def describe(self, group: str) -> GroupDescription:
+        """Members of either door, their partitions, committed offsets and lag (UnknownGroup: none)."""
+        ...
+
+    async def delete_group(self, group: str) -> GroupDeleted:
+        """Delete an empty group and its committed offsets (Kafka's DeleteGroups); GroupNotEmpty while a
+        member of either door is live, UnknownGroup when there is none."""
+        ...
+
+    async def note_commit(self, group: str, topics: list[str], reset: bool, force: bool) -> None:
+        """A commit of the group's offsets of ``topics`` outside any member (a door's group-level commit,
+        an operator's reset) is about to be made: recorded; a ``reset`` is refused while a member is live
+        (GroupNotEmpty: its next commit would undo the reset), unless ``force``."""
+        ...
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         """The groups of one partition of the coordinators' topic, from its leader."""

@@ -35,7 +35,7 @@ from types import MappingProxyType
 
 import msgpack
 
-from partitions.commands import Barrier, CommitOffset, GroupCommand, Produce, decode
+from partitions.commands import Barrier, CommitOffset, DeleteOffset, GroupCommand, Produce, decode
 from partitions.dedup import Duplicate, Fenced, Fresh, NewEpochNotAtZero, ProducerTable, TooOld
 from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
@@ -68,7 +68,13 @@ class OffsetCommitted:
     offset: int
 
 
-ApplyResult = Produced | Refused | OffsetCommitted | GroupResult | None
+@dataclass(frozen=True, slots=True)
+class OffsetDeleted:
+    group: str
+    existed: bool
+
+
+ApplyResult = Produced | Refused | OffsetCommitted | OffsetDeleted | GroupResult | None
 
 
 class PartitionStateMachine:
@@ -119,6 +125,11 @@ class PartitionStateMachine:
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
             return self.groups.apply(decoded.payload)
+        if isinstance(decoded, DeleteOffset):
+            offsets = dict(self.consumer_offsets)
+            existed = offsets.pop(decoded.group, None) is not None
+            self.consumer_offsets = MappingProxyType(offsets)
+            return OffsetDeleted(decoded.group, existed)
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
 

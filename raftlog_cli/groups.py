@@ -1,7 +1,8 @@
-"""``raftlog group list|describe|reset``: consumer groups as an operator sees them (rpk group, kafka's
-consumer-groups tool): the groups (those whose last member left stay, empty, for 7 days), one group's
-members, partitions, committed offsets and lag, and moving a group's committed offsets while it has no
-members."""
+"""``raftlog group list|describe|reset|delete``: consumer groups as an operator sees them (rpk group,
+kafka's consumer-groups tool), whichever door their members use (HTTP consumer instances or Kafka
+clients): the groups (those whose last member left stay, empty, for 7 days), one group's members,
+partitions, committed offsets and lag, moving a group's committed offsets while it has no members, and
+deleting an empty group with its offsets."""
 
 from __future__ import annotations
 
@@ -15,17 +16,26 @@ from raftlog_client.errors import RequestFailed
 
 
 def list_summary(groups: list[dict[str, Any]]) -> str:
-    lines = [f"{'GROUP':<32}{'MEMBERS':>8}{'GENERATION':>12}  ASSIGNOR"]
-    lines += [f"{g['group']:<32}{g['members']:>8}{g['generation']:>12}  {g['assignor']}" for g in groups]
+    lines = [f"{'GROUP':<32}{'STATE':<21}{'DOOR':<7}{'MEMBERS':>8}{'GENERATION':>12}  ASSIGNOR"]
+    lines += [
+        f"{g['group']:<32}{g['state']:<21}{g['door'] or '-':<7}{g['members']:>8}{g['generation']:>12}  "
+        f"{g['assignor'] or '-'}"
+        for g in groups
+    ]
     return "\n".join(lines)
 
 
 def describe_summary(body: dict[str, Any]) -> str:
+    door = f" over {body['door'].upper() if body['door'] == 'http' else 'Kafka'}" if body["door"] else ""
     lines = [
-        f"group {body['group']}: generation {body['generation']}, {len(body['members'])} member(s), "
-        f"total lag {body['lag']}",
-        f"{'TOPIC':<24}{'PARTITION':>10}{'COMMITTED':>11}{'END':>11}{'LAG':>9}  MEMBER",
+        f"group {body['group']}: {body['state']}, generation {body['generation']}, "
+        f"{len(body['members'])} member(s){door}, total lag {body['lag']}",
     ]
+    lines += [
+        f"  member {m['instance_id']} (client {m['client_id'] or '-'} from {m['client_host'] or '-'})"
+        for m in body["members"]
+    ]
+    lines.append(f"{'TOPIC':<24}{'PARTITION':>10}{'COMMITTED':>11}{'END':>11}{'LAG':>9}  MEMBER")
     rows = [(row, member["instance_id"]) for member in body["members"] for row in member["partitions"]]
     rows += [(row, "-") for row in body.get("unassigned", [])]  # no member holds it (an empty group)
     for row, member in rows:
@@ -55,7 +65,9 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     common = [server, output_options()]
     run = runner(with_client)
 
-    group = commands.add_parser("group", help="consumer groups: list, describe (members, lag), reset offsets")
+    group = commands.add_parser(
+        "group", help="consumer groups of both doors: list, describe (members, lag), reset offsets, delete"
+    )
     sub = group.add_subparsers(dest="group_command", required=True)
 
     async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
@@ -76,24 +88,33 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
 
     async def reset(client: RaftlogClient, args: argparse.Namespace) -> int:
         try:
-            members = len((await client.consumer_group(args.group))["members"])
+            described = await client.consumer_group(args.group)
         except RequestFailed as exc:
-            if exc.status != 404:  # a group without members answers 404: none to stop
+            if exc.status != 404:  # no such group (yet): no member to stop
                 raise
-            members = 0
-        if members and not args.force:
+            described = {"members": [], "door": None}
+        members = len(described["members"])
+        if members:
+            how = "HTTP consumer instances" if described["door"] == "http" else "Kafka consumers"
+            if not args.force:
+                print(
+                    f"raftlog: group {args.group} has {members} live member(s) ({how}): their next commit "
+                    "would undo the reset; stop them first (or --force)",
+                    file=sys.stderr,
+                )
+                return 1
             print(
-                f"raftlog: group {args.group} has {members} member(s): their positions would overwrite the "
-                "reset; stop them first (or --force)",
+                f"raftlog: group {args.group} has {members} live member(s) ({how}); resetting anyway "
+                "(--force): a member that commits again (an auto commit, within seconds) moves its "
+                "partitions' offsets back to its own position",
                 file=sys.stderr,
             )
-            return 1
         if args.partition is not None:
             partitions = [args.partition]
         else:
             partitions = [p["partition"] for p in await client.partitions(args.topic)]
         offsets = [(args.topic, p, await _target(client, args, p)) for p in partitions]
-        await client.commit_offsets(args.group, offsets, reset=True)
+        await client.commit_offsets(args.group, offsets, reset=True, force=args.force)
         rows = [{"topic": t, "partition": p, "offset": o} for t, p, o in offsets]
         print_answer(
             args, rows, lambda r: "\n".join(f"{x['topic']}/{x['partition']} -> {x['offset']}" for x in r)
@@ -116,5 +137,24 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
         metavar="MS",
         help="the first record at or after MS (the end when none is)",
     )
-    resetting.add_argument("--force", action="store_true", help="even while the group has members")
+    resetting.add_argument(
+        "--force",
+        action="store_true",
+        help="even while the group has live members (a member's next commit overwrites the reset of the "
+        "partitions it holds)",
+    )
     resetting.set_defaults(run=run(reset))
+
+    async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(
+            args,
+            await client.delete_consumer_group(args.group),
+            lambda d: f"deleted group {d['group']} and its offsets of {d['offsets_deleted']} partition(s)",
+        )
+        return 0
+
+    deleting = sub.add_parser(
+        "delete", parents=common, help="delete an empty group and its committed offsets (no member running)"
+    )
+    deleting.add_argument("group")
+    deleting.set_defaults(run=run(delete))

@@ -512,14 +512,16 @@ class RaftlogClient:
                     return
 
     async def commit_offsets(
-        self, group: str, offsets: Sequence[tuple[str, int, int]], *, reset: bool = False
+        self, group: str, offsets: Sequence[tuple[str, int, int]], *, reset: bool = False, force: bool = False
     ) -> None:
-        """Commit ``(topic, partition, next offset to read)`` for a consumer group."""
+        """Commit ``(topic, partition, next offset to read)`` for a consumer group. A ``reset`` (offsets may
+        move back) is refused (409/40916) while the group has live members, unless ``force``."""
         body = {
             "offsets": [{"topic": t, "partition": p, "offset": o} for t, p, o in offsets],
             "reset": reset,
         }
-        await self._request("POST", group_offsets_path(group), body=body, repeatable=True)
+        params = {"force": "true"} if force else None
+        await self._request("POST", group_offsets_path(group), body=body, params=params, repeatable=True)
 
     async def committed_offsets(
         self, group: str, topic: str, partition: int | None = None
@@ -532,7 +534,8 @@ class RaftlogClient:
 
     # -- admin API -------------------------------------------------------------------------------------
     async def consumer_groups(self) -> list[dict[str, Any]]:
-        """Every group with members: name, generation, assignor, members, coordinator partition."""
+        """Every group, whichever door its members use, and empty ones that committed offsets: name,
+        state, protocol type, door, generation, assignor, members, coordinator partition."""
         _, body = await self._request("GET", CONSUMER_GROUPS_PATH, repeatable=True)
         return list(body["groups"])
 
@@ -540,6 +543,11 @@ class RaftlogClient:
         """The admin view of a consumer group: generation, members, their partitions and lag. Unlike an
         instance call it is no member's heartbeat."""
         _, body = await self._request("GET", consumer_group_path(group), repeatable=True)
+        return dict(body)
+
+    async def delete_consumer_group(self, group: str) -> dict[str, Any]:
+        """Delete an empty group and its committed offsets (409/40916 while it has live members)."""
+        _, body = await self._request("DELETE", consumer_group_path(group))
         return dict(body)
 
     async def create_topic(

@@ -394,6 +394,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.peer_client",
     "partitions.errors",
     "partitions.groups.errors",
+    "partitions.groups.live",  # the protocol a door's own groups are seen through (LiveGroups)
     "partitions.names",
 }
 # what builds the node (its parts and the defaults of their settings) may use more

@@ -40,24 +40,29 @@ from partitions.errors import UnknownTopic
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.errors import (
     GroupFull,
+    GroupNotEmpty,
     InvalidConsumerConfig,
     PartitionNotAssigned,
     StaleGeneration,
     UnknownConsumerInstance,
     UnknownGroup,
 )
+from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
 from partitions.groups.state import (
     DEFAULT_READS,
     EMPTY_GROUP_RETENTION_MS,
     GROUP_MEMBERS_MAX,
     SESSION_TIMEOUT_MS_DEFAULT,
+    Committed,
     Expire,
+    Forget,
     Group,
     GroupChanged,
     GroupCommand,
     GroupResult,
     GroupTable,
     Join,
+    KafkaGeneration,
     Leave,
     Member,
     ReadConfig,
@@ -193,6 +198,19 @@ class GroupCoordinator:
         self._read_ids = itertools.count(1)
         self._full_logged_ms: int | None = None  # when a refused join was last logged
         self._full_unlogged = 0  # joins refused since
+        self._live: LiveGroups = NoLiveGroups()
+
+    def hold_live(self, live: LiveGroups) -> None:
+        """The Kafka door's groups, whose members live in its memory (``live.py``)."""
+        self._live = live
+
+    def live(self, group: str) -> LiveGroup | None:
+        """The group's Kafka members as the Kafka door holds them; None when it has none."""
+        found = self._live.live(group)
+        return found if found is not None and found.members else None
+
+    def live_names(self) -> list[str]:
+        return [n for n in self._live.names() if self.live(n) is not None]
 
     # -- routing ---------------------------------------------------------------------------------------
 
@@ -261,6 +279,7 @@ class GroupCoordinator:
         session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
         assignor: str = "range",
         reads: ReadConfig = DEFAULT_READS,
+        client_host: str = "",
     ) -> Member:
         if assignor not in ASSIGNORS:
             raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
@@ -268,10 +287,15 @@ class GroupCoordinator:
         if name is not None:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
-        member = Member(instance_id, format, offset_reset, session_timeout_ms, self._wall(), (), reads)
+        member = Member(
+            instance_id, format, offset_reset, session_timeout_ms, self._wall(), (), reads, client_host
+        )
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)
+        kafka = self.live(group)
+        if kafka is not None:  # one group, one protocol: Kafka's members hold it
+            raise GroupNotEmpty(group, len(kafka.members), "the Kafka protocol")
         try:
             if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
                 raise GroupFull(group, GROUP_MEMBERS_MAX)
@@ -390,6 +414,62 @@ class GroupCoordinator:
             _, _, session = self._read(group)
             session.end_offsets[(group, tp)] = offset
 
+    # -- what either door records ----------------------------------------------------------------------
+
+    async def record_commit(self, group: str, topics: Sequence[str]) -> None:
+        """The group commits offsets of ``topics``: recorded (once per topic) so that the group is listed
+        and its offsets found once its members are gone."""
+        check_group_name(group)
+        await self.ensure_topic()
+        partition, table, _ = self._read(group)
+        current = table.groups.get(group)
+        if current is None or not set(topics) <= set(current.committed_topics):
+            await self._propose(partition, Committed(group, tuple(sorted(set(topics))), self._wall()))
+
+    async def record_kafka_generation(
+        self, group: str, protocol_type: str, protocol: str, generation: int
+    ) -> None:
+        """A group of Kafka clients rebalanced (or emptied): its generation outlives a failover."""
+        partition, _, _ = self._read(group)
+        await self._propose(
+            partition, KafkaGeneration(group, protocol_type, protocol, generation, self._wall())
+        )
+
+    def recorded_generation(self, group: str) -> int:
+        """The generation the table holds of the group (0: none, or not coordinated here)."""
+        try:
+            _, table, _ = self._read(group)
+        except RaftlogError:
+            return 0
+        current = table.groups.get(group)
+        return 0 if current is None else current.generation
+
+    def http_members(self, group: str) -> int:
+        """How many HTTP consumer instances the group has (0 when not coordinated here)."""
+        try:
+            _, table, _ = self._read(group)
+        except RaftlogError:
+            return 0
+        current = table.groups.get(group)
+        return 0 if current is None else len(current.members)
+
+    def check_empty(self, group: str) -> Group:
+        """The recorded group, when no member of either door is live (GroupNotEmpty otherwise;
+        UnknownGroup when there is no such group)."""
+        current, _ = self.describe(group)
+        if current.members:
+            raise GroupNotEmpty(group, len(current.members), "HTTP")
+        kafka = self.live(group)
+        if kafka is not None:
+            raise GroupNotEmpty(group, len(kafka.members), "the Kafka protocol")
+        return current
+
+    async def forget(self, group: str) -> None:
+        """Delete the group (empty: ``check_empty``); its offsets are the caller's to delete first."""
+        partition, _, _ = self._read(group)
+        await self._propose(partition, Forget(group))
+        self._live.forget(group)
+
     # -- sessions --------------------------------------------------------------------------------------
 
     async def expire_due(self) -> list[Key]:
@@ -398,6 +478,8 @@ class GroupCoordinator:
         now = self._monotonic()
         for partition, session, name, group in self._led_groups():
             if not group.members:  # empty: forgotten once it stayed so for the retention
+                if self.live(name) is not None:  # Kafka clients' members hold it
+                    continue
                 if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
                     log.info(
                         "group %s: empty for %d days; forgotten", name, EMPTY_GROUP_RETENTION_MS // 86_400_000
@@ -450,7 +532,11 @@ class GroupCoordinator:
             raise UnknownGroup(group) from None
         current = table.groups.get(group)
         if current is None:
-            raise UnknownGroup(group)
+            kafka = self.live(group)
+            if kafka is None:
+                raise UnknownGroup(group)
+            # a Kafka group before its first generation is recorded
+            current = Group(group, kafka.protocol, kafka.generation, {}, {}, {}, 0, kafka.protocol_type)
         positions = {
             instance_id: dict(session.positions.get((group, instance_id), {}))
             for instance_id in current.members
@@ -464,6 +550,10 @@ class GroupCoordinator:
 
     def partitions(self) -> int:
         return self._log.partitions()
+
+    def partition_count(self, topic: str) -> int:
+        """Partitions of a data topic; 0 when it does not exist."""
+        return self._log.partition_count(topic)
 
     def metrics(self) -> dict[str, float]:
         """Per group led here: members and generation; per assigned partition: lag (from the end and

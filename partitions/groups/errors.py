@@ -35,11 +35,23 @@ class UnknownConsumerInstance(GroupError):
 
 
 class UnknownGroup(GroupError):
-    """No consumer group of this name has members right now."""
+    """No consumer group of this name: none ever had members or committed offsets, or it was deleted (or
+    forgotten after 7 days empty)."""
 
     def __init__(self, group: str) -> None:
-        super().__init__(f"consumer group {group!r} has no members")
+        super().__init__(f"consumer group {group!r} does not exist")
         self.group = group
+
+
+class GroupNotEmpty(GroupError):
+    """The group has live members: it cannot be deleted, its offsets not reset (their next commit would
+    undo it), and members of the other front door cannot join it (one group, one protocol)."""
+
+    def __init__(self, group: str, members: int, door: str) -> None:
+        super().__init__(f"consumer group {group!r} has {members} live member(s) joined over {door}")
+        self.group = group
+        self.members = members
+        self.door = door
 
 
 class ConsumerInstanceExists(GroupError):

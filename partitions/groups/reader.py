@@ -51,6 +51,10 @@ class PartitionData(Protocol):
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]: ...
 
+    async def delete_offset(
+        self, group: str, topic: str, partition: int, timeout_ms: int
+    ) -> Served[bool]: ...
+
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
     ) -> Served[TimestampOffset | None]: ...

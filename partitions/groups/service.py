@@ -26,13 +26,14 @@ from collections.abc import Awaitable, Callable
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
-from partitions.groups.errors import ConsumerFormatMismatch, StaleGeneration
+from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
 from partitions.groups.reader import PartitionData
-from partitions.groups.state import ReadConfig
+from partitions.groups.state import Group, ReadConfig
 from partitions.services import (
     Assignment,
     CommittedOffset,
     ConsumerCreated,
+    GroupDeleted,
     GroupDescription,
     GroupSummary,
     MemberDescription,
@@ -78,6 +79,7 @@ class ConsumerService:
         session_timeout_ms: int,
         assignor: str,
         reads: ReadConfig,
+        client_host: str = "",
     ) -> ConsumerCreated:
         member = await self._groups.create_instance(
             group,
@@ -87,6 +89,7 @@ class ConsumerService:
             session_timeout_ms=session_timeout_ms,
             assignor=assignor,
             reads=reads,
+            client_host=client_host,
         )
         return ConsumerCreated(member.instance_id, self.node_id)
 
@@ -265,9 +268,11 @@ class ConsumerService:
     # -- admin -----------------------------------------------------------------------------------------
 
     async def describe(self, group: str) -> GroupDescription:
-        """Members, their partitions, positions, committed offsets and lag (end offset - committed offset;
-        None while nothing is committed)."""
+        """Members of either door, their partitions, positions, committed offsets and lag (end offset -
+        committed offset; None while nothing is committed); the partitions of the topics it read or
+        committed that no member holds."""
         current, positions = self._groups.describe(group)
+        kafka = self._groups.live(group)
 
         async def row(tp: TopicPartition, position: int | None) -> MemberPartition:
             committed = await self._committed(group, tp)
@@ -280,30 +285,94 @@ class ConsumerService:
         for instance_id, member in sorted(current.members.items()):
             mine = positions.get(instance_id, {})
             rows = [await row(tp, mine.get(tp)) for tp in current.assignment.get(instance_id, ())]
-            members.append(MemberDescription(instance_id, tuple(member.topics), tuple(rows)))
+            members.append(
+                MemberDescription(
+                    instance_id, tuple(member.topics), tuple(rows), instance_id, member.client_host
+                )
+            )
         assigned = {tp for tps in current.assignment.values() for tp in tps}
+        for live in kafka.members if kafka is not None else ():
+            rows = []
+            for tp in live.assigned:
+                with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                    rows.append(await row(tp, None))
+            topics = tuple(sorted({tp.topic for tp in live.assigned}))
+            members.append(
+                MemberDescription(live.member_id, topics, tuple(rows), live.client_id, live.client_host)
+            )
+            assigned.update(live.assigned)
         unassigned = []
-        for topic, count in sorted(current.partition_counts.items()):  # an empty group's topics
-            for tp in (TopicPartition(topic, p) for p in range(count)):
+        for topic in _read_topics(current):  # the topics it read or committed, no member holds now
+            for tp in (TopicPartition(topic, p) for p in range(self._groups.partition_count(topic))):
                 if tp not in assigned:
                     with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
                         unassigned.append(await row(tp, None))
         total = sum(r.lag or 0 for m in members for r in m.partitions) + sum(r.lag or 0 for r in unassigned)
-        partition = self._groups.coordinator_partition(group)
-        summary = GroupSummary(group, current.generation, current.assignor, len(current.members), partition)
+        summary = self._summary(current, self._groups.coordinator_partition(group))
         return GroupDescription(summary, tuple(members), total, tuple(unassigned))
 
+    def _summary(self, group: Group, coordinator_partition: int) -> GroupSummary:
+        """One line of a group, whichever door its members use (their state as Kafka names it)."""
+        kafka = self._groups.live(group.name)
+        if kafka is not None:
+            return GroupSummary(
+                group.name, kafka.generation, kafka.protocol, len(kafka.members), coordinator_partition,
+                kafka.state, kafka.protocol_type, "kafka",
+            )  # fmt: skip
+        if group.members:
+            return GroupSummary(
+                group.name, group.generation, group.assignor, len(group.members), coordinator_partition,
+                "Stable", "consumer", "http",
+            )  # fmt: skip
+        protocol_type = "consumer" if group.protocol_type is None else group.protocol_type
+        return GroupSummary(
+            group.name, group.generation, group.assignor, 0, coordinator_partition, "Empty", protocol_type
+        )
+
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
-        return [
-            GroupSummary(g.name, g.generation, g.assignor, len(g.members), coordinator_partition)
-            for g in self._groups.groups_of(coordinator_partition)
-        ]
+        groups = {g.name: g for g in self._groups.groups_of(coordinator_partition)}
+        for name in self._groups.live_names():  # a Kafka group before its first generation is recorded
+            if name not in groups and self._groups.coordinator_partition(name) == coordinator_partition:
+                groups[name], _ = self._groups.describe(name)
+        return [self._summary(g, coordinator_partition) for _, g in sorted(groups.items())]
+
+    async def delete_group(self, group: str) -> GroupDeleted:
+        """Kafka's DeleteGroups: only an empty group; its committed offsets go first (a failure leaves the
+        group listed, and deleting it again finishes the work)."""
+        current = self._groups.check_empty(group)
+        data = self._data()
+        deleted = 0
+        for topic in _read_topics(current):
+            for partition in range(self._groups.partition_count(topic)):
+                with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                    served = await data.delete_offset(group, topic, partition, COMMIT_TIMEOUT_MS)
+                    deleted += served.value
+        await self._groups.forget(group)
+        log.info("group %s deleted with its offsets of %d partition(s)", group, deleted)
+        return GroupDeleted(group, deleted)
+
+    async def note_commit(self, group: str, topics: list[str], reset: bool, force: bool) -> None:
+        if reset:
+            try:
+                self._groups.check_empty(group)
+            except GroupNotEmpty as busy:
+                if not force:
+                    raise
+                log.warning("offsets of group %s reset with --force while it has members: %s", group, busy)
+            except UnknownGroup:
+                pass
+        await self._groups.record_commit(group, topics)
 
     async def coordinator_partitions(self) -> int:
         try:
             return self._groups.partitions()
         except UnknownTopic:
             return 0
+
+
+def _read_topics(group: Group) -> list[str]:
+    """The topics a group read (subscribed to) or committed offsets of."""
+    return sorted(set(group.partition_counts) | set(group.committed_topics))
 
 
 async def _all(work: list[Awaitable[None]]) -> None:

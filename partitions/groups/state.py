@@ -13,6 +13,17 @@ forgotten once it stayed empty for ``EMPTY_GROUP_RETENTION_MS`` (Kafka's ``offse
 7 days), through an ``Expire`` the coordinator proposes. Its committed offsets live with the data
 partitions either way.
 
+One table, both front doors. A group's members join either over HTTP (consumer instances: the table
+holds them, their subscriptions and assignments) or over the Kafka protocol (classic groups: members,
+their protocols and assignments live in the coordinator's memory, as Kafka keeps them between its
+writes of group metadata; the table holds the group's protocol type, protocol and generation, written at
+each rebalance by ``KafkaGeneration``, so that the group, empty, outlives a restart or a failover and its
+generations go on). ``Group.protocol_type`` tells which: None for HTTP members, the Kafka protocol type
+(``consumer``, ``connect``...) otherwise, "" for a group that only committed offsets. Every group also
+keeps the topics it committed offsets of (``Committed``), so that describe, reset and delete find its
+offsets once its members are gone; ``Forget`` deletes an empty group (its offsets are deleted first, on
+their partitions).
+
 Groups are immutable values replaced whole on change, so the event loop may read the table while the
 consensus thread applies (a read sees the group before or after a command, never half of it).
 """
@@ -31,6 +42,7 @@ from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
+    GroupNotEmpty,
     InvalidConsumerConfig,
     UnknownConsumerInstance,
 )
@@ -46,7 +58,7 @@ REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
 AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
 EMPTY_GROUP_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes: 7 days
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size: a Join past it is refused when applied
-_JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH = 1, 2, 3, 4, 5
+_JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +103,7 @@ class Member:
     joined_ms: int
     topics: tuple[str, ...] = ()
     reads: ReadConfig = DEFAULT_READS
+    client_host: str = ""  # the address its creating request came from
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -113,6 +126,11 @@ class Group:
     assignment: Mapping[str, tuple[TopicPartition, ...]]
     partition_counts: Mapping[str, int]  # of the subscribed topics, as of the last rebalance
     changed_ms: int
+    # None: members join over HTTP (held above); a string: a group of Kafka clients (its members live in
+    # the coordinator's memory), the protocol type they use ("consumer", "connect"...), "" for a group
+    # that only committed offsets
+    protocol_type: str | None = None
+    committed_topics: tuple[str, ...] = ()  # every topic it committed an offset of (sorted)
 
     def owner(self, tp: TopicPartition) -> str | None:
         for member, tps in self.assignment.items():
@@ -169,7 +187,37 @@ class Refresh:
     now_ms: int
 
 
-GroupCommand = Join | Leave | Subscribe | Expire | Refresh
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The group committed offsets of ``topics`` (through either door): an unknown group is recorded,
+    empty, so that it is listed and can be described, reset and deleted."""
+
+    group: str
+    topics: tuple[str, ...]
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaGeneration:
+    """A group of Kafka clients finished a rebalance (or lost its last member): its protocol type,
+    protocol (the assignor its members chose) and generation. Refused while HTTP members hold it."""
+
+    group: str
+    protocol_type: str
+    protocol: str
+    generation: int
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Forget:
+    """Delete an empty group (Kafka's DeleteGroups); refused while HTTP members hold it. Its committed
+    offsets are deleted on their partitions before this is proposed."""
+
+    group: str
+
+
+GroupCommand = Join | Leave | Subscribe | Expire | Refresh | Committed | KafkaGeneration | Forget
 
 
 def encode(command: GroupCommand) -> bytes:
@@ -177,7 +225,7 @@ def encode(command: GroupCommand) -> bytes:
         m = command.member
         fields: list[Any] = [
             _JOIN, command.group, m.instance_id, m.format, m.offset_reset, m.session_timeout_ms,
-            m.joined_ms, command.assignor, m.reads.to_row(), command.members_max,
+            m.joined_ms, command.assignor, m.reads.to_row(), command.members_max, m.client_host,
         ]  # fmt: skip
     elif isinstance(command, Leave):
         fields = [_LEAVE, command.group, command.instance_id, command.now_ms]
@@ -188,8 +236,17 @@ def encode(command: GroupCommand) -> bytes:
         ]  # fmt: skip
     elif isinstance(command, Expire):
         fields = [_EXPIRE, command.group, list(command.instance_ids), command.now_ms]
-    else:
+    elif isinstance(command, Refresh):
         fields = [_REFRESH, command.group, dict(command.partition_counts), command.now_ms]
+    elif isinstance(command, Committed):
+        fields = [_COMMITTED, command.group, list(command.topics), command.now_ms]
+    elif isinstance(command, KafkaGeneration):
+        fields = [
+            _KAFKA_GENERATION, command.group, command.protocol_type, command.protocol, command.generation,
+            command.now_ms,
+        ]  # fmt: skip
+    else:
+        fields = [_FORGET, command.group]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
     return packed
 
@@ -202,7 +259,8 @@ def decode(data: bytes) -> GroupCommand:
             _, group, instance_id, format_, reset, timeout_ms, now_ms, assignor, *rest = fields
             reads = ReadConfig.from_row(rest[0]) if rest else DEFAULT_READS  # joins written before it: none
             members_max = int(rest[1]) if len(rest) > 1 and rest[1] is not None else None
-            member = Member(instance_id, format_, reset, int(timeout_ms), int(now_ms), (), reads)
+            host = str(rest[2]) if len(rest) > 2 else ""
+            member = Member(instance_id, format_, reset, int(timeout_ms), int(now_ms), (), reads, host)
             return Join(group, member, assignor, members_max)
         if kind == _LEAVE:
             _, group, instance_id, now_ms = fields
@@ -216,6 +274,15 @@ def decode(data: bytes) -> GroupCommand:
         if kind == _REFRESH:
             _, group, counts, now_ms = fields
             return Refresh(group, dict(counts), int(now_ms))
+        if kind == _COMMITTED:
+            _, group, topics, now_ms = fields
+            return Committed(group, tuple(str(t) for t in topics), int(now_ms))
+        if kind == _KAFKA_GENERATION:
+            _, group, protocol_type, protocol, generation, now_ms = fields
+            return KafkaGeneration(group, str(protocol_type), str(protocol), int(generation), int(now_ms))
+        if kind == _FORGET:
+            _, group = fields
+            return Forget(str(group))
     except (ValueError, TypeError, IndexError, InvalidConsumerConfig, msgpack.ExtraData) as exc:
         raise InvalidCommand(f"malformed group command: {exc}") from None
     except (msgpack.FormatError, msgpack.StackError) as exc:
@@ -235,7 +302,14 @@ class GroupChanged:
     removed: tuple[str, ...] = ()  # members that left or were expired by this command
 
 
-GroupResult = GroupChanged | UnknownConsumerInstance | ConsumerInstanceExists | GroupFull | InvalidCommand
+GroupResult = (
+    GroupChanged
+    | UnknownConsumerInstance
+    | ConsumerInstanceExists
+    | GroupFull
+    | GroupNotEmpty
+    | InvalidCommand
+)
 
 
 def _rebalance(
@@ -246,9 +320,11 @@ def _rebalance(
     counts: Mapping[str, int],
     now_ms: int,
 ) -> Group:
+    committed = previous.committed_topics if previous is not None else ()
     if not members:  # Kafka's Empty state: the group and the topics it read stay, for describe and reset
         generation = (previous.generation if previous is not None else 0) + 1
-        return Group(name, assignor, generation, {}, {}, {t: int(c) for t, c in counts.items()}, now_ms)
+        kept = {t: int(c) for t, c in counts.items()}
+        return Group(name, assignor, generation, {}, {}, kept, now_ms, None, committed)
     subscriptions = {m.instance_id: m.topics for m in members.values()}
     wanted = {t for m in members.values() for t in m.topics}
     kept_counts = {t: int(c) for t, c in counts.items() if t in wanted}
@@ -261,7 +337,7 @@ def _rebalance(
         f"distinct) of {expected}",
     )
     generation = (previous.generation if previous is not None else 0) + 1
-    return Group(name, assignor, generation, dict(members), assignment, kept_counts, now_ms)
+    return Group(name, assignor, generation, dict(members), assignment, kept_counts, now_ms, None, committed)
 
 
 @dataclass
@@ -278,6 +354,8 @@ class GroupTable:
         except InvalidCommand as exc:
             return exc
         existing = self.groups.get(command.group)
+        if isinstance(command, Committed | KafkaGeneration | Forget):
+            return self._record(command, existing)
         if isinstance(command, Join):
             member = command.member
             if existing is not None and member.instance_id in existing.members:
@@ -300,6 +378,13 @@ class GroupTable:
             if isinstance(command, Leave | Subscribe):
                 return UnknownConsumerInstance(command.group, command.instance_id)
             return GroupChanged(command.group, None)
+        if existing.protocol_type is not None and isinstance(command, Expire | Refresh):
+            # a group of Kafka clients: no member here to expire, no assignment of ours to redo
+            due = (
+                isinstance(command, Expire)
+                and command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
+            )
+            return self._store(command.group, None) if due else GroupChanged(command.group, existing)
         members = dict(existing.members)
         counts = dict(existing.partition_counts)
         removed: tuple[str, ...] = ()
@@ -328,6 +413,36 @@ class GroupTable:
         group = _rebalance(existing, command.group, existing.assignor, members, counts, command.now_ms)
         return self._store(command.group, group, removed)
 
+    def _record(self, command: Committed | KafkaGeneration | Forget, existing: Group | None) -> GroupResult:
+        """What either door records of a group besides HTTP members: its committed topics, a Kafka
+        group's generation, its deletion (the last two refused while HTTP members hold the group)."""
+        name = command.group
+        if isinstance(command, Committed):
+            if existing is None:
+                topics = tuple(sorted(set(command.topics)))
+                return self._store(name, Group(name, "", 0, {}, {}, {}, command.now_ms, "", topics))
+            topics = tuple(sorted(set(existing.committed_topics) | set(command.topics)))
+            changed = existing.changed_ms if existing.members else command.now_ms  # retention: last use
+            return self._store(name, replace(existing, committed_topics=topics, changed_ms=changed))
+        if existing is not None and existing.members:
+            return GroupNotEmpty(name, len(existing.members), "HTTP")
+        if isinstance(command, Forget):
+            return self._store(name, None)
+        return self._store(
+            name,
+            Group(
+                name,
+                command.protocol,
+                max(command.generation, existing.generation if existing is not None else 0),
+                {},
+                {},
+                dict(existing.partition_counts) if existing is not None else {},
+                command.now_ms,
+                command.protocol_type,
+                existing.committed_topics if existing is not None else (),
+            ),
+        )
+
     def _store(self, name: str, group: Group | None, removed: tuple[str, ...] = ()) -> GroupChanged:
         groups = dict(self.groups)
         if group is None:
@@ -353,6 +468,8 @@ class GroupTable:
                     assignment,
                     dict(g.partition_counts),
                     g.changed_ms,
+                    g.protocol_type,
+                    list(g.committed_topics),
                 ]
             )
         return rows
@@ -360,7 +477,10 @@ class GroupTable:
     @classmethod
     def from_rows(cls, rows: list[list[Any]]) -> GroupTable:
         groups = {}
-        for name, assignor, generation, members, assignment, counts, changed_ms in rows:
+        for row in rows:  # rows written before Kafka groups were recorded have seven fields
+            name, assignor, generation, members, assignment, counts, changed_ms = row[:7]
+            protocol_type = row[7] if len(row) > 7 else None
+            committed = tuple(row[8]) if len(row) > 8 else ()
             group_members = {row[0]: _member_from_row(row) for row in members}
             group_assignment = {
                 member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
@@ -373,6 +493,8 @@ class GroupTable:
                 group_assignment,
                 dict(counts),
                 int(changed_ms),
+                protocol_type,
+                committed,
             )
         return cls(MappingProxyType(groups))
 
@@ -386,10 +508,13 @@ def _member_row(m: Member) -> list[Any]:
         m.joined_ms,
         list(m.topics),
         m.reads.to_row(),
+        m.client_host,
     ]
 
 
 def _member_from_row(row: list[Any]) -> Member:
-    """A snapshot's member row; rows written before ``ReadConfig`` have six fields."""
+    """A snapshot's member row; rows written before ``ReadConfig`` have six fields, before the client's
+    address seven."""
     reads = ReadConfig.from_row(row[6]) if len(row) > 6 else DEFAULT_READS
-    return Member(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]), reads)
+    host = str(row[7]) if len(row) > 7 else ""
+    return Member(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]), reads, host)

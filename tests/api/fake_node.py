@@ -404,6 +404,10 @@ class FakeData:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
 
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        self._enter("delete_offset")
+        return self._led_here(topic, partition).consumer_offsets.pop(group, None) is not None
+
     # -- peer ------------------------------------------------------------------------------------------
 
     async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:

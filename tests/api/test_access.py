@@ -217,6 +217,7 @@ async def test_super_users_and_the_admin_token_pass_and_without_enforcement_ever
 async def test_committed_offsets_need_the_group_and_every_topic_and_commit_nothing_when_refused(
     secured: FakeCluster, a1: Node
 ) -> None:
+    secured.add_topic(GROUPS_TOPIC, 1, [["n1"]])  # the group's coordinator records what it commits
     body = {"offsets": [{"topic": t, "partition": 0, "offset": 1} for t in ("orders", "secret")]}
     commit = await a1.client.post("/consumers/g/offsets", json=body, headers=ALICE)
     assert (await answer(commit))[1]["resource_type"] == "group"

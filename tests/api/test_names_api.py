@@ -99,7 +99,7 @@ async def test_instance_names_with_control_or_format_characters_are_refused(
 ) -> None:
     answer = await n1.client.post("/consumers/g", json={"name": name}, headers=V2)
     await refused(answer, 400, 40001, "is not allowed in a name")
-    await refused(await n1.client.get("/v1/consumer-groups/g"), 404, 40404, "no members")
+    await refused(await n1.client.get("/v1/consumer-groups/g"), 404, 40404, "does not exist")
 
 
 async def test_the_cli_reports_a_refused_topic_name(cluster: FakeCluster, n1: Node, capsys: Any) -> None:

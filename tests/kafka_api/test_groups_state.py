@@ -81,7 +81,9 @@ async def test_sessions_expire_and_commits_are_fenced_by_generation() -> None:
     joined = await _join(groups, "", 0)
     await groups.sync("g", joined.member_id, 1, {joined.member_id: b"x"}, 1)
     groups.check_commit("g", joined.member_id, 1)
-    groups.check_commit("g", "", -1)  # a consumer outside group management may commit
+    with pytest.raises(GroupRefusal) as outside:  # Kafka's rule: from outside only while it has no members
+        groups.check_commit("g", "", -1)
+    assert outside.value.code is ErrorCode.unknown_member_id
     with pytest.raises(GroupRefusal) as old:
         groups.check_commit("g", joined.member_id, 0)
     assert old.value.code is ErrorCode.illegal_generation
@@ -92,6 +94,7 @@ async def test_sessions_expire_and_commits_are_fenced_by_generation() -> None:
     with pytest.raises(GroupRefusal) as gone:
         groups.check_commit("g", joined.member_id, 1)
     assert gone.value.code is ErrorCode.unknown_member_id
+    groups.check_commit("g", "", -1)  # empty now: a consumer outside group management (or a reset) may
 
 
 async def test_new_members_get_an_id_first_and_protocols_must_overlap() -> None:

@@ -26,7 +26,8 @@ async def test_groups_listed_described_and_reset(
     )
     assert code == 0  # a member read two records and committed them, then left
     code, out, _ = await run(capsys, "group", "list", *server)
-    assert code == 0 and any(line.split()[:2] == ["g", "0"] for line in out.splitlines()), out  # empty
+    # empty: state, no door, no member
+    assert code == 0 and any(line.split()[:4] == ["g", "Empty", "-", "0"] for line in out.splitlines()), out
     code, out, _ = await run(capsys, "group", "describe", "g", "--json", *server)
     described = json.loads(out)
     assert code == 0 and described["members"] == []
@@ -41,12 +42,17 @@ async def test_groups_listed_described_and_reset(
 
     await n1.client.post("/consumers/g", json={"name": "watcher"})  # a member that stays
     code, out, _ = await run(capsys, "group", "list", *server)
-    assert code == 0 and any(line.split()[:2] == ["g", "1"] for line in out.splitlines()), out
+    assert code == 0 and any(line.split()[:4] == ["g", "Stable", "http", "1"] for line in out.splitlines()), (
+        out
+    )
     code, out, _ = await run(capsys, "group", "describe", "g", "--json", *server)
-    assert code == 0 and json.loads(out)["group"] == "g"
+    described = json.loads(out)
+    assert code == 0 and described["group"] == "g" and described["members"][0]["client_host"] == "127.0.0.1"
 
     code, _, err = await run(capsys, "group", "reset", "g", "--topic", "t", "--to-earliest", *server)
-    assert code != 0 and "has 1 member(s)" in err  # refused while a member runs
+    assert code != 0 and "has 1 live member(s)" in err  # refused while a member runs
+    code, _, err = await run(capsys, "group", "delete", "g", *server)
+    assert code != 0 and "40916" in err  # so is deleting it
     await n1.client.delete("/consumers/g/instances/watcher")
     code, out, _ = await run(capsys, "group", "reset", "g", "--topic", "t", "--to-latest", *server)
     assert code == 0 and sorted(out.splitlines()) == ["t/0 -> 3", "t/1 -> 1"]
@@ -56,6 +62,32 @@ async def test_groups_listed_described_and_reset(
     assert code == 0 and out.strip() == "t/0 -> 1"  # backwards too: a reset
     committed = await (await n1.client.get("/consumers/g/offsets", params={"topic": "t"})).json()
     assert sorted((o["partition"], o["offset"]) for o in committed["offsets"]) == [(0, 1), (1, 1)]
+
+    code, out, _ = await run(capsys, "group", "delete", "g", *server)
+    assert (code, out) == (0, "deleted group g and its offsets of 2 partition(s)\n")
+    committed = await (await n1.client.get("/consumers/g/offsets", params={"topic": "t"})).json()
+    assert committed["offsets"] == []  # deleted with it
+    code, out, _ = await run(capsys, "group", "list", *server)
+    assert code == 0 and not any(line.split()[:1] == ["g"] for line in out.splitlines()), out
+    code, _, err = await run(capsys, "group", "delete", "g", *server)
+    assert code != 0 and "40404" in err
+
+
+async def test_a_forced_reset_says_what_it_does(
+    cluster: FakeCluster, n1: Node, n2: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 1, [["n1"]])
+    server = ("--server", n1.url)
+    assert (await n1.client.post("/consumers/g", json={"name": "watcher"})).status == 200
+    code, out, err = await run(
+        capsys, "group", "reset", "g", "--topic", "t", "--to-offset", "0", "--force", *server
+    )
+    assert code == 0 and out.strip() == "t/0 -> 0", err
+    assert "1 live member(s) (HTTP consumer instances); resetting anyway" in err
+    plain = await n1.client.post(
+        "/consumers/g/offsets", json={"offsets": [{"topic": "t", "partition": 0, "offset": 0}], "reset": True}
+    )
+    assert plain.status == 409 and (await plain.json())["members"] == 1  # without force the door refuses
 
 
 async def test_topic_delete_and_partition_describe(cluster: FakeCluster, n1: Node, capsys: Any) -> None:

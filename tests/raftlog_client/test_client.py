@@ -8,6 +8,7 @@ import pytest
 from fake_node import FakeCluster
 from harness import Harness, Node
 
+from partitions.names import GROUPS_TOPIC
 from raftlog.consensus.errors import NoLeader, OutcomeUnknown
 from raftlog_client.client import FetchedRecord, Message, Produced, ProduceFailed, RaftlogClient
 from raftlog_client.errors import RequestFailed, Unavailable
@@ -99,6 +100,7 @@ async def test_per_record_failures_raise_produce_failed(cluster: FakeCluster, n1
 
 async def test_consume_helper_and_consumer_offsets(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
+    cluster.add_topic(GROUPS_TOPIC, 1, [["n1"]])  # the group's coordinator records what it commits
     async with client_for(n1.url) as client:
         for i in range(5):
             await client.produce("t", [Message(f"v{i}")])

@@ -1,0 +1,35 @@
+"""The consumer protocol's bytes (``kafka_api.consumer_protocol``): what is written reads back, and bytes
+that are not an assignment are refused, never read past their end or into a huge allocation."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment, encode_assignment
+from partitions.services import TopicPartition
+
+
+def test_an_assignment_reads_back_and_later_versions_fields_are_ignored() -> None:
+    partitions = [TopicPartition("b", 1), TopicPartition("a", 0), TopicPartition("b", 0)]
+    data = encode_assignment(partitions)
+    assert sorted(decode_assignment(data)) == sorted(partitions)
+    v3 = struct.pack(">h", 3) + data[2:] + b"\x00\x00\x00\x00"  # a later version appends fields
+    assert sorted(decode_assignment(v3)) == sorted(partitions)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x00",
+        struct.pack(">hi", 0, 2**31 - 1),  # two billion topics announced
+        struct.pack(">hih", 0, 1, 50) + b"short",  # a topic name past the end
+        struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", 2**30),  # a billion partitions
+        struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">ii", 2, 0),  # one of two partitions
+    ],
+)
+def test_bytes_that_are_not_an_assignment_are_refused(data: bytes) -> None:
+    with pytest.raises(NotAnAssignment):
+        decode_assignment(data)
