@@ -556,14 +556,19 @@ class GroupCoordinator:
         return self._log.partition_count(topic)
 
     def metrics(self) -> dict[str, float]:
-        """Per group led here: members and generation; per assigned partition: lag (from the end and
-        committed offsets seen lately), labelled by group, topic and partition."""
+        """Per group led here (either door's): members and generation; per partition assigned to an HTTP
+        member: lag (from the end and committed offsets seen lately), labelled by group, topic and
+        partition."""
         values: dict[str, float] = {}
         for _, session, name, group in self._led_groups():
             if not _label_safe(name):
                 continue
-            values[f'consumer_group_members{{group="{name}"}}'] = len(group.members)
-            values[f'consumer_group_generation{{group="{name}"}}'] = group.generation
+            kafka = self.live(name)  # a group of Kafka clients: its members and generation live there
+            members, generation = (
+                (len(kafka.members), kafka.generation) if kafka else (len(group.members), group.generation)
+            )
+            values[f'consumer_group_members{{group="{name}"}}'] = members
+            values[f'consumer_group_generation{{group="{name}"}}'] = generation
             for tps in group.assignment.values():  # each partition is one member's: no member label,
                 # whose random instance ids would pile up series
                 for tp in tps:
