@@ -31,9 +31,9 @@ from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
-from partitions.errors import UnknownTopic
+from partitions.errors import InvalidName, UnknownTopic
 from partitions.groups.errors import UnknownGroup
-from partitions.names import GROUPS_TOPIC, broker_id
+from partitions.names import GROUPS_TOPIC, broker_id, check_group_name
 from partitions.services import AclOperation, GroupDescription, GroupSummary, ResourceType
 from raftlog.errors import RaftlogError
 from raftlog.storage.partitioner import partition_for_key
@@ -71,6 +71,10 @@ def _authorized(door: Door, operation: AclOperation, group: str) -> None:
 
 
 def _coordinating(door: Door, group: str) -> None:
+    try:
+        check_group_name(group)  # the names the HTTP door takes: one set of groups
+    except InvalidName as exc:
+        raise GroupRefusal(ErrorCode.invalid_group_id, str(exc)) from None
     if coordinator_of(door, group) != door.node.node_id:
         door.groups.drop(group)
         raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")

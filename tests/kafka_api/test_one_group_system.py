@@ -6,6 +6,7 @@ list and describe, refusing a Kafka member and a delete while it has members."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import subprocess
@@ -206,6 +207,8 @@ def test_an_http_group_is_seen_by_kafka_tools_and_refuses_kafka_members(kafka_cl
             protocol_type="consumer", protocols=(wire.build(protocol, name="range", metadata=b""),),
         )  # fmt: skip
         assert raw.call(11, 5, join).error_code.name == "inconsistent_group_protocol"
+        unnamed = dataclasses.replace(join, group_id="")  # no name the HTTP door would take either
+        assert raw.call(11, 5, unnamed).error_code.name == "invalid_group_id"
     finally:
         raw.close()
 
