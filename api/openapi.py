@@ -419,8 +419,16 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                             "type": "string",
                             "enum": ["leader", "follower", "learner", "unknown", "failed"],
                         },
-                        "match_offset": _nullable(_INT),
-                        "lag": _nullable(_INT),
+                        "match_index": {
+                            **_nullable(_INT),
+                            "description": "how far the replica's Raft log matches the leader's (a Raft "
+                            "index, not a record offset; the leader's own last index)",
+                        },
+                        "match_offset": {
+                            **_nullable(_INT),
+                            "description": "match_index under the name of the API contract (a Raft index)",
+                        },
+                        "lag": {**_nullable(_INT), "description": "Raft entries behind the leader's last"},
                         "in_sync": _nullable({"type": "boolean"}),  # null: unknown (not asked of a leader)
                         "error": _nullable(_STR),  # why a failed replica cannot open or replay
                     }

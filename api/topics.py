@@ -169,13 +169,19 @@ async def delete_topic(request: web.Request) -> web.Response:
 
 
 async def partition_state(request: web.Request) -> web.Response:
-    """The partition's leader's view (only it knows every replica's match offset and lag)."""
+    """The partition's leader's view (only it knows how far each replica's Raft log matches its own and
+    how many entries behind it is). ``match_index`` is that Raft index; ``match_offset`` is the same
+    number under the name the API contract gave it (it is not a record offset: a Raft log also holds
+    entries that append no record)."""
     served = await state.node(request).cluster.admin.partition_state(
         request.match_info["topic"], state.partition(request)
     )
     detail = served.value
     state.served_by(request, detail.leader or "")
-    return web.json_response(asdict(detail))
+    body = asdict(detail)
+    for replica in body["replicas"]:
+        replica["match_index"] = replica["match_offset"]
+    return web.json_response(body)
 
 
 async def transfer_leadership(request: web.Request) -> web.Response:

@@ -88,14 +88,14 @@ def partition_summary(body: dict[str, Any]) -> str:
     lines = [
         f"{body.get('topic')}/{body.get('partition')}: leader {body.get('leader') or 'none'}, term "
         f"{body.get('term')}, offsets {body.get('log_start_offset')}..{body.get('high_watermark')}",
-        f"{'NODE':<8}{'ROLE':<10}{'MATCH':>10}{'LAG':>8}  IN SYNC",
+        f"{'NODE':<8}{'ROLE':<10}{'RAFT INDEX':>12}{'LAG':>8}  IN SYNC   (Raft entries, not record offsets)",
     ]
     for replica in body.get("replicas", []):
-        match = "-" if replica.get("match_offset") is None else replica["match_offset"]
+        match = "-" if replica.get("match_index") is None else replica["match_index"]
         lag = "-" if replica.get("lag") is None else replica["lag"]
         in_sync = {True: "yes", False: "NO"}.get(replica.get("in_sync"), "?")
         lines.append(
-            f"{replica.get('node', '?'):<8}{replica.get('role', '?'):<10}{match:>10}{lag:>8}  {in_sync}"
+            f"{replica.get('node', '?'):<8}{replica.get('role', '?'):<10}{match:>12}{lag:>8}  {in_sync}"
         )
         if replica.get("error"):
             lines.append(f"  {replica['error']}")

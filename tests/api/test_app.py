@@ -851,6 +851,7 @@ async def test_partition_state_from_a_follower_is_the_leaders_view(
         "role": "follower",
         "match_offset": 0,
         "lag": 0,
+        "match_index": 0,  # the same Raft index under a name that says so
         "in_sync": True,
         "error": None,
     }

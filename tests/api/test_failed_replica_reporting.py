@@ -62,6 +62,7 @@ async def test_partition_state_and_describe_show_a_failed_follower_and_the_same_
             "role": "failed",
             "match_offset": None,
             "lag": None,
+            "match_index": None,
             "in_sync": False,
             "error": REPLAY_ERROR,
         }
