@@ -399,63 +399,49 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
             continue
         live = door.groups.groups.get(name)
         if live is not None and live.members:  # Kafka clients' members: their own bytes
+            protocol = live.protocol or ""
             members = tuple(
-                wire.build(
-                    member_cls,
-                    member_id=m.member_id,
-                    group_instance_id=None,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    member_metadata=dict(m.protocols).get(live.protocol or "", b""),
-                    member_assignment=m.assignment,
-                )
+                (m.member_id, m.client_id, m.client_host, dict(m.protocols).get(protocol, b""), m.assignment)
                 for m in live.members.values()
             )
-            answers.append(
-                described(
-                    name,
-                    ErrorCode.none,
-                    live.state.value,
-                    live.protocol_type or "",
-                    live.protocol or "",
-                    members,
-                )
+            state = (live.state.value, live.protocol_type or "", protocol)
+        else:
+            try:
+                group = await door.node.local.groups.describe(name)
+            except UnknownGroup:
+                answers.append(described(name, ErrorCode.none, "Dead"))
+                continue
+            except RaftlogError as exc:
+                answers.append(described(name, code_of(exc)))
+                continue
+            members = _http_members(group)
+            state = (group.summary.state, group.summary.protocol_type, group.summary.assignor)
+        rows = tuple(
+            wire.build(
+                member_cls,
+                member_id=member_id,
+                group_instance_id=None,
+                client_id=client_id,
+                client_host=host,
+                member_metadata=metadata,
+                member_assignment=assignment,
             )
-            continue
-        try:
-            group = await door.node.local.groups.describe(name)
-        except UnknownGroup:
-            answers.append(described(name, ErrorCode.none, "Dead"))
-            continue
-        except RaftlogError as exc:
-            answers.append(described(name, code_of(exc)))
-            continue
-        summary = group.summary
-        answers.append(
-            described(
-                name,
-                ErrorCode.none,
-                summary.state,
-                summary.protocol_type,
-                summary.assignor,
-                _http_members(member_cls, group),
-            )
+            for member_id, client_id, host, metadata, assignment in members
         )
+        answers.append(described(name, ErrorCode.none, *state, rows))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(answers))
 
 
-def _http_members(member_cls: Any, group: GroupDescription) -> tuple[Any, ...]:
-    """HTTP consumer instances as Kafka's tools read members: subscription and assignment in the consumer
-    protocol's bytes."""
+def _http_members(group: GroupDescription) -> tuple[tuple[str, str, str, bytes, bytes], ...]:
+    """HTTP consumer instances as Kafka's tools read members (id, client id, host, metadata,
+    assignment): subscription and assignment in the consumer protocol's bytes."""
     return tuple(
-        wire.build(
-            member_cls,
-            member_id=m.instance_id,
-            group_instance_id=None,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            member_metadata=encode_subscription(m.topics),
-            member_assignment=encode_assignment([row.tp for row in m.partitions]),
+        (
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            encode_subscription(m.topics),
+            encode_assignment([row.tp for row in m.partitions]),
         )
         for m in group.members
     )
