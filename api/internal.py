@@ -19,7 +19,7 @@ from api import state
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Handler, Operation
 from partitions.errors import PeerProtocolError
-from partitions.peer_client import MEDIA_TYPE, PEER_OPS, PeerOp, decode_arguments, encode_answer
+from partitions.peer_client import MEDIA_TYPE, PEER_OPS, PeerOp, decode_arguments, encode_answer, path_of
 from raftlog.errors import RaftlogError
 
 
@@ -51,7 +51,7 @@ def _handler(op: PeerOp) -> Handler:
 ROUTES: tuple[Operation, ...] = tuple(
     Operation(
         "POST",
-        op.path,
+        path_of(op),
         _handler(op),
         f"peer.{op.service}.{op.method}",
         f"Internal: {op.summary} (cluster credential)",

@@ -28,7 +28,7 @@ from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.reader import read_assigned
 from partitions.groups.state import ReadConfig
-from partitions.peer_client import PeerClient, RemoteAdmin, RemoteData, RemoteGroups, RemotePeer
+from partitions.peer_client import PeerClient, remote_admin, remote_data, remote_groups, remote_peer
 from partitions.reconfigure import MemberView, MoveProgress
 from partitions.services import (
     AclBinding,
@@ -141,7 +141,7 @@ class ClusterData:
     ) -> None:
         self._router = router
         self._local = local
-        self._remote = lambda node: RemoteData(client, node, clock)
+        self._remote = lambda node: remote_data(client, node, clock)
 
     async def _run(self, topic: str, call: Callable[[DataService], Awaitable[T]]) -> Served[T]:
         return await self._router.run(self._local, self._remote, call, topic)
@@ -197,7 +197,7 @@ class ClusterAdmin:
     def __init__(self, router: Router, local: AdminService, client: PeerClient) -> None:
         self._router = router
         self._local = local
-        self._remote = lambda node: RemoteAdmin(client, node)
+        self._remote = lambda node: remote_admin(client, node)
 
     async def _run(self, call: Callable[[AdminService], Awaitable[T]], topic: str | None = None) -> T:
         return (await self._router.run(self._local, self._remote, call, topic)).value
@@ -289,7 +289,7 @@ class ClusterGroups:
     def __init__(self, router: Router, local: GroupService, client: PeerClient, data: ClusterData) -> None:
         self._router = router
         self._local = local
-        self._remote = lambda node: RemoteGroups(client, node)
+        self._remote = lambda node: remote_groups(client, node)
         self._data = data
 
     async def _run(self, call: Callable[[GroupService], Awaitable[T]], wait_for_leader: bool = True) -> T:
@@ -415,14 +415,14 @@ class ClusterPeer:
         self._router = router
         self._local = local
         self._client = client
-        self._remote = lambda node: RemotePeer(client, node)
+        self._remote = lambda node: remote_peer(client, node)
 
     async def join_controller(self, node_id: str, voters: list[str]) -> None:
         """On ``node_id`` itself (never forwarded)."""
         if node_id == self._router.node_id:
             await self._local.join_controller(voters)
         else:
-            await RemotePeer(self._client, node_id).join_controller(voters)
+            await remote_peer(self._client, node_id).join_controller(voters)
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
         served = await self._router.run(

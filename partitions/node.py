@@ -43,10 +43,10 @@ from partitions.operations import Operator
 from partitions.partition_admin import PartitionAdmin
 from partitions.peer_client import (
     PeerClient,
-    RemoteAdmin,
-    RemotePeer,
     credential_matches,
     internal_credential,
+    remote_admin,
+    remote_peer,
 )
 from partitions.placement import REPLICAS_MAX_DEFAULT
 from partitions.presence import Presence
@@ -299,13 +299,13 @@ class Node:
         self.operator.start()
 
     async def _controller_snapshot(self, node_id: str, known_index: int | None) -> ControllerSnapshot:
-        return await RemotePeer(self.peers, node_id).controller_snapshot(known_index)
+        return await remote_peer(self.peers, node_id).controller_snapshot(known_index)
 
     async def _controller_members(self, node_id: str) -> ControllerMembers:
-        return await RemoteAdmin(self.peers, node_id).controller_members()
+        return await remote_admin(self.peers, node_id).controller_members()
 
     async def _leave_controller(self, node_id: str, why: str) -> None:
-        await RemotePeer(self.peers, node_id).leave_controller(why)
+        await remote_peer(self.peers, node_id).leave_controller(why)
 
     async def close(self) -> None:
         """Stop every part, in reverse order of their start; a second call does nothing."""

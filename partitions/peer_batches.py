@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from partitions.peer_client import PeerClient, RemotePeer
+from partitions.peer_client import PeerClient, remote_peer
 from partitions.recovery import FetchBatches, PeerBatches, PeerFetchFailed
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import OffsetOutOfRange
@@ -12,7 +12,7 @@ from raftlog.storage.errors import OffsetOutOfRange
 def peer_fetch_batches(client: PeerClient, topic: str, partition: int) -> FetchBatches:
     async def fetch(peer: str, offset: int, max_bytes: int) -> PeerBatches:
         try:
-            fetched = await RemotePeer(client, peer).read_batches(topic, partition, offset, max_bytes)
+            fetched = await remote_peer(client, peer).read_batches(topic, partition, offset, max_bytes)
         except OffsetOutOfRange as refusal:
             if refusal.log_start_offset > offset:  # its log starts after our end
                 return PeerBatches(log_start_offset=refusal.log_start_offset)

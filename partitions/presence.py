@@ -23,7 +23,7 @@ from membership import Gossip, GossipConfig, Member, MemberState
 from partitions import replica_failures
 from partitions.cluster_view import ClusterView, encode_meta
 from partitions.controller import ControllerMetadata
-from partitions.peer_client import PeerClient, RemotePeer
+from partitions.peer_client import PeerClient, remote_peer
 from partitions.raft_host import RaftHost
 from partitions.replica_failures import NO_FAILURES_DIGEST, ReplicaFailure
 from partitions.replicas import ReplicaManager
@@ -256,7 +256,7 @@ class Presence:
 
     async def _fetch_claims(self, node_id: str) -> None:
         try:
-            claims = await RemotePeer(self._client, node_id).leadership()
+            claims = await remote_peer(self._client, node_id).leadership()
         except RaftlogError as exc:
             log.warning("node %s: fetching leadership claims of %s failed: %s", self.node_id, node_id, exc)
             return
@@ -270,7 +270,7 @@ class Presence:
                 if not self._view.needs_failures(node_id) or self._closing:
                     return
                 try:
-                    answer = await RemotePeer(self._client, node_id).replica_failures()
+                    answer = await remote_peer(self._client, node_id).replica_failures()
                 except RaftlogError as exc:
                     log.warning(
                         "node %s: fetching the failed replicas of %s failed (attempt %d of %d): %s",

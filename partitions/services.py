@@ -17,6 +17,9 @@ node must serve, and the cluster-wide one (``partitions.cluster``), which runs t
 ``NotLeader``, the same call on the node the hint names, through the peer client. Front doors use the
 cluster-wide ones; the server side of peer calls uses the local ones. Methods raise the typed errors of
 ``raftlog``/``partitions``, mapped to a protocol's answers once, at the edge.
+
+A method declared ``@peer`` (``partitions.peer_ops``) is a peer operation: that one declaration gives
+its endpoint on every node and the stub that calls it on another (``partitions.peer_client``).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from partitions.groups.state import SESSION_TIMEOUT_MS_MIN as SESSION_TIMEOUT_MS
 from partitions.groups.state import ReadConfig as ReadConfig
 from partitions.login_failures import LoginFailures as LoginFailures
 from partitions.login_failures import LoginLimits as LoginLimits
+from partitions.peer_ops import peer
 from partitions.reconfigure import MemberView
 from partitions.reconfigure import MoveProgress as MoveProgress
 from partitions.replica_failures import ReplicaFailure as ReplicaFailure
@@ -429,12 +433,14 @@ class DataService(Protocol):
         UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
         ...
 
+    @peer("Append a record batch on the partition's leader", write=True, wait_arg="timeout_ms")
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
         """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
         replicated (``InvalidRecord`` names what is malformed); an idempotent one may also be refused
         ``SequenceTooOld``, ``ProducerFenced`` (an older epoch) or ``OutOfOrderSequence``."""
         ...
 
+    @peer("Committed batches from an offset (long poll) on the leader", wait_arg="timeout_ms")
     async def fetch_batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
     ) -> FetchedBatches:
@@ -442,14 +448,17 @@ class DataService(Protocol):
         waiting up to ``timeout_ms`` for one when none is there. Raises OffsetOutOfRange, NotLeader..."""
         ...
 
+    @peer("A partition's log start offset and high watermark, from its leader")
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
 
+    @peer("The first offset at or after a timestamp, from the leader")
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
     ) -> TimestampOffset | None:
         """The first committed record whose timestamp is >= ``timestamp_ms``; None when none is."""
         ...
 
+    @peer("Store a consumer group's offset on the partition's leader", write=True, wait_arg="timeout_ms")
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
     ) -> int:
@@ -457,8 +466,10 @@ class DataService(Protocol):
         ``reset``)."""
         ...
 
+    @peer("A consumer group's committed offset, from the partition's leader")
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 
+    @peer("Delete a consumer group's offset on the partition's leader", write=True, wait_arg="timeout_ms")
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         """Delete a group's committed offset of the partition (its group was deleted); whether it had
         one."""
@@ -469,10 +480,12 @@ class AdminService(Protocol):
     """Controller operations run on the controller leader, partition operations on the partition's
     leader; the local implementation raises NotLeader elsewhere."""
 
+    @peer("A topic's metadata, from the controller leader")
     async def topic(self, name: str) -> TopicMetadata:
         """A topic's metadata as the controller leader has it (this node's, when it knows the topic)."""
         ...
 
+    @peer("Create a topic on the controller leader", write=True)
     async def create_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
     ) -> TopicMetadata:
@@ -480,57 +493,70 @@ class AdminService(Protocol):
         CapacityExceeded."""
         ...
 
+    @peer("Delete a topic on the controller leader", write=True)
     async def delete_topic(self, name: str) -> None: ...
 
+    @peer("Change a topic's configs on the controller leader", write=True)
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         """Merge ``configs`` into a topic's (a None value removes a property: back to its default);
         replicas apply them live. Raises InvalidConfig, UnknownTopic."""
         ...
 
+    @peer("Start a replica move on the controller leader", write=True)
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         """Start moving a partition to ``replicas`` (checked on the controller leader: a list of node
         ids). Raises UnknownNode, InvalidReassignment, ReassignmentInProgress, CapacityExceeded; nothing
         changes when it raises."""
         ...
 
+    @peer("A partition's replicas and move in progress, from the controller leader")
     async def move_state(self, topic: str, partition: int) -> MoveState:
         """The replicas and the move in progress, as the controller leader (which applied every step)
         sees them."""
         ...
 
+    @peer("Cancel a replica move on the controller leader", write=True)
     async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
         """Turn a move back to its original replica set. Raises NoReassignment."""
         ...
 
+    @peer("Mark a node decommissioning or in maintenance", write=True)
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         """``flag``: "decommissioning" or "maintenance". Raises UnknownNode, DecommissionImpossible."""
         ...
 
+    @peer("A decommission's progress, from the controller leader")
     async def decommission_status(self, node_id: str) -> dict[str, Any]: ...
 
+    @peer("The controller group's members, from its leader")
     async def controller_members(self) -> ControllerMembers:
         """The controller group (leader, voters, learners joining and their progress), from its leader."""
         ...
 
+    @peer("Add a node to the controller group, on its leader", write=True)
     async def add_controller_voter(self, node_id: str) -> ControllerMembers:
         """Start adding a node to the controller group: a learner now, a voter once caught up. Raises
         UnknownNode, ControllerChangeRefused."""
         ...
 
+    @peer("Remove a node from the controller group, on its leader", write=True)
     async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
         """Remove a node from the controller group (a learner: cancel its add); a leader hands over
         first. Raises UnknownNode, ControllerChangeRefused."""
         ...
 
+    @peer("Create a user or set its credentials on the controller leader", write=True)
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         """Create a user or replace its credentials (made where the password entered: it never travels
         on); its mechanisms. Raises InvalidName, InvalidCommand."""
         ...
 
+    @peer("Delete a user on the controller leader", write=True)
     async def delete_user(self, name: str) -> None:
         """Raises UnknownUser."""
         ...
 
+    @peer("Change some of a user's credentials on the controller leader", write=True)
     async def alter_user(
         self, name: str, upsertions: list[ScramCredential], deletions: list[str]
     ) -> list[str]:
@@ -539,29 +565,35 @@ class AdminService(Protocol):
         deletion of a credential the user does not have), InvalidName, InvalidCommand."""
         ...
 
+    @peer("Add ACLs on the controller leader", write=True)
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
         """Add ACLs in one controller change; those that were not there before (an ACL that exists is no
         error). Raises InvalidAcl (too many: in the change, or in the cluster), nothing added."""
         ...
 
+    @peer("Remove the ACLs filters match on the controller leader", write=True)
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         """Remove every ACL a filter matches, in one controller change; what each filter removed, in
         order. Raises InvalidAcl (no filter, or too many)."""
         ...
 
+    @peer("Add a user's API token on the controller leader", write=True)
     async def create_token(self, token: ApiToken) -> ApiToken:
         """Add a user's API token as made where the request entered (``issue_token``: its secret never
         travels on). Raises UnknownUser, TooManyTokens (per user, or in the cluster), nothing added."""
         ...
 
+    @peer("Revoke a user's API token on the controller leader", write=True)
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         """Revoke a user's token; the token revoked. Raises UnknownToken."""
         ...
 
+    @peer("A partition's state as its leader sees it")
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view (match offsets, lag, in sync); NotLeader names the leader elsewhere."""
         ...
 
+    @peer("Move a partition's leadership, on its leader", write=True, wait_arg="timeout_ms")
     async def transfer_leadership(
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> str | None:
@@ -572,6 +604,7 @@ class AdminService(Protocol):
 class GroupService(Protocol):
     """Consumer groups (Confluent REST v2 instances); every call is served by the group's coordinator."""
 
+    @peer("Create a consumer instance on the group's coordinator", write=True)
     async def create_instance(
         self,
         group: str,
@@ -584,27 +617,39 @@ class GroupService(Protocol):
         client_host: str = "",
     ) -> ConsumerCreated: ...
 
+    @peer("Remove a consumer instance on the group's coordinator", write=True)
     async def delete_instance(self, group: str, instance: str) -> None: ...
 
+    @peer("Subscribe a consumer instance (rebalances)", write=True)
     async def subscribe(self, group: str, instance: str, topics: list[str]) -> None: ...
 
+    @peer("A consumer instance's topics")
     async def subscription(self, group: str, instance: str) -> list[str]: ...
 
+    @peer("A consumer instance's partitions and the group's generation")
     async def assignment(self, group: str, instance: str) -> Assignment:
         """A heartbeat: the partitions assigned now, rebalancing first if a subscribed topic changed."""
         ...
 
+    @peer("Set a consumer instance's positions")
     async def seek(self, group: str, instance: str, offsets: dict[TopicPartition, int]) -> None: ...
 
+    @peer("Set a consumer instance's positions to its partitions' ends")
     async def seek_to(self, group: str, instance: str, partitions: list[TopicPartition], end: bool) -> None:
         """Positions at the partitions' beginnings (``end`` False) or ends."""
         ...
 
+    @peer("Set a consumer instance's positions by record timestamps")
     async def seek_to_times(self, group: str, instance: str, times: dict[TopicPartition, int]) -> None:
         """Positions at the first record of each partition whose timestamp is at or after the time given
         (ms since the epoch), or at its end when none is that late (Kafka's ``offsetsForTimes``)."""
         ...
 
+    @peer(
+        "Grant a consumer instance's read (waits for an assignment)",
+        wait_arg="timeout_ms",
+        wait_unset_ms=REQUEST_TIMEOUT_MS_MAX,
+    )
     async def begin_read(
         self,
         group: str,
@@ -620,6 +665,7 @@ class GroupService(Protocol):
         ``format`` is not the member's, before anything is read."""
         ...
 
+    @peer("A consumer instance's read ended: move its positions")
     async def end_read(
         self,
         group: str,
@@ -632,6 +678,7 @@ class GroupService(Protocol):
         records must not be handed out), ``end_offsets`` (high watermarks seen) feed lag."""
         ...
 
+    @peer("Commit a consumer instance's offsets (fenced)", write=True)
     async def commit(
         self,
         group: str,
@@ -643,31 +690,37 @@ class GroupService(Protocol):
         partition's leader; ``offsets`` None commits the positions."""
         ...
 
+    @peer("A consumer instance's committed offsets")
     async def committed(
         self, group: str, instance: str, partitions: list[TopicPartition] | None
     ) -> list[CommittedOffset]:
         """Committed offsets of ``partitions`` (None: the member's assigned partitions)."""
         ...
 
+    @peer("A consumer group's members, offsets and lag")
     async def describe(self, group: str) -> GroupDescription:
         """Members of either door, their partitions, committed offsets and lag (UnknownGroup: none)."""
         ...
 
+    @peer("Delete an empty consumer group and its offsets", write=True)
     async def delete_group(self, group: str) -> GroupDeleted:
         """Delete an empty group and its committed offsets (Kafka's DeleteGroups); GroupNotEmpty while a
         member of either door is live, UnknownGroup when there is none."""
         ...
 
+    @peer("Record a group-level commit's topics (a reset waits for no member)", write=True)
     async def note_commit(self, group: str, topics: list[str], reset: bool, force: bool) -> None:
         """A commit of the group's offsets of ``topics`` outside any member (a door's group-level commit,
         an operator's reset) is about to be made: recorded; a ``reset`` is refused while a member is live
         (GroupNotEmpty: its next commit would undo the reset), unless ``force``."""
         ...
 
+    @peer("The groups of one coordinator partition")
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         """The groups of one partition of the coordinators' topic, from its leader."""
         ...
 
+    @peer("How many coordinator partitions there are")
     async def coordinator_partitions(self) -> int:
         """How many coordinator partitions there are (0 before the first group)."""
         ...
@@ -676,23 +729,33 @@ class GroupService(Protocol):
 class PeerService(Protocol):
     """What only other nodes ask of this one (never forwarded: the caller asks the node it means)."""
 
+    @peer("Committed raw batches of this node's replica, for catch-up")
     async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
         """Committed batches of this node's replica (any role), for a peer replica catching up."""
         ...
 
+    @peer("This node's leadership claims (Raft group -> term)")
     async def leadership(self) -> Claims: ...
 
+    @peer("This node's replicas that cannot open or replay")
     async def replica_failures(self) -> Failures: ...
 
+    @peer("The controller's applied metadata")
     async def controller_snapshot(self, known_index: int | None) -> ControllerSnapshot:
         """No snapshot when the applied index is still ``known_index``; NotLeader on a node without a
         controller replica."""
         ...
 
+    @peer("The partition leader's Raft voters and progress")
     async def member_view(self, topic: str, partition: int) -> MemberView:
         """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
         ...
 
+    @peer(
+        "Add a learner, promote it, remove a member, or transfer leadership",
+        write=True,
+        wait_arg="timeout_ms",
+    )
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:
@@ -700,11 +763,13 @@ class PeerService(Protocol):
         "add" (join as a voter at once) or "remove" a member, or "transfer" leadership to it."""
         ...
 
+    @peer("Open this node's replica of the controller group (a learner)", write=True)
     async def join_controller(self, voters: list[str]) -> None:
         """Open this node's replica of the controller group, which made it a learner (voters: the
         group's); nothing if it has one."""
         ...
 
+    @peer("Close this node's replica of the controller group, which removed it", write=True)
     async def leave_controller(self, why: str) -> None:
         """The controller leader removed this node from the controller group: close and delete its
         replica and follow the controller's metadata; nothing if it has none."""

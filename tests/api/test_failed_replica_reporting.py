@@ -10,7 +10,7 @@ import pytest
 from fake_node import INTERNAL_CREDENTIAL, FakeCluster
 from harness import Harness, Node
 
-from partitions.peer_client import MEDIA_TYPE, PeerClient, RemotePeer
+from partitions.peer_client import MEDIA_TYPE, PeerClient, remote_peer
 from partitions.replica_failures import ReplicaFailure
 from partitions.services import PartitionState, ReplicaState
 from raftlog_cli.cli import main
@@ -137,7 +137,7 @@ async def test_the_internal_failure_list_needs_the_cluster_credential(cluster: F
     assert refused.status == 401
     peer = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get)
     try:
-        answer = await RemotePeer(peer, "n2").replica_failures()
+        answer = await remote_peer(peer, "n2").replica_failures()
     finally:
         await peer.close()
     assert answer.node == "n2" and answer.digest != 0

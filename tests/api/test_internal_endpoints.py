@@ -17,9 +17,10 @@ from partitions.peer_client import (
     PEER_OPS,
     REGISTRY,
     PeerClient,
-    RemoteAdmin,
-    RemoteData,
-    RemotePeer,
+    path_of,
+    remote_admin,
+    remote_data,
+    remote_peer,
 )
 from partitions.peer_codec import pack
 from partitions.services import AdminService, DataService, GroupService, PeerService
@@ -33,7 +34,7 @@ PROTOCOLS = {"data": DataService, "admin": AdminService, "groups": GroupService,
 
 
 def test_every_peer_op_is_a_route_under_the_internal_prefix_and_nothing_else_is() -> None:
-    assert sorted(op.path for op in INTERNAL) == sorted(op.path for op in PEER_OPS)
+    assert sorted(op.path for op in INTERNAL) == sorted(path_of(op) for op in PEER_OPS)
     assert all(op.method == "POST" and op.tag == "internal" for op in INTERNAL)
 
 
@@ -72,7 +73,7 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
 ) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
     try:
-        data = RemoteData(peer, "n1", lambda: 1000)
+        data = remote_data(peer, "n1", lambda: 1000)
         produced = await data.produce("t", 0, [ProducerRecord(b"v", b"k", (("h", b"1"),))], 7, 0, 5000)
         assert (produced.base_offset, produced.end_offset, produced.duplicate) == (0, 1, False)
         fetched = await data.fetch_batches("t", 0, 0, 1 << 20, 0)
@@ -87,23 +88,23 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
             await data.fetch_batches("t", 0, 5, 1 << 20, 0)
         assert (out_of_range.value.log_start_offset, out_of_range.value.end_offset) == (0, 1)
         with pytest.raises(NotLeader) as not_leader:  # n2 does not lead: the hint names n1
-            await RemoteData(peer, "n2", lambda: 1000).offsets("t", 0)
+            await remote_data(peer, "n2", lambda: 1000).offsets("t", 0)
         assert not_leader.value.leader_hint == "n1"
         with pytest.raises(UnknownTopic):
-            await RemoteAdmin(peer, "n1").topic("nope")
+            await remote_admin(peer, "n1").topic("nope")
 
-        view = await RemotePeer(peer, "n1").member_view("t", 0)
+        view = await remote_peer(peer, "n1").member_view("t", 0)
         assert view.leader == "n1" and view.voters == frozenset({"n1", "n2"})
         with pytest.raises(InvalidReassignment):
-            await RemotePeer(peer, "n1").change_membership("t", 0, "explode", "n3", 1000)
-        await RemotePeer(peer, "n1").change_membership("t", 0, "add", "n3", 1000)
+            await remote_peer(peer, "n1").change_membership("t", 0, "explode", "n3", 1000)
+        await remote_peer(peer, "n1").change_membership("t", 0, "add", "n3", 1000)
         assert cluster.partitions[("t", 0)].replicas == ("n1", "n2", "n3")
-        claims = await RemotePeer(peer, "n1").leadership()
+        claims = await remote_peer(peer, "n1").leadership()
         assert claims.node == "n1" and claims.claims == {"t-0.1": 1}
 
-        snapshot = await RemotePeer(peer, "n1").controller_snapshot(None)
+        snapshot = await remote_peer(peer, "n1").controller_snapshot(None)
         assert snapshot.leader == "n1" and snapshot.snapshot is not None
-        same = await RemotePeer(peer, "n1").controller_snapshot(snapshot.applied_index)
+        same = await remote_peer(peer, "n1").controller_snapshot(snapshot.applied_index)
         assert same.snapshot is None, "the caller already holds that index"
     finally:
         await peer.close()
@@ -114,10 +115,10 @@ async def test_a_peer_that_cannot_be_reached_or_answers_nonsense_is_told_apart(
 ) -> None:
     try:
         with pytest.raises(PeerUnreachable):
-            await RemotePeer(peer, "nobody").leadership()  # no address known
+            await remote_peer(peer, "nobody").leadership()  # no address known
         cluster.addresses["n9"] = n1.url + "/elsewhere"  # an HTTP server that is no peer endpoint
         with pytest.raises(PeerProtocolError, match=r"answered peer\.leadership with 404"):
-            await RemotePeer(peer, "n9").leadership()
+            await remote_peer(peer, "n9").leadership()
     finally:
         await peer.close()
 

@@ -21,7 +21,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from partitions.peer_client import PeerClient, RemotePeer, internal_credential
+from partitions.peer_client import PeerClient, internal_credential, remote_peer
+from partitions.services import PeerService
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import decode_header, split_batches
 from raftlog_client.client import Message, RaftlogClient
@@ -77,7 +78,7 @@ async def metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float]:
     return values
 
 
-async def log_digest(peer: RemotePeer, end_offset: int) -> tuple[int, str]:
+async def log_digest(peer: PeerService, end_offset: int) -> tuple[int, str]:
     """(bytes, sha256) of a node's replica of big/0 below ``end_offset``, batches as stored (asked as a
     peer replica asks: with the cluster credential)."""
     digest = hashlib.sha256()
@@ -192,7 +193,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
                 progress = await admin.move_progress("big", 0)
                 if progress["move"] is not None or progress["replicas"] != target:
                     return False
-                return await _holds_up_to(RemotePeer(peers, spare), high_watermark)
+                return await _holds_up_to(remote_peer(peers, spare), high_watermark)
 
             await until("move of big/0 and the new replica's recovery", moved_and_recovered, timeout_s=90)
             recovered_s = time.monotonic() - moved_at
@@ -220,8 +221,8 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             assert others.acked >= 20, f"the producer to other groups barely ran: {others.acked}"
 
             # the moved replica's log is the leader's, byte for byte, and recovery copied it
-            leader_log = await log_digest(RemotePeer(peers, leader), high_watermark)
-            moved_log = await log_digest(RemotePeer(peers, spare), high_watermark)
+            leader_log = await log_digest(remote_peer(peers, leader), high_watermark)
+            moved_log = await log_digest(remote_peer(peers, spare), high_watermark)
             await peers.close()
             assert leader_log[0] >= BIG_BYTES * 0.9
             assert moved_log == leader_log
@@ -244,7 +245,7 @@ async def _elections(session: aiohttp.ClientSession, url: str) -> float:
     return (await metrics(session, url))["raftlog_raft_elections_on_timeout_total"]
 
 
-async def _holds_up_to(peer: RemotePeer, end_offset: int) -> bool:
+async def _holds_up_to(peer: PeerService, end_offset: int) -> bool:
     """Whether the node's replica of big/0 holds the batch ending at ``end_offset`` (its last)."""
     try:
         return bool((await peer.read_batches("big", 0, end_offset - 1, 1)).data)
