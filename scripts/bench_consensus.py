@@ -59,6 +59,8 @@ def cpu_seconds() -> float:
 
 
 def node_main(spec: dict[str, object]) -> None:
+    from pysyncobj.transport import TCPTransport
+
     from raftlog.consensus.config import CoreConfig
     from raftlog.consensus.core import RaftCore
     from raftlog.consensus.driver import Driver
@@ -84,6 +86,7 @@ def node_main(spec: dict[str, object]) -> None:
             config,
             journal=open_journal(directory),
             poller=driver.poller,
+            transport_class=TCPTransport,  # stock pysyncobj's (pickling), named: a loopback benchmark
         )
         driver.add(core)
         cores.append(core)

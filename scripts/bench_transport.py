@@ -29,6 +29,7 @@ from typing import Any
 
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.node import Node
+from pysyncobj.transport import TCPTransport
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -113,9 +114,7 @@ def make_replica(core: str, self_id: str, other_ids: list[str], transport: Any, 
         election_timeout_max_ms=4000,
         bind_address=self_id if transport is None else None,
     )
-    kwargs: dict[str, Any] = {"node_class": node_class}
-    if transport is not None:
-        kwargs["transport_class"] = transport
+    kwargs: dict[str, Any] = {"node_class": node_class, "transport_class": transport or TCPTransport}
     return RaftCore(self_id, other_ids, NullMachine(), config, journal=MemoryJournal(), **kwargs)
 
 

@@ -411,3 +411,29 @@ def test_the_front_door_asks_a_node_only_through_its_protocols(path: pathlib.Pat
     used = {m for m in _imported_modules(path) if m.split(".")[0] == "partitions"}
     allowed = FRONT_DOOR_MAY_USE | BUILDS_THE_NODE.get(path, set())
     assert used <= allowed, f"{path.relative_to(ROOT)} reaches into {sorted(used - allowed)}"
+
+
+def _names_the_pickling_transport(path: pathlib.Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        imported = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pysyncobj")
+        if imported and any(alias.name == "TCPTransport" for alias in node.names):  # type: ignore[attr-defined]
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "TCPTransport":
+            return True
+    return False
+
+
+def test_no_product_code_reaches_pysyncobjs_pickling_transport() -> None:
+    """ADR 0002: stock pysyncobj's TCPTransport unpickles what it receives. A Raft core has no default
+    transport; only tests and benchmarks against stock pysyncobj name that one."""
+    found = [
+        str(path.relative_to(ROOT))
+        for package in PROJECT_PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if _names_the_pickling_transport(path)
+    ]
+    assert found == []
+    assert _names_the_pickling_transport(
+        ROOT / "tests" / "consensus" / "acked_write_scenario.py"
+    )  # it sees one

@@ -77,7 +77,7 @@ import pysyncobj.syncobj as _syncobj_module
 from pysyncobj import SyncObj
 from pysyncobj.config import FAIL_REASON
 from pysyncobj.node import TCPNode
-from pysyncobj.transport import TCPTransport, TransportNotReadyError
+from pysyncobj.transport import TransportNotReadyError
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
 from raftlog.consensus.config import CoreConfig
@@ -192,7 +192,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         state_machine: StateMachine,
         config: CoreConfig | None = None,
         journal: RaftJournal | None = None,
-        transport_class: Any = TCPTransport,
+        *,
+        transport_class: Any,
         poller: Any = None,
         node_class: Any = TCPNode,
         learners: Collection[str] = (),
@@ -203,7 +204,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         "Learners" above). ``poller``: a pysyncobj Poller shared with other cores and polled by a Driver;
         this core then never polls itself. None: the core owns a poller and polls it at the end of each
         tick. ``node_class``: TCPNode when node ids are ``host:port`` (TCPTransport), pysyncobj ``Node``
-        for the mux transport's plain node ids."""
+        for the mux transport's plain node ids. ``transport_class`` has no default: a node's groups take
+        the mux hub's (``transport.transport_class``); pysyncobj's own ``TCPTransport`` unpickles what
+        it receives (ADR 0002: remote code execution for anyone who reaches the port), so only a test or
+        a benchmark against stock pysyncobj names it."""
         self._config = config or CoreConfig()
         self._state_machine = state_machine
         self._journal: RaftJournal = journal if journal is not None else MemoryJournal()

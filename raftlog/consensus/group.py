@@ -12,7 +12,6 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from pysyncobj.node import TCPNode
-from pysyncobj.transport import TCPTransport
 
 from raftlog.consensus.bridge import CallbackBridge
 from raftlog.consensus.config import CoreConfig
@@ -74,13 +73,15 @@ class ReplicaGroup:
         driver: Driver,
         config: CoreConfig | None = None,
         journal: RaftJournal | None = None,
-        transport_class: Any = TCPTransport,
+        *,
+        transport_class: Any,
         node_class: Any = TCPNode,
         learners: Collection[str] = (),
     ) -> ReplicaGroup:
         """Build this node's replica of ``group_id`` on the driver thread (it binds sockets and registers
         them with the driver's poller) and start driving it. ``node_id``/``peer_ids`` are pysyncobj node
-        ids; with the stock TCPTransport, ``config.bind_address`` must be set (normally to ``node_id``).
+        ids; ``transport_class`` as ``RaftCore`` takes it (no default: the pickling ``TCPTransport`` only
+        when named, and then ``config.bind_address`` must be set, normally to ``node_id``).
         ``learners``: the members (``node_id`` among them, for a replica joining a group) that are
         learners in the configuration a new group starts from (see ``RaftCore``)."""
 

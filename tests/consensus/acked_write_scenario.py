@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pysyncobj import SyncObj, SyncObjConf, replicated
+from pysyncobj.transport import TCPTransport
 
 from api.dev import free_port
 from raftlog.consensus.config import CoreConfig
@@ -113,7 +114,7 @@ def _start(kind: str, addresses: list[str]) -> tuple[list[Any], list[list[int]]]
                 election_timeout_min_ms=400,
                 election_timeout_max_ms=1400,
             )
-            nodes.append(RaftCore(address, others, machine, config))
+            nodes.append(RaftCore(address, others, machine, config, transport_class=TCPTransport))
             applied.append(machine.applied)
     return nodes, applied
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from acked_write_scenario import free_ports
+from pysyncobj.transport import TCPTransport
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
@@ -56,8 +57,9 @@ def driven() -> Iterator[tuple[Driver, list[list[RaftCore]], list[list[ThreadRec
                 heartbeat_period_ms=50,
             )
             core = RaftCore(
-                address, [a for a in addresses if a != address], machine, config, poller=driver.poller
-            )
+                address, [a for a in addresses if a != address], machine, config,
+                poller=driver.poller, transport_class=TCPTransport,  # stock pysyncobj's, named: loopback
+            )  # fmt: skip
             members.append(core)
             group_machines.append(machine)
         groups.append(members)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from acked_write_scenario import free_ports
 from pysyncobj.config import FAIL_REASON
+from pysyncobj.transport import TCPTransport
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
@@ -98,8 +99,9 @@ class Cluster:
         machine = ListStateMachine()
         journal = FileJournal(str(self.tmp_path / address.replace(":", "_")))
         group = await ReplicaGroup.open(
-            "g1", address, self.addresses, machine, driver, self.config(address), journal
-        )
+            "g1", address, self.addresses, machine, driver, self.config(address), journal,
+            transport_class=TCPTransport,  # stock pysyncobj's (pickling), named: a test on loopback
+        )  # fmt: skip
         replica = Replica(address, driver, machine, group)
         self.replicas[address] = replica
         return replica
