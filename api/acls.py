@@ -22,7 +22,7 @@ from api.admin import _object
 from api.errors import BadRequest
 from api.openapi import Operation, Param
 from api.schemas import query_str, require_object
-from partitions.services import AclBinding, AclFilter, InvalidAcl, select
+from partitions.services import AclBinding, AclFilter, AdminService, InvalidAcl, select
 
 FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 _DEFAULTS = {"pattern_type": "literal", "host": "*", "permission": "allow"}
@@ -77,7 +77,7 @@ async def create_acls(request: web.Request) -> web.Response:
     if not isinstance(entries, list) or not 1 <= len(entries) <= FILTERS_MAX:
         raise BadRequest(f"acls: a list of 1 to {FILTERS_MAX} ACLs")
     wanted = [binding(entry, f"acls[{i}]") for i, entry in enumerate(entries)]
-    created = set(await state.node(request).cluster.admin.create_acls(wanted))
+    created = set(await state.node(request).cluster.admin.call(AdminService.create_acls, wanted))
     unique = sorted(set(wanted), key=AclBinding.to_row)
     return web.json_response(
         {
@@ -107,7 +107,7 @@ async def delete_acls(request: web.Request) -> web.Response:
         ]
     else:
         raise BadRequest("which ACLs? give a filter (resource_type=any removes every ACL)")
-    removed = await state.node(request).cluster.admin.delete_acls(filters)
+    removed = await state.node(request).cluster.admin.call(AdminService.delete_acls, filters)
     deleted = sorted({acl for matched in removed for acl in matched}, key=AclBinding.to_row)
     return web.json_response({"deleted": [acl.to_json() for acl in deleted]})
 

@@ -16,9 +16,9 @@ from api import state
 from api.errors import BadRequest
 from api.openapi import Operation
 from api.schemas import parse_json, require_json_body
-from partitions.cluster import ClusterAdmin
+from partitions.cluster import Routed
 from partitions.errors import UnknownPartition
-from partitions.services import ControllerMembers, MoveProgress, MoveState
+from partitions.services import AdminService, ControllerMembers, MoveProgress, MoveState
 from raftlog.storage.config import LogConfig
 
 CONFIG_KEYS_MAX = 64
@@ -38,7 +38,8 @@ async def _object(request: web.Request, fields: set[str]) -> dict[str, Any]:
 async def _topic_partition(request: web.Request) -> tuple[str, int]:
     topic = request.match_info["topic"]
     partition = state.partition(request)
-    if not 0 <= partition < (await state.node(request).cluster.admin.topic(topic)).partitions:
+    meta = await state.node(request).cluster.admin.call(AdminService.topic, topic)
+    if not 0 <= partition < meta.partitions:
         raise UnknownPartition(topic, partition)
     return topic, partition
 
@@ -64,7 +65,7 @@ def _progress(progress: MoveProgress) -> dict[str, Any]:
     }
 
 
-def _admin(request: web.Request) -> ClusterAdmin:
+def _admin(request: web.Request) -> Routed[AdminService]:
     return state.node(request).cluster.admin
 
 
@@ -72,7 +73,7 @@ def _admin(request: web.Request) -> ClusterAdmin:
 
 
 async def get_configs(request: web.Request) -> web.Response:
-    meta = await _admin(request).topic(request.match_info["topic"])
+    meta = await _admin(request).call(AdminService.topic, request.match_info["topic"])
     return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
 
 
@@ -83,7 +84,7 @@ async def alter_configs(request: web.Request) -> web.Response:
     if not isinstance(configs, dict) or not configs or len(configs) > CONFIG_KEYS_MAX:
         raise BadRequest(f"configs must be a non-empty object of at most {CONFIG_KEYS_MAX} properties")
     LogConfig.from_properties(configs)  # an unknown property or a bad value: 400 before anything changes
-    meta = await _admin(request).alter_configs(request.match_info["topic"], configs)
+    meta = await _admin(request).call(AdminService.alter_configs, request.match_info["topic"], configs)
     return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
 
 
@@ -95,19 +96,19 @@ async def move_replicas(request: web.Request) -> web.Response:
     if "replicas" not in body:
         raise BadRequest("field replicas is required: the node ids of the new replica set")
     topic, partition = await _topic_partition(request)
-    progress = await _admin(request).move_replicas(topic, partition, body["replicas"])
+    progress = await _admin(request).call(AdminService.move_replicas, topic, partition, body["replicas"])
     return web.json_response(_move_body(topic, partition, progress, progress.replicas), status=202)
 
 
 async def move_progress(request: web.Request) -> web.Response:
     topic, partition = await _topic_partition(request)
-    moving: MoveState = await _admin(request).move_state(topic, partition)
+    moving: MoveState = await _admin(request).call(AdminService.move_state, topic, partition)
     return web.json_response(_move_body(topic, partition, moving.move, moving.replicas))
 
 
 async def cancel_move(request: web.Request) -> web.Response:
     topic, partition = await _topic_partition(request)
-    progress = await _admin(request).cancel_move(topic, partition)
+    progress = await _admin(request).call(AdminService.cancel_move, topic, partition)
     return web.json_response(_move_body(topic, partition, progress, progress.replicas), status=202)
 
 
@@ -117,30 +118,32 @@ async def cancel_move(request: web.Request) -> web.Response:
 async def decommission(request: web.Request) -> web.Response:
     admin = _admin(request)
     node_id = request.match_info["node_id"]
-    await admin.set_node_flag(node_id, "decommissioning", True)
-    return web.json_response(await admin.decommission_status(node_id), status=202)
+    await admin.call(AdminService.set_node_flag, node_id, "decommissioning", True)
+    return web.json_response(await admin.call(AdminService.decommission_status, node_id), status=202)
 
 
 async def decommission_progress(request: web.Request) -> web.Response:
-    return web.json_response(await _admin(request).decommission_status(request.match_info["node_id"]))
+    return web.json_response(
+        await _admin(request).call(AdminService.decommission_status, request.match_info["node_id"])
+    )
 
 
 async def recommission(request: web.Request) -> web.Response:
     admin = _admin(request)
     node_id = request.match_info["node_id"]
-    await admin.set_node_flag(node_id, "decommissioning", False)
-    return web.json_response(await admin.decommission_status(node_id))
+    await admin.call(AdminService.set_node_flag, node_id, "decommissioning", False)
+    return web.json_response(await admin.call(AdminService.decommission_status, node_id))
 
 
 async def maintenance_on(request: web.Request) -> web.Response:
     node_id = request.match_info["node_id"]
-    await _admin(request).set_node_flag(node_id, "maintenance", True)
+    await _admin(request).call(AdminService.set_node_flag, node_id, "maintenance", True)
     return web.json_response({"node_id": node_id, "maintenance": True})
 
 
 async def maintenance_off(request: web.Request) -> web.Response:
     node_id = request.match_info["node_id"]
-    await _admin(request).set_node_flag(node_id, "maintenance", False)
+    await _admin(request).call(AdminService.set_node_flag, node_id, "maintenance", False)
     return web.json_response({"node_id": node_id, "maintenance": False})
 
 
@@ -160,7 +163,7 @@ def _controller_body(members: ControllerMembers) -> dict[str, Any]:
 
 
 async def describe_controller(request: web.Request) -> web.Response:
-    return web.json_response(_controller_body(await _admin(request).controller_members()))
+    return web.json_response(_controller_body(await _admin(request).call(AdminService.controller_members)))
 
 
 async def add_controller_voter(request: web.Request) -> web.Response:
@@ -170,12 +173,12 @@ async def add_controller_voter(request: web.Request) -> web.Response:
     node_id = body.get("node_id")
     if not isinstance(node_id, str) or not node_id:
         raise BadRequest("field node_id is required: the id of the node to add to the controller group")
-    members = await _admin(request).add_controller_voter(node_id)
+    members = await _admin(request).call(AdminService.add_controller_voter, node_id)
     return web.json_response(_controller_body(members), status=202)
 
 
 async def remove_controller_voter(request: web.Request) -> web.Response:
-    members = await _admin(request).remove_controller_voter(request.match_info["node_id"])
+    members = await _admin(request).call(AdminService.remove_controller_voter, request.match_info["node_id"])
     return web.json_response(_controller_body(members))
 
 

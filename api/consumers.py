@@ -52,6 +52,7 @@ from partitions.services import (
     SESSION_TIMEOUT_MS_DEFAULT,
     SUBSCRIBED_TOPICS_MAX,
     ConsumerRecords,
+    GroupService,
     GroupSummary,
     MemberPartition,
     ReadConfig,
@@ -236,7 +237,8 @@ async def create_instance(request: web.Request) -> web.Response:
         _config_bool(body, "auto.commit.enable", defaults.auto_commit),
         _config_int(body, "auto.commit.interval.ms", defaults.auto_commit_interval_ms),
     )
-    created = await _groups(request).create_instance(
+    created = await _groups(request).call(
+        GroupService.create_instance,
         group,
         name,
         _config_str(body, "format", "binary").lower(),
@@ -253,7 +255,7 @@ async def create_instance(request: web.Request) -> web.Response:
 
 
 async def delete_instance(request: web.Request) -> web.Response:
-    await _groups(request).delete_instance(_group(request), _instance(request))
+    await _groups(request).call(GroupService.delete_instance, _group(request), _instance(request))
     return web.Response(status=204)
 
 
@@ -266,22 +268,22 @@ async def subscribe(request: web.Request) -> web.Response:
         raise BadRequest(f"topics: must be a list of 1 to {SUBSCRIBED_TOPICS_MAX} topic names")
     names = [check_user_topic_name(t, f"topics[{i}]") for i, t in enumerate(topics)]
     access.authorize_topics(request, DESCRIBE, names)
-    await _groups(request).subscribe(group, instance, names)
+    await _groups(request).call(GroupService.subscribe, group, instance, names)
     return web.Response(status=204)
 
 
 async def subscription(request: web.Request) -> web.Response:
-    topics = await _groups(request).subscription(_group(request), _instance(request))
+    topics = await _groups(request).call(GroupService.subscription, _group(request), _instance(request))
     return web.json_response({"topics": topics})
 
 
 async def unsubscribe(request: web.Request) -> web.Response:
-    await _groups(request).subscribe(_group(request), _instance(request), [])
+    await _groups(request).call(GroupService.subscribe, _group(request), _instance(request), [])
     return web.Response(status=204)
 
 
 async def assignments(request: web.Request) -> web.Response:
-    assignment = await _groups(request).assignment(_group(request), _instance(request))
+    assignment = await _groups(request).call(GroupService.assignment, _group(request), _instance(request))
     return web.json_response(
         {"partitions": [_tp_json(tp) for tp in assignment.partitions], "generation": assignment.generation},
         headers={GENERATION_HEADER: str(assignment.generation)},
@@ -303,9 +305,9 @@ async def seek(request: web.Request) -> web.Response:
     offsets = _offsets(body, frozenset({"metadata"})) if body.get("offsets") is not None else None
     access.authorize_topics(request, DESCRIBE, (tp.topic for part in (times, offsets) for tp in part or ()))
     if times is not None:
-        await groups.seek_to_times(group, instance, times)
+        await groups.call(GroupService.seek_to_times, group, instance, times)
     if offsets is not None:
-        await groups.seek(group, instance, offsets)
+        await groups.call(GroupService.seek, group, instance, offsets)
     return web.Response(status=204)
 
 
@@ -315,7 +317,7 @@ async def _seek_to(request: web.Request, end: bool) -> web.Response:
     reject_unknown(body, {"partitions"}, "")
     partitions = _partitions(body)
     access.authorize_topics(request, DESCRIBE, (tp.topic for tp in partitions))
-    await _groups(request).seek_to(group, instance, partitions, end)
+    await _groups(request).call(GroupService.seek_to, group, instance, partitions, end)
     return web.Response(status=204)
 
 
@@ -387,8 +389,8 @@ async def commit(request: web.Request) -> web.Response:
     if offsets is not None:
         access.authorize_topics(request, READ, (tp.topic for tp in offsets))
     elif access.enforced(request):  # the positions: of the topics it subscribed
-        access.authorize_topics(request, READ, await groups.subscription(group, instance))
-    await groups.commit(group, instance, offsets, generation)
+        access.authorize_topics(request, READ, await groups.call(GroupService.subscription, group, instance))
+    await groups.call(GroupService.commit, group, instance, offsets, generation)
     return web.json_response([])
 
 
@@ -409,7 +411,7 @@ async def committed(request: web.Request) -> web.Response:
             reject_unknown(body, {"partitions"}, "")
             wanted = _partitions(body)
     access.authorize_topics(request, DESCRIBE, (tp.topic for tp in wanted or ()))
-    rows = await _groups(request).committed(group, instance, wanted)
+    rows = await _groups(request).call(GroupService.committed, group, instance, wanted)
     shown = [row for row in rows if access.allowed(request, access.TOPIC, DESCRIBE, row.tp.topic)]
     return web.json_response(
         {"offsets": [{**_tp_json(row.tp), "offset": row.offset, "metadata": ""} for row in shown]}
@@ -437,11 +439,11 @@ async def list_groups(request: web.Request) -> web.Response:
     ``__consumer_groups`` partition (or only partition ``coordinator_partition``)."""
     groups = _groups(request)
     only = query_int(request.query, "coordinator_partition", None, 0, 2**31 - 1)
-    count = await groups.coordinator_partitions()
+    count = await groups.call(GroupService.coordinator_partitions)
     if only is not None and only >= count:
         raise UnknownPartition(GROUPS_TOPIC, only)
     wanted = range(count) if only is None else [only]
-    listed = await asyncio.gather(*(groups.list_groups(p) for p in wanted))
+    listed = await asyncio.gather(*(groups.call(GroupService.list_groups, p) for p in wanted))
     summaries = sorted((s for part in listed for s in part), key=lambda s: s.group)
     return web.json_response({"groups": [_summary(s) for s in summaries]})
 
@@ -461,7 +463,7 @@ async def describe_group(request: web.Request) -> web.Response:
     null while nothing is committed); ``unassigned``: the partitions of its topics no member holds (all
     of them once the last member left: the group stays, empty, for 7 days). Served by the group's
     coordinator."""
-    described = await _groups(request).describe(_group(request))
+    described = await _groups(request).call(GroupService.describe, _group(request))
     members = [
         {
             "instance_id": member.instance_id,
@@ -481,7 +483,7 @@ async def describe_group(request: web.Request) -> web.Response:
 async def delete_group(request: web.Request) -> web.Response:
     """Kafka's DeleteGroups: an empty group and its committed offsets; 409/40916 while a member of either
     door is live. Served by the group's coordinator."""
-    deleted = await _groups(request).delete_group(_group(request))
+    deleted = await _groups(request).call(GroupService.delete_group, _group(request))
     return web.json_response({"group": deleted.group, "offsets_deleted": deleted.offsets_deleted})
 
 

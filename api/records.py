@@ -47,7 +47,7 @@ from api.schemas import (
 )
 from partitions.errors import InvalidTopic, UnknownPartition
 from partitions.names import is_internal
-from partitions.services import FetchedBatches
+from partitions.services import AdminService, DataService, FetchedBatches, GroupService
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import BatchFormatError, ProducerRecord, Record, records_from
@@ -108,7 +108,9 @@ async def produce_to_partition(request: web.Request) -> web.Response:
     if is_record_batch(request.content_type):
         # one record batch the producer encoded: no JSON, no base64, nothing built per record here
         batch = await state.body(request)
-        served = await cluster.data.produce_batch(topic, partition, batch, settings.produce_timeout_ms)
+        served = await cluster.data.run(
+            DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms
+        )
         result = served.value
         count = result.end_offset - result.base_offset
         if count <= 0 or result.base_offset < 0:
@@ -118,7 +120,8 @@ async def produce_to_partition(request: web.Request) -> web.Response:
         return web.Response(body=answer, content_type="application/json")
     flavour = request_flavour(request.content_type)
     parsed = parse_produce(await state.json_body(request), flavour, partition)
-    served = await cluster.data.produce(
+    served = await cluster.data.run(
+        DataService.produce,
         topic,
         partition,
         _producer_records(parsed.records, range(len(parsed.records))),
@@ -141,7 +144,7 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     _refuse_internal(request.match_info["topic"])
     flavour = request_flavour(request.content_type)
     body = await state.json_body(request)
-    meta = await node.cluster.admin.topic(request.match_info["topic"])
+    meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])
     parsed = parse_produce(body, flavour)
     for record in parsed.records:
         if record.partition is not None and record.partition >= meta.partitions:
@@ -152,7 +155,8 @@ async def produce_to_topic(request: web.Request) -> web.Response:
 
     async def one(partition: int, indexes: list[int]) -> tuple[int, str] | Failure:
         try:
-            served = await node.cluster.data.produce(
+            served = await node.cluster.data.run(
+                DataService.produce,
                 meta.name,
                 partition,
                 _producer_records(parsed.records, indexes),
@@ -196,8 +200,8 @@ async def fetch(request: web.Request) -> web.Response:
     max_bytes = query_int(request.query, "max_bytes", FETCH_MAX_BYTES_DEFAULT, 1, FETCH_MAX_BYTES_MAX)
     check(max_bytes is not None, "max_bytes has a default")
     media = state.answer_type(request)
-    served = await state.node(request).cluster.data.fetch_batches(
-        topic, partition, offset, max_bytes or 1, timeout_ms
+    served = await state.node(request).cluster.data.run(
+        DataService.fetch_batches, topic, partition, offset, max_bytes or 1, timeout_ms
     )
     state.served_by(request, served.node)
     fetched = served.value
@@ -237,7 +241,7 @@ async def get_offsets(request: web.Request) -> web.Response:
     data = state.node(request).cluster.data
     timestamp_ms = query_int(request.query, "timestamp", None, 0, INT64_MAX)
     if timestamp_ms is not None:
-        found = await data.offset_for_timestamp(topic, partition, timestamp_ms)
+        found = await data.run(DataService.offset_for_timestamp, topic, partition, timestamp_ms)
         state.served_by(request, found.node)
         hit = found.value
         return web.json_response(
@@ -247,7 +251,7 @@ async def get_offsets(request: web.Request) -> web.Response:
                 "record_timestamp": None if hit is None else hit.timestamp_ms,
             }
         )
-    served = await data.offsets(topic, partition)
+    served = await data.run(DataService.offsets, topic, partition)
     state.served_by(request, served.node)
     return web.json_response(
         {"beginning_offset": served.value.log_start_offset, "end_offset": served.value.high_watermark}
@@ -265,12 +269,14 @@ async def commit_offsets(request: web.Request) -> web.Response:
     force = query_bool(request.query, "force", False)
     topics = sorted({entry.topic for entry in entries})
     for topic in topics:  # an unknown topic or partition is refused before the group records it
-        count = (await node.cluster.admin.topic(topic)).partitions
+        count = (await node.cluster.admin.call(AdminService.topic, topic)).partitions
         for entry in entries:
             if entry.topic == topic and entry.partition >= count:
                 raise UnknownPartition(topic, entry.partition)
     # recorded with the group (listed, described, deleted with it); a reset refused while it has members
-    await node.cluster.groups.note_commit(group, topics, any(e.reset for e in entries), force)
+    await node.cluster.groups.call(
+        GroupService.note_commit, group, topics, any(e.reset for e in entries), force
+    )
     by_partition: dict[tuple[str, int], list[OffsetCommit]] = {}
     for entry in entries:
         by_partition.setdefault((entry.topic, entry.partition), []).append(entry)
@@ -278,8 +284,14 @@ async def commit_offsets(request: web.Request) -> web.Response:
     async def one(commits: list[OffsetCommit]) -> Failure | None:
         for commit in commits:
             try:
-                await node.cluster.data.commit_offset(
-                    group, commit.topic, commit.partition, commit.offset, commit.reset, timeout_ms
+                await node.cluster.data.run(
+                    DataService.commit_offset,
+                    group,
+                    commit.topic,
+                    commit.partition,
+                    commit.offset,
+                    commit.reset,
+                    timeout_ms,
                 )
             except RaftlogError as exc:
                 return Failure.of(exc)
@@ -299,14 +311,14 @@ async def committed_offsets(request: web.Request) -> web.Response:
     if topic is None:
         raise BadRequest("query parameter topic: missing")
     partition = query_int(request.query, "partition", None, 0, 2**31 - 1)
-    meta = await node.cluster.admin.topic(topic)
+    meta = await node.cluster.admin.call(AdminService.topic, topic)
     if partition is not None and partition >= meta.partitions:
         raise UnknownPartition(topic, partition)
     wanted = range(meta.partitions) if partition is None else [partition]
 
     async def one(p: int) -> int | Failure | None:
         try:
-            return (await node.cluster.data.committed_offset(group, meta.name, p)).value
+            return (await node.cluster.data.run(DataService.committed_offset, group, meta.name, p)).value
         except RaftlogError as exc:
             return Failure.of(exc)
 

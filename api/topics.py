@@ -22,7 +22,7 @@ from api.schemas import parse_create_topic, query_str, require_json_body
 from partitions.cluster import FrontDoor
 from partitions.errors import InvalidTopic, UnknownPartition
 from partitions.names import broker_id, is_internal
-from partitions.services import NodeInfo, PartitionState, ReplicaFailure, TopicMetadata
+from partitions.services import AdminService, NodeInfo, PartitionState, ReplicaFailure, TopicMetadata
 from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError
 
@@ -73,7 +73,7 @@ async def _view(node: FrontDoor, meta: TopicMetadata, partition: int, failures: 
     detail = None
     if leader is not None:
         try:
-            detail = (await node.cluster.admin.partition_state(meta.name, partition)).value
+            detail = (await node.cluster.admin.run(AdminService.partition_state, meta.name, partition)).value
         except NoLeader:
             leader = None  # lost it this moment, no successor known
         except RaftlogError as exc:
@@ -100,7 +100,7 @@ async def _partition_views(node: FrontDoor, meta: TopicMetadata) -> list[dict[st
 
 
 async def _topic_partition(node: FrontDoor, topic: str, partition: int) -> TopicMetadata:
-    meta = await node.cluster.admin.topic(topic)
+    meta = await node.cluster.admin.call(AdminService.topic, topic)
     if not 0 <= partition < meta.partitions:
         raise UnknownPartition(topic, partition)
     return meta
@@ -115,7 +115,7 @@ async def list_topics(request: web.Request) -> web.Response:
 
 async def get_topic(request: web.Request) -> web.Response:
     node = state.node(request)
-    meta = await node.cluster.admin.topic(request.match_info["topic"])
+    meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])
     return web.json_response(
         {
             "name": meta.name,
@@ -128,7 +128,7 @@ async def get_topic(request: web.Request) -> web.Response:
 
 async def get_partitions(request: web.Request) -> web.Response:
     node = state.node(request)
-    meta = await node.cluster.admin.topic(request.match_info["topic"])
+    meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])
     return web.json_response(await _partition_views(node, meta))
 
 
@@ -147,7 +147,9 @@ async def create_topic(request: web.Request) -> web.Response:
     if factor is None:
         alive = sum(1 for n in node.metadata.nodes() if n.state == "alive")
         factor = min(REPLICATION_FACTOR_DEFAULT_MAX, max(1, alive))
-    meta = await node.cluster.admin.create_topic(wanted.name, wanted.partitions, factor, wanted.configs)
+    meta = await node.cluster.admin.call(
+        AdminService.create_topic, wanted.name, wanted.partitions, factor, wanted.configs
+    )
     return web.json_response(
         {
             "name": meta.name,
@@ -164,7 +166,7 @@ async def delete_topic(request: web.Request) -> web.Response:
     topic = request.match_info["topic"]
     if is_internal(topic):
         raise InvalidTopic(f"topic {topic!r} is internal (consumer groups) and cannot be deleted")
-    await state.node(request).cluster.admin.delete_topic(topic)
+    await state.node(request).cluster.admin.call(AdminService.delete_topic, topic)
     return web.Response(status=204)
 
 
@@ -173,8 +175,8 @@ async def partition_state(request: web.Request) -> web.Response:
     how many entries behind it is). ``match_index`` is that Raft index; ``match_offset`` is the same
     number under the name the API contract gave it (it is not a record offset: a Raft log also holds
     entries that append no record)."""
-    served = await state.node(request).cluster.admin.partition_state(
-        request.match_info["topic"], state.partition(request)
+    served = await state.node(request).cluster.admin.run(
+        AdminService.partition_state, request.match_info["topic"], state.partition(request)
     )
     detail = served.value
     state.served_by(request, detail.leader or "")
@@ -192,7 +194,9 @@ async def transfer_leadership(request: web.Request) -> web.Response:
     if target is not None and target not in meta.replicas[partition]:
         raise BadRequest(f"query parameter target: {target!r} is not a replica of {meta.name}/{partition}")
     timeout_ms = state.state(request).settings.admin_timeout_ms
-    served = await node.cluster.admin.transfer_leadership(meta.name, partition, target, timeout_ms)
+    served = await node.cluster.admin.run(
+        AdminService.transfer_leadership, meta.name, partition, target, timeout_ms
+    )
     state.served_by(request, served.node)
     return web.json_response({"topic": meta.name, "partition": partition, "leader": served.value})
 

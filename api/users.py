@@ -29,6 +29,7 @@ from partitions.names import check_user_name
 from partitions.services import (
     ITERATIONS_DEFAULT,
     MECHANISMS,
+    AdminService,
     check_password,
     check_token_id,
     issue_token,
@@ -66,12 +67,14 @@ async def set_user(request: web.Request) -> web.Response:
     credentials = await asyncio.to_thread(
         lambda: [make_credential(m, password, iterations) for m in sorted(mechanisms)]
     )
-    stored = await state.node(request).cluster.admin.set_user(name, credentials)
+    stored = await state.node(request).cluster.admin.call(AdminService.set_user, name, credentials)
     return web.json_response({"name": name, "mechanisms": stored, "created": not existed})
 
 
 async def delete_user(request: web.Request) -> web.Response:
-    await state.node(request).cluster.admin.delete_user(check_user_name(request.match_info["user"], "user"))
+    await state.node(request).cluster.admin.call(
+        AdminService.delete_user, check_user_name(request.match_info["user"], "user")
+    )
     return web.Response(status=204)
 
 
@@ -93,7 +96,7 @@ async def create_token(request: web.Request) -> web.Response:
     now_ms = state.state(request).clock_ms()
     expires_ms = token_expiry(now_ms, expires_ms=body.get("expires_ms"), lifetime_ms=body.get("lifetime_ms"))
     text, token = issue_token(name, now_ms, expires_ms, body.get("description", ""))
-    made = await state.node(request).cluster.admin.create_token(token)
+    made = await state.node(request).cluster.admin.call(AdminService.create_token, token)
     return web.json_response({"token": text, **made.to_json(now_ms)}, status=201)
 
 
@@ -108,7 +111,7 @@ async def list_tokens(request: web.Request) -> web.Response:
 async def delete_token(request: web.Request) -> web.Response:
     name = check_user_name(request.match_info["user"], "user")
     token_id = check_token_id(request.match_info["token_id"], "path parameter token_id")
-    await state.node(request).cluster.admin.delete_token(name, token_id)
+    await state.node(request).cluster.admin.call(AdminService.delete_token, name, token_id)
     return web.Response(status=204)
 
 

@@ -23,7 +23,7 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import InvalidName
-from partitions.services import AclBinding, AclFilter, AclOperation, ResourceType
+from partitions.services import AclBinding, AclFilter, AclOperation, AdminService, ResourceType
 
 
 def _refused(door: Door, operation: AclOperation) -> tuple[ErrorCode, str] | None:
@@ -60,7 +60,7 @@ async def create_acls(door: Door, request: wire.Request) -> Any:
             answers.append((ErrorCode.invalid_request, str(exc)))
     if wanted:
         try:
-            await door.node.cluster.admin.create_acls(wanted)
+            await door.node.cluster.admin.call(AdminService.create_acls, wanted)
         except Exception as exc:  # the change was not made: every creation it held says why
             failed = (code_of(exc), str(exc))
             answers = [failed if code is ErrorCode.none else (code, m) for code, m in answers]
@@ -143,7 +143,7 @@ async def delete_acls(door: Door, request: wire.Request) -> Any:
             answers.append((ErrorCode.invalid_request, str(exc), []))
     if filters:
         try:
-            removed = iter(await door.node.cluster.admin.delete_acls(filters))
+            removed = iter(await door.node.cluster.admin.call(AdminService.delete_acls, filters))
             answers = [(c, m, next(removed) if c is ErrorCode.none else acls) for c, m, acls in answers]
         except Exception as exc:  # the change was not made: every filter it held says why
             answers = [

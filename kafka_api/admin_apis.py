@@ -25,7 +25,7 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import AuthorizationFailed
 from partitions.names import broker_id, check_user_topic_name
-from partitions.services import AclOperation, ResourceType, merge_configs
+from partitions.services import AclOperation, AdminService, ResourceType, merge_configs
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
@@ -97,7 +97,9 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             typed = LogConfig.from_properties(configs).to_properties()
             configs = {key: typed[key] for key in configs}  # stored as the HTTP API stores them: typed
             if not getattr(body, "validate_only", False):
-                created = await door.node.cluster.admin.create_topic(topic.name, partitions, factor, configs)
+                created = await door.node.cluster.admin.call(
+                    AdminService.create_topic, topic.name, partitions, factor, configs
+                )
         except _Refused as refused:
             code, message = refused.code, str(refused)
         except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
@@ -168,7 +170,7 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
         try:
             _authorized(door, AclOperation.DELETE, TOPIC_RESOURCE, name)
             check_user_topic_name(name)
-            await door.node.cluster.admin.delete_topic(name)
+            await door.node.cluster.admin.call(AdminService.delete_topic, name)
         except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
             code, message = code_of(exc), str(exc)
         return wire.build(result_cls, name=name, error_code=code, error_message=message)
@@ -210,7 +212,7 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
             code, message = code_of(refused), str(refused)
         elif resource.resource_type == TOPIC_RESOURCE:
             try:
-                topic = await door.node.cluster.admin.topic(resource.resource_name)
+                topic = await door.node.cluster.admin.call(AdminService.topic, resource.resource_name)
                 keys = resource.configuration_keys
                 settings = topic.log_config().to_properties()
                 entries = tuple(
@@ -305,13 +307,13 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
             _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
             if resource.resource_type != TOPIC_RESOURCE:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
-            topic = await admin.topic(resource.resource_name)
+            topic = await admin.call(AdminService.topic, resource.resource_name)
             wanted = changes(resource, topic.configs)
             typed = LogConfig.from_properties(merge_configs(topic.configs, wanted)).to_properties()
             # stored as the HTTP API stores them: typed; None removes the property
             wanted = {key: None if value is None else typed[key] for key, value in wanted.items()}
             if not body.validate_only:
-                await admin.alter_configs(resource.resource_name, wanted)
+                await admin.call(AdminService.alter_configs, resource.resource_name, wanted)
         except _Refused as refused:
             code, message = refused.code, str(refused)
         except Exception as exc:  # every error is this resource's answer (kafka_api.errors)

@@ -34,7 +34,7 @@ from kafka_api.groups import GroupRefusal, MemberIdRequired
 from partitions.errors import InvalidName, UnknownTopic
 from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name
-from partitions.services import AclOperation, GroupDescription, GroupSummary, ResourceType
+from partitions.services import AclOperation, DataService, GroupDescription, GroupSummary, ResourceType
 from raftlog.errors import RaftlogError
 from raftlog.storage.partitioner import partition_for_key
 
@@ -280,7 +280,9 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         if topic not in readable:
             return ErrorCode.topic_authorization_failed
         try:
-            await data.commit_offset(body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS)
+            await data.run(
+                DataService.commit_offset, body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS
+            )
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return code_of(exc)
         return ErrorCode.none
@@ -322,7 +324,7 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         if not door.allows(DESCRIBE, TOPIC, topic):
             return NO_OFFSET, ErrorCode.topic_authorization_failed
         try:
-            offset = (await data.committed_offset(body.group_id, topic, partition)).value
+            offset = (await data.run(DataService.committed_offset, body.group_id, topic, partition)).value
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return NO_OFFSET, code_of(exc)
         return (NO_OFFSET if offset is None else offset), ErrorCode.none

@@ -33,7 +33,7 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import InvalidName
 from partitions.names import check_user_name
-from partitions.services import AclOperation, ScramCredential, credential_from_salted_password
+from partitions.services import AclOperation, AdminService, ScramCredential, credential_from_salted_password
 
 SCRAM_MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism
 CODE_OF_MECHANISM = {name: code for code, name in SCRAM_MECHANISM_CODES.items()}
@@ -149,7 +149,7 @@ async def alter_user_scram_credentials(door: Door, request: wire.Request) -> Any
             if not allowed:
                 raise _Refused(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED)
             upsertions, deletions = _checked(name, changes)
-            await door.node.cluster.admin.alter_user(name, upsertions, deletions)
+            await door.node.cluster.admin.call(AdminService.alter_user, name, upsertions, deletions)
         except _Refused as refused:
             code, message = refused.code, str(refused)
         except InvalidName as exc:  # a user's name, not a topic's

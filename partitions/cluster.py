@@ -11,6 +11,10 @@ A consumer instance's records are read here, by the node the member called: the 
 grants the read and takes the positions back, the batches come straight from each partition's leader
 (``groups.reader``), never through the coordinator.
 
+A service is one ``Routed`` object: ``cluster.data.run(DataService.offsets, topic, partition)`` runs the
+protocol method where it must, as its declaration says (``peer_ops``), typed as the protocol declares
+it; nothing is written here per operation.
+
 A produce whose records came as JSON is encoded once, here (``RemoteData.produce``), and travels to the
 leader as the batch; what the leader stores is what was encoded here.
 """
@@ -18,48 +22,29 @@ leader as the batch; what the leader stores is what was encoded here.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
-from partitions.controller import TopicMetadata
 from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
-from partitions.groups.assignors import TopicPartition
 from partitions.groups.reader import read_assigned
-from partitions.groups.state import ReadConfig
 from partitions.peer_client import PeerClient, remote_admin, remote_data, remote_groups, remote_peer
-from partitions.reconfigure import MemberView, MoveProgress
+from partitions.peer_ops import routing_of
 from partitions.services import (
-    AclBinding,
-    AclFilter,
     AdminService,
-    ApiToken,
-    Assignment,
-    CommittedOffset,
-    ConsumerCreated,
     ConsumerRecords,
-    ControllerMembers,
     DataService,
-    FetchedBatches,
-    GroupDeleted,
-    GroupDescription,
     GroupService,
-    GroupSummary,
     LocalServices,
     MetadataView,
-    MoveState,
-    PartitionOffsets,
-    PartitionState,
     PeerService,
-    ProduceResult,
     Served,
-    TimestampOffset,
 )
-from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
-from raftlog.storage.batch import ProducerRecord
 from raftlog.storage.errors import DiskFull
 
 MAX_HOPS = 3  # calls to other nodes, following leader hints, before the answer is "retry later"
@@ -68,6 +53,7 @@ LEADER_POLL_S = 0.05
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 S = TypeVar("S")
+P = ParamSpec("P")
 
 
 class Router:
@@ -135,205 +121,55 @@ class Router:
             target = next_target
 
 
-class ClusterData:
+class Routed(Generic[S]):
+    """One of the node's services, run where each call must run: ``run(Service.method, *arguments)``
+    calls ``method`` (declared ``@peer`` or ``@routed`` on the service's protocol, which says how it is
+    routed: ``peer_ops.Routing``) on this node's service, or on the node a ``NotLeader`` hint names. The
+    answer comes with the node that served it (``Served``); ``call`` gives the value alone. No method is
+    written here per operation: the protocol's declaration is all."""
+
+    def __init__(self, router: Router, local: S, remote: Callable[[str], S]) -> None:
+        self._router = router
+        self._local = local
+        self._remote = remote
+
+    async def run(
+        self, method: Callable[Concatenate[S, P], Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Served[T]:
+        routing = routing_of(method)
+        topic = None
+        if routing.topic_arg is not None:
+            topic = _signature(method).bind(None, *args, **kwargs).arguments[routing.topic_arg]
+        name = method.__name__
+
+        def call(service: S) -> Awaitable[T]:
+            bound: Callable[P, Awaitable[T]] = getattr(service, name)
+            return bound(*args, **kwargs)
+
+        return await self._router.run(
+            self._local, self._remote, call, topic, wait_for_leader=routing.waits_for_leader
+        )
+
+    async def call(
+        self, method: Callable[Concatenate[S, P], Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        return (await self.run(method, *args, **kwargs)).value
+
+
+@functools.cache
+def _signature(method: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(method)
+
+
+class ClusterGroups(Routed[GroupService]):
+    """Consumer groups, each call on the group's coordinator; ``records`` is read here, between the
+    coordinator's grant and its taking the positions back."""
+
     def __init__(
-        self, router: Router, local: DataService, client: PeerClient, clock: Callable[[], int]
+        self, router: Router, local: GroupService, client: PeerClient, data: Routed[DataService]
     ) -> None:
-        self._router = router
-        self._local = local
-        self._remote = lambda node: remote_data(client, node, clock)
-
-    async def _run(self, topic: str, call: Callable[[DataService], Awaitable[T]]) -> Served[T]:
-        return await self._router.run(self._local, self._remote, call, topic)
-
-    async def produce(
-        self,
-        topic: str,
-        partition: int,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-        timeout_ms: int,
-    ) -> Served[ProduceResult]:
-        return await self._run(
-            topic, lambda s: s.produce(topic, partition, records, producer_id, sequence, timeout_ms)
-        )
-
-    async def produce_batch(
-        self, topic: str, partition: int, batch: bytes, timeout_ms: int
-    ) -> Served[ProduceResult]:
-        return await self._run(topic, lambda s: s.produce_batch(topic, partition, batch, timeout_ms))
-
-    async def fetch_batches(
-        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> Served[FetchedBatches]:
-        return await self._run(
-            topic, lambda s: s.fetch_batches(topic, partition, offset, max_bytes, timeout_ms)
-        )
-
-    async def offsets(self, topic: str, partition: int) -> Served[PartitionOffsets]:
-        return await self._run(topic, lambda s: s.offsets(topic, partition))
-
-    async def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> Served[TimestampOffset | None]:
-        return await self._run(topic, lambda s: s.offset_for_timestamp(topic, partition, timestamp_ms))
-
-    async def commit_offset(
-        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
-    ) -> Served[int]:
-        return await self._run(
-            topic, lambda s: s.commit_offset(group, topic, partition, offset, reset, timeout_ms)
-        )
-
-    async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]:
-        return await self._run(topic, lambda s: s.committed_offset(group, topic, partition))
-
-    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> Served[bool]:
-        return await self._run(topic, lambda s: s.delete_offset(group, topic, partition, timeout_ms))
-
-
-class ClusterAdmin:
-    def __init__(self, router: Router, local: AdminService, client: PeerClient) -> None:
-        self._router = router
-        self._local = local
-        self._remote = lambda node: remote_admin(client, node)
-
-    async def _run(self, call: Callable[[AdminService], Awaitable[T]], topic: str | None = None) -> T:
-        return (await self._router.run(self._local, self._remote, call, topic)).value
-
-    async def topic(self, name: str) -> TopicMetadata:
-        return await self._run(lambda s: s.topic(name), name)
-
-    async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
-    ) -> TopicMetadata:
-        return await self._run(lambda s: s.create_topic(name, partitions, replication_factor, configs))
-
-    async def delete_topic(self, name: str) -> None:
-        await self._run(lambda s: s.delete_topic(name), name)
-
-    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        return await self._run(lambda s: s.alter_configs(name, configs), name)
-
-    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
-        return await self._run(lambda s: s.move_replicas(topic, partition, replicas), topic)
-
-    async def move_state(self, topic: str, partition: int) -> MoveState:
-        return await self._run(lambda s: s.move_state(topic, partition), topic)
-
-    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
-        return await self._run(lambda s: s.cancel_move(topic, partition), topic)
-
-    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
-        await self._run(lambda s: s.set_node_flag(node_id, flag, on))
-
-    async def decommission_status(self, node_id: str) -> dict[str, Any]:
-        return await self._run(lambda s: s.decommission_status(node_id))
-
-    async def controller_members(self) -> ControllerMembers:
-        return await self._run(lambda s: s.controller_members())
-
-    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
-        return await self._run(lambda s: s.add_controller_voter(node_id))
-
-    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
-        """On the controller leader; when that is the node to go, on the leader it hands over to."""
-        return await self._run(lambda s: s.remove_controller_voter(node_id))
-
-    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
-        return await self._run(lambda s: s.set_user(name, credentials))
-
-    async def delete_user(self, name: str) -> None:
-        await self._run(lambda s: s.delete_user(name))
-
-    async def alter_user(
-        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
-    ) -> list[str]:
-        return await self._run(lambda s: s.alter_user(name, upsertions, deletions))
-
-    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
-        return await self._run(lambda s: s.create_acls(bindings))
-
-    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        return await self._run(lambda s: s.delete_acls(filters))
-
-    async def create_token(self, token: ApiToken) -> ApiToken:
-        return await self._run(lambda s: s.create_token(token))
-
-    async def delete_token(self, user: str, token_id: str) -> ApiToken:
-        return await self._run(lambda s: s.delete_token(user, token_id))
-
-    async def partition_state(self, topic: str, partition: int) -> Served[PartitionState]:
-        return await self._router.run(
-            self._local,
-            self._remote,
-            lambda s: s.partition_state(topic, partition),
-            topic,
-            wait_for_leader=False,
-        )
-
-    async def transfer_leadership(
-        self, topic: str, partition: int, target: str | None, timeout_ms: int
-    ) -> Served[str | None]:
-        """On the partition's leader; the leader it saw take over (the node served: the old leader)."""
-        return await self._router.run(
-            self._local,
-            self._remote,
-            lambda s: s.transfer_leadership(topic, partition, target, timeout_ms),
-            topic,
-        )
-
-
-class ClusterGroups:
-    def __init__(self, router: Router, local: GroupService, client: PeerClient, data: ClusterData) -> None:
-        self._router = router
-        self._local = local
-        self._remote = lambda node: remote_groups(client, node)
+        super().__init__(router, local, lambda node: remote_groups(client, node))
         self._data = data
-
-    async def _run(self, call: Callable[[GroupService], Awaitable[T]], wait_for_leader: bool = True) -> T:
-        return (
-            await self._router.run(self._local, self._remote, call, wait_for_leader=wait_for_leader)
-        ).value
-
-    async def create_instance(
-        self,
-        group: str,
-        name: str | None,
-        format: str,
-        offset_reset: str,
-        session_timeout_ms: int,
-        assignor: str,
-        reads: ReadConfig,
-        client_host: str = "",
-    ) -> ConsumerCreated:
-        return await self._run(
-            lambda s: s.create_instance(
-                group, name, format, offset_reset, session_timeout_ms, assignor, reads, client_host
-            )
-        )
-
-    async def delete_instance(self, group: str, instance: str) -> None:
-        await self._run(lambda s: s.delete_instance(group, instance))
-
-    async def subscribe(self, group: str, instance: str, topics: list[str]) -> None:
-        await self._run(lambda s: s.subscribe(group, instance, topics))
-
-    async def subscription(self, group: str, instance: str) -> list[str]:
-        return await self._run(lambda s: s.subscription(group, instance))
-
-    async def assignment(self, group: str, instance: str) -> Assignment:
-        return await self._run(lambda s: s.assignment(group, instance))
-
-    async def seek(self, group: str, instance: str, offsets: dict[TopicPartition, int]) -> None:
-        await self._run(lambda s: s.seek(group, instance, offsets))
-
-    async def seek_to(self, group: str, instance: str, partitions: list[TopicPartition], end: bool) -> None:
-        await self._run(lambda s: s.seek_to(group, instance, partitions, end))
-
-    async def seek_to_times(self, group: str, instance: str, times: dict[TopicPartition, int]) -> None:
-        await self._run(lambda s: s.seek_to_times(group, instance, times))
 
     async def records(
         self,
@@ -351,8 +187,8 @@ class ClusterGroups:
         anything is asked of the coordinator (its auto commit, its heartbeat), then the topics granted,
         whose read ends at once, no position moved."""
         if authorize is not None:
-            authorize(await self.subscription(group, instance))
-        plan = await self._run(lambda s: s.begin_read(group, instance, timeout_ms, generation, format))
+            authorize(await self.call(GroupService.subscription, group, instance))
+        plan = await self.call(GroupService.begin_read, group, instance, timeout_ms, generation, format)
         if authorize is not None:
             try:
                 authorize(sorted({tp.topic for tp in plan.assigned}))
@@ -362,8 +198,8 @@ class ClusterGroups:
         # a partition that fails is kept in got.failures; a read cut short otherwise (a cancelled request)
         # never reaches end_read, and its lease ends at the plan's deadline
         got = await read_assigned(self._data, group, plan, max_bytes)
-        ended = await self._run(
-            lambda s: s.end_read(group, instance, plan.read_id, got.positions, got.end_offsets)
+        ended = await self.call(
+            GroupService.end_read, group, instance, plan.read_id, got.positions, got.end_offsets
         )
         kept = set(ended.kept)
         parts = tuple(part for part in got.parts if part.tp in kept)
@@ -373,71 +209,27 @@ class ClusterGroups:
 
     async def _end_refused(self, group: str, instance: str, read_id: int) -> None:
         try:
-            await self._run(lambda s: s.end_read(group, instance, read_id, {}, {}))
+            await self.call(GroupService.end_read, group, instance, read_id, {}, {})
         except RaftlogError as exc:  # the read's lease ends at its deadline instead
             log.info("a refused read of %s/%s did not end at once: %s", group, instance, exc)
 
-    async def commit(
-        self,
-        group: str,
-        instance: str,
-        offsets: dict[TopicPartition, int] | None,
-        generation: int | None,
-    ) -> None:
-        await self._run(lambda s: s.commit(group, instance, offsets, generation))
 
-    async def committed(
-        self, group: str, instance: str, partitions: list[TopicPartition] | None
-    ) -> list[CommittedOffset]:
-        return await self._run(lambda s: s.committed(group, instance, partitions))
-
-    async def describe(self, group: str) -> GroupDescription:
-        return await self._run(lambda s: s.describe(group))
-
-    async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
-        return await self._run(lambda s: s.list_groups(coordinator_partition), wait_for_leader=False)
-
-    async def delete_group(self, group: str) -> GroupDeleted:
-        return await self._run(lambda s: s.delete_group(group))
-
-    async def note_commit(self, group: str, topics: list[str], reset: bool, force: bool) -> None:
-        await self._run(lambda s: s.note_commit(group, topics, reset, force))
-
-    async def coordinator_partitions(self) -> int:
-        return await self._run(lambda s: s.coordinator_partitions())
-
-
-class ClusterPeer:
+class ClusterPeer(Routed[PeerService]):
     """The partition-leader calls of ``PeerService`` (a replica move's), run on the leader wherever it is,
     and the controller leader's call to a node joining the controller group."""
 
     def __init__(self, router: Router, local: PeerService, client: PeerClient) -> None:
-        self._router = router
-        self._local = local
+        super().__init__(router, local, lambda node: remote_peer(client, node))
         self._client = client
-        self._remote = lambda node: remote_peer(client, node)
+        self._node_id = router.node_id
+        self._here = local
 
     async def join_controller(self, node_id: str, voters: list[str]) -> None:
         """On ``node_id`` itself (never forwarded)."""
-        if node_id == self._router.node_id:
-            await self._local.join_controller(voters)
+        if node_id == self._node_id:
+            await self._here.join_controller(voters)
         else:
             await remote_peer(self._client, node_id).join_controller(voters)
-
-    async def member_view(self, topic: str, partition: int) -> MemberView:
-        served = await self._router.run(
-            self._local, self._remote, lambda s: s.member_view(topic, partition), wait_for_leader=False
-        )
-        return served.value
-
-    async def change_membership(
-        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
-    ) -> None:
-        await self._router.run(
-            self._local,
-            self._remote,
-            lambda s: s.change_membership(topic, partition, change, node_id, timeout_ms),
-        )
 
 
 class Cluster:
@@ -453,8 +245,12 @@ class Cluster:
         leader_wait_s: float = LEADER_WAIT_S,
     ) -> None:
         router = Router(metadata.node_id, metadata, leader_wait_s)
-        self.data = ClusterData(router, local.data, client, clock)
-        self.admin = ClusterAdmin(router, local.admin, client)
+        self.data: Routed[DataService] = Routed(
+            router, local.data, lambda node: remote_data(client, node, clock)
+        )
+        self.admin: Routed[AdminService] = Routed(
+            router, local.admin, lambda node: remote_admin(client, node)
+        )
         self.groups = ClusterGroups(router, local.groups, client, self.data)
         self.peer = ClusterPeer(router, local.peer, client)
 

@@ -57,6 +57,7 @@ from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
 from partitions.services import (
     AclBinding,
+    AdminService,
     ApiToken,
     ControllerMembers,
     ControllerSnapshot,
@@ -251,7 +252,7 @@ class Node:
         self.groups = GroupCoordinator(
             ReplicatedGroupLog(
                 topic=self.frontend.topic,
-                create_topic=lambda *args: self.cluster.admin.create_topic(*args),
+                create_topic=lambda *args: self.cluster.admin.call(AdminService.create_topic, *args),
                 ready_leader=self.data.ready_leader,
                 leader=self.data.leader_replica,
                 replication_factor=lambda: min(3, len(self.routing.placeable())),

@@ -23,16 +23,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from partitions import balancer, controller_members, reconfigure
 from partitions.controller import ControllerCommand, ControllerMetadata, MoveReplicas, Reassignment, StepMove
 from partitions.controller_members import ControllerMembers
 from partitions.reconfigure import Add, MemberView, Promote, Record, Remove, Wait
+from partitions.services import PeerService
 from partitions.worker import Worker
 from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.operations")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 TICK_S = 0.2
 BALANCE_INTERVAL_S = 3.0
@@ -65,13 +68,16 @@ class Nodes(Protocol):
 
 
 class PartitionLeaders(Protocol):
-    """A partition's leader, wherever it is (``cluster.ClusterPeer``)."""
+    """A partition's leader, wherever it is (``cluster.ClusterPeer``): ``call(PeerService.method, ...)``
+    runs there."""
 
-    async def member_view(self, topic: str, partition: int) -> MemberView: ...
-
-    async def change_membership(
-        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
-    ) -> None: ...
+    async def call(
+        self,
+        method: Callable[Concatenate[PeerService, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T: ...
 
     async def join_controller(self, node_id: str, voters: list[str]) -> None:
         """Have ``node_id`` open its replica of the controller group (it is a learner of it)."""
@@ -159,13 +165,15 @@ class Operator(Worker):
     async def _member_view(self, topic: str, partition: int) -> MemberView | None:
         """The partition leader's Raft view; None when it cannot be had now (no leader, unreachable)."""
         try:
-            return await self._leaders.member_view(topic, partition)
+            return await self._leaders.call(PeerService.member_view, topic, partition)
         except RaftlogError as exc:
             log.info("move of %s/%d: no membership view from its leader: %s", topic, partition, exc)
             return None
 
     async def _change(self, topic: str, partition: int, change: str, node: str) -> None:
-        await self._leaders.change_membership(topic, partition, change, node, MEMBERSHIP_TIMEOUT_MS)
+        await self._leaders.call(
+            PeerService.change_membership, topic, partition, change, node, MEMBERSHIP_TIMEOUT_MS
+        )
 
     # -- the controller group -------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """How a service operation is declared once: the ``@peer`` decorator on its method in the service's
-protocol (``partitions.services``) says that other nodes may call it, and how (``PeerOp``). From those
-declarations come the table of node-to-node calls (``peer_client.PEER_OPS``), the endpoints that serve
-them (``api/internal.py``) and the stubs that call them (``peer_client.remote``); a method of a service
-protocol without ``@peer`` is this node's alone (``DataService.produce``, which a caller encodes into
-``produce_batch`` before it travels).
+protocol (``partitions.services``) says that other nodes may call it, and how (``PeerOp``), and how a
+call is routed to the node that must serve it (``Routing``). From those declarations come the table of
+node-to-node calls (``peer_client.PEER_OPS``), the endpoints that serve them (``api/internal.py``), the
+stubs that call them (``peer_client.remote_*``) and the cluster-wide call (``cluster.Routed.run``). A
+method declared ``@routed`` instead is routed the same way but never travels as itself
+(``DataService.produce``, whose records are encoded into ``produce_batch`` before they travel).
 
 Pure: no I/O, nothing here knows how a call travels.
 """
@@ -33,38 +34,71 @@ class PeerOp:
 
 
 @dataclass(frozen=True, slots=True)
+class Routing:
+    """Where a cluster-wide call runs: on this node first, then where ``NotLeader`` hints point."""
+
+    topic_arg: str | None = None  # the argument naming the topic: unknown here, the controller is asked
+    waits_for_leader: bool = True  # while none is known, try again for a while (False: answer what is seen)
+
+
+@dataclass(frozen=True, slots=True)
 class _Declared:
     summary: str
     write: bool
     wait_arg: str | None
     wait_unset_ms: int
+    routing: Routing
+    travels: bool  # a peer operation (``@peer``), or routed only (``@routed``)
 
 
 def peer(
-    summary: str, *, write: bool = False, wait_arg: str | None = None, wait_unset_ms: int = 0
+    summary: str,
+    *,
+    write: bool = False,
+    wait_arg: str | None = None,
+    wait_unset_ms: int = 0,
+    topic_arg: str | None = None,
+    waits_for_leader: bool = True,
 ) -> Callable[[F], F]:
     """Declares a protocol method callable by other nodes: ``summary`` (its endpoint's), ``write`` (a lost
     answer is "outcome unknown"), ``wait_arg`` (an argument in ms the callee may wait, which extends the
-    caller's timeout; ``wait_unset_ms`` when it is None)."""
+    caller's timeout; ``wait_unset_ms`` when it is None); and its ``Routing``: ``topic_arg``, the
+    argument naming the topic it is about, ``waits_for_leader``."""
+    routing = Routing(topic_arg, waits_for_leader)
+    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing, True))
 
+
+def routed(*, topic_arg: str | None = None, waits_for_leader: bool = True) -> Callable[[F], F]:
+    """Declares a protocol method that runs where it must, like a ``@peer`` one, but is no peer operation
+    of its own (its stub is written by hand)."""
+    return _declare(_Declared("", False, None, 0, Routing(topic_arg, waits_for_leader), False))
+
+
+def _declare(declared: _Declared) -> Callable[[F], F]:
     def declare(method: F) -> F:
-        if wait_arg is not None and wait_arg not in inspect.signature(method).parameters:
-            raise TypeError(f"{method.__qualname__}: no parameter {wait_arg!r} to wait for")
-        method.__peer_op__ = _Declared(summary, write, wait_arg, wait_unset_ms)  # type: ignore[attr-defined]
+        parameters = inspect.signature(method).parameters
+        for argument in (declared.wait_arg, declared.routing.topic_arg):
+            if argument is not None and argument not in parameters:
+                raise TypeError(f"{method.__qualname__}: no parameter {argument!r}")
+        method.__peer_op__ = declared  # type: ignore[attr-defined]
         return method
 
     return declare
+
+
+def routing_of(method: Callable[..., Any]) -> Routing:
+    """The routing a protocol method declares (TypeError for a method declared neither way)."""
+    declared = getattr(method, "__peer_op__", None)
+    if not isinstance(declared, _Declared):
+        raise TypeError(f"{getattr(method, '__qualname__', method)!r} is not a declared service operation")
+    return declared.routing
 
 
 def declared_ops(service: str, protocol: type) -> tuple[PeerOp, ...]:
     """The peer operations a service protocol declares, in the protocol's order."""
     found = []
     for name, member in vars(protocol).items():
-        declared = getattr(member, "__peer_op__", None)
-        if isinstance(declared, _Declared):
-            found.append(
-                PeerOp(
-                    service, name, declared.summary, declared.write, declared.wait_arg, declared.wait_unset_ms
-                )
-            )
+        how = getattr(member, "__peer_op__", None)
+        if isinstance(how, _Declared) and how.travels:
+            found.append(PeerOp(service, name, how.summary, how.write, how.wait_arg, how.wait_unset_ms))
     return tuple(found)

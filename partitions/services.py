@@ -62,7 +62,7 @@ from partitions.groups.state import SESSION_TIMEOUT_MS_MIN as SESSION_TIMEOUT_MS
 from partitions.groups.state import ReadConfig as ReadConfig
 from partitions.login_failures import LoginFailures as LoginFailures
 from partitions.login_failures import LoginLimits as LoginLimits
-from partitions.peer_ops import peer
+from partitions.peer_ops import peer, routed
 from partitions.reconfigure import MemberView
 from partitions.reconfigure import MoveProgress as MoveProgress
 from partitions.replica_failures import ReplicaFailure as ReplicaFailure
@@ -420,6 +420,7 @@ class MetadataView(Protocol):
 
 
 class DataService(Protocol):
+    @routed(topic_arg="topic")
     async def produce(
         self,
         topic: str,
@@ -433,14 +434,21 @@ class DataService(Protocol):
         UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
         ...
 
-    @peer("Append a record batch on the partition's leader", write=True, wait_arg="timeout_ms")
+    @peer(
+        "Append a record batch on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
         """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
         replicated (``InvalidRecord`` names what is malformed); an idempotent one may also be refused
         ``SequenceTooOld``, ``ProducerFenced`` (an older epoch) or ``OutOfOrderSequence``."""
         ...
 
-    @peer("Committed batches from an offset (long poll) on the leader", wait_arg="timeout_ms")
+    @peer(
+        "Committed batches from an offset (long poll) on the leader", wait_arg="timeout_ms", topic_arg="topic"
+    )
     async def fetch_batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
     ) -> FetchedBatches:
@@ -448,17 +456,22 @@ class DataService(Protocol):
         waiting up to ``timeout_ms`` for one when none is there. Raises OffsetOutOfRange, NotLeader..."""
         ...
 
-    @peer("A partition's log start offset and high watermark, from its leader")
+    @peer("A partition's log start offset and high watermark, from its leader", topic_arg="topic")
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
 
-    @peer("The first offset at or after a timestamp, from the leader")
+    @peer("The first offset at or after a timestamp, from the leader", topic_arg="topic")
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
     ) -> TimestampOffset | None:
         """The first committed record whose timestamp is >= ``timestamp_ms``; None when none is."""
         ...
 
-    @peer("Store a consumer group's offset on the partition's leader", write=True, wait_arg="timeout_ms")
+    @peer(
+        "Store a consumer group's offset on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
     ) -> int:
@@ -466,10 +479,15 @@ class DataService(Protocol):
         ``reset``)."""
         ...
 
-    @peer("A consumer group's committed offset, from the partition's leader")
+    @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 
-    @peer("Delete a consumer group's offset on the partition's leader", write=True, wait_arg="timeout_ms")
+    @peer(
+        "Delete a consumer group's offset on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         """Delete a group's committed offset of the partition (its group was deleted); whether it had
         one."""
@@ -480,7 +498,7 @@ class AdminService(Protocol):
     """Controller operations run on the controller leader, partition operations on the partition's
     leader; the local implementation raises NotLeader elsewhere."""
 
-    @peer("A topic's metadata, from the controller leader")
+    @peer("A topic's metadata, from the controller leader", topic_arg="name")
     async def topic(self, name: str) -> TopicMetadata:
         """A topic's metadata as the controller leader has it (this node's, when it knows the topic)."""
         ...
@@ -493,29 +511,29 @@ class AdminService(Protocol):
         CapacityExceeded."""
         ...
 
-    @peer("Delete a topic on the controller leader", write=True)
+    @peer("Delete a topic on the controller leader", write=True, topic_arg="name")
     async def delete_topic(self, name: str) -> None: ...
 
-    @peer("Change a topic's configs on the controller leader", write=True)
+    @peer("Change a topic's configs on the controller leader", write=True, topic_arg="name")
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         """Merge ``configs`` into a topic's (a None value removes a property: back to its default);
         replicas apply them live. Raises InvalidConfig, UnknownTopic."""
         ...
 
-    @peer("Start a replica move on the controller leader", write=True)
+    @peer("Start a replica move on the controller leader", write=True, topic_arg="topic")
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         """Start moving a partition to ``replicas`` (checked on the controller leader: a list of node
         ids). Raises UnknownNode, InvalidReassignment, ReassignmentInProgress, CapacityExceeded; nothing
         changes when it raises."""
         ...
 
-    @peer("A partition's replicas and move in progress, from the controller leader")
+    @peer("A partition's replicas and move in progress, from the controller leader", topic_arg="topic")
     async def move_state(self, topic: str, partition: int) -> MoveState:
         """The replicas and the move in progress, as the controller leader (which applied every step)
         sees them."""
         ...
 
-    @peer("Cancel a replica move on the controller leader", write=True)
+    @peer("Cancel a replica move on the controller leader", write=True, topic_arg="topic")
     async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
         """Turn a move back to its original replica set. Raises NoReassignment."""
         ...
@@ -588,12 +606,14 @@ class AdminService(Protocol):
         """Revoke a user's token; the token revoked. Raises UnknownToken."""
         ...
 
-    @peer("A partition's state as its leader sees it")
+    @peer("A partition's state as its leader sees it", topic_arg="topic", waits_for_leader=False)
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view (match offsets, lag, in sync); NotLeader names the leader elsewhere."""
         ...
 
-    @peer("Move a partition's leadership, on its leader", write=True, wait_arg="timeout_ms")
+    @peer(
+        "Move a partition's leadership, on its leader", write=True, wait_arg="timeout_ms", topic_arg="topic"
+    )
     async def transfer_leadership(
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> str | None:
@@ -715,7 +735,7 @@ class GroupService(Protocol):
         (GroupNotEmpty: its next commit would undo the reset), unless ``force``."""
         ...
 
-    @peer("The groups of one coordinator partition")
+    @peer("The groups of one coordinator partition", waits_for_leader=False)
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         """The groups of one partition of the coordinators' topic, from its leader."""
         ...
@@ -746,7 +766,7 @@ class PeerService(Protocol):
         controller replica."""
         ...
 
-    @peer("The partition leader's Raft voters and progress")
+    @peer("The partition leader's Raft voters and progress", waits_for_leader=False)
     async def member_view(self, topic: str, partition: int) -> MemberView:
         """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
         ...

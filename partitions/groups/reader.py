@@ -18,46 +18,31 @@ at the group's committed offset, else at ``auto.offset.reset``; one whose positi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from partitions.groups.assignors import TopicPartition
-from partitions.services import (
-    FetchedBatches,
-    FetchedPart,
-    PartitionOffsets,
-    ReadPlan,
-    Served,
-    TimestampOffset,
-)
+from partitions.services import DataService, FetchedPart, ReadPlan, Served
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import decode_header, split_batches
 from raftlog.storage.errors import OffsetOutOfRange
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 class PartitionData(Protocol):
     """The data partitions as the groups code reaches them, wherever their leaders are
-    (``cluster.ClusterData``)."""
+    (``cluster.Routed[DataService]``): ``run(DataService.method, *arguments)``."""
 
-    async def fetch_batches(
-        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> Served[FetchedBatches]: ...
-
-    async def offsets(self, topic: str, partition: int) -> Served[PartitionOffsets]: ...
-
-    async def commit_offset(
-        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
-    ) -> Served[int]: ...
-
-    async def committed_offset(self, group: str, topic: str, partition: int) -> Served[int | None]: ...
-
-    async def delete_offset(
-        self, group: str, topic: str, partition: int, timeout_ms: int
-    ) -> Served[bool]: ...
-
-    async def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> Served[TimestampOffset | None]: ...
+    async def run(
+        self,
+        method: Callable[Concatenate[DataService, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> Served[T]: ...
 
 
 @dataclass
@@ -126,10 +111,10 @@ async def read_assigned(data: PartitionData, group: str, plan: ReadPlan, max_byt
 
 
 async def _starting_offset(data: PartitionData, group: str, offset_reset: str, tp: TopicPartition) -> int:
-    committed = (await data.committed_offset(group, tp.topic, tp.partition)).value
+    committed = (await data.run(DataService.committed_offset, group, tp.topic, tp.partition)).value
     if committed is not None:
         return committed
-    bounds = (await data.offsets(tp.topic, tp.partition)).value
+    bounds = (await data.run(DataService.offsets, tp.topic, tp.partition)).value
     return bounds.log_start_offset if offset_reset == "earliest" else bounds.high_watermark
 
 
@@ -137,7 +122,9 @@ async def _fetch(
     data: PartitionData, offset_reset: str, tp: TopicPartition, offset: int, timeout_ms: int, max_bytes: int
 ) -> _Fetched:
     try:
-        served = await data.fetch_batches(tp.topic, tp.partition, offset, max_bytes, timeout_ms)
+        served = await data.run(
+            DataService.fetch_batches, tp.topic, tp.partition, offset, max_bytes, timeout_ms
+        )
     except OffsetOutOfRange as exc:
         earliest = offset_reset == "earliest"
         return _Fetched(None, reset_to=exc.log_start_offset if earliest else exc.end_offset)

@@ -33,6 +33,7 @@ from partitions.services import (
     Assignment,
     CommittedOffset,
     ConsumerCreated,
+    DataService,
     GroupDeleted,
     GroupDescription,
     GroupSummary,
@@ -119,7 +120,7 @@ class ConsumerService:
         self._groups.check_assigned(group, instance, None, partitions)  # refused before any lookup
         offsets = {}
         for tp in partitions:
-            bounds = (await self._data().offsets(tp.topic, tp.partition)).value
+            bounds = (await self._data().run(DataService.offsets, tp.topic, tp.partition)).value
             offsets[tp] = bounds.high_watermark if end else bounds.log_start_offset
         self._groups.seek(group, instance, offsets)
 
@@ -127,9 +128,13 @@ class ConsumerService:
         self._groups.check_assigned(group, instance, None, list(times))  # refused before any lookup
         offsets = {}
         for tp, timestamp_ms in times.items():
-            found = (await self._data().offset_for_timestamp(tp.topic, tp.partition, timestamp_ms)).value
+            found = (
+                await self._data().run(DataService.offset_for_timestamp, tp.topic, tp.partition, timestamp_ms)
+            ).value
             if found is None:  # no record that late: from the end, as a Kafka consumer seeking past it
-                offsets[tp] = (await self._data().offsets(tp.topic, tp.partition)).value.high_watermark
+                offsets[tp] = (
+                    await self._data().run(DataService.offsets, tp.topic, tp.partition)
+                ).value.high_watermark
             else:
                 offsets[tp] = found.offset
         self._groups.seek(group, instance, offsets)
@@ -243,12 +248,16 @@ class ConsumerService:
 
     async def _commit(self, group: str, tp: TopicPartition, offset: int) -> None:
         data = self._data()
-        stored = await data.commit_offset(group, tp.topic, tp.partition, offset, False, COMMIT_TIMEOUT_MS)
+        stored = await data.run(
+            DataService.commit_offset, group, tp.topic, tp.partition, offset, False, COMMIT_TIMEOUT_MS
+        )
         self._groups.note_committed(group, tp, stored.value)
 
     async def _committed(self, group: str, tp: TopicPartition) -> int | None:
         """The group's committed offset of a partition (kept with the partition), from its leader."""
-        committed = (await self._data().committed_offset(group, tp.topic, tp.partition)).value
+        committed = (
+            await self._data().run(DataService.committed_offset, group, tp.topic, tp.partition)
+        ).value
         if committed is not None:
             self._groups.note_committed(group, tp, committed)
         return committed
@@ -276,7 +285,7 @@ class ConsumerService:
 
         async def row(tp: TopicPartition, position: int | None) -> MemberPartition:
             committed = await self._committed(group, tp)
-            end = (await self._data().offsets(tp.topic, tp.partition)).value.high_watermark
+            end = (await self._data().run(DataService.offsets, tp.topic, tp.partition)).value.high_watermark
             self._groups.note_end_offset(group, tp, end)
             lag = None if committed is None else max(0, end - committed)
             return MemberPartition(tp, position, committed, end, lag)
@@ -345,7 +354,9 @@ class ConsumerService:
         for topic in _read_topics(current):
             for partition in range(self._groups.partition_count(topic)):
                 with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
-                    served = await data.delete_offset(group, topic, partition, COMMIT_TIMEOUT_MS)
+                    served = await data.run(
+                        DataService.delete_offset, group, topic, partition, COMMIT_TIMEOUT_MS
+                    )
                     deleted += served.value
         await self._groups.forget(group)
         log.info("group %s deleted with its offsets of %d partition(s)", group, deleted)

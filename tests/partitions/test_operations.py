@@ -83,6 +83,10 @@ class FakeNode:
     async def join_controller(self, node_id: str, voters: list[str]) -> None:
         self.joins.append((node_id, voters))
 
+    async def call(self, method: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """A partition leader's ``PeerService`` call (``cluster.Routed``): played here."""
+        return await getattr(self, method.__name__)(*args, **kwargs)
+
     async def member_view(self, topic: str, partition: int) -> MemberView:
         group = self.groups[(topic, partition)]
         match = {n: group.commit for n in group.voters | group.learners if n != group.leader}

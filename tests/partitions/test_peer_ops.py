@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from partitions.errors import PeerProtocolError
+from partitions.cluster import Routed, Router
+from partitions.errors import PeerProtocolError, UnknownTopic
 from partitions.peer_client import PEER_OPS, PeerClient, remote_data, remote_groups, remote_peer
 from partitions.peer_ops import PeerOp, declared_ops, peer
 from partitions.services import (
@@ -19,6 +20,7 @@ from partitions.services import (
     PeerService,
     ProduceResult,
     ReadConfig,
+    Served,
 )
 from raftlog.storage.batch import ProducerRecord
 
@@ -93,3 +95,37 @@ def test_a_declaration_waiting_on_an_argument_it_lacks_is_refused() -> None:
 
         @peer("waits", wait_arg="timeout_ms")
         async def call(self: object, topic: str) -> None: ...
+
+
+class _Controller:
+    """What a Router asks of the node's view: who leads the controller (asked for a topic unknown here)."""
+
+    node_id = "n1"
+
+    def controller(self) -> str:
+        return "n3"
+
+
+class _Here:
+    """A data service that knows no topic: the controller leader must be asked."""
+
+    async def offsets(self, topic: str, partition: int) -> object:
+        raise UnknownTopic(topic)
+
+
+class _There:
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+    async def offsets(self, topic: str, partition: int) -> object:
+        return (self.node, topic, partition)
+
+
+async def test_a_routed_call_finds_its_topic_by_the_declaration_however_the_arguments_are_passed() -> None:
+    router = Router("n1", _Controller(), leader_wait_s=0)  # type: ignore[arg-type]
+    data: Routed[Any] = Routed(router, _Here(), _There)
+    by_position = await data.run(DataService.offsets, "t", 2)
+    by_name = await data.run(DataService.offsets, partition=2, topic="t")
+    assert by_position == by_name == Served(("n3", "t", 2), "n3")  # asked of the controller's node
+    with pytest.raises(TypeError, match="not a declared service operation"):
+        await data.run(Recorder.call, "n1", None, {})  # type: ignore[arg-type]
