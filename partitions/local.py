@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from partitions.controller import CONTROLLER_GROUP, TopicMetadata
+from partitions.controller_voters import ControllerVoters
 from partitions.data_plane import DataPlane
 from partitions.metadata import MetadataFrontend
 from partitions.partition_admin import PartitionAdmin
 from partitions.presence import Presence
 from partitions.reconfigure import MemberView, MoveProgress
+from partitions.security_records import SecurityRecords
 from partitions.services import (
     AclBinding,
     AclFilter,
@@ -25,6 +27,7 @@ from partitions.services import (
     MoveState,
     PartitionState,
 )
+from partitions.topic_changes import TopicChanges
 from partitions.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
 
@@ -33,8 +36,18 @@ class LocalAdmin:
     """Implements ``AdminService``: controller operations on the controller leader, partition operations
     on the partition's leader."""
 
-    def __init__(self, frontend: MetadataFrontend, partitions: PartitionAdmin) -> None:
+    def __init__(
+        self,
+        frontend: MetadataFrontend,
+        topics: TopicChanges,
+        security: SecurityRecords,
+        voters: ControllerVoters,
+        partitions: PartitionAdmin,
+    ) -> None:
         self._frontend = frontend
+        self._topics = topics
+        self._security = security
+        self._voters = voters
         self._partitions = partitions
 
     def _on_controller(self) -> None:
@@ -54,77 +67,77 @@ class LocalAdmin:
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
     ) -> TopicMetadata:
         self._on_controller()
-        return await self._frontend.create_topic(name, partitions, replication_factor, configs)
+        return await self._topics.create_topic(name, partitions, replication_factor, configs)
 
     async def delete_topic(self, name: str) -> None:
         self._on_controller()
-        await self._frontend.delete_topic(name)
+        await self._topics.delete_topic(name)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         self._on_controller()
-        return await self._frontend.alter_configs(name, configs)
+        return await self._topics.alter_configs(name, configs)
 
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         self._on_controller()
-        return await self._frontend.move_replicas(topic, partition, replicas)
+        return await self._topics.move_replicas(topic, partition, replicas)
 
     async def move_state(self, topic: str, partition: int) -> MoveState:
         self._on_controller()
-        return self._frontend.move_state(topic, partition)
+        return self._topics.move_state(topic, partition)
 
     async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
         self._on_controller()
-        return await self._frontend.cancel_move(topic, partition)
+        return await self._topics.cancel_move(topic, partition)
 
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         self._on_controller()
-        await self._frontend.set_node_flag(node_id, flag, on)
+        await self._topics.set_node_flag(node_id, flag, on)
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self._on_controller()
-        return self._frontend.decommission_status(node_id)
+        return self._topics.decommission_status(node_id)
 
     async def controller_members(self) -> ControllerMembers:
         self._on_controller()
-        return self._frontend.controller_members()
+        return self._voters.controller_members()
 
     async def add_controller_voter(self, node_id: str) -> ControllerMembers:
         self._on_controller()
-        return await self._frontend.add_controller_voter(node_id)
+        return await self._voters.add_controller_voter(node_id)
 
     async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
         self._on_controller()
-        return await self._frontend.remove_controller_voter(node_id)
+        return await self._voters.remove_controller_voter(node_id)
 
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         self._on_controller()
-        return await self._frontend.set_user(name, credentials)
+        return await self._security.set_user(name, credentials)
 
     async def delete_user(self, name: str) -> None:
         self._on_controller()
-        await self._frontend.delete_user(name)
+        await self._security.delete_user(name)
 
     async def alter_user(
         self, name: str, upsertions: list[ScramCredential], deletions: list[str]
     ) -> list[str]:
         self._on_controller()
-        return await self._frontend.alter_user(name, upsertions, deletions)
+        return await self._security.alter_user(name, upsertions, deletions)
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
         self._on_controller()
-        return await self._frontend.create_acls(bindings)
+        return await self._security.create_acls(bindings)
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         self._on_controller()
-        return await self._frontend.delete_acls(filters)
+        return await self._security.delete_acls(filters)
 
     async def create_token(self, token: ApiToken) -> ApiToken:
         self._on_controller()
-        return await self._frontend.create_token(token)
+        return await self._security.create_token(token)
 
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         self._on_controller()
-        return await self._frontend.delete_token(user, token_id)
+        return await self._security.delete_token(user, token_id)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the

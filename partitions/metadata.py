@@ -1,5 +1,7 @@
-"""The controller's metadata on this node, and the proposals that change it (Redpanda's
-``topics_frontend``): topics, configs, replica moves, node flags.
+"""The controller's metadata on this node (Redpanda's ``topics_frontend``): this node's seat in the
+controller group, the applied metadata and its reads, and ``propose``, the one way to change it. The
+changes themselves live by job: topics, moves and node flags (``topic_changes``), users, ACLs and tokens
+(``security_records``), the group's voters (``controller_voters``).
 
 The controller group starts with the first nodes of the static peer list as its voters; each holds a
 replica of it. Any other node (one started with ``join``, or one removed from the group) holds none and
@@ -14,7 +16,7 @@ is sent nothing more, finds itself outside the group (``_watch``) and goes back 
 a controller replica on disk reopens it at start; one that left remembers it (``controller.left``).
 
 Proposals are made only on the controller leader (NotLeader elsewhere: a front door runs the call there).
-Placement and every check against liveness happen here before proposing, so the apply stays
+Placement and every check against liveness happen in those modules before proposing, so the apply stays
 deterministic; nothing changes when a check refuses.
 """
 
@@ -23,68 +25,39 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import msgpack
 
-from partitions import controller_members, decommission, reconfigure
-from partitions.acls import AclBinding, AclFilter
 from partitions.controller import (
     CONTROLLER_GROUP,
-    PARTITIONS_MAX,
-    AlterConfigs,
-    AlterUser,
-    CancelMove,
     ControllerCommand,
     ControllerMetadata,
     ControllerStateMachine,
-    CreateTopic,
-    DeleteTopic,
-    DeleteUser,
-    MoveReplicas,
-    Reassignment,
-    SetNodeFlag,
-    SetUser,
     TopicMetadata,
-    merge_configs,
-    validate_topic,
 )
 from partitions.controller import encode as encode_controller
-from partitions.controller_acls import CreateAcls, DeleteAcls
 from partitions.controller_members import ControllerMembers
-from partitions.controller_tokens import CreateToken, DeleteToken
 from partitions.errors import (
     ControllerChangeRefused,
-    DecommissionImpossible,
-    InvalidTopic,
-    ReassignmentInProgress,
     UnknownNode,
-    UnknownPartition,
     UnknownTopic,
 )
 from partitions.metadata_follower import FetchSnapshot, MetadataFollower
-from partitions.names import check_user_name
-from partitions.placement import check_capacity, place, replica_counts
 from partitions.raft_host import RaftHost
-from partitions.reconfigure import MoveProgress
 from partitions.replicas import FIRST_CAMPAIGN_ATTEMPTS, FIRST_CAMPAIGN_DELAY_MS, Notifying
-from partitions.services import ControllerSnapshot, MoveState
-from partitions.tokens import ApiToken
-from partitions.users import ScramCredential
+from partitions.services import ControllerSnapshot
 from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.consensus.journal import write_file_durably
-from raftlog.errors import InvariantViolation, RaftlogError, check
-from raftlog.storage.config import LogConfig
+from raftlog.errors import RaftlogError, check
 
 log = logging.getLogger("raftlog.node")
 
 ADMIN_TIMEOUT_MS = 10_000
-CREATE_WAIT_S = 10.0  # how long a topic creation waits for its partitions' leaders
 WATCH_S = 1.0  # how often a node with a controller replica checks that it is still a member
 LEADERLESS_WATCHES = 3  # watches without a controller leader before asking the others about membership
 ASK_EVERY_WATCHES = 30  # and, whatever it sees, asks that often (a quiet replica may see nothing amiss)
@@ -116,7 +89,6 @@ class MetadataFrontend:
         node_id: str,
         controller_voters: list[str],
         joined: bool,
-        replicas_max: int,
         raft: RaftHost,
     ) -> None:
         """``controller_voters``: the controller group's voters when the cluster was made (the first static
@@ -124,7 +96,6 @@ class MetadataFrontend:
         self.node_id = node_id
         self.controller_voters = controller_voters
         self.voter = node_id in controller_voters and not joined
-        self._replicas_max = replicas_max
         self._raft = raft
         self._machine = ControllerStateMachine()
         self._group: ReplicaGroup | None = None
@@ -325,10 +296,11 @@ class MetadataFrontend:
         return None
 
     def _sources(self) -> list[str]:
-        members = self._require_members()
+        members = self.members()
         return [n for n in members.alive_nodes() if n != self.node_id and members.http_address(n)]
 
-    def _require_members(self) -> Members:
+    def members(self) -> Members:
+        """Which nodes exist and are alive (routing's view), once started."""
         check(self._members is not None, "the metadata frontend is not started")
         assert self._members is not None  # narrowed for the type checker; checked above
         return self._members
@@ -367,85 +339,20 @@ class MetadataFrontend:
         the controller raises it (Kafka's controller epoch)."""
         return None if self._group is None else self._group.status().term
 
-    def move_progress(self, topic: str, partition: int) -> MoveProgress | None:
-        return self.move_state(topic, partition).move
+    # -- proposals (the changes themselves: topic_changes.py, security_records.py, controller_voters.py)
 
-    def move_state(self, topic: str, partition: int) -> MoveState:
-        metadata = self._machine.metadata
-        topic_metadata = metadata.topics.get(topic)
-        if topic_metadata is None:
-            raise UnknownTopic(topic)
-        if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
-            raise UnknownPartition(topic, partition)
-        replicas = topic_metadata.replicas[partition]
-        move = metadata.reassignments.get((topic, partition))
-        progress = None if move is None else MoveProgress.of(move, replicas)
-        return MoveState(topic, partition, list(replicas), progress)
+    def known_node(self, node_id: str) -> None:
+        """UnknownNode unless the cluster knows ``node_id``."""
+        if node_id not in self.members().known_nodes():
+            raise UnknownNode(node_id)
 
-    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
-        return self._machine.metadata.users
+    async def tell_leave(self, node_id: str, why: str) -> None:
+        """Have a node this leader removed from the controller group leave it (a node without the word
+        finds out by itself: ``_watch``)."""
+        if self._tell_leave is not None:
+            await self._tell_leave(node_id, why)
 
-    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
-        check_user_name(name)
-        result = await self.propose(SetUser(name, tuple(credentials)))
-        if not isinstance(result, frozenset):
-            raise InvariantViolation(f"set user returned {result!r}")
-        return sorted(str(mechanism) for mechanism in result)
-
-    async def delete_user(self, name: str) -> None:
-        await self.propose(DeleteUser(name))
-
-    async def alter_user(
-        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
-    ) -> list[str]:
-        check_user_name(name)
-        result = await self.propose(AlterUser(name, tuple(upsertions), tuple(deletions)))
-        if not isinstance(result, frozenset):
-            raise InvariantViolation(f"alter user returned {result!r}")
-        return sorted(str(mechanism) for mechanism in result)
-
-    def acls(self) -> tuple[AclBinding, ...]:
-        return self._machine.metadata.acls
-
-    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
-        result = await self.propose(CreateAcls(tuple(bindings)))
-        if not isinstance(result, tuple):
-            raise InvariantViolation(f"create ACLs returned {result!r}")
-        return list(result)
-
-    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        result = await self.propose(DeleteAcls(tuple(filters)))
-        if not isinstance(result, tuple) or len(result) != len(filters):
-            raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
-        return [list(removed) for removed in result]
-
-    def tokens(self) -> Mapping[str, ApiToken]:
-        return self._machine.metadata.tokens
-
-    async def create_token(self, token: ApiToken) -> ApiToken:
-        check_user_name(token.user)
-        result = await self.propose(CreateToken(token))
-        if not isinstance(result, ApiToken):
-            raise InvariantViolation(f"create token returned {result!r}")
-        return result
-
-    async def delete_token(self, user: str, token_id: str) -> ApiToken:
-        result = await self.propose(DeleteToken(user, token_id))
-        if not isinstance(result, ApiToken):
-            raise InvariantViolation(f"delete token returned {result!r}")
-        return result
-
-    def moves(self) -> list[MoveState]:
-        metadata = self._machine.metadata
-        return [
-            self.move_state(topic, partition)
-            for topic, partition in sorted(metadata.reassignments)
-            if topic in metadata.topics
-        ]
-
-    # -- proposals -----------------------------------------------------------------------------------
-
-    def _leader_group(self) -> ReplicaGroup:
+    def leader_group(self) -> ReplicaGroup:
         """This node's controller replica when it leads; NotLeader naming the leader otherwise."""
         if self._group is None:
             leader = self.controller()
@@ -458,235 +365,12 @@ class MetadataFrontend:
         """Propose to the controller group (NotLeader when another node leads it); a refusal is raised."""
         group = self._group
         if group is None:
-            self._leader_group()  # raises: no controller replica here
+            self.leader_group()  # raises: no controller replica here
             raise AssertionError("unreachable")
         result = await group.propose(encode_controller(command), ADMIN_TIMEOUT_MS)
         if isinstance(result, Exception):
             raise result
         return result
-
-    async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
-    ) -> TopicMetadata:
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
-            raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
-        if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
-            raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
-        if partitions > PARTITIONS_MAX:
-            raise InvalidTopic(f"partitions {partitions} must be between 1 and {PARTITIONS_MAX}")
-        members = self._require_members()
-        metadata = self._machine.metadata
-        existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
-        assignment = place(members.placeable(), partitions, replication_factor, existing, self._replicas_max)
-        validate_topic(name, assignment, configs)
-        result = await self.propose(CreateTopic(name, assignment, dict(configs)))
-        check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
-        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
-        await self._wait_for_leaders(result, members)
-        return result
-
-    async def _wait_for_leaders(self, metadata: TopicMetadata, members: Members) -> None:
-        """Return once every partition of a new topic has a leader, as seen from here, so a produce right
-        after the create succeeds; bounded, like Redpanda's create-topic wait. A timeout is not an error:
-        the topic exists and leaders follow."""
-        deadline = time.monotonic() + CREATE_WAIT_S
-        waiting = list(range(metadata.partitions))
-        while time.monotonic() < deadline:
-            waiting = [
-                p for p in waiting if not members.has_leader(metadata, p)
-            ]  # each led one looked at once
-            if not waiting:
-                return
-            await asyncio.sleep(0.02)
-        log.warning(
-            "node %s: topic %s created; some partitions still have no leader", self.node_id, metadata.name
-        )
-
-    async def delete_topic(self, name: str) -> None:
-        self.topic(name)
-        await self.propose(DeleteTopic(name))
-
-    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        """Change a topic's configs (a None value removes a property: back to its default); every replica
-        applies them live (``Log.reconfigure``)."""
-        metadata = self.topic(name)
-        LogConfig.from_properties(merge_configs(metadata.configs, configs))  # InvalidConfig before proposing
-        result = await self.propose(AlterConfigs(name, dict(configs)))
-        check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
-        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
-        return result
-
-    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
-        """Start moving a partition to ``replicas`` (validated against gossip liveness: nothing changes
-        when it is refused). The controller leader's ``Operator`` then drives it."""
-        metadata = self._machine.metadata
-        topic_metadata = self.topic(topic)
-        if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
-            raise UnknownPartition(topic, partition)
-        self._leader_group()
-        moving = metadata.reassignments.get((topic, partition))
-        if moving is not None:
-            raise ReassignmentInProgress(topic, partition, moving.target)
-        members = self._require_members()
-        target = reconfigure.validate_move(
-            topic_metadata.replicas[partition],
-            replicas,
-            members.known_nodes(),
-            members.alive_nodes(),
-            metadata.node_flags["decommissioning"],
-        )
-        added = {node: 1 for node in target if node not in topic_metadata.replicas[partition]}
-        held = replica_counts(list(added), [other.replicas for other in metadata.topics.values()])
-        check_capacity(f"moving {topic}/{partition} to {target}", held, added, self._replicas_max)
-        result = await self.propose(MoveReplicas(topic, partition, target))
-        check(isinstance(result, Reassignment), f"move returned {result!r}")
-        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
-        return MoveProgress.of(result, topic_metadata.replicas[partition])
-
-    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
-        self.topic(topic)
-        result = await self.propose(CancelMove(topic, partition))
-        check(isinstance(result, Reassignment), f"cancel returned {result!r}")
-        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
-        return MoveProgress.of(result, self.topic(topic).replicas[partition])
-
-    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
-        """Mark a node decommissioning / in maintenance, or clear it. Recommissioning also turns around the
-        moves still taking replicas off the node. A decommission that could never finish (a replica with no
-        node to go to) is refused: DecommissionImpossible, nothing changes."""
-        self._known_node(node_id)
-        if flag == "decommissioning" and on and node_id not in self._machine.metadata.node_flags[flag]:
-            self._leader_group()  # judged on the metadata every committed move is applied to
-            self._refuse_impossible_decommission(node_id)
-        await self.propose(SetNodeFlag(node_id, flag, on))
-        if flag == "decommissioning" and not on:
-            await self.cancel_moves_off(node_id)
-
-    async def cancel_moves_off(self, node_id: str) -> None:
-        """Recommission: turn around every move that takes a replica off ``node_id``."""
-        for topic, partition in decommission.moves_off(node_id, self._machine.metadata.reassignments):
-            await self.propose(CancelMove(topic, partition))
-
-    def _known_node(self, node_id: str) -> None:
-        if node_id not in self._require_members().known_nodes():
-            raise UnknownNode(node_id)
-
-    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
-        metadata = self._machine.metadata
-        return decommission.blockers(
-            node_id,
-            {m.name: m.replicas for m in metadata.topics.values()},
-            dict(metadata.reassignments),
-            self._require_members().alive_nodes(),
-            {*metadata.node_flags["decommissioning"], node_id},
-        )
-
-    def _refuse_impossible_decommission(self, node_id: str) -> None:
-        stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
-        if stuck:
-            leaving = {*self._machine.metadata.node_flags["decommissioning"], node_id}
-            message = decommission.refusal(node_id, stuck, self._require_members().alive_nodes(), leaving)
-            raise DecommissionImpossible(
-                node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
-            )
-
-    def decommission_status(self, node_id: str) -> dict[str, Any]:
-        self._known_node(node_id)
-        metadata = self._machine.metadata
-        holding = [
-            {"topic": m.name, "partition": p}
-            for m in sorted(metadata.topics.values(), key=lambda m: m.name)
-            for p, replicas in enumerate(m.replicas)
-            if node_id in replicas
-        ]
-        moving = [
-            {"topic": t, "partition": p, "target": list(move.target)}
-            for (t, p), move in sorted(metadata.reassignments.items())
-            if node_id in move.original and node_id not in move.target
-        ]
-        decommissioning = node_id in metadata.node_flags["decommissioning"]
-        return {
-            "node_id": node_id,
-            "decommissioning": decommissioning,
-            "replicas_remaining": len(holding),
-            "partitions": holding,
-            "moving": moving,
-            "done": decommissioning and not holding,
-            # partitions that cannot move off the node now, and why
-            "blocked": [
-                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
-                for b in (self._decommission_blockers(node_id) if decommissioning else [])
-            ],
-            # a decommission leaves the controller group alone: remove a voter with
-            # DELETE /v1/controller/voters/{node}
-            "controller_voter": node_id in self.controller_members().voters,
-        }
-
-    # -- the controller group's members (on the controller leader) -------------------------------------
-
-    def controller_members(self) -> ControllerMembers:
-        """The controller group as this node, its leader, sees it (NotLeader elsewhere)."""
-        group = self._leader_group()
-        status = group.status()
-        return ControllerMembers(
-            self.node_id,
-            status.term,
-            tuple(sorted(status.voters)),
-            tuple(sorted(status.learners)),
-            status.commit_index,
-            dict(status.match_index),
-            group.membership_pending(),
-        )
-
-    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
-        """Start adding ``node_id`` to the controller group: it is a learner once this returns, and the
-        ``Operator`` has it open its replica and promotes it once caught up. ControllerChangeRefused
-        when it may not join now (``controller_members.add_refusal``); nothing changes then."""
-        self._known_node(node_id)
-        group = self._leader_group()
-        members = self.controller_members()
-        refusal = controller_members.add_refusal(
-            members,
-            node_id,
-            self._require_members().alive_nodes(),
-            self._machine.metadata.node_flags["decommissioning"],
-        )
-        if refusal is not None:
-            raise ControllerChangeRefused(node_id, refusal)
-        await group.add_learner(node_id, ADMIN_TIMEOUT_MS)
-        log.info("node %s: %s joins the controller group as a learner", self.node_id, node_id)
-        return self.controller_members()
-
-    async def promote_controller_learner(self, node_id: str) -> None:
-        await self._leader_group().promote_learner(node_id, ADMIN_TIMEOUT_MS)
-        log.info("node %s: %s is a controller voter", self.node_id, node_id)
-
-    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
-        """Remove ``node_id`` from the controller group (a learner: its add is cancelled). This leader
-        hands its leadership over first when it is the one to go, and raises NotLeader naming the new
-        leader, so the call runs again there. ControllerChangeRefused when it may not leave now
-        (``controller_members.remove_refusal``); nothing changes then."""
-        self._known_node(node_id)
-        group = self._leader_group()
-        members = self.controller_members()
-        alive = self._require_members().alive_nodes()
-        refusal = controller_members.remove_refusal(members, node_id, [*alive, self.node_id])
-        if refusal is not None:
-            raise ControllerChangeRefused(node_id, refusal)
-        if node_id == self.node_id:
-            successor = controller_members.best_successor(members, node_id, alive)
-            if successor is None:
-                raise ControllerChangeRefused(node_id, "no live voter to hand the controller's leadership to")
-            await group.transfer_leadership(successor, ADMIN_TIMEOUT_MS)
-            raise NotLeader(CONTROLLER_GROUP, successor)
-        await group.remove_replica(node_id, ADMIN_TIMEOUT_MS)
-        log.info("node %s: %s left the controller group", self.node_id, node_id)
-        if self._tell_leave is not None and node_id in alive:
-            try:
-                await self._tell_leave(node_id, f"removed from the controller group by {self.node_id}")
-            except (RaftlogError, OSError) as error:  # it finds out by itself (_watch)
-                log.info("node %s: %s not told to leave the controller: %s", self.node_id, node_id, error)
-        return self.controller_members()
 
     # -- for nodes outside the controller group ------------------------------------------------------
 
@@ -700,7 +384,7 @@ class MetadataFrontend:
         leader = self.controller()
         if leader is None:
             raise NoLeader(CONTROLLER_GROUP)
-        leader_http = self._require_members().http_address(leader) or ""
+        leader_http = self.members().http_address(leader) or ""
         machine = self._machine
         if known_index is not None and machine.applied_index == known_index:
             return ControllerSnapshot(leader, leader_http, known_index, None)

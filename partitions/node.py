@@ -33,6 +33,7 @@ from membership import GossipConfig
 from partitions.cluster import Cluster
 from partitions.cluster_view import ClusterView
 from partitions.controller import TopicMetadata
+from partitions.controller_voters import ControllerVoters
 from partitions.data_plane import DataPlane
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.groups.replicated import ReplicatedGroupLog
@@ -55,6 +56,7 @@ from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replica_failures import ReplicaFailure
 from partitions.replicas import ReplicaManager
 from partitions.routing import Routing
+from partitions.security_records import SecurityRecords
 from partitions.services import (
     AclBinding,
     AdminService,
@@ -64,6 +66,7 @@ from partitions.services import (
     MoveState,
     NodeInfo,
 )
+from partitions.topic_changes import TopicChanges
 from partitions.users import ScramCredential
 from raftlog.consensus import journal
 from raftlog.consensus.config import CoreConfig
@@ -193,9 +196,10 @@ class Node:
             self.trash.discard_if_present,
             self.space,
         )
-        self.frontend = MetadataFrontend(
-            config.node_id, config.controller_voters, config.join, config.replicas_max, self.raft
-        )
+        self.frontend = MetadataFrontend(config.node_id, config.controller_voters, config.join, self.raft)
+        self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
+        self.security = SecurityRecords(self.frontend)
+        self.voters = ControllerVoters(self.frontend)
         self.peers = PeerClient(self._credential, self._address, config.peer_timeout_s, config.peer_ssl)
         self.replicas = ReplicaManager(
             config.node_id,
@@ -247,7 +251,7 @@ class Node:
             self.routing,
             self.raft,
             self.frontend.topic,
-            self.frontend.move_progress,
+            self.topic_changes.move_progress,
         )
         self.groups = GroupCoordinator(
             ReplicatedGroupLog(
@@ -261,13 +265,13 @@ class Node:
         )
         self.local = NodeServices(
             self.data,
-            LocalAdmin(self.frontend, self.partition_admin),
+            LocalAdmin(self.frontend, self.topic_changes, self.security, self.voters, self.partition_admin),
             ConsumerService(config.node_id, self.groups, lambda: self.cluster.data),
             PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers, clock)
-        self.operator = Operator(self.frontend, self.routing, self.cluster.peer)
+        self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -381,19 +385,19 @@ class NodeView:
         return self._node.presence.nodes()
 
     def moves(self) -> list[MoveState]:
-        return self._node.frontend.moves()
+        return self._node.topic_changes.moves()
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return self._node.routing.failed_replicas()
 
     def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
-        return self._node.frontend.users()
+        return self._node.security.users()
 
     def acls(self) -> tuple[AclBinding, ...]:
-        return self._node.frontend.acls()
+        return self._node.security.acls()
 
     def tokens(self) -> Mapping[str, ApiToken]:
-        return self._node.frontend.tokens()
+        return self._node.security.tokens()
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {

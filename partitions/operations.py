@@ -54,6 +54,10 @@ class Controller(Protocol):
 
     async def propose(self, command: ControllerCommand) -> object: ...
 
+
+class Voters(Protocol):
+    """The controller group's members (``controller_voters.ControllerVoters``)."""
+
     def controller_members(self) -> ControllerMembers: ...
 
     async def promote_controller_learner(self, node_id: str) -> None: ...
@@ -87,9 +91,12 @@ class PartitionLeaders(Protocol):
 class Operator(Worker):
     """Create with the node's parts, ``start()`` on its event loop, ``await close()``."""
 
-    def __init__(self, controller: Controller, nodes: Nodes, leaders: PartitionLeaders) -> None:
+    def __init__(
+        self, controller: Controller, voters: Voters, nodes: Nodes, leaders: PartitionLeaders
+    ) -> None:
         super().__init__()
         self._controller = controller
+        self._voters = voters
         self._nodes = nodes
         self._leaders = leaders
         self.node_id = controller.node_id
@@ -181,7 +188,7 @@ class Operator(Worker):
         """A node joining the controller group (a learner of it): ask it to open its replica until it
         answers the leader, and promote it once its match index reaches the commit index this operator
         saw when it first met it."""
-        members = self._controller.controller_members()
+        members = self._voters.controller_members()
         if not members.learners:
             self._controller_goal = None
             return
@@ -191,7 +198,7 @@ class Operator(Worker):
         step = controller_members.next_step(members, self._controller_goal[1])
         if isinstance(step, controller_members.Promote):
             log.info("node %s: promoting %s to controller voter", self.node_id, step.node)
-            await self._controller.promote_controller_learner(step.node)
+            await self._voters.promote_controller_learner(step.node)
             self._controller_goal = None
         elif members.match_index.get(node, 0) == 0:
             await self._leaders.join_controller(node, list(members.voters))

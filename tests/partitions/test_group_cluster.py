@@ -35,7 +35,7 @@ async def test_members_come_and_go_during_a_workload_and_nothing_is_lost(tmp_pat
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.frontend.create_topic(TOPIC, PARTITIONS, 3, {})
+        await controller.topic_changes.create_topic(TOPIC, PARTITIONS, 3, {})
         await until(lambda: all(TOPIC in n.metadata.topics() for n in nodes), what="topic on every node")
         processed: list[bytes] = []
         produced: list[bytes] = []

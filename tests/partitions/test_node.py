@@ -123,10 +123,10 @@ def partition_leader(nodes: list[Node], topic: str, partition: int = 0) -> Node 
 
 async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.frontend.create_topic("orders", 2, 3, {"segment.bytes": 4096})
+    metadata = await controller.topic_changes.create_topic("orders", 2, 3, {"segment.bytes": 4096})
     assert [len(r) for r in metadata.replicas] == [3, 3]
     with pytest.raises(TopicExists):
-        await controller.frontend.create_topic("orders", 1, 3, {})
+        await controller.topic_changes.create_topic("orders", 1, 3, {})
     await until(lambda: all("orders" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "orders"), what="partition leader")
 
@@ -168,7 +168,7 @@ async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
 
 async def test_leader_transfer_keeps_every_acknowledged_record(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    await controller.frontend.create_topic("t", 1, 3, {})
+    await controller.topic_changes.create_topic("t", 1, 3, {})
     leader = await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     acked = []
     for i in range(20):
@@ -192,7 +192,7 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
     await asyncio.gather(*(n.start() for n in nodes))
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.frontend.create_topic("t", 1, 3, {"segment.bytes": 2048})
+        await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 2048})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         for i in range(40):
             await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
@@ -234,7 +234,7 @@ async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(
         what="gossip",
     )
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.frontend.create_topic(
+    metadata = await controller.topic_changes.create_topic(
         "solo", 3, 1, {}
     )  # one replica each: most nodes host nothing
     for partition, replicas in enumerate(metadata.replicas):
@@ -269,7 +269,7 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
     restarted: Node | None = None
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.frontend.create_topic("t", 2, 3, {"segment.bytes": 1024})
+        metadata = await controller.topic_changes.create_topic("t", 2, 3, {"segment.bytes": 1024})
         for partition in range(2):
             leader = await until(lambda p=partition: partition_leader(nodes, "t", p), what="leader")
             for i in range(40):
@@ -310,7 +310,7 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
 
 async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    await controller.frontend.create_topic("t", 1, 3, {})
+    await controller.topic_changes.create_topic("t", 1, 3, {})
     await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     survivor, *stopped = cluster
     for node in stopped:
@@ -322,7 +322,7 @@ async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[
 
 async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.frontend.create_topic("polled", 1, 3, {})
+    metadata = await controller.topic_changes.create_topic("polled", 1, 3, {})
     await until(lambda: all("polled" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "polled"), what="partition leader")
     replica = leader.replicas.get(metadata.group_id(0))
@@ -356,7 +356,7 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
 
     monkeypatch.setattr(removal, "remove_tree", watched)
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.frontend.create_topic("doomed", 1, 3, {})
+    metadata = await controller.topic_changes.create_topic("doomed", 1, 3, {})
     leader = await until(lambda: partition_leader(cluster, "doomed"), what="partition leader")
     await leader.data.produce(
         "doomed", 0, [ProducerRecord(b"x" * 1000) for _ in range(100)], None, None, 5000
@@ -365,7 +365,7 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
     places = [(n, pathlib.Path(n.config.data_dir)) for n in cluster]
     assert all((root / "logs" / group).is_dir() and (root / "raft" / group).is_dir() for _, root in places)
 
-    await controller.frontend.delete_topic("doomed")
+    await controller.topic_changes.delete_topic("doomed")
 
     def gone() -> bool:
         return all(
@@ -425,7 +425,7 @@ async def test_segments_deleted_by_retention_go_through_the_remover(
     await node.start()
     try:
         await until(node.frontend.leads, what="controller leader")
-        metadata = await node.frontend.create_topic(
+        metadata = await node.topic_changes.create_topic(
             "retained", 1, 1, {"segment.bytes": 4096, "retention.bytes": 8192}
         )
         await until(lambda: partition_leader([node], "retained"), what="partition leader")
@@ -489,9 +489,9 @@ async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster:
     next reconciliation removes directories of topics the metadata proves deleted, and leaves a live
     topic's and one whose id the metadata has not reached yet."""
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    gone = await controller.frontend.create_topic("gone", 1, 3, {})
-    kept = await controller.frontend.create_topic("kept", 1, 3, {})
-    await controller.frontend.delete_topic("gone")
+    gone = await controller.topic_changes.create_topic("gone", 1, 3, {})
+    kept = await controller.topic_changes.create_topic("kept", 1, 3, {})
+    await controller.topic_changes.delete_topic("gone")
     await until(lambda: all("gone" not in n.metadata.topics() for n in cluster), what="deletion applied")
     node = next(n for n in cluster if n is not controller)
     root = pathlib.Path(node.config.data_dir)
@@ -505,7 +505,7 @@ async def test_leftovers_of_deleted_topics_are_removed_and_nothing_else(cluster:
     cluster[cluster.index(node)] = restarted  # the fixture closes it
     await restarted.start()
 
-    await controller.frontend.create_topic("trigger", 1, 1, {})  # any controller apply reconciles every node
+    await controller.topic_changes.create_topic("trigger", 1, 1, {})  # any apply reconciles every node
     await until(
         lambda: not any((root / d / gone.group_id(0)).exists() for d in ("logs", "raft")),
         what="the deleted topic's leftovers removed",
@@ -538,7 +538,7 @@ async def test_a_new_cluster_and_a_new_topic_are_led_where_placement_says_at_onc
         assert controller.node_id == "n1", "the first controller voter"
         assert time.monotonic() - started < 5.0
         created = time.monotonic()
-        metadata = await controller.frontend.create_topic("placed", 6, 3, {})
+        metadata = await controller.topic_changes.create_topic("placed", 6, 3, {})
         assert time.monotonic() - created < 4.0, "create waits for leaders: early ones, not timeouts"
         for partition, replicas in enumerate(metadata.replicas):
             leader = await until(lambda p=partition: partition_leader(nodes, "placed", p), 2.0, "leader")

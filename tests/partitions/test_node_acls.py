@@ -36,9 +36,9 @@ async def test_acls_are_in_the_controllers_snapshot_and_survive_a_restart_of_eve
     kept = (acl("orders"), acl("logs", "write"))
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        created = await controller.frontend.create_acls([*kept, acl("gone")])
+        created = await controller.security.create_acls([*kept, acl("gone")])
         assert set(created) == {*kept, acl("gone")}
-        removed = await controller.frontend.delete_acls([AclFilter.of(name="gone")])
+        removed = await controller.security.delete_acls([AclFilter.of(name="gone")])
         assert removed == [[acl("gone")]]
         expected = tuple(sorted(kept, key=AclBinding.to_row))
         await until(lambda: all(n.metadata.acls() == expected for n in nodes), what="ACLs applied everywhere")
@@ -55,6 +55,6 @@ async def test_acls_are_in_the_controllers_snapshot_and_survive_a_restart_of_eve
     try:
         await until(lambda: all(n.metadata.acls() == expected for n in nodes), timeout_s=30, what="ACLs back")
         controller = await until(lambda: controller_leader(nodes), what="controller leader after restart")
-        assert await controller.frontend.create_acls([acl("orders")]) == []  # there already
+        assert await controller.security.create_acls([acl("orders")]) == []  # there already
     finally:
         await asyncio.gather(*(n.close() for n in nodes))

@@ -31,7 +31,7 @@ from raftlog_client.contract import RECORD_BATCH
 
 async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: list[Node]) -> None:  # noqa: F811
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.frontend.create_topic("events", 1, 3, {"max.message.bytes": 4096})
+    metadata = await controller.topic_changes.create_topic("events", 1, 3, {"max.message.bytes": 4096})
     await until(lambda: all("events" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "events"), what="partition leader")
 
@@ -86,7 +86,7 @@ async def test_the_topics_codec_and_log_append_time_are_applied_by_the_leader(
     timestamp find the first record at or after a time."""
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
     configs = {"compression.type": "zstd", "message.timestamp.type": "LogAppendTime"}
-    metadata = await controller.frontend.create_topic("stamped", 1, 3, configs)
+    metadata = await controller.topic_changes.create_topic("stamped", 1, 3, configs)
     await until(lambda: all("stamped" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "stamped"), what="partition leader")
 
@@ -131,7 +131,7 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
     API's idempotence) alike."""
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
     configs = {"message.timestamp.type": "LogAppendTime"}
-    metadata = await controller.frontend.create_topic("stamped", 1, 3, configs)
+    metadata = await controller.topic_changes.create_topic("stamped", 1, 3, configs)
     await until(lambda: all("stamped" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "stamped"), what="partition leader")
 
@@ -179,14 +179,14 @@ async def test_a_duplicate_stored_before_the_topic_became_log_append_time_answer
     its batch was stored with the producer's times, so there is no stamp to answer (Kafka's -1), not the
     producer's time taken for one."""
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    group_id = (await controller.frontend.create_topic("turned", 1, 3, {})).group_id(0)
+    group_id = (await controller.topic_changes.create_topic("turned", 1, 3, {})).group_id(0)
     await until(lambda: all("turned" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "turned"), what="partition leader")
     batch = encode_batch(0, [ProducerRecord(b"a", timestamp_ms=5)], 0, 60, producer_id=3, sequence=0)
     first = await leader.data.produce_batch("turned", 0, batch, 5000)
     assert (first.duplicate, first.log_append_time_ms) == (False, None)
 
-    await controller.frontend.alter_configs("turned", {"message.timestamp.type": "LogAppendTime"})
+    await controller.topic_changes.alter_configs("turned", {"message.timestamp.type": "LogAppendTime"})
     await until(
         lambda: leader.replicas.get(group_id).log.config.timestamp_type == "LogAppendTime",
         what="the leader's log reconfigured",
@@ -238,7 +238,7 @@ async def test_malformed_batches_are_422_naming_the_problem_and_change_no_end_of
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.frontend.create_topic("t", 1, 3, {})
+        metadata = await controller.topic_changes.create_topic("t", 1, 3, {})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         await leader.data.produce("t", 0, [ProducerRecord(b"before")], None, None, 5000)
         entries = [

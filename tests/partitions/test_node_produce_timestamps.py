@@ -26,8 +26,10 @@ async def test_a_timestamp_too_far_ahead_is_refused_alike_at_the_leader_and_at_a
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.frontend.create_topic("created", 1, 3, {})
-        await controller.frontend.create_topic("stamped", 1, 3, {"message.timestamp.type": "LogAppendTime"})
+        await controller.topic_changes.create_topic("created", 1, 3, {})
+        await controller.topic_changes.create_topic(
+            "stamped", 1, 3, {"message.timestamp.type": "LogAppendTime"}
+        )
         leaders = {
             t: await until(lambda t=t: partition_leader(nodes, t), what=t) for t in ("created", "stamped")
         }

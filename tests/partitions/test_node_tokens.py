@@ -36,10 +36,10 @@ async def test_tokens_are_in_the_controllers_snapshot_and_survive_a_restart_of_e
     gone_text, gone = issue_token("alice", NOW_MS, None, "revoked")
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.frontend.set_user("alice", [make_credential("SCRAM-SHA-256", "a password")])
-        assert await controller.frontend.create_token(kept) == kept
-        assert await controller.frontend.create_token(gone) == gone
-        assert await controller.frontend.delete_token("alice", gone.token_id) == gone
+        await controller.security.set_user("alice", [make_credential("SCRAM-SHA-256", "a password")])
+        assert await controller.security.create_token(kept) == kept
+        assert await controller.security.create_token(gone) == gone
+        assert await controller.security.delete_token("alice", gone.token_id) == gone
         await until(
             lambda: all(dict(n.metadata.tokens()) == {kept.token_id: kept} for n in nodes),
             what="tokens applied everywhere",

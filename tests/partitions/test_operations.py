@@ -128,7 +128,7 @@ async def test_a_move_runs_to_its_end_one_change_at_a_time() -> None:
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
     await node.propose(CreateTopic("t", [["n1", "n2", "n3"]]))
     await node.propose(MoveReplicas("t", 0, ["n2", "n3", "n4"]))
-    operator = Operator(node, node, node)
+    operator = Operator(node, node, node, node)
     await ticks(operator, 10)
     assert node.machine.metadata.reassignments == {}
     assert node.machine.metadata.topics["t"].replicas == (("n2", "n3", "n4"),)
@@ -144,7 +144,7 @@ async def test_decommission_moves_replicas_off_a_few_at_a_time_and_recommission_
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
     await node.propose(CreateTopic("t", [["n1", "n3"]] * 6))
     await node.propose(SetNodeFlag("n3", "decommissioning", True))
-    operator = Operator(node, node, node)
+    operator = Operator(node, node, node, node)
     await ticks(operator, 1)
     moving = node.machine.metadata.reassignments
     assert len(moving) == 4, "at most 4 moves at once"
@@ -161,7 +161,7 @@ async def test_a_decommission_ends_with_nothing_on_the_node() -> None:
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
     await node.propose(CreateTopic("t", [["n1", "n3"], ["n3", "n2"], ["n2", "n4"]] * 3))
     await node.propose(SetNodeFlag("n3", "decommissioning", True))
-    operator = Operator(node, node, node)
+    operator = Operator(node, node, node, node)
     await ticks(operator, 60)
     assert node.machine.metadata.reassignments == {}
     assert all("n3" not in r and len(r) == 2 for r in node.machine.metadata.topics["t"].replicas)
@@ -171,7 +171,7 @@ async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
     node = FakeNode(alive=["n1", "n2", "n3"])
     await node.propose(CreateTopic("t", [["n2", "n1", "n3"]] * 4))
     await node.propose(SetNodeFlag("n2", "maintenance", True))
-    operator = Operator(node, node, node)
+    operator = Operator(node, node, node, node)
     await ticks(operator, 8)  # draining ignores the balance interval: one transfer per tick
     leaders: dict[str, Any] = {}
     for group in node.groups.values():
@@ -182,7 +182,7 @@ async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
 async def test_a_controller_learner_is_asked_to_join_then_promoted_once_caught_up() -> None:
     node = FakeNode(alive=["n1", "n2", "n3", "n4"])
     node.controller.learners.add("n4")
-    operator = Operator(node, node, node)
+    operator = Operator(node, node, node, node)
     await ticks(operator, 2)
     assert node.joins == [("n4", ["n1", "n2", "n3"])] * 2, "asked to open its replica until it answers"
     node.controller_match["n4"] = 40  # answering, behind the commit index (100) seen when first met

@@ -39,7 +39,7 @@ async def _started(tmp_path: pathlib.Path, meta_bytes_max: int = 512) -> list[Se
 async def _orders(nodes: list[Node]) -> Node:
     """A 3-replica topic "orders" with RECORDS records on every replica; returns the partition leader."""
     controller = await until(lambda: controller_leader(nodes), what="controller leader")
-    await controller.frontend.create_topic("orders", 1, 3, {})
+    await controller.topic_changes.create_topic("orders", 1, 3, {})
     leader = await until(lambda: partition_leader(nodes, "orders"), what="partition leader")
     for i in range(RECORDS):
         await leader.data.produce("orders", 0, [ProducerRecord(b"ours-%d" % i)], None, None, 5000)
