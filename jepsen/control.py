@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.dev import free_base_port, plan
 from jepsen import disks, lazyfs
 from raftlog_client import probe
+from raftlog_dev.dev import free_base_port, plan
 
 SUBNET_BASE = "10.241"
 HTTP_PORT = 8081

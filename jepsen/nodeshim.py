@@ -13,7 +13,7 @@ This is the harness's stand-in for an LD_PRELOAD layer; it patches Python, not l
   offset (seconds, a float) written in CLOCK_FILE, re-read every 100 ms by a daemon thread. The monotonic
   clock (Raft timers, asyncio) is not touched: a process-level wall-clock skew, not a kernel one.
 
-The shim imports no project package; it runs ``api`` by name, exactly as ``python -m api`` would.
+The shim imports no project package; it runs ``api`` by name, exactly as ``python -m raftlog_node`` would.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> None:
     _install_fsync_trace(_Trace(trace_path))
     _install_clock(clock_path)
     sys.argv = ["raftlog serve", *rest]
-    runpy.run_module("api", run_name="__main__", alter_sys=True)
+    runpy.run_module("raftlog_node", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,9 @@ class NodeConfig:
     inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
     kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
     peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
-    peer_ssl: ssl.SSLContext | None = None  # HTTPS to the other nodes (their URLs say https): api/tls.py
+    peer_ssl: ssl.SSLContext | None = (
+        None  # HTTPS to the other nodes (their URLs say https): raftlog_node/tls.py
+    )
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]

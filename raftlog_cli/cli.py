@@ -1,7 +1,7 @@
 """The ``raftlog`` command line. Subcommands grow with the product; each one is real or absent.
 
-It sits above everything it starts or talks to: ``serve`` and ``dev`` run the server (``api.serve``,
-``api.dev``), ``bench`` the benchmarks (``raftlog_bench``), the cluster commands the client
+It sits above everything it starts or talks to: ``serve`` and ``dev`` run the server (``raftlog_node.serve``,
+``raftlog_dev``), ``bench`` the benchmarks (``raftlog_bench``), the cluster commands the client
 (``raftlog_client``); ``log`` reads a partition's directory, or migrates a stopped node's logs, with the
 storage engine (``log_command``)."""
 
@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import raftlog
-from api import logs
 from raftlog_cli import acls as cli_acls
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import completion, log_command, profile, records, topics
@@ -25,16 +24,17 @@ from raftlog_cli.arguments import header_pair, non_negative, positive
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
 from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import ClientError, RequestFailed, Unavailable
+from raftlog_node import logs
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from api import dev
+    from raftlog_dev import dev
 
     return dev.main(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from api import serve
+    from raftlog_node import serve
 
     return serve.main(args)
 
@@ -310,14 +310,14 @@ def build_parser(command: str = EVERY_COMMAND) -> argparse.ArgumentParser:
 
 
 def _add_dev(dev: argparse.ArgumentParser) -> None:
-    from api import dev as dev_module
+    from raftlog_dev import dev as dev_module
 
     dev_module.add_arguments(dev)
     dev.set_defaults(run=_dev)
 
 
 def _add_serve(serve: argparse.ArgumentParser) -> None:
-    from api import serve as serve_module
+    from raftlog_node import serve as serve_module
 
     serve_module.add_arguments(serve)
     serve.set_defaults(run=_serve)

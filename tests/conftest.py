@@ -1,12 +1,12 @@
 """Parallel test workers (``pytest -n 2``, pytest-xdist) choose ports side by side: each worker, and every
-process it starts, takes its own part of the range ``api.dev.free_port`` chooses from, so two workers'
+process it starts, takes its own part of the range ``raftlog_dev.dev.free_port`` chooses from, so two workers'
 clusters never pick the same port between the check and the bind."""
 
 from __future__ import annotations
 
 import os
 
-from api import dev
+from raftlog_dev import dev
 
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under pytest-xdist
 if _worker.startswith("gw") and dev.PORTS_ENV not in os.environ:

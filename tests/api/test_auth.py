@@ -17,10 +17,10 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from test_serve_config import args_for, token_file
+from serve_args import args_for, token_file
 
-from api import dev
-from api.serve import ServeConfigError, node_config
+from raftlog_dev import dev
+from raftlog_node.serve import ServeConfigError, node_config
 
 TOKEN = "admin-token-for-the-auth-test"
 

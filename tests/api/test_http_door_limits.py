@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from api import dev
+from raftlog_dev import dev
 
 TOKEN = "admin-token-for-the-http-door-test"
 METRICS_TOKEN = "metrics-token-for-the-http-door-test"

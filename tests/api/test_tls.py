@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from api.dev_tls import issue, make_ca
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_dev.certificates import issue, make_ca
 
 
 @pytest.fixture(scope="module")

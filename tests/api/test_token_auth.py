@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from serve_args import token_file
 from test_auth import curl, node_processes
-from test_serve_config import token_file
 
 TOKEN = "admin-token-for-the-token-test"
 ADMIN = ("-H", f"Authorization: Bearer {TOKEN}")

@@ -32,9 +32,9 @@ from typing import Any
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.transport import TCPTransport
 
-from api.dev import free_port
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
+from raftlog_dev.dev import free_port
 
 
 @dataclass
@@ -59,8 +59,8 @@ class TrialResult:
 
 
 def free_ports(count: int) -> list[int]:
-    """Ports below the ephemeral range (``api.dev.free_port``): an ephemeral one, free when checked, can
-    become another process's source port before the node binds it."""
+    """Ports below the ephemeral range (``raftlog_dev.dev.free_port``): an ephemeral one, free when
+    checked, can become another process's source port before the node binds it."""
     return [free_port() for _ in range(count)]
 
 

@@ -27,10 +27,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import RawKafka
 
-from api import dev
-from api.dev_tls import dev_certificates
-from api.serve import TOKEN_ENV
 from kafka_api import wire
+from raftlog_dev import dev
+from raftlog_dev.certificates import dev_certificates
+from raftlog_node.serve import TOKEN_ENV
 
 TOKEN = "admin-token-for-the-kafka-limits-test"
 USER, PASSWORD = "alice", "alice's password"

@@ -223,7 +223,7 @@ def test_the_printed_hints_work_as_printed(cluster: LocalCluster) -> None:
     outputs = []
     for hint in hints:
         if " dev restart " in hint:
-            continue  # it would restart n3; the supervisor's commands are tested in tests/api/test_dev*.py
+            continue  # it would restart n3; the supervisor's commands are tested in tests/raftlog_dev/
         done = subprocess.run(["bash", "-c", hint], capture_output=True, text=True, timeout=120, env=env)
         assert done.returncode == 0, (hint, done.stdout, done.stderr)
         outputs.append(done.stdout)

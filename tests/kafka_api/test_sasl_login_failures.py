@@ -18,8 +18,8 @@ import pytest
 from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
 
-from api import dev
 from kafka_api import wire
+from raftlog_dev import dev
 
 TOKEN = "admin-token-for-the-sasl-guessing-test"
 FAILURES_MAX = 5

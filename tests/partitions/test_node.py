@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from api.dev import free_port
 from membership import GossipConfig
 from partitions.controller import CONTROLLER_GROUP, ControllerMetadata, ControllerStateMachine
 from partitions.errors import TopicExists, UnknownTopic
@@ -27,6 +26,7 @@ from raftlog.storage.batch import Record, records_from
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
 from raftlog.storage.log import START_OFFSET_FILE
+from raftlog_dev.dev import free_port
 
 SECRET = b"test-cluster-secret-0123456789abcdef"
 FAST = CoreConfig(

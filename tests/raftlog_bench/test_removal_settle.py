@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from api.dev import free_port
 from raftlog_bench.cluster import Http
 from raftlog_bench.targets import RaftlogTarget
+from raftlog_dev.dev import free_port
 
 
 class Backlogs:

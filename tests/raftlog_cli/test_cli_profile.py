@@ -12,10 +12,10 @@ from fake_node import FakeCluster
 from harness import Node
 from test_cli import run
 
-from api.dev_tls import make_ca
 from raftlog_cli import profile
 from raftlog_cli.cli import build_parser
 from raftlog_client.credentials import trusting
+from raftlog_dev.certificates import make_ca
 
 
 @pytest.fixture

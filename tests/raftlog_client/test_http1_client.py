@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from api.dev import free_port
 from raftlog_client.http1 import Http1Client, ProtocolError, parse_head
+from raftlog_dev.dev import free_port
 
 
 class Server:

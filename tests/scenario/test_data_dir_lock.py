@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from api.dev import free_base_port, node_argv, plan
 from raftlog_client.client import Message, RaftlogClient
+from raftlog_dev.dev import free_base_port, node_argv, plan
 
 from .cluster import ProcessCluster
 

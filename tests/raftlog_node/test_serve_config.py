@@ -5,34 +5,15 @@ only for authenticated users; ``--join`` needs a seed."""
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import subprocess
 import sys
-import zlib
 
 import pytest
+from serve_args import args_for, token_file
 
-from api import serve
-from api.serve import ServeConfigError, node_config
-
-
-def token_file(tmp_path: pathlib.Path, token: str = "t0k") -> list[str]:
-    """The serve options giving the node ``token`` as the admin token, by a file as a node takes it."""
-    path = tmp_path / f"admin-{zlib.crc32(token.encode()):08x}.token"  # named apart, not after the token
-    path.write_text(token + "\n")
-    path.chmod(0o600)  # as a token file should be: serve warns of one others may read
-    return ["--admin-token-file", str(path)]
-
-
-def args_for(tmp_path: pathlib.Path, *extra: str) -> argparse.Namespace:
-    secret = tmp_path / "secret"
-    secret.write_text("a-cluster-secret-of-enough-bytes\n")
-    secret.chmod(0o600)  # as a secret's file should be: serve warns of one others may read
-    parser = argparse.ArgumentParser()
-    serve.add_arguments(parser)
-    base = ["--node-id", "n1", "--data-dir", str(tmp_path), "--raft", "127.0.0.1:9101"]
-    return parser.parse_args([*base, "--secret-file", str(secret), *extra])
+from raftlog_node import serve
+from raftlog_node.serve import ServeConfigError, node_config
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "example.com", "[::]"])

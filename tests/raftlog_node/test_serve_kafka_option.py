@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from serve_args import check_int_option, serve_args
 
-from api.serve import (
+from kafka_api.limits import Limits
+from raftlog_node.serve import (
     KAFKA_LIMIT_OPTIONS,
     SECRET_ENV,
     ServeConfigError,
@@ -16,7 +17,6 @@ from api.serve import (
     kafka_listener,
     node_config,
 )
-from kafka_api.limits import Limits
 
 
 def test_the_advertised_address_reaches_the_node_config(monkeypatch: pytest.MonkeyPatch) -> None:

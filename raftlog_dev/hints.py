@@ -1,6 +1,6 @@
 """What ``raftlog dev`` prints once its cluster is up: commands that work as printed, in order (create a
 topic, produce, fetch; Kafka tools; the supervisor's own commands), with the cluster's CA and, for
-``--secure``, the owner-only files holding its credentials (``dev_secure.client_files``): never a secret
+``--secure``, the owner-only files holding its credentials (``secure.client_files``): never a secret
 itself, which would stand in the command's argv, where every local user reads it (``ps``)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import shlex
 import shutil
 import sys
 
-from api.dev_secure import DevSecurity, client_files
 from raftlog_client.contract import ADMIN_TOPICS_PATH, partition_path, records_path
+from raftlog_dev.secure import DevSecurity, client_files
 
 
 def _kafka_settings(kafka: str, ca: str | None) -> dict[str, str]:

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from api import dev, dev_control
-from api.dev_control import Answer, ControlError, Request
+from raftlog_dev import control, dev
+from raftlog_dev.control import Answer, ControlError, Request
 
 ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
 
@@ -249,12 +249,12 @@ def test_a_data_folder_too_deep_for_a_unix_socket_path_still_takes_control_reque
 ) -> None:
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
-    assert len(str(deep / dev_control.SOCKET_NAME)) > 107
-    listener = dev_control.listen(str(deep))
+    assert len(str(deep / control.SOCKET_NAME)) > 107
+    listener = control.listen(str(deep))
     try:
-        assert (deep / dev_control.SOCKET_NAME).is_socket()
+        assert (deep / control.SOCKET_NAME).is_socket()
         asked = threading.Thread(
-            target=lambda: answers.append(dev_control.ask(str(deep), Request("stop", "n1"))), daemon=True
+            target=lambda: answers.append(control.ask(str(deep), Request("stop", "n1"))), daemon=True
         )
         answers: list[Answer] = []
         asked.start()
@@ -262,7 +262,7 @@ def test_a_data_folder_too_deep_for_a_unix_socket_path_still_takes_control_reque
         connection, _ = listener.accept()
         with connection:
             connection.settimeout(10)
-            assert Request.decode(dev_control.read_line(connection)) == Request("stop", "n1")
+            assert Request.decode(control.read_line(connection)) == Request("stop", "n1")
             connection.sendall(Answer(True, "stopped").encode())
         asked.join(10)
         assert answers == [Answer(True, "stopped")]

@@ -19,7 +19,7 @@ from typing import Any
 
 from test_dev import ENV, Supervised, alive, description, raftlog, until
 
-from api import dev
+from raftlog_dev import dev
 
 
 def node_pids(data: pathlib.Path) -> list[int]:

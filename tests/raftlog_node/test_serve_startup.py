@@ -20,12 +20,12 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from test_serve_config import args_for, token_file
+from serve_args import args_for, token_file
 
-from api import dev
-from api.dev_tls import dev_certificates
-from api.serve import SECRET_ENV, TOKEN_ENV, ServeConfigError, node_config
 from raftlog_client.contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
+from raftlog_dev import dev
+from raftlog_dev.certificates import dev_certificates
+from raftlog_node.serve import SECRET_ENV, TOKEN_ENV, ServeConfigError, node_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = {key: value for key, value in os.environ.items() if key not in (SECRET_ENV, TOKEN_ENV)}
@@ -213,7 +213,7 @@ def test_a_node_refuses_plaintext_auth_beyond_loopback_and_warns_when_allowed(tm
         done, tmp_path, "refusing --require-auth without TLS beyond loopback", "--allow-plaintext-auth"
     )
     secret = tmp_path / "cluster.secret"
-    command = [sys.executable, "-m", "api", "--node-id", "n1", "--data-dir", str(tmp_path / "n1"),
+    command = [sys.executable, "-m", "raftlog_node", "--node-id", "n1", "--data-dir", str(tmp_path / "n1"),
                "--secret-file", str(secret), *argv, "--allow-plaintext-auth"]  # fmt: skip
     output = tmp_path / "n1.out"
     with open(output, "wb") as out:

@@ -1,4 +1,4 @@
-"""api.dev.free_port: two ports handed out before either is bound are never the same one."""
+"""raftlog_dev.dev.free_port: two ports handed out before either is bound are never the same one."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from api import dev
+from raftlog_dev import dev
 
 
 class Replay(random.Random):

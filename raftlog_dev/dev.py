@@ -22,10 +22,10 @@ node stops the whole cluster and its supervisor. ``raftlog dev status [--json]``
 Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip (UDP and TCP) on
 base-port + 200 + i - 1; every node joins gossip through the others.
 
-``--tls`` serves both doors over TLS with a local CA (``dev_tls``); ``--secure`` adds authentication on
-both and ACLs (``dev_secure``: ``--require-auth``, ``--enforce-acls``, an admin token, an admin user who
+``--tls`` serves both doors over TLS with a local CA (``certificates``); ``--secure`` adds authentication on
+both and ACLs (``secure``: ``--require-auth``, ``--enforce-acls``, an admin token, an admin user who
 is every node's super user, made once the cluster is up).
-What it prints once up is ``dev_hints``'.
+What it prints once up is ``hints``'.
 """
 
 from __future__ import annotations
@@ -47,16 +47,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api import dev_control, dev_status
-from api.dev_control import ACTIONS, Answer, ControlError, Request
-from api.dev_hints import up_text
-from api.dev_probe import probe
-from api.dev_secure import DevSecurity, create_user, dev_security, write_client_files, write_token
-from api.dev_tls import DevCertificates, dev_certificates, tls_description
-from api.tls import client_context
 from raftlog.errors import InvariantViolation
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked
+from raftlog_dev import control
+from raftlog_dev import status as cluster_status
+from raftlog_dev.certificates import DevCertificates, dev_certificates, tls_description
+from raftlog_dev.control import ACTIONS, Answer, ControlError, Request
+from raftlog_dev.hints import up_text
+from raftlog_dev.probe import probe
+from raftlog_dev.secure import DevSecurity, create_user, dev_security, write_client_files, write_token
+from raftlog_node.tls import client_context
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
@@ -231,7 +232,7 @@ def node_argv(
     certificates: DevCertificates | None = None,
 ) -> list[str]:
     argv = [
-        sys.executable, "-m", "api",
+        sys.executable, "-m", "raftlog_node",
         "--node-id", node.node_id,
         "--data-dir", os.path.join(data_dir, node.node_id),
         "--http", f"127.0.0.1:{node.http_port}",
@@ -395,7 +396,7 @@ class Supervisor:
         if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
             signal.signal(signal.SIGHUP, self.on_signal)
         try:
-            listener = dev_control.listen(self.data_dir)
+            listener = control.listen(self.data_dir)
         except (ControlError, OSError) as exc:
             print(f"raftlog dev: cannot open the control socket: {exc}", file=sys.stderr)
             return 1
@@ -418,7 +419,7 @@ class Supervisor:
         finally:
             listener.close()
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(dev_control.socket_path(self.data_dir))
+                os.unlink(control.socket_path(self.data_dir))
             self.stop_all()
 
     # -- one node ------------------------------------------------------------------------------------
@@ -561,7 +562,7 @@ class Supervisor:
             connection.setblocking(True)
             connection.settimeout(REQUEST_READ_TIMEOUT_S)
             try:
-                request = Request.decode(dev_control.read_line(connection))
+                request = Request.decode(control.read_line(connection))
             except (ControlError, OSError) as exc:
                 answer = Answer(False, f"bad request: {exc}")
             else:
@@ -684,7 +685,7 @@ def _control(args: argparse.Namespace) -> int:
         return 2
     data_dir = os.path.abspath(args.data_dir)
     try:
-        answer = dev_control.ask(data_dir, Request(args.action, args.node, args.kill))
+        answer = control.ask(data_dir, Request(args.action, args.node, args.kill))
     except ControlError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 1
@@ -693,9 +694,11 @@ def _control(args: argparse.Namespace) -> int:
         return 1
     print(answer.message)
     if args.node is None:  # the whole cluster: done once its supervisor exited (and let go of the folder)
-        status = dev_status.read_status(data_dir)
+        status = cluster_status.read_status(data_dir)
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while status is not None and dev_status.alive(status.supervisor_pid) and time.monotonic() < deadline:
+        while (
+            status is not None and cluster_status.alive(status.supervisor_pid) and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
     return 0
 
@@ -708,5 +711,5 @@ def main(args: argparse.Namespace) -> int:
         if args.node is not None or args.kill:
             print("raftlog dev status: takes no node and no --kill", file=sys.stderr)
             return 2
-        return dev_status.main(os.path.abspath(args.data_dir), args.json)
+        return cluster_status.main(os.path.abspath(args.data_dir), args.json)
     return _run_cluster(args) if args.action is None else _control(args)

@@ -1,5 +1,6 @@
 """``raftlog dev --secure``: the dev cluster as a production one is run, TLS and authentication on every
-door. On top of ``--tls`` (``dev_tls``), every node serves with ``--require-auth`` (users on the HTTP API,
+door. On top of ``--tls`` (``certificates``), every node serves with ``--require-auth`` (users on the
+HTTP API,
 SASL on Kafka), ``--enforce-acls`` (a user may do only what ACLs allow), an admin token for ``/v1`` and
 ``--super-user admin``; once the cluster is up the supervisor creates the user ``admin`` through
 ``/v1/users`` (setting its password again at every start). Other users need ACLs (``raftlog acl``).
@@ -7,7 +8,7 @@ SASL on Kafka), ``--enforce-acls`` (a user may do only what ACLs allow), an admi
 The admin token and the user's random password are made once in ``DATA_DIR/security.json`` (readable by
 its owner only) and kept; ``cluster.json``'s ``security`` object names them with the CA clients trust. The
 nodes read the token from ``DATA_DIR/admin.token`` (owner-only too), never from their command line, which
-every local user can read; the clients ``raftlog dev`` shows (``dev_hints``) read them from the owner-only
+every local user can read; the clients ``raftlog dev`` shows (``hints``) read them from the owner-only
 files of ``client_files``, named on their command lines instead of the secrets."""
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from typing import Any
 from aiohttp import web
 
 from api.http_limits import HttpLimits
-from api.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
 from kafka_api.limits import Limits as KafkaLimits
 from partitions.errors import InvalidName
 from partitions.names import check_user_name
@@ -39,6 +38,7 @@ from partitions.services import LoginFailures, LoginLimits
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
+from raftlog_node.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
 
 log = logging.getLogger("raftlog.serve")
 SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"

@@ -1,6 +1,6 @@
-"""``python -m api [-v] --node-id n1 ...``: one node process, the same as ``raftlog serve`` (the options
-of ``api/serve.py``). The server's own entry: ``raftlog dev``, the fault harness and the test clusters
-start nodes this way, so running a node needs nothing of the command-line package."""
+"""``python -m raftlog_node [-v] --node-id n1 ...``: one node process, the same as ``raftlog serve`` (the
+options of ``raftlog_node/serve.py``). The server's own entry: ``raftlog dev``, the fault harness and the
+test clusters start nodes this way, so running a node needs nothing of the command-line package."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from api import logs, serve
+from raftlog_node import logs, serve
 
 
 def main(argv: Sequence[str] | None = None) -> int:

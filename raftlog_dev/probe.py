@@ -3,9 +3,9 @@ readiness probe, with the TLS settings ``cluster.json`` names."""
 
 from __future__ import annotations
 
-from api.tls import client_context
 from raftlog_client.probe import Probe
 from raftlog_client.probe import probe as probe_ready
+from raftlog_node.tls import client_context
 
 
 def probe(url: str, tls: dict[str, str] | None = None) -> Probe | None:

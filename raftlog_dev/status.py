@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from api.dev_probe import probe
+from raftlog_dev.probe import probe
 
 NO_CLUSTER_EXIT = 3
 
