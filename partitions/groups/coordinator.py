@@ -435,22 +435,23 @@ class GroupCoordinator:
             partition, KafkaGeneration(group, protocol_type, protocol, generation, self._wall())
         )
 
-    def recorded_generation(self, group: str) -> int:
-        """The generation the table holds of the group (0: none, or not coordinated here)."""
+    def _recorded(self, group: str) -> Group | None:
+        """The group as the table holds it; None when it holds none, or the group is coordinated
+        elsewhere."""
         try:
             _, table, _ = self._read(group)
         except RaftlogError:
-            return 0
-        current = table.groups.get(group)
+            return None
+        return table.groups.get(group)
+
+    def recorded_generation(self, group: str) -> int:
+        """The generation the table holds of the group (0: none, or not coordinated here)."""
+        current = self._recorded(group)
         return 0 if current is None else current.generation
 
     def http_members(self, group: str) -> int:
         """How many HTTP consumer instances the group has (0 when not coordinated here)."""
-        try:
-            _, table, _ = self._read(group)
-        except RaftlogError:
-            return 0
-        current = table.groups.get(group)
+        current = self._recorded(group)
         return 0 if current is None else len(current.members)
 
     def check_empty(self, group: str) -> Group:
