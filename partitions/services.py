@@ -735,7 +735,7 @@ class GroupService(Protocol):
         (GroupNotEmpty: its next commit would undo the reset), unless ``force``."""
         ...
 
-    @peer("The groups of one coordinator partition", waits_for_leader=False)
+    @peer("The groups of one coordinator partition")  # while it elects, waited for: a listing is whole
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         """The groups of one partition of the coordinators' topic, from its leader."""
         ...
