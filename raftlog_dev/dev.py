@@ -196,7 +196,7 @@ def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | Non
 # Ports free_port handed out lately: several picked before any is bound (a test's three nodes take nine)
 # were each free when checked and could be the same port, and the second bind then failed.
 _HANDED_OUT: dict[int, None] = {}  # insertion-ordered; the oldest are forgotten past the bound
-_HANDED_OUT_MAX = 4096
+_HANDED_OUT_MAX = 4096  # and at most half the range: a narrow $RAFTLOG_FREE_PORTS keeps ports to hand out
 
 
 def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
@@ -208,7 +208,7 @@ def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
         port = rng.randrange(ports.start, ports.stop)
         if port not in _HANDED_OUT and _port_free(host, port):
             _HANDED_OUT[port] = None
-            while len(_HANDED_OUT) > _HANDED_OUT_MAX:
+            while len(_HANDED_OUT) > min(_HANDED_OUT_MAX, len(ports) // 2):
                 del _HANDED_OUT[next(iter(_HANDED_OUT))]
             return port
     raise RuntimeError(f"no free port on {host}")

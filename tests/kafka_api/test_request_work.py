@@ -1,6 +1,9 @@
 """One Kafka request naming tens of thousands of partitions or topics does not hold a node's event loop:
-while it is served, another client's ApiVersions is answered within ``LIVE_WITHIN_S`` throughout (a
-liveness bound, not a speed claim), and the big request itself gets a whole answer, as Kafka gives it.
+while it is served, another client's ApiVersions is answered throughout, never waiting as long as half the
+big request's own time (a node that did the work at once would make it wait nearly all of it) nor, when
+that is short, longer than ``LIVE_WITHIN_S`` (a liveness bound, not a speed claim; relative to the big
+request's time so that it holds on a loaded machine), and the big request itself gets a whole answer,
+as Kafka gives it.
 Also: a classic group's members bound holds against joins sent at once from many connections."""
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from kafka_api.groups import MEMBERS_MAX
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
 
-LIVE_WITHIN_S = 1.0  # the longest another client's ApiVersions may wait while the big request is served
+LIVE_WITHIN_S = 1.0  # another client's ApiVersions may always wait this long while the big request is served
 TOPIC = "wide"
 PARTITIONS = 4
 # Entries of one request. What the node's Kafka server does with any request, decoding it and encoding its
@@ -71,9 +74,10 @@ def _versions(raw: RawKafka) -> Any:
     return raw.call(18, 3, wire.build(cls, client_software_name="probe", client_software_version="1"))
 
 
-def served_live(address: str, big: Callable[[RawKafka], Any]) -> tuple[Any, float]:
-    """The answer of ``big`` (called on a connection of its own), and the longest another connection
-    waited for an ApiVersions answer meanwhile (probed again as soon as each answer came)."""
+def served_live(address: str, big: Callable[[RawKafka], Any]) -> Any:
+    """The answer of ``big`` (called on a connection of its own), once it is checked that another
+    connection's ApiVersions answers (probed again as soon as each came) were never held by it: the
+    longest wait below half of ``big``'s own time, or below ``LIVE_WITHIN_S``."""
     probe = RawKafka(address)
     _versions(probe)  # connected and served before the big request starts
     longest = 0.0
@@ -90,14 +94,18 @@ def served_live(address: str, big: Callable[[RawKafka], Any]) -> tuple[Any, floa
     prober.start()
     raw = RawKafka(address)
     raw.sock.settimeout(ANSWER_TIMEOUT_S)
+    began = time.monotonic()
     try:
         answer = big(raw)
     finally:
+        took = time.monotonic() - began
         done.set()
         prober.join(timeout=ANSWER_TIMEOUT_S)
         raw.close()
         probe.close()
-    return answer, longest
+    bound = max(LIVE_WITHIN_S, took / 2)
+    assert longest < bound, f"another client waited {longest:.2f} s of the {took:.2f} s it took to serve"
+    return answer
 
 
 def _batch() -> bytes:
@@ -112,14 +120,13 @@ def test_a_produce_of_many_partitions_leaves_other_clients_served(node: LocalClu
     data = wire.build(wire.sibling(cls, "TopicProduceData"), name=TOPIC, partition_data=parts)
     request = wire.build(cls, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=60),
                          topic_data=(data,))  # fmt: skip
-    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(0, 9, request))
+    answer = served_live(node.kafka["n1"], lambda raw: raw.call(0, 9, request))
     answered = answer.responses[0].partition_responses
     assert len(answered) == PRODUCE_ENTRIES
     assert {p.error_code for p in answered} == {ErrorCode.none}
     for partition in range(PARTITIONS):  # each append got its own offset, in the request's order
         offsets = [p.base_offset for p in answered if p.index == partition]
         assert offsets == sorted(set(offsets))
-    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
 def _list_offsets(entries: int) -> Any:
@@ -138,21 +145,19 @@ def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays
     node: LocalCluster,
 ) -> None:
     request = _list_offsets(LIST_OFFSETS_ENTRIES)
-    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
+    answer = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
     answered = answer.topics[0].partitions
     assert len(answered) == LIST_OFFSETS_ENTRIES
     assert [p.error_code for p in answered[:PARTITIONS]] == [ErrorCode.none] * PARTITIONS
     assert {p.error_code for p in answered[PARTITIONS:]} == {ErrorCode.invalid_request}  # as Kafka
-    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
 def test_a_request_too_large_to_decode_on_the_loop_is_decoded_and_answered_off_it(
     node: LocalCluster,
 ) -> None:
     request = _list_offsets(HUGE_LIST_OFFSETS_ENTRIES)
-    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
+    answer = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
     assert len(answer.topics[0].partitions) == HUGE_LIST_OFFSETS_ENTRIES
-    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
 def test_a_fetch_of_many_partitions_answers_each_reads_within_max_bytes_and_stays_live(
@@ -186,7 +191,7 @@ def test_a_fetch_of_many_partitions_answers_each_reads_within_max_bytes_and_stay
     request = wire.build(cls, cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,
                          max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
                          topics=(topic,), forgotten_topics_data=(), rack_id="")  # fmt: skip
-    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(1, 12, request))
+    answer = served_live(node.kafka["n1"], lambda raw: raw.call(1, 12, request))
     answered = answer.responses[0].partitions
     assert len(answered) == FETCH_ENTRIES
     codes = {p.partition_index: p.error_code for p in answered}
@@ -198,7 +203,6 @@ def test_a_fetch_of_many_partitions_answers_each_reads_within_max_bytes_and_stay
     assert sum(len(p.records or b"") for p in answered) <= FETCH_MAX_BYTES
     # those not read, past the answer's bytes, still tell the consumer where the partition ends
     assert all(p.high_watermark >= 100 for p in answered if p.partition_index < PARTITIONS)
-    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
 def test_a_metadata_naming_a_topic_again_and_again_answers_it_once_and_stays_live(
@@ -210,11 +214,10 @@ def test_a_metadata_naming_a_topic_again_and_again_answers_it_once_and_stays_liv
     request = wire.build(cls, topics=tuple(wire.build(topic_cls, name=n) for n in names),
                          allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
                          include_topic_authorized_operations=False)  # fmt: skip
-    answer, longest = served_live(node.kafka["n1"], lambda raw: raw.call(3, 8, request))
+    answer = served_live(node.kafka["n1"], lambda raw: raw.call(3, 8, request))
     assert [t.name for t in answer.topics] == [TOPIC, "missing"], "each topic once, as Kafka answers"
     assert len(answer.topics[0].partitions) == PARTITIONS
     assert answer.topics[1].error_code is ErrorCode.unknown_topic_or_partition
-    assert longest < LIVE_WITHIN_S, f"another client waited {longest:.2f} s"
 
 
 def _next_answer(raw: RawKafka, api_key: int, version: int) -> Any:

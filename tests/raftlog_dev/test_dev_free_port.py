@@ -37,7 +37,8 @@ def test_a_port_handed_out_is_not_handed_out_again_before_it_is_bound() -> None:
     assert dev.free_port(rng=Replay([first, second])) == second
 
 
-def test_the_memory_of_handed_out_ports_is_bounded() -> None:
+def test_the_memory_of_handed_out_ports_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(dev.PORTS_ENV, raising=False)  # the whole range, whatever the suite runs with
     for _ in range(dev._HANDED_OUT_MAX + 50):
         dev.free_port()
     assert len(dev._HANDED_OUT) == dev._HANDED_OUT_MAX
@@ -58,3 +59,14 @@ def test_a_bad_port_range_names_the_variable(monkeypatch: pytest.MonkeyPatch, te
     monkeypatch.setenv(dev.PORTS_ENV, text)
     with pytest.raises(ValueError, match=dev.PORTS_ENV):
         dev.port_range()
+
+
+def test_a_narrow_range_keeps_ports_to_hand_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A range narrower than the memory of handed-out ports (``$RAFTLOG_FREE_PORTS`` on a shared machine)
+    never runs dry: the memory keeps at most half of it."""
+    width = 2 * dev.KAFKA_PORT_OFFSET  # the narrowest range taken
+    low = dev.free_base_port(1)
+    monkeypatch.setenv(dev.PORTS_ENV, f"{low}-{low + width}")
+    handed = [dev.free_port() for _ in range(3 * width)]  # three times the range, none refused
+    assert all(low <= port < low + width for port in handed)
+    assert len(dev._HANDED_OUT) <= width // 2
