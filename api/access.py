@@ -1,5 +1,5 @@
 """Who may do what through the HTTP API (``raftlog serve --enforce-acls``): the ACLs of the controller's
-metadata, decided by ``partitions.acls.Authorizer`` as Kafka's authorizer decides them.
+metadata, decided by ``partitions.security.acls.Authorizer`` as Kafka's authorizer decides them.
 
 Every client route of the route table declares its ``Access``: the ACLs it needs (``Need``: an operation
 on a topic or group named by a path or query parameter, or on the cluster), what its handler checks or
@@ -31,7 +31,7 @@ from aiohttp import web
 from api import state
 from api.errors import BadRequest
 from partitions.errors import AuthorizationFailed
-from partitions.services import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from partitions.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from raftlog.errors import check as check_invariant
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER

@@ -22,7 +22,8 @@ from api.admin import _object
 from api.errors import BadRequest
 from api.openapi import Operation, Param
 from api.schemas import query_str, require_object
-from partitions.services import AclBinding, AclFilter, AdminService, InvalidAcl, select
+from partitions.metadata.service import AdminService
+from partitions.security.acls import AclBinding, AclFilter, InvalidAcl, select
 
 FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 _DEFAULTS = {"pattern_type": "literal", "host": "*", "permission": "allow"}

@@ -16,9 +16,11 @@ from api import state
 from api.errors import BadRequest
 from api.openapi import Operation
 from api.schemas import parse_json, require_json_body
-from partitions.cluster import Routed
+from partitions.controller.members import ControllerMembers
+from partitions.controller.reconfigure import MoveProgress
 from partitions.errors import UnknownPartition
-from partitions.services import AdminService, ControllerMembers, MoveProgress, MoveState
+from partitions.metadata.service import AdminService, MoveState
+from partitions.peers.cluster import Routed
 from raftlog.storage.config import LogConfig
 
 CONFIG_KEYS_MAX = 64

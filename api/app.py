@@ -1,7 +1,7 @@
 """The node's HTTP API: client endpoints (Confluent REST v2 style), admin endpoints (Redpanda style), and
 the node-to-node endpoints of peer calls.
 
-``build_app(node)`` returns an ``aiohttp`` application over any ``partitions.cluster.FrontDoor``.
+``build_app(node)`` returns an ``aiohttp`` application over any ``partitions.peers.cluster.FrontDoor``.
 ``ROUTES`` is the one route table: the app registers exactly those routes, admission counts their writes
 and long polls, and ``/openapi.json`` describes them. Handlers only parse (``api.schemas``), call the
 node's cluster-wide services (which run each call where it must: the partition's leader, the controller
@@ -59,10 +59,11 @@ from api.http_limits import GUARD, Guard, HttpLimits
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
-from partitions.cluster import FrontDoor
 from partitions.names import check_group_name, check_instance_name, check_topic_name
-from partitions.peer_client import INTERNAL_PREFIX
-from partitions.services import LoginFailures, client_host
+from partitions.peers.client import INTERNAL_PREFIX
+from partitions.peers.cluster import FrontDoor
+from partitions.security.acls import client_host
+from partitions.security.login_failures import LoginFailures
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog_client.contract import (

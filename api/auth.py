@@ -8,15 +8,15 @@ admin token (``app._check_metrics``; open with ``--public-metrics``), ``/v1`` ke
 ``/internal/v1`` its cluster credential.
 
 A password is checked against the user's SCRAM credential as the controller holds it now
-(``partitions.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen, and a
-password that matched is remembered until the credential changes, so that a client's next requests cost
+(``partitions.security.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen,
+and a password that matched is remembered until the credential changes, so that a client's next requests cost
 a hash. A user deleted or given a new password is refused from the next request on.
 
-A user's token is checked against the tokens the controller holds now (``partitions.tokens.check_token``:
-found by its id, the SHA-256 of the text compared in constant time, its expiry against this node's
-clock): one revoked, expired, unknown or wrong is refused in the same words as a wrong admin token, from
-the next request on every node that applied the change. A token lets its user in as a password would;
-it changes nothing of the admin API, which keeps the admin token.
+A user's token is checked against the tokens the controller holds now
+(``partitions.security.tokens.check_token``: found by its id, the SHA-256 of the text compared in constant
+time, its expiry against this node's clock): one revoked, expired, unknown or wrong is refused in the same
+words as a wrong admin token, from the next request on every node that applied the change. A token lets its
+user in as a password would; it changes nothing of the admin API, which keeps the admin token.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from aiohttp import web
 from api.errors import Unauthorized
 from api.logins import Logins
 from api.state import Caller
-from partitions.cluster import FrontDoor
-from partitions.services import Verifier, check_token, client_host, is_token, is_users_token
+from partitions.peers.cluster import FrontDoor
+from partitions.security.acls import client_host
+from partitions.security.tokens import check_token, is_token, is_users_token
+from partitions.security.users import Verifier
 
 OPEN_PATHS = ("/status/", "/metrics", "/openapi.json")
 WRONG_BEARER = "wrong, expired or revoked bearer token"  # the same words whatever was wrong

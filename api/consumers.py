@@ -1,11 +1,11 @@
 """Consumer-group endpoints in the Confluent REST Proxy v2 shape: consumer instances, subscriptions,
 assignments, positions, records and offsets, plus the admin view of groups and their lag.
 
-Every instance call is served by the group's coordinator (``partitions.groups.service``: the leader of the
+Every instance call is served by the group's coordinator (``partitions.consumers.service``: the leader of the
 ``__consumer_groups`` partition the group hashes to); the cluster-wide group service runs it there, so an
 instance works behind any node. The coordinator commits on the data partitions' leaders. A records read
 is granted by the coordinator and done by this node, from each partition's leader
-(``partitions.groups.reader``): the stored batches are decoded and rendered here, in the member's format.
+(``partitions.consumers.reader``): the stored batches are decoded and rendered here, in the member's format.
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ from api.schemas import (
     require_int,
     require_object,
 )
-from partitions.cluster import ClusterGroups
+from partitions.consumers.protocol import ConsumerRecords, GroupService, GroupSummary, MemberPartition
 from partitions.errors import UnknownPartition
+from partitions.groups.assignors import ASSIGNORS, TopicPartition
+from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
 from partitions.groups.errors import InvalidConsumerConfig
+from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, ReadConfig
 from partitions.names import (
     GROUPS_TOPIC,
     check_group_name,
@@ -46,19 +49,8 @@ from partitions.names import (
     check_topic_name,
     check_user_topic_name,
 )
-from partitions.services import (
-    ASSIGNORS,
-    DEFAULT_READS,
-    SESSION_TIMEOUT_MS_DEFAULT,
-    SUBSCRIBED_TOPICS_MAX,
-    ConsumerRecords,
-    GroupService,
-    GroupSummary,
-    MemberPartition,
-    ReadConfig,
-    TopicPartition,
-    client_host,
-)
+from partitions.peers.cluster import ClusterGroups
+from partitions.security.acls import client_host
 from raftlog.errors import check
 from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, JSON_V2, KAFKA_V2, PLAIN_JSON
 

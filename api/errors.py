@@ -137,7 +137,7 @@ class Unauthorized(ApiError):
 
 class TooManyLoginFailures(ApiError):
     """Too many failed logins lately from the client's address or for the user name given
-    (``partitions.login_failures``): refused unchecked; ``retry_after_s`` until it may try again."""
+    (``partitions.security.login_failures``): refused unchecked; ``retry_after_s`` until it may try again."""
 
     def __init__(self, retry_after_s: float) -> None:
         super().__init__(f"too many failed logins lately: try again in {math.ceil(retry_after_s)} s")

@@ -1,8 +1,8 @@
-"""The server side of peer calls: one endpoint per ``partitions.peer_client.PEER_OPS`` entry, under
+"""The server side of peer calls: one endpoint per ``partitions.peers.client.PEER_OPS`` entry, under
 ``INTERNAL_PREFIX``, answered only to a caller presenting the cluster credential (checked once, by the
 app's error middleware, before any handler runs).
 
-Each endpoint decodes the arguments (msgpack, ``partitions.peer_codec``), runs the method on this node's
+Each endpoint decodes the arguments (msgpack, ``partitions.peers.codec``), runs the method on this node's
 own service (never passing the call further: the caller follows leader hints itself) and answers 200
 with the result or the typed error it raised. A body that is not a peer message is a 400.
 """
@@ -19,7 +19,8 @@ from api import state
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Handler, Operation
 from partitions.errors import PeerProtocolError
-from partitions.peer_client import MEDIA_TYPE, PEER_OPS, PeerOp, decode_arguments, encode_answer, path_of
+from partitions.peer_ops import PeerOp
+from partitions.peers.client import MEDIA_TYPE, PEER_OPS, decode_arguments, encode_answer, path_of
 from raftlog.errors import RaftlogError
 
 

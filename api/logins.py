@@ -1,7 +1,8 @@
 """Failed logins on the HTTP door (HTTP Basic, a user's token, the admin token): counted in the node's
-``partitions.login_failures.LoginFailures`` (which the Kafka listener's SASL shares), refused while over a
-bound (``TooManyLoginFailures``: 429 with Retry-After, nothing checked), and logged at most once a minute
-with how many failures the line stands for (and at most once a minute for a failure that starts refusals)."""
+``partitions.security.login_failures.LoginFailures`` (which the Kafka listener's SASL shares), refused while
+over a bound (``TooManyLoginFailures``: 429 with Retry-After, nothing checked), and logged at most once a
+minute with how many failures the line stands for (and at most once a minute for a failure that starts
+refusals)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import logging
 
 from api.errors import TooManyLoginFailures
 from api.http_limits import QuietLog
-from partitions.services import LoginFailures
+from partitions.security.login_failures import LoginFailures
 
 log = logging.getLogger("api.auth")
 
 
 class Logins:
-    """Failed logins on this door: counted (``partitions.login_failures``), refused while over a bound
-    (``TooManyLoginFailures``: 429 with Retry-After, nothing checked), and logged at most once a minute
-    with how many failures the line stands for (a failure that starts refusals: its own line, as
+    """Failed logins on this door: counted (``partitions.security.login_failures``), refused while over a
+    bound (``TooManyLoginFailures``: 429 with Retry-After, nothing checked), and logged at most once a
+    minute with how many failures the line stands for (a failure that starts refusals: its own line, as
     rare)."""
 
     def __init__(self, failures: LoginFailures) -> None:

@@ -16,18 +16,16 @@ from aiohttp import web
 from api.access import Access
 from api.errors import TABLE
 from api.negotiation import error_type, offered
-from partitions.peer_client import INTERNAL_PREFIX
-from partitions.services import (
+from partitions.groups.state import (
     AUTO_COMMIT_INTERVAL_MS_MAX,
     FETCH_MIN_BYTES_MAX,
-    ITERATIONS_DEFAULT,
-    MECHANISMS,
     REQUEST_TIMEOUT_MS_MAX,
     SESSION_TIMEOUT_MS_MAX,
     SESSION_TIMEOUT_MS_MIN,
-    TOKEN_DESCRIPTION_BYTES_MAX,
-    TOKEN_LIFETIME_MS_MAX,
 )
+from partitions.peers.client import INTERNAL_PREFIX
+from partitions.security.tokens import TOKEN_DESCRIPTION_BYTES_MAX, TOKEN_LIFETIME_MS_MAX
+from partitions.security.users import ITERATIONS_DEFAULT, MECHANISMS
 from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

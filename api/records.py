@@ -45,9 +45,11 @@ from api.schemas import (
     request_flavour,
     require_json_body,
 )
+from partitions.consumers.protocol import GroupService
+from partitions.data.service import DataService, FetchedBatches
 from partitions.errors import InvalidTopic, UnknownPartition
+from partitions.metadata.service import AdminService
 from partitions.names import is_internal
-from partitions.services import AdminService, DataService, FetchedBatches, GroupService
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import BatchFormatError, ProducerRecord, Record, records_from

@@ -5,7 +5,7 @@ of one request all go to one partition (sticky per request, so a request that ca
 single batch). With ``producer_id``/``sequence`` that partition is derived from the pair, so a retried
 request lands exactly where the original did and is deduplicated; without them it rotates round-robin
 across requests. Where a partition's request then runs is the cluster-wide service's business
-(``partitions.cluster``).
+(``partitions.peers.cluster``).
 """
 
 from __future__ import annotations

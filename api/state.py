@@ -18,8 +18,10 @@ from api.http_limits import BODY_TIMEOUT_S_DEFAULT
 from api.logins import Logins
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
-from partitions.cluster import FrontDoor
-from partitions.services import Authorizers, LoginFailures, Verifier
+from partitions.peers.cluster import FrontDoor
+from partitions.security.acls import Authorizers
+from partitions.security.login_failures import LoginFailures
+from partitions.security.users import Verifier
 from raftlog.errors import InvariantViolation
 
 log = logging.getLogger("api")
@@ -114,7 +116,7 @@ class Caller:
     """Who made a request to a client route, as ``auth.authenticate`` found them."""
 
     principal: str  # ``User:NAME``; ``User:admin`` for the admin token
-    host: str  # the client's address as this node sees it (``partitions.acls.client_host``)
+    host: str  # the client's address as this node sees it (``partitions.security.acls.client_host``)
     admin_token: bool = False  # authenticated with the admin token: ACLs do not apply
 
 

@@ -19,10 +19,12 @@ from api import access, state
 from api.access import DESCRIBE
 from api.errors import BadRequest
 from api.schemas import parse_create_topic, query_str, require_json_body
-from partitions.cluster import FrontDoor
+from partitions.controller.state import TopicMetadata
 from partitions.errors import InvalidTopic, UnknownPartition
+from partitions.metadata.service import AdminService, NodeInfo, PartitionState
 from partitions.names import broker_id, is_internal
-from partitions.services import AdminService, NodeInfo, PartitionState, ReplicaFailure, TopicMetadata
+from partitions.peers.cluster import FrontDoor
+from partitions.replicas.failures import ReplicaFailure
 from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError
 

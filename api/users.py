@@ -4,13 +4,13 @@
 /v1/users/{user}/tokens/{token_id}`` (revoke). Admin endpoints (the admin token guards them as every
 ``/v1`` route).
 
-The password is turned into SCRAM credentials here, where it entered (``partitions.users``: a random salt
-per mechanism, 4096 PBKDF2 iterations unless asked for more), and only those travel to the controller
-leader and are replicated; no node stores or logs a password. The credentials serve HTTP Basic on the data
-API (``api/auth.py``) and Kafka's SASL/SCRAM.
+The password is turned into SCRAM credentials here, where it entered (``partitions.security.users``: a
+random salt per mechanism, 4096 PBKDF2 iterations unless asked for more), and only those travel to the
+controller leader and are replicated; no node stores or logs a password. The credentials serve HTTP Basic on
+the data API (``api/auth.py``) and Kafka's SASL/SCRAM.
 
-A token is made here too (``partitions.tokens.issue_token``: random id and secret from ``secrets``, this
-node's clock for its creation and expiry) and only its id, user, the SHA-256 of its text, description
+A token is made here too (``partitions.security.tokens.issue_token``: random id and secret from ``secrets``,
+this node's clock for its creation and expiry) and only its id, user, the SHA-256 of its text, description
 and times travel to the controller leader; the text is in this answer and nowhere else.
 """
 
@@ -25,17 +25,10 @@ from api.admin import _object
 from api.errors import BadRequest
 from api.openapi import Operation
 from partitions.errors import UnknownUser
+from partitions.metadata.service import AdminService
 from partitions.names import check_user_name
-from partitions.services import (
-    ITERATIONS_DEFAULT,
-    MECHANISMS,
-    AdminService,
-    check_password,
-    check_token_id,
-    issue_token,
-    make_credential,
-    token_expiry,
-)
+from partitions.security.tokens import check_token_id, issue_token, token_expiry
+from partitions.security.users import ITERATIONS_DEFAULT, MECHANISMS, check_password, make_credential
 
 
 async def list_users(request: web.Request) -> web.Response:

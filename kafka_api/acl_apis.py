@@ -23,7 +23,8 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import InvalidName
-from partitions.services import AclBinding, AclFilter, AclOperation, AdminService, ResourceType
+from partitions.metadata.service import AdminService
+from partitions.security.acls import AclBinding, AclFilter, AclOperation, ResourceType
 
 
 def _refused(door: Door, operation: AclOperation) -> tuple[ErrorCode, str] | None:

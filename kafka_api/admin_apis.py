@@ -23,9 +23,11 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed
+from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
-from partitions.services import AclOperation, AdminService, ResourceType, merge_configs
+from partitions.security.acls import AclOperation, ResourceType
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 

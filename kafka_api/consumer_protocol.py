@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from partitions.services import TopicPartition
+from partitions.groups.assignors import TopicPartition
 
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 PARTITIONS_MAX = 100_000  # a count past this is not an assignment

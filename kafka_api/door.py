@@ -10,10 +10,10 @@ from typing import Protocol
 
 from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
-from partitions.cluster import FrontDoor
 from partitions.errors import AuthorizationFailed
 from partitions.groups.live import LiveGroups
-from partitions.services import CLUSTER_NAME, AclOperation, ResourceType, client_host
+from partitions.peers.cluster import FrontDoor
+from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
 
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
 

@@ -25,8 +25,9 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.pacing import ITEMS_PER_TURN, Pacer
+from partitions.data.service import FetchedBatches
 from partitions.errors import AuthorizationFailed
-from partitions.services import AclOperation, FetchedBatches, ResourceType
+from partitions.security.acls import AclOperation, ResourceType
 
 NO_OFFSET = -1
 NO_REPLICA = -1

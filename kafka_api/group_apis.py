@@ -31,10 +31,12 @@ from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.groups import GroupRefusal, MemberIdRequired
+from partitions.consumers.protocol import GroupDescription, GroupSummary
+from partitions.data.service import DataService
 from partitions.errors import InvalidName, UnknownTopic
 from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name
-from partitions.services import AclOperation, DataService, GroupDescription, GroupSummary, ResourceType
+from partitions.security.acls import AclOperation, ResourceType
 from raftlog.errors import RaftlogError
 from raftlog.storage.partitioner import partition_for_key
 

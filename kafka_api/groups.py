@@ -30,8 +30,8 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment
+from partitions.groups.assignors import TopicPartition
 from partitions.groups.live import LiveGroup, LiveMember
-from partitions.services import TopicPartition
 from raftlog.errors import RaftlogError
 
 log = logging.getLogger(__name__)

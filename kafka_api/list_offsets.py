@@ -15,7 +15,7 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.pacing import ITEMS_PER_TURN
-from partitions.services import AclOperation, ResourceType
+from partitions.security.acls import AclOperation, ResourceType
 
 EARLIEST = -2
 LATEST = -1

@@ -21,7 +21,7 @@ from kafka_api.door import Door
 from kafka_api.pacing import Pacer
 from partitions.errors import UnknownTopic
 from partitions.names import broker_id
-from partitions.services import AclOperation, ResourceType
+from partitions.security.acls import AclOperation, ResourceType
 
 NO_LEADER = -1
 NO_EPOCH = -1

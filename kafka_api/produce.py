@@ -23,7 +23,7 @@ from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
 from kafka_api.errors import code_of
 from kafka_api.pacing import Pacer
-from partitions.services import AclOperation, ResourceType
+from partitions.security.acls import AclOperation, ResourceType
 
 ACKS = (-1, 0, 1)
 NO_OFFSET = -1

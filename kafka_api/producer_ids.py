@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from partitions.services import AclOperation, ResourceType
+from partitions.security.acls import AclOperation, ResourceType
 
 PRODUCER_ID_BITS = 62
 NO_PRODUCER = -1

@@ -1,7 +1,7 @@
 """The server's side of SASL exchanges, as pure state machines: no sockets, no event loop, no clock.
 
 Each exchange is given the users and their SCRAM credentials as the controller holds them when it starts
-(``partitions.users``), takes the client's messages one at a time (``step``) and answers what to send
+(``partitions.security.users``), takes the client's messages one at a time (``step``) and answers what to send
 back, with the user's name once it has authenticated. Any failure raises ``AuthenticationFailed``, whose
 text says why for the node's log; the client is told only ``failure_message(mechanism)``, the same
 words for an unknown user, a wrong password and a garbled message, so that no answer says whether a
@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from partitions.services import ITERATIONS_DEFAULT, ScramCredential
-from partitions.services import MECHANISMS as SCRAM_DIGESTS  # mechanism -> hashlib's name
+from partitions.security.users import ITERATIONS_DEFAULT, ScramCredential
+from partitions.security.users import MECHANISMS as SCRAM_DIGESTS
 
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *SCRAM_DIGESTS)  # what SaslHandshake offers

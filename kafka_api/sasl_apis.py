@@ -36,7 +36,7 @@ from kafka_api.sasl import (
     Users,
     failure_message,
 )
-from partitions.services import check_token, is_users_token
+from partitions.security.tokens import check_token, is_users_token
 
 log = logging.getLogger(__name__)
 

@@ -24,17 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_api.sasl import Exchange
-from partitions.services import (
-    CLUSTER_NAME,
-    AclBinding,
-    AclOperation,
-    ApiToken,
-    Authorizers,
-    LoginFailures,
-    ResourceType,
-    ScramCredential,
-    Verifier,
-)
+from partitions.security.acls import CLUSTER_NAME, AclBinding, AclOperation, Authorizers, ResourceType
+from partitions.security.login_failures import LoginFailures
+from partitions.security.tokens import ApiToken
+from partitions.security.users import ScramCredential, Verifier
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
@@ -147,7 +140,7 @@ class Session:
     token_id: str | None = None
     credentials: tuple[ScramCredential, ...] = ()
     closing: str | None = None  # why to close the connection once this answer is sent
-    host: str = ""  # the client's address as the node sees it (``partitions.acls.client_host``)
+    host: str = ""  # the client's address as the node sees it (``partitions.security.acls.client_host``)
 
     @property
     def principal(self) -> str | None:

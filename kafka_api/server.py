@@ -47,7 +47,7 @@ from kafka_api.apis import API_VERSIONS_KEY, APIS, versions_response
 from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
-from partitions.services import client_host
+from partitions.security.acls import client_host
 
 __all__ = ["KafkaServer", "Limits", "Stats"]
 

@@ -32,8 +32,10 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import InvalidName
+from partitions.metadata.service import AdminService
 from partitions.names import check_user_name
-from partitions.services import AclOperation, AdminService, ScramCredential, credential_from_salted_password
+from partitions.security.acls import AclOperation
+from partitions.security.users import ScramCredential, credential_from_salted_password
 
 SCRAM_MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism
 CODE_OF_MECHANISM = {name: code for code, name in SCRAM_MECHANISM_CODES.items()}

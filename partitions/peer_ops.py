@@ -1,10 +1,11 @@
-"""How a service operation is declared once: the ``@peer`` decorator on its method in the service's
-protocol (``partitions.services``) says that other nodes may call it, and how (``PeerOp``), and how a
-call is routed to the node that must serve it (``Routing``). From those declarations come the table of
-node-to-node calls (``peer_client.PEER_OPS``), the endpoints that serve them (``api/internal.py``), the
-stubs that call them (``peer_client.remote_*``) and the cluster-wide call (``cluster.Routed.run``). A
-method declared ``@routed`` instead is routed the same way but never travels as itself
-(``DataService.produce``, whose records are encoded into ``produce_batch`` before they travel).
+"""How a service operation is declared once: the ``@peer`` decorator on its method in the service's protocol
+(``partitions.data.service``, ``partitions.metadata.service``, ...) says that other nodes may call it, and
+how (``PeerOp``), and how a call is routed to the node that must serve it (``Routing``). From those
+declarations come the table of node-to-node calls (``peers.client.PEER_OPS``), the endpoints that serve them
+(``api/internal.py``), the stubs that call them (``peers.client.remote_*``) and the cluster-wide call
+(``peers.cluster.Routed.run``). A method declared ``@routed`` instead is routed the same way but never
+travels as itself (``DataService.produce``, whose records are encoded into ``produce_batch`` before they
+travel).
 
 Pure: no I/O, nothing here knows how a call travels.
 """

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from raftlog_bench.cluster import LatencySummary
 from raftlog_bench.storage import positive_ints
 
-PARTITIONS_MAX = 10_000  # a topic's limit (partitions/placement.py)
+PARTITIONS_MAX = 10_000  # a topic's limit (partitions/controller/placement.py)
 PHASES = ("create", "idle", "restart", "delete")
 
 

@@ -23,18 +23,18 @@ from aiohttp import web
 
 from api.http_limits import HttpLimits
 from kafka_api.limits import Limits as KafkaLimits
-from partitions.errors import InvalidName
-from partitions.names import check_user_name
-from partitions.node import (
+from partitions.broker.node import (
     JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
     JOURNAL_SYNC_THREADS_DEFAULT,
     Node,
     NodeConfig,
     PeerConfig,
 )
-from partitions.placement import REPLICAS_MAX_DEFAULT
-from partitions.recovery import RATE_BYTES_PER_S_DEFAULT
-from partitions.services import LoginFailures, LoginLimits
+from partitions.controller.placement import REPLICAS_MAX_DEFAULT
+from partitions.errors import InvalidName
+from partitions.names import check_user_name
+from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
+from partitions.security.login_failures import LoginFailures, LoginLimits
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
@@ -312,7 +312,7 @@ HTTP_LIMIT_OPTIONS = (
 
 
 _LOGIN = LoginLimits()
-# the bounds on failed logins, on both doors (partitions/login_failures.py)
+# the bounds on failed logins, on both doors (partitions/security/login_failures.py)
 LOGIN_LIMIT_OPTIONS = (
     ("--login-failures-per-address-max", "per_address_max", _LOGIN.per_address_max,
      "failed logins (HTTP Basic, tokens, SASL) from one client address within --login-failure-window-ms, "
@@ -676,7 +676,9 @@ async def serve(
 
     node = Node(config)
     await node.start()
-    login_failures = LoginFailures(login_limits)  # the node's, both doors' (partitions/login_failures.py)
+    login_failures = LoginFailures(
+        login_limits
+    )  # the node's, both doors' (partitions/security/login_failures.py)
     app = build_app(
         node,
         admin_token=admin_token,

@@ -1,7 +1,7 @@
 """What a fetch's read costs on the event loop against handing it to a reader thread, by size.
 
 A fetch takes its `LogView` under the log's lock, then preads and CRC-checks the batches without it
-(`partitions.data_plane._read_all`). This times, from inside a running event loop, that read done in line
+(`partitions.data.plane._read_all`). This times, from inside a running event loop, that read done in line
 and the same read handed to a thread pool and awaited (what `DataPlane._read` does past
 `INLINE_READ_BYTES_MAX`): the wall time a fetch of each size takes either way, best of several rounds.
 The data is in the page cache, as a recent fetch's is.
@@ -18,7 +18,7 @@ import os
 import tempfile
 import time
 
-from partitions.data_plane import INLINE_READ_BYTES_MAX, _read_all
+from partitions.data.plane import INLINE_READ_BYTES_MAX, _read_all
 from raftlog.storage import Log, LogConfig, ProducerRecord
 
 

@@ -290,7 +290,7 @@ def test_the_cycle_rule_catches_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-PEER_HOME = ROOT / "partitions" / "peer_client.py"  # the one home of node-to-node requests
+PEER_HOME = ROOT / "partitions" / "peers" / "client.py"  # the one home of node-to-node requests
 API_PATH = re.compile(r"/(v1|topics|consumers|replication|internal|status|metrics|openapi)(/|\b)")
 
 
@@ -323,7 +323,9 @@ def _api_paths(path: pathlib.Path) -> list[str]:
     return [text for text in _strings(path) if API_PATH.search(text)]
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "partitions").rglob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "partitions").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT / "partitions"))
+)
 def test_partitions_builds_no_url_of_the_http_api_and_speaks_http_in_one_place(path: pathlib.Path) -> None:
     paths = _api_paths(path)
     if path == PEER_HOME:
@@ -331,7 +333,7 @@ def test_partitions_builds_no_url_of_the_http_api_and_speaks_http_in_one_place(p
     else:
         assert not paths, f"{path.relative_to(ROOT)} spells paths of the HTTP API: {paths}"
         used = _top_level_imports(path) & {"aiohttp", "urllib", "http", "requests"}
-        assert not used, f"{path.relative_to(ROOT)} speaks HTTP ({sorted(used)}): only peer_client.py may"
+        assert not used, f"{path.relative_to(ROOT)} speaks HTTP ({sorted(used)}): only peers/client.py may"
 
 
 def test_the_url_rule_finds_a_path_anywhere_in_a_string(tmp_path: pathlib.Path) -> None:
@@ -404,21 +406,40 @@ def test_the_public_path_rule_finds_paths_and_only_paths(tmp_path: pathlib.Path)
     )
 
 
-# What a front door may use of a node: the protocols, the types of their answers and the few limits and pure
-# rules a door applies itself (services.py exports them), the cluster-wide services, the peer table (the
-# server side of peer calls), the typed errors and the names.
+# What a front door may use of a node: the protocols, each on the ground floor of its room, and the types of
+# their answers; the few limits and pure rules a door applies itself (the security model, consumer configs'
+# limits, the group table's records); the cluster-wide services, the peer table (the server side of peer
+# calls), the typed errors and the names. Never a room's machinery.
 FRONT_DOOR_MAY_USE = {
-    "partitions.services",
-    "partitions.cluster",
-    "partitions.peer_client",
-    "partitions.errors",
+    "partitions.data.service",
+    "partitions.metadata.service",
+    "partitions.consumers.protocol",
+    "partitions.controller.state",  # TopicMetadata, merge_configs
+    "partitions.controller.members",  # ControllerMembers
+    "partitions.controller.reconfigure",  # MoveProgress, MemberView
+    "partitions.replicas.failures",  # ReplicaFailure
+    "partitions.groups.assignors",  # TopicPartition, the assignors' names
+    "partitions.groups.state",  # ReadConfig and the consumer configs' limits
+    "partitions.groups.coordinator",  # the coordinator the Kafka door registers its groups with
     "partitions.groups.errors",
     "partitions.groups.live",  # the protocol a door's own groups are seen through (LiveGroups)
+    "partitions.security.acls",
+    "partitions.security.users",
+    "partitions.security.tokens",
+    "partitions.security.login_failures",
+    "partitions.peers.cluster",
+    "partitions.peers.client",
+    "partitions.peer_ops",
+    "partitions.errors",
     "partitions.names",
 }
 # what builds the node (its parts and the defaults of their settings) may use more
 BUILDS_THE_NODE = {
-    ROOT / "raftlog_node" / "serve.py": {"partitions.node", "partitions.recovery", "partitions.placement"},
+    ROOT / "raftlog_node" / "serve.py": {
+        "partitions.broker.node",
+        "partitions.replicas.recovery",
+        "partitions.controller.placement",
+    },
 }
 
 
@@ -456,3 +477,112 @@ def test_no_product_code_reaches_pysyncobjs_pickling_transport() -> None:
     assert _names_the_pickling_transport(
         ROOT / "tests" / "consensus" / "acked_write_scenario.py"
     )  # it sees one
+
+
+# -- the broker's rooms: one folder each, imports running one way ------------------------------------------
+
+# bottom to top: a module of partitions/ imports only modules of its own room or of the rooms below it. The
+# modules directly in partitions/ are the ground floor every room stands on.
+BROKER_ROOMS = (
+    "partitions",  # errors, names, the partition command codec, the peer-operation declaration, the workers
+    "partitions.security",  # ACLs, users, tokens, failed logins (pure)
+    "partitions.controller",  # the controller's replicated metadata and its pure logic
+    "partitions.groups",  # the group table, the assignors, the coordinator
+    "partitions.replicas",  # this node's partition replicas, their state machine, recovery and routing
+    "partitions.metadata",  # the controller's host on a node, its operations, MetadataView, AdminService
+    "partitions.data",  # the data plane (DataService) and a partition's state and leadership
+    "partitions.consumers",  # groups stored in __consumer_groups partitions, HTTP consumers (GroupService)
+    "partitions.peers",  # calls between nodes and the cluster-wide services
+    "partitions.operations",  # the controller leader's operator, acting through peer calls
+    "partitions.broker",  # the node, its rooms composed
+)
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    room = ".".join(parts[:2]) if len(parts) > 2 else parts[0]
+    assert room in BROKER_ROOMS, f"{module} stands in no room of BROKER_ROOMS: add its folder there"
+    return room
+
+
+def _broker_graph() -> dict[str, set[str]]:
+    return {
+        module: {name for name in imported if name.split(".")[0] == "partitions"}
+        for module, imported in _module_graph().items()
+        if module.split(".")[0] == "partitions"
+        and module not in BROKER_ROOMS  # a room's __init__: a docstring
+    }
+
+
+def _imports_above(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module of a room above the importer's, as "importer -> imported"."""
+    floor = {room: number for number, room in enumerate(BROKER_ROOMS)}
+    return sorted(
+        f"{module} -> {name}"
+        for module, imported in graph.items()
+        for name in imported
+        if floor[_room(name)] > floor[_room(module)]
+    )
+
+
+def test_the_broker_s_rooms_import_only_downward() -> None:
+    assert _imports_above(_broker_graph()) == []
+
+
+def test_every_room_is_a_folder_with_a_docstring_and_every_folder_a_room() -> None:
+    folders = {
+        _module_name(path.parent / "__init__.py")
+        for path in (ROOT / "partitions").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    assert folders == set(BROKER_ROOMS)
+    for room in BROKER_ROOMS:
+        init = ROOT.joinpath(*room.split("."), "__init__.py")
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), (
+            f"{room} says not what it holds"
+        )
+
+
+def test_within_a_room_no_module_imports_one_above_it() -> None:
+    """The modules of one folder stand on floors: none imports a module that imports it, however far round."""
+    graph = _broker_graph()
+    for room in BROKER_ROOMS:
+        inside = {m: {n for n in graph[m] if _room(n) == room} for m in graph if _room(m) == room}
+        assert _cycles(inside) == [], f"{room}: modules that stand above each other"
+
+
+def test_the_room_rule_catches_an_import_from_above() -> None:
+    graph = {
+        "partitions.errors": set(),
+        "partitions.replicas.manager": {"partitions.errors", "partitions.peers.client"},
+        "partitions.peers.client": {"partitions.errors"},
+    }
+    assert _imports_above(graph) == ["partitions.replicas.manager -> partitions.peers.client"]
+
+
+def _re_exports(path: pathlib.Path) -> list[str]:
+    """``from m import name as name``: the idiom that re-exports a name for others to import from here."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "partitions").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT / "partitions"))
+)
+def test_the_broker_re_exports_nothing(path: pathlib.Path) -> None:
+    """Each name is imported from the module that defines it: a room's protocols stand on its own floor."""
+    assert _re_exports(path) == []
+
+
+def test_the_re_export_rule_catches_one(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from partitions.security.acls import AclBinding as AclBinding, select\n", encoding="utf-8"
+    )
+    assert _re_exports(bad) == ["partitions.security.acls.AclBinding"]

@@ -1,0 +1,1 @@
+"""Consumer groups: the replicated group table, the assignors and the coordinator (storage-agnostic)."""

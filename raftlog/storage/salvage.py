@@ -9,8 +9,8 @@ every segment after it out of the log directory, whole and unchanged, into a dir
 an operator to look at (renames only: nothing is copied or rewritten, so it is quick and a crash part way
 leaves the same damage to find again at the next open). The log then ends where the damaged segment
 began, below what its replica has applied, and the replica's recovery copies the rest from its peers
-(``partitions.recovery``), batch for batch, CRC-checked (Kafka and Redpanda, too, cut a damaged log and
-fetch again from the leader).
+(``partitions.replicas.recovery``), batch for batch, CRC-checked (Kafka and Redpanda, too, cut a damaged log
+and fetch again from the leader).
 """
 
 from __future__ import annotations

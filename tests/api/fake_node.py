@@ -4,7 +4,7 @@ A ``FakeCluster`` holds the shared truth (topics, each partition's records, lead
 consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local services (``FakeData``
 for data and peer calls, ``FakeAdmin``, ``FakeMetadata``) refuse, like the real node's, what only a
 partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``; its
-cluster-wide services are the real ``partitions.cluster.Cluster`` over the real peer client, so a call
+cluster-wide services are the real ``partitions.peers.cluster.Cluster`` over the real peer client, so a call
 another node must serve crosses HTTP to that node's internal endpoints as between real nodes.
 
 Semantics kept: dense offsets from 0; a (producer_id, sequence) pair seen before answers with the original
@@ -24,10 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions import controller_acls, controller_members, controller_tokens, decommission, reconfigure
-from partitions.acls import AclBinding, AclFilter
-from partitions.cluster import Cluster
-from partitions.controller import Reassignment, TopicMetadata, validate_topic
+from partitions.consumers.service import ConsumerService
+from partitions.controller import acls as controller_acls
+from partitions.controller import decommission, reconfigure
+from partitions.controller import members as controller_members
+from partitions.controller import tokens as controller_tokens
+from partitions.controller.members import ControllerMembers
+from partitions.controller.placement import check_capacity, replica_counts
+from partitions.controller.reconfigure import MemberView, MoveProgress
+from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
+from partitions.data.service import FetchedBatches, PartitionOffsets, ProduceResult, TimestampOffset
 from partitions.errors import (
     ControllerChangeRefused,
     DecommissionImpossible,
@@ -44,30 +50,23 @@ from partitions.errors import (
     UnknownUser,
 )
 from partitions.groups.coordinator import GroupCoordinator
-from partitions.groups.service import ConsumerService
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
-from partitions.names import GROUPS_TOPIC, check_user_name
-from partitions.peer_client import PeerClient
-from partitions.placement import check_capacity, replica_counts
-from partitions.reconfigure import MemberView, MoveProgress
-from partitions.replica_failures import ReplicaFailure, digest
-from partitions.services import (
-    Claims,
-    ControllerMembers,
+from partitions.metadata.service import (
     ControllerSnapshot,
-    Failures,
-    FetchedBatches,
     MoveState,
     NodeInfo,
-    PartitionOffsets,
     PartitionState,
-    ProduceResult,
     ReplicaState,
-    TimestampOffset,
 )
-from partitions.tokens import ApiToken
-from partitions.users import ScramCredential
+from partitions.names import GROUPS_TOPIC, check_user_name
+from partitions.peers.client import PeerClient
+from partitions.peers.cluster import Cluster
+from partitions.peers.service import Claims, Failures
+from partitions.replicas.failures import ReplicaFailure, digest
+from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.tokens import ApiToken
+from partitions.security.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import (
@@ -844,7 +843,8 @@ class FakeLocal:
 
 
 class FakeNode:
-    """Implements ``partitions.cluster.FrontDoor`` over the fakes, with the real cluster-wide services."""
+    """Implements ``partitions.peers.cluster.FrontDoor`` over the fakes, with the real cluster-wide
+    services."""
 
     def __init__(
         self,
@@ -864,7 +864,7 @@ class FakeNode:
         )
         self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
         # No wait for a leader: these tests see the edge's answer to each refusal they inject (the wait
-        # itself: tests/partitions/test_router.py)
+        # itself: tests/partitions/peers/test_router.py)
         self.cluster = Cluster(
             self.local, self.metadata, self.peers, lambda: int(time.time() * 1000), leader_wait_s=0.0
         )

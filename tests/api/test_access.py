@@ -21,7 +21,7 @@ from api import auth
 from api.access import Access
 from api.app import ROUTES, build_app
 from partitions.names import GROUPS_TOPIC
-from partitions.users import make_credential
+from partitions.security.users import make_credential
 
 TOKEN = "the-admin-token"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}

@@ -10,9 +10,9 @@ import pytest
 from fake_node import INTERNAL_CREDENTIAL, FakeCluster
 from harness import Harness, Node
 
-from partitions.peer_client import MEDIA_TYPE, PeerClient, remote_peer
-from partitions.replica_failures import ReplicaFailure
-from partitions.services import PartitionState, ReplicaState
+from partitions.metadata.service import PartitionState, ReplicaState
+from partitions.peers.client import MEDIA_TYPE, PeerClient, remote_peer
+from partitions.replicas.failures import ReplicaFailure
 from raftlog_cli.cli import main
 
 REPLAY_ERROR = (

@@ -1,6 +1,7 @@
-"""The fakes the HTTP tests run on stand for the node's protocols (``partitions/services.py``): every member
-of each protocol is on its fake, a method with the same parameters (names, kinds, order) and the same
-async-ness, so a protocol that changes cannot leave its fake behind while the tests over it still pass."""
+"""The fakes the HTTP tests run on stand for the node's protocols (each room's ``service.py`` or
+``protocol.py`` in ``partitions/``): every member of each protocol is on its fake, a method with the same
+parameters (names, kinds, order) and the same async-ness, so a protocol that changes cannot leave its fake
+behind while the tests over it still pass."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import inspect
 import pytest
 from fake_node import FakeAdmin, FakeCluster, FakeData, FakeLocal, FakeMetadata
 
-from partitions.services import AdminService, DataService, LocalServices, MetadataView, PeerService
+from partitions.data.service import DataService
+from partitions.metadata.service import AdminService, MetadataView
+from partitions.peers.service import LocalServices, PeerService
 
 FAKES: list[tuple[type, type]] = [
     (DataService, FakeData),

@@ -10,8 +10,11 @@ from harness import Node
 
 from api.app import ROUTES
 from api.openapi import Operation
+from partitions.consumers.protocol import GroupService
+from partitions.data.service import DataService
 from partitions.errors import InvalidReassignment, PeerProtocolError, PeerUnreachable, UnknownTopic
-from partitions.peer_client import (
+from partitions.metadata.service import AdminService
+from partitions.peers.client import (
     INTERNAL_PREFIX,
     MEDIA_TYPE,
     PEER_OPS,
@@ -22,8 +25,8 @@ from partitions.peer_client import (
     remote_data,
     remote_peer,
 )
-from partitions.peer_codec import pack
-from partitions.services import AdminService, DataService, GroupService, PeerService
+from partitions.peers.codec import pack
+from partitions.peers.service import PeerService
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, records_from
 from raftlog.storage.errors import OffsetOutOfRange

@@ -44,7 +44,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import ROUTES, build_app
 from api.openapi import document
-from partitions.peer_client import MEDIA_TYPE as PEER_MEDIA_TYPE
+from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord
 from raftlog_client.contract import RECORD_BATCH

@@ -15,8 +15,8 @@ from fake_node import FakeCluster
 from harness import Harness, Node
 
 from api import state
-from partitions import controller_tokens
-from partitions.users import make_credential
+from partitions.controller import tokens as controller_tokens
+from partitions.security.users import make_credential
 
 TOKEN = "the-admin-token"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}

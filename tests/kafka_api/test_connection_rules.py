@@ -10,7 +10,8 @@ import pytest
 
 from kafka_api.limits import Clock, Limits, Refusal, admission, overdue
 from kafka_api.security import Security, Session
-from partitions.services import ApiToken, make_credential
+from partitions.security.tokens import ApiToken
+from partitions.security.users import make_credential
 
 LIMITS = Limits(
     connections_max=10, connections_per_address_max=4, unauthenticated_connections_max=6,

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment, encode_assignment
-from partitions.services import TopicPartition
+from partitions.groups.assignors import TopicPartition
 
 
 def test_an_assignment_reads_back_and_later_versions_fields_are_ignored() -> None:

@@ -15,7 +15,11 @@ from raftlog.consensus.errors import NotLeader
 from raftlog.errors import RaftlogError
 
 # Errors that never reach a front door: node-internal transport and wire errors, and the HTTP layer's own.
-NOT_ON_A_KAFKA_REQUEST = ("raftlog.consensus.transport", "raftlog.consensus.wire", "partitions.recovery")
+NOT_ON_A_KAFKA_REQUEST = (
+    "raftlog.consensus.transport",
+    "raftlog.consensus.wire",
+    "partitions.replicas.recovery",
+)
 
 
 def _concrete_errors() -> list[type[RaftlogError]]:

@@ -22,7 +22,7 @@ from kafka_api.sasl import (
     Step,
     failure_message,
 )
-from partitions.users import ScramCredential, Verifier, make_credential, salted_keys
+from partitions.security.users import ScramCredential, Verifier, make_credential, salted_keys
 
 KEY = b"k" * 32  # the unknown-salt key: the cluster's, in a node
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")

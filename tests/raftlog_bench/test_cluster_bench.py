@@ -125,11 +125,11 @@ def test_table_shows_measurement_goal_errors_and_node_log_problems() -> None:
     results = Results(["http://127.0.0.1:1"], True, "/tmp/x", {"cpus": 2}, _options())
     results.latency = [_latency_cell(0.009, 99)]
     results.goals = cluster._goals(results)
-    results.node_log_problems = {"n2": ["2026-01-01 ERROR partitions.node: boom"]}
+    results.node_log_problems = {"n2": ["2026-01-01 ERROR partitions.broker.node: boom"]}
     table = cluster.format_table(results)
     assert "9.00 ms (goal <= 5 ms)  MISSED" in table
     assert "HTTP 504/50401 x1" in table
-    assert "n2: 2026-01-01 ERROR partitions.node: boom" in table
+    assert "n2: 2026-01-01 ERROR partitions.broker.node: boom" in table
     assert "shares the machine's 2 CPUs" in table
     assert cluster._any_problem(results)
 

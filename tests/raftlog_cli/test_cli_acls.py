@@ -13,7 +13,7 @@ import pytest
 from fake_node import FakeCluster
 from harness import Harness, Node
 
-from partitions.users import make_credential
+from partitions.security.users import make_credential
 from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import RequestFailed

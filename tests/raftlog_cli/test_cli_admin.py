@@ -10,7 +10,7 @@ import pytest
 from fake_node import FakeCluster
 from harness import Harness, Node
 
-from partitions.controller import Reassignment
+from partitions.controller.state import Reassignment
 from raftlog_cli.cli import main
 
 

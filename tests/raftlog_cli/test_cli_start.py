@@ -12,7 +12,7 @@ import pytest
 
 from raftlog_cli import cli
 
-HEAVY_MODULES = ("raftlog_node.serve", "raftlog_dev.dev", "partitions.node", "raftlog_bench.perf")
+HEAVY_MODULES = ("raftlog_node.serve", "raftlog_dev.dev", "partitions.broker.node", "raftlog_bench.perf")
 
 
 def _imported_after(code: str, modules: tuple[str, ...] = HEAVY_MODULES) -> list[str]:

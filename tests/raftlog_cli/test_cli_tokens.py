@@ -16,7 +16,7 @@ from fake_node import FakeCluster
 from harness import Harness, Node
 from test_cli_acls import run
 
-from partitions.users import make_credential
+from partitions.security.users import make_credential
 from raftlog_cli import profile
 from raftlog_cli.cli import build_parser
 from raftlog_client.client import RaftlogClient

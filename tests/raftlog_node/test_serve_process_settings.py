@@ -11,7 +11,7 @@ import sys
 import pytest
 from serve_args import check_int_option, serve_args
 
-from partitions.node import JOURNAL_SYNC_THREADS_DEFAULT
+from partitions.broker.node import JOURNAL_SYNC_THREADS_DEFAULT
 from raftlog_node.serve import MALLOC_KEEP_MIB_DEFAULT, node_config
 
 # Run in a child process: malloc's settings are process-wide. Prints how many bytes a 16 MiB buffer

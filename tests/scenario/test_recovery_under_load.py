@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from partitions.peer_client import PeerClient, internal_credential, remote_peer
-from partitions.services import PeerService
+from partitions.peers.client import PeerClient, internal_credential, remote_peer
+from partitions.peers.service import PeerService
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import decode_header, split_batches
 from raftlog_client.client import Message, RaftlogClient

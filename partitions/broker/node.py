@@ -1,0 +1,447 @@
+"""A node: builds its parts, starts them in order and stops them in reverse. It does nothing else.
+
+The parts, each owning one thing (see ARCHITECTURE.md for the threads):
+- ``RaftHost``: the consensus driver thread and the mux hub every Raft group of the node talks over;
+- ``MetadataFrontend``: the controller's metadata (a controller replica, or a follower of the controller
+  leader on a node that joined) and the proposals that change it;
+- ``ReplicaManager``: the only owner of the map of this node's partition replicas (reconciled to the
+  controller's assignment after every controller apply);
+- ``Routing``: addresses, liveness, leaders and failed replicas as this node knows them;
+- ``Presence``: this node in gossip (its claims, disk use and failures out; others' in);
+- ``DataPlane``, ``PartitionAdmin``, ``LocalAdmin``, ``ConsumerService``, ``PeerServer``: the local
+  services (each room's protocol: ``partitions.data.service``, ``partitions.metadata.service``, ...);
+- ``PeerClient`` and ``Cluster``: the same services run wherever they must, for the front doors;
+- ``Operator``: the controller leader's background work (replica moves, decommissions, leader balance);
+- ``LogManager`` and the ``Remover`` behind the node's ``Trash``: storage's background threads.
+
+A front door is given the node as a ``services.FrontDoor``: ``metadata``, ``cluster``, ``local`` and
+``peer_credential_ok``. The data directory is this node's alone (``raftlog.storage.dirlock``) from
+construction to ``close``. A data directory whose partition logs an older raftlog wrote in its own batch
+format is refused then too, before anything in it is opened (``LegacyLogFormat``, naming ``raftlog log
+migrate``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from membership import GossipConfig
+from partitions.broker.local import LocalAdmin, PeerServer
+from partitions.consumers.service import ConsumerService
+from partitions.consumers.store import ReplicatedGroupLog
+from partitions.controller.members import ControllerMembers
+from partitions.controller.placement import REPLICAS_MAX_DEFAULT
+from partitions.controller.state import TopicMetadata
+from partitions.data.partition_admin import PartitionAdmin
+from partitions.data.plane import DataPlane
+from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
+from partitions.metadata.controller_voters import ControllerVoters
+from partitions.metadata.frontend import MetadataFrontend
+from partitions.metadata.security_records import SecurityRecords
+from partitions.metadata.service import AdminService, ControllerSnapshot, MoveState, NodeInfo
+from partitions.metadata.topic_changes import TopicChanges
+from partitions.operations.operator import Operator
+from partitions.peers.batches import peer_fetch_batches
+from partitions.peers.client import (
+    PeerClient,
+    credential_matches,
+    internal_credential,
+    remote_admin,
+    remote_peer,
+)
+from partitions.peers.cluster import Cluster
+from partitions.peers.presence import Presence
+from partitions.replicas.cluster_view import ClusterView
+from partitions.replicas.failures import ReplicaFailure
+from partitions.replicas.manager import ReplicaManager
+from partitions.replicas.raft_host import RaftHost
+from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
+from partitions.replicas.routing import Routing
+from partitions.security.acls import AclBinding
+from partitions.security.tokens import ApiToken
+from partitions.security.users import ScramCredential
+from raftlog.consensus import journal
+from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT
+from raftlog.consensus.group import election_counts
+from raftlog.consensus.interface import Role
+from raftlog.errors import check
+from raftlog.histogram import HistogramSnapshot
+from raftlog.storage import removal
+from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
+from raftlog.storage.dirlock import DirectoryLock
+from raftlog.storage.errors import LegacyLogFormat
+from raftlog.storage.log import wall_clock_ms
+from raftlog.storage.log_format import needs_migration
+from raftlog.storage.manager import LogManager
+from raftlog.storage.space import DiskSpace
+
+CONTROLLER_VOTERS_MAX = 5
+JOURNAL_SYNC_THREADS_DEFAULT = 2
+JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
+LOGS_DIR = "logs"  # under the data directory: one directory per partition log (its Raft group id)
+DAMAGED_DIR = "damaged"  # under the data directory: damaged segments set aside, kept for an operator
+
+
+@dataclass(frozen=True, slots=True)
+class PeerConfig:
+    node_id: str
+    http: str  # base URL, e.g. http://127.0.0.1:8081
+    raft: str  # host:port of its Raft listener
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    node_id: str
+    data_dir: str
+    raft_address: str
+    peers: tuple[PeerConfig, ...]  # every node of the cluster, this one included
+    cluster_secret: bytes
+    core: CoreConfig = field(default_factory=CoreConfig.for_node)
+    gossip_address: str = "127.0.0.1:0"  # UDP+TCP endpoint of SWIM gossip
+    seeds: tuple[str, ...] = ()  # gossip addresses to join through
+    gossip: GossipConfig = field(default_factory=GossipConfig)
+    group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
+    retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
+    # Threads running large Raft journal syncs (write + fdatasync) off the driver thread (0: none), for
+    # syncs of at least journal_sync_thread_min_bytes
+    journal_sync_threads: int = JOURNAL_SYNC_THREADS_DEFAULT
+    journal_sync_thread_min_bytes: int = JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT * 1024
+    # Joining a running cluster: not one of the controller group's first voters whatever the peer list
+    # says (it may be added later: POST /v1/controller/voters); until then the controller's metadata is
+    # followed from the controller leader (``metadata_follower``); peers are learned by gossip.
+    join: bool = False
+    replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
+    recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
+    # the most a producer's compressed batch's records may inflate to, or its topic's max.message.bytes
+    # when larger: past it the batch is refused (a decompression bomb), inflating stopped there
+    inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
+    kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
+    peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
+    peer_ssl: ssl.SSLContext | None = (
+        None  # HTTPS to the other nodes (their URLs say https): raftlog_node/tls.py
+    )
+
+    def __post_init__(self) -> None:
+        ids = [p.node_id for p in self.peers]
+        check(len(set(ids)) == len(ids), f"peer ids repeat: {ids}")
+        check(self.node_id in ids, f"node {self.node_id} is not among the peers {ids}")
+
+    @property
+    def controller_voters(self) -> list[str]:
+        return sorted(p.node_id for p in self.peers)[:CONTROLLER_VOTERS_MAX]
+
+    def peer(self, node_id: str) -> PeerConfig:
+        return next(p for p in self.peers if p.node_id == node_id)
+
+
+@dataclass(slots=True)
+class NodeServices:
+    """Implements ``services.LocalServices``."""
+
+    data: DataPlane
+    admin: LocalAdmin
+    groups: ConsumerService
+    peer: PeerServer
+
+
+class Node:
+    """Implements ``services.FrontDoor``. Create, ``await start()``, serve, ``await close()``."""
+
+    def __init__(self, config: NodeConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
+        # The data directory is this node's alone before anything in it is read or written: a second
+        # process on it is refused here (DirectoryLocked names the holder) and touches nothing.
+        self._data_lock = DirectoryLock.acquire(config.data_dir, f"node {config.node_id}")
+        try:
+            refuse_legacy_logs(config.data_dir)
+            self._build(config, clock)
+        except BaseException:
+            self._data_lock.close()
+            raise
+
+    def _build(self, config: NodeConfig, clock: Callable[[], int]) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        me = config.peer(config.node_id)
+        self._credential = internal_credential(config.cluster_secret)
+        # Removes dropped replicas, released Raft journal segments and deleted log segments, one after
+        # another, at a pace (raftlog.storage.removal)
+        self.remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
+        self.trash = removal.Trash(os.path.join(config.data_dir, "trash"), self.remover)
+        # what every log and journal learns of room on the data disk (raftlog.storage.space)
+        self.space = DiskSpace()
+        self._logs = LogManager(
+            os.path.join(config.data_dir, LOGS_DIR),
+            clock=clock,
+            retention_check_interval_ms=config.retention_check_interval_ms,
+            discard=self.trash.discard_if_present,
+            space=self.space,
+            damaged_root=os.path.join(config.data_dir, DAMAGED_DIR),
+        )
+        self.raft = RaftHost(
+            config.node_id,
+            config.data_dir,
+            config.raft_address,
+            config.cluster_secret,
+            {p.node_id: p.raft for p in config.peers if p.node_id != config.node_id},
+            config.core,
+            config.journal_sync_threads,
+            config.journal_sync_thread_min_bytes,
+            self.trash.discard_if_present,
+            self.space,
+        )
+        self.frontend = MetadataFrontend(config.node_id, config.controller_voters, config.join, self.raft)
+        self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
+        self.security = SecurityRecords(self.frontend)
+        self.voters = ControllerVoters(self.frontend)
+        self.peers = PeerClient(self._credential, self._address, config.peer_timeout_s, config.peer_ssl)
+        self.replicas = ReplicaManager(
+            config.node_id,
+            self.raft,
+            self._logs,
+            self.trash,
+            self.frontend.metadata,
+            functools.partial(peer_fetch_batches, self.peers),
+            config.recovery_bytes_per_s,
+        )
+        self._view = ClusterView(config.node_id)
+        self.routing = Routing(
+            config.node_id,
+            {p.node_id: p.http for p in config.peers},
+            self._view,
+            self.replicas,
+            self.frontend.metadata,
+            kafka=config.kafka_address,
+        )
+        self.presence = Presence(
+            config.node_id,
+            me.http,
+            me.raft,
+            config.data_dir,
+            config.gossip_address,
+            config.cluster_secret,
+            config.gossip,
+            config.seeds,
+            self._view,
+            self.routing,
+            self.replicas,
+            self.raft,
+            self.peers,
+            self.frontend.metadata,
+            kafka=config.kafka_address,
+        )
+        self.data = DataPlane(
+            config.node_id,
+            self.replicas,
+            self.routing,
+            self.frontend.topic,
+            clock,
+            inflated_bytes_max=config.inflated_batch_bytes_max,
+        )
+        self.partition_admin = PartitionAdmin(
+            config.node_id,
+            self.replicas,
+            self.data,
+            self.routing,
+            self.raft,
+            self.frontend.topic,
+            self.topic_changes.move_progress,
+        )
+        self.groups = GroupCoordinator(
+            ReplicatedGroupLog(
+                topic=self.frontend.topic,
+                create_topic=lambda *args: self.cluster.admin.call(AdminService.create_topic, *args),
+                ready_leader=self.data.ready_leader,
+                leader=self.data.leader_replica,
+                replication_factor=lambda: min(3, len(self.routing.placeable())),
+                partitions=config.group_partitions,
+            )
+        )
+        self.local = NodeServices(
+            self.data,
+            LocalAdmin(self.frontend, self.topic_changes, self.security, self.voters, self.partition_admin),
+            ConsumerService(config.node_id, self.groups, lambda: self.cluster.data),
+            PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
+        )
+        self.metadata = NodeView(self)
+        self.cluster = Cluster(self.local, self.metadata, self.peers, clock)
+        self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
+        self._background: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def _address(self, node_id: str) -> str | None:
+        return self.routing.http_address(node_id)
+
+    def peer_credential_ok(self, presented: str) -> bool:
+        return credential_matches(self._credential, presented)
+
+    @property
+    def gossip_address(self) -> str:
+        return self.presence.gossip_address
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.trash.empty)  # a crash may have left some
+        self._logs.start()
+        self.raft.start()
+        await self.frontend.start(
+            self.routing,
+            self.replicas.schedule_reconcile,
+            self._controller_snapshot,
+            self._controller_members,
+            self._leave_controller,
+        )
+        await self.presence.start()
+        task = asyncio.get_running_loop().create_task(self.groups.run())
+        self._background.add(task)
+        self.operator.start()
+
+    async def _controller_snapshot(self, node_id: str, known_index: int | None) -> ControllerSnapshot:
+        return await remote_peer(self.peers, node_id).controller_snapshot(known_index)
+
+    async def _controller_members(self, node_id: str) -> ControllerMembers:
+        return await remote_admin(self.peers, node_id).controller_members()
+
+    async def _leave_controller(self, node_id: str, why: str) -> None:
+        await remote_peer(self.peers, node_id).leave_controller(why)
+
+    async def close(self) -> None:
+        """Stop every part, in reverse order of their start; a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.operator.close()
+        await asyncio.to_thread(self.remover.close)  # between two steps; the next start finishes
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.presence.close()
+        await self.peers.close()
+        await self.replicas.close()
+        await self.frontend.close()
+        await self.raft.barrier()
+        self.raft.stop()
+        self.data.close()
+        self._logs.close()
+        self._data_lock.close()
+
+
+def refuse_legacy_logs(data_dir: str) -> None:
+    """Raise ``LegacyLogFormat`` naming ``raftlog log migrate DATA_DIR`` when a partition log of the data
+    directory holds batches of the format an older raftlog wrote (or a migration of it was interrupted).
+    Whole, at start: one replica after another failing to open, each retried with backoff, would leave a
+    node that answers while serving none of its partitions, and the operator a log line per partition.
+    A stat per log (its format marker); the logs without one are listed."""
+    root = os.path.join(data_dir, LOGS_DIR)
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return
+    legacy = [
+        path
+        for path in (os.path.join(root, name) for name in names)
+        if os.path.isdir(path) and needs_migration(path)
+    ]
+    if legacy:
+        raise LegacyLogFormat(legacy[0], data_dir, len(legacy))
+
+
+class NodeView:
+    """Implements ``services.MetadataView`` from the node's parts."""
+
+    def __init__(self, node: Node) -> None:
+        self.node_id = node.node_id
+        self._node = node
+
+    def topics(self) -> list[str]:
+        return self._node.frontend.topics()
+
+    def topic(self, name: str) -> TopicMetadata:
+        return self._node.frontend.topic(name)
+
+    def controller(self) -> str | None:
+        return self._node.frontend.controller()
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        return self._node.routing.known_leader(topic, partition)
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        return self._node.routing.leader_hint(topic, partition)
+
+    def http_address(self, node_id: str) -> str | None:
+        return self._node.routing.http_address(node_id)
+
+    def kafka_address(self, node_id: str) -> str | None:
+        return self._node.routing.kafka_address(node_id)
+
+    def nodes(self) -> list[NodeInfo]:
+        return self._node.presence.nodes()
+
+    def moves(self) -> list[MoveState]:
+        return self._node.topic_changes.moves()
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        return self._node.routing.failed_replicas()
+
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        return self._node.security.users()
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self._node.security.acls()
+
+    def tokens(self) -> Mapping[str, ApiToken]:
+        return self._node.security.tokens()
+
+    def histograms(self) -> dict[str, HistogramSnapshot]:
+        return {
+            "produce_commit_seconds": self._node.data.commit_seconds.snapshot(),
+            "journal_sync_seconds": journal.SYNC_SECONDS.snapshot(),
+        }
+
+    def metrics(self) -> dict[str, float]:
+        node = self._node
+        replicas = list(node.replicas)
+        values = dict(node.data.counters)
+        values["partition_replicas"] = len(replicas)
+        values["partition_replicas_failed"] = len(node.replicas.local_failures())  # cannot open or replay
+        values["partition_logs_salvaged"] = node._logs.salvaged  # a damaged segment set aside at open
+        values["partition_replicas_max"] = node.config.replicas_max
+        term = node.frontend.term()
+        if term is not None:  # an election of the controller raises it (Kafka's controller epoch)
+            values["controller_term"] = term
+        led = [r for r in replicas if r.group.status().role is Role.LEADER]
+        values["partitions_led"] = len(led)
+        for replica in led:  # bounded: the partitions of the cluster; topic names need no escaping
+            labels = f'{{topic="{replica.topic.name}",partition="{replica.partition}"}}'
+            values[f"partition_high_watermark{labels}"] = replica.log.end_offset  # applied = committed
+            values[f"partition_log_start_offset{labels}"] = replica.log.log_start_offset
+            values[f"partition_log_bytes{labels}"] = replica.log.size_bytes
+        values["log_bytes"] = sum(r.log.size_bytes for r in replicas)
+        values["admin_move_steps"] = node.operator.steps_taken
+        values["admin_leadership_transfers"] = node.operator.leadership_transfers
+        values["partitions_moving"] = len(node.frontend.metadata().reassignments)
+        values["removal_pending_paths"] = node.remover.pending()
+        values["removal_pending_bytes"] = node.remover.backlog_bytes()
+        values["disk_writes_refused"] = node.space.refusals
+        for name, value in node.raft.stats().items():
+            values[f"raft_transport_{name}"] = value
+        for name, value in election_counts().items():
+            values[f"raft_{name}"] = value
+        members = node.presence.nodes()
+        for state in ("alive", "suspect", "dead", "left"):
+            values[f'gossip_members{{state="{state}"}}'] = sum(1 for m in members if m.state == state)
+        for member in members:  # as each node last gossiped it; node ids are plain names
+            if member.disk_free_bytes is not None:
+                values[f'node_disk_free_bytes{{node="{member.node_id}"}}'] = member.disk_free_bytes
+            if member.disk_used_bytes is not None:
+                values[f'node_disk_used_bytes{{node="{member.node_id}"}}'] = member.disk_used_bytes
+            values[f'node_disk_full{{node="{member.node_id}"}}'] = int(member.disk_full)
+        values.update(node.replicas.recoveries.metrics())
+        values.update(node.groups.metrics())
+        return values

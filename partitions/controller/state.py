@@ -1,0 +1,617 @@
+"""The controller's replicated state: topics, their configs and each partition's replica set; node flags;
+users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
+(``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
+proposer too, the secret's hash only; a user's go with it).
+
+Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
+the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
+is deterministic. A topic gets a ``topic_id`` (the Raft index that created it) so that a topic deleted and
+created again under the same name never shares a Raft group or a log directory with its predecessor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+import msgpack
+
+from partitions.controller import acls as controller_acls
+from partitions.controller import tokens as controller_tokens
+from partitions.controller.acls import AclCommand, AclResult, CreateAcls, DeleteAcls
+from partitions.controller.tokens import CreateToken, DeleteToken, TokenCommand
+from partitions.errors import (
+    InvalidCommand,
+    InvalidName,
+    InvalidReassignment,
+    InvalidTopic,
+    NoReassignment,
+    ReassignmentInProgress,
+    TooManyTokens,
+    TopicExists,
+    UnknownCredential,
+    UnknownPartition,
+    UnknownToken,
+    UnknownTopic,
+    UnknownUser,
+)
+from partitions.names import check_topic_name, check_user_name
+from partitions.security.acls import AclBinding
+from partitions.security.tokens import ApiToken
+from partitions.security.users import MECHANISMS, ScramCredential
+from raftlog.errors import check
+from raftlog.storage.config import LogConfig
+from raftlog.storage.errors import InvalidConfig
+
+CONTROLLER_GROUP = "controller"  # the Raft group (and log directory) name of the controller
+PARTITIONS_MAX = 10_000
+SNAPSHOT_VERSION = 1
+_CREATE, _DELETE, _ALTER = 1, 2, 3
+_MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
+_SET_USER, _DELETE_USER, _ALTER_USER = 8, 9, 10
+_CREATE_ACLS, _DELETE_ACLS = 11, 12
+_CREATE_TOKEN, _DELETE_TOKEN = 13, 14
+NODE_FLAGS = ("decommissioning", "maintenance")
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopic:
+    name: str
+    replicas: list[list[str]]  # per partition; the first node is the preferred leader
+    configs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigs:
+    name: str
+    configs: dict[str, Any]  # merged into the topic's (``merge_configs``: None removes a property)
+
+
+def merge_configs(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """A topic's configs after ``changes``: a value replaces the property's, None removes the property
+    (back to its default; Kafka's IncrementalAlterConfigs DELETE)."""
+    merged = {**current, **changes}
+    return {key: value for key, value in merged.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class MoveReplicas:
+    """Begin moving a partition to ``target`` (validated against liveness by the proposer beforehand)."""
+
+    name: str
+    partition: int
+    target: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelMove:
+    """Turn a move around: its target becomes the replica set it started from."""
+
+    name: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepMove:
+    """Record one committed Raft membership change of a moving partition: its voters are now ``replicas``,
+    and ``adding`` (if any) is the node whose replica joins next (it opens its replica on seeing this)."""
+
+    name: str
+    partition: int
+    replicas: list[str]
+    adding: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetNodeFlag:
+    """Mark a node ``decommissioning`` or in ``maintenance`` (``on``), or clear that mark."""
+
+    node: str
+    flag: str
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SetUser:
+    """Create a user, or replace its credentials (a new password), one per SCRAM mechanism."""
+
+    name: str
+    credentials: tuple[ScramCredential, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteUser:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterUser:
+    """Change some of a user's credentials, one mechanism at a time (Kafka's AlterUserScramCredentials):
+    remove those of ``deletions`` (each must exist), then add or replace ``upsertions``. A user left
+    without a credential is deleted; a user that did not exist is created by an upsertion."""
+
+    name: str
+    upsertions: tuple[ScramCredential, ...]
+    deletions: tuple[str, ...]  # mechanisms
+
+
+ControllerCommand = (
+    CreateTopic
+    | DeleteTopic
+    | AlterConfigs
+    | MoveReplicas
+    | CancelMove
+    | StepMove
+    | SetNodeFlag
+    | SetUser
+    | DeleteUser
+    | AlterUser
+    | CreateAcls
+    | DeleteAcls
+    | CreateToken
+    | DeleteToken
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition moving from ``original`` to ``target``, one Raft membership change at a time."""
+
+    original: tuple[str, ...]
+    target: tuple[str, ...]
+    adding: str | None = None  # a node whose replica is joining the Raft group right now
+    cancelled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """A topic as the controller holds it. Immutable, configs included (a read-only view of a copy made
+    here), so a metadata snapshot read on the event loop never changes under its reader."""
+
+    name: str
+    topic_id: int
+    replicas: tuple[tuple[str, ...], ...]
+    configs: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.configs, MappingProxyType):
+            object.__setattr__(self, "configs", MappingProxyType(dict(self.configs)))
+
+    @property
+    def partitions(self) -> int:
+        return len(self.replicas)
+
+    def group_id(self, partition: int) -> str:
+        """The Raft group (and log directory) name of one partition."""
+        return f"{self.name}-{partition}.{self.topic_id}"
+
+    def log_config(self) -> LogConfig:
+        return LogConfig.from_properties(self.configs)
+
+
+def validate_topic(name: str, replicas: list[list[str]], configs: dict[str, Any]) -> None:
+    """Raise ``InvalidName`` / ``InvalidTopic`` / ``InvalidConfig`` for anything ``CreateTopic`` would
+    refuse. Names the cluster reserves for its own topics are valid here: users are kept from them at the
+    edge (``names.check_user_topic_name``)."""
+    check_topic_name(name)
+    if not 1 <= len(replicas) <= PARTITIONS_MAX:
+        raise InvalidTopic(f"partitions {len(replicas)} must be between 1 and {PARTITIONS_MAX}")
+    factors = {len(r) for r in replicas}
+    if len(factors) != 1 or min(factors) < 1:
+        raise InvalidTopic(f"every partition needs the same replication factor >= 1, got {sorted(factors)}")
+    for replica_set in replicas:
+        if len(set(replica_set)) != len(replica_set):
+            raise InvalidTopic(f"replica set {replica_set} repeats a node")
+    LogConfig.from_properties(configs)
+
+
+def encode(command: ControllerCommand) -> bytes:
+    if isinstance(command, CreateTopic):
+        fields: list[object] = [1, _CREATE, command.name, command.replicas, command.configs]
+    elif isinstance(command, DeleteTopic):
+        fields = [1, _DELETE, command.name]
+    elif isinstance(command, AlterConfigs):
+        fields = [1, _ALTER, command.name, command.configs]
+    elif isinstance(command, MoveReplicas):
+        fields = [1, _MOVE, command.name, command.partition, command.target]
+    elif isinstance(command, CancelMove):
+        fields = [1, _CANCEL_MOVE, command.name, command.partition]
+    elif isinstance(command, StepMove):
+        fields = [1, _STEP_MOVE, command.name, command.partition, command.replicas, command.adding]
+    elif isinstance(command, SetUser):
+        fields = [1, _SET_USER, command.name, [c.to_row() for c in command.credentials]]
+    elif isinstance(command, DeleteUser):
+        fields = [1, _DELETE_USER, command.name]
+    elif isinstance(command, AlterUser):
+        upsertions = [c.to_row() for c in command.upsertions]
+        fields = [1, _ALTER_USER, command.name, upsertions, list(command.deletions)]
+    elif isinstance(command, CreateAcls | DeleteAcls):  # no name: the rows stand in its place
+        kind = _CREATE_ACLS if isinstance(command, CreateAcls) else _DELETE_ACLS
+        fields = [1, kind, controller_acls.rows(command)]
+    elif isinstance(command, CreateToken | DeleteToken):  # no name: the rows stand in its place
+        kind = _CREATE_TOKEN if isinstance(command, CreateToken) else _DELETE_TOKEN
+        fields = [1, kind, controller_tokens.rows(command)]
+    else:
+        fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
+    packed: bytes = msgpack.packb(fields, use_bin_type=True)
+    return packed
+
+
+def decode(data: bytes | memoryview) -> ControllerCommand:
+    try:
+        fields = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        raise InvalidCommand(f"not msgpack: {exc}") from None
+    if not isinstance(fields, list) or len(fields) < 3 or fields[0] != 1:
+        raise InvalidCommand(f"unknown controller command {str(fields)[:80]!r}")
+    kind, name = fields[1], fields[2]
+    if kind == _CREATE and len(fields) == 5 and isinstance(fields[3], list) and isinstance(fields[4], dict):
+        return CreateTopic(name, [list(r) for r in fields[3]], fields[4])
+    if kind == _DELETE and len(fields) == 3:
+        return DeleteTopic(name)
+    if kind == _ALTER and len(fields) == 4 and isinstance(fields[3], dict):
+        return AlterConfigs(name, fields[3])
+    if kind == _MOVE and len(fields) == 5 and isinstance(fields[3], int) and _names(fields[4]):
+        return MoveReplicas(name, fields[3], list(fields[4]))
+    if kind == _CANCEL_MOVE and len(fields) == 4 and isinstance(fields[3], int):
+        return CancelMove(name, fields[3])
+    if (
+        kind == _STEP_MOVE
+        and len(fields) == 6
+        and isinstance(fields[3], int)
+        and _names(fields[4])
+        and (fields[5] is None or isinstance(fields[5], str))
+    ):
+        return StepMove(name, fields[3], list(fields[4]), fields[5])
+    if kind == _NODE_FLAG and len(fields) == 5 and fields[3] in NODE_FLAGS and isinstance(fields[4], bool):
+        return SetNodeFlag(name, fields[3], fields[4])
+    if kind == _SET_USER and len(fields) == 4 and isinstance(fields[3], list) and fields[3]:
+        try:
+            credentials = tuple(ScramCredential.from_row(row) for row in fields[3])
+        except (InvalidName, TypeError, ValueError):
+            raise InvalidCommand("malformed user credentials") from None
+        return SetUser(name, credentials)
+    if kind == _DELETE_USER and len(fields) == 3:
+        return DeleteUser(name)
+    if kind == _ALTER_USER and len(fields) == 5 and isinstance(fields[3], list) and _names(fields[4]):
+        try:
+            upsertions = tuple(ScramCredential.from_row(row) for row in fields[3])
+        except (InvalidName, TypeError, ValueError):
+            raise InvalidCommand("malformed user credentials") from None
+        return AlterUser(name, upsertions, tuple(fields[4]))
+    if kind in (_CREATE_ACLS, _DELETE_ACLS) and len(fields) == 3:
+        return controller_acls.from_rows(kind == _CREATE_ACLS, fields[2])
+    if kind in (_CREATE_TOKEN, _DELETE_TOKEN) and len(fields) == 3:
+        return controller_tokens.from_rows(kind == _CREATE_TOKEN, fields[2])
+    raise InvalidCommand(f"malformed controller command of kind {kind!r}")
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
+
+
+def check_replica_set(replicas: list[str]) -> None:
+    """Raise ``InvalidReassignment`` for an empty replica set or one repeating a node."""
+    if not replicas:
+        raise InvalidReassignment("a partition needs at least one replica")
+    if len(set(replicas)) != len(replicas):
+        raise InvalidReassignment(f"replica set {replicas} repeats a node")
+
+
+_Refusal = (
+    InvalidCommand
+    | InvalidName
+    | InvalidTopic
+    | InvalidConfig
+    | TopicExists
+    | UnknownTopic
+    | UnknownPartition
+    | InvalidReassignment
+    | ReassignmentInProgress
+    | NoReassignment
+    | UnknownUser
+    | UnknownToken
+    | TooManyTokens
+)
+ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | _Refusal
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerMetadata:
+    """The controller's applied state at one index. Immutable: every apply publishes a new one whole, so a
+    reader on another thread (the event loop) holds one consistent view, never dicts being changed."""
+
+    applied_index: int = 0
+    topics: Mapping[str, TopicMetadata] = field(default_factory=lambda: MappingProxyType({}))
+    reassignments: Mapping[tuple[str, int], Reassignment] = field(  # (topic, partition) -> move
+        default_factory=lambda: MappingProxyType({})
+    )
+    node_flags: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: MappingProxyType({flag: frozenset() for flag in NODE_FLAGS})
+    )
+    users: Mapping[str, tuple[ScramCredential, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    acls: tuple[AclBinding, ...] = ()  # sorted, no repeats (``controller_acls``)
+    # users' API tokens by id (``controller_tokens``): never a secret, its hash
+    tokens: Mapping[str, ApiToken] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class ControllerStateMachine:
+    """Implements ``raftlog.consensus.interface.StateMachine`` for the controller group. ``metadata`` is
+    the applied state, replaced whole by each apply (driver thread) and read anywhere."""
+
+    def __init__(self) -> None:
+        self.metadata = ControllerMetadata()
+
+    @property
+    def applied_index(self) -> int:
+        return self.metadata.applied_index
+
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> ControllerResult:
+        """Returns the topic's new metadata, or the typed error that refused the command (not raised:
+        a refusal is a deterministic outcome every replica agrees on)."""
+        current = self.metadata
+        check(
+            index > current.applied_index, f"controller apply of index {index} after {current.applied_index}"
+        )
+        change = _Change(current)
+        try:
+            result = change.apply(index, decode(command))
+        except (
+            InvalidCommand,
+            InvalidName,
+            InvalidTopic,
+            InvalidConfig,
+            TopicExists,
+            UnknownTopic,
+            UnknownPartition,
+            InvalidReassignment,
+            ReassignmentInProgress,
+            NoReassignment,
+            UnknownUser,
+            UnknownToken,
+            TooManyTokens,
+        ) as refusal:
+            self.metadata = replace(current, applied_index=index)
+            return refusal
+        self.metadata = change.published(index)
+        return result
+
+    def snapshot(self) -> bytes:
+        metadata = self.metadata
+        packed: bytes = msgpack.packb(
+            {
+                "v": SNAPSHOT_VERSION,
+                "applied_index": metadata.applied_index,
+                "topics": [
+                    [t.name, t.topic_id, [list(r) for r in t.replicas], dict(t.configs)]
+                    for t in metadata.topics.values()
+                ],
+                "reassignments": [
+                    [topic, partition, list(r.original), list(r.target), r.adding, r.cancelled]
+                    for (topic, partition), r in sorted(metadata.reassignments.items())
+                ],
+                "node_flags": {flag: sorted(nodes) for flag, nodes in sorted(metadata.node_flags.items())},
+                "users": [
+                    [name, [c.to_row() for c in credentials]]
+                    for name, credentials in sorted(metadata.users.items())
+                ],
+                "acls": [acl.to_row() for acl in metadata.acls],
+                "tokens": [token.to_row() for _, token in sorted(metadata.tokens.items())],
+            },
+            use_bin_type=True,
+        )
+        return packed
+
+    def restore(self, snapshot: bytes) -> None:
+        state = msgpack.unpackb(snapshot, raw=False)
+        check(
+            isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
+            f"unknown controller snapshot format {str(state)[:80]!r}",
+        )
+        flags = state.get("node_flags", {})
+        self.metadata = ControllerMetadata(
+            int(state["applied_index"]),
+            MappingProxyType(
+                {
+                    name: TopicMetadata(name, topic_id, tuple(tuple(r) for r in replicas), dict(configs))
+                    for name, topic_id, replicas, configs in state["topics"]
+                }
+            ),
+            MappingProxyType(
+                {
+                    (topic, partition): Reassignment(tuple(original), tuple(target), adding, cancelled)
+                    for topic, partition, original, target, adding, cancelled in state.get(
+                        "reassignments", []
+                    )
+                }
+            ),
+            MappingProxyType({flag: frozenset(flags.get(flag, [])) for flag in NODE_FLAGS}),
+            MappingProxyType(
+                {
+                    name: tuple(ScramCredential.from_row(row) for row in rows)
+                    for name, rows in state.get("users", [])
+                }
+            ),
+            tuple(AclBinding.from_row(row) for row in state.get("acls", [])),  # none before ACLs existed
+            MappingProxyType(  # none before tokens existed
+                {token.token_id: token for token in map(ApiToken.from_row, state.get("tokens", []))}
+            ),
+        )
+
+
+class _Change:
+    """One apply: copies of the parts of the metadata it changes (copy on write), published whole at the
+    end, or dropped when the command is refused."""
+
+    def __init__(self, base: ControllerMetadata) -> None:
+        self._base = base
+        self.topics: dict[str, TopicMetadata] | None = None
+        self.reassignments: dict[tuple[str, int], Reassignment] | None = None
+        self.node_flags: dict[str, frozenset[str]] | None = None
+        self.users: dict[str, tuple[ScramCredential, ...]] | None = None
+        self.acls: tuple[AclBinding, ...] | None = None
+        self.tokens: dict[str, ApiToken] | None = None
+
+    def _topics(self) -> dict[str, TopicMetadata]:
+        if self.topics is None:
+            self.topics = dict(self._base.topics)
+        return self.topics
+
+    def _moves(self) -> dict[tuple[str, int], Reassignment]:
+        if self.reassignments is None:
+            self.reassignments = dict(self._base.reassignments)
+        return self.reassignments
+
+    def published(self, index: int) -> ControllerMetadata:
+        base = self._base
+        return ControllerMetadata(
+            index,
+            base.topics if self.topics is None else MappingProxyType(self.topics),
+            base.reassignments if self.reassignments is None else MappingProxyType(self.reassignments),
+            base.node_flags if self.node_flags is None else MappingProxyType(self.node_flags),
+            base.users if self.users is None else MappingProxyType(self.users),
+            base.acls if self.acls is None else self.acls,
+            base.tokens if self.tokens is None else MappingProxyType(self.tokens),
+        )
+
+    def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
+        if isinstance(decoded, CreateAcls | DeleteAcls):
+            return self._apply_acls(decoded)
+        if isinstance(decoded, CreateToken | DeleteToken):
+            return self._apply_token(decoded)
+        if isinstance(decoded, SetUser | DeleteUser):
+            return self._apply_user(decoded)
+        if isinstance(decoded, AlterUser):
+            return self._alter_user(decoded)
+        if isinstance(decoded, SetNodeFlag):
+            nodes = self._base.node_flags[decoded.flag]
+            flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}
+            self.node_flags = {**self._base.node_flags, decoded.flag: flagged}
+            return flagged
+        if isinstance(decoded, CreateTopic):
+            if decoded.name in self._base.topics:
+                raise TopicExists(decoded.name)
+            validate_topic(decoded.name, decoded.replicas, decoded.configs)
+            created = TopicMetadata(
+                decoded.name, index, tuple(tuple(r) for r in decoded.replicas), dict(decoded.configs)
+            )
+            self._topics()[decoded.name] = created
+            return created
+        existing = self._base.topics.get(decoded.name)
+        if existing is None:
+            raise UnknownTopic(decoded.name)
+        if isinstance(decoded, DeleteTopic):
+            del self._topics()[decoded.name]
+            moves = self._moves()
+            for key in [k for k in moves if k[0] == decoded.name]:
+                del moves[key]
+            return existing
+        if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
+            return self._apply_move(existing, decoded)
+        merged = merge_configs(existing.configs, decoded.configs)
+        LogConfig.from_properties(merged)
+        altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
+        self._topics()[decoded.name] = altered
+        return altered
+
+    def _apply_acls(self, command: AclCommand) -> AclResult:
+        acls, result = controller_acls.apply(self._base.acls, command)
+        if acls != self._base.acls:
+            self.acls = acls  # a new tuple only when they changed (front doors cache by identity)
+        return result
+
+    def _apply_token(self, command: TokenCommand) -> ApiToken:
+        self.tokens, token = controller_tokens.apply(self._base.tokens, self._base.users, command)
+        return token
+
+    def _user_gone(self, name: str) -> None:
+        """A deleted user's tokens are revoked with it."""
+        self.tokens = controller_tokens.without_user(self._base.tokens, name)
+
+    def _apply_user(self, command: SetUser | DeleteUser) -> frozenset[str]:
+        """The user's mechanisms now (empty: deleted)."""
+        name = check_user_name(command.name)
+        users = dict(self._base.users)
+        if isinstance(command, DeleteUser):
+            if name not in users:
+                raise UnknownUser(name)
+            del users[name]
+            self.users = users
+            self._user_gone(name)
+            return frozenset()
+        if len({c.mechanism for c in command.credentials}) != len(command.credentials):
+            raise InvalidCommand(f"user {name!r}: one credential per mechanism")
+        users[name] = command.credentials
+        self.users = users
+        return frozenset(c.mechanism for c in command.credentials)
+
+    def _alter_user(self, command: AlterUser) -> frozenset[str]:
+        """The user's mechanisms after the change (empty: it has none left and is deleted)."""
+        name = check_user_name(command.name)
+        changed = [*command.deletions, *(c.mechanism for c in command.upsertions)]
+        if not changed:
+            raise InvalidCommand(f"user {name!r}: a change of no credential")
+        if len(set(changed)) != len(changed):
+            raise InvalidCommand(f"user {name!r}: each mechanism changed at most once")
+        unknown = [m for m in command.deletions if m not in MECHANISMS]
+        if unknown:
+            raise InvalidCommand(f"user {name!r}: no such mechanism {unknown[0]!r}")
+        users = dict(self._base.users)
+        credentials = {c.mechanism: c for c in users.get(name, ())}
+        for mechanism in command.deletions:
+            if mechanism not in credentials:
+                raise UnknownCredential(name, mechanism)
+            del credentials[mechanism]
+        for credential in command.upsertions:
+            credentials[credential.mechanism] = credential
+        if credentials:
+            users[name] = tuple(credentials[m] for m in sorted(credentials))
+        else:
+            users.pop(name, None)
+            self._user_gone(name)
+        self.users = users
+        return frozenset(credentials)
+
+    def _apply_move(
+        self, topic: TopicMetadata, command: MoveReplicas | CancelMove | StepMove
+    ) -> TopicMetadata | Reassignment:
+        partition = command.partition
+        if not 0 <= partition < topic.partitions:
+            raise UnknownPartition(topic.name, partition)
+        key = (topic.name, partition)
+        current = self._base.reassignments.get(key)
+        if isinstance(command, MoveReplicas):
+            if current is not None:
+                raise ReassignmentInProgress(topic.name, partition, current.target)
+            check_replica_set(command.target)
+            original = topic.replicas[partition]
+            if tuple(command.target) == original:
+                raise InvalidReassignment(f"{topic.name}/{partition} already has replicas {list(original)}")
+            started = Reassignment(original, tuple(command.target))
+            self._moves()[key] = started
+            return started
+        if current is None:
+            raise NoReassignment(topic.name, partition)
+        if isinstance(command, CancelMove):
+            cancelled = replace(current, target=current.original, cancelled=True)
+            self._moves()[key] = cancelled
+            return cancelled
+        check_replica_set(command.replicas)
+        replicas = tuple(command.replicas)
+        if set(replicas) == set(current.target) and command.adding is None:
+            replicas = current.target  # done: the target's order names the preferred leader
+            del self._moves()[key]
+        else:
+            self._moves()[key] = replace(current, adding=command.adding)
+        assignment = list(topic.replicas)
+        assignment[partition] = replicas
+        moved = replace(topic, replicas=tuple(assignment))
+        self._topics()[topic.name] = moved
+        return moved

@@ -1,0 +1,428 @@
+"""Records in and out of this node's partition replicas: what every front door calls (``DataService``).
+
+Writes are proposed to the partition's Raft group on its leader and answered once a majority has them
+(acks=all). Reads are served by the leader once it has applied its own term's no-op (Raft's rule for
+leader reads: everything committed before its election is then in its log), below the high watermark,
+and wait (long poll) for records that are not there yet. A read takes its view of the log's segments under
+the log's lock and reads the bytes outside it, on a reader thread: the driver thread, which appends every
+partition's committed entries under that lock, never waits for a fetch, and the event loop never reads.
+
+A partition this node does not lead raises ``NotLeader(leader_hint)`` (``NoLeader`` when none is known):
+the cluster-wide service then runs the call on the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
+import functools
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from partitions import commands
+from partitions.controller.state import TopicMetadata
+from partitions.data.service import FetchedBatches, PartitionOffsets, ProduceResult, TimestampOffset
+from partitions.errors import ReplicaRecovering, UnknownPartition
+from partitions.replicas.manager import Replica, ReplicaManager
+from partitions.replicas.routing import Routing
+from partitions.replicas.state_machine import OffsetCommitted, OffsetDeleted, Produced, Refused
+from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.interface import Role
+from raftlog.errors import InvariantViolation, check
+from raftlog.histogram import Histogram
+from raftlog.storage.batch import (
+    INFLATED_BYTES_MAX_DEFAULT,
+    BatchHeader,
+    Compression,
+    ProducerRecord,
+    Record,
+    TimestampType,
+    check_producer_batch,
+    encode_batch,
+    is_compressed,
+    recompress,
+    with_log_append_time,
+)
+from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
+from raftlog.storage.log import LogView
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+LEADER_READY_WAIT_S = 2.0
+TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
+READ_THREADS = 2  # threads that read (pread, CRC check) and compress batches off the event loop
+INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loop: a thread hop costs more
+# A producer's uncompressed batch this small is checked on the event loop (~25 us; a 1 MiB one takes
+# ~330 us and a thread hop ~90 us); a compressed one is always checked on a reader thread, where two at
+# most are inflated at once, each up to its bound: a decompression bomb neither stalls the loop nor
+# holds more than READ_THREADS times the bound
+INLINE_CHECK_BYTES_MAX = 64 * 1024
+INFLATED_REFUSAL_LOG_INTERVAL_S = 60.0  # at most one log line this often for batches refused as bombs
+NO_TIMESTAMP_LIMIT = 2**63 - 1
+# the topic's compression.type -> the codec the leader stores batches with (None: as the producer sent it)
+STORED_CODEC: dict[str, Compression | None] = {
+    "producer": None,
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def _check_not_ahead(records: Sequence[ProducerRecord], latest_ms: int) -> None:
+    """InvalidRecord when a record's CreateTime is past ``latest_ms``: the bound ``check_producer_batch``
+    puts on a producer's batch, so a record is refused alike whether it reaches the leader as records or
+    as the batch a follower encoded from them. A timestamp that is no integer is encode_batch's to refuse."""
+    for index, record in enumerate(records):
+        if isinstance(record.timestamp_ms, int) and record.timestamp_ms > latest_ms:
+            raise InvalidRecord(
+                f"record {index}: timestamp {record.timestamp_ms} is more than {TIMESTAMP_AHEAD_MAX_MS} ms "
+                f"ahead of the leader's clock (must be <= {latest_ms})"
+            )
+
+
+class DataPlane:
+    """Implements ``DataService`` over this node's replicas. Event loop only (reads run on its threads)."""
+
+    def __init__(
+        self,
+        node_id: str,
+        replicas: ReplicaManager,
+        routing: Routing,
+        topic: Callable[[str], TopicMetadata],
+        clock: Callable[[], int],
+        inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT,
+    ) -> None:
+        """``inflated_bytes_max``: the most a producer's compressed batch's records may inflate to (or
+        its topic's ``max.message.bytes``, when larger); past it the batch is refused, InflatedTooLarge."""
+        check(inflated_bytes_max > 0, f"inflated_bytes_max {inflated_bytes_max} must be positive")
+        self.node_id = node_id
+        self.inflated_bytes_max = inflated_bytes_max
+        self._replicas = replicas
+        self._routing = routing
+        self._topic = topic
+        self._clock = clock
+        self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
+        self.counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
+        self._inflated_refusals = 0  # batches refused as too large inflated since the last log line
+        self._inflated_logged_s = -INFLATED_REFUSAL_LOG_INTERVAL_S
+        # a produce from proposing its batch until it was committed by a majority and applied here
+        self.commit_seconds = Histogram()
+
+    def close(self) -> None:
+        self._readers.shutdown(wait=True, cancel_futures=True)
+
+    # -- finding the replica -------------------------------------------------------------------------
+
+    def replica(self, topic: str, partition: int) -> Replica:
+        """This node's replica of the partition; NotLeader naming where to go when it has none."""
+        metadata = self._topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
+        if replica is None:
+            hint = self._routing.leader_hint(topic, partition)
+            if hint is None or hint == self.node_id:
+                others = [n for n in metadata.replicas[partition] if n != self.node_id]
+                hint = others[0] if others else None  # a replica knows its leader better than this node
+            raise NotLeader(group_id, hint)
+        return replica
+
+    def leader_replica(self, topic: str, partition: int) -> Replica:
+        """This node's replica if it leads the partition. Else NotLeader naming the leader its replica
+        follows, or, when it follows none yet (a replica just opened, one joining in a move), the leader
+        another node claims in gossip; NoLeader when nobody is known to lead."""
+        replica = self.replica(topic, partition)
+        role, leader = replica.group.role_and_leader()
+        if role is not Role.LEADER:
+            if leader is None:
+                leader = self._routing.claimed_leader(replica.topic, partition)
+            if leader is None:
+                raise NoLeader(replica.group.group_id)
+            raise NotLeader(replica.group.group_id, leader)
+        return replica
+
+    def ready_leader(self, topic: str, partition: int) -> Replica:
+        """For reads that do not wait: the leader replica if it may serve reads, else NoLeader."""
+        replica = self.leader_replica(topic, partition)
+        if not replica.group.status().leader_ready:
+            raise NoLeader(replica.group.group_id)
+        return replica
+
+    async def _reading_leader(self, topic: str, partition: int) -> Replica:
+        """The local leader replica once it may serve reads: it has applied its own term's no-op, so
+        everything committed before its election is in its log (Raft's rule for leader reads)."""
+        deadline = time.monotonic() + LEADER_READY_WAIT_S
+        while True:
+            replica = self.leader_replica(topic, partition)
+            if replica.group.status().leader_ready:
+                return replica
+            if time.monotonic() >= deadline:
+                raise NoLeader(replica.group.group_id)
+            await asyncio.sleep(0.01)
+
+    # -- writes --------------------------------------------------------------------------------------
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        """Append records as one batch, encoded here as the topic's configs say: its
+        ``compression.type`` (``producer`` here means uncompressed: the records came one by one) and its
+        ``message.timestamp.type`` (LogAppendTime: the leader's clock on every record)."""
+        replica = self.leader_replica(topic, partition)
+        turn = replica.submit_order.take()
+        try:
+            config = replica.log.config
+            now = self._clock()
+            if config.timestamp_type != "LogAppendTime":  # as produce_batch checks a producer's batch
+                _check_not_ahead(records, now + TIMESTAMP_AHEAD_MAX_MS)
+            codec = STORED_CODEC[config.compression_type] or Compression.NONE
+            if codec is Compression.NONE:
+                batch = encode_batch(0, records, 0, now, producer_id, sequence)
+            else:  # compressing takes longer than the event loop should be held
+                encode = functools.partial(encode_batch, compression=codec)
+                batch = await self._off_loop(encode, 0, records, 0, now, producer_id, sequence)
+            if config.timestamp_type == "LogAppendTime":
+                batch = with_log_append_time(batch, now)
+            await turn.wait()
+        finally:
+            turn.end()
+        return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
+
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        """Append a record batch the producer encoded (Kafka's RecordBatch v2: any Kafka producer's, or
+        ``raftlog.storage.batch.encode_batch``; base offset and leader epoch are overwritten; producer id,
+        epoch and sequence ride in its header). It is checked as strictly as the records ``produce``
+        encodes, then replicated as it came, unless the topic's configs ask for another codec
+        (recompressed) or LogAppendTime (stamped: attributes, max timestamp and CRC only). Produces to one
+        partition are proposed in the order their calls began (``SubmitOrder``), waits or not.
+
+        RecordTooLarge when the batch as sent is larger than ``max.message.bytes`` (as Kafka measures it),
+        InflatedTooLarge when its records inflate past ``inflated_bytes_max`` or ``max.message.bytes``,
+        whichever is larger; a compressed batch is inflated on a reader thread, never on the event loop."""
+        replica = self.leader_replica(topic, partition)
+        turn = replica.submit_order.take()
+        try:
+            config = replica.log.config
+            if len(batch) > config.max_message_bytes:  # before anything is inflated
+                raise RecordTooLarge(len(batch), config.max_message_bytes)
+            now = self._clock()
+            append_time = config.timestamp_type == "LogAppendTime"
+            latest_ms = NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
+            header = await self._checked(topic, partition, batch, latest_ms, config.max_message_bytes)
+            codec = STORED_CODEC[config.compression_type]
+            if codec is not None and codec is not header.compression:  # recompressing: off the event loop
+                batch = await self._off_loop(recompress, batch, header, codec)
+            if append_time:
+                batch = with_log_append_time(batch, now)
+            await turn.wait()
+        finally:
+            turn.end()
+        result = await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+        if not append_time:
+            return result
+        if result.duplicate:  # its stamp is its first append's, not this one's (as Kafka answers it)
+            return dataclasses.replace(
+                result, log_append_time_ms=await self._stamp_at(replica, result.base_offset)
+            )
+        return dataclasses.replace(result, log_append_time_ms=now)
+
+    async def _stamp_at(self, replica: Replica, offset: int) -> int | None:
+        """The leader's stamp on the stored batch holding ``offset``: None when retention removed it, or it
+        was stored with its producer's times before the topic became LogAppendTime."""
+        loop = asyncio.get_running_loop()
+        try:  # a batch may be up to max.message.bytes: read (and CRC-checked) on a reader thread
+            batches = await loop.run_in_executor(
+                self._readers, replica.log.read_batches, offset, 1, offset + 1
+            )
+        except OffsetOutOfRange:
+            return None
+        if not batches or batches[0].header.timestamp_type is not TimestampType.LOG_APPEND_TIME:
+            return None
+        return batches[0].header.max_timestamp_ms
+
+    async def _checked(
+        self, topic: str, partition: int, batch: bytes, latest_ms: int, max_message_bytes: int
+    ) -> BatchHeader:
+        """``check_producer_batch`` of a producer's batch: on the event loop when it is small and not
+        compressed, else on a reader thread. A batch refused as too large inflated is logged at most once
+        per INFLATED_REFUSAL_LOG_INTERVAL_S, with how many were refused since."""
+        bound = max(self.inflated_bytes_max, max_message_bytes)
+        if not is_compressed(batch) and len(batch) <= INLINE_CHECK_BYTES_MAX:
+            return check_producer_batch(batch, latest_ms, bound)
+        try:
+            return await self._off_loop(check_producer_batch, batch, latest_ms, bound)
+        except InflatedTooLarge as refused:
+            self._inflated_refusals += 1
+            now_s = time.monotonic()
+            if now_s - self._inflated_logged_s >= INFLATED_REFUSAL_LOG_INTERVAL_S:
+                log.warning(
+                    "refused %d batch(es) whose records inflate past their bound since the last such line, "
+                    "the latest to %s/%d: %s",
+                    self._inflated_refusals, topic, partition, refused,
+                )  # fmt: skip
+                self._inflated_refusals = 0
+                self._inflated_logged_s = now_s
+            raise
+
+    async def _off_loop(self, work: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)
+
+    async def _propose_batch(
+        self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int
+    ) -> ProduceResult:
+        self.counters["produce_requests"] += 1
+        limit = replica.log.config.max_message_bytes
+        if len(batch) > limit:
+            raise RecordTooLarge(len(batch), limit)
+        started = time.perf_counter()
+        result = await replica.group.propose(commands.encode_parts(commands.Produce(batch)), timeout_ms)
+        self.commit_seconds.observe(time.perf_counter() - started)
+        if isinstance(result, Refused):
+            raise result.error
+        if not isinstance(result, Produced):  # not check(): its message would be formatted every time
+            raise InvariantViolation(f"produce to {replica.group.group_id} returned {result!r}")
+        self.counters["produced_records"] += 0 if result.duplicate else count
+        return ProduceResult(
+            partition, result.base_offset, result.end_offset, result.duplicate,
+            log_start_offset=replica.log.log_start_offset,
+        )  # fmt: skip
+
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        replica = self.leader_replica(topic, partition)
+        result = await replica.group.propose(
+            commands.encode(commands.CommitOffset(group, offset, reset)), timeout_ms
+        )
+        if isinstance(result, Refused):
+            raise result.error
+        check(isinstance(result, OffsetCommitted), f"commit returned {result!r}")
+        assert isinstance(result, OffsetCommitted)  # narrowed for the type checker; checked above
+        return result.offset
+
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        replica = self.leader_replica(topic, partition)
+        result = await replica.group.propose(commands.encode(commands.DeleteOffset(group)), timeout_ms)
+        if isinstance(result, Refused):
+            raise result.error
+        if not isinstance(result, OffsetDeleted):
+            raise InvariantViolation(f"delete of an offset returned {result!r}")
+        return result.existed
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        """The committed batches holding ``offset`` onwards as stored (CRC-checked, not decoded): the first
+        may start before ``offset``, as in Kafka, and the reader skips what it did not ask for. Waits up to
+        ``timeout_ms`` for a committed record at ``offset``; empty when none came."""
+        self.counters["fetch_requests"] += 1
+        replica, high_watermark = await self._committed_from(topic, partition, offset, timeout_ms)
+        return await self._read(replica, offset, max_bytes, high_watermark)
+
+    async def _read(
+        self, replica: Replica, offset: int, max_bytes: int, high_watermark: int
+    ) -> FetchedBatches:
+        """The batches from ``offset`` below the high watermark (none at it): the segments are resolved
+        under the log's lock, the bytes read outside it, on a reader thread unless the read is small."""
+        log = replica.log
+        if offset >= high_watermark:
+            return FetchedBatches(b"", high_watermark, log.log_start_offset)
+        view = log.read_view(offset, max_bytes, max_offset=_readable_end(replica, offset, high_watermark))
+        if view.size_bytes <= INLINE_READ_BYTES_MAX:
+            data = _read_all(view)
+        else:
+            data = await asyncio.get_running_loop().run_in_executor(self._readers, _read_all, view)
+        return FetchedBatches(data, high_watermark, log.log_start_offset)
+
+    async def _committed_from(
+        self, topic: str, partition: int, offset: int, timeout_ms: int
+    ) -> tuple[Replica, int]:
+        """The leader replica and its high watermark once a committed record at ``offset`` exists, waiting
+        up to ``timeout_ms`` (the high watermark is then ``offset``: nothing came). OffsetOutOfRange outside
+        [log start, high watermark]; reading then raises ReplicaRecovering in [log end, high watermark)
+        while the leader's log lacks those records."""
+        replica = await self._reading_leader(topic, partition)
+        deadline = time.monotonic() + max(0, timeout_ms) / 1000
+        while True:
+            replica.waiters += 1  # before the high watermark is read: see replicas.Notifying
+            try:
+                changed = replica.changed
+                high_watermark = replica.machine.high_watermark
+                start = replica.log.log_start_offset
+                if not start <= offset <= high_watermark:
+                    raise OffsetOutOfRange(offset, start, high_watermark)
+                if offset < high_watermark:
+                    return replica, high_watermark
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return replica, high_watermark
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), remaining)
+            finally:
+                replica.waiters -= 1
+            replica = await self._reading_leader(topic, partition)
+
+    async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
+        """Committed batches of this node's replica in any role, for a peer replica catching up."""
+        replica = self.replica(topic, partition)
+        high_watermark = replica.machine.high_watermark
+        start = replica.log.log_start_offset
+        if not start <= offset <= high_watermark:
+            raise OffsetOutOfRange(offset, start, high_watermark)
+        return await self._read(replica, offset, max_bytes, high_watermark)  # a recovering one: what it has
+
+    async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
+        return self.offsets_now(topic, partition)
+
+    def offsets_now(self, topic: str, partition: int) -> PartitionOffsets:
+        replica = self.ready_leader(topic, partition)
+        return PartitionOffsets(replica.log.log_start_offset, replica.machine.high_watermark)
+
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> TimestampOffset | None:
+        """The first committed record whose timestamp is >= ``timestamp_ms`` (its offset and timestamp), or
+        None when there is none (Kafka's ListOffsets by timestamp). Looked up on a reader thread: the time
+        index narrows it to a few batches, decoded under the log's lock."""
+        replica = self.ready_leader(topic, partition)
+        log = replica.log
+        if replica.machine.behind:
+            raise ReplicaRecovering(replica.group.group_id, log.end_offset, replica.machine.high_watermark)
+        found: Record | None = await asyncio.get_running_loop().run_in_executor(
+            self._readers, log.first_record_at, timestamp_ms
+        )
+        return None if found is None else TimestampOffset(found.offset, found.timestamp_ms)
+
+    async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
+
+
+def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:
+    """Where a read of committed records from ``offset`` (below ``high_watermark``) stops: the high
+    watermark, or the log's end while the replica recovers what lies between (ReplicaRecovering when
+    ``offset`` is there). Read after the high watermark: an apply appends before it raises it."""
+    log_end = replica.log.end_offset
+    if offset >= log_end:
+        raise ReplicaRecovering(replica.group.group_id, log_end, high_watermark)
+    return min(log_end, high_watermark)
+
+
+def _read_all(view: LogView) -> bytes:
+    with view:
+        return b"".join(batch.data for batch in view.iter_batches())

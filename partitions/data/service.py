@@ -1,0 +1,139 @@
+"""The data plane's protocol: records in and out of partitions, and its result types (pure).
+
+``DataService`` is what a front door asks for records (produce, fetch, offsets, consumer offsets). Every
+method is async and has two implementations behind this protocol: the node's own
+(``partitions.data.plane``), which serves what this node leads and raises ``NotLeader(leader_hint)`` /
+``NoLeader`` for what another node must serve, and the cluster-wide one (``partitions.peers.cluster``),
+which runs the local one or, on ``NotLeader``, the same call on the node the hint names. A method declared
+``@peer`` or ``@routed`` (``partitions.peer_ops``) is an operation another node can be asked for: that
+one declaration gives its endpoint on every node and the stub that calls it (``partitions.peers.client``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from partitions.peer_ops import peer, routed
+from raftlog.storage.batch import ProducerRecord
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Served(Generic[T]):
+    """A cluster-wide call's result and the node that served it (a partition call: the partition's
+    leader)."""
+
+    value: T
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    partition: int
+    base_offset: int
+    end_offset: int  # offset after the last record: the records got base_offset .. end_offset - 1
+    duplicate: bool = False
+    log_append_time_ms: int | None = None  # a LogAppendTime topic's stamp (a duplicate's: its first)
+    log_start_offset: int = -1  # the partition's log start offset when answered (Kafka's answer has it)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBatches:
+    """Committed batches holding ``offset`` onwards, as stored (CRC-checked, not decoded): the first may
+    start before the offset asked for, as in Kafka; the reader skips those records."""
+
+    data: bytes
+    high_watermark: int  # the partition's end when read: the next offset to be committed
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    log_start_offset: int  # "beginning_offset"
+    high_watermark: int  # "end_offset": the next offset to be committed
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    """The first record at or after a timestamp: its offset and its own timestamp (Kafka's ListOffsets)."""
+
+    offset: int
+    timestamp_ms: int
+
+
+class DataService(Protocol):
+    @routed(topic_arg="topic")
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        """Append records as one batch, committed by a majority (acks=all). Raises UnknownTopic,
+        UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
+        ...
+
+    @peer(
+        "Append a record batch on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+        """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
+        replicated (``InvalidRecord`` names what is malformed); an idempotent one may also be refused
+        ``SequenceTooOld``, ``ProducerFenced`` (an older epoch) or ``OutOfOrderSequence``."""
+        ...
+
+    @peer(
+        "Committed batches from an offset (long poll) on the leader", wait_arg="timeout_ms", topic_arg="topic"
+    )
+    async def fetch_batches(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        """The committed batches holding ``offset`` onwards (at least one if any, within ``max_bytes``),
+        waiting up to ``timeout_ms`` for one when none is there. Raises OffsetOutOfRange, NotLeader..."""
+        ...
+
+    @peer("A partition's log start offset and high watermark, from its leader", topic_arg="topic")
+    async def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
+
+    @peer("The first offset at or after a timestamp, from the leader", topic_arg="topic")
+    async def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> TimestampOffset | None:
+        """The first committed record whose timestamp is >= ``timestamp_ms``; None when none is."""
+        ...
+
+    @peer(
+        "Store a consumer group's offset on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def commit_offset(
+        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+    ) -> int:
+        """Store a consumer group's next offset to read; returns the stored value (never lower unless
+        ``reset``)."""
+        ...
+
+    @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")
+    async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
+
+    @peer(
+        "Delete a consumer group's offset on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        """Delete a group's committed offset of the partition (its group was deleted); whether it had
+        one."""
+        ...

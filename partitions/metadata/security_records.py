@@ -1,0 +1,75 @@
+"""Who may log in and do what, as the controller replicates it: users' SCRAM credentials, ACLs and API
+tokens, read from the applied metadata and changed by proposals on the controller leader (through the
+node's ``MetadataFrontend``; NotLeader elsewhere)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from partitions.controller.acls import CreateAcls, DeleteAcls
+from partitions.controller.state import AlterUser, DeleteUser, SetUser
+from partitions.controller.tokens import CreateToken, DeleteToken
+from partitions.metadata.frontend import MetadataFrontend
+from partitions.names import check_user_name
+from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.tokens import ApiToken
+from partitions.security.users import ScramCredential
+from raftlog.errors import InvariantViolation
+
+
+class SecurityRecords:
+    def __init__(self, frontend: MetadataFrontend) -> None:
+        self._frontend = frontend
+
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        return self._frontend.metadata().users
+
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        check_user_name(name)
+        result = await self._frontend.propose(SetUser(name, tuple(credentials)))
+        if not isinstance(result, frozenset):
+            raise InvariantViolation(f"set user returned {result!r}")
+        return sorted(str(mechanism) for mechanism in result)
+
+    async def delete_user(self, name: str) -> None:
+        await self._frontend.propose(DeleteUser(name))
+
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        check_user_name(name)
+        result = await self._frontend.propose(AlterUser(name, tuple(upsertions), tuple(deletions)))
+        if not isinstance(result, frozenset):
+            raise InvariantViolation(f"alter user returned {result!r}")
+        return sorted(str(mechanism) for mechanism in result)
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self._frontend.metadata().acls
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        result = await self._frontend.propose(CreateAcls(tuple(bindings)))
+        if not isinstance(result, tuple):
+            raise InvariantViolation(f"create ACLs returned {result!r}")
+        return list(result)
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        result = await self._frontend.propose(DeleteAcls(tuple(filters)))
+        if not isinstance(result, tuple) or len(result) != len(filters):
+            raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
+        return [list(removed) for removed in result]
+
+    def tokens(self) -> Mapping[str, ApiToken]:
+        return self._frontend.metadata().tokens
+
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        check_user_name(token.user)
+        result = await self._frontend.propose(CreateToken(token))
+        if not isinstance(result, ApiToken):
+            raise InvariantViolation(f"create token returned {result!r}")
+        return result
+
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        result = await self._frontend.propose(DeleteToken(user, token_id))
+        if not isinstance(result, ApiToken):
+            raise InvariantViolation(f"delete token returned {result!r}")
+        return result

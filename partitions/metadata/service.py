@@ -1,0 +1,274 @@
+"""The metadata's protocols: what a node knows right now, and the controller's operations (pure).
+
+- ``MetadataView``: topics, leaders, nodes, failed replicas, metrics, answered locally, never waiting;
+- ``AdminService``: the controller's metadata operations and a partition's state and leadership, served by
+  the controller's leader (or the partition's) and forwarded there by the cluster-wide implementation
+  (``partitions.peers.cluster``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from partitions.controller.members import ControllerMembers
+from partitions.controller.reconfigure import MoveProgress
+from partitions.controller.state import TopicMetadata
+from partitions.peer_ops import peer
+from partitions.replicas.failures import ReplicaFailure
+from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.tokens import ApiToken
+from partitions.security.users import ScramCredential
+from raftlog.histogram import HistogramSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    node: str
+    role: str  # "leader" | "follower" | "unknown" | "failed" (cannot open or replay: see ``error``)
+    match_offset: int | None = None  # leader's view, in Raft indexes
+    lag: int | None = None
+    in_sync: bool | None = None  # None: unknown (only the leader knows; asked where no leader is known)
+    error: str | None = None  # why a failed replica cannot open or replay
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: str | None
+    term: int | None  # None (and the offsets too): asked of a failed replica while no leader is known
+    high_watermark: int | None
+    log_start_offset: int | None
+    replicas: list[ReplicaState] = field(default_factory=list)
+    move: MoveProgress | None = None  # a replica move in progress
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: str
+    http: str  # base URL, e.g. http://127.0.0.1:8081
+    state: str  # "alive" | "suspect" | "dead" | "left"
+    incarnation: int = 0
+    leader_of: int = 0
+    maintenance: bool = False  # drained of leadership until cleared
+    decommissioning: bool = False  # its replicas are moving elsewhere
+    disk_used_bytes: int | None = None  # under its data dir, as it last gossiped
+    disk_free_bytes: int | None = None
+    disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveState:
+    """A partition's replicas as the controller counts them, and its move in progress (None: none)."""
+
+    topic: str
+    partition: int
+    replicas: list[str]
+    move: MoveProgress | None
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSnapshot:
+    """The controller's applied metadata, for a node outside the controller group."""
+
+    leader: str
+    leader_http: str
+    applied_index: int
+    snapshot: bytes | None  # None: still at the applied index the caller knows
+
+
+class MetadataView(Protocol):
+    """What this node knows right now; never waits, never asks another node."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    def topics(self) -> list[str]: ...
+
+    def topic(self, name: str) -> TopicMetadata:
+        """Raises UnknownTopic (this node may not have learned a new topic yet: ``AdminService.topic``
+        asks the controller)."""
+        ...
+
+    def controller(self) -> str | None:
+        """The controller leader, None while unknown (or not yet able to answer for topics)."""
+        ...
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        """The leader as far as this node knows it (its replica's Raft status, else gossiped claims),
+        never a guess; None when no leader is known. A replica that cannot open or replay leads nothing."""
+        ...
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        """Best guess of a partition's leader, for routing."""
+        ...
+
+    def http_address(self, node_id: str) -> str | None:
+        """Base URL of a node's HTTP API."""
+        ...
+
+    def kafka_address(self, node_id: str) -> str | None:
+        """HOST:PORT of a node's Kafka listener as clients reach it; None: it has none (or not heard)."""
+        ...
+
+    def nodes(self) -> list[NodeInfo]: ...
+
+    def moves(self) -> list[MoveState]:
+        """The partitions moving, as this node's metadata says."""
+        ...
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        """Every replica known to be unable to open or replay: this node's and those its live peers
+        gossip."""
+        ...
+
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        """The users and their SCRAM credentials as this node's controller metadata has them."""
+        ...
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        """The ACLs as this node's controller metadata has them: sorted, the same tuple until they
+        change."""
+        ...
+
+    def tokens(self) -> Mapping[str, ApiToken]:
+        """The users' API tokens by id as this node's controller metadata has them (hashes, never a
+        secret)."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """Flat name -> value, exported by /metrics in Prometheus text format."""
+        ...
+
+    def histograms(self) -> dict[str, HistogramSnapshot]:
+        """Latency histograms by name (seconds), exported by /metrics."""
+        ...
+
+
+class AdminService(Protocol):
+    """Controller operations run on the controller leader, partition operations on the partition's
+    leader; the local implementation raises NotLeader elsewhere."""
+
+    @peer("A topic's metadata, from the controller leader", topic_arg="name")
+    async def topic(self, name: str) -> TopicMetadata:
+        """A topic's metadata as the controller leader has it (this node's, when it knows the topic)."""
+        ...
+
+    @peer("Create a topic on the controller leader", write=True)
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        """Raises TopicExists, InvalidName, InvalidTopic, InvalidConfig, PlacementImpossible,
+        CapacityExceeded."""
+        ...
+
+    @peer("Delete a topic on the controller leader", write=True, topic_arg="name")
+    async def delete_topic(self, name: str) -> None: ...
+
+    @peer("Change a topic's configs on the controller leader", write=True, topic_arg="name")
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        """Merge ``configs`` into a topic's (a None value removes a property: back to its default);
+        replicas apply them live. Raises InvalidConfig, UnknownTopic."""
+        ...
+
+    @peer("Start a replica move on the controller leader", write=True, topic_arg="topic")
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        """Start moving a partition to ``replicas`` (checked on the controller leader: a list of node
+        ids). Raises UnknownNode, InvalidReassignment, ReassignmentInProgress, CapacityExceeded; nothing
+        changes when it raises."""
+        ...
+
+    @peer("A partition's replicas and move in progress, from the controller leader", topic_arg="topic")
+    async def move_state(self, topic: str, partition: int) -> MoveState:
+        """The replicas and the move in progress, as the controller leader (which applied every step)
+        sees them."""
+        ...
+
+    @peer("Cancel a replica move on the controller leader", write=True, topic_arg="topic")
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        """Turn a move back to its original replica set. Raises NoReassignment."""
+        ...
+
+    @peer("Mark a node decommissioning or in maintenance", write=True)
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        """``flag``: "decommissioning" or "maintenance". Raises UnknownNode, DecommissionImpossible."""
+        ...
+
+    @peer("A decommission's progress, from the controller leader")
+    async def decommission_status(self, node_id: str) -> dict[str, Any]: ...
+
+    @peer("The controller group's members, from its leader")
+    async def controller_members(self) -> ControllerMembers:
+        """The controller group (leader, voters, learners joining and their progress), from its leader."""
+        ...
+
+    @peer("Add a node to the controller group, on its leader", write=True)
+    async def add_controller_voter(self, node_id: str) -> ControllerMembers:
+        """Start adding a node to the controller group: a learner now, a voter once caught up. Raises
+        UnknownNode, ControllerChangeRefused."""
+        ...
+
+    @peer("Remove a node from the controller group, on its leader", write=True)
+    async def remove_controller_voter(self, node_id: str) -> ControllerMembers:
+        """Remove a node from the controller group (a learner: cancel its add); a leader hands over
+        first. Raises UnknownNode, ControllerChangeRefused."""
+        ...
+
+    @peer("Create a user or set its credentials on the controller leader", write=True)
+    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
+        """Create a user or replace its credentials (made where the password entered: it never travels
+        on); its mechanisms. Raises InvalidName, InvalidCommand."""
+        ...
+
+    @peer("Delete a user on the controller leader", write=True)
+    async def delete_user(self, name: str) -> None:
+        """Raises UnknownUser."""
+        ...
+
+    @peer("Change some of a user's credentials on the controller leader", write=True)
+    async def alter_user(
+        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
+    ) -> list[str]:
+        """Remove the credentials of the mechanisms in ``deletions`` and add or replace ``upsertions``, in
+        one change (a user left with none is deleted); its mechanisms now. Raises UnknownCredential (a
+        deletion of a credential the user does not have), InvalidName, InvalidCommand."""
+        ...
+
+    @peer("Add ACLs on the controller leader", write=True)
+    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        """Add ACLs in one controller change; those that were not there before (an ACL that exists is no
+        error). Raises InvalidAcl (too many: in the change, or in the cluster), nothing added."""
+        ...
+
+    @peer("Remove the ACLs filters match on the controller leader", write=True)
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """Remove every ACL a filter matches, in one controller change; what each filter removed, in
+        order. Raises InvalidAcl (no filter, or too many)."""
+        ...
+
+    @peer("Add a user's API token on the controller leader", write=True)
+    async def create_token(self, token: ApiToken) -> ApiToken:
+        """Add a user's API token as made where the request entered (``issue_token``: its secret never
+        travels on). Raises UnknownUser, TooManyTokens (per user, or in the cluster), nothing added."""
+        ...
+
+    @peer("Revoke a user's API token on the controller leader", write=True)
+    async def delete_token(self, user: str, token_id: str) -> ApiToken:
+        """Revoke a user's token; the token revoked. Raises UnknownToken."""
+        ...
+
+    @peer("A partition's state as its leader sees it", topic_arg="topic", waits_for_leader=False)
+    async def partition_state(self, topic: str, partition: int) -> PartitionState:
+        """The leader's view (match offsets, lag, in sync); NotLeader names the leader elsewhere."""
+        ...
+
+    @peer(
+        "Move a partition's leadership, on its leader", write=True, wait_arg="timeout_ms", topic_arg="topic"
+    )
+    async def transfer_leadership(
+        self, topic: str, partition: int, target: str | None, timeout_ms: int
+    ) -> str | None:
+        """Move leadership to ``target`` (or the most caught-up replica); the leader seen to take over."""
+        ...

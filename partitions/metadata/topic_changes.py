@@ -1,0 +1,232 @@
+"""Topics, replica moves and node flags on the controller leader: the proposals that change them
+(create, delete, alter configs, move, cancel, decommission, maintenance) and the progress of moves and
+decommissions. Placement and every check against liveness happen here, before proposing, so the apply
+stays deterministic; nothing changes when a check refuses. Proposals go through the node's
+``MetadataFrontend`` (NotLeader off the controller leader)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from partitions.controller import decommission, reconfigure
+from partitions.controller.placement import check_capacity, place, replica_counts
+from partitions.controller.reconfigure import MoveProgress
+from partitions.controller.state import (
+    PARTITIONS_MAX,
+    AlterConfigs,
+    CancelMove,
+    CreateTopic,
+    DeleteTopic,
+    MoveReplicas,
+    Reassignment,
+    SetNodeFlag,
+    TopicMetadata,
+    merge_configs,
+    validate_topic,
+)
+from partitions.errors import (
+    DecommissionImpossible,
+    InvalidTopic,
+    ReassignmentInProgress,
+    UnknownPartition,
+    UnknownTopic,
+)
+from partitions.metadata.frontend import Members, MetadataFrontend
+from partitions.metadata.service import MoveState
+from raftlog.errors import check
+from raftlog.storage.config import LogConfig
+
+log = logging.getLogger("raftlog.node")
+
+CREATE_WAIT_S = 10.0  # how long a topic creation waits for its partitions' leaders
+
+
+class TopicChanges:
+    """Create with the node's ``MetadataFrontend`` and its replicas cap (``serve --replicas-max``)."""
+
+    def __init__(self, frontend: MetadataFrontend, replicas_max: int) -> None:
+        self._frontend = frontend
+        self._replicas_max = replicas_max
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
+        if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
+            raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
+        if partitions > PARTITIONS_MAX:
+            raise InvalidTopic(f"partitions {partitions} must be between 1 and {PARTITIONS_MAX}")
+        members = self._frontend.members()
+        metadata = self._frontend.metadata()
+        existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
+        assignment = place(members.placeable(), partitions, replication_factor, existing, self._replicas_max)
+        validate_topic(name, assignment, configs)
+        result = await self._frontend.propose(CreateTopic(name, assignment, dict(configs)))
+        check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
+        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
+        await self._wait_for_leaders(result, members)
+        return result
+
+    async def _wait_for_leaders(self, metadata: TopicMetadata, members: Members) -> None:
+        """Return once every partition of a new topic has a leader, as seen from here, so a produce right
+        after the create succeeds; bounded, like Redpanda's create-topic wait. A timeout is not an error:
+        the topic exists and leaders follow."""
+        deadline = time.monotonic() + CREATE_WAIT_S
+        waiting = list(range(metadata.partitions))
+        while time.monotonic() < deadline:
+            waiting = [
+                p for p in waiting if not members.has_leader(metadata, p)
+            ]  # each led one looked at once
+            if not waiting:
+                return
+            await asyncio.sleep(0.02)
+        log.warning(
+            "node %s: topic %s created; some partitions still have no leader",
+            self._frontend.node_id,
+            metadata.name,
+        )
+
+    async def delete_topic(self, name: str) -> None:
+        self._frontend.topic(name)
+        await self._frontend.propose(DeleteTopic(name))
+
+    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
+        """Change a topic's configs (a None value removes a property: back to its default); every replica
+        applies them live (``Log.reconfigure``)."""
+        metadata = self._frontend.topic(name)
+        LogConfig.from_properties(merge_configs(metadata.configs, configs))  # InvalidConfig before proposing
+        result = await self._frontend.propose(AlterConfigs(name, dict(configs)))
+        check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
+        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
+        return result
+
+    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
+        """Start moving a partition to ``replicas`` (validated against gossip liveness: nothing changes
+        when it is refused). The controller leader's ``Operator`` then drives it."""
+        metadata = self._frontend.metadata()
+        topic_metadata = self._frontend.topic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        self._frontend.leader_group()
+        moving = metadata.reassignments.get((topic, partition))
+        if moving is not None:
+            raise ReassignmentInProgress(topic, partition, moving.target)
+        members = self._frontend.members()
+        target = reconfigure.validate_move(
+            topic_metadata.replicas[partition],
+            replicas,
+            members.known_nodes(),
+            members.alive_nodes(),
+            metadata.node_flags["decommissioning"],
+        )
+        added = {node: 1 for node in target if node not in topic_metadata.replicas[partition]}
+        held = replica_counts(list(added), [other.replicas for other in metadata.topics.values()])
+        check_capacity(f"moving {topic}/{partition} to {target}", held, added, self._replicas_max)
+        result = await self._frontend.propose(MoveReplicas(topic, partition, target))
+        check(isinstance(result, Reassignment), f"move returned {result!r}")
+        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
+        return MoveProgress.of(result, topic_metadata.replicas[partition])
+
+    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
+        self._frontend.topic(topic)
+        result = await self._frontend.propose(CancelMove(topic, partition))
+        check(isinstance(result, Reassignment), f"cancel returned {result!r}")
+        assert isinstance(result, Reassignment)  # narrowed for the type checker; checked above
+        return MoveProgress.of(result, self._frontend.topic(topic).replicas[partition])
+
+    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
+        """Mark a node decommissioning / in maintenance, or clear it. Recommissioning also turns around the
+        moves still taking replicas off the node. A decommission that could never finish (a replica with no
+        node to go to) is refused: DecommissionImpossible, nothing changes."""
+        self._frontend.known_node(node_id)
+        if flag == "decommissioning" and on and node_id not in self._frontend.metadata().node_flags[flag]:
+            self._frontend.leader_group()  # judged on the metadata every committed move is applied to
+            self._refuse_impossible_decommission(node_id)
+        await self._frontend.propose(SetNodeFlag(node_id, flag, on))
+        if flag == "decommissioning" and not on:
+            await self.cancel_moves_off(node_id)
+
+    async def cancel_moves_off(self, node_id: str) -> None:
+        """Recommission: turn around every move that takes a replica off ``node_id``."""
+        for topic, partition in decommission.moves_off(node_id, self._frontend.metadata().reassignments):
+            await self._frontend.propose(CancelMove(topic, partition))
+
+    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
+        metadata = self._frontend.metadata()
+        return decommission.blockers(
+            node_id,
+            {m.name: m.replicas for m in metadata.topics.values()},
+            dict(metadata.reassignments),
+            self._frontend.members().alive_nodes(),
+            {*metadata.node_flags["decommissioning"], node_id},
+        )
+
+    def _refuse_impossible_decommission(self, node_id: str) -> None:
+        stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
+        if stuck:
+            leaving = {*self._frontend.metadata().node_flags["decommissioning"], node_id}
+            message = decommission.refusal(node_id, stuck, self._frontend.members().alive_nodes(), leaving)
+            raise DecommissionImpossible(
+                node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
+            )
+
+    def decommission_status(self, node_id: str) -> dict[str, Any]:
+        self._frontend.known_node(node_id)
+        metadata = self._frontend.metadata()
+        holding = [
+            {"topic": m.name, "partition": p}
+            for m in sorted(metadata.topics.values(), key=lambda m: m.name)
+            for p, replicas in enumerate(m.replicas)
+            if node_id in replicas
+        ]
+        moving = [
+            {"topic": t, "partition": p, "target": list(move.target)}
+            for (t, p), move in sorted(metadata.reassignments.items())
+            if node_id in move.original and node_id not in move.target
+        ]
+        decommissioning = node_id in metadata.node_flags["decommissioning"]
+        return {
+            "node_id": node_id,
+            "decommissioning": decommissioning,
+            "replicas_remaining": len(holding),
+            "partitions": holding,
+            "moving": moving,
+            "done": decommissioning and not holding,
+            # partitions that cannot move off the node now, and why
+            "blocked": [
+                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
+                for b in (self._decommission_blockers(node_id) if decommissioning else [])
+            ],
+            # a decommission leaves the controller group alone: remove a voter with
+            # DELETE /v1/controller/voters/{node}
+            "controller_voter": node_id in self._frontend.leader_group().status().voters,
+        }
+
+    # -- progress ------------------------------------------------------------------------------------
+
+    def move_progress(self, topic: str, partition: int) -> MoveProgress | None:
+        return self.move_state(topic, partition).move
+
+    def move_state(self, topic: str, partition: int) -> MoveState:
+        metadata = self._frontend.metadata()
+        topic_metadata = metadata.topics.get(topic)
+        if topic_metadata is None:
+            raise UnknownTopic(topic)
+        if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        replicas = topic_metadata.replicas[partition]
+        move = metadata.reassignments.get((topic, partition))
+        progress = None if move is None else MoveProgress.of(move, replicas)
+        return MoveState(topic, partition, list(replicas), progress)
+
+    def moves(self) -> list[MoveState]:
+        metadata = self._frontend.metadata()
+        return [
+            self.move_state(topic, partition)
+            for topic, partition in sorted(metadata.reassignments)
+            if topic in metadata.topics
+        ]

@@ -1,0 +1,247 @@
+"""Calls from this node to another: the one home of node-to-node requests (the Raft transport aside).
+
+Every call is one of ``PEER_OPS``: a method of one of the node's local services that its protocol
+declares ``@peer`` (a room's service protocol, ``partitions.peer_ops``), run on the node named, answered with
+its typed result or its typed error (``peer_codec``). The server side (``api/internal.py``) serves exactly
+this table under ``INTERNAL_PREFIX`` and answers only a caller that presents the cluster credential
+(``internal_credential``). The stubs that call another node (``remote_data``, ``remote_admin``,
+``remote_groups``, ``remote_peer``) are made from the same declarations: a method each, its signature and
+result type the protocol's; only ``RemoteData.produce``, which is not a peer operation, is written here.
+
+A call that could not be sent raises ``PeerUnreachable`` (safe to retry); a call that was sent but whose
+answer never came raises ``PeerOutcomeUnknown`` when it writes, ``PeerUnreachable`` when it only reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import inspect
+import logging
+import ssl
+import types
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
+
+import aiohttp
+
+from partitions.consumers.protocol import GroupService
+from partitions.data.service import DataService, ProduceResult
+from partitions.errors import PeerOutcomeUnknown, PeerProtocolError, PeerUnreachable
+from partitions.metadata.service import AdminService
+from partitions.peer_ops import PeerOp, declared_ops
+from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
+from partitions.peers.service import RESULT_TYPES, PeerService
+from raftlog.errors import RaftlogError
+from raftlog.storage.batch import ProducerRecord, encode_batch
+
+log = logging.getLogger("raftlog.peer")
+
+INTERNAL_PREFIX = "/internal/v1/"  # every node-to-node HTTP endpoint lives under it
+
+MEDIA_TYPE = "application/vnd.raftlog.peer.v1+msgpack"
+CALL_TIMEOUT_S_DEFAULT = 15.0
+INTERNAL_CREDENTIAL_CONTEXT = b"raftlog internal admin v1"
+
+REGISTRY = Registry()
+REGISTRY.extend(RESULT_TYPES)
+ERRORS = ErrorTypes()
+
+
+def internal_credential(cluster_secret: bytes) -> str:
+    """The bearer token nodes present to each other's internal endpoints."""
+    return hmac.new(cluster_secret, INTERNAL_CREDENTIAL_CONTEXT, hashlib.sha256).hexdigest()
+
+
+def credential_matches(expected: str, presented: str) -> bool:
+    return hmac.compare_digest(presented.encode("utf-8"), expected.encode("utf-8"))
+
+
+PEER_OPS: tuple[PeerOp, ...] = (
+    declared_ops("data", DataService)
+    + declared_ops("admin", AdminService)
+    + declared_ops("groups", GroupService)
+    + declared_ops("peer", PeerService)
+)
+OPS = {op.name: op for op in PEER_OPS}
+
+
+def path_of(op: PeerOp) -> str:
+    """The endpoint serving ``op`` on every node."""
+    return f"{INTERNAL_PREFIX}{op.service}/{op.method}"
+
+
+def encode_answer(value: object) -> bytes:
+    """The callee's answer: ``{"ok": result}`` or ``{"error": typed error}``."""
+    if isinstance(value, RaftlogError):
+        return pack({"error": value}, REGISTRY)
+    return pack({"ok": value}, REGISTRY)
+
+
+def decode_arguments(body: bytes) -> dict[str, Any]:
+    arguments = unpack(body, REGISTRY, ERRORS)
+    if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
+        raise PeerProtocolError("a peer call's body must be a map of argument names to values")
+    return arguments
+
+
+class PeerClient:
+    """Create on the node, use on its event loop, ``await close()``. ``address(node_id)`` is the node's
+    HTTP base URL (None when unknown)."""
+
+    def __init__(
+        self,
+        credential: str,
+        address: Callable[[str], str | None],
+        timeout_s: float = CALL_TIMEOUT_S_DEFAULT,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._ssl = ssl_context  # for https URLs: the certificates trusted, and the one presented
+        self._headers = {"Authorization": f"Bearer {credential}", "Content-Type": MEDIA_TYPE}
+        self._address = address
+        self._timeout_s = timeout_s
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
+            self._session = aiohttp.ClientSession(auto_decompress=False, connector=connector)
+        return self._session
+
+    async def call(self, node_id: str, op: PeerOp, arguments: dict[str, Any]) -> object:
+        """Run ``op`` on ``node_id``; its result, or its typed error raised here."""
+        base = self._address(node_id)
+        if not base:
+            raise PeerUnreachable(node_id, "no address known")
+        timeout_s = self._timeout_s
+        if op.wait_arg is not None:
+            wait_ms = arguments.get(op.wait_arg)
+            timeout_s += max(0, op.wait_unset_ms if wait_ms is None else int(wait_ms)) / 1000
+        body = pack(arguments, REGISTRY)
+        try:
+            async with self._client().post(
+                base.rstrip("/") + path_of(op),
+                data=body,
+                headers=self._headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout_s),
+            ) as response:
+                payload = await response.read()
+                status = response.status
+        except aiohttp.ClientConnectorError as exc:
+            raise PeerUnreachable(node_id, f"{op.name}: {exc}") from None
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            reason = f"{op.name}: {exc!r}"
+            if op.write:
+                raise PeerOutcomeUnknown(node_id, reason) from None
+            raise PeerUnreachable(node_id, reason) from None
+        if status != 200:
+            raise PeerProtocolError(f"node {node_id} answered {op.name} with {status}: {payload[:200]!r}")
+        answer = unpack(payload, REGISTRY, ERRORS)
+        if not isinstance(answer, dict) or len(answer) != 1:
+            raise PeerProtocolError(f"node {node_id} answered {op.name} with {str(answer)[:200]}")
+        if "error" in answer:
+            error = answer["error"]
+            if not isinstance(error, RaftlogError):
+                raise PeerProtocolError(f"node {node_id} answered {op.name} with error {error!r:.200}")
+            raise error
+        return answer["ok"]
+
+
+def _conforms(value: object, hint: Any) -> bool:
+    """Whether a peer's answer is of the declared result type (a container: of its type; what it holds
+    is the codec's to check)."""
+    if hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, option) for option in typing.get_args(hint))
+    return isinstance(value, origin if origin is not None else hint)
+
+
+def _stub(op: PeerOp, declared: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """A method that runs ``op`` on the stub's node with the arguments by name, as declared."""
+    signature = inspect.signature(declared)
+    result = typing.get_type_hints(declared)["return"]
+
+    async def call(self: _Stub, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {name: value for name, value in bound.arguments.items() if name != "self"}
+        value = await self.client.call(self.node_id, op, arguments)
+        if not _conforms(value, result):
+            raise PeerProtocolError(f"node {self.node_id} answered {op.name} with {value!r:.200}")
+        return value
+
+    call.__name__ = call.__qualname__ = op.method
+    call.__doc__ = declared.__doc__
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
+
+
+class _Stub:
+    """A service of another node: its declared peer operations (``peer_ops``), as methods."""
+
+    service = ""
+
+    def __init__(self, client: PeerClient, node_id: str) -> None:
+        self.client = client
+        self.node_id = node_id
+
+
+def _stubs(service: str, protocol: type) -> type[_Stub]:
+    methods = {op.method: _stub(op, vars(protocol)[op.method]) for op in declared_ops(service, protocol)}
+    doc = f"``{protocol.__name__}`` of another node: its peer operations."
+    return type(f"Remote{protocol.__name__}", (_Stub,), {"__doc__": doc, "service": service, **methods})
+
+
+_DATA = _stubs("data", DataService)
+_ADMIN = _stubs("admin", AdminService)
+_GROUPS = _stubs("groups", GroupService)
+_PEER = _stubs("peer", PeerService)
+
+
+def remote_admin(client: PeerClient, node_id: str) -> AdminService:
+    return cast(AdminService, _ADMIN(client, node_id))
+
+
+def remote_groups(client: PeerClient, node_id: str) -> GroupService:
+    return cast(GroupService, _GROUPS(client, node_id))
+
+
+def remote_peer(client: PeerClient, node_id: str) -> PeerService:
+    return cast(PeerService, _PEER(client, node_id))
+
+
+class RemoteData(_DATA):  # type: ignore[valid-type,misc]  # a class made from DataService's declarations
+    """``DataService`` of another node. ``produce`` encodes the batch here and sends the bytes: a record
+    is encoded once, where it enters, and never re-serialised on the way to the leader."""
+
+    def __init__(self, client: PeerClient, node_id: str, clock: Callable[[], int]) -> None:
+        super().__init__(client, node_id)
+        self._clock = clock
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[ProducerRecord],
+        producer_id: int | None,
+        sequence: int | None,
+        timeout_ms: int,
+    ) -> ProduceResult:
+        batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
+        result: ProduceResult = await self.produce_batch(topic, partition, batch, timeout_ms)
+        return result
+
+
+def remote_data(client: PeerClient, node_id: str, clock: Callable[[], int]) -> DataService:
+    return cast(DataService, RemoteData(client, node_id, clock))

@@ -1,0 +1,170 @@
+"""What only other nodes ask of a node, and the node's own services as the server side of peer calls run
+them (pure).
+
+A method declared ``@peer`` (``partitions.peer_ops``) is a peer operation: that one declaration gives its
+endpoint on every node and the stub that calls it on another (``partitions.peers.client``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from partitions.consumers.protocol import (
+    Assignment,
+    CommittedOffset,
+    ConsumerCreated,
+    GroupDeleted,
+    GroupDescription,
+    GroupService,
+    GroupSummary,
+    MemberDescription,
+    MemberPartition,
+    ReadEnd,
+    ReadPlan,
+)
+from partitions.controller.members import ControllerMembers
+from partitions.controller.reconfigure import MemberView, MoveProgress
+from partitions.controller.state import TopicMetadata
+from partitions.data.service import (
+    DataService,
+    FetchedBatches,
+    PartitionOffsets,
+    ProduceResult,
+    TimestampOffset,
+)
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.state import ReadConfig
+from partitions.metadata.service import (
+    AdminService,
+    ControllerSnapshot,
+    MoveState,
+    NodeInfo,
+    PartitionState,
+    ReplicaState,
+)
+from partitions.peer_ops import peer
+from partitions.replicas.failures import ReplicaFailure
+from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.tokens import ApiToken
+from partitions.security.users import ScramCredential
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """A node's leadership claims (Raft group -> term) and their version, as it gossips them."""
+
+    node: str
+    version: int
+    claims: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Failures:
+    """A node's replicas that cannot open or replay, with the digest its gossip carries."""
+
+    node: str
+    digest: int
+    failures: tuple[ReplicaFailure, ...]
+
+
+RESULT_TYPES: tuple[type, ...] = (
+    ProduceResult,
+    FetchedBatches,
+    PartitionOffsets,
+    TimestampOffset,
+    ReplicaState,
+    PartitionState,
+    NodeInfo,
+    MoveState,
+    ControllerSnapshot,
+    Claims,
+    Failures,
+    ConsumerCreated,
+    ReadConfig,
+    Assignment,
+    ReadPlan,
+    ReadEnd,
+    CommittedOffset,
+    MemberPartition,
+    MemberDescription,
+    GroupSummary,
+    GroupDescription,
+    GroupDeleted,
+    TopicPartition,
+    TopicMetadata,
+    MoveProgress,
+    MemberView,
+    ControllerMembers,
+    ReplicaFailure,
+    ScramCredential,
+    AclBinding,
+    AclFilter,
+    ApiToken,
+)
+
+
+class PeerService(Protocol):
+    """What only other nodes ask of this one (never forwarded: the caller asks the node it means)."""
+
+    @peer("Committed raw batches of this node's replica, for catch-up")
+    async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
+        """Committed batches of this node's replica (any role), for a peer replica catching up."""
+        ...
+
+    @peer("This node's leadership claims (Raft group -> term)")
+    async def leadership(self) -> Claims: ...
+
+    @peer("This node's replicas that cannot open or replay")
+    async def replica_failures(self) -> Failures: ...
+
+    @peer("The controller's applied metadata")
+    async def controller_snapshot(self, known_index: int | None) -> ControllerSnapshot:
+        """No snapshot when the applied index is still ``known_index``; NotLeader on a node without a
+        controller replica."""
+        ...
+
+    @peer("The partition leader's Raft voters and progress", waits_for_leader=False)
+    async def member_view(self, topic: str, partition: int) -> MemberView:
+        """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
+        ...
+
+    @peer(
+        "Add a learner, promote it, remove a member, or transfer leadership",
+        write=True,
+        wait_arg="timeout_ms",
+    )
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
+    ) -> None:
+        """On the partition leader: "learner" (join as a learner), "promote" (a learner becomes a voter),
+        "add" (join as a voter at once) or "remove" a member, or "transfer" leadership to it."""
+        ...
+
+    @peer("Open this node's replica of the controller group (a learner)", write=True)
+    async def join_controller(self, voters: list[str]) -> None:
+        """Open this node's replica of the controller group, which made it a learner (voters: the
+        group's); nothing if it has one."""
+        ...
+
+    @peer("Close this node's replica of the controller group, which removed it", write=True)
+    async def leave_controller(self, why: str) -> None:
+        """The controller leader removed this node from the controller group: close and delete its
+        replica and follow the controller's metadata; nothing if it has none."""
+        ...
+
+
+class LocalServices(Protocol):
+    """The node's own services: what the server side of peer calls runs."""
+
+    @property
+    def data(self) -> DataService: ...
+
+    @property
+    def admin(self) -> AdminService: ...
+
+    @property
+    def groups(self) -> GroupService: ...
+
+    @property
+    def peer(self) -> PeerService: ...

@@ -1,0 +1,169 @@
+"""Where things are, as this node knows them: node addresses and liveness, partition leaders, and which
+replicas cannot open or replay. Read-only over what others own: the address book (filled from the static
+peer list and gossip), ``ClusterView`` (gossip's states and claims), the replica map (local Raft roles)
+and the controller's metadata. Event loop only; it never waits and never asks another node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from partitions.controller.state import ControllerMetadata, TopicMetadata
+from partitions.errors import UnknownPartition, UnknownTopic
+from partitions.replicas.cluster_view import ClusterView
+from partitions.replicas.failures import ReplicaFailure
+from partitions.replicas.manager import ReplicaManager
+
+
+class Routing:
+    def __init__(
+        self,
+        node_id: str,
+        addresses: Mapping[str, str],
+        view: ClusterView,
+        replicas: ReplicaManager,
+        metadata: Callable[[], ControllerMetadata],
+        kafka: str | None = None,
+    ) -> None:
+        """``addresses``: node id -> HTTP base URL of the nodes configured at start (this one included);
+        ``kafka``: this node's Kafka listener as clients reach it (others' come by gossip)."""
+        self.node_id = node_id
+        self._http = dict(addresses)
+        self._kafka: dict[str, str] = {} if kafka is None else {node_id: kafka}
+        self._view = view
+        self._replicas = replicas
+        self._metadata = metadata
+
+    # -- nodes ---------------------------------------------------------------------------------------
+
+    def learn(self, node_id: str, http: str, kafka: str | None = None) -> None:
+        """A node gossip told us of (its address is its own: a configured peer keeps its configured one;
+        its Kafka listener is as it last gossiped it)."""
+        self._http.setdefault(node_id, http)
+        if kafka is None:
+            self._kafka.pop(node_id, None)
+        else:
+            self._kafka[node_id] = kafka
+
+    def http_address(self, node_id: str) -> str | None:
+        return self._http.get(node_id)
+
+    def kafka_address(self, node_id: str) -> str | None:
+        """HOST:PORT of a node's Kafka listener as clients reach it; None: it has none (or not heard)."""
+        return self._kafka.get(node_id)
+
+    def addressed_nodes(self) -> list[str]:
+        return sorted(self._http)
+
+    def known_nodes(self) -> set[str]:
+        return set(self._http) | set(self._view.node_ids())
+
+    def liveness(self, node_id: str) -> str:
+        """Gossip's verdict; a configured peer gossip has not heard of yet counts as dead."""
+        if node_id == self.node_id:
+            return "alive"
+        return self._view.state(node_id) or "dead"
+
+    def alive_nodes(self) -> list[str]:
+        return sorted(n for n in self.known_nodes() if self.liveness(n) == "alive")
+
+    def placeable(self) -> list[str]:
+        """Nodes a new replica may go to: every addressed node except those gossip reports suspect, dead or
+        left (a configured peer gossip has not heard from yet, right after start, still counts)."""
+        return sorted(n for n in self._http if n == self.node_id or self._view.state(n) in (None, "alive"))
+
+    # -- leaders -------------------------------------------------------------------------------------
+
+    def _topic(self, name: str) -> TopicMetadata:
+        topic = self._metadata().topics.get(name)
+        if topic is None:
+            raise UnknownTopic(name)
+        return topic
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        metadata = self._topic(topic)
+        if not 0 <= partition < metadata.partitions:
+            raise UnknownPartition(topic, partition)
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
+        if replica is not None and replica.group.stopped_error is None:
+            # A local replica's Raft view is authoritative, except that an isolated follower keeps naming
+            # its old leader (pysyncobj holds no election while connected to no peer): a leader gossip
+            # reports dead or left is not a known leader.
+            leader = replica.group.role_and_leader()[1]
+            if leader is not None and leader != self.node_id and self._view.state(leader) in ("dead", "left"):
+                return None
+        else:
+            leader = self._view.leader_for(group_id)
+            if leader == self.node_id:
+                leader = None  # our own gossip may lag our Raft state
+        if leader is not None and self.failure(leader, metadata, partition) is not None:
+            return None  # a replica that cannot open or replay leads nothing, whatever a view still says
+        return leader
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        """Best guess of the leader, for routing: this node's replica's view, else gossiped claims, else
+        an alive replica (which knows its leader better than this node does)."""
+        try:
+            metadata = self._topic(topic)
+        except UnknownTopic:
+            return None
+        if not 0 <= partition < metadata.partitions:
+            return None
+        group_id = metadata.group_id(partition)
+
+        def failed(node_id: str) -> bool:
+            return self.failure(node_id, metadata, partition) is not None
+
+        replica = self._replicas.get(group_id)
+        if replica is not None and replica.group.stopped_error is None:
+            leader = replica.group.role_and_leader()[1]
+            if (
+                leader is not None
+                and (leader == self.node_id or self._view.state(leader) not in ("dead", "left"))
+                and not failed(leader)
+            ):
+                return leader
+        claimed = self._view.leader_for(group_id)
+        if claimed is not None and claimed != self.node_id and not failed(claimed):
+            return claimed
+        alive = [
+            n
+            for n in metadata.replicas[partition]
+            if n != self.node_id and self.liveness(n) == "alive" and not failed(n)
+        ]
+        return alive[0] if alive else None
+
+    def claimed_leader(self, metadata: TopicMetadata, partition: int) -> str | None:
+        """The node another node's gossip says leads the partition (never this one: its own Raft view
+        says otherwise), unless its replica cannot open or replay."""
+        claimed = self._view.leader_for(metadata.group_id(partition))
+        if claimed is None or claimed == self.node_id or self.failure(claimed, metadata, partition):
+            return None
+        return claimed
+
+    def has_leader(self, metadata: TopicMetadata, partition: int) -> bool:
+        """Whether a new partition has a leader as seen from here: a local replica's Raft status, or
+        gossiped claims for partitions hosted elsewhere."""
+        group_id = metadata.group_id(partition)
+        replica = self._replicas.get(group_id)
+        if replica is not None:
+            return replica.group.role_and_leader()[1] is not None
+        if self.node_id in metadata.replicas[partition]:
+            return False  # not opened here yet
+        return self._view.leader_for(group_id) is not None
+
+    # -- replicas that cannot open or replay ---------------------------------------------------------
+
+    def failure(self, node_id: str, metadata: TopicMetadata, partition: int) -> ReplicaFailure | None:
+        """The failure of ``node_id``'s replica of the partition, if it cannot open or replay."""
+        if node_id != self.node_id:
+            return self._view.failure(node_id, metadata.name, partition)
+        return self._replicas.failure_here(metadata, partition)
+
+    def failed_replicas(self) -> list[ReplicaFailure]:
+        """Every replica known to be unable to open or replay: this node's, and those its alive and suspect
+        peers gossip."""
+        local = self._replicas.local_failures()
+        failures = local + [f for f in self._view.failures() if f.node != self.node_id]
+        return sorted(failures, key=lambda f: (f.topic, f.partition, f.node))

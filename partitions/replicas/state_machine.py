@@ -1,0 +1,307 @@
+"""The replicated state machine of one partition: committed commands -> the partition's segmented log.
+
+Deterministic: every replica applies the same committed entries in the same order and ends with the same
+log bytes, the same producer table and the same committed consumer offsets. No clock, no randomness.
+
+The log holds only committed batches (entries are applied after they commit), so the high watermark is the
+applied end offset. After a restart the Raft journal replays entries from the last snapshot while the log
+already holds their batches: a replayed produce is compared byte for byte with the batch already at that
+offset and skipped, so nothing is written twice; a mismatch is a broken invariant and stops the group.
+
+Behind: a snapshot installed from the leader may be ahead of the local log (the leader compacted its
+journal past what this replica holds). ``restore`` then takes the metadata only and the machine is
+*behind*, ``log.end_offset < high_watermark``, until ``partitions.replicas.recovery`` has copied the missing
+batches from peer replicas (off the driver thread). Apply stays deterministic meanwhile: a produce whose
+offset is the log's end is appended, one below it is compared as in replay, and one above it is not
+written (it is committed: the peers hold it, and recovery copies it) while everything else (the high
+watermark, dedup windows, consumer offsets, groups) advances exactly as on every other replica. Two
+writers, one position each, both under the log's lock: apply appends only at the high watermark and only
+when the log has reached it; recovery (``append_recovered``) appends only below the high watermark, at
+the log's end. So the log never gets ahead of the high watermark, and neither writer can take the
+other's offset. While behind, ``snapshot`` answers None: a snapshot must not claim records the log lacks.
+
+Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
+its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
+pure function: every replica gets the same bytes, those ``raftlog log migrate`` wrote for the batch once
+stamped with its offset and term), then checks, dedups, compares and appends it as any other. One that
+cannot be converted is refused like any malformed batch, on every replica alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import msgpack
+
+from partitions.commands import Barrier, CommitOffset, DeleteOffset, GroupCommand, Produce, decode
+from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
+from partitions.groups.state import GroupResult, GroupTable
+from partitions.replicas.dedup import (
+    Duplicate,
+    Fenced,
+    Fresh,
+    NewEpochNotAtZero,
+    ProducerTable,
+    TooOld,
+)
+from raftlog.errors import InvariantViolation, check
+from raftlog.storage import legacy_batch
+from raftlog.storage.batch import BatchFormatError, BatchHeader, rebase, verify
+from raftlog.storage.errors import DiskFull, InvalidRecord
+from raftlog.storage.log import AppendResult, Log
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    base_offset: int
+    end_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A deterministic refusal: every replica refuses the same entry the same way; nothing is written."""
+
+    error: InvalidCommand | SequenceTooOld | ProducerFenced | OutOfOrderSequence | InvalidRecord
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitted:
+    group: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleted:
+    group: str
+    existed: bool
+
+
+ApplyResult = Produced | Refused | OffsetCommitted | OffsetDeleted | GroupResult | None
+
+
+class PartitionStateMachine:
+    """Implements ``raftlog.consensus.interface.StateMachine`` for one partition replica."""
+
+    def __init__(
+        self,
+        log: Log,
+        producers: ProducerTable | None = None,
+        on_behind: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_behind()`` is called (on the driver thread, from ``restore``) when the machine is left
+        behind its log: its owner starts the recovery that copies the missing batches."""
+        self.log = log
+        self._on_behind = on_behind
+        self.producers = producers or ProducerTable()
+        # replaced whole by each commit (driver thread), never changed in place: read on the event loop
+        self.consumer_offsets: Mapping[str, int] = MappingProxyType({})
+        self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
+        self.applied_index = 0
+        # Offsets below the high watermark are committed and applied. Without a snapshot the journal
+        # replays from its first entry, which produced offset 0.
+        self.high_watermark = 0
+        # A restore left the log behind, and recovery has not confirmed it caught up (recovered): only
+        # then may an apply find the log's end below its offset.
+        self._left_behind = False
+
+    # -- apply ---------------------------------------------------------------------------------------
+
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> ApplyResult:
+        """``DiskFull``: no room in the log for the entry's batch, and nothing of the entry applied (the
+        core applies the same entry again later: ``StateMachine``)."""
+        if index <= self.applied_index:  # on every apply: not check(), which formats its message first
+            raise InvariantViolation(f"apply of index {index} after index {self.applied_index}")
+        previous = self.applied_index
+        self.applied_index = index
+        try:
+            decoded = decode(command)
+        except InvalidCommand as exc:
+            return Refused(exc)
+        if isinstance(decoded, Produce):
+            try:
+                return self._produce(decoded.batch, term)
+            except DiskFull:
+                self.applied_index = previous  # _produce changes nothing before its append succeeds
+                raise
+        if isinstance(decoded, CommitOffset):
+            return self._commit_offset(decoded)
+        if isinstance(decoded, GroupCommand):
+            return self.groups.apply(decoded.payload)
+        if isinstance(decoded, DeleteOffset):
+            offsets = dict(self.consumer_offsets)
+            existed = offsets.pop(decoded.group, None) is not None
+            self.consumer_offsets = MappingProxyType(offsets)
+            return OffsetDeleted(decoded.group, existed)
+        check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
+        return None
+
+    def _produce(self, batch: bytes | memoryview, term: int) -> Produced | Refused:
+        if legacy_batch.is_legacy(batch):  # a journal entry from before the upgrade (module docstring)
+            try:
+                batch = legacy_batch.convert(batch)
+            except (BatchFormatError, InvalidRecord) as exc:
+                return Refused(InvalidRecord(f"malformed batch of format v1: {exc}"))
+        try:
+            header = verify(batch)
+        except BatchFormatError as exc:
+            return Refused(InvalidRecord(f"malformed batch: {exc}"))
+        producer_id, sequence = header.producer_id, header.sequence
+        epoch = header.producer_epoch or 0  # None: a batch of format v1, which had epoch 0 only
+        if producer_id is not None and sequence is not None:
+            decision = self.producers.decide(producer_id, epoch, sequence)
+            if isinstance(decision, Duplicate):
+                return Produced(decision.base_offset, decision.end_offset, duplicate=True)
+            if isinstance(decision, TooOld):
+                return Refused(SequenceTooOld(producer_id, sequence, decision.oldest_known))
+            if isinstance(decision, Fenced):
+                return Refused(ProducerFenced(producer_id, epoch, decision.current_epoch))
+            if isinstance(decision, NewEpochNotAtZero):
+                return Refused(OutOfOrderSequence(producer_id, epoch, sequence))
+            if not isinstance(decision, Fresh):
+                raise InvariantViolation(f"unhandled dedup decision {decision!r}")
+        base_offset = self.high_watermark
+        end_offset = base_offset + header.record_count
+        self._write(batch, header, term, base_offset)
+        self.high_watermark = end_offset
+        if producer_id is not None and sequence is not None:
+            self.producers.record(producer_id, epoch, sequence, base_offset, end_offset)
+        return Produced(base_offset, end_offset)
+
+    def _write(self, batch: bytes | memoryview, header: BatchHeader, term: int, base_offset: int) -> None:
+        log = self.log
+        log_end = log.end_offset  # read once: recovery may append below base_offset meanwhile, never at it
+        if log_end == base_offset:
+            # The committed entry is in this replica's Raft journal (fsynced on a majority before the
+            # commit); snapshot() flushes the log before compaction drops that entry, and a replay after a
+            # crash appends whatever tail the log lost. So no fsync per apply.
+            # The leader checked every record before proposing (encode_batch or check_producer_batch).
+            result = log.append_prepared(
+                batch,
+                term,
+                enforce_size_limit=False,
+                durable_elsewhere=True,
+                checked_records=True,
+                verified_header=header,
+            )
+            if result.base_offset != base_offset:
+                raise InvariantViolation(
+                    f"{log.directory}: appended at {result.base_offset}, expected {base_offset}"
+                )
+            return
+        if log_end < base_offset:
+            # Behind (see the module docstring): committed, held by the peers, copied by recovery. The
+            # high watermark was already above the log's end before this entry, and only restore puts it
+            # there; anything else would be a log that lost acknowledged records.
+            if not self._left_behind:
+                raise InvariantViolation(
+                    f"{log.directory}: log ends at {log_end}, below the applied end offset {base_offset}, "
+                    "and no snapshot left it behind"
+                )
+            return
+        if base_offset < log.log_start_offset:
+            return  # replayed entry whose batch retention already deleted
+        existing = log.read_batches(base_offset, max_bytes=1)
+        expected = rebase(batch, base_offset, term)
+        check(
+            len(existing) == 1 and existing[0].data == expected,
+            f"{log.directory}: replayed entry at offset {base_offset} differs from the batch on disk",
+        )
+
+    def _commit_offset(self, command: CommitOffset) -> OffsetCommitted:
+        current = self.consumer_offsets.get(command.group)
+        if command.reset or current is None or command.offset > current:
+            self.consumer_offsets = MappingProxyType({**self.consumer_offsets, command.group: command.offset})
+        return OffsetCommitted(command.group, self.consumer_offsets[command.group])
+
+    # -- behind: recovery ---------------------------------------------------------------------------
+
+    @property
+    def behind(self) -> bool:
+        """The log lacks committed records below the high watermark (recovery is copying them)."""
+        return self.log.end_offset < self.high_watermark
+
+    def append_recovered(self, batch: bytes, header: BatchHeader) -> AppendResult | None:
+        """Recovery (any thread): append a committed batch copied from a peer replica, exactly as it came
+        (``header``: what ``verify`` returned for it), if it starts at the log's end and ends at or below
+        the high watermark; None, and nothing written, otherwise (apply appends from the high watermark
+        on). Race-free with apply: while the log's end is below the high watermark, apply writes nothing,
+        and this writes nothing at or past it (the high watermark only grows).
+
+        No fsync of its own (the caller flushes once per chunk): what a crash takes back is fetched
+        again, since the installed snapshot stays this replica's until a snapshot after the recovery,
+        which flushes the log first."""
+        log = self.log
+        if header.base_offset != log.end_offset or header.end_offset > self.high_watermark:
+            return None
+        return log.append_batch(
+            batch, enforce_size_limit=False, verified_header=header, durable_elsewhere=True
+        )
+
+    def restart_log_at(self, offset: int) -> bool:
+        """Recovery (any thread): the peers' logs start at ``offset``, after this log's end (retention
+        deleted what lies between): restart the log empty there. Only up to the high watermark, so the log
+        never gets ahead of it; False, and nothing done, past it."""
+        if offset > self.high_watermark:
+            return False
+        self.log.truncate_fully_and_start_at(offset)
+        return True
+
+    def recovered(self) -> bool:
+        """Driver thread (no apply runs meanwhile): whether the log holds everything below the high
+        watermark. Once it does, every later apply appends at the log's end, and recovery is over."""
+        if self.log.end_offset < self.high_watermark:
+            return False
+        self._left_behind = False
+        return True
+
+    # -- snapshots -----------------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes | None:
+        """Metadata only: the log's segments are fsynced first, so the snapshot never covers data that a
+        power loss could take back. None while behind: the log lacks records the metadata says were
+        applied, and the snapshot would claim them (the core skips the compaction, see StateMachine)."""
+        if self.behind:
+            return None
+        self.log.flush()
+        check(
+            self.log.durable_end_offset >= self.high_watermark,
+            f"{self.log.directory}: durable {self.log.durable_end_offset} < applied {self.high_watermark}",
+        )
+        packed: bytes = msgpack.packb(
+            {
+                "v": SNAPSHOT_VERSION,
+                "applied_index": self.applied_index,
+                "high_watermark": self.high_watermark,
+                "producers": self.producers.to_rows(),
+                "consumer_offsets": dict(self.consumer_offsets),
+                "groups": self.groups.to_rows(),
+            },
+            use_bin_type=True,
+        )
+        return packed
+
+    def restore(self, snapshot: bytes) -> None:
+        state = msgpack.unpackb(snapshot, raw=False)
+        check(
+            isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
+            f"unknown partition snapshot format {str(state)[:80]!r}",
+        )
+        self.applied_index = int(state["applied_index"])
+        self.high_watermark = int(state["high_watermark"])
+        self.producers = ProducerTable.from_rows(state["producers"])
+        self.consumer_offsets = MappingProxyType(
+            {str(k): int(v) for k, v in state["consumer_offsets"].items()}
+        )
+        self.groups = GroupTable.from_rows(state.get("groups", []))
+        if self.log.end_offset < self.high_watermark:
+            # Ahead of the local log (installed from the leader now, or that same snapshot again after a
+            # restart mid-recovery: none is taken while behind): the records come from the peers, copied
+            # off this thread.
+            self._left_behind = True
+            if self._on_behind is not None:
+                self._on_behind()

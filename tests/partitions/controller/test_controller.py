@@ -1,0 +1,116 @@
+"""The controller state machine: topics created, altered and deleted deterministically."""
+
+from __future__ import annotations
+
+from partitions.controller import state as controller
+from partitions.controller.state import (
+    AlterConfigs,
+    ControllerStateMachine,
+    CreateTopic,
+    DeleteTopic,
+    TopicMetadata,
+)
+from partitions.errors import InvalidCommand, InvalidName, InvalidTopic, TopicExists, UnknownTopic
+from raftlog.storage.config import LogConfig
+from raftlog.storage.errors import InvalidConfig
+
+R3 = [["n1", "n2", "n3"], ["n2", "n3", "n1"]]
+
+
+def apply_all(machine: ControllerStateMachine, *commands: controller.ControllerCommand) -> list[object]:
+    start = machine.applied_index
+    return [machine.apply(start + i + 1, 1, controller.encode(c)) for i, c in enumerate(commands)]
+
+
+def test_create_alter_delete_round_trip() -> None:
+    machine = ControllerStateMachine()
+    created, altered, deleted = apply_all(
+        machine,
+        CreateTopic("orders", R3, {"retention.ms": 1000}),
+        AlterConfigs("orders", {"segment.bytes": 1 << 20}),
+        DeleteTopic("orders"),
+    )
+    assert isinstance(created, TopicMetadata) and created.partitions == 2 and created.topic_id == 1
+    assert isinstance(altered, TopicMetadata)
+    assert altered.configs == {"retention.ms": 1000, "segment.bytes": 1 << 20}
+    assert altered.log_config().segment_bytes == 1 << 20
+    assert deleted == altered and machine.metadata.topics == {}
+
+
+def test_a_null_config_value_removes_the_property_so_its_default_applies() -> None:
+    machine = ControllerStateMachine()
+    _, removed = apply_all(
+        machine,
+        CreateTopic("t", R3, {"retention.ms": 1000, "segment.bytes": 1 << 20}),
+        AlterConfigs("t", {"retention.ms": None, "no.such.property": None}),
+    )
+    assert isinstance(removed, TopicMetadata) and removed.configs == {"segment.bytes": 1 << 20}
+    assert removed.log_config().retention_ms == LogConfig().retention_ms
+
+
+def test_recreated_topic_gets_new_groups() -> None:
+    machine = ControllerStateMachine()
+    first, _, second = apply_all(machine, CreateTopic("t", R3), DeleteTopic("t"), CreateTopic("t", R3))
+    assert isinstance(first, TopicMetadata) and isinstance(second, TopicMetadata)
+    assert first.group_id(0) != second.group_id(0)
+
+
+def test_bad_commands_are_refused_and_change_nothing() -> None:
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("t", R3))
+    before = dict(machine.metadata.topics)
+    results = apply_all(
+        machine,
+        CreateTopic("t", R3),
+        CreateTopic("bad/name", R3),
+        CreateTopic("uneven", [["n1"], ["n1", "n2"]]),
+        CreateTopic("twice", [["n1", "n1"]]),
+        CreateTopic("conf", R3, {"segment.bytes": 1}),
+        AlterConfigs("t", {"no.such.property": 1}),
+        DeleteTopic("missing"),
+    )
+    kinds = [type(r) for r in results]
+    assert kinds == [
+        TopicExists,
+        InvalidName,
+        InvalidTopic,
+        InvalidTopic,
+        InvalidConfig,
+        InvalidConfig,
+        UnknownTopic,
+    ]
+    assert machine.metadata.topics == before
+    assert isinstance(machine.apply(99, 1, b"\xc1"), InvalidCommand)
+
+
+def test_snapshot_restores_the_same_state() -> None:
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("a", R3, {"retention.ms": 5}), CreateTopic("b", [["n1"]]))
+    copy = ControllerStateMachine()
+    copy.restore(machine.snapshot())
+    assert copy.metadata.topics == machine.metadata.topics and copy.applied_index == machine.applied_index
+
+
+def test_apply_publishes_new_metadata_and_never_changes_what_a_reader_holds() -> None:
+    """The event loop reads ``machine.metadata`` while the driver thread applies: a reference taken
+    before an apply must stay as it was, down to a topic's configs, which cannot be changed in place."""
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("t", R3, {"retention.ms": 1000}))
+    held = machine.metadata
+    held_topic = held.topics["t"]
+    apply_all(
+        machine,
+        AlterConfigs("t", {"retention.ms": 2000, "segment.bytes": 1 << 20}),
+        CreateTopic("u", R3),
+        DeleteTopic("u"),
+    )
+    assert machine.metadata is not held
+    assert held.topics["t"] is held_topic and dict(held_topic.configs) == {"retention.ms": 1000}
+    assert set(held.topics) == {"t"}
+    assert machine.metadata.topics["t"].configs == {"retention.ms": 2000, "segment.bytes": 1 << 20}
+    for read_only in (held.topics, held_topic.configs, machine.metadata.topics["t"].configs):
+        try:
+            read_only["x"] = 1  # type: ignore[index]
+        except TypeError:
+            continue
+        raise AssertionError(f"{read_only!r} can be changed in place")

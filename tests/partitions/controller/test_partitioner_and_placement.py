@@ -1,0 +1,86 @@
+"""Key -> partition like Kafka; replicas and leaders spread evenly."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from partitions.controller.placement import place
+from partitions.errors import CapacityExceeded, PlacementImpossible
+from raftlog.storage.partitioner import murmur2, partition_for_key
+
+# Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
+KAFKA_MURMUR2 = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+@pytest.mark.parametrize(("key", "expected"), KAFKA_MURMUR2.items())
+def test_murmur2_matches_kafka(key: bytes, expected: int) -> None:
+    assert murmur2(key) == expected
+
+
+@given(st.binary(max_size=64), st.integers(1, 1000))
+def test_partition_is_stable_and_in_range(key: bytes, partitions: int) -> None:
+    chosen = partition_for_key(key, partitions)
+    assert 0 <= chosen < partitions
+    assert chosen == partition_for_key(key, partitions)
+
+
+@given(st.integers(1, 7), st.integers(1, 40), st.data())
+def test_placement_is_balanced_and_valid(node_count: int, partitions: int, data: st.DataObject) -> None:
+    nodes = [f"n{i}" for i in range(1, node_count + 1)]
+    factor = data.draw(st.integers(1, node_count))
+    assignment = place(nodes, partitions, factor)
+    assert len(assignment) == partitions
+    replicas: Counter[str] = Counter()
+    leaders: Counter[str] = Counter()
+    for replica_set in assignment:
+        assert len(replica_set) == factor and len(set(replica_set)) == factor
+        replicas.update(replica_set)
+        leaders[replica_set[0]] += 1
+    assert max(replicas[n] for n in nodes) - min(replicas[n] for n in nodes) <= 1
+    fair_share = -(-partitions // node_count)
+    assert max(leaders.values()) <= fair_share + 1, f"leaders {dict(leaders)} for {partitions} partitions"
+
+
+def test_placement_accounts_for_existing_topics() -> None:
+    existing = {"old": [["n1", "n2"], ["n1", "n2"]]}
+    [replica_set] = place(["n1", "n2", "n3"], 1, 2, existing)
+    assert replica_set[0] == "n3", "the only node without replicas or leaderships should lead the new one"
+
+
+def test_placement_refuses_a_factor_above_the_live_nodes() -> None:
+    with pytest.raises(PlacementImpossible):
+        place(["n1", "n2"], 3, 3)
+
+
+def test_placement_within_capacity_fills_nodes_up_to_the_limit() -> None:
+    existing = {"a": [["n1", "n2"], ["n2", "n3"]]}  # n1 1, n2 2, n3 1
+    placed = place(["n1", "n2", "n3"], 4, 2, existing, replicas_max=4)
+    held = Counter(node for assignment in ([*existing["a"], *placed],) for rs in assignment for node in rs)
+    assert max(held.values()) == 4 and sum(held.values()) == 12  # exactly full: accepted
+
+
+def test_placement_beyond_capacity_is_refused_with_what_each_node_has_left() -> None:
+    existing = {"a": [["n1", "n2", "n3"]] * 9}  # 9 replicas on each node
+    with pytest.raises(CapacityExceeded) as refused:
+        place(["n1", "n2", "n3"], 2, 3, existing, replicas_max=10)
+    error = refused.value
+    assert error.replicas_max == 10
+    assert error.room == {"n1": 1, "n2": 1, "n3": 1}
+    assert error.over == {"n1": 11, "n2": 11, "n3": 11}
+    assert "2 partition(s) x replication factor 3" in str(error) and "--replicas-max" in str(error)
+    assert place(["n1", "n2", "n3"], 1, 3, existing, replicas_max=10)  # what fits still does
+
+
+def test_without_a_limit_placement_never_refuses_for_capacity() -> None:
+    assert len(place(["n1", "n2", "n3"], 10_000, 3, {"a": [["n1", "n2", "n3"]] * 50_000})) == 10_000

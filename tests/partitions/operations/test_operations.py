@@ -1,0 +1,194 @@
+"""The controller leader's ``Operator`` over an in-memory node: each tick advances moves through the
+partition leader and the controller, starts decommission moves a few at a time, drains maintenance
+nodes, and recommissioning turns moves around. The fake is all three small protocols the operator
+depends on (``Controller``, ``Nodes``, ``PartitionLeaders``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from partitions.controller import decommission
+from partitions.controller.members import ControllerMembers
+from partitions.controller.reconfigure import MemberView
+from partitions.controller.state import (
+    CancelMove,
+    ControllerCommand,
+    ControllerMetadata,
+    ControllerStateMachine,
+    CreateTopic,
+    MoveReplicas,
+    SetNodeFlag,
+    encode,
+)
+from partitions.operations.operator import Operator
+
+
+@dataclass
+class Group:
+    leader: str
+    voters: set[str]
+    commit: int = 100
+    learners: set[str] = field(default_factory=set)
+
+
+@dataclass
+class FakeNode:
+    """What the operator asks of the node's parts; every partition is led by a node of this fake."""
+
+    alive: list[str]
+    node_id: str = "n1"
+    machine: ControllerStateMachine = field(default_factory=ControllerStateMachine)
+    groups: dict[tuple[str, int], Group] = field(default_factory=dict)
+    changes: list[tuple[str, int, str, str]] = field(default_factory=list)
+    controller: Group = field(default_factory=lambda: Group("n1", {"n1", "n2", "n3"}))
+    controller_match: dict[str, int] = field(default_factory=dict)  # of the controller's learners
+    joins: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def metadata(self) -> ControllerMetadata:
+        return self.machine.metadata
+
+    def leads(self) -> bool:
+        return True
+
+    async def propose(self, command: ControllerCommand) -> object:
+        result = self.machine.apply(self.machine.applied_index + 1, 1, encode(command))
+        if isinstance(result, Exception):
+            raise result
+        if isinstance(command, CreateTopic):
+            for partition, replicas in enumerate(command.replicas):
+                self.groups[(command.name, partition)] = Group(replicas[0], set(replicas))
+        return result
+
+    def alive_nodes(self) -> list[str]:
+        return self.alive
+
+    def controller_members(self) -> ControllerMembers:
+        group = self.controller
+        match = {n: group.commit for n in group.voters if n != group.leader}
+        match.update({n: self.controller_match.get(n, 0) for n in group.learners})
+        return ControllerMembers(
+            group.leader,
+            1,
+            tuple(sorted(group.voters)),
+            tuple(sorted(group.learners)),
+            group.commit,
+            match,
+        )
+
+    async def promote_controller_learner(self, node_id: str) -> None:
+        self.controller.learners.remove(node_id)
+        self.controller.voters.add(node_id)
+
+    async def join_controller(self, node_id: str, voters: list[str]) -> None:
+        self.joins.append((node_id, voters))
+
+    async def call(self, method: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """A partition leader's ``PeerService`` call (``cluster.Routed``): played here."""
+        return await getattr(self, method.__name__)(*args, **kwargs)
+
+    async def member_view(self, topic: str, partition: int) -> MemberView:
+        group = self.groups[(topic, partition)]
+        match = {n: group.commit for n in group.voters | group.learners if n != group.leader}
+        return MemberView(
+            group.leader, frozenset(group.voters), group.commit, match, frozenset(group.learners)
+        )
+
+    async def change_membership(
+        self, topic: str, partition: int, change: str, node: str, timeout_ms: int
+    ) -> None:
+        self.changes.append((topic, partition, change, node))
+        group = self.groups[(topic, partition)]
+        if change == "learner":
+            group.learners.add(node)
+        elif change == "promote":
+            group.learners.discard(node)
+            group.voters.add(node)
+        elif change == "remove":
+            group.voters.discard(node)
+            group.learners.discard(node)
+        else:
+            group.leader = node
+
+    def known_leader(self, topic: str, partition: int) -> str | None:
+        return self.groups[(topic, partition)].leader
+
+    async def recommission(self, node_id: str) -> None:
+        """What the metadata frontend does when a decommission is cleared."""
+        for topic, partition in decommission.moves_off(node_id, self.machine.metadata.reassignments):
+            await self.propose(CancelMove(topic, partition))
+
+
+async def ticks(operator: Operator, count: int) -> None:
+    for _ in range(count):
+        await operator._tick()
+
+
+async def test_a_move_runs_to_its_end_one_change_at_a_time() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"])
+    await node.propose(CreateTopic("t", [["n1", "n2", "n3"]]))
+    await node.propose(MoveReplicas("t", 0, ["n2", "n3", "n4"]))
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 10)
+    assert node.machine.metadata.reassignments == {}
+    assert node.machine.metadata.topics["t"].replicas == (("n2", "n3", "n4"),)
+    assert [c[2:] for c in node.changes] == [
+        ("learner", "n4"),
+        ("promote", "n4"),
+        ("transfer", "n2"),
+        ("remove", "n1"),
+    ]  # n2: the preferred leader
+
+
+async def test_decommission_moves_replicas_off_a_few_at_a_time_and_recommission_turns_them_around() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"])
+    await node.propose(CreateTopic("t", [["n1", "n3"]] * 6))
+    await node.propose(SetNodeFlag("n3", "decommissioning", True))
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 1)
+    moving = node.machine.metadata.reassignments
+    assert len(moving) == 4, "at most 4 moves at once"
+    assert all(set(m.target) == {"n1", "n2"} or set(m.target) == {"n1", "n4"} for m in moving.values())
+    await node.recommission("n3")
+    assert all(m.cancelled and m.target == ("n1", "n3") for m in node.machine.metadata.reassignments.values())
+    await node.propose(SetNodeFlag("n3", "decommissioning", False))
+    await ticks(operator, 20)
+    assert node.machine.metadata.reassignments == {}
+    assert all(set(r) == {"n1", "n3"} for r in node.machine.metadata.topics["t"].replicas)
+
+
+async def test_a_decommission_ends_with_nothing_on_the_node() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"])
+    await node.propose(CreateTopic("t", [["n1", "n3"], ["n3", "n2"], ["n2", "n4"]] * 3))
+    await node.propose(SetNodeFlag("n3", "decommissioning", True))
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 60)
+    assert node.machine.metadata.reassignments == {}
+    assert all("n3" not in r and len(r) == 2 for r in node.machine.metadata.topics["t"].replicas)
+
+
+async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3"])
+    await node.propose(CreateTopic("t", [["n2", "n1", "n3"]] * 4))
+    await node.propose(SetNodeFlag("n2", "maintenance", True))
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 8)  # draining ignores the balance interval: one transfer per tick
+    leaders: dict[str, Any] = {}
+    for group in node.groups.values():
+        leaders[group.leader] = leaders.get(group.leader, 0) + 1
+    assert "n2" not in leaders and sum(leaders.values()) == 4
+
+
+async def test_a_controller_learner_is_asked_to_join_then_promoted_once_caught_up() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"])
+    node.controller.learners.add("n4")
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 2)
+    assert node.joins == [("n4", ["n1", "n2", "n3"])] * 2, "asked to open its replica until it answers"
+    node.controller_match["n4"] = 40  # answering, behind the commit index (100) seen when first met
+    node.controller.commit = 130
+    await ticks(operator, 3)
+    assert node.controller.learners == {"n4"} and len(node.joins) == 2
+    node.controller_match["n4"] = 100
+    await ticks(operator, 1)
+    assert node.controller.voters == {"n1", "n2", "n3", "n4"} and not node.controller.learners

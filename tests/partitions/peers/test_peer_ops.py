@@ -1,0 +1,126 @@
+"""Each service operation is declared once, on its protocol method (``@peer``, ``partitions.peer_ops``):
+the table of peer calls, the endpoints and the stubs that call another node all come from there."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from partitions.consumers.protocol import ConsumerCreated, GroupService
+from partitions.data.service import DataService, ProduceResult, Served
+from partitions.errors import PeerProtocolError, UnknownTopic
+from partitions.groups.state import ReadConfig
+from partitions.metadata.service import AdminService
+from partitions.peer_ops import PeerOp, declared_ops, peer
+from partitions.peers.client import PEER_OPS, PeerClient, remote_data, remote_groups, remote_peer
+from partitions.peers.cluster import Routed, Router
+from partitions.peers.service import PeerService
+from raftlog.storage.batch import ProducerRecord
+
+PROTOCOLS = {"data": DataService, "admin": AdminService, "groups": GroupService, "peer": PeerService}
+
+
+class Recorder:
+    """A peer client that records each call and answers what the test set."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def call(self, node_id: str, op: PeerOp, arguments: dict[str, Any]) -> object:
+        self.calls.append((node_id, op.name, arguments))
+        return self.answer
+
+
+def _client(answer: object) -> tuple[Recorder, PeerClient]:
+    recorder = Recorder(answer)
+    return recorder, recorder  # type: ignore[return-value]
+
+
+def test_every_protocol_method_but_the_local_produce_is_a_declared_peer_operation() -> None:
+    for service, protocol in PROTOCOLS.items():
+        methods = [n for n, v in vars(protocol).items() if inspect.isfunction(v) and not n.startswith("_")]
+        declared = [op.method for op in declared_ops(service, protocol)]
+        local = [m for m in methods if m not in declared]
+        assert local == (["produce"] if service == "data" else []), (service, local)
+    assert tuple(op for s, p in PROTOCOLS.items() for op in declared_ops(s, p)) == PEER_OPS
+    assert len({op.name for op in PEER_OPS}) == len(PEER_OPS)
+
+
+async def test_a_stub_sends_the_arguments_by_name_with_the_declared_defaults_and_checks_the_answer() -> None:
+    recorder, client = _client(ConsumerCreated("i", "n2"))
+    await remote_groups(client, "n2").create_instance(
+        "g", None, "json", "earliest", 10_000, "range", ReadConfig()
+    )
+    ((node, name, arguments),) = recorder.calls
+    assert (node, name) == ("n2", "groups.create_instance")
+    assert arguments["client_host"] == "" and arguments["reads"] == ReadConfig()  # the default, by name
+    recorder.answer = "not a ConsumerCreated"
+    with pytest.raises(PeerProtocolError, match=r"groups\.create_instance"):
+        await remote_groups(client, "n2").create_instance(
+            "g", None, "json", "earliest", 10_000, "range", ReadConfig()
+        )
+    with pytest.raises(TypeError):
+        await remote_peer(client, "n2").leave_controller()  # type: ignore[call-arg]
+
+
+async def test_optional_and_container_answers_are_checked_as_declared() -> None:
+    recorder, client = _client(None)
+    assert await remote_data(client, "n3", lambda: 0).committed_offset("g", "t", 0) is None  # int | None
+    recorder.answer = 7
+    assert await remote_data(client, "n3", lambda: 0).committed_offset("g", "t", 0) == 7
+    recorder.answer = "7"
+    with pytest.raises(PeerProtocolError):
+        await remote_data(client, "n3", lambda: 0).committed_offset("g", "t", 0)
+    recorder.answer = ["a"]
+    assert await remote_groups(client, "n3").subscription("g", "i") == ["a"]  # list[str]
+
+
+async def test_a_remote_produce_is_encoded_here_and_travels_as_the_declared_produce_batch() -> None:
+    recorder, client = _client(ProduceResult(0, 0, 1, False))
+    await remote_data(client, "n2", lambda: 1_000).produce("t", 0, [ProducerRecord(b"v")], None, None, 500)
+    ((_, name, arguments),) = recorder.calls
+    assert name == "data.produce_batch" and isinstance(arguments["batch"], bytes)
+
+
+def test_a_declaration_waiting_on_an_argument_it_lacks_is_refused() -> None:
+    with pytest.raises(TypeError, match="no parameter 'timeout_ms'"):
+
+        @peer("waits", wait_arg="timeout_ms")
+        async def call(self: object, topic: str) -> None: ...
+
+
+class _Controller:
+    """What a Router asks of the node's view: who leads the controller (asked for a topic unknown here)."""
+
+    node_id = "n1"
+
+    def controller(self) -> str:
+        return "n3"
+
+
+class _Here:
+    """A data service that knows no topic: the controller leader must be asked."""
+
+    async def offsets(self, topic: str, partition: int) -> object:
+        raise UnknownTopic(topic)
+
+
+class _There:
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+    async def offsets(self, topic: str, partition: int) -> object:
+        return (self.node, topic, partition)
+
+
+async def test_a_routed_call_finds_its_topic_by_the_declaration_however_the_arguments_are_passed() -> None:
+    router = Router("n1", _Controller(), leader_wait_s=0)  # type: ignore[arg-type]
+    data: Routed[Any] = Routed(router, _Here(), _There)
+    by_position = await data.run(DataService.offsets, "t", 2)
+    by_name = await data.run(DataService.offsets, partition=2, topic="t")
+    assert by_position == by_name == Served(("n3", "t", 2), "n3")  # asked of the controller's node
+    with pytest.raises(TypeError, match="not a declared service operation"):
+        await data.run(Recorder.call, "n1", None, {})  # type: ignore[arg-type]
