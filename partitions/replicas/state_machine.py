@@ -20,6 +20,13 @@ when the log has reached it; recovery (``append_recovered``) appends only below 
 the log's end. So the log never gets ahead of the high watermark, and neither writer can take the
 other's offset. While behind, ``snapshot`` answers None: a snapshot must not claim records the log lacks.
 
+A committed batch is trusted, not checked again: its bytes and records were checked once, where they
+entered (the leader's ``check_producer_batch`` of a producer's batch, or ``encode_batch`` of records it
+encoded, before proposing); they reach every other replica inside an authenticated Raft frame (AES-GCM,
+``raftlog.consensus.wire``) and lie on disk under the journal's CRC, which a replay checks. Apply only
+reads the header's frame, stamps the offset and term (outside the CRC), and writes the batch's bytes from
+the entry itself. Reads check the CRC of what they return.
+
 Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
 its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
 pure function: every replica gets the same bytes, those ``raftlog log migrate`` wrote for the batch once
@@ -48,7 +55,7 @@ from partitions.replicas.dedup import (
 )
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
-from raftlog.storage.batch import BatchFormatError, BatchHeader, rebase, verify
+from raftlog.storage.batch import BatchFormatError, BatchHeader, framed, rebase
 from raftlog.storage.errors import DiskFull, InvalidRecord
 from raftlog.storage.log import AppendResult, Log
 
@@ -146,8 +153,8 @@ class PartitionStateMachine:
                 batch = legacy_batch.convert(batch)
             except (BatchFormatError, InvalidRecord) as exc:
                 return Refused(InvalidRecord(f"malformed batch of format v1: {exc}"))
-        try:
-            header = verify(batch)
+        try:  # trusted as committed: checked where it entered (module docstring), framed here only
+            header = framed(batch)
         except BatchFormatError as exc:
             return Refused(InvalidRecord(f"malformed batch: {exc}"))
         producer_id, sequence = header.producer_id, header.sequence

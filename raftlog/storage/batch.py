@@ -311,16 +311,22 @@ def _check_term(term: int) -> None:
 
 def rebase(batch: bytes | memoryview, base_offset: int, term: int) -> bytes:
     """The batch with a new base offset and term (leader epoch): both lie outside the CRC, so the rest of
-    the bytes are copied as they are. The apply step stamps the offset and term it commits with."""
+    the bytes are copied as they are (once)."""
+    return b"".join((stamped_head(batch, base_offset, term), memoryview(batch)[HEADER_SIZE:]))
+
+
+def stamped_head(batch: bytes | memoryview, base_offset: int, term: int) -> bytes:
+    """The batch's header (its first ``HEADER_SIZE`` bytes) with a new base offset and term: written in
+    place of the batch's own, the rest of it as it lies, it is ``rebase`` without copying the records."""
     if not 0 <= base_offset <= MAX_OFFSET:
         raise InvalidRecord(f"base_offset {base_offset} out of range")
     _check_term(term)
     if len(batch) < HEADER_SIZE:
         raise BatchFormatError(f"need {HEADER_SIZE} header bytes, have {len(batch)}")
-    stamped = bytearray(batch)
-    struct.pack_into(">q", stamped, 0, base_offset)
-    struct.pack_into(">i", stamped, 12, term)
-    return bytes(stamped)
+    head = bytearray(memoryview(batch)[:HEADER_SIZE])
+    struct.pack_into(">q", head, 0, base_offset)
+    struct.pack_into(">i", head, 12, term)
+    return bytes(head)
 
 
 def with_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytes:
@@ -415,11 +421,18 @@ def crc_ok(batch: bytes | memoryview, header: BatchHeader) -> bool:
     return int(crc32c.crc32c(memoryview(batch)[_CRC_START : header.size_bytes])) == header.crc
 
 
-def verify(batch: bytes | memoryview) -> BatchHeader:
-    """Parse and CRC-check a whole batch given as exactly its bytes."""
+def framed(batch: bytes | memoryview) -> BatchHeader:
+    """Parse a whole batch given as exactly its bytes, without checking its CRC: for bytes checked where
+    they entered and carried since under checks of their own (a committed Raft entry)."""
     header = decode_header(batch)
     if header.size_bytes != len(batch):
         raise BatchFormatError(f"batch is {len(batch)} bytes, header says {header.size_bytes}")
+    return header
+
+
+def verify(batch: bytes | memoryview) -> BatchHeader:
+    """Parse and CRC-check a whole batch given as exactly its bytes."""
+    header = framed(batch)
     if not crc_ok(batch, header):
         raise BatchFormatError("crc32c mismatch")
     return header

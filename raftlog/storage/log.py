@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -31,10 +32,9 @@ from raftlog.storage.batch import (
     BatchHeader,
     ProducerRecord,
     Record,
-    decode_header,
     decode_records,
     encode_batch,
-    rebase,
+    stamped_head,
     validate_records,
     verify,
 )
@@ -323,23 +323,26 @@ class Log:
         replica must apply a committed entry as it is, and decoding every record costs more than the
         rest of the append.
 
-        ``verified_header``: what :func:`verify` returned for this very batch (a state machine that had
-        to read the header first): its CRC is not checked a second time.
+        ``verified_header``: this very batch's header as :func:`verify` returned it, or as
+        :func:`framed` did for bytes whose CRC the caller trusts (a committed Raft entry): its CRC is not
+        checked here.
         """
         with self._lock:
             self._check_writable()
             if enforce_size_limit:
                 self._check_size(len(batch))
             try:
-                # the CRC it came with covers everything rebase leaves alone
+                # the CRC it came with covers everything the stamp leaves alone
                 header = verify(batch) if verified_header is None else verified_header
                 if not checked_records:
                     validate_records(batch, header)
-                stamped = rebase(batch, self.end_offset, term)
-                header = decode_header(stamped)
+                head = stamped_head(batch, self.end_offset, term)
             except BatchFormatError as exc:
                 raise InvalidRecord(f"malformed batch: {exc}") from exc
-            return self._append(stamped, header, self._clock(), enforce_size_limit, durable_elsewhere)
+            header = dataclasses.replace(header, base_offset=self.end_offset, term=term)
+            return self._append(
+                batch, header, self._clock(), enforce_size_limit, durable_elsewhere, head=head
+            )
 
     def append_batch(
         self,
@@ -379,11 +382,12 @@ class Log:
 
     def _append(
         self,
-        batch: bytes,
+        batch: bytes | memoryview,
         header: BatchHeader,
         now_ms: int,
         enforce_size_limit: bool = True,
         durable_elsewhere: bool = False,
+        head: bytes | None = None,
     ) -> AppendResult:
         self._touch()
         if enforce_size_limit:
@@ -397,7 +401,7 @@ class Log:
             if not active.is_empty and self._should_roll(active, header, now_ms):
                 self._roll_locked()
                 active = self._segments[-1]
-            active.append(batch, header, now_ms)
+            active.append(batch, header, now_ms, head)
             self._unflushed_bytes += header.size_bytes
             due = self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes
             if due and not durable_elsewhere:  # else the caller's durable copy stands in until flush()

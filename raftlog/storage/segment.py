@@ -329,19 +329,23 @@ class Segment:
         if self.max_timestamp_ms is None or header.max_timestamp_ms > self.max_timestamp_ms:
             self.max_timestamp_ms = header.max_timestamp_ms
 
-    def append(self, batch: bytes, header: BatchHeader, now_ms: int) -> None:
+    def append(
+        self, batch: bytes | memoryview, header: BatchHeader, now_ms: int, head: bytes | None = None
+    ) -> None:
         """Write ``batch`` at the end of the data file, then its index entries. Raises ``DiskFull`` when
         there is no room for either (the files are cut back to where they were: the segment is exactly
-        as before, and a later append may write the same batch) or ``StorageUnavailable``."""
+        as before, and a later append may write the same batch) or ``StorageUnavailable``.
+
+        ``head``: bytes written in place of the batch's first ``len(head)`` bytes (a batch stamped with
+        its offset and term, ``batch.stamped_head``), so the rest is written from where it lies, not
+        copied first."""
         check(
             header.base_offset == self.end_offset,
             f"{self.path}: append at offset {header.base_offset} but segment ends at {self.end_offset}",
         )
         position = self.size
         try:
-            written = 0
-            while written < len(batch):
-                written += os.pwrite(self.fd, memoryview(batch)[written:], position + written)
+            _write_all(self.fd, position, batch, head)
         except OSError as exc:
             self._undo_partial_write(position, exc)
             raise write_error(self.path, exc, f"writing {len(batch)} bytes at byte {position}") from exc
@@ -577,3 +581,20 @@ class Segment:
     @property
     def is_empty(self) -> bool:
         return self.size == 0
+
+
+def _write_all(fd: int, position: int, batch: bytes | memoryview, head: bytes | None) -> None:
+    """``batch`` written at ``position``, its first ``len(head)`` bytes replaced by ``head`` (one
+    ``pwritev`` of the two pieces, again from where a short write stopped)."""
+    with memoryview(batch) as view:
+        pieces = [view] if head is None else [memoryview(head), view[len(head) :]]
+        total, written = len(view), 0
+        while written < total:
+            skip, remaining = written, []
+            for piece in pieces:
+                if skip >= len(piece):
+                    skip -= len(piece)
+                    continue
+                remaining.append(piece[skip:])
+                skip = 0
+            written += os.pwritev(fd, remaining, position + written)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from raftlog.storage import Log, ProducerRecord
-from raftlog.storage.batch import HEADER_SIZE, encode_batch, with_log_append_time
+from raftlog.storage.batch import HEADER_SIZE, encode_batch, rebase, with_log_append_time
 from raftlog.storage.errors import (
     CorruptRecord,
     DiskFull,
@@ -942,3 +942,29 @@ def test_a_reader_keeps_its_segment_through_handle_sweeps_and_its_deletion(tmp_p
     with open_log(tmp_path) as reopened:
         assert read_all(reopened)[-1].value == b"after"
         assert reopened.log_start_offset == infos[1].base_offset
+
+
+@given(step=st.integers(min_value=1, max_value=200), count=st.integers(min_value=1, max_value=40))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_stamped_batch_is_written_whole_however_short_each_write(tmp_path, monkeypatch, step, count):
+    """``append_prepared`` writes the stamped header and the batch's own bytes after it in one ``pwritev``,
+    again from where a short write stopped: the file holds exactly the rebased batch."""
+    real = os.pwritev
+
+    def short(fd, pieces, offset):  # at most ``step`` bytes per call, cut anywhere, even inside the header
+        taken, left = [], step
+        for piece in pieces:
+            if left == 0:
+                break
+            taken.append(memoryview(piece)[:left])
+            left -= len(taken[-1])
+        return real(fd, taken, offset)
+
+    monkeypatch.setattr(os, "pwritev", short)
+    directory = tmp_path / f"log-{step}-{count}"
+    with Log.open(str(directory)) as log:
+        batch = encode_batch(5, [ProducerRecord(value=b"%d" % i * 20) for i in range(count)], 0, 0)
+        log.append_prepared(batch, term=3)
+        log.append_prepared(batch, term=4)
+        stored = [b.data for b in log.read_batches(0, max_bytes=1 << 20)]
+    assert stored == [rebase(batch, 0, 3), rebase(batch, count, 4)]

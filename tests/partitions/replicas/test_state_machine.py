@@ -29,6 +29,7 @@ from partitions.replicas.state_machine import (
 )
 from raftlog.errors import InvariantViolation
 from raftlog.storage import Log, LogConfig, ProducerRecord
+from raftlog.storage import batch as batch_codec
 from raftlog.storage.batch import encode_batch
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=128)
@@ -111,11 +112,27 @@ def test_malformed_commands_are_refused_deterministically(tmp_path: pathlib.Path
     machine = open_machine(tmp_path)
     bad = machine.apply(1, 1, b"\x93\x01\x02\x03")
     assert isinstance(bad, Refused) and isinstance(bad.error, InvalidCommand)
-    corrupt = bytearray(encode_batch(0, [ProducerRecord(b"v")], 0, 1))
-    corrupt[-1] ^= 0xFF
-    refused = machine.apply(2, 1, commands.encode(commands.Produce(bytes(corrupt))))
+    truncated = encode_batch(0, [ProducerRecord(b"v")], 0, 1)[:-1]  # its header frames one more byte
+    refused = machine.apply(2, 1, commands.encode(commands.Produce(truncated)))
     assert isinstance(refused, Refused)
     assert machine.high_watermark == 0 and machine.log.end_offset == 0
+
+
+def test_a_committed_batch_is_written_as_committed_its_crc_checked_where_it_entered(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Apply trusts a committed entry (checked once where it entered, carried under the Raft frame's
+    authentication and the journal's CRC): it computes no CRC, and the log holds the batch's bytes with
+    the offset and term stamped, the records as they came."""
+    crcs: list[int] = []
+    real = batch_codec.crc_ok
+    monkeypatch.setattr(batch_codec, "crc_ok", lambda *a: crcs.append(1) or real(*a))
+    machine = open_machine(tmp_path)
+    sent = encode_batch(0, [ProducerRecord(b"v" * 1000), ProducerRecord(b"w")], 0, 1)
+    assert machine.apply(1, 7, commands.encode(commands.Produce(sent))) == Produced(0, 2)
+    assert crcs == []
+    stored = machine.log.read_batches(0, max_bytes=1 << 20)
+    assert [b.data for b in stored] == [batch_codec.rebase(sent, 0, 7)]  # read back CRC-checked
 
 
 def test_consumer_offsets_never_move_backwards_unless_reset(tmp_path: pathlib.Path) -> None:
