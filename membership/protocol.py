@@ -197,6 +197,47 @@ class _Queued:
         self.transmits = 0
 
 
+class Broadcasts:
+    """What this node has to tell the others, one latest message per member it is about: piggybacked on
+    every datagram while room is left, least sent and newest first, each dropped after ``limit`` sends
+    (memberlist's TransmitLimitedQueue)."""
+
+    def __init__(self, stats: dict[str, int]) -> None:
+        self._queue: dict[str, _Queued] = {}
+        self._order = 0
+        self._stats = stats  # counts "broadcasts_sent"
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def __contains__(self, node_id: str) -> bool:
+        return node_id in self._queue
+
+    def put(self, message: Broadcast) -> None:
+        """Queue ``message``, replacing what was queued about the same member."""
+        self._order += 1
+        self._queue[message.node_id] = _Queued(message, self._order)
+
+    def drop(self, node_id: str) -> None:
+        self._queue.pop(node_id, None)
+
+    def take(self, budget: int, limit: int) -> list[Broadcast]:
+        """Messages that fit in ``budget`` bytes; one sent ``limit`` times is dropped."""
+        if not self._queue:
+            return []
+        taken: list[Broadcast] = []
+        for queued in sorted(self._queue.values(), key=lambda q: (q.transmits, -q.order)):
+            if queued.size + 1 > budget:
+                continue
+            budget -= queued.size
+            taken.append(queued.message)
+            queued.transmits += 1
+            if queued.transmits >= limit:
+                del self._queue[queued.message.node_id]
+        self._stats["broadcasts_sent"] += len(taken)
+        return taken
+
+
 class Protocol:
     """One member's SWIM state machine. Not thread-safe; drive it from a single task."""
 
@@ -237,12 +278,11 @@ class Protocol:
         self._next_housekeeping_ms = now_ms + HOUSEKEEPING_PROBES * config.probe_interval_ms
         self._relays: dict[int, _Relay] = {}
         self._suspicions: dict[str, _Suspicion] = {}
-        self._queue: dict[str, _Queued] = {}
-        self._queue_order = 0
         self._unknown_pulls: dict[str, int] = {}
         self._corrections: list[Alive] = []
         self._overhead = wire.datagram_overhead(node_id, address)
-        self._queue_broadcast(Alive(node_id, address, 0, meta))
+        self._broadcasts = Broadcasts(self.stats)
+        self._broadcasts.put(Alive(node_id, address, 0, meta))
 
     # ------------------------------------------------------------------------------------------- queries
 
@@ -266,7 +306,7 @@ class Protocol:
         return sum(1 for e in self._members.values() if e.state in (MemberState.ALIVE, MemberState.SUSPECT))
 
     def pending_broadcasts(self) -> int:
-        return len(self._queue)
+        return len(self._broadcasts)
 
     @property
     def leave_done(self) -> bool:
@@ -276,7 +316,7 @@ class Protocol:
             for e in self._members.values()
             if e is not self._self
         )
-        return self.leaving and (self.node_id not in self._queue or not others)
+        return self.leaving and (self.node_id not in self._broadcasts or not others)
 
     def next_deadline_ms(self) -> int:
         deadline = min(self._next_push_pull_ms, self._next_reconnect_ms)
@@ -287,7 +327,7 @@ class Protocol:
             deadline = min(deadline, probe.deadline_ms if probe.indirect_sent else probe.indirect_ms)
         elif not self.leaving:
             deadline = min(deadline, self._next_probe_ms)
-        if self._queue:
+        if self._broadcasts:
             deadline = min(deadline, self._next_gossip_ms)
         for relay in self._relays.values():
             deadline = min(deadline, relay.expire_ms)
@@ -380,7 +420,7 @@ class Protocol:
             return
         self._self.incarnation += 1
         self._self.meta = meta
-        self._queue_broadcast(Alive(self.node_id, self.address, self._self.incarnation, meta))
+        self._broadcasts.put(Alive(self.node_id, self.address, self._self.incarnation, meta))
         self._next_gossip_ms = now_ms
         self._notify(self._self)
 
@@ -389,7 +429,7 @@ class Protocol:
             return
         self.leaving = True
         self._set_state(self._self, MemberState.LEFT, now_ms)
-        self._queue_broadcast(Dead(self.node_id, self._self.incarnation, self.node_id))
+        self._broadcasts.put(Dead(self.node_id, self._self.incarnation, self.node_id))
         self._next_gossip_ms = now_ms
         self._notify(self._self)
 
@@ -410,7 +450,7 @@ class Protocol:
                     self._on_dead(Dead(node_id, entry.incarnation, self.node_id), now_ms)
         if now_ms >= self._next_gossip_ms:
             self._next_gossip_ms = now_ms + self.config.gossip_interval_ms
-            if self._queue:
+            if self._broadcasts:
                 self._gossip(now_ms, out)
         if now_ms >= self._next_push_pull_ms:
             interval = push_pull_scale(self.config.push_pull_interval_ms, self.live_count())
@@ -606,7 +646,7 @@ class Protocol:
         self._self.incarnation = max(self._self.incarnation, accused_incarnation) + 1
         self.stats["refutations"] += 1
         self._apply_awareness(1)
-        self._queue_broadcast(Alive(self.node_id, self.address, self._self.incarnation, self._self.meta))
+        self._broadcasts.put(Alive(self.node_id, self.address, self._self.incarnation, self._self.meta))
 
     def _on_alive(self, alive: Alive, now_ms: int) -> None:
         if alive.node_id == self.node_id:
@@ -628,7 +668,7 @@ class Protocol:
             if position < self._probe_index:
                 self._probe_index += 1
             self.stats["joins"] += 1
-            self._queue_broadcast(alive)
+            self._broadcasts.put(alive)
             self._notify(entry)
             return
         if alive.incarnation <= entry.incarnation:
@@ -644,7 +684,7 @@ class Protocol:
             self._probe_order.insert(position, alive.node_id)
             if position < self._probe_index:
                 self._probe_index += 1
-        self._queue_broadcast(alive)
+        self._broadcasts.put(alive)
         self._notify(entry)
 
     def _on_suspect(self, suspect: Suspect, now_ms: int) -> None:
@@ -661,14 +701,14 @@ class Protocol:
             suspicion = self._suspicions.get(suspect.node_id)
             if suspicion is not None and suspicion.confirm(suspect.from_id):
                 self.stats["confirmations"] += 1
-                self._queue_broadcast(suspect)
+                self._broadcasts.put(suspect)
             return
         if entry.state is not MemberState.ALIVE:
             return
         entry.incarnation = suspect.incarnation
         self._set_state(entry, MemberState.SUSPECT, now_ms)
         self.stats["suspicions"] += 1
-        self._queue_broadcast(suspect)
+        self._broadcasts.put(suspect)
         live = self.live_count()
         k = self.config.suspicion_mult - 2
         if live - 2 < k:
@@ -701,7 +741,7 @@ class Protocol:
         self.stats["leaves" if left else "deaths"] += 1
         if self._probe is not None and self._probe.target_id == dead.node_id:
             self._probe = None
-        self._queue_broadcast(dead)
+        self._broadcasts.put(dead)
         self._notify(entry)
 
     def _probe_next(self, node_id: str) -> None:
@@ -740,38 +780,18 @@ class Protocol:
         ]
         for entry in reap:
             del self._members[entry.node_id]
-            self._queue.pop(entry.node_id, None)
+            self._broadcasts.drop(entry.node_id)
             self.stats["reaped"] += 1
             self._notify(entry)
 
     # ---------------------------------------------------------------------------------- dissemination
-
-    def _queue_broadcast(self, message: Broadcast) -> None:
-        self._queue_order += 1
-        self._queue[message.node_id] = _Queued(message, self._queue_order)
-
-    def _take_broadcasts(self, budget: int) -> list[Broadcast]:
-        if not self._queue:
-            return []
-        limit = retransmit_limit(self.config, self.live_count())
-        taken: list[Broadcast] = []
-        for queued in sorted(self._queue.values(), key=lambda q: (q.transmits, -q.order)):
-            if queued.size + 1 > budget:
-                continue
-            budget -= queued.size
-            taken.append(queued.message)
-            queued.transmits += 1
-            if queued.transmits >= limit:
-                del self._queue[queued.message.node_id]
-        self.stats["broadcasts_sent"] += len(taken)
-        return taken
 
     def _send(self, address: str, messages: list[Message], out: list[Action]) -> None:
         budget = self.config.udp_bytes_max - self._overhead - sum(wire.message_size(m) for m in messages)
         if budget < 0:
             limit = self.config.udp_bytes_max
             check(False, f"messages for {address} exceed udp_bytes_max={limit}: {messages}")
-        messages.extend(self._take_broadcasts(budget))
+        messages.extend(self._broadcasts.take(budget, retransmit_limit(self.config, self.live_count())))
         out.append(Send(address, tuple(messages)))
 
     def _gossip(self, now_ms: int, out: list[Action]) -> None:
@@ -788,7 +808,8 @@ class Protocol:
             )
         ]
         for entry in self._rng.sample(candidates, min(len(candidates), self.config.gossip_nodes)):
-            broadcasts = self._take_broadcasts(self.config.udp_bytes_max - self._overhead)
+            budget = self.config.udp_bytes_max - self._overhead
+            broadcasts = self._broadcasts.take(budget, retransmit_limit(self.config, self.live_count()))
             if not broadcasts:
                 break
             out.append(Send(entry.address, tuple(broadcasts)))

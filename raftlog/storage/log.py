@@ -15,18 +15,16 @@ the partition's entries. The streaming :class:`LogReader` reads one segment's vi
 from __future__ import annotations
 
 import bisect
-import contextlib
 import dataclasses
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 
 from raftlog.errors import check
-from raftlog.storage import log_format
 from raftlog.storage.batch import (
     BatchFormatError,
     BatchHeader,
@@ -48,23 +46,16 @@ from raftlog.storage.errors import (
     RecordTooLarge,
     StorageUnavailable,
 )
-from raftlog.storage.log_format import FORMAT_FILE
+from raftlog.storage.log_open import OpenReport, open_segments, write_start_offset
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
-from raftlog.storage.salvage import Salvage, set_aside
 from raftlog.storage.segment import (
-    DELETED_SUFFIX,
-    RecoveryReport,
     Segment,
     batch_bytes,
-    fsync_directory,
-    write_error,
 )
 from raftlog.storage.space import DiskSpace
 
 log = logging.getLogger("raftlog.storage")
 
-START_OFFSET_FILE = "log-start-offset"
-_SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 _MAX_RELATIVE_OFFSET = 2**32 - 1
 
 
@@ -88,16 +79,6 @@ class ReadBatch:
 
     def records(self) -> tuple[Record, ...]:
         return decode_records(self.data, self.header)
-
-
-@dataclass(slots=True)
-class OpenReport:
-    """What opening the log found and repaired."""
-
-    segments: int = 0
-    repairs: list[RecoveryReport] = field(default_factory=list)
-    removed_files: list[str] = field(default_factory=list)
-    salvage: Salvage | None = None  # a damaged sealed segment and those after it, set aside (salvage.py)
 
 
 class Log:
@@ -153,110 +134,10 @@ class Log:
         aside (``raftlog.storage.salvage``: for a log whose records can be had again elsewhere)."""
         os.makedirs(directory, exist_ok=True)
         self = cls(directory, config or LogConfig(), clock, discard, space)
-        self._recover(damaged_to)
-        return self
-
-    def _recover(self, damaged_to: str | None) -> None:
-        log_format.check_or_mark(self.directory)
-        names = set(os.listdir(self.directory)) - {FORMAT_FILE}
-        minimum_start = self._read_start_offset()
-        bases = []
-        for name in sorted(n for n in names if n.endswith(DELETED_SUFFIX)):
-            # a deleted segment's file that a crash or a close left before its discard took it
-            names.remove(name)
-            self._discard(os.path.join(self.directory, name))
-            self.open_report.removed_files.append(name)
-        for name in sorted(names):
-            stem, dot, suffix = name.partition(".")
-            if name == START_OFFSET_FILE or name.startswith(
-                (START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp")
-            ):
-                continue
-            if not dot or "." + suffix not in _SEGMENT_SUFFIXES or not stem.isdigit() or len(stem) != 20:
-                raise CorruptRecord(os.path.join(self.directory, name), 0, "unexpected file in log directory")
-            base = int(stem)
-            if suffix == "log":
-                bases.append(base)
-        bases.sort()
-        # files of an interrupted delete or reset: indexes without data, or segments below the start offset
-        for name in sorted(names):
-            stem, _, suffix = name.partition(".")
-            if not stem.isdigit():
-                continue
-            base = int(stem)
-            orphan = suffix != "log" and base not in bases
-            if orphan or base < minimum_start:
-                os.unlink(os.path.join(self.directory, name))
-                self.open_report.removed_files.append(name)
-        bases = [b for b in bases if b >= minimum_start]
-        if self.open_report.removed_files:
-            log.warning("%s: removed leftover files %s", self.directory, self.open_report.removed_files)
-            fsync_directory(self.directory)
-        if not bases:
-            self._segments = [Segment.create(self.directory, minimum_start, self.config.index_interval_bytes)]
-        for position, base in enumerate(bases):
-            segment = Segment(self.directory, base, self.config.index_interval_bytes)
-            if position + 1 < len(bases):
-                try:
-                    report = segment.recover_closed(bases[position + 1])
-                except CorruptRecord as damage:
-                    segment.close()
-                    if damaged_to is None:
-                        raise
-                    self._salvage(
-                        set_aside(self.directory, bases[position:], str(damage), damaged_to), minimum_start
-                    )
-                    break
-                self._segments.append(segment)
-            else:
-                self._segments.append(segment)
-                report = segment.recover_active()
-                report = report if report.truncated_bytes else RecoveryReport(segment.path)
-            if report.truncated_bytes or report.rebuilt_indexes:
-                self.open_report.repairs.append(report)
+        self._segments, self.open_report = open_segments(directory, self.config, discard, damaged_to)
         self._bases = [s.base_offset for s in self._segments]
-        self.open_report.segments = len(self._segments)
         self._durable_end_offset = self.end_offset
-
-    def _salvage(self, salvage: Salvage, minimum_start: int) -> None:
-        """The log after a damaged sealed segment and those after it were set aside: the segment before
-        them, sealed until now, is the active one (checked whole, as one is after a crash), or, when
-        the first was damaged, an empty one begins where it began."""
-        self.open_report.salvage = salvage
-        if not self._segments:
-            start = max(minimum_start, salvage.end_offset)
-            self._segments = [Segment.create(self.directory, start, self.config.index_interval_bytes)]
-            return
-        report = self._segments[-1].recover_active()
-        if report.truncated_bytes:
-            self.open_report.repairs.append(report)
-
-    def _read_start_offset(self) -> int:
-        path = os.path.join(self.directory, START_OFFSET_FILE)
-        try:
-            with open(path, encoding="ascii") as f:
-                text = f.read().strip()
-        except FileNotFoundError:
-            return 0
-        if not text.isdigit():
-            raise CorruptRecord(path, 0, f"log start offset file holds {text!r}, not an offset")
-        return int(text)
-
-    def _write_start_offset(self, offset: int) -> None:
-        """Raises ``DiskFull`` (no room for the file: the old one stands) or ``StorageUnavailable``."""
-        path = os.path.join(self.directory, START_OFFSET_FILE)
-        tmp = path + ".tmp"
-        try:
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(f"{offset}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            fsync_directory(self.directory)
-        except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise write_error(path, exc, f"writing log start offset {offset}") from exc
+        return self
 
     # -- offsets -------------------------------------------------------------------------------------
 
@@ -660,7 +541,7 @@ class Log:
             if offset < self.end_offset:
                 raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
             self._touch()
-            self._write_start_offset(offset)  # a crash from here on reopens the log starting there
+            write_start_offset(self.directory, offset)  # a crash from here on reopens the log starting there
             active = self._segments[-1]
             if active.base_offset == offset:  # empty, starting there already (offset == end offset)
                 keep = active

@@ -39,8 +39,8 @@ from raftlog.storage import legacy_batch
 from raftlog.storage.batch import EPOCH_MAX, BatchFormatError, decode_header
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidRecord
-from raftlog.storage.log import START_OFFSET_FILE
 from raftlog.storage.log_format import FORMAT, FORMAT_FILE, read_marker, write_marker
+from raftlog.storage.log_open import START_OFFSET_FILE
 from raftlog.storage.segment import NAME_DIGITS, ScanStop, Segment, fsync_directory, walk
 
 STAGING_DIR = "migrating"  # inside a log directory while it is migrated

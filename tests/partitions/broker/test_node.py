@@ -21,7 +21,7 @@ from raftlog.consensus.errors import NotLeader
 from raftlog.storage import ProducerRecord
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
-from raftlog.storage.log import START_OFFSET_FILE
+from raftlog.storage.log_open import START_OFFSET_FILE
 
 
 async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
