@@ -197,6 +197,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         poller: Any = None,
         node_class: Any = TCPNode,
         learners: Collection[str] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``other_nodes``: the group's other members; ``learners``: which of them, and whether this
         replica itself, are learners (the others are voters). This is the configuration of a new group;
@@ -207,7 +208,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         for the mux transport's plain node ids. ``transport_class`` has no default: a node's groups take
         the mux hub's (``transport.transport_class``); pysyncobj's own ``TCPTransport`` unpickles what
         it receives (ADR 0002: remote code execution for anyone who reaches the port), so only a test or
-        a benchmark against stock pysyncobj names it."""
+        a benchmark against stock pysyncobj names it. ``clock``: the monotonic seconds every timed decision
+        of this core reads (elections, heartbeats, quiescence, retries, transfers, compaction): one
+        source, so a test can drive a core on a clock of its own."""
+        self._clock = clock
         self._config = config or CoreConfig()
         self._state_machine = state_machine
         self._journal: RaftJournal = journal if journal is not None else MemoryJournal()
@@ -284,6 +288,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             raise InvariantViolation("createJournal hook did not hand SyncObj the RaftCore journal")
         if poller is not None and self._poller is not poller:
             raise InvariantViolation("createPoller hook did not hand SyncObj the shared poller")
+        # SyncObj set the first election deadline on its own clock: on this core's from here on
+        self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
         me = self.node_id
         others = {str(getattr(node, "id", node)) for node in other_nodes} - {me}
         learner_ids = frozenset(str(node) for node in learners)
@@ -364,7 +370,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__raftCurrentTerm != 0 or self._journal.last_term != 0:
             return False  # (a message from a peer of the group carries a term, so this covers "heard")
         self._early_campaigns = attempts
-        self._SyncObj__raftElectionDeadline = time.monotonic() + delay_s
+        self._SyncObj__raftElectionDeadline = self._clock() + delay_s
         self._notify_activity()  # the driver takes the new deadline from the tick that follows
         return True
 
@@ -383,8 +389,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         )
 
     def next_timer(self) -> tuple[float, bool]:
-        """``time.monotonic()`` time of this group's next timed duty, and whether it is a routine one: a
-        leader's heartbeat, or a reconnect while a peer is not connected (routine), or a follower's or
+        """The time on this core's ``clock`` of this group's next timed duty, and whether it is a routine
+        one: a leader's heartbeat, or a reconnect while a peer is not connected (routine), or a follower's or
         candidate's election deadline (not routine). Between them only messages and proposals need a
         tick (they set ``activity``), so the driver may leave the group alone until then. The driver
         gathers routine duties of all groups on a coarse grid; an election deadline keeps its random
@@ -399,7 +405,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             timer, routine = float(self._SyncObj__raftElectionDeadline), False
         if not (self._SyncObj__otherNodes | self._learner_nodes) <= self._SyncObj__connectedNodes:
             # a peer is not connected: ticks drive reconnects (pysyncobj's TCP transport)
-            reconnect = time.monotonic() + self._config.connection_retry_ms / 1000
+            reconnect = self._clock() + self._config.connection_retry_ms / 1000
             if reconnect < timer:
                 timer, routine = reconnect, True
         return (retry, True) if retry < timer else (timer, routine)
@@ -508,7 +514,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if path is not None and os.path.isfile(path):
                 self._load_snapshot(clear_journal=False)
 
-        now = time.monotonic()
+        now = self._clock()
         state = self._SyncObj__raftState
         if self._quiet and state == _LEADER and not self._quiet_holds(now):
             self._wake(now)  # a proposal, a transfer, a majority gone, a behind follower reconnected
@@ -691,11 +697,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # acknowledgement is not of the last index and the leader wakes to send them.)
         self._SyncObj__connectedNodes.discard(node)
         if self._quiet and self._SyncObj__raftState != _LEADER and node == self._SyncObj__raftLeader:
-            self._wake(time.monotonic())  # (a quiet leader wakes in its tick: a follower is not connected)
+            self._wake(self._clock())  # (a quiet leader wakes in its tick: a follower is not connected)
 
     def _SyncObj__setState(self, newState: int) -> None:
         if newState != self._SyncObj__raftState:
-            self._wake(time.monotonic())
+            self._wake(self._clock())
             self._quiescing = False
             RaftCore.role_changes += 1
         SyncObj._SyncObj__setState(self, newState)
@@ -712,7 +718,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._SyncObj__raftLeader = None
             raise _Unpersisted(f"term {term} and vote {votedForNodeId} not persisted: {full}") from full
         if term != self._SyncObj__raftCurrentTerm:
-            self._wake(time.monotonic())
+            self._wake(self._clock())
             self._prevote_term = None
         SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)  # (the journal has them already)
 
@@ -856,7 +862,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         term = message["term"]
         if term <= self._SyncObj__raftCurrentTerm:
             return
-        now = time.monotonic()
+        now = self._clock()
         if self._in_lease(now):
             if self._SyncObj__raftState == _LEADER:
                 # a follower that does not hear this leader: heartbeat now (quiet or not)
@@ -888,7 +894,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return  # a learner's (or a stranger's) grant counts for nothing
         self._prevoters.add(node.id)
         if self._has_majority(self._prevoters):
-            self._start_election(time.monotonic())
+            self._start_election(self._clock())
 
     def _log_up_to_date(self, message: dict[str, Any]) -> bool:
         """The requester's log (last term, last index) is at least as up to date as this one (Raft 5.4.1)."""
@@ -1033,7 +1039,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             # TimeoutNow sent (the target's election deposes this leader), or no follower held the whole
             # log in time: either way, asked again only after a pause while this replica still leads
             self._space_handover = False
-            self._space_handover_at = time.monotonic() + SPACE_HANDOVER_RETRY_S
+            self._space_handover_at = self._clock() + SPACE_HANDOVER_RETRY_S
             if fail_reason == FAIL_REASON.SUCCESS:
                 # What this leader appended and could not sync is the next leader's to commit or not; it
                 # applies here only once there is room: its proposers hear "outcome unknown" now rather
@@ -1053,7 +1059,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                            full)  # fmt: skip
         self._apply_space_error = full
         self._apply_retry_delay_s = next_retry_s(self._apply_retry_delay_s)
-        self._apply_retry_at = time.monotonic() + self._apply_retry_delay_s
+        self._apply_retry_at = self._clock() + self._apply_retry_delay_s
 
     # -- proposals and apply ------------------------------------------------------------------------
     def _checkCommandsToApply(self) -> bool:
@@ -1061,7 +1067,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         commands = self._SyncObj__commandsQueue
         waiting = self._SyncObj__commandsWaitingCommit
         appended = False
-        if self._SyncObj__raftState == _LEADER and time.monotonic() < self._transfer_until:
+        if self._SyncObj__raftState == _LEADER and self._clock() < self._transfer_until:
             return False  # handing leadership over: the target must stay caught up
         for _ in range(self._config.proposals_per_tick_max):
             try:
@@ -1120,7 +1126,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         last_applied = self._SyncObj__raftLastApplied
         if commit <= last_applied:
             return False
-        if self._apply_space_error is not None and time.monotonic() < self._apply_retry_at:
+        if self._apply_space_error is not None and self._clock() < self._apply_retry_at:
             return False  # refused for want of room: tried again at _apply_retry_at
         count = min(commit - last_applied, self._config.applies_per_tick_max)
         entries = self._SyncObj__getEntries(last_applied + 1, count)
@@ -1231,7 +1237,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 nexts[node] = self._journal.last_index + 1
                 match[node] = 0
                 if leading:
-                    heard[node] = time.monotonic()
+                    heard[node] = self._clock()
         self._SyncObj__otherNodes = {known[n] for n in config.voters if n != me}
         self._learner_nodes = {known[n] for n in config.learners if n != me}
         self._outside_nodes = outside
@@ -1263,14 +1269,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             # from a replica that knows no leader (says nothing of leaders or candidates: early
             # campaigns go on); a leader, quiet or not, heartbeats in this tick
             if self._SyncObj__raftState == _LEADER:
-                self._wake(time.monotonic())
+                self._wake(self._clock())
                 self._SyncObj__newAppendEntriesTime = 0.0
             return
         self._early_campaigns = 0
         if kind == "leader_gone":
             if message["term"] == self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
                 self._SyncObj__raftLeader = None  # and an election if no leader is heard in time
-                self._wake(time.monotonic())
+                self._wake(self._clock())
         elif kind == "append_entries":
             self._on_append_entries(node, message)
         elif kind == "next_node_idx":
@@ -1332,7 +1338,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             # more for each vote of an election, thousands at once when a node with many leaders goes)
             self._SyncObj__setCurrentTerm(term, node.id if grant else None)  # durable before the reply
         if grant:
-            self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
+            self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
             self._SyncObj__transport.send(node, {"type": "response_vote", "term": term})
 
     def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:
@@ -1360,11 +1366,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__raftState == _LEADER and term == current:
             raise InvariantViolation(f"{self.node_id}: two leaders in term {term}: self and {node.id}")
         if not self._SyncObj__transferInProgress:
-            self._SyncObj__raftElectionDeadline = time.monotonic() + self._SyncObj__generateRaftTimeout()
+            self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
         if self._SyncObj__raftLeader != node:
             self._SyncObj__onLeaderChanged()
         self._SyncObj__raftLeader = node
-        self._leader_seen_at = time.monotonic()
+        self._leader_seen_at = self._clock()
         self._prevote_term = None
         self._SyncObj__setState(_FOLLOWER)
         leader_commit = message["commit_index"]
@@ -1399,7 +1405,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         )
         self._hold_reply(node, verified + 1, success=True, quiet=quiet)
         if quiet and not self._quiet:
-            self._go_quiet(time.monotonic())
+            self._go_quiet(self._clock())
         elif not quiet:
             self._quiet = False
 
@@ -1486,7 +1492,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return  # a reply to an earlier term's leader: says nothing about this term's log
         if node not in self._SyncObj__raftNextIndex:
             return  # removed from the cluster meanwhile
-        self._SyncObj__lastResponseTime[node] = time.monotonic()
+        self._SyncObj__lastResponseTime[node] = self._clock()
         next_index = message["next_node_idx"]
         match = self._SyncObj__raftMatchIndex
         nexts = self._SyncObj__raftNextIndex
@@ -1512,7 +1518,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     # -- replication (leader) -----------------------------------------------------------------------
     def _SyncObj__sendAppendEntries(self) -> None:
-        self._SyncObj__newAppendEntriesTime = time.monotonic() + self._config.heartbeat_period_ms / 1000
+        self._SyncObj__newAppendEntriesTime = self._clock() + self._config.heartbeat_period_ms / 1000
         followers = self._SyncObj__otherNodes | self._SyncObj__readonlyNodes | self._learner_nodes
         self._send_to_followers(followers, heartbeat=True)
 
@@ -1550,7 +1556,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         journal = self._journal
         nexts = self._SyncObj__raftNextIndex
         match = self._SyncObj__raftMatchIndex
-        start = time.monotonic()
+        start = time.perf_counter()  # a time slice of work, not a timed decision
         term = self._SyncObj__raftCurrentTerm
         in_flight_max = self._config.in_flight_entries_max
         sent = not heartbeat
@@ -1592,7 +1598,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 sent = True
                 if not entries:
                     return
-            if node not in self._SyncObj__connectedNodes or time.monotonic() - start > budget_s:
+            if node not in self._SyncObj__connectedNodes or time.perf_counter() - start > budget_s:
                 return
 
     def _send_snapshot_chunk(self, node: Any) -> bool:
@@ -1619,7 +1625,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         path = self._config.snapshot_path
         if path is None:
             return
-        now = time.monotonic()
+        now = self._clock()
         if now < self._compaction_retry_at:
             return  # the last snapshot found no room (see "Disk full")
         forced = self._SyncObj__forceLogCompaction
@@ -1704,7 +1710,7 @@ class _TransferAttempt:
 
     def __call__(self) -> None:
         core = self._core
-        now = time.monotonic()
+        now = core._clock()
         pause_s = core._config.election_timeout_max_ms / 1000
         if self._deadline is None:
             self._deadline = now + pause_s
@@ -1731,7 +1737,8 @@ class _TransferAttempt:
 
     def _sent(self, result: object, fail_reason: int) -> None:
         if fail_reason == FAIL_REASON.SUCCESS:
-            self._core._transfer_until = time.monotonic() + self._core._config.election_timeout_max_ms / 1000
+            core = self._core
+            core._transfer_until = core._clock() + core._config.election_timeout_max_ms / 1000
         else:
             self._core._transfer_until = 0.0
         self._callback(result, fail_reason)

@@ -66,6 +66,7 @@ class Driver:
         timer_grid_ms: int = TIMER_GRID_MS_DEFAULT,
         sync_threads: int = 0,
         sync_thread_min_bytes: int = SYNC_THREAD_MIN_BYTES_DEFAULT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``timer_grid_ms``: routine timed ticks (heartbeats, reconnects, idle ticks) are rounded up to this
         grid, so that groups whose duties fall close together tick in one round and their messages to a
@@ -79,12 +80,16 @@ class Driver:
         writing at least ``sync_thread_min_bytes`` go to a thread: a small one is over in about the time
         the hand-off and the wake-up that follows it cost, in CPU, the scarcer resource (measured:
         single-record produce spent 11-18% more servers' CPU per request with every sync on a thread,
-        for no better p99; batched 1 KiB produce gained 11% with them; docs/decisions/0009)."""
+        for no better p99; batched 1 KiB produce gained 11% with them; docs/decisions/0009).
+
+        ``clock``: monotonic seconds, the one time source of this driver's schedule and of every core it
+        drives (``ReplicaGroup.open`` gives it to them)."""
         if not 0 < poll_max_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < poll_max_ms ({poll_max_ms}) <= idle_tick_ms ({idle_tick_ms})")
         if not 0 < timer_grid_ms <= idle_tick_ms:
             raise ValueError(f"need 0 < timer_grid_ms ({timer_grid_ms}) <= idle_tick_ms ({idle_tick_ms})")
         self._timer_grid_s = timer_grid_ms / 1000
+        self.clock = clock
         self.name = name
         self._idle_tick_s = idle_tick_ms / 1000
         self._poll_max_s = poll_max_ms / 1000
@@ -317,7 +322,7 @@ class Driver:
                 ready, self._ready = self._ready, set()
                 for group_id in inbound:
                     ready.update(self._cores_by_group.get(group_id, ()))
-            now = time.monotonic()
+            now = self.clock()
             self._pop_due(now, ready)
             carried, self._carried = self._carried, []
             ready.difference_update(carried)
@@ -334,7 +339,7 @@ class Driver:
                     busy = True
                     with self._lock:
                         self._ready.add(core)
-                if position % 16 == 15 and time.monotonic() > budget_end:
+                if position % 16 == 15 and self.clock() > budget_end:
                     self._carried = order[position + 1 :]
                     busy = busy or bool(self._carried)
                     self.rounds_cut += 1
@@ -345,7 +350,7 @@ class Driver:
                 wait = 0.0
             else:
                 earliest = self._timers[0][0] if self._timers else now + self._poll_max_s
-                wait = min(self._poll_max_s, max(0.0, earliest - time.monotonic()))
+                wait = min(self._poll_max_s, max(0.0, earliest - self.clock()))
             poll_transport(self.poller, wait, self.name)
 
     def _pop_due(self, now: float, ready: set[RaftCore]) -> None:

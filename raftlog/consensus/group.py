@@ -96,6 +96,7 @@ class ReplicaGroup:
                 poller=driver.poller,
                 node_class=node_class,
                 learners=learners,
+                clock=driver.clock,
             )
 
         core = await asyncio.wrap_future(driver.submit(build))

@@ -4,6 +4,8 @@ drives them."""
 from __future__ import annotations
 
 import functools
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,7 @@ class PatchedSimReplica(RaftCore):
         quiesce: bool = False,
         pre_vote: bool = False,
         learners: tuple[str, ...] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.machine = CountingStateMachine()
         config = CoreConfig(
@@ -87,6 +90,7 @@ class PatchedSimReplica(RaftCore):
             journal=journal,
             transport_class=functools.partial(SimTransport, network=network),
             learners=learners,
+            clock=clock,
         )
         self.applied = self.machine.applied
 
