@@ -29,9 +29,11 @@ import os
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from membership import GossipConfig
 from partitions.broker.local import LocalAdmin, PeerServer
+from partitions.consumers.reader import PartitionData
 from partitions.consumers.service import ConsumerService
 from partitions.consumers.store import ReplicatedGroupLog
 from partitions.controller.members import ControllerMembers
@@ -165,10 +167,19 @@ class Node:
             raise
 
     def _build(self, config: NodeConfig, clock: Callable[[], int]) -> None:
+        """The rooms, bottom up: storage and consensus, the controller's metadata, the replicas and where
+        things are, then the services."""
         self.config = config
         self.node_id = config.node_id
-        me = config.peer(config.node_id)
         self._credential = internal_credential(config.cluster_secret)
+        self._build_storage(config, clock)
+        self._build_metadata(config)
+        self._build_replicas(config)
+        self._build_services(config, clock)
+        self._background: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def _build_storage(self, config: NodeConfig, clock: Callable[[], int]) -> None:
         # Removes dropped replicas, released Raft journal segments and deleted log segments, one after
         # another, at a pace (raftlog.storage.removal)
         self.remover = removal.Remover(name=f"raftlog-remover-{config.node_id}")
@@ -195,10 +206,15 @@ class Node:
             self.trash.discard_if_present,
             self.space,
         )
+
+    def _build_metadata(self, config: NodeConfig) -> None:
         self.frontend = MetadataFrontend(config.node_id, config.controller_voters, config.join, self.raft)
         self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
         self.security = SecurityRecords(self.frontend)
         self.voters = ControllerVoters(self.frontend)
+
+    def _build_replicas(self, config: NodeConfig) -> None:
+        me = config.peer(config.node_id)
         self.peers = PeerClient(self._credential, self._address, config.peer_timeout_s, config.peer_ssl)
         self.replicas = ReplicaManager(
             config.node_id,
@@ -235,6 +251,12 @@ class Node:
             self.frontend.metadata,
             kafka=config.kafka_address,
         )
+
+    def _build_services(self, config: NodeConfig, clock: Callable[[], int]) -> None:
+        """The local services, then the cluster-wide ones over them. Two local services call cluster-wide
+        ones (the group store creates its internal topic through the controller leader; a member's reads
+        go to each partition's leader): they are handed ``self.cluster``'s, built right after them, as a
+        call made later, the one cycle of the node's construction."""
         self.data = DataPlane(
             config.node_id,
             self.replicas,
@@ -255,7 +277,7 @@ class Node:
         self.groups = GroupCoordinator(
             ReplicatedGroupLog(
                 topic=self.frontend.topic,
-                create_topic=lambda *args: self.cluster.admin.call(AdminService.create_topic, *args),
+                create_topic=self._create_topic_anywhere,
                 ready_leader=self.data.ready_leader,
                 leader=self.data.leader_replica,
                 replication_factor=lambda: min(3, len(self.routing.placeable())),
@@ -265,14 +287,22 @@ class Node:
         self.local = NodeServices(
             self.data,
             LocalAdmin(self.frontend, self.topic_changes, self.security, self.voters, self.partition_admin),
-            ConsumerService(config.node_id, self.groups, lambda: self.cluster.data),
+            ConsumerService(config.node_id, self.groups, self._cluster_data),
             PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers, clock)
         self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
-        self._background: set[asyncio.Task[None]] = set()
-        self._closed = False
+
+    async def _create_topic_anywhere(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> TopicMetadata:
+        return await self.cluster.admin.call(
+            AdminService.create_topic, name, partitions, replication_factor, configs
+        )
+
+    def _cluster_data(self) -> PartitionData:
+        return self.cluster.data
 
     def _address(self, node_id: str) -> str | None:
         return self.routing.http_address(node_id)
