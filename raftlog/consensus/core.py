@@ -71,7 +71,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, cast
 
 import pysyncobj.syncobj as _syncobj_module
 from pysyncobj import SyncObj
@@ -90,6 +90,14 @@ from raftlog.consensus.journal import (
     write_file_durably,
 )
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
+from raftlog.consensus.messages import (
+    AppendEntries,
+    LeaderGone,
+    NextNodeIdx,
+    RaftMessage,
+    RequestVote,
+    ResponseVote,
+)
 from raftlog.consensus.snapshot import decode_snapshot, encode_snapshot, snapshot_membership
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
@@ -215,7 +223,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._config = config or CoreConfig()
         self._state_machine = state_machine
         self._journal: RaftJournal = journal if journal is not None else MemoryJournal()
-        self._held_replies: list[tuple[Any, dict[str, Any]]] = []
+        self._held_replies: list[tuple[Any, NextNodeIdx]] = []
         self._send_rotation = 0
         self._followers_to_send: set[Any] = set()
         self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
@@ -676,9 +684,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         failed): a leader tells its followers, so that quiet ones do not wait for it."""
         if self._SyncObj__raftState != _LEADER:
             return
-        message = {"type": "leader_gone", "term": self._SyncObj__raftCurrentTerm}
+        message: LeaderGone = {"type": "leader_gone", "term": self._SyncObj__raftCurrentTerm}
         for node in self._SyncObj__otherNodes | self._learner_nodes:
-            self._SyncObj__transport.send(node, message)
+            self._send(node, message)
 
     def _SyncObj__onNodeConnected(self, node: Any) -> None:
         self._SyncObj__connectedNodes.add(node)
@@ -689,7 +697,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         ):
             # A replica that knows no leader (just opened, restarted) or whose leader's node is back: a
             # quiet leader there would otherwise stay silent (it does not wake for a reconnection).
-            self._SyncObj__transport.send(node, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
+            self._send(node, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
 
     def _SyncObj__onNodeDisconnected(self, node: Any) -> None:
         # (A quiet leader keeps the follower's quiet acknowledgement: if the follower comes back
@@ -756,7 +764,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _release_replies(self) -> None:
         """Send the held acknowledgements whose entries are durable, in order; the rest wait."""
         journal = self._journal
-        transport = self._SyncObj__transport
         durable = journal.durable_index
         term = self._SyncObj__raftCurrentTerm
         replies = self._held_replies
@@ -771,7 +778,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     )
                 self._held_replies = replies[position:]
                 return
-            transport.send(node, message)
+            self._send(node, message)
         self._held_replies = []
 
     def _start_election(self, now: float) -> None:
@@ -858,7 +865,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return leader in self._SyncObj__connectedNodes
         return now - self._leader_seen_at < self._config.election_timeout_min_ms / 1000
 
-    def _on_pre_vote(self, node: Any, message: dict[str, Any]) -> None:
+    def _on_pre_vote(self, node: Any, message: RequestVote) -> None:
         term = message["term"]
         if term <= self._SyncObj__raftCurrentTerm:
             return
@@ -875,14 +882,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._leader_seen_at = now
                 self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
                 leader = self._SyncObj__raftLeader
-                self._SyncObj__transport.send(
-                    leader, {"type": "wake", "term": self._SyncObj__raftCurrentTerm}
-                )
+                self._send(leader, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
             return
         if self._log_up_to_date(message):
-            self._SyncObj__transport.send(node, {"type": "response_vote", "term": term, "pre": True})
+            self._send(node, {"type": "response_vote", "term": term, "pre": True})
 
-    def _on_pre_vote_granted(self, node: Any, message: dict[str, Any]) -> None:
+    def _on_pre_vote_granted(self, node: Any, message: ResponseVote) -> None:
         if (
             self._SyncObj__raftState == _LEADER
             or self._prevote_term is None
@@ -896,7 +901,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._has_majority(self._prevoters):
             self._start_election(self._clock())
 
-    def _log_up_to_date(self, message: dict[str, Any]) -> bool:
+    def _log_up_to_date(self, message: RequestVote) -> bool:
         """The requester's log (last term, last index) is at least as up to date as this one (Raft 5.4.1)."""
         last_index, last_term = self._journal.last_index, self._journal.last_term
         return bool(
@@ -906,7 +911,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _request_votes(self, term: int | None = None, pre: bool = False) -> None:
         last_index, last_term = self._journal.last_index, self._journal.last_term
-        message: dict[str, Any] = {
+        message: RequestVote = {
             "type": "request_vote",
             "term": self._SyncObj__raftCurrentTerm if term is None else term,
             "last_log_index": last_index,
@@ -915,7 +920,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if pre:
             message["pre"] = True
         for node in self._SyncObj__otherNodes:
-            self._SyncObj__transport.send(node, message)
+            self._send(node, message)
 
     def _advance_commit_index(self) -> None:
         """Commit = the highest index a majority of the voters holds durably, if it is from the current
@@ -1253,7 +1258,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if not self._ticking:
             self._notify_activity()  # delivered by a poll between ticks (TCPTransport): tick soon
         try:
-            self._on_message(node, message)
+            self._on_message(node, cast(RaftMessage, message))  # decoded and checked by the wire
         except _Unpersisted as error:
             # a new term or a vote this replica could not persist (no room): dropped, as if lost
             logger.warning("%s: dropping %r from %s: %s", self.node_id, message.get("type"), node, error)
@@ -1263,9 +1268,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             )
             self._stopped_error = error
 
-    def _on_message(self, node: Any, message: dict[str, Any]) -> None:
-        kind = message["type"]
-        if kind == "wake":
+    def _send(self, node: Any, message: RaftMessage) -> None:
+        """Every message this core sends goes through here, typed (``raftlog.consensus.messages``)."""
+        self._SyncObj__transport.send(node, message)
+
+    def _on_message(self, node: Any, message: RaftMessage) -> None:
+        if message["type"] == "wake":
             # from a replica that knows no leader (says nothing of leaders or candidates: early
             # campaigns go on); a leader, quiet or not, heartbeats in this tick
             if self._SyncObj__raftState == _LEADER:
@@ -1273,17 +1281,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._SyncObj__newAppendEntriesTime = 0.0
             return
         self._early_campaigns = 0
-        if kind == "leader_gone":
+        if message["type"] == "leader_gone":
             if message["term"] == self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
                 self._SyncObj__raftLeader = None  # and an election if no leader is heard in time
                 self._wake(self._clock())
-        elif kind == "append_entries":
+        elif message["type"] == "append_entries":
             self._on_append_entries(node, message)
-        elif kind == "next_node_idx":
+        elif message["type"] == "next_node_idx":
             self._on_append_reply(node, message)
-        elif kind == "request_vote":
+        elif message["type"] == "request_vote":
             self._on_request_vote(node, message)
-        elif kind == "response_vote":
+        elif message["type"] == "response_vote":
             if message.get("pre") is True:
                 self._on_pre_vote_granted(node, message)
             elif (
@@ -1295,7 +1303,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._SyncObj__votesCount = 1 + len(self._voters)
                 if self._has_majority(self._voters):
                     self._SyncObj__onBecomeLeader()
-        elif kind == "timeout_now":
+        elif message["type"] == "timeout_now":
             if (
                 message["term"] >= self._SyncObj__raftCurrentTerm
                 and node == self._SyncObj__raftLeader
@@ -1304,11 +1312,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._quiet = False
                 self._SyncObj__raftElectionDeadline = 0
                 self._SyncObj__transferInProgress = True
-        elif kind == "apply_command":
+        elif message["type"] == "apply_command":
             # This cluster never forwards proposals; a peer that does is misconfigured.
             logger.warning("%s: refusing forwarded proposal from %s", self.node_id, node)
             if "request_id" in message:
-                self._SyncObj__transport.send(
+                self._send(
                     node,
                     {
                         "type": "apply_command_response",
@@ -1317,9 +1325,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     },
                 )
         else:
+            kind = message["type"]  # (the wire decodes none other: a stock peer's is refused there)
             logger.warning("%s: ignoring message of unknown type %r from %s", self.node_id, kind, node)
 
-    def _on_request_vote(self, node: Any, message: dict[str, Any]) -> None:
+    def _on_request_vote(self, node: Any, message: RequestVote) -> None:
         if message.get("pre") is True:
             self._on_pre_vote(node, message)
             return
@@ -1339,10 +1348,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__setCurrentTerm(term, node.id if grant else None)  # durable before the reply
         if grant:
             self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
-            self._SyncObj__transport.send(node, {"type": "response_vote", "term": term})
+            self._send(node, {"type": "response_vote", "term": term})
 
     def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:
-        reply = {
+        reply: NextNodeIdx = {
             "type": "next_node_idx",
             "next_node_idx": next_index,
             "reset": not success,
@@ -1353,7 +1362,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             reply["quiet"] = True
         self._held_replies.append((node, reply))
 
-    def _on_append_entries(self, node: Any, message: dict[str, Any]) -> None:
+    def _on_append_entries(self, node: Any, message: AppendEntries) -> None:
         term = message["term"]
         current = self._SyncObj__raftCurrentTerm
         if term < current:
@@ -1409,7 +1418,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         elif not quiet:
             self._quiet = False
 
-    def _append_from_leader(self, node: Any, message: dict[str, Any]) -> int | None:
+    def _append_from_leader(self, node: Any, message: AppendEntries) -> int | None:
         """Raft AppendEntries receiver rules 2-4. Returns the index verified to match the leader (the caller
         acknowledges it), or None after holding a rejection."""
         journal = self._journal
@@ -1476,7 +1485,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._install_membership()
         journal.deleteEntriesFrom(index - journal.first_index)
 
-    def _on_append_reply(self, node: Any, message: dict[str, Any]) -> None:
+    def _on_append_reply(self, node: Any, message: NextNodeIdx) -> None:
         term = message.get("term")
         if term is None:
             logger.warning(
@@ -1552,7 +1561,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _send_to_follower(self, node: Any, budget_s: float, heartbeat: bool) -> None:
         """Batches until the time slice or the in-flight bound is used up; with ``heartbeat`` at least one
         message (an empty AppendEntries if nothing else)."""
-        transport = self._SyncObj__transport
         journal = self._journal
         nexts = self._SyncObj__raftNextIndex
         match = self._SyncObj__raftMatchIndex
@@ -1584,7 +1592,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 if can_send:
                     entries = self._SyncObj__getEntries(next_index, None, self._config.message_bytes_max)
                     nexts[node] = entries[-1][1] + 1
-                message = {
+                message: AppendEntries = {
                     "type": "append_entries",
                     "term": term,
                     "commit_index": self._SyncObj__raftCommitIndex,
@@ -1594,7 +1602,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 }
                 if self._quiescing and not entries and next_index - 1 == journal.last_index:
                     message["quiesce"] = True
-                transport.send(node, message)
+                self._send(node, message)
                 sent = True
                 if not entries:
                     return
@@ -1604,7 +1612,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _send_snapshot_chunk(self, node: Any) -> bool:
         """Send the next chunk of the snapshot file; True while more chunks follow."""
         data = self._SyncObj__serializer.getTransmissionData(node)
-        self._SyncObj__transport.send(
+        self._send(
             node,
             {
                 "type": "append_entries",

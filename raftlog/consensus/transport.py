@@ -93,6 +93,7 @@ from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport
 
 from raftlog.consensus import admission, wire
+from raftlog.consensus.messages import RaftMessage
 from raftlog.errors import RaftlogError, check
 
 log = logging.getLogger(__name__)
@@ -860,7 +861,7 @@ class MuxHub:
             self._close(connection, "closed by peer", level)
             return
         connection.last_receive = time.monotonic()
-        delivered: dict[str, list[dict[str, Any]]] = {}
+        delivered: dict[str, list[RaftMessage]] = {}
         while connection.state is not _State.CLOSED:
             item = reader.next_frame()
             if item is None:
@@ -947,7 +948,7 @@ class MuxHub:
             self._ready_groups.add(group)
         self._signal_inbound()
 
-    def _deliver(self, peer_id: str, delivered: dict[str, list[dict[str, Any]]]) -> None:
+    def _deliver(self, peer_id: str, delivered: dict[str, list[RaftMessage]]) -> None:
         inbox_max = self.config.group_inbox_messages_max
         unknown = full = count = 0
         with self._lock:
@@ -1144,7 +1145,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         self._inbox.append((kind, peer_id, None))
         self._kick()
 
-    def _push_messages(self, peer_id: str, messages: list[dict[str, Any]], inbox_max: int) -> int:
+    def _push_messages(self, peer_id: str, messages: list[RaftMessage], inbox_max: int) -> int:
         room = inbox_max - len(self._inbox)
         if room <= 0:
             return 0

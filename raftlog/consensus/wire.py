@@ -56,12 +56,13 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from raftlog.consensus.messages import RaftMessage
 from raftlog.errors import RaftlogError
 from raftlog.packing import pack
 
@@ -416,8 +417,9 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
     return packed
 
 
-def decode_message(obj: object) -> dict[str, Any]:
-    """Turn one unpacked message object (from :func:`_unpacker`) back into the dict SyncObj expects."""
+def decode_message(obj: object) -> RaftMessage:
+    """Turn one unpacked message object (from :func:`_unpacker`) back into the dict SyncObj expects: a
+    :data:`raftlog.consensus.messages.RaftMessage`, every field checked against its schema here."""
     if type(obj) is not dict:
         raise MalformedMessage(f"message must be a map, got {type(obj).__name__}")
     code = obj.get(_TYPE_KEY)
@@ -445,7 +447,7 @@ def decode_message(obj: object) -> dict[str, Any]:
         missing = _REQUIRED[mtype.code] - obj.keys()
         names = sorted(f.name for f in mtype.fields if f.code in missing)
         raise MalformedMessage(f"message type {mtype.name!r} lacks required fields {names}")
-    return message
+    return cast(RaftMessage, message)  # as checked above (tests/consensus/test_raft_messages.py)
 
 
 def _unpacker(limit_bytes: int) -> msgpack.Unpacker:
@@ -520,10 +522,10 @@ class BatchDecoder:
     def __init__(self) -> None:
         self._groups: list[str] = []
 
-    def decode(self, body: bytes | memoryview) -> list[tuple[str, dict[str, Any]]]:
+    def decode(self, body: bytes | memoryview) -> list[tuple[str, RaftMessage]]:
         unpacker = _unpacker(len(body))
         unpacker.feed(body)
-        out: list[tuple[str, dict[str, Any]]] = []
+        out: list[tuple[str, RaftMessage]] = []
         groups = self._groups
         expecting_message_for: str | None = None
         try:
