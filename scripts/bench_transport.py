@@ -132,7 +132,7 @@ def build_mux(
     hub = MuxHub(node_id, f"127.0.0.1:{ports[index]}", secret)
     for other in range(NODES):
         if other != index:
-            hub.set_peer(f"n{other}", f"127.0.0.1:{ports[other]}")
+            hub.peers.set(f"n{other}", f"127.0.0.1:{ports[other]}")
     if threaded:
         hub.start()
     others = [f"n{o}" for o in range(NODES) if o != index]
@@ -178,7 +178,7 @@ def node_main(
         elif polled:
             hub.poll(0.001)
         else:
-            hub.wait_inbound(0.001)
+            hub.inbox.wait(0.001)
 
     # warm-up: until every group has a leader in this node's view, then wait for "go"
     deadline = time.monotonic() + 30

@@ -74,7 +74,7 @@ async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespac
     hub = MuxHub(
         node_id, addresses[node_id], SECRET, peers={n: a for n, a in addresses.items() if n != node_id}
     )
-    driver.watch_inbound(hub.take_ready_groups, wake_fd=hub.inbound_fd())
+    driver.watch_inbound(hub.inbox.take_ready, wake_fd=hub.inbound_fd())
     if args.hub_thread:
         driver.start()
         hub.start()

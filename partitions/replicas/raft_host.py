@@ -60,7 +60,7 @@ class RaftHost:
     def start(self) -> None:
         # tick a group as soon as the hub queues a message for it; sleep in the poller otherwise, and run
         # the hub's socket I/O on the driver thread too: no thread hand-off per message
-        self.driver.watch_inbound(self.hub.take_ready_groups, wake_fd=self.hub.inbound_fd())
+        self.driver.watch_inbound(self.hub.inbox.take_ready, wake_fd=self.hub.inbound_fd())
         self.driver.drive_hub(self.hub)
         self.driver.start()
 
@@ -116,11 +116,11 @@ class RaftHost:
         self._discard(path)
 
     def learn_peer(self, node_id: str, raft_address: str) -> None:
-        if self.hub.peers().get(node_id) != raft_address:
-            self.hub.set_peer(node_id, raft_address)
+        if self.hub.peers.addresses().get(node_id) != raft_address:
+            self.hub.peers.set(node_id, raft_address)
 
     def is_connected(self, node_id: str) -> bool:
-        return self.hub.is_connected(node_id)
+        return self.hub.peers.is_connected(node_id)
 
     def stats(self) -> dict[str, int]:
         return self.hub.stats()

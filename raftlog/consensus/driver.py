@@ -177,7 +177,7 @@ class Driver:
         wake_fd: int | None = None,
     ) -> None:
         """For a transport that queues inbound messages without waking the driver's poller (MuxHub in
-        threaded mode with autoTick=False, e.g. ``driver.watch_inbound(hub.take_ready_groups,
+        threaded mode with autoTick=False, e.g. ``driver.watch_inbound(hub.inbox.take_ready,
         wake_fd=hub.inbound_fd())``): the driver asks which groups have inbound messages and ticks them at
         once instead of at their next idle tick. With ``wake_fd`` (readable while messages wait; drained
         by ``take_ready_groups``) the driver sleeps in its poller until then; without it, it checks every
@@ -197,7 +197,7 @@ class Driver:
         """Run ``hub``'s I/O (a MuxHub in polled mode) on this driver's thread: each round reads what
         arrived before ticking and writes what the ticks queued after; a core writes its queued
         messages before it fsyncs. No hand-off to an I/O thread per message. Call before :meth:`start`,
-        after :meth:`watch_inbound` with the hub's ``take_ready_groups``."""
+        after :meth:`watch_inbound` with the hub's ``inbox.take_ready``."""
         if self._thread is not None:
             raise InvariantViolation(f"driver {self.name}: drive_hub after start")
         self._hub = hub

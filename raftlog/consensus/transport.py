@@ -25,9 +25,9 @@ Driving many groups from one thread (``SyncObjConf(autoTick=False)``), two ways:
 
     hub.start()                         # threaded: the hub has its own I/O thread
     while running:
-        for obj in syncobjs:            # or only hub.take_ready_groups() between timer sweeps
+        for obj in syncobjs:            # or only hub.inbox.take_ready() between timer sweeps
             obj.doTick(0.0)
-        hub.wait_inbound(0.005)         # returns early when a message arrives for any group
+        hub.inbox.wait(0.005)          # returns early when a message arrives for any group
 
     while running:                      # polled: the driver thread also runs the hub's I/O
         for obj in syncobjs:
@@ -93,6 +93,7 @@ from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport
 
 from raftlog.consensus import admission, wire
+from raftlog.consensus.hub_inbox import CONNECTED, DISCONNECTED, GroupInbox, nonblocking_pipe
 from raftlog.consensus.messages import RaftMessage
 from raftlog.errors import RaftlogError, check
 
@@ -249,13 +250,90 @@ class _Peer:
         self.next_dial_at = 0.0
 
 
+class PeerTable:
+    """A hub's peers: added, readdressed, removed and disconnected from any thread (the hub thread
+    reconciles its connections to them in its next round), and asked about from any thread. It shares
+    the hub's lock, which also guards the fields of each ``_Peer`` marked (lock)."""
+
+    def __init__(
+        self, node_id: str, lock: threading.Lock, inbox: GroupInbox, wake: Callable[[], None]
+    ) -> None:
+        self._node_id = node_id
+        self._lock = lock
+        self._inbox = inbox
+        self._wake = wake  # the hub thread's next round, soon
+        self.by_id: dict[str, _Peer] = {}  # (lock)
+        self.changed = False  # (lock) the hub thread reconciles in its next round
+        self.forced: set[str] = set()  # (lock) disconnects asked for
+        self.closed = False  # (lock)
+
+    def set(self, node_id: str, address: str) -> None:
+        """Add a peer or change its address (an existing connection to an old address is closed)."""
+        wire.check_node_id(node_id)
+        if node_id == self._node_id:
+            raise TransportError(f"a hub cannot have itself ({node_id!r}) as a peer")
+        parsed = parse_address(address)
+        with self._lock:
+            if self.closed:
+                raise HubClosed(f"hub {self._node_id!r} is closed")
+            peer = self.by_id.get(node_id)
+            if peer is None:
+                self.by_id[node_id] = _Peer(node_id, parsed)
+            elif peer.address != parsed:
+                peer.address = parsed
+                peer.next_dial_at = 0.0
+                peer.dial_failures = 0
+            self.changed = True
+        self._wake()
+
+    def remove(self, node_id: str) -> None:
+        """Forget a peer: its connection is closed and groups see it disconnect."""
+        with self._lock:
+            peer = self.by_id.pop(node_id, None)
+            if peer is not None and peer.connected:
+                peer.connected = False
+                peer.queue.clear()
+                peer.queued_bytes = 0
+                self._inbox.broadcast(_DISCONNECTED, node_id)
+            self.changed = True
+        self._wake()
+
+    def disconnect(self, node_id: str) -> None:
+        """Close the current connection to a peer (it is re-established as usual)."""
+        with self._lock:
+            self.forced.add(node_id)
+            self.changed = True
+        self._wake()
+
+    def addresses(self) -> dict[str, str]:
+        with self._lock:
+            return {p.node_id: f"{p.address[0]}:{p.address[1]}" for p in self.by_id.values()}
+
+    def knows(self, node_id: str) -> bool:
+        with self._lock:
+            return node_id in self.by_id
+
+    def is_connected(self, node_id: str) -> bool:
+        with self._lock:
+            peer = self.by_id.get(node_id)
+            return peer is not None and peer.connected
+
+    def last_heard(self, node_id: str) -> float | None:
+        """``time.monotonic()`` when the connection to ``node_id`` last received anything (pings
+        included); None while not connected."""
+        with self._lock:
+            peer = self.by_id.get(node_id)
+            connection = peer.connection if peer is not None and peer.connected else None
+        return None if connection is None else connection.last_receive
+
+
 class MuxHub:
     """The node's Raft I/O: one listening port, one connection per peer, one thread for every group.
 
     ``node_id`` must equal ``selfNode.id`` of every SyncObj using this hub; peers are ``{node_id:
     "host:port"}``. ``bind_address`` is bound exactly (port 0 picks a free port, see :attr:`address`).
     Run its I/O with :meth:`start` (own thread) or by calling :meth:`poll` from the driver thread, and
-    :meth:`close` it at shutdown. Peers (:meth:`set_peer`, :meth:`remove_peer`) may change at any time
+    :meth:`close` it at shutdown. Peers (``peers.set``, ``peers.remove``) may change at any time
     from any thread; groups register themselves by constructing a :class:`MuxTransport` and leave when
     their SyncObj is destroyed.
     """
@@ -274,24 +352,19 @@ class MuxHub:
             raise ValueError("the cluster secret must be bytes, at least 16 of them")
         self._secret = secret
         self._lock = threading.Lock()
-        self._inbound = threading.Condition(self._lock)
-        self._peers: dict[str, _Peer] = {}  # (lock)
-        self._groups: dict[str, MuxTransport] = {}  # (lock)
-        self._ready_groups: set[str] = set()  # (lock)
-        self._inbound_signalled = False  # (lock) a byte is (or would be) in the inbound pipe
-        self._inbound_fds: tuple[int, int] | None = None  # (lock) see inbound_fd()
+        # the groups and what arrives for them; the driver waits on it (inbox.wait, take_ready, fd)
+        self.inbox = GroupInbox(self._lock, self._on_poll_thread)
+        self.peers = PeerTable(self.node_id, self._lock, self.inbox, self._wake)  # set, remove, ask
         self._dirty_peers: set[str] = set()  # (lock) peers with newly queued messages
         self._wake_pending = False  # (lock)
-        self._peers_changed = False  # (lock)
-        self._forced_disconnects: set[str] = set()  # (lock)
         self._closing = False  # (lock)
         self._counters: collections.Counter[str] = collections.Counter()  # hub thread (read: any)
         self._connections: set[_Connection] = set()  # hub thread
-        self._last_warning: dict[str, float] = {}  # hub thread: peer id or host -> last warning time
+        self._warnings = _Warnings()  # hub thread
         # hub thread: the peers' addresses, resolved -> how many peers live there
         self._known_hosts: collections.Counter[str] = collections.Counter()
-        self._listener = self._bind(bind_address)
-        self._wake_read, self._wake_write = _nonblocking_pipe()
+        self._listener = _bind(bind_address, self.config)
+        self._wake_read, self._wake_write = nonblocking_pipe()
         self._selector = selectors.DefaultSelector()
         host, port = self._listener.getsockname()[:2]
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -303,23 +376,7 @@ class MuxHub:
         self._shutting_down = False
         self._shut_down = False  # (lock) the wake pipe is closed
         for peer_id, address in (peers or {}).items():
-            self.set_peer(peer_id, address)
-
-    def _bind(self, bind_address: str) -> socket.socket:
-        host, port = parse_address(bind_address)
-        if host in ("", "0.0.0.0", "::") and not self.config.allow_wildcard_bind:
-            raise InvalidAddress(f"refusing wildcard bind address {bind_address!r} (see allow_wildcard_bind)")
-        family, kind, proto, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        listener = socket.socket(family, kind, proto)
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(sockaddr)
-            listener.listen(self.config.listen_backlog)
-            listener.setblocking(False)
-        except OSError:
-            listener.close()
-            raise
-        return listener
+            self.peers.set(peer_id, address)
 
     # ------------------------------------------------------------------------------- public API
 
@@ -372,7 +429,7 @@ class MuxHub:
         """Stop the I/O loop and close every socket. Registered transports see all peers disconnect.
         In polled mode, call it from the polling thread or after that thread stopped polling."""
         with self._lock:
-            self._closing = True
+            self._closing = self.peers.closed = True
         self._wake()
         if self._mode == "thread":
             self._thread.join(timeout_s)
@@ -381,113 +438,24 @@ class MuxHub:
         else:
             self._shutdown()
 
-    def set_peer(self, node_id: str, address: str) -> None:
-        """Add a peer or change its address (an existing connection to an old address is closed)."""
-        wire.check_node_id(node_id)
-        if node_id == self.node_id:
-            raise TransportError(f"a hub cannot have itself ({node_id!r}) as a peer")
-        parsed = parse_address(address)
-        with self._lock:
-            if self._closing:
-                raise HubClosed(f"hub {self.node_id!r} is closed")
-            peer = self._peers.get(node_id)
-            if peer is None:
-                self._peers[node_id] = _Peer(node_id, parsed)
-            elif peer.address != parsed:
-                peer.address = parsed
-                peer.next_dial_at = 0.0
-                peer.dial_failures = 0
-            self._peers_changed = True
-        self._wake()
-
-    def remove_peer(self, node_id: str) -> None:
-        """Forget a peer: its connection is closed and groups see it disconnect."""
-        with self._lock:
-            peer = self._peers.pop(node_id, None)
-            if peer is not None and peer.connected:
-                peer.connected = False
-                peer.queue.clear()
-                peer.queued_bytes = 0
-                self._broadcast_event(_DISCONNECTED, node_id)
-            self._peers_changed = True
-        self._wake()
-
-    def peers(self) -> dict[str, str]:
-        with self._lock:
-            return {p.node_id: f"{p.address[0]}:{p.address[1]}" for p in self._peers.values()}
-
-    def last_heard(self, node_id: str) -> float | None:
-        """``time.monotonic()`` when the connection to ``node_id`` last received anything (pings
-        included); None while not connected."""
-        with self._lock:
-            peer = self._peers.get(node_id)
-            connection = peer.connection if peer is not None and peer.connected else None
-        return None if connection is None else connection.last_receive
-
-    def is_connected(self, node_id: str) -> bool:
-        with self._lock:
-            peer = self._peers.get(node_id)
-            return peer is not None and peer.connected
-
-    def disconnect_peer(self, node_id: str) -> None:
-        """Close the current connection to a peer (it is re-established as usual)."""
-        with self._lock:
-            self._forced_disconnects.add(node_id)
-            self._peers_changed = True
-        self._wake()
-
-    def wait_inbound(self, timeout_s: float) -> bool:
-        """Block the driver thread until some group has inbound messages or events (or the timeout)."""
-        with self._inbound:
-            if not self._ready_groups:
-                self._inbound.wait(timeout_s)
-            return bool(self._ready_groups)
-
-    def take_ready_groups(self) -> set[str]:
-        """The groups that received messages or connection events since the last call."""
-        with self._lock:
-            ready, self._ready_groups = self._ready_groups, set()
-            if self._inbound_signalled and self._inbound_fds is not None:
-                with contextlib.suppress(BlockingIOError):
-                    while os.read(self._inbound_fds[0], 4096):
-                        pass
-            self._inbound_signalled = False
-            return ready
-
     def inbound_fd(self) -> int:
         """A file descriptor that turns readable when some group has inbound messages or events, for a
-        driver that sleeps in its own poller/select; :meth:`take_ready_groups` rearms it."""
+        driver that sleeps in its own poller/select; ``inbox.take_ready`` rearms it."""
         with self._lock:
             if self._shut_down:
                 raise HubClosed(f"hub {self.node_id!r} is closed")
-            if self._inbound_fds is None:
-                self._inbound_fds = _nonblocking_pipe()
-                if self._ready_groups:
-                    self._inbound_signalled = False
-                    self._signal_inbound()
-            return self._inbound_fds[0]
-
-    def _signal_inbound(self) -> None:
-        """Caller holds the lock and has just added to ``_ready_groups``."""
-        self._inbound.notify_all()
-        if self._on_poll_thread():
-            return  # the polling (driver) thread takes the ready groups right after its poll
-        if not self._inbound_signalled:
-            self._inbound_signalled = True
-            if self._inbound_fds is not None:
-                with contextlib.suppress(BlockingIOError):
-                    os.write(self._inbound_fds[1], b"x")
+            return self.inbox.fd()
 
     def groups(self) -> list[str]:
         with self._lock:
-            return list(self._groups)
+            return list(self.inbox.transports)
 
     def stats(self) -> dict[str, int]:
         """Counters: frames/messages in and out, drops by cause, handshake and protocol failures."""
         with self._lock:
             counters = dict(self._counters)
-            counters["dropped_queue_full"] = sum(p.dropped_queue_full for p in self._peers.values())
-            counters["queued_bytes"] = sum(p.queued_bytes for p in self._peers.values())
+            counters["dropped_queue_full"] = sum(p.dropped_queue_full for p in self.peers.by_id.values())
+            counters["queued_bytes"] = sum(p.queued_bytes for p in self.peers.by_id.values())
         return counters
 
     # --------------------------------------------------------------- called by MuxTransport (tick thread)
@@ -496,25 +464,20 @@ class MuxHub:
         with self._lock:
             if self._closing:
                 raise HubClosed(f"hub {self.node_id!r} is closed")
-            if group in self._groups:
+            if group in self.inbox.transports:
                 raise DuplicateGroup(group)
-            self._groups[group] = transport
-            for peer in self._peers.values():
-                if peer.connected:
-                    transport._push_event(_CONNECTED, peer.node_id)
-            self._ready_groups.add(group)
-            self._signal_inbound()
+            self.inbox.register(
+                group, transport, [p.node_id for p in self.peers.by_id.values() if p.connected]
+            )
 
     def _unregister_group(self, group: str, transport: MuxTransport) -> None:
         with self._lock:
-            if self._groups.get(group) is transport:
-                del self._groups[group]
-            self._ready_groups.discard(group)
+            self.inbox.unregister(group, transport)
 
     def _replay_connection_state(self, transport: MuxTransport, node_id: str) -> None:
         """After ``addNode``: tell the transport whether that peer is connected right now."""
         with self._lock:
-            peer = self._peers.get(node_id)
+            peer = self.peers.by_id.get(node_id)
             if peer is not None and peer.connected:
                 transport._push_event(_CONNECTED, node_id)
 
@@ -530,7 +493,7 @@ class MuxHub:
             )
             return False
         with self._lock:
-            peer = self._peers.get(node_id)
+            peer = self.peers.by_id.get(node_id)
             if peer is None or not peer.connected:
                 return False
             if peer.queued_bytes + size > self.config.peer_queue_bytes_max:
@@ -584,7 +547,7 @@ class MuxHub:
         with self._lock:
             if self._closing:
                 return False
-            peers_changed, self._peers_changed = self._peers_changed, False
+            peers_changed, self.peers.changed = self.peers.changed, False
         now = time.monotonic()
         if peers_changed:
             self._reconcile_peers()
@@ -595,7 +558,7 @@ class MuxHub:
             if key.data == "listen":
                 self._accept()
             elif key.data == "wake":
-                self._drain_wake_pipe()
+                _drain(self._wake_read)
             else:
                 self._on_socket_event(key.data, mask)
         self._pump_dirty_peers()
@@ -609,30 +572,22 @@ class MuxHub:
         for connection in list(self._connections):
             self._close(connection, "hub closing", logging.DEBUG)
         with self._lock:
-            self._closing = True
-            transports = list(self._groups.values())
-            self._groups.clear()
+            self._closing = self.peers.closed = True
             self._shut_down = True
-            del transports
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(self._listener)
             self._listener.close()
             self._selector.close()
-            for fd in (self._wake_read, self._wake_write, *(self._inbound_fds or ())):
+            for fd in (self._wake_read, self._wake_write):
                 os.close(fd)
-            self._inbound_fds = None
-
-    def _drain_wake_pipe(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while os.read(self._wake_read, 4096):
-                pass
+            self.inbox.close()
 
     def _reconcile_peers(self) -> None:
         with self._lock:
-            current = dict(self._peers)
-            forced, self._forced_disconnects = self._forced_disconnects, set()
+            current = dict(self.peers.by_id)
+            forced, self.peers.forced = self.peers.forced, set()
         self._known_hosts = collections.Counter(
-            host for peer in current.values() for host in self._resolve_host(peer.address[0])
+            host for peer in current.values() for host in _resolve_host(peer.address[0])
         )
         for connection in list(self._connections):
             peer_id = connection.peer_id
@@ -646,26 +601,12 @@ class MuxHub:
             elif connection.dialer and connection.address != peer.address:
                 self._close(connection, f"peer address changed to {peer.address}", logging.INFO)
 
-    def _resolve_host(self, host: str) -> set[str]:
-        """The addresses a peer's host name stands for (an IP literal: itself), for admission."""
-        if admission.is_ip_literal(host):
-            return {admission.normalize_host(host)}
-        try:
-            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            log.warning("cannot resolve peer host %r (its connections get no reserved room): %s", host, exc)
-            return set()
-        return {admission.normalize_host(str(info[4][0])) for info in infos}
-
-    def _we_dial(self, peer_id: str) -> bool:
-        return self.node_id > peer_id
-
     def _dial_due_peers(self, now: float) -> None:
         with self._lock:
             due = [
                 p
-                for p in self._peers.values()
-                if self._we_dial(p.node_id) and p.connection is None and now >= p.next_dial_at
+                for p in self.peers.by_id.values()
+                if _dials(self.node_id, p.node_id) and p.connection is None and now >= p.next_dial_at
             ]
         for peer in due:
             self._dial(peer, now)
@@ -677,7 +618,7 @@ class MuxHub:
             sock = socket.socket(family, kind, proto)
         except OSError as exc:
             log.warning("cannot resolve peer %r at %s:%d: %s", peer.node_id, host, port, exc)
-            self._schedule_redial(peer, now)
+            _schedule_redial(peer, now, self.config)
             return
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -689,20 +630,11 @@ class MuxHub:
             sock.close()
             self._counters["dial_failures"] += 1
             log.debug("dial %r at %s:%d failed: %s", peer.node_id, host, port, os.strerror(error))
-            self._schedule_redial(peer, now)
+            _schedule_redial(peer, now, self.config)
             return
         peer.connection = connection
         self._connections.add(connection)
         self._set_events(connection, selectors.EVENT_READ | selectors.EVENT_WRITE)
-
-    def _schedule_redial(self, peer: _Peer, now: float) -> None:
-        config = self.config
-        delay = min(
-            config.reconnect_backoff_max_s,
-            config.reconnect_backoff_min_s * (2 ** min(peer.dial_failures, 30)),
-        )
-        peer.dial_failures += 1
-        peer.next_dial_at = now + delay * random.uniform(0.5, 1.0)
 
     def _accept(self) -> None:
         for _ in range(_ACCEPTS_PER_EVENT):
@@ -729,7 +661,7 @@ class MuxHub:
             )
             connection.remote_host = host
             connection.handshake = wire.AcceptorHandshake(
-                self._secret, self.node_id, os.urandom(wire.NONCE_BYTES), self._is_known_peer
+                self._secret, self.node_id, os.urandom(wire.NONCE_BYTES), self.peers.knows
             )
             self._connections.add(connection)
             self._set_events(connection, selectors.EVENT_READ)
@@ -765,10 +697,7 @@ class MuxHub:
         else:
             self._counters["rejected_too_many_handshakes"] += 1
             limit = f"pending_handshakes_max={config.pending_handshakes_max}"
-        now = time.monotonic()
-        key = f"<{verdict.name}>"
-        if now - self._last_warning.get(key, -_WARNING_INTERVAL_S) >= _WARNING_INTERVAL_S:
-            self._last_warning[key] = now
+        if self._warnings.due(f"<{verdict.name}>"):
             log.warning(
                 "raft hub %r refusing connections: %s (%s; %d pending from outsiders; latest from %s)",
                 self.node_id,
@@ -778,10 +707,6 @@ class MuxHub:
                 host,
             )
         return False
-
-    def _is_known_peer(self, node_id: str) -> bool:
-        with self._lock:
-            return node_id in self._peers
 
     def _set_events(self, connection: _Connection, events: int) -> None:
         if connection.events == events:
@@ -803,7 +728,7 @@ class MuxHub:
             elif now - connection.last_receive > config.idle_timeout_s:
                 self._close(connection, f"nothing received for {config.idle_timeout_s}s", logging.WARNING)
             elif now - connection.last_send > config.ping_interval_s and not connection.outbuf:
-                self._write(connection, self._session(connection).seal(wire.KIND_PING, b""))
+                self._write(connection, _session(connection).seal(wire.KIND_PING, b""))
 
     def _on_socket_event(self, connection: _Connection, mask: int) -> None:
         def handle() -> None:
@@ -893,7 +818,7 @@ class MuxHub:
                 connection.outbuf += handshake.on_hello(kind, payload)
                 connection.peer_id = handshake.peer_id
                 connection.deadline = connection.accepted_at + self.config.handshake_timeout_s
-                if handshake.peer_id is not None and self._we_dial(handshake.peer_id):
+                if handshake.peer_id is not None and _dials(self.node_id, handshake.peer_id):
                     raise wire.AuthenticationFailed(
                         f"peer {handshake.peer_id!r} dialed us, but {self.node_id!r} > it so we dial"
                     )
@@ -902,19 +827,6 @@ class MuxHub:
                 self._established(connection, handshake.on_auth(kind, payload))
         else:
             raise wire.MalformedFrame(f"handshake frame kind {kind} on a connection without a handshake")
-
-    def _should_warn(self, connection: _Connection) -> bool:
-        """At most one warning per peer (or remote host) per ``_WARNING_INTERVAL_S`` while it fails."""
-        key = connection.peer_id or connection.remote_host
-        if connection.peer_id is None and connection.remote_host not in self._known_hosts:
-            key = "<outsiders>"  # one line a minute for all of them, however many addresses they use
-        now = time.monotonic()
-        if now - self._last_warning.get(key, -_WARNING_INTERVAL_S) < _WARNING_INTERVAL_S:
-            return False
-        if len(self._last_warning) > 10_000:
-            self._last_warning.clear()
-        self._last_warning[key] = now
-        return True
 
     def _established(self, connection: _Connection, session: wire.Session) -> None:
         peer_id = connection.peer_id
@@ -925,7 +837,7 @@ class MuxHub:
         connection.state = _State.ESTABLISHED
         connection.reader.frame_bytes_max = self.config.frame_bytes_max
         with self._lock:
-            peer = self._peers.get(peer_id)
+            peer = self.peers.by_id.get(peer_id)
         if peer is None:
             self._close(connection, "peer removed during handshake", logging.INFO)
             return
@@ -934,34 +846,15 @@ class MuxHub:
             self._close(previous, "replaced by a newer connection", logging.INFO)
         peer.connection = connection
         peer.dial_failures = 0
-        self._last_warning.pop(peer_id, None)
+        self._warnings.forget(peer_id)  # its next failure warns again at once
         self._counters["connections_established"] += 1
         with self._lock:
             peer.connected = True
-            self._broadcast_event(_CONNECTED, peer_id)
+            self.inbox.broadcast(_CONNECTED, peer_id)
         log.info("raft hub %r connected %s", self.node_id, connection.describe())
 
-    def _broadcast_event(self, kind: str, peer_id: str) -> None:
-        """Caller holds the lock, so events and registrations are totally ordered."""
-        for group, transport in self._groups.items():
-            transport._push_event(kind, peer_id)
-            self._ready_groups.add(group)
-        self._signal_inbound()
-
     def _deliver(self, peer_id: str, delivered: dict[str, list[RaftMessage]]) -> None:
-        inbox_max = self.config.group_inbox_messages_max
-        unknown = full = count = 0
-        with self._lock:
-            for group, messages in delivered.items():
-                transport = self._groups.get(group)
-                if transport is None:
-                    unknown += len(messages)
-                    continue
-                accepted = transport._push_messages(peer_id, messages, inbox_max)
-                full += len(messages) - accepted
-                count += accepted
-                self._ready_groups.add(group)
-            self._signal_inbound()
+        count, unknown, full = self.inbox.deliver(peer_id, delivered, self.config.group_inbox_messages_max)
         counters = self._counters
         counters["messages_received"] += count
         if unknown:
@@ -977,7 +870,7 @@ class MuxHub:
             dirty, self._dirty_peers = self._dirty_peers, set()
         for peer_id in dirty:
             with self._lock:
-                peer = self._peers.get(peer_id)
+                peer = self.peers.by_id.get(peer_id)
             connection = peer.connection if peer is not None else None
             if connection is not None:
                 self._guarded(connection, functools.partial(self._pump, peer_id))
@@ -986,7 +879,7 @@ class MuxHub:
         """Move queued messages for a peer into BATCH frames, as far as the socket buffer bound allows."""
         config = self.config
         with self._lock:
-            peer = self._peers.get(peer_id)
+            peer = self.peers.by_id.get(peer_id)
         if peer is None:
             return
         connection = peer.connection
@@ -1018,16 +911,10 @@ class MuxHub:
                 f" batch_bytes_target={config.batch_bytes_target})",
             )
             # the pieces go into the socket buffer once, MAC'd there: no joined copy of the body
-            self._session(connection).seal_into(connection.outbuf, wire.KIND_BATCH, parts)
+            _session(connection).seal_into(connection.outbuf, wire.KIND_BATCH, parts)
             self._counters["frames_sent"] += 1
             self._counters["messages_sent"] += len(items)
         self._flush(connection)  # what stays queued is pumped from _on_writable once the buffer drains
-
-    def _session(self, connection: _Connection) -> wire.Session:
-        session = connection.session
-        if session is None:
-            raise wire.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
-        return session
 
     def _write(self, connection: _Connection, data: bytes) -> None:
         connection.outbuf += data
@@ -1056,7 +943,11 @@ class MuxHub:
         if connection.state is _State.CLOSED:
             return
         was_established = connection.state is _State.ESTABLISHED
-        if level >= logging.WARNING and not self._should_warn(connection):
+        # at most one warning a peer (or remote host; all outsiders together) per _WARNING_INTERVAL_S
+        key = connection.peer_id or connection.remote_host
+        if connection.peer_id is None and connection.remote_host not in self._known_hosts:
+            key = "<outsiders>"
+        if level >= logging.WARNING and not self._warnings.due(key):
             level = logging.DEBUG  # the same peer keeps failing the same way: do not flood the log
         log.log(level, "raft hub %r closed connection %s: %s", self.node_id, connection.describe(), reason)
         connection.state = _State.CLOSED
@@ -1070,7 +961,7 @@ class MuxHub:
         if peer_id is None:
             return
         with self._lock:
-            peer = self._peers.get(peer_id)
+            peer = self.peers.by_id.get(peer_id)
             if peer is None or peer.connection is not connection:
                 return
             peer.connection = None
@@ -1078,21 +969,14 @@ class MuxHub:
                 peer.connected = False
                 peer.queue.clear()
                 peer.queued_bytes = 0
-                self._broadcast_event(_DISCONNECTED, peer_id)
+                self.inbox.broadcast(_DISCONNECTED, peer_id)
         if connection.dialer:
-            self._schedule_redial(peer, time.monotonic())
+            _schedule_redial(peer, time.monotonic(), self.config)
 
 
 _MESSAGE = "m"
-_CONNECTED = "c"
-_DISCONNECTED = "d"
-
-
-def _nonblocking_pipe() -> tuple[int, int]:
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    os.set_blocking(write_fd, False)
-    return read_fd, write_fd
+_CONNECTED = CONNECTED
+_DISCONNECTED = DISCONNECTED
 
 
 class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
@@ -1125,7 +1009,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         for node in otherNodes:
             self._remember(node)
         if syncObj.conf.autoTick:
-            self._wake_fds = _nonblocking_pipe()
+            self._wake_fds = nonblocking_pipe()
             syncObj._poller.subscribe(self._wake_fds[0], self._on_wake_pipe, POLL_EVENT_TYPE.READ)
             self._kick()  # events queued at registration (peers already connected)
         syncObj.addOnTickCallback(self.receive)
@@ -1136,8 +1020,8 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _remember(self, node: Any) -> None:
         self._nodes[node.id] = node
-        if isinstance(node, TCPNode) and node.id not in self._hub.peers():
-            self._hub.set_peer(node.id, node.address)
+        if isinstance(node, TCPNode) and not self._hub.peers.knows(node.id):
+            self._hub.peers.set(node.id, node.address)
 
     # hub thread side (called with the hub lock held)
 
@@ -1193,7 +1077,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
 
     def last_heard(self, node: Any) -> float | None:
         """When this node's connection to ``node`` last received anything (see MuxHub.last_heard)."""
-        return self._hub.last_heard(node.id)
+        return self._hub.peers.last_heard(node.id)
 
     def send(self, node: Any, message: Any) -> bool:
         if self._destroyed:
@@ -1227,3 +1111,81 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
 def transport_class(hub: MuxHub, group: str) -> functools.partial[MuxTransport]:
     """``transportClass`` for SyncObj: ``SyncObj(..., transportClass=transport_class(hub, group))``."""
     return functools.partial(MuxTransport, hub=hub, group=group)
+
+
+def _bind(bind_address: str, config: HubConfig) -> socket.socket:
+    host, port = parse_address(bind_address)
+    if host in ("", "0.0.0.0", "::") and not config.allow_wildcard_bind:
+        raise InvalidAddress(f"refusing wildcard bind address {bind_address!r} (see allow_wildcard_bind)")
+    family, kind, proto, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    listener = socket.socket(family, kind, proto)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(sockaddr)
+        listener.listen(config.listen_backlog)
+        listener.setblocking(False)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+# ------------------------------------------------------------------------------- public API
+
+
+def _resolve_host(host: str) -> set[str]:
+    """The addresses a peer's host name stands for (an IP literal: itself), for admission."""
+    if admission.is_ip_literal(host):
+        return {admission.normalize_host(host)}
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        log.warning("cannot resolve peer host %r (its connections get no reserved room): %s", host, exc)
+        return set()
+    return {admission.normalize_host(str(info[4][0])) for info in infos}
+
+
+def _schedule_redial(peer: _Peer, now: float, config: HubConfig) -> None:
+    delay = min(
+        config.reconnect_backoff_max_s,
+        config.reconnect_backoff_min_s * (2 ** min(peer.dial_failures, 30)),
+    )
+    peer.dial_failures += 1
+    peer.next_dial_at = now + delay * random.uniform(0.5, 1.0)
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 4096):
+            pass
+
+
+def _session(connection: _Connection) -> wire.Session:
+    session = connection.session
+    if session is None:
+        raise wire.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
+    return session
+
+
+def _dials(node_id: str, peer_id: str) -> bool:
+    """Of two nodes, the one with the higher id dials (one connection a pair)."""
+    return node_id > peer_id
+
+
+class _Warnings:
+    """At most one warning per key per ``_WARNING_INTERVAL_S``, in bounded memory."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+
+    def due(self, key: str) -> bool:
+        now = time.monotonic()
+        if now - self._last.get(key, -_WARNING_INTERVAL_S) < _WARNING_INTERVAL_S:
+            return False
+        if len(self._last) > 10_000:
+            self._last.clear()
+        self._last[key] = now
+        return True
+
+    def forget(self, key: str) -> None:
+        self._last.pop(key, None)

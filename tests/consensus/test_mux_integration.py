@@ -33,7 +33,7 @@ def mux_cluster() -> Iterator[tuple[list[RaftCore], list[ListMachine]]]:
     for hub in hubs:
         for other in hubs:
             if other is not hub:
-                hub.set_peer(other.node_id, other.address)
+                hub.peers.set(other.node_id, other.address)
         hub.start()
     machines = [ListMachine() for _ in hubs]
     cores = []
@@ -114,7 +114,7 @@ class WatchedJournal(FileJournal):
         self.queued_at_sync: list[int] = []
 
     def sync(self) -> None:
-        if self.sync_pending and self._hub.peers():
+        if self.sync_pending and self._hub.peers.addresses():
             self.queued_at_sync.append(self._hub.stats()["queued_bytes"])
         super().sync()
 
@@ -156,8 +156,8 @@ async def test_replica_groups_on_drivers_over_mux(hub_io: str, tmp_path: pathlib
     for hub, driver in zip(hubs, drivers, strict=True):
         for other in hubs:
             if other is not hub:
-                hub.set_peer(other.node_id, other.address)
-        driver.watch_inbound(hub.take_ready_groups, wake_fd=hub.inbound_fd())
+                hub.peers.set(other.node_id, other.address)
+        driver.watch_inbound(hub.inbox.take_ready, wake_fd=hub.inbound_fd())
         if hub_io == "driver":
             driver.drive_hub(hub)
         else:

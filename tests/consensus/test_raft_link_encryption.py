@@ -75,8 +75,8 @@ def test_records_and_group_ids_do_not_cross_the_raft_port_in_clear() -> None:
     n1 = MuxHub("n1", "127.0.0.1:0", SECRET)  # n1 > n0: n1 dials n0, through the proxy
     host, port = n0.address.rsplit(":", 1)
     proxy = RecordingProxy((host, int(port)))
-    n0.set_peer("n1", n1.address)
-    n1.set_peer("n0", proxy.address)
+    n0.peers.set("n1", n1.address)
+    n1.peers.set("n0", proxy.address)
     hubs = [n0, n1]
     for hub in hubs:
         hub.start()

@@ -47,7 +47,7 @@ def cluster() -> Iterator[tuple[list[MuxHub], list[RaftCore], list[ListMachine]]
     for hub in hubs:
         for other in hubs:
             if other is not hub:
-                hub.set_peer(other.node_id, other.address)
+                hub.peers.set(other.node_id, other.address)
         hub.start()
     machines = [ListMachine() for _ in hubs]
     config = CoreConfig(
@@ -123,13 +123,13 @@ def test_peers_reconnect_while_an_outsider_floods_the_raft_port(
         # the flood has filled the pool: n0 refuses its newest connections
         wait_until(lambda: n0.stats().get("rejected_too_many_handshakes", 0) > 0, 30, "pool full")
         established = n0.stats()["connections_established"]
-        n0.disconnect_peer("n1")
-        n0.disconnect_peer("n2")
+        n0.peers.disconnect("n1")
+        n0.peers.disconnect("n2")
         wait_until(
             lambda: (
                 n0.stats()["connections_established"] >= established + 2
-                and n0.is_connected("n1")
-                and n0.is_connected("n2")
+                and n0.peers.is_connected("n1")
+                and n0.peers.is_connected("n2")
             ),
             45,
             "n1 and n2 reconnected to n0 through the flood",

@@ -153,7 +153,7 @@ class Node_:
             if self.mode == "poll":
                 self.hub.poll(0.005)
             else:
-                self.hub.wait_inbound(0.005)
+                self.hub.inbox.wait(0.005)
 
     def close(self) -> None:
         self._stop = True
@@ -170,7 +170,7 @@ def cluster(node_ids: list[str], secret: bytes = SECRET, mode: str = "thread") -
         for node in nodes:
             for other in nodes:
                 if other is not node:
-                    node.hub.set_peer(other.node_id, other.hub.address)
+                    node.hub.peers.set(other.node_id, other.hub.address)
             node.start()
         yield nodes
     finally:
@@ -279,8 +279,8 @@ def test_node_with_wrong_secret_cannot_join() -> None:
         try:
             for intruder in intruders:
                 for node in nodes:
-                    node.hub.set_peer(intruder.node_id, intruder.hub.address)
-                    intruder.hub.set_peer(node.node_id, node.hub.address)
+                    node.hub.peers.set(intruder.node_id, intruder.hub.address)
+                    intruder.hub.peers.set(node.node_id, node.hub.address)
                 intruder.start()
             members = ["n0", "n1", "n2"]
             for node in nodes:
@@ -292,8 +292,8 @@ def test_node_with_wrong_secret_cannot_join() -> None:
             time.sleep(1.0)
 
             for intruder, spy in zip(intruders, spies, strict=True):
-                assert not any(intruder.hub.is_connected(n.node_id) for n in nodes)
-                assert not any(n.hub.is_connected(intruder.node_id) for n in nodes)
+                assert not any(intruder.hub.peers.is_connected(n.node_id) for n in nodes)
+                assert not any(n.hub.peers.is_connected(intruder.node_id) for n in nodes)
                 assert intruder.hub.stats().get("messages_received", 0) == 0
                 assert intruder.call(functools.partial(lambda s: (s.value, s._getLeader()), spy)) == (0, None)
             assert intruders[1].hub.stats()["authentication_failures"] > 0  # z-mallory's dials fail auth
@@ -318,17 +318,19 @@ def test_reconnects_after_a_socket_is_closed() -> None:
 
         # Break the n2 -> n0 TCP connection under the hub's feet (as a network reset would).
         n0, n2 = nodes[0], nodes[2]
-        connection = n2.hub._peers["n0"].connection
+        connection = n2.hub.peers.by_id["n0"].connection
         assert connection is not None
         connection.sock.shutdown(socket.SHUT_RDWR)
         wait_until(lambda: n0.hub.stats()["connections_established"] >= 3, 10, "n0 accepts a new connection")
         wait_until(
-            lambda: n2.hub.is_connected("n0") and n0.hub.is_connected("n2"), 10, "n0 and n2 reconnected"
+            lambda: n2.hub.peers.is_connected("n0") and n0.hub.peers.is_connected("n2"),
+            10,
+            "n0 and n2 reconnected",
         )
 
         # Also an explicit disconnect of the other pair.
         n1 = nodes[1]
-        n1.hub.disconnect_peer("n0")
+        n1.hub.peers.disconnect("n0")
         wait_until(lambda: n0.hub.stats()["connections_established"] >= 4, 10, "n1 reconnects to n0")
 
         wait_until(lambda: all(leader_of(nodes, g) for g in groups), 20, "a leader in every group")
@@ -349,12 +351,12 @@ def test_groups_and_peers_change_at_runtime() -> None:
 
         # A new node appears: only now do the others learn its address.
         late = Node_("n2")
-        late.hub.set_peer("n0", nodes[0].hub.address)
-        late.hub.set_peer("n1", nodes[1].hub.address)
+        late.hub.peers.set("n0", nodes[0].hub.address)
+        late.hub.peers.set("n1", nodes[1].hub.address)
         late.start()
         try:
             for node in nodes:
-                node.hub.set_peer("n2", late.hub.address)
+                node.hub.peers.set("n2", late.hub.address)
             late.add_group("early", members)
             everyone = [*nodes, late]
             wait_until(lambda: late.groups["early"].value == 2, 15, "the late node catches up")
@@ -381,12 +383,12 @@ def test_groups_and_peers_change_at_runtime() -> None:
 
             # A peer removed from n0's table is disconnected and refused; re-adding it restores it.
             n0 = nodes[0]
-            n0.hub.remove_peer("n2")
-            wait_until(lambda: not late.hub.is_connected("n0"), 10, "n2 cut off from n0")
+            n0.hub.peers.remove("n2")
+            wait_until(lambda: not late.hub.peers.is_connected("n0"), 10, "n2 cut off from n0")
             time.sleep(0.5)  # n2 keeps redialing meanwhile and is refused
-            assert not late.hub.is_connected("n0") and "n2" not in n0.hub.peers()
-            n0.hub.set_peer("n2", late.hub.address)
-            wait_until(lambda: late.hub.is_connected("n0"), 10, "n2 back in touch with n0")
+            assert not late.hub.peers.is_connected("n0") and "n2" not in n0.hub.peers.addresses()
+            n0.hub.peers.set("n2", late.hub.address)
+            wait_until(lambda: late.hub.peers.is_connected("n0"), 10, "n2 back in touch with n0")
             commit(everyone, ["early"], count=1, timeout_s=15, retry=True)
             wait_until(lambda: all(n.groups["early"].value == 4 for n in everyone), 10, "all replicas at 4")
         finally:
@@ -402,7 +404,7 @@ def test_autotick_groups_are_woken_by_inbound_messages() -> None:
         for hub in hubs:
             for other in hubs:
                 if other is not hub:
-                    hub.set_peer(other.node_id, other.address)
+                    hub.peers.set(other.node_id, other.address)
             hub.start()
         for group in ("a", "b"):
             for hub in hubs:
@@ -467,7 +469,7 @@ def test_bad_frames_close_only_that_connection() -> None:
         SECRET,
         config=HubConfig(frame_bytes_max=1 << 20, batch_bytes_target=1 << 18, handshake_timeout_s=1),
     )
-    hub.set_peer("z1", "127.0.0.1:1")  # we never dial it ("n0" < "z1"): it dials us
+    hub.peers.set("z1", "127.0.0.1:1")  # we never dial it ("n0" < "z1"): it dials us
     hub.start()
     try:
         # Garbage instead of a handshake.
@@ -481,14 +483,14 @@ def test_bad_frames_close_only_that_connection() -> None:
 
         # Authenticated, then a frame header announcing 1 GiB: closed before any body is read.
         sock, _ = raw_dial(hub, "z1")
-        wait_until(lambda: hub.is_connected("z1"), 5, "z1 connected")
+        wait_until(lambda: hub.peers.is_connected("z1"), 5, "z1 connected")
         sock.sendall((1 << 30).to_bytes(4, "big") + bytes([wire.KIND_BATCH]))
         assert closed_by_peer(sock)
-        wait_until(lambda: not hub.is_connected("z1"), 5, "z1 disconnected")
+        wait_until(lambda: not hub.peers.is_connected("z1"), 5, "z1 disconnected")
 
         # Authenticated, then a frame with a forged MAC.
         sock, session = raw_dial(hub, "z1")
-        wait_until(lambda: hub.is_connected("z1"), 5, "z1 connected")
+        wait_until(lambda: hub.peers.is_connected("z1"), 5, "z1 connected")
         good = session.seal(wire.KIND_PING, b"")
         sock.sendall(good[:-1] + bytes([good[-1] ^ 1]))
         assert closed_by_peer(sock)
@@ -501,7 +503,7 @@ def test_bad_frames_close_only_that_connection() -> None:
 
         # The hub thread survived all of it and still serves a well-behaved peer.
         sock, session = raw_dial(hub, "z1")
-        wait_until(lambda: hub.is_connected("z1"), 5, "z1 connected after all the abuse")
+        wait_until(lambda: hub.peers.is_connected("z1"), 5, "z1 connected after all the abuse")
         sock.sendall(session.seal(wire.KIND_PING, b""))
         assert not closed_by_peer(sock, timeout_s=0.5)
         stats = hub.stats()
@@ -533,9 +535,9 @@ def test_outbound_queue_is_bounded_and_drops_when_full() -> None:
     config = HubConfig(peer_queue_bytes_max=1000)
     hub = MuxHub("n0", "127.0.0.1:0", SECRET, config=config)  # not started: nothing drains the queue
     try:
-        hub.set_peer("n1", "127.0.0.1:1")
+        hub.peers.set("n1", "127.0.0.1:1")
         assert hub._enqueue("n1", "g", b"x" * 100) is False  # not connected: refused, not queued
-        hub._peers["n1"].connected = True
+        hub.peers.by_id["n1"].connected = True
         accepted = sum(hub._enqueue("n1", "g", b"x" * 100) for _ in range(25))
         assert accepted == 10
         stats = hub.stats()
@@ -558,7 +560,7 @@ def test_redials_a_missing_peer_with_backoff() -> None:
         # back-off 0.05, 0.1, 0.2, 0.4, 0.4... (jittered x0.5-1): at least 5 tries, far fewer than a
         # retry on every 0.1 s loop tick would make (~20)
         assert 5 <= dials <= 16, dials
-        assert not hub.is_connected("n1")
+        assert not hub.peers.is_connected("n1")
     finally:
         hub.close()
 
@@ -572,14 +574,14 @@ def test_inbound_fd_wakes_a_driver_sleeping_in_select() -> None:
         conf = SyncObjConf(autoTick=False)
         obj = Counter(Node("n0"), [Node("n1")], conf, nodeClass=Node, transportClass=transport_class(n0, "g"))
         assert select.select([fd], [], [], 1)[0] == [fd]  # registration is an event for "g"
-        assert n0.take_ready_groups() == {"g"}
+        assert n0.inbox.take_ready() == {"g"}
         assert select.select([fd], [], [], 0.05)[0] == []  # rearmed
-        n0.set_peer("n1", n1.address)
-        n1.set_peer("n0", n0.address)
+        n0.peers.set("n1", n1.address)
+        n1.peers.set("n0", n0.address)
         n0.start()
         n1.start()
         assert select.select([fd], [], [], 5)[0] == [fd]  # n1 connected: "g" has an event
-        assert n0.take_ready_groups() == {"g"}
+        assert n0.inbox.take_ready() == {"g"}
         obj.doTick(0.0)
         assert obj.isNodeConnected(Node("n1"))
         obj.destroy()
