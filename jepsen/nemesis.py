@@ -387,7 +387,7 @@ class Nemesis:
             self.cluster.urls, admin_token=self.cluster.admin_token, timeout_s=2.0, retries=2
         )
         try:
-            state = await client.partition_state(topic, partition)
+            state = await client.cluster.partition_state(topic, partition)
         except (ClientError, OSError, TimeoutError):
             return None
         finally:

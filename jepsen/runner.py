@@ -498,7 +498,7 @@ async def _health(cluster: control.Cluster) -> dict[str, Any]:
             [spec.http], admin_token=cluster.admin_token, retries=1, timeout_s=3
         ) as client:
             try:
-                health[spec.node_id] = await client.health()
+                health[spec.node_id] = await client.cluster.health()
             except ClientError as exc:
                 health[spec.node_id] = {"error": str(exc)}
     return health

@@ -384,7 +384,9 @@ class Http:
 
     async def learn_nodes(self) -> dict[str, str]:
         """Node id -> base URL (and the reverse in ``node_of_url``), from ``GET /v1/nodes``."""
-        url_of_node = {str(n["node_id"]): str(n["http"]).rstrip("/") for n in await self.admin.nodes()}
+        url_of_node = {
+            str(n["node_id"]): str(n["http"]).rstrip("/") for n in await self.admin.cluster.nodes()
+        }
         self.node_of_url = {url: node for node, url in url_of_node.items()}
         return url_of_node
 

@@ -116,7 +116,7 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
             }
             for operation in dict.fromkeys(args.operation)
         ]
-        answer = await client.create_acls(wanted)
+        answer = await client.cluster.create_acls(wanted)
 
         def summary(body: dict[str, Any]) -> str:
             lines = [f"created {len(body['created'])} ACL(s)"] + (
@@ -137,7 +137,7 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     parser.set_defaults(run=run(create))
 
     async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.acls(**_filter(args)), acls_summary)
+        print_answer(args, await client.cluster.acls(**_filter(args)), acls_summary)
         return 0
 
     parser = sub.add_parser("list", parents=common, help="the ACLs (all, or those the options match)")
@@ -149,7 +149,9 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
         if not any(wanted.values()) and not args.all:
             print("raftlog acl delete: which ACLs? give options to match them, or --all", file=sys.stderr)
             return 2
-        deleted = await client.delete_acls(**(wanted if any(wanted.values()) else {"resource_type": "any"}))
+        deleted = await client.cluster.delete_acls(
+            **(wanted if any(wanted.values()) else {"resource_type": "any"})
+        )
         print_answer(args, deleted, lambda body: f"deleted {len(body)} ACL(s)\n" + acls_summary(body))
         return 0
 

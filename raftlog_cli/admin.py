@@ -173,7 +173,7 @@ def add_commands(
     cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
 
     async def health(client: RaftlogClient, args: argparse.Namespace) -> int:
-        body = await client.health()
+        body = await client.cluster.health()
         print_answer(args, body, health_summary)
         return 0 if body["is_healthy"] else 1
 
@@ -185,7 +185,7 @@ def add_commands(
     ).set_defaults(run=run(health))
 
     async def nodes(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.nodes(), nodes_summary)
+        print_answer(args, await client.cluster.nodes(), nodes_summary)
         return 0
 
     cluster_sub.add_parser(
@@ -203,12 +203,14 @@ def add_commands(
 
     async def move(client: RaftlogClient, args: argparse.Namespace) -> int:
         replicas = [n.strip() for n in args.replicas.split(",") if n.strip()]
-        print_answer(args, await client.move_replicas(args.topic, args.partition, replicas), move_summary)
+        print_answer(
+            args, await client.cluster.move_replicas(args.topic, args.partition, replicas), move_summary
+        )
         if not args.wait:
             return 0
 
         async def poll() -> dict[str, Any]:
-            return await client.move_progress(args.topic, args.partition)
+            return await client.cluster.move_progress(args.topic, args.partition)
 
         return await _wait(args, poll, lambda body: body["move"] is None, move_summary)
 
@@ -220,7 +222,7 @@ def add_commands(
     moving.set_defaults(run=run(move))
 
     async def status(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.move_progress(args.topic, args.partition), move_summary)
+        print_answer(args, await client.cluster.move_progress(args.topic, args.partition), move_summary)
         return 0
 
     partition_parser("status", "a partition's replicas and its move in progress").set_defaults(
@@ -228,7 +230,9 @@ def add_commands(
     )
 
     async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.partition_state(args.topic, args.partition), partition_summary)
+        print_answer(
+            args, await client.cluster.partition_state(args.topic, args.partition), partition_summary
+        )
         return 0
 
     partition_parser(
@@ -236,13 +240,13 @@ def add_commands(
     ).set_defaults(run=run(describe))
 
     async def cancel(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cancel_move(args.topic, args.partition), move_summary)
+        print_answer(args, await client.cluster.cancel_move(args.topic, args.partition), move_summary)
         return 0
 
     partition_parser("cancel", "cancel a move: back to the original replicas").set_defaults(run=run(cancel))
 
     async def transfer(client: RaftlogClient, args: argparse.Namespace) -> int:
-        body = await client.transfer_leadership(args.topic, args.partition, args.target)
+        body = await client.cluster.transfer_leadership(args.topic, args.partition, args.target)
         print_answer(args, body, lambda b: f"{b['topic']}/{b['partition']}: leader is now {b['leader']}")
         return 0
 
@@ -259,12 +263,12 @@ def add_commands(
         return parser
 
     async def decommission(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.decommission(args.node_id), decommission_summary)
+        print_answer(args, await client.cluster.decommission(args.node_id), decommission_summary)
         if not args.wait:
             return 0
 
         async def poll() -> dict[str, Any]:
-            return await client.decommission_status(args.node_id)
+            return await client.cluster.decommission_status(args.node_id)
 
         return await _wait(args, poll, lambda body: bool(body["done"]), decommission_summary)
 
@@ -273,13 +277,13 @@ def add_commands(
     decommissioning.set_defaults(run=run(decommission))
 
     async def progress(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.decommission_status(args.node_id), decommission_summary)
+        print_answer(args, await client.cluster.decommission_status(args.node_id), decommission_summary)
         return 0
 
     node_parser("status", "progress of a decommission").set_defaults(run=run(progress))
 
     async def recommission(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.recommission(args.node_id), decommission_summary)
+        print_answer(args, await client.cluster.recommission(args.node_id), decommission_summary)
         return 0
 
     node_parser("recommission", "stop a decommission; its moves turn around").set_defaults(
@@ -287,7 +291,7 @@ def add_commands(
     )
 
     async def maintenance(client: RaftlogClient, args: argparse.Namespace) -> int:
-        body = await client.set_maintenance(args.node_id, not args.off)
+        body = await client.cluster.set_maintenance(args.node_id, not args.off)
         print_answer(
             args,
             body,
@@ -305,7 +309,7 @@ def add_commands(
     controller_sub = controller.add_subparsers(dest="controller_command", required=True)
 
     async def describe_controller(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.controller(), controller_summary)
+        print_answer(args, await client.cluster.controller(), controller_summary)
         return 0
 
     controller_sub.add_parser(
@@ -313,10 +317,12 @@ def add_commands(
     ).set_defaults(run=run(describe_controller))
 
     async def add_voter(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.add_controller_voter(args.node_id), controller_summary)
+        print_answer(args, await client.cluster.add_controller_voter(args.node_id), controller_summary)
         if not args.wait:
             return 0
-        return await _wait(args, client.controller, lambda b: args.node_id in b["voters"], controller_summary)
+        return await _wait(
+            args, client.cluster.controller, lambda b: args.node_id in b["voters"], controller_summary
+        )
 
     adding = controller_sub.add_parser(
         "add", parents=common, help="add a node to the controller group: a learner, a voter once caught up"
@@ -326,7 +332,7 @@ def add_commands(
     adding.set_defaults(run=run(add_voter))
 
     async def remove_voter(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.remove_controller_voter(args.node_id), controller_summary)
+        print_answer(args, await client.cluster.remove_controller_voter(args.node_id), controller_summary)
         return 0
 
     removing = controller_sub.add_parser(
@@ -337,9 +343,11 @@ def add_commands(
 
     async def config(client: RaftlogClient, args: argparse.Namespace) -> int:
         if args.set:
-            configs = await client.alter_topic_configs(args.name, {k: _config_value(v) for k, v in args.set})
+            configs = await client.cluster.alter_topic_configs(
+                args.name, {k: _config_value(v) for k, v in args.set}
+            )
         else:
-            configs = await client.topic_configs(args.name)
+            configs = await client.cluster.topic_configs(args.name)
         print_answer(
             args, configs, lambda c: "\n".join(f"{k}={v}" for k, v in sorted(c.items())) or "(defaults)"
         )

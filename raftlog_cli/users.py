@@ -61,7 +61,7 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     sub = user.add_subparsers(dest="user_command", required=True)
 
     async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
-        answer = await client.set_user(args.name, _password(args), args.mechanism or None)
+        answer = await client.cluster.set_user(args.name, _password(args), args.mechanism or None)
         verb = "created" if answer["created"] else "new password for"
         print_answer(
             args, answer, lambda body: f"{verb} user {body['name']} ({', '.join(body['mechanisms'])})"
@@ -82,13 +82,13 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     parser.set_defaults(run=run(create))
 
     async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.users(), users_summary)
+        print_answer(args, await client.cluster.users(), users_summary)
         return 0
 
     sub.add_parser("list", parents=common, help="users and their mechanisms").set_defaults(run=run(listing))
 
     async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
-        await client.delete_user(args.name)
+        await client.cluster.delete_user(args.name)
         print_answer(args, {"deleted": args.name}, lambda body: f"deleted user {body['deleted']}")
         return 0
 
@@ -109,7 +109,9 @@ def _token_commands(
     tokens = token.add_subparsers(dest="token_command", required=True)
 
     async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
-        answer = await client.create_token(args.name, lifetime_ms=args.expires, description=args.description)
+        answer = await client.cluster.create_token(
+            args.name, lifetime_ms=args.expires, description=args.description
+        )
         if args.json:
             print_answer(args, answer, str)
             return 0
@@ -134,7 +136,7 @@ def _token_commands(
     parser.set_defaults(run=run(create))
 
     async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.tokens(args.name), tokens_summary)
+        print_answer(args, await client.cluster.tokens(args.name), tokens_summary)
         return 0
 
     parser = tokens.add_parser("list", parents=common, help="the user's tokens (never their text)")
@@ -142,7 +144,7 @@ def _token_commands(
     parser.set_defaults(run=run(listing))
 
     async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
-        await client.delete_token(args.name, args.id)
+        await client.cluster.delete_token(args.name, args.id)
         revoked = {"revoked": args.id, "user": args.name}
         print_answer(args, revoked, lambda body: f"revoked token {body['revoked']} of user {body['user']}")
         return 0

@@ -21,12 +21,12 @@ from raftlog_client.local_cluster import LocalCluster
 
 
 async def move(client: RaftlogClient, topic: str) -> tuple[list[str], list[str], float]:
-    current = (await client.move_progress(topic, 0))["replicas"]
+    current = (await client.cluster.move_progress(topic, 0))["replicas"]
     spare = next(n for n in ("n1", "n2", "n3") if n not in current)
     target = [spare, current[-1]]
     started = time.monotonic()
-    await client.move_replicas(topic, 0, target)
-    while (await client.move_progress(topic, 0))["move"] is not None:
+    await client.cluster.move_replicas(topic, 0, target)
+    while (await client.cluster.move_progress(topic, 0))["move"] is not None:
         await asyncio.sleep(0.05)
     return current, target, time.monotonic() - started
 

@@ -124,9 +124,9 @@ async def test_topic_admin_with_token(cluster: FakeCluster, harness: Harness) ->
         assert created["partitions"] == 2
         assert await client.topics() == ["orders"]
         assert len(await client.partitions("orders")) == 2
-        assert (await client.health())["controller"] == "n1"
-        assert [n["node_id"] for n in await client.nodes()] == ["n1", "n2"]
-        assert (await client.partition_state("orders", 0))["leader"] == "n1"
+        assert (await client.cluster.health())["controller"] == "n1"
+        assert [n["node_id"] for n in await client.cluster.nodes()] == ["n1", "n2"]
+        assert (await client.cluster.partition_state("orders", 0))["leader"] == "n1"
         with pytest.raises(RequestFailed) as failed:
             await client.create_topic("orders")
         assert failed.value.error_code == 40901
@@ -134,14 +134,14 @@ async def test_topic_admin_with_token(cluster: FakeCluster, harness: Harness) ->
         assert await client.topics() == []
     async with client_for(node.url) as client:
         with pytest.raises(RequestFailed) as failed:
-            await client.nodes()
+            await client.cluster.nodes()
         assert failed.value.status == 401
 
 
 async def test_transfer_leadership_through_the_client(cluster: FakeCluster, n1: Node, n2: Node) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
     async with client_for(n2.url) as client:
-        moved = await client.transfer_leadership("t", 0, "n2")
+        moved = await client.cluster.transfer_leadership("t", 0, "n2")
         assert moved["leader"] == "n2"
         assert client.last_leader == "n1"  # n2 forwarded the request to n1, which led then
 

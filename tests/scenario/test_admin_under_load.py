@@ -138,11 +138,11 @@ async def until(what: str, check: Callable[[], Awaitable[Any]], timeout_s: float
 
 async def fully_replicated(admin: RaftlogClient, topic: str, partitions: int, factor: int) -> bool:
     for partition in range(partitions):
-        state = await admin.partition_state(topic, partition)
+        state = await admin.cluster.partition_state(topic, partition)
         replicas = state["replicas"]
         if state["move"] is not None or len(replicas) != factor or not all(r["in_sync"] for r in replicas):
             return False
-    health = await admin.health()
+    health = await admin.cluster.health()
     return bool(health["is_healthy"])
 
 
@@ -167,53 +167,55 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
 
             # bad requests: 4xx, and nothing changes
             before = await replica_sets(admin, "w")
-            replicas0 = (await admin.move_progress("w", 0))["replicas"]
-            await refused(admin.move_replicas("w", 0, [replicas0[0], "n9"]), 404, 40405)
-            await refused(admin.move_replicas("w", 0, [replicas0[0]]), 400, 40002)
-            await refused(admin.move_replicas("w", 0, []), 400, 40002)
-            await refused(admin.move_replicas("w", 0, [replicas0[0], replicas0[0]]), 400, 40002)
-            await refused(admin.alter_topic_configs("w", {"retention.ms": "soon"}), 400, 40001)
-            await refused(admin.cancel_move("w", 0), 404, 40406)
+            replicas0 = (await admin.cluster.move_progress("w", 0))["replicas"]
+            await refused(admin.cluster.move_replicas("w", 0, [replicas0[0], "n9"]), 404, 40405)
+            await refused(admin.cluster.move_replicas("w", 0, [replicas0[0]]), 400, 40002)
+            await refused(admin.cluster.move_replicas("w", 0, []), 400, 40002)
+            await refused(admin.cluster.move_replicas("w", 0, [replicas0[0], replicas0[0]]), 400, 40002)
+            await refused(admin.cluster.alter_topic_configs("w", {"retention.ms": "soon"}), 400, 40001)
+            await refused(admin.cluster.cancel_move("w", 0), 404, 40406)
             assert await replica_sets(admin, "w") == before
             async with RaftlogClient(cluster.urls) as anonymous:
-                await refused(anonymous.move_replicas("w", 0, ["n1", "n2"]), 401, 40101)
+                await refused(anonymous.cluster.move_replicas("w", 0, ["n1", "n2"]), 401, 40101)
 
             # move partition 0 onto the node it lacks, taking the leader's place
-            leader = (await admin.partition_state("w", 0))["leader"]
+            leader = (await admin.cluster.partition_state("w", 0))["leader"]
             spare = next(n for n in ("n1", "n2", "n3") if n not in replicas0)
             target = [spare] + [n for n in replicas0 if n != leader]
-            started = await admin.move_replicas("w", 0, target)
+            started = await admin.cluster.move_replicas("w", 0, target)
             assert started["move"]["target"] == target
-            await refused(admin.move_replicas("w", 0, replicas0), 409, 40908)
+            await refused(admin.cluster.move_replicas("w", 0, replicas0), 409, 40908)
 
             async def moved() -> bool:
-                progress = await admin.move_progress("w", 0)
+                progress = await admin.cluster.move_progress("w", 0)
                 return progress["move"] is None and progress["replicas"] == target
 
             await until("move of w/0", moved)
 
             # a move cancelled at once goes back to where it started
-            replicas1 = (await admin.move_progress("w", 1))["replicas"]
+            replicas1 = (await admin.cluster.move_progress("w", 1))["replicas"]
             spare1 = next(n for n in ("n1", "n2", "n3") if n not in replicas1)
-            await admin.move_replicas("w", 1, [replicas1[0], spare1])
-            cancelled = await admin.cancel_move("w", 1)
+            await admin.cluster.move_replicas("w", 1, [replicas1[0], spare1])
+            cancelled = await admin.cluster.cancel_move("w", 1)
             assert cancelled["move"]["cancelled"] and cancelled["move"]["target"] == replicas1
 
             async def returned() -> bool:
-                progress = await admin.move_progress("w", 1)
+                progress = await admin.cluster.move_progress("w", 1)
                 return progress["move"] is None and set(progress["replicas"]) == set(replicas1)
 
             await until("cancelled move of w/1", returned)
 
             # leadership transfer and a live config change
-            state2 = await admin.partition_state("w", 2)
+            state2 = await admin.cluster.partition_state("w", 2)
             follower = next(r["node"] for r in state2["replicas"] if r["node"] != state2["leader"])
-            assert (await admin.transfer_leadership("w", 2, follower))["leader"] == follower
-            configs = await admin.alter_topic_configs("w", {"segment.bytes": 4096, "retention.ms": 3_600_000})
+            assert (await admin.cluster.transfer_leadership("w", 2, follower))["leader"] == follower
+            configs = await admin.cluster.alter_topic_configs(
+                "w", {"segment.bytes": 4096, "retention.ms": 3_600_000}
+            )
             assert configs == {"segment.bytes": 4096, "retention.ms": 3_600_000}
 
             async def rolled_on_every_replica() -> bool:  # records keep flowing into 4 KiB segments
-                replicas = (await admin.move_progress("w", 2))["replicas"]
+                replicas = (await admin.cluster.move_progress("w", 2))["replicas"]
                 return all(
                     len(glob.glob(os.path.join(cluster.root, node, "logs", "w-2.*", "*.log"))) > 1
                     for node in replicas
@@ -224,7 +226,7 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
             await until("full replication", lambda: fully_replicated(admin, "w", 3, 2))
 
             # max.message.bytes applies live on the leader
-            await admin.alter_topic_configs("w", {"max.message.bytes": 2000})
+            await admin.cluster.alter_topic_configs("w", {"max.message.bytes": 2000})
 
             async def too_large() -> bool:
                 try:
@@ -249,14 +251,16 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
             cluster.kill("n3")
 
             async def n3_dead() -> bool:
-                return any(r["node_id"] == "n3" and r["state"] == "dead" for r in await admin.nodes())
+                return any(r["node_id"] == "n3" and r["state"] == "dead" for r in await admin.cluster.nodes())
 
             await until("n3 reported dead", n3_dead)
             for partition in range(3):
-                replicas = (await admin.move_progress("w", partition))["replicas"]
+                replicas = (await admin.cluster.move_progress("w", partition))["replicas"]
                 if "n3" not in replicas:
-                    await refused(admin.move_replicas("w", partition, [replicas[0], "n3"]), 400, 40002)
-                    assert (await admin.move_progress("w", partition)) == {
+                    await refused(
+                        admin.cluster.move_replicas("w", partition, [replicas[0], "n3"]), 400, 40002
+                    )
+                    assert (await admin.cluster.move_progress("w", partition)) == {
                         "topic": "w",
                         "partition": partition,
                         "replicas": replicas,
@@ -276,14 +280,16 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             await asyncio.sleep(1)
 
             async def leads(node: str) -> int:
-                rows = await admin.nodes()
+                rows = await admin.cluster.nodes()
                 return int(next(r["leader_of"] for r in rows if r["node_id"] == node))
 
             # maintenance: n1 is drained of leadership and stays drained
-            await admin.set_maintenance("n1", True)
+            await admin.cluster.set_maintenance("n1", True)
 
             async def flagged() -> bool:  # /v1/nodes answers from the serving node's applied metadata
-                return bool(next(r for r in await admin.nodes() if r["node_id"] == "n1")["maintenance"])
+                return bool(
+                    next(r for r in await admin.cluster.nodes() if r["node_id"] == "n1")["maintenance"]
+                )
 
             await until("n1 shown in maintenance", flagged)
 
@@ -294,7 +300,7 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             await asyncio.sleep(3)  # longer than a balancer round: nothing comes back
             assert await leads("n1") == 0
             # cleared: the balancer hands n1 a share of leadership again
-            await admin.set_maintenance("n1", False)
+            await admin.cluster.set_maintenance("n1", False)
 
             async def balanced() -> bool:
                 return await leads("n1") >= 2
@@ -304,16 +310,16 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             # decommission n3: every replica of "w" it holds moves to n1 or n2 (a 3-replica topic on three
             # nodes could not leave n3: it goes first)
             await admin.delete_topic("lead")
-            await refused(admin.decommission("n9"), 404, 40405)
-            await admin.decommission("n3")
+            await refused(admin.cluster.decommission("n9"), 404, 40405)
+            await admin.cluster.decommission("n3")
 
             async def decommissioned() -> dict[str, Any] | None:
-                status = await admin.decommission_status("n3")
+                status = await admin.cluster.decommission_status("n3")
                 return status if status["done"] else None
 
             await until("decommission of n3", decommissioned, timeout_s=45)
             for partition in range(3):
-                assert "n3" not in (await admin.move_progress("w", partition))["replicas"]
+                assert "n3" not in (await admin.cluster.move_progress("w", partition))["replicas"]
             await workload.finish(admin)
             await until("full replication", lambda: fully_replicated(admin, "w", 3, 2))
 
@@ -321,13 +327,13 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             cluster.kill("n3")
 
             async def healthy_without_n3() -> bool:
-                health = await admin.health()
-                gone = any(r["node_id"] == "n3" and r["state"] == "dead" for r in await admin.nodes())
+                health = await admin.cluster.health()
+                gone = any(r["node_id"] == "n3" and r["state"] == "dead" for r in await admin.cluster.nodes())
                 return gone and bool(health["is_healthy"]) and health["nodes_down"] == []
 
             await until("healthy with the decommissioned n3 stopped", healthy_without_n3)
-            await admin.recommission("n3")
-            assert not (await admin.decommission_status("n3"))["decommissioning"]
+            await admin.cluster.recommission("n3")
+            assert not (await admin.cluster.decommission_status("n3"))["decommissioning"]
 
     asyncio.run(asyncio.wait_for(scenario(), 150))
 
@@ -341,28 +347,30 @@ def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: path
         async with RaftlogClient(cluster.urls[:3], admin_token=TOKEN, retries=40, backoff_max_s=0.5) as admin:
 
             async def joined() -> bool:
-                return any(n["node_id"] == "n4" and n["state"] == "alive" for n in await admin.nodes())
+                return any(
+                    n["node_id"] == "n4" and n["state"] == "alive" for n in await admin.cluster.nodes()
+                )
 
             await until("n4 known alive by gossip", joined)
             await admin.create_topic("w", partitions=2, replication_factor=2)
             workload = Workload(cluster.urls[:3], "w", 2)
             workload.start()
             await asyncio.sleep(1)
-            replicas = (await admin.move_progress("w", 0))["replicas"]
-            await admin.move_replicas("w", 0, ["n4", replicas[1]])
+            replicas = (await admin.cluster.move_progress("w", 0))["replicas"]
+            await admin.cluster.move_replicas("w", 0, ["n4", replicas[1]])
 
             async def moved() -> bool:
-                progress = await admin.move_progress("w", 0)
+                progress = await admin.cluster.move_progress("w", 0)
                 return progress["move"] is None and progress["replicas"] == ["n4", replicas[1]]
 
             await until("move of w/0 onto n4", moved)
-            assert (await admin.transfer_leadership("w", 0, "n4"))["leader"] == "n4"
+            assert (await admin.cluster.transfer_leadership("w", 0, "n4"))["leader"] == "n4"
             await asyncio.sleep(1)  # the workload keeps writing through the new leader
             await workload.finish(admin)
             await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
         async with RaftlogClient([cluster.url("n4")], admin_token=TOKEN, retries=40) as via_joined:
             # (the leader balancer may have moved leadership on since: n4 keeps its replica)
-            assert "n4" in [r["node"] for r in (await via_joined.partition_state("w", 0))["replicas"]]
+            assert "n4" in [r["node"] for r in (await via_joined.cluster.partition_state("w", 0))["replicas"]]
             assert len(await read_all(via_joined, "w", 1)) > 0  # any partition, through the joined node
 
     try:
@@ -382,23 +390,23 @@ def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessClus
             workload = Workload(cluster.urls, "w", 2)
             workload.start()
             await asyncio.sleep(1)
-            replicas = (await admin.move_progress("w", 0))["replicas"]
+            replicas = (await admin.cluster.move_progress("w", 0))["replicas"]
             spare = next(n for n in ("n1", "n2", "n3") if n not in replicas)
             target = [spare, replicas[1]]
-            await admin.move_replicas("w", 0, target)
+            await admin.cluster.move_replicas("w", 0, target)
 
             async def joining() -> bool:
-                return (await admin.move_progress("w", 0))["move"]["adding"] == spare
+                return (await admin.cluster.move_progress("w", 0))["move"]["adding"] == spare
 
             await until("the spare named as joining", joining)
-            controller = (await admin.health())["controller"]
+            controller = (await admin.cluster.health())["controller"]
             cluster.kill(controller)
             await asyncio.sleep(2)
             cluster.start(controller)
             await asyncio.to_thread(cluster.wait_ready, [controller])
 
             async def moved() -> bool:
-                progress = await admin.move_progress("w", 0)
+                progress = await admin.cluster.move_progress("w", 0)
                 return progress["move"] is None and progress["replicas"] == target
 
             await until("move of w/0 finished by the next controller leader", moved, timeout_s=45)
@@ -409,7 +417,7 @@ def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessClus
                 led = Counter({node: 0 for node in ("n1", "n2", "n3")})
                 for topic, count in (("lead", 6), ("w", 2)):
                     for partition in range(count):
-                        leader = (await admin.partition_state(topic, partition))["leader"]
+                        leader = (await admin.cluster.partition_state(topic, partition))["leader"]
                         if leader is None:
                             return False
                         led[leader] += 1

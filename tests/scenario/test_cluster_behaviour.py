@@ -23,7 +23,7 @@ async def _leader(client: RaftlogClient, topic: str, partition: int = 0, timeout
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            leader = (await client.partition_state(topic, partition)).get("leader")
+            leader = (await client.cluster.partition_state(topic, partition)).get("leader")
             if leader:
                 return str(leader)
         except ClientError:
@@ -136,7 +136,7 @@ def test_records_acknowledged_just_before_every_node_crashes_are_all_there(clust
 
 def test_gossip_reports_a_crashed_node_dead_and_then_alive_again(cluster: ProcessCluster) -> None:
     async def states(client: RaftlogClient) -> dict[str, str]:
-        return {n["node_id"]: n["state"] for n in await client.nodes()}
+        return {n["node_id"]: n["state"] for n in await client.cluster.nodes()}
 
     async def wait_for(client: RaftlogClient, want: dict[str, str], timeout_s: float) -> float:
         started = time.monotonic()
@@ -158,7 +158,7 @@ def test_gossip_reports_a_crashed_node_dead_and_then_alive_again(cluster: Proces
             cluster.kill(victim)
             # memberlist LAN defaults: suspicion timeout 4 s..24 s at n=3, shortened by confirmations
             await wait_for(client, {victim: "dead"}, 60)
-            health = await client.health()
+            health = await client.cluster.health()
             assert victim in health["nodes_down"] and not health["is_healthy"]
             cluster.start(victim)
             cluster.wait_ready([victim])

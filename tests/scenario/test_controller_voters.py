@@ -42,35 +42,35 @@ def replica_on_disk(cluster: ProcessCluster, node: str) -> bool:
 def test_a_joined_node_becomes_a_controller_voter_and_a_leader_is_removed(cluster: ProcessCluster) -> None:
     async def scenario() -> None:
         async with RaftlogClient(cluster.urls, admin_token=TOKEN, retries=60, backoff_max_s=0.5) as admin:
-            before: dict[str, Any] = await until("a controller leader", admin.controller)
+            before: dict[str, Any] = await until("a controller leader", admin.cluster.controller)
             assert before["voters"] == ["n1", "n2", "n3"] and before["learners"] == []
             assert not replica_on_disk(cluster, "n4")
 
-            added = await admin.add_controller_voter("n4")
+            added = await admin.cluster.add_controller_voter("n4")
             assert "n4" in added["learners"] or "n4" in added["voters"]
-            await refused(admin.add_controller_voter("n4"), 409, 40914)  # joining already
+            await refused(admin.cluster.add_controller_voter("n4"), 409, 40914)  # joining already
 
             async def n4_votes() -> bool:
-                return "n4" in (await admin.controller())["voters"]
+                return "n4" in (await admin.cluster.controller())["voters"]
 
             await until("n4 promoted to controller voter", n4_votes)
             assert replica_on_disk(cluster, "n4")
 
             # four voters: without n4, the two static voters left could not commit (2 of 4)
-            old_leader = (await admin.controller())["leader"]
+            old_leader = (await admin.cluster.controller())["leader"]
             cluster.kill(old_leader)
             await until(
                 "a topic created with the old controller leader dead", lambda: created(admin, "after")
             )
-            after = await admin.controller()
+            after = await admin.cluster.controller()
             assert after["leader"] != old_leader and "n4" in after["voters"]
 
             # the dead voter leaves the group; then the leader itself (it hands over first)
-            await admin.remove_controller_voter(old_leader)
-            leader = (await admin.controller())["leader"]
+            await admin.cluster.remove_controller_voter(old_leader)
+            leader = (await admin.cluster.controller())["leader"]
             remaining = [n for n in after["voters"] if n not in (old_leader, leader)]
-            await refused(admin.remove_controller_voter("n9"), 404, 40405)
-            removed = await admin.remove_controller_voter(leader)
+            await refused(admin.cluster.remove_controller_voter("n9"), 404, 40405)
+            removed = await admin.cluster.remove_controller_voter(leader)
             assert removed["voters"] == sorted(remaining) and removed["leader"] in remaining
 
             async def left() -> bool:
@@ -92,15 +92,15 @@ def test_a_joined_node_becomes_a_controller_voter_and_a_leader_is_removed(cluste
                 await asyncio.to_thread(cluster.wait_ready, [leader])
                 assert not replica_on_disk(cluster, leader)
                 await until(f"{leader} follows the metadata after a restart", sees_later)
-            assert (await admin.controller())["voters"] == sorted(remaining)
+            assert (await admin.cluster.controller())["voters"] == sorted(remaining)
 
             # it may join again; while it is a learner, no other change may start
-            await admin.add_controller_voter(leader)
-            refusal = await _refusal(admin.remove_controller_voter(remaining[0]))
+            await admin.cluster.add_controller_voter(leader)
+            refusal = await _refusal(admin.cluster.remove_controller_voter(remaining[0]))
             assert refusal["error_code"] == 40914 and "joining" in refusal["reason"], refusal
 
             async def back() -> bool:
-                return leader in (await admin.controller())["voters"]
+                return leader in (await admin.cluster.controller())["voters"]
 
             await until(f"{leader} a controller voter again", back)
             assert replica_on_disk(cluster, leader)

@@ -39,7 +39,7 @@ async def _leader(client: RaftlogClient, topic: str, timeout_s: float = 30.0) ->
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            state = await client.partition_state(topic, 0)
+            state = await client.cluster.partition_state(topic, 0)
             if state.get("leader"):
                 return str(state["leader"])
         except ClientError:
@@ -55,7 +55,7 @@ async def _all_in_sync(
     state: dict[str, object] = {}
     while time.monotonic() < deadline:
         try:
-            state = await client.partition_state(topic, 0)
+            state = await client.cluster.partition_state(topic, 0)
             replicas = state.get("replicas", [])
             if state.get("high_watermark") == high_watermark and all(
                 r.get("in_sync") and r.get("lag") == 0

@@ -54,7 +54,7 @@ def metric(url: str, name: str) -> float | None:
 
 
 async def leaders(client: RaftlogClient) -> dict[int, str | None]:
-    return {p: (await client.partition_state(TOPIC, p)).get("leader") for p in range(PARTITIONS)}
+    return {p: (await client.cluster.partition_state(TOPIC, p)).get("leader") for p in range(PARTITIONS)}
 
 
 async def produce_everywhere(
@@ -95,9 +95,9 @@ async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(
         cluster.start_all()
         await admin.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3)
         await admin.create_topic(ALONE, partitions=1, replication_factor=1)
-        placed = [r["node"] for r in (await admin.partition_state(ALONE, 0))["replicas"]]
+        placed = [r["node"] for r in (await admin.cluster.partition_state(ALONE, 0))["replicas"]]
         if placed != [full_node]:
-            await admin.move_replicas(ALONE, 0, [full_node])
+            await admin.cluster.move_replicas(ALONE, 0, [full_node])
         await eventually(lambda: _led_by(admin, ALONE, full_node), 60, f"{ALONE}/0 led by {full_node}")
         led = await eventually(lambda: _leads_one(admin, full_node), 60, f"{full_node} leading a partition")
         acked: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
@@ -158,30 +158,30 @@ async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(
 
 
 async def _led_by(client: RaftlogClient, topic: str, node: str) -> bool:
-    return (await client.partition_state(topic, 0)).get("leader") == node
+    return (await client.cluster.partition_state(topic, 0)).get("leader") == node
 
 
 async def _leads_one(client: RaftlogClient, node: str) -> list[int]:
     led = [p for p, leader in (await leaders(client)).items() if leader == node]
     if not led:
-        await client.transfer_leadership(TOPIC, 0, node)
+        await client.cluster.transfer_leadership(TOPIC, 0, node)
     return led
 
 
 async def _disk_full_health(url: str, node: str) -> dict[str, Any] | None:
     async with RaftlogClient([url], timeout_s=5, retries=0) as client:
-        health = await client.health()
+        health = await client.cluster.health()
     return health if health.get("nodes_disk_full") == [node] else None
 
 
 async def _no_disk_full(client: RaftlogClient) -> bool:
-    health = await client.health()
+    health = await client.cluster.health()
     return not health["nodes_disk_full"] and not any(d["full"] for d in health["disk"].values())
 
 
 async def _in_sync(client: RaftlogClient) -> bool:
     for partition in range(PARTITIONS):
-        state = await client.partition_state(TOPIC, partition)
+        state = await client.cluster.partition_state(TOPIC, partition)
         if not all(r.get("in_sync") for r in state["replicas"]):
             return False
     return True

@@ -28,7 +28,7 @@ async def _drain(consumer: GroupConsumer, expected: set[bytes], seen: list[bytes
 async def _coordinator_leader(client: RaftlogClient, group: str) -> str:
     _, body = await client._request("GET", "/v1/consumer-groups", repeatable=True)
     partition = next(g["coordinator_partition"] for g in body["groups"] if g["group"] == group)
-    state = await client.partition_state("__consumer_groups", partition)
+    state = await client.cluster.partition_state("__consumer_groups", partition)
     return str(state["leader"])
 
 

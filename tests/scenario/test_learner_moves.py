@@ -37,7 +37,7 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
             workload = Workload(cluster.urls, "w", 1)
             workload.start()
             await asyncio.sleep(1)
-            state = await admin.partition_state("w", 0)
+            state = await admin.cluster.partition_state("w", 0)
             replicas = [r["node"] for r in state["replicas"]]
             leader = state["leader"]
             joiner = next(n for n in ("n1", "n2", "n3", "n4") if n not in replicas)
@@ -46,10 +46,10 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
 
             # the joiner does nothing from now on: it is made a learner all the same, and stays one
             cluster.pause(joiner)
-            await admin.move_replicas("w", 0, target)
+            await admin.cluster.move_replicas("w", 0, target)
 
             async def joined_as_learner() -> bool:
-                rows = (await admin.partition_state("w", 0))["replicas"]
+                rows = (await admin.cluster.partition_state("w", 0))["replicas"]
                 return any(r["node"] == joiner and r["role"] == "learner" for r in rows)
 
             await until(f"{joiner} a learner of w/0", joined_as_learner)
@@ -61,7 +61,7 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
             before = len(workload.acked[0])
             await asyncio.sleep(4)
             during = len(workload.acked[0]) - before
-            rows = (await admin.partition_state("w", 0))["replicas"]
+            rows = (await admin.cluster.partition_state("w", 0))["replicas"]
             assert any(r["node"] == joiner and r["role"] == "learner" for r in rows), rows
             assert during >= 20, f"only {during} records acknowledged in 4 s with a learner and a voter down"
 
@@ -69,11 +69,11 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
             cluster.resume(joiner)
 
             async def moved() -> bool:
-                progress = await admin.move_progress("w", 0)
+                progress = await admin.cluster.move_progress("w", 0)
                 return progress["move"] is None and progress["replicas"] == target
 
             await until("move of w/0", moved, timeout_s=60)
-            rows = (await admin.partition_state("w", 0))["replicas"]
+            rows = (await admin.cluster.partition_state("w", 0))["replicas"]
             assert {r["node"] for r in rows} == set(target)
             assert all(r["role"] in ("leader", "follower") for r in rows), rows
             await workload.finish(admin)

@@ -154,7 +154,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             await admin.create_topic("big", partitions=1, replication_factor=2)
             await admin.create_topic("other", partitions=OTHER_PARTITIONS, replication_factor=3)
             await until("big leader", lambda: _leader(admin, "big", 0))
-            replicas = [r["node"] for r in (await admin.partition_state("big", 0))["replicas"]]
+            replicas = [r["node"] for r in (await admin.cluster.partition_state("big", 0))["replicas"]]
             spare = next(n.node_id for n in cluster.nodes if n.node_id not in replicas)
             url = {n.node_id: n.http for n in cluster.nodes}
             peers = PeerClient(internal_credential(SECRET.encode()), url.get)
@@ -164,18 +164,20 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
                 await until(f"other/{partition} leader", lambda p=partition: _leader(admin, "other", p))
             leaders = [await _leader(admin, "other", p) for p in range(OTHER_PARTITIONS)]
             if spare not in leaders:
-                await admin.transfer_leadership("other", 0, spare)
+                await admin.cluster.transfer_leadership("other", 0, spare)
                 await until("spare leads other/0", lambda: _is_leader(admin, "other", 0, spare))
 
             started = time.monotonic()
             await produce_big(cluster.urls)
-            big = await admin.partition_state("big", 0)
+            big = await admin.cluster.partition_state("big", 0)
             leader, high_watermark = big["leader"], big["high_watermark"]
             produced_s = time.monotonic() - started
             snapshots = glob.glob(os.path.join(cluster.root, leader, "raft", "big-0.*", "snapshot"))
             assert snapshots, "the leader compacted its journal (the new replica must install a snapshot)"
 
-            terms = {p: (await admin.partition_state("other", p))["term"] for p in range(OTHER_PARTITIONS)}
+            terms = {
+                p: (await admin.cluster.partition_state("other", p))["term"] for p in range(OTHER_PARTITIONS)
+            }
             elections = {n: await _elections(session, u) for n, u in url.items()}
             others = OtherProducer(cluster.urls)
             others.start()
@@ -183,14 +185,14 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
 
             moved_at = time.monotonic()
             target = [leader, spare]
-            await admin.move_replicas("big", 0, target)
+            await admin.cluster.move_replicas("big", 0, target)
             seen_recovering = False
 
             async def moved_and_recovered() -> bool:
                 nonlocal seen_recovering
                 values = await metrics(session, url[spare])
                 seen_recovering |= values.get("raftlog_recovery_replicas", 0) > 0
-                progress = await admin.move_progress("big", 0)
+                progress = await admin.cluster.move_progress("big", 0)
                 if progress["move"] is not None or progress["replicas"] != target:
                     return False
                 return await _holds_up_to(remote_peer(peers, spare), high_watermark)
@@ -201,7 +203,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             await others.finish()
 
             terms_after = {
-                p: (await admin.partition_state("other", p))["term"] for p in range(OTHER_PARTITIONS)
+                p: (await admin.cluster.partition_state("other", p))["term"] for p in range(OTHER_PARTITIONS)
             }
             elections_after = {n: await _elections(session, u) for n, u in url.items()}
             spare_metrics = await metrics(session, url[spare])
@@ -233,7 +235,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
 
 
 async def _leader(admin: RaftlogClient, topic: str, partition: int) -> str | None:
-    state = await admin.partition_state(topic, partition)
+    state = await admin.cluster.partition_state(topic, partition)
     return str(state["leader"]) if state.get("leader") else None
 
 

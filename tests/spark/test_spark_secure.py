@@ -46,13 +46,13 @@ def new_topic(cluster: LocalCluster) -> str:
 
 async def _token(cluster: LocalCluster, user: str) -> tuple[str, str]:
     async with admin(cluster) as client:
-        made = await client.create_token(user, description="spark test")
+        made = await client.cluster.create_token(user, description="spark test")
     return str(made["token"]), str(made["id"])
 
 
 async def _revoke(cluster: LocalCluster, user: str, token_id: str) -> None:
     async with admin(cluster) as client:
-        await client.delete_token(user, token_id)
+        await client.cluster.delete_token(user, token_id)
 
 
 def access(cluster: LocalCluster, **more: str) -> dict[str, str]:
