@@ -586,3 +586,33 @@ def test_the_re_export_rule_catches_one(tmp_path: pathlib.Path) -> None:
         "from partitions.security.acls import AclBinding as AclBinding, select\n", encoding="utf-8"
     )
     assert _re_exports(bad) == ["partitions.security.acls.AclBinding"]
+
+
+# -- classes of one job -----------------------------------------------------------------------------------
+
+METHODS_MAX = 40
+# the adapter that overrides pysyncobj's SyncObj: its methods mirror the ones it replaces
+METHODS_MAX_EXEMPT = {"raftlog.consensus.core.RaftCore"}
+
+
+def _large_classes(path: pathlib.Path, module: str) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and f"{module}.{node.name}" not in METHODS_MAX_EXEMPT:
+            methods = [f for f in node.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+            if len(methods) > METHODS_MAX:
+                found.append(f"{module}.{node.name}: {len(methods)} methods")
+    return found
+
+
+def test_no_class_owns_more_than_forty_methods() -> None:
+    """A class past forty methods owns several jobs: split it by job (RaftCore mirrors pysyncobj's)."""
+    found = [line for _, path in _sources() for line in _large_classes(path, _module_name(path))]
+    assert found == []
+
+
+def test_the_class_size_rule_catches_a_large_class(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("class Big:\n" + "".join(f"    def m{i}(self): ...\n" for i in range(41)), "utf-8")
+    assert _large_classes(bad, "bad") == ["bad.Big: 41 methods"]
