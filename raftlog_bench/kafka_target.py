@@ -14,7 +14,8 @@ queue holds ``queued.min.messages`` (100,000) and by default waits a whole secon
 which bounded a 100 B read at ~360k records/s with the servers 95% idle (the setting librdkafka's
 documentation names for that). librdkafka's delivery reports come on a poll thread
 of this process and are handed to the event loop. Topics are created and deleted through the HTTP
-admin API (``RaftlogTarget``), which also waits for their leaders to settle.
+admin API (``RaftlogTarget``), which also waits for their leaders to settle, or, against Apache Kafka
+(``raftlog bench perf --compare kafka``), through Kafka's AdminClient (``kafka_peer.KafkaAdmin``).
 """
 
 from __future__ import annotations
@@ -23,21 +24,39 @@ import asyncio
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from raftlog_bench.targets import COMPRESSIONS, Layout, RaftlogTarget, SendFailed, sample_values
+from raftlog_bench.targets import COMPRESSIONS, Layout, SendFailed, sample_values
 
 POLL_S = 0.05  # a poll returns as soon as a delivery report is there; this bounds a stop's wait
 CONSUME_BATCH = 10_000
 FETCH_QUEUE_BACKOFF_MS = 10  # librdkafka's default, 1000, idles a consumer whose queue filled (module doc)
 
 
-class KafkaTarget:
-    system = "raftlog"  # the workload line of the report names the client
+class TopicAdmin(Protocol):
+    """Where the topics of a phase are made and removed: raftlog's HTTP admin API (``RaftlogTarget``) or
+    Apache Kafka's AdminClient (``kafka_peer.KafkaAdmin``)."""
 
-    def __init__(self, admin: RaftlogTarget, bootstrap_servers: str, compression: str = "none") -> None:
+    fetch_bytes: int  # a consumer's fetch size
+
+    async def connect(self) -> None: ...
+
+    async def create(self, layout: Layout) -> None: ...
+
+    async def delete(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class KafkaTarget:
+    def __init__(
+        self, admin: TopicAdmin, bootstrap_servers: str, compression: str = "none", system: str = "raftlog"
+    ) -> None:
+        """``system``: the report's name for the servers behind ``bootstrap_servers`` (raftlog's Kafka
+        listeners, or Apache Kafka)."""
+        self.system = system
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression {compression!r}: one of {', '.join(COMPRESSIONS)}")
         self.admin = admin

@@ -30,7 +30,7 @@ from typing import Any
 
 from raftlog_bench.targets import Layout, SendFailed
 
-PEERS = ("nats", "rabbitmq")
+PEERS = ("nats", "rabbitmq", "kafka", "kafka-fsync")  # kafka: Apache Kafka (kafka_peer.py)
 SETUP_HINT_PIP = "pip install -e '.[bench]'   (or: make bench-setup)"
 SETUP_HINT_APT = "scripts/bench_peers_setup.sh   (apt-get install -y rabbitmq-server; or: make bench-setup)"
 START_TIMEOUT_S = 60.0

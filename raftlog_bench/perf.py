@@ -58,6 +58,7 @@ from raftlog_bench.cluster import (
     slot_time,
     slots_due,
 )
+from raftlog_bench.kafka_peer import KAFKA_VERSION
 from raftlog_bench.output import add_json_argument, emit
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.storage import positive_ints, wait_quiet
@@ -96,6 +97,8 @@ DURABILITY = {
     "raftlog": "majority fsynced before ack (flush.policy always)",
     "nats": "R3, file store, sync_interval: always (fsync before ack)",
     "rabbitmq": "R3 stream, quorum written before confirm, no fsync",
+    "kafka": f"Apache Kafka {KAFKA_VERSION}, RF 3, min.insync.replicas 2, acked before fsync (its default)",
+    "kafka-fsync": f"Apache Kafka {KAFKA_VERSION}, RF 3, min.insync.replicas 2, flush.messages=1 (fsync)",
 }
 
 
@@ -836,6 +839,31 @@ def run_nats(workload: Workload, parent: str, report: Report) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def run_kafka(workload: Workload, parent: str, report: Report, flush_each: bool) -> None:
+    """Apache Kafka, driven by the same confluent-kafka producer and consumer settings as raftlog's Kafka
+    listeners (``--client kafka``)."""
+    from raftlog_bench.kafka_peer import KafkaAdmin, KafkaCluster
+    from raftlog_bench.kafka_target import KafkaTarget  # confluent-kafka: only for this peer
+
+    system = "kafka-fsync" if flush_each else "kafka"
+    directory = tempfile.mkdtemp(prefix=f"raftlog-bench-{system}-", dir=parent)
+    try:
+        cluster = KafkaCluster(directory, flush_each=flush_each)
+        try:
+            cluster.start()
+            _say(f"{system}: 3 KRaft brokers up: {cluster.bootstrap_servers}")
+            target = KafkaTarget(
+                KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes),
+                cluster.bootstrap_servers,
+                system=system,
+            )
+            report.phases += run_async(drive(target, workload, cluster.pids, f"perf{os.getpid()}"))
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def run_rabbitmq(workload: Workload, parent: str, report: Report) -> None:
     """RabbitMQ lives in a network namespace; the load runs as a child of this command inside it and
     hands its phases back through a JSON file."""
@@ -945,6 +973,8 @@ def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Repor
                 )  # fmt: skip
             elif system == "nats":
                 run_nats(workload, parent, report)
+            elif system in ("kafka", "kafka-fsync"):
+                run_kafka(workload, parent, report, flush_each=system == "kafka-fsync")
             else:
                 run_rabbitmq(workload, parent, report)
         except PeerMissing as exc:
@@ -1136,6 +1166,9 @@ def preflight(systems: Sequence[str]) -> str | None:
 
     checks["nats"] = peer_module.nats_server_binary
     checks["rabbitmq"] = peer_module.rabbit_check
+    from raftlog_bench import kafka_peer
+
+    checks["kafka"] = checks["kafka-fsync"] = kafka_peer.kafka_check
     for system in systems:
         if system in checks:
             try:

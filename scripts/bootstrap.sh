@@ -2,8 +2,9 @@
 # Creates .venv and installs the project from the project's own files only, at one of two levels:
 #   scripts/bootstrap.sh cluster   what a node needs (make dev): raftlog and its dependencies; a C compiler
 #                                  and Python's headers build the record reader
-#   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras, and
-#                                  Debian's kcat, zsh, fish, fuse3 and promtool, as users run them
+#   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
+#                                  Debian's kcat, zsh, fish, fuse3 and promtool, as users run them, and
+#                                  Apache Kafka's jars from Maven Central (scripts/kafka/install.sh)
 # Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +60,8 @@ debian_tool zsh
 debian_tool fish
 # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
 debian_tool fusermount3 fuse3
+# Apache Kafka from Maven Central (Java 17 and Maven from Debian): the peer the tests run beside raftlog
+scripts/kafka/install.sh
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then

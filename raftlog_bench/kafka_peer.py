@@ -1,0 +1,260 @@
+"""Apache Kafka beside raftlog: a 3-broker KRaft cluster on loopback, started from the jars
+``scripts/kafka/install.sh`` copies from Maven Central, and the admin calls the benchmark makes of it.
+
+Each node is a combined broker and controller (``process.roles=broker,controller``, a static quorum of
+the three), with the settings a production cluster of three brokers is given: replication factor 3,
+``min.insync.replicas=2``, the internal topics replicated 3 ways, no automatic topic creation, and heaps
+sized for this 2-core machine (``-Xmx768m`` each). Kafka acknowledges a write once the in-sync replicas
+have it in their page cache (its default); ``flush_each=True`` adds ``log.flush.interval.messages=1``, so
+every record is fsynced before it is acknowledged, as raftlog does. The cluster's data, configs and logs
+live in the directory it is given; ``stop`` ends the JVMs by their PIDs (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+from raftlog_bench.peers import PeerMissing, free_ports
+from raftlog_bench.targets import Layout
+
+KAFKA_VERSION = "4.1.1"  # scripts/kafka/pom.xml's
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 20.0
+HEAP = ("-Xms256m", "-Xmx768m")
+NODES = 3
+
+
+def kafka_libs() -> pathlib.Path:
+    """The jars of Apache Kafka as scripts/kafka/install.sh leaves them; PeerMissing when absent."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    libs = pathlib.Path(
+        os.environ.get("RAFTLOG_KAFKA_LIBS", root / ".peers" / f"kafka-{KAFKA_VERSION}" / "libs")
+    )
+    if not (libs / ".complete").exists() and not (libs / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
+        raise PeerMissing(f"Apache Kafka {KAFKA_VERSION} is not installed: run scripts/kafka/install.sh")
+    return libs
+
+
+def kafka_check() -> None:
+    kafka_libs()
+
+
+def node_properties(
+    node_id: int, broker_port: int, controller_ports: list[int], data: str, flush_each: bool
+) -> str:
+    voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports))
+    controller_port = controller_ports[node_id - 1]
+    lines = [
+        "process.roles=broker,controller",
+        f"node.id={node_id}",
+        f"controller.quorum.voters={voters}",
+        f"listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name=PLAINTEXT",
+        f"log.dirs={data}",
+        "num.partitions=1",
+        "default.replication.factor=3",
+        "min.insync.replicas=2",
+        "offsets.topic.replication.factor=3",
+        "transaction.state.log.replication.factor=3",
+        "transaction.state.log.min.isr=2",
+        "share.coordinator.state.topic.replication.factor=3",
+        "share.coordinator.state.topic.min.isr=2",
+        "group.initial.rebalance.delay.ms=0",
+        "auto.create.topics.enable=false",
+        "delete.topic.enable=true",
+        "num.network.threads=2",
+        "num.io.threads=4",
+    ]
+    if flush_each:
+        lines.append("log.flush.interval.messages=1")  # fsync before acknowledging, as raftlog does
+    return "\n".join(lines) + "\n"
+
+
+def log_config(path: str) -> str:
+    """log4j2: warnings and worse into the node's own file."""
+    return "\n".join([
+        "status = error",
+        "appender.file.type = File",
+        "appender.file.name = file",
+        f"appender.file.fileName = {path}",
+        "appender.file.layout.type = PatternLayout",
+        "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = warn",
+        "rootLogger.appenderRef.file.ref = file",
+    ]) + "\n"  # fmt: skip
+
+
+class KafkaCluster:
+    """Three KRaft nodes of Apache Kafka on 127.0.0.1, data and logs under ``directory``."""
+
+    def __init__(self, directory: str, flush_each: bool = False) -> None:
+        self.directory = directory
+        self.flush_each = flush_each
+        self._libs = kafka_libs()
+        ports = free_ports(2 * NODES)
+        self._broker_ports, self._controller_ports = ports[:NODES], ports[NODES:]
+        self._processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for port in self._broker_ports)
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {f"kafka{i + 1}": p.pid for i, p in enumerate(self._processes)}
+
+    def _java(self, main: str, *args: str, logs: str | None = None) -> list[str]:
+        argv = ["java", *HEAP, "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+        if logs is not None:
+            argv.append(f"-Dlog4j2.configurationFile={logs}")
+        return [*argv, "-cp", f"{self._libs}/*", main, *args]
+
+    def start(self) -> None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        configs = []
+        for i in range(NODES):
+            node = os.path.join(self.directory, f"kafka{i + 1}")
+            os.makedirs(node, exist_ok=True)
+            config = os.path.join(node, "server.properties")
+            with open(config, "w", encoding="utf-8") as f:
+                f.write(
+                    node_properties(
+                        i + 1,
+                        self._broker_ports[i],
+                        self._controller_ports,
+                        os.path.join(node, "data"),
+                        self.flush_each,
+                    )
+                )
+            logs = os.path.join(node, "log4j2.properties")
+            with open(logs, "w", encoding="utf-8") as f:
+                f.write(log_config(os.path.join(node, "server.log")))
+            configs.append((node, config, logs))
+        for node, config, logs in configs:  # formatting is quick: one after another
+            subprocess.run(
+                self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config, logs=logs),
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(node, "format.err"), "wb"),  # noqa: SIM115 (closed by the child's end)
+                timeout=120,
+            )
+        for node, config, logs in configs:
+            with open(os.path.join(node, "stdout.log"), "wb") as out:
+                self._processes.append(
+                    subprocess.Popen(
+                        self._java("kafka.Kafka", config, logs=logs),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        from confluent_kafka.admin import AdminClient  # the bench extra's: only when Kafka runs
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        deadline = time.monotonic() + START_TIMEOUT_S
+        said = 0.0
+        while True:
+            for i, process in enumerate(self._processes):
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"kafka{i + 1} exited with {process.returncode} while starting: see "
+                        f"{os.path.join(self.directory, f'kafka{i + 1}', 'stdout.log')}"
+                    )
+            try:
+                brokers = len(admin.list_topics(timeout=2).brokers)
+            except Exception:  # not listening yet: KafkaException, a timeout
+                brokers = 0
+            if brokers == NODES:
+                return
+            now = time.monotonic()
+            if now > deadline:
+                raise RuntimeError(f"kafka: {brokers} of {NODES} brokers up after {START_TIMEOUT_S:.0f} s")
+            if now - said >= 5:
+                print(
+                    f"kafka: waiting for the brokers ({brokers} of {NODES} up)", file=sys.stderr, flush=True
+                )
+                said = now
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for process in self._processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for process in self._processes:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._processes = []
+
+
+class KafkaAdmin:
+    """The admin side of ``KafkaTarget`` against Apache Kafka: topics created with replication factor 3
+    (waiting until each partition has a leader and three in-sync replicas) and deleted after the phase."""
+
+    def __init__(self, bootstrap_servers: str, fetch_bytes: int) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.fetch_bytes = fetch_bytes  # a consumer's fetch size, as raftlog's reader is given
+        self._topic: str | None = None
+        self._admin: object | None = None
+
+    async def connect(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+
+    async def create(self, layout: Layout) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        admin = self._admin
+        assert isinstance(admin, AdminClient)
+        started = time.monotonic()
+        futures = admin.create_topics([NewTopic(layout.name, layout.partitions, 3)])
+        await asyncio.to_thread(futures[layout.name].result, 60)
+        self._topic = layout.name
+        deadline = time.monotonic() + 60
+
+        def settled() -> bool:
+            topic = admin.list_topics(layout.name, timeout=5).topics.get(layout.name)
+            return (
+                topic is not None
+                and topic.error is None
+                and len(topic.partitions) == layout.partitions
+                and all(p.leader >= 0 and len(p.isrs) == 3 for p in topic.partitions.values())
+            )
+
+        while not await asyncio.to_thread(settled):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kafka: {layout.name} has no leaders with 3 in-sync replicas after 60 s")
+            await asyncio.sleep(0.2)
+        took = time.monotonic() - started
+        print(f"kafka: {layout.name} created and led in {took:.2f} s", file=sys.stderr, flush=True)
+
+    async def delete(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = self._admin
+        if self._topic is None or not isinstance(admin, AdminClient):
+            return
+        futures = admin.delete_topics([self._topic])
+        await asyncio.to_thread(futures[self._topic].result, 60)
+        self._topic = None
+
+    async def close(self) -> None:
+        self._admin = None

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Apache Kafka (the broker and its tools, KRaft) from Maven Central into .peers/kafka-<version>/libs, by the
+# coordinates in scripts/kafka/pom.xml, idempotently: Java 17 and Maven are Debian's (installed as root
+# when missing). Used by `raftlog bench perf --compare kafka` and the tests that run Kafka beside raftlog.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml)
+libs=.peers/kafka-$version/libs
+if [ -f "$libs/.complete" ]; then
+    exit 0
+fi
+for tool in java:openjdk-17-jre-headless mvn:maven; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 && continue
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "kafka install: ${tool%%:*} is missing; install it (apt-get install ${tool##*:}) and run again" >&2
+        exit 1
+    fi
+    echo "kafka install: installing ${tool##*:} (apt-get)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool##*:}" >/dev/null 2>&1 || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool##*:}" >/dev/null
+    }
+done
+echo "kafka install: Apache Kafka $version from Maven Central into $libs (~55 MB the first time)" >&2
+rm -rf "$libs"
+mkdir -p "$libs"
+mvn -B -q -f scripts/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$libs" >&2
+ls "$libs"/kafka_2.13-"$version".jar >/dev/null
+touch "$libs/.complete"

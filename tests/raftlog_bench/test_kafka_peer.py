@@ -1,0 +1,63 @@
+"""Apache Kafka as the benchmark's peer: its three KRaft nodes are configured as a production cluster of three
+(loopback only, RF 3, min.insync.replicas 2, fsync per message only in the ``kafka-fsync`` setting), and
+``raftlog bench perf --system kafka`` starts them from the jars the project installed, drives them with
+the same confluent-kafka settings as raftlog's Kafka listeners, and leaves no process or file behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from raftlog_bench.kafka_peer import kafka_libs, node_properties
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _properties(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line)
+
+
+def test_each_node_is_a_broker_and_controller_of_three_on_loopback_with_rf_3() -> None:
+    config = _properties(node_properties(2, 9093, [19091, 19092, 19093], "/tmp/k2", flush_each=False))
+    assert config["process.roles"] == "broker,controller" and config["node.id"] == "2"
+    assert config["controller.quorum.voters"] == "1@127.0.0.1:19091,2@127.0.0.1:19092,3@127.0.0.1:19093"
+    assert config["listeners"] == "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19092"
+    assert config["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9093"
+    assert config["default.replication.factor"] == "3" and config["min.insync.replicas"] == "2"
+    assert config["offsets.topic.replication.factor"] == "3"
+    assert config["auto.create.topics.enable"] == "false"
+    assert "log.flush.interval.messages" not in config  # Kafka's default: acknowledged before fsync
+    fsync = _properties(node_properties(2, 9093, [19091, 19092, 19093], "/tmp/k2", flush_each=True))
+    assert fsync["log.flush.interval.messages"] == "1"
+
+
+@pytest.mark.slow
+def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
+    kafka_libs()  # installed by make test (scripts/bootstrap.sh runs scripts/kafka/install.sh)
+    out = tmp_path / "perf.json"
+    argv = [
+        sys.executable, "-m", "raftlog_cli", "bench", "perf", "--system", "kafka", "--dir", str(tmp_path),
+        "--duration", "1.5", "--record-size", "100", "--batch-size", "100", "--concurrency", "4",
+        "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "20", "--json", str(out),
+    ]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    print(done.stdout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    phases = {p["phase"]: p for p in report["phases"]}
+    assert set(phases) == {"produce", "consume", "single"}
+    assert {p["system"] for p in report["phases"]} == {"kafka"}
+    assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
+    assert phases["consume"]["records"] == phases["consume"]["expected"] == phases["produce"]["records"]
+    assert phases["single"]["records"] == phases["single"]["expected"] == 100
+    assert set(phases["produce"]["server_cpu_pct"]) == {"kafka1", "kafka2", "kafka3"}
+    assert "Apache Kafka 4.1.1, RF 3, min.insync.replicas 2" in done.stdout
+    assert done.stderr.count("created and led in") == 2
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-kafka-")]  # cleaned up
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert left.stdout.strip() == "", "a Kafka JVM outlived the benchmark"
