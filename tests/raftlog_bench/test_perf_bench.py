@@ -135,8 +135,9 @@ def test_option_checks() -> None:
         perf.problem(_args("--servers", "http://127.0.0.1:1", "--restart-mib", "10"))
     )
     assert parse_peers("nats, rabbitmq,nats") == ["nats", "rabbitmq"]
+    assert parse_peers("kafka,kafka-fsync") == ["kafka", "kafka-fsync"]
     with pytest.raises(Exception, match="peers are"):
-        parse_peers("kafka")
+        parse_peers("redpanda")
 
 
 def test_workload_round_trips_through_the_child_handoff() -> None:

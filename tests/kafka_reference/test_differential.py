@@ -1,0 +1,228 @@
+"""The same client scenarios against raftlog's Kafka listeners and against Apache Kafka itself, with the
+same assertions: where raftlog and Kafka differ, the test of that scenario fails, unless
+docs/kafka-compatibility.md lists the difference ("Differences from Apache Kafka") and the scenario names
+it in ``KNOWN_DIFFERENCES``. Kafka runs the scenarios too, so none of them encodes a guess of what Kafka
+does. Both clusters have three nodes and replication factor 3 (Kafka: 3 KRaft nodes on loopback from the
+jars the project installed, ``raftlog_bench.kafka_peer``); the client is confluent-kafka (librdkafka)."""
+
+from __future__ import annotations
+
+import pathlib
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from raftlog_bench.kafka_peer import KafkaCluster
+from raftlog_client.local_cluster import LocalCluster
+
+pytestmark = pytest.mark.slow
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+COMPATIBILITY = ROOT / "docs" / "kafka-compatibility.md"
+SYSTEMS = ("raftlog", "kafka")
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+# scenario -> why raftlog answers otherwise than Kafka (each listed in docs/kafka-compatibility.md)
+KNOWN_DIFFERENCES: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Bootstrap servers of both systems, for the module."""
+    kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")))
+    kafka.start()
+    try:
+        with LocalCluster(str(tmp_path_factory.mktemp("raftlog")), nodes=3) as raftlog:
+            yield {"raftlog": raftlog.bootstrap_servers, "kafka": kafka.bootstrap_servers}
+    finally:
+        kafka.stop()
+
+
+def _differs(system: str, scenario: str) -> None:
+    """A known difference: raftlog's side of ``scenario`` is expected to fail, and the doc says why."""
+    if system == "raftlog" and scenario in KNOWN_DIFFERENCES:
+        assert scenario in COMPATIBILITY.read_text(encoding="utf-8"), f"{scenario} is not in {COMPATIBILITY}"
+        pytest.xfail(KNOWN_DIFFERENCES[scenario])
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def _create(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = _admin(bootstrap)  # held until its futures end: a client collected first cancels them
+    futures = admin.create_topics([NewTopic(name, partitions, 3)], operation_timeout=30)
+    futures[name].result(60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until every partition has a leader the client sees
+        topic = admin.list_topics(name, timeout=10).topics.get(name)
+        if (
+            topic is not None
+            and topic.error is None
+            and all(p.leader >= 0 for p in topic.partitions.values())
+        ):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{name} has no leaders after 60 s")
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes], **settings: object) -> list[int]:
+    """Idempotent, acks=all; the offsets the broker acknowledged, in order."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", **settings}
+    )
+    offsets: list[int] = []
+    failures: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, message: object) -> None:
+        if error is not None:
+            failures.append(error)
+        else:
+            offsets.append(message.offset())  # type: ignore[attr-defined]
+
+    for value in values:
+        producer.produce(topic, value, partition=0, on_delivery=delivered)
+    assert producer.flush(60) == 0
+    assert failures == []
+    return offsets
+
+
+def _read(bootstrap: str, topic: str, count: int, offset: int = 0) -> list[bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, 0, offset)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("codec", CODECS)
+def test_produce_and_consume_with_each_codec(servers: dict[str, str], system: str, codec: str) -> None:
+    _differs(system, f"codec-{codec}")
+    bootstrap = servers[system]
+    topic = _topic(f"codec-{codec}")
+    _create(bootstrap, topic)
+    values = [b"value-%d-" % i + bytes(i % 7) * 50 for i in range(300)]
+    offsets = _produce(bootstrap, topic, values, **{"compression.type": codec, "linger.ms": 5})
+    assert offsets == list(range(300))  # dense, in order, from 0
+    assert _read(bootstrap, topic, 300) == values
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_create_topics_refuses_an_invalid_name_and_takes_the_valid_ones(
+    servers: dict[str, str], system: str
+) -> None:
+    _differs(system, "create-invalid-name")
+    admin = _admin(servers[system])
+    good = _topic("good")
+    futures = admin.create_topics([NewTopic("bad name!", 1, 3), NewTopic(good, 1, 3)], operation_timeout=30)
+    with pytest.raises(KafkaException) as refused:
+        futures["bad name!"].result(30)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_EXCEPTION  # Kafka's INVALID_TOPIC_EXCEPTION (17)
+    futures[good].result(30)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_creating_an_existing_topic_is_refused_as_existing(servers: dict[str, str], system: str) -> None:
+    _differs(system, "create-existing")
+    bootstrap = servers[system]
+    topic = _topic("twice")
+    _create(bootstrap, topic)
+    admin = _admin(bootstrap)
+    futures = admin.create_topics([NewTopic(topic, 1, 3)], operation_timeout=30)
+    with pytest.raises(KafkaException) as refused:
+        futures[topic].result(30)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_replication_factor_above_the_brokers_is_refused(servers: dict[str, str], system: str) -> None:
+    _differs(system, "create-replication-factor")
+    topic = _topic("rf5")
+    admin = _admin(servers[system])
+    futures = admin.create_topics([NewTopic(topic, 1, 5)], operation_timeout=30)
+    with pytest.raises(KafkaException) as refused:
+        futures[topic].result(30)
+    assert refused.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_offsets_for_times_finds_the_first_record_at_or_after_a_time(
+    servers: dict[str, str], system: str
+) -> None:
+    _differs(system, "offsets-for-times")
+    bootstrap = servers[system]
+    topic = _topic("times")
+    _create(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    for i, timestamp in enumerate((1_000_000, 2_000_000, 3_000_000)):
+        producer.produce(topic, b"%d" % i, partition=0, timestamp=timestamp)
+    assert producer.flush(60) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}"})
+    try:
+        asked = [TopicPartition(topic, 0, t) for t in (1_500_000, 3_000_000, 4_000_000)]
+        found = [consumer.offsets_for_times([tp], timeout=30)[0].offset for tp in asked]
+    finally:
+        consumer.close()
+    assert found == [1, 2, -1]  # -1: no record at or after it (the end)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_reading_past_the_end_with_no_reset_policy_is_an_error(servers: dict[str, str], system: str) -> None:
+    _differs(system, "offset-out-of-range")
+    bootstrap = servers[system]
+    topic = _topic("range")
+    _create(bootstrap, topic)
+    _produce(bootstrap, topic, [b"a", b"b"])
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}", "auto.offset.reset": "error",
+    })  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0, 100)])
+    error = None
+    deadline = time.monotonic() + 30
+    try:
+        while error is None and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                error = message.error()
+    finally:
+        consumer.close()
+    assert error is not None and error.code() == KafkaError._AUTO_OFFSET_RESET
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_record_above_max_message_bytes_is_refused_as_too_large(
+    servers: dict[str, str], system: str
+) -> None:
+    _differs(system, "record-too-large")
+    bootstrap = servers[system]
+    topic = _topic("large")
+    admin = _admin(bootstrap)
+    futures = admin.create_topics(
+        [NewTopic(topic, 1, 3, config={"max.message.bytes": "10000"})], operation_timeout=30
+    )
+    futures[topic].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    failures: list[KafkaError] = []
+    producer.produce(topic, b"x" * 50_000, partition=0, on_delivery=lambda e, m: failures.append(e))
+    producer.flush(60)
+    assert len(failures) == 1 and failures[0] is not None
+    assert failures[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
