@@ -18,6 +18,7 @@ from api.openapi import Operation
 from api.schemas import parse_json, require_json_body
 from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MoveProgress
+from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService, MoveState
 from partitions.peers.cluster import Routed
@@ -88,6 +89,28 @@ async def alter_configs(request: web.Request) -> web.Response:
     LogConfig.from_properties(configs)  # an unknown property or a bad value: 400 before anything changes
     meta = await _admin(request).call(AdminService.alter_configs, request.match_info["topic"], configs)
     return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
+
+
+async def add_partitions(request: web.Request) -> web.Response:
+    """Grow a topic to ``partitions`` (placed as a new topic's are); ``validate_only`` checks and places
+    without changing anything. Records keep their partitions; keys hash over the new count from now on."""
+    body = await _object(request, {"partitions", "validate_only"})
+    count, validate_only = body.get("partitions"), body.get("validate_only", False)
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= PARTITIONS_MAX:
+        raise BadRequest(f"partitions must be an integer between 1 and {PARTITIONS_MAX}")
+    if not isinstance(validate_only, bool):
+        raise BadRequest("validate_only must be true or false")
+    topic = request.match_info["topic"]
+    meta = await _admin(request).call(AdminService.add_partitions, topic, count, validate_only)
+    return web.json_response(
+        {
+            "name": meta.name,
+            "partitions": meta.partitions,
+            "replication_factor": len(meta.replicas[0]),
+            "replicas": [list(r) for r in meta.replicas],
+            "configs": dict(meta.configs),
+        }
+    )
 
 
 # -- replica moves -------------------------------------------------------------------------------------
@@ -196,6 +219,11 @@ ROUTES: tuple[Operation, ...] = (
         "PATCH", "/v1/topics/{topic}/configs", alter_configs, "alterTopicConfigs",
         "Change some of a topic's configs; every replica applies them live", "admin",
         body="ConfigsRequest", ok_schema="TopicConfigs", errors=(404, 415), write=True,
+    ),
+    Operation(
+        "POST", "/v1/topics/{topic}/partitions", add_partitions, "addPartitions",
+        "Grow a topic to more partitions, placed as a new topic's are", "admin",
+        body="AddPartitionsRequest", ok_schema="CreatedTopic", errors=(404, 409, 415, 507), write=True,
     ),
     Operation(
         "POST", _MOVES, move_replicas, "moveReplicas",

@@ -584,6 +584,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "DeletedGroup": _obj({"group": _STR, "offsets_deleted": _INT}, ["group", "offsets_deleted"]),
     "TopicConfigs": _obj({"topic": _STR, "configs": {"type": "object"}}, ["topic", "configs"]),
+    "AddPartitionsRequest": _closed(
+        _obj(
+            {
+                "partitions": {"type": "integer", "minimum": 1, "maximum": 10_000},
+                "validate_only": {"type": "boolean"},
+            },
+            ["partitions"],
+        )
+    ),
     "ConfigsRequest": _closed(
         _obj(
             {

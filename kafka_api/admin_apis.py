@@ -4,7 +4,8 @@ through the node's cluster-wide admin service.
 
 The topic configs are raftlog's (``raftlog.storage.config``, Kafka's names). AlterConfigs replaces a
 topic's configs as Kafka's does: a property the request leaves out goes back to its default.
-Partitions cannot be added to a topic, nor assigned by hand: both are refused naming why.
+CreatePartitions grows a topic, its new partitions placed by raftlog: replicas are never assigned by hand
+(refused naming why).
 
 With ``serve --enforce-acls`` each resource is checked as Kafka checks it, and refused alone: CreateTopics
 CREATE on the cluster or the topic, DeleteTopics DELETE and CreatePartitions ALTER on the topic
@@ -24,7 +25,7 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.controller.state import merge_configs
-from partitions.errors import AuthorizationFailed
+from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
 from partitions.security.acls import AclOperation, ResourceType
@@ -182,19 +183,39 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
 
 
 async def create_partitions(door: Door, request: wire.Request) -> Any:
+    """Grow each topic to its count (``AdminService.add_partitions``), placed by raftlog: manual
+    assignments are refused, as in CreateTopics. A count not above the topic's is INVALID_PARTITIONS, as
+    Kafka answers; a name given twice INVALID_REQUEST for it, the others go on."""
+    body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "CreatePartitionsTopicResult")
-    refused = "raftlog cannot add partitions to a topic: create a new topic with more partitions"
+    counts = collections.Counter(topic.name for topic in body.topics)
 
-    def answer(name: str) -> Any:
-        code, message = ErrorCode.invalid_partitions, refused
-        if not door.allows(AclOperation.ALTER, TOPIC, name):
-            denied = door.refusal(AclOperation.ALTER, TOPIC, name)
-            code, message = code_of(denied), str(denied)
-        return wire.build(result_cls, name=name, error_code=code, error_message=message)
+    async def grow(topic: Any) -> Any:
+        code, message = ErrorCode.none, None
+        try:
+            if counts[topic.name] > 1:
+                raise _Refused(ErrorCode.invalid_request, "Duplicate topic name.")
+            _authorized(door, AclOperation.ALTER, TOPIC_RESOURCE, topic.name)
+            check_user_topic_name(topic.name)
+            if topic.assignments:
+                raise _Refused(
+                    ErrorCode.invalid_replica_assignment, "replicas are placed by raftlog, not by hand"
+                )
+            await door.node.cluster.admin.call(
+                AdminService.add_partitions, topic.name, topic.count, bool(body.validate_only)
+            )
+        except _Refused as refused:
+            code, message = refused.code, str(refused)
+        except InvalidTopic as invalid:  # a count not above the topic's, or past the cap
+            code, message = ErrorCode.invalid_partitions, str(invalid)
+        except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
+            code, message = code_of(exc), str(exc)
+        return wire.build(result_cls, name=topic.name, error_code=code, error_message=message)
 
-    results = tuple(answer(topic.name) for topic in request.body.topics)
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=results)
+    once = list({topic.name: topic for topic in body.topics}.values())
+    results = await asyncio.gather(*(grow(topic) for topic in once))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))
 
 
 # -- DescribeConfigs, AlterConfigs, IncrementalAlterConfigs -----------------------------------------

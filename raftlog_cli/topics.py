@@ -1,6 +1,6 @@
-"""``raftlog topic create|list|describe|delete`` and ``raftlog offsets``: a line or a table for people, the
-server's JSON answer with ``--json`` (as every cluster command). ``cli.py`` registers them and supplies how
-to run a call against the cluster."""
+"""``raftlog topic create|add-partitions|list|describe|delete`` and ``raftlog offsets``: a line or a
+table for people, the server's JSON answer with ``--json`` (as every cluster command). ``cli.py``
+registers them and supplies how to run a call against the cluster."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ def created_summary(body: dict[str, Any]) -> str:
     return (
         f"created topic {body['name']}: {body['partitions']} partition(s), replication factor "
         f"{body['replication_factor']}, configs: {configs}"
+    )
+
+
+def grown_summary(body: dict[str, Any], validate_only: bool) -> str:
+    verb = "would have" if validate_only else "now has"
+    return f"topic {body['name']} {verb} {body['partitions']} partition(s): " + " ".join(
+        f"{p}:{','.join(r)}" for p, r in enumerate(body["replicas"])
     )
 
 
@@ -79,6 +86,19 @@ def add_commands(
         help="e.g. retention.ms=60000",
     )  # fmt: skip
     parser.set_defaults(run=run(create))
+
+    async def grow(client: RaftlogClient, args: argparse.Namespace) -> int:
+        grown = await client.add_partitions(args.name, args.partitions, validate_only=args.validate_only)
+        print_answer(args, grown, lambda body: grown_summary(body, args.validate_only))
+        return 0
+
+    parser = topic_sub.add_parser(
+        "add-partitions", parents=common, help="grow a topic to more partitions (keys then hash anew)"
+    )
+    parser.add_argument("name")
+    parser.add_argument("--partitions", type=positive, required=True, help="the new count, above today's")
+    parser.add_argument("--validate-only", action="store_true", help="check and place; change nothing")
+    parser.set_defaults(run=run(grow))
 
     async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
         names = await client.topics()

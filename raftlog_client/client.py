@@ -76,6 +76,7 @@ from raftlog_client.contract import (
     partitions_path,
     records_path,
     retriable,
+    topic_partitions_path,
     topic_path,
 )
 from raftlog_client.credentials import trusting, user_authorization
@@ -548,6 +549,15 @@ class RaftlogClient:
         if replication_factor is not None:
             body["replication_factor"] = replication_factor
         _, answer = await self._request("POST", ADMIN_TOPICS_PATH, body=body)
+        return dict(answer)
+
+    async def add_partitions(
+        self, name: str, partitions: int, *, validate_only: bool = False
+    ) -> dict[str, Any]:
+        """Grow a topic to ``partitions`` (more than it has); the topic as ``create_topic`` answers it.
+        Records keep their partitions; keys hash over the new count from then on."""
+        body = {"partitions": partitions, "validate_only": validate_only}
+        _, answer = await self._request("POST", topic_partitions_path(name), body=body)
         return dict(answer)
 
     async def delete_topic(self, name: str) -> None:

@@ -127,6 +127,10 @@ def topic_configs_path(topic: str) -> str:
     return f"{admin_topic_path(topic)}/configs"
 
 
+def topic_partitions_path(topic: str) -> str:
+    return f"{admin_topic_path(topic)}/partitions"
+
+
 def partition_state_path(topic: str, partition: int) -> str:
     """A partition as its leader sees it: replicas, lag, in sync."""
     return f"/v1/partitions/{segment(topic)}/{partition}"

@@ -63,6 +63,10 @@ class LocalAdmin:
         self._on_controller()
         return await self._topics.create_topic(name, partitions, replication_factor, configs)
 
+    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+        self._on_controller()
+        return await self._topics.add_partitions(name, count, validate_only)
+
     async def delete_topic(self, name: str) -> None:
         self._on_controller()
         await self._topics.delete_topic(name)

@@ -53,6 +53,7 @@ _MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7
 _SET_USER, _DELETE_USER, _ALTER_USER = 8, 9, 10
 _CREATE_ACLS, _DELETE_ACLS = 11, 12
 _CREATE_TOKEN, _DELETE_TOKEN = 13, 14
+_ADD_PARTITIONS = 15
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -66,6 +67,17 @@ class CreateTopic:
 @dataclass(frozen=True, slots=True)
 class DeleteTopic:
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitions:
+    """Grow a topic from ``len(replicas)`` fewer partitions to ``count`` (Kafka's CreatePartitions): the new
+    partitions' replica sets, placed by the proposer. Refused when the topic no longer has the partitions
+    the proposer counted (another change landed first), so two racing proposals never both apply."""
+
+    name: str
+    count: int
+    replicas: list[list[str]]  # per new partition, in order; the first node is the preferred leader
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +156,7 @@ class AlterUser:
 
 ControllerCommand = (
     CreateTopic
+    | AddPartitions
     | DeleteTopic
     | AlterConfigs
     | MoveReplicas
@@ -215,6 +228,8 @@ def validate_topic(name: str, replicas: list[list[str]], configs: dict[str, Any]
 def encode(command: ControllerCommand) -> bytes:
     if isinstance(command, CreateTopic):
         fields: list[object] = [1, _CREATE, command.name, command.replicas, command.configs]
+    elif isinstance(command, AddPartitions):
+        fields = [1, _ADD_PARTITIONS, command.name, command.count, command.replicas]
     elif isinstance(command, DeleteTopic):
         fields = [1, _DELETE, command.name]
     elif isinstance(command, AlterConfigs):
@@ -254,6 +269,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
     kind, name = fields[1], fields[2]
     if kind == _CREATE and len(fields) == 5 and isinstance(fields[3], list) and isinstance(fields[4], dict):
         return CreateTopic(name, [list(r) for r in fields[3]], fields[4])
+    if kind == _ADD_PARTITIONS and len(fields) == 5 and isinstance(fields[3], int) and _sets(fields[4]):
+        return AddPartitions(name, fields[3], [list(r) for r in fields[4]])
     if kind == _DELETE and len(fields) == 3:
         return DeleteTopic(name)
     if kind == _ALTER and len(fields) == 4 and isinstance(fields[3], dict):
@@ -295,6 +312,10 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
 
 def _names(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(n, str) for n in value)
+
+
+def _sets(value: object) -> bool:
+    return isinstance(value, list) and all(_names(r) for r in value)
 
 
 def check_replica_set(replicas: list[str]) -> None:
@@ -515,11 +536,31 @@ class _Change:
             return existing
         if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
             return self._apply_move(existing, decoded)
+        if isinstance(decoded, AddPartitions):
+            return self._add_partitions(existing, decoded)
         merged = merge_configs(existing.configs, decoded.configs)
         LogConfig.from_properties(merged)
         altered = TopicMetadata(existing.name, existing.topic_id, existing.replicas, merged)
         self._topics()[decoded.name] = altered
         return altered
+
+    def _add_partitions(self, existing: TopicMetadata, command: AddPartitions) -> TopicMetadata:
+        if existing.partitions + len(command.replicas) != command.count or not command.replicas:
+            raise InvalidTopic(
+                f"topic {existing.name!r} has {existing.partitions} partitions: cannot grow to "
+                f"{command.count} by {len(command.replicas)}"
+            )
+        if command.count > PARTITIONS_MAX:
+            raise InvalidTopic(f"partitions {command.count} must be between 1 and {PARTITIONS_MAX}")
+        for replica_set in command.replicas:  # an existing partition may be mid-move: not compared
+            if not replica_set or len(set(replica_set)) != len(replica_set):
+                raise InvalidTopic(f"replica set {replica_set} is empty or repeats a node")
+        replicas = [list(r) for r in existing.replicas] + command.replicas
+        grown = TopicMetadata(
+            existing.name, existing.topic_id, tuple(tuple(r) for r in replicas), existing.configs
+        )
+        self._topics()[existing.name] = grown
+        return grown
 
     def _apply_acls(self, command: AclCommand) -> AclResult:
         acls, result = controller_acls.apply(self._base.acls, command)

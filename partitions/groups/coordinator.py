@@ -334,7 +334,7 @@ class GroupCoordinator:
         return await self._propose(partition, Subscribe(group, instance_id, wanted, counts, self._wall()))
 
     async def heartbeat(self, group: str, instance_id: str) -> InstanceView:
-        """Touch the member's session; reassign first if a subscribed topic appeared or vanished."""
+        """Touch the member's session; reassign first if a subscribed topic appeared, vanished or grew."""
         partition, view, _ = self._instance(group, instance_id)
         counts = {t: self._log.partition_count(t) for t in view.group.topics()}
         if counts != dict(view.group.partition_counts):

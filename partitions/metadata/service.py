@@ -164,6 +164,13 @@ class AdminService(Protocol):
         CapacityExceeded."""
         ...
 
+    @peer("Add partitions to a topic on the controller leader", write=True, topic_arg="name")
+    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+        """Grow a topic to ``count`` partitions, placed as a new topic's are (``validate_only``: check and
+        place, change nothing). Raises UnknownTopic, InvalidTopic, PlacementImpossible,
+        CapacityExceeded."""
+        ...
+
     @peer("Delete a topic on the controller leader", write=True, topic_arg="name")
     async def delete_topic(self, name: str) -> None: ...
 

@@ -16,6 +16,7 @@ from partitions.controller.placement import check_capacity, place, replica_count
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import (
     PARTITIONS_MAX,
+    AddPartitions,
     AlterConfigs,
     CancelMove,
     CreateTopic,
@@ -36,6 +37,7 @@ from partitions.errors import (
 )
 from partitions.metadata.frontend import Members, MetadataFrontend
 from partitions.metadata.service import MoveState
+from partitions.names import is_reserved_topic
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 
@@ -71,12 +73,41 @@ class TopicChanges:
         await self._wait_for_leaders(result, members)
         return result
 
-    async def _wait_for_leaders(self, metadata: TopicMetadata, members: Members) -> None:
+    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+        """Grow a topic to ``count`` partitions (Kafka's CreatePartitions), its replication factor that of
+        its first partition, the new ones placed as a new topic's are. Records keep their partitions; keys
+        hash over the new count from now on. ``validate_only``: check and place, change nothing."""
+        topic = self._frontend.topic(name)
+        if is_reserved_topic(name):  # __consumer_groups: a group's partition is its id's hash over the count
+            raise InvalidTopic(f"topic {name!r} is the cluster's own; its partitions cannot be added to")
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise InvalidTopic(f"partitions {count!r} must be an integer")
+        if count <= topic.partitions:
+            raise InvalidTopic(
+                f"topic {name!r} has {topic.partitions} partitions; a new count must be higher, not {count}"
+            )
+        if count > PARTITIONS_MAX:
+            raise InvalidTopic(f"partitions {count} must be between 1 and {PARTITIONS_MAX}")
+        members = self._frontend.members()
+        metadata = self._frontend.metadata()
+        existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
+        factor = len(topic.replicas[0])
+        added = place(members.placeable(), count - topic.partitions, factor, existing, self._replicas_max)
+        if validate_only:
+            grown = topic.replicas + tuple(map(tuple, added))
+            return TopicMetadata(name, topic.topic_id, grown, topic.configs)
+        result = await self._frontend.propose(AddPartitions(name, count, added))
+        check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
+        assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
+        await self._wait_for_leaders(result, members, first=topic.partitions)
+        return result
+
+    async def _wait_for_leaders(self, metadata: TopicMetadata, members: Members, first: int = 0) -> None:
         """Return once every partition of a new topic has a leader, as seen from here, so a produce right
         after the create succeeds; bounded, like Redpanda's create-topic wait. A timeout is not an error:
         the topic exists and leaders follow."""
         deadline = time.monotonic() + CREATE_WAIT_S
-        waiting = list(range(metadata.partitions))
+        waiting = list(range(first, metadata.partitions))
         while time.monotonic() < deadline:
             waiting = [
                 p for p in waiting if not members.has_leader(metadata, p)
@@ -85,7 +116,7 @@ class TopicChanges:
                 return
             await asyncio.sleep(0.02)
         log.warning(
-            "node %s: topic %s created; some partitions still have no leader",
+            "node %s: topic %s created or grown; some partitions still have no leader",
             self._frontend.node_id,
             metadata.name,
         )

@@ -38,6 +38,7 @@ from partitions.errors import (
     ControllerChangeRefused,
     DecommissionImpossible,
     InvalidReassignment,
+    InvalidTopic,
     NoReassignment,
     PlacementImpossible,
     ReassignmentInProgress,
@@ -519,6 +520,25 @@ class FakeAdmin:
             what = f"{partitions} partition(s) x replication factor {replication_factor}"
             check_capacity(what, held, replica_counts(alive, [replicas]), self.cluster.replicas_max)
         return self.cluster.add_topic(name, partitions, replicas, configs)
+
+    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+        self.data._enter("add_partitions")
+        self.data._controller_here()
+        meta = self.data.topic(name)
+        if count <= meta.partitions:
+            raise InvalidTopic(f"topic {name!r} has {meta.partitions} partitions; not {count}")
+        alive = self._alive()
+        added = tuple(
+            tuple(alive[(p + i) % len(alive)] for i in range(len(meta.replicas[0])))
+            for p in range(meta.partitions, count)
+        )
+        grown = TopicMetadata(name, meta.topic_id, meta.replicas + added, meta.configs)
+        if not validate_only:
+            self.cluster.topics[name] = grown
+            for p in range(meta.partitions, count):
+                replicas = grown.replicas[p]
+                self.cluster.partitions[(name, p)] = FakePartition(leader=replicas[0], replicas=replicas)
+        return grown
 
     async def delete_topic(self, name: str) -> None:
         self.data._enter("delete_topic")

@@ -542,6 +542,26 @@ async def test_create_and_delete_topics(cluster: FakeCluster, n1: Node) -> None:
     await error_of(await n1.client.delete("/v1/topics/new"), 404, 40401)
 
 
+async def test_add_partitions_grows_a_topic_and_refuses_bad_counts(cluster: FakeCluster, n1: Node) -> None:
+    cluster.add_topic("t", 2, [["n1", "n2"], ["n2", "n1"]])
+    response = await n1.client.post("/v1/topics/t/partitions", json={"partitions": 3})
+    assert response.status == 200, await response.text()
+    grown = await response.json()
+    assert grown["partitions"] == 3 and grown["replication_factor"] == 2 and len(grown["replicas"]) == 3
+    assert cluster.topics["t"].partitions == 3
+    checked = await n1.client.post("/v1/topics/t/partitions", json={"partitions": 5, "validate_only": True})
+    assert (await checked.json())["partitions"] == 5 and cluster.topics["t"].partitions == 3
+    for body in ({"partitions": "4"}, {"partitions": 0}, {"partitions": 10_001}, {"count": 4}, [4],
+                 {"partitions": 4, "validate_only": "yes"}, {"partitions": True}):  # fmt: skip
+        await error_of(await n1.client.post("/v1/topics/t/partitions", json=body), 400, 40001)
+    error = await error_of(
+        await n1.client.post("/v1/topics/t/partitions", json={"partitions": 3}), 400, 40001
+    )
+    assert "has 3 partitions" in error["message"]
+    await error_of(await n1.client.post("/v1/topics/nope/partitions", json={"partitions": 3}), 404, 40401)
+    assert cluster.topics["t"].partitions == 3
+
+
 async def test_partition_state_and_leadership_transfer(cluster: FakeCluster, n1: Node, n2: Node) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
     await produce(n1, "t", [{"value": 1}])

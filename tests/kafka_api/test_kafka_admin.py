@@ -1,6 +1,6 @@
 """Topic administration through confluent-kafka's AdminClient: create (with configs, defaults, refusals),
-describe and change configs (AlterConfigs and IncrementalAlterConfigs), delete, describe the cluster;
-adding partitions is refused naming why. SCRAM credentials through it, on a listener that does not require
+describe and change configs (AlterConfigs and IncrementalAlterConfigs), add partitions (a group reads the
+new ones), delete, describe the cluster. SCRAM credentials through it, on a listener that does not require
 authentication (anyone may; SASL is still offered)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -84,8 +84,6 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
         configs = json.loads(client.request("GET", "/topics/adm-a").body)["configs"]
     assert configs == {"retention.ms": 7200000}
 
-    more = admin.create_partitions([NewPartitions("adm-a", 6)])["adm-a"]
-    assert "cannot add partitions" in _error(more)
     cluster = admin.describe_cluster().result(30)
     assert sorted(node.id for node in cluster.nodes) == [1, 2, 3] and cluster.controller is not None
 
@@ -93,6 +91,66 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
     assert deleted["adm-b"].result(30) is None
     assert "UNKNOWN_TOPIC" in _error(deleted["adm-nosuch"])
     assert "adm-b" not in admin.list_topics(timeout=30).topics
+
+
+def test_create_partitions_grows_a_topic_and_a_subscribed_group_reads_the_new_partitions(
+    kafka_cluster: LocalCluster,
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("adm-grow", 2, 3)])["adm-grow"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    for partition in (0, 1):
+        producer.produce("adm-grow", b"before-%d" % partition, partition=partition)
+    assert producer.flush(30) == 0
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "adm-grow-readers", "auto.offset.reset": "earliest",
+        "topic.metadata.refresh.interval.ms": 500,
+    })  # fmt: skip
+    consumer.subscribe(["adm-grow"])
+    try:
+        read = _poll_values(consumer, {b"before-0", b"before-1"})
+        assert read == {b"before-0", b"before-1"}
+
+        checked = admin.create_partitions([NewPartitions("adm-grow", 6)], validate_only=True)
+        assert checked["adm-grow"].result(30) is None
+        assert len(admin.list_topics("adm-grow", timeout=10).topics["adm-grow"].partitions) == 2
+        grown = admin.create_partitions([NewPartitions("adm-grow", 4)])["adm-grow"]
+        assert grown.result(60) is None
+        assert "INVALID_PARTITIONS" in _error(
+            admin.create_partitions([NewPartitions("adm-grow", 4)])["adm-grow"]
+        )
+        assert "INVALID_PARTITIONS" in _error(
+            admin.create_partitions([NewPartitions("adm-grow", 3)])["adm-grow"]
+        )
+        by_hand = NewPartitions("adm-grow", 5, replica_assignment=[[1, 2, 3]])
+        assert "INVALID_REPLICA_ASSIGNMENT" in _error(admin.create_partitions([by_hand])["adm-grow"])
+        internal = admin.create_partitions([NewPartitions("__consumer_groups", 99)])["__consumer_groups"]
+        assert "reserved" in _error(internal)
+        topic = admin.list_topics("adm-grow", timeout=10).topics["adm-grow"]
+        assert sorted(topic.partitions) == [0, 1, 2, 3]
+
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})  # sees the new count at once
+        for partition in (2, 3):  # the new partitions take records, and the group is given them
+            producer.produce("adm-grow", b"after-%d" % partition, partition=partition)
+        assert producer.flush(60) == 0
+        assert _poll_values(consumer, {b"after-2", b"after-3"}) == {b"after-2", b"after-3"}
+    finally:
+        consumer.close()
+    with http_client(kafka_cluster) as client:
+        assert client.partition_count("adm-grow") == 4
+        assert [client.offsets("adm-grow", p) for p in range(4)] == [(0, 1)] * 4, "old records stay put"
+
+
+def _poll_values(consumer: Consumer, wanted: set[bytes]) -> set[bytes]:
+    """Values the consumer reads until it has all of ``wanted`` (or 90 s pass)."""
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 90
+    while not wanted <= seen and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.add(message.value())
+    return seen
 
 
 def _sent_as(settings: dict[str, Any], password: str, attempts: int = 30) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
 from raftlog_bench.kafka_peer import KafkaCluster
 from raftlog_client.local_cluster import LocalCluster
@@ -226,3 +226,37 @@ def test_a_record_above_max_message_bytes_is_refused_as_too_large(
     producer.flush(60)
     assert len(failures) == 1 and failures[0] is not None
     assert failures[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_create_partitions_grows_a_topic_and_refuses_a_count_not_above_it(
+    servers: dict[str, str], system: str
+) -> None:
+    _differs(system, "create-partitions")
+    bootstrap = servers[system]
+    topic = _topic("grow")
+    _create(bootstrap, topic, partitions=2)
+    admin = _admin(bootstrap)
+    checked = admin.create_partitions([NewPartitions(topic, 6)], validate_only=True)
+    assert checked[topic].result(30) is None
+    assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 2, "validate only"
+    assert admin.create_partitions([NewPartitions(topic, 4)])[topic].result(60) is None
+    for count in (4, 3):
+        with pytest.raises(KafkaException) as refused:
+            admin.create_partitions([NewPartitions(topic, count)])[topic].result(30)
+        assert refused.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+    missing = _topic("nope")
+    futures = admin.create_partitions([NewPartitions(missing, 2)])  # held: a dropped dict cancels them
+    with pytest.raises(KafkaException) as unknown:
+        futures[missing].result(30)
+    assert unknown.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # every new partition gets a leader
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(partitions) == 4 and all(p.leader >= 0 for p in partitions.values()):
+            break
+        time.sleep(0.2)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    offsets: list[int] = []
+    producer.produce(topic, b"new", partition=3, on_delivery=lambda e, m: offsets.append(m.offset()))
+    assert producer.flush(60) == 0 and offsets == [0]

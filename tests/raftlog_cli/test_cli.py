@@ -48,6 +48,24 @@ async def test_topic_create_list_describe(cluster: FakeCluster, n1: Node, capsys
     assert code == 1 and "40901" in err
 
 
+async def test_topic_add_partitions_grows_a_topic_and_refuses_a_lower_count(
+    cluster: FakeCluster, n1: Node, capsys: Any
+) -> None:
+    cluster.add_topic("grow", 2, [["n1"], ["n1"]])
+    code, out, _ = await run(
+        capsys, "topic", "add-partitions", "grow", "--partitions", "4", "--validate-only", "--server", n1.url
+    )
+    assert (code, out) == (0, "topic grow would have 4 partition(s): 0:n1 1:n1 2:n1 3:n2\n")
+    assert cluster.topics["grow"].partitions == 2, "validate only: nothing changed"
+    code, out, _ = await run(capsys, "topic", "add-partitions", "grow", "--partitions", "3", "--server", n1.url)
+    assert (code, out) == (0, "topic grow now has 3 partition(s): 0:n1 1:n1 2:n1\n")
+    assert cluster.topics["grow"].partitions == 3
+    code, _, err = await run(capsys, "topic", "add-partitions", "grow", "--partitions", "2", "--server", n1.url)
+    assert code == 1 and "40001" in err and "has 3 partitions" in err
+    code, _, err = await run(capsys, "topic", "add-partitions", "nope", "--partitions", "2", "--server", n1.url)
+    assert code == 1 and "40401" in err
+
+
 async def test_produce_from_stdin_and_values_then_consume(
     cluster: FakeCluster, n1: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,9 +1,10 @@
-"""The controller state machine: topics created, altered and deleted deterministically."""
+"""The controller state machine: topics created, grown, altered and deleted deterministically."""
 
 from __future__ import annotations
 
 from partitions.controller import state as controller
 from partitions.controller.state import (
+    AddPartitions,
     AlterConfigs,
     ControllerStateMachine,
     CreateTopic,
@@ -53,6 +54,43 @@ def test_recreated_topic_gets_new_groups() -> None:
     first, _, second = apply_all(machine, CreateTopic("t", R3), DeleteTopic("t"), CreateTopic("t", R3))
     assert isinstance(first, TopicMetadata) and isinstance(second, TopicMetadata)
     assert first.group_id(0) != second.group_id(0)
+
+
+def test_a_topic_grows_by_new_partitions_and_keeps_its_groups_and_configs() -> None:
+    machine = ControllerStateMachine()
+    created, grown = apply_all(
+        machine,
+        CreateTopic("t", R3, {"retention.ms": 1000}),
+        AddPartitions("t", 4, [["n3", "n1", "n2"], ["n1", "n2", "n3"]]),
+    )
+    assert isinstance(created, TopicMetadata) and isinstance(grown, TopicMetadata)
+    assert grown.partitions == 4 and grown.replicas[:2] == created.replicas
+    assert grown.replicas[2] == ("n3", "n1", "n2") and grown.configs == {"retention.ms": 1000}
+    assert [grown.group_id(p) for p in range(2)] == [created.group_id(p) for p in range(2)]
+    assert machine.metadata.topics["t"] == grown
+    restored = ControllerStateMachine()
+    restored.restore(machine.snapshot())
+    assert restored.metadata.topics["t"] == grown
+
+
+def test_growing_from_a_count_the_topic_no_longer_has_is_refused_and_changes_nothing() -> None:
+    """Two proposers that counted the same partitions: the second to apply is refused, so a topic never
+    grows twice by one request's worth."""
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("t", R3))
+    first, second, repeated, unknown, over = apply_all(
+        machine,
+        AddPartitions("t", 3, [["n1", "n2", "n3"]]),
+        AddPartitions("t", 3, [["n2", "n3", "n1"]]),
+        AddPartitions("t", 4, [["n1", "n1", "n3"]]),
+        AddPartitions("nope", 3, [["n1", "n2", "n3"]]),
+        AddPartitions("t", controller.PARTITIONS_MAX + 1, [["n1"]] * (controller.PARTITIONS_MAX - 2)),
+    )
+    assert isinstance(first, TopicMetadata) and first.partitions == 3
+    assert isinstance(second, InvalidTopic) and "has 3 partitions" in str(second)
+    assert isinstance(repeated, InvalidTopic) and "repeats a node" in str(repeated)
+    assert isinstance(unknown, UnknownTopic) and isinstance(over, InvalidTopic)
+    assert machine.metadata.topics["t"] == first
 
 
 def test_bad_commands_are_refused_and_change_nothing() -> None:
