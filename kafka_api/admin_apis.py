@@ -10,7 +10,7 @@ CreatePartitions grows a topic, its new partitions placed by raftlog: replicas a
 With ``serve --enforce-acls`` each resource is checked as Kafka checks it, and refused alone: CreateTopics
 CREATE on the cluster or the topic, DeleteTopics DELETE and CreatePartitions ALTER on the topic
 (TOPIC_AUTHORIZATION_FAILED); DescribeConfigs DESCRIBE_CONFIGS and the alters ALTER_CONFIGS on the topic,
-or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED); DescribeCluster DESCRIBE on the cluster.
+or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED); DescribeCluster none, as a Kafka broker's.
 """
 
 from __future__ import annotations
@@ -357,21 +357,14 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
 
 
 async def describe_cluster(door: Door, request: wire.Request) -> Any:
+    """Any authenticated client may ask, as a Kafka broker answers (Kafka's Java admin client asks before
+    it describes topics); DESCRIBE on the cluster only decides its authorized operations, when asked:
+    omitted with it, none without."""
     cls = wire.response_class(request.api_key, request.api_version)
     broker_cls = wire.sibling(cls, "DescribeClusterBroker")
-    if not door.allows(AclOperation.DESCRIBE, CLUSTER):
-        refused = door.refusal(AclOperation.DESCRIBE, CLUSTER)
-        return wire.build(
-            cls,
-            throttle_time=wire.NO_THROTTLE,
-            error_code=code_of(refused),
-            error_message=str(refused),
-            endpoint_type=1,
-            cluster_id=door.cluster_id,
-            controller_id=-1,
-            brokers=(),
-            cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-        )
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if request.body.include_cluster_authorized_operations and not door.allows(AclOperation.DESCRIBE, CLUSTER):
+        operations = 0
     brokers = []
     for node in door.node.metadata.nodes():
         address = door.broker_address(node.node_id)
@@ -390,5 +383,5 @@ async def describe_cluster(door: Door, request: wire.Request) -> Any:
         cluster_id=door.cluster_id,
         controller_id=broker_id(controller) if controller is not None else -1,
         brokers=tuple(brokers),
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=operations,
     )

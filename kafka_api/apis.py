@@ -125,6 +125,6 @@ APIS: dict[int, Api] = {
         ),
         Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
         Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
-        Api(60, "DescribeCluster", 0, 1, describe_cluster, "DESCRIBE cluster"),
+        Api(60, "DescribeCluster", 0, 1, describe_cluster, "none"),
     )
 }

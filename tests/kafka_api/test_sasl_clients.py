@@ -2,8 +2,9 @@
 ``--enforce-acls``, an admin user who is every node's super user; the users here are granted what they
 use, ACLs themselves are ``test_acl_clients.py``'s), tried with clients of other authors: confluent-kafka over
 SASL_SSL with SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN (idempotent produce, a group consume), kafka-python
-over SASL_SSL with SCRAM, kcat with SASL, curl with HTTP Basic, and the hints ``raftlog dev`` prints, run
-as printed. Refused, with words that do not say whether the user exists: a wrong password, an unknown
+over SASL_SSL with SCRAM, Apache Kafka's Java client (kafka-clients) over SASL_SSL with SCRAM-SHA-512 and
+refused on a topic its ACLs leave out, kcat with SASL, curl with HTTP Basic, and the hints ``raftlog dev``
+prints, run as printed. Refused, with words that do not say whether the user exists: a wrong password, an unknown
 user, no credentials (a Metadata before SASL closes the connection), a user deleted or given a new
 password (from the next connection on). Users made through confluent-kafka's AdminClient
 (AlterUserScramCredentials, a super user's call only) log in over Kafka and HTTP alike."""
@@ -33,6 +34,7 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
+from java_client import JavaClient, scram_settings
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
@@ -279,6 +281,31 @@ def test_kafka_python_over_sasl_ssl_with_scram(cluster: LocalCluster) -> None:
     finally:
         consumer.close()
     assert values == [b"kp0", b"kp1", b"kp2"]
+
+
+def test_the_java_client_over_sasl_ssl_with_scram_sha_512_and_refused_where_acls_say(
+    cluster: LocalCluster, java_client: JavaClient
+) -> None:
+    make_user(cluster, "java", "the reference client's password")
+    prefix = f"java-{uuid.uuid4().hex[:6]}-"
+    grant(
+        cluster,
+        {"resource_type": "topic", "name": prefix, "pattern_type": "prefixed", "principal": "User:java",
+         "operation": "all"},
+    )  # fmt: skip
+    settings = scram_settings(
+        cluster.bootstrap_servers, cluster.security["ca"], "java", "the reference client's password",
+        "SCRAM-SHA-512",
+    )  # fmt: skip
+    observed = java_client("produce-consume", settings, prefix + "mine", "zstd")
+    assert observed == {"dense_offsets_from_0": True, "read": 300, "read_as_written": True}
+    assert java_client("refused-topic", settings, new_topic(cluster)) == {
+        "produce": "TopicAuthorizationException"
+    }
+    assert java_client("login", settings, "-") == {"describe_cluster": "ok"}, "no ACL needed, as on Kafka"
+    wrong = {**settings, **scram_settings(cluster.bootstrap_servers, cluster.security["ca"], "java", "guess",
+                                          "SCRAM-SHA-512")}  # fmt: skip
+    assert java_client("login", wrong, "-") == {"describe_cluster": "SaslAuthenticationException"}
 
 
 def test_kcat_with_sasl(cluster: LocalCluster) -> None:

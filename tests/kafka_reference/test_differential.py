@@ -3,21 +3,19 @@ same assertions: where raftlog and Kafka differ, the test of that scenario fails
 docs/kafka-compatibility.md lists the difference ("Differences from Apache Kafka") and the scenario names
 it in ``KNOWN_DIFFERENCES``. Kafka runs the scenarios too, so none of them encodes a guess of what Kafka
 does. Both clusters have three nodes and replication factor 3 (Kafka: 3 KRaft nodes on loopback from the
-jars the project installed, ``raftlog_bench.kafka_peer``); the client is confluent-kafka (librdkafka)."""
+jars the project installed, ``raftlog_bench.kafka_peer``); the clients are confluent-kafka (librdkafka)
+and Kafka's own Java client (kafka-clients, ``java_client.py``)."""
 
 from __future__ import annotations
 
 import pathlib
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
-
-from raftlog_bench.kafka_peer import KafkaCluster
-from raftlog_client.local_cluster import LocalCluster
+from java_client import JavaClient
 
 pytestmark = pytest.mark.slow
 
@@ -27,18 +25,6 @@ SYSTEMS = ("raftlog", "kafka")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # scenario -> why raftlog answers otherwise than Kafka (each listed in docs/kafka-compatibility.md)
 KNOWN_DIFFERENCES: dict[str, str] = {}
-
-
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Bootstrap servers of both systems, for the module."""
-    kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")))
-    kafka.start()
-    try:
-        with LocalCluster(str(tmp_path_factory.mktemp("raftlog")), nodes=3) as raftlog:
-            yield {"raftlog": raftlog.bootstrap_servers, "kafka": kafka.bootstrap_servers}
-    finally:
-        kafka.stop()
 
 
 def _differs(system: str, scenario: str) -> None:
@@ -260,3 +246,58 @@ def test_create_partitions_grows_a_topic_and_refuses_a_count_not_above_it(
     offsets: list[int] = []
     producer.produce(topic, b"new", partition=3, on_delivery=lambda e, m: offsets.append(m.offset()))
     assert producer.flush(60) == 0 and offsets == [0]
+
+
+# -- the reference client: Apache Kafka's own Java client (kafka-clients) ----------------------------
+
+ASSIGNORS = ("RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor")
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("codec", CODECS)
+def test_java_client_produces_idempotently_and_reads_back_with_each_codec(
+    servers: dict[str, str], java_client: JavaClient, system: str, codec: str
+) -> None:
+    _differs(system, f"java-codec-{codec}")
+    settings = {"bootstrap.servers": servers[system]}
+    observed = java_client("produce-consume", settings, _topic(f"java-{codec}"), codec)
+    assert observed == {"dense_offsets_from_0": True, "read": 300, "read_as_written": True}
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances_on_a_leave(
+    servers: dict[str, str], java_client: JavaClient, system: str, assignor: str
+) -> None:
+    _differs(system, f"java-group-{assignor}")
+    observed = java_client("group", {"bootstrap.servers": servers[system]}, _topic("java-group"), assignor)
+    assert observed == {
+        "first_600_read": True,
+        "shares_of_three": [2, 2, 2],
+        "after_a_leave_660_read": True,
+        "two_hold_all_six": True,
+        "read_twice": 0,
+        "committed": [110] * 6,
+        "group_state": "Empty",
+    }
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_java_admin_client_configs_partitions_and_refusals(
+    servers: dict[str, str], java_client: JavaClient, system: str
+) -> None:
+    _differs(system, "java-admin")
+    observed = java_client("admin", {"bootstrap.servers": servers[system]}, _topic("java-admin"))
+    assert observed == {
+        "retention_ms": "3600000 DYNAMIC_TOPIC_CONFIG",
+        "after_alter": "1048576 DYNAMIC_TOPIC_CONFIG, retention.ms DEFAULT_CONFIG",
+        "partitions_after_growth": 4,
+        "replicas_each": [3],
+        "grow_to_3": "InvalidPartitionsException",
+        "create_again": "TopicExistsException",
+        "create_bad_name": "InvalidTopicException",
+        "create_factor_5": "InvalidReplicationFactorException",
+        "cluster_nodes": 3,
+        "new_partition_end": 0,
+        "delete_again": "UnknownTopicOrPartitionException",
+    }

@@ -1,0 +1,397 @@
+// The reference client's scenarios: Apache Kafka's own Java client (kafka-clients, from the jars
+// scripts/kafka/install.sh brought from Maven Central) against whichever cluster the client settings
+// name. Run by tests/kafka_reference/test_java_client.py with Java's source launcher:
+//
+//     java -cp '.peers/kafka-<version>/libs/*' Scenarios.java SCENARIO SETTINGS TOPIC [ARGUMENT]
+//
+// SETTINGS is a properties file (bootstrap.servers, and the security settings and password, which
+// never appear in argv). Each scenario prints one line "RESULT {json}" of what it observed, for the test
+// to compare with what it expects and with what Apache Kafka answered; an exception the scenario does not
+// expect ends the run with its stack trace and exit code 1.
+
+import java.io.FileReader;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Collectors;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public class Scenarios {
+    static final Duration POLL = Duration.ofMillis(200);
+    static final long PATIENCE_MS = 60_000;
+
+    public static void main(String[] args) throws Exception {
+        Properties settings = new Properties();
+        try (FileReader reader = new FileReader(args[1])) {
+            settings.load(reader);
+        }
+        String topic = args[2];
+        String argument = args.length > 3 ? args[3] : "";
+        Map<String, Object> result = switch (args[0]) {
+            case "produce-consume" -> produceConsume(settings, topic, argument);
+            case "group" -> group(settings, topic, argument);
+            case "admin" -> admin(settings, topic);
+            case "refused-topic" -> refusedTopic(settings, topic);
+            case "login" -> login(settings);
+            default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
+        };
+        System.out.println("RESULT " + json(result));
+        System.out.flush();
+        System.exit(0);  // the clients' threads are done; nothing else to wait for
+    }
+
+    // -- produce and consume ------------------------------------------------------------------------
+
+    /** An idempotent acks=all producer with the codec, 300 keyed records with headers; read back whole. */
+    static Map<String, Object> produceConsume(Properties settings, String topic, String codec) throws Exception {
+        create(settings, topic, 1, Map.of());
+        Properties producing = producer(settings);
+        producing.put("compression.type", codec);
+        producing.put("linger.ms", "5");
+        List<Long> offsets = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producing)) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < 300; i++) {
+                RecordHeaders headers = new RecordHeaders();
+                headers.add("i", Integer.toString(i).getBytes());
+                sent.add(producer.send(new ProducerRecord<>(topic, 0, key(i), value(i), headers)));
+            }
+            for (var future : sent) {
+                offsets.add(future.get(60, TimeUnit.SECONDS).offset());
+            }
+        }
+        List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumer(settings, null))) {
+            TopicPartition partition = new TopicPartition(topic, 0);
+            consumer.assign(List.of(partition));
+            consumer.seekToBeginning(List.of(partition));
+            long deadline = System.currentTimeMillis() + PATIENCE_MS;
+            while (read.size() < 300 && System.currentTimeMillis() < deadline) {
+                consumer.poll(POLL).forEach(read::add);
+            }
+        }
+        boolean same = read.size() == 300;
+        for (int i = 0; same && i < 300; i++) {
+            ConsumerRecord<byte[], byte[]> record = read.get(i);
+            same = record.offset() == i
+                && java.util.Arrays.equals(record.key(), key(i))
+                && java.util.Arrays.equals(record.value(), value(i))
+                && new String(record.headers().lastHeader("i").value()).equals(Integer.toString(i));
+        }
+        Map<String, Object> result = new TreeMap<>();
+        result.put("dense_offsets_from_0", offsets.equals(range(300)));
+        result.put("read", read.size());
+        result.put("read_as_written", same);
+        return result;
+    }
+
+    // -- a consumer group with an assignor --------------------------------------------------------
+
+    /**
+     * Three members with the assignor read 600 records on 6 partitions, each once, committing as they go;
+     * one leaves, the two left are given its partitions and read 60 more. The group's committed offsets
+     * are then the partitions' ends.
+     */
+    static Map<String, Object> group(Properties settings, String topic, String assignor) throws Exception {
+        create(settings, topic, 6, Map.of());
+        String groupId = topic + "-group";
+        produceSpread(settings, topic, 6, 100, "a");
+        Map<String, Integer> seen = new ConcurrentHashMap<>();
+        List<Member> members = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            members.add(new Member(consumer(settings, groupId, assignor), topic, seen));
+        }
+        members.forEach(Thread::start);
+        boolean firstRead = waitFor(() -> seen.size() >= 600);
+        List<Integer> shares = members.stream().map(m -> m.assigned.size()).sorted().toList();
+        Member leaving = members.remove(2);
+        leaving.finish();
+        produceSpread(settings, topic, 6, 10, "b");
+        boolean secondRead = waitFor(() -> seen.size() >= 660);
+        boolean rebalanced = waitFor(() -> members.stream().mapToInt(m -> m.assigned.size()).sum() == 6);
+        for (Member member : members) {
+            member.finish();
+        }
+        Map<String, Object> result = new TreeMap<>();
+        result.put("first_600_read", firstRead);
+        result.put("shares_of_three", shares);
+        result.put("after_a_leave_660_read", secondRead);
+        result.put("two_hold_all_six", rebalanced);
+        result.put("read_twice", seen.values().stream().filter(n -> n > 1).count());
+        try (Admin admin = Admin.create(settings)) {
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(groupId).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+            result.put("committed", committed.entrySet().stream()
+                .sorted(Map.Entry.comparingByKey((a, b) -> a.partition() - b.partition()))
+                .map(e -> e.getValue().offset()).toList());
+            result.put("group_state", admin.describeConsumerGroups(List.of(groupId)).all()
+                .get(30, TimeUnit.SECONDS).get(groupId).groupState().toString());
+        }
+        return result;
+    }
+
+    static final class Member extends Thread {
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final Set<TopicPartition> assigned = ConcurrentHashMap.newKeySet();
+        final AtomicBoolean running = new AtomicBoolean(true);
+        final String topic;
+        final Map<String, Integer> seen;
+
+        Member(Properties settings, String topic, Map<String, Integer> seen) {
+            this.consumer = new KafkaConsumer<>(settings);
+            this.topic = topic;
+            this.seen = seen;
+            setDaemon(true);
+        }
+
+        @Override
+        public void run() {
+            consumer.subscribe(List.of(topic));
+            while (running.get()) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(POLL)) {
+                    seen.merge(new String(record.value()), 1, Integer::sum);
+                }
+                consumer.commitSync();
+                assigned.clear();
+                assigned.addAll(consumer.assignment());
+            }
+            consumer.close();
+        }
+
+        void finish() throws InterruptedException {
+            running.set(false);
+            join(PATIENCE_MS);
+        }
+    }
+
+    // -- administration ---------------------------------------------------------------------------
+
+    /** Create with a config, describe and alter configs, grow, and the refusals Kafka's client names. */
+    static Map<String, Object> admin(Properties settings, String topic) throws Exception {
+        Map<String, Object> result = new TreeMap<>();
+        try (Admin admin = Admin.create(settings)) {
+            create(settings, topic, 2, Map.of("retention.ms", "3600000"));
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            ConfigEntry retention = describe(admin, resource).get("retention.ms");
+            result.put("retention_ms", retention.value() + " " + retention.source());
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(
+                new AlterConfigOp(new ConfigEntry("segment.bytes", "1048576"), AlterConfigOp.OpType.SET),
+                new AlterConfigOp(new ConfigEntry("retention.ms", null), AlterConfigOp.OpType.DELETE))))
+                .all().get(30, TimeUnit.SECONDS);
+            Config altered = describe(admin, resource);
+            result.put("after_alter", altered.get("segment.bytes").value() + " "
+                + altered.get("segment.bytes").source() + ", retention.ms " + altered.get("retention.ms").source());
+            admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all().get(60, TimeUnit.SECONDS);
+            TopicDescription grown = admin.describeTopics(List.of(topic)).allTopicNames()
+                .get(30, TimeUnit.SECONDS).get(topic);
+            result.put("partitions_after_growth", grown.partitions().size());
+            result.put("replicas_each", grown.partitions().stream().map(p -> p.replicas().size()).distinct().toList());
+            result.put("grow_to_3", refusal(() -> admin.createPartitions(
+                Map.of(topic, NewPartitions.increaseTo(3))).all().get(30, TimeUnit.SECONDS)));
+            result.put("create_again", refusal(() -> admin.createTopics(
+                List.of(new NewTopic(topic, 1, (short) 3))).all().get(30, TimeUnit.SECONDS)));
+            result.put("create_bad_name", refusal(() -> admin.createTopics(
+                List.of(new NewTopic("bad name!", 1, (short) 3))).all().get(30, TimeUnit.SECONDS)));
+            result.put("create_factor_5", refusal(() -> admin.createTopics(
+                List.of(new NewTopic(topic + "-rf5", 1, (short) 5))).all().get(30, TimeUnit.SECONDS)));
+            result.put("cluster_nodes", admin.describeCluster().nodes().get(30, TimeUnit.SECONDS).size());
+            Map<TopicPartition, OffsetSpec> ends = Map.of(new TopicPartition(topic, 3), OffsetSpec.latest());
+            result.put("new_partition_end", admin.listOffsets(ends).all().get(30, TimeUnit.SECONDS)
+                .get(new TopicPartition(topic, 3)).offset());
+            admin.deleteTopics(List.of(topic)).all().get(60, TimeUnit.SECONDS);
+            result.put("delete_again", refusal(() -> admin.deleteTopics(List.of(topic)).all()
+                .get(30, TimeUnit.SECONDS)));
+        }
+        return result;
+    }
+
+    // -- security ---------------------------------------------------------------------------------
+
+    /** Produce to a topic the user may not write: the client's own exception names it. */
+    static Map<String, Object> refusedTopic(Properties settings, String topic) throws Exception {
+        Properties producing = producer(settings);
+        producing.put("enable.idempotence", "false");  // no IDEMPOTENT_WRITE asked: the WRITE alone decides
+        producing.put("delivery.timeout.ms", "30000");
+        producing.put("request.timeout.ms", "20000");
+        Map<String, Object> result = new TreeMap<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producing)) {
+            result.put("produce", refusal(() -> producer.send(new ProducerRecord<>(topic, 0, null, value(0)))
+                .get(60, TimeUnit.SECONDS)));
+        }
+        return result;
+    }
+
+    /** Describe the cluster as the settings' user: "ok", or what refused it (a wrong password:
+     *  SaslAuthenticationException). */
+    static Map<String, Object> login(Properties settings) throws Exception {
+        Map<String, Object> result = new TreeMap<>();
+        Properties quick = (Properties) settings.clone();
+        quick.put("default.api.timeout.ms", "20000");
+        quick.put("request.timeout.ms", "15000");
+        try (Admin admin = Admin.create(quick)) {
+            result.put("describe_cluster", refusal(() -> admin.describeCluster().nodes().get(30, TimeUnit.SECONDS)));
+        }
+        return result;
+    }
+
+    // -- helpers ----------------------------------------------------------------------------------
+
+    interface Step {
+        Object run() throws Exception;
+    }
+
+    /** "ok", or the simple name of the exception the step failed with (its cause, for a future's). */
+    static String refusal(Step step) {
+        try {
+            step.run();
+            return "ok";
+        } catch (ExecutionException e) {
+            return e.getCause().getClass().getSimpleName();
+        } catch (Exception e) {
+            return e.getClass().getSimpleName();
+        }
+    }
+
+    interface Condition {
+        boolean holds();
+    }
+
+    static boolean waitFor(Condition condition) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + PATIENCE_MS;
+        while (!condition.holds()) {
+            if (System.currentTimeMillis() > deadline) {
+                return false;
+            }
+            Thread.sleep(50);
+        }
+        return true;
+    }
+
+    static void create(Properties settings, String topic, int partitions, Map<String, String> configs)
+        throws Exception {
+        try (Admin admin = Admin.create(settings)) {
+            NewTopic wanted = new NewTopic(topic, partitions, (short) 3).configs(configs);
+            admin.createTopics(List.of(wanted)).all().get(60, TimeUnit.SECONDS);
+            long deadline = System.currentTimeMillis() + PATIENCE_MS;
+            Object last = null;
+            while (System.currentTimeMillis() < deadline) {  // until every partition has a leader
+                try {
+                    TopicDescription described = admin.describeTopics(List.of(topic)).allTopicNames()
+                        .get(10, TimeUnit.SECONDS).get(topic);
+                    last = described;
+                    if (described.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) {
+                        return;
+                    }
+                } catch (ExecutionException notYet) {  // the topic is not in this broker's metadata yet
+                    last = notYet.getCause();
+                }
+                Thread.sleep(100);
+            }
+            throw new IllegalStateException(topic + " has no leaders after " + PATIENCE_MS + " ms: " + last);
+        }
+    }
+
+    static void produceSpread(Properties settings, String topic, int partitions, int each, String prefix)
+        throws Exception {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producer(settings))) {
+            for (int p = 0; p < partitions; p++) {
+                for (int i = 0; i < each; i++) {
+                    producer.send(new ProducerRecord<>(topic, p, null, (prefix + "-" + p + "-" + i).getBytes()));
+                }
+            }
+            producer.flush();
+        }
+    }
+
+    static Config describe(Admin admin, ConfigResource resource) throws Exception {
+        return admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource);
+    }
+
+    static Properties producer(Properties settings) {
+        Properties producing = (Properties) settings.clone();
+        producing.put("acks", "all");
+        producing.put("enable.idempotence", "true");
+        producing.put("key.serializer", ByteArraySerializer.class.getName());
+        producing.put("value.serializer", ByteArraySerializer.class.getName());
+        return producing;
+    }
+
+    static Properties consumer(Properties settings, String groupId) {
+        Properties consuming = (Properties) settings.clone();
+        if (groupId != null) {
+            consuming.put("group.id", groupId);
+        }
+        consuming.put("enable.auto.commit", "false");
+        consuming.put("auto.offset.reset", "earliest");
+        consuming.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        consuming.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        return consuming;
+    }
+
+    static Properties consumer(Properties settings, String groupId, String assignor) {
+        Properties consuming = consumer(settings, groupId);
+        consuming.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer." + assignor);
+        consuming.put("metadata.max.age.ms", "1000");
+        return consuming;
+    }
+
+    static byte[] key(int i) {
+        return ("key-" + i).getBytes();
+    }
+
+    static byte[] value(int i) {
+        return ("value-" + i + "-" + "x".repeat(i % 50)).getBytes();
+    }
+
+    static List<Long> range(int count) {
+        List<Long> numbers = new ArrayList<>();
+        for (long i = 0; i < count; i++) {
+            numbers.add(i);
+        }
+        return numbers;
+    }
+
+    /** Maps, lists, strings, numbers and booleans as JSON. */
+    static String json(Object value) {
+        if (value instanceof Map<?, ?> map) {
+            return map.entrySet().stream()
+                .map(e -> json(e.getKey().toString()) + ": " + json(e.getValue()))
+                .collect(Collectors.joining(", ", "{", "}"));
+        }
+        if (value instanceof Collection<?> items) {
+            return items.stream().map(Scenarios::json).collect(Collectors.joining(", ", "[", "]"));
+        }
+        if (value instanceof String text) {
+            return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+        }
+        return String.valueOf(value);
+    }
+}
