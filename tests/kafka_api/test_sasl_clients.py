@@ -4,8 +4,8 @@ use, ACLs themselves are ``test_acl_clients.py``'s), tried with clients of other
 SASL_SSL with SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN (idempotent produce, a group consume), kafka-python
 over SASL_SSL with SCRAM, Apache Kafka's Java client (kafka-clients) over SASL_SSL with SCRAM-SHA-512 and
 refused on a topic its ACLs leave out, kcat with SASL, curl with HTTP Basic, and the hints ``raftlog dev``
-prints, run as printed. Refused, with words that do not say whether the user exists: a wrong password, an unknown
-user, no credentials (a Metadata before SASL closes the connection), a user deleted or given a new
+prints, run as printed. Refused, with words that do not say whether the user exists: a wrong password, an
+unknown user, no credentials (a Metadata before SASL closes the connection), a user deleted or given a new
 password (from the next connection on). Users made through confluent-kafka's AdminClient
 (AlterUserScramCredentials, a super user's call only) log in over Kafka and HTTP alike."""
 

@@ -39,9 +39,10 @@ class JavaClient:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             for key, value in settings.items():  # the Properties format's escapes: backslash, newline
                 file.write(f"{key}={value.replace(chr(92), chr(92) * 2).replace(chr(10), chr(92) + 'n')}\n")
+        classpath = f"{self._classes}{os.pathsep}{self._classpath}"
         command = [
-            "java", "-Xmx384m", "-XX:TieredStopAtLevel=1",
-            "-cp", f"{self._classes}{os.pathsep}{self._classpath}", "Scenarios", scenario, str(path), topic, argument,
+            "java", "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+            "Scenarios", scenario, str(path), topic, argument,
         ]  # fmt: skip
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
