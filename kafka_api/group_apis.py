@@ -30,7 +30,7 @@ from kafka_api import wire
 from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
-from kafka_api.groups import GroupRefusal, MemberIdRequired
+from kafka_api.group_members import GroupRefusal, MemberIdRequired
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import DataService
 from partitions.errors import InvalidName, UnknownTopic
@@ -164,14 +164,19 @@ async def join_group(door: Door, request: wire.Request) -> Any:
             rebalance_timeout_ms=wire.millis(getattr(body, "rebalance_timeout", body.session_timeout)),
             require_known_id=request.api_version >= 4,
             now_ms=_now_ms(),
+            instance_id=getattr(body, "group_instance_id", None),
         )
         joined = await joining
     except MemberIdRequired as required:
         return answer(required.code, required.member_id)
     except GroupRefusal as refusal:
         return answer(refusal.code, body.member_id)
+    group = door.groups.groups.get(body.group_id)
+    instances = {m.member_id: m.instance_id for m in group.members.values()} if group else {}
     members = tuple(
-        wire.build(member_cls, member_id=member_id, group_instance_id=None, metadata=metadata)
+        wire.build(
+            member_cls, member_id=member_id, group_instance_id=instances.get(member_id), metadata=metadata
+        )
         for member_id, metadata in joined.members
     )
     return answer(
@@ -194,7 +199,12 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
         _coordinating(door, body.group_id)
         assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
         assignment = await door.groups.sync(
-            body.group_id, body.member_id, body.generation_id, assignments, _now_ms()
+            body.group_id,
+            body.member_id,
+            body.generation_id,
+            assignments,
+            _now_ms(),
+            getattr(body, "group_instance_id", None),
         )
         code = ErrorCode.none
     except GroupRefusal as refusal:
@@ -215,7 +225,13 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        door.groups.heartbeat(body.group_id, body.member_id, body.generation_id, _now_ms())
+        door.groups.heartbeat(
+            body.group_id,
+            body.member_id,
+            body.generation_id,
+            _now_ms(),
+            getattr(body, "group_instance_id", None),
+        )
     except GroupRefusal as refusal:
         code = refusal.code
     return wire.build(
@@ -228,24 +244,24 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
 async def leave_group(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
-    ids = [m.member_id for m in body.members] if hasattr(body, "members") else [body.member_id]
-    code, answers = ErrorCode.none, {}
+    leaving = (
+        [(m.member_id, m.group_instance_id) for m in body.members]
+        if hasattr(body, "members")
+        else [(body.member_id, None)]
+    )  # v3 on: several members, a static one named by its instance id (an admin's removal)
+    code, answers = ErrorCode.none, [ErrorCode.none] * len(leaving)
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        answers = door.groups.leave(body.group_id, ids, _now_ms())
+        answers = door.groups.leave(body.group_id, leaving, _now_ms())
     except GroupRefusal as refusal:
-        code = refusal.code
+        code, answers = refusal.code, [refusal.code] * len(leaving)
     if not hasattr(body, "members"):
-        return wire.build(
-            cls,
-            throttle_time=wire.NO_THROTTLE,
-            error_code=code if code is not ErrorCode.none else answers[ids[0]],
-        )
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=answers[0])
     member_cls = wire.sibling(cls, "MemberResponse")
     members = tuple(
-        wire.build(member_cls, member_id=i, group_instance_id=None, error_code=answers.get(i, code))
-        for i in ids
+        wire.build(member_cls, member_id=member_id, group_instance_id=instance_id, error_code=answer)
+        for (member_id, instance_id), answer in zip(leaving, answers, strict=True)
     )
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, members=members)
 
@@ -267,7 +283,9 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         if generation < 0 and not body.member_id and door.coordinator.http_members(body.group_id):
             # Kafka's rule: a commit from outside the group only while it has no members
             raise GroupRefusal(ErrorCode.unknown_member_id, "the group has members joined over HTTP")
-        door.groups.check_commit(body.group_id, body.member_id, generation)
+        door.groups.check_commit(
+            body.group_id, body.member_id, generation, getattr(body, "group_instance_id", None)
+        )
         if readable:  # the group is listed, and its offsets found, once its members are gone
             await door.coordinator.record_commit(body.group_id, sorted(readable))
     except GroupRefusal as refused:
@@ -405,9 +423,10 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
         if live is not None and live.members:  # Kafka clients' members: their own bytes
             protocol = live.protocol or ""
             members = tuple(
-                (m.member_id, m.client_id, m.client_host, dict(m.protocols).get(protocol, b""), m.assignment)
+                (m.member_id, m.instance_id, m.client_id, m.client_host, dict(m.protocols).get(protocol, b""),
+                 m.assignment)
                 for m in live.members.values()
-            )
+            )  # fmt: skip
             state = (live.state.value, live.protocol_type or "", protocol)
         else:
             try:
@@ -424,24 +443,25 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
             wire.build(
                 member_cls,
                 member_id=member_id,
-                group_instance_id=None,
+                group_instance_id=instance_id,
                 client_id=client_id,
                 client_host=host,
                 member_metadata=metadata,
                 member_assignment=assignment,
             )
-            for member_id, client_id, host, metadata, assignment in members
+            for member_id, instance_id, client_id, host, metadata, assignment in members
         )
         answers.append(described(name, ErrorCode.none, *state, rows))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(answers))
 
 
-def _http_members(group: GroupDescription) -> tuple[tuple[str, str, str, bytes, bytes], ...]:
-    """HTTP consumer instances as Kafka's tools read members (id, client id, host, metadata,
-    assignment): subscription and assignment in the consumer protocol's bytes."""
+def _http_members(group: GroupDescription) -> tuple[tuple[str, None, str, str, bytes, bytes], ...]:
+    """HTTP consumer instances as Kafka's tools read members (id, no group instance id, client id, host,
+    metadata, assignment): subscription and assignment in the consumer protocol's bytes."""
     return tuple(
         (
             m.instance_id,
+            None,
             m.client_id,
             m.client_host,
             encode_subscription(m.topics),

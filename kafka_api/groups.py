@@ -11,6 +11,12 @@ at its last generation; members rejoin (they get UNKNOWN_MEMBER_ID or NOT_COORDI
 coordinator failover, and their generations go on from there. The same coordinator lists, describes and
 deletes these groups with the HTTP door's (``LiveGroups``).
 
+Static members (KIP-345: a ``group.instance.id``) keep their place across a restart: one that joins again
+with its instance id and no member id takes over its old member's id slot and assignment, and a Stable
+group goes on without a rebalance when its protocols did not change; the member it replaced is fenced
+(FENCED_INSTANCE_ID on its next call). Static members do not leave when they close; they leave when their
+session expires, or when an admin removes them by instance id (LeaveGroup v3+).
+
 States as Kafka's: Empty -> PreparingRebalance (joins collected until every member rejoined or the
 rebalance timeout) -> CompletingRebalance (waiting for the leader's SyncGroup) -> Stable. Generations
 fence heartbeats, syncs and commits of members that missed a rebalance. Time comes from ``now_ms``
@@ -20,16 +26,15 @@ arguments and ``tick``, so the state machine is tested without sleeping.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment
+from kafka_api.group_members import Group, GroupRefusal, GroupState, Joined, Member, MemberIdRequired, fail
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.live import LiveGroup, LiveMember
 from raftlog.errors import RaftlogError
@@ -39,70 +44,6 @@ log = logging.getLogger(__name__)
 MEMBERS_MAX = 1000  # per group
 SESSION_TIMEOUT_MIN_MS = 1_000
 SESSION_TIMEOUT_MAX_MS = 300_000
-
-
-class GroupState(enum.Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-
-
-class GroupRefusal(Exception):
-    def __init__(self, code: ErrorCode, message: str = "") -> None:
-        super().__init__(message or code.name)
-        self.code = code
-
-
-@dataclass(frozen=True, slots=True)
-class Joined:
-    """A JoinGroup answer: ``members`` (id, metadata of the chosen protocol) for the leader only."""
-
-    generation: int
-    protocol_type: str
-    protocol: str
-    leader: str
-    member_id: str
-    members: tuple[tuple[str, bytes], ...]
-
-
-@dataclass(slots=True)
-class Member:
-    member_id: str
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata), the client's order of preference
-    last_seen_ms: int
-    assignment: bytes = b""
-    joining: asyncio.Future[Joined] | None = None
-    syncing: asyncio.Future[bytes] | None = None
-
-
-@dataclass(slots=True)
-class Group:
-    name: str
-    state: GroupState = GroupState.EMPTY
-    generation: int = 0
-    protocol_type: str | None = None
-    protocol: str | None = None
-    leader: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
-    pending: dict[str, int] = field(default_factory=dict)  # ids handed out (MEMBER_ID_REQUIRED) -> when
-    rebalance_deadline_ms: int = 0
-
-    def check_member(self, member_id: str, generation: int) -> Member:
-        member = self.members.get(member_id)
-        if member is None:
-            raise GroupRefusal(
-                ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {self.name!r}"
-            )
-        if generation != self.generation:
-            raise GroupRefusal(
-                ErrorCode.illegal_generation, f"generation {generation}: the group is at {self.generation}"
-            )
-        return member
 
 
 class GroupRecords(Protocol):
@@ -167,7 +108,9 @@ class ClassicGroups:
         if group is None or not group.members:
             return None
         members = tuple(
-            LiveMember(m.member_id, m.client_id, m.client_host, _partitions(group, m.assignment))
+            LiveMember(
+                m.member_id, m.client_id, m.client_host, _partitions(group, m.assignment), m.instance_id
+            )
             for m in group.members.values()
         )
         return LiveGroup(
@@ -193,7 +136,7 @@ class ClassicGroups:
         if group is None:
             return
         for member in group.members.values():
-            _fail(member, GroupRefusal(ErrorCode.not_coordinator, f"no longer the coordinator of {name!r}"))
+            fail(member, GroupRefusal(ErrorCode.not_coordinator, f"no longer the coordinator of {name!r}"))
 
     # -- JoinGroup -----------------------------------------------------------------------------------
 
@@ -210,10 +153,12 @@ class ClassicGroups:
         rebalance_timeout_ms: int,
         require_known_id: bool,
         now_ms: int,
+        instance_id: str | None = None,
     ) -> asyncio.Future[Joined]:
         """A member (re)joins; the future resolves when the rebalance completes (or raises GroupRefusal).
         ``require_known_id`` (JoinGroup v4+, KIP-394): a member without an id first gets one with
-        MEMBER_ID_REQUIRED and joins again with it."""
+        MEMBER_ID_REQUIRED and joins again with it; a static member (``instance_id``) gets its id at
+        once, as Kafka gives it."""
         if not SESSION_TIMEOUT_MIN_MS <= session_timeout_ms <= SESSION_TIMEOUT_MAX_MS:
             raise GroupRefusal(
                 ErrorCode.invalid_session_timeout,
@@ -236,13 +181,25 @@ class ClassicGroups:
             raise GroupRefusal(
                 ErrorCode.inconsistent_group_protocol, "no protocol in common with the group's members"
             )
+        replaced = None
+        if instance_id is not None:
+            replaced = group.static(instance_id)
+            if member_id:  # a known static member rejoining: it must be the instance's member now
+                if replaced is None:
+                    raise GroupRefusal(
+                        ErrorCode.unknown_member_id, f"instance {instance_id!r} is not in group {name!r}"
+                    )
+                group.check_instance(member_id, instance_id)
+                replaced = None
+        if replaced is not None:  # a static member back from a restart: a new id in its old place
+            return self._replace_static(group, replaced, client_id, client_host, protocols, now_ms)
         if not member_id:
             if len(group.members) + len(group.pending) >= MEMBERS_MAX:
                 raise GroupRefusal(
                     ErrorCode.group_max_size_reached, f"group {name!r} has {MEMBERS_MAX} members"
                 )
             member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
-            if require_known_id:
+            if require_known_id and instance_id is None:
                 group.pending[member_id] = now_ms
                 raise MemberIdRequired(member_id)
         elif member_id not in group.members and group.pending.pop(member_id, None) is None:
@@ -257,14 +214,70 @@ class ClassicGroups:
                 rebalance_timeout_ms,
                 tuple(protocols),
                 now_ms,
+                instance_id,
             )
         else:
             member.protocols = tuple(protocols)
             member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
             member.last_seen_ms = now_ms
-            _fail(member, GroupRefusal(ErrorCode.rebalance_in_progress, "joined again"))
+            fail(member, GroupRefusal(ErrorCode.rebalance_in_progress, "joined again"))
         group.protocol_type = protocol_type
         joining = member.joining = asyncio.get_running_loop().create_future()
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            self._prepare(group, now_ms)
+        self._maybe_complete(group, now_ms)
+        return joining
+
+    def _replace_static(
+        self,
+        group: Group,
+        old: Member,
+        client_id: str,
+        client_host: str,
+        protocols: Sequence[tuple[str, bytes]],
+        now_ms: int,
+    ) -> asyncio.Future[Joined]:
+        """The new incarnation of a static member takes the old one's place, assignment and leadership;
+        the old one is fenced. A Stable group whose chosen protocol's metadata is unchanged answers at
+        once with its generation (no rebalance: the other members never notice); otherwise the group
+        rebalances as for any join."""
+        fail(old, GroupRefusal(ErrorCode.fenced_instance_id, "a newer member has its instance id"))
+        member = Member(
+            f"{old.instance_id}-{uuid.uuid4()}",
+            client_id,
+            client_host,
+            old.session_timeout_ms,
+            old.rebalance_timeout_ms,
+            tuple(protocols),
+            now_ms,
+            old.instance_id,
+            old.assignment,
+        )
+        group.members = {
+            (member.member_id if m is old else m.member_id): (member if m is old else m)
+            for m in group.members.values()
+        }
+        if group.leader == old.member_id:
+            group.leader = member.member_id
+        joining = member.joining = asyncio.get_running_loop().create_future()
+        unchanged = group.protocol is not None and dict(protocols).get(group.protocol) == dict(
+            old.protocols
+        ).get(group.protocol)
+        if group.state is GroupState.STABLE and unchanged:
+            assert group.protocol is not None and group.leader is not None
+            everyone = tuple((m.member_id, dict(m.protocols)[group.protocol]) for m in group.members.values())
+            joining.set_result(
+                Joined(
+                    group.generation,
+                    group.protocol_type or "",
+                    group.protocol,
+                    group.leader,
+                    member.member_id,
+                    everyone if member.member_id == group.leader else (),
+                )
+            )
+            member.joining = None
+            return joining
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare(group, now_ms)
         self._maybe_complete(group, now_ms)
@@ -321,9 +334,16 @@ class ClassicGroups:
     # -- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------------------
 
     def sync(
-        self, name: str, member_id: str, generation: int, assignments: dict[str, bytes], now_ms: int
+        self,
+        name: str,
+        member_id: str,
+        generation: int,
+        assignments: dict[str, bytes],
+        now_ms: int,
+        instance_id: str | None = None,
     ) -> asyncio.Future[bytes]:
         group = self._known(name)
+        group.check_instance(member_id, instance_id)
         member = group.check_member(member_id, generation)
         member.last_seen_ms = now_ms
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -343,8 +363,11 @@ class ClassicGroups:
                 each.syncing = None
         return future
 
-    def heartbeat(self, name: str, member_id: str, generation: int, now_ms: int) -> None:
+    def heartbeat(
+        self, name: str, member_id: str, generation: int, now_ms: int, instance_id: str | None = None
+    ) -> None:
         group = self._known(name)
+        group.check_instance(member_id, instance_id)
         member = group.members.get(member_id)
         if member is None:
             raise GroupRefusal(ErrorCode.unknown_member_id)
@@ -353,17 +376,24 @@ class ClassicGroups:
             raise GroupRefusal(ErrorCode.rebalance_in_progress)
         group.check_member(member_id, generation)
 
-    def leave(self, name: str, member_ids: Sequence[str], now_ms: int) -> dict[str, ErrorCode]:
+    def leave(self, name: str, leaving: Sequence[tuple[str, str | None]], now_ms: int) -> list[ErrorCode]:
+        """Each (member id, instance id) leaves; its answer, in order. A static member is named by its
+        instance id (an admin's removal gives no member id); a member id given with it must be the
+        instance's, else FENCED_INSTANCE_ID."""
         group = self._known(name)
-        answers = {}
-        for member_id in member_ids:
-            member = group.members.pop(member_id, None)
-            if member is None:
-                answers[member_id] = ErrorCode.unknown_member_id
+        answers = []
+        for member_id, instance_id in leaving:
+            holder = group.members.get(member_id) if instance_id is None else group.static(instance_id)
+            if holder is not None and instance_id is not None and member_id and holder.member_id != member_id:
+                answers.append(ErrorCode.fenced_instance_id)
                 continue
-            _fail(member, GroupRefusal(ErrorCode.unknown_member_id, "left the group"))
-            answers[member_id] = ErrorCode.none
-        if any(code is ErrorCode.none for code in answers.values()):
+            if holder is None:
+                answers.append(ErrorCode.unknown_member_id)
+                continue
+            del group.members[holder.member_id]
+            fail(holder, GroupRefusal(ErrorCode.unknown_member_id, "left the group"))
+            answers.append(ErrorCode.none)
+        if ErrorCode.none in answers:
             self._rebalance_after_loss(group, now_ms)
         return answers
 
@@ -378,7 +408,9 @@ class ClassicGroups:
                 group.protocol = None
         self._maybe_complete(group, now_ms)
 
-    def check_commit(self, name: str, member_id: str, generation: int) -> None:
+    def check_commit(
+        self, name: str, member_id: str, generation: int, instance_id: str | None = None
+    ) -> None:
         """Fence an OffsetCommit: a member of the current generation, or no member at all (generation
         -1, a consumer outside any group management, or an operator's reset), which Kafka accepts only
         while the group has no members: their next commit would undo it."""
@@ -391,6 +423,7 @@ class ClassicGroups:
                 )
             return
         group = self._known(name)
+        group.check_instance(member_id, instance_id)
         group.check_member(member_id, generation)
         if group.state is GroupState.COMPLETING_REBALANCE:
             raise GroupRefusal(ErrorCode.rebalance_in_progress)
@@ -413,7 +446,7 @@ class ClassicGroups:
                 if (m.joining is None or m.joining.done()) and now_ms - m.last_seen_ms > m.session_timeout_ms
             ]
             for member_id in expired:
-                _fail(
+                fail(
                     group.members.pop(member_id), GroupRefusal(ErrorCode.unknown_member_id, "session expired")
                 )
             stale = [i for i, at in group.pending.items() if now_ms - at > SESSION_TIMEOUT_MAX_MS]
@@ -422,12 +455,6 @@ class ClassicGroups:
             if expired:
                 self._rebalance_after_loss(group, now_ms)
             self._maybe_complete(group, now_ms)
-
-
-class MemberIdRequired(GroupRefusal):
-    def __init__(self, member_id: str) -> None:
-        super().__init__(ErrorCode.member_id_required, "join again with the member id given")
-        self.member_id = member_id
 
 
 def _vote(members: list[Member]) -> str:
@@ -449,10 +476,3 @@ def _partitions(group: Group, assignment: bytes) -> tuple[TopicPartition, ...]:
         return decode_assignment(assignment)
     except NotAnAssignment:
         return ()
-
-
-def _fail(member: Member, error: GroupRefusal) -> None:
-    for future in (member.joining, member.syncing):
-        if future is not None and not future.done():
-            future.set_exception(error)
-    member.joining = member.syncing = None

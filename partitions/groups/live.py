@@ -19,6 +19,7 @@ class LiveMember:
     client_id: str
     client_host: str
     assigned: tuple[TopicPartition, ...]  # decoded from its assignment (protocol type "consumer" only)
+    instance_id: str | None = None  # a static member's group.instance.id (KIP-345)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,14 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafka_api.groups import ClassicGroups, GroupRefusal, GroupState, MemberIdRequired
+from kafka_api.group_members import GroupRefusal, GroupState, MemberIdRequired
+from kafka_api.groups import ClassicGroups
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
 
 
-def _join(groups: ClassicGroups, member_id: str, now: int, protocols=PROTOCOLS, rebalance_ms: int = 5000):  # type: ignore[no-untyped-def]
+def _join(groups: ClassicGroups, member_id: str, now: int, protocols=PROTOCOLS, rebalance_ms: int = 5000,  # type: ignore[no-untyped-def]
+          instance: str | None = None):  # fmt: skip
     return groups.join(
         "g",
         member_id,
@@ -22,8 +24,9 @@ def _join(groups: ClassicGroups, member_id: str, now: int, protocols=PROTOCOLS, 
         protocols=protocols,
         session_timeout_ms=3000,
         rebalance_timeout_ms=rebalance_ms,
-        require_known_id=False,
+        require_known_id=instance is not None,  # static members get their id at once anyway
         now_ms=now,
+        instance_id=instance,
     )
 
 
@@ -69,10 +72,10 @@ async def test_a_member_that_does_not_rejoin_in_time_is_dropped_and_one_that_lea
     joined = await b_join
     assert joined.generation == 2 and [m for m, _ in joined.members] == [joined.member_id]
     assert a not in groups.groups["g"].members
-    assert groups.leave("g", [joined.member_id, "nobody"], 1300) == {
-        joined.member_id: ErrorCode.none,
-        "nobody": ErrorCode.unknown_member_id,
-    }
+    assert groups.leave("g", [(joined.member_id, None), ("nobody", None)], 1300) == [
+        ErrorCode.none,
+        ErrorCode.unknown_member_id,
+    ]
     assert groups.groups["g"].state is GroupState.EMPTY
 
 
@@ -131,3 +134,64 @@ async def test_a_coordinator_that_loses_the_group_fails_its_waiting_members() ->
     with pytest.raises(GroupRefusal) as lost:
         await waiting
     assert lost.value.code is ErrorCode.not_coordinator and "g" not in groups.groups and a
+
+
+async def _stable_pair(groups: ClassicGroups) -> tuple[str, str]:
+    """Static members "a" and "b" in a Stable group at generation 2, assigned b"A" and b"B"."""
+    a = (await _join(groups, "", 0, instance="a")).member_id
+    b_join = _join(groups, "", 10, instance="b")
+    a_again = _join(groups, a, 20, instance="a")
+    joined_a, joined_b = await asyncio.gather(a_again, b_join)
+    b = joined_b.member_id
+    assert joined_a.generation == 2 and joined_a.leader == a
+    await groups.sync("g", a, 2, {a: b"A", b: b"B"}, 30, "a")
+    assert await groups.sync("g", b, 2, {}, 31, "b") == b"B"
+    return a, b
+
+
+async def test_a_static_member_back_from_a_restart_takes_its_place_without_a_rebalance() -> None:
+    groups = ClassicGroups()
+    a, b = await _stable_pair(groups)
+    back = await _join(groups, "", 1000, instance="b")  # no member id: a new incarnation of "b"
+    assert back.generation == 2 and back.member_id != b and back.leader == a and back.members == ()
+    group = groups.groups["g"]
+    assert group.state is GroupState.STABLE and list(group.members) == [a, back.member_id]
+    assert await groups.sync("g", back.member_id, 2, {}, 1001, "b") == b"B", "its assignment is kept"
+    groups.heartbeat("g", a, 2, 1002, "a")  # the other member goes on at its generation
+    with pytest.raises(GroupRefusal) as fenced:
+        groups.heartbeat("g", b, 2, 1003, "b")
+    assert fenced.value.code is ErrorCode.fenced_instance_id, "the old incarnation is fenced"
+    with pytest.raises(GroupRefusal) as fenced:
+        groups.check_commit("g", b, 2, "b")
+    assert fenced.value.code is ErrorCode.fenced_instance_id
+
+
+async def test_a_static_leader_back_from_a_restart_is_given_the_members_and_changed_protocols_rebalance() -> (
+    None
+):
+    groups = ClassicGroups()
+    await _stable_pair(groups)
+    back = await _join(groups, "", 1000, instance="a")
+    assert back.generation == 2 and back.leader == back.member_id and len(back.members) == 2
+    changed = _join(groups, "", 2000, protocols=[("range", b"other-meta")], instance="b")
+    assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE and not changed.done()
+    leader_join = _join(groups, back.member_id, 2001, instance="a")
+    results = await asyncio.gather(leader_join, changed)
+    assert {r.generation for r in results} == {3}
+
+
+async def test_static_members_join_at_once_and_leave_by_instance_id_or_are_fenced() -> None:
+    groups = ClassicGroups()
+    a, b = await _stable_pair(groups)  # neither was asked to join again for an id (MEMBER_ID_REQUIRED)
+    with pytest.raises(GroupRefusal) as unknown:
+        _join(groups, "made-up", 100, instance="c")
+    assert unknown.value.code is ErrorCode.unknown_member_id
+    with pytest.raises(GroupRefusal) as fenced:
+        _join(groups, a, 100, instance="b")
+    assert fenced.value.code is ErrorCode.fenced_instance_id
+    answers = groups.leave("g", [("", "b"), (b, "a"), ("", "zz")], 200)  # an admin's removal names instances
+    assert answers == [ErrorCode.none, ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id]
+    assert list(groups.groups["g"].members) == [a]
+    assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE
+    live = groups.live("g")
+    assert live is not None and [m.instance_id for m in live.members] == ["a"]

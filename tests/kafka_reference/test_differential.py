@@ -277,6 +277,7 @@ def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances
         "after_a_leave_660_read": True,
         "two_hold_all_six": True,
         "read_twice": 0,
+        "member_failures": [],
         "committed": [110] * 6,
         "group_state": "Empty",
     }
@@ -301,3 +302,58 @@ def test_java_admin_client_configs_partitions_and_refusals(
         "new_partition_end": 0,
         "delete_again": "UnknownTopicOrPartitionException",
     }
+
+
+class _Tracked:
+    """A confluent-kafka group member that counts its assignments and revocations."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, instance: str | None) -> None:
+        settings = {
+            "bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest",
+        }  # fmt: skip
+        if instance is not None:
+            settings["group.instance.id"] = instance
+        self.consumer = Consumer(settings)
+        self.assigned: list[list[int]] = []
+        self.revoked = 0
+        self.consumer.subscribe(
+            [topic],
+            on_assign=lambda c, parts: self.assigned.append(sorted(p.partition for p in parts)),
+            on_revoke=lambda c, parts: setattr(self, "revoked", self.revoked + 1),
+        )
+
+    def holds(self) -> list[int]:
+        return sorted(p.partition for p in self.consumer.assignment())
+
+
+def _poll_until(members: list[_Tracked], condition: object, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "the group did not get there in time"
+        for member in members:
+            member.consumer.poll(0.1)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_static_member_restarting_within_its_session_keeps_its_partitions_and_nobody_rebalances(
+    servers: dict[str, str], system: str
+) -> None:
+    _differs(system, "static-membership")
+    bootstrap = servers[system]
+    topic = _topic("static")
+    _create(bootstrap, topic, partitions=2)
+    group = f"static-{uuid.uuid4().hex[:8]}"
+    a, b = _Tracked(bootstrap, group, topic, "a"), _Tracked(bootstrap, group, topic, "b")
+    _poll_until([a, b], lambda: len(a.holds()) == 1 and len(b.holds()) == 1)
+    held = b.holds()
+    rebalances_of_a = (len(a.assigned), a.revoked)
+    b.consumer.close()  # a static member does not leave: its place waits for it (the session)
+    again = _Tracked(bootstrap, group, topic, "b")
+    try:
+        _poll_until([a, again], lambda: again.holds() != [])
+        assert again.holds() == held, "the new incarnation has the partition the old one had"
+        assert (len(a.assigned), a.revoked) == rebalances_of_a, "the other member never rebalanced"
+    finally:
+        again.consumer.close()
+        a.consumer.close()

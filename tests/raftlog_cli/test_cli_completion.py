@@ -31,6 +31,7 @@ def test_the_bash_script_completes_from_the_parser(
     script.write_text(capsys.readouterr().out)
     assert complete(script, "raftlog", "gr") == ["group"]
     assert complete(script, "raftlog", "topic", "") == [
+        "add-partitions",
         "config",
         "create",
         "delete",
@@ -63,7 +64,7 @@ def test_the_zsh_script_completes_through_bashcompinit(
         return done.stdout.split()
 
     listed = candidates("raftlog", "topic", "")
-    assert listed[:6] == ["config", "create", "delete", "describe", "list", "--help"]
+    assert listed[:7] == ["add-partitions", "config", "create", "delete", "describe", "list", "--help"]
     assert listed[-4:] == ["complete", "-F", "_raftlog", "raftlog"]  # registered with zsh's completion
     assert {"start", "stop", "status"} <= set(candidates("raftlog", "dev", ""))
     assert "--format" in candidates("raftlog", "consume", "orders", "--form")  # zsh filters by prefix
@@ -85,7 +86,9 @@ def test_the_fish_script_completes_in_a_real_fish(
         return [row.split("\t")[0] for row in done.stdout.splitlines()]
 
     assert candidates("raftlog gr") == ["group"]
-    assert candidates("raftlog topic ") == ["config", "create", "delete", "describe", "list", "--help"]
+    assert candidates("raftlog topic ") == [
+        "add-partitions", "config", "create", "delete", "describe", "list", "--help"
+    ]  # fmt: skip
     assert candidates("raftlog dev st") == ["start", "status", "stop"]  # fish sorts them
     assert "--to-earliest" in candidates("raftlog group reset billing --to")
     assert candidates("raftlog consume orders --form") == ["--format"]

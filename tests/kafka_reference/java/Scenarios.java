@@ -32,6 +32,8 @@ import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -40,6 +42,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -116,9 +119,10 @@ public class Scenarios {
     // -- a consumer group with an assignor --------------------------------------------------------
 
     /**
-     * Three members with the assignor read 600 records on 6 partitions, each once, committing as they go;
-     * one leaves, the two left are given its partitions and read 60 more. The group's committed offsets
-     * are then the partitions' ends.
+     * Three members with the assignor read 600 records on 6 partitions, each once, committing as they go
+     * and when a partition is taken from them (a consumer's usual at-least-once loop); once the three
+     * share the partitions, one leaves, the two left are given its partitions and read 60 more. The
+     * group's committed offsets are then the partitions' ends.
      */
     static Map<String, Object> group(Properties settings, String topic, String assignor) throws Exception {
         create(settings, topic, 6, Map.of());
@@ -131,6 +135,7 @@ public class Scenarios {
         }
         members.forEach(Thread::start);
         boolean firstRead = waitFor(() -> seen.size() >= 600);
+        waitFor(() -> members.stream().allMatch(m -> m.assigned.size() == 2));
         List<Integer> shares = members.stream().map(m -> m.assigned.size()).sorted().toList();
         Member leaving = members.remove(2);
         leaving.finish();
@@ -146,6 +151,7 @@ public class Scenarios {
         result.put("after_a_leave_660_read", secondRead);
         result.put("two_hold_all_six", rebalanced);
         result.put("read_twice", seen.values().stream().filter(n -> n > 1).count());
+        result.put("member_failures", members.stream().filter(m -> m.failure != null).map(m -> m.failure).toList());
         try (Admin admin = Admin.create(settings)) {
             Map<TopicPartition, OffsetAndMetadata> committed =
                 admin.listConsumerGroupOffsets(groupId).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
@@ -164,6 +170,7 @@ public class Scenarios {
         final AtomicBoolean running = new AtomicBoolean(true);
         final String topic;
         final Map<String, Integer> seen;
+        volatile String failure;
 
         Member(Properties settings, String topic, Map<String, Integer> seen) {
             this.consumer = new KafkaConsumer<>(settings);
@@ -174,16 +181,34 @@ public class Scenarios {
 
         @Override
         public void run() {
-            consumer.subscribe(List.of(topic));
-            while (running.get()) {
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(POLL)) {
-                    seen.merge(new String(record.value()), 1, Integer::sum);
+            try {
+                consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                        consumer.commitSync();  // what was read of them, before another member takes them
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                    }
+                });
+                while (running.get()) {
+                    for (ConsumerRecord<byte[], byte[]> record : consumer.poll(POLL)) {
+                        seen.merge(new String(record.value()), 1, Integer::sum);
+                    }
+                    try {
+                        consumer.commitSync();
+                    } catch (RebalanceInProgressException | CommitFailedException rebalancing) {
+                        // the next poll rejoins, and the revocation above commits first
+                    }
+                    assigned.clear();
+                    assigned.addAll(consumer.assignment());
                 }
-                consumer.commitSync();
-                assigned.clear();
-                assigned.addAll(consumer.assignment());
+            } catch (RuntimeException e) {
+                failure = e.toString();
+            } finally {
+                consumer.close();
             }
-            consumer.close();
         }
 
         void finish() throws InterruptedException {

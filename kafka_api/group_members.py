@@ -1,0 +1,102 @@
+"""A classic group's members as its coordinator holds them (``kafka_api.groups``): the group's state,
+generation, leader and members, and the checks that fence a call (a member of another generation, or a
+static member's older incarnation: KIP-345's instance ids)."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+
+
+class GroupRefusal(Exception):
+    def __init__(self, code: ErrorCode, message: str = "") -> None:
+        super().__init__(message or code.name)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A JoinGroup answer: ``members`` (id, metadata of the chosen protocol) for the leader only."""
+
+    generation: int
+    protocol_type: str
+    protocol: str
+    leader: str
+    member_id: str
+    members: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata), the client's order of preference
+    last_seen_ms: int
+    instance_id: str | None = None  # a static member's group.instance.id (KIP-345)
+    assignment: bytes = b""
+    joining: asyncio.Future[Joined] | None = None
+    syncing: asyncio.Future[bytes] | None = None
+
+
+@dataclass(slots=True)
+class Group:
+    name: str
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)  # ids handed out (MEMBER_ID_REQUIRED) -> when
+    rebalance_deadline_ms: int = 0
+
+    def check_member(self, member_id: str, generation: int) -> Member:
+        member = self.members.get(member_id)
+        if member is None:
+            raise GroupRefusal(
+                ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {self.name!r}"
+            )
+        if generation != self.generation:
+            raise GroupRefusal(
+                ErrorCode.illegal_generation, f"generation {generation}: the group is at {self.generation}"
+            )
+        return member
+
+    def static(self, instance_id: str) -> Member | None:
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
+
+    def check_instance(self, member_id: str, instance_id: str | None) -> None:
+        """FENCED_INSTANCE_ID when ``instance_id`` belongs to another member now (a newer incarnation of
+        the same static member took its place)."""
+        holder = None if instance_id is None else self.static(instance_id)
+        if holder is not None and holder.member_id != member_id:
+            raise GroupRefusal(
+                ErrorCode.fenced_instance_id,
+                f"instance {instance_id!r} of group {self.name!r} is now member {holder.member_id!r}",
+            )
+
+
+class MemberIdRequired(GroupRefusal):
+    def __init__(self, member_id: str) -> None:
+        super().__init__(ErrorCode.member_id_required, "join again with the member id given")
+        self.member_id = member_id
+
+
+def fail(member: Member, error: GroupRefusal) -> None:
+    for future in (member.joining, member.syncing):
+        if future is not None and not future.done():
+            future.set_exception(error)
+    member.joining = member.syncing = None
