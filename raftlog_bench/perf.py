@@ -146,6 +146,8 @@ class PhaseResult:
     server_cpu_pct: dict[str, float]  # per server process, 100 = one core
     client_cpu_pct: float
     other_cpu_pct: float | None  # other processes on the machine
+    # single: the p99 of each second of the timetable (by scheduled time), to show stalls a window hides
+    p99_per_second_ms: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,21 @@ def format_phase_row(p: PhaseResult) -> str:
     )
 
 
+def format_seconds(phases: Sequence[PhaseResult]) -> list[str]:
+    """Each system's single-record p99 second by second beside the window's: a stall of a few hundred
+    milliseconds shows in its second even when the window's p99 hides it."""
+    lines = []
+    for p in phases:
+        if p.phase == "single" and p.p99_per_second_ms:
+            each = sorted(p.p99_per_second_ms)
+            lines.append(
+                f"{p.system:9s} single-record p99 per second: median {each[len(each) // 2]:.2f} ms, worst"
+                f" {each[-1]:.2f} ms (window {p.latency.p99_ms:.2f} ms); by second: "
+                + " ".join(f"{value:.1f}" for value in p.p99_per_second_ms)
+            )
+    return ["", *lines] if lines else []
+
+
 TABLE_HEADER = (
     f"{'system':9s} {'phase':8s} {'record':>6} {'batch':>5} {'records/s':>10} {'MB/s':>7} {'p50 ms':>7}"
     f" {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'servers CPU%':>14} {'µs/rec':>7} {'cli%':>5}"
@@ -364,6 +381,7 @@ def format_report(report: Report) -> str:
     lines += [format_phase_row(p) for p in report.phases]
     for system, why in report.failures.items():
         lines.append(f"{system:9s} not measured: {why}")
+    lines += format_seconds(report.phases)
     lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])
     if report.stored_ratios:
         sizes = ", ".join(
@@ -404,6 +422,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     per_partition: Counter[int] = field(default_factory=Counter)
+    by_second: dict[int, list[float]] = field(default_factory=dict)  # single: latencies by scheduled second
 
 
 def progress_line(label: str, elapsed_s: float, seconds: float, tally: Tally, width: int = 20) -> str:
@@ -463,6 +482,9 @@ def _result(
         server_cpu_pct=servers,
         client_cpu_pct=client,
         other_cpu_pct=other,
+        p99_per_second_ms=tuple(
+            LatencySummary.of(tally.by_second[second]).p99_ms for second in sorted(tally.by_second)
+        ),
     )
 
 
@@ -569,7 +591,9 @@ async def single_phase(
         except TimeoutError:
             tally.errors[f"timeout > {DRAIN_TIMEOUT_S:g} s"] += 1
         else:
-            tally.latencies.append(time.perf_counter() - origin)
+            latency = time.perf_counter() - origin
+            tally.latencies.append(latency)
+            tally.by_second.setdefault(int(slot / per_s), []).append(latency)
             tally.records += 1
         finally:
             places.release()
@@ -894,7 +918,13 @@ def _child_timeout(workload: Workload) -> float:
 
 
 def phase_from_dict(data: dict[str, Any]) -> PhaseResult:
-    return PhaseResult(**{**data, "latency": LatencySummary(**data["latency"])})
+    return PhaseResult(
+        **{
+            **data,
+            "latency": LatencySummary(**data["latency"]),
+            "p99_per_second_ms": tuple(data.get("p99_per_second_ms", ())),
+        }
+    )
 
 
 def workload_from_dict(data: dict[str, Any]) -> Workload:

@@ -220,3 +220,21 @@ async def test_single_phase_leaves_near_each_slot_and_never_counts_an_early_send
     for slot, sent in target.sent_at.items():
         assert sent >= start + slot / 200.0 - perf.TIMER_SLACK_S, slot
     assert result.latency.p50_ms >= 4.0
+    assert len(result.p99_per_second_ms) == 1 and result.p99_per_second_ms[0] >= 4.0  # 100 slots: 0.5 s
+
+
+async def test_single_phase_shows_a_stall_in_its_second_that_the_windows_p99_hides() -> None:
+    """A 150 ms stall of 10 requests in 2,000 over 4 s: the window's p99 stays low, its second's does not."""
+    target = _SlowTarget(service_s=0.001)
+    stalled = set(range(1200, 1210))
+
+    async def send_one(worker: int, partition: int) -> None:
+        await asyncio.sleep(0.15 if worker in stalled else 0.001)
+
+    target.send_one = send_one  # type: ignore[method-assign]
+    result = await perf.single_phase(target, Layout("t", 3, 100, 1), 500.0, 4.0, {})  # type: ignore[arg-type]
+    assert result.records == 2000 and len(result.p99_per_second_ms) == 4
+    assert result.latency.p99_ms < 100 and result.p99_per_second_ms[2] >= 150
+    assert max(result.p99_per_second_ms[i] for i in (0, 1, 3)) < 100
+    lines = perf.format_seconds([result])
+    assert "worst" in lines[1] and f"window {result.latency.p99_ms:.2f} ms" in lines[1]
