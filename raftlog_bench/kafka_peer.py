@@ -105,6 +105,7 @@ class KafkaCluster:
         ports = free_ports(2 * NODES)
         self._broker_ports, self._controller_ports = ports[:NODES], ports[NODES:]
         self._processes: list[subprocess.Popen[bytes]] = []
+        self._commands: list[tuple[list[str], str]] = []  # each node's command line and stdout file
 
     @property
     def bootstrap_servers(self) -> str:
@@ -149,16 +150,29 @@ class KafkaCluster:
                 stderr=open(os.path.join(node, "format.err"), "wb"),  # noqa: SIM115 (closed by the child's end)
                 timeout=120,
             )
-        for node, config, logs in configs:
-            with open(os.path.join(node, "stdout.log"), "wb") as out:
-                self._processes.append(
-                    subprocess.Popen(
-                        self._java("kafka.Kafka", config, logs=logs),
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
+        self._commands = [
+            (self._java("kafka.Kafka", config, logs=logs), os.path.join(node, "stdout.log"))
+            for node, config, logs in configs
+        ]
+        self._processes = [self._launch(i) for i in range(NODES)]
+        self._wait_ready()
+
+    def _launch(self, index: int) -> subprocess.Popen[bytes]:
+        command, stdout = self._commands[index]
+        with open(stdout, "ab") as out:
+            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill(self, index: int) -> None:
+        """SIGKILL node ``index`` (0-based: broker id ``index + 1``), as a crash would."""
+        process = self._processes[index]
+        process.kill()
+        process.wait()
+
+    def restart(self, index: int) -> None:
+        """Start a killed node again on its data; returns once every broker is up."""
+        if self._processes[index].poll() is None:
+            raise RuntimeError(f"kafka{index + 1} is still running")
+        self._processes[index] = self._launch(index)
         self._wait_ready()
 
     def _wait_ready(self) -> None:

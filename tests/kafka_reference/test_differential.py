@@ -15,6 +15,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
+from conftest import Systems
 from java_client import JavaClient
 
 pytestmark = pytest.mark.slow
@@ -357,3 +358,54 @@ def test_a_static_member_restarting_within_its_session_keeps_its_partitions_and_
     finally:
         again.consumer.close()
         a.consumer.close()
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_an_idempotent_producer_keeps_every_acknowledged_record_once_in_order_across_a_leader_kill(
+    systems: Systems, system: str
+) -> None:
+    """SIGKILL of the partition's leader while an idempotent producer streams: it retries to the new
+    leader and every record it acknowledged is in the log once, in the order sent; nothing fails."""
+    _differs(system, "idempotent-leader-kill")
+    bootstrap = systems.servers()[system]
+    topic = _topic("kill")
+    _create(bootstrap, topic)
+    admin = _admin(bootstrap)
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+        "message.timeout.ms": 120_000,
+    })  # fmt: skip
+    acked: list[bytes] = []
+    failures: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, message: object) -> None:
+        if error is not None:
+            failures.append(error)
+        else:
+            acked.append(message.value())  # type: ignore[attr-defined]
+
+    killed = False
+    try:
+        for i in range(20_000):
+            while True:
+                try:
+                    producer.produce(topic, b"%d" % i, partition=0, on_delivery=delivered)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain
+                    producer.poll(0.1)
+            producer.poll(0)
+            deadline = time.monotonic() + 120
+            while i - len(acked) - len(failures) > 1_000:  # a stream, not one burst: ~1,000 in flight
+                assert time.monotonic() < deadline, f"{len(acked)} acknowledged of {i} after 120 s"
+                producer.poll(0.05)
+            if not killed and len(acked) >= 5_000:
+                systems.kill(system, leader)
+                killed = True
+        assert producer.flush(180) == 0
+    finally:
+        if killed:
+            systems.restart(system, leader)
+    assert killed and failures == [] and len(acked) == 20_000
+    assert acked == [b"%d" % i for i in range(20_000)], "acknowledged in the order sent"
+    assert _read(bootstrap, topic, 20_000) == acked, "each once, in order, dense from offset 0"
