@@ -122,7 +122,9 @@ class KafkaCluster:
         return [*argv, "-cp", f"{self._libs}/*", main, *args]
 
     def start(self) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: a leading dash reads as an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         configs = []
         for i in range(NODES):
             node = os.path.join(self.directory, f"kafka{i + 1}")

@@ -101,7 +101,9 @@ async def test_a_damaged_replica_with_peers_is_set_aside_and_rebuilt(
         assert metrics["partition_logs_salvaged"] == 1
         if compacted:
             assert metrics["recovery_completed"] >= 1, "copied from a peer"
-        await leader.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+        running = [s.node for s in served]  # the restarted node in the victim's place
+        now_leading = await until(lambda: partition_leader(running, "t"), what="partition leader")
+        await now_leading.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
         await until(
             lambda: ours.end_offset == RECORDS + 1, what="the group goes on through the rebuilt replica"
         )
