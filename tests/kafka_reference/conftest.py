@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka_api"))  # kafka_fixtures
+
 from java_client import JavaClient
 
 from raftlog_bench.kafka_peer import KafkaCluster

@@ -3,20 +3,27 @@ same assertions: where raftlog and Kafka differ, the test of that scenario fails
 docs/kafka-compatibility.md lists the difference ("Differences from Apache Kafka") and the scenario names
 it in ``KNOWN_DIFFERENCES``. Kafka runs the scenarios too, so none of them encodes a guess of what Kafka
 does. Both clusters have three nodes and replication factor 3 (Kafka: 3 KRaft nodes on loopback from the
-jars the project installed, ``raftlog_bench.kafka_peer``); the clients are confluent-kafka (librdkafka)
-and Kafka's own Java client (kafka-clients, ``java_client.py``)."""
+jars the project installed, ``raftlog_bench.kafka_peer``); the clients are confluent-kafka (librdkafka),
+Kafka's own Java client (kafka-clients, ``java_client.py``), kafka-python, aiokafka and kcat."""
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
+import subprocess
 import time
 import uuid
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import TopicPartition as AIOTopicPartition
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 from conftest import Systems
 from java_client import JavaClient
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka_fixtures import kcat_path
 
 pytestmark = pytest.mark.slow
 
@@ -409,3 +416,102 @@ def test_an_idempotent_producer_keeps_every_acknowledged_record_once_in_order_ac
     assert killed and failures == [] and len(acked) == 20_000
     assert acked == [b"%d" % i for i in range(20_000)], "acknowledged in the order sent"
     assert _read(bootstrap, topic, 20_000) == acked, "each once, in order, dense from offset 0"
+
+
+# -- kafka-python, aiokafka and kcat: each codec, the same assertions on both systems -----------------
+
+
+def _kafka_python_round_trip(
+    bootstrap: str, topic: str, codec: str, values: list[bytes]
+) -> tuple[list[int], list[bytes]]:
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap.split(","), acks="all", enable_idempotence=True,
+        compression_type=None if codec == "none" else codec, linger_ms=5,
+    )  # fmt: skip
+    try:
+        offsets = [future.get(60).offset for future in [producer.send(topic, v, partition=0) for v in values]]
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), consumer_timeout_ms=20_000)
+    try:
+        consumer.assign([KafkaTopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        read = [message.value for _, message in zip(range(len(values)), consumer, strict=False)]
+    finally:
+        consumer.close()
+    return offsets, read
+
+
+def _aiokafka_round_trip(
+    bootstrap: str, topic: str, codec: str, values: list[bytes]
+) -> tuple[list[int], list[bytes]]:
+    async def run() -> tuple[list[int], list[bytes]]:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
+            compression_type=None if codec == "none" else codec, linger_ms=5,
+        )  # fmt: skip
+        await producer.start()
+        try:
+            sent = [await producer.send(topic, v, partition=0) for v in values]
+            offsets = [(await future).offset for future in sent]
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            partition = AIOTopicPartition(topic, 0)
+            consumer.assign([partition])
+            await consumer.seek_to_beginning(partition)
+            read: list[bytes] = []
+            async with asyncio.timeout(60):
+                while len(read) < len(values):
+                    batches = await consumer.getmany(partition, timeout_ms=500)
+                    read += [m.value for m in batches.get(partition, [])]
+        finally:
+            await consumer.stop()
+        return offsets, read
+
+    return asyncio.run(run())
+
+
+def _kcat_round_trip(
+    bootstrap: str, topic: str, codec: str, values: list[bytes]
+) -> tuple[list[int], list[bytes]]:
+    lines = b"".join(v + b"\n" for v in values)
+    subprocess.run(
+        [kcat_path(), "-b", bootstrap, "-P", "-t", topic, "-p", "0", "-z", codec,
+         "-X", "enable.idempotence=true", "-X", "acks=all"],
+        input=lines, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    done = subprocess.run(
+        [kcat_path(), "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e",
+         "-f", "%o %s\\n"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    rows = [line.split(b" ", 1) for line in done.stdout.splitlines()]
+    return [int(offset) for offset, _ in rows], [value for _, value in rows]
+
+
+ROUND_TRIPS = {
+    "kafka-python": _kafka_python_round_trip,
+    "aiokafka": _aiokafka_round_trip,
+    "kcat": _kcat_round_trip,
+}
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("client", sorted(ROUND_TRIPS))
+def test_other_clients_produce_and_read_back_with_each_codec(
+    servers: dict[str, str], system: str, client: str
+) -> None:
+    """kcat's producer is librdkafka's (its Debian build); kafka-python and aiokafka write their own
+    batches, so each codec's framing is theirs."""
+    _differs(system, f"{client}-codecs")
+    bootstrap = servers[system]
+    for codec in CODECS:
+        topic = _topic(f"{client}-{codec}")
+        _create(bootstrap, topic)
+        values = [b"%s-%d-%s" % (codec.encode(), i, b"v" * (i % 40)) for i in range(200)]
+        offsets, read = ROUND_TRIPS[client](bootstrap, topic, codec, values)
+        assert offsets == list(range(200)), codec
+        assert read == values, codec
