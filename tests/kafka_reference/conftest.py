@@ -1,12 +1,16 @@
 """Apache Kafka beside raftlog for the tests of this folder: both clusters (3 nodes, replication factor
-3) for a module, and Kafka's own Java client (``java_client.py``) for the run."""
+3) for a module, Kafka's own Java client (``java_client.py``) and a Go client (franz-go, ``go/``) for the
+run."""
 
 from __future__ import annotations
 
+import json
 import pathlib
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -62,3 +66,35 @@ def servers(systems: Systems) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
     return JavaClient(tmp_path_factory.mktemp("java-client"))
+
+
+GO_SOURCE = pathlib.Path(__file__).resolve().parent / "go"
+
+
+@pytest.fixture(scope="session")
+def go_client(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
+    """``go_client(scenario, bootstrap, topic, argument="")``: what franz-go's scenario observed (its RESULT
+    line), from ``go/main.go`` built once per run (modules from the Go module proxy, pinned by go.sum)."""
+    binary = tmp_path_factory.mktemp("go-client") / "kafkareference"
+    toolchain = GO_SOURCE.parents[2] / "scripts" / "go_toolchain.sh"  # the machine's go, or the proxy's
+    go = subprocess.run([str(toolchain)], check=True, capture_output=True, text=True, timeout=600).stdout
+    subprocess.run(
+        [go.strip(), "build", "-o", str(binary), "."],
+        cwd=GO_SOURCE,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+
+    def run(scenario: str, bootstrap: str, topic: str, argument: str = "") -> dict[str, Any]:
+        done = subprocess.run(
+            [str(binary), scenario, bootstrap, topic, argument], capture_output=True, text=True, timeout=300
+        )
+        results = [line[len("RESULT ") :] for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        assert done.returncode == 0 and results, (
+            f"{scenario} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
+        found: dict[str, Any] = json.loads(results[-1])
+        return found
+
+    return run

@@ -4,7 +4,8 @@ docs/kafka-compatibility.md lists the difference ("Differences from Apache Kafka
 it in ``KNOWN_DIFFERENCES``. Kafka runs the scenarios too, so none of them encodes a guess of what Kafka
 does. Both clusters have three nodes and replication factor 3 (Kafka: 3 KRaft nodes on loopback from the
 jars the project installed, ``raftlog_bench.kafka_peer``); the clients are confluent-kafka (librdkafka),
-Kafka's own Java client (kafka-clients, ``java_client.py``), kafka-python, aiokafka and kcat."""
+Kafka's own Java client (kafka-clients, ``java_client.py``), kafka-python, aiokafka, kcat and a Go client
+(franz-go, ``go/``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pathlib
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -515,3 +518,50 @@ def test_other_clients_produce_and_read_back_with_each_codec(
         offsets, read = ROUND_TRIPS[client](bootstrap, topic, codec, values)
         assert offsets == list(range(200)), codec
         assert read == values, codec
+
+
+# -- a Go client: franz-go ------------------------------------------------------------------------------
+
+BALANCERS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_go_client_produces_and_reads_back_with_each_codec(
+    servers: dict[str, str], go_client: Callable[..., dict[str, Any]], system: str
+) -> None:
+    _differs(system, "go-codecs")
+    for codec in CODECS:
+        observed = go_client("produce-consume", servers[system], _topic(f"go-{codec}"), codec)
+        assert observed == {"dense_offsets_from_0": True, "read": 300, "read_as_written": True}, codec
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("balancer", BALANCERS)
+def test_go_client_group_of_three_with_each_balancer_reads_once_and_rebalances_on_a_leave(
+    servers: dict[str, str], go_client: Callable[..., dict[str, Any]], system: str, balancer: str
+) -> None:
+    _differs(system, f"go-group-{balancer}")
+    observed = go_client("group", servers[system], _topic("go-group"), balancer)
+    assert observed == {
+        "first_600_read": True,
+        "shares_of_three": [2, 2, 2],
+        "after_a_leave_660_read": True,
+        "two_hold_all_six": True,
+        "read_twice": 0,
+        "committed": [110] * 6,
+        "group_state": "Empty",
+    }
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_go_admin_client_configs_growth_and_refusals(
+    servers: dict[str, str], go_client: Callable[..., dict[str, Any]], system: str
+) -> None:
+    _differs(system, "go-admin")
+    observed = go_client("admin", servers[system], _topic("go-admin"))
+    assert observed == {
+        "retention_ms": "3600000 DYNAMIC_TOPIC_CONFIG",
+        "partitions_after_growth": 4,
+        "grow_to_3": "INVALID_PARTITIONS",
+        "create_again": "TOPIC_ALREADY_EXISTS",
+    }
