@@ -166,6 +166,18 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
+def process_rss_mib(pid: int) -> float | None:
+    """A process's resident set now, MiB (``VmRSS``); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
 def machine_busy_s() -> float | None:
     try:
         with open("/proc/stat", encoding="ascii") as stat:
@@ -186,6 +198,7 @@ class CpuUse:
     nodes_s: dict[str, float]  # CPU seconds per node process (empty: not measured, e.g. --server)
     client_s: float  # this process
     other_pct: float | None  # other processes, 100 = one core
+    rss_mib: dict[str, float] = field(default_factory=dict)  # per node process at the window's end
 
     @property
     def nodes_total_s(self) -> float:
@@ -215,7 +228,8 @@ class CpuMeter:
         if machine is not None and self._machine is not None and elapsed > 0:
             others_s = (machine - self._machine) - client - sum(nodes.values())
             other = max(0.0, 100 * others_s / elapsed)
-        return CpuUse(elapsed, nodes, client, other)
+        rss = {node: process_rss_mib(pid) for node, pid in self._pids.items()}
+        return CpuUse(elapsed, nodes, client, other, {n: v for n, v in rss.items() if v is not None})
 
 
 # -- results ---------------------------------------------------------------------------------------------

@@ -148,6 +148,7 @@ class PhaseResult:
     other_cpu_pct: float | None  # other processes on the machine
     # single: the p99 of each second of the timetable (by scheduled time), to show stalls a window hides
     p99_per_second_ms: tuple[float, ...] = ()
+    server_rss_mib: dict[str, float] = field(default_factory=dict)  # per server process at the phase's end
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +257,22 @@ def format_phase_row(p: PhaseResult) -> str:
         f" {p.client_cpu_pct:>5.0f}"
         f" {_pct(p.other_cpu_pct):>5}  {_errors(p.errors)}"
     )
+
+
+def format_rss(phases: Sequence[PhaseResult]) -> list[str]:
+    """Each system's largest resident set per server process at the end of any phase."""
+    largest: dict[str, dict[str, float]] = {}
+    for p in phases:
+        for server, mib in p.server_rss_mib.items():
+            mine = largest.setdefault(p.system, {})
+            mine[server] = max(mine.get(server, 0.0), mib)
+    lines = [
+        f"{system:9s} servers' RSS, the largest at a phase's end: "
+        + "/".join(f"{mib:.0f}" for _, mib in sorted(servers.items()))
+        + f" MiB ({sum(servers.values()):.0f} MiB in all)"
+        for system, servers in largest.items()
+    ]
+    return ["", *lines] if lines else []
 
 
 def format_seconds(phases: Sequence[PhaseResult]) -> list[str]:
@@ -382,6 +399,7 @@ def format_report(report: Report) -> str:
     for system, why in report.failures.items():
         lines.append(f"{system:9s} not measured: {why}")
     lines += format_seconds(report.phases)
+    lines += format_rss(report.phases)
     lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])
     if report.stored_ratios:
         sizes = ", ".join(
@@ -485,6 +503,7 @@ def _result(
         p99_per_second_ms=tuple(
             LatencySummary.of(tally.by_second[second]).p99_ms for second in sorted(tally.by_second)
         ),
+        server_rss_mib=dict(cpu.rss_mib),
     )
 
 

@@ -12,12 +12,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from raftlog_bench import perf
-from raftlog_bench.cluster import CpuUse, LatencySummary
+from raftlog_bench.cluster import CpuMeter, CpuUse, LatencySummary
 from raftlog_bench.peers import PeerMissing, nats_config, rabbit_node_config
 from raftlog_bench.perf import (
     IdleResult,
@@ -238,3 +239,12 @@ async def test_single_phase_shows_a_stall_in_its_second_that_the_windows_p99_hid
     assert max(result.p99_per_second_ms[i] for i in (0, 1, 3)) < 100
     lines = perf.format_seconds([result])
     assert "worst" in lines[1] and f"window {result.latency.p99_ms:.2f} ms" in lines[1]
+
+
+def test_servers_rss_is_read_at_each_phases_end_and_the_largest_reported() -> None:
+    use = CpuMeter({"me": os.getpid(), "gone": 2**22 + 7}).stop()
+    assert set(use.rss_mib) == {"me"} and use.rss_mib["me"] > 1, "a live process's RSS; a gone one left out"
+    first = replace(_phase("raftlog", "produce", 100, 90_000), server_rss_mib={"n1": 100.0, "n2": 80.0})
+    second = replace(_phase("raftlog", "consume", 100, 90_000), server_rss_mib={"n1": 90.0, "n2": 120.0})
+    lines = perf.format_rss([first, second])
+    assert lines[1] == "raftlog   servers' RSS, the largest at a phase's end: 100/120 MiB (220 MiB in all)"
