@@ -1,5 +1,6 @@
 """raftlog through Kafka's wire protocol, driven by confluent-kafka (librdkafka) as a Kafka user runs it:
-the benchmark's ``Target`` for ``raftlog bench perf --client kafka``.
+the benchmark's ``Target`` for ``raftlog bench perf --client kafka``. Groups: one new consumer group of
+N members subscribed to the topic, each member a consumer on a thread of its own.
 
 Produce: one idempotent producer (acks=all, ``linger.ms`` 5, batches up to 1 MiB, the gapless guarantee)
 shared by every worker; a worker's "batch" is ``batch_records`` records handed to it for one partition in
@@ -175,6 +176,50 @@ class KafkaTarget:
             finally:
                 consumer.close()
             return count, nbytes
+
+        return await asyncio.to_thread(read)
+
+    async def consume_group(self, members: int, records: int, deadline: float) -> tuple[int, int]:
+        """``members`` consumers of one new group subscribed to the topic, each on a thread of its own,
+        read until together they have ``records`` (joins and rebalances count: a group's start is part
+        of what its user waits for)."""
+        if self.layout is None:
+            raise RuntimeError("consume before create()")
+        topic, group = self.layout.name, f"bench-group-{os.getpid()}-{members}-{time.monotonic_ns()}"
+        lock = threading.Lock()
+        totals = [0, 0]  # records, bytes
+
+        def member() -> None:
+            consumer = Consumer({
+                "bootstrap.servers": self.bootstrap_servers, "group.id": group, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "fetch.max.bytes": max(self.admin.fetch_bytes, 1 << 20),
+                "max.partition.fetch.bytes": max(self.admin.fetch_bytes, 1 << 20),
+                "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+            })  # fmt: skip
+            consumer.subscribe([topic])
+            try:
+                while time.perf_counter() < deadline:
+                    with lock:
+                        if totals[0] >= records:
+                            return
+                    count = nbytes = 0
+                    for message in consumer.consume(CONSUME_BATCH, 0.2):
+                        if message.error() is None:
+                            count += 1
+                            nbytes += len(message.value() or b"")
+                    with lock:
+                        totals[0] += count
+                        totals[1] += nbytes
+            finally:
+                consumer.close()
+
+        def read() -> tuple[int, int]:
+            threads = [threading.Thread(target=member, daemon=True) for _ in range(members)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return totals[0], totals[1]
 
         return await asyncio.to_thread(read)
 

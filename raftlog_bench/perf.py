@@ -259,6 +259,22 @@ def format_phase_row(p: PhaseResult) -> str:
     )
 
 
+def format_groups(phases: Sequence[PhaseResult]) -> list[str]:
+    """How much faster a group of three reads than a group of one, per system and record size."""
+    rates = {
+        (p.system, p.record_bytes, p.phase): p.records_per_s for p in phases if p.phase.startswith("group")
+    }
+    lines = []
+    for (system, record_bytes, phase), three in rates.items():
+        one = rates.get((system, record_bytes, "group1"))
+        if phase == "group3" and one:
+            lines.append(
+                f"{system:9s} group of three over group of one, {size_label(record_bytes)}:"
+                f" {three / one:.2f}x ({three:,.0f} vs {one:,.0f} records/s)"
+            )
+    return ["", *lines] if lines else []
+
+
 def format_rss(phases: Sequence[PhaseResult]) -> list[str]:
     """Each system's largest resident set per server process at the end of any phase."""
     largest: dict[str, dict[str, float]] = {}
@@ -400,6 +416,7 @@ def format_report(report: Report) -> str:
         lines.append(f"{system:9s} not measured: {why}")
     lines += format_seconds(report.phases)
     lines += format_rss(report.phases)
+    lines += format_groups(report.phases)
     lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])
     if report.stored_ratios:
         sizes = ", ".join(
@@ -583,6 +600,37 @@ async def consume_phase(
     return _result(target.system, "consume", layout, layout.partitions, tally, expected, elapsed, nbytes, cpu)
 
 
+GROUP_SIZES = (1, 3)  # a consumer group of one member, then of three, on the same records
+
+
+async def group_phase(
+    target: Target, layout: Layout, acked: Counter[int], members: int, seconds: float, pids: dict[str, int]
+) -> PhaseResult:
+    """A new consumer group of ``members`` reads every acknowledged record (Kafka clients only)."""
+    tally = Tally()
+    stop = asyncio.Event()
+    shown = asyncio.create_task(
+        show_progress(
+            f"{target.system} group of {members} {size_label(layout.record_bytes)}", seconds, tally, stop
+        )
+    )
+    meter = CpuMeter(pids)
+    start = time.perf_counter()
+    expected = sum(acked.values())
+    try:
+        got, nbytes = await target.consume_group(members, expected, start + seconds)  # type: ignore[attr-defined]
+    finally:
+        stop.set()
+        await shown
+    tally.records = got
+    elapsed = time.perf_counter() - start
+    if got < expected:
+        tally.errors[f"read {got} of {expected}"] += 1
+    return _result(
+        target.system, f"group{members}", layout, members, tally, expected, elapsed, nbytes, meter.stop()
+    )
+
+
 async def single_phase(
     target: Target, layout: Layout, per_s: float, seconds: float, pids: dict[str, int]
 ) -> PhaseResult:
@@ -665,6 +713,11 @@ async def drive(target: Target, workload: Workload, pids: dict[str, int], prefix
                 if workload.consume:
                     await _quiet(workload)
                     results.append(await consume_phase(target, layout, acked, workload.consume_seconds, pids))
+                    for members in GROUP_SIZES if hasattr(target, "consume_group") else ():
+                        await _quiet(workload)
+                        results.append(
+                            await group_phase(target, layout, acked, members, workload.consume_seconds, pids)
+                        )
             finally:
                 await target.delete()
         if workload.single_rate > 0:

@@ -50,7 +50,9 @@ def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     phases = {p["phase"]: p for p in report["phases"]}
-    assert set(phases) == {"produce", "consume", "single"}
+    assert set(phases) == {"produce", "consume", "group1", "group3", "single"}  # groups: Kafka's clients
+    assert phases["group1"]["records"] == phases["group3"]["records"] == phases["produce"]["records"]
+    assert "group of three over group of one, 100 B" in done.stdout
     assert {p["system"] for p in report["phases"]} == {"kafka"}
     assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
     assert phases["consume"]["records"] == phases["consume"]["expected"] == phases["produce"]["records"]

@@ -184,7 +184,10 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path, client: str) -> N
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     phases = {p["phase"]: p for p in report["phases"]}
-    assert set(phases) == {"produce", "consume", "single"}
+    groups = {"group1", "group3"} if client == "kafka" else set()  # groups: Kafka's clients only
+    assert set(phases) == {"produce", "consume", "single"} | groups
+    for group in groups:
+        assert phases[group]["records"] == phases[group]["expected"] == phases["produce"]["records"]
     assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
     assert phases["consume"]["records"] == phases["consume"]["expected"] == phases["produce"]["records"]
     assert phases["single"]["records"] == phases["single"]["expected"] == 100
@@ -248,3 +251,13 @@ def test_servers_rss_is_read_at_each_phases_end_and_the_largest_reported() -> No
     second = replace(_phase("raftlog", "consume", 100, 90_000), server_rss_mib={"n1": 90.0, "n2": 120.0})
     lines = perf.format_rss([first, second])
     assert lines[1] == "raftlog   servers' RSS, the largest at a phase's end: 100/120 MiB (220 MiB in all)"
+
+
+def test_group_scaling_is_reported_per_system_and_size() -> None:
+    one = replace(_phase("raftlog", "group1", 100, 400_000))
+    three = replace(_phase("raftlog", "group3", 100, 600_000))
+    kafka_one = replace(_phase("kafka", "group1", 100, 300_000))
+    lines = perf.format_groups([one, three, kafka_one])
+    assert lines[1:] == [
+        "raftlog   group of three over group of one, 100 B: 1.50x (600,000 vs 400,000 records/s)"
+    ]
