@@ -48,7 +48,7 @@ def kafka_check() -> None:
 
 
 def node_properties(
-    node_id: int, broker_port: int, controller_ports: list[int], data: str, flush_each: bool
+    node_id: int, broker_port: int, controller_ports: list[int], data: str, flush_each: bool, sasl_port: int
 ) -> str:
     voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports))
     controller_port = controller_ports[node_id - 1]
@@ -56,10 +56,17 @@ def node_properties(
         "process.roles=broker,controller",
         f"node.id={node_id}",
         f"controller.quorum.voters={voters}",
-        f"listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}",
+        f"listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port},"
+        f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "controller.listener.names=CONTROLLER",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        # clients may also log in with SCRAM (users made with AlterUserScramCredentials), as on raftlog
+        "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         "inter.broker.listener.name=PLAINTEXT",
         f"log.dirs={data}",
         "num.partitions=1",
@@ -96,20 +103,27 @@ def log_config(path: str) -> str:
 
 
 class KafkaCluster:
-    """Three KRaft nodes of Apache Kafka on 127.0.0.1, data and logs under ``directory``."""
+    """Three KRaft nodes of Apache Kafka on 127.0.0.1, data and logs under ``directory``; each with a
+    PLAINTEXT listener and a SASL_PLAINTEXT one (SCRAM, for the users AlterUserScramCredentials makes)."""
 
     def __init__(self, directory: str, flush_each: bool = False) -> None:
         self.directory = directory
         self.flush_each = flush_each
         self._libs = kafka_libs()
-        ports = free_ports(2 * NODES)
-        self._broker_ports, self._controller_ports = ports[:NODES], ports[NODES:]
+        ports = free_ports(3 * NODES)
+        self._broker_ports, self._controller_ports = ports[:NODES], ports[NODES : 2 * NODES]
+        self._sasl_ports = ports[2 * NODES :]
         self._processes: list[subprocess.Popen[bytes]] = []
         self._commands: list[tuple[list[str], str]] = []  # each node's command line and stdout file
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{port}" for port in self._broker_ports)
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listeners (SCRAM-SHA-256/512 for users made with AlterUserScramCredentials)."""
+        return ",".join(f"127.0.0.1:{port}" for port in self._sasl_ports)
 
     @property
     def pids(self) -> dict[str, int]:
@@ -138,6 +152,7 @@ class KafkaCluster:
                         self._controller_ports,
                         os.path.join(node, "data"),
                         self.flush_each,
+                        self._sasl_ports[i],
                     )
                 )
             logs = os.path.join(node, "log4j2.properties")

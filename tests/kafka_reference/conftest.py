@@ -32,6 +32,11 @@ class Systems:
     def servers(self) -> dict[str, str]:
         return {"raftlog": self.raftlog.bootstrap_servers, "kafka": self.kafka.bootstrap_servers}
 
+    def sasl_servers(self) -> dict[str, str]:
+        """Where a client logs in with SASL (SCRAM) over plaintext: raftlog offers SASL on its Kafka
+        listeners without ``--require-auth``; Kafka has a SASL_PLAINTEXT listener of its own."""
+        return {"raftlog": self.raftlog.bootstrap_servers, "kafka": self.kafka.sasl_bootstrap_servers}
+
     def kill(self, system: str, broker_id: int) -> None:
         """SIGKILL the node with that broker id (raftlog's ``n<id>``)."""
         if system == "kafka":

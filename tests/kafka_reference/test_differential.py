@@ -21,7 +21,14 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition as AIOTopicPartition
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    NewPartitions,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 from conftest import Systems
 from java_client import JavaClient
 from kafka import KafkaConsumer, KafkaProducer
@@ -565,3 +572,58 @@ def test_go_admin_client_configs_growth_and_refusals(
         "grow_to_3": "INVALID_PARTITIONS",
         "create_again": "TOPIC_ALREADY_EXISTS",
     }
+
+
+# -- SCRAM users and SASL logins --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_scram_user_made_by_the_admin_client_logs_in_and_a_wrong_password_is_refused(
+    systems: Systems, system: str
+) -> None:
+    """AlterUserScramCredentials makes a user (anyone may: neither cluster has an authorizer here); the
+    user then produces over SASL with SCRAM-SHA-512, and the same user with a wrong password is refused
+    with an authentication error before anything is sent."""
+    _differs(system, "scram-login")
+    bootstrap, sasl = systems.servers()[system], systems.sasl_servers()[system]
+    topic = _topic("scram")
+    _create(bootstrap, topic)
+    user = f"u{uuid.uuid4().hex[:8]}"
+    admin = _admin(bootstrap)
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"right"
+    )
+    futures = admin.alter_user_scram_credentials([upsert])
+    assert futures[user].result(30) is None
+    described = admin.describe_user_scram_credentials([user])
+    assert [c.mechanism for c in described[user].result(30).scram_credential_infos] == [
+        ScramMechanism.SCRAM_SHA_512
+    ]
+
+    def login(password: str) -> tuple[list[int], list[KafkaError]]:
+        errors: list[KafkaError] = []
+        producer = Producer({
+            "bootstrap.servers": sasl, "security.protocol": "sasl_plaintext",
+            "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": password,
+            "acks": "all", "message.timeout.ms": 15_000, "error_cb": errors.append,
+        })  # fmt: skip
+        offsets: list[int] = []
+
+        def delivered(error: KafkaError | None, message: object) -> None:
+            if error is None:
+                offsets.append(message.offset())  # type: ignore[attr-defined]
+            else:
+                errors.append(error)
+
+        producer.produce(topic, b"as " + user.encode(), partition=0, on_delivery=delivered)
+        producer.flush(30)
+        return offsets, errors
+
+    deadline = time.monotonic() + 30
+    while True:  # a user made a moment ago reaches every broker's credentials shortly after
+        offsets, errors = login("right")
+        if offsets or time.monotonic() > deadline:
+            break
+    assert offsets == [0], errors
+    offsets, errors = login("wrong")
+    assert offsets == [] and KafkaError._AUTHENTICATION in {e.code() for e in errors}

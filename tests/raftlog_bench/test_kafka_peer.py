@@ -23,16 +23,19 @@ def _properties(text: str) -> dict[str, str]:
 
 
 def test_each_node_is_a_broker_and_controller_of_three_on_loopback_with_rf_3() -> None:
-    config = _properties(node_properties(2, 9093, [19091, 19092, 19093], "/tmp/k2", flush_each=False))
+    config = _properties(node_properties(2, 9093, [19091, 19092, 19093], "/tmp/k2", False, 9193))
     assert config["process.roles"] == "broker,controller" and config["node.id"] == "2"
     assert config["controller.quorum.voters"] == "1@127.0.0.1:19091,2@127.0.0.1:19092,3@127.0.0.1:19093"
-    assert config["listeners"] == "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19092"
-    assert config["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9093"
+    assert config["listeners"] == (
+        "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19092,SASL_PLAINTEXT://127.0.0.1:9193"
+    )
+    assert config["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9193"
+    assert config["sasl.enabled.mechanisms"] == "SCRAM-SHA-256,SCRAM-SHA-512"
     assert config["default.replication.factor"] == "3" and config["min.insync.replicas"] == "2"
     assert config["offsets.topic.replication.factor"] == "3"
     assert config["auto.create.topics.enable"] == "false"
     assert "log.flush.interval.messages" not in config  # Kafka's default: acknowledged before fsync
-    fsync = _properties(node_properties(2, 9093, [19091, 19092, 19093], "/tmp/k2", flush_each=True))
+    fsync = _properties(node_properties(2, 9093, [19091, 19092, 19093], "/tmp/k2", True, 9193))
     assert fsync["log.flush.interval.messages"] == "1"
 
 
