@@ -182,12 +182,15 @@ class KafkaTarget:
     async def consume_group(self, members: int, records: int, deadline: float) -> tuple[int, int]:
         """``members`` consumers of one new group subscribed to the topic, each on a thread of its own,
         read until together they have ``records`` (joins and rebalances count: a group's start is part
-        of what its user waits for)."""
+        of what its user waits for). Counted once each: a partition that moves between members while
+        they join is read again from its start by its new owner (nothing is committed), and those
+        second reads cost time but add no records."""
         if self.layout is None:
             raise RuntimeError("consume before create()")
         topic, group = self.layout.name, f"bench-group-{os.getpid()}-{members}-{time.monotonic_ns()}"
         lock = threading.Lock()
-        totals = [0, 0]  # records, bytes
+        ends: dict[int, int] = {}  # partition -> one past the highest offset any member read
+        totals = [0, 0]  # distinct records (the sum of ends), bytes read
 
         def member() -> None:
             consumer = Consumer({
@@ -202,13 +205,17 @@ class KafkaTarget:
                     with lock:
                         if totals[0] >= records:
                             return
-                    count = nbytes = 0
+                    nbytes = 0
+                    reached: dict[int, int] = {}
                     for message in consumer.consume(CONSUME_BATCH, 0.2):
-                        if message.error() is None:
-                            count += 1
+                        partition, offset = message.partition(), message.offset()
+                        if message.error() is None and partition is not None and offset is not None:
                             nbytes += len(message.value() or b"")
+                            reached[partition] = offset + 1
                     with lock:
-                        totals[0] += count
+                        for partition, end in reached.items():
+                            ends[partition] = max(ends.get(partition, 0), end)
+                        totals[0] = sum(ends.values())
                         totals[1] += nbytes
             finally:
                 consumer.close()
