@@ -595,10 +595,16 @@ def test_a_scram_user_made_by_the_admin_client_logs_in_and_a_wrong_password_is_r
     )
     futures = admin.alter_user_scram_credentials([upsert])
     assert futures[user].result(30) is None
-    described = admin.describe_user_scram_credentials([user])
-    assert [c.mechanism for c in described[user].result(30).scram_credential_infos] == [
-        ScramMechanism.SCRAM_SHA_512
-    ]
+    deadline = time.monotonic() + 30
+    while True:  # Kafka's brokers learn a new credential from the metadata log a moment later
+        try:
+            asked = admin.describe_user_scram_credentials([user])  # held: a dropped dict cancels its futures
+            found = asked[user].result(30)
+            break
+        except KafkaException:
+            assert time.monotonic() < deadline, f"{user}'s credential was never described"
+            time.sleep(0.2)
+    assert [c.mechanism for c in found.scram_credential_infos] == [ScramMechanism.SCRAM_SHA_512]
 
     def login(password: str) -> tuple[list[int], list[KafkaError]]:
         errors: list[KafkaError] = []
