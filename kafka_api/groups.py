@@ -264,19 +264,7 @@ class ClassicGroups:
             old.protocols
         ).get(group.protocol)
         if group.state is GroupState.STABLE and unchanged:
-            assert group.protocol is not None and group.leader is not None
-            everyone = tuple((m.member_id, dict(m.protocols)[group.protocol]) for m in group.members.values())
-            joining.set_result(
-                Joined(
-                    group.generation,
-                    group.protocol_type or "",
-                    group.protocol,
-                    group.leader,
-                    member.member_id,
-                    everyone if member.member_id == group.leader else (),
-                )
-            )
-            member.joining = None
+            _answer_join(group, member)
             return joining
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare(group, now_ms)
@@ -315,21 +303,10 @@ class ClassicGroups:
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
-        everyone = tuple((m.member_id, dict(m.protocols)[group.protocol]) for m in group.members.values())
         for member in group.members.values():
             member.assignment = b""
             member.last_seen_ms = now_ms
-            answer = Joined(
-                group.generation,
-                group.protocol_type or "",
-                group.protocol,
-                group.leader,
-                member.member_id,
-                everyone if member.member_id == group.leader else (),
-            )
-            assert member.joining is not None
-            member.joining.set_result(answer)
-            member.joining = None
+            _answer_join(group, member)
 
     # -- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------------------
 
@@ -476,3 +453,22 @@ def _partitions(group: Group, assignment: bytes) -> tuple[TopicPartition, ...]:
         return decode_assignment(assignment)
     except NotAnAssignment:
         return ()
+
+
+def _answer_join(group: Group, member: Member) -> None:
+    """Resolve the member's join with the group's generation, protocol and leader; the leader also gets
+    every member's metadata for the chosen protocol, to assign from."""
+    assert group.protocol is not None and group.leader is not None and member.joining is not None
+    protocol = group.protocol
+    everyone = tuple((m.member_id, dict(m.protocols)[protocol]) for m in group.members.values())
+    member.joining.set_result(
+        Joined(
+            group.generation,
+            group.protocol_type or "",
+            protocol,
+            group.leader,
+            member.member_id,
+            everyone if member.member_id == group.leader else (),
+        )
+    )
+    member.joining = None
