@@ -48,7 +48,13 @@ def kafka_check() -> None:
 
 
 def node_properties(
-    node_id: int, broker_port: int, controller_ports: list[int], data: str, flush_each: bool, sasl_port: int
+    node_id: int,
+    broker_port: int,
+    controller_ports: list[int],
+    data: str,
+    flush_each: bool,
+    sasl_port: int,
+    authorizer: bool = False,
 ) -> str:
     voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports))
     controller_port = controller_ports[node_id - 1]
@@ -85,6 +91,12 @@ def node_properties(
     ]
     if flush_each:
         lines.append("log.flush.interval.messages=1")  # fsync before acknowledging, as raftlog does
+    if authorizer:  # ACLs decide for SASL users; PLAINTEXT (ANONYMOUS: admin, brokers) is a super user
+        lines += [
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:ANONYMOUS",
+            "allow.everyone.if.no.acl.found=true",  # a resource without ACLs stays open, as without one
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -104,11 +116,14 @@ def log_config(path: str) -> str:
 
 class KafkaCluster:
     """Three KRaft nodes of Apache Kafka on 127.0.0.1, data and logs under ``directory``; each with a
-    PLAINTEXT listener and a SASL_PLAINTEXT one (SCRAM, for the users AlterUserScramCredentials makes)."""
+    PLAINTEXT listener and a SASL_PLAINTEXT one (SCRAM, for the users AlterUserScramCredentials makes).
+    ``authorizer``: Kafka's StandardAuthorizer decides for the SASL users (whoever comes over PLAINTEXT is
+    a super user; a resource no ACL names stays open to all)."""
 
-    def __init__(self, directory: str, flush_each: bool = False) -> None:
+    def __init__(self, directory: str, flush_each: bool = False, authorizer: bool = False) -> None:
         self.directory = directory
         self.flush_each = flush_each
+        self.authorizer = authorizer
         self._libs = kafka_libs()
         ports = free_ports(3 * NODES)
         self._broker_ports, self._controller_ports = ports[:NODES], ports[NODES : 2 * NODES]
@@ -153,6 +168,7 @@ class KafkaCluster:
                         os.path.join(node, "data"),
                         self.flush_each,
                         self._sasl_ports[i],
+                        self.authorizer,
                     )
                 )
             logs = os.path.join(node, "log4j2.properties")

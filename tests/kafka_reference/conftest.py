@@ -1,6 +1,6 @@
 """Apache Kafka beside raftlog for the tests of this folder: both clusters (3 nodes, replication factor
-3) for a module, Kafka's own Java client (``java_client.py``) and a Go client (franz-go, ``go/``) for the
-run."""
+3; Kafka with its authorizer, a resource open to all until an ACL names it) once for the run, Kafka's own
+Java client (``java_client.py``) and a Go client (franz-go, ``go/``)."""
 
 from __future__ import annotations
 
@@ -51,9 +51,9 @@ class Systems:
             self.raftlog.control("start", f"n{broker_id}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
-    kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")))
+    kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")), authorizer=True)
     kafka.start()
     try:
         with LocalCluster(str(tmp_path_factory.mktemp("raftlog")), nodes=3) as raftlog:
@@ -62,9 +62,9 @@ def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
         kafka.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def servers(systems: Systems) -> dict[str, str]:
-    """Bootstrap servers of both systems, for the module."""
+    """Bootstrap servers of both systems, for the run."""
     return systems.servers()
 
 

@@ -581,8 +581,9 @@ def test_go_admin_client_configs_growth_and_refusals(
 def test_a_scram_user_made_by_the_admin_client_logs_in_and_a_wrong_password_is_refused(
     systems: Systems, system: str
 ) -> None:
-    """AlterUserScramCredentials makes a user (anyone may: neither cluster has an authorizer here); the
-    user then produces over SASL with SCRAM-SHA-512, and the same user with a wrong password is refused
+    """AlterUserScramCredentials makes a user (anyone may on raftlog without ``--enforce-acls``; on Kafka
+    whoever comes over PLAINTEXT is a super user); the user then produces over SASL with SCRAM-SHA-512 to
+    a topic no ACL names, and the same user with a wrong password is refused
     with an authentication error before anything is sent."""
     _differs(system, "scram-login")
     bootstrap, sasl = systems.servers()[system], systems.sasl_servers()[system]
