@@ -45,6 +45,7 @@ def test_a_joined_node_becomes_a_controller_voter_and_a_leader_is_removed(cluste
             before: dict[str, Any] = await until("a controller leader", admin.cluster.controller)
             assert before["voters"] == ["n1", "n2", "n3"] and before["learners"] == []
             assert not replica_on_disk(cluster, "n4")
+            await until("n4 alive to every node", lambda: alive_everywhere(cluster, "n4"))
 
             added = await admin.cluster.add_controller_voter("n4")
             assert "n4" in added["learners"] or "n4" in added["voters"]
@@ -95,6 +96,7 @@ def test_a_joined_node_becomes_a_controller_voter_and_a_leader_is_removed(cluste
             assert (await admin.cluster.controller())["voters"] == sorted(remaining)
 
             # it may join again; while it is a learner, no other change may start
+            await until(f"{leader} alive to every node", lambda: alive_everywhere(cluster, leader))
             await admin.cluster.add_controller_voter(leader)
             refusal = await _refusal(admin.cluster.remove_controller_voter(remaining[0]))
             assert refusal["error_code"] == 40914 and "joining" in refusal["reason"], refusal
@@ -108,6 +110,18 @@ def test_a_joined_node_becomes_a_controller_voter_and_a_leader_is_removed(cluste
             await admin.create_topic("last", partitions=1, replication_factor=2)
 
     asyncio.run(asyncio.wait_for(scenario(), WAIT_S * 8))
+
+
+async def alive_everywhere(cluster: ProcessCluster, node: str) -> bool:
+    """Whether every running node's gossip holds ``node`` alive (a new voter must be, to the controller
+    leader that decides; a node just started or restarted is known a moment later, longer on a busy
+    machine)."""
+    running = [node_id for node_id, process in cluster.processes.items() if process.poll() is None]
+    for url in map(cluster.url, running):
+        async with RaftlogClient([url], admin_token=TOKEN, retries=3) as one:
+            if not any(n["node_id"] == node and n["state"] == "alive" for n in await one.cluster.nodes()):
+                return False
+    return True
 
 
 async def created(admin: RaftlogClient, topic: str) -> bool:
