@@ -52,6 +52,19 @@ class Member:
 
 
 @dataclass(slots=True)
+class InitialDelay:
+    """A group's first rebalance (from Empty) waits ``due_ms`` for more members, as Kafka's
+    ``group.initial.rebalance.delay.ms``: when it is due and new members joined meanwhile, it waits
+    another delay, while the rebalance timeout (``remaining_ms`` of it) lasts. So members starting
+    together land in one generation instead of the first taking every partition and the others
+    rebalancing it away moments later."""
+
+    due_ms: int
+    remaining_ms: int
+    new_member_added: bool = False
+
+
+@dataclass(slots=True)
 class Group:
     name: str
     state: GroupState = GroupState.EMPTY
@@ -62,6 +75,8 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # ids handed out (MEMBER_ID_REQUIRED) -> when
     rebalance_deadline_ms: int = 0
+    # a rebalance that began from Empty: collecting its first members until then (``InitialDelay``)
+    initial: InitialDelay | None = None
 
     def check_member(self, member_id: str, generation: int) -> Member:
         member = self.members.get(member_id)

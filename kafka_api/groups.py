@@ -18,7 +18,9 @@ group goes on without a rebalance when its protocols did not change; the member 
 session expires, or when an admin removes them by instance id (LeaveGroup v3+).
 
 States as Kafka's: Empty -> PreparingRebalance (joins collected until every member rejoined or the
-rebalance timeout) -> CompletingRebalance (waiting for the leader's SyncGroup) -> Stable. Generations
+rebalance timeout; a group's first rebalance, from Empty, collects joins for ``initial_delay_ms`` more
+while new members keep coming, Kafka's ``group.initial.rebalance.delay.ms``, and only a tick ends it)
+-> CompletingRebalance (waiting for the leader's SyncGroup) -> Stable. Generations
 fence heartbeats, syncs and commits of members that missed a rebalance. Time comes from ``now_ms``
 arguments and ``tick``, so the state machine is tested without sleeping.
 """
@@ -34,7 +36,16 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment
-from kafka_api.group_members import Group, GroupRefusal, GroupState, Joined, Member, MemberIdRequired, fail
+from kafka_api.group_members import (
+    Group,
+    GroupRefusal,
+    GroupState,
+    InitialDelay,
+    Joined,
+    Member,
+    MemberIdRequired,
+    fail,
+)
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.live import LiveGroup, LiveMember
 from raftlog.errors import RaftlogError
@@ -44,6 +55,7 @@ log = logging.getLogger(__name__)
 MEMBERS_MAX = 1000  # per group
 SESSION_TIMEOUT_MIN_MS = 1_000
 SESSION_TIMEOUT_MAX_MS = 300_000
+INITIAL_DELAY_MS_DEFAULT = 3_000  # Kafka's group.initial.rebalance.delay.ms
 
 
 class GroupRecords(Protocol):
@@ -71,7 +83,12 @@ class Unrecorded:
 class ClassicGroups:
     """The groups this node coordinates. Event loop only."""
 
-    def __init__(self, records: GroupRecords | None = None) -> None:
+    def __init__(
+        self, records: GroupRecords | None = None, initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT
+    ) -> None:
+        if initial_delay_ms < 0:
+            raise ValueError(f"initial rebalance delay {initial_delay_ms} ms: must be >= 0")
+        self.initial_delay_ms = initial_delay_ms
         self.groups: dict[str, Group] = {}
         self._records: GroupRecords = records or Unrecorded()
         self._recording: set[asyncio.Task[None]] = set()
@@ -216,6 +233,8 @@ class ClassicGroups:
                 now_ms,
                 instance_id,
             )
+            if group.initial is not None:  # the first rebalance waits another delay for more
+                group.initial.new_member_added = True
         else:
             member.protocols = tuple(protocols)
             member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
@@ -272,19 +291,28 @@ class ClassicGroups:
         return joining
 
     def _prepare(self, group: Group, now_ms: int) -> None:
-        group.state = GroupState.PREPARING_REBALANCE
         longest = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        group.initial = None
+        if group.state is GroupState.EMPTY:
+            delay = self.initial_delay_ms
+            group.initial = InitialDelay(now_ms + delay, max(longest - delay, 0))
+        group.state = GroupState.PREPARING_REBALANCE
         group.rebalance_deadline_ms = now_ms + longest
         for member in group.members.values():  # a sync waiting on the old generation will not complete
             if member.syncing is not None and not member.syncing.done():
                 member.syncing.set_exception(GroupRefusal(ErrorCode.rebalance_in_progress))
             member.syncing = None
 
-    def _maybe_complete(self, group: Group, now_ms: int) -> None:
+    def _maybe_complete(self, group: Group, now_ms: int, ticked: bool = False) -> None:
+        """End the join phase if every member joined or the rebalance timed out; a first rebalance
+        ends only on a tick (``ticked``), once its initial delay passed with no new member."""
         if group.state is not GroupState.PREPARING_REBALANCE:
             return
         waiting = [m for m in group.members.values() if m.joining is not None and not m.joining.done()]
-        if len(waiting) < len(group.members) and now_ms < group.rebalance_deadline_ms:
+        if group.initial is not None:
+            if not ticked or not self._initial_delay_over(group.initial, group, now_ms):
+                return
+        elif len(waiting) < len(group.members) and now_ms < group.rebalance_deadline_ms:
             return
         for member in [m for m in group.members.values() if m not in waiting]:
             del group.members[member.member_id]  # did not rejoin in time
@@ -307,6 +335,21 @@ class ClassicGroups:
             member.assignment = b""
             member.last_seen_ms = now_ms
             _answer_join(group, member)
+
+    def _initial_delay_over(self, initial: InitialDelay, group: Group, now_ms: int) -> bool:
+        """Kafka's rule: when the delay is due and new members joined during it, wait
+        ``min(delay, remaining)`` more, while the rebalance timeout lasts; else the first rebalance
+        ends now."""
+        if now_ms < initial.due_ms:
+            return False
+        delay = self.initial_delay_ms
+        if initial.new_member_added and initial.remaining_ms > 0:
+            group.initial = InitialDelay(
+                now_ms + min(delay, initial.remaining_ms), max(initial.remaining_ms - delay, 0)
+            )
+            return False
+        group.initial = None
+        return True
 
     # -- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------------------
 
@@ -431,7 +474,7 @@ class ClassicGroups:
                 del group.pending[member_id]
             if expired:
                 self._rebalance_after_loss(group, now_ms)
-            self._maybe_complete(group, now_ms)
+            self._maybe_complete(group, now_ms, ticked=True)
 
 
 def _vote(members: list[Member]) -> str:

@@ -240,6 +240,8 @@ def node_argv(
         "--gossip", f"127.0.0.1:{node.gossip_port}",
         "--kafka", node.kafka,
         "--secret-file", secret_file,
+        # consumers starting together share the first assignment at once (Kafka's development setting)
+        "--group-initial-rebalance-delay-ms", "0",
     ]  # fmt: skip
     if certificates is not None:
         argv += ["--tls-cert", certificates.node_cert, "--tls-key", certificates.node_key,

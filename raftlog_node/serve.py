@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from api.http_limits import HttpLimits
+from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT
 from kafka_api.limits import Limits as KafkaLimits
 from partitions.broker.node import (
     JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
@@ -57,6 +58,7 @@ MiB = 1024 * 1024
 RECOVERY_RATE_MIB_DEFAULT = RATE_BYTES_PER_S_DEFAULT // MiB
 JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
 INFLATED_BATCH_MAX_MIB_DEFAULT = INFLATED_BYTES_MAX_DEFAULT // MiB
+GROUP_INITIAL_DELAY_MS_MAX = 300_000  # five minutes, a Kafka consumer's default rebalance timeout
 INFLATED_BATCH_MAX_MIB_LIMIT = 2047  # a stored batch is read up to 2 GiB inflated (batch.py)
 
 
@@ -262,6 +264,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     for option, _, default, what in KAFKA_LIMIT_OPTIONS:
         parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
+    parser.add_argument(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        default=INITIAL_DELAY_MS_DEFAULT,
+        help=f"a Kafka consumer group's first rebalance (from Empty) waits this long for more members, and "
+        f"as long again while new ones keep joining, within the rebalance timeout: consumers starting "
+        f"together share the first assignment (Kafka's group.initial.rebalance.delay.ms; default "
+        f"{INITIAL_DELAY_MS_DEFAULT}; raftlog dev runs 0, as Kafka's own development configuration)",
+    )
     parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
@@ -667,10 +678,12 @@ async def serve(
     login_limits: LoginLimits = _LOGIN,
     metrics_token: str | None = None,
     public_metrics: bool = False,
+    group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
 ) -> None:
     from api.app import KAFKA_CONNECTION_COUNTS, build_app
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
+    from kafka_api.groups import ClassicGroups
     from kafka_api.security import Security
     from kafka_api.server import KafkaServer
 
@@ -702,7 +715,13 @@ async def serve(
         login_failures=login_failures,
     )
     kafka_server = KafkaServer(
-        Door(node, kafka_cluster_id(config.cluster_secret), node.groups, security=security),
+        Door(
+            node,
+            kafka_cluster_id(config.cluster_secret),
+            node.groups,
+            ClassicGroups(initial_delay_ms=group_initial_delay_ms),
+            security=security,
+        ),
         kafka_limits,
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
@@ -737,6 +756,15 @@ async def serve(
         await node.close()
 
 
+def group_initial_delay_ms(args: argparse.Namespace) -> int:
+    delay_ms: int = args.group_initial_rebalance_delay_ms
+    if not 0 <= delay_ms <= GROUP_INITIAL_DELAY_MS_MAX:
+        raise ServeConfigError(
+            f"--group-initial-rebalance-delay-ms {delay_ms}: must be in [0, {GROUP_INITIAL_DELAY_MS_MAX}]"
+        )
+    return delay_ms
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config, http, token = node_config(args)
@@ -747,6 +775,7 @@ def main(args: argparse.Namespace) -> int:
         http_bounds = http_limits(args)
         login_bounds = login_limits(args)
         scrape_token = metrics_token(args)
+        group_delay_ms = group_initial_delay_ms(args)
         check_listen("--http", http)
         check_listen("--raft", HostPort.parse(config.raft_address, "--raft"))
         check_listen("--gossip", HostPort.parse(config.gossip_address, "--gossip"), udp=True)
@@ -781,6 +810,7 @@ def main(args: argparse.Namespace) -> int:
         login_bounds,
         scrape_token,
         args.public_metrics,
+        group_delay_ms,
     )
     try:
         if args.event_loop == "uvloop":

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafka_api.group_members import GroupRefusal, GroupState, MemberIdRequired
-from kafka_api.groups import ClassicGroups
+from kafka_api.group_members import GroupRefusal, GroupState, Joined, MemberIdRequired
+from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
 
@@ -30,10 +30,19 @@ def _join(groups: ClassicGroups, member_id: str, now: int, protocols=PROTOCOLS, 
     )
 
 
+async def _alone(groups: ClassicGroups, now: int, member_id: str = "", **kwargs) -> Joined:  # type: ignore[no-untyped-def]
+    """A group's first member: its rebalance (from Empty) ends on the coordinator's next tick after the
+    initial delay (none in these tests unless they say so), never within the join itself."""
+    joining = _join(groups, member_id, now, **kwargs)
+    await asyncio.sleep(0)
+    assert not joining.done(), "a first rebalance ends only on a tick"
+    groups.tick(now + groups.initial_delay_ms)
+    return await joining
+
+
 async def test_three_members_join_sync_and_get_the_leaders_assignment() -> None:
-    groups = ClassicGroups()
-    first = _join(groups, "", 0)
-    joined = await first  # alone: the rebalance completes at once
+    groups = ClassicGroups(initial_delay_ms=0)
+    joined = await _alone(groups, 0)
     assert joined.generation == 1 and joined.leader == joined.member_id and joined.protocol == "range"
     a = joined.member_id
     # two more join: the group rebalances; it completes once every member (a too) has joined again
@@ -63,8 +72,8 @@ async def test_three_members_join_sync_and_get_the_leaders_assignment() -> None:
 
 
 async def test_a_member_that_does_not_rejoin_in_time_is_dropped_and_one_that_leaves_rebalances() -> None:
-    groups = ClassicGroups()
-    a = (await _join(groups, "", 0, rebalance_ms=1000)).member_id
+    groups = ClassicGroups(initial_delay_ms=0)
+    a = (await _alone(groups, 0, rebalance_ms=1000)).member_id
     b_join = _join(groups, "", 100, rebalance_ms=1000)
     groups.tick(500)
     assert not b_join.done()
@@ -80,8 +89,8 @@ async def test_a_member_that_does_not_rejoin_in_time_is_dropped_and_one_that_lea
 
 
 async def test_sessions_expire_and_commits_are_fenced_by_generation() -> None:
-    groups = ClassicGroups()
-    joined = await _join(groups, "", 0)
+    groups = ClassicGroups(initial_delay_ms=0)
+    joined = await _alone(groups, 0)
     await groups.sync("g", joined.member_id, 1, {joined.member_id: b"x"}, 1)
     groups.check_commit("g", joined.member_id, 1)
     with pytest.raises(GroupRefusal) as outside:  # Kafka's rule: from outside only while it has no members
@@ -101,7 +110,7 @@ async def test_sessions_expire_and_commits_are_fenced_by_generation() -> None:
 
 
 async def test_new_members_get_an_id_first_and_protocols_must_overlap() -> None:
-    groups = ClassicGroups()
+    groups = ClassicGroups(initial_delay_ms=0)
     with pytest.raises(MemberIdRequired) as required:
         groups.join(
             "g",
@@ -116,7 +125,7 @@ async def test_new_members_get_an_id_first_and_protocols_must_overlap() -> None:
             now_ms=0,
         )
     member_id = required.value.member_id
-    joined = await _join(groups, member_id, 1)
+    joined = await _alone(groups, 1, member_id)
     assert joined.member_id == member_id
     with pytest.raises(GroupRefusal) as unknown:
         _join(groups, "made-up", 2)
@@ -127,8 +136,8 @@ async def test_new_members_get_an_id_first_and_protocols_must_overlap() -> None:
 
 
 async def test_a_coordinator_that_loses_the_group_fails_its_waiting_members() -> None:
-    groups = ClassicGroups()
-    a = (await _join(groups, "", 0)).member_id
+    groups = ClassicGroups(initial_delay_ms=0)
+    a = (await _alone(groups, 0)).member_id
     waiting = _join(groups, "", 1)
     groups.drop("g")
     with pytest.raises(GroupRefusal) as lost:
@@ -138,7 +147,7 @@ async def test_a_coordinator_that_loses_the_group_fails_its_waiting_members() ->
 
 async def _stable_pair(groups: ClassicGroups) -> tuple[str, str]:
     """Static members "a" and "b" in a Stable group at generation 2, assigned b"A" and b"B"."""
-    a = (await _join(groups, "", 0, instance="a")).member_id
+    a = (await _alone(groups, 0, instance="a")).member_id
     b_join = _join(groups, "", 10, instance="b")
     a_again = _join(groups, a, 20, instance="a")
     joined_a, joined_b = await asyncio.gather(a_again, b_join)
@@ -150,7 +159,7 @@ async def _stable_pair(groups: ClassicGroups) -> tuple[str, str]:
 
 
 async def test_a_static_member_back_from_a_restart_takes_its_place_without_a_rebalance() -> None:
-    groups = ClassicGroups()
+    groups = ClassicGroups(initial_delay_ms=0)
     a, b = await _stable_pair(groups)
     back = await _join(groups, "", 1000, instance="b")  # no member id: a new incarnation of "b"
     assert back.generation == 2 and back.member_id != b and back.leader == a and back.members == ()
@@ -169,7 +178,7 @@ async def test_a_static_member_back_from_a_restart_takes_its_place_without_a_reb
 async def test_a_static_leader_back_from_a_restart_is_given_the_members_and_changed_protocols_rebalance() -> (
     None
 ):
-    groups = ClassicGroups()
+    groups = ClassicGroups(initial_delay_ms=0)
     await _stable_pair(groups)
     back = await _join(groups, "", 1000, instance="a")
     assert back.generation == 2 and back.leader == back.member_id and len(back.members) == 2
@@ -181,7 +190,7 @@ async def test_a_static_leader_back_from_a_restart_is_given_the_members_and_chan
 
 
 async def test_static_members_join_at_once_and_leave_by_instance_id_or_are_fenced() -> None:
-    groups = ClassicGroups()
+    groups = ClassicGroups(initial_delay_ms=0)
     a, b = await _stable_pair(groups)  # neither was asked to join again for an id (MEMBER_ID_REQUIRED)
     with pytest.raises(GroupRefusal) as unknown:
         _join(groups, "made-up", 100, instance="c")
@@ -195,3 +204,52 @@ async def test_static_members_join_at_once_and_leave_by_instance_id_or_are_fence
     assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE
     live = groups.live("g")
     assert live is not None and [m.instance_id for m in live.members] == ["a"]
+
+
+async def test_members_starting_together_land_in_the_first_generation_together() -> None:
+    """Kafka's rule for a group's first rebalance: it ends on a tick with no member new since the last,
+    so three consumers starting together share generation 1 (not: the first takes every partition and
+    the other two rebalance them away a heartbeat later)."""
+    groups = ClassicGroups(initial_delay_ms=0)
+    joins = [_join(groups, "", 0), _join(groups, "", 20), _join(groups, "", 40)]
+    groups.tick(100)  # two joined since the rebalance began: wait one more tick
+    await asyncio.sleep(0)
+    assert not any(j.done() for j in joins)
+    groups.tick(200)
+    results = await asyncio.gather(*joins)
+    assert {r.generation for r in results} == {1} and len(results[0].members) == 3
+
+
+async def test_the_initial_delay_extends_while_new_members_come_within_the_rebalance_timeout() -> None:
+    assert ClassicGroups().initial_delay_ms == INITIAL_DELAY_MS_DEFAULT == 3000  # Kafka's default
+    groups = ClassicGroups(initial_delay_ms=3000)
+    joins = [_join(groups, "", 0, rebalance_ms=10_000)]
+    groups.tick(2999)
+    joins.append(_join(groups, "", 2500, rebalance_ms=10_000))
+    groups.tick(3000)  # due, a member came: 3 s more (7 s of the rebalance timeout left before)
+    joins.append(_join(groups, "", 5000, rebalance_ms=10_000))
+    groups.tick(6000)  # again: 3 s more, 1 s left after
+    joins.append(_join(groups, "", 8000, rebalance_ms=10_000))
+    groups.tick(9000)  # again: the last 1 s
+    joins.append(_join(groups, "", 9500, rebalance_ms=10_000))
+    groups.tick(9999)
+    await asyncio.sleep(0)
+    assert not any(j.done() for j in joins)
+    groups.tick(10_000)  # the rebalance timeout is spent: it ends with everyone who came
+    results = await asyncio.gather(*joins)
+    assert {r.generation for r in results} == {1} and len(results[0].members) == 5
+
+
+async def test_a_group_that_emptied_waits_the_initial_delay_again_and_the_delay_is_bounded() -> None:
+    groups = ClassicGroups(initial_delay_ms=500)
+    a = (await _alone(groups, 0)).member_id
+    assert groups.leave("g", [(a, None)], 600) == [ErrorCode.none]
+    assert groups.groups["g"].state is GroupState.EMPTY
+    back = _join(groups, "", 700)
+    groups.tick(1199)
+    await asyncio.sleep(0)
+    assert not back.done()
+    groups.tick(1200)
+    assert (await back).generation == 3  # 1: a alone, 2: emptied, 3: back
+    with pytest.raises(ValueError, match="must be >= 0"):
+        ClassicGroups(initial_delay_ms=-1)

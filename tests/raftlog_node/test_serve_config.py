@@ -71,6 +71,16 @@ def test_serve_exits_2_naming_a_non_loopback_address_and_the_ways_out(tmp_path: 
     assert not (tmp_path / "n1").exists(), "nothing was made"
 
 
+def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_path: pathlib.Path) -> None:
+    def delay(*extra: str) -> int:
+        return serve.group_initial_delay_ms(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+
+    assert delay() == 3000 and delay("--group-initial-rebalance-delay-ms", "0") == 0
+    for bad in ("-1", "300001"):
+        with pytest.raises(ServeConfigError, match=r"must be in \[0, 300000\]"):
+            delay("--group-initial-rebalance-delay-ms", bad)
+
+
 def test_super_users_are_user_names(tmp_path: pathlib.Path) -> None:
     names = ["--super-user", "admin", "--super-user", "ops@example.com", "--super-user", "admin"]
     assert serve.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", *names)) == {
