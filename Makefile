@@ -37,10 +37,12 @@ bench-spark: bootstrap
 bench-setup:
 	scripts/bench_peers_setup.sh
 
-# raftlog, NATS JetStream and RabbitMQ streams, same workload, one run; table + bench-compare.json.
+# raftlog beside Apache Kafka (acked before fsync, and flush.messages=1), NATS JetStream and RabbitMQ
+# streams, same workload, one run (raftlog and Kafka through the same confluent-kafka client); table +
+# bench-compare.json.
 bench-compare: bench-setup
-	.venv/bin/raftlog bench perf --compare nats,rabbitmq --record-size 100,1024 --idle-partitions 100 \
-		--restart-mib 1024 --wait-quiet 20 --json bench-compare.json
+	.venv/bin/raftlog bench perf --compare kafka,kafka-fsync,nats,rabbitmq --record-size 100,1024 \
+		--idle-partitions 100 --restart-mib 1024 --wait-quiet 20 --json bench-compare.json
 
 # A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root; HTTP and
 # Kafka clients in turn) into runs/.

@@ -1,12 +1,15 @@
 """``raftlog bench perf``: producers and consumers against a cluster, in the manner of
-kafka-producer-perf-test and the OpenMessaging benchmark, optionally side by side with NATS JetStream
-and RabbitMQ streams running the same workload in the same run on the same machine.
+kafka-producer-perf-test and the OpenMessaging benchmark, optionally side by side with Apache Kafka (its
+default, and ``kafka-fsync``: ``flush.messages=1``), NATS JetStream and RabbitMQ streams running the same
+workload in the same run on the same machine; beside Kafka, raftlog and Kafka are driven by the same
+confluent-kafka producer and consumer.
 
 Usage::
 
     raftlog bench perf [--servers URL,...] [--record-size 100,1024] [--batch-size 1000] [--partitions 3]
                        [--concurrency 8] [--duration 10] [--acks all] [--single-rate 1000]
-                       [--compare nats,rabbitmq] [--idle-partitions 100] [--restart-mib 1024]
+                       [--compare kafka,kafka-fsync,nats,rabbitmq] [--idle-partitions 100]
+                       [--restart-mib 1024]
                        [--json FILE]
 
 Per system (raftlog first, then each peer of ``--compare``), per record size:
@@ -1129,10 +1132,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-format", choices=FETCH_FORMATS, default="batch",
                         help="raftlog reads: the stored batches, decoded and CRC-checked by the client, or "
                         "columnar msgpack pages (batch)")  # fmt: skip
-    parser.add_argument("--client", choices=CLIENTS, default="http",
+    parser.add_argument("--client", choices=CLIENTS, default=None,
                         help="raftlog through its HTTP API, or through Kafka's protocol with "
                         "confluent-kafka (librdkafka: idempotent, acks=all, linger 5 ms; single records "
-                        "with linger 0) (http)")  # fmt: skip
+                        "with linger 0), the client Kafka's peers are driven with (default: kafka when "
+                        "--compare names Kafka, else http)")  # fmt: skip
     parser.add_argument("--compression", choices=tuple(COMPRESSIONS), default="none",
                         help="raftlog: the topic's compression.type, used by the batch producer too, on "
                         "varied log-line records; prints the stored size ratio (none)")  # fmt: skip
@@ -1140,7 +1144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
     parser.add_argument("--single-record-size", type=int, default=100, help="single-record bytes (100)")
-    parser.add_argument("--compare", type=parse_peers, default=[], metavar="nats,rabbitmq",
+    parser.add_argument("--compare", type=parse_peers, default=[], metavar="kafka,kafka-fsync,nats,rabbitmq",
                         help="also run the same workload against these peers, then print ratios")  # fmt: skip
     parser.add_argument("--system", choices=SYSTEMS, default="raftlog",
                         help="measure only this system (default raftlog, plus --compare)")  # fmt: skip
@@ -1163,8 +1167,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load-child", default=None, help=argparse.SUPPRESS)
 
 
+def client_of(args: argparse.Namespace) -> str:
+    """raftlog's client: the one asked for, else Kafka's beside a Kafka peer (the same client on both,
+    so the ratio compares the servers), else HTTP."""
+    if args.client is not None:
+        return str(args.client)
+    return "kafka" if any(peer.startswith("kafka") for peer in args.compare) else "http"
+
+
 def problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the options, or None."""
+    client = client_of(args)
     checks: list[tuple[bool, str]] = [
         (
             args.token is None,
@@ -1192,7 +1205,12 @@ def problem(args: argparse.Namespace) -> str | None:
         ),
         (args.servers is None or args.system == "raftlog", "--servers is a raftlog cluster"),
         (
-            args.client == "http" or args.servers is None,
+            client == "kafka" or not any(peer.startswith("kafka") for peer in args.compare),
+            "--compare kafka drives raftlog through the same Kafka client: --client kafka (the default "
+            "beside Kafka)",
+        ),
+        (
+            client == "http" or args.servers is None,
             "--client kafka needs the cluster started here (it knows the Kafka listeners): no --servers",
         ),
         (
@@ -1225,7 +1243,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         fetch_format=args.fetch_format,
         settle_s=args.settle_seconds,
         compression=args.compression,
-        client=args.client,
+        client=client_of(args),
     )
 
 

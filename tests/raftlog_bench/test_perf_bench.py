@@ -132,6 +132,11 @@ def test_option_checks() -> None:
     assert "per request" in str(perf.problem(_args("--record-size", "65536", "--batch-size", "1000")))
     assert "--compare" in str(perf.problem(_args("--system", "nats", "--compare", "rabbitmq")))
     assert "--client kafka" in str(perf.problem(_args("--client", "kafka", "--servers", "http://h:1")))
+    # beside Kafka, raftlog is driven through the same Kafka client
+    assert perf.workload_of(_args("--compare", "kafka,nats")).client == "kafka"
+    assert perf.workload_of(_args("--compare", "nats,rabbitmq")).client == "http"
+    assert "same Kafka client" in str(perf.problem(_args("--client", "http", "--compare", "kafka-fsync")))
+    assert "--client kafka" in str(perf.problem(_args("--compare", "kafka", "--servers", "http://h:1")))
     assert "--restart-mib" in str(
         perf.problem(_args("--servers", "http://127.0.0.1:1", "--restart-mib", "10"))
     )
