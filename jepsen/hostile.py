@@ -51,7 +51,7 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -230,6 +230,17 @@ class Hostile:
         local = (source, 0) if source else None
         return await asyncio.wait_for(asyncio.open_connection(host, port, local_addr=local), 5.0)
 
+    @contextlib.asynccontextmanager
+    async def _connection(
+        self, host: str, port: int
+    ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+        """``_open``, and the connection closed on leaving."""
+        reader, writer = await self._open(host, port)
+        try:
+            yield reader, writer
+        finally:
+            writer.close()
+
     async def run(self) -> None:
         self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
                        "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
@@ -298,10 +309,9 @@ class Hostile:
         attack = f"dribble-{door}"
 
         async def one() -> None:
-            reader, writer = await self._open(host, port)
-            opened = time.monotonic()
-            self.count(attack, "opened")
-            try:
+            async with self._connection(host, port) as (reader, writer):
+                opened = time.monotonic()
+                self.count(attack, "opened")
                 for i in range(len(payload)):
                     writer.write(payload[i : i + 1])
                     await writer.drain()
@@ -313,8 +323,6 @@ class Hostile:
                 else:
                     self.count(attack, "whole_request_sent")  # the node waited for every byte
                 await self._wait_cut(attack, reader, opened)
-            finally:
-                writer.close()
 
         await self._paced(attack, one, 1.0)
 
@@ -323,10 +331,9 @@ class Hostile:
         chunk = bytes(64 * 1024)
 
         async def one() -> None:
-            reader, writer = await self._open(target.host, target.kafka_port)
-            opened = time.monotonic()
-            self.count(attack, "opened")
-            try:
+            async with self._connection(target.host, target.kafka_port) as (reader, writer):
+                opened = time.monotonic()
+                self.count(attack, "opened")
                 writer.write(struct.pack(">i", OVERSIZE_ANNOUNCED_BYTES))
                 sent = 0
                 while sent < OVERSIZE_SENT_BYTES and not reader.at_eof():
@@ -335,8 +342,6 @@ class Hostile:
                     sent += len(chunk)
                 self.count(attack, "bytes_sent", sent)
                 await self._wait_cut(attack, reader, opened)
-            finally:
-                writer.close()
 
         await self._paced(attack, one, 1.0)
 
@@ -344,12 +349,9 @@ class Hostile:
         attack = "raft-flood"
 
         async def one() -> None:
-            reader, writer = await self._open(target.host, target.raft_port)
-            self.count(attack, "opened")
-            try:
+            async with self._connection(target.host, target.raft_port) as (reader, _):
+                self.count(attack, "opened")
                 await self._wait_cut(attack, reader, time.monotonic())
-            finally:
-                writer.close()
 
         await self._paced(attack, one, REOPENS_PER_S)
 
@@ -372,9 +374,8 @@ class Hostile:
 
     async def _bomb_kafka(self, target: Target, topic: str, partition: int, batch: bytes) -> None:
         attack = "bomb-kafka"
-        reader, writer = await self._open(target.host, target.kafka_port)
-        self.count(attack, "sent")
-        try:
+        async with self._connection(target.host, target.kafka_port) as (reader, writer):
+            self.count(attack, "sent")
             writer.write(produce_frame(topic, partition, batch, 7))
             await asyncio.wait_for(writer.drain(), 30.0)
             try:
@@ -384,8 +385,6 @@ class Hostile:
                 self.count(attack, "connection_closed")
                 return
             self.count(attack, "bombs_accepted" if error == 0 else f"refused:{error}")
-        finally:
-            writer.close()
 
     async def _bomb_http(self, target: Target, topic: str, partition: int, batch: bytes) -> None:
         attack = "bomb-http"
@@ -410,8 +409,7 @@ class Hostile:
         attack = "bad-credentials"
 
         async def one() -> None:
-            reader, writer = await self._open(target.host, target.http_port)
-            try:
+            async with self._connection(target.host, target.http_port) as (reader, writer):
                 writer.write(
                     b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAuthorization: %s\r\n\r\n"
                     % (ADMIN_TOPICS_PATH.encode(), target.host.encode(), self.rng.choice(BAD_CREDENTIALS))
@@ -420,8 +418,6 @@ class Hostile:
                 parts = status_line.split()
                 status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
                 self.count(attack, "server_error" if status >= 500 else f"answered:{status}")
-            finally:
-                writer.close()
 
         await self._paced(attack, one, BAD_CREDENTIALS_PER_S)
 

@@ -47,7 +47,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from raftlog.errors import check
-from raftlog_bench.output import add_json_argument, emit
+from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
+from raftlog_bench.stats import MB, percentile_ms, rate
 from raftlog_bench.storage import positive_ints, wait_quiet
 from raftlog_client.client import RaftlogClient
 from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
@@ -55,7 +56,6 @@ from raftlog_client.errors import ClientError, RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import NoAnswer, NotSent
 
-MB = 1_000_000
 KiB = 1024
 MiB = 1024 * 1024
 PRODUCE_HEADERS = {"Content-Type": BINARY_V2}
@@ -75,19 +75,6 @@ LOG_PROBLEM_LINES_MAX = 20
 
 
 # -- pure helpers ----------------------------------------------------------------------------------------
-
-
-def percentile_ms(latencies_s: Sequence[float], percent: float) -> float:
-    """Nearest-rank percentile (index round(p/100 * (n - 1)) of the sorted values), in ms; 0 when empty."""
-    if not latencies_s:
-        return 0.0
-    ordered = sorted(latencies_s)
-    index = min(len(ordered) - 1, round(percent / 100 * (len(ordered) - 1)))
-    return ordered[index] * 1e3
-
-
-def rate(amount: float, seconds: float) -> float:
-    return amount / seconds if seconds > 0 else 0.0
 
 
 def slots_due(elapsed_s: float, per_s: float, total: int) -> int:
@@ -346,10 +333,6 @@ class Results:
     node_log_problems: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 # -- a local cluster (raftlog_client.local_cluster: raftlog dev in a child process) ------------------------
 
 
@@ -442,9 +425,9 @@ class Http:
             await self.admin.delete_topic(name)
         except RequestFailed as exc:
             if exc.status != 404:
-                _progress(f"deleting topic {name}: {exc}")
+                say(f"deleting topic {name}: {exc}")
         except ClientError as exc:
-            _progress(f"deleting topic {name}: {exc}")
+            say(f"deleting topic {name}: {exc}")
 
     def forwarded(self, url: str, leader_header: str | None) -> bool:
         asked = self.node_of_url.get(url)
@@ -835,7 +818,7 @@ async def run_cells(
                                 Produced(topic, partitions, record_bytes, batch_records, cell.records,
                                          acked_ends, encoded)
                             )  # fmt: skip
-                            _progress(
+                            say(
                                 f"produce p{partitions} {_size(record_bytes):>6} x {batch_records:4d}:"
                                 f" {cell.records_per_s:8.0f} records/s {cell.payload_mb_s:6.1f} MB/s"
                                 f" p99 {cell.latency.p99_ms:7.1f} ms,"
@@ -856,7 +839,7 @@ async def run_cells(
                     Produced(topic, 3, options.latency_record_bytes, 1, lat.acknowledged,
                              dict(tally.end_offsets), encoded)
                 )  # fmt: skip
-                _progress(
+                say(
                     f"latency {lat.offered_per_s:g}/s offered: {lat.achieved_per_s:.0f}/s achieved,"
                     f" p50 {lat.from_schedule.p50_ms:.2f} p99 {lat.from_schedule.p99_ms:.2f}"
                     f" max {lat.from_schedule.max_ms:.1f} ms, late {lat.late}, errors {_errors(lat.errors)}"
@@ -867,7 +850,7 @@ async def run_cells(
                         await quiet()
                         cell_c = await measure_consume(http, pids, item, max_bytes, options.consume_seconds)
                         results.consume.append(cell_c)
-                        _progress(
+                        say(
                             f"consume p{item.partitions} {_size(item.record_bytes):>6}"
                             f" x {item.batch_records:4d}"
                             f" max_bytes {max_bytes // MiB} MiB: {cell_c.records_per_s:8.0f} records/s"
@@ -886,7 +869,7 @@ async def run_cells(
                     options.idle_seconds,
                 )  # fmt: skip
                 results.idle.append(idle)
-                _progress(
+                say(
                     f"idle, {idle.partitions} partitions x RF {idle.replication_factor}:"
                     f" nodes {100 * rate(idle.cpu.nodes_total_s, idle.cpu.seconds):.1f}% of one core"
                     f" (created in {idle.create_seconds:.1f} s)"
@@ -933,7 +916,7 @@ def run(
     try:
         cluster.start()
         results.servers = cluster.servers
-        _progress(f"cluster of {NODE_COUNT} up in {directory}: {', '.join(results.servers)}")
+        say(f"cluster of {NODE_COUNT} up in {directory}: {', '.join(results.servers)}")
         asyncio.run(run_cells(options, results.servers, cluster.pids, admin_token, results))
         problem_seen = _any_problem(results)
     finally:
@@ -941,7 +924,7 @@ def run(
         results.node_log_problems = node_log_problems(cluster)
         problem_seen = problem_seen or bool(results.node_log_problems)
         if keep or problem_seen:
-            _progress(f"kept the cluster's data and node logs in {directory}")
+            say(f"kept the cluster's data and node logs in {directory}")
         else:
             shutil.rmtree(directory, ignore_errors=True)
     results.goals = _goals(results)
@@ -1107,12 +1090,6 @@ def _cells(text: str) -> tuple[str, ...]:
 DESCRIPTION = "Produce, produce latency, consume and idle CPU of a 3-node cluster over the HTTP API."
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raftlog bench cluster", description=DESCRIPTION)
-    add_arguments(parser)
-    return parser
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (also registered by ``raftlog bench cluster``)."""
     parser.add_argument("--seconds", type=float, default=5.0, help="each produce cell (default 5)")
@@ -1174,7 +1151,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_from_args(_parser().parse_args(argv))
+    return run_from_args(standalone_parser("cluster", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 def _problem(args: argparse.Namespace) -> str | None:

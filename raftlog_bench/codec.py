@@ -34,7 +34,7 @@ import msgpack
 from raftlog.errors import check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, record_rows
-from raftlog_bench.output import add_json_argument, emit
+from raftlog_bench.output import add_json_argument, emit, standalone_parser
 from raftlog_bench.targets import sample_values
 
 DESCRIPTION = "per-record cost of the batch format (encode, decode) and each codec's ratio and speed"
@@ -112,37 +112,30 @@ def measure_format(record_bytes: int, batch_records: int, seconds: float) -> lis
     now = int(time.time() * 1000)
     ours = encode_batch(0, records, 1, now)
     check([r.value for r in decode_batch(ours).records] == values, "raftlog's batch decodes as encoded")
+
+    def cell(
+        implementation: str, encode: Callable[[], object] | None, decode: Callable[[], object], batch: bytes
+    ) -> CodecCell:
+        """The cell of one implementation whose encoding of the records is ``batch``."""
+        encode_us = None if encode is None else _per_record_us(encode, batch_records, seconds)
+        decode_us = _per_record_us(decode, batch_records, seconds)
+        return CodecCell(
+            implementation, record_bytes, batch_records, encode_us, decode_us, len(batch) / len(ours)
+        )
+
     cells = [
-        CodecCell(
-            "raftlog",
-            record_bytes,
-            batch_records,
-            _per_record_us(lambda: encode_batch(0, records, 1, now), batch_records, seconds),
-            _per_record_us(lambda: decode_batch(ours), batch_records, seconds),
-            1.0,
-        )
+        cell("raftlog", lambda: encode_batch(0, records, 1, now), lambda: decode_batch(ours), ours),
+        cell("raftlog rows", None, lambda: record_rows(ours), ours),
     ]
-    cells.append(
-        CodecCell(
-            "raftlog rows",
-            record_bytes,
-            batch_records,
-            None,
-            _per_record_us(lambda: record_rows(ours), batch_records, seconds),
-            1.0,
-        )
-    )
     aiokafka_encode, aiokafka_decode = _aiokafka()
     compiled = aiokafka_encode(values, now)
     check(len(aiokafka_decode(compiled)) == batch_records, "aiokafka's batch decodes as encoded")
     cells.append(
-        CodecCell(
+        cell(
             "aiokafka (compiled)",
-            record_bytes,
-            batch_records,
-            _per_record_us(lambda: aiokafka_encode(values, now), batch_records, seconds),
-            _per_record_us(lambda: aiokafka_decode(compiled), batch_records, seconds),
-            len(compiled) / len(ours),
+            lambda: aiokafka_encode(values, now),
+            lambda: aiokafka_decode(compiled),
+            compiled,
         )
     )
     other = _kafka_python()
@@ -150,26 +143,15 @@ def measure_format(record_bytes: int, batch_records: int, seconds: float) -> lis
         encode, decode = other
         theirs = encode(values, now)
         check(len(decode(theirs)) == batch_records, "kafka-python's batch decodes as encoded")
-        cells.append(
-            CodecCell(
-                "kafka-python",
-                record_bytes,
-                batch_records,
-                _per_record_us(lambda: encode(values, now), batch_records, seconds),
-                _per_record_us(lambda: decode(theirs), batch_records, seconds),
-                len(theirs) / len(ours),
-            )
-        )
+        cells.append(cell("kafka-python", lambda: encode(values, now), lambda: decode(theirs), theirs))
     legacy = _legacy_encode(records, now)
     check([r.value for r in legacy_batch.decode(legacy).records] == values, "the v1 batch decodes")
     cells.append(
-        CodecCell(
+        cell(
             "raftlog v1 (before)",
-            record_bytes,
-            batch_records,
-            _per_record_us(lambda: _legacy_encode(records, now), batch_records, seconds),
-            _per_record_us(lambda: legacy_batch.decode(legacy), batch_records, seconds),
-            len(legacy) / len(ours),
+            lambda: _legacy_encode(records, now),
+            lambda: legacy_batch.decode(legacy),
+            legacy,
         )
     )
     return cells
@@ -252,9 +234,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raftlog bench codec", description=DESCRIPTION)
-    add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+    return run_from_args(standalone_parser("codec", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from raftlog_bench import perf
-from raftlog_bench.output import add_json_argument, emit
+from raftlog_bench.output import add_json_argument, emit, standalone_parser
 
 DESCRIPTION = "single-record produce latency at several offered rates (one fresh cluster per rate)"
 RATES_DEFAULT = "100,300,600,800,1000"
@@ -83,8 +83,7 @@ def format_points(points: list[CurvePoint]) -> str:
 
 
 def perf_args(rate: float, seconds: float, directory: str | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="raftlog bench perf")
-    perf.add_arguments(parser)
+    parser = standalone_parser("perf", perf.DESCRIPTION, perf.add_arguments)
     argv = ["--record-size", "100", "--duration", "1", "--no-consume", "--single-rate", f"{rate:g}"]
     argv += ["--single-seconds", f"{seconds:g}"]
     if directory is not None:
@@ -119,9 +118,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raftlog bench curve", description=DESCRIPTION)
-    add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+    return run_from_args(standalone_parser("curve", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from typing import Any
 
 from membership.gossip import Gossip
 from membership.model import GossipConfig, Member, MemberState
-from raftlog_bench.output import add_json_argument, emit
+from raftlog_bench.output import add_json_argument, emit, standalone_parser
 
 DESCRIPTION = "SWIM membership: crash detection, false deaths under loss, metadata, join, idle CPU."
 SECRET = b"membership-bench-secret"
@@ -413,9 +413,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raftlog bench gossip", description=DESCRIPTION)
-    add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+    return run_from_args(standalone_parser("gossip", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 if __name__ == "__main__":

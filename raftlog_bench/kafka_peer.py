@@ -16,13 +16,12 @@ import asyncio
 import base64
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 import time
 import uuid
 
-from raftlog_bench.peers import PeerMissing, free_ports
+from raftlog_bench.peers import PeerMissing, free_ports, stop_processes
 from raftlog_bench.targets import Layout
 
 KAFKA_VERSION = "4.1.1"  # scripts/kafka/pom.xml's
@@ -238,16 +237,7 @@ class KafkaCluster:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        for process in self._processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        for process in self._processes:
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_processes(self._processes, STOP_TIMEOUT_S)
         self._processes = []
 
 

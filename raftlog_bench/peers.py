@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from typing import Any
 
 from raftlog_bench.targets import Layout, SendFailed
@@ -74,6 +75,14 @@ def _stop_pids(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def stop_processes(processes: Iterable[subprocess.Popen[bytes]], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """``_stop_pids`` for processes started here, then reap them; one that already ended is left alone."""
+    running = [process for process in processes if process.poll() is None]
+    _stop_pids([process.pid for process in running], timeout_s)
+    for process in running:
+        process.wait(timeout_s)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -84,6 +93,14 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _stream_name(layout: Layout | None, partition: int, separator: str = "_") -> str:
+    """The stream that stands for ``partition`` (NATS and RabbitMQ streams have no partitions), or with
+    ``separator="."`` its NATS subject."""
+    if layout is None:
+        raise RuntimeError("used before create()")
+    return f"{layout.name}{separator}{partition}"
 
 
 # -- NATS JetStream --------------------------------------------------------------------------------------
@@ -176,9 +193,7 @@ class NatsCluster:
             return False
 
     def stop(self) -> None:
-        _stop_pids([process.pid for process in self.processes.values()])
-        for process in self.processes.values():
-            process.wait(STOP_TIMEOUT_S)
+        stop_processes(self.processes.values())
 
 
 class NatsTarget:
@@ -205,14 +220,10 @@ class NatsTarget:
             self._streams.append(connection.jetstream(timeout=30, publish_async_max_pending=1_000_000))
 
     def _stream(self, partition: int) -> str:
-        if self.layout is None:
-            raise RuntimeError("used before create()")
-        return f"{self.layout.name}_{partition}"
+        return _stream_name(self.layout, partition)
 
     def _subject(self, partition: int) -> str:
-        if self.layout is None:
-            raise RuntimeError("used before create()")
-        return f"{self.layout.name}.{partition}"
+        return _stream_name(self.layout, partition, separator=".")
 
     async def create(self, layout: Layout) -> None:
         from nats.js.api import StorageType, StreamConfig
@@ -467,13 +478,11 @@ class RabbitCluster:
                 )
 
     def stop(self) -> None:
-        nodes = [p.pid for name, p in self.processes.items() if name != "epmd"]
-        _stop_pids(nodes)  # SIGTERM to the wrapper stops its VM gracefully
+        nodes = [p for name, p in self.processes.items() if name != "epmd"]
+        stop_processes(nodes)  # SIGTERM to the wrapper stops its VM gracefully
         _stop_pids(list(self.pids.values()))  # any VM left behind
         if "epmd" in self.processes:
-            _stop_pids([self.processes["epmd"].pid])
-        for process in self.processes.values():
-            process.wait(STOP_TIMEOUT_S)
+            stop_processes([self.processes["epmd"]])
         if self.namespace_made:
             subprocess.run(["ip", "netns", "del", NAMESPACE], check=False, capture_output=True)
 
@@ -508,9 +517,7 @@ class RabbitTarget:
             self._producers.append(producer)
 
     def _stream(self, partition: int) -> str:
-        if self.layout is None:
-            raise RuntimeError("used before create()")
-        return f"{self.layout.name}_{partition}"
+        return _stream_name(self.layout, partition)
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout

@@ -47,23 +47,15 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from raftlog_bench.cluster import (
-    MB,
-    CpuMeter,
-    CpuUse,
-    LatencySummary,
-    parse_servers,
-    rate,
-    slot_time,
-    slots_due,
-)
+from raftlog_bench.cluster import CpuMeter, CpuUse, LatencySummary, parse_servers, slot_time, slots_due
 from raftlog_bench.kafka_peer import KAFKA_VERSION
-from raftlog_bench.output import add_json_argument, emit
+from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
+from raftlog_bench.stats import MB, rate
 from raftlog_bench.storage import positive_ints, wait_quiet
 from raftlog_bench.targets import (
     COMPRESSIONS,
@@ -490,6 +482,18 @@ async def show_progress(label: str, seconds: float, tally: Tally, stop: asyncio.
     print(("\r" if tty else "") + line, file=sys.stderr, flush=True)
 
 
+@contextlib.asynccontextmanager
+async def showing(label: str, seconds: float, tally: Tally) -> AsyncIterator[None]:
+    """``show_progress`` of ``tally`` while the block runs."""
+    stop = asyncio.Event()
+    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await shown
+
+
 # -- load loops ------------------------------------------------------------------------------------------
 
 
@@ -532,9 +536,6 @@ async def produce_phase(
 ) -> tuple[PhaseResult, Counter[int]]:
     """Closed loop: ``concurrency`` workers, each one batch at a time until ``seconds`` ran out."""
     tally = Tally()
-    stop = asyncio.Event()
-    label = f"{target.system} produce {size_label(layout.record_bytes)} x {layout.batch_records}"
-    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
     meter = CpuMeter(pids)
     start = time.perf_counter()
     deadline = start + seconds
@@ -557,11 +558,9 @@ async def produce_phase(
                 tally.per_partition[partition] += acked
             partition = (partition + 1) % layout.partitions
 
-    try:
+    label = f"{target.system} produce {size_label(layout.record_bytes)} x {layout.batch_records}"
+    async with showing(label, seconds, tally):
         await asyncio.gather(*(worker(j) for j in range(concurrency)))
-    finally:
-        stop.set()
-        await shown
     elapsed = time.perf_counter() - start
     cpu = meter.stop()
     result = _result(
@@ -576,9 +575,6 @@ async def consume_phase(
 ) -> PhaseResult:
     """One reader per partition from its first record until every acknowledged record was read."""
     tally = Tally()
-    stop = asyncio.Event()
-    label = f"{target.system} consume {size_label(layout.record_bytes)}"
-    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
     meter = CpuMeter(pids)
     start = time.perf_counter()
     deadline = start + seconds
@@ -590,11 +586,8 @@ async def consume_phase(
         tally.records += got
         nbytes += read_bytes
 
-    try:
+    async with showing(f"{target.system} consume {size_label(layout.record_bytes)}", seconds, tally):
         await asyncio.gather(*(reader(p) for p in range(layout.partitions)))
-    finally:
-        stop.set()
-        await shown
     elapsed = time.perf_counter() - start
     cpu = meter.stop()
     expected = sum(acked.values())
@@ -611,20 +604,12 @@ async def group_phase(
 ) -> PhaseResult:
     """A new consumer group of ``members`` reads every acknowledged record (Kafka clients only)."""
     tally = Tally()
-    stop = asyncio.Event()
-    shown = asyncio.create_task(
-        show_progress(
-            f"{target.system} group of {members} {size_label(layout.record_bytes)}", seconds, tally, stop
-        )
-    )
     meter = CpuMeter(pids)
     start = time.perf_counter()
     expected = sum(acked.values())
-    try:
+    label = f"{target.system} group of {members} {size_label(layout.record_bytes)}"
+    async with showing(label, seconds, tally):
         got, nbytes = await target.consume_group(members, expected, start + seconds)  # type: ignore[attr-defined]
-    finally:
-        stop.set()
-        await shown
     tally.records = got
     elapsed = time.perf_counter() - start
     if got < expected:
@@ -643,10 +628,6 @@ async def single_phase(
     as the server's latency, so a request is released up to TIMER_SLACK_S before its slot instead."""
     total = max(1, round(per_s * seconds))
     tally = Tally()
-    stop = asyncio.Event()
-    shown = asyncio.create_task(
-        show_progress(f"{target.system} single {size_label(layout.record_bytes)}", seconds, tally, stop)
-    )
     places = asyncio.Semaphore(SINGLE_IN_FLIGHT_MAX)
     tasks: set[asyncio.Task[None]] = set()
     meter = CpuMeter(pids)
@@ -670,25 +651,24 @@ async def single_phase(
 
     start = time.perf_counter() + 0.01
     sent = 0
-    try:
-        while sent < total:
-            due_count = slots_due(time.perf_counter() + TIMER_SLACK_S - start, per_s, total)
-            while sent < due_count:
-                await places.acquire()
-                task = asyncio.create_task(one(sent, slot_time(start, sent, per_s)))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-                sent += 1
-            if sent < total:
-                wake = slot_time(start, sent, per_s) - TIMER_SLACK_S
-                await asyncio.sleep(max(0.0, wake - time.perf_counter()))
-        if tasks:
-            await asyncio.wait(set(tasks), timeout=DRAIN_TIMEOUT_S + 5)
-    finally:
-        for task in tasks:
-            task.cancel()
-        stop.set()
-        await shown
+    async with showing(f"{target.system} single {size_label(layout.record_bytes)}", seconds, tally):
+        try:
+            while sent < total:
+                due_count = slots_due(time.perf_counter() + TIMER_SLACK_S - start, per_s, total)
+                while sent < due_count:
+                    await places.acquire()
+                    task = asyncio.create_task(one(sent, slot_time(start, sent, per_s)))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                    sent += 1
+                if sent < total:
+                    wake = slot_time(start, sent, per_s) - TIMER_SLACK_S
+                    await asyncio.sleep(max(0.0, wake - time.perf_counter()))
+            if tasks:
+                await asyncio.wait(set(tasks), timeout=DRAIN_TIMEOUT_S + 5)
+        finally:
+            for task in tasks:
+                task.cancel()
     elapsed = max(time.perf_counter(), slot_time(start, total, per_s)) - start
     cpu = meter.stop()
     return _result(
@@ -775,9 +755,7 @@ async def restart_phase(
     layout = Layout(name, 1, KiB, 1000)
     await target.create(layout)
     tally = Tally()
-    stop = asyncio.Event()
     fill_bytes = mib * MiB
-    shown = asyncio.create_task(show_progress(f"restart: filling {mib} MiB", 0.0, tally, stop))
     start = time.perf_counter()
     deadline = start + RESTART_FILL_TIMEOUT_S
 
@@ -793,11 +771,8 @@ async def restart_phase(
             else:
                 tally.records += acked
 
-    try:
+    async with showing(f"restart: filling {mib} MiB", 0.0, tally):
         await asyncio.gather(*(writer(j) for j in range(4)))
-    finally:
-        stop.set()
-        await shown
     fill_s = time.perf_counter() - start
     session = target.http.session
     status, views = await _get_json(session, target.servers[0] + partitions_path(name))
@@ -896,11 +871,11 @@ def run_raftlog(
                 if idle_partitions > 0:
                     await _quiet(workload)
                     report.idle = await idle_phase(extra, idle_partitions, idle_seconds, pids)
-                    _say(f"idle: {report.idle.total_pct:.1f}% of one core for {idle_partitions} partitions")
+                    say(f"idle: {report.idle.total_pct:.1f}% of one core for {idle_partitions} partitions")
                 if restart_mib > 0 and cluster is not None:
                     await _quiet(workload)
                     report.restart = await restart_phase(extra, cluster, restart_mib, pids)
-                    _say(f"restart: serving after {report.restart.serving_seconds:.2f} s")
+                    say(f"restart: serving after {report.restart.serving_seconds:.2f} s")
             finally:
                 await extra.close()
 
@@ -912,30 +887,50 @@ def run_raftlog(
     try:
         cluster.start()
         urls = cluster.servers
-        _say(f"raftlog: 3 nodes up in {directory}: {', '.join(urls)}")
+        say(f"raftlog: 3 nodes up in {directory}: {', '.join(urls)}")
         run_async(against(urls, dict(cluster.pids), cluster))
     finally:
         cluster.stop()
         if keep:
-            _say(f"kept raftlog's data and node logs in {directory}")
+            say(f"kept raftlog's data and node logs in {directory}")
         else:
             shutil.rmtree(directory, ignore_errors=True)
 
 
-def run_nats(workload: Workload, parent: str, report: Report) -> None:
-    directory = tempfile.mkdtemp(prefix="raftlog-bench-nats-", dir=parent)
+class PeerCluster(Protocol):
+    """What ``NatsCluster``, ``KafkaCluster`` and ``RabbitCluster`` have in common."""
+
+    directory: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+PeerClusterT = TypeVar("PeerClusterT", bound=PeerCluster)
+
+
+@contextlib.contextmanager
+def peer_cluster(parent: str, system: str, make: Callable[[str], PeerClusterT]) -> Iterator[PeerClusterT]:
+    """``make``'s cluster in a new directory under ``parent``, started; stopped and removed on leaving."""
+    directory = tempfile.mkdtemp(prefix=f"raftlog-bench-{system}-", dir=parent)
     try:
-        cluster = NatsCluster(directory)
+        cluster = make(directory)
         try:
             cluster.start()
-            _say(f"nats: 3 JetStream nodes up: {', '.join(cluster.servers)}")
-            report.phases += run_async(
-                drive(NatsTarget(cluster.servers), workload, cluster.pids, f"perf{os.getpid()}")
-            )
+            yield cluster
         finally:
             cluster.stop()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_nats(workload: Workload, parent: str, report: Report) -> None:
+    with peer_cluster(parent, "nats", NatsCluster) as cluster:
+        say(f"nats: 3 JetStream nodes up: {', '.join(cluster.servers)}")
+        report.phases += run_async(
+            drive(NatsTarget(cluster.servers), workload, cluster.pids, f"perf{os.getpid()}")
+        )
 
 
 def run_kafka(workload: Workload, parent: str, report: Report, flush_each: bool) -> None:
@@ -945,46 +940,32 @@ def run_kafka(workload: Workload, parent: str, report: Report, flush_each: bool)
     from raftlog_bench.kafka_target import KafkaTarget  # confluent-kafka: only for this peer
 
     system = "kafka-fsync" if flush_each else "kafka"
-    directory = tempfile.mkdtemp(prefix=f"raftlog-bench-{system}-", dir=parent)
-    try:
-        cluster = KafkaCluster(directory, flush_each=flush_each)
-        try:
-            cluster.start()
-            _say(f"{system}: 3 KRaft brokers up: {cluster.bootstrap_servers}")
-            target = KafkaTarget(
-                KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes),
-                cluster.bootstrap_servers,
-                system=system,
-            )
-            report.phases += run_async(drive(target, workload, cluster.pids, f"perf{os.getpid()}"))
-        finally:
-            cluster.stop()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    with peer_cluster(
+        parent, system, lambda directory: KafkaCluster(directory, flush_each=flush_each)
+    ) as cluster:
+        say(f"{system}: 3 KRaft brokers up: {cluster.bootstrap_servers}")
+        target = KafkaTarget(
+            KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes),
+            cluster.bootstrap_servers,
+            system=system,
+        )
+        report.phases += run_async(drive(target, workload, cluster.pids, f"perf{os.getpid()}"))
 
 
 def run_rabbitmq(workload: Workload, parent: str, report: Report) -> None:
     """RabbitMQ lives in a network namespace; the load runs as a child of this command inside it and
     hands its phases back through a JSON file."""
-    directory = tempfile.mkdtemp(prefix="raftlog-bench-rabbitmq-", dir=parent)
-    try:
-        cluster = RabbitCluster(directory)
-        try:
-            cluster.start()
-            _say(f"rabbitmq: 3 stream nodes up in namespace: {', '.join(cluster.servers)}")
-            handoff = os.path.join(directory, "load.json")
-            with open(handoff, "w", encoding="utf-8") as f:
-                json.dump({"workload": asdict(workload), "servers": cluster.servers, "pids": cluster.pids}, f)
-            argv = [sys.executable, "-m", "raftlog_bench.perf", "--load-child", handoff]
-            done = subprocess.run(cluster.load_argv(argv), check=False, timeout=_child_timeout(workload))
-            if done.returncode != 0:
-                raise RuntimeError(f"the RabbitMQ load exited with {done.returncode}")
-            with open(handoff + ".out", encoding="utf-8") as f:
-                report.phases += [phase_from_dict(p) for p in json.load(f)]
-        finally:
-            cluster.stop()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    with peer_cluster(parent, "rabbitmq", RabbitCluster) as cluster:
+        say(f"rabbitmq: 3 stream nodes up in namespace: {', '.join(cluster.servers)}")
+        handoff = os.path.join(cluster.directory, "load.json")
+        with open(handoff, "w", encoding="utf-8") as f:
+            json.dump({"workload": asdict(workload), "servers": cluster.servers, "pids": cluster.pids}, f)
+        argv = [sys.executable, "-m", "raftlog_bench.perf", "--load-child", handoff]
+        done = subprocess.run(cluster.load_argv(argv), check=False, timeout=_child_timeout(workload))
+        if done.returncode != 0:
+            raise RuntimeError(f"the RabbitMQ load exited with {done.returncode}")
+        with open(handoff + ".out", encoding="utf-8") as f:
+            report.phases += [phase_from_dict(p) for p in json.load(f)]
 
 
 def _child_timeout(workload: Workload) -> float:
@@ -1019,10 +1000,6 @@ def load_child(handoff: str) -> int:
     with open(handoff + ".out", "w", encoding="utf-8") as f:
         json.dump([asdict(p) for p in phases], f)
     return 0
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def _stop_on_signals() -> None:
@@ -1084,8 +1061,8 @@ def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Repor
                 run_rabbitmq(workload, parent, report)
         except PeerMissing as exc:
             report.failures[system] = str(exc)
-            _say(f"{system}: {exc}")
-        _say(f"{system}: done in {time.perf_counter() - started:.0f} s")
+            say(f"{system}: {exc}")
+        say(f"{system}: done in {time.perf_counter() - started:.0f} s")
     return report
 
 
@@ -1298,14 +1275,8 @@ def preflight(systems: Sequence[str]) -> str | None:
     return None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raftlog bench perf", description=DESCRIPTION)
-    add_arguments(parser)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_from_args(_parser().parse_args(argv))
+    return run_from_args(standalone_parser("perf", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 if __name__ == "__main__":

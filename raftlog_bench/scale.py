@@ -36,8 +36,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from raftlog_bench.cluster import REPLICATION_FACTOR, CpuMeter, _progress, node_log_problems, rate
-from raftlog_bench.output import STDOUT, add_json_argument, emit
+from raftlog_bench.cluster import REPLICATION_FACTOR, CpuMeter, node_log_problems
+from raftlog_bench.output import STDOUT, add_json_argument, emit, say, standalone_parser
 from raftlog_bench.scale_report import (
     ProbeSummary,
     Row,
@@ -48,6 +48,7 @@ from raftlog_bench.scale_report import (
     recovered,
     rss_mib,
 )
+from raftlog_bench.stats import rate
 from raftlog_client.client import RaftlogClient
 from raftlog_client.contract import METRICS_PATH, PLAIN_JSON, partition_path
 from raftlog_client.errors import ClientError
@@ -151,11 +152,11 @@ async def _until_replicas(
             return time.monotonic() - start
         now = time.monotonic()
         if now - start > timeout_s:
-            _progress(f"  {what}: not done after {timeout_s:g} s: {values}")
+            say(f"  {what}: not done after {timeout_s:g} s: {values}")
             return None
         if now - said >= 5:
             said = now
-            _progress(f"  {what}: " + ", ".join(f"{n} {number(v)}/{count}" for n, v in values.items()))
+            say(f"  {what}: " + ", ".join(f"{n} {number(v)}/{count}" for n, v in values.items()))
         await asyncio.sleep(POLL_S)
 
 
@@ -221,7 +222,7 @@ class _Run:
 
     def _phase(self, name: str, what: str = "") -> None:
         self.probe.phase = name
-        _progress(f"{self.row.partitions:,} partitions: {name}{what}")
+        say(f"{self.row.partitions:,} partitions: {name}{what}")
 
     async def create(self) -> bool:
         row = self.row
@@ -339,7 +340,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         try:
             rows.append(asyncio.run(measure_size(size, directory, args.idle_seconds, args.timeout_s)))
         except RuntimeError as error:
-            _progress(f"{size:,} partitions: {error}")
+            say(f"{size:,} partitions: {error}")
             failed = Row(size)
             failed.timeouts.append(f"run ({error})")
             rows.append(failed)
@@ -349,9 +350,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raftlog bench scale", description=DESCRIPTION)
-    add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+    return run_from_args(standalone_parser("scale", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -41,9 +41,9 @@ from raftlog.storage import Log, LogConfig, ProducerRecord
 from raftlog.storage.batch import encode_batch
 from raftlog.storage.config import FlushMode, KiB, MiB
 from raftlog.storage.manager import LogManager
-from raftlog_bench.output import add_json_argument, emit
+from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
+from raftlog_bench.stats import MB, percentile_ms, rate
 
-MB = 1_000_000
 RECORD_SIZES = (100, 1 * KiB)
 BATCH_SIZES = (1, 100, 1000)
 FLUSH_MODES: tuple[FlushMode, ...] = ("always", "group")
@@ -133,22 +133,6 @@ class Goal:
     met: bool
 
 
-def _percentile_ms(latencies_s: Sequence[float], percent: float) -> float:
-    if not latencies_s:
-        return 0.0
-    ordered = sorted(latencies_s)
-    index = min(len(ordered) - 1, round(percent / 100 * (len(ordered) - 1)))
-    return ordered[index] * 1e3
-
-
-def _rate(amount: float, seconds: float) -> float:
-    return amount / seconds if seconds > 0 else 0.0
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 class OtherCpu:
     """CPU time that other processes use while a measurement runs (100 = one core), from /proc/stat: the
     machine may be shared, and a busy neighbour explains a slow cell. None where /proc/stat is missing."""
@@ -180,10 +164,10 @@ def wait_quiet(seconds_max: float, other_pct_max: float = 25.0) -> float | None:
         other = meter.percent()
         if other is None or other < other_pct_max or time.monotonic() >= deadline:
             if waited:
-                _progress(f"starting; other processes use {_other(other)}% of a core")
+                say(f"starting; other processes use {_other(other)}% of a core")
             return other
         if not waited:
-            _progress(f"waiting up to {seconds_max:g} s: other processes use {other:.0f}% of a core")
+            say(f"waiting up to {seconds_max:g} s: other processes use {other:.0f}% of a core")
             waited = True
 
 
@@ -225,8 +209,8 @@ def measure_raw_write(directory: str, bytes_max: int, seconds: float, when: str)
     return RawWrite(
         when=when,
         bytes_written=written,
-        buffered_mb_s=_rate(written / MB, buffered - start),
-        mb_s=_rate(written / MB, end - start),
+        buffered_mb_s=rate(written / MB, buffered - start),
+        mb_s=rate(written / MB, end - start),
     )
 
 
@@ -255,9 +239,9 @@ def measure_raw_sync(directory: str, call: Literal["fsync", "fdatasync"], second
         call=call,
         block_bytes=FSYNC_BLOCK_BYTES,
         operations=len(latencies),
-        per_s=_rate(len(latencies), elapsed),
-        p50_ms=_percentile_ms(latencies, 50),
-        p99_ms=_percentile_ms(latencies, 99),
+        per_s=rate(len(latencies), elapsed),
+        p50_ms=percentile_ms(latencies, 50),
+        p99_ms=percentile_ms(latencies, 99),
     )
 
 
@@ -311,12 +295,12 @@ def measure_append(
         seconds=elapsed,
         payload_bytes=payload,
         disk_bytes=disk,
-        appends_per_s=_rate(appends, elapsed),
-        records_per_s=_rate(appends * batch_records, elapsed),
-        payload_mb_s=_rate(payload / MB, elapsed),
-        disk_mb_s=_rate(disk / MB, elapsed),
-        p50_ms=_percentile_ms(latencies, 50),
-        p99_ms=_percentile_ms(latencies, 99),
+        appends_per_s=rate(appends, elapsed),
+        records_per_s=rate(appends * batch_records, elapsed),
+        payload_mb_s=rate(payload / MB, elapsed),
+        disk_mb_s=rate(disk / MB, elapsed),
+        p50_ms=percentile_ms(latencies, 50),
+        p99_ms=percentile_ms(latencies, 99),
         bounded_by="bytes" if payload >= bytes_max else "time",
     )
 
@@ -375,9 +359,9 @@ def measure_read(log: Log, api: ReadApi, record_bytes: int, batch_records: int, 
         seconds=elapsed,
         payload_bytes=payload,
         disk_bytes=disk,
-        records_per_s=_rate(records_read, elapsed),
-        payload_mb_s=_rate(payload / MB, elapsed),
-        disk_mb_s=_rate(disk / MB, elapsed),
+        records_per_s=rate(records_read, elapsed),
+        payload_mb_s=rate(payload / MB, elapsed),
+        disk_mb_s=rate(disk / MB, elapsed),
         complete=offset == end_offset,
     )
 
@@ -435,7 +419,7 @@ def run(options: Options, directory: str) -> Results:
         raw = measure_raw_sync(directory, call, options.seconds)
         raw = replace(raw, other_cpu_pct=meter.percent())
         results.raw_syncs.append(raw)
-        _progress(f"raw 4 KiB append+{call}: {raw.per_s:.0f}/s, p50 {raw.p50_ms:.3f} ms")
+        say(f"raw 4 KiB append+{call}: {raw.per_s:.0f}/s, p50 {raw.p50_ms:.3f} ms")
 
     manager = LogManager(os.path.join(directory, "logs"))
     manager.start()  # the background thread that group-commits, as in the server
@@ -472,7 +456,7 @@ def _append_and_read(
     cell = measure_append(log, record_bytes, batch_records, options.seconds, options.cell_bytes_max, api)
     cell = replace(cell, other_cpu_pct=meter.percent())
     results.appends.append(cell)
-    _progress(
+    say(
         f"{api:>15} {_size(record_bytes):>7} x {batch_records:4d} {flush_mode:6s}:"
         f" {cell.records_per_s:10.0f} records/s {cell.disk_mb_s:7.1f} disk MB/s"
         f" ({cell.seconds:.2f} s, bounded by {cell.bounded_by})"
@@ -484,7 +468,7 @@ def _append_and_read(
             read = measure_read(log, read_api, record_bytes, batch_records, options.seconds)
             read = replace(read, other_cpu_pct=meter.percent())
             results.reads.append(read)
-            _progress(
+            say(
                 f"{read_api + '()':>15} {_size(record_bytes):>7} x {batch_records:4d}:"
                 f" {read.records_per_s:17.0f} records/s {read.disk_mb_s:7.1f} disk MB/s"
                 f" ({read.seconds:.2f} s, {'all' if read.complete else 'time-bounded'})"
@@ -498,7 +482,7 @@ def _raw_write_pass(results: Results, directory: str, when: str) -> None:
     raw = measure_raw_write(directory, options.raw_bytes_max, max(2.0, options.seconds), when)
     raw = replace(raw, other_cpu_pct=meter.percent())
     results.raw_writes.append(raw)
-    _progress(f"raw sequential write ({when}): {raw.bytes_written // MiB} MiB, {raw.mb_s:.0f} MB/s")
+    say(f"raw sequential write ({when}): {raw.bytes_written // MiB} MiB, {raw.mb_s:.0f} MB/s")
 
 
 def raw_baseline_mb_s(results: Results) -> float:
@@ -588,7 +572,7 @@ def format_table(results: Results) -> str:
         f" {'disk MB/s':>10} {'% raw':>6} {'p50 ms':>8} {'p99 ms':>8} {'other%':>7}",
     ]
     for cell in results.appends:
-        percent = 100 * _rate(cell.disk_mb_s, raw_mb_s)
+        percent = 100 * rate(cell.disk_mb_s, raw_mb_s)
         lines.append(
             f"  {cell.api:>15} {_size(cell.record_bytes):>7} {cell.batch_records:>5} {cell.flush_mode:>6}"
             f" {cell.appends_per_s:>10.0f} {cell.records_per_s:>11.0f} {cell.payload_mb_s:>12.1f}"
@@ -633,12 +617,6 @@ def positive_ints(text: str) -> tuple[int, ...]:
 DESCRIPTION = "Storage engine append and read-back throughput next to the machine's raw limits."
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raftlog bench storage", description=DESCRIPTION)
-    add_arguments(parser)
-    return parser
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (also registered by ``raftlog bench storage``)."""
     parser.add_argument("--seconds", type=float, default=1.5, help="time budget of each cell (default 1.5)")
@@ -673,7 +651,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_from_args(_parser().parse_args(argv))
+    return run_from_args(standalone_parser("storage", DESCRIPTION, add_arguments).parse_args(argv))
 
 
 def run_from_args(args: argparse.Namespace) -> int:

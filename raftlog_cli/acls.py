@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from raftlog_cli.admin import WithClient, output_options, print_answer, runner
+from raftlog_cli.admin import WithClient, command_group, output_options, print_answer, printing, runner
 from raftlog_client.client import RaftlogClient
 
 OPERATIONS = (
@@ -99,8 +99,7 @@ def _filter_options(parser: argparse.ArgumentParser) -> None:
 def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: WithClient) -> None:
     common = [server, output_options()]
     run = runner(with_client)
-    acl = commands.add_parser("acl", help="ACLs: who may do what (clusters serving with --enforce-acls)")
-    sub = acl.add_subparsers(dest="acl_command", required=True)
+    sub = command_group(commands, "acl", "ACLs: who may do what (clusters serving with --enforce-acls)")
 
     async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
         kind, name = _resource(args)
@@ -136,13 +135,11 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     parser.add_argument("--host", default="*", help="only from this client IP address (default: *, any)")
     parser.set_defaults(run=run(create))
 
-    async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.acls(**_filter(args)), acls_summary)
-        return 0
-
     parser = sub.add_parser("list", parents=common, help="the ACLs (all, or those the options match)")
     _filter_options(parser)
-    parser.set_defaults(run=run(listing))
+    parser.set_defaults(
+        run=run(printing(lambda client, args: client.cluster.acls(**_filter(args)), acls_summary))
+    )
 
     async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
         wanted = _filter(args)

@@ -145,6 +145,22 @@ def _configs_summary(configs: dict[str, Any]) -> str:
 
 
 ArgsWork = Callable[[RaftlogClient, argparse.Namespace], Awaitable[int]]
+Call = Callable[[RaftlogClient, argparse.Namespace], Awaitable[Any]]
+
+
+def printing(call: Call, summary: Callable[[Any], str]) -> ArgsWork:
+    """The work of a command that prints one call's answer: its ``summary``, or its JSON with ``--json``."""
+
+    async def work(client: RaftlogClient, args: argparse.Namespace) -> int:
+        print_answer(args, await call(client, args), summary)
+        return 0
+
+    return work
+
+
+def command_group(commands: Any, name: str, text: str) -> Any:
+    """Add the command ``name`` (help ``text``) to ``commands``; its subcommands go on what this returns."""
+    return commands.add_parser(name, help=text).add_subparsers(dest=f"{name}_command", required=True)
 
 
 def runner(with_client: WithClient) -> Callable[[ArgsWork], Callable[[argparse.Namespace], int]]:
@@ -169,8 +185,7 @@ def add_commands(
     common = [server, output_options()]
     run = runner(with_client)
 
-    cluster = commands.add_parser("cluster", help="cluster health and nodes")
-    cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
+    cluster_sub = command_group(commands, "cluster", "cluster health and nodes")
 
     async def health(client: RaftlogClient, args: argparse.Namespace) -> int:
         body = await client.cluster.health()
@@ -184,16 +199,11 @@ def add_commands(
         "(exit 1 if unhealthy)",
     ).set_defaults(run=run(health))
 
-    async def nodes(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.nodes(), nodes_summary)
-        return 0
-
     cluster_sub.add_parser(
         "nodes", parents=common, help="every node: state, leaderships, disk, flags"
-    ).set_defaults(run=run(nodes))
+    ).set_defaults(run=run(printing(lambda client, args: client.cluster.nodes(), nodes_summary)))
 
-    partition = commands.add_parser("partition", help="move replicas, transfer leadership")
-    partition_sub = partition.add_subparsers(dest="partition_command", required=True)
+    partition_sub = command_group(commands, "partition", "move replicas, transfer leadership")
 
     def partition_parser(name: str, text: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = partition_sub.add_parser(name, parents=common, help=text)
@@ -221,28 +231,23 @@ def add_commands(
     _wait_options(moving)
     moving.set_defaults(run=run(move))
 
-    async def status(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.move_progress(args.topic, args.partition), move_summary)
-        return 0
-
+    status = printing(
+        lambda client, args: client.cluster.move_progress(args.topic, args.partition), move_summary
+    )
     partition_parser("status", "a partition's replicas and its move in progress").set_defaults(
         run=run(status)
     )
 
-    async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(
-            args, await client.cluster.partition_state(args.topic, args.partition), partition_summary
-        )
-        return 0
-
+    describe = printing(
+        lambda client, args: client.cluster.partition_state(args.topic, args.partition), partition_summary
+    )
     partition_parser(
         "describe", "a partition as its leader sees it: offsets, each replica's lag"
     ).set_defaults(run=run(describe))
 
-    async def cancel(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.cancel_move(args.topic, args.partition), move_summary)
-        return 0
-
+    cancel = printing(
+        lambda client, args: client.cluster.cancel_move(args.topic, args.partition), move_summary
+    )
     partition_parser("cancel", "cancel a move: back to the original replicas").set_defaults(run=run(cancel))
 
     async def transfer(client: RaftlogClient, args: argparse.Namespace) -> int:
@@ -254,8 +259,7 @@ def add_commands(
     transferring.add_argument("--target", help="node id of a replica (default: the most caught-up one)")
     transferring.set_defaults(run=run(transfer))
 
-    node = commands.add_parser("node", help="decommission, recommission, maintenance")
-    node_sub = node.add_subparsers(dest="node_command", required=True)
+    node_sub = command_group(commands, "node", "decommission, recommission, maintenance")
 
     def node_parser(name: str, text: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = node_sub.add_parser(name, parents=common, help=text)
@@ -276,16 +280,14 @@ def add_commands(
     _wait_options(decommissioning)
     decommissioning.set_defaults(run=run(decommission))
 
-    async def progress(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.decommission_status(args.node_id), decommission_summary)
-        return 0
-
+    progress = printing(
+        lambda client, args: client.cluster.decommission_status(args.node_id), decommission_summary
+    )
     node_parser("status", "progress of a decommission").set_defaults(run=run(progress))
 
-    async def recommission(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.recommission(args.node_id), decommission_summary)
-        return 0
-
+    recommission = printing(
+        lambda client, args: client.cluster.recommission(args.node_id), decommission_summary
+    )
     node_parser("recommission", "stop a decommission; its moves turn around").set_defaults(
         run=run(recommission)
     )
@@ -305,16 +307,12 @@ def add_commands(
     maintaining.add_argument("--off", action="store_true", help="end maintenance: the node may lead again")
     maintaining.set_defaults(run=run(maintenance))
 
-    controller = commands.add_parser("controller", help="the controller group: describe, add, remove voters")
-    controller_sub = controller.add_subparsers(dest="controller_command", required=True)
-
-    async def describe_controller(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.controller(), controller_summary)
-        return 0
-
+    controller_sub = command_group(
+        commands, "controller", "the controller group: describe, add, remove voters"
+    )
     controller_sub.add_parser(
         "describe", parents=common, help="leader, voters, learners joining and each member's match index"
-    ).set_defaults(run=run(describe_controller))
+    ).set_defaults(run=run(printing(lambda client, args: client.cluster.controller(), controller_summary)))
 
     async def add_voter(client: RaftlogClient, args: argparse.Namespace) -> int:
         print_answer(args, await client.cluster.add_controller_voter(args.node_id), controller_summary)
@@ -331,10 +329,9 @@ def add_commands(
     _wait_options(adding)
     adding.set_defaults(run=run(add_voter))
 
-    async def remove_voter(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.remove_controller_voter(args.node_id), controller_summary)
-        return 0
-
+    remove_voter = printing(
+        lambda client, args: client.cluster.remove_controller_voter(args.node_id), controller_summary
+    )
     removing = controller_sub.add_parser(
         "remove", parents=common, help="remove a node from the controller group (it then follows it)"
     )
@@ -348,9 +345,7 @@ def add_commands(
             )
         else:
             configs = await client.cluster.topic_configs(args.name)
-        print_answer(
-            args, configs, lambda c: "\n".join(f"{k}={v}" for k, v in sorted(c.items())) or "(defaults)"
-        )
+        print_answer(args, configs, _configs_summary)
         return 0
 
     configuring = topic_commands.add_parser(

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from raftlog_cli.admin import WithClient, output_options, print_answer, runner
+from raftlog_cli.admin import WithClient, command_group, output_options, print_answer, printing, runner
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
 
@@ -65,26 +65,20 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     common = [server, output_options()]
     run = runner(with_client)
 
-    group = commands.add_parser(
-        "group", help="consumer groups of both doors: list, describe (members, lag), reset offsets, delete"
+    sub = command_group(
+        commands,
+        "group",
+        "consumer groups of both doors: list, describe (members, lag), reset offsets, delete",
     )
-    sub = group.add_subparsers(dest="group_command", required=True)
-
-    async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.consumer_groups(), list_summary)
-        return 0
-
     sub.add_parser("list", parents=common, help="every group (empty ones too, for 7 days)").set_defaults(
-        run=run(listing)
+        run=run(printing(lambda client, args: client.consumer_groups(), list_summary))
     )
-
-    async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.consumer_group(args.group), describe_summary)
-        return 0
 
     described = sub.add_parser("describe", parents=common, help="a group's members, partitions and lag")
     described.add_argument("group")
-    described.set_defaults(run=run(describe))
+    described.set_defaults(
+        run=run(printing(lambda client, args: client.consumer_group(args.group), describe_summary))
+    )
 
     async def reset(client: RaftlogClient, args: argparse.Namespace) -> int:
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from raftlog_cli.admin import WithClient, print_answer, runner
+from raftlog_cli.admin import WithClient, print_answer, printing, runner
 from raftlog_cli.arguments import config_pair, non_negative, positive
 from raftlog_client.client import RaftlogClient
 
@@ -117,15 +117,11 @@ def add_commands(
     parser.add_argument("name")
     parser.set_defaults(run=run(delete))
 
-    async def describe(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.topic(args.name), describe_summary)
-        return 0
-
     parser = topic_sub.add_parser(
         "describe", parents=common, help="a topic's partitions (leader, replicas, in sync) and configs"
     )
     parser.add_argument("name")
-    parser.set_defaults(run=run(describe))
+    parser.set_defaults(run=run(printing(lambda client, args: client.topic(args.name), describe_summary)))
 
     async def offsets(client: RaftlogClient, args: argparse.Namespace) -> int:
         where = {"topic": args.topic, "partition": args.partition}

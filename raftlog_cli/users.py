@@ -17,7 +17,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from raftlog_cli.admin import ArgsWork, WithClient, output_options, print_answer, runner
+from raftlog_cli.admin import (
+    ArgsWork,
+    WithClient,
+    command_group,
+    output_options,
+    print_answer,
+    printing,
+    runner,
+)
 from raftlog_cli.arguments import duration_ms
 from raftlog_client.client import RaftlogClient
 
@@ -57,8 +65,7 @@ def _password(args: argparse.Namespace) -> str:
 def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: WithClient) -> None:
     common = [server, output_options()]
     run = runner(with_client)
-    user = commands.add_parser("user", help="users (SCRAM credentials) for clusters that require auth")
-    sub = user.add_subparsers(dest="user_command", required=True)
+    sub = command_group(commands, "user", "users (SCRAM credentials) for clusters that require auth")
 
     async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
         answer = await client.cluster.set_user(args.name, _password(args), args.mechanism or None)
@@ -81,11 +88,9 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     )
     parser.set_defaults(run=run(create))
 
-    async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.users(), users_summary)
-        return 0
-
-    sub.add_parser("list", parents=common, help="users and their mechanisms").set_defaults(run=run(listing))
+    sub.add_parser("list", parents=common, help="users and their mechanisms").set_defaults(
+        run=run(printing(lambda client, args: client.cluster.users(), users_summary))
+    )
 
     async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
         await client.cluster.delete_user(args.name)
@@ -103,10 +108,9 @@ def _token_commands(
     common: list[argparse.ArgumentParser],
     run: Callable[[ArgsWork], Callable[[argparse.Namespace], int]],
 ) -> None:
-    token = sub.add_parser(
-        "token", help="a user's API tokens: call the data API as the user without its password"
+    tokens = command_group(
+        sub, "token", "a user's API tokens: call the data API as the user without its password"
     )
-    tokens = token.add_subparsers(dest="token_command", required=True)
 
     async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
         answer = await client.cluster.create_token(
@@ -135,13 +139,11 @@ def _token_commands(
     parser.add_argument("--description", help="what the token is for (shown by list)")
     parser.set_defaults(run=run(create))
 
-    async def listing(client: RaftlogClient, args: argparse.Namespace) -> int:
-        print_answer(args, await client.cluster.tokens(args.name), tokens_summary)
-        return 0
-
     parser = tokens.add_parser("list", parents=common, help="the user's tokens (never their text)")
     parser.add_argument("name")
-    parser.set_defaults(run=run(listing))
+    parser.set_defaults(
+        run=run(printing(lambda client, args: client.cluster.tokens(args.name), tokens_summary))
+    )
 
     async def delete(client: RaftlogClient, args: argparse.Namespace) -> int:
         await client.cluster.delete_token(args.name, args.id)

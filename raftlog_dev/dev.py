@@ -308,6 +308,16 @@ def _say(text: str, error: bool = False) -> None:
         print(text, file=sys.stderr if error else sys.stdout, flush=True)
 
 
+def _wait_or_kill(node: DevNode, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for a node that was sent a signal to exit; SIGKILL it (and say so) if not."""
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        _say(f"{node.node_id} did not stop in time; killing it", error=True)
+        process.kill()
+        process.wait()
+
+
 def _exit_text(code: int) -> str:
     if code < 0:
         try:
@@ -453,12 +463,7 @@ class Supervisor:
             raise InvariantViolation(f"stop of {child.node.node_id}, which is {child.state}")
         if process.poll() is None:
             process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                _say(f"{child.node.node_id} did not stop in time; killing it", error=True)
-                process.kill()
-                process.wait()
+            _wait_or_kill(child.node, process, STOP_TIMEOUT_S)
         child.state, child.exit_code = "stopped", process.returncode
         self.write_description()
         return f"pid {process.pid}, {_exit_text(process.returncode)}"
@@ -536,12 +541,7 @@ class Supervisor:
             process = child.process
             if process is None:
                 continue
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _say(f"{child.node.node_id} did not stop in time; killing it", error=True)
-                process.kill()
-                process.wait()
+            _wait_or_kill(child.node, process, max(0.1, deadline - time.monotonic()))
             child.state, child.exit_code = "stopped", process.returncode
         self.write_description()
         _say("all nodes stopped")

@@ -17,11 +17,11 @@ from raftlog_bench.cluster import (
     cpu_seconds_from_stat,
     error_key,
     parse_servers,
-    percentile_ms,
     produce_body,
     slot_time,
     slots_due,
 )
+from raftlog_bench.stats import percentile_ms
 
 
 def test_percentile_is_nearest_rank_in_ms() -> None:

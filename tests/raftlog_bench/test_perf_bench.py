@@ -19,6 +19,7 @@ import pytest
 
 from raftlog_bench import perf
 from raftlog_bench.cluster import CpuMeter, CpuUse, LatencySummary
+from raftlog_bench.output import standalone_parser
 from raftlog_bench.peers import PeerMissing, nats_config, rabbit_node_config
 from raftlog_bench.perf import (
     IdleResult,
@@ -119,8 +120,7 @@ def test_progress_line_shows_bar_rate_and_errors() -> None:
 
 
 def _args(*argv: str) -> argparse.Namespace:
-    parser = perf._parser()
-    return parser.parse_args(list(argv))
+    return standalone_parser("perf", perf.DESCRIPTION, perf.add_arguments).parse_args(list(argv))
 
 
 def test_option_checks() -> None:
