@@ -616,3 +616,25 @@ def test_the_class_size_rule_catches_a_large_class(tmp_path: pathlib.Path) -> No
     bad = tmp_path / "bad.py"
     bad.write_text("class Big:\n" + "".join(f"    def m{i}(self): ...\n" for i in range(41)), "utf-8")
     assert _large_classes(bad, "bad") == ["bad.Big: 41 methods"]
+
+
+def clashing_test_modules(tests: pathlib.Path) -> dict[str, list[str]]:
+    """Test modules pytest imports by bare name (no __init__.py above them) that share that name."""
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        if not (path.parent / "__init__.py").exists():
+            by_name.setdefault(path.stem, []).append(str(path.relative_to(tests)))
+    return {name: paths for name, paths in by_name.items() if len(paths) > 1}
+
+
+def test_no_two_test_modules_share_a_bare_name() -> None:
+    # the whole suite collects them together, and the second of two fails to import ("import file mismatch")
+    assert clashing_test_modules(ROOT / "tests") == {}
+
+
+def test_the_test_name_rule_catches_a_clash(tmp_path: pathlib.Path) -> None:
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "test_same.py").write_text("")
+    (tmp_path / "c" / "__init__.py").write_text("")
+    assert clashing_test_modules(tmp_path) == {"test_same": ["a/test_same.py", "b/test_same.py"]}
