@@ -266,3 +266,30 @@ def test_group_scaling_is_reported_per_system_and_size() -> None:
     assert lines[1:] == [
         "raftlog   group of three over group of one, 100 B: 1.50x (600,000 vs 400,000 records/s)"
     ]
+
+
+def test_each_group_size_reads_with_several_new_groups_and_keeps_the_median() -> None:
+    class Groups:
+        system = "raftlog"
+
+        def __init__(self) -> None:
+            self.groups = 0
+            self.read_s = [0.3, 0.01, 0.1]  # the second group reads fastest, the third is the median
+
+        async def consume_group(self, members: int, records: int, deadline: float) -> tuple[int, int]:
+            await asyncio.sleep(self.read_s[self.groups])
+            self.groups += 1
+            return records, records * 100
+
+    target = Groups()
+    layout = Layout("t", 3, 100, 1000)
+    result = asyncio.run(
+        perf.group_phase(target, layout, Counter({0: 500, 1: 500}), 3, 30.0, {})  # type: ignore[arg-type]
+    )
+    assert target.groups == perf.GROUP_TRIES == 3
+    assert result.phase == "group3" and result.records == 1000
+    slowest, fastest, median = result.tries_per_s
+    assert slowest < median < fastest
+    assert result.records_per_s == median
+    lines = perf.format_groups([result])
+    assert lines[1].startswith("raftlog   group3 100 B, each new group's records/s (median kept): ")
