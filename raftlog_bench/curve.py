@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 from raftlog_bench import perf
 from raftlog_bench.output import add_json_argument, emit, standalone_parser
+from raftlog_bench.perf_report import Report
 
 DESCRIPTION = "single-record produce latency at several offered rates (one fresh cluster per rate)"
 RATES_DEFAULT = "100,300,600,800,1000"
@@ -50,7 +51,7 @@ def parse_rates(text: str) -> list[float]:
     return rates
 
 
-def point_of(report: perf.Report, rate: float) -> CurvePoint:
+def point_of(report: Report, rate: float) -> CurvePoint:
     """The raftlog single-record phase of one perf report as a point of the curve."""
     phases = [p for p in report.phases if p.system == "raftlog" and p.phase == "single"]
     if len(phases) != 1:

@@ -6,7 +6,8 @@ import pytest
 
 from raftlog_bench.cluster import LatencySummary
 from raftlog_bench.curve import CurvePoint, format_points, parse_rates, perf_args, point_of
-from raftlog_bench.perf import PhaseResult, Report, Workload, workload_of
+from raftlog_bench.perf import workload_of
+from raftlog_bench.perf_report import PhaseResult, Report, Workload
 from raftlog_cli.cli import main as cli_main
 
 
