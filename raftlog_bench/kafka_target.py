@@ -25,6 +25,7 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -179,12 +180,14 @@ class KafkaTarget:
 
         return await asyncio.to_thread(read)
 
-    async def consume_group(self, members: int, records: int, deadline: float) -> tuple[int, int]:
+    async def consume_group(
+        self, members: int, records: int, deadline: float, progress: Callable[[int], None] | None = None
+    ) -> tuple[int, int]:
         """``members`` consumers of one new group subscribed to the topic, each on a thread of its own,
         read until together they have ``records`` (joins and rebalances count: a group's start is part
-        of what its user waits for). Counted once each: a partition that moves between members while
-        they join is read again from its start by its new owner (nothing is committed), and those
-        second reads cost time but add no records."""
+        of what its user waits for); ``progress`` hears the distinct records read so far. Counted once
+        each: a partition that moves between members while they join is read again from its start by
+        its new owner (nothing is committed), and those second reads cost time but add no records."""
         if self.layout is None:
             raise RuntimeError("consume before create()")
         topic, group = self.layout.name, f"bench-group-{os.getpid()}-{members}-{time.monotonic_ns()}"
@@ -217,6 +220,8 @@ class KafkaTarget:
                             ends[partition] = max(ends.get(partition, 0), end)
                         totals[0] = sum(ends.values())
                         totals[1] += nbytes
+                    if progress is not None:
+                        progress(totals[0])
             finally:
                 consumer.close()
 

@@ -290,7 +290,11 @@ async def _group_read(
         f"{target.system} group of {members} {size_label(layout.record_bytes)} ({attempt + 1}/{GROUP_TRIES})"
     )
     async with showing(label, seconds, tally):
-        got, nbytes = await target.consume_group(members, expected, start + seconds)  # type: ignore[attr-defined]
+
+        def progress(records: int) -> None:  # from the members' threads: one int, read by the progress line
+            tally.records = records
+
+        got, nbytes = await target.consume_group(members, expected, start + seconds, progress)  # type: ignore[attr-defined]
     tally.records = got
     elapsed = time.perf_counter() - start
     if got < expected:

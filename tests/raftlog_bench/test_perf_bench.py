@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -303,7 +304,10 @@ def test_each_group_size_reads_with_several_new_groups_and_keeps_the_median() ->
             self.groups = 0
             self.read_s = [0.3, 0.01, 0.1]  # the second group reads fastest, the third is the median
 
-        async def consume_group(self, members: int, records: int, deadline: float) -> tuple[int, int]:
+        async def consume_group(
+            self, members: int, records: int, deadline: float, progress: Callable[[int], None]
+        ) -> tuple[int, int]:
+            progress(records // 2)
             await asyncio.sleep(self.read_s[self.groups])
             self.groups += 1
             return records, records * 100
