@@ -444,7 +444,7 @@ class KafkaServer:
             except Exception:
                 log.exception("Kafka: an answer does not encode (a bug); closing its connection")
                 return "failed"
-            writer.write(frame)
+            writer.writelines(frame)
             try:
                 await asyncio.wait_for(writer.drain(), self.limits.send_timeout_s)
             except TimeoutError:

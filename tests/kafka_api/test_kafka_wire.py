@@ -71,7 +71,7 @@ def test_the_byte_librdkafka_writes_after_alter_user_scram_credentials_is_taken_
 
 
 def test_a_response_frame_carries_its_size_and_correlation_id() -> None:
-    frame = wire.encode(99, versions_response(3, ErrorCode.none))
+    frame = b"".join(wire.encode(99, versions_response(3, ErrorCode.none)))
     (size,) = struct.unpack_from(">i", frame)
     assert size == len(frame) - 4
     assert struct.unpack_from(">i", frame, 4)[0] == 99
@@ -102,3 +102,39 @@ def test_durations_and_timestamps_convert_at_millisecond_precision() -> None:
     stamp = wire.timestamp(1_790_000_000_123)
     assert stamp.tzinfo is not None and stamp.microsecond == 123_000
     assert round(stamp.timestamp() * 1000) == 1_790_000_000_123
+
+
+def _fetch_response(version: int, records: bytes) -> object:
+    cls = wire.response_class(1, version)
+    partition = wire.build(
+        wire.sibling(cls, "PartitionData"), partition_index=0, error_code=ErrorCode.none, high_watermark=5,
+        last_stable_offset=5, log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1,
+        records=records,
+    )  # fmt: skip
+    topic = wire.build(wire.sibling(cls, "FetchableTopicResponse"), topic="t", partitions=(partition,))
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=(topic,)
+    )
+
+
+@pytest.mark.parametrize("version", [4, 11, 12])  # before and after the flexible versions
+def test_a_fetchs_records_leave_uncopied_and_the_frame_reads_back_whole(version: int) -> None:
+    records = bytes(range(256)) * 4096  # 1 MiB
+    parts = wire.encode(7, _fetch_response(version, records))
+    assert any(part is records for part in parts)  # the very object: not copied into the frame
+    frame = b"".join(parts)
+    assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+    header_size = 8 if version < 12 else 9  # correlation id, and tagged fields when flexible
+    body, used = entity_reader(wire.response_class(1, version))(frame, header_size)
+    assert used == len(frame) - header_size
+    assert body.responses[0].partitions[0].records == records
+
+
+def test_small_values_and_mutable_buffers_are_copied_into_the_frame() -> None:
+    small = b"x" * 100
+    parts = wire.encode(7, _fetch_response(12, small))
+    assert len(parts) == 1  # one contiguous frame
+    assert not any(part is small for part in parts)
+    mutable = bytearray(1 << 20)  # could change before the transport sent it: copied, however large
+    parts = wire.encode(7, _fetch_response(12, mutable))  # type: ignore[arg-type]
+    assert len(parts) == 1 and not any(part is mutable for part in parts)
