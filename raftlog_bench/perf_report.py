@@ -415,7 +415,7 @@ def format_report(report: Report) -> str:
     found = goals(report)
     if found:
         lines += ["", "goals"]
-        lines += [f"  {goal.name:64s} {goal.value:8.2f}  {'met' if goal.met else 'MISSED'}" for goal in found]
+        lines += [f"  {goal.name:76s} {goal.value:8.2f}  {'met' if goal.met else 'MISSED'}" for goal in found]
     return "\n".join(lines)
 
 
