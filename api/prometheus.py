@@ -126,6 +126,8 @@ HISTOGRAMS: dict[str, str] = {
     "produce_commit_seconds": "A produce on its partition's leader, from proposing its batch to its commit "
     "by a majority and apply here (acks=all).",
     "journal_sync_seconds": "One fsync (or fdatasync) of the Raft journal, whatever group it made durable.",
+    "gc_pause_seconds": "One garbage collection of this node's process, any generation: every thread waits "
+    "for it (the GIL).",
 }
 # The Raft transport's counters (frames, dials, drops by cause, ...): every raft_transport_* but queued_bytes
 TRANSPORT_PREFIX = "raft_transport_"

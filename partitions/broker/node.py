@@ -67,6 +67,7 @@ from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
+from raftlog import gc_pauses
 from raftlog.consensus import journal
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT
@@ -432,6 +433,7 @@ class NodeView:
         return {
             "produce_commit_seconds": self._node.data.commit_seconds.snapshot(),
             "journal_sync_seconds": journal.SYNC_SECONDS.snapshot(),
+            "gc_pause_seconds": gc_pauses.PAUSE_SECONDS.snapshot(),
         }
 
     def metrics(self) -> dict[str, float]:

@@ -1,10 +1,13 @@
-"""raftlog.histogram: a value lands in the first bucket whose bound is >= it (Prometheus's ``le``), and
+"""raftlog.histogram (and the garbage collector's pauses timed into one): a value lands in the first
+bucket whose bound is >= it (Prometheus's ``le``), and
 threads observing at once lose nothing."""
 
 from __future__ import annotations
 
+import gc
 import threading
 
+from raftlog import gc_pauses
 from raftlog.histogram import Histogram
 
 
@@ -27,3 +30,15 @@ def test_threads_observing_at_once_lose_nothing() -> None:
     for worker in workers:
         worker.join()
     assert histogram.snapshot().count == 80_000
+
+
+def test_every_garbage_collection_is_timed_once_watched() -> None:
+    gc_pauses.watch()
+    gc_pauses.watch()  # idempotent: one callback, one observation per collection
+    before = gc_pauses.PAUSE_SECONDS.snapshot()
+    gc.collect()
+    gc.collect(0)
+    after = gc_pauses.PAUSE_SECONDS.snapshot()
+    assert after.count - before.count >= 2  # ours, and any a thread of this process set off meanwhile
+    assert gc.callbacks.count(gc_pauses._on_collection) == 1
+    assert after.sum > before.sum
