@@ -128,6 +128,10 @@ HISTOGRAMS: dict[str, str] = {
     "journal_sync_seconds": "One fsync (or fdatasync) of the Raft journal, whatever group it made durable.",
     "gc_pause_seconds": "One garbage collection of this node's process, any generation: every thread waits "
     "for it (the GIL).",
+    "event_loop_lag_seconds": "How much later than due the node's event loop woke a 50 ms timer (a callback "
+    "holding the loop, or the process waiting for a CPU).",
+    "raft_driver_round_seconds": "One round of a Raft driver thread (calls, receiving, ticking the due "
+    "groups, flushing): a long one holds back every group it drives.",
 }
 # The Raft transport's counters (frames, dials, drops by cause, ...): every raft_transport_* but queued_bytes
 TRANSPORT_PREFIX = "raft_transport_"

@@ -36,7 +36,7 @@ from partitions.errors import InvalidName
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginFailures, LoginLimits
-from raftlog import gc_pauses
+from raftlog import gc_pauses, loop_lag
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
@@ -746,9 +746,11 @@ async def serve(
             )  # fmt: skip
         tune_gc(gc_gen0)
         gc_pauses.watch()
+        lag_watch = asyncio.ensure_future(loop_lag.watch())
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
         log.info("node %s serving HTTP on %s %s (raft %s)", config.node_id, scheme, http, config.raft_address)
         await stop.wait()
+        lag_watch.cancel()
         log.info("node %s stopping", config.node_id)
     finally:
         await kafka_server.close()

@@ -67,10 +67,10 @@ from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
-from raftlog import gc_pauses
+from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal
 from raftlog.consensus.config import CoreConfig
-from raftlog.consensus.driver import SYNC_THREAD_MIN_BYTES_DEFAULT
+from raftlog.consensus.driver import ROUND_SECONDS, SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.group import election_counts
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
@@ -434,6 +434,8 @@ class NodeView:
             "produce_commit_seconds": self._node.data.commit_seconds.snapshot(),
             "journal_sync_seconds": journal.SYNC_SECONDS.snapshot(),
             "gc_pause_seconds": gc_pauses.PAUSE_SECONDS.snapshot(),
+            "event_loop_lag_seconds": loop_lag.LAG_SECONDS.snapshot(),
+            "raft_driver_round_seconds": ROUND_SECONDS.snapshot(),
         }
 
     def metrics(self) -> dict[str, float]:

@@ -40,6 +40,7 @@ from raftlog.consensus.core import RaftCore, poll_transport
 from raftlog.consensus.journal import SyncJob
 from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation
+from raftlog.histogram import Histogram
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,11 @@ DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random s
 ROUND_BUDGET_S = 0.05
 T = TypeVar("T")
 _REMOVED: Any = object()
+
+
+# every round of every driver of this process (its calls, receiving, ticking the due cores and flushing,
+# up to its poll): a round this long holds back every group the driver drives
+ROUND_SECONDS = Histogram()
 
 
 class Driver:
@@ -306,6 +312,7 @@ class Driver:
     def _loop(self) -> None:
         while not self._stopping.is_set():
             self.loops += 1
+            started = time.perf_counter()
             with self._lock:
                 calls, self._calls = self._calls, []
             for action in calls:
@@ -351,6 +358,7 @@ class Driver:
             else:
                 earliest = self._timers[0][0] if self._timers else now + self._poll_max_s
                 wait = min(self._poll_max_s, max(0.0, earliest - self.clock()))
+            ROUND_SECONDS.observe(time.perf_counter() - started)
             poll_transport(self.poller, wait, self.name)
 
     def _pop_due(self, now: float, ready: set[RaftCore]) -> None:

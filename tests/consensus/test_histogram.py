@@ -4,10 +4,12 @@ threads observing at once lose nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
+import time
 
-from raftlog import gc_pauses
+from raftlog import gc_pauses, loop_lag
 from raftlog.histogram import Histogram
 
 
@@ -42,3 +44,22 @@ def test_every_garbage_collection_is_timed_once_watched() -> None:
     assert after.count - before.count >= 2  # ours, and any a thread of this process set off meanwhile
     assert gc.callbacks.count(gc_pauses._on_collection) == 1
     assert after.sum > before.sum
+
+
+def test_a_callback_holding_the_event_loop_shows_as_its_lag() -> None:
+    async def scenario() -> None:
+        watcher = asyncio.ensure_future(loop_lag.watch(interval_s=0.01))
+        await asyncio.sleep(0.02)  # the watcher sleeps
+        before = loop_lag.LAG_SECONDS.snapshot()
+        time.sleep(0.08)  # a callback that blocks the loop
+        deadline = time.monotonic() + 30
+        while loop_lag.LAG_SECONDS.snapshot().count == before.count and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        watcher.cancel()
+        after = loop_lag.LAG_SECONDS.snapshot()
+        # the first observation after the block is at least as late as the block's rest (>= 0.05 s)
+        above = [a - b for a, b in zip(after.counts, before.counts, strict=True)]
+        slow_from = after.bounds.index(0.05) + 1  # buckets past 50 ms
+        assert sum(above[slow_from:]) >= 1
+
+    asyncio.run(scenario())
