@@ -51,14 +51,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, TypeVar
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from raftlog_bench.cluster import CpuMeter, CpuUse, LatencySummary, parse_servers, slot_time, slots_due
 from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
+    SLOW_WAIT_S,
     IdleResult,
     PhaseResult,
     Report,
@@ -84,7 +87,7 @@ from raftlog_bench.targets import (
     SendFailed,
     Target,
 )
-from raftlog_client.contract import READY_PATH, partitions_path, records_path
+from raftlog_client.contract import METRICS_PATH, READY_PATH, partitions_path, records_path
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import Session
@@ -362,8 +365,53 @@ async def single_phase(
     )  # fmt: skip
 
 
-async def drive(target: Target, workload: Workload, pids: dict[str, int], prefix: str) -> list[PhaseResult]:
-    """Every phase of ``workload`` against one system, each on fresh partitions deleted afterwards."""
+# histograms of raftlog's /metrics whose slow tail a phase reports: family -> what the report calls it
+SLOW_WAIT_FAMILIES = {
+    "raftlog_journal_sync_seconds": "journal fsyncs",
+    "raftlog_gc_pause_seconds": "GC pauses",
+    "raftlog_event_loop_lag_seconds": "event-loop delays",
+    "raftlog_raft_driver_round_seconds": "Raft driver rounds",
+}
+SlowWaitProbe = Callable[[], Awaitable[Counter[str]]]
+
+
+def slow_wait_probe(target: RaftlogTarget) -> SlowWaitProbe:
+    """Counts, over every node, of the journal fsyncs and garbage collections that took longer than
+    SLOW_WAIT_S so far (from each node's /metrics, through the connected target's session); a node that
+    does not answer counts nothing."""
+
+    async def probe() -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for url in target.servers:
+            try:
+                answer = await target.http.session.exchange("GET", url + METRICS_PATH, timeout_s=2)
+            except ClientError:
+                continue
+            if answer.status == 200:
+                counts.update(slow_counts(answer.body.decode("utf-8", "replace")))
+        return counts
+
+    return probe
+
+
+def slow_counts(text: str) -> Counter[str]:
+    """From Prometheus text: per SLOW_WAIT_FAMILIES histogram, its observations above SLOW_WAIT_S."""
+    counts: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        what = SLOW_WAIT_FAMILIES.get(family.name)
+        if what is None:
+            continue
+        buckets = {s.labels.get("le"): s.value for s in family.samples if s.name.endswith("_bucket")}
+        within = buckets.get(repr(SLOW_WAIT_S)) or buckets.get(str(SLOW_WAIT_S), 0.0)
+        counts[what] += int(buckets.get("+Inf", 0.0) - within)
+    return counts
+
+
+async def drive(
+    target: Target, workload: Workload, pids: dict[str, int], prefix: str, probe: SlowWaitProbe | None = None
+) -> list[PhaseResult]:
+    """Every phase of ``workload`` against one system, each on fresh partitions deleted afterwards;
+    ``probe`` (raftlog's nodes) counts the slow waits of the single-record phase."""
     results: list[PhaseResult] = []
     await target.connect()
     try:
@@ -393,9 +441,15 @@ async def drive(target: Target, workload: Workload, pids: dict[str, int], prefix
             await target.create(layout)
             try:
                 await _quiet(workload)
-                results.append(
-                    await single_phase(target, layout, workload.single_rate, workload.single_seconds, pids)
+                before = await probe() if probe is not None else None
+                single = await single_phase(
+                    target, layout, workload.single_rate, workload.single_seconds, pids
                 )
+                if probe is not None and before is not None:
+                    after = await probe()
+                    waits = {what: after[what] - before[what] for what in SLOW_WAIT_FAMILIES.values()}
+                    single = replace(single, slow_waits=waits)
+                results.append(single)
             finally:
                 await target.delete()
     finally:
@@ -543,11 +597,10 @@ def run_raftlog(
             assert cluster is not None  # problem() refuses --client kafka with --servers
             # the HTTP target makes and removes the topics (with the --compression codec as their
             # compression.type, the one the Kafka producer uses: stored as sent)
-            report.phases += await drive(
-                KafkaTarget(target, cluster.bootstrap_servers, workload.compression), workload, pids, prefix
-            )
+            kafka = KafkaTarget(target, cluster.bootstrap_servers, workload.compression)
+            report.phases += await drive(kafka, workload, pids, prefix, slow_wait_probe(target))
         else:
-            report.phases += await drive(target, workload, pids, prefix)
+            report.phases += await drive(target, workload, pids, prefix, slow_wait_probe(target))
             report.stored_ratios.update(target.stored_ratios)
         if (idle_partitions > 0 or restart_mib > 0) and pids:
             extra = RaftlogTarget(urls, token, fetch, settle_s=0)  # idle, restart: measured as before

@@ -72,6 +72,8 @@ class PhaseResult:
     server_rss_mib: dict[str, float] = field(default_factory=dict)  # per server process at the phase's end
     # groups: records/s of each new group's read, in order (this result is the median one's)
     tries_per_s: tuple[float, ...] = ()
+    # raftlog started here: waits of over SLOW_WAIT_S during the phase, all nodes together (a stall's witness)
+    slow_waits: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,21 @@ def format_groups(phases: Sequence[PhaseResult]) -> list[str]:
         f"{p.system:9s} {p.phase} {size_label(p.record_bytes)}, each new group's records/s (median kept):"
         f" {' '.join(f'{r:,.0f}' for r in p.tries_per_s)}"
         for p in tries
+    ]
+    return ["", *lines] if lines else []
+
+
+SLOW_WAIT_S = 0.05  # a journal fsync or a garbage collection this long shows in a per-second p99
+
+
+def format_slow_waits(phases: Sequence[PhaseResult]) -> list[str]:
+    """For raftlog's single-record phase: how many journal fsyncs and garbage collections took over
+    SLOW_WAIT_S while it ran, the usual suspects when a second's p99 stands out."""
+    lines = [
+        f"{p.system:9s} {p.phase} phase, waits over {SLOW_WAIT_S * 1000:.0f} ms on the nodes: "
+        + ", ".join(f"{what} {count}" for what, count in p.slow_waits.items())
+        for p in phases
+        if p.phase == "single" and p.slow_waits
     ]
     return ["", *lines] if lines else []
 
@@ -386,6 +403,7 @@ def format_report(report: Report) -> str:
     for system, why in report.failures.items():
         lines.append(f"{system:9s} not measured: {why}")
     lines += format_seconds(report.phases)
+    lines += format_slow_waits(report.phases)
     lines += format_rss(report.phases)
     lines += format_groups(report.phases)
     lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])

@@ -324,3 +324,29 @@ def test_each_group_size_reads_with_several_new_groups_and_keeps_the_median() ->
     assert result.records_per_s == median
     lines = perf_report.format_groups([result])
     assert lines[1].startswith("raftlog   group3 100 B, each new group's records/s (median kept): ")
+
+
+def test_slow_waits_are_the_histograms_observations_past_fifty_milliseconds() -> None:
+    text = "\n".join([
+        "# TYPE raftlog_journal_sync_seconds histogram",
+        'raftlog_journal_sync_seconds_bucket{le="0.025"} 90.0',
+        'raftlog_journal_sync_seconds_bucket{le="0.05"} 97.0',
+        'raftlog_journal_sync_seconds_bucket{le="0.1"} 99.0',
+        'raftlog_journal_sync_seconds_bucket{le="+Inf"} 100.0',
+        "raftlog_journal_sync_seconds_count 100.0",
+        "raftlog_journal_sync_seconds_sum 1.5",
+        "# TYPE raftlog_gc_pause_seconds histogram",
+        'raftlog_gc_pause_seconds_bucket{le="0.05"} 4.0',
+        'raftlog_gc_pause_seconds_bucket{le="+Inf"} 4.0',
+        "raftlog_gc_pause_seconds_count 4.0",
+        "raftlog_gc_pause_seconds_sum 0.01",
+        "# TYPE raftlog_produce_commit_seconds histogram",
+        'raftlog_produce_commit_seconds_bucket{le="0.05"} 1.0',
+        'raftlog_produce_commit_seconds_bucket{le="+Inf"} 9.0',
+        "",
+    ])  # fmt: skip
+    assert perf.slow_counts(text) == {"journal fsyncs": 3, "GC pauses": 0}  # the others absent: none
+    single = replace(_phase("raftlog", "single", 100, 1000), slow_waits={"journal fsyncs": 3, "GC pauses": 0})
+    assert perf_report.format_slow_waits([single])[1] == (
+        "raftlog   single phase, waits over 50 ms on the nodes: journal fsyncs 3, GC pauses 0"
+    )
