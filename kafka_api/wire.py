@@ -107,7 +107,7 @@ class _FrameWriter:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         nbytes = data.nbytes if isinstance(data, memoryview) else len(data)
-        immutable = type(data) is bytes or (isinstance(data, memoryview) and data.readonly)
+        immutable = type(data) is bytes or (isinstance(data, memoryview) and type(data.obj) is bytes)
         if nbytes >= BY_REFERENCE_BYTES and immutable:
             self.parts.append(data)
             self._tail = bytearray()

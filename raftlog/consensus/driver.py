@@ -59,7 +59,7 @@ _REMOVED: Any = object()
 
 
 # every round of every driver of this process (its calls, receiving, ticking the due cores and flushing,
-# up to its poll): a round this long holds back every group the driver drives
+# up to its poll): a long round holds back every group the driver drives
 ROUND_SECONDS = Histogram()
 
 
