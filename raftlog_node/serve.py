@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import ctypes
-import gc
 import hashlib
 import ipaddress
 import logging
 import os
-import platform
-import resource
 import signal
 import socket
 import sys
@@ -36,10 +32,17 @@ from partitions.errors import InvalidName
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginFailures, LoginLimits
-from raftlog import gc_pauses, loop_lag
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
+from raftlog_node.process import (
+    GC_GEN0_DEFAULT,
+    MALLOC_KEEP_MIB_DEFAULT,
+    raise_open_files_limit,
+    tune_gc,
+    tune_malloc,
+    watch_stalls,
+)
 from raftlog_node.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, peer_context, server_context, tls_files
 
 log = logging.getLogger("raftlog.serve")
@@ -49,12 +52,6 @@ UMASK = 0o077  # what a node writes (SCRAM verifiers, token hashes, records) is 
 DATA_DIR_MODE = 0o700
 WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 RETENTION_CHECK_MS_DEFAULT = 60_000
-GC_GEN0_DEFAULT = 20_000  # see tune_gc
-MALLOC_KEEP_MIB_DEFAULT = 512  # see tune_malloc
-# glibc mallopt parameters (malloc.h) and the largest mmap threshold glibc accepts on 64-bit
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
-_MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
-_TOP_PAD = 64 * 1024 * 1024
 MiB = 1024 * 1024
 RECOVERY_RATE_MIB_DEFAULT = RATE_BYTES_PER_S_DEFAULT // MiB
 JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
@@ -609,61 +606,6 @@ def _check_plaintext_auth(args: argparse.Namespace, addresses: list[HostPort], t
         )
 
 
-def tune_gc(gen0: int) -> None:
-    """Fewer, cheaper garbage collections for a serving node: what exists once it serves (modules, the
-    node's structures) is frozen out of every later collection, and the youngest generation is collected
-    after ``gen0`` allocations instead of 700. A request allocates thousands of short-lived objects (one
-    per record, header, JSON value) that reference counting frees anyway; scanning for cycles that often
-    cost a sixth of a batched produce and a quarter of a bulk fetch (docs/performance.md). 0 keeps
-    Python's defaults."""
-    if gen0 <= 0:
-        return
-    gc.collect()
-    gc.freeze()
-    _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(gen0, gen1, gen2)
-
-
-def tune_malloc(keep_mib: int) -> bool:
-    """Keep large buffers in the heap: a produce request's body, the Raft command and frames made of it
-    are each about a MiB. glibc serves such sizes with a fresh ``mmap`` until its adaptive threshold has
-    risen, and trims the heap back to the OS soon after they are freed; either way the next buffer is
-    new memory, which the kernel must fault in and zero page by page (with this tuning the nodes took 28%
-    fewer page faults over a 100 B then 1 KiB produce: docs/performance.md). Here every buffer up to
-    32 MiB comes from the heap, and up to ``keep_mib`` of freed heap is kept for reuse. Returns whether
-    the settings were applied (glibc only; 0 keeps its defaults)."""
-    if keep_mib <= 0:
-        return False
-    if platform.libc_ver()[0] != "glibc":
-        log.warning("not glibc: --malloc-keep-mib has no effect, the C library's defaults stay")
-        return False
-    libc = ctypes.CDLL(None)
-    settings = (
-        (_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX),
-        (_M_TRIM_THRESHOLD, keep_mib * 1024 * 1024),
-        (_M_TOP_PAD, _TOP_PAD),
-    )
-    applied = all(libc.mallopt(parameter, value) == 1 for parameter, value in settings)
-    if not applied:
-        log.warning("mallopt refused a setting: the C library's defaults may partly stay")
-    return applied
-
-
-def raise_open_files_limit() -> int:
-    """Raise this process's soft limit on open files to its hard limit and return it: every replica
-    holds a few descriptors (journal segments, its direct-I/O writer, log segments and indexes), and the
-    usual soft limit of 1024 would run out at a few hundred partitions on one node."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft >= hard:
-        return soft
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ValueError, OSError) as exc:
-        log.warning("could not raise the open files limit from %d to %d: %s", soft, hard, exc)
-        return soft
-    return hard
-
-
 async def serve(
     config: NodeConfig,
     http: HostPort,
@@ -745,12 +687,11 @@ async def serve(
                 ", ACLs enforced" if enforce_acls else "",
             )  # fmt: skip
         tune_gc(gc_gen0)
-        gc_pauses.watch()
-        lag_watch = asyncio.ensure_future(loop_lag.watch())
+        stall_watch = watch_stalls()
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
         log.info("node %s serving HTTP on %s %s (raft %s)", config.node_id, scheme, http, config.raft_address)
         await stop.wait()
-        lag_watch.cancel()
+        stall_watch.cancel()
         log.info("node %s stopping", config.node_id)
     finally:
         await kafka_server.close()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from serve_args import check_int_option
 
-from raftlog_node.serve import GC_GEN0_DEFAULT, tune_gc
+from raftlog_node.process import GC_GEN0_DEFAULT, tune_gc
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from raftlog_node.serve import MALLOC_KEEP_MIB_DEFAULT, node_config
 # added to glibc's mmapped regions (mallinfo2().hblkhd) after tune_malloc(KEEP).
 _PROBE = """
 import ctypes, sys
-from raftlog_node.serve import tune_malloc
+from raftlog_node.process import tune_malloc
 class Info(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in
                 ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
@@ -60,7 +60,7 @@ def test_zero_keeps_glibcs_defaults_which_map_a_large_buffer() -> None:
 def test_a_node_raises_its_open_files_limit_to_the_hard_limit() -> None:
     probe = (
         "import resource\n"
-        "from raftlog_node.serve import raise_open_files_limit\n"
+        "from raftlog_node.process import raise_open_files_limit\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))\n"
         "print(raise_open_files_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)\n"
