@@ -302,7 +302,7 @@ def test_each_group_size_reads_with_several_new_groups_and_keeps_the_median() ->
 
         def __init__(self) -> None:
             self.groups = 0
-            self.read_s = [0.3, 0.01, 0.1]  # the second group reads fastest, the third is the median
+            self.read_s = [0.6, 0.0, 0.2]  # the second group reads fastest, the third is the median
 
         async def consume_group(
             self, members: int, records: int, deadline: float, progress: Callable[[int], None]
