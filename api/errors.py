@@ -64,7 +64,7 @@ from raftlog.consensus.errors import (
     ProposalQueueFull,
     ProposalRejected,
 )
-from raftlog.errors import InvariantViolation, RaftlogError
+from raftlog.errors import InvariantViolation, RaftlogError, with_fields
 from raftlog.storage.errors import (
     CorruptRecord,
     DirectoryLocked,
@@ -105,29 +105,30 @@ class UnsupportedMediaType(ApiError):
         self.content_type = content_type
 
 
+@with_fields
 class NotAcceptable(ApiError):
     """The ``Accept`` header asks only for a representation this server no longer answers."""
 
-    def __init__(self, media_type: str, hint: str) -> None:
-        super().__init__(f"cannot answer {media_type!r}: {hint}")
-        self.media_type = media_type
+    media_type: str
+    hint: str
+    template = "cannot answer {media_type!r}: {hint}"
 
 
+@with_fields
 class RequestTooLarge(ApiError):
     """A request body larger than the server's configured maximum; nothing was read or written."""
 
-    def __init__(self, limit_bytes: int) -> None:
-        super().__init__(f"request body exceeds the maximum of {limit_bytes} bytes")
-        self.limit_bytes = limit_bytes
+    limit_bytes: int
+    template = "request body exceeds the maximum of {limit_bytes} bytes"
 
 
+@with_fields
 class RequestTimeout(ApiError):
     """A request body not received whole within the node's deadline (``serve --http-body-timeout-ms``);
     nothing was done, and the connection is closed."""
 
-    def __init__(self, timeout_s: float) -> None:
-        super().__init__(f"request body not received within {timeout_s:g} s")
-        self.timeout_s = timeout_s
+    timeout_s: float
+    template = "request body not received within {timeout_s:g} s"
 
 
 class Unauthorized(ApiError):
@@ -135,13 +136,15 @@ class Unauthorized(ApiError):
     client call without a user's password or token (or the admin token)."""
 
 
+@with_fields
 class TooManyLoginFailures(ApiError):
     """Too many failed logins lately from the client's address or for the user name given
     (``partitions.security.login_failures``): refused unchecked; ``retry_after_s`` until it may try again."""
 
-    def __init__(self, retry_after_s: float) -> None:
-        super().__init__(f"too many failed logins lately: try again in {math.ceil(retry_after_s)} s")
-        self.retry_after_s = retry_after_s
+    retry_after_s: float
+
+    def describe(self) -> str:
+        return f"too many failed logins lately: try again in {math.ceil(self.retry_after_s)} s"
 
 
 class RouteNotFound(ApiError):
@@ -160,13 +163,13 @@ class NotReady(ApiError):
     """The node cannot serve yet (no controller known)."""
 
 
+@with_fields
 class Overloaded(ApiError):
     """This node already holds its maximum of requests of this kind in flight; retry after a pause."""
 
-    def __init__(self, kind: str, limit: int) -> None:
-        super().__init__(f"overloaded: {limit} {kind} requests already in flight on this node; retry later")
-        self.kind = kind
-        self.limit = limit
+    kind: str
+    limit: int
+    template = "overloaded: {limit} {kind} requests already in flight on this node; retry later"
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,41 +269,32 @@ def lookup(error: BaseException) -> HttpError:
     return INTERNAL
 
 
+# The attributes a client can act on, by class, as the error body names them (JSON key -> attribute).
+BODY_FIELDS: tuple[tuple[type[RaftlogError], dict[str, str]], ...] = (
+    (OffsetOutOfRange, {"log_start_offset": "log_start_offset", "end_offset": "end_offset"}),
+    (RecordTooLarge, {"size_bytes": "size_bytes", "limit_bytes": "limit_bytes"}),
+    (RequestTooLarge, {"limit_bytes": "limit_bytes"}),
+    (NotLeader, {"leader_hint": "leader_hint"}),
+    (ControllerChangeRefused, {"reason": "reason"}),
+    (CapacityExceeded, {"replicas_max": "replicas_max", "room": "room"}),
+    (MethodNotAllowed, {"allowed": "allowed"}),
+    (StaleGeneration, {"generation": "current"}),
+    (PartitionNotAssigned, {"generation": "generation"}),
+    (TooManyTokens, {"limit": "limit"}),
+    (GroupNotEmpty, {"members": "members"}),
+    (AuthorizationFailed, {"resource_type": "resource_type", "resource": "name", "operation": "operation"}),
+)
+
+
 def body(error: BaseException) -> dict[str, Any]:
     """The JSON error body: ``error_code``, ``message`` and the fields a client can act on."""
     mapped = lookup(error)
     payload: dict[str, Any] = {"error_code": mapped.error_code, "message": str(error)}
-    if isinstance(error, OffsetOutOfRange):
-        payload["log_start_offset"] = error.log_start_offset
-        payload["end_offset"] = error.end_offset
-    if isinstance(error, RecordTooLarge):
-        payload["size_bytes"] = error.size_bytes
-        payload["limit_bytes"] = error.limit_bytes
-    if isinstance(error, RequestTooLarge):
-        payload["limit_bytes"] = error.limit_bytes
-    if isinstance(error, NotLeader):
-        payload["leader_hint"] = error.leader_hint
+    for kind, fields in BODY_FIELDS:
+        if isinstance(error, kind):
+            payload.update((key, getattr(error, attribute)) for key, attribute in fields.items())
     if isinstance(error, DecommissionImpossible):
         payload["partitions"] = [{"topic": t, "partition": p, "reason": r} for t, p, r in error.partitions]
-    if isinstance(error, ControllerChangeRefused):
-        payload["reason"] = error.reason
-    if isinstance(error, CapacityExceeded):
-        payload["replicas_max"] = error.replicas_max
-        payload["room"] = error.room
-    if isinstance(error, MethodNotAllowed):
-        payload["allowed"] = error.allowed
-    if isinstance(error, StaleGeneration):
-        payload["generation"] = error.current
-    if isinstance(error, PartitionNotAssigned):
-        payload["generation"] = error.generation
-    if isinstance(error, TooManyTokens):
-        payload["limit"] = error.limit
-    if isinstance(error, GroupNotEmpty):
-        payload["members"] = error.members
-    if isinstance(error, AuthorizationFailed):
-        payload["resource_type"] = error.resource_type
-        payload["resource"] = error.name
-        payload["operation"] = error.operation
     if mapped.retriable:
         payload["retriable"] = True
     return payload

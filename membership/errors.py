@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from raftlog.errors import RaftlogError
+from raftlog.errors import RaftlogError, with_fields
 
 
 class MembershipError(RaftlogError):
     """Base of every error raised by the membership package."""
 
 
+@with_fields
 class MetadataTooLarge(MembershipError):
     """``set_meta`` (or the constructor) got metadata over ``GossipConfig.meta_bytes_max``."""
 
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"metadata is {size} bytes, more than meta_bytes_max={limit}")
-        self.size = size
-        self.limit = limit
+    size: int
+    limit: int
+    template = "metadata is {size} bytes, more than meta_bytes_max={limit}"
 
 
+@with_fields
 class InvalidAddress(MembershipError):
     """An address that is not ``host:port`` with a port in 0..65535."""
 
-    def __init__(self, address: object) -> None:
-        super().__init__(f"invalid address {address!r}: expected 'host:port'")
-        self.address = address
+    address: object
+    template = "invalid address {address!r}: expected 'host:port'"
 
 
 class NotStarted(MembershipError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from raftlog.errors import RaftlogError
+from raftlog.errors import RaftlogError, with_fields
 
 
 class PartitionError(RaftlogError):
@@ -15,73 +15,69 @@ class InvalidCommand(PartitionError):
     """Bytes that are not a replicated partition command (a bug or a version mismatch)."""
 
 
+@with_fields
 class SequenceTooOld(PartitionError):
     """A producer retried a sequence older than the deduplication window: it cannot be told apart from a
     new write, so it is refused rather than appended twice."""
 
-    def __init__(self, producer_id: int, sequence: int, oldest_known: int) -> None:
-        super().__init__(
-            f"producer {producer_id}: sequence {sequence} is older than the deduplication window "
-            f"(oldest remembered sequence {oldest_known})"
-        )
-        self.producer_id = producer_id
-        self.sequence = sequence
-        self.oldest_known = oldest_known
+    producer_id: int
+    sequence: int
+    oldest_known: int
+    template = (
+        "producer {producer_id}: sequence {sequence} is older than the deduplication window "
+        "(oldest remembered sequence {oldest_known})"
+    )
 
 
+@with_fields
 class ProducerFenced(PartitionError):
     """A batch of an older epoch than the producer's newest: the producer was replaced (a zombie), and its
     write is refused."""
 
-    def __init__(self, producer_id: int, epoch: int, current_epoch: int) -> None:
-        super().__init__(
-            f"producer {producer_id}: epoch {epoch} is older than its current epoch {current_epoch}"
-        )
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.current_epoch = current_epoch
+    producer_id: int
+    epoch: int
+    current_epoch: int
+    template = "producer {producer_id}: epoch {epoch} is older than its current epoch {current_epoch}"
 
 
+@with_fields
 class OutOfOrderSequence(PartitionError):
     """A producer's new epoch began at a sequence other than 0: records of it are missing."""
 
-    def __init__(self, producer_id: int, epoch: int, sequence: int) -> None:
-        super().__init__(
-            f"producer {producer_id}: its new epoch {epoch} must start at sequence 0, not {sequence}"
-        )
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.sequence = sequence
+    producer_id: int
+    epoch: int
+    sequence: int
+    template = "producer {producer_id}: its new epoch {epoch} must start at sequence 0, not {sequence}"
 
 
+@with_fields
 class ReplicaRecovering(PartitionError):
     """This replica's log lacks committed records that it is copying from its peers (it installed a
     snapshot of its leader ahead of its log): offsets in ``[log_end_offset, high_watermark)`` cannot be
     read here yet. Retriable: recovery goes on until the log reaches the high watermark."""
 
-    def __init__(self, group_id: str, log_end_offset: int, high_watermark: int) -> None:
-        super().__init__(
-            f"replica of {group_id} is recovering committed records from its peers: its log ends at "
-            f"offset {log_end_offset}, the high watermark is {high_watermark}"
-        )
-        self.group_id = group_id
-        self.log_end_offset = log_end_offset
-        self.high_watermark = high_watermark
+    group_id: str
+    log_end_offset: int
+    high_watermark: int
+    template = (
+        "replica of {group_id} is recovering committed records from its peers: its log ends at "
+        "offset {log_end_offset}, the high watermark is {high_watermark}"
+    )
 
 
 class InvalidTopic(PartitionError):
     """A topic name, partition count or replication factor that cannot be used."""
 
 
+@with_fields
 class InvalidName(PartitionError):
     """A topic, consumer group or consumer instance name that cannot be used (``partitions.names``); the
     message names the field, the name and the rule it breaks."""
 
-    def __init__(self, field: str, name: object, reason: str) -> None:
-        super().__init__(f"{field} {name!r}: {reason}")
-        self.field = field
-        self.name = name
-        self.reason = reason
+    field: str
+    name: object
+    reason: str
+    template = "{field} {name!r}: {reason}"
 
 
 class ReservedName(InvalidName):
@@ -89,81 +85,78 @@ class ReservedName(InvalidName):
     subscribe to it."""
 
 
+@with_fields
 class TopicExists(PartitionError):
-    def __init__(self, topic: str) -> None:
-        super().__init__(f"topic {topic!r} already exists")
-        self.topic = topic
+    topic: str
+    template = "topic {topic!r} already exists"
 
 
+@with_fields
 class UnknownTopic(PartitionError):
-    def __init__(self, topic: str) -> None:
-        super().__init__(f"topic {topic!r} does not exist")
-        self.topic = topic
+    topic: str
+    template = "topic {topic!r} does not exist"
 
 
+@with_fields
 class UnknownPartition(PartitionError):
-    def __init__(self, topic: str, partition: int) -> None:
-        super().__init__(f"topic {topic!r} has no partition {partition}")
-        self.topic = topic
-        self.partition = partition
+    topic: str
+    partition: int
+    template = "topic {topic!r} has no partition {partition}"
 
 
+@with_fields
 class UnknownNode(PartitionError):
     """A node id that no configured peer and no gossip member carries."""
 
-    def __init__(self, node_id: str) -> None:
-        super().__init__(f"node {node_id!r} is not a member of the cluster")
-        self.node_id = node_id
+    node_id: str
+    template = "node {node_id!r} is not a member of the cluster"
 
 
+@with_fields
 class UnknownUser(PartitionError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"user {name!r} does not exist")
-        self.name = name
+    name: str
+    template = "user {name!r} does not exist"
 
 
+@with_fields
 class UnknownCredential(UnknownUser):
     """A user without a credential of the mechanism asked to be removed (or no such user at all)."""
 
-    def __init__(self, name: str, mechanism: str) -> None:
-        PartitionError.__init__(self, f"user {name!r} has no {mechanism} credential")
-        self.name = name
-        self.mechanism = mechanism
+    mechanism: str
+    template = "user {name!r} has no {mechanism} credential"
 
 
+@with_fields
 class UnknownToken(PartitionError):
     """No token of this id belongs to the user (never made, revoked, or its user deleted)."""
 
-    def __init__(self, user: str, token_id: str) -> None:
-        super().__init__(f"user {user!r} has no token {token_id!r}")
-        self.user = user
-        self.token_id = token_id
+    user: str
+    token_id: str
+    template = "user {user!r} has no token {token_id!r}"
 
 
+@with_fields
 class TooManyTokens(PartitionError):
     """A new token would pass a limit: per user, or in the cluster (``controller_tokens``); nothing made."""
 
-    def __init__(self, user: str, held: int, limit: int, scope: str) -> None:
-        super().__init__(
-            f"no token made for {user!r}: {scope} holds {held} tokens, at most {limit} (revoke some first)"
-        )
-        self.user = user
-        self.held = held
-        self.limit = limit
-        self.scope = scope
+    user: str
+    held: int
+    limit: int
+    scope: str
+    template = "no token made for {user!r}: {scope} holds {held} tokens, at most {limit} (revoke some first)"
 
 
+@with_fields
 class AuthorizationFailed(PartitionError):
     """The caller may not do this: no ACL allows it, or one denies it (``acls.Authorizer``); nothing was
     done. The words say what was refused, never which ACL decided it. Raised as the subclass of the
     resource's type (Kafka has an error code for each)."""
 
-    def __init__(self, principal: str, operation: str, resource_type: str, name: str) -> None:
-        super().__init__(f"{principal} is not authorized to {operation} {resource_type} {name!r}")
-        self.principal = principal
-        self.operation = operation  # as ACLs name it: "read", "write", "describe", ...
-        self.resource_type = resource_type  # "topic", "group" or "cluster"
-        self.name = name
+    principal: str
+    operation: str  # as ACLs name it: "read", "write", "describe", ...
+    resource_type: str  # "topic", "group" or "cluster"
+    name: str
+    template = "{principal} is not authorized to {operation} {resource_type} {name!r}"
 
     @classmethod
     def of(cls, principal: str, operation: str, resource_type: str, name: str) -> AuthorizationFailed:
@@ -188,25 +181,28 @@ class InvalidReassignment(PartitionError):
     node that is down or leaving. Nothing was changed."""
 
 
+@with_fields
 class ReassignmentInProgress(PartitionError):
     """The partition is already moving to another replica set; cancel it or wait for it to end."""
 
-    def __init__(self, topic: str, partition: int, target: tuple[str, ...]) -> None:
-        super().__init__(
-            f"{topic}/{partition} is already moving to {list(target)}; cancel it first or wait until it ends"
+    topic: str
+    partition: int
+    target: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"{self.topic}/{self.partition} is already moving to {list(self.target)}; cancel it first or "
+            "wait until it ends"
         )
-        self.topic = topic
-        self.partition = partition
-        self.target = target
 
 
+@with_fields
 class NoReassignment(PartitionError):
     """A cancel for a partition that is not moving."""
 
-    def __init__(self, topic: str, partition: int) -> None:
-        super().__init__(f"{topic}/{partition} has no replica move in progress")
-        self.topic = topic
-        self.partition = partition
+    topic: str
+    partition: int
+    template = "{topic}/{partition} has no replica move in progress"
 
 
 class DecommissionImpossible(PartitionError):
@@ -219,14 +215,14 @@ class DecommissionImpossible(PartitionError):
         self.partitions = partitions
 
 
+@with_fields
 class ControllerChangeRefused(PartitionError):
     """A change of the controller group's members that may not be made now, and why (another change in
     progress, a node that is no member, no live majority left...). Nothing was changed."""
 
-    def __init__(self, node_id: str, reason: str) -> None:
-        super().__init__(f"controller group change of {node_id} refused: {reason}")
-        self.node_id = node_id
-        self.reason = reason
+    node_id: str
+    reason: str
+    template = "controller group change of {node_id} refused: {reason}"
 
 
 class CapacityExceeded(PartitionError):
@@ -247,57 +243,55 @@ class CapacityExceeded(PartitionError):
         self.replicas_max = replicas_max
 
 
+@with_fields
 class PlacementImpossible(PartitionError):
     """Not enough live nodes for the requested replication factor."""
 
-    def __init__(self, replication_factor: int, nodes: int) -> None:
-        super().__init__(
-            f"replication factor {replication_factor} needs {replication_factor} live nodes, have {nodes}"
-        )
-        self.replication_factor = replication_factor
-        self.nodes = nodes
+    replication_factor: int
+    nodes: int
+    template = "replication factor {replication_factor} needs {replication_factor} live nodes, have {nodes}"
 
 
+@with_fields
 class NoController(PartitionError):
     """This node knows no controller leader yet (right after a start, or during a controller election), so
     it cannot tell whether a topic it has not heard of exists. Safe to retry."""
 
-    def __init__(self, topic: str) -> None:
-        super().__init__(f"topic {topic!r} is not known here and no controller is known yet to ask; retry")
-        self.topic = topic
+    topic: str
+    template = "topic {topic!r} is not known here and no controller is known yet to ask; retry"
 
 
+@with_fields
 class HopLimitExceeded(PartitionError):
     """A call followed leader hints from node to node too many times: the nodes disagree about who leads
     (an election is in progress or a hint is stale). Safe to retry after a moment."""
 
-    def __init__(self, hops: int) -> None:
-        super().__init__(f"forwarded {hops} times without reaching a leader; retry later")
-        self.hops = hops
+    hops: int
+    template = "forwarded {hops} times without reaching a leader; retry later"
 
 
 class PeerError(PartitionError):
     """A call to another node that did not get a typed answer from it."""
 
 
+@with_fields
 class PeerUnreachable(PeerError):
     """The peer could not be reached before the call was sent, or the call was a read that got no answer:
     nothing was done, safe to retry."""
 
-    def __init__(self, node_id: str, reason: str) -> None:
-        super().__init__(f"node {node_id} unreachable: {reason}")
-        self.node_id = node_id
-        self.reason = reason
+    node_id: str
+    reason: str
+    template = "node {node_id} unreachable: {reason}"
 
 
+@with_fields
 class PeerOutcomeUnknown(PeerError):
     """A write was sent to a peer but its answer never came back: it may or may not have been applied.
     Retry only what is idempotent (a produce with its producer id and sequence)."""
 
-    def __init__(self, node_id: str, reason: str) -> None:
-        super().__init__(f"sent to node {node_id}, no answer: {reason}; the write may or may not be applied")
-        self.node_id = node_id
-        self.reason = reason
+    node_id: str
+    reason: str
+    template = "sent to node {node_id}, no answer: {reason}; the write may or may not be applied"
 
 
 class PeerProtocolError(PeerError):

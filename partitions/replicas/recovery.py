@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from partitions.errors import PartitionError
-from raftlog.errors import check
+from raftlog.errors import check, with_fields
 from raftlog.storage.batch import BatchFormatError, BatchHeader, split_batches, verify
 from raftlog.storage.errors import LogClosed, StorageUnavailable
 from raftlog.storage.log import AppendResult, Log
@@ -46,14 +46,14 @@ BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 5.0
 
 
+@with_fields
 class PeerFetchFailed(PartitionError):
     """A peer could not answer a fetch of batches (down, unreachable, timed out, no replica, an error
     status): recovery asks the next peer. Node-to-node only: never an answer to a client."""
 
-    def __init__(self, peer: str, reason: str) -> None:
-        super().__init__(f"fetching batches from {peer} failed: {reason}")
-        self.peer = peer
-        self.reason = reason
+    peer: str
+    reason: str
+    template = "fetching batches from {peer} failed: {reason}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ producer_id and sequence).
 
 from __future__ import annotations
 
-from raftlog.errors import RaftlogError
+from raftlog.errors import RaftlogError, with_fields
 
 
 class ConsensusError(RaftlogError):
@@ -20,78 +20,80 @@ class NotDone(ConsensusError):
     """The proposal was not applied and never will be."""
 
 
+@with_fields
 class NotLeader(NotDone):
     """This replica is not the leader; ``leader_hint`` is the last leader it knew of (maybe stale)."""
 
-    def __init__(self, group_id: str, leader_hint: str | None) -> None:
-        super().__init__(f"group {group_id}: not the leader (leader hint: {leader_hint})")
-        self.group_id = group_id
-        self.leader_hint = leader_hint
+    group_id: str
+    leader_hint: str | None
+    template = "group {group_id}: not the leader (leader hint: {leader_hint})"
 
 
+@with_fields
 class NoLeader(NotDone):
     """No leader is known (an election is in progress or this replica is cut off)."""
 
-    def __init__(self, group_id: str) -> None:
-        super().__init__(f"group {group_id}: no leader known")
-        self.group_id = group_id
+    group_id: str
+    template = "group {group_id}: no leader known"
 
 
+@with_fields
 class ProposalQueueFull(NotDone):
-    def __init__(self, group_id: str) -> None:
-        super().__init__(f"group {group_id}: proposal queue full")
-        self.group_id = group_id
+    group_id: str
+    template = "group {group_id}: proposal queue full"
 
 
+@with_fields
 class ProposalRejected(NotDone):
     """The leader refused the request (a membership change while another is pending, a transfer to a
     replica that is not caught up, removing the leader itself...)."""
 
-    def __init__(self, group_id: str, reason: str) -> None:
-        super().__init__(f"group {group_id}: request rejected: {reason}")
-        self.group_id = group_id
-        self.reason = reason
+    group_id: str
+    reason: str
+    template = "group {group_id}: request rejected: {reason}"
 
 
+@with_fields
 class ProposalDiscarded(NotDone):
     """The proposal was appended but a new leader overwrote it before it committed."""
 
-    def __init__(self, group_id: str) -> None:
-        super().__init__(f"group {group_id}: proposal discarded by a new leader")
-        self.group_id = group_id
+    group_id: str
+    template = "group {group_id}: proposal discarded by a new leader"
 
 
+@with_fields
 class OutcomeUnknown(ConsensusError):
     """The proposal may or may not be applied (timeout, leader change while forwarded, restart)."""
 
-    def __init__(self, group_id: str, reason: str) -> None:
-        super().__init__(f"group {group_id}: outcome unknown: {reason}")
-        self.group_id = group_id
-        self.reason = reason
+    group_id: str
+    reason: str
+    template = "group {group_id}: outcome unknown: {reason}"
 
 
+@with_fields
 class GroupClosed(ConsensusError):
     """The group was closed or its driver stopped; nothing more will be applied here."""
 
-    def __init__(self, group_id: str, cause: BaseException | None = None) -> None:
-        detail = "" if cause is None else f": {cause!r}"
-        super().__init__(f"group {group_id}: closed{detail}")
-        self.group_id = group_id
-        self.cause = cause
+    group_id: str
+    cause: BaseException | None = None
+
+    def describe(self) -> str:
+        detail = "" if self.cause is None else f": {self.cause!r}"
+        return f"group {self.group_id}: closed{detail}"
 
 
+@with_fields
 class CorruptJournal(ConsensusError):
     """The Raft journal on disk is damaged somewhere other than a torn tail."""
 
-    def __init__(self, path: str, offset: int, reason: str) -> None:
-        super().__init__(f"journal {path} at offset {offset}: {reason}")
-        self.path = path
-        self.offset = offset
-        self.reason = reason
+    path: str
+    offset: int
+    reason: str
+    template = "journal {path} at offset {offset}: {reason}"
 
 
+@with_fields
 class CorruptSnapshot(ConsensusError):
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"snapshot {path}: {reason}")
-        self.path = path
-        self.reason = reason
+    path: str
+    reason: str
+    template = "snapshot {path}: {reason}"

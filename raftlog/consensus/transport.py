@@ -95,7 +95,7 @@ from pysyncobj.transport import Transport
 from raftlog.consensus import admission, wire
 from raftlog.consensus.hub_inbox import CONNECTED, DISCONNECTED, GroupInbox, nonblocking_pipe
 from raftlog.consensus.messages import RaftMessage
-from raftlog.errors import RaftlogError, check
+from raftlog.errors import RaftlogError, check, with_fields
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +109,12 @@ class TransportError(RaftlogError):
     """Base of the errors the transport raises to its callers (wire errors stay inside the hub thread)."""
 
 
+@with_fields
 class DuplicateGroup(TransportError):
     """A group id registered twice on one hub (two live SyncObj for one group on one node is a bug)."""
 
-    def __init__(self, group: str) -> None:
-        super().__init__(f"group {group!r} is already registered on this hub")
-        self.group = group
+    group: str
+    template = "group {group!r} is already registered on this hub"
 
 
 class HubClosed(TransportError):

@@ -63,7 +63,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from raftlog.consensus.messages import RaftMessage
-from raftlog.errors import RaftlogError
+from raftlog.errors import RaftlogError, with_fields
 from raftlog.packing import pack
 
 WIRE_VERSION = 5
@@ -106,38 +106,38 @@ class MalformedFrame(WireError):
     """Bytes that are not a valid frame or batch: bad header, unknown kind, undecodable msgpack."""
 
 
+@with_fields
 class FrameTooLarge(WireError):
     """A frame whose declared length exceeds the limit; raised before any buffer of that size exists."""
 
-    def __init__(self, frame_bytes: int, frame_bytes_max: int) -> None:
-        super().__init__(f"frame of {frame_bytes} bytes exceeds frame_bytes_max={frame_bytes_max}")
-        self.frame_bytes = frame_bytes
-        self.frame_bytes_max = frame_bytes_max
+    frame_bytes: int
+    frame_bytes_max: int
+    template = "frame of {frame_bytes} bytes exceeds frame_bytes_max={frame_bytes_max}"
 
 
 class MalformedMessage(WireError):
     """A message that does not match :data:`MESSAGE_TYPES` (on encode: a bug; on decode: a bad peer)."""
 
 
+@with_fields
 class UnknownMessageType(MalformedMessage):
     """A message type that :data:`MESSAGE_TYPES` does not describe."""
 
-    def __init__(self, message_type: object) -> None:
-        super().__init__(f"unknown message type {message_type!r}")
-        self.message_type = message_type
+    message_type: object
+    template = "unknown message type {message_type!r}"
 
 
 class AuthenticationFailed(WireError):
     """A handshake proof or a frame MAC did not verify, or the peer is not who it claims to be."""
 
 
+@with_fields
 class ProtocolMismatch(WireError):
     """The peer speaks another wire version or message schema."""
 
-    def __init__(self, ours: object, theirs: object) -> None:
-        super().__init__(f"protocol mismatch: ours {ours!r}, peer's {theirs!r}")
-        self.ours = ours
-        self.theirs = theirs
+    ours: object
+    theirs: object
+    template = "protocol mismatch: ours {ours!r}, peer's {theirs!r}"
 
 
 # ------------------------------------------------------------------------------------- message schema
