@@ -21,8 +21,8 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 
+from raftlog.storage.closing import Closing
 from raftlog.storage.errors import DirectoryLocked
 
 LOCK_FILE = ".lock"
@@ -57,7 +57,7 @@ class Holder:
         return cls(pid, owner, started_at)
 
 
-class DirectoryLock:
+class DirectoryLock(Closing):
     """Held from ``acquire`` until ``close`` (or the process's end)."""
 
     def __init__(self, directory: str, fd: int, holder: Holder) -> None:
@@ -106,11 +106,3 @@ class DirectoryLock:
             os.ftruncate(fd, 0)
         finally:
             os.close(fd)
-
-    def __enter__(self) -> DirectoryLock:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()

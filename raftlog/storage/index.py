@@ -128,6 +128,14 @@ class _SparseIndex:
     def count(self) -> int:
         return self._file.count
 
+    def _relative(self, offset: int) -> int:
+        """``offset`` as stored in an entry: relative to the base offset, within a u32."""
+        relative = offset - self.base_offset
+        check(
+            0 <= relative < 2**32, f"{self.path}: offset {offset} not within u32 of base {self.base_offset}"
+        )
+        return relative
+
     def flush(self) -> None:
         self._file.flush()
 
@@ -152,10 +160,7 @@ class OffsetIndex(_SparseIndex):
     _entry = _OFFSET_ENTRY
 
     def append(self, offset: int, position: int) -> None:
-        relative = offset - self.base_offset
-        check(
-            0 <= relative < 2**32, f"{self.path}: offset {offset} not within u32 of base {self.base_offset}"
-        )
+        relative = self._relative(offset)
         last = self._file.last
         check(
             last is None or (relative > last[0] and position > last[1]),
@@ -190,10 +195,7 @@ class TimeIndex(_SparseIndex):
     _entry = _TIME_ENTRY
 
     def append(self, timestamp_ms: int, offset: int) -> None:
-        relative = offset - self.base_offset
-        check(
-            0 <= relative < 2**32, f"{self.path}: offset {offset} not within u32 of base {self.base_offset}"
-        )
+        relative = self._relative(offset)
         last = self._file.last
         check(
             last is None or (timestamp_ms > last[0] and relative >= last[1]),

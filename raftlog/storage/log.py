@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 
 from raftlog.errors import check
 from raftlog.storage.batch import (
@@ -36,6 +35,7 @@ from raftlog.storage.batch import (
     validate_records,
     verify,
 )
+from raftlog.storage.closing import Closing
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import (
     CorruptRecord,
@@ -81,7 +81,7 @@ class ReadBatch:
         return decode_records(self.data, self.header)
 
 
-class Log:
+class Log(Closing):
     """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`."""
 
     def __init__(
@@ -630,16 +630,8 @@ class Log:
                     segment.close_after_readers()  # a view or reader still reading closes it last
                 self._closed = True
 
-    def __enter__(self) -> Log:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class LogView:
+class LogView(Closing):
     """A read resolved by :meth:`Log.read_view`: byte ranges of held segments, read without the lock.
 
     ``spans``: (segment, first batch's byte position, readable end when the view was taken). Reading
@@ -716,16 +708,8 @@ class LogView:
                 for segment, _, _ in spans:
                     segment.release()
 
-    def __enter__(self) -> LogView:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class LogReader:
+class LogReader(Closing):
     """Streams batches from an offset, one segment at a time: a :class:`LogView` of the segment it is in
     (held, so deletion cannot pull it away; read without the log's lock), then of the next one."""
 
@@ -766,11 +750,3 @@ class LogReader:
         if self._view is not None:
             self._view.close()
         self._view, self._batches = None, None
-
-    def __enter__(self) -> LogReader:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
