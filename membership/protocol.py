@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from membership import wire
 from membership.errors import MetadataTooLarge
@@ -109,18 +109,14 @@ class PushPull:
 Action = Send | PushPull
 
 
+@dataclass(eq=False, slots=True)
 class _Entry:
-    __slots__ = ("address", "incarnation", "meta", "node_id", "state", "state_changed_ms")
-
-    def __init__(
-        self, node_id: str, address: str, incarnation: int, state: MemberState, meta: bytes, now_ms: int
-    ) -> None:
-        self.node_id = node_id
-        self.address = address
-        self.incarnation = incarnation
-        self.state = state
-        self.meta = meta
-        self.state_changed_ms = now_ms
+    node_id: str
+    address: str
+    incarnation: int
+    state: MemberState
+    meta: bytes
+    state_changed_ms: int
 
     def snapshot(self) -> Member:
         return Member(
@@ -152,39 +148,24 @@ class _Suspicion:
         return True
 
 
+@dataclass(eq=False, slots=True)
 class _Probe:
-    __slots__ = (
-        "deadline_ms",
-        "done",
-        "expected_nacks",
-        "indirect_ms",
-        "indirect_sent",
-        "nacks",
-        "sequence",
-        "target_id",
-    )
-
-    def __init__(self, sequence: int, target_id: str, indirect_ms: int, deadline_ms: int) -> None:
-        self.sequence = sequence
-        self.target_id = target_id
-        self.indirect_ms = indirect_ms
-        self.deadline_ms = deadline_ms
-        self.indirect_sent = False
-        self.expected_nacks = 0
-        self.nacks = 0
-        self.done = False
+    sequence: int
+    target_id: str
+    indirect_ms: int
+    deadline_ms: int
+    indirect_sent: bool = field(default=False, init=False)
+    expected_nacks: int = field(default=0, init=False)
+    nacks: int = field(default=0, init=False)
+    done: bool = field(default=False, init=False)
 
 
+@dataclass(eq=False, slots=True)
 class _Relay:
-    __slots__ = ("expire_ms", "requester_address", "requester_sequence", "want_nack")
-
-    def __init__(
-        self, requester_address: str, requester_sequence: int, want_nack: bool, expire_ms: int
-    ) -> None:
-        self.requester_address = requester_address
-        self.requester_sequence = requester_sequence
-        self.want_nack = want_nack
-        self.expire_ms = expire_ms
+    requester_address: str
+    requester_sequence: int
+    want_nack: bool
+    expire_ms: int
 
 
 class _Queued:

@@ -258,16 +258,10 @@ def _message(raw: Any, meta_bytes_max: int) -> Message:
             _int(f[3], "incarnation"),
             _meta(f[4], meta_bytes_max),
         )
-    if code == _SUSPECT:
-        f = _fields(raw, 4, "suspect")
-        return Suspect(
-            _str(f[1], ID_CHARS_MAX, "node_id"),
-            _int(f[2], "incarnation"),
-            _str(f[3], ID_CHARS_MAX, "from_id"),
-        )
-    if code == _DEAD:
-        f = _fields(raw, 4, "dead")
-        return Dead(
+    if code in (_SUSPECT, _DEAD):  # the same fields: (node_id, incarnation, from_id)
+        verdict = Suspect if code == _SUSPECT else Dead
+        f = _fields(raw, 4, verdict.__name__.lower())
+        return verdict(
             _str(f[1], ID_CHARS_MAX, "node_id"),
             _int(f[2], "incarnation"),
             _str(f[3], ID_CHARS_MAX, "from_id"),

@@ -37,7 +37,7 @@ import json
 import random
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -564,6 +564,7 @@ class RaftlogClient:
         await self._request("DELETE", admin_topic_path(name))
 
 
+@dataclass(eq=False)
 class GroupConsumer:
     """One consumer instance in a group, over any node of the cluster.
 
@@ -577,27 +578,20 @@ class GroupConsumer:
     no longer owns, and then the uncommitted records of those partitions go to their new owner again:
     delivery is at least once."""
 
-    def __init__(
-        self,
-        client: RaftlogClient,
-        group: str,
-        *,
-        offset_reset: str = "earliest",
-        session_timeout_ms: int | None = None,
-        assignor: str | None = None,
-        name_prefix: str = "consumer",
-    ) -> None:
-        self.client = client
-        self.group = group
-        self.offset_reset = offset_reset
-        self.session_timeout_ms = session_timeout_ms
-        self.assignor = assignor
-        self.name_prefix = name_prefix
-        self.instance_id: str | None = None
-        self.generation: int | None = None  # of the group, as last seen; a poll from an older one is refused
-        self.topics: list[str] = []
-        self.rejoined = 0
-        self._pending: dict[tuple[str, int], int] = {}  # next offsets not committed yet
+    client: RaftlogClient
+    group: str
+    _: KW_ONLY
+    offset_reset: str = "earliest"
+    session_timeout_ms: int | None = None
+    assignor: str | None = None
+    name_prefix: str = "consumer"
+    instance_id: str | None = field(default=None, init=False)
+    # of the group, as last seen; a poll from an older one is refused
+    generation: int | None = field(default=None, init=False)
+    topics: list[str] = field(default_factory=list, init=False)
+    rejoined: int = field(default=0, init=False)
+    # (topic, partition) -> the next offset handed out and not committed yet
+    _pending: dict[tuple[str, int], int] = field(default_factory=dict, init=False)
 
     @property
     def _base(self) -> str:

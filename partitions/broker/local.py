@@ -5,6 +5,7 @@ another node must serve, so that the same call can be run there (``partitions.pe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from partitions.controller.members import ControllerMembers
@@ -26,23 +27,16 @@ from partitions.security.users import ScramCredential
 from raftlog.consensus.errors import NoLeader, NotLeader
 
 
+@dataclass(eq=False)
 class LocalAdmin:
     """Implements ``AdminService``: controller operations on the controller leader, partition operations
     on the partition's leader."""
 
-    def __init__(
-        self,
-        frontend: MetadataFrontend,
-        topics: TopicChanges,
-        security: SecurityRecords,
-        voters: ControllerVoters,
-        partitions: PartitionAdmin,
-    ) -> None:
-        self._frontend = frontend
-        self._topics = topics
-        self._security = security
-        self._voters = voters
-        self._partitions = partitions
+    _frontend: MetadataFrontend
+    _topics: TopicChanges
+    _security: SecurityRecords
+    _voters: ControllerVoters
+    _partitions: PartitionAdmin
 
     def _on_controller(self) -> None:
         """Writes, and reads of move and decommission progress, are answered by the controller leader,
@@ -151,16 +145,14 @@ class LocalAdmin:
         return await self._partitions.transfer_leadership(topic, partition, target, timeout_ms)
 
 
+@dataclass(eq=False)
 class PeerServer:
     """Implements ``PeerService``: what other nodes ask of this one."""
 
-    def __init__(
-        self, data: DataPlane, presence: Presence, frontend: MetadataFrontend, partitions: PartitionAdmin
-    ) -> None:
-        self._data = data
-        self._presence = presence
-        self._frontend = frontend
-        self._partitions = partitions
+    _data: DataPlane
+    _presence: Presence
+    _frontend: MetadataFrontend
+    _partitions: PartitionAdmin
 
     async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
         return await self._data.read_batches(topic, partition, offset, max_bytes)

@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from partitions.controller import reconfigure
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
 from partitions.data.plane import DataPlane
-from partitions.errors import InvalidReassignment, UnknownPartition, UnknownTopic
+from partitions.errors import InvalidReassignment, UnknownPartition
 from partitions.metadata.service import PartitionState, ReplicaState
 from partitions.replicas.manager import ReplicaManager
 from partitions.replicas.raft_host import RaftHost
@@ -22,24 +23,15 @@ from raftlog.consensus.interface import Role
 IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
 
 
+@dataclass(eq=False)
 class PartitionAdmin:
-    def __init__(
-        self,
-        node_id: str,
-        replicas: ReplicaManager,
-        data: DataPlane,
-        routing: Routing,
-        raft: RaftHost,
-        topic: Callable[[str], TopicMetadata],
-        move_progress: Callable[[str, int], MoveProgress | None],
-    ) -> None:
-        self.node_id = node_id
-        self._replicas = replicas
-        self._data = data
-        self._routing = routing
-        self._raft = raft
-        self._topic = topic
-        self._move_progress = move_progress
+    node_id: str
+    _replicas: ReplicaManager
+    _data: DataPlane
+    _routing: Routing
+    _raft: RaftHost
+    _topic: Callable[[str], TopicMetadata]
+    _move_progress: Callable[[str, int], MoveProgress | None]
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view (match offsets, lag, in sync) when this node leads; otherwise what this node's
@@ -129,11 +121,8 @@ class PartitionAdmin:
 
     def local_member_view(self, topic: str, partition: int) -> reconfigure.MemberView | None:
         """This node's view of a partition's Raft group if it leads it and may act (else None)."""
-        try:
-            metadata = self._topic(topic)
-        except UnknownTopic:
-            return None
-        if not 0 <= partition < metadata.partitions:
+        metadata = self._routing.partition_topic(topic, partition)
+        if metadata is None:
             return None
         replica = self._replicas.get(metadata.group_id(partition))
         if replica is None:

@@ -80,6 +80,14 @@ class Routing:
             raise UnknownTopic(name)
         return topic
 
+    def partition_topic(self, topic: str, partition: int) -> TopicMetadata | None:
+        """The topic's metadata if it has ``partition``; None for an unknown topic or partition."""
+        try:
+            metadata = self._topic(topic)
+        except UnknownTopic:
+            return None
+        return metadata if 0 <= partition < metadata.partitions else None
+
     def known_leader(self, topic: str, partition: int) -> str | None:
         metadata = self._topic(topic)
         if not 0 <= partition < metadata.partitions:
@@ -104,11 +112,8 @@ class Routing:
     def leader_hint(self, topic: str, partition: int) -> str | None:
         """Best guess of the leader, for routing: this node's replica's view, else gossiped claims, else
         an alive replica (which knows its leader better than this node does)."""
-        try:
-            metadata = self._topic(topic)
-        except UnknownTopic:
-            return None
-        if not 0 <= partition < metadata.partitions:
+        metadata = self.partition_topic(topic, partition)
+        if metadata is None:
             return None
         group_id = metadata.group_id(partition)
 
