@@ -4,8 +4,9 @@ Writes are proposed to the partition's Raft group on its leader and answered onc
 (acks=all). Reads are served by the leader once it has applied its own term's no-op (Raft's rule for
 leader reads: everything committed before its election is then in its log), below the high watermark,
 and wait (long poll) for records that are not there yet. A read takes its view of the log's segments under
-the log's lock and reads the bytes outside it, on a reader thread: the driver thread, which appends every
-partition's committed entries under that lock, never waits for a fetch, and the event loop never reads.
+the log's lock and reads the bytes outside it: the driver thread, which appends every partition's committed
+entries under that lock, never waits for a fetch. A read of more than ``INLINE_READ_BYTES_MAX`` is done on a
+reader thread; a smaller one on the event loop, where it costs less than the hop to a thread.
 
 A partition this node does not lead raises ``NotLeader(leader_hint)`` (``NoLeader`` when none is known):
 the cluster-wide service then runs the call on the leader.
