@@ -21,6 +21,7 @@ import asyncio
 import logging
 import ssl
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -96,13 +97,14 @@ class Connections:
 
 
 class QuietLog:
-    """At most one line per kind per interval, saying how many events it stands for."""
+    """At most one line per kind per interval, saying how many events it stands for (a kind is any
+    hashable: a cut's name, a login outcome, an answer's error code)."""
 
     def __init__(self, interval_s: float = LOG_INTERVAL_S) -> None:
         self._interval_s = interval_s
-        self._seen: dict[str, tuple[float, int]] = {}  # kind -> (last line at, events since)
+        self._seen: dict[Hashable, tuple[float, int]] = {}  # kind -> (last line at, events since)
 
-    def record(self, kind: str, now_s: float) -> int | None:
+    def record(self, kind: Hashable, now_s: float) -> int | None:
         """How many events to report now (this one included), or None to stay quiet."""
         last, since = self._seen.get(kind, (-self._interval_s, 0))
         if now_s - last < self._interval_s:

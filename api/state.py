@@ -14,7 +14,7 @@ from aiohttp import web
 
 from api.bodies import read_body
 from api.errors import Overloaded
-from api.http_limits import BODY_TIMEOUT_S_DEFAULT
+from api.http_limits import BODY_TIMEOUT_S_DEFAULT, QuietLog
 from api.logins import Logins
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
@@ -69,25 +69,6 @@ class Admission:
         self.in_flight[kind] -= 1
 
 
-class RetriableLog:
-    """Says which typed error retriable 5xx answers (503 not done, 504 outcome unknown) carried, so the
-    node's log explains what a client saw, without one line per answer during an election: at most one
-    line per error code per interval, with how many answers it stands for."""
-
-    def __init__(self, interval_s: float) -> None:
-        self._interval_s = interval_s
-        self._seen: dict[int, tuple[float, int]] = {}  # error_code -> (last line at, answers since)
-
-    def record(self, error_code: int, now: float) -> int | None:
-        """The number of answers to report now (this one included), or None to stay quiet."""
-        last, since = self._seen.get(error_code, (-self._interval_s, 0))
-        if now - last < self._interval_s:
-            self._seen[error_code] = (last, since + 1)
-            return None
-        self._seen[error_code] = (now, 0)
-        return since + 1
-
-
 class AppState:
     def __init__(
         self, node: FrontDoor, settings: Settings, admission: Admission, login_failures: LoginFailures
@@ -96,7 +77,10 @@ class AppState:
         self.settings = settings
         self.admission = admission
         self.metrics = HttpMetrics()
-        self.retriable_log = RetriableLog(RETRIABLE_LOG_INTERVAL_S)
+        # Which typed error retriable 5xx answers (503 not done, 504 outcome unknown) carried, so the node's
+        # log explains what a client saw, without one line per answer during an election: at most one line
+        # per error code per interval, with how many answers it stands for.
+        self.retriable_log = QuietLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
         self.logins = Logins(login_failures)  # failed logins, refused past their bounds (api/auth.py)
         # the wall clock, ms since the epoch: when a token is made, and whether one expired (tests move it)

@@ -626,9 +626,9 @@ async def test_retriable_5xx_answers_are_logged_with_their_code_once_per_interva
 
 
 def test_the_retriable_log_reports_how_many_answers_each_line_stands_for() -> None:
-    from api.state import RetriableLog
+    from api.http_limits import QuietLog
 
-    limiter = RetriableLog(10.0)
+    limiter = QuietLog(10.0)
     assert limiter.record(50301, 100.0) == 1
     assert limiter.record(50301, 101.0) is None
     assert limiter.record(50401, 101.0) == 1  # each code on its own
