@@ -12,7 +12,7 @@ advisory: the view feeds routing, placement and health, never a Raft voter set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import msgpack
@@ -189,13 +189,8 @@ class ClusterView:
 
     def needs_claims(self, node_id: str) -> bool:
         """True when the member's published claims version is newer than the table we hold."""
-        peer = self._peers.get(node_id)
-        return (
-            peer is not None
-            and peer.meta is not None
-            and peer.meta.claims is None
-            and peer.meta.claims_version > peer.claims_version
-            and peer.state in ("alive", "suspect")
+        return self._needs_fetch(
+            node_id, lambda peer, meta: meta.claims is None and meta.claims_version > peer.claims_version
         )
 
     def set_failures(self, node_id: str, failures: Sequence[ReplicaFailure]) -> None:
@@ -212,13 +207,19 @@ class ClusterView:
 
     def needs_failures(self, node_id: str) -> bool:
         """True when the member published a failure list we do not hold (too large for its gossip)."""
+        return self._needs_fetch(
+            node_id, lambda peer, meta: meta.failures is None and meta.failures_digest != peer.failures_digest
+        )
+
+    def _needs_fetch(self, node_id: str, behind: Callable[[_Peer, NodeMeta], bool]) -> bool:
+        """Whether the member is up (alive or suspect) and its meta, in place of a table too large for its
+        gossip, names a version or digest that ``behind`` finds newer than the one we hold."""
         peer = self._peers.get(node_id)
         return (
             peer is not None
             and peer.meta is not None
-            and peer.meta.failures is None
-            and peer.meta.failures_digest != peer.failures_digest
             and peer.state in ("alive", "suspect")
+            and behind(peer, peer.meta)
         )
 
     def failure(self, node_id: str, topic: str, partition: int) -> ReplicaFailure | None:
