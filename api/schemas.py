@@ -164,16 +164,13 @@ def query_int(
     query: Mapping[str, str], name: str, default: int | None, minimum: int, maximum: int
 ) -> int | None:
     """An integer query parameter in ``[minimum, maximum]``; ``default`` when absent (None = optional)."""
-    getall = getattr(query, "getall", None)
-    values = getall(name, []) if getall is not None else ([query[name]] if name in query else [])
-    if len(values) > 1:
-        raise BadRequest(f"query parameter {name}: given {len(values)} times")
-    if not values:
+    given = _query_value(query, name)
+    if given is None:
         return default
-    raw = values[0].strip()
+    raw = given.strip()
     digits = raw[1:] if raw.startswith("-") else raw
     if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
-        raise BadRequest(f"query parameter {name}: {values[0]!r} is not an integer")
+        raise BadRequest(f"query parameter {name}: {given!r} is not an integer")
     value = int(raw)
     if not minimum <= value <= maximum:
         raise BadRequest(f"query parameter {name}: {value} is outside [{minimum}, {maximum}]")
@@ -191,15 +188,19 @@ def query_bool(query: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def query_str(query: Mapping[str, str], name: str) -> str | None:
+    given = _query_value(query, name)
+    if given == "":
+        raise BadRequest(f"query parameter {name}: empty")
+    return given
+
+
+def _query_value(query: Mapping[str, str], name: str) -> str | None:
+    """A query parameter's one value (a multidict's repeats refused), None when absent."""
     getall = getattr(query, "getall", None)
     values = getall(name, []) if getall is not None else ([query[name]] if name in query else [])
     if len(values) > 1:
         raise BadRequest(f"query parameter {name}: given {len(values)} times")
-    if not values:
-        return None
-    if not values[0]:
-        raise BadRequest(f"query parameter {name}: empty")
-    return str(values[0])
+    return str(values[0]) if values else None
 
 
 # -- produce -------------------------------------------------------------------------------------------
