@@ -151,6 +151,15 @@ _GROUP_PARTITION = _obj(
     }
 )
 
+_TOPIC_CONFIGS = _obj(  # open: these and the other properties of raftlog/storage/config.py
+    {
+        "retention.ms": _INT,
+        "retention.bytes": _INT,
+        "segment.bytes": _INT,
+        "flush.policy": _STR,
+        "max.message.bytes": _INT,
+    }
+)
 _MECHANISMS = {"type": "array", "items": {"type": "string", "enum": sorted(MECHANISMS)}}
 _TOKEN_FIELDS: dict[str, Any] = {  # a user's API token as the admin API shows it: never its text again
     "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
@@ -376,15 +385,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "name": {"type": "string", "pattern": "^(?!__)[A-Za-z0-9._-]{1,200}$"},
                 "partitions": {"type": "integer", "minimum": 1, "maximum": 10_000},
                 "replication_factor": {"type": "integer", "minimum": 1, "maximum": 100},
-                "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
-                    {
-                        "retention.ms": _INT,
-                        "retention.bytes": _INT,
-                        "segment.bytes": _INT,
-                        "flush.policy": _STR,
-                        "max.message.bytes": _INT,
-                    }
-                ),
+                "configs": _TOPIC_CONFIGS,
             },
             ["name"],
         )
@@ -595,17 +596,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "ConfigsRequest": _closed(
         _obj(
-            {
-                "configs": _obj(  # open: these and the other properties of raftlog/storage/config.py
-                    {
-                        "retention.ms": _INT,
-                        "retention.bytes": _INT,
-                        "segment.bytes": _INT,
-                        "flush.policy": _STR,
-                        "max.message.bytes": _INT,
-                    }
-                )
-            },
+            {"configs": _TOPIC_CONFIGS},
             ["configs"],
         )
     ),
