@@ -28,12 +28,12 @@ address when a proxy connects, since no forwarded-for header is trusted).
 from __future__ import annotations
 
 import enum
-import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from partitions.errors import InvalidName
+from raftlog.addresses import normalize_host
 
 PRINCIPAL_TYPE = "User"
 WILDCARD_PRINCIPAL = "User:*"
@@ -446,13 +446,7 @@ def client_host(address: str | None) -> str:
     when unknown, which only ``*`` matches."""
     if not address:
         return ""
-    try:
-        parsed = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return address
-    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-        return str(parsed.ipv4_mapped)
-    return str(parsed)
+    return normalize_host(address)
 
 
 def _describe(acl: AclBinding) -> str:

@@ -18,7 +18,6 @@ hosts); an attacker elsewhere cannot keep a peer's reconnection waiting.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from enum import Enum
 
@@ -38,9 +37,9 @@ def admit(
     per_address_max: int,
     pool_max: int,
 ) -> Admission:
-    """The verdict on a new connection from ``host`` (as :func:`normalize_host` spells it), given the
-    pending handshakes per host, how many of them come from outsiders, and how many known peers live
-    at each known host."""
+    """The verdict on a new connection from ``host`` (as :func:`raftlog.addresses.normalize_host` spells
+    it), given the pending handshakes per host, how many of them come from outsiders, and how many known
+    peers live at each known host."""
     pending_here = pending_by_host.get(host, 0)
     peers_here = known_hosts.get(host, 0)
     if peers_here:
@@ -52,23 +51,3 @@ def admit(
     if pending_outsiders >= pool_max:
         return Admission.REFUSE_POOL_FULL
     return Admission.ADMIT
-
-
-def is_ip_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
-
-
-def normalize_host(host: str) -> str:
-    """One spelling per address: ``::ffff:10.0.0.1`` and ``10.0.0.1`` are the same host; a name that
-    is not an IP literal is returned unchanged (the caller resolves names)."""
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return str(address.ipv4_mapped)
-    return str(address)

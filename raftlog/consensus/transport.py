@@ -92,6 +92,7 @@ from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport
 
+from raftlog.addresses import is_ip_literal, normalize_host
 from raftlog.consensus import admission, wire
 from raftlog.consensus.hub_inbox import CONNECTED, DISCONNECTED, GroupInbox, nonblocking_pipe
 from raftlog.consensus.messages import RaftMessage
@@ -645,7 +646,7 @@ class MuxHub:
             except OSError as exc:
                 log.warning("accept failed on %s: %s", self.address, exc)
                 return
-            host = admission.normalize_host(str(remote[0]))
+            host = normalize_host(str(remote[0]))
             if not self._admit(host):
                 sock.close()
                 continue
@@ -1135,14 +1136,14 @@ def _bind(bind_address: str, config: HubConfig) -> socket.socket:
 
 def _resolve_host(host: str) -> set[str]:
     """The addresses a peer's host name stands for (an IP literal: itself), for admission."""
-    if admission.is_ip_literal(host):
-        return {admission.normalize_host(host)}
+    if is_ip_literal(host):
+        return {normalize_host(host)}
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError as exc:
         log.warning("cannot resolve peer host %r (its connections get no reserved room): %s", host, exc)
         return set()
-    return {admission.normalize_host(str(info[4][0])) for info in infos}
+    return {normalize_host(str(info[4][0])) for info in infos}
 
 
 def _schedule_redial(peer: _Peer, now: float, config: HubConfig) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 import time
 
-from raftlog.consensus.admission import Admission, admit, normalize_host
+from raftlog.addresses import normalize_host
+from raftlog.consensus.admission import Admission, admit
 from raftlog.consensus.transport import HubConfig, MuxHub
 
 SECRET = b"admission-test-secret-0123456789"
