@@ -47,9 +47,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from raftlog.errors import check
+from raftlog_bench.cpu import CpuMeter, CpuUse, other_pct_text, wait_quiet
 from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
 from raftlog_bench.stats import MB, percentile_ms, rate
-from raftlog_bench.storage import positive_ints, wait_quiet
+from raftlog_bench.storage import positive_ints
 from raftlog_client.client import RaftlogClient
 from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
 from raftlog_client.errors import ClientError, RequestFailed
@@ -88,13 +89,6 @@ def slots_due(elapsed_s: float, per_s: float, total: int) -> int:
 
 def slot_time(start_s: float, slot: int, per_s: float) -> float:
     return start_s + slot / per_s
-
-
-def cpu_seconds_from_stat(stat: str, ticks_per_s: int) -> float:
-    """user + system CPU seconds of a process (all threads) from the text of /proc/PID/stat. The command
-    name (field 2) may hold spaces and parentheses, so fields are counted after its last ')'."""
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / ticks_per_s
 
 
 def parse_servers(text: str) -> list[str]:
@@ -138,85 +132,6 @@ class LatencySummary:
             p999_ms=percentile_ms(latencies_s, 99.9),
             max_ms=max(latencies_s, default=0.0) * 1e3,
         )
-
-
-# -- CPU accounting --------------------------------------------------------------------------------------
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return cpu_seconds_from_stat(stat.read(), TICKS)
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def process_rss_mib(pid: int) -> float | None:
-    """A process's resident set now, MiB (``VmRSS``); None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, IndexError, ValueError):
-        return None
-    return None
-
-
-def machine_busy_s() -> float | None:
-    try:
-        with open("/proc/stat", encoding="ascii") as stat:
-            ticks = [int(value) for value in stat.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    return (sum(ticks) - ticks[3] - ticks[4]) / TICKS  # minus idle and iowait
-
-
-def own_cpu_s() -> float:
-    times = os.times()
-    return times.user + times.system
-
-
-@dataclass(frozen=True, slots=True)
-class CpuUse:
-    seconds: float  # wall time of the window
-    nodes_s: dict[str, float]  # CPU seconds per node process (empty: not measured, e.g. --server)
-    client_s: float  # this process
-    other_pct: float | None  # other processes, 100 = one core
-    rss_mib: dict[str, float] = field(default_factory=dict)  # per node process at the window's end
-
-    @property
-    def nodes_total_s(self) -> float:
-        return sum(self.nodes_s.values())
-
-
-class CpuMeter:
-    """CPU seconds of the node processes, of this process and of everything else over a window."""
-
-    def __init__(self, pids: dict[str, int]) -> None:
-        self._pids = pids
-        self._start = time.perf_counter()
-        self._nodes = {node: process_cpu_s(pid) for node, pid in pids.items()}
-        self._own = own_cpu_s()
-        self._machine = machine_busy_s()
-
-    def stop(self) -> CpuUse:
-        elapsed = time.perf_counter() - self._start
-        nodes: dict[str, float] = {}
-        for node, pid in self._pids.items():
-            before, after = self._nodes[node], process_cpu_s(pid)
-            if before is not None and after is not None:
-                nodes[node] = after - before
-        client = own_cpu_s() - self._own
-        machine = machine_busy_s()
-        other = None
-        if machine is not None and self._machine is not None and elapsed > 0:
-            others_s = (machine - self._machine) - client - sum(nodes.values())
-            other = max(0.0, 100 * others_s / elapsed)
-        rss = {node: process_rss_mib(pid) for node, pid in self._pids.items()}
-        return CpuUse(elapsed, nodes, client, other, {n: v for n, v in rss.items() if v is not None})
 
 
 # -- results ---------------------------------------------------------------------------------------------
@@ -1015,7 +930,7 @@ def format_table(results: Results) -> str:
             )
         lines.append(
             f"  nodes CPU s {'/'.join(f'{v:.1f}' for _, v in sorted(lat.cpu.nodes_s.items())) or '-'},"
-            f" client {lat.cpu.client_s:.1f} s, other {_cpu_other(lat.cpu)}%,"
+            f" client {lat.cpu.client_s:.1f} s, other {other_pct_text(lat.cpu.other_pct)}%,"
             f" µs/rec {_per_record_us(lat.cpu, lat.acknowledged)}"
         )
     if results.consume:
@@ -1051,7 +966,7 @@ def format_table(results: Results) -> str:
             f"Idle: {idle.partitions} partitions x RF {idle.replication_factor} (created and led in"
             f" {idle.create_seconds:.1f} s), over {idle.cpu.seconds:.1f} s",
             f"  nodes {100 * rate(idle.cpu.nodes_total_s, idle.cpu.seconds):.1f}% of one core"
-            f" ({per_node or 'not measured'}); other processes {_cpu_other(idle.cpu)}%",
+            f" ({per_node or 'not measured'}); other processes {other_pct_text(idle.cpu.other_pct)}%",
         ]
     if results.goals:
         lines += ["", "Goals"]
@@ -1067,10 +982,6 @@ def format_table(results: Results) -> str:
         for node, found in sorted(results.node_log_problems.items()):
             lines += [f"  {node}: {line}" for line in found]
     return "\n".join(lines)
-
-
-def _cpu_other(cpu: CpuUse) -> str:
-    return "?" if cpu.other_pct is None else f"{cpu.other_pct:.0f}"
 
 
 # -- command line ----------------------------------------------------------------------------------------

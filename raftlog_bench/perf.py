@@ -57,7 +57,8 @@ from typing import Any, Protocol, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from raftlog_bench.cluster import CpuMeter, CpuUse, LatencySummary, parse_servers, slot_time, slots_due
+from raftlog_bench.cluster import LatencySummary, parse_servers, slot_time, slots_due
+from raftlog_bench.cpu import CpuMeter, CpuUse, wait_quiet
 from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
@@ -75,7 +76,7 @@ from raftlog_bench.perf_report import (
     workload_from_dict,
 )
 from raftlog_bench.stats import MB, rate
-from raftlog_bench.storage import positive_ints, wait_quiet
+from raftlog_bench.storage import positive_ints
 from raftlog_bench.targets import (
     COMPRESSIONS,
     FETCH_FORMATS,

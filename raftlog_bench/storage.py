@@ -41,6 +41,7 @@ from raftlog.storage import Log, LogConfig, ProducerRecord
 from raftlog.storage.batch import encode_batch
 from raftlog.storage.config import FlushMode, KiB, MiB
 from raftlog.storage.manager import LogManager
+from raftlog_bench.cpu import CpuMeter, other_pct_text, wait_quiet
 from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
 from raftlog_bench.stats import MB, percentile_ms, rate
 
@@ -131,59 +132,6 @@ class Goal:
     target: float
     unit: str
     met: bool
-
-
-class OtherCpu:
-    """CPU time that other processes use while a measurement runs (100 = one core), from /proc/stat: the
-    machine may be shared, and a busy neighbour explains a slow cell. None where /proc/stat is missing."""
-
-    def __init__(self) -> None:
-        self._machine_start = _machine_busy_s()
-        self._own_start = _own_cpu_s()
-        self._start = time.perf_counter()
-
-    def percent(self) -> float | None:
-        machine = _machine_busy_s()
-        elapsed = time.perf_counter() - self._start
-        if machine is None or self._machine_start is None or elapsed <= 0:
-            return None
-        others = (machine - self._machine_start) - (_own_cpu_s() - self._own_start)
-        return max(0.0, 100 * others / elapsed)
-
-
-def wait_quiet(seconds_max: float, other_pct_max: float = 25.0) -> float | None:
-    """Write out the dirty pages the previous phase left (``sync``: whichever system wrote them, they are
-    not charged to the next phase), then wait, at most ``seconds_max``, until other processes use less
-    than ``other_pct_max`` of a core over one second. Returns the last reading."""
-    os.sync()
-    deadline = time.monotonic() + seconds_max
-    waited = False
-    while True:
-        meter = OtherCpu()
-        time.sleep(1.0)
-        other = meter.percent()
-        if other is None or other < other_pct_max or time.monotonic() >= deadline:
-            if waited:
-                say(f"starting; other processes use {_other(other)}% of a core")
-            return other
-        if not waited:
-            say(f"waiting up to {seconds_max:g} s: other processes use {other:.0f}% of a core")
-            waited = True
-
-
-def _machine_busy_s() -> float | None:
-    try:
-        with open("/proc/stat", encoding="ascii") as stat:
-            ticks = [int(value) for value in stat.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    idle = ticks[3] + ticks[4]  # idle, iowait
-    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu_s() -> float:
-    times = os.times()
-    return times.user + times.system
 
 
 # -- raw baselines ---------------------------------------------------------------------------------------
@@ -415,9 +363,9 @@ def run(options: Options, directory: str) -> Results:
     for when in ("start, pass 1", "start, pass 2"):
         _raw_write_pass(results, directory, when)
     for call in ("fsync", "fdatasync"):
-        meter = OtherCpu()
+        meter = CpuMeter({})
         raw = measure_raw_sync(directory, call, options.seconds)
-        raw = replace(raw, other_cpu_pct=meter.percent())
+        raw = replace(raw, other_cpu_pct=meter.stop().other_pct)
         results.raw_syncs.append(raw)
         say(f"raw 4 KiB append+{call}: {raw.per_s:.0f}/s, p50 {raw.p50_ms:.3f} ms")
 
@@ -452,9 +400,9 @@ def _append_and_read(
     options = results.options
     name = f"bench-{record_bytes}-{flush_mode}-{batch_records}-{api}"
     log = manager.open_log(name, LogConfig(flush_mode=flush_mode))
-    meter = OtherCpu()
+    meter = CpuMeter({})
     cell = measure_append(log, record_bytes, batch_records, options.seconds, options.cell_bytes_max, api)
-    cell = replace(cell, other_cpu_pct=meter.percent())
+    cell = replace(cell, other_cpu_pct=meter.stop().other_pct)
     results.appends.append(cell)
     say(
         f"{api:>15} {_size(record_bytes):>7} x {batch_records:4d} {flush_mode:6s}:"
@@ -464,9 +412,9 @@ def _append_and_read(
     read_back = {min(options.batch_sizes), max(options.batch_sizes)}
     if api == "append" and flush_mode == "group" and batch_records in read_back:
         for read_api in READ_APIS:
-            meter = OtherCpu()
+            meter = CpuMeter({})
             read = measure_read(log, read_api, record_bytes, batch_records, options.seconds)
-            read = replace(read, other_cpu_pct=meter.percent())
+            read = replace(read, other_cpu_pct=meter.stop().other_pct)
             results.reads.append(read)
             say(
                 f"{read_api + '()':>15} {_size(record_bytes):>7} x {batch_records:4d}:"
@@ -478,9 +426,9 @@ def _append_and_read(
 
 def _raw_write_pass(results: Results, directory: str, when: str) -> None:
     options = results.options
-    meter = OtherCpu()
+    meter = CpuMeter({})
     raw = measure_raw_write(directory, options.raw_bytes_max, max(2.0, options.seconds), when)
-    raw = replace(raw, other_cpu_pct=meter.percent())
+    raw = replace(raw, other_cpu_pct=meter.stop().other_pct)
     results.raw_writes.append(raw)
     say(f"raw sequential write ({when}): {raw.bytes_written // MiB} MiB, {raw.mb_s:.0f} MB/s")
 
@@ -529,10 +477,6 @@ def _size(record_bytes: int) -> str:
     return f"{record_bytes // KiB} KiB" if record_bytes % KiB == 0 else f"{record_bytes} B"
 
 
-def _other(percent: float | None) -> str:
-    return "?" if percent is None else f"{percent:.0f}"
-
-
 def format_table(results: Results) -> str:
     options = results.options
     defaults = LogConfig()
@@ -553,13 +497,14 @@ def format_table(results: Results) -> str:
         label = f"sequential write, 1 MiB os.write + 1 fsync, {raw.when}"
         lines.append(
             f"  {label:56s} {raw.bytes_written / MiB:5.0f} MiB {raw.mb_s:8.1f} MB/s"
-            f" {_other(raw.other_cpu_pct):>7}"
+            f" {other_pct_text(raw.other_cpu_pct):>7}"
             f"  {raw.buffered_mb_s:.0f} MB/s before the fsync"
         )
     for sync in results.raw_syncs:
         label = f"4 KiB append + {sync.call}, in a loop"
         lines.append(
-            f"  {label:56s} {sync.operations:9d} {sync.per_s:10.0f} /s {_other(sync.other_cpu_pct):>7}"
+            f"  {label:56s} {sync.operations:9d} {sync.per_s:10.0f} /s"
+            f" {other_pct_text(sync.other_cpu_pct):>7}"
             f"  p50 {sync.p50_ms:.3f} ms, p99 {sync.p99_ms:.3f} ms"
         )
     raw_mb_s = raw_baseline_mb_s(results)
@@ -577,7 +522,7 @@ def format_table(results: Results) -> str:
             f"  {cell.api:>15} {_size(cell.record_bytes):>7} {cell.batch_records:>5} {cell.flush_mode:>6}"
             f" {cell.appends_per_s:>10.0f} {cell.records_per_s:>11.0f} {cell.payload_mb_s:>12.1f}"
             f" {cell.disk_mb_s:>10.1f} {percent:>5.1f}% {cell.p50_ms:>8.3f} {cell.p99_ms:>8.3f}"
-            f" {_other(cell.other_cpu_pct):>7}"
+            f" {other_pct_text(cell.other_cpu_pct):>7}"
         )
     lines += [
         "",
@@ -589,7 +534,7 @@ def format_table(results: Results) -> str:
         lines.append(
             f"  {_size(read.record_bytes):>7} {read.batch_records:>5} {read.api + '()':>14}"
             f" {read.records_per_s:>11.0f} {read.payload_mb_s:>12.1f} {read.disk_mb_s:>10.1f}"
-            f" {'all' if read.complete else 'part':>6} {_other(read.other_cpu_pct):>7}"
+            f" {'all' if read.complete else 'part':>6} {other_pct_text(read.other_cpu_pct):>7}"
         )
     lines += ["", "Goals (on disk bytes)"]
     for goal in results.goals:

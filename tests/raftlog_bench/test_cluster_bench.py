@@ -10,17 +10,16 @@ import pytest
 
 from raftlog_bench import cluster
 from raftlog_bench.cluster import (
-    CpuUse,
     LatencySummary,
     Options,
     Results,
-    cpu_seconds_from_stat,
     error_key,
     parse_servers,
     produce_body,
     slot_time,
     slots_due,
 )
+from raftlog_bench.cpu import CpuUse, cpu_seconds_from_stat
 from raftlog_bench.stats import percentile_ms
 
 
