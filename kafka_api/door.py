@@ -66,7 +66,7 @@ class Door:
 
     def allows_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         acls = self.node.metadata.acls()
-        return self.security.allows_any(self.session, acls, operation, resource_type)
+        return self.security.allows(self.session, acls, operation, resource_type, None)
 
     def refusal(
         self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME

@@ -59,32 +59,19 @@ class Security:
         acls: tuple[AclBinding, ...],
         operation: AclOperation,
         resource_type: ResourceType,
-        name: str,
+        name: str | None,
     ) -> bool:
-        """Whether the connection may (always, when ACLs are not enforced)."""
+        """Whether the connection may (always, when ACLs are not enforced) on the resource ``name``, or,
+        with ``name`` None, on some resource of the type (Kafka's ``authorizeByResourceType``)."""
         if not self.enforce_acls:
             return True
         principal = session.principal
+        if principal is None:
+            return False
         authorizer = self.authorizers.of(acls)
-        return principal is not None and authorizer.allows(
-            principal, session.host, operation, resource_type, name
-        )
-
-    def allows_any(
-        self,
-        session: Session,
-        acls: tuple[AclBinding, ...],
-        operation: AclOperation,
-        resource_type: ResourceType,
-    ) -> bool:
-        """Whether some resource of the type would allow it (Kafka's ``authorizeByResourceType``)."""
-        if not self.enforce_acls:
-            return True
-        principal = session.principal
-        authorizer = self.authorizers.of(acls)
-        return principal is not None and authorizer.allows_any(
-            principal, session.host, operation, resource_type
-        )
+        if name is None:
+            return authorizer.allows_any(principal, session.host, operation, resource_type)
+        return authorizer.allows(principal, session.host, operation, resource_type, name)
 
     def may_manage_users(
         self, session: Session, acls: tuple[AclBinding, ...], operation: AclOperation
