@@ -250,17 +250,23 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 ErrorCode.invalid_request,
                 f"resource type {resource.resource_type} is not described",
             )
-        return wire.build(
-            result_cls,
-            error_code=code,
-            error_message=message,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            configs=entries,
-        )
+        return _resource_answer(result_cls, resource, code, message, configs=entries)
 
     results = await asyncio.gather(*(describe(resource) for resource in request.body.resources))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))
+
+
+def _resource_answer(cls: Any, resource: Any, code: ErrorCode, message: str | None, **fields: Any) -> Any:
+    """One resource's part of a DescribeConfigs or AlterConfigs answer: the resource it asked about, its
+    error (``ErrorCode.none``) and ``fields``."""
+    return wire.build(
+        cls,
+        error_code=code,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        **fields,
+    )
 
 
 def _entry(entry_cls: Any, key: str, value: object, set_on_topic: bool) -> Any:
@@ -341,13 +347,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
             code, message = refused.code, str(refused)
         except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
             code, message = code_of(exc), str(exc)
-        return wire.build(
-            response_cls,
-            error_code=code,
-            error_message=message,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-        )
+        return _resource_answer(response_cls, resource, code, message)
 
     results = await asyncio.gather(*(alter(resource) for resource in body.resources))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
