@@ -27,10 +27,12 @@ address when a proxy connects, since no forwarded-for header is trusted).
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, ClassVar, Self
 
 from partitions.errors import InvalidName
 from raftlog.addresses import normalize_host
@@ -181,29 +183,52 @@ def _enum(kind: type[enum.IntEnum], value: object, field: str) -> enum.IntEnum:
     raise InvalidAcl(field, value, f"one of {names}")
 
 
-def _row(acl: AclBinding | AclFilter) -> list[object]:
-    """A binding's or a filter's seven fields as they cross between nodes: enums as their codes."""
-    return [
-        int(acl.resource_type), acl.name, int(acl.pattern_type), acl.principal, acl.host,
-        int(acl.operation), int(acl.permission),
-    ]  # fmt: skip
+# a binding's and a filter's fields, in the order of their rows
+_FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 
 
-def _json(acl: AclBinding | AclFilter) -> dict[str, object]:
-    """A binding's or a filter's seven fields as the HTTP API shows them: enums by their lowercase names."""
-    return {
-        "resource_type": acl.resource_type.name.lower(),
-        "name": acl.name,
-        "pattern_type": acl.pattern_type.name.lower(),
-        "principal": acl.principal,
-        "host": acl.host,
-        "operation": acl.operation.name.lower(),
-        "permission": acl.permission.name.lower(),
-    }
+class _AclFields(abc.ABC):
+    """What a binding and a filter share: the same seven fields (``_FIELDS``), whose codes become enums
+    when made (``_coerce``), read from rows as each kind checks its own (``of``), and shown two ways: as
+    rows between nodes (enums as their codes) and as the HTTP API shows them (enums by their lowercase
+    names)."""
+
+    __slots__ = ()
+    _ROW_FIELD: ClassVar[str]  # the field ``InvalidAcl`` names for a malformed row
+    _ROW_NAME: ClassVar[str]  # what a malformed row is not
+
+    def __post_init__(self) -> None:
+        _coerce(self, _BINDING_ENUMS)
+
+    @classmethod
+    @abc.abstractmethod
+    def of(cls, *fields: Any) -> Self:
+        """A checked value from codes or names, the fields in ``_FIELDS`` order."""
+
+    @classmethod
+    def from_row(cls, row: list[object]) -> Self:
+        if not isinstance(row, list | tuple) or len(row) != len(_FIELDS):
+            raise InvalidAcl(cls._ROW_FIELD, str(row)[:80], f"is not an {cls._ROW_NAME}")
+        return cls.of(*row)
+
+    def to_row(self) -> list[object]:
+        return [int(value) if isinstance(value, enum.IntEnum) else value for _, value in self._fields()]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            name: value.name.lower() if isinstance(value, enum.IntEnum) else value
+            for name, value in self._fields()
+        }
+
+    def _fields(self) -> list[tuple[str, object]]:
+        return [(name, getattr(self, name)) for name in _FIELDS]
 
 
 @dataclass(frozen=True, slots=True)
-class AclBinding:
+class AclBinding(_AclFields):
+    _ROW_FIELD: ClassVar[str] = "acl"
+    _ROW_NAME: ClassVar[str] = "ACL row"
+
     resource_type: ResourceType
     name: str
     pattern_type: PatternType
@@ -211,9 +236,6 @@ class AclBinding:
     host: str
     operation: Operation
     permission: Permission
-
-    def __post_init__(self) -> None:
-        _coerce(self, _BINDING_ENUMS)
 
     @classmethod
     def of(
@@ -264,22 +286,13 @@ class AclBinding:
             return self.name == name or self.name == WILDCARD
         return name.startswith(self.name)
 
-    def to_row(self) -> list[object]:
-        return _row(self)
-
-    @classmethod
-    def from_row(cls, row: list[object]) -> AclBinding:
-        if not isinstance(row, list | tuple) or len(row) != 7:
-            raise InvalidAcl("acl", str(row)[:80], "is not an ACL row")
-        return cls.of(*row)
-
-    def to_json(self) -> dict[str, object]:
-        return _json(self)
-
 
 @dataclass(frozen=True, slots=True)
-class AclFilter:
+class AclFilter(_AclFields):
     """Which ACLs to describe or delete (None: any name, principal or host)."""
+
+    _ROW_FIELD: ClassVar[str] = "filter"
+    _ROW_NAME: ClassVar[str] = "ACL filter row"
 
     resource_type: ResourceType = ResourceType.ANY
     name: str | None = None
@@ -288,9 +301,6 @@ class AclFilter:
     host: str | None = None
     operation: Operation = Operation.ANY
     permission: Permission = Permission.ANY
-
-    def __post_init__(self) -> None:
-        _coerce(self, _BINDING_ENUMS)
 
     @classmethod
     def of(
@@ -312,18 +322,6 @@ class AclFilter:
             Operation(_enum(Operation, operation, "operation")),
             Permission(_enum(Permission, permission, "permission")),
         )
-
-    def to_row(self) -> list[object]:
-        return _row(self)
-
-    @classmethod
-    def from_row(cls, row: list[object]) -> AclFilter:
-        if not isinstance(row, list | tuple) or len(row) != 7:
-            raise InvalidAcl("filter", str(row)[:80], "is not an ACL filter row")
-        return cls.of(*row)
-
-    def to_json(self) -> dict[str, object]:
-        return _json(self)
 
     def matches(self, acl: AclBinding) -> bool:
         if self.resource_type is not ResourceType.ANY and acl.resource_type is not self.resource_type:
