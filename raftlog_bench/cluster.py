@@ -49,7 +49,7 @@ from typing import Any
 from raftlog.errors import check
 from raftlog_bench.cpu import CpuMeter, CpuUse, other_pct_text, wait_quiet
 from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
-from raftlog_bench.stats import MB, percentile_ms, rate
+from raftlog_bench.stats import MB, Goal, percentile_ms, rate, size_label
 from raftlog_bench.storage import positive_ints
 from raftlog_client.client import RaftlogClient
 from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
@@ -222,15 +222,6 @@ class IdleCell:
     replication_factor: int
     create_seconds: float
     cpu: CpuUse
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    name: str
-    value: float
-    target: float
-    unit: str
-    met: bool
 
 
 @dataclass(slots=True)
@@ -691,10 +682,6 @@ async def measure_idle(
 # -- the run ---------------------------------------------------------------------------------------------
 
 
-def _size(record_bytes: int) -> str:
-    return f"{record_bytes // KiB} KiB" if record_bytes % KiB == 0 else f"{record_bytes} B"
-
-
 def _errors(errors: dict[str, int]) -> str:
     return ", ".join(f"{key} x{count}" for key, count in sorted(errors.items())) or "-"
 
@@ -734,7 +721,7 @@ async def run_cells(
                                          acked_ends, encoded)
                             )  # fmt: skip
                             say(
-                                f"produce p{partitions} {_size(record_bytes):>6} x {batch_records:4d}:"
+                                f"produce p{partitions} {size_label(record_bytes):>6} x {batch_records:4d}:"
                                 f" {cell.records_per_s:8.0f} records/s {cell.payload_mb_s:6.1f} MB/s"
                                 f" p99 {cell.latency.p99_ms:7.1f} ms,"
                                 f" nodes CPU {cell.cpu.nodes_total_s:5.1f} s,"
@@ -766,7 +753,7 @@ async def run_cells(
                         cell_c = await measure_consume(http, pids, item, max_bytes, options.consume_seconds)
                         results.consume.append(cell_c)
                         say(
-                            f"consume p{item.partitions} {_size(item.record_bytes):>6}"
+                            f"consume p{item.partitions} {size_label(item.record_bytes):>6}"
                             f" x {item.batch_records:4d}"
                             f" max_bytes {max_bytes // MiB} MiB: {cell_c.records_per_s:8.0f} records/s"
                             f" {cell_c.payload_mb_s:6.1f} MB/s, {cell_c.records}/{cell_c.expected} read,"
@@ -899,7 +886,7 @@ def format_table(results: Results) -> str:
         ]
         for cell in results.produce:
             lines.append(
-                f"  {cell.partitions:>5} {_size(cell.record_bytes):>7} {cell.batch_records:>5}"
+                f"  {cell.partitions:>5} {size_label(cell.record_bytes):>7} {cell.batch_records:>5}"
                 f" {cell.requests:>8} {cell.records_per_s:>10.0f} {cell.payload_mb_s:>6.1f}"
                 f" {cell.latency.p50_ms:>7.1f} {cell.latency.p99_ms:>7.1f} {cell.latency.max_ms:>7.1f}"
                 f" {cell.forwarded_pct:>5.0f} {_cpu_columns(cell.cpu)}"
@@ -912,7 +899,8 @@ def format_table(results: Results) -> str:
             "",
             f"Single-record produce latency (open loop: {lat.offered_per_s:g} requests/s offered on a fixed"
             f" timetable for {options.latency_seconds:g} s, <= {lat.in_flight_max} in flight,"
-            f" {_size(lat.record_bytes)} values, {lat.partitions} partitions, request k to node k mod 3)",
+            f" {size_label(lat.record_bytes)} values, {lat.partitions} partitions,"
+            " request k to node k mod 3)",
             f"  scheduled {lat.scheduled}, sent {lat.sent}, acknowledged {lat.acknowledged},"
             f" achieved {lat.achieved_per_s:.0f}/s, late (> {LATE_AFTER_S * 1e3:g} ms after slot) {lat.late},"
             f" errors {_errors(lat.errors)}",
@@ -949,7 +937,7 @@ def format_table(results: Results) -> str:
                 else ("time-bounded" if not read.problems else "PROBLEM")
             )
             lines.append(
-                f"  {read.partitions:>5} {_size(read.record_bytes):>7} {read.batch_records:>5}"
+                f"  {read.partitions:>5} {size_label(read.record_bytes):>7} {read.batch_records:>5}"
                 f" {read.max_bytes // MiB:>5} MiB {read.fetches:>7} {read.records:>8}"
                 f" {read.records_per_s:>10.0f} {read.payload_mb_s:>6.1f} {read.latency.p50_ms:>7.1f}"
                 f" {read.latency.p99_ms:>7.1f} {_cpu_columns(read.cpu)}  {verdict}"

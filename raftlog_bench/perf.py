@@ -72,10 +72,9 @@ from raftlog_bench.perf_report import (
     format_report,
     goals,
     phase_from_dict,
-    size_label,
     workload_from_dict,
 )
-from raftlog_bench.stats import MB, rate
+from raftlog_bench.stats import MB, rate, size_label
 from raftlog_bench.storage import positive_ints
 from raftlog_bench.targets import (
     COMPRESSIONS,

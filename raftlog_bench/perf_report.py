@@ -11,10 +11,8 @@ from typing import Any
 from raftlog_bench.cluster import LatencySummary
 from raftlog_bench.cpu import CpuUse
 from raftlog_bench.kafka_peer import KAFKA_VERSION
-from raftlog_bench.stats import rate
+from raftlog_bench.stats import rate, size_label
 from raftlog_bench.targets import LEADERS_SETTLE_S
-
-KiB = 1024
 
 GOAL_IDLE_PCT = 10.0
 GOAL_RESTART_S = 5.0
@@ -121,10 +119,6 @@ def cpu_percentages(cpu: CpuUse) -> tuple[dict[str, float], float, float | None]
     seconds = cpu.seconds
     servers = {name: 100 * rate(used, seconds) for name, used in sorted(cpu.nodes_s.items())}
     return servers, 100 * rate(cpu.client_s, seconds), cpu.other_pct
-
-
-def size_label(record_bytes: int) -> str:
-    return f"{record_bytes // KiB} KiB" if record_bytes % KiB == 0 else f"{record_bytes} B"
 
 
 def ratio(ours: float, theirs: float) -> float | None:

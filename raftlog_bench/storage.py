@@ -43,7 +43,7 @@ from raftlog.storage.config import FlushMode, KiB, MiB
 from raftlog.storage.manager import LogManager
 from raftlog_bench.cpu import CpuMeter, other_pct_text, wait_quiet
 from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
-from raftlog_bench.stats import MB, percentile_ms, rate
+from raftlog_bench.stats import MB, Goal, percentile_ms, rate, size_label
 
 RECORD_SIZES = (100, 1 * KiB)
 BATCH_SIZES = (1, 100, 1000)
@@ -123,15 +123,6 @@ class ReadCell:
     disk_mb_s: float
     complete: bool  # False when the time budget ran out before the end of the log
     other_cpu_pct: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    name: str
-    value: float
-    target: float
-    unit: str
-    met: bool
 
 
 # -- raw baselines ---------------------------------------------------------------------------------------
@@ -405,7 +396,7 @@ def _append_and_read(
     cell = replace(cell, other_cpu_pct=meter.stop().other_pct)
     results.appends.append(cell)
     say(
-        f"{api:>15} {_size(record_bytes):>7} x {batch_records:4d} {flush_mode:6s}:"
+        f"{api:>15} {size_label(record_bytes):>7} x {batch_records:4d} {flush_mode:6s}:"
         f" {cell.records_per_s:10.0f} records/s {cell.disk_mb_s:7.1f} disk MB/s"
         f" ({cell.seconds:.2f} s, bounded by {cell.bounded_by})"
     )
@@ -417,7 +408,7 @@ def _append_and_read(
             read = replace(read, other_cpu_pct=meter.stop().other_pct)
             results.reads.append(read)
             say(
-                f"{read_api + '()':>15} {_size(record_bytes):>7} x {batch_records:4d}:"
+                f"{read_api + '()':>15} {size_label(record_bytes):>7} x {batch_records:4d}:"
                 f" {read.records_per_s:17.0f} records/s {read.disk_mb_s:7.1f} disk MB/s"
                 f" ({read.seconds:.2f} s, {'all' if read.complete else 'time-bounded'})"
             )
@@ -448,7 +439,7 @@ def _goals(results: Results) -> list[Goal]:
                 ratio = cell.disk_mb_s / baseline
                 goals.append(
                     Goal(
-                        f"group append {_size(cell.record_bytes)} x {batch} / best raw sequential write",
+                        f"group append {size_label(cell.record_bytes)} x {batch} / best raw sequential write",
                         100 * ratio,
                         100 * APPEND_GOAL_RATIO,
                         "%",
@@ -460,7 +451,7 @@ def _goals(results: Results) -> list[Goal]:
             continue
         goals.append(
             Goal(
-                f"read-back {_size(read.record_bytes)} x {read.batch_records} {read.api}()",
+                f"read-back {size_label(read.record_bytes)} x {read.batch_records} {read.api}()",
                 read.disk_mb_s,
                 READ_GOAL_MB_S,
                 "MB/s",
@@ -471,10 +462,6 @@ def _goals(results: Results) -> list[Goal]:
 
 
 # -- output ----------------------------------------------------------------------------------------------
-
-
-def _size(record_bytes: int) -> str:
-    return f"{record_bytes // KiB} KiB" if record_bytes % KiB == 0 else f"{record_bytes} B"
 
 
 def format_table(results: Results) -> str:
@@ -519,7 +506,8 @@ def format_table(results: Results) -> str:
     for cell in results.appends:
         percent = 100 * rate(cell.disk_mb_s, raw_mb_s)
         lines.append(
-            f"  {cell.api:>15} {_size(cell.record_bytes):>7} {cell.batch_records:>5} {cell.flush_mode:>6}"
+            f"  {cell.api:>15} {size_label(cell.record_bytes):>7} {cell.batch_records:>5}"
+            f" {cell.flush_mode:>6}"
             f" {cell.appends_per_s:>10.0f} {cell.records_per_s:>11.0f} {cell.payload_mb_s:>12.1f}"
             f" {cell.disk_mb_s:>10.1f} {percent:>5.1f}% {cell.p50_ms:>8.3f} {cell.p99_ms:>8.3f}"
             f" {other_pct_text(cell.other_cpu_pct):>7}"
@@ -532,7 +520,7 @@ def format_table(results: Results) -> str:
     ]
     for read in results.reads:
         lines.append(
-            f"  {_size(read.record_bytes):>7} {read.batch_records:>5} {read.api + '()':>14}"
+            f"  {size_label(read.record_bytes):>7} {read.batch_records:>5} {read.api + '()':>14}"
             f" {read.records_per_s:>11.0f} {read.payload_mb_s:>12.1f} {read.disk_mb_s:>10.1f}"
             f" {'all' if read.complete else 'part':>6} {other_pct_text(read.other_cpu_pct):>7}"
         )
