@@ -15,34 +15,26 @@ import os
 import struct
 
 from raftlog.errors import check
+from raftlog.storage.handle import FileHandle
 
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
 
 
-class _EntryFile:
+class _EntryFile(FileHandle):
     """A file of fixed-size, sorted entries, appended and searched with ``pwrite``/``pread``. Its
-    descriptor opens on first use and closes on :meth:`release` (see ``Segment.release_handles``)."""
+    descriptor closes on :meth:`release_descriptor` (see ``Segment.release_handles``)."""
 
     def __init__(self, path: str, entry: struct.Struct) -> None:
-        self.path = path
+        super().__init__(path)
         self._entry = entry
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._closed = False
-        size = os.fstat(self._fd).st_size
+        size = os.fstat(self.fd).st_size
         whole = size - size % entry.size
         if whole != size:  # a torn trailing entry: drop it
-            os.ftruncate(self._fd, whole)
+            os.ftruncate(self.fd, whole)
         self.count = whole // entry.size
         self.last: tuple[int, int] | None = self.entry(self.count - 1) if self.count else None
         self._dirty = False
-
-    @property
-    def fd(self) -> int:
-        if self._fd is None:
-            check(not self._closed, f"{self.path}: used after close")
-            self._fd = os.open(self.path, os.O_RDWR)
-        return self._fd
 
     def entry(self, index: int) -> tuple[int, int]:
         data = os.pread(self.fd, self._entry.size, index * self._entry.size)
@@ -100,16 +92,6 @@ class _EntryFile:
             os.fdatasync(self.fd)
             self._dirty = False
 
-    def release(self) -> None:
-        """Close the descriptor; the next use opens it again."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def close(self) -> None:
-        self.release()
-        self._closed = True
-
 
 class _SparseIndex:
     """What both indexes share: a sorted entry file and the segment's base offset."""
@@ -148,10 +130,10 @@ class _SparseIndex:
         self._file.fd.bit_length()  # the property opens it
 
     def release(self) -> None:
-        self._file.release()
+        self._file.release_descriptor()
 
     def close(self) -> None:
-        self._file.close()
+        self._file.close_descriptor()
 
 
 class OffsetIndex(_SparseIndex):

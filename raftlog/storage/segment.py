@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, decode_header
 from raftlog.storage.errors import CorruptRecord, DiskFull, NotBatchBoundary, StorageUnavailable
+from raftlog.storage.handle import FileHandle
 from raftlog.storage.index import OffsetIndex, TimeIndex
 from raftlog.storage.space import no_space, refusal
 from raftlog.storage.writeback import start_writeback
@@ -51,6 +52,53 @@ class ScanStop(Exception):
         self.reason = reason
 
 
+class _ReadAhead:
+    """A data file read in chunks ahead of a walk over its batches: the header at each position, checked
+    the same way for every walk, and the batch's bytes when the walk wants them."""
+
+    __slots__ = ("_end", "_fd", "_grow", "buffer", "buffer_start", "chunk")
+
+    def __init__(self, fd: int, start: int, end: int, grow: Callable[[int], int]) -> None:
+        self._fd = fd
+        self._end = end
+        self._grow = grow  # the size of the next read for headers, after one of ``chunk`` bytes
+        self.buffer = b""
+        self.buffer_start = start
+        self.chunk = FIRST_READ_BYTES
+
+    def header(self, position: int) -> tuple[BatchHeader, int]:
+        """The header of the batch at ``position``, well-formed and ending within ``end``, and where the
+        batch starts in :attr:`buffer`. Raises :class:`ScanStop`."""
+        relative = position - self.buffer_start
+        if len(self.buffer) - relative < HEADER_SIZE:
+            self.buffer = os.pread(self._fd, self.chunk, position)
+            self.chunk = self._grow(self.chunk)
+            self.buffer_start, relative = position, 0
+            if len(self.buffer) < HEADER_SIZE:
+                torn = min(len(self.buffer), self._end - position)
+                raise ScanStop(position, f"torn header: {torn} bytes at end")
+        try:
+            header = decode_header(self.buffer, relative)
+        except BatchFormatError as exc:
+            raise ScanStop(position, str(exc)) from None
+        size = header.size_bytes
+        if position + size > self._end:
+            raise ScanStop(position, f"batch of {size} bytes runs past the end of the file ({self._end})")
+        return header, relative
+
+    def batch(self, position: int, size: int, relative: int) -> memoryview:
+        """The ``size`` bytes of the batch at ``position`` (``relative`` in :attr:`buffer`, as
+        :meth:`header` said), read with the chunks that follow when the buffer holds less; valid until
+        the next read. Raises :class:`ScanStop` on a short read."""
+        if len(self.buffer) - relative < size:
+            self.chunk = max(self.chunk, min(size, READ_CHUNK_MAX_BYTES))
+            self.buffer = os.pread(self._fd, max(self.chunk, size), position)
+            self.buffer_start, relative = position, 0
+            if len(self.buffer) < size:
+                raise ScanStop(position, f"short read: {len(self.buffer)} of {size} bytes")
+        return memoryview(self.buffer)[relative : relative + size]
+
+
 def walk(fd: int, start: int, end: int, verify: bool) -> Iterator[tuple[int, BatchHeader, memoryview]]:
     """Yield (position, header, batch bytes) for consecutive batches in ``[start, end)``.
 
@@ -61,63 +109,27 @@ def walk(fd: int, start: int, end: int, verify: bool) -> Iterator[tuple[int, Bat
     :class:`ScanStop` at the first byte that is not a complete, well-formed (and, with ``verify``,
     CRC-valid) batch.
     """
+    reader = _ReadAhead(fd, start, end, grow=lambda chunk: max(chunk, READ_CHUNK_BYTES))
     position = start
-    buffer = b""
-    buffer_start = start
-    chunk = FIRST_READ_BYTES
     while position < end:
-        relative = position - buffer_start
-        if len(buffer) - relative < HEADER_SIZE:
-            buffer = os.pread(fd, chunk, position)
-            chunk = max(chunk, READ_CHUNK_BYTES)
-            buffer_start, relative = position, 0
-            if len(buffer) < HEADER_SIZE:
-                raise ScanStop(position, f"torn header: {min(len(buffer), end - position)} bytes at end")
-        try:
-            header = decode_header(buffer, relative)
-        except BatchFormatError as exc:
-            raise ScanStop(position, str(exc)) from None
-        size = header.size_bytes
-        if position + size > end:
-            raise ScanStop(position, f"batch of {size} bytes runs past the end of the file ({end})")
-        if len(buffer) - relative < size:
-            chunk = max(chunk, min(size, READ_CHUNK_MAX_BYTES))
-            buffer = os.pread(fd, max(chunk, size), position)
-            buffer_start, relative = position, 0
-            if len(buffer) < size:
-                raise ScanStop(position, f"short read: {len(buffer)} of {size} bytes")
-        view = memoryview(buffer)[relative : relative + size]
+        header, relative = reader.header(position)
+        view = reader.batch(position, header.size_bytes, relative)
         if verify and not crc_ok(view, header):
             raise ScanStop(position, f"crc32c mismatch in batch at offset {header.base_offset}")
         yield position, header, view
-        position += size
+        position += header.size_bytes
 
 
 def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) for consecutive batches in ``[start, end)``, reading only the headers:
     bodies are skipped, neither read nor CRC-checked. For lookups; raises :class:`ScanStop` like walk.
     Reads start small (a lookup usually ends within a few batches) and double up to ``READ_CHUNK_BYTES``."""
+    reader = _ReadAhead(fd, start, end, grow=lambda chunk: min(2 * chunk, READ_CHUNK_BYTES))
     position = start
-    buffer = b""
-    buffer_start = start
-    chunk = FIRST_READ_BYTES
     while position < end:
-        relative = position - buffer_start
-        if len(buffer) - relative < HEADER_SIZE:
-            buffer = os.pread(fd, chunk, position)
-            chunk = min(2 * chunk, READ_CHUNK_BYTES)
-            buffer_start, relative = position, 0
-            if len(buffer) < HEADER_SIZE:
-                raise ScanStop(position, f"torn header: {min(len(buffer), end - position)} bytes at end")
-        try:
-            header = decode_header(buffer, relative)
-        except BatchFormatError as exc:
-            raise ScanStop(position, str(exc)) from None
-        size = header.size_bytes
-        if position + size > end:
-            raise ScanStop(position, f"batch of {size} bytes runs past the end of the file ({end})")
+        header, _ = reader.header(position)
         yield position, header
-        position += size
+        position += header.size_bytes
 
 
 def batch_bytes(view: memoryview) -> bytes:
@@ -155,17 +167,15 @@ class RecoveryReport:
     rebuilt_indexes: bool = False
 
 
-class Segment:
+class Segment(FileHandle):
     """A data file and its indexes. Not thread-safe: the owning :class:`Log` serialises access."""
 
     def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
         self.directory = directory
         self.base_offset = base_offset
-        self.path = os.path.join(directory, segment_name(base_offset, ".log"))
+        super().__init__(os.path.join(directory, segment_name(base_offset, ".log")))
         self._index_interval_bytes = index_interval_bytes
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._closed = False
-        self.size = os.fstat(self._fd).st_size
+        self.size = os.fstat(self.fd).st_size
         try:
             self.index = OffsetIndex(
                 os.path.join(directory, segment_name(base_offset, ".index")), base_offset
@@ -178,7 +188,7 @@ class Segment:
                 self.index.close()
                 raise
         except BaseException:
-            os.close(self._fd)
+            self.close_descriptor()
             raise
         self.end_offset = base_offset
         self.max_timestamp_ms: int | None = None
@@ -191,14 +201,6 @@ class Segment:
         self._close_when_released = False  # deleted, or its log closed, while readers held it
         self._discard: Callable[[str], None] | None = None  # set by delete()
         self._discarded: list[str] = []  # files renamed by delete(), not yet handed to its discard
-
-    @property
-    def fd(self) -> int:
-        """The data file's descriptor, opened again if :meth:`release_handles` closed it."""
-        if self._fd is None:
-            check(not self._closed, f"{self.path}: used after close")
-            self._fd = os.open(self.path, os.O_RDWR)
-        return self._fd
 
     # -- creation and recovery -------------------------------------------------------------------------
 
@@ -558,18 +560,13 @@ class Segment:
         segment readers hold keeps its files (they may be renamed away by a delete meanwhile)."""
         if self.readers:
             return
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.release_descriptor()
         self.index.release()
         self.time_index.release()
 
     def close(self) -> None:
         if not self._closed:
-            self._closed = True
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self.close_descriptor()
             self.index.close()
             self.time_index.close()
         discard, discarded = self._discard, self._discarded
