@@ -668,12 +668,18 @@ class Protocol:
         self._broadcasts.put(alive)
         self._notify(entry)
 
+    def _accused(self, claim: Suspect | Dead) -> _Entry | None:
+        """The member a suspect or dead claim is about; None when we do not know it, or when the claim is
+        older than what we know (the sender then hears our newer alive record, :meth:`_correct`)."""
+        entry = self._members.get(claim.node_id)
+        if entry is not None and claim.incarnation < entry.incarnation:
+            self._correct(claim.node_id, claim.incarnation)
+            return None
+        return entry
+
     def _on_suspect(self, suspect: Suspect, now_ms: int) -> None:
-        entry = self._members.get(suspect.node_id)
+        entry = self._accused(suspect)
         if entry is None:
-            return
-        if suspect.incarnation < entry.incarnation:
-            self._correct(suspect.node_id, suspect.incarnation)
             return
         if entry is self._self:
             self._refute(suspect.incarnation)
@@ -704,11 +710,8 @@ class Protocol:
         self._notify(entry)
 
     def _on_dead(self, dead: Dead, now_ms: int) -> None:
-        entry = self._members.get(dead.node_id)
+        entry = self._accused(dead)
         if entry is None:
-            return
-        if dead.incarnation < entry.incarnation:
-            self._correct(dead.node_id, dead.incarnation)
             return
         if entry.state in (MemberState.DEAD, MemberState.LEFT):
             return
