@@ -15,6 +15,7 @@ import datetime
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -36,7 +37,7 @@ from api.schemas import (
     require_int,
     require_object,
 )
-from partitions.consumers.protocol import ConsumerRecords, GroupService, GroupSummary, MemberPartition
+from partitions.consumers.protocol import ConsumerRecords, GroupService, MemberPartition
 from partitions.errors import UnknownPartition
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
@@ -413,19 +414,6 @@ async def committed(request: web.Request) -> web.Response:
 # -- admin ---------------------------------------------------------------------------------------------
 
 
-def _summary(summary: GroupSummary) -> dict[str, Any]:
-    return {
-        "group": summary.group,
-        "generation": summary.generation,
-        "assignor": summary.assignor,
-        "members": summary.members,
-        "coordinator_partition": summary.coordinator_partition,
-        "state": summary.state,
-        "protocol_type": summary.protocol_type,
-        "door": summary.door,
-    }
-
-
 async def list_groups(request: web.Request) -> web.Response:
     """Every group (with members, or empty for less than 7 days), asking the leader of each
     ``__consumer_groups`` partition (or only partition ``coordinator_partition``)."""
@@ -437,7 +425,7 @@ async def list_groups(request: web.Request) -> web.Response:
     wanted = range(count) if only is None else [only]
     listed = await asyncio.gather(*(groups.call(GroupService.list_groups, p) for p in wanted))
     summaries = sorted((s for part in listed for s in part), key=lambda s: s.group)
-    return web.json_response({"groups": [_summary(s) for s in summaries]})
+    return web.json_response({"groups": [asdict(s) for s in summaries]})  # a GroupSummary each
 
 
 def _partition_json(row: MemberPartition) -> dict[str, Any]:
@@ -468,7 +456,7 @@ async def describe_group(request: web.Request) -> web.Response:
     ]
     unassigned = [_partition_json(row) for row in described.unassigned]
     return web.json_response(
-        {**_summary(described.summary), "members": members, "unassigned": unassigned, "lag": described.lag}
+        {**asdict(described.summary), "members": members, "unassigned": unassigned, "lag": described.lag}
     )
 
 
