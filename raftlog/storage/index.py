@@ -97,6 +97,7 @@ class _SparseIndex:
     """What both indexes share: a sorted entry file and the segment's base offset."""
 
     _entry: struct.Struct
+    _second_may_repeat: bool  # an entry's second field may equal the last one's (else it increases)
 
     def __init__(self, path: str, base_offset: int) -> None:
         self.base_offset = base_offset
@@ -117,6 +118,17 @@ class _SparseIndex:
             0 <= relative < 2**32, f"{self.path}: offset {offset} not within u32 of base {self.base_offset}"
         )
         return relative
+
+    def _append(self, first: int, second: int) -> None:
+        """An entry after the last one: its first field greater, its second greater or, where the index
+        allows it, equal (an entry out of order is a bug: it would mislead every lookup)."""
+        last = self._file.last
+        check(
+            last is None
+            or (first > last[0] and (second > last[1] or (second == last[1] and self._second_may_repeat))),
+            f"{self.path}: entry ({first}, {second}) does not follow last entry {last}",
+        )
+        self._file.append(first, second)
 
     def flush(self) -> None:
         self._file.flush()
@@ -140,15 +152,10 @@ class OffsetIndex(_SparseIndex):
     """Sparse map from offset to byte position in the segment's data file."""
 
     _entry = _OFFSET_ENTRY
+    _second_may_repeat = False
 
     def append(self, offset: int, position: int) -> None:
-        relative = self._relative(offset)
-        last = self._file.last
-        check(
-            last is None or (relative > last[0] and position > last[1]),
-            f"{self.path}: index entry ({relative}, {position}) does not follow last entry {last}",
-        )
-        self._file.append(relative, position)
+        self._append(self._relative(offset), position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the last indexed batch starting at or before ``offset``, else (base, 0)."""
@@ -175,15 +182,10 @@ class TimeIndex(_SparseIndex):
     """Sparse map from the running maximum timestamp to the batch that reached it."""
 
     _entry = _TIME_ENTRY
+    _second_may_repeat = True
 
     def append(self, timestamp_ms: int, offset: int) -> None:
-        relative = self._relative(offset)
-        last = self._file.last
-        check(
-            last is None or (timestamp_ms > last[0] and relative >= last[1]),
-            f"{self.path}: time entry ({timestamp_ms}, {relative}) does not follow last entry {last}",
-        )
-        self._file.append(timestamp_ms, relative)
+        self._append(timestamp_ms, self._relative(offset))
 
     def max_timestamp(self) -> int | None:
         return None if self._file.last is None else self._file.last[0]
