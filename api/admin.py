@@ -24,6 +24,7 @@ from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService, MoveState
 from partitions.peers.cluster import Routed
 from raftlog.storage.config import LogConfig
+from raftlog_client.contract import replicas_path
 
 CONFIG_KEYS_MAX = 64
 
@@ -198,7 +199,7 @@ async def remove_controller_voter(request: web.Request) -> web.Response:
     return web.json_response(_controller_body(members))
 
 
-_MOVES = "/v1/partitions/{topic}/{partition}/replicas"
+_MOVES = replicas_path.template  # as the clients build it (raftlog_client.contract)
 _NODE = "/v1/nodes/{node_id}"
 
 ROUTES: tuple[Operation, ...] = (

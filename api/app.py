@@ -74,6 +74,8 @@ from raftlog_client.contract import (
     LEADER_HEADER,
     PLAIN_JSON,
     RECORD_BATCH,
+    partition_path,
+    topic_path,
 )
 
 log = logging.getLogger(__name__)
@@ -131,8 +133,8 @@ async def openapi(request: web.Request) -> web.Response:
     return web.json_response(document(ROUTES, admin_token=token, acls=settings.enforce_acls))
 
 
-_TOPIC = "/topics/{topic}"
-_PARTITION = "/topics/{topic}/partitions/{partition}"
+_TOPIC = topic_path.template  # the clients' builders of these paths and the routes: one declaration
+_PARTITION = partition_path.template
 _FETCH_QUERY = (
     Param("offset", "integer", "first offset to return", required=True, minimum=0),
     Param(

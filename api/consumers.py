@@ -53,7 +53,15 @@ from partitions.names import (
 from partitions.peers.cluster import ClusterGroups
 from partitions.security.acls import client_host
 from raftlog.errors import check
-from raftlog_client.contract import BINARY_V2, GENERATION_HEADER, JSON_V2, KAFKA_V2, PLAIN_JSON
+from raftlog_client.contract import (
+    BINARY_V2,
+    GENERATION_HEADER,
+    JSON_V2,
+    KAFKA_V2,
+    PLAIN_JSON,
+    group_path,
+    instance_path,
+)
 
 EMBEDDED_TYPES = {"json": JSON_V2, "binary": BINARY_V2}  # an instance's format -> its records' media type
 RECORDS_TIMEOUT_MS_MAX = 60_000
@@ -467,8 +475,8 @@ async def delete_group(request: web.Request) -> web.Response:
     return web.json_response({"group": deleted.group, "offsets_deleted": deleted.offsets_deleted})
 
 
-_GROUP = "/consumers/{group}"
-_INSTANCE = "/consumers/{group}/instances/{instance}"
+_GROUP = group_path.template  # as the clients build them (raftlog_client.contract)
+_INSTANCE = instance_path.template
 _CONSUMER_TYPES = (KAFKA_V2, "application/json")
 _SEEK = needs(access.group(READ), in_handler="DESCRIBE topic: each topic of the body (Kafka's ListOffsets)")
 

@@ -7,6 +7,7 @@ of the API: ``tests/test_architecture.py``), so the two sides cannot drift apart
 from __future__ import annotations
 
 import functools
+import re
 import urllib.parse
 
 # -- media types -----------------------------------------------------------------------------------------
@@ -52,7 +53,6 @@ def retriable(error_code: int | None) -> bool:
 
 
 # -- paths (the server's routes: ``api/app.py``'s ``ROUTES``; a test matches each against them) ------------
-# Builders of a partition's paths are cached: a load generator asks for the same few paths over and over.
 
 READY_PATH = "/status/ready"  # 200 once the node serves, 503 before
 LIVE_PATH = "/status/live"
@@ -74,106 +74,63 @@ def segment(name: str) -> str:
     return urllib.parse.quote(name, safe="")
 
 
-@functools.lru_cache(maxsize=1024)
-def topic_path(topic: str) -> str:
-    """A topic: its description (GET), a produce that partitions the records (POST)."""
-    return f"{TOPICS_PATH}/{segment(topic)}"
+class PathTemplate:
+    """A path of the API with names in it, declared once as its route spells it (``/topics/{topic}``):
+    called with one value per ``{name}``, in order, it gives the path, each name as one escaped segment
+    (``segment``) and each number as its digits. Paths are cached: a load generator asks for the same
+    few over and over."""
+
+    __slots__ = ("names", "template")
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        self.names = tuple(re.findall(r"\{(\w+)\}", template))
+
+    def __call__(self, *values: str | int) -> str:
+        if len(values) != len(self.names):
+            raise TypeError(f"{self.template}: takes {', '.join(self.names)}, given {values!r}")
+        return _filled(self.template, self.names, values)
+
+    def __repr__(self) -> str:
+        return f"PathTemplate({self.template!r})"
 
 
-def partitions_path(topic: str) -> str:
-    """Every partition of a topic, each with its leader and replicas."""
-    return f"{topic_path(topic)}/partitions"
+@functools.lru_cache(maxsize=8192)
+def _filled(template: str, names: tuple[str, ...], values: tuple[str | int, ...]) -> str:
+    return template.format_map(
+        {name: segment(v) if isinstance(v, str) else str(v) for name, v in zip(names, values, strict=True)}
+    )
 
 
-@functools.lru_cache(maxsize=4096)
-def partition_path(topic: str, partition: int) -> str:
-    """One partition: its view (GET), a produce to it (POST: records, or one record batch)."""
-    return f"{partitions_path(topic)}/{partition}"
-
-
-@functools.lru_cache(maxsize=4096)
-def records_path(topic: str, partition: int) -> str:
-    """A fetch (GET, ``offset``, ``max_bytes``, ``timeout``)."""
-    return f"{partition_path(topic, partition)}/records"
-
-
-def offsets_path(topic: str, partition: int) -> str:
-    """A partition's beginning and end offsets (GET), or the first offset at a time (``timestamp``)."""
-    return f"{partition_path(topic, partition)}/offsets"
-
-
-def group_path(group: str) -> str:
-    """A consumer group: POST makes an instance in it."""
-    return f"/consumers/{segment(group)}"
-
-
-def group_offsets_path(group: str) -> str:
-    """A group's committed offsets, outside any instance (POST commits, GET reads)."""
-    return f"{group_path(group)}/offsets"
-
-
-def instance_path(group: str, instance: str) -> str:
-    """A consumer instance; its resources (``/subscription``, ``/assignments``, ``/positions``,
-    ``/records``, ``/offsets``) are below it."""
-    return f"{group_path(group)}/instances/{segment(instance)}"
-
-
-def admin_topic_path(topic: str) -> str:
-    """DELETE removes a topic."""
-    return f"{ADMIN_TOPICS_PATH}/{segment(topic)}"
-
-
-def topic_configs_path(topic: str) -> str:
-    return f"{admin_topic_path(topic)}/configs"
-
-
-def topic_partitions_path(topic: str) -> str:
-    return f"{admin_topic_path(topic)}/partitions"
-
-
-def partition_state_path(topic: str, partition: int) -> str:
-    """A partition as its leader sees it: replicas, lag, in sync."""
-    return f"/v1/partitions/{segment(topic)}/{partition}"
-
-
-def transfer_leadership_path(topic: str, partition: int) -> str:
-    return f"{partition_state_path(topic, partition)}/transfer_leadership"
-
-
-def replicas_path(topic: str, partition: int) -> str:
-    """A partition's replica move: POST starts one, GET follows it, DELETE turns it back."""
-    return f"{partition_state_path(topic, partition)}/replicas"
-
-
-def decommission_path(node_id: str) -> str:
-    """PUT decommissions a node, GET follows it, DELETE recommissions."""
-    return f"{NODES_PATH}/{segment(node_id)}/decommission"
-
-
-def controller_voter_path(node_id: str) -> str:
-    """DELETE removes a node from the controller group."""
-    return f"{CONTROLLER_VOTERS_PATH}/{segment(node_id)}"
-
-
-def maintenance_path(node_id: str) -> str:
-    """PUT puts a node in maintenance (its leaderships leave), DELETE ends it."""
-    return f"{NODES_PATH}/{segment(node_id)}/maintenance"
-
-
-def consumer_group_path(group: str) -> str:
-    """The admin view of a group: members, assignments, lag."""
-    return f"{CONSUMER_GROUPS_PATH}/{segment(group)}"
-
-
-def user_path(name: str) -> str:
-    return f"{USERS_PATH}/{segment(name)}"
-
-
-def user_tokens_path(name: str) -> str:
-    """POST makes one of the user's API tokens (answered once), GET lists them (never their text)."""
-    return f"{user_path(name)}/tokens"
-
-
-def user_token_path(name: str, token_id: str) -> str:
-    """DELETE revokes one of the user's API tokens."""
-    return f"{user_tokens_path(name)}/{segment(token_id)}"
+topic_path = PathTemplate("/topics/{topic}")  # a topic: its description (GET), a partitioning produce (POST)
+partitions_path = PathTemplate("/topics/{topic}/partitions")  # every partition, its leader and replicas
+# one partition: its view (GET), a produce to it (POST: records, or one record batch)
+partition_path = PathTemplate("/topics/{topic}/partitions/{partition}")
+# a fetch (GET, ``offset``, ``max_bytes``, ``timeout``)
+records_path = PathTemplate("/topics/{topic}/partitions/{partition}/records")
+# a partition's beginning and end offsets (GET), or the first offset at a time (``timestamp``)
+offsets_path = PathTemplate("/topics/{topic}/partitions/{partition}/offsets")
+group_path = PathTemplate("/consumers/{group}")  # a consumer group: POST makes an instance in it
+# a group's committed offsets, outside any instance (POST commits, GET reads)
+group_offsets_path = PathTemplate("/consumers/{group}/offsets")
+# a consumer instance; its resources (``/subscription``, ``/assignments``, ``/positions``, ``/records``,
+# ``/offsets``) are below it
+instance_path = PathTemplate("/consumers/{group}/instances/{instance}")
+admin_topic_path = PathTemplate("/v1/topics/{topic}")  # DELETE removes a topic
+topic_configs_path = PathTemplate("/v1/topics/{topic}/configs")
+topic_partitions_path = PathTemplate("/v1/topics/{topic}/partitions")
+# a partition as its leader sees it: replicas, lag, in sync
+partition_state_path = PathTemplate("/v1/partitions/{topic}/{partition}")
+transfer_leadership_path = PathTemplate("/v1/partitions/{topic}/{partition}/transfer_leadership")
+# a partition's replica move: POST starts one, GET follows it, DELETE turns it back
+replicas_path = PathTemplate("/v1/partitions/{topic}/{partition}/replicas")
+# PUT decommissions a node, GET follows it, DELETE recommissions
+decommission_path = PathTemplate("/v1/nodes/{node_id}/decommission")
+controller_voter_path = PathTemplate("/v1/controller/voters/{node_id}")  # DELETE: out of the controller group
+# PUT puts a node in maintenance (its leaderships leave), DELETE ends it
+maintenance_path = PathTemplate("/v1/nodes/{node_id}/maintenance")
+consumer_group_path = PathTemplate("/v1/consumer-groups/{group}")  # the admin view: members, assignments, lag
+user_path = PathTemplate("/v1/users/{user}")
+# POST makes one of the user's API tokens (answered once), GET lists them (never their text)
+user_tokens_path = PathTemplate("/v1/users/{user}/tokens")
+user_token_path = PathTemplate("/v1/users/{user}/tokens/{token_id}")  # DELETE revokes one of them

@@ -3,7 +3,6 @@ gives, "retriable" means the same on both sides, and every path a client builds 
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 
@@ -55,7 +54,7 @@ SAMPLE_ARGUMENTS: dict[str, str | int] = {
     "group": "billing",
     "instance": "c-1",
     "node_id": "n2",
-    "name": "alice",
+    "user": "alice",
     "token_id": "0123456789abcdef",
 }
 
@@ -70,9 +69,8 @@ def _built_paths() -> dict[str, str]:
     for name, value in vars(contract).items():
         if name.endswith("_PATH") and isinstance(value, str):
             built[name] = value
-        elif name.endswith("_path") and inspect.isfunction(value):
-            arguments = {p: SAMPLE_ARGUMENTS[p] for p in inspect.signature(value).parameters}
-            built[name] = value(**arguments)
+        elif name.endswith("_path") and isinstance(value, contract.PathTemplate):
+            built[name] = value(*(SAMPLE_ARGUMENTS[p] for p in value.names))
     return built
 
 
