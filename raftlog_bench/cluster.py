@@ -47,10 +47,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from raftlog.errors import check
+from raftlog_bench.arguments import (
+    add_dir_argument,
+    add_grid_arguments,
+    add_json_argument,
+    add_wait_quiet_argument,
+    positive_ints,
+    standalone_parser,
+)
 from raftlog_bench.cpu import CpuMeter, CpuUse, other_pct_text, wait_quiet
-from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
+from raftlog_bench.output import emit, say
 from raftlog_bench.stats import MB, Goal, percentile_ms, rate, size_label
-from raftlog_bench.storage import positive_ints
 from raftlog_client.client import RaftlogClient
 from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
 from raftlog_client.errors import ClientError, RequestFailed
@@ -1000,30 +1007,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     # the admin token (with --server): $RAFTLOG_ADMIN_TOKEN only; never in argv, which every local user reads
     parser.add_argument("--token", help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--dir",
-        default=None,
-        help="where to create the cluster's data directory (default: current directory)",
-    )
-    parser.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="before each cell wait up to S seconds until other processes use < 25%% of a core (default 0)",
-    )
+    add_dir_argument(parser, "the cluster's data directory")
+    add_wait_quiet_argument(parser, "before each cell")
     parser.add_argument("--keep", action="store_true", help="keep the data directory and node logs")
     add_json_argument(parser, "every result")
     parser.add_argument(
         "--cells", type=_cells, default=CELLS, help=f"which cells (default {','.join(CELLS)})"
     )
     parser.add_argument("--concurrency", type=int, default=8, help="produce requests in flight (default 8)")
-    parser.add_argument(
-        "--record-sizes", type=positive_ints, default=RECORD_SIZES, help="bytes (default 100,1024)"
-    )
-    parser.add_argument(
-        "--batch-sizes", type=positive_ints, default=BATCH_SIZES, help="records per request (100,1000)"
-    )
+    add_grid_arguments(parser, RECORD_SIZES, BATCH_SIZES, "request")
     parser.add_argument(
         "--partitions",
         type=positive_ints,
@@ -1106,8 +1098,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         cells=args.cells,
         wait_quiet_s=args.wait_quiet,
     )
-    parent = os.path.abspath(args.dir if args.dir is not None else os.getcwd())
-    results = run(options, parent, servers, os.environ.get("RAFTLOG_ADMIN_TOKEN"), args.keep)
+    results = run(options, args.dir, servers, os.environ.get("RAFTLOG_ADMIN_TOKEN"), args.keep)
     emit(args.json, format_table(results), asdict(results))
     return 1 if _any_problem(results) or results.node_log_problems else 0
 

@@ -34,7 +34,8 @@ import msgpack
 from raftlog.errors import check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, record_rows
-from raftlog_bench.output import add_json_argument, emit, standalone_parser
+from raftlog_bench.arguments import add_json_argument, positive_ints, standalone_parser
+from raftlog_bench.output import emit
 from raftlog_bench.targets import sample_values
 
 DESCRIPTION = "per-record cost of the batch format (encode, decode) and each codec's ratio and speed"
@@ -201,13 +202,8 @@ def format_table(cells: Sequence[CodecCell]) -> str:
 
 
 def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated byte counts") from None
-    if not sizes or any(not 1 <= size <= 1 << 20 for size in sizes):
-        raise argparse.ArgumentTypeError(f"{text!r}: each size in [1, 1048576]")
-    return sizes
+    """Record sizes, bytes: each from 1 to 1 MiB."""
+    return positive_ints(text, maximum=1 << 20)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,8 @@ import sys
 from dataclasses import asdict, dataclass
 
 from raftlog_bench import perf
-from raftlog_bench.output import add_json_argument, emit, standalone_parser
+from raftlog_bench.arguments import add_json_argument, standalone_parser
+from raftlog_bench.output import emit
 from raftlog_bench.perf_report import Report
 
 DESCRIPTION = "single-record produce latency at several offered rates (one fresh cluster per rate)"

@@ -19,7 +19,8 @@ from typing import Any
 
 from membership.gossip import Gossip
 from membership.model import GossipConfig, Member, MemberState
-from raftlog_bench.output import add_json_argument, emit, standalone_parser
+from raftlog_bench.arguments import add_json_argument, standalone_parser
+from raftlog_bench.output import emit
 
 DESCRIPTION = "SWIM membership: crash detection, false deaths under loss, metadata, join, idle CPU."
 SECRET = b"membership-bench-secret"

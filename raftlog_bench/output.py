@@ -1,34 +1,14 @@
 """What every benchmark prints: its table for people, or with ``--json`` its results as JSON, the CLI's one
 convention (``raftlog ... --json`` prints the machine-readable answer on stdout). ``--json FILE`` keeps the
-table on stdout and writes the JSON to FILE as well (a results file for later comparison). Each benchmark
-also runs on its own (``python -m raftlog_bench.NAME``) with the parser ``standalone_parser`` builds."""
+table on stdout and writes the JSON to FILE as well (a results file for later comparison)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 STDOUT = "-"
-
-
-def standalone_parser(
-    name: str, description: str, add_arguments: Callable[[argparse.ArgumentParser], None]
-) -> argparse.ArgumentParser:
-    """The parser of ``raftlog bench NAME`` run without the ``raftlog`` command: the benchmark's
-    ``add_arguments``, the options ``raftlog_cli`` registers for it."""
-    parser = argparse.ArgumentParser(prog=f"raftlog bench {name}", description=description)
-    add_arguments(parser)
-    return parser
-
-
-def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--json", nargs="?", const=STDOUT, default=None, metavar="FILE",
-        help=f"print {what} as JSON instead of the table; with FILE: the table, and the JSON to FILE too",
-    )  # fmt: skip
 
 
 def say(message: str) -> None:

@@ -57,9 +57,16 @@ from typing import Any, Protocol, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from raftlog_bench.arguments import (
+    add_dir_argument,
+    add_json_argument,
+    add_wait_quiet_argument,
+    positive_ints,
+    standalone_parser,
+)
 from raftlog_bench.cluster import LatencySummary, parse_servers, slot_time, slots_due
 from raftlog_bench.cpu import CpuMeter, CpuUse, wait_quiet
-from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
+from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
     SLOW_WAIT_S,
@@ -75,7 +82,6 @@ from raftlog_bench.perf_report import (
     workload_from_dict,
 )
 from raftlog_bench.stats import MB, rate, size_label
-from raftlog_bench.storage import positive_ints
 from raftlog_bench.targets import (
     COMPRESSIONS,
     FETCH_FORMATS,
@@ -767,22 +773,21 @@ def run(args: argparse.Namespace, workload: Workload, peers: list[str]) -> Repor
     machine = {"cpus": os.cpu_count() or 0, "python": sys.version.split()[0], "loop": loop_name}
     systems = ["raftlog", *peers] if args.system == "raftlog" else [args.system]
     report = Report(workload, systems, machine)
-    parent = os.path.abspath(args.dir if args.dir is not None else os.getcwd())
     servers = parse_servers(args.servers) if args.servers else None
     for system in systems:
         started = time.perf_counter()
         try:
             if system == "raftlog":
                 run_raftlog(
-                    workload, parent, servers, os.environ.get("RAFTLOG_ADMIN_TOKEN"), args.keep,
+                    workload, args.dir, servers, os.environ.get("RAFTLOG_ADMIN_TOKEN"), args.keep,
                     args.idle_partitions, args.idle_seconds, args.restart_mib, report,
                 )  # fmt: skip
             elif system == "nats":
-                run_nats(workload, parent, report)
+                run_nats(workload, args.dir, report)
             elif system in ("kafka", "kafka-fsync"):
-                run_kafka(workload, parent, report, flush_each=system == "kafka-fsync")
+                run_kafka(workload, args.dir, report, flush_each=system == "kafka-fsync")
             else:
-                run_rabbitmq(workload, parent, report)
+                run_rabbitmq(workload, args.dir, report)
         except PeerMissing as exc:
             report.failures[system] = str(exc)
             say(f"{system}: {exc}")
@@ -854,15 +859,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle window (10)")
     parser.add_argument("--restart-mib", type=int, default=0,
                         help="restart a raftlog node holding N MiB (0 = skip)")  # fmt: skip
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
-                        help="before each phase write out dirty pages (sync) and wait up to S s until "
-                             "other processes calm down")  # fmt: skip
+    add_wait_quiet_argument(parser, "before each phase")
     parser.add_argument("--settle-seconds", type=float, default=LEADERS_SETTLE_S, metavar="S",
                         help="raftlog: after creating a phase's topic, wait until its partition leaders "
                              "stood still S s (longer than a round of the leader balancer), and after "
                              "deleting it until every node removed its files "
                              f"(default {LEADERS_SETTLE_S:g}; 0 = neither wait)")  # fmt: skip
-    parser.add_argument("--dir", default=None, help="where data directories go (default: cwd)")
+    add_dir_argument(parser, "the data directories")
     parser.add_argument("--keep", action="store_true", help="keep raftlog's data directory")
     add_json_argument(parser, "the results")
     parser.add_argument("--load-child", default=None, help=argparse.SUPPRESS)

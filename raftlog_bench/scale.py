@@ -36,9 +36,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from raftlog_bench.arguments import add_json_argument, standalone_parser
 from raftlog_bench.cluster import REPLICATION_FACTOR, node_log_problems
 from raftlog_bench.cpu import CpuMeter
-from raftlog_bench.output import STDOUT, add_json_argument, emit, say, standalone_parser
+from raftlog_bench.output import STDOUT, emit, say
 from raftlog_bench.scale_report import (
     ProbeSummary,
     Row,

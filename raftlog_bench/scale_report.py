@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from raftlog_bench.arguments import positive_ints
 from raftlog_bench.cluster import LatencySummary
-from raftlog_bench.storage import positive_ints
 
 PARTITIONS_MAX = 10_000  # a topic's limit (partitions/controller/placement.py)
 PHASES = ("create", "idle", "restart", "delete")
@@ -15,10 +14,7 @@ PHASES = ("create", "idle", "restart", "delete")
 
 def parse_sizes(text: str) -> tuple[int, ...]:
     """``"100,1000"`` -> (100, 1000); every size from 1 to a topic's 10,000 partitions."""
-    sizes = positive_ints(text)
-    if any(size > PARTITIONS_MAX for size in sizes):
-        raise argparse.ArgumentTypeError(f"{text!r}: a topic holds at most {PARTITIONS_MAX} partitions")
-    return sizes
+    return positive_ints(text, maximum=PARTITIONS_MAX)
 
 
 def metric_values(text: str) -> dict[str, float]:

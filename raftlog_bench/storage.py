@@ -26,23 +26,31 @@ about speed; the only checks are that every record appended is read back.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from typing import Literal, ParamSpec, TypeVar
 
 from raftlog.errors import check
 from raftlog.storage import Log, LogConfig, ProducerRecord
 from raftlog.storage.batch import encode_batch
 from raftlog.storage.config import FlushMode, KiB, MiB
 from raftlog.storage.manager import LogManager
+from raftlog_bench.arguments import (
+    add_dir_argument,
+    add_grid_arguments,
+    add_json_argument,
+    add_wait_quiet_argument,
+    standalone_parser,
+)
 from raftlog_bench.cpu import CpuMeter, other_pct_text, wait_quiet
-from raftlog_bench.output import add_json_argument, emit, say, standalone_parser
+from raftlog_bench.output import emit, say
 from raftlog_bench.stats import MB, Goal, percentile_ms, rate, size_label
 
 RECORD_SIZES = (100, 1 * KiB)
@@ -56,6 +64,8 @@ READ_GOAL_MB_S = 200.0
 AppendApi = Literal["append", "append_prepared"]
 ReadApi = Literal["read", "read_batches", "reader"]
 READ_APIS: tuple[ReadApi, ...] = ("read", "read_batches", "reader")
+Arguments = ParamSpec("Arguments")
+CellT = TypeVar("CellT", "RawWrite", "RawSync", "AppendCell", "ReadCell")  # each records other_cpu_pct
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +138,22 @@ class ReadCell:
 # -- raw baselines ---------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _scratch_file(directory: str, name: str, flags: int = 0) -> Iterator[int]:
+    """A new file in ``directory`` open for writing (``flags`` added), closed and removed on leaving."""
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | flags, 0o644)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
 def measure_raw_write(directory: str, bytes_max: int, seconds: float, when: str) -> RawWrite:
     """Sequential 1 MiB ``os.write`` calls until ``bytes_max`` or ``seconds``, then one ``fsync``."""
-    path = os.path.join(directory, "raw-sequential.dat")
     block = os.urandom(RAW_BLOCK_BYTES)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
+    with _scratch_file(directory, "raw-sequential.dat") as fd:
         written = 0
         start = time.perf_counter()
         deadline = start + seconds
@@ -142,9 +162,6 @@ def measure_raw_write(directory: str, bytes_max: int, seconds: float, when: str)
         buffered = time.perf_counter()
         os.fsync(fd)
         end = time.perf_counter()
-    finally:
-        os.close(fd)
-        os.unlink(path)
     return RawWrite(
         when=when,
         bytes_written=written,
@@ -155,12 +172,10 @@ def measure_raw_write(directory: str, bytes_max: int, seconds: float, when: str)
 
 def measure_raw_sync(directory: str, call: Literal["fsync", "fdatasync"], seconds: float) -> RawSync:
     """Append 4 KiB and sync, in a loop for ``seconds``."""
-    path = os.path.join(directory, f"raw-{call}.dat")
     sync: Callable[[int], None] = os.fsync if call == "fsync" else os.fdatasync
     block = os.urandom(FSYNC_BLOCK_BYTES)
     latencies: list[float] = []
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-    try:
+    with _scratch_file(directory, f"raw-{call}.dat", os.O_APPEND) as fd:
         start = time.perf_counter()
         deadline = start + seconds
         while True:
@@ -171,9 +186,6 @@ def measure_raw_sync(directory: str, call: Literal["fsync", "fdatasync"], second
             sync(fd)
             latencies.append(time.perf_counter() - before)
         elapsed = time.perf_counter() - start
-    finally:
-        os.close(fd)
-        os.unlink(path)
     return RawSync(
         call=call,
         block_bytes=FSYNC_BLOCK_BYTES,
@@ -354,9 +366,7 @@ def run(options: Options, directory: str) -> Results:
     for when in ("start, pass 1", "start, pass 2"):
         _raw_write_pass(results, directory, when)
     for call in ("fsync", "fdatasync"):
-        meter = CpuMeter({})
-        raw = measure_raw_sync(directory, call, options.seconds)
-        raw = replace(raw, other_cpu_pct=meter.stop().other_pct)
+        raw = _with_other_cpu(measure_raw_sync, directory, call, options.seconds)
         results.raw_syncs.append(raw)
         say(f"raw 4 KiB append+{call}: {raw.per_s:.0f}/s, p50 {raw.p50_ms:.3f} ms")
 
@@ -391,9 +401,9 @@ def _append_and_read(
     options = results.options
     name = f"bench-{record_bytes}-{flush_mode}-{batch_records}-{api}"
     log = manager.open_log(name, LogConfig(flush_mode=flush_mode))
-    meter = CpuMeter({})
-    cell = measure_append(log, record_bytes, batch_records, options.seconds, options.cell_bytes_max, api)
-    cell = replace(cell, other_cpu_pct=meter.stop().other_pct)
+    cell = _with_other_cpu(
+        measure_append, log, record_bytes, batch_records, options.seconds, options.cell_bytes_max, api
+    )
     results.appends.append(cell)
     say(
         f"{api:>15} {size_label(record_bytes):>7} x {batch_records:4d} {flush_mode:6s}:"
@@ -403,9 +413,7 @@ def _append_and_read(
     read_back = {min(options.batch_sizes), max(options.batch_sizes)}
     if api == "append" and flush_mode == "group" and batch_records in read_back:
         for read_api in READ_APIS:
-            meter = CpuMeter({})
-            read = measure_read(log, read_api, record_bytes, batch_records, options.seconds)
-            read = replace(read, other_cpu_pct=meter.stop().other_pct)
+            read = _with_other_cpu(measure_read, log, read_api, record_bytes, batch_records, options.seconds)
             results.reads.append(read)
             say(
                 f"{read_api + '()':>15} {size_label(record_bytes):>7} x {batch_records:4d}:"
@@ -415,11 +423,20 @@ def _append_and_read(
     manager.delete_log(name)
 
 
+def _with_other_cpu(
+    measure: Callable[Arguments, CellT], *args: Arguments.args, **kwargs: Arguments.kwargs
+) -> CellT:
+    """``measure(*args, **kwargs)``'s cell, with the CPU other processes used while it ran."""
+    meter = CpuMeter({})
+    cell = measure(*args, **kwargs)
+    return replace(cell, other_cpu_pct=meter.stop().other_pct)
+
+
 def _raw_write_pass(results: Results, directory: str, when: str) -> None:
     options = results.options
-    meter = CpuMeter({})
-    raw = measure_raw_write(directory, options.raw_bytes_max, max(2.0, options.seconds), when)
-    raw = replace(raw, other_cpu_pct=meter.stop().other_pct)
+    raw = _with_other_cpu(
+        measure_raw_write, directory, options.raw_bytes_max, max(2.0, options.seconds), when
+    )
     results.raw_writes.append(raw)
     say(f"raw sequential write ({when}): {raw.bytes_written // MiB} MiB, {raw.mb_s:.0f} MB/s")
 
@@ -536,51 +553,22 @@ def format_table(results: Results) -> str:
 # -- command line ----------------------------------------------------------------------------------------
 
 
-def positive_ints(text: str) -> tuple[int, ...]:
-    """A comma-separated list of integers >= 1 (an argparse type shared by the benchmarks)."""
-    try:
-        values = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or any(value < 1 for value in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: every value must be >= 1")
-    return values
-
-
 DESCRIPTION = "Storage engine append and read-back throughput next to the machine's raw limits."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (also registered by ``raftlog bench storage``)."""
     parser.add_argument("--seconds", type=float, default=1.5, help="time budget of each cell (default 1.5)")
-    parser.add_argument(
-        "--dir",
-        default=None,
-        help="directory to create the scratch directory in (default: the current directory)",
-    )
+    add_dir_argument(parser, "the scratch directory")
     add_json_argument(parser, "every result")
-    parser.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="first wait up to S seconds until other processes use < 25%% of a core (default 0)",
-    )
+    add_wait_quiet_argument(parser, "first")
     parser.add_argument(
         "--cell-mib", type=int, default=256, help="payload cap of each append cell, MiB (default 256)"
     )
     parser.add_argument(
         "--raw-mib", type=int, default=512, help="cap of the raw sequential write, MiB (default 512)"
     )
-    parser.add_argument(
-        "--record-sizes", type=positive_ints, default=RECORD_SIZES, help="bytes per record (default 100,1024)"
-    )
-    parser.add_argument(
-        "--batch-sizes",
-        type=positive_ints,
-        default=BATCH_SIZES,
-        help="records per append (default 1,100,1000)",
-    )
+    add_grid_arguments(parser, RECORD_SIZES, BATCH_SIZES, "append")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -605,10 +593,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         record_sizes=args.record_sizes,
         batch_sizes=args.batch_sizes,
     )
-    parent = os.path.abspath(args.dir if args.dir is not None else os.getcwd())
     if args.wait_quiet > 0:
         wait_quiet(args.wait_quiet)
-    directory = tempfile.mkdtemp(prefix="raftlog-bench-storage-", dir=parent)
+    directory = tempfile.mkdtemp(prefix="raftlog-bench-storage-", dir=args.dir)
     try:
         results = run(options, directory)
     finally:
