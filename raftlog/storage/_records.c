@@ -224,100 +224,109 @@ static PyObject *timestamp_object(Timestamps *t, int64_t value) {
     return t->last;
 }
 
+/* What each record of a section becomes: for `rows`, a (timestamp, key, value, headers) tuple in a list;
+ * for `records`, a record_type(offset, timestamp, key, value, headers, kind) in a tuple. */
+typedef struct {
+    PyTypeObject *record_type; /* NULL: rows */
+    long long base_offset;
+    PyObject *kind;
+} Shape;
+
+/* One record as `shape` says, taking the references of `timestamp` and of r's parts (released on
+ * failure). */
+static PyObject *shaped(const Shape *shape, Py_ssize_t i, PyObject *timestamp, Parsed *r) {
+    PyObject *offset = NULL, *item = NULL;
+    if (shape->record_type == NULL) {
+        item = PyTuple_New(4);
+    } else {
+        offset = PyLong_FromLongLong(shape->base_offset + i);
+        item = offset == NULL ? NULL : shape->record_type->tp_alloc(shape->record_type, 6);
+    }
+    if (item == NULL) {
+        Py_XDECREF(offset);
+        Py_DECREF(timestamp);
+        release(r);
+        return NULL;
+    }
+    Py_ssize_t at = 0;
+    if (offset != NULL) PyTuple_SET_ITEM(item, at++, offset);
+    PyTuple_SET_ITEM(item, at++, timestamp);
+    PyTuple_SET_ITEM(item, at++, r->key);
+    PyTuple_SET_ITEM(item, at++, r->value);
+    PyTuple_SET_ITEM(item, at++, r->headers);
+    if (offset != NULL) {
+        Py_INCREF(shape->kind);
+        PyTuple_SET_ITEM(item, at, shape->kind);
+    }
+    return item;
+}
+
+/* The `count` records of the section in `view` as `shape` says; releases `view`. */
+static PyObject *read_section(Py_buffer *view, Py_ssize_t count, int64_t first_timestamp, PyObject *fixed,
+                              const Shape *shape) {
+    int has_fixed;
+    int64_t fixed_timestamp = 0;
+    PyObject *out = NULL;
+    Timestamps times = {0, NULL}; /* before any goto: `done` releases it */
+    Cursor c;
+    if (parse_fixed(fixed, &has_fixed, &fixed_timestamp) < 0 || check_count(count, view) < 0) goto done;
+    if (shape->record_type != NULL &&
+        (shape->base_offset < 0 || shape->base_offset > INT64_MAX - count)) {
+        PyErr_Format(PyExc_ValueError, "base offset %lld out of range", shape->base_offset);
+        goto done;
+    }
+    out = shape->record_type == NULL ? PyList_New(count) : PyTuple_New(count);
+    if (out == NULL) goto done;
+    c = (Cursor){view->buf, (const unsigned char *)view->buf + view->len};
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Parsed r;
+        if (read_record(&c, i, first_timestamp, &r, 1) < 0) goto fail;
+        PyObject *timestamp = timestamp_object(&times, has_fixed ? fixed_timestamp : r.timestamp);
+        if (timestamp == NULL) {
+            release(&r);
+            goto fail;
+        }
+        PyObject *item = shaped(shape, i, timestamp, &r);
+        if (item == NULL) goto fail;
+        if (shape->record_type == NULL)
+            PyList_SET_ITEM(out, i, item);
+        else
+            PyTuple_SET_ITEM(out, i, item);
+    }
+    if (no_bytes_left(&c) == 0) goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(times.last);
+    PyBuffer_Release(view);
+    return out;
+}
+
 static PyObject *rows(PyObject *module, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
     long long first_timestamp;
     PyObject *fixed;
     if (!PyArg_ParseTuple(args, "y*nLO:rows", &view, &count, &first_timestamp, &fixed)) return NULL;
-    int has_fixed;
-    int64_t fixed_timestamp = 0;
-    PyObject *out = NULL;
-    Timestamps times = {0, NULL}; /* before any goto: `done` releases it */
-    Cursor c;
-    if (parse_fixed(fixed, &has_fixed, &fixed_timestamp) < 0 || check_count(count, &view) < 0) goto done;
-    out = PyList_New(count);
-    if (out == NULL) goto done;
-    c = (Cursor){view.buf, (const unsigned char *)view.buf + view.len};
-    for (Py_ssize_t i = 0; i < count; i++) {
-        Parsed r;
-        if (read_record(&c, i, first_timestamp, &r, 1) < 0) goto fail;
-        PyObject *timestamp = timestamp_object(&times, has_fixed ? fixed_timestamp : r.timestamp);
-        PyObject *row = timestamp == NULL ? NULL : PyTuple_New(4);
-        if (row == NULL) {
-            Py_XDECREF(timestamp);
-            release(&r);
-            goto fail;
-        }
-        PyTuple_SET_ITEM(row, 0, timestamp);
-        PyTuple_SET_ITEM(row, 1, r.key);
-        PyTuple_SET_ITEM(row, 2, r.value);
-        PyTuple_SET_ITEM(row, 3, r.headers);
-        PyList_SET_ITEM(out, i, row);
-    }
-    if (no_bytes_left(&c) == 0) goto done;
-fail:
-    Py_CLEAR(out);
-done:
-    Py_XDECREF(times.last);
-    PyBuffer_Release(&view);
-    return out;
+    Shape shape = {NULL, 0, NULL};
+    return read_section(&view, count, first_timestamp, fixed, &shape);
 }
 
 static PyObject *records(PyObject *module, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
-    long long base_offset, first_timestamp;
-    PyObject *fixed, *kind;
-    PyTypeObject *record_type;
-    if (!PyArg_ParseTuple(args, "y*nLLOO!O:records", &view, &count, &base_offset, &first_timestamp, &fixed,
-                          &PyType_Type, &record_type, &kind))
+    Shape shape;
+    long long first_timestamp;
+    PyObject *fixed;
+    if (!PyArg_ParseTuple(args, "y*nLLOO!O:records", &view, &count, &shape.base_offset, &first_timestamp,
+                          &fixed, &PyType_Type, &shape.record_type, &shape.kind))
         return NULL;
-    int has_fixed;
-    int64_t fixed_timestamp = 0;
-    PyObject *out = NULL;
-    Timestamps times = {0, NULL}; /* before any goto: `done` releases it */
-    Cursor c;
-    if (!PyType_IsSubtype(record_type, &PyTuple_Type)) {
+    if (!PyType_IsSubtype(shape.record_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "record_type must be a subclass of tuple");
-        goto done;
+        PyBuffer_Release(&view);
+        return NULL;
     }
-    if (parse_fixed(fixed, &has_fixed, &fixed_timestamp) < 0 || check_count(count, &view) < 0) goto done;
-    if (base_offset < 0 || base_offset > INT64_MAX - count) {
-        PyErr_Format(PyExc_ValueError, "base offset %lld out of range", base_offset);
-        goto done;
-    }
-    out = PyTuple_New(count);
-    if (out == NULL) goto done;
-    c = (Cursor){view.buf, (const unsigned char *)view.buf + view.len};
-    for (Py_ssize_t i = 0; i < count; i++) {
-        Parsed r;
-        if (read_record(&c, i, first_timestamp, &r, 1) < 0) goto fail;
-        PyObject *offset = PyLong_FromLongLong(base_offset + i);
-        PyObject *timestamp = timestamp_object(&times, has_fixed ? fixed_timestamp : r.timestamp);
-        PyObject *record = (offset && timestamp) ? record_type->tp_alloc(record_type, 6) : NULL;
-        if (record == NULL) {
-            Py_XDECREF(offset);
-            Py_XDECREF(timestamp);
-            release(&r);
-            goto fail;
-        }
-        PyTuple_SET_ITEM(record, 0, offset);
-        PyTuple_SET_ITEM(record, 1, timestamp);
-        PyTuple_SET_ITEM(record, 2, r.key);
-        PyTuple_SET_ITEM(record, 3, r.value);
-        PyTuple_SET_ITEM(record, 4, r.headers);
-        Py_INCREF(kind);
-        PyTuple_SET_ITEM(record, 5, kind);
-        PyTuple_SET_ITEM(out, i, record);
-    }
-    if (no_bytes_left(&c) == 0) goto done;
-fail:
-    Py_CLEAR(out);
-done:
-    Py_XDECREF(times.last);
-    PyBuffer_Release(&view);
-    return out;
+    return read_section(&view, count, first_timestamp, fixed, &shape);
 }
 
 static PyObject *check(PyObject *module, PyObject *args) {
