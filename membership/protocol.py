@@ -346,20 +346,22 @@ class Protocol:
         self._pull_if_unknown(sender_id, sender_address, now_ms, out)
         return out
 
-    def _correct(self, node_id: str, incarnation: int) -> None:
-        """A claim older than what we know about ``node_id``: answer the sender with our newer alive record.
+    def _accused(self, claim: Suspect | Dead) -> _Entry | None:
+        """The member a suspect or dead claim is about; None when we do not know it, or when the claim is
+        older than what we know. The sender of an older claim about a member we know ALIVE is answered
+        with our newer alive record (unless that member is us, leaving).
 
         Not in memberlist. Without it, a member that missed a refutation (every copy of the alive broadcast
         lost) keeps its suspicion until it expires; the suspect, or anyone who saw the refutation, now
         tells it directly the next time it repeats the stale claim (see also ``_probe_next``).
         """
-        entry = self._members.get(node_id)
-        if entry is None or entry.state is not MemberState.ALIVE or incarnation >= entry.incarnation:
-            return
-        if entry is self._self and self.leaving:
-            return
-        if len(self._corrections) < 4:
+        entry = self._members.get(claim.node_id)
+        if entry is None or claim.incarnation >= entry.incarnation:
+            return entry
+        leaving_self = entry is self._self and self.leaving
+        if entry.state is MemberState.ALIVE and not leaving_self and len(self._corrections) < 4:
             self._corrections.append(Alive(entry.node_id, entry.address, entry.incarnation, entry.meta))
+        return None
 
     def _send_corrections(self, address: str, out: list[Action]) -> None:
         budget = self.config.udp_bytes_max - self._overhead
@@ -667,15 +669,6 @@ class Protocol:
                 self._probe_index += 1
         self._broadcasts.put(alive)
         self._notify(entry)
-
-    def _accused(self, claim: Suspect | Dead) -> _Entry | None:
-        """The member a suspect or dead claim is about; None when we do not know it, or when the claim is
-        older than what we know (the sender then hears our newer alive record, :meth:`_correct`)."""
-        entry = self._members.get(claim.node_id)
-        if entry is not None and claim.incarnation < entry.incarnation:
-            self._correct(claim.node_id, claim.incarnation)
-            return None
-        return entry
 
     def _on_suspect(self, suspect: Suspect, now_ms: int) -> None:
         entry = self._accused(suspect)
