@@ -53,7 +53,7 @@ import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 import cramjam
@@ -488,19 +488,6 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-class Node(Protocol):
-    @property
-    def node_id(self) -> str: ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def http_port(self) -> int: ...
-    @property
-    def kafka_port(self) -> int: ...
-    @property
-    def raft_port(self) -> int: ...
-
-
 def peak_rss_bytes(pid: int) -> int | None:
     """The highest resident memory a process has had (VmHWM), None when it is gone."""
     try:
@@ -530,7 +517,7 @@ class Attackers:
     @classmethod
     def start(
         cls,
-        nodes: Sequence[Node],
+        targets: Sequence[Target],
         sources: Sequence[str],
         topics: dict[str, int],
         seed: int,
@@ -542,8 +529,7 @@ class Attackers:
         out = os.path.join(directory, f"hostile-{int(time.time() * 1000)}.json")
         argv = [sys.executable, "-m", "jepsen.hostile", "--seconds", str(seconds), "--seed", str(seed),
                 "--out", out]  # fmt: skip
-        for node in nodes:
-            target = Target(node.node_id, node.host, node.http_port, node.kafka_port, node.raft_port)
+        for target in targets:
             argv += ["--target", target.argument()]
         for source in sources:
             argv += ["--source", source]
