@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from raftlog_bench.targets import COMPRESSIONS, Layout, SendFailed, sample_values
+from raftlog_bench.targets import COMPRESSIONS, Layout, SendFailed, check_choice, sample_values
 
 POLL_S = 0.05  # a poll returns as soon as a delivery report is there; this bounds a stop's wait
 CONSUME_BATCH = 10_000
@@ -59,8 +59,7 @@ class KafkaTarget:
         """``system``: the report's name for the servers behind ``bootstrap_servers`` (raftlog's Kafka
         listeners, or Apache Kafka)."""
         self.system = system
-        if compression not in COMPRESSIONS:
-            raise ValueError(f"compression {compression!r}: one of {', '.join(COMPRESSIONS)}")
+        check_choice("compression", compression, COMPRESSIONS)
         self.admin = admin
         self.bootstrap_servers = bootstrap_servers
         self.compression = compression

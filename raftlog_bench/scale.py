@@ -133,12 +133,17 @@ async def _metrics(session: Session, url: str) -> dict[str, float] | None:
     return metric_values(answer.body.decode("utf-8", "replace")) if answer.status == 200 else None
 
 
-async def _replicas(session: Session, urls: dict[str, str]) -> dict[str, float | None]:
+async def _metric_per_node(session: Session, urls: dict[str, str], metric: str) -> dict[str, float | None]:
+    """``metric`` as each node reports it; None where its page could not be read or lacks it."""
     values = {}
     for node, url in sorted(urls.items()):
         page = await _metrics(session, url)
-        values[node] = None if page is None else page.get(REPLICAS_METRIC)
+        values[node] = None if page is None else page.get(metric)
     return values
+
+
+async def _replicas(session: Session, urls: dict[str, str]) -> dict[str, float | None]:
+    return await _metric_per_node(session, urls, REPLICAS_METRIC)
 
 
 async def _until_replicas(
@@ -310,11 +315,7 @@ async def _until_quiet(
 
 
 async def _controller_terms(session: Session, urls: dict[str, str]) -> dict[str, float | None]:
-    terms = {}
-    for node, url in urls.items():
-        page = await _metrics(session, url)
-        terms[node] = None if page is None else page.get(CONTROLLER_TERM_METRIC)
-    return terms
+    return await _metric_per_node(session, urls, CONTROLLER_TERM_METRIC)
 
 
 # -- command line ----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,6 +50,12 @@ REMOVAL_SETTLE_MAX_S = 120.0
 ROUTES = ("leader", "any")
 PRODUCE_FORMATS = ("batch", "json")
 FETCH_FORMATS = ("batch", "columnar")
+
+
+def check_choice(name: str, value: str, choices: Collection[str]) -> None:
+    """A target's option must be one of ``choices``: ValueError naming them otherwise."""
+    if value not in choices:
+        raise ValueError(f"{name} {value!r}: one of {', '.join(choices)}")
 
 
 class SendFailed(Exception):
@@ -165,14 +172,10 @@ class RaftlogTarget:
         settle_s: float = LEADERS_SETTLE_S,
         compression: str = "none",
     ) -> None:
-        if route not in ROUTES:
-            raise ValueError(f"route {route!r}: one of {', '.join(ROUTES)}")
-        if produce_format not in PRODUCE_FORMATS:
-            raise ValueError(f"produce_format {produce_format!r}: one of {', '.join(PRODUCE_FORMATS)}")
-        if fetch_format not in FETCH_FORMATS:
-            raise ValueError(f"fetch_format {fetch_format!r}: one of {', '.join(FETCH_FORMATS)}")
-        if compression not in COMPRESSIONS:
-            raise ValueError(f"compression {compression!r}: one of {', '.join(COMPRESSIONS)}")
+        check_choice("route", route, ROUTES)
+        check_choice("produce_format", produce_format, PRODUCE_FORMATS)
+        check_choice("fetch_format", fetch_format, FETCH_FORMATS)
+        check_choice("compression", compression, COMPRESSIONS)
         self.produce_format = produce_format
         self.fetch_format = fetch_format
         self.compression = compression
