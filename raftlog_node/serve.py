@@ -121,11 +121,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="gossip address of a node to join through (repeat for several)",
     )
     parser.add_argument(
-        "--join",
-        action="store_true",
-        help="join a running cluster through --seed: hold replicas but no controller replica",
-    )
-    parser.add_argument(
         "--secret-file", metavar="FILE", help=f"file holding the cluster secret (else ${SECRET_ENV})"
     )
     parser.add_argument(
@@ -136,29 +131,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # never in argv, which every local user reads (ps): taken only to refuse it, naming the ways that work
     parser.add_argument("--admin-token", help=argparse.SUPPRESS)
     parser.add_argument(
-        "--require-auth", action="store_true",
-        help="every data and consumer endpoint needs HTTP Basic with a user of /v1/users (or the admin "
-        "token as a bearer token), and the Kafka listener SASL (PLAIN, SCRAM-SHA-256/512) as one; needs "
-        f"an admin token (--admin-token-file or ${TOKEN_ENV}), and TLS beyond loopback",
-    )  # fmt: skip
-    parser.add_argument(
-        "--enforce-acls", action="store_true",
-        help="check every client request against the ACLs (/v1/acls, raftlog acl, Kafka's CreateAcls): "
-        "nothing is allowed without one, but to super users and the admin token; needs --require-auth",
-    )  # fmt: skip
-    parser.add_argument(
         "--super-user", action="append", default=[], metavar="NAME",
         help="a user who may manage SCRAM credentials over Kafka (AlterUserScramCredentials) and bypasses "
         "ACLs, as Kafka's super.users (repeatable)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--allow-unauthenticated", action="store_true",
-        help="serve HTTP or Kafka beyond loopback without --require-auth (a closed test network only)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--allow-plaintext-auth", action="store_true",
-        help="--require-auth beyond loopback without TLS (a closed network only): passwords, tokens and the "
-        "node-to-node credential then cross the network in clear, and whoever reads one can replay it",
     )  # fmt: skip
     parser.add_argument(
         "--tls-cert",
@@ -176,107 +151,81 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="client certificates: none (default), optional (checked when sent) or required",
     )  # fmt: skip
     parser.add_argument(
-        "--retention-check-ms",
-        type=int,
-        default=RETENTION_CHECK_MS_DEFAULT,
-        help=f"how often retention deletes old segments (default {RETENTION_CHECK_MS_DEFAULT})",
-    )
-    parser.add_argument(
-        "--gc-gen0",
-        type=int,
-        default=GC_GEN0_DEFAULT,
-        help=f"allocations between young-generation garbage collections once serving; startup objects "
-        f"are frozen (default {GC_GEN0_DEFAULT}; 0 keeps Python's defaults)",
-    )
-    parser.add_argument(
-        "--malloc-keep-mib",
-        type=int,
-        default=MALLOC_KEEP_MIB_DEFAULT,
-        help=f"buffers up to 32 MiB come from the heap and up to this much freed heap is kept for reuse "
-        f"instead of being returned to the OS and faulted in again (glibc; default "
-        f"{MALLOC_KEEP_MIB_DEFAULT}; 0 keeps glibc's defaults)",
-    )
-    parser.add_argument(
-        "--journal-sync-threads",
-        type=int,
-        default=JOURNAL_SYNC_THREADS_DEFAULT,
-        help=f"threads writing and fsyncing large Raft journal appends, so the Raft thread goes on "
-        f"meanwhile (default {JOURNAL_SYNC_THREADS_DEFAULT}; 0: the Raft thread does every sync)",
-    )
-    parser.add_argument(
-        "--journal-sync-thread-min-kib",
-        type=int,
-        default=JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
-        help=f"smallest journal append handed to a sync thread; smaller ones are synced by the Raft thread, "
-        f"which costs less CPU than the hand-off (default {JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT}; 0: all)",
-    )
-    parser.add_argument(
-        "--replicas-max",
-        type=int,
-        default=REPLICAS_MAX_DEFAULT,
-        help=f"partition replicas this node may hold; a topic or move beyond it is refused up front "
-        f"(default {REPLICAS_MAX_DEFAULT}: see docs/performance.md, 'Partitions per cluster'; the "
-        f"controller leader's setting applies, so give every node the same)",
-    )
-    parser.add_argument(
-        "--recovery-rate-mib",
-        type=int,
-        default=RECOVERY_RATE_MIB_DEFAULT,
-        help=f"MiB per second that all replicas of this node recovering records from their peers copy "
-        f"together (a replica whose log is behind the snapshot it installed; default "
-        f"{RECOVERY_RATE_MIB_DEFAULT})",
-    )
-    parser.add_argument(
-        "--journal-compaction-min-mib",
-        type=int,
-        default=JOURNAL_COMPACTION_MIN_MIB_DEFAULT,
-        help=f"a Raft group's journal is compacted behind a snapshot once it holds more than this "
-        f"(default {JOURNAL_COMPACTION_MIN_MIB_DEFAULT}); a replica missing what was compacted installs "
-        f"the snapshot and recovers the records from its peers",
-    )
-    parser.add_argument(
-        "--inflated-batch-max-mib",
-        type=int,
-        default=INFLATED_BATCH_MAX_MIB_DEFAULT,
-        help=f"the most a producer's compressed batch's records may inflate to (or its topic's "
-        f"max.message.bytes when larger): past it the batch is refused as too large, inflating stopped "
-        f"there, so a decompression bomb cannot fill the node's memory (default "
-        f"{INFLATED_BATCH_MAX_MIB_DEFAULT})",
-    )
-    for option, _, default, what in (*HTTP_LIMIT_OPTIONS, *LOGIN_LIMIT_OPTIONS):
-        parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
-    parser.add_argument(
         "--metrics-token-file", metavar="FILE",
         help="with --require-auth, /metrics (which names every topic, group and offset) takes the token in "
         "FILE (or the admin token) as 'Authorization: Bearer <token>', Prometheus's authorization "
         "credentials_file; make it readable by its owner only",
     )  # fmt: skip
-    parser.add_argument(
-        "--public-metrics", action="store_true",
-        help="with --require-auth, serve /metrics to anyone (a closed network only)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--login-bounds-on-loopback", action="store_true",
-        help="apply --login-failures-per-address-max to loopback clients too (by default they are exempt: "
-        "every local tool shares the address; the per-user bound still applies)",
-    )  # fmt: skip
-    for option, _, default, what in KAFKA_LIMIT_OPTIONS:
+    for option, what in FLAGS:
+        parser.add_argument(option, action="store_true", help=what)
+    for option, default, what in TUNING_OPTIONS:
         parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
-    parser.add_argument(
-        "--group-initial-rebalance-delay-ms",
-        type=int,
-        default=INITIAL_DELAY_MS_DEFAULT,
-        help=f"a Kafka consumer group's first rebalance (from Empty) waits this long for more members, and "
-        f"as long again while new ones keep joining, within the rebalance timeout: consumers starting "
-        f"together share the first assignment (Kafka's group.initial.rebalance.delay.ms; default "
-        f"{INITIAL_DELAY_MS_DEFAULT}; raftlog dev runs 0, as Kafka's own development configuration)",
-    )
+    for option, _, default, what in (*HTTP_LIMIT_OPTIONS, *LOGIN_LIMIT_OPTIONS, *KAFKA_LIMIT_OPTIONS):
+        parser.add_argument(option, type=int, default=default, help=f"{what} (default {default})")
     parser.add_argument(
         "--event-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
         help="uvloop (default: less CPU per HTTP request) or the standard library's asyncio loop",
     )
+
+
+# (option, help) of the switches a node takes
+FLAGS = (
+    ("--join", "join a running cluster through --seed: hold replicas but no controller replica"),
+    ("--require-auth",
+     "every data and consumer endpoint needs HTTP Basic with a user of /v1/users (or the admin token as a "
+     "bearer token), and the Kafka listener SASL (PLAIN, SCRAM-SHA-256/512) as one; needs an admin token "
+     f"(--admin-token-file or ${TOKEN_ENV}), and TLS beyond loopback"),
+    ("--enforce-acls",
+     "check every client request against the ACLs (/v1/acls, raftlog acl, Kafka's CreateAcls): nothing is "
+     "allowed without one, but to super users and the admin token; needs --require-auth"),
+    ("--allow-unauthenticated",
+     "serve HTTP or Kafka beyond loopback without --require-auth (a closed test network only)"),
+    ("--allow-plaintext-auth",
+     "--require-auth beyond loopback without TLS (a closed network only): passwords, tokens and the "
+     "node-to-node credential then cross the network in clear, and whoever reads one can replay it"),
+    ("--public-metrics", "with --require-auth, serve /metrics to anyone (a closed network only)"),
+    ("--login-bounds-on-loopback",
+     "apply --login-failures-per-address-max to loopback clients too (by default they are exempt: every "
+     "local tool shares the address; the per-user bound still applies)"),
+)  # fmt: skip
+
+# (option, default, help) of the node's tuning: whole numbers, each read as itself by serve
+TUNING_OPTIONS = (
+    ("--retention-check-ms", RETENTION_CHECK_MS_DEFAULT, "how often retention deletes old segments"),
+    ("--gc-gen0", GC_GEN0_DEFAULT,
+     "allocations between young-generation garbage collections once serving; startup objects are frozen "
+     "(0 keeps Python's defaults)"),
+    ("--malloc-keep-mib", MALLOC_KEEP_MIB_DEFAULT,
+     "buffers up to 32 MiB come from the heap and up to this much freed heap is kept for reuse instead of "
+     "being returned to the OS and faulted in again (glibc; 0 keeps glibc's defaults)"),
+    ("--journal-sync-threads", JOURNAL_SYNC_THREADS_DEFAULT,
+     "threads writing and fsyncing large Raft journal appends, so the Raft thread goes on meanwhile (0: the "
+     "Raft thread does every sync)"),
+    ("--journal-sync-thread-min-kib", JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
+     "smallest journal append handed to a sync thread; smaller ones are synced by the Raft thread, which "
+     "costs less CPU than the hand-off (0: all)"),
+    ("--replicas-max", REPLICAS_MAX_DEFAULT,
+     "partition replicas this node may hold; a topic or move beyond it is refused up front (see "
+     "docs/performance.md, 'Partitions per cluster'; the controller leader's setting applies, so give every "
+     "node the same)"),
+    ("--recovery-rate-mib", RECOVERY_RATE_MIB_DEFAULT,
+     "MiB per second that all replicas of this node recovering records from their peers copy together (a "
+     "replica whose log is behind the snapshot it installed)"),
+    ("--journal-compaction-min-mib", JOURNAL_COMPACTION_MIN_MIB_DEFAULT,
+     "a Raft group's journal is compacted behind a snapshot once it holds more than this; a replica missing "
+     "what was compacted installs the snapshot and recovers the records from its peers"),
+    ("--inflated-batch-max-mib", INFLATED_BATCH_MAX_MIB_DEFAULT,
+     "the most a producer's compressed batch's records may inflate to (or its topic's max.message.bytes "
+     "when larger): past it the batch is refused as too large, inflating stopped there, so a decompression "
+     "bomb cannot fill the node's memory"),
+    ("--group-initial-rebalance-delay-ms", INITIAL_DELAY_MS_DEFAULT,
+     "a Kafka consumer group's first rebalance (from Empty) waits this long for more members, and as long "
+     "again while new ones keep joining, within the rebalance timeout: consumers starting together share "
+     "the first assignment (Kafka's group.initial.rebalance.delay.ms; raftlog dev runs 0, as Kafka's own "
+     "development configuration)"),
+)  # fmt: skip
 
 
 _KAFKA = KafkaLimits()
@@ -357,13 +306,7 @@ def login_limits(args: argparse.Namespace) -> LoginLimits:
 
 def kafka_limits(args: argparse.Namespace) -> KafkaLimits:
     """The Kafka listener's bounds from the ``--kafka-*`` limit options, checked."""
-    fields: dict[str, Any] = {}
-    for option, field, _, _ in KAFKA_LIMIT_OPTIONS:
-        value = getattr(args, option.removeprefix("--").replace("-", "_"))
-        if value < 1:
-            raise ServeConfigError(f"{option} {value}: must be >= 1")
-        fields[field] = value / 1000 if option.endswith("-ms") else value
-    return replace(_KAFKA, **fields)
+    return replace(_KAFKA, **_limit_fields(args, KAFKA_LIMIT_OPTIONS))
 
 
 def kafka_listener(args: argparse.Namespace) -> tuple[HostPort, str] | None:
