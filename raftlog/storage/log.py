@@ -209,12 +209,9 @@ class Log(Closing):
         checked here.
         """
         with self._lock:
-            self._check_writable()
-            if enforce_size_limit:
-                self._check_size(len(batch))
+            # the CRC it came with covers everything the stamp leaves alone
+            header = self._checked(batch, enforce_size_limit, verified_header)
             try:
-                # the CRC it came with covers everything the stamp leaves alone
-                header = verify(batch) if verified_header is None else verified_header
                 if not checked_records:
                     validate_records(batch, header)
                 head = stamped_head(batch, self.end_offset, term)
@@ -238,18 +235,26 @@ class Log(Closing):
         twice); ``durable_elsewhere``: as in append_prepared (the peers hold the batch; the caller
         flushes when it chooses)."""
         with self._lock:
-            self._check_writable()
-            if enforce_size_limit:
-                self._check_size(len(batch))
-            try:
-                header = verify(batch) if verified_header is None else verified_header
-            except BatchFormatError as exc:
-                raise InvalidRecord(f"malformed batch: {exc}") from exc
+            header = self._checked(batch, enforce_size_limit, verified_header)
             if header.base_offset != self.end_offset:
                 raise InvalidRecord(
                     f"batch starts at offset {header.base_offset} but the log ends at {self.end_offset}"
                 )
             return self._append(batch, header, self._clock(), enforce_size_limit, durable_elsewhere)
+
+    def _checked(
+        self, batch: bytes | memoryview, enforce_size_limit: bool, verified_header: BatchHeader | None
+    ) -> BatchHeader:
+        """Under the lock, before an append: the log takes writes, the batch is within
+        ``max.message.bytes`` (when enforced), and its header, CRC-checked unless ``verified_header`` is
+        what :func:`verify` already said of it (InvalidRecord for a malformed batch)."""
+        self._check_writable()
+        if enforce_size_limit:
+            self._check_size(len(batch))
+        try:
+            return verify(batch) if verified_header is None else verified_header
+        except BatchFormatError as exc:
+            raise InvalidRecord(f"malformed batch: {exc}") from exc
 
     def _check_writable(self) -> None:
         if self._closed:
