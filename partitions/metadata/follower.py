@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from partitions.controller.state import ControllerStateMachine
 from partitions.metadata.service import ControllerSnapshot
@@ -27,26 +28,20 @@ POLL_S = 0.25
 FetchSnapshot = Callable[[str, int | None], Awaitable[ControllerSnapshot]]  # (node id, known index)
 
 
+@dataclass(eq=False)
 class MetadataFollower(Worker):
     """Create with the machine to fill, ``start()`` on the event loop, ``await close()``."""
 
-    def __init__(
-        self,
-        node_id: str,
-        machine: ControllerStateMachine,
-        fetch: FetchSnapshot,
-        sources: Callable[[], list[str]],
-        on_change: Callable[[], None],
-    ) -> None:
-        """``sources``: ids of live nodes to ask (any controller voter knows the leader)."""
+    node_id: str
+    _machine: ControllerStateMachine
+    _fetch: FetchSnapshot
+    _sources: Callable[[], list[str]]  # ids of live nodes to ask (any controller voter knows the leader)
+    _on_change: Callable[[], None]
+    leader: str | None = field(default=None, init=False)  # the controller leader named by the last answer
+    synced: bool = field(default=False, init=False)  # a snapshot has been applied at least once
+
+    def __post_init__(self) -> None:
         super().__init__()
-        self.node_id = node_id
-        self._machine = machine
-        self._fetch = fetch
-        self._sources = sources
-        self._on_change = on_change
-        self.leader: str | None = None  # the controller leader named by the last answer
-        self.synced = False  # a snapshot has been applied at least once
 
     async def _run(self) -> None:
         turn = 0

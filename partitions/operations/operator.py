@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from partitions.controller import balancer, reconfigure
@@ -95,24 +96,28 @@ class PartitionLeaders(Protocol):
         ...
 
 
+@dataclass(eq=False)
 class Operator(Worker):
     """Create with the node's parts, ``start()`` on its event loop, ``await close()``."""
 
-    def __init__(
-        self, controller: Controller, voters: Voters, nodes: Nodes, leaders: PartitionLeaders
-    ) -> None:
+    _controller: Controller
+    _voters: Voters
+    _nodes: Nodes
+    _leaders: PartitionLeaders
+    # (topic, partition, learner joining) -> the commit index when it was first seen a learner
+    _goals: dict[tuple[str, int, str], int] = field(default_factory=dict, init=False)
+    # (controller learner, its catch-up goal)
+    _controller_goal: tuple[str, int] | None = field(default=None, init=False)
+    _balanced_at: float = field(default=0.0, init=False)
+    steps_taken: int = field(default=0, init=False)
+    leadership_transfers: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
         super().__init__()
-        self._controller = controller
-        self._voters = voters
-        self._nodes = nodes
-        self._leaders = leaders
-        self.node_id = controller.node_id
-        # (topic, partition, learner joining) -> the commit index when it was first seen a learner
-        self._goals: dict[tuple[str, int, str], int] = {}
-        self._controller_goal: tuple[str, int] | None = None  # (controller learner, its catch-up goal)
-        self._balanced_at = 0.0
-        self.steps_taken = 0
-        self.leadership_transfers = 0
+
+    @property
+    def node_id(self) -> str:
+        return self._controller.node_id
 
     async def _run(self) -> None:
         while True:
