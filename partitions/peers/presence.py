@@ -17,6 +17,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from membership import Gossip, GossipConfig, Member, MemberState
@@ -51,51 +52,43 @@ def disk_usage(data_dir: str) -> tuple[int, int]:
     return removal.tree_bytes(data_dir), shutil.disk_usage(data_dir).free
 
 
+@dataclass(eq=False)
 class Presence:
-    """Create with the node, ``await start()`` on its event loop, ``await close()``."""
+    """Create with the node, ``await start()`` on its event loop, ``await close()``.
 
-    def __init__(
-        self,
-        node_id: str,
-        http: str,
-        raft_address: str,
-        data_dir: str,
-        gossip_address: str,
-        cluster_secret: bytes,
-        config: GossipConfig,
-        seeds: tuple[str, ...],
-        view: ClusterView,
-        routing: Routing,
-        replicas: ReplicaManager,
-        raft: RaftHost,
-        client: PeerClient,
-        metadata: Callable[[], ControllerMetadata],
-        kafka: str | None = None,
-    ) -> None:
-        """``kafka``: this node's Kafka listener as clients reach it (gossiped), None without one."""
-        self.node_id = node_id
-        self._http = http
-        self._raft_address = raft_address
-        self._kafka = kafka
-        self._data_dir = data_dir
-        self._config = config
-        self._seeds = seeds
-        self._view = view
-        self._routing = routing
-        self._replicas = replicas
-        self._raft = raft
-        self._client = client
-        self._metadata = metadata
-        self._claims: dict[str, int] = {}
-        self._claims_version = 0
-        self._disk: tuple[int, int] | None = None  # (bytes used under data_dir, bytes free on its disk)
-        self._disk_full = False  # as last published (raft.space.full())
-        self._failures: list[ReplicaFailure] = []  # as last published, with their digest
-        self._failures_digest = NO_FAILURES_DIGEST
-        self._failures_fetching: set[str] = set()  # peers whose failure list is being fetched
-        self._closing = False
-        self._background: set[asyncio.Task[None]] = set()
-        self.gossip = Gossip(node_id, gossip_address, cluster_secret, self._meta(), config)
+    ``gossip_bind_address`` and ``cluster_secret`` go to this node's ``Gossip`` and are not kept."""
+
+    node_id: str
+    _http: str
+    _raft_address: str
+    _data_dir: str
+    gossip_bind_address: InitVar[str]
+    cluster_secret: InitVar[bytes]
+    _config: GossipConfig
+    _seeds: tuple[str, ...]
+    _view: ClusterView
+    _routing: Routing
+    _replicas: ReplicaManager
+    _raft: RaftHost
+    _client: PeerClient
+    _metadata: Callable[[], ControllerMetadata]
+    kafka: str | None = None  # this node's Kafka listener as clients reach it (gossiped), None without one
+    _claims: dict[str, int] = field(default_factory=dict, init=False)
+    _claims_version: int = field(default=0, init=False)
+    # (bytes used under data_dir, bytes free on its disk)
+    _disk: tuple[int, int] | None = field(default=None, init=False)
+    _disk_full: bool = field(default=False, init=False)  # as last published (raft.space.full())
+    # as last published, with their digest
+    _failures: list[ReplicaFailure] = field(default_factory=list, init=False)
+    _failures_digest: int = field(default=NO_FAILURES_DIGEST, init=False)
+    # peers whose failure list is being fetched
+    _failures_fetching: set[str] = field(default_factory=set, init=False)
+    _closing: bool = field(default=False, init=False)
+    _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    gossip: Gossip = field(init=False)
+
+    def __post_init__(self, gossip_bind_address: str, cluster_secret: bytes) -> None:
+        self.gossip = Gossip(self.node_id, gossip_bind_address, cluster_secret, self._meta(), self._config)
 
     @property
     def gossip_address(self) -> str:
@@ -144,7 +137,7 @@ class Presence:
             self._config.meta_bytes_max,
             self._disk,
             self._failures,
-            self._kafka,
+            self.kafka,
             self._disk_full,
         )
 

@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from partitions.controller.state import ControllerMetadata, TopicMetadata
@@ -96,37 +96,36 @@ class Replica:
         self.changed = asyncio.Event()
 
 
+@dataclass(eq=False)
 class ReplicaManager:
     """Create with the node; ``schedule_reconcile()`` whenever the metadata may have changed; ``await
-    close()`` before the node's Raft host stops."""
+    close()`` before the node's Raft host stops. ``recovery_bytes_per_s`` bounds its recoveries."""
 
-    def __init__(
-        self,
-        node_id: str,
-        raft: RaftHost,
-        logs: LogManager,
-        trash: Trash,
-        metadata: Callable[[], ControllerMetadata],
-        peer_batches: Callable[[str, int], FetchBatches],
-        recovery_bytes_per_s: int,
-    ) -> None:
-        self.node_id = node_id
-        self._raft = raft
-        self._logs = logs
-        self._trash = trash
-        self._metadata = metadata
-        self._peer_batches = peer_batches  # (topic, partition) -> its batches from peer replicas
-        # replicas whose log an installed snapshot left behind copy what they lack from their peers
-        self.recoveries = Recoveries(raft.run, recovery_bytes_per_s)
-        self._replicas: dict[str, Replica] = {}
-        self.failed = FailedReplicas(node_id)  # replicas that cannot open or replay, retried with backoff
-        self.changes = 0  # bumped whenever a replica is opened or dropped (leadership claims look again)
-        self._lock = asyncio.Lock()  # reconciliation and the closing of a stopped replica: one at a time
-        self._task: asyncio.Task[None] | None = None
-        self._again = False
-        self._closing = False
-        self._sweep_due = True  # directories of deleted topics may be left from before this start
-        self._background: set[asyncio.Task[None]] = set()
+    node_id: str
+    _raft: RaftHost
+    _logs: LogManager
+    _trash: Trash
+    _metadata: Callable[[], ControllerMetadata]
+    _peer_batches: Callable[[str, int], FetchBatches]  # (topic, partition) -> its batches from peer replicas
+    recovery_bytes_per_s: InitVar[int]
+    # replicas whose log an installed snapshot left behind copy what they lack from their peers
+    recoveries: Recoveries = field(init=False)
+    _replicas: dict[str, Replica] = field(default_factory=dict, init=False)
+    failed: FailedReplicas = field(init=False)  # replicas that cannot open or replay, retried with backoff
+    # bumped whenever a replica is opened or dropped (leadership claims look again)
+    changes: int = field(default=0, init=False)
+    # reconciliation and the closing of a stopped replica: one at a time
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _again: bool = field(default=False, init=False)
+    _closing: bool = field(default=False, init=False)
+    # directories of deleted topics may be left from before this start
+    _sweep_due: bool = field(default=True, init=False)
+    _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+
+    def __post_init__(self, recovery_bytes_per_s: int) -> None:
+        self.recoveries = Recoveries(self._raft.run, recovery_bytes_per_s)
+        self.failed = FailedReplicas(self.node_id)
 
     # -- the map, for everyone else ------------------------------------------------------------------
 

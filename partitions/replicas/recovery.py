@@ -28,7 +28,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import Protocol
 
 from partitions.errors import PartitionError
@@ -194,35 +194,34 @@ class _Recovering:
         return max(0, self.target.high_watermark - self.target.log.end_offset)
 
 
+@dataclass(eq=False)
 class Recoveries:
     """A node's recoveries: at most one task per replica, all sharing one rate limit. Event loop only.
 
-    ``run_on_driver`` runs the completion check on the Raft driver thread; ``to_thread`` runs the
-    appends (``asyncio.to_thread``); ``sleep`` and ``clock`` are injectable for tests."""
+    ``_run_on_driver`` (given first) runs the completion check on the Raft driver thread; ``to_thread``
+    runs the appends (``asyncio.to_thread``); ``sleep`` and ``clock`` are injectable for tests."""
 
-    def __init__(
-        self,
-        run_on_driver: RunOnDriver,
-        rate_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT,
-        chunk_bytes: int = CHUNK_BYTES,
-        backoff_min_s: float = BACKOFF_MIN_S,
-        backoff_max_s: float = BACKOFF_MAX_S,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        to_thread: Callable[..., Awaitable[Outcome]] = asyncio.to_thread,
-    ) -> None:
-        check(chunk_bytes > 0 and 0 < backoff_min_s <= backoff_max_s, "chunk and backoff must be positive")
-        self._run_on_driver = run_on_driver
-        self.chunk_bytes = chunk_bytes
-        self.bucket = TokenBucket(rate_bytes_per_s, max(chunk_bytes, rate_bytes_per_s / 10), clock())
-        self._backoff_min_s = backoff_min_s
-        self._backoff_max_s = backoff_max_s
-        self._clock = clock
-        self._sleep = sleep
-        self._to_thread = to_thread
-        self._running: dict[str, _Recovering] = {}
-        self.bytes_copied = 0  # by every recovery of this node since it started
-        self.completed = 0
+    _run_on_driver: RunOnDriver
+    rate_bytes_per_s: InitVar[int] = RATE_BYTES_PER_S_DEFAULT
+    chunk_bytes: int = CHUNK_BYTES
+    backoff_min_s: float = BACKOFF_MIN_S
+    backoff_max_s: float = BACKOFF_MAX_S
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    to_thread: Callable[..., Awaitable[Outcome]] = asyncio.to_thread
+    bucket: TokenBucket = field(init=False)
+    _running: dict[str, _Recovering] = field(default_factory=dict, init=False)
+    bytes_copied: int = field(default=0, init=False)  # by every recovery of this node since it started
+    completed: int = field(default=0, init=False)
+
+    def __post_init__(self, rate_bytes_per_s: int) -> None:
+        check(
+            self.chunk_bytes > 0 and 0 < self.backoff_min_s <= self.backoff_max_s,
+            "chunk and backoff must be positive",
+        )
+        self.bucket = TokenBucket(
+            rate_bytes_per_s, max(self.chunk_bytes, rate_bytes_per_s / 10), self.clock()
+        )
 
     def start(
         self, key: str, target: RecoveryTarget, peers: Callable[[], Sequence[str]], fetch: FetchBatches
@@ -281,7 +280,7 @@ class Recoveries:
 
     async def _run(self, recovering: _Recovering) -> None:
         target, key = recovering.target, recovering.key
-        backoff_s = self._backoff_min_s
+        backoff_s = self.backoff_min_s
         while not recovering.stopping:
             if not target.behind:
                 if await self._run_on_driver(target.recovered):
@@ -300,10 +299,10 @@ class Recoveries:
                 log.error("%s: recovery cannot write its log (retrying in %.1f s): %s", key, backoff_s, error)
                 progressed = False
             if progressed:
-                backoff_s = self._backoff_min_s
+                backoff_s = self.backoff_min_s
                 continue
-            await self._sleep(backoff_s)
-            backoff_s = next_backoff_s(backoff_s, self._backoff_max_s)
+            await self.sleep(backoff_s)
+            backoff_s = next_backoff_s(backoff_s, self.backoff_max_s)
 
     async def _round(self, recovering: _Recovering) -> bool:
         """Ask the peers in turn until one lets the log move on; whether one did."""
@@ -315,10 +314,10 @@ class Recoveries:
             except PeerFetchFailed as error:
                 log.warning("%s: %s", recovering.key, error)
                 continue
-            wait_s = self.bucket.take(len(answer.data), self._clock())
+            wait_s = self.bucket.take(len(answer.data), self.clock())
             if wait_s > 0:
-                await self._sleep(wait_s)
-            outcome = await self._to_thread(take_answer, target, offset, answer)
+                await self.sleep(wait_s)
+            outcome = await self.to_thread(take_answer, target, offset, answer)
             if isinstance(outcome, Unusable):
                 log.warning(
                     "%s: answer of %s at offset %d unusable: %s", recovering.key, peer, offset, outcome.reason
