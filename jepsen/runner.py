@@ -145,19 +145,18 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if not clients or unknown:
         raise ValueError(f"--clients {args.clients!r}: choose from {', '.join(CLIENTS)}")
     faults = nemesis.parse_faults(args.nemesis)
-    return RunConfig(
-        nodes=args.nodes,
-        faults=faults,
-        time_limit_s=args.time_limit,
-        rate=args.rate,
-        concurrency=args.concurrency,
-        directory=args.dir,
-        netns=not args.no_netns,
-        seed=args.seed,
-        serve_args=tuple(args.serve_arg),
-        clients=clients,
-        fs=args.fs or default_fs(faults),
-    )
+    computed = {
+        "faults": faults,
+        "time_limit_s": args.time_limit,
+        "directory": args.dir,
+        "netns": not args.no_netns,
+        "serve_args": tuple(args.serve_arg),
+        "clients": clients,
+        "fs": args.fs or default_fs(faults),
+    }
+    # the other fields are the options of the same name as they are (--nodes, --rate, --concurrency, --seed)
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
+    return RunConfig(**(given | computed))
 
 
 def default_fs(faults: Sequence[str]) -> str:

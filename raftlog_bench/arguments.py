@@ -6,10 +6,17 @@ declared here once."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from raftlog_bench.output import STDOUT
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Config = TypeVar("Config", bound="DataclassInstance")
 
 
 def standalone_parser(
@@ -20,6 +27,15 @@ def standalone_parser(
     parser = argparse.ArgumentParser(prog=f"raftlog bench {name}", description=description)
     add_arguments(parser)
     return parser
+
+
+def config_of(cls: type[Config], args: argparse.Namespace, **computed: object) -> Config:
+    """``cls`` (a dataclass) from the parsed options: a field takes the option whose ``dest`` is its name,
+    unless ``computed`` gives it (renamed, converted or derived); a field neither gives keeps its default."""
+    given = {
+        f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.init and hasattr(args, f.name)
+    }
+    return cls(**(given | computed))
 
 
 def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:

@@ -61,6 +61,7 @@ from raftlog_bench.arguments import (
     add_dir_argument,
     add_json_argument,
     add_wait_quiet_argument,
+    config_of,
     positive_ints,
     standalone_parser,
 )
@@ -928,25 +929,17 @@ def problem(args: argparse.Namespace) -> str | None:
 
 
 def workload_of(args: argparse.Namespace) -> Workload:
-    return Workload(
+    return config_of(
+        Workload,
+        args,
         record_sizes=tuple(args.record_size),
         batch_records=args.batch_size,
-        partitions=args.partitions,
-        concurrency=args.concurrency,
         seconds=args.duration,
-        acks=args.acks,
         consume=not args.no_consume,
-        consume_seconds=args.consume_seconds,
-        single_rate=args.single_rate,
-        single_seconds=args.single_seconds,
         single_record_bytes=args.single_record_size,
         fetch_bytes=args.fetch_mib * MiB,
         wait_quiet_s=args.wait_quiet,
-        route=args.route,
-        produce_format=args.produce_format,
-        fetch_format=args.fetch_format,
         settle_s=args.settle_seconds,
-        compression=args.compression,
         client=client_of(args),
     )
 
