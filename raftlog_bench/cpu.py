@@ -29,6 +29,22 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
+def own_threads_cpu_s(name_prefix: str) -> float:
+    """CPU seconds of this process's threads whose name starts with ``name_prefix`` (librdkafka names
+    its threads ``rdk:main``, ``rdk:broker1``...); threads gone since are not counted."""
+    total = 0.0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        name = text[text.find("(") + 1 : text.rfind(")")]
+        if name.startswith(name_prefix):
+            total += cpu_seconds_from_stat(text, TICKS)
+    return total
+
+
 def process_rss_mib(pid: int) -> float | None:
     """A process's resident set now, MiB (``VmRSS``); None once it is gone."""
     try:

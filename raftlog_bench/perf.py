@@ -66,7 +66,7 @@ from raftlog_bench.arguments import (
     standalone_parser,
 )
 from raftlog_bench.cluster import LatencySummary, parse_servers, slot_time, slots_due
-from raftlog_bench.cpu import CpuMeter, CpuUse, wait_quiet
+from raftlog_bench.cpu import CpuMeter, CpuUse, own_threads_cpu_s, wait_quiet
 from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
@@ -346,9 +346,11 @@ async def single_phase(
 
     start = time.perf_counter() + 0.01
     sent = 0
+    spin = _LibrdkafkaSeconds(start)
     async with showing(f"{target.system} single {size_label(layout.record_bytes)}", seconds, tally):
         try:
             while sent < total:
+                spin.sample(time.perf_counter())
                 due_count = slots_due(time.perf_counter() + TIMER_SLACK_S - start, per_s, total)
                 while sent < due_count:
                     await places.acquire()
@@ -366,10 +368,31 @@ async def single_phase(
                 task.cancel()
     elapsed = max(time.perf_counter(), slot_time(start, total, per_s)) - start
     cpu = meter.stop()
-    return _result(
+    result = _result(
         target.system, "single", layout, SINGLE_IN_FLIGHT_MAX, tally, total, elapsed,
         tally.records * layout.record_bytes, cpu,
     )  # fmt: skip
+    return replace(result, client_librdkafka_pct_per_second=tuple(spin.per_second))
+
+
+class _LibrdkafkaSeconds:
+    """The CPU of this process's librdkafka threads in each second of a timetable (100 = one core),
+    sampled at the first send of each second: none without a confluent-kafka client."""
+
+    def __init__(self, start: float) -> None:
+        self._start = start
+        self._second = 0
+        self._cpu = own_threads_cpu_s("rdk:")
+        self._at = start
+        self.per_second: list[float] = []
+
+    def sample(self, now: float) -> None:
+        if now - self._start < self._second + 1:
+            return
+        cpu = own_threads_cpu_s("rdk:")
+        self.per_second.append(round(100 * (cpu - self._cpu) / max(now - self._at, 1e-3), 1))
+        self._cpu, self._at = cpu, now
+        self._second = int(now - self._start)
 
 
 # histograms of raftlog's /metrics whose slow tail a phase reports: family -> what the report calls it

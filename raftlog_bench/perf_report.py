@@ -73,6 +73,10 @@ class PhaseResult:
     tries_per_s: tuple[float, ...] = ()
     # raftlog started here: waits of over SLOW_WAIT_S during the phase, all nodes together (a stall's witness)
     slow_waits: dict[str, int] = field(default_factory=dict)
+    # single, through confluent-kafka: the CPU of the load generator's librdkafka threads in each second
+    # (100 = one core), another stall's witness: an idempotent producer whose partition has its five
+    # requests in flight spins until an answer comes (docs/performance.md)
+    client_librdkafka_pct_per_second: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +248,13 @@ def format_seconds(phases: Sequence[PhaseResult]) -> list[str]:
                 f"{p.system:9s} single-record p99 per second: median {each[len(each) // 2]:.2f} ms, worst"
                 f" {each[-1]:.2f} ms (window {p.latency.p99_ms:.2f} ms); by second: "
                 + " ".join(f"{value:.1f}" for value in p.p99_per_second_ms)
+            )
+        if p.phase == "single" and any(p.client_librdkafka_pct_per_second):
+            spin = p.client_librdkafka_pct_per_second
+            lines.append(
+                f"{p.system:9s} the load generator's librdkafka threads, % of a core: median"
+                f" {sorted(spin)[len(spin) // 2]:.0f}, most {max(spin):.0f}; by second: "
+                + " ".join(f"{value:.0f}" for value in spin)
             )
     return ["", *lines] if lines else []
 
@@ -439,6 +450,7 @@ def phase_from_dict(data: dict[str, Any]) -> PhaseResult:
             "latency": LatencySummary(**data["latency"]),
             "p99_per_second_ms": tuple(data.get("p99_per_second_ms", ())),
             "tries_per_s": tuple(data.get("tries_per_s", ())),
+            "client_librdkafka_pct_per_second": tuple(data.get("client_librdkafka_pct_per_second", ())),
         }
     )
 

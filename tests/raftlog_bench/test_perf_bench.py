@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -276,6 +278,43 @@ async def test_single_phase_shows_a_stall_in_its_second_that_the_windows_p99_hid
     assert max(result.p99_per_second_ms[i] for i in (0, 1, 3)) < 100
     lines = perf_report.format_seconds([result])
     assert "worst" in lines[1] and f"window {result.latency.p99_ms:.2f} ms" in lines[1]
+
+
+async def test_single_phase_shows_the_load_generators_librdkafka_cpu_second_by_second() -> None:
+    """A thread named as librdkafka names its own, busy through the second second of the timetable (as an
+    idempotent producer's broker thread spins while its partition has five requests in flight), shows in
+    that second's figure and in the report; a second without it shows nothing of it."""
+    busy, done = threading.Event(), threading.Event()
+
+    def spin() -> None:
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as comm:
+            comm.write("rdk:broker1")
+        busy.wait()
+        end = time.perf_counter() + 0.8
+        block = b"x" * 1_000_000
+        while time.perf_counter() < end:
+            hashlib.sha256(block).digest()  # CPU without the GIL: the timetable goes on meanwhile
+        done.wait()  # a thread's CPU is read while it lives, as librdkafka's live as long as their client
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    target = _SlowTarget(service_s=0.001)
+
+    async def send_one(worker: int, partition: int) -> None:
+        if worker == 510:  # 1.02 s into the timetable at 500/s
+            busy.set()
+        await asyncio.sleep(0.001)
+
+    target.send_one = send_one  # type: ignore[method-assign]
+    try:
+        result = await perf.single_phase(target, Layout("t", 3, 100, 1), 500.0, 3.0, {})  # type: ignore[arg-type]
+    finally:
+        done.set()
+        spinner.join()
+    spin_pct = result.client_librdkafka_pct_per_second
+    assert len(spin_pct) == 2 and spin_pct[1] >= 25 and spin_pct[0] < 5, spin_pct
+    lines = perf_report.format_seconds([result])
+    assert "librdkafka threads, % of a core" in lines[2] and f"most {max(spin_pct):.0f}" in lines[2]
 
 
 def test_servers_rss_is_read_at_each_phases_end_and_the_largest_reported() -> None:
