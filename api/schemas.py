@@ -217,7 +217,6 @@ class ParsedRecord(NamedTuple):  # a tuple: built once per record of every produ
 @dataclass(frozen=True, slots=True)
 class ProduceRequest:
     records: list[ParsedRecord]
-    raw_records: list[dict[str, Any]]  # as received: forwarded sub-requests reuse them verbatim
     producer_id: int | None
     sequence: int | None
 
@@ -323,7 +322,7 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
                 timestamp_ms=timestamp,
             )
         )
-    return ProduceRequest(parsed, list(records), producer_id, sequence)
+    return ProduceRequest(parsed, producer_id, sequence)
 
 
 def produce_entry(partition: int, offset: int) -> dict[str, Any]:

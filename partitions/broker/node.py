@@ -14,11 +14,11 @@ The parts, each owning one thing (see ARCHITECTURE.md for the threads):
 - ``Operator``: the controller leader's background work (replica moves, decommissions, leader balance);
 - ``LogManager`` and the ``Remover`` behind the node's ``Trash``: storage's background threads.
 
-A front door is given the node as a ``services.FrontDoor``: ``metadata``, ``cluster``, ``local`` and
-``peer_credential_ok``. The data directory is this node's alone (``raftlog.storage.dirlock``) from
-construction to ``close``. A data directory whose partition logs an older raftlog wrote in its own batch
-format is refused then too, before anything in it is opened (``LegacyLogFormat``, naming ``raftlog log
-migrate``).
+A front door is given the node as a ``partitions.peers.cluster.FrontDoor``: ``metadata``, ``cluster``,
+``local`` and ``peer_credential_ok``. The data directory is this node's alone (``raftlog.storage.dirlock``)
+from construction to ``close``. A data directory whose partition logs an older raftlog wrote in its own
+batch format is refused then too, before anything in it is opened (``LegacyLogFormat``, naming ``raftlog
+log migrate``).
 """
 
 from __future__ import annotations
