@@ -426,4 +426,4 @@ def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:
 
 def _read_all(view: LogView) -> bytes:
     with view:
-        return b"".join(batch.data for batch in view.iter_batches())
+        return view.read_bytes()

@@ -676,6 +676,23 @@ class LogView(Closing):
     def batches(self) -> list[ReadBatch]:
         return list(self.iter_batches())
 
+    def read_bytes(self) -> bytes:
+        """The batches :meth:`iter_batches` yields, as one bytes object: each span read with one ``pread``
+        of what the byte budget leaves (the first batch whole, however large) and its batches
+        CRC-checked in that buffer, not copied out one by one and joined. No copy but the kernel's when
+        the view ends where a read did; else one of the bytes kept."""
+        runs: list[bytes] = []
+        total = 0
+        for segment, position, end in self._spans:
+            budget = None if self.max_bytes is None else self.max_bytes - total
+            run, stopped = segment.read_run(position, end, budget, self.limit, whole_first=total == 0)
+            if run:
+                runs.append(run)
+                total += len(run)
+            if stopped:
+                break
+        return runs[0] if len(runs) == 1 else b"".join(runs)
+
     def records(self) -> list[Record]:
         """The records from the view's offset on, below its limit; a batch that does not decode is
         ``CorruptRecord`` (its CRC held: a bug, or damage the CRC missed)."""

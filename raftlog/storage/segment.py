@@ -132,6 +132,54 @@ def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHead
         position += header.size_bytes
 
 
+def read_run(
+    fd: int, start: int, end: int, budget: int | None, limit: int, whole_first: bool
+) -> tuple[bytes, bool]:
+    """Consecutive CRC-checked batches from ``start`` (a batch boundary) up to ``end``, read with one
+    ``pread``: those that fit in ``budget`` bytes (None: no budget) and start below offset ``limit``;
+    with ``whole_first`` the first batch comes whole even when larger than the budget. Returns the bytes
+    and whether the run stopped before ``end`` (at the budget or the limit). The bytes are the read
+    buffer itself when the run ends where the read did, else one copy of what is kept. Raises
+    :class:`ScanStop` where ``[start, end)`` does not hold well-formed, CRC-valid batches."""
+    want = end - start if budget is None else min(end - start, max(budget, HEADER_SIZE))
+    buffer = os.pread(fd, want, start)
+    if len(buffer) < want:  # the file was cut under the reader (a truncation of uncommitted entries)
+        raise ScanStop(start + len(buffer), f"short read: {len(buffer)} of {want} bytes")
+    kept = 0
+    stopped = False
+    while start + kept < end:
+        if len(buffer) - kept < HEADER_SIZE:
+            if len(buffer) == end - start:
+                raise ScanStop(start + kept, f"torn header: {len(buffer) - kept} bytes at end")
+            stopped = True  # the budget ends inside this header
+            break
+        try:
+            header = decode_header(buffer, kept)
+        except BatchFormatError as exc:
+            raise ScanStop(start + kept, str(exc)) from None
+        size = header.size_bytes
+        if start + kept + size > end:
+            raise ScanStop(start + kept, f"batch of {size} bytes runs past the end of the file ({end})")
+        if header.base_offset >= limit:
+            stopped = True
+            break
+        if kept + size > len(buffer):
+            if kept == 0 and whole_first:  # larger than the budget, and the run's first: read it whole
+                buffer = os.pread(fd, size, start)
+                if len(buffer) < size:
+                    raise ScanStop(start, f"short read: {len(buffer)} of {size} bytes")
+            else:
+                stopped = True  # the budget ends inside this batch
+                break
+        if not crc_ok(memoryview(buffer)[kept : kept + size], header):
+            raise ScanStop(start + kept, f"crc32c mismatch in batch at offset {header.base_offset}")
+        kept += size
+        if kept == len(buffer) and start + kept < end:
+            stopped = True  # the budget is used up exactly (or the first batch was read alone)
+            break
+    return (buffer if kept == len(buffer) else buffer[:kept]), stopped
+
+
 def batch_bytes(view: memoryview) -> bytes:
     """The bytes of a batch yielded by :func:`walk`, kept past the next step: the read buffer itself when
     the batch fills it (large batches are read alone), else a copy."""
@@ -436,6 +484,16 @@ class Segment(FileHandle):
         appends only write past that end."""
         try:
             yield from walk(self.fd, position, self.size if end is None else end, verify=True)
+        except ScanStop as stop:
+            raise CorruptRecord(self.path, stop.position, stop.reason) from None
+
+    def read_run(
+        self, position: int, end: int, budget: int | None, limit: int, whole_first: bool
+    ) -> tuple[bytes, bool]:
+        """:func:`read_run` of this segment's data file (corruption raises ``CorruptRecord``); callable
+        without the log's lock as :meth:`batches` is."""
+        try:
+            return read_run(self.fd, position, end, budget, limit, whole_first)
         except ScanStop as stop:
             raise CorruptRecord(self.path, stop.position, stop.reason) from None
 

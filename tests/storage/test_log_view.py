@@ -7,10 +7,12 @@ import os
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from raftlog.storage import Log, ProducerRecord
 from raftlog.storage import segment as segment_module
-from raftlog.storage.errors import LogClosed, OffsetOutOfRange, StorageUnavailable
+from raftlog.storage.errors import CorruptRecord, LogClosed, OffsetOutOfRange, StorageUnavailable
 
 from .helpers import FakeClock, make_records, open_descriptors_under, read_all, small_config
 
@@ -214,4 +216,41 @@ def test_a_flush_that_fails_fails_the_log(tmp_path, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(StorageUnavailable):
         log.append([ProducerRecord(b"after")])
+    log.close()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.integers(1, 40),
+    start=st.integers(0, 200),
+    budget=st.integers(0, 6_000),
+    limit=st.integers(0, 200) | st.none(),
+)
+def test_a_view_read_as_one_run_is_the_batches_it_yields(tmp_path_factory, batches, start, budget, limit):
+    """``read_bytes`` (one pread per segment, the batches checked in place) cuts where ``iter_batches``
+    cuts: at the byte budget (the first batch whole however large), at the offset limit, across segment
+    rolls; a run the budget ends inside a batch or a header keeps only the whole batches before it."""
+    log = filled(tmp_path_factory.mktemp("view"), batches)
+    offset = min(start, log.end_offset)
+    with log.read_view(offset, budget, max_offset=limit) as view:
+        expected = b"".join(batch.data for batch in view.iter_batches())
+        assert view.read_bytes() == expected
+    log.close()
+
+
+def test_a_damaged_batch_in_a_run_is_named_and_nothing_past_it_is_answered(tmp_path):
+    log = filled(tmp_path, 10)
+    log.flush()
+    bounds = log.read_batches(0, 1 << 20)
+    third = sum(len(b.data) for b in bounds[:2]) + 70  # a byte inside the third batch's records
+    data_file = os.path.join(str(tmp_path), "00000000000000000000.log")
+    with open(data_file, "r+b") as damaged:
+        damaged.seek(third)
+        value = damaged.read(1)
+        damaged.seek(third)
+        damaged.write(bytes([value[0] ^ 0xFF]))
+    with log.read_view(0, 1 << 20) as view, pytest.raises(CorruptRecord, match="crc32c mismatch"):
+        view.read_bytes()
+    with log.read_view(0, sum(len(b.data) for b in bounds[:2])) as view:
+        assert view.read_bytes() == bounds[0].data + bounds[1].data  # the budget ends before the damage
     log.close()
