@@ -29,20 +29,23 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
-def own_threads_cpu_s(name_prefix: str) -> float:
-    """CPU seconds of this process's threads whose name starts with ``name_prefix`` (librdkafka names
-    its threads ``rdk:main``, ``rdk:broker1``...); threads gone since are not counted."""
-    total = 0.0
+def own_threads_cpu_s() -> dict[int, tuple[str, float]]:
+    """Each live thread of this process: thread id -> (its name, its CPU seconds). librdkafka names its
+    threads ``rdk:main``, ``rdk:broker1``...; a thread gone since is not counted."""
+    threads = {}
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as stat:
                 text = stat.read()
         except OSError:
             continue
-        name = text[text.find("(") + 1 : text.rfind(")")]
-        if name.startswith(name_prefix):
-            total += cpu_seconds_from_stat(text, TICKS)
-    return total
+        threads[int(tid)] = (text[text.find("(") + 1 : text.rfind(")")], cpu_seconds_from_stat(text, TICKS))
+    return threads
+
+
+def named_threads_cpu_s(name_prefix: str) -> float:
+    """CPU seconds of this process's live threads whose name starts with ``name_prefix``."""
+    return sum(cpu for name, cpu in own_threads_cpu_s().values() if name.startswith(name_prefix))
 
 
 def process_rss_mib(pid: int) -> float | None:

@@ -66,7 +66,7 @@ from raftlog_bench.arguments import (
     standalone_parser,
 )
 from raftlog_bench.cluster import LatencySummary, parse_servers, slot_time, slots_due
-from raftlog_bench.cpu import CpuMeter, CpuUse, own_threads_cpu_s, wait_quiet
+from raftlog_bench.cpu import CpuMeter, CpuUse, named_threads_cpu_s, wait_quiet
 from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
@@ -382,14 +382,14 @@ class _LibrdkafkaSeconds:
     def __init__(self, start: float) -> None:
         self._start = start
         self._second = 0
-        self._cpu = own_threads_cpu_s("rdk:")
+        self._cpu = named_threads_cpu_s("rdk:")
         self._at = start
         self.per_second: list[float] = []
 
     def sample(self, now: float) -> None:
         if now - self._start < self._second + 1:
             return
-        cpu = own_threads_cpu_s("rdk:")
+        cpu = named_threads_cpu_s("rdk:")
         self.per_second.append(round(100 * (cpu - self._cpu) / max(now - self._at, 1e-3), 1))
         self._cpu, self._at = cpu, now
         self._second = int(now - self._start)

@@ -28,27 +28,14 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from raftlog_bench.cpu import TICKS, cpu_seconds_from_stat
+from raftlog_bench.cpu import own_threads_cpu_s
 from raftlog_client.local_cluster import LocalCluster
 
 TOPIC = "spin"
 
 
-def threads_cpu_s() -> dict[str, tuple[str, float]]:
-    """tid -> (thread name, CPU seconds) of this process's threads."""
-    threads = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        threads[tid] = (text[text.find("(") + 1 : text.rfind(")")], cpu_seconds_from_stat(text, TICKS))
-    return threads
-
-
-def busiest(before: dict[str, tuple[str, float]], seconds: float, count: int = 4) -> str:
-    after = threads_cpu_s()
+def busiest(before: dict[int, tuple[str, float]], seconds: float, count: int = 4) -> str:
+    after = own_threads_cpu_s()
     used = sorted(
         ((cpu - before.get(tid, (name, 0.0))[1]) / seconds * 100, name) for tid, (name, cpu) in after.items()
     )
@@ -96,10 +83,10 @@ def main() -> int:
         print(f"producer settings: {settings}; {args.rate:g} records/s over 3 partitions")
         pids = list(cluster.pids.values())
         for _ in range(args.pauses):
-            before = threads_cpu_s()
+            before = own_threads_cpu_s()
             time.sleep(window_s)
             print(f"running: {busiest(before, window_s)}")
-            before = threads_cpu_s()
+            before = own_threads_cpu_s()
             for pid in pids:
                 os.kill(pid, signal.SIGSTOP)
             try:
