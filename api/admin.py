@@ -68,7 +68,7 @@ def _admin(request: web.Request) -> Routed[AdminService]:
 
 
 async def get_configs(request: web.Request) -> web.Response:
-    meta = await _admin(request).call(AdminService.topic, request.match_info["topic"])
+    meta = await _admin(request).call(AdminService.topic, request.match_info["topic"], fresh=True)
     return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
 
 

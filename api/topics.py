@@ -116,8 +116,10 @@ async def list_topics(request: web.Request) -> web.Response:
 
 
 async def get_topic(request: web.Request) -> web.Response:
+    """The topic as the controller leader has it now (a change just answered is in it), its partitions
+    as their leaders see them."""
     node = state.node(request)
-    meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])
+    meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"], fresh=True)
     return web.json_response(
         {
             "name": meta.name,

@@ -235,7 +235,9 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
             code, message = code_of(refused), str(refused)
         elif resource.resource_type == TOPIC_RESOURCE:
             try:
-                topic = await door.node.cluster.admin.call(AdminService.topic, resource.resource_name)
+                topic = await door.node.cluster.admin.call(
+                    AdminService.topic, resource.resource_name, fresh=True
+                )
                 keys = resource.configuration_keys
                 settings = topic.log_config().to_properties()
                 entries = tuple(
@@ -336,7 +338,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
             _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
             if resource.resource_type != TOPIC_RESOURCE:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
-            topic = await admin.call(AdminService.topic, resource.resource_name)
+            topic = await admin.call(AdminService.topic, resource.resource_name, fresh=True)
             wanted = changes(resource, topic.configs)
             typed = LogConfig.from_properties(merge_configs(topic.configs, wanted)).to_properties()
             # stored as the HTTP API stores them: typed; None removes the property

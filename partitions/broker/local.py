@@ -48,7 +48,9 @@ class LocalAdmin:
         if controller != self._frontend.node_id:
             raise NotLeader(CONTROLLER_GROUP, controller)
 
-    async def topic(self, name: str) -> TopicMetadata:
+    async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
+        if fresh:
+            self._on_controller()
         return self._frontend.topic(name)
 
     async def create_topic(

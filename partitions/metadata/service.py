@@ -152,8 +152,10 @@ class AdminService(Protocol):
     leader; the local implementation raises NotLeader elsewhere."""
 
     @peer("A topic's metadata, from the controller leader", topic_arg="name")
-    async def topic(self, name: str) -> TopicMetadata:
-        """A topic's metadata as the controller leader has it (this node's, when it knows the topic)."""
+    async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
+        """A topic's metadata: this node's when it knows the topic, else the controller leader's. With
+        ``fresh``, the controller leader's always: a change the controller answered is in it (a client's
+        read of configs it just changed, which another node may not have applied yet)."""
         ...
 
     @peer("Create a topic on the controller leader", write=True)

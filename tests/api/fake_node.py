@@ -501,7 +501,7 @@ class FakeAdmin:
     def _alive(self) -> list[str]:
         return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
 
-    async def topic(self, name: str) -> TopicMetadata:
+    async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
         return self.data.topic(name)
 
     async def create_topic(

@@ -93,6 +93,30 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
     assert "adm-b" not in admin.list_topics(timeout=30).topics
 
 
+def test_configs_changed_through_one_node_are_described_by_every_node_at_once(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """A client that changes a topic's configs and then describes them, through whichever nodes, reads its
+    change: a node describes a topic's configs as the controller leader has them, not as far as its own
+    replica of the controller has applied (a follower may apply a committed change a moment later)."""
+    nodes = kafka_cluster.bootstrap_servers.split(",")
+    admins = [AdminClient({"bootstrap.servers": node}) for node in nodes]
+    admins[0].create_topics([NewTopic("adm-fresh", 1, 3)])["adm-fresh"].result(30)
+    resource = ConfigResource("topic", "adm-fresh")
+    for round_ in range(12):
+        value = str(3_600_000 + round_)
+        change = ConfigResource("topic", "adm-fresh", incremental_configs=[
+            ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET),
+        ])  # fmt: skip
+        assert admins[round_ % 3].incremental_alter_configs([change])[change].result(30) is None
+        for reader, admin in enumerate(admins):
+            described = admin.describe_configs([resource])[resource].result(30)
+            assert described["retention.ms"].value == value, (round_, nodes[reader])
+        with http_client(kafka_cluster) as client:  # the HTTP door's view of the topic too
+            configs = json.loads(client.request("GET", "/v1/topics/adm-fresh/configs").body)["configs"]
+        assert configs == {"retention.ms": int(value)}
+
+
 def test_create_partitions_grows_a_topic_and_a_subscribed_group_reads_the_new_partitions(
     kafka_cluster: LocalCluster,
 ) -> None:
