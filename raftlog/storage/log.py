@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from raftlog.errors import check
+from raftlog.errors import InvariantViolation, check
 from raftlog.storage.batch import (
     BatchFormatError,
     BatchHeader,
@@ -46,7 +46,7 @@ from raftlog.storage.errors import (
     RecordTooLarge,
     StorageUnavailable,
 )
-from raftlog.storage.log_open import OpenReport, open_segments, write_start_offset
+from raftlog.storage.log_open import OpenReport, open_segments, read_start_offset, write_start_offset
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
 from raftlog.storage.segment import (
     Segment,
@@ -100,6 +100,8 @@ class Log(Closing):
         self._lock = threading.RLock()
         self._segments: list[Segment] = []
         self._bases: list[int] = []
+        # Where reading starts when that is above the first segment's base (deleted records: advance_start)
+        self._start_offset = 0
         self._unflushed_bytes = 0
         self._last_flush_ms = clock()
         self._durable_end_offset = 0
@@ -136,6 +138,7 @@ class Log(Closing):
         self = cls(directory, config or LogConfig(), clock, discard, space)
         self._segments, self.open_report = open_segments(directory, self.config, discard, damaged_to)
         self._bases = [s.base_offset for s in self._segments]
+        self._start_offset = read_start_offset(directory)
         self._durable_end_offset = self.end_offset
         return self
 
@@ -143,7 +146,10 @@ class Log(Closing):
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        """The first offset read (Kafka's log start offset): the first segment's base, or above it when
+        records were deleted (:meth:`advance_start`). It may lie inside a batch, which is then served
+        whole, as Kafka serves it; and above the end while a replica is behind its peers."""
+        return max(self._segments[0].base_offset, self._start_offset)
 
     @property
     def end_offset(self) -> int:
@@ -464,17 +470,21 @@ class Log(Closing):
         found = self.first_record_at(timestamp_ms)
         return None if found is None else found.offset
 
-    def first_record_at(self, timestamp_ms: int) -> Record | None:
-        """The first record (in offset order) whose timestamp is >= ``timestamp_ms``, or None if there is
-        none: Kafka's ListOffsets by timestamp. Under the lock only the segment and byte position to
-        start from are found (the time index narrows the scan to a few batches) and the segment is held;
-        its batches are read and decoded without the lock, as a fetch's are."""
+    def first_record_at(self, timestamp_ms: int, after_segment: int = -1) -> Record | None:
+        """The first record (in offset order, from the log start offset) whose timestamp is >=
+        ``timestamp_ms``, or None if there is none: Kafka's ListOffsets by timestamp. Under the lock only
+        the segment and byte position to start from are found (the time index narrows the scan to a few
+        batches) and the segment is held; its batches are read and decoded without the lock, as a fetch's
+        are. ``after_segment``: only segments whose base offset is above it."""
         with self._lock:
             if self._closed:
                 raise LogClosed(f"log {self.directory} is closed")
             self._touch()
+            first = self.log_start_offset
             start = None
             for segment in self._segments:  # the first segment whose max timestamp reaches it holds it
+                if segment.base_offset <= after_segment:
+                    continue
                 if segment.max_timestamp_ms is None or segment.max_timestamp_ms < timestamp_ms:
                     continue
                 position = segment.locate(segment.time_index.scan_start(timestamp_ms))
@@ -486,11 +496,16 @@ class Log(Closing):
             segment, position, end = start
             segment.acquire()
         try:
+            deleted = False  # a record late enough lies below the start (deleted records: advance_start)
             for _, header, view in segment.batches(position, end):
                 if header.max_timestamp_ms >= timestamp_ms:
                     for record in decode_records(view, header):
                         if record.timestamp_ms >= timestamp_ms:
-                            return record
+                            if record.offset >= first:
+                                return record
+                            deleted = True
+            if deleted:  # every late enough record of the segment holding the start lies below it
+                return self.first_record_at(timestamp_ms, after_segment=segment.base_offset)
             check(
                 False,
                 f"{segment.path}: max timestamp {segment.max_timestamp_ms} >= {timestamp_ms} "
@@ -546,7 +561,9 @@ class Log(Closing):
             if offset < self.end_offset:
                 raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
             self._touch()
-            write_start_offset(self.directory, offset)  # a crash from here on reopens the log starting there
+            start = max(offset, self._start_offset)
+            write_start_offset(self.directory, start)  # a crash from here on reopens the log starting there
+            self._start_offset = start
             active = self._segments[-1]
             if active.base_offset == offset:  # empty, starting there already (offset == end offset)
                 keep = active
@@ -556,6 +573,49 @@ class Log(Closing):
                 if segment is not keep:
                     segment.delete(self._discard)
             self._segments = [keep]
+            self._bases = [offset]
+            self._unflushed_bytes = 0
+            self._durable_end_offset = offset
+            self._truncations += 1
+
+    def advance_start(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the start offset.
+        Records below it are no longer read; the segments wholly below it are deleted, the one holding it
+        stays (the start may lie inside a batch). Never moves it back. Past the end (a replica behind its
+        peers) the log keeps what it has, and recovery restarts it there. Crash-safe: the start offset is
+        on disk (fsynced) before any segment goes."""
+        with self._lock:
+            self._check_writable()
+            if offset <= self.log_start_offset:
+                return self.log_start_offset
+            self._touch()
+            write_start_offset(self.directory, offset)
+            self._start_offset = offset
+            while len(self._segments) > 1 and self._bases[1] <= offset:
+                self._bases.pop(0)
+                self._segments.pop(0).delete(self._discard)
+            return offset
+
+    def restart_empty_before(self, offset: int) -> None:
+        """An empty log restarted at its start offset (a replica behind its peers) begins at ``offset``
+        instead, below its start: the first batch its peers hold there begins at ``offset`` (the start
+        lies inside it) and is copied whole. The start offset stays."""
+        with self._lock:
+            self._check_writable()
+            empty = self._segments[-1]
+            if len(self._segments) != 1 or not empty.is_empty or offset > empty.base_offset:
+                raise InvariantViolation(
+                    f"{self.directory}: restart before {empty.base_offset} at {offset} of a log that is "
+                    f"not empty there ({len(self._segments)} segments, end {self.end_offset})"
+                )
+            if offset == empty.base_offset:
+                return
+            self._touch()
+            # made first: a crash between leaves it empty below the other, and opening drops it (wholly
+            # below the start offset); no room (DiskFull) leaves the log as it was
+            begun = Segment.create(self.directory, offset, self.config.index_interval_bytes)
+            empty.delete(self._discard)
+            self._segments = [begun]
             self._bases = [offset]
             self._unflushed_bytes = 0
             self._durable_end_offset = offset

@@ -4,6 +4,7 @@ them, the files of interrupted deletes removed, and the log start offset, kept i
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 from collections.abc import Callable
@@ -72,6 +73,9 @@ class _Opening:
             if suffix == "log":
                 bases.append(base)
         bases.sort()
+        # Segments wholly below the start offset (the next one begins at or below it): those a delete of
+        # records or a reset left. The one holding the start offset stays: the start may lie inside it.
+        below = {b for b, following in itertools.pairwise(bases) if following <= minimum_start}
         # files of an interrupted delete or reset: indexes without data, or segments below the start offset
         for name in sorted(names):
             stem, _, suffix = name.partition(".")
@@ -79,10 +83,10 @@ class _Opening:
                 continue
             base = int(stem)
             orphan = suffix != "log" and base not in bases
-            if orphan or base < minimum_start:
+            if orphan or base in below:
                 os.unlink(os.path.join(self.directory, name))
                 self.report.removed_files.append(name)
-        bases = [b for b in bases if b >= minimum_start]
+        bases = [b for b in bases if b not in below]
         if self.report.removed_files:
             log.warning("%s: removed leftover files %s", self.directory, self.report.removed_files)
             fsync_directory(self.directory)
@@ -108,6 +112,13 @@ class _Opening:
                 report = report if report.truncated_bytes else RecoveryReport(segment.path)
             if report.truncated_bytes or report.rebuilt_indexes:
                 self.report.repairs.append(report)
+        if self.segments and self.segments[-1].end_offset < minimum_start:
+            # A reset to an offset past the log's end (Log.truncate_fully_and_start_at) wrote the start
+            # offset and stopped before its empty segment there replaced the old ones: finish it.
+            for segment in self.segments:
+                self.report.removed_files.append(os.path.basename(segment.path))
+                segment.delete(self._discard)
+            self.segments = [Segment.create(self.directory, minimum_start, self.config.index_interval_bytes)]
         self.report.segments = len(self.segments)
 
     def _salvage(self, salvage: Salvage, minimum_start: int) -> None:
