@@ -7,6 +7,8 @@
 [1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.state``),
                                  only in partitions of the internal ``__consumer_groups`` topic
 [1, 5, group]                    DeleteOffset: forget a consumer group's offset (the group was deleted)
+[1, 6, offset]                   DeleteRecords: move the log start offset up to ``offset`` (Kafka's
+                                 DeleteRecords); never past the high watermark, never back
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from partitions.errors import InvalidCommand
 from raftlog.packing import bin_header
 
 VERSION = 1
-_PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET = 1, 2, 3, 4, 5
+_PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,11 @@ class DeleteOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteRecords:
+    offset: int  # the new log start offset
+
+
+@dataclass(frozen=True, slots=True)
 class Barrier:
     pass
 
@@ -49,7 +56,7 @@ class GroupCommand:
     payload: bytes  # encoded by ``partitions.groups.state.encode``
 
 
-Command = Produce | CommitOffset | Barrier | GroupCommand | DeleteOffset
+Command = Produce | CommitOffset | Barrier | GroupCommand | DeleteOffset | DeleteRecords
 
 
 def encode_parts(command: Command) -> tuple[bytes, ...]:
@@ -73,6 +80,8 @@ def encode(command: Command) -> bytes:
         fields = [VERSION, _GROUP, command.payload]
     elif isinstance(command, DeleteOffset):
         fields = [VERSION, _DELETE_OFFSET, command.group]
+    elif isinstance(command, DeleteRecords):
+        fields = [VERSION, _DELETE_RECORDS, command.offset]
     else:
         fields = [VERSION, _BARRIER]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -120,6 +129,8 @@ def decode(data: bytes | memoryview) -> Command:
         return GroupCommand(fields[2])
     if kind == _DELETE_OFFSET and len(fields) == 3 and isinstance(fields[2], str):
         return DeleteOffset(fields[2])
+    if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:
+        return DeleteRecords(fields[2])
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")

@@ -26,11 +26,23 @@ from typing import TypeVar
 
 from partitions import commands
 from partitions.controller.state import TopicMetadata
-from partitions.data.service import FetchedBatches, PartitionOffsets, ProduceResult, TimestampOffset
+from partitions.data.service import (
+    HIGH_WATERMARK,
+    FetchedBatches,
+    PartitionOffsets,
+    ProduceResult,
+    TimestampOffset,
+)
 from partitions.errors import ReplicaRecovering, UnknownPartition
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
-from partitions.replicas.state_machine import OffsetCommitted, OffsetDeleted, Produced, Refused
+from partitions.replicas.state_machine import (
+    OffsetCommitted,
+    OffsetDeleted,
+    Produced,
+    RecordsDeleted,
+    Refused,
+)
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
@@ -323,6 +335,21 @@ class DataPlane:
         if not isinstance(result, OffsetDeleted):
             raise InvariantViolation(f"delete of an offset returned {result!r}")
         return result.existed
+
+    async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
+        replica = await self._reading_leader(topic, partition)  # its high watermark is the partition's
+        high_watermark = replica.machine.high_watermark
+        offset = high_watermark if offset == HIGH_WATERMARK else offset
+        if not 0 <= offset <= high_watermark:
+            raise OffsetOutOfRange(offset, replica.log.log_start_offset, high_watermark)
+        if offset <= replica.log.log_start_offset:
+            return replica.log.log_start_offset
+        result = await replica.group.propose(commands.encode(commands.DeleteRecords(offset)), timeout_ms)
+        if isinstance(result, Refused):
+            raise result.error
+        if not isinstance(result, RecordsDeleted):
+            raise InvariantViolation(f"delete of records returned {result!r}")
+        return result.log_start_offset
 
     # -- reads ---------------------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
 
+HIGH_WATERMARK = -1  # delete_records: below the high watermark, as Kafka's DeleteRecords offset -1 asks
+
 
 @dataclass(frozen=True, slots=True)
 class Served(Generic[T]):
@@ -122,6 +124,19 @@ class DataService(Protocol):
     ) -> int:
         """Store a consumer group's next offset to read; returns the stored value (never lower unless
         ``reset``)."""
+        ...
+
+    @peer(
+        "Delete a partition's records below an offset on its leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
+        """Move the partition's log start offset up to ``offset`` on every replica (Kafka's DeleteRecords;
+        ``HIGH_WATERMARK``: every record committed so far); returns the log start offset then (Kafka's
+        low watermark). An offset at or below the start changes nothing; one past the high watermark
+        raises OffsetOutOfRange."""
         ...
 
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")

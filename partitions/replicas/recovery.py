@@ -158,6 +158,9 @@ def take_answer(target: RecoveryTarget, offset: int, answer: PeerBatches) -> Out
             end = target.log.end_offset
             if header.end_offset <= end:
                 continue  # what we hold (the first batch may start before the offset asked)
+            if header.base_offset < end and not batches and _holds_start(target, header):
+                target.log.restart_empty_before(header.base_offset)  # copied whole, as the peer has it
+                end = header.base_offset
             if header.base_offset != end:
                 gap = f"batch at offset {header.base_offset} does not continue our log at {end}"
                 if not batches:
@@ -174,6 +177,17 @@ def take_answer(target: RecoveryTarget, offset: int, answer: PeerBatches) -> Out
     if batches:
         target.log.flush()  # one fsync per chunk, not per batch (append_recovered)
     return Copied(batches, size, offsets)
+
+
+def _holds_start(target: RecoveryTarget, header: BatchHeader) -> bool:
+    """The batch holds the start of our log, which is empty there (restarted where the peers' logs start,
+    inside a batch: deleted records) and the batch is committed: our log begins with it instead."""
+    log = target.log
+    return (
+        log.size_bytes == 0
+        and header.end_offset > log.end_offset
+        and header.end_offset <= target.high_watermark
+    )
 
 
 # -- one task per behind replica --------------------------------------------------------------------

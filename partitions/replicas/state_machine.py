@@ -27,6 +27,12 @@ encoded, before proposing); they reach every other replica inside an authenticat
 reads the header's frame, stamps the offset and term (outside the CRC), and writes the batch's bytes from
 the entry itself. Reads check the CRC of what they return.
 
+Deleted records (Kafka's DeleteRecords): a committed ``DeleteRecords`` moves the log's start offset up on
+every replica (``Log.advance_start``: the start offset is written first, then the segments wholly below it
+go) and is kept in the snapshot, so a replica that installs one moves its start as well. The start may lie
+inside a batch, which stays and is served whole, as Kafka serves it; a replica behind its peers whose start
+passes its log's end is restarted there by recovery, which then copies that batch whole.
+
 Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
 its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
 pure function: every replica gets the same bytes, those ``raftlog log migrate`` wrote for the batch once
@@ -42,7 +48,15 @@ from types import MappingProxyType
 
 import msgpack
 
-from partitions.commands import Barrier, CommitOffset, DeleteOffset, GroupCommand, Produce, decode
+from partitions.commands import (
+    Barrier,
+    CommitOffset,
+    DeleteOffset,
+    DeleteRecords,
+    GroupCommand,
+    Produce,
+    decode,
+)
 from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
 from partitions.groups.state import GroupResult, GroupTable
 from partitions.replicas.dedup import (
@@ -56,7 +70,7 @@ from partitions.replicas.dedup import (
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, framed, rebase
-from raftlog.storage.errors import DiskFull, InvalidRecord
+from raftlog.storage.errors import DiskFull, InvalidRecord, OffsetOutOfRange
 from raftlog.storage.log import AppendResult, Log
 
 SNAPSHOT_VERSION = 1
@@ -73,7 +87,14 @@ class Produced:
 class Refused:
     """A deterministic refusal: every replica refuses the same entry the same way; nothing is written."""
 
-    error: InvalidCommand | SequenceTooOld | ProducerFenced | OutOfOrderSequence | InvalidRecord
+    error: (
+        InvalidCommand
+        | SequenceTooOld
+        | ProducerFenced
+        | OutOfOrderSequence
+        | InvalidRecord
+        | OffsetOutOfRange
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +109,12 @@ class OffsetDeleted:
     existed: bool
 
 
-ApplyResult = Produced | Refused | OffsetCommitted | OffsetDeleted | GroupResult | None
+@dataclass(frozen=True, slots=True)
+class RecordsDeleted:
+    log_start_offset: int  # this replica's, after the delete
+
+
+ApplyResult = Produced | Refused | OffsetCommitted | OffsetDeleted | RecordsDeleted | GroupResult | None
 
 
 class PartitionStateMachine:
@@ -112,6 +138,9 @@ class PartitionStateMachine:
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
         self.high_watermark = 0
+        # The highest offset a DeleteRecords moved the log's start to: the same on every replica (retention,
+        # each replica's own, may have moved its log's start further)
+        self.deleted_below = 0
         # A restore left the log behind, and recovery has not confirmed it caught up (recovered): only
         # then may an apply find the log's end below its offset.
         self._left_behind = False
@@ -139,6 +168,12 @@ class PartitionStateMachine:
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
             return self.groups.apply(decoded.payload)
+        if isinstance(decoded, DeleteRecords):
+            try:
+                return self._delete_records(decoded.offset)
+            except DiskFull:
+                self.applied_index = previous  # nothing changed: the start offset file stands as it was
+                raise
         if isinstance(decoded, DeleteOffset):
             offsets = dict(self.consumer_offsets)
             existed = offsets.pop(decoded.group, None) is not None
@@ -219,6 +254,16 @@ class PartitionStateMachine:
             f"{log.directory}: replayed entry at offset {base_offset} differs from the batch on disk",
         )
 
+    def _delete_records(self, offset: int) -> RecordsDeleted | Refused:
+        """Records below ``offset`` go (the leader checked that it is at most the high watermark, which has
+        only grown since). On a replica behind its peers the start may pass the log's end: recovery then
+        restarts the log there."""
+        if offset > self.high_watermark:
+            return Refused(OffsetOutOfRange(offset, self.deleted_below, self.high_watermark))
+        self.log.advance_start(offset)
+        self.deleted_below = max(self.deleted_below, offset)
+        return RecordsDeleted(self.log.log_start_offset)
+
     def _commit_offset(self, command: CommitOffset) -> OffsetCommitted:
         current = self.consumer_offsets.get(command.group)
         if command.reset or current is None or command.offset > current:
@@ -284,6 +329,7 @@ class PartitionStateMachine:
                 "v": SNAPSHOT_VERSION,
                 "applied_index": self.applied_index,
                 "high_watermark": self.high_watermark,
+                "deleted_below": self.deleted_below,
                 "producers": self.producers.to_rows(),
                 "consumer_offsets": dict(self.consumer_offsets),
                 "groups": self.groups.to_rows(),
@@ -305,6 +351,10 @@ class PartitionStateMachine:
             {str(k): int(v) for k, v in state["consumer_offsets"].items()}
         )
         self.groups = GroupTable.from_rows(state.get("groups", []))
+        self.deleted_below = int(
+            state.get("deleted_below", 0)
+        )  # absent: a snapshot from before DeleteRecords
+        self.log.advance_start(self.deleted_below)
         if self.log.end_offset < self.high_watermark:
             # Ahead of the local log (installed from the leader now, or that same snapshot again after a
             # restart mid-recovery: none is taken while behind): the records come from the peers, copied

@@ -33,7 +33,13 @@ from partitions.controller.members import ControllerMembers
 from partitions.controller.placement import check_capacity, replica_counts
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
-from partitions.data.service import FetchedBatches, PartitionOffsets, ProduceResult, TimestampOffset
+from partitions.data.service import (
+    HIGH_WATERMARK,
+    FetchedBatches,
+    PartitionOffsets,
+    ProduceResult,
+    TimestampOffset,
+)
 from partitions.errors import (
     ControllerChangeRefused,
     DecommissionImpossible,
@@ -407,6 +413,17 @@ class FakeData:
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         self._enter("delete_offset")
         return self._led_here(topic, partition).consumer_offsets.pop(group, None) is not None
+
+    async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
+        self._enter("delete_records")
+        state = self._led_here(topic, partition)
+        offset = state.end_offset if offset == HIGH_WATERMARK else offset
+        if not 0 <= offset <= state.end_offset:
+            raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
+        if offset > state.log_start_offset:
+            del state.records[: offset - state.log_start_offset]
+            state.log_start_offset = offset
+        return state.log_start_offset
 
     # -- peer ------------------------------------------------------------------------------------------
 
