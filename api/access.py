@@ -36,7 +36,7 @@ from raftlog.errors import check as check_invariant
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 READ, WRITE, DESCRIBE = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
-DESCRIBE_CONFIGS = AclOperation.DESCRIBE_CONFIGS
+DESCRIBE_CONFIGS, DELETE = AclOperation.DESCRIBE_CONFIGS, AclOperation.DELETE
 _PATH_PARAM = re.compile(r"\{([a-zA-Z_]+)\}")
 
 

@@ -43,7 +43,7 @@ from api import (
     topics,
     users,
 )
-from api.access import DESCRIBE, DESCRIBE_CONFIGS, READ, WRITE, group, needs, open_to_users, topic
+from api.access import DELETE, DESCRIBE, DESCRIBE_CONFIGS, READ, WRITE, group, needs, open_to_users, topic
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -74,6 +74,7 @@ from raftlog_client.contract import (
     LEADER_HEADER,
     PLAIN_JSON,
     RECORD_BATCH,
+    delete_records_path,
     partition_path,
     topic_path,
 )
@@ -193,6 +194,12 @@ ROUTES: tuple[Operation, ...] = (
         query=(Param("timestamp", "integer", "ms since the epoch: answer the first offset whose record's "
                      "timestamp is at or after it", minimum=0, maximum=2**63 - 1),),
         ok_schema="PartitionOffsets", errors=(404,), access=needs(topic(DESCRIBE)),
+    ),
+    Operation(
+        "POST", delete_records_path.template, records.delete_records, "deleteRecords",
+        "Delete a partition's records below an offset (-1: every committed one), as Kafka's DeleteRecords",
+        "client", body="DeleteRecordsRequest", body_types=RECORD_TYPES, ok_schema="RecordsDeleted",
+        errors=(404, 415, 416, 504, 507), write=True, access=needs(topic(DELETE)),
     ),
     Operation(
         "GET", f"{_PARTITION}/records", records.fetch, "fetch", "Fetch committed records (long poll)",

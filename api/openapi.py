@@ -345,6 +345,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             ["offsets"],
         )
     ),
+    "DeleteRecordsRequest": _closed(
+        _obj({"offset": {"type": "integer", "minimum": -1, "maximum": 2**63 - 1}}, ["offset"])
+    ),
+    "RecordsDeleted": _obj({"beginning_offset": _INT}, ["beginning_offset"]),
     "CommittedOffsets": _obj({"offsets": {"type": "array", "items": _ref("OffsetEntry")}}),
     "Health": _obj(
         {

@@ -34,6 +34,7 @@ from api.schemas import (
     check_group,
     is_record_batch,
     parse_commit_offsets,
+    parse_delete_records,
     parse_produce,
     produce_answer,
     produce_entry,
@@ -258,6 +259,20 @@ async def get_offsets(request: web.Request) -> web.Response:
     return web.json_response(
         {"beginning_offset": served.value.log_start_offset, "end_offset": served.value.high_watermark}
     )
+
+
+async def delete_records(request: web.Request) -> web.Response:
+    """Kafka's DeleteRecords for one partition: ``{"offset": N}`` moves its log start offset up to N (-1:
+    its high watermark) on every replica, through its Raft group; reads below it answer 416 from then on.
+    Answers ``{"beginning_offset": S}``, the log start offset then (at or below it: nothing changes)."""
+    topic, partition = request.match_info["topic"], state.partition(request)
+    require_json_body(request.content_type)
+    offset = parse_delete_records(await state.json_body(request))
+    timeout_ms = state.state(request).settings.produce_timeout_ms
+    data = state.node(request).cluster.data
+    served = await data.run(DataService.delete_records, topic, partition, offset, timeout_ms)
+    state.served_by(request, served.node)
+    return web.json_response({"beginning_offset": served.value})
 
 
 async def commit_offsets(request: web.Request) -> web.Response:

@@ -38,6 +38,7 @@ import pybase64
 
 from api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from api.negotiation import names
+from partitions.data.service import HIGH_WATERMARK
 from partitions.names import check_group_name, check_topic_name, check_user_topic_name
 from raftlog.storage.batch import Record, TimestampType
 from raftlog.storage.errors import InvalidRecord
@@ -479,6 +480,15 @@ def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
             )
         )
     return out
+
+
+def parse_delete_records(body: Any) -> int:
+    """``{"offset": N}``: the partition's new log start offset (-1: its high watermark)."""
+    obj = require_object(body, "body")
+    reject_unknown(obj, {"offset"}, "")
+    if "offset" not in obj:
+        raise BadRequest("offset: missing")
+    return require_int(obj["offset"], "offset", minimum=HIGH_WATERMARK)
 
 
 def check_group(group: str) -> str:

@@ -32,6 +32,7 @@ from kafka_api.admin_apis import (
     describe_configs,
     incremental_alter_configs,
 )
+from kafka_api.delete_records import delete_records
 from kafka_api.door import Door
 from kafka_api.fetch import fetch
 from kafka_api.group_apis import (
@@ -107,6 +108,7 @@ APIS: dict[int, Api] = {
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),
         Api(20, "DeleteTopics", 1, 5, delete_topics, "DELETE topic"),
+        Api(21, "DeleteRecords", 0, 2, delete_records, "DELETE topic"),
         Api(22, "InitProducerId", 0, 4, init_producer_id, "IDEMPOTENT_WRITE cluster or WRITE on any topic"),
         Api(29, "DescribeAcls", 1, 3, describe_acls, "DESCRIBE cluster"),
         Api(30, "CreateAcls", 1, 3, create_acls, "ALTER cluster"),

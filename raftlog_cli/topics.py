@@ -61,8 +61,8 @@ def offsets_summary(body: dict[str, Any]) -> str:
 def add_commands(
     commands: Any, topic_sub: Any, common: list[argparse.ArgumentParser], with_client: WithClient
 ) -> None:
-    """``topic create|list|delete|describe`` on ``topic_sub``, ``offsets`` on ``commands``; ``common``:
-    the server and ``--json`` options."""
+    """``topic create|list|delete|describe`` on ``topic_sub``, ``offsets`` and ``delete-records`` on
+    ``commands``; ``common``: the server and ``--json`` options."""
     run = runner(with_client)
 
     async def create(client: RaftlogClient, args: argparse.Namespace) -> int:
@@ -150,3 +150,21 @@ def add_commands(
         help="the first offset whose record's timestamp is at or after MS (null when none is)",
     )  # fmt: skip
     parser.set_defaults(run=run(offsets))
+
+    async def delete_records(client: RaftlogClient, args: argparse.Namespace) -> int:
+        start = await client.delete_records(args.topic, args.partition, args.before)
+        body = {"topic": args.topic, "partition": args.partition, "beginning_offset": start}
+        print_answer(args, body, lambda b: f"{b['topic']}/{b['partition']}: log start offset {start}")
+        return 0
+
+    parser = commands.add_parser(
+        "delete-records", parents=common,
+        help="delete a partition's records below an offset on every replica (Kafka's DeleteRecords)",
+    )  # fmt: skip
+    parser.add_argument("topic")
+    parser.add_argument("--partition", type=non_negative, required=True)
+    parser.add_argument(
+        "--before", type=int, required=True, metavar="OFFSET",
+        help="the new log start offset; -1: every committed record (the high watermark)",
+    )  # fmt: skip
+    parser.set_defaults(run=run(delete_records))

@@ -68,6 +68,7 @@ from raftlog_client.contract import (
     UNKNOWN_INSTANCE,
     admin_topic_path,
     consumer_group_path,
+    delete_records_path,
     group_offsets_path,
     group_path,
     instance_path,
@@ -332,6 +333,13 @@ class RaftlogClient:
         path = offsets_path(topic, partition)
         _, body = await self._request("GET", path, repeatable=True)
         return int(body["beginning_offset"]), int(body["end_offset"])
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Delete the partition's records below ``offset`` (-1: every committed one), as Kafka's
+        DeleteRecords; returns its log start offset then."""
+        path = delete_records_path(topic, partition)
+        _, body = await self._request("POST", path, body={"offset": offset}, repeatable=True)
+        return int(body["beginning_offset"])
 
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int

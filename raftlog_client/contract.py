@@ -110,6 +110,8 @@ partition_path = PathTemplate("/topics/{topic}/partitions/{partition}")
 records_path = PathTemplate("/topics/{topic}/partitions/{partition}/records")
 # a partition's beginning and end offsets (GET), or the first offset at a time (``timestamp``)
 offsets_path = PathTemplate("/topics/{topic}/partitions/{partition}/offsets")
+# Kafka's DeleteRecords (POST ``{"offset": N}``): the partition's log start offset moves up to N
+delete_records_path = PathTemplate("/topics/{topic}/partitions/{partition}/delete_records")
 group_path = PathTemplate("/consumers/{group}")  # a consumer group: POST makes an instance in it
 # a group's committed offsets, outside any instance (POST commits, GET reads)
 group_offsets_path = PathTemplate("/consumers/{group}/offsets")

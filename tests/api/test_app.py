@@ -88,6 +88,35 @@ async def test_topics_list_describe_partitions_and_offsets(cluster: FakeCluster,
     assert offsets == {"beginning_offset": 0, "end_offset": 2}
 
 
+async def test_delete_records_moves_the_log_start_and_refuses_what_it_cannot_do(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    cluster.add_topic("t", 1)
+    await produce(n1, "t", [{"value": v} for v in range(6)])
+    path = "/topics/t/partitions/0/delete_records"
+    answer = await n1.client.post(path, json={"offset": 4}, headers=JSON_HEADERS)
+    assert (answer.status, await answer.json()) == (200, {"beginning_offset": 4})
+    offsets = await (await n1.client.get("/topics/t/partitions/0/offsets")).json()
+    assert offsets == {"beginning_offset": 4, "end_offset": 6}
+    below = await error_of(await n1.client.get("/topics/t/partitions/0/records?offset=1"), 416, 41601)
+    assert (below["log_start_offset"], below["end_offset"]) == (4, 6)
+    await error_of(await n1.client.post(path, json={"offset": 7}, headers=JSON_HEADERS), 416, 41601)
+    for bad in ({}, {"offset": -2}, {"offset": "3"}, {"offset": 3, "extra": 1}, [3]):
+        await error_of(await n1.client.post(path, json=bad, headers=JSON_HEADERS), 400, 40001)
+    await error_of(
+        await n1.client.post(path, data=b"offset=3", headers={"Content-Type": "text/plain"}), 415, 41501
+    )
+    await error_of(
+        await n1.client.post("/topics/nope/partitions/0/delete_records", json={"offset": 0}), 404, 40401
+    )
+    await error_of(
+        await n1.client.post("/topics/t/partitions/2/delete_records", json={"offset": 0}), 404, 40402
+    )
+    answer = await n1.client.post(path, json={"offset": -1}, headers=JSON_HEADERS)
+    assert await answer.json() == {"beginning_offset": 6}
+    assert end_offset(cluster, "t", 0) == 6
+
+
 async def test_unknown_topic_and_partition(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
     await error_of(await n1.client.get("/topics/nope"), 404, 40401)

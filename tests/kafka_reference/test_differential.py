@@ -113,6 +113,19 @@ def _read(bootstrap: str, topic: str, count: int, offset: int = 0) -> list[bytes
     return values
 
 
+def _first_error(consumer: Consumer) -> KafkaError | None:
+    """The first error the consumer polls within 30 s (None if none came); the consumer is closed."""
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                return message.error()
+    finally:
+        consumer.close()
+    return None
+
+
 def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -200,16 +213,43 @@ def test_reading_past_the_end_with_no_reset_policy_is_an_error(servers: dict[str
         "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}", "auto.offset.reset": "error",
     })  # fmt: skip
     consumer.assign([TopicPartition(topic, 0, 100)])
-    error = None
-    deadline = time.monotonic() + 30
+    error = _first_error(consumer)
+    assert error is not None and error.code() == KafkaError._AUTO_OFFSET_RESET
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_delete_records_moves_the_log_start_and_reads_below_it_are_out_of_range(
+    servers: dict[str, str], system: str
+) -> None:
+    _differs(system, "delete-records")
+    bootstrap = servers[system]
+    topic = _topic("trim")
+    _create(bootstrap, topic)
+    _produce(bootstrap, topic, [b"%d" % i for i in range(10)], **{"linger.ms": 50})
+    admin = _admin(bootstrap)
+
+    def delete(offset: int) -> int:
+        futures = admin.delete_records([TopicPartition(topic, 0, offset)], operation_timeout=30)
+        return int(next(iter(futures.values())).result(60).low_watermark)
+
+    assert delete(4) == 4
+    assert delete(2) == 4  # below the start: nothing changes
+    with pytest.raises(KafkaException) as refused:
+        delete(50)  # past the high watermark
+    assert refused.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}"})
     try:
-        while error is None and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is not None:
-                error = message.error()
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30) == (4, 10)
     finally:
         consumer.close()
+    assert _read(bootstrap, topic, 6, offset=4) == [b"%d" % i for i in range(4, 10)]
+    strict = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}", "auto.offset.reset": "error",
+    })  # fmt: skip
+    strict.assign([TopicPartition(topic, 0, 1)])
+    error = _first_error(strict)
     assert error is not None and error.code() == KafkaError._AUTO_OFFSET_RESET
+    assert delete(-1) == 10  # every record: the high watermark
 
 
 @pytest.mark.parametrize("system", SYSTEMS)

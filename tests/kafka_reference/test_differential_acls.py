@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclBindingFilter,
@@ -250,3 +250,21 @@ def test_a_user_produces_only_where_its_acls_allow_and_only_a_super_user_makes_a
     )  # fmt: skip
     assert len(admin.delete_acls([query], request_timeout=30)[query].result(30)) == 1
     _until(_refused(settings, topic), f"{user} was still let write after its ACLs were deleted")
+
+    def deleted_by_user() -> int:
+        """The user's DeleteRecords of every record: the new log start offset, or the error code it was
+        refused with (as ``_produce`` gives it)."""
+        fresh = AdminClient(settings)  # its own metadata: a client's cache would not see a new ACL
+        try:
+            futures = fresh.delete_records([TopicPartition(topic, 0, -1)], operation_timeout=30)
+            return int(next(iter(futures.values())).result(30).low_watermark)
+        except KafkaException as refused:
+            return -1000 - refused.args[0].code()
+
+    # a user that may not even DESCRIBE the topic does not find its leader (librdkafka: _NOENT); one that
+    # may DESCRIBE it but not DELETE it is refused by the broker
+    assert deleted_by_user() == -1000 - KafkaError._NOENT
+    _create_acls(admin, _binding(f"User:{user}", topic, AclOperation.DESCRIBE))
+    _until(lambda: deleted_by_user() == REFUSED, f"{user}'s DeleteRecords was never refused by the broker")
+    _create_acls(admin, _binding(f"User:{user}", topic, AclOperation.DELETE))
+    _until(lambda: deleted_by_user() >= 2, f"{user} was never let delete the records of {topic}")

@@ -262,6 +262,28 @@ async def test_tombstones_headers_timestamps_and_offsets_by_time(
     assert code == 0 and out == ""
 
 
+async def test_delete_records_moves_the_log_start_and_refuses_past_the_end(
+    cluster: FakeCluster, n1: Node, capsys: Any
+) -> None:
+    cluster.add_topic("t", 1)
+    server = ("--server", n1.url)
+    answer = await n1.client.post(
+        "/topics/t/partitions/0", json={"records": [{"value": v} for v in range(5)]}
+    )
+    assert answer.status == 200
+    code, out, _ = await run(capsys, "delete-records", "t", "--partition", "0", "--before", "3", *server)
+    assert (code, out) == (0, "t/0: log start offset 3\n")
+    code, out, _ = await run(capsys, "offsets", "t", "--partition", "0", "--json", *server)
+    assert json.loads(out) == {"topic": "t", "partition": 0, "beginning_offset": 3, "end_offset": 5}
+    code, out, _ = await run(capsys, "consume", "t", "--partition", "0", "--from-beginning", *server)
+    assert [json.loads(line)["offset"] for line in out.splitlines()] == [3, 4]
+    code, _, err = await run(capsys, "delete-records", "t", "--partition", "0", "--before", "9", *server)
+    assert code != 0 and "out of range" in err
+    at_end = ("delete-records", "t", "--partition", "0", "--before", "-1", "--json", *server)
+    code, out, _ = await run(capsys, *at_end)
+    assert json.loads(out) == {"topic": "t", "partition": 0, "beginning_offset": 5}
+
+
 def test_a_tombstone_needs_a_key_and_no_value() -> None:
     for argv in (["--tombstone"], ["--tombstone", "--key", "k", "--value", "v"]):
         with pytest.raises(SystemExit, match="--tombstone produces one null value"):
