@@ -318,23 +318,13 @@ class DataPlane:
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
     ) -> int:
         replica = self.leader_replica(topic, partition)
-        result = await replica.group.propose(
-            commands.encode(commands.CommitOffset(group, offset, reset)), timeout_ms
-        )
-        if isinstance(result, Refused):
-            raise result.error
-        check(isinstance(result, OffsetCommitted), f"commit returned {result!r}")
-        assert isinstance(result, OffsetCommitted)  # narrowed for the type checker; checked above
-        return result.offset
+        command = commands.CommitOffset(group, offset, reset)
+        return (await self._applied(replica, command, OffsetCommitted, timeout_ms)).offset
 
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         replica = self.leader_replica(topic, partition)
-        result = await replica.group.propose(commands.encode(commands.DeleteOffset(group)), timeout_ms)
-        if isinstance(result, Refused):
-            raise result.error
-        if not isinstance(result, OffsetDeleted):
-            raise InvariantViolation(f"delete of an offset returned {result!r}")
-        return result.existed
+        command = commands.DeleteOffset(group)
+        return (await self._applied(replica, command, OffsetDeleted, timeout_ms)).existed
 
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
         replica = await self._reading_leader(topic, partition)  # its high watermark is the partition's
@@ -344,12 +334,20 @@ class DataPlane:
             raise OffsetOutOfRange(offset, replica.log.log_start_offset, high_watermark)
         if offset <= replica.log.log_start_offset:
             return replica.log.log_start_offset
-        result = await replica.group.propose(commands.encode(commands.DeleteRecords(offset)), timeout_ms)
+        command = commands.DeleteRecords(offset)
+        return (await self._applied(replica, command, RecordsDeleted, timeout_ms)).log_start_offset
+
+    async def _applied(
+        self, replica: Replica, command: commands.Command, answer: type[T], timeout_ms: int
+    ) -> T:
+        """What applying ``command`` in the replica's group answered, once committed: a refusal raised, an
+        answer of another kind than ``answer`` a broken invariant."""
+        result = await replica.group.propose(commands.encode(command), timeout_ms)
         if isinstance(result, Refused):
             raise result.error
-        if not isinstance(result, RecordsDeleted):
-            raise InvariantViolation(f"delete of records returned {result!r}")
-        return result.log_start_offset
+        if not isinstance(result, answer):
+            raise InvariantViolation(f"{command!r} in {replica.group.group_id} answered {result!r}")
+        return result
 
     # -- reads ---------------------------------------------------------------------------------------
 

@@ -81,6 +81,19 @@ class ReadBatch:
         return decode_records(self.data, self.header)
 
 
+def delete_oldest_segments(log: Log, count: int) -> int:
+    """Delete up to ``count`` of the log's leading segments, oldest first, never its last; how many went
+    (retention, deleted records)."""
+    with log._lock:
+        log._check_writable()
+        deleted = 0
+        while deleted < count and len(log._segments) > 1:
+            log._bases.pop(0)
+            log._segments.pop(0).delete(log._discard)
+            deleted += 1
+        return deleted
+
+
 class Log(Closing):
     """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`."""
 
@@ -591,9 +604,9 @@ class Log(Closing):
             self._touch()
             write_start_offset(self.directory, offset)
             self._start_offset = offset
-            while len(self._segments) > 1 and self._bases[1] <= offset:
-                self._bases.pop(0)
-                self._segments.pop(0).delete(self._discard)
+            delete_oldest_segments(
+                self, bisect.bisect_right(self._bases, offset) - 1
+            )  # those wholly below it
             return offset
 
     def restart_empty_before(self, offset: int) -> None:
@@ -621,18 +634,6 @@ class Log(Closing):
             self._durable_end_offset = offset
             self._truncations += 1
 
-    def delete_oldest_segments(self, count: int) -> int:
-        """Delete up to ``count`` leading closed segments, oldest first. Returns how many were deleted."""
-        with self._lock:
-            self._check_writable()
-            deleted = 0
-            while deleted < count and len(self._segments) > 1:
-                segment = self._segments.pop(0)
-                self._bases.pop(0)
-                segment.delete(self._discard)
-                deleted += 1
-            return deleted
-
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
         with self._lock:
@@ -647,7 +648,7 @@ class Log(Closing):
                     count,
                     self._segments[count].base_offset,
                 )
-            return self.delete_oldest_segments(count)
+            return delete_oldest_segments(self, count)
 
     # -- open files ----------------------------------------------------------------------------------
 
