@@ -95,6 +95,7 @@ def batch_row(info: BatchInfo) -> dict[str, Any]:
             "magic": info.magic,
             "base_offset": info.base_offset,
             "record_count": info.record_count,
+            "last_offset": info.end_offset - 1,
             "leader_epoch": info.leader_epoch,
             "compression": info.compression.name.lower(),
             "timestamp_type": "LogAppendTime"

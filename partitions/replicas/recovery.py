@@ -169,7 +169,7 @@ def take_answer(target: RecoveryTarget, offset: int, answer: PeerBatches) -> Out
                 break
             if target.append_recovered(batch, header) is None:
                 break  # at the high watermark: the rest is apply's, or waits until it is committed here
-            batches, size, offsets = batches + 1, size + len(batch), offsets + header.record_count
+            batches, size, offsets = batches + 1, size + len(batch), offsets + header.span
     except BatchFormatError as error:
         if not batches:
             return Unusable(f"malformed answer: {error}")

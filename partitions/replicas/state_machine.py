@@ -207,7 +207,7 @@ class PartitionStateMachine:
             if not isinstance(decision, Fresh):
                 raise InvariantViolation(f"unhandled dedup decision {decision!r}")
         base_offset = self.high_watermark
-        end_offset = base_offset + header.record_count
+        end_offset = base_offset + header.span
         self._write(batch, header, term, base_offset)
         self.high_watermark = end_offset
         if producer_id is not None and sequence is not None:

@@ -9,14 +9,19 @@
  *
  * (a length of -1 is null; a header key is never null). Every read is bounded by the record's own
  * length and the section's end, and anything that does not add up (a varint that runs on, a length
- * past its record, an offset delta that is not the record's index, bytes left over) raises ValueError
- * naming the record and what is wrong: a batch from the network goes through `check` before anything
- * is stored. Why C and not the compiled codec of a Kafka client library: docs/decisions/0012.
+ * past its record, offset deltas that do not rise or that pass the batch's span, bytes left over) raises
+ * ValueError naming the record and what is wrong: a batch from the network goes through `check` before
+ * anything is stored. Why C and not the compiled codec of a Kafka client library: docs/decisions/0012.
  *
- * rows(section, count, first_timestamp, fixed_timestamp) -> list of (timestamp, key, value, headers)
- * records(section, count, base_offset, first_timestamp, fixed_timestamp, record_type, timestamp_type)
+ * `span` is the batch's last offset delta + 1. A producer's batch holds `count` == `span` records, whose
+ * offset deltas are then 0, 1, ...; a batch that compaction rewrote keeps fewer, their deltas rising
+ * within the span (raftlog.storage.compaction), and may keep none.
+ *
+ * rows(section, count, span, first_timestamp, fixed_timestamp)
+ *     -> list of (timestamp, key, value, headers)
+ * records(section, count, span, base_offset, first_timestamp, fixed_timestamp, record_type, timestamp_type)
  *     -> tuple of record_type(offset, timestamp, key, value, headers, timestamp_type)
- * check(section, count, first_timestamp) -> (lowest timestamp, highest timestamp)
+ * check(section, count, span, first_timestamp) -> (lowest timestamp, highest timestamp)
  *
  * fixed_timestamp is None for CreateTime (a record's time is first_timestamp + its delta) or the
  * batch's max timestamp for LogAppendTime (every record's time). headers is a tuple of (str, bytes or
@@ -81,6 +86,7 @@ static int read_bytes(Cursor *c, int nullable, PyObject **out, Py_ssize_t index,
 /* The parts of one record. Owned references when `materialize`, else all NULL. */
 typedef struct {
     int64_t timestamp;
+    int64_t offset_delta;
     PyObject *key;
     PyObject *value;
     PyObject *headers;
@@ -145,9 +151,10 @@ error:
     return NULL;
 }
 
-/* Record `index` at the cursor, which moves past it. With `materialize` false only checks it. */
-static int read_record(Cursor *section, Py_ssize_t index, int64_t first_timestamp, Parsed *out,
-                       int materialize) {
+/* Record `index` at the cursor, which moves past it: its offset delta above `previous_delta` and below
+ * `span`. With `materialize` false only checks it. */
+static int read_record(Cursor *section, Py_ssize_t index, int64_t first_timestamp, int64_t previous_delta,
+                       int64_t span, Parsed *out, int materialize) {
     int64_t length, timestamp_delta, offset_delta, header_count;
     out->key = out->value = out->headers = NULL;
     if (read_zigzag(section, 5, &length, index) < 0) return -1;
@@ -161,11 +168,12 @@ static int read_record(Cursor *section, Py_ssize_t index, int64_t first_timestam
     c.at++; /* attributes: unused in v2 */
     if (read_zigzag(&c, 10, &timestamp_delta, index) < 0) return -1;
     if (read_zigzag(&c, 5, &offset_delta, index) < 0) return -1;
-    if (offset_delta != index) {
-        PyErr_Format(PyExc_ValueError, "record %zd has offset delta %lld, not %zd", index,
-                     (long long)offset_delta, index);
+    if (offset_delta <= previous_delta || offset_delta >= span) {
+        PyErr_Format(PyExc_ValueError, "record %zd has offset delta %lld, after %lld in a span of %lld",
+                     index, (long long)offset_delta, (long long)previous_delta, (long long)span);
         return -1;
     }
+    out->offset_delta = offset_delta;
     if (__builtin_add_overflow(first_timestamp, timestamp_delta, &out->timestamp))
         return fail(index, "its timestamp does not fit 64 bits");
     if (read_bytes(&c, 1, &out->key, index, "key") < 0) goto error;
@@ -198,9 +206,13 @@ static int parse_fixed(PyObject *fixed, int *has_fixed, int64_t *fixed_timestamp
     return (*fixed_timestamp == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static int check_count(Py_ssize_t count, const Py_buffer *view) {
+static int check_count(Py_ssize_t count, Py_ssize_t span, const Py_buffer *view) {
     if (count < 0 || count > view->len) { /* a record takes at least 7 bytes */
         PyErr_Format(PyExc_ValueError, "%zd records cannot fit %zd bytes", count, view->len);
+        return -1;
+    }
+    if (span < count) {
+        PyErr_Format(PyExc_ValueError, "%zd records cannot fit a span of %zd offsets", count, span);
         return -1;
     }
     return 0;
@@ -234,12 +246,12 @@ typedef struct {
 
 /* One record as `shape` says, taking the references of `timestamp` and of r's parts (released on
  * failure). */
-static PyObject *shaped(const Shape *shape, Py_ssize_t i, PyObject *timestamp, Parsed *r) {
+static PyObject *shaped(const Shape *shape, PyObject *timestamp, Parsed *r) {
     PyObject *offset = NULL, *item = NULL;
     if (shape->record_type == NULL) {
         item = PyTuple_New(4);
     } else {
-        offset = PyLong_FromLongLong(shape->base_offset + i);
+        offset = PyLong_FromLongLong(shape->base_offset + r->offset_delta);
         item = offset == NULL ? NULL : shape->record_type->tp_alloc(shape->record_type, 6);
     }
     if (item == NULL) {
@@ -262,16 +274,18 @@ static PyObject *shaped(const Shape *shape, Py_ssize_t i, PyObject *timestamp, P
 }
 
 /* The `count` records of the section in `view` as `shape` says; releases `view`. */
-static PyObject *read_section(Py_buffer *view, Py_ssize_t count, int64_t first_timestamp, PyObject *fixed,
-                              const Shape *shape) {
+static PyObject *read_section(Py_buffer *view, Py_ssize_t count, Py_ssize_t span, int64_t first_timestamp,
+                              PyObject *fixed, const Shape *shape) {
     int has_fixed;
     int64_t fixed_timestamp = 0;
     PyObject *out = NULL;
     Timestamps times = {0, NULL}; /* before any goto: `done` releases it */
     Cursor c;
-    if (parse_fixed(fixed, &has_fixed, &fixed_timestamp) < 0 || check_count(count, view) < 0) goto done;
+    int64_t previous_delta = -1;
+    if (parse_fixed(fixed, &has_fixed, &fixed_timestamp) < 0 || check_count(count, span, view) < 0)
+        goto done;
     if (shape->record_type != NULL &&
-        (shape->base_offset < 0 || shape->base_offset > INT64_MAX - count)) {
+        (shape->base_offset < 0 || shape->base_offset > INT64_MAX - span)) {
         PyErr_Format(PyExc_ValueError, "base offset %lld out of range", shape->base_offset);
         goto done;
     }
@@ -280,13 +294,14 @@ static PyObject *read_section(Py_buffer *view, Py_ssize_t count, int64_t first_t
     c = (Cursor){view->buf, (const unsigned char *)view->buf + view->len};
     for (Py_ssize_t i = 0; i < count; i++) {
         Parsed r;
-        if (read_record(&c, i, first_timestamp, &r, 1) < 0) goto fail;
+        if (read_record(&c, i, first_timestamp, previous_delta, span, &r, 1) < 0) goto fail;
+        previous_delta = r.offset_delta;
         PyObject *timestamp = timestamp_object(&times, has_fixed ? fixed_timestamp : r.timestamp);
         if (timestamp == NULL) {
             release(&r);
             goto fail;
         }
-        PyObject *item = shaped(shape, i, timestamp, &r);
+        PyObject *item = shaped(shape, timestamp, &r);
         if (item == NULL) goto fail;
         if (shape->record_type == NULL)
             PyList_SET_ITEM(out, i, item);
@@ -304,39 +319,39 @@ done:
 
 static PyObject *rows(PyObject *module, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t count;
+    Py_ssize_t count, span;
     long long first_timestamp;
     PyObject *fixed;
-    if (!PyArg_ParseTuple(args, "y*nLO:rows", &view, &count, &first_timestamp, &fixed)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*nnLO:rows", &view, &count, &span, &first_timestamp, &fixed)) return NULL;
     Shape shape = {NULL, 0, NULL};
-    return read_section(&view, count, first_timestamp, fixed, &shape);
+    return read_section(&view, count, span, first_timestamp, fixed, &shape);
 }
 
 static PyObject *records(PyObject *module, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t count;
+    Py_ssize_t count, span;
     Shape shape;
     long long first_timestamp;
     PyObject *fixed;
-    if (!PyArg_ParseTuple(args, "y*nLLOO!O:records", &view, &count, &shape.base_offset, &first_timestamp,
-                          &fixed, &PyType_Type, &shape.record_type, &shape.kind))
+    if (!PyArg_ParseTuple(args, "y*nnLLOO!O:records", &view, &count, &span, &shape.base_offset,
+                          &first_timestamp, &fixed, &PyType_Type, &shape.record_type, &shape.kind))
         return NULL;
     if (!PyType_IsSubtype(shape.record_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "record_type must be a subclass of tuple");
         PyBuffer_Release(&view);
         return NULL;
     }
-    return read_section(&view, count, first_timestamp, fixed, &shape);
+    return read_section(&view, count, span, first_timestamp, fixed, &shape);
 }
 
 static PyObject *check(PyObject *module, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t count;
+    Py_ssize_t count, span;
     long long first_timestamp;
-    if (!PyArg_ParseTuple(args, "y*nL:check", &view, &count, &first_timestamp)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*nnL:check", &view, &count, &span, &first_timestamp)) return NULL;
     PyObject *out = NULL;
-    int64_t low = INT64_MAX, high = INT64_MIN;
-    if (check_count(count, &view) < 0) goto done;
+    int64_t low = INT64_MAX, high = INT64_MIN, previous_delta = -1;
+    if (check_count(count, span, &view) < 0) goto done;
     if (count == 0) {
         PyErr_SetString(PyExc_ValueError, "a batch holds at least one record");
         goto done;
@@ -344,7 +359,8 @@ static PyObject *check(PyObject *module, PyObject *args) {
     Cursor c = {view.buf, (const unsigned char *)view.buf + view.len};
     for (Py_ssize_t i = 0; i < count; i++) {
         Parsed r;
-        if (read_record(&c, i, first_timestamp, &r, 0) < 0) goto done;
+        if (read_record(&c, i, first_timestamp, previous_delta, span, &r, 0) < 0) goto done;
+        previous_delta = r.offset_delta;
         if (r.timestamp < low) low = r.timestamp;
         if (r.timestamp > high) high = r.timestamp;
     }
@@ -435,7 +451,7 @@ static void put_field(Out *o, const Field *f) {
     o->size += f->view.len;
 }
 
-static PyObject *attr_value, *attr_key, *attr_headers, *attr_timestamp;
+static PyObject *attr_value, *attr_key, *attr_headers, *attr_timestamp, *attr_offset;
 
 /* The timestamp of a record: its own (an int >= 0, not a bool) or now_ms when it has none. */
 static int record_timestamp(PyObject *record, int64_t now_ms, int64_t *out, Py_ssize_t index) {
@@ -515,8 +531,9 @@ static void put_header(Out *o, PyObject *header, Py_ssize_t index) { /* checked 
     o->size += PyBytes_GET_SIZE(value);
 }
 
-/* Record `index` (offset delta = index) appended to o: its size first, then its bytes in place. */
-static int encode_record(Out *o, PyObject *record, Py_ssize_t index, int64_t timestamp, int64_t first) {
+/* Record `index` (offset delta `offset_delta`) appended to o: its size first, then its bytes in place. */
+static int encode_record(Out *o, PyObject *record, Py_ssize_t index, int64_t offset_delta, int64_t timestamp,
+                         int64_t first) {
     PyObject *key = NULL, *value = NULL, *headers = NULL, *items = NULL;
     Field k = {.has_view = 0}, v = {.has_view = 0};
     int result = -1;
@@ -532,7 +549,7 @@ static int encode_record(Out *o, PyObject *record, Py_ssize_t index, int64_t tim
     if (field_of(key, &k, index, "key") < 0 || field_of(value, &v, index, "value") < 0) goto done;
     if ((items = PySequence_Fast(headers, "headers must be a sequence")) == NULL) goto done;
     Py_ssize_t header_count = PySequence_Fast_GET_SIZE(items);
-    Py_ssize_t body = 1 + zigzag_size(delta) + zigzag_size(index) + field_size(&k) + field_size(&v) +
+    Py_ssize_t body = 1 + zigzag_size(delta) + zigzag_size(offset_delta) + field_size(&k) + field_size(&v) +
                       zigzag_size(header_count);
     for (Py_ssize_t h = 0; h < header_count; h++) {
         Py_ssize_t size = header_size(PySequence_Fast_GET_ITEM(items, h), index);
@@ -548,7 +565,7 @@ static int encode_record(Out *o, PyObject *record, Py_ssize_t index, int64_t tim
     Py_ssize_t body_at = o->size;
     o->data[o->size++] = 0; /* attributes */
     o->size += put_zigzag(o->data + o->size, delta);
-    o->size += put_zigzag(o->data + o->size, index);
+    o->size += put_zigzag(o->data + o->size, offset_delta);
     put_field(o, &k);
     put_field(o, &v);
     o->size += put_zigzag(o->data + o->size, header_count);
@@ -569,19 +586,39 @@ done:
     return result;
 }
 
-/* encode(records, now_ms, room) -> (bytearray, first_timestamp, max_timestamp): `room` zero bytes (for
- * the batch header) then the records section of `records` (objects with value, key, headers and
- * timestamp_ms, as ProducerRecord), offset deltas 0, 1, ..., timestamps relative to the first's. */
+/* The offset delta of a record kept by compaction: its `offset` less `base_offset`, above the previous
+ * record's and within 32 bits. */
+static int kept_delta(PyObject *record, long long base_offset, int64_t previous, int64_t *out,
+                      Py_ssize_t index) {
+    PyObject *given = PyObject_GetAttr(record, attr_offset);
+    if (given == NULL) return -1;
+    long long offset = PyLong_AsLongLong(given);
+    Py_DECREF(given);
+    if (offset == -1 && PyErr_Occurred()) return -1;
+    if (offset - base_offset <= previous || offset - base_offset > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "record %zd: offset %lld does not follow base %lld and delta %lld",
+                     index, offset, base_offset, (long long)previous);
+        return -1;
+    }
+    *out = offset - base_offset;
+    return 0;
+}
+
+/* encode(records, now_ms, room[, base_offset]) -> (bytearray, first_timestamp, max_timestamp): `room`
+ * zero bytes (for the batch header) then the records section of `records` (objects with value, key,
+ * headers and timestamp_ms, as ProducerRecord), timestamps relative to the first's, offset deltas 0, 1,
+ * ...; or, given `base_offset`, each record's own offset less it (records with an offset, as Record:
+ * those compaction keeps of a stored batch). */
 static PyObject *encode(PyObject *module, PyObject *args) {
     PyObject *sequence;
-    long long now_ms;
+    long long now_ms, base_offset = -1;
     Py_ssize_t room;
-    if (!PyArg_ParseTuple(args, "OLn:encode", &sequence, &now_ms, &room)) return NULL;
+    if (!PyArg_ParseTuple(args, "OLn|L:encode", &sequence, &now_ms, &room, &base_offset)) return NULL;
     PyObject *items = PySequence_Fast(sequence, "records must be a sequence");
     if (items == NULL) return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
     PyObject *out = NULL;
-    int64_t first = 0, high = INT64_MIN;
+    int64_t first = 0, high = INT64_MIN, offset_delta = -1;
     Out o = {NULL, 0, 0};
     if (room < 0 || reserve(&o, room + count * 16 + 64) < 0) goto done;
     memset(o.data, 0, (size_t)room);
@@ -592,7 +629,11 @@ static PyObject *encode(PyObject *module, PyObject *args) {
         if (record_timestamp(record, now_ms, &timestamp, i) < 0) goto done;
         if (i == 0) first = timestamp;
         if (timestamp > high) high = timestamp;
-        if (encode_record(&o, record, i, timestamp, first) < 0) goto done;
+        if (base_offset < 0)
+            offset_delta = i;
+        else if (kept_delta(record, base_offset, offset_delta, &offset_delta, i) < 0)
+            goto done;
+        if (encode_record(&o, record, i, offset_delta, timestamp, first) < 0) goto done;
     }
     PyObject *data = PyByteArray_FromStringAndSize((const char *)o.data, o.size);
     if (data != NULL) out = Py_BuildValue("(NLL)", data, (long long)first, (long long)high);
@@ -603,11 +644,13 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"encode", encode, METH_VARARGS, "encode(records, now_ms, room) -> (bytearray, first_ts, max_ts)"},
-    {"rows", rows, METH_VARARGS, "rows(section, count, first_timestamp, fixed_timestamp) -> list"},
+    {"encode", encode, METH_VARARGS,
+     "encode(records, now_ms, room[, base_offset]) -> (bytearray, first_ts, max_ts)"},
+    {"rows", rows, METH_VARARGS, "rows(section, count, span, first_timestamp, fixed_timestamp) -> list"},
     {"records", records, METH_VARARGS,
-     "records(section, count, base_offset, first_timestamp, fixed_timestamp, record_type, kind) -> tuple"},
-    {"check", check, METH_VARARGS, "check(section, count, first_timestamp) -> (low, high)"},
+     "records(section, count, span, base_offset, first_timestamp, fixed_timestamp, record_type, kind) "
+     "-> tuple"},
+    {"check", check, METH_VARARGS, "check(section, count, span, first_timestamp) -> (low, high)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -624,6 +667,7 @@ PyMODINIT_FUNC PyInit__records(void) {
     attr_key = PyUnicode_InternFromString("key");
     attr_headers = PyUnicode_InternFromString("headers");
     attr_timestamp = PyUnicode_InternFromString("timestamp_ms");
-    if (!attr_value || !attr_key || !attr_headers || !attr_timestamp) return NULL;
+    attr_offset = PyUnicode_InternFromString("offset");
+    if (!attr_value || !attr_key || !attr_headers || !attr_timestamp || !attr_offset) return NULL;
     return PyModule_Create(&module);
 }

@@ -12,13 +12,14 @@ attributes say so)::
     21     2    attributes              bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
                                         bit 3 timestamp type (1: LogAppendTime), bit 4 transactional,
                                         bit 5 control
-    23     4    last_offset_delta       record_count - 1
+    23     4    last_offset_delta       the last offset the batch covers, less base_offset
     27     8    base_timestamp          ms of the first record
     35     8    max_timestamp           largest record timestamp (with LogAppendTime: the append time)
     43     8    producer_id             -1 when absent
     51     2    producer_epoch          -1 when absent
     53     4    base_sequence           -1 when absent
-    57     4    records_count
+    57     4    records_count           last_offset_delta + 1 in a producer's batch; fewer, even
+                                        none, in one compaction rewrote (offsets never change)
     61     ...  records                 each: length, attributes, timestamp delta, offset delta, key, value,
                                         headers (zig-zag varints; a length of -1 is null)
 
@@ -135,6 +136,7 @@ class BatchHeader:
     attributes: int
     base_offset: int
     record_count: int
+    last_offset_delta: int  # record_count - 1, unless compaction removed records (raftlog.storage.compaction)
     first_timestamp_ms: int
     max_timestamp_ms: int
     term: int  # the partition leader epoch
@@ -149,8 +151,14 @@ class BatchHeader:
 
     @property
     def end_offset(self) -> int:
-        """The offset after the last record of the batch."""
-        return self.base_offset + self.record_count
+        """The offset after the last the batch covers (after its last record, unless compaction removed
+        records at its end: the batch still covers their offsets)."""
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def span(self) -> int:
+        """How many offsets the batch covers: ``record_count`` in a producer's batch."""
+        return self.last_offset_delta + 1
 
     @property
     def compression(self) -> Compression:
@@ -193,6 +201,7 @@ _HEADER_SETTERS = _slot_setters(
         "attributes",
         "base_offset",
         "record_count",
+        "last_offset_delta",
         "first_timestamp_ms",
         "max_timestamp_ms",
         "term",
@@ -340,6 +349,55 @@ def with_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytes:
     return bytes(stamped)
 
 
+def encode_retained(
+    batch: bytes | memoryview | None,
+    header: BatchHeader | None,
+    kept: Sequence[Record] | None,
+    base_offset: int,
+    end_offset: int,
+    empty_timestamp_ms: int = 0,
+) -> bytes:
+    """A stored batch as compaction rewrites it (``raftlog.storage.compaction``): covering the offsets
+    ``[base_offset, end_offset)``, holding ``kept`` (its records that survive, each at its own offset;
+    None: all of them), with the batch's term, attributes (codec, timestamp type) and producer fields.
+    Only the header changes when every record stays and the base offset with it. Without a batch: an
+    empty one (no records) covering the offsets, timestamped ``empty_timestamp_ms``."""
+    if not 0 <= base_offset < end_offset <= MAX_OFFSET or end_offset - base_offset > 2**31:
+        raise InvalidRecord(f"offsets [{base_offset}, {end_offset}) cannot make one batch")
+    if batch is None or header is None:
+        out = bytearray(HEADER_SIZE)
+        _HEADER.pack_into(
+            out, 0, base_offset, HEADER_SIZE - _LENGTH_END, 0, MAGIC, 0, 0, end_offset - base_offset - 1,
+            empty_timestamp_ms, empty_timestamp_ms, _NO_PRODUCER, _NO_PRODUCER, _NO_PRODUCER, 0,
+        )  # fmt: skip
+        struct.pack_into(">I", out, _CRC_AT, crc32c.crc32c(memoryview(out)[_CRC_START:]))
+        return bytes(out)
+    if kept is None and base_offset == header.base_offset:
+        out = bytearray(batch)
+        struct.pack_into(">i", out, 23, end_offset - base_offset - 1)  # last_offset_delta
+        struct.pack_into(">I", out, _CRC_AT, crc32c.crc32c(memoryview(out)[_CRC_START:]))
+        return bytes(out)
+    records = decode_records(batch, header) if kept is None else kept
+    check(
+        all(base_offset <= r.offset < end_offset for r in records),
+        f"records kept at offsets outside [{base_offset}, {end_offset})",
+    )
+    section, first_ts, max_ts = _records.encode(records, 0, HEADER_SIZE, base_offset)
+    if header.attributes & _LOG_APPEND_TIME or not records:
+        first_ts, max_ts = header.first_timestamp_ms, header.max_timestamp_ms
+    _HEADER.pack_into(
+        section, 0, base_offset, len(section) - _LENGTH_END, header.term, MAGIC, 0,
+        header.attributes & ~_COMPRESSION_MASK, end_offset - base_offset - 1, first_ts, max_ts,
+        _NO_PRODUCER if header.producer_id is None else header.producer_id,
+        _NO_PRODUCER if header.producer_epoch is None else header.producer_epoch,
+        _NO_PRODUCER if header.sequence is None else header.sequence, len(records),
+    )  # fmt: skip
+    if header.compression is not Compression.NONE:
+        return _compressed(section, header.compression)
+    struct.pack_into(">I", section, _CRC_AT, crc32c.crc32c(memoryview(section)[_CRC_START:]))
+    return bytes(section)
+
+
 def recompress(batch: bytes | memoryview, header: BatchHeader, compression: Compression) -> bytes:
     """The same records in a batch compressed with ``compression`` (the topic's ``compression.type`` when
     it is not ``producer``): the records section is inflated and compressed again as it is, every header
@@ -381,9 +439,9 @@ def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
         raise BatchFormatError(f"magic {magic}: only Kafka's RecordBatch v2 (magic 2) is stored")
     if length < MIN_LENGTH:
         raise BatchFormatError(f"batch_length {length} shorter than a header")
-    if count < 1 or last_offset_delta != count - 1:
+    if not 0 <= count <= last_offset_delta + 1:
         raise BatchFormatError(f"records_count {count} with last_offset_delta {last_offset_delta}")
-    if not 0 <= base_offset <= MAX_OFFSET - count:
+    if not 0 <= base_offset <= MAX_OFFSET - last_offset_delta - 1:
         raise BatchFormatError(f"base_offset {base_offset} out of range")
     if attributes & _COMPRESSION_MASK > Compression.ZSTD:
         raise BatchFormatError(f"unknown compression codec {attributes & _COMPRESSION_MASK}")
@@ -397,6 +455,7 @@ def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
             attributes,
             base_offset,
             count,
+            last_offset_delta,
             first_ts,
             max_ts,
             epoch,
@@ -468,7 +527,8 @@ def _fixed_timestamp(header: BatchHeader) -> int | None:
 def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Record, ...]:
     """Decode the records of a (CRC-checked) batch, decompressing them first when they are compressed.
     With LogAppendTime every record's timestamp is the batch's ``max_timestamp``. A record's offset is
-    the base offset plus its index; the reader checks that each offset delta is that index."""
+    the base offset plus its offset delta: its index in a producer's batch, rising within the batch's
+    span in one compaction rewrote (the reader checks both)."""
     kind = (
         TimestampType.LOG_APPEND_TIME if header.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
     )
@@ -476,7 +536,7 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader) -> tuple[Reco
     try:
         with _collector_paused():
             return _records.records(  # type: ignore[no-any-return]
-                section, header.record_count, header.base_offset, header.first_timestamp_ms,
+                section, header.record_count, header.span, header.base_offset, header.first_timestamp_ms,
                 _fixed_timestamp(header), Record, kind,
             )  # fmt: skip
     except ValueError as exc:
@@ -487,12 +547,14 @@ def _timestamp_range(
     batch: bytes | memoryview, header: BatchHeader, inflated_bytes_max: int
 ) -> tuple[int, int]:
     """The lowest and highest record timestamp, once the records decode into exactly ``record_count``
-    records whose offset deltas are 0, 1, ... and whose header keys are UTF-8 (BatchFormatError
-    otherwise; InflatedTooLarge when they inflate past ``inflated_bytes_max``). No Python object is made
-    per record."""
+    records whose offset deltas rise within the batch's span and whose header keys are UTF-8
+    (BatchFormatError otherwise; InflatedTooLarge when they inflate past ``inflated_bytes_max``). No
+    Python object is made per record. A batch that compaction emptied answers its header's timestamps."""
     section = _section(batch, header, inflated_bytes_max)
+    if header.record_count == 0 and not section:
+        return header.first_timestamp_ms, header.max_timestamp_ms
     try:
-        return _records.check(section, header.record_count, header.first_timestamp_ms)  # type: ignore[no-any-return]
+        return _records.check(section, header.record_count, header.span, header.first_timestamp_ms)  # type: ignore[no-any-return]
     except ValueError as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc
 
@@ -515,7 +577,8 @@ def _collector_paused() -> Iterator[None]:
 
 def validate_records(batch: bytes | memoryview, header: BatchHeader) -> None:
     """Check that a (CRC-checked) batch's records decode into exactly its records with offset deltas
-    0, 1, ...: BatchFormatError otherwise (a compressed batch inflated up to ``INFLATED_BYTES_CEILING``)."""
+    rising within its span: BatchFormatError otherwise (a compressed batch inflated up to
+    ``INFLATED_BYTES_CEILING``)."""
     _timestamp_range(batch, header, INFLATED_BYTES_CEILING)
 
 
@@ -536,6 +599,12 @@ def check_producer_batch(
         header = verify(batch)
     except BatchFormatError as exc:
         raise InvalidRecord(f"record batch: {exc}") from None
+    if header.record_count < 1 or header.record_count != header.span:
+        raise InvalidRecord(
+            f"record batch: records_count {header.record_count} with last_offset_delta "
+            f"{header.last_offset_delta}: a producer's batch holds last_offset_delta + 1 records, "
+            "at least one"
+        )
     if header.attributes & (_TRANSACTIONAL | _CONTROL):
         raise InvalidRecord("record batch: transactional and control batches are not supported")
     if header.attributes & _LOG_APPEND_TIME:
@@ -565,15 +634,20 @@ def check_producer_batch(
 
 def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, list[Any]]:
     """Verify a batch (framing, CRC) and return its header and its records as rows ``(timestamp_ms, key,
-    value, headers)``, ``headers`` a tuple of (key, value) pairs; record i has offset
-    ``header.base_offset + i``. For bulk readers that want columns: a plain tuple per record, made in C
+    value, headers)``, ``headers`` a tuple of (key, value) pairs; in a producer's batch record i has
+    offset ``header.base_offset + i`` (a batch compaction rewrote needs ``decode_records``). For bulk
+    readers that want columns: a plain tuple per record, made in C
     (a LogAppendTime batch's records all carry its ``max_timestamp_ms``)."""
     header = verify(batch)
     section = _section(batch, header, INFLATED_BYTES_CEILING)
     try:
         with _collector_paused():
             rows = _records.rows(
-                section, header.record_count, header.first_timestamp_ms, _fixed_timestamp(header)
+                section,
+                header.record_count,
+                header.span,
+                header.first_timestamp_ms,
+                _fixed_timestamp(header),
             )
     except ValueError as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc

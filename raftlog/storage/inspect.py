@@ -62,6 +62,7 @@ class BatchInfo:
     magic: int
     base_offset: int
     record_count: int
+    span: int  # offsets covered: record_count, or more in a batch compaction rewrote
     leader_epoch: int  # the Raft term that committed it
     compression: Compression
     timestamp_type: TimestampType
@@ -72,7 +73,7 @@ class BatchInfo:
 
     @property
     def end_offset(self) -> int:
-        return self.base_offset + self.record_count
+        return self.base_offset + self.span
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +334,7 @@ def _info_v2(path: str, position: int, header: BatchHeader) -> BatchInfo:
         MAGIC,
         header.base_offset,
         header.record_count,
+        header.span,
         header.term,
         header.compression,
         header.timestamp_type,
@@ -365,6 +367,7 @@ def _dump_legacy(
                 batch.size_bytes,
                 legacy_batch.MAGIC,
                 batch.base_offset,
+                len(batch.records),
                 len(batch.records),
                 batch.term,
                 Compression.NONE,

@@ -160,7 +160,8 @@ def record(index: int, key: bytes | None = None, value: bytes | None = b"v", *, 
     ("data", "count", "message"),
     [
         (section(record(0), record(1)), 2, None),
-        (section(record(0), record(2)), 2, "record 1 has offset delta 2, not 1"),
+        (section(record(0), record(2)), 2, "record 1 has offset delta 2, after 0 in a span of 2"),
+        (section(record(1), record(1)), 2, "record 1 has offset delta 1, after 1 in a span of 2"),
         (section(record(0)), 2, "record 1: a varint runs past the end of its record"),
         (section(record(0), b"\x00"), 1, "1 bytes after the last record"),
         (section(record(0, length_delta=5)), 1, "record 0: length"),
@@ -180,13 +181,13 @@ def record(index: int, key: bytes | None = None, value: bytes | None = b"v", *, 
 )  # fmt: skip
 def test_a_damaged_section_is_refused_by_name(data, count, message):
     if message is None:
-        assert len(reader.rows(data, count, NOW, None)) == count
-        assert reader.check(data, count, NOW) == (NOW, NOW)
+        assert len(reader.rows(data, count, count, NOW, None)) == count
+        assert reader.check(data, count, count, NOW) == (NOW, NOW)
         return
     for call in (
-        lambda: reader.rows(data, count, NOW, None),
-        lambda: reader.records(data, count, 0, NOW, None, Record, TimestampType.CREATE_TIME),
-        lambda: reader.check(data, count, NOW),
+        lambda: reader.rows(data, count, count, NOW, None),
+        lambda: reader.records(data, count, count, 0, NOW, None, Record, TimestampType.CREATE_TIME),
+        lambda: reader.check(data, count, count, NOW),
     ):
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
             call()
@@ -194,7 +195,31 @@ def test_a_damaged_section_is_refused_by_name(data, count, message):
 
 def test_records_must_be_made_as_a_tuple_type():
     with pytest.raises(TypeError, match="subclass of tuple"):
-        reader.records(record(0), 1, 0, NOW, None, dict, TimestampType.CREATE_TIME)
+        reader.records(record(0), 1, 1, 0, NOW, None, dict, TimestampType.CREATE_TIME)
+
+
+@pytest.mark.parametrize(
+    ("deltas", "span", "message"),
+    [
+        ([0, 3, 7], 8, None),  # compaction kept three records of eight, each at its own offset
+        ([2], 3, None),
+        ([0, 3, 8], 8, "record 2 has offset delta 8, after 3 in a span of 8"),
+        ([0, 3, 3], 8, "record 2 has offset delta 3, after 3 in a span of 8"),
+        ([4, 2], 8, "record 1 has offset delta 2, after 4 in a span of 8"),
+        ([0, 1, 2], 2, "3 records cannot fit a span of 2 offsets"),
+    ],
+)  # fmt: skip
+def test_a_compacted_batch_keeps_rising_offset_deltas_within_its_span(deltas, span, message):
+    data = section(*(record(delta) for delta in deltas))
+    if message is None:
+        records = reader.records(data, len(deltas), span, 100, NOW, None, Record, TimestampType.CREATE_TIME)
+        assert [r.offset for r in records] == [100 + delta for delta in deltas]
+        assert reader.check(data, len(deltas), span, NOW) == (NOW, NOW)
+        return
+    with pytest.raises(ValueError, match=message):
+        reader.records(data, len(deltas), span, 100, NOW, None, Record, TimestampType.CREATE_TIME)
+    with pytest.raises(ValueError, match=message):
+        reader.check(data, len(deltas), span, NOW)
 
 
 def kio_rows(section_bytes: bytes, timestamp_deltas: list[int]) -> list[tuple[object, ...]]:
@@ -236,10 +261,10 @@ def test_any_damage_is_refused_or_reads_as_another_reader_reads_it(batch_records
         body[at:at] = data.draw(st.binary(min_size=1, max_size=8))
     count = len(batch_records)
     try:
-        ours = reader.rows(bytes(body), count, first_timestamp, None)
+        ours = reader.rows(bytes(body), count, count, first_timestamp, None)
     except ValueError:
         return
-    assert reader.check(bytes(body), count, first_timestamp) == (
+    assert reader.check(bytes(body), count, count, first_timestamp) == (
         min(r[0] for r in ours),
         max(r[0] for r in ours),
     )
