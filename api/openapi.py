@@ -158,6 +158,8 @@ _TOPIC_CONFIGS = _obj(  # open: these and the other properties of raftlog/storag
         "segment.bytes": _INT,
         "flush.policy": _STR,
         "max.message.bytes": _INT,
+        "cleanup.policy": {"type": "string", "enum": ["delete", "compact", "compact,delete"]},
+        "min.cleanable.dirty.ratio": {"type": "number", "minimum": 0, "maximum": 1},
     }
 )
 _MECHANISMS = {"type": "array", "items": {"type": "string", "enum": sorted(MECHANISMS)}}

@@ -16,6 +16,8 @@ DAY_MS = 24 * 3600 * 1000
 FlushMode = Literal["always", "group"]
 TimestampTypeName = Literal["CreateTime", "LogAppendTime"]
 CompressionName = Literal["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]
+CleanupPolicy = Literal["delete", "compact", "compact,delete"]
+LONG_MAX = 2**63 - 1  # Kafka's Long.MAX_VALUE: max.compaction.lag.ms unset
 
 # Kafka-style property name -> LogConfig field
 PROPERTY_FIELDS: dict[str, str] = {
@@ -30,13 +32,21 @@ PROPERTY_FIELDS: dict[str, str] = {
     "index.interval.bytes": "index_interval_bytes",
     "message.timestamp.type": "timestamp_type",
     "compression.type": "compression_type",
+    "cleanup.policy": "cleanup_policy",
+    "delete.retention.ms": "delete_retention_ms",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
 }
 # properties whose values are names, and the names each takes (the rest are integers)
 CHOICES: dict[str, tuple[str, ...]] = {
     "flush_mode": ("always", "group"),
     "timestamp_type": ("CreateTime", "LogAppendTime"),
     "compression_type": ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+    "cleanup_policy": ("delete", "compact", "compact,delete"),
 }
+# properties whose values are fractions (the rest are integers)
+FRACTIONS = ("min_cleanable_dirty_ratio",)
 
 SEGMENT_BYTES_MAX = 2**31 - 1  # positions in the offset index are u32; keep well inside
 
@@ -53,6 +63,10 @@ class LogConfig:
     "LogAppendTime" has the leader stamp its clock on every batch it appends.
     compression_type (Kafka's ``compression.type``): "producer" stores a batch compressed as it came;
     "uncompressed" or a codec has the leader store it so (recompressing when it came otherwise).
+    cleanup_policy (Kafka's ``cleanup.policy``): "delete" drops whole segments past retention; "compact"
+    keeps the latest record of each key instead (``raftlog.storage.compaction``, with Kafka's
+    ``delete.retention.ms``, ``min.compaction.lag.ms``, ``max.compaction.lag.ms`` and
+    ``min.cleanable.dirty.ratio``); "compact,delete" does both. Given as "delete,compact" it reads the same.
     """
 
     segment_bytes: int = 128 * MiB
@@ -66,11 +80,19 @@ class LogConfig:
     index_interval_bytes: int = 4 * KiB
     timestamp_type: TimestampTypeName = "CreateTime"
     compression_type: CompressionName = "producer"
+    cleanup_policy: CleanupPolicy = "delete"
+    delete_retention_ms: int = 1 * DAY_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in CHOICES:
+            if f.name in FRACTIONS:
+                if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
+                    raise InvalidConfig(_property(f.name), value, "must be a number between 0 and 1")
+            elif f.name in CHOICES:
                 if value not in CHOICES[f.name]:
                     names = " or ".join(repr(c) for c in CHOICES[f.name])
                     raise InvalidConfig(_property(f.name), value, f"must be {names}")
@@ -86,6 +108,19 @@ class LogConfig:
         _range("flush.ms", self.flush_interval_ms, 1, 3600 * 1000)
         _range("flush.bytes", self.flush_bytes, 1, 2**40)
         _range("index.interval.bytes", self.index_interval_bytes, 1, 64 * MiB)
+        _range("delete.retention.ms", self.delete_retention_ms, 0, LONG_MAX)
+        _range("min.compaction.lag.ms", self.min_compaction_lag_ms, 0, LONG_MAX)
+        _range("max.compaction.lag.ms", self.max_compaction_lag_ms, 1, LONG_MAX)
+
+    @property
+    def compacted(self) -> bool:
+        """Whether the cleaner compacts this log (``cleanup.policy`` names ``compact``)."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def retained(self) -> bool:
+        """Whether retention deletes old segments (``cleanup.policy`` names ``delete``)."""
+        return "delete" in self.cleanup_policy
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object], base: LogConfig | None = None) -> LogConfig:
@@ -100,8 +135,15 @@ class LogConfig:
                 raise InvalidConfig(
                     key, raw, f"unknown property; known: {', '.join(sorted(PROPERTY_FIELDS))}"
                 )
-            if name in CHOICES:
+            if name == "cleanup_policy" and isinstance(raw, str):
+                values[name] = _policy(raw)
+            elif name in CHOICES:
                 values[name] = raw
+            elif name in FRACTIONS and isinstance(raw, str):
+                try:
+                    values[name] = float(raw.strip())
+                except ValueError:
+                    raise InvalidConfig(key, raw, "must be a number between 0 and 1") from None
             elif isinstance(raw, str):
                 try:
                     values[name] = int(raw.strip())
@@ -121,6 +163,13 @@ def _property(field_name: str) -> str:
         if name == field_name:
             return key
     return field_name
+
+
+def _policy(raw: str) -> str:
+    """``cleanup.policy`` as Kafka takes it (a list: "compact,delete" and "delete,compact" alike), in one
+    spelling; anything else is left for the check of choices to refuse by name."""
+    names = sorted({part.strip() for part in raw.split(",")})
+    return ",".join(names) if names and set(names) <= {"compact", "delete"} else raw
 
 
 def _range(key: str, value: int, low: int, high: int) -> None:

@@ -22,6 +22,9 @@ INTEGER_RANGES = {
     "flush.ms": (1, 3600 * 1000, False),
     "flush.bytes": (1, 2**40, False),
     "index.interval.bytes": (1, 64 * MIB, False),
+    "delete.retention.ms": (0, 2**63 - 1, False),
+    "min.compaction.lag.ms": (0, 2**63 - 1, False),
+    "max.compaction.lag.ms": (1, 2**63 - 1, False),
 }
 
 
@@ -31,6 +34,8 @@ def test_every_property_is_covered_here():
         "flush.policy",
         "message.timestamp.type",
         "compression.type",
+        "cleanup.policy",
+        "min.cleanable.dirty.ratio",
     }
     assert set(PROPERTY_FIELDS.values()) == {f.name for f in dataclasses.fields(LogConfig)}
 
@@ -135,3 +140,35 @@ def test_from_properties_overrides_only_the_given_keys_of_base():
     base = LogConfig(segment_bytes=4096, flush_mode="group", retention_bytes=10_000)
     config = LogConfig.from_properties({"retention.ms": 5}, base=base)
     assert config == dataclasses.replace(base, retention_ms=5)
+
+
+@pytest.mark.parametrize(
+    ("given", "policy", "compacted", "retained"),
+    [
+        ("delete", "delete", False, True),
+        ("compact", "compact", True, False),
+        ("compact,delete", "compact,delete", True, True),
+        ("delete, compact", "compact,delete", True, True),  # Kafka takes a list, in either order
+    ],
+)
+def test_cleanup_policy_reads_as_kafka_lists_it(given, policy, compacted, retained):
+    config = LogConfig.from_properties({"cleanup.policy": given})
+    assert (config.cleanup_policy, config.compacted, config.retained) == (policy, compacted, retained)
+    assert LogConfig.from_properties(config.to_properties()) == config
+
+
+@pytest.mark.parametrize("given", ["", "compact,zap", "Compact", "retain", 1])
+def test_an_unknown_cleanup_policy_is_refused_naming_the_choices(given):
+    with pytest.raises(InvalidConfig, match="cleanup.policy.*'compact,delete'"):
+        LogConfig.from_properties({"cleanup.policy": given})
+
+
+@pytest.mark.parametrize(("given", "ratio"), [("0.1", 0.1), (0, 0), (1, 1), ("1.0", 1.0), (0.75, 0.75)])
+def test_the_dirty_ratio_is_a_fraction(given, ratio):
+    assert LogConfig.from_properties({"min.cleanable.dirty.ratio": given}).min_cleanable_dirty_ratio == ratio
+
+
+@pytest.mark.parametrize("given", ["1.5", -0.1, "half", True, None])
+def test_a_dirty_ratio_outside_zero_to_one_is_refused(given):
+    with pytest.raises(InvalidConfig, match="min.cleanable.dirty.ratio"):
+        LogConfig.from_properties({"min.cleanable.dirty.ratio": given})
