@@ -22,6 +22,7 @@ from partitions.errors import (
     InvalidName,
     InvalidReassignment,
     InvalidTopic,
+    LeaderEpochMismatch,
     NoController,
     NoReassignment,
     OutOfOrderSequence,
@@ -237,6 +238,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
     (InvalidRecord, HttpError(422, 42201)),
     (InvalidCommand, HttpError(422, 42201)),
+    # Kafka's current_leader_epoch named an older or newer term (the Kafka door's; no HTTP route names one)
+    (LeaderEpochMismatch, HttpError(409, 40917)),
     (ReplicaRecovering, HttpError(503, 50309, retriable=True)),  # recovering committed records from peers
     (LogClosed, HttpError(503, 50301, retriable=True)),
     # the leader's disk is full (raftlog.storage.space): refused before it was proposed, not done

@@ -7,6 +7,8 @@ cannot read: Fetch stops at 12 (topic ids come after); Metadata at 8 (librdkafka
 tagged field kio refuses, where Kafka's protocol says unknown tagged fields are skipped); ListOffsets at 6
 (v7 adds the max-timestamp query); OffsetFetch at 7 (v8 batches groups); JoinGroup at 7 and LeaveGroup
 at 4 (later ones add reasons and KIP-848's fields); CreateTopics and DeleteTopics at 5 (topic ids after).
+OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
+v2, Kafka's Java client 4.x for v4.
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
 (``sasl_apis``). The ACL APIs start at v1, the first with pattern types (KIP-290; kio, like Kafka 4.0, has
@@ -49,6 +51,7 @@ from kafka_api.group_apis import (
 )
 from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
+from kafka_api.offset_for_leader_epoch import offset_for_leader_epoch
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
 from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
@@ -110,6 +113,14 @@ APIS: dict[int, Api] = {
         Api(20, "DeleteTopics", 1, 5, delete_topics, "DELETE topic"),
         Api(21, "DeleteRecords", 0, 2, delete_records, "DELETE topic"),
         Api(22, "InitProducerId", 0, 4, init_producer_id, "IDEMPOTENT_WRITE cluster or WRITE on any topic"),
+        Api(
+            23,
+            "OffsetForLeaderEpoch",
+            2,
+            4,
+            offset_for_leader_epoch,
+            "CLUSTER_ACTION cluster, else DESCRIBE topic",
+        ),
         Api(29, "DescribeAcls", 1, 3, describe_acls, "DESCRIBE cluster"),
         Api(30, "CreateAcls", 1, 3, create_acls, "ALTER cluster"),
         Api(31, "DeleteAcls", 1, 3, delete_acls, "ALTER cluster"),

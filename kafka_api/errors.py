@@ -18,6 +18,7 @@ from partitions.errors import (
     ClusterAuthorizationFailed,
     ControllerChangeRefused,
     DecommissionImpossible,
+    FencedLeaderEpoch,
     GroupAuthorizationFailed,
     HopLimitExceeded,
     InvalidCommand,
@@ -36,6 +37,7 @@ from partitions.errors import (
     TooManyTokens,
     TopicAuthorizationFailed,
     TopicExists,
+    UnknownLeaderEpoch,
     UnknownNode,
     UnknownPartition,
     UnknownToken,
@@ -71,6 +73,8 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (ClusterAuthorizationFailed, ErrorCode.cluster_authorization_failed),
     (AuthorizationFailed, ErrorCode.cluster_authorization_failed),
     (NotLeader, ErrorCode.not_leader_or_follower),
+    (FencedLeaderEpoch, ErrorCode.fenced_leader_epoch),  # the client's metadata is older: it refreshes
+    (UnknownLeaderEpoch, ErrorCode.unknown_leader_epoch),  # newer than this replica knows: it retries
     (NoLeader, ErrorCode.leader_not_available),
     (ReplicaRecovering, ErrorCode.leader_not_available),
     (ProposalDiscarded, ErrorCode.not_leader_or_follower),

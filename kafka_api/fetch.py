@@ -10,7 +10,12 @@ still hold (``max_bytes``, at most ``FETCH_BYTES_MAX``, Kafka's broker ``fetch.m
 request's reads reach it, its later partitions are answered with their offsets and no records, as Kafka
 answers them, and not read at all. No fetch sessions (KIP-227): every answer is a full one (session id
 0). A topic the connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED
-for each of its partitions, nothing of it read; the others are served as usual.
+for each of its partitions, nothing of it read; the others are served as usual. A partition's
+``current_leader_epoch`` (v9+) is checked against the term of the leader that read it: FENCED_LEADER_EPOCH
+when older, UNKNOWN_LEADER_EPOCH when newer, no records, no long poll (the check follows the read, where
+Kafka checks first: the same answer, one read spent). ``last_fetched_epoch`` (v12) and the diverging
+epoch it asks for are a follower's, and no broker follows raftlog (replication is Raft's): a consumer sends
+-1, and it is not read.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.pacing import ITEMS_PER_TURN, Pacer
-from partitions.data.service import FetchedBatches
+from partitions.data.service import NO_LEADER_EPOCH, FetchedBatches, check_leader_epoch
 from partitions.errors import AuthorizationFailed
 from partitions.security.acls import AclOperation, ResourceType
 
@@ -41,6 +46,7 @@ class _Part:
     partition: int
     offset: int
     max_bytes: int
+    current_leader_epoch: int = NO_LEADER_EPOCH  # v9+: the epoch the client's metadata gave (-1: none)
     result: FetchedBatches | None = None
     error: BaseException | None = None
     refused: AuthorizationFailed | None = None  # not read: the connection may not READ the topic
@@ -55,7 +61,10 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         if not door.allows(AclOperation.READ, ResourceType.TOPIC, topic.topic):
             refused = door.refusal(AclOperation.READ, ResourceType.TOPIC, topic.topic)
         for p in topic.partitions:
-            parts.append(_Part(topic.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 1)))
+            epoch = getattr(p, "current_leader_epoch", NO_LEADER_EPOCH)
+            parts.append(
+                _Part(topic.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 1), epoch)
+            )
             parts[-1].refused = refused
             await pacer.step()
     readable = [part for part in parts if part.refused is None]
@@ -81,14 +90,16 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int) -> None:
 
     async def read(part: _Part) -> None:
         try:
-            part.result = await data.fetch_batches(part.topic, part.partition, part.offset, part.max_bytes, 0)
-            part.error = None
+            result = await data.fetch_batches(part.topic, part.partition, part.offset, part.max_bytes, 0)
+            _check_epoch(part, result.leader_epoch)
+            part.result, part.error = result, None
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             part.result, part.error = None, exc
 
     async def offsets_only(part: _Part) -> None:
         try:
             offsets = await data.offsets(part.topic, part.partition)
+            _check_epoch(part, offsets.leader_epoch)
             part.result, part.error = (
                 FetchedBatches(b"", offsets.high_watermark, offsets.log_start_offset),
                 None,
@@ -111,6 +122,12 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int) -> None:
             left -= sum(len(part.result.data) for part in turn if part.result is not None)
         else:
             await asyncio.gather(*(offsets_only(part) for part in turn))
+
+
+def _check_epoch(part: _Part, leader_epoch: int) -> None:
+    """The leader's epoch when it read is the one the client named, or the read is answered
+    FENCED_LEADER_EPOCH (an older one named) or UNKNOWN_LEADER_EPOCH (newer), with no records."""
+    check_leader_epoch(f"{part.topic}-{part.partition}", part.current_leader_epoch, leader_epoch)
 
 
 async def _wait_any(door: Door, parts: list[_Part], wait_ms: int) -> None:

@@ -1,5 +1,8 @@
 """ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark) or the first
-record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader. A
+record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader,
+each with its leader epoch (v4+: the epoch of the batch holding the offset; for the latest, the leader's
+current epoch, as Kafka answers), after checking the ``current_leader_epoch`` the client sent against the
+leader's (FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer). A
 topic the connection may not DESCRIBE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED. A
 partition named again in the same request is answered INVALID_REQUEST, as Kafka does. Partitions are
 looked up ``pacing.ITEMS_PER_TURN`` at a time, yielding to the event loop between turns."""
@@ -15,6 +18,7 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.pacing import ITEMS_PER_TURN
+from partitions.data.service import check_leader_epoch
 from partitions.security.acls import AclOperation, ResourceType
 
 EARLIEST = -2
@@ -29,23 +33,26 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
     partition_cls = wire.sibling(cls, "ListOffsetsPartitionResponse")
     data = door.node.local.data
 
-    async def one(topic: str, partition: int, timestamp: int, again: bool) -> Any:
-        code, found_at, offset = ErrorCode.none, NO_OFFSET, NO_OFFSET
+    async def one(topic: str, partition: int, timestamp: int, current_epoch: int, again: bool) -> Any:
+        code, found_at, offset, epoch = ErrorCode.none, NO_OFFSET, NO_OFFSET, NO_EPOCH
         try:
             if again:  # named earlier in the request
                 code = ErrorCode.invalid_request
             elif not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
                 raise door.refusal(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
-            elif timestamp == EARLIEST:
-                offset = (await data.offsets(topic, partition)).log_start_offset
-            elif timestamp == LATEST:
-                offset = (await data.offsets(topic, partition)).high_watermark
-            elif timestamp < 0:
+            elif timestamp < 0 and timestamp not in (EARLIEST, LATEST):
                 code = ErrorCode.invalid_request
             else:
-                found = await data.offset_for_timestamp(topic, partition, timestamp)
-                if found is not None:
-                    found_at, offset = found.timestamp_ms, found.offset
+                offsets = await data.offsets(topic, partition)
+                check_leader_epoch(f"{topic}-{partition}", current_epoch, offsets.leader_epoch)
+                if timestamp == EARLIEST:
+                    offset, epoch = offsets.log_start_offset, offsets.log_start_epoch
+                elif timestamp == LATEST:
+                    offset, epoch = offsets.high_watermark, offsets.leader_epoch
+                else:
+                    found = await data.offset_for_timestamp(topic, partition, timestamp)
+                    if found is not None:
+                        found_at, offset, epoch = found.timestamp_ms, found.offset, found.leader_epoch
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             code = code_of(exc)
         return wire.build(
@@ -54,7 +61,7 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
             error_code=code,
             timestamp=found_at,
             offset=offset,
-            leader_epoch=NO_EPOCH,
+            leader_epoch=epoch,
         )
 
     seen: set[tuple[str, int]] = set()
@@ -64,7 +71,8 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
         turn = []  # lookups done at once, then the event loop serves others (``pacing``)
         for p in topic.partitions:
             key = (topic.name, p.partition_index)
-            turn.append(one(topic.name, p.partition_index, p.timestamp, key in seen))
+            current_epoch = getattr(p, "current_leader_epoch", NO_EPOCH)  # v4+
+            turn.append(one(topic.name, p.partition_index, p.timestamp, current_epoch, key in seen))
             seen.add(key)
             if len(turn) == ITEMS_PER_TURN:
                 parts.extend(await asyncio.gather(*turn))

@@ -1,13 +1,15 @@
 """Metadata: brokers (every node with a Kafka listener), topics and each partition's leader.
 
 A partition's leader is named only when this node knows it (its own replica's Raft role or a gossiped
-claim) and that node has a Kafka listener; otherwise ``LEADER_NOT_AVAILABLE``, and clients ask again.
-Topics are never created by a Metadata request. A partition's in-sync replicas are reported as its
-replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the leader). With
-``serve --enforce-acls``, as Kafka: a topic the connection may not DESCRIBE is left out of "every topic",
-and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not. A topic named more than
-once is answered once, as Kafka does; the answer is built ``pacing.ITEMS_PER_TURN`` partitions or topics
-at a time, yielding to the event loop between turns.
+claim) and that node has a Kafka listener; otherwise ``LEADER_NOT_AVAILABLE``, and clients ask again. Each
+partition's leader epoch (v7+) is its leader's Raft term, as this node knows it (its replica's term, else
+the term the leader claims in gossip): what clients send back as ``current_leader_epoch`` and compare to
+see a leader change. Topics are never created by a Metadata request. A partition's in-sync replicas are
+reported as its replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the
+leader). With ``serve --enforce-acls``, as Kafka: a topic the connection may not DESCRIBE is left out of
+"every topic", and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not. A topic
+named more than once is answered once, as Kafka does; the answer is built ``pacing.ITEMS_PER_TURN``
+partitions or topics at a time, yielding to the event loop between turns.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
         )
     partitions = []
     for index, replicas in enumerate(topic.replicas):
-        leader = view.known_leader(name, index)
+        leader, epoch = view.known_leader_epoch(name, index)
         led = leader is not None and door.broker_address(leader) is not None
         ids = tuple(broker_id(node) for node in replicas)
         partitions.append(
@@ -103,7 +105,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
                 error_code=ErrorCode.none if led else ErrorCode.leader_not_available,
                 partition_index=index,
                 leader_id=broker_id(leader) if led and leader is not None else NO_LEADER,
-                leader_epoch=NO_EPOCH,
+                leader_epoch=epoch if led else NO_EPOCH,
                 replica_nodes=ids,
                 isr_nodes=tuple(broker_id(node) for node in replicas if node in alive),
                 offline_replicas=(),

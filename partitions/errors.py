@@ -50,6 +50,33 @@ class OutOfOrderSequence(PartitionError):
     template = "producer {producer_id}: its new epoch {epoch} must start at sequence 0, not {sequence}"
 
 
+class LeaderEpochMismatch(PartitionError):
+    """The leader epoch a client named (Kafka's ``current_leader_epoch``: the Raft term its metadata
+    gave) is not this replica's: the client refreshes its metadata and asks again."""
+
+
+@with_fields
+class FencedLeaderEpoch(LeaderEpochMismatch):
+    """The client's leader epoch is older than this replica's: its metadata is stale (Kafka's
+    FENCED_LEADER_EPOCH)."""
+
+    group_id: str
+    epoch: int
+    current_epoch: int
+    template = "{group_id}: leader epoch {epoch} is older than the current epoch {current_epoch}"
+
+
+@with_fields
+class UnknownLeaderEpoch(LeaderEpochMismatch):
+    """The client's leader epoch is newer than this replica's: this replica has not heard of it yet
+    (Kafka's UNKNOWN_LEADER_EPOCH)."""
+
+    group_id: str
+    epoch: int
+    current_epoch: int
+    template = "{group_id}: leader epoch {epoch} is newer than the current epoch {current_epoch}"
+
+
 @with_fields
 class ReplicaRecovering(PartitionError):
     """This replica's log lacks committed records that it is copying from its peers (it installed a

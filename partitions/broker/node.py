@@ -402,6 +402,9 @@ class NodeView:
     def known_leader(self, topic: str, partition: int) -> str | None:
         return self._node.routing.known_leader(topic, partition)
 
+    def known_leader_epoch(self, topic: str, partition: int) -> tuple[str | None, int]:
+        return self._node.routing.known_leader_epoch(topic, partition)
+
     def leader_hint(self, topic: str, partition: int) -> str | None:
         return self._node.routing.leader_hint(topic, partition)
 

@@ -28,10 +28,13 @@ from partitions import commands
 from partitions.controller.state import TopicMetadata
 from partitions.data.service import (
     HIGH_WATERMARK,
+    NO_LEADER_EPOCH,
+    EpochEndOffset,
     FetchedBatches,
     PartitionOffsets,
     ProduceResult,
     TimestampOffset,
+    check_leader_epoch,
 )
 from partitions.errors import ReplicaRecovering, UnknownPartition
 from partitions.replicas.manager import Replica, ReplicaManager
@@ -61,6 +64,7 @@ from raftlog.storage.batch import (
     with_log_append_time,
 )
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
+from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
 from raftlog.storage.log import LogView
 
 log = logging.getLogger(__name__)
@@ -367,14 +371,16 @@ class DataPlane:
         """The batches from ``offset`` below the high watermark (none at it): the segments are resolved
         under the log's lock, the bytes read outside it, on a reader thread unless the read is small."""
         log = replica.log
+        term = replica.group.leader_term()
+        epoch = NO_LEADER_EPOCH if term is None else term
         if offset >= high_watermark:
-            return FetchedBatches(b"", high_watermark, log.log_start_offset)
+            return FetchedBatches(b"", high_watermark, log.log_start_offset, epoch)
         view = log.read_view(offset, max_bytes, max_offset=_readable_end(replica, offset, high_watermark))
         if view.size_bytes <= INLINE_READ_BYTES_MAX:
             data = _read_all(view)
         else:
             data = await asyncio.get_running_loop().run_in_executor(self._readers, _read_all, view)
-        return FetchedBatches(data, high_watermark, log.log_start_offset)
+        return FetchedBatches(data, high_watermark, log.log_start_offset, epoch)
 
     async def _committed_from(
         self, topic: str, partition: int, offset: int, timeout_ms: int
@@ -418,7 +424,34 @@ class DataPlane:
 
     def offsets_now(self, topic: str, partition: int) -> PartitionOffsets:
         replica = self.ready_leader(topic, partition)
-        return PartitionOffsets(replica.log.log_start_offset, replica.machine.high_watermark)
+        term = replica.group.leader_term()
+        log = replica.log
+        start = log.log_start_offset
+        return PartitionOffsets(
+            start,
+            replica.machine.high_watermark,
+            NO_LEADER_EPOCH if term is None else term,
+            epoch_for_offset(log.leader_epochs.entries, start),
+        )
+
+    async def epoch_end_offset(
+        self, topic: str, partition: int, leader_epoch: int, current_leader_epoch: int
+    ) -> EpochEndOffset:
+        """Where ``leader_epoch`` ends in the partition's log, as Kafka's leader answers it
+        (``raftlog.storage.leader_epochs.end_offset_for``, with this leader's term as its current epoch,
+        starting at the high watermark until its first batch). The client's ``current_leader_epoch`` is
+        checked against this node's replica first, as Kafka checks it before leadership."""
+        replica = self.replica(topic, partition)
+        check_leader_epoch(replica.group.group_id, current_leader_epoch, replica.group.status().term)
+        replica = self.ready_leader(topic, partition)
+        term = replica.group.leader_term()
+        machine = replica.machine
+        if machine.behind:
+            raise ReplicaRecovering(replica.group.group_id, replica.log.end_offset, machine.high_watermark)
+        high_watermark = machine.high_watermark  # before the entries: a later epoch starts at or past it
+        current = NO_LEADER_EPOCH if term is None else term
+        found = end_offset_for(replica.log.leader_epochs.entries, leader_epoch, high_watermark, current)
+        return EpochEndOffset(found.epoch, found.end_offset)
 
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
@@ -433,7 +466,10 @@ class DataPlane:
         found: Record | None = await asyncio.get_running_loop().run_in_executor(
             self._readers, log.first_record_at, timestamp_ms
         )
-        return None if found is None else TimestampOffset(found.offset, found.timestamp_ms)
+        if found is None:
+            return None
+        epoch = epoch_for_offset(log.leader_epochs.entries, found.offset)
+        return TimestampOffset(found.offset, found.timestamp_ms, epoch)
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)

@@ -15,12 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
 from partitions.peer_ops import peer, routed
 from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
 
 HIGH_WATERMARK = -1  # delete_records: below the high watermark, as Kafka's DeleteRecords offset -1 asks
+# A leader epoch (the Raft term of the entry that committed a batch, Kafka's partition leader epoch), or a
+# leader's current one (its term), unknown or not given: Kafka's -1
+NO_LEADER_EPOCH = -1
+NO_OFFSET = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +55,15 @@ class FetchedBatches:
     data: bytes
     high_watermark: int  # the partition's end when read: the next offset to be committed
     log_start_offset: int
+    leader_epoch: int = NO_LEADER_EPOCH  # the term of the leader that read them (a peer's copy: none)
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionOffsets:
     log_start_offset: int  # "beginning_offset"
     high_watermark: int  # "end_offset": the next offset to be committed
+    leader_epoch: int = NO_LEADER_EPOCH  # the leader's current epoch (its Raft term)
+    log_start_epoch: int = NO_LEADER_EPOCH  # the epoch of the batch holding the log start offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,27 @@ class TimestampOffset:
 
     offset: int
     timestamp_ms: int
+    leader_epoch: int = NO_LEADER_EPOCH  # the epoch of its batch
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    """Where a leader epoch ends in a partition's log (Kafka's OffsetForLeaderEpoch): the largest epoch at
+    most the one asked for that the log knows, and the offset the next epoch starts at (the high watermark
+    for the leader's current epoch); both -1 for an epoch above every known one, or -1."""
+
+    leader_epoch: int
+    end_offset: int
+
+
+def check_leader_epoch(group_id: str, epoch: int, current_epoch: int) -> None:
+    """Kafka's check of the ``current_leader_epoch`` a client sends (-1: none): FencedLeaderEpoch when it
+    is older than the replica's, UnknownLeaderEpoch when newer."""
+    if epoch < 0 or epoch == current_epoch:
+        return
+    if epoch < current_epoch:
+        raise FencedLeaderEpoch(group_id, epoch, current_epoch)
+    raise UnknownLeaderEpoch(group_id, epoch, current_epoch)
 
 
 class DataService(Protocol):
@@ -137,6 +166,15 @@ class DataService(Protocol):
         ``HIGH_WATERMARK``: every record committed so far); returns the log start offset then (Kafka's
         low watermark). An offset at or below the start changes nothing; one past the high watermark
         raises OffsetOutOfRange."""
+        ...
+
+    @peer("Where a leader epoch ends in a partition's log, from its leader", topic_arg="topic")
+    async def epoch_end_offset(
+        self, topic: str, partition: int, leader_epoch: int, current_leader_epoch: int
+    ) -> EpochEndOffset:
+        """Kafka's OffsetForLeaderEpoch: ``current_leader_epoch`` (-1: not checked) is checked against
+        this node's replica first (FencedLeaderEpoch, UnknownLeaderEpoch), then its leadership
+        (NotLeader, NoLeader)."""
         ...
 
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")

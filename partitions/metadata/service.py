@@ -101,6 +101,11 @@ class MetadataView(Protocol):
         never a guess; None when no leader is known. A replica that cannot open or replay leads nothing."""
         ...
 
+    def known_leader_epoch(self, topic: str, partition: int) -> tuple[str | None, int]:
+        """:meth:`known_leader` and its term, the partition's leader epoch as Kafka's Metadata answers it
+        (-1 when no leader is known)."""
+        ...
+
     def leader_hint(self, topic: str, partition: int) -> str | None:
         """Best guess of a partition's leader, for routing."""
         ...

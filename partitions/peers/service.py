@@ -28,6 +28,7 @@ from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import TopicMetadata
 from partitions.data.service import (
     DataService,
+    EpochEndOffset,
     FetchedBatches,
     PartitionOffsets,
     ProduceResult,
@@ -73,6 +74,7 @@ RESULT_TYPES: tuple[type, ...] = (
     FetchedBatches,
     PartitionOffsets,
     TimestampOffset,
+    EpochEndOffset,
     ReplicaState,
     PartitionState,
     NodeInfo,

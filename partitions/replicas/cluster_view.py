@@ -261,6 +261,11 @@ class ClusterView:
     def leader_for(self, group_id: str) -> str | None:
         """The member claiming leadership of ``group_id`` in the highest term, skipping dead and left
         members; suspects only when no alive member claims it."""
+        claim = self.leader_claim(group_id)
+        return None if claim is None else claim[0]
+
+    def leader_claim(self, group_id: str) -> tuple[str, int] | None:
+        """:meth:`leader_for` and the term it claims."""
         best: tuple[int, int, str] | None = None
         for node_id, peer in self._peers.items():
             term = peer.claims.get(group_id)
@@ -269,7 +274,7 @@ class ClusterView:
             rank = (term, 1 if peer.state == "alive" else 0, node_id)
             if best is None or rank[:2] > best[:2]:
                 best = rank
-        return None if best is None else best[2]
+        return None if best is None else (best[2], best[0])
 
     def leader_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -14,6 +14,8 @@ from partitions.replicas.cluster_view import ClusterView
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.manager import ReplicaManager
 
+NO_EPOCH = -1
+
 
 class Routing:
     def __init__(
@@ -89,25 +91,31 @@ class Routing:
         return metadata if 0 <= partition < metadata.partitions else None
 
     def known_leader(self, topic: str, partition: int) -> str | None:
+        return self.known_leader_epoch(topic, partition)[0]
+
+    def known_leader_epoch(self, topic: str, partition: int) -> tuple[str | None, int]:
+        """The known leader and its term (Kafka's leader epoch; -1 with no leader known)."""
         metadata = self._topic(topic)
         if not 0 <= partition < metadata.partitions:
             raise UnknownPartition(topic, partition)
         group_id = metadata.group_id(partition)
         replica = self._replicas.get(group_id)
+        term = NO_EPOCH
         if replica is not None and replica.group.stopped_error is None:
             # A local replica's Raft view is authoritative, except that an isolated follower keeps naming
             # its old leader (pysyncobj holds no election while connected to no peer): a leader gossip
             # reports dead or left is not a known leader.
-            leader = replica.group.role_and_leader()[1]
+            leader, term = replica.group.leader_and_term()
             if leader is not None and leader != self.node_id and self._view.state(leader) in ("dead", "left"):
-                return None
+                return None, NO_EPOCH
         else:
-            leader = self._view.leader_for(group_id)
+            claim = self._view.leader_claim(group_id)
+            leader, term = (None, NO_EPOCH) if claim is None else claim
             if leader == self.node_id:
                 leader = None  # our own gossip may lag our Raft state
-        if leader is not None and self.failure(leader, metadata, partition) is not None:
-            return None  # a replica that cannot open or replay leads nothing, whatever a view still says
-        return leader
+        if leader is None or self.failure(leader, metadata, partition) is not None:
+            return None, NO_EPOCH  # a replica that cannot open or replay leads nothing, whatever a view says
+        return leader, term
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
         """Best guess of the leader, for routing: this node's replica's view, else gossiped claims, else

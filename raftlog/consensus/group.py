@@ -166,6 +166,12 @@ class ReplicaGroup:
         core = self._core
         return core.role, core.leader_id
 
+    def leader_and_term(self) -> tuple[str | None, int]:
+        """The leader this replica knows and its current term (Kafka's leader epoch, once a leader is
+        known: a follower's term is its leader's), without a whole :meth:`status`. Any thread, no locks."""
+        core = self._core
+        return core.leader_id, core.term
+
     def status(self) -> GroupStatus:
         """Any thread, no locks (fields may be one tick apart). After close(): the last state seen."""
         core = self._core

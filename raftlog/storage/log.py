@@ -44,8 +44,10 @@ from raftlog.storage.errors import (
     LogClosed,
     OffsetOutOfRange,
     RecordTooLarge,
+    StorageError,
     StorageUnavailable,
 )
+from raftlog.storage.leader_epochs import LeaderEpochs, open_epochs
 from raftlog.storage.log_open import OpenReport, open_segments, read_start_offset, write_start_offset
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
 from raftlog.storage.segment import (
@@ -91,6 +93,7 @@ def delete_oldest_segments(log: Log, count: int) -> int:
             log._bases.pop(0)
             log._segments.pop(0).delete(log._discard)
             deleted += 1
+        log.leader_epochs.truncate_from_start(log.log_start_offset, log.end_offset)
         return deleted
 
 
@@ -122,6 +125,9 @@ class Log(Closing):
         self._failed: str | None = None
         self._closed = False
         self.open_report = OpenReport()
+        # Each leader epoch's start offset (raftlog.storage.leader_epochs): changed under the lock, its
+        # ``entries`` read from any thread
+        self.leader_epochs = LeaderEpochs(directory)
         # Open files: the LogManager closes those of a log unused for a while (release_handles); any use
         # marks the log (no lock: a plain store, read by the manager's sweep as a hint).
         self.used_at = time.monotonic()
@@ -153,6 +159,7 @@ class Log(Closing):
         self._bases = [s.base_offset for s in self._segments]
         self._start_offset = read_start_offset(directory)
         self._durable_end_offset = self.end_offset
+        self.leader_epochs = open_epochs(directory, self._segments, self.log_start_offset)
         return self
 
     # -- offsets -------------------------------------------------------------------------------------
@@ -307,6 +314,7 @@ class Log(Closing):
                 self._roll_locked()
                 active = self._segments[-1]
             active.append(batch, header, now_ms, head)
+            self.leader_epochs.note(header.term, header.base_offset)
             self._unflushed_bytes += header.size_bytes
             due = self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes
             if due and not durable_elsewhere:  # else the caller's durable copy stands in until flush()
@@ -354,6 +362,7 @@ class Log(Closing):
         active = self._segments[-1]
         active.seal()  # fsync data and indexes before the next segment exists
         self._durable_end_offset = active.end_offset
+        self.leader_epochs.save_if_behind(active.end_offset)  # opening walks at most the active segment
         segment = Segment.create(self.directory, active.end_offset, self.config.index_interval_bytes)
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
@@ -387,6 +396,8 @@ class Log(Closing):
             self._last_flush_ms = max(self._last_flush_ms, now_ms)
             if self._truncations == truncations:  # else the records it covered may be gone
                 self._durable_end_offset = max(self._durable_end_offset, end_offset)
+            if self.leader_epochs.dirty and not self._closed:
+                self.leader_epochs.save_if_behind(self.end_offset)
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Group-commit tick: fsync if unflushed data is older than ``flush.ms``. True if it flushed."""
@@ -556,6 +567,15 @@ class Log(Closing):
             else:
                 keep = index + 1
                 segment.check_boundary(offset)  # before deleting anything
+            # the checkpoint first: a crash from here on finds no epoch of a batch cut (one it claims that is
+            # still there when the log reopens is found again from the batch headers)
+            epochs, kept = self.leader_epochs, self.leader_epochs.entries
+            epochs.truncate_from_end(offset)
+            try:
+                epochs.save(offset)
+            except StorageError:
+                epochs.entries = kept  # nothing cut: the log stays as it was
+                raise
             while len(self._segments) > keep:
                 doomed = self._segments.pop()
                 self._bases.pop()
@@ -590,6 +610,8 @@ class Log(Closing):
             self._unflushed_bytes = 0
             self._durable_end_offset = offset
             self._truncations += 1
+            self.leader_epochs.clear()
+            self.leader_epochs.save_if_behind(offset)
 
     def advance_start(self, offset: int) -> int:
         """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the start offset.
@@ -607,6 +629,7 @@ class Log(Closing):
             delete_oldest_segments(
                 self, bisect.bisect_right(self._bases, offset) - 1
             )  # those wholly below it
+            self.leader_epochs.truncate_from_start(offset, self.end_offset)
             return offset
 
     def restart_empty_before(self, offset: int) -> None:
@@ -633,6 +656,7 @@ class Log(Closing):
             self._unflushed_bytes = 0
             self._durable_end_offset = offset
             self._truncations += 1
+            self.leader_epochs.clear()
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
@@ -691,6 +715,7 @@ class Log(Closing):
             try:
                 if self._failed is None and seal:
                     self._segments[-1].seal()
+                    self.leader_epochs.save_if_behind(self.end_offset)  # a clean reopen walks nothing
             finally:
                 for segment in self._segments:
                     segment.close_after_readers()  # a view or reader still reading closes it last

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from raftlog.storage import log_format
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import CorruptRecord
+from raftlog.storage.leader_epochs import CHECKPOINT_FILE
 from raftlog.storage.log_format import FORMAT_FILE
 from raftlog.storage.salvage import Salvage, set_aside
 from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, fsync_directory, write_error
@@ -63,8 +64,8 @@ class _Opening:
             self.report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")
-            if name == START_OFFSET_FILE or name.startswith(
-                (START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp")
+            if name in (START_OFFSET_FILE, CHECKPOINT_FILE) or name.startswith(
+                (START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp", CHECKPOINT_FILE + ".tmp")
             ):
                 continue
             if not dot or "." + suffix not in _SEGMENT_SUFFIXES or not stem.isdigit() or len(stem) != 20:

@@ -35,10 +35,12 @@ from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
 from partitions.data.service import (
     HIGH_WATERMARK,
+    EpochEndOffset,
     FetchedBatches,
     PartitionOffsets,
     ProduceResult,
     TimestampOffset,
+    check_leader_epoch,
 )
 from partitions.errors import (
     ControllerChangeRefused,
@@ -395,6 +397,17 @@ class FakeData:
         state = self._led_here(topic, partition)
         found = next((r for r in state.records if r.timestamp_ms >= timestamp_ms), None)
         return None if found is None else TimestampOffset(found.offset, found.timestamp_ms)
+
+    async def epoch_end_offset(
+        self, topic: str, partition: int, leader_epoch: int, current_leader_epoch: int
+    ) -> EpochEndOffset:
+        """One epoch, the partition's term, over the whole log."""
+        self._enter("epoch_end_offset")
+        state = self._led_here(topic, partition)
+        check_leader_epoch(topic, current_leader_epoch, state.term)
+        if 0 <= leader_epoch <= state.term:
+            return EpochEndOffset(leader_epoch, state.end_offset)
+        return EpochEndOffset(-1, -1)
 
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
@@ -807,6 +820,11 @@ class FakeMetadata:
 
     def known_leader(self, topic: str, partition: int) -> str | None:
         return self.data.known_leader(topic, partition)
+
+    def known_leader_epoch(self, topic: str, partition: int) -> tuple[str | None, int]:
+        leader = self.data.known_leader(topic, partition)
+        state = self.cluster.partitions.get((topic, partition))
+        return leader, -1 if leader is None or state is None else state.term
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
         if (topic, partition) in self.data.leader_overrides:

@@ -1,0 +1,221 @@
+"""Leader epochs over Kafka's wire (KIP-101, KIP-320) against a real 3-node cluster: Metadata's epochs,
+OffsetForLeaderEpoch's answers and refusals, the epoch checks of Fetch and ListOffsets, and a librdkafka
+consumer reading on across a SIGKILL of the partition's leader while the epoch it is told rises."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka_fixtures import RawKafka, http_client
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from raftlog_client.local_cluster import LocalCluster
+
+METADATA, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 3, 1, 2, 23
+EARLIEST, LATEST = -2, -1
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+def metadata(raw: RawKafka, topic: str) -> Any:
+    cls = wire.request_class(METADATA, 8)
+    body = wire.build(
+        cls,
+        topics=(wire.build(wire.sibling(cls, "MetadataRequestTopic"), name=topic),),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    return raw.call(METADATA, 8, body).topics[0].partitions[0]
+
+
+def leader_and_epoch(cluster: LocalCluster, topic: str, asked: str) -> tuple[str, int] | None:
+    raw = RawKafka(cluster.kafka[asked])
+    try:
+        partition = metadata(raw, topic)
+    finally:
+        raw.close()
+    if partition.error_code != ErrorCode.none or partition.leader_id < 0:
+        return None
+    return f"n{partition.leader_id}", int(partition.leader_epoch)
+
+
+def offset_for_leader_epoch(raw: RawKafka, version: int, topic: str, epoch: int, current: int) -> Any:
+    cls = wire.request_class(OFFSET_FOR_LEADER_EPOCH, version)
+    partition = wire.build(
+        wire.sibling(cls, "OffsetForLeaderPartition"),
+        partition=0,
+        current_leader_epoch=current,
+        leader_epoch=epoch,
+    )
+    topic_entry = wire.build(wire.sibling(cls, "OffsetForLeaderTopic"), topic=topic, partitions=(partition,))
+    answer = raw.call(OFFSET_FOR_LEADER_EPOCH, version, wire.build(cls, replica_id=-1, topics=(topic_entry,)))
+    return answer.topics[0].partitions[0]
+
+
+def list_offsets(raw: RawKafka, topic: str, timestamp: int, current: int) -> Any:
+    cls = wire.request_class(LIST_OFFSETS, 6)
+    partition = wire.build(
+        wire.sibling(cls, "ListOffsetsPartition"),
+        partition_index=0,
+        current_leader_epoch=current,
+        timestamp=timestamp,
+    )
+    topic_entry = wire.build(wire.sibling(cls, "ListOffsetsTopic"), name=topic, partitions=(partition,))
+    body = wire.build(cls, replica_id=-1, isolation_level=0, topics=(topic_entry,))
+    return raw.call(LIST_OFFSETS, 6, body).topics[0].partitions[0]
+
+
+def fetch(raw: RawKafka, topic: str, offset: int, current: int) -> Any:
+    cls = wire.request_class(FETCH, 12)
+    partition = wire.build(
+        wire.sibling(cls, "FetchPartition"),
+        partition=0,
+        current_leader_epoch=current,
+        fetch_offset=offset,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=1 << 20,
+    )
+    topic_entry = wire.build(wire.sibling(cls, "FetchTopic"), topic=topic, partitions=(partition,))
+    body = wire.build(
+        cls,
+        cluster_id=None,
+        replica_id=-1,
+        max_wait=datetime.timedelta(0),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(topic_entry,),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    return raw.call(FETCH, 12, body).responses[0].partitions[0]
+
+
+def produce(cluster: LocalCluster, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+                         "message.timeout.ms": 120_000})  # fmt: skip
+    failed: list[Any] = []
+    for value in values:
+        producer.produce(topic, value=value, partition=0, on_delivery=lambda e, m: e and failed.append(e))
+    assert producer.flush(150) == 0
+    assert failed == []
+
+
+def test_offset_for_leader_epoch_answers_and_refuses_as_kafka(kafka_cluster: LocalCluster) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("epochs", 1, 3)
+    produce(kafka_cluster, "epochs", [b"v%d" % i for i in range(10)])
+    leader, epoch = wait_for(lambda: leader_and_epoch(kafka_cluster, "epochs", "n1"), "a leader of epochs/0")
+    assert epoch >= 1  # a Raft term: the first election's is 1
+    assert all(
+        leader_and_epoch(kafka_cluster, "epochs", node) == (leader, epoch) for node in kafka_cluster.kafka
+    )
+    other = next(node for node in sorted(kafka_cluster.kafka) if node != leader)
+    raw = RawKafka(kafka_cluster.kafka[leader])
+    try:
+        for version in (2, 3, 4):
+            current = offset_for_leader_epoch(raw, version, "epochs", epoch, epoch)
+            assert (current.error_code, current.leader_epoch, current.end_offset) == (
+                ErrorCode.none,
+                epoch,
+                10,
+            )
+            above = offset_for_leader_epoch(raw, version, "epochs", epoch + 5, -1)
+            assert (above.error_code, above.leader_epoch, above.end_offset) == (ErrorCode.none, -1, -1)
+            below = offset_for_leader_epoch(raw, version, "epochs", epoch - 1, -1)  # before the first batch
+            assert (below.error_code, below.leader_epoch, below.end_offset) == (ErrorCode.none, epoch - 1, 0)
+            fenced = offset_for_leader_epoch(raw, version, "epochs", epoch, epoch - 1)
+            assert (fenced.error_code, fenced.end_offset) == (ErrorCode.fenced_leader_epoch, -1)
+            unknown = offset_for_leader_epoch(raw, version, "epochs", epoch, epoch + 1)
+            assert unknown.error_code == ErrorCode.unknown_leader_epoch
+            missing = offset_for_leader_epoch(raw, version, "no-such-topic", epoch, -1)
+            assert missing.error_code == ErrorCode.unknown_topic_or_partition
+
+        earliest = list_offsets(raw, "epochs", EARLIEST, epoch)
+        latest = list_offsets(raw, "epochs", LATEST, epoch)
+        assert (earliest.error_code, earliest.offset, earliest.leader_epoch) == (ErrorCode.none, 0, epoch)
+        assert (latest.error_code, latest.offset, latest.leader_epoch) == (ErrorCode.none, 10, epoch)
+        assert list_offsets(raw, "epochs", LATEST, epoch - 1).error_code == ErrorCode.fenced_leader_epoch
+        assert list_offsets(raw, "epochs", LATEST, epoch + 1).error_code == ErrorCode.unknown_leader_epoch
+
+        read = fetch(raw, "epochs", 0, epoch)
+        assert read.error_code == ErrorCode.none and read.records and read.high_watermark == 10
+        stale = fetch(raw, "epochs", 0, epoch - 1)
+        assert stale.error_code == ErrorCode.fenced_leader_epoch and not stale.records
+        assert fetch(raw, "epochs", 0, epoch + 1).error_code == ErrorCode.unknown_leader_epoch
+    finally:
+        raw.close()
+    follower = RawKafka(kafka_cluster.kafka[other])
+    try:
+        elsewhere = offset_for_leader_epoch(follower, 4, "epochs", epoch, epoch)
+        assert elsewhere.error_code == ErrorCode.not_leader_or_follower
+        assert offset_for_leader_epoch(follower, 4, "epochs", epoch, epoch + 1).error_code == (
+            ErrorCode.unknown_leader_epoch  # the follower's own epoch is checked first, as Kafka's
+        )
+    finally:
+        follower.close()
+
+
+def test_a_consumer_reads_on_across_a_leader_kill_while_the_epoch_rises(kafka_cluster: LocalCluster) -> None:
+    """librdkafka 2.16 trusts leader epochs only from Metadata v9 on (``rd_kafka_has_reliable_leader_epochs``)
+    and raftlog serves v8: it reads on without validating its position, sending -1 as its current epoch;
+    the epochs of what it reads and of Metadata are checked here."""
+    topic = "epochs-failover"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(topic, 1, 3)
+    produce(kafka_cluster, topic, [b"%d" % i for i in range(300)])
+    leader, first_epoch = wait_for(lambda: leader_and_epoch(kafka_cluster, topic, "n1"), "a leader")
+    consumer = Consumer({
+        "bootstrap.servers": kafka_cluster.bootstrap_servers,
+        "group.id": "epochs-reader",
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": 500,
+    })  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read: list[tuple[int, bytes, int]] = []
+
+    def consume_until(count: int) -> None:
+        deadline = time.monotonic() + 120
+        while len(read) < count and time.monotonic() < deadline:
+            for message in consumer.consume(100, 0.5):
+                assert message.error() is None, message.error()
+                read.append((message.offset(), message.value(), message.leader_epoch()))
+        assert len(read) >= count, f"{len(read)} of {count} records read"
+
+    try:
+        consume_until(300)
+        assert {epoch for _, _, epoch in read} == {first_epoch}  # the stored batches' epoch
+        kafka_cluster.control("stop", leader, kill=True)
+        survivor = next(node for node in sorted(kafka_cluster.kafka) if node != leader)
+
+        def moved() -> tuple[str, int] | None:
+            found = leader_and_epoch(kafka_cluster, topic, survivor)
+            return found if found is not None and found[0] != leader else None
+
+        _, new_epoch = wait_for(moved, "a new leader")
+        assert new_epoch > first_epoch
+        produce(kafka_cluster, topic, [b"%d" % i for i in range(300, 600)])
+        consume_until(600)
+        assert [offset for offset, _, _ in read] == list(range(600)), "no record lost or read twice"
+        assert [value for _, value, _ in read] == [b"%d" % i for i in range(600)]
+        assert all(epoch >= new_epoch for _, _, epoch in read[300:])  # written in the new leader's term
+    finally:
+        consumer.close()
+        kafka_cluster.control("start", leader)
