@@ -3,7 +3,8 @@
 the nodes' ``--num-partitions`` and three replicas; a Metadata request not allowing creation, or naming
 "every topic", creates nothing; an impossible name is INVALID_TOPIC_EXCEPTION and never created; one
 request naming many new topics starts at most ``CREATIONS_PER_REQUEST_MAX``; a cluster started without
-it answers a producer's new topic UNKNOWN_TOPIC_OR_PART. (Under ACLs: ``test_acl_clients``.)
+it answers a producer's new topic UNKNOWN_TOPIC_OR_PART; a creation that cannot be placed is answered
+INVALID_REPLICATION_FACTOR. (Under ACLs: ``test_acl_clients``.)
 
 raftlog alone: the differential suite's Kafka peer runs with automatic creation off, and a second
 Kafka cluster with it on costs this 2-core machine three more JVMs; what Kafka answers is taken from its
@@ -152,3 +153,18 @@ def test_without_it_a_producer_naming_a_new_topic_is_told_it_is_unknown(without:
     assert failed.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC), failed
     assert topic not in _topics(without)
     assert _metadata(without.kafka["n1"], [topic])[topic].error_code is ErrorCode.unknown_topic_or_partition
+
+
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One node asked to give new topics two replicas: no creation can be placed."""
+    directory = tmp_path_factory.mktemp("narrow")
+    with LocalCluster(str(directory), nodes=1, serve_args=["--default-replication-factor=2"]) as running:
+        yield running
+
+
+def test_a_creation_that_cannot_be_placed_is_answered_with_why(narrow: LocalCluster) -> None:
+    topic = _name("wide")
+    answer = _metadata(narrow.kafka["n1"], [topic])
+    assert answer[topic].error_code is ErrorCode.invalid_replication_factor, "not a retry until timeout"
+    assert topic not in _topics(narrow)
