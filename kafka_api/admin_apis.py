@@ -5,7 +5,9 @@ through the node's cluster-wide admin service.
 The topic configs are raftlog's (``raftlog.storage.config``, Kafka's names). AlterConfigs replaces a
 topic's configs as Kafka's does: a property the request leaves out goes back to its default.
 CreatePartitions grows a topic, its new partitions placed by raftlog: replicas are never assigned by hand
-(refused naming why).
+(refused naming why). A CreateTopics leaving the partitions or the replication factor to the broker (-1)
+gets the node's ``--num-partitions`` and ``--default-replication-factor``, as Kafka's broker gives its
+``num.partitions`` and ``default.replication.factor``.
 
 With ``serve --enforce-acls`` each resource is checked as Kafka checks it, and refused alone: CreateTopics
 CREATE on the cluster or the topic, DeleteTopics DELETE and CreatePartitions ALTER on the topic
@@ -34,7 +36,6 @@ from raftlog.storage.errors import InvalidConfig
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
-DEFAULT_PARTITIONS = 1  # Kafka's num.partitions
 SOURCE_TOPIC = 1  # DYNAMIC_TOPIC_CONFIG
 SOURCE_DEFAULT = 5  # DEFAULT_CONFIG
 TYPE_STRING, TYPE_INT, TYPE_LONG = 2, 3, 5
@@ -59,7 +60,9 @@ def _authorized(door: Door, operation: AclOperation, resource_type: int, name: s
 
 
 def _default_replication(door: Door) -> int:
-    return min(3, sum(1 for n in door.node.metadata.nodes() if n.state == "alive"))
+    """The replication factor of a topic created without one: Kafka's default.replication.factor, the
+    node's ``--default-replication-factor`` (``kafka_api.auto_topics.TopicDefaults``)."""
+    return door.topic_defaults.replication(sum(1 for n in door.node.metadata.nodes() if n.state == "alive"))
 
 
 def _config_value(value: object) -> str:
@@ -76,7 +79,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
     config_cls = wire.sibling(cls, "CreatableTopicConfigs", missing_ok=True)  # v5 on
 
     async def create(topic: Any) -> Any:
-        partitions = topic.num_partitions if topic.num_partitions > 0 else DEFAULT_PARTITIONS
+        partitions = topic.num_partitions if topic.num_partitions > 0 else door.topic_defaults.partitions
         factor = topic.replication_factor if topic.replication_factor > 0 else _default_replication(door)
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
         code, message, created = ErrorCode.none, None, None

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
 from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
 from partitions.errors import AuthorizationFailed
@@ -45,6 +46,10 @@ class Door:
     # the connection's authentication: a handler reads its principal here (the listener's own door holds
     # one no connection uses; ``for_connection`` gives each connection its own)
     session: Session = field(default_factory=Session)
+    # the node's topic settings (serve --auto-create-topics, --num-partitions, --default-replication-factor)
+    # and the creations Metadata requests started (kafka_api.auto_topics), shared by every connection
+    topic_defaults: TopicDefaults = TOPIC_DEFAULTS
+    auto_topics: AutoTopics = field(default_factory=AutoTopics)
     # held by a Produce while it begins its appends (in turns, ``kafka_api.produce``): the connection's
     # next Produce begins its own after, so a pipelining producer's batches keep their order
     produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)

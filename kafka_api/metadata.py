@@ -4,12 +4,22 @@ A partition's leader is named only when this node knows it (its own replica's Ra
 claim) and that node has a Kafka listener; otherwise ``LEADER_NOT_AVAILABLE``, and clients ask again. Each
 partition's leader epoch (v7+) is its leader's Raft term, as this node knows it (its replica's term, else
 the term the leader claims in gossip): what clients send back as ``current_leader_epoch`` and compare to
-see a leader change. Topics are never created by a Metadata request. A partition's in-sync replicas are
-reported as its replicas on nodes gossip says are alive (Raft's own view of who is caught up lives on the
-leader). With ``serve --enforce-acls``, as Kafka: a topic the connection may not DESCRIBE is left out of
-"every topic", and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not. A topic
-named more than once is answered once, as Kafka does; the answer is built ``pacing.ITEMS_PER_TURN``
-partitions or topics at a time, yielding to the event loop between turns.
+see a leader change. A partition's in-sync replicas are reported as its replicas on nodes gossip says are
+alive (Raft's own view of who is caught up lives on the leader). With ``serve --enforce-acls``, as Kafka:
+a topic the connection may not DESCRIBE is left out of "every topic", and a topic named is answered
+TOPIC_AUTHORIZATION_FAILED whether it exists or not. A topic named more than once is answered once, as
+Kafka does; the answer is built ``pacing.ITEMS_PER_TURN`` partitions or topics at a time, yielding to the
+event loop between turns.
+
+A topic named that does not exist is UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION when its name
+could name no topic, unless the node creates topics automatically (``serve --auto-create-topics``) and
+the request allows it (``allow_auto_topic_creation``; v0-v3 always do), as Kafka's
+``KafkaApis.handleTopicMetadataRequest`` decides: then, with ACLs enforced, one the connection may not
+CREATE (on the cluster, or on the topic) is TOPIC_AUTHORIZATION_FAILED, a name that could name no topic
+(or one of the cluster's own, ``__``) INVALID_TOPIC_EXCEPTION, and the others are created with the
+node's defaults (``kafka_api.auto_topics``, which bounds how many): answered as the new topic when it is
+known here by the time the answer goes, else LEADER_NOT_AVAILABLE until it is. "Every topic" creates
+nothing.
 """
 
 from __future__ import annotations
@@ -21,8 +31,8 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
-from partitions.errors import UnknownTopic
-from partitions.names import broker_id
+from partitions.errors import InvalidName, UnknownTopic
+from partitions.names import INTERNAL_TOPICS, broker_id, check_topic_name, check_user_topic_name
 from partitions.security.acls import AclOperation, ResourceType
 
 NO_LEADER = -1
@@ -55,9 +65,12 @@ async def metadata(door: Door, request: wire.Request) -> Any:
             if not name.startswith("__") and _describes(door, name):
                 names.append(name)
             await pacer.step()
+    created: dict[str, ErrorCode] = {}
+    if asked is not None and door.topic_defaults.auto_create and _allows_creation(request.body):
+        created = await _create_missing(door, names, pacer)
     topics = []
     for name in names:
-        topics.append(_topic(door, cls, name, alive))
+        topics.append(_topic(door, cls, name, alive, created.get(name)))
         await pacer.step(1 + len(topics[-1].partitions))
     controller = view.controller()
     return wire.build(
@@ -75,16 +88,68 @@ def _describes(door: Door, topic: str) -> bool:
     return door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
 
 
-def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
+def _allows_creation(body: Any) -> bool:
+    """The request's ``allow_auto_topic_creation`` (v4 on); before v4 a client could not say, and Kafka
+    creates."""
+    return bool(getattr(body, "allow_auto_topic_creation", True))
+
+
+def _exists(door: Door, name: str) -> bool:
+    try:
+        door.node.metadata.topic(name)
+    except UnknownTopic:
+        return False
+    return True
+
+
+async def _create_missing(door: Door, names: list[str], pacer: Pacer) -> dict[str, ErrorCode]:
+    """The answer of each named topic this node does not know that the connection may describe: a
+    refusal (it may not create it, its name cannot be created) or its creation's (``AutoTopics``)."""
+    answers: dict[str, ErrorCode] = {}
+    creatable: list[str] = []
+    cluster_create = door.allows(AclOperation.CREATE, ResourceType.CLUSTER)
+    for name in names:
+        await pacer.step()
+        if not _describes(door, name) or _exists(door, name):
+            continue
+        if not cluster_create and not door.allows(AclOperation.CREATE, ResourceType.TOPIC, name):
+            answers[name] = ErrorCode.topic_authorization_failed
+            continue
+        if name in INTERNAL_TOPICS:  # the cluster creates its own when it needs them
+            continue
+        try:
+            check_user_topic_name(name)
+        except InvalidName:
+            answers[name] = ErrorCode.invalid_topic_exception
+            continue
+        creatable.append(name)
+    if creatable:
+        answers.update(await door.auto_topics.create(door.node, door.topic_defaults, creatable))
+    return answers
+
+
+def _unknown(name: str) -> ErrorCode:
+    """A topic this node does not know: as Kafka answers one it does not create."""
+    try:
+        check_topic_name(name)
+    except InvalidName:
+        return ErrorCode.invalid_topic_exception
+    return ErrorCode.unknown_topic_or_partition
+
+
+def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode | None = None) -> Any:
+    """The topic's answer; ``created``: what its automatic creation answered (``_create_missing``)."""
     topic_cls = wire.sibling(cls, "MetadataResponseTopic")
     partition_cls = wire.sibling(cls, "MetadataResponsePartition")
     view = door.node.metadata
     topic, error = None, ErrorCode.topic_authorization_failed
-    if _describes(door, name):
+    if created is not None and created is not ErrorCode.none:
+        error = created
+    elif _describes(door, name):
         try:
             topic = view.topic(name)
-        except UnknownTopic:
-            error = ErrorCode.unknown_topic_or_partition
+        except UnknownTopic:  # created, not yet known here: LEADER_NOT_AVAILABLE, as Kafka's answer
+            error = ErrorCode.leader_not_available if created is ErrorCode.none else _unknown(name)
     if topic is None:
         return wire.build(
             topic_cls,

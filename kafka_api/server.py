@@ -237,6 +237,7 @@ class KafkaServer:
             await self._server.wait_closed()
         for task in list(self._handlers):
             task.cancel()
+        self.door.auto_topics.cancel()
 
     def _admit(self, writer: asyncio.StreamWriter, address: str) -> _Connection | None:
         """The new connection's entry, or None: refused (logged, counted)."""

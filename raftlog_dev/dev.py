@@ -24,7 +24,8 @@ base-port + 200 + i - 1; every node joins gossip through the others.
 
 ``--tls`` serves both doors over TLS with a local CA (``certificates``); ``--secure`` adds authentication on
 both and ACLs (``secure``: ``--require-auth``, ``--enforce-acls``, an admin token, an admin user who
-is every node's super user, made once the cluster is up).
+is every node's super user, made once the cluster is up). Every node creates topics Kafka clients name
+(``--auto-create-topics``, Kafka's default) unless ``--no-auto-create-topics``.
 What it prints once up is ``hints``'.
 """
 
@@ -125,6 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--tls, authentication and ACLs on both doors: every node with --require-auth and "
         "--enforce-acls, an admin user (a random password; cluster.json's security names it) who is every "
         "node's --super-user",
+    )
+    parser.add_argument(
+        "--no-auto-create-topics",
+        action="store_true",
+        help="nodes without --auto-create-topics: a Kafka client naming a topic that does not exist gets "
+        "UNKNOWN_TOPIC_OR_PARTITION instead of a new topic (on by default, as Kafka's default)",
     )
     parser.add_argument(
         "--serve-arg",
@@ -230,6 +237,7 @@ def node_argv(
     data_dir: str,
     secret_file: str,
     certificates: DevCertificates | None = None,
+    auto_create_topics: bool = True,
 ) -> list[str]:
     argv = [
         sys.executable, "-m", "raftlog_node",
@@ -243,6 +251,8 @@ def node_argv(
         # consumers starting together share the first assignment at once (Kafka's development setting)
         "--group-initial-rebalance-delay-ms", "0",
     ]  # fmt: skip
+    if auto_create_topics:  # a producer's first record creates its topic, as on Kafka's default settings
+        argv.append("--auto-create-topics")
     if certificates is not None:
         argv += ["--tls-cert", certificates.node_cert, "--tls-key", certificates.node_key,
                  "--tls-ca", certificates.ca]  # fmt: skip
@@ -379,6 +389,7 @@ class Supervisor:
         serve_args: Sequence[str] = (),
         certificates: DevCertificates | None = None,
         security: DevSecurity | None = None,
+        auto_create_topics: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.stopping = False
@@ -392,7 +403,11 @@ class Supervisor:
         self.children = {
             node.node_id: _Child(
                 node,
-                [*node_argv(node, cluster, data_dir, secret_file, certificates), *secure_args, *serve_args],
+                [
+                    *node_argv(node, cluster, data_dir, secret_file, certificates, auto_create_topics),
+                    *secure_args,
+                    *serve_args,
+                ],
                 os.path.join(data_dir, node.node_id, "node.log"),
             )
             for node in cluster
@@ -665,7 +680,13 @@ def _run_cluster(args: argparse.Namespace) -> int:
             print(f"raftlog dev: {exc}; nothing was started", file=sys.stderr)
             return 1
         supervisor = Supervisor(
-            data_dir, cluster, _secret_file(data_dir), args.serve_arg, certificates, security
+            data_dir,
+            cluster,
+            _secret_file(data_dir),
+            args.serve_arg,
+            certificates,
+            security,
+            auto_create_topics=not args.no_auto_create_topics,
         )
         return supervisor.run()
 
@@ -679,9 +700,11 @@ def _control(args: argparse.Namespace) -> int:
             "raftlog dev stop --kill: name the node to kill, e.g. raftlog dev stop n3 --kill", file=sys.stderr
         )
         return 2
-    if args.nodes is not None or args.base_port is not None or args.serve_arg or args.tls or args.secure:
+    starting = (args.serve_arg, args.tls, args.secure, args.no_auto_create_topics)
+    if args.nodes is not None or args.base_port is not None or any(starting):
         print(
-            "raftlog dev: --nodes, --base-port, --tls, --secure and --serve-arg go with starting a cluster",
+            "raftlog dev: --nodes, --base-port, --tls, --secure, --no-auto-create-topics and --serve-arg go "
+            "with starting a cluster",
             file=sys.stderr,
         )
         return 2

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from api.http_limits import HttpLimits
+from kafka_api.auto_topics import TOPIC_DEFAULTS, TopicDefaults
 from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT
 from kafka_api.limits import Limits as KafkaLimits
 from partitions.broker.node import (
@@ -28,6 +29,7 @@ from partitions.broker.node import (
     PeerConfig,
 )
 from partitions.controller.placement import REPLICAS_MAX_DEFAULT
+from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import InvalidName
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
@@ -186,6 +188,11 @@ FLAGS = (
      "--require-auth beyond loopback without TLS (a closed network only): passwords, tokens and the "
      "node-to-node credential then cross the network in clear, and whoever reads one can replay it"),
     ("--public-metrics", "with --require-auth, serve /metrics to anyone (a closed network only)"),
+    ("--auto-create-topics",
+     "a Kafka Metadata request naming topics that do not exist creates them, with --num-partitions and "
+     "--default-replication-factor, when the client allows it (librdkafka's producers do; Kafka's "
+     "auto.create.topics.enable); with --enforce-acls only for a user allowed CREATE on the cluster or the "
+     "topic. Give every node the same. Off by default; raftlog dev runs it, as Kafka's default"),
     ("--login-bounds-on-loopback",
      "apply --login-failures-per-address-max to loopback clients too (by default they are exempt: every "
      "local tool shares the address; the per-user bound still applies)"),
@@ -220,6 +227,12 @@ TUNING_OPTIONS = (
      "the most a producer's compressed batch's records may inflate to (or its topic's max.message.bytes "
      "when larger): past it the batch is refused as too large, inflating stopped there, so a decompression "
      "bomb cannot fill the node's memory"),
+    ("--num-partitions", TOPIC_DEFAULTS.partitions,
+     "partitions of a topic created by --auto-create-topics, or by a Kafka CreateTopics that leaves them to "
+     "the broker (Kafka's num.partitions)"),
+    ("--default-replication-factor", TOPIC_DEFAULTS.replication_factor,
+     "replicas of such a topic (Kafka's default.replication.factor; a creation it cannot place is refused "
+     "INVALID_REPLICATION_FACTOR); 0: three, or one on every live node when fewer are alive"),
     ("--group-initial-rebalance-delay-ms", INITIAL_DELAY_MS_DEFAULT,
      "a Kafka consumer group's first rebalance (from Empty) waits this long for more members, and as long "
      "again while new ones keep joining, within the rebalance timeout: consumers starting together share "
@@ -565,6 +578,7 @@ async def serve(
     metrics_token: str | None = None,
     public_metrics: bool = False,
     group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
+    topics: TopicDefaults = TOPIC_DEFAULTS,
 ) -> None:
     from api.app import KAFKA_CONNECTION_COUNTS, build_app
     from api.http_limits import GUARD, listen
@@ -607,6 +621,7 @@ async def serve(
             node.groups,
             ClassicGroups(initial_delay_ms=group_initial_delay_ms),
             security=security,
+            topic_defaults=topics,
         ),
         kafka_limits,
     )
@@ -629,6 +644,12 @@ async def serve(
                 config.kafka_address, ", SASL required" if require_auth else "",
                 ", ACLs enforced" if enforce_acls else "",
             )  # fmt: skip
+            if topics.auto_create:
+                log.info(
+                    "node %s creates topics named in Kafka Metadata requests (%d partitions, replication "
+                    "factor %s)", config.node_id, topics.partitions,
+                    topics.replication_factor or "min(3, live nodes)",
+                )  # fmt: skip
         tune_gc(gc_gen0)
         stall_watch = watch_stalls()
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
@@ -642,6 +663,19 @@ async def serve(
             listener.close()  # no new connection; runner.cleanup closes the open ones
         await runner.cleanup()
         await node.close()
+
+
+def topic_defaults(args: argparse.Namespace) -> TopicDefaults:
+    """The node's topic settings from ``--auto-create-topics``, ``--num-partitions`` and
+    ``--default-replication-factor``, checked."""
+    if not 1 <= args.num_partitions <= PARTITIONS_MAX:
+        raise ServeConfigError(f"--num-partitions {args.num_partitions}: must be in [1, {PARTITIONS_MAX}]")
+    if args.default_replication_factor < 0:
+        raise ServeConfigError(
+            f"--default-replication-factor {args.default_replication_factor}: must be >= 0 (0: three, or "
+            "every live node when fewer)"
+        )
+    return TopicDefaults(args.auto_create_topics, args.num_partitions, args.default_replication_factor)
 
 
 def group_initial_delay_ms(args: argparse.Namespace) -> int:
@@ -664,6 +698,7 @@ def main(args: argparse.Namespace) -> int:
         login_bounds = login_limits(args)
         scrape_token = metrics_token(args)
         group_delay_ms = group_initial_delay_ms(args)
+        topics = topic_defaults(args)
         check_listen("--http", http)
         check_listen("--raft", HostPort.parse(config.raft_address, "--raft"))
         check_listen("--gossip", HostPort.parse(config.gossip_address, "--gossip"), udp=True)
@@ -699,6 +734,7 @@ def main(args: argparse.Namespace) -> int:
         scrape_token,
         args.public_metrics,
         group_delay_ms,
+        topics,
     )
     try:
         if args.event_loop == "uvloop":

@@ -4,8 +4,9 @@ curl with HTTP Basic and the ``raftlog`` command. A user without an ACL is refus
 both doors and nothing is written; granted WRITE and READ it works; a prefixed ACL; a DENY over an ALLOW;
 an ACL revoked (through AdminClient.delete_acls, and through ``raftlog acl delete``) refuses again on a
 connection that was let in before, at its next request; a consumer group needs READ on its group; creating
-a topic needs CREATE; Metadata hides what the user may not describe; a super user passes; ACLs made with
-AdminClient are the ones ``GET /v1/acls`` shows, and only who may ALTER the cluster makes them."""
+a topic needs CREATE, with AdminClient or by producing to it; Metadata hides what the user may not
+describe; a super user passes; ACLs made with AdminClient are the ones ``GET /v1/acls`` shows, and only who
+may ALTER the cluster makes them."""
 
 from __future__ import annotations
 
@@ -313,6 +314,26 @@ def test_creating_a_topic_needs_create(cluster: LocalCluster) -> None:
     grant(cluster, topic_acl(name, "ct-", "create", pattern_type="prefixed"))
     assert admin.create_topics([NewTopic(wanted, 1, 1)])[wanted].result(30) is None
     assert as_admin(cluster, "GET", f"/topics/{wanted}")[0] == 200
+
+
+def test_a_producer_creates_its_topic_only_with_create_on_it(cluster: LocalCluster) -> None:
+    """raftlog dev creates topics Kafka clients name; under ACLs, as Kafka, only for a user allowed
+    CREATE on the cluster or on the topic: others are TOPIC_AUTHORIZATION_FAILED and nothing appears."""
+    name, settings = user(cluster)
+    prefix = f"auto-{uuid.uuid4().hex[:6]}-"
+    wanted = f"{prefix}orders"
+    grant(cluster, topic_acl(name, prefix, "write", pattern_type="prefixed"))  # WRITE implies DESCRIBE
+    assert code(produce(settings, wanted)) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert as_admin(cluster, "GET", f"/topics/{wanted}")[0] == 404, "nothing was created"
+    grant(cluster, topic_acl(name, prefix, "create", pattern_type="prefixed"))
+    assert produce(settings, wanted) == 0
+    status, body = as_admin(cluster, "GET", f"/topics/{wanted}")
+    assert status == 200, body
+    made = json.loads(body)
+    assert (len(made["partitions"]), made["replication_factor"]) == (1, 3), "num.partitions, 3 replicas"
+    other = f"{prefix}payments"  # a super user may create anything
+    assert produce(sasl(cluster, "admin", cluster.security["password"]), other) == 0
+    assert as_admin(cluster, "GET", f"/topics/{other}")[0] == 200
 
 
 def test_metadata_and_the_topic_list_show_only_what_the_user_may_describe(cluster: LocalCluster) -> None:

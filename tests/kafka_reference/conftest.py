@@ -56,7 +56,9 @@ def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
     kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")), authorizer=True)
     kafka.start()
     try:
-        with LocalCluster(str(tmp_path_factory.mktemp("raftlog")), nodes=3) as raftlog:
+        # as the Kafka peer: no automatic topic creation (auto.create.topics.enable=false)
+        directory = str(tmp_path_factory.mktemp("raftlog"))
+        with LocalCluster(directory, nodes=3, dev_args=["--no-auto-create-topics"]) as raftlog:
             yield Systems(raftlog, kafka)
     finally:
         kafka.stop()

@@ -12,6 +12,8 @@ import sys
 import pytest
 from serve_args import args_for, token_file
 
+from kafka_api.auto_topics import TopicDefaults
+from partitions.controller.state import PARTITIONS_MAX
 from raftlog_node import serve
 from raftlog_node.serve import ServeConfigError, node_config
 
@@ -79,6 +81,24 @@ def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_
     for bad in ("-1", "300001"):
         with pytest.raises(ServeConfigError, match=r"must be in \[0, 300000\]"):
             delay("--group-initial-rebalance-delay-ms", bad)
+
+
+def test_automatic_topic_creation_is_off_by_default_and_its_defaults_are_bounded(
+    tmp_path: pathlib.Path,
+) -> None:
+    def defaults(*extra: str) -> TopicDefaults:
+        return serve.topic_defaults(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+
+    assert defaults() == TopicDefaults(auto_create=False, partitions=1, replication_factor=0)
+    given = ("--auto-create-topics", "--num-partitions", "6", "--default-replication-factor", "2")
+    assert defaults(*given) == TopicDefaults(auto_create=True, partitions=6, replication_factor=2)
+    for option, bad, why in (
+        ("--num-partitions", "0", r"must be in \[1, "),
+        ("--num-partitions", str(PARTITIONS_MAX + 1), r"must be in \[1, "),
+        ("--default-replication-factor", "-1", "must be >= 0"),
+    ):
+        with pytest.raises(ServeConfigError, match=f"{option} {bad}: {why}"):
+            defaults(option, bad)
 
 
 def test_super_users_are_user_names(tmp_path: pathlib.Path) -> None:
