@@ -68,6 +68,22 @@ CATALOGUE: dict[str, Family] = {
     "nodes_down": Family("gauge", "Nodes gossip calls dead or left (decommissioned ones aside)."),
     "controller_term": Family("gauge", "The controller's Raft term (an election raises it)."),
     "log_bytes": Family("gauge", "Bytes of the partition logs this node holds."),
+    "cleaner_dirty_bytes": Family(
+        "gauge",
+        "Bytes of compacted logs on this node written since their last compaction and cleanable now (the "
+        "cleaner's lag; cleanup.policy compact).",
+    ),
+    "cleaner_passes": Family("counter", "Compaction passes this node ran over a log."),
+    "cleaner_passes_stopped": Family(
+        "counter", "Compaction passes that stopped because retention or deleted records changed the log."
+    ),
+    "cleaner_failures": Family("counter", "Compaction passes that failed (logged with the log's name)."),
+    "cleaner_bytes_read": Family("counter", "Bytes compaction read from segments it rewrote."),
+    "cleaner_bytes_reclaimed": Family("counter", "Bytes compaction removed from logs (read less written)."),
+    "cleaner_records_removed": Family(
+        "counter",
+        "Records compaction removed: superseded by a later record of their key, expired tombstones.",
+    ),
     "partition_high_watermark": Family("gauge", "Next offset to be written, per partition led here."),
     "partition_log_start_offset": Family("gauge", "First offset kept, per partition led here."),
     "partition_log_bytes": Family("gauge", "Bytes of the log, per partition led here."),
@@ -130,6 +146,7 @@ HISTOGRAMS: dict[str, str] = {
     "for it (the GIL).",
     "event_loop_lag_seconds": "How much later than due the node's event loop woke a 50 ms timer (a callback "
     "holding the loop, or the process waiting for a CPU).",
+    "cleaner_pass_seconds": "One compaction pass over one log (mapping, rewriting, swapping; paced).",
     "raft_driver_round_seconds": "One round of a Raft driver thread (calls, receiving, ticking the due "
     "groups, flushing): a long one holds back every group it drives.",
 }

@@ -252,6 +252,11 @@ class ControllerChangeRefused(PartitionError):
     template = "controller group change of {node_id} refused: {reason}"
 
 
+class PolicyViolation(PartitionError):
+    """What a topic's configs rule out (records deleted from a topic whose cleanup.policy is compact
+    alone): refused, nothing done."""
+
+
 class CapacityExceeded(PartitionError):
     """A topic or a move would put more replicas on a node than it may hold."""
 

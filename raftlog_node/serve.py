@@ -35,6 +35,7 @@ from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginFailures, LoginLimits
 from raftlog.consensus.config import CoreConfig
+from raftlog.storage import cleaner
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 from raftlog_node.process import (
@@ -201,6 +202,11 @@ FLAGS = (
 # (option, default, help) of the node's tuning: whole numbers, each read as itself by serve
 TUNING_OPTIONS = (
     ("--retention-check-ms", RETENTION_CHECK_MS_DEFAULT, "how often retention deletes old segments"),
+    ("--cleaner-interval-ms", cleaner.INTERVAL_MS_DEFAULT,
+     "how often compaction looks at the node's compacted logs (cleanup.policy compact; Kafka's "
+     "log.cleaner.backoff.ms)"),
+    ("--cleaner-rate-mib", cleaner.RATE_BYTES_PER_S_DEFAULT // MiB,
+     "MiB per second that compaction reads and writes, all logs of this node together"),
     ("--gc-gen0", GC_GEN0_DEFAULT,
      "allocations between young-generation garbage collections once serving; startup objects are frozen "
      "(0 keeps Python's defaults)"),
@@ -495,6 +501,10 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
     seeds = tuple(str(HostPort.parse(seed, "--seed")) for seed in args.seed)
     if args.retention_check_ms < 1:
         raise ServeConfigError(f"--retention-check-ms {args.retention_check_ms}: must be >= 1")
+    if not 10 <= args.cleaner_interval_ms <= 3_600_000:
+        raise ServeConfigError(f"--cleaner-interval-ms {args.cleaner_interval_ms}: must be in [10, 3600000]")
+    if not 1 <= args.cleaner_rate_mib <= 1 << 20:
+        raise ServeConfigError(f"--cleaner-rate-mib {args.cleaner_rate_mib}: must be in [1, 1048576]")
     if args.gc_gen0 < 0:
         raise ServeConfigError(f"--gc-gen0 {args.gc_gen0}: must be >= 0 (0 keeps Python's defaults)")
     if args.malloc_keep_mib < 0:
@@ -537,6 +547,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,
         recovery_bytes_per_s=args.recovery_rate_mib * MiB,
+        cleaner_bytes_per_s=args.cleaner_rate_mib * MiB,
+        cleaner_interval_ms=args.cleaner_interval_ms,
         inflated_batch_bytes_max=args.inflated_batch_max_mib * MiB,
         kafka_address=kafka[1] if kafka is not None else None,
         peer_ssl=None if tls is None else peer_context(tls),

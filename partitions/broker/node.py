@@ -75,7 +75,7 @@ from raftlog.consensus.group import election_counts
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.histogram import HistogramSnapshot
-from raftlog.storage import removal
+from raftlog.storage import cleaner, removal
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import LegacyLogFormat
@@ -121,6 +121,9 @@ class NodeConfig:
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
     recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
+    # compaction of the node's compacted logs (raftlog.storage.cleaner): its pace and how often it looks
+    cleaner_bytes_per_s: int = cleaner.RATE_BYTES_PER_S_DEFAULT
+    cleaner_interval_ms: int = cleaner.INTERVAL_MS_DEFAULT
     # the most a producer's compressed batch's records may inflate to, or its topic's max.message.bytes
     # when larger: past it the batch is refused (a decompression bomb), inflating stopped there
     inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
@@ -194,6 +197,8 @@ class Node:
             discard=self.trash.discard_if_present,
             space=self.space,
             damaged_root=os.path.join(config.data_dir, DAMAGED_DIR),
+            cleaner_rate_bytes_per_s=config.cleaner_bytes_per_s,
+            cleaner_interval_ms=config.cleaner_interval_ms,
         )
         self.raft = RaftHost(
             config.node_id,
@@ -439,6 +444,7 @@ class NodeView:
             "gc_pause_seconds": gc_pauses.PAUSE_SECONDS.snapshot(),
             "event_loop_lag_seconds": loop_lag.LAG_SECONDS.snapshot(),
             "raft_driver_round_seconds": ROUND_SECONDS.snapshot(),
+            "cleaner_pass_seconds": self._node._logs.cleaner.stats.pass_seconds.snapshot(),
         }
 
     def metrics(self) -> dict[str, float]:
@@ -460,6 +466,14 @@ class NodeView:
             values[f"partition_log_start_offset{labels}"] = replica.log.log_start_offset
             values[f"partition_log_bytes{labels}"] = replica.log.size_bytes
         values["log_bytes"] = sum(r.log.size_bytes for r in replicas)
+        cleaner = node._logs.cleaner.stats
+        values["cleaner_dirty_bytes"] = cleaner.dirty_bytes
+        values["cleaner_passes"] = cleaner.passes
+        values["cleaner_passes_stopped"] = cleaner.passes_stopped
+        values["cleaner_failures"] = cleaner.failures
+        values["cleaner_bytes_read"] = cleaner.bytes_read
+        values["cleaner_bytes_reclaimed"] = cleaner.bytes_reclaimed
+        values["cleaner_records_removed"] = cleaner.records_removed
         values["admin_move_steps"] = node.operator.steps_taken
         values["admin_leadership_transfers"] = node.operator.leadership_transfers
         values["partitions_moving"] = len(node.frontend.metadata().reassignments)

@@ -36,7 +36,7 @@ from partitions.data.service import (
     TimestampOffset,
     check_leader_epoch,
 )
-from partitions.errors import ReplicaRecovering, UnknownPartition
+from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
 from partitions.replicas.state_machine import (
@@ -58,6 +58,7 @@ from raftlog.storage.batch import (
     Record,
     TimestampType,
     check_producer_batch,
+    decode_records,
     encode_batch,
     is_compressed,
     recompress,
@@ -81,6 +82,7 @@ INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loo
 INLINE_CHECK_BYTES_MAX = 64 * 1024
 INFLATED_REFUSAL_LOG_INTERVAL_S = 60.0  # at most one log line this often for batches refused as bombs
 NO_TIMESTAMP_LIMIT = 2**63 - 1
+_KEYLESS = "compacted topic cannot accept a record without a key ({topic}-{partition})"
 # the topic's compression.type -> the codec the leader stores batches with (None: as the producer sent it)
 STORED_CODEC: dict[str, Compression | None] = {
     "producer": None,
@@ -206,6 +208,8 @@ class DataPlane:
             now = self._clock()
             if config.timestamp_type != "LogAppendTime":  # as produce_batch checks a producer's batch
                 _check_not_ahead(records, now + TIMESTAMP_AHEAD_MAX_MS)
+            if config.compacted and any(record.key is None for record in records):
+                raise InvalidRecord(_KEYLESS.format(topic=topic, partition=partition))
             codec = STORED_CODEC[config.compression_type] or Compression.NONE
             if codec is Compression.NONE:
                 batch = encode_batch(0, records, 0, now, producer_id, sequence)
@@ -240,6 +244,8 @@ class DataPlane:
             append_time = config.timestamp_type == "LogAppendTime"
             latest_ms = NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
             header = await self._checked(topic, partition, batch, latest_ms, config.max_message_bytes)
+            if config.compacted:
+                await self._check_keys(topic, partition, batch, header)
             codec = STORED_CODEC[config.compression_type]
             if codec is not None and codec is not header.compression:  # recompressing: off the event loop
                 batch = await self._off_loop(recompress, batch, header, codec)
@@ -295,6 +301,16 @@ class DataPlane:
                 self._inflated_logged_s = now_s
             raise
 
+    async def _check_keys(self, topic: str, partition: int, batch: bytes, header: BatchHeader) -> None:
+        """A compacted topic keeps each key's latest record: a record without a key is refused, as Kafka
+        refuses it (INVALID_RECORD). Decoded on a reader thread when compressed or large."""
+        if not is_compressed(batch) and len(batch) <= INLINE_CHECK_BYTES_MAX:
+            records = decode_records(batch, header)
+        else:
+            records = await self._off_loop(decode_records, batch, header)
+        if any(record.key is None for record in records):
+            raise InvalidRecord(_KEYLESS.format(topic=topic, partition=partition))
+
     async def _off_loop(self, work: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)
 
@@ -332,6 +348,10 @@ class DataPlane:
 
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
         replica = await self._reading_leader(topic, partition)  # its high watermark is the partition's
+        if not replica.log.config.retained:  # Kafka's Partition.deleteRecordsOnLeader
+            raise PolicyViolation(
+                f"records of {topic}-{partition} cannot be deleted: its cleanup.policy is compact"
+            )
         high_watermark = replica.machine.high_watermark
         offset = high_watermark if offset == HIGH_WATERMARK else offset
         if not 0 <= offset <= high_watermark:

@@ -34,7 +34,8 @@ from typing import Protocol
 from partitions.errors import PartitionError
 from raftlog.errors import check, with_fields
 from raftlog.storage.batch import BatchFormatError, BatchHeader, split_batches, verify
-from raftlog.storage.errors import LogClosed, StorageUnavailable
+from raftlog.storage.cleaner import note_rewritten
+from raftlog.storage.errors import LogClosed, NotBatchBoundary, StorageUnavailable
 from raftlog.storage.log import AppendResult, Log
 
 log = logging.getLogger("raftlog.recovery")
@@ -152,31 +153,57 @@ def take_answer(target: RecoveryTarget, offset: int, answer: PeerBatches) -> Out
             return Copied()  # past our high watermark: our applies get there first
         return Restarted(start)
     batches = size = offsets = 0
-    try:
-        for batch in split_batches(answer.data):
-            header = verify(batch)
-            end = target.log.end_offset
-            if header.end_offset <= end:
-                continue  # what we hold (the first batch may start before the offset asked)
-            if header.base_offset < end and not batches and _holds_start(target, header):
+    checked, malformed = _checked(answer.data)
+    if not checked and malformed is not None:
+        return Unusable(f"malformed answer: {malformed}")
+    compacted_end = max((h.end_offset for _, h in checked if h.record_count != h.span), default=None)
+    if compacted_end is not None:
+        # compacted on the peer: a replay of the Raft entries these batches came from must not compare
+        # them with the bytes proposed (raftlog.storage.cleaner)
+        note_rewritten(target.log, compacted_end)
+    for batch, header in checked:
+        end = target.log.end_offset
+        if header.end_offset <= end:
+            continue  # what we hold (the first batch may start before the offset asked)
+        if header.base_offset < end and not batches:
+            if _holds_start(target, header):
                 target.log.restart_empty_before(header.base_offset)  # copied whole, as the peer has it
                 end = header.base_offset
-            if header.base_offset != end:
-                gap = f"batch at offset {header.base_offset} does not continue our log at {end}"
-                if not batches:
-                    return Unusable(gap)
-                log.warning("%s: answer stops continuing the log: %s", target.log.directory, gap)
-                break
-            if target.append_recovered(batch, header) is None:
-                break  # at the high watermark: the rest is apply's, or waits until it is committed here
-            batches, size, offsets = batches + 1, size + len(batch), offsets + header.span
-    except BatchFormatError as error:
-        if not batches:
-            return Unusable(f"malformed answer: {error}")
-        log.warning("%s: malformed answer after %d good batches: %s", target.log.directory, batches, error)
+            elif header.record_count != header.span and header.base_offset >= target.log.log_start_offset:
+                # compacted on the peer, its batch covers records we hold: ours go for it (the same
+                # records kept, fewer; all committed)
+                try:
+                    target.log.truncate(header.base_offset)
+                except NotBatchBoundary as exc:
+                    return Unusable(f"compacted batch at {header.base_offset} does not meet our log: {exc}")
+                end = header.base_offset
+        if header.base_offset != end:
+            gap = f"batch at offset {header.base_offset} does not continue our log at {end}"
+            if not batches:
+                return Unusable(gap)
+            log.warning("%s: answer stops continuing the log: %s", target.log.directory, gap)
+            break
+        if target.append_recovered(batch, header) is None:
+            break  # at the high watermark: the rest is apply's, or waits until it is committed here
+        batches, size, offsets = batches + 1, size + len(batch), offsets + header.span
+    if malformed is not None:
+        log.warning(
+            "%s: malformed answer after %d good batches: %s", target.log.directory, batches, malformed
+        )
     if batches:
         target.log.flush()  # one fsync per chunk, not per batch (append_recovered)
     return Copied(batches, size, offsets)
+
+
+def _checked(data: bytes) -> tuple[list[tuple[bytes, BatchHeader]], str | None]:
+    """The answer's whole, CRC-checked batches, up to the first that is not one (and what was wrong)."""
+    checked: list[tuple[bytes, BatchHeader]] = []
+    try:
+        for batch in split_batches(data):
+            checked.append((batch, verify(batch)))
+    except BatchFormatError as error:
+        return checked, str(error)
+    return checked, None
 
 
 def _holds_start(target: RecoveryTarget, header: BatchHeader) -> bool:

@@ -247,6 +247,8 @@ class PartitionStateMachine:
             return
         if base_offset < log.log_start_offset:
             return  # replayed entry whose batch retention already deleted
+        if base_offset < log.compacted_below:
+            return  # replayed entry whose batch compaction may have rewritten (raftlog.storage.cleaner)
         existing = log.read_batches(base_offset, max_bytes=1)
         expected = rebase(batch, base_offset, term)
         check(

@@ -356,18 +356,19 @@ def encode_retained(
     base_offset: int,
     end_offset: int,
     empty_timestamp_ms: int = 0,
+    empty_term: int = 0,
 ) -> bytes:
     """A stored batch as compaction rewrites it (``raftlog.storage.compaction``): covering the offsets
     ``[base_offset, end_offset)``, holding ``kept`` (its records that survive, each at its own offset;
     None: all of them), with the batch's term, attributes (codec, timestamp type) and producer fields.
     Only the header changes when every record stays and the base offset with it. Without a batch: an
-    empty one (no records) covering the offsets, timestamped ``empty_timestamp_ms``."""
+    empty one (no records) covering the offsets, timestamped ``empty_timestamp_ms``, of ``empty_term``."""
     if not 0 <= base_offset < end_offset <= MAX_OFFSET or end_offset - base_offset > 2**31:
         raise InvalidRecord(f"offsets [{base_offset}, {end_offset}) cannot make one batch")
     if batch is None or header is None:
         out = bytearray(HEADER_SIZE)
         _HEADER.pack_into(
-            out, 0, base_offset, HEADER_SIZE - _LENGTH_END, 0, MAGIC, 0, 0, end_offset - base_offset - 1,
+            out, 0, base_offset, HEADER_SIZE - _LENGTH_END, empty_term, MAGIC, 0, 0, end_offset - base_offset - 1,
             empty_timestamp_ms, empty_timestamp_ms, _NO_PRODUCER, _NO_PRODUCER, _NO_PRODUCER, 0,
         )  # fmt: skip
         struct.pack_into(">I", out, _CRC_AT, crc32c.crc32c(memoryview(out)[_CRC_START:]))
@@ -665,6 +666,16 @@ def split_batches(data: bytes | memoryview) -> Iterator[bytes]:
             raise BatchFormatError(f"batch at byte {position} runs past the end of the data")
         yield bytes(data[position:end])
         position = end
+
+
+def batches_end(data: bytes | memoryview) -> int | None:
+    """The end offset of the last of a concatenation of whole batches (None: no batch); framing only."""
+    end = None
+    position = 0
+    while position < len(data):
+        header = decode_header(data, position)
+        end, position = header.end_offset, position + header.size_bytes
+    return end
 
 
 def decode_batch(batch: bytes | memoryview) -> RecordBatch:

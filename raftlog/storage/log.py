@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from raftlog.errors import InvariantViolation, check
+from raftlog.storage import swap
 from raftlog.storage.batch import (
     BatchFormatError,
     BatchHeader,
@@ -48,7 +49,13 @@ from raftlog.storage.errors import (
     StorageUnavailable,
 )
 from raftlog.storage.leader_epochs import LeaderEpochs, open_epochs
-from raftlog.storage.log_open import OpenReport, open_segments, read_start_offset, write_start_offset
+from raftlog.storage.log_open import (
+    OpenReport,
+    open_segments,
+    read_cleaner_offsets,
+    read_start_offset,
+    write_start_offset,
+)
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
 from raftlog.storage.segment import (
     Segment,
@@ -59,6 +66,7 @@ from raftlog.storage.space import DiskSpace
 log = logging.getLogger("raftlog.storage")
 
 _MAX_RELATIVE_OFFSET = 2**32 - 1
+_READS_PAST_COMPACTED_MAX = 64  # reads of record-less compacted batches one read goes past
 
 
 def wall_clock_ms() -> int:
@@ -97,6 +105,59 @@ def delete_oldest_segments(log: Log, count: int) -> int:
         return deleted
 
 
+def hold_closed_segments(log: Log) -> tuple[list[Segment], int]:
+    """The log's closed segments, each held (``Segment.acquire``: the caller releases each under the
+    log's lock), and the active segment's base; none of a closed or failed log."""
+    with log._lock:
+        if log._closed or log._failed is not None:
+            return [], log._segments[-1].base_offset
+        closed = log._segments[:-1]
+        for segment in closed:
+            segment.acquire()
+        return closed, log._segments[-1].base_offset
+
+
+def release_held(log: Log, segments: Sequence[Segment]) -> None:
+    """Let go of segments :func:`hold_closed_segments` held (a deleted one's files go to their discard)."""
+    with log._lock:
+        for segment in segments:
+            segment.release()
+
+
+def replace_segments(log: Log, old: Sequence[Segment]) -> bool:
+    """The segment compaction staged beside ``old`` (a run of the log's closed segments, in order; staged
+    at the first one's base) takes their place (``raftlog.storage.swap``). False, and nothing changed, when
+    they are no longer the log's (retention, deleted records or a truncation took one meanwhile): the
+    caller removes the staged files. A failure after the commit point fails the log: opening it again
+    finishes the swap."""
+    with log._lock:
+        if log._closed or log._failed is not None:
+            return False
+        segments = log._segments
+        first = next((i for i, segment in enumerate(segments) if segment is old[0]), None)
+        after = None if first is None else first + len(old)
+        if (
+            after is None
+            or after >= len(segments)
+            or any(a is not b for a, b in zip(segments[first:after], old, strict=True))
+        ):
+            return False
+        base = old[0].base_offset
+        swap.commit(log.directory, base)
+        try:
+            for segment in old:
+                segment.delete(log._discard)
+            swap.finish(log.directory, base)
+            cleaned = Segment(log.directory, base, log.config.index_interval_bytes)
+            cleaned.recover_closed(segments[after].base_offset)
+        except (OSError, CorruptRecord) as exc:
+            log._fail(f"swapping in the compacted segment at {base}: {exc}")
+            raise StorageUnavailable(log.directory, str(exc)) from exc
+        segments[first:after] = [cleaned]
+        log._bases[first:after] = [base]
+        return True
+
+
 class Log(Closing):
     """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`."""
 
@@ -118,6 +179,9 @@ class Log(Closing):
         self._bases: list[int] = []
         # Where reading starts when that is above the first segment's base (deleted records: advance_start)
         self._start_offset = 0
+        # Batches below this offset may have been rewritten by compaction (raftlog.storage.cleaner): the
+        # bytes on disk are no longer those appended, though every kept record keeps its offset
+        self.compacted_below = 0
         self._unflushed_bytes = 0
         self._last_flush_ms = clock()
         self._durable_end_offset = 0
@@ -158,6 +222,7 @@ class Log(Closing):
         self._segments, self.open_report = open_segments(directory, self.config, discard, damaged_to)
         self._bases = [s.base_offset for s in self._segments]
         self._start_offset = read_start_offset(directory)
+        self.compacted_below = read_cleaner_offsets(directory).rewritten_below
         self._durable_end_offset = self.end_offset
         self.leader_epochs = open_epochs(directory, self._segments, self.log_start_offset)
         return self
@@ -345,7 +410,11 @@ class Log(Closing):
         if header.end_offset - active.base_offset > _MAX_RELATIVE_OFFSET:
             return True
         first = active.first_append_ms
-        return first is not None and now_ms - first >= self.config.segment_ms
+        # compaction never cleans the active segment: it rolls by max.compaction.lag.ms as well (Kafka's)
+        roll_ms = self.config.segment_ms
+        if self.config.compacted:
+            roll_ms = min(roll_ms, self.config.max_compaction_lag_ms)
+        return first is not None and now_ms - first >= roll_ms
 
     # -- rolling and flushing ------------------------------------------------------------------------
 
@@ -485,9 +554,17 @@ class Log(Closing):
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[Record]:
         """Records from ``offset`` on, within ``max_bytes`` of batches (at least one record if any), all
-        below ``max_offset`` (e.g. the high watermark) when given. Decoded outside the lock."""
-        with self.read_view(offset, max_bytes, max_offset) as view:
-            return view.records()
+        below ``max_offset`` (e.g. the high watermark) when given. Decoded outside the lock. Batches that
+        compaction left without a record at or past ``offset`` are read past, so a reader that goes on from
+        its last record + 1 always moves."""
+        for _ in range(_READS_PAST_COMPACTED_MAX):
+            with self.read_view(offset, max_bytes, max_offset) as view:
+                records = view.records()
+                end = view.batches_end
+            if records or end is None or end >= (self.end_offset if max_offset is None else max_offset):
+                return records
+            offset = end
+        return []
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record has a timestamp >= ``timestamp_ms``, or None if there is none."""
@@ -661,8 +738,8 @@ class Log(Closing):
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
         with self._lock:
-            if self._closed or self._failed is not None:
-                return 0
+            if self._closed or self._failed is not None or not self.config.retained:
+                return 0  # cleanup.policy compact alone: nothing goes for its age or size
             infos = [SegmentInfo(s.base_offset, s.size, s.max_timestamp_ms) for s in self._segments]
             count = segments_to_delete(infos, self.config.retention_ms, self.config.retention_bytes, now_ms)
             if count:
@@ -743,6 +820,7 @@ class LogView(Closing):
         self.max_bytes = max_bytes  # None: no byte budget
         self.limit = limit  # no batch starting at or after it: min(max_offset, end offset then)
         self._spans = spans
+        self.batches_end: int | None = None  # after records(): the end offset of the last batch read
 
     def iter_batches(self) -> Iterator[ReadBatch]:
         """The batches one by one (preads and CRC checks as they go), cut as :meth:`Log.read_batches`."""
@@ -785,12 +863,15 @@ class LogView(Closing):
         offset, limit = self.offset, self.limit
         records: list[Record] = []
         for batch in self.iter_batches():
+            self.batches_end = batch.header.end_offset
             try:
                 decoded = batch.records()
             except BatchFormatError as exc:
                 raise CorruptRecord(
                     self._log.directory, -1, f"batch at offset {batch.header.base_offset}: {exc}"
                 ) from exc
+            if not decoded:
+                continue  # every record of it went to compaction: its offsets are covered, none is read
             if decoded[0].offset >= offset and decoded[-1].offset < limit:
                 records.extend(decoded)
             else:

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from raftlog.storage import log_format
+from raftlog.storage import log_format, swap
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.leader_epochs import CHECKPOINT_FILE
@@ -21,6 +21,7 @@ from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, fsy
 log = logging.getLogger("raftlog.storage")
 
 START_OFFSET_FILE = "log-start-offset"
+CLEANER_FILE = "cleaner-offsets"  # compaction's progress (read_cleaner_offsets)
 _SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 
 
@@ -55,6 +56,10 @@ class _Opening:
     def recover(self, damaged_to: str | None) -> None:
         log_format.check_or_mark(self.directory)
         names = set(os.listdir(self.directory)) - {FORMAT_FILE}
+        # a compaction pass that stopped part way: finished if it committed, else its files removed
+        if any(swap.is_cleaner_file(name) for name in names):
+            self.report.removed_files += swap.recover(self.directory, names)
+            names = set(os.listdir(self.directory)) - {FORMAT_FILE}
         minimum_start = read_start_offset(self.directory)
         bases = []
         for name in sorted(n for n in names if n.endswith(DELETED_SUFFIX)):
@@ -64,8 +69,13 @@ class _Opening:
             self.report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")
-            if name in (START_OFFSET_FILE, CHECKPOINT_FILE) or name.startswith(
-                (START_OFFSET_FILE + ".tmp", FORMAT_FILE + ".tmp", CHECKPOINT_FILE + ".tmp")
+            if name in (START_OFFSET_FILE, CHECKPOINT_FILE, CLEANER_FILE) or name.startswith(
+                (
+                    START_OFFSET_FILE + ".tmp",
+                    FORMAT_FILE + ".tmp",
+                    CHECKPOINT_FILE + ".tmp",
+                    CLEANER_FILE + ".tmp",
+                )
             ):
                 continue
             if not dot or "." + suffix not in _SEGMENT_SUFFIXES or not stem.isdigit() or len(stem) != 20:
@@ -150,16 +160,52 @@ def read_start_offset(directory: str) -> int:
 
 def write_start_offset(directory: str, offset: int) -> None:
     """Raises ``DiskFull`` (no room for the file: the old one stands) or ``StorageUnavailable``."""
-    path = os.path.join(directory, START_OFFSET_FILE)
+    write_durably(os.path.join(directory, START_OFFSET_FILE), f"{offset}\n", f"log start offset {offset}")
+
+
+def write_durably(path: str, text: str, what: str) -> None:
+    """A small file replaced whole: written beside it, fsynced, renamed over it, the directory synced, so
+    a crash leaves the old text or the new. Raises ``DiskFull`` (no room: the old file stands) or
+    ``StorageUnavailable``."""
     tmp = path + ".tmp"
     try:
         with open(tmp, "w", encoding="ascii") as f:
-            f.write(f"{offset}\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        fsync_directory(directory)
+        fsync_directory(os.path.dirname(path))
     except OSError as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise write_error(path, exc, f"writing log start offset {offset}") from exc
+        raise write_error(path, exc, f"writing {what}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerOffsets:
+    """Compaction's progress in a log (``raftlog.storage.cleaner``): records below ``dirty_from`` have been
+    through a pass; batches below ``rewritten_below`` may have been rewritten by one (a replayed Raft entry
+    there is not compared with the batch on disk)."""
+
+    dirty_from: int = 0
+    rewritten_below: int = 0
+
+
+def read_cleaner_offsets(directory: str) -> CleanerOffsets:
+    path = os.path.join(directory, CLEANER_FILE)
+    try:
+        with open(path, encoding="ascii") as f:
+            parts = f.read().split()
+    except FileNotFoundError:
+        return CleanerOffsets()
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise CorruptRecord(path, 0, f"cleaner offsets file holds {parts!r}, not two offsets")
+    return CleanerOffsets(int(parts[0]), int(parts[1]))
+
+
+def write_cleaner_offsets(directory: str, offsets: CleanerOffsets) -> None:
+    write_durably(
+        os.path.join(directory, CLEANER_FILE),
+        f"{offsets.dirty_from} {offsets.rewritten_below}\n",
+        f"cleaner offsets {offsets}",
+    )

@@ -5,7 +5,9 @@ unflushed data is older than ``flush.ms``, every ``retention_check_interval_ms``
 every ``HANDLE_SWEEP_S`` it closes the files of logs unused for ``handles_idle_s`` and, beyond
 ``open_logs_max`` logs holding files, of the least recently used ones (a node holds thousands of
 partitions, most of them idle: open files follow the partitions in use, not the partitions held).
-A failure on one log is logged with the log's name and does not stop the others.
+A failure on one log is logged with the log's name and does not stop the others. Compaction of the logs
+whose ``cleanup.policy`` names ``compact`` runs on a thread of its own (``cleaner``,
+``raftlog.storage.cleaner``), paced, so that a long pass delays no flush.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from raftlog.errors import RaftlogError
+from raftlog.storage.cleaner import INTERVAL_MS_DEFAULT, KEYS_MAX_DEFAULT, RATE_BYTES_PER_S_DEFAULT, Cleaner
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 from raftlog.storage.log import Log, wall_clock_ms
@@ -44,12 +47,16 @@ class LogManager:
         open_logs_max: int = OPEN_LOGS_MAX,
         space: DiskSpace | None = None,
         damaged_root: str | None = None,
+        cleaner_rate_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT,
+        cleaner_keys_max: int = KEYS_MAX_DEFAULT,
+        cleaner_interval_ms: int = INTERVAL_MS_DEFAULT,
     ) -> None:
         """``discard``: where the files of segments that retention or truncation deletes go (see
         ``Log.open``). ``handles_idle_s``, ``open_logs_max``: see the module's docstring. ``space``: the
         node's knowledge of room on its disk, shared by every log (``raftlog.storage.space``).
         ``damaged_root``: where the damaged segments of a log opened with ``salvage`` are set aside, a
-        directory per log and opening (on the same file system as ``root``)."""
+        directory per log and opening (on the same file system as ``root``). ``cleaner_*``: the compaction
+        thread's pace, key map bound and interval (``raftlog.storage.cleaner.Cleaner``)."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root
@@ -68,6 +75,9 @@ class LogManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_retention_ms = clock() + retention_check_interval_ms
+        self.cleaner = Cleaner(
+            self._open_logs, clock, cleaner_rate_bytes_per_s, cleaner_keys_max, cleaner_interval_ms
+        )
         os.makedirs(root, exist_ok=True)
 
     def open_log(self, name: str, config: LogConfig, salvage: bool = False) -> Log:
@@ -107,6 +117,10 @@ class LogManager:
     def get(self, name: str) -> Log | None:
         with self._lock:
             return self._logs.get(name)
+
+    def _open_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
 
     def names(self) -> list[str]:
         with self._lock:
@@ -176,13 +190,15 @@ class LogManager:
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="raftlog-storage-background", daemon=True)
         self._thread.start()
+        self.cleaner.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self._tick_ms() / 1000):
             self.run_once(self._clock())
 
     def close(self) -> None:
-        """Stop the background thread and close every log (flushing it)."""
+        """Stop the background threads and close every log (flushing it)."""
+        self.cleaner.close()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)

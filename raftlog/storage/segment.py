@@ -195,11 +195,11 @@ def write_error(path: str, exc: OSError, what: str) -> StorageUnavailable:
     return full if full is not None else StorageUnavailable(path, f"{what} failed: {exc}")
 
 
-def _remove_files(directory: str, base_offset: int) -> None:
+def _remove_files(directory: str, base_offset: int, staged: str = "") -> None:
     """The files of a segment whose creation failed (those it made)."""
     for suffix in (".log", ".index", ".timeindex"):
         try:
-            os.unlink(os.path.join(directory, segment_name(base_offset, suffix)))
+            os.unlink(os.path.join(directory, segment_name(base_offset, suffix) + staged))
         except FileNotFoundError:
             continue
 
@@ -218,19 +218,21 @@ class RecoveryReport:
 class Segment(FileHandle):
     """A data file and its indexes. Not thread-safe: the owning :class:`Log` serialises access."""
 
-    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int, staged: str = "") -> None:
+        """``staged``: a suffix after each file's name (a segment that compaction writes beside the ones it
+        replaces, ``raftlog.storage.cleaner``)."""
         self.directory = directory
         self.base_offset = base_offset
-        super().__init__(os.path.join(directory, segment_name(base_offset, ".log")))
+        super().__init__(os.path.join(directory, segment_name(base_offset, ".log") + staged))
         self._index_interval_bytes = index_interval_bytes
         self.size = os.fstat(self.fd).st_size
         try:
             self.index = OffsetIndex(
-                os.path.join(directory, segment_name(base_offset, ".index")), base_offset
+                os.path.join(directory, segment_name(base_offset, ".index") + staged), base_offset
             )
             try:
                 self.time_index = TimeIndex(
-                    os.path.join(directory, segment_name(base_offset, ".timeindex")), base_offset
+                    os.path.join(directory, segment_name(base_offset, ".timeindex") + staged), base_offset
                 )
             except BaseException:
                 self.index.close()
@@ -253,21 +255,21 @@ class Segment(FileHandle):
     # -- creation and recovery -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> Segment:
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int, staged: str = "") -> Segment:
         """A new empty segment, its files created and the directory synced. Raises ``DiskFull`` (no room
         for the files: none of them is left behind) or ``StorageUnavailable``."""
-        path = os.path.join(directory, segment_name(base_offset, ".log"))
+        path = os.path.join(directory, segment_name(base_offset, ".log") + staged)
         check(not os.path.exists(path), f"segment {path} already exists")
         try:
-            segment = cls(directory, base_offset, index_interval_bytes)
+            segment = cls(directory, base_offset, index_interval_bytes, staged)
         except OSError as exc:
-            _remove_files(directory, base_offset)
+            _remove_files(directory, base_offset, staged)
             raise write_error(path, exc, "creating the segment's files") from exc
         try:
             fsync_directory(directory)
         except OSError as exc:
             segment.close()
-            _remove_files(directory, base_offset)
+            _remove_files(directory, base_offset, staged)
             raise write_error(path, exc, "syncing the directory of a new segment") from exc
         return segment
 
