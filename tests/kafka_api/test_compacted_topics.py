@@ -1,0 +1,138 @@
+"""Compacted topics end to end on a real 3-node cluster, through unchanged Kafka clients: created with
+``cleanup.policy=compact`` (and described so), a keyless record refused, DeleteRecords refused, each
+replica compacting its own copy (every node's cleaner counts), a consumer reading each key's latest value
+from the beginning, and every replica, led in turn, holding the same records once each has cleaned."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from raftlog_client.client import RaftlogClient
+from raftlog_client.errors import RequestFailed
+from raftlog_client.local_cluster import LocalCluster
+
+TOPIC = "profiles"
+KEYS = 25
+RECORDS = 3000
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    directory = tmp_path_factory.mktemp("compacted")
+    with LocalCluster(str(directory), nodes=3, serve_args=["--cleaner-interval-ms", "200"]) as running:
+        yield running
+
+
+def bootstrap(cluster: LocalCluster) -> str:
+    return ",".join(cluster.kafka.values())
+
+
+def metric(url: str, name: str) -> float:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def consume_all(cluster: LocalCluster) -> list[tuple[int, bytes | None, bytes | None]]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap(cluster), "group.id": f"reader-{time.monotonic_ns()}",
+         "auto.offset.reset": "earliest", "enable.auto.commit": False, "enable.partition.eof": True}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(TOPIC, 0, 0)])
+    rows = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    return rows
+                raise KafkaException(message.error())
+            rows.append((message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+    raise AssertionError("the consumer did not reach the end of the partition")
+
+
+async def transfer(cluster: LocalCluster, node: str) -> None:
+    """Leadership of the partition to ``node``, waited for."""
+    async with RaftlogClient(list(cluster.urls.values())) as client:
+        deadline = time.monotonic() + 60
+        while (await client.cluster.partition_state(TOPIC, 0)).get("leader") != node:
+            assert time.monotonic() < deadline, f"{node} did not come to lead"
+            with contextlib.suppress(RequestFailed):
+                await client.cluster.transfer_leadership(TOPIC, 0, node)
+            await asyncio.sleep(0.5)
+
+
+def test_a_compacted_topic_keeps_each_keys_latest_value_on_every_replica(cluster: LocalCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"}
+    admin.create_topics([NewTopic(TOPIC, 1, 3, config=configs)])[TOPIC].result(timeout=30)
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, TOPIC)])
+    entries = next(iter(described.values())).result(timeout=30)
+    assert entries["cleanup.policy"].value == "compact"
+
+    producer = Producer({"bootstrap.servers": bootstrap(cluster), "linger.ms": 5})
+    latest: dict[bytes, bytes | None] = {}
+    written: set[tuple[bytes, bytes | None]] = set()
+    for i in range(RECORDS):
+        key = b"user-%d" % (i % KEYS)
+        value = None if i % KEYS == 3 and i > RECORDS - KEYS else b"v%d" % i  # user-3 deleted at the end
+        producer.produce(TOPIC, value=value, key=key, partition=0)
+        latest[key], _ = value, written.add((key, value))
+        if i % 500 == 0:
+            producer.flush(30)
+    assert producer.flush(30) == 0
+
+    refused: list[Any] = []
+    producer.produce(TOPIC, value=b"no key", partition=0, on_delivery=lambda err, _msg: refused.append(err))
+    producer.flush(30)
+    assert refused and refused[0] is not None and refused[0].code() == KafkaError.INVALID_RECORD
+
+    deleted = admin.delete_records([TopicPartition(TOPIC, 0, 10)])
+    with pytest.raises(KafkaException) as raised:
+        next(iter(deleted.values())).result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.POLICY_VIOLATION
+
+    urls = list(cluster.urls.values())
+    wait_for(lambda: all(metric(url, "raftlog_cleaner_records_removed_total") > 0 for url in urls),
+             "every replica compacted its copy")  # fmt: skip
+    wait_for(lambda: all(metric(url, "raftlog_cleaner_dirty_bytes") == 0 for url in urls),
+             "no replica has anything cleanable left")  # fmt: skip
+
+    rows = consume_all(cluster)
+    assert len(rows) < RECORDS / 2, "compaction removed the superseded records"
+    assert [offset for offset, _, _ in rows] == sorted({offset for offset, _, _ in rows})
+    assert all((key, value) in written for _, key, value in rows), "nothing that was never written"
+    last = {key: value for _, key, value in rows}
+    assert last == latest, "each key's latest value, user-3 as its tombstone"
+
+    seen = []
+    for node in sorted(cluster.urls):
+        asyncio.run(transfer(cluster, node))
+        seen.append(consume_all(cluster))
+    assert seen[0] == seen[1] == seen[2], "every replica holds the same records"
