@@ -324,10 +324,19 @@ def _add_serve(serve: argparse.ArgumentParser) -> None:
 
 
 def _add_bench(bench: argparse.ArgumentParser) -> None:
-    from raftlog_bench import cluster, codec, curve, gossip, perf, scale, storage
+    from raftlog_bench import cluster, codec, compaction, curve, gossip, perf, scale, storage
 
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    for module in (storage, codec, cluster, perf, scale, curve, gossip):  # each: DESCRIPTION, options, run
+    for module in (
+        storage,
+        codec,
+        compaction,
+        cluster,
+        perf,
+        scale,
+        curve,
+        gossip,
+    ):  # each: DESCRIPTION, options, run
         command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
         module.add_arguments(command)
         command.set_defaults(run=module.run_from_args)

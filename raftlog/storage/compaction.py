@@ -56,7 +56,10 @@ class CleaningPlan:
 
 def cleanable_end(segments: Sequence[SegmentSummary], now_ms: int, config: LogConfig) -> int:
     """The first uncleanable offset: the active (last) segment's base, or that of the first segment
-    holding a record newer than ``min.compaction.lag.ms``."""
+    holding a record newer than ``min.compaction.lag.ms`` (when it is set: a record timestamped ahead of
+    the clock holds nothing back without it, as in Kafka)."""
+    if config.min_compaction_lag_ms <= 0:
+        return segments[-1].base_offset
     for segment in segments[:-1]:
         newest = segment.max_timestamp_ms
         if newest is not None and now_ms - newest < config.min_compaction_lag_ms:

@@ -427,3 +427,10 @@ def test_a_staged_segment_torn_at_any_byte_leaves_the_old_segments(tmp_path):
         with Log.open(str(path), compacted(), clock=FakeClock()) as reopened:
             assert as_rows(read_all(reopened)) == rows
             assert not [n for n in os.listdir(path) if n.endswith(STAGED)]
+
+
+def test_without_a_min_lag_a_record_stamped_ahead_of_the_clock_holds_nothing_back():
+    config = LogConfig(cleanup_policy="compact", min_cleanable_dirty_ratio=0.1)
+    segments = summaries((0, 10, 100, 5000), (10, 10, 0, None))
+    plan = plan_cleaning(segments, 0, 1000, config)
+    assert plan is not None and plan.end_offset == 10
