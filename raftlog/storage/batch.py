@@ -368,8 +368,9 @@ def encode_retained(
     if batch is None or header is None:
         out = bytearray(HEADER_SIZE)
         _HEADER.pack_into(
-            out, 0, base_offset, HEADER_SIZE - _LENGTH_END, empty_term, MAGIC, 0, 0, end_offset - base_offset - 1,
-            empty_timestamp_ms, empty_timestamp_ms, _NO_PRODUCER, _NO_PRODUCER, _NO_PRODUCER, 0,
+            out, 0, base_offset, HEADER_SIZE - _LENGTH_END, empty_term, MAGIC, 0, 0,
+            end_offset - base_offset - 1, empty_timestamp_ms, empty_timestamp_ms, _NO_PRODUCER,
+            _NO_PRODUCER, _NO_PRODUCER, 0,
         )  # fmt: skip
         struct.pack_into(">I", out, _CRC_AT, crc32c.crc32c(memoryview(out)[_CRC_START:]))
         return bytes(out)

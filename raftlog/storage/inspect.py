@@ -198,7 +198,8 @@ class _Framing:
     header_size: int
     size: Callable[[bytes | memoryview], int]  # a batch's whole size, from its header
     size_min: int
-    examine: Callable[[bytes | memoryview], tuple[int, int, list[str]]]  # base offset, count, what is wrong
+    # base offset, offsets covered (records, or more in a batch compaction rewrote), what is wrong
+    examine: Callable[[bytes | memoryview], tuple[int, int, list[str]]]
 
 
 def _examine_v2(batch: bytes | memoryview) -> tuple[int, int, list[str]]:
@@ -211,14 +212,14 @@ def _examine_v2(batch: bytes | memoryview) -> tuple[int, int, list[str]]:
     computed = int(crc32c.crc32c(memoryview(batch)[_CRC_START:]))
     if computed != crc:
         reasons.append(f"crc32c mismatch (stored {crc:#010x}, computed {computed:#010x})")
-    if count < 1 or delta != count - 1:
+    if delta < 0 or not 0 <= count <= delta + 1:  # fewer records than offsets: compaction removed some
         reasons.append(f"records_count {count} with last_offset_delta {delta}")
     if not reasons:
         try:
             decode_records(batch, decode_header(batch))
         except BatchFormatError as exc:
             reasons.append(str(exc))
-    return base, count, reasons
+    return base, delta + 1, reasons
 
 
 def _examine_legacy(batch: bytes | memoryview) -> tuple[int, int, list[str]]:

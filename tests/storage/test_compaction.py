@@ -111,9 +111,10 @@ def test_min_lag_keeps_new_segments_out_and_max_lag_forces_a_pass():
 def test_what_a_pass_keeps():
     key_map = KeyMap(10)
     key_map.put(b"a", 7)
-    record = lambda offset, key, value, ts=0: encode_batch(
-        offset, [ProducerRecord(value, key, timestamp_ms=ts)], 0, 0
-    )  # noqa: E731
+
+    def record(offset, key, value, ts=0):
+        return encode_batch(offset, [ProducerRecord(value, key, timestamp_ms=ts)], 0, 0)
+
     from raftlog.storage.batch import decode_records
 
     def one(offset, key, value, ts=0):
@@ -364,10 +365,10 @@ def test_a_crash_at_every_step_of_a_pass_leaves_the_old_log_or_the_compacted_one
         for target, name in _CRASHABLE:
             real = getattr(target, name)
 
-            def dying(*args, _real=real, **kwargs):
-                if calls["n"] == step:
-                    raise Crash(step)
-                calls["n"] += 1
+            def dying(*args, _real=real, _calls=calls, _step=step, **kwargs):
+                if _calls["n"] == _step:
+                    raise Crash(_step)
+                _calls["n"] += 1
                 return _real(*args, **kwargs)
 
             monkeypatch.setattr(target, name, dying)
@@ -399,7 +400,7 @@ def test_a_staged_segment_torn_at_any_byte_leaves_the_old_segments(tmp_path):
     """The process dies while the rewritten segment is being written: whatever prefix of it reached the
     disk, opening the log removes it and reads the log as before."""
     clock = FakeClock()
-    log, before = _build(tmp_path / "source", clock)
+    log, _ = _build(tmp_path / "source", clock)
     staged: dict[str, bytes] = {}
     real_rename = os.rename
 
@@ -434,3 +435,18 @@ def test_without_a_min_lag_a_record_stamped_ahead_of_the_clock_holds_nothing_bac
     segments = summaries((0, 10, 100, 5000), (10, 10, 0, None))
     plan = plan_cleaning(segments, 0, 1000, config)
     assert plan is not None and plan.end_offset == 10
+
+
+def test_raftlog_log_verify_and_dump_read_a_compacted_log(tmp_path):
+    from raftlog.storage.inspect import dump_batches, verify_directory
+
+    clock = FakeClock()
+    log, _ = _build(tmp_path / "log", clock)
+    clean_log(log, clock())
+    kept = as_rows(read_all(log))
+    log.close()
+    assert verify_directory(str(tmp_path / "log")).ok  # fewer records than offsets is no damage
+    dumped = [
+        (r.offset, r.key, r.value) for _, records in dump_batches(str(tmp_path / "log")) for r in records
+    ]
+    assert dumped == kept
