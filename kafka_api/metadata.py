@@ -10,10 +10,19 @@ leader). With ``serve --enforce-acls``, as Kafka: a topic the connection may not
 "every topic", and a topic named is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not. A topic
 named more than once is answered once, as Kafka does; the answer is built ``pacing.ITEMS_PER_TURN``
 partitions or topics at a time, yielding to the event loop between turns.
+
+Topic ids (v10+): a topic's Kafka id is made from the cluster id and the controller's ``topic_id`` (the
+Raft index that created it), so every node answers the same id, and a topic deleted and created again
+under its name gets another, as Kafka's do. A v12+ request may name a topic by its id alone: an id no topic
+has is ``UNKNOWN_TOPIC_ID``, one the connection may not DESCRIBE ``TOPIC_AUTHORIZATION_FAILED``, both
+without a name, as Kafka answers. v13's top-level error is always none (raftlog never asks a client to
+bootstrap again).
 """
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -21,6 +30,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
+from partitions.controller.state import TopicMetadata
 from partitions.errors import UnknownTopic
 from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
@@ -28,6 +38,16 @@ from partitions.security.acls import AclOperation, ResourceType
 NO_LEADER = -1
 NO_EPOCH = -1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+ZERO_TOPIC_ID = uuid.UUID(int=0)  # Kafka's "no id": an unknown topic named by its name
+
+
+def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
+    """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
+    Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
+    one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
+    digest = bytearray(hashlib.sha256(f"{cluster_id}/{topic.name}/{topic.topic_id}".encode()).digest()[:16])
+    digest[0] &= 0x7F
+    return uuid.UUID(bytes=bytes(digest), version=4)
 
 
 async def metadata(door: Door, request: wire.Request) -> Any:
@@ -47,18 +67,29 @@ async def metadata(door: Door, request: wire.Request) -> Any:
         )
     asked = request.body.topics
     pacer = Pacer()
+    topics = []
     if asked is not None:
-        names = list(dict.fromkeys(t.name for t in asked))  # each once, in the order first named
+        seen: set[str | uuid.UUID] = set()
+        for entry in asked:
+            name, topic_id = entry.name, getattr(entry, "topic_id", None)
+            if name is None and topic_id is not None and topic_id != ZERO_TOPIC_ID:
+                key: str | uuid.UUID | None = topic_id
+                name = _name_of(door, topic_id)
+                answer = _by_id(door, cls, topic_id, name, alive)
+            else:
+                key, answer = name, None
+            if key is None or key in seen:
+                continue  # each once, in the order first named; an entry naming nothing is left out
+            seen.add(key)
+            topics.append(answer or _topic(door, cls, name, alive))
+            await pacer.step(1 + len(topics[-1].partitions))
     else:
-        names = []
         for name in view.topics():
             if not name.startswith("__") and _describes(door, name):
-                names.append(name)
-            await pacer.step()
-    topics = []
-    for name in names:
-        topics.append(_topic(door, cls, name, alive))
-        await pacer.step(1 + len(topics[-1].partitions))
+                topics.append(_topic(door, cls, name, alive))
+                await pacer.step(1 + len(topics[-1].partitions))
+            else:
+                await pacer.step()
     controller = view.controller()
     return wire.build(
         cls,
@@ -68,6 +99,34 @@ async def metadata(door: Door, request: wire.Request) -> Any:
         controller_id=broker_id(controller) if controller is not None else NO_LEADER,
         topics=tuple(topics),
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        error_code=ErrorCode.none,
+    )
+
+
+def _name_of(door: Door, topic_id: uuid.UUID) -> str | None:
+    view = door.node.metadata
+    for name in view.topics():
+        try:
+            if kafka_topic_id(door.cluster_id, view.topic(name)) == topic_id:
+                return name
+        except UnknownTopic:
+            continue  # deleted since it was listed
+    return None
+
+
+def _by_id(door: Door, cls: type, topic_id: uuid.UUID, name: str | None, alive: set[str]) -> Any:
+    """A topic asked for by its id (v12+): its answer, or the refusal that names no topic."""
+    if name is not None and _describes(door, name):
+        return None  # answered as a topic named, below
+    error = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+    return wire.build(
+        wire.sibling(cls, "MetadataResponseTopic"),
+        error_code=error,
+        name=None,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
@@ -90,6 +149,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
             topic_cls,
             error_code=error,
             name=name,
+            topic_id=ZERO_TOPIC_ID,
             is_internal=False,
             partitions=(),
             topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
@@ -115,6 +175,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str]) -> Any:
         topic_cls,
         error_code=ErrorCode.none,
         name=name,
+        topic_id=kafka_topic_id(door.cluster_id, topic),
         is_internal=name.startswith("__"),
         partitions=tuple(partitions),
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
