@@ -21,6 +21,7 @@ bootstrap again).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import uuid
 from typing import Any
@@ -70,11 +71,14 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     topics = []
     if asked is not None:
         seen: set[str | uuid.UUID] = set()
+        names_by_id: dict[uuid.UUID, str] | None = None  # made once, when a topic is named by its id
         for entry in asked:
             name, topic_id = entry.name, getattr(entry, "topic_id", None)
             if name is None and topic_id is not None and topic_id != ZERO_TOPIC_ID:
+                if names_by_id is None:
+                    names_by_id = await _names_by_id(door, pacer)
                 key: str | uuid.UUID | None = topic_id
-                name = _name_of(door, topic_id)
+                name = names_by_id.get(topic_id)
                 answer = _by_id(door, cls, topic_id, name, alive)
             else:
                 key, answer = name, None
@@ -103,15 +107,14 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     )
 
 
-def _name_of(door: Door, topic_id: uuid.UUID) -> str | None:
+async def _names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
     view = door.node.metadata
+    found = {}
     for name in view.topics():
-        try:
-            if kafka_topic_id(door.cluster_id, view.topic(name)) == topic_id:
-                return name
-        except UnknownTopic:
-            continue  # deleted since it was listed
-    return None
+        with contextlib.suppress(UnknownTopic):  # deleted since it was listed
+            found[kafka_topic_id(door.cluster_id, view.topic(name))] = name
+        await pacer.step()
+    return found
 
 
 def _by_id(door: Door, cls: type, topic_id: uuid.UUID, name: str | None, alive: set[str]) -> Any:
