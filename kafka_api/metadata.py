@@ -20,10 +20,20 @@ CREATE (on the cluster, or on the topic) is TOPIC_AUTHORIZATION_FAILED, a name t
 node's defaults (``kafka_api.auto_topics``, which bounds how many): answered as the new topic when it is
 known here by the time the answer goes, else LEADER_NOT_AVAILABLE until it is. "Every topic" creates
 nothing.
+
+Topic ids (v10+): a topic's Kafka id is made from the cluster id and the controller's ``topic_id`` (the
+Raft index that created it), so every node answers the same id, and a topic deleted and created again
+under its name gets another, as Kafka's do. A v12+ request may name a topic by its id alone: an id no topic
+has is ``UNKNOWN_TOPIC_ID``, one the connection may not DESCRIBE ``TOPIC_AUTHORIZATION_FAILED``, both
+without a name, as Kafka answers. v13's top-level error is always none (raftlog never asks a client to
+bootstrap again).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -31,6 +41,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
+from partitions.controller.state import TopicMetadata
 from partitions.errors import InvalidName, UnknownTopic
 from partitions.names import INTERNAL_TOPICS, broker_id, check_topic_name, check_user_topic_name
 from partitions.security.acls import AclOperation, ResourceType
@@ -38,6 +49,16 @@ from partitions.security.acls import AclOperation, ResourceType
 NO_LEADER = -1
 NO_EPOCH = -1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+ZERO_TOPIC_ID = uuid.UUID(int=0)  # Kafka's "no id": an unknown topic named by its name
+
+
+def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
+    """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
+    Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
+    one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
+    digest = bytearray(hashlib.sha256(f"{cluster_id}/{topic.name}/{topic.topic_id}".encode()).digest()[:16])
+    digest[0] &= 0x7F
+    return uuid.UUID(bytes=bytes(digest), version=4)
 
 
 async def metadata(door: Door, request: wire.Request) -> Any:
@@ -57,20 +78,36 @@ async def metadata(door: Door, request: wire.Request) -> Any:
         )
     asked = request.body.topics
     pacer = Pacer()
+    entries: list[tuple[str, Any]] = []  # each topic's name, and its answer when made already
     if asked is not None:
-        names = list(dict.fromkeys(t.name for t in asked))  # each once, in the order first named
+        seen: set[str | uuid.UUID] = set()
+        names_by_id: dict[uuid.UUID, str] | None = None  # made once, when a topic is named by its id
+        for entry in asked:
+            name, topic_id = entry.name, getattr(entry, "topic_id", None)
+            if name is None and topic_id is not None and topic_id != ZERO_TOPIC_ID:
+                if names_by_id is None:
+                    names_by_id = await _names_by_id(door, pacer)
+                key: str | uuid.UUID | None = topic_id
+                name = names_by_id.get(topic_id)
+                answer = _by_id(door, cls, topic_id, name, alive)
+            else:
+                key, answer = name, None
+            if key is None or key in seen:
+                continue  # each once, in the order first named; an entry naming nothing is left out
+            seen.add(key)
+            entries.append((name or "", answer))
+            await pacer.step()
     else:
-        names = []
         for name in view.topics():
             if not name.startswith("__") and _describes(door, name):
-                names.append(name)
+                entries.append((name, None))
             await pacer.step()
     created: dict[str, ErrorCode] = {}
     if asked is not None and door.topic_defaults.auto_create and _allows_creation(request.body):
-        created = await _create_missing(door, names, pacer)
+        created = await _create_missing(door, [name for name, answer in entries if answer is None], pacer)
     topics = []
-    for name in names:
-        topics.append(_topic(door, cls, name, alive, created.get(name)))
+    for name, answer in entries:
+        topics.append(answer or _topic(door, cls, name, alive, created.get(name)))
         await pacer.step(1 + len(topics[-1].partitions))
     controller = view.controller()
     return wire.build(
@@ -81,6 +118,33 @@ async def metadata(door: Door, request: wire.Request) -> Any:
         controller_id=broker_id(controller) if controller is not None else NO_LEADER,
         topics=tuple(topics),
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        error_code=ErrorCode.none,
+    )
+
+
+async def _names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+    view = door.node.metadata
+    found = {}
+    for name in view.topics():
+        with contextlib.suppress(UnknownTopic):  # deleted since it was listed
+            found[kafka_topic_id(door.cluster_id, view.topic(name))] = name
+        await pacer.step()
+    return found
+
+
+def _by_id(door: Door, cls: type, topic_id: uuid.UUID, name: str | None, alive: set[str]) -> Any:
+    """A topic asked for by its id (v12+): its answer, or the refusal that names no topic."""
+    if name is not None and _describes(door, name):
+        return None  # answered as a topic named, below
+    error = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+    return wire.build(
+        wire.sibling(cls, "MetadataResponseTopic"),
+        error_code=error,
+        name=None,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
@@ -155,6 +219,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
             topic_cls,
             error_code=error,
             name=name,
+            topic_id=ZERO_TOPIC_ID,
             is_internal=False,
             partitions=(),
             topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
@@ -180,6 +245,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
         topic_cls,
         error_code=ErrorCode.none,
         name=name,
+        topic_id=kafka_topic_id(door.cluster_id, topic),
         is_internal=name.startswith("__"),
         partitions=tuple(partitions),
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,

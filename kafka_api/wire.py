@@ -14,16 +14,13 @@ import datetime
 import functools
 import struct
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import IO, Any, TypeVar, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-# Requests a widely used client sends with bytes after them, taken as Kafka's broker takes them (it does not
-# look past a request's end): (api key, version) -> the bytes. librdkafka (2.16 and before) writes
-# AlterUserScramCredentials' empty tagged fields twice.
-CLIENT_TRAILERS = {(51, 0): b"\0"}
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
 NO_THROTTLE = datetime.timedelta(0)
@@ -72,21 +69,75 @@ def response_class(api_key: int, version: int) -> Any:
     return load_response_schema(api_key, version)
 
 
+def _trailing_zero(body: bytes) -> bytes | None:
+    return body[:-1] if body.endswith(b"\0") else None
+
+
+def _null_topics_in_four_bytes(body: bytes) -> bytes | None:
+    return b"\0" + body[4:] if body.startswith(b"\0\0\0\0") else None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSlip:
+    """A request that a widely used client sends in bytes that are not its schema's, and what it meant: a
+    body that does not decode as sent, or leaves bytes over, is decoded once more as ``mend`` makes it (None:
+    not this slip). Only these slips are forgiven; anything else that does not decode is refused."""
+
+    client: str
+    what: str
+    mend: Callable[[bytes], bytes | None]
+
+
+_ALTER_USER_SCRAM_TRAILER = ClientSlip(
+    "librdkafka 2.16 and before",
+    "AlterUserScramCredentials' empty tagged fields written twice: the byte after the request is dropped, "
+    "as Kafka's broker drops it (it does not look past a request's end)",
+    _trailing_zero,
+)
+_METADATA_ALL_TOPICS = ClientSlip(
+    "librdkafka 2.16 (issue 5049; master as of 2026)",
+    "a flexible Metadata request for all topics leaves the four bytes it reserved for the topic count "
+    "as they were, 00 00 00 00, where the compact null array it means is the one byte 00: the three bytes "
+    "after it are dropped. Kafka's broker reads those zeros as the next fields (allow_auto_topic_creation "
+    "false, no authorized operations) and the rest as tagged fields or past the end: every topic either "
+    "way, and raftlog never creates topics from Metadata nor answers authorized operations",
+    _null_topics_in_four_bytes,
+)
+CLIENT_SLIPS: dict[tuple[int, int], ClientSlip] = {
+    (51, 0): _ALTER_USER_SCRAM_TRAILER,
+    **{(3, version): _METADATA_ALL_TOPICS for version in range(9, 14)},
+}
+
+
 def parse(frame: bytes) -> Request:
     """Decode a whole request frame (without its size prefix) whose API and version are supported.
-    Raises MalformedRequest: bytes that do not decode, or bytes left over."""
+    Raises MalformedRequest: bytes that do not decode, or bytes left over (but a known ``CLIENT_SLIPS``)."""
     key, version, _ = peek(frame)
     cls = request_class(key, version)
     try:
         header, used = entity_reader(cls.__header_schema__)(frame, 0)
-        body, size = entity_reader(cls)(frame, used)
     except Exception as exc:  # kio's reader raises its own errors and the C extension's
         raise MalformedRequest(f"{cls.__name__} v{version} does not decode: {exc!r}") from None
-    if used + size != len(frame) and frame[used + size :] != CLIENT_TRAILERS.get((key, version)):
-        raise MalformedRequest(
-            f"{cls.__name__} v{version}: {len(frame) - used - size} bytes after the request"
-        )
+    body, refusal = _body(cls, version, frame, used)
+    slip = CLIENT_SLIPS.get((key, version))
+    if refusal is not None and slip is not None:
+        mended = slip.mend(frame[used:])
+        if mended is not None:
+            body, _ = _body(cls, version, mended, 0)
+    if body is None:
+        raise MalformedRequest(refusal)
     return Request(key, version, header.correlation_id, getattr(header, "client_id", None), body)
+
+
+def _body(cls: Any, version: int, frame: bytes, start: int) -> tuple[Any, str | None]:
+    """(the body, None) when ``frame`` from ``start`` is exactly one body of ``cls``, else (None, why)."""
+    try:
+        body, size = entity_reader(cls)(frame, start)
+    except Exception as exc:  # kio's reader raises its own errors and the C extension's
+        return None, f"{cls.__name__} v{version} does not decode: {exc!r}"
+    if start + size != len(frame):
+        return None, f"{cls.__name__} v{version}: {len(frame) - start - size} bytes after the request"
+    return body, None
 
 
 BY_REFERENCE_BYTES = 16 * 1024  # a bytes value this large (a fetch's records) joins a frame uncopied

@@ -70,6 +70,64 @@ def test_the_byte_librdkafka_writes_after_alter_user_scram_credentials_is_taken_
         wire.parse(LIBRDKAFKA_ALTER_USER_SCRAM_CREDENTIALS[:-1] + b"\1")
 
 
+# What librdkafka 2.16.0 (confluent-kafka 2.16.1) sent for all topics, a consumer's (allow.auto.create.topics
+# false) and an AdminClient.list_topics (true), at each flexible version of Metadata a broker offered it:
+# the topic count is the four bytes it reserved, 00 00 00 00, never shrunk to the compact null array's 00
+# (librdkafka issue 5049). Without mending, kio reads three of the zeros as the booleans and the next byte
+# as a count of tagged fields ("Unknown tagged field tag: 0"), or finds three bytes after the request.
+LIBRDKAFKA_ALL_TOPICS = {
+    (9, False): "0003000900000003000772646b61666b61000000000000000000",
+    (9, True): "0003000900000003000772646b61666b61000000000001000000",
+    (10, True): "0003000a00000003000772646b61666b61000000000001000000",
+    (11, False): "0003000b00000003000772646b61666b610000000000000000",
+    (12, False): "0003000c00000003000772646b61666b610000000000000000",
+    (12, True): "0003000c00000003000772646b61666b610000000000010000",
+    (13, False): "0003000d00000003000772646b61666b610000000000000000",
+    (13, True): "0003000d00000003000772646b61666b610000000000010000",
+}
+# and, well formed, its request for brokers only (an empty array) and for topic "t" (v12: the zero topic id)
+LIBRDKAFKA_BROKERS_ONLY_V9 = "0003000900000002000772646b61666b61000100000000"
+LIBRDKAFKA_ONE_TOPIC_V12 = (
+    "0003000c00000002000772646b61666b61000200000000000000000000000000000000027400000000"
+)
+
+
+@pytest.mark.parametrize(("version", "auto_create"), sorted(LIBRDKAFKA_ALL_TOPICS))
+def test_librdkafkas_metadata_for_all_topics_is_read_as_it_means(version: int, auto_create: bool) -> None:
+    frame = bytes.fromhex(LIBRDKAFKA_ALL_TOPICS[version, auto_create])
+    request = wire.parse(frame)
+    assert (request.api_key, request.api_version, request.client_id) == (3, version, "rdkafka")
+    assert request.body.topics is None  # every topic
+    assert request.body.allow_auto_topic_creation is auto_create
+    assert request.body.include_topic_authorized_operations is False
+    assert getattr(request.body, "include_cluster_authorized_operations", False) is False
+    with pytest.raises(wire.MalformedRequest):
+        wire.parse(frame + b"\1")  # mended or not, a byte too many
+    header_end = len(frame) - (4 if version >= 11 else 5) - 3
+    assert frame[header_end : header_end + 4] == b"\0\0\0\0"
+    with pytest.raises(wire.MalformedRequest):  # only those four zeros are mended
+        wire.parse(frame[:header_end] + b"\0\0\0\2" + frame[header_end + 4 :])
+
+
+def test_librdkafkas_well_formed_metadata_requests_read_as_sent() -> None:
+    brokers_only = wire.parse(bytes.fromhex(LIBRDKAFKA_BROKERS_ONLY_V9))
+    assert brokers_only.body.topics == ()
+    one = wire.parse(bytes.fromhex(LIBRDKAFKA_ONE_TOPIC_V12))
+    assert [(t.name, t.topic_id) for t in one.body.topics] == [("t", None)]  # kio reads the zero id as None
+
+
+def test_a_metadata_request_with_four_zeros_is_mended_only_where_librdkafka_sends_it() -> None:
+    # v8 and before: not flexible, the count is an int32 and four zeros are an empty array, read as sent
+    v8 = _frame(3, 8, _metadata_request(8))
+    body = v8[len(v8) - 3 - len(b"orders") - 2 - 4 :]
+    assert wire.parse(v8).body.topics[0].name == "orders" and body.startswith(b"\0\0\0\1")
+    well_formed = _frame(3, 13, wire.build(wire.request_class(3, 13), topics=None,
+                                            allow_auto_topic_creation=False,
+                                            include_topic_authorized_operations=False))  # fmt: skip
+    assert well_formed.endswith(b"\0\0\0\0")  # null, false, false, no tagged fields: taken as sent
+    assert wire.parse(well_formed).body.topics is None
+
+
 def test_a_response_frame_carries_its_size_and_correlation_id() -> None:
     frame = b"".join(wire.encode(99, versions_response(3, ErrorCode.none)))
     (size,) = struct.unpack_from(">i", frame)

@@ -1,15 +1,21 @@
 """Leader epochs over Kafka's wire (KIP-101, KIP-320) against a real 3-node cluster: Metadata's epochs,
 OffsetForLeaderEpoch's answers and refusals, the epoch checks of Fetch and ListOffsets, and a librdkafka
-consumer reading on across a SIGKILL of the partition's leader while the epoch it is told rises."""
+consumer validating its position with OffsetForLeaderEpoch after a SIGKILL of the partition's leader, then
+reading on."""
 
 from __future__ import annotations
 
 import datetime
+import logging
+import re
+import struct
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka_fixtures import RawKafka, http_client
 from kio.schema.errors import ErrorCode
 
@@ -18,6 +24,8 @@ from raftlog_client.local_cluster import LocalCluster
 
 METADATA, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 3, 1, 2, 23
 EARLIEST, LATEST = -2, -1
+# librdkafka 2.16's Metadata v12 for all topics, correlation id 3 (tests/kafka_api/test_kafka_wire.py)
+LIBRDKAFKA_ALL_TOPICS_V12 = bytes.fromhex("0003000c00000003000772646b61666b610000000000000000")
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
@@ -173,21 +181,125 @@ def test_offset_for_leader_epoch_answers_and_refuses_as_kafka(kafka_cluster: Loc
         follower.close()
 
 
-def test_a_consumer_reads_on_across_a_leader_kill_while_the_epoch_rises(kafka_cluster: LocalCluster) -> None:
-    """librdkafka 2.16 trusts leader epochs only from Metadata v9 on (``rd_kafka_has_reliable_leader_epochs``)
-    and raftlog serves v8: it reads on without validating its position, sending -1 as its current epoch;
-    the epochs of what it reads and of Metadata are checked here."""
+def metadata_at(raw: RawKafka, version: int, topics: list[tuple[str | None, uuid.UUID | None]] | None) -> Any:
+    cls = wire.request_class(METADATA, version)
+    entry = wire.sibling(cls, "MetadataRequestTopic")
+    asked = None if topics is None else tuple(wire.build(entry, name=n, topic_id=i) for n, i in topics)
+    body = wire.build(
+        cls,
+        topics=asked,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    return raw.call(METADATA, version, body)
+
+
+def test_metadata_v9_to_v13_answers_epochs_topic_ids_and_librdkafkas_all_topics(
+    kafka_cluster: LocalCluster,
+) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("epochs-ids", 2, 3)
+        client.create_topic("epochs-gone", 1, 3)
+    produce(kafka_cluster, "epochs-ids", [b"x"])
+    wait_for(lambda: leader_and_epoch(kafka_cluster, "epochs-ids", "n1"), "a leader of epochs-ids/0")
+    ids = set()
+    for address in kafka_cluster.kafka.values():
+        raw = RawKafka(address)
+        try:
+            for version in (9, 10, 11, 12, 13):
+                answer = metadata_at(raw, version, [("epochs-ids", None), ("no-such-topic", None)])
+                found, missing = answer.topics
+                assert found.error_code == ErrorCode.none and len(found.partitions) == 2
+                assert all(p.leader_epoch >= 1 for p in found.partitions if p.leader_id >= 0)
+                assert missing.error_code == ErrorCode.unknown_topic_or_partition
+                if version >= 10:
+                    assert found.topic_id not in (None, uuid.UUID(int=0), uuid.UUID(int=1))
+                    assert missing.topic_id in (None, uuid.UUID(int=0))  # Kafka's zero: no id
+                    ids.add(found.topic_id)
+                if version >= 13:
+                    assert answer.error_code == ErrorCode.none
+        finally:
+            raw.close()
+    (topic_id,) = ids  # every node answers the same id at every version
+    raw = RawKafka(kafka_cluster.kafka["n2"])
+    try:
+        by_id, unknown = metadata_at(raw, 12, [(None, topic_id), (None, uuid.UUID(int=7))]).topics
+        assert (by_id.error_code, by_id.name, by_id.topic_id) == (ErrorCode.none, "epochs-ids", topic_id)
+        assert (unknown.error_code, unknown.name) == (ErrorCode.unknown_topic_id, None)
+        # what librdkafka sends for all topics (four bytes where the null array's one belongs), answered
+        raw.send_raw(struct.pack(">i", len(LIBRDKAFKA_ALL_TOPICS_V12)) + LIBRDKAFKA_ALL_TOPICS_V12)
+        raw.correlation_id = 3  # the frame's own
+        every = raw.answer(METADATA, 12)
+        assert {"epochs-ids", "epochs-gone"} <= {t.name for t in every.topics}
+        gone = next(t.topic_id for t in every.topics if t.name == "epochs-gone")
+        assert gone not in (topic_id, uuid.UUID(int=0))
+    finally:
+        raw.close()
+    # librdkafka's own all-topics request through its AdminClient, then a name deleted and created again:
+    # another topic, with another id
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    assert {"epochs-ids", "epochs-gone"} <= set(admin.list_topics(timeout=30).topics)
+    admin.delete_topics(["epochs-gone"])["epochs-gone"].result(timeout=60)
+    wait_for(lambda: "epochs-gone" not in admin.list_topics(timeout=30).topics, "epochs-gone deleted")
+    with http_client(kafka_cluster) as client:
+        client.create_topic("epochs-gone", 1, 3)
+
+    def again() -> uuid.UUID | None:
+        raw = RawKafka(kafka_cluster.kafka["n1"])
+        try:
+            (topic,) = metadata_at(raw, 12, [("epochs-gone", None)]).topics
+        finally:
+            raw.close()
+        return topic.topic_id if topic.error_code == ErrorCode.none and topic.topic_id != gone else None
+
+    wait_for(again, "epochs-gone created again, with a new id")
+    raw = RawKafka(kafka_cluster.kafka["n3"])
+    try:
+        (old,) = metadata_at(raw, 12, [(None, gone)]).topics
+        assert old.error_code == ErrorCode.unknown_topic_id
+    finally:
+        raw.close()
+
+
+class LibrdkafkaLog(logging.Handler):
+    """librdkafka's debug lines, as confluent-kafka hands them to a ``logger`` while the client polls."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def matching(self, pattern: str) -> list[re.Match[str]]:
+        return [m for m in (re.search(pattern, line) for line in list(self.lines)) if m is not None]
+
+
+def test_a_librdkafka_consumer_validates_its_position_after_a_leader_kill(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """librdkafka trusts leader epochs only from Metadata v9 on (``rd_kafka_has_reliable_leader_epochs``):
+    served v9+, a consumer that sees the epoch rise after its leader is SIGKILLed asks the new leader
+    where the epoch of the last record it read ends (OffsetForLeaderEpoch), is told its own position, and
+    reads on from there: nothing lost, nothing read twice."""
     topic = "epochs-failover"
     with http_client(kafka_cluster) as client:
         client.create_topic(topic, 1, 3)
     produce(kafka_cluster, topic, [b"%d" % i for i in range(300)])
     leader, first_epoch = wait_for(lambda: leader_and_epoch(kafka_cluster, topic, "n1"), "a leader")
+    log = LibrdkafkaLog()
+    logger = logging.getLogger(f"librdkafka.{topic}")
+    logger.addHandler(log)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
     consumer = Consumer({
         "bootstrap.servers": kafka_cluster.bootstrap_servers,
         "group.id": "epochs-reader",
         "enable.auto.commit": False,
         "topic.metadata.refresh.interval.ms": 500,
-    })  # fmt: skip
+        "debug": "fetch,metadata",
+    }, logger=logger)  # fmt: skip
     consumer.assign([TopicPartition(topic, 0, 0)])
     read: list[tuple[int, bytes, int]] = []
 
@@ -209,13 +321,29 @@ def test_a_consumer_reads_on_across_a_leader_kill_while_the_epoch_rises(kafka_cl
             found = leader_and_epoch(kafka_cluster, topic, survivor)
             return found if found is not None and found[0] != leader else None
 
-        _, new_epoch = wait_for(moved, "a new leader")
+        new_leader, new_epoch = wait_for(moved, "a new leader")
         assert new_epoch > first_epoch
         produce(kafka_cluster, topic, [b"%d" % i for i in range(300, 600)])
         consume_until(600)
         assert [offset for offset, _, _ in read] == list(range(600)), "no record lost or read twice"
         assert [value for _, value, _ in read] == [b"%d" % i for i in range(600)]
         assert all(epoch >= new_epoch for _, _, epoch in read[300:])  # written in the new leader's term
+
+        # the validation, as librdkafka logs it: its position 300 in the first epoch, asked of the new
+        # leader, and the answer that the first epoch ends at 300
+        asked = log.matching(
+            rf"/{new_leader[1:]}: {topic} \[0\]: querying broker for epoch validation of offset 300 "
+            rf"\(leader epoch {first_epoch}"
+        )
+        assert asked, "librdkafka asked the new leader for the epoch of its position"
+        validated = log.matching(
+            rf"/{new_leader[1:]}: {topic} \[0\]: offset and epoch validation succeeded: "
+            rf"broker end offset (\d+) \(offset leader epoch (\d+)\)"
+        )
+        assert [(int(m[1]), int(m[2])) for m in validated] == [(300, first_epoch)]
+        # (only its first position, offset 0 from ``assign``, had no epoch to validate)
+        assert not log.matching(r"skipping offset validation for offset [1-9]|not supported|[Tt]runcation")
     finally:
         consumer.close()
+        logger.removeHandler(log)
         kafka_cluster.control("start", leader)

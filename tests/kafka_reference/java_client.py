@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import queue
 import subprocess
+import threading
+import time
 import uuid
-from typing import Any
+from typing import IO, Any
 
 from raftlog_bench.kafka_peer import kafka_libs
 
@@ -34,6 +37,12 @@ class JavaClient:
     ) -> dict[str, Any]:
         """What the scenario observed (its RESULT line); an unexpected failure fails the test with the
         client's output."""
+        with self.start(scenario, settings, topic, argument) as run:
+            return run.result()
+
+    def start(self, scenario: str, settings: dict[str, str], topic: str, argument: str = "") -> JavaRun:
+        """The scenario running, for one that stops half-way (a line it prints, then one it reads on stdin)
+        while the test acts on a cluster."""
         path = self._settings / f"{uuid.uuid4().hex}.properties"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
@@ -44,15 +53,73 @@ class JavaClient:
             "java", "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", classpath,
             "Scenarios", scenario, str(path), topic, argument,
         ]  # fmt: skip
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-        finally:
-            path.unlink()
-        results = [line[len("RESULT ") :] for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        output = done.stdout[-2000:] + done.stderr[-4000:]
-        assert done.returncode == 0 and results, f"{scenario} failed:\n{output}"
-        found: dict[str, Any] = json.loads(results[-1])
+        return JavaRun(scenario, command, path)
+
+
+class JavaRun:
+    """One scenario's JVM: its stdout read line by line (a reader thread, so a wait is bounded), its
+    stdin written, its RESULT line; the settings file goes once the JVM has read it (at its end)."""
+
+    def __init__(self, scenario: str, command: list[str], settings: pathlib.Path) -> None:
+        self.scenario = scenario
+        self._settings = settings
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stdout: list[str] = []
+        self._stderr: list[str] = []
+        threading.Thread(target=self._pump, args=(self._process.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _pump(self, stream: IO[str], lines: queue.Queue[str | None]) -> None:
+        for line in stream:
+            self._stdout.append(line)
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    def _drain(self) -> None:
+        assert self._process.stderr is not None
+        for line in self._process.stderr:
+            self._stderr.append(line)
+
+    def output(self) -> str:
+        return "".join(self._stdout)[-2000:] + "".join(self._stderr)[-4000:]
+
+    def line(self, prefix: str, timeout_s: float = TIMEOUT_S) -> str:
+        """The rest of the first line printed that starts with ``prefix``; fails if the JVM ends first."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                why = f"{self.scenario}: no {prefix!r} within {timeout_s} s:\n{self.output()}"
+                raise AssertionError(why) from None
+            if line is None:
+                self._process.wait(timeout=TIMEOUT_S)
+                raise AssertionError(f"{self.scenario} ended before {prefix!r}:\n{self.output()}")
+            if line.startswith(prefix):
+                return line[len(prefix) :]
+
+    def send(self, line: str) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+
+    def result(self) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.line("RESULT "))
+        code = self._process.wait(timeout=TIMEOUT_S)
+        assert code == 0, f"{self.scenario} failed:\n{self.output()}"
         return found
+
+    def __enter__(self) -> JavaRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait(timeout=TIMEOUT_S)
+        self._settings.unlink(missing_ok=True)
 
 
 def scram_settings(bootstrap: str, ca: str, user: str, password: str, mechanism: str) -> dict[str, str]:

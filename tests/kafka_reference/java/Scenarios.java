@@ -9,12 +9,15 @@
 // to compare with what it expects and with what Apache Kafka answered; an exception the scenario does not
 // expect ends the run with its stack trace and exit code 1.
 
+import java.io.BufferedReader;
 import java.io.FileReader;
+import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
@@ -42,6 +45,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.clients.consumer.LogTruncationException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -64,6 +68,7 @@ public class Scenarios {
             case "admin" -> admin(settings, topic);
             case "refused-topic" -> refusedTopic(settings, topic);
             case "login" -> login(settings);
+            case "epoch-validation" -> epochValidation(settings, topic);
             default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
         };
         System.out.println("RESULT " + json(result));
@@ -114,6 +119,96 @@ public class Scenarios {
         result.put("read", read.size());
         result.put("read_as_written", same);
         return result;
+    }
+
+    // -- leader epochs: a position validated after a leader change (KIP-320) --------------------------
+
+    /**
+     * A consumer by assignment reads 200 records written in the leader's epoch, then prints
+     * "POSITIONED {leader, epoch}" and waits for a line on stdin: the test SIGKILLs that leader meanwhile.
+     * After it, 200 more records go to the new leader and the consumer reads on: its position, carrying the
+     * epoch of the last record it read, is validated with OffsetForLeaderEpoch against the new leader (the
+     * epoch ends at 200, where it stands) and nothing is lost or read twice. Then it seeks to 250 claiming the
+     * first epoch, which ended at 200: validation finds the log diverging, and with auto.offset.reset=none
+     * the next poll throws LogTruncationException naming 200 and that epoch.
+     */
+    static Map<String, Object> epochValidation(Properties settings, String topic) throws Exception {
+        create(settings, topic, 1, Map.of());
+        TopicPartition partition = new TopicPartition(topic, 0);
+        produceRange(settings, topic, 0, 200);
+        Properties consuming = consumer(settings, null);
+        consuming.put("auto.offset.reset", "none");
+        consuming.put("metadata.max.age.ms", "500");
+        Map<String, Object> result = new TreeMap<>();
+        List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consuming)) {
+            consumer.assign(List.of(partition));
+            consumer.seekToBeginning(List.of(partition));
+            readUntil(consumer, read, 200);
+            int firstEpoch = read.get(199).leaderEpoch().orElse(-1);
+            int leader;
+            try (Admin admin = Admin.create(settings)) {
+                leader = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS)
+                    .get(topic).partitions().get(0).leader().id();
+            }
+            System.out.println("POSITIONED " + json(Map.of("leader", leader, "epoch", firstEpoch)));
+            System.out.flush();
+            String go = new BufferedReader(new InputStreamReader(System.in)).readLine();
+            if (!"GO".equals(go)) {
+                throw new IllegalStateException("expected GO on stdin, got " + go);
+            }
+            produceRange(settings, topic, 200, 400);
+            readUntil(consumer, read, 400);
+            List<Long> offsets = read.stream().map(ConsumerRecord::offset).collect(Collectors.toList());
+            boolean valuesInOrder = true;
+            for (int i = 0; i < read.size(); i++) {
+                valuesInOrder &= new String(read.get(i).value()).equals("epoch-" + i);
+            }
+            int lastEpoch = read.get(read.size() - 1).leaderEpoch().orElse(-1);
+            result.put("read", read.size());
+            result.put("dense_once_in_order", offsets.equals(range(400)) && valuesInOrder);
+            result.put("epoch_rose", lastEpoch > firstEpoch);
+            result.put("position_after", consumer.position(partition));
+
+            consumer.seek(partition, new OffsetAndMetadata(250, Optional.of(firstEpoch), ""));
+            Object truncation = "none";
+            long deadline = System.currentTimeMillis() + PATIENCE_MS;
+            while (truncation.equals("none") && System.currentTimeMillis() < deadline) {
+                try {
+                    consumer.poll(POLL);
+                } catch (LogTruncationException diverged) {
+                    OffsetAndMetadata at = diverged.divergentOffsets().get(partition);
+                    truncation = Map.of(
+                        "offset", at.offset(),
+                        "epoch_is_first", at.leaderEpoch().equals(Optional.of(firstEpoch)));
+                }
+            }
+            result.put("stale_epoch_seek", truncation);
+        }
+        return result;
+    }
+
+    static void produceRange(Properties settings, String topic, int from, int to) throws Exception {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producer(settings))) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = from; i < to; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, 0, null, ("epoch-" + i).getBytes())));
+            }
+            for (var future : sent) {
+                future.get(120, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    static void readUntil(KafkaConsumer<byte[], byte[]> consumer, List<ConsumerRecord<byte[], byte[]>> read,
+                          int count) {
+        long deadline = System.currentTimeMillis() + 2 * PATIENCE_MS;
+        while (read.size() < count && System.currentTimeMillis() < deadline) {
+            consumer.poll(POLL).forEach(read::add);
+        }
+        if (read.size() < count) {
+            throw new IllegalStateException(read.size() + " of " + count + " records read");
+        }
     }
 
     // -- a consumer group with an assignor --------------------------------------------------------
