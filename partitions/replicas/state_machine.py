@@ -33,6 +33,11 @@ go) and is kept in the snapshot, so a replica that installs one moves its start 
 inside a batch, which stays and is served whole, as Kafka serves it; a replica behind its peers whose start
 passes its log's end is restarted there by recovery, which then copies that batch whole.
 
+Compacted logs (``raftlog.storage.cleaner``): each replica's cleaner rewrites batches below its log's
+``compacted_below`` (recorded, fsynced, before it rewrites any), keeping every kept record's offset; a
+replayed produce below it is passed over, not compared, as its batch was rewritten on purpose. Recovery
+records the same before it appends a peer's compacted batches.
+
 Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
 its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
 pure function: every replica gets the same bytes, those ``raftlog log migrate`` wrote for the batch once

@@ -629,8 +629,9 @@ class Log(Closing):
 
     def truncate(self, offset: int) -> None:
         """Discard every record at or after ``offset`` (a batch boundary). Used by a replica to drop entries
-        its leader never committed. Later segments are deleted newest first, so a crash midway leaves a
-        consistent prefix."""
+        its leader never committed, and by recovery to take a peer's compacted batch in place of the records
+        it covers (``partitions.replicas.recovery``). Later segments are deleted newest first, so a crash
+        midway leaves a consistent prefix."""
         with self._lock:
             self._check_writable()
             self._check_offset(offset)
