@@ -267,9 +267,13 @@ def _note(log_: Log, dirty_from: int | None = None, rewritten_below: int = 0) ->
         return moved
 
 
+class CleanerStopped(Exception):
+    """The node is closing: the pass in progress ends where it is (its staged files removed)."""
+
+
 class Pacer:
-    """A token bucket of ``rate_bytes_per_s`` (burst: one second's worth); ``take`` waits for room, or
-    returns at once once ``stop`` is set."""
+    """A token bucket of ``rate_bytes_per_s`` (burst: one second's worth); ``take`` waits for room, and
+    raises ``CleanerStopped`` once ``stop`` is set, so a closing node does not wait for a long pass."""
 
     def __init__(self, rate_bytes_per_s: float, stop: threading.Event) -> None:
         self.rate = rate_bytes_per_s
@@ -278,6 +282,8 @@ class Pacer:
         self._at = time.monotonic()
 
     def take(self, amount: int) -> None:
+        if self._stop.is_set():
+            raise CleanerStopped
         now = time.monotonic()
         self._tokens = min(self.rate, self._tokens + (now - self._at) * self.rate) - amount
         self._at = now
@@ -328,6 +334,8 @@ class Cleaner:
             try:
                 report = clean_log(each, now_ms, self.keys_max, self._pacer.take)
                 lag += self._lag(each, now_ms)
+            except CleanerStopped:
+                break
             except (RaftlogError, OSError):
                 self.stats.failures += 1
                 log.exception("compaction of %s failed", each.directory)

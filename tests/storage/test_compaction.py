@@ -450,3 +450,25 @@ def test_raftlog_log_verify_and_dump_read_a_compacted_log(tmp_path):
         (r.offset, r.key, r.value) for _, records in dump_batches(str(tmp_path / "log")) for r in records
     ]
     assert dumped == kept
+
+
+def test_a_closing_cleaner_ends_its_pass_where_it_is_and_leaves_the_log_whole(tmp_path):
+    clock = FakeClock()
+    log, before = _build(tmp_path / "log", clock)
+    cleaner = Cleaner(lambda: [log], clock, rate_bytes_per_s=1 << 30)
+    real_take = cleaner._pacer.take
+    taken = {"bytes": 0}
+
+    def take(amount):  # the node closes once the pass has read a little
+        taken["bytes"] += amount
+        if taken["bytes"] > 2000:
+            cleaner._stop.set()
+        real_take(amount)
+
+    cleaner._pacer.take = take
+    assert cleaner.run_once(clock()) == []
+    assert not [n for n in os.listdir(tmp_path / "log") if n.endswith((STAGED, SWAP))]
+    rows = as_rows(read_all(log))
+    assert set(rows) <= set(before) and rows == sorted(rows)
+    assert_dense(log)
+    log.close()
