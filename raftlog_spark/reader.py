@@ -9,6 +9,7 @@ everything ``read`` needs to know about its range.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Iterator, Mapping
 
@@ -132,11 +133,14 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
                     time.sleep(EMPTY_PAGE_WAIT_MS / 1000)
                 continue
             stalled_since = None
-            if page.offsets[0] != offset:
+            if page.offsets[0] < offset:
                 raise RaftlogSparkError(f"{where}: asked for offset {offset}, got {page.offsets[0]} first")
-            count = min(len(page.offsets), part.end - offset)
-            yield record_batch(part.topic, part.partition, page, count)
-            offset += count
+            # a compacted topic's offsets have gaps (the records compaction removed): the page's first
+            # record may lie past the offset asked, and the range ends with its last record below the end
+            count = bisect.bisect_left(page.offsets, part.end)
+            if count:
+                yield record_batch(part.topic, part.partition, page, count)
+            offset = page.offsets[count - 1] + 1 if count == len(page.offsets) else part.end
 
 
 class BatchReader(DataSourceReader):

@@ -37,7 +37,9 @@ class SparkTestCluster:
         return ",".join(self.urls)
 
     def start(self) -> None:
-        self.local = LocalCluster(self.root, serve_args=[f"--retention-check-ms={RETENTION_CHECK_MS}"])
+        self.local = LocalCluster(
+            self.root, serve_args=[f"--retention-check-ms={RETENTION_CHECK_MS}", "--cleaner-interval-ms=200"]
+        )
         self.local.start()
 
     def stop(self) -> None:
