@@ -3,9 +3,9 @@
 #   scripts/bootstrap.sh cluster   what a node needs (make dev): raftlog and its dependencies; a C compiler
 #                                  and Python's headers build the record reader
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
-#                                  Debian's kcat, zsh, fish, fuse3 and promtool, as users run them, and
-#                                  Apache Kafka's jars from Maven Central (scripts/kafka/install.sh) and a
-#                                  Go toolchain (scripts/go_toolchain.sh)
+#                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
+#                                  promtool, as users run them, Apache Kafka's jars from Maven Central
+#                                  (scripts/kafka/install.sh) and a Go toolchain (scripts/go_toolchain.sh)
 # Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,4 +79,17 @@ if [ ! -x .venv/bin/promtool ]; then
         apt-get update -qq && apt-get download prometheus >/dev/null 2>&1; }; })
     dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked"
     install -m 0755 "$work/unpacked/usr/bin/promtool" .venv/bin/promtool
+fi
+# quixstreams, the stream processor of tests/kafka_api/test_quixstreams.py: every release pins a
+# confluent-kafka older than the tests' own, so it gets a virtualenv of its own inside .venv, reinstalled
+# when its requirements change
+quix_requirements=examples/quixstreams-requirements.txt
+quix_stamp=.venv/quixstreams/.installed-$(sha256sum <"$quix_requirements" | cut -c1-16)
+if [ ! -f "$quix_stamp" ]; then
+    echo "bootstrap: installing quixstreams into .venv/quixstreams (the first time: ~130 MB)" >&2
+    "$PYTHON" -m venv .venv/quixstreams
+    .venv/quixstreams/bin/python -m pip install --quiet --upgrade pip
+    .venv/quixstreams/bin/python -m pip install --progress-bar on -r "$quix_requirements" >&2
+    rm -f .venv/quixstreams/.installed-*
+    touch "$quix_stamp"
 fi

@@ -1,0 +1,272 @@
+"""A stream processor from PyPI, unchanged, on a real 3-node cluster: quixstreams running
+``examples/quixstreams_totals.py``, a running total per key in its RocksDB state store, as a separate
+process. quixstreams creates the store's changelog topic itself, compacted (DescribeConfigs says so); the
+test gives it small segments so the nodes' cleaners compact it while the processor runs.
+
+What is asserted, under quixstreams' default at-least-once: after every fault, each key's latest output
+reflects every reading produced so far, exactly (its ``seq`` is the key's last reading, its ``sum`` the
+sum of all its readings: a reading read twice is skipped by its sequence, never added twice), no output
+ever saw a reading missing (``gap``), and ``processed`` (every hand-over, replays included) is at least
+the number of readings. The faults: kill -9 of the processor (it restores its store from the changelog),
+kill -9 of the node leading the changelog partition (restarted), and, once the changelog is compacted,
+kill -9 of the processor with its state directory deleted (it rebuilds its store from the compacted
+changelog alone)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+
+from raftlog_client.local_cluster import LocalCluster
+
+# quixstreams needs confluent-kafka < 2.13: scripts/bootstrap.sh gives it a virtualenv inside .venv
+QUIX_PYTHON = Path(sys.prefix) / "quixstreams" / "bin" / "python"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quixstreams_totals.py"
+SOURCE, SINK, GROUP = "readings", "totals", "totals"
+CHANGELOG_PREFIX = f"changelog__{GROUP}--"
+KEYS = 20
+READINGS_PER_STEP = 600
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+def metric(url: str, name: str) -> float:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    directory = tmp_path_factory.mktemp("quixstreams")
+    with LocalCluster(str(directory), nodes=3, serve_args=["--cleaner-interval-ms", "200"]) as running:
+        yield running
+
+
+class Processor:
+    """The example as its own process (so kill -9 is real), its output in ``log``."""
+
+    def __init__(self, cluster: LocalCluster, state_dir: Path, log: Path) -> None:
+        if not QUIX_PYTHON.exists():
+            pytest.fail(f"{QUIX_PYTHON} is missing: scripts/bootstrap.sh test makes it")
+        self.argv = [
+            str(QUIX_PYTHON), str(EXAMPLE), "--broker", cluster.bootstrap_servers, "--source", SOURCE,
+            "--sink", SINK, "--group", GROUP, "--state-dir", str(state_dir), "--commit-every", "50",
+            # a restarted processor waits for its killed self to leave the group: 8 s, not Kafka's 45
+            "--session-timeout-ms", "8000",
+        ]  # fmt: skip
+        self.state_dir = state_dir
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(30)
+        self.process = None
+
+    def check_alive(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            tail = self.log.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"the processor exited; its log ends:\n{tail}")
+
+
+class Readings:
+    """Produces the readings and remembers what each key's total must be."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.producer = Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True, "linger.ms": 5}
+        )
+        self.random = random.Random(39)
+        self.seq = dict.fromkeys(range(KEYS), 0)
+        self.sum = dict.fromkeys(range(KEYS), 0)
+
+    def produce(self, count: int) -> None:
+        for _ in range(count):
+            key = self.random.randrange(KEYS)
+            amount = self.random.randrange(1, 1000)
+            self.seq[key] += 1
+            self.sum[key] += amount
+            value = json.dumps({"seq": self.seq[key], "amount": amount}).encode()
+            self.producer.produce(SOURCE, key=b"k%d" % key, value=value, partition=0)
+            self.producer.poll(0)
+        assert self.producer.flush(60) == 0, "every reading acknowledged"
+
+
+class Totals:
+    """Reads the processor's outputs as they come: each key's latest, and whether any saw a gap."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.consumer = Consumer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "totals-checker",
+             "enable.auto.commit": False, "isolation.level": "read_uncommitted"}
+        )  # fmt: skip
+        self.consumer.assign([TopicPartition(SINK, 0, 0)])
+        self.latest: dict[int, dict[str, Any]] = {}
+        self.gaps: list[tuple[bytes, dict[str, Any]]] = []
+        self.outputs = 0
+
+    def poll(self, processor: Processor) -> None:
+        processor.check_alive()
+        for message in self.consumer.consume(500, 0.2):
+            if message.error():
+                raise KafkaException(message.error())
+            total = json.loads(message.value())
+            key = int(message.key().decode().removeprefix("k"))
+            self.latest[key], self.outputs = total, self.outputs + 1
+            if total["gap"]:
+                self.gaps.append((message.key(), total))
+
+    def outputs_reach(self, count: int, processor: Processor, timeout_s: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.outputs < count:
+            assert time.monotonic() < deadline, f"not {count} outputs in {timeout_s} s but {self.outputs}"
+            self.poll(processor)
+
+    def caught_up(self, readings: Readings, processor: Processor, timeout_s: float = 90.0) -> None:
+        """Every key's latest output shows its last reading; then the totals are checked exactly."""
+        deadline = time.monotonic() + timeout_s
+        written = [key for key in range(KEYS) if readings.seq[key]]
+        while any(self.latest.get(key, {}).get("seq") != readings.seq[key] for key in written):
+            assert time.monotonic() < deadline, f"the outputs did not catch up in {timeout_s} s"
+            self.poll(processor)
+        assert not self.gaps, f"no output ever saw a reading missing: {self.gaps[:5]}"
+        for key in written:
+            total = self.latest[key]
+            assert total["sum"] == readings.sum[key], f"k{key}: every reading added once: {total}"
+            assert total["processed"] >= readings.seq[key], f"k{key}: at least once: {total}"
+
+
+def describe(admin: AdminClient, topic: str) -> dict[str, str]:
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+    entries = next(iter(described.values())).result(timeout=30)
+    return {name: entry.value for name, entry in entries.items()}
+
+
+def leader(admin: AdminClient, topic: str) -> str:
+    partition = admin.list_topics(topic, timeout=30).topics[topic].partitions[0]
+    return f"n{partition.leader}"
+
+
+def changelog_topic(admin: AdminClient) -> str | None:
+    return next((t for t in admin.list_topics(timeout=30).topics if t.startswith(CHANGELOG_PREFIX)), None)
+
+
+def changelog_records(cluster: LocalCluster, topic: str) -> tuple[int, int]:
+    """How many records the changelog holds, and its high watermark (how many were written)."""
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "changelog-reader",
+         "enable.auto.commit": False, "enable.partition.eof": True}
+    )  # fmt: skip
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        count, deadline = 0, time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    return count, high
+                raise KafkaException(message.error())
+            count += 1
+        raise AssertionError("the changelog was not read to its end")
+    finally:
+        consumer.close()
+
+
+def test_quixstreams_keeps_exact_totals_across_processor_and_node_crashes(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    for topic in admin.create_topics([NewTopic(SOURCE, 1, 3), NewTopic(SINK, 1, 3)]).values():
+        topic.result(timeout=30)
+    processor = Processor(cluster, tmp_path / "state", tmp_path / "processor.log")
+    readings, totals = Readings(cluster), Totals(cluster)
+    try:
+        processor.start()
+        # quixstreams creates its store's changelog, compacted, replicated as its source topic is
+        changelog = wait_for(lambda: changelog_topic(admin), "quixstreams created its changelog topic")
+        assert describe(admin, changelog)["cleanup.policy"] == "compact"
+        assert len(admin.list_topics(changelog, timeout=30).topics[changelog].partitions[0].replicas) == 3
+        # small segments, so the nodes' cleaners compact the changelog while the processor runs
+        small = [
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in (("segment.bytes", "4096"), ("min.cleanable.dirty.ratio", "0.01"))
+        ]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, changelog, incremental_configs=small)
+        next(iter(admin.incremental_alter_configs([resource]).values())).result(timeout=30)
+
+        readings.produce(READINGS_PER_STEP)
+        totals.caught_up(readings, processor)
+
+        # kill -9 of the processor in the middle of a stream of readings (between two of its checkpoints,
+        # likely): its store comes back from the local RocksDB and the changelog, and what it read since
+        # its last commit is read again
+        readings.produce(READINGS_PER_STEP * 3)
+        totals.outputs_reach(totals.outputs + READINGS_PER_STEP // 2, processor)
+        processor.kill()
+        readings.produce(READINGS_PER_STEP)
+        processor.start()
+        totals.caught_up(readings, processor)
+
+        # kill -9 of the node leading the changelog partition, readings arriving while it is down
+        node = leader(admin, changelog)
+        cluster.control("stop", node, kill=True)
+        readings.produce(READINGS_PER_STEP)
+        cluster.control("start", node)
+        readings.produce(READINGS_PER_STEP // 2)
+        totals.caught_up(readings, processor)
+
+        # the changelog was compacted: fewer records than were written to it
+        removed = "raftlog_cleaner_records_removed_total"  # the changelog is the one compacted topic
+        wait_for(lambda: any(metric(url, removed) > 0 for url in cluster.servers), "a cleaner compacted")
+        held, written = changelog_records(cluster, changelog)
+        assert held < written, f"the changelog holds {held} of the {written} records written to it"
+
+        # kill -9 with the state directory gone: the store is rebuilt from the compacted changelog alone
+        processor.kill()
+        shutil.rmtree(processor.state_dir)
+        readings.produce(READINGS_PER_STEP)
+        processor.start()
+        totals.caught_up(readings, processor)
+    finally:
+        processor.kill()
+        totals.consumer.close()
