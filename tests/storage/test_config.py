@@ -159,7 +159,7 @@ def test_cleanup_policy_reads_as_kafka_lists_it(given, policy, compacted, retain
 
 @pytest.mark.parametrize("given", ["", "compact,zap", "Compact", "retain", 1])
 def test_an_unknown_cleanup_policy_is_refused_naming_the_choices(given):
-    with pytest.raises(InvalidConfig, match="cleanup.policy.*'compact,delete'"):
+    with pytest.raises(InvalidConfig, match=r"cleanup\.policy.*'compact,delete'"):
         LogConfig.from_properties({"cleanup.policy": given})
 
 
@@ -170,5 +170,5 @@ def test_the_dirty_ratio_is_a_fraction(given, ratio):
 
 @pytest.mark.parametrize("given", ["1.5", -0.1, "half", True, None])
 def test_a_dirty_ratio_outside_zero_to_one_is_refused(given):
-    with pytest.raises(InvalidConfig, match="min.cleanable.dirty.ratio"):
+    with pytest.raises(InvalidConfig, match=r"min\.cleanable\.dirty\.ratio"):
         LogConfig.from_properties({"min.cleanable.dirty.ratio": given})
