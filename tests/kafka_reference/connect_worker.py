@@ -104,8 +104,8 @@ class ConnectWorker:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        """Start the JVM; returns once the REST API answers (the worker has joined its group and read its
-        configs: Connect serves ``/connectors`` only then)."""
+        """Start the JVM; returns once Connect's health check (``/health``, KIP-1017) says the worker has
+        started: its internal topics created or found and checked, its group joined, its configs read."""
         if self._process is not None and self._process.poll() is None:
             raise ConnectError("the worker is running already")
         command = [
@@ -116,7 +116,11 @@ class ConnectWorker:
             self._process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.wait(lambda: self.request("GET", "/connectors") is not None, START_TIMEOUT_S, "REST API up")
+        self.wait(self.healthy, START_TIMEOUT_S, "worker started")
+
+    def healthy(self) -> bool:
+        health = self.request("GET", "/health")  # 503 while starting (None here), 200 once started
+        return bool(health) and health.get("status") == "healthy"
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """The REST API's answer as JSON (None for an empty one, or while the worker is not serving:
