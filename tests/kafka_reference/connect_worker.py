@@ -106,6 +106,11 @@ class ConnectWorker:
     def start(self) -> None:
         """Start the JVM; returns once Connect's health check (``/health``, KIP-1017) says the worker has
         started: its internal topics created or found and checked, its group joined, its configs read."""
+        self.launch()
+        self.wait(self.healthy, START_TIMEOUT_S, "worker started")
+
+    def launch(self) -> None:
+        """Start the JVM and return at once."""
         if self._process is not None and self._process.poll() is None:
             raise ConnectError("the worker is running already")
         command = [
@@ -116,7 +121,6 @@ class ConnectWorker:
             self._process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.wait(self.healthy, START_TIMEOUT_S, "worker started")
 
     def healthy(self) -> bool:
         health = self.request("GET", "/health")  # 503 while starting (None here), 200 once started
@@ -170,6 +174,9 @@ class ConnectWorker:
             if time.monotonic() > deadline:
                 raise ConnectError(f"no {what} after {timeout_s:.0f} s:\n{self.tail()}")
             time.sleep(0.25)
+
+    def logged(self, text: str) -> bool:
+        return self.log.exists() and text in self.log.read_text(encoding="utf-8", errors="replace")
 
     def tail(self, lines: int = 40) -> str:
         found = []

@@ -26,6 +26,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from conftest import Systems
 from connect_worker import ConnectWorker
@@ -116,6 +117,54 @@ def _assert_at_least_once_in_order(lines: Lines) -> int:
     return len(positions) - len(lines.written)
 
 
+def _end_offset(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"end-{uuid.uuid4().hex[:8]}"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    finally:
+        consumer.close()
+    return int(high)
+
+
+def _sink_offsets(worker: ConnectWorker) -> list[int] | None:
+    """The sink connector's committed offsets, as Connect reads them (its consumer group's)."""
+    found = worker.request("GET", "/connectors/sink/offsets")
+    return None if found is None else [entry["offset"]["kafka_offset"] for entry in found["offsets"]]
+
+
+def _state(worker: ConnectWorker, connector: str) -> str | None:
+    status = worker.request("GET", f"/connectors/{connector}/status")
+    return None if status is None else str(status["connector"]["state"])
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_worker_refuses_a_config_topic_that_is_not_compacted(
+    systems: Systems, system: str, tmp_path: pathlib.Path
+) -> None:
+    """Connect checks its internal topics' cleanup.policy with DescribeConfigs: a config topic made
+    beforehand with cleanup.policy=delete (which would lose connector configs) stops the worker."""
+    bootstrap = systems.servers()[system]
+    name = f"connect-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    configs = NewTopic(f"{name}-configs", 1, 3, config={"cleanup.policy": "delete"})
+    admin.create_topics([configs], operation_timeout=30)[f"{name}-configs"].result(60)
+    worker = ConnectWorker(tmp_path / "worker", bootstrap, name)
+    refusal = (
+        f"Topic '{name}-configs' supplied via the 'config.storage.topic' property is required to have "
+        "'cleanup.policy=compact'"
+    )
+    try:
+        worker.launch()
+        deadline = time.monotonic() + 120
+        while not worker.logged(refusal):
+            assert not worker.healthy(), "the worker started on a config topic that is not compacted"
+            assert time.monotonic() < deadline, f"no refusal after 120 s:\n{worker.tail()}"
+            time.sleep(0.25)
+        assert worker.logged("but found the topic currently has 'cleanup.policy=delete'")
+    finally:
+        worker.kill()
+
+
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_connect_worker_moves_a_file_through_a_topic_across_a_graceful_restart_and_a_kill(
     systems: Systems, system: str, tmp_path: pathlib.Path
@@ -169,6 +218,19 @@ def test_a_connect_worker_moves_a_file_through_a_topic_across_a_graceful_restart
         _wait_sink(worker, lines)
         replayed = _assert_at_least_once_in_order(lines)
         took["kill"] = time.monotonic() - started
+
+        # the sink's offsets over REST (KIP-875): read (OffsetFetch), and reset once stopped (OffsetDelete)
+        end = _end_offset(bootstrap, topic)
+        worker.wait(lambda: _sink_offsets(worker) == [end], SINK_TIMEOUT_S, f"the sink's offset at {end}")
+        assert worker.request("PUT", "/connectors/sink/stop") == {}
+        worker.wait(lambda: _state(worker, "sink") == "STOPPED", SINK_TIMEOUT_S, "sink stopped")
+        partition = {"kafka_topic": topic, "kafka_partition": 0}
+        reset = worker.request(
+            "PATCH", "/connectors/sink/offsets", {"offsets": [{"partition": partition, "offset": None}]}
+        )
+        assert reset is not None and "altered successfully" in reset["message"], reset
+        assert _sink_offsets(worker) == []
+        took["offsets"] = time.monotonic() - started
         print(f"{system}: {len(lines.written)} lines, {replayed} replayed after the SIGKILL; seconds {took}")
     finally:
         worker.kill()
