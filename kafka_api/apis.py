@@ -47,6 +47,7 @@ from kafka_api.group_apis import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_delete,
     offset_fetch,
     sync_group,
 )
@@ -115,6 +116,7 @@ APIS: dict[int, Api] = {
         Api(15, "DescribeGroups", 0, 5, describe_groups, "DESCRIBE group"),
         Api(16, "ListGroups", 0, 4, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
         Api(42, "DeleteGroups", 0, 2, delete_groups, "DELETE group"),
+        Api(47, "OffsetDelete", 0, 0, offset_delete, "DELETE group, READ topic"),
         Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),

@@ -1,7 +1,8 @@
 """The bytes Kafka consumers put in a group's member metadata and assignments (protocol type
 ``consumer``): ``ConsumerProtocolSubscription`` and ``ConsumerProtocolAssignment``, Kafka's non-flexible
 encoding. The coordinator never needs them to run a group (the assignor runs in the client); they are
-read to show which partitions a Kafka member holds, and written to show HTTP members to Kafka's tools.
+read to show which partitions a Kafka member holds and which topics it subscribes to (OffsetDelete refuses
+those), and written to show HTTP members to Kafka's tools.
 """
 
 from __future__ import annotations
@@ -19,31 +20,50 @@ class NotAnAssignment(ValueError):
     """Bytes that do not decode as a consumer assignment."""
 
 
-def decode_assignment(data: bytes) -> tuple[TopicPartition, ...]:
-    """The partitions of a ``ConsumerProtocolAssignment`` (any version: v1+ only append fields)."""
-    view = memoryview(data)
-    at = _I16.size  # the version
-    if len(view) < at:
-        raise NotAnAssignment("shorter than a version")
+class _Reader:
+    """Kafka's non-flexible primitives from the front of ``data``; NotAnAssignment when cut short."""
 
-    def take(codec: struct.Struct) -> int:
-        nonlocal at
-        if at + codec.size > len(view):
-            raise NotAnAssignment(f"cut short at byte {at}")
-        (value,) = codec.unpack_from(view, at)
-        at += codec.size
+    def __init__(self, data: bytes) -> None:
+        self.view = memoryview(data)
+        self.at = _I16.size  # the version: every version starts with the same fields
+        if len(self.view) < self.at:
+            raise NotAnAssignment("shorter than a version")
+
+    def take(self, codec: struct.Struct) -> int:
+        if self.at + codec.size > len(self.view):
+            raise NotAnAssignment(f"cut short at byte {self.at}")
+        (value,) = codec.unpack_from(self.view, self.at)
+        self.at += codec.size
         return int(value)
 
+    def string(self) -> str:
+        length = self.take(_I16)
+        if length < 0 or self.at + length > len(self.view):
+            raise NotAnAssignment(f"a topic name of {length} bytes at byte {self.at}")
+        text = bytes(self.view[self.at : self.at + length]).decode("utf-8", "replace")
+        self.at += length
+        return text
+
+
+def decode_subscription(data: bytes) -> tuple[str, ...]:
+    """The topics of a ``ConsumerProtocolSubscription`` (any version: v1+ only append fields)."""
+    reader = _Reader(data)
+    count = reader.take(_I32)
+    if not 0 <= count <= PARTITIONS_MAX:
+        raise NotAnAssignment(f"{count} topics")
+    return tuple(reader.string() for _ in range(count))
+
+
+def decode_assignment(data: bytes) -> tuple[TopicPartition, ...]:
+    """The partitions of a ``ConsumerProtocolAssignment`` (any version: v1+ only append fields)."""
+    reader = _Reader(data)
+    take = reader.take
     found: list[TopicPartition] = []
     topics = take(_I32)
     if not 0 <= topics <= PARTITIONS_MAX:
         raise NotAnAssignment(f"{topics} topics")
     for _ in range(topics):
-        length = take(_I16)
-        if length < 0 or at + length > len(view):
-            raise NotAnAssignment(f"a topic name of {length} bytes at byte {at}")
-        topic = bytes(view[at : at + length]).decode("utf-8", "replace")
-        at += length
+        topic = reader.string()
         count = take(_I32)
         if not 0 <= count <= PARTITIONS_MAX - len(found):
             raise NotAnAssignment(f"{count} partitions of {topic!r}")

@@ -1,6 +1,7 @@
 """The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
-holds the members), OffsetCommit and OffsetFetch (the committed offsets on each partition's leader: the
-same ones the HTTP API shows, one group, one truth), ListGroups, DescribeGroups and DeleteGroups.
+holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
+leader: the same ones the HTTP API shows, one group, one truth), ListGroups, DescribeGroups and
+DeleteGroups.
 
 A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
 partitions``, as for the HTTP API's consumer groups); a node asked about a group it does not coordinate
@@ -12,10 +13,10 @@ members of one door refuses members of the other (INCONSISTENT_GROUP_PROTOCOL he
 
 With ``serve --enforce-acls`` each API checks what Kafka's does, before anything else:
 FindCoordinator, DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup and OffsetCommit READ on it, DeleteGroups DELETE (GROUP_AUTHORIZATION_FAILED); OffsetCommit
-READ and OffsetFetch DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a fetch of every
-topic leaves out those it may not describe); ListGroups lists every group to who may DESCRIBE the
-cluster, else the groups the connection may DESCRIBE.
+LeaveGroup and OffsetCommit READ on it, DeleteGroups and OffsetDelete DELETE (GROUP_AUTHORIZATION_FAILED);
+OffsetCommit and OffsetDelete READ and OffsetFetch DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED
+per partition; a fetch of every topic leaves out those it may not describe); ListGroups lists every
+group to who may DESCRIBE the cluster, else the groups the connection may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -492,3 +493,55 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
         wire.build(entry, group_id=name, error_code=await delete(name)) for name in request.body.groups_names
     ]
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))
+
+
+# -- OffsetDelete -----------------------------------------------------------------------------------
+
+
+async def offset_delete(door: Door, request: wire.Request) -> Any:
+    """Kafka's OffsetDelete (the admin clients' ``deleteConsumerGroupOffsets``; Kafka Connect resets a
+    stopped sink connector's partitions with it): the group's committed offsets of the partitions named,
+    as Kafka's coordinator decides. The whole request is refused for a group that does not exist
+    (GROUP_ID_NOT_FOUND) or whose live members are not consumers (NON_EMPTY_GROUP: a Connect cluster's
+    workers); a consumers' group with members keeps the offsets of the topics they subscribe to
+    (GROUP_SUBSCRIBED_TO_TOPIC) and loses the others'. DELETE on the group, READ on each topic."""
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "OffsetDeleteResponseTopic")
+    partition_cls = wire.sibling(cls, "OffsetDeleteResponsePartition")
+    try:
+        _authorized(door, DELETE, body.group_id)
+        _coordinating(door, body.group_id)
+        subscribed = door.groups.subscribed_topics(body.group_id)
+        if subscribed is None:  # no Kafka members: HTTP members' subscriptions, or nobody's
+            try:
+                group = await door.node.local.groups.describe(body.group_id)
+            except UnknownGroup:
+                raise GroupRefusal(ErrorCode.group_id_not_found, f"no group {body.group_id!r}") from None
+            subscribed = frozenset(topic for member in group.members for topic in member.topics)
+    except GroupRefusal as refusal:
+        return wire.build(cls, error_code=refusal.code, throttle_time=wire.NO_THROTTLE, topics=())
+    except RaftlogError as exc:  # the group table not readable here now (leadership moved)
+        return wire.build(cls, error_code=code_of(exc), throttle_time=wire.NO_THROTTLE, topics=())
+    data = door.node.cluster.data
+
+    async def delete(topic: str, partition: int) -> ErrorCode:
+        if not door.allows(READ, TOPIC, topic):
+            return ErrorCode.topic_authorization_failed
+        if topic in subscribed:
+            return ErrorCode.group_subscribed_to_topic
+        try:
+            await data.run(DataService.delete_offset, body.group_id, topic, partition, COMMIT_TIMEOUT_MS)
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            return code_of(exc)
+        return ErrorCode.none
+
+    topics = []
+    for topic in body.topics:
+        codes = await asyncio.gather(*(delete(topic.name, p.partition_index) for p in topic.partitions))
+        parts = tuple(
+            wire.build(partition_cls, partition_index=p.partition_index, error_code=code)
+            for p, code in zip(topic.partitions, codes, strict=True)
+        )
+        topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
+    return wire.build(cls, error_code=ErrorCode.none, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))

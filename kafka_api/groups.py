@@ -28,6 +28,7 @@ arguments and ``tick``, so the state machine is tested without sleeping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
@@ -35,7 +36,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment
+from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
 from kafka_api.group_members import (
     Group,
     GroupRefusal,
@@ -447,6 +448,27 @@ class ClassicGroups:
         group.check_member(member_id, generation)
         if group.state is GroupState.COMPLETING_REBALANCE:
             raise GroupRefusal(ErrorCode.rebalance_in_progress)
+
+    def subscribed_topics(self, name: str) -> frozenset[str] | None:
+        """What OffsetDelete may not touch, as Kafka's coordinator decides: None when the group has no
+        members here; for a consumers' group (protocol type ``consumer``), the topics its members
+        subscribe to (their partitions' offsets answer GROUP_SUBSCRIBED_TO_TOPIC, the rest are deleted);
+        a group of another protocol type with members (a Kafka Connect cluster's workers) is refused
+        whole, GroupRefusal(NON_EMPTY_GROUP), as Kafka refuses it."""
+        group = self.groups.get(name)
+        if group is None or not group.members:
+            return None
+        if group.protocol_type != "consumer":
+            raise GroupRefusal(
+                ErrorCode.non_empty_group,
+                f"group {name!r} has {len(group.members)} member(s) of protocol type {group.protocol_type!r}",
+            )
+        topics: set[str] = set()
+        for member in group.members.values():
+            chosen = group.protocol or member.protocols[0][0]  # before the first choice: its preference
+            with contextlib.suppress(NotAnAssignment):  # bytes that are no subscription hold nothing
+                topics.update(decode_subscription(dict(member.protocols).get(chosen, b"")))
+        return frozenset(topics)
 
     def _known(self, name: str) -> Group:
         group = self.groups.get(name)

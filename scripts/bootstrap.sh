@@ -4,7 +4,8 @@
 #                                  and Python's headers build the record reader
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
 #                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
-#                                  promtool, as users run them, Apache Kafka's jars from Maven Central
+#                                  promtool, as users run them, Apache Kafka's jars (the broker, its tools,
+#                                  Kafka Connect's worker and FileStream connectors) from Maven Central
 #                                  (scripts/kafka/install.sh) and a Go toolchain (scripts/go_toolchain.sh)
 # Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
@@ -61,7 +62,8 @@ debian_tool zsh
 debian_tool fish
 # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
 debian_tool fusermount3 fuse3
-# Apache Kafka from Maven Central (Java 17 and Maven from Debian): the peer the tests run beside raftlog
+# Apache Kafka and Kafka Connect from Maven Central (Java 17 and Maven from Debian): the peer the tests run
+# beside raftlog, and the Connect worker they run against both
 scripts/kafka/install.sh
 # A Go toolchain for the Go client the differential tests build (the machine's, or the module proxy's)
 scripts/go_toolchain.sh >/dev/null

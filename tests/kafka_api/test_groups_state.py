@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kafka_api.consumer_protocol import encode_subscription
 from kafka_api.group_members import GroupRefusal, GroupState, Joined, MemberIdRequired
 from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
 
@@ -253,3 +254,28 @@ async def test_a_group_that_emptied_waits_the_initial_delay_again_and_the_delay_
     assert (await back).generation == 3  # 1: a alone, 2: emptied, 3: back
     with pytest.raises(ValueError, match="must be >= 0"):
         ClassicGroups(initial_delay_ms=-1)
+
+
+async def test_offset_delete_spares_what_consumers_subscribe_to_and_refuses_other_groups_with_members() -> (
+    None
+):
+    """Kafka's coordinator rule for OffsetDelete: no members, nothing held; a consumers' group holds the
+    topics its members subscribe to; a group of another protocol type (Kafka Connect's workers) with
+    members is refused whole (NON_EMPTY_GROUP)."""
+    groups = ClassicGroups(initial_delay_ms=0)
+    assert groups.subscribed_topics("g") is None
+    protocols = [("range", encode_subscription(["orders", "payments"]))]
+    joined = await _alone(groups, 0, protocols=protocols)
+    assert groups.subscribed_topics("g") == {"orders", "payments"}
+    groups.leave("g", [(joined.member_id, None)], 10)
+    assert groups.subscribed_topics("g") is None, "an empty group holds nothing"
+    connect = groups.join(
+        "workers", "", client_id="c", client_host="", protocol_type="connect",
+        protocols=[("sessioned", b"worker-metadata")], session_timeout_ms=3000, rebalance_timeout_ms=5000,
+        require_known_id=False, now_ms=20,
+    )  # fmt: skip
+    groups.tick(20)
+    await connect
+    with pytest.raises(GroupRefusal) as refused:
+        groups.subscribed_topics("workers")
+    assert refused.value.code is ErrorCode.non_empty_group

@@ -31,8 +31,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from conftest import Systems
 from java_client import JavaClient
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
+from kafka import errors as kafka_errors
 from kafka_fixtures import kcat_path
 
 pytestmark = pytest.mark.slow
@@ -466,6 +467,51 @@ def test_an_idempotent_producer_keeps_every_acknowledged_record_once_in_order_ac
     assert killed and failures == [] and len(acked) == 20_000
     assert acked == [b"%d" % i for i in range(20_000)], "acknowledged in the order sent"
     assert _read(bootstrap, topic, 20_000) == acked, "each once, in order, dense from offset 0"
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_offset_delete_removes_a_groups_offsets_but_not_those_its_consumers_subscribe_to(
+    servers: dict[str, str], system: str
+) -> None:
+    """OffsetDelete (kafka-python's ``delete_group_offsets``; Kafka Connect resets a sink connector's
+    partitions with it): the named partitions' committed offsets go, the others stay; an unknown group is
+    GROUP_ID_NOT_FOUND; while a consumer subscribed to a topic is in the group, that topic's offsets are
+    GROUP_SUBSCRIBED_TO_TOPIC and another topic's still go."""
+    _differs(system, "offset-delete")
+    bootstrap = servers[system]
+    held, other = _topic("offsets-held"), _topic("offsets-other")
+    _create(bootstrap, held, partitions=2)
+    _create(bootstrap, other)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for topic, partition in ((held, 0), (held, 1), (other, 0)):
+        for i in range(3):
+            producer.produce(topic, b"%d" % i, partition=partition)
+    assert producer.flush(60) == 0
+    group = f"offsets-{uuid.uuid4().hex[:8]}"
+    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    committed = [TopicPartition(held, 0, 1), TopicPartition(held, 1, 2), TopicPartition(other, 0, 3)]
+    committer.commit(offsets=committed, asynchronous=False)  # from outside the group's management
+    committer.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        held0, held1, other0 = (KafkaTopicPartition(t.topic, t.partition) for t in committed)
+        assert admin.delete_group_offsets(group, [held0]) == {held0: kafka_errors.NoError}
+        left = admin.list_group_offsets(group)[group]
+        assert {tp: o.offset for tp, o in left.items()} == {held1: 2, other0: 3}
+        with pytest.raises(kafka_errors.GroupIdNotFoundError):
+            admin.delete_group_offsets(f"none-{uuid.uuid4().hex[:8]}", [held0])
+        member.subscribe([held])
+        deadline = time.monotonic() + 60
+        while not member.assignment():  # the group is Stable with a consumer subscribed to ``held``
+            assert time.monotonic() < deadline, "the consumer got no partitions in 60 s"
+            member.poll(0.2)
+        answers = admin.delete_group_offsets(group, [held1, other0])
+        assert answers == {held1: kafka_errors.GroupSubscribedToTopicError, other0: kafka_errors.NoError}
+        assert {tp: o.offset for tp, o in admin.list_group_offsets(group)[group].items()} == {held1: 2}
+    finally:
+        member.close()
+        admin.close()
 
 
 # -- kafka-python, aiokafka and kcat: each codec, the same assertions on both systems -----------------
