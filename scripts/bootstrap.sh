@@ -4,8 +4,9 @@
 #                                  and Python's headers build the record reader
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
 #                                  Debian's kcat, zsh, fish, fuse3 and promtool, as users run them, and
-#                                  Apache Kafka's jars from Maven Central (scripts/kafka/install.sh) and a
-#                                  Go toolchain (scripts/go_toolchain.sh)
+#                                  Apache Kafka's jars from Maven Central (scripts/kafka/install.sh), Spark's
+#                                  own Kafka source and sink from there too (scripts/spark_kafka/install.sh)
+#                                  and a Go toolchain (scripts/go_toolchain.sh)
 # Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +64,8 @@ debian_tool fish
 debian_tool fusermount3 fuse3
 # Apache Kafka from Maven Central (Java 17 and Maven from Debian): the peer the tests run beside raftlog
 scripts/kafka/install.sh
+# Spark's own Kafka source and sink (spark-sql-kafka-0-10) from Maven Central, for spark.jars
+scripts/spark_kafka/install.sh .venv/bin/python
 # A Go toolchain for the Go client the differential tests build (the machine's, or the module proxy's)
 scripts/go_toolchain.sh >/dev/null
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
