@@ -28,8 +28,8 @@ test: lint typecheck unit
 bench-storage: bootstrap
 	.venv/bin/raftlog bench storage
 
-# Spark connector: 3-node cluster, 1M small records; batch read rows/s and MB/s (JSON vs columnar fetch)
-# and streaming write rows/s.
+# Spark connector: 3-node cluster, 1M small records; batch read rows/s and MB/s (JSON vs columnar fetch,
+# and Spark's own Kafka source against the Kafka listeners) and streaming write rows/s.
 bench-spark: bootstrap
 	.venv/bin/python -m raftlog_spark.bench
 

@@ -4,7 +4,9 @@ Starts ``raftlog dev`` on free ports in a temporary directory (or uses ``--serve
 small records into a topic over HTTP, then measures with a local Spark session:
 
 1. batch read of the whole topic, per fetch format (``columnar`` msgpack pages vs ``json`` records),
-   into Spark's ``noop`` sink: rows/s and MB/s of key + value bytes;
+   into Spark's ``noop`` sink: rows/s and MB/s of key + value bytes; and the same read through Spark's
+   own Kafka source (``format("kafka")``, spark-sql-kafka-0-10 from the jars the set-up resolved:
+   ``raftlog_spark.spark_kafka``) against the nodes' Kafka listeners, in the same session;
 2. streaming write: ``readStream`` of that topic into ``writeStream.format("raftlog")`` of a second topic
    with ``Trigger.AvailableNow``: rows/s, end to end, and the count is checked.
 
@@ -29,6 +31,7 @@ from typing import Any
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_spark import spark_kafka
 
 LOAD_BATCH_RECORDS = 10_000  # records per produce request while loading
 REQUEST_TIMEOUT_MS = 120_000
@@ -94,7 +97,7 @@ def load(servers: list[str], topic: str, partitions: int, records: int, value_by
     return records / (time.monotonic() - started)
 
 
-def spark_session(master: str) -> Any:
+def spark_session(master: str, jars: list[str]) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -110,6 +113,7 @@ def spark_session(master: str) -> Any:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "2g")
+        .config("spark.jars", ",".join(jars))  # Spark's Kafka source, from local files ("": none)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -123,7 +127,8 @@ def timed(action: Callable[[], None]) -> float:
     return time.monotonic() - started
 
 
-def run(args: argparse.Namespace, servers: list[str]) -> list[tuple[str, str]]:
+def run(args: argparse.Namespace, servers: list[str], bootstrap: str | None) -> list[tuple[str, str]]:
+    """``bootstrap``: the nodes' Kafka listeners for the ``format("kafka")`` read (None: not read)."""
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     out = f"{topic}-out"
     size = f"{args.records:,} records of {args.value_bytes} B"
@@ -133,27 +138,39 @@ def run(args: argparse.Namespace, servers: list[str]) -> list[tuple[str, str]]:
     load_rate = load(servers, topic, args.partitions, args.records, args.value_bytes)
     _say(f"  loaded at {load_rate:,.0f} records/s (HTTP produce, {LOAD_BATCH_RECORDS:,} per request)")
     _say(f"starting Spark ({args.master})")
-    spark = spark_session(args.master)
+    jars: list[str] = []
+    if bootstrap is not None:
+        try:
+            jars = spark_kafka.jars()
+        except spark_kafka.JarsMissing as missing:
+            _say(f"no format('kafka') read: {missing}")
+            bootstrap = None
+    spark = spark_session(args.master, jars)
     joined = ",".join(servers)
     payload_mb = args.records * (args.value_bytes + len(f"k{args.records}")) / 1e6
     results: list[tuple[str, str]] = [("load over HTTP", f"{load_rate:,.0f} rows/s")]
     try:
-        reader = spark.read.format("raftlog").option("servers", joined).option("subscribe", topic)
-        reader = reader.option("minPartitions", str(args.min_partitions))
-        _say("warm-up read (JVM and Python workers start)")
-        reader.option("endingOffsets", json.dumps({topic: {"0": 1000}})).load().write.format("noop").mode(
-            "overwrite"
-        ).save()
+        readers = {}
         for fetch_format in ("json", "columnar"):
+            readers[f"raftlog, {fetch_format}"] = (
+                spark.read.format("raftlog").option("servers", joined).option("fetchFormat", fetch_format)
+            )
+        if bootstrap is not None:  # Spark's own Kafka source: its own consumer per task
+            readers["kafka"] = spark.read.format("kafka").options(**spark_kafka.options(bootstrap))
+        first = json.dumps({topic: {str(p): 1000 for p in range(args.partitions)}})
+        for name, reader in readers.items():
+            reader.option("subscribe", topic).option("minPartitions", str(args.min_partitions))
+            _say(f"warm-up read, {name} (JVM, Python workers, classes)")
+            reader.option("endingOffsets", first).load().write.format("noop").mode("overwrite").save()
+        for name, reader in readers.items():
             for attempt in range(args.repeat):
-                df = reader.option("fetchFormat", fetch_format).load()
-                _say(f"batch read, fetchFormat={fetch_format} (run {attempt + 1}/{args.repeat})")
+                df = reader.option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+                _say(f"batch read, {name} (run {attempt + 1}/{args.repeat})")
                 seconds = timed(df.write.format("noop").mode("overwrite").save)
                 rate = args.records / seconds
                 _say(f"  {rate:,.0f} rows/s, {payload_mb / seconds:.1f} MB/s ({seconds:.1f} s)")
-                results.append(
-                    (f"batch read, {fetch_format}", f"{rate:,.0f} rows/s, {payload_mb / seconds:.1f} MB/s")
-                )
+                speed = f"{rate:,.0f} rows/s, {payload_mb / seconds:.1f} MB/s"
+                results.append((f"batch read, {name}", speed))
         _say("streaming write: readStream -> writeStream.format('raftlog'), Trigger.AvailableNow")
         checkpoint = os.path.join(args.work_dir, f"ck-{uuid.uuid4().hex[:8]}")
         query = (
@@ -205,18 +222,23 @@ def main(argv: list[str] | None = None) -> int:
         help="the reads' minPartitions: offset ranges cut so the task slots stay busy (default 6)",
     )
     parser.add_argument("--servers", help="use this running cluster (comma-separated URLs) instead")
+    parser.add_argument(
+        "--bootstrap-servers",
+        help="with --servers: its Kafka listeners (HOST:PORT,...) for the format('kafka') read (else none)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="raftlog-spark-bench-") as work_dir:
         args.work_dir = work_dir
         if args.servers:
-            results = run(args, [s.strip() for s in args.servers.split(",") if s.strip()])
+            servers = [s.strip() for s in args.servers.split(",") if s.strip()]
+            results = run(args, servers, args.bootstrap_servers)
         else:
             _say("starting a 3-node cluster (raftlog dev)")
             with LocalCluster(os.path.join(work_dir, "cluster")) as cluster:
-                results = run(args, cluster.servers)
-    print(f"\nraftlog Spark connector, {args.records:,} records of {args.value_bytes} B, {args.master}:")
+                results = run(args, cluster.servers, cluster.bootstrap_servers)
+    print(f"\nSpark against raftlog, {args.records:,} records of {args.value_bytes} B, {args.master}:")
     for name, value in results:
-        print(f"  {name:<28} {value}")
+        print(f"  {name:<30} {value}")
     return 0
 
 

@@ -6,7 +6,9 @@
 #                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
 #                                  promtool, as users run them, Apache Kafka's jars (the broker, its tools,
 #                                  Kafka Connect's worker and FileStream connectors) from Maven Central
-#                                  (scripts/kafka/install.sh) and a Go toolchain (scripts/go_toolchain.sh)
+#                                  (scripts/kafka/install.sh), Spark's own Kafka source and sink from there
+#                                  too (scripts/spark_kafka/install.sh) and a Go toolchain
+#                                  (scripts/go_toolchain.sh)
 # Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +67,8 @@ debian_tool fusermount3 fuse3
 # Apache Kafka and Kafka Connect from Maven Central (Java 17 and Maven from Debian): the peer the tests run
 # beside raftlog, and the Connect worker they run against both
 scripts/kafka/install.sh
+# Spark's own Kafka source and sink (spark-sql-kafka-0-10) from Maven Central, for spark.jars
+scripts/spark_kafka/install.sh .venv/bin/python
 # A Go toolchain for the Go client the differential tests build (the machine's, or the module proxy's)
 scripts/go_toolchain.sh >/dev/null
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):

@@ -1,7 +1,9 @@
 """One raftlog cluster and one SparkSession for every Spark test (a JVM start costs seconds).
 
 ``local[2,4]``: two task slots, and a failed task is retried up to 4 times (plain ``local[2]`` never
-retries), so the sink's retry deduplication really runs."""
+retries), so the sink's retry deduplication really runs. The session loads Spark's own Kafka source and
+sink (``format("kafka")``) from the jars the set-up resolved (``raftlog_spark.spark_kafka.jars()``) when
+they are there; the tests of that format fail naming the install command when they are not."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from spark_cluster import SparkTestCluster
 
 import raftlog_spark
+from raftlog_spark import spark_kafka
 
 
 @pytest.fixture(scope="session")
@@ -31,8 +34,13 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
+    try:
+        jars = spark_kafka.jars()
+    except spark_kafka.JarsMissing:
+        jars = []
     session = (
         SparkSession.builder.master("local[2,4]")
+        .config("spark.jars", ",".join(jars))  # "": none
         .appName("raftlog-spark-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.host", "127.0.0.1")

@@ -1,5 +1,6 @@
 """A real 3-node raftlog cluster (node processes on 127.0.0.1) and small HTTP helpers for the Spark
-tests. Retention runs every 200 ms so that a test can make the log start move."""
+tests. Retention runs every 200 ms so that a test can make the log start move, and the cleaner every
+200 ms so that a compacted topic is compacted while a test waits."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 
 RETENTION_CHECK_MS = 200
+CLEANER_INTERVAL_MS = 200
 REQUEST_TIMEOUT_MS = 30_000
 
 
@@ -38,7 +40,11 @@ class SparkTestCluster:
 
     def start(self) -> None:
         self.local = LocalCluster(
-            self.root, serve_args=[f"--retention-check-ms={RETENTION_CHECK_MS}", "--cleaner-interval-ms=200"]
+            self.root,
+            serve_args=[
+                f"--retention-check-ms={RETENTION_CHECK_MS}",
+                f"--cleaner-interval-ms={CLEANER_INTERVAL_MS}",
+            ],
         )
         self.local.start()
 

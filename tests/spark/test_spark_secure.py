@@ -1,7 +1,8 @@
 """The format against a secured cluster: ``raftlog dev --secure`` (TLS with a CA of its own,
 ``--require-auth``, ``--enforce-acls``), written by Spark as a user with a password and read back as
 that user's API token, both over https trusting the cluster's CA; and refused, with the words that say
-why, without the CA, with a wrong password, with a revoked token and with no user at all."""
+why, without the CA, with a wrong password, with a revoked token and with no user at all. Spark's own
+Kafka source and sink over SASL_SSL against the same cluster's Kafka listeners."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.client import RaftlogClient
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_spark import spark_kafka
 
 pytestmark = pytest.mark.spark
 
@@ -117,3 +119,29 @@ def test_spark_is_refused_without_what_the_cluster_asks(
         assert client.offsets(topic, 0) == (0, 0) and client.offsets(topic, 1) == (0, 0), (
             "a refused write wrote"
         )
+
+
+def test_spark_kafka_format_over_sasl_ssl(spark: Any, secure: LocalCluster) -> None:
+    """Spark's own Kafka source and sink against the Kafka listeners over SASL_SSL (the cluster's CA as a
+    PEM truststore): written as the user with SCRAM-SHA-512, read back with SCRAM-SHA-256 and PLAIN, and
+    refused with a wrong password."""
+    topic = new_topic(secure)
+    user, password, ca = secure.security["user"], secure.security["password"], secure.security["ca"]
+
+    def kafka(mechanism: str, secret: str = password) -> dict[str, str]:
+        return spark_kafka.options(secure.bootstrap_servers, ca=ca, user=user, password=secret,
+                                   mechanism=mechanism)  # fmt: skip
+
+    assert kafka("PLAIN")["kafka.security.protocol"] == "SASL_SSL"
+    rows = spark.range(0, 300, 1, 3).selectExpr("CAST(id AS STRING) value", "CAST(id % 2 AS INT) partition")
+    rows.write.format("kafka").options(**kafka("SCRAM-SHA-512")).option("topic", topic).save()
+    for mechanism in ("SCRAM-SHA-256", "PLAIN"):
+        df = spark.read.format("kafka").options(**kafka(mechanism)).option("subscribe", topic).load()
+        got = df.selectExpr("partition", "offset", "CAST(CAST(value AS STRING) AS INT) v").collect()
+        assert sorted(r.v for r in got) == list(range(300)), mechanism
+        assert all(r.v % 2 == r.partition for r in got) and max(r.offset for r in got) == 149, mechanism
+
+    refused = kafka("SCRAM-SHA-512", password + "-not")
+    refused["kafka.request.timeout.ms"] = refused["kafka.default.api.timeout.ms"] = QUICK_MS
+    with pytest.raises(Exception, match=r"SaslAuthenticationException|Authentication failed"):
+        spark.read.format("kafka").options(**refused).option("subscribe", topic).load().count()
