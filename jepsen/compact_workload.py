@@ -139,7 +139,9 @@ async def cleaner_metrics(http: Http, urls: Sequence[str]) -> dict[str, dict[str
     """Each node's cleaner metrics (by URL), or why they could not be had."""
     answers: dict[str, dict[str, float] | str] = {}
     for url in urls:
-        kind, status, payload, _ = await http.call("GET", METRICS_PATH, url=url, timeout_s=METRICS_TIMEOUT_S)
+        kind, status, payload, _ = await http.call(
+            "GET", METRICS_PATH, url=url, timeout_s=METRICS_TIMEOUT_S, accept="text/plain"
+        )
         if kind == "ok" and isinstance(payload, str):
             answers[url] = parse_metrics(payload)
         else:

@@ -121,10 +121,11 @@ class Http:
         params: dict[str, Any] | None = None,
         timeout_s: float = SEND_TIMEOUT_S,
         url: str | None = None,
+        accept: str = JSON_V2,
     ) -> tuple[str, int, Any, dict[str, Any]]:
         """``(kind, status, body, extra)``; kind is ok/fail/info by status, or by the network failure."""
         base = url or self.rng.choice(self.urls)
-        headers = {"Accept": JSON_V2}
+        headers = {"Accept": accept}
         data = None
         if body is not None:
             headers["Content-Type"] = JSON_V2
