@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen
+.PHONY: dev test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, promtool) ...
 bootstrap:
@@ -53,3 +53,11 @@ jepsen-short: bootstrap
 # A longer run with every fault on 5 nodes.
 jepsen: bootstrap
 	.venv/bin/python -m jepsen run --nodes 5 --nemesis all --time-limit 300 --clients http,kafka --dir runs
+
+# Compaction under every fault: keys overwritten and deleted on a compacted topic, each key's last
+# acknowledged write checked after the cleaners ran (tests/jepsen/test_jepsen_compact_run.py runs a short one
+# in make test); then the lazy file systems' power losses, which `all` leaves out (it has disk-full).
+jepsen-compact: bootstrap
+	.venv/bin/python -m jepsen run --workload compact --nodes 3 --nemesis all --time-limit 120 --clients http,kafka --dir runs
+	.venv/bin/python -m jepsen run --workload compact --nodes 3 --fs lazy --time-limit 120 --clients http,kafka --dir runs \
+		--nemesis node-power-loss,cluster-power-loss,kill,pause,partition

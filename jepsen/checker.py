@@ -6,6 +6,13 @@ nonmonotonic-poll, nonmonotonic-send, poll-skip, G1a, unseen), adapted to what t
 (docs/jepsen-history.md, api/README.md): offsets are dense and chosen by the client on each poll,
 non-idempotent retries may legitimately duplicate, idempotent ones may not. Definitions are in CLASSES and
 jepsen/README.md ("Checker").
+
+A history of the compaction workload (its sends name a `record_key`: jepsen/compact_workload.py) is
+checked as a compacted log: records overwritten by a later one of their key may be gone, so lost-write,
+unseen, poll-skip and dense-offset do not apply; instead every complete final read must end each record
+key with its last acknowledged write or a later one of unknown outcome (`final-value`), and a poll during
+the run may pass over an acknowledged record only when a later record of its key is known (`lost-latest`).
+Offsets, values and order are checked as for the queue.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ PHANTOM_READ: Final = "phantom-read"
 UNSEEN: Final = "unseen"
 COMMITTED_OFFSET_REGRESSION: Final = "committed-offset-regression"
 DENSE_OFFSET: Final = "dense-offset"
+FINAL_VALUE: Final = "final-value"
+LOST_LATEST: Final = "lost-latest"
 
 CLASSES: Final[dict[str, str]] = {
     LOST_WRITE: "an acknowledged send is missing: never read although an offset >= its own was read in its "
@@ -51,7 +60,13 @@ CLASSES: Final[dict[str, str]] = {
     "observation (or lower than an acknowledged commit asked for) without a reset in between",
     DENSE_OFFSET: "a hole in a key's offsets: a poll gap over offsets nobody ever saw, or a gap in the "
     "union of the final reads below the highest offset they returned",
+    FINAL_VALUE: "compacted topics: a complete final read whose last record of a record key is not that "
+    "key's last acknowledged write (value or tombstone) nor a write of unknown outcome at a later offset",
+    LOST_LATEST: "compacted topics: a poll passing over an acknowledged record's offset without returning "
+    "it while no later record of its record key is known (compaction may only remove superseded records)",
 }
+# The classes that hold in a compacted log too (a record superseded by a later one of its key may go).
+COMPACTED_CLASSES: Final = frozenset(CLASSES) - {LOST_WRITE, UNSEEN, POLL_SKIP, DENSE_OFFSET}
 
 EXAMPLES_PER_CLASS: Final = 10
 WITNESSES_PER_ITEM: Final = 3
@@ -306,8 +321,9 @@ def _g1a_and_phantoms(analysis: _Analysis) -> Iterable[_Anomaly]:
                 )
 
 
-def _poll_order(analysis: _Analysis) -> Iterable[_Anomaly]:
-    """nonmonotonic-poll, poll-skip and per-poll dense-offset holes, one check over each ok poll."""
+def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[_Anomaly]:
+    """nonmonotonic-poll, and (a dense log: ``dense``) poll-skip and per-poll dense-offset holes, one
+    check over each ok poll."""
     previous: dict[tuple[Process, str], Operation] = {}
     for op in analysis.polls:
         key = _key(op)
@@ -326,6 +342,8 @@ def _poll_order(analysis: _Analysis) -> Iterable[_Anomaly]:
                 {"key": key, "poll_offset": start, "backwards": backwards[:LISTED_VALUES_MAX]},
                 [*context, op],
             )
+        if not dense:
+            continue
         skipped: list[int] = []
         holes: list[list[int]] = []
         expected = start
@@ -510,6 +528,181 @@ def _show(offset: int) -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------------
+# Compacted topics (the compaction workload: every send names its record key)
+
+
+def _is_compacted(analysis: _Analysis) -> bool:
+    return any("record_key" in op.invoke.raw for op in analysis.sends)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Write:
+    """An acknowledged send of a compacted topic: `value` for `record_key` at `offset` of `key`."""
+
+    key: str
+    record_key: str
+    offset: int
+    value: Value
+    op: Operation
+
+    def to_json(self) -> JsonDict:
+        return {"offset": self.offset, "value": self.value, "tombstone": self.op.invoke.get("tombstone")}
+
+
+class _Compacted:
+    """What the compaction checks share: each value's record key (from its sends), the acknowledged
+    writes of each (key, record key) in offset order, the highest offset at which a record of each is
+    known to exist (acknowledged or read), and the final read passes."""
+
+    def __init__(self, analysis: _Analysis) -> None:
+        self.analysis = analysis
+        self.record_key: dict[Value, str] = {}
+        for value, attempts in analysis.attempts.items():
+            named = attempts[0].invoke.get("record_key")
+            if isinstance(named, str):
+                self.record_key[value] = named
+        self.acked: dict[tuple[str, str], list[_Write]] = collections.defaultdict(list)
+        self.latest_known: dict[tuple[str, str], int] = {}
+        for op in analysis.acked:
+            value = freeze(op.invoke.get("value"))
+            record_key = self.record_key.get(value)
+            if record_key is None:
+                continue
+            write = _Write(_key(op), record_key, int(op.result("offset")), value, op)
+            self.acked[(write.key, record_key)].append(write)
+            self._known(write.key, record_key, write.offset)
+        for writes in self.acked.values():
+            writes.sort(key=lambda w: w.offset)
+        for op in analysis.polls:
+            for offset, value in _records(op):
+                if value in self.record_key:
+                    self._known(_key(op), self.record_key[value], offset)
+        self.passes = _final_passes(analysis.polls)
+
+    def _known(self, key: str, record_key: str, offset: int) -> None:
+        self.latest_known[(key, record_key)] = max(offset, self.latest_known.get((key, record_key), -1))
+
+    def complete_keys(self) -> set[str]:
+        return {key for (_, key), polls in self.passes.items() if _pass_end(polls) is not None}
+
+    def unknown_outcome(self, key: str, record_key: str) -> list[Value]:
+        """Values of sends of the record key with no acknowledgement and no definite failure."""
+        return sorted(
+            (
+                value
+                for value, attempts in self.analysis.attempts.items()
+                if self.record_key.get(value) == record_key
+                and all(_key(a) == key for a in attempts)
+                and not any(a.type in ("ok", "fail") for a in attempts)
+            ),
+            key=repr,
+        )
+
+
+def _final_passes(polls: Sequence[Operation]) -> dict[tuple[Process, str], list[Operation]]:
+    """The ok final polls of each reader of each key: one pass of the log from its start, in order."""
+    passes: dict[tuple[Process, str], list[Operation]] = collections.defaultdict(list)
+    for op in polls:
+        if op.invoke.get("final") is True:
+            passes[(op.process, _key(op))].append(op)
+    return passes
+
+
+def _pass_end(polls: Sequence[Operation]) -> Operation | None:
+    """The poll where a pass found the log's end: an empty one past every record it returned, when the
+    pass began at offset 0; None for a pass that did not complete."""
+    if not polls or int(polls[0].invoke.get("offset")) != 0:
+        return None
+    last = max((offset for op in polls for offset, _ in _records(op)), default=-1)
+    ends = [op for op in polls if not _records(op) and int(op.invoke.get("offset")) > last]
+    return ends[-1] if ends else None
+
+
+def _final_values(compacted: _Compacted) -> Iterable[_Anomaly]:
+    """Each complete final pass ends every record key with its last acknowledged write (acknowledged
+    before the pass began), or with a record at a later offset: a write of unknown outcome (one with an
+    acknowledgement at another offset, or a failed one, is inconsistent-offsets' or G1a's business)."""
+    for (process, key), polls in sorted(compacted.passes.items(), key=lambda item: repr(item[0])):
+        end = _pass_end(polls)
+        if end is None:
+            continue
+        began = polls[0].invoke_index
+        latest: dict[str, tuple[int, Value, Operation]] = {}
+        for op in polls:
+            for offset, value in _records(op):
+                record_key = compacted.record_key.get(value)
+                if record_key is not None and offset > latest.get(record_key, (-1, 0, op))[0]:
+                    latest[record_key] = (offset, value, op)
+        record_keys = {rk for (k, rk) in compacted.acked if k == key} | set(latest)
+        for record_key in sorted(record_keys):
+            before = [w for w in compacted.acked.get((key, record_key), []) if _acked_before(w.op, began)]
+            last = before[-1] if before else None
+            read = latest.get(record_key)
+            if last is None or (read is not None and _at_or_after(read[0], read[1], last)):
+                continue
+            yield _Anomaly(
+                FINAL_VALUE,
+                {
+                    "key": key,
+                    "record_key": record_key,
+                    "final_read_by": process,
+                    "read": None if read is None else {"offset": read[0], "value": read[1]},
+                    "last_acknowledged": last.to_json(),
+                    "unknown_outcome_writes": compacted.unknown_outcome(key, record_key)[:LISTED_VALUES_MAX],
+                },
+                [last.op, *([read[2]] if read is not None else []), end],
+            )
+
+
+def _at_or_after(offset: int, value: Value, write: _Write) -> bool:
+    """A record read at ``offset`` is ``write`` itself or a later one."""
+    return offset > write.offset or (offset == write.offset and value == write.value)
+
+
+def _acked_before(op: Operation, index: int) -> bool:
+    return op.complete_index is not None and op.complete_index < index
+
+
+def _lost_latest(compacted: _Compacted) -> Iterable[_Anomaly]:
+    """A poll during the run that passes over an acknowledged record (its offset between the poll's
+    start and its last record) without returning it: compaction removed it, so a later record of its
+    key must exist. Judged only for keys a complete final read covered, which would have returned such a
+    later record (or one later still)."""
+    complete = compacted.complete_keys()
+    offsets: dict[str, list[int]] = {}
+    writes: dict[str, list[_Write]] = {}
+    for (key, _), each in compacted.acked.items():
+        writes.setdefault(key, []).extend(each)
+    for key in writes:
+        writes[key].sort(key=lambda w: w.offset)
+        offsets[key] = [w.offset for w in writes[key]]
+    for op in compacted.analysis.polls:
+        key = _key(op)
+        records = _records(op)
+        if op.invoke.get("final") is True or not records or key not in complete or key not in offsets:
+            continue
+        start, returned = int(op.invoke.get("offset")), dict(records)
+        low = bisect.bisect_left(offsets[key], start)
+        high = bisect.bisect_right(offsets[key], max(offset for offset, _ in records))
+        for write in writes[key][low:high]:
+            if returned.get(write.offset) == write.value:
+                continue
+            if compacted.latest_known.get((key, write.record_key), -1) > write.offset:
+                continue
+            yield _Anomaly(
+                LOST_LATEST,
+                {
+                    "key": key,
+                    "record_key": write.record_key,
+                    "poll_offset": start,
+                    "missing": write.to_json(),
+                    "returned_at_offset": returned.get(write.offset),
+                },
+                [write.op, op],
+            )
+
+
+# ---------------------------------------------------------------------------------------------------
 # Availability and statistics
 
 
@@ -604,15 +797,19 @@ def _stats(analysis: _Analysis) -> JsonDict:
 def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> JsonDict:
     """Check a history. Returns verdict, anomaly counts and examples, unseen, stats and availability."""
     analysis = _Analysis(history)
-    lost, unseen, unresolved = _lost_and_unseen(analysis)
+    compacted = _Compacted(analysis) if _is_compacted(analysis) else None
+    if compacted is None:
+        lost, unseen, unresolved = _lost_and_unseen(analysis)
+        particular = [*lost, *unseen, *_final_read_gaps(analysis)]
+    else:
+        unseen, unresolved = [], []
+        particular = [*_final_values(compacted), *_lost_latest(compacted)]
     found: list[_Anomaly] = [
-        *lost,
-        *unseen,
+        *particular,
         *_duplicates(analysis),
         *_inconsistent_offsets(analysis),
         *_g1a_and_phantoms(analysis),
-        *_poll_order(analysis),
-        *_final_read_gaps(analysis),
+        *_poll_order(analysis, dense=compacted is None),
         *_nonmonotonic_sends(analysis),
         *_committed_regressions(analysis),
     ]
@@ -628,13 +825,14 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
     reasons: list[str] = []
     if found:
         verdict = "invalid"
-        reasons.extend(f"{count} {kind}" for kind, count in counts.items() if count)
+        reasons.extend(f"{len(items)} {kind} ({_where(items)})" for kind, items in by_class.items() if items)
     else:
         if history.truncated:
             reasons.append("the history ends mid-line (truncated)")
         if analysis.sends and not analysis.final_reads:
             reasons.append("no final read happened")
-        incomplete = sorted({_key(op) for op in analysis.acked} - _complete_final_keys(analysis))
+        complete = _complete_final_keys(analysis) if compacted is None else compacted.complete_keys()
+        incomplete = sorted({_key(op) for op in analysis.acked} - complete)
         if incomplete and analysis.final_reads:
             reasons.append(f"keys without a complete final read (a final poll returning []): {incomplete}")
         if unresolved:
@@ -647,6 +845,7 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
         unseen_by_key[anomaly.detail["key"]].append(anomaly.detail["value"])
     return {
         "verdict": verdict,
+        "workload": "queue" if compacted is None else "compact",
         "reasons": reasons,
         "anomaly_counts": counts,
         "anomalies": examples,
@@ -666,6 +865,20 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
         },
         "classes": dict(CLASSES),
     }
+
+
+def _where(anomalies: Sequence[_Anomaly], listed: int = 5) -> str:
+    """The keys (and record keys) the anomalies name, the first ``listed`` of them."""
+    names: list[str] = []
+    for anomaly in sorted(anomalies, key=_Anomaly.first_index):
+        detail = anomaly.detail
+        keys = [detail["key"]] if "key" in detail else list(detail.get("keys", []))
+        for key in keys:
+            name = f"{key} {detail['record_key']}" if "record_key" in detail else str(key)
+            if name not in names:
+                names.append(name)
+    more = f" and {len(names) - listed} more" if len(names) > listed else ""
+    return ", ".join(names[:listed]) + more
 
 
 def _complete_final_keys(analysis: _Analysis) -> set[str]:

@@ -51,10 +51,11 @@ from confluent_kafka import (
 from jepsen.recorder import Recorder
 from jepsen.workload import (
     POLL_TIMEOUT_S,
+    QUEUE,
     SEND_TIMEOUT_S,
     Outcome,
+    RecordModel,
     read_back,
-    record_of,
     split_key,
     wall_clock_ms,
 )
@@ -97,10 +98,10 @@ def close_client_logger(logger: logging.Logger) -> None:
         handler.close()
 
 
-def record_args(value: int, base_ms: int) -> dict[str, Any]:
-    """``Producer.produce`` arguments for the record ``workload.record_of`` describes: the same bytes the
-    HTTP API's JSON flavour stores for it."""
-    sent = record_of(value, base_ms)
+def record_args(value: int, base_ms: int, model: RecordModel = QUEUE) -> dict[str, Any]:
+    """``Producer.produce`` arguments for the record ``model.record_of`` describes (the queue's:
+    ``workload.record_of``): the same bytes the HTTP API's JSON flavour stores for it."""
+    sent = model.record_of(value, base_ms)
     return {
         "key": None if sent["key"] is None else json.dumps(sent["key"]).encode(),
         "value": None if sent["value"] is None else json.dumps(sent["value"]).encode(),
@@ -162,10 +163,12 @@ class KafkaOperations:
         idempotent: bool,
         logger: logging.Logger,
         log_append_time_topics: frozenset[str] = frozenset(),
+        model: RecordModel = QUEUE,
     ) -> None:
         self.recorder = recorder
         self.base_ms = base_ms
         self.log_append_time_topics = log_append_time_topics  # as workload.Operations
+        self.model = model
         common = {
             "bootstrap.servers": bootstrap_servers,
             "socket.timeout.ms": int(SEND_TIMEOUT_S * 1000),
@@ -206,7 +209,8 @@ class KafkaOperations:
     async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome:
         """``producer`` is the HTTP workload's explicit pair; here librdkafka keeps id and sequences."""
         topic, partition = split_key(key)
-        self.recorder.invoke(process, "send", key=key, value=value, client=self.client)
+        described = self.model.describe(value)
+        self.recorder.invoke(process, "send", key=key, value=value, **described, client=self.client)
         kind, fields = await self._blocking(lambda: self._produce(topic, partition, value))
         fields = {"value": value, **fields}
         self.recorder.complete(process, kind, **fields)
@@ -219,7 +223,7 @@ class KafkaOperations:
                 topic,
                 partition=partition,
                 on_delivery=lambda error, message: reports.append((error, message)),
-                **record_args(value, self.base_ms),
+                **record_args(value, self.base_ms, self.model),
             )
         except (BufferError, KafkaException) as exc:  # refused before anything was sent
             self._renew_if_fatal(exc)
@@ -269,8 +273,9 @@ class KafkaOperations:
                 error = message.error()
                 if error is None:
                     read = read_back(
-                        row_of(message), self.base_ms, log_append_time=stamped, read_ms=wall_clock_ms()
-                    )
+                        row_of(message), self.base_ms, log_append_time=stamped, read_ms=wall_clock_ms(),
+                        model=self.model,
+                    )  # fmt: skip
                     records.append([message.offset(), read])
                 elif error.code() == KafkaError._PARTITION_EOF:
                     at_end = True

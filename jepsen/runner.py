@@ -1,7 +1,7 @@
 """``python -m jepsen run``: one fault run from cluster start to verdict.
 
     python -m jepsen run --nodes 5 --nemesis kill,partition --time-limit 300 [--rate 40] [--concurrency 8]
-                         [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy]
+                         [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy] [--workload queue|compact]
 
 Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
 schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
@@ -10,7 +10,8 @@ every node), ``data/`` and ``faults/`` (fsync traces, clock files); then runs th
 1 invalid, 2 unknown, 3 the harness itself failed (the cluster never came up, bad arguments).
 
 Phases: start the nodes and create the topics; workload and nemesis together for ``--time-limit``
-seconds; heal every fault and restart every node that is down; the final read; stop; check.
+seconds; heal every fault and restart every node that is down; the final read (``compact``: one, then
+another once every node's cleaner has caught up); stop; check.
 Namespaces, links and processes are removed in ``finally`` blocks, also on Ctrl-C and SIGTERM.
 """
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from jepsen import control, disks, lazyfs, nemesis, workload
+from jepsen import compact_workload, control, disks, lazyfs, nemesis, workload
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
@@ -51,6 +52,7 @@ HEAL_READY_TIMEOUT_S = 45.0
 DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
+WORKLOADS = ("queue", "compact")  # compact: jepsen/compact_workload.py
 FILE_SYSTEMS = ("plain", "lazy")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
@@ -60,6 +62,8 @@ TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
     "t0": {"segment.bytes": 4096},
     "t1": {"flush.policy": "group", "flush.ms": 1000, "message.timestamp.type": "LogAppendTime"},
 }
+COMPACT_TOPICS = {compact_workload.TOPIC: compact_workload.PARTITIONS}
+COMPACT_TOPIC_CONFIGS = {compact_workload.TOPIC: compact_workload.TOPIC_CONFIGS}
 LOG_APPEND_TIME_TOPICS = frozenset(
     topic
     for topic, configs in TOPIC_CONFIGS.items()
@@ -77,10 +81,29 @@ class RunConfig:
     directory: str = "runs"
     netns: bool = True
     seed: int | None = None
-    topics: dict[str, int] = field(default_factory=lambda: dict(TOPICS))
+    topics: dict[str, int] = field(default_factory=dict)  # empty: the workload's (TOPICS, COMPACT_TOPICS)
     serve_args: tuple[str, ...] = ()  # more options for every node's ``raftlog serve``
     clients: tuple[str, ...] = ("http",)  # worker i (and final reader i) uses clients[i % len(clients)]
     fs: str = "plain"  # "lazy": every node's data directory on a lazy file system (jepsen.lazyfs)
+    workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic
+
+    def __post_init__(self) -> None:
+        if self.workload not in WORKLOADS:
+            raise ValueError(f"workload {self.workload!r}: choose from {', '.join(WORKLOADS)}")
+        if not self.topics:
+            self.topics = dict(COMPACT_TOPICS if self.workload == "compact" else TOPICS)
+
+    @property
+    def topic_configs(self) -> dict[str, dict[str, Any]]:
+        return COMPACT_TOPIC_CONFIGS if self.workload == "compact" else TOPIC_CONFIGS
+
+    @property
+    def node_args(self) -> list[str]:
+        """Every node's serve options: the compaction workload's cleaner runs often (unless told)."""
+        args = list(self.serve_args)
+        if self.workload == "compact" and not any(a.startswith("--cleaner-interval-ms") for a in args):
+            args.append(f"--cleaner-interval-ms={compact_workload.CLEANER_INTERVAL_MS}")
+        return args
 
 
 @dataclass
@@ -108,6 +131,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default="http",
         help="comma-separated: http (the HTTP API) and/or kafka (confluent-kafka against the nodes' "
         "Kafka listeners); workers take them in turn (default http)",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="queue",
+        help="queue: the Kafka-style queue (topics t0, t1); compact: keys overwritten and deleted on a "
+        "compacted topic (c0), each key's last acknowledged write checked after the cleaner ran",
     )
     parser.add_argument(
         "--fs",
@@ -264,7 +294,7 @@ def run(config: RunConfig) -> RunResult:
             run_dir,
             specs,
             admin_token=f"jepsen-{prefix}",
-            serve_args=list(config.serve_args),
+            serve_args=config.node_args,
             disk_mib=disk_mib,
             fs=fs,
             prefix=prefix,
@@ -347,10 +377,13 @@ async def _drive(
     )
     http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
     base_ms = int(time.time() * 1000)
-    operations = workload.Operations(http, recorder, base_ms, LOG_APPEND_TIME_TOPICS)
+    compact = config.workload == "compact"
+    model = compact_workload.MODEL if compact else workload.QUEUE
+    operations = workload.Operations(http, recorder, base_ms, LOG_APPEND_TIME_TOPICS, model)
     clients = _Clients(config, cluster, operations, recorder, base_ms,
-                       os.path.join(run_dir, "logs", "kafka-clients.log"))  # fmt: skip
+                       os.path.join(run_dir, "logs", "kafka-clients.log"), model)  # fmt: skip
     stats = workload.Stats()
+    cleaner: dict[str, Any] = {}  # the compaction workload's cleaner metrics, per node
     loop = asyncio.get_running_loop()
     began = time.monotonic()
     try:
@@ -361,6 +394,7 @@ async def _drive(
             await workload.run_workers(
                 clients.make(range(config.concurrency)), keys, rate=config.rate,
                 deadline=started + config.time_limit_s, rng=rng, stats=stats,
+                step=compact_workload.step if compact else workload.queue_step,
             )  # fmt: skip
         finally:
             stop.set()
@@ -370,8 +404,23 @@ async def _drive(
         readers = clients.make(range(config.concurrency, config.concurrency + len(keys)))
         final = await workload.final_read(readers, keys, first_process=config.concurrency, stats=stats)
         incomplete = [k for k, v in final.items() if not v["complete"]]
+        if compact:  # a second final read once every node's cleaner has caught up
+            cleaner["after_heal"] = await compact_workload.cleaned(http, cluster.urls)
+            if not cleaner["after_heal"]["cleaned"]:
+                waited = compact_workload.CLEANED_TIMEOUT_S
+                notes.append(f"the cleaners had not caught up within {waited:.0f} s of the first final read; "
+                             "the second read went ahead")  # fmt: skip
+            first = config.concurrency + len(keys)
+            readers = clients.make(range(first, first + len(keys)))
+            again = await workload.final_read(readers, keys, first_process=first, stats=stats)
+            incomplete += [k for k, v in again.items() if not v["complete"]]
+            cleaner["final_read_after_cleaning"] = again
+            cleaner["after_read"] = await compact_workload.cleaner_metrics(http, cluster.urls)
+            failed = compact_workload.failures(cleaner["after_read"])
+            if failed:
+                notes.append(f"compaction passes failed (see the node logs): {failed}")
         if incomplete:
-            notes.append(f"final read incomplete for {incomplete}")
+            notes.append(f"final read incomplete for {sorted(set(incomplete))}")
         health = await _health(cluster)
     finally:
         await clients.close()
@@ -385,6 +434,7 @@ async def _drive(
         "operations": stats.ops,
         "events": recorder.count,
         "final_read": final,
+        **({"cleaner": cleaner} if cleaner else {}),
         "health_after": health,
         "durations_s": {"workload": round(heal_began - began, 1),
                         "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
@@ -403,9 +453,11 @@ class _Clients:
         recorder: Recorder,
         base_ms: int,
         kafka_log: str,
+        model: workload.RecordModel = workload.QUEUE,
     ) -> None:
         self.config, self.cluster, self.http = config, cluster, http
         self.recorder, self.base_ms, self.kafka_log = recorder, base_ms, kafka_log
+        self.model = model
         self.made: list[KafkaOperations] = []  # each has a producer and a consumer to close
         self.logger: logging.Logger | None = None  # librdkafka's lines, once a Kafka client is made
 
@@ -421,7 +473,7 @@ class _Clients:
             kafka = kafka_workload.KafkaOperations(
                 self.cluster.bootstrap_servers, self.recorder, self.base_ms, process=process,
                 idempotent=workload.idempotent_worker(process), logger=self.logger,
-                log_append_time_topics=LOG_APPEND_TIME_TOPICS,
+                log_append_time_topics=LOG_APPEND_TIME_TOPICS, model=self.model,
             )  # fmt: skip
             self.made.append(kafka)
             made.append(kafka)
@@ -446,7 +498,7 @@ async def _create_topics(cluster: control.Cluster, config: RunConfig) -> None:
                     topic,
                     partitions=partitions,
                     replication_factor=replication,
-                    configs=TOPIC_CONFIGS.get(topic, {}),
+                    configs=config.topic_configs.get(topic, {}),
                 )
             except ClientError as exc:
                 raise control.ControlError(f"creating topic {topic}: {exc}") from exc

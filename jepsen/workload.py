@@ -36,7 +36,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -121,10 +121,11 @@ class Http:
         params: dict[str, Any] | None = None,
         timeout_s: float = SEND_TIMEOUT_S,
         url: str | None = None,
+        accept: str = JSON_V2,
     ) -> tuple[str, int, Any, dict[str, Any]]:
         """``(kind, status, body, extra)``; kind is ok/fail/info by status, or by the network failure."""
         base = url or self.rng.choice(self.urls)
-        headers = {"Accept": JSON_V2}
+        headers = {"Accept": accept}
         data = None
         if body is not None:
             headers["Content-Type"] = JSON_V2
@@ -182,17 +183,38 @@ def _number_of(row: dict[str, Any]) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class RecordModel:
+    """What a workload's records are: the record a send of a value makes (``record_of(value, base_ms)``),
+    the value a fetched row claims to be (``number_of``), and what a send's invoke says of its record
+    besides the value (``describe``: nothing for the queue; the record key and whether it is a tombstone
+    for the compaction workload). A record is read back as its value only when all of it matches."""
+
+    name: str
+    record_of: Callable[[int, int], dict[str, Any]]
+    number_of: Callable[[dict[str, Any]], int | None]
+    describe: Callable[[int], dict[str, Any]] = lambda value: {}
+
+
+QUEUE = RecordModel("queue", record_of, _number_of)
+
+
 def read_back(
-    row: dict[str, Any], base_ms: int, *, log_append_time: bool = False, read_ms: int | None = None
+    row: dict[str, Any],
+    base_ms: int,
+    *,
+    log_append_time: bool = False,
+    read_ms: int | None = None,
+    model: RecordModel = QUEUE,
 ) -> Any:
     """The value a fetched record stands for: the number it was sent with, when its key, value, headers,
     timestamp and timestamp type came back as that send made them; else the row itself as JSON text.
     ``log_append_time``: the record's topic is LogAppendTime, so its timestamp is the leader's stamp, which
     must lie between the run's start and ``read_ms`` (when the read was answered), give or take
-    ``APPEND_TIME_SLACK_MS``."""
-    number = _number_of(row)
+    ``APPEND_TIME_SLACK_MS``. ``model``: the workload's records (the queue's by default)."""
+    number = model.number_of(row)
     if number is not None:
-        sent = record_of(number, base_ms)
+        sent = model.record_of(number, base_ms)
         timestamp = row.get("timestamp")
         if not log_append_time:
             stamped = row.get("timestamp_type") == "CreateTime" and timestamp == sent["timestamp"]
@@ -244,22 +266,25 @@ class Operations:
         recorder: Recorder,
         base_ms: int,
         log_append_time_topics: frozenset[str] = frozenset(),
+        model: RecordModel = QUEUE,
     ) -> None:
         """``base_ms``: the run's start, wall clock: every record's CreateTime is it plus the value.
-        ``log_append_time_topics``: the topics whose leader stamps its clock on every record."""
+        ``log_append_time_topics``: the topics whose leader stamps its clock on every record.
+        ``model``: the workload's records."""
         self.http = http
         self.recorder = recorder
         self.base_ms = base_ms
         self.log_append_time_topics = log_append_time_topics
+        self.model = model
 
     async def send(self, process: int, key: str, value: int, producer: tuple[int, int] | None) -> Outcome:
         topic, partition = split_key(key)
         extra: dict[str, Any] = {}
-        body: dict[str, Any] = {"records": [record_of(value, self.base_ms)]}
+        body: dict[str, Any] = {"records": [self.model.record_of(value, self.base_ms)]}
         if producer is not None:
             extra = {"producer_id": producer[0], "sequence": producer[1]}
             body.update(extra)
-        self.recorder.invoke(process, "send", key=key, value=value, **extra)
+        self.recorder.invoke(process, "send", key=key, value=value, **self.model.describe(value), **extra)
         path = partition_path(topic, partition)
         kind, status, payload, info = await self.http.call("POST", path, body=body)
         fields: dict[str, Any] = {"value": value, **info}
@@ -293,8 +318,7 @@ class Operations:
             stamped, read_ms = topic in self.log_append_time_topics, wall_clock_ms()
             try:
                 fields["records"] = [
-                    [int(r["offset"]), read_back(r, self.base_ms, log_append_time=stamped, read_ms=read_ms)]
-                    for r in payload
+                    [int(r["offset"]), self._read_back(r, stamped, read_ms)] for r in payload
                 ]
             except (KeyError, TypeError, ValueError):
                 kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
@@ -302,6 +326,9 @@ class Operations:
             fields.update(_error(status, payload))
         self.recorder.complete(process, kind, **fields)
         return Outcome(kind, fields)
+
+    def _read_back(self, row: dict[str, Any], stamped: bool, read_ms: int) -> Any:
+        return read_back(row, self.base_ms, log_append_time=stamped, read_ms=read_ms, model=self.model)
 
     async def commit(self, process: int, key: str, group: str, offset: int) -> Outcome:
         topic, partition = split_key(key)
@@ -387,9 +414,11 @@ class Stats:
         self.ops[f][kind] += 1
 
 
-async def _send_with_retries(ops: ClientOperations, worker: Worker, values: Values, stats: Stats) -> None:
-    key = worker.rng.choice(worker.keys)
-    value = values.take()
+async def send_with_retries(
+    ops: ClientOperations, worker: Worker, key: str, value: int, stats: Stats
+) -> None:
+    """Send ``value`` to ``key``; retry it (at random, up to ``RETRIES_MAX`` times) after ``fail``, and
+    after ``info`` when the worker's producer is idempotent and its door keeps that safe."""
     producer = None
     if worker.idempotent:
         producer = (worker.producer_id, worker.sequence)
@@ -406,8 +435,8 @@ async def _send_with_retries(ops: ClientOperations, worker: Worker, values: Valu
         await asyncio.sleep(worker.rng.uniform(0.05, 0.5))
 
 
-async def _poll(ops: ClientOperations, worker: Worker, stats: Stats) -> None:
-    key = worker.rng.choice(worker.keys)
+async def poll_once(ops: ClientOperations, worker: Worker, key: str, stats: Stats) -> None:
+    """Poll ``key`` from the worker's position, which moves past what came back."""
     offset = worker.positions.get(key, 0)
     outcome = await ops.poll(worker.process, key, offset)
     stats.add("poll", outcome.kind)
@@ -439,6 +468,22 @@ async def _restart_consumer(ops: ClientOperations, worker: Worker, stats: Stats)
         worker.committed[key] = worker.positions[key]
 
 
+Step = Callable[[ClientOperations, Worker, Values, Stats], Awaitable[None]]
+
+
+async def queue_step(ops: ClientOperations, worker: Worker, values: Values, stats: Stats) -> None:
+    """One operation of the queue workload: a send of a new value, a poll, a commit or a restart."""
+    choice = worker.choose()
+    if choice == "send":
+        await send_with_retries(ops, worker, worker.rng.choice(worker.keys), values.take(), stats)
+    elif choice == "poll":
+        await poll_once(ops, worker, worker.rng.choice(worker.keys), stats)
+    elif choice == "commit":
+        await _commit(ops, worker, stats)
+    else:
+        await _restart_consumer(ops, worker, stats)
+
+
 async def run_workers(
     clients: Sequence[ClientOperations],
     keys: list[str],
@@ -447,9 +492,10 @@ async def run_workers(
     deadline: float,
     rng: random.Random,
     stats: Stats,
+    step: Step = queue_step,
 ) -> None:
-    """Run one worker per client until loop time ``deadline``; worker ``i`` uses ``clients[i]`` (even
-    workers produce idempotently: ``idempotent_worker``)."""
+    """Run one worker per client until loop time ``deadline``, each doing ``step`` after ``step``;
+    worker ``i`` uses ``clients[i]`` (even workers produce idempotently: ``idempotent_worker``)."""
     values = Values()
     loop = asyncio.get_running_loop()
     interval = len(clients) / rate
@@ -459,15 +505,7 @@ async def run_workers(
         await asyncio.sleep(worker.rng.uniform(0, interval))
         while loop.time() < deadline:
             began = loop.time()
-            choice = worker.choose()
-            if choice == "send":
-                await _send_with_retries(ops, worker, values, stats)
-            elif choice == "poll":
-                await _poll(ops, worker, stats)
-            elif choice == "commit":
-                await _commit(ops, worker, stats)
-            else:
-                await _restart_consumer(ops, worker, stats)
+            await step(ops, worker, values, stats)
             spent = loop.time() - began
             pause = max(0.0, worker.rng.uniform(0.5, 1.5) * interval - spent)
             await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))

@@ -1,0 +1,73 @@
+"""A short fault run of the compaction workload end to end: keys overwritten and deleted on a compacted
+topic through HTTP and Kafka clients in turn, under a node's power loss with a partition, then a kill
+with a pause (the seed's schedule); the cleaners compact during the run, both final reads are
+complete, each key ends with its last acknowledged write, and nothing is left behind."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+from test_jepsen_runner import _processes_mentioning
+
+from jepsen import control, lazyfs, runner
+from jepsen.history import read_history
+
+# the schedule of this seed over 30 s: node-power-loss + partition at 2.8-10.8 s, kill + pause at
+# 15.7-23.2 s (a whole-cluster power loss, which leaves the other faults nothing to do, does not fit as well)
+SEED = 20261383
+FAULTS = ("kill", "pause", "partition", "node-power-loss")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_path: pathlib.Path) -> None:
+    netns, _ = control.netns_available()
+    lazy = lazyfs.unavailable() is None
+    config = runner.RunConfig(
+        nodes=3,
+        faults=FAULTS,
+        time_limit_s=30.0,
+        rate=25.0,
+        concurrency=4,
+        directory=str(tmp_path / "runs"),
+        netns=netns,
+        seed=SEED,
+        clients=("http", "kafka"),
+        fs="lazy" if lazy else "plain",
+        workload="compact",
+    )
+    result = runner.run(config)
+    run_dir = pathlib.Path(result.run_dir)
+    info = json.loads((run_dir / "run.json").read_text())
+
+    assert _processes_mentioning(str(run_dir)) == []
+    assert control.leftover_namespaces(info["prefix"]) == []
+    if lazy:
+        assert lazyfs.mounted_under(lazyfs.FSNAME_PREFIX + info["prefix"]) == []
+
+    assert "harness_error" not in info, info.get("harness_error")
+    expected = (
+        {"kill", "pause"} | ({"partition"} if netns else set()) | ({"node-power-loss"} if lazy else set())
+    )
+    assert set(info["faults_started"]) == expected, (info["faults_started"], info["notes"])
+    assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
+    cleaner = info["cleaner"]
+    assert all(v["complete"] for v in cleaner["final_read_after_cleaning"].values()), cleaner
+    assert cleaner["after_heal"]["cleaned"], cleaner["after_heal"]
+    removed = [m["raftlog_cleaner_records_removed_total"] for m in cleaner["after_read"].values()]
+    assert all(n > 0 for n in removed), f"every node's cleaner removed records during the run: {removed}"
+    assert all(m.get("raftlog_cleaner_failures_total") == 0 for m in cleaner["after_read"].values())
+
+    history = read_history(run_dir / "history.jsonl")
+    acked = [op for op in history.operations if op.f == "send" and op.type == "ok"]
+    assert len(acked) >= 50, "too few acknowledged sends to mean anything"
+    assert any(op.invoke.get("tombstone") for op in acked), "no key was deleted"
+    doors = {op.invoke.raw.get("client", "http") for op in acked}
+    assert doors == {"http", "kafka"}
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["workload"] == "compact"
+    assert result.verdict == "valid", (
+        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
+    )
