@@ -13,6 +13,10 @@ In one run, on a scratch directory (removed at the end):
    ``min.cleanable.dirty.ratio`` is 0.1 here, so that it is due): the steady state, where a pass maps only
    what was written since the last one but rewrites the whole cleanable log, as Kafka's cleaner does.
 
+With ``--compare kafka``, also a compacted topic on a 3-node raftlog cluster and on a 3-node Apache Kafka
+cluster through the same client (``raftlog_bench.compaction_compare``): produce rate, and how soon and at
+what CPU each system's cleaner compacts it.
+
 Every record kept is checked against a model (each key's last value); the numbers are never asserted.
 MB is 10^6 bytes; CPU is this process's (user + system) during the pass.
 """
@@ -180,6 +184,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keys", type=int, default=10_000, help="distinct keys (10000)")
     add_dir_argument(parser, "the scratch directory")
     add_json_argument(parser, "every result")
+    parser.add_argument(
+        "--compare",
+        choices=("kafka",),
+        default=None,
+        help="also a compacted topic on raftlog and Apache Kafka clusters, same client",
+    )
+    parser.add_argument(
+        "--compare-records",
+        type=int,
+        default=200_000,
+        help="records produced to each cluster with --compare (200000)",
+    )
+    parser.add_argument("--compare-keys", type=int, default=1000, help="their keys (1000)")  # fmt: skip
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -187,12 +204,23 @@ def run_from_args(args: argparse.Namespace) -> int:
         print("raftlog bench compaction: --mib in [1, 65536], --record-size in [16, 1 MiB], --keys in "
               "[1, 10^7]", file=sys.stderr)  # fmt: skip
         return 2
+    if args.compare and not (1 <= args.compare_keys <= args.compare_records <= 10**8):
+        print("raftlog bench compaction: 1 <= --compare-keys <= --compare-records <= 10^8", file=sys.stderr)
+        return 2
     directory = tempfile.mkdtemp(prefix="raftlog-bench-compaction-", dir=args.dir)
     try:
         results = run(directory, args.mib * MiB, args.record_size, args.keys)
+        table = format_table(results)
+        if args.compare:
+            from raftlog_bench import compaction_compare
+
+            systems = ["raftlog", args.compare]
+            rows = compaction_compare.run(systems, args.compare_records, args.compare_keys, directory)
+            results["compare"] = rows
+            table += "\n\n" + compaction_compare.format_table(rows, args.compare_keys)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    emit(args.json, format_table(results), results)
+    emit(args.json, table, results)
     return 0
 
 

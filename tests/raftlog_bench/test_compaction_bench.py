@@ -25,3 +25,18 @@ def test_both_appends_and_both_passes_are_measured(tmp_path, capsys) -> None:
 def test_bad_options_are_refused(capsys) -> None:
     assert compaction.main(["--keys", "0"]) == 2
     assert "--keys" in capsys.readouterr().err
+
+
+def test_the_comparison_table_names_both_systems_and_bad_sizes_are_refused(capsys) -> None:
+    from raftlog_bench import compaction_compare
+
+    rows = [
+        {"system": "raftlog", "records": 10, "produce_records_s": 5.0, "produce_servers_cpu_s": 0.1,
+         "compacted_after_s": 15.5, "cleaning_servers_cpu_s": 1.0, "records_left": 2},
+        {"system": "kafka", "records": 10, "produce_records_s": 4.0, "produce_servers_cpu_s": 0.2,
+         "compacted_after_s": None, "cleaning_servers_cpu_s": 2.0, "records_left": 10},
+    ]  # fmt: skip
+    table = compaction_compare.format_table(rows, 3)
+    assert "raftlog" in table and "kafka" in table and "15.5" in table
+    assert compaction.main(["--compare", "kafka", "--compare-keys", "10", "--compare-records", "5"]) == 2
+    assert "--compare-keys" in capsys.readouterr().err
