@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,20 +18,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import node_metric, wait_for
 
 TOPIC = "profiles"
 KEYS = 25
 RECORDS = 3000
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +34,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 def bootstrap(cluster: LocalCluster) -> str:
     return ",".join(cluster.kafka.values())
-
-
-def metric(url: str, name: str) -> float:
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    found = re.search(rf"^{name} (\S+)$", text, re.M)
-    return float(found.group(1)) if found else 0.0
 
 
 def consume_all(cluster: LocalCluster) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -119,9 +101,9 @@ def test_a_compacted_topic_keeps_each_keys_latest_value_on_every_replica(cluster
     assert raised.value.args[0].code() == KafkaError.POLICY_VIOLATION
 
     urls = list(cluster.urls.values())
-    wait_for(lambda: all(metric(url, "raftlog_cleaner_records_removed_total") > 0 for url in urls),
+    wait_for(lambda: all(node_metric(url, "raftlog_cleaner_records_removed_total") > 0 for url in urls),
              "every replica compacted its copy")  # fmt: skip
-    wait_for(lambda: all(metric(url, "raftlog_cleaner_dirty_bytes") == 0 for url in urls),
+    wait_for(lambda: all(node_metric(url, "raftlog_cleaner_dirty_bytes") == 0 for url in urls),
              "no replica has anything cleanable left")  # fmt: skip
 
     rows = consume_all(cluster)

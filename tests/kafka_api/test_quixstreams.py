@@ -17,14 +17,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,7 @@ from confluent_kafka.admin import (
 )
 
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import node_metric, wait_for
 
 # quixstreams needs confluent-kafka < 2.13: scripts/bootstrap.sh gives it a virtualenv inside .venv
 QUIX_PYTHON = Path(sys.prefix) / "quixstreams" / "bin" / "python"
@@ -47,23 +46,6 @@ SOURCE, SINK, GROUP = "readings", "totals", "totals"
 CHANGELOG_PREFIX = f"changelog__{GROUP}--"
 KEYS = 20
 READINGS_PER_STEP = 600
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
-
-
-def metric(url: str, name: str) -> float:
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    found = re.search(rf"^{name} (\S+)$", text, re.M)
-    return float(found.group(1)) if found else 0.0
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +170,21 @@ def changelog_topic(admin: AdminClient) -> str | None:
     return next((t for t in admin.list_topics(timeout=30).topics if t.startswith(CHANGELOG_PREFIX)), None)
 
 
+def _watermarks(cluster: LocalCluster, topic: str) -> tuple[int, int] | None:
+    """The partition's watermarks, asked by a fresh client (one that met a node not yet knowing the topic
+    again after its restart keeps that answer cached); None while the partition is not known."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "changelog-marks"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+            raise
+        return None
+    finally:
+        consumer.close()
+    return low, high
+
+
 def changelog_records(cluster: LocalCluster, topic: str) -> tuple[int, int]:
     """How many records the changelog holds, and its high watermark (how many were written)."""
     consumer = Consumer(
@@ -195,7 +192,8 @@ def changelog_records(cluster: LocalCluster, topic: str) -> tuple[int, int]:
          "enable.auto.commit": False, "enable.partition.eof": True}
     )  # fmt: skip
     try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        # a node just restarted may answer before it knows the topic again: asked until one knows it
+        _, high = wait_for(lambda: _watermarks(cluster, topic), "the changelog's watermarks")
         consumer.assign([TopicPartition(topic, 0, 0)])
         count, deadline = 0, time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -257,7 +255,7 @@ def test_quixstreams_keeps_exact_totals_across_processor_and_node_crashes(
 
         # the changelog was compacted: fewer records than were written to it
         removed = "raftlog_cleaner_records_removed_total"  # the changelog is the one compacted topic
-        wait_for(lambda: any(metric(url, removed) > 0 for url in cluster.servers), "a cleaner compacted")
+        wait_for(lambda: any(node_metric(url, removed) > 0 for url in cluster.servers), "a cleaner compacted")
         held, written = changelog_records(cluster, changelog)
         assert held < written, f"the changelog holds {held} of the {written} records written to it"
 

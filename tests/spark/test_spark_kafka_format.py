@@ -10,14 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import pathlib
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from spark_cluster import SparkTestCluster
 
 from raftlog_spark import spark_kafka
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -49,16 +48,6 @@ def read(spark: Any, cluster: SparkTestCluster, topic: str, **options: str) -> l
         .orderBy("partition", "offset")
         .collect()
     )  # fmt: skip
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 def test_batch_read_between_offsets(spark: Any, raftlog_cluster: SparkTestCluster) -> None:

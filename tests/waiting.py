@@ -1,0 +1,29 @@
+"""Waiting for a condition in tests that drive real processes: never for a fixed time, always bounded."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0, every_s: float = 0.2) -> Any:
+    """``condition()``'s first true value, asked every ``every_s``; AssertionError naming ``what`` when none
+    comes within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+def node_metric(url: str, name: str) -> float:
+    """A node's unlabelled metric from its ``/metrics`` (0 when it does not export it yet)."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
