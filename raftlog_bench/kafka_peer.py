@@ -99,9 +99,10 @@ def node_properties(
     return "\n".join(lines) + "\n"
 
 
-def log_config(path: str) -> str:
-    """log4j2: warnings and worse into the node's own file."""
-    return "\n".join([
+def log_config(path: str, info_from: tuple[str, ...] = ()) -> str:
+    """log4j2: warnings and worse into the process's own file, and information too from the loggers named
+    in ``info_from`` (a Connect worker's own)."""
+    lines = [
         "status = error",
         "appender.file.type = File",
         "appender.file.name = file",
@@ -110,7 +111,10 @@ def log_config(path: str) -> str:
         "appender.file.layout.pattern = [%d] %p %m (%c)%n",
         "rootLogger.level = warn",
         "rootLogger.appenderRef.file.ref = file",
-    ]) + "\n"  # fmt: skip
+    ]
+    for index, name in enumerate(info_from):
+        lines += [f"logger.info{index}.name = {name}", f"logger.info{index}.level = info"]
+    return "\n".join(lines) + "\n"
 
 
 class KafkaCluster:

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs
+from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs, log_config
 from raftlog_dev.dev import free_port
 
 START_TIMEOUT_S = 120.0
@@ -61,22 +61,6 @@ def worker_properties(bootstrap: str, name: str, rest_port: int) -> dict[str, st
     }
 
 
-def log_config(path: str) -> str:
-    """log4j2: Connect's own messages from INFO, the clients' from WARN, into the worker's file."""
-    return "\n".join([
-        "status = error",
-        "appender.file.type = File",
-        "appender.file.name = file",
-        f"appender.file.fileName = {path}",
-        "appender.file.layout.type = PatternLayout",
-        "appender.file.layout.pattern = [%d] %p %m (%c)%n",
-        "rootLogger.level = warn",
-        "rootLogger.appenderRef.file.ref = file",
-        "logger.connect.name = org.apache.kafka.connect",
-        "logger.connect.level = info",
-    ]) + "\n"  # fmt: skip
-
-
 class ConnectError(AssertionError):
     """The worker or its REST API did not do what the test waited for (with its log's tail)."""
 
@@ -100,7 +84,9 @@ class ConnectWorker:
             encoding="utf-8",
         )
         self._log4j = directory / "log4j2.properties"
-        self._log4j.write_text(log_config(str(self.log)), encoding="utf-8")
+        self._log4j.write_text(
+            log_config(str(self.log), info_from=("org.apache.kafka.connect",)), encoding="utf-8"
+        )
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
