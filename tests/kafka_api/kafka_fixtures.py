@@ -26,6 +26,14 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         yield cluster
 
 
+@pytest.fixture(scope="module")
+def compacting_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A module's 3-node cluster whose nodes look for compaction to do every 200 ms (15 s by default)."""
+    directory = tmp_path_factory.mktemp("compacting")
+    with LocalCluster(str(directory), nodes=3, serve_args=["--cleaner-interval-ms", "200"]) as cluster:
+        yield cluster
+
+
 def http_client(cluster: LocalCluster) -> BlockingClient:
     return BlockingClient(cluster.servers, timeout_ms=15_000)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,19 +25,13 @@ RECORDS = 3000
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    directory = tmp_path_factory.mktemp("compacted")
-    with LocalCluster(str(directory), nodes=3, serve_args=["--cleaner-interval-ms", "200"]) as running:
-        yield running
-
-
-def bootstrap(cluster: LocalCluster) -> str:
-    return ",".join(cluster.kafka.values())
+def cluster(compacting_cluster: LocalCluster) -> LocalCluster:
+    return compacting_cluster
 
 
 def consume_all(cluster: LocalCluster) -> list[tuple[int, bytes | None, bytes | None]]:
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap(cluster), "group.id": f"reader-{time.monotonic_ns()}",
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"reader-{time.monotonic_ns()}",
          "auto.offset.reset": "earliest", "enable.auto.commit": False, "enable.partition.eof": True}
     )  # fmt: skip
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
@@ -71,14 +64,14 @@ async def transfer(cluster: LocalCluster, node: str) -> None:
 
 
 def test_a_compacted_topic_keeps_each_keys_latest_value_on_every_replica(cluster: LocalCluster) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"}
     admin.create_topics([NewTopic(TOPIC, 1, 3, config=configs)])[TOPIC].result(timeout=30)
     described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, TOPIC)])
     entries = next(iter(described.values())).result(timeout=30)
     assert entries["cleanup.policy"].value == "compact"
 
-    producer = Producer({"bootstrap.servers": bootstrap(cluster), "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
     latest: dict[bytes, bytes | None] = {}
     written: set[tuple[bytes, bytes | None]] = set()
     for i in range(RECORDS):

@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,8 @@ READINGS_PER_STEP = 600
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    directory = tmp_path_factory.mktemp("quixstreams")
-    with LocalCluster(str(directory), nodes=3, serve_args=["--cleaner-interval-ms", "200"]) as running:
-        yield running
+def cluster(compacting_cluster: LocalCluster) -> LocalCluster:
+    return compacting_cluster
 
 
 class Processor:
