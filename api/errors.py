@@ -22,6 +22,7 @@ from partitions.errors import (
     InvalidName,
     InvalidReassignment,
     InvalidTopic,
+    InvalidTxnState,
     LeaderEpochMismatch,
     NoController,
     NoReassignment,
@@ -43,6 +44,7 @@ from partitions.errors import (
     UnknownToken,
     UnknownTopic,
     UnknownUser,
+    UnstableOffsetCommit,
 )
 from partitions.groups.errors import (
     ConsumerFormatMismatch,
@@ -234,6 +236,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (ProducerFenced, HttpError(409, 40911)),
     (OutOfOrderSequence, HttpError(409, 40912)),
+    (UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
+    (InvalidTxnState, HttpError(409, 40920)),
     (RecordTooLarge, HttpError(413, 41301)),
     (NotAcceptable, HttpError(406, 40601)),
     (UnsupportedMediaType, HttpError(415, 41501)),

@@ -25,6 +25,7 @@ from partitions.errors import (
     InvalidName,
     InvalidReassignment,
     InvalidTopic,
+    InvalidTxnState,
     NoController,
     NoReassignment,
     OutOfOrderSequence,
@@ -44,6 +45,7 @@ from partitions.errors import (
     UnknownToken,
     UnknownTopic,
     UnknownUser,
+    UnstableOffsetCommit,
 )
 from partitions.groups.errors import GroupError, GroupNotEmpty, StaleGeneration, UnknownGroup
 from raftlog.consensus.errors import (
@@ -91,6 +93,8 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (SequenceTooOld, ErrorCode.out_of_order_sequence_number),
     (OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
     (ProducerFenced, ErrorCode.invalid_producer_epoch),
+    (UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
+    (InvalidTxnState, ErrorCode.invalid_txn_state),
     (TopicExists, ErrorCode.topic_already_exists),
     (InvalidName, ErrorCode.invalid_topic_exception),
     (InvalidTopic, ErrorCode.invalid_request),

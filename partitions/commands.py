@@ -9,6 +9,13 @@
 [1, 5, group]                    DeleteOffset: forget a consumer group's offset (the group was deleted)
 [1, 6, offset]                   DeleteRecords: move the log start offset up to ``offset`` (Kafka's
                                  DeleteRecords); never past the high watermark, never back
+[1, 7, producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control]
+                                 TxnMarker: end a producer's transaction in this partition (docs/decisions/
+                                 0019-transactions.md): a control batch when ``write_control``, and its
+                                 pending transactional offsets made visible or dropped
+[1, 8, group, offset, producer_id, epoch]
+                                 TxnOffset: a consumer group's offset committed inside a transaction,
+                                 pending until the producer's marker
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
+_TXN_MARKER, _TXN_OFFSET = 7, 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,24 @@ class DeleteRecords:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnMarker:
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    timestamp_ms: int  # the control record's timestamp: the coordinator's clock, the same on every replica
+    write_control: bool  # the producer wrote to this partition in the transaction: a control batch ends it
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffset:
+    group: str
+    offset: int
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class Barrier:
     pass
 
@@ -56,7 +82,9 @@ class GroupCommand:
     payload: bytes  # encoded by ``partitions.groups.state.encode``
 
 
-Command = Produce | CommitOffset | Barrier | GroupCommand | DeleteOffset | DeleteRecords
+Command = (
+    Produce | CommitOffset | Barrier | GroupCommand | DeleteOffset | DeleteRecords | TxnMarker | TxnOffset
+)
 
 
 def encode_parts(command: Command) -> tuple[bytes, ...]:
@@ -82,6 +110,21 @@ def encode(command: Command) -> bytes:
         fields = [VERSION, _DELETE_OFFSET, command.group]
     elif isinstance(command, DeleteRecords):
         fields = [VERSION, _DELETE_RECORDS, command.offset]
+    elif isinstance(command, TxnMarker):
+        c = command
+        fields = [
+            VERSION, _TXN_MARKER, c.producer_id, c.producer_epoch, c.commit, c.coordinator_epoch,
+            c.timestamp_ms, c.write_control,
+        ]  # fmt: skip
+    elif isinstance(command, TxnOffset):
+        fields = [
+            VERSION,
+            _TXN_OFFSET,
+            command.group,
+            command.offset,
+            command.producer_id,
+            command.producer_epoch,
+        ]
     else:
         fields = [VERSION, _BARRIER]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -131,6 +174,35 @@ def decode(data: bytes | memoryview) -> Command:
         return DeleteOffset(fields[2])
     if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:
         return DeleteRecords(fields[2])
+    if kind == _TXN_MARKER and len(fields) == 8:
+        _, _, producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control = fields
+        if (
+            _is_id(producer_id)
+            and _is_epoch(epoch)
+            and type(commit) is bool
+            and type(coordinator_epoch) is int
+            and type(timestamp_ms) is int
+            and type(write_control) is bool
+        ):
+            return TxnMarker(producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control)
+    if kind == _TXN_OFFSET and len(fields) == 6:
+        _, _, group, offset, producer_id, epoch = fields
+        if (
+            isinstance(group, str)
+            and type(offset) is int
+            and offset >= 0
+            and _is_id(producer_id)
+            and _is_epoch(epoch)
+        ):
+            return TxnOffset(group, offset, producer_id, epoch)
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")
+
+
+def _is_id(value: object) -> bool:
+    return type(value) is int and 0 <= value < 2**63  # type: ignore[operator]
+
+
+def _is_epoch(value: object) -> bool:
+    return type(value) is int and 0 <= value < 2**15  # type: ignore[operator]

@@ -41,6 +41,19 @@ class ProducerFenced(PartitionError):
 
 
 @with_fields
+class UnstableOffsetCommit(PartitionError):
+    """A transaction still open holds a committed offset of the group in the partition (KIP-447): the
+    reader asks again once it ends."""
+
+    group: str
+    template = "group {group!r}: an offset committed in an open transaction is pending"
+
+
+class InvalidTxnState(PartitionError):
+    """A transactional request that the transaction's state does not allow (Kafka's INVALID_TXN_STATE)."""
+
+
+@with_fields
 class OutOfOrderSequence(PartitionError):
     """A producer's new epoch began at a sequence other than 0: records of it are missing."""
 

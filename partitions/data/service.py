@@ -56,6 +56,9 @@ class FetchedBatches:
     high_watermark: int  # the partition's end when read: the next offset to be committed
     log_start_offset: int
     leader_epoch: int = NO_LEADER_EPOCH  # the term of the leader that read them (a peer's copy: none)
+    last_stable_offset: int = NO_OFFSET  # below it every transaction has ended (-1: not read)
+    # read_committed: the aborted transactions among ``data``, (producer id, first offset) each
+    aborted: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class PartitionOffsets:
     high_watermark: int  # "end_offset": the next offset to be committed
     leader_epoch: int = NO_LEADER_EPOCH  # the leader's current epoch (its Raft term)
     log_start_epoch: int = NO_LEADER_EPOCH  # the epoch of the batch holding the log start offset
+    last_stable_offset: int = NO_OFFSET  # below it every transaction has ended (-1: not read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,19 @@ class DataService(Protocol):
         waiting up to ``timeout_ms`` for one when none is there. Raises OffsetOutOfRange, NotLeader..."""
         ...
 
+    @peer(
+        "Committed batches below the last stable offset, and the aborted transactions among them (long poll)",
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def fetch_stable(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        """Kafka's read_committed fetch: as ``fetch_batches``, but only below the last stable offset (no
+        batch of a transaction still open), with ``aborted`` naming the aborted transactions whose
+        records lie among the batches returned (the reader drops their records)."""
+        ...
+
     @peer("A partition's log start offset and high watermark, from its leader", topic_arg="topic")
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets: ...
 
@@ -179,6 +196,56 @@ class DataService(Protocol):
 
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
+
+    @peer("A consumer group's committed offset unless a transaction holds one pending", topic_arg="topic")
+    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        """``committed_offset``, or ``UnstableOffsetCommit`` while an open transaction has committed an
+        offset of the group in the partition (Kafka's OffsetFetch with require_stable, KIP-447)."""
+        ...
+
+    @peer(
+        "Store a consumer group's offset inside a transaction, on the partition's leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def commit_txn_offset(
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        producer_id: int,
+        producer_epoch: int,
+        timeout_ms: int,
+    ) -> None:
+        """Store a group's offset as pending for the producer's open transaction: visible once its marker
+        commits it, dropped if it aborts (``write_txn_marker``). Raises ProducerFenced for an epoch older
+        than the partition knows for the producer."""
+        ...
+
+    @peer(
+        "End a producer's transaction in a partition, on its leader",
+        write=True,
+        wait_arg="timeout_ms",
+        topic_arg="topic",
+    )
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        write_control: bool,
+        timeout_ms: int,
+    ) -> int:
+        """End the producer's transaction in the partition (docs/decisions/0019-transactions.md): with
+        ``write_control``, a COMMIT or ABORT control batch; its pending transactional offsets made visible
+        (commit) or dropped. Returns the control batch's offset (-1: none written). Raises ProducerFenced
+        for an epoch older than the partition knows for the producer; a newer one fences the older."""
+        ...
 
     @peer(
         "Delete a consumer group's offset on the partition's leader",
