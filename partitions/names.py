@@ -33,7 +33,10 @@ INSTANCE_NAME_BYTES_MAX = 255
 USER_NAME_BYTES_MAX = 255
 RESERVED_TOPIC_PREFIX = "__"
 GROUPS_TOPIC = "__consumer_groups"  # the consumer groups' table: a group's coordinator leads its partition
-INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})  # the topics the cluster keeps for itself
+# the transactional ids' table: a transactional id's coordinator leads its partition (Kafka's
+# __transaction_state)
+TRANSACTIONS_TOPIC = "__transactions"
+INTERNAL_TOPICS = frozenset({GROUPS_TOPIC, TRANSACTIONS_TOPIC})  # the topics the cluster keeps for itself
 _TOPIC_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 _TOPIC_CHARACTER = re.compile(r"[A-Za-z0-9._-]")
 _REFUSED_CATEGORIES = {"Cc": "a control character", "Cf": "a format character",

@@ -60,6 +60,7 @@ from partitions.commands import (
     DeleteRecords,
     GroupCommand,
     Produce,
+    TxnCommand,
     decode,
 )
 from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
@@ -72,6 +73,7 @@ from partitions.replicas.dedup import (
     ProducerTable,
     TooOld,
 )
+from partitions.transactions.state import TransactionTable, TxnResult
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, framed, rebase
@@ -119,7 +121,9 @@ class RecordsDeleted:
     log_start_offset: int  # this replica's, after the delete
 
 
-ApplyResult = Produced | Refused | OffsetCommitted | OffsetDeleted | RecordsDeleted | GroupResult | None
+ApplyResult = (
+    Produced | Refused | OffsetCommitted | OffsetDeleted | RecordsDeleted | GroupResult | TxnResult | None
+)
 
 
 class PartitionStateMachine:
@@ -139,6 +143,7 @@ class PartitionStateMachine:
         # replaced whole by each commit (driver thread), never changed in place: read on the event loop
         self.consumer_offsets: Mapping[str, int] = MappingProxyType({})
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
+        self.transactions = TransactionTable()  # transactional ids coordinated here (``__transactions``)
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
@@ -173,6 +178,8 @@ class PartitionStateMachine:
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
             return self.groups.apply(decoded.payload)
+        if isinstance(decoded, TxnCommand):
+            return self.transactions.apply(decoded.payload)
         if isinstance(decoded, DeleteRecords):
             try:
                 return self._delete_records(decoded.offset)
@@ -340,6 +347,7 @@ class PartitionStateMachine:
                 "producers": self.producers.to_rows(),
                 "consumer_offsets": dict(self.consumer_offsets),
                 "groups": self.groups.to_rows(),
+                "transactions": self.transactions.to_rows(),
             },
             use_bin_type=True,
         )
@@ -358,6 +366,8 @@ class PartitionStateMachine:
             {str(k): int(v) for k, v in state["consumer_offsets"].items()}
         )
         self.groups = GroupTable.from_rows(state.get("groups", []))
+        # absent: a snapshot from before transactions
+        self.transactions = TransactionTable.from_rows(state.get("transactions", []))
         self.deleted_below = int(
             state.get("deleted_below", 0)
         )  # absent: a snapshot from before DeleteRecords
