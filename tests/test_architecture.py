@@ -439,6 +439,7 @@ BUILDS_THE_NODE = {
         "partitions.broker.node",
         "partitions.replicas.recovery",
         "partitions.controller.placement",
+        "partitions.transactions.coordinator",
     },
 }
 
