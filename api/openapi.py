@@ -173,8 +173,12 @@ _TOKEN_FIELDS: dict[str, Any] = {  # a user's API token as the admin API shows i
 }
 _TOKEN = _obj(_TOKEN_FIELDS, list(_TOKEN_FIELDS))
 _ACL_FIELDS: dict[str, Any] = {
-    "resource_type": {"type": "string", "enum": ["topic", "group", "cluster"]},
-    "name": {"type": "string", "minLength": 1, "description": "a topic, a group, '*' or kafka-cluster"},
+    "resource_type": {"type": "string", "enum": ["topic", "group", "cluster", "transactional_id"]},
+    "name": {
+        "type": "string",
+        "minLength": 1,
+        "description": "a topic, a group, a transactional id, '*' or kafka-cluster",
+    },
     "pattern_type": {"type": "string", "enum": ["literal", "prefixed"]},
     "principal": {"type": "string", "pattern": "^User:.+$", "description": "User:NAME, or User:* for all"},
     "host": {"type": "string", "minLength": 1, "description": "a client's IP address, or * for any"},
@@ -192,7 +196,9 @@ _ACL_FILTER = _closed(
     _obj(
         {
             **{name: _nullable(schema) for name, schema in _ACL_FIELDS.items()},
-            "resource_type": _nullable({"type": "string", "enum": ["any", "topic", "group", "cluster"]}),
+            "resource_type": _nullable(
+                {"type": "string", "enum": ["any", "topic", "group", "cluster", "transactional_id"]}
+            ),
             "pattern_type": _nullable({"type": "string", "enum": ["any", "match", "literal", "prefixed"]}),
             "operation": _nullable({"type": "string", "enum": ["any", *_ACL_FIELDS["operation"]["enum"]]}),
             "permission": _nullable({"type": "string", "enum": ["any", "allow", "deny"]}),
