@@ -247,7 +247,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvalidTxnState, HttpError(409, 40920)),
     # the transaction coordinator's (Kafka's producers meet these; the HTTP API reads transactions only)
     (UnknownTransactionalId, HttpError(404, 40409)),
-    (ConcurrentTransactions, HttpError(409, 40921, retriable=True)),
+    (ConcurrentTransactions, HttpError(409, 40921)),
     (InvalidProducerIdMapping, HttpError(409, 40922)),
     (TransactionLimitReached, HttpError(409, 40923)),
     (InvalidTransactionTimeout, HttpError(400, 40001)),

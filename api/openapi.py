@@ -140,6 +140,10 @@ def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "additionalProperties": False}
 
 
+_TXN_STATE = {
+    "type": "string",
+    "enum": ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"],
+}
 _GROUP_PARTITION = _obj(
     {
         "topic": _STR,
@@ -593,6 +597,41 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 ),
             },
             "unassigned": {"type": "array", "items": _GROUP_PARTITION},
+        }
+    ),
+    "Transactions": _obj(
+        {
+            "transactions": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "transactional_id": _STR,
+                        "producer_id": _INT,
+                        "producer_epoch": _INT,
+                        "state": _TXN_STATE,
+                        "started_ms": _INT,  # -1: no transaction open
+                        "timeout_ms": _INT,
+                        "coordinator_partition": _INT,
+                    }
+                ),
+            }
+        }
+    ),
+    "Transaction": _obj(
+        {
+            "transactional_id": _STR,
+            "producer_id": _INT,
+            "producer_epoch": _INT,
+            "state": _TXN_STATE,
+            "started_ms": _INT,  # -1: no transaction open
+            "timeout_ms": _INT,
+            "coordinator_partition": _INT,
+            "partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "offset_partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "groups": {"type": "array", "items": _STR},
+            "updated_ms": _INT,
+            "coordinator_epoch": _INT,
+            "coordinator": _STR,
         }
     ),
     "DeletedGroup": _obj({"group": _STR, "offsets_deleted": _INT}, ["group", "offsets_deleted"]),

@@ -414,6 +414,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.data.service",
     "partitions.metadata.service",
     "partitions.consumers.protocol",
+    "partitions.transactions.service",
+    "partitions.transactions.errors",
     "partitions.controller.state",  # TopicMetadata, merge_configs
     "partitions.controller.members",  # ControllerMembers
     "partitions.controller.reconfigure",  # MoveProgress, MemberView
