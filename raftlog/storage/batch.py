@@ -697,14 +697,36 @@ def decode_batch(batch: bytes | memoryview) -> RecordBatch:
     return RecordBatch(header, decode_records(batch, header))
 
 
-def records_from(data: bytes, offset: int) -> list[Record]:
-    """The records of a concatenation of stored batches (a fetch answer) from ``offset`` on: the first
-    batch may begin before it. Framing and every CRC are checked (BatchFormatError)."""
+def records_from(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] | None = None) -> list[Record]:
+    """The producers' records of a concatenation of stored batches (a fetch answer) from ``offset`` on:
+    the first batch may begin before it, and control batches (transaction markers) hold none. With
+    ``aborted`` (a read_committed fetch's aborted transactions, (producer id, first offset) each) the
+    records of those transactions are left out, as Kafka's consumer leaves them out: a producer's batches
+    from the transaction's first offset up to its ABORT marker. Framing and every CRC are checked
+    (BatchFormatError)."""
     records: list[Record] = []
+    pending = sorted(aborted or (), key=lambda row: row[1])
+    aborting: set[int] = set()
     for batch in split_batches(data):
-        decoded = decode_batch(batch).records
+        header = verify(batch)
+        while pending and pending[0][1] <= header.end_offset - 1:
+            aborting.add(pending.pop(0)[0])
+        if header.attributes & _CONTROL:
+            if header.producer_id in aborting and _is_abort_marker(batch):
+                aborting.discard(header.producer_id)
+            continue
+        if header.attributes & _TRANSACTIONAL and header.producer_id in aborting:
+            continue
+        decoded = decode_records(batch, header)
         if decoded and decoded[0].offset >= offset:
             records.extend(decoded)
         else:
             records.extend(r for r in decoded if r.offset >= offset)
     return records
+
+
+def _is_abort_marker(batch: bytes | memoryview) -> bool:
+    """A control batch's one record's key is (version, type): type 0 is ABORT."""
+    records = decode_records(batch, verify(batch))
+    key = records[0].key if records else None
+    return key is not None and len(key) >= 4 and key[2:4] == b"\x00\x00"

@@ -270,3 +270,24 @@ def test_the_cleaner_drops_aborted_records_keeps_markers_and_stops_at_the_last_s
 
 def last_stable(log: Log) -> int:
     return log.transactions.last_stable_offset(log.end_offset, log.log_start_offset)
+
+
+def test_a_read_committed_reader_leaves_out_aborted_records_and_every_marker(tmp_path: object) -> None:
+    """As Kafka's consumer: a producer's batches from its aborted transaction's first offset up to its
+    ABORT marker are dropped; its next transaction, committed, is read."""
+    from raftlog.storage.batch import records_from
+
+    log = open_log(tmp_path)
+    log.append_prepared(keyed_txn(1, b"a", b"aborted-1", 0), 1)  # 0
+    log.append_prepared(keyed_txn(2, b"b", b"committed-2", 0), 1)  # 1
+    log.append_prepared(marker(1, commit=False), 1)  # 2
+    log.append_prepared(marker(2, commit=True), 1)  # 3
+    log.append_prepared(keyed_txn(1, b"a", b"committed-1", 1), 1)  # 4
+    log.append_prepared(marker(1, commit=True), 1)  # 5
+    data = b"".join(b.data for b in log.read_batches(0, 2**40))
+    aborted = log.transactions.aborted_between(0, log.end_offset)
+    assert aborted == [(1, 0)]
+    assert [r.value for r in records_from(data, 0, aborted)] == [b"committed-2", b"committed-1"]
+    # read_uncommitted: every producer record, still no marker
+    assert [r.value for r in records_from(data, 0)] == [b"aborted-1", b"committed-2", b"committed-1"]
+    log.close()
