@@ -369,3 +369,22 @@ def _answered_by_other(cluster: LocalCluster, tid: str, dead: str) -> bool:
         return _transaction(cluster, tid)["coordinator"] != dead
     except ClientError:  # no coordinator yet (an election): asked again
         return False
+
+
+def test_kafka_s_own_java_client_commits_aborts_and_describes(
+    kafka_cluster: LocalCluster, java_client: Any
+) -> None:
+    """Kafka 4.1's producer, read_committed consumer and admin client, as they speak to a broker without
+    transaction version 2: what they see is what they would see on Kafka."""
+    observed = java_client(
+        "transactions", {"bootstrap.servers": kafka_cluster.bootstrap_servers}, "java-txn", "java-producer"
+    )
+    assert observed == {
+        "described_state": "CompleteCommit",
+        "described_timeout_ms": 60_000,  # the Java client's transaction.timeout.ms default
+        "listed": True,
+        "committed_offset": 42,
+        "read_committed": 120,
+        "aborted_read": False,
+        "zombie": "ProducerFencedException",
+    }
