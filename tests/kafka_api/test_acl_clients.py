@@ -331,6 +331,17 @@ def test_a_transactional_producer_needs_write_on_its_transactional_id(cluster: L
     producer.commit_transaction(30)
     admin = sasl(cluster, "admin", cluster.security["password"])
     assert read({**admin, "isolation.level": "read_committed"}, topic) == [b'"in a transaction"']
+    # a DENY now: the partition joined the transaction before it, so the next record goes straight to
+    # Produce, which checks WRITE on the transactional id as Kafka's does
+    producer.begin_transaction()
+    producer.produce(topic, b'"allowed"')
+    producer.flush(30)
+    grant(cluster, {"resource_type": "transactional_id", "name": tid, "principal": f"User:{name}",
+                    "operation": "write", "permission": "deny"})  # fmt: skip
+    outcome: list[KafkaError | None] = []
+    producer.produce(topic, b'"denied"', on_delivery=lambda error, _: outcome.append(error))
+    producer.flush(30)
+    assert [code(error) for error in outcome] == [KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
 
 
 def test_creating_a_topic_needs_create(cluster: LocalCluster) -> None:
