@@ -337,6 +337,8 @@ class TransactionCoordinator:
         running = self._drivers.get(transactional_id)
         if running is not None and running[1] is task:
             del self._drivers[transactional_id]
+        if not task.cancelled() and task.exception() is not None:  # a bug: the next sweep drives it again
+            log.error("transactional id %r: completion failed", transactional_id, exc_info=task.exception())
 
     def _still_driving(self, key: _DriveKey, transactional_id: str) -> bool:
         """Whether this node still leads the partition in the driver's term, the transaction prepared as
