@@ -45,6 +45,7 @@ class MemoryLog:
         self.term = 1
         self.leader = "n1"
         self.created = False
+        self.proposals = 0  # commands replicated, refused ones too
 
     def over(self, node: str) -> NodeLog:
         return NodeLog(self, node)
@@ -75,6 +76,7 @@ class NodeLog:
 
     async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
         self.table(partition)
+        self.log.proposals += 1
         return self.log.tables[partition].apply(encode(command))
 
 
@@ -393,3 +395,12 @@ async def test_the_coordinator_s_bounds_refuse_what_passes_them_and_change_nothi
         await c.add_offset_partitions(tid, given.producer_id, given.producer_epoch, "g1", many)
     assert (await c.describe_transaction(tid)).groups == ("g1", "g2")
     assert (await c.describe_transaction(tid)).partitions == ()
+    proposed = log.proposals
+    flood = [TopicPartition("t", p) for p in range(100_000)]  # what one request could name
+    for asking in (
+        c.add_partitions(tid, given.producer_id, given.producer_epoch, flood),
+        c.add_offset_partitions(tid, given.producer_id, given.producer_epoch, "g1", flood),
+    ):
+        with pytest.raises(TransactionLimitReached):
+            await asking
+    assert log.proposals == proposed  # refused before anything was replicated
