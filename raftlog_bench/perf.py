@@ -51,8 +51,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from dataclasses import asdict, replace
 from typing import Any, Protocol, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,8 +65,8 @@ from raftlog_bench.arguments import (
     positive_ints,
     standalone_parser,
 )
-from raftlog_bench.cluster import LatencySummary, parse_servers, slot_time, slots_due
-from raftlog_bench.cpu import CpuMeter, CpuUse, named_threads_cpu_s, wait_quiet
+from raftlog_bench.cluster import parse_servers, slot_time, slots_due
+from raftlog_bench.cpu import CpuMeter, named_threads_cpu_s, wait_quiet
 from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
@@ -82,7 +82,8 @@ from raftlog_bench.perf_report import (
     phase_from_dict,
     workload_from_dict,
 )
-from raftlog_bench.stats import MB, rate, size_label
+from raftlog_bench.stats import size_label
+from raftlog_bench.tally import Tally, phase_result, showing
 from raftlog_bench.targets import (
     COMPRESSIONS,
     FETCH_FORMATS,
@@ -113,95 +114,12 @@ RESTART_FILL_TIMEOUT_S = 900.0
 IDLE_SETTLE_S = 5.0
 
 
-# -- options ---------------------------------------------------------------------------------------------
-
-
-# -- progress --------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Tally:
-    records: int = 0
-    latencies: list[float] = field(default_factory=list)
-    errors: Counter[str] = field(default_factory=Counter)
-    per_partition: Counter[int] = field(default_factory=Counter)
-    by_second: dict[int, list[float]] = field(default_factory=dict)  # single: latencies by scheduled second
-
-
-def progress_line(label: str, elapsed_s: float, seconds: float, tally: Tally, width: int = 20) -> str:
-    done = min(1.0, elapsed_s / seconds) if seconds > 0 else 1.0
-    bar = "#" * round(done * width) + "-" * (width - round(done * width))
-    recent = tally.latencies[-2000:]
-    p99 = LatencySummary.of(recent).p99_ms if recent else 0.0
-    return (
-        f"{label} [{bar}] {min(elapsed_s, seconds):5.1f}/{seconds:g} s {tally.records:>10,} records"
-        f" {rate(tally.records, elapsed_s):>10,.0f}/s p99 {p99:7.2f} ms errors {sum(tally.errors.values())}"
-    )
-
-
-async def show_progress(label: str, seconds: float, tally: Tally, stop: asyncio.Event) -> None:
-    """A progress bar on a terminal (redrawn twice a second), else a line every 5 s, on stderr."""
-    tty = sys.stderr.isatty()
-    start = time.perf_counter()
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5 if tty else 5.0)
-        line = progress_line(label, time.perf_counter() - start, seconds, tally)
-        if tty:
-            print("\r" + line, end="", file=sys.stderr, flush=True)
-        elif not stop.is_set():
-            print(line, file=sys.stderr, flush=True)
-    line = progress_line(label, time.perf_counter() - start, seconds, tally)
-    print(("\r" if tty else "") + line, file=sys.stderr, flush=True)
-
-
-@contextlib.asynccontextmanager
-async def showing(label: str, seconds: float, tally: Tally) -> AsyncIterator[None]:
-    """``show_progress`` of ``tally`` while the block runs."""
-    stop = asyncio.Event()
-    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
-    try:
-        yield
-    finally:
-        stop.set()
-        await shown
-
-
 # -- load loops ------------------------------------------------------------------------------------------
 
 
 async def _quiet(workload: Workload) -> None:
     if workload.wait_quiet_s > 0:
         await asyncio.to_thread(wait_quiet, workload.wait_quiet_s)
-
-
-def _result(
-    system: str, phase: str, layout: Layout, concurrency: int, tally: Tally, expected: int,
-    seconds: float, nbytes: float, cpu: CpuUse,
-) -> PhaseResult:  # fmt: skip
-    servers, client, other = cpu_percentages(cpu)
-    return PhaseResult(
-        system=system,
-        phase=phase,
-        record_bytes=layout.record_bytes,
-        batch_records=layout.batch_records,
-        partitions=layout.partitions,
-        concurrency=concurrency,
-        records=tally.records,
-        expected=expected,
-        seconds=seconds,
-        records_per_s=rate(tally.records, seconds),
-        mb_per_s=rate(nbytes / MB, seconds),
-        latency=LatencySummary.of(tally.latencies),
-        errors=dict(tally.errors),
-        server_cpu_pct=servers,
-        client_cpu_pct=client,
-        other_cpu_pct=other,
-        p99_per_second_ms=tuple(
-            LatencySummary.of(tally.by_second[second]).p99_ms for second in sorted(tally.by_second)
-        ),
-        server_rss_mib=dict(cpu.rss_mib),
-    )
 
 
 async def produce_phase(
@@ -236,7 +154,7 @@ async def produce_phase(
         await asyncio.gather(*(worker(j) for j in range(concurrency)))
     elapsed = time.perf_counter() - start
     cpu = meter.stop()
-    result = _result(
+    result = phase_result(
         target.system, "produce", layout, concurrency, tally, 0, elapsed,
         tally.records * layout.record_bytes, cpu,
     )  # fmt: skip
@@ -266,7 +184,9 @@ async def consume_phase(
     expected = sum(acked.values())
     if tally.records < expected:
         tally.errors[f"read {tally.records} of {expected}"] += 1
-    return _result(target.system, "consume", layout, layout.partitions, tally, expected, elapsed, nbytes, cpu)
+    return phase_result(
+        target.system, "consume", layout, layout.partitions, tally, expected, elapsed, nbytes, cpu
+    )
 
 
 GROUP_SIZES = (1, 3)  # a consumer group of one member, then of three, on the same records
@@ -309,7 +229,7 @@ async def _group_read(
     elapsed = time.perf_counter() - start
     if got < expected:
         tally.errors[f"read {got} of {expected}"] += 1
-    return _result(
+    return phase_result(
         target.system, f"group{members}", layout, members, tally, expected, elapsed, nbytes, meter.stop()
     )
 
@@ -368,7 +288,7 @@ async def single_phase(
                 task.cancel()
     elapsed = max(time.perf_counter(), slot_time(start, total, per_s)) - start
     cpu = meter.stop()
-    result = _result(
+    result = phase_result(
         target.system, "single", layout, SINGLE_IN_FLIGHT_MAX, tally, total, elapsed,
         tally.records * layout.record_bytes, cpu,
     )  # fmt: skip
