@@ -11,6 +11,7 @@ Usage::
                        [--compare kafka,kafka-fsync,nats,rabbitmq] [--idle-partitions 100]
                        [--restart-mib 1024]
                        [--json FILE]
+    raftlog bench perf --transactions [N] [--compare kafka,kafka-fsync] [--concurrency 8] [--duration 10]
 
 Per system (raftlog first, then each peer of ``--compare``), per record size:
 
@@ -31,6 +32,12 @@ latency counts from the scheduled time, or from the send where the request left 
 ``--single-seconds`` long. For raftlog started here, also: the
 idle CPU of the nodes holding ``--idle-partitions`` partitions, and the time a node holding a partition
 of ``--restart-mib`` MiB takes to serve again after a crash (SIGKILL, restart with the same argv).
+
+``--transactions [N]`` measures instead what Kafka's transactions cost a producer: plain idempotent
+rounds of N records (default 100) against the same rounds as transactions, each topic read back at
+read_committed, on raftlog and on each Kafka peer through the same confluent-kafka settings
+(``perf_transactions.py``); the report adds each system's slowdown and the goal that raftlog's be no
+worse than Kafka's.
 
 CPU is read from /proc/PID/stat for each server process, for this process (the load generator) and for
 the whole machine; "other" is what other processes used during the phase (the machine is shared: a
@@ -541,7 +548,14 @@ def run_raftlog(
             urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s,
             compression=workload.compression,
         )  # fmt: skip
-        if workload.client == "kafka":
+        if workload.transaction_records:
+            from raftlog_bench.perf_transactions import drive_transactions  # confluent-kafka: only here
+
+            assert cluster is not None  # problem() refuses --transactions with --servers
+            report.phases += await drive_transactions(
+                target, cluster.bootstrap_servers, "raftlog", workload, pids, prefix
+            )
+        elif workload.client == "kafka":
             from raftlog_bench.kafka_target import KafkaTarget  # confluent-kafka: only for this client
 
             assert cluster is not None  # problem() refuses --client kafka with --servers
@@ -632,12 +646,18 @@ def run_kafka(workload: Workload, parent: str, report: Report, flush_each: bool)
         parent, system, lambda directory: KafkaCluster(directory, flush_each=flush_each)
     ) as cluster:
         say(f"{system}: 3 KRaft brokers up: {cluster.bootstrap_servers}")
-        target = KafkaTarget(
-            KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes),
-            cluster.bootstrap_servers,
-            system=system,
-        )
-        report.phases += run_async(drive(target, workload, cluster.pids, f"perf{os.getpid()}"))
+        admin = KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes)
+        prefix = f"perf{os.getpid()}"
+        if workload.transaction_records:
+            from raftlog_bench.perf_transactions import drive_transactions
+
+            work = drive_transactions(
+                admin, cluster.bootstrap_servers, system, workload, cluster.pids, prefix
+            )
+            report.phases += run_async(work)
+            return
+        target = KafkaTarget(admin, cluster.bootstrap_servers, system=system)
+        report.phases += run_async(drive(target, workload, cluster.pids, prefix))
 
 
 def run_rabbitmq(workload: Workload, parent: str, report: Report) -> None:
@@ -790,6 +810,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compression", choices=tuple(COMPRESSIONS), default="none",
                         help="raftlog: the topic's compression.type, used by the batch producer too, on "
                         "varied log-line records; prints the stored size ratio (none)")  # fmt: skip
+    parser.add_argument("--transactions", dest="transaction_records", type=int, nargs="?", const=100,
+                        default=None, metavar="N",
+                        help="instead of the phases above: --concurrency producers in rounds of N records"
+                        " (default 100) spread over the partitions, plain (idempotent, each round"
+                        " flushed) and then each round one transaction (begin, N records, commit), each"
+                        " topic read back at read_committed; through confluent-kafka, on raftlog and each"
+                        " Kafka peer of --compare; prints the slowdown of each")  # fmt: skip
     parser.add_argument("--single-rate", type=float, default=1000.0,
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
@@ -820,6 +847,8 @@ def client_of(args: argparse.Namespace) -> str:
     so the ratio compares the servers), else HTTP."""
     if args.client is not None:
         return str(args.client)
+    if args.transaction_records:
+        return "kafka"
     return "kafka" if any(peer.startswith("kafka") for peer in args.compare) else "http"
 
 
@@ -832,6 +861,10 @@ def problem(args: argparse.Namespace) -> str | None:
             "--token would show the admin token to every local user (ps): set $RAFTLOG_ADMIN_TOKEN",
         ),
         (0 < args.duration <= 600, "--duration must be in (0, 600]"),
+        (
+            args.transaction_records is None or 1 <= args.transaction_records <= 10_000,
+            "--transactions N must be in [1, 10000]",
+        ),
         (1 <= args.batch_size <= 100_000, "--batch-size must be in [1, 100000]"),
         (1 <= args.partitions <= 1000, "--partitions must be in [1, 1000]"),
         (1 <= args.concurrency <= 1024, "--concurrency must be in [1, 1024]"),
@@ -866,7 +899,21 @@ def problem(args: argparse.Namespace) -> str | None:
             "--restart-mib needs a cluster started here (not --servers)",
         ),
     ]
-    if args.record_size and args.batch_size * max(args.record_size) > 8 * MiB:
+    if args.transaction_records:
+        checks += [
+            (
+                all(peer.startswith("kafka") for peer in args.compare)
+                and (args.system == "raftlog" or args.system.startswith("kafka")),
+                "--transactions compares raftlog with Apache Kafka only: --compare kafka,kafka-fsync",
+            ),
+            (client == "kafka", "--transactions drives raftlog through Kafka's protocol: --client kafka"),
+            (
+                args.idle_partitions == 0 and args.restart_mib == 0 and args.compression == "none",
+                "--transactions measures transactions alone: no --idle-partitions, --restart-mib or"
+                " --compression",
+            ),
+        ]  # fmt: skip
+    elif args.record_size and args.batch_size * max(args.record_size) > 8 * MiB:
         checks.append((False, "--batch-size x --record-size must stay <= 8 MiB per request"))
     return next((message for ok, message in checks if not ok), None)
 
@@ -884,6 +931,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         wait_quiet_s=args.wait_quiet,
         settle_s=args.settle_seconds,
         client=client_of(args),
+        transaction_records=args.transaction_records or 0,
     )
 
 
