@@ -16,19 +16,25 @@ transactions.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import random
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from conftest import Systems
 from java_client import JavaClient
 from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
+from quixstreams_processes import Processor, Readings
 from streams_app import StreamsInstance, compile_word_count
 
 from kafka_api import wire
@@ -45,6 +51,7 @@ SYSTEMS = (pytest.param("raftlog", marks=AWAITING_TRANSACTIONS), "kafka")
 
 
 FIND_COORDINATOR, TRANSACTION_KEY = 10, 1
+LOOP = pathlib.Path(__file__).resolve().parents[2] / "examples" / "transactional_loop.py"
 CATCH_UP_TIMEOUT_S = 120.0
 
 
@@ -52,12 +59,11 @@ def _topic(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
-def _create(bootstrap: str, names: list[str], partitions: int) -> None:
+def _create(bootstrap: str, names: list[str], partitions: int, config: dict[str, str] | None = None) -> None:
     """Topics of replication factor 3, each partition led before it is used."""
     admin = AdminClient({"bootstrap.servers": bootstrap})  # held until its futures end
-    for future in admin.create_topics(
-        [NewTopic(n, partitions, 3) for n in names], operation_timeout=30
-    ).values():
+    wanted = [NewTopic(n, partitions, 3, config=config or {}) for n in names]
+    for future in admin.create_topics(wanted, operation_timeout=30).values():
         future.result(60)
 
     def led() -> bool:
@@ -94,6 +100,15 @@ def _transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
 
     coordinator: int = wait_for(ask, f"the coordinator of {transactional_id}")
     return coordinator
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: int, stable: bool = False) -> list[int]:
+    """The group's committed offsets of the topic's partitions (-1001 where none); with ``stable``, once
+    no transaction's offsets for them are pending (OffsetFetch's require_stable)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    found = admin.list_consumer_group_offsets([request], require_stable=stable)[group].result(30)
+    return [tp.offset for tp in sorted(found.topic_partitions, key=lambda tp: tp.partition)]
 
 
 class Lines:
@@ -283,3 +298,195 @@ def test_kafka_streams_exactly_once_v2_counts_every_word_once_across_kill_9_of_a
         counts.consumer.close()
         if killed is not None:
             systems.restart(system, killed)
+
+
+class ExactTotals:
+    """quixstreams' outputs as a read_committed reader sees them, by key."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"checker-{uuid.uuid4().hex[:8]}",
+             "enable.auto.commit": False, "isolation.level": "read_committed"}
+        )  # fmt: skip
+        self.consumer.assign([TopicPartition(topic, 0, 0)])
+        self.outputs: dict[int, list[dict[str, Any]]] = {}
+        self.read = 0
+
+    def poll(self, processor: Processor) -> None:
+        processor.check_alive()
+        for message in self.consumer.consume(500, 0.2):
+            if message.error():
+                raise KafkaException(message.error())
+            key = int(message.key().decode().removeprefix("k"))
+            self.outputs.setdefault(key, []).append(json.loads(message.value()))
+            self.read += 1
+
+    def reach(self, count: int, processor: Processor) -> None:
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        while self.read < count:
+            assert time.monotonic() < deadline, f"not {count} outputs in {CATCH_UP_TIMEOUT_S} s: {self.read}"
+            self.poll(processor)
+
+    def caught_up(self, readings: Readings, processor: Processor) -> None:
+        """Each key's last output is its last reading's; then every output, exactly: one per reading, in
+        order, each reading handed over once (``processed`` is ``seq``) and its sum the running sum."""
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        written = [key for key, seq in readings.seq.items() if seq]
+        while any(self.outputs.get(key, [{"seq": 0}])[-1]["seq"] < readings.seq[key] for key in written):
+            assert time.monotonic() < deadline, f"the outputs did not catch up in {CATCH_UP_TIMEOUT_S} s"
+            self.poll(processor)
+        for key in written:
+            expected = [
+                {"seq": seq, "sum": total, "processed": seq, "gap": False}
+                for seq, total in enumerate(readings.sums[key], start=1)
+            ]
+            found = self.outputs[key]
+            differing = [(f, e) for f, e in zip(found, expected, strict=False) if f != e]
+            assert found == expected, (
+                f"k{key}: {len(found)} outputs for {len(expected)} readings; the first that differs "
+                f"(found, expected): {differing[:1] or found[len(expected) :][:1]}"
+            )
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_quixstreams_exactly_once_totals_are_exact_across_kill_9_of_the_processor(
+    systems: Systems, system: str, tmp_path: pathlib.Path
+) -> None:
+    """``examples/quixstreams_totals.py`` with ``--processing-guarantee exactly-once``: killed with -9 in
+    the middle of a stream of readings and started again, its outputs read with read_committed are one per
+    reading, each reading handed over once: what it did after its last checkpoint (outputs, changelog,
+    offsets: one transaction) is aborted by the coordinator at the transaction's timeout and done again."""
+    bootstrap = systems.servers()[system]
+    run = uuid.uuid4().hex[:8]
+    source, sink, group = f"readings-{run}", f"totals-{run}", f"totals-{run}"
+    _create(bootstrap, [source, sink], partitions=1)
+    # quixstreams reads its store's changelog topic back the moment it has created it, and stops if the
+    # broker asked does not know it yet (TopicNotFoundError, seen against Kafka, whose brokers learn of a
+    # new topic from their controller a moment later): the changelog is made here, as quixstreams makes it
+    changelog = f"changelog__{group}--{source}--default"
+    _create(bootstrap, [changelog], partitions=1, config={"cleanup.policy": "compact"})
+    processor = Processor(
+        bootstrap, (source, sink), group, tmp_path / "state", tmp_path / "processor.log",
+        "--processing-guarantee", "exactly-once", "--transaction-timeout-ms", "10000",
+        "--commit-every", "300",  # a checkpoint (one transaction) every 300 readings or every second
+    )  # fmt: skip
+    readings, totals = Readings(bootstrap, source), ExactTotals(bootstrap, sink)
+    started = time.monotonic()
+    took: dict[str, float] = {}
+    try:
+        processor.start()
+        readings.produce(600)
+        totals.caught_up(readings, processor)
+        took["start"] = time.monotonic() - started
+
+        readings.produce(4000)
+        totals.reach(totals.read + 300, processor)
+        processor.kill()
+        behind = _committed(bootstrap, group, source, 1)[0]
+        assert behind < sum(readings.seq.values()), "killed with readings still to process"
+        readings.produce(600)
+        processor.start()
+        totals.caught_up(readings, processor)
+        took["processor killed"] = time.monotonic() - started
+        print(f"{system}: {totals.read} outputs; seconds {took}")
+    finally:
+        processor.kill()
+        totals.consumer.close()
+
+
+class Loop:
+    """``examples/transactional_loop.py`` as a process of its own, its output in ``log``."""
+
+    def __init__(self, bootstrap: str, topics: tuple[str, str], group: str, log: pathlib.Path) -> None:
+        self.argv = [
+            sys.executable, str(LOOP), "--broker", bootstrap, "--source", topics[0], "--sink", topics[1],
+            "--group", group, "--transactional-id", f"{group}-1", "--batch", "50",
+            "--session-timeout-ms", "6000",
+        ]  # fmt: skip
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(30)
+        self.process = None
+
+    def check_alive(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            raise AssertionError(
+                f"the loop exited; its log ends:\n{self.log.read_text(errors='replace')[-3000:]}"
+            )
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_confluent_kafka_transactional_loop_writes_each_record_once_across_kill_9(
+    systems: Systems, system: str, tmp_path: pathlib.Path
+) -> None:
+    """A consume-transform-produce loop on confluent-kafka (``send_offsets_to_transaction``), killed with -9
+    while records stream through it and started again with the same transactional id (fencing its killed
+    self, whose open transaction is aborted): read with read_committed, its sink holds each source record's
+    output once, in the source's order, and its group's offsets are the source's ends."""
+    bootstrap = systems.servers()[system]
+    run = uuid.uuid4().hex[:8]
+    source, sink, group = f"loop-in-{run}", f"loop-out-{run}", f"loop-{run}"
+    partitions = 2
+    _create(bootstrap, [source, sink], partitions=partitions)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    written = [0] * partitions
+
+    def produce(count: int) -> None:
+        for i in range(count):
+            partition = i % partitions
+            producer.produce(source, f"r-{partition}-{written[partition]}".encode(), partition=partition)
+            written[partition] += 1
+            producer.poll(0)
+        assert producer.flush(60) == 0, "every record acknowledged"
+
+    reader = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"checker-{run}", "enable.auto.commit": False,
+         "isolation.level": "read_committed"}
+    )  # fmt: skip
+    reader.assign([TopicPartition(sink, p, 0) for p in range(partitions)])
+    outputs: list[list[dict[str, Any]]] = [[] for _ in range(partitions)]
+    loop = Loop(bootstrap, (source, sink), group, tmp_path / "loop.log")
+
+    def read_until(count: int) -> None:
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        while sum(map(len, outputs)) < count:
+            assert time.monotonic() < deadline, f"not {count} outputs in {CATCH_UP_TIMEOUT_S} s"
+            loop.check_alive()
+            for message in reader.consume(1000, 0.2):
+                if message.error():
+                    raise KafkaException(message.error())
+                outputs[message.partition()].append(json.loads(message.value()))
+
+    started = time.monotonic()
+    try:
+        loop.start()
+        produce(4000)
+        read_until(1000)
+        loop.kill()  # mid-stream: a transaction open, most likely, and more read than committed
+        assert sum(_committed(bootstrap, group, source, partitions)) < sum(written), "killed mid-stream"
+        produce(1000)
+        loop.start()
+        read_until(sum(written))
+        took = time.monotonic() - started
+        for partition in range(partitions):
+            expected = [
+                {"partition": partition, "offset": offset, "value": f"r-{partition}-{offset}"}
+                for offset in range(written[partition])
+            ]
+            assert outputs[partition] == expected, (
+                f"partition {partition}: {len(outputs[partition])} outputs for {written[partition]} records"
+            )
+        ends = f"the group's offsets at the source's ends, {written}"
+        wait_for(lambda: _committed(bootstrap, group, source, partitions, stable=True) == written, ends)
+        print(f"{system}: {sum(written)} records through the loop in {took:.1f} s")
+    finally:
+        loop.kill()
+        reader.close()
