@@ -41,6 +41,7 @@ class Param:
     required: bool = False
     minimum: int | None = None
     maximum: int | None = None
+    enum: tuple[str, ...] = ()  # a string's only values
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +460,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "consumer.request.timeout.ms": _int_config(0, REQUEST_TIMEOUT_MS_MAX),
                 "session.timeout.ms": _int_config(SESSION_TIMEOUT_MS_MIN, SESSION_TIMEOUT_MS_MAX),
                 "partition.assignment.strategy": {"type": "string", "enum": ["range", "round_robin"]},
+                "isolation.level": {"type": "string", "enum": ["read_uncommitted", "read_committed"]},
             }
         )
     ),
@@ -771,6 +773,8 @@ def _param_schema(param: Param) -> dict[str, Any]:
         schema["minimum"] = param.minimum
     if param.maximum is not None:
         schema["maximum"] = param.maximum
+    if param.enum:
+        schema["enum"] = list(param.enum)
     return schema
 
 
