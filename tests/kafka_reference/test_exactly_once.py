@@ -189,7 +189,7 @@ def test_java_transactional_producer_commits_aborts_and_is_fenced_and_read_commi
     systems: Systems, java_client: JavaClient, system: str
 ) -> None:
     observed = java_client(
-        "transactions", {"bootstrap.servers": systems.servers()[system]}, _topic("java-txn")
+        "consume-transform-produce", {"bootstrap.servers": systems.servers()[system]}, _topic("java-txn")
     )
     assert observed == {
         # an aborted transaction's offsets are not the group's; a committed one's are
