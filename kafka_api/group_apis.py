@@ -404,6 +404,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         if t.name in readable
         for p in t.partitions
     ]
+    transaction = -1  # the transaction's ordinal, once its coordinator added the partitions
     try:
         try:
             check_transactional_id(body.transactional_id)
@@ -422,7 +423,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         if readable:  # the group is listed, and its offsets found, once its members are gone
             await door.coordinator.record_commit(body.group_id, sorted(readable))
         if tps:
-            await door.node.cluster.transactions.call(
+            transaction = await door.node.cluster.transactions.call(
                 TransactionService.add_offset_partitions,
                 body.transactional_id,
                 body.producer_id,
@@ -448,7 +449,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         try:
             await data.run(
                 DataService.commit_txn_offset, body.group_id, topic, partition, offset, body.producer_id,
-                body.producer_epoch, COMMIT_TIMEOUT_MS,
+                body.producer_epoch, transaction, COMMIT_TIMEOUT_MS,
             )  # fmt: skip
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return code_of(exc)

@@ -9,13 +9,15 @@
 [1, 5, group]                    DeleteOffset: forget a consumer group's offset (the group was deleted)
 [1, 6, offset]                   DeleteRecords: move the log start offset up to ``offset`` (Kafka's
                                  DeleteRecords); never past the high watermark, never back
-[1, 7, producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control]
+[1, 7, producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control, transaction]
                                  TxnMarker: end a producer's transaction in this partition (docs/decisions/
                                  0019-transactions.md): a control batch when ``write_control``, and its
                                  pending transactional offsets made visible or dropped
-[1, 8, group, offset, producer_id, epoch]
+[1, 8, group, offset, producer_id, epoch, transaction]
                                  TxnOffset: a consumer group's offset committed inside a transaction,
-                                 pending until the producer's marker
+                                 pending until the producer's marker; ``transaction`` is the
+                                 transaction's ordinal (its coordinator's start stamp, rising per id),
+                                 so one arriving after its transaction's marker is refused
 [1, 9, payload]                  TxnCommand: a transaction coordinator's change (``transactions.state``),
                                  only in partitions of the internal ``__transactions`` topic
 """
@@ -64,6 +66,7 @@ class TxnMarker:
     coordinator_epoch: int
     timestamp_ms: int  # the control record's timestamp: the coordinator's clock, the same on every replica
     write_control: bool  # the producer wrote to this partition in the transaction: a control batch ends it
+    transaction: int  # the transaction's ordinal: its start, as its coordinator stamped it (rising per id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,7 @@ class TxnOffset:
     offset: int
     producer_id: int
     producer_epoch: int
+    transaction: int  # the ordinal of the transaction it belongs to (``TxnMarker.transaction``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,7 @@ def encode(command: Command) -> bytes:
         c = command
         fields = [
             VERSION, _TXN_MARKER, c.producer_id, c.producer_epoch, c.commit, c.coordinator_epoch,
-            c.timestamp_ms, c.write_control,
+            c.timestamp_ms, c.write_control, c.transaction,
         ]  # fmt: skip
     elif isinstance(command, TxnOffset):
         fields = [
@@ -141,6 +145,7 @@ def encode(command: Command) -> bytes:
             command.offset,
             command.producer_id,
             command.producer_epoch,
+            command.transaction,
         ]
     else:
         fields = [VERSION, _BARRIER]
@@ -193,8 +198,8 @@ def decode(data: bytes | memoryview) -> Command:
         return DeleteOffset(fields[2])
     if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:
         return DeleteRecords(fields[2])
-    if kind == _TXN_MARKER and len(fields) == 8:
-        _, _, producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control = fields
+    if kind == _TXN_MARKER and len(fields) == 9:
+        _, _, producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control, transaction = fields
         if (
             _is_id(producer_id)
             and _is_epoch(epoch)
@@ -202,18 +207,22 @@ def decode(data: bytes | memoryview) -> Command:
             and type(coordinator_epoch) is int
             and type(timestamp_ms) is int
             and type(write_control) is bool
+            and type(transaction) is int
         ):
-            return TxnMarker(producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control)
-    if kind == _TXN_OFFSET and len(fields) == 6:
-        _, _, group, offset, producer_id, epoch = fields
+            return TxnMarker(
+                producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control, transaction
+            )
+    if kind == _TXN_OFFSET and len(fields) == 7:
+        _, _, group, offset, producer_id, epoch, transaction = fields
         if (
             isinstance(group, str)
             and type(offset) is int
             and offset >= 0
             and _is_id(producer_id)
             and _is_epoch(epoch)
+            and type(transaction) is int
         ):
-            return TxnOffset(group, offset, producer_id, epoch)
+            return TxnOffset(group, offset, producer_id, epoch, transaction)
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")

@@ -347,11 +347,12 @@ class Node:
         commit: bool,
         coordinator_epoch: int,
         write_control: bool,
+        transaction: int,
     ) -> None:
         """A transaction's marker, through the partition's leader wherever it is."""
         await self.cluster.data.call(
             DataService.write_txn_marker, tp.topic, tp.partition, producer_id, producer_epoch, commit,
-            coordinator_epoch, write_control, MARKER_TIMEOUT_MS,
+            coordinator_epoch, write_control, transaction, MARKER_TIMEOUT_MS,
         )  # fmt: skip
 
     def _address(self, node_id: str) -> str | None:

@@ -360,10 +360,11 @@ class DataPlane:
         offset: int,
         producer_id: int,
         producer_epoch: int,
+        transaction: int,
         timeout_ms: int,
     ) -> None:
         replica = self.leader_replica(topic, partition)
-        command = commands.TxnOffset(group, offset, producer_id, producer_epoch)
+        command = commands.TxnOffset(group, offset, producer_id, producer_epoch, transaction)
         await self._applied(replica, command, TxnOffsetPending, timeout_ms)
 
     async def write_txn_marker(
@@ -375,13 +376,14 @@ class DataPlane:
         commit: bool,
         coordinator_epoch: int,
         write_control: bool,
+        transaction: int,
         timeout_ms: int,
     ) -> int:
         """The control batch's timestamp is this leader's clock, carried in the command so that every
         replica writes the same bytes."""
         replica = self.leader_replica(topic, partition)
         command = commands.TxnMarker(
-            producer_id, producer_epoch, commit, coordinator_epoch, self._clock(), write_control
+            producer_id, producer_epoch, commit, coordinator_epoch, self._clock(), write_control, transaction
         )
         return (await self._applied(replica, command, MarkerWritten, timeout_ms)).offset
 

@@ -222,11 +222,14 @@ class DataService(Protocol):
         offset: int,
         producer_id: int,
         producer_epoch: int,
+        transaction: int,
         timeout_ms: int,
     ) -> None:
-        """Store a group's offset as pending for the producer's open transaction: visible once its marker
-        commits it, dropped if it aborts (``write_txn_marker``). Raises ProducerFenced for an epoch older
-        than the partition knows for the producer."""
+        """Store a group's offset as pending for the producer's open transaction (``transaction``: its
+        ordinal, from ``TransactionService.add_offset_partitions``): visible once its marker commits it,
+        dropped if it aborts (``write_txn_marker``). Raises ProducerFenced for an epoch older than the
+        partition knows for the producer, InvalidTxnState when that transaction's marker came already (a
+        request that outlived its transaction must not hold an offset for the next one)."""
         ...
 
     @peer(
@@ -244,6 +247,7 @@ class DataService(Protocol):
         commit: bool,
         coordinator_epoch: int,
         write_control: bool,
+        transaction: int,
         timeout_ms: int,
     ) -> int:
         """End the producer's transaction in the partition (docs/decisions/0019-transactions.md): with

@@ -43,7 +43,10 @@ idempotent producer's; the log follows which transactions are open (``raftlog.st
 ``TxnMarker`` ends one: an epoch older than the producer's is refused, a newer one becomes the producer's
 (fencing the older), a control batch is appended when the producer wrote here in the transaction (its bytes
 a function of the command alone), and the producer's pending transactional offsets (``TxnOffset``) become
-the group's committed offsets (commit) or go (abort). Pending offsets are kept in the snapshot.
+the group's committed offsets (commit) or go (abort). Pending offsets are kept in the snapshot, and so is,
+per producer, the ordinal of the last transaction a marker ended here: a ``TxnOffset`` of that transaction
+or an earlier one (a request that outlived its transaction, applied after the marker) is refused, or it
+would wait pending and be committed by the producer's next transaction.
 
 Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
 its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
@@ -54,6 +57,7 @@ cannot be converted is refused like any malformed batch, on every replica alike.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -100,6 +104,7 @@ from raftlog.storage.transactions import encode_control_batch
 SNAPSHOT_VERSION = 1
 TXN_PRODUCERS_MAX = 10_000  # producers with pending transactional offsets in one partition
 TXN_GROUPS_MAX = 100  # groups one producer's open transaction commits offsets of in one partition
+TXN_ENDED_MAX = 10_000  # producers whose last ended transaction a partition remembers
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +190,9 @@ class PartitionStateMachine:
         self.consumer_offsets: Mapping[str, int] = MappingProxyType({})
         # offsets committed in open transactions, producer id -> group -> offset (replaced whole, as above)
         self.txn_offsets: Mapping[int, Mapping[str, int]] = MappingProxyType({})
+        # producer id -> the ordinal of the last transaction a marker ended here (the least recently ended
+        # forgotten past TXN_ENDED_MAX)
+        self.txn_ended: OrderedDict[int, int] = OrderedDict()
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
         self.transactions = TransactionTable()  # transactional ids coordinated here (``__transactions``)
         self.applied_index = 0
@@ -336,6 +344,11 @@ class PartitionStateMachine:
             self._write(batch, framed(batch), term, offset)
             self.high_watermark = offset + 1
         self.producers.bump(producer_id, epoch, marker.coordinator_epoch)
+        self.txn_ended[producer_id] = max(
+            marker.transaction, self.txn_ended.pop(producer_id, marker.transaction)
+        )
+        while len(self.txn_ended) > TXN_ENDED_MAX:
+            self.txn_ended.popitem(last=False)
         pending = self.txn_offsets.get(producer_id)
         if pending is not None:
             others = {p: groups for p, groups in self.txn_offsets.items() if p != producer_id}
@@ -349,6 +362,13 @@ class PartitionStateMachine:
         current = self.producers.epoch_of(producer_id)
         if current is not None and epoch < current:
             return Refused(ProducerFenced(producer_id, epoch, current))
+        ended = self.txn_ended.get(producer_id)
+        if ended is not None and command.transaction <= ended:
+            return Refused(
+                InvalidTxnState(
+                    f"producer {producer_id}: its transaction {command.transaction} has ended here already"
+                )
+            )
         pending = dict(self.txn_offsets.get(producer_id, {}))
         if producer_id not in self.txn_offsets and len(self.txn_offsets) >= TXN_PRODUCERS_MAX:
             return Refused(InvalidTxnState(f"{TXN_PRODUCERS_MAX} producers hold pending offsets here"))
@@ -444,6 +464,7 @@ class PartitionStateMachine:
                 "consumer_offsets": dict(self.consumer_offsets),
                 "groups": self.groups.to_rows(),
                 "transactions": self.transactions.to_rows(),
+                "txn_ended": [[pid, ordinal] for pid, ordinal in self.txn_ended.items()],
                 "txn_offsets": [
                     [pid, group, offset]
                     for pid, groups in self.txn_offsets.items()
@@ -473,6 +494,7 @@ class PartitionStateMachine:
         for pid, group, offset in state.get("txn_offsets", []):  # absent: a snapshot from before transactions
             pending.setdefault(int(pid), {})[str(group)] = int(offset)
         self.txn_offsets = MappingProxyType({p: MappingProxyType(g) for p, g in pending.items()})
+        self.txn_ended = OrderedDict((int(p), int(o)) for p, o in state.get("txn_ended", []))
         self.deleted_below = int(
             state.get("deleted_below", 0)
         )  # absent: a snapshot from before DeleteRecords

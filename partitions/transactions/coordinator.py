@@ -56,6 +56,7 @@ from partitions.transactions.state import (
     EXPIRATION_MS,
     LIMITS,
     NO_PRODUCER,
+    NO_TIME,
     AddGroup,
     AddOffsetPartitions,
     AddPartitions,
@@ -129,6 +130,7 @@ class MarkerWriter(Protocol):
         commit: bool,
         coordinator_epoch: int,
         write_control: bool,
+        transaction: int,
     ) -> None: ...
 
 
@@ -139,6 +141,7 @@ class _DriveKey:
     producer_id: int
     producer_epoch: int
     state: TxnState
+    transaction: int  # the transaction's ordinal (``Transaction.started_ms``), which its markers carry
 
 
 class TransactionCoordinator:
@@ -264,7 +267,7 @@ class TransactionCoordinator:
         producer_epoch: int,
         group: str,
         partitions: list[TopicPartition],
-    ) -> None:
+    ) -> int:
         check_group_name(group)
         self._bounded(partitions)
         partition, _, term = self._read(transactional_id)
@@ -272,7 +275,7 @@ class TransactionCoordinator:
             transactional_id, producer_id, producer_epoch, group, tuple(partitions), self._wall(), term,
             self._limits,
         )  # fmt: skip
-        await self._change(partition, command)
+        return (await self._change(partition, command)).started_ms
 
     async def end_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
@@ -331,7 +334,7 @@ class TransactionCoordinator:
     def _drive(self, partition: int, term: int, row: Transaction) -> asyncio.Task[None]:
         """The task driving ``row``'s prepared transaction to its end in this leader's ``term`` (the one
         running already, if any)."""
-        key = _DriveKey(partition, term, row.producer_id, row.producer_epoch, row.state)
+        key = _DriveKey(partition, term, row.producer_id, row.producer_epoch, row.state, row.started_ms)
         running = self._drivers.get(row.transactional_id)
         if running is not None and running[0] == key and not running[1].done():
             return running[1]
@@ -394,7 +397,9 @@ class TransactionCoordinator:
         """Whether the partition is done with the transaction (its marker written, or nothing left to end
         there); False: try again."""
         try:
-            await self._write_marker(tp, key.producer_id, key.producer_epoch, commit, key.term, write_control)
+            await self._write_marker(
+                tp, key.producer_id, key.producer_epoch, commit, key.term, write_control, key.transaction
+            )
         except (UnknownTopic, UnknownPartition) as gone:  # deleted meanwhile: nothing to end there
             log.warning("transactional id %r: no marker for %s/%d: %s", tid, tp.topic, tp.partition, gone)
             return True
@@ -480,6 +485,6 @@ class TransactionCoordinator:
 
 def _summary(row: Transaction, coordinator_partition: int) -> TransactionSummary:
     return TransactionSummary(
-        row.transactional_id, row.producer_id, row.producer_epoch, row.state.value, row.started_ms,
-        row.timeout_ms, coordinator_partition,
+        row.transactional_id, row.producer_id, row.producer_epoch, row.state.value,
+        NO_TIME if row.state is TxnState.EMPTY else row.started_ms, row.timeout_ms, coordinator_partition,
     )  # fmt: skip

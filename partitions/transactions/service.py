@@ -92,10 +92,11 @@ class TransactionService(Protocol):
         producer_epoch: int,
         group: str,
         partitions: list[TopicPartition],
-    ) -> None:
+    ) -> int:
         """Asked by the group's coordinator for a TxnOffsetCommit before it stores the offsets: the
         transaction's end reaches those partitions. ``InvalidTxnState`` unless the open transaction added
-        the group (``add_offsets``)."""
+        the group (``add_offsets``). Returns the transaction's ordinal, which the stored offsets carry
+        (``DataService.commit_txn_offset``)."""
         ...
 
     @peer("Commit or abort the producer's transaction", write=True)

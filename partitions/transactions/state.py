@@ -114,7 +114,9 @@ class Transaction:
     producer_epoch: int
     state: TxnState
     timeout_ms: int
-    started_ms: int  # when the transaction began (its first partition or group); NO_TIME when none is open
+    # when the transaction began (its first partition or group), or the last one did (NO_TIME: none yet);
+    # also the transaction's ordinal, rising per id, which its markers and transactional offsets carry
+    started_ms: int
     updated_ms: int  # the last change
     coordinator_epoch: int  # the Raft term of the coordinator partition's leader that made the last change
     # the transaction's partitions: True where the producer writes (a marker's control batch ends its
@@ -540,7 +542,7 @@ class TransactionTable:
                 producer_epoch=epoch,
                 state=TxnState.EMPTY,
                 timeout_ms=command.timeout_ms,
-                started_ms=NO_TIME,
+                started_ms=row.started_ms,  # kept: the next transaction's ordinal outdoes it
                 updated_ms=now,
                 coordinator_epoch=term,
                 partitions=MappingProxyType({}),
@@ -581,7 +583,9 @@ class TransactionTable:
                                            limits.open_partitions)  # fmt: skip
         if row.state is TxnState.ONGOING and partitions == row.partitions and groups == set(row.groups):
             return TxnChanged(row.transactional_id, row, changed=False)
-        started = row.started_ms if row.state is TxnState.ONGOING else command.now_ms
+        # the transaction's start is also its ordinal (markers and transactional offsets carry it): above
+        # the id's last one, whatever a new leader's clock says
+        started = row.started_ms if row.state is TxnState.ONGOING else max(command.now_ms, row.started_ms + 1)
         return self._store(
             replace(
                 row,

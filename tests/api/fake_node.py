@@ -313,6 +313,7 @@ class FakeData:
         commit: bool,
         coordinator_epoch: int,
         control: bool,
+        transaction: int,
     ) -> None:
         self._partition(tp.topic, tp.partition)
         self.cluster.markers.append((tp.topic, tp.partition, producer_id, epoch, commit, coordinator_epoch))
@@ -516,6 +517,7 @@ class FakeData:
         offset: int,
         producer_id: int,
         producer_epoch: int,
+        transaction: int,
         timeout_ms: int,
     ) -> None:
         self._enter("commit_txn_offset")
@@ -530,6 +532,7 @@ class FakeData:
         commit: bool,
         coordinator_epoch: int,
         write_control: bool,
+        transaction: int,
         timeout_ms: int,
     ) -> int:
         """The fake keeps records, not batches: a marker ends the producer's pending offsets only."""

@@ -41,14 +41,21 @@ def txn_produce(
 
 
 def end(
-    producer_id: int, commit: bool, epoch: int = 0, write_control: bool = True, coordinator_epoch: int = 5
+    producer_id: int,
+    commit: bool,
+    epoch: int = 0,
+    write_control: bool = True,
+    coordinator_epoch: int = 5,
+    transaction: int = 1,
 ) -> bytes:
-    marker = commands.TxnMarker(producer_id, epoch, commit, coordinator_epoch, 2_000, write_control)
+    marker = commands.TxnMarker(
+        producer_id, epoch, commit, coordinator_epoch, 2_000, write_control, transaction
+    )
     return commands.encode(marker)
 
 
-def txn_offset(group: str, offset: int, producer_id: int, epoch: int = 0) -> bytes:
-    return commands.encode(commands.TxnOffset(group, offset, producer_id, epoch))
+def txn_offset(group: str, offset: int, producer_id: int, epoch: int = 0, transaction: int = 1) -> bytes:
+    return commands.encode(commands.TxnOffset(group, offset, producer_id, epoch, transaction))
 
 
 def test_a_marker_ends_the_transaction_with_a_control_batch(tmp_path: pathlib.Path) -> None:
@@ -109,10 +116,30 @@ def test_transactional_offsets_are_visible_if_and_only_if_the_transaction_commit
     assert machine.consumer_offsets["g"] == 10 and machine.pending_offset("g")
     machine.apply(3, 1, end(7, commit=False, write_control=False))
     assert machine.consumer_offsets["g"] == 10 and not machine.pending_offset("g")
-    machine.apply(4, 1, txn_offset("g", 5, producer_id=7))
-    machine.apply(5, 1, end(7, commit=True, write_control=False))
+    machine.apply(4, 1, txn_offset("g", 5, producer_id=7, transaction=2))
+    machine.apply(5, 1, end(7, commit=True, write_control=False, transaction=2))
     assert machine.consumer_offsets["g"] == 5  # a transaction's commit may move an offset back, as Kafka's
     assert not machine.pending_offset("g")
+
+
+def test_an_offset_that_outlived_its_transaction_is_refused(tmp_path: pathlib.Path) -> None:
+    """A TxnOffsetCommit timed out at the client, which aborted; its offset reached the partition after
+    the abort marker. Held pending, the producer's next transaction would have committed it."""
+    machine = open_machine(tmp_path)
+    machine.apply(1, 1, commands.encode(commands.CommitOffset("g", 235)))
+    machine.apply(2, 1, end(7, commit=False, write_control=False, transaction=10))
+    late = machine.apply(3, 1, txn_offset("g", 245, producer_id=7, transaction=10))
+    assert isinstance(late, Refused) and isinstance(late.error, InvalidTxnState)
+    assert not machine.pending_offset("g")
+    assert machine.apply(4, 1, txn_offset("g", 240, producer_id=7, transaction=11)) == TxnOffsetPending(
+        "g", 240
+    )
+    machine.apply(5, 1, end(7, commit=True, write_control=False, transaction=11))
+    assert machine.consumer_offsets["g"] == 240
+    again = PartitionStateMachine(machine.log)  # the ordinal survives a snapshot
+    again.restore(machine.snapshot() or b"")
+    late = again.apply(6, 1, txn_offset("g", 245, producer_id=7, transaction=11))
+    assert isinstance(late, Refused) and isinstance(late.error, InvalidTxnState)
 
 
 def test_pending_offsets_are_bounded(tmp_path: pathlib.Path, monkeypatch: object) -> None:
@@ -177,7 +204,7 @@ def test_snapshot_and_replay_give_the_same_partition(tmp_path: pathlib.Path) -> 
 
 def test_the_new_commands_round_trip() -> None:
     for command in (
-        commands.TxnMarker(2**62, 32767, True, 0, -5, False),
-        commands.TxnOffset("g", 0, 0, 0),
+        commands.TxnMarker(2**62, 32767, True, 0, -5, False, 2**40),
+        commands.TxnOffset("g", 0, 0, 0, -1),
     ):
         assert commands.decode(commands.encode(command)) == command

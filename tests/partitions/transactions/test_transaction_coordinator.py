@@ -89,6 +89,7 @@ class Markers:
     failing: dict[TopicPartition, list[Exception]] = field(default_factory=dict)
     held: dict[tuple[TopicPartition, int], asyncio.Event] = field(default_factory=dict)
     tries: int = 0
+    transactions: list[int] = field(default_factory=list)  # the ordinal each written marker carried
 
     async def __call__(
         self,
@@ -98,6 +99,7 @@ class Markers:
         commit: bool,
         coordinator_epoch: int,
         control: bool,
+        transaction: int,
     ) -> None:
         self.tries += 1
         if (tp, coordinator_epoch) in self.held:
@@ -106,6 +108,7 @@ class Markers:
         if errors:
             raise errors.pop(0)
         self.written.append((tp, producer_id, epoch, commit, coordinator_epoch, control))
+        self.transactions.append(transaction)
 
 
 class Clock:
@@ -157,6 +160,26 @@ async def started(
     given = await c.init_producer_id(TID, timeout_ms, -1, -1)
     await c.add_partitions(TID, given.producer_id, given.producer_epoch, list(tps or (T0,)))
     return given.producer_id, given.producer_epoch
+
+
+async def test_each_transaction_s_ordinal_outdoes_the_last_whatever_the_clock_says(
+    log: MemoryLog, markers: Markers, clock: Clock
+) -> None:
+    """The ordinal a transaction's offsets and markers carry (its start) rises per id even when a new
+    leader's clock is behind: a partition refuses offsets of a transaction whose marker it took."""
+    c = coordinator(log, markers, clock)
+    pid, epoch = await started(c, T0)
+    await c.add_offsets(TID, pid, epoch, "billing")
+    first = await c.add_offset_partitions(TID, pid, epoch, "billing", [T1])
+    await c.end_transaction(TID, pid, epoch, False)
+    assert set(markers.transactions) == {first}
+    clock.ms -= 60_000  # the next leader's clock is a minute behind
+    await c.add_partitions(TID, pid, epoch, [T0])
+    await c.add_offsets(TID, pid, epoch, "billing")
+    second = await c.add_offset_partitions(TID, pid, epoch, "billing", [T1])
+    assert second > first
+    await c.end_transaction(TID, pid, epoch, True)
+    assert set(markers.transactions) == {first, second}
 
 
 async def test_init_gives_a_producer_id_and_every_later_init_the_next_epoch(
