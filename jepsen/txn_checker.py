@@ -54,8 +54,9 @@ lost-write and duplicate as there):
 - `duplicate-processing`: an input record consumed by two committed (or visible) transactions of one
   group: exactly-once processing broken.
 
-Verdict: `invalid` with any anomaly; else `unknown` when the history is truncated, no final read happened,
-or a partition written by a transaction that may have committed has no complete final read; else `valid`.
+Verdict: `invalid` with any anomaly; else `unknown` when the history is truncated, no transaction
+committed, no final read happened, or a partition written by a transaction that may have committed has no
+complete final read; else `valid`.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from jepsen.checker import Value, availability, freeze
-from jepsen.history import History, JsonDict, Operation
+from jepsen.history import TXN_FS, History, JsonDict, Operation
 
 ABORTED_READ: Final = "aborted-read"
 UNCOMMITTED_READ: Final = "uncommitted-read"
@@ -115,8 +116,8 @@ LISTED_MAX: Final = 32
 
 
 def is_transactional(history: History) -> bool:
-    """Whether the history is the transactional workload's (it has `txn` operations)."""
-    return any(op.f == "txn" for op in history.operations)
+    """Whether the history is the transactional workload's (it has `txn`, `end` or `init` operations)."""
+    return any(op.f in TXN_FS for op in history.operations)
 
 
 @dataclasses.dataclass
@@ -630,7 +631,9 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
     else:
         if history.truncated:
             reasons.append("the history ends mid-line (truncated)")
-        if analysis.txns and not analysis.final_reads:
+        if not any(analysis.must_be_visible(txn) for txn in analysis.txns.values()):
+            reasons.append("no transaction committed: nothing was checked")
+        elif not analysis.final_reads:
             reasons.append("no complete final read happened")
         maybe_committed = {
             key for txn in analysis.txns.values() if txn.outcome != ABORTED for key, _ in txn.writes

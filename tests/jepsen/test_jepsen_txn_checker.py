@@ -344,6 +344,16 @@ def test_without_a_complete_final_read_of_a_written_partition_the_verdict_is_unk
     assert results["reasons"] == [f"partitions without a complete final read: ['{B}']"]
 
 
+def test_a_history_where_nothing_committed_is_unknown() -> None:
+    t = TxnHistory()
+    t.aborted_txn(0, "p0.1", [(A, 1)], [0])
+    t.txn(1, "p1.1", [(A, 2)], type="fail")
+    t.final_read(5, A, [], end=2)
+    results = check(t.history())
+    assert results["verdict"] == "unknown"
+    assert results["reasons"] == ["no transaction committed: nothing was checked"]
+
+
 def test_an_aborted_transactions_partition_needs_no_final_read() -> None:
     t = TxnHistory()
     t.committed_txn(0, "p0.1", [(A, 1)], [0])

@@ -1,0 +1,657 @@
+"""The transactional workload (``--workload txn``): Kafka transactions through confluent-kafka, checked by
+``jepsen.txn_checker``.
+
+Every worker is a Kafka client of its own (the HTTP API has no transactional producer): a transactional
+producer with its own ``transactional.id`` (``jepsen-<run>-<worker>``), a read_committed consumer in the
+worker's group ``ctp<worker>`` and a read_uncommitted consumer (manual assignment, no automatic commits).
+Its steps, at random:
+
+- a transaction (45%): one to five records, each to a random partition of ``tx`` and ``ty``, several to
+  one partition now and then; one in four is aborted on purpose. Recorded as a ``txn`` operation (begin,
+  produce, wait for every delivery report: ``written`` holds each record's offset, so the checker knows
+  where the uncommitted records stand) and an ``end`` operation (commit or abort);
+- consume-transform-produce (15%): read the group's committed offset of the worker's input partition
+  (``committed``, a stable offset: the broker answers once no transaction holds one pending), poll from
+  it under read_committed, write one record per input record in a transaction that also sends the offset
+  past the last input (``send_offsets_to_transaction``) and names what it ``consumed``; one in five is
+  aborted, which must leave the offset where it was;
+- a read_committed poll (30%) or a read_uncommitted one (10%) of a random partition from the worker's
+  position (one in four from offset 0).
+
+Outcomes (docs/jepsen-history.md): a ``txn`` is ``ok`` when every record was delivered (and the offsets
+sent), ``fail`` when nothing was produced, else ``info``; a transaction that is not ``ok`` is aborted. An
+``end`` with commit is ``ok`` once ``commit_transaction`` returns; when librdkafka says the transaction
+must be aborted instead, the abort follows and ``fail`` means the service acknowledged it; a timeout, a
+fatal error (fencing included) or an abort that does not go through is ``info``. Retriable errors are
+retried within ``END_TIMEOUT_S``. After an unknown outcome the worker drops its producer and makes a new
+one with the same transactional id (``init``: InitProducerId fences the old producer and ends its open
+transaction, commits that had reached the coordinator included) before it does anything else.
+
+After the faults heal (``finish``): every worker makes a new producer (``init``), which ends every
+transaction still open; every group's committed offset is read (``final``); then each partition is read
+from offset 0 under read_committed until the consumer reaches the high watermark read when it began (and
+under read_uncommitted, for the statistics: the aborted records are there), each read one ``final`` poll.
+
+Records: the value's number as JSON text, the transaction's name as key, and a header ``v`` with the
+number; a poll reads a record as its number only when value and header agree, else as the record's JSON
+text (a value never sent, which the checker reports as a phantom read). librdkafka's calls block: each
+client runs them on a thread of its own; the history is written on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from jepsen.recorder import Recorder
+from jepsen.workload import POLL_TIMEOUT_S, Stats, Values, split_key
+
+T = TypeVar("T")
+
+TOPICS = {"tx": 3, "ty": 2}
+# tx rolls small segments (markers and aborted records across segment ends); ty is fsynced once a second
+# by group commit, so a power loss can take the tail of a replica's log, control batches included, which
+# must come back from the Raft journal with the aborted index and last stable offset rebuilt
+TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
+    "tx": {"segment.bytes": 4096},
+    "ty": {"flush.policy": "group", "flush.ms": 1000},
+}
+WRITES_MAX = 5
+ABORT_ONE_IN = 4
+CTP_ABORT_ONE_IN = 5
+CTP_RECORDS_MAX = 4
+REWIND_ONE_IN = 4
+POLL_MESSAGES_MAX = 500
+TRANSACTION_TIMEOUT_MS = 15_000
+DELIVERY_TIMEOUT_S = 8.0  # message.timeout.ms: below the transaction timeout, as librdkafka requires
+INIT_TIMEOUT_S = 10.0
+END_TIMEOUT_S = 12.0
+OFFSETS_TIMEOUT_S = 8.0
+FINAL_PHASE_BUDGET_S = 120.0
+FINAL_READ_TIMEOUT_S = 20.0  # one final read of one partition: from 0 to the high watermark
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: str  # ok | fail | info
+    fields: dict[str, Any]
+
+
+def transactional_id(run_id: str, process: int) -> str:
+    return f"jepsen-{run_id}-{process}"
+
+
+def group_of(process: int) -> str:
+    return f"ctp{process}"
+
+
+def record_args(value: int, txn: str) -> dict[str, Any]:
+    """``Producer.produce`` arguments for the record of ``value`` in transaction ``txn``."""
+    return {"key": txn.encode(), "value": json.dumps(value).encode(), "headers": [("v", str(value).encode())]}
+
+
+def read_back(message: Message) -> Any:
+    """The number a consumed record carries when its value and ``v`` header agree, else its JSON text."""
+    raw = message.value()
+    headers = cast(list[tuple[str, bytes | None]], message.headers() or [])
+    try:
+        number = json.loads(raw) if raw is not None else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        number = None
+    if type(number) is int and headers == [("v", str(number).encode())]:
+        return number
+    key = message.key()
+    return json.dumps(
+        {
+            "key": None if key is None else key.decode("utf-8", "replace"),
+            "value": None if raw is None else raw.decode("utf-8", "replace"),
+            "headers": [[k, None if v is None else v.decode("utf-8", "replace")] for k, v in headers],
+        },
+        sort_keys=True,
+    )
+
+
+def _error_fields(error: KafkaError) -> dict[str, Any]:
+    return {"error_code": error.name(), "error": str(error.str())[:200]}
+
+
+def _error_of(exc: KafkaException) -> KafkaError:
+    error = exc.args[0] if exc.args else None
+    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+class TxnClient:
+    """One worker's (or final reader's) Kafka clients: a transactional producer (none for a reader), a
+    read_committed consumer in the worker's group and a read_uncommitted one."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        recorder: Recorder,
+        *,
+        process: int,
+        logger: logging.Logger,
+        transactional: str | None,
+    ) -> None:
+        self.recorder = recorder
+        self.process = process
+        self.transactional_id = transactional
+        self.group = group_of(process)
+        common = {
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": 5000,
+            "topic.metadata.refresh.interval.ms": 2000,
+            "reconnect.backoff.max.ms": 1000,
+            "logger": logger,
+        }
+        self.producer_config = {
+            **common,
+            "transactional.id": transactional,
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000),
+            "linger.ms": 5,
+        }
+        consumer = {
+            **common,
+            "group.id": self.group,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 200,
+        }
+        self.consumers = {
+            READ_COMMITTED: Consumer({**consumer, "isolation.level": READ_COMMITTED}),
+            READ_UNCOMMITTED: Consumer({**consumer, "isolation.level": READ_UNCOMMITTED}),
+        }
+        self.producer: Producer | None = None
+        self.ready = False  # init_transactions went through on this producer
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix=f"txn-{process}")
+
+    async def _blocking(self, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.thread, call)
+
+    async def close(self) -> None:
+        def close_all() -> None:
+            self._drop_producer()
+            for consumer in self.consumers.values():
+                consumer.close()
+
+        await self._blocking(close_all)
+        self.thread.shutdown(wait=True)
+
+    def _drop_producer(self) -> None:
+        """Let go of the producer without waiting for what it holds (a new one fences it anyway)."""
+        if self.producer is not None:
+            self.producer.purge(in_queue=True, in_flight=True, blocking=False)
+            self.producer.flush(0)
+            self.producer = None
+        self.ready = False
+
+    # -- the producer's life ----------------------------------------------------------------------------
+
+    async def init(self, *, renew: bool) -> Outcome:
+        """``init``: InitProducerId for the transactional id, on a new producer when ``renew`` or when
+        there is none (a producer whose init timed out tries again)."""
+        if self.transactional_id is None:
+            raise ValueError(f"process {self.process} is a reader: no producer")
+        self.recorder.invoke(self.process, "init", transactional_id=self.transactional_id)
+        kind, fields = await self._blocking(lambda: self._init(renew))
+        self.recorder.complete(self.process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _init(self, renew: bool) -> tuple[str, dict[str, Any]]:
+        if renew or self.producer is None:
+            self._drop_producer()
+            self.producer = Producer(self.producer_config)
+        try:
+            self.producer.init_transactions(INIT_TIMEOUT_S)
+        except KafkaException as exc:
+            error = _error_of(exc)
+            if error.fatal() or not error.retriable():
+                self._drop_producer()
+            return "info", _error_fields(error)
+        self.ready = True
+        return "ok", {}
+
+    # -- a transaction ----------------------------------------------------------------------------------
+
+    async def transaction(
+        self,
+        name: str,
+        writes: Sequence[tuple[str, int]],
+        *,
+        intent: str,
+        offsets: Sequence[tuple[str, str, int]] = (),
+        consumed: Sequence[tuple[str, int, Any]] = (),
+    ) -> Outcome:
+        """``txn``: begin, produce ``writes``, wait for their delivery reports, send ``offsets``."""
+        self.recorder.invoke(
+            self.process, "txn", txn=name, transactional_id=self.transactional_id, intent=intent,
+            writes=[[k, v] for k, v in writes], offsets=[list(o) for o in offsets],
+            consumed=[list(c) for c in consumed], client="kafka",
+        )  # fmt: skip
+        kind, fields = await self._blocking(lambda: self._transaction(name, writes, offsets))
+        self.recorder.complete(self.process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _transaction(
+        self, name: str, writes: Sequence[tuple[str, int]], offsets: Sequence[tuple[str, str, int]]
+    ) -> tuple[str, dict[str, Any]]:
+        producer = self.producer
+        if producer is None or not self.ready:
+            return "fail", {"error": "no producer ready"}
+        try:
+            producer.begin_transaction()
+        except KafkaException as exc:
+            self.ready = False  # a producer that cannot begin is renewed before the next try
+            return "fail", {"stage": "begin", **_error_fields(_error_of(exc))}
+        reports: dict[int, tuple[KafkaError | None, int]] = {}
+        produced = 0
+        try:
+            for key, value in writes:
+                topic, partition = split_key(key)
+
+                def report(error: KafkaError | None, message: Message, value: int = value) -> None:
+                    offset = None if message is None else message.offset()
+                    reports[value] = (error, -1 if offset is None else offset)
+
+                producer.produce(topic, partition=partition, on_delivery=report, **record_args(value, name))
+                produced += 1
+        except (BufferError, KafkaException) as exc:
+            kind = "fail" if produced == 0 else "info"
+            return kind, {
+                "stage": "produce",
+                "written": self._written(writes, reports),
+                "error": str(exc)[:200],
+            }
+        left = producer.flush(DELIVERY_TIMEOUT_S + 1.0)
+        written = self._written(writes, reports)
+        errors = [error for error, _ in reports.values() if error is not None]
+        if left or errors:
+            fields: dict[str, Any] = {"stage": "produce", "written": written}
+            fields.update(
+                _error_fields(errors[0]) if errors else {"error": f"{left} delivery reports missing"}
+            )
+            return "info", fields
+        if offsets:
+            positions = [TopicPartition(*split_key(key), offset) for _, key, offset in offsets]
+            try:
+                producer.send_offsets_to_transaction(
+                    positions, self.consumers[READ_COMMITTED].consumer_group_metadata(), OFFSETS_TIMEOUT_S
+                )
+            except KafkaException as exc:
+                return "info", {"stage": "offsets", "written": written, **_error_fields(_error_of(exc))}
+        return "ok", {"written": written}
+
+    @staticmethod
+    def _written(
+        writes: Sequence[tuple[str, int]], reports: dict[int, tuple[KafkaError | None, int]]
+    ) -> list[list[Any]]:
+        return [
+            [key, value, reports[value][1]]
+            for key, value in writes
+            if value in reports and reports[value][0] is None and reports[value][1] >= 0
+        ]
+
+    async def end(self, name: str, commit: bool) -> Outcome:
+        """``end``: commit (or abort) the open transaction."""
+        self.recorder.invoke(self.process, "end", txn=name, commit=commit)
+        kind, fields = await self._blocking(lambda: self._end(commit))
+        if kind == "info":
+            self.ready = False  # unknown: a new producer (init) ends it before anything else
+        self.recorder.complete(self.process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _end(self, commit: bool) -> tuple[str, dict[str, Any]]:
+        producer = self.producer
+        if producer is None:
+            return "info", {"error": "no producer"}
+        deadline = time.monotonic() + END_TIMEOUT_S
+        if commit:
+            while True:
+                try:
+                    producer.commit_transaction(max(0.5, deadline - time.monotonic()))
+                    return "ok", {}
+                except KafkaException as exc:
+                    error = _error_of(exc)
+                    if error.txn_requires_abort():
+                        kind, fields = self._abort(producer, deadline)
+                        # the service acknowledged the abort: the refused commit did not happen
+                        return ("fail" if kind == "ok" else "info"), {
+                            "refused": _error_fields(error),
+                            **fields,
+                        }
+                    if error.fatal() or not error.retriable() or time.monotonic() >= deadline:
+                        return "info", _error_fields(error)
+                time.sleep(0.1)
+        return self._abort(producer, deadline)
+
+    def _abort(self, producer: Producer, deadline: float) -> tuple[str, dict[str, Any]]:
+        while True:
+            try:
+                producer.abort_transaction(max(0.5, deadline - time.monotonic()))
+                return "ok", {}
+            except KafkaException as exc:
+                error = _error_of(exc)
+                if error.fatal() or not error.retriable() or time.monotonic() >= deadline:
+                    return "info", {"abort": _error_fields(error)}
+            time.sleep(0.1)
+
+    # -- reads --------------------------------------------------------------------------------------------
+
+    async def poll(self, key: str, offset: int, isolation: str, *, limit: int = POLL_MESSAGES_MAX) -> Outcome:
+        """``poll`` under ``isolation`` from ``offset``: what arrives first (at most ``limit`` records), or
+        the partition's end, or nothing within the wait."""
+        self.recorder.invoke(
+            self.process, "poll", key=key, offset=offset, isolation=isolation, client="kafka"
+        )
+        records, end, errors = await self._blocking(
+            lambda: self._consume(key, offset, isolation, POLL_TIMEOUT_S / 2, limit=limit)
+        )
+        fields: dict[str, Any] = {"offset": offset, "records": records}
+        if end is not None:
+            fields["end"] = end
+        if errors:
+            fields["errors"] = errors[:5]
+        self.recorder.complete(self.process, "ok", **fields)
+        return Outcome("ok", fields)
+
+    def _consume(
+        self,
+        key: str,
+        offset: int,
+        isolation: str,
+        wait_s: float,
+        *,
+        limit: int = POLL_MESSAGES_MAX,
+        until: int | None = None,
+    ) -> tuple[list[list[Any]], int | None, list[str]]:
+        """Records from ``offset`` (at most ``limit``), and the offset at which the consumer reported the
+        partition's end (None if it did not). With ``until``, go on until the end is reported at or past it
+        (or the wait runs out)."""
+        topic, partition = split_key(key)
+        consumer = self.consumers[isolation]
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        records: list[list[Any]] = []
+        errors: list[str] = []
+        end: int | None = None
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            for message in consumer.consume(POLL_MESSAGES_MAX, 0.1):
+                if message.topic() != topic or message.partition() != partition:
+                    continue  # an earlier assignment's leftovers
+                error = message.error()
+                if error is None:
+                    records.append([message.offset(), read_back(message)])
+                    end = None
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    end = message.offset()
+                else:
+                    errors.append(error.name())
+            if until is None and (records or end is not None):
+                break
+            if until is not None and end is not None and end >= until:
+                break
+        if until is None and len(records) > limit:
+            records, end = records[:limit], None
+        return records, end, errors
+
+    async def committed(self, key: str, *, final: bool = False) -> Outcome:
+        """``committed``: the worker's group's offset of ``key`` (librdkafka asks for a stable offset under
+        read_committed, and retries while a transaction holds one pending)."""
+        flags = {"final": True} if final else {}
+        self.recorder.invoke(self.process, "committed", key=key, group=self.group, client="kafka", **flags)
+        kind, fields = await self._blocking(lambda: self._committed(key))
+        self.recorder.complete(self.process, kind, group=self.group, **fields)
+        return Outcome(kind, fields)
+
+    def _committed(self, key: str) -> tuple[str, dict[str, Any]]:
+        try:
+            (row,) = self.consumers[READ_COMMITTED].committed(
+                [TopicPartition(*split_key(key))], timeout=POLL_TIMEOUT_S
+            )
+        except KafkaException as exc:
+            return "info", _error_fields(_error_of(exc))
+        if row.error is not None:
+            return "info", _error_fields(row.error)
+        return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
+
+    async def final_read(self, key: str, isolation: str) -> Outcome:
+        """A final ``poll``: from offset 0 until the consumer reports the end at or past the high watermark
+        read first; ``ok`` (with ``end``) only then."""
+        self.recorder.invoke(
+            self.process, "poll", key=key, offset=0, isolation=isolation, final=True, client="kafka"
+        )
+        kind, fields = await self._blocking(lambda: self._final_read(key, isolation))
+        self.recorder.complete(self.process, kind, **fields)
+        return Outcome(kind, fields)
+
+    def _final_read(self, key: str, isolation: str) -> tuple[str, dict[str, Any]]:
+        try:
+            _low, high = self.consumers[READ_UNCOMMITTED].get_watermark_offsets(
+                TopicPartition(*split_key(key)), timeout=POLL_TIMEOUT_S, cached=False
+            )
+        except KafkaException as exc:
+            return "info", {"stage": "watermarks", **_error_fields(_error_of(exc))}
+        records, end, errors = self._consume(key, 0, isolation, FINAL_READ_TIMEOUT_S, until=int(high))
+        fields: dict[str, Any] = {"offset": 0, "final": True, "high_watermark": int(high)}
+        if errors:
+            fields["errors"] = errors[:5]
+        if end is None or end < high:
+            return "info", {**fields, "reached": end, "records_read": len(records)}
+        return "ok", {**fields, "records": records, "end": end}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Workers and the final phase
+
+
+@dataclass
+class TxnWorker:
+    process: int
+    client: TxnClient
+    rng: random.Random
+    input_key: str  # where its consume-transform-produce step reads
+    positions: dict[tuple[str, str], int] = field(default_factory=dict)  # (isolation, key) -> offset
+    count: int = 0
+
+    def next_name(self) -> str:
+        self.count += 1
+        return f"p{self.process}.{self.count}"
+
+
+class TxnRun:
+    """The workload against one cluster (its Kafka bootstrap servers): the workers, then the final phase."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        recorder: Recorder,
+        keys: Sequence[str],
+        *,
+        concurrency: int,
+        run_id: str,
+        rng: random.Random,
+        logger: logging.Logger,
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.recorder = recorder
+        self.keys = list(keys)
+        self.logger = logger
+        self.values = Values()
+        self.workers = [
+            TxnWorker(
+                process,
+                TxnClient(
+                    bootstrap_servers,
+                    recorder,
+                    process=process,
+                    logger=logger,
+                    transactional=transactional_id(run_id, process),
+                ),
+                random.Random(rng.getrandbits(64)),
+                self.keys[process % len(self.keys)],
+            )
+            for process in range(concurrency)
+        ]
+        self.readers: list[TxnClient] = []
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in [*(w.client for w in self.workers), *self.readers]))
+
+    async def run_workers(self, *, rate: float, deadline: float, stats: Stats) -> None:
+        """Every worker steps until loop time ``deadline``, together at about ``rate`` steps a second."""
+        loop = asyncio.get_running_loop()
+        interval = len(self.workers) / rate
+
+        async def work(worker: TxnWorker) -> None:
+            await asyncio.sleep(worker.rng.uniform(0, interval))
+            while loop.time() < deadline:
+                began = loop.time()
+                await self.step(worker, stats)
+                pause = max(0.0, worker.rng.uniform(0.5, 1.5) * interval - (loop.time() - began))
+                await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+
+        await asyncio.gather(*(work(w) for w in self.workers))
+
+    async def step(self, worker: TxnWorker, stats: Stats) -> None:
+        client = worker.client
+        if not client.ready:  # at the start, and after an outcome left unknown: a new producer first
+            outcome = await client.init(renew=True)
+            stats.add("init", outcome.kind)
+            return
+        choice = worker.rng.choices(["txn", "ctp", READ_COMMITTED, READ_UNCOMMITTED], [45, 15, 30, 10])[0]
+        if choice == "txn":
+            count = worker.rng.randint(1, WRITES_MAX)
+            writes = [(worker.rng.choice(self.keys), self.values.take()) for _ in range(count)]
+            commit = worker.rng.randrange(ABORT_ONE_IN) != 0
+            await self._transaction(worker, writes, commit, stats)
+        elif choice == "ctp":
+            await self._consume_transform_produce(worker, stats)
+        else:
+            key = worker.rng.choice(self.keys)
+            if worker.rng.randrange(REWIND_ONE_IN) == 0:
+                worker.positions[(choice, key)] = 0
+            offset = worker.positions.get((choice, key), 0)
+            outcome = await client.poll(key, offset, choice)
+            stats.add("poll", outcome.kind)
+            records = outcome.fields.get("records") or []
+            if records:
+                worker.positions[(choice, key)] = max(offset, int(records[-1][0]) + 1)
+
+    async def _transaction(
+        self,
+        worker: TxnWorker,
+        writes: Sequence[tuple[str, int]],
+        commit: bool,
+        stats: Stats,
+        *,
+        offsets: Sequence[tuple[str, str, int]] = (),
+        consumed: Sequence[tuple[str, int, Any]] = (),
+    ) -> None:
+        name = worker.next_name()
+        intent = "commit" if commit else "abort"
+        outcome = await worker.client.transaction(
+            name, writes, intent=intent, offsets=offsets, consumed=consumed
+        )
+        stats.add("txn", outcome.kind)
+        if outcome.kind == "fail" and outcome.fields.get("stage") in ("begin", None):
+            return  # no transaction was begun: nothing to end
+        ended = await worker.client.end(name, commit and outcome.kind == "ok")
+        stats.add("end", ended.kind)
+
+    async def _consume_transform_produce(self, worker: TxnWorker, stats: Stats) -> None:
+        client, key = worker.client, worker.input_key
+        stored = await client.committed(key)
+        stats.add("committed", stored.kind)
+        if stored.kind != "ok":
+            return
+        start = stored.fields.get("offset")
+        start = 0 if start is None else int(start)
+        polled = await client.poll(key, start, READ_COMMITTED, limit=CTP_RECORDS_MAX)
+        stats.add("poll", polled.kind)
+        inputs = polled.fields.get("records") or []
+        if not inputs:
+            return
+        writes = [(worker.rng.choice(self.keys), self.values.take()) for _ in inputs]
+        consumed = [(key, int(offset), value) for offset, value in inputs]
+        sent = [(client.group, key, int(inputs[-1][0]) + 1)]
+        commit = worker.rng.randrange(CTP_ABORT_ONE_IN) != 0
+        await self._transaction(worker, writes, commit, stats, offsets=sent, consumed=consumed)
+
+    async def finish(self, stats: Stats, budget_s: float = FINAL_PHASE_BUDGET_S) -> dict[str, Any]:
+        """After the faults heal: a new producer per worker (ending every open transaction), each group's
+        committed offset, then every partition read from 0 under read_committed and read_uncommitted."""
+        deadline = time.monotonic() + budget_s
+        summary: dict[str, Any] = {"init": {}, "committed": {}, "final_read": {}}
+
+        async def renew(worker: TxnWorker) -> None:
+            while True:
+                outcome = await worker.client.init(renew=True)
+                stats.add("init", outcome.kind)
+                if outcome.kind == "ok" or time.monotonic() > deadline:
+                    summary["init"][worker.client.transactional_id] = outcome.kind
+                    return
+                await asyncio.sleep(0.5)
+
+        await asyncio.gather(*(renew(w) for w in self.workers))
+
+        async def offsets(worker: TxnWorker) -> None:
+            while True:
+                outcome = await worker.client.committed(worker.input_key, final=True)
+                stats.add("committed", outcome.kind)
+                if outcome.kind == "ok" or time.monotonic() > deadline:
+                    summary["committed"][worker.client.group] = outcome.fields.get("offset", outcome.kind)
+                    return
+                await asyncio.sleep(0.5)
+
+        await asyncio.gather(*(offsets(w) for w in self.workers))
+        first = len(self.workers)
+        self.readers = [
+            TxnClient(
+                self.bootstrap_servers,
+                self.recorder,
+                process=first + i,
+                logger=self.logger,
+                transactional=None,
+            )
+            for i in range(len(self.keys))
+        ]
+
+        async def read(reader: TxnClient, key: str) -> None:
+            for isolation in (READ_COMMITTED, READ_UNCOMMITTED):
+                while True:
+                    outcome = await reader.final_read(key, isolation)
+                    stats.add("poll", outcome.kind)
+                    if outcome.kind == "ok" or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(0.5)
+                summary["final_read"].setdefault(key, {})[isolation] = {
+                    "complete": outcome.kind == "ok",
+                    "end": outcome.fields.get("end", outcome.fields.get("reached")),
+                    "high_watermark": outcome.fields.get("high_watermark"),
+                    "records": len(outcome.fields.get("records", [])),
+                }
+
+        await asyncio.gather(*(read(r, k) for r, k in zip(self.readers, self.keys, strict=True)))
+        return summary
