@@ -1,0 +1,82 @@
+"""The transactional workload's pure parts: the records it writes and how it reads them back, its names,
+the run's options, and the negative control's broken marker apply."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from confluent_kafka import Message
+
+from jepsen import marker_fault, runner, txn_workload
+
+
+def consumed(
+    value: bytes | None, headers: list[tuple[str, bytes | None]] | None, key: bytes = b"p0.1"
+) -> Message:
+    return Message(topic="tx", partition=0, offset=7, key=key, value=value, headers=headers)
+
+
+def test_a_record_reads_back_as_its_number_only_when_value_and_header_agree() -> None:
+    args = txn_workload.record_args(17, "p3.2")
+    assert args == {"key": b"p3.2", "value": b"17", "headers": [("v", b"17")]}
+    assert txn_workload.read_back(consumed(args["value"], args["headers"])) == 17
+    for value, headers in [
+        (b"17", [("v", b"18")]),  # another record's header
+        (b"17", None),  # headers lost
+        (b"17", [("v", b"17"), ("x", None)]),  # one too many
+        (None, [("v", b"17")]),  # a tombstone
+        (b"\xff", [("v", b"17")]),  # not text
+    ]:
+        read = txn_workload.read_back(consumed(value, headers))
+        assert isinstance(read, str), (value, headers)
+        assert json.loads(read)["key"] == "p0.1"
+
+
+def test_every_worker_has_its_own_transactional_id_and_group() -> None:
+    ids = {txn_workload.transactional_id("jr01ab23", p) for p in range(6)}
+    groups = {txn_workload.group_of(p) for p in range(6)}
+    assert len(ids) == len(groups) == 6
+    assert txn_workload.transactional_id("jr01ab23", 4) == "jepsen-jr01ab23-4"
+
+
+def test_delivery_timeout_is_below_the_transaction_timeout() -> None:
+    assert (
+        txn_workload.DELIVERY_TIMEOUT_S * 1000 < txn_workload.TRANSACTION_TIMEOUT_MS
+    )  # librdkafka requires it
+
+
+def test_the_txn_workload_has_its_topics_and_the_negative_control_reaches_the_node_shim() -> None:
+    config = runner.RunConfig(workload="txn", break_markers="flip-abort")
+    assert config.topics == txn_workload.TOPICS
+    assert config.topic_configs == txn_workload.TOPIC_CONFIGS
+    assert config.shim_args == ["--break-markers=flip-abort"]
+    assert runner.RunConfig(workload="txn").shim_args == []
+    assert runner.MARKER_FAULTS == marker_fault.MODES
+    with pytest.raises(ValueError, match="break-markers"):
+        runner.RunConfig(workload="txn", break_markers="drop-everything")
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:  # the fields of partitions.commands.TxnMarker that the fault reads
+    producer_id: int
+    commit: bool
+
+
+def test_flip_abort_applies_every_abort_marker_as_a_commit() -> None:
+    applied: list[Marker] = []
+
+    def apply(self: object, marker: Marker, term: int) -> str:
+        applied.append(marker)
+        return "written"
+
+    broken = marker_fault.flip_abort(apply)
+    assert broken(None, Marker(7, commit=False), 3) == "written"
+    assert broken(None, Marker(8, commit=True), 3) == "written"
+    assert applied == [Marker(7, commit=True), Marker(8, commit=True)]
+
+
+def test_an_unknown_marker_fault_is_refused_before_anything_is_patched() -> None:
+    with pytest.raises(marker_fault.MarkerFaultError, match="unknown marker fault"):
+        marker_fault.install("drop-everything")
