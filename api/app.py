@@ -152,6 +152,14 @@ _FETCH_QUERY = (
         minimum=1,
         maximum=records.FETCH_MAX_BYTES_MAX,
     ),
+    Param(
+        "isolation",
+        "string",
+        "read_uncommitted (default: every committed record) or read_committed (only below the last stable "
+        "offset, records of aborted transactions left out; the raw batch media type gets them named in "
+        "X-Raftlog-Aborted-Transactions)",
+        enum=records.ISOLATIONS,
+    ),
 )
 
 ROUTES: tuple[Operation, ...] = (

@@ -41,6 +41,7 @@ class Param:
     required: bool = False
     minimum: int | None = None
     maximum: int | None = None
+    enum: tuple[str, ...] = ()  # a string's only values
 
 
 @dataclass(frozen=True, slots=True)
@@ -771,6 +772,8 @@ def _param_schema(param: Param) -> dict[str, Any]:
         schema["minimum"] = param.minimum
     if param.maximum is not None:
         schema["maximum"] = param.maximum
+    if param.enum:
+        schema["enum"] = list(param.enum)
     return schema
 
 

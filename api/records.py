@@ -9,7 +9,7 @@ and renders them here, off the event loop when they are large.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,9 +194,25 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     return web.json_response({"offsets": entries})
 
 
+ISOLATIONS = ("read_uncommitted", "read_committed")
+ABORTED_HEADER = (
+    "X-Raftlog-Aborted-Transactions"  # read_committed, raw batches: "producer_id:first_offset,..."
+)
+
+
+def isolation_of(query: Mapping[str, str]) -> bool:
+    """Whether a read is read_committed (``?isolation=``; read_uncommitted by default)."""
+    isolation = query.get("isolation", ISOLATIONS[0])
+    if isolation not in ISOLATIONS:
+        raise BadRequest(f"query parameter isolation: {isolation!r} is neither of {', '.join(ISOLATIONS)}")
+    return isolation == "read_committed"
+
+
 async def fetch(request: web.Request) -> web.Response:
     topic = request.match_info["topic"]
     partition = state.partition(request)
+    committed = isolation_of(request.query)
+    reads = DataService.fetch_stable if committed else DataService.fetch_batches
     offset = query_int(request.query, "offset", None, 0, INT64_MAX)
     if offset is None:
         raise BadRequest("query parameter offset: missing")
@@ -205,19 +221,23 @@ async def fetch(request: web.Request) -> web.Response:
     check(max_bytes is not None, "max_bytes has a default")
     media = state.answer_type(request)
     data = state.node(request).cluster.data
-    served = await data.run(DataService.fetch_batches, topic, partition, offset, max_bytes or 1, timeout_ms)
+    served = await data.run(reads, topic, partition, offset, max_bytes or 1, timeout_ms)
     for _ in range(READS_PAST_COMPACTED_MAX):
         # batches compaction left without a record at or past the offset are read past (at once), so a
         # reader going on from its last record + 1 always moves; raw batches are the client's to skip
         end = batches_end(served.value.data) if media != RECORD_BATCH else None
-        if end is None or end >= served.value.high_watermark or decode(served.value.data, offset):
+        # (and past batches holding no record for this reader: markers, aborted transactions)
+        readable_end = served.value.last_stable_offset if committed else served.value.high_watermark
+        if end is None or end >= readable_end or decode(served.value.data, offset, served.value.aborted):
             break
         offset = end
-        served = await data.run(DataService.fetch_batches, topic, partition, offset, max_bytes or 1, 0)
+        served = await data.run(reads, topic, partition, offset, max_bytes or 1, 0)
     state.served_by(request, served.node)
     fetched = served.value
     headers = {HIGH_WATERMARK_HEADER: str(fetched.high_watermark)}
     headers["Content-Type"] = media
+    if committed and media == RECORD_BATCH:
+        headers[ABORTED_HEADER] = ",".join(f"{p}:{first}" for p, first in fetched.aborted)
     if media == RECORD_BATCH:
         return web.Response(body=fetched.data, headers=headers)
     if len(fetched.data) <= RENDER_INLINE_BYTES_MAX:
@@ -229,17 +249,18 @@ async def fetch(request: web.Request) -> web.Response:
 
 def _render(topic: str, partition: int, offset: int, fetched: FetchedBatches, media: str) -> bytes:
     """The answer in the negotiated media type: columns, or JSON records (binary or JSON flavour)."""
-    records = decode(fetched.data, offset)
+    records = decode(fetched.data, offset, fetched.aborted)
     encoding = columnar_encoding(media)
     if encoding is not None:
         return encode_columnar(topic, partition, records, encoding)
     return records_json([(topic, partition, records)], record_flavour(media))
 
 
-def decode(data: bytes, offset: int) -> list[Record]:
-    """The records of fetched batches from ``offset`` on; the leader CRC-checked them when it read them."""
+def decode(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] = ()) -> list[Record]:
+    """The producers' records of fetched batches from ``offset`` on, those of the ``aborted`` transactions
+    (a read_committed read's) left out; the leader CRC-checked them when it read them."""
     try:
-        return records_from(data, offset)
+        return records_from(data, offset, aborted)
     except BatchFormatError as exc:
         raise InvariantViolation(f"fetched batches do not decode: {exc}") from exc
 

@@ -15,7 +15,9 @@ for each of its partitions, nothing of it read; the others are served as usual. 
 when older, UNKNOWN_LEADER_EPOCH when newer, no records, no long poll (the check follows the read, where
 Kafka checks first: the same answer, one read spent). ``last_fetched_epoch`` (v12) and the diverging
 epoch it asks for are a follower's, and no broker follows raftlog (replication is Raft's): a consumer sends
--1, and it is not read.
+-1, and it is not read. Every answer gives the partition's last stable offset (below it every transaction
+has ended); a READ_COMMITTED fetch (v4+) reads only below it and names the aborted transactions among the
+batches it returns, whose records the client drops (docs/decisions/0019-transactions.md).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ NO_OFFSET = -1
 NO_REPLICA = -1
 WAIT_MAX_MS = 30_000
 FETCH_BYTES_MAX = 55 * 1024 * 1024  # the most one answer holds, whatever the client asks (Kafka's default)
+READ_COMMITTED = 1
 
 
 @dataclass(slots=True)
@@ -70,27 +73,29 @@ async def fetch(door: Door, request: wire.Request) -> Any:
     readable = [part for part in parts if part.refused is None]
     wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
     max_bytes = max(1, min(body.max_bytes, FETCH_BYTES_MAX))
-    await _read_all(door, readable, max_bytes)
+    committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
+    await _read_all(door, readable, max_bytes, committed)
     if (
         readable
         and wait_ms > 0
         and _bytes(readable) < max(body.min_bytes, 1)
         and not any(p.error for p in readable)
     ):
-        await _wait_any(door, readable, wait_ms)
-        await _read_all(door, readable, max_bytes)
-    return await _response(request, parts, max_bytes, pacer)
+        await _wait_any(door, readable, wait_ms, committed)
+        await _read_all(door, readable, max_bytes, committed)
+    return await _response(request, parts, max_bytes, pacer, committed)
 
 
-async def _read_all(door: Door, parts: list[_Part], max_bytes: int) -> None:
+async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: bool) -> None:
     """Read the partitions in turns of at most ``ITEMS_PER_TURN``, each turn asking no more than is left
     of ``max_bytes`` (the first partition read: one batch, however large); the partitions left once it
     is used up get their offsets only."""
     data = door.node.local.data
+    reads = data.fetch_stable if committed else data.fetch_batches
 
     async def read(part: _Part) -> None:
         try:
-            result = await data.fetch_batches(part.topic, part.partition, part.offset, part.max_bytes, 0)
+            result = await reads(part.topic, part.partition, part.offset, part.max_bytes, 0)
             _check_epoch(part, result.leader_epoch)
             part.result, part.error = result, None
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
@@ -101,7 +106,12 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int) -> None:
             offsets = await data.offsets(part.topic, part.partition)
             _check_epoch(part, offsets.leader_epoch)
             part.result, part.error = (
-                FetchedBatches(b"", offsets.high_watermark, offsets.log_start_offset),
+                FetchedBatches(
+                    b"",
+                    offsets.high_watermark,
+                    offsets.log_start_offset,
+                    last_stable_offset=offsets.last_stable_offset,
+                ),
                 None,
             )
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
@@ -130,19 +140,16 @@ def _check_epoch(part: _Part, leader_epoch: int) -> None:
     check_leader_epoch(f"{part.topic}-{part.partition}", part.current_leader_epoch, leader_epoch)
 
 
-async def _wait_any(door: Door, parts: list[_Part], wait_ms: int) -> None:
-    """Until one partition has records past its offset, or ``wait_ms``. The waits begin and end a turn
-    of partitions at a time."""
+async def _wait_any(door: Door, parts: list[_Part], wait_ms: int, committed: bool) -> None:
+    """Until one partition has records past its offset (below its last stable offset, ``committed``), or
+    ``wait_ms``. The waits begin and end a turn of partitions at a time."""
     data = door.node.local.data
+    reads = data.fetch_stable if committed else data.fetch_batches
     pacer = Pacer()
     waits = []
     try:
         for p in parts:
-            waits.append(
-                asyncio.ensure_future(
-                    data.fetch_batches(p.topic, p.partition, p.offset, p.max_bytes, wait_ms)
-                )
-            )
+            waits.append(asyncio.ensure_future(reads(p.topic, p.partition, p.offset, p.max_bytes, wait_ms)))
             await pacer.step()
         pending = set(waits)
         while pending:
@@ -161,34 +168,42 @@ def _bytes(parts: list[_Part]) -> int:
     return sum(len(p.result.data) for p in parts if p.result is not None)
 
 
-async def _response(request: wire.Request, parts: list[_Part], max_bytes: int, pacer: Pacer) -> Any:
+async def _response(
+    request: wire.Request, parts: list[_Part], max_bytes: int, pacer: Pacer, committed: bool
+) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "FetchableTopicResponse")
     partition_cls = wire.sibling(cls, "PartitionData")
+    aborted_cls = wire.sibling(cls, "AbortedTransaction") if request.api_version >= 4 else None
     budget = max_bytes
     sent_any = False
     by_topic: dict[str, list[Any]] = {}
     for part in parts:
         code, high, start, records = ErrorCode.none, NO_OFFSET, NO_OFFSET, b""
+        stable, aborted = NO_OFFSET, None
         if part.refused is not None:
             code = code_of(part.refused)
         elif part.error is not None:
             code = code_of(part.error)
         elif part.result is not None:
             high, start = part.result.high_watermark, part.result.log_start_offset
+            stable = part.result.last_stable_offset if part.result.last_stable_offset >= 0 else high
             if part.result.data and (not sent_any or len(part.result.data) <= budget):
                 records = part.result.data
                 budget -= len(records)
                 sent_any = True
+            if committed and aborted_cls is not None:  # Kafka: a list for read_committed, else null
+                listed = part.result.aborted if records else ()
+                aborted = tuple(wire.build(aborted_cls, producer_id=p, first_offset=f) for p, f in listed)
         by_topic.setdefault(part.topic, []).append(
             wire.build(
                 partition_cls,
                 partition_index=part.partition,
                 error_code=code,
                 high_watermark=high,
-                last_stable_offset=high,
+                last_stable_offset=stable,
                 log_start_offset=start,
-                aborted_transactions=None,
+                aborted_transactions=aborted,
                 preferred_read_replica=NO_REPLICA,
                 records=records,
             )

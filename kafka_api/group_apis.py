@@ -338,6 +338,8 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     else:
         asked = [(t.name, list(t.partition_indexes)) for t in body.topics]
         only_committed = False
+    # v7+: UNSTABLE_OFFSET_COMMIT while an open transaction holds an offset of the group (KIP-447)
+    stable = bool(getattr(body, "require_stable", False))
 
     async def fetch(topic: str, partition: int) -> tuple[int, ErrorCode]:
         if group_refused:
@@ -345,7 +347,8 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         if not door.allows(DESCRIBE, TOPIC, topic):
             return NO_OFFSET, ErrorCode.topic_authorization_failed
         try:
-            offset = (await data.run(DataService.committed_offset, body.group_id, topic, partition)).value
+            asked_for = DataService.stable_committed_offset if stable else DataService.committed_offset
+            offset = (await data.run(asked_for, body.group_id, topic, partition)).value
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return NO_OFFSET, code_of(exc)
         return (NO_OFFSET if offset is None else offset), ErrorCode.none

@@ -1,4 +1,5 @@
-"""ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark) or the first
+"""ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark; v2+ with isolation
+level READ_COMMITTED the last stable offset, below which every transaction has ended) or the first
 record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader,
 each with its leader epoch (v4+: the epoch of the batch holding the offset; for the latest, the leader's
 current epoch, as Kafka answers), after checking the ``current_leader_epoch`` the client sent against the
@@ -23,6 +24,7 @@ from partitions.security.acls import AclOperation, ResourceType
 
 EARLIEST = -2
 LATEST = -1
+READ_COMMITTED = 1
 NO_OFFSET = -1
 NO_EPOCH = -1
 
@@ -32,6 +34,7 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
     topic_cls = wire.sibling(cls, "ListOffsetsTopicResponse")
     partition_cls = wire.sibling(cls, "ListOffsetsPartitionResponse")
     data = door.node.local.data
+    committed = getattr(request.body, "isolation_level", 0) == READ_COMMITTED  # v2+
 
     async def one(topic: str, partition: int, timestamp: int, current_epoch: int, again: bool) -> Any:
         code, found_at, offset, epoch = ErrorCode.none, NO_OFFSET, NO_OFFSET, NO_EPOCH
@@ -49,6 +52,8 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
                     offset, epoch = offsets.log_start_offset, offsets.log_start_epoch
                 elif timestamp == LATEST:
                     offset, epoch = offsets.high_watermark, offsets.leader_epoch
+                    if committed and offsets.last_stable_offset >= 0:
+                        offset = offsets.last_stable_offset
                 else:
                     found = await data.offset_for_timestamp(topic, partition, timestamp)
                     if found is not None:

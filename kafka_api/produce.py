@@ -5,8 +5,9 @@ acks=0 gets no answer. A LogAppendTime topic's answer carries the leader's stamp
 request are proposed in the order they appear, and requests of one connection in the order they came
 (the server starts their handlers in order, and the data plane proposes a partition's produces in the
 order they began): a producer's pipelined batches keep their order. A batch is checked as strictly as
-any producer's (``check_producer_batch``): exactly one RecordBatch v2 per partition. Transactional
-produce is not supported and says so. A topic the connection may not WRITE (``serve --enforce-acls``) is
+any producer's (``check_producer_batch``): exactly one RecordBatch v2 per partition; a transactional
+producer's batches like any idempotent producer's (its transaction's end is the coordinator's, docs/
+decisions/0019-transactions.md). A topic the connection may not WRITE (``serve --enforce-acls``) is
 answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it written; the others go on.
 A request's appends begin ``pacing.ITEMS_PER_TURN`` at a time, yielding to the event loop between turns;
 the connection's next Produce begins its appends once this one began all of its own (``Door.produce_order``).
@@ -27,7 +28,6 @@ from partitions.security.acls import AclOperation, ResourceType
 
 ACKS = (-1, 0, 1)
 NO_OFFSET = -1
-TRANSACTIONS_UNSUPPORTED = "transactions are not supported by raftlog"
 
 
 async def produce(door: Door, request: wire.Request) -> Any:
@@ -39,8 +39,6 @@ async def produce(door: Door, request: wire.Request) -> Any:
     refusal: tuple[ErrorCode, str] | None = None
     if body.acks not in ACKS:
         refusal = ErrorCode.invalid_required_acks, f"acks {body.acks}: must be -1 (all), 0 or 1"
-    elif body.transactional_id is not None:
-        refusal = ErrorCode.unsupported_version, TRANSACTIONS_UNSUPPORTED
     data = door.node.local.data
     calls: list[tuple[str, int, asyncio.Future[Any] | tuple[ErrorCode, str]]] = []
     pacer = Pacer()

@@ -201,8 +201,8 @@ def decode(data: bytes | memoryview) -> Command:
 
 
 def _is_id(value: object) -> bool:
-    return type(value) is int and 0 <= value < 2**63  # type: ignore[operator]
+    return type(value) is int and 0 <= value < 2**63
 
 
 def _is_epoch(value: object) -> bool:
-    return type(value) is int and 0 <= value < 2**15  # type: ignore[operator]
+    return type(value) is int and 0 <= value < 2**15

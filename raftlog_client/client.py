@@ -47,9 +47,8 @@ from raftlog.storage.batch import (
     Compression,
     ProducerRecord,
     TimestampType,
-    decode_batch,
     encode_batch,
-    split_batches,
+    records_from,
 )
 from raftlog_client.cluster_admin import ClusterAdmin
 from raftlog_client.contract import (
@@ -464,7 +463,7 @@ class RaftlogClient:
     ) -> list[FetchedRecord]:
         """Like :meth:`fetch`, but the server sends the stored batches as they are and they are decoded
         (and CRC-checked) here: the cheapest way out for bulk readers. Records before ``offset`` in the
-        first batch are skipped."""
+        first batch are skipped, and so are transaction markers (control batches)."""
         data = await self._read(topic, partition, offset, timeout_ms, max_bytes, RECORD_BATCH)
         return [
             FetchedRecord(
@@ -477,9 +476,7 @@ class RaftlogClient:
                 r.headers,
                 TIMESTAMP_TYPES[r.timestamp_type],
             )
-            for batch in split_batches(data)
-            for r in decode_batch(batch).records
-            if r.offset >= offset
+            for r in records_from(data, offset)
         ]
 
     async def consume(

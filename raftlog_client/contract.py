@@ -42,13 +42,16 @@ OFFSET_OUT_OF_RANGE = 41601  # the body adds log_start_offset and end_offset
 NOT_DONE_CODES = range(50300, 50400)  # 503xx: nothing was done (no leader, overloaded, ...): retry
 OUTCOME_UNKNOWN_CODES = range(50400, 50500)  # 504xx: done or not; repeat only what is idempotent
 DISK_FULL = 50701  # 507: the leader's disk is full; nothing was done (later, or another leader, may take it)
+UNSTABLE_OFFSET = 40919  # an offset of the group is pending in an open transaction: ask again once it ends
 
 
 def retriable(error_code: int | None) -> bool:
     """Whether an error is worth repeating (the server marks the same answers ``"retriable": true``):
-    503xx and 50701 always (not done), 504xx where repeating is safe (reads, idempotent produce)."""
+    503xx, 50701 and 40919 always (not done), 504xx where repeating is safe (reads, idempotent produce)."""
     return error_code is not None and (
-        error_code in NOT_DONE_CODES or error_code == DISK_FULL or error_code in OUTCOME_UNKNOWN_CODES
+        error_code in NOT_DONE_CODES
+        or error_code in (DISK_FULL, UNSTABLE_OFFSET)
+        or error_code in OUTCOME_UNKNOWN_CODES
     )
 
 

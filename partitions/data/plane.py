@@ -36,15 +36,17 @@ from partitions.data.service import (
     TimestampOffset,
     check_leader_epoch,
 )
-from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition
+from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition, UnstableOffsetCommit
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
 from partitions.replicas.state_machine import (
+    MarkerWritten,
     OffsetCommitted,
     OffsetDeleted,
     Produced,
     RecordsDeleted,
     Refused,
+    TxnOffsetPending,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
@@ -57,6 +59,7 @@ from raftlog.storage.batch import (
     ProducerRecord,
     Record,
     TimestampType,
+    batches_end,
     check_producer_batch,
     decode_records,
     encode_batch,
@@ -66,7 +69,7 @@ from raftlog.storage.batch import (
 )
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
-from raftlog.storage.log import LogView
+from raftlog.storage.log import LogView, last_stable_offset
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -346,6 +349,39 @@ class DataPlane:
         command = commands.DeleteOffset(group)
         return (await self._applied(replica, command, OffsetDeleted, timeout_ms)).existed
 
+    async def commit_txn_offset(
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        producer_id: int,
+        producer_epoch: int,
+        timeout_ms: int,
+    ) -> None:
+        replica = self.leader_replica(topic, partition)
+        command = commands.TxnOffset(group, offset, producer_id, producer_epoch)
+        await self._applied(replica, command, TxnOffsetPending, timeout_ms)
+
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        write_control: bool,
+        timeout_ms: int,
+    ) -> int:
+        """The control batch's timestamp is this leader's clock, carried in the command so that every
+        replica writes the same bytes."""
+        replica = self.leader_replica(topic, partition)
+        command = commands.TxnMarker(
+            producer_id, producer_epoch, commit, coordinator_epoch, self._clock(), write_control
+        )
+        return (await self._applied(replica, command, MarkerWritten, timeout_ms)).offset
+
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
         replica = await self._reading_leader(topic, partition)  # its high watermark is the partition's
         if not replica.log.config.retained:  # Kafka's Partition.deleteRecordsOnLeader
@@ -382,33 +418,54 @@ class DataPlane:
         may start before ``offset``, as in Kafka, and the reader skips what it did not ask for. Waits up to
         ``timeout_ms`` for a committed record at ``offset``; empty when none came."""
         self.counters["fetch_requests"] += 1
-        replica, high_watermark = await self._committed_from(topic, partition, offset, timeout_ms)
+        replica, high_watermark, _ = await self._committed_from(topic, partition, offset, timeout_ms)
         return await self._read(replica, offset, max_bytes, high_watermark)
 
-    async def _read(
-        self, replica: Replica, offset: int, max_bytes: int, high_watermark: int
+    async def fetch_stable(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
     ) -> FetchedBatches:
-        """The batches from ``offset`` below the high watermark (none at it): the segments are resolved
-        under the log's lock, the bytes read outside it, on a reader thread unless the read is small."""
+        """As ``fetch_batches``, below the last stable offset only, with the aborted transactions among the
+        batches read (Kafka's read_committed: the reader drops their records and every control batch)."""
+        self.counters["fetch_requests"] += 1
+        replica, high_watermark, stable = await self._committed_from(
+            topic, partition, offset, timeout_ms, stable=True
+        )
+        read = await self._read(replica, offset, max_bytes, high_watermark, stable)
+        end = batches_end(read.data)
+        if end is None:
+            return read
+        aborted = replica.log.transactions.aborted_between(offset, end)
+        return dataclasses.replace(read, aborted=tuple(aborted)) if aborted else read
+
+    async def _read(
+        self, replica: Replica, offset: int, max_bytes: int, high_watermark: int, stable: int | None = None
+    ) -> FetchedBatches:
+        """The batches from ``offset`` below the high watermark (none at it), and below ``stable`` when
+        given (a read_committed read): the segments are resolved under the log's lock, the bytes read
+        outside it, on a reader thread unless the read is small."""
         log = replica.log
         term = replica.group.leader_term()
         epoch = NO_LEADER_EPOCH if term is None else term
-        if offset >= high_watermark:
-            return FetchedBatches(b"", high_watermark, log.log_start_offset, epoch)
-        view = log.read_view(offset, max_bytes, max_offset=_readable_end(replica, offset, high_watermark))
+        last_stable = min(last_stable_offset(log), high_watermark)
+        end = high_watermark if stable is None else min(stable, high_watermark)
+        if offset >= end:
+            return FetchedBatches(b"", high_watermark, log.log_start_offset, epoch, last_stable)
+        max_offset = min(_readable_end(replica, offset, high_watermark), end)
+        view = log.read_view(offset, max_bytes, max_offset=max_offset)
         if view.size_bytes <= INLINE_READ_BYTES_MAX:
             data = _read_all(view)
         else:
             data = await asyncio.get_running_loop().run_in_executor(self._readers, _read_all, view)
-        return FetchedBatches(data, high_watermark, log.log_start_offset, epoch)
+        return FetchedBatches(data, high_watermark, log.log_start_offset, epoch, last_stable)
 
     async def _committed_from(
-        self, topic: str, partition: int, offset: int, timeout_ms: int
-    ) -> tuple[Replica, int]:
-        """The leader replica and its high watermark once a committed record at ``offset`` exists, waiting
-        up to ``timeout_ms`` (the high watermark is then ``offset``: nothing came). OffsetOutOfRange outside
-        [log start, high watermark]; reading then raises ReplicaRecovering in [log end, high watermark)
-        while the leader's log lacks those records."""
+        self, topic: str, partition: int, offset: int, timeout_ms: int, stable: bool = False
+    ) -> tuple[Replica, int, int]:
+        """The leader replica, its high watermark and where a read ends (the high watermark, or with
+        ``stable`` the last stable offset) once a record at ``offset`` is there to read, waiting up to
+        ``timeout_ms`` (nothing came: the read ends at ``offset``). OffsetOutOfRange outside [log start,
+        high watermark]; reading then raises ReplicaRecovering in [log end, high watermark) while the
+        leader's log lacks those records."""
         replica = await self._reading_leader(topic, partition)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
@@ -419,11 +476,12 @@ class DataPlane:
                 start = replica.log.log_start_offset
                 if not start <= offset <= high_watermark:
                     raise OffsetOutOfRange(offset, start, high_watermark)
-                if offset < high_watermark:
-                    return replica, high_watermark
+                end = min(last_stable_offset(replica.log), high_watermark) if stable else high_watermark
+                if offset < end:
+                    return replica, high_watermark, end
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return replica, high_watermark
+                    return replica, high_watermark, end
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), remaining)
             finally:
@@ -447,11 +505,13 @@ class DataPlane:
         term = replica.group.leader_term()
         log = replica.log
         start = log.log_start_offset
+        high_watermark = replica.machine.high_watermark
         return PartitionOffsets(
             start,
-            replica.machine.high_watermark,
+            high_watermark,
             NO_LEADER_EPOCH if term is None else term,
             epoch_for_offset(log.leader_epochs.entries, start),
+            min(last_stable_offset(log), high_watermark),
         )
 
     async def epoch_end_offset(
@@ -493,6 +553,12 @@ class DataPlane:
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
+
+    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        machine = self.ready_leader(topic, partition).machine
+        if machine.pending_offset(group):
+            raise UnstableOffsetCommit(group)
+        return machine.consumer_offsets.get(group)
 
 
 def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:

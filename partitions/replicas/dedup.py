@@ -86,6 +86,8 @@ class ProducerTable:
         if epoch > known.epoch:
             return Fresh() if sequence == 0 else NewEpochNotAtZero(epoch)
         window = known.window
+        if not window:  # the epoch came with a transaction marker (``bump``): its producer starts anew
+            return Fresh()
         for entry in window:
             if entry.sequence == sequence:
                 return Duplicate(entry.base_offset, entry.end_offset)
@@ -109,15 +111,36 @@ class ProducerTable:
         while len(self._producers) > self._producers_max:
             self._producers.popitem(last=False)
 
+    def epoch_of(self, producer_id: int) -> int | None:
+        known = self._producers.get(producer_id)
+        return None if known is None else known.epoch
+
+    def bump(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker of ``epoch`` was applied: an epoch newer than the producer's becomes its
+        own (its window empty), so that batches of older epochs are fenced from now on (a zombie's
+        writes after its transaction was aborted for it). An older epoch is the caller's to refuse."""
+        known = self._producers.get(producer_id)
+        if known is not None and epoch <= known.epoch:
+            self._producers.move_to_end(producer_id)
+            return
+        self._producers.pop(producer_id, None)
+        self._producers[producer_id] = _Producer(epoch, [])
+        while len(self._producers) > self._producers_max:
+            self._producers.popitem(last=False)
+
     def __len__(self) -> int:
         return len(self._producers)
 
     def to_rows(self) -> list[list[int]]:
-        """Flat rows ``[producer_id, epoch, sequence, base, end]`` in use order, for snapshots."""
+        """Flat rows ``[producer_id, epoch, sequence, base, end]`` in use order, for snapshots; a producer
+        whose epoch came with a marker and has written nothing since is ``[producer_id, epoch]``."""
         return [
-            [pid, p.epoch, e.sequence, e.base_offset, e.end_offset]
+            row
             for pid, p in self._producers.items()
-            for e in p.window
+            for row in (
+                [[pid, p.epoch, e.sequence, e.base_offset, e.end_offset] for e in p.window]
+                or [[pid, p.epoch]]
+            )
         ]
 
     @classmethod
@@ -126,6 +149,9 @@ class ProducerTable:
         were all epoch 0 (the HTTP API's producers have no other)."""
         table = cls(producers_max)
         for row in rows:
+            if len(row) == 2:
+                table.bump(row[0], row[1])
+                continue
             producer_id, epoch, sequence, base_offset, end_offset = (
                 row if len(row) == 5 else [row[0], 0, *row[1:]]
             )

@@ -38,6 +38,13 @@ Compacted logs (``raftlog.storage.cleaner``): each replica's cleaner rewrites ba
 replayed produce below it is passed over, not compared, as its batch was rewritten on purpose. Recovery
 records the same before it appends a peer's compacted batches.
 
+Transactions (docs/decisions/0019-transactions.md): a transactional producer's batches are applied as any
+idempotent producer's; the log follows which transactions are open (``raftlog.storage.transactions``). A
+``TxnMarker`` ends one: an epoch older than the producer's is refused, a newer one becomes the producer's
+(fencing the older), a control batch is appended when the producer wrote here in the transaction (its bytes
+a function of the command alone), and the producer's pending transactional offsets (``TxnOffset``) become
+the group's committed offsets (commit) or go (abort). Pending offsets are kept in the snapshot.
+
 Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
 its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
 pure function: every replica gets the same bytes, those ``raftlog log migrate`` wrote for the batch once
@@ -60,9 +67,17 @@ from partitions.commands import (
     DeleteRecords,
     GroupCommand,
     Produce,
+    TxnMarker,
+    TxnOffset,
     decode,
 )
-from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
+from partitions.errors import (
+    InvalidCommand,
+    InvalidTxnState,
+    OutOfOrderSequence,
+    ProducerFenced,
+    SequenceTooOld,
+)
 from partitions.groups.state import GroupResult, GroupTable
 from partitions.replicas.dedup import (
     Duplicate,
@@ -77,8 +92,11 @@ from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, framed, rebase
 from raftlog.storage.errors import DiskFull, InvalidRecord, OffsetOutOfRange
 from raftlog.storage.log import AppendResult, Log
+from raftlog.storage.transactions import encode_control_batch
 
 SNAPSHOT_VERSION = 1
+TXN_PRODUCERS_MAX = 10_000  # producers with pending transactional offsets in one partition
+TXN_GROUPS_MAX = 100  # groups one producer's open transaction commits offsets of in one partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +117,7 @@ class Refused:
         | OutOfOrderSequence
         | InvalidRecord
         | OffsetOutOfRange
+        | InvalidTxnState
     )
 
 
@@ -119,7 +138,28 @@ class RecordsDeleted:
     log_start_offset: int  # this replica's, after the delete
 
 
-ApplyResult = Produced | Refused | OffsetCommitted | OffsetDeleted | RecordsDeleted | GroupResult | None
+@dataclass(frozen=True, slots=True)
+class MarkerWritten:
+    offset: int  # the control batch's (-1: none written, the producer wrote nothing here)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetPending:
+    group: str
+    offset: int
+
+
+ApplyResult = (
+    Produced
+    | Refused
+    | OffsetCommitted
+    | OffsetDeleted
+    | RecordsDeleted
+    | MarkerWritten
+    | TxnOffsetPending
+    | GroupResult
+    | None
+)
 
 
 class PartitionStateMachine:
@@ -138,6 +178,8 @@ class PartitionStateMachine:
         self.producers = producers or ProducerTable()
         # replaced whole by each commit (driver thread), never changed in place: read on the event loop
         self.consumer_offsets: Mapping[str, int] = MappingProxyType({})
+        # offsets committed in open transactions, producer id -> group -> offset (replaced whole, as above)
+        self.txn_offsets: Mapping[int, Mapping[str, int]] = MappingProxyType({})
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
@@ -179,6 +221,14 @@ class PartitionStateMachine:
             except DiskFull:
                 self.applied_index = previous  # nothing changed: the start offset file stands as it was
                 raise
+        if isinstance(decoded, TxnMarker):
+            try:
+                return self._txn_marker(decoded, term)
+            except DiskFull:
+                self.applied_index = previous  # _txn_marker changes nothing before its append succeeds
+                raise
+        if isinstance(decoded, TxnOffset):
+            return self._txn_offset(decoded)
         if isinstance(decoded, DeleteOffset):
             offsets = dict(self.consumer_offsets)
             existed = offsets.pop(decoded.group, None) is not None
@@ -261,6 +311,48 @@ class PartitionStateMachine:
             f"{log.directory}: replayed entry at offset {base_offset} differs from the batch on disk",
         )
 
+    def _txn_marker(self, marker: TxnMarker, term: int) -> MarkerWritten | Refused:
+        producer_id, epoch = marker.producer_id, marker.producer_epoch
+        current = self.producers.epoch_of(producer_id)
+        if current is not None and epoch < current:
+            return Refused(ProducerFenced(producer_id, epoch, current))
+        offset = -1
+        if marker.write_control:
+            batch = encode_control_batch(
+                producer_id, epoch, marker.commit, marker.coordinator_epoch, marker.timestamp_ms
+            )
+            offset = self.high_watermark
+            self._write(batch, framed(batch), term, offset)
+            self.high_watermark = offset + 1
+        self.producers.bump(producer_id, epoch)
+        pending = self.txn_offsets.get(producer_id)
+        if pending is not None:
+            others = {p: groups for p, groups in self.txn_offsets.items() if p != producer_id}
+            self.txn_offsets = MappingProxyType(others)
+            if marker.commit:  # as Kafka: a transaction's commit may move an offset back
+                self.consumer_offsets = MappingProxyType({**self.consumer_offsets, **pending})
+        return MarkerWritten(offset)
+
+    def _txn_offset(self, command: TxnOffset) -> TxnOffsetPending | Refused:
+        producer_id, epoch = command.producer_id, command.producer_epoch
+        current = self.producers.epoch_of(producer_id)
+        if current is not None and epoch < current:
+            return Refused(ProducerFenced(producer_id, epoch, current))
+        pending = dict(self.txn_offsets.get(producer_id, {}))
+        if producer_id not in self.txn_offsets and len(self.txn_offsets) >= TXN_PRODUCERS_MAX:
+            return Refused(InvalidTxnState(f"{TXN_PRODUCERS_MAX} producers hold pending offsets here"))
+        if command.group not in pending and len(pending) >= TXN_GROUPS_MAX:
+            return Refused(
+                InvalidTxnState(f"a transaction may commit offsets of {TXN_GROUPS_MAX} groups here")
+            )
+        pending[command.group] = command.offset
+        self.txn_offsets = MappingProxyType({**self.txn_offsets, producer_id: MappingProxyType(pending)})
+        return TxnOffsetPending(command.group, command.offset)
+
+    def pending_offset(self, group: str) -> bool:
+        """Whether an open transaction holds an offset of ``group`` here (event loop: a snapshot read)."""
+        return any(group in groups for groups in self.txn_offsets.values())
+
     def _delete_records(self, offset: int) -> RecordsDeleted | Refused:
         """Records below ``offset`` go (the leader checked that it is at most the high watermark, which has
         only grown since). On a replica behind its peers the start may pass the log's end: recovery then
@@ -340,6 +432,11 @@ class PartitionStateMachine:
                 "producers": self.producers.to_rows(),
                 "consumer_offsets": dict(self.consumer_offsets),
                 "groups": self.groups.to_rows(),
+                "txn_offsets": [
+                    [pid, group, offset]
+                    for pid, groups in self.txn_offsets.items()
+                    for group, offset in groups.items()
+                ],
             },
             use_bin_type=True,
         )
@@ -358,6 +455,10 @@ class PartitionStateMachine:
             {str(k): int(v) for k, v in state["consumer_offsets"].items()}
         )
         self.groups = GroupTable.from_rows(state.get("groups", []))
+        pending: dict[int, dict[str, int]] = {}
+        for pid, group, offset in state.get("txn_offsets", []):  # absent: a snapshot from before transactions
+            pending.setdefault(int(pid), {})[str(group)] = int(offset)
+        self.txn_offsets = MappingProxyType({p: MappingProxyType(g) for p, g in pending.items()})
         self.deleted_below = int(
             state.get("deleted_below", 0)
         )  # absent: a snapshot from before DeleteRecords

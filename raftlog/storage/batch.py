@@ -170,6 +170,15 @@ class BatchHeader:
             TimestampType.LOG_APPEND_TIME if self.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
         )
 
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        """A transaction marker (``encode_control_batch``): no record of it is a producer's."""
+        return bool(self.attributes & _CONTROL)
+
 
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
@@ -590,7 +599,8 @@ def check_producer_batch(
     """Check a batch a producer encoded (Kafka's RecordBatch v2, as any Kafka producer or
     :func:`encode_batch` makes it) before it is replicated, as strictly as records encoded here: framing
     and CRC, a supported codec and a body that decompresses and decodes into exactly its records with
-    offset deltas 0, 1, ...; no transactional or control batch (not supported) and CreateTime (the leader
+    offset deltas 0, 1, ...; no control batch (markers are the coordinator's), a transactional one only with a
+    producer id, and CreateTime (the leader
     stamps LogAppendTime); a producer id (-1: none, and then the epoch and sequence are not looked at)
     with a non-negative epoch and sequence; timestamps in
     [0, ``latest_ms``], the header's max timestamp the records' largest. The base offset and leader epoch the
@@ -607,8 +617,10 @@ def check_producer_batch(
             f"{header.last_offset_delta}: a producer's batch holds last_offset_delta + 1 records, "
             "at least one"
         )
-    if header.attributes & (_TRANSACTIONAL | _CONTROL):
-        raise InvalidRecord("record batch: transactional and control batches are not supported")
+    if header.attributes & _CONTROL:
+        raise InvalidRecord("record batch: a control batch is written by the transaction coordinator only")
+    if header.attributes & _TRANSACTIONAL and header.producer_id is None:
+        raise InvalidRecord("record batch: a transactional batch needs a producer id")
     if header.attributes & _LOG_APPEND_TIME:
         raise InvalidRecord(
             "record batch: LogAppendTime is stamped by the leader; a producer sends CreateTime"
@@ -685,14 +697,36 @@ def decode_batch(batch: bytes | memoryview) -> RecordBatch:
     return RecordBatch(header, decode_records(batch, header))
 
 
-def records_from(data: bytes, offset: int) -> list[Record]:
-    """The records of a concatenation of stored batches (a fetch answer) from ``offset`` on: the first
-    batch may begin before it. Framing and every CRC are checked (BatchFormatError)."""
+def records_from(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] | None = None) -> list[Record]:
+    """The producers' records of a concatenation of stored batches (a fetch answer) from ``offset`` on:
+    the first batch may begin before it, and control batches (transaction markers) hold none. With
+    ``aborted`` (a read_committed fetch's aborted transactions, (producer id, first offset) each) the
+    records of those transactions are left out, as Kafka's consumer leaves them out: a producer's batches
+    from the transaction's first offset up to its ABORT marker. Framing and every CRC are checked
+    (BatchFormatError)."""
     records: list[Record] = []
+    pending = sorted(aborted or (), key=lambda row: row[1])
+    aborting: set[int] = set()
     for batch in split_batches(data):
-        decoded = decode_batch(batch).records
+        header = verify(batch)
+        while pending and pending[0][1] <= header.end_offset - 1:
+            aborting.add(pending.pop(0)[0])
+        if header.attributes & _CONTROL:
+            if header.producer_id in aborting and _is_abort_marker(batch):
+                aborting.discard(header.producer_id)
+            continue
+        if header.attributes & _TRANSACTIONAL and header.producer_id in aborting:
+            continue
+        decoded = decode_records(batch, header)
         if decoded and decoded[0].offset >= offset:
             records.extend(decoded)
         else:
             records.extend(r for r in decoded if r.offset >= offset)
     return records
+
+
+def _is_abort_marker(batch: bytes | memoryview) -> bool:
+    """A control batch's one record's key is (version, type): type 0 is ABORT."""
+    records = decode_records(batch, verify(batch))
+    key = records[0].key if records else None
+    return key is not None and len(key) >= 4 and key[2:4] == b"\x00\x00"

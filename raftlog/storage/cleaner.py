@@ -23,6 +23,10 @@ A pass over one log (:func:`clean_log`):
 A crash anywhere leaves the old segments or the rewritten one (``raftlog.storage.swap``), and at worst a
 ``dirty_from`` behind what was cleaned: the next pass cleans it again, which changes nothing.
 
+Transactions: a segment holding a batch at or past the log's last stable offset is never cleaned (a
+transaction still open there may yet abort); control batches stay whole, and an aborted transaction's
+records map no key and all go, as in Kafka.
+
 Pacing: every byte read or written passes ``pace`` (a token bucket of ``rate_bytes_per_s`` per node), so
 a pass never takes more of the disk, or of the interpreter the event loop shares, than that.
 """
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field
 from raftlog.errors import RaftlogError
 from raftlog.histogram import Histogram
 from raftlog.storage import swap
-from raftlog.storage.batch import decode_header, decode_records
+from raftlog.storage.batch import BatchHeader, Record, decode_header, decode_records
 from raftlog.storage.compaction import (
     Filtered,
     KeyMap,
@@ -53,6 +57,7 @@ from raftlog.storage.log import (
     _MAX_RELATIVE_OFFSET,
     Log,
     hold_closed_segments,
+    last_stable_offset,
     release_held,
     replace_segments,
 )
@@ -112,15 +117,19 @@ def clean_log(
     started = time.monotonic()
     closed, active_base = hold_closed_segments(log_)
     try:
+        stable = last_stable_offset(log_)  # a transaction still open is never cleaned (as Kafka's cleaner)
+        closed = [s for s in closed if s.end_offset <= stable] if stable < active_base else closed
         if not closed:
             return None
+        active_base = min(active_base, stable)
         offsets = read_cleaner_offsets(log_.directory)
         summaries = [summary(s) for s in closed] + [SegmentSummary(active_base, active_base, 0, None, None)]
         plan = plan_cleaning(summaries, offsets.dirty_from, now_ms, log_.config)
         if plan is None:
             return None
         cleanable = [s for s in closed if s.base_offset < plan.end_offset]
-        key_map, mapped_to = _map_keys(cleanable, plan.dirty_from, plan.end_offset, keys_max, pace)
+        aborted = _aborted_batches(log_)
+        key_map, mapped_to = _map_keys(cleanable, plan.dirty_from, plan.end_offset, keys_max, pace, aborted)
         rewrite_end = plan.end_offset
         if mapped_to < plan.end_offset:  # the map filled: rewrite up to the end of the segment it stopped in
             rewrite_end = next(s.end_offset for s in cleanable if s.end_offset >= mapped_to)
@@ -131,7 +140,9 @@ def clean_log(
             [s for s in cleanable if s.base_offset < rewrite_end], log_.config.segment_bytes
         ):
             report.segments_before += len(group)
-            if not _rewrite_group(log_, group, key_map, plan.dirty_from, tombstones_before_ms, pace, report):
+            if not _rewrite_group(
+                log_, group, key_map, plan.dirty_from, tombstones_before_ms, pace, report, aborted
+            ):
                 report.segments_after += len(group)
                 continue
             if not replace_segments(log_, group):
@@ -147,18 +158,39 @@ def clean_log(
         release_held(log_, closed)
 
 
+def _aborted_batches(log_: Log) -> Callable[[BatchHeader], bool]:
+    """Whether a stored batch holds records of an aborted transaction: they map no key and all go, as
+    Kafka's cleaner discards them (a read_committed reader never saw them)."""
+    transactions = log_.transactions
+
+    def aborted(header: BatchHeader) -> bool:
+        return (
+            header.is_transactional
+            and header.producer_id is not None
+            and transactions.is_aborted(header.producer_id, header.base_offset)
+        )
+
+    return aborted
+
+
 def _map_keys(
-    segments: Sequence[Segment], dirty_from: int, end_offset: int, keys_max: int, pace: Callable[[int], None]
+    segments: Sequence[Segment],
+    dirty_from: int,
+    end_offset: int,
+    keys_max: int,
+    pace: Callable[[int], None],
+    aborted: Callable[[BatchHeader], bool],
 ) -> tuple[KeyMap, int]:
     """Each key of ``[dirty_from, end_offset)`` to its latest offset, and where the mapping stopped
-    (``end_offset``, or the first record a full map had no room for)."""
+    (``end_offset``, or the first record a full map had no room for). Control batches and aborted
+    transactions' records map nothing."""
     key_map = KeyMap(keys_max)
     for segment in segments:
         if segment.end_offset <= dirty_from:
             continue
         for _, header, view in segment.batches(0):
             pace(header.size_bytes)
-            if header.end_offset <= dirty_from or header.attributes & _CONTROL:
+            if header.end_offset <= dirty_from or header.attributes & _CONTROL or aborted(header):
                 continue
             for record in decode_records(view, header):
                 if record.offset < dirty_from or record.key is None:
@@ -191,7 +223,9 @@ def _filtered(
     tombstones_before_ms: int,
     pace: Callable[[int], None],
     report: PassReport,
+    aborted: Callable[[BatchHeader], bool],
 ) -> Iterator[Filtered]:
+    """Control batches stay whole; an aborted transaction's records all go."""
     for segment in group:
         for _, header, view in segment.batches(0):
             pace(header.size_bytes)
@@ -200,7 +234,10 @@ def _filtered(
                 yield Filtered(header, bytes(view), None)
                 continue
             records = decode_records(view, header)
-            kept = tuple(r for r in records if keeps(r, key_map, dirty_from, tombstones_before_ms))
+            if aborted(header):
+                kept: tuple[Record, ...] = ()
+            else:
+                kept = tuple(r for r in records if keeps(r, key_map, dirty_from, tombstones_before_ms))
             report.records_read += len(records)
             report.records_removed += len(records) - len(kept)
             yield Filtered(header, bytes(view), None if len(kept) == len(records) else kept)
@@ -214,6 +251,7 @@ def _rewrite_group(
     tombstones_before_ms: int,
     pace: Callable[[int], None],
     report: PassReport,
+    aborted: Callable[[BatchHeader], bool],
 ) -> bool:
     """Write the group's records that stay into a staged segment (fsynced). False, and nothing staged,
     when the group is one segment of which no record goes: there is nothing to swap."""
@@ -226,7 +264,7 @@ def _rewrite_group(
     )
     staged = Segment.create(directory, base, log_.config.index_interval_bytes, staged=swap.STAGED)
     try:
-        batches = _filtered(group, key_map, dirty_from, tombstones_before_ms, pace, report)
+        batches = _filtered(group, key_map, dirty_from, tombstones_before_ms, pace, report, aborted)
         for batch in rewrite(batches, base, group[-1].end_offset):
             staged.append(batch, decode_header(batch), 0)
             report.bytes_written += len(batch)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import swap
 from raftlog.storage.batch import (
+    HEADER_SIZE,
     BatchFormatError,
     BatchHeader,
     ProducerRecord,
@@ -62,6 +63,7 @@ from raftlog.storage.segment import (
     batch_bytes,
 )
 from raftlog.storage.space import DiskSpace
+from raftlog.storage.transactions import LogTransactions, control_type, open_transactions
 
 log = logging.getLogger("raftlog.storage")
 
@@ -102,7 +104,13 @@ def delete_oldest_segments(log: Log, count: int) -> int:
             log._segments.pop(0).delete(log._discard)
             deleted += 1
         log.leader_epochs.truncate_from_start(log.log_start_offset, log.end_offset)
+        log.transactions.truncate_from_start(log.log_start_offset)
         return deleted
+
+
+def last_stable_offset(log: Log) -> int:
+    """Below it every transaction in ``log`` has ended (Kafka's LSO): a read_committed reader stops there."""
+    return log.transactions.last_stable_offset(log.end_offset, log.log_start_offset)
 
 
 def hold_closed_segments(log: Log) -> tuple[list[Segment], int]:
@@ -192,6 +200,9 @@ class Log(Closing):
         # Each leader epoch's start offset (raftlog.storage.leader_epochs): changed under the lock, its
         # ``entries`` read from any thread
         self.leader_epochs = LeaderEpochs(directory)
+        # Open transactions and the aborted index (raftlog.storage.transactions): changed under the lock,
+        # its ``open_first`` and ``rows`` read from any thread
+        self.transactions = LogTransactions(directory)
         # Open files: the LogManager closes those of a log unused for a while (release_handles); any use
         # marks the log (no lock: a plain store, read by the manager's sweep as a hint).
         self.used_at = time.monotonic()
@@ -225,6 +236,7 @@ class Log(Closing):
         self.compacted_below = read_cleaner_offsets(directory).rewritten_below
         self._durable_end_offset = self.end_offset
         self.leader_epochs = open_epochs(directory, self._segments, self.log_start_offset)
+        self.transactions = open_transactions(directory, self._segments, self.log_start_offset)
         return self
 
     # -- offsets -------------------------------------------------------------------------------------
@@ -373,6 +385,12 @@ class Log(Closing):
             header.base_offset == self.end_offset,
             f"{self.directory}: batch at {header.base_offset} does not start at end {self.end_offset}",
         )
+        kind = None
+        if header.is_control and header.record_count > 0:
+            try:
+                kind = control_type(memoryview(batch)[HEADER_SIZE:])
+            except BatchFormatError as exc:
+                raise InvalidRecord(f"malformed control batch: {exc}") from exc
         active = self._segments[-1]
         try:
             if not active.is_empty and self._should_roll(active, header, now_ms):
@@ -380,6 +398,7 @@ class Log(Closing):
                 active = self._segments[-1]
             active.append(batch, header, now_ms, head)
             self.leader_epochs.note(header.term, header.base_offset)
+            self.transactions.note(header, kind)
             self._unflushed_bytes += header.size_bytes
             due = self.config.flush_mode == "always" or self._unflushed_bytes >= self.config.flush_bytes
             if due and not durable_elsewhere:  # else the caller's durable copy stands in until flush()
@@ -432,6 +451,7 @@ class Log(Closing):
         active.seal()  # fsync data and indexes before the next segment exists
         self._durable_end_offset = active.end_offset
         self.leader_epochs.save_if_behind(active.end_offset)  # opening walks at most the active segment
+        self.transactions.save_if_behind(active.end_offset)
         segment = Segment.create(self.directory, active.end_offset, self.config.index_interval_bytes)
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
@@ -467,6 +487,8 @@ class Log(Closing):
                 self._durable_end_offset = max(self._durable_end_offset, end_offset)
             if self.leader_epochs.dirty and not self._closed:
                 self.leader_epochs.save_if_behind(self.end_offset)
+            if self.transactions.dirty and not self._closed:
+                self.transactions.save_if_behind(self.end_offset)
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Group-commit tick: fsync if unflushed data is older than ``flush.ms``. True if it flushed."""
@@ -663,6 +685,10 @@ class Log(Closing):
             self._unflushed_bytes = 0
             self._durable_end_offset = min(self._durable_end_offset, self.end_offset)
             self._truncations += 1
+            # a marker cut opens its transaction again, and only the batches say where it began: walked
+            # again (from a checkpoint below the cut), and saved before the log takes another append
+            self.transactions = open_transactions(self.directory, self._segments, self.log_start_offset)
+            self.transactions.save_if_behind(self.end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Replace the whole log with an empty one starting at ``offset`` (>= end offset): a replica that
@@ -690,6 +716,8 @@ class Log(Closing):
             self._truncations += 1
             self.leader_epochs.clear()
             self.leader_epochs.save_if_behind(offset)
+            self.transactions.clear()
+            self.transactions.save_if_behind(offset)
 
     def advance_start(self, offset: int) -> int:
         """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the start offset.
@@ -708,6 +736,7 @@ class Log(Closing):
                 self, bisect.bisect_right(self._bases, offset) - 1
             )  # those wholly below it
             self.leader_epochs.truncate_from_start(offset, self.end_offset)
+            self.transactions.truncate_from_start(offset)
             return offset
 
     def restart_empty_before(self, offset: int) -> None:
@@ -735,6 +764,8 @@ class Log(Closing):
             self._durable_end_offset = offset
             self._truncations += 1
             self.leader_epochs.clear()
+            self.transactions.clear()
+            self.transactions.save_if_behind(offset)
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
@@ -794,6 +825,7 @@ class Log(Closing):
                 if self._failed is None and seal:
                     self._segments[-1].seal()
                     self.leader_epochs.save_if_behind(self.end_offset)  # a clean reopen walks nothing
+                    self.transactions.save_if_behind(self.end_offset)
             finally:
                 for segment in self._segments:
                     segment.close_after_readers()  # a view or reader still reading closes it last

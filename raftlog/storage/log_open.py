@@ -17,6 +17,7 @@ from raftlog.storage.leader_epochs import CHECKPOINT_FILE
 from raftlog.storage.log_format import FORMAT_FILE
 from raftlog.storage.salvage import Salvage, set_aside
 from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, fsync_directory, write_error
+from raftlog.storage.transactions import CHECKPOINT_FILE as TRANSACTIONS_FILE
 
 log = logging.getLogger("raftlog.storage")
 
@@ -69,9 +70,15 @@ class _Opening:
             self.report.removed_files.append(name)
         for name in sorted(names):
             stem, dot, suffix = name.partition(".")
-            if name in (START_OFFSET_FILE, CHECKPOINT_FILE, CLEANER_FILE) or name.startswith(
+            if name in (
+                START_OFFSET_FILE,
+                CHECKPOINT_FILE,
+                CLEANER_FILE,
+                TRANSACTIONS_FILE,
+            ) or name.startswith(
                 (
                     START_OFFSET_FILE + ".tmp",
+                    TRANSACTIONS_FILE + ".tmp",
                     FORMAT_FILE + ".tmp",
                     CHECKPOINT_FILE + ".tmp",
                     CLEANER_FILE + ".tmp",

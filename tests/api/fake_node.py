@@ -57,6 +57,7 @@ from partitions.errors import (
     UnknownPartition,
     UnknownTopic,
     UnknownUser,
+    UnstableOffsetCommit,
 )
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
@@ -125,6 +126,7 @@ class FakePartition:
     records: list[Record] = field(default_factory=list)
     producers: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
     consumer_offsets: dict[str, int] = field(default_factory=dict)
+    txn_offsets: dict[int, dict[str, int]] = field(default_factory=dict)  # producer -> group -> offset
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -385,6 +387,12 @@ class FakeData:
         data = b"".join(stored_batch(r, 1) for r in records)
         return FetchedBatches(data, state.end_offset, state.log_start_offset)
 
+    async def fetch_stable(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        """The fake stores no transactional batches: every record is stable, none aborted."""
+        return await self.fetch_batches(topic, partition, offset, max_bytes, timeout_ms)
+
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
         self._enter("offsets")
         state = self._led_here(topic, partition)
@@ -422,6 +430,45 @@ class FakeData:
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
+
+    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        self._enter("stable_committed_offset")
+        state = self._led_here(topic, partition)
+        if any(group in groups for groups in state.txn_offsets.values()):
+            raise UnstableOffsetCommit(group)
+        return state.consumer_offsets.get(group)
+
+    async def commit_txn_offset(
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        producer_id: int,
+        producer_epoch: int,
+        timeout_ms: int,
+    ) -> None:
+        self._enter("commit_txn_offset")
+        self._led_here(topic, partition).txn_offsets.setdefault(producer_id, {})[group] = offset
+
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        write_control: bool,
+        timeout_ms: int,
+    ) -> int:
+        """The fake keeps records, not batches: a marker ends the producer's pending offsets only."""
+        self._enter("write_txn_marker")
+        state = self._led_here(topic, partition)
+        pending = state.txn_offsets.pop(producer_id, {})
+        if commit:
+            state.consumer_offsets.update(pending)
+        return -1
 
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         self._enter("delete_offset")

@@ -713,7 +713,10 @@ async def test_openapi_document_lists_every_route(n1: Node) -> None:
         "offset",
         "timeout",
         "max_bytes",
+        "isolation",
     }
+    isolation = next(p for p in fetch["parameters"] if p["name"] == "isolation")
+    assert isolation["schema"]["enum"] == ["read_uncommitted", "read_committed"]
 
 
 def test_build_app_refuses_nonsense_settings() -> None:

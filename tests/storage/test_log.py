@@ -353,8 +353,9 @@ def test_retention_by_time_deletes_old_segments_but_never_the_active_one(tmp_pat
     assert log.apply_retention(clock.now_ms + 10**9) == remaining - 1
     assert log.segment_count == 1 and log.log_start_offset == bases[-1]
     assert read_all(log) == everything[bases[-1] :]
-    # one segment's .log, .index, .timeindex, the format file and the leader epochs
-    assert len(os.listdir(tmp_path)) == 5 and CHECKPOINT_FILE in os.listdir(tmp_path)
+    # one segment's .log, .index, .timeindex, the format file, the leader epochs and the transactions
+    names = set(os.listdir(tmp_path))
+    assert len(names) == 6 and {CHECKPOINT_FILE, "transactions-checkpoint"} <= names
 
 
 def test_retention_by_time_reads_the_time_a_log_append_time_batch_was_stamped(tmp_path):
@@ -696,7 +697,8 @@ def test_truncate_fully_and_start_at_survives_a_crash_at_each_step(
         with pytest.raises(OffsetOutOfRange):
             log.read(0, 100)
         assert log.append(make_records(2, "x")).base_offset == new_start  # no offset below it reused
-        assert sorted(n for n in os.listdir(tmp_path) if n != CHECKPOINT_FILE) == sorted(
+        checkpoints = (CHECKPOINT_FILE, "transactions-checkpoint")
+        assert sorted(n for n in os.listdir(tmp_path) if n not in checkpoints) == sorted(
             [f"{new_start:020d}{s}" for s in (".log", ".index", ".timeindex")]
             + ["log-start-offset", "format"]
         )

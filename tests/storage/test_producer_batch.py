@@ -107,8 +107,9 @@ def test_a_well_formed_raw_batch_passes():
     [
         (raw_batch([record(0, b"v")], magic=1), "magic 1"),
         (raw_batch([record(0, b"v")], attributes=6), "unknown compression codec 6"),
-        (raw_batch([record(0, b"v")], attributes=0x10), "transactional and control batches"),
-        (raw_batch([record(0, b"v")], attributes=0x20), "transactional and control batches"),
+        (raw_batch([record(0, b"v")], attributes=0x10), "a transactional batch needs a producer id"),
+        (raw_batch([record(0, b"v")], attributes=0x20), "a control batch is written by the transaction"),
+        (raw_batch([record(0, b"v")], attributes=0x30), "a control batch is written by the transaction"),
         (raw_batch([record(0, b"v")], crc=7), "crc32c mismatch"),
         (
             raw_batch([record(0, b"v")], count=2, last_offset_delta=0),
