@@ -150,9 +150,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
     parser.add_argument(
         "--clients",
-        default="http",
+        default=None,
         help="comma-separated: http (the HTTP API) and/or kafka (confluent-kafka against the nodes' "
-        "Kafka listeners); workers take them in turn (default http)",
+        "Kafka listeners); workers take them in turn (default http; txn: kafka, and its transactions go "
+        "through Kafka clients whatever the door: it reads through it)",
     )
     parser.add_argument(
         "--workload",
@@ -199,10 +200,11 @@ def register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.time_limit <= 0 or args.rate <= 0 or not 1 <= args.concurrency <= 64:
         raise ValueError("--time-limit and --rate must be > 0, --concurrency between 1 and 64")
-    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
+    named = args.clients if args.clients is not None else ("kafka" if args.workload == "txn" else "http")
+    clients = tuple(c.strip() for c in named.split(",") if c.strip())
     unknown = sorted(set(clients) - set(CLIENTS))
     if not clients or unknown:
-        raise ValueError(f"--clients {args.clients!r}: choose from {', '.join(CLIENTS)}")
+        raise ValueError(f"--clients {named!r}: choose from {', '.join(CLIENTS)}")
     faults = nemesis.parse_faults(args.nemesis)
     computed = {
         "faults": faults,
@@ -482,21 +484,21 @@ async def _drive_txn(
     notes: list[str],
     keys: list[str],
 ) -> dict[str, Any]:
-    """The transactional workload: Kafka clients only (``--clients`` does not apply: the HTTP API has no
-    transactional producer); after the heal, ``TxnRun.finish``: new producers, offsets, final reads."""
+    """The transactional workload: transactions through Kafka clients (the HTTP API has no transactional
+    producer), polls through the workers' doors in turn (``--clients``); after the heal,
+    ``TxnRun.finish``: new producers, offsets, final reads."""
     from jepsen import kafka_workload, txn_workload
 
-    if config.clients != ("kafka",):
-        notes.append("the txn workload runs through Kafka clients only (--clients does not apply)")
     recorder = Recorder(os.path.join(run_dir, "history.jsonl"))
     windows = nemesis.schedule(config.faults, config.time_limit_s, random.Random(rng.getrandbits(64)))
     chaos = nemesis.Nemesis(
         cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
     )
     logger = kafka_workload.client_logger(os.path.join(run_dir, "logs", "kafka-clients.log"))
+    http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
     run = txn_workload.TxnRun(
         cluster.bootstrap_servers, recorder, keys, concurrency=config.concurrency, run_id=cluster.prefix,
-        rng=random.Random(rng.getrandbits(64)), logger=logger,
+        rng=random.Random(rng.getrandbits(64)), logger=logger, doors=config.clients, http=http,
     )  # fmt: skip
     stats = workload.Stats()
     loop = asyncio.get_running_loop()
@@ -522,6 +524,7 @@ async def _drive_txn(
         health = await _health(cluster)
     finally:
         await run.close()
+        await http.close()
         kafka_workload.close_client_logger(logger)
         recorder.close()
     return {

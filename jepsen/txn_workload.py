@@ -16,7 +16,8 @@ Its steps, at random:
   past the last input (``send_offsets_to_transaction``) and names what it ``consumed``; one in five is
   aborted, which must leave the offset where it was;
 - a read_committed poll (30%) or a read_uncommitted one (10%) of a random partition from the worker's
-  position (one in four from offset 0).
+  position (one in four from offset 0), through the worker's door: its Kafka consumers, or (``--clients
+  http,kafka``: workers take the doors in turn) the HTTP API's ``?isolation=`` reads.
 
 Outcomes (docs/jepsen-history.md): a ``txn`` is ``ok`` when every record was delivered (and the offsets
 sent), ``fail`` when nothing was produced, else ``info``; a transaction that is not ``ok`` is aborted. An
@@ -61,7 +62,8 @@ from confluent_kafka import (
 )
 
 from jepsen.recorder import Recorder
-from jepsen.workload import POLL_TIMEOUT_S, Stats, Values, split_key
+from jepsen.workload import POLL_MAX_BYTES, POLL_TIMEOUT_S, POLL_WAIT_MS, Http, Stats, Values, split_key
+from raftlog_client.contract import records_path
 
 T = TypeVar("T")
 
@@ -128,6 +130,47 @@ def read_back(message: Message) -> Any:
         },
         sort_keys=True,
     )
+
+
+def read_back_row(row: dict[str, Any]) -> Any:
+    """The number a record read over the HTTP API (JSON flavour) carries when its value and ``v`` header
+    agree, else the row's JSON text (offsets and timestamps left out)."""
+    number = row.get("value")
+    if type(number) is int and row.get("headers") == [{"key": "v", "value": str(number)}]:
+        return number
+    kept = {name: row.get(name) for name in ("key", "value", "headers")}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+class HttpReader:
+    """The workload's polls through the HTTP API (``?isolation=``), for the workers whose door is
+    ``http``: the same ``poll`` operation, without ``client`` (docs/jepsen-history.md)."""
+
+    def __init__(self, http: Http, recorder: Recorder) -> None:
+        self.http = http
+        self.recorder = recorder
+
+    async def poll(self, process: int, key: str, offset: int, isolation: str) -> Outcome:
+        self.recorder.invoke(process, "poll", key=key, offset=offset, isolation=isolation)
+        params = {
+            "offset": offset,
+            "timeout": POLL_WAIT_MS,
+            "max_bytes": POLL_MAX_BYTES,
+            "isolation": isolation,
+        }
+        kind, status, payload, info = await self.http.call(
+            "GET", records_path(*split_key(key)), params=params, timeout_s=POLL_TIMEOUT_S
+        )
+        fields: dict[str, Any] = {"offset": offset, **info}
+        if kind == "ok":
+            try:
+                fields["records"] = [[int(row["offset"]), read_back_row(row)] for row in payload]
+            except (KeyError, TypeError, ValueError):
+                kind, fields["error"] = "info", f"unexpected answer: {str(payload)[:200]}"
+        elif status:
+            fields.update({"status": status, "error": str(payload)[:200]})
+        self.recorder.complete(process, kind, **fields)
+        return Outcome(kind, fields)
 
 
 def _error_fields(error: KafkaError) -> dict[str, Any]:
@@ -472,6 +515,7 @@ class TxnWorker:
     client: TxnClient
     rng: random.Random
     input_key: str  # where its consume-transform-produce step reads
+    http: HttpReader | None  # its polls through the HTTP API, else through its Kafka consumers
     positions: dict[tuple[str, str], int] = field(default_factory=dict)  # (isolation, key) -> offset
     count: int = 0
 
@@ -493,7 +537,13 @@ class TxnRun:
         run_id: str,
         rng: random.Random,
         logger: logging.Logger,
+        doors: Sequence[str] = ("kafka",),
+        http: Http | None = None,
     ) -> None:
+        """Worker ``i`` polls through ``doors[i % len(doors)]`` (``http`` needs ``http``); every
+        transaction, consume-transform-produce step and final read goes through Kafka clients."""
+        if "http" in doors and http is None:
+            raise ValueError("polls through the HTTP API need an Http session")
         self.bootstrap_servers = bootstrap_servers
         self.recorder = recorder
         self.keys = list(keys)
@@ -511,6 +561,9 @@ class TxnRun:
                 ),
                 random.Random(rng.getrandbits(64)),
                 self.keys[process % len(self.keys)],
+                HttpReader(http, recorder)
+                if http is not None and doors[process % len(doors)] == "http"
+                else None,
             )
             for process in range(concurrency)
         ]
@@ -553,7 +606,10 @@ class TxnRun:
             if worker.rng.randrange(REWIND_ONE_IN) == 0:
                 worker.positions[(choice, key)] = 0
             offset = worker.positions.get((choice, key), 0)
-            outcome = await client.poll(key, offset, choice)
+            if worker.http is not None:
+                outcome = await worker.http.poll(worker.process, key, offset, choice)
+            else:
+                outcome = await client.poll(key, offset, choice)
             stats.add("poll", outcome.kind)
             records = outcome.fields.get("records") or []
             if records:

@@ -1,7 +1,8 @@
 """Short fault runs of the transactional workload end to end: transactions through confluent-kafka under a
 node's power loss with a partition, then a kill with a pause, are all-or-nothing as read_committed readers
-see them (valid), and nothing is left behind; and with the negative control (every node applies abort
-markers as commits) the same workload is invalid, naming aborted transactions whose records were read."""
+see them, through Kafka consumers and the HTTP API (valid), and nothing is left behind; and with the
+negative control (every node applies abort markers as commits) the same workload is invalid, naming
+aborted transactions whose records were read."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, lazyfs, runner
+from jepsen.history import read_history
 
 # the schedule of this seed over 30 s (the compaction run's): node-power-loss + partition at 2.8-10.8 s,
 # kill + pause at 15.7-23.2 s
@@ -28,7 +30,6 @@ def _run(tmp_path: pathlib.Path, **settings: Any) -> tuple[runner.RunResult, dic
         concurrency=4,
         directory=str(tmp_path / "runs"),
         netns=netns,
-        clients=("kafka",),
         workload="txn",
         **settings,
     )
@@ -48,7 +49,12 @@ def _run(tmp_path: pathlib.Path, **settings: Any) -> tuple[runner.RunResult, dic
 def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) -> None:
     lazy = lazyfs.unavailable() is None
     result, info, results = _run(
-        tmp_path, faults=FAULTS, time_limit_s=30.0, seed=SEED, fs="lazy" if lazy else "plain"
+        tmp_path,
+        faults=FAULTS,
+        time_limit_s=30.0,
+        seed=SEED,
+        fs="lazy" if lazy else "plain",
+        clients=("http", "kafka"),  # polls through both doors in turn
     )
     if lazy:
         assert lazyfs.mounted_under(lazyfs.FSNAME_PREFIX + info["prefix"]) == []
@@ -64,13 +70,22 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
     assert stats["transactions"].get("aborted, deliberately", 0) >= 3, stats["transactions"]
     assert stats["aborted_values_seen_by_read_uncommitted"] >= 3, "aborted transactions wrote records"
     assert stats["transactions_sending_offsets"] >= 2
+    history = read_history(pathlib.Path(result.run_dir) / "history.jsonl")
+    doors = {
+        (op.invoke.raw.get("client", "http"), op.invoke.raw.get("isolation"))
+        for op in history.operations
+        if op.f == "poll" and op.type == "ok" and op.result("records")
+    }
+    assert doors >= {(door, "read_committed") for door in ("http", "kafka")}, doors
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_broken_marker_path_is_caught(tmp_path: pathlib.Path) -> None:
-    result, _, results = _run(tmp_path, faults=(), time_limit_s=15.0, seed=7, break_markers="flip-abort")
+    result, _, results = _run(
+        tmp_path, faults=(), time_limit_s=15.0, seed=7, clients=("kafka",), break_markers="flip-abort"
+    )
     log = (pathlib.Path(result.run_dir) / "logs" / "n1.log").read_text(errors="replace")
     assert "marker path broken on purpose" in log
     assert result.verdict == "invalid", (results["reasons"], results["stats"]["transactions"])

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import pytest
 from confluent_kafka import Message
 
-from jepsen import marker_fault, runner, txn_workload
+from jepsen import cli, control, marker_fault, runner, txn_workload
 
 
 def consumed(
@@ -80,3 +82,30 @@ def test_flip_abort_applies_every_abort_marker_as_a_commit() -> None:
 def test_an_unknown_marker_fault_is_refused_before_anything_is_patched() -> None:
     with pytest.raises(marker_fault.MarkerFaultError, match="unknown marker fault"):
         marker_fault.install("drop-everything")
+
+
+def test_the_fault_finds_the_state_machines_marker_apply() -> None:
+    """In a process of its own (as in a node: the patch must not reach this test process)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from jepsen import marker_fault; print(marker_fault.install('flip-abort'))"],
+        capture_output=True, text=True, timeout=60, cwd=control.REPO_ROOT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith(f"{marker_fault.STATE_MACHINE_MODULE}.")
+    assert done.stdout.strip().endswith(f".{marker_fault.MARKER_APPLY}: flip-abort")
+
+
+def test_a_record_read_over_http_reads_back_as_its_number_only_when_value_and_header_agree() -> None:
+    row = {"offset": 4, "key": "p0.1", "value": 17, "headers": [{"key": "v", "value": "17"}], "timestamp": 1}
+    assert txn_workload.read_back_row(row) == 17
+    for changed in ({"value": 18}, {"value": None}, {"value": "17"}, {"headers": []}):
+        read = txn_workload.read_back_row({**row, **changed})
+        assert isinstance(read, str) and json.loads(read)["key"] == "p0.1", changed
+
+
+def test_the_txn_workload_reads_through_kafka_unless_told_and_takes_the_doors_in_turn() -> None:
+    parser = cli.build_parser()
+    assert runner.config_from_args(parser.parse_args(["run", "--workload", "txn"])).clients == ("kafka",)
+    assert runner.config_from_args(parser.parse_args(["run"])).clients == ("http",)
+    told = parser.parse_args(["run", "--workload", "txn", "--clients", "http,kafka"])
+    assert runner.config_from_args(told).clients == ("http", "kafka")
