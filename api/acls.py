@@ -3,12 +3,13 @@
 removed). Admin endpoints (the admin token guards them as every ``/v1`` route).
 
 An ACL in JSON is Kafka's binding with names for its codes, in any case: ``{"resource_type": "topic" |
-"group" | "cluster", "name", "pattern_type": "literal" | "prefixed", "principal": "User:alice" |
-"User:*", "host", "operation": "read" | "write" | ..., "permission": "allow" | "deny"}`` (``pattern_type``
-literal, ``host`` ``*`` and ``permission`` allow by default; the cluster is named ``kafka-cluster``). A
-filter has the same fields, each optional (any), and ``pattern_type`` also ``any`` or ``match`` (every ACL
-that would apply to the name). Each change is one controller change: all of its ACLs or none. The
-answers are read from this node's controller metadata (``GET``), or are what the controller leader did.
+"group" | "cluster" | "transactional_id", "name", "pattern_type": "literal" | "prefixed", "principal":
+"User:alice" | "User:*", "host", "operation": "read" | "write" | ..., "permission": "allow" | "deny"}``
+(``pattern_type`` literal, ``host`` ``*`` and ``permission`` allow by default; the cluster is named
+``kafka-cluster``). A filter has the same fields, each optional (any), and ``pattern_type`` also ``any`` or
+``match`` (every ACL that would apply to the name). Each change is one controller change: all of its ACLs
+or none. The answers are read from this node's controller metadata (``GET``), or are what the controller
+leader did.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from api import (
     records,
     state,
     topics,
+    transactions,
     users,
 )
 from api.access import DELETE, DESCRIBE, DESCRIBE_CONFIGS, READ, WRITE, group, needs, open_to_users, topic
@@ -269,6 +270,7 @@ ROUTES: tuple[Operation, ...] = (
     *admin.ROUTES,
     *users.ROUTES,  # users and their SCRAM credentials
     *acls.ROUTES,  # who may do what (ACLs)
+    *transactions.ROUTES,  # Kafka's transactional producers, as their coordinators hold them
     Operation(
         "GET", "/metrics", metrics, "metrics", "Prometheus metrics", "operations",
         ok_type="text/plain", local=True,

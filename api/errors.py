@@ -57,6 +57,13 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
     UnknownGroup,
 )
+from partitions.transactions.errors import (
+    ConcurrentTransactions,
+    InvalidProducerIdMapping,
+    InvalidTransactionTimeout,
+    TransactionLimitReached,
+    UnknownTransactionalId,
+)
 from raftlog.consensus.errors import (
     CorruptJournal,
     CorruptSnapshot,
@@ -238,6 +245,12 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (OutOfOrderSequence, HttpError(409, 40912)),
     (UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
     (InvalidTxnState, HttpError(409, 40920)),
+    # the transaction coordinator's (Kafka's producers meet these; the HTTP API reads transactions only)
+    (UnknownTransactionalId, HttpError(404, 40409)),
+    (ConcurrentTransactions, HttpError(409, 40921)),
+    (InvalidProducerIdMapping, HttpError(409, 40922)),
+    (TransactionLimitReached, HttpError(409, 40923)),
+    (InvalidTransactionTimeout, HttpError(400, 40001)),
     (RecordTooLarge, HttpError(413, 41301)),
     (NotAcceptable, HttpError(406, 40601)),
     (UnsupportedMediaType, HttpError(415, 41501)),

@@ -141,6 +141,10 @@ def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "additionalProperties": False}
 
 
+_TXN_STATE = {
+    "type": "string",
+    "enum": ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"],
+}
 _GROUP_PARTITION = _obj(
     {
         "topic": _STR,
@@ -174,8 +178,12 @@ _TOKEN_FIELDS: dict[str, Any] = {  # a user's API token as the admin API shows i
 }
 _TOKEN = _obj(_TOKEN_FIELDS, list(_TOKEN_FIELDS))
 _ACL_FIELDS: dict[str, Any] = {
-    "resource_type": {"type": "string", "enum": ["topic", "group", "cluster"]},
-    "name": {"type": "string", "minLength": 1, "description": "a topic, a group, '*' or kafka-cluster"},
+    "resource_type": {"type": "string", "enum": ["topic", "group", "cluster", "transactional_id"]},
+    "name": {
+        "type": "string",
+        "minLength": 1,
+        "description": "a topic, a group, a transactional id, '*' or kafka-cluster",
+    },
     "pattern_type": {"type": "string", "enum": ["literal", "prefixed"]},
     "principal": {"type": "string", "pattern": "^User:.+$", "description": "User:NAME, or User:* for all"},
     "host": {"type": "string", "minLength": 1, "description": "a client's IP address, or * for any"},
@@ -193,7 +201,9 @@ _ACL_FILTER = _closed(
     _obj(
         {
             **{name: _nullable(schema) for name, schema in _ACL_FIELDS.items()},
-            "resource_type": _nullable({"type": "string", "enum": ["any", "topic", "group", "cluster"]}),
+            "resource_type": _nullable(
+                {"type": "string", "enum": ["any", "topic", "group", "cluster", "transactional_id"]}
+            ),
             "pattern_type": _nullable({"type": "string", "enum": ["any", "match", "literal", "prefixed"]}),
             "operation": _nullable({"type": "string", "enum": ["any", *_ACL_FIELDS["operation"]["enum"]]}),
             "permission": _nullable({"type": "string", "enum": ["any", "allow", "deny"]}),
@@ -588,6 +598,41 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 ),
             },
             "unassigned": {"type": "array", "items": _GROUP_PARTITION},
+        }
+    ),
+    "Transactions": _obj(
+        {
+            "transactions": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "transactional_id": _STR,
+                        "producer_id": _INT,
+                        "producer_epoch": _INT,
+                        "state": _TXN_STATE,
+                        "started_ms": _INT,  # -1: no transaction open
+                        "timeout_ms": _INT,
+                        "coordinator_partition": _INT,
+                    }
+                ),
+            }
+        }
+    ),
+    "Transaction": _obj(
+        {
+            "transactional_id": _STR,
+            "producer_id": _INT,
+            "producer_epoch": _INT,
+            "state": _TXN_STATE,
+            "started_ms": _INT,  # -1: no transaction open
+            "timeout_ms": _INT,
+            "coordinator_partition": _INT,
+            "partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "offset_partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
+            "groups": {"type": "array", "items": _STR},
+            "updated_ms": _INT,
+            "coordinator_epoch": _INT,
+            "coordinator": _STR,
         }
     ),
     "DeletedGroup": _obj({"group": _STR, "offsets_deleted": _INT}, ["group", "offsets_deleted"]),

@@ -169,7 +169,7 @@ async def create_topic(request: web.Request) -> web.Response:
 async def delete_topic(request: web.Request) -> web.Response:
     topic = request.match_info["topic"]
     if is_internal(topic):
-        raise InvalidTopic(f"topic {topic!r} is internal (consumer groups) and cannot be deleted")
+        raise InvalidTopic(f"topic {topic!r} is internal (consumer groups, transactions): not deleted")
     await state.node(request).cluster.admin.call(AdminService.delete_topic, topic)
     return web.Response(status=204)
 

@@ -10,6 +10,12 @@ request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIP
 at 4 (later ones add reasons and KIP-848's fields); CreateTopics and DeleteTopics at 5 (topic ids after).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
 v2, Kafka's Java client 4.x for v4.
+The transaction APIs stop where Kafka's transaction version 2 (KIP-890's second part) begins, which
+raftlog does not advertise, so Kafka 4.1's Java client speaks version 1 as to a broker without it:
+AddPartitionsToTxn at 3 (v4+ are the brokers' own), EndTxn at 4 (v5 bumps the epoch at every end),
+TxnOffsetCommit at 4; InitProducerId at 5 (v6 is KIP-939's two-phase commit, unstable in Kafka 4.1);
+ListTransactions at 1 (v2 adds a pattern of ids). librdkafka 2.16 asks for AddPartitionsToTxn and
+AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
 (``sasl_apis``). The ACL APIs start at v1, the first with pattern types (KIP-290; kio, like Kafka 4.0, has
@@ -50,6 +56,7 @@ from kafka_api.group_apis import (
     offset_delete,
     offset_fetch,
     sync_group,
+    txn_offset_commit,
 )
 from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
@@ -58,6 +65,13 @@ from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
 from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
 from kafka_api.security import API_VERSIONS
+from kafka_api.transaction_apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    describe_transactions,
+    end_txn,
+    list_transactions,
+)
 from kafka_api.user_apis import alter_user_scram_credentials, describe_user_scram_credentials
 
 API_VERSIONS_KEY = API_VERSIONS
@@ -108,7 +122,7 @@ APIS: dict[int, Api] = {
         ),
         Api(8, "OffsetCommit", 2, 8, offset_commit, "READ group, READ topic"),
         Api(9, "OffsetFetch", 1, 7, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
-        Api(10, "FindCoordinator", 0, 4, find_coordinator, "DESCRIBE group"),
+        Api(10, "FindCoordinator", 0, 4, find_coordinator, "DESCRIBE group, DESCRIBE transactional id"),
         Api(11, "JoinGroup", 0, 7, join_group, "READ group"),
         Api(12, "Heartbeat", 0, 4, heartbeat, "READ group"),
         Api(13, "LeaveGroup", 0, 4, leave_group, "READ group"),
@@ -122,7 +136,18 @@ APIS: dict[int, Api] = {
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),
         Api(20, "DeleteTopics", 1, 5, delete_topics, "DELETE topic"),
         Api(21, "DeleteRecords", 0, 2, delete_records, "DELETE topic"),
-        Api(22, "InitProducerId", 0, 4, init_producer_id, "IDEMPOTENT_WRITE cluster or WRITE on any topic"),
+        Api(
+            22,
+            "InitProducerId",
+            0,
+            5,
+            init_producer_id,
+            "WRITE transactional id; without one IDEMPOTENT_WRITE cluster or WRITE on any topic",
+        ),
+        Api(24, "AddPartitionsToTxn", 0, 3, add_partitions_to_txn, "WRITE transactional id, WRITE topic"),
+        Api(25, "AddOffsetsToTxn", 0, 4, add_offsets_to_txn, "WRITE transactional id, READ group"),
+        Api(26, "EndTxn", 0, 4, end_txn, "WRITE transactional id"),
+        Api(28, "TxnOffsetCommit", 0, 4, txn_offset_commit, "WRITE transactional id, READ group, READ topic"),
         Api(
             23,
             "OffsetForLeaderEpoch",
@@ -149,5 +174,14 @@ APIS: dict[int, Api] = {
         Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
         Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
         Api(60, "DescribeCluster", 0, 1, describe_cluster, "none"),
+        Api(
+            65,
+            "DescribeTransactions",
+            0,
+            0,
+            describe_transactions,
+            "DESCRIBE transactional id (topics shown: DESCRIBE topic)",
+        ),
+        Api(66, "ListTransactions", 0, 1, list_transactions, "DESCRIBE transactional id (others left out)"),
     )
 }

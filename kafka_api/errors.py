@@ -39,6 +39,7 @@ from partitions.errors import (
     TooManyTokens,
     TopicAuthorizationFailed,
     TopicExists,
+    TransactionalIdAuthorizationFailed,
     UnknownLeaderEpoch,
     UnknownNode,
     UnknownPartition,
@@ -48,6 +49,14 @@ from partitions.errors import (
     UnstableOffsetCommit,
 )
 from partitions.groups.errors import GroupError, GroupNotEmpty, StaleGeneration, UnknownGroup
+from partitions.transactions.errors import (
+    ConcurrentTransactions,
+    InvalidProducerIdMapping,
+    InvalidTransactionTimeout,
+    TransactionError,
+    TransactionLimitReached,
+    UnknownTransactionalId,
+)
 from raftlog.consensus.errors import (
     ConsensusError,
     NoLeader,
@@ -74,6 +83,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (TopicAuthorizationFailed, ErrorCode.topic_authorization_failed),
     (GroupAuthorizationFailed, ErrorCode.group_authorization_failed),
     (ClusterAuthorizationFailed, ErrorCode.cluster_authorization_failed),
+    (TransactionalIdAuthorizationFailed, ErrorCode.transactional_id_authorization_failed),
     (AuthorizationFailed, ErrorCode.cluster_authorization_failed),
     (NotLeader, ErrorCode.not_leader_or_follower),
     (FencedLeaderEpoch, ErrorCode.fenced_leader_epoch),  # the client's metadata is older: it refreshes
@@ -95,6 +105,12 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (ProducerFenced, ErrorCode.invalid_producer_epoch),
     (UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
     (InvalidTxnState, ErrorCode.invalid_txn_state),
+    (ConcurrentTransactions, ErrorCode.concurrent_transactions),  # retriable: the previous one completes
+    (InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
+    (InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),
+    (UnknownTransactionalId, ErrorCode.transactional_id_not_found),
+    (TransactionLimitReached, ErrorCode.policy_violation),  # a bound of the coordinator's (its message says)
+    (TransactionError, ErrorCode.invalid_request),
     (TopicExists, ErrorCode.topic_already_exists),
     (InvalidName, ErrorCode.invalid_topic_exception),
     (InvalidTopic, ErrorCode.invalid_request),

@@ -1,7 +1,8 @@
 """The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
 holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
-leader: the same ones the HTTP API shows, one group, one truth), ListGroups, DescribeGroups and
-DeleteGroups.
+leader: the same ones the HTTP API shows, one group, one truth), TxnOffsetCommit (offsets committed in a
+transaction), ListGroups, DescribeGroups and DeleteGroups. FindCoordinator also finds a transactional id's
+coordinator (key type 1, ``transaction_apis``).
 
 A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
 partitions``, as for the HTTP API's consumer groups); a node asked about a group it does not coordinate
@@ -13,10 +14,17 @@ members of one door refuses members of the other (INCONSISTENT_GROUP_PROTOCOL he
 
 With ``serve --enforce-acls`` each API checks what Kafka's does, before anything else:
 FindCoordinator, DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup and OffsetCommit READ on it, DeleteGroups and OffsetDelete DELETE (GROUP_AUTHORIZATION_FAILED);
-OffsetCommit and OffsetDelete READ and OffsetFetch DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED
-per partition; a fetch of every topic leaves out those it may not describe); ListGroups lists every
-group to who may DESCRIBE the cluster, else the groups the connection may DESCRIBE.
+LeaveGroup, OffsetCommit and TxnOffsetCommit READ on it, DeleteGroups and OffsetDelete DELETE
+(GROUP_AUTHORIZATION_FAILED); OffsetCommit, TxnOffsetCommit and OffsetDelete READ and OffsetFetch DESCRIBE
+on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a fetch of every topic leaves out those it may not
+describe); TxnOffsetCommit WRITE on the transactional id first (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+ListGroups lists every group to who may DESCRIBE the cluster, else the groups the connection may DESCRIBE.
+
+TxnOffsetCommit (KIP-447): fenced as Kafka's coordinator fences it (a member id, a generation and a group
+instance id each checked when given; a producer outside the group's management commits), then the
+transaction's coordinator is told the partitions (``TransactionService.add_offset_partitions``: its end
+must reach them), then each offset is stored pending on its partition's leader
+(``DataService.commit_txn_offset``), visible once the transaction commits.
 """
 
 from __future__ import annotations
@@ -32,12 +40,16 @@ from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.group_members import GroupRefusal, MemberIdRequired
+from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
+from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import DataService
 from partitions.errors import InvalidName, UnknownTopic
+from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import UnknownGroup
-from partitions.names import GROUPS_TOPIC, broker_id, check_group_name
+from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
+from partitions.transactions.service import TransactionService
 from raftlog.errors import RaftlogError
 from raftlog.storage.partitioner import partition_for_key
 
@@ -105,8 +117,11 @@ async def _find(door: Door, key: str, key_type: int) -> dict[str, Any]:
     def refused(code: ErrorCode, message: str) -> dict[str, Any]:
         return {"error_code": code, "error_message": message, "node_id": NO_NODE, "host": "", "port": -1}
 
-    if key_type != GROUP_KEY:
-        return refused(ErrorCode.unsupported_version, "transactions are not supported by raftlog")
+    if key_type == TRANSACTION_KEY:
+        return await find_transaction_coordinator(door, key)
+    if key_type != GROUP_KEY:  # 2: a share group's (KIP-932)
+        return refused(ErrorCode.invalid_request, f"key type {key_type}: raftlog coordinates groups (0) and "
+                       "transactional ids (1)")  # fmt: skip
     if not door.allows(DESCRIBE, GROUP, key):
         return refused(ErrorCode.group_authorization_failed, str(door.refusal(DESCRIBE, GROUP, key)))
     try:
@@ -372,6 +387,84 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
             topics.append(wire.build(topic_cls, name=name, partitions=parts))
     top = ErrorCode.group_authorization_failed if group_refused else ErrorCode.none  # v2 on: the group's
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), error_code=top)
+
+
+async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
+    """Offsets committed inside a transaction: fenced by the group's metadata (KIP-447), added to the
+    transaction (its coordinator must end them), stored pending on each partition's leader."""
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "TxnOffsetCommitResponseTopic")
+    partition_cls = wire.sibling(cls, "TxnOffsetCommitResponsePartition")
+    refusal: ErrorCode | None = None
+    readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
+    tps = [
+        TopicPartition(t.name, p.partition_index)
+        for t in body.topics
+        if t.name in readable
+        for p in t.partitions
+    ]
+    try:
+        try:
+            check_transactional_id(body.transactional_id)
+        except InvalidName:
+            raise GroupRefusal(ErrorCode.invalid_request, "not a transactional id") from None
+        if not door.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+            raise GroupRefusal(ErrorCode.transactional_id_authorization_failed)
+        _authorized(door, READ, body.group_id)
+        _coordinating(door, body.group_id)
+        door.groups.check_txn_commit(
+            body.group_id,
+            getattr(body, "member_id", ""),
+            getattr(body, "generation_id", -1),
+            getattr(body, "group_instance_id", None),
+        )
+        if readable:  # the group is listed, and its offsets found, once its members are gone
+            await door.coordinator.record_commit(body.group_id, sorted(readable))
+        if tps:
+            await door.node.cluster.transactions.call(
+                TransactionService.add_offset_partitions,
+                body.transactional_id,
+                body.producer_id,
+                body.producer_epoch,
+                body.group_id,
+                tps,
+            )
+    except GroupRefusal as refused:
+        refusal = refused.code
+    except Exception as exc:  # every partition's answer (kafka_api.errors); the coordinator's own words
+        refusal = coordinator_code(exc, request)
+        if refusal in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
+            # the transaction's coordinator moved: not this group coordinator's (the client would look
+            # the group up again); it asks again and the call follows the new one
+            refusal = ErrorCode.coordinator_load_in_progress
+    data = door.node.cluster.data
+
+    async def commit(topic: str, partition: int, offset: int) -> ErrorCode:
+        if refusal is not None:
+            return refusal
+        if topic not in readable:
+            return ErrorCode.topic_authorization_failed
+        try:
+            await data.run(
+                DataService.commit_txn_offset, body.group_id, topic, partition, offset, body.producer_id,
+                body.producer_epoch, COMMIT_TIMEOUT_MS,
+            )  # fmt: skip
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            return code_of(exc)
+        return ErrorCode.none
+
+    topics = []
+    for topic in body.topics:
+        codes = await asyncio.gather(
+            *(commit(topic.name, p.partition_index, p.committed_offset) for p in topic.partitions)
+        )
+        parts = tuple(
+            wire.build(partition_cls, partition_index=p.partition_index, error_code=c)
+            for p, c in zip(topic.partitions, codes, strict=True)
+        )
+        topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))
 
 
 # -- ListGroups, DescribeGroups, DeleteGroups -------------------------------------------------------

@@ -449,6 +449,24 @@ class ClassicGroups:
         if group.state is GroupState.COMPLETING_REBALANCE:
             raise GroupRefusal(ErrorCode.rebalance_in_progress)
 
+    def check_txn_commit(
+        self, name: str, member_id: str, generation: int, instance_id: str | None = None
+    ) -> None:
+        """Fence a TxnOffsetCommit (KIP-447) as Kafka's coordinator does: a static member's instance id,
+        the member id and the generation are each checked when given (FENCED_INSTANCE_ID,
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION); a producer outside the group's management (none given)
+        commits whoever holds the group."""
+        group = self.groups.get(name)
+        if group is not None:
+            group.check_instance(member_id, instance_id)
+        if member_id and (group is None or member_id not in group.members):
+            raise GroupRefusal(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
+        current = group.generation if group is not None else 0
+        if generation >= 0 and generation != current:
+            raise GroupRefusal(
+                ErrorCode.illegal_generation, f"generation {generation}: the group is at {current}"
+            )
+
     def subscribed_topics(self, name: str) -> frozenset[str] | None:
         """What OffsetDelete may not touch, as Kafka's coordinator decides: None when the group has no
         members here; for a consumers' group (protocol type ``consumer``), the topics its members

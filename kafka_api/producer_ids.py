@@ -1,10 +1,15 @@
-"""InitProducerId: an idempotent producer's id and epoch.
+"""InitProducerId: an idempotent producer's id and epoch, or a transactional producer's from its
+coordinator.
 
-Every call gets a fresh random 62-bit producer id at epoch 0, also when a producer asks to bump the epoch
-of the id it has (KIP-360): raftlog's dedup remembers a producer's recent sequences by producer id, so
-an id that restarts its sequences must be a new one. A transactional id is answered UNSUPPORTED_VERSION:
-transactions are not supported. With ``serve --enforce-acls``, as Kafka since KIP-679: a connection that
-may IDEMPOTENT_WRITE the cluster, or WRITE some topic, gets an id; others CLUSTER_AUTHORIZATION_FAILED.
+An idempotent producer (no transactional id) gets a fresh random 62-bit producer id at epoch 0 at every
+call, also when it asks to bump the epoch of the id it has (KIP-360): raftlog's dedup remembers a
+producer's recent sequences by producer id, so an id that restarts its sequences must be a new one. With
+``serve --enforce-acls``, as Kafka since KIP-679: a connection that may IDEMPOTENT_WRITE the cluster, or
+WRITE some topic, gets an id; others CLUSTER_AUTHORIZATION_FAILED.
+
+A transactional producer's id and epoch come from its transactional id's coordinator, which keeps the
+producer id and bumps the epoch at each call, fencing the older producers of the id
+(``transaction_apis.init_transactional_producer``; WRITE on the transactional id).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
+from kafka_api.transaction_apis import init_transactional_producer
 from partitions.security.acls import AclOperation, ResourceType
 
 PRODUCER_ID_BITS = 62
@@ -24,26 +30,16 @@ NO_PRODUCER = -1
 
 async def init_producer_id(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
-    refusal = None
+    code, producer_id, epoch = ErrorCode.none, NO_PRODUCER, -1
     if request.body.transactional_id is not None:
-        refusal = ErrorCode.unsupported_version
+        code, producer_id, epoch = await init_transactional_producer(door, request)
     elif not (
         door.allows(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
         or door.allows_any(AclOperation.WRITE, ResourceType.TOPIC)
     ):
-        refusal = ErrorCode.cluster_authorization_failed
-    if refusal is not None:
-        return wire.build(
-            cls,
-            throttle_time=wire.NO_THROTTLE,
-            error_code=refusal,
-            producer_id=NO_PRODUCER,
-            producer_epoch=-1,
-        )
+        code = ErrorCode.cluster_authorization_failed
+    else:
+        producer_id, epoch = secrets.randbits(PRODUCER_ID_BITS), 0
     return wire.build(
-        cls,
-        throttle_time=wire.NO_THROTTLE,
-        error_code=ErrorCode.none,
-        producer_id=secrets.randbits(PRODUCER_ID_BITS),
-        producer_epoch=0,
+        cls, throttle_time=wire.NO_THROTTLE, error_code=code, producer_id=producer_id, producer_epoch=epoch
     )

@@ -16,6 +16,8 @@
 [1, 8, group, offset, producer_id, epoch]
                                  TxnOffset: a consumer group's offset committed inside a transaction,
                                  pending until the producer's marker
+[1, 9, payload]                  TxnCommand: a transaction coordinator's change (``transactions.state``),
+                                 only in partitions of the internal ``__transactions`` topic
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
-_TXN_MARKER, _TXN_OFFSET = 7, 8
+_TXN_MARKER, _TXN_OFFSET, _TXN = 7, 8, 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +84,21 @@ class GroupCommand:
     payload: bytes  # encoded by ``partitions.groups.state.encode``
 
 
+@dataclass(frozen=True, slots=True)
+class TxnCommand:
+    payload: bytes  # encoded by ``partitions.transactions.state.encode``
+
+
 Command = (
-    Produce | CommitOffset | Barrier | GroupCommand | DeleteOffset | DeleteRecords | TxnMarker | TxnOffset
+    Produce
+    | CommitOffset
+    | Barrier
+    | GroupCommand
+    | DeleteOffset
+    | DeleteRecords
+    | TxnMarker
+    | TxnOffset
+    | TxnCommand
 )
 
 
@@ -106,6 +121,8 @@ def encode(command: Command) -> bytes:
         fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
     elif isinstance(command, GroupCommand):
         fields = [VERSION, _GROUP, command.payload]
+    elif isinstance(command, TxnCommand):
+        fields = [VERSION, _TXN, command.payload]
     elif isinstance(command, DeleteOffset):
         fields = [VERSION, _DELETE_OFFSET, command.group]
     elif isinstance(command, DeleteRecords):
@@ -170,6 +187,8 @@ def decode(data: bytes | memoryview) -> Command:
             return CommitOffset(group, offset, reset)
     if kind == _GROUP and len(fields) == 3 and isinstance(fields[2], bytes):
         return GroupCommand(fields[2])
+    if kind == _TXN and len(fields) == 3 and isinstance(fields[2], bytes):
+        return TxnCommand(fields[2])
     if kind == _DELETE_OFFSET and len(fields) == 3 and isinstance(fields[2], str):
         return DeleteOffset(fields[2])
     if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:

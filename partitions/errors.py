@@ -194,13 +194,17 @@ class AuthorizationFailed(PartitionError):
 
     principal: str
     operation: str  # as ACLs name it: "read", "write", "describe", ...
-    resource_type: str  # "topic", "group" or "cluster"
+    resource_type: str  # "topic", "group", "cluster" or "transactional_id"
     name: str
     template = "{principal} is not authorized to {operation} {resource_type} {name!r}"
 
     @classmethod
     def of(cls, principal: str, operation: str, resource_type: str, name: str) -> AuthorizationFailed:
-        kinds = {"topic": TopicAuthorizationFailed, "group": GroupAuthorizationFailed}
+        kinds = {
+            "topic": TopicAuthorizationFailed,
+            "group": GroupAuthorizationFailed,
+            "transactional_id": TransactionalIdAuthorizationFailed,
+        }
         return kinds.get(resource_type, ClusterAuthorizationFailed)(principal, operation, resource_type, name)
 
 
@@ -213,6 +217,10 @@ class GroupAuthorizationFailed(AuthorizationFailed):
 
 
 class ClusterAuthorizationFailed(AuthorizationFailed):
+    pass
+
+
+class TransactionalIdAuthorizationFailed(AuthorizationFailed):
     pass
 
 

@@ -14,6 +14,8 @@ topic names again when it applies a creation.
   creation path does not go through the user edge; topics of such names created before the rule still
   exist and are served.
 - User names: as group names, and without ``:`` (HTTP Basic's separator).
+- Transactional ids (Kafka's ``transactional.id``): text as group names, up to 512 bytes (Kafka Streams
+  makes them of its application id, itself a group name, and a UUID).
 - Consumer group and consumer instance names: 1 to 255 bytes of UTF-8 text without control or format
   characters (Unicode categories Cc, Cf, Zl, Zp: newlines, tabs, NUL, DEL, zero-width and bidirectional
   marks), so that ``"billing\\n"`` cannot become a group beside ``"billing"`` that looks the same.
@@ -31,9 +33,14 @@ TOPIC_NAME_BYTES_MAX = 200
 GROUP_NAME_BYTES_MAX = 255
 INSTANCE_NAME_BYTES_MAX = 255
 USER_NAME_BYTES_MAX = 255
+# Kafka Streams names its producers' ids after the application (a consumer group name) and a UUID
+TRANSACTIONAL_ID_BYTES_MAX = 512
 RESERVED_TOPIC_PREFIX = "__"
 GROUPS_TOPIC = "__consumer_groups"  # the consumer groups' table: a group's coordinator leads its partition
-INTERNAL_TOPICS = frozenset({GROUPS_TOPIC})  # the topics the cluster keeps for itself
+# the transactional ids' table: a transactional id's coordinator leads its partition (Kafka's
+# __transaction_state)
+TRANSACTIONS_TOPIC = "__transactions"
+INTERNAL_TOPICS = frozenset({GROUPS_TOPIC, TRANSACTIONS_TOPIC})  # the topics the cluster keeps for itself
 _TOPIC_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 _TOPIC_CHARACTER = re.compile(r"[A-Za-z0-9._-]")
 _REFUSED_CATEGORIES = {"Cc": "a control character", "Cf": "a format character",
@@ -84,6 +91,11 @@ def check_group_name(name: object, field: str = "group") -> str:
 def check_instance_name(name: object, field: str = "instance") -> str:
     """``name`` if it can name a consumer instance, else ``InvalidName`` saying why."""
     return _check_text(name, field, INSTANCE_NAME_BYTES_MAX)
+
+
+def check_transactional_id(name: object, field: str = "transactional id") -> str:
+    """``name`` if it can name a transactional producer, else ``InvalidName`` saying why."""
+    return _check_text(name, field, TRANSACTIONAL_ID_BYTES_MAX)
 
 
 def check_user_name(name: object, field: str = "user") -> str:

@@ -1,10 +1,11 @@
 """``raftlog acl create|list|delete``: who may do what on a cluster serving with ``--enforce-acls``
 (``/v1/acls``; Kafka's admin clients see the same ACLs). A principal is ``User:NAME`` or ``User:*`` (a bare
-name means ``User:NAME``); a resource is ``--topic NAME``, ``--group NAME`` or ``--cluster``, ``*`` for
-every one of its type, ``--prefixed`` for the names that start with NAME.
+name means ``User:NAME``); a resource is ``--topic NAME``, ``--group NAME``, ``--transactional-id NAME``
+or ``--cluster``, ``*`` for every one of its type, ``--prefixed`` for the names that start with NAME.
 
     raftlog acl create alice --topic orders --operation write --operation read
     raftlog acl create User:* --topic logs- --prefixed --operation read
+    raftlog acl create payments --transactional-id payments- --prefixed --operation write
     raftlog acl list --principal alice
     raftlog acl delete --principal alice --topic orders --operation write
 """
@@ -59,6 +60,8 @@ def _resource(args: argparse.Namespace) -> tuple[str | None, str | None]:
         return "topic", args.topic
     if args.group is not None:
         return "group", args.group
+    if args.transactional_id is not None:
+        return "transactional_id", args.transactional_id
     if args.cluster:
         return "cluster", CLUSTER
     return None, None
@@ -68,6 +71,9 @@ def _resource_options(parser: argparse.ArgumentParser, required: bool) -> None:
     which = parser.add_mutually_exclusive_group(required=required)
     which.add_argument("--topic", metavar="NAME", help="a topic ('*': every topic)")
     which.add_argument("--group", metavar="NAME", help="a consumer group ('*': every group)")
+    which.add_argument(
+        "--transactional-id", metavar="NAME", help="a transactional producer's id ('*': every one)"
+    )
     which.add_argument("--cluster", action="store_true", help="the cluster (creating topics, managing ACLs)")
 
 

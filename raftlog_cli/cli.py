@@ -19,6 +19,7 @@ from raftlog_cli import acls as cli_acls
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import completion, log_command, profile, records, topics
 from raftlog_cli import groups as cli_groups
+from raftlog_cli import transactions as cli_transactions
 from raftlog_cli import users as cli_users
 from raftlog_cli.arguments import header_pair, non_negative, positive
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
@@ -275,6 +276,7 @@ def _add_cluster_commands(commands: Any) -> None:
     cli_groups.add_commands(commands, server, _with_client)
     cli_users.add_commands(commands, server, _with_client)
     cli_acls.add_commands(commands, server, _with_client)
+    cli_transactions.add_commands(commands, server, _with_client)
 
 
 # Commands whose arguments come from the server or the benchmarks, which take long to import: a parser

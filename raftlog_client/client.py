@@ -64,6 +64,7 @@ from raftlog_client.contract import (
     RECORD_BATCH,
     STALE_GENERATION,
     TOPICS_PATH,
+    TRANSACTIONS_PATH,
     UNKNOWN_INSTANCE,
     admin_topic_path,
     consumer_group_path,
@@ -78,6 +79,7 @@ from raftlog_client.contract import (
     retriable,
     topic_partitions_path,
     topic_path,
+    transaction_path,
 )
 from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import ClientError, RequestFailed, decode_error
@@ -540,6 +542,20 @@ class RaftlogClient:
     async def delete_consumer_group(self, group: str) -> dict[str, Any]:
         """Delete an empty group and its committed offsets (409/40916 while it has live members)."""
         _, body = await self._request("DELETE", consumer_group_path(group))
+        return dict(body)
+
+    async def transactions(self, state: str | None = None) -> list[dict[str, Any]]:
+        """Kafka transactional producers' ids: producer id and epoch, their transaction's state, when it
+        began (-1: none open), its timeout, the coordinator partition; only those in ``state``."""
+        params = {} if state is None else {"state": state}
+        _, body = await self._request("GET", TRANSACTIONS_PATH, params=params, repeatable=True)
+        return list(body["transactions"])
+
+    async def transaction(self, transactional_id: str) -> dict[str, Any]:
+        """One transactional id as its coordinator holds it: the summary's fields, the transaction's
+        partitions (written, and holding offsets only), groups, last change and coordinator (404/40409:
+        no producer holds the id)."""
+        _, body = await self._request("GET", transaction_path(transactional_id), repeatable=True)
         return dict(body)
 
     async def create_topic(

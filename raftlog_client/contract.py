@@ -70,6 +70,7 @@ CONTROLLER_VOTERS_PATH = "/v1/controller/voters"  # POST {"node_id"}: add a node
 CONSUMER_GROUPS_PATH = "/v1/consumer-groups"
 USERS_PATH = "/v1/users"
 ACLS_PATH = "/v1/acls"  # GET (a filter's query), POST {"acls"}, DELETE (a filter's query, or {"filters"})
+TRANSACTIONS_PATH = "/v1/transactions"  # GET: the transactional ids of Kafka's transactional producers
 
 
 def segment(name: str) -> str:
@@ -135,6 +136,8 @@ controller_voter_path = PathTemplate("/v1/controller/voters/{node_id}")  # DELET
 # PUT puts a node in maintenance (its leaderships leave), DELETE ends it
 maintenance_path = PathTemplate("/v1/nodes/{node_id}/maintenance")
 consumer_group_path = PathTemplate("/v1/consumer-groups/{group}")  # the admin view: members, assignments, lag
+# a transactional id: its producer, its transaction's state and partitions
+transaction_path = PathTemplate("/v1/transactions/{transactional_id}")
 user_path = PathTemplate("/v1/users/{user}")
 # POST makes one of the user's API tokens (answered once), GET lists them (never their text)
 user_tokens_path = PathTemplate("/v1/users/{user}/tokens")

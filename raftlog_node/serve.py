@@ -34,6 +34,7 @@ from partitions.errors import InvalidName
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginFailures, LoginLimits
+from partitions.transactions.coordinator import TIMEOUT_MS_MAX_DEFAULT as TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage import cleaner
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
@@ -239,6 +240,10 @@ TUNING_OPTIONS = (
     ("--default-replication-factor", TOPIC_DEFAULTS.replication_factor,
      "replicas of such a topic (Kafka's default.replication.factor; a creation it cannot place is refused "
      "INVALID_REPLICATION_FACTOR); 0: three, or one on every live node when fewer are alive"),
+    ("--transaction-max-timeout-ms", TRANSACTION_TIMEOUT_MS_MAX_DEFAULT,
+     "the longest transaction a transactional producer may ask for (its transaction.timeout.ms): a longer "
+     "one is refused INVALID_TRANSACTION_TIMEOUT at InitProducerId (Kafka's transaction.max.timeout.ms); "
+     "the coordinator aborts a transaction open past its own timeout"),
     ("--group-initial-rebalance-delay-ms", INITIAL_DELAY_MS_DEFAULT,
      "a Kafka consumer group's first rebalance (from Empty) waits this long for more members, and as long "
      "again while new ones keep joining, within the rebalance timeout: consumers starting together share "
@@ -530,6 +535,10 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
             f"--inflated-batch-max-mib {args.inflated_batch_max_mib}: must be in [1, "
             f"{INFLATED_BATCH_MAX_MIB_LIMIT}]"
         )
+    if not 1 <= args.transaction_max_timeout_ms <= 2**31 - 1:
+        raise ServeConfigError(
+            f"--transaction-max-timeout-ms {args.transaction_max_timeout_ms}: must be in [1, 2147483647]"
+        )
     kafka_limits(args)
     if args.join and not seeds:
         raise ServeConfigError("--join needs at least one --seed: a node of the cluster to join through")
@@ -550,6 +559,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         cleaner_bytes_per_s=args.cleaner_rate_mib * MiB,
         cleaner_interval_ms=args.cleaner_interval_ms,
         inflated_batch_bytes_max=args.inflated_batch_max_mib * MiB,
+        transaction_timeout_ms_max=args.transaction_max_timeout_ms,
         kafka_address=kafka[1] if kafka is not None else None,
         peer_ssl=None if tls is None else peer_context(tls),
     )

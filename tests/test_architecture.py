@@ -427,6 +427,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.data.service",
     "partitions.metadata.service",
     "partitions.consumers.protocol",
+    "partitions.transactions.service",
+    "partitions.transactions.errors",
     "partitions.controller.state",  # TopicMetadata, merge_configs
     "partitions.controller.members",  # ControllerMembers
     "partitions.controller.reconfigure",  # MoveProgress, MemberView
@@ -452,6 +454,7 @@ BUILDS_THE_NODE = {
         "partitions.broker.node",
         "partitions.replicas.recovery",
         "partitions.controller.placement",
+        "partitions.transactions.coordinator",
     },
 }
 
@@ -501,6 +504,7 @@ BROKER_ROOMS = (
     "partitions.security",  # ACLs, users, tokens, failed logins (pure)
     "partitions.controller",  # the controller's replicated metadata and its pure logic
     "partitions.groups",  # the group table, the assignors, the coordinator
+    "partitions.transactions",  # the transactional ids' table, the transaction coordinator
     "partitions.replicas",  # this node's partition replicas, their state machine, recovery and routing
     "partitions.metadata",  # the controller's host on a node, its operations, MetadataView, AdminService
     "partitions.data",  # the data plane (DataService) and a partition's state and leadership

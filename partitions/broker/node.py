@@ -41,6 +41,8 @@ from partitions.controller.placement import REPLICAS_MAX_DEFAULT
 from partitions.controller.state import TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
+from partitions.data.service import DataService
+from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.metadata.controller_voters import ControllerVoters
 from partitions.metadata.frontend import MetadataFrontend
@@ -67,6 +69,12 @@ from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
+from partitions.transactions.coordinator import (
+    TIMEOUT_MS_MAX_DEFAULT,
+    TRANSACTION_PARTITIONS_DEFAULT,
+    TransactionCoordinator,
+)
+from partitions.transactions.store import ReplicatedTransactionLog
 from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal
 from raftlog.consensus.config import CoreConfig
@@ -87,6 +95,7 @@ from raftlog.storage.space import DiskSpace
 CONTROLLER_VOTERS_MAX = 5
 JOURNAL_SYNC_THREADS_DEFAULT = 2
 JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
+MARKER_TIMEOUT_MS = 10_000  # how long a transaction marker's proposal may wait on its partition's leader
 LOGS_DIR = "logs"  # under the data directory: one directory per partition log (its Raft group id)
 DAMAGED_DIR = "damaged"  # under the data directory: damaged segments set aside, kept for an operator
 
@@ -110,6 +119,10 @@ class NodeConfig:
     seeds: tuple[str, ...] = ()  # gossip addresses to join through
     gossip: GossipConfig = field(default_factory=GossipConfig)
     group_partitions: int = GROUP_PARTITIONS_DEFAULT  # of the internal __consumer_groups topic
+    transaction_partitions: int = TRANSACTION_PARTITIONS_DEFAULT  # of the internal __transactions topic
+    # the longest transaction.timeout.ms a transactional producer may ask for (Kafka's
+    # transaction.max.timeout.ms)
+    transaction_timeout_ms_max: int = TIMEOUT_MS_MAX_DEFAULT
     retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
     # Threads running large Raft journal syncs (write + fdatasync) off the driver thread (0: none), for
     # syncs of at least journal_sync_thread_min_bytes
@@ -154,6 +167,7 @@ class NodeServices:
     admin: LocalAdmin
     groups: ConsumerService
     peer: PeerServer
+    transactions: TransactionCoordinator
 
 
 class Node:
@@ -259,10 +273,11 @@ class Node:
         )
 
     def _build_services(self, config: NodeConfig, clock: Callable[[], int]) -> None:
-        """The local services, then the cluster-wide ones over them. Two local services call cluster-wide
-        ones (the group store creates its internal topic through the controller leader; a member's reads
-        go to each partition's leader): they are handed ``self.cluster``'s, built right after them, as a
-        call made later, the one cycle of the node's construction."""
+        """The local services, then the cluster-wide ones over them. Three local services call cluster-wide
+        ones (the group and transaction stores create their internal topics through the controller
+        leader; a member's reads go to each partition's leader; the transaction coordinator writes its
+        markers through each partition's leader): they are handed ``self.cluster``'s, built right after
+        them, as a call made later, the one cycle of the node's construction."""
         self.data = DataPlane(
             config.node_id,
             self.replicas,
@@ -290,11 +305,25 @@ class Node:
                 partitions=config.group_partitions,
             )
         )
+        self.transactions = TransactionCoordinator(
+            config.node_id,
+            ReplicatedTransactionLog(
+                topic=self.frontend.topic,
+                create_topic=self._create_topic_anywhere,
+                ready_leader=self.data.ready_leader,
+                leader=self.data.leader_replica,
+                replication_factor=lambda: min(3, len(self.routing.placeable())),
+                partitions=config.transaction_partitions,
+            ),
+            self._write_txn_marker,
+            timeout_ms_max=config.transaction_timeout_ms_max,
+        )
         self.local = NodeServices(
             self.data,
             LocalAdmin(self.frontend, self.topic_changes, self.security, self.voters, self.partition_admin),
             ConsumerService(config.node_id, self.groups, self._cluster_data),
             PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
+            self.transactions,
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers, clock)
@@ -309,6 +338,21 @@ class Node:
 
     def _cluster_data(self) -> PartitionData:
         return self.cluster.data
+
+    async def _write_txn_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        write_control: bool,
+    ) -> None:
+        """A transaction's marker, through the partition's leader wherever it is."""
+        await self.cluster.data.call(
+            DataService.write_txn_marker, tp.topic, tp.partition, producer_id, producer_epoch, commit,
+            coordinator_epoch, write_control, MARKER_TIMEOUT_MS,
+        )  # fmt: skip
 
     def _address(self, node_id: str) -> str | None:
         return self.routing.http_address(node_id)
@@ -334,8 +378,9 @@ class Node:
             self._leave_controller,
         )
         await self.presence.start()
-        task = asyncio.get_running_loop().create_task(self.groups.run())
-        self._background.add(task)
+        loop = asyncio.get_running_loop()
+        self._background.add(loop.create_task(self.groups.run()))
+        self._background.add(loop.create_task(self.transactions.run()))
         self.operator.start()
 
     async def _controller_snapshot(self, node_id: str, known_index: int | None) -> ControllerSnapshot:
@@ -357,6 +402,7 @@ class Node:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self.transactions.close()
         await self.presence.close()
         await self.peers.close()
         await self.replicas.close()
@@ -495,4 +541,5 @@ class NodeView:
             values[f'node_disk_full{{node="{member.node_id}"}}'] = int(member.disk_full)
         values.update(node.replicas.recoveries.metrics())
         values.update(node.groups.metrics())
+        values.update(node.transactions.metrics())
         return values

@@ -5,8 +5,9 @@ declares ``@peer`` (a room's service protocol, ``partitions.peer_ops``), run on 
 its typed result or its typed error (``peer_codec``). The server side (``api/internal.py``) serves exactly
 this table under ``INTERNAL_PREFIX`` and answers only a caller that presents the cluster credential
 (``internal_credential``). The stubs that call another node (``remote_data``, ``remote_admin``,
-``remote_groups``, ``remote_peer``) are made from the same declarations: a method each, its signature and
-result type the protocol's; only ``RemoteData.produce``, which is not a peer operation, is written here.
+``remote_groups``, ``remote_peer``, ``remote_transactions``) are made from the same declarations: a method
+each, its signature and result type the protocol's; only ``RemoteData.produce``, which is not a peer
+operation, is written here.
 
 A call that could not be sent raises ``PeerUnreachable`` (safe to retry); a call that was sent but whose
 answer never came raises ``PeerOutcomeUnknown`` when it writes, ``PeerUnreachable`` when it only reads.
@@ -33,6 +34,7 @@ from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops
 from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
 from partitions.peers.service import RESULT_TYPES, PeerService
+from partitions.transactions.service import TransactionService
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import ProducerRecord, encode_batch
 
@@ -63,6 +65,7 @@ PEER_OPS: tuple[PeerOp, ...] = (
     + declared_ops("admin", AdminService)
     + declared_ops("groups", GroupService)
     + declared_ops("peer", PeerService)
+    + declared_ops("transactions", TransactionService)
 )
 OPS = {op.name: op for op in PEER_OPS}
 
@@ -207,6 +210,7 @@ _DATA = _stubs("data", DataService)
 _ADMIN = _stubs("admin", AdminService)
 _GROUPS = _stubs("groups", GroupService)
 _PEER = _stubs("peer", PeerService)
+_TRANSACTIONS = _stubs("transactions", TransactionService)
 
 
 def remote_admin(client: PeerClient, node_id: str) -> AdminService:
@@ -219,6 +223,10 @@ def remote_groups(client: PeerClient, node_id: str) -> GroupService:
 
 def remote_peer(client: PeerClient, node_id: str) -> PeerService:
     return cast(PeerService, _PEER(client, node_id))
+
+
+def remote_transactions(client: PeerClient, node_id: str) -> TransactionService:
+    return cast(TransactionService, _TRANSACTIONS(client, node_id))
 
 
 class RemoteData(_DATA):  # type: ignore[valid-type,misc]  # a class made from DataService's declarations

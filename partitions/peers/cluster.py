@@ -35,8 +35,16 @@ from partitions.data.service import DataService, Served
 from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
 from partitions.metadata.service import AdminService, MetadataView
 from partitions.peer_ops import routing_of
-from partitions.peers.client import PeerClient, remote_admin, remote_data, remote_groups, remote_peer
+from partitions.peers.client import (
+    PeerClient,
+    remote_admin,
+    remote_data,
+    remote_groups,
+    remote_peer,
+    remote_transactions,
+)
 from partitions.peers.service import LocalServices, PeerService
+from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import DiskFull
@@ -227,8 +235,8 @@ class ClusterPeer(Routed[PeerService]):
 
 
 class Cluster:
-    """What a front door calls: ``data``, ``admin`` and ``groups``, each run where it must (``peer``: the
-    partition-leader calls of replica moves)."""
+    """What a front door calls: ``data``, ``admin``, ``groups`` and ``transactions``, each run where it must
+    (``peer``: the partition-leader calls of replica moves)."""
 
     def __init__(
         self,
@@ -247,6 +255,9 @@ class Cluster:
         )
         self.groups = ClusterGroups(router, local.groups, client, self.data)
         self.peer = ClusterPeer(router, local.peer, client)
+        self.transactions: Routed[TransactionService] = Routed(
+            router, local.transactions, lambda node: remote_transactions(client, node)
+        )
 
 
 class FrontDoor(Protocol):

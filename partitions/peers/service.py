@@ -49,6 +49,12 @@ from partitions.replicas.failures import ReplicaFailure
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
+from partitions.transactions.service import (
+    ProducerIdAndEpoch,
+    TransactionDescription,
+    TransactionService,
+    TransactionSummary,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,9 @@ RESULT_TYPES: tuple[type, ...] = (
     AclBinding,
     AclFilter,
     ApiToken,
+    ProducerIdAndEpoch,
+    TransactionSummary,
+    TransactionDescription,
 )
 
 
@@ -170,3 +179,6 @@ class LocalServices(Protocol):
 
     @property
     def peer(self) -> PeerService: ...
+
+    @property
+    def transactions(self) -> TransactionService: ...

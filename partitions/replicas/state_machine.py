@@ -67,6 +67,7 @@ from partitions.commands import (
     DeleteRecords,
     GroupCommand,
     Produce,
+    TxnCommand,
     TxnMarker,
     TxnOffset,
     decode,
@@ -87,6 +88,7 @@ from partitions.replicas.dedup import (
     ProducerTable,
     TooOld,
 )
+from partitions.transactions.state import TransactionTable, TxnResult
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, framed, rebase
@@ -158,6 +160,7 @@ ApplyResult = (
     | MarkerWritten
     | TxnOffsetPending
     | GroupResult
+    | TxnResult
     | None
 )
 
@@ -181,6 +184,7 @@ class PartitionStateMachine:
         # offsets committed in open transactions, producer id -> group -> offset (replaced whole, as above)
         self.txn_offsets: Mapping[int, Mapping[str, int]] = MappingProxyType({})
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
+        self.transactions = TransactionTable()  # transactional ids coordinated here (``__transactions``)
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
@@ -215,6 +219,8 @@ class PartitionStateMachine:
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
             return self.groups.apply(decoded.payload)
+        if isinstance(decoded, TxnCommand):
+            return self.transactions.apply(decoded.payload)
         if isinstance(decoded, DeleteRecords):
             try:
                 return self._delete_records(decoded.offset)
@@ -432,6 +438,7 @@ class PartitionStateMachine:
                 "producers": self.producers.to_rows(),
                 "consumer_offsets": dict(self.consumer_offsets),
                 "groups": self.groups.to_rows(),
+                "transactions": self.transactions.to_rows(),
                 "txn_offsets": [
                     [pid, group, offset]
                     for pid, groups in self.txn_offsets.items()
@@ -455,6 +462,8 @@ class PartitionStateMachine:
             {str(k): int(v) for k, v in state["consumer_offsets"].items()}
         )
         self.groups = GroupTable.from_rows(state.get("groups", []))
+        # absent: a snapshot from before transactions
+        self.transactions = TransactionTable.from_rows(state.get("transactions", []))
         pending: dict[int, dict[str, int]] = {}
         for pid, group, offset in state.get("txn_offsets", []):  # absent: a snapshot from before transactions
             pending.setdefault(int(pid), {})[str(group)] = int(offset)

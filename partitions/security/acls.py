@@ -2,9 +2,9 @@
 
 An ACL (``AclBinding``) says: a principal (``User:alice``, or ``User:*`` for every user), from a host
 (``*`` for any), is allowed or denied an operation on resources of a type (topic, consumer group, the
-cluster) whose name is given literally (``*`` for every one of the type) or as a prefix. The controller
-replicates them like topics and users; every node decides from its copy (``Authorizer``), as Kafka's
-``AclAuthorizer`` does:
+cluster, a transactional producer's id) whose name is given literally (``*`` for every one of the type)
+or as a prefix. The controller replicates them like topics and users; every node decides from its copy
+(``Authorizer``), as Kafka's ``AclAuthorizer`` does:
 
 1. A super user (``raftlog serve --super-user``, and the admin token's ``User:admin``) may do anything.
 2. The ACLs that concern the resource are those of its type whose pattern matches its name: a literal
@@ -48,6 +48,7 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     GROUP = 3
     CLUSTER = 4
+    TRANSACTIONAL_ID = 5  # a transactional producer's id (Kafka's transactional.id)
 
 
 class PatternType(enum.IntEnum):
@@ -110,6 +111,7 @@ VALID_OPERATIONS: Mapping[ResourceType, frozenset[Operation]] = MappingProxyType
             }
         ),
         ResourceType.GROUP: frozenset({Operation.ALL, Operation.READ, Operation.DELETE, Operation.DESCRIBE}),
+        ResourceType.TRANSACTIONAL_ID: frozenset({Operation.ALL, Operation.WRITE, Operation.DESCRIBE}),
         ResourceType.CLUSTER: frozenset(
             {
                 Operation.ALL,

@@ -12,7 +12,8 @@ offsets and appends nothing, an older one outside the window is ``SequenceTooOld
 ``asyncio.Event`` for new records up to its timeout; committed consumer offsets never go backwards unless
 ``reset``. Consumer groups run the real ``ConsumerService`` and ``GroupCoordinator`` over ``FakeGroupLog``:
 the group tables of the ``__consumer_groups`` partitions live in the cluster and commands apply at once on
-the partition's leader (no replication to fake).
+the partition's leader (no replication to fake). Transactions run the real ``TransactionCoordinator`` over
+``FakeTransactionLog`` the same way; its markers are recorded in the cluster (``FakeCluster.markers``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from partitions.errors import (
     UnknownUser,
     UnstableOffsetCommit,
 )
+from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
@@ -69,7 +71,7 @@ from partitions.metadata.service import (
     PartitionState,
     ReplicaState,
 )
-from partitions.names import GROUPS_TOPIC, check_user_name
+from partitions.names import GROUPS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
 from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
@@ -77,6 +79,9 @@ from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
+from partitions.transactions.coordinator import TransactionCoordinator
+from partitions.transactions.state import TransactionTable, TxnCommand, TxnResult
+from partitions.transactions.state import encode as encode_txn
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import (
@@ -150,6 +155,10 @@ class FakeCluster:
         self.group_partitions = 2  # of __consumer_groups, created on first use
         self.replicas_max: int | None = None  # partition replicas a node may hold (None: no limit)
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
+        self.transaction_partitions = 2  # of __transactions, created on first use
+        self.transaction_tables: dict[tuple[int, int], TransactionTable] = {}  # (topic_id, partition)
+        # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
+        self.markers: list[tuple[str, int, int, int, bool, int]] = []
         self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
         self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
@@ -236,6 +245,49 @@ class FakeGroupLog:
         return 0 if meta is None else meta.partitions
 
 
+class FakeTransactionLog:
+    """``TransactionLog`` over a ``FakeCluster``: partition p of ``__transactions`` is led by node p mod n."""
+
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
+
+    def partitions(self) -> int:
+        return self.data.topic(TRANSACTIONS_TOPIC).partitions
+
+    async def ensure_topic(self) -> None:
+        cluster = self.data.cluster
+        if TRANSACTIONS_TOPIC in cluster.topics:
+            return
+        self.data._controller_here()
+        nodes = cluster.node_ids
+        replicas = [
+            [nodes[(p + i) % len(nodes)] for i in range(len(nodes))]
+            for p in range(cluster.transaction_partitions)
+        ]
+        cluster.add_topic(TRANSACTIONS_TOPIC, replicas=replicas)
+
+    def table(self, partition: int) -> tuple[TransactionTable, int]:
+        state = self.data._led_here(TRANSACTIONS_TOPIC, partition)
+        topic_id = self.data.cluster.topics[TRANSACTIONS_TOPIC].topic_id
+        return self.data.cluster.transaction_tables.setdefault(
+            (topic_id, partition), TransactionTable()
+        ), state.term
+
+    def led_partitions(self) -> list[int]:
+        meta = self.data.cluster.topics.get(TRANSACTIONS_TOPIC)
+        if meta is None:
+            return []
+        return [
+            p
+            for p in range(meta.partitions)
+            if self.data.cluster.partitions[(TRANSACTIONS_TOPIC, p)].leader == self.data.node_id
+        ]
+
+    async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
+        table, _ = self.table(partition)
+        return table.apply(encode_txn(command))
+
+
 class FakeData:
     """One node's ``DataService`` and ``PeerService`` over the cluster, and the state helpers the other
     fakes share (the calls counter, injected errors, this node's leadership beliefs)."""
@@ -244,6 +296,7 @@ class FakeData:
         self.cluster = cluster
         self.node_id = node_id
         self.groups = GroupCoordinator(FakeGroupLog(self))
+        self.transactions = TransactionCoordinator(node_id, FakeTransactionLog(self), self._write_marker)
         self.calls: Counter[str] = Counter()
         self.leader_overrides: dict[tuple[str, int], str | None] = {}  # this node's (maybe wrong) belief
         self.inject: dict[str, list[BaseException]] = {}  # method name -> errors to raise, in order
@@ -251,6 +304,18 @@ class FakeData:
         self.lose_produce_answers: list[BaseException] = []  # raised after the append: outcome unknown
 
     # -- helpers ---------------------------------------------------------------------------------------
+
+    async def _write_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        control: bool,
+    ) -> None:
+        self._partition(tp.topic, tp.partition)
+        self.cluster.markers.append((tp.topic, tp.partition, producer_id, epoch, commit, coordinator_epoch))
 
     def _enter(self, method: str) -> None:
         self.calls[method] += 1
@@ -928,6 +993,7 @@ class FakeMetadata:
         led = [(key, p) for key, p in self.cluster.partitions.items() if p.leader == self.node_id]
         return (
             self.data.groups.metrics()
+            | self.data.transactions.metrics()
             | {"partitions_led": float(len(led)), "partition_replicas": float(len(self.cluster.partitions))}
             | {
                 f'partition_high_watermark{{topic="{topic}",partition="{partition}"}}': float(len(p.records))
@@ -942,6 +1008,7 @@ class FakeLocal:
     admin: FakeAdmin
     groups: ConsumerService
     peer: FakeData
+    transactions: TransactionCoordinator
 
 
 class FakeNode:
@@ -963,6 +1030,7 @@ class FakeNode:
             FakeAdmin(self.data),
             ConsumerService(node_id, self.data.groups, lambda: self.cluster.data),
             self.data,
+            self.data.transactions,
         )
         self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
         # No wait for a leader: these tests see the edge's answer to each refusal they inject (the wait

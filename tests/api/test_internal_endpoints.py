@@ -27,13 +27,20 @@ from partitions.peers.client import (
 )
 from partitions.peers.codec import pack
 from partitions.peers.service import PeerService
+from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, records_from
 from raftlog.storage.errors import OffsetOutOfRange
 from raftlog_client.contract import LEADER_HEADER
 
 INTERNAL = [op for op in ROUTES if op.path.startswith(INTERNAL_PREFIX)]
-PROTOCOLS = {"data": DataService, "admin": AdminService, "groups": GroupService, "peer": PeerService}
+PROTOCOLS = {
+    "data": DataService,
+    "admin": AdminService,
+    "groups": GroupService,
+    "peer": PeerService,
+    "transactions": TransactionService,
+}
 
 
 def test_every_peer_op_is_a_route_under_the_internal_prefix_and_nothing_else_is() -> None:

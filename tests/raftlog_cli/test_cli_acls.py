@@ -86,6 +86,22 @@ async def test_grant_list_and_revoke_through_the_command(
         "PERMISSION", "PRINCIPAL", "OPERATION", "TYPE", "NAME", "PATTERN", "HOST"
     ] and len(out.splitlines()) == 3  # fmt: skip
 
+    code, out, _ = await run(
+        capsys,
+        "acl",
+        "create",
+        "alice",
+        "--transactional-id",
+        "pay-",
+        "--prefixed",
+        "--operation",
+        "write",
+        *auth,
+    )
+    assert code == 0 and "allow       User:alice  write      transactional_id  pay-  prefixed  *" in out, out
+    code, out, _ = await run(capsys, "acl", "delete", "--transactional-id", "pay-", "--json", *auth)
+    assert code == 0 and [a["resource_type"] for a in json.loads(out)] == ["transactional_id"]
+
     code, out, _ = await run(capsys, "acl", "delete", "--principal", "alice", "--operation", "write", *auth)
     assert code == 0 and out.startswith("deleted 1 ACL(s)")
     assert await alice_produces(node) == 403  # refused again at the next request

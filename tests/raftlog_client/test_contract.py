@@ -56,6 +56,7 @@ SAMPLE_ARGUMENTS: dict[str, str | int] = {
     "node_id": "n2",
     "user": "alice",
     "token_id": "0123456789abcdef",
+    "transactional_id": "payments-1",
 }
 
 

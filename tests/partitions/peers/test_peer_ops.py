@@ -17,9 +17,16 @@ from partitions.peer_ops import PeerOp, declared_ops, peer
 from partitions.peers.client import PEER_OPS, PeerClient, remote_data, remote_groups, remote_peer
 from partitions.peers.cluster import Routed, Router
 from partitions.peers.service import PeerService
+from partitions.transactions.service import TransactionService
 from raftlog.storage.batch import ProducerRecord
 
-PROTOCOLS = {"data": DataService, "admin": AdminService, "groups": GroupService, "peer": PeerService}
+PROTOCOLS = {
+    "data": DataService,
+    "admin": AdminService,
+    "groups": GroupService,
+    "peer": PeerService,
+    "transactions": TransactionService,
+}
 
 
 class Recorder:

@@ -90,6 +90,20 @@ def test_describe_is_implied_by_read_write_delete_alter_and_describe_configs_by_
     assert not describe_only.allows("User:alice", "h", Operation.READ, T, "orders")  # not the other way
 
 
+def test_a_transactional_id_takes_write_and_describe_by_kafka_s_code_5_and_write_implies_describe() -> None:
+    tid = ResourceType.TRANSACTIONAL_ID
+    assert VALID_OPERATIONS[tid] == {Operation.ALL, Operation.WRITE, Operation.DESCRIBE}
+    by_code = AclBinding.of(5, "payments-", "prefixed", "User:alice", "*", "write", "allow")
+    assert by_code == AclBinding.of(
+        "transactional_id", "payments-", PRE, "User:alice", "*", Operation.WRITE, ALLOW
+    )
+    assert by_code.to_json()["resource_type"] == "transactional_id"
+    authorizer = Authorizer([by_code])
+    assert authorizer.allows("User:alice", "h", Operation.WRITE, tid, "payments-1")
+    assert authorizer.allows("User:alice", "h", Operation.DESCRIBE, tid, "payments-1")
+    assert not authorizer.allows("User:alice", "h", Operation.WRITE, T, "payments-1")  # another type
+
+
 def test_a_deny_of_describe_does_not_deny_read_as_kafka_decides() -> None:
     authorizer = Authorizer(
         [acl(operation=Operation.READ), acl(operation=Operation.DESCRIBE, permission=DENY)]
@@ -105,6 +119,7 @@ def test_a_deny_of_describe_does_not_deny_read_as_kafka_decides() -> None:
         ({"pattern": PatternType.MATCH}, "an ACL is literal or prefixed"),
         ({"operation": Operation.ANY}, "one operation and one permission"),
         ({"kind": G, "operation": Operation.WRITE}, "a group takes"),
+        ({"kind": ResourceType.TRANSACTIONAL_ID, "operation": Operation.READ}, "a transactional_id takes"),
         ({"kind": C, "name": "other", "operation": Operation.ALTER}, "the cluster resource is the literal"),
         ({"principal": "alice"}, "must be 'User:<name>' or 'User:*'"),
         ({"principal": "Group:x"}, "must be 'User:<name>' or 'User:*'"),

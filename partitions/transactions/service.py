@@ -1,0 +1,133 @@
+"""The transaction coordinator's protocol, as the doors and the partitions' leaders ask it, and its result
+types (pure).
+
+``TransactionService``: Kafka's transactions, every call served by the transactional id's coordinator (the
+leader of its ``__transactions`` partition); a node that is not raises ``NotLeader`` naming the one it
+knows, and the call is run there (``partitions.peers.cluster``). ``verify_partition`` is KIP-890's defence,
+asked by a partition's leader before it takes a producer's first transactional batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from partitions.groups.assignors import TopicPartition
+from partitions.peer_ops import peer
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdAndEpoch:
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSummary:
+    """A transactional id as listings show it."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str  # Kafka's: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort
+    started_ms: int  # when its open transaction began; -1: none open
+    timeout_ms: int
+    coordinator_partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    """A transactional id and its transaction, as its coordinator holds them."""
+
+    summary: TransactionSummary
+    partitions: tuple[TopicPartition, ...]  # written in the transaction: a control batch ends its records
+    offset_partitions: tuple[TopicPartition, ...]  # holding only offsets it commits
+    groups: tuple[str, ...]  # whose offsets it commits
+    updated_ms: int  # its last change
+    coordinator_epoch: int  # the Raft term of the coordinator partition's leader that made it
+    coordinator: str  # the node that answered: the coordinator
+
+
+class TransactionService(Protocol):
+    """Kafka's transactions (KIP-98, KIP-447, KIP-890); every call is served by the transactional id's
+    coordinator."""
+
+    @peer("Create the transactions' internal topic if there is none yet", write=True)
+    async def ensure_topic(self) -> None:
+        """Create ``__transactions`` (its partition count: the node's) unless it exists."""
+        ...
+
+    @peer("Give a transactional id its producer id and a new epoch", write=True)
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+    ) -> ProducerIdAndEpoch:
+        """Kafka's InitProducerId: the id's producer id at its next epoch (a new id once the epochs are
+        spent), fencing every older producer of the id. ``producer_id`` and ``producer_epoch`` are what the
+        producer holds (-1: nothing; KIP-360). An open transaction is aborted first, with the epoch bumped,
+        and ``ConcurrentTransactions`` answered: the producer asks again once it is aborted.
+        ``InvalidTransactionTimeout`` for a timeout over the node's bound."""
+        ...
+
+    @peer("Add partitions the producer writes to its transaction", write=True)
+    async def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+    ) -> None:
+        """Kafka's AddPartitionsToTxn: a transaction begins when none is open. ``ProducerFenced`` for an
+        older epoch, ``ConcurrentTransactions`` while the previous transaction completes."""
+        ...
+
+    @peer("Add a consumer group whose offsets the transaction commits", write=True)
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group: str
+    ) -> None:
+        """Kafka's AddOffsetsToTxn: the group's offset partitions join the transaction when a
+        TxnOffsetCommit names them (``add_offset_partitions``)."""
+        ...
+
+    @peer("Add the partitions a transactional offset commit writes", write=True)
+    async def add_offset_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group: str,
+        partitions: list[TopicPartition],
+    ) -> None:
+        """Asked by the group's coordinator for a TxnOffsetCommit before it stores the offsets: the
+        transaction's end reaches those partitions. ``InvalidTxnState`` unless the open transaction added
+        the group (``add_offsets``)."""
+        ...
+
+    @peer("Commit or abort the producer's transaction", write=True)
+    async def end_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        """Kafka's EndTxn: the decision is replicated, then the markers are written to every partition of
+        the transaction; answered once they are (or, should a partition keep them waiting, after a few
+        seconds: the decision stands and the coordinator goes on writing them)."""
+        ...
+
+    @peer("Whether a partition is in the producer's ongoing transaction")
+    async def verify_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> bool:
+        """KIP-890: True when the transactional id's producer at that epoch has an ongoing transaction
+        that the partition was added to for writing."""
+        ...
+
+    @peer("A transactional id's transaction")
+    async def describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        """``UnknownTransactionalId`` when no producer holds the id."""
+        ...
+
+    @peer(
+        "The transactional ids of one coordinator partition"
+    )  # while it elects, waited for: a listing is whole
+    async def list_transactions(self, coordinator_partition: int) -> list[TransactionSummary]:
+        """Every transactional id one partition of ``__transactions`` coordinates, from its leader."""
+        ...
+
+    @peer("How many transaction coordinator partitions there are")
+    async def coordinator_partitions(self) -> int:
+        """The partitions of ``__transactions`` (0 before the first transactional producer)."""
+        ...

@@ -1,0 +1,717 @@
+"""The replicated state of transactions: one row per transactional id (docs/decisions/0019-transactions.md).
+
+One ``TransactionTable`` lives in each partition of the internal ``__transactions`` topic, inside that
+partition's ``PartitionStateMachine``; a transactional id belongs to the partition its name hashes to (its
+coordinator). Commands are proposed by the coordinator partition's leader and applied on every replica, so
+a new leader holds every transaction as it stood, mid-transaction included.
+
+``apply`` is deterministic: the time (``now_ms``), a fresh producer id (drawn by the leader), the
+coordinator's epoch (the Raft term of the leader proposing) and the bounds all come in the command, and
+refusals are returned, not raised. A transaction's life, as Kafka's coordinator keeps it:
+
+    Empty --AddPartitions/AddGroup--> Ongoing --End--> PrepareCommit | PrepareAbort --Complete-->
+    CompleteCommit | CompleteAbort --AddPartitions/AddGroup--> Ongoing ...
+
+- ``InitProducer`` gives the id a producer id and bumps its epoch (a new producer id once the epoch would
+  pass ``EPOCH_BUMP_MAX``), which fences every older producer of the id; with a transaction ``Ongoing`` it
+  bumps the epoch and turns it to ``PrepareAbort`` instead (the coordinator writes the abort markers, and
+  the producer, answered CONCURRENT_TRANSACTIONS, asks again).
+- ``TimeOut`` aborts an ``Ongoing`` transaction past its timeout the same way, fencing its producer.
+- ``Complete`` follows the markers: the partitions and groups are forgotten.
+- ``Expire`` forgets ids unused (``Empty`` or ``Complete*``) for ``EXPIRATION_MS`` (Kafka's
+  transactional.id.expiration.ms).
+
+Bounded: ``TRANSACTIONAL_IDS_MAX`` ids per table, ``TRANSACTION_PARTITIONS_MAX`` partitions and
+``TRANSACTION_GROUPS_MAX`` groups per transaction, ``OPEN_PARTITIONS_MAX`` partitions across the table's
+transactions; each bound rides in the command that could pass it (``Limits``, stamped by the leader), so
+every replica applies the same one.
+
+Rows are immutable values and ``transactions`` is replaced whole on change, so the event loop reads the
+table while the consensus thread applies (a read sees a row before or after a command, never half of it).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+import msgpack
+
+from partitions.errors import InvalidCommand, InvalidTxnState, ProducerFenced
+from partitions.groups.assignors import TopicPartition
+from partitions.transactions.errors import (
+    ConcurrentTransactions,
+    InvalidProducerIdMapping,
+    TransactionLimitReached,
+)
+
+EPOCH_MAX = 32767  # Kafka's producer epochs are int16
+EPOCH_BUMP_MAX = (
+    EPOCH_MAX - 1
+)  # an InitProducerId at this epoch gets a new producer id (one bump left: a fence)
+NO_PRODUCER = -1
+NO_TIME = -1
+TRANSACTIONAL_IDS_MAX = 10_000  # per coordinator partition
+TRANSACTION_PARTITIONS_MAX = 1_000  # data and offset partitions of one transaction
+TRANSACTION_GROUPS_MAX = 100  # consumer groups one transaction commits offsets of
+OPEN_PARTITIONS_MAX = 100_000  # partitions across the transactions of one coordinator partition
+EXPIRATION_MS = 7 * 24 * 3600 * 1000  # Kafka's transactional.id.expiration.ms: an unused id is forgotten
+_INIT, _ADD_PARTITIONS, _ADD_GROUP, _ADD_OFFSET_PARTITIONS, _END, _TIME_OUT, _COMPLETE, _EXPIRE = range(1, 9)
+
+
+class TxnState(enum.Enum):
+    """Kafka's names, as DescribeTransactions and ListTransactions answer them."""
+
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+    @property
+    def preparing(self) -> bool:
+        """Decided, its markers being written: the coordinator drives it to ``Complete*``."""
+        return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+    @property
+    def idle(self) -> bool:
+        """No transaction open: a new one may begin, a new producer take the id."""
+        return self in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds a command is applied with (the leader's, so every replica uses the same)."""
+
+    transactional_ids: int = TRANSACTIONAL_IDS_MAX
+    partitions: int = TRANSACTION_PARTITIONS_MAX
+    groups: int = TRANSACTION_GROUPS_MAX
+    open_partitions: int = OPEN_PARTITIONS_MAX
+
+    def to_row(self) -> list[int]:
+        return [self.transactional_ids, self.partitions, self.groups, self.open_partitions]
+
+    @classmethod
+    def from_row(cls, row: object) -> Limits:
+        if not (isinstance(row, list) and len(row) == 4 and all(type(v) is int and v >= 0 for v in row)):
+            raise InvalidCommand(f"malformed transaction limits {str(row)[:80]!r}")
+        return cls(*row)
+
+
+LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """A transactional id and its producer's transaction, as replicated."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: TxnState
+    timeout_ms: int
+    started_ms: int  # when the transaction began (its first partition or group); NO_TIME when none is open
+    updated_ms: int  # the last change
+    coordinator_epoch: int  # the Raft term of the coordinator partition's leader that made the last change
+    # the transaction's partitions: True where the producer writes (a marker's control batch ends its
+    # records there), False where it only commits offsets (the marker makes them visible, no batch)
+    partitions: Mapping[TopicPartition, bool] = field(default_factory=lambda: MappingProxyType({}))
+    groups: tuple[str, ...] = ()  # consumer groups whose offsets it commits (AddOffsetsToTxn), sorted
+    # the producer id and epoch before the last InitProducerId: a retry of it whose answer was lost
+    # gets the same id and epoch again (KIP-360)
+    last_producer_id: int = NO_PRODUCER
+    last_producer_epoch: int = -1
+
+    def written(self, tp: TopicPartition) -> bool:
+        """Whether the producer may write to ``tp`` in this transaction (``verify_partition``)."""
+        return self.state is TxnState.ONGOING and self.partitions.get(tp, False)
+
+
+# -- commands ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducer:
+    transactional_id: str
+    timeout_ms: int
+    fresh_producer_id: int  # drawn by the leader: used when the id is new or its epochs are spent
+    # what the producer says it holds (InitProducerId v3+, KIP-360); NO_PRODUCER: nothing
+    expected_producer_id: int
+    expected_producer_epoch: int
+    now_ms: int
+    coordinator_epoch: int
+    limits: Limits = LIMITS
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitions:
+    """Data partitions the producer writes to (AddPartitionsToTxn): its transaction begins if none is open."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: tuple[TopicPartition, ...]
+    now_ms: int
+    coordinator_epoch: int
+    limits: Limits = LIMITS
+
+
+@dataclass(frozen=True, slots=True)
+class AddGroup:
+    """A consumer group whose offsets the transaction commits (AddOffsetsToTxn): it begins if none is open."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group: str
+    now_ms: int
+    coordinator_epoch: int
+    limits: Limits = LIMITS
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetPartitions:
+    """The partitions a TxnOffsetCommit commits the group's offsets in: the marker must reach them. Only
+    for a group the open transaction added."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group: str
+    partitions: tuple[TopicPartition, ...]
+    now_ms: int
+    coordinator_epoch: int
+    limits: Limits = LIMITS
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransaction:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    now_ms: int
+    coordinator_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimeOut:
+    """The leader saw the producer's open transaction pass its timeout: abort it, fencing the producer."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    now_ms: int
+    coordinator_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Complete:
+    """Every marker of the prepared transaction of this producer is written."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    now_ms: int
+    coordinator_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Expire:
+    """Forget these ids if they are still unused for ``expiration_ms`` at ``now_ms``."""
+
+    transactional_ids: tuple[str, ...]
+    now_ms: int
+    expiration_ms: int
+
+
+TxnCommand = (
+    InitProducer
+    | AddPartitions
+    | AddGroup
+    | AddOffsetPartitions
+    | EndTransaction
+    | TimeOut
+    | Complete
+    | Expire
+)
+
+
+def encode(command: TxnCommand) -> bytes:
+    c = command
+    fields: list[Any]
+    if isinstance(c, InitProducer):
+        fields = [
+            _INIT,
+            c.transactional_id,
+            c.timeout_ms,
+            c.fresh_producer_id,
+            c.expected_producer_id,
+            c.expected_producer_epoch,
+            c.now_ms,
+            c.coordinator_epoch,
+            c.limits.to_row(),
+        ]
+    elif isinstance(c, AddPartitions):
+        fields = [
+            _ADD_PARTITIONS,
+            c.transactional_id,
+            c.producer_id,
+            c.producer_epoch,
+            _tp_rows(c.partitions),
+            c.now_ms,
+            c.coordinator_epoch,
+            c.limits.to_row(),
+        ]
+    elif isinstance(c, AddGroup):
+        fields = [
+            _ADD_GROUP,
+            c.transactional_id,
+            c.producer_id,
+            c.producer_epoch,
+            c.group,
+            c.now_ms,
+            c.coordinator_epoch,
+            c.limits.to_row(),
+        ]
+    elif isinstance(c, AddOffsetPartitions):
+        fields = [
+            _ADD_OFFSET_PARTITIONS,
+            c.transactional_id,
+            c.producer_id,
+            c.producer_epoch,
+            c.group,
+            _tp_rows(c.partitions),
+            c.now_ms,
+            c.coordinator_epoch,
+            c.limits.to_row(),
+        ]
+    elif isinstance(c, EndTransaction):
+        fields = [
+            _END,
+            c.transactional_id,
+            c.producer_id,
+            c.producer_epoch,
+            c.commit,
+            c.now_ms,
+            c.coordinator_epoch,
+        ]
+    elif isinstance(c, TimeOut):
+        fields = [
+            _TIME_OUT,
+            c.transactional_id,
+            c.producer_id,
+            c.producer_epoch,
+            c.now_ms,
+            c.coordinator_epoch,
+        ]
+    elif isinstance(c, Complete):
+        fields = [
+            _COMPLETE,
+            c.transactional_id,
+            c.producer_id,
+            c.producer_epoch,
+            c.now_ms,
+            c.coordinator_epoch,
+        ]
+    else:
+        fields = [_EXPIRE, list(c.transactional_ids), c.now_ms, c.expiration_ms]
+    packed: bytes = msgpack.packb(fields, use_bin_type=True)
+    return packed
+
+
+def _tp_rows(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
+    return [[tp.topic, tp.partition] for tp in partitions]
+
+
+def _int(value: object, low: int = 0, high: int = 2**63 - 1) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise InvalidCommand(f"expected an integer in [{low}, {high}], got {str(value)[:40]!r}")
+    return value
+
+
+def _producer_id(value: object) -> int:
+    return _int(value, NO_PRODUCER)
+
+
+def _epoch(value: object) -> int:
+    return _int(value, -1, EPOCH_MAX)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidCommand(f"expected text, got {str(value)[:40]!r}")
+    return value
+
+
+def _tps(value: object) -> tuple[TopicPartition, ...]:
+    if not isinstance(value, list):
+        raise InvalidCommand(f"expected partitions, got {str(value)[:40]!r}")
+    found = []
+    for row in value:
+        if not (isinstance(row, list) and len(row) == 2):
+            raise InvalidCommand(f"malformed partition {str(row)[:40]!r}")
+        found.append(TopicPartition(_text(row[0]), _int(row[1], 0, 2**31 - 1)))
+    return tuple(found)
+
+
+def decode(data: bytes) -> TxnCommand:
+    try:
+        fields = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        raise InvalidCommand(f"transaction command is not msgpack: {exc}") from None
+    if not isinstance(fields, list) or not fields:
+        raise InvalidCommand(f"malformed transaction command {str(fields)[:80]!r}")
+    kind, rest = fields[0], fields[1:]
+    shapes = {
+        _INIT: 8, _ADD_PARTITIONS: 7, _ADD_GROUP: 7, _ADD_OFFSET_PARTITIONS: 8, _END: 6, _TIME_OUT: 5,
+        _COMPLETE: 5, _EXPIRE: 3,
+    }  # fmt: skip
+    if type(kind) is not int or shapes.get(kind) != len(rest):
+        raise InvalidCommand(f"unknown transaction command {str(fields)[:80]!r}")
+    if kind == _INIT:
+        tid, timeout_ms, fresh, expected_id, expected_epoch, now_ms, term, limits = rest
+        return InitProducer(
+            _text(tid),
+            _int(timeout_ms, 1, 2**31 - 1),
+            _int(fresh),
+            _producer_id(expected_id),
+            _epoch(expected_epoch),
+            _int(now_ms),
+            _int(term),
+            Limits.from_row(limits),
+        )
+    if kind == _ADD_PARTITIONS:
+        tid, pid, epoch, tps, now_ms, term, limits = rest
+        return AddPartitions(
+            _text(tid), _int(pid), _epoch(epoch), _tps(tps), _int(now_ms), _int(term), Limits.from_row(limits)
+        )
+    if kind == _ADD_GROUP:
+        tid, pid, epoch, group, now_ms, term, limits = rest
+        return AddGroup(
+            _text(tid),
+            _int(pid),
+            _epoch(epoch),
+            _text(group),
+            _int(now_ms),
+            _int(term),
+            Limits.from_row(limits),
+        )
+    if kind == _ADD_OFFSET_PARTITIONS:
+        tid, pid, epoch, group, tps, now_ms, term, limits = rest
+        return AddOffsetPartitions(
+            _text(tid),
+            _int(pid),
+            _epoch(epoch),
+            _text(group),
+            _tps(tps),
+            _int(now_ms),
+            _int(term),
+            Limits.from_row(limits),
+        )
+    if kind == _END:
+        tid, pid, epoch, commit, now_ms, term = rest
+        if type(commit) is not bool:
+            raise InvalidCommand(f"expected commit true or false, got {str(commit)[:40]!r}")
+        return EndTransaction(_text(tid), _int(pid), _epoch(epoch), commit, _int(now_ms), _int(term))
+    if kind in (_TIME_OUT, _COMPLETE):
+        tid, pid, epoch, now_ms, term = rest
+        made = TimeOut if kind == _TIME_OUT else Complete
+        return made(_text(tid), _int(pid), _epoch(epoch), _int(now_ms), _int(term))
+    tids, now_ms, expiration_ms = rest
+    if not isinstance(tids, list):
+        raise InvalidCommand(f"expected transactional ids, got {str(tids)[:40]!r}")
+    return Expire(tuple(_text(t) for t in tids), _int(now_ms), _int(expiration_ms))
+
+
+# -- apply ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TxnChanged:
+    """The transactional id's row after the command (None: forgotten). ``changed``: False when the command
+    found it already as asked (a retry) and changed nothing."""
+
+    transactional_id: str
+    transaction: Transaction | None
+    changed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TxnsExpired:
+    transactional_ids: tuple[str, ...]  # those forgotten
+
+
+TxnResult = (
+    TxnChanged
+    | TxnsExpired
+    | ProducerFenced
+    | InvalidProducerIdMapping
+    | ConcurrentTransactions
+    | InvalidTxnState
+    | TransactionLimitReached
+    | InvalidCommand
+)
+
+
+def _bumped(row: Transaction, fresh_producer_id: int) -> tuple[int, int]:
+    """The producer id and epoch after an InitProducerId: the next epoch, or a new id at epoch 0 once the
+    epochs are spent."""
+    if row.producer_epoch >= EPOCH_BUMP_MAX:
+        return fresh_producer_id, 0
+    return row.producer_id, row.producer_epoch + 1
+
+
+@dataclass
+class TransactionTable:
+    """Every transactional id coordinated by one partition of ``__transactions`` (deterministic apply).
+    ``transactions`` is replaced whole by each change (on the driver thread), never changed in place: the
+    coordinator reads it on the event loop."""
+
+    transactions: Mapping[str, Transaction] = field(default_factory=lambda: MappingProxyType({}))
+    open_partitions: int = 0  # partitions across every row's transaction (bounded: Limits.open_partitions)
+
+    def apply(self, data: bytes) -> TxnResult:
+        try:
+            command = decode(data)
+        except InvalidCommand as exc:
+            return exc
+        if isinstance(command, Expire):
+            return self._expire(command)
+        row = self.transactions.get(command.transactional_id)
+        if isinstance(command, InitProducer):
+            return self._init(command, row)
+        if row is None:
+            return InvalidProducerIdMapping(command.transactional_id, command.producer_id)
+        if isinstance(command, Complete):
+            return self._complete(command, row)
+        if command.producer_id != row.producer_id:
+            return InvalidProducerIdMapping(command.transactional_id, command.producer_id)
+        if command.producer_epoch != row.producer_epoch:
+            return ProducerFenced(command.producer_id, command.producer_epoch, row.producer_epoch)
+        if isinstance(command, EndTransaction):
+            return self._end(command, row)
+        if isinstance(command, TimeOut):
+            if row.state is not TxnState.ONGOING:
+                return TxnChanged(row.transactional_id, row, changed=False)
+            return self._store(_fence_abort(row, command.now_ms, command.coordinator_epoch))
+        return self._add(command, row)
+
+    def _init(self, command: InitProducer, row: Transaction | None) -> TxnResult:
+        now, term = command.now_ms, command.coordinator_epoch
+        if row is None:
+            if len(self.transactions) >= command.limits.transactional_ids:
+                return TransactionLimitReached(
+                    "transactional ids per coordinator partition", command.limits.transactional_ids
+                )
+            return self._store(
+                Transaction(
+                    command.transactional_id,
+                    command.fresh_producer_id,
+                    0,
+                    TxnState.EMPTY,
+                    command.timeout_ms,
+                    NO_TIME,
+                    now,
+                    term,
+                )
+            )
+        expected = command.expected_producer_id, command.expected_producer_epoch
+        if expected[0] != NO_PRODUCER and expected[0] not in (row.producer_id, row.last_producer_id):
+            return ProducerFenced(expected[0], expected[1], row.producer_epoch)
+        if row.state.preparing:
+            return ConcurrentTransactions(row.transactional_id, row.state.value)
+        if row.state is TxnState.ONGOING:  # a new producer of the id: the open transaction is aborted first
+            return self._store(_fence_abort(row, now, term))
+        if expected[0] != NO_PRODUCER:
+            if expected == (row.last_producer_id, row.last_producer_epoch):
+                return TxnChanged(row.transactional_id, row, changed=False)  # a retry; answered again
+            if expected != (row.producer_id, row.producer_epoch):
+                return ProducerFenced(expected[0], expected[1], row.producer_epoch)
+        producer_id, epoch = _bumped(row, command.fresh_producer_id)
+        return self._store(
+            replace(
+                row,
+                producer_id=producer_id,
+                producer_epoch=epoch,
+                state=TxnState.EMPTY,
+                timeout_ms=command.timeout_ms,
+                started_ms=NO_TIME,
+                updated_ms=now,
+                coordinator_epoch=term,
+                partitions=MappingProxyType({}),
+                groups=(),
+                last_producer_id=row.producer_id,
+                last_producer_epoch=row.producer_epoch,
+            )
+        )
+
+    def _add(self, command: AddPartitions | AddGroup | AddOffsetPartitions, row: Transaction) -> TxnResult:
+        if row.state.preparing:
+            return ConcurrentTransactions(row.transactional_id, row.state.value)
+        if not isinstance(command, AddGroup) and not command.partitions:
+            return TxnChanged(row.transactional_id, row, changed=False)  # nothing added: nothing begins
+        limits = command.limits
+        partitions = dict(row.partitions) if row.state is TxnState.ONGOING else {}
+        groups = set(row.groups) if row.state is TxnState.ONGOING else set()
+        if isinstance(command, AddOffsetPartitions):
+            if row.state is not TxnState.ONGOING or command.group not in groups:
+                return InvalidTxnState(
+                    f"transactional id {row.transactional_id!r}: offsets of group {command.group!r} are "
+                    "committed in a transaction only after AddOffsetsToTxn named the group"
+                )
+            for tp in command.partitions:
+                partitions.setdefault(tp, False)  # a partition written stays written: its batch ends it
+        elif isinstance(command, AddPartitions):
+            for tp in command.partitions:
+                partitions[tp] = True
+        else:
+            groups.add(command.group)
+            if len(groups) > limits.groups:
+                return TransactionLimitReached("consumer groups per transaction", limits.groups)
+        if len(partitions) > limits.partitions:
+            return TransactionLimitReached("partitions per transaction", limits.partitions)
+        held = len(row.partitions) if row.state is TxnState.ONGOING else 0
+        if self.open_partitions - held + len(partitions) > limits.open_partitions:
+            return TransactionLimitReached("partitions in the open transactions of a coordinator partition",
+                                           limits.open_partitions)  # fmt: skip
+        if row.state is TxnState.ONGOING and partitions == row.partitions and groups == set(row.groups):
+            return TxnChanged(row.transactional_id, row, changed=False)
+        started = row.started_ms if row.state is TxnState.ONGOING else command.now_ms
+        return self._store(
+            replace(
+                row,
+                state=TxnState.ONGOING,
+                started_ms=started,
+                updated_ms=command.now_ms,
+                coordinator_epoch=command.coordinator_epoch,
+                partitions=MappingProxyType(partitions),
+                groups=tuple(sorted(groups)),
+            )
+        )
+
+    def _end(self, command: EndTransaction, row: Transaction) -> TxnResult:
+        asked = "commit" if command.commit else "abort"
+        done = TxnState.COMPLETE_COMMIT if command.commit else TxnState.COMPLETE_ABORT
+        preparing = TxnState.PREPARE_COMMIT if command.commit else TxnState.PREPARE_ABORT
+        if row.state is TxnState.ONGOING:
+            return self._store(
+                replace(
+                    row,
+                    state=preparing,
+                    updated_ms=command.now_ms,
+                    coordinator_epoch=command.coordinator_epoch,
+                )
+            )
+        if row.state is done:
+            return TxnChanged(row.transactional_id, row, changed=False)  # a retry of the end: answered again
+        if row.state is preparing:
+            return ConcurrentTransactions(row.transactional_id, row.state.value)  # asked again: completing
+        return InvalidTxnState(
+            f"transactional id {row.transactional_id!r}: cannot {asked} a transaction in state "
+            f"{row.state.value}"
+        )
+
+    def _complete(self, command: Complete, row: Transaction) -> TxnResult:
+        """The markers of the prepared transaction are written: it ends (nothing, when it is not the one
+        prepared any more: a completion proposed twice, or by a leader since deposed)."""
+        same = (row.producer_id, row.producer_epoch) == (command.producer_id, command.producer_epoch)
+        if not same or not row.state.preparing:
+            return TxnChanged(row.transactional_id, row, changed=False)
+        done = TxnState.COMPLETE_COMMIT if row.state is TxnState.PREPARE_COMMIT else TxnState.COMPLETE_ABORT
+        return self._store(
+            replace(
+                row,
+                state=done,
+                updated_ms=command.now_ms,
+                coordinator_epoch=command.coordinator_epoch,
+                partitions=MappingProxyType({}),
+                groups=(),
+            )
+        )
+
+    def _expire(self, command: Expire) -> TxnsExpired:
+        gone = tuple(
+            sorted(
+                tid
+                for tid in set(command.transactional_ids)
+                if (row := self.transactions.get(tid)) is not None
+                and row.state.idle
+                and command.now_ms - row.updated_ms >= command.expiration_ms
+            )
+        )
+        if gone:
+            kept = {tid: row for tid, row in self.transactions.items() if tid not in gone}
+            self.transactions = MappingProxyType(kept)
+        return TxnsExpired(gone)
+
+    def _store(self, row: Transaction) -> TxnChanged:
+        old = self.transactions.get(row.transactional_id)
+        self.open_partitions += len(row.partitions) - (len(old.partitions) if old is not None else 0)
+        self.transactions = MappingProxyType({**self.transactions, row.transactional_id: row})
+        return TxnChanged(row.transactional_id, row)
+
+    # -- snapshots -------------------------------------------------------------------------------------
+
+    def to_rows(self) -> list[list[Any]]:
+        return [
+            [
+                t.transactional_id,
+                t.producer_id,
+                t.producer_epoch,
+                t.state.value,
+                t.timeout_ms,
+                t.started_ms,
+                t.updated_ms,
+                t.coordinator_epoch,
+                [[tp.topic, tp.partition, w] for tp, w in t.partitions.items()],
+                list(t.groups),
+                t.last_producer_id,
+                t.last_producer_epoch,
+            ]
+            for t in self.transactions.values()
+        ]
+
+    @classmethod
+    def from_rows(cls, rows: list[list[Any]]) -> TransactionTable:
+        found = {}
+        for row in rows:
+            tid, pid, epoch, state, timeout_ms, started, updated, term, tps, groups, last_pid, last_epoch = (
+                row
+            )
+            partitions = {TopicPartition(str(t), int(p)): bool(w) for t, p, w in tps}
+            found[str(tid)] = Transaction(
+                str(tid),
+                int(pid),
+                int(epoch),
+                TxnState(state),
+                int(timeout_ms),
+                int(started),
+                int(updated),
+                int(term),
+                MappingProxyType(partitions),
+                tuple(str(g) for g in groups),
+                int(last_pid),
+                int(last_epoch),
+            )
+        return cls(MappingProxyType(found), sum(len(t.partitions) for t in found.values()))
+
+
+def _fence_abort(row: Transaction, now_ms: int, coordinator_epoch: int) -> Transaction:
+    """The open transaction aborted with the producer's epoch bumped: its producer is fenced everywhere the
+    abort marker lands and at the coordinator (an epoch at ``EPOCH_MAX`` is aborted as it is: no producer
+    holds a later one)."""
+    epoch = row.producer_epoch + 1 if row.producer_epoch < EPOCH_MAX else row.producer_epoch
+    return replace(
+        row,
+        producer_epoch=epoch,
+        state=TxnState.PREPARE_ABORT,
+        updated_ms=now_ms,
+        coordinator_epoch=coordinator_epoch,
+        last_producer_id=NO_PRODUCER,
+        last_producer_epoch=-1,
+    )

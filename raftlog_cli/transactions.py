@@ -1,0 +1,63 @@
+"""``raftlog transactions list|describe``: Kafka's transactional producers as an operator sees them (Kafka's
+kafka-transactions.sh): every transactional id with its producer and its transaction's state, and one id's
+transaction: its partitions, groups, when it began and its timeout."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from raftlog_cli.admin import WithClient, command_group, output_options, printing, runner
+
+STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
+
+
+def _open_for(started_ms: int) -> str:
+    """How long the transaction has been open, by this machine's clock ("-": none open)."""
+    if started_ms < 0:
+        return "-"
+    return f"{max(0, int(time.time() * 1000) - started_ms) / 1000:.1f}s"
+
+
+def list_summary(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'TRANSACTIONAL ID':<40}{'STATE':<16}{'PRODUCER ID':>21}{'EPOCH':>7}{'OPEN FOR':>11}"]
+    lines += [
+        f"{r['transactional_id']:<40}{r['state']:<16}{r['producer_id']:>21}{r['producer_epoch']:>7}"
+        f"{_open_for(r['started_ms']):>11}"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def describe_summary(body: dict[str, Any]) -> str:
+    lines = [
+        f"transactional id {body['transactional_id']}: {body['state']}, producer {body['producer_id']} "
+        f"epoch {body['producer_epoch']}, timeout {body['timeout_ms']} ms, open for "
+        f"{_open_for(body['started_ms'])}",
+        f"  coordinator {body['coordinator']} (partition {body['coordinator_partition']} of __transactions, "
+        f"epoch {body['coordinator_epoch']})",
+    ]
+    if body["groups"]:
+        lines.append(f"  offsets of group(s) {', '.join(body['groups'])}")
+    rows = [(p, "records") for p in body["partitions"]] + [(p, "offsets") for p in body["offset_partitions"]]
+    if rows:
+        lines.append(f"{'TOPIC':<32}{'PARTITION':>10}  HOLDS")
+        lines += [f"{p['topic']:<32}{p['partition']:>10}  {holds}" for p, holds in rows]
+    return "\n".join(lines)
+
+
+def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: WithClient) -> None:
+    common = [server, output_options()]
+    run = runner(with_client)
+    sub = command_group(
+        commands, "transactions", "Kafka transactional producers: list them, describe one's transaction"
+    )
+    listed = sub.add_parser("list", parents=common, help="every transactional id and its transaction's state")
+    listed.add_argument("--state", choices=STATES, help="only those in this state")
+    listed.set_defaults(run=run(printing(lambda client, args: client.transactions(args.state), list_summary)))
+    described = sub.add_parser("describe", parents=common, help="one transactional id's transaction")
+    described.add_argument("transactional_id")
+    described.set_defaults(
+        run=run(printing(lambda client, args: client.transaction(args.transactional_id), describe_summary))
+    )
