@@ -42,6 +42,8 @@ client runs them on a thread of its own; the history is written on the event loo
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import logging
 import random
@@ -107,39 +109,60 @@ def group_of(process: int) -> str:
 
 
 def record_args(value: int, txn: str) -> dict[str, Any]:
-    """``Producer.produce`` arguments for the record of ``value`` in transaction ``txn``."""
-    return {"key": txn.encode(), "value": json.dumps(value).encode(), "headers": [("v", str(value).encode())]}
+    """``Producer.produce`` arguments for the record of ``value`` in transaction ``txn`` (key and value JSON
+    text, so that the HTTP API answers it in its JSON flavour)."""
+    return {
+        "key": json.dumps(txn).encode(),
+        "value": json.dumps(value).encode(),
+        "headers": [("v", str(value).encode())],
+    }
 
 
-def read_back(message: Message) -> Any:
-    """The number a consumed record carries when its value and ``v`` header agree, else its JSON text."""
-    raw = message.value()
-    headers = cast(list[tuple[str, bytes | None]], message.headers() or [])
+def number_of(key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]]) -> Any:
+    """The number a record carries when its value and ``v`` header agree, else the record as JSON text
+    (a value never sent: the checker's phantom read)."""
     try:
-        number = json.loads(raw) if raw is not None else None
+        number = json.loads(value) if value is not None else None
     except (UnicodeDecodeError, json.JSONDecodeError):
         number = None
-    if type(number) is int and headers == [("v", str(number).encode())]:
+    if type(number) is int and list(headers) == [("v", str(number).encode())]:
         return number
-    key = message.key()
+
+    def text(data: bytes | None) -> str | None:
+        return None if data is None else data.decode("utf-8", "replace")
+
     return json.dumps(
-        {
-            "key": None if key is None else key.decode("utf-8", "replace"),
-            "value": None if raw is None else raw.decode("utf-8", "replace"),
-            "headers": [[k, None if v is None else v.decode("utf-8", "replace")] for k, v in headers],
-        },
+        {"key": text(key), "value": text(value), "headers": [[k, text(v)] for k, v in headers]},
         sort_keys=True,
     )
 
 
+def read_back(message: Message) -> Any:
+    """The number a consumed record carries (``number_of``)."""
+    headers = cast(list[tuple[str, bytes | None]], message.headers() or [])
+    return number_of(message.key(), message.value(), headers)
+
+
 def read_back_row(row: dict[str, Any]) -> Any:
-    """The number a record read over the HTTP API (JSON flavour) carries when its value and ``v`` header
-    agree, else the row's JSON text (offsets and timestamps left out)."""
-    number = row.get("value")
-    if type(number) is int and row.get("headers") == [{"key": "v", "value": str(number)}]:
-        return number
-    kept = {name: row.get(name) for name in ("key", "value", "headers")}
-    return json.dumps(kept, sort_keys=True, default=str)
+    """The number a record read over the HTTP API carries (``number_of``), from a row of either flavour:
+    JSON (key and value as JSON, headers as text) or binary (base64)."""
+    try:
+        if row.get("format") == "binary":
+            key, value = _unbase64(row.get("key")), _unbase64(row.get("value"))
+            headers = [(h["key"], _unbase64(h["value"])) for h in row.get("headers") or []]
+        else:
+            key = None if row.get("key") is None else json.dumps(row["key"]).encode()
+            value = None if row.get("value") is None else json.dumps(row["value"]).encode()
+            headers = [
+                (h["key"], None if h["value"] is None else str(h["value"]).encode()) for h in row["headers"]
+            ]
+    except (KeyError, TypeError, ValueError, binascii.Error):
+        return json.dumps(row, sort_keys=True, default=str)
+    return number_of(key, value, headers)
+
+
+def _unbase64(text: Any) -> bytes | None:
+    return None if text is None else base64.b64decode(text, validate=True)
 
 
 class HttpReader:

@@ -15,14 +15,14 @@ from jepsen import cli, control, marker_fault, runner, txn_workload
 
 
 def consumed(
-    value: bytes | None, headers: list[tuple[str, bytes | None]] | None, key: bytes = b"p0.1"
+    value: bytes | None, headers: list[tuple[str, bytes | None]] | None, key: bytes = b'"p0.1"'
 ) -> Message:
     return Message(topic="tx", partition=0, offset=7, key=key, value=value, headers=headers)
 
 
 def test_a_record_reads_back_as_its_number_only_when_value_and_header_agree() -> None:
     args = txn_workload.record_args(17, "p3.2")
-    assert args == {"key": b"p3.2", "value": b"17", "headers": [("v", b"17")]}
+    assert args == {"key": b'"p3.2"', "value": b"17", "headers": [("v", b"17")]}
     assert txn_workload.read_back(consumed(args["value"], args["headers"])) == 17
     for value, headers in [
         (b"17", [("v", b"18")]),  # another record's header
@@ -33,7 +33,7 @@ def test_a_record_reads_back_as_its_number_only_when_value_and_header_agree() ->
     ]:
         read = txn_workload.read_back(consumed(value, headers))
         assert isinstance(read, str), (value, headers)
-        assert json.loads(read)["key"] == "p0.1"
+        assert json.loads(read)["key"] == '"p0.1"'
 
 
 def test_every_worker_has_its_own_transactional_id_and_group() -> None:
@@ -96,11 +96,26 @@ def test_the_fault_finds_the_state_machines_marker_apply() -> None:
 
 
 def test_a_record_read_over_http_reads_back_as_its_number_only_when_value_and_header_agree() -> None:
-    row = {"offset": 4, "key": "p0.1", "value": 17, "headers": [{"key": "v", "value": "17"}], "timestamp": 1}
+    row = {
+        "offset": 4,
+        "key": "p0.1",
+        "value": 17,
+        "headers": [{"key": "v", "value": "17"}],
+        "format": "json",
+    }
     assert txn_workload.read_back_row(row) == 17
-    for changed in ({"value": 18}, {"value": None}, {"value": "17"}, {"headers": []}):
+    binary = {
+        **row,
+        "key": "InAwLjEi",
+        "value": "MTc=",
+        "headers": [{"key": "v", "value": "MTc="}],
+        "format": "binary",
+    }
+    assert txn_workload.read_back_row(binary) == 17
+    for changed in ({"value": 18}, {"value": None}, {"value": "17"}, {"headers": []}, {"headers": None}):
         read = txn_workload.read_back_row({**row, **changed})
-        assert isinstance(read, str) and json.loads(read)["key"] == "p0.1", changed
+        assert isinstance(read, str) and "p0.1" in read, changed
+    assert isinstance(txn_workload.read_back_row({**binary, "value": "not base64!"}), str)
 
 
 def test_the_txn_workload_reads_through_kafka_unless_told_and_takes_the_doors_in_turn() -> None:
