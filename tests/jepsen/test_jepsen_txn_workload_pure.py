@@ -3,15 +3,19 @@ the run's options, and the negative control's broken marker apply."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import pathlib
 import subprocess
 import sys
+import threading
 
 import pytest
-from confluent_kafka import Message
+from confluent_kafka import Message, Producer
 
-from jepsen import cli, control, marker_fault, runner, txn_workload
+from jepsen import cli, control, kafka_workload, marker_fault, runner, txn_workload
+from jepsen.recorder import Recorder
 
 
 def consumed(
@@ -124,3 +128,34 @@ def test_the_txn_workload_reads_through_kafka_unless_told_and_takes_the_doors_in
     assert runner.config_from_args(parser.parse_args(["run"])).clients == ("http",)
     told = parser.parse_args(["run", "--workload", "txn", "--clients", "http,kafka"])
     assert runner.config_from_args(told).clients == ("http", "kafka")
+
+
+def test_a_call_that_does_not_return_in_time_is_left_behind_and_its_handles_replaced(
+    tmp_path: pathlib.Path,
+) -> None:
+    """librdkafka does not always keep its own timeouts: the harness bounds every call itself."""
+
+    async def go() -> None:
+        logger = kafka_workload.client_logger(str(tmp_path / "clients.log"))
+        recorder = Recorder(str(tmp_path / "history.jsonl"))
+        client = txn_workload.TxnClient(
+            "127.0.0.1:9", recorder, process=0, logger=logger, transactional="jepsen-t-0"
+        )
+        try:
+            consumers = client.consumers
+            stuck = threading.Event()
+            assert await client._blocking(stuck.wait, 0.2, "consumers") is None
+            assert client.wedged == 1 and client.consumers is not consumers
+            client.producer, client.ready = Producer({"bootstrap.servers": "127.0.0.1:9"}), True
+            assert await client._blocking(stuck.wait, 0.2, "producer") is None
+            assert (client.producer, client.ready, client.wedged) == (None, False, 2)
+            stuck.set()  # the threads left behind end; nothing of theirs reaches the client
+            assert await client._blocking(lambda: 5, 5.0, "consumers") == 5
+            with pytest.raises(ZeroDivisionError):
+                await client._blocking(lambda: 1 // 0, 5.0, "consumers")
+        finally:
+            await client.close()
+            recorder.close()
+            kafka_workload.close_client_logger(logger)
+
+    asyncio.run(go())
