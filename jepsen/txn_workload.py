@@ -447,8 +447,11 @@ class TxnClient:
 
 
 def _destroy(producer: Producer) -> None:
-    producer.purge(in_queue=True, in_flight=True, blocking=False)
-    producer.flush(0)
+    with contextlib.suppress(
+        KafkaException
+    ):  # a producer in a fatal state may refuse to purge: dropped anyway
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.flush(0)
 
 
 def _init_transactions(producer: Producer) -> tuple[str, dict[str, Any], bool]:
