@@ -733,6 +733,7 @@ class TxnRun:
         consumed: Sequence[tuple[str, int, Any]] = (),
     ) -> None:
         if not worker.client.ready:  # a wedged call took the producer: a new one first (next step)
+            stats.add("txn", "skipped: no producer ready")
             return
         name = worker.next_name()
         intent = "commit" if commit else "abort"
