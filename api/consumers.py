@@ -98,6 +98,14 @@ def _instance(request: web.Request) -> str:
     return check_instance_name(request.match_info["instance"], "instance")
 
 
+def _isolation(body: Mapping[str, Any]) -> bool:
+    """Kafka's ``isolation.level``: read_uncommitted (the default) or read_committed."""
+    level = _config_str(body, "isolation.level", "read_uncommitted").lower()
+    if level not in ("read_uncommitted", "read_committed"):
+        raise InvalidConsumerConfig(f"isolation.level {level!r}: use read_uncommitted or read_committed")
+    return level == "read_committed"
+
+
 def _config_str(body: Mapping[str, Any], key: str, default: str) -> str:
     value = body.get(key, default)
     if not isinstance(value, str):
@@ -187,7 +195,7 @@ _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _CREATE_FIELDS = frozenset(
     {
         "name", "id", "format", "auto.offset.reset", "auto.commit.enable", "auto.commit.interval.ms",
-        "fetch.min.bytes", "consumer.request.timeout.ms", "session.timeout.ms",
+        "fetch.min.bytes", "consumer.request.timeout.ms", "session.timeout.ms", "isolation.level",
         "partition.assignment.strategy",
     }
 )  # fmt: skip
@@ -237,6 +245,7 @@ async def create_instance(request: web.Request) -> web.Response:
         _config_int(body, "consumer.request.timeout.ms", defaults.request_timeout_ms),
         _config_bool(body, "auto.commit.enable", defaults.auto_commit),
         _config_int(body, "auto.commit.interval.ms", defaults.auto_commit_interval_ms),
+        _isolation(body),
     )
     created = await _groups(request).call(
         GroupService.create_instance,
@@ -368,7 +377,10 @@ async def records(request: web.Request) -> web.Response:
 
 
 def _render(fetched: ConsumerRecords) -> bytes:
-    parts = [(part.tp.topic, part.tp.partition, decode(part.data, part.offset)) for part in fetched.parts]
+    parts = [
+        (part.tp.topic, part.tp.partition, decode(part.data, part.offset, part.aborted))
+        for part in fetched.parts
+    ]
     return records_json(parts, Flavour(fetched.format))
 
 

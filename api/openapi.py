@@ -470,6 +470,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "consumer.request.timeout.ms": _int_config(0, REQUEST_TIMEOUT_MS_MAX),
                 "session.timeout.ms": _int_config(SESSION_TIMEOUT_MS_MIN, SESSION_TIMEOUT_MS_MAX),
                 "partition.assignment.strategy": {"type": "string", "enum": ["range", "round_robin"]},
+                "isolation.level": {"type": "string", "enum": ["read_uncommitted", "read_committed"]},
             }
         )
     ),

@@ -117,6 +117,18 @@ CATALOGUE: dict[str, Family] = {
     "consumer_group_lag": Family(
         "gauge", "End offset minus committed offset, per partition of a group coordinated here."
     ),
+    "transactions": Family(
+        "gauge", "Transactional ids coordinated here, by the state of their transaction (Kafka's names)."
+    ),
+    "transaction_markers_written": Family(
+        "counter", "Transaction markers this node's coordinator had written into a partition."
+    ),
+    "transaction_marker_retries": Family(
+        "counter", "Transaction markers tried again because the partition's leader did not take them."
+    ),
+    "transactions_timed_out": Family(
+        "counter", "Transactions this node's coordinator aborted past their timeout, fencing their producer."
+    ),
     "login_failures": Family(
         "counter", "Failed logins on this node: HTTP (a password, user token or admin token) and Kafka SASL."
     ),

@@ -109,7 +109,7 @@ def versions_response(version: int, error: ErrorCode) -> Any:
 APIS: dict[int, Api] = {
     api.key: api
     for api in (
-        Api(0, "Produce", 3, 9, produce, "WRITE topic"),
+        Api(0, "Produce", 3, 9, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
         Api(1, "Fetch", 4, 12, fetch, "READ topic"),
         Api(2, "ListOffsets", 1, 6, list_offsets, "DESCRIBE topic"),
         Api(

@@ -8,7 +8,9 @@ order they began): a producer's pipelined batches keep their order. A batch is c
 any producer's (``check_producer_batch``): exactly one RecordBatch v2 per partition; a transactional
 producer's batches like any idempotent producer's (its transaction's end is the coordinator's, docs/
 decisions/0019-transactions.md). A topic the connection may not WRITE (``serve --enforce-acls``) is
-answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it written; the others go on.
+answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it written; the others go on;
+a transactional producer's request whose connection may not WRITE its transactional id is answered
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, nothing written.
 A request's appends begin ``pacing.ITEMS_PER_TURN`` at a time, yielding to the event loop between turns;
 the connection's next Produce begins its appends once this one began all of its own (``Door.produce_order``).
 """
@@ -39,6 +41,11 @@ async def produce(door: Door, request: wire.Request) -> Any:
     refusal: tuple[ErrorCode, str] | None = None
     if body.acks not in ACKS:
         refusal = ErrorCode.invalid_required_acks, f"acks {body.acks}: must be -1 (all), 0 or 1"
+    elif body.transactional_id is not None and not door.allows(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):  # Kafka's: a transactional producer's every partition refused
+        refused = door.refusal(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
+        refusal = code_of(refused), str(refused)
     data = door.node.local.data
     calls: list[tuple[str, int, asyncio.Future[Any] | tuple[ErrorCode, str]]] = []
     pacer = Pacer()

@@ -252,10 +252,10 @@ async def describe_transactions(door: Door, request: wire.Request) -> Any:
     for tid in request.body.transactional_ids:
 
         def answer(code: ErrorCode, tid: str = tid, **found: Any) -> Any:
-            fields = {
+            fields = {  # a refusal's: the schema's defaults, as Kafka's broker leaves them
                 "transaction_state": "", "transaction_timeout": datetime.timedelta(0),
-                "transaction_start_time": wire.timestamp(-1), "producer_id": NO_PRODUCER,
-                "producer_epoch": -1, "topics": (),
+                "transaction_start_time": wire.timestamp(0), "producer_id": 0, "producer_epoch": 0,
+                "topics": (),
             }  # fmt: skip
             fields.update(found)
             return wire.build(state_cls, error_code=code, transactional_id=tid, **fields)

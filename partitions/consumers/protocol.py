@@ -39,6 +39,7 @@ class ReadPlan:
     offset_reset: str  # "earliest" | "latest": where a partition without a committed offset starts
     fetch_min_bytes: int  # -1: as many as the read may return
     wait_ms: int  # how long the read may still wait for records
+    read_committed: bool = False  # below each partition's last stable offset, aborted records left out
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,7 @@ class FetchedPart:
     tp: TopicPartition
     offset: int
     data: bytes
+    aborted: tuple[tuple[int, int], ...] = ()  # read_committed: the aborted transactions among ``data``
 
 
 @dataclass(frozen=True, slots=True)

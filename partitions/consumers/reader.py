@@ -89,7 +89,9 @@ async def read_assigned(data: PartitionData, group: str, plan: ReadPlan, max_byt
         budget = max(1, (max_bytes - size) // len(readable))
         reset = plan.offset_reset
         tasks = {
-            tp: asyncio.create_task(_fetch(data, reset, tp, result.positions[tp], wait_ms, budget))
+            tp: asyncio.create_task(
+                _fetch(data, reset, tp, result.positions[tp], wait_ms, budget, plan.read_committed)
+            )
             for tp in readable
         }
         fetched_now, failures = await _first_records(tasks, first=wait)
@@ -120,12 +122,17 @@ async def _starting_offset(data: PartitionData, group: str, offset_reset: str, t
 
 
 async def _fetch(
-    data: PartitionData, offset_reset: str, tp: TopicPartition, offset: int, timeout_ms: int, max_bytes: int
+    data: PartitionData,
+    offset_reset: str,
+    tp: TopicPartition,
+    offset: int,
+    timeout_ms: int,
+    max_bytes: int,
+    read_committed: bool,
 ) -> _Fetched:
+    reads = DataService.fetch_stable if read_committed else DataService.fetch_batches
     try:
-        served = await data.run(
-            DataService.fetch_batches, tp.topic, tp.partition, offset, max_bytes, timeout_ms
-        )
+        served = await data.run(reads, tp.topic, tp.partition, offset, max_bytes, timeout_ms)
     except OffsetOutOfRange as exc:
         earliest = offset_reset == "earliest"
         return _Fetched(None, reset_to=exc.log_start_offset if earliest else exc.end_offset)
@@ -137,7 +144,8 @@ async def _fetch(
         last = batch
     assert last is not None  # data is not empty: split_batches yields at least one batch
     next_offset = decode_header(last).end_offset
-    return _Fetched(FetchedPart(tp, offset, fetched.data), next_offset, high_watermark=fetched.high_watermark)
+    part = FetchedPart(tp, offset, fetched.data, fetched.aborted)
+    return _Fetched(part, next_offset, high_watermark=fetched.high_watermark)
 
 
 async def _first_records(

@@ -179,6 +179,7 @@ class ConsumerService:
             member.offset_reset,
             member.reads.fetch_min_bytes,
             max(0, int((deadline - loop.time()) * 1000)),
+            member.reads.read_committed,
         )
 
     async def end_read(

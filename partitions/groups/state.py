@@ -69,6 +69,7 @@ class ReadConfig:
     request_timeout_ms: int = 1_000  # how long a read without ``timeout`` waits (consumer.request.timeout.ms)
     auto_commit: bool = False  # commit the positions of what earlier reads returned, at a later read
     auto_commit_interval_ms: int = 5_000  # at most this often; 0: at every read
+    read_committed: bool = False  # isolation.level read_committed: below the LSO, aborted records left out
 
     def __post_init__(self) -> None:
         bounds = (
@@ -81,14 +82,18 @@ class ReadConfig:
                 raise InvalidConsumerConfig(f"{name} {value!r}: use an integer from {low} to {high}")
         if type(self.auto_commit) is not bool:
             raise InvalidConsumerConfig(f"auto.commit.enable {self.auto_commit!r}: use true or false")
+        if type(self.read_committed) is not bool:
+            raise InvalidConsumerConfig(f"read_committed {self.read_committed!r}: use true or false")
 
     def to_row(self) -> list[Any]:
-        return [self.fetch_min_bytes, self.request_timeout_ms, self.auto_commit, self.auto_commit_interval_ms]
+        row = [self.fetch_min_bytes, self.request_timeout_ms, self.auto_commit, self.auto_commit_interval_ms]
+        return [*row, True] if self.read_committed else row  # a row as before transactions when it can be
 
     @classmethod
     def from_row(cls, row: list[Any]) -> ReadConfig:
-        min_bytes, timeout_ms, auto_commit, interval_ms = row
-        return cls(int(min_bytes), int(timeout_ms), bool(auto_commit), int(interval_ms))
+        min_bytes, timeout_ms, auto_commit, interval_ms, *rest = row
+        committed = bool(rest[0]) if rest else False  # absent: a row from before isolation levels
+        return cls(int(min_bytes), int(timeout_ms), bool(auto_commit), int(interval_ms), committed)
 
 
 DEFAULT_READS = ReadConfig()

@@ -48,6 +48,7 @@ from partitions.names import check_group_name, check_topic_name, check_transacti
 from partitions.transactions.errors import (
     ConcurrentTransactions,
     InvalidTransactionTimeout,
+    TransactionLimitReached,
     UnknownTransactionalId,
 )
 from partitions.transactions.service import ProducerIdAndEpoch, TransactionDescription, TransactionSummary
@@ -224,8 +225,7 @@ class TransactionCoordinator:
     async def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
     ) -> None:
-        for tp in partitions:
-            check_topic_name(tp.topic)
+        self._bounded(partitions)
         partition, table, term = self._read(transactional_id)
         row = table.transactions.get(transactional_id)
         if (
@@ -238,6 +238,14 @@ class TransactionCoordinator:
             transactional_id, producer_id, producer_epoch, tuple(partitions), self._wall(), term, self._limits
         )
         await self._change(partition, command)
+
+    def _bounded(self, partitions: list[TopicPartition]) -> None:
+        """Refused before anything is replicated: more partitions than a transaction may hold (apply
+        counts them again with those it holds), or a name no topic can have."""
+        if len(partitions) > self._limits.partitions:
+            raise TransactionLimitReached("partitions per transaction", self._limits.partitions)
+        for tp in partitions:
+            check_topic_name(tp.topic)
 
     async def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group: str
@@ -258,8 +266,7 @@ class TransactionCoordinator:
         partitions: list[TopicPartition],
     ) -> None:
         check_group_name(group)
-        for tp in partitions:
-            check_topic_name(tp.topic)
+        self._bounded(partitions)
         partition, _, term = self._read(transactional_id)
         command = AddOffsetPartitions(
             transactional_id, producer_id, producer_epoch, group, tuple(partitions), self._wall(), term,
@@ -337,6 +344,8 @@ class TransactionCoordinator:
         running = self._drivers.get(transactional_id)
         if running is not None and running[1] is task:
             del self._drivers[transactional_id]
+        if not task.cancelled() and task.exception() is not None:  # a bug: the next sweep drives it again
+            log.error("transactional id %r: completion failed", transactional_id, exc_info=task.exception())
 
     def _still_driving(self, key: _DriveKey, transactional_id: str) -> bool:
         """Whether this node still leads the partition in the driver's term, the transaction prepared as

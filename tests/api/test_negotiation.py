@@ -54,6 +54,7 @@ def _path(template: str) -> str:
         "{node_id}": "n1",
         "{user}": "u",
         "{token_id}": "0123456789abcdef",
+        "{transactional_id}": "payments-1",
     }
     for name, value in values.items():
         template = template.replace(name, value)

@@ -302,6 +302,48 @@ def test_a_consumer_group_needs_read_on_its_group(cluster: LocalCluster) -> None
     assert status == 200 and json.loads(body)["offsets"] == [{"topic": topic, "partition": 0, "offset": 1}]
 
 
+def test_a_transactional_producer_needs_write_on_its_transactional_id(cluster: LocalCluster) -> None:
+    name, settings = user(cluster)
+    topic = new_topic(cluster)
+    grant(cluster, topic_acl(name, topic, "write"))
+    tid = f"tx-{topic}"
+    with pytest.raises(KafkaException) as refused:
+        Producer({**settings, "transactional.id": tid}).init_transactions(30)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    binding = AclBinding(
+        ResourceType.TRANSACTIONAL_ID, "tx-", ResourcePatternType.PREFIXED, f"User:{name}", "*",
+        AclOperation.WRITE, AclPermissionType.ALLOW,
+    )  # fmt: skip
+    admin_kafka = admin_client(cluster)  # held while its futures resolve
+    for made in admin_kafka.create_acls([binding]).values():  # Kafka's CreateAcls, resource type 5
+        made.result(30)
+    until(
+        lambda: all(
+            any(a["resource_type"] == "transactional_id" and a["name"] == "tx-" for a in acls)
+            for acls in acls_everywhere(cluster, f"User:{name}")
+        ),
+        "every node to hold the transactional id's ACL",
+    )
+    producer = Producer({**settings, "transactional.id": tid})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b'"in a transaction"')
+    producer.commit_transaction(30)
+    admin = sasl(cluster, "admin", cluster.security["password"])
+    assert read({**admin, "isolation.level": "read_committed"}, topic) == [b'"in a transaction"']
+    # a DENY now: the partition joined the transaction before it, so the next record goes straight to
+    # Produce, which checks WRITE on the transactional id as Kafka's does
+    producer.begin_transaction()
+    producer.produce(topic, b'"allowed"')
+    producer.flush(30)
+    grant(cluster, {"resource_type": "transactional_id", "name": tid, "principal": f"User:{name}",
+                    "operation": "write", "permission": "deny"})  # fmt: skip
+    outcome: list[KafkaError | None] = []
+    producer.produce(topic, b'"denied"', on_delivery=lambda error, _: outcome.append(error))
+    producer.flush(30)
+    assert [code(error) for error in outcome] == [KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+
+
 def test_creating_a_topic_needs_create(cluster: LocalCluster) -> None:
     name, settings = user(cluster)
     admin = AdminClient(settings)

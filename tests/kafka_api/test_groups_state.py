@@ -176,6 +176,32 @@ async def test_a_static_member_back_from_a_restart_takes_its_place_without_a_reb
     assert fenced.value.code is ErrorCode.fenced_instance_id
 
 
+async def test_transactional_commits_are_fenced_by_what_they_name_as_kafka_s_coordinator_does() -> None:
+    """KIP-447: a TxnOffsetCommit names the member, generation and instance id it holds; each is checked
+    when given, and one naming none (a producer outside the group's management) commits whoever holds it."""
+    groups = ClassicGroups(initial_delay_ms=0)
+    a, b = await _stable_pair(groups)
+    groups.check_txn_commit("g", a, 2, "a")
+    groups.check_txn_commit("g", "", -1)  # unlike OffsetCommit: allowed while the group has members
+    groups.check_txn_commit("g", b, -1)  # a member without its generation
+    refusals = {
+        "a zombie's generation": (("g", a, 1, "a"), ErrorCode.illegal_generation),
+        "a member that left": (("g", "gone", 2, None), ErrorCode.unknown_member_id),
+        "a generation alone, from outside": (("g", "", 1, None), ErrorCode.illegal_generation),
+        "an instance another member holds": (("g", a, 2, "b"), ErrorCode.fenced_instance_id),
+        "a group this coordinator has no member of": (("other", a, 2, None), ErrorCode.unknown_member_id),
+    }
+    for what, (arguments, code) in refusals.items():
+        with pytest.raises(GroupRefusal) as refused:
+            groups.check_txn_commit(*arguments)
+        assert refused.value.code is code, what
+    back = await _join(groups, "", 1000, instance="b")  # a new incarnation of "b": the old one is fenced
+    with pytest.raises(GroupRefusal) as fenced:
+        groups.check_txn_commit("g", b, 2, "b")
+    assert fenced.value.code is ErrorCode.fenced_instance_id
+    groups.check_txn_commit("g", back.member_id, 2, "b")
+
+
 async def test_a_static_leader_back_from_a_restart_is_given_the_members_and_changed_protocols_rebalance() -> (
     None
 ):

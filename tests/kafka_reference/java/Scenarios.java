@@ -35,6 +35,8 @@ import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -46,6 +48,8 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.consumer.LogTruncationException;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -69,6 +73,7 @@ public class Scenarios {
             case "refused-topic" -> refusedTopic(settings, topic);
             case "login" -> login(settings);
             case "epoch-validation" -> epochValidation(settings, topic);
+            case "transactions" -> transactions(settings, topic, argument);
             default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
         };
         System.out.println("RESULT " + json(result));
@@ -118,6 +123,79 @@ public class Scenarios {
         result.put("dense_offsets_from_0", offsets.equals(range(300)));
         result.put("read", read.size());
         result.put("read_as_written", same);
+        return result;
+    }
+
+    // -- transactions (KIP-98, KIP-447) -------------------------------------------------------------
+
+    /**
+     * A transactional producer (id ARGUMENT) commits 100 records, aborts 50, then commits 20 more with the
+     * offsets of a consumer group (sendOffsetsToTransaction); a read_committed consumer reads the 120
+     * committed and none aborted, the group's offset is the one committed with the second commit; the admin
+     * client describes and lists the transaction; a second producer of the id fences the first.
+     */
+    static Map<String, Object> transactions(Properties settings, String topic, String transactionalId)
+        throws Exception {
+        create(settings, topic, 2, Map.of());
+        Properties producing = producer(settings);
+        producing.put("transactional.id", transactionalId);
+        String group = topic + "-group";
+        Map<String, Object> result = new TreeMap<>();
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producing);
+        producer.initTransactions();
+        producer.beginTransaction();
+        for (int i = 0; i < 100; i++) {
+            producer.send(new ProducerRecord<>(topic, i % 2, key(i), "commit".getBytes()));
+        }
+        producer.commitTransaction();
+        producer.beginTransaction();
+        for (int i = 0; i < 50; i++) {
+            producer.send(new ProducerRecord<>(topic, i % 2, key(i), "abort".getBytes()));
+        }
+        producer.flush();
+        producer.abortTransaction();
+        producer.beginTransaction();
+        for (int i = 0; i < 20; i++) {
+            producer.send(new ProducerRecord<>(topic, i % 2, key(i), "commit".getBytes()));
+        }
+        try (KafkaConsumer<byte[], byte[]> grouped = new KafkaConsumer<>(consumer(settings, group))) {
+            producer.sendOffsetsToTransaction(
+                Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(42)), grouped.groupMetadata());
+        }
+        producer.commitTransaction();
+        try (Admin admin = Admin.create(settings)) {
+            TransactionDescription described = admin.describeTransactions(List.of(transactionalId))
+                .description(transactionalId).get(60, TimeUnit.SECONDS);
+            result.put("described_state", described.state().toString());
+            result.put("described_timeout_ms", described.transactionTimeoutMs());
+            Collection<TransactionListing> listed = admin.listTransactions().all().get(60, TimeUnit.SECONDS);
+            result.put("listed", listed.stream().anyMatch(t -> t.transactionalId().equals(transactionalId)));
+            result.put("committed_offset", admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
+                .get(60, TimeUnit.SECONDS).get(new TopicPartition(topic, 0)).offset());
+        }
+        Properties reading = consumer(settings, null);
+        reading.put("isolation.level", IsolationLevel.READ_COMMITTED.toString());
+        List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(reading)) {
+            List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            readUntil(consumer, read, 120);  // the aborted 50 lie before the last 20: read, they would be here
+        }
+        result.put("read_committed", read.size());
+        result.put("aborted_read", read.stream().anyMatch(r -> new String(r.value()).equals("abort")));
+        try (KafkaProducer<byte[], byte[]> successor = new KafkaProducer<>(producing)) {
+            successor.initTransactions();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, key(0), "zombie".getBytes()));
+            try {
+                producer.commitTransaction();
+                result.put("zombie", "committed");
+            } catch (ProducerFencedException fenced) {
+                result.put("zombie", "ProducerFencedException");
+            }
+        }
+        producer.close(Duration.ZERO);
         return result;
     }
 

@@ -17,10 +17,12 @@ from partitions.transactions.coordinator import TransactionCoordinator
 from partitions.transactions.errors import (
     ConcurrentTransactions,
     InvalidTransactionTimeout,
+    TransactionLimitReached,
     UnknownTransactionalId,
 )
 from partitions.transactions.state import (
     EXPIRATION_MS,
+    Limits,
     Transaction,
     TransactionTable,
     TxnCommand,
@@ -43,6 +45,7 @@ class MemoryLog:
         self.term = 1
         self.leader = "n1"
         self.created = False
+        self.proposals = 0  # commands replicated, refused ones too
 
     def over(self, node: str) -> NodeLog:
         return NodeLog(self, node)
@@ -73,6 +76,7 @@ class NodeLog:
 
     async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
         self.table(partition)
+        self.log.proposals += 1
         return self.log.tables[partition].apply(encode(command))
 
 
@@ -361,3 +365,42 @@ async def test_ids_unused_for_seven_days_are_forgotten(
     await c.sweep()
     with pytest.raises(UnknownTransactionalId):
         await c.describe_transaction(TID)
+
+
+async def test_the_coordinator_s_bounds_refuse_what_passes_them_and_change_nothing(
+    log: MemoryLog, markers: Markers, clock: Clock
+) -> None:
+    """Abuse: a client making ids, partitions and groups without end is refused at each bound."""
+    c = TransactionCoordinator(
+        "n1", log.over("n1"), markers, wall=clock, rng=random.Random(3),
+        limits=Limits(transactional_ids=4, partitions=3, groups=2, open_partitions=5),
+    )  # fmt: skip
+    await c.ensure_topic()
+    made = 0
+    with pytest.raises(TransactionLimitReached, match="transactional ids per coordinator partition"):
+        for number in range(100):  # 2 coordinator partitions of 4 ids each: at most 8 made
+            await c.init_producer_id(f"id-{number}", 1_000, -1, -1)
+            made += 1
+    assert made <= 8 and sum(len(t.transactions) for t in log.tables) == made
+    tid = "id-0"
+    given = await c.init_producer_id(tid, 1_000, -1, -1)  # an id it holds starts again
+    many = [TopicPartition("t", p) for p in range(4)]
+    with pytest.raises(TransactionLimitReached, match="3 partitions per transaction"):
+        await c.add_partitions(tid, given.producer_id, given.producer_epoch, many)
+    await c.add_offsets(tid, given.producer_id, given.producer_epoch, "g1")
+    await c.add_offsets(tid, given.producer_id, given.producer_epoch, "g2")
+    with pytest.raises(TransactionLimitReached, match="2 consumer groups per transaction"):
+        await c.add_offsets(tid, given.producer_id, given.producer_epoch, "g3")
+    with pytest.raises(TransactionLimitReached, match="3 partitions per transaction"):
+        await c.add_offset_partitions(tid, given.producer_id, given.producer_epoch, "g1", many)
+    assert (await c.describe_transaction(tid)).groups == ("g1", "g2")
+    assert (await c.describe_transaction(tid)).partitions == ()
+    proposed = log.proposals
+    flood = [TopicPartition("t", p) for p in range(100_000)]  # what one request could name
+    for asking in (
+        c.add_partitions(tid, given.producer_id, given.producer_epoch, flood),
+        c.add_offset_partitions(tid, given.producer_id, given.producer_epoch, "g1", flood),
+    ):
+        with pytest.raises(TransactionLimitReached):
+            await asking
+    assert log.proposals == proposed  # refused before anything was replicated
