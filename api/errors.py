@@ -16,6 +16,7 @@ from partitions.errors import (
     AuthorizationFailed,
     CapacityExceeded,
     ControllerChangeRefused,
+    CoordinatorFenced,
     DecommissionImpossible,
     HopLimitExceeded,
     InvalidCommand,
@@ -245,6 +246,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (OutOfOrderSequence, HttpError(409, 40912)),
     (UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
     (InvalidTxnState, HttpError(409, 40920)),
+    (CoordinatorFenced, HttpError(409, 40924)),  # a deposed transaction coordinator's marker
     # the transaction coordinator's (Kafka's producers meet these; the HTTP API reads transactions only)
     (UnknownTransactionalId, HttpError(404, 40409)),
     (ConcurrentTransactions, HttpError(409, 40921)),

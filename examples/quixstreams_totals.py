@@ -15,6 +15,13 @@ before), which keeps ``sum`` exact; ``processed`` counts every hand-over, so it 
 readings by what was read twice, never fall short of it. A reading above ``seq + 1`` would mean one was
 lost: it is applied nonetheless and marked ``"gap": true`` in its output, for a checker to catch.
 
+With ``--processing-guarantee exactly-once`` the outputs, the store's changelog and the consumed offsets
+of each checkpoint are one Kafka transaction: read with ``isolation.level=read_committed``, each key's
+outputs are its readings 1, 2, ... once each, with ``processed`` equal to ``seq``. quixstreams gives each
+start a new ``transactional.id``, so the transaction a crashed processor left open ends when the
+coordinator aborts it at ``--transaction-timeout-ms`` (librdkafka's default: 60 s), and readers at
+read_committed wait for it until then.
+
 quixstreams needs confluent-kafka < 2.13, so it runs in a virtualenv of its own (``scripts/bootstrap.sh``
 makes ``.venv/quixstreams`` from ``examples/quixstreams-requirements.txt``); raftlog's own tests use a
 newer confluent-kafka.
@@ -52,6 +59,13 @@ def main() -> None:
         help="how long the group waits for a member that stopped without leaving (one killed) before it "
         "hands that member's partitions to another, a restarted one among them",
     )  # fmt: skip
+    parser.add_argument(
+        "--processing-guarantee", choices=("at-least-once", "exactly-once"), default="at-least-once"
+    )
+    parser.add_argument(
+        "--transaction-timeout-ms", type=int, default=60000,
+        help="exactly-once: how long a transaction may stay open before the coordinator aborts it",
+    )  # fmt: skip
     args = parser.parse_args()
 
     app = Application(
@@ -62,6 +76,12 @@ def main() -> None:
         commit_every=args.commit_every,
         commit_interval=1.0,
         consumer_extra_config={"session.timeout.ms": args.session_timeout_ms},
+        processing_guarantee=args.processing_guarantee,
+        producer_extra_config=(
+            {"transaction.timeout.ms": args.transaction_timeout_ms}
+            if args.processing_guarantee == "exactly-once"
+            else {}
+        ),
     )
     source = app.topic(args.source, value_deserializer="json")
     sink = app.topic(args.sink, value_serializer="json")

@@ -17,6 +17,7 @@ from partitions.errors import (
     CapacityExceeded,
     ClusterAuthorizationFailed,
     ControllerChangeRefused,
+    CoordinatorFenced,
     DecommissionImpossible,
     FencedLeaderEpoch,
     GroupAuthorizationFailed,
@@ -105,6 +106,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (ProducerFenced, ErrorCode.invalid_producer_epoch),
     (UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
     (InvalidTxnState, ErrorCode.invalid_txn_state),
+    (CoordinatorFenced, ErrorCode.transaction_coordinator_fenced),
     (ConcurrentTransactions, ErrorCode.concurrent_transactions),  # retriable: the previous one completes
     (InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
     (InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),

@@ -41,6 +41,20 @@ class ProducerFenced(PartitionError):
 
 
 @with_fields
+class CoordinatorFenced(PartitionError):
+    """A transaction marker from a coordinator older than one whose marker the partition already took for
+    the producer (Kafka's TRANSACTION_COORDINATOR_FENCED): a deposed coordinator's marker still in flight."""
+
+    producer_id: int
+    coordinator_epoch: int
+    current: int
+    template = (
+        "producer {producer_id}: a marker of coordinator epoch {coordinator_epoch} "
+        "after one of coordinator epoch {current}"
+    )
+
+
+@with_fields
 class UnstableOffsetCommit(PartitionError):
     """A transaction still open holds a committed offset of the group in the partition (KIP-447): the
     reader asks again once it ends."""

@@ -37,6 +37,32 @@ CONSUME_BATCH = 10_000
 FETCH_QUEUE_BACKOFF_MS = 10  # librdkafka's default, 1000, idles a consumer whose queue filled (module doc)
 
 
+def producer_settings(bootstrap_servers: str, linger_ms: int, compression: str = "none") -> dict[str, Any]:
+    """The benchmark's confluent-kafka producer, the same against raftlog and Apache Kafka: idempotent,
+    acks=all, batches up to 1 MiB, a local queue of up to 1 GiB."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": linger_ms,
+        "batch.size": 1 << 20,
+        "compression.type": compression,
+        "queue.buffering.max.kbytes": 1 << 20,
+    }
+
+
+def read_settings(bootstrap_servers: str, fetch_bytes: int) -> dict[str, Any]:
+    """The benchmark's confluent-kafka consumer: fetches of up to ``fetch_bytes`` (at least 1 MiB), and
+    ``fetch.queue.backoff.ms`` FETCH_QUEUE_BACKOFF_MS (module doc); nothing committed."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "enable.auto.commit": False,
+        "fetch.max.bytes": max(fetch_bytes, 1 << 20),
+        "max.partition.fetch.bytes": max(fetch_bytes, 1 << 20),
+        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+    }
+
+
 class TopicAdmin(Protocol):
     """Where the topics of a phase are made and removed: raftlog's HTTP admin API (``RaftlogTarget``) or
     Apache Kafka's AdminClient (``kafka_peer.KafkaAdmin``)."""
@@ -72,13 +98,7 @@ class KafkaTarget:
 
     def _producer(self, linger_ms: int) -> Producer:
         return Producer({
-            "bootstrap.servers": self.bootstrap_servers,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": linger_ms,
-            "batch.size": 1 << 20,
-            "compression.type": self.compression,
-            "queue.buffering.max.kbytes": 1 << 20,
+            **producer_settings(self.bootstrap_servers, linger_ms, self.compression),
             # a record that fails for good fails every later one of its partition (a fatal error), so the
             # report of a batch's last record answers for the batch
             "enable.gapless.guarantee": True,
@@ -157,14 +177,8 @@ class KafkaTarget:
         topic = self.layout.name
 
         def read() -> tuple[int, int]:
-            consumer = Consumer({
-                "bootstrap.servers": self.bootstrap_servers,
-                "group.id": f"bench-{os.getpid()}",
-                "enable.auto.commit": False,
-                "fetch.max.bytes": max(self.admin.fetch_bytes, 1 << 20),
-                "max.partition.fetch.bytes": max(self.admin.fetch_bytes, 1 << 20),
-                "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
-            })  # fmt: skip
+            settings = read_settings(self.bootstrap_servers, self.admin.fetch_bytes)
+            consumer = Consumer({**settings, "group.id": f"bench-{os.getpid()}"})
             consumer.assign([TopicPartition(topic, partition, 0)])
             count = nbytes = 0
             try:
@@ -196,10 +210,8 @@ class KafkaTarget:
 
         def member() -> None:
             consumer = Consumer({
-                "bootstrap.servers": self.bootstrap_servers, "group.id": group, "enable.auto.commit": False,
-                "auto.offset.reset": "earliest", "fetch.max.bytes": max(self.admin.fetch_bytes, 1 << 20),
-                "max.partition.fetch.bytes": max(self.admin.fetch_bytes, 1 << 20),
-                "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+                **read_settings(self.bootstrap_servers, self.admin.fetch_bytes), "group.id": group,
+                "auto.offset.reset": "earliest",
             })  # fmt: skip
             consumer.subscribe([topic])
             try:

@@ -11,6 +11,7 @@ Usage::
                        [--compare kafka,kafka-fsync,nats,rabbitmq] [--idle-partitions 100]
                        [--restart-mib 1024]
                        [--json FILE]
+    raftlog bench perf --transactions [N] [--compare kafka,kafka-fsync] [--concurrency 8] [--duration 10]
 
 Per system (raftlog first, then each peer of ``--compare``), per record size:
 
@@ -32,6 +33,12 @@ latency counts from the scheduled time, or from the send where the request left 
 idle CPU of the nodes holding ``--idle-partitions`` partitions, and the time a node holding a partition
 of ``--restart-mib`` MiB takes to serve again after a crash (SIGKILL, restart with the same argv).
 
+``--transactions [N]`` measures instead what Kafka's transactions cost a producer: plain idempotent
+rounds of N records (default 100) against the same rounds as transactions, each topic read back at
+read_committed, on raftlog and on each Kafka peer through the same confluent-kafka settings
+(``perf_transactions.py``); the report adds each system's slowdown and the goal that raftlog's be no
+worse than Kafka's.
+
 CPU is read from /proc/PID/stat for each server process, for this process (the load generator) and for
 the whole machine; "other" is what other processes used during the phase (the machine is shared: a
 noisy neighbour lowers every number). Every loop is bounded by its duration. Numbers, never assertions.
@@ -51,8 +58,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from dataclasses import asdict, replace
 from typing import Any, Protocol, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,8 +72,8 @@ from raftlog_bench.arguments import (
     positive_ints,
     standalone_parser,
 )
-from raftlog_bench.cluster import LatencySummary, parse_servers, slot_time, slots_due
-from raftlog_bench.cpu import CpuMeter, CpuUse, named_threads_cpu_s, wait_quiet
+from raftlog_bench.cluster import parse_servers, slot_time, slots_due
+from raftlog_bench.cpu import CpuMeter, named_threads_cpu_s, wait_quiet
 from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS, NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_report import (
@@ -82,7 +89,8 @@ from raftlog_bench.perf_report import (
     phase_from_dict,
     workload_from_dict,
 )
-from raftlog_bench.stats import MB, rate, size_label
+from raftlog_bench.stats import size_label
+from raftlog_bench.tally import Tally, phase_result, showing
 from raftlog_bench.targets import (
     COMPRESSIONS,
     FETCH_FORMATS,
@@ -113,95 +121,12 @@ RESTART_FILL_TIMEOUT_S = 900.0
 IDLE_SETTLE_S = 5.0
 
 
-# -- options ---------------------------------------------------------------------------------------------
-
-
-# -- progress --------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Tally:
-    records: int = 0
-    latencies: list[float] = field(default_factory=list)
-    errors: Counter[str] = field(default_factory=Counter)
-    per_partition: Counter[int] = field(default_factory=Counter)
-    by_second: dict[int, list[float]] = field(default_factory=dict)  # single: latencies by scheduled second
-
-
-def progress_line(label: str, elapsed_s: float, seconds: float, tally: Tally, width: int = 20) -> str:
-    done = min(1.0, elapsed_s / seconds) if seconds > 0 else 1.0
-    bar = "#" * round(done * width) + "-" * (width - round(done * width))
-    recent = tally.latencies[-2000:]
-    p99 = LatencySummary.of(recent).p99_ms if recent else 0.0
-    return (
-        f"{label} [{bar}] {min(elapsed_s, seconds):5.1f}/{seconds:g} s {tally.records:>10,} records"
-        f" {rate(tally.records, elapsed_s):>10,.0f}/s p99 {p99:7.2f} ms errors {sum(tally.errors.values())}"
-    )
-
-
-async def show_progress(label: str, seconds: float, tally: Tally, stop: asyncio.Event) -> None:
-    """A progress bar on a terminal (redrawn twice a second), else a line every 5 s, on stderr."""
-    tty = sys.stderr.isatty()
-    start = time.perf_counter()
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5 if tty else 5.0)
-        line = progress_line(label, time.perf_counter() - start, seconds, tally)
-        if tty:
-            print("\r" + line, end="", file=sys.stderr, flush=True)
-        elif not stop.is_set():
-            print(line, file=sys.stderr, flush=True)
-    line = progress_line(label, time.perf_counter() - start, seconds, tally)
-    print(("\r" if tty else "") + line, file=sys.stderr, flush=True)
-
-
-@contextlib.asynccontextmanager
-async def showing(label: str, seconds: float, tally: Tally) -> AsyncIterator[None]:
-    """``show_progress`` of ``tally`` while the block runs."""
-    stop = asyncio.Event()
-    shown = asyncio.create_task(show_progress(label, seconds, tally, stop))
-    try:
-        yield
-    finally:
-        stop.set()
-        await shown
-
-
 # -- load loops ------------------------------------------------------------------------------------------
 
 
 async def _quiet(workload: Workload) -> None:
     if workload.wait_quiet_s > 0:
         await asyncio.to_thread(wait_quiet, workload.wait_quiet_s)
-
-
-def _result(
-    system: str, phase: str, layout: Layout, concurrency: int, tally: Tally, expected: int,
-    seconds: float, nbytes: float, cpu: CpuUse,
-) -> PhaseResult:  # fmt: skip
-    servers, client, other = cpu_percentages(cpu)
-    return PhaseResult(
-        system=system,
-        phase=phase,
-        record_bytes=layout.record_bytes,
-        batch_records=layout.batch_records,
-        partitions=layout.partitions,
-        concurrency=concurrency,
-        records=tally.records,
-        expected=expected,
-        seconds=seconds,
-        records_per_s=rate(tally.records, seconds),
-        mb_per_s=rate(nbytes / MB, seconds),
-        latency=LatencySummary.of(tally.latencies),
-        errors=dict(tally.errors),
-        server_cpu_pct=servers,
-        client_cpu_pct=client,
-        other_cpu_pct=other,
-        p99_per_second_ms=tuple(
-            LatencySummary.of(tally.by_second[second]).p99_ms for second in sorted(tally.by_second)
-        ),
-        server_rss_mib=dict(cpu.rss_mib),
-    )
 
 
 async def produce_phase(
@@ -236,7 +161,7 @@ async def produce_phase(
         await asyncio.gather(*(worker(j) for j in range(concurrency)))
     elapsed = time.perf_counter() - start
     cpu = meter.stop()
-    result = _result(
+    result = phase_result(
         target.system, "produce", layout, concurrency, tally, 0, elapsed,
         tally.records * layout.record_bytes, cpu,
     )  # fmt: skip
@@ -266,7 +191,9 @@ async def consume_phase(
     expected = sum(acked.values())
     if tally.records < expected:
         tally.errors[f"read {tally.records} of {expected}"] += 1
-    return _result(target.system, "consume", layout, layout.partitions, tally, expected, elapsed, nbytes, cpu)
+    return phase_result(
+        target.system, "consume", layout, layout.partitions, tally, expected, elapsed, nbytes, cpu
+    )
 
 
 GROUP_SIZES = (1, 3)  # a consumer group of one member, then of three, on the same records
@@ -309,7 +236,7 @@ async def _group_read(
     elapsed = time.perf_counter() - start
     if got < expected:
         tally.errors[f"read {got} of {expected}"] += 1
-    return _result(
+    return phase_result(
         target.system, f"group{members}", layout, members, tally, expected, elapsed, nbytes, meter.stop()
     )
 
@@ -368,7 +295,7 @@ async def single_phase(
                 task.cancel()
     elapsed = max(time.perf_counter(), slot_time(start, total, per_s)) - start
     cpu = meter.stop()
-    result = _result(
+    result = phase_result(
         target.system, "single", layout, SINGLE_IN_FLIGHT_MAX, tally, total, elapsed,
         tally.records * layout.record_bytes, cpu,
     )  # fmt: skip
@@ -621,7 +548,14 @@ def run_raftlog(
             urls, token, fetch, workload.route, *formats, settle_s=workload.settle_s,
             compression=workload.compression,
         )  # fmt: skip
-        if workload.client == "kafka":
+        if workload.transaction_records:
+            from raftlog_bench.perf_transactions import drive_transactions  # confluent-kafka: only here
+
+            assert cluster is not None  # problem() refuses --transactions with --servers
+            report.phases += await drive_transactions(
+                target, cluster.bootstrap_servers, "raftlog", workload, pids, prefix
+            )
+        elif workload.client == "kafka":
             from raftlog_bench.kafka_target import KafkaTarget  # confluent-kafka: only for this client
 
             assert cluster is not None  # problem() refuses --client kafka with --servers
@@ -712,12 +646,18 @@ def run_kafka(workload: Workload, parent: str, report: Report, flush_each: bool)
         parent, system, lambda directory: KafkaCluster(directory, flush_each=flush_each)
     ) as cluster:
         say(f"{system}: 3 KRaft brokers up: {cluster.bootstrap_servers}")
-        target = KafkaTarget(
-            KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes),
-            cluster.bootstrap_servers,
-            system=system,
-        )
-        report.phases += run_async(drive(target, workload, cluster.pids, f"perf{os.getpid()}"))
+        admin = KafkaAdmin(cluster.bootstrap_servers, workload.fetch_bytes)
+        prefix = f"perf{os.getpid()}"
+        if workload.transaction_records:
+            from raftlog_bench.perf_transactions import drive_transactions
+
+            work = drive_transactions(
+                admin, cluster.bootstrap_servers, system, workload, cluster.pids, prefix
+            )
+            report.phases += run_async(work)
+            return
+        target = KafkaTarget(admin, cluster.bootstrap_servers, system=system)
+        report.phases += run_async(drive(target, workload, cluster.pids, prefix))
 
 
 def run_rabbitmq(workload: Workload, parent: str, report: Report) -> None:
@@ -870,6 +810,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compression", choices=tuple(COMPRESSIONS), default="none",
                         help="raftlog: the topic's compression.type, used by the batch producer too, on "
                         "varied log-line records; prints the stored size ratio (none)")  # fmt: skip
+    parser.add_argument("--transactions", dest="transaction_records", type=int, nargs="?", const=100,
+                        default=None, metavar="N",
+                        help="instead of the phases above: --concurrency producers in rounds of N records"
+                        " (default 100) spread over the partitions, plain (idempotent, each round"
+                        " flushed) and then each round one transaction (begin, N records, commit), each"
+                        " topic read back at read_committed; through confluent-kafka, on raftlog and each"
+                        " Kafka peer of --compare; prints the slowdown of each")  # fmt: skip
     parser.add_argument("--single-rate", type=float, default=1000.0,
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
@@ -900,6 +847,8 @@ def client_of(args: argparse.Namespace) -> str:
     so the ratio compares the servers), else HTTP."""
     if args.client is not None:
         return str(args.client)
+    if args.transaction_records:
+        return "kafka"
     return "kafka" if any(peer.startswith("kafka") for peer in args.compare) else "http"
 
 
@@ -912,6 +861,10 @@ def problem(args: argparse.Namespace) -> str | None:
             "--token would show the admin token to every local user (ps): set $RAFTLOG_ADMIN_TOKEN",
         ),
         (0 < args.duration <= 600, "--duration must be in (0, 600]"),
+        (
+            args.transaction_records is None or 1 <= args.transaction_records <= 10_000,
+            "--transactions N must be in [1, 10000]",
+        ),
         (1 <= args.batch_size <= 100_000, "--batch-size must be in [1, 100000]"),
         (1 <= args.partitions <= 1000, "--partitions must be in [1, 1000]"),
         (1 <= args.concurrency <= 1024, "--concurrency must be in [1, 1024]"),
@@ -946,7 +899,21 @@ def problem(args: argparse.Namespace) -> str | None:
             "--restart-mib needs a cluster started here (not --servers)",
         ),
     ]
-    if args.record_size and args.batch_size * max(args.record_size) > 8 * MiB:
+    if args.transaction_records:
+        checks += [
+            (
+                all(peer.startswith("kafka") for peer in args.compare)
+                and (args.system == "raftlog" or args.system.startswith("kafka")),
+                "--transactions compares raftlog with Apache Kafka only: --compare kafka,kafka-fsync",
+            ),
+            (client == "kafka", "--transactions drives raftlog through Kafka's protocol: --client kafka"),
+            (
+                args.idle_partitions == 0 and args.restart_mib == 0 and args.compression == "none",
+                "--transactions measures transactions alone: no --idle-partitions, --restart-mib or"
+                " --compression",
+            ),
+        ]  # fmt: skip
+    elif args.record_size and args.batch_size * max(args.record_size) > 8 * MiB:
         checks.append((False, "--batch-size x --record-size must stay <= 8 MiB per request"))
     return next((message for ok, message in checks if not ok), None)
 
@@ -964,6 +931,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         wait_quiet_s=args.wait_quiet,
         settle_s=args.settle_seconds,
         client=client_of(args),
+        transaction_records=args.transaction_records or 0,
     )
 
 

@@ -46,6 +46,9 @@ class Workload:
     settle_s: float = LEADERS_SETTLE_S  # raftlog: leaders of a new topic stand still this long first
     compression: str = "none"  # raftlog: the topic's compression.type, and the batch producer's codec
     client: str = "http"  # raftlog: its HTTP API, or Kafka's protocol through confluent-kafka (librdkafka)
+    # --transactions N: instead of the phases above, plain and transactional produce in rounds of N records
+    # and read_committed reads of both (perf_transactions.py); 0: the phases above
+    transaction_records: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,9 @@ class PhaseResult:
     # (100 = one core), another stall's witness: an idempotent producer whose partition has its five
     # requests in flight spins until an answer comes (docs/performance.md)
     client_librdkafka_pct_per_second: tuple[float, ...] = ()
+    # transactions phases: the wait after a round's last record was handed to the client, until its
+    # transaction committed (commit_transaction) or, plain, its records were acknowledged (flush)
+    commit_latency: LatencySummary | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +321,7 @@ def goals(report: Report) -> list[Goal]:
     for phase_name, _, value in phase_ratios(report.phases, "kafka-fsync"):
         if phase_name == "single" and value is not None:  # the peer's p99 over raftlog's
             found.append(Goal("single-record p99: kafka-fsync's / raftlog's >= 1", value, 1.0, value >= 1.0))
-    found += _group_goals(report.phases) + _cpu_goals(report.phases)
+    found += _group_goals(report.phases) + _cpu_goals(report.phases) + _transaction_goals(report.phases)
     if report.idle is not None:
         found.append(
             Goal(
@@ -379,10 +385,16 @@ def _cpu_goals(phases: Sequence[PhaseResult]) -> list[Goal]:
     ]  # fmt: skip
 
 
-def format_report(report: Report) -> str:
-    w = report.workload
-    lines = [
-        "raftlog bench perf",
+def _workload_line(w: Workload) -> str:
+    if w.transaction_records:
+        return (
+            f"  workload: transactions of {w.transaction_records} records of"
+            f" {', '.join(size_label(s) for s in w.record_sizes)}, each spread over {w.partitions} partitions"
+            f" x 3 replicas, {w.concurrency} producers, {w.seconds:g} s per produce phase; plain: the same"
+            f" rounds without transactions; -rc: read back at read_committed; confluent-kafka on both"
+            f" systems (idempotent, acks=all, linger 5 ms)"
+        )
+    return (
         f"  workload: records {', '.join(size_label(s) for s in w.record_sizes)}, batch {w.batch_records},"
         f" {w.partitions} partitions x 3 replicas, {w.concurrency} batches in flight, {w.seconds:g} s per"
         f" produce phase, acks={w.acks}; single-record at {w.single_rate:g}/s for {w.single_seconds:g} s;"
@@ -392,7 +404,125 @@ def format_report(report: Report) -> str:
             if w.client == "kafka"
             else f" raftlog produce body: {w.produce_format}, fetch: {w.fetch_format}, route: {w.route}"
         )
-        + f", compression: {w.compression}",
+        + f", compression: {w.compression}"
+    )
+
+
+# -- transactions (raftlog bench perf --transactions) -----------------------------------------------------
+
+PLAIN = "plain"  # rounds of N records produced by idempotent producers, each round waited for (flush)
+TRANSACTIONAL = "txn"  # the same rounds, each one transaction (begin, N records, commit)
+READ_COMMITTED = "-rc"  # after a produce phase's name: its topic read back by a read_committed consumer
+TRANSACTIONS_LATENCY = (
+    "Latency per round of records: plain, from its first record handed to the client until every one"
+    " was acknowledged (flush); txn, from begin_transaction until commit_transaction returned; commit ="
+    " the part after the round's last record was handed to the client."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionsRow:
+    """One system's transactional produce against its plain produce at one record size."""
+
+    system: str
+    record_bytes: int
+    plain: PhaseResult
+    transactional: PhaseResult
+    plain_read: PhaseResult | None
+    transactional_read: PhaseResult | None
+
+    @property
+    def slowdown(self) -> float | None:
+        """How many times longer a record takes in transactions: plain records/s over transactional."""
+        return ratio(self.plain.records_per_s, self.transactional.records_per_s)
+
+    @property
+    def read_slowdown(self) -> float | None:
+        if self.plain_read is None or self.transactional_read is None:
+            return None
+        return ratio(self.plain_read.records_per_s, self.transactional_read.records_per_s)
+
+
+def transaction_rows(phases: Sequence[PhaseResult]) -> list[TransactionsRow]:
+    """Each (system, record size) that measured both plain and transactional produce, in report order."""
+    by = {(p.system, p.record_bytes, p.phase): p for p in phases}
+    rows = []
+    for (system, size, phase), transactional in by.items():
+        plain = by.get((system, size, PLAIN))
+        if phase != TRANSACTIONAL or plain is None:
+            continue
+        rows.append(
+            TransactionsRow(
+                system, size, plain, transactional, by.get((system, size, PLAIN + READ_COMMITTED)),
+                by.get((system, size, TRANSACTIONAL + READ_COMMITTED)),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _p50_p99(latency: LatencySummary | None) -> str:
+    return "-" if latency is None or latency.count == 0 else f"{latency.p50_ms:.1f}/{latency.p99_ms:.1f}"
+
+
+def format_transactions(phases: Sequence[PhaseResult]) -> list[str]:
+    """The transactions table: per system, records/s plain and in transactions and the slowdown between
+    them, latency per transaction and of its commit (p50/p99 ms) beside a plain round's and its flush,
+    the read_committed reads of both topics, and the servers' CPU per record of both produce phases."""
+    rows = transaction_rows(phases)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "transactions against plain produce (slowdown = plain records/s / transactional records/s; latency"
+        " p50/p99 ms per round: whole, then its commit or flush)",
+        f"  {'system':11s} {'record':>6} {'plain/s':>9} {'txn/s':>9} {'slowdown':>8} {'txn':>13}"
+        f" {'commit':>13} {'plain':>13} {'flush':>13} {'read plain/s':>12} {'read txn/s':>11}"
+        f" {'read slowdown':>13} {'µs/rec plain/txn':>16}",
+    ]
+    for row in rows:
+        plain, txn = row.plain, row.transactional
+        read_plain = "-" if row.plain_read is None else f"{row.plain_read.records_per_s:,.0f}"
+        read_txn = "-" if row.transactional_read is None else f"{row.transactional_read.records_per_s:,.0f}"
+        cpu = f"{server_us_per_record(plain)}/{server_us_per_record(txn)}"
+        lines.append(
+            f"  {row.system:11s} {size_label(row.record_bytes):>6} {plain.records_per_s:>9,.0f}"
+            f" {txn.records_per_s:>9,.0f} {_times(row.slowdown):>8} {_p50_p99(txn.latency):>13}"
+            f" {_p50_p99(txn.commit_latency):>13} {_p50_p99(plain.latency):>13}"
+            f" {_p50_p99(plain.commit_latency):>13} {read_plain:>12} {read_txn:>11}"
+            f" {_times(row.read_slowdown):>13} {cpu:>16}"
+        )
+    return lines
+
+
+def _transaction_goals(phases: Sequence[PhaseResult]) -> list[Goal]:
+    """Issue 40: transactions slow raftlog's produce down no more than they slow Kafka's (the slowdown
+    ratio, raftlog's over the Kafka peer's, at most 1)."""
+    rows = transaction_rows(phases)
+    ours = {row.record_bytes: row.slowdown for row in rows if row.system == "raftlog"}
+    found = []
+    for row in rows:
+        mine = ours.get(row.record_bytes)
+        theirs = row.slowdown
+        if not row.system.startswith("kafka") or mine is None or theirs is None:
+            continue
+        value = mine / theirs
+        name = (
+            f"transactions of {row.transactional.batch_records}, {size_label(row.record_bytes)}: raftlog's"
+            f" slowdown / {row.system}'s <= 1"
+        )
+        found.append(Goal(name, value, 1.0, value <= 1.0))
+    return found
+
+
+def format_report(report: Report) -> str:
+    w = report.workload
+    lines = [
+        "raftlog bench perf",
+        _workload_line(w),
         f"  machine: {report.machine.get('cpus')} CPUs, Python {report.machine.get('python')},"
         f" event loop {report.machine.get('loop')}; the load generator shares the machine with the servers",
     ]
@@ -400,8 +530,12 @@ def format_report(report: Report) -> str:
         lines.append(f"  {system}: {DURABILITY.get(system, '')}")
     lines += [
         "  CPU% per server process and of this client (100 = one core); µs/rec = servers' CPU per record;"
-        " oth% = other processes during the phase (noise). Latency per batch (produce), per request"
-        " from its scheduled time (single).",
+        " oth% = other processes during the phase (noise). "
+        + (
+            TRANSACTIONS_LATENCY
+            if w.transaction_records
+            else "Latency per batch (produce), per request from its scheduled time (single)."
+        ),
         "",
         TABLE_HEADER,
     ]
@@ -412,6 +546,7 @@ def format_report(report: Report) -> str:
     lines += format_slow_waits(report.phases)
     lines += format_rss(report.phases)
     lines += format_groups(report.phases)
+    lines += format_transactions(report.phases)
     lines += format_ratios(report.phases, [s for s in report.systems if s != "raftlog"])
     if report.stored_ratios:
         sizes = ", ".join(
@@ -444,6 +579,7 @@ def format_report(report: Report) -> str:
 
 
 def phase_from_dict(data: dict[str, Any]) -> PhaseResult:
+    commit = data.get("commit_latency")
     return PhaseResult(
         **{
             **data,
@@ -451,6 +587,7 @@ def phase_from_dict(data: dict[str, Any]) -> PhaseResult:
             "p99_per_second_ms": tuple(data.get("p99_per_second_ms", ())),
             "tries_per_s": tuple(data.get("tries_per_s", ())),
             "client_librdkafka_pct_per_second": tuple(data.get("client_librdkafka_pct_per_second", ())),
+            "commit_latency": None if commit is None else LatencySummary(**commit),
         }
     )
 

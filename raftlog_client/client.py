@@ -425,12 +425,21 @@ class RaftlogClient:
         return [Produced(int(answer["partition"]), base + i) for i in range(count)]
 
     async def _read(
-        self, topic: str, partition: int, offset: int, timeout_ms: int, max_bytes: int | None, accept: str
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timeout_ms: int,
+        max_bytes: int | None,
+        accept: str,
+        read_committed: bool = False,
     ) -> Any:
         """One fetch request: the parsed JSON answer, or the bytes for the record-batch type."""
         params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
         if max_bytes is not None:
             params["max_bytes"] = max_bytes
+        if read_committed:
+            params["isolation"] = "read_committed"
         _, answer = await self._request(
             "GET",
             records_path(topic, partition),
@@ -450,8 +459,11 @@ class RaftlogClient:
         *,
         timeout_ms: int = 0,
         max_bytes: int | None = None,
+        read_committed: bool = False,
     ) -> list[FetchedRecord]:
-        body = await self._read(topic, partition, offset, timeout_ms, max_bytes, BINARY_V2)
+        """Committed records from ``offset``; ``read_committed``: only below the partition's last stable
+        offset, records of aborted transactions left out (Kafka's isolation.level)."""
+        body = await self._read(topic, partition, offset, timeout_ms, max_bytes, BINARY_V2, read_committed)
         return [_fetched(row) for row in body]
 
     async def fetch_batches(

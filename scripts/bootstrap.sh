@@ -5,7 +5,7 @@
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
 #                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
 #                                  promtool, as users run them, Apache Kafka's jars (the broker, its tools,
-#                                  Kafka Connect's worker and FileStream connectors) from Maven Central
+#                                  Kafka Connect's worker and FileStream connectors, Kafka Streams) from Maven Central
 #                                  (scripts/kafka/install.sh), Spark's own Kafka source and sink from there
 #                                  too (scripts/spark_kafka/install.sh) and a Go toolchain
 #                                  (scripts/go_toolchain.sh)
@@ -64,8 +64,8 @@ debian_tool zsh
 debian_tool fish
 # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
 debian_tool fusermount3 fuse3
-# Apache Kafka and Kafka Connect from Maven Central (Java 17 and Maven from Debian): the peer the tests run
-# beside raftlog, and the Connect worker they run against both
+# Apache Kafka, Kafka Connect and Kafka Streams from Maven Central (Java 17 and Maven from Debian): the peer
+# the tests run beside raftlog, and the Connect worker and Streams application they run against both
 scripts/kafka/install.sh
 # Spark's own Kafka source and sink (spark-sql-kafka-0-10) from Maven Central, for spark.jars
 scripts/spark_kafka/install.sh .venv/bin/python

@@ -349,6 +349,9 @@ class DataPlane:
         command = commands.DeleteOffset(group)
         return (await self._applied(replica, command, OffsetDeleted, timeout_ms)).existed
 
+    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
+        return self.leader_replica(topic, partition).log.transactions.is_open(producer_id)
+
     async def commit_txn_offset(
         self,
         group: str,

@@ -194,6 +194,11 @@ class DataService(Protocol):
         (NotLeader, NoLeader)."""
         ...
 
+    @peer("Whether a producer has a transaction open in the partition, on its leader", topic_arg="topic")
+    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
+        """The Kafka door's KIP-890 check asks its own node, the partition's leader, first."""
+        ...
+
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 

@@ -65,6 +65,7 @@ Decision = Duplicate | Fresh | TooOld | Fenced | NewEpochNotAtZero
 class _Producer:
     epoch: int
     window: list[Appended]
+    coordinator_epoch: int = -1  # of the last transaction marker applied for the producer (-1: none)
 
 
 class ProducerTable:
@@ -98,7 +99,7 @@ class ProducerTable:
     def record(self, producer_id: int, epoch: int, sequence: int, base_offset: int, end_offset: int) -> None:
         known = self._producers.pop(producer_id, None)
         if known is None or epoch > known.epoch:
-            known = _Producer(epoch, [])
+            known = _Producer(epoch, [], -1 if known is None else known.coordinator_epoch)
         last = known.window[-1].sequence if known.window else None
         if epoch != known.epoch or (last is not None and sequence <= last):  # on every idempotent apply:
             raise InvariantViolation(  # not check(), which would format its message every time
@@ -115,16 +116,24 @@ class ProducerTable:
         known = self._producers.get(producer_id)
         return None if known is None else known.epoch
 
-    def bump(self, producer_id: int, epoch: int) -> None:
-        """A transaction marker of ``epoch`` was applied: an epoch newer than the producer's becomes its
-        own (its window empty), so that batches of older epochs are fenced from now on (a zombie's
-        writes after its transaction was aborted for it). An older epoch is the caller's to refuse."""
+    def coordinator_epoch_of(self, producer_id: int) -> int:
+        known = self._producers.get(producer_id)
+        return -1 if known is None else known.coordinator_epoch
+
+    def bump(self, producer_id: int, epoch: int, coordinator_epoch: int = -1) -> None:
+        """A transaction marker of ``epoch`` from a coordinator of ``coordinator_epoch`` was applied: an
+        epoch newer than the producer's becomes its own (its window empty), so that batches of older epochs
+        are fenced from now on (a zombie's writes after its transaction was aborted for it); the coordinator
+        epoch is remembered, so that an older coordinator's marker is refused. Older epochs are the
+        caller's to refuse."""
         known = self._producers.get(producer_id)
         if known is not None and epoch <= known.epoch:
+            known.coordinator_epoch = max(known.coordinator_epoch, coordinator_epoch)
             self._producers.move_to_end(producer_id)
             return
+        coordinator_epoch = max(coordinator_epoch, -1 if known is None else known.coordinator_epoch)
         self._producers.pop(producer_id, None)
-        self._producers[producer_id] = _Producer(epoch, [])
+        self._producers[producer_id] = _Producer(epoch, [], coordinator_epoch)
         while len(self._producers) > self._producers_max:
             self._producers.popitem(last=False)
 
@@ -132,16 +141,15 @@ class ProducerTable:
         return len(self._producers)
 
     def to_rows(self) -> list[list[int]]:
-        """Flat rows ``[producer_id, epoch, sequence, base, end]`` in use order, for snapshots; a producer
-        whose epoch came with a marker and has written nothing since is ``[producer_id, epoch]``."""
-        return [
-            row
-            for pid, p in self._producers.items()
-            for row in (
-                [[pid, p.epoch, e.sequence, e.base_offset, e.end_offset] for e in p.window]
-                or [[pid, p.epoch]]
-            )
-        ]
+        """Flat rows ``[producer_id, epoch, sequence, base, end]`` in use order, for snapshots, each
+        producer's led by ``[producer_id, epoch, coordinator_epoch]`` when a transaction marker was applied
+        for it or its window is empty (its epoch came with a marker)."""
+        rows: list[list[int]] = []
+        for pid, p in self._producers.items():
+            if p.coordinator_epoch >= 0 or not p.window:
+                rows.append([pid, p.epoch, p.coordinator_epoch])
+            rows.extend([pid, p.epoch, e.sequence, e.base_offset, e.end_offset] for e in p.window)
+        return rows
 
     @classmethod
     def from_rows(cls, rows: list[list[int]], producers_max: int = PRODUCERS_MAX) -> ProducerTable:
@@ -149,8 +157,8 @@ class ProducerTable:
         were all epoch 0 (the HTTP API's producers have no other)."""
         table = cls(producers_max)
         for row in rows:
-            if len(row) == 2:
-                table.bump(row[0], row[1])
+            if len(row) in (2, 3):  # a producer's marker row (``to_rows``)
+                table.bump(row[0], row[1], row[2] if len(row) == 3 else -1)
                 continue
             producer_id, epoch, sequence, base_offset, end_offset = (
                 row if len(row) == 5 else [row[0], 0, *row[1:]]

@@ -73,6 +73,7 @@ from partitions.commands import (
     decode,
 )
 from partitions.errors import (
+    CoordinatorFenced,
     InvalidCommand,
     InvalidTxnState,
     OutOfOrderSequence,
@@ -120,6 +121,7 @@ class Refused:
         | InvalidRecord
         | OffsetOutOfRange
         | InvalidTxnState
+        | CoordinatorFenced
     )
 
 
@@ -322,6 +324,9 @@ class PartitionStateMachine:
         current = self.producers.epoch_of(producer_id)
         if current is not None and epoch < current:
             return Refused(ProducerFenced(producer_id, epoch, current))
+        coordinator_epoch = self.producers.coordinator_epoch_of(producer_id)
+        if marker.coordinator_epoch < coordinator_epoch:  # a deposed coordinator's marker, still in flight
+            return Refused(CoordinatorFenced(producer_id, marker.coordinator_epoch, coordinator_epoch))
         offset = -1
         if marker.write_control:
             batch = encode_control_batch(
@@ -330,7 +335,7 @@ class PartitionStateMachine:
             offset = self.high_watermark
             self._write(batch, framed(batch), term, offset)
             self.high_watermark = offset + 1
-        self.producers.bump(producer_id, epoch)
+        self.producers.bump(producer_id, epoch, marker.coordinator_epoch)
         pending = self.txn_offsets.get(producer_id)
         if pending is not None:
             others = {p: groups for p, groups in self.txn_offsets.items() if p != producer_id}

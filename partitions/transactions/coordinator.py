@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from partitions.errors import ProducerFenced, UnknownPartition, UnknownTopic
+from partitions.errors import CoordinatorFenced, ProducerFenced, UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.names import check_group_name, check_topic_name, check_transactional_id
 from partitions.transactions.errors import (
@@ -398,7 +398,7 @@ class TransactionCoordinator:
         except (UnknownTopic, UnknownPartition) as gone:  # deleted meanwhile: nothing to end there
             log.warning("transactional id %r: no marker for %s/%d: %s", tid, tp.topic, tp.partition, gone)
             return True
-        except ProducerFenced as fenced:  # a later epoch of the producer ended it there already
+        except (ProducerFenced, CoordinatorFenced) as fenced:  # a later epoch or coordinator ended it there
             log.warning(
                 "transactional id %r: marker for %s/%d refused: %s", tid, tp.topic, tp.partition, fenced
             )

@@ -197,6 +197,9 @@ class LogTransactions:
 
     # -- answers ---------------------------------------------------------------------------------------
 
+    def is_open(self, producer_id: int) -> bool:
+        return producer_id in self._open
+
     def last_stable_offset(self, end_offset: int, start_offset: int) -> int:
         """The first offset of the oldest open transaction (never below ``start_offset``), or the end."""
         first = self.open_first

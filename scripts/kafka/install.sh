@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Apache Kafka (the broker and its tools, KRaft; Kafka Connect's worker and FileStream connectors) from Maven
-# Central into .peers/kafka-<version>/libs, by the coordinates in scripts/kafka/pom.xml, idempotently: the
-# stamp .complete holds the pom's digest, so a changed pom installs again. Java 17 and Maven are Debian's
-# (installed as root when missing). Used by `raftlog bench perf --compare kafka` and the tests that run
-# Kafka (and a Connect worker) beside raftlog.
+# Apache Kafka (the broker and its tools, KRaft; Kafka Connect's worker and FileStream connectors; Kafka
+# Streams) from Maven Central into .peers/kafka-<version>/libs, by the coordinates in scripts/kafka/pom.xml,
+# idempotently: the stamp .complete holds the pom's digest, so a changed pom installs again. Java 17 and
+# Maven are Debian's (installed as root when missing). Used by `raftlog bench perf --compare kafka` and the
+# tests that run Kafka (and a Connect worker, and a Kafka Streams application) beside raftlog.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml)
@@ -27,5 +27,6 @@ echo "kafka install: Apache Kafka $version from Maven Central into $libs (~60 MB
 rm -rf "$libs"
 mkdir -p "$libs"
 mvn -B -q -f scripts/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$libs" >&2
-ls "$libs"/kafka_2.13-"$version".jar "$libs"/connect-runtime-"$version".jar "$libs"/connect-file-"$version".jar >/dev/null
+ls "$libs"/kafka_2.13-"$version".jar "$libs"/connect-runtime-"$version".jar "$libs"/connect-file-"$version".jar \
+    "$libs"/kafka-streams-"$version".jar >/dev/null
 echo "$digest" >"$libs/.complete"

@@ -496,6 +496,11 @@ class FakeData:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
 
+    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
+        """The fake keeps records, not batches: no transaction is ever open in it."""
+        self._led_here(topic, partition)
+        return False
+
     async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("stable_committed_offset")
         state = self._led_here(topic, partition)

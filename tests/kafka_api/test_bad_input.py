@@ -10,6 +10,7 @@ import struct
 import time
 from typing import Any
 
+import crc32c
 from kafka_fixtures import RawKafka, http_client, request_frame
 from kio.schema.errors import ErrorCode
 
@@ -47,6 +48,15 @@ def _partition_error(answer: Any) -> ErrorCode:
 def _batch(count: int = 3) -> bytes:
     records = [ProducerRecord(b"k%d" % i, b"v", ()) for i in range(count)]
     return encode_batch(0, records, 0, int(time.time() * 1000))
+
+
+def _transactional_batch() -> bytes:
+    """A transactional producer's batch (attribute bit 4), of a producer no coordinator knows."""
+    records = [ProducerRecord(b"k", b"v", ())]
+    batch = bytearray(encode_batch(0, records, 0, int(time.time() * 1000), 4242, 0, producer_epoch=0))
+    struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | 0x10)
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return bytes(batch)
 
 
 def _leader_and_follower(cluster: LocalCluster, topic: str) -> tuple[str, str]:
@@ -132,7 +142,10 @@ def test_refused_produces_write_nothing(kafka_cluster: LocalCluster) -> None:
             "two batches": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch() + _batch())),
             "acks": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch(), acks=5)),
             "transactional": raw.call(
-                0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch(), transactional="t")
+                0, PRODUCE_VERSION, _produce_request("refusals", 0, _transactional_batch(), transactional="t")
+            ),
+            "no transactional id": raw.call(
+                0, PRODUCE_VERSION, _produce_request("refusals", 0, _transactional_batch())
             ),
             "unknown partition": raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 7, _batch())),
             "unknown topic": raw.call(0, PRODUCE_VERSION, _produce_request("nosuch", 0, _batch())),
@@ -142,14 +155,15 @@ def test_refused_produces_write_nothing(kafka_cluster: LocalCluster) -> None:
             "corrupt": ErrorCode.invalid_record,
             "two batches": ErrorCode.invalid_record,
             "acks": ErrorCode.invalid_required_acks,
-            "transactional": ErrorCode.unsupported_version,
+            "transactional": ErrorCode.invalid_txn_state,  # KIP-890: no ongoing transaction holds it
+            "no transactional id": ErrorCode.invalid_record,
             "unknown partition": ErrorCode.unknown_topic_or_partition,
             "unknown topic": ErrorCode.unknown_topic_or_partition,
         }
         messages = [
             answers[n].responses[0].partition_responses[0].error_message for n in ("corrupt", "transactional")
         ]
-        assert "crc32c" in (messages[0] or "") and "not supported" in (messages[1] or "")
+        assert "crc32c" in (messages[0] or "") and "AddPartitionsToTxn first" in (messages[1] or "")
         with http_client(kafka_cluster) as client:
             assert client.offsets("refusals", 0) == (0, 0), "nothing was written"
         ok = raw.call(0, PRODUCE_VERSION, _produce_request("refusals", 0, _batch()))

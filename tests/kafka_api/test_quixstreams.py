@@ -15,18 +15,13 @@ changelog alone)."""
 from __future__ import annotations
 
 import json
-import os
-import random
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -34,78 +29,19 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
+from quixstreams_processes import KEYS, Processor, Readings
 
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import node_metric, wait_for
 
-# quixstreams needs confluent-kafka < 2.13: scripts/bootstrap.sh gives it a virtualenv inside .venv
-QUIX_PYTHON = Path(sys.prefix) / "quixstreams" / "bin" / "python"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quixstreams_totals.py"
 SOURCE, SINK, GROUP = "readings", "totals", "totals"
 CHANGELOG_PREFIX = f"changelog__{GROUP}--"
-KEYS = 20
 READINGS_PER_STEP = 600
 
 
 @pytest.fixture(scope="module")
 def cluster(compacting_cluster: LocalCluster) -> LocalCluster:
     return compacting_cluster
-
-
-class Processor:
-    """The example as its own process (so kill -9 is real), its output in ``log``."""
-
-    def __init__(self, cluster: LocalCluster, state_dir: Path, log: Path) -> None:
-        if not QUIX_PYTHON.exists():
-            pytest.fail(f"{QUIX_PYTHON} is missing: scripts/bootstrap.sh test makes it")
-        self.argv = [
-            str(QUIX_PYTHON), str(EXAMPLE), "--broker", cluster.bootstrap_servers, "--source", SOURCE,
-            "--sink", SINK, "--group", GROUP, "--state-dir", str(state_dir), "--commit-every", "50",
-            # a restarted processor waits for its killed self to leave the group: 8 s, not Kafka's 45
-            "--session-timeout-ms", "8000",
-        ]  # fmt: skip
-        self.state_dir = state_dir
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(30)
-        self.process = None
-
-    def check_alive(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            tail = self.log.read_text(errors="replace")[-3000:]
-            raise AssertionError(f"the processor exited; its log ends:\n{tail}")
-
-
-class Readings:
-    """Produces the readings and remembers what each key's total must be."""
-
-    def __init__(self, cluster: LocalCluster) -> None:
-        self.producer = Producer(
-            {"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True, "linger.ms": 5}
-        )
-        self.random = random.Random(39)
-        self.seq = dict.fromkeys(range(KEYS), 0)
-        self.sum = dict.fromkeys(range(KEYS), 0)
-
-    def produce(self, count: int) -> None:
-        for _ in range(count):
-            key = self.random.randrange(KEYS)
-            amount = self.random.randrange(1, 1000)
-            self.seq[key] += 1
-            self.sum[key] += amount
-            value = json.dumps({"seq": self.seq[key], "amount": amount}).encode()
-            self.producer.produce(SOURCE, key=b"k%d" % key, value=value, partition=0)
-            self.producer.poll(0)
-        assert self.producer.flush(60) == 0, "every reading acknowledged"
 
 
 class Totals:
@@ -213,8 +149,9 @@ def test_quixstreams_keeps_exact_totals_across_processor_and_node_crashes(
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     for topic in admin.create_topics([NewTopic(SOURCE, 1, 3), NewTopic(SINK, 1, 3)]).values():
         topic.result(timeout=30)
-    processor = Processor(cluster, tmp_path / "state", tmp_path / "processor.log")
-    readings, totals = Readings(cluster), Totals(cluster)
+    bootstrap = cluster.bootstrap_servers
+    processor = Processor(bootstrap, (SOURCE, SINK), GROUP, tmp_path / "state", tmp_path / "processor.log")
+    readings, totals = Readings(bootstrap, SOURCE), Totals(cluster)
     try:
         processor.start()
         # quixstreams creates its store's changelog, compacted, replicated as its source topic is

@@ -8,7 +8,9 @@ InitProducerId's refusals, AddPartitionsToTxn's, NOT_COORDINATOR, DescribeTransa
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -115,6 +117,56 @@ def test_committed_records_are_read_committed_and_aborted_ones_never(
     for partition in range(3):  # in each partition, the committed records in the order they were sent
         mine = [v for v in committed if int(v.split(b"-")[1]) % 3 == partition]
         assert mine == sorted(mine, key=lambda v: (int(v.split(b"-")[0]), int(v.split(b"-")[1])))
+    # the HTTP door reads the same: at read_committed only what committed, at read_uncommitted every
+    # producer record, and never a transaction marker as a record (each partition holds 5 of them)
+    with http_client(kafka_cluster) as client:
+        for isolation, expected in (("read_committed", committed), ("read_uncommitted", everything)):
+            read: list[bytes] = []
+            for partition in range(3):
+                read += _http_values(client, topic, partition, isolation)
+            assert sorted(read) == sorted(expected), isolation
+        assert sorted(_instance_values(client, topic, len(committed))) == sorted(committed)
+
+
+def _instance_values(client: Any, topic: str, count: int) -> list[bytes]:
+    """What an HTTP consumer instance with isolation.level read_committed reads of the topic: ``count``
+    records, and none more within a read after them."""
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+    group = f"http-{uuid.uuid4().hex[:8]}"
+    config = {
+        "name": "i",
+        "format": "binary",
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
+    client.request("POST", f"/consumers/{group}", json.dumps(config).encode(), v2)
+    base = f"/consumers/{group}/instances/i"
+    client.request("POST", f"{base}/subscription", json.dumps({"topics": [topic]}).encode(), v2)
+    values: list[bytes] = []
+    binary = {"Accept": "application/vnd.kafka.binary.v2+json"}
+    deadline = time.monotonic() + 60
+    while len(values) < count:
+        assert time.monotonic() < deadline, f"{len(values)} of {count} read"
+        rows = json.loads(client.request("GET", f"{base}/records?timeout=500", headers=binary).body)
+        values += [base64.b64decode(row["value"]) for row in rows]
+    rows = json.loads(client.request("GET", f"{base}/records?timeout=500", headers=binary).body)
+    client.request("DELETE", base, headers=v2)
+    return values + [base64.b64decode(row["value"]) for row in rows]
+
+
+def _http_values(client: Any, topic: str, partition: int, isolation: str) -> list[bytes]:
+    """A partition's values from offset 0 to its end through ``GET .../records?isolation=``."""
+    values: list[bytes] = []
+    offset = 0
+    for _ in range(1_000):
+        path = f"/topics/{topic}/partitions/{partition}/records?offset={offset}&isolation={isolation}"
+        answer = client.request("GET", path, headers={"Accept": "application/vnd.kafka.binary.v2+json"})
+        rows = json.loads(answer.body)
+        if not rows:
+            return values
+        values += [base64.b64decode(row["value"]) for row in rows]
+        offset = rows[-1]["offset"] + 1
+    raise AssertionError(f"{topic}-{partition} not read to its end")
 
 
 def test_offsets_sent_to_a_transaction_commit_with_it(kafka_cluster: LocalCluster, topic: str) -> None:

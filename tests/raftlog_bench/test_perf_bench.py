@@ -25,7 +25,7 @@ from raftlog_bench.arguments import standalone_parser
 from raftlog_bench.cluster import LatencySummary
 from raftlog_bench.cpu import CpuMeter, CpuUse
 from raftlog_bench.peers import PeerMissing, nats_config, rabbit_node_config
-from raftlog_bench.perf import Tally, parse_peers, progress_line
+from raftlog_bench.perf import parse_peers
 from raftlog_bench.perf_report import (
     IdleResult,
     PhaseResult,
@@ -38,6 +38,7 @@ from raftlog_bench.perf_report import (
     phase_ratios,
     ratio,
 )
+from raftlog_bench.tally import Tally, progress_line
 from raftlog_bench.targets import Layout
 
 ROOT = Path(__file__).resolve().parents[2]

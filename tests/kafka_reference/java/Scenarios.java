@@ -1,8 +1,8 @@
 // The reference client's scenarios: Apache Kafka's own Java client (kafka-clients, from the jars
 // scripts/kafka/install.sh brought from Maven Central) against whichever cluster the client settings
-// name. Run by tests/kafka_reference/test_java_client.py with Java's source launcher:
+// name. Compiled once per run and run by tests/kafka_reference/java_client.py, as:
 //
-//     java -cp '.peers/kafka-<version>/libs/*' Scenarios.java SCENARIO SETTINGS TOPIC [ARGUMENT]
+//     java -cp "CLASSES:.peers/kafka-<version>/libs/*" Scenarios SCENARIO SETTINGS TOPIC [ARGUMENT]
 //
 // SETTINGS is a properties file (bootstrap.servers, and the security settings and password, which
 // never appear in argv). Each scenario prints one line "RESULT {json}" of what it observed, for the test
@@ -30,6 +30,8 @@ import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -38,6 +40,7 @@ import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -45,10 +48,10 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.consumer.LogTruncationException;
-import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -74,6 +77,8 @@ public class Scenarios {
             case "login" -> login(settings);
             case "epoch-validation" -> epochValidation(settings, topic);
             case "transactions" -> transactions(settings, topic, argument);
+            case "consume-transform-produce" -> consumeTransformProduce(settings, topic);
+            case "transaction-timeout" -> transactionTimeout(settings, topic);
             default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
         };
         System.out.println("RESULT " + json(result));
@@ -287,6 +292,232 @@ public class Scenarios {
         if (read.size() < count) {
             throw new IllegalStateException(read.size() + " of " + count + " records read");
         }
+    }
+
+    // -- a consume-transform-produce loop and a timed-out transaction, beside Kafka ------------------------
+
+    /**
+     * A consume-transform-produce loop as kafka-clients' transactional producer runs it. A member of a group
+     * reads 30 records of TOPIC-in (read_committed); the producer (transactional.id TOPIC-txn) writes one
+     * record per input, alternating between TOPIC's two partitions, and commits the inputs' offsets with the
+     * consumer's group metadata in the same transaction:
+     *   1. inputs 0-9 as "commit-1-i", committed;
+     *   2. inputs 10-19 as "abort-2-i", aborted (the group's offset stays at 10);
+     *   3. inputs 10-19 again as "commit-3-i", committed;
+     *   offsets with a generation the group is not at: refused (ILLEGAL_GENERATION), the transaction aborted;
+     *   4. inputs 20-29 as "open-4-i", flushed but left open: the last stable offset stays below the end,
+     *      and a read_committed reader stops at it, having read only commits 1 and 3;
+     *   a second producer with the same transactional.id: its initTransactions aborts 4 and fences the first,
+     *   whose commit is refused;
+     *   5. by the second producer, inputs 20-29 as "commit-5-i", committed.
+     * What read_committed and read_uncommitted readers see of TOPIC, and the group's offsets.
+     */
+    static Map<String, Object> consumeTransformProduce(Properties settings, String topic) throws Exception {
+        String input = topic + "-in";
+        String groupId = topic + "-group";
+        String transactionalId = topic + "-txn";
+        create(settings, topic, 2, Map.of());
+        create(settings, input, 1, Map.of());
+        TopicPartition source = new TopicPartition(input, 0);
+        List<TopicPartition> outputs = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+        try (KafkaProducer<byte[], byte[]> plain = new KafkaProducer<>(producer(settings))) {
+            for (int i = 0; i < 30; i++) {
+                plain.send(new ProducerRecord<>(input, 0, null, ("in-" + i).getBytes()));
+            }
+            plain.flush();
+        }
+        Map<String, Object> result = new TreeMap<>();
+        Properties consuming = consumer(settings, groupId);
+        consuming.put("isolation.level", "read_committed");
+        try (KafkaConsumer<byte[], byte[]> member = new KafkaConsumer<>(consuming);
+             KafkaProducer<byte[], byte[]> first = new KafkaProducer<>(transactional(settings, transactionalId));
+             Admin admin = Admin.create(settings)) {
+            member.subscribe(List.of(input));
+            List<ConsumerRecord<byte[], byte[]>> inputs = new ArrayList<>();
+            readUntil(member, inputs, 30);
+            first.initTransactions();
+
+            transform(first, member, topic, inputs, 0, 10, "commit-1");
+            first.commitTransaction();
+            transform(first, member, topic, inputs, 10, 20, "abort-2");
+            first.abortTransaction();
+            result.put("group_offset_after_abort", groupOffset(admin, groupId, source));
+            transform(first, member, topic, inputs, 10, 20, "commit-3");
+            first.commitTransaction();
+
+            first.beginTransaction();
+            ConsumerGroupMetadata current = member.groupMetadata();
+            ConsumerGroupMetadata stale = new ConsumerGroupMetadata(
+                groupId, current.generationId() + 1, current.memberId(), current.groupInstanceId());
+            result.put("offsets_of_another_generation", refusal(() -> {
+                first.sendOffsetsToTransaction(Map.of(source, new OffsetAndMetadata(25)), stale);
+                return null;
+            }));
+            first.abortTransaction();
+
+            transform(first, member, topic, inputs, 20, 30, "open-4");
+            first.flush();
+            Map<TopicPartition, Long> stable = ends(admin, outputs, IsolationLevel.READ_COMMITTED);
+            Map<TopicPartition, Long> logEnds = ends(admin, outputs, IsolationLevel.READ_UNCOMMITTED);
+            result.put("stable_below_end_while_open", outputs.stream()
+                .allMatch(p -> stable.get(p) < logEnds.get(p)));
+            result.put("read_committed_while_open", prefixes(readToEnd(settings, outputs, "read_committed")));
+
+            try (KafkaProducer<byte[], byte[]> second =
+                     new KafkaProducer<>(transactional(settings, transactionalId))) {
+                second.initTransactions();
+                result.put("fenced_commit", refusal(() -> {
+                    first.commitTransaction();
+                    return null;
+                }));
+                transform(second, member, topic, inputs, 20, 30, "commit-5");
+                second.commitTransaction();
+            }
+            result.put("group_offset_at_end", groupOffset(admin, groupId, source));
+            // the commit is answered once decided; its markers follow, and the last stable offset with them
+            result.put("stable_at_end", waitFor(() -> stable(admin, outputs)));
+        }
+        List<ConsumerRecord<byte[], byte[]>> committed = readToEnd(settings, outputs, "read_committed");
+        result.put("read_committed", prefixes(committed));
+        result.put("read_uncommitted", prefixes(readToEnd(settings, outputs, "read_uncommitted")));
+        List<String> expected = new ArrayList<>();
+        for (String prefix : List.of("commit-1", "commit-3", "commit-5")) {
+            int from = prefix.equals("commit-1") ? 0 : prefix.equals("commit-3") ? 10 : 20;
+            for (int i = from; i < from + 10; i++) {
+                expected.add(prefix + "-" + i);
+            }
+        }
+        result.put("read_committed_each_once_in_order", outputs.stream().allMatch(partition ->
+            committed.stream().filter(r -> r.partition() == partition.partition())
+                .map(r -> new String(r.value())).toList()
+                .equals(expected.stream().filter(v -> outputOf(v) == partition.partition()).toList())));
+        return result;
+    }
+
+    /**
+     * A transaction left open past transaction.timeout.ms (5 s): the coordinator aborts it, the last stable
+     * offset moves past its records, read_committed readers never see them, and the producer's late commit
+     * is refused.
+     */
+    static Map<String, Object> transactionTimeout(Properties settings, String topic) throws Exception {
+        create(settings, topic, 1, Map.of());
+        List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0));
+        Properties producing = transactional(settings, topic + "-txn");
+        producing.put("transaction.timeout.ms", "5000");
+        Map<String, Object> result = new TreeMap<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producing);
+             Admin admin = Admin.create(settings)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            for (int i = 0; i < 10; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, null, ("expired-" + i).getBytes()));
+            }
+            producer.flush();
+            result.put("stable_below_end_while_open",
+                ends(admin, partitions, IsolationLevel.READ_COMMITTED).get(partitions.get(0)) == 0L);
+            result.put("aborted_by_the_coordinator", waitFor(() -> stable(admin, partitions)));
+            result.put("late_commit", refusal(() -> {
+                producer.commitTransaction();
+                return null;
+            }));
+        }
+        result.put("read_committed", prefixes(readToEnd(settings, partitions, "read_committed")));
+        result.put("read_uncommitted", prefixes(readToEnd(settings, partitions, "read_uncommitted")));
+        return result;
+    }
+
+    /** One transaction begun: inputs [from, to) written as "PREFIX-i" to partition i % 2, and the offset
+     *  after them sent with the member's group metadata. */
+    static void transform(KafkaProducer<byte[], byte[]> producer, KafkaConsumer<byte[], byte[]> member,
+                          String topic, List<ConsumerRecord<byte[], byte[]>> inputs, int from, int to,
+                          String prefix) throws Exception {
+        producer.beginTransaction();
+        for (int i = from; i < to; i++) {
+            String value = prefix + "-" + new String(inputs.get(i).value()).substring("in-".length());
+            producer.send(new ProducerRecord<>(topic, outputOf(value), null, value.getBytes()));
+        }
+        ConsumerRecord<byte[], byte[]> last = inputs.get(to - 1);
+        producer.sendOffsetsToTransaction(
+            Map.of(new TopicPartition(last.topic(), last.partition()), new OffsetAndMetadata(last.offset() + 1)),
+            member.groupMetadata());
+    }
+
+    /** The partition a "PREFIX-i" output goes to: i % 2. */
+    static int outputOf(String value) {
+        return Integer.parseInt(value.substring(value.lastIndexOf('-') + 1)) % 2;
+    }
+
+    static Properties transactional(Properties settings, String transactionalId) {
+        Properties producing = producer(settings);
+        producing.put("transactional.id", transactionalId);
+        return producing;
+    }
+
+    /** The group's committed offset of the partition once no transaction's offset for it is pending (an
+     *  OffsetFetch with require_stable, KIP-447, is answered UNSTABLE_OFFSET_COMMIT until the transaction's
+     *  marker has reached the group's coordinator; the admin client then leaves the partition out). */
+    static Object groupOffset(Admin admin, String groupId, TopicPartition partition) throws Exception {
+        ListConsumerGroupOffsetsOptions stable = new ListConsumerGroupOffsetsOptions().requireStable(true);
+        long deadline = System.currentTimeMillis() + PATIENCE_MS;
+        while (true) {
+            OffsetAndMetadata found = admin.listConsumerGroupOffsets(groupId, stable)
+                .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS).get(partition);
+            if (found != null) {
+                return found.offset();
+            }
+            if (System.currentTimeMillis() > deadline) {
+                return "none";
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    /** ListOffsets of the latest offset at an isolation level: the last stable offset for read_committed. */
+    static Map<TopicPartition, Long> ends(Admin admin, List<TopicPartition> partitions, IsolationLevel isolation)
+        throws Exception {
+        Map<TopicPartition, OffsetSpec> latest = partitions.stream()
+            .collect(Collectors.toMap(p -> p, p -> OffsetSpec.latest()));
+        return admin.listOffsets(latest, new ListOffsetsOptions(isolation)).all().get(30, TimeUnit.SECONDS)
+            .entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
+    }
+
+    /** Whether each partition's last stable offset is its end: no transaction open in it. */
+    static boolean stable(Admin admin, List<TopicPartition> partitions) {
+        try {
+            return ends(admin, partitions, IsolationLevel.READ_COMMITTED)
+                .equals(ends(admin, partitions, IsolationLevel.READ_UNCOMMITTED));
+        } catch (Exception notAnswered) {  // asked again until PATIENCE_MS
+            return false;
+        }
+    }
+
+    /** Every record a reader at that isolation level reads of the partitions from their start until its
+     *  position reaches the end it is shown (the last stable offset under read_committed). */
+    static List<ConsumerRecord<byte[], byte[]>> readToEnd(Properties settings, List<TopicPartition> partitions,
+                                                         String isolation) {
+        Properties consuming = consumer(settings, null);
+        consuming.put("isolation.level", isolation);
+        List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(consuming)) {
+            reader.assign(partitions);
+            reader.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = reader.endOffsets(partitions);
+            long deadline = System.currentTimeMillis() + PATIENCE_MS;
+            while (partitions.stream().anyMatch(p -> reader.position(p) < ends.get(p))) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("not read to " + ends + " in " + PATIENCE_MS + " ms");
+                }
+                reader.poll(POLL).forEach(read::add);
+            }
+        }
+        return read;
+    }
+
+    /** How many records of each "PREFIX-" the values hold, by prefix. */
+    static Map<String, Long> prefixes(List<ConsumerRecord<byte[], byte[]>> records) {
+        return records.stream().map(r -> new String(r.value()))
+            .collect(Collectors.groupingBy(v -> v.substring(0, v.lastIndexOf('-')), TreeMap::new,
+                Collectors.counting()));
     }
 
     // -- a consumer group with an assignor --------------------------------------------------------

@@ -10,7 +10,7 @@ import struct
 import crc32c
 
 from partitions import commands
-from partitions.errors import InvalidTxnState, ProducerFenced
+from partitions.errors import CoordinatorFenced, InvalidTxnState, ProducerFenced
 from partitions.replicas import state_machine
 from partitions.replicas.state_machine import (
     MarkerWritten,
@@ -40,8 +40,11 @@ def txn_produce(
     return commands.encode(commands.Produce(bytes(batch)))
 
 
-def end(producer_id: int, commit: bool, epoch: int = 0, write_control: bool = True) -> bytes:
-    return commands.encode(commands.TxnMarker(producer_id, epoch, commit, 5, 2_000, write_control))
+def end(
+    producer_id: int, commit: bool, epoch: int = 0, write_control: bool = True, coordinator_epoch: int = 5
+) -> bytes:
+    marker = commands.TxnMarker(producer_id, epoch, commit, coordinator_epoch, 2_000, write_control)
+    return commands.encode(marker)
 
 
 def txn_offset(group: str, offset: int, producer_id: int, epoch: int = 0) -> bytes:
@@ -77,6 +80,24 @@ def test_a_marker_of_a_newer_epoch_fences_the_older_producer(tmp_path: pathlib.P
     # the new epoch writes from sequence 0
     assert machine.apply(6, 1, txn_produce(7, 0, epoch=1)) == Produced(2, 3)
     assert machine.high_watermark == 3
+
+
+def test_a_deposed_coordinators_marker_is_refused(tmp_path: pathlib.Path) -> None:
+    """The successor ended the transaction and the producer began its next one at the same epoch: the old
+    coordinator's marker, still in flight, must not end the new transaction early."""
+    machine = open_machine(tmp_path)
+    machine.apply(1, 1, txn_produce(7, 0))
+    assert machine.apply(2, 1, end(7, commit=True, coordinator_epoch=6)) == MarkerWritten(1)
+    machine.apply(3, 1, txn_produce(7, 1))  # the next transaction, open from offset 2
+    late = machine.apply(4, 1, end(7, commit=False, coordinator_epoch=5))
+    assert isinstance(late, Refused) and isinstance(late.error, CoordinatorFenced)
+    assert last_stable_offset(machine.log) == 2  # still open
+    snapshot = machine.snapshot() or b""
+    again = PartitionStateMachine(machine.log)
+    again.restore(snapshot)
+    late = again.apply(5, 1, end(7, commit=False, coordinator_epoch=5))
+    assert isinstance(late, Refused) and isinstance(late.error, CoordinatorFenced)
+    assert again.apply(6, 1, end(7, commit=True, coordinator_epoch=6)) == MarkerWritten(3)
 
 
 def test_transactional_offsets_are_visible_if_and_only_if_the_transaction_commits(
