@@ -36,7 +36,7 @@ under read_uncommitted, for the statistics: the aborted records are there), each
 Records: the value's number as JSON text, the transaction's name as key, and a header ``v`` with the
 number; a poll reads a record as its number only when value and header agree, else as the record's JSON
 text (a value never sent, which the checker reports as a phantom read). librdkafka's calls block: each
-client runs them on a thread of its own; the history is written on the event loop.
+runs on a daemon thread with a bound of its own (``TxnClient``); the history is written on the event loop.
 """
 
 from __future__ import annotations
