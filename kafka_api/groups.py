@@ -434,7 +434,8 @@ class ClassicGroups:
     ) -> None:
         """Fence an OffsetCommit: a member of the current generation, or no member at all (generation
         -1, a consumer outside any group management, or an operator's reset), which Kafka accepts only
-        while the group has no members: their next commit would undo it."""
+        while the group has no members: their next commit would undo it. A group this node has not met since
+        it became its coordinator takes commits of the generation the group table recorded."""
         if generation < 0 and not member_id:
             live = self.groups.get(name)
             if live is not None and live.members:
@@ -442,6 +443,16 @@ class ClassicGroups:
                     ErrorCode.unknown_member_id,
                     f"group {name!r} has {len(live.members)} member(s): only they may commit its offsets",
                 )
+            return
+        if (
+            name not in self.groups
+            and member_id
+            and generation >= 1
+            and generation == self._records.recorded_generation(name)
+        ):
+            # The coordinator moved here (a failover) and has not met the group's members yet: the
+            # generation it recorded vouches for them, as Kafka's new coordinator, which loads its members,
+            # accepts their commits; they join again here at their next heartbeat.
             return
         group = self._known(name)
         group.check_instance(member_id, instance_id)
