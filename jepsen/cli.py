@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from jepsen.checker import check
+from jepsen.checking import check
 from jepsen.history import HistoryError, read_history
 from jepsen.runner import register_run
 
@@ -71,6 +71,8 @@ def summary(results: dict[str, Any]) -> str:
         f"acked sends: {stats['acked_sends']}, read values: {stats['read_values']}, "
         f"unseen: {results['unseen']['count']}"
     )
+    if "transactions" in stats:  # the transactional workload's
+        lines.append(f"transactions: {stats['transactions']}")
     for f, row in results["availability"]["outside"].items():
         lines.append(f"  outside faults {f}: ok {row['ok']}/{row['total']}")
     for fault, table in results["availability"]["by_fault"].items():

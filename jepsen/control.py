@@ -298,6 +298,7 @@ class Cluster:
     nodes: list[NodeSpec]
     admin_token: str
     serve_args: list[str] = field(default_factory=list)  # appended to every node's serve options
+    shim_args: list[str] = field(default_factory=list)  # jepsen.nodeshim's own options (--break-markers)
     argv: dict[str, list[str]] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
@@ -402,7 +403,7 @@ class Cluster:
 
     def _argv(self, node: NodeSpec, secret_file: str) -> list[str]:
         argv = [sys.executable, "-m", "jepsen.nodeshim", self.trace_file(node.node_id),
-                self.clock_file(node.node_id),
+                self.clock_file(node.node_id), *self.shim_args,
                 "--node-id", node.node_id,
                 "--data-dir", self.data_dir(node.node_id),
                 "--http", f"{node.host}:{node.http_port}",

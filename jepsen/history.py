@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 EventType: TypeAlias = Literal["invoke", "ok", "fail", "info"]
@@ -19,7 +19,12 @@ JsonDict: TypeAlias = dict[str, Any]
 
 EVENT_TYPES: frozenset[str] = frozenset({"invoke", "ok", "fail", "info"})
 COMPLETION_TYPES: frozenset[str] = frozenset({"ok", "fail", "info"})
-CLIENT_FS: frozenset[str] = frozenset({"send", "poll", "commit", "committed"})
+KEYED_FS: frozenset[str] = frozenset({"send", "poll", "commit", "committed"})
+# the transactional workload's operations (jepsen/txn_workload.py): they name a transaction or a
+# transactional id, not one key
+TXN_FS: frozenset[str] = frozenset({"txn", "end", "init"})
+CLIENT_FS: frozenset[str] = KEYED_FS | TXN_FS
+ISOLATION_LEVELS: frozenset[str] = frozenset({"read_committed", "read_uncommitted"})
 NEMESIS_PROCESS = "nemesis"
 NEMESIS_FS: frozenset[str] = frozenset({"start", "stop"})
 
@@ -295,6 +300,9 @@ def _check_invoke(event: Event, source: str, line_no: int) -> None:
 
     if event.f not in CLIENT_FS:
         return
+    if event.f in TXN_FS:
+        _check_txn_invoke(event, need)
+        return
     need("key", isinstance(raw.get("key"), str) and bool(raw.get("key")), "a 'topic/partition' string")
     if event.f == "send":
         need("value", _is_int(raw.get("value")), "an int")
@@ -307,6 +315,8 @@ def _check_invoke(event: Event, source: str, line_no: int) -> None:
     elif event.f == "poll":
         need("offset", _is_int(raw.get("offset")) and raw["offset"] >= 0, "an offset >= 0")
         need("final", isinstance(raw.get("final", False), bool), "a boolean")
+        need("isolation", raw.get("isolation", "read_uncommitted") in ISOLATION_LEVELS,
+             f"one of {sorted(ISOLATION_LEVELS)}")  # fmt: skip
     elif event.f == "commit":
         need("group", isinstance(raw.get("group"), str), "a string")
         need("offset", _is_int(raw.get("offset")) and raw["offset"] >= 0, "an offset >= 0")
@@ -315,13 +325,69 @@ def _check_invoke(event: Event, source: str, line_no: int) -> None:
         need("group", isinstance(raw.get("group"), str), "a string")
 
 
-def _check_completion(invoke: Event, event: Event, source: str, line_no: int) -> None:
-    if event.type != "ok" or event.f not in CLIENT_FS:
+def _check_txn_invoke(event: Event, need: Callable[[str, bool, str], None]) -> None:
+    raw = event.raw
+    if event.f == "init":
+        need("transactional_id", _is_text(raw.get("transactional_id")), "a non-empty string")
         return
+    need("txn", _is_text(raw.get("txn")), "a non-empty string naming the transaction")
+    if event.f == "end":
+        need("commit", isinstance(raw.get("commit"), bool), "a boolean (commit, or abort)")
+        return
+    need("transactional_id", _is_text(raw.get("transactional_id")), "a non-empty string")
+    need("intent", raw.get("intent") in ("commit", "abort"), "'commit' or 'abort'")
+    writes = raw.get("writes")
+    need("writes", isinstance(writes, list) and all(_is_pair(w, str, int) for w in writes),
+         "a list of [key, value]")  # fmt: skip
+    offsets = raw.get("offsets", [])
+    need("offsets", isinstance(offsets, list) and all(_is_offset_row(row) for row in offsets),
+         "a list of [group, key, offset]")  # fmt: skip
+    consumed = raw.get("consumed", [])
+    need("consumed", isinstance(consumed, list) and all(_is_consumed_row(row) for row in consumed),
+         "a list of [key, offset, value]")  # fmt: skip
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_pair(value: object, first: type, second: type) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], first)
+        and isinstance(value[1], second)
+        and not isinstance(value[1], bool)
+    )
+
+
+def _is_offset_row(row: object) -> bool:
+    return (
+        isinstance(row, list) and len(row) == 3 and _is_text(row[0]) and _is_text(row[1]) and _is_int(row[2])
+    )
+
+
+def _is_consumed_row(row: object) -> bool:
+    return isinstance(row, list) and len(row) == 3 and _is_text(row[0]) and _is_int(row[1])
+
+
+def _check_completion(invoke: Event, event: Event, source: str, line_no: int) -> None:
     raw = event.raw
 
     def fail(message: str) -> HistoryError:
-        return HistoryError(source, line_no, f"{event.f} ok: {message}")
+        return HistoryError(source, line_no, f"{event.f} {event.type}: {message}")
+
+    if event.f in TXN_FS and raw.get("txn") != invoke.raw.get("txn"):
+        raise fail(f"names transaction {raw.get('txn')!r}, its invoke {invoke.raw.get('txn')!r}")
+    if event.f == "txn":
+        written = raw.get("written", [])
+        if not (isinstance(written, list) and all(_is_written_row(row) for row in written)):
+            raise fail(f"'written' must be a list of [key, value, offset], got {written!r}")
+        if event.type == "ok" and len(written) != len(invoke.raw["writes"]):
+            raise fail(f"an ok transaction reports every write's offset: {len(invoke.raw['writes'])} "
+                       f"writes, {len(written)} offsets")  # fmt: skip
+    if event.type != "ok" or event.f not in CLIENT_FS:
+        return
 
     if event.f == "send":
         if not (_is_int(raw.get("offset")) and raw["offset"] >= 0):
@@ -340,6 +406,17 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
         "offset" in raw and (raw["offset"] is None or _is_int(raw["offset"]))
     ):
         raise fail(f"needs 'offset' (int or null), got {raw.get('offset')!r}")
+
+
+def _is_written_row(row: object) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 3
+        and _is_text(row[0])
+        and _is_int(row[1])
+        and _is_int(row[2])
+        and row[2] >= 0
+    )
 
 
 def _is_int(value: object) -> bool:

@@ -1,6 +1,6 @@
 """Run one raftlog node with two process-level fault hooks, then hand over to the server (``api``).
 
-    python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE --node-id n1 ...
+    python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE [--break-markers=MODE] --node-id n1 ...
 
 This is the harness's stand-in for an LD_PRELOAD layer; it patches Python, not libc:
 
@@ -13,7 +13,12 @@ This is the harness's stand-in for an LD_PRELOAD layer; it patches Python, not l
   offset (seconds, a float) written in CLOCK_FILE, re-read every 100 ms by a daemon thread. The monotonic
   clock (Raft timers, asyncio) is not touched: a process-level wall-clock skew, not a kernel one.
 
-The shim imports no project package; it runs ``api`` by name, exactly as ``python -m raftlog_node`` would.
+- ``--break-markers=flip-abort`` (the transactional workload's negative control, ``jepsen.marker_fault``):
+  the state machine applies every transaction abort marker as a commit. Only a run that asks for it gets
+  it; the option is taken off the arguments before the server sees them.
+
+The shim imports no project package (but ``jepsen.marker_fault`` when asked to break markers); it runs
+``raftlog_node`` by name, exactly as ``python -m raftlog_node`` would.
 """
 
 from __future__ import annotations
@@ -98,12 +103,24 @@ def _install_clock(path: str) -> None:
     time.time_ns = skewed_time_ns
 
 
+BREAK_MARKERS = "--break-markers="
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 3:
-        raise SystemExit("usage: python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE --node-id ...")
+        raise SystemExit("usage: python -m jepsen.nodeshim FSYNC_TRACE CLOCK_FILE [--break-markers=MODE] ...")
     trace_path, clock_path, rest = argv[0], argv[1], argv[2:]
     _install_fsync_trace(_Trace(trace_path))
     _install_clock(clock_path)
+    if rest and rest[0].startswith(BREAK_MARKERS):
+        from jepsen import marker_fault
+
+        try:
+            broken = marker_fault.install(rest[0].removeprefix(BREAK_MARKERS))
+        except marker_fault.MarkerFaultError as exc:
+            raise SystemExit(f"jepsen.nodeshim: {exc}") from exc
+        print(f"jepsen.nodeshim: marker path broken on purpose ({broken})", file=sys.stderr, flush=True)
+        rest = rest[1:]
     sys.argv = ["raftlog serve", *rest]
     runpy.run_module("raftlog_node", run_name="__main__", alter_sys=True)
 

@@ -11,6 +11,7 @@ import time
 from typing import IO, Any
 
 NEMESIS = "nemesis"
+REPEATED = ("key", "txn")  # what a completion repeats of its invoke (docs/jepsen-history.md)
 
 
 class Recorder:
@@ -38,13 +39,14 @@ class Recorder:
         return event
 
     def complete(self, process: int, kind: str, **fields: Any) -> dict[str, Any]:
-        """Complete the process's operation: ``kind`` is ok, fail or info; ``f`` and ``key`` are repeated."""
+        """Complete the process's operation: ``kind`` is ok, fail or info; ``f``, and ``key`` or ``txn``
+        when the invoke has them, are repeated."""
         if kind not in ("ok", "fail", "info"):
             raise ValueError(f"completion type {kind!r}")
         invoke = self._open.pop(process, None)
         if invoke is None:
             raise RuntimeError(f"process {process} completes ({kind}) with nothing in flight")
-        repeated = {"f": invoke["f"], "key": invoke["key"]}
+        repeated = {"f": invoke["f"], **{name: invoke[name] for name in REPEATED if name in invoke}}
         return self._write({"process": process, "type": kind, **repeated, **fields})
 
     def nemesis(self, f: str, fault: str, value: Any) -> dict[str, Any]:

@@ -3,10 +3,10 @@
 ``write_report(run_dir)`` reads ``run_dir/history.jsonl`` (docs/jepsen-history.md) and, when present,
 ``run_dir/results.json`` (jepsen/checker.py), and writes into ``run_dir``:
 
-- ``latency-{send,poll,commit}.png``: each operation's latency (completion time - invoke time) at its
+- ``latency-{send,poll,commit,txn,end}.png``: each operation's latency (completion time - invoke time) at its
   invoke time, one marker per outcome (ok, fail, info); operations still pending at the end are counted
   in the title, not drawn (they have no latency);
-- ``throughput-{send,poll,commit}.png``: completions per second by outcome, in fixed-width time bins;
+- ``throughput-{send,poll,commit,txn,end}.png``: completions per second by outcome, in fixed-width time bins;
 - ``index.html``: the verdict, the anomalies with the exact operations, availability per fault window,
   the plots, and links to the history, results, run settings and node logs.
 
@@ -35,7 +35,7 @@ from matplotlib.patches import Patch
 from jepsen import checker
 from jepsen.history import History, HistoryError, JsonDict, Operation, read_history
 
-OP_TYPES: tuple[str, ...] = ("send", "poll", "commit")
+OP_TYPES: tuple[str, ...] = ("send", "poll", "commit", "txn", "end")
 OUTCOMES: dict[str, tuple[str, str]] = {  # outcome -> (colour, marker)
     "ok": ("#2e7d32", "o"),
     "fail": ("#c62828", "v"),

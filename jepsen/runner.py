@@ -1,7 +1,8 @@
 """``python -m jepsen run``: one fault run from cluster start to verdict.
 
     python -m jepsen run --nodes 5 --nemesis kill,partition --time-limit 300 [--rate 40] [--concurrency 8]
-                         [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy] [--workload queue|compact]
+                         [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy]
+                         [--workload queue|compact|txn] [--break-markers flip-abort]
 
 Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
 schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
@@ -11,7 +12,8 @@ every node), ``data/`` and ``faults/`` (fsync traces, clock files); then runs th
 
 Phases: start the nodes and create the topics; workload and nemesis together for ``--time-limit``
 seconds; heal every fault and restart every node that is down; the final read (``compact``: one, then
-another once every node's cleaner has caught up); stop; check.
+another once every node's cleaner has caught up; ``txn``: a new producer per transactional id first, which
+ends every open transaction); stop; check (``txn``: ``jepsen.txn_checker``).
 Namespaces, links and processes are removed in ``finally`` blocks, also on Ctrl-C and SIGTERM.
 """
 
@@ -52,7 +54,7 @@ HEAL_READY_TIMEOUT_S = 45.0
 DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
-WORKLOADS = ("queue", "compact")  # compact: jepsen/compact_workload.py
+WORKLOADS = ("queue", "compact", "txn")  # compact: jepsen/compact_workload.py; txn: jepsen/txn_workload.py
 FILE_SYSTEMS = ("plain", "lazy")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
@@ -63,6 +65,7 @@ TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
     "t1": {"flush.policy": "group", "flush.ms": 1000, "message.timestamp.type": "LogAppendTime"},
 }
 COMPACT_TOPICS = {compact_workload.TOPIC: compact_workload.PARTITIONS}
+MARKER_FAULTS = ("flip-abort",)  # jepsen.marker_fault.MODES (that module runs only inside a node)
 COMPACT_TOPIC_CONFIGS = {compact_workload.TOPIC: compact_workload.TOPIC_CONFIGS}
 LOG_APPEND_TIME_TOPICS = frozenset(
     topic
@@ -85,17 +88,36 @@ class RunConfig:
     serve_args: tuple[str, ...] = ()  # more options for every node's ``raftlog serve``
     clients: tuple[str, ...] = ("http",)  # worker i (and final reader i) uses clients[i % len(clients)]
     fs: str = "plain"  # "lazy": every node's data directory on a lazy file system (jepsen.lazyfs)
-    workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic
+    workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic; "txn"
+    break_markers: str | None = None  # txn's negative control: every node's abort markers applied as commits
 
     def __post_init__(self) -> None:
         if self.workload not in WORKLOADS:
             raise ValueError(f"workload {self.workload!r}: choose from {', '.join(WORKLOADS)}")
+        if self.break_markers is not None and self.break_markers not in MARKER_FAULTS:
+            raise ValueError(
+                f"--break-markers {self.break_markers!r}: choose from {', '.join(MARKER_FAULTS)}"
+            )
         if not self.topics:
-            self.topics = dict(COMPACT_TOPICS if self.workload == "compact" else TOPICS)
+            self.topics = dict(self._workload_topics()[0])
+
+    def _workload_topics(self) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
+        if self.workload == "txn":
+            from jepsen import txn_workload  # confluent-kafka only when a run needs it
+
+            return txn_workload.TOPICS, txn_workload.TOPIC_CONFIGS
+        if self.workload == "compact":
+            return COMPACT_TOPICS, COMPACT_TOPIC_CONFIGS
+        return TOPICS, TOPIC_CONFIGS
 
     @property
     def topic_configs(self) -> dict[str, dict[str, Any]]:
-        return COMPACT_TOPIC_CONFIGS if self.workload == "compact" else TOPIC_CONFIGS
+        return self._workload_topics()[1]
+
+    @property
+    def shim_args(self) -> list[str]:
+        """jepsen.nodeshim's options: the negative control's broken marker path, when asked for."""
+        return [] if self.break_markers is None else [f"--break-markers={self.break_markers}"]
 
     @property
     def node_args(self) -> list[str]:
@@ -128,9 +150,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
     parser.add_argument(
         "--clients",
-        default="http",
+        default=None,
         help="comma-separated: http (the HTTP API) and/or kafka (confluent-kafka against the nodes' "
-        "Kafka listeners); workers take them in turn (default http)",
+        "Kafka listeners); workers take them in turn (default http; txn: kafka, and its transactions go "
+        "through Kafka clients whatever the door: it reads through it)",
     )
     parser.add_argument(
         "--workload",
@@ -138,6 +161,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default="queue",
         help="queue: the Kafka-style queue (topics t0, t1); compact: keys overwritten and deleted on a "
         "compacted topic (c0), each key's last acknowledged write checked after the cleaner ran",
+    )
+    parser.add_argument(
+        "--break-markers",
+        choices=MARKER_FAULTS,
+        default=None,
+        help="the txn workload's negative control: every node applies abort markers as commits "
+        "(jepsen/marker_fault.py, patched in by the node shim); the verdict must be invalid",
     )
     parser.add_argument(
         "--fs",
@@ -170,10 +200,11 @@ def register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.time_limit <= 0 or args.rate <= 0 or not 1 <= args.concurrency <= 64:
         raise ValueError("--time-limit and --rate must be > 0, --concurrency between 1 and 64")
-    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
+    named = args.clients if args.clients is not None else ("kafka" if args.workload == "txn" else "http")
+    clients = tuple(c.strip() for c in named.split(",") if c.strip())
     unknown = sorted(set(clients) - set(CLIENTS))
     if not clients or unknown:
-        raise ValueError(f"--clients {args.clients!r}: choose from {', '.join(CLIENTS)}")
+        raise ValueError(f"--clients {named!r}: choose from {', '.join(CLIENTS)}")
     faults = nemesis.parse_faults(args.nemesis)
     computed = {
         "faults": faults,
@@ -295,6 +326,7 @@ def run(config: RunConfig) -> RunResult:
             specs,
             admin_token=f"jepsen-{prefix}",
             serve_args=config.node_args,
+            shim_args=config.shim_args,
             disk_mib=disk_mib,
             fs=fs,
             prefix=prefix,
@@ -370,6 +402,8 @@ async def _drive(
     await _create_topics(cluster, config)
     keys = [workload.key_of(t, p) for t, count in sorted(config.topics.items()) for p in range(count)]
     await _wait_partitions(cluster, keys)
+    if config.workload == "txn":
+        return await _drive_txn(config, cluster, network, rng, run_dir, notes, keys)
     recorder = Recorder(os.path.join(run_dir, "history.jsonl"))
     windows = nemesis.schedule(config.faults, config.time_limit_s, random.Random(rng.getrandbits(64)))
     chaos = nemesis.Nemesis(
@@ -435,6 +469,72 @@ async def _drive(
         "events": recorder.count,
         "final_read": final,
         **({"cleaner": cleaner} if cleaner else {}),
+        "health_after": health,
+        "durations_s": {"workload": round(heal_began - began, 1),
+                        "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
+    }  # fmt: skip
+
+
+async def _drive_txn(
+    config: RunConfig,
+    cluster: control.Cluster,
+    network: control.Network | None,
+    rng: random.Random,
+    run_dir: str,
+    notes: list[str],
+    keys: list[str],
+) -> dict[str, Any]:
+    """The transactional workload: transactions through Kafka clients (the HTTP API has no transactional
+    producer), polls through the workers' doors in turn (``--clients``); after the heal,
+    ``TxnRun.finish``: new producers, offsets, final reads."""
+    from jepsen import kafka_workload, txn_workload
+
+    recorder = Recorder(os.path.join(run_dir, "history.jsonl"))
+    windows = nemesis.schedule(config.faults, config.time_limit_s, random.Random(rng.getrandbits(64)))
+    chaos = nemesis.Nemesis(
+        cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
+    )
+    logger = kafka_workload.client_logger(os.path.join(run_dir, "logs", "kafka-clients.log"))
+    http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
+    run = txn_workload.TxnRun(
+        cluster.bootstrap_servers, recorder, keys, concurrency=config.concurrency, run_id=cluster.prefix,
+        rng=random.Random(rng.getrandbits(64)), logger=logger, doors=config.clients, http=http,
+    )  # fmt: skip
+    stats = workload.Stats()
+    loop = asyncio.get_running_loop()
+    began = time.monotonic()
+    try:
+        started = loop.time()
+        stop = asyncio.Event()
+        nemesis_task = asyncio.create_task(chaos.run(windows, started, stop))
+        try:
+            await run.run_workers(rate=config.rate, deadline=started + config.time_limit_s, stats=stats)
+        finally:
+            stop.set()
+            await nemesis_task
+        heal_began = time.monotonic()
+        await _heal(cluster, chaos, notes)
+        final = await run.finish(stats)
+        incomplete = [k for k, v in final["final_read"].items() if not v["read_committed"]["complete"]]
+        if incomplete:
+            notes.append(f"final read incomplete for {sorted(incomplete)}")
+        unfinished = sorted(t for t, kind in final["init"].items() if kind != "ok")
+        if unfinished:
+            notes.append(f"no new producer could end the open transactions of {unfinished}")
+        health = await _health(cluster)
+    finally:
+        await run.close()
+        await http.close()
+        kafka_workload.close_client_logger(logger)
+        recorder.close()
+    return {
+        "keys": keys,
+        "schedule": [dataclasses.asdict(w) for w in windows],
+        "faults_started": chaos.counts,
+        "restart_failures": chaos.restart_failures,
+        "operations": stats.ops,
+        "events": recorder.count,
+        **final,
         "health_after": health,
         "durations_s": {"workload": round(heal_began - began, 1),
                         "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
@@ -558,7 +658,7 @@ async def _health(cluster: control.Cluster) -> dict[str, Any]:
 def check(run_dir: str) -> tuple[str, int]:
     """Run the checker (writes results.json) and the report when available; verdict and exit code."""
     try:
-        from jepsen.checker import check as check_history
+        from jepsen.checking import check as check_history
         from jepsen.history import HistoryError, read_history
     except ImportError as exc:
         print(f"jepsen run: no checker available ({exc}); verdict unknown", file=sys.stderr)

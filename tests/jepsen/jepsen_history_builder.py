@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from jepsen.history import History, build
 
 
 class HistoryBuilder:
-    """Appends events with consecutive indexes and times; completions repeat f and key of their invoke."""
+    """Appends events with consecutive indexes and times; completions repeat f, key and txn of the invoke."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
@@ -27,7 +28,8 @@ class HistoryBuilder:
 
     def complete(self, process: int, type: str, **fields: Any) -> int:
         invoke = self._open.pop(process)
-        return self._add(process=process, type=type, f=invoke["f"], key=invoke["key"], **fields)
+        repeated = {name: invoke[name] for name in ("key", "txn") if name in invoke}
+        return self._add(process=process, type=type, f=invoke["f"], **{**repeated, **fields})
 
     # One-shot operations (invoke immediately followed by completion); each returns the two indexes.
 
@@ -79,3 +81,82 @@ class HistoryBuilder:
 
     def history(self) -> History:
         return build(self.events)
+
+
+class TxnHistory:
+    """The transactional workload's operations (docs/jepsen-history.md) over a ``HistoryBuilder``."""
+
+    def __init__(self, h: HistoryBuilder | None = None) -> None:
+        self.h = h or HistoryBuilder()
+
+    def txn(
+        self,
+        process: int,
+        name: str,
+        writes: list[tuple[str, int]],
+        offsets: list[int | None] | None = None,
+        *,
+        intent: str = "commit",
+        type: str = "ok",
+        transactional_id: str | None = None,
+        sent: Sequence[tuple[str, str, int]] = (),
+        consumed: Sequence[tuple[str, int, int]] = (),
+    ) -> None:
+        """Begin ``name`` and produce ``writes`` (each [key, value]); ``offsets``: each write's delivery
+        report (None: no report), all of them by default when ``type`` is ok."""
+        self.h.invoke(
+            process,
+            "txn",
+            txn=name,
+            transactional_id=transactional_id or f"tid-{process}",
+            intent=intent,
+            writes=[[k, v] for k, v in writes],
+            offsets=[list(row) for row in sent],
+            consumed=[list(row) for row in consumed],
+        )
+        reports = offsets if offsets is not None else [None] * len(writes)
+        written = [[k, v, o] for (k, v), o in zip(writes, reports, strict=True) if o is not None]
+        self.h.complete(process, type, written=written)
+
+    def end(self, process: int, name: str, commit: bool = True, type: str = "ok") -> tuple[int, int]:
+        first = self.h.invoke(process, "end", txn=name, commit=commit)
+        return first, self.h.complete(process, type)
+
+    def committed_txn(
+        self, process: int, name: str, writes: list[tuple[str, int]], offsets: list[int]
+    ) -> None:
+        self.txn(process, name, writes, offsets)
+        self.end(process, name)
+
+    def aborted_txn(self, process: int, name: str, writes: list[tuple[str, int]], offsets: list[int]) -> None:
+        self.txn(process, name, writes, offsets, intent="abort")
+        self.end(process, name, commit=False)
+
+    def poll(
+        self,
+        process: int,
+        key: str,
+        offset: int,
+        records: list[tuple[int, Any]],
+        *,
+        isolation: str = "read_committed",
+        final: bool = False,
+        end: int | None = None,
+        type: str = "ok",
+    ) -> tuple[int, int]:
+        extra = {"final": True} if final else {}
+        first = self.h.invoke(process, "poll", key=key, offset=offset, isolation=isolation, **extra)
+        result: dict[str, Any] = {"records": [list(r) for r in records]} if type == "ok" else {}
+        if end is not None:
+            result["end"] = end
+        return first, self.h.complete(process, type, **result)
+
+    def final_read(self, process: int, key: str, records: list[tuple[int, Any]], end: int) -> None:
+        """A complete final read: read_committed from offset 0 to the partition's end."""
+        self.poll(process, key, 0, records, final=True, end=end)
+
+    def committed(self, process: int, key: str, group: str, offset: int | None) -> tuple[int, int]:
+        return self.h.committed(process, key, group, offset)
+
+    def history(self) -> History:
+        return self.h.history()

@@ -1,0 +1,14 @@
+"""Which checker a history needs: the transactional workload's (``jepsen.txn_checker``: a history with
+``txn``, ``end`` or ``init`` operations) or the queue's and the compaction workload's (``jepsen.checker``).
+Both return the same shape of results."""
+
+from __future__ import annotations
+
+from jepsen import checker, txn_checker
+from jepsen.history import History, JsonDict
+
+
+def check(history: History, examples_per_class: int = checker.EXAMPLES_PER_CLASS) -> JsonDict:
+    if txn_checker.is_transactional(history):
+        return txn_checker.check(history, examples_per_class)
+    return checker.check(history, examples_per_class)
