@@ -340,6 +340,7 @@ public class Scenarios {
             transform(first, member, topic, inputs, 0, 10, "commit-1");
             first.commitTransaction();
             transform(first, member, topic, inputs, 10, 20, "abort-2");
+            first.flush();  // written to the partitions before the abort (else the client may drop them unsent)
             first.abortTransaction();
             result.put("group_offset_after_abort", groupOffset(admin, groupId, source));
             transform(first, member, topic, inputs, 10, 20, "commit-3");
