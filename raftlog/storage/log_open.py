@@ -3,7 +3,6 @@ them, the files of interrupted deletes removed, and the log start offset, kept i
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -16,7 +15,13 @@ from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.leader_epochs import CHECKPOINT_FILE
 from raftlog.storage.log_format import FORMAT_FILE
 from raftlog.storage.salvage import Salvage, set_aside
-from raftlog.storage.segment import DELETED_SUFFIX, RecoveryReport, Segment, fsync_directory, write_error
+from raftlog.storage.segment import (
+    DELETED_SUFFIX,
+    RecoveryReport,
+    Segment,
+    fsync_directory,
+    write_durably,
+)
 from raftlog.storage.transactions import CHECKPOINT_FILE as TRANSACTIONS_FILE
 
 log = logging.getLogger("raftlog.storage")
@@ -168,24 +173,6 @@ def read_start_offset(directory: str) -> int:
 def write_start_offset(directory: str, offset: int) -> None:
     """Raises ``DiskFull`` (no room for the file: the old one stands) or ``StorageUnavailable``."""
     write_durably(os.path.join(directory, START_OFFSET_FILE), f"{offset}\n", f"log start offset {offset}")
-
-
-def write_durably(path: str, text: str, what: str) -> None:
-    """A small file replaced whole: written beside it, fsynced, renamed over it, the directory synced, so
-    a crash leaves the old text or the new. Raises ``DiskFull`` (no room: the old file stands) or
-    ``StorageUnavailable``."""
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_directory(os.path.dirname(path))
-    except OSError as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise write_error(path, exc, f"writing {what}") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ one) is ever appended to; the others are closed and immutable until retention de
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
@@ -655,3 +656,21 @@ def _write_all(fd: int, position: int, batch: bytes | memoryview, head: bytes | 
                 remaining.append(piece[skip:])
                 skip = 0
             written += os.pwritev(fd, remaining, position + written)
+
+
+def write_durably(path: str, data: str | bytes, what: str) -> None:
+    """A small file replaced whole: written beside it, fsynced, renamed over it, the directory synced, so
+    a crash leaves the old contents or the new (text is ASCII). Raises ``DiskFull`` (no room: the old
+    file stands) or ``StorageUnavailable``."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode("ascii") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_directory(os.path.dirname(path))
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise write_error(path, exc, f"writing {what}") from exc

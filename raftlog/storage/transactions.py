@@ -36,7 +36,6 @@ under its lock. Readers on other threads use ``open_first``/``rows`` snapshots r
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import os
 import struct
@@ -59,7 +58,7 @@ from raftlog.storage.batch import (
     encode_batch,
 )
 from raftlog.storage.errors import CorruptRecord, StorageError
-from raftlog.storage.segment import ScanStop, Segment, fsync_directory, walk_headers, write_error
+from raftlog.storage.segment import ScanStop, Segment, walk_headers, write_durably
 
 log = logging.getLogger("raftlog.storage")
 
@@ -227,22 +226,11 @@ class LogTransactions:
     def save(self, end_offset: int) -> None:
         """Write the checkpoint, covering the log up to ``end_offset`` (its end now). Raises ``DiskFull`` or
         ``StorageUnavailable``; the file on disk is then the old one, whole."""
-        path = os.path.join(self.directory, CHECKPOINT_FILE)
-        tmp = path + ".tmp"
         body = msgpack.packb(
             [CHECKPOINT_VERSION, end_offset, sorted(self._open.items()), [list(r) for r in self.rows]]
         )
-        try:
-            with open(tmp, "wb") as f:
-                f.write(struct.pack(">I", crc32c.crc32c(body)) + body)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            fsync_directory(self.directory)
-        except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise write_error(path, exc, "writing the transactions checkpoint") from exc
+        path = os.path.join(self.directory, CHECKPOINT_FILE)
+        write_durably(path, struct.pack(">I", crc32c.crc32c(body)) + body, "the transactions checkpoint")
         self.dirty = False
         self.saved_end = end_offset
 
