@@ -1,0 +1,93 @@
+"""An internal topic whose partitions hold a replicated table (``__consumer_groups``'s groups,
+``__transactions``' transactional ids): created on first use, each partition's table served by its Raft
+leader. The stores over it (``partitions.consumers.store``, ``partitions.transactions.store``) add
+which table the state machine holds and how a command is proposed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Protocol
+
+from partitions.errors import TopicExists, UnknownTopic
+from raftlog.consensus.errors import ConsensusError
+from raftlog.consensus.group import ReplicaGroup
+from raftlog.errors import check
+
+PROPOSE_TIMEOUT_MS = 10_000
+
+
+class TopicShape(Protocol):
+    """The part of a topic's metadata used here (``partitions.controller.state.TopicMetadata``)."""
+
+    @property
+    def partitions(self) -> int: ...
+
+
+class TopicReplica(Protocol):
+    """The parts of ``partitions.replicas.manager.Replica`` used here."""
+
+    @property
+    def group(self) -> ReplicaGroup: ...
+
+    @property
+    def machine(self) -> Any: ...
+
+
+class InternalTopicLog:
+    """``ready_leader(topic, partition)``: the local leader replica once it may serve reads (raises
+    NotLeader/NoLeader/UnknownTopic); ``leader`` the same without the read-readiness wait."""
+
+    TOPIC: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        topic: Callable[[str], TopicShape],
+        create_topic: Callable[[str, int, int, dict[str, Any]], Awaitable[TopicShape]],
+        ready_leader: Callable[[str, int], TopicReplica],
+        leader: Callable[[str, int], TopicReplica],
+        replication_factor: Callable[[], int],
+        partitions: int,
+    ) -> None:
+        check(partitions >= 1, f"{self.TOPIC} needs >= 1 partition, got {partitions}")
+        self._topic = topic
+        self._create_topic = create_topic
+        self._ready_leader = ready_leader
+        self._leader = leader
+        self._replication_factor = replication_factor
+        self._partitions = partitions
+
+    def partitions(self) -> int:
+        return self._topic(self.TOPIC).partitions
+
+    async def ensure_topic(self) -> None:
+        try:
+            self._topic(self.TOPIC)
+            return
+        except UnknownTopic:
+            pass
+        with contextlib.suppress(TopicExists):  # created meanwhile, through another node
+            await self._create_topic(self.TOPIC, self._partitions, self._replication_factor(), {})
+
+    def led_partitions(self) -> list[int]:
+        try:
+            count = self.partitions()
+        except UnknownTopic:
+            return []
+        led = []
+        for partition in range(count):
+            try:
+                self._ready_leader(self.TOPIC, partition)
+            except ConsensusError:
+                continue
+            led.append(partition)
+        return led
+
+    def _reading(self, partition: int) -> tuple[Any, int]:
+        """The partition's state machine on its leader here, once it may serve reads, and the term."""
+        replica = self._ready_leader(self.TOPIC, partition)
+        return replica.machine, replica.group.status().term
+
+    async def _propose_entry(self, partition: int, entry: bytes) -> object:
+        return await self._leader(self.TOPIC, partition).group.propose(entry, PROPOSE_TIMEOUT_MS)
