@@ -33,6 +33,7 @@ from api import (
     acls,
     admin,
     auth,
+    console,
     consumers,
     errors,
     internal,
@@ -533,4 +534,5 @@ def build_app(
     app.on_response_prepare.append(_server_header)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
+    console.add_routes(app)  # the web console's page and files: a client of the routes above
     return app

@@ -3,8 +3,9 @@
 the password's place, such a token as a bearer token, or the admin token as a bearer token. The
 ``Caller`` found is kept on the request for the route's ACLs (``access.py``): a user's token calls as
 that user. Every client route needs one of them; ``/status/*`` (liveness: the node's id and pid, no
-names of data) and ``/openapi.json`` stay open (probes), ``/metrics`` takes the metrics token or the
-admin token (``app._check_metrics``; open with ``--public-metrics``), ``/v1`` keeps its admin token and
+names of data), ``/openapi.json`` (probes) and the console's files (``api.console``: the page asks for
+credentials itself) stay open, ``/metrics`` takes the metrics token or the admin token
+(``app._check_metrics``; open with ``--public-metrics``), ``/v1`` keeps its admin token and
 ``/internal/v1`` its cluster credential.
 
 A password is checked against the user's SCRAM credential as the controller holds it now
@@ -29,6 +30,7 @@ import time
 
 from aiohttp import web
 
+from api import console
 from api.errors import Unauthorized
 from api.logins import Logins
 from api.state import Caller
@@ -54,7 +56,9 @@ def authorization(request: web.Request) -> tuple[str, str] | None:
 
 def needs_user(path: str) -> bool:
     """Whether ``--require-auth`` asks a user of this path (the client routes)."""
-    return not (path == "/v1" or path.startswith(("/v1/", "/internal/")) or path.startswith(OPEN_PATHS))
+    if path == "/v1" or path.startswith(("/v1/", "/internal/")) or path.startswith(OPEN_PATHS):
+        return False
+    return not console.is_console(path)  # the page asks for credentials itself and carries no data
 
 
 def claimed_user(request: web.Request) -> str | None:

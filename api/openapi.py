@@ -451,6 +451,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 ),
             },
             "move": _nullable(_obj({"original": _STR_LIST, "target": _STR_LIST, "adding": _nullable(_STR)})),
+            "log_bytes": {**_nullable(_INT), "description": "the leader's log on disk, in bytes"},
         }
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),

@@ -51,6 +51,10 @@ CATALOGUE: dict[str, Family] = {
         "counter", "Records this node appended as a partition leader (duplicates not counted)."
     ),
     "fetch_requests": Family("counter", "Fetch requests this node served as a partition leader."),
+    "fetched_records": Family(
+        "counter",
+        "Offsets this node read for fetches as a partition leader (records and transaction markers).",
+    ),
     "partition_replicas": Family("gauge", "Partition replicas this node holds."),
     "partition_replicas_failed": Family(
         "gauge", "Replicas on this node that cannot open or replay their log."

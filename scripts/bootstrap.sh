@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv and installs the project from the project's own files only, at one of two levels:
 #   scripts/bootstrap.sh cluster   what a node needs (make dev): raftlog and its dependencies; a C compiler
-#                                  and Python's headers build the record reader
+#                                  and Python's headers build the record reader; the web console's chart
+#                                  library from the npm registry (npm ci in api/console)
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
 #                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
 #                                  promtool, as users run them, Apache Kafka's jars (the broker, its tools,
@@ -56,6 +57,15 @@ if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
     rm -f .venv/.installed-*
     touch "$stamp"
     if [ "$LEVEL" = test ]; then touch ".venv/.installed-cluster-$sources"; fi  # the test level holds it
+fi
+# The web console's chart library (uPlot) from the npm registry, as api/console/package-lock.json pins it:
+# every node serves it under /console/vendor/, so nothing is fetched at run time (npm from Debian if missing)
+console_lock=$(sha256sum api/console/package-lock.json | cut -c1-16)
+if [ ! -f "api/console/node_modules/.installed-$console_lock" ]; then
+    debian_tool npm
+    echo "bootstrap: installing the console's assets (npm ci in api/console)" >&2
+    (cd api/console && npm ci --no-audit --no-fund --loglevel=error >&2)
+    touch "api/console/node_modules/.installed-$console_lock"
 fi
 [ "$LEVEL" = test ] || exit 0  # a node needs nothing more
 # Debian packages the tests use as users run them: kcat (the Kafka listener), zsh and fish (raftlog completion)

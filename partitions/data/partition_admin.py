@@ -81,6 +81,7 @@ class PartitionAdmin:
             replica.log.log_start_offset,
             states,
             self._move_progress(topic, partition),
+            replica.log.size_bytes if leading else None,
         )
 
     def _failed_here_state(self, metadata: TopicMetadata, partition: int) -> PartitionState:

@@ -131,7 +131,12 @@ class DataPlane:
         self._topic = topic
         self._clock = clock
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
-        self.counters: dict[str, float] = {"produce_requests": 0, "produced_records": 0, "fetch_requests": 0}
+        self.counters: dict[str, float] = {
+            "produce_requests": 0,
+            "produced_records": 0,
+            "fetch_requests": 0,
+            "fetched_records": 0,
+        }
         self._inflated_refusals = 0  # batches refused as too large inflated since the last log line
         self._inflated_logged_s = -INFLATED_REFUSAL_LOG_INTERVAL_S
         # a produce from proposing its batch until it was committed by a majority and applied here
@@ -461,6 +466,8 @@ class DataPlane:
             data = _read_all(view)
         else:
             data = await asyncio.get_running_loop().run_in_executor(self._readers, _read_all, view)
+        read_end = batches_end(data)  # the offsets read from ``offset`` on, control records included
+        self.counters["fetched_records"] += 0 if read_end is None else max(0, read_end - offset)
         return FetchedBatches(data, high_watermark, log.log_start_offset, epoch, last_stable)
 
     async def _committed_from(

@@ -43,6 +43,7 @@ class PartitionState:
     log_start_offset: int | None
     replicas: list[ReplicaState] = field(default_factory=list)
     move: MoveProgress | None = None  # a replica move in progress
+    log_bytes: int | None = None  # the leader's log on disk (None: not asked of the leader)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,128 @@
+// The overview's live charts, from the node's own /metrics (Prometheus text): counters become rates and
+// histograms percentiles over each refresh's interval, drawn with uPlot (from npm, served by the node).
+
+const NS = "raftlog_";
+const WINDOW = 150; // points kept: five minutes at one sample every two seconds
+
+export function parse(text) {
+  const samples = new Map();
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!match) continue;
+    const labels = {};
+    for (const pair of (match[2] || "").matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]] = pair[2];
+    const list = samples.get(match[1]) || [];
+    list.push({ labels, value: Number(match[3]) });
+    samples.set(match[1], list);
+  }
+  return samples;
+}
+
+function total(samples, name, keep = () => true) {
+  return (samples.get(NS + name) || []).filter((s) => keep(s.labels)).reduce((sum, s) => sum + s.value, 0);
+}
+
+function buckets(samples, name, keep = () => true) {
+  const byBound = new Map();
+  for (const s of samples.get(NS + name + "_bucket") || []) {
+    if (!keep(s.labels)) continue;
+    const bound = s.labels.le === "+Inf" ? Infinity : Number(s.labels.le);
+    byBound.set(bound, (byBound.get(bound) || 0) + s.value);
+  }
+  return [...byBound.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+// The q-quantile (seconds) of what was observed between two scrapes; null when nothing was
+export function quantile(before, after, q) {
+  const start = new Map(before);
+  const deltas = after.map(([bound, count]) => [bound, count - (start.get(bound) || 0)]);
+  const count = deltas.length ? deltas[deltas.length - 1][1] : 0;
+  if (count <= 0) return null;
+  const rank = q * count;
+  let lowerBound = 0, lowerCount = 0;
+  for (const [bound, cumulative] of deltas) {
+    if (cumulative >= rank) {
+      if (bound === Infinity) return lowerBound;
+      const inBucket = cumulative - lowerCount;
+      return lowerBound + (bound - lowerBound) * (inBucket ? (rank - lowerCount) / inBucket : 1);
+    }
+    lowerBound = bound; lowerCount = cumulative;
+  }
+  return lowerBound;
+}
+
+const produceRoute = (labels) => labels.method === "POST" && labels.route.startsWith("/topics/");
+
+function reading(samples) {
+  return {
+    produced: total(samples, "produced_records_total"),
+    fetched: total(samples, "fetched_records_total"),
+    commit: buckets(samples, "produce_commit_seconds"),
+    http: buckets(samples, "http_request_duration_seconds", produceRoute),
+  };
+}
+
+export const CHARTS = [
+  { id: "records", title: "Records/s (partitions led by this node)", unit: "records/s",
+    series: ["produced", "fetched"] },
+  { id: "commit", title: "Produce commit latency (Raft), ms", unit: "ms", series: ["p50", "p99"] },
+  { id: "http", title: "HTTP produce latency, ms", unit: "ms", series: ["p50", "p99"] },
+];
+
+// Holds the samples of the charts across refreshes (kept while the page is open)
+export class Series {
+  constructor() {
+    this.times = [];
+    this.values = Object.fromEntries(CHARTS.map((c) => [c.id, c.series.map(() => [])]));
+    this.last = null;
+  }
+
+  add(text, nowMs) {
+    const now = reading(parse(text));
+    const last = this.last;
+    this.last = { ...now, at: nowMs };
+    if (!last) return false;
+    const seconds = (nowMs - last.at) / 1000;
+    if (seconds <= 0) return false;
+    const ms = (v) => (v === null ? null : v * 1000);
+    this.push(nowMs / 1000, {
+      records: [(now.produced - last.produced) / seconds, (now.fetched - last.fetched) / seconds],
+      commit: [ms(quantile(last.commit, now.commit, 0.5)), ms(quantile(last.commit, now.commit, 0.99))],
+      http: [ms(quantile(last.http, now.http, 0.5)), ms(quantile(last.http, now.http, 0.99))],
+    });
+    return true;
+  }
+
+  push(time, point) {
+    this.times.push(time);
+    for (const chart of CHARTS) point[chart.id].forEach((v, i) => this.values[chart.id][i].push(v));
+    if (this.times.length > WINDOW) {
+      this.times.shift();
+      for (const chart of CHARTS) this.values[chart.id].forEach((list) => list.shift());
+    }
+  }
+
+  data(id) {
+    return [this.times, ...this.values[id]];
+  }
+
+  latest(id) {
+    return this.values[id].map((list) => (list.length ? list[list.length - 1] : null));
+  }
+}
+
+const COLORS = ["#2563eb", "#dc2626"];
+
+export function draw(target, chart, data, width) {
+  if (typeof window.uPlot !== "function") return null;
+  return new window.uPlot({
+    width, height: 180, title: chart.title,
+    series: [{}, ...chart.series.map((label, i) => ({ label, stroke: COLORS[i], width: 2, spanGaps: true }))],
+    axes: [{}, { label: chart.unit, size: 60 }],
+    scales: {
+      x: { time: true, range: (u, min, max) => [Math.min(min ?? max, max - 60), max] }, // a minute at least
+      y: { range: (u, min, max) => [0, Math.max(1, max)] },
+    },
+  }, data, target);
+}
