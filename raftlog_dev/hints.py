@@ -91,14 +91,16 @@ def up_text(
         f"{raftlog} dev status --data-dir {data_dir}",
         f"{raftlog} dev restart n{count} --data-dir {data_dir}   # also: stop [--kill], start",
     ]
-    security_note = ""
+    security_note = console_login = ""
     if security is not None:
+        console_login = f"; log in as {security.user}"
         security_note = (
             f" (TLS and authentication: cluster.json's security names the CA, user {security.user} "
             "and its password, and the admin token; the commands below read them from owner-only files)"
         )
     return (
         f"\ncluster of {count} up; cluster.json in {data_dir}{security_note}\n"
+        f"web console: {http}/console (every node serves it){console_login}\n"
         + "".join(f"  {line}\n" for line in lines)
         + f"Ctrl-C (or {raftlog} dev stop --data-dir {data_dir}) stops all nodes."
     )

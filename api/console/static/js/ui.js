@@ -148,3 +148,12 @@ export function every(ms, work) {
   run();
   return { stop() { stopped = true; clearTimeout(timer); } };
 }
+
+// A button whose work runs once the person typed `expected` in a confirmation
+export function confirmedButton(text, testid, question, expected, work, done, kind = "danger") {
+  const node = h("button", { class: kind, "data-testid": testid }, text);
+  node.addEventListener("click", async () => {
+    if (await confirmTyped(question, expected)) await action(node, work, done);
+  });
+  return node;
+}

@@ -2,7 +2,7 @@
 // partition, refreshed live; its offsets reset (only while no member is live: the API refuses otherwise).
 
 import * as api from "../api.js";
-import { h, replace, section, table, errorBox, badge, form, field, select, flash, every, confirmTyped, action } from "../ui.js";
+import { h, replace, section, table, errorBox, form, field, select, flash, every, confirmedButton } from "../ui.js";
 import { stateBadge } from "./groups.js";
 
 function partitionRows(rows) {
@@ -63,15 +63,11 @@ export async function render(root, { argument: name }) {
     flash(`offsets of ${name} reset: ${offsets.map((o) => `${o.topic}/${o.partition}→${o.offset}`).join(", ")}`);
   });
   const resetNote = h("p", { class: "muted small" });
-  const remove = h("button", { class: "danger", "data-testid": "delete-group" }, "Delete group");
-  remove.addEventListener("click", async () => {
-    if (!(await confirmTyped(`Delete group ${name} and its committed offsets?`, name))) return;
-    await action(remove, async () => {
+  const remove = confirmedButton("Delete group", "delete-group", `Delete group ${name} and its committed offsets?`,
+    name, async () => {
       await api.del(`/v1/consumer-groups/${api.enc(name)}`);
-      flash(`group ${name} deleted`);
       location.hash = "#/groups";
-    });
-  });
+    }, `group ${name} deleted`);
   replace(root,
     h("h1", {}, "Consumer group ", h("code", {}, name)),
     summary,

@@ -2,7 +2,7 @@
 // progress, and the controller group's voters. The state parts refresh every two seconds; the forms stay.
 
 import * as api from "../api.js";
-import { h, replace, section, table, errorBox, badge, form, field, flash, action, every, confirmTyped } from "../ui.js";
+import { h, replace, section, table, errorBox, badge, form, field, flash, action, every, confirmedButton } from "../ui.js";
 
 function button(text, testid, work, done, kind = "small") {
   const node = h("button", { class: kind, "data-testid": testid }, text);
@@ -19,8 +19,10 @@ function controllerView(controller) {
       ["Node", (m) => m.node],
       ["Role", (m) => badge(m.role, m.role === "learner" ? "warn" : "ok")],
       ["Match index", (m) => m.match ?? "–"],
-      ["", (m) => (m.role === "voter" ? button("Remove voter", `remove-voter-${m.node}`,
-        () => api.del(`/v1/controller/voters/${api.enc(m.node)}`), `removing ${m.node} from the controller group`) : null)],
+      ["", (m) => (m.role === "voter" ? confirmedButton("Remove voter", `remove-voter-${m.node}`,
+        `Remove ${m.node} from the controller group?`, m.node,
+        () => api.del(`/v1/controller/voters/${api.enc(m.node)}`), `removing ${m.node} from the controller group`,
+        "small danger") : null)],
     ], [...controller.voters.map((node) => ({ node, role: "voter", match: controller.match_index[node] })),
       ...controller.learners.map((node) => ({ node, role: "learner", match: controller.match_index[node] }))],
     { testid: "controller-members" }),
@@ -50,14 +52,9 @@ function nodesView(nodes, progress) {
     ["Decommission", (n) => (n.decommissioning
       ? [decommissionView(progress[n.node_id]), " ", button("Recommission", `recommission-${n.node_id}`,
         () => api.del(`/v1/nodes/${api.enc(n.node_id)}/decommission`), `${n.node_id} recommissioned`)]
-      : (() => {
-        const start = h("button", { class: "small danger", "data-testid": `decommission-start-${n.node_id}` }, "Decommission");
-        start.addEventListener("click", async () => {
-          if (!(await confirmTyped(`Move every replica off ${n.node_id}?`, n.node_id))) return;
-          action(start, () => api.put(`/v1/nodes/${api.enc(n.node_id)}/decommission`), `decommissioning ${n.node_id}`);
-        });
-        return start;
-      })())],
+      : confirmedButton("Decommission", `decommission-start-${n.node_id}`, `Move every replica off ${n.node_id}?`,
+        n.node_id, () => api.put(`/v1/nodes/${api.enc(n.node_id)}/decommission`), `decommissioning ${n.node_id}`,
+        "small danger"))],
   ], nodes, { testid: "operations-nodes", rowid: (n) => n.node_id });
 }
 

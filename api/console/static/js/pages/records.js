@@ -132,6 +132,7 @@ export async function render(root, { query }) {
     }
   });
   browse.querySelector("select[name=topic]").value = chosen;
+  if (query.get("from")) browse.querySelector("select[name=from]").value = query.get("from");
   const state = () => ({
     topic: browse.querySelector("[name=topic]").value,
     partition: Number(browse.querySelector("[name=partition]").value),

@@ -2,7 +2,7 @@
 // and ACLs (listed by filter, created, deleted), all through /v1 as the logged-in caller.
 
 import * as api from "../api.js";
-import { h, replace, section, table, errorBox, badge, when, form, field, select, flash, action, confirmTyped } from "../ui.js";
+import { h, replace, section, table, errorBox, badge, when, form, field, select, flash, action, confirmedButton } from "../ui.js";
 
 const OPERATIONS = ["read", "write", "create", "delete", "alter", "describe", "describe_configs", "alter_configs",
   "cluster_action", "idempotent_write", "all"];
@@ -54,15 +54,11 @@ function usersSection(users) {
     ["", (u) => {
       const view = h("button", { class: "small" }, "Tokens");
       view.addEventListener("click", () => showTokens(u.name));
-      const remove = h("button", { class: "danger small" }, "Delete");
-      remove.addEventListener("click", async () => {
-        if (!(await confirmTyped(`Delete user ${u.name} and revoke its tokens?`, u.name))) return;
-        await action(remove, async () => {
+      const remove = confirmedButton("Delete", `delete-user-${u.name}`, `Delete user ${u.name} and revoke its tokens?`,
+        u.name, async () => {
           await api.del(`/v1/users/${api.enc(u.name)}`);
-          flash(`user ${u.name} deleted`);
           rerender();
-        });
-      });
+        }, `user ${u.name} deleted`, "danger small");
       return [view, " ", remove];
     }],
   ], users, { testid: "users", empty: "No users.", rowid: (u) => u.name });

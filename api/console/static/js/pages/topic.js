@@ -3,7 +3,7 @@
 
 import * as api from "../api.js";
 import {
-  h, replace, section, table, errorBox, bytes, badge, link, form, field, select, flash, every, confirmTyped, action,
+  h, replace, section, table, errorBox, bytes, badge, link, form, field, select, flash, every, confirmedButton,
 } from "../ui.js";
 import { configText, partitionStates } from "./topics.js";
 
@@ -60,15 +60,11 @@ export async function render(root, { argument: name }) {
     flash(`${name} now has ${values.partitions} partitions`);
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   });
-  const remove = h("button", { class: "danger", "data-testid": "delete-topic" }, "Delete topic");
-  remove.addEventListener("click", async () => {
-    if (!(await confirmTyped(`Delete topic ${name} and all its records?`, name))) return;
-    await action(remove, async () => {
+  const remove = confirmedButton("Delete topic", "delete-topic", `Delete topic ${name} and all its records?`, name,
+    async () => {
       await api.del(`/v1/topics/${api.enc(name)}`);
-      flash(`topic ${name} deleted`);
       location.hash = "#/topics";
-    });
-  });
+    }, `topic ${name} deleted`);
   replace(root,
     h("h1", {}, "Topic ", h("code", {}, name)),
     h("p", { class: "muted" }, `${count} partitions, replication factor ${described.replication_factor}`),
