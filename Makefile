@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
 .PHONY: dev test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn
 
-# What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, promtool) ...
+# What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
 	@scripts/bootstrap.sh test
 

@@ -5,7 +5,8 @@
 #                                  library from the npm registry (npm ci in api/console)
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
 #                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
-#                                  promtool, as users run them, Apache Kafka's jars (the broker, its tools,
+#                                  promtool, as users run them, Debian's Chromium (the web console's
+#                                  browser tests drive it with the dev extra's Playwright), Apache Kafka's jars (the broker, its tools,
 #                                  Kafka Connect's worker and FileStream connectors, Kafka Streams) from Maven Central
 #                                  (scripts/kafka/install.sh), Spark's own Kafka source and sink from there
 #                                  too (scripts/spark_kafka/install.sh) and a Go toolchain
@@ -74,6 +75,9 @@ debian_tool zsh
 debian_tool fish
 # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
 debian_tool fusermount3 fuse3
+# Debian's Chromium: the web console's tests (tests/console) drive it headless through Playwright (the dev
+# extra); Playwright's own browser download is never used
+debian_tool chromium
 # Apache Kafka, Kafka Connect and Kafka Streams from Maven Central (Java 17 and Maven from Debian): the peer
 # the tests run beside raftlog, and the Connect worker and Streams application they run against both
 scripts/kafka/install.sh

@@ -10,6 +10,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOOLS = ("bash", "env", "cat", "sha256sum", "cut", "ls", "rm", "touch", "dirname", "python3", "gcc", "mktemp")
@@ -61,3 +62,19 @@ def test_the_test_level_names_the_tool_it_needs(tmp_path: pathlib.Path) -> None:
     assert "kcat is missing" in done.stderr and "apt-get install kcat" in done.stderr
     assert any(line.endswith("-e .[dev,spark]") for line in calls.read_text().splitlines())
     assert os.path.exists(root / ".venv" / f"{next((root / '.venv').glob('.installed-test-*')).name}")
+
+
+def test_the_test_level_names_chromium_for_the_browser_tests(tmp_path: pathlib.Path) -> None:
+    # the web console's tests drive Debian's Chromium with the dev extra's Playwright
+    root, _, environment = _project(tmp_path)
+    tools = pathlib.Path(environment["PATH"])
+    for present in ("kcat", "zsh", "fish", "fusermount3"):  # the tools asked for before it
+        (tools / present).write_text("#!/usr/bin/env bash\n")
+        (tools / present).chmod(0o755)
+    done = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "test"], env=environment,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 1
+    assert "chromium is missing" in done.stderr and "apt-get install chromium" in done.stderr, done.stderr
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    dev_extra = extras["dev"]
+    assert any(requirement.startswith("playwright") for requirement in dev_extra), dev_extra
