@@ -50,8 +50,13 @@ def test_every_page_loads_and_the_overview_charts_refresh(
     expect(records.locator("canvas")).to_be_visible()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        api_call(plain_cluster, "POST", "/topics/tour/partitions/0", {"records": [{"value": {"n": 1}}] * 20},
-                 content_type="application/vnd.kafka.json.v2+json")
+        api_call(
+            plain_cluster,
+            "POST",
+            "/topics/tour/partitions/0",
+            {"records": [{"value": {"n": 1}}] * 20},
+            content_type="application/vnd.kafka.json.v2+json",
+        )
         latest = json.loads(records.get_attribute("data-latest") or "[null, null]")
         if latest[0]:
             break
@@ -120,8 +125,12 @@ def test_create_a_topic_then_produce_and_browse_json_text_and_binary(
     browse.get_by_role("button", name="Show records").click()
     expect(page.get_by_test_id("read-summary")).to_contain_text("from offset 1")
     # what the console wrote is what a program reads: bytes and headers as given
-    read = api_call(plain_cluster, "GET", "/topics/browsed/partitions/1/records?offset=0",
-                    accept="application/vnd.kafka.binary.v2+json")
+    read = api_call(
+        plain_cluster,
+        "GET",
+        "/topics/browsed/partitions/1/records?offset=0",
+        accept="application/vnd.kafka.binary.v2+json",
+    )
     assert [r["offset"] for r in read] == [0, 1, 2]
     assert read[2]["value"] == "/wAQgA=="
     assert [h["key"] for h in read[1]["headers"]] == ["source", "trace"]
@@ -147,9 +156,16 @@ def test_an_api_error_is_shown_in_the_apis_words(
 def test_a_replica_move_is_watched_to_completion(
     plain_cluster: ConsoleCluster, page: Page, browser_log: BrowserLog
 ) -> None:
-    api_call(plain_cluster, "POST", "/v1/topics", {"name": "moving", "partitions": 1, "replication_factor": 2})
-    api_call(plain_cluster, "POST", "/topics/moving/partitions/0", {"records": [{"value": {"n": i}} for i in range(200)]},
-             content_type="application/vnd.kafka.json.v2+json")
+    api_call(
+        plain_cluster, "POST", "/v1/topics", {"name": "moving", "partitions": 1, "replication_factor": 2}
+    )
+    api_call(
+        plain_cluster,
+        "POST",
+        "/topics/moving/partitions/0",
+        {"records": [{"value": {"n": i}} for i in range(200)]},
+        content_type="application/vnd.kafka.json.v2+json",
+    )
     before = api_call(plain_cluster, "GET", "/v1/partitions/moving/0/replicas")["replicas"]
     (spare,) = sorted(set(plain_cluster.urls) - set(before))
     target = [before[0], spare]
@@ -189,16 +205,25 @@ def test_a_killed_node_is_reported_down_and_then_back(
 def running_consumer(plain_cluster: ConsoleCluster) -> Iterator[dict[str, int]]:
     """A confluent-kafka consumer of group ``lagging`` that read and committed 10 of the topic's 50 records
     and then only heartbeats (paused) until the test ends."""
-    api_call(plain_cluster, "POST", "/v1/topics", {"name": "lagging", "partitions": 1, "replication_factor": 3})
-    api_call(plain_cluster, "POST", "/topics/lagging/partitions/0", {"records": [{"value": {"n": i}} for i in range(50)]},
-             content_type="application/vnd.kafka.json.v2+json")
-    consumer = Consumer({
-        "bootstrap.servers": plain_cluster.local.bootstrap_servers,
-        "group.id": "lagging-readers",
-        "client.id": "console-test-consumer",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-    })
+    api_call(
+        plain_cluster, "POST", "/v1/topics", {"name": "lagging", "partitions": 1, "replication_factor": 3}
+    )
+    api_call(
+        plain_cluster,
+        "POST",
+        "/topics/lagging/partitions/0",
+        {"records": [{"value": {"n": i}} for i in range(50)]},
+        content_type="application/vnd.kafka.json.v2+json",
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": plain_cluster.local.bootstrap_servers,
+            "group.id": "lagging-readers",
+            "client.id": "console-test-consumer",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe(["lagging"])
     read = 0
     deadline = time.monotonic() + 60

@@ -9,7 +9,9 @@ from console_browser import BrowserLog, ConsoleCluster, api_call, screenshot
 from playwright.sync_api import Page, expect
 
 
-def _log_in(page: Page, cluster: ConsoleCluster, route: str, user: str = "", password: str = "", token: str = "") -> None:
+def _log_in(
+    page: Page, cluster: ConsoleCluster, route: str, user: str = "", password: str = "", token: str = ""
+) -> None:
     page.goto(cluster.console_url("n1", route))
     dialog = page.locator("#login")
     expect(dialog).to_be_visible()
@@ -45,7 +47,9 @@ def test_a_user_without_acls_sees_nothing_and_is_refused_in_the_apis_words(
     secure_cluster: ConsoleCluster, secure_page: Page, browser_log: BrowserLog
 ) -> None:
     page = secure_page
-    api_call(secure_cluster, "POST", "/v1/topics", {"name": "private", "partitions": 1, "replication_factor": 3})
+    api_call(
+        secure_cluster, "POST", "/v1/topics", {"name": "private", "partitions": 1, "replication_factor": 3}
+    )
     api_call(secure_cluster, "POST", "/v1/users", {"name": "bob", "password": "bobs-password"})
     _log_in(page, secure_cluster, "topics", "bob", "bobs-password")
     expect(page.locator("#who")).to_have_text("as bob")
@@ -59,10 +63,27 @@ def test_a_user_without_acls_sees_nothing_and_is_refused_in_the_apis_words(
     screenshot(page, "secure-acl-refusal")
     assert "bobs" not in api_call(secure_cluster, "GET", "/topics")
     # granted DESCRIBE on the topic, bob sees it (and still may not read its records)
-    api_call(secure_cluster, "POST", "/v1/acls", {"acls": [
-        {"resource_type": "topic", "name": "private", "principal": "User:bob", "operation": "describe_configs"},
-        {"resource_type": "topic", "name": "private", "principal": "User:bob", "operation": "describe"},
-    ]})
+    api_call(
+        secure_cluster,
+        "POST",
+        "/v1/acls",
+        {
+            "acls": [
+                {
+                    "resource_type": "topic",
+                    "name": "private",
+                    "principal": "User:bob",
+                    "operation": "describe_configs",
+                },
+                {
+                    "resource_type": "topic",
+                    "name": "private",
+                    "principal": "User:bob",
+                    "operation": "describe",
+                },
+            ]
+        },
+    )
     page.goto(secure_cluster.console_url("n1", "topics"))
     expect(page.get_by_test_id("topics").locator("tr[data-row=private]")).to_be_visible()
     page.goto(secure_cluster.console_url("n1", "records?topic=private&partition=0&from=offset"))

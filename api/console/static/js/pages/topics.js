@@ -28,7 +28,7 @@ export async function partitionStates(names, partitionsOf, onState) {
 
 function createForm() {
   return form({ class: "inline", "data-testid": "create-topic" }, [
-    field("Name", "name", { required: true, pattern: "[A-Za-z0-9._-]{1,200}" }),
+    field("Name", "name", { required: true, pattern: "[A-Za-z0-9._\\-]{1,200}" }),
     field("Partitions", "partitions", { type: "number", min: 1, value: 3 }),
     field("Replication", "replication_factor", { type: "number", min: 1, value: 3 }),
     field("Retention ms", "retention", { type: "number", placeholder: "default" }),
