@@ -35,8 +35,10 @@ from partitions.security.acls import CLUSTER_NAME, AclOperation, Authorizer, Res
 from raftlog.errors import check as check_invariant
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 READ, WRITE, DESCRIBE = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
 DESCRIBE_CONFIGS, DELETE = AclOperation.DESCRIBE_CONFIGS, AclOperation.DELETE
+CREATE, ALTER, ALTER_CONFIGS = AclOperation.CREATE, AclOperation.ALTER, AclOperation.ALTER_CONFIGS
 _PATH_PARAM = re.compile(r"\{([a-zA-Z_]+)\}")
 
 
@@ -48,11 +50,15 @@ class Need:
     operation: AclOperation
     param: str | None = None  # a path parameter, or a query parameter when ``query``
     query: bool = False
+    unless_caller: str | None = None  # a path parameter naming a user: not asked of that user itself,
+    password_only: bool = False  # nor, with this, of that user logged in with one of its API tokens
 
     def describe(self) -> str:
         """``"WRITE topic {topic}"``, as the OpenAPI document and the docs say it."""
         where = "" if self.param is None else (f" ?{self.param}" if self.query else f" {{{self.param}}}")
-        return f"{self.operation.name} {self.resource_type.name.lower()}{where}"
+        by = " by its password" if self.password_only else ""
+        unless = "" if self.unless_caller is None else f" (unless the caller is {{{self.unless_caller}}}{by})"
+        return f"{self.operation.name} {self.resource_type.name.lower()}{where}{unless}"
 
 
 def topic(operation: AclOperation, param: str = "topic", query: bool = False) -> Need:
@@ -61,6 +67,14 @@ def topic(operation: AclOperation, param: str = "topic", query: bool = False) ->
 
 def group(operation: AclOperation, param: str = "group") -> Need:
     return Need(GROUP, operation, param)
+
+
+def cluster(operation: AclOperation, unless_caller: str | None = None, password_only: bool = False) -> Need:
+    return Need(CLUSTER, operation, unless_caller=unless_caller, password_only=password_only)
+
+
+def transactional_id(operation: AclOperation, param: str = "transactional_id") -> Need:
+    return Need(TRANSACTIONAL_ID, operation, param)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +100,8 @@ class Access:
         return [
             need.describe()
             for need in self.needs
-            if need.param is not None and need.param not in (names if need.query else in_path)
+            if (need.param is not None and need.param not in (names if need.query else in_path))
+            or (need.unless_caller is not None and need.unless_caller not in in_path)
         ]
 
 
@@ -140,9 +155,20 @@ def authorize_topics(request: web.Request, operation: AclOperation, topics: Iter
         authorize(request, TOPIC, operation, name)
 
 
+def _is_caller(request: web.Request, need: Need) -> bool:
+    """Whether the caller is the user the need's ``unless_caller`` names (the admin token is no user)."""
+    caller = request.get(state.CALLER)
+    if need.unless_caller is None or caller is None or caller.admin_token:
+        return False
+    by_password = not (need.password_only and caller.by_token)
+    return by_password and caller.principal == f"User:{request.match_info[need.unless_caller]}"
+
+
 def check(request: web.Request, access: Access) -> None:
     """The route's needs, before its handler runs."""
     for need in access.needs:
+        if _is_caller(request, need):
+            continue
         if need.param is None:
             name = CLUSTER_NAME
         elif need.query:

@@ -52,9 +52,21 @@ def authorization(request: web.Request) -> tuple[str, str] | None:
     return scheme.lower(), credentials.strip()
 
 
+def is_admin(path: str) -> bool:
+    """Whether the path is the admin API's (``/v1``)."""
+    return path == "/v1" or path.startswith("/v1/")
+
+
 def needs_user(path: str) -> bool:
     """Whether ``--require-auth`` asks a user of this path (the client routes)."""
-    return not (path == "/v1" or path.startswith(("/v1/", "/internal/")) or path.startswith(OPEN_PATHS))
+    return not (is_admin(path) or path.startswith("/internal/") or path.startswith(OPEN_PATHS))
+
+
+def users_log_in(path: str, require_auth: bool, enforce_acls: bool) -> bool:
+    """Whether ``authenticate`` finds the caller of this path: the client routes with ``--require-auth``,
+    and ``/v1`` too with ``--enforce-acls`` (the users' ACLs decide there; without them ``/v1`` takes only
+    the admin token, since nothing would stop a user)."""
+    return (require_auth and needs_user(path)) or (enforce_acls and is_admin(path))
 
 
 def claimed_user(request: web.Request) -> str | None:
@@ -115,7 +127,7 @@ async def _authenticate(
         raise Unauthorized("Basic credentials need 'user:password'")
     users = node.metadata.users()
     if is_users_token(node.metadata.tokens(), users, name, password, now_ms):
-        return Caller(f"User:{name}", host)  # one of the user's API tokens in place of its password
+        return Caller(f"User:{name}", host, by_token=True)  # one of its API tokens in its password's place
     if not verifier.known(users, name, password):
         matched = await asyncio.to_thread(verifier.verify, users, name, password)
         if not matched:
@@ -132,5 +144,5 @@ def _bearer(node: FrontDoor, presented: str, admin_token: str | None, host: str,
         token = check_token(node.metadata.tokens(), presented, now_ms)
         # a deleted user's tokens go with it in the same change; checked here too, as cheap as it is sure
         if token is not None and token.user in node.metadata.users():
-            return Caller(f"User:{token.user}", host)
+            return Caller(f"User:{token.user}", host, by_token=True)
     raise Unauthorized(WRONG_BEARER)

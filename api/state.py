@@ -97,11 +97,13 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made a request to a client route, as ``auth.authenticate`` found them."""
+    """Who made a request to a client route (or to ``/v1`` with ACLs enforced), as ``auth.authenticate``
+    found them."""
 
     principal: str  # ``User:NAME``; ``User:admin`` for the admin token
     host: str  # the client's address as this node sees it (``partitions.security.acls.client_host``)
     admin_token: bool = False  # authenticated with the admin token: ACLs do not apply
+    by_token: bool = False  # authenticated with one of the user's API tokens, not its password
 
 
 STATE = web.AppKey("raftlog_state", AppState)
