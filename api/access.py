@@ -1,20 +1,27 @@
 """Who may do what through the HTTP API (``raftlog serve --enforce-acls``): the ACLs of the controller's
 metadata, decided by ``partitions.security.acls.Authorizer`` as Kafka's authorizer decides them.
 
-Every client route of the route table declares its ``Access``: the ACLs it needs (``Need``: an operation
-on a topic or group named by a path or query parameter, or on the cluster), what its handler checks or
-filters itself (the topics in a body, the partitions a member was assigned, a list shown), or why it asks
-none. A client route without one fails ``tests/api/test_access.py``. On a request the order is:
-authentication (``auth.py``, in the error middleware, which keeps the ``Caller`` on the request), content
-negotiation and the names in the path (``app._bind``), the route's needs (``check``), then the handler. A
-refusal is ``AuthorizationFailed`` (403/40301 naming the resource and the operation), before anything is
-done.
+Every client route of the route table, and every ``/v1`` route, declares its ``Access``: the ACLs it needs
+(``Need``: an operation on a topic or group named by a path or query parameter, or on the cluster), what
+its handler checks or filters itself (the topics in a body, the partitions a member was assigned, a list
+shown), or why it asks none; a need on the cluster may be waived for the user a path names (its own
+tokens). A client or ``/v1`` route without one fails ``tests/api/test_access.py``. ``/v1`` has a user to
+check only with ``--enforce-acls`` (``auth.users_log_in``); otherwise it takes the admin token alone. On a
+request the order is: authentication (``auth.py``, in the error middleware, which keeps the ``Caller`` on
+the request), content negotiation and the names in the path (``app._bind``), the route's needs
+(``check``), then the handler. A refusal is ``AuthorizationFailed`` (403/40301 naming the resource and the
+operation), before anything is done.
 
 The operations follow Kafka's for the same work (``KafkaApis``): produce needs WRITE on the topic, fetch
 READ, offsets and partition views DESCRIBE, a topic's description with its configs DESCRIBE and
 DESCRIBE_CONFIGS; a group's committed offsets need READ on the group and on each topic committed, reading
 them DESCRIBE on both; a consumer instance's calls (Kafka's JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
 READ on its group, and its reads READ on each topic. The topic list shows what the caller may DESCRIBE.
+The admin routes ask what Kafka's admin APIs ask: CreateTopics CREATE on the cluster or the topic,
+DeleteTopics DELETE, CreatePartitions ALTER, DescribeConfigs DESCRIBE_CONFIGS and AlterConfigs
+ALTER_CONFIGS on the topic; reassignments, leader elections, quorum voters, SCRAM users and ACLs ALTER on
+the cluster, their descriptions DESCRIBE; groups DESCRIBE or DELETE on the group (ListGroups: those the
+caller may DESCRIBE, every one with DESCRIBE cluster), transactions DESCRIBE on the transactional id.
 
 Nobody is checked when ACLs are not enforced, nor a caller with the admin token (``User:admin``); a super
 user (``--super-user``) passes every check (the ``Authorizer``'s first rule).

@@ -1,6 +1,7 @@
 """ACLs: ``GET /v1/acls`` (those a filter of query parameters matches), ``POST /v1/acls`` (bindings),
 ``DELETE /v1/acls`` (those a filter matches, from query parameters or a body of filters; answers what it
-removed). Admin endpoints (the admin token guards them as every ``/v1`` route).
+removed). Admin endpoints: the admin token, or with ACLs enforced a user who may ALTER (DESCRIBE, to
+list) the cluster.
 
 An ACL in JSON is Kafka's binding with names for its codes, in any case: ``{"resource_type": "topic" |
 "group" | "cluster" | "transactional_id", "name", "pattern_type": "literal" | "prefixed", "principal":

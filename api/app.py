@@ -8,7 +8,9 @@ node's cluster-wide services (which run each call where it must: the partition's
 leader, the group's coordinator) and render. Two middlewares do the rest:
 
 - ``_observe`` (outermost) times every request for ``/metrics`` and stamps ``X-Raftlog-Leader``;
-- ``_errors`` checks the admin token on ``/v1`` and the cluster credential on ``INTERNAL_PREFIX``, turns
+- ``_errors`` authenticates the caller (``api.auth``: a user on client routes with ``--require-auth``, and
+  on ``/v1`` with ``--enforce-acls``; else the admin token on ``/v1``), checks the metrics token on
+  ``/metrics`` and the cluster credential on ``INTERNAL_PREFIX``, turns
   every typed error into its HTTP answer through the one table in ``api.errors``, and anything else into
   a logged 500 (error_code 50000).
 
@@ -519,10 +521,11 @@ def build_app(
     public_metrics: bool = False,
 ) -> web.Application:
     """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
-    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass.
+    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass, and users on
+    ``/v1`` too (otherwise the admin token's alone).
     ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL).
-    ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token;
-    ``public_metrics``: it takes none."""
+    ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token,
+    and with ``enforce_acls`` a user who may DESCRIBE the cluster; ``public_metrics``: it takes none."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:

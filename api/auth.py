@@ -2,10 +2,12 @@
 ``/v1/users`` and its password or one of its API tokens (``rlt_...``, ``/v1/users/{user}/tokens``) in
 the password's place, such a token as a bearer token, or the admin token as a bearer token. The
 ``Caller`` found is kept on the request for the route's ACLs (``access.py``): a user's token calls as
-that user. Every client route needs one of them; ``/status/*`` (liveness: the node's id and pid, no
-names of data) and ``/openapi.json`` stay open (probes), ``/metrics`` takes the metrics token or the
-admin token (``app._check_metrics``; open with ``--public-metrics``), ``/v1`` keeps its admin token and
-``/internal/v1`` its cluster credential.
+that user. Every client route needs one of them (``users_log_in``); ``/status/*`` (liveness: the node's
+id and pid, no names of data) and ``/openapi.json`` stay open (probes), ``/metrics`` takes the metrics
+token or the admin token, or with ``--enforce-acls`` a user who may DESCRIBE the cluster
+(``app._check_metrics``; open with ``--public-metrics``), ``/internal/v1`` its cluster credential.
+``/v1`` takes the admin token alone (``app._check_token``), unless ACLs are enforced: then it takes any
+of the above, and the user's ACLs decide what it may do there.
 
 A password is checked against the user's SCRAM credential as the controller holds it now
 (``partitions.security.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen,
@@ -16,7 +18,7 @@ A user's token is checked against the tokens the controller holds now
 (``partitions.security.tokens.check_token``: found by its id, the SHA-256 of the text compared in constant
 time, its expiry against this node's clock): one revoked, expired, unknown or wrong is refused in the same
 words as a wrong admin token, from the next request on every node that applied the change. A token lets its
-user in as a password would; it changes nothing of the admin API, which keeps the admin token.
+user in as a password would (``Caller.by_token`` says which let it in: a token makes no token).
 """
 
 from __future__ import annotations

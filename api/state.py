@@ -38,7 +38,7 @@ class Settings:
     admin_timeout_ms: int
     request_bytes_max: int
     require_auth: bool = False  # the client routes need a user (api/auth.py)
-    enforce_acls: bool = False  # the client routes check the caller's ACLs (api/access.py)
+    enforce_acls: bool = False  # the client and /v1 routes check the caller's ACLs (api/access.py)
     super_users: frozenset[str] = frozenset()  # user names ACLs do not apply to
     body_timeout_s: float = BODY_TIMEOUT_S_DEFAULT  # a request body must be whole within it (bodies.py)
     # with require_auth, /metrics (which names every topic, group and offset) needs this token or the

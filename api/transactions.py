@@ -1,8 +1,9 @@
 """Kafka's transactions as an operator sees them: ``GET /v1/transactions`` (every transactional id, asking
 the leader of each ``__transactions`` partition, or of one: ``coordinator_partition``; ``state`` keeps
 those in one state) and ``GET /v1/transactions/{transactional_id}`` (its producer, its transaction's state,
-partitions and groups, from its coordinator). Admin endpoints (the admin token guards them as every
-``/v1`` route); what Kafka's DescribeTransactions and ListTransactions answer, through the HTTP API."""
+partitions and groups, from its coordinator). Admin endpoints (the admin token, or with ACLs enforced a
+user who may DESCRIBE the ids, as Kafka's APIs ask); what Kafka's DescribeTransactions and
+ListTransactions answer, through the HTTP API."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Users: ``GET /v1/users``, ``POST /v1/users`` (create, or set a new password), ``DELETE
 /v1/users/{user}`` (its API tokens go with it); a user's API tokens: ``POST /v1/users/{user}/tokens``
 (make one: its text is answered this once), ``GET /v1/users/{user}/tokens``, ``DELETE
-/v1/users/{user}/tokens/{token_id}`` (revoke). Admin endpoints (the admin token guards them as every
-``/v1`` route).
+/v1/users/{user}/tokens/{token_id}`` (revoke). Admin endpoints: the admin token, or with ACLs enforced a
+user as its ACLs allow (``ROUTES`` says which; a user's own tokens need none).
 
 The password is turned into SCRAM credentials here, where it entered (``partitions.security.users``: a
 random salt per mechanism, 4096 PBKDF2 iterations unless asked for more), and only those travel to the
