@@ -1,20 +1,27 @@
 """Who may do what through the HTTP API (``raftlog serve --enforce-acls``): the ACLs of the controller's
 metadata, decided by ``partitions.security.acls.Authorizer`` as Kafka's authorizer decides them.
 
-Every client route of the route table declares its ``Access``: the ACLs it needs (``Need``: an operation
-on a topic or group named by a path or query parameter, or on the cluster), what its handler checks or
-filters itself (the topics in a body, the partitions a member was assigned, a list shown), or why it asks
-none. A client route without one fails ``tests/api/test_access.py``. On a request the order is:
-authentication (``auth.py``, in the error middleware, which keeps the ``Caller`` on the request), content
-negotiation and the names in the path (``app._bind``), the route's needs (``check``), then the handler. A
-refusal is ``AuthorizationFailed`` (403/40301 naming the resource and the operation), before anything is
-done.
+Every client route of the route table, and every ``/v1`` route, declares its ``Access``: the ACLs it needs
+(``Need``: an operation on a topic or group named by a path or query parameter, or on the cluster), what
+its handler checks or filters itself (the topics in a body, the partitions a member was assigned, a list
+shown), or why it asks none; a need on the cluster may be waived for the user a path names (its own
+tokens). A client or ``/v1`` route without one fails ``tests/api/test_access.py``. ``/v1`` has a user to
+check only with ``--enforce-acls`` (``auth.users_log_in``); otherwise it takes the admin token alone. On a
+request the order is: authentication (``auth.py``, in the error middleware, which keeps the ``Caller`` on
+the request), content negotiation and the names in the path (``app._bind``), the route's needs
+(``check``), then the handler. A refusal is ``AuthorizationFailed`` (403/40301 naming the resource and the
+operation), before anything is done.
 
 The operations follow Kafka's for the same work (``KafkaApis``): produce needs WRITE on the topic, fetch
 READ, offsets and partition views DESCRIBE, a topic's description with its configs DESCRIBE and
 DESCRIBE_CONFIGS; a group's committed offsets need READ on the group and on each topic committed, reading
 them DESCRIBE on both; a consumer instance's calls (Kafka's JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
 READ on its group, and its reads READ on each topic. The topic list shows what the caller may DESCRIBE.
+The admin routes ask what Kafka's admin APIs ask: CreateTopics CREATE on the cluster or the topic,
+DeleteTopics DELETE, CreatePartitions ALTER, DescribeConfigs DESCRIBE_CONFIGS and AlterConfigs
+ALTER_CONFIGS on the topic; reassignments, leader elections, quorum voters, SCRAM users and ACLs ALTER on
+the cluster, their descriptions DESCRIBE; groups DESCRIBE or DELETE on the group (ListGroups: those the
+caller may DESCRIBE, every one with DESCRIBE cluster), transactions DESCRIBE on the transactional id.
 
 Nobody is checked when ACLs are not enforced, nor a caller with the admin token (``User:admin``); a super
 user (``--super-user``) passes every check (the ``Authorizer``'s first rule).
@@ -35,8 +42,10 @@ from partitions.security.acls import CLUSTER_NAME, AclOperation, Authorizer, Res
 from raftlog.errors import check as check_invariant
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 READ, WRITE, DESCRIBE = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
 DESCRIBE_CONFIGS, DELETE = AclOperation.DESCRIBE_CONFIGS, AclOperation.DELETE
+CREATE, ALTER, ALTER_CONFIGS = AclOperation.CREATE, AclOperation.ALTER, AclOperation.ALTER_CONFIGS
 _PATH_PARAM = re.compile(r"\{([a-zA-Z_]+)\}")
 
 
@@ -48,11 +57,15 @@ class Need:
     operation: AclOperation
     param: str | None = None  # a path parameter, or a query parameter when ``query``
     query: bool = False
+    unless_caller: str | None = None  # a path parameter naming a user: not asked of that user itself,
+    password_only: bool = False  # nor, with this, of that user logged in with one of its API tokens
 
     def describe(self) -> str:
         """``"WRITE topic {topic}"``, as the OpenAPI document and the docs say it."""
         where = "" if self.param is None else (f" ?{self.param}" if self.query else f" {{{self.param}}}")
-        return f"{self.operation.name} {self.resource_type.name.lower()}{where}"
+        by = " by its password" if self.password_only else ""
+        unless = "" if self.unless_caller is None else f" (unless the caller is {{{self.unless_caller}}}{by})"
+        return f"{self.operation.name} {self.resource_type.name.lower()}{where}{unless}"
 
 
 def topic(operation: AclOperation, param: str = "topic", query: bool = False) -> Need:
@@ -61,6 +74,14 @@ def topic(operation: AclOperation, param: str = "topic", query: bool = False) ->
 
 def group(operation: AclOperation, param: str = "group") -> Need:
     return Need(GROUP, operation, param)
+
+
+def cluster(operation: AclOperation, unless_caller: str | None = None, password_only: bool = False) -> Need:
+    return Need(CLUSTER, operation, unless_caller=unless_caller, password_only=password_only)
+
+
+def transactional_id(operation: AclOperation, param: str = "transactional_id") -> Need:
+    return Need(TRANSACTIONAL_ID, operation, param)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +107,8 @@ class Access:
         return [
             need.describe()
             for need in self.needs
-            if need.param is not None and need.param not in (names if need.query else in_path)
+            if (need.param is not None and need.param not in (names if need.query else in_path))
+            or (need.unless_caller is not None and need.unless_caller not in in_path)
         ]
 
 
@@ -140,9 +162,20 @@ def authorize_topics(request: web.Request, operation: AclOperation, topics: Iter
         authorize(request, TOPIC, operation, name)
 
 
+def _is_caller(request: web.Request, need: Need) -> bool:
+    """Whether the caller is the user the need's ``unless_caller`` names (the admin token is no user)."""
+    caller = request.get(state.CALLER)
+    if need.unless_caller is None or caller is None or caller.admin_token:
+        return False
+    by_password = not (need.password_only and caller.by_token)
+    return by_password and caller.principal == f"User:{request.match_info[need.unless_caller]}"
+
+
 def check(request: web.Request, access: Access) -> None:
     """The route's needs, before its handler runs."""
     for need in access.needs:
+        if _is_caller(request, need):
+            continue
         if need.param is None:
             name = CLUSTER_NAME
         elif need.query:

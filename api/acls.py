@@ -1,6 +1,7 @@
 """ACLs: ``GET /v1/acls`` (those a filter of query parameters matches), ``POST /v1/acls`` (bindings),
 ``DELETE /v1/acls`` (those a filter matches, from query parameters or a body of filters; answers what it
-removed). Admin endpoints (the admin token guards them as every ``/v1`` route).
+removed). Admin endpoints: the admin token, or with ACLs enforced a user who may ALTER (DESCRIBE, to
+list) the cluster.
 
 An ACL in JSON is Kafka's binding with names for its codes, in any case: ``{"resource_type": "topic" |
 "group" | "cluster" | "transactional_id", "name", "pattern_type": "literal" | "prefixed", "principal":
@@ -19,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from api import state
+from api.access import ALTER, DESCRIBE, cluster, needs
 from api.admin import _object
 from api.errors import BadRequest
 from api.openapi import Operation, Param
@@ -122,16 +124,19 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", "/v1/acls", list_acls, "listAcls", "ACLs, those a filter matches (pattern_type match: those "
         "that apply to the name)", "admin", query=_FILTER_QUERY, ok_schema="Acls", local=True,
+        access=needs(cluster(DESCRIBE)),
     ),
     Operation(
         "POST", "/v1/acls", create_acls, "createAcls",
         "Add ACLs in one controller change (one that exists already is no error)", "admin",
         body="CreateAclsRequest", ok_schema="CreatedAcls", errors=(415, 507), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "DELETE", "/v1/acls", delete_acls, "deleteAcls",
         "Remove the ACLs a filter (query parameters) or filters (body) match, in one controller change",
         "admin", query=_FILTER_QUERY, body="DeleteAclsRequest", body_required=False, ok_schema="DeletedAcls",
         errors=(415, 507), write=True,
+        access=needs(cluster(ALTER)),
     ),
 )  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from api import state
+from api.access import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS, cluster, needs, topic
 from api.errors import BadRequest
 from api.openapi import Operation
 from api.schemas import parse_json, require_json_body
@@ -206,59 +207,71 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", "/v1/topics/{topic}/configs", get_configs, "getTopicConfigs", "A topic's configs", "admin",
         ok_schema="TopicConfigs", errors=(404,),
+        access=needs(topic(DESCRIBE_CONFIGS)),
     ),
     Operation(
         "PATCH", "/v1/topics/{topic}/configs", alter_configs, "alterTopicConfigs",
         "Change some of a topic's configs; every replica applies them live", "admin",
         body="ConfigsRequest", ok_schema="TopicConfigs", errors=(404, 415), write=True,
+        access=needs(topic(ALTER_CONFIGS)),
     ),
     Operation(
         "POST", "/v1/topics/{topic}/partitions", add_partitions, "addPartitions",
         "Grow a topic to more partitions, placed as a new topic's are", "admin",
         body="AddPartitionsRequest", ok_schema="CreatedTopic", errors=(404, 409, 415, 507), write=True,
+        access=needs(topic(ALTER)),
     ),
     Operation(
         "POST", _MOVES, move_replicas, "moveReplicas",
         "Move a partition's replicas, one Raft membership change at a time (202: started)", "admin",
         body="ReplicasRequest", ok_status=202, ok_schema="MoveState", errors=(404, 409, 415), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "GET", _MOVES, move_progress, "moveProgress", "A partition's replicas and its move in progress",
         "admin", ok_schema="MoveState", errors=(404,),
+        access=needs(cluster(DESCRIBE)),
     ),
     Operation(
         "DELETE", _MOVES, cancel_move, "cancelMove",
         "Cancel a move: its replicas go back to the original set (202)", "admin",
         ok_status=202, ok_schema="MoveState", errors=(404,), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "PUT", f"{_NODE}/decommission", decommission, "decommissionNode",
         "Move every replica off a node (202: started; 409 when some replica has no node to go to); GET the "
         "same path for progress", "admin",
         ok_status=202, ok_schema="Decommission", errors=(404, 409), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "GET", f"{_NODE}/decommission", decommission_progress, "decommissionProgress",
         "Progress of a decommission", "admin", ok_schema="Decommission", errors=(404,),
+        access=needs(cluster(DESCRIBE)),
     ),
     Operation(
         "DELETE", f"{_NODE}/decommission", recommission, "recommissionNode",
         "Recommission: stop a decommission and turn its moves around", "admin",
         ok_schema="Decommission", errors=(404,), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "PUT", f"{_NODE}/maintenance", maintenance_on, "startMaintenance",
         "Drain a node's leadership and keep it away until cleared", "admin",
         ok_schema="Maintenance", errors=(404,), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "DELETE", f"{_NODE}/maintenance", maintenance_off, "endMaintenance",
         "Let a node lead again", "admin", ok_schema="Maintenance", errors=(404,), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "GET", "/v1/controller", describe_controller, "describeController",
         "The controller group: its leader, voters, learners joining and how far each is", "admin",
         ok_schema="Controller",
+        access=needs(cluster(DESCRIBE)),
     ),
     Operation(
         "POST", "/v1/controller/voters", add_controller_voter, "addControllerVoter",
@@ -266,11 +279,13 @@ ROUTES: tuple[Operation, ...] = (
         "while another change is in progress)", "admin",
         body="ControllerVoterRequest", ok_status=202, ok_schema="Controller", errors=(404, 409, 415),
         write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "DELETE", "/v1/controller/voters/{node_id}", remove_controller_voter, "removeControllerVoter",
         "Remove a node from the controller group (a leader hands over first; 409 when it would leave no "
         "live majority, or while another change is in progress)", "admin",
         ok_schema="Controller", errors=(404, 409), write=True,
+        access=needs(cluster(ALTER)),
     ),
 )  # fmt: skip

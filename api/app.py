@@ -8,7 +8,9 @@ node's cluster-wide services (which run each call where it must: the partition's
 leader, the group's coordinator) and render. Two middlewares do the rest:
 
 - ``_observe`` (outermost) times every request for ``/metrics`` and stamps ``X-Raftlog-Leader``;
-- ``_errors`` checks the admin token on ``/v1`` and the cluster credential on ``INTERNAL_PREFIX``, turns
+- ``_errors`` authenticates the caller (``api.auth``: a user on client routes with ``--require-auth``, and
+  on ``/v1`` with ``--enforce-acls``; else the admin token on ``/v1``), checks the metrics token on
+  ``/metrics`` and the cluster credential on ``INTERNAL_PREFIX``, turns
   every typed error into its HTTP answer through the one table in ``api.errors``, and anything else into
   a logged 500 (error_code 50000).
 
@@ -45,7 +47,19 @@ from api import (
     transactions,
     users,
 )
-from api.access import DELETE, DESCRIBE, DESCRIBE_CONFIGS, READ, WRITE, group, needs, open_to_users, topic
+from api.access import (
+    ALTER,
+    DELETE,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    READ,
+    WRITE,
+    cluster,
+    group,
+    needs,
+    open_to_users,
+    topic,
+)
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -64,7 +78,7 @@ from api.schemas import refuse_legacy_accept
 from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.peers.cluster import FrontDoor
-from partitions.security.acls import client_host
+from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.login_failures import LoginFailures
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
@@ -244,29 +258,29 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "GET", "/v1/cluster/health", topics.cluster_health, "clusterHealth", "Cluster health overview",
-        "admin", ok_schema="Health", local=True,
+        "admin", ok_schema="Health", local=True, access=needs(cluster(DESCRIBE)),
     ),
     Operation("GET", "/v1/nodes", topics.list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes",
-              local=True),
+              local=True, access=needs(cluster(DESCRIBE))),
     Operation(
         "POST", "/v1/topics", topics.create_topic, "createTopic", "Create a topic", "admin",
         body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415, 507),
-        write=True,
+        write=True, access=needs(in_handler=topics.CREATE_TOPIC_NEEDS),
     ),
     Operation(
         "DELETE", "/v1/topics/{topic}", topics.delete_topic, "deleteTopic", "Delete a topic", "admin",
-        ok_status=204, errors=(404, 507), write=True,
+        ok_status=204, errors=(404, 507), write=True, access=needs(topic(DELETE)),
     ),
     Operation(
         "GET", "/v1/partitions/{topic}/{partition}", topics.partition_state, "getPartitionState",
         "Leader, term, high watermark and replica progress of a partition", "admin",
-        ok_schema="PartitionState", errors=(404,),
+        ok_schema="PartitionState", errors=(404,), access=needs(topic(DESCRIBE)),
     ),
     Operation(
         "POST", "/v1/partitions/{topic}/{partition}/transfer_leadership", topics.transfer_leadership,
         "transferLeadership", "Move a partition's leadership (to target, or any caught-up replica)", "admin",
         query=(Param("target", "string", "node id of a replica to lead"),),
-        ok_schema="TransferResult", errors=(404, 409), write=True,
+        ok_schema="TransferResult", errors=(404, 409), write=True, access=needs(cluster(ALTER)),
     ),
     *admin.ROUTES,
     *users.ROUTES,  # users and their SCRAM credentials
@@ -302,7 +316,10 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
     if mapped.status == 503:
         headers["Retry-After"] = str(errors.RETRY_AFTER_S)
     if isinstance(error, Unauthorized):
-        basic = auth.needs_user(request.path)
+        settings = state.state(request).settings
+        basic = auth.users_log_in(request.path, settings.require_auth, settings.enforce_acls) or (
+            request.path == "/metrics" and settings.enforce_acls
+        )
         headers["WWW-Authenticate"] = 'Basic realm="raftlog"' if basic else 'Bearer realm="raftlog"'
     if isinstance(error, TooManyLoginFailures):
         headers["Retry-After"] = str(math.ceil(error.retry_after_s))
@@ -345,21 +362,32 @@ def _check_token(request: web.Request, token: str) -> None:
         raise Unauthorized("admin API: missing or wrong 'Authorization: Bearer <token>'")
 
 
-def _check_metrics(request: web.Request, settings: state.Settings) -> None:
+async def _check_metrics(request: web.Request, app_state: state.AppState) -> None:
     """``/metrics`` names every topic, group and offset: with ``--require-auth`` it needs the metrics
-    token or the admin token as a bearer token (a scraper's ``authorization`` credentials), unless the
+    token or the admin token as a bearer token (a scraper's ``authorization`` credentials), or, with
+    ``--enforce-acls``, a user who may DESCRIBE the cluster (as Kafka's DescribeCluster asks), unless the
     node was told its network is closed (``--public-metrics``)."""
-    logins, host, now_s = state.state(request).logins, client_host(request.remote), time.monotonic()
+    settings = app_state.settings
+    logins, host, now_s = app_state.logins, client_host(request.remote), time.monotonic()
     logins.check(host, None, now_s)
     given = _bearer(request)
     tokens = [token for token in (settings.metrics_token, settings.admin_token) if token is not None]
-    if given is None or not any(
+    if given is not None and any(
         hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")) for token in tokens
     ):
-        logins.failed(host, None, now_s, "wrong or missing metrics token")
-        raise Unauthorized(
-            "/metrics: missing or wrong 'Authorization: Bearer <metrics token or admin token>'"
-        )
+        return
+    if settings.enforce_acls:  # a user, its failed logins counted by authenticate
+        request[state.CALLER] = await _authenticate(request, app_state)
+        access.authorize(request, access.CLUSTER, access.DESCRIBE, CLUSTER_NAME)
+        return
+    logins.failed(host, None, now_s, "wrong or missing metrics token")
+    raise Unauthorized("/metrics: missing or wrong 'Authorization: Bearer <metrics token or admin token>'")
+
+
+async def _authenticate(request: web.Request, app_state: state.AppState) -> state.Caller:
+    token, node = app_state.settings.admin_token, app_state.node
+    clock_ms, logins = app_state.clock_ms(), app_state.logins
+    return await auth.authenticate(request, node, token, app_state.verifier, clock_ms, logins)
 
 
 def _check_peer(request: web.Request, node: FrontDoor) -> None:
@@ -383,18 +411,14 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> Raftlo
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     app_state = state.state(request)
+    settings = app_state.settings
     try:
-        token = app_state.settings.admin_token
-        if token is not None and (request.path == "/v1" or request.path.startswith("/v1/")):
-            _check_token(request, token)
-        settings = app_state.settings
+        if auth.users_log_in(request.path, settings.require_auth, settings.enforce_acls):
+            request[state.CALLER] = await _authenticate(request, app_state)  # for the route's ACLs
+        elif settings.admin_token is not None and auth.is_admin(request.path):
+            _check_token(request, settings.admin_token)
         if request.path == "/metrics" and settings.require_auth and not settings.public_metrics:
-            _check_metrics(request, settings)
-        if app_state.settings.require_auth and auth.needs_user(request.path):
-            caller = await auth.authenticate(
-                request, app_state.node, token, app_state.verifier, app_state.clock_ms(), app_state.logins
-            )
-            request[state.CALLER] = caller  # for the route's ACLs (api/access.py)
+            await _check_metrics(request, app_state)
         if request.path.startswith(INTERNAL_PREFIX):
             _check_peer(request, app_state.node)
         return await handler(request)
@@ -498,10 +522,11 @@ def build_app(
     public_metrics: bool = False,
 ) -> web.Application:
     """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
-    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass.
+    needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass, and users on
+    ``/v1`` too (otherwise the admin token's alone).
     ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL).
-    ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token;
-    ``public_metrics``: it takes none."""
+    ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token,
+    and with ``enforce_acls`` a user who may DESCRIBE the cluster; ``public_metrics``: it takes none."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:

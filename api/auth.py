@@ -2,11 +2,13 @@
 ``/v1/users`` and its password or one of its API tokens (``rlt_...``, ``/v1/users/{user}/tokens``) in
 the password's place, such a token as a bearer token, or the admin token as a bearer token. The
 ``Caller`` found is kept on the request for the route's ACLs (``access.py``): a user's token calls as
-that user. Every client route needs one of them; ``/status/*`` (liveness: the node's id and pid, no
-names of data), ``/openapi.json`` (probes) and the console's files (``api.console``: the page asks for
-credentials itself) stay open, ``/metrics`` takes the metrics token or the admin token
-(``app._check_metrics``; open with ``--public-metrics``), ``/v1`` keeps its admin token and
-``/internal/v1`` its cluster credential.
+that user. Every client route needs one of them (``users_log_in``); ``/status/*`` (liveness: the node's
+id and pid, no names of data), ``/openapi.json`` (probes) and the console's files (``api.console``: the
+page asks for credentials itself) stay open, ``/metrics`` takes the metrics
+token or the admin token, or with ``--enforce-acls`` a user who may DESCRIBE the cluster
+(``app._check_metrics``; open with ``--public-metrics``), ``/internal/v1`` its cluster credential.
+``/v1`` takes the admin token alone (``app._check_token``), unless ACLs are enforced: then it takes any
+of the above, and the user's ACLs decide what it may do there.
 
 A password is checked against the user's SCRAM credential as the controller holds it now
 (``partitions.security.users.Verifier``): PBKDF2 runs off the event loop the first time a password is seen,
@@ -17,7 +19,7 @@ A user's token is checked against the tokens the controller holds now
 (``partitions.security.tokens.check_token``: found by its id, the SHA-256 of the text compared in constant
 time, its expiry against this node's clock): one revoked, expired, unknown or wrong is refused in the same
 words as a wrong admin token, from the next request on every node that applied the change. A token lets its
-user in as a password would; it changes nothing of the admin API, which keeps the admin token.
+user in as a password would (``Caller.by_token`` says which let it in: a token makes no token).
 """
 
 from __future__ import annotations
@@ -54,11 +56,23 @@ def authorization(request: web.Request) -> tuple[str, str] | None:
     return scheme.lower(), credentials.strip()
 
 
+def is_admin(path: str) -> bool:
+    """Whether the path is the admin API's (``/v1``)."""
+    return path == "/v1" or path.startswith("/v1/")
+
+
 def needs_user(path: str) -> bool:
     """Whether ``--require-auth`` asks a user of this path (the client routes)."""
-    if path == "/v1" or path.startswith(("/v1/", "/internal/")) or path.startswith(OPEN_PATHS):
+    if is_admin(path) or path.startswith("/internal/") or path.startswith(OPEN_PATHS):
         return False
     return not console.is_console(path)  # the page asks for credentials itself and carries no data
+
+
+def users_log_in(path: str, require_auth: bool, enforce_acls: bool) -> bool:
+    """Whether ``authenticate`` finds the caller of this path: the client routes with ``--require-auth``,
+    and ``/v1`` too with ``--enforce-acls`` (the users' ACLs decide there; without them ``/v1`` takes only
+    the admin token, since nothing would stop a user)."""
+    return (require_auth and needs_user(path)) or (enforce_acls and is_admin(path))
 
 
 def claimed_user(request: web.Request) -> str | None:
@@ -119,7 +133,7 @@ async def _authenticate(
         raise Unauthorized("Basic credentials need 'user:password'")
     users = node.metadata.users()
     if is_users_token(node.metadata.tokens(), users, name, password, now_ms):
-        return Caller(f"User:{name}", host)  # one of the user's API tokens in place of its password
+        return Caller(f"User:{name}", host, by_token=True)  # one of its API tokens in its password's place
     if not verifier.known(users, name, password):
         matched = await asyncio.to_thread(verifier.verify, users, name, password)
         if not matched:
@@ -136,5 +150,5 @@ def _bearer(node: FrontDoor, presented: str, admin_token: str | None, host: str,
         token = check_token(node.metadata.tokens(), presented, now_ms)
         # a deleted user's tokens go with it in the same change; checked here too, as cheap as it is sure
         if token is not None and token.user in node.metadata.users():
-            return Caller(f"User:{token.user}", host)
+            return Caller(f"User:{token.user}", host, by_token=True)
     raise Unauthorized(WRONG_BEARER)

@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from api import access, negotiation, state
-from api.access import DESCRIBE, READ, needs
+from api.access import DELETE, DESCRIBE, GROUP, READ, needs
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
 from api.records import RENDER_INLINE_BYTES_MAX, decode
@@ -51,7 +51,7 @@ from partitions.names import (
     check_user_topic_name,
 )
 from partitions.peers.cluster import ClusterGroups
-from partitions.security.acls import client_host
+from partitions.security.acls import CLUSTER_NAME, client_host
 from raftlog.errors import check
 from raftlog_client.contract import (
     BINARY_V2,
@@ -434,9 +434,14 @@ async def committed(request: web.Request) -> web.Response:
 # -- admin ---------------------------------------------------------------------------------------------
 
 
+# Kafka's ListGroups: every group to whom may DESCRIBE the cluster, else those it may DESCRIBE
+LIST_GROUPS_NEEDS = "lists only the groups the caller may DESCRIBE (every one with DESCRIBE cluster)"
+
+
 async def list_groups(request: web.Request) -> web.Response:
     """Every group (with members, or empty for less than 7 days), asking the leader of each
-    ``__consumer_groups`` partition (or only partition ``coordinator_partition``)."""
+    ``__consumer_groups`` partition (or only partition ``coordinator_partition``); with ACLs enforced,
+    those the caller may see (``LIST_GROUPS_NEEDS``)."""
     groups = _groups(request)
     only = query_int(request.query, "coordinator_partition", None, 0, 2**31 - 1)
     count = await groups.call(GroupService.coordinator_partitions)
@@ -444,7 +449,9 @@ async def list_groups(request: web.Request) -> web.Response:
         raise UnknownPartition(GROUPS_TOPIC, only)
     wanted = range(count) if only is None else [only]
     listed = await asyncio.gather(*(groups.call(GroupService.list_groups, p) for p in wanted))
-    summaries = sorted((s for part in listed for s in part), key=lambda s: s.group)
+    every = access.allowed(request, access.CLUSTER, DESCRIBE, CLUSTER_NAME)
+    shown = (s for part in listed for s in part if every or access.allowed(request, GROUP, DESCRIBE, s.group))
+    summaries = sorted(shown, key=lambda s: s.group)
     return web.json_response({"groups": [asdict(s) for s in summaries]})  # a GroupSummary each
 
 
@@ -591,15 +598,18 @@ ROUTES: tuple[Operation, ...] = (
             ),
         ),
         ok_schema="ConsumerGroups", errors=(404,),
+        access=needs(in_handler=LIST_GROUPS_NEEDS),
     ),
     Operation(
         "GET", "/v1/consumer-groups/{group}", describe_group, "describeConsumerGroup",
         "Members, assignments, positions, committed offsets and lag of a group", "admin",
         ok_schema="ConsumerGroup", errors=(404,),
+        access=needs(access.group(DESCRIBE)),
     ),
     Operation(
         "DELETE", "/v1/consumer-groups/{group}", delete_group, "deleteConsumerGroup",
         "Delete an empty group and its committed offsets", "admin",
         ok_schema="DeletedGroup", errors=(404, 409), write=True,
+        access=needs(access.group(DELETE)),
     ),
 )  # fmt: skip

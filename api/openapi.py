@@ -69,7 +69,7 @@ class Operation:
     local: bool = False  # answered by this node alone (never "no leader right now")
     write: bool = False  # counted against the node's writes in flight (admission)
     long_poll: bool = False  # may wait for records: counted against the node's long polls in flight
-    # what a client route needs of the caller's ACLs (``api.access``; checked with ``serve --enforce-acls``)
+    # what a client or admin route needs of the caller's ACLs (``api.access``; ``serve --enforce-acls``)
     access: Access | None = None
 
     @property
@@ -774,7 +774,10 @@ _REASONS = {
         "Bad request (error_code 40001; an unusable replica set 40002; a topic name reserved for the "
         "cluster's own topics 40003)"
     ),
-    401: "Missing or wrong admin token, or cluster credential on an internal endpoint (40101)",
+    401: (
+        "Missing or wrong credential (40101): the admin token (or, with ACLs enforced, a user's password or "
+        "API token) on /v1, the cluster credential on an internal endpoint"
+    ),
     403: "The caller's ACLs do not allow it (40301, naming the resource and operation); nothing was done",
     404: (
         "Topic (40401), partition (40402), consumer instance (40403), group (40404), node (40405), "
@@ -874,13 +877,14 @@ def _operation(op: Operation, admin_token: bool, acls: bool) -> dict[str, Any]:
             opaque = {"type": "string", "format": "binary"}
             doc["requestBody"]["content"][media] = {"schema": _ref(schema) if schema else opaque}
     if internal or (admin_token and op.path.startswith("/v1/")):
-        doc["security"] = [{"bearer": []}]
+        # with ACLs enforced a user may call /v1 too: HTTP Basic, or its API token as a bearer token
+        doc["security"] = [{"bearer": []}, {"basic": []}] if acls and not internal else [{"bearer": []}]
     return doc
 
 
 def document(operations: Sequence[Operation], *, admin_token: bool, acls: bool = False) -> dict[str, Any]:
     """The document of a node: with ``admin_token``, 401 on ``/v1``; with ``acls`` (``serve
-    --enforce-acls``), 403 on the routes that check ACLs."""
+    --enforce-acls``), 403 on the routes that check ACLs, and users' HTTP Basic on ``/v1``."""
     paths: dict[str, dict[str, Any]] = {}
     for op in operations:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, admin_token, acls)
@@ -903,6 +907,9 @@ def document(operations: Sequence[Operation], *, admin_token: bool, acls: bool =
         "paths": paths,
         "components": {
             "schemas": SCHEMAS,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "basic": {"type": "http", "scheme": "basic"},
+            },
         },
     }

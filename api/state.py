@@ -38,7 +38,7 @@ class Settings:
     admin_timeout_ms: int
     request_bytes_max: int
     require_auth: bool = False  # the client routes need a user (api/auth.py)
-    enforce_acls: bool = False  # the client routes check the caller's ACLs (api/access.py)
+    enforce_acls: bool = False  # the client and /v1 routes check the caller's ACLs (api/access.py)
     super_users: frozenset[str] = frozenset()  # user names ACLs do not apply to
     body_timeout_s: float = BODY_TIMEOUT_S_DEFAULT  # a request body must be whole within it (bodies.py)
     # with require_auth, /metrics (which names every topic, group and offset) needs this token or the
@@ -97,11 +97,13 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made a request to a client route, as ``auth.authenticate`` found them."""
+    """Who made a request to a client route (or to ``/v1`` with ACLs enforced), as ``auth.authenticate``
+    found them."""
 
     principal: str  # ``User:NAME``; ``User:admin`` for the admin token
     host: str  # the client's address as this node sees it (``partitions.security.acls.client_host``)
     admin_token: bool = False  # authenticated with the admin token: ACLs do not apply
+    by_token: bool = False  # authenticated with one of the user's API tokens, not its password
 
 
 STATE = web.AppKey("raftlog_state", AppState)

@@ -25,6 +25,7 @@ from partitions.metadata.service import AdminService, NodeInfo, PartitionState
 from partitions.names import broker_id, is_internal
 from partitions.peers.cluster import FrontDoor
 from partitions.replicas.failures import ReplicaFailure
+from partitions.security.acls import CLUSTER_NAME
 from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError
 
@@ -143,10 +144,15 @@ async def get_partition(request: web.Request) -> web.Response:
     return web.json_response(await _view(node, meta, partition, _failures(node)))
 
 
+CREATE_TOPIC_NEEDS = "CREATE cluster, or CREATE topic: the topic of the body"  # Kafka's CreateTopics
+
+
 async def create_topic(request: web.Request) -> web.Response:
     node = state.node(request)
     require_json_body(request.content_type)
     wanted = parse_create_topic(await state.json_body(request))
+    if not access.allowed(request, access.CLUSTER, access.CREATE, CLUSTER_NAME):
+        access.authorize(request, access.TOPIC, access.CREATE, wanted.name)
     factor = wanted.replication_factor
     if factor is None:
         alive = sum(1 for n in node.metadata.nodes() if n.state == "alive")

@@ -1,8 +1,9 @@
 """Kafka's transactions as an operator sees them: ``GET /v1/transactions`` (every transactional id, asking
 the leader of each ``__transactions`` partition, or of one: ``coordinator_partition``; ``state`` keeps
 those in one state) and ``GET /v1/transactions/{transactional_id}`` (its producer, its transaction's state,
-partitions and groups, from its coordinator). Admin endpoints (the admin token guards them as every
-``/v1`` route); what Kafka's DescribeTransactions and ListTransactions answer, through the HTTP API."""
+partitions and groups, from its coordinator). Admin endpoints (the admin token, or with ACLs enforced a
+user who may DESCRIBE the ids, as Kafka's APIs ask); what Kafka's DescribeTransactions and
+ListTransactions answer, through the HTTP API."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from api import state
+from api import access, state
+from api.access import DESCRIBE, TRANSACTIONAL_ID, needs, transactional_id
 from api.errors import BadRequest
 from api.openapi import Operation, Param
 from api.schemas import query_int, query_str
@@ -22,6 +24,9 @@ from partitions.transactions.service import TransactionDescription, TransactionS
 from raftlog_client.contract import TRANSACTIONS_PATH, transaction_path
 
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
+
+
+LIST_NEEDS = "lists only the transactional ids the caller may DESCRIBE"  # Kafka's ListTransactions
 
 
 async def list_transactions(request: web.Request) -> web.Response:
@@ -38,7 +43,13 @@ async def list_transactions(request: web.Request) -> web.Response:
         *(transactions.call(TransactionService.list_transactions, p) for p in wanted)
     )
     summaries = sorted(
-        (s for part in listed for s in part if wanted_state is None or s.state == wanted_state),
+        (
+            s
+            for part in listed
+            for s in part
+            if (wanted_state is None or s.state == wanted_state)
+            and access.allowed(request, TRANSACTIONAL_ID, DESCRIBE, s.transactional_id)
+        ),
         key=lambda s: s.transactional_id,
     )
     return web.json_response({"transactions": [asdict(s) for s in summaries]})  # a TransactionSummary each
@@ -78,10 +89,12 @@ ROUTES: tuple[Operation, ...] = (
             Param("state", "string", f"only those in this state: {', '.join(STATES)}"),
         ),
         ok_schema="Transactions", errors=(404,),
+        access=needs(in_handler=LIST_NEEDS),
     ),
     Operation(
         "GET", transaction_path.template, describe_transaction, "describeTransaction",
         "A transactional id: its producer, its transaction's state, partitions and groups", "admin",
         ok_schema="Transaction", errors=(404,),
+        access=needs(transactional_id(DESCRIBE)),
     ),
 )  # fmt: skip

@@ -1,8 +1,8 @@
 """Users: ``GET /v1/users``, ``POST /v1/users`` (create, or set a new password), ``DELETE
 /v1/users/{user}`` (its API tokens go with it); a user's API tokens: ``POST /v1/users/{user}/tokens``
 (make one: its text is answered this once), ``GET /v1/users/{user}/tokens``, ``DELETE
-/v1/users/{user}/tokens/{token_id}`` (revoke). Admin endpoints (the admin token guards them as every
-``/v1`` route).
+/v1/users/{user}/tokens/{token_id}`` (revoke). Admin endpoints: the admin token, or with ACLs enforced a
+user as its ACLs allow (``ROUTES`` says which; a user's own tokens need none).
 
 The password is turned into SCRAM credentials here, where it entered (``partitions.security.users``: a
 random salt per mechanism, 4096 PBKDF2 iterations unless asked for more), and only those travel to the
@@ -21,6 +21,7 @@ import asyncio
 from aiohttp import web
 
 from api import state
+from api.access import ALTER, DESCRIBE, cluster, needs
 from api.admin import _object
 from api.errors import BadRequest
 from api.openapi import Operation
@@ -115,28 +116,34 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "GET", "/v1/users", list_users, "listUsers", "Users and their SCRAM mechanisms (never a password)",
         "admin", ok_schema="Users", local=True,
+        access=needs(cluster(DESCRIBE)),
     ),
     Operation(
         "POST", "/v1/users", set_user, "setUser",
         "Create a user, or set its password (created: false); stored as salted SCRAM credentials", "admin",
         body="UserRequest", ok_schema="User", errors=(400, 415), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "DELETE", "/v1/users/{user}", delete_user, "deleteUser", "Delete a user and revoke its tokens",
         "admin", ok_status=204, errors=(404,), write=True,
+        access=needs(cluster(ALTER)),
     ),
     Operation(
         "POST", _TOKENS, create_token, "createUserToken",
         "Make an API token of the user (its text answered once: only a hash is kept)", "admin",
         body="TokenRequest", body_required=False, ok_status=201, ok_schema="CreatedToken",
         errors=(404, 409, 415, 507), write=True,
+        access=needs(cluster(ALTER, unless_caller="user", password_only=True)),  # a token makes no token
     ),
     Operation(
         "GET", _TOKENS, list_tokens, "listUserTokens", "The user's API tokens (never their text)", "admin",
         ok_schema="Tokens", errors=(404,), local=True,
+        access=needs(cluster(DESCRIBE, unless_caller="user")),
     ),
     Operation(
         "DELETE", f"{_TOKENS}/{{token_id}}", delete_token, "deleteUserToken",
         "Revoke one of the user's API tokens", "admin", ok_status=204, errors=(404, 507), write=True,
+        access=needs(cluster(ALTER, unless_caller="user")),
     ),
 )  # fmt: skip

@@ -39,11 +39,15 @@ ROOT = basic("root", "root's password")
 # -- the route table -----------------------------------------------------------------------------------
 
 
-def test_every_client_route_declares_its_acls_and_no_other_route_does() -> None:
-    undeclared = [f"{op.method} {op.path}" for op in ROUTES if auth.needs_user(op.path) and op.access is None]
-    assert undeclared == [], "a client route must say what ACLs it needs (api/access.py), or why none"
-    elsewhere = [f"{op.method} {op.path}" for op in ROUTES if not auth.needs_user(op.path) and op.access]
-    assert elsewhere == [], "admin, internal and open routes are guarded by tokens, not ACLs"
+def checked(path: str) -> bool:
+    return auth.needs_user(path) or auth.is_admin(path)
+
+
+def test_every_client_and_admin_route_declares_its_acls_and_no_other_route_does() -> None:
+    undeclared = [f"{op.method} {op.path}" for op in ROUTES if checked(op.path) and op.access is None]
+    assert undeclared == [], "a client or /v1 route must say what ACLs it needs (api/access.py), or why none"
+    elsewhere = [f"{op.method} {op.path}" for op in ROUTES if not checked(op.path) and op.access]
+    assert elsewhere == [], "internal and open routes are guarded by credentials, not ACLs"
     for op in ROUTES:
         if op.access is not None:
             assert op.access.unknown_params(op.path, [p.name for p in op.query]) == [], (op.method, op.path)
@@ -77,6 +81,61 @@ KAFKA_MAPPING = {
         "READ topic: each topic subscribed and assigned",
     ],
 }
+
+
+# The admin API's equivalents (KafkaApis): DescribeCluster, DescribeQuorum, ListPartitionReassignments,
+# DescribeAcls and DescribeUserScramCredentials DESCRIBE the cluster; CreateTopics CREATE on the cluster
+# or the topic; DeleteTopics DELETE, CreatePartitions ALTER, DescribeConfigs DESCRIBE_CONFIGS and
+# (Incremental)AlterConfigs ALTER_CONFIGS on the topic; ElectLeaders, AlterPartitionReassignments,
+# Add/RemoveRaftVoter, CreateAcls, DeleteAcls and AlterUserScramCredentials ALTER the cluster; ListGroups
+# filters (all with DESCRIBE cluster), DescribeGroups DESCRIBE and DeleteGroups DELETE the group;
+# ListTransactions filters, DescribeTransactions DESCRIBE the transactional id. A user's own delegation
+# tokens need nothing (but a token-authenticated caller makes none); another user's the cluster here.
+DESCRIBE_CLUSTER, ALTER_CLUSTER = ["DESCRIBE cluster"], ["ALTER cluster"]
+ADMIN_MAPPING = {
+    ("GET", "/v1/cluster/health"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/nodes"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/controller"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/partitions/{topic}/{partition}/replicas"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/nodes/{node_id}/decommission"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/users"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/acls"): DESCRIBE_CLUSTER,
+    ("POST", "/v1/topics"): ["CREATE cluster, or CREATE topic: the topic of the body"],
+    ("DELETE", "/v1/topics/{topic}"): ["DELETE topic {topic}"],
+    ("POST", "/v1/topics/{topic}/partitions"): ["ALTER topic {topic}"],
+    ("GET", "/v1/topics/{topic}/configs"): ["DESCRIBE_CONFIGS topic {topic}"],
+    ("PATCH", "/v1/topics/{topic}/configs"): ["ALTER_CONFIGS topic {topic}"],
+    ("GET", "/v1/partitions/{topic}/{partition}"): ["DESCRIBE topic {topic}"],
+    ("POST", "/v1/partitions/{topic}/{partition}/transfer_leadership"): ALTER_CLUSTER,
+    ("POST", "/v1/partitions/{topic}/{partition}/replicas"): ALTER_CLUSTER,
+    ("DELETE", "/v1/partitions/{topic}/{partition}/replicas"): ALTER_CLUSTER,
+    ("PUT", "/v1/nodes/{node_id}/maintenance"): ALTER_CLUSTER,
+    ("DELETE", "/v1/nodes/{node_id}/maintenance"): ALTER_CLUSTER,
+    ("PUT", "/v1/nodes/{node_id}/decommission"): ALTER_CLUSTER,
+    ("DELETE", "/v1/nodes/{node_id}/decommission"): ALTER_CLUSTER,
+    ("POST", "/v1/controller/voters"): ALTER_CLUSTER,
+    ("DELETE", "/v1/controller/voters/{node_id}"): ALTER_CLUSTER,
+    ("POST", "/v1/users"): ALTER_CLUSTER,
+    ("DELETE", "/v1/users/{user}"): ALTER_CLUSTER,
+    ("POST", "/v1/acls"): ALTER_CLUSTER,
+    ("DELETE", "/v1/acls"): ALTER_CLUSTER,
+    ("GET", "/v1/users/{user}/tokens"): ["DESCRIBE cluster (unless the caller is {user})"],
+    ("POST", "/v1/users/{user}/tokens"): ["ALTER cluster (unless the caller is {user} by its password)"],
+    ("DELETE", "/v1/users/{user}/tokens/{token_id}"): ["ALTER cluster (unless the caller is {user})"],
+    ("GET", "/v1/consumer-groups"): [
+        "lists only the groups the caller may DESCRIBE (every one with DESCRIBE cluster)"
+    ],
+    ("GET", "/v1/consumer-groups/{group}"): ["DESCRIBE group {group}"],
+    ("DELETE", "/v1/consumer-groups/{group}"): ["DELETE group {group}"],
+    ("GET", "/v1/transactions"): ["lists only the transactional ids the caller may DESCRIBE"],
+    ("GET", "/v1/transactions/{transactional_id}"): ["DESCRIBE transactional_id {transactional_id}"],
+}
+
+
+def test_the_admin_routes_ask_what_kafka_asks_for_the_same_work() -> None:
+    declared = {(op.method, op.path): op.access.describe() for op in ROUTES if op.access is not None}
+    assert {route: declared[route] for route in ADMIN_MAPPING} == ADMIN_MAPPING
+    assert sorted(route for route in declared if auth.is_admin(route[1])) == sorted(ADMIN_MAPPING)
 
 
 def test_the_routes_ask_what_kafka_asks_for_the_same_work() -> None:
@@ -266,7 +325,10 @@ async def test_the_openapi_document_says_403_and_what_each_route_checks(a1: Node
     assert "403" in produce_doc["responses"] and produce_doc["x-raftlog-acls"] == ["WRITE topic {topic}"]
     brokers = document["paths"]["/brokers"]["get"]
     assert "403" not in brokers["responses"] and brokers["x-raftlog-acls"][0].startswith("none: ")
-    assert "x-raftlog-acls" not in document["paths"]["/v1/acls"]["get"]
+    acls = document["paths"]["/v1/acls"]["post"]
+    assert acls["x-raftlog-acls"] == ["ALTER cluster"] and {"401", "403"} <= set(acls["responses"])
+    assert acls["security"] == [{"bearer": []}, {"basic": []}]  # the admin token, or a user
+    assert document["components"]["securitySchemes"]["basic"] == {"type": "http", "scheme": "basic"}
 
 
 def test_enforcing_acls_needs_authenticated_users(cluster: FakeCluster) -> None:

@@ -156,12 +156,16 @@ async def test_revoked_expired_wrong_and_deleted_users_tokens_are_refused_alike(
     assert len(secured.partitions[("orders", 0)].records) == 4  # the refused wrote nothing
 
 
-async def test_a_users_token_is_no_admin_token(a1: Node) -> None:
+async def test_a_users_token_is_no_admin_token(secured: FakeCluster, harness: Harness, a1: Node) -> None:
     _, made = await create(a1)
-    status, _ = await answer(await a1.client.get("/v1/users", headers=bearer(made["token"])))
-    assert status == 401  # /v1 keeps the admin token
-    status, _ = await answer(await a1.client.post("/v1/users/alice/tokens", headers=bearer(made["token"])))
-    assert status == 401  # a token cannot make more tokens
+    status, body = await answer(await a1.client.get("/v1/users", headers=bearer(made["token"])))
+    assert status == 403 and body["operation"] == "describe"  # alice, as her ACLs allow: none
+    own = await answer(await a1.client.post("/v1/users/alice/tokens", headers=bearer(made["token"])))
+    assert own[0] == 403 and own[1]["resource_type"] == "cluster", "a token cannot make more tokens"
+    assert [t["id"] for t in (await listed(a1))[1]["tokens"]] == [made["id"]]  # nothing more made
+    without_acls = await _start(harness, secured, "n2", enforce=False)
+    status, _ = await answer(await without_acls.client.get("/v1/users", headers=bearer(made["token"])))
+    assert status == 401  # without --enforce-acls /v1 keeps the admin token alone
 
 
 async def test_refusals_name_what_is_wrong_and_make_nothing(
