@@ -59,7 +59,9 @@ export async function call(method, path, { body, accept, raw, type, quiet401 } =
   }
   let response;
   try {
-    response = await fetch(path, { method, headers, body: payload, cache: "no-store" });
+    // credentials "omit": our Authorization header is sent as set, and a 401 never raises the browser's
+    // own login prompt (the console asks itself)
+    response = await fetch(path, { method, headers, body: payload, cache: "no-store", credentials: "omit" });
   } catch (error) {
     throw new ApiError(0, null, `the node did not answer (${error.message})`);
   }

@@ -42,14 +42,20 @@ async function show() {
   const module = argument ? one : list;
   const root = document.getElementById("page");
   replace(root, h("p", { class: "muted" }, "Loading…"));
-  root.dataset.page = argument ? `${name}-one` : name;
+  // the page renders into its own view, shown only if no later navigation or login replaced it meanwhile
+  const view = h("div", { "data-page": argument ? `${name}-one` : name });
+  let handle = null;
   try {
-    const handle = await module.render(root, { argument, query });
-    if (run !== rendering) { if (handle && handle.stop) handle.stop(); return; }
-    current = handle || null;
+    handle = await module.render(view, { argument, query });
   } catch (error) {
-    if (run === rendering) replace(root, errorBox(error));
+    replace(view, errorBox(error));
   }
+  if (run !== rendering) {
+    if (handle && handle.stop) handle.stop();
+    return;
+  }
+  replace(root, view);
+  current = handle || null;
 }
 
 function updateWho() {

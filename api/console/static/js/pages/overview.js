@@ -63,7 +63,7 @@ export async function render(root) {
     section("Nodes", nodes),
     section("This node's traffic", chartNote, charts));
   const plots = new Map();
-  const width = () => Math.max(300, Math.min(560, (root.clientWidth - 40) / 2));
+  const width = () => Math.max(300, Math.min(560, (document.getElementById("page").clientWidth - 40) / 2));
   const drawCharts = () => {
     if (typeof window.uPlot !== "function") {
       replace(charts, errorBox("the chart library (uPlot) is not installed on this node: run scripts/bootstrap.sh"));

@@ -3,7 +3,7 @@
 // that produces a test record with headers.
 
 import * as api from "../api.js";
-import { h, replace, section, table, errorBox, badge, when, form, field, select, flash } from "../ui.js";
+import { h, replace, section, table, errorBox, badge, when, form, field, select, flash, action } from "../ui.js";
 import { classify, fromBase64, toBase64, fromHex, utf8 } from "../bytes.js";
 
 const PAGE_BYTES = 1024 * 1024;
@@ -115,7 +115,8 @@ export async function render(root, { query }) {
     field("Key contains", "key", { placeholder: "any key" }),
     select("Binary as", "binary", [["hex"], ["base64"]]),
     select("Isolation", "isolation", [["read_uncommitted"], ["read_committed"]]),
-  ], "Show records", async (values) => {
+  ], "Show records", (values) => showRecords(values));
+  async function showRecords(values) {
     const base = `/topics/${api.enc(values.topic)}/partitions/${Number(values.partition)}`;
     replace(results, h("p", { class: "muted" }, "Reading…"));
     try {
@@ -130,7 +131,7 @@ export async function render(root, { query }) {
       replace(results, errorBox(error));
       throw error;
     }
-  });
+  }
   browse.querySelector("select[name=topic]").value = chosen;
   if (query.get("from")) browse.querySelector("select[name=from]").value = query.get("from");
   const state = () => ({
@@ -142,7 +143,7 @@ export async function render(root, { query }) {
     topics.length ? null : h("p", { class: "muted" }, "No topics you may describe."),
     section("Browse", browse, results),
     section("Produce a test record (to the topic and partition above)", produceForm(state)));
-  if (query.get("topic")) browse.requestSubmit();
+  if (query.get("topic")) action(browse.querySelector("button[type=submit]"), () => showRecords(Object.fromEntries(new FormData(browse))));
   return null;
 }
 
