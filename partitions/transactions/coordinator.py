@@ -37,13 +37,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from partitions.errors import CoordinatorFenced, ProducerFenced, UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
+from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_topic_name, check_transactional_id
 from partitions.transactions.errors import (
     ConcurrentTransactions,
@@ -75,6 +75,7 @@ from partitions.transactions.state import (
     TxnState,
 )
 from raftlog.errors import RaftlogError, check
+from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.partitioner import partition_for_key
 
 log = logging.getLogger("raftlog.transactions")
@@ -89,33 +90,8 @@ EXPIRE_BATCH = 1_000  # ids forgotten by one command
 PRODUCER_ID_BITS = 62  # as an idempotent producer's (kafka_api.producer_ids): random, not handed out in order
 
 
-def wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class TransactionLog(Protocol):
+class TransactionLog(TableLog[TransactionTable, TxnCommand, TxnResult], Protocol):
     """The replicated home of ``TransactionTable``s: one per partition of ``__transactions``."""
-
-    def partitions(self) -> int:
-        """Partition count of the internal topic. Raises UnknownTopic before its first use."""
-        ...
-
-    async def ensure_topic(self) -> None:
-        """Create the internal topic if it does not exist."""
-        ...
-
-    def table(self, partition: int) -> tuple[TransactionTable, int]:
-        """The applied table of a partition this node leads and may read, with the leader's term.
-        Raises NotLeader(hint) / NoLeader."""
-        ...
-
-    def led_partitions(self) -> list[int]:
-        """The coordinator partitions this node leads and may read right now."""
-        ...
-
-    async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
-        """Replicate ``command`` through the partition's Raft group; the applied result."""
-        ...
 
 
 class MarkerWriter(Protocol):
@@ -155,7 +131,7 @@ class TransactionCoordinator:
         write_marker: MarkerWriter,
         *,
         timeout_ms_max: int = TIMEOUT_MS_MAX_DEFAULT,
-        wall: Callable[[], int] = wall_ms,
+        wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
         limits: Limits = LIMITS,
         completion_wait_s: float = COMPLETION_WAIT_S,
