@@ -72,6 +72,7 @@ from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import (
     TIMEOUT_MS_MAX_DEFAULT,
     TRANSACTION_PARTITIONS_DEFAULT,
+    Marker,
     TransactionCoordinator,
 )
 from partitions.transactions.store import ReplicatedTransactionLog
@@ -339,20 +340,12 @@ class Node:
     def _cluster_data(self) -> PartitionData:
         return self.cluster.data
 
-    async def _write_txn_marker(
-        self,
-        tp: TopicPartition,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-    ) -> None:
+    async def _write_txn_marker(self, tp: TopicPartition, marker: Marker) -> None:
         """A transaction's marker, through the partition's leader wherever it is."""
+        m = marker
         await self.cluster.data.call(
-            DataService.write_txn_marker, tp.topic, tp.partition, producer_id, producer_epoch, commit,
-            coordinator_epoch, write_control, transaction, MARKER_TIMEOUT_MS,
+            DataService.write_txn_marker, tp.topic, tp.partition, m.producer_id, m.producer_epoch, m.commit,
+            m.coordinator_epoch, m.write_control, m.transaction, MARKER_TIMEOUT_MS,
         )  # fmt: skip
 
     def _address(self, node_id: str) -> str | None:

@@ -94,20 +94,24 @@ class TransactionLog(TableLog[TransactionTable, TxnCommand, TxnResult], Protocol
     """The replicated home of ``TransactionTable``s: one per partition of ``__transactions``."""
 
 
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """What ends a producer's transaction in one partition: ``DataService.write_txn_marker``'s arguments
+    after the partition's name."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int  # the Raft term of the coordinator partition's leader driving the transaction
+    write_control: bool  # the producer wrote to the partition: a control batch ends its records there
+    transaction: int  # the transaction's ordinal (``Transaction.started_ms``)
+
+
 class MarkerWriter(Protocol):
     """Ends the producer's transaction in one partition, through that partition's leader
     (``DataService.write_txn_marker``); raises what the partition's leader answered."""
 
-    async def __call__(
-        self,
-        tp: TopicPartition,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-    ) -> None: ...
+    async def __call__(self, tp: TopicPartition, marker: Marker) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,10 +376,9 @@ class TransactionCoordinator:
     ) -> bool:
         """Whether the partition is done with the transaction (its marker written, or nothing left to end
         there); False: try again."""
+        marker = Marker(key.producer_id, key.producer_epoch, commit, key.term, write_control, key.transaction)
         try:
-            await self._write_marker(
-                tp, key.producer_id, key.producer_epoch, commit, key.term, write_control, key.transaction
-            )
+            await self._write_marker(tp, marker)
         except (UnknownTopic, UnknownPartition) as gone:  # deleted meanwhile: nothing to end there
             log.warning("transactional id %r: no marker for %s/%d: %s", tid, tp.topic, tp.partition, gone)
             return True
