@@ -1,14 +1,14 @@
 """An internal topic whose partitions hold a replicated table (``__consumer_groups``'s groups,
 ``__transactions``' transactional ids): created on first use, each partition's table served by its Raft
 leader. ``TableLog`` is what a coordinator needs of such a topic; the stores over it
-(``partitions.consumers.store``, ``partitions.transactions.store``) add which table the state machine
-holds and how a command is proposed."""
+(``partitions.consumers.store``, ``partitions.transactions.store``) name which table the state machine
+holds and add how a command is proposed."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from partitions.errors import TopicExists, UnknownTopic
 from raftlog.consensus.errors import ConsensusError
@@ -66,11 +66,12 @@ class TopicReplica(Protocol):
     def machine(self) -> Any: ...
 
 
-class InternalTopicLog:
+class InternalTopicLog(Generic[Table]):
     """``ready_leader(topic, partition)``: the local leader replica once it may serve reads (raises
     NotLeader/NoLeader/UnknownTopic); ``leader`` the same without the read-readiness wait."""
 
     TOPIC: ClassVar[str]
+    TABLE: ClassVar[str]  # the attribute of the partition's state machine holding its table
 
     def __init__(
         self,
@@ -116,10 +117,11 @@ class InternalTopicLog:
             led.append(partition)
         return led
 
-    def _reading(self, partition: int) -> tuple[Any, int]:
-        """The partition's state machine on its leader here, once it may serve reads, and the term."""
+    def table(self, partition: int) -> tuple[Table, int]:
+        """The partition's table on its leader here, once it may serve reads, and the term."""
         replica = self._ready_leader(self.TOPIC, partition)
-        return replica.machine, replica.group.status().term
+        table: Table = getattr(replica.machine, self.TABLE)
+        return table, replica.group.status().term
 
     async def _propose_entry(self, partition: int, entry: bytes) -> object:
         return await self._leader(self.TOPIC, partition).group.propose(entry, PROPOSE_TIMEOUT_MS)
