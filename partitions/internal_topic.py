@@ -1,13 +1,14 @@
 """An internal topic whose partitions hold a replicated table (``__consumer_groups``'s groups,
 ``__transactions``' transactional ids): created on first use, each partition's table served by its Raft
-leader. The stores over it (``partitions.consumers.store``, ``partitions.transactions.store``) add
-which table the state machine holds and how a command is proposed."""
+leader. ``TableLog`` is what a coordinator needs of such a topic; the stores over it
+(``partitions.consumers.store``, ``partitions.transactions.store``) name which table the state machine
+holds and add how a command is proposed."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from partitions.errors import TopicExists, UnknownTopic
 from raftlog.consensus.errors import ConsensusError
@@ -15,6 +16,37 @@ from raftlog.consensus.group import ReplicaGroup
 from raftlog.errors import check
 
 PROPOSE_TIMEOUT_MS = 10_000
+
+Table = TypeVar("Table", covariant=True)
+Command = TypeVar("Command", contravariant=True)
+Result = TypeVar("Result", covariant=True)
+
+
+class TableLog(Protocol[Table, Command, Result]):
+    """The replicated home of a coordinator's tables, one per partition of an internal topic
+    (``groups.coordinator.GroupLog``, ``transactions.coordinator.TransactionLog``): the node's Raft groups,
+    or an in-memory table in tests."""
+
+    def partitions(self) -> int:
+        """Partition count of the internal topic. Raises UnknownTopic before its first use."""
+        ...
+
+    async def ensure_topic(self) -> None:
+        """Create the internal topic if it does not exist (NotLeader: ask the controller)."""
+        ...
+
+    def table(self, partition: int) -> tuple[Table, int]:
+        """The applied table of a partition this node leads and may read, with the leader's term.
+        Raises NotLeader(hint) / NoLeader: the request goes to the leader."""
+        ...
+
+    def led_partitions(self) -> list[int]:
+        """The coordinator partitions this node leads and may read right now."""
+        ...
+
+    async def propose(self, partition: int, command: Command) -> Result:
+        """Replicate ``command`` through the partition's Raft group; the applied result."""
+        ...
 
 
 class TopicShape(Protocol):
@@ -34,11 +66,12 @@ class TopicReplica(Protocol):
     def machine(self) -> Any: ...
 
 
-class InternalTopicLog:
+class InternalTopicLog(Generic[Table]):
     """``ready_leader(topic, partition)``: the local leader replica once it may serve reads (raises
     NotLeader/NoLeader/UnknownTopic); ``leader`` the same without the read-readiness wait."""
 
     TOPIC: ClassVar[str]
+    TABLE: ClassVar[str]  # the attribute of the partition's state machine holding its table
 
     def __init__(
         self,
@@ -84,10 +117,11 @@ class InternalTopicLog:
             led.append(partition)
         return led
 
-    def _reading(self, partition: int) -> tuple[Any, int]:
-        """The partition's state machine on its leader here, once it may serve reads, and the term."""
+    def table(self, partition: int) -> tuple[Table, int]:
+        """The partition's table on its leader here, once it may serve reads, and the term."""
         replica = self._ready_leader(self.TOPIC, partition)
-        return replica.machine, replica.group.status().term
+        table: Table = getattr(replica.machine, self.TABLE)
+        return table, replica.group.status().term
 
     async def _propose_entry(self, partition: int, entry: bytes) -> object:
         return await self._leader(self.TOPIC, partition).group.propose(entry, PROPOSE_TIMEOUT_MS)

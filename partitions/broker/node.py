@@ -29,7 +29,7 @@ import os
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from membership import GossipConfig
 from partitions.broker.local import LocalAdmin, PeerServer
@@ -44,6 +44,7 @@ from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
+from partitions.internal_topic import InternalTopicLog
 from partitions.metadata.controller_voters import ControllerVoters
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.metadata.security_records import SecurityRecords
@@ -72,6 +73,7 @@ from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import (
     TIMEOUT_MS_MAX_DEFAULT,
     TRANSACTION_PARTITIONS_DEFAULT,
+    Marker,
     TransactionCoordinator,
 )
 from partitions.transactions.store import ReplicatedTransactionLog
@@ -98,6 +100,8 @@ JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
 MARKER_TIMEOUT_MS = 10_000  # how long a transaction marker's proposal may wait on its partition's leader
 LOGS_DIR = "logs"  # under the data directory: one directory per partition log (its Raft group id)
 DAMAGED_DIR = "damaged"  # under the data directory: damaged segments set aside, kept for an operator
+
+Store = TypeVar("Store", bound=InternalTopicLog[Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,26 +299,10 @@ class Node:
             self.frontend.topic,
             self.topic_changes.move_progress,
         )
-        self.groups = GroupCoordinator(
-            ReplicatedGroupLog(
-                topic=self.frontend.topic,
-                create_topic=self._create_topic_anywhere,
-                ready_leader=self.data.ready_leader,
-                leader=self.data.leader_replica,
-                replication_factor=lambda: min(3, len(self.routing.placeable())),
-                partitions=config.group_partitions,
-            )
-        )
+        self.groups = GroupCoordinator(self._internal_topic_log(ReplicatedGroupLog, config.group_partitions))
         self.transactions = TransactionCoordinator(
             config.node_id,
-            ReplicatedTransactionLog(
-                topic=self.frontend.topic,
-                create_topic=self._create_topic_anywhere,
-                ready_leader=self.data.ready_leader,
-                leader=self.data.leader_replica,
-                replication_factor=lambda: min(3, len(self.routing.placeable())),
-                partitions=config.transaction_partitions,
-            ),
+            self._internal_topic_log(ReplicatedTransactionLog, config.transaction_partitions),
             self._write_txn_marker,
             timeout_ms_max=config.transaction_timeout_ms_max,
         )
@@ -336,23 +324,27 @@ class Node:
             AdminService.create_topic, name, partitions, replication_factor, configs
         )
 
+    def _internal_topic_log(self, store: type[Store], partitions: int) -> Store:
+        """The store over an internal topic's partitions led here; the topic created through the controller
+        leader, replicated to at most 3 nodes."""
+        return store(
+            topic=self.frontend.topic,
+            create_topic=self._create_topic_anywhere,
+            ready_leader=self.data.ready_leader,
+            leader=self.data.leader_replica,
+            replication_factor=lambda: min(3, len(self.routing.placeable())),
+            partitions=partitions,
+        )
+
     def _cluster_data(self) -> PartitionData:
         return self.cluster.data
 
-    async def _write_txn_marker(
-        self,
-        tp: TopicPartition,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-    ) -> None:
+    async def _write_txn_marker(self, tp: TopicPartition, marker: Marker) -> None:
         """A transaction's marker, through the partition's leader wherever it is."""
+        m = marker
         await self.cluster.data.call(
-            DataService.write_txn_marker, tp.topic, tp.partition, producer_id, producer_epoch, commit,
-            coordinator_epoch, write_control, transaction, MARKER_TIMEOUT_MS,
+            DataService.write_txn_marker, tp.topic, tp.partition, m.producer_id, m.producer_epoch, m.commit,
+            m.coordinator_epoch, m.write_control, m.transaction, MARKER_TIMEOUT_MS,
         )  # fmt: skip
 
     def _address(self, node_id: str) -> str | None:

@@ -13,13 +13,9 @@ from partitions.replicas.state_machine import Refused
 from raftlog.errors import check
 
 
-class ReplicatedGroupLog(InternalTopicLog):
+class ReplicatedGroupLog(InternalTopicLog[GroupTable]):
     TOPIC = GROUPS_TOPIC
-
-    def table(self, partition: int) -> tuple[GroupTable, int]:
-        machine, term = self._reading(partition)
-        table: GroupTable = machine.groups
-        return table, term
+    TABLE = "groups"
 
     async def propose(self, partition: int, command: GroupCommand) -> GroupResult:
         result = await self._propose_entry(partition, commands.encode(commands.GroupCommand(encode(command))))

@@ -69,9 +69,11 @@ from partitions.groups.state import (
     Refresh,
     Subscribe,
 )
+from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
 from raftlog.consensus.errors import ConsensusError
 from raftlog.errors import RaftlogError, check
+from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.partitioner import partition_for_key
 
 log = logging.getLogger("raftlog.groups")
@@ -87,33 +89,8 @@ def monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class GroupLog(Protocol):
+class GroupLog(TableLog[GroupTable, GroupCommand, GroupResult], Protocol):
     """The replicated home of ``GroupTable``s: one per partition of ``__consumer_groups``."""
-
-    def partitions(self) -> int:
-        """Partition count of the internal topic. Raises UnknownTopic before its first use."""
-        ...
-
-    async def ensure_topic(self) -> None:
-        """Create the internal topic if it does not exist (NotLeader: ask the controller)."""
-        ...
-
-    def table(self, partition: int) -> tuple[GroupTable, int]:
-        """The applied table of a partition this node leads and may read, with the leader's term.
-        Raises NotLeader(hint) / NoLeader (the API forwards the request to the leader)."""
-        ...
-
-    def led_partitions(self) -> list[int]:
-        """The coordinator partitions this node leads and may read right now."""
-        ...
-
-    async def propose(self, partition: int, command: GroupCommand) -> GroupResult:
-        """Replicate ``command`` through the partition's Raft group; the applied result."""
-        ...
 
     def partition_count(self, topic: str) -> int:
         """Partitions of a data topic; 0 when it does not exist (yet)."""
@@ -187,7 +164,7 @@ class GroupCoordinator:
         group_log: GroupLog,
         *,
         monotonic: Callable[[], int] = monotonic_ms,
-        wall: Callable[[], int] = wall_ms,
+        wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
     ) -> None:
         self._log = group_log

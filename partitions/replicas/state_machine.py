@@ -66,6 +66,7 @@ import msgpack
 
 from partitions.commands import (
     Barrier,
+    Command,
     CommitOffset,
     DeleteOffset,
     DeleteRecords,
@@ -219,12 +220,17 @@ class PartitionStateMachine:
             decoded = decode(command)
         except InvalidCommand as exc:
             return Refused(exc)
+        try:
+            return self._apply(decoded, term)
+        except DiskFull:
+            # a produce, marker or records delete changes nothing before its write succeeds (its append
+            # to the log, the start offset file)
+            self.applied_index = previous
+            raise
+
+    def _apply(self, decoded: Command, term: int) -> ApplyResult:
         if isinstance(decoded, Produce):
-            try:
-                return self._produce(decoded.batch, term)
-            except DiskFull:
-                self.applied_index = previous  # _produce changes nothing before its append succeeds
-                raise
+            return self._produce(decoded.batch, term)
         if isinstance(decoded, CommitOffset):
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
@@ -232,17 +238,9 @@ class PartitionStateMachine:
         if isinstance(decoded, TxnCommand):
             return self.transactions.apply(decoded.payload)
         if isinstance(decoded, DeleteRecords):
-            try:
-                return self._delete_records(decoded.offset)
-            except DiskFull:
-                self.applied_index = previous  # nothing changed: the start offset file stands as it was
-                raise
+            return self._delete_records(decoded.offset)
         if isinstance(decoded, TxnMarker):
-            try:
-                return self._txn_marker(decoded, term)
-            except DiskFull:
-                self.applied_index = previous  # _txn_marker changes nothing before its append succeeds
-                raise
+            return self._txn_marker(decoded, term)
         if isinstance(decoded, TxnOffset):
             return self._txn_offset(decoded)
         if isinstance(decoded, DeleteOffset):

@@ -37,13 +37,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from partitions.errors import CoordinatorFenced, ProducerFenced, UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
+from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_topic_name, check_transactional_id
 from partitions.transactions.errors import (
     ConcurrentTransactions,
@@ -75,6 +75,7 @@ from partitions.transactions.state import (
     TxnState,
 )
 from raftlog.errors import RaftlogError, check
+from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.partitioner import partition_for_key
 
 log = logging.getLogger("raftlog.transactions")
@@ -89,49 +90,28 @@ EXPIRE_BATCH = 1_000  # ids forgotten by one command
 PRODUCER_ID_BITS = 62  # as an idempotent producer's (kafka_api.producer_ids): random, not handed out in order
 
 
-def wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class TransactionLog(Protocol):
+class TransactionLog(TableLog[TransactionTable, TxnCommand, TxnResult], Protocol):
     """The replicated home of ``TransactionTable``s: one per partition of ``__transactions``."""
 
-    def partitions(self) -> int:
-        """Partition count of the internal topic. Raises UnknownTopic before its first use."""
-        ...
 
-    async def ensure_topic(self) -> None:
-        """Create the internal topic if it does not exist."""
-        ...
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """What ends a producer's transaction in one partition: ``DataService.write_txn_marker``'s arguments
+    after the partition's name."""
 
-    def table(self, partition: int) -> tuple[TransactionTable, int]:
-        """The applied table of a partition this node leads and may read, with the leader's term.
-        Raises NotLeader(hint) / NoLeader."""
-        ...
-
-    def led_partitions(self) -> list[int]:
-        """The coordinator partitions this node leads and may read right now."""
-        ...
-
-    async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
-        """Replicate ``command`` through the partition's Raft group; the applied result."""
-        ...
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int  # the Raft term of the coordinator partition's leader driving the transaction
+    write_control: bool  # the producer wrote to the partition: a control batch ends its records there
+    transaction: int  # the transaction's ordinal (``Transaction.started_ms``)
 
 
 class MarkerWriter(Protocol):
     """Ends the producer's transaction in one partition, through that partition's leader
     (``DataService.write_txn_marker``); raises what the partition's leader answered."""
 
-    async def __call__(
-        self,
-        tp: TopicPartition,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-    ) -> None: ...
+    async def __call__(self, tp: TopicPartition, marker: Marker) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +135,7 @@ class TransactionCoordinator:
         write_marker: MarkerWriter,
         *,
         timeout_ms_max: int = TIMEOUT_MS_MAX_DEFAULT,
-        wall: Callable[[], int] = wall_ms,
+        wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
         limits: Limits = LIMITS,
         completion_wait_s: float = COMPLETION_WAIT_S,
@@ -396,10 +376,9 @@ class TransactionCoordinator:
     ) -> bool:
         """Whether the partition is done with the transaction (its marker written, or nothing left to end
         there); False: try again."""
+        marker = Marker(key.producer_id, key.producer_epoch, commit, key.term, write_control, key.transaction)
         try:
-            await self._write_marker(
-                tp, key.producer_id, key.producer_epoch, commit, key.term, write_control, key.transaction
-            )
+            await self._write_marker(tp, marker)
         except (UnknownTopic, UnknownPartition) as gone:  # deleted meanwhile: nothing to end there
             log.warning("transactional id %r: no marker for %s/%d: %s", tid, tp.topic, tp.partition, gone)
             return True

@@ -33,8 +33,8 @@ table while the consensus thread applies (a read sees a row before or after a co
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -47,6 +47,7 @@ from partitions.transactions.errors import (
     InvalidProducerIdMapping,
     TransactionLimitReached,
 )
+from raftlog.errors import check
 
 EPOCH_MAX = 32767  # Kafka's producer epochs are int16
 EPOCH_BUMP_MAX = (
@@ -59,7 +60,6 @@ TRANSACTION_PARTITIONS_MAX = 1_000  # data and offset partitions of one transact
 TRANSACTION_GROUPS_MAX = 100  # consumer groups one transaction commits offsets of
 OPEN_PARTITIONS_MAX = 100_000  # partitions across the transactions of one coordinator partition
 EXPIRATION_MS = 7 * 24 * 3600 * 1000  # Kafka's transactional.id.expiration.ms: an unused id is forgotten
-_INIT, _ADD_PARTITIONS, _ADD_GROUP, _ADD_OFFSET_PARTITIONS, _END, _TIME_OUT, _COMPLETE, _EXPIRE = range(1, 9)
 
 
 class TxnState(enum.Enum):
@@ -243,93 +243,6 @@ TxnCommand = (
 )
 
 
-def encode(command: TxnCommand) -> bytes:
-    c = command
-    fields: list[Any]
-    if isinstance(c, InitProducer):
-        fields = [
-            _INIT,
-            c.transactional_id,
-            c.timeout_ms,
-            c.fresh_producer_id,
-            c.expected_producer_id,
-            c.expected_producer_epoch,
-            c.now_ms,
-            c.coordinator_epoch,
-            c.limits.to_row(),
-        ]
-    elif isinstance(c, AddPartitions):
-        fields = [
-            _ADD_PARTITIONS,
-            c.transactional_id,
-            c.producer_id,
-            c.producer_epoch,
-            _tp_rows(c.partitions),
-            c.now_ms,
-            c.coordinator_epoch,
-            c.limits.to_row(),
-        ]
-    elif isinstance(c, AddGroup):
-        fields = [
-            _ADD_GROUP,
-            c.transactional_id,
-            c.producer_id,
-            c.producer_epoch,
-            c.group,
-            c.now_ms,
-            c.coordinator_epoch,
-            c.limits.to_row(),
-        ]
-    elif isinstance(c, AddOffsetPartitions):
-        fields = [
-            _ADD_OFFSET_PARTITIONS,
-            c.transactional_id,
-            c.producer_id,
-            c.producer_epoch,
-            c.group,
-            _tp_rows(c.partitions),
-            c.now_ms,
-            c.coordinator_epoch,
-            c.limits.to_row(),
-        ]
-    elif isinstance(c, EndTransaction):
-        fields = [
-            _END,
-            c.transactional_id,
-            c.producer_id,
-            c.producer_epoch,
-            c.commit,
-            c.now_ms,
-            c.coordinator_epoch,
-        ]
-    elif isinstance(c, TimeOut):
-        fields = [
-            _TIME_OUT,
-            c.transactional_id,
-            c.producer_id,
-            c.producer_epoch,
-            c.now_ms,
-            c.coordinator_epoch,
-        ]
-    elif isinstance(c, Complete):
-        fields = [
-            _COMPLETE,
-            c.transactional_id,
-            c.producer_id,
-            c.producer_epoch,
-            c.now_ms,
-            c.coordinator_epoch,
-        ]
-    else:
-        fields = [_EXPIRE, list(c.transactional_ids), c.now_ms, c.expiration_ms]
-    packed: bytes = msgpack.packb(fields, use_bin_type=True)
-    return packed
-
-
-def _tp_rows(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
-    return [[tp.topic, tp.partition] for tp in partitions]
-
-
 def _int(value: object, low: int = 0, high: int = 2**63 - 1) -> int:
     if type(value) is not int or not low <= value <= high:
         raise InvalidCommand(f"expected an integer in [{low}, {high}], got {str(value)[:40]!r}")
@@ -344,10 +257,30 @@ def _epoch(value: object) -> int:
     return _int(value, -1, EPOCH_MAX)
 
 
+def _timeout_ms(value: object) -> int:
+    return _int(value, 1, 2**31 - 1)
+
+
+def _bool(value: object) -> bool:
+    if type(value) is not bool:
+        raise InvalidCommand(f"expected true or false, got {str(value)[:40]!r}")
+    return value
+
+
 def _text(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidCommand(f"expected text, got {str(value)[:40]!r}")
     return value
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise InvalidCommand(f"expected texts, got {str(value)[:40]!r}")
+    return tuple(_text(v) for v in value)
+
+
+def _tp_rows(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
+    return [[tp.topic, tp.partition] for tp in partitions]
 
 
 def _tps(value: object) -> tuple[TopicPartition, ...]:
@@ -361,73 +294,51 @@ def _tps(value: object) -> tuple[TopicPartition, ...]:
     return tuple(found)
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+# A command crosses as msgpack ``[kind, *its fields in their declared order]``: each field's name says how
+# it is written (left as it is, unless named) and how it is read back and checked.
+_KINDS: dict[type[Any], int] = {
+    InitProducer: 1, AddPartitions: 2, AddGroup: 3, AddOffsetPartitions: 4, EndTransaction: 5, TimeOut: 6,
+    Complete: 7, Expire: 8,
+}  # fmt: skip
+_READ: dict[str, Callable[[object], Any]] = {
+    "transactional_id": _text, "transactional_ids": _texts, "group": _text, "partitions": _tps,
+    "producer_id": _int, "fresh_producer_id": _int, "expected_producer_id": _producer_id,
+    "producer_epoch": _epoch, "expected_producer_epoch": _epoch, "timeout_ms": _timeout_ms, "commit": _bool,
+    "now_ms": _int, "coordinator_epoch": _int, "expiration_ms": _int, "limits": Limits.from_row,
+}  # fmt: skip
+_WRITE: dict[str, Callable[[Any], Any]] = {
+    "partitions": _tp_rows, "transactional_ids": list, "limits": Limits.to_row,
+}  # fmt: skip
+_LAYOUTS = {kind: (made, tuple(f.name for f in fields(made))) for made, kind in _KINDS.items()}
+_UNREAD = [name for _, names in _LAYOUTS.values() for name in names if name not in _READ]
+check(not _UNREAD, f"transaction command fields with no reader: {_UNREAD}")
+
+
+def encode(command: TxnCommand) -> bytes:
+    kind = _KINDS[type(command)]
+    row = [kind, *(_WRITE.get(name, _as_is)(getattr(command, name)) for name in _LAYOUTS[kind][1])]
+    packed: bytes = msgpack.packb(row, use_bin_type=True)
+    return packed
+
+
 def decode(data: bytes) -> TxnCommand:
     try:
-        fields = msgpack.unpackb(data, raw=False)
+        row = msgpack.unpackb(data, raw=False)
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
         raise InvalidCommand(f"transaction command is not msgpack: {exc}") from None
-    if not isinstance(fields, list) or not fields:
-        raise InvalidCommand(f"malformed transaction command {str(fields)[:80]!r}")
-    kind, rest = fields[0], fields[1:]
-    shapes = {
-        _INIT: 8, _ADD_PARTITIONS: 7, _ADD_GROUP: 7, _ADD_OFFSET_PARTITIONS: 8, _END: 6, _TIME_OUT: 5,
-        _COMPLETE: 5, _EXPIRE: 3,
-    }  # fmt: skip
-    if type(kind) is not int or shapes.get(kind) != len(rest):
-        raise InvalidCommand(f"unknown transaction command {str(fields)[:80]!r}")
-    if kind == _INIT:
-        tid, timeout_ms, fresh, expected_id, expected_epoch, now_ms, term, limits = rest
-        return InitProducer(
-            _text(tid),
-            _int(timeout_ms, 1, 2**31 - 1),
-            _int(fresh),
-            _producer_id(expected_id),
-            _epoch(expected_epoch),
-            _int(now_ms),
-            _int(term),
-            Limits.from_row(limits),
-        )
-    if kind == _ADD_PARTITIONS:
-        tid, pid, epoch, tps, now_ms, term, limits = rest
-        return AddPartitions(
-            _text(tid), _int(pid), _epoch(epoch), _tps(tps), _int(now_ms), _int(term), Limits.from_row(limits)
-        )
-    if kind == _ADD_GROUP:
-        tid, pid, epoch, group, now_ms, term, limits = rest
-        return AddGroup(
-            _text(tid),
-            _int(pid),
-            _epoch(epoch),
-            _text(group),
-            _int(now_ms),
-            _int(term),
-            Limits.from_row(limits),
-        )
-    if kind == _ADD_OFFSET_PARTITIONS:
-        tid, pid, epoch, group, tps, now_ms, term, limits = rest
-        return AddOffsetPartitions(
-            _text(tid),
-            _int(pid),
-            _epoch(epoch),
-            _text(group),
-            _tps(tps),
-            _int(now_ms),
-            _int(term),
-            Limits.from_row(limits),
-        )
-    if kind == _END:
-        tid, pid, epoch, commit, now_ms, term = rest
-        if type(commit) is not bool:
-            raise InvalidCommand(f"expected commit true or false, got {str(commit)[:40]!r}")
-        return EndTransaction(_text(tid), _int(pid), _epoch(epoch), commit, _int(now_ms), _int(term))
-    if kind in (_TIME_OUT, _COMPLETE):
-        tid, pid, epoch, now_ms, term = rest
-        made = TimeOut if kind == _TIME_OUT else Complete
-        return made(_text(tid), _int(pid), _epoch(epoch), _int(now_ms), _int(term))
-    tids, now_ms, expiration_ms = rest
-    if not isinstance(tids, list):
-        raise InvalidCommand(f"expected transactional ids, got {str(tids)[:40]!r}")
-    return Expire(tuple(_text(t) for t in tids), _int(now_ms), _int(expiration_ms))
+    if not isinstance(row, list) or not row:
+        raise InvalidCommand(f"malformed transaction command {str(row)[:80]!r}")
+    kind, rest = row[0], row[1:]
+    layout = _LAYOUTS.get(kind) if type(kind) is int else None
+    if layout is None or len(layout[1]) != len(rest):
+        raise InvalidCommand(f"unknown transaction command {str(row)[:80]!r}")
+    made, names = layout
+    command: TxnCommand = made(*(_READ[name](value) for name, value in zip(names, rest, strict=True)))
+    return command
 
 
 # -- apply ---------------------------------------------------------------------------------------------

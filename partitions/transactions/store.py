@@ -35,13 +35,9 @@ _RESULTS = (
 )
 
 
-class ReplicatedTransactionLog(InternalTopicLog):
+class ReplicatedTransactionLog(InternalTopicLog[TransactionTable]):
     TOPIC = TRANSACTIONS_TOPIC
-
-    def table(self, partition: int) -> tuple[TransactionTable, int]:
-        machine, term = self._reading(partition)
-        table: TransactionTable = machine.transactions
-        return table, term
+    TABLE = "transactions"
 
     async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
         result = await self._propose_entry(partition, commands.encode(commands.TxnCommand(encode(command))))

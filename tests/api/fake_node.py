@@ -79,7 +79,7 @@ from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
-from partitions.transactions.coordinator import TransactionCoordinator
+from partitions.transactions.coordinator import Marker, TransactionCoordinator
 from partitions.transactions.state import TransactionTable, TxnCommand, TxnResult
 from partitions.transactions.state import encode as encode_txn
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
@@ -305,18 +305,12 @@ class FakeData:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    async def _write_marker(
-        self,
-        tp: TopicPartition,
-        producer_id: int,
-        epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        control: bool,
-        transaction: int,
-    ) -> None:
+    async def _write_marker(self, tp: TopicPartition, marker: Marker) -> None:
         self._partition(tp.topic, tp.partition)
-        self.cluster.markers.append((tp.topic, tp.partition, producer_id, epoch, commit, coordinator_epoch))
+        self.cluster.markers.append(
+            (tp.topic, tp.partition, marker.producer_id, marker.producer_epoch, marker.commit,
+             marker.coordinator_epoch)
+        )  # fmt: skip
 
     def _enter(self, method: str) -> None:
         self.calls[method] += 1

@@ -13,7 +13,7 @@ import pytest
 
 from partitions.errors import InvalidName, InvalidTxnState, ProducerFenced, UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.transactions.coordinator import TransactionCoordinator
+from partitions.transactions.coordinator import Marker, TransactionCoordinator
 from partitions.transactions.errors import (
     ConcurrentTransactions,
     InvalidTransactionTimeout,
@@ -91,24 +91,18 @@ class Markers:
     tries: int = 0
     transactions: list[int] = field(default_factory=list)  # the ordinal each written marker carried
 
-    async def __call__(
-        self,
-        tp: TopicPartition,
-        producer_id: int,
-        epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        control: bool,
-        transaction: int,
-    ) -> None:
+    async def __call__(self, tp: TopicPartition, marker: Marker) -> None:
         self.tries += 1
-        if (tp, coordinator_epoch) in self.held:
-            await self.held[tp, coordinator_epoch].wait()
+        if (tp, marker.coordinator_epoch) in self.held:
+            await self.held[tp, marker.coordinator_epoch].wait()
         errors = self.failing.get(tp)
         if errors:
             raise errors.pop(0)
-        self.written.append((tp, producer_id, epoch, commit, coordinator_epoch, control))
-        self.transactions.append(transaction)
+        m = marker
+        self.written.append(
+            (tp, m.producer_id, m.producer_epoch, m.commit, m.coordinator_epoch, m.write_control)
+        )
+        self.transactions.append(m.transaction)
 
 
 class Clock:
