@@ -44,7 +44,7 @@ function nodesView(nodes) {
     ["Node", (n) => h("strong", {}, n.node_id)],
     ["Gossip state", (n) => stateBadge(n.state)],
     ["Console", (n) => link(`${n.http}/console`, n.http)],
-    ["Leads", (n) => `${n.leader_of} partitions`],
+    ["Leads", (n) => `${n.leader_of} partition${n.leader_of === 1 ? "" : "s"}`],
     ["Disk used", (n) => bytes(n.disk_used_bytes)],
     ["Disk free", (n) => [bytes(n.disk_free_bytes), n.disk_full ? badge("full", "bad") : null]],
     ["Maintenance", (n) => (n.maintenance ? badge("on", "warn") : "off")],
@@ -79,6 +79,7 @@ export async function render(root) {
     for (const chart of CHARTS) {
       const box = charts.querySelector(`[data-testid="chart-${chart.id}"]`);
       box.dataset.latest = JSON.stringify(series.latest(chart.id));
+      box.dataset.samples = String(series.times.length);
     }
   };
   const refresh = async () => {
