@@ -13,7 +13,10 @@ import sys
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TOOLS = ("bash", "env", "cat", "sha256sum", "cut", "ls", "rm", "touch", "dirname", "python3", "gcc", "mktemp")
+TOOLS = (
+    "bash", "env", "cat", "sha256sum", "cut", "ls", "rm", "touch", "dirname", "python3", "gcc", "mktemp",
+    "mkdir",
+)  # fmt: skip
 
 
 def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[str, str]]:
@@ -24,6 +27,9 @@ def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[s
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
     shutil.copy(ROOT / "raftlog" / "storage" / "_records.c", root / "raftlog" / "storage" / "_records.c")
     (root / "raftlog" / "storage" / "_records.built.so").write_bytes(b"")
+    (root / "api" / "console").mkdir(parents=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(ROOT / "api" / "console" / name, root / "api" / "console" / name)
     calls = tmp_path / "pip-calls"
     venv_python = root / ".venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
@@ -37,6 +43,11 @@ def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[s
         (tools / tool).symlink_to(os.path.realpath(found))
     (tools / "id").write_text("#!/usr/bin/env bash\necho 1000\n")
     (tools / "id").chmod(0o755)
+    # npm, as the console's assets need it: records what it is asked and installs an empty package
+    (tools / "npm").write_text(
+        f'#!/usr/bin/env bash\necho "npm $*" >> {calls}\nmkdir -p node_modules/uplot\n'
+    )
+    (tools / "npm").chmod(0o755)
     return root, calls, {"PATH": str(tools), "HOME": str(tmp_path)}
 
 
@@ -48,6 +59,7 @@ def test_the_cluster_level_needs_no_test_tool_and_installs_no_extra(tmp_path: pa
     installs = [line for line in calls.read_text().splitlines() if " install " in f" {line} "]
     assert installs[-1].endswith("-e ."), installs  # raftlog alone: no dev, spark or jepsen extra
     assert not any(tool in done.stderr for tool in ("kcat", "zsh", "fish", "fuse3", "promtool"))
+    assert "npm ci --no-audit --no-fund --loglevel=error" in calls.read_text()  # the console's chart library
     before = calls.read_text()
     again = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "cluster"], env=environment,
                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip

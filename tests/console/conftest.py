@@ -7,9 +7,9 @@ Fixtures (the helpers they use are ``console_browser``'s):
   token, ``--require-auth``, ``--enforce-acls``, the admin user). ``urls``, ``console_url(node, route)``,
   ``admin_token``, ``user``, ``password``, ``ca``, ``kill(node)``/``start(node)``/``killed(node)``; a node a
   test leaves killed is started again after it.
-- ``browser`` (session): Chromium for the plain cluster's pages; ``secure_browser`` (module): one that
-  accepts the secure cluster's certificate (its key pinned, after checking it against the cluster's CA),
-  not every certificate.
+- ``browser`` (module, as Playwright itself): Chromium for the plain cluster's pages; ``secure_browser``
+  (module): one that accepts the secure cluster's certificate (its key pinned, after checking it against
+  the cluster's CA), not every certificate.
 - ``page`` / ``secure_page`` (function): a fresh page (its own context: no cookies or storage shared
   between tests) in the browser for that cluster, with the timeouts of ``console_browser``.
 - ``browser_log`` (function): what the test's pages logged, their uncaught errors and failed requests
@@ -117,7 +117,9 @@ def _or_fail(make: Callable[[], T]) -> T:
         pytest.fail(str(exc), pytrace=False)
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running on the worker's thread
+# while it is started, and the next test files of that worker (asyncio.run, pytest-asyncio) need none.
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     started = _or_fail(start_playwright)
     from playwright.sync_api import expect
@@ -127,7 +129,7 @@ def playwright() -> Iterator[Playwright]:
     started.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     launched = _or_fail(lambda: launch_chromium(playwright))
     yield launched
