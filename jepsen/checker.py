@@ -20,21 +20,33 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
-import itertools
 from collections.abc import Iterable, Sequence
 from typing import Final
 
 from jepsen.history import History, JsonDict, Operation, Process
-from jepsen.results import Anomaly, Value, fractions, freeze, key_of, outcomes_by_f, records_of, results
+from jepsen.results import (
+    DUPLICATE,
+    EXAMPLES_PER_CLASS,
+    INCONSISTENT_OFFSETS,
+    LISTED_MAX,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    PHANTOM_READ,
+    WITNESSES_PER_ITEM,
+    Anomaly,
+    Value,
+    backwards,
+    fractions,
+    freeze,
+    key_of,
+    outcomes_by_f,
+    records_of,
+    results,
+)
 
-LOST_WRITE: Final = "lost-write"
-DUPLICATE: Final = "duplicate"
-INCONSISTENT_OFFSETS: Final = "inconsistent-offsets"
-NONMONOTONIC_POLL: Final = "nonmonotonic-poll"
 NONMONOTONIC_SEND: Final = "nonmonotonic-send"
 POLL_SKIP: Final = "poll-skip"
 G1A: Final = "G1a"
-PHANTOM_READ: Final = "phantom-read"
 UNSEEN: Final = "unseen"
 COMMITTED_OFFSET_REGRESSION: Final = "committed-offset-regression"
 DENSE_OFFSET: Final = "dense-offset"
@@ -65,10 +77,6 @@ CLASSES: Final[dict[str, str]] = {
 }
 # The classes that hold in a compacted log too (a record superseded by a later one of its key may go).
 COMPACTED_CLASSES: Final = frozenset(CLASSES) - {LOST_WRITE, UNSEEN, POLL_SKIP, DENSE_OFFSET}
-
-EXAMPLES_PER_CLASS: Final = 10
-WITNESSES_PER_ITEM: Final = 3
-LISTED_VALUES_MAX: Final = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,13 +299,11 @@ def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[Anomaly]:
         context = [before] if before is not None and _continues(before, start) else []
         if records:
             previous[(op.process, key)] = op
-        backwards = [{"after": a[0], "offset": b[0]} for a, b in itertools.pairwise(records) if b[0] <= a[0]]
-        if records and records[0][0] < start:
-            backwards.insert(0, {"after": start - 1, "offset": records[0][0]})
-        if backwards:
+        went_back = backwards(records, start)
+        if went_back:
             yield Anomaly(
                 NONMONOTONIC_POLL,
-                {"key": key, "poll_offset": start, "backwards": backwards[:LISTED_VALUES_MAX]},
+                {"key": key, "poll_offset": start, "backwards": went_back[:LISTED_MAX]},
                 [*context, op],
             )
         if not dense:
@@ -318,13 +324,11 @@ def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[Anomaly]:
         if skipped:
             yield Anomaly(
                 POLL_SKIP,
-                {"key": key, "poll_offset": start, "skipped": skipped[:LISTED_VALUES_MAX]},
+                {"key": key, "poll_offset": start, "skipped": skipped[:LISTED_MAX]},
                 [*context, op, *witnesses[:WITNESSES_PER_ITEM]],
             )
         if holes:
-            yield Anomaly(
-                DENSE_OFFSET, {"key": key, "poll_offset": start, "holes": holes[:LISTED_VALUES_MAX]}, [op]
-            )
+            yield Anomaly(DENSE_OFFSET, {"key": key, "poll_offset": start, "holes": holes[:LISTED_MAX]}, [op])
 
 
 def _continues(before: Operation, start: int) -> bool:
@@ -355,7 +359,7 @@ def _final_read_gaps(analysis: _Analysis) -> Iterable[Anomaly]:
                     "key": key,
                     "final_read_start": final.start,
                     "final_read_end": end,
-                    "gaps": gaps[:LISTED_VALUES_MAX],
+                    "gaps": gaps[:LISTED_MAX],
                 },
                 [*context, *([final.end_poll] if final.end_poll is not None else [])],
             )
@@ -606,7 +610,7 @@ def _final_values(compacted: _Compacted) -> Iterable[Anomaly]:
                     "final_read_by": process,
                     "read": None if read is None else {"offset": read[0], "value": read[1]},
                     "last_acknowledged": last.to_json(),
-                    "unknown_outcome_writes": compacted.unknown_outcome(key, record_key)[:LISTED_VALUES_MAX],
+                    "unknown_outcome_writes": compacted.unknown_outcome(key, record_key)[:LISTED_MAX],
                 },
                 [last.op, *([read[2]] if read is not None else []), end],
             )
@@ -738,7 +742,7 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
             "count": len(unresolved) + len(unseen),
             "missing_from_final_read": len(unseen),
             "by_key": {key: len(values) for key, values in sorted(unseen_by_key.items())},
-            "values": {key: values[:LISTED_VALUES_MAX] for key, values in sorted(unseen_by_key.items())},
+            "values": {key: values[:LISTED_MAX] for key, values in sorted(unseen_by_key.items())},
         },
         stats=_stats(analysis),
     )

@@ -7,15 +7,26 @@ reasons, anomaly_counts, anomalies, unseen, stats, availability, history, classe
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from jepsen.history import History, JsonDict, Operation
 
 Value: TypeAlias = int | str  # an int as sent; anything else a poll returned, as canonical JSON text
 
-REASONS_LISTED = 5  # names per class in an invalid verdict's reason
+# The anomaly classes both checkers report (each defines them in its CLASSES, in its own words).
+LOST_WRITE: Final = "lost-write"
+DUPLICATE: Final = "duplicate"
+INCONSISTENT_OFFSETS: Final = "inconsistent-offsets"
+NONMONOTONIC_POLL: Final = "nonmonotonic-poll"
+PHANTOM_READ: Final = "phantom-read"
+
+EXAMPLES_PER_CLASS: Final = 10
+WITNESSES_PER_ITEM: Final = 3  # operations shown for each place, value or transaction an anomaly names
+LISTED_MAX: Final = 32  # offsets, values or records listed in one anomaly
+REASONS_LISTED: Final = 5  # names per class in an invalid verdict's reason
 
 
 def freeze(value: Any) -> Value:
@@ -35,6 +46,17 @@ def key_of(op: Operation) -> str:
 def records_of(op: Operation) -> list[tuple[int, Value]]:
     """(offset, value) of every record a poll returned, in its order."""
     return [(int(offset), freeze(value)) for offset, value in op.result("records", [])]
+
+
+def backwards(records: Sequence[tuple[int, Value]], start: int) -> list[JsonDict]:
+    """Where a poll from ``start`` went back (nonmonotonic-poll): a record below the offset asked for, or
+    at or below the one before it; each as the offset it came after and its own."""
+    found: list[JsonDict] = [
+        {"after": a[0], "offset": b[0]} for a, b in itertools.pairwise(records) if b[0] <= a[0]
+    ]
+    if records and records[0][0] < start:
+        found.insert(0, {"after": start - 1, "offset": records[0][0]})
+    return found
 
 
 @dataclasses.dataclass

@@ -68,17 +68,29 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from jepsen.history import TXN_FS, History, JsonDict, Operation
-from jepsen.results import Anomaly, Value, freeze, key_of, outcomes_by_f, records_of, results
+from jepsen.results import (
+    DUPLICATE,
+    EXAMPLES_PER_CLASS,
+    INCONSISTENT_OFFSETS,
+    LISTED_MAX,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    PHANTOM_READ,
+    WITNESSES_PER_ITEM,
+    Anomaly,
+    Value,
+    backwards,
+    freeze,
+    key_of,
+    outcomes_by_f,
+    records_of,
+    results,
+)
 
 ABORTED_READ: Final = "aborted-read"
 UNCOMMITTED_READ: Final = "uncommitted-read"
-LOST_WRITE: Final = "lost-write"
 NON_ATOMIC: Final = "non-atomic"
-DUPLICATE: Final = "duplicate"
-INCONSISTENT_OFFSETS: Final = "inconsistent-offsets"
-NONMONOTONIC_POLL: Final = "nonmonotonic-poll"
 REORDERED: Final = "reordered"
-PHANTOM_READ: Final = "phantom-read"
 UNCOMMITTED_OFFSET: Final = "uncommitted-offset"
 LOST_OFFSET: Final = "lost-offset"
 DUPLICATE_PROCESSING: Final = "duplicate-processing"
@@ -109,10 +121,6 @@ COMMITTED: Final = "committed"
 ABORTED: Final = "aborted"
 UNKNOWN: Final = "unknown"
 READ_COMMITTED: Final = "read_committed"
-
-EXAMPLES_PER_CLASS: Final = 10
-WITNESSES_PER_ITEM: Final = 3
-LISTED_MAX: Final = 32
 
 
 def is_transactional(history: History) -> bool:
@@ -388,13 +396,11 @@ def _poll_order(analysis: _Analysis) -> Iterable[Anomaly]:
     for op in analysis.polls:
         start = int(op.invoke.get("offset"))
         records = records_of(op)
-        backwards = [{"after": a[0], "offset": b[0]} for a, b in itertools.pairwise(records) if b[0] <= a[0]]
-        if records and records[0][0] < start:
-            backwards.insert(0, {"after": start - 1, "offset": records[0][0]})
-        if backwards:
+        went_back = backwards(records, start)
+        if went_back:
             yield Anomaly(
                 NONMONOTONIC_POLL,
-                {"key": key_of(op), "poll_offset": start, "backwards": backwards[:LISTED_MAX]},
+                {"key": key_of(op), "poll_offset": start, "backwards": went_back[:LISTED_MAX]},
                 [op],
             )
 
