@@ -62,6 +62,7 @@ from raftlog.storage.log import (
     replace_segments,
 )
 from raftlog.storage.log_open import CleanerOffsets, read_cleaner_offsets, write_cleaner_offsets
+from raftlog.storage.periodic import Periodic
 from raftlog.storage.segment import Segment, walk_headers
 
 log = logging.getLogger("raftlog.cleaner")
@@ -361,7 +362,12 @@ class Cleaner:
         self.stats = CleanerStats()
         self._stop = threading.Event()
         self._pacer = Pacer(rate_bytes_per_s, self._stop)
-        self._thread: threading.Thread | None = None
+        self._thread = Periodic(
+            "raftlog-cleaner",
+            lambda: self.interval_ms / 1000,
+            lambda: self.run_once(self._clock()),
+            self._stop,
+        )
 
     def run_once(self, now_ms: int) -> list[PassReport]:
         reports = []
@@ -410,18 +416,7 @@ class Cleaner:
         )  # fmt: skip
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="raftlog-cleaner", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_ms / 1000):
-            self.run_once(self._clock())
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._thread.close()
