@@ -709,8 +709,14 @@ class Log(Closing):
             for segment in reversed(self._segments):
                 if segment is not keep:
                     segment.delete(self._discard)
-            self._begin_at(keep, offset)
+            self._segments = [keep]
+            self._bases = [offset]
+            self._unflushed_bytes = 0
+            self._durable_end_offset = offset
+            self._truncations += 1
+            self.leader_epochs.clear()
             self.leader_epochs.save_if_behind(offset)
+            self.transactions.clear()
             self.transactions.save_if_behind(offset)
 
     def advance_start(self, offset: int) -> int:
@@ -752,19 +758,14 @@ class Log(Closing):
             # below the start offset); no room (DiskFull) leaves the log as it was
             begun = Segment.create(self.directory, offset, self.config.index_interval_bytes)
             empty.delete(self._discard)
-            self._begin_at(begun, offset)
+            self._segments = [begun]
+            self._bases = [offset]
+            self._unflushed_bytes = 0
+            self._durable_end_offset = offset
+            self._truncations += 1
+            self.leader_epochs.clear()
+            self.transactions.clear()
             self.transactions.save_if_behind(offset)
-
-    def _begin_at(self, segment: Segment, offset: int) -> None:
-        """The log is ``segment`` alone now, empty at ``offset``: no batch, so no epoch nor transaction
-        (the caller holds the lock and saves their checkpoints)."""
-        self._segments = [segment]
-        self._bases = [offset]
-        self._unflushed_bytes = 0
-        self._durable_end_offset = offset
-        self._truncations += 1
-        self.leader_epochs.clear()
-        self.transactions.clear()
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
