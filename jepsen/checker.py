@@ -38,6 +38,7 @@ from jepsen.results import (
     backwards,
     fractions,
     freeze,
+    inconsistent_offsets,
     key_of,
     outcomes_by_f,
     records_of,
@@ -169,20 +170,6 @@ def _final_reads(polls: Sequence[Operation]) -> dict[str, _FinalRead]:
 
 # ---------------------------------------------------------------------------------------------------
 # The checks. Each takes the analysis and yields anomalies.
-
-
-def _inconsistent_offsets(analysis: _Analysis) -> Iterable[Anomaly]:
-    for key in sorted(analysis.log):
-        for offset in sorted(analysis.log[key]):
-            by_value = analysis.log[key][offset]
-            if len(by_value) < 2:
-                continue
-            ops = [w.op for witnesses in by_value.values() for w in witnesses[:WITNESSES_PER_ITEM]]
-            yield Anomaly(
-                INCONSISTENT_OFFSETS,
-                {"key": key, "offset": offset, "values": sorted(by_value, key=repr)},
-                ops,
-            )
 
 
 def _duplicates(analysis: _Analysis) -> Iterable[Anomaly]:
@@ -706,7 +693,7 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
     found: list[Anomaly] = [
         *particular,
         *_duplicates(analysis),
-        *_inconsistent_offsets(analysis),
+        *inconsistent_offsets(analysis.log, lambda witness: witness.op),
         *_g1a_and_phantoms(analysis),
         *_poll_order(analysis, dense=compacted is None),
         *_nonmonotonic_sends(analysis),

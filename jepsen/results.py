@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final, TypeAlias, TypeVar
 
 from jepsen.history import History, JsonDict, Operation
 
 Value: TypeAlias = int | str  # an int as sent; anything else a poll returned, as canonical JSON text
+T = TypeVar("T")
 
 # The anomaly classes both checkers report (each defines them in its CLASSES, in its own words).
 LOST_WRITE: Final = "lost-write"
@@ -79,6 +80,24 @@ class Anomaly:
             "indexes": sorted(events),
             "ops": [events[index] for index in sorted(events)],
         }
+
+
+def inconsistent_offsets(
+    log: Mapping[str, Mapping[int, Mapping[Value, Sequence[T]]]], op_of: Callable[[T], Operation]
+) -> Iterator[Anomaly]:
+    """inconsistent-offsets: an offset of a key (or partition) that ``log`` (key -> offset -> value ->
+    what placed it there, ``op_of`` each one's operation) holds two values at."""
+    for key in sorted(log):
+        for offset in sorted(log[key]):
+            by_value = log[key][offset]
+            if len(by_value) < 2:
+                continue
+            ops = [op_of(placed) for each in by_value.values() for placed in each[:WITNESSES_PER_ITEM]]
+            yield Anomaly(
+                INCONSISTENT_OFFSETS,
+                {"key": key, "offset": offset, "values": sorted(by_value, key=repr)},
+                ops,
+            )
 
 
 def results(

@@ -81,6 +81,7 @@ from jepsen.results import (
     Value,
     backwards,
     freeze,
+    inconsistent_offsets,
     key_of,
     outcomes_by_f,
     records_of,
@@ -378,20 +379,6 @@ def _duplicates(analysis: _Analysis) -> Iterable[Anomaly]:
         yield Anomaly(DUPLICATE, detail, [*(written[0].ops() if written else []), *ops])
 
 
-def _inconsistent_offsets(analysis: _Analysis) -> Iterable[Anomaly]:
-    for key in sorted(analysis.log):
-        for offset in sorted(analysis.log[key]):
-            by_value = analysis.log[key][offset]
-            if len(by_value) < 2:
-                continue
-            ops = [op for witnesses in by_value.values() for op in witnesses[:WITNESSES_PER_ITEM]]
-            yield Anomaly(
-                INCONSISTENT_OFFSETS,
-                {"key": key, "offset": offset, "values": sorted(by_value, key=repr)},
-                ops,
-            )
-
-
 def _poll_order(analysis: _Analysis) -> Iterable[Anomaly]:
     for op in analysis.polls:
         start = int(op.invoke.get("offset"))
@@ -581,7 +568,7 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
         *_reads(analysis),
         *_lost_and_non_atomic(analysis),
         *_duplicates(analysis),
-        *_inconsistent_offsets(analysis),
+        *inconsistent_offsets(analysis.log, lambda op: op),
         *_poll_order(analysis),
         *_reordered(analysis),
         *_offsets(analysis),
