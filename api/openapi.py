@@ -145,6 +145,16 @@ _TXN_STATE = {
     "type": "string",
     "enum": ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"],
 }
+# a transactional id as listed; described, with more (the Transaction schema)
+_TXN_SUMMARY = {
+    "transactional_id": _STR,
+    "producer_id": _INT,
+    "producer_epoch": _INT,
+    "state": _TXN_STATE,
+    "started_ms": _INT,  # -1: no transaction open
+    "timeout_ms": _INT,
+    "coordinator_partition": _INT,
+}
 _GROUP_PARTITION = _obj(
     {
         "topic": _STR,
@@ -606,29 +616,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "transactions": {
                 "type": "array",
-                "items": _obj(
-                    {
-                        "transactional_id": _STR,
-                        "producer_id": _INT,
-                        "producer_epoch": _INT,
-                        "state": _TXN_STATE,
-                        "started_ms": _INT,  # -1: no transaction open
-                        "timeout_ms": _INT,
-                        "coordinator_partition": _INT,
-                    }
-                ),
+                "items": _obj(_TXN_SUMMARY),
             }
         }
     ),
     "Transaction": _obj(
         {
-            "transactional_id": _STR,
-            "producer_id": _INT,
-            "producer_epoch": _INT,
-            "state": _TXN_STATE,
-            "started_ms": _INT,  # -1: no transaction open
-            "timeout_ms": _INT,
-            "coordinator_partition": _INT,
+            **_TXN_SUMMARY,
             "partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
             "offset_partitions": {"type": "array", "items": _obj({"topic": _STR, "partition": _INT})},
             "groups": {"type": "array", "items": _STR},

@@ -20,23 +20,34 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
-import itertools
-import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Final
 
 from jepsen.history import History, JsonDict, Operation, Process
+from jepsen.results import (
+    DUPLICATE,
+    EXAMPLES_PER_CLASS,
+    INCONSISTENT_OFFSETS,
+    LISTED_MAX,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    PHANTOM_READ,
+    WITNESSES_PER_ITEM,
+    Anomaly,
+    Value,
+    backwards,
+    fractions,
+    freeze,
+    inconsistent_offsets,
+    key_of,
+    outcomes_by_f,
+    records_of,
+    results,
+)
 
-Value: TypeAlias = int | str  # an int as sent; anything else a poll returned, as canonical JSON text
-
-LOST_WRITE: Final = "lost-write"
-DUPLICATE: Final = "duplicate"
-INCONSISTENT_OFFSETS: Final = "inconsistent-offsets"
-NONMONOTONIC_POLL: Final = "nonmonotonic-poll"
 NONMONOTONIC_SEND: Final = "nonmonotonic-send"
 POLL_SKIP: Final = "poll-skip"
 G1A: Final = "G1a"
-PHANTOM_READ: Final = "phantom-read"
 UNSEEN: Final = "unseen"
 COMMITTED_OFFSET_REGRESSION: Final = "committed-offset-regression"
 DENSE_OFFSET: Final = "dense-offset"
@@ -68,39 +79,6 @@ CLASSES: Final[dict[str, str]] = {
 # The classes that hold in a compacted log too (a record superseded by a later one of its key may go).
 COMPACTED_CLASSES: Final = frozenset(CLASSES) - {LOST_WRITE, UNSEEN, POLL_SKIP, DENSE_OFFSET}
 
-EXAMPLES_PER_CLASS: Final = 10
-WITNESSES_PER_ITEM: Final = 3
-LISTED_VALUES_MAX: Final = 32
-
-
-def freeze(value: Any) -> Value:
-    """A hashable, comparable form of a record value: ints unchanged, anything else as canonical JSON."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return "json:" + json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-@dataclasses.dataclass
-class _Anomaly:
-    kind: str
-    detail: JsonDict
-    operations: list[Operation]
-
-    def first_index(self) -> int:
-        return min((op.invoke_index for op in self.operations), default=-1)
-
-    def to_json(self) -> JsonDict:
-        events: dict[int, JsonDict] = {}
-        for op in self.operations:
-            for raw in op.events():
-                events[int(raw["index"])] = raw
-        return {
-            "class": self.kind,
-            **self.detail,
-            "indexes": sorted(events),
-            "ops": [events[index] for index in sorted(events)],
-        }
-
 
 @dataclasses.dataclass(frozen=True)
 class _Witness:
@@ -131,12 +109,12 @@ class _Analysis:
         )
         self.max_read: dict[str, _Witness] = {}
         for op in self.acked:
-            key = _key(op)
+            key = key_of(op)
             witness = _Witness(int(op.result("offset")), freeze(op.invoke.get("value")), op)
             self.log[key][witness.offset][witness.value].append(witness)
         for op in self.polls:
-            key = _key(op)
-            for offset, value in _records(op):
+            key = key_of(op)
+            for offset, value in records_of(op):
                 witness = _Witness(offset, value, op)
                 self.log[key][offset][value].append(witness)
                 self.read_values[key][value].append(op)
@@ -176,12 +154,12 @@ def _final_reads(polls: Sequence[Operation]) -> dict[str, _FinalRead]:
     for op in polls:
         if op.invoke.get("final") is not True:
             continue
-        key = _key(op)
+        key = key_of(op)
         start = int(op.invoke.get("offset"))
         read = reads.setdefault(key, _FinalRead([], {}, set(), start, None))
         read.polls.append(op)
         read.start = min(read.start, start)
-        records = _records(op)
+        records = records_of(op)
         for offset, value in records:
             read.records.setdefault(offset, set()).add(value)
             read.values.add(value)
@@ -190,36 +168,11 @@ def _final_reads(polls: Sequence[Operation]) -> dict[str, _FinalRead]:
     return reads
 
 
-def _key(op: Operation) -> str:
-    key = op.key
-    if key is None:  # validated by jepsen.history; a None here is a bug in the checker's caller
-        raise ValueError(f"operation at index {op.invoke_index} has no key")
-    return key
-
-
-def _records(op: Operation) -> list[tuple[int, Value]]:
-    return [(int(offset), freeze(value)) for offset, value in op.result("records", [])]
-
-
 # ---------------------------------------------------------------------------------------------------
 # The checks. Each takes the analysis and yields anomalies.
 
 
-def _inconsistent_offsets(analysis: _Analysis) -> Iterable[_Anomaly]:
-    for key in sorted(analysis.log):
-        for offset in sorted(analysis.log[key]):
-            by_value = analysis.log[key][offset]
-            if len(by_value) < 2:
-                continue
-            ops = [w.op for witnesses in by_value.values() for w in witnesses[:WITNESSES_PER_ITEM]]
-            yield _Anomaly(
-                INCONSISTENT_OFFSETS,
-                {"key": key, "offset": offset, "values": sorted(by_value, key=repr)},
-                ops,
-            )
-
-
-def _duplicates(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _duplicates(analysis: _Analysis) -> Iterable[Anomaly]:
     places: dict[Value, dict[tuple[str, int], list[Operation]]] = collections.defaultdict(dict)
     for key, log in analysis.log.items():
         for offset, by_value in log.items():
@@ -238,7 +191,7 @@ def _duplicates(analysis: _Analysis) -> Iterable[_Anomaly]:
             analysis.retry_duplicates += 1  # a non-idempotent retry after a timeout may append it again
             continue
         ops = [op for witnesses in where.values() for op in witnesses] + attempts
-        yield _Anomaly(
+        yield Anomaly(
             DUPLICATE,
             {
                 "value": value,
@@ -251,13 +204,13 @@ def _duplicates(analysis: _Analysis) -> Iterable[_Anomaly]:
         )
 
 
-def _lost_and_unseen(analysis: _Analysis) -> tuple[list[_Anomaly], list[_Anomaly], list[Operation]]:
+def _lost_and_unseen(analysis: _Analysis) -> tuple[list[Anomaly], list[Anomaly], list[Operation]]:
     """Lost writes, unseen writes a complete final read should have returned, and unresolved unseen ones."""
-    lost: list[_Anomaly] = []
-    unseen: list[_Anomaly] = []
+    lost: list[Anomaly] = []
+    unseen: list[Anomaly] = []
     unresolved: list[Operation] = []
     for op in analysis.acked:
-        key = _key(op)
+        key = key_of(op)
         value = freeze(op.invoke.get("value"))
         offset = int(op.result("offset"))
         acked_at = op.complete_index
@@ -268,7 +221,7 @@ def _lost_and_unseen(analysis: _Analysis) -> tuple[list[_Anomaly], list[_Anomaly
         final = analysis.final_reads.get(key)
         if not read_by and max_read is not None and max_read.offset >= offset:
             lost.append(
-                _Anomaly(
+                Anomaly(
                     LOST_WRITE,
                     {"key": key, "value": value, "offset": offset, "max_read_offset": max_read.offset},
                     [op, max_read.op],
@@ -288,58 +241,56 @@ def _lost_and_unseen(analysis: _Analysis) -> tuple[list[_Anomaly], list[_Anomaly
             context = [op, end_poll, *[p for p in final.polls if _spans(p, offset)][:1]]
             if read_by:
                 detail["read_before_by"] = [p.invoke_index for p in read_by[:WITNESSES_PER_ITEM]]
-                lost.append(_Anomaly(LOST_WRITE, detail, [*context, *read_by[:1]]))
+                lost.append(Anomaly(LOST_WRITE, detail, [*context, *read_by[:1]]))
             else:
-                unseen.append(_Anomaly(UNSEEN, detail, context))
+                unseen.append(Anomaly(UNSEEN, detail, context))
         elif not read_by:
             unresolved.append(op)
     return lost, unseen, unresolved
 
 
 def _spans(poll: Operation, offset: int) -> bool:
-    records = _records(poll)
+    records = records_of(poll)
     return bool(records) and int(poll.invoke.get("offset")) <= offset <= records[-1][0]
 
 
-def _g1a_and_phantoms(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _g1a_and_phantoms(analysis: _Analysis) -> Iterable[Anomaly]:
     reported: set[tuple[str, Value]] = set()
     for op in analysis.polls:
-        key = _key(op)
-        for offset, value in _records(op):
+        key = key_of(op)
+        for offset, value in records_of(op):
             if (key, value) in reported:
                 continue
             attempts = analysis.attempts.get(value, [])
             if not attempts:
                 reported.add((key, value))
-                yield _Anomaly(PHANTOM_READ, {"key": key, "value": value, "offset": offset}, [op])
+                yield Anomaly(PHANTOM_READ, {"key": key, "value": value, "offset": offset}, [op])
             elif all(attempt.type == "fail" for attempt in attempts):
                 reported.add((key, value))
-                yield _Anomaly(
+                yield Anomaly(
                     G1A,
                     {"key": key, "value": value, "offset": offset, "failed_sends": len(attempts)},
                     [*attempts[:WITNESSES_PER_ITEM], op],
                 )
 
 
-def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[_Anomaly]:
+def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[Anomaly]:
     """nonmonotonic-poll, and (a dense log: ``dense``) poll-skip and per-poll dense-offset holes, one
     check over each ok poll."""
     previous: dict[tuple[Process, str], Operation] = {}
     for op in analysis.polls:
-        key = _key(op)
+        key = key_of(op)
         start = int(op.invoke.get("offset"))
-        records = _records(op)
+        records = records_of(op)
         before = previous.get((op.process, key))
         context = [before] if before is not None and _continues(before, start) else []
         if records:
             previous[(op.process, key)] = op
-        backwards = [{"after": a[0], "offset": b[0]} for a, b in itertools.pairwise(records) if b[0] <= a[0]]
-        if records and records[0][0] < start:
-            backwards.insert(0, {"after": start - 1, "offset": records[0][0]})
-        if backwards:
-            yield _Anomaly(
+        went_back = backwards(records, start)
+        if went_back:
+            yield Anomaly(
                 NONMONOTONIC_POLL,
-                {"key": key, "poll_offset": start, "backwards": backwards[:LISTED_VALUES_MAX]},
+                {"key": key, "poll_offset": start, "backwards": went_back[:LISTED_MAX]},
                 [*context, op],
             )
         if not dense:
@@ -358,27 +309,25 @@ def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[_Anomaly]:
                     holes.append([expected, offset - 1])
             expected = max(expected, offset + 1)
         if skipped:
-            yield _Anomaly(
+            yield Anomaly(
                 POLL_SKIP,
-                {"key": key, "poll_offset": start, "skipped": skipped[:LISTED_VALUES_MAX]},
+                {"key": key, "poll_offset": start, "skipped": skipped[:LISTED_MAX]},
                 [*context, op, *witnesses[:WITNESSES_PER_ITEM]],
             )
         if holes:
-            yield _Anomaly(
-                DENSE_OFFSET, {"key": key, "poll_offset": start, "holes": holes[:LISTED_VALUES_MAX]}, [op]
-            )
+            yield Anomaly(DENSE_OFFSET, {"key": key, "poll_offset": start, "holes": holes[:LISTED_MAX]}, [op])
 
 
 def _continues(before: Operation, start: int) -> bool:
-    records = _records(before)
+    records = records_of(before)
     return bool(records) and start == records[-1][0] + 1
 
 
-def _final_read_gaps(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _final_read_gaps(analysis: _Analysis) -> Iterable[Anomaly]:
     """The final reads of a key claim the log runs from their start to their end: all of it must be read."""
     for key in sorted(analysis.final_reads):
         final = analysis.final_reads[key]
-        spans = [(int(p.invoke.get("offset")), _records(p)[-1][0]) for p in final.polls if _records(p)]
+        spans = [(int(p.invoke.get("offset")), records_of(p)[-1][0]) for p in final.polls if records_of(p)]
         boundaries = sorted(final.records)
         end = None if final.end_poll is None else int(final.end_poll.invoke.get("offset"))
         if end is not None and end > max([final.start, *(offset + 1 for offset in boundaries)]):
@@ -391,23 +340,23 @@ def _final_read_gaps(analysis: _Analysis) -> Iterable[_Anomaly]:
             expected = max(expected, offset + 1)
         if gaps:
             context = final.polls[:WITNESSES_PER_ITEM]
-            yield _Anomaly(
+            yield Anomaly(
                 DENSE_OFFSET,
                 {
                     "key": key,
                     "final_read_start": final.start,
                     "final_read_end": end,
-                    "gaps": gaps[:LISTED_VALUES_MAX],
+                    "gaps": gaps[:LISTED_MAX],
                 },
                 [*context, *([final.end_poll] if final.end_poll is not None else [])],
             )
 
 
-def _nonmonotonic_sends(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _nonmonotonic_sends(analysis: _Analysis) -> Iterable[Anomaly]:
     last: dict[tuple[Process, str], Operation] = {}
     first_attempt = {value: min(op.invoke_index for op in ops) for value, ops in analysis.attempts.items()}
     for op in analysis.acked:
-        key = _key(op)
+        key = key_of(op)
         before = last.get((op.process, key))
         last[(op.process, key)] = op
         if before is None:
@@ -417,7 +366,7 @@ def _nonmonotonic_sends(analysis: _Analysis) -> Iterable[_Anomaly]:
             continue
         if first_attempt[freeze(op.invoke.get("value"))] <= before.invoke_index:
             continue  # a retry of an older value may get its original, lower offset back
-        yield _Anomaly(
+        yield Anomaly(
             NONMONOTONIC_SEND,
             {"key": key, "process": op.process, "offsets": [previous_offset, offset]},
             [before, op],
@@ -431,13 +380,13 @@ class _Observation:
     is_read: bool  # a `committed` read; an acknowledged commit only bounds the stored offset from below
 
 
-def _committed_regressions(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _committed_regressions(analysis: _Analysis) -> Iterable[Anomaly]:
     observations: dict[tuple[str, str], list[_Observation]] = collections.defaultdict(list)
     resets: dict[tuple[str, str], list[Operation]] = collections.defaultdict(list)
     for op in analysis.history.operations:
         if op.f not in ("commit", "committed"):
             continue
-        group_key = (str(op.invoke.get("group")), _key(op))
+        group_key = (str(op.invoke.get("group")), key_of(op))
         if op.f == "commit" and op.invoke.get("reset") is True:
             if op.type != "fail":
                 resets[group_key].append(op)
@@ -447,7 +396,7 @@ def _committed_regressions(analysis: _Analysis) -> Iterable[_Anomaly]:
         if op.f == "commit":
             asked, stored = int(op.invoke.get("offset")), int(op.result("committed"))
             if stored < asked:
-                yield _Anomaly(
+                yield Anomaly(
                     COMMITTED_OFFSET_REGRESSION,
                     {"group": group_key[0], "key": group_key[1], "offsets": [asked, stored]},
                     [op],
@@ -462,7 +411,7 @@ def _committed_regressions(analysis: _Analysis) -> Iterable[_Anomaly]:
 
 def _regressions_of(
     group_key: tuple[str, str], observations: list[_Observation], resets: list[Operation]
-) -> Iterable[_Anomaly]:
+) -> Iterable[Anomaly]:
     """A read O2 regresses if some O1 completed before O2 was invoked, saw more, and no reset overlaps them.
 
     O1 is a read or an acknowledged commit (after which the stored offset is at least what it asked for);
@@ -512,7 +461,7 @@ def _regressions_of(
         best_offset, position = query_after(barrier)
         if position >= 0 and best_offset > later.offset:
             earlier = observations[position]
-            yield _Anomaly(
+            yield Anomaly(
                 COMMITTED_OFFSET_REGRESSION,
                 {
                     "group": group_key[0],
@@ -568,15 +517,15 @@ class _Compacted:
             record_key = self.record_key.get(value)
             if record_key is None:
                 continue
-            write = _Write(_key(op), record_key, int(op.result("offset")), value, op)
+            write = _Write(key_of(op), record_key, int(op.result("offset")), value, op)
             self.acked[(write.key, record_key)].append(write)
             self._known(write.key, record_key, write.offset)
         for writes in self.acked.values():
             writes.sort(key=lambda w: w.offset)
         for op in analysis.polls:
-            for offset, value in _records(op):
+            for offset, value in records_of(op):
                 if value in self.record_key:
-                    self._known(_key(op), self.record_key[value], offset)
+                    self._known(key_of(op), self.record_key[value], offset)
         self.passes = _final_passes(analysis.polls)
 
     def _known(self, key: str, record_key: str, offset: int) -> None:
@@ -592,7 +541,7 @@ class _Compacted:
                 value
                 for value, attempts in self.analysis.attempts.items()
                 if self.record_key.get(value) == record_key
-                and all(_key(a) == key for a in attempts)
+                and all(key_of(a) == key for a in attempts)
                 and not any(a.type in ("ok", "fail") for a in attempts)
             ),
             key=repr,
@@ -604,7 +553,7 @@ def _final_passes(polls: Sequence[Operation]) -> dict[tuple[Process, str], list[
     passes: dict[tuple[Process, str], list[Operation]] = collections.defaultdict(list)
     for op in polls:
         if op.invoke.get("final") is True:
-            passes[(op.process, _key(op))].append(op)
+            passes[(op.process, key_of(op))].append(op)
     return passes
 
 
@@ -613,12 +562,12 @@ def _pass_end(polls: Sequence[Operation]) -> Operation | None:
     pass began at offset 0; None for a pass that did not complete."""
     if not polls or int(polls[0].invoke.get("offset")) != 0:
         return None
-    last = max((offset for op in polls for offset, _ in _records(op)), default=-1)
-    ends = [op for op in polls if not _records(op) and int(op.invoke.get("offset")) > last]
+    last = max((offset for op in polls for offset, _ in records_of(op)), default=-1)
+    ends = [op for op in polls if not records_of(op) and int(op.invoke.get("offset")) > last]
     return ends[-1] if ends else None
 
 
-def _final_values(compacted: _Compacted) -> Iterable[_Anomaly]:
+def _final_values(compacted: _Compacted) -> Iterable[Anomaly]:
     """Each complete final pass ends every record key with its last acknowledged write (acknowledged
     before the pass began), or with a record at a later offset: a write of unknown outcome (one with an
     acknowledgement at another offset, or a failed one, is inconsistent-offsets' or G1a's business)."""
@@ -629,7 +578,7 @@ def _final_values(compacted: _Compacted) -> Iterable[_Anomaly]:
         began = polls[0].invoke_index
         latest: dict[str, tuple[int, Value, Operation]] = {}
         for op in polls:
-            for offset, value in _records(op):
+            for offset, value in records_of(op):
                 record_key = compacted.record_key.get(value)
                 if record_key is not None and offset > latest.get(record_key, (-1, 0, op))[0]:
                     latest[record_key] = (offset, value, op)
@@ -640,7 +589,7 @@ def _final_values(compacted: _Compacted) -> Iterable[_Anomaly]:
             read = latest.get(record_key)
             if last is None or (read is not None and _at_or_after(read[0], read[1], last)):
                 continue
-            yield _Anomaly(
+            yield Anomaly(
                 FINAL_VALUE,
                 {
                     "key": key,
@@ -648,7 +597,7 @@ def _final_values(compacted: _Compacted) -> Iterable[_Anomaly]:
                     "final_read_by": process,
                     "read": None if read is None else {"offset": read[0], "value": read[1]},
                     "last_acknowledged": last.to_json(),
-                    "unknown_outcome_writes": compacted.unknown_outcome(key, record_key)[:LISTED_VALUES_MAX],
+                    "unknown_outcome_writes": compacted.unknown_outcome(key, record_key)[:LISTED_MAX],
                 },
                 [last.op, *([read[2]] if read is not None else []), end],
             )
@@ -663,7 +612,7 @@ def _acked_before(op: Operation, index: int) -> bool:
     return op.complete_index is not None and op.complete_index < index
 
 
-def _lost_latest(compacted: _Compacted) -> Iterable[_Anomaly]:
+def _lost_latest(compacted: _Compacted) -> Iterable[Anomaly]:
     """A poll during the run that passes over an acknowledged record (its offset between the poll's
     start and its last record) without returning it: compaction removed it, so a later record of its
     key must exist. Judged only for keys a complete final read covered, which would have returned such a
@@ -677,8 +626,8 @@ def _lost_latest(compacted: _Compacted) -> Iterable[_Anomaly]:
         writes[key].sort(key=lambda w: w.offset)
         offsets[key] = [w.offset for w in writes[key]]
     for op in compacted.analysis.polls:
-        key = _key(op)
-        records = _records(op)
+        key = key_of(op)
+        records = records_of(op)
         if op.invoke.get("final") is True or not records or key not in complete or key not in offsets:
             continue
         start, returned = int(op.invoke.get("offset")), dict(records)
@@ -689,7 +638,7 @@ def _lost_latest(compacted: _Compacted) -> Iterable[_Anomaly]:
                 continue
             if compacted.latest_known.get((key, write.record_key), -1) > write.offset:
                 continue
-            yield _Anomaly(
+            yield Anomaly(
                 LOST_LATEST,
                 {
                     "key": key,
@@ -703,78 +652,15 @@ def _lost_latest(compacted: _Compacted) -> Iterable[_Anomaly]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Availability and statistics
-
-
-def availability(history: History) -> JsonDict:
-    """For each fault window, outside all windows, and per fault kind: completion counts per op f."""
-    windows: list[JsonDict] = []
-    open_windows: dict[str, JsonDict] = {}
-    for event in history.nemesis:
-        fault = str(event.get("fault"))
-        if event.f == "start" and fault not in open_windows:
-            window: JsonDict = {
-                "fault": fault,
-                "value": event.get("value"),
-                "start": event.time,
-                "stop": None,
-                "start_index": event.index,
-                "stop_index": None,
-            }
-            open_windows[fault] = window
-            windows.append(window)
-        elif event.f == "stop" and fault in open_windows:
-            window = open_windows.pop(fault)
-            window["stop"], window["stop_index"] = event.time, event.index
-    outside: dict[str, dict[str, int]] = {}
-    per_window: list[dict[str, dict[str, int]]] = [{} for _ in windows]
-    by_fault: dict[str, dict[str, dict[str, int]]] = {}
-    for op in history.operations:
-        time = op.invoke.time
-        inside = [
-            i
-            for i, window in enumerate(windows)
-            if window["start"] <= time and (window["stop"] is None or time < window["stop"])
-        ]
-        outcome = "pending" if op.pending else op.type
-        if not inside:
-            _count(outside, op.f, outcome)
-        for i in inside:
-            _count(per_window[i], op.f, outcome)
-        for fault in sorted({windows[i]["fault"] for i in inside}):
-            _count(by_fault.setdefault(fault, {}), op.f, outcome)
-    return {
-        "windows": [
-            {**window, "ops": _fractions(counts)} for window, counts in zip(windows, per_window, strict=True)
-        ],
-        "outside": _fractions(outside),
-        "by_fault": {fault: _fractions(counts) for fault, counts in sorted(by_fault.items())},
-    }
-
-
-def _count(table: dict[str, dict[str, int]], f: str, outcome: str) -> None:
-    row = table.setdefault(f, {"ok": 0, "fail": 0, "info": 0, "pending": 0})
-    row[outcome] += 1
-
-
-def _fractions(table: dict[str, dict[str, int]]) -> dict[str, JsonDict]:
-    result: dict[str, JsonDict] = {}
-    for f in sorted(table):
-        row = table[f]
-        total = sum(row.values())
-        result[f] = {**row, "total": total, "ok_fraction": round(row["ok"] / total, 4) if total else None}
-    return result
+# Statistics
 
 
 def _stats(analysis: _Analysis) -> JsonDict:
     history = analysis.history
-    by_f: dict[str, dict[str, int]] = {}
-    for op in history.operations:
-        _count(by_f, op.f, "pending" if op.pending else op.type)
     read_values = {(key, value) for key, values in analysis.read_values.items() for value in values}
     return {
         "events": len(history.events),
-        "operations": _fractions(by_f),
+        "operations": fractions(outcomes_by_f(history.operations)),
         "nemesis_events": len(history.nemesis),
         "keys": sorted({op.key for op in history.operations if op.key is not None}),
         "send_attempts": len(analysis.sends),
@@ -804,81 +690,58 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
     else:
         unseen, unresolved = [], []
         particular = [*_final_values(compacted), *_lost_latest(compacted)]
-    found: list[_Anomaly] = [
+    found: list[Anomaly] = [
         *particular,
         *_duplicates(analysis),
-        *_inconsistent_offsets(analysis),
+        *inconsistent_offsets(analysis.log, lambda witness: witness.op),
         *_g1a_and_phantoms(analysis),
         *_poll_order(analysis, dense=compacted is None),
         *_nonmonotonic_sends(analysis),
         *_committed_regressions(analysis),
     ]
-    by_class: dict[str, list[_Anomaly]] = {kind: [] for kind in CLASSES}
-    for anomaly in found:
-        by_class[anomaly.kind].append(anomaly)
-    counts = {kind: len(items) for kind, items in by_class.items()}
-    examples = {
-        kind: [a.to_json() for a in sorted(items, key=_Anomaly.first_index)[:examples_per_class]]
-        for kind, items in by_class.items()
-        if items
-    }
-    reasons: list[str] = []
-    if found:
-        verdict = "invalid"
-        reasons.extend(f"{len(items)} {kind} ({_where(items)})" for kind, items in by_class.items() if items)
-    else:
-        if history.truncated:
-            reasons.append("the history ends mid-line (truncated)")
+
+    def doubts() -> list[str]:
+        reasons: list[str] = []
         if analysis.sends and not analysis.final_reads:
             reasons.append("no final read happened")
         complete = _complete_final_keys(analysis) if compacted is None else compacted.complete_keys()
-        incomplete = sorted({_key(op) for op in analysis.acked} - complete)
+        incomplete = sorted({key_of(op) for op in analysis.acked} - complete)
         if incomplete and analysis.final_reads:
             reasons.append(f"keys without a complete final read (a final poll returning []): {incomplete}")
         if unresolved:
             reasons.append(f"{len(unresolved)} acknowledged sends never read and not covered by a final read")
-        verdict = "unknown" if reasons else "valid"
+        return reasons
+
     unseen_by_key: dict[str, list[Value]] = collections.defaultdict(list)
     for op in unresolved:
-        unseen_by_key[_key(op)].append(freeze(op.invoke.get("value")))
+        unseen_by_key[key_of(op)].append(freeze(op.invoke.get("value")))
     for anomaly in unseen:
         unseen_by_key[anomaly.detail["key"]].append(anomaly.detail["value"])
-    return {
-        "verdict": verdict,
-        "workload": "queue" if compacted is None else "compact",
-        "reasons": reasons,
-        "anomaly_counts": counts,
-        "anomalies": examples,
-        "unseen": {
+    return results(
+        history,
+        workload="queue" if compacted is None else "compact",
+        classes=CLASSES,
+        found=found,
+        names=_names,
+        doubts=doubts,
+        examples_per_class=examples_per_class,
+        unseen={
             "count": len(unresolved) + len(unseen),
             "missing_from_final_read": len(unseen),
             "by_key": {key: len(values) for key, values in sorted(unseen_by_key.items())},
-            "values": {key: values[:LISTED_VALUES_MAX] for key, values in sorted(unseen_by_key.items())},
+            "values": {key: values[:LISTED_MAX] for key, values in sorted(unseen_by_key.items())},
         },
-        "stats": _stats(analysis),
-        "availability": availability(history),
-        "history": {
-            "events": len(history.events),
-            "truncated": history.truncated,
-            "pending_operations": len(history.pending),
-            "warnings": list(history.warnings),
-        },
-        "classes": dict(CLASSES),
-    }
+        stats=_stats(analysis),
+    )
 
 
-def _where(anomalies: Sequence[_Anomaly], listed: int = 5) -> str:
-    """The keys (and record keys) the anomalies name, the first ``listed`` of them."""
-    names: list[str] = []
-    for anomaly in sorted(anomalies, key=_Anomaly.first_index):
+def _names(anomalies: Sequence[Anomaly]) -> Iterable[str]:
+    """The keys (and record keys) the anomalies name."""
+    for anomaly in anomalies:
         detail = anomaly.detail
         keys = [detail["key"]] if "key" in detail else list(detail.get("keys", []))
         for key in keys:
-            name = f"{key} {detail['record_key']}" if "record_key" in detail else str(key)
-            if name not in names:
-                names.append(name)
-    more = f" and {len(names) - listed} more" if len(names) > listed else ""
-    return ", ".join(names[:listed]) + more
+            yield f"{key} {detail['record_key']}" if "record_key" in detail else str(key)
 
 
 def _complete_final_keys(analysis: _Analysis) -> set[str]:

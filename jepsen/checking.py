@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from jepsen import checker, txn_checker
 from jepsen.history import History, JsonDict
+from jepsen.results import EXAMPLES_PER_CLASS
 
 
-def check(history: History, examples_per_class: int = checker.EXAMPLES_PER_CLASS) -> JsonDict:
+def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> JsonDict:
     if txn_checker.is_transactional(history):
         return txn_checker.check(history, examples_per_class)
     return checker.check(history, examples_per_class)

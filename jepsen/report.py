@@ -1,7 +1,7 @@
 """The run report: latency and throughput plots with the fault windows shaded, and an HTML page.
 
 ``write_report(run_dir)`` reads ``run_dir/history.jsonl`` (docs/jepsen-history.md) and, when present,
-``run_dir/results.json`` (jepsen/checker.py), and writes into ``run_dir``:
+``run_dir/results.json`` (jepsen/results.py), and writes into ``run_dir``:
 
 - ``latency-{send,poll,commit,txn,end}.png``: each operation's latency (completion time - invoke time) at its
   invoke time, one marker per outcome (ok, fail, info); operations still pending at the end are counted
@@ -32,8 +32,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from jepsen import checker
 from jepsen.history import History, HistoryError, JsonDict, Operation, read_history
+from jepsen.results import availability as history_availability
 
 OP_TYPES: tuple[str, ...] = ("send", "poll", "commit", "txn", "end")
 OUTCOMES: dict[str, tuple[str, str]] = {  # outcome -> (colour, marker)
@@ -380,7 +380,7 @@ def _availability(results: JsonDict, loaded: _Loaded | None) -> list[str]:
     parts = ["<h2>Availability per fault window</h2>"]
     availability = results.get("availability")
     if not isinstance(availability, dict) and loaded is not None:
-        availability = checker.availability(loaded.history)
+        availability = history_availability(loaded.history)
         parts.append("<p><small>(computed from the history: results.json has no availability)</small></p>")
     if not isinstance(availability, dict):
         return [*parts, "<p>Not available.</p>"]

@@ -32,7 +32,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -346,7 +346,7 @@ def run(config: RunConfig) -> RunResult:
         if not_ready:
             raise control.ControlError(f"nodes not ready within {READY_TIMEOUT_S:.0f} s: {not_ready}; "
                                        + " | ".join(cluster.log_tail(n, 5) for n in not_ready))  # fmt: skip
-        info.update(asyncio.run(_drive(config, cluster, network, rng, run_dir, notes)))
+        info.update(asyncio.run(_Run(config, cluster, network, rng, run_dir, notes).drive()))
     except (control.ControlError, OSError) as exc:
         notes.append(f"harness error: {exc}")
         info["harness_error"] = traceback.format_exc()
@@ -391,50 +391,27 @@ def _lazy_configuration(cluster: control.Cluster) -> dict[str, Any]:
     }
 
 
-async def _drive(
-    config: RunConfig,
-    cluster: control.Cluster,
-    network: control.Network | None,
-    rng: random.Random,
-    run_dir: str,
-    notes: list[str],
-) -> dict[str, Any]:
-    await _create_topics(cluster, config)
-    keys = [workload.key_of(t, p) for t, count in sorted(config.topics.items()) for p in range(count)]
-    await _wait_partitions(cluster, keys)
-    if config.workload == "txn":
-        return await _drive_txn(config, cluster, network, rng, run_dir, notes, keys)
-    recorder = Recorder(os.path.join(run_dir, "history.jsonl"))
-    windows = nemesis.schedule(config.faults, config.time_limit_s, random.Random(rng.getrandbits(64)))
-    chaos = nemesis.Nemesis(
-        cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
-    )
-    http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
+async def _drive_queue(faults: _Run, rng: random.Random, keys: list[str]) -> dict[str, Any]:
+    """The queue and compaction workloads: sends and polls through the workers' doors (``--clients``);
+    after the heal, a final read of every key (the compaction workload: another once the cleaners caught
+    up)."""
+    config, cluster, notes = faults.config, faults.cluster, faults.notes
+    recorder, http = faults.recorder, faults.http
     base_ms = int(time.time() * 1000)
     compact = config.workload == "compact"
     model = compact_workload.MODEL if compact else workload.QUEUE
     operations = workload.Operations(http, recorder, base_ms, LOG_APPEND_TIME_TOPICS, model)
     clients = _Clients(config, cluster, operations, recorder, base_ms,
-                       os.path.join(run_dir, "logs", "kafka-clients.log"), model)  # fmt: skip
+                       os.path.join(faults.run_dir, "logs", "kafka-clients.log"), model)  # fmt: skip
     stats = workload.Stats()
     cleaner: dict[str, Any] = {}  # the compaction workload's cleaner metrics, per node
-    loop = asyncio.get_running_loop()
-    began = time.monotonic()
     try:
-        started = loop.time()
-        stop = asyncio.Event()
-        nemesis_task = asyncio.create_task(chaos.run(windows, started, stop))
-        try:
-            await workload.run_workers(
-                clients.make(range(config.concurrency)), keys, rate=config.rate,
-                deadline=started + config.time_limit_s, rng=rng, stats=stats,
-                step=compact_workload.step if compact else workload.queue_step,
-            )  # fmt: skip
-        finally:
-            stop.set()
-            await nemesis_task
-        heal_began = time.monotonic()
-        await _heal(cluster, chaos, notes)
+        await faults.during(
+            lambda deadline: workload.run_workers(
+                clients.make(range(config.concurrency)), keys, rate=config.rate, deadline=deadline, rng=rng,
+                stats=stats, step=compact_workload.step if compact else workload.queue_step,
+            )
+        )  # fmt: skip
         readers = clients.make(range(config.concurrency, config.concurrency + len(keys)))
         final = await workload.final_read(readers, keys, first_process=config.concurrency, stats=stats)
         incomplete = [k for k, v in final.items() if not v["complete"]]
@@ -455,65 +432,29 @@ async def _drive(
                 notes.append(f"compaction passes failed (see the node logs): {failed}")
         if incomplete:
             notes.append(f"final read incomplete for {sorted(set(incomplete))}")
-        health = await _health(cluster)
     finally:
         await clients.close()
-        await http.close()
-        recorder.close()
-    return {
-        "keys": keys,
-        "schedule": [dataclasses.asdict(w) for w in windows],
-        "faults_started": chaos.counts,
-        "restart_failures": chaos.restart_failures,
-        "operations": stats.ops,
-        "events": recorder.count,
-        "final_read": final,
-        **({"cleaner": cleaner} if cleaner else {}),
-        "health_after": health,
-        "durations_s": {"workload": round(heal_began - began, 1),
-                        "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
-    }  # fmt: skip
+        await faults.close()
+    read = {"final_read": final, **({"cleaner": cleaner} if cleaner else {})}
+    return await faults.summary(keys, stats, read)
 
 
-async def _drive_txn(
-    config: RunConfig,
-    cluster: control.Cluster,
-    network: control.Network | None,
-    rng: random.Random,
-    run_dir: str,
-    notes: list[str],
-    keys: list[str],
-) -> dict[str, Any]:
+async def _drive_txn(faults: _Run, rng: random.Random, keys: list[str]) -> dict[str, Any]:
     """The transactional workload: transactions through Kafka clients (the HTTP API has no transactional
     producer), polls through the workers' doors in turn (``--clients``); after the heal,
     ``TxnRun.finish``: new producers, offsets, final reads."""
     from jepsen import kafka_workload, txn_workload
 
-    recorder = Recorder(os.path.join(run_dir, "history.jsonl"))
-    windows = nemesis.schedule(config.faults, config.time_limit_s, random.Random(rng.getrandbits(64)))
-    chaos = nemesis.Nemesis(
-        cluster, network, recorder, random.Random(rng.getrandbits(64)), config.topics, notes
-    )
-    logger = kafka_workload.client_logger(os.path.join(run_dir, "logs", "kafka-clients.log"))
-    http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
+    config, cluster, notes = faults.config, faults.cluster, faults.notes
+    logger = kafka_workload.client_logger(os.path.join(faults.run_dir, "logs", "kafka-clients.log"))
     run = txn_workload.TxnRun(
-        cluster.bootstrap_servers, recorder, keys, concurrency=config.concurrency, run_id=cluster.prefix,
-        rng=random.Random(rng.getrandbits(64)), logger=logger, doors=config.clients, http=http,
+        cluster.bootstrap_servers, faults.recorder, keys, concurrency=config.concurrency,
+        run_id=cluster.prefix, rng=random.Random(rng.getrandbits(64)), logger=logger, doors=config.clients,
+        http=faults.http,
     )  # fmt: skip
     stats = workload.Stats()
-    loop = asyncio.get_running_loop()
-    began = time.monotonic()
     try:
-        started = loop.time()
-        stop = asyncio.Event()
-        nemesis_task = asyncio.create_task(chaos.run(windows, started, stop))
-        try:
-            await run.run_workers(rate=config.rate, deadline=started + config.time_limit_s, stats=stats)
-        finally:
-            stop.set()
-            await nemesis_task
-        heal_began = time.monotonic()
-        await _heal(cluster, chaos, notes)
+        await faults.during(lambda until: run.run_workers(rate=config.rate, deadline=until, stats=stats))
         final = await run.finish(stats)
         incomplete = [k for k, v in final["final_read"].items() if not v["read_committed"]["complete"]]
         if incomplete:
@@ -521,24 +462,92 @@ async def _drive_txn(
         unfinished = sorted(t for t, kind in final["init"].items() if kind != "ok")
         if unfinished:
             notes.append(f"no new producer could end the open transactions of {unfinished}")
-        health = await _health(cluster)
     finally:
         await run.close()
-        await http.close()
         kafka_workload.close_client_logger(logger)
-        recorder.close()
-    return {
-        "keys": keys,
-        "schedule": [dataclasses.asdict(w) for w in windows],
-        "faults_started": chaos.counts,
-        "restart_failures": chaos.restart_failures,
-        "operations": stats.ops,
-        "events": recorder.count,
-        **final,
-        "health_after": health,
-        "durations_s": {"workload": round(heal_began - began, 1),
-                        "heal_and_final_read": round(time.monotonic() - heal_began, 1)},
-    }  # fmt: skip
+        await faults.close()
+    return await faults.summary(keys, stats, final)
+
+
+class _Run:
+    """One run's workload phase: the topics, then what both workloads drive the same way (the history,
+    the fault schedule and the nemesis that follows it while the workers run, the HTTP client, the heal,
+    and the summary with the cluster's health once the final read is done) around the workload's own
+    workers and final read (``_drive_queue``, ``_drive_txn``)."""
+
+    recorder: Recorder
+    windows: list[nemesis.Window]
+    chaos: nemesis.Nemesis
+    http: workload.Http
+
+    def __init__(
+        self,
+        config: RunConfig,
+        cluster: control.Cluster,
+        network: control.Network | None,
+        rng: random.Random,
+        run_dir: str,
+        notes: list[str],
+    ) -> None:
+        self.config, self.cluster, self.network, self.rng = config, cluster, network, rng
+        self.run_dir, self.notes = run_dir, notes
+        self.began = self.heal_began = 0.0  # time.monotonic() as the workers start, and the heal
+
+    async def drive(self) -> dict[str, Any]:
+        config, cluster, rng = self.config, self.cluster, self.rng
+        await _create_topics(cluster, config)
+        keys = [workload.key_of(t, p) for t, count in sorted(config.topics.items()) for p in range(count)]
+        await _wait_partitions(cluster, keys)
+        self.recorder = Recorder(os.path.join(self.run_dir, "history.jsonl"))
+        self.windows = nemesis.schedule(
+            config.faults, config.time_limit_s, random.Random(rng.getrandbits(64))
+        )
+        self.chaos = nemesis.Nemesis(
+            cluster,
+            self.network,
+            self.recorder,
+            random.Random(rng.getrandbits(64)),
+            config.topics,
+            self.notes,
+        )
+        self.http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
+        drive = _drive_txn if config.workload == "txn" else _drive_queue
+        return await drive(self, rng, keys)
+
+    async def during(self, workers: Callable[[float], Awaitable[object]]) -> None:
+        """Run ``workers(deadline)`` (a loop-time deadline --time-limit away) under the fault schedule,
+        then stop the nemesis and heal everything."""
+        self.began = time.monotonic()
+        started = asyncio.get_running_loop().time()
+        stop = asyncio.Event()
+        nemesis_task = asyncio.create_task(self.chaos.run(self.windows, started, stop))
+        try:
+            await workers(started + self.config.time_limit_s)
+        finally:
+            stop.set()
+            await nemesis_task
+        self.heal_began = time.monotonic()
+        await _heal(self.cluster, self.chaos, self.notes)
+
+    async def summary(self, keys: list[str], stats: workload.Stats, final: dict[str, Any]) -> dict[str, Any]:
+        """The run's summary, ``final`` (the final read's) among it, with the cluster's health now."""
+        health = await _health(self.cluster)
+        return {
+            "keys": keys,
+            "schedule": [dataclasses.asdict(w) for w in self.windows],
+            "faults_started": self.chaos.counts,
+            "restart_failures": self.chaos.restart_failures,
+            "operations": stats.ops,
+            "events": self.recorder.count,
+            **final,
+            "health_after": health,
+            "durations_s": {"workload": round(self.heal_began - self.began, 1),
+                            "heal_and_final_read": round(time.monotonic() - self.heal_began, 1)},
+        }  # fmt: skip
+
+    async def close(self) -> None:
+        await self.http.close()
+        self.recorder.close()
 
 
 class _Clients:

@@ -67,18 +67,31 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from jepsen.checker import Value, availability, freeze
 from jepsen.history import TXN_FS, History, JsonDict, Operation
+from jepsen.results import (
+    DUPLICATE,
+    EXAMPLES_PER_CLASS,
+    INCONSISTENT_OFFSETS,
+    LISTED_MAX,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    PHANTOM_READ,
+    WITNESSES_PER_ITEM,
+    Anomaly,
+    Value,
+    backwards,
+    freeze,
+    inconsistent_offsets,
+    key_of,
+    outcomes_by_f,
+    records_of,
+    results,
+)
 
 ABORTED_READ: Final = "aborted-read"
 UNCOMMITTED_READ: Final = "uncommitted-read"
-LOST_WRITE: Final = "lost-write"
 NON_ATOMIC: Final = "non-atomic"
-DUPLICATE: Final = "duplicate"
-INCONSISTENT_OFFSETS: Final = "inconsistent-offsets"
-NONMONOTONIC_POLL: Final = "nonmonotonic-poll"
 REORDERED: Final = "reordered"
-PHANTOM_READ: Final = "phantom-read"
 UNCOMMITTED_OFFSET: Final = "uncommitted-offset"
 LOST_OFFSET: Final = "lost-offset"
 DUPLICATE_PROCESSING: Final = "duplicate-processing"
@@ -109,10 +122,6 @@ COMMITTED: Final = "committed"
 ABORTED: Final = "aborted"
 UNKNOWN: Final = "unknown"
 READ_COMMITTED: Final = "read_committed"
-
-EXAMPLES_PER_CLASS: Final = 10
-WITNESSES_PER_ITEM: Final = 3
-LISTED_MAX: Final = 32
 
 
 def is_transactional(history: History) -> bool:
@@ -184,39 +193,6 @@ class Txn:
         return {"txn": self.name, "transactional_id": self.transactional_id, "outcome": self.why}
 
 
-@dataclasses.dataclass
-class _Anomaly:
-    kind: str
-    detail: JsonDict
-    operations: list[Operation]
-
-    def first_index(self) -> int:
-        return min((op.invoke_index for op in self.operations), default=-1)
-
-    def to_json(self) -> JsonDict:
-        events: dict[int, JsonDict] = {}
-        for op in self.operations:
-            for raw in op.events():
-                events[int(raw["index"])] = raw
-        return {
-            "class": self.kind,
-            **self.detail,
-            "indexes": sorted(events),
-            "ops": [events[index] for index in sorted(events)],
-        }
-
-
-def _records(op: Operation) -> list[tuple[int, Value]]:
-    return [(int(offset), freeze(value)) for offset, value in op.result("records", [])]
-
-
-def _key(op: Operation) -> str:
-    key = op.key
-    if key is None:  # validated by jepsen.history
-        raise ValueError(f"operation at index {op.invoke_index} has no key")
-    return key
-
-
 def _read_committed(op: Operation) -> bool:
     return bool(op.invoke.get("isolation") == READ_COMMITTED)
 
@@ -257,12 +233,12 @@ class _Analysis:
             for number, (key, offset) in txn.written.items():
                 self.log[key][offset][number].append(txn.op)
         for op in self.polls:
-            for offset, read in _records(op):
-                self.log[_key(op)][offset][read].append(op)
+            for offset, read in records_of(op):
+                self.log[key_of(op)][offset][read].append(op)
         # value -> the read_committed polls that returned it
         self.visible_by: dict[Value, list[Operation]] = collections.defaultdict(list)
         for op in self.committed_polls:
-            for _, read in _records(op):
+            for _, read in records_of(op):
                 self.visible_by[read].append(op)
         self.final_reads: dict[str, list[_Span]] = collections.defaultdict(list)
         self.spans: dict[str, list[_Span]] = collections.defaultdict(list)  # read_committed polls by key
@@ -308,8 +284,8 @@ class _Span:
 
     def __init__(self, op: Operation) -> None:
         self.op = op
-        self.key = _key(op)
-        records = _records(op)
+        self.key = key_of(op)
+        records = records_of(op)
         self.values = {value for _, value in records}
         self.start = int(op.invoke.get("offset"))
         self.last = records[-1][0] if records else -1
@@ -324,13 +300,13 @@ class _Span:
 # The checks
 
 
-def _reads(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _reads(analysis: _Analysis) -> Iterable[Anomaly]:
     """aborted-read, uncommitted-read and phantom-read, one per value."""
     reported: set[tuple[str, Value]] = set()
     for op in analysis.polls:
-        key = _key(op)
+        key = key_of(op)
         committed_view = _read_committed(op)
-        for offset, value in _records(op):
+        for offset, value in records_of(op):
             written = analysis.writer.get(value)
             if written is None or written[1] != key:
                 if (PHANTOM_READ, value) not in reported:
@@ -338,7 +314,7 @@ def _reads(analysis: _Analysis) -> Iterable[_Anomaly]:
                     detail: JsonDict = {"key": key, "offset": offset, "value": value}
                     if written is not None:
                         detail.update(written_to=written[1], **written[0].named())
-                    yield _Anomaly(PHANTOM_READ, detail, [op, *(written[0].ops() if written else [])])
+                    yield Anomaly(PHANTOM_READ, detail, [op, *(written[0].ops() if written else [])])
                 continue
             txn = written[0]
             if not committed_view or (txn.name, value) in reported:
@@ -354,10 +330,10 @@ def _reads(analysis: _Analysis) -> Iterable[_Anomaly]:
             detail = {"key": key, "offset": offset, "value": value, **txn.named()}
             if kind == UNCOMMITTED_READ:
                 detail.update(read_completed_at=op.complete_index, commit_requested_at=requested)
-            yield _Anomaly(kind, detail, [*txn.ops(), op])
+            yield Anomaly(kind, detail, [*txn.ops(), op])
 
 
-def _lost_and_non_atomic(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _lost_and_non_atomic(analysis: _Analysis) -> Iterable[Anomaly]:
     for txn in analysis.txns.values():
         missing = analysis.missing(txn)
         if not missing:
@@ -367,14 +343,14 @@ def _lost_and_non_atomic(analysis: _Analysis) -> Iterable[_Anomaly]:
                 detail: JsonDict = {"key": key, "value": value, "offset": analysis.place.get((key, value))}
                 detail.update(txn.named())
                 detail["shown_absent_by"] = witness.invoke_index
-                yield _Anomaly(LOST_WRITE, detail, [*txn.ops(), witness])
+                yield Anomaly(LOST_WRITE, detail, [*txn.ops(), witness])
         absent = [
             (key, value, witness) for key, value, witness in missing if not analysis.visible_by.get(value)
         ]
         if txn.outcome != ABORTED and analysis.visible(txn) and absent:  # an aborted one: aborted-read
             seen = [(key, value) for key, value in txn.writes if analysis.visible_by.get(value)]
             readers = [analysis.visible_by[value][0] for _, value in seen]
-            yield _Anomaly(
+            yield Anomaly(
                 NON_ATOMIC,
                 {
                     **txn.named(),
@@ -385,7 +361,7 @@ def _lost_and_non_atomic(analysis: _Analysis) -> Iterable[_Anomaly]:
             )
 
 
-def _duplicates(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _duplicates(analysis: _Analysis) -> Iterable[Anomaly]:
     places: dict[Value, dict[tuple[str, int], list[Operation]]] = collections.defaultdict(dict)
     for key, log in analysis.log.items():
         for offset, by_value in log.items():
@@ -400,39 +376,23 @@ def _duplicates(analysis: _Analysis) -> Iterable[_Anomaly]:
         if written is not None:
             detail.update(written[0].named())
         ops = [op for witnesses in where.values() for op in witnesses[:1]]
-        yield _Anomaly(DUPLICATE, detail, [*(written[0].ops() if written else []), *ops])
+        yield Anomaly(DUPLICATE, detail, [*(written[0].ops() if written else []), *ops])
 
 
-def _inconsistent_offsets(analysis: _Analysis) -> Iterable[_Anomaly]:
-    for key in sorted(analysis.log):
-        for offset in sorted(analysis.log[key]):
-            by_value = analysis.log[key][offset]
-            if len(by_value) < 2:
-                continue
-            ops = [op for witnesses in by_value.values() for op in witnesses[:WITNESSES_PER_ITEM]]
-            yield _Anomaly(
-                INCONSISTENT_OFFSETS,
-                {"key": key, "offset": offset, "values": sorted(by_value, key=repr)},
-                ops,
-            )
-
-
-def _poll_order(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _poll_order(analysis: _Analysis) -> Iterable[Anomaly]:
     for op in analysis.polls:
         start = int(op.invoke.get("offset"))
-        records = _records(op)
-        backwards = [{"after": a[0], "offset": b[0]} for a, b in itertools.pairwise(records) if b[0] <= a[0]]
-        if records and records[0][0] < start:
-            backwards.insert(0, {"after": start - 1, "offset": records[0][0]})
-        if backwards:
-            yield _Anomaly(
+        records = records_of(op)
+        went_back = backwards(records, start)
+        if went_back:
+            yield Anomaly(
                 NONMONOTONIC_POLL,
-                {"key": _key(op), "poll_offset": start, "backwards": backwards[:LISTED_MAX]},
+                {"key": key_of(op), "poll_offset": start, "backwards": went_back[:LISTED_MAX]},
                 [op],
             )
 
 
-def _reordered(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _reordered(analysis: _Analysis) -> Iterable[Anomaly]:
     """A transaction's records of a key in the order produced; a transactional id's transactions apart."""
     placed: dict[str, dict[str, list[int]]] = {}  # txn name -> key -> offsets in production order
     for txn in analysis.txns.values():
@@ -444,7 +404,7 @@ def _reordered(analysis: _Analysis) -> Iterable[_Anomaly]:
         placed[txn.name] = by_key
         for key, offsets in sorted(by_key.items()):
             if any(b <= a for a, b in itertools.pairwise(offsets)):
-                yield _Anomaly(
+                yield Anomaly(
                     REORDERED,
                     {**txn.named(), "key": key, "offsets_in_production_order": offsets[:LISTED_MAX]},
                     txn.ops(),
@@ -458,7 +418,7 @@ def _reordered(analysis: _Analysis) -> Iterable[_Anomaly]:
             for key, offsets in sorted(placed[txn.name].items()):
                 before = earlier.get(key)
                 if before is not None and min(offsets) < before[0]:
-                    yield _Anomaly(
+                    yield Anomaly(
                         REORDERED,
                         {
                             "transactional_id": producer,
@@ -474,7 +434,7 @@ def _reordered(analysis: _Analysis) -> Iterable[_Anomaly]:
                     earlier[key] = (max(offsets), txn)
 
 
-def _offsets(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _offsets(analysis: _Analysis) -> Iterable[Anomaly]:
     """Each committed-offset read against the transactions that sent offsets for its group and key.
 
     The read may return the offset of the last transaction whose commit was acknowledged before the read
@@ -488,7 +448,7 @@ def _offsets(analysis: _Analysis) -> Iterable[_Anomaly]:
     for read in analysis.history.operations:
         if read.f != "committed" or read.type != "ok" or read.complete_index is None:
             continue
-        group, key, value = str(read.invoke.get("group")), _key(read), read.result("offset")
+        group, key, value = str(read.invoke.get("group")), key_of(read), read.result("offset")
         sent = senders.get((group, key), [])
         floor = max(
             ((txn, offset) for txn, offset in sent if _acknowledged_before(txn, read.invoke_index)),
@@ -510,12 +470,12 @@ def _offsets(analysis: _Analysis) -> Iterable[_Anomaly]:
             if culprit is not None:
                 detail.update(culprit.named(), commit_requested_at=culprit.commit_requested_at)
             detail["read_completed_at"] = read.complete_index
-            yield _Anomaly(UNCOMMITTED_OFFSET, detail, [*(culprit.ops() if culprit else []), read])
+            yield Anomaly(UNCOMMITTED_OFFSET, detail, [*(culprit.ops() if culprit else []), read])
             continue
         if floor is None:  # pragma: no cover - without a floor every possible committer is allowed
             raise AssertionError(f"committed read at {read.invoke_index}: {value!r} not allowed, no floor")
         detail.update(floor[0].named(), committed_offset=floor[1])
-        yield _Anomaly(LOST_OFFSET, detail, [*floor[0].ops(), read])
+        yield Anomaly(LOST_OFFSET, detail, [*floor[0].ops(), read])
 
 
 def _end_completed(txn: Txn) -> int:
@@ -541,7 +501,7 @@ def _not_before(txn: Txn, floor: Txn) -> bool:
     return ended < 0 or floor.commit_requested_at is None or ended > floor.commit_requested_at
 
 
-def _duplicate_processing(analysis: _Analysis) -> Iterable[_Anomaly]:
+def _duplicate_processing(analysis: _Analysis) -> Iterable[Anomaly]:
     consumers: dict[tuple[str, str, int], list[Txn]] = collections.defaultdict(list)
     for txn in analysis.txns.values():
         if not analysis.must_be_visible(txn):
@@ -553,7 +513,7 @@ def _duplicate_processing(analysis: _Analysis) -> Iterable[_Anomaly]:
     for (group, key, offset), txns in sorted(consumers.items()):
         if len(txns) < 2:
             continue
-        yield _Anomaly(
+        yield Anomaly(
             DUPLICATE_PROCESSING,
             {"group": group, "key": key, "offset": offset, "txns": [t.name for t in txns]},
             [op for t in txns[:WITNESSES_PER_ITEM] for op in t.ops()],
@@ -564,16 +524,9 @@ def _duplicate_processing(analysis: _Analysis) -> Iterable[_Anomaly]:
 # Statistics and the entry point
 
 
-def _count(table: dict[str, dict[str, int]], f: str, outcome: str) -> None:
-    row = table.setdefault(f, {"ok": 0, "fail": 0, "info": 0, "pending": 0})
-    row[outcome] += 1
-
-
 def _stats(analysis: _Analysis) -> JsonDict:
     history = analysis.history
-    by_f: dict[str, dict[str, int]] = {}
-    for op in history.operations:
-        _count(by_f, op.f, "pending" if op.pending else op.type)
+    by_f = outcomes_by_f(history.operations)
     outcomes: collections.Counter[str] = collections.Counter()
     for txn in analysis.txns.values():
         label = txn.outcome
@@ -586,7 +539,7 @@ def _stats(analysis: _Analysis) -> JsonDict:
     aborted_in_log = {
         value
         for op in uncommitted_views
-        for _, value in _records(op)
+        for _, value in records_of(op)
         if (written := analysis.writer.get(value)) is not None and written[0].outcome == ABORTED
     }
     committed_writes = sum(len(t.writes) for t in analysis.txns.values() if analysis.must_be_visible(t))
@@ -611,26 +564,19 @@ def _stats(analysis: _Analysis) -> JsonDict:
 def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> JsonDict:
     """Check a transactional history. Returns verdict, anomaly counts and examples, stats, availability."""
     analysis = _Analysis(history)
-    found: list[_Anomaly] = [
+    found: list[Anomaly] = [
         *_reads(analysis),
         *_lost_and_non_atomic(analysis),
         *_duplicates(analysis),
-        *_inconsistent_offsets(analysis),
+        *inconsistent_offsets(analysis.log, lambda op: op),
         *_poll_order(analysis),
         *_reordered(analysis),
         *_offsets(analysis),
         *_duplicate_processing(analysis),
     ]
-    by_class: dict[str, list[_Anomaly]] = {kind: [] for kind in CLASSES}
-    for anomaly in found:
-        by_class[anomaly.kind].append(anomaly)
-    reasons: list[str] = []
-    if found:
-        verdict = "invalid"
-        reasons.extend(f"{len(items)} {kind} ({_where(items)})" for kind, items in by_class.items() if items)
-    else:
-        if history.truncated:
-            reasons.append("the history ends mid-line (truncated)")
+
+    def doubts() -> list[str]:
+        reasons: list[str] = []
         if not any(analysis.must_be_visible(txn) for txn in analysis.txns.values()):
             reasons.append("no transaction committed: nothing was checked")
         elif not analysis.final_reads:
@@ -641,44 +587,31 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
         incomplete = sorted(maybe_committed - set(analysis.final_reads))
         if incomplete and analysis.final_reads:
             reasons.append(f"partitions without a complete final read: {incomplete}")
-        verdict = "unknown" if reasons else "valid"
-    return {
-        "verdict": verdict,
-        "workload": "txn",
-        "reasons": reasons,
-        "anomaly_counts": {kind: len(items) for kind, items in by_class.items()},
-        "anomalies": {
-            kind: [a.to_json() for a in sorted(items, key=_Anomaly.first_index)[:examples_per_class]]
-            for kind, items in by_class.items()
-            if items
-        },
-        "unseen": {"count": 0},
-        "stats": _stats(analysis),
-        "availability": availability(history),
-        "history": {
-            "events": len(history.events),
-            "truncated": history.truncated,
-            "pending_operations": len(history.pending),
-            "warnings": [*history.warnings, *analysis.warnings],
-        },
-        "classes": dict(CLASSES),
-    }
+        return reasons
+
+    return results(
+        history,
+        workload="txn",
+        classes=CLASSES,
+        found=found,
+        names=_names,
+        doubts=doubts,
+        examples_per_class=examples_per_class,
+        unseen={"count": 0},
+        stats=_stats(analysis),
+        warnings=analysis.warnings,
+    )
 
 
-def _where(anomalies: Sequence[_Anomaly], listed: int = 5) -> str:
-    """The transactions (else partitions or groups) the anomalies name, the first ``listed`` of them."""
-    names: list[str] = []
-    for anomaly in sorted(anomalies, key=_Anomaly.first_index):
+def _names(anomalies: Sequence[Anomaly]) -> Iterable[str]:
+    """The transactions (else partitions or groups) the anomalies name."""
+    for anomaly in anomalies:
         detail: dict[str, Any] = anomaly.detail
         if "txn" in detail:
-            name = f"txn {detail['txn']}"
+            yield f"txn {detail['txn']}"
         elif "txns" in detail:
-            name = "txns " + " ".join(detail["txns"])
+            yield "txns " + " ".join(detail["txns"])
         elif "group" in detail:
-            name = f"group {detail['group']} {detail['key']}"
+            yield f"group {detail['group']} {detail['key']}"
         else:
-            name = str(detail.get("key") or detail.get("places", ""))
-        if name not in names:
-            names.append(name)
-    more = f" and {len(names) - listed} more" if len(names) > listed else ""
-    return ", ".join(names[:listed]) + more
+            yield str(detail.get("key") or detail.get("places", ""))

@@ -520,30 +520,36 @@ def _end(producer: Producer, commit: bool) -> tuple[str, dict[str, Any]]:
     deadline = time.monotonic() + END_TIMEOUT_S
     if not commit:
         return _abort(producer, deadline)
-    while True:
-        try:
-            producer.commit_transaction(max(0.5, deadline - time.monotonic()))
-            return "ok", {}
-        except KafkaException as exc:
-            error = _error_of(exc)
-            if error.txn_requires_abort():
-                kind, fields = _abort(producer, deadline)
-                # the service acknowledged the abort: the refused commit did not happen
-                return ("fail" if kind == "ok" else "info"), {"refused": _error_fields(error), **fields}
-            if error.fatal() or not error.retriable() or time.monotonic() >= deadline:
-                return "info", _error_fields(error)
-        time.sleep(0.1)
+    error = _until_done(producer.commit_transaction, deadline, abortable=True)
+    if error is None:
+        return "ok", {}
+    if error.txn_requires_abort():
+        kind, fields = _abort(producer, deadline)
+        # the service acknowledged the abort: the refused commit did not happen
+        return ("fail" if kind == "ok" else "info"), {"refused": _error_fields(error), **fields}
+    return "info", _error_fields(error)
 
 
 def _abort(producer: Producer, deadline: float) -> tuple[str, dict[str, Any]]:
+    error = _until_done(producer.abort_transaction, deadline)
+    return ("ok", {}) if error is None else ("info", {"abort": _error_fields(error)})
+
+
+def _until_done(
+    call: Callable[[float], object], deadline: float, abortable: bool = False
+) -> KafkaError | None:
+    """``call(timeout_s)`` (a commit or an abort) again while it fails retriably before ``deadline``: None
+    once it succeeded, else the error that ended it (with ``abortable``, also one that needs an abort)."""
     while True:
         try:
-            producer.abort_transaction(max(0.5, deadline - time.monotonic()))
-            return "ok", {}
+            call(max(0.5, deadline - time.monotonic()))
+            return None
         except KafkaException as exc:
             error = _error_of(exc)
+            if abortable and error.txn_requires_abort():
+                return error
             if error.fatal() or not error.retriable() or time.monotonic() >= deadline:
-                return "info", {"abort": _error_fields(error)}
+                return error
         time.sleep(0.1)
 
 

@@ -11,10 +11,11 @@ from typing import Protocol
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
 from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
-from partitions.errors import AuthorizationFailed
+from partitions.errors import AuthorizationFailed, UnknownTopic
 from partitions.groups.live import LiveGroups
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
+from raftlog.storage.partitioner import partition_for_key
 
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
 
@@ -62,6 +63,16 @@ class Door:
         """The door as one new connection (from ``address``, the client's IP) sees it: everything
         shared, a session and a produce order of its own."""
         return replace(self, session=Session(host=client_host(address)), produce_order=asyncio.Lock())
+
+    def coordinator_of(self, topic: str, key: str) -> str | None:
+        """The node coordinating ``key`` (a group, a transactional id): the leader of the partition of the
+        internal ``topic`` the key falls in, as this node knows it; None when none is known (yet)."""
+        view = self.node.metadata
+        try:
+            partitions = view.topic(topic).partitions
+        except UnknownTopic:
+            return None
+        return view.known_leader(topic, partition_for_key(key.encode("utf-8", "surrogatepass"), partitions))
 
     def allows(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
         """Whether this connection may, by the ACLs the node holds now (always, when they are not

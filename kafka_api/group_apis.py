@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -44,14 +45,13 @@ from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import DataService
-from partitions.errors import InvalidName, UnknownTopic
+from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
 from raftlog.errors import RaftlogError
-from raftlog.storage.partitioner import partition_for_key
 
 GROUP_KEY = 0
 NO_NODE = -1
@@ -65,14 +65,7 @@ def _now_ms() -> int:
 
 def coordinator_of(door: Door, group: str) -> str | None:
     """The node coordinating ``group`` as this node knows it; None when none is known (yet)."""
-    view = door.node.metadata
-    try:
-        partitions = view.topic(GROUPS_TOPIC).partitions
-    except UnknownTopic:
-        return None
-    return view.known_leader(
-        GROUPS_TOPIC, partition_for_key(group.encode("utf-8", "surrogatepass"), partitions)
-    )
+    return door.coordinator_of(GROUPS_TOPIC, group)
 
 
 READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
@@ -287,9 +280,6 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
 
 async def offset_commit(door: Door, request: wire.Request) -> Any:
     body = request.body
-    cls = wire.response_class(request.api_key, request.api_version)
-    topic_cls = wire.sibling(cls, "OffsetCommitResponseTopic")
-    partition_cls = wire.sibling(cls, "OffsetCommitResponsePartition")
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     refusal: ErrorCode | None = None
     readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
@@ -310,30 +300,12 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         refusal = code_of(exc)
     data = door.node.cluster.data
 
-    async def commit(topic: str, partition: int, offset: int) -> ErrorCode:
-        if refusal is not None:
-            return refusal
-        if topic not in readable:
-            return ErrorCode.topic_authorization_failed
-        try:
-            await data.run(
-                DataService.commit_offset, body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS
-            )
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            return code_of(exc)
-        return ErrorCode.none
+    async def commit(topic: str, partition: int, offset: int) -> object:
+        return await data.run(
+            DataService.commit_offset, body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS
+        )
 
-    topics = []
-    for topic in body.topics:
-        codes = await asyncio.gather(
-            *(commit(topic.name, p.partition_index, p.committed_offset) for p in topic.partitions)
-        )
-        parts = tuple(
-            wire.build(partition_cls, partition_index=p.partition_index, error_code=c)
-            for p, c in zip(topic.partitions, codes, strict=True)
-        )
-        topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))
+    return await _committed(request, "OffsetCommit", refusal, readable, commit)
 
 
 async def offset_fetch(door: Door, request: wire.Request) -> Any:
@@ -393,9 +365,6 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
     """Offsets committed inside a transaction: fenced by the group's metadata (KIP-447), added to the
     transaction (its coordinator must end them), stored pending on each partition's leader."""
     body = request.body
-    cls = wire.response_class(request.api_key, request.api_version)
-    topic_cls = wire.sibling(cls, "TxnOffsetCommitResponseTopic")
-    partition_cls = wire.sibling(cls, "TxnOffsetCommitResponsePartition")
     refusal: ErrorCode | None = None
     readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
     tps = [
@@ -441,24 +410,45 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             refusal = ErrorCode.coordinator_load_in_progress
     data = door.node.cluster.data
 
-    async def commit(topic: str, partition: int, offset: int) -> ErrorCode:
+    async def commit(topic: str, partition: int, offset: int) -> object:
+        return await data.run(
+            DataService.commit_txn_offset, body.group_id, topic, partition, offset, body.producer_id,
+            body.producer_epoch, transaction, COMMIT_TIMEOUT_MS,
+        )  # fmt: skip
+
+    return await _committed(request, "TxnOffsetCommit", refusal, readable, commit)
+
+
+async def _committed(
+    request: wire.Request,
+    response: str,
+    refusal: ErrorCode | None,
+    readable: set[str],
+    commit: Callable[[str, int, int], Awaitable[object]],
+) -> Any:
+    """The answer to an OffsetCommit or TxnOffsetCommit (``response``: the entity's name) whose partitions
+    are each committed by ``commit(topic, partition, offset)``, all at once: ``refusal`` for every one of a
+    refused request, TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what the commit
+    raised (kafka_api.errors) or NONE."""
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, f"{response}ResponseTopic")
+    partition_cls = wire.sibling(cls, f"{response}ResponsePartition")
+
+    async def answer(topic: str, partition: int, offset: int) -> ErrorCode:
         if refusal is not None:
             return refusal
         if topic not in readable:
             return ErrorCode.topic_authorization_failed
         try:
-            await data.run(
-                DataService.commit_txn_offset, body.group_id, topic, partition, offset, body.producer_id,
-                body.producer_epoch, transaction, COMMIT_TIMEOUT_MS,
-            )  # fmt: skip
+            await commit(topic, partition, offset)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return code_of(exc)
         return ErrorCode.none
 
     topics = []
-    for topic in body.topics:
+    for topic in request.body.topics:
         codes = await asyncio.gather(
-            *(commit(topic.name, p.partition_index, p.committed_offset) for p in topic.partitions)
+            *(answer(topic.name, p.partition_index, p.committed_offset) for p in topic.partitions)
         )
         parts = tuple(
             wire.build(partition_cls, partition_index=p.partition_index, error_code=c)

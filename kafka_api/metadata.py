@@ -137,10 +137,15 @@ def _by_id(door: Door, cls: type, topic_id: uuid.UUID, name: str | None, alive: 
     if name is not None and _describes(door, name):
         return None  # answered as a topic named, below
     error = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+    return _refused(wire.sibling(cls, "MetadataResponseTopic"), error, None, topic_id)
+
+
+def _refused(topic_cls: type, error: ErrorCode, name: str | None, topic_id: uuid.UUID) -> Any:
+    """A topic's answer that is only ``error``: no partitions."""
     return wire.build(
-        wire.sibling(cls, "MetadataResponseTopic"),
+        topic_cls,
         error_code=error,
-        name=None,
+        name=name,
         topic_id=topic_id,
         is_internal=False,
         partitions=(),
@@ -215,15 +220,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
         except UnknownTopic:  # created, not yet known here: LEADER_NOT_AVAILABLE, as Kafka's answer
             error = ErrorCode.leader_not_available if created is ErrorCode.none else _unknown(name)
     if topic is None:
-        return wire.build(
-            topic_cls,
-            error_code=error,
-            name=name,
-            topic_id=ZERO_TOPIC_ID,
-            is_internal=False,
-            partitions=(),
-            topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-        )
+        return _refused(topic_cls, error, name, ZERO_TOPIC_ID)
     partitions = []
     for index, replicas in enumerate(topic.replicas):
         leader, epoch = view.known_leader_epoch(name, index)

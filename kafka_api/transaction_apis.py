@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -39,7 +40,6 @@ from partitions.names import TRANSACTIONS_TOPIC, broker_id, check_group_name, ch
 from partitions.security.acls import AclOperation, ResourceType
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
-from raftlog.storage.partitioner import partition_for_key
 
 TRANSACTION_KEY = 1  # FindCoordinator's key type of a transactional id
 NO_NODE = -1
@@ -92,13 +92,7 @@ def _writable(door: Door, transactional_id: str) -> None:
 
 def coordinator_of(door: Door, transactional_id: str) -> str | None:
     """The node coordinating ``transactional_id`` as this node knows it; None when none is known (yet)."""
-    view = door.node.metadata
-    try:
-        partitions = view.topic(TRANSACTIONS_TOPIC).partitions
-    except UnknownTopic:
-        return None
-    key = transactional_id.encode("utf-8", "surrogatepass")
-    return view.known_leader(TRANSACTIONS_TOPIC, partition_for_key(key, partitions))
+    return door.coordinator_of(TRANSACTIONS_TOPIC, transactional_id)
 
 
 async def find_coordinator(door: Door, transactional_id: str) -> dict[str, Any]:
@@ -204,7 +198,8 @@ async def add_partitions_to_txn(door: Door, request: wire.Request) -> Any:
 
 async def add_offsets_to_txn(door: Door, request: wire.Request) -> Any:
     body = request.body
-    try:
+
+    async def add() -> None:
         _writable(door, body.transactional_id)
         try:
             check_group_name(body.group_id)
@@ -215,23 +210,28 @@ async def add_offsets_to_txn(door: Door, request: wire.Request) -> Any:
         await door.node.local.transactions.add_offsets(
             body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
         )
-        code = ErrorCode.none
-    except Refused as refusal:
-        code = refusal.code
-    except Exception as exc:  # every error is the answer's (kafka_api.errors)
-        code = coordinator_code(exc, request)
-    cls = wire.response_class(request.api_key, request.api_version)
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code)
+
+    return await _answered(request, add)
 
 
 async def end_txn(door: Door, request: wire.Request) -> Any:
     """Answered once every partition of the transaction took its marker (``TransactionService``)."""
     body = request.body
-    try:
+
+    async def end() -> None:
         _writable(door, body.transactional_id)
         await door.node.local.transactions.end_transaction(
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed
         )
+
+    return await _answered(request, end)
+
+
+async def _answered(request: wire.Request, call: Callable[[], Awaitable[None]]) -> Any:
+    """The answer of a transaction API whose response is one error code: NONE once ``call`` returned, a
+    refusal's code, or what the coordinator raised (``coordinator_code``)."""
+    try:
+        await call()
         code = ErrorCode.none
     except Refused as refusal:
         code = refusal.code

@@ -19,27 +19,18 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from raftlog_bench.peers import free_ports
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = []
-    for _ in range(count):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sockets.append(sock)
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 class NullStateMachine:
@@ -188,6 +179,14 @@ def run_load(
     }
 
 
+def _ask(children: list[subprocess.Popen[str]], word: str) -> list[dict[str, Any]]:
+    """Send ``word`` to every node process, then read each one's JSON line of results."""
+    for child in children:
+        child.stdin.write(word + "\n")  # type: ignore[union-attr]
+        child.stdin.flush()  # type: ignore[union-attr]
+    return [json.loads(child.stdout.readline()) for child in children]  # type: ignore[union-attr]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--groups", type=int, default=100)
@@ -240,10 +239,7 @@ def main() -> None:
         print(
             f"{args.groups} groups x {args.nodes} nodes: all leaders after {time.monotonic() - started:.1f} s"
         )
-        for child in children:
-            child.stdin.write("GO\n")  # type: ignore[union-attr]
-            child.stdin.flush()  # type: ignore[union-attr]
-        results = [json.loads(child.stdout.readline()) for child in children]  # type: ignore[union-attr]
+        results = _ask(children, "GO")
         total = sum(r["cpu_pct"] for r in results)
         for node, result in enumerate(results):
             print(
@@ -256,10 +252,7 @@ def main() -> None:
             f"heartbeat_ms={args.heartbeat_ms}"
         )
         if args.load_seconds > 0:
-            for child in children:
-                child.stdin.write("LOAD\n")  # type: ignore[union-attr]
-                child.stdin.flush()  # type: ignore[union-attr]
-            loads = [json.loads(child.stdout.readline()) for child in children]  # type: ignore[union-attr]
+            loads = _ask(children, "LOAD")
             total_rate = sum(load["commits_per_s"] for load in loads)
             for node, load in enumerate(loads):
                 print(

@@ -22,7 +22,6 @@ import multiprocessing as mp
 import os
 import queue
 import resource
-import socket
 import sys
 import time
 from typing import Any
@@ -34,6 +33,7 @@ from pysyncobj.transport import TCPTransport
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from raftlog.consensus.transport import MuxHub, MuxTransport
+from raftlog_bench.peers import free_ports
 
 NODES = 3
 
@@ -47,18 +47,6 @@ class Log(SyncObj):  # type: ignore[misc]
     def append(self, payload: bytes) -> int:
         self.count += 1
         return self.count
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def conf() -> SyncObjConf:

@@ -29,21 +29,11 @@ if [ ! -x .venv/bin/python ]; then
     echo "bootstrap: creating .venv" >&2
     "$PYTHON" -m venv .venv
 fi
-debian_tool() {  # COMMAND [PACKAGE]: installed with apt-get when missing
-    command -v "$1" >/dev/null 2>&1 && return 0
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "bootstrap: $1 is missing; install it (Debian/Ubuntu: apt-get install ${2:-$1}) and run again" >&2
-        exit 1
-    fi
-    echo "bootstrap: installing ${2:-$1} (apt-get)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${2:-$1}" >/dev/null 2>&1 || {
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${2:-$1}" >/dev/null
-    }
-}
+. scripts/debian_tool.sh  # debian_tool: a Debian tool installed with apt-get when missing
 # The record reader (raftlog/storage/_records.c) is compiled by pip: a C compiler and Python's headers
-debian_tool gcc
+debian_tool bootstrap gcc
 if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; then
-    debian_tool python3-config python3-dev
+    debian_tool bootstrap python3-config python3-dev
 fi
 # ... or the C source of the record reader changed, or its build is gone (pip builds it in place)
 sources=$(cat pyproject.toml raftlog/storage/_records.c | sha256sum | cut -c1-16)
@@ -63,21 +53,21 @@ fi
 # every node serves it under /console/vendor/, so nothing is fetched at run time (npm from Debian if missing)
 console_lock=$(sha256sum api/console/package-lock.json | cut -c1-16)
 if [ ! -f "api/console/node_modules/.installed-$console_lock" ]; then
-    debian_tool npm
+    debian_tool bootstrap npm
     echo "bootstrap: installing the console's assets (npm ci in api/console)" >&2
     (cd api/console && npm ci --no-audit --no-fund --loglevel=error >&2)
     touch "api/console/node_modules/.installed-$console_lock"
 fi
 [ "$LEVEL" = test ] || exit 0  # a node needs nothing more
 # Debian packages the tests use as users run them: kcat (the Kafka listener), zsh and fish (raftlog completion)
-debian_tool kcat
-debian_tool zsh
-debian_tool fish
+debian_tool bootstrap kcat
+debian_tool bootstrap zsh
+debian_tool bootstrap fish
 # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
-debian_tool fusermount3 fuse3
+debian_tool bootstrap fusermount3 fuse3
 # Debian's Chromium: the web console's tests (tests/console) drive it headless through Playwright (the dev
 # extra); Playwright's own browser download is never used
-debian_tool chromium
+debian_tool bootstrap chromium
 # Apache Kafka, Kafka Connect and Kafka Streams from Maven Central (Java 17 and Maven from Debian): the peer
 # the tests run beside raftlog, and the Connect worker and Streams application they run against both
 scripts/kafka/install.sh

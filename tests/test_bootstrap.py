@@ -23,7 +23,8 @@ def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[s
     root = tmp_path / "project"
     (root / "scripts").mkdir(parents=True)
     (root / "raftlog" / "storage").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "bootstrap.sh", root / "scripts" / "bootstrap.sh")
+    for script in ("bootstrap.sh", "debian_tool.sh"):
+        shutil.copy(ROOT / "scripts" / script, root / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
     shutil.copy(ROOT / "raftlog" / "storage" / "_records.c", root / "raftlog" / "storage" / "_records.c")
     (root / "raftlog" / "storage" / "_records.built.so").write_bytes(b"")

@@ -62,6 +62,7 @@ from raftlog.storage.log import (
     replace_segments,
 )
 from raftlog.storage.log_open import CleanerOffsets, read_cleaner_offsets, write_cleaner_offsets
+from raftlog.storage.periodic import Periodic
 from raftlog.storage.segment import Segment, walk_headers
 
 log = logging.getLogger("raftlog.cleaner")
@@ -136,13 +137,12 @@ def clean_log(
         rewritten_below = _note(log_, rewritten_below=rewrite_end).rewritten_below
         report = PassReport(log_.directory, plan.dirty_from, mapped_to, rewritten_below)
         tombstones_before_ms = now_ms - log_.config.delete_retention_ms
+        rewriting = _Rewriting(key_map, plan.dirty_from, tombstones_before_ms, aborted, pace, report)
         for group in _groups(
             [s for s in cleanable if s.base_offset < rewrite_end], log_.config.segment_bytes
         ):
             report.segments_before += len(group)
-            if not _rewrite_group(
-                log_, group, key_map, plan.dirty_from, tombstones_before_ms, pace, report, aborted
-            ):
+            if not _rewrite_group(log_, group, rewriting):
                 report.segments_after += len(group)
                 continue
             if not replace_segments(log_, group):
@@ -216,16 +216,29 @@ def _groups(segments: Sequence[Segment], segment_bytes: int) -> Iterator[list[Se
         yield group
 
 
-def _filtered(
-    group: Sequence[Segment],
-    key_map: KeyMap,
-    dirty_from: int,
-    tombstones_before_ms: int,
-    pace: Callable[[int], None],
-    report: PassReport,
-    aborted: Callable[[BatchHeader], bool],
-) -> Iterator[Filtered]:
+@dataclass(frozen=True, slots=True)
+class _Rewriting:
+    """What a pass's rewrite of each group of segments goes by: which records stay (``keeps``, with the key
+    map, where the dirty part begins and which tombstones expired; ``aborted``: a batch of an aborted
+    transaction, whose records all go), the pacing of its reads and writes, and the report it counts in."""
+
+    key_map: KeyMap
+    dirty_from: int
+    tombstones_before_ms: int
+    aborted: Callable[[BatchHeader], bool]
+    pace: Callable[[int], None]
+    report: PassReport
+
+    def kept(self, header: BatchHeader, records: Sequence[Record]) -> tuple[Record, ...]:
+        """The batch's records that stay."""
+        if self.aborted(header):
+            return ()
+        return tuple(r for r in records if keeps(r, self.key_map, self.dirty_from, self.tombstones_before_ms))
+
+
+def _filtered(group: Sequence[Segment], rewriting: _Rewriting) -> Iterator[Filtered]:
     """Control batches stay whole; an aborted transaction's records all go."""
+    report, pace = rewriting.report, rewriting.pace
     for segment in group:
         for _, header, view in segment.batches(0):
             pace(header.size_bytes)
@@ -234,28 +247,17 @@ def _filtered(
                 yield Filtered(header, bytes(view), None)
                 continue
             records = decode_records(view, header)
-            if aborted(header):
-                kept: tuple[Record, ...] = ()
-            else:
-                kept = tuple(r for r in records if keeps(r, key_map, dirty_from, tombstones_before_ms))
+            kept = rewriting.kept(header, records)
             report.records_read += len(records)
             report.records_removed += len(records) - len(kept)
             yield Filtered(header, bytes(view), None if len(kept) == len(records) else kept)
 
 
-def _rewrite_group(
-    log_: Log,
-    group: Sequence[Segment],
-    key_map: KeyMap,
-    dirty_from: int,
-    tombstones_before_ms: int,
-    pace: Callable[[int], None],
-    report: PassReport,
-    aborted: Callable[[BatchHeader], bool],
-) -> bool:
+def _rewrite_group(log_: Log, group: Sequence[Segment], rewriting: _Rewriting) -> bool:
     """Write the group's records that stay into a staged segment (fsynced). False, and nothing staged,
     when the group is one segment of which no record goes: there is nothing to swap."""
     directory, base = log_.directory, group[0].base_offset
+    report, pace = rewriting.report, rewriting.pace
     swap.remove_staged(directory, base)  # what a failed attempt of this process left
     removed_before, read_before, written_before = (
         report.records_removed,
@@ -264,7 +266,7 @@ def _rewrite_group(
     )
     staged = Segment.create(directory, base, log_.config.index_interval_bytes, staged=swap.STAGED)
     try:
-        batches = _filtered(group, key_map, dirty_from, tombstones_before_ms, pace, report, aborted)
+        batches = _filtered(group, rewriting)
         for batch in rewrite(batches, base, group[-1].end_offset):
             staged.append(batch, decode_header(batch), 0)
             report.bytes_written += len(batch)
@@ -361,7 +363,12 @@ class Cleaner:
         self.stats = CleanerStats()
         self._stop = threading.Event()
         self._pacer = Pacer(rate_bytes_per_s, self._stop)
-        self._thread: threading.Thread | None = None
+        self._thread = Periodic(
+            "raftlog-cleaner",
+            lambda: self.interval_ms / 1000,
+            lambda: self.run_once(self._clock()),
+            self._stop,
+        )
 
     def run_once(self, now_ms: int) -> list[PassReport]:
         reports = []
@@ -410,18 +417,7 @@ class Cleaner:
         )  # fmt: skip
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="raftlog-cleaner", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_ms / 1000):
-            self.run_once(self._clock())
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._thread.close()

@@ -28,15 +28,14 @@ lock. Readers on other threads use ``entries``, a tuple replaced whole, never ch
 from __future__ import annotations
 
 import bisect
-import contextlib
 import itertools
 import logging
 import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from raftlog.storage.errors import CorruptRecord, StorageError
-from raftlog.storage.segment import ScanStop, Segment, fsync_directory, walk_headers, write_error
+from raftlog.storage.checkpoint import Checkpointed
+from raftlog.storage.segment import Segment, headers_from
 
 log = logging.getLogger("raftlog.storage")
 
@@ -60,19 +59,19 @@ class EpochEnd(NamedTuple):
     end_offset: int
 
 
-class LeaderEpochs:
+class LeaderEpochs(Checkpointed):
     """The epoch starts of one log, in increasing epoch and start offset. Not thread-safe for changes
     (the log's lock serialises them); ``entries`` may be read from any thread."""
+
+    checkpoint_file = CHECKPOINT_FILE
+    checkpoint_name = "leader epoch checkpoint"
 
     def __init__(
         self, directory: str, entries: Sequence[EpochEntry] = (), saved_end: int | None = None
     ) -> None:
-        self.directory = directory
+        # the checkpoint file holds the entries as they were (``dirty`` when they changed since)
+        super().__init__(directory, saved_end)
         self.entries: tuple[EpochEntry, ...] = tuple(entries)
-        # what the checkpoint file holds: the entries as they were (``dirty`` when they changed since) and
-        # the end offset it covers (None: no file, or one that cannot be trusted)
-        self.dirty = saved_end is None
-        self.saved_end = saved_end
 
     # -- changes ---------------------------------------------------------------------------------------
 
@@ -123,38 +122,11 @@ class LeaderEpochs:
 
     # -- the checkpoint file ---------------------------------------------------------------------------
 
-    def save(self, end_offset: int) -> None:
-        """Write the checkpoint file, covering the log up to ``end_offset`` (its end now). Raises
-        ``DiskFull`` or ``StorageUnavailable``; the file on disk is then the old one, whole."""
-        path = os.path.join(self.directory, CHECKPOINT_FILE)
-        tmp = path + ".tmp"
+    def checkpoint(self, end_offset: int) -> str:
         entries = self.entries
         lines = [str(CHECKPOINT_VERSION), str(end_offset), str(len(entries))]
         lines.extend(f"{e.epoch} {e.start_offset}" for e in entries)
-        try:
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write("\n".join(lines) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            fsync_directory(self.directory)
-        except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise write_error(path, exc, "writing the leader epoch checkpoint") from exc
-        self.dirty = False
-        self.saved_end = end_offset
-
-    def save_if_behind(self, end_offset: int) -> None:
-        """Write the checkpoint if an entry changed or the log moved past what it covers (a roll, a
-        close). A write that fails is logged and left for the next one: the file on disk stays one that
-        was true when written, only older (opening walks more headers)."""
-        if not self.dirty and self.saved_end == end_offset:
-            return
-        try:
-            self.save(end_offset)
-        except StorageError as exc:
-            log.warning("%s: leader epoch checkpoint not written (again later): %s", self.directory, exc)
+        return "\n".join(lines) + "\n"
 
 
 # -- answers (pure) ------------------------------------------------------------------------------------
@@ -206,18 +178,8 @@ def open_epochs(directory: str, segments: Sequence[Segment], log_start_offset: i
         entries, covered = saved
         epochs = LeaderEpochs(directory, entries, covered)
         epochs.truncate_from_end(min(covered, end))
-    walk_from = max(min(covered, end), first)
-    for segment in segments:
-        if segment.end_offset <= walk_from or segment.size == 0:
-            continue
-        position = 0 if walk_from <= segment.base_offset else segment.locate(walk_from)
-        if position is None:
-            continue
-        try:
-            for _, header in walk_headers(segment.fd, position, segment.size):
-                epochs.note(header.term, header.base_offset)
-        except ScanStop as stop:  # recovery checked these bytes a moment ago: damage since is corruption
-            raise CorruptRecord(segment.path, stop.position, stop.reason) from None
+    for _, _, header in headers_from(segments, max(min(covered, end), first)):
+        epochs.note(header.term, header.base_offset)
     epochs.truncate_from_start(log_start_offset, end)
     return epochs
 

@@ -158,13 +158,21 @@ class _Opening:
             self.report.repairs.append(report)
 
 
-def read_start_offset(directory: str) -> int:
-    path = os.path.join(directory, START_OFFSET_FILE)
+def _read_small_file(path: str) -> str | None:
+    """The text of a small file written whole (``write_durably``); None when there is none."""
     try:
         with open(path, encoding="ascii") as f:
-            text = f.read().strip()
+            return f.read()
     except FileNotFoundError:
+        return None
+
+
+def read_start_offset(directory: str) -> int:
+    path = os.path.join(directory, START_OFFSET_FILE)
+    text = _read_small_file(path)
+    if text is None:
         return 0
+    text = text.strip()
     if not text.isdigit():
         raise CorruptRecord(path, 0, f"log start offset file holds {text!r}, not an offset")
     return int(text)
@@ -187,11 +195,10 @@ class CleanerOffsets:
 
 def read_cleaner_offsets(directory: str) -> CleanerOffsets:
     path = os.path.join(directory, CLEANER_FILE)
-    try:
-        with open(path, encoding="ascii") as f:
-            parts = f.read().split()
-    except FileNotFoundError:
+    text = _read_small_file(path)
+    if text is None:
         return CleanerOffsets()
+    parts = text.split()
     if len(parts) != 2 or not all(part.isdigit() for part in parts):
         raise CorruptRecord(path, 0, f"cleaner offsets file holds {parts!r}, not two offsets")
     return CleanerOffsets(int(parts[0]), int(parts[1]))

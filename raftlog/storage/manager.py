@@ -25,6 +25,7 @@ from raftlog.storage.cleaner import INTERVAL_MS_DEFAULT, KEYS_MAX_DEFAULT, RATE_
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 from raftlog.storage.log import Log, wall_clock_ms
+from raftlog.storage.periodic import Periodic
 from raftlog.storage.space import DiskSpace
 
 log = logging.getLogger("raftlog.storage")
@@ -72,8 +73,9 @@ class LogManager:
         self._open_logs_max = open_logs_max
         self._next_sweep_s = time.monotonic() + HANDLE_SWEEP_S
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = Periodic(
+            "raftlog-storage-background", lambda: self._tick_ms() / 1000, lambda: self.run_once(self._clock())
+        )
         self._next_retention_ms = clock() + retention_check_interval_ms
         self.cleaner = Cleaner(
             self._open_logs, clock, cleaner_rate_bytes_per_s, cleaner_keys_max, cleaner_interval_ms
@@ -185,24 +187,13 @@ class LogManager:
         return min([*intervals, IDLE_TICK_MS, self._retention_interval_ms])
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="raftlog-storage-background", daemon=True)
         self._thread.start()
         self.cleaner.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._tick_ms() / 1000):
-            self.run_once(self._clock())
 
     def close(self) -> None:
         """Stop the background threads and close every log (flushing it)."""
         self.cleaner.close()
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._thread.close()
         for name in self.names():
             try:
                 self.close_log(name)

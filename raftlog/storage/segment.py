@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from raftlog.errors import InvariantViolation, check
@@ -131,6 +131,23 @@ def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHead
         header, _ = reader.header(position)
         yield position, header
         position += header.size_bytes
+
+
+def headers_from(segments: Sequence[Segment], offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
+    """(segment, position, header) of every batch of the recovered ``segments`` from the one holding
+    ``offset`` on (what opening a table reads past its checkpoint). Recovery checked these bytes a
+    moment ago: damage found now raises ``CorruptRecord``."""
+    for segment in segments:
+        if segment.end_offset <= offset or segment.size == 0:
+            continue
+        position = 0 if offset <= segment.base_offset else segment.locate(offset)
+        if position is None:
+            continue
+        try:
+            for at, header in walk_headers(segment.fd, position, segment.size):
+                yield segment, at, header
+        except ScanStop as stop:
+            raise CorruptRecord(segment.path, stop.position, stop.reason) from None
 
 
 def read_run(

@@ -57,8 +57,9 @@ from raftlog.storage.batch import (
     ProducerRecord,
     encode_batch,
 )
-from raftlog.storage.errors import CorruptRecord, StorageError
-from raftlog.storage.segment import ScanStop, Segment, walk_headers, write_durably
+from raftlog.storage.checkpoint import Checkpointed
+from raftlog.storage.errors import CorruptRecord
+from raftlog.storage.segment import Segment, headers_from
 
 log = logging.getLogger("raftlog.storage")
 
@@ -133,9 +134,12 @@ def control_type(records: bytes | memoryview) -> int:
 # -- the log's transactions ----------------------------------------------------------------------------
 
 
-class LogTransactions:
+class LogTransactions(Checkpointed):
     """Open transactions and aborted rows of one log. Not thread-safe for changes (the log's lock
     serialises them); ``open_first`` and ``rows`` may be read from any thread."""
+
+    checkpoint_file = CHECKPOINT_FILE
+    checkpoint_name = "transactions checkpoint"
 
     def __init__(
         self,
@@ -144,14 +148,12 @@ class LogTransactions:
         rows: Sequence[AbortedTransaction] = (),
         saved_end: int | None = None,
     ) -> None:
-        self.directory = directory
+        super().__init__(directory, saved_end)
         self._open: dict[int, int] = dict(open_txns or {})  # producer id -> its transaction's first offset
         self.open_first: int | None = min(self._open.values(), default=None)
         self.rows: tuple[AbortedTransaction, ...] = tuple(rows)  # in increasing last offset
         self._lasts = [row.last_offset for row in self.rows]
         self._longest = max((r.last_offset - r.first_offset for r in self.rows), default=0)
-        self.dirty = saved_end is None
-        self.saved_end = saved_end
 
     # -- changes ---------------------------------------------------------------------------------------
 
@@ -223,26 +225,11 @@ class LogTransactions:
 
     # -- the checkpoint file ---------------------------------------------------------------------------
 
-    def save(self, end_offset: int) -> None:
-        """Write the checkpoint, covering the log up to ``end_offset`` (its end now). Raises ``DiskFull`` or
-        ``StorageUnavailable``; the file on disk is then the old one, whole."""
-        body = msgpack.packb(
+    def checkpoint(self, end_offset: int) -> bytes:
+        body: bytes = msgpack.packb(
             [CHECKPOINT_VERSION, end_offset, sorted(self._open.items()), [list(r) for r in self.rows]]
         )
-        path = os.path.join(self.directory, CHECKPOINT_FILE)
-        write_durably(path, struct.pack(">I", crc32c.crc32c(body)) + body, "the transactions checkpoint")
-        self.dirty = False
-        self.saved_end = end_offset
-
-    def save_if_behind(self, end_offset: int) -> None:
-        """Write the checkpoint if something changed or the log moved past what it covers. A failed write is
-        logged and left for the next: the file stays one that was true when written (opening walks more)."""
-        if not self.dirty and self.saved_end == end_offset:
-            return
-        try:
-            self.save(end_offset)
-        except StorageError as exc:
-            log.warning("%s: transactions checkpoint not written (again later): %s", self.directory, exc)
+        return struct.pack(">I", crc32c.crc32c(body)) + body
 
 
 # -- opening -------------------------------------------------------------------------------------------
@@ -263,24 +250,15 @@ def open_transactions(
     else:
         covered, open_txns, rows = saved
         txns = LogTransactions(directory, open_txns, rows, covered)
-    walk_from = max(covered, first)
-    for segment in segments:
-        if segment.end_offset <= walk_from or segment.size == 0:
-            continue
-        position = 0 if walk_from <= segment.base_offset else segment.locate(walk_from)
-        if position is None:
-            continue
-        try:
-            for at, header in walk_headers(segment.fd, position, segment.size):
-                kind = None
-                if header.is_control and header.record_count > 0:
-                    head = os.pread(segment.fd, _CONTROL_HEAD_BYTES, at + HEADER_SIZE)
-                    kind = control_type(head)
-                txns.note(header, kind)
-        except ScanStop as stop:  # recovery checked these bytes a moment ago: damage since is corruption
-            raise CorruptRecord(segment.path, stop.position, stop.reason) from None
-        except BatchFormatError as exc:
-            raise CorruptRecord(segment.path, position, str(exc)) from None
+    for segment, at, header in headers_from(segments, max(covered, first)):
+        kind = None
+        if header.is_control and header.record_count > 0:
+            head = os.pread(segment.fd, _CONTROL_HEAD_BYTES, at + HEADER_SIZE)
+            try:
+                kind = control_type(head)
+            except BatchFormatError as exc:
+                raise CorruptRecord(segment.path, at, str(exc)) from None
+        txns.note(header, kind)
     txns.truncate_from_start(log_start_offset)
     if stale:
         txns.save(end)  # before an append reuses the offsets the stale one described

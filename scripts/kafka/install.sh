@@ -12,17 +12,9 @@ digest=$(sha256sum scripts/kafka/pom.xml | cut -c1-16)
 if [ "$(cat "$libs/.complete" 2>/dev/null)" = "$digest" ]; then
     exit 0
 fi
-for tool in java:openjdk-17-jre-headless mvn:maven; do
-    command -v "${tool%%:*}" >/dev/null 2>&1 && continue
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "kafka install: ${tool%%:*} is missing; install it (apt-get install ${tool##*:}) and run again" >&2
-        exit 1
-    fi
-    echo "kafka install: installing ${tool##*:} (apt-get)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool##*:}" >/dev/null 2>&1 || {
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool##*:}" >/dev/null
-    }
-done
+. scripts/debian_tool.sh
+debian_tool "kafka install" java openjdk-17-jre-headless
+debian_tool "kafka install" mvn maven
 echo "kafka install: Apache Kafka $version from Maven Central into $libs (~60 MB the first time)" >&2
 rm -rf "$libs"
 mkdir -p "$libs"

@@ -6,7 +6,7 @@ to what the stored batches' headers say."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -207,15 +207,15 @@ def test_the_checkpoint_is_written_at_rolls_so_a_crash_walks_at_most_the_active_
     assert log.leader_epochs.saved_end == log._segments[-1].base_offset
     abandon(log)
     walked: list[int] = []
-    real = leader_epochs.walk_headers
+    real = leader_epochs.headers_from
 
-    def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-        for position, header in real(fd, start, end):
+    def headers_from(segments: Sequence[Segment], offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
+        for segment, position, header in real(segments, offset):
             walked.append(header.base_offset)
-            yield position, header
+            yield segment, position, header
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(leader_epochs, "walk_headers", walk_headers)
+        patch.setattr(leader_epochs, "headers_from", headers_from)
         reopened = open_log(tmp_path)
     with reopened:
         active_base = reopened._segments[-1].base_offset
