@@ -363,20 +363,23 @@ func admin(ctx context.Context, seeds []string, topic string) (map[string]any, e
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	configs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	config, err := configs.On(topic, nil)
-	if err != nil {
-		return nil, err
-	}
 	described := ""
-	for _, c := range config.Configs {
-		if c.Key == "retention.ms" {
-			described = c.MaybeValue() + " " + c.Source.String()
+	waitFor(func() bool { // a broker may learn a new topic's configs from its metadata a moment later
+		configs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			return false
 		}
-	}
+		config, err := configs.On(topic, nil)
+		if err != nil {
+			return false
+		}
+		for _, c := range config.Configs {
+			if c.Key == "retention.ms" {
+				described = c.MaybeValue() + " " + c.Source.String()
+			}
+		}
+		return described != ""
+	})
 	grown, err := adm.UpdatePartitions(ctx, 4, topic)
 	if err == nil {
 		err = grown.Error()

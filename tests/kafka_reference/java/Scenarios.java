@@ -630,12 +630,15 @@ public class Scenarios {
         try (Admin admin = Admin.create(settings)) {
             create(settings, topic, 2, Map.of("retention.ms", "3600000"));
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            // a broker learns a new topic's configs, and an alteration, from its metadata a moment later
+            waitFor(() -> sourceOf(admin, resource, "retention.ms") == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG);
             ConfigEntry retention = describe(admin, resource).get("retention.ms");
             result.put("retention_ms", retention.value() + " " + retention.source());
             admin.incrementalAlterConfigs(Map.of(resource, List.of(
                 new AlterConfigOp(new ConfigEntry("segment.bytes", "1048576"), AlterConfigOp.OpType.SET),
                 new AlterConfigOp(new ConfigEntry("retention.ms", null), AlterConfigOp.OpType.DELETE))))
                 .all().get(30, TimeUnit.SECONDS);
+            waitFor(() -> sourceOf(admin, resource, "segment.bytes") == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG);
             Config altered = describe(admin, resource);
             result.put("after_alter", altered.get("segment.bytes").value() + " "
                 + altered.get("segment.bytes").source() + ", retention.ms " + altered.get("retention.ms").source());
@@ -707,6 +710,16 @@ public class Scenarios {
             return e.getCause().getClass().getSimpleName();
         } catch (Exception e) {
             return e.getClass().getSimpleName();
+        }
+    }
+
+    /** Where a topic config's value comes from now; null while it cannot be described. */
+    static ConfigEntry.ConfigSource sourceOf(Admin admin, ConfigResource resource, String name) {
+        try {
+            ConfigEntry entry = describe(admin, resource).get(name);
+            return entry == null ? null : entry.source();
+        } catch (Exception notYet) {
+            return null;
         }
     }
 
