@@ -47,49 +47,11 @@ from partitions.errors import (
     UnknownUser,
     UnstableOffsetCommit,
 )
-from partitions.groups.errors import (
-    ConsumerFormatMismatch,
-    ConsumerInstanceExists,
-    GroupFull,
-    GroupNotEmpty,
-    InvalidConsumerConfig,
-    PartitionNotAssigned,
-    StaleGeneration,
-    UnknownConsumerInstance,
-    UnknownGroup,
-)
-from partitions.transactions.errors import (
-    ConcurrentTransactions,
-    InvalidProducerIdMapping,
-    InvalidTransactionTimeout,
-    TransactionLimitReached,
-    UnknownTransactionalId,
-)
-from raftlog.consensus.errors import (
-    CorruptJournal,
-    CorruptSnapshot,
-    GroupClosed,
-    NoLeader,
-    NotLeader,
-    OutcomeUnknown,
-    ProposalDiscarded,
-    ProposalQueueFull,
-    ProposalRejected,
-)
+from partitions.groups import errors as groups
+from partitions.transactions import errors as transactions
+from raftlog.consensus import errors as consensus
 from raftlog.errors import InvariantViolation, RaftlogError, with_fields
-from raftlog.storage.errors import (
-    CorruptRecord,
-    DirectoryLocked,
-    DiskFull,
-    InvalidConfig,
-    InvalidRecord,
-    LegacyLogFormat,
-    LogClosed,
-    NotBatchBoundary,
-    OffsetOutOfRange,
-    RecordTooLarge,
-    StorageUnavailable,
-)
+from raftlog.storage import errors as storage
 from raftlog_client.contract import (
     DISK_FULL,
     INSTANCE_EXISTS,
@@ -209,20 +171,20 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (PeerProtocolError, HttpError(500, 50000)),
     # Consensus: NotLeader is normally followed to the leader; it reaches a client only when the hint is
     # unusable (no address, this node): then it is "no leader right now".
-    (NotLeader, HttpError(503, 50301, retriable=True)),
-    (NoLeader, HttpError(503, 50301, retriable=True)),
+    (consensus.NotLeader, HttpError(503, 50301, retriable=True)),
+    (consensus.NoLeader, HttpError(503, 50301, retriable=True)),
     (InvalidAddress, HttpError(400, 40001)),
     (NotStarted, HttpError(503, 50308, retriable=True)),
     (MetadataTooLarge, HttpError(500, 50001)),
-    (ProposalQueueFull, HttpError(503, 50304, retriable=True)),
+    (consensus.ProposalQueueFull, HttpError(503, 50304, retriable=True)),
     (Overloaded, HttpError(503, 50307, retriable=True)),
-    (ProposalDiscarded, HttpError(503, 50305, retriable=True)),
-    (GroupClosed, HttpError(503, 50306, retriable=True)),
-    (ProposalRejected, HttpError(409, 40903)),
-    (OutcomeUnknown, HttpError(504, 50401, retriable=True)),
-    (CorruptJournal, HttpError(500, 50002)),
-    (CorruptSnapshot, HttpError(500, 50002)),
-    (InvalidConfig, HttpError(400, 40001)),
+    (consensus.ProposalDiscarded, HttpError(503, 50305, retriable=True)),
+    (consensus.GroupClosed, HttpError(503, 50306, retriable=True)),
+    (consensus.ProposalRejected, HttpError(409, 40903)),
+    (consensus.OutcomeUnknown, HttpError(504, 50401, retriable=True)),
+    (consensus.CorruptJournal, HttpError(500, 50002)),
+    (consensus.CorruptSnapshot, HttpError(500, 50002)),
+    (storage.InvalidConfig, HttpError(400, 40001)),
     (ReservedName, HttpError(400, 40003)),  # a topic name kept for the cluster's own topics
     (InvalidName, HttpError(400, 40001)),
     (InvalidTopic, HttpError(400, 40001)),
@@ -248,39 +210,42 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (InvalidTxnState, HttpError(409, 40920)),
     (CoordinatorFenced, HttpError(409, 40924)),  # a deposed transaction coordinator's marker
     # the transaction coordinator's (Kafka's producers meet these; the HTTP API reads transactions only)
-    (UnknownTransactionalId, HttpError(404, 40409)),
-    (ConcurrentTransactions, HttpError(409, 40921)),
-    (InvalidProducerIdMapping, HttpError(409, 40922)),
-    (TransactionLimitReached, HttpError(409, 40923)),
-    (InvalidTransactionTimeout, HttpError(400, 40001)),
-    (RecordTooLarge, HttpError(413, 41301)),
+    (transactions.UnknownTransactionalId, HttpError(404, 40409)),
+    (transactions.ConcurrentTransactions, HttpError(409, 40921)),
+    (transactions.InvalidProducerIdMapping, HttpError(409, 40922)),
+    (transactions.TransactionLimitReached, HttpError(409, 40923)),
+    (transactions.InvalidTransactionTimeout, HttpError(400, 40001)),
+    (storage.RecordTooLarge, HttpError(413, 41301)),
     (NotAcceptable, HttpError(406, 40601)),
     (UnsupportedMediaType, HttpError(415, 41501)),
-    (OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
-    (InvalidRecord, HttpError(422, 42201)),
+    (storage.OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
+    (storage.InvalidRecord, HttpError(422, 42201)),
     (InvalidCommand, HttpError(422, 42201)),
     # Kafka's current_leader_epoch named an older or newer term (the Kafka door's; no HTTP route names one)
     (LeaderEpochMismatch, HttpError(409, 40917)),
     (ReplicaRecovering, HttpError(503, 50309, retriable=True)),  # recovering committed records from peers
-    (LogClosed, HttpError(503, 50301, retriable=True)),
+    (storage.LogClosed, HttpError(503, 50301, retriable=True)),
     # the leader's disk is full (raftlog.storage.space): refused before it was proposed, not done
-    (DiskFull, HttpError(507, DISK_FULL, retriable=True)),
-    (StorageUnavailable, HttpError(503, 50302, retriable=True)),
-    (DirectoryLocked, HttpError(503, 50302, retriable=True)),  # a node refuses to start: never on a request
-    (CorruptRecord, HttpError(500, 50002)),
-    (LegacyLogFormat, HttpError(500, 50003)),  # a log of the format before v2: `raftlog log migrate`
-    (NotBatchBoundary, HttpError(500, 50001)),
+    (storage.DiskFull, HttpError(507, DISK_FULL, retriable=True)),
+    (storage.StorageUnavailable, HttpError(503, 50302, retriable=True)),
+    # a node refuses to start: never on a request
+    (storage.DirectoryLocked, HttpError(503, 50302, retriable=True)),
+    (storage.CorruptRecord, HttpError(500, 50002)),
+    (storage.LegacyLogFormat, HttpError(500, 50003)),  # a log of the format before v2: `raftlog log migrate`
+    (storage.NotBatchBoundary, HttpError(500, 50001)),
     (InvariantViolation, HttpError(500, 50001)),
     # Consumer groups
-    (InvalidConsumerConfig, HttpError(422, 42204)),  # Confluent's "Invalid consumer configuration"
-    (ConsumerFormatMismatch, HttpError(406, 40601)),  # records asked for in the other format
-    (UnknownConsumerInstance, HttpError(404, UNKNOWN_INSTANCE)),
-    (UnknownGroup, HttpError(404, 40404)),
-    (ConsumerInstanceExists, HttpError(409, INSTANCE_EXISTS)),
-    (StaleGeneration, HttpError(409, STALE_GENERATION)),  # rebalanced since: read the assignment again
-    (PartitionNotAssigned, HttpError(409, PARTITION_NOT_ASSIGNED)),  # not the instance's in this generation
-    (GroupFull, HttpError(409, 40907)),
-    (GroupNotEmpty, HttpError(409, 40916)),  # live members: delete, reset, the other door's join refused
+    (groups.InvalidConsumerConfig, HttpError(422, 42204)),  # Confluent's "Invalid consumer configuration"
+    (groups.ConsumerFormatMismatch, HttpError(406, 40601)),  # records asked for in the other format
+    (groups.UnknownConsumerInstance, HttpError(404, UNKNOWN_INSTANCE)),
+    (groups.UnknownGroup, HttpError(404, 40404)),
+    (groups.ConsumerInstanceExists, HttpError(409, INSTANCE_EXISTS)),
+    (groups.StaleGeneration, HttpError(409, STALE_GENERATION)),  # rebalanced since: read the assignment again
+    # not the instance's in this generation
+    (groups.PartitionNotAssigned, HttpError(409, PARTITION_NOT_ASSIGNED)),
+    (groups.GroupFull, HttpError(409, 40907)),
+    # live members: delete, reset, the other door's join refused
+    (groups.GroupNotEmpty, HttpError(409, 40916)),
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
@@ -295,17 +260,17 @@ def lookup(error: BaseException) -> HttpError:
 
 # The attributes a client can act on, by class, as the error body names them (JSON key -> attribute).
 BODY_FIELDS: tuple[tuple[type[RaftlogError], dict[str, str]], ...] = (
-    (OffsetOutOfRange, {"log_start_offset": "log_start_offset", "end_offset": "end_offset"}),
-    (RecordTooLarge, {"size_bytes": "size_bytes", "limit_bytes": "limit_bytes"}),
+    (storage.OffsetOutOfRange, {"log_start_offset": "log_start_offset", "end_offset": "end_offset"}),
+    (storage.RecordTooLarge, {"size_bytes": "size_bytes", "limit_bytes": "limit_bytes"}),
     (RequestTooLarge, {"limit_bytes": "limit_bytes"}),
-    (NotLeader, {"leader_hint": "leader_hint"}),
+    (consensus.NotLeader, {"leader_hint": "leader_hint"}),
     (ControllerChangeRefused, {"reason": "reason"}),
     (CapacityExceeded, {"replicas_max": "replicas_max", "room": "room"}),
     (MethodNotAllowed, {"allowed": "allowed"}),
-    (StaleGeneration, {"generation": "current"}),
-    (PartitionNotAssigned, {"generation": "generation"}),
+    (groups.StaleGeneration, {"generation": "current"}),
+    (groups.PartitionNotAssigned, {"generation": "generation"}),
     (TooManyTokens, {"limit": "limit"}),
-    (GroupNotEmpty, {"members": "members"}),
+    (groups.GroupNotEmpty, {"members": "members"}),
     (AuthorizationFailed, {"resource_type": "resource_type", "resource": "name", "operation": "operation"}),
 )
 

@@ -49,34 +49,11 @@ from partitions.errors import (
     UnknownUser,
     UnstableOffsetCommit,
 )
-from partitions.groups.errors import GroupError, GroupNotEmpty, StaleGeneration, UnknownGroup
-from partitions.transactions.errors import (
-    ConcurrentTransactions,
-    InvalidProducerIdMapping,
-    InvalidTransactionTimeout,
-    TransactionError,
-    TransactionLimitReached,
-    UnknownTransactionalId,
-)
-from raftlog.consensus.errors import (
-    ConsensusError,
-    NoLeader,
-    NotLeader,
-    OutcomeUnknown,
-    ProposalDiscarded,
-    ProposalQueueFull,
-    ProposalRejected,
-)
+from partitions.groups import errors as groups
+from partitions.transactions import errors as transactions
+from raftlog.consensus import errors as consensus
 from raftlog.errors import InvariantViolation, RaftlogError
-from raftlog.storage.errors import (
-    CorruptRecord,
-    DiskFull,
-    InvalidConfig,
-    InvalidRecord,
-    OffsetOutOfRange,
-    RecordTooLarge,
-    StorageError,
-)
+from raftlog.storage import errors as storage
 
 log = logging.getLogger(__name__)
 
@@ -86,37 +63,39 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (ClusterAuthorizationFailed, ErrorCode.cluster_authorization_failed),
     (TransactionalIdAuthorizationFailed, ErrorCode.transactional_id_authorization_failed),
     (AuthorizationFailed, ErrorCode.cluster_authorization_failed),
-    (NotLeader, ErrorCode.not_leader_or_follower),
+    (consensus.NotLeader, ErrorCode.not_leader_or_follower),
     (FencedLeaderEpoch, ErrorCode.fenced_leader_epoch),  # the client's metadata is older: it refreshes
     (UnknownLeaderEpoch, ErrorCode.unknown_leader_epoch),  # newer than this replica knows: it retries
-    (NoLeader, ErrorCode.leader_not_available),
+    (consensus.NoLeader, ErrorCode.leader_not_available),
     (ReplicaRecovering, ErrorCode.leader_not_available),
-    (ProposalDiscarded, ErrorCode.not_leader_or_follower),
-    (ProposalRejected, ErrorCode.not_leader_or_follower),
-    (ProposalQueueFull, ErrorCode.request_timed_out),
-    (OutcomeUnknown, ErrorCode.request_timed_out),
+    (consensus.ProposalDiscarded, ErrorCode.not_leader_or_follower),
+    (consensus.ProposalRejected, ErrorCode.not_leader_or_follower),
+    (consensus.ProposalQueueFull, ErrorCode.request_timed_out),
+    (consensus.OutcomeUnknown, ErrorCode.request_timed_out),
     (UnknownTopic, ErrorCode.unknown_topic_or_partition),
     (UnknownPartition, ErrorCode.unknown_topic_or_partition),
-    (RecordTooLarge, ErrorCode.message_too_large),
-    (InvalidRecord, ErrorCode.invalid_record),
-    (CorruptRecord, ErrorCode.corrupt_message),
-    (OffsetOutOfRange, ErrorCode.offset_out_of_range),
+    (storage.RecordTooLarge, ErrorCode.message_too_large),
+    (storage.InvalidRecord, ErrorCode.invalid_record),
+    (storage.CorruptRecord, ErrorCode.corrupt_message),
+    (storage.OffsetOutOfRange, ErrorCode.offset_out_of_range),
     (SequenceTooOld, ErrorCode.out_of_order_sequence_number),
     (OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
     (ProducerFenced, ErrorCode.invalid_producer_epoch),
     (UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
     (InvalidTxnState, ErrorCode.invalid_txn_state),
     (CoordinatorFenced, ErrorCode.transaction_coordinator_fenced),
-    (ConcurrentTransactions, ErrorCode.concurrent_transactions),  # retriable: the previous one completes
-    (InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
-    (InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),
-    (UnknownTransactionalId, ErrorCode.transactional_id_not_found),
-    (TransactionLimitReached, ErrorCode.policy_violation),  # a bound of the coordinator's (its message says)
-    (TransactionError, ErrorCode.invalid_request),
+    # retriable: the previous one completes
+    (transactions.ConcurrentTransactions, ErrorCode.concurrent_transactions),
+    (transactions.InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
+    (transactions.InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),
+    (transactions.UnknownTransactionalId, ErrorCode.transactional_id_not_found),
+    # a bound of the coordinator's (its message says)
+    (transactions.TransactionLimitReached, ErrorCode.policy_violation),
+    (transactions.TransactionError, ErrorCode.invalid_request),
     (TopicExists, ErrorCode.topic_already_exists),
     (InvalidName, ErrorCode.invalid_topic_exception),
     (InvalidTopic, ErrorCode.invalid_request),
-    (InvalidConfig, ErrorCode.invalid_config),
+    (storage.InvalidConfig, ErrorCode.invalid_config),
     (PlacementImpossible, ErrorCode.invalid_replication_factor),
     (CapacityExceeded, ErrorCode.policy_violation),
     (PolicyViolation, ErrorCode.policy_violation),
@@ -133,14 +112,14 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (NoController, ErrorCode.not_controller),
     (HopLimitExceeded, ErrorCode.not_leader_or_follower),
     (PeerError, ErrorCode.request_timed_out),
-    (StaleGeneration, ErrorCode.illegal_generation),
-    (UnknownGroup, ErrorCode.group_id_not_found),
-    (GroupNotEmpty, ErrorCode.non_empty_group),
-    (GroupError, ErrorCode.invalid_request),
+    (groups.StaleGeneration, ErrorCode.illegal_generation),
+    (groups.UnknownGroup, ErrorCode.group_id_not_found),
+    (groups.GroupNotEmpty, ErrorCode.non_empty_group),
+    (groups.GroupError, ErrorCode.invalid_request),
     (InvalidCommand, ErrorCode.invalid_request),
-    (DiskFull, ErrorCode.kafka_storage_error),  # the leader's disk is full: not done, retriable
-    (ConsensusError, ErrorCode.kafka_storage_error),
-    (StorageError, ErrorCode.kafka_storage_error),
+    (storage.DiskFull, ErrorCode.kafka_storage_error),  # the leader's disk is full: not done, retriable
+    (consensus.ConsensusError, ErrorCode.kafka_storage_error),
+    (storage.StorageError, ErrorCode.kafka_storage_error),
     (InvariantViolation, ErrorCode.unknown_server_error),  # a bug: logged
 )
 

@@ -150,12 +150,19 @@ class InitProducer:
 
 
 @dataclass(frozen=True, slots=True)
-class AddPartitions:
-    """Data partitions the producer writes to (AddPartitionsToTxn): its transaction begins if none is open."""
+class ProducerCommand:
+    """A command about the transaction of one producer of a transactional id: the id, and the producer id
+    and epoch it is for, which ``apply`` checks against the id's producer now."""
 
     transactional_id: str
     producer_id: int
     producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitions(ProducerCommand):
+    """Data partitions the producer writes to (AddPartitionsToTxn): its transaction begins if none is open."""
+
     partitions: tuple[TopicPartition, ...]
     now_ms: int
     coordinator_epoch: int
@@ -163,12 +170,9 @@ class AddPartitions:
 
 
 @dataclass(frozen=True, slots=True)
-class AddGroup:
+class AddGroup(ProducerCommand):
     """A consumer group whose offsets the transaction commits (AddOffsetsToTxn): it begins if none is open."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     group: str
     now_ms: int
     coordinator_epoch: int
@@ -176,13 +180,10 @@ class AddGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class AddOffsetPartitions:
+class AddOffsetPartitions(ProducerCommand):
     """The partitions a TxnOffsetCommit commits the group's offsets in: the marker must reach them. Only
     for a group the open transaction added."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     group: str
     partitions: tuple[TopicPartition, ...]
     now_ms: int
@@ -191,33 +192,24 @@ class AddOffsetPartitions:
 
 
 @dataclass(frozen=True, slots=True)
-class EndTransaction:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
+class EndTransaction(ProducerCommand):
     commit: bool
     now_ms: int
     coordinator_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
-class TimeOut:
+class TimeOut(ProducerCommand):
     """The leader saw the producer's open transaction pass its timeout: abort it, fencing the producer."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     now_ms: int
     coordinator_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
-class Complete:
+class Complete(ProducerCommand):
     """Every marker of the prepared transaction of this producer is written."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     now_ms: int
     coordinator_epoch: int
 
@@ -298,8 +290,9 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-# A command crosses as msgpack ``[kind, *its fields in their declared order]``: each field's name says how
-# it is written (left as it is, unless named) and how it is read back and checked.
+# A command crosses as msgpack ``[kind, *its fields in their declared order]`` (a ``ProducerCommand``'s
+# three first): each field's name says how it is written (left as it is, unless named) and how it is read
+# back and checked.
 _KINDS: dict[type[Any], int] = {
     InitProducer: 1, AddPartitions: 2, AddGroup: 3, AddOffsetPartitions: 4, EndTransaction: 5, TimeOut: 6,
     Complete: 7, Expire: 8,
