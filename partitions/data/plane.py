@@ -59,7 +59,6 @@ from raftlog.storage.batch import (
     ProducerRecord,
     Record,
     TimestampType,
-    batches_end,
     check_producer_batch,
     decode_records,
     encode_batch,
@@ -429,7 +428,9 @@ class DataPlane:
         ``timeout_ms`` for a committed record at ``offset``; empty when none came."""
         self.counters["fetch_requests"] += 1
         replica, high_watermark, _ = await self._committed_from(topic, partition, offset, timeout_ms)
-        return await self._read(replica, offset, max_bytes, high_watermark)
+        read, end = await self._read(replica, offset, max_bytes, high_watermark)
+        self._count_fetched(offset, end)
+        return read
 
     async def fetch_stable(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
@@ -440,8 +441,8 @@ class DataPlane:
         replica, high_watermark, stable = await self._committed_from(
             topic, partition, offset, timeout_ms, stable=True
         )
-        read = await self._read(replica, offset, max_bytes, high_watermark, stable)
-        end = batches_end(read.data)
+        read, end = await self._read(replica, offset, max_bytes, high_watermark, stable)
+        self._count_fetched(offset, end)
         if end is None:
             return read
         aborted = replica.log.transactions.aborted_between(offset, end)
@@ -449,26 +450,30 @@ class DataPlane:
 
     async def _read(
         self, replica: Replica, offset: int, max_bytes: int, high_watermark: int, stable: int | None = None
-    ) -> FetchedBatches:
+    ) -> tuple[FetchedBatches, int | None]:
         """The batches from ``offset`` below the high watermark (none at it), and below ``stable`` when
-        given (a read_committed read): the segments are resolved under the log's lock, the bytes read
-        outside it, on a reader thread unless the read is small."""
+        given (a read_committed read), with the end offset of the last one (None: none): the segments are
+        resolved under the log's lock, the bytes read outside it, on a reader thread unless the read is
+        small."""
         log = replica.log
         term = replica.group.leader_term()
         epoch = NO_LEADER_EPOCH if term is None else term
         last_stable = min(last_stable_offset(log), high_watermark)
         end = high_watermark if stable is None else min(stable, high_watermark)
         if offset >= end:
-            return FetchedBatches(b"", high_watermark, log.log_start_offset, epoch, last_stable)
+            return FetchedBatches(b"", high_watermark, log.log_start_offset, epoch, last_stable), None
         max_offset = min(_readable_end(replica, offset, high_watermark), end)
         view = log.read_view(offset, max_bytes, max_offset=max_offset)
         if view.size_bytes <= INLINE_READ_BYTES_MAX:
             data = _read_all(view)
         else:
             data = await asyncio.get_running_loop().run_in_executor(self._readers, _read_all, view)
-        read_end = batches_end(data)  # the offsets read from ``offset`` on, control records included
-        self.counters["fetched_records"] += 0 if read_end is None else max(0, read_end - offset)
-        return FetchedBatches(data, high_watermark, log.log_start_offset, epoch, last_stable)
+        read = FetchedBatches(data, high_watermark, log.log_start_offset, epoch, last_stable)
+        return read, view.batches_end  # learned by the walk that CRC-checked the batches
+
+    def _count_fetched(self, offset: int, end: int | None) -> None:
+        """A client's fetch read the offsets from ``offset`` to ``end`` (control records included)."""
+        self.counters["fetched_records"] += 0 if end is None else max(0, end - offset)
 
     async def _committed_from(
         self, topic: str, partition: int, offset: int, timeout_ms: int, stable: bool = False
@@ -507,7 +512,10 @@ class DataPlane:
         start = replica.log.log_start_offset
         if not start <= offset <= high_watermark:
             raise OffsetOutOfRange(offset, start, high_watermark)
-        return await self._read(replica, offset, max_bytes, high_watermark)  # a recovering one: what it has
+        read, _ = await self._read(
+            replica, offset, max_bytes, high_watermark
+        )  # a recovering one: what it has
+        return read
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
         return self.offsets_now(topic, partition)

@@ -853,7 +853,8 @@ class LogView(Closing):
         self.max_bytes = max_bytes  # None: no byte budget
         self.limit = limit  # no batch starting at or after it: min(max_offset, end offset then)
         self._spans = spans
-        self.batches_end: int | None = None  # after records(): the end offset of the last batch read
+        # after records() or read_bytes(): the end offset of the last batch read (None: none was)
+        self.batches_end: int | None = None
 
     def iter_batches(self) -> Iterator[ReadBatch]:
         """The batches one by one (preads and CRC checks as they go), cut as :meth:`Log.read_batches`."""
@@ -876,16 +877,19 @@ class LogView(Closing):
     def read_bytes(self) -> bytes:
         """The batches :meth:`iter_batches` yields, as one bytes object: each span read with one ``pread``
         of what the byte budget leaves (the first batch whole, however large) and its batches
-        CRC-checked in that buffer, not copied out one by one and joined. No copy but the kernel's when
-        the view ends where a read did; else one of the bytes kept."""
+        CRC-checked in that buffer, not copied out one by one and joined (``batches_end`` learned on the
+        way). No copy but the kernel's when the view ends where a read did; else one of the bytes kept."""
         runs: list[bytes] = []
         total = 0
         for segment, position, end in self._spans:
             budget = None if self.max_bytes is None else self.max_bytes - total
-            run, stopped = segment.read_run(position, end, budget, self.limit, whole_first=total == 0)
+            run, stopped, run_end = segment.read_run(
+                position, end, budget, self.limit, whole_first=total == 0
+            )
             if run:
                 runs.append(run)
                 total += len(run)
+                self.batches_end = run_end
             if stopped:
                 break
         return runs[0] if len(runs) == 1 else b"".join(runs)

@@ -152,11 +152,12 @@ def headers_from(segments: Sequence[Segment], offset: int) -> Iterator[tuple[Seg
 
 def read_run(
     fd: int, start: int, end: int, budget: int | None, limit: int, whole_first: bool
-) -> tuple[bytes, bool]:
+) -> tuple[bytes, bool, int | None]:
     """Consecutive CRC-checked batches from ``start`` (a batch boundary) up to ``end``, read with one
     ``pread``: those that fit in ``budget`` bytes (None: no budget) and start below offset ``limit``;
-    with ``whole_first`` the first batch comes whole even when larger than the budget. Returns the bytes
-    and whether the run stopped before ``end`` (at the budget or the limit). The bytes are the read
+    with ``whole_first`` the first batch comes whole even when larger than the budget. Returns the bytes,
+    whether the run stopped before ``end`` (at the budget or the limit) and the end offset of its last
+    batch (None: no batch), which the walk that checks them learns on the way. The bytes are the read
     buffer itself when the run ends where the read did, else one copy of what is kept. Raises
     :class:`ScanStop` where ``[start, end)`` does not hold well-formed, CRC-valid batches."""
     want = end - start if budget is None else min(end - start, max(budget, HEADER_SIZE))
@@ -165,6 +166,7 @@ def read_run(
         raise ScanStop(start + len(buffer), f"short read: {len(buffer)} of {want} bytes")
     kept = 0
     stopped = False
+    end_offset = None
     while start + kept < end:
         if len(buffer) - kept < HEADER_SIZE:
             if len(buffer) == end - start:
@@ -192,10 +194,11 @@ def read_run(
         if not crc_ok(memoryview(buffer)[kept : kept + size], header):
             raise ScanStop(start + kept, f"crc32c mismatch in batch at offset {header.base_offset}")
         kept += size
+        end_offset = header.end_offset
         if kept == len(buffer) and start + kept < end:
             stopped = True  # the budget is used up exactly (or the first batch was read alone)
             break
-    return (buffer if kept == len(buffer) else buffer[:kept]), stopped
+    return (buffer if kept == len(buffer) else buffer[:kept]), stopped, end_offset
 
 
 def batch_bytes(view: memoryview) -> bytes:
@@ -509,7 +512,7 @@ class Segment(FileHandle):
 
     def read_run(
         self, position: int, end: int, budget: int | None, limit: int, whole_first: bool
-    ) -> tuple[bytes, bool]:
+    ) -> tuple[bytes, bool, int | None]:
         """:func:`read_run` of this segment's data file (corruption raises ``CorruptRecord``); callable
         without the log's lock as :meth:`batches` is."""
         try:

@@ -77,6 +77,27 @@ async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: 
         assert decode_batch(on_disk.data).header.term == replica.group.status().term
 
 
+async def test_a_clients_fetch_counts_the_offsets_it_read_and_a_peers_catch_up_read_does_not(
+    cluster: list[Node],
+) -> None:
+    controller = await until(lambda: controller_leader(cluster), what="controller leader")
+    await controller.topic_changes.create_topic("counted", 1, 3, {})
+    await until(lambda: all("counted" in n.metadata.topics() for n in cluster), what="topic on every node")
+    leader = await until(lambda: partition_leader(cluster, "counted"), what="partition leader")
+    for start in (0, 3):
+        batch = encode_batch(start, [ProducerRecord(b"r")] * 3, 0, 60)
+        await leader.data.produce_batch("counted", 0, batch, 5000)
+    counters = leader.data.counters
+    before = counters["fetched_records"]
+    await leader.data.fetch_batches("counted", 0, 1, 1 << 20, 0)  # both batches, from offset 1: 5 offsets
+    assert counters["fetched_records"] - before == 5
+    await leader.data.fetch_stable("counted", 0, 4, 1 << 20, 0)  # the second batch, from offset 4: 2
+    assert counters["fetched_records"] - before == 7
+    await leader.data.read_batches("counted", 0, 0, 1 << 20)  # a replica catching up: no client's fetch
+    await leader.data.fetch_batches("counted", 0, 6, 1 << 20, 0)  # at the end: nothing read
+    assert counters["fetched_records"] - before == 7
+
+
 async def test_the_topics_codec_and_log_append_time_are_applied_by_the_leader(
     cluster: list[Node],
 ) -> None:
