@@ -120,7 +120,7 @@ def test_create_a_topic_then_produce_and_browse_json_text_and_binary(
     expect(table.locator("tbody tr")).to_have_count(1)
     expect(table.locator("[data-testid=value]")).to_contain_text("/wAQgA==")
     browse.locator("[name=key]").fill("")
-    browse.locator("[name=from]").select_option("end")
+    browse.locator("[name=from]").select_option("last")
     browse.locator("[name=at]").fill("2")
     browse.get_by_role("button", name="Show records").click()
     expect(page.get_by_test_id("read-summary")).to_contain_text("from offset 1")

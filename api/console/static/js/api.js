@@ -88,3 +88,20 @@ export function query(params) {
   const pairs = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== "");
   return pairs.length ? "?" + pairs.map(([k, v]) => `${enc(k)}=${enc(v)}`).join("&") : "";
 }
+
+// The offset of a partition a person points at: "earliest", "latest", "offset" (`at`, kept within the
+// partition's bounds, as Kafka's offset reset keeps it), "last" (`at` records before the end, 20 by
+// default) or "timestamp" (`at`: ms since the epoch or a date-time; the end when no record is that late)
+export async function offsetOf(topic, partition, where, at) {
+  const base = `/topics/${enc(topic)}/partitions/${partition}/offsets`;
+  const bounds = await get(base);
+  const within = (offset) => Math.min(Math.max(offset, bounds.beginning_offset), bounds.end_offset);
+  if (where === "earliest") return bounds.beginning_offset;
+  if (where === "latest") return bounds.end_offset;
+  if (where === "offset") return within(Number(at || 0));
+  if (where === "last") return within(bounds.end_offset - Number(at || 20));
+  const ms = /^\d+$/.test(at) ? Number(at) : Date.parse(at);
+  if (Number.isNaN(ms)) throw new Error(`timestamp ${JSON.stringify(at)}: ms since the epoch or a date-time`);
+  const found = await get(base + query({ timestamp: ms }));
+  return found.offset ?? bounds.end_offset;
+}

@@ -157,3 +157,8 @@ export function confirmedButton(text, testid, question, expected, work, done, ki
   });
   return node;
 }
+
+// A node's state as gossip tells it: alive, suspect (missed its probes), dead or left
+export function gossipBadge(state) {
+  return badge(state, state === "alive" ? "ok" : state === "suspect" ? "warn" : "bad");
+}

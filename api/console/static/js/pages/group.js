@@ -30,21 +30,8 @@ async function resetOffsets(name, values) {
   const topic = values.topic;
   const described = await api.get(`/topics/${api.enc(topic)}`);
   const partitions = values.partition === "" ? described.partitions.map((p) => p.partition) : [Number(values.partition)];
-  const offsets = await Promise.all(partitions.map(async (partition) => {
-    const base = `/topics/${api.enc(topic)}/partitions/${partition}/offsets`;
-    let offset;
-    if (values.to === "offset") offset = Number(values.at);
-    else if (values.to === "timestamp") {
-      const ms = /^\d+$/.test(values.at) ? Number(values.at) : Date.parse(values.at);
-      if (Number.isNaN(ms)) throw new Error(`timestamp ${JSON.stringify(values.at)}: ms since the epoch or a date-time`);
-      const found = await api.get(base + api.query({ timestamp: ms }));
-      offset = found.offset ?? (await api.get(base)).end_offset;
-    } else {
-      const bounds = await api.get(base);
-      offset = values.to === "earliest" ? bounds.beginning_offset : bounds.end_offset;
-    }
-    return { topic, partition, offset };
-  }));
+  const offsets = await Promise.all(partitions.map(async (partition) =>
+    ({ topic, partition, offset: await api.offsetOf(topic, partition, values.to, values.at) })));
   await api.post(`/consumers/${api.enc(name)}/offsets`, { offsets, reset: true });
   return offsets;
 }

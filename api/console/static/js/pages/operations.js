@@ -2,7 +2,9 @@
 // progress, and the controller group's voters. The state parts refresh every two seconds; the forms stay.
 
 import * as api from "../api.js";
-import { h, replace, section, table, errorBox, badge, form, field, flash, action, every, confirmedButton } from "../ui.js";
+import {
+  h, replace, section, table, errorBox, badge, form, field, flash, action, every, confirmedButton, gossipBadge,
+} from "../ui.js";
 
 function button(text, testid, work, done, kind = "small") {
   const node = h("button", { class: kind, "data-testid": testid }, text);
@@ -31,6 +33,7 @@ function controllerView(controller) {
 
 function decommissionView(progress) {
   if (!progress) return "–";
+  if (progress.error) return errorBox(progress.error);
   const text = progress.done ? "done: no replica left"
     : `${progress.replicas_remaining} replicas left, ${progress.moving.length} moving`;
   return h("div", { "data-testid": `decommission-${progress.node_id}` },
@@ -42,7 +45,7 @@ function decommissionView(progress) {
 function nodesView(nodes, progress) {
   return table([
     ["Node", (n) => h("strong", {}, n.node_id)],
-    ["State", (n) => badge(n.state, n.state === "alive" ? "ok" : "bad")],
+    ["State", (n) => gossipBadge(n.state)],
     ["Leads", (n) => n.leader_of],
     ["Maintenance", (n) => (n.maintenance
       ? button("End maintenance", `maintenance-off-${n.node_id}`,
@@ -113,7 +116,11 @@ export async function render(root, { query }) {
     if (n.status === "fulfilled") {
       const progress = {};
       await Promise.all(n.value.filter((x) => x.decommissioning).map(async (x) => {
-        try { progress[x.node_id] = await api.get(`/v1/nodes/${api.enc(x.node_id)}/decommission`); } catch { /* shown as – */ }
+        try {
+          progress[x.node_id] = await api.get(`/v1/nodes/${api.enc(x.node_id)}/decommission`);
+        } catch (error) {
+          progress[x.node_id] = { error };
+        }
       }));
       replace(nodes, nodesView(n.value, progress));
     } else {

@@ -1,7 +1,7 @@
 // Overview: the cluster's health, its nodes as gossip sees them, and live charts of this node's metrics.
 
 import * as api from "../api.js";
-import { h, replace, section, table, badge, errorBox, bytes, every, link } from "../ui.js";
+import { h, replace, section, table, badge, errorBox, bytes, every, link, gossipBadge } from "../ui.js";
 import { CHARTS, Series, draw } from "../metrics.js";
 
 const REFRESH_MS = 2000;
@@ -35,14 +35,10 @@ function healthView(health) {
         list.length ? h("div", { class: "small" }, list.slice(0, 10).join(", ")) : null)));
 }
 
-function stateBadge(state) {
-  return badge(state, state === "alive" ? "ok" : state === "suspect" ? "warn" : "bad");
-}
-
 function nodesView(nodes) {
   return table([
     ["Node", (n) => h("strong", {}, n.node_id)],
-    ["Gossip state", (n) => stateBadge(n.state)],
+    ["Gossip state", (n) => gossipBadge(n.state)],
     ["Console", (n) => link(`${n.http}/console`, n.http)],
     ["Leads", (n) => `${n.leader_of} partition${n.leader_of === 1 ? "" : "s"}`],
     ["Disk used", (n) => bytes(n.disk_used_bytes)],

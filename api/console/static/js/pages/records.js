@@ -9,16 +9,6 @@ import { classify, fromBase64, toBase64, fromHex, utf8 } from "../bytes.js";
 const PAGE_BYTES = 1024 * 1024;
 const SHOWN_MAX = 500;
 
-async function startOffset(base, from, at) {
-  const offsets = await api.get(`${base}/offsets`);
-  if (from === "offset") return Math.max(Number(at || 0), offsets.beginning_offset);
-  if (from === "end") return Math.max(offsets.beginning_offset, offsets.end_offset - Number(at || 20));
-  const ms = /^\d+$/.test(at) ? Number(at) : Date.parse(at);
-  if (Number.isNaN(ms)) throw new Error(`timestamp ${JSON.stringify(at)}: ms since the epoch or a date-time`);
-  const found = await api.get(`${base}/offsets${api.query({ timestamp: ms })}`);
-  return found.offset === null ? offsets.end_offset : found.offset;
-}
-
 // Records from `offset`, at most `limit` of them, up to the partition's end
 async function read(base, offset, limit, isolation) {
   const out = [];
@@ -110,7 +100,7 @@ export async function render(root, { query }) {
   const browse = form({ class: "inline", "data-testid": "browse" }, [
     select("Topic", "topic", topics.map((t) => [t])),
     field("Partition", "partition", { type: "number", min: 0, value: query.get("partition") || 0 }),
-    select("From", "from", [["end", "the end (last N)"], ["offset", "an offset"], ["timestamp", "a timestamp"]]),
+    select("From", "from", [["last", "the end (last N)"], ["offset", "an offset"], ["timestamp", "a timestamp"]]),
     field("At", "at", { placeholder: "N, offset, or date-time", value: query.get("at") || "" }),
     field("Key contains", "key", { placeholder: "any key" }),
     select("Binary as", "binary", [["hex"], ["base64"]]),
@@ -120,7 +110,7 @@ export async function render(root, { query }) {
     const base = `/topics/${api.enc(values.topic)}/partitions/${Number(values.partition)}`;
     replace(results, h("p", { class: "muted" }, "Reading…"));
     try {
-      const offset = await startOffset(base, values.from, values.at);
+      const offset = await api.offsetOf(values.topic, Number(values.partition), values.from, values.at);
       const { records, next } = await read(base, offset, SHOWN_MAX, values.isolation);
       const shown = values.key ? records.filter((r) => keyText(r).includes(values.key)) : records;
       replace(results,
