@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from partitions.errors import OutOfOrderSequence, ProducerFenced, SequenceTooOld
 from raftlog.errors import InvariantViolation, check
 
 WINDOW = 5  # sequences remembered per producer, as Kafka keeps 5 batches
@@ -21,44 +22,14 @@ PRODUCERS_MAX = 10_000  # producers remembered per partition; the least recently
 
 @dataclass(frozen=True, slots=True)
 class Appended:
+    """A sequence applied in the producer's epoch, and the offsets its batch took."""
+
     sequence: int
     base_offset: int
     end_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class Duplicate:
-    """The pair was applied before: answer with the original offsets, append nothing."""
-
-    base_offset: int
-    end_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class Fresh:
-    """Not seen: append it."""
-
-
-@dataclass(frozen=True, slots=True)
-class TooOld:
-    oldest_known: int
-
-
-@dataclass(frozen=True, slots=True)
-class Fenced:
-    """An epoch older than the producer's newest: a zombie's write, refused."""
-
-    current_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class NewEpochNotAtZero:
-    """A producer's new epoch must start at sequence 0."""
-
-    epoch: int
-
-
-Decision = Duplicate | Fresh | TooOld | Fenced | NewEpochNotAtZero
+Refusal = SequenceTooOld | ProducerFenced | OutOfOrderSequence
 
 
 @dataclass(slots=True)
@@ -78,23 +49,25 @@ class ProducerTable:
         self._producers_max = producers_max
         self._producers: OrderedDict[int, _Producer] = OrderedDict()
 
-    def decide(self, producer_id: int, epoch: int, sequence: int) -> Decision:
+    def decide(self, producer_id: int, epoch: int, sequence: int) -> Appended | Refusal | None:
+        """None: not seen, append it. An ``Appended``: applied before, so answer with its offsets and
+        append nothing. A refusal: the error every replica answers alike, nothing appended."""
         known = self._producers.get(producer_id)
         if known is None:
-            return Fresh()
+            return None
         if epoch < known.epoch:
-            return Fenced(known.epoch)
+            return ProducerFenced(producer_id, epoch, known.epoch)
         if epoch > known.epoch:
-            return Fresh() if sequence == 0 else NewEpochNotAtZero(epoch)
+            return None if sequence == 0 else OutOfOrderSequence(producer_id, epoch, sequence)
         window = known.window
         if not window:  # the epoch came with a transaction marker (``bump``): its producer starts anew
-            return Fresh()
+            return None
         for entry in window:
             if entry.sequence == sequence:
-                return Duplicate(entry.base_offset, entry.end_offset)
+                return entry
         if sequence > window[-1].sequence:
-            return Fresh()
-        return TooOld(window[0].sequence)
+            return None
+        return SequenceTooOld(producer_id, sequence, window[0].sequence)
 
     def record(self, producer_id: int, epoch: int, sequence: int, base_offset: int, end_offset: int) -> None:
         known = self._producers.pop(producer_id, None)

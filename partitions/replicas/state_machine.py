@@ -86,14 +86,7 @@ from partitions.errors import (
     SequenceTooOld,
 )
 from partitions.groups.state import GroupResult, GroupTable
-from partitions.replicas.dedup import (
-    Duplicate,
-    Fenced,
-    Fresh,
-    NewEpochNotAtZero,
-    ProducerTable,
-    TooOld,
-)
+from partitions.replicas.dedup import Appended, ProducerTable
 from partitions.transactions.state import TransactionTable, TxnResult
 from raftlog.errors import InvariantViolation, check
 from raftlog.storage import legacy_batch
@@ -265,16 +258,10 @@ class PartitionStateMachine:
         epoch = header.producer_epoch or 0  # None: a batch of format v1, which had epoch 0 only
         if producer_id is not None and sequence is not None:
             decision = self.producers.decide(producer_id, epoch, sequence)
-            if isinstance(decision, Duplicate):
+            if isinstance(decision, Appended):  # a retry of a batch applied before: its offsets again
                 return Produced(decision.base_offset, decision.end_offset, duplicate=True)
-            if isinstance(decision, TooOld):
-                return Refused(SequenceTooOld(producer_id, sequence, decision.oldest_known))
-            if isinstance(decision, Fenced):
-                return Refused(ProducerFenced(producer_id, epoch, decision.current_epoch))
-            if isinstance(decision, NewEpochNotAtZero):
-                return Refused(OutOfOrderSequence(producer_id, epoch, sequence))
-            if not isinstance(decision, Fresh):
-                raise InvariantViolation(f"unhandled dedup decision {decision!r}")
+            if decision is not None:
+                return Refused(decision)
         base_offset = self.high_watermark
         end_offset = base_offset + header.span
         self._write(batch, header, term, base_offset)

@@ -12,15 +12,7 @@ from hypothesis import strategies as st
 
 from partitions import commands
 from partitions.errors import InvalidCommand, OutOfOrderSequence, ProducerFenced, SequenceTooOld
-from partitions.replicas.dedup import (
-    WINDOW,
-    Duplicate,
-    Fenced,
-    Fresh,
-    NewEpochNotAtZero,
-    ProducerTable,
-    TooOld,
-)
+from partitions.replicas.dedup import WINDOW, Appended, ProducerTable
 from partitions.replicas.state_machine import (
     OffsetCommitted,
     PartitionStateMachine,
@@ -99,13 +91,14 @@ def test_a_new_producer_epoch_starts_at_zero_and_fences_the_old_one(tmp_path: pa
     assert isinstance(skipped, Refused) and isinstance(skipped.error, OutOfOrderSequence)
     assert values_in(machine) == [b"e0-0", b"e0-1", b"e0-2", b"e1-0"]
     snapshot = machine.producers.to_rows()
-    assert ProducerTable.from_rows(snapshot).decide(9, 0, 4) == Fenced(1)
+    fenced = ProducerTable.from_rows(snapshot).decide(9, 0, 4)
+    assert isinstance(fenced, ProducerFenced) and fenced.current_epoch == 1
 
 
 def test_a_snapshot_table_without_epochs_reads_as_epoch_0() -> None:
     table = ProducerTable.from_rows([[5, 0, 0, 1], [5, 1, 1, 3]])
     assert table.to_rows() == [[5, 0, 0, 0, 1], [5, 0, 1, 1, 3]]
-    assert table.decide(5, 0, 1) == Duplicate(1, 3)
+    assert table.decide(5, 0, 1) == Appended(1, 1, 3)
 
 
 def test_malformed_commands_are_refused_deterministically(tmp_path: pathlib.Path) -> None:
@@ -214,17 +207,20 @@ def test_producer_table_matches_a_brute_force_model(ops: list[tuple[int, int, in
         decision = table.decide(producer_id, epoch, sequence)
         known_epoch, seen = history.get(producer_id, (-1, []))
         if producer_id in history and epoch < known_epoch:
-            assert decision == Fenced(known_epoch)
+            assert isinstance(decision, ProducerFenced) and decision.current_epoch == known_epoch
             continue
         if producer_id in history and epoch > known_epoch and sequence != 0:
-            assert decision == NewEpochNotAtZero(epoch)
+            assert isinstance(decision, OutOfOrderSequence) and (decision.epoch, decision.sequence) == (
+                epoch,
+                sequence,
+            )
             continue
         if epoch > known_epoch:
             seen = []
         if sequence in seen[-WINDOW:]:
-            assert isinstance(decision, Duplicate)
+            assert isinstance(decision, Appended) and decision.sequence == sequence
         elif not seen or sequence > seen[-1]:
-            assert isinstance(decision, Fresh)
+            assert decision is None
             table.record(producer_id, epoch, sequence, offset, offset + 1)
             offset += 1
             history[producer_id] = (epoch, [*seen, sequence])
@@ -235,7 +231,7 @@ def test_producer_table_matches_a_brute_force_model(ops: list[tuple[int, int, in
                 history.pop(evicted, None)
             order = order[-3:]
         else:
-            assert isinstance(decision, TooOld)
+            assert isinstance(decision, SequenceTooOld) and decision.oldest_known == seen[-WINDOW:][0]
     restored = ProducerTable.from_rows(table.to_rows(), producers_max=3)
     assert restored.to_rows() == table.to_rows()
 
