@@ -7,14 +7,15 @@ after any failure, so a crash or a leader change between steps only repeats a st
 
 1. ``Record(adding=X)``: the controller names X, the first target node not yet a voter; X opens its
    replica as a learner (voters: the recorded replicas; learner: itself).
-2. ``AddLearner(X)``: the partition leader commits the Raft membership change that makes X a learner:
-   it receives the log but counts in no quorum, so the group commits as before however slow X is (a
-   3-voter group still needs 2, with or without X).
+2. ``Change("learner", X)``: the partition leader commits the Raft membership change that makes X a
+   learner: it receives the log but counts in no quorum, so the group commits as before however slow X
+   is (a 3-voter group still needs 2, with or without X).
 3. wait until X's match index reaches the commit index the leader had when X was first seen a learner
-   (``catch_up_goal``), then ``Promote(X)``: the leader commits the change that makes X a voter.
+   (``catch_up_goal``), then ``Change("promote", X)``: the leader commits the change that makes X a voter.
 4. ``Record(replicas + X)``: the controller counts X as a replica, now that it is a voter.
-5. for a voter outside the target: ``Transfer`` leadership away first if it leads, then ``Remove`` it,
-   then ``Record(replicas - Y)``: Y sees it no longer holds the partition and deletes its replica.
+5. for a voter Y outside the target: ``Change("transfer", Z)`` of leadership to a staying voter first if
+   Y leads, then ``Change("remove", Y)``, then ``Record(replicas - Y)``: Y sees it no longer holds the
+   partition and deletes its replica.
    Joins and removals alternate, so a group never has more than one voter beyond the larger of its
    original and target sizes (a 3-node group replaced entirely peaks at 4 voters, not 6).
 6. ``Record(target)`` with nobody joining ends the move.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from partitions.controller.state import Reassignment, check_replica_set
 from partitions.errors import InvalidReassignment, UnknownNode
@@ -53,28 +55,14 @@ class Record:
 
 
 @dataclass(frozen=True, slots=True)
-class Add:
-    """Make ``node`` a learner (it receives the log and counts in no quorum)."""
+class Change:
+    """One Raft membership change the partition leader commits, ``kind`` as
+    ``PeerService.change_membership`` names it: "learner" (make ``node`` a learner: it receives the log and
+    counts in no quorum), "promote" (the learner ``node``, caught up, becomes a voter), "remove" (``node``
+    leaves the group) or "transfer" (leadership moves to ``node``, a voter that stays, before the current
+    leader is removed)."""
 
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class Promote:
-    """Make the learner ``node``, caught up, a voter."""
-
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class Remove:
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class Transfer:
-    """Move leadership to ``node`` (a voter that stays) before the current leader is removed."""
-
+    kind: Literal["learner", "promote", "remove", "transfer"]
     node: str
 
 
@@ -83,7 +71,7 @@ class Wait:
     reason: str
 
 
-Step = Record | Add | Promote | Remove | Transfer | Wait
+Step = Record | Change | Wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +101,13 @@ def next_step(
     target = set(move.target)
     for node in sorted(view.learners):
         if node not in target:
-            return Remove(node)  # joining, then the move was cancelled: take it out again
+            return Change("remove", node)  # joining, then the move was cancelled: take it out again
     for node in sorted(view.learners):
         goal = view.commit_index if catch_up_goal is None else catch_up_goal
         match = view.match_index.get(node, 0)
         if match < goal:
             return Wait(f"{node} is catching up as a learner: match index {match} of {goal}")
-        return Promote(node)
+        return Change("promote", node)
     unrecorded = sorted(voters - recorded_set)
     for node in unrecorded:
         if node not in target:
@@ -140,7 +128,7 @@ def next_step(
         node = joining[0]
         if move.adding != node:
             return Record(tuple(recorded), node)
-        return Add(node)
+        return Change("learner", node)
     if move.adding is not None:
         return Record(tuple(recorded), None)
     return Record(move.target, None)
@@ -148,12 +136,12 @@ def next_step(
 
 def _remove(node: str, move: Reassignment, view: MemberView) -> Step:
     if node != view.leader:
-        return Remove(node)
+        return Change("remove", node)
     staying = [n for n in view.voters if n in move.target and n != node]
     if not staying:
         return Wait(f"no voter of the target {list(move.target)} can take over from {node}")
     best = max(staying, key=lambda n: (view.match_index.get(n, 0), n == move.target[0], n))
-    return Transfer(best)
+    return Change("transfer", best)
 
 
 def _ordered(voters: Collection[str], target: Sequence[str]) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 from partitions.controller import balancer, reconfigure
 from partitions.controller import members as controller_members
 from partitions.controller.members import ControllerMembers
-from partitions.controller.reconfigure import Add, MemberView, Promote, Record, Remove, Wait
+from partitions.controller.reconfigure import MemberView, Record, Wait
 from partitions.controller.state import (
     ControllerCommand,
     ControllerMetadata,
@@ -172,14 +172,8 @@ class Operator(Worker):
             for key in [k for k in self._goals if k[:2] == (topic, partition)]:
                 del self._goals[key]
             await self._controller.propose(StepMove(topic, partition, list(step.replicas), step.adding))
-        elif isinstance(step, Add):
-            await self._change(topic, partition, "learner", step.node)
-        elif isinstance(step, Promote):
-            await self._change(topic, partition, "promote", step.node)
-        elif isinstance(step, Remove):
-            await self._change(topic, partition, "remove", step.node)
         else:
-            await self._change(topic, partition, "transfer", step.node)
+            await self._change(topic, partition, step.kind, step.node)
 
     async def _member_view(self, topic: str, partition: int) -> MemberView | None:
         """The partition leader's Raft view; None when it cannot be had now (no leader, unreachable)."""

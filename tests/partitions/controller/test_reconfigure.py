@@ -11,12 +11,9 @@ from dataclasses import replace
 import pytest
 
 from partitions.controller.reconfigure import (
-    Add,
+    Change,
     MemberView,
-    Promote,
     Record,
-    Remove,
-    Transfer,
     Wait,
     next_step,
     replacement_for,
@@ -45,7 +42,9 @@ def test_the_first_step_names_the_joining_node_then_adds_it() -> None:
         ("n1", "n2", "n3"), "n4"
     )
     joining = replace(move, adding="n4")
-    assert next_step(joining, ["n1", "n2", "n3"], view("n1", {"n1", "n2", "n3"}), None) == Add("n4")
+    assert next_step(joining, ["n1", "n2", "n3"], view("n1", {"n1", "n2", "n3"}), None) == Change(
+        "learner", "n4"
+    )
 
 
 def test_a_learner_is_promoted_once_caught_up_and_counted_once_a_voter() -> None:
@@ -55,7 +54,7 @@ def test_a_learner_is_promoted_once_caught_up_and_counted_once_a_voter() -> None
     step = next_step(move, ["n1", "n2", "n3"], behind, catch_up_goal=90)
     assert isinstance(step, Wait) and "n4" in step.reason
     caught_up = view("n1", voters, commit=120, match={"n2": 120, "n3": 120, "n4": 95}, learners={"n4"})
-    assert next_step(move, ["n1", "n2", "n3"], caught_up, catch_up_goal=90) == Promote("n4")
+    assert next_step(move, ["n1", "n2", "n3"], caught_up, catch_up_goal=90) == Change("promote", "n4")
     promoted = view("n1", {"n1", "n2", "n3", "n4"}, commit=121)
     assert next_step(move, ["n1", "n2", "n3"], promoted, None) == Record(("n1", "n2", "n4", "n3"), None)
 
@@ -74,9 +73,9 @@ def test_a_leaving_leader_hands_over_first_to_the_most_caught_up_staying_voter()
     move = Reassignment(("n1", "n2", "n3"), ("n2", "n3", "n4"))
     voters = {"n1", "n2", "n3", "n4"}
     group = view("n1", voters, match={"n2": 8, "n3": 10, "n4": 10})
-    assert next_step(move, ["n2", "n3", "n4", "n1"], group, None) == Transfer("n4")
+    assert next_step(move, ["n2", "n3", "n4", "n1"], group, None) == Change("transfer", "n4")
     after = view("n4", voters)
-    assert next_step(move, ["n2", "n3", "n4", "n1"], after, None) == Remove("n1")
+    assert next_step(move, ["n2", "n3", "n4", "n1"], after, None) == Change("remove", "n1")
     removed = view("n4", {"n2", "n3", "n4"})
     assert next_step(move, ["n2", "n3", "n4", "n1"], removed, None) == Record(("n2", "n3", "n4"), None)
 
@@ -84,7 +83,7 @@ def test_a_leaving_leader_hands_over_first_to_the_most_caught_up_staying_voter()
 def test_a_full_replacement_alternates_joins_and_removals() -> None:
     move = Reassignment(("n1", "n2", "n3"), ("n4", "n5", "n6"))
     four = view("n1", {"n1", "n2", "n3", "n4"})
-    assert next_step(move, ["n4", "n1", "n2", "n3"], four, None) == Remove("n2")
+    assert next_step(move, ["n4", "n1", "n2", "n3"], four, None) == Change("remove", "n2")
     three = view("n1", {"n1", "n3", "n4"})
     assert next_step(move, ["n4", "n1", "n3"], three, None) == Record(("n4", "n1", "n3"), "n5")
 
@@ -92,9 +91,9 @@ def test_a_full_replacement_alternates_joins_and_removals() -> None:
 def test_a_node_that_joined_before_a_cancel_is_removed_without_waiting() -> None:
     move = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n3"), adding="n4", cancelled=True)
     learner = view("n1", {"n1", "n2", "n3"}, match={"n2": 10, "n3": 10, "n4": 0}, learners={"n4"})
-    assert next_step(move, ["n1", "n2", "n3"], learner, None) == Remove("n4")
+    assert next_step(move, ["n1", "n2", "n3"], learner, None) == Change("remove", "n4")
     promoted = view("n1", {"n1", "n2", "n3", "n4"}, match={"n2": 10, "n3": 10, "n4": 10})
-    assert next_step(move, ["n1", "n2", "n3"], promoted, None) == Remove("n4")
+    assert next_step(move, ["n1", "n2", "n3"], promoted, None) == Change("remove", "n4")
 
 
 class Group:
@@ -155,21 +154,21 @@ def run_move(
             if set(step.replicas) == set(move.target) and step.adding is None:
                 return group.recorded, move.cancelled, history
             move = replace(move, adding=step.adding)
-        elif isinstance(step, Add):
+        elif isinstance(step, Change) and step.kind == "learner":
             assert step.node == move.adding, "only the recorded joining node is added"
             assert not group.learners, "one learner at a time"
             group.learners.add(step.node)
             group.match[step.node] = 0
-        elif isinstance(step, Promote):
+        elif isinstance(step, Change) and step.kind == "promote":
             assert step.node in group.learners
             assert group.match[step.node] >= (goal or 0), "promoted before it caught up"
             group.learners.discard(step.node)
             group.voters.add(step.node)
-        elif isinstance(step, Remove):
+        elif isinstance(step, Change) and step.kind == "remove":
             assert step.node != group.leader, "a leader is never removed"
             group.voters.discard(step.node)
             group.learners.discard(step.node)
-        elif isinstance(step, Transfer):
+        elif isinstance(step, Change) and step.kind == "transfer":
             assert step.node in group.voters
             group.leader = step.node
         history.append((before, set(group.voters)))
