@@ -73,9 +73,9 @@ from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import (
     TIMEOUT_MS_MAX_DEFAULT,
     TRANSACTION_PARTITIONS_DEFAULT,
-    Marker,
     TransactionCoordinator,
 )
+from partitions.transactions.service import Marker
 from partitions.transactions.store import ReplicatedTransactionLog
 from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal
@@ -341,11 +341,9 @@ class Node:
 
     async def _write_txn_marker(self, tp: TopicPartition, marker: Marker) -> None:
         """A transaction's marker, through the partition's leader wherever it is."""
-        m = marker
         await self.cluster.data.call(
-            DataService.write_txn_marker, tp.topic, tp.partition, m.producer_id, m.producer_epoch, m.commit,
-            m.coordinator_epoch, m.write_control, m.transaction, MARKER_TIMEOUT_MS,
-        )  # fmt: skip
+            DataService.write_txn_marker, tp.topic, tp.partition, marker, MARKER_TIMEOUT_MS
+        )
 
     def _address(self, node_id: str) -> str | None:
         return self.routing.http_address(node_id)

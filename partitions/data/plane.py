@@ -48,6 +48,7 @@ from partitions.replicas.state_machine import (
     Refused,
     TxnOffsetPending,
 )
+from partitions.transactions.service import Marker
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
 from raftlog.errors import InvariantViolation, check
@@ -371,24 +372,15 @@ class DataPlane:
         command = commands.TxnOffset(group, offset, producer_id, producer_epoch, transaction)
         await self._applied(replica, command, TxnOffsetPending, timeout_ms)
 
-    async def write_txn_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-        timeout_ms: int,
-    ) -> int:
+    async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
         """The control batch's timestamp is this leader's clock, carried in the command so that every
         replica writes the same bytes."""
         replica = self.leader_replica(topic, partition)
+        m = marker
         command = commands.TxnMarker(
-            producer_id, producer_epoch, commit, coordinator_epoch, self._clock(), write_control, transaction
-        )
+            m.producer_id, m.producer_epoch, m.commit, m.coordinator_epoch, self._clock(), m.write_control,
+            m.transaction,
+        )  # fmt: skip
         return (await self._applied(replica, command, MarkerWritten, timeout_ms)).offset
 
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:

@@ -17,6 +17,7 @@ from typing import Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
 from partitions.peer_ops import peer, routed
+from partitions.transactions.service import Marker
 from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
@@ -238,22 +239,12 @@ class DataService(Protocol):
         wait_arg="timeout_ms",
         topic_arg="topic",
     )
-    async def write_txn_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-        timeout_ms: int,
-    ) -> int:
+    async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
         """End the producer's transaction in the partition (docs/decisions/0019-transactions.md): with
-        ``write_control``, a COMMIT or ABORT control batch; its pending transactional offsets made visible
-        (commit) or dropped. Returns the control batch's offset (-1: none written). Raises ProducerFenced
-        for an epoch older than the partition knows for the producer; a newer one fences the older."""
+        ``marker.write_control``, a COMMIT or ABORT control batch; its pending transactional offsets made
+        visible (commit) or dropped. Returns the control batch's offset (-1: none written). Raises
+        ProducerFenced for an epoch older than the partition knows for the producer; a newer one fences the
+        older."""
         ...
 
     @peer(

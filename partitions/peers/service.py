@@ -50,6 +50,7 @@ from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from partitions.transactions.service import (
+    Marker,
     ProducerIdAndEpoch,
     TransactionDescription,
     TransactionService,
@@ -110,6 +111,7 @@ RESULT_TYPES: tuple[type, ...] = (
     AclFilter,
     ApiToken,
     ProducerIdAndEpoch,
+    Marker,
     TransactionSummary,
     TransactionDescription,
 )

@@ -51,7 +51,12 @@ from partitions.transactions.errors import (
     TransactionLimitReached,
     UnknownTransactionalId,
 )
-from partitions.transactions.service import ProducerIdAndEpoch, TransactionDescription, TransactionSummary
+from partitions.transactions.service import (
+    Marker,
+    ProducerIdAndEpoch,
+    TransactionDescription,
+    TransactionSummary,
+)
 from partitions.transactions.state import (
     EXPIRATION_MS,
     LIMITS,
@@ -92,19 +97,6 @@ PRODUCER_ID_BITS = 62  # as an idempotent producer's (kafka_api.producer_ids): r
 
 class TransactionLog(TableLog[TransactionTable, TxnCommand, TxnResult], Protocol):
     """The replicated home of ``TransactionTable``s: one per partition of ``__transactions``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Marker:
-    """What ends a producer's transaction in one partition: ``DataService.write_txn_marker``'s arguments
-    after the partition's name."""
-
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int  # the Raft term of the coordinator partition's leader driving the transaction
-    write_control: bool  # the producer wrote to the partition: a control batch ends its records there
-    transaction: int  # the transaction's ordinal (``Transaction.started_ms``)
 
 
 class MarkerWriter(Protocol):

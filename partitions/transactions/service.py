@@ -23,6 +23,18 @@ class ProducerIdAndEpoch:
 
 
 @dataclass(frozen=True, slots=True)
+class Marker:
+    """What ends a producer's transaction in one partition (``DataService.write_txn_marker``)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int  # the Raft term of the coordinator partition's leader driving the transaction
+    write_control: bool  # the producer wrote to the partition: a control batch ends its records there
+    transaction: int  # the transaction's ordinal (``Transaction.started_ms``)
+
+
+@dataclass(frozen=True, slots=True)
 class TransactionSummary:
     """A transactional id as listings show it."""
 

@@ -79,7 +79,8 @@ from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
-from partitions.transactions.coordinator import Marker, TransactionCoordinator
+from partitions.transactions.coordinator import TransactionCoordinator
+from partitions.transactions.service import Marker
 from partitions.transactions.state import TransactionTable, TxnCommand, TxnResult
 from partitions.transactions.state import encode as encode_txn
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
@@ -517,23 +518,12 @@ class FakeData:
         self._enter("commit_txn_offset")
         self._led_here(topic, partition).txn_offsets.setdefault(producer_id, {})[group] = offset
 
-    async def write_txn_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        write_control: bool,
-        transaction: int,
-        timeout_ms: int,
-    ) -> int:
+    async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
         """The fake keeps records, not batches: a marker ends the producer's pending offsets only."""
         self._enter("write_txn_marker")
         state = self._led_here(topic, partition)
-        pending = state.txn_offsets.pop(producer_id, {})
-        if commit:
+        pending = state.txn_offsets.pop(marker.producer_id, {})
+        if marker.commit:
             state.consumer_offsets.update(pending)
         return -1
 

@@ -13,13 +13,14 @@ import pytest
 
 from partitions.errors import InvalidName, InvalidTxnState, ProducerFenced, UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.transactions.coordinator import Marker, TransactionCoordinator
+from partitions.transactions.coordinator import TransactionCoordinator
 from partitions.transactions.errors import (
     ConcurrentTransactions,
     InvalidTransactionTimeout,
     TransactionLimitReached,
     UnknownTransactionalId,
 )
+from partitions.transactions.service import Marker
 from partitions.transactions.state import (
     EXPIRATION_MS,
     Limits,
