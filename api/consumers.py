@@ -42,7 +42,7 @@ from partitions.errors import UnknownPartition
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
 from partitions.groups.errors import InvalidConsumerConfig
-from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, ReadConfig
+from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, InstanceConfig, ReadConfig
 from partitions.names import (
     GROUPS_TOPIC,
     check_group_name,
@@ -247,16 +247,15 @@ async def create_instance(request: web.Request) -> web.Response:
         _config_int(body, "auto.commit.interval.ms", defaults.auto_commit_interval_ms),
         _isolation(body),
     )
-    created = await _groups(request).call(
-        GroupService.create_instance,
-        group,
-        name,
+    config = InstanceConfig(
         _config_str(body, "format", "binary").lower(),
         _config_str(body, "auto.offset.reset", "latest").lower(),
         session_timeout_ms,
         assignor,
         reads,
-        client_host(request.remote),
+    )
+    created = await _groups(request).call(
+        GroupService.create_instance, group, name, config, client_host(request.remote)
     )
     # the instance's requests go best to the node coordinating the group
     base = (state.node(request).metadata.http_address(created.coordinator) or "").rstrip("/")

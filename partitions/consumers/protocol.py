@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.state import REQUEST_TIMEOUT_MS_MAX, ReadConfig
+from partitions.groups.state import REQUEST_TIMEOUT_MS_MAX, InstanceConfig
 from partitions.peer_ops import peer
 
 
@@ -125,15 +125,7 @@ class GroupService(Protocol):
 
     @peer("Create a consumer instance on the group's coordinator", write=True)
     async def create_instance(
-        self,
-        group: str,
-        name: str | None,
-        format: str,
-        offset_reset: str,
-        session_timeout_ms: int,
-        assignor: str,
-        reads: ReadConfig,
-        client_host: str = "",
+        self, group: str, name: str | None, config: InstanceConfig, client_host: str = ""
     ) -> ConsumerCreated: ...
 
     @peer("Remove a consumer instance on the group's coordinator", write=True)

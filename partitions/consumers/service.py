@@ -41,7 +41,7 @@ from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
-from partitions.groups.state import Group, ReadConfig
+from partitions.groups.state import Group, InstanceConfig
 from raftlog.errors import RaftlogError
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
@@ -72,26 +72,9 @@ class ConsumerService:
     # -- instances -------------------------------------------------------------------------------------
 
     async def create_instance(
-        self,
-        group: str,
-        name: str | None,
-        format: str,
-        offset_reset: str,
-        session_timeout_ms: int,
-        assignor: str,
-        reads: ReadConfig,
-        client_host: str = "",
+        self, group: str, name: str | None, config: InstanceConfig, client_host: str = ""
     ) -> ConsumerCreated:
-        member = await self._groups.create_instance(
-            group,
-            name,
-            format=format,
-            offset_reset=offset_reset,
-            session_timeout_ms=session_timeout_ms,
-            assignor=assignor,
-            reads=reads,
-            client_host=client_host,
-        )
+        member = await self._groups.create_instance(group, name, config, client_host)
         return ConsumerCreated(member.instance_id, self.node_id)
 
     async def delete_instance(self, group: str, instance: str) -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import UnknownTopic
-from partitions.groups.assignors import ASSIGNORS, TopicPartition
+from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     GroupFull,
     GroupNotEmpty,
@@ -49,10 +49,9 @@ from partitions.groups.errors import (
 )
 from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
 from partitions.groups.state import (
-    DEFAULT_READS,
+    DEFAULT_INSTANCE,
     EMPTY_GROUP_RETENTION_MS,
     GROUP_MEMBERS_MAX,
-    SESSION_TIMEOUT_MS_DEFAULT,
     Committed,
     Expire,
     Forget,
@@ -61,11 +60,11 @@ from partitions.groups.state import (
     GroupCommand,
     GroupResult,
     GroupTable,
+    InstanceConfig,
     Join,
     KafkaGeneration,
     Leave,
     Member,
-    ReadConfig,
     Refresh,
     Subscribe,
 )
@@ -247,26 +246,13 @@ class GroupCoordinator:
     # -- instances -------------------------------------------------------------------------------------
 
     async def create_instance(
-        self,
-        group: str,
-        name: str | None,
-        *,
-        format: str = "json",
-        offset_reset: str = "latest",
-        session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
-        assignor: str = "range",
-        reads: ReadConfig = DEFAULT_READS,
-        client_host: str = "",
+        self, group: str, name: str | None, config: InstanceConfig = DEFAULT_INSTANCE, client_host: str = ""
     ) -> Member:
-        if assignor not in ASSIGNORS:
-            raise InvalidConsumerConfig(f"assignor {assignor!r}: use one of {sorted(ASSIGNORS)}")
         check_group_name(group)
         if name is not None:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
-        member = Member(
-            instance_id, format, offset_reset, session_timeout_ms, self._wall(), (), reads, client_host
-        )
+        member = Member.created(instance_id, config, self._wall(), client_host)
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)
@@ -277,7 +263,7 @@ class GroupCoordinator:
             if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
                 raise GroupFull(group, GROUP_MEMBERS_MAX)
             # counted again when applied: joins proposed together all passed the check above
-            await self._propose(partition, Join(group, member, assignor, GROUP_MEMBERS_MAX))
+            await self._propose(partition, Join(group, member, config.assignor, GROUP_MEMBERS_MAX))
         except GroupFull as full:
             self._log_full(full)
             raise

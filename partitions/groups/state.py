@@ -100,6 +100,25 @@ DEFAULT_READS = ReadConfig()
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceConfig:
+    """What a consumer instance is created with (Confluent's instance configs, and the group's assignor
+    should its creation make the group); its member checks the rest (``Member``)."""
+
+    format: str = "json"  # "json" | "binary": how its records are rendered
+    offset_reset: str = "latest"  # "earliest" | "latest": where to start a partition with no committed offset
+    session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT
+    assignor: str = "range"
+    reads: ReadConfig = DEFAULT_READS
+
+    def __post_init__(self) -> None:
+        if self.assignor not in ASSIGNORS:
+            raise InvalidConsumerConfig(f"assignor {self.assignor!r}: use one of {sorted(ASSIGNORS)}")
+
+
+DEFAULT_INSTANCE = InstanceConfig()
+
+
+@dataclass(frozen=True, slots=True)
 class Member:
     instance_id: str
     format: str  # "json" | "binary": how its records are rendered
@@ -120,6 +139,14 @@ class Member:
                 f"session.timeout.ms {self.session_timeout_ms}: use {SESSION_TIMEOUT_MS_MIN} to "
                 f"{SESSION_TIMEOUT_MS_MAX}"
             )
+
+    @classmethod
+    def created(cls, instance_id: str, config: InstanceConfig, joined_ms: int, client_host: str) -> Member:
+        """A consumer instance as it joins, with no topics yet."""
+        c = config
+        return cls(
+            instance_id, c.format, c.offset_reset, c.session_timeout_ms, joined_ms, (), c.reads, client_host
+        )
 
 
 @dataclass(frozen=True, slots=True)

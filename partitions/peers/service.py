@@ -35,7 +35,7 @@ from partitions.data.service import (
     TimestampOffset,
 )
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.state import ReadConfig
+from partitions.groups.state import InstanceConfig, ReadConfig
 from partitions.metadata.service import (
     AdminService,
     ControllerSnapshot,
@@ -91,6 +91,7 @@ RESULT_TYPES: tuple[type, ...] = (
     Failures,
     ConsumerCreated,
     ReadConfig,
+    InstanceConfig,
     Assignment,
     ReadPlan,
     ReadEnd,

@@ -44,6 +44,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import ROUTES, build_app
 from api.openapi import document
+from partitions.groups.state import InstanceConfig
 from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord
@@ -127,10 +128,12 @@ class ServedCluster:
                 await leader.produce(name, partition, [ProducerRecord(value)], None, None, 1000)
         cluster.group_tables.clear()
         with contextlib.suppress(NotLeader):  # n1 (the controller) creates __consumer_groups
-            await self.data["n1"].groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
+            await self.data["n1"].groups.create_instance(
+                GROUP, INSTANCE, InstanceConfig(offset_reset="earliest")
+            )
         coordinator = next(b for b in self.data.values() if b.groups.coordinates(GROUP))
         if coordinator.node_id != "n1":
-            await coordinator.groups.create_instance(GROUP, INSTANCE, offset_reset="earliest")
+            await coordinator.groups.create_instance(GROUP, INSTANCE, InstanceConfig(offset_reset="earliest"))
         await coordinator.groups.subscribe(GROUP, INSTANCE, ["orders"])
 
     def reset(self) -> None:

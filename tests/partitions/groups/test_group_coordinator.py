@@ -31,6 +31,7 @@ from partitions.groups.state import (
     GroupCommand,
     GroupResult,
     GroupTable,
+    InstanceConfig,
     Join,
     Leave,
     Member,
@@ -183,7 +184,7 @@ def coordinator(log: MemoryLog, clock: Clock) -> GroupCoordinator:
 
 
 async def test_instances_share_partitions_and_commits_are_fenced(coordinator: GroupCoordinator) -> None:
-    a = await coordinator.create_instance("g", "a", offset_reset="earliest")
+    a = await coordinator.create_instance("g", "a", InstanceConfig(offset_reset="earliest"))
     with pytest.raises(ConsumerInstanceExists):
         await coordinator.create_instance("g", "a")
     await coordinator.subscribe("g", "a", ["t"])
@@ -236,7 +237,7 @@ async def test_bad_settings_are_refused_before_anything_is_replicated(
         {"assignor": "x"},
     ):
         with pytest.raises(InvalidConsumerConfig):
-            await coordinator.create_instance("g", None, **config)
+            await coordinator.create_instance("g", None, InstanceConfig(**config))  # type: ignore[arg-type]
     assert all(not t.groups for t in log.tables)
 
 
@@ -244,7 +245,7 @@ async def test_a_silent_member_times_out_and_its_partitions_move(
     coordinator: GroupCoordinator, clock: Clock
 ) -> None:
     for name in ("a", "b"):
-        await coordinator.create_instance("g", name, session_timeout_ms=5_000)
+        await coordinator.create_instance("g", name, InstanceConfig(session_timeout_ms=5_000))
         await coordinator.subscribe("g", name, ["t"])
     clock.ms += 4_000
     coordinator.view("g", "a")  # a heartbeat
@@ -263,7 +264,7 @@ async def test_a_silent_member_times_out_and_its_partitions_move(
 async def test_a_read_keeps_its_member_alive_until_it_ends_or_its_deadline_passes(
     coordinator: GroupCoordinator, clock: Clock
 ) -> None:
-    await coordinator.create_instance("g", "a", session_timeout_ms=5_000)
+    await coordinator.create_instance("g", "a", InstanceConfig(session_timeout_ms=5_000))
     await coordinator.subscribe("g", "a", ["t"])
     long_read = coordinator.begin_read("g", "a", 20_000)
     short_read = coordinator.begin_read("g", "a", 1_000)
@@ -280,7 +281,7 @@ async def test_a_read_keeps_its_member_alive_until_it_ends_or_its_deadline_passe
 async def test_a_new_leader_gives_every_member_a_fresh_session(
     coordinator: GroupCoordinator, log: MemoryLog, clock: Clock
 ) -> None:
-    await coordinator.create_instance("g", "a", session_timeout_ms=5_000)
+    await coordinator.create_instance("g", "a", InstanceConfig(session_timeout_ms=5_000))
     await coordinator.subscribe("g", "a", ["t"])
     tp = coordinator.view("g", "a").assigned[0]
     coordinator.seek("g", "a", {tp: 3})

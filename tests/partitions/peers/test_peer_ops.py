@@ -11,7 +11,7 @@ import pytest
 from partitions.consumers.protocol import ConsumerCreated, GroupService
 from partitions.data.service import DataService, ProduceResult, Served
 from partitions.errors import PeerProtocolError, UnknownTopic
-from partitions.groups.state import ReadConfig
+from partitions.groups.state import InstanceConfig
 from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops, peer
 from partitions.peers.client import PEER_OPS, PeerClient, remote_data, remote_groups, remote_peer
@@ -58,17 +58,13 @@ def test_every_protocol_method_but_the_local_produce_is_a_declared_peer_operatio
 
 async def test_a_stub_sends_the_arguments_by_name_with_the_declared_defaults_and_checks_the_answer() -> None:
     recorder, client = _client(ConsumerCreated("i", "n2"))
-    await remote_groups(client, "n2").create_instance(
-        "g", None, "json", "earliest", 10_000, "range", ReadConfig()
-    )
+    await remote_groups(client, "n2").create_instance("g", None, InstanceConfig())
     ((node, name, arguments),) = recorder.calls
     assert (node, name) == ("n2", "groups.create_instance")
-    assert arguments["client_host"] == "" and arguments["reads"] == ReadConfig()  # the default, by name
+    assert arguments["client_host"] == "" and arguments["config"] == InstanceConfig()  # the default, by name
     recorder.answer = "not a ConsumerCreated"
     with pytest.raises(PeerProtocolError, match=r"groups\.create_instance"):
-        await remote_groups(client, "n2").create_instance(
-            "g", None, "json", "earliest", 10_000, "range", ReadConfig()
-        )
+        await remote_groups(client, "n2").create_instance("g", None, InstanceConfig())
     with pytest.raises(TypeError):
         await remote_peer(client, "n2").leave_controller()  # type: ignore[call-arg]
 
