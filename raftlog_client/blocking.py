@@ -38,7 +38,7 @@ from raftlog_client.contract import (
 )
 from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import RequestFailed, decode_error
-from raftlog_client.retry import Attempts
+from raftlog_client.retry import Attempts, RetryRule
 from raftlog_client.session import Answer, NoAnswer, NotSent
 
 BACKOFF_S = 0.05
@@ -125,15 +125,9 @@ class BlockingClient:
     ) -> Answer:
         """The first usable answer (status < 400); raises ``RequestFailed`` for an error answer that is
         not retried, ``Unavailable`` when the deadline passes without a usable answer."""
-        attempts = Attempts(
-            servers=len(self._servers),
-            repeatable=repeatable,
-            retries=None,
-            budget_s=self._timeout_s if timeout_ms is None else timeout_ms / 1000,
-            backoff_s=BACKOFF_S,
-            backoff_max_s=BACKOFF_MAX_S,
-            rng=self._rng,
-        )
+        budget_s = self._timeout_s if timeout_ms is None else timeout_ms / 1000
+        rule = RetryRule(retries=None, budget_s=budget_s, backoff_s=BACKOFF_S, backoff_max_s=BACKOFF_MAX_S)
+        attempts = Attempts(rule, servers=len(self._servers), repeatable=repeatable, rng=self._rng)
         headers = dict(headers or {})
         who = self._admin if self._admin is not None and path.startswith(ADMIN_PREFIX) else self._as_user
         if who is not None:

@@ -83,7 +83,7 @@ from raftlog_client.contract import (
 )
 from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import ClientError, RequestFailed, decode_error
-from raftlog_client.retry import Attempts
+from raftlog_client.retry import Attempts, RetryRule
 from raftlog_client.session import NoAnswer, NotSent, Session
 
 PRODUCER_ID_BITS = 62
@@ -218,20 +218,14 @@ class RaftlogClient:
     ) -> None:
         if not servers:
             raise ValueError("servers: give at least one base URL, e.g. http://127.0.0.1:8081")
-        if (retries is not None and retries < 0) or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0:
-            raise ValueError("retries, backoff_s and backoff_max_s must be >= 0, timeout_s > 0")
-        if (retry_for_s is not None and retry_for_s <= 0) or (retries is None and retry_for_s is None):
-            raise ValueError("retry_for_s must be > 0, and given when retries is None")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be > 0")
+        self.retry = RetryRule(retries, retry_for_s, backoff_s, backoff_max_s, unreachable_rounds)
         self.servers = [s.rstrip("/") for s in servers]
         self.admin_token = admin_token
         # how calls outside the admin API say who calls (serve --require-auth): a password or a token
         self._as_user = user_authorization(user, user_token)
         self.timeout_s = timeout_s
-        self.retries = retries
-        self.retry_for_s = retry_for_s
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
-        self.unreachable_rounds = unreachable_rounds
         self._rng = rng or random.Random()
         self.producer_id = producer_id if producer_id is not None else self._rng.getrandbits(PRODUCER_ID_BITS)
         self._sequence = 0
@@ -253,16 +247,7 @@ class RaftlogClient:
         await self.session.close()
 
     def _attempts(self, repeatable: bool) -> Attempts:
-        return Attempts(
-            servers=len(self.servers),
-            repeatable=repeatable,
-            retries=self.retries,
-            budget_s=self.retry_for_s,
-            backoff_s=self.backoff_s,
-            backoff_max_s=self.backoff_max_s,
-            rng=self._rng,
-            unreachable_rounds=self.unreachable_rounds,
-        )
+        return Attempts(self.retry, servers=len(self.servers), repeatable=repeatable, rng=self._rng)
 
     async def _request(
         self,

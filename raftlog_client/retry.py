@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from raftlog_client.errors import Unavailable
 
@@ -27,34 +28,48 @@ RETRIABLE_STATUSES = (503, 504)
 _EXPONENT_MAX = 30  # 2**30 * backoff_s is past any backoff_max_s; a larger power only risks overflow
 
 
+@dataclass(frozen=True, slots=True)
+class RetryRule:
+    """How one client retries: at most ``retries`` retries and ``budget_s`` seconds from the first attempt
+    (either may be None, not both), waits of ``backoff_s`` doubling up to ``backoff_max_s``, and with
+    ``unreachable_rounds``, at most that many rounds of every server refusing a connection in a row."""
+
+    retries: int | None = 8
+    budget_s: float | None = None
+    backoff_s: float = 0.05
+    backoff_max_s: float = 2.0
+    unreachable_rounds: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.retries is not None and self.retries < 0) or self.backoff_s < 0 or self.backoff_max_s < 0:
+            raise ValueError("retries, backoff_s and backoff_max_s must be >= 0")
+        if (self.budget_s is not None and self.budget_s <= 0) or (
+            self.retries is None and self.budget_s is None
+        ):
+            raise ValueError("a retry rule needs a bound: retries, a time budget > 0 s, or both")
+
+
 class Attempts:
-    """The attempts of one request; each ``after_*`` returns the wait before the next one, or None."""
+    """The attempts of one request under ``rule``; each ``after_*`` returns the wait before the next one,
+    or None."""
 
     def __init__(
         self,
+        rule: RetryRule,
         *,
         servers: int,
         repeatable: bool,
-        retries: int | None,
-        budget_s: float | None,
-        backoff_s: float,
-        backoff_max_s: float,
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
-        unreachable_rounds: int | None = None,
     ) -> None:
-        if servers < 1 or (retries is None and budget_s is None):
-            raise ValueError("attempts need a server and a bound: retries, budget_s or both")
+        if servers < 1:
+            raise ValueError("attempts need a server")
+        self.rule = rule
         self.servers = servers
         self.repeatable = repeatable
-        self.retries = retries
-        self.budget_s = budget_s
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
         self._rng = rng
         self._clock = clock
         self._started = clock()
-        self.unreachable_rounds = unreachable_rounds
         self.made = 0  # attempts that failed so far
         self._unreachable_in_a_row = 0
 
@@ -78,7 +93,7 @@ class Attempts:
         self._unreachable_in_a_row += 1
         if sent and not self.repeatable:
             return None
-        rounds = self.unreachable_rounds
+        rounds = self.rule.unreachable_rounds
         if not sent and rounds is not None and self._unreachable_in_a_row >= rounds * self.servers:
             return None
         wait = 0.0 if self._unreachable_in_a_row < self.servers else self._backoff(None)
@@ -86,22 +101,24 @@ class Attempts:
 
     def unavailable(self, request: str, problem: str) -> Unavailable:
         """The error to raise when connection failures used up the budget."""
-        if self.budget_s is not None:
-            bound = f"within {self.budget_s:.1f} s"
+        if self.rule.budget_s is not None:
+            bound = f"within {self.rule.budget_s:.1f} s"
         else:
             bound = f"in {self.made} attempt{'s' if self.made != 1 else ''}"
         return Unavailable(f"{request}: no usable answer {bound} ({problem})")
 
     def _backoff(self, retry_after: str | None) -> float:
         exponent = min(self.made - 1, _EXPONENT_MAX)
-        delay = min(self.backoff_max_s, self.backoff_s * 2.0**exponent) * (0.5 + self._rng.random() / 2)
+        rule = self.rule
+        delay = min(rule.backoff_max_s, rule.backoff_s * 2.0**exponent) * (0.5 + self._rng.random() / 2)
         if retry_after is not None and retry_after.strip().isdigit():
-            delay = max(delay, min(float(retry_after), self.backoff_max_s))
+            delay = max(delay, min(float(retry_after), rule.backoff_max_s))
         return delay
 
     def _within_bounds(self, wait: float) -> float | None:
-        if self.retries is not None and self.made > self.retries:
+        retries, budget_s = self.rule.retries, self.rule.budget_s
+        if retries is not None and self.made > retries:
             return None
-        if self.budget_s is not None and self._clock() + wait - self._started > self.budget_s:
+        if budget_s is not None and self._clock() + wait - self._started > budget_s:
             return None
         return wait

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from raftlog_client.retry import Attempts
+from raftlog_client.retry import Attempts, RetryRule
 
 
 class Clock:
@@ -18,13 +18,13 @@ class Clock:
         return self.now
 
 
-def attempts(clock: Clock | None = None, **given: object) -> Attempts:
-    settings: dict[str, object] = {
-        "servers": 3, "repeatable": False, "retries": 8, "budget_s": None, "backoff_s": 0.1,
-        "backoff_max_s": 2.0, "rng": random.Random(1), "clock": clock or Clock(),
-    }  # fmt: skip
-    settings.update(given)
-    return Attempts(**settings)  # type: ignore[arg-type]
+def attempts(
+    clock: Clock | None = None, servers: int = 3, repeatable: bool = False, **rule: object
+) -> Attempts:
+    given = RetryRule(**{"retries": 8, "budget_s": None, "backoff_s": 0.1, "backoff_max_s": 2.0, **rule})  # type: ignore[arg-type]
+    return Attempts(
+        given, servers=servers, repeatable=repeatable, rng=random.Random(1), clock=clock or Clock()
+    )
 
 
 def test_503_is_retried_504_only_when_repeatable_other_errors_never() -> None:
@@ -72,5 +72,9 @@ def test_a_time_budget_bounds_the_attempts_and_names_itself() -> None:
 
 
 def test_some_bound_is_needed() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a bound"):
         attempts(retries=None, budget_s=None)
+    with pytest.raises(ValueError, match="needs a bound"):
+        RetryRule(budget_s=0)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        RetryRule(retries=-1)
