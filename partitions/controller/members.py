@@ -8,8 +8,9 @@ one Raft membership change at a time, as a partition's replicas move:
 1. adding N: the controller leader commits "learner N" (N receives the controller's log, counts in no
    quorum), then asks N to open its controller replica (``peer.join_controller``, repeated by the
    leader's ``Operator`` until N answers); once N's match index reaches the commit index the leader had
-   when it first saw N a learner, the operator commits "promote N" (:func:`next_step`). A leader change
-   meanwhile only repeats a step: the learner in the group's configuration is the record of the add.
+   when it first saw N a learner, the operator commits "promote N" (:func:`learner_to_promote`). A
+   leader change meanwhile only repeats a step: the learner in the group's configuration is the record
+   of the add.
 2. removing N: a leader that is N hands leadership to the most caught-up other voter first; the new
    leader commits "rem N". N, no longer sent anything, sees no leader, asks the others who the
    controller's members are, finds itself outside, closes its replica and follows the controller's
@@ -40,16 +41,6 @@ class ControllerMembers:
     commit_index: int
     match_index: Mapping[str, int] = field(default_factory=dict)  # per other member
     pending: str | None = None  # why no change may start now (a membership entry not yet applied)
-
-
-@dataclass(frozen=True, slots=True)
-class Promote:
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    reason: str
 
 
 def add_refusal(
@@ -100,17 +91,14 @@ def _busy(members: ControllerMembers) -> str | None:
     return members.pending
 
 
-def next_step(members: ControllerMembers, goal: int | None) -> Promote | Wait | None:
-    """What the operator does next for a learner joining the controller group (None: nobody joins).
-    ``goal``: the commit index when the learner was first seen (None: now, ``members.commit_index``)."""
+def learner_to_promote(members: ControllerMembers, goal: int | None) -> str | None:
+    """The learner joining the controller group, once its match index reached ``goal``, the commit index
+    when it was first seen (None: now, ``members.commit_index``); None while nobody joins or it catches up."""
     if not members.learners:
         return None
     node = members.learners[0]
     target = members.commit_index if goal is None else goal
-    match = members.match_index.get(node, 0)
-    if match < target:
-        return Wait(f"{node} is catching up: match index {match} of {target}")
-    return Promote(node)
+    return node if members.match_index.get(node, 0) >= target else None
 
 
 def best_successor(members: ControllerMembers, leaving: str, alive: Collection[str]) -> str | None:

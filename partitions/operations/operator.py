@@ -11,7 +11,7 @@ applied the metadata committed before its election. Each tick it:
 3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
    leadership transfer from ``balancer.plan``;
 4. has a learner of the controller group open its replica, and promotes it once caught up
-   (``controller_members.next_step``).
+   (``controller_members.learner_to_promote``).
 
 All decisions are made from fresh state each tick, so a failed step, a lost answer or a new controller
 leader only repeats work: each step is idempotent (see ``reconfigure``).
@@ -201,10 +201,9 @@ class Operator(Worker):
         node = members.learners[0]
         if self._controller_goal is None or self._controller_goal[0] != node:
             self._controller_goal = (node, members.commit_index)
-        step = controller_members.next_step(members, self._controller_goal[1])
-        if isinstance(step, controller_members.Promote):
-            log.info("node %s: promoting %s to controller voter", self.node_id, step.node)
-            await self._voters.promote_controller_learner(step.node)
+        if controller_members.learner_to_promote(members, self._controller_goal[1]) == node:
+            log.info("node %s: promoting %s to controller voter", self.node_id, node)
+            await self._voters.promote_controller_learner(node)
             self._controller_goal = None
         elif members.match_index.get(node, 0) == 0:
             await self._leaders.join_controller(node, list(members.voters))

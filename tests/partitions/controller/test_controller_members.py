@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from partitions.controller.members import (
     ControllerMembers,
-    Promote,
-    Wait,
     add_refusal,
     best_successor,
-    next_step,
+    learner_to_promote,
     remove_refusal,
 )
 
@@ -54,15 +52,15 @@ def test_a_voter_leaves_only_with_a_live_majority_left_and_never_the_last() -> N
 
 
 def test_a_learner_is_promoted_once_caught_up_to_the_goal() -> None:
-    assert next_step(members("123"), None) is None
+    assert learner_to_promote(members("123"), None) is None
     joining = members("123", "4")
     behind = ControllerMembers(
         joining.leader, 3, joining.voters, joining.learners, 150, {**joining.match_index, "n4": 120}
     )
-    step = next_step(behind, 130)
-    assert isinstance(step, Wait) and "120 of 130" in step.reason
-    assert next_step(behind, 100) == Promote("n4")
-    assert isinstance(next_step(behind, None), Wait), "no goal yet: the commit index now"
+    assert learner_to_promote(behind, 130) is None  # match index 120 of 130
+    assert learner_to_promote(behind, 120) == "n4"
+    assert learner_to_promote(behind, 100) == "n4"
+    assert learner_to_promote(behind, None) is None, "no goal yet: the commit index now (150)"
 
 
 def test_a_leaving_leader_hands_over_to_the_most_caught_up_live_voter() -> None:
