@@ -17,7 +17,9 @@ Everything created carries the run's unique prefix (``jr`` + 6 hex digits).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ipaddress
+import json
 import os
 import secrets
 import shutil
@@ -149,6 +151,14 @@ class NodeSpec:
     @property
     def kafka(self) -> str:
         return f"{self.host}:{self.kafka_port}"
+
+    def argument(self) -> str:
+        """The node as one command-line value, which ``parse`` reads back (``jepsen.hostile --target``)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def parse(cls, text: str) -> NodeSpec:
+        return cls(**json.loads(text))
 
 
 def _used_subnets() -> set[ipaddress.IPv4Network | ipaddress.IPv6Network]:

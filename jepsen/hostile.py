@@ -61,6 +61,7 @@ import crc32c
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from jepsen.control import NodeSpec
 from raftlog_client.contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
@@ -82,23 +83,6 @@ NODE_PEAK_GROWTH_MAX = 512 * 1024 * 1024  # a node's peak memory may not rise mo
 HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
 PRODUCE_VERSION = 9
 API_VERSIONS_VERSION = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    node_id: str
-    host: str
-    http_port: int
-    kafka_port: int
-    raft_port: int
-
-    @classmethod
-    def parse(cls, text: str) -> Target:
-        node_id, host, http, kafka, raft = text.split(",")
-        return cls(node_id, host, int(http), int(kafka), int(raft))
-
-    def argument(self) -> str:
-        return f"{self.node_id},{self.host},{self.http_port},{self.kafka_port},{self.raft_port}"
 
 
 # -- what is sent (pure) --------------------------------------------------------------------------------
@@ -204,7 +188,7 @@ class Pace:
 class Hostile:
     """Every attack on every target until ``stop`` is set; ``tally`` counts outcomes per attack."""
 
-    def __init__(self, targets: Sequence[Target], sources: Sequence[str], topics: dict[str, int],
+    def __init__(self, targets: Sequence[NodeSpec], sources: Sequence[str], topics: dict[str, int],
                  rng: random.Random, token: str | None) -> None:  # fmt: skip
         self.targets = list(targets)
         self.sources = list(sources) or [""]
@@ -326,7 +310,7 @@ class Hostile:
 
         await self._paced(attack, one, 1.0)
 
-    async def _oversize(self, target: Target) -> None:
+    async def _oversize(self, target: NodeSpec) -> None:
         attack = "oversize-kafka"
         chunk = bytes(64 * 1024)
 
@@ -345,7 +329,7 @@ class Hostile:
 
         await self._paced(attack, one, 1.0)
 
-    async def _raft_flood(self, target: Target) -> None:
+    async def _raft_flood(self, target: NodeSpec) -> None:
         attack = "raft-flood"
 
         async def one() -> None:
@@ -355,7 +339,7 @@ class Hostile:
 
         await self._paced(attack, one, REOPENS_PER_S)
 
-    async def _bomb(self, target: Target) -> None:
+    async def _bomb(self, target: NodeSpec) -> None:
         turn = 0
 
         async def one() -> None:
@@ -372,7 +356,7 @@ class Hostile:
 
         await self._paced("bomb", one, 1.0 / BOMB_INTERVAL_S)
 
-    async def _bomb_kafka(self, target: Target, topic: str, partition: int, batch: bytes) -> None:
+    async def _bomb_kafka(self, target: NodeSpec, topic: str, partition: int, batch: bytes) -> None:
         attack = "bomb-kafka"
         async with self._connection(target.host, target.kafka_port) as (reader, writer):
             self.count(attack, "sent")
@@ -386,7 +370,7 @@ class Hostile:
                 return
             self.count(attack, "bombs_accepted" if error == 0 else f"refused:{error}")
 
-    async def _bomb_http(self, target: Target, topic: str, partition: int, batch: bytes) -> None:
+    async def _bomb_http(self, target: NodeSpec, topic: str, partition: int, batch: bytes) -> None:
         attack = "bomb-http"
         headers = {"Content-Type": RECORD_BATCH}
         if self.token:
@@ -404,7 +388,7 @@ class Hostile:
             except aiohttp.ClientError as exc:
                 self.count(attack, f"error:{type(exc).__name__}")
 
-    async def _bad_credentials(self, target: Target) -> None:
+    async def _bad_credentials(self, target: NodeSpec) -> None:
         """Raw requests (an HTTP client library would re-encode a header that is not UTF-8)."""
         attack = "bad-credentials"
 
@@ -448,7 +432,7 @@ def findings(tally: dict[str, dict[str, int]]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jepsen.hostile", description=__doc__.split("\n")[0])
-    parser.add_argument("--target", action="append", required=True, type=Target.parse)
+    parser.add_argument("--target", action="append", required=True, type=NodeSpec.parse)
     parser.add_argument("--source", action="append", default=[], help="a local address to connect from")
     parser.add_argument("--topic", action="append", default=[], help="TOPIC:PARTITIONS to bomb")
     parser.add_argument("--seconds", type=float, required=True)
@@ -517,7 +501,7 @@ class Attackers:
     @classmethod
     def start(
         cls,
-        targets: Sequence[Target],
+        targets: Sequence[NodeSpec],
         sources: Sequence[str],
         topics: dict[str, int],
         seed: int,

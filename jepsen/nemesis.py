@@ -646,10 +646,8 @@ class Nemesis:
         if any(a.fault == "hostile-clients" for a in self.active):
             return None
         sources = self.network.hostile_sources if self.network is not None else hostile.LOOPBACK_SOURCES
-        nodes = self.cluster.nodes
-        targets = [hostile.Target(n.node_id, n.host, n.http_port, n.kafka_port, n.raft_port) for n in nodes]
         attackers = hostile.Attackers.start(
-            targets,
+            self.cluster.nodes,
             sources,
             self.topics,
             self.rng.getrandbits(32),
