@@ -11,9 +11,9 @@ one declaration gives its endpoint on every node and the stub that calls it (``p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
 from partitions.peer_ops import peer, routed
@@ -21,6 +21,7 @@ from partitions.transactions.service import Marker
 from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 HIGH_WATERMARK = -1  # delete_records: below the high watermark, as Kafka's DeleteRecords offset -1 asks
 # A leader epoch (the Raft term of the entry that committed a batch, Kafka's partition leader epoch), or a
@@ -100,6 +101,11 @@ def check_leader_epoch(group_id: str, epoch: int, current_epoch: int) -> None:
     raise UnknownLeaderEpoch(group_id, epoch, current_epoch)
 
 
+def _leader_write(summary: str) -> Callable[[F], F]:
+    """A write to a partition, run on its leader, that may wait up to ``timeout_ms`` for its commit."""
+    return peer(summary, write=True, wait_arg="timeout_ms", topic_arg="topic")
+
+
 class DataService(Protocol):
     @routed(topic_arg="topic")
     async def produce(
@@ -115,12 +121,7 @@ class DataService(Protocol):
         UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
         ...
 
-    @peer(
-        "Append a record batch on the partition's leader",
-        write=True,
-        wait_arg="timeout_ms",
-        topic_arg="topic",
-    )
+    @_leader_write("Append a record batch on the partition's leader")
     async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
         """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
         replicated (``InvalidRecord`` names what is malformed); an idempotent one may also be refused
@@ -160,12 +161,7 @@ class DataService(Protocol):
         """The first committed record whose timestamp is >= ``timestamp_ms``; None when none is."""
         ...
 
-    @peer(
-        "Store a consumer group's offset on the partition's leader",
-        write=True,
-        wait_arg="timeout_ms",
-        topic_arg="topic",
-    )
+    @_leader_write("Store a consumer group's offset on the partition's leader")
     async def commit_offset(
         self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
     ) -> int:
@@ -173,12 +169,7 @@ class DataService(Protocol):
         ``reset``)."""
         ...
 
-    @peer(
-        "Delete a partition's records below an offset on its leader",
-        write=True,
-        wait_arg="timeout_ms",
-        topic_arg="topic",
-    )
+    @_leader_write("Delete a partition's records below an offset on its leader")
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
         """Move the partition's log start offset up to ``offset`` on every replica (Kafka's DeleteRecords;
         ``HIGH_WATERMARK``: every record committed so far); returns the log start offset then (Kafka's
@@ -209,12 +200,7 @@ class DataService(Protocol):
         offset of the group in the partition (Kafka's OffsetFetch with require_stable, KIP-447)."""
         ...
 
-    @peer(
-        "Store a consumer group's offset inside a transaction, on the partition's leader",
-        write=True,
-        wait_arg="timeout_ms",
-        topic_arg="topic",
-    )
+    @_leader_write("Store a consumer group's offset inside a transaction, on the partition's leader")
     async def commit_txn_offset(
         self,
         group: str,
@@ -233,12 +219,7 @@ class DataService(Protocol):
         request that outlived its transaction must not hold an offset for the next one)."""
         ...
 
-    @peer(
-        "End a producer's transaction in a partition, on its leader",
-        write=True,
-        wait_arg="timeout_ms",
-        topic_arg="topic",
-    )
+    @_leader_write("End a producer's transaction in a partition, on its leader")
     async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
         """End the producer's transaction in the partition (docs/decisions/0019-transactions.md): with
         ``marker.write_control``, a COMMIT or ABORT control batch; its pending transactional offsets made
@@ -247,12 +228,7 @@ class DataService(Protocol):
         older."""
         ...
 
-    @peer(
-        "Delete a consumer group's offset on the partition's leader",
-        write=True,
-        wait_arg="timeout_ms",
-        topic_arg="topic",
-    )
+    @_leader_write("Delete a consumer group's offset on the partition's leader")
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         """Delete a group's committed offset of the partition (its group was deleted); whether it had
         one."""
