@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from raftlog_cli.table import Column, table
 from raftlog_client.client import RaftlogClient
 
 WAIT_POLL_S = 0.5
@@ -63,15 +64,22 @@ def health_summary(body: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+NODES = (
+    Column("NODE", "<8"), Column("STATE", "<8", " "), Column("LEADS", ">5", " "),
+    Column("DISK USED", ">10", " "), Column("FLAGS", "<26", "  "), Column("HTTP", gap=" "),
+)  # fmt: skip
+
+
 def nodes_summary(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'NODE':<8} {'STATE':<8} {'LEADS':>5} {'DISK USED':>10}  {'FLAGS':<26} HTTP"]
-    for row in rows:
-        flags = [f for f in ("maintenance", "decommissioning") if row.get(f)]
-        lines.append(
-            f"{row['node_id']:<8} {row['state']:<8} {row['leader_of']:>5} "
-            f"{_bytes(row.get('disk_used_bytes')):>10}  {','.join(flags) or '-':<26} {row['http']}"
-        )
-    return "\n".join(lines)
+    cells = [
+        (r["node_id"], r["state"], r["leader_of"], _bytes(r.get("disk_used_bytes")), _flags(r), r["http"])
+        for r in rows
+    ]
+    return "\n".join(table(NODES, cells))
+
+
+def _flags(node: dict[str, Any]) -> str:
+    return ",".join(f for f in ("maintenance", "decommissioning") if node.get(f)) or "-"
 
 
 def move_summary(body: dict[str, Any]) -> str:

@@ -11,18 +11,26 @@ import sys
 from typing import Any
 
 from raftlog_cli.admin import WithClient, command_group, output_options, print_answer, printing, runner
+from raftlog_cli.table import Column, table
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
 
+GROUPS = (
+    Column("GROUP", "<32"), Column("STATE", "<21"), Column("DOOR", "<7"), Column("MEMBERS", ">8"),
+    Column("GENERATION", ">12"), Column("ASSIGNOR", gap="  "),
+)  # fmt: skip
+OFFSETS = (
+    Column("TOPIC", "<24"), Column("PARTITION", ">10"), Column("COMMITTED", ">11"), Column("END", ">11"),
+    Column("LAG", ">9"), Column("MEMBER", gap="  "),
+)  # fmt: skip
+
 
 def list_summary(groups: list[dict[str, Any]]) -> str:
-    lines = [f"{'GROUP':<32}{'STATE':<21}{'DOOR':<7}{'MEMBERS':>8}{'GENERATION':>12}  ASSIGNOR"]
-    lines += [
-        f"{g['group']:<32}{g['state']:<21}{g['door'] or '-':<7}{g['members']:>8}{g['generation']:>12}  "
-        f"{g['assignor'] or '-'}"
+    rows = [
+        (g["group"], g["state"], g["door"] or "-", g["members"], g["generation"], g["assignor"] or "-")
         for g in groups
     ]
-    return "\n".join(lines)
+    return "\n".join(table(GROUPS, rows))
 
 
 def describe_summary(body: dict[str, Any]) -> str:
@@ -35,15 +43,24 @@ def describe_summary(body: dict[str, Any]) -> str:
         f"  member {m['instance_id']} (client {m['client_id'] or '-'} from {m['client_host'] or '-'})"
         for m in body["members"]
     ]
-    lines.append(f"{'TOPIC':<24}{'PARTITION':>10}{'COMMITTED':>11}{'END':>11}{'LAG':>9}  MEMBER")
-    rows = [(row, member["instance_id"]) for member in body["members"] for row in member["partitions"]]
-    rows += [(row, "-") for row in body.get("unassigned", [])]  # no member holds it (an empty group)
-    for row, member in rows:
-        committed = "-" if row["committed_offset"] is None else row["committed_offset"]
-        lag = "-" if row["lag"] is None else row["lag"]
-        where = f"{row['topic']:<24}{row['partition']:>10}"
-        lines.append(f"{where}{committed:>11}{row['end_offset']:>11}{lag:>9}  {member}")
-    return "\n".join(lines)
+    held = [(row, member["instance_id"]) for member in body["members"] for row in member["partitions"]]
+    held += [(row, "-") for row in body.get("unassigned", [])]  # no member holds it (an empty group)
+    rows = [
+        (
+            r["topic"],
+            r["partition"],
+            _or_dash(r["committed_offset"]),
+            r["end_offset"],
+            _or_dash(r["lag"]),
+            member,
+        )
+        for r, member in held
+    ]
+    return "\n".join(lines + table(OFFSETS, rows))
+
+
+def _or_dash(value: object) -> object:
+    return "-" if value is None else value
 
 
 def reset_summary(rows: list[dict[str, Any]]) -> str:

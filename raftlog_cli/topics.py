@@ -9,7 +9,13 @@ from typing import Any
 
 from raftlog_cli.admin import WithClient, print_answer, printing, runner
 from raftlog_cli.arguments import config_pair, non_negative, positive
+from raftlog_cli.table import Column, table
 from raftlog_client.client import RaftlogClient
+
+PARTITIONS = (
+    Column("PARTITION", ">9"), Column("LEADER", "<8", "  "), Column("REPLICAS", "<24", " "),
+    Column("IN SYNC", gap=" "),
+)  # fmt: skip
 
 
 def created_summary(body: dict[str, Any]) -> str:
@@ -30,20 +36,23 @@ def grown_summary(body: dict[str, Any], validate_only: bool) -> str:
 def describe_summary(body: dict[str, Any]) -> str:
     configs = ", ".join(f"{k}={v}" for k, v in sorted(body.get("configs", {}).items())) or "defaults"
     partitions = body.get("partitions", [])
-    lines = [
+    head = (
         f"{body['name']}: {len(partitions)} partition(s), replication factor "
-        f"{body.get('replication_factor')}, configs: {configs}",
-        f"{'PARTITION':>9}  {'LEADER':<8} {'REPLICAS':<24} IN SYNC",
-    ]
-    for row in partitions:
-        replicas = row.get("replicas", [])
-        in_sync = [r["node"] for r in replicas if r.get("in_sync")]
-        unknown = row.get("leader") is None or any(r.get("in_sync") is None for r in replicas)
-        lines.append(
-            f"{row['partition']:>9}  {row.get('leader') or 'none':<8} "
-            f"{','.join(r['node'] for r in replicas):<24} {'?' if unknown else ','.join(in_sync) or 'none'}"
-        )
-    return "\n".join(lines)
+        f"{body.get('replication_factor')}, configs: {configs}"
+    )
+    rows = [
+        (row["partition"], row.get("leader") or "none", ",".join(r["node"] for r in row.get("replicas", [])),
+         _in_sync(row))
+        for row in partitions
+    ]  # fmt: skip
+    return "\n".join([head, *table(PARTITIONS, rows)])
+
+
+def _in_sync(partition: dict[str, Any]) -> str:
+    replicas = partition.get("replicas", [])
+    if partition.get("leader") is None or any(r.get("in_sync") is None for r in replicas):
+        return "?"
+    return ",".join(r["node"] for r in replicas if r.get("in_sync")) or "none"
 
 
 def offsets_summary(body: dict[str, Any]) -> str:

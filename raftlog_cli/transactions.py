@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from raftlog_cli.admin import WithClient, command_group, output_options, printing, runner
+from raftlog_cli.table import Column, table
 
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
 
@@ -20,14 +21,19 @@ def _open_for(started_ms: int) -> str:
     return f"{max(0, int(time.time() * 1000) - started_ms) / 1000:.1f}s"
 
 
+TRANSACTIONS = (
+    Column("TRANSACTIONAL ID", "<40"), Column("STATE", "<16"), Column("PRODUCER ID", ">21"),
+    Column("EPOCH", ">7"), Column("OPEN FOR", ">11"),
+)  # fmt: skip
+PARTITIONS = (Column("TOPIC", "<32"), Column("PARTITION", ">10"), Column("HOLDS", gap="  "))
+
+
 def list_summary(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'TRANSACTIONAL ID':<40}{'STATE':<16}{'PRODUCER ID':>21}{'EPOCH':>7}{'OPEN FOR':>11}"]
-    lines += [
-        f"{r['transactional_id']:<40}{r['state']:<16}{r['producer_id']:>21}{r['producer_epoch']:>7}"
-        f"{_open_for(r['started_ms']):>11}"
+    cells = [
+        (r["transactional_id"], r["state"], r["producer_id"], r["producer_epoch"], _open_for(r["started_ms"]))
         for r in rows
     ]
-    return "\n".join(lines)
+    return "\n".join(table(TRANSACTIONS, cells))
 
 
 def describe_summary(body: dict[str, Any]) -> str:
@@ -42,8 +48,7 @@ def describe_summary(body: dict[str, Any]) -> str:
         lines.append(f"  offsets of group(s) {', '.join(body['groups'])}")
     rows = [(p, "records") for p in body["partitions"]] + [(p, "offsets") for p in body["offset_partitions"]]
     if rows:
-        lines.append(f"{'TOPIC':<32}{'PARTITION':>10}  HOLDS")
-        lines += [f"{p['topic']:<32}{p['partition']:>10}  {holds}" for p, holds in rows]
+        lines += table(PARTITIONS, [(p["topic"], p["partition"], holds) for p, holds in rows])
     return "\n".join(lines)
 
 

@@ -27,7 +27,13 @@ from raftlog_cli.admin import (
     runner,
 )
 from raftlog_cli.arguments import duration_ms
+from raftlog_cli.table import Column, table
 from raftlog_client.client import RaftlogClient
+
+TOKENS = (
+    Column("ID", "<16"), Column("CREATED", "<20", "  "), Column("EXPIRES", "<20", "  "),
+    Column("DESCRIPTION", gap="  "),
+)  # fmt: skip
 
 
 def users_summary(users: list[dict[str, Any]]) -> str:
@@ -43,11 +49,16 @@ def _when(ms: int | None) -> str:
 def tokens_summary(tokens: list[dict[str, Any]]) -> str:
     if not tokens:
         return "(no tokens)"
-    lines = [f"{'ID':<16}  {'CREATED':<20}  {'EXPIRES':<20}  DESCRIPTION"]
-    for t in tokens:
-        expires = "expired" if t["expired"] else _when(t["expires_ms"])
-        lines.append(f"{t['id']:<16}  {_when(t['created_ms']):<20}  {expires:<20}  {t['description']}")
-    return "\n".join(lines)
+    rows = [
+        (
+            t["id"],
+            _when(t["created_ms"]),
+            "expired" if t["expired"] else _when(t["expires_ms"]),
+            t["description"],
+        )
+        for t in tokens
+    ]
+    return "\n".join(table(TOKENS, rows))
 
 
 def _password(args: argparse.Namespace) -> str:
