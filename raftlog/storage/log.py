@@ -108,6 +108,19 @@ def delete_oldest_segments(log: Log, count: int) -> int:
         return deleted
 
 
+def _begin_at(log: Log, segment: Segment, offset: int) -> None:
+    """The log becomes ``segment``, empty and beginning at ``offset``, the segments before it deleted
+    already; what described the old records (leader epochs, transactions) is forgotten. Under its lock."""
+    log._segments = [segment]
+    log._bases = [offset]
+    log._unflushed_bytes = 0
+    log._durable_end_offset = offset
+    log._truncations += 1
+    log.leader_epochs.clear()
+    log.transactions.clear()
+    log.transactions.save_if_behind(offset)
+
+
 def last_stable_offset(log: Log) -> int:
     """Below it every transaction in ``log`` has ended (Kafka's LSO): a read_committed reader stops there."""
     return log.transactions.last_stable_offset(log.end_offset, log.log_start_offset)
@@ -709,15 +722,8 @@ class Log(Closing):
             for segment in reversed(self._segments):
                 if segment is not keep:
                     segment.delete(self._discard)
-            self._segments = [keep]
-            self._bases = [offset]
-            self._unflushed_bytes = 0
-            self._durable_end_offset = offset
-            self._truncations += 1
-            self.leader_epochs.clear()
+            _begin_at(self, keep, offset)
             self.leader_epochs.save_if_behind(offset)
-            self.transactions.clear()
-            self.transactions.save_if_behind(offset)
 
     def advance_start(self, offset: int) -> int:
         """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the start offset.
@@ -758,14 +764,7 @@ class Log(Closing):
             # below the start offset); no room (DiskFull) leaves the log as it was
             begun = Segment.create(self.directory, offset, self.config.index_interval_bytes)
             empty.delete(self._discard)
-            self._segments = [begun]
-            self._bases = [offset]
-            self._unflushed_bytes = 0
-            self._durable_end_offset = offset
-            self._truncations += 1
-            self.leader_epochs.clear()
-            self.transactions.clear()
-            self.transactions.save_if_behind(offset)
+            _begin_at(self, begun, offset)
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
