@@ -12,41 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from membership.errors import InvalidAddress, MetadataTooLarge, NotStarted
-from partitions.errors import (
-    AuthorizationFailed,
-    CapacityExceeded,
-    ControllerChangeRefused,
-    CoordinatorFenced,
-    DecommissionImpossible,
-    HopLimitExceeded,
-    InvalidCommand,
-    InvalidName,
-    InvalidReassignment,
-    InvalidTopic,
-    InvalidTxnState,
-    LeaderEpochMismatch,
-    NoController,
-    NoReassignment,
-    OutOfOrderSequence,
-    PeerOutcomeUnknown,
-    PeerProtocolError,
-    PeerUnreachable,
-    PlacementImpossible,
-    PolicyViolation,
-    ProducerFenced,
-    ReassignmentInProgress,
-    ReplicaRecovering,
-    ReservedName,
-    SequenceTooOld,
-    TooManyTokens,
-    TopicExists,
-    UnknownNode,
-    UnknownPartition,
-    UnknownToken,
-    UnknownTopic,
-    UnknownUser,
-    UnstableOffsetCommit,
-)
+from partitions import errors as broker
 from partitions.groups import errors as groups
 from partitions.transactions import errors as transactions
 from raftlog.consensus import errors as consensus
@@ -157,18 +123,19 @@ class HttpError:
 TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (BadRequest, HttpError(400, 40001)),
     (Unauthorized, HttpError(401, 40101)),
-    (AuthorizationFailed, HttpError(403, NOT_AUTHORIZED)),  # serve --acls: no ACL allows it; nothing done
+    # serve --acls: no ACL allows it; nothing done
+    (broker.AuthorizationFailed, HttpError(403, NOT_AUTHORIZED)),
     (RouteNotFound, HttpError(404, 40400)),
     (MethodNotAllowed, HttpError(405, 40501)),
     (RequestTooLarge, HttpError(413, 41301)),
     (RequestTimeout, HttpError(408, 40801)),
     (TooManyLoginFailures, HttpError(429, 42901)),
     (NotReady, HttpError(503, 50301, retriable=True)),
-    (NoController, HttpError(503, 50301, retriable=True)),
-    (PeerUnreachable, HttpError(503, 50301, retriable=True)),  # the node a call went to: safe to retry
-    (HopLimitExceeded, HttpError(503, 50303, retriable=True)),
-    (PeerOutcomeUnknown, HttpError(504, 50401, retriable=True)),
-    (PeerProtocolError, HttpError(500, 50000)),
+    (broker.NoController, HttpError(503, 50301, retriable=True)),
+    (broker.PeerUnreachable, HttpError(503, 50301, retriable=True)),  # the node a call went to: safe to retry
+    (broker.HopLimitExceeded, HttpError(503, 50303, retriable=True)),
+    (broker.PeerOutcomeUnknown, HttpError(504, 50401, retriable=True)),
+    (broker.PeerProtocolError, HttpError(500, 50000)),
     # Consensus: NotLeader is normally followed to the leader; it reaches a client only when the hint is
     # unusable (no address, this node): then it is "no leader right now".
     (consensus.NotLeader, HttpError(503, 50301, retriable=True)),
@@ -185,30 +152,30 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (consensus.CorruptJournal, HttpError(500, 50002)),
     (consensus.CorruptSnapshot, HttpError(500, 50002)),
     (storage.InvalidConfig, HttpError(400, 40001)),
-    (ReservedName, HttpError(400, 40003)),  # a topic name kept for the cluster's own topics
-    (InvalidName, HttpError(400, 40001)),
-    (InvalidTopic, HttpError(400, 40001)),
-    (PlacementImpossible, HttpError(400, 40001)),
-    (UnknownTopic, HttpError(404, UNKNOWN_TOPIC)),
-    (UnknownPartition, HttpError(404, 40402)),
-    (TopicExists, HttpError(409, 40901)),
-    (UnknownNode, HttpError(404, 40405)),
-    (UnknownUser, HttpError(404, 40407)),
-    (UnknownToken, HttpError(404, 40408)),  # never made, revoked, or its user deleted
-    (TooManyTokens, HttpError(409, 40915)),  # per user or in the cluster: nothing made
-    (NoReassignment, HttpError(404, 40406)),
-    (InvalidReassignment, HttpError(400, 40002)),
-    (ReassignmentInProgress, HttpError(409, 40908)),
-    (DecommissionImpossible, HttpError(409, 40909)),
-    (CapacityExceeded, HttpError(409, 40910)),
-    (PolicyViolation, HttpError(409, 40918)),
-    (ControllerChangeRefused, HttpError(409, 40914)),
-    (SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
-    (ProducerFenced, HttpError(409, 40911)),
-    (OutOfOrderSequence, HttpError(409, 40912)),
-    (UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
-    (InvalidTxnState, HttpError(409, 40920)),
-    (CoordinatorFenced, HttpError(409, 40924)),  # a deposed transaction coordinator's marker
+    (broker.ReservedName, HttpError(400, 40003)),  # a topic name kept for the cluster's own topics
+    (broker.InvalidName, HttpError(400, 40001)),
+    (broker.InvalidTopic, HttpError(400, 40001)),
+    (broker.PlacementImpossible, HttpError(400, 40001)),
+    (broker.UnknownTopic, HttpError(404, UNKNOWN_TOPIC)),
+    (broker.UnknownPartition, HttpError(404, 40402)),
+    (broker.TopicExists, HttpError(409, 40901)),
+    (broker.UnknownNode, HttpError(404, 40405)),
+    (broker.UnknownUser, HttpError(404, 40407)),
+    (broker.UnknownToken, HttpError(404, 40408)),  # never made, revoked, or its user deleted
+    (broker.TooManyTokens, HttpError(409, 40915)),  # per user or in the cluster: nothing made
+    (broker.NoReassignment, HttpError(404, 40406)),
+    (broker.InvalidReassignment, HttpError(400, 40002)),
+    (broker.ReassignmentInProgress, HttpError(409, 40908)),
+    (broker.DecommissionImpossible, HttpError(409, 40909)),
+    (broker.CapacityExceeded, HttpError(409, 40910)),
+    (broker.PolicyViolation, HttpError(409, 40918)),
+    (broker.ControllerChangeRefused, HttpError(409, 40914)),
+    (broker.SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
+    (broker.ProducerFenced, HttpError(409, 40911)),
+    (broker.OutOfOrderSequence, HttpError(409, 40912)),
+    (broker.UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
+    (broker.InvalidTxnState, HttpError(409, 40920)),
+    (broker.CoordinatorFenced, HttpError(409, 40924)),  # a deposed transaction coordinator's marker
     # the transaction coordinator's (Kafka's producers meet these; the HTTP API reads transactions only)
     (transactions.UnknownTransactionalId, HttpError(404, 40409)),
     (transactions.ConcurrentTransactions, HttpError(409, 40921)),
@@ -220,10 +187,11 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (UnsupportedMediaType, HttpError(415, 41501)),
     (storage.OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
     (storage.InvalidRecord, HttpError(422, 42201)),
-    (InvalidCommand, HttpError(422, 42201)),
+    (broker.InvalidCommand, HttpError(422, 42201)),
     # Kafka's current_leader_epoch named an older or newer term (the Kafka door's; no HTTP route names one)
-    (LeaderEpochMismatch, HttpError(409, 40917)),
-    (ReplicaRecovering, HttpError(503, 50309, retriable=True)),  # recovering committed records from peers
+    (broker.LeaderEpochMismatch, HttpError(409, 40917)),
+    # recovering committed records from peers
+    (broker.ReplicaRecovering, HttpError(503, 50309, retriable=True)),
     (storage.LogClosed, HttpError(503, 50301, retriable=True)),
     # the leader's disk is full (raftlog.storage.space): refused before it was proposed, not done
     (storage.DiskFull, HttpError(507, DISK_FULL, retriable=True)),
@@ -264,14 +232,17 @@ BODY_FIELDS: tuple[tuple[type[RaftlogError], dict[str, str]], ...] = (
     (storage.RecordTooLarge, {"size_bytes": "size_bytes", "limit_bytes": "limit_bytes"}),
     (RequestTooLarge, {"limit_bytes": "limit_bytes"}),
     (consensus.NotLeader, {"leader_hint": "leader_hint"}),
-    (ControllerChangeRefused, {"reason": "reason"}),
-    (CapacityExceeded, {"replicas_max": "replicas_max", "room": "room"}),
+    (broker.ControllerChangeRefused, {"reason": "reason"}),
+    (broker.CapacityExceeded, {"replicas_max": "replicas_max", "room": "room"}),
     (MethodNotAllowed, {"allowed": "allowed"}),
     (groups.StaleGeneration, {"generation": "current"}),
     (groups.PartitionNotAssigned, {"generation": "generation"}),
-    (TooManyTokens, {"limit": "limit"}),
+    (broker.TooManyTokens, {"limit": "limit"}),
     (groups.GroupNotEmpty, {"members": "members"}),
-    (AuthorizationFailed, {"resource_type": "resource_type", "resource": "name", "operation": "operation"}),
+    (
+        broker.AuthorizationFailed,
+        {"resource_type": "resource_type", "resource": "name", "operation": "operation"},
+    ),
 )
 
 
@@ -282,7 +253,7 @@ def body(error: BaseException) -> dict[str, Any]:
     for kind, fields in BODY_FIELDS:
         if isinstance(error, kind):
             payload.update((key, getattr(error, attribute)) for key, attribute in fields.items())
-    if isinstance(error, DecommissionImpossible):
+    if isinstance(error, broker.DecommissionImpossible):
         payload["partitions"] = [{"topic": t, "partition": p, "reason": r} for t, p, r in error.partitions]
     if mapped.retriable:
         payload["retriable"] = True
