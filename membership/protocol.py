@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from membership import wire
 from membership.errors import MetadataTooLarge
@@ -107,21 +107,6 @@ class PushPull:
 
 
 Action = Send | PushPull
-
-
-@dataclass(eq=False, slots=True)
-class _Entry:
-    node_id: str
-    address: str
-    incarnation: int
-    state: MemberState
-    meta: bytes
-    state_changed_ms: int
-
-    def snapshot(self) -> Member:
-        return Member(
-            self.node_id, self.address, self.incarnation, self.state, self.meta, self.state_changed_ms
-        )
 
 
 class _Suspicion:
@@ -239,8 +224,10 @@ class Protocol:
         self.config = config
         self._rng = rng
         self._on_change = on_change
-        self._self = _Entry(node_id, address, 0, MemberState.ALIVE, meta, now_ms)
-        self._members: dict[str, _Entry] = {node_id: self._self}
+        # each member's row, replaced whole when it changes (the rows handed out are never changed)
+        self._members: dict[str, Member] = {
+            node_id: Member(node_id, address, 0, MemberState.ALIVE, meta, now_ms)
+        }
         self.awareness = 0
         self.leaving = False
         self.stats: dict[str, int] = dict.fromkeys(STAT_NAMES, 0)
@@ -268,6 +255,10 @@ class Protocol:
     # ------------------------------------------------------------------------------------------- queries
 
     @property
+    def _self(self) -> Member:
+        return self._members[self.node_id]
+
+    @property
     def incarnation(self) -> int:
         return self._self.incarnation
 
@@ -276,11 +267,10 @@ class Protocol:
         return self._self.meta
 
     def members(self) -> list[Member]:
-        return [entry.snapshot() for entry in self._members.values()]
+        return list(self._members.values())
 
     def member(self, node_id: str) -> Member | None:
-        entry = self._members.get(node_id)
-        return entry.snapshot() if entry is not None else None
+        return self._members.get(node_id)
 
     def live_count(self) -> int:
         """Members (including us) that are ALIVE or SUSPECT: the n of the log(n) formulas."""
@@ -295,7 +285,7 @@ class Protocol:
         others = any(
             e.state in (MemberState.ALIVE, MemberState.SUSPECT)
             for e in self._members.values()
-            if e is not self._self
+            if e.node_id != self.node_id
         )
         return self.leaving and (self.node_id not in self._broadcasts or not others)
 
@@ -346,7 +336,7 @@ class Protocol:
         self._pull_if_unknown(sender_id, sender_address, now_ms, out)
         return out
 
-    def _accused(self, claim: Suspect | Dead) -> _Entry | None:
+    def _accused(self, claim: Suspect | Dead) -> Member | None:
         """The member a suspect or dead claim is about; None when we do not know it, or when the claim is
         older than what we know. The sender of an older claim about a member we know ALIVE is answered
         with our newer alive record (unless that member is us, leaving).
@@ -358,7 +348,7 @@ class Protocol:
         entry = self._members.get(claim.node_id)
         if entry is None or claim.incarnation >= entry.incarnation:
             return entry
-        leaving_self = entry is self._self and self.leaving
+        leaving_self = entry.node_id == self.node_id and self.leaving
         if entry.state is MemberState.ALIVE and not leaving_self and len(self._corrections) < 4:
             self._corrections.append(Alive(entry.node_id, entry.address, entry.incarnation, entry.meta))
         return None
@@ -399,22 +389,21 @@ class Protocol:
         if len(meta) > self.config.meta_bytes_max:
             raise MetadataTooLarge(len(meta), self.config.meta_bytes_max)
         if self.leaving:  # an alive broadcast now would undo our leave
-            self._self.meta = meta
+            self._replace(self._self, meta=meta)
             return
-        self._self.incarnation += 1
-        self._self.meta = meta
-        self._broadcasts.put(Alive(self.node_id, self.address, self._self.incarnation, meta))
+        me = self._replace(self._self, incarnation=self._self.incarnation + 1, meta=meta)
+        self._broadcasts.put(Alive(self.node_id, self.address, me.incarnation, meta))
         self._next_gossip_ms = now_ms
-        self._notify(self._self)
+        self._notify(me)
 
     def leave(self, now_ms: int) -> None:
         if self.leaving:
             return
         self.leaving = True
-        self._set_state(self._self, MemberState.LEFT, now_ms)
-        self._broadcasts.put(Dead(self.node_id, self._self.incarnation, self.node_id))
+        me = self._set_state(self._self, MemberState.LEFT, now_ms)
+        self._broadcasts.put(Dead(self.node_id, me.incarnation, self.node_id))
         self._next_gossip_ms = now_ms
-        self._notify(self._self)
+        self._notify(me)
 
     def tick(self, now_ms: int) -> list[Action]:
         out: list[Action] = []
@@ -439,7 +428,9 @@ class Protocol:
             interval = push_pull_scale(self.config.push_pull_interval_ms, self.live_count())
             self._next_push_pull_ms = now_ms + interval
             alive = [
-                e for e in self._members.values() if e is not self._self and e.state is MemberState.ALIVE
+                e
+                for e in self._members.values()
+                if e.node_id != self.node_id and e.state is MemberState.ALIVE
             ]
             if alive and not self.leaving:
                 out.append(PushPull(self._rng.choice(alive).address, False))
@@ -459,7 +450,7 @@ class Protocol:
         self._sequence = (self._sequence + 1) & 0xFFFFFFFF
         return self._sequence
 
-    def _next_target(self, now_ms: int) -> _Entry | None:
+    def _next_target(self, now_ms: int) -> Member | None:
         while self._probe_first:  # members we just started suspecting on someone else's word
             entry = self._members.get(self._probe_first.pop(0))
             if entry is not None and entry.state in (MemberState.ALIVE, MemberState.SUSPECT):
@@ -471,7 +462,7 @@ class Protocol:
                 self._probe_order = [
                     e.node_id
                     for e in self._members.values()
-                    if e is not self._self and e.state in (MemberState.ALIVE, MemberState.SUSPECT)
+                    if e.node_id != self.node_id and e.state in (MemberState.ALIVE, MemberState.SUSPECT)
                 ]
                 self._rng.shuffle(self._probe_order)
                 self._probe_index = 0
@@ -483,7 +474,7 @@ class Protocol:
                 return entry
         return None
 
-    def _aligned_target(self, now_ms: int) -> _Entry | None:
+    def _aligned_target(self, now_ms: int) -> Member | None:
         """Round-robin on a cluster-wide schedule (not in memberlist).
 
         All live members sorted by node id form a ring of n; in probe slot s (now_ms // probe_interval)
@@ -553,12 +544,12 @@ class Protocol:
             messages.append(Suspect(target.node_id, target.incarnation, self.node_id))
         self._send(target.address, messages, out)
 
-    def _send_indirect(self, probe: _Probe, target: _Entry, out: list[Action]) -> None:
+    def _send_indirect(self, probe: _Probe, target: Member, out: list[Action]) -> None:
         probe.indirect_sent = True
         peers = [
             e
             for e in self._members.values()
-            if e is not self._self and e is not target and e.state is MemberState.ALIVE
+            if e.node_id not in (self.node_id, target.node_id) and e.state is MemberState.ALIVE
         ]
         chosen = self._rng.sample(peers, min(len(peers), self.config.indirect_checks))
         probe.expected_nacks = len(chosen)
@@ -566,7 +557,7 @@ class Protocol:
             self.stats["indirect_probes"] += 1
             self._send(peer.address, [PingRequest(probe.sequence, target.node_id, target.address, True)], out)
 
-    def _probe_failed(self, probe: _Probe, target: _Entry, now_ms: int) -> None:
+    def _probe_failed(self, probe: _Probe, target: Member, now_ms: int) -> None:
         self._probe = None
         self.stats["probe_failures"] += 1
         delta = max(0, probe.expected_nacks - probe.nacks) if probe.expected_nacks > 0 else 1
@@ -614,22 +605,29 @@ class Protocol:
 
     # ------------------------------------------------------------------------------------ state changes
 
-    def _notify(self, entry: _Entry) -> None:
+    def _notify(self, entry: Member) -> None:
         if self._on_change is not None:
-            self._on_change(entry.snapshot())
+            self._on_change(entry)
 
-    def _set_state(self, entry: _Entry, state: MemberState, now_ms: int) -> None:
+    def _replace(self, entry: Member, **changes: object) -> Member:
+        """The member's row with ``changes``, in place of ``entry`` in the table."""
+        changed = replace(entry, **changes)  # type: ignore[arg-type]
+        self._members[entry.node_id] = changed
+        return changed
+
+    def _set_state(self, entry: Member, state: MemberState, now_ms: int, **changes: object) -> Member:
+        """``entry`` with ``changes`` and in ``state`` (since ``now_ms`` if that is new)."""
         if entry.state is not state:
-            entry.state = state
-            entry.state_changed_ms = now_ms
+            changes.update(state=state, state_changed_ms=now_ms)
+        return self._replace(entry, **changes) if changes else entry
 
     def _refute(self, accused_incarnation: int) -> None:
         if self.leaving:
             return
-        self._self.incarnation = max(self._self.incarnation, accused_incarnation) + 1
+        me = self._replace(self._self, incarnation=max(self._self.incarnation, accused_incarnation) + 1)
         self.stats["refutations"] += 1
         self._apply_awareness(1)
-        self._broadcasts.put(Alive(self.node_id, self.address, self._self.incarnation, self._self.meta))
+        self._broadcasts.put(Alive(self.node_id, self.address, me.incarnation, me.meta))
 
     def _on_alive(self, alive: Alive, now_ms: int) -> None:
         if alive.node_id == self.node_id:
@@ -642,7 +640,7 @@ class Protocol:
             return
         entry = self._members.get(alive.node_id)
         if entry is None:
-            entry = _Entry(
+            entry = Member(
                 alive.node_id, alive.address, alive.incarnation, MemberState.ALIVE, alive.meta, now_ms
             )
             self._members[alive.node_id] = entry
@@ -658,10 +656,8 @@ class Protocol:
             return
         self._suspicions.pop(alive.node_id, None)
         was_live = entry.state in (MemberState.ALIVE, MemberState.SUSPECT)
-        entry.incarnation = alive.incarnation
-        entry.address = alive.address
-        entry.meta = alive.meta
-        self._set_state(entry, MemberState.ALIVE, now_ms)
+        changes = {"incarnation": alive.incarnation, "address": alive.address, "meta": alive.meta}
+        entry = self._set_state(entry, MemberState.ALIVE, now_ms, **changes)
         if not was_live:
             position = self._rng.randint(0, len(self._probe_order))
             self._probe_order.insert(position, alive.node_id)
@@ -674,7 +670,7 @@ class Protocol:
         entry = self._accused(suspect)
         if entry is None:
             return
-        if entry is self._self:
+        if entry.node_id == self.node_id:
             self._refute(suspect.incarnation)
             return
         if entry.state is MemberState.SUSPECT:
@@ -685,8 +681,7 @@ class Protocol:
             return
         if entry.state is not MemberState.ALIVE:
             return
-        entry.incarnation = suspect.incarnation
-        self._set_state(entry, MemberState.SUSPECT, now_ms)
+        entry = self._set_state(entry, MemberState.SUSPECT, now_ms, incarnation=suspect.incarnation)
         self.stats["suspicions"] += 1
         self._broadcasts.put(suspect)
         live = self.live_count()
@@ -708,13 +703,13 @@ class Protocol:
             return
         if entry.state in (MemberState.DEAD, MemberState.LEFT):
             return
-        if entry is self._self:
+        if entry.node_id == self.node_id:
             self._refute(dead.incarnation)
             return
         self._suspicions.pop(dead.node_id, None)
-        entry.incarnation = dead.incarnation
         left = dead.from_id == dead.node_id
-        self._set_state(entry, MemberState.LEFT if left else MemberState.DEAD, now_ms)
+        state = MemberState.LEFT if left else MemberState.DEAD
+        entry = self._set_state(entry, state, now_ms, incarnation=dead.incarnation)
         self.stats["leaves" if left else "deaths"] += 1
         if self._probe is not None and self._probe.target_id == dead.node_id:
             self._probe = None
@@ -751,7 +746,7 @@ class Protocol:
         reap = [
             e
             for e in self._members.values()
-            if e is not self._self
+            if e.node_id != self.node_id
             and e.state in (MemberState.DEAD, MemberState.LEFT)
             and now_ms - e.state_changed_ms >= self.config.dead_member_reap_ms
         ]
@@ -775,7 +770,7 @@ class Protocol:
         candidates = [
             e
             for e in self._members.values()
-            if e is not self._self
+            if e.node_id != self.node_id
             and (
                 e.state in (MemberState.ALIVE, MemberState.SUSPECT)
                 or (
