@@ -137,7 +137,7 @@ class Gossip:
 
     @property
     def incarnation(self) -> int:
-        return self._protocol.incarnation if self._protocol is not None else 0
+        return self._protocol.me.incarnation if self._protocol is not None else 0
 
     @property
     def started(self) -> bool:
@@ -266,7 +266,7 @@ class Gossip:
         for state, count in counts.items():
             out[f"members_{state.value}"] = count
         out["awareness"] = protocol.awareness
-        out["incarnation"] = protocol.incarnation
+        out["incarnation"] = protocol.me.incarnation
         out["pending_broadcasts"] = protocol.pending_broadcasts()
         return out
 

@@ -255,16 +255,9 @@ class Protocol:
     # ------------------------------------------------------------------------------------------- queries
 
     @property
-    def _self(self) -> Member:
+    def me(self) -> Member:
+        """This node's own row: its incarnation, its metadata, whether it is leaving."""
         return self._members[self.node_id]
-
-    @property
-    def incarnation(self) -> int:
-        return self._self.incarnation
-
-    @property
-    def meta(self) -> bytes:
-        return self._self.meta
 
     def members(self) -> list[Member]:
         return list(self._members.values())
@@ -389,9 +382,9 @@ class Protocol:
         if len(meta) > self.config.meta_bytes_max:
             raise MetadataTooLarge(len(meta), self.config.meta_bytes_max)
         if self.leaving:  # an alive broadcast now would undo our leave
-            self._replace(self._self, meta=meta)
+            self._replace(self.me, meta=meta)
             return
-        me = self._replace(self._self, incarnation=self._self.incarnation + 1, meta=meta)
+        me = self._replace(self.me, incarnation=self.me.incarnation + 1, meta=meta)
         self._broadcasts.put(Alive(self.node_id, self.address, me.incarnation, meta))
         self._next_gossip_ms = now_ms
         self._notify(me)
@@ -400,7 +393,7 @@ class Protocol:
         if self.leaving:
             return
         self.leaving = True
-        me = self._set_state(self._self, MemberState.LEFT, now_ms)
+        me = self._set_state(self.me, MemberState.LEFT, now_ms)
         self._broadcasts.put(Dead(self.node_id, me.incarnation, self.node_id))
         self._next_gossip_ms = now_ms
         self._notify(me)
@@ -489,7 +482,7 @@ class Protocol:
         ring = sorted(
             e.node_id for e in self._members.values() if e.state in (MemberState.ALIVE, MemberState.SUSPECT)
         )
-        if self._self.state is not MemberState.ALIVE or len(ring) < 2:
+        if self.me.state is not MemberState.ALIVE or len(ring) < 2:
             return None
         count = len(ring)
         position = ring.index(self.node_id)
@@ -624,14 +617,14 @@ class Protocol:
     def _refute(self, accused_incarnation: int) -> None:
         if self.leaving:
             return
-        me = self._replace(self._self, incarnation=max(self._self.incarnation, accused_incarnation) + 1)
+        me = self._replace(self.me, incarnation=max(self.me.incarnation, accused_incarnation) + 1)
         self.stats["refutations"] += 1
         self._apply_awareness(1)
         self._broadcasts.put(Alive(self.node_id, self.address, me.incarnation, me.meta))
 
     def _on_alive(self, alive: Alive, now_ms: int) -> None:
         if alive.node_id == self.node_id:
-            me = self._self
+            me = self.me
             stale = alive.incarnation > me.incarnation or (
                 alive.incarnation == me.incarnation and (alive.meta != me.meta or alive.address != me.address)
             )

@@ -88,7 +88,7 @@ def test_a_falsely_suspected_member_refutes_with_a_higher_incarnation() -> None:
     node = Protocol("me", "10.0.0.1:1", b"m", GossipConfig(), random.Random(1), 0)
     node.merge_remote_state("a", PushPullBody(False, (MemberRecord("a", "10.0.0.2:1", 0, ALIVE, b""),)), 0)
     node.handle("a", "10.0.0.2:1", [Suspect("me", 0, "a")], 0)
-    assert node.incarnation == 1
+    assert node.me.incarnation == 1
     assert node.awareness == 1
     assert node.stats["refutations"] == 1
     # the refutation rides on the next datagram we send (the ack)
@@ -97,9 +97,9 @@ def test_a_falsely_suspected_member_refutes_with_a_higher_incarnation() -> None:
     assert Alive("me", "10.0.0.1:1", 1, b"m") in send.messages
     # a peer's "dead" about us is refuted too, and a stale suspicion is ignored
     node.handle("a", "10.0.0.2:1", [Dead("me", 1, "a")], 2)
-    assert node.incarnation == 2
+    assert node.me.incarnation == 2
     node.handle("a", "10.0.0.2:1", [Suspect("me", 0, "a")], 3)
-    assert node.incarnation == 2
+    assert node.me.incarnation == 2
 
 
 def test_push_pull_merges_a_remote_dead_as_suspect_so_the_accused_can_refute() -> None:
@@ -109,7 +109,7 @@ def test_push_pull_merges_a_remote_dead_as_suspect_so_the_accused_can_refute() -
     node.merge_remote_state("b", PushPullBody(False, (MemberRecord("a", "10.0.0.2:1", 3, DEAD, b""),)), 1)
     assert node.member("a").state is SUSPECT  # type: ignore[union-attr]
     node.merge_remote_state("b", PushPullBody(False, (MemberRecord("me", "10.0.0.1:1", 4, DEAD, b""),)), 2)
-    assert node.incarnation == 5
+    assert node.me.incarnation == 5
     assert node.member("me").state is ALIVE  # type: ignore[union-attr]
 
 
@@ -187,7 +187,7 @@ def test_leave_is_seen_as_left_everywhere_and_never_refuted() -> None:
     assert net.run_until(lambda: net.all_see(ids[4], LEFT), 5_000) is not None
     net.run(60_000)  # it keeps answering pings until stopped, yet stays LEFT
     assert net.all_see(ids[4], LEFT)
-    assert leaver.incarnation == 0
+    assert leaver.me.incarnation == 0
     assert net.events_where(DEAD) == []
 
 
@@ -246,9 +246,9 @@ def test_oversize_metadata_is_refused_and_changes_nothing() -> None:
     with pytest.raises(MetadataTooLarge) as raised:
         node.set_meta(b"x" * 513, 0)
     assert (raised.value.size, raised.value.limit) == (513, 512)
-    assert node.meta == b"ok" and node.incarnation == 0
+    assert node.me.meta == b"ok" and node.me.incarnation == 0
     node.set_meta(b"x" * 512, 0)  # exactly the limit is fine and fits a datagram
-    assert node.incarnation == 1
+    assert node.me.incarnation == 1
 
 
 @pytest.mark.parametrize(("pause_ms", "declared_dead"), [(3_000, False), (40_000, True)])
