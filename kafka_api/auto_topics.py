@@ -27,7 +27,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
@@ -93,21 +93,16 @@ def admit(
     return start, already, later
 
 
+@dataclass(eq=False, slots=True)
 class AutoTopics:
     """The topics this node is creating for Metadata requests, shared by every connection of its Kafka
     listener (event loop only). Each creation runs as a task of its own, so a client that stops waiting
     does not stop it."""
 
-    def __init__(
-        self,
-        per_request_max: int = CREATIONS_PER_REQUEST_MAX,
-        in_flight_max: int = CREATIONS_IN_FLIGHT_MAX,
-        wait_s: float = CREATION_WAIT_S,
-    ) -> None:
-        self._per_request_max = per_request_max
-        self._in_flight_max = in_flight_max
-        self._wait_s = wait_s
-        self._creating: dict[str, asyncio.Task[object]] = {}
+    per_request_max: int = CREATIONS_PER_REQUEST_MAX
+    in_flight_max: int = CREATIONS_IN_FLIGHT_MAX
+    wait_s: float = CREATION_WAIT_S
+    _creating: dict[str, asyncio.Task[object]] = field(default_factory=dict, init=False)
 
     def creating(self) -> frozenset[str]:
         return frozenset(self._creating)
@@ -119,9 +114,7 @@ class AutoTopics:
         create) as far as the bounds allow; each name's answer: NONE (created), LEADER_NOT_AVAILABLE
         (being created, or created by another meanwhile), UNKNOWN_TOPIC_OR_PARTITION (not started: past a
         bound) or the refusal of its creation."""
-        start, already, later = admit(
-            names, self._creating.keys(), self._per_request_max, self._in_flight_max
-        )
+        start, already, later = admit(names, self._creating.keys(), self.per_request_max, self.in_flight_max)
         answers = {name: ErrorCode.leader_not_available for name in already}
         answers.update({name: ErrorCode.unknown_topic_or_partition for name in later})
         if not start:
@@ -136,7 +129,7 @@ class AutoTopics:
             self._creating[name] = task
             task.add_done_callback(functools.partial(self._ended, name))
             tasks[name] = task
-        await asyncio.wait(tasks.values(), timeout=self._wait_s)
+        await asyncio.wait(tasks.values(), timeout=self.wait_s)
         for name, task in tasks.items():
             answers[name] = _answer(task)
         return answers

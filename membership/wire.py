@@ -34,7 +34,7 @@ from __future__ import annotations
 import hmac
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
@@ -327,27 +327,22 @@ def decode_push_pull(secret: bytes, frame: bytes, meta_bytes_max: int, expect_ki
 # ------------------------------------------------------------------------------------------------ replay
 
 
+@dataclass(eq=False, slots=True)
 class ReplayGuard:
     """Sliding-window replay filter keyed by (sender, channel); bounded in senders and window size."""
 
-    def __init__(
-        self,
-        window: int = REPLAY_WINDOW,
-        forget_after_ms: int = REPLAY_FORGET_MS,
-        senders_max: int = REPLAY_SENDERS_MAX,
-    ) -> None:
-        self._window = window
-        self._forget_after_ms = forget_after_ms
-        self._senders_max = senders_max
-        # key -> [highest number, bitmap of seen numbers below highest (bit i = highest - i), last seen ms]
-        self._seen: dict[tuple[str, int], list[int]] = {}
+    window: int = REPLAY_WINDOW
+    forget_after_ms: int = REPLAY_FORGET_MS
+    senders_max: int = REPLAY_SENDERS_MAX
+    # key -> [highest number, bitmap of seen numbers below highest (bit i = highest - i), last seen ms]
+    _seen: dict[tuple[str, int], list[int]] = field(default_factory=dict, init=False)
 
     def check(self, sender_id: str, channel: int, number: int, now_ms: int) -> None:
         """Accept ``number`` once; raise :class:`Replayed` for repeats and numbers older than the window."""
         key = (sender_id, channel)
         entry = self._seen.get(key)
-        if entry is None or now_ms - entry[2] > self._forget_after_ms:
-            if entry is None and len(self._seen) >= self._senders_max:
+        if entry is None or now_ms - entry[2] > self.forget_after_ms:
+            if entry is None and len(self._seen) >= self.senders_max:
                 oldest = min(self._seen, key=lambda k: self._seen[k][2])
                 del self._seen[oldest]
             self._seen[key] = [number, 1, now_ms]
@@ -355,11 +350,11 @@ class ReplayGuard:
         highest, bitmap, _ = entry
         if number > highest:
             shift = number - highest
-            bitmap = ((bitmap << shift) | 1) & ((1 << self._window) - 1) if shift < self._window else 1
+            bitmap = ((bitmap << shift) | 1) & ((1 << self.window) - 1) if shift < self.window else 1
             entry[0], entry[1], entry[2] = number, bitmap, now_ms
             return
         offset = highest - number
-        if offset >= self._window:
+        if offset >= self.window:
             raise Replayed(f"packet {number} from {sender_id} is older than the replay window")
         if bitmap >> offset & 1:
             raise Replayed(f"packet {number} from {sender_id} was already received")
