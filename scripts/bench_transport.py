@@ -33,6 +33,7 @@ from pysyncobj.transport import TCPTransport
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from raftlog.consensus.transport import MuxHub, MuxTransport
+from raftlog_bench.counting import CountingMachine
 from raftlog_bench.peers import free_ports
 
 NODES = 3
@@ -62,23 +63,6 @@ def conf() -> SyncObjConf:
     )
 
 
-class NullMachine:
-    """StateMachine for the patched core (raftlog.consensus.core.RaftCore): counts applies."""
-
-    def __init__(self) -> None:
-        self.applied = 0
-
-    def apply(self, index: int, term: int, command: bytes) -> object:
-        self.applied += 1
-        return None
-
-    def snapshot(self) -> bytes:
-        return b""
-
-    def restore(self, snapshot: bytes) -> None:
-        self.applied = 0
-
-
 def make_replica(core: str, self_id: str, other_ids: list[str], transport: Any, node_class: Any) -> Any:
     """A replica with stock pysyncobj (``Log``) or the project's patched core (``RaftCore``)."""
     if core == "stock":
@@ -103,7 +87,7 @@ def make_replica(core: str, self_id: str, other_ids: list[str], transport: Any, 
         bind_address=self_id if transport is None else None,
     )
     kwargs: dict[str, Any] = {"node_class": node_class, "transport_class": transport or TCPTransport}
-    return RaftCore(self_id, other_ids, NullMachine(), config, journal=MemoryJournal(), **kwargs)
+    return RaftCore(self_id, other_ids, CountingMachine(), config, journal=MemoryJournal(), **kwargs)
 
 
 def submit(core: str, replica: Any, payload: bytes, callback: Any) -> None:

@@ -47,27 +47,13 @@ def _thread_cpu_s() -> dict[int, float]:
     return cpu
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.applied = 0
-
-    def apply(self, index: int, term: int, command: bytes) -> object:
-        self.applied += 1
-        return index
-
-    def snapshot(self) -> bytes:
-        return b""
-
-    def restore(self, snapshot: bytes) -> None:
-        self.applied = 0
-
-
 async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     from raftlog.consensus.cluster import open_mux_group
     from raftlog.consensus.config import CoreConfig
     from raftlog.consensus.driver import Driver
     from raftlog.consensus.interface import Role
     from raftlog.consensus.transport import MuxHub
+    from raftlog_bench.counting import CountingMachine
 
     config = CoreConfig.for_node()
     driver = Driver(name=f"raft-{node_id}", timer_grid_ms=config.timer_grid_ms)
@@ -88,7 +74,7 @@ async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespac
         os.makedirs(directory, exist_ok=True)
         groups.append(
             await open_mux_group(
-                f"g{g}", node_id, sorted(addresses), _Counter(), driver, hub, config, directory
+                f"g{g}", node_id, sorted(addresses), CountingMachine(), driver, hub, config, directory
             )
         )
     for thread, name in ((driver.thread, "driver"), (hub._thread, "hub")):
