@@ -106,20 +106,15 @@ def versions_response(version: int, error: ErrorCode) -> Any:
     return wire.build(cls, error_code=error, api_keys=keys, throttle_time=wire.NO_THROTTLE)
 
 
+# fmt: off
 APIS: dict[int, Api] = {
     api.key: api
     for api in (
         Api(0, "Produce", 3, 9, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
         Api(1, "Fetch", 4, 12, fetch, "READ topic"),
         Api(2, "ListOffsets", 1, 6, list_offsets, "DESCRIBE topic"),
-        Api(
-            3,
-            "Metadata",
-            0,
-            13,
-            metadata,
-            "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one",
-        ),
+        Api(3, "Metadata", 0, 13, metadata,
+            "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one"),
         Api(8, "OffsetCommit", 2, 8, offset_commit, "READ group, READ topic"),
         Api(9, "OffsetFetch", 1, 7, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
         Api(10, "FindCoordinator", 0, 4, find_coordinator, "DESCRIBE group, DESCRIBE transactional id"),
@@ -136,26 +131,14 @@ APIS: dict[int, Api] = {
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),
         Api(20, "DeleteTopics", 1, 5, delete_topics, "DELETE topic"),
         Api(21, "DeleteRecords", 0, 2, delete_records, "DELETE topic"),
-        Api(
-            22,
-            "InitProducerId",
-            0,
-            5,
-            init_producer_id,
-            "WRITE transactional id; without one IDEMPOTENT_WRITE cluster or WRITE on any topic",
-        ),
+        Api(22, "InitProducerId", 0, 5, init_producer_id,
+            "WRITE transactional id; without one IDEMPOTENT_WRITE cluster or WRITE on any topic"),
         Api(24, "AddPartitionsToTxn", 0, 3, add_partitions_to_txn, "WRITE transactional id, WRITE topic"),
         Api(25, "AddOffsetsToTxn", 0, 4, add_offsets_to_txn, "WRITE transactional id, READ group"),
         Api(26, "EndTxn", 0, 4, end_txn, "WRITE transactional id"),
         Api(28, "TxnOffsetCommit", 0, 4, txn_offset_commit, "WRITE transactional id, READ group, READ topic"),
-        Api(
-            23,
-            "OffsetForLeaderEpoch",
-            2,
-            4,
-            offset_for_leader_epoch,
-            "CLUSTER_ACTION cluster, else DESCRIBE topic",
-        ),
+        Api(23, "OffsetForLeaderEpoch", 2, 4, offset_for_leader_epoch,
+            "CLUSTER_ACTION cluster, else DESCRIBE topic"),
         Api(29, "DescribeAcls", 1, 3, describe_acls, "DESCRIBE cluster"),
         Api(30, "CreateAcls", 1, 3, create_acls, "ALTER cluster"),
         Api(31, "DeleteAcls", 1, 3, delete_acls, "ALTER cluster"),
@@ -163,25 +146,14 @@ APIS: dict[int, Api] = {
         Api(33, "AlterConfigs", 0, 2, alter_configs, "ALTER_CONFIGS topic (a broker: cluster)"),
         Api(36, "SaslAuthenticate", 0, 2, sasl_authenticate, "none (before authentication)"),
         Api(37, "CreatePartitions", 0, 3, create_partitions, "ALTER topic"),
-        Api(
-            44,
-            "IncrementalAlterConfigs",
-            0,
-            1,
-            incremental_alter_configs,
-            "ALTER_CONFIGS topic (a broker: cluster)",
-        ),
+        Api(44, "IncrementalAlterConfigs", 0, 1, incremental_alter_configs,
+            "ALTER_CONFIGS topic (a broker: cluster)"),
         Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
         Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
         Api(60, "DescribeCluster", 0, 1, describe_cluster, "none"),
-        Api(
-            65,
-            "DescribeTransactions",
-            0,
-            0,
-            describe_transactions,
-            "DESCRIBE transactional id (topics shown: DESCRIBE topic)",
-        ),
+        Api(65, "DescribeTransactions", 0, 0, describe_transactions,
+            "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),
         Api(66, "ListTransactions", 0, 1, list_transactions, "DESCRIBE transactional id (others left out)"),
     )
 }
+# fmt: on
