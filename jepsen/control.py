@@ -34,7 +34,7 @@ from typing import Any
 
 from jepsen import disks, lazyfs
 from raftlog_client import probe
-from raftlog_dev.dev import free_base_port, plan
+from raftlog_dev.dev import DevNode, free_base_port, plan
 
 SUBNET_BASE = "10.241"
 HTTP_PORT = 8081
@@ -134,23 +134,12 @@ def leftover_links(prefix: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeSpec:
-    node_id: str
-    host: str
-    http_port: int
-    raft_port: int
-    gossip_port: int
-    kafka_port: int
+class NodeSpec(DevNode):
+    """A node of the harness's cluster: ``raftlog dev``'s on loopback, or one in a network namespace of
+    its own (its host that namespace's address)."""
+
     namespace: str | None = None  # netns mode only
     link: str | None = None  # root-side veth (netns mode only)
-
-    @property
-    def http(self) -> str:
-        return f"http://{self.host}:{self.http_port}"
-
-    @property
-    def kafka(self) -> str:
-        return f"{self.host}:{self.kafka_port}"
 
     def argument(self) -> str:
         """The node as one command-line value, which ``parse`` reads back (``jepsen.hostile --target``)."""
@@ -184,16 +173,13 @@ def pick_subnet() -> int:
 
 def plan_loopback(count: int) -> list[NodeSpec]:
     """Ports as ``raftlog dev`` lays them out, from a free base."""
-    return [
-        NodeSpec(node.node_id, "127.0.0.1", node.http_port, node.raft_port, node.gossip_port, node.kafka_port)
-        for node in plan(count, free_base_port(count))
-    ]
+    return [NodeSpec(**dataclasses.asdict(node)) for node in plan(count, free_base_port(count))]
 
 
 def plan_netns(count: int, prefix: str, third_octet: int) -> list[NodeSpec]:
     return [
-        NodeSpec(f"n{i}", f"{SUBNET_BASE}.{third_octet}.{i}", HTTP_PORT, RAFT_PORT, GOSSIP_PORT, KAFKA_PORT,
-                 namespace=f"{prefix}-n{i}", link=f"{prefix}-n{i}")
+        NodeSpec(f"n{i}", HTTP_PORT, RAFT_PORT, GOSSIP_PORT, KAFKA_PORT,
+                 host=f"{SUBNET_BASE}.{third_octet}.{i}", namespace=f"{prefix}-n{i}", link=f"{prefix}-n{i}")
         for i in range(1, count + 1)
     ]  # fmt: skip
 

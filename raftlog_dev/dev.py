@@ -76,20 +76,23 @@ DATA_DIR_MODE = 0o700
 
 @dataclass(frozen=True, slots=True)
 class DevNode:
+    """A node of a local cluster: its id, its host and its listeners' ports."""
+
     node_id: str
     http_port: int
     raft_port: int
     gossip_port: int
     kafka_port: int
     tls: bool = False  # both listeners: raftlog dev --tls
+    host: str = "127.0.0.1"
 
     @property
     def http(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.http_port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.http_port}"
 
     @property
     def kafka(self) -> str:
-        return f"127.0.0.1:{self.kafka_port}"
+        return f"{self.host}:{self.kafka_port}"
 
 
 NODES_DEFAULT = 3

@@ -98,7 +98,7 @@ def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None
         network.cut(nodes[0], nodes[1])
         network.heal_all()
         ghost = control.NodeSpec(
-            "n9", "10.241.0.9", 1, 2, 3, 4, namespace=f"{prefix}-n9", link=f"{prefix}-n9"
+            "n9", 1, 2, 3, 4, host="10.241.0.9", namespace=f"{prefix}-n9", link=f"{prefix}-n9"
         )
         with pytest.raises(control.ControlError):
             network.cut(ghost, nodes[0])  # no such namespace: a loud error, and teardown still cleans up
