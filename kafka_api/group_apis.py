@@ -45,12 +45,13 @@ from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import DataService
-from partitions.errors import InvalidName
+from partitions.errors import InvalidName, ReplicaRecovering
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
+from raftlog.consensus.errors import NoLeader
 from raftlog.errors import RaftlogError
 
 GROUP_KEY = 0
@@ -572,6 +573,9 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
             return ErrorCode.not_coordinator
         try:
             await door.node.local.groups.delete_group(name)
+        except (NoLeader, ReplicaRecovering):  # a partition holding its offsets elects or recovers now
+            return ErrorCode.coordinator_load_in_progress  # retriable (Kafka's clients ask again); the
+            # group stays listed until its offsets are gone, so asking again finishes the work
         except Exception as exc:  # every error is this group's answer (kafka_api.errors)
             return code_of(exc)
         return ErrorCode.none

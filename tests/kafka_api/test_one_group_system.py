@@ -89,7 +89,12 @@ def _kafka_listed(admin: AdminClient, group: str) -> Any:
     return next((g for g in result.valid if g.group_id == group), None)
 
 
-MOVED = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE)
+# the coordinator moved, or a partition it needs elects (Kafka's Java admin client retries both)
+MOVED = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
 
 
 def _asked(call: Callable[[], Any]) -> Any:

@@ -1,0 +1,66 @@
+"""DeleteGroups answers what a Kafka client can act on when a group's offsets cannot be deleted yet."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.group_apis import delete_groups
+from partitions.errors import ReplicaRecovering
+from partitions.groups.errors import GroupNotEmpty
+from raftlog.consensus.errors import NoLeader
+
+
+class Groups:
+    def __init__(self, failure: BaseException | None) -> None:
+        self.failure = failure
+        self.asked: list[str] = []
+
+    async def delete_group(self, name: str) -> None:
+        self.asked.append(name)
+        if self.failure is not None:
+            raise self.failure
+
+
+class Door:
+    """What DeleteGroups asks of its door: the ACLs, the group's coordinator and the node's groups."""
+
+    def __init__(self, groups: Groups) -> None:
+        self.node = SimpleNamespace(node_id="n1", local=SimpleNamespace(groups=groups))
+
+    def allows(self, *_: object) -> bool:
+        return True
+
+    def coordinator_of(self, topic: str, key: str) -> str:
+        return "n1"
+
+
+async def _answer(failure: BaseException | None) -> Any:
+    groups = Groups(failure)
+    request = wire.Request(42, 2, 1, "test", SimpleNamespace(groups_names=("g",)))
+    answer = await delete_groups(Door(groups), request)  # type: ignore[arg-type]
+    assert groups.asked == ["g"]
+    (result,) = answer.results
+    return result.error_code
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [NoLeader("t-0"), ReplicaRecovering("t-0", 5, 9)],
+    ids=["electing", "recovering"],
+)
+async def test_a_partition_of_its_offsets_without_a_leader_is_a_coordinator_still_loading(
+    failure: BaseException,
+) -> None:
+    """Kafka's clients ask again on COORDINATOR_LOAD_IN_PROGRESS; LEADER_NOT_AVAILABLE means nothing to a
+    group API, and the group, still listed, is deleted by the next ask."""
+    assert await _answer(failure) == ErrorCode.coordinator_load_in_progress
+
+
+async def test_a_group_with_members_is_refused_and_a_deleted_one_is_done() -> None:
+    assert await _answer(GroupNotEmpty("g", 1, "the Kafka protocol")) == ErrorCode.non_empty_group
+    assert await _answer(None) == ErrorCode.none
