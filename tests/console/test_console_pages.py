@@ -63,6 +63,10 @@ def test_every_page_loads_and_the_overview_charts_refresh(
         page.wait_for_timeout(500)  # one produce each half second until a refresh shows them
     else:
         pytest.fail("the records/s chart never showed the records produced")
+    # every chart has drawn a point from the same produces: the Raft commit latency and the HTTP produce
+    # latency (its route label, /topics/{topic}/partitions/{partition}, holds braces the parser must keep)
+    for chart in ("commit", "http"):
+        expect(page.get_by_test_id(f"chart-{chart}")).to_have_attribute("data-shown", "true", timeout=30_000)
     screenshot(page, "console-overview")
     browser_log.assert_no_errors()
 

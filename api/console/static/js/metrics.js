@@ -4,17 +4,42 @@
 const NS = "raftlog_";
 const WINDOW = 150; // points kept: five minutes at one sample every two seconds
 
+// One sample line of the Prometheus text format (version 0.0.4): a name, its labels, a value and an optional
+// timestamp. Label values are quoted strings that may hold any character, "}" and "," included (a route such
+// as /topics/{topic}), with \\, \" and \n escaped; null when the line is not a sample.
+export function parseSample(line) {
+  const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line);
+  if (!name) return null;
+  const labels = {};
+  let at = name[0].length;
+  if (line[at] === "{") {
+    at += 1;
+    const pair = /\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,?)\s*/y;
+    for (;;) {
+      if (line[at] === "}") { at += 1; break; }
+      pair.lastIndex = at;
+      const match = pair.exec(line);
+      if (!match) return null;
+      labels[match[1]] = match[2].replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+      at = pair.lastIndex;
+      if (!match[3] && line[at] !== "}") return null;
+    }
+  }
+  const rest = /^\s+(\S+)(?:\s+-?\d+)?\s*$/.exec(line.slice(at));
+  if (!rest) return null;
+  const value = rest[1] === "+Inf" ? Infinity : rest[1] === "-Inf" ? -Infinity : Number(rest[1]);
+  return { name: name[0], labels, value };
+}
+
 export function parse(text) {
   const samples = new Map();
   for (const line of text.split("\n")) {
     if (!line || line.startsWith("#")) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-    if (!match) continue;
-    const labels = {};
-    for (const pair of (match[2] || "").matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]] = pair[2];
-    const list = samples.get(match[1]) || [];
-    list.push({ labels, value: Number(match[3]) });
-    samples.set(match[1], list);
+    const sample = parseSample(line);
+    if (!sample) continue;
+    const list = samples.get(sample.name) || [];
+    list.push({ labels: sample.labels, value: sample.value });
+    samples.set(sample.name, list);
   }
   return samples;
 }
@@ -105,6 +130,11 @@ export class Series {
 
   data(id) {
     return [this.times, ...this.values[id]];
+  }
+
+  // whether the chart has drawn any point in its window (an empty chart while its data exists is a bug)
+  shown(id) {
+    return this.values[id].some((list) => list.some((v) => v !== null && Number.isFinite(v)));
   }
 
   latest(id) {

@@ -76,6 +76,7 @@ export async function render(root) {
       const box = charts.querySelector(`[data-testid="chart-${chart.id}"]`);
       box.dataset.latest = JSON.stringify(series.latest(chart.id));
       box.dataset.samples = String(series.times.length);
+      box.dataset.shown = String(series.shown(chart.id));
     }
   };
   const refresh = async () => {
