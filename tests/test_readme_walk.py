@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_dev.dev import BASE_PORT_DEFAULT, NODES_DEFAULT, plan
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = "## A five-minute tour", "### Operator tour"
@@ -134,3 +135,18 @@ def test_the_walk_reads_every_block_and_joins_continued_lines() -> None:
     assert list(commands(block, 10)) == [
         (11, "curl -s a \\\n  -d b"), (14, "for c in 1 2; do\n  echo $c\ndone"), (17, "echo last"),
     ]  # fmt: skip
+
+
+def test_the_examples_listen_on_ports_make_dev_leaves_free() -> None:
+    """A program the README starts beside ``make dev`` (the Connect worker's REST listener) must not take a
+    port of the dev cluster's nodes: the Connect example once listened on n3's Raft port and failed to
+    bind as printed."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listened = {int(port) for port in re.findall(r"^listeners=\w+://[\d.]+:(\d+)$", readme, re.MULTILINE)}
+    assert listened, "the Connect example's listeners= line moved: update this test"
+    dev_ports = {
+        port
+        for node in plan(NODES_DEFAULT, BASE_PORT_DEFAULT)
+        for port in (node.http_port, node.raft_port, node.gossip_port, node.kafka_port)
+    }
+    assert not listened & dev_ports, f"README examples listen on make dev's ports {sorted(listened & dev_ports)}"
