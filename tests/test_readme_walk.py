@@ -149,4 +149,5 @@ def test_the_examples_listen_on_ports_make_dev_leaves_free() -> None:
         for node in plan(NODES_DEFAULT, BASE_PORT_DEFAULT)
         for port in (node.http_port, node.raft_port, node.gossip_port, node.kafka_port)
     }
-    assert not listened & dev_ports, f"README examples listen on make dev's ports {sorted(listened & dev_ports)}"
+    taken = sorted(listened & dev_ports)
+    assert not taken, f"README examples listen on make dev's ports {taken}"
