@@ -37,8 +37,10 @@ import ctypes
 import json
 import os
 import random
+import re
 import secrets
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -49,13 +51,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from raftlog.errors import InvariantViolation
-from raftlog.storage.dirlock import DirectoryLock
+from raftlog.storage.dirlock import LOCK_FILE, DirectoryLock
 from raftlog.storage.errors import DirectoryLocked
 from raftlog_dev import control
 from raftlog_dev import status as cluster_status
 from raftlog_dev.certificates import DevCertificates, dev_certificates, tls_description
 from raftlog_dev.control import ACTIONS, Answer, ControlError, Request
-from raftlog_dev.hints import up_text
+from raftlog_dev.hints import raftlog_command, up_text
 from raftlog_dev.probe import probe
 from raftlog_dev.secure import DevSecurity, create_user, dev_security, write_client_files, write_token
 from raftlog_node.tls import client_context
@@ -370,7 +372,8 @@ class _Child:
         return entry
 
     def log_tail(self) -> str:
-        """The last line the current process wrote to its log (why it exited, usually)."""
+        """Why the current process exited, as its log says: its last error (a logged ERROR or CRITICAL, or
+        the last line of a traceback), or that it logged none; never an unrelated last line."""
         try:
             with open(self.log_path, "rb") as f:
                 size = f.seek(0, os.SEEK_END)
@@ -378,7 +381,20 @@ class _Child:
                 lines = f.read().decode("utf-8", "replace").strip().splitlines()
         except OSError as exc:
             return f"its log {self.log_path} cannot be read: {exc}"
-        return lines[-1] if lines else f"nothing in its log {self.log_path}"
+        return last_error(lines) or f"it logged no error (its log: {self.log_path})"
+
+
+_LOGGED_ERROR = re.compile(r"^\S+ \S+ (ERROR|CRITICAL) ")  # raftlog_node.logs.FORMAT: time, level, logger
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")  # a traceback's last line
+
+
+def last_error(lines: Sequence[str]) -> str | None:
+    """The last error among a node's log lines: a line logged at ERROR or CRITICAL, or the exception line
+    that ends a traceback, whichever came last; None when there is none."""
+    for line in reversed(lines):
+        if _LOGGED_ERROR.match(line) or _RAISED.match(line):
+            return line
+    return None
 
 
 class Supervisor:
@@ -542,8 +558,8 @@ class Supervisor:
                 node_id = child.node.node_id
                 _say(
                     f"raftlog dev: {node_id} exited with {_exit_text(child.exit_code or 0)}: "
-                    f"{child.log_tail()}\n  start it again with: raftlog dev start {node_id} "
-                    f"--data-dir {self.data_dir}",
+                    f"{child.log_tail()}\n  start it again with: {raftlog_command()} dev start {node_id} "
+                    f"--data-dir {shlex.quote(self.data_dir)}",
                     error=True,
                 )
 
@@ -661,6 +677,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
         return 2
     data_dir = os.path.abspath(args.data_dir)
     os.umask(UMASK)
+    made = not os.path.exists(data_dir)
     try:
         lock = DirectoryLock.acquire(data_dir, "raftlog dev")
     except DirectoryLocked as exc:
@@ -675,6 +692,9 @@ def _run_cluster(args: argparse.Namespace) -> int:
                 "choose another --base-port; nothing was started",
                 file=sys.stderr,
             )
+            if made:  # the folder this refused run made holds only its lock: leave nothing behind
+                os.unlink(os.path.join(data_dir, LOCK_FILE))
+                os.rmdir(data_dir)
             return 1
         certificates = dev_certificates(data_dir) if tls else None
         try:

@@ -183,6 +183,30 @@ def test_a_port_held_by_another_process_is_named_and_nothing_is_started(tmp_path
     assert not (tmp_path / "cluster.json").exists() and not (tmp_path / "n1").exists()
 
 
+def test_a_refused_run_leaves_no_folder_it_made(tmp_path: pathlib.Path) -> None:
+    base = dev.free_base_port(1)
+    data = tmp_path / "new-data"
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", base))
+        squatter.listen()
+        result = raftlog("dev", "--nodes", "1", "--data-dir", str(data), "--base-port", str(base))
+    assert result.returncode == 1 and "held by another process" in result.stderr
+    assert not data.exists()  # not even an empty folder holding the lock
+
+
+def test_a_dead_node_is_reported_with_its_last_error_not_its_last_line() -> None:
+    lines = [
+        "2026-11-25 10:00:00,000 INFO raftlog_node.serve: serving",
+        "2026-11-25 10:00:01,000 ERROR raftlog_node.serve: data directory data/n1 is full",
+        "2026-11-25 10:00:02,000 INFO partitions.peers.client: closed connection from n4",
+    ]
+    assert dev.last_error(lines) == lines[1]
+    traceback = [*lines[:1], "Traceback (most recent call last):", '  File "x.py", line 1']
+    traceback.append("OSError: [Errno 5]")
+    assert dev.last_error(traceback) == "OSError: [Errno 5]"
+    assert dev.last_error(lines[:1] + lines[2:]) is None  # no error: the report says so, not the last line
+
+
 STUB = textwrap.dedent(
     """
     import http.server, json, sys
