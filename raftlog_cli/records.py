@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import sys
 import threading
@@ -19,7 +20,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from raftlog_cli.log_command import text
 from raftlog_client.client import FetchedRecord, Message, RaftlogClient
 
 LINGER_MS_DEFAULT = 50
@@ -75,8 +75,18 @@ _TOKENS: dict[str, Callable[[FetchedRecord], str]] = {
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 
 
+def text(data: bytes | None) -> str | None:
+    """Bytes as UTF-8 text, else ``base64:`` and their base64; None stays None (JSON null)."""
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(data).decode("ascii")
+
+
 def _text(data: bytes | None, null: str | None) -> Any:
-    """``log_command.text`` (UTF-8, else ``base64:``...), with what a null becomes."""
+    """``text`` (UTF-8, else ``base64:``...), with what a null becomes."""
     return null if data is None else text(data)
 
 

@@ -42,11 +42,10 @@ import gc
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from types import MemberDescriptorType
+from types import MemberDescriptorType, ModuleType
 from typing import Any, NamedTuple
 
 import crc32c
-from aiokafka import codec
 
 from raftlog.errors import check
 from raftlog.storage import _records  # type: ignore[attr-defined]
@@ -294,11 +293,20 @@ def encode_batch(
 # Each codec's level: Kafka's defaults where they are fast enough to run on a leader (gzip 6 as zlib's
 # default, zstd 3), lz4's fast mode rather than its high-compression level 9, which costs ~50x more CPU
 # for a few percent (raftlog bench codec). The codecs are aiokafka's (Kafka's framing, e.g. xerial snappy).
+# aiokafka is imported at the first compression, not with this module: its package brings its whole
+# client, which the command line and the client (uncompressed batches) would pay for at every start.
+def _codec() -> ModuleType:
+    import aiokafka.codec
+
+    codec: ModuleType = aiokafka.codec
+    return codec
+
+
 _ENCODERS: dict[Compression, Callable[[bytes], bytes]] = {
-    Compression.GZIP: lambda data: codec.gzip_encode(data, compresslevel=6),
-    Compression.SNAPPY: lambda data: codec.snappy_encode(data),
-    Compression.LZ4: lambda data: codec.lz4_encode(data, level=1),
-    Compression.ZSTD: lambda data: codec.zstd_encode(data, level=3),
+    Compression.GZIP: lambda data: _codec().gzip_encode(data, compresslevel=6),
+    Compression.SNAPPY: lambda data: _codec().snappy_encode(data),
+    Compression.LZ4: lambda data: _codec().lz4_encode(data, level=1),
+    Compression.ZSTD: lambda data: _codec().zstd_encode(data, level=3),
 }
 
 

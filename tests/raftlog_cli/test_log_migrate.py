@@ -16,7 +16,7 @@ import pytest
 from raftlog.storage import Log
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.log_format import FORMAT_FILE
-from raftlog_cli import log_command
+from raftlog_cli import log_files
 from raftlog_cli.cli import main
 
 FIXTURE = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "legacy-v1-datadir"
@@ -120,9 +120,9 @@ class _Terminal(io.StringIO):
 
 def test_on_a_terminal_a_bar_shows_the_bytes_converted(root) -> None:
     terminal = _Terminal()
-    found = log_command.layout(str(root))
+    found = log_files.layout(str(root))
     assert found is not None
-    assert log_command._migrate_nodes(str(root), found, False, terminal) == 0
+    assert log_files._migrate_nodes(str(root), found, False, terminal) == 0
     shown = terminal.getvalue()
-    assert "\r\033[K[" in shown and f"[{'#' * log_command.BAR_WIDTH}] 100%  3/3 logs" in shown
+    assert "\r\033[K[" in shown and f"[{'#' * log_files.BAR_WIDTH}] 100%  3/3 logs" in shown
     assert "[3/3] n1/logs/orders-1.3: converted 2 segments" in shown
