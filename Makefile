@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn
+.PHONY: dev examples test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -11,6 +11,11 @@ bootstrap-cluster:
 
 dev: bootstrap-cluster
 	.venv/bin/raftlog dev
+
+# What the README's examples import beside the node (confluent-kafka, kafka-python, PySpark with pyarrow
+# and pandas: the examples extra), into the same .venv; make test's set-up holds them too.
+examples: bootstrap-cluster
+	.venv/bin/python -m pip install --progress-bar on -e '.[examples]'
 
 lint: bootstrap
 	.venv/bin/ruff check .

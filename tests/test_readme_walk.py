@@ -14,6 +14,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 
 import pytest
@@ -31,6 +32,16 @@ def walked_blocks(readme: str) -> list[tuple[str, int, str]]:
     lines = readme.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith(START))
     last = next(i for i, line in enumerate(lines) if line.startswith(END))
+    return _blocks(lines, first, last)
+
+
+def all_blocks(readme: str) -> list[tuple[str, int, str]]:
+    """(language, first line number, text) of every ``sh`` and ``python`` block of the README."""
+    lines = readme.splitlines()
+    return _blocks(lines, 0, len(lines))
+
+
+def _blocks(lines: list[str], first: int, last: int) -> list[tuple[str, int, str]]:
     blocks, language, body, begun = [], None, [], 0
     for number in range(first, last):
         line = lines[number]
@@ -151,3 +162,30 @@ def test_the_examples_listen_on_ports_make_dev_leaves_free() -> None:
     }
     taken = sorted(listened & dev_ports)
     assert not taken, f"README examples listen on make dev's ports {taken}"
+
+
+# The third-party modules the README's Python examples and examples/*.py import, by the distribution that
+# brings each; quixstreams runs in a virtualenv of its own (README: "make test's set-up installs it").
+EXAMPLE_DISTRIBUTIONS = {"confluent_kafka": "confluent-kafka", "kafka": "kafka-python", "pyspark": "pyspark"}
+OWN_MODULES = {"raftlog", "raftlog_client", "raftlog_spark", "quixstreams"}
+
+
+def test_make_examples_installs_every_client_the_examples_import() -> None:
+    """``make dev`` installs only the node: a README example whose client is not in the ``examples`` extra
+    (``make examples``) fails with ModuleNotFoundError as printed."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sources = [block for language, _, block in all_blocks(readme) if language == "python"]
+    sources += [path.read_text(encoding="utf-8") for path in (ROOT / "examples").glob("*.py")]
+    imported = {
+        match.split(".")[0]
+        for source in sources
+        for match in re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w.]*)", source, re.MULTILINE)
+    }
+    third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "__future__"}
+    unknown = third_party - EXAMPLE_DISTRIBUTIONS.keys() - OWN_MODULES
+    assert not unknown, f"examples import {sorted(unknown)}: add them to the examples extra and this table"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    requirements = pyproject["project"]["optional-dependencies"]["examples"]
+    extra = {re.split(r"[<>=\[ ]", requirement)[0] for requirement in requirements}
+    missing = {EXAMPLE_DISTRIBUTIONS[name] for name in third_party & EXAMPLE_DISTRIBUTIONS.keys()} - extra
+    assert not missing, f"the examples extra lacks {sorted(missing)}"
