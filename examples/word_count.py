@@ -21,6 +21,7 @@ import threading
 import time
 
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import StreamingQueryException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -28,6 +29,20 @@ from pyspark.sql import functions as F
 import raftlog_spark
 
 STOP_WAIT_S = 60.0  # how long Ctrl-C waits for the micro-batch under way to end
+
+
+def why(failure: StreamingQueryException) -> str:
+    """The query's failure in a line, with what to check when it is Spark's own (its Python worker)."""
+    text = str(failure)
+    if "Python worker failed to connect back" in text or "Python daemon failed to launch worker" in text:
+        python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+        return (
+            "Spark's Python worker did not start and connect back to Spark's JVM within Spark's time limit. "
+            f"Check that `{python} -c 'import pyspark, raftlog_spark'` runs (PYSPARK_PYTHON names it), and "
+            "whether the machine was too busy to start it in time (its load average): run the same command "
+            "again and the query resumes from its checkpoint"
+        )
+    return text.strip().splitlines()[0] if text.strip() else repr(failure)
 
 
 def main() -> int:
@@ -82,7 +97,11 @@ def main() -> int:
     print(f"word count running: {args.source} -> {args.sink} on {args.master}; Ctrl-C stops it", flush=True)
     try:
         while query.isActive and not stopping.is_set():
-            query.awaitTermination(1)
+            try:
+                query.awaitTermination(1)
+            except StreamingQueryException as exc:
+                print(f"word count failed: {why(exc)}", file=sys.stderr, flush=True)
+                return 1
         # stopped between micro-batches: one cancelled in flight is aborted with tracebacks of its workers
         deadline = time.monotonic() + STOP_WAIT_S
         while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
