@@ -77,6 +77,7 @@ class Group:
     rebalance_deadline_ms: int = 0
     # a rebalance that began from Empty: collecting its first members until then (``InitialDelay``)
     initial: InitialDelay | None = None
+    term: int = 0  # the leader term of its ``__consumer_groups`` partition this node runs it in
 
     def check_member(self, member_id: str, generation: int) -> Member:
         member = self.members.get(member_id)

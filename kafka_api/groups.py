@@ -1,15 +1,18 @@
 """Kafka's classic consumer group protocol on its coordinator: members join, the leader assigns (the
 assignor runs in the client), everyone syncs, heartbeats keep sessions alive.
 
-A group's members live in this node's memory while the node leads the group's ``__consumer_groups``
-partition (the coordinator FindCoordinator names); committed offsets do not live here but on each
-partition's leader, the same ones the HTTP API shows (``kafka_api.group_apis``). What outlives this
-memory is recorded in that partition's replicated group table (``GroupRecords``, the node's group
-coordinator): each generation a rebalance ends with, and the group's protocol, as Kafka writes group
-metadata to ``__consumer_offsets``. When leadership moves, the new coordinator knows the group, Empty,
-at its last generation; members rejoin (they get UNKNOWN_MEMBER_ID or NOT_COORDINATOR), as after a Kafka
-coordinator failover, and their generations go on from there. The same coordinator lists, describes and
-deletes these groups with the HTTP door's (``LiveGroups``).
+A group runs in this node's memory while the node leads the group's ``__consumer_groups`` partition
+(the coordinator FindCoordinator names); committed offsets do not live here but on each partition's
+leader, the same ones the HTTP API shows (``kafka_api.group_apis``). As Kafka writes a group's metadata
+to ``__consumer_offsets``, the group is written to that partition's replicated group table
+(``GroupRecords``, the node's group coordinator) when a rebalance completes (the leader's SyncGroup: the
+members learn their assignments once it is written; a failed write answers them an error they rejoin on)
+and when the group empties: protocol type, protocol, generation, leader and every member with its
+subscription and assignment. A coordinator taking over (a failover, a restart) loads the group from
+there, for the leader term it now leads the partition in: Stable with its members, each member's session
+starting afresh, so their heartbeats, commits and syncs go on in their generation and a rejoin with a
+known member id is a normal rebalance. The same coordinator lists, describes and deletes these groups
+with the HTTP door's (``LiveGroups``).
 
 Static members (KIP-345: a ``group.instance.id``) keep their place across a restart: one that joins again
 with its instance id and no member id takes over its old member's id slot and assignment, and a Stable
@@ -31,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
@@ -48,8 +51,12 @@ from kafka_api.group_members import (
     fail,
 )
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.coordinator import Recorded
 from partitions.groups.live import LiveGroup, LiveMember
+from partitions.groups.state import ClassicMember
+from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader
 from raftlog.errors import RaftlogError
+from raftlog.storage.errors import RecordTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -57,26 +64,49 @@ MEMBERS_MAX = 1000  # per group
 SESSION_TIMEOUT_MIN_MS = 1_000
 SESSION_TIMEOUT_MAX_MS = 300_000
 INITIAL_DELAY_MS_DEFAULT = 3_000  # Kafka's group.initial.rebalance.delay.ms
+ADOPT_INTERVAL_MS = 1_000  # how often a tick looks for groups to load (or drop) as leadership moved
 
 
 class GroupRecords(Protocol):
     """What the node's group coordinator keeps of a Kafka group (``partitions.groups.coordinator``)."""
 
-    def recorded_generation(self, name: str) -> int: ...
+    def recorded(self, name: str) -> Recorded | None:
+        """The group as the table holds it, with the term its partition is led here in; None when it
+        is not led here."""
+        ...
 
-    async def record_kafka_generation(
-        self, group: str, protocol_type: str, protocol: str, generation: int
+    def recorded_classic(self) -> list[tuple[str, int]]:
+        """(name, term) of every group with members recorded in a partition led here."""
+        ...
+
+    async def record_classic(
+        self,
+        group: str,
+        protocol_type: str,
+        protocol: str,
+        generation: int,
+        leader: str | None,
+        members: Sequence[ClassicMember],
     ) -> None: ...
 
 
 class Unrecorded:
-    """No record kept (a door in a test): every group starts at generation 0."""
+    """No record kept (a door in a test): every group is new, led here in term 0."""
 
-    def recorded_generation(self, name: str) -> int:
-        return 0
+    def recorded(self, name: str) -> Recorded | None:
+        return Recorded(0, None)
 
-    async def record_kafka_generation(
-        self, group: str, protocol_type: str, protocol: str, generation: int
+    def recorded_classic(self) -> list[tuple[str, int]]:
+        return []
+
+    async def record_classic(
+        self,
+        group: str,
+        protocol_type: str,
+        protocol: str,
+        generation: int,
+        leader: str | None,
+        members: Sequence[ClassicMember],
     ) -> None:
         return None
 
@@ -93,27 +123,80 @@ class ClassicGroups:
         self.groups: dict[str, Group] = {}
         self._records: GroupRecords = records or Unrecorded()
         self._recording: set[asyncio.Task[None]] = set()
+        self._adopted_ms: int | None = None  # when a tick last looked for groups to load or drop
 
     def attach(self, records: GroupRecords) -> None:
         self._records = records
 
-    def group(self, name: str) -> Group:
-        group = self.groups.get(name)
-        if group is None:  # a group known before (another coordinator, a restart) goes on from there
-            group = self.groups[name] = Group(name, generation=self._records.recorded_generation(name))
+    def group(self, name: str, now_ms: int) -> Group:
+        """The group this coordinator runs, a new one when the table has no record of it."""
+        group = self._current(name, now_ms, create=True)
+        assert group is not None
         return group
 
-    def _record(self, group: Group, protocol_type: str) -> None:
-        """Write the generation a rebalance ended with (or the group emptied at) to the group table, in
-        the background: the group runs from memory meanwhile, and a failed write is logged, the next
-        generation writes again."""
-        name, protocol, generation = group.name, group.protocol or "", group.generation
+    def _current(self, name: str, now_ms: int, create: bool = False) -> Group | None:
+        """The group as this coordinator runs it now. One it does not hold for the term it leads the
+        group's partition in (a failover, a restart, leadership lost and won back) is loaded from the
+        table, as Kafka's new coordinator loads it: Stable with its members, each member's session
+        starting afresh at ``now_ms`` (Empty without). None when there is no record and not ``create``;
+        GroupRefusal(NOT_COORDINATOR) when this node does not lead that partition."""
+        recorded = self._records.recorded(name)
+        if recorded is None:
+            self.drop(name)
+            raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {name!r}")
+        group = self.groups.get(name)
+        if group is not None and group.term == recorded.term:
+            return group
+        if group is not None:  # run here in an earlier term: the table holds what happened since
+            self.drop(name)
+        if recorded.group is None and not create:
+            return None
+        group = self.groups[name] = _loaded(name, recorded, now_ms)
+        if group.members:
+            log.info(
+                "group %s: loaded at generation %d with %d member(s)",
+                name,
+                group.generation,
+                len(group.members),
+            )
+        return group
+
+    def _view(self, name: str) -> Group | None:
+        """The group to check a call against without loading it: this coordinator's, or the table's
+        (a commit before its members' first heartbeat here)."""
+        recorded = self._records.recorded(name)
+        if recorded is None:
+            raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {name!r}")
+        group = self.groups.get(name)
+        if group is not None and group.term == recorded.term:
+            return group
+        return None if recorded.group is None else _loaded(name, recorded, 0)
+
+    def _write(self, group: Group, done: Callable[[GroupRefusal | None], None] | None = None) -> None:
+        """Write the group's metadata (its members with their assignments now) to the group table;
+        ``done`` gets None once written, or the refusal its members are answered (Kafka's mapping of a
+        failed append: NOT_COORDINATOR when leadership moved, COORDINATOR_NOT_AVAILABLE when it could not
+        be written now, UNKNOWN_SERVER_ERROR when too large). Without ``done`` a failure is logged: the
+        next rebalance writes again."""
+        name, generation = group.name, group.generation
+        protocol_type, protocol, leader = group.protocol_type or "", group.protocol or "", group.leader
+        members = [
+            ClassicMember(
+                m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                m.session_timeout_ms, dict(m.protocols).get(protocol, b""), m.assignment,
+            )
+            for m in group.members.values()
+        ]  # fmt: skip
 
         async def write() -> None:
+            refusal = None
             try:
-                await self._records.record_kafka_generation(name, protocol_type, protocol, generation)
+                await self._records.record_classic(name, protocol_type, protocol, generation, leader, members)
             except RaftlogError as exc:
-                log.info("group %s: generation %d not recorded: %s", name, generation, exc)
+                log.info("group %s: generation %d not written: %s", name, generation, exc)
+                refusal = _not_written(exc)
+            if done is not None:
+                done(refusal)
 
         task = asyncio.get_running_loop().create_task(write())
         self._recording.add(task)
@@ -187,7 +270,7 @@ class ClassicGroups:
             raise GroupRefusal(
                 ErrorCode.inconsistent_group_protocol, "a member needs a protocol type and protocols"
             )
-        group = self.group(name)
+        group = self.group(name, now_ms)
         if group.members and group.protocol_type != protocol_type:
             raise GroupRefusal(
                 ErrorCode.inconsistent_group_protocol,
@@ -283,13 +366,32 @@ class ClassicGroups:
         unchanged = group.protocol is not None and dict(protocols).get(group.protocol) == dict(
             old.protocols
         ).get(group.protocol)
-        if group.state is GroupState.STABLE and unchanged:
-            _answer_join(group, member)
+        if group.state is GroupState.STABLE and unchanged:  # written before it is answered, as Kafka's
+            self._write(group, lambda refusal: self._replaced(group, old, member, refusal))
             return joining
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare(group, now_ms)
         self._maybe_complete(group, now_ms)
         return joining
+
+    def _replaced(self, group: Group, old: Member, member: Member, refusal: GroupRefusal | None) -> None:
+        """A static member's replacement was written (``refusal`` None): it is answered the group's
+        generation; or not: the old member gets its place back and the new one the refusal, as Kafka
+        reverts it. A rebalance begun meanwhile answers it instead."""
+        current = group.members.get(member.member_id) is member and self.groups.get(group.name) is group
+        waiting = member.joining is not None and not member.joining.done()
+        if not current or not waiting or group.state is not GroupState.STABLE:
+            return
+        if refusal is None:
+            _answer_join(group, member)
+            return
+        group.members = {
+            (old.member_id if m is member else m.member_id): (old if m is member else m)
+            for m in group.members.values()
+        }
+        if group.leader == member.member_id:
+            group.leader = old.member_id
+        fail(member, refusal)
 
     def _prepare(self, group: Group, now_ms: int) -> None:
         longest = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
@@ -319,7 +421,8 @@ class ClassicGroups:
             del group.members[member.member_id]  # did not rejoin in time
         group.generation += 1
         if not group.members:
-            self._record(group, group.protocol_type or "")
+            group.protocol = None
+            self._write(group)
             group.state, group.protocol, group.leader, group.protocol_type = (
                 GroupState.EMPTY,
                 None,
@@ -328,7 +431,6 @@ class ClassicGroups:
             )
             return
         group.protocol = _vote(list(group.members.values()))
-        self._record(group, group.protocol_type or "")
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
@@ -363,7 +465,10 @@ class ClassicGroups:
         now_ms: int,
         instance_id: str | None = None,
     ) -> asyncio.Future[bytes]:
-        group = self._known(name)
+        """A member's SyncGroup; the leader's brings every member's assignment, which is written to the
+        group table (with the members) before any member is answered, as Kafka's: the group is Stable
+        once written; a failed write answers every waiting member its error and the group rebalances."""
+        group = self._known(name, now_ms)
         group.check_instance(member_id, instance_id)
         member = group.check_member(member_id, generation)
         member.last_seen_ms = now_ms
@@ -375,19 +480,41 @@ class ClassicGroups:
             return future
         member.syncing = future
         if member_id == group.leader:
-            for each in group.members.values():
-                each.assignment = assignments.get(each.member_id, b"")
-            group.state = GroupState.STABLE
-            for each in group.members.values():
-                if each.syncing is not None and not each.syncing.done():
-                    each.syncing.set_result(each.assignment)
-                each.syncing = None
+            assigned = {m.member_id: assignments.get(m.member_id, b"") for m in group.members.values()}
+            for each in group.members.values():  # as written; answered once the write is done
+                each.assignment = assigned[each.member_id]
+            self._write(group, lambda refusal: self._synced(group, generation, refusal, now_ms))
         return future
+
+    def _synced(self, group: Group, generation: int, refusal: GroupRefusal | None, now_ms: int) -> None:
+        """The leader's assignment was written (``refusal`` None) or not. Unless the group moved on
+        meanwhile (a join began another rebalance, another coordinator took it), Stable and every
+        waiting member answered its assignment; or each answered the refusal, and the group rebalances."""
+        if (
+            self.groups.get(group.name) is not group
+            or group.state is not GroupState.COMPLETING_REBALANCE
+            or group.generation != generation
+        ):
+            return
+        if refusal is None:
+            group.state = GroupState.STABLE
+        for each in group.members.values():
+            if refusal is not None:
+                each.assignment = b""
+            if each.syncing is not None and not each.syncing.done():
+                if refusal is None:
+                    each.syncing.set_result(each.assignment)
+                else:
+                    each.syncing.set_exception(refusal)
+            each.syncing = None
+        if refusal is not None:
+            self._prepare(group, now_ms)
+            self._maybe_complete(group, now_ms)
 
     def heartbeat(
         self, name: str, member_id: str, generation: int, now_ms: int, instance_id: str | None = None
     ) -> None:
-        group = self._known(name)
+        group = self._known(name, now_ms)
         group.check_instance(member_id, instance_id)
         member = group.members.get(member_id)
         if member is None:
@@ -401,7 +528,7 @@ class ClassicGroups:
         """Each (member id, instance id) leaves; its answer, in order. A static member is named by its
         instance id (an admin's removal gives no member id); a member id given with it must be the
         instance's, else FENCED_INSTANCE_ID."""
-        group = self._known(name)
+        group = self._known(name, now_ms)
         answers = []
         for member_id, instance_id in leaving:
             holder = group.members.get(member_id) if instance_id is None else group.static(instance_id)
@@ -423,10 +550,9 @@ class ClassicGroups:
             if group.members:
                 self._prepare(group, now_ms)
             else:
-                group.state, group.leader = GroupState.EMPTY, None
+                group.state, group.leader, group.protocol = GroupState.EMPTY, None, None
                 group.generation += 1
-                self._record(group, group.protocol_type or "")
-                group.protocol = None
+                self._write(group)
         self._maybe_complete(group, now_ms)
 
     def check_commit(
@@ -434,27 +560,22 @@ class ClassicGroups:
     ) -> None:
         """Fence an OffsetCommit: a member of the current generation, or no member at all (generation
         -1, a consumer outside any group management, or an operator's reset), which Kafka accepts only
-        while the group has no members: their next commit would undo it. A group this node has not met since
-        it became its coordinator takes commits of the generation the group table recorded."""
+        while the group has no members: their next commit would undo it. A group this coordinator has
+        not loaded yet (its members did not call since it took over) is checked as the table holds it."""
+        group = self._view(name)
         if generation < 0 and not member_id:
-            live = self.groups.get(name)
-            if live is not None and live.members:
+            if group is not None and group.members:
                 raise GroupRefusal(
                     ErrorCode.unknown_member_id,
-                    f"group {name!r} has {len(live.members)} member(s): only they may commit its offsets",
+                    f"group {name!r} has {len(group.members)} member(s): only they may commit its offsets",
                 )
             return
-        if (
-            name not in self.groups
-            and member_id
-            and generation >= 1
-            and generation == self._records.recorded_generation(name)
-        ):
-            # The coordinator moved here (a failover) and has not met the group's members yet: the
-            # generation it recorded vouches for them, as Kafka's new coordinator, which loads its members,
-            # accepts their commits; they join again here at their next heartbeat.
+        if group is None:
+            raise GroupRefusal(ErrorCode.unknown_member_id, f"group {name!r} has no members here")
+        if not group.members and group.protocol and member_id and 1 <= generation == group.generation:
+            # a record of the release before, which wrote generations without members: the generation it
+            # recorded vouches for its members until they join here, as then
             return
-        group = self._known(name)
         group.check_instance(member_id, instance_id)
         group.check_member(member_id, generation)
         if group.state is GroupState.COMPLETING_REBALANCE:
@@ -467,7 +588,7 @@ class ClassicGroups:
         the member id and the generation are each checked when given (FENCED_INSTANCE_ID,
         UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION); a producer outside the group's management (none given)
         commits whoever holds the group."""
-        group = self.groups.get(name)
+        group = self._view(name)
         if group is not None:
             group.check_instance(member_id, instance_id)
         if member_id and (group is None or member_id not in group.members):
@@ -499,8 +620,8 @@ class ClassicGroups:
                 topics.update(decode_subscription(dict(member.protocols).get(chosen, b"")))
         return frozenset(topics)
 
-    def _known(self, name: str) -> Group:
-        group = self.groups.get(name)
+    def _known(self, name: str, now_ms: int) -> Group:
+        group = self._current(name, now_ms)
         if group is None:
             raise GroupRefusal(ErrorCode.unknown_member_id, f"group {name!r} has no members here")
         return group
@@ -508,8 +629,12 @@ class ClassicGroups:
     # -- time ----------------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Expire members whose session ran out (not those waiting in a join) and finish rebalances
-        whose time is up."""
+        """Load the groups this node took over and drop those it no longer coordinates (at most every
+        ``ADOPT_INTERVAL_MS``), expire members whose session ran out (not those waiting in a join) and
+        finish rebalances whose time is up."""
+        if self._adopted_ms is None or now_ms - self._adopted_ms >= ADOPT_INTERVAL_MS:
+            self._adopted_ms = now_ms
+            self._adopt(now_ms)
         for group in list(self.groups.values()):
             expired = [
                 m.member_id
@@ -526,6 +651,59 @@ class ClassicGroups:
             if expired:
                 self._rebalance_after_loss(group, now_ms)
             self._maybe_complete(group, now_ms, ticked=True)
+
+    def _adopt(self, now_ms: int) -> None:
+        """A coordinator that took over loads its groups with members at once, as Kafka's loads its
+        partition, so that the sessions of members that died meanwhile expire here too."""
+        for name in list(self.groups):
+            if self._records.recorded(name) is None:
+                self.drop(name)
+        for name, term in self._records.recorded_classic():
+            group = self.groups.get(name)
+            if group is None or group.term != term:
+                with contextlib.suppress(GroupRefusal):  # led elsewhere since
+                    self._current(name, now_ms)
+
+
+def _loaded(name: str, recorded: Recorded, now_ms: int) -> Group:
+    """A group as the table holds it, run in ``recorded.term``: Stable with the members written at its
+    last rebalance (each knowing only the protocol chosen, its sessions starting at ``now_ms``), or
+    Empty at its generation."""
+    held = recorded.group
+    if held is None:
+        return Group(name, term=recorded.term)
+    if not held.classic_members:  # a protocol without members: a record of the release before
+        protocol_type = held.protocol_type or None
+        protocol = (held.assignor or None) if protocol_type else None
+        return Group(name, generation=held.generation, protocol_type=protocol_type, protocol=protocol,
+                     term=recorded.term)  # fmt: skip
+    members = {
+        m.member_id: Member(
+            m.member_id, m.client_id, m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
+            ((held.assignor, m.subscription),), now_ms, m.instance_id, m.assignment,
+        )
+        for m in held.classic_members
+    }  # fmt: skip
+    leader = held.classic_leader if held.classic_leader in members else next(iter(members))
+    return Group(
+        name,
+        GroupState.STABLE,
+        held.generation,
+        held.protocol_type,
+        held.assignor,
+        leader,
+        members,
+        term=recorded.term,
+    )
+
+
+def _not_written(exc: RaftlogError) -> GroupRefusal:
+    """Kafka's answer to a group metadata write that failed (its appendGroupMetadataErrorToResponseError)."""
+    if isinstance(exc, RecordTooLarge):
+        return GroupRefusal(ErrorCode.unknown_server_error, str(exc))
+    if isinstance(exc, NotLeader | NoLeader | GroupClosed):
+        return GroupRefusal(ErrorCode.not_coordinator, str(exc))
+    return GroupRefusal(ErrorCode.coordinator_not_available, str(exc))
 
 
 def _vote(members: list[Member]) -> str:

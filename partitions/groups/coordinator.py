@@ -52,6 +52,8 @@ from partitions.groups.state import (
     DEFAULT_INSTANCE,
     EMPTY_GROUP_RETENTION_MS,
     GROUP_MEMBERS_MAX,
+    ClassicGroupMetadata,
+    ClassicMember,
     Committed,
     Expire,
     Forget,
@@ -62,7 +64,6 @@ from partitions.groups.state import (
     GroupTable,
     InstanceConfig,
     Join,
-    KafkaGeneration,
     Leave,
     Member,
     Refresh,
@@ -72,6 +73,7 @@ from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
 from raftlog.consensus.errors import ConsensusError
 from raftlog.errors import RaftlogError, check
+from raftlog.storage.errors import RecordTooLarge
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.partitioner import partition_for_key
 
@@ -136,6 +138,15 @@ class _Session:
             for seen in (self.committed, self.end_offsets):
                 for stale in [k for k in seen if k[0] == key[0]]:
                     del seen[stale]
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A group as the table of its coordinator partition, led here in ``term``, holds it (None: no
+    record of it)."""
+
+    term: int
+    group: Group | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,33 +400,48 @@ class GroupCoordinator:
         if current is None or not set(topics) <= set(current.committed_topics):
             await self._propose(partition, Committed(group, tuple(sorted(set(topics))), self._wall()))
 
-    async def record_kafka_generation(
-        self, group: str, protocol_type: str, protocol: str, generation: int
+    async def record_classic(
+        self,
+        group: str,
+        protocol_type: str,
+        protocol: str,
+        generation: int,
+        leader: str | None,
+        members: Sequence[ClassicMember],
     ) -> None:
-        """A group of Kafka clients rebalanced (or emptied): its generation outlives a failover."""
+        """A group of Kafka clients completed a rebalance (or emptied): its metadata, members and
+        assignments outlive its coordinator. RecordTooLarge past the table's bounds; NotLeader, no
+        quorum... when not written."""
         partition, _, _ = self._read(group)
-        await self._propose(
-            partition, KafkaGeneration(group, protocol_type, protocol, generation, self._wall())
+        command = ClassicGroupMetadata(
+            group, protocol_type, protocol, generation, leader, tuple(members), self._wall()
         )
+        excess = command.excess()
+        if excess is not None:
+            raise RecordTooLarge(*excess)
+        await self._propose(partition, command)
 
-    def _recorded(self, group: str) -> Group | None:
-        """The group as the table holds it; None when it holds none, or the group is coordinated
-        elsewhere."""
+    def recorded(self, group: str) -> Recorded | None:
+        """The group as the table holds it and the term this node leads its partition in; None when
+        the partition is not led here (or there is none yet)."""
         try:
-            _, table, _ = self._read(group)
+            partition = self.coordinator_partition(group)
+            table, term = self._log.table(partition)
         except RaftlogError:
             return None
-        return table.groups.get(group)
+        return Recorded(term, table.groups.get(group))
 
-    def recorded_generation(self, group: str) -> int:
-        """The generation the table holds of the group (0: none, or not coordinated here)."""
-        current = self._recorded(group)
-        return 0 if current is None else current.generation
+    def recorded_classic(self) -> list[tuple[str, int]]:
+        """Every group of Kafka clients with members recorded in a partition led here, with the term
+        it is led in: what a coordinator taking over loads."""
+        return [
+            (name, session.term) for _, session, name, group in self._led_groups() if group.classic_members
+        ]
 
     def http_members(self, group: str) -> int:
         """How many HTTP consumer instances the group has (0 when not coordinated here)."""
-        current = self._recorded(group)
-        return 0 if current is None else len(current.members)
+        recorded = self.recorded(group)
+        return 0 if recorded is None or recorded.group is None else len(recorded.group.members)
 
     def check_empty(self, group: str) -> Group:
         """The recorded group, when no member of either door is live (GroupNotEmpty otherwise;
@@ -442,7 +468,7 @@ class GroupCoordinator:
         now = self._monotonic()
         for partition, session, name, group in self._led_groups():
             if not group.members:  # empty: forgotten once it stayed so for the retention
-                if self.live(name) is not None:  # Kafka clients' members hold it
+                if self.live(name) is not None or group.classic_members:  # Kafka clients' members hold it
                     continue
                 if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
                     log.info(

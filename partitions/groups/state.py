@@ -14,15 +14,17 @@ forgotten once it stayed empty for ``EMPTY_GROUP_RETENTION_MS`` (Kafka's ``offse
 partitions either way.
 
 One table, both front doors. A group's members join either over HTTP (consumer instances: the table
-holds them, their subscriptions and assignments) or over the Kafka protocol (classic groups: members,
-their protocols and assignments live in the coordinator's memory, as Kafka keeps them between its
-writes of group metadata; the table holds the group's protocol type, protocol and generation, written at
-each rebalance by ``KafkaGeneration``, so that the group, empty, outlives a restart or a failover and its
-generations go on). ``Group.protocol_type`` tells which: None for HTTP members, the Kafka protocol type
-(``consumer``, ``connect``...) otherwise, "" for a group that only committed offsets. Every group also
-keeps the topics it committed offsets of (``Committed``), so that describe, reset and delete find its
-offsets once its members are gone; ``Forget`` deletes an empty group (its offsets are deleted first, on
-their partitions).
+holds them, their subscriptions and assignments) or over the Kafka protocol (classic groups: the
+coordinator runs them in its memory, and writes the group's metadata here as Kafka writes it to
+``__consumer_offsets``: ``ClassicGroupMetadata``, its protocol type, protocol, generation, leader and
+every member with its subscription and assignment, when a rebalance completes and when the group
+empties; a new coordinator loads it, so the members, their generation and assignments outlive a
+failover or a restart. ``KafkaGeneration``, what releases before wrote instead, still applies: the
+generation without members). ``Group.protocol_type`` tells which: None for HTTP members, the Kafka
+protocol type (``consumer``, ``connect``...) otherwise, "" for a group that only committed offsets.
+Every group also keeps the topics it committed offsets of (``Committed``), so that describe, reset and
+delete find its offsets once its members are gone; ``Forget`` deletes an empty group (its offsets are
+deleted first, on their partitions).
 
 Groups are immutable values replaced whole on change, so the event loop may read the table while the
 consensus thread applies (a read sees the group before or after a command, never half of it).
@@ -58,7 +60,16 @@ REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
 AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
 EMPTY_GROUP_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes: 7 days
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size: a Join past it is refused when applied
+# What a classic group's metadata may make the table hold. Kafka bounds a member's subscription and
+# assignment only by the request carrying them, and the group's whole record by the offsets topic's
+# max.message.bytes (1 MiB by default); here each member's subscription and assignment are at most 1 MiB
+# each and the group's members at most ``CLASSIC_GROUP_BYTES_MAX`` together (a SyncGroup past them is
+# answered UNKNOWN_SERVER_ERROR, as Kafka answers a record too large), times ``GROUP_MEMBERS_MAX``.
+CLASSIC_MEMBER_BYTES_MAX = 1024 * 1024
+CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
+_CLASSIC_METADATA = 9
+CLASSIC_METADATA_VERSION = 0  # of the command's and the snapshot row's layout; a reader takes extra fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +161,34 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMember:
+    """A classic group's member as its coordinator writes it (Kafka's ``GroupMetadataValue``'s member)."""
+
+    member_id: str
+    instance_id: str | None  # a static member's group.instance.id (KIP-345)
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes  # its metadata of the group's protocol
+    assignment: bytes
+
+    def to_row(self) -> list[Any]:
+        return [
+            self.member_id, self.instance_id, self.client_id, self.client_host, self.rebalance_timeout_ms,
+            self.session_timeout_ms, self.subscription, self.assignment,
+        ]  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> ClassicMember:
+        member_id, instance_id, client_id, host, rebalance_ms, session_ms, subscription, assignment = row[:8]
+        return cls(
+            str(member_id), None if instance_id is None else str(instance_id), str(client_id), str(host),
+            int(rebalance_ms), int(session_ms), bytes(subscription), bytes(assignment),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class Group:
     name: str
     assignor: str
@@ -163,6 +202,11 @@ class Group:
     # that only committed offsets
     protocol_type: str | None = None
     committed_topics: tuple[str, ...] = ()  # every topic it committed an offset of (sorted)
+    # a group of Kafka clients as its coordinator last wrote it (``ClassicGroupMetadata``): the leader
+    # and the members of ``generation`` with their assignments; none when it is empty or was written by
+    # ``KafkaGeneration``
+    classic_leader: str | None = None
+    classic_members: tuple[ClassicMember, ...] = ()
 
     def owner(self, tp: TopicPartition) -> str | None:
         for member, tps in self.assignment.items():
@@ -242,6 +286,32 @@ class KafkaGeneration:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicGroupMetadata:
+    """A group of Kafka clients as its coordinator writes it when a rebalance completes (the leader's
+    SyncGroup: every member with its assignment) or the group empties (no members): Kafka's group
+    metadata record. Applied unless an HTTP member holds the group or a later generation was written;
+    refused past ``CLASSIC_MEMBER_BYTES_MAX``, ``CLASSIC_GROUP_BYTES_MAX`` or ``GROUP_MEMBERS_MAX``."""
+
+    group: str
+    protocol_type: str
+    protocol: str  # the protocol (assignor) its members chose; "" when empty
+    generation: int
+    leader: str | None
+    members: tuple[ClassicMember, ...]
+    now_ms: int
+
+    def excess(self) -> tuple[int, int] | None:
+        """(bytes, bound) of the first bytes bound its members pass; None within them."""
+        total = 0
+        for m in self.members:
+            largest = max(len(m.subscription), len(m.assignment))
+            if largest > CLASSIC_MEMBER_BYTES_MAX:
+                return largest, CLASSIC_MEMBER_BYTES_MAX
+            total += len(m.subscription) + len(m.assignment)
+        return (total, CLASSIC_GROUP_BYTES_MAX) if total > CLASSIC_GROUP_BYTES_MAX else None
+
+
+@dataclass(frozen=True, slots=True)
 class Forget:
     """Delete an empty group (Kafka's DeleteGroups); refused while HTTP members hold it. Its committed
     offsets are deleted on their partitions before this is proposed."""
@@ -249,7 +319,9 @@ class Forget:
     group: str
 
 
-GroupCommand = Join | Leave | Subscribe | Expire | Refresh | Committed | KafkaGeneration | Forget
+GroupCommand = (
+    Join | Leave | Subscribe | Expire | Refresh | Committed | KafkaGeneration | ClassicGroupMetadata | Forget
+)
 
 
 def encode(command: GroupCommand) -> bytes:
@@ -275,6 +347,12 @@ def encode(command: GroupCommand) -> bytes:
     elif isinstance(command, KafkaGeneration):
         fields = [
             _KAFKA_GENERATION, command.group, command.protocol_type, command.protocol, command.generation,
+            command.now_ms,
+        ]  # fmt: skip
+    elif isinstance(command, ClassicGroupMetadata):
+        fields = [
+            _CLASSIC_METADATA, CLASSIC_METADATA_VERSION, command.group, command.protocol_type,
+            command.protocol, command.generation, command.leader, [m.to_row() for m in command.members],
             command.now_ms,
         ]  # fmt: skip
     else:
@@ -312,6 +390,13 @@ def decode(data: bytes) -> GroupCommand:
         if kind == _KAFKA_GENERATION:
             _, group, protocol_type, protocol, generation, now_ms = fields
             return KafkaGeneration(group, str(protocol_type), str(protocol), int(generation), int(now_ms))
+        if kind == _CLASSIC_METADATA:  # version 0's fields; a later version's extra ones are not ours
+            _, _version, group, protocol_type, protocol, generation, leader, members, now_ms = fields[:9]
+            return ClassicGroupMetadata(
+                str(group), str(protocol_type), str(protocol), int(generation),
+                None if leader is None else str(leader), tuple(ClassicMember.from_row(m) for m in members),
+                int(now_ms),
+            )  # fmt: skip
         if kind == _FORGET:
             _, group = fields
             return Forget(str(group))
@@ -386,7 +471,7 @@ class GroupTable:
         except InvalidCommand as exc:
             return exc
         existing = self.groups.get(command.group)
-        if isinstance(command, Committed | KafkaGeneration | Forget):
+        if isinstance(command, Committed | KafkaGeneration | ClassicGroupMetadata | Forget):
             return self._record(command, existing)
         if isinstance(command, Join):
             member = command.member
@@ -411,9 +496,11 @@ class GroupTable:
                 return UnknownConsumerInstance(command.group, command.instance_id)
             return GroupChanged(command.group, None)
         if existing.protocol_type is not None and isinstance(command, Expire | Refresh):
-            # a group of Kafka clients: no member here to expire, no assignment of ours to redo
+            # a group of Kafka clients: its coordinator expires its members, no assignment of ours to
+            # redo; forgotten once it stayed empty for the retention
             due = (
                 isinstance(command, Expire)
+                and not existing.classic_members
                 and command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
             )
             return self._store(command.group, None) if due else GroupChanged(command.group, existing)
@@ -445,9 +532,12 @@ class GroupTable:
         group = _rebalance(existing, command.group, existing.assignor, members, counts, command.now_ms)
         return self._store(command.group, group, removed)
 
-    def _record(self, command: Committed | KafkaGeneration | Forget, existing: Group | None) -> GroupResult:
+    def _record(
+        self, command: Committed | KafkaGeneration | ClassicGroupMetadata | Forget, existing: Group | None
+    ) -> GroupResult:
         """What either door records of a group besides HTTP members: its committed topics, a Kafka
-        group's generation, its deletion (the last two refused while HTTP members hold the group)."""
+        group's metadata (or, written by releases before, its generation), its deletion (the last two
+        refused while HTTP members hold the group)."""
         name = command.group
         if isinstance(command, Committed):
             if existing is None:
@@ -460,6 +550,31 @@ class GroupTable:
             return GroupNotEmpty(name, len(existing.members), "HTTP")
         if isinstance(command, Forget):
             return self._store(name, None)
+        if isinstance(command, ClassicGroupMetadata):
+            excess = command.excess()
+            if len(command.members) > GROUP_MEMBERS_MAX or excess is not None:
+                return InvalidCommand(
+                    f"group {name!r}: {len(command.members)} members (at most {GROUP_MEMBERS_MAX}), "
+                    f"metadata past its bound: {excess} (bytes, bound)"
+                )
+            if existing is not None and command.generation < existing.generation:
+                return GroupChanged(name, existing)  # a later generation is written: never backwards
+            return self._store(
+                name,
+                Group(
+                    name,
+                    command.protocol,
+                    command.generation,
+                    {},
+                    {},
+                    dict(existing.partition_counts) if existing is not None else {},
+                    command.now_ms,
+                    command.protocol_type,
+                    existing.committed_topics if existing is not None else (),
+                    command.leader if command.members else None,
+                    command.members,
+                ),
+            )
         return self._store(
             name,
             Group(
@@ -502,6 +617,7 @@ class GroupTable:
                     g.changed_ms,
                     g.protocol_type,
                     list(g.committed_topics),
+                    _classic_row(g),
                 ]
             )
         return rows
@@ -509,10 +625,12 @@ class GroupTable:
     @classmethod
     def from_rows(cls, rows: list[list[Any]]) -> GroupTable:
         groups = {}
-        for row in rows:  # rows written before Kafka groups were recorded have seven fields
+        for row in rows:  # rows written before Kafka groups were recorded have seven fields, before their
+            # members nine
             name, assignor, generation, members, assignment, counts, changed_ms = row[:7]
             protocol_type = row[7] if len(row) > 7 else None
             committed = tuple(row[8]) if len(row) > 8 else ()
+            leader, classic = _classic_from_row(row[9] if len(row) > 9 else None)
             group_members = {row[0]: _member_from_row(row) for row in members}
             group_assignment = {
                 member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
@@ -527,8 +645,24 @@ class GroupTable:
                 int(changed_ms),
                 protocol_type,
                 committed,
+                leader,
+                classic,
             )
         return cls(MappingProxyType(groups))
+
+
+def _classic_row(g: Group) -> list[Any] | None:
+    """A group's classic members in a snapshot row: [version, leader, members], None without members."""
+    if not g.classic_members:
+        return None
+    return [CLASSIC_METADATA_VERSION, g.classic_leader, [m.to_row() for m in g.classic_members]]
+
+
+def _classic_from_row(row: list[Any] | None) -> tuple[str | None, tuple[ClassicMember, ...]]:
+    if not row:
+        return None, ()
+    _version, leader, members = row[:3]
+    return (None if leader is None else str(leader)), tuple(ClassicMember.from_row(m) for m in members)
 
 
 def _member_row(m: Member) -> list[Any]:

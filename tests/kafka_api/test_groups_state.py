@@ -305,33 +305,3 @@ async def test_offset_delete_spares_what_consumers_subscribe_to_and_refuses_othe
     with pytest.raises(GroupRefusal) as refused:
         groups.subscribed_topics("workers")
     assert refused.value.code is ErrorCode.non_empty_group
-
-
-class _Recorded:
-    """The group table of a coordinator that took over: group "g" was at generation 7."""
-
-    def recorded_generation(self, name: str) -> int:
-        return 7 if name == "g" else 0
-
-    async def record_kafka_generation(
-        self, group: str, protocol_type: str, protocol: str, generation: int
-    ) -> None:
-        return None
-
-
-async def test_a_new_coordinator_takes_commits_of_the_recorded_generation_until_it_meets_the_members() -> (
-    None
-):
-    """After a failover the members are unknown here: a commit of the generation the table recorded is
-    the group's (Kafka's new coordinator loads the members and accepts it); an older one is fenced."""
-    groups = ClassicGroups(_Recorded())
-    groups.check_commit("g", "member-a", 7)
-    for stale in (6, 8):
-        with pytest.raises(GroupRefusal) as refused:
-            groups.check_commit("g", "member-a", stale)
-        assert refused.value.code is ErrorCode.unknown_member_id
-    with pytest.raises(GroupRefusal):
-        groups.check_commit("other", "member-a", 0)  # nothing recorded: generation 0 vouches for nobody
-    await _alone(groups, 0)  # once the group lives here, its own members and generation rule
-    with pytest.raises(GroupRefusal):
-        groups.check_commit("g", "member-a", 7)

@@ -1,13 +1,22 @@
 """What the group table records besides HTTP members (``partitions.groups.state``): the topics a group
-committed, a Kafka group's generations, a group's deletion; their refusals while HTTP members hold the
+committed, a Kafka group's metadata (members, assignments; generations as the release before wrote
+them), a group's deletion; their refusals while HTTP members hold the
 group; snapshots old and new; and the data partitions' ``DeleteOffset``."""
 
 from __future__ import annotations
 
+import msgpack
+import pytest
+
 from partitions import commands
+from partitions.errors import InvalidCommand
 from partitions.groups.errors import GroupNotEmpty
 from partitions.groups.state import (
+    CLASSIC_GROUP_BYTES_MAX,
+    CLASSIC_MEMBER_BYTES_MAX,
     EMPTY_GROUP_RETENTION_MS,
+    ClassicGroupMetadata,
+    ClassicMember,
     Committed,
     Expire,
     Forget,
@@ -120,3 +129,79 @@ def test_a_deleted_groups_offset_is_gone_on_every_replica_alike(tmp_path: object
         assert results[2:] == [OffsetDeleted("g", True), OffsetDeleted("g", False)]
         assert dict(machine.consumer_offsets) == {"other": 9}
     assert commands.decode(commands.encode(commands.DeleteOffset("g"))) == commands.DeleteOffset("g")
+
+
+def _classic(generation: int, *members: ClassicMember, leader: str | None = "a") -> ClassicGroupMetadata:
+    return ClassicGroupMetadata("g", "consumer", "range", generation, leader, members, 50)
+
+
+A = ClassicMember("a", None, "client-a", "10.0.0.1", 60_000, 45_000, b"sub-a", b"assigned-a")
+B = ClassicMember("b", "static-b", "client-b", "10.0.0.2", 60_000, 45_000, b"sub-b", b"")
+
+
+def test_a_classic_groups_metadata_survives_its_codec_and_snapshots_and_older_snapshots_still_load() -> None:
+    command = _classic(3, A, B)
+    assert decode(encode(command)) == command
+    # version 0's fields with more after them (a later version's): read as version 0
+    fields = msgpack.unpackb(encode(command), raw=False)
+    assert decode(msgpack.packb([*fields, "later"], use_bin_type=True)) == command
+    table = GroupTable()
+    _apply(table, Committed("g", ("t",), 40))
+    _apply(table, command)
+    group = table.groups["g"]
+    assert (group.generation, group.assignor, group.classic_leader, group.classic_members) == (
+        3,
+        "range",
+        "a",
+        (A, B),
+    )
+    assert group.committed_topics == ("t",) and group.members == {}
+    again = GroupTable.from_rows(table.to_rows())
+    assert again.groups == table.groups
+    before = [row[:9] for row in table.to_rows()]  # the release before: nine fields, no members
+    assert GroupTable.from_rows(before).groups["g"].classic_members == ()
+    with pytest.raises(InvalidCommand):
+        decode(msgpack.packb([9, 0, "g", "consumer"], use_bin_type=True))
+
+
+def test_the_previous_releases_kafka_generation_bytes_still_decode_and_apply() -> None:
+    old = msgpack.packb([7, "g", "consumer", "range", 4, 1_000], use_bin_type=True)
+    assert decode(old) == KafkaGeneration("g", "consumer", "range", 4, 1_000)
+    table = GroupTable()
+    _apply(table, _classic(3, A, B))
+    table.apply(old)  # a node of the release before wrote it: the generation, its members unknown
+    group = table.groups["g"]
+    assert (group.generation, group.classic_members, group.classic_leader) == (4, (), None)
+
+
+def test_classic_metadata_never_goes_back_and_is_bounded_and_refused_while_http_members_hold_the_group() -> (
+    None
+):
+    table = GroupTable()
+    _apply(table, _classic(5, A))
+    late = _apply(table, _classic(4, A, B))  # an older generation applied late
+    assert isinstance(late, GroupChanged) and table.groups["g"].classic_members == (A,)
+    emptied = _apply(table, _classic(6, leader=None))
+    assert isinstance(emptied, GroupChanged) and table.groups["g"].classic_members == ()
+    huge = ClassicMember("h", None, "c", "", 1, 1_000, b"", b"x" * (CLASSIC_MEMBER_BYTES_MAX + 1))
+    assert _classic(7, huge).excess() == (CLASSIC_MEMBER_BYTES_MAX + 1, CLASSIC_MEMBER_BYTES_MAX)
+    assert isinstance(_apply(table, _classic(7, huge)), InvalidCommand)
+    many = [
+        ClassicMember(str(i), None, "c", "", 1, 1_000, b"", b"y" * CLASSIC_MEMBER_BYTES_MAX) for i in range(9)
+    ]
+    assert _classic(7, *many).excess() == (9 * CLASSIC_MEMBER_BYTES_MAX, CLASSIC_GROUP_BYTES_MAX)
+    assert isinstance(_apply(table, _classic(7, *many)), InvalidCommand)
+    assert table.groups["g"].generation == 6
+    http = GroupTable()
+    _apply(http, Join("g", _member("m"), "range"))
+    assert isinstance(_apply(http, _classic(1, A)), GroupNotEmpty)
+
+
+def test_a_classic_group_with_members_is_never_forgotten_by_the_empty_groups_sweep() -> None:
+    table = GroupTable()
+    _apply(table, _classic(2, A))
+    _apply(table, Expire("g", (), 50 + EMPTY_GROUP_RETENTION_MS))
+    assert table.groups["g"].classic_members == (A,)
+    _apply(table, _classic(3, leader=None))
+    _apply(table, Expire("g", (), 50 + 2 * EMPTY_GROUP_RETENTION_MS))
+    assert "g" not in table.groups
