@@ -1,0 +1,176 @@
+"""Real processes and real clients: two confluent-kafka consumers share a topic in one group; the node
+coordinating the group is killed with kill -9. The new coordinator loads the group as the old one wrote
+it, so the members go on in their generation with their assignments (no rebalance, no partition handed
+to a member while another holds it, no record consumed twice) and their commits go on succeeding."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from kafka_fixtures import http_client
+
+from raftlog_client.local_cluster import LocalCluster
+
+TOPIC, GROUP = "coordinated", "kept-group"
+PARTITIONS = 4
+BEFORE, AFTER = 400, 400  # records produced before and after the kill
+LIMIT_S = 120  # for each phase to finish on a loaded machine
+
+
+class Member(threading.Thread):
+    """A consumer that commits after each batch and notes every assignment change its client sees."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer({
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": GROUP,
+            "client.id": "kept",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 45_000,  # Kafka's default: longer than a failover under load
+            "heartbeat.interval.ms": 500,
+            "partition.assignment.strategy": "range",
+        })  # fmt: skip
+        self.lock = threading.Lock()
+        self.events: list[tuple[float, str, tuple[int, ...]]] = []  # (when, what, partitions)
+        self.seen: list[tuple[int, int]] = []  # (partition, offset) of every record handed to it
+        self.commits: list[tuple[float, str | None]] = []  # (when, error or None) of each commit
+        self.member_ids: list[tuple[float, str | None]] = []  # (since when, id) as its client knows it
+        self.stop = threading.Event()
+
+    def _note(self, what: str, partitions: list[Any]) -> None:
+        with self.lock:
+            self.events.append((time.monotonic(), what, tuple(sorted(p.partition for p in partitions))))
+
+    def run(self) -> None:
+        self.consumer.subscribe(
+            [TOPIC],
+            on_assign=lambda _c, ps: self._note("assign", ps),
+            on_revoke=lambda _c, ps: self._note("revoke", ps),
+            on_lost=lambda _c, ps: self._note("lost", ps),
+        )
+        pending = False
+        while not self.stop.is_set():
+            batch = [m for m in self.consumer.consume(100, 0.2) if m.error() is None]
+            member_id = self.consumer.memberid()  # the client's calls stay on its own thread
+            with self.lock:
+                self.seen.extend((m.partition(), m.offset()) for m in batch)
+                if not self.member_ids or self.member_ids[-1][1] != member_id:
+                    self.member_ids.append((time.monotonic(), member_id))
+            if batch or pending:
+                pending = not self._commit()
+        self._commit()
+        self.consumer.close()
+
+    def _commit(self) -> bool:
+        """Commit what it consumed; False (to try again after the next batch) when refused."""
+        try:
+            answer = self.consumer.commit(asynchronous=False) or []
+            error = next((str(tp.error) for tp in answer if tp.error is not None), None)
+        except KafkaException as exc:
+            error = None if "NO_OFFSET" in str(exc) else str(exc)
+        with self.lock:
+            self.commits.append((time.monotonic(), error))
+        return error is None
+
+    def assigned(self) -> tuple[int, ...]:
+        with self.lock:
+            return next((p for _, what, p in reversed(self.events) if what == "assign"), ())
+
+    def offsets_seen(self) -> int:
+        with self.lock:
+            return len(set(self.seen))
+
+
+def _produce(cluster: LocalCluster, start: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+                         "message.timeout.ms": LIMIT_S * 1000})  # fmt: skip
+    for i in range(start, start + count):
+        producer.produce(TOPIC, key=b"%d" % i, value=b"x", partition=i % PARTITIONS)
+    assert producer.flush(LIMIT_S) == 0
+
+
+def _wait(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + LIMIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {LIMIT_S} s: {what}"
+        time.sleep(0.2)
+
+
+def _generation(url: str) -> int | None:
+    with urllib.request.urlopen(f"{url}/v1/consumer-groups", timeout=15) as answer:
+        groups = json.load(answer)["groups"]
+    return next((int(g["generation"]) for g in groups if g["group"] == GROUP), None)
+
+
+def _committed(url: str, partition: int) -> int:
+    with urllib.request.urlopen(f"{url}/consumers/{GROUP}/offsets?topic={TOPIC}", timeout=15) as answer:
+        rows = json.load(answer)["offsets"]
+    return next((int(r["offset"]) for r in rows if r["partition"] == partition), -1)
+
+
+@pytest.mark.timeout(600)  # a cluster's start and three phases of up to LIMIT_S on a loaded machine
+def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_killed(
+    kafka_cluster: LocalCluster,
+) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic(TOPIC, PARTITIONS, 3)
+    _produce(kafka_cluster, 0, BEFORE)
+    members = [Member(kafka_cluster), Member(kafka_cluster)]
+    for member in members:
+        member.start()
+    try:
+        _wait(lambda: all(len(m.assigned()) == PARTITIONS // 2 for m in members), "both members assigned")
+        _wait(lambda: sum(m.offsets_seen() for m in members) >= BEFORE, "the first records consumed")
+        ids = [m.member_ids[-1][1] for m in members]
+        assignments = [m.assigned() for m in members]
+        assert set(assignments[0]).isdisjoint(assignments[1])
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        described = admin.describe_consumer_groups([GROUP])[GROUP].result(timeout=30)
+        victim = f"n{described.coordinator.id}"
+        generation = _generation(kafka_cluster.urls[victim])
+        assert generation is not None and generation >= 1
+
+        killed = time.monotonic()
+        kafka_cluster.control("stop", victim, kill=True)
+        survivor = next(url for node, url in kafka_cluster.urls.items() if node != victim)
+        _produce(kafka_cluster, BEFORE, AFTER)
+        _wait(lambda: sum(m.offsets_seen() for m in members) >= BEFORE + AFTER, "the later records consumed")
+
+        def committed_after_the_kill() -> bool:
+            with members[0].lock, members[1].lock:
+                return all(
+                    m.commits and m.commits[-1][1] is None and m.commits[-1][0] > killed for m in members
+                )
+
+        _wait(committed_after_the_kill, "a commit of each member after the kill")
+        for member in members:
+            with member.lock:
+                changes = [(round(at - killed, 2), what, p) for at, what, p in member.events if at > killed]
+            assert changes == [], f"the member's assignment changed after the kill: {changes}"
+        assert [m.member_ids[-1][1] for m in members] == ids, "the members kept their ids"
+        assert _generation(survivor) == generation, "the generation goes on"
+        assert [m.assigned() for m in members] == assignments
+        seen = [pair for m in members for pair in m.seen]
+        assert len(seen) == len(set(seen)) == BEFORE + AFTER, "every record consumed once by one member"
+        for member, assigned in zip(members, assignments, strict=True):
+            assert {p for p, _ in member.seen} <= set(assigned), "a member read a partition another holds"
+        _wait(
+            lambda: all(_committed(survivor, p) == (BEFORE + AFTER) // PARTITIONS for p in range(PARTITIONS)),
+            "every partition's offset committed to its end",
+        )
+        failed = [(round(at - killed, 2), error) for m in members for at, error in m.commits if error]
+        print(f"coordinator {victim} killed; commits refused meanwhile (s after the kill, error): {failed}")
+    finally:
+        for member in members:
+            member.stop.set()
+        for member in members:
+            member.join(30)
