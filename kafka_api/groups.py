@@ -634,7 +634,10 @@ class ClassicGroups:
         finish rebalances whose time is up."""
         if self._adopted_ms is None or now_ms - self._adopted_ms >= ADOPT_INTERVAL_MS:
             self._adopted_ms = now_ms
-            self._adopt(now_ms)
+            try:
+                self._adopt(now_ms)
+            except RaftlogError as exc:  # the table not readable now: the next tick tries again
+                log.info("groups not loaded: %s", exc)
         for group in list(self.groups.values()):
             expired = [
                 m.member_id

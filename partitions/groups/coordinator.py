@@ -267,9 +267,9 @@ class GroupCoordinator:
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)
-        kafka = self.live(group)
-        if kafka is not None:  # one group, one protocol: Kafka's members hold it
-            raise GroupNotEmpty(group, len(kafka.members), "the Kafka protocol")
+        kafka = _kafka_members(self.live(group), current)
+        if kafka:  # one group, one protocol: Kafka's members hold it
+            raise GroupNotEmpty(group, kafka, "the Kafka protocol")
         try:
             if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
                 raise GroupFull(group, GROUP_MEMBERS_MAX)
@@ -449,9 +449,9 @@ class GroupCoordinator:
         current, _ = self.describe(group)
         if current.members:
             raise GroupNotEmpty(group, len(current.members), "HTTP")
-        kafka = self.live(group)
-        if kafka is not None:
-            raise GroupNotEmpty(group, len(kafka.members), "the Kafka protocol")
+        kafka = _kafka_members(self.live(group), current)
+        if kafka:
+            raise GroupNotEmpty(group, kafka, "the Kafka protocol")
         return current
 
     async def forget(self, group: str) -> None:
@@ -571,6 +571,14 @@ class GroupCoordinator:
                     labels = f'group="{name}",topic="{tp.topic}",partition="{tp.partition}"'
                     values[f"consumer_group_lag{{{labels}}}"] = max(0, end - committed)
         return values
+
+
+def _kafka_members(live: LiveGroup | None, recorded: Group | None) -> int:
+    """How many Kafka members hold the group: live in the Kafka door, or recorded in the table (by a
+    coordinator before this one: the door loads them at its next tick)."""
+    if live is not None:
+        return len(live.members)
+    return 0 if recorded is None else len(recorded.classic_members)
 
 
 def _label_safe(value: str) -> bool:

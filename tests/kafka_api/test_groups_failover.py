@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api.group_members import GroupRefusal, GroupState, Joined
 from kafka_api.groups import ClassicGroups
 from partitions.groups.coordinator import GroupCoordinator
+from partitions.groups.errors import GroupNotEmpty
 from partitions.groups.state import (
     CLASSIC_MEMBER_BYTES_MAX,
     GroupChanged,
@@ -317,3 +318,15 @@ async def test_a_static_members_replacement_that_is_not_written_is_reverted() ->
         1,
         {a.member_id: b"A", b.member_id: b"B"},
     )
+
+
+async def test_recorded_members_hold_the_group_against_http_members_and_deletion_before_they_load() -> None:
+    shared = Replicated()
+    await _stable_pair(_node(shared, "n1"))
+    shared.failover("n2")
+    coordinator = GroupCoordinator(NodeLog(shared, "n2"))  # its door has not loaded the group yet
+    with pytest.raises(GroupNotEmpty) as joining:
+        await coordinator.create_instance("g", "rest")
+    with pytest.raises(GroupNotEmpty) as deleting:
+        coordinator.check_empty("g")
+    assert joining.value.members == deleting.value.members == 2
