@@ -1,5 +1,6 @@
-"""Real processes and real clients: two confluent-kafka consumers share a topic in one group; the node
-coordinating the group is killed with kill -9. The new coordinator loads the group as the old one wrote
+"""Real processes and real clients: two confluent-kafka consumers (dynamic members, then static ones with
+a ``group.instance.id``) share a topic in one group; the node coordinating the group is killed with
+kill -9. The new coordinator loads the group as the old one wrote
 it, so the members go on in their generation with their assignments (no rebalance, no partition handed
 to a member while another holds it, no record consumed twice) and their commits go on succeeding."""
 
@@ -18,7 +19,6 @@ from kafka_fixtures import http_client
 
 from raftlog_client.local_cluster import LocalCluster
 
-TOPIC, GROUP = "coordinated", "kept-group"
 PARTITIONS = 4
 BEFORE, AFTER = 400, 400  # records produced before and after the kill
 LIMIT_S = 120  # for each phase to finish on a loaded machine
@@ -27,21 +27,26 @@ LIMIT_S = 120  # for each phase to finish on a loaded machine
 class Member(threading.Thread):
     """A consumer that commits after each batch and notes every assignment change its client sees."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: LocalCluster, name: str, instance: str | None) -> None:
         super().__init__(daemon=True)
-        self.consumer = Consumer({
+        config = {
             "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": GROUP,
+            "group.id": name,
             "client.id": "kept",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "session.timeout.ms": 45_000,  # Kafka's default: longer than a failover under load
             "heartbeat.interval.ms": 500,
             "partition.assignment.strategy": "range",
-        })  # fmt: skip
+        }
+        if instance is not None:  # a static member (KIP-345)
+            config["group.instance.id"] = instance
+        self.consumer = Consumer(config)
+        self.topic = name
         self.lock = threading.Lock()
         self.events: list[tuple[float, str, tuple[int, ...]]] = []  # (when, what, partitions)
         self.seen: list[tuple[int, int]] = []  # (partition, offset) of every record handed to it
+        self.seen_at: list[float] = []  # when each was
         self.commits: list[tuple[float, str | None]] = []  # (when, error or None) of each commit
         self.member_ids: list[tuple[float, str | None]] = []  # (since when, id) as its client knows it
         self.stop = threading.Event()
@@ -52,7 +57,7 @@ class Member(threading.Thread):
 
     def run(self) -> None:
         self.consumer.subscribe(
-            [TOPIC],
+            [self.topic],
             on_assign=lambda _c, ps: self._note("assign", ps),
             on_revoke=lambda _c, ps: self._note("revoke", ps),
             on_lost=lambda _c, ps: self._note("lost", ps),
@@ -63,6 +68,7 @@ class Member(threading.Thread):
             member_id = self.consumer.memberid()  # the client's calls stay on its own thread
             with self.lock:
                 self.seen.extend((m.partition(), m.offset()) for m in batch)
+                self.seen_at.extend([time.monotonic()] * len(batch))
                 if not self.member_ids or self.member_ids[-1][1] != member_id:
                     self.member_ids.append((time.monotonic(), member_id))
             if batch or pending:
@@ -90,11 +96,11 @@ class Member(threading.Thread):
             return len(set(self.seen))
 
 
-def _produce(cluster: LocalCluster, start: int, count: int) -> None:
+def _produce(cluster: LocalCluster, topic: str, start: int, count: int) -> None:
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
                          "message.timeout.ms": LIMIT_S * 1000})  # fmt: skip
     for i in range(start, start + count):
-        producer.produce(TOPIC, key=b"%d" % i, value=b"x", partition=i % PARTITIONS)
+        producer.produce(topic, key=b"%d" % i, value=b"x", partition=i % PARTITIONS)
     assert producer.flush(LIMIT_S) == 0
 
 
@@ -105,28 +111,32 @@ def _wait(condition: Any, what: str) -> None:
         time.sleep(0.2)
 
 
-def _generation(url: str) -> int | None:
+def _generation(url: str, group: str) -> int | None:
     with urllib.request.urlopen(f"{url}/v1/consumer-groups", timeout=15) as answer:
         groups = json.load(answer)["groups"]
-    return next((int(g["generation"]) for g in groups if g["group"] == GROUP), None)
+    return next((int(g["generation"]) for g in groups if g["group"] == group), None)
 
 
-def _committed(url: str, partition: int) -> int:
-    with urllib.request.urlopen(f"{url}/consumers/{GROUP}/offsets?topic={TOPIC}", timeout=15) as answer:
+def _committed(url: str, group: str, partition: int) -> int:
+    """The group's committed offset of a partition of the topic named as the group."""
+    with urllib.request.urlopen(f"{url}/consumers/{group}/offsets?topic={group}", timeout=15) as answer:
         rows = json.load(answer)["offsets"]
     return next((int(r["offset"]) for r in rows if r["partition"] == partition), -1)
 
 
 @pytest.mark.timeout(600)  # a cluster's start and three phases of up to LIMIT_S on a loaded machine
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_killed(
-    kafka_cluster: LocalCluster,
+    kafka_cluster: LocalCluster, static: bool
 ) -> None:
+    name = "kept-static" if static else "kept-dynamic"  # the group, and the topic it consumes
     with http_client(kafka_cluster) as client:
-        client.create_topic(TOPIC, PARTITIONS, 3)
-    _produce(kafka_cluster, 0, BEFORE)
-    members = [Member(kafka_cluster), Member(kafka_cluster)]
+        client.create_topic(name, PARTITIONS, 3)
+    _produce(kafka_cluster, name, 0, BEFORE)
+    members = [Member(kafka_cluster, name, f"{name}-{i}" if static else None) for i in range(2)]
     for member in members:
         member.start()
+    victim: str | None = None
     try:
         _wait(lambda: all(len(m.assigned()) == PARTITIONS // 2 for m in members), "both members assigned")
         _wait(lambda: sum(m.offsets_seen() for m in members) >= BEFORE, "the first records consumed")
@@ -134,15 +144,15 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
         assignments = [m.assigned() for m in members]
         assert set(assignments[0]).isdisjoint(assignments[1])
         admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
-        described = admin.describe_consumer_groups([GROUP])[GROUP].result(timeout=30)
+        described = admin.describe_consumer_groups([name])[name].result(timeout=30)
         victim = f"n{described.coordinator.id}"
-        generation = _generation(kafka_cluster.urls[victim])
+        generation = _generation(kafka_cluster.urls[victim], name)
         assert generation is not None and generation >= 1
 
         killed = time.monotonic()
         kafka_cluster.control("stop", victim, kill=True)
         survivor = next(url for node, url in kafka_cluster.urls.items() if node != victim)
-        _produce(kafka_cluster, BEFORE, AFTER)
+        _produce(kafka_cluster, name, BEFORE, AFTER)
         _wait(lambda: sum(m.offsets_seen() for m in members) >= BEFORE + AFTER, "the later records consumed")
 
         def committed_after_the_kill() -> bool:
@@ -157,14 +167,17 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
                 changes = [(round(at - killed, 2), what, p) for at, what, p in member.events if at > killed]
             assert changes == [], f"the member's assignment changed after the kill: {changes}"
         assert [m.member_ids[-1][1] for m in members] == ids, "the members kept their ids"
-        assert _generation(survivor) == generation, "the generation goes on"
+        assert _generation(survivor, name) == generation, "the generation goes on"
         assert [m.assigned() for m in members] == assignments
         seen = [pair for m in members for pair in m.seen]
         assert len(seen) == len(set(seen)) == BEFORE + AFTER, "every record consumed once by one member"
         for member, assigned in zip(members, assignments, strict=True):
-            assert {p for p, _ in member.seen} <= set(assigned), "a member read a partition another holds"
+            read = {p for (p, _), at in zip(member.seen, member.seen_at, strict=True) if at > killed}
+            assert read <= set(assigned), "after the kill, a member read a partition another holds"
         _wait(
-            lambda: all(_committed(survivor, p) == (BEFORE + AFTER) // PARTITIONS for p in range(PARTITIONS)),
+            lambda: all(
+                _committed(survivor, name, p) == (BEFORE + AFTER) // PARTITIONS for p in range(PARTITIONS)
+            ),
             "every partition's offset committed to its end",
         )
         failed = [(round(at - killed, 2), error) for m in members for at, error in m.commits if error]
@@ -174,3 +187,5 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
             member.stop.set()
         for member in members:
             member.join(30)
+        if victim is not None:  # back, for the module's next test
+            kafka_cluster.control("start", victim)
