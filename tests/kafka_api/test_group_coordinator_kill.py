@@ -124,6 +124,14 @@ def _committed(url: str, group: str, partition: int) -> int:
     return next((int(r["offset"]) for r in rows if r["partition"] == partition), -1)
 
 
+def _commits_after(members: list[Member], killed: float) -> str:
+    """How soon each member committed again after the kill (records produced after it), and what was
+    refused meanwhile."""
+    first = [min(at for at, error in m.commits if error is None and at > killed) - killed for m in members]
+    refused = [(round(at - killed, 2), error) for m in members for at, error in m.commits if error]
+    return f"first commits {[round(f, 2) for f in first]} s after it; refused (s, error): {refused}"
+
+
 @pytest.mark.timeout(600)  # a cluster's start and three phases of up to LIMIT_S on a loaded machine
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_killed(
@@ -180,8 +188,7 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
             ),
             "every partition's offset committed to its end",
         )
-        failed = [(round(at - killed, 2), error) for m in members for at, error in m.commits if error]
-        print(f"coordinator {victim} killed; commits refused meanwhile (s after the kill, error): {failed}")
+        print(f"coordinator {victim} killed, generation {generation}: {_commits_after(members, killed)}")
     finally:
         for member in members:
             member.stop.set()
