@@ -60,11 +60,11 @@ REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
 AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
 EMPTY_GROUP_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes: 7 days
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size: a Join past it is refused when applied
-# What a classic group's metadata may make the table hold. Kafka bounds a member's subscription and
-# assignment only by the request carrying them, and the group's whole record by the offsets topic's
-# max.message.bytes (1 MiB by default); here each member's subscription and assignment are at most 1 MiB
-# each and the group's members at most ``CLASSIC_GROUP_BYTES_MAX`` together (a SyncGroup past them is
-# answered UNKNOWN_SERVER_ERROR, as Kafka answers a record too large), times ``GROUP_MEMBERS_MAX``.
+# What a classic group's metadata may make the table hold: at most ``GROUP_MEMBERS_MAX`` members, each
+# member's subscription and assignment at most 1 MiB, all of them together at most 8 MiB. Kafka bounds a
+# member's only by the request carrying it (socket.request.max.bytes) and the group's whole record by the
+# offsets topic's max.message.bytes (1 MiB by default); a SyncGroup past these bounds is answered
+# UNKNOWN_SERVER_ERROR, as Kafka answers a group record too large.
 CLASSIC_MEMBER_BYTES_MAX = 1024 * 1024
 CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
