@@ -330,3 +330,21 @@ async def test_recorded_members_hold_the_group_against_http_members_and_deletion
     with pytest.raises(GroupNotEmpty) as deleting:
         coordinator.check_empty("g")
     assert joining.value.members == deleting.value.members == 2
+
+
+async def test_a_coordinator_that_leads_the_group_again_later_runs_it_as_written_meanwhile() -> None:
+    shared = Replicated()
+    first = _node(shared, "n1")
+    a, b = await _stable_pair(first)
+    shared.failover("n2")  # n1 is cut off, not killed: its memory still holds generation 1
+    second = _node(shared, "n2")
+    rejoined = await asyncio.gather(_join(second, a.member_id, 100), _join(second, b.member_id, 100))
+    await second.sync("g", a.member_id, 2, {a.member_id: b"AB"}, 110)
+    assert _recorded(shared) == (2, {a.member_id: b"AB", b.member_id: b""})
+    assert {j.generation for j in rejoined} == {2}
+    shared.failover("n1")  # and leads it again, in a later term: the table rules, not its old memory
+    first.heartbeat("g", b.member_id, 2, 200)
+    with pytest.raises(GroupRefusal) as stale:
+        first.heartbeat("g", b.member_id, 1, 200)
+    assert stale.value.code is ErrorCode.illegal_generation
+    assert await first.sync("g", a.member_id, 2, {}, 210) == b"AB"
