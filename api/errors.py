@@ -175,6 +175,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.OutOfOrderSequence, HttpError(409, 40912)),
     (broker.UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
     (broker.InvalidTxnState, HttpError(409, 40920)),
+    (broker.TransactionUnverified, HttpError(503, 50301, retriable=True)),  # its coordinator: not reached
     (broker.CoordinatorFenced, HttpError(409, 40924)),  # a deposed transaction coordinator's marker
     # the transaction coordinator's (Kafka's producers meet these; the HTTP API reads transactions only)
     (transactions.UnknownTransactionalId, HttpError(404, 40409)),

@@ -29,7 +29,7 @@ from api.routing import (
 from api.schemas import (
     INT64_MAX,
     OffsetCommit,
-    ParsedRecord,
+    ProduceRequest,
     batch_produced_answer,
     check_group,
     is_record_batch,
@@ -47,13 +47,20 @@ from api.schemas import (
     require_json_body,
 )
 from partitions.consumers.protocol import GroupService
-from partitions.data.service import DataService, FetchedBatches
+from partitions.data.service import DataService, FetchedBatches, Producer
 from partitions.errors import InvalidTopic, UnknownPartition
 from partitions.metadata.service import AdminService
 from partitions.names import is_internal
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
-from raftlog.storage.batch import BatchFormatError, ProducerRecord, Record, batches_end, records_from
+from raftlog.storage.batch import (
+    BatchFormatError,
+    ProducerRecord,
+    Record,
+    batches_end,
+    encode_batch,
+    records_from,
+)
 from raftlog_client.contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
 
 FETCH_TIMEOUT_MS_MAX = 60_000
@@ -85,11 +92,24 @@ class Failure:
         return web.json_response(self.payload, status=self.status, headers=headers)
 
 
-def _producer_records(records: Sequence[ParsedRecord], indexes: Sequence[int]) -> list[ProducerRecord]:
-    return [
+def _batch(request: web.Request, parsed: ProduceRequest, indexes: Sequence[int]) -> bytes:
+    """The JSON records at ``indexes`` as one batch (uncompressed, CreateTime: a record without a timestamp
+    gets this node's clock), encoded once, here where they entered: the leader checks and stores it as any
+    producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied there)."""
+    records = parsed.records
+    producer_records = [
         ProducerRecord(records[i].value, records[i].key, records[i].headers, records[i].timestamp_ms)
         for i in indexes
     ]
+    now_ms = state.state(request).clock_ms()
+    return encode_batch(0, producer_records, 0, now_ms, parsed.producer_id, parsed.sequence)
+
+
+def _producer(request: web.Request) -> Producer:
+    """Who produces, as the leader's data plane checks them: the caller (anonymous when the node asks for
+    no authentication); an HTTP producer has no transactional id."""
+    caller = request.get(state.CALLER)
+    return Producer() if caller is None else Producer(caller.principal, caller.host)
 
 
 def _refuse_internal(topic: str) -> None:
@@ -113,7 +133,12 @@ async def produce_to_partition(request: web.Request) -> web.Response:
         # one record batch the producer encoded: no JSON, no base64, nothing built per record here
         batch = await state.body(request)
         served = await cluster.data.run(
-            DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms
+            DataService.produce_batch,
+            topic,
+            partition,
+            batch,
+            settings.produce_timeout_ms,
+            _producer(request),
         )
         result = served.value
         count = result.end_offset - result.base_offset
@@ -124,14 +149,9 @@ async def produce_to_partition(request: web.Request) -> web.Response:
         return web.Response(body=answer, content_type="application/json")
     flavour = request_flavour(request.content_type)
     parsed = parse_produce(await state.json_body(request), flavour, partition)
+    batch = _batch(request, parsed, range(len(parsed.records)))
     served = await cluster.data.run(
-        DataService.produce,
-        topic,
-        partition,
-        _producer_records(parsed.records, range(len(parsed.records))),
-        parsed.producer_id,
-        parsed.sequence,
-        settings.produce_timeout_ms,
+        DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms, _producer(request)
     )
     _check_produced(served.value.base_offset, served.value.end_offset, len(parsed.records))
     state.served_by(request, served.node)
@@ -156,17 +176,13 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     round_robin = request.app[ROUND_ROBIN]
     keyless = keyless_partition(meta.partitions, parsed.producer_id, parsed.sequence, round_robin)
     groups = group_by_partition(assign_partitions(parsed.records, meta.partitions, keyless))
+    producer = _producer(request)
 
     async def one(partition: int, indexes: list[int]) -> tuple[int, str] | Failure:
         try:
+            batch = _batch(request, parsed, indexes)
             served = await node.cluster.data.run(
-                DataService.produce,
-                meta.name,
-                partition,
-                _producer_records(parsed.records, indexes),
-                parsed.producer_id,
-                parsed.sequence,
-                settings.produce_timeout_ms,
+                DataService.produce_batch, meta.name, partition, batch, settings.produce_timeout_ms, producer
             )
         except RaftlogError as exc:
             return Failure.of(exc)

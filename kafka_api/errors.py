@@ -47,6 +47,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.ProducerFenced, ErrorCode.invalid_producer_epoch),
     (broker.UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
     (broker.InvalidTxnState, ErrorCode.invalid_txn_state),
+    (broker.TransactionUnverified, ErrorCode.not_enough_replicas),  # as Kafka answers it: retriable
     (broker.CoordinatorFenced, ErrorCode.transaction_coordinator_fenced),
     # retriable: the previous one completes
     (transactions.ConcurrentTransactions, ErrorCode.concurrent_transactions),

@@ -4,17 +4,15 @@ acks=all and acks=1 both answer once a majority has the batch (raftlog commits t
 acks=0 gets no answer. A LogAppendTime topic's answer carries the leader's stamp. Partitions of one request
 are proposed in the order they appear, and requests of one connection in the order they came (the server
 starts their handlers in order, and the data plane proposes a partition's produces in the order they began):
-a producer's pipelined batches keep their order. A batch is checked as strictly as any producer's
-(``check_producer_batch``): exactly one RecordBatch v2 per partition; a transactional producer's batches
-like any idempotent producer's (its transaction's end is the coordinator's, docs/decisions/
-0019-transactions.md), once verified (KIP-890): the first batch of a transaction in a partition is written
-only if its coordinator confirms that the partition is in the producer's ongoing transaction, else
-INVALID_TXN_STATE; a transactional batch without the request's transactional id is INVALID_RECORD. A topic
-the connection may not WRITE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of
-its partitions, nothing of it written; the others go on; a transactional producer's request whose connection
-may not WRITE its transactional id is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition,
-nothing written. A request's appends begin ``pacing.ITEMS_PER_TURN`` at a time, yielding to the event loop
-between turns; the connection's next Produce begins its appends once this one began all of its own
+a producer's pipelined batches keep their order. Each partition's batch goes to the data plane with who
+produces it (the connection's principal and address, the request's transactional id), which checks it as
+it checks a batch from any door (``DataPlane.produce_batch``): exactly one RecordBatch v2 per partition; a
+transactional batch needs the request's transactional id, which the connection may WRITE
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and KIP-890's verification (INVALID_TXN_STATE); its transaction's
+end is the coordinator's (docs/decisions/0019-transactions.md). A topic the connection may not WRITE
+(``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it
+written; the others go on. A request's appends begin ``pacing.ITEMS_PER_TURN`` at a time, yielding to the
+event loop between turns; the connection's next Produce begins its appends once this one began all of its own
 (``Door.produce_order``).
 """
 
@@ -29,60 +27,11 @@ from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
 from kafka_api.errors import code_of
 from kafka_api.pacing import Pacer
-from partitions.errors import InvalidName, UnknownTopic
+from partitions.data.service import Producer
 from partitions.security.acls import AclOperation, ResourceType
-from partitions.transactions.service import TransactionService
-from raftlog.errors import RaftlogError
-from raftlog.storage.batch import BatchFormatError, decode_header
 
 ACKS = (-1, 0, 1)
 NO_OFFSET = -1
-
-
-async def _unverified(
-    door: Door, transactional_id: str | None, topic: str, part: Any
-) -> tuple[ErrorCode, str] | None:
-    """KIP-890's defence: a transactional batch is written only where its transaction is open already,
-    or where the producer's coordinator confirms that the partition is in its ongoing transaction at that
-    epoch; else the refusal (a write that outlived its transaction would open one no coordinator ends,
-    holding the last stable offset back for ever). None: go on (a batch the leader will check and refuse
-    if malformed, or a partition not led here, which the produce answers)."""
-    records = part.records
-    try:
-        header = decode_header(records)
-    except BatchFormatError:
-        return None
-    if not header.is_transactional or header.producer_id is None:
-        return None
-    if transactional_id is None:
-        return ErrorCode.invalid_record, "a transactional batch needs the request's transactional id"
-    epoch = header.producer_epoch or 0
-    try:
-        if await door.node.local.data.open_transaction(topic, part.index, header.producer_id):
-            return None
-    except RaftlogError:
-        return None  # not led here: the produce answers NOT_LEADER_OR_FOLLOWER
-    try:
-        verified = await door.node.cluster.transactions.call(
-            TransactionService.verify_partition,
-            transactional_id,
-            header.producer_id,
-            epoch,
-            topic,
-            part.index,
-        )
-    except UnknownTopic:  # no transactional id has ever been coordinated: none holds this partition
-        verified = False
-    except InvalidName as exc:
-        return ErrorCode.invalid_request, str(exc)
-    except RaftlogError as exc:  # as Kafka answers a verification it could not make: retriable
-        return ErrorCode.not_enough_replicas, f"the transaction's coordinator could not verify it: {exc}"
-    if verified:
-        return None
-    return ErrorCode.invalid_txn_state, (
-        f"{topic}-{part.index} is not in an ongoing transaction of {transactional_id!r} "
-        f"(producer {header.producer_id}, epoch {epoch}): AddPartitionsToTxn first"
-    )
 
 
 async def produce(door: Door, request: wire.Request) -> Any:
@@ -94,11 +43,8 @@ async def produce(door: Door, request: wire.Request) -> Any:
     refusal: tuple[ErrorCode, str] | None = None
     if body.acks not in ACKS:
         refusal = ErrorCode.invalid_required_acks, f"acks {body.acks}: must be -1 (all), 0 or 1"
-    elif body.transactional_id is not None and not door.allows(
-        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
-    ):  # Kafka's: a transactional producer's every partition refused
-        refused = door.refusal(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
-        refusal = code_of(refused), str(refused)
+    session = door.session
+    producer = Producer(session.principal, session.host, body.transactional_id)
     data = door.node.local.data
     calls: list[tuple[str, int, asyncio.Future[Any] | tuple[ErrorCode, str]]] = []
     pacer = Pacer()
@@ -113,13 +59,9 @@ async def produce(door: Door, request: wire.Request) -> Any:
                     calls.append((topic.name, part.index, denied))
                 elif part.records is None:
                     calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
-                elif (
-                    unverified := await _unverified(door, body.transactional_id, topic.name, part)
-                ) is not None:
-                    calls.append((topic.name, part.index, unverified))
                 else:
                     appending = data.produce_batch(
-                        topic.name, part.index, part.records, timeout_ms
+                        topic.name, part.index, part.records, timeout_ms, producer
                     )  # bytes, not copied
                     calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
                 await pacer.step()

@@ -67,6 +67,11 @@ class InvalidTxnState(PartitionError):
     """A transactional request that the transaction's state does not allow (Kafka's INVALID_TXN_STATE)."""
 
 
+class TransactionUnverified(PartitionError):
+    """A transactional batch whose partition's place in its producer's ongoing transaction could not be
+    verified: the transaction's coordinator did not answer (retriable; nothing was written)."""
+
+
 @with_fields
 class OutOfOrderSequence(PartitionError):
     """A producer's new epoch began at a sequence other than 0: records of it are missing."""

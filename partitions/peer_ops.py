@@ -3,9 +3,7 @@
 how (``PeerOp``), and how a call is routed to the node that must serve it (``Routing``). From those
 declarations come the table of node-to-node calls (``peers.client.PEER_OPS``), the endpoints that serve them
 (``api/internal.py``), the stubs that call them (``peers.client.remote_*``) and the cluster-wide call
-(``peers.cluster.Routed.run``). A method declared ``@routed`` instead is routed the same way but never
-travels as itself (``DataService.produce``, whose records are encoded into ``produce_batch`` before they
-travel).
+(``peers.cluster.Routed.run``).
 
 Pure: no I/O, nothing here knows how a call travels.
 """
@@ -49,7 +47,6 @@ class _Declared:
     wait_arg: str | None
     wait_unset_ms: int
     routing: Routing
-    travels: bool  # a peer operation (``@peer``), or routed only (``@routed``)
 
 
 def peer(
@@ -66,13 +63,7 @@ def peer(
     caller's timeout; ``wait_unset_ms`` when it is None); and its ``Routing``: ``topic_arg``, the
     argument naming the topic it is about, ``waits_for_leader``."""
     routing = Routing(topic_arg, waits_for_leader)
-    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing, True))
-
-
-def routed(*, topic_arg: str | None = None, waits_for_leader: bool = True) -> Callable[[F], F]:
-    """Declares a protocol method that runs where it must, like a ``@peer`` one, but is no peer operation
-    of its own (its stub is written by hand)."""
-    return _declare(_Declared("", False, None, 0, Routing(topic_arg, waits_for_leader), False))
+    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing))
 
 
 def _declare(declared: _Declared) -> Callable[[F], F]:
@@ -100,6 +91,6 @@ def declared_ops(service: str, protocol: type) -> tuple[PeerOp, ...]:
     found = []
     for name, member in vars(protocol).items():
         how = getattr(member, "__peer_op__", None)
-        if isinstance(how, _Declared) and how.travels:
+        if isinstance(how, _Declared):
             found.append(PeerOp(service, name, how.summary, how.write, how.wait_arg, how.wait_unset_ms))
     return tuple(found)

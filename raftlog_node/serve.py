@@ -562,6 +562,8 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         transaction_timeout_ms_max=args.transaction_max_timeout_ms,
         kafka_address=kafka[1] if kafka is not None else None,
         peer_ssl=None if tls is None else peer_context(tls),
+        enforce_acls=args.enforce_acls,
+        super_users=super_users(args),
     )
     core = replace(config.core, compaction_min_bytes=args.journal_compaction_min_mib * MiB)
     config = replace(config, core=core)

@@ -42,6 +42,7 @@ from partitions.controller.state import TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
+from partitions.data.transactional import TransactionalWrites
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.internal_topic import InternalTopicLog
@@ -67,7 +68,7 @@ from partitions.replicas.manager import ReplicaManager
 from partitions.replicas.raft_host import RaftHost
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replicas.routing import Routing
-from partitions.security.acls import AclBinding
+from partitions.security.acls import AclBinding, Authorizers
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import (
@@ -75,7 +76,7 @@ from partitions.transactions.coordinator import (
     TRANSACTION_PARTITIONS_DEFAULT,
     TransactionCoordinator,
 )
-from partitions.transactions.service import Marker
+from partitions.transactions.service import Marker, TransactionService
 from partitions.transactions.store import ReplicatedTransactionLog
 from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal
@@ -145,6 +146,10 @@ class NodeConfig:
     # when larger: past it the batch is refused (a decompression bomb), inflating stopped there
     inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
     kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
+    # ACLs decide what the data plane checks of a producer (its transactional id), as both doors check
+    # the rest (``raftlog serve --enforce-acls``); super users (user names) pass every check
+    enforce_acls: bool = False
+    super_users: frozenset[str] = frozenset()
     peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
     peer_ssl: ssl.SSLContext | None = (
         None  # HTTPS to the other nodes (their URLs say https): raftlog_node/tls.py
@@ -277,17 +282,22 @@ class Node:
         )
 
     def _build_services(self, config: NodeConfig, clock: Callable[[], int]) -> None:
-        """The local services, then the cluster-wide ones over them. Three local services call cluster-wide
+        """The local services, then the cluster-wide ones over them. Four local services call cluster-wide
         ones (the group and transaction stores create their internal topics through the controller
         leader; a member's reads go to each partition's leader; the transaction coordinator writes its
-        markers through each partition's leader): they are handed ``self.cluster``'s, built right after
+        markers through each partition's leader; the data plane asks a transaction's coordinator whether a
+        transactional batch's partition is in it): they are handed ``self.cluster``'s, built right after
         them, as a call made later, the one cycle of the node's construction."""
+        authorizers = Authorizers(f"User:{name}" for name in config.super_users)
         self.data = DataPlane(
             config.node_id,
             self.replicas,
             self.routing,
             self.frontend.topic,
             clock,
+            TransactionalWrites(
+                authorizers if config.enforce_acls else None, self.security.acls, self._verify_partition
+            ),
             inflated_bytes_max=config.inflated_batch_bytes_max,
         )
         self.partition_admin = PartitionAdmin(
@@ -314,7 +324,7 @@ class Node:
             self.transactions,
         )
         self.metadata = NodeView(self)
-        self.cluster = Cluster(self.local, self.metadata, self.peers, clock)
+        self.cluster = Cluster(self.local, self.metadata, self.peers)
         self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
 
     async def _create_topic_anywhere(
@@ -338,6 +348,14 @@ class Node:
 
     def _cluster_data(self) -> PartitionData:
         return self.cluster.data
+
+    async def _verify_partition(
+        self, transactional_id: str, producer_id: int, epoch: int, topic: str, partition: int
+    ) -> bool:
+        """Whether the id's coordinator has the partition in the producer's ongoing transaction."""
+        return await self.cluster.transactions.call(
+            TransactionService.verify_partition, transactional_id, producer_id, epoch, topic, partition
+        )
 
     async def _write_txn_marker(self, tp: TopicPartition, marker: Marker) -> None:
         """A transaction's marker, through the partition's leader wherever it is."""

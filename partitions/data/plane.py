@@ -18,10 +18,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
-import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TypeVar
 
 from partitions import commands
@@ -32,10 +31,12 @@ from partitions.data.service import (
     EpochEndOffset,
     FetchedBatches,
     PartitionOffsets,
+    Producer,
     ProduceResult,
     TimestampOffset,
     check_leader_epoch,
 )
+from partitions.data.transactional import TransactionalWrites
 from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition, UnstableOffsetCommit
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
@@ -57,12 +58,10 @@ from raftlog.storage.batch import (
     INFLATED_BYTES_MAX_DEFAULT,
     BatchHeader,
     Compression,
-    ProducerRecord,
     Record,
     TimestampType,
     check_producer_batch,
     decode_records,
-    encode_batch,
     is_compressed,
     recompress,
     with_log_append_time,
@@ -97,18 +96,6 @@ STORED_CODEC: dict[str, Compression | None] = {
 }
 
 
-def _check_not_ahead(records: Sequence[ProducerRecord], latest_ms: int) -> None:
-    """InvalidRecord when a record's CreateTime is past ``latest_ms``: the bound ``check_producer_batch``
-    puts on a producer's batch, so a record is refused alike whether it reaches the leader as records or
-    as the batch a follower encoded from them. A timestamp that is no integer is encode_batch's to refuse."""
-    for index, record in enumerate(records):
-        if isinstance(record.timestamp_ms, int) and record.timestamp_ms > latest_ms:
-            raise InvalidRecord(
-                f"record {index}: timestamp {record.timestamp_ms} is more than {TIMESTAMP_AHEAD_MAX_MS} ms "
-                f"ahead of the leader's clock (must be <= {latest_ms})"
-            )
-
-
 class DataPlane:
     """Implements ``DataService`` over this node's replicas. Event loop only (reads run on its threads)."""
 
@@ -119,10 +106,12 @@ class DataPlane:
         routing: Routing,
         topic: Callable[[str], TopicMetadata],
         clock: Callable[[], int],
+        transactional: TransactionalWrites,
         inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT,
     ) -> None:
-        """``inflated_bytes_max``: the most a producer's compressed batch's records may inflate to (or
-        its topic's ``max.message.bytes``, when larger); past it the batch is refused, InflatedTooLarge."""
+        """``transactional``: the checks of a transactional batch. ``inflated_bytes_max``: the most a
+        producer's compressed batch's records may inflate to (or its topic's ``max.message.bytes``, when
+        larger); past it the batch is refused, InflatedTooLarge."""
         check(inflated_bytes_max > 0, f"inflated_bytes_max {inflated_bytes_max} must be positive")
         self.node_id = node_id
         self.inflated_bytes_max = inflated_bytes_max
@@ -130,6 +119,7 @@ class DataPlane:
         self._routing = routing
         self._topic = topic
         self._clock = clock
+        self._transactional = transactional
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
         self.counters: dict[str, float] = {
             "produce_requests": 0,
@@ -197,47 +187,18 @@ class DataPlane:
 
     # -- writes --------------------------------------------------------------------------------------
 
-    async def produce(
-        self,
-        topic: str,
-        partition: int,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-        timeout_ms: int,
+    async def produce_batch(
+        self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
     ) -> ProduceResult:
-        """Append records as one batch, encoded here as the topic's configs say: its
-        ``compression.type`` (``producer`` here means uncompressed: the records came one by one) and its
-        ``message.timestamp.type`` (LogAppendTime: the leader's clock on every record)."""
-        replica = self.leader_replica(topic, partition)
-        turn = replica.submit_order.take()
-        try:
-            config = replica.log.config
-            now = self._clock()
-            if config.timestamp_type != "LogAppendTime":  # as produce_batch checks a producer's batch
-                _check_not_ahead(records, now + TIMESTAMP_AHEAD_MAX_MS)
-            if config.compacted and any(record.key is None for record in records):
-                raise InvalidRecord(_KEYLESS.format(topic=topic, partition=partition))
-            codec = STORED_CODEC[config.compression_type] or Compression.NONE
-            if codec is Compression.NONE:
-                batch = encode_batch(0, records, 0, now, producer_id, sequence)
-            else:  # compressing takes longer than the event loop should be held
-                encode = functools.partial(encode_batch, compression=codec)
-                batch = await self._off_loop(encode, 0, records, 0, now, producer_id, sequence)
-            if config.timestamp_type == "LogAppendTime":
-                batch = with_log_append_time(batch, now)
-            await turn.wait()
-        finally:
-            turn.end()
-        return await self._propose_batch(replica, partition, batch, len(records), timeout_ms)
-
-    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
         """Append a record batch the producer encoded (Kafka's RecordBatch v2: any Kafka producer's, or
-        ``raftlog.storage.batch.encode_batch``; base offset and leader epoch are overwritten; producer id,
-        epoch and sequence ride in its header). It is checked as strictly as the records ``produce``
-        encodes, then replicated as it came, unless the topic's configs ask for another codec
-        (recompressed) or LogAppendTime (stamped: attributes, max timestamp and CRC only). Produces to one
-        partition are proposed in the order their calls began (``SubmitOrder``), waits or not.
+        ``raftlog.storage.batch.encode_batch`` at the HTTP door from JSON records; base offset and leader
+        epoch are overwritten; producer id, epoch and sequence ride in its header): the one write of
+        records, so every rule a produced batch meets is here, whichever door it came through. It is
+        checked (``check_producer_batch``: format, CRC, no control batch, timestamps; a compacted topic's
+        keys; a transactional batch's producer and transaction, ``TransactionalWrites``), then replicated
+        as it came, unless the topic's configs ask for another codec (recompressed) or LogAppendTime
+        (stamped: attributes, max timestamp and CRC only). Produces to one partition are proposed in the
+        order their calls began (``SubmitOrder``), waits or not.
 
         RecordTooLarge when the batch as sent is larger than ``max.message.bytes`` (as Kafka measures it),
         InflatedTooLarge when its records inflate past ``inflated_bytes_max`` or ``max.message.bytes``,
@@ -252,6 +213,9 @@ class DataPlane:
             append_time = config.timestamp_type == "LogAppendTime"
             latest_ms = NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
             header = await self._checked(topic, partition, batch, latest_ms, config.max_message_bytes)
+            if header.is_transactional:  # a Kafka producer's; checked while the turn holds its place
+                tid = self._transactional.authorize(producer)
+                await self._transactional.verify(replica.log.transactions, tid, header, topic, partition)
             if config.compacted:
                 await self._check_keys(topic, partition, batch, header)
             codec = STORED_CODEC[config.compression_type]
@@ -353,9 +317,6 @@ class DataPlane:
         replica = self.leader_replica(topic, partition)
         command = commands.DeleteOffset(group)
         return (await self._applied(replica, command, OffsetDeleted, timeout_ms)).existed
-
-    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
-        return self.leader_replica(topic, partition).log.transactions.is_open(producer_id)
 
     async def commit_txn_offset(
         self,

@@ -5,20 +5,19 @@ method is async and has two implementations behind this protocol: the node's own
 (``partitions.data.plane``), which serves what this node leads and raises ``NotLeader(leader_hint)`` /
 ``NoLeader`` for what another node must serve, and the cluster-wide one (``partitions.peers.cluster``),
 which runs the local one or, on ``NotLeader``, the same call on the node the hint names. A method declared
-``@peer`` or ``@routed`` (``partitions.peer_ops``) is an operation another node can be asked for: that
+``@peer`` (``partitions.peer_ops``) is an operation another node can be asked for: that
 one declaration gives its endpoint on every node and the stub that calls it (``partitions.peers.client``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
-from partitions.peer_ops import peer, routed
+from partitions.peer_ops import peer
 from partitions.transactions.service import Marker
-from raftlog.storage.batch import ProducerRecord
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,6 +36,16 @@ class Served(Generic[T]):
 
     value: T
     node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Producer:
+    """Who produces a batch, as the door it came through knows them: what the data plane checks the batch
+    against (a peer value: fields are only ever added, with defaults)."""
+
+    principal: str | None = None  # "User:NAME" as authenticated; None: anonymous
+    host: str = ""  # the client's address, as ACLs match it ("": unknown)
+    transactional_id: str | None = None  # the Kafka Produce request's (the HTTP door has none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,25 +116,19 @@ def _leader_write(summary: str) -> Callable[[F], F]:
 
 
 class DataService(Protocol):
-    @routed(topic_arg="topic")
-    async def produce(
-        self,
-        topic: str,
-        partition: int,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-        timeout_ms: int,
-    ) -> ProduceResult:
-        """Append records as one batch, committed by a majority (acks=all). Raises UnknownTopic,
-        UnknownPartition, RecordTooLarge, SequenceTooOld, NotLeader/NoLeader, OutcomeUnknown."""
-        ...
-
     @_leader_write("Append a record batch on the partition's leader")
-    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
-        """Append a record batch the producer encoded (base offset 0, term 0), checked before it is
-        replicated (``InvalidRecord`` names what is malformed); an idempotent one may also be refused
-        ``SequenceTooOld``, ``ProducerFenced`` (an older epoch) or ``OutOfOrderSequence``."""
+    async def produce_batch(
+        self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
+    ) -> ProduceResult:
+        """Append a record batch the producer encoded (base offset 0, term 0): the one write of records,
+        whichever door they came through, checked before it is replicated (``InvalidRecord`` names what is
+        malformed; ``RecordTooLarge``, ``InflatedTooLarge``); an idempotent one may also be refused
+        ``SequenceTooOld``, ``ProducerFenced`` (an older epoch) or ``OutOfOrderSequence``. A transactional
+        one needs ``producer``'s transactional id, which ``producer`` may WRITE
+        (``TransactionalIdAuthorizationFailed``), and its transaction open in the partition or the
+        partition in the producer's ongoing transaction as its coordinator says (``InvalidTxnState``;
+        ``TransactionUnverified`` when the coordinator could not be asked). ``producer`` None: an
+        anonymous producer without a transactional id (an older node's call)."""
         ...
 
     @peer(
@@ -184,11 +187,6 @@ class DataService(Protocol):
         """Kafka's OffsetForLeaderEpoch: ``current_leader_epoch`` (-1: not checked) is checked against
         this node's replica first (FencedLeaderEpoch, UnknownLeaderEpoch), then its leadership
         (NotLeader, NoLeader)."""
-        ...
-
-    @peer("Whether a producer has a transaction open in the partition, on its leader", topic_arg="topic")
-    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
-        """The Kafka door's KIP-890 check asks its own node, the partition's leader, first."""
         ...
 
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")

@@ -6,8 +6,7 @@ its typed result or its typed error (``peer_codec``). The server side (``api/int
 this table under ``INTERNAL_PREFIX`` and answers only a caller that presents the cluster credential
 (``internal_credential``). The stubs that call another node (``remote_data``, ``remote_admin``,
 ``remote_groups``, ``remote_peer``, ``remote_transactions``) are made from the same declarations: a method
-each, its signature and result type the protocol's; only ``RemoteData.produce``, which is not a peer
-operation, is written here.
+each, its signature and result type the protocol's; none is written by hand.
 
 A call that could not be sent raises ``PeerUnreachable`` (safe to retry); a call that was sent but whose
 answer never came raises ``PeerOutcomeUnknown`` when it writes, ``PeerUnreachable`` when it only reads.
@@ -22,13 +21,13 @@ import logging
 import ssl
 import types
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import aiohttp
 
 from partitions.consumers.protocol import GroupService
-from partitions.data.service import DataService, ProduceResult
+from partitions.data.service import DataService
 from partitions.errors import PeerOutcomeUnknown, PeerProtocolError, PeerUnreachable
 from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops
@@ -36,7 +35,6 @@ from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
 from partitions.peers.service import RESULT_TYPES, PeerService
 from partitions.transactions.service import TransactionService
 from raftlog.errors import RaftlogError
-from raftlog.storage.batch import ProducerRecord, encode_batch
 
 log = logging.getLogger("raftlog.peer")
 
@@ -229,27 +227,5 @@ def remote_transactions(client: PeerClient, node_id: str) -> TransactionService:
     return cast(TransactionService, _TRANSACTIONS(client, node_id))
 
 
-class RemoteData(_DATA):  # type: ignore[valid-type,misc]  # a class made from DataService's declarations
-    """``DataService`` of another node. ``produce`` encodes the batch here and sends the bytes: a record
-    is encoded once, where it enters, and never re-serialised on the way to the leader."""
-
-    def __init__(self, client: PeerClient, node_id: str, clock: Callable[[], int]) -> None:
-        super().__init__(client, node_id)
-        self._clock = clock
-
-    async def produce(
-        self,
-        topic: str,
-        partition: int,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-        timeout_ms: int,
-    ) -> ProduceResult:
-        batch = encode_batch(0, records, 0, self._clock(), producer_id, sequence)
-        result: ProduceResult = await self.produce_batch(topic, partition, batch, timeout_ms)
-        return result
-
-
-def remote_data(client: PeerClient, node_id: str, clock: Callable[[], int]) -> DataService:
-    return cast(DataService, RemoteData(client, node_id, clock))
+def remote_data(client: PeerClient, node_id: str) -> DataService:
+    return cast(DataService, _DATA(client, node_id))

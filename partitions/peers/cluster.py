@@ -15,8 +15,8 @@ A service is one ``Routed`` object: ``cluster.data.run(DataService.offsets, topi
 protocol method where it must, as its declaration says (``peer_ops``), typed as the protocol declares
 it; nothing is written here per operation.
 
-A produce whose records came as JSON is encoded once, here (``RemoteData.produce``), and travels to the
-leader as the batch; what the leader stores is what was encoded here.
+A produce whose records came as JSON was encoded into a batch at the door it came through, and travels
+to the leader as that batch (``DataService.produce_batch``, the one write of records).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class Router:
 
 class Routed(Generic[S]):
     """One of the node's services, run where each call must run: ``run(Service.method, *arguments)``
-    calls ``method`` (declared ``@peer`` or ``@routed`` on the service's protocol, which says how it is
+    calls ``method`` (declared ``@peer`` on the service's protocol, which says how it is
     routed: ``peer_ops.Routing``) on this node's service, or on the node a ``NotLeader`` hint names. The
     answer comes with the node that served it (``Served``); ``call`` gives the value alone. No method is
     written here per operation: the protocol's declaration is all."""
@@ -243,13 +243,10 @@ class Cluster:
         local: LocalServices,
         metadata: MetadataView,
         client: PeerClient,
-        clock: Callable[[], int],
         leader_wait_s: float = LEADER_WAIT_S,
     ) -> None:
         router = Router(metadata.node_id, metadata, leader_wait_s)
-        self.data: Routed[DataService] = Routed(
-            router, local.data, lambda node: remote_data(client, node, clock)
-        )
+        self.data: Routed[DataService] = Routed(router, local.data, lambda node: remote_data(client, node))
         self.admin: Routed[AdminService] = Routed(
             router, local.admin, lambda node: remote_admin(client, node)
         )

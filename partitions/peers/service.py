@@ -31,6 +31,7 @@ from partitions.data.service import (
     EpochEndOffset,
     FetchedBatches,
     PartitionOffsets,
+    Producer,
     ProduceResult,
     TimestampOffset,
 )
@@ -78,6 +79,7 @@ class Failures:
 
 RESULT_TYPES: tuple[type, ...] = (
     ProduceResult,
+    Producer,
     FetchedBatches,
     PartitionOffsets,
     TimestampOffset,

@@ -39,10 +39,12 @@ from partitions.data.service import (
     EpochEndOffset,
     FetchedBatches,
     PartitionOffsets,
+    Producer,
     ProduceResult,
     TimestampOffset,
     check_leader_epoch,
 )
+from partitions.data.transactional import TransactionalWrites
 from partitions.errors import (
     ControllerChangeRefused,
     DecommissionImpossible,
@@ -99,6 +101,10 @@ from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
 WINDOW = 5
 MAX_MESSAGE_BYTES_DEFAULT = 1024 * 1024
+
+
+async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
+    return False  # the fake coordinates no transaction
 
 
 def record_size(record: Record | ProducerRecord) -> int:
@@ -359,25 +365,27 @@ class FakeData:
 
     # -- data ------------------------------------------------------------------------------------------
 
-    async def produce_batch(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> ProduceResult:
+    async def produce_batch(
+        self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
+    ) -> ProduceResult:
         self._enter("produce_batch")
         self._led_here(topic, partition)
         header = check_producer_batch(batch, int(time.time() * 1000) + 3_600_000)
+        if header.is_transactional:  # the data plane's rule: no transactional id, no transactional batch
+            TransactionalWrites(None, tuple, _no_coordinator).authorize(producer)
         records = [
             ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in decode_records(batch, header)
         ]
-        return await self.produce(topic, partition, records, header.producer_id, header.sequence, timeout_ms)
+        return await self._append(topic, partition, records, header.producer_id, header.sequence)
 
-    async def produce(
+    async def _append(
         self,
         topic: str,
         partition: int,
         records: Sequence[ProducerRecord],
         producer_id: int | None,
         sequence: int | None,
-        timeout_ms: int,
     ) -> ProduceResult:
-        self._enter("produce")
         state = self._led_here(topic, partition)
         if self.produce_delay_s:
             await asyncio.sleep(self.produce_delay_s)
@@ -491,11 +499,6 @@ class FakeData:
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
-
-    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
-        """The fake keeps records, not batches: no transaction is ever open in it."""
-        self._led_here(topic, partition)
-        return False
 
     async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("stable_committed_offset")
@@ -1027,9 +1030,7 @@ class FakeNode:
         self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
         # No wait for a leader: these tests see the edge's answer to each refusal they inject (the wait
         # itself: tests/partitions/peers/test_router.py)
-        self.cluster = Cluster(
-            self.local, self.metadata, self.peers, lambda: int(time.time() * 1000), leader_wait_s=0.0
-        )
+        self.cluster = Cluster(self.local, self.metadata, self.peers, leader_wait_s=0.0)
 
     def peer_credential_ok(self, presented: str) -> bool:
         return presented == INTERNAL_CREDENTIAL

@@ -221,7 +221,7 @@ async def test_a_user_without_an_acl_is_refused_and_nothing_is_written(
         "resource": "orders",
         "operation": "write",
     }
-    assert secured.partitions[("orders", 0)].records == [] and a1.data.calls["produce"] == 0
+    assert secured.partitions[("orders", 0)].records == [] and a1.data.calls["produce_batch"] == 0
     assert (await fetch(a1))[0] == 403
     assert (await answer(await a1.client.get("/topics", headers=ALICE))) == (200, [])
     # an unknown topic is refused alike: its existence is not told

@@ -169,7 +169,7 @@ async def test_keyless_records_stick_to_one_partition_per_request_and_rotate(
         assert len(partitions) == 1
         seen.append(partitions.pop())
     assert sorted(seen) == [0, 1, 2]
-    assert n1.data.calls["produce"] == 3  # one batch per partition per request
+    assert n1.data.calls["produce_batch"] == 3  # one batch per partition per request
 
 
 async def test_json_round_trip_with_headers_in_both_forms(cluster: FakeCluster, n1: Node) -> None:
@@ -295,7 +295,7 @@ async def test_bad_produce_bodies_are_400_naming_the_field_and_write_nothing(
         error = await error_of(response, 400, 40001)
         assert error["message"].startswith(field), error
     assert end_offset(cluster, "t", 0) == 0
-    assert n1.data.calls["produce"] == 0
+    assert n1.data.calls["produce_batch"] == 0
 
 
 async def test_binary_value_that_is_not_base64_is_422(cluster: FakeCluster, n1: Node) -> None:
@@ -621,7 +621,7 @@ async def test_unknown_routes_and_methods_are_json_errors(n1: Node) -> None:
 
 async def test_a_bug_in_a_service_is_a_logged_500(cluster: FakeCluster, n1: Node, caplog: Any) -> None:
     cluster.add_topic("t", 1)
-    n1.data.inject["produce"] = [RuntimeError("boom")]
+    n1.data.inject["produce_batch"] = [RuntimeError("boom")]
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
@@ -631,7 +631,7 @@ async def test_a_bug_in_a_service_is_a_logged_500(cluster: FakeCluster, n1: Node
 
 async def test_outcome_unknown_is_504_and_no_leader_is_503(cluster: FakeCluster, n1: Node) -> None:
     cluster.add_topic("t", 1)
-    n1.data.inject["produce"] = [OutcomeUnknown("t-0.1", "commit timed out")]
+    n1.data.inject["produce_batch"] = [OutcomeUnknown("t-0.1", "commit timed out")]
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )
@@ -746,7 +746,7 @@ async def test_a_follower_forwards_produce_and_fetch_to_the_leader(
     assert response.status == 200
     assert response.headers["X-Raftlog-Leader"] == "n1"
     assert (await response.json())["offsets"][0]["offset"] == 0
-    assert n1.data.calls["produce"] == 1 and n2.data.calls["produce"] == 1  # n2 refused, n1 wrote
+    assert n1.data.calls["produce_batch"] == 1 and n2.data.calls["produce_batch"] == 1  # n2 refused, n1 wrote
 
     poll = asyncio.create_task(n2.client.get("/topics/t/partitions/0/records?offset=1&timeout=10000"))
     await asyncio.sleep(0.2)
@@ -928,7 +928,7 @@ async def test_every_service_error_has_its_http_answer(
     cluster: FakeCluster, n1: Node, error: Exception, status: int, code: int
 ) -> None:
     cluster.add_topic("t", 1)
-    n1.data.inject["produce"] = [error]
+    n1.data.inject["produce_batch"] = [error]
     response = await n1.client.post(
         "/topics/t/partitions/0", json={"records": [{"value": 1}]}, headers=JSON_HEADERS
     )

@@ -29,7 +29,7 @@ from partitions.peers.codec import pack
 from partitions.peers.service import PeerService
 from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NotLeader
-from raftlog.storage.batch import ProducerRecord, records_from
+from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
 from raftlog.storage.errors import OffsetOutOfRange
 from raftlog_client.contract import LEADER_HEADER
 
@@ -83,8 +83,9 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
 ) -> None:
     cluster.add_topic("t", 1, [["n1", "n2"]])
     try:
-        data = remote_data(peer, "n1", lambda: 1000)
-        produced = await data.produce("t", 0, [ProducerRecord(b"v", b"k", (("h", b"1"),))], 7, 0, 5000)
+        data = remote_data(peer, "n1")
+        batch = encode_batch(0, [ProducerRecord(b"v", b"k", (("h", b"1"),))], 0, 1000, 7, 0)
+        produced = await data.produce_batch("t", 0, batch, 5000)
         assert (produced.base_offset, produced.end_offset, produced.duplicate) == (0, 1, False)
         fetched = await data.fetch_batches("t", 0, 0, 1 << 20, 0)
         [record] = records_from(fetched.data, 0)
@@ -98,7 +99,7 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
             await data.fetch_batches("t", 0, 5, 1 << 20, 0)
         assert (out_of_range.value.log_start_offset, out_of_range.value.end_offset) == (0, 1)
         with pytest.raises(NotLeader) as not_leader:  # n2 does not lead: the hint names n1
-            await remote_data(peer, "n2", lambda: 1000).offsets("t", 0)
+            await remote_data(peer, "n2").offsets("t", 0)
         assert not_leader.value.leader_hint == "n1"
         with pytest.raises(UnknownTopic):
             await remote_admin(peer, "n1").topic("nope")

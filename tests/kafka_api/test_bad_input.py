@@ -156,7 +156,7 @@ def test_refused_produces_write_nothing(kafka_cluster: LocalCluster) -> None:
             "two batches": ErrorCode.invalid_record,
             "acks": ErrorCode.invalid_required_acks,
             "transactional": ErrorCode.invalid_txn_state,  # KIP-890: no ongoing transaction holds it
-            "no transactional id": ErrorCode.invalid_record,
+            "no transactional id": ErrorCode.transactional_id_authorization_failed,  # as Kafka answers it
             "unknown partition": ErrorCode.unknown_topic_or_partition,
             "unknown topic": ErrorCode.unknown_topic_or_partition,
         }

@@ -8,6 +8,7 @@ import asyncio
 import os
 import pathlib
 import time
+from collections.abc import Sequence
 
 from aiohttp import web
 
@@ -15,11 +16,12 @@ from api.app import build_app
 from membership import GossipConfig
 from partitions.broker.node import Node, NodeConfig, PeerConfig
 from partitions.controller.state import CONTROLLER_GROUP, ControllerMetadata, ControllerStateMachine
+from partitions.data.service import DataService, ProduceResult
 from partitions.errors import UnknownTopic
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.snapshot import decode_snapshot
-from raftlog.storage.batch import Record, records_from
+from raftlog.storage.batch import ProducerRecord, Record, encode_batch, records_from
 from raftlog_dev.dev import free_port
 
 SECRET = b"test-cluster-secret-0123456789abcdef"
@@ -95,6 +97,21 @@ async def fetch(
     gets them: stored batches, decoded here)."""
     fetched = await node.data.fetch_batches(topic, partition, offset, max_bytes, timeout_ms)
     return records_from(fetched.data, offset)
+
+
+async def produce(
+    data: DataService,
+    topic: str,
+    partition: int,
+    records: Sequence[ProducerRecord],
+    producer_id: int | None = None,
+    sequence: int | None = None,
+    timeout_ms: int = 5000,
+) -> ProduceResult:
+    """Records produced as the HTTP door produces JSON ones: encoded into one batch (this process's clock
+    on those without a timestamp), appended by ``produce_batch``."""
+    batch = encode_batch(0, records, 0, time.time_ns() // 1_000_000, producer_id, sequence)
+    return await data.produce_batch(topic, partition, batch, timeout_ms)
 
 
 def partition_leader(nodes: list[Node], topic: str, partition: int = 0) -> Node | None:

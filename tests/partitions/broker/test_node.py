@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from in_process import configs, controller_leader, fetch, partition_leader, until
+from in_process import configs, controller_leader, fetch, partition_leader, produce, until
 
 from partitions.broker.node import Node
 from partitions.errors import TopicExists
@@ -33,9 +33,9 @@ async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
     await until(lambda: all("orders" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "orders"), what="partition leader")
 
-    first = await leader.data.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
-    second = await leader.data.produce("orders", 0, [ProducerRecord(b"c")], 11, 1, 5000)
-    retry = await leader.data.produce("orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
+    first = await produce(leader.data, "orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
+    second = await produce(leader.data, "orders", 0, [ProducerRecord(b"c")], 11, 1, 5000)
+    retry = await produce(leader.data, "orders", 0, [ProducerRecord(b"a"), ProducerRecord(b"b")], 11, 0, 5000)
     assert (first.base_offset, first.end_offset, second.base_offset) == (0, 2, 2)
     assert retry.duplicate and (retry.base_offset, retry.end_offset) == (0, 2)
     records = await fetch(leader, "orders", 0, 0, 1 << 20, 0)
@@ -52,14 +52,14 @@ async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
     # a follower refuses with a hint naming the leader
     follower = next(n for n in cluster if n is not leader)
     with pytest.raises(NotLeader) as refused:
-        await follower.data.produce("orders", 0, [ProducerRecord(b"x")], None, None, 5000)
+        await produce(follower.data, "orders", 0, [ProducerRecord(b"x")], None, None, 5000)
     assert refused.value.leader_hint == leader.node_id
 
     # long poll wakes when a record commits
     waiting = asyncio.create_task(fetch(leader, "orders", 0, 3, 1 << 20, 10_000))
     await asyncio.sleep(0.2)
     assert not waiting.done()
-    await leader.data.produce("orders", 0, [ProducerRecord(b"d")], None, None, 5000)
+    await produce(leader.data, "orders", 0, [ProducerRecord(b"d")], None, None, 5000)
     assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"d"]
 
     # consumer offsets are replicated and never move backwards unless reset
@@ -75,7 +75,7 @@ async def test_leader_transfer_keeps_every_acknowledged_record(cluster: list[Nod
     leader = await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     acked = []
     for i in range(20):
-        result = await leader.data.produce("t", 0, [ProducerRecord(b"%d" % i)], None, None, 5000)
+        result = await produce(leader.data, "t", 0, [ProducerRecord(b"%d" % i)], None, None, 5000)
         acked.append(result.base_offset)
     target = next(n for n in cluster if n is not leader)
     # returns only once the target was seen leading (OutcomeUnknown otherwise)
@@ -83,7 +83,7 @@ async def test_leader_transfer_keeps_every_acknowledged_record(cluster: list[Nod
     assert leader.partition_admin.partition_state("t", 0).leader != leader.node_id
     # under load a later election may move leadership again; whoever leads has every acked record
     new_leader = await until(lambda: partition_leader(cluster, "t"), what="new leader")
-    await new_leader.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+    await produce(new_leader.data, "t", 0, [ProducerRecord(b"after")], None, None, 5000)
     values = [r.value for r in await fetch(new_leader, "t", 0, 0, 1 << 20, 0)]
     assert values == [*(b"%d" % i for i in range(20)), b"after"]
     assert new_leader.partition_admin.partition_state("t", 0).high_watermark == 21
@@ -98,7 +98,7 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
         await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 2048})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         for i in range(40):
-            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
+            await produce(leader.data, "t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
         await leader.data.commit_offset("g", "t", 0, 17, False, 5000)
         sizes = {}
         for node in nodes:
@@ -116,9 +116,9 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
         leader = await until(lambda: partition_leader(nodes, "t"), timeout_s=30, what="leader after restart")
         values = [r.value for r in await fetch(leader, "t", 0, 0, 1 << 20, 0)]
         assert values == [b"r%d" % i for i in range(40)]
-        retry = await leader.data.produce("t", 0, [ProducerRecord(b"r39")], 5, 39, 5000)
+        retry = await produce(leader.data, "t", 0, [ProducerRecord(b"r39")], 5, 39, 5000)
         assert retry.duplicate and retry.base_offset == 39, "the producer table must survive a restart"
-        fresh = await leader.data.produce("t", 0, [ProducerRecord(b"r40")], 5, 40, 5000)
+        fresh = await produce(leader.data, "t", 0, [ProducerRecord(b"r40")], 5, 40, 5000)
         assert fresh.base_offset == 40, "offsets continue after a restart, never reused"
         assert await leader.data.committed_offset("g", "t", 0) == 17
         for node in nodes:
@@ -176,8 +176,8 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
         for partition in range(2):
             leader = await until(lambda p=partition: partition_leader(nodes, "t", p), what="leader")
             for i in range(40):
-                await leader.data.produce(
-                    "t", partition, [ProducerRecord(b"v%03d" % i * 10)], None, None, 5000
+                await produce(
+                    leader.data, "t", partition, [ProducerRecord(b"v%03d" % i * 10)], None, None, 5000
                 )
         victim = next(n for n in nodes if n is not controller)
         for partition in range(2):
@@ -232,13 +232,13 @@ async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster
     events = []
     for value in (b"a", b"b"):  # nobody waits: the event is not replaced (no wake-up was scheduled)
         before = replica.changed
-        await leader.data.produce("polled", 0, [ProducerRecord(value)], None, None, 5000)
+        await produce(leader.data, "polled", 0, [ProducerRecord(value)], None, None, 5000)
         await asyncio.sleep(0.05)
         events.append(replica.changed is before)
     assert events == [True, True]
     waiting = asyncio.create_task(fetch(leader, "polled", 0, 2, 1 << 20, 10_000))
     await until(lambda: replica.waiters == 1, what="the long poll counted in")
-    await leader.data.produce("polled", 0, [ProducerRecord(b"c")], None, None, 5000)
+    await produce(leader.data, "polled", 0, [ProducerRecord(b"c")], None, None, 5000)
     assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"c"]
     assert replica.waiters == 0
 
@@ -261,8 +261,8 @@ async def test_deleting_a_topic_removes_its_directories_off_the_event_loop(
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
     metadata = await controller.topic_changes.create_topic("doomed", 1, 3, {})
     leader = await until(lambda: partition_leader(cluster, "doomed"), what="partition leader")
-    await leader.data.produce(
-        "doomed", 0, [ProducerRecord(b"x" * 1000) for _ in range(100)], None, None, 5000
+    await produce(
+        leader.data, "doomed", 0, [ProducerRecord(b"x" * 1000) for _ in range(100)], None, None, 5000
     )
     group = metadata.group_id(0)
     places = [(n, pathlib.Path(n.config.data_dir)) for n in cluster]
@@ -333,8 +333,8 @@ async def test_segments_deleted_by_retention_go_through_the_remover(
         )
         await until(lambda: partition_leader([node], "retained"), what="partition leader")
         for _ in range(12):
-            await node.data.produce(
-                "retained", 0, [ProducerRecord(b"x" * 1000) for _ in range(3)], None, None, 5000
+            await produce(
+                node.data, "retained", 0, [ProducerRecord(b"x" * 1000) for _ in range(3)], None, None, 5000
             )
         log_dir = pathlib.Path(node.config.data_dir) / "logs" / metadata.group_id(0)
         replica = node.replicas.get(metadata.group_id(0))

@@ -11,7 +11,7 @@ import time
 import aiohttp
 import crc32c
 import pytest
-from in_process import Served, configs, controller_leader, http_of, partition_leader, until
+from in_process import Served, configs, controller_leader, http_of, partition_leader, produce, until
 
 from partitions.broker.node import Node
 from raftlog.consensus.errors import NotLeader
@@ -115,8 +115,8 @@ async def test_the_topics_codec_and_log_append_time_are_applied_by_the_leader(
         0, [ProducerRecord(b"g" * 200, timestamp_ms=5)] * 4, 0, 60, compression=Compression.GZIP
     )
     await leader.data.produce_batch("stamped", 0, gzip, 5000)
-    await leader.data.produce(
-        "stamped", 0, [ProducerRecord(None, key=b"gone", timestamp_ms=6)], None, None, 5000
+    await produce(
+        leader.data, "stamped", 0, [ProducerRecord(None, key=b"gone", timestamp_ms=6)], None, None, 5000
     )
     after = int(time.time() * 1000)
 
@@ -164,7 +164,7 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
     assert (first.base_offset, first.end_offset, first.duplicate) == (0, 2, False)
     assert first.log_append_time_ms is not None and second.base_offset == 2
     one_by_one = [ProducerRecord(b"d", key=b"k"), ProducerRecord(None, key=None)]
-    third = await leader.data.produce("stamped", 0, one_by_one, 31, 0, 5000)
+    third = await produce(leader.data, "stamped", 0, one_by_one, 31, 0, 5000)
     assert (third.base_offset, third.end_offset, third.duplicate) == (3, 5, False)
     group_id = metadata.group_id(0)
     stored_before = [b.data for b in leader.replicas.get(group_id).log.read_batches(0, 1 << 20)]
@@ -173,7 +173,7 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
     retry = await leader.data.produce_batch("stamped", 0, first_batch, 5000)
     assert (retry.base_offset, retry.end_offset, retry.duplicate) == (0, 2, True)
     assert retry.log_append_time_ms == first.log_append_time_ms, "a duplicate answers its first stamp"
-    retry_one_by_one = await leader.data.produce("stamped", 0, one_by_one, 31, 0, 5000)
+    retry_one_by_one = await produce(leader.data, "stamped", 0, one_by_one, 31, 0, 5000)
     assert (retry_one_by_one.base_offset, retry_one_by_one.end_offset) == (3, 5)
     assert retry_one_by_one.duplicate
     assert leader.data.offsets_now("stamped", 0).high_watermark == 5
@@ -260,7 +260,7 @@ async def test_malformed_batches_are_422_naming_the_problem_and_change_no_end_of
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
         metadata = await controller.topic_changes.create_topic("t", 1, 3, {})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
-        await leader.data.produce("t", 0, [ProducerRecord(b"before")], None, None, 5000)
+        await produce(leader.data, "t", 0, [ProducerRecord(b"before")], None, None, 5000)
         entries = [
             next(s for s in served if s.node is leader),
             next(s for s in served if s.node is not leader),

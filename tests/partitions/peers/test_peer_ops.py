@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from partitions.consumers.protocol import ConsumerCreated, GroupService
-from partitions.data.service import DataService, ProduceResult, Served
+from partitions.data.service import DataService, Producer, ProduceResult, Served
 from partitions.errors import PeerProtocolError, UnknownTopic
 from partitions.groups.state import InstanceConfig
 from partitions.metadata.service import AdminService
@@ -18,7 +18,7 @@ from partitions.peers.client import PEER_OPS, PeerClient, remote_data, remote_gr
 from partitions.peers.cluster import Routed, Router
 from partitions.peers.service import PeerService
 from partitions.transactions.service import TransactionService
-from raftlog.storage.batch import ProducerRecord
+from raftlog.storage.batch import ProducerRecord, encode_batch
 
 PROTOCOLS = {
     "data": DataService,
@@ -46,12 +46,12 @@ def _client(answer: object) -> tuple[Recorder, PeerClient]:
     return recorder, recorder  # type: ignore[return-value]
 
 
-def test_every_protocol_method_but_the_local_produce_is_a_declared_peer_operation() -> None:
+def test_every_protocol_method_is_a_declared_peer_operation() -> None:
     for service, protocol in PROTOCOLS.items():
         methods = [n for n, v in vars(protocol).items() if inspect.isfunction(v) and not n.startswith("_")]
         declared = [op.method for op in declared_ops(service, protocol)]
         local = [m for m in methods if m not in declared]
-        assert local == (["produce"] if service == "data" else []), (service, local)
+        assert local == [], (service, local)
     assert tuple(op for s, p in PROTOCOLS.items() for op in declared_ops(s, p)) == PEER_OPS
     assert len({op.name for op in PEER_OPS}) == len(PEER_OPS)
 
@@ -71,21 +71,24 @@ async def test_a_stub_sends_the_arguments_by_name_with_the_declared_defaults_and
 
 async def test_optional_and_container_answers_are_checked_as_declared() -> None:
     recorder, client = _client(None)
-    assert await remote_data(client, "n3", lambda: 0).committed_offset("g", "t", 0) is None  # int | None
+    assert await remote_data(client, "n3").committed_offset("g", "t", 0) is None  # int | None
     recorder.answer = 7
-    assert await remote_data(client, "n3", lambda: 0).committed_offset("g", "t", 0) == 7
+    assert await remote_data(client, "n3").committed_offset("g", "t", 0) == 7
     recorder.answer = "7"
     with pytest.raises(PeerProtocolError):
-        await remote_data(client, "n3", lambda: 0).committed_offset("g", "t", 0)
+        await remote_data(client, "n3").committed_offset("g", "t", 0)
     recorder.answer = ["a"]
     assert await remote_groups(client, "n3").subscription("g", "i") == ["a"]  # list[str]
 
 
-async def test_a_remote_produce_is_encoded_here_and_travels_as_the_declared_produce_batch() -> None:
+async def test_a_produced_batch_travels_with_who_produces_it() -> None:
     recorder, client = _client(ProduceResult(0, 0, 1, False))
-    await remote_data(client, "n2", lambda: 1_000).produce("t", 0, [ProducerRecord(b"v")], None, None, 500)
+    batch = encode_batch(0, [ProducerRecord(b"v")], 0, 1_000)
+    producer = Producer("User:bob", "10.0.0.7", "bob-tx")
+    await remote_data(client, "n2").produce_batch("t", 0, batch, 500, producer)
     ((_, name, arguments),) = recorder.calls
-    assert name == "data.produce_batch" and isinstance(arguments["batch"], bytes)
+    assert name == "data.produce_batch" and arguments["batch"] == batch
+    assert arguments["producer"] == producer  # a peer value: the leader checks the batch against it
 
 
 def test_a_declaration_waiting_on_an_argument_it_lacks_is_refused() -> None:

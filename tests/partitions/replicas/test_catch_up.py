@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from in_process import Served, configs, controller_leader, fetch, http_of, partition_leader, until
+from in_process import Served, configs, controller_leader, fetch, http_of, partition_leader, produce, until
 
 from partitions.broker import node as node_module
 from partitions.errors import ReplicaRecovering
@@ -31,10 +31,10 @@ async def test_a_replica_behind_a_compacted_journal_copies_records_from_a_peer(
         await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 4096})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         laggard = next(s for s in served if s.node is not leader)
-        await leader.data.produce("t", 0, [ProducerRecord(b"early")], None, None, 5000)
+        await produce(leader.data, "t", 0, [ProducerRecord(b"early")], None, None, 5000)
         await laggard.stop()
         for i in range(150):  # far past compaction_min_entries: the leader's journal no longer has them
-            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
+            await produce(leader.data, "t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
         expected = [r.value for r in await fetch(leader, "t", 0, 0, 1 << 22, 0)]
         assert len(expected) == 151
 
@@ -59,7 +59,7 @@ async def test_a_replica_behind_a_compacted_journal_copies_records_from_a_peer(
         assert metrics["recovery_completed"] >= 1, "the records came through a recovery, not the journal"
         assert metrics["recovery_bytes"] >= replica.log.size_bytes // 2
         # and the group goes on: a new record reaches the recovered replica through its apply
-        await leader.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+        await produce(leader.data, "t", 0, [ProducerRecord(b"after")], None, None, 5000)
         await until(lambda: replica.machine.high_watermark == 152, what="apply after recovery")
         assert [r.value for r in replica.log.read(151, 1 << 20, 152)] == [b"after"]
     finally:
@@ -134,7 +134,7 @@ async def test_a_replica_recovers_record_model_batches_of_a_log_append_time_topi
         # window came with the snapshot); the next record lands at the same offset everywhere
         retry = await leader.data.produce_batch("t", 0, record_model_batch(79), 5000)
         assert retry.duplicate and leader_log.end_offset == end
-        after = await leader.data.produce("t", 0, [ProducerRecord(b"after", key=None)], None, None, 5000)
+        after = await produce(leader.data, "t", 0, [ProducerRecord(b"after", key=None)], None, None, 5000)
         assert after.base_offset == end
         await until(lambda: replica.machine.high_watermark == end + 1, what="apply after recovery")
         leader_batches = [b.data for b in leader_log.read_batches(0, 1 << 30)]
@@ -172,10 +172,10 @@ async def test_a_recovering_leader_serves_only_what_its_log_holds_and_accepts_wr
         await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 4096})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         laggard = next(s for s in served if s.node is not leader)
-        await leader.data.produce("t", 0, [ProducerRecord(b"early")], None, None, 5000)
+        await produce(leader.data, "t", 0, [ProducerRecord(b"early")], None, None, 5000)
         await laggard.stop()
         for i in range(150):
-            await leader.data.produce("t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
+            await produce(leader.data, "t", 0, [ProducerRecord(b"r%d" % i)], None, None, 5000)
         expected = [r.value for r in await fetch(leader, "t", 0, 0, 1 << 22, 0)]
 
         restarted = Served(laggard.config)
@@ -211,7 +211,7 @@ async def test_a_recovering_leader_serves_only_what_its_log_holds_and_accepts_wr
             and node.metadata.metrics()["recovery_offsets_missing"] > 0
         )
 
-        written = await node.data.produce("t", 0, [ProducerRecord(b"while recovering")], None, None, 5000)
+        written = await produce(node.data, "t", 0, [ProducerRecord(b"while recovering")], None, None, 5000)
         assert written.base_offset == 151, "a recovering leader takes writes at its high watermark"
 
         gate.set()

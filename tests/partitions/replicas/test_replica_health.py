@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from in_process import Served, configs, controller_leader, partition_leader, until
+from in_process import Served, configs, controller_leader, partition_leader, produce, until
 
 from partitions.broker.node import Node
 from raftlog.storage import Log, LogConfig, ProducerRecord
@@ -41,7 +41,7 @@ async def _orders(nodes: list[Node]) -> Node:
     await controller.topic_changes.create_topic("orders", 1, 3, {})
     leader = await until(lambda: partition_leader(nodes, "orders"), what="partition leader")
     for i in range(RECORDS):
-        await leader.data.produce("orders", 0, [ProducerRecord(b"ours-%d" % i)], None, None, 5000)
+        await produce(leader.data, "orders", 0, [ProducerRecord(b"ours-%d" % i)], None, None, 5000)
     group_id = leader.frontend.topic("orders").group_id(0)
     for node in nodes:
         await until(

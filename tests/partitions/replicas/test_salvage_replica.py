@@ -11,7 +11,7 @@ import pathlib
 from dataclasses import replace
 
 import pytest
-from in_process import Served, configs, controller_leader, partition_leader, until
+from in_process import Served, configs, controller_leader, partition_leader, produce, until
 
 from partitions.broker.node import Node
 from raftlog.storage import ProducerRecord
@@ -40,7 +40,7 @@ def damage_a_sealed_segment(log_dir: pathlib.Path) -> pathlib.Path:
 
 async def fill(leader: Node, topic: str) -> None:
     for i in range(RECORDS):
-        await leader.data.produce(topic, 0, [ProducerRecord(b"r%d" % i + b"." * 40)], None, None, 5000)
+        await produce(leader.data, topic, 0, [ProducerRecord(b"r%d" % i + b"." * 40)], None, None, 5000)
 
 
 async def restart_damaged(served: list[Served], victim: Served, group_id: str) -> tuple[Served, pathlib.Path]:
@@ -103,7 +103,7 @@ async def test_a_damaged_replica_with_peers_is_set_aside_and_rebuilt(
             assert metrics["recovery_completed"] >= 1, "copied from a peer"
         running = [s.node for s in served]  # the restarted node in the victim's place
         now_leading = await until(lambda: partition_leader(running, "t"), what="partition leader")
-        await now_leading.data.produce("t", 0, [ProducerRecord(b"after")], None, None, 5000)
+        await produce(now_leading.data, "t", 0, [ProducerRecord(b"after")], None, None, 5000)
         await until(
             lambda: ours.end_offset == RECORDS + 1, what="the group goes on through the rebuilt replica"
         )

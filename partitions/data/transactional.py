@@ -1,0 +1,97 @@
+"""Who may write a transactional batch, and where: the checks the data plane runs on every producer's
+transactional batch, whichever door it came through (``DataPlane.produce_batch``).
+
+As Kafka (``KafkaApis.handleProduceRequest``): a transactional batch needs its producer's transactional id,
+which the producer must be allowed to WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, and always
+without one: the HTTP door has none, so transactional batches are refused there). Then KIP-890's defence:
+it is written only where its producer's transaction is open already, or where the producer's coordinator
+confirms that the partition is in its ongoing transaction at that epoch (INVALID_TXN_STATE otherwise). A
+write that outlived its transaction, or that no coordinator ever heard of, would open a transaction that
+no coordinator ends, holding the partition's last stable offset back for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from partitions.data.service import Producer
+from partitions.errors import (
+    AuthorizationFailed,
+    InvalidName,
+    InvalidTxnState,
+    TransactionUnverified,
+    UnknownTopic,
+)
+from partitions.security.acls import AclBinding, AclOperation, Authorizers, ResourceType
+from raftlog.errors import RaftlogError
+from raftlog.storage.batch import BatchHeader
+from raftlog.storage.transactions import LogTransactions
+
+# (transactional id, producer id, epoch, topic, partition) -> whether the coordinator has the partition in
+# the producer's ongoing transaction (``TransactionService.verify_partition``, run on the id's coordinator)
+VerifyPartition = Callable[[str, int, int, str, int], Awaitable[bool]]
+ANONYMOUS = Producer()
+
+
+class TransactionalWrites:
+    """The checks of a transactional batch. ``authorizers`` None: ACLs are not enforced on this node
+    (``raftlog serve --enforce-acls``); ``acls`` gives the ACLs the node holds now."""
+
+    def __init__(
+        self,
+        authorizers: Authorizers | None,
+        acls: Callable[[], tuple[AclBinding, ...]],
+        verify_partition: VerifyPartition,
+    ) -> None:
+        self._authorizers = authorizers
+        self._acls = acls
+        self._verify_partition = verify_partition
+
+    def authorize(self, producer: Producer | None) -> str:
+        """The transactional id ``producer`` writes a transactional batch as, once it may;
+        ``TransactionalIdAuthorizationFailed`` when it has none or may not WRITE it."""
+        producer = producer or ANONYMOUS
+        tid = producer.transactional_id
+        allowed = tid is not None and (
+            self._authorizers is None
+            or (
+                producer.principal is not None
+                and self._authorizers.of(self._acls()).allows(
+                    producer.principal, producer.host, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid
+                )
+            )
+        )
+        if not allowed or tid is None:
+            who = producer.principal or "an anonymous client"
+            name = tid if tid is not None else "(none given for a transactional batch)"
+            raise AuthorizationFailed.of(who, "write", "transactional_id", name)
+        return tid
+
+    async def verify(
+        self,
+        transactions: LogTransactions,
+        tid: str,
+        header: BatchHeader,
+        topic: str,
+        partition: int,
+    ) -> None:
+        """KIP-890: ``InvalidTxnState`` unless the producer's transaction is open in the partition (its
+        ``transactions``) or its coordinator has the partition in it; ``TransactionUnverified`` when the
+        coordinator could not say."""
+        producer_id = header.producer_id
+        if producer_id is None or transactions.is_open(producer_id):
+            return
+        epoch = header.producer_epoch or 0
+        try:
+            verified = await self._verify_partition(tid, producer_id, epoch, topic, partition)
+        except UnknownTopic:  # no transactional id has ever been coordinated: none holds this partition
+            verified = False
+        except InvalidName:
+            raise
+        except RaftlogError as exc:  # as Kafka answers a verification it could not make: retriable
+            raise TransactionUnverified(f"the transaction's coordinator could not verify it: {exc}") from exc
+        if not verified:
+            raise InvalidTxnState(
+                f"{topic}-{partition} is not in an ongoing transaction of {tid!r} "
+                f"(producer {producer_id}, epoch {epoch}): AddPartitionsToTxn first"
+            )
