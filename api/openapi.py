@@ -631,6 +631,33 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "coordinator": _STR,
         }
     ),
+    "OpenTransactions": _obj(
+        {
+            "partitions": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "topic": _STR,
+                        "partition": _INT,
+                        "error": _STR,  # the partition could not be asked (its producers: unknown)
+                        "producers": {
+                            "type": "array",
+                            "items": _obj(
+                                {
+                                    "producer_id": _INT,
+                                    "producer_epoch": _INT,
+                                    "coordinator_epoch": _INT,
+                                    "first_offset": _INT,
+                                    "started_ms": _INT,
+                                    "age_ms": _INT,
+                                }
+                            ),
+                        },
+                    }
+                ),
+            }
+        }
+    ),
     "DeletedGroup": _obj({"group": _STR, "offsets_deleted": _INT}, ["group", "offsets_deleted"]),
     "TopicConfigs": _obj({"topic": _STR, "configs": {"type": "object"}}, ["topic", "configs"]),
     "AddPartitionsRequest": _closed(

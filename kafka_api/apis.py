@@ -14,7 +14,8 @@ The transaction APIs stop where Kafka's transaction version 2 (KIP-890's second 
 raftlog does not advertise, so Kafka 4.1's Java client speaks version 1 as to a broker without it:
 AddPartitionsToTxn at 3 (v4+ are the brokers' own), EndTxn at 4 (v5 bumps the epoch at every end),
 TxnOffsetCommit at 4; InitProducerId at 5 (v6 is KIP-939's two-phase commit, unstable in Kafka 4.1);
-ListTransactions at 1 (v2 adds a pattern of ids). librdkafka 2.16 asks for AddPartitionsToTxn and
+ListTransactions at 1 (v2 adds a pattern of ids); WriteTxnMarkers is v1 alone (Kafka 4.0 removed v0,
+v2 carries the transaction version). librdkafka 2.16 asks for AddPartitionsToTxn and
 AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
@@ -63,6 +64,7 @@ from kafka_api.metadata import metadata
 from kafka_api.offset_for_leader_epoch import offset_for_leader_epoch
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
+from kafka_api.producer_state_apis import describe_producers, write_txn_markers
 from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
 from kafka_api.security import API_VERSIONS
 from kafka_api.transaction_apis import (
@@ -154,6 +156,8 @@ APIS: dict[int, Api] = {
         Api(65, "DescribeTransactions", 0, 0, describe_transactions,
             "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),
         Api(66, "ListTransactions", 0, 1, list_transactions, "DESCRIBE transactional id (others left out)"),
+        Api(61, "DescribeProducers", 0, 0, describe_producers, "READ topic"),
+        Api(27, "WriteTxnMarkers", 1, 1, write_txn_markers, "ALTER cluster, else CLUSTER_ACTION cluster"),
     )
 }
 # fmt: on

@@ -1,6 +1,8 @@
-"""``raftlog transactions list|describe``: Kafka's transactional producers as an operator sees them (Kafka's
-kafka-transactions.sh): every transactional id with its producer and its transaction's state, and one id's
-transaction: its partitions, groups, when it began and its timeout."""
+"""``raftlog transactions list|describe|open``: Kafka's transactional producers as an operator sees them
+(Kafka's kafka-transactions.sh): every transactional id with its producer and its transaction's state, one
+id's transaction: its partitions, groups, when it began and its timeout; and per partition the producers
+with a transaction open there (their first offset and age: a hanging one, held by no coordinator's
+transaction, is aborted with ``kafka-transactions.sh abort --topic T --partition P --start-offset N``)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,22 @@ TRANSACTIONS = (
     Column("EPOCH", ">7"), Column("OPEN FOR", ">11"),
 )  # fmt: skip
 PARTITIONS = (Column("TOPIC", "<32"), Column("PARTITION", ">10"), Column("HOLDS", gap="  "))
+OPEN = (
+    Column("TOPIC", "<32"), Column("PARTITION", ">10"), Column("PRODUCER ID", ">21"), Column("EPOCH", ">7"),
+    Column("FIRST OFFSET", ">14"), Column("OPEN FOR", ">11"),
+)  # fmt: skip
+
+
+def open_summary(partitions: list[dict[str, Any]]) -> str:
+    cells = [
+        (part["topic"], part["partition"], p["producer_id"], p["producer_epoch"], p["first_offset"],
+         "-" if p["age_ms"] < 0 else f"{p['age_ms'] / 1000:.1f}s")
+        for part in partitions
+        for p in part["producers"]
+    ]  # fmt: skip
+    lines = table(OPEN, cells)
+    lines += [f"{p['topic']}-{p['partition']}: not asked ({p['error']})" for p in partitions if "error" in p]
+    return "\n".join(lines)
 
 
 def list_summary(rows: list[dict[str, Any]]) -> str:
@@ -61,6 +79,15 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
     listed = sub.add_parser("list", parents=common, help="every transactional id and its transaction's state")
     listed.add_argument("--state", choices=STATES, help="only those in this state")
     listed.set_defaults(run=run(printing(lambda client, args: client.transactions(args.state), list_summary)))
+    opened = sub.add_parser(
+        "open",
+        parents=common,
+        help="per partition, the producers with a transaction open (find a hanging one)",
+    )
+    opened.add_argument("--topic", help="only this topic's partitions")
+    opened.set_defaults(
+        run=run(printing(lambda client, args: client.open_transactions(args.topic), open_summary))
+    )
     described = sub.add_parser("describe", parents=common, help="one transactional id's transaction")
     described.add_argument("transactional_id")
     described.set_defaults(

@@ -59,6 +59,7 @@ from raftlog_client.contract import (
     INSTANCE_EXISTS,
     KAFKA_V2,
     LEADER_HEADER,
+    OPEN_TRANSACTIONS_PATH,
     PARTITION_NOT_ASSIGNED,
     PLAIN_JSON,
     RECORD_BATCH,
@@ -547,6 +548,14 @@ class RaftlogClient:
         params = {} if state is None else {"state": state}
         _, body = await self._request("GET", TRANSACTIONS_PATH, params=params, repeatable=True)
         return list(body["transactions"])
+
+    async def open_transactions(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """Per partition (of ``topic``, else of every topic the caller may READ), the producers with a
+        transaction open there: producer id and epoch, coordinator epoch, the transaction's first offset,
+        when it began and its age (``error``: a partition that could not be asked)."""
+        params = {} if topic is None else {"topic": topic}
+        _, body = await self._request("GET", OPEN_TRANSACTIONS_PATH, params=params, repeatable=True)
+        return list(body["partitions"])
 
     async def transaction(self, transactional_id: str) -> dict[str, Any]:
         """One transactional id as its coordinator holds it: the summary's fields, the transaction's

@@ -71,6 +71,7 @@ CONSUMER_GROUPS_PATH = "/v1/consumer-groups"
 USERS_PATH = "/v1/users"
 ACLS_PATH = "/v1/acls"  # GET (a filter's query), POST {"acls"}, DELETE (a filter's query, or {"filters"})
 TRANSACTIONS_PATH = "/v1/transactions"  # GET: the transactional ids of Kafka's transactional producers
+OPEN_TRANSACTIONS_PATH = "/v1/open-transactions"  # GET: the producers with a transaction open, per partition
 
 
 def segment(name: str) -> str:

@@ -298,6 +298,7 @@ class Node:
             TransactionalWrites(
                 authorizers if config.enforce_acls else None, self.security.acls, self._verify_partition
             ),
+            self.raft.run,
             inflated_bytes_max=config.inflated_batch_bytes_max,
         )
         self.partition_admin = PartitionAdmin(

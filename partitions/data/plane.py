@@ -20,8 +20,8 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from partitions import commands
 from partitions.controller.state import TopicMetadata
@@ -33,6 +33,7 @@ from partitions.data.service import (
     PartitionOffsets,
     Producer,
     ProduceResult,
+    ProducerState,
     TimestampOffset,
     check_leader_epoch,
 )
@@ -68,10 +69,11 @@ from raftlog.storage.batch import (
 )
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
-from raftlog.storage.log import LogView, last_stable_offset
+from raftlog.storage.log import Log, LogView, last_stable_offset
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+RunOnDriver = Callable[[Callable[[], Any]], Awaitable[Any]]  # RaftHost.run
 
 LEADER_READY_WAIT_S = 2.0
 TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
@@ -107,9 +109,11 @@ class DataPlane:
         topic: Callable[[str], TopicMetadata],
         clock: Callable[[], int],
         transactional: TransactionalWrites,
+        run_on_driver: RunOnDriver,
         inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT,
     ) -> None:
-        """``transactional``: the checks of a transactional batch. ``inflated_bytes_max``: the most a
+        """``transactional``: the checks of a transactional batch; ``run_on_driver``: a function run on
+        the Raft driver thread, between two applies (``RaftHost.run``). ``inflated_bytes_max``: the most a
         producer's compressed batch's records may inflate to (or its topic's ``max.message.bytes``, when
         larger); past it the batch is refused, InflatedTooLarge."""
         check(inflated_bytes_max > 0, f"inflated_bytes_max {inflated_bytes_max} must be positive")
@@ -120,6 +124,7 @@ class DataPlane:
         self._topic = topic
         self._clock = clock
         self._transactional = transactional
+        self._run_on_driver = run_on_driver
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
         self.counters: dict[str, float] = {
             "produce_requests": 0,
@@ -524,6 +529,26 @@ class DataPlane:
         epoch = epoch_for_offset(log.leader_epochs.entries, found.offset)
         return TimestampOffset(found.offset, found.timestamp_ms, epoch)
 
+    async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
+        """Read on the driver thread, between two applies (the producer table and the log's open
+        transactions change there); each open transaction's start time is its first batch's timestamp,
+        read on a reader thread (a start below the log's start: -1)."""
+        replica = self.replica(topic, partition)
+        machine, log = replica.machine, replica.log
+
+        def read() -> tuple[list[tuple[int, int, int, int]], dict[int, int]]:
+            return machine.producers.states(), log.transactions.open_first_offsets()
+
+        states, open_firsts = await self._run_on_driver(read)
+        known = {state[0] for state in states}
+        rows = states + [(pid, -1, -1, -1) for pid in sorted(open_firsts) if pid not in known]
+        found = []
+        for pid, epoch, sequence, coordinator_epoch in rows:
+            first = open_firsts.get(pid, -1)
+            started = -1 if first < 0 else await self._off_loop(_batch_time, log, first)
+            found.append(ProducerState(pid, epoch, sequence, coordinator_epoch, first, started))
+        return tuple(found)
+
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
 
@@ -542,6 +567,15 @@ def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:
     if offset >= log_end:
         raise ReplicaRecovering(replica.group.group_id, log_end, high_watermark)
     return min(log_end, high_watermark)
+
+
+def _batch_time(log: Log, offset: int) -> int:
+    """The max timestamp of the stored batch holding ``offset``; -1 when the log no longer has it."""
+    try:
+        batches = log.read_batches(offset, 1, offset + 1)
+    except OffsetOutOfRange:
+        return -1
+    return batches[0].header.max_timestamp_ms if batches else -1
 
 
 def _read_all(view: LogView) -> bytes:

@@ -59,6 +59,19 @@ class ProduceResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ProducerState:
+    """A producer a partition's replica remembers (Kafka's DescribeProducers): its epoch, last sequence,
+    the coordinator epoch of the last marker it had here, and its open transaction, if any."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int = -1  # of its newest batch here (-1: none since its epoch began)
+    coordinator_epoch: int = -1  # of the last transaction marker applied for it here (-1: none)
+    transaction_start_offset: int = -1  # the first offset of its open transaction here (-1: none open)
+    transaction_start_ms: int = -1  # that offset's batch's timestamp: when the transaction began here
+
+
+@dataclass(frozen=True, slots=True)
 class FetchedBatches:
     """Committed batches holding ``offset`` onwards, as stored (CRC-checked, not decoded): the first may
     start before the offset asked for, as in Kafka; the reader skips those records."""
@@ -187,6 +200,13 @@ class DataService(Protocol):
         """Kafka's OffsetForLeaderEpoch: ``current_leader_epoch`` (-1: not checked) is checked against
         this node's replica first (FencedLeaderEpoch, UnknownLeaderEpoch), then its leadership
         (NotLeader, NoLeader)."""
+        ...
+
+    @peer("The producers a partition's replica remembers, and their open transactions", topic_arg="topic")
+    async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
+        """Kafka's DescribeProducers from this node's replica in any role (``NotLeader`` naming the leader
+        when it has none): every producer its partition remembers, with its open transaction's first
+        offset and start time (an operator aborts a hanging one: WriteTxnMarkers)."""
         ...
 
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")

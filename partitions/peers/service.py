@@ -33,6 +33,7 @@ from partitions.data.service import (
     PartitionOffsets,
     Producer,
     ProduceResult,
+    ProducerState,
     TimestampOffset,
 )
 from partitions.groups.assignors import TopicPartition
@@ -80,6 +81,7 @@ class Failures:
 RESULT_TYPES: tuple[type, ...] = (
     ProduceResult,
     Producer,
+    ProducerState,
     FetchedBatches,
     PartitionOffsets,
     TimestampOffset,

@@ -113,6 +113,14 @@ class ProducerTable:
     def __len__(self) -> int:
         return len(self._producers)
 
+    def states(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, epoch, last sequence or -1, coordinator epoch or -1) of each producer remembered,
+        in use order (Kafka's DescribeProducers); on the thread that applies."""
+        return [
+            (pid, p.epoch, p.window[-1].sequence if p.window else -1, p.coordinator_epoch)
+            for pid, p in self._producers.items()
+        ]
+
     def to_rows(self) -> list[list[int]]:
         """Flat rows ``[producer_id, epoch, sequence, base, end]`` in use order, for snapshots, each
         producer's led by ``[producer_id, epoch, coordinator_epoch]`` when a transaction marker was applied

@@ -201,6 +201,11 @@ class LogTransactions(Checkpointed):
     def is_open(self, producer_id: int) -> bool:
         return producer_id in self._open
 
+    def open_first_offsets(self) -> dict[int, int]:
+        """Producer id -> the first offset of its open transaction (a copy; under the log's lock, or on
+        the thread that changes the log)."""
+        return dict(self._open)
+
     def last_stable_offset(self, end_offset: int, start_offset: int) -> int:
         """The first offset of the oldest open transaction (never below ``start_offset``), or the end."""
         first = self.open_first

@@ -41,6 +41,7 @@ from partitions.data.service import (
     PartitionOffsets,
     Producer,
     ProduceResult,
+    ProducerState,
     TimestampOffset,
     check_leader_epoch,
 )
@@ -495,6 +496,14 @@ class FakeData:
         if reset or current is None or offset > current:
             state.consumer_offsets[group] = offset
         return state.consumer_offsets[group]
+
+    async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
+        """The fake keeps records, not batches: its producers' sequences only, no transaction open."""
+        self._enter("producers")
+        state = self._led_here(topic, partition)
+        return tuple(
+            ProducerState(pid, 0, max(window, default=-1)) for pid, window in state.producers.items()
+        )
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("committed_offset")

@@ -129,6 +129,7 @@ ADMIN_MAPPING = {
     ("DELETE", "/v1/consumer-groups/{group}"): ["DELETE group {group}"],
     ("GET", "/v1/transactions"): ["lists only the transactional ids the caller may DESCRIBE"],
     ("GET", "/v1/transactions/{transactional_id}"): ["DESCRIBE transactional_id {transactional_id}"],
+    ("GET", "/v1/open-transactions"): ["lists only the topics the caller may READ"],  # DescribeProducers
 }
 
 
