@@ -95,7 +95,9 @@ class Failure:
 def _batch(request: web.Request, parsed: ProduceRequest, indexes: Sequence[int]) -> bytes:
     """The JSON records at ``indexes`` as one batch (uncompressed, CreateTime: a record without a timestamp
     gets this node's clock), encoded once, here where they entered: the leader checks and stores it as any
-    producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied there)."""
+    producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied there).
+    Never transactional, so who produces it decides nothing there: it goes without a ``Producer``, which a
+    leader still on the previous release would not take."""
     records = parsed.records
     producer_records = [
         ProducerRecord(records[i].value, records[i].key, records[i].headers, records[i].timestamp_ms)
@@ -106,8 +108,9 @@ def _batch(request: web.Request, parsed: ProduceRequest, indexes: Sequence[int])
 
 
 def _producer(request: web.Request) -> Producer:
-    """Who produces, as the leader's data plane checks them: the caller (anonymous when the node asks for
-    no authentication); an HTTP producer has no transactional id."""
+    """Who produces a batch the caller encoded, as the leader's data plane checks them: the caller
+    (anonymous when the node asks for no authentication); an HTTP producer has no transactional id, so a
+    transactional batch is refused."""
     caller = request.get(state.CALLER)
     return Producer() if caller is None else Producer(caller.principal, caller.host)
 
@@ -151,7 +154,7 @@ async def produce_to_partition(request: web.Request) -> web.Response:
     parsed = parse_produce(await state.json_body(request), flavour, partition)
     batch = _batch(request, parsed, range(len(parsed.records)))
     served = await cluster.data.run(
-        DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms, _producer(request)
+        DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms
     )
     _check_produced(served.value.base_offset, served.value.end_offset, len(parsed.records))
     state.served_by(request, served.node)
@@ -176,13 +179,12 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     round_robin = request.app[ROUND_ROBIN]
     keyless = keyless_partition(meta.partitions, parsed.producer_id, parsed.sequence, round_robin)
     groups = group_by_partition(assign_partitions(parsed.records, meta.partitions, keyless))
-    producer = _producer(request)
 
     async def one(partition: int, indexes: list[int]) -> tuple[int, str] | Failure:
         try:
             batch = _batch(request, parsed, indexes)
             served = await node.cluster.data.run(
-                DataService.produce_batch, meta.name, partition, batch, settings.produce_timeout_ms, producer
+                DataService.produce_batch, meta.name, partition, batch, settings.produce_timeout_ms
             )
         except RaftlogError as exc:
             return Failure.of(exc)

@@ -169,14 +169,21 @@ def _conforms(value: object, hint: Any) -> bool:
 
 
 def _stub(op: PeerOp, declared: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """A method that runs ``op`` on the stub's node with the arguments by name, as declared."""
+    """A method that runs ``op`` on the stub's node with the arguments by name, as declared. An argument
+    left at None, its declared default, is not sent: a node of the previous release, whose method lacks an
+    argument added since with that default, still serves the call (the callee applies its defaults)."""
     signature = inspect.signature(declared)
+    parameters = signature.parameters
     result = typing.get_type_hints(declared)["return"]
 
     async def call(self: _Stub, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        arguments = {name: value for name, value in bound.arguments.items() if name != "self"}
+        arguments = {
+            name: value
+            for name, value in bound.arguments.items()
+            if name != "self" and not (value is None and parameters[name].default is None)
+        }
         value = await self.client.call(self.node_id, op, arguments)
         if not _conforms(value, result):
             raise PeerProtocolError(f"node {self.node_id} answered {op.name} with {value!r:.200}")
