@@ -1,0 +1,88 @@
+"""The data plane's checks of a transactional batch (``partitions.data.transactional``), whichever door the
+batch came through: a transactional id the producer may WRITE (always refused without one, as Kafka
+refuses it), then KIP-890's verification: its transaction open in the partition already, or the partition
+in the producer's ongoing transaction as its coordinator says."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from partitions.data.service import Producer
+from partitions.data.transactional import TransactionalWrites
+from partitions.errors import (
+    InvalidTxnState,
+    TransactionalIdAuthorizationFailed,
+    TransactionUnverified,
+    UnknownTopic,
+)
+from partitions.security.acls import (
+    AclBinding,
+    AclOperation,
+    Authorizers,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from raftlog.consensus.errors import NoLeader
+from raftlog.storage.batch import ProducerRecord, decode_header, encode_batch
+from raftlog.storage.transactions import LogTransactions
+
+WRITE_TX = AclBinding(
+    ResourceType.TRANSACTIONAL_ID, "tx-", PatternType.PREFIXED, "User:bob", "*", AclOperation.WRITE,
+    Permission.ALLOW,
+)  # fmt: skip
+
+
+def _writes(enforced: bool, verify: object = None) -> tuple[TransactionalWrites, list[tuple[object, ...]]]:
+    asked: list[tuple[object, ...]] = []
+
+    async def verify_partition(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
+        asked.append((tid, producer_id, epoch, topic, partition))
+        if isinstance(verify, Exception):
+            raise verify
+        return bool(verify)
+
+    authorizers = Authorizers({"User:root"}) if enforced else None
+    return TransactionalWrites(authorizers, lambda: (WRITE_TX,), verify_partition), asked
+
+
+def test_a_transactional_batch_needs_a_transactional_id_its_producer_may_write() -> None:
+    open_to_all, _ = _writes(enforced=False)
+    with pytest.raises(TransactionalIdAuthorizationFailed):  # Kafka's answer to one without an id
+        open_to_all.authorize(Producer("User:bob", "10.0.0.7"))
+    with pytest.raises(TransactionalIdAuthorizationFailed):  # an older node's call, or an HTTP producer's
+        open_to_all.authorize(None)
+    assert open_to_all.authorize(Producer(None, "", "any-id")) == "any-id"  # no ACLs: any id
+    acls, _ = _writes(enforced=True)
+    assert acls.authorize(Producer("User:bob", "10.0.0.7", "tx-1")) == "tx-1"
+    assert acls.authorize(Producer("User:root", "10.0.0.9", "other")) == "other"  # a super user
+    for who in (Producer("User:mallory", "10.0.0.8", "tx-1"), Producer(None, "", "tx-1")):
+        with pytest.raises(TransactionalIdAuthorizationFailed, match="tx-1"):
+            acls.authorize(who)
+    with pytest.raises(TransactionalIdAuthorizationFailed):
+        acls.authorize(Producer("User:bob", "10.0.0.7", "other"))
+
+
+async def test_kip_890_asks_the_coordinator_unless_the_transaction_is_open_in_the_partition(
+    tmp_path: pathlib.Path,
+) -> None:
+    batch = encode_batch(0, [ProducerRecord(b"v")], 0, 1_000, 77, 0, producer_epoch=3)
+    header = decode_header(batch)
+    transactions = LogTransactions(str(tmp_path))
+    refusing, asked = _writes(enforced=False, verify=False)
+    with pytest.raises(InvalidTxnState, match="AddPartitionsToTxn first"):
+        await refusing.verify(transactions, "tx-1", header, "t", 0)
+    assert asked == [("tx-1", 77, 3, "t", 0)]
+    confirming, _ = _writes(enforced=False, verify=True)
+    await confirming.verify(transactions, "tx-1", header, "t", 0)
+    no_coordinator, _ = _writes(enforced=False, verify=UnknownTopic("__transactions"))
+    with pytest.raises(InvalidTxnState):  # no id was ever coordinated: none holds the partition
+        await no_coordinator.verify(transactions, "tx-1", header, "t", 0)
+    unreachable, _ = _writes(enforced=False, verify=NoLeader("__transactions-0"))
+    with pytest.raises(TransactionUnverified):  # retriable: Kafka's NOT_ENOUGH_REPLICAS
+        await unreachable.verify(transactions, "tx-1", header, "t", 0)
+    opened = LogTransactions(str(tmp_path), open_txns={77: 0})
+    await refusing.verify(opened, "tx-1", header, "t", 0)  # its transaction is open here already
+    assert len(asked) == 1, "the coordinator was not asked again"
