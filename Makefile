@@ -78,7 +78,7 @@ jepsen-txn: bootstrap
 
 # franz-go v1.21.5's own integration suite (pkg/kgo, unchanged; from the Go module proxy through
 # scripts/franz_go/go.mod) against a 3-node raftlog, then a 3-node Apache Kafka 4.1.1; a table per test and
-# a verdict (exit 1 when a test passing on Kafka fails or skips on raftlog). Not in make test (about 30 min).
+# a verdict (exit 1 when a test passing on Kafka fails or skips on raftlog). Not in make test (about 25 min).
 # FRANZ_GO_ARGS="--burners 4 --kill": 4 CPU-bound processes during both runs, and a node SIGKILLed and
 # restarted during TestGroupETL and TestTxnEtl on either system.
 FRANZ_GO_ARGS ?=
