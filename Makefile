@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev examples test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn
+.PHONY: dev examples test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -75,3 +75,13 @@ jepsen-txn: bootstrap
 	.venv/bin/python -m jepsen run --workload txn --nodes 3 --nemesis all --time-limit 120 --clients kafka --dir runs
 	.venv/bin/python -m jepsen run --workload txn --nodes 3 --fs lazy --time-limit 120 --clients kafka --dir runs \
 		--nemesis node-power-loss,cluster-power-loss,kill,pause,partition
+
+# franz-go v1.21.5's own integration suite (pkg/kgo, unchanged; from the Go module proxy through
+# scripts/franz_go/go.mod) against a 3-node raftlog, then a 3-node Apache Kafka 4.1.1; a table per test and
+# a verdict (exit 1 when a test passing on Kafka fails or skips on raftlog). Not in make test (about 25 min).
+# FRANZ_GO_ARGS="--burners 4 --kill": 4 CPU-bound processes during both runs, and a node SIGKILLed and
+# restarted during TestGroupETL and TestTxnEtl on either system.
+FRANZ_GO_ARGS ?=
+franz-go: bootstrap
+	scripts/kafka/install.sh
+	.venv/bin/python scripts/franz_go_suite.py $(FRANZ_GO_ARGS)
