@@ -149,8 +149,7 @@ class Commit:
 
     @property
     def process(self) -> int:
-        """The member (the workload records a member's commits under a process of their own)."""
-        return int(self.op.invoke.get("member", self.op.process))
+        return int(self.op.process)
 
     @property
     def key(self) -> str:

@@ -12,16 +12,14 @@ but one are the group's members, and the last is the monitor.
   whose completion lists in order what the member saw during it (``items``): each assignment and
   revocation its rebalance callbacks got, with the generation and member id librdkafka holds then
   (parsed from ``consumer_group_metadata()``; a revocation says whether the assignment was lost), and
-  each record delivered, with the generation it was delivered under. Twice a second or so it commits
-  one partition it owns with a new position (the offset past the last record it delivered), under the
-  generation it was assigned in, asynchronously: it consumes on while the commit waits for its answer
-  (one at a time; a ``commit`` operation of process ``1000 + member``, complete when the answer reaches
-  its ``on_commit`` during a later ``consume()``, or ``info`` after 10 s without one). A partition it no
-  longer owns, or a generation librdkafka has since left, is not committed (Kafka takes a commit of any
-  partition from a current member: one that committed what it does not own could lower another's
-  offset). The commit names its generation and member id when it is made (``generation``), the
-  generation librdkafka holds when the answer is taken (``generation_after``), and the member's
-  ``session_timeout_ms``;
+  each record delivered, with the generation it was delivered under. About once a second it commits,
+  synchronously, as a consumer that commits before it goes on: a ``commit`` operation per partition it
+  owns with a new position (the offset past the last record it delivered), under the generation it was
+  assigned in (a commit without an answer in 10 s completes ``info`` and the member goes on). A
+  partition it no longer owns, or a generation librdkafka has since left, is not committed (Kafka takes
+  a commit of any partition from a current member: one that committed what it does not own could lower
+  another's offset). The commit names its generation and member id before the call (``generation``),
+  the generation after it (``generation_after``), and the member's ``session_timeout_ms``;
 - the monitor reads the group's committed offset of every partition about once a second (``committed``,
   a consumer with the group's id that never joins it).
 
@@ -73,17 +71,17 @@ SESSION_TIMEOUT_MS = 30_000
 HEARTBEAT_INTERVALS_MS = (1_000, 3_000)  # member i takes [i % 2]
 MAX_POLL_INTERVAL_MS = 45_000  # the rebalance timeout librdkafka sends
 CONSUME_MESSAGES_MAX = 200
-CONSUME_WAIT_S = 0.3
+CONSUME_WAIT_S = 0.2  # short: what a member saw is placed in time to within about this
 COMMIT_EVERY_S = 1.0
 MONITOR_EVERY_S = 1.0
 DELIVERY_TIMEOUT_S = 8.0
 CALL_TIMEOUT_S = 5.0
-COMMIT_BOUND_S = 10.0  # librdkafka's commit waits for a coordinator without a bound of its own
-COMMITTER_BASE = 1000  # member i's commits are process 1000 + i
+COMMIT_BOUND_S = 10.0  # librdkafka's synchronous commit waits for a coordinator without a bound of its own
 WEDGED_SLACK_S = 10.0  # past a call's own timeout: left behind on its thread
 DRAIN_BUDGET_S = 60.0
 CLOSE_TIMEOUT_S = 15.0
 CGMD_MAGIC = b"CGMDv2:"
+_LEFT_BEHIND: list[Consumer] = []  # consumers a call still holds: never destroyed under it
 # Commit refusals that say the commit was not applied: the member is fenced or the group rebalances
 # (Kafka's coordinator checks these before it writes), or librdkafka did not send it.
 NOT_COMMITTED = frozenset({
@@ -286,17 +284,7 @@ class Member:
     positions: dict[str, int] = field(default_factory=dict)  # next offset per owned partition
     committed: dict[str, int] = field(default_factory=dict)  # what it last committed, this assignment
     wedged: bool = False
-    in_flight: tuple[str, int, float] | None = None  # its commit: key, offset, loop time it began
-    answers: list[tuple[KafkaError | None, list[KafkaPartition]]] = field(default_factory=list)
-    turn: int = 0  # which owned partition it commits next
-
-    @property
-    def committer(self) -> int:
-        """The process its commits are recorded under: they run while it consumes."""
-        return COMMITTER_BASE + self.process
-
-    def on_commit(self, error: KafkaError | None, partitions: list[KafkaPartition]) -> None:
-        self.answers.append((error, list(partitions)))
+    committing: bool = False  # a commit call has not returned (it may outlast its operation's bound)
 
     def on_assign(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
         generation, member_id = group_metadata(consumer)
@@ -364,7 +352,6 @@ class GroupRun:
             "heartbeat.interval.ms": HEARTBEAT_INTERVALS_MS[index % len(HEARTBEAT_INTERVALS_MS)],
             "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
             "fetch.wait.max.ms": 200,
-            "on_commit": member.on_commit,
         })  # fmt: skip
         consumer.subscribe([TOPIC], on_assign=member.on_assign, on_revoke=member.on_revoke,
                            on_lost=member.on_lost)  # fmt: skip
@@ -403,77 +390,54 @@ class GroupRun:
         stats.add("consume", kind)
         self.recorder.complete(member.process, kind, **fields)
 
-    def start_commit(self, member: Member, stats: Stats) -> None:
-        """An asynchronous ``commit`` of the next owned partition with a new position, under the
-        generation it was assigned in (none when librdkafka has left that generation). Its answer comes
-        to the member's ``on_commit`` during a later ``consume()`` (``settle_commit``)."""
-        owned = sorted(member.owned)
-        if not owned or member.in_flight is not None:
-            return
-        member.turn += 1
-        for key in owned[member.turn % len(owned) :] + owned[: member.turn % len(owned)]:
+    async def commit(self, member: Member, stats: Stats) -> None:
+        """A ``commit`` of each owned partition with a new position, one after another, under the
+        generation it was assigned in (none once librdkafka has left that generation)."""
+        for key in sorted(member.owned):
             position = member.positions.get(key)
-            if position is not None and position > member.committed.get(key, -1):
-                break
-        else:
-            return
-        generation, member_id = group_metadata(member.consumer)
-        if generation != member.generation:
-            return
-        self.recorder.invoke(
-            member.committer, "commit", key=key, group=self.group, offset=position, member=member.process,
-            generation=generation, member_id=member_id, session_timeout_ms=member.session_timeout_ms,
-            client="kafka",
-        )  # fmt: skip
-        topic, partition = split_key(key)
-        try:
-            member.consumer.commit(offsets=[KafkaPartition(topic, partition, position)], asynchronous=True)
-        except KafkaException as exc:
-            error = _error_of(exc)
-            kind = "fail" if error.code() in NOT_COMMITTED else "info"
-            self._complete_commit(member, kind, _error_fields(error), stats)
-            return
-        member.in_flight = (key, position, asyncio.get_running_loop().time())
-
-    def settle_commit(self, member: Member, stats: Stats, *, ending: bool = False) -> None:
-        """Complete the member's commit in flight when its answer came (answers of commits given up on
-        are dropped), or when ``COMMIT_BOUND_S`` passed without one (``info``), or the run is ``ending``."""
-        answers, member.answers = member.answers, []
-        if member.in_flight is None:
-            return
-        key, position, began = member.in_flight
-        topic, partition = split_key(key)
-        for error, partitions in answers:
-            rows = [p for p in partitions if (p.topic, p.partition, p.offset) == (topic, partition, position)]
-            if not rows:
+            if position is None or position <= member.committed.get(key, -1):
                 continue
-            failure = rows[0].error or error
-            if failure is None:
-                member.committed[key] = position
-                self._complete_commit(member, "ok", {"committed": position}, stats)
-            else:
-                kind = "fail" if failure.code() in NOT_COMMITTED else "info"
-                self._complete_commit(member, kind, _error_fields(failure), stats)
-            return
-        if ending or asyncio.get_running_loop().time() - began > COMMIT_BOUND_S:
-            why = "the run ended first" if ending else f"no answer within {COMMIT_BOUND_S:.0f} s"
-            self._complete_commit(member, "info", {"error": why}, stats)
+            if member.committing:  # the last one still waits on its thread: librdkafka takes one at a time
+                return
+            generation, member_id = group_metadata(member.consumer)
+            if generation != member.generation or key not in member.owned:
+                return
+            self.recorder.invoke(
+                member.process, "commit", key=key, group=self.group, offset=position,
+                generation=generation, member_id=member_id, session_timeout_ms=member.session_timeout_ms,
+                client="kafka",
+            )  # fmt: skip
+            member.committing = True
 
-    def _complete_commit(self, member: Member, kind: str, fields: dict[str, Any], stats: Stats) -> None:
-        member.in_flight = None
-        after, _ = group_metadata(member.consumer)
-        stats.add("commit", kind)
-        self.recorder.complete(member.committer, kind, generation_after=after, **fields)
+            def call(key: str = key, position: int = position) -> tuple[str, dict[str, Any]]:
+                try:
+                    return _commit(member.consumer, key, position)
+                finally:
+                    member.committing = False
+
+            result = await _on_thread(call, COMMIT_BOUND_S)
+            after, _ = group_metadata(member.consumer)
+            fields: dict[str, Any]
+            if result is None:  # left waiting on its thread (it may still land): the member goes on
+                kind, fields = "info", {"error": f"no answer within {COMMIT_BOUND_S:.0f} s"}
+            else:
+                kind, fields = result
+            if kind == "ok":
+                fields["committed"] = position
+                member.committed[key] = position
+            stats.add("commit", kind)
+            self.recorder.complete(member.process, kind, generation_after=after, **fields)
+            if kind != "ok":
+                return
 
     async def _member_loop(self, member: Member, stats: Stats, until: Callable[[], bool]) -> None:
         loop = asyncio.get_running_loop()
         next_commit = loop.time() + COMMIT_EVERY_S
         while not until() and not member.wedged:
             await self.consume(member, stats)
-            self.settle_commit(member, stats)
             if loop.time() >= next_commit and not member.wedged:
-                self.start_commit(member, stats)
-                next_commit = loop.time() + COMMIT_EVERY_S * self.rng.uniform(0.7, 1.3) / 2
+                await self.commit(member, stats)
+                next_commit = loop.time() + COMMIT_EVERY_S * self.rng.uniform(0.7, 1.3)
 
     # -- the monitor ----------------------------------------------------------------------------------
 
@@ -554,8 +518,6 @@ class GroupRun:
 
         members = [m for m in self.members if not m.wedged]
         await asyncio.gather(watch(), *(self._member_loop(m, stats, over) for m in members))
-        for member in self.members:
-            self.settle_commit(member, stats, ending=True)
         final: dict[str, int | None] = {}
         for key in self.keys:
             for _ in range(5):
@@ -580,7 +542,9 @@ class GroupRun:
 
         def close_all() -> None:
             for member in self.members:
-                if not member.wedged:
+                if member.wedged or member.committing:  # a call still holds it: left to that thread
+                    _LEFT_BEHIND.append(member.consumer)
+                else:
                     with contextlib.suppress(KafkaException, RuntimeError):
                         member.consumer.close()
             with contextlib.suppress(KafkaException, RuntimeError):
@@ -591,6 +555,19 @@ class GroupRun:
 
 def _drained(high: int | None, committed: int | None) -> bool:
     return high == 0 or (high is not None and committed is not None and committed >= high)
+
+
+def _commit(consumer: Consumer, key: str, offset: int) -> tuple[str, dict[str, Any]]:
+    topic, partition = split_key(key)
+    try:
+        rows = consumer.commit(offsets=[KafkaPartition(topic, partition, offset)], asynchronous=False)
+    except KafkaException as exc:
+        error = _error_of(exc)
+        return ("fail" if error.code() in NOT_COMMITTED else "info"), _error_fields(error)
+    for row in rows or []:
+        if row.error is not None:
+            return ("fail" if row.error.code() in NOT_COMMITTED else "info"), _error_fields(row.error)
+    return "ok", {}
 
 
 def _committed(consumer: Consumer, key: str) -> tuple[str, dict[str, Any]]:
