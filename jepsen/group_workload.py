@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import random
 import struct
@@ -53,7 +54,6 @@ from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
-from confluent_kafka.admin import AdminClient
 
 from jepsen.recorder import Recorder
 from jepsen.txn_workload import read_back
@@ -76,6 +76,7 @@ COMMIT_EVERY_S = 1.0
 MONITOR_EVERY_S = 1.0
 DELIVERY_TIMEOUT_S = 8.0
 CALL_TIMEOUT_S = 5.0
+STATISTICS_INTERVAL_MS = 1000  # how often a member's librdkafka says which node it takes for coordinator
 COMMIT_BOUND_S = 10.0  # librdkafka's synchronous commit waits for a coordinator without a bound of its own
 WEDGED_SLACK_S = 10.0  # past a call's own timeout: left behind on its thread
 DRAIN_BUDGET_S = 60.0
@@ -169,39 +170,15 @@ async def _on_thread(call: Callable[[], T], bound_s: float) -> T | None:
         return None
 
 
-class CoordinatorFinder:
-    """Which node coordinates ``group`` (FindCoordinator, through DescribeGroups), by its Kafka address
-    (``kafka_addresses``: node id -> host:port). One admin client for the run: librdkafka aborts the
-    process when a client is destroyed on one of its own threads, as the last reference to a client made
-    per call may be dropped."""
-
-    def __init__(
-        self, bootstrap_servers: str, group: str, kafka_addresses: dict[str, str], logger: logging.Logger
-    ) -> None:
-        self.group, self.addresses, self.logger = group, dict(kafka_addresses), logger
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "socket.timeout.ms": 3000,
-            "logger": logger,
-        }
-        self.admin = AdminClient(config)
-
-    def find(self, attempts: int = 3) -> str | None:
-        """The coordinator's node id; None when no node answers in ``attempts`` tries (each failure goes
-        to the logger). Blocking."""
-        for attempt in range(attempts):
-            if attempt:
-                time.sleep(1.0)
-            try:
-                futures = self.admin.describe_consumer_groups([self.group], request_timeout=4)
-                coordinator = futures[self.group].result(timeout=6).coordinator
-            except Exception as exc:  # any failure (an error, a timeout): ask again
-                self.logger.info("FindCoordinator for %s: %r", self.group, exc)
-                continue
-            if coordinator is not None:
-                address = f"{coordinator.host}:{coordinator.port}"
-                return next((node for node, kafka in self.addresses.items() if kafka == address), None)
+def coordinator_of(statistics: str) -> str | None:
+    """The group coordinator's address (host:port) in librdkafka's statistics JSON: the logical broker
+    ``GroupCoordinator`` names the broker FindCoordinator gave the client; None when it knows none."""
+    try:
+        broker = json.loads(statistics).get("brokers", {}).get("GroupCoordinator") or {}
+    except (ValueError, AttributeError):
         return None
+    name = broker.get("nodename") if isinstance(broker, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -285,6 +262,10 @@ class Member:
     committed: dict[str, int] = field(default_factory=dict)  # what it last committed, this assignment
     wedged: bool = False
     committing: bool = False  # a commit call has not returned (it may outlast its operation's bound)
+    coordinator: str | None = None  # the group coordinator's address, as its last statistics said
+
+    def on_statistics(self, statistics: str) -> None:
+        self.coordinator = coordinator_of(statistics)
 
     def on_assign(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
         generation, member_id = group_metadata(consumer)
@@ -352,10 +333,18 @@ class GroupRun:
             "heartbeat.interval.ms": HEARTBEAT_INTERVALS_MS[index % len(HEARTBEAT_INTERVALS_MS)],
             "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
             "fetch.wait.max.ms": 200,
+            "statistics.interval.ms": STATISTICS_INTERVAL_MS,
+            "stats_cb": member.on_statistics,
         })  # fmt: skip
         consumer.subscribe([TOPIC], on_assign=member.on_assign, on_revoke=member.on_revoke,
                            on_lost=member.on_lost)  # fmt: skip
         return member
+
+    def coordinator(self) -> str | None:
+        """The address of the group's coordinator, as most members' clients found it (FindCoordinator)
+        by their last statistics; None when none knows one."""
+        known = [m.coordinator for m in self.members if m.coordinator is not None and not m.wedged]
+        return max(set(known), key=known.count) if known else None
 
     # -- the members ----------------------------------------------------------------------------------
 

@@ -42,8 +42,8 @@ What each fault really does (all recorded as nemesis start/stop events with thei
   bombs, a flood of the Raft port, bad credentials. Stop ends it (SIGTERM) and records its tally; what
   shows a door that did not hold (a bomb accepted, a 5xx, a connection never cut) goes in the run's notes.
 - ``kill-coordinator``: (the group workload's, ``--workload group``; not part of ``all`` elsewhere) SIGKILL
-  the node coordinating the workload's consumer group, found with FindCoordinator as clients find it (a
-  random node when none answers); stop restarts it.
+  the node coordinating the workload's consumer group, as its members' clients found it with
+  FindCoordinator (a random node when none knows one); stop restarts it.
 - ``cluster-power-loss``: (lazy file systems only) every node at once: freeze every running node
   (SIGSTOP), SIGKILL them all, then clear every node's lazy file system, nodes another fault had
   already killed included (their unsynced writes were still in the page cache); stop restarts every

@@ -44,6 +44,7 @@ from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
 if TYPE_CHECKING:  # confluent-kafka is imported only when a run asks for Kafka clients
+    from jepsen.group_workload import GroupRun
     from jepsen.kafka_workload import KafkaOperations
 
 EXIT_VALID = 0
@@ -493,7 +494,7 @@ async def _drive_group(faults: _Run, rng: random.Random, keys: list[str]) -> dic
 
     config, notes = faults.config, faults.notes
     logger = kafka_workload.client_logger(os.path.join(faults.run_dir, "logs", "kafka-clients.log"))
-    run = group_workload.GroupRun(
+    run = faults.group_run = group_workload.GroupRun(
         faults.cluster.bootstrap_servers, faults.recorder, concurrency=config.concurrency,
         run_id=faults.cluster.prefix, rng=random.Random(rng.getrandbits(64)), logger=logger,
     )  # fmt: skip
@@ -515,20 +516,15 @@ async def _drive_group(faults: _Run, rng: random.Random, keys: list[str]) -> dic
     return await faults.summary(keys, stats, {"group": final})
 
 
-def _coordinator_finder(cluster: control.Cluster, run_dir: str) -> Callable[[], Awaitable[str | None]]:
-    """The node coordinating the group workload's consumer group (FindCoordinator), for kill-coordinator."""
-    from jepsen import group_workload, kafka_workload
-
-    logger = kafka_workload.client_logger(os.path.join(run_dir, "logs", "kafka-clients.log"))
-    finder = group_workload.CoordinatorFinder(
-        cluster.bootstrap_servers,
-        group_workload.group_of(cluster.prefix),
-        {n.node_id: n.kafka for n in cluster.nodes},
-        logger,
-    )
+def _coordinator_finder(faults: _Run) -> Callable[[], Awaitable[str | None]]:
+    """The node coordinating the group workload's consumer group, as its members' clients found it
+    (FindCoordinator; their statistics name it), for kill-coordinator."""
+    nodes = {n.kafka: n.node_id for n in faults.cluster.nodes}
 
     async def find() -> str | None:
-        return await asyncio.to_thread(finder.find)
+        run = faults.group_run
+        address = run.coordinator() if run is not None else None
+        return nodes.get(address) if address is not None else None
 
     return find
 
@@ -556,6 +552,7 @@ class _Run:
         self.config, self.cluster, self.network, self.rng = config, cluster, network, rng
         self.run_dir, self.notes = run_dir, notes
         self.began = self.heal_began = 0.0  # time.monotonic() as the workers start, and the heal
+        self.group_run: GroupRun | None = None  # the group workload's, once its clients exist
 
     async def drive(self) -> dict[str, Any]:
         config, cluster, rng = self.config, self.cluster, self.rng
@@ -573,7 +570,7 @@ class _Run:
             random.Random(rng.getrandbits(64)),
             config.topics,
             self.notes,
-            coordinator=_coordinator_finder(cluster, self.run_dir) if config.workload == "group" else None,
+            coordinator=_coordinator_finder(self) if config.workload == "group" else None,
         )
         self.http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
         drive = {"txn": _drive_txn, "group": _drive_group}.get(config.workload, _drive_queue)
