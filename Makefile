@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev examples test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go
+.PHONY: dev examples test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -85,3 +85,11 @@ FRANZ_GO_ARGS ?=
 franz-go: bootstrap
 	scripts/kafka/install.sh
 	.venv/bin/python scripts/franz_go_suite.py $(FRANZ_GO_ARGS)
+
+# One classic consumer group through coordinator kills: producers, three members and a monitor through
+# confluent-kafka, checked by jepsen/group_checker.py (tests/jepsen/test_jepsen_group_run.py runs the
+# first line's faults for 45 s in make test); then every fault, kill-coordinator among them.
+jepsen-groups: bootstrap
+	.venv/bin/python -m jepsen run --workload group --nodes 3 --nemesis kill-coordinator,kill,pause,partition \
+		--time-limit 120 --dir runs
+	.venv/bin/python -m jepsen run --workload group --nodes 3 --nemesis all --time-limit 120 --dir runs

@@ -23,7 +23,9 @@ KEYED_FS: frozenset[str] = frozenset({"send", "poll", "commit", "committed"})
 # the transactional workload's operations (jepsen/txn_workload.py): they name a transaction or a
 # transactional id, not one key
 TXN_FS: frozenset[str] = frozenset({"txn", "end", "init"})
-CLIENT_FS: frozenset[str] = KEYED_FS | TXN_FS
+# the consumer-group workload's member step (jepsen/group_workload.py): what one consume() call saw
+GROUP_FS: frozenset[str] = frozenset({"consume"})
+CLIENT_FS: frozenset[str] = KEYED_FS | TXN_FS | GROUP_FS
 ISOLATION_LEVELS: frozenset[str] = frozenset({"read_committed", "read_uncommitted"})
 NEMESIS_PROCESS = "nemesis"
 NEMESIS_FS: frozenset[str] = frozenset({"start", "stop"})
@@ -303,6 +305,9 @@ def _check_invoke(event: Event, source: str, line_no: int) -> None:
     if event.f in TXN_FS:
         _check_txn_invoke(event, need)
         return
+    if event.f in GROUP_FS:
+        need("group", _is_text(raw.get("group")), "a non-empty string")
+        return
     need("key", isinstance(raw.get("key"), str) and bool(raw.get("key")), "a 'topic/partition' string")
     if event.f == "send":
         need("value", _is_int(raw.get("value")), "an int")
@@ -386,6 +391,15 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
         if event.type == "ok" and len(written) != len(invoke.raw["writes"]):
             raise fail(f"an ok transaction reports every write's offset: {len(invoke.raw['writes'])} "
                        f"writes, {len(written)} offsets")  # fmt: skip
+    if event.f in GROUP_FS:
+        items = raw.get("items", [])
+        bad = (
+            next((item for item in items if not _is_group_item(item)), None)
+            if isinstance(items, list)
+            else items
+        )
+        if bad is not None or (event.type == "ok" and "items" not in raw):
+            raise fail(f"'items' must be a list of assign, revoke, record and error rows, got {bad!r}")
     if event.type != "ok" or event.f not in CLIENT_FS:
         return
 
@@ -406,6 +420,21 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
         "offset" in raw and (raw["offset"] is None or _is_int(raw["offset"]))
     ):
         raise fail(f"needs 'offset' (int or null), got {raw.get('offset')!r}")
+
+
+def _is_group_item(item: object) -> bool:
+    """A row of a consume's ``items``: ``["assign", generation, member_id, [key...]]``, ``["revoke",
+    generation, member_id, [key...], lost]``, ``["record", key, offset, value, generation]`` or
+    ``["error", name]``."""
+    if not isinstance(item, list) or not item:
+        return False
+    kind, rest = item[0], item[1:]
+    if kind in ("assign", "revoke"):
+        shape = len(rest) == (3 if kind == "assign" else 4) and _is_int(rest[0]) and isinstance(rest[1], str)
+        return shape and isinstance(rest[2], list) and all(_is_text(k) for k in rest[2])
+    if kind == "record":
+        return len(rest) == 4 and _is_text(rest[0]) and _is_int(rest[1]) and _is_int(rest[3])
+    return kind == "error" and len(rest) == 1
 
 
 def _is_written_row(row: object) -> bool:

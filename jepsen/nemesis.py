@@ -41,6 +41,9 @@ What each fault really does (all recorded as nemesis start/stop events with thei
   window lasts, from addresses of its own: idle and dribbling connections, oversize frames, decompression
   bombs, a flood of the Raft port, bad credentials. Stop ends it (SIGTERM) and records its tally; what
   shows a door that did not hold (a bomb accepted, a 5xx, a connection never cut) goes in the run's notes.
+- ``kill-coordinator``: (the group workload's, ``--workload group``; not part of ``all`` elsewhere) SIGKILL
+  the node coordinating the workload's consumer group, as its members' clients found it with
+  FindCoordinator (a random node when none knows one); stop restarts it.
 - ``cluster-power-loss``: (lazy file systems only) every node at once: freeze every running node
   (SIGSTOP), SIGKILL them all, then clear every node's lazy file system, nodes another fault had
   already killed included (their unsynced writes were still in the page cache); stop restarts every
@@ -65,11 +68,14 @@ from raftlog_client.errors import ClientError
 
 FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full",
           "node-power-loss", "cluster-power-loss", "hostile-clients")  # fmt: skip
+GROUP_FAULTS = ("kill-coordinator",)  # need a consumer group (the group workload's)
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
 DISK_FAULTS = frozenset({"disk-full"})  # need each node's data directory on a small disk of its own
 LAZY_FAULTS = frozenset({"node-power-loss", "cluster-power-loss"})  # need lazy file systems (--fs lazy)
 BALLAST_TOP_UP_S = 1.0
-RESTARTED_FAULTS = frozenset({"kill", "power-loss", "corrupt", "node-power-loss", "cluster-power-loss"})
+RESTARTED_FAULTS = frozenset(
+    {"kill", "power-loss", "corrupt", "node-power-loss", "cluster-power-loss", "kill-coordinator"}
+)
 PROCESS_FAULTS = RESTARTED_FAULTS | {"pause"}
 PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
 RESTART_READY_S = 30.0
@@ -90,18 +96,22 @@ class Window:
     faults: tuple[str, ...]
 
 
-def parse_faults(text: str) -> tuple[str, ...]:
+def parse_faults(text: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The faults ``text`` names; ``all`` is every fault of ``FAULTS`` and ``extra`` (a workload's own,
+    ``GROUP_FAULTS``)."""
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     if names in (("all",),):
-        return FAULTS
+        return (*FAULTS, *extra)
     if names in ((), ("none",)):
         return ()
     aliases = {"power": "power-loss", "skew": "clock", "disk": "disk-full", "node-power": "node-power-loss",
                "cluster-power": "cluster-power-loss"}  # fmt: skip
     resolved = tuple(dict.fromkeys(aliases.get(n, n) for n in names))
-    unknown = [n for n in resolved if n not in FAULTS]
+    unknown = [n for n in resolved if n not in (*FAULTS, *GROUP_FAULTS)]
     if unknown:
-        raise ValueError(f"unknown nemesis {unknown}: choose from {', '.join(FAULTS)}, all, none")
+        raise ValueError(
+            f"unknown nemesis {unknown}: choose from {', '.join((*FAULTS, *GROUP_FAULTS))}, all, none"
+        )
     return resolved
 
 
@@ -351,8 +361,11 @@ class Nemesis:
         rng: random.Random,
         topics: Mapping[str, int],
         notes: list[str],
+        coordinator: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
+        """``coordinator`` finds the node coordinating the workload's consumer group (kill-coordinator)."""
         self.cluster = cluster
+        self.coordinator = coordinator
         self.network = network
         self.recorder = recorder
         self.rng = rng
@@ -369,6 +382,8 @@ class Nemesis:
         return [n.node_id for n in self.cluster.nodes]
 
     def usable(self, fault: str) -> bool:
+        if fault in GROUP_FAULTS:
+            return self.coordinator is not None
         if fault in DISK_FAULTS:
             return bool(self.cluster.small_disks)
         if fault in LAZY_FAULTS:
@@ -416,7 +431,8 @@ class Nemesis:
     async def start(self, fault: str) -> None:
         if not self.usable(fault):
             needs = (
-                "disks of their own" if fault in DISK_FAULTS
+                "a consumer group (--workload group)" if fault in GROUP_FAULTS
+                else "disks of their own" if fault in DISK_FAULTS
                 else "lazy file systems (run --fs lazy)" if fault in LAZY_FAULTS
                 else "network namespaces (loopback mode)"
             )  # fmt: skip
@@ -435,6 +451,7 @@ class Nemesis:
             "node-power-loss": self._node_power_loss,
             "cluster-power-loss": self._cluster_power_loss,
             "hostile-clients": self._hostile_clients,
+            "kill-coordinator": self._kill_coordinator,
         }
         try:
             active = await handler[fault]()
@@ -463,6 +480,20 @@ class Nemesis:
         for node in targets:
             await asyncio.to_thread(self.cluster.kill, node)
         return Active("kill", targets)
+
+    async def _kill_coordinator(self) -> Active | None:
+        found = await self.coordinator() if self.coordinator is not None else None
+        busy = self._busy()
+        if found is not None and (found in busy or not self.cluster.running(found)):
+            return None  # another fault holds it: nothing to kill now
+        targets = [found] if found is not None else self._free("one")
+        if not targets:
+            return None
+        detail = {"nodes": targets, "coordinator": found is not None}
+        self.recorder.nemesis("start", "kill-coordinator", detail)
+        for node in targets:
+            await asyncio.to_thread(self.cluster.kill, node)
+        return Active("kill-coordinator", targets)
 
     async def _pause(self) -> Active | None:
         mode = self.rng.choice(["one", "minority", "leader"])

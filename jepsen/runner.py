@@ -2,7 +2,7 @@
 
     python -m jepsen run --nodes 5 --nemesis kill,partition --time-limit 300 [--rate 40] [--concurrency 8]
                          [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy]
-                         [--workload queue|compact|txn] [--break-markers flip-abort]
+                         [--workload queue|compact|txn|group] [--break-markers flip-abort]
 
 Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
 schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
@@ -13,7 +13,8 @@ every node), ``data/`` and ``faults/`` (fsync traces, clock files); then runs th
 Phases: start the nodes and create the topics; workload and nemesis together for ``--time-limit``
 seconds; heal every fault and restart every node that is down; the final read (``compact``: one, then
 another once every node's cleaner has caught up; ``txn``: a new producer per transactional id first, which
-ends every open transaction); stop; check (``txn``: ``jepsen.txn_checker``).
+ends every open transaction; ``group``: the members drain the topic and the committed offsets are read);
+stop; check (``txn``: ``jepsen.txn_checker``; ``group``: ``jepsen.group_checker``).
 Namespaces, links and processes are removed in ``finally`` blocks, also on Ctrl-C and SIGTERM.
 """
 
@@ -43,6 +44,7 @@ from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
 if TYPE_CHECKING:  # confluent-kafka is imported only when a run asks for Kafka clients
+    from jepsen.group_workload import GroupRun
     from jepsen.kafka_workload import KafkaOperations
 
 EXIT_VALID = 0
@@ -54,7 +56,8 @@ HEAL_READY_TIMEOUT_S = 45.0
 DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
-WORKLOADS = ("queue", "compact", "txn")  # compact: jepsen/compact_workload.py; txn: jepsen/txn_workload.py
+# compact: jepsen/compact_workload.py; txn: jepsen/txn_workload.py; group: jepsen/group_workload.py
+WORKLOADS = ("queue", "compact", "txn", "group")
 FILE_SYSTEMS = ("plain", "lazy")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
@@ -88,7 +91,7 @@ class RunConfig:
     serve_args: tuple[str, ...] = ()  # more options for every node's ``raftlog serve``
     clients: tuple[str, ...] = ("http",)  # worker i (and final reader i) uses clients[i % len(clients)]
     fs: str = "plain"  # "lazy": every node's data directory on a lazy file system (jepsen.lazyfs)
-    workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic; "txn"
+    workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic; "txn"; "group"
     break_markers: str | None = None  # txn's negative control: every node's abort markers applied as commits
 
     def __post_init__(self) -> None:
@@ -98,6 +101,8 @@ class RunConfig:
             raise ValueError(
                 f"--break-markers {self.break_markers!r}: choose from {', '.join(MARKER_FAULTS)}"
             )
+        if self.workload == "group" and self.concurrency < 4:
+            raise ValueError("--workload group needs --concurrency 4 or more (producers, members, a monitor)")
         if not self.topics:
             self.topics = dict(self._workload_topics()[0])
 
@@ -106,6 +111,10 @@ class RunConfig:
             from jepsen import txn_workload  # confluent-kafka only when a run needs it
 
             return txn_workload.TOPICS, txn_workload.TOPIC_CONFIGS
+        if self.workload == "group":
+            from jepsen import group_workload
+
+            return group_workload.TOPICS, group_workload.TOPIC_CONFIGS
         if self.workload == "compact":
             return COMPACT_TOPICS, COMPACT_TOPIC_CONFIGS
         return TOPICS, TOPIC_CONFIGS
@@ -125,6 +134,10 @@ class RunConfig:
         args = list(self.serve_args)
         if self.workload == "compact" and not any(a.startswith("--cleaner-interval-ms") for a in args):
             args.append(f"--cleaner-interval-ms={compact_workload.CLEANER_INTERVAL_MS}")
+        if self.workload == "group":  # the group's first rebalance without a delay (unless told)
+            from jepsen import group_workload
+
+            args.extend(group_workload.serve_args(args))
         return args
 
 
@@ -160,7 +173,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         choices=WORKLOADS,
         default="queue",
         help="queue: the Kafka-style queue (topics t0, t1); compact: keys overwritten and deleted on a "
-        "compacted topic (c0), each key's last acknowledged write checked after the cleaner ran",
+        "compacted topic (c0), each key's last acknowledged write checked after the cleaner ran; txn: Kafka "
+        "transactions; group: one classic consumer group's members, their generations, deliveries and "
+        "commits (topic gq; the kill-coordinator fault, part of all)",
     )
     parser.add_argument(
         "--break-markers",
@@ -200,12 +215,15 @@ def register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.time_limit <= 0 or args.rate <= 0 or not 1 <= args.concurrency <= 64:
         raise ValueError("--time-limit and --rate must be > 0, --concurrency between 1 and 64")
-    named = args.clients if args.clients is not None else ("kafka" if args.workload == "txn" else "http")
+    kafka_only = args.workload in ("txn", "group")
+    named = args.clients if args.clients is not None else ("kafka" if kafka_only else "http")
     clients = tuple(c.strip() for c in named.split(",") if c.strip())
     unknown = sorted(set(clients) - set(CLIENTS))
     if not clients or unknown:
         raise ValueError(f"--clients {named!r}: choose from {', '.join(CLIENTS)}")
-    faults = nemesis.parse_faults(args.nemesis)
+    faults = nemesis.parse_faults(args.nemesis, nemesis.GROUP_FAULTS if args.workload == "group" else ())
+    if args.workload == "group" and clients != ("kafka",):
+        raise ValueError("--workload group: its processes are Kafka clients (--clients kafka)")
     computed = {
         "faults": faults,
         "time_limit_s": args.time_limit,
@@ -469,6 +487,48 @@ async def _drive_txn(faults: _Run, rng: random.Random, keys: list[str]) -> dict[
     return await faults.summary(keys, stats, final)
 
 
+async def _drive_group(faults: _Run, rng: random.Random, keys: list[str]) -> dict[str, Any]:
+    """The consumer-group workload: producers, the group's members and the monitor, all Kafka clients;
+    after the heal, ``GroupRun.finish``: the members drain the topic, then the committed offsets."""
+    from jepsen import group_workload, kafka_workload
+
+    config, notes = faults.config, faults.notes
+    logger = kafka_workload.client_logger(os.path.join(faults.run_dir, "logs", "kafka-clients.log"))
+    run = faults.group_run = group_workload.GroupRun(
+        faults.cluster.bootstrap_servers, faults.recorder, concurrency=config.concurrency,
+        run_id=faults.cluster.prefix, rng=random.Random(rng.getrandbits(64)), logger=logger,
+    )  # fmt: skip
+    stats = workload.Stats()
+    try:
+        await faults.during(lambda until: run.run_workers(rate=config.rate, deadline=until, stats=stats))
+        final = await run.finish(stats)
+        if not final["drained"]:
+            notes.append(f"the group did not commit up to every high watermark: {final['final_committed']} "
+                         f"of {final['high_watermarks']}")  # fmt: skip
+        if final["wedged_members"]:
+            notes.append(
+                f"members left behind on a call librdkafka did not return: {final['wedged_members']}"
+            )
+    finally:
+        await run.close()
+        kafka_workload.close_client_logger(logger)
+        await faults.close()
+    return await faults.summary(keys, stats, {"group": final})
+
+
+def _coordinator_finder(faults: _Run) -> Callable[[], Awaitable[str | None]]:
+    """The node coordinating the group workload's consumer group, as its members' clients found it
+    (FindCoordinator; their statistics name it), for kill-coordinator."""
+    nodes = {n.kafka: n.node_id for n in faults.cluster.nodes}
+
+    async def find() -> str | None:
+        run = faults.group_run
+        address = run.coordinator() if run is not None else None
+        return nodes.get(address) if address is not None else None
+
+    return find
+
+
 class _Run:
     """One run's workload phase: the topics, then what both workloads drive the same way (the history,
     the fault schedule and the nemesis that follows it while the workers run, the HTTP client, the heal,
@@ -492,6 +552,7 @@ class _Run:
         self.config, self.cluster, self.network, self.rng = config, cluster, network, rng
         self.run_dir, self.notes = run_dir, notes
         self.began = self.heal_began = 0.0  # time.monotonic() as the workers start, and the heal
+        self.group_run: GroupRun | None = None  # the group workload's, once its clients exist
 
     async def drive(self) -> dict[str, Any]:
         config, cluster, rng = self.config, self.cluster, self.rng
@@ -509,9 +570,10 @@ class _Run:
             random.Random(rng.getrandbits(64)),
             config.topics,
             self.notes,
+            coordinator=_coordinator_finder(self) if config.workload == "group" else None,
         )
         self.http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
-        drive = _drive_txn if config.workload == "txn" else _drive_queue
+        drive = {"txn": _drive_txn, "group": _drive_group}.get(config.workload, _drive_queue)
         return await drive(self, rng, keys)
 
     async def during(self, workers: Callable[[float], Awaitable[object]]) -> None:

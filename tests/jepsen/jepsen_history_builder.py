@@ -160,3 +160,64 @@ class TxnHistory:
 
     def history(self) -> History:
         return self.h.history()
+
+
+class GroupHistory:
+    """The consumer-group workload's operations (docs/jepsen-history.md) over a ``HistoryBuilder``: time
+    is the event's index, in seconds."""
+
+    GROUP = "jg-test"
+
+    def __init__(self, h: HistoryBuilder | None = None) -> None:
+        self.h = h or HistoryBuilder()
+
+    def send(self, process: int, key: str, value: int, offset: int | None) -> None:
+        self.h.send(process, key, value, offset, type="ok" if offset is not None else "info")
+
+    def consume(self, process: int, *items: list[Any], type: str = "ok") -> tuple[int, int]:
+        """A ``consume`` whose completion lists ``items`` (``assign``, ``revoke``, ``record`` below)."""
+        first = self.h.invoke(process, "consume", group=self.GROUP)
+        return first, self.h.complete(process, type, items=[list(i) for i in items])
+
+    def commit(
+        self,
+        process: int,
+        key: str,
+        offset: int,
+        generation: int,
+        type: str = "ok",
+        *,
+        generation_after: int | None = None,
+        session_timeout_ms: int = 30_000,
+    ) -> tuple[int, int]:
+        first = self.h.invoke(
+            process, "commit", key=key, group=self.GROUP, offset=offset, generation=generation,
+            member_id=f"m{process}", session_timeout_ms=session_timeout_ms,
+        )  # fmt: skip
+        after = generation if generation_after is None else generation_after
+        extra = {"committed": offset} if type == "ok" else {"error_code": "ILLEGAL_GENERATION"}
+        return first, self.h.complete(process, type, generation_after=after, **extra)
+
+    def committed(self, process: int, key: str, offset: int | None) -> tuple[int, int]:
+        return self.h.committed(process, key, self.GROUP, offset)
+
+    def wait(self, seconds: int) -> None:
+        """Let ``seconds`` pass (nemesis lines, one a second: the builder's clock is the line index)."""
+        for _ in range(seconds // 2):
+            self.h.nemesis("start", "clock")
+            self.h.nemesis("stop", "clock")
+
+    def history(self) -> History:
+        return self.h.history()
+
+
+def assign(generation: int, member: str, *keys: str) -> list[Any]:
+    return ["assign", generation, member, list(keys)]
+
+
+def revoke(generation: int, member: str, *keys: str, lost: bool = False) -> list[Any]:
+    return ["revoke", generation, member, list(keys), lost]
+
+
+def record(key: str, offset: int, value: Any, generation: int) -> list[Any]:
+    return ["record", key, offset, value, generation]
