@@ -58,6 +58,16 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   log (``MembershipLog``), applied when an entry is appended, undone when it is truncated, rebuilt on
   restart from the snapshot's and the journal's entries after it; a snapshot records the configuration
   at its index (voters under ``cluster``, as before, and ``learners``).
+* Starved thread (ours): time in which this replica's own thread did not run is not held against its
+  peers. A leader ticked later than twice its heartbeat interval after its previous tick could neither
+  send heartbeats nor read replies meanwhile: the excess is added to each follower's last-heard time
+  before the check-quorum test (``_credit_stall``), so a leader steps down only when its followers were
+  silent for ``leader_fallback_timeout_ms`` of time it ran (what arrived while it was not scheduled is
+  read before it judges). A follower or candidate first ticked more than ``LATE_TICK_TOLERANCE_S``
+  after its election deadline was itself not scheduled (and its leader, on a loaded machine, likely
+  neither): it waits one more deadline of two heartbeat intervals, in which a live leader's heartbeat
+  reaches it, and stands only if none came (once per deadline, so a follower that is always late still
+  stands). Raft's safety does not rest on either (check-quorum and election timing are liveness).
 * ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
   journal the caller built.
 """
@@ -156,6 +166,11 @@ Callback = Callable[[object, int], None]
 # again after this; a compaction that found no room for its snapshot file is tried again after this.
 SPACE_HANDOVER_RETRY_S = 1.0
 SPACE_RETRY_COMPACTION_S = 5.0
+# Why a replica won a leadership (``RaftCore.leader_changes``; see ``_on_became_leader``).
+LEADER_CHANGE_CAUSES = ("election", "transfer", "check_quorum", "leader_gone")
+# A starved thread (see "Starved thread" in the module docstring): a follower ticked this much after its
+# election deadline was not run on time, and looks again a little later before it stands.
+LATE_TICK_TOLERANCE_S = 0.1
 SPACE_TELL_INTERVAL_S = 60.0  # a replica's hand-overs are logged as warnings at most this often
 
 
@@ -179,6 +194,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     # and a new group's first ones excluded), and pre-vote rounds they asked for (see group.election_counts).
     elections_on_timeout = 0
     pre_vote_rounds = 0
+    # Starved thread: leader ticks whose late start was credited, follower deadlines put off for a late tick.
+    stalls_credited = 0
+    late_deadlines = 0
+    # Leaderships won by the replicas of this process, by cause (every key present from the start, so a
+    # reader on another thread copies a dict that never changes size): one per leader change of a group.
+    leader_changes: dict[str, int] = dict.fromkeys(LEADER_CHANGE_CAUSES, 0)
 
     # SyncObj state this class assigns (declared for mypy; SyncObj.__init__ sets them).
     _SyncObj__raftCommitIndex: int
@@ -247,6 +268,18 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._prevote_term: int | None = None
         self._prevoters: set[Any] = set()
         self._leader_seen_at = 0.0
+        # Starved thread (see the module docstring): when this replica was last ticked, whether it was a
+        # (non-quiet) leader then, and the election deadline a late tick put off (put off once only).
+        self._ticked_at: float | None = None
+        self._led_when_ticked = False
+        self._deferred_deadline: float | None = None
+        # Leader changes (see ``_on_became_leader``): the leader this replica last followed (or was),
+        # and why it holds an election: "election", "transfer" (TimeoutNow), "new_group" (a new group's
+        # first campaign), "check_quorum" (it stepped down itself), "leader_gone" (its leader said so).
+        self._last_leader_id: str | None = None
+        self._leader_lost: str | None = None
+        self._campaign_cause = "election"
+        self.group_id = ""  # the owner names the group (ReplicaGroup.open), for the log lines
         # Learners (see the module docstring): the other members that are learners (pysyncobj's
         # ``__otherNodes`` holds the other voters), whether this replica is a voter, nodes the transport
         # keeps although outside the configuration (the leader, while a snapshot's configuration predates
@@ -513,6 +546,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if not transport.ready:
                 time.sleep(time_to_wait)
                 return
+        self._credit_stall(self._clock())
         if self._receive is not None:
             self._receive()
         self._journal.finish_sync()  # a sync that ended since the last tick: its entries are durable now
@@ -542,6 +576,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 if self._SyncObj__raftLeader is not None:
                     self._SyncObj__raftLeader = None
                     self._SyncObj__onLeaderChanged()
+            elif self._late_for_deadline(now):
+                pass  # put off once: see "Starved thread"
             elif self._SyncObj__connectedToAnyone():
                 self._start_election(now)
 
@@ -595,6 +631,42 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if now >= self._quiet_tick_at:
                 self._quiet_tick_at = now + self._config.quiet_tick_ms / 1000
             self._journal.release_handles()  # an idle group holds no open files
+        self._ticked_at = now
+        self._led_when_ticked = self._SyncObj__raftState == _LEADER and not self._quiet
+
+    # -- a starved thread -----------------------------------------------------------------------------
+    def _credit_stall(self, now: float) -> None:
+        """Leader, start of a tick: the time past twice the heartbeat interval since its previous tick
+        (as a leader, not quiet) is time it did not run; it is added to each follower's last-heard time,
+        so the check-quorum test counts only time it ran (see "Starved thread")."""
+        previous = self._ticked_at
+        if previous is None or not self._led_when_ticked or self._SyncObj__raftState != _LEADER:
+            return
+        stall = now - previous - 2 * self._config.heartbeat_interval_ms / 1000
+        if stall <= 0:
+            return
+        RaftCore.stalls_credited += 1
+        heard = self._SyncObj__lastResponseTime
+        for node in list(heard):
+            heard[node] = min(now, heard[node] + stall)
+
+    def _late_for_deadline(self, now: float) -> bool:
+        """Follower or candidate whose election deadline passed: True (and the deadline put off by two
+        heartbeat intervals) when this is its first tick since the deadline and it came more than
+        ``LATE_TICK_TOLERANCE_S`` late, unless this deadline was put off already."""
+        deadline = self._SyncObj__raftElectionDeadline
+        previous = self._ticked_at
+        if (
+            deadline == self._deferred_deadline
+            or previous is None
+            or previous >= deadline
+            or now - deadline <= LATE_TICK_TOLERANCE_S
+        ):
+            return False
+        RaftCore.late_deadlines += 1
+        self._deferred_deadline = now + 2 * self._config.heartbeat_interval_ms / 1000
+        self._SyncObj__raftElectionDeadline = self._deferred_deadline
+        return True
 
     # -- quiescence -----------------------------------------------------------------------------------
     def _may_quiesce(self, now: float) -> bool:
@@ -799,7 +871,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._start_pre_vote(now)
             return
         self._prevote_term = None
-        if not self._SyncObj__transferInProgress and self._early_campaigns == 0:
+        if self._SyncObj__transferInProgress:
+            self._campaign_cause = "transfer"
+        elif self._early_campaigns > 0:
+            self._campaign_cause = "new_group"
+        else:
+            self._campaign_cause = self._leader_lost or "election"
             RaftCore.elections_on_timeout += 1
         # An early campaign after the first (nothing heard from the group since: a message zeroes the
         # count) asks again in the term the first one took, term 1, never in a higher one: its requests
@@ -953,12 +1030,16 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         heard = 1 + sum(1 for node in self._SyncObj__otherNodes if response_time.get(node, 0) > deadline)
         if heard <= (len(self._SyncObj__otherNodes) + 1) / 2:
             logger.info(
-                "%s: leader heard from no majority for %d ms, stepping down",
+                "group %s: leader %s heard from no majority for %d ms of its running time, stepping down "
+                "in term %d (check_quorum)",
+                self.group_id,
                 self.node_id,
                 self._config.leader_fallback_timeout_ms,
+                self._SyncObj__raftCurrentTerm,
             )
             self._SyncObj__setState(_FOLLOWER)
             self._SyncObj__raftLeader = None
+            self._leader_lost = "check_quorum"
 
     # -- log access ---------------------------------------------------------------------------------
     def _term_at(self, index: int) -> int | None:
@@ -1284,6 +1365,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if message["type"] == "leader_gone":
             if message["term"] == self._SyncObj__raftCurrentTerm and node == self._SyncObj__raftLeader:
                 self._SyncObj__raftLeader = None  # and an election if no leader is heard in time
+                self._leader_lost = "leader_gone"
                 self._wake(self._clock())
         elif message["type"] == "append_entries":
             self._on_append_entries(node, message)
@@ -1378,6 +1460,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
         if self._SyncObj__raftLeader != node:
             self._SyncObj__onLeaderChanged()
+            self._last_leader_id = str(node.id)
+            self._leader_lost = None
         self._SyncObj__raftLeader = node
         self._leader_seen_at = self._clock()
         self._prevote_term = None
@@ -1537,6 +1621,36 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftNextIndex[node] = self._journal.last_index + 1
             self._SyncObj__raftMatchIndex[node] = 0
         SyncObj._SyncObj__onBecomeLeader(self)
+        heard = self._SyncObj__lastResponseTime  # pysyncobj read its own monotonic clock: this core's
+        now = self._clock()
+        for node in heard:
+            heard[node] = now
+        self._on_became_leader()
+
+    def _on_became_leader(self) -> None:
+        """Count and log the leader change (a new group's first leader is no change: logged at DEBUG).
+        Counted by the winner, so each change counts once in the cluster (a dead leader counts nothing),
+        with the cause it knows: "transfer" (asked by TimeoutNow: the leader balancer, a replica move, a
+        full disk), "check_quorum" (it had led and stepped down for want of a majority), "leader_gone"
+        (its leader said it stopped), "election" (its election timeout passed without a leader: a leader
+        dead, cut off or too slow)."""
+        old, cause = self._last_leader_id, self._campaign_cause
+        self._last_leader_id = self.node_id
+        self._leader_lost = None
+        self._campaign_cause = "election"
+        term = self._SyncObj__raftCurrentTerm
+        if cause == "new_group":
+            logger.debug("group %s: first leader %s in term %d", self.group_id, self.node_id, term)
+            return
+        RaftCore.leader_changes[cause] += 1
+        logger.info(
+            "group %s: leader %s -> %s in term %d (%s)",
+            self.group_id,
+            old or "none",
+            self.node_id,
+            term,
+            cause,
+        )
 
     def _send_to_followers(self, nodes: set[Any], heartbeat: bool = False) -> None:
         """Each follower gets an equal slice of one heartbeat period, in a rotating order."""

@@ -46,6 +46,12 @@ def election_counts() -> dict[str, int]:
     }
 
 
+def leader_changes() -> dict[str, int]:
+    """Leaderships the replicas of this process won, by cause (``RaftCore._on_became_leader``): each
+    leader change of a group is counted once, by its new leader (any thread)."""
+    return dict(RaftCore.leader_changes)
+
+
 class ReplicaGroup:
     """Build with ``await ReplicaGroup.open(...)``; use on that event loop only."""
 
@@ -61,6 +67,7 @@ class ReplicaGroup:
         self._failure: BaseException | None = None  # what stopped the core (set on the driver thread)
         self._stop_callbacks: list[Callable[[], None]] = []
         self._bridge = CallbackBridge(group_id, loop, lambda: core.leader_id)
+        core.group_id = group_id  # for its log lines
         driver.add(core, self._on_core_failure, group_id=group_id)
 
     @classmethod

@@ -553,7 +553,6 @@ class MuxHub:
         if peers_changed:
             self._reconcile_peers()
         self._dial_due_peers(now)
-        self._check_timers(now)
         self._pump_dirty_peers()
         for key, mask in self._selector.select(timeout_s):
             if key.data == "listen":
@@ -562,6 +561,9 @@ class MuxHub:
                 _drain(self._wake_read)
             else:
                 self._on_socket_event(key.data, mask)
+        # After reading: a thread that was not scheduled for longer than idle_timeout_s finds its peers'
+        # pings waiting in the sockets, and must not close their connections for a silence of its own.
+        self._check_timers(time.monotonic())
         self._pump_dirty_peers()
         return True
 

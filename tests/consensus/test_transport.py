@@ -635,3 +635,27 @@ def test_transport_refuses_a_self_node_that_is_not_the_hub() -> None:
         assert transport_class(hub, "g").func is MuxTransport
     finally:
         hub.close()
+
+
+def test_a_polled_hub_not_run_past_its_idle_timeout_reads_before_it_judges_a_peer_silent() -> None:
+    """A node's driver thread that was not scheduled for longer than ``idle_timeout_s`` finds the pings
+    its peer kept sending waiting in the socket: it reads them before it tests the silence, and keeps
+    the connection (it used to close it, waking every group on it into an election)."""
+    starved = MuxHub("n0", "127.0.0.1:0", SECRET, config=HubConfig(ping_interval_s=0.1, idle_timeout_s=0.6))
+    peer = MuxHub("n1", "127.0.0.1:0", SECRET, config=HubConfig(ping_interval_s=0.1, idle_timeout_s=30.0))
+    try:
+        starved.peers.set("n1", peer.address)
+        peer.peers.set("n0", starved.address)
+        peer.start()
+        deadline = time.monotonic() + 10
+        while not (starved.peers.is_connected("n1") and peer.peers.is_connected("n0")):
+            assert time.monotonic() < deadline, "the hubs did not connect"
+            starved.poll(0.02)
+        established = starved.stats()["connections_established"]
+        time.sleep(1.2)  # twice the idle timeout without running; the peer pings all along
+        starved.poll(0.0)
+        assert starved.peers.is_connected("n1"), "closed a connection whose pings waited unread"
+        assert starved.stats()["connections_established"] == established
+    finally:
+        starved.close()
+        peer.close()
