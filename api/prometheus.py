@@ -99,6 +99,11 @@ CATALOGUE: dict[str, Family] = {
         "counter", "Elections this node's replicas stood for after an election timeout."
     ),
     "raft_pre_vote_rounds": Family("counter", "Pre-vote rounds this node's replicas asked for."),
+    "leader_changes": Family(
+        "counter",
+        "Leaderships this node's replicas won, by cause: election, transfer, check_quorum, leader_gone "
+        "(each leader change is counted once, by its new leader).",
+    ),
     "raft_transport_queued_bytes": Family("gauge", "Raft bytes queued to peers, not yet sent."),
     "recovery_replicas": Family("gauge", "Replicas recovering committed records from their peers."),
     "recovery_bytes": Family("counter", "Bytes copied from peers by replica recoveries."),

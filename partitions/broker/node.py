@@ -82,7 +82,7 @@ from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import ROUND_SECONDS, SYNC_THREAD_MIN_BYTES_DEFAULT
-from raftlog.consensus.group import election_counts
+from raftlog.consensus.group import election_counts, leader_changes
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.histogram import HistogramSnapshot
@@ -540,6 +540,8 @@ class NodeView:
             values[f"raft_transport_{name}"] = value
         for name, value in election_counts().items():
             values[f"raft_{name}"] = value
+        for cause, value in leader_changes().items():  # bounded: LEADER_CHANGE_CAUSES
+            values[f'leader_changes{{cause="{cause}"}}'] = value
         members = node.presence.nodes()
         for state in ("alive", "suspect", "dead", "left"):
             values[f'gossip_members{{state="{state}"}}'] = sum(1 for m in members if m.state == state)
