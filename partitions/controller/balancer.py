@@ -4,13 +4,19 @@ After restarts Raft leaves leadership wherever elections happened to end, often 
 that stayed up. The controller leader periodically asks :func:`plan` for a few transfers and performs
 them one at a time. Nodes in maintenance must lead nothing: their partitions are moved first, and they
 never receive leadership.
+
+Evening out waits for a lasting imbalance (:class:`Hysteresis`, given the time by its caller): a
+transfer is an election, so chasing every passing skew (an election on a loaded machine, a node back for
+a moment) would move leaders every few seconds. The same imbalance must be seen ``observations`` times
+in a row, a partition whose leader changed within ``settle_s`` is not moved, and at most
+``moves_per_window`` transfers are made in any ``window_s``. Drains are not held back.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,14 +37,21 @@ class Move:
     target: str
 
 
-def plan(partitions: Sequence[Led], eligible: Collection[str], moves_max: int) -> list[Move]:
+def plan(
+    partitions: Sequence[Led],
+    eligible: Collection[str],
+    moves_max: int,
+    settling: Collection[tuple[str, int]] = (),
+) -> list[Move]:
     """Up to ``moves_max`` leadership transfers, drains first.
 
     Drain: a partition led by a node outside ``eligible`` (in maintenance, or not alive) moves to its
     eligible replica leading the fewest partitions. Balance: while some eligible node leads at least two
     more partitions than another eligible node that holds a replica of one of them, one such partition
-    moves from the busiest node to the idlest replica. Deterministic; ties break by node id, then topic
-    and partition. Each transfer lowers the spread, so the plan ends."""
+    moves from the busiest node to the idlest replica; a partition in ``settling`` (topic, partition:
+    its leader just changed) counts where it is led but is not moved to even out. Deterministic; ties
+    break by node id, then topic and partition. Each transfer lowers the spread, so the plan ends."""
+    held = set(settling)
     allowed = set(eligible)
     counts: Counter[str] = Counter({node: 0 for node in allowed})
     leaders: dict[tuple[str, int], str] = {}
@@ -66,7 +79,7 @@ def plan(partitions: Sequence[Led], eligible: Collection[str], moves_max: int) -
         best: tuple[int, str, tuple[str, int], str] | None = None
         for key in sorted(leaders):
             source = leaders[key]
-            if source not in allowed:
+            if source not in allowed or key in held:
                 continue
             for target in by_key[key].replicas:
                 if target == source or target not in allowed:
@@ -78,3 +91,59 @@ def plan(partitions: Sequence[Led], eligible: Collection[str], moves_max: int) -
             return moves
         transfer(best[2], best[3])
     return moves
+
+
+def is_drain(move: Move, eligible: Collection[str]) -> bool:
+    """The move takes leadership off a node that must not lead (see :func:`plan`)."""
+    return move.source not in eligible
+
+
+@dataclass
+class Hysteresis:
+    """When the balancer evens leaders out (see the module docstring). The caller observes the
+    partitions at each balancing round with the time (:meth:`observe`), plans with the partitions still
+    :meth:`settling`, and asks :meth:`allows` before a transfer that evens out (never before a drain)."""
+
+    observations: int = 3
+    settle_s: float = 10.0
+    window_s: float = 60.0
+    moves_per_window: int = 10
+    # (topic, partition) -> (its leader, when this leader was first seen)
+    _leaders: dict[tuple[str, int], tuple[str | None, float]] = field(default_factory=dict, init=False)
+    _streak: int = field(default=0, init=False)
+    _moves: deque[float] = field(default_factory=deque, init=False)
+
+    def observe(self, partitions: Sequence[Led], now: float) -> None:
+        """Record each partition's leader; a new one (or none) starts its settling time."""
+        seen: dict[tuple[str, int], tuple[str | None, float]] = {}
+        for item in partitions:
+            key = (item.topic, item.partition)
+            previous = self._leaders.get(key)
+            seen[key] = (
+                previous if previous is not None and previous[0] == item.leader else (item.leader, now)
+            )
+        self._leaders = seen  # (partitions gone are forgotten)
+
+    def settling(self, now: float) -> set[tuple[str, int]]:
+        """Partitions whose leader changed within ``settle_s`` (or that have none)."""
+        return {
+            key
+            for key, (leader, since) in self._leaders.items()
+            if leader is None or now - since < self.settle_s
+        }
+
+    def allows(self, wanted: bool, now: float) -> bool:
+        """Called once per round with whether the plan wanted to even out: True when it has wanted to in
+        ``observations`` rounds in a row and fewer than ``moves_per_window`` transfers were made within
+        ``window_s``; a True is taken as a transfer made now."""
+        if not wanted:
+            self._streak = 0
+            return False
+        self._streak += 1
+        while self._moves and now - self._moves[0] >= self.window_s:
+            self._moves.popleft()
+        if self._streak < self.observations or len(self._moves) >= self.moves_per_window:
+            return False
+        self._moves.append(now)
+        self._streak = 0  # the next transfer waits for the imbalance to last again
+        return True

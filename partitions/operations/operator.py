@@ -9,7 +9,9 @@ applied the metadata committed before its election. Each tick it:
    through the peer client, following leader hints);
 2. starts moves off decommissioning nodes, a few at a time (``reconfigure.replacement_for``);
 3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
-   leadership transfer from ``balancer.plan``;
+   leadership transfer from ``balancer.plan``: a drain at once, a transfer that evens leaders out only
+   on a lasting imbalance (``balancer.Hysteresis``: seen in 3 rounds in a row, never a partition whose
+   leader changed in the last 10 s, at most 10 transfers a minute);
 4. has a learner of the controller group open its replica, and promotes it once caught up
    (``controller_members.learner_to_promote``).
 
@@ -104,11 +106,13 @@ class Operator(Worker):
     _voters: Voters
     _nodes: Nodes
     _leaders: PartitionLeaders
+    _clock: Callable[[], float] = field(default=time.monotonic, repr=False)  # the balancer's time
     # (topic, partition, learner joining) -> the commit index when it was first seen a learner
     _goals: dict[tuple[str, int, str], int] = field(default_factory=dict, init=False)
     # (controller learner, its catch-up goal)
     _controller_goal: tuple[str, int] | None = field(default=None, init=False)
     _balanced_at: float = field(default=0.0, init=False)
+    _hysteresis: balancer.Hysteresis = field(default_factory=balancer.Hysteresis, init=False)
     steps_taken: int = field(default=0, init=False)
     leadership_transfers: int = field(default=0, init=False)
 
@@ -243,7 +247,7 @@ class Operator(Worker):
     async def _balance(self, moving: bool) -> None:
         machine = self._controller.metadata()
         maintenance = machine.node_flags["maintenance"]
-        now = time.monotonic()
+        now = self._clock()
         due = not moving and now - self._balanced_at >= BALANCE_INTERVAL_S
         if not due and not maintenance:
             return  # nothing to drain, not yet time to even out: no walk over every partition
@@ -258,13 +262,21 @@ class Operator(Worker):
         self._balanced_at = now
         leaving = machine.node_flags["decommissioning"]
         eligible = [n for n in self._nodes.alive_nodes() if n not in maintenance and n not in leaving]
-        for move in balancer.plan(partitions, eligible, moves_max=1):
+        hysteresis = self._hysteresis
+        hysteresis.observe(partitions, now)
+        for move in balancer.plan(partitions, eligible, moves_max=1, settling=hysteresis.settling(now)):
+            drain = balancer.is_drain(move, eligible)
+            if not drain and not hysteresis.allows(True, now):
+                return  # an imbalance that has not lasted yet, or enough transfers for now
             log.info(
-                "node %s: leader balance: %s/%d from %s to %s",
-                self.node_id, move.topic, move.partition, move.source, move.target,
+                "node %s: leader balance (%s): %s/%d from %s to %s",
+                self.node_id, "drain" if drain else "even out", move.topic, move.partition, move.source,
+                move.target,
             )  # fmt: skip
             self.leadership_transfers += 1
             await self._change(move.topic, move.partition, "transfer", move.target)
+            return
+        hysteresis.allows(False, now)
 
 
 async def _bounded(work: list[Awaitable[None]], at_once: int = 8) -> None:

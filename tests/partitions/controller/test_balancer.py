@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from partitions.controller.balancer import Led, Move, plan
+from partitions.controller.balancer import Hysteresis, Led, Move, is_drain, plan
 
 
 def led(partition: int, replicas: str, leader: str | None) -> Led:
@@ -63,3 +63,41 @@ def test_random_plans_end_within_one_of_even_where_replicas_allow(seed: int) -> 
 
 def replace_leader(item: Led, leaders: dict[tuple[str, int], str | None]) -> Led:
     return Led(item.topic, item.partition, item.replicas, leaders[(item.topic, item.partition)])
+
+
+def test_a_partition_whose_leader_just_changed_counts_where_it_is_led_but_is_not_moved() -> None:
+    partitions = [led(p, "n1,n2,n3", "n1") for p in range(4)] + [led(4, "n1,n2,n3", "n2")]
+    settling = {("t", p) for p in range(4)}
+    assert plan(partitions, ["n1", "n2", "n3"], moves_max=5, settling=settling) == []
+    moves = plan(partitions, ["n1", "n2", "n3"], moves_max=5, settling=settling - {("t", 3)})
+    assert moves == [Move("t", 3, "n1", "n3")]
+
+
+def test_a_drain_is_a_drain() -> None:
+    assert is_drain(Move("t", 0, "n3", "n1"), ["n1", "n2"])
+    assert not is_drain(Move("t", 0, "n1", "n2"), ["n1", "n2"])
+
+
+def test_hysteresis_acts_only_on_an_imbalance_seen_in_a_row() -> None:
+    gate = Hysteresis(observations=3, settle_s=10.0, window_s=60.0, moves_per_window=10)
+    assert [gate.allows(True, t) for t in (0.0, 3.0)] == [False, False]
+    assert not gate.allows(False, 6.0)  # it passed: the count starts over
+    assert [gate.allows(True, t) for t in (9.0, 12.0, 15.0)] == [False, False, True]
+    assert not gate.allows(True, 18.0), "the next transfer waits for the imbalance to last again"
+
+
+def test_hysteresis_bounds_transfers_per_window() -> None:
+    gate = Hysteresis(observations=1, settle_s=0.0, window_s=60.0, moves_per_window=2)
+    allowed = [t for t in range(0, 120, 3) if gate.allows(True, float(t))]
+    assert allowed == [0, 3, 60, 63]
+
+
+def test_hysteresis_holds_a_partition_whose_leader_changed_within_the_settling_time() -> None:
+    gate = Hysteresis(observations=1, settle_s=10.0)
+    gate.observe([led(0, "n1,n2", "n1"), led(1, "n1,n2", None)], 0.0)
+    assert gate.settling(5.0) == {("t", 0), ("t", 1)}  # new to it, and leaderless
+    gate.observe([led(0, "n1,n2", "n1"), led(1, "n1,n2", "n2")], 6.0)
+    assert gate.settling(10.5) == {("t", 1)}  # partition 0 has kept n1 for 10.5 s
+    gate.observe([led(0, "n1,n2", "n2"), led(1, "n1,n2", "n2")], 12.0)  # 0 changed leader
+    assert gate.settling(17.0) == {("t", 0)}
+    assert gate.settling(22.0) == set()

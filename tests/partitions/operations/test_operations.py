@@ -5,6 +5,7 @@ depends on (``Controller``, ``Nodes``, ``PartitionLeaders``)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,3 +193,52 @@ async def test_a_controller_learner_is_asked_to_join_then_promoted_once_caught_u
     node.controller_match["n4"] = 100
     await ticks(operator, 1)
     assert node.controller.voters == {"n1", "n2", "n3", "n4"} and not node.controller.learners
+
+
+async def test_the_balancer_evens_out_only_a_lasting_imbalance_and_never_a_leader_that_just_changed() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3"])
+    await node.propose(CreateTopic("t", [["n1", "n2", "n3"]] * 6))  # all six led by n1
+    now = [1000.0]
+    operator = Operator(node, node, node, node, lambda: now[0])
+
+    async def balance_round() -> list[tuple[str, int, str, str]]:
+        now[0] += 3.0  # BALANCE_INTERVAL_S
+        before = len(node.changes)
+        await operator._tick()
+        return node.changes[before:]
+
+    # the leaders are new to the balancer: nothing moves while they settle and the skew has not lasted
+    for _ in range(4):
+        assert await balance_round() == []
+    moved: dict[tuple[str, int], float] = {}
+    for _ in range(40):
+        for topic, partition, change, _target in await balance_round():
+            assert change == "transfer"
+            assert now[0] - moved.get((topic, partition), -1e9) >= 10.0, "moved a leader that just changed"
+            moved[(topic, partition)] = now[0]
+    times = sorted(moved.values())
+    assert len(times) == 4, "not evened out to 2 leaders per node"
+    assert all(later - earlier >= 9.0 for earlier, later in itertools.pairwise(times)), (
+        "a transfer before the imbalance was seen again in three rounds"
+    )
+    leaders: dict[str, int] = {}
+    for group in node.groups.values():
+        leaders[group.leader] = leaders.get(group.leader, 0) + 1
+    assert leaders == {"n1": 2, "n2": 2, "n3": 2}
+    for _ in range(10):  # balanced: it stays put
+        assert await balance_round() == []
+
+
+async def test_a_passing_imbalance_moves_nothing() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3"])
+    await node.propose(CreateTopic("t", [["n1", "n2", "n3"], ["n2", "n3", "n1"], ["n3", "n1", "n2"]] * 2))
+    now = [1000.0]
+    operator = Operator(node, node, node, node, lambda: now[0])
+    for round_number in range(30):
+        now[0] += 3.0
+        # an election on a loaded machine hands n1 two more leaderships for two rounds, every fifth round
+        skewed = round_number % 5 in (3, 4)
+        node.groups[("t", 1)].leader = "n1" if skewed else "n2"
+        node.groups[("t", 2)].leader = "n1" if skewed else "n3"
+        await operator._tick()
+    assert node.changes == []
