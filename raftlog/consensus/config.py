@@ -9,6 +9,14 @@ from typing import Any
 
 from pysyncobj import SyncObjConf
 
+# A node's check-quorum: a leader that heard from no majority for 3 s (the longest election timeout) of
+# its running time steps down. At 1.5 s (the shortest election timeout), followers slow to answer on a
+# loaded machine deposed leaders that every follower still followed; with pre-vote a follower that hears
+# its leader grants no election, so the leader can wait as long as the longest election timeout. What it
+# costs: a leader cut off from its majority says NOT_LEADER 1.5 s later (its writes never committed
+# meanwhile either); a dead leader's failover is the followers' election timeout, unchanged.
+NODE_LEADER_FALLBACK_TIMEOUT_MS = 3000
+
 
 @dataclass(frozen=True)
 class CoreConfig:
@@ -65,8 +73,15 @@ class CoreConfig:
         Election deadlines are not on this grid (``driver.DEADLINE_GRID_S``, 10 ms). With many partitions
         per node the heartbeats are most of its idle CPU: aligning them halved the consensus layer's idle
         CPU. Idle groups go quiet (``quiesce``): with thousands of partitions per node even aligned
-        heartbeats cost most of a core, while a quiet group costs nothing between its rare ticks."""
-        return cls(heartbeat_period_ms=300, timer_grid_ms=400, quiesce=True, pre_vote=True)
+        heartbeats cost most of a core, while a quiet group costs nothing between its rare ticks. A
+        leader steps down after ``NODE_LEADER_FALLBACK_TIMEOUT_MS`` without a majority (see there)."""
+        return cls(
+            heartbeat_period_ms=300,
+            timer_grid_ms=400,
+            quiesce=True,
+            pre_vote=True,
+            leader_fallback_timeout_ms=NODE_LEADER_FALLBACK_TIMEOUT_MS,
+        )
 
     @property
     def heartbeat_interval_ms(self) -> int:
