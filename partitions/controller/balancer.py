@@ -14,6 +14,7 @@ in a row, a partition whose leader changed within ``settle_s`` is not moved, and
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -42,12 +43,14 @@ def plan(
     eligible: Collection[str],
     moves_max: int,
     settling: Collection[tuple[str, int]] = (),
+    gap_min: int = 2,
 ) -> list[Move]:
     """Up to ``moves_max`` leadership transfers, drains first.
 
     Drain: a partition led by a node outside ``eligible`` (in maintenance, or not alive) moves to its
-    eligible replica leading the fewest partitions. Balance: while some eligible node leads at least two
-    more partitions than another eligible node that holds a replica of one of them, one such partition
+    eligible replica leading the fewest partitions. Balance: while some eligible node leads at least
+    ``gap_min`` (at least 2) more partitions than another eligible node that holds a replica of one of
+    them, one such partition
     moves from the busiest node to the idlest replica; a partition in ``settling`` (topic, partition:
     its leader just changed) counts where it is led but is not moved to even out. Deterministic; ties
     break by node id, then topic and partition. Each transfer lowers the spread, so the plan ends."""
@@ -85,12 +88,19 @@ def plan(
                 if target == source or target not in allowed:
                     continue
                 gap = counts[source] - counts[target]
-                if gap >= 2 and (best is None or gap > best[0]):
+                if gap >= max(2, gap_min) and (best is None or gap > best[0]):
                     best = (gap, source, key, target)
         if best is None:
             return moves
         transfer(best[2], best[3])
     return moves
+
+
+def gap_min_for(partitions: Sequence[Led], eligible: Collection[str], share: float = 0.1) -> int:
+    """The smallest gap worth evening out: 2, or ``share`` of an eligible node's fair share of the
+    leaderships if that is more (Kafka's ``leader.imbalance.per.broker.percentage``, 10%)."""
+    led = sum(1 for item in partitions if item.leader is not None)
+    return max(2, math.ceil(share * led / max(1, len(eligible))))
 
 
 def is_drain(move: Move, eligible: Collection[str]) -> bool:
@@ -105,7 +115,7 @@ class Hysteresis:
     :meth:`settling`, and asks :meth:`allows` before a transfer that evens out (never before a drain)."""
 
     observations: int = 3
-    settle_s: float = 10.0
+    settle_s: float = 30.0
     window_s: float = 60.0
     moves_per_window: int = 10
     # (topic, partition) -> (its leader, when this leader was first seen)

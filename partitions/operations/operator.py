@@ -11,7 +11,8 @@ applied the metadata committed before its election. Each tick it:
 3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
    leadership transfer from ``balancer.plan``: a drain at once, a transfer that evens leaders out only
    on a lasting imbalance (``balancer.Hysteresis``: seen in 3 rounds in a row, never a partition whose
-   leader changed in the last 10 s, at most 10 transfers a minute);
+   leader changed in the last 30 s, at most 10 transfers a minute, a gap of at least 10% of a node's
+   share of the leaderships);
 4. has a learner of the controller group open its replica, and promotes it once caught up
    (``controller_members.learner_to_promote``).
 
@@ -264,7 +265,9 @@ class Operator(Worker):
         eligible = [n for n in self._nodes.alive_nodes() if n not in maintenance and n not in leaving]
         hysteresis = self._hysteresis
         hysteresis.observe(partitions, now)
-        for move in balancer.plan(partitions, eligible, moves_max=1, settling=hysteresis.settling(now)):
+        settling = hysteresis.settling(now)
+        gap_min = balancer.gap_min_for(partitions, eligible)
+        for move in balancer.plan(partitions, eligible, moves_max=1, settling=settling, gap_min=gap_min):
             drain = balancer.is_drain(move, eligible)
             if not drain and not hysteresis.allows(True, now):
                 return  # an imbalance that has not lasted yet, or enough transfers for now

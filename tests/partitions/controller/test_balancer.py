@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from partitions.controller.balancer import Hysteresis, Led, Move, is_drain, plan
+from partitions.controller.balancer import Hysteresis, Led, Move, gap_min_for, is_drain, plan
 
 
 def led(partition: int, replicas: str, leader: str | None) -> Led:
@@ -101,3 +101,18 @@ def test_hysteresis_holds_a_partition_whose_leader_changed_within_the_settling_t
     gate.observe([led(0, "n1,n2", "n2"), led(1, "n1,n2", "n2")], 12.0)  # 0 changed leader
     assert gate.settling(17.0) == {("t", 0)}
     assert gate.settling(22.0) == set()
+
+
+def test_a_gap_under_a_tenth_of_a_node_s_share_is_left_alone() -> None:
+    nodes = ["n1", "n2", "n3"]
+    partitions = [led(p, "n1,n2,n3", nodes[p % 3]) for p in range(60)]  # 20 each
+    partitions[1] = led(1, "n1,n2,n3", "n1")  # n1 22... n2 19
+    partitions[4] = led(4, "n1,n2,n3", "n1")  # n1 22, n2 18, n3 20: a gap of 4
+    assert gap_min_for(partitions, nodes) == 2
+    assert len(plan(partitions, nodes, moves_max=5)) == 2
+    many = [led(p, "n1,n2,n3", nodes[p % 3]) for p in range(600)]  # 200 each
+    for p in range(1, 16, 3):  # five of n2's to n1: 205, 195, 200
+        many[p] = led(p, "n1,n2,n3", "n1")
+    assert gap_min_for(many, nodes) == 20
+    assert plan(many, nodes, moves_max=5, gap_min=20) == []
+    assert plan(many, nodes, moves_max=5, gap_min=2) != []
