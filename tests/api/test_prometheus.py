@@ -78,7 +78,8 @@ def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
     for wanted in (
         "raftlog_produce_requests", "raftlog_produced_records", "raftlog_partitions_led",
         "raftlog_partitions_leaderless", "raftlog_partitions_under_replicated", "raftlog_nodes_down",
-        "raftlog_log_bytes", "raftlog_raft_elections_on_timeout", "raftlog_http_request_duration_seconds",
+        "raftlog_log_bytes", "raftlog_raft_elections_on_timeout", "raftlog_leader_changes",
+        "raftlog_http_request_duration_seconds",
         "raftlog_build_info", "process_cpu_seconds", "process_resident_memory_bytes",
     ):  # fmt: skip
         assert wanted in families, wanted
