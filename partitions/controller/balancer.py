@@ -115,7 +115,7 @@ class Hysteresis:
     :meth:`settling`, and asks :meth:`allows` before a transfer that evens out (never before a drain)."""
 
     observations: int = 3
-    settle_s: float = 30.0
+    settle_s: float = 10.0
     window_s: float = 60.0
     moves_per_window: int = 10
     # (topic, partition) -> (its leader, when this leader was first seen)
@@ -144,8 +144,8 @@ class Hysteresis:
 
     def allows(self, wanted: bool, now: float) -> bool:
         """Called once per round with whether the plan wanted to even out: True when it has wanted to in
-        ``observations`` rounds in a row and fewer than ``moves_per_window`` transfers were made within
-        ``window_s``; a True is taken as a transfer made now."""
+        the last ``observations`` rounds in a row and fewer than ``moves_per_window`` transfers were made
+        within ``window_s``; a True is taken as a transfer made now."""
         if not wanted:
             self._streak = 0
             return False
@@ -154,6 +154,5 @@ class Hysteresis:
             self._moves.popleft()
         if self._streak < self.observations or len(self._moves) >= self.moves_per_window:
             return False
-        self._moves.append(now)
-        self._streak = 0  # the next transfer waits for the imbalance to last again
+        self._moves.append(now)  # (the imbalance has lasted: while it stays, one transfer a round)
         return True

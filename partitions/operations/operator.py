@@ -11,7 +11,7 @@ applied the metadata committed before its election. Each tick it:
 3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
    leadership transfer from ``balancer.plan``: a drain at once, a transfer that evens leaders out only
    on a lasting imbalance (``balancer.Hysteresis``: seen in 3 rounds in a row, never a partition whose
-   leader changed in the last 30 s, at most 10 transfers a minute, a gap of at least 10% of a node's
+   leader changed in the last 10 s, at most 10 transfers a minute, a gap of at least 10% of a node's
    share of the leaderships);
 4. has a learner of the controller group open its replica, and promotes it once caught up
    (``controller_members.learner_to_promote``).

@@ -83,7 +83,9 @@ def test_hysteresis_acts_only_on_an_imbalance_seen_in_a_row() -> None:
     assert [gate.allows(True, t) for t in (0.0, 3.0)] == [False, False]
     assert not gate.allows(False, 6.0)  # it passed: the count starts over
     assert [gate.allows(True, t) for t in (9.0, 12.0, 15.0)] == [False, False, True]
-    assert not gate.allows(True, 18.0), "the next transfer waits for the imbalance to last again"
+    assert gate.allows(True, 18.0), "a lasting imbalance: one transfer a round"
+    assert not gate.allows(False, 21.0)
+    assert not gate.allows(True, 24.0), "an imbalance back after a balanced round waits three rounds again"
 
 
 def test_hysteresis_bounds_transfers_per_window() -> None:
