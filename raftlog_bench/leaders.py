@@ -5,10 +5,11 @@ Usage: ``raftlog bench leaders [--burners 4] [--duration 120] [--partitions 6] [
 Starts a 3-node ``raftlog dev`` cluster (``LocalCluster``: free loopback ports, a fresh data directory under
 ``--dir``, stopped at the end), creates a topic of ``--partitions`` partitions x 3 replicas, waits until
 every partition has a leader and ``--settle`` seconds more (60: the leader balancer evens out the new topic,
-which on a loaded machine takes it up to a minute), then for ``--duration`` seconds runs ``--burners`` CPU-
-bound processes (each a bounded ``while`` loop of its own, ending by itself at the window's end) beside a
-steady load: one idempotent confluent-kafka producer (acks=all) sending ``--rate`` records/s of 100 B round-
-robin over the partitions, and one consumer of a consumer group reading them back (committing every second).
+which on a loaded machine takes it up to a minute), then for ``--duration`` seconds runs ``--burners``
+CPU-bound processes (each a bounded ``while`` loop of its own, ending by itself at the window's end) beside
+a steady load: one idempotent confluent-kafka producer (acks=all) sending ``--rate`` records/s of 100 B
+round-robin over the partitions, and one consumer of a consumer group reading them back (committing every
+second).
 
 What it counts over the window, from the cluster itself:
 
