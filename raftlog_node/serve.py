@@ -257,9 +257,11 @@ _KAFKA = KafkaLimits()
 # bounds (kafka_api/limits.py)
 KAFKA_LIMIT_OPTIONS = (
     ("--kafka-connections-max", "connections_max", _KAFKA.connections_max,
-     "Kafka connections open at once on this node; more are refused"),
+     "Kafka connections open at once on this node; past it, without --require-auth, a newcomer from an "
+     "address holding fewer takes the oldest connection of the address holding most, else it is refused"),
     ("--kafka-connections-per-address-max", "connections_per_address_max", _KAFKA.connections_per_address_max,
-     "Kafka connections open at once from one client address (Kafka's max.connections.per.ip)"),
+     "Kafka connections open at once from one client address (Kafka's max.connections.per.ip, which Kafka "
+     "leaves unbounded: by default as many as the node-wide default)"),
     ("--kafka-unauthenticated-connections-max", "unauthenticated_connections_max",
      _KAFKA.unauthenticated_connections_max,
      "Kafka connections not yet authenticated at once, with --require-auth: the rest of "

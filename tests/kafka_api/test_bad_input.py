@@ -299,3 +299,45 @@ async def test_a_client_that_never_reads_is_closed_and_connections_are_bounded()
         silent.close()
     finally:
         await server.close()
+
+
+async def test_one_address_may_hold_hundreds_and_at_the_bound_a_newcomer_takes_from_it() -> None:
+    """Kafka bounds no address by default: 150 connections from one address are each served (the bound
+    of 100 per address cut a client test suite's extra connections). At the node-wide bound, a newcomer
+    from another address takes the oldest connection of the address holding most."""
+    server = KafkaServer(Door(_NoNode(), "c", _NoGroups()), Limits())  # type: ignore[arg-type]
+    await server.start("127.0.0.1", 0)
+    address = f"127.0.0.1:{server.port}"
+    many: list[RawKafka] = []
+    try:
+        for _ in range(150):
+            many.append(await asyncio.to_thread(RawKafka, address))
+        answers = await asyncio.gather(*(asyncio.to_thread(_versions, raw) for raw in many))
+        assert all(answer.error_code is ErrorCode.none for answer in answers)
+    finally:
+        for raw in many:
+            raw.close()
+        await server.close()
+
+    bounded = KafkaServer(Door(_NoNode(), "c", _NoGroups()), Limits(connections_max=3))  # type: ignore[arg-type]
+    await bounded.start("127.0.0.1", 0)
+    try:
+        holders = [socket.create_connection(("127.0.0.1", bounded.port), source_address=("127.0.0.2", 0))
+                   for _ in range(3)]  # fmt: skip
+        await asyncio.sleep(0.1)
+        newcomer = await asyncio.to_thread(RawKafka, f"127.0.0.1:{bounded.port}")
+        served = await asyncio.to_thread(_versions, newcomer)
+        assert served.error_code is ErrorCode.none and bounded.stats.cut_for_newcomer == 1
+        holders[0].settimeout(10)
+        assert await asyncio.to_thread(holders[0].recv, 1) == b"", "the oldest of 127.0.0.2's was closed"
+        same = await asyncio.to_thread(
+            lambda: socket.create_connection(("127.0.0.1", bounded.port), source_address=("127.0.0.2", 0))
+        )
+        same.settimeout(10)
+        assert await asyncio.to_thread(same.recv, 1) == b"", "it takes none back"
+        assert bounded.stats.refused_connections == 1
+        for sock in (*holders, same):
+            sock.close()
+        newcomer.close()
+    finally:
+        await bounded.close()
