@@ -225,6 +225,10 @@ class KafkaServer:
             connection.writer.transport.abort()
 
     @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    @property
     def port(self) -> int:
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
