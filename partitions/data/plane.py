@@ -310,7 +310,9 @@ class DataPlane:
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
         started = time.perf_counter()
-        result = await replica.group.propose(commands.encode_parts(commands.Produce(batch, contiguous)), timeout_ms)
+        result = await replica.group.propose(
+            commands.encode_parts(commands.Produce(batch, contiguous)), timeout_ms
+        )
         self.commit_seconds.observe(time.perf_counter() - started)
         if isinstance(result, Refused):
             raise result.error

@@ -158,10 +158,10 @@ class ProducerTable:
         return len(self._producers)
 
     def states(self) -> list[tuple[int, int, int, int]]:
-        """(producer id, epoch, last sequence or -1, coordinator epoch or -1) of each producer remembered,
-        in use order (Kafka's DescribeProducers); on the thread that applies."""
+        """(producer id, epoch, its last batch's last sequence or -1, coordinator epoch or -1) of each
+        producer remembered, in use order (Kafka's DescribeProducers); on the thread that applies."""
         return [
-            (pid, p.epoch, p.window[-1].sequence if p.window else -1, p.coordinator_epoch)
+            (pid, p.epoch, p.window[-1].last_sequence if p.window else -1, p.coordinator_epoch)
             for pid, p in self._producers.items()
         ]
 
