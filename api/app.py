@@ -104,6 +104,9 @@ HTTP_LIMITS_DEFAULT = HttpLimits()
 KAFKA_CONNECTION_COUNTS: web.AppKey[Callable[[], Mapping[str, int]]] = web.AppKey(
     "raftlog_kafka_connection_counts"
 )
+# Whether the node's Kafka listener is open (set by the process that runs both doors; it opens once the
+# node's metadata caught up): /status/ready says ready only then, so a client told so finds it open
+KAFKA_LISTENING: web.AppKey[Callable[[], bool]] = web.AppKey("raftlog_kafka_listening")
 SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
 FETCH_TIMEOUT_MS_MAX = records.FETCH_TIMEOUT_MS_MAX
 
@@ -139,8 +142,14 @@ async def live(request: web.Request) -> web.Response:
 
 
 async def ready(request: web.Request) -> web.Response:
-    if state.node(request).metadata.controller() is None:
+    metadata = state.node(request).metadata
+    if metadata.controller() is None:
         raise NotReady("no controller known yet")
+    if not metadata.caught_up():
+        raise NotReady("catching up with the controller's metadata since the node started")
+    kafka_listening = request.app.get(KAFKA_LISTENING)
+    if kafka_listening is not None and not kafka_listening():
+        raise NotReady("the Kafka listener is not open yet")
     return web.json_response({"status": "ready", **_identity(request)})
 
 
@@ -293,7 +302,8 @@ ROUTES: tuple[Operation, ...] = (
     Operation("GET", "/status/live", live, "live", "The process is up", "operations", ok_schema="Status",
               local=True),
     Operation(
-        "GET", "/status/ready", ready, "ready", "The node knows a controller (503 otherwise)", "operations",
+        "GET", "/status/ready", ready, "ready",
+        "The node knows a controller and caught up with its metadata (503 otherwise)", "operations",
         ok_schema="Status", errors=(503,), local=True,
     ),
     Operation(

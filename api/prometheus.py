@@ -154,8 +154,8 @@ CATALOGUE: dict[str, Family] = {
     "kafka_connections_cut": Family(
         "counter",
         "Kafka connections this node refused or cut, by reason (refused_connections, refused_per_address, "
-        "refused_unauthenticated, cut_unauthenticated, refused_frames_before_auth, cut_login_timeout, "
-        "cut_frame_timeout, cut_idle_timeout, cut_credential_gone; --kafka-*).",
+        "refused_unauthenticated, cut_unauthenticated, cut_for_newcomer, refused_frames_before_auth, "
+        "cut_login_timeout, cut_frame_timeout, cut_idle_timeout, cut_credential_gone; --kafka-*).",
     ),
 }
 # Latency histograms (seconds) a node keeps (``MetadataView.histograms``)

@@ -60,9 +60,9 @@ async def produce(door: Door, request: wire.Request) -> Any:
                 elif part.records is None:
                     calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
                 else:
-                    appending = data.produce_batch(
-                        topic.name, part.index, part.records, timeout_ms, producer
-                    )  # bytes, not copied
+                    appending = data.produce_batch(  # bytes, not copied; sequences as Kafka's
+                        topic.name, part.index, part.records, timeout_ms, producer, contiguous=True
+                    )
                     calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
                 await pacer.step()
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]

@@ -64,6 +64,7 @@ class Stats:
     refused_per_address: int = 0  # over ``connections_per_address_max``
     refused_unauthenticated: int = 0  # over ``unauthenticated_connections_max``
     cut_unauthenticated: int = 0  # the oldest of the address holding most, for a newcomer from another
+    cut_for_newcomer: int = 0  # at ``connections_max``, without login: the same, of all its connections
     refused_frames_before_auth: int = 0  # over ``frame_bytes_before_auth_max``
     cut_login_timeout: int = 0
     cut_frame_timeout: int = 0
@@ -79,6 +80,7 @@ _STAT_OF = {
     "per_address": "refused_per_address",
     "unauthenticated": "refused_unauthenticated",
     "evicted": "cut_unauthenticated",
+    "evicted_at_bound": "cut_for_newcomer",
     "frame_before_auth": "refused_frames_before_auth",
     "login_timeout": "cut_login_timeout",
     "frame_timeout": "cut_frame_timeout",
@@ -159,7 +161,8 @@ class KafkaServer:
         self.stats = Stats()
         self._server: asyncio.Server | None = None
         self._open: dict[asyncio.StreamWriter, _Connection] = {}
-        self._per_address: dict[str, int] = {}  # open connections by client address
+        # open connections by client address, oldest first
+        self._per_address: dict[str, dict[_Connection, None]] = {}
         # not yet authenticated (on a listener that requires it), by client address, oldest first
         self._unauthenticated: dict[str, dict[_Connection, None]] = {}
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
@@ -222,6 +225,10 @@ class KafkaServer:
             connection.writer.transport.abort()
 
     @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    @property
     def port(self) -> int:
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
@@ -242,13 +249,15 @@ class KafkaServer:
     def _admit(self, writer: asyncio.StreamWriter, address: str) -> _Connection | None:
         """The new connection's entry, or None: refused (logged, counted)."""
         unauthenticated = {a: len(held) for a, held in self._unauthenticated.items()}
+        at_bound = len(self._open) >= self.limits.connections_max
         refusal = admission(
             self.limits,
             self._login_required,
             len(self._open),
-            self._per_address.get(address, 0),
+            len(self._per_address.get(address, ())),
             unauthenticated,
             address,
+            {a: len(held) for a, held in self._per_address.items()} if at_bound else None,
         )
         if refusal is not None:
             if refusal.evict is None:
@@ -256,11 +265,14 @@ class KafkaServer:
                 self._throttled.log(logging.WARNING, refusal.kind, "Kafka: refusing a connection from %s: %s",
                                     address, refusal.why)  # fmt: skip
                 return None
-            oldest = next(iter(self._unauthenticated[refusal.evict]))
-            self._cut(oldest, "evicted", f"{refusal.why}: the oldest of {refusal.evict}'s, for a newcomer")
+            why = f"{refusal.why}: the oldest of {refusal.evict}'s, for a newcomer"
+            if refusal.kind == "connections":  # the node-wide bound, without login
+                self._cut(next(iter(self._per_address[refusal.evict])), "evicted_at_bound", why)
+            else:
+                self._cut(next(iter(self._unauthenticated[refusal.evict])), "evicted", why)
         connection = _Connection(self.door.for_connection(address), address, Clock(time.monotonic()), writer)
         self._open[writer] = connection
-        self._per_address[address] = self._per_address.get(address, 0) + 1
+        self._per_address.setdefault(address, {})[connection] = None
         if self._login_required:
             self._unauthenticated.setdefault(address, {})[connection] = None
         return connection
@@ -279,11 +291,11 @@ class KafkaServer:
     def _forget(self, connection: _Connection) -> None:
         self._open.pop(connection.writer, None)
         self._forget_unauthenticated(connection)
-        left = self._per_address.get(connection.address, 0) - 1
-        if left > 0:
-            self._per_address[connection.address] = left
-        else:
-            self._per_address.pop(connection.address, None)
+        held = self._per_address.get(connection.address)
+        if held is not None:
+            held.pop(connection, None)
+            if not held:
+                del self._per_address[connection.address]
 
     def _log_close(self, peer: object, kind: str, why: str) -> None:
         level = logging.INFO if kind == "protocol" else logging.WARNING

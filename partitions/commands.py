@@ -20,6 +20,12 @@
                                  so one arriving after its transaction's marker is refused
 [1, 9, payload]                  TxnCommand: a transaction coordinator's change (``transactions.state``),
                                  only in partitions of the internal ``__transactions`` topic
+[1, 10, batch]                   Produce, ``contiguous``: a Kafka producer's batch, whose sequence must
+                                 follow its producer's last (``replicas.dedup``); kind 1 keeps the HTTP
+                                 API's rule, and every entry written before the rule existed replays
+                                 under the rule it was applied with. A node of an earlier release
+                                 refuses kind 10 as malformed: upgrade every replica's node before
+                                 Kafka producers write to it
 """
 
 from __future__ import annotations
@@ -33,12 +39,13 @@ from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
-_TXN_MARKER, _TXN_OFFSET, _TXN = 7, 8, 9
+_TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS = 7, 8, 9, 10
 
 
 @dataclass(frozen=True, slots=True)
 class Produce:
     batch: bytes | memoryview  # decoded: a view into the command, not a copy of a ~1 MiB batch
+    contiguous: bool = False  # Kafka's sequence rule: the batch starts at its producer's last sequence + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +120,8 @@ def encode_parts(command: Command) -> tuple[bytes, ...]:
     grows its buffer while packing a large bin, and every fresh buffer costs page faults."""
     if isinstance(command, Produce):
         batch = command.batch if isinstance(command.batch, bytes) else bytes(command.batch)
-        return (b"\x93", _PRODUCE_PREFIX, bin_header(len(batch)), batch)
+        prefix = _PRODUCE_CONTIGUOUS_PREFIX if command.contiguous else _PRODUCE_PREFIX
+        return (b"\x93", prefix, bin_header(len(batch)), batch)
     return (encode(command),)
 
 
@@ -154,7 +162,9 @@ def encode(command: Command) -> bytes:
 
 
 _PRODUCE_PREFIX = msgpack.packb([VERSION, _PRODUCE], use_bin_type=True)[1:]  # the two fields after the array
+_PRODUCE_CONTIGUOUS_PREFIX = msgpack.packb([VERSION, _PRODUCE_CONTIGUOUS], use_bin_type=True)[1:]
 _PRODUCE_HEAD = b"\x93" + _PRODUCE_PREFIX
+_PRODUCE_CONTIGUOUS_HEAD = b"\x93" + _PRODUCE_CONTIGUOUS_PREFIX
 _BIN_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4}  # msgpack bin 8/16/32: bytes of the length after the tag
 
 
@@ -162,7 +172,13 @@ def _decode_produce(data: bytes | memoryview) -> Produce | None:
     """A produce framed as :func:`encode_parts` frames it, read without copying its batch; None for
     anything else (msgpack then decodes it, and refuses what is malformed)."""
     head = len(_PRODUCE_HEAD)
-    if len(data) <= head or data[:head] != _PRODUCE_HEAD:
+    if len(data) <= head:
+        return None
+    if data[:head] == _PRODUCE_HEAD:
+        contiguous = False
+    elif data[:head] == _PRODUCE_CONTIGUOUS_HEAD:
+        contiguous = True
+    else:
         return None
     width = _BIN_LENGTH_BYTES.get(data[head])
     if width is None or len(data) < head + 1 + width:
@@ -170,7 +186,7 @@ def _decode_produce(data: bytes | memoryview) -> Produce | None:
     start = head + 1 + width
     if int.from_bytes(data[head + 1 : start], "big") != len(data) - start:
         return None
-    return Produce(memoryview(data)[start:])
+    return Produce(memoryview(data)[start:], contiguous)
 
 
 def decode(data: bytes | memoryview) -> Command:
@@ -184,8 +200,8 @@ def decode(data: bytes | memoryview) -> Command:
     if not isinstance(fields, list) or len(fields) < 2 or fields[0] != VERSION:
         raise InvalidCommand(f"unknown command envelope {str(fields)[:80]!r}")
     kind = fields[1]
-    if kind == _PRODUCE and len(fields) == 3 and isinstance(fields[2], bytes):
-        return Produce(fields[2])
+    if kind in (_PRODUCE, _PRODUCE_CONTIGUOUS) and len(fields) == 3 and isinstance(fields[2], bytes):
+        return Produce(fields[2], kind == _PRODUCE_CONTIGUOUS)
     if kind == _COMMIT_OFFSET and len(fields) == 5:
         _, _, group, offset, reset = fields
         if isinstance(group, str) and isinstance(offset, int) and offset >= 0 and isinstance(reset, bool):

@@ -74,12 +74,17 @@ class TransactionUnverified(PartitionError):
 
 @with_fields
 class OutOfOrderSequence(PartitionError):
-    """A producer's new epoch began at a sequence other than 0: records of it are missing."""
+    """A producer's batch does not start at the sequence its epoch expects (0 for a new epoch, else the
+    last batch's last sequence + 1 for a Kafka producer): records before it are missing."""
 
     producer_id: int
     epoch: int
     sequence: int
-    template = "producer {producer_id}: its new epoch {epoch} must start at sequence 0, not {sequence}"
+    expected: int = 0
+    template = (
+        "producer {producer_id}: a batch of epoch {epoch} at sequence {sequence}, out of order "
+        "(expected {expected})"
+    )
 
 
 class LeaderEpochMismatch(PartitionError):

@@ -257,9 +257,11 @@ _KAFKA = KafkaLimits()
 # bounds (kafka_api/limits.py)
 KAFKA_LIMIT_OPTIONS = (
     ("--kafka-connections-max", "connections_max", _KAFKA.connections_max,
-     "Kafka connections open at once on this node; more are refused"),
+     "Kafka connections open at once on this node; past it, without --require-auth, a newcomer from an "
+     "address holding fewer takes the oldest connection of the address holding most, else it is refused"),
     ("--kafka-connections-per-address-max", "connections_per_address_max", _KAFKA.connections_per_address_max,
-     "Kafka connections open at once from one client address (Kafka's max.connections.per.ip)"),
+     "Kafka connections open at once from one client address (Kafka's max.connections.per.ip, which Kafka "
+     "leaves unbounded: by default as many as the node-wide default)"),
     ("--kafka-unauthenticated-connections-max", "unauthenticated_connections_max",
      _KAFKA.unauthenticated_connections_max,
      "Kafka connections not yet authenticated at once, with --require-auth: the rest of "
@@ -604,7 +606,7 @@ async def serve(
     group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     topics: TopicDefaults = TOPIC_DEFAULTS,
 ) -> None:
-    from api.app import KAFKA_CONNECTION_COUNTS, build_app
+    from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, build_app
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
     from kafka_api.groups import ClassicGroups
@@ -650,30 +652,42 @@ async def serve(
         kafka_limits,
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
+    app[KAFKA_LISTENING] = lambda: kafka is None or kafka_server.listening  # for /status/ready
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    kafka_opening: asyncio.Task[None] | None = None
+
+    async def open_kafka(kafka: HostPort) -> None:
+        # as a Kafka broker opens its listeners only once its metadata caught up with the controller's
+        # (partitions/metadata/catch_up.py): no client is told of topics from an old view
+        await node.frontend.wait_caught_up()
+        await kafka_server.start(kafka.host, kafka.port, listener_ssl)
+        if not _is_loopback(kafka.host) and not require_auth:
+            log.warning(
+                "the Kafka listener on %s requires no authentication (--allow-unauthenticated): anyone "
+                "who reaches it may produce, fetch and administer topics", kafka,
+            )  # fmt: skip
+        log.info(
+            "node %s serving Kafka on %s (advertised %s%s%s)", config.node_id, kafka,
+            config.kafka_address, ", SASL required" if require_auth else "",
+            ", ACLs enforced" if enforce_acls else "",
+        )  # fmt: skip
+        if topics.auto_create:
+            log.info(
+                "node %s creates topics named in Kafka Metadata requests (%d partitions, replication "
+                "factor %s)", config.node_id, topics.partitions,
+                topics.replication_factor or "min(3, live nodes)",
+            )  # fmt: skip
+
     try:
         listener = await listen(runner, http.host, http.port, listener_ssl, app[GUARD])
         if kafka is not None:
-            await kafka_server.start(kafka.host, kafka.port, listener_ssl)
-            if not _is_loopback(kafka.host) and not require_auth:
-                log.warning(
-                    "the Kafka listener on %s requires no authentication (--allow-unauthenticated): anyone "
-                    "who reaches it may produce, fetch and administer topics", kafka,
-                )  # fmt: skip
-            log.info(
-                "node %s serving Kafka on %s (advertised %s%s%s)", config.node_id, kafka,
-                config.kafka_address, ", SASL required" if require_auth else "",
-                ", ACLs enforced" if enforce_acls else "",
-            )  # fmt: skip
-            if topics.auto_create:
-                log.info(
-                    "node %s creates topics named in Kafka Metadata requests (%d partitions, replication "
-                    "factor %s)", config.node_id, topics.partitions,
-                    topics.replication_factor or "min(3, live nodes)",
-                )  # fmt: skip
+            kafka_opening = asyncio.ensure_future(open_kafka(kafka))
+            kafka_opening.add_done_callback(  # a listener that could not open (its port taken) stops the node
+                lambda opening: None if opening.cancelled() or opening.exception() is None else stop.set()
+            )
         tune_gc(gc_gen0)
         stall_watch = watch_stalls()
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
@@ -682,11 +696,17 @@ async def serve(
         stall_watch.cancel()
         log.info("node %s stopping", config.node_id)
     finally:
+        failed: BaseException | None = None
+        if kafka_opening is not None:
+            kafka_opening.cancel()
+            (failed,) = await asyncio.gather(kafka_opening, return_exceptions=True)
         await kafka_server.close()
         if listener is not None:
             listener.close()  # no new connection; runner.cleanup closes the open ones
         await runner.cleanup()
         await node.close()
+        if isinstance(failed, Exception):  # the Kafka listener could not open (its port taken...)
+            raise failed
 
 
 def topic_defaults(args: argparse.Namespace) -> TopicDefaults:

@@ -460,6 +460,9 @@ class NodeView:
     def controller(self) -> str | None:
         return self._node.frontend.controller()
 
+    def caught_up(self) -> bool:
+        return self._node.frontend.caught_up()
+
     def known_leader(self, topic: str, partition: int) -> str | None:
         return self._node.routing.known_leader(topic, partition)
 

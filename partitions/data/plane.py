@@ -193,11 +193,20 @@ class DataPlane:
     # -- writes --------------------------------------------------------------------------------------
 
     async def produce_batch(
-        self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
+        self,
+        topic: str,
+        partition: int,
+        batch: bytes,
+        timeout_ms: int,
+        producer: Producer | None = None,
+        *,
+        contiguous: bool = False,
     ) -> ProduceResult:
         """Append a record batch the producer encoded (Kafka's RecordBatch v2: any Kafka producer's, or
         ``raftlog.storage.batch.encode_batch`` at the HTTP door from JSON records; base offset and leader
-        epoch are overwritten; producer id, epoch and sequence ride in its header): the one write of
+        epoch are overwritten; producer id, epoch and sequence ride in its header; ``contiguous``: its
+        sequence must follow its producer's last, as a Kafka producer's must, the Kafka door's, while the
+        HTTP API's producers number requests, ``partitions.replicas.dedup``): the one write of
         records, so every rule a produced batch meets is here, whichever door it came through. It is
         checked (``check_producer_batch``: format, CRC, no control batch, timestamps; a compacted topic's
         keys; a transactional batch's producer and transaction, ``TransactionalWrites``), then replicated
@@ -231,7 +240,9 @@ class DataPlane:
             await turn.wait()
         finally:
             turn.end()
-        result = await self._propose_batch(replica, partition, batch, header.record_count, timeout_ms)
+        result = await self._propose_batch(
+            replica, partition, batch, header.record_count, timeout_ms, contiguous
+        )
         if not append_time:
             return result
         if result.duplicate:  # its stamp is its first append's, not this one's (as Kafka answers it)
@@ -292,14 +303,16 @@ class DataPlane:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)
 
     async def _propose_batch(
-        self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int
+        self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int, contiguous: bool
     ) -> ProduceResult:
         self.counters["produce_requests"] += 1
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
         started = time.perf_counter()
-        result = await replica.group.propose(commands.encode_parts(commands.Produce(batch)), timeout_ms)
+        result = await replica.group.propose(
+            commands.encode_parts(commands.Produce(batch, contiguous)), timeout_ms
+        )
         self.commit_seconds.observe(time.perf_counter() - started)
         if isinstance(result, Refused):
             raise result.error

@@ -251,3 +251,22 @@ class DataService(Protocol):
         """Delete a group's committed offset of the partition (its group was deleted); whether it had
         one."""
         ...
+
+
+class LocalDataService(DataService, Protocol):
+    """This node's own ``DataService``, as its Kafka door calls it: a Kafka client produces to the
+    partition's leader itself, so what only the Kafka door asks never travels between nodes."""
+
+    async def produce_batch(
+        self,
+        topic: str,
+        partition: int,
+        batch: bytes,
+        timeout_ms: int,
+        producer: Producer | None = None,
+        *,
+        contiguous: bool = False,
+    ) -> ProduceResult:
+        """``DataService.produce_batch``; ``contiguous``: the batch follows Kafka's sequence rule (it
+        starts at its producer's last sequence + 1, ``partitions.replicas.dedup``), not the HTTP API's."""
+        ...

@@ -40,6 +40,7 @@ from partitions.controller.state import (
 )
 from partitions.controller.state import encode as encode_controller
 from partitions.errors import ControllerChangeRefused, UnknownNode, UnknownTopic
+from partitions.metadata.catch_up import CatchUp
 from partitions.metadata.follower import FetchSnapshot, MetadataFollower
 from partitions.metadata.service import ControllerSnapshot
 from partitions.replicas.manager import FIRST_CAMPAIGN_ATTEMPTS, FIRST_CAMPAIGN_DELAY_MS, Notifying
@@ -107,6 +108,7 @@ class MetadataFrontend:
         self._seat = asyncio.Lock()  # joining and leaving the controller group, one at a time
         self._watcher: asyncio.Task[None] | None = None
         self._retired: asyncio.Task[None] | None = None  # the follower a caught-up replica took over from
+        self._fence: CatchUp | None = None  # lifted once the metadata caught up since the start
 
     async def start(
         self,
@@ -130,6 +132,15 @@ class MetadataFrontend:
         else:
             await self._open_replica(*seat, catching_up=False)
         self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        self._fence = CatchUp(
+            self.node_id,
+            lambda: self._machine.applied_index,
+            self.controller,
+            lambda: self._group is not None and self._catching_up is None,
+            lambda: self._follower is not None and self._follower.synced,
+            fetch,
+        )
+        self._fence.start()
 
     def _seat_at_start(self) -> tuple[list[str], list[str]] | None:
         """The configuration to open this node's controller replica with (voters, learners), or None:
@@ -183,6 +194,8 @@ class MetadataFrontend:
         self._on_change()
 
     async def close(self) -> None:
+        if self._fence is not None:
+            await self._fence.close()
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.gather(self._watcher, return_exceptions=True)
@@ -329,6 +342,16 @@ class MetadataFrontend:
 
     def leads(self) -> bool:
         return self.controller() == self.node_id
+
+    def caught_up(self) -> bool:
+        """Whether this node's metadata caught up with the controller's since the node started
+        (``catch_up``): until then its Kafka listener stays closed and it is not ready."""
+        return self._fence is not None and self._fence.caught_up
+
+    async def wait_caught_up(self) -> None:
+        check(self._fence is not None, "the metadata frontend is not started")
+        assert self._fence is not None  # narrowed for the type checker; checked above
+        await self._fence.wait()
 
     def term(self) -> int | None:
         """The controller group's term as this node's replica knows it (None without one): an election of

@@ -97,6 +97,11 @@ class MetadataView(Protocol):
         """The controller leader, None while unknown (or not yet able to answer for topics)."""
         ...
 
+    def caught_up(self) -> bool:
+        """Whether this node's metadata caught up with the controller's since the node started (Kafka's
+        broker fence: until then clients are not served, ``partitions.metadata.catch_up``)."""
+        ...
+
     def known_leader(self, topic: str, partition: int) -> str | None:
         """The leader as far as this node knows it (its replica's Raft status, else gossiped claims),
         never a guess; None when no leader is known. A replica that cannot open or replay leads nothing."""

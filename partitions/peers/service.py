@@ -27,9 +27,9 @@ from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import TopicMetadata
 from partitions.data.service import (
-    DataService,
     EpochEndOffset,
     FetchedBatches,
+    LocalDataService,
     PartitionOffsets,
     Producer,
     ProduceResult,
@@ -176,7 +176,7 @@ class LocalServices(Protocol):
     """The node's own services: what the server side of peer calls runs."""
 
     @property
-    def data(self) -> DataService: ...
+    def data(self) -> LocalDataService: ...
 
     @property
     def admin(self) -> AdminService: ...

@@ -3,9 +3,19 @@
 Kafka's producer epochs: a producer that bumps its epoch (librdkafka does so itself after a request
 whose outcome it cannot know, KIP-360) starts its sequences again at 0, and the table forgets the old
 epoch's window; a batch of an epoch older than the producer's newest is fenced (a zombie); a new epoch
-that does not start at sequence 0 is out of order. Within an epoch, sequences grow: one seen is a
-duplicate, one above the newest is fresh (raftlog's HTTP producers may skip sequences), one below the
-window is too old to tell apart.
+that does not start at sequence 0 is out of order.
+
+Within an epoch, two rules, chosen by the batch's command (``partitions.commands.Produce.contiguous``):
+- Kafka's (a Kafka producer's batch, ``contiguous``): as Kafka's ``ProducerAppendInfo.checkSequence``, a
+  batch must start at the producer's last sequence + 1 (after ``SEQUENCE_MAX`` comes 0); a batch whose
+  first and last sequences are those of one of its last ``WINDOW`` batches is a duplicate; anything else
+  is out of order, nothing appended, so a gap is refused and the batches that fill it are taken. A
+  producer the table does not know (never seen here, or forgotten as the least recently used) may start
+  at any sequence, as Kafka 4 takes a producer it holds no state of; an epoch that came with a
+  transaction marker starts at 0.
+- raftlog's HTTP API (``contiguous`` false): a producer numbers its requests, not its records, across
+  every partition of a topic, so a partition sees its sequences grow with gaps: one seen is a duplicate,
+  one above the newest is fresh, one below the window is too old to tell apart.
 """
 
 from __future__ import annotations
@@ -17,6 +27,19 @@ from partitions.errors import OutOfOrderSequence, ProducerFenced, SequenceTooOld
 from raftlog.errors import InvariantViolation, check
 
 WINDOW = 5  # sequences remembered per producer, as Kafka keeps 5 batches
+SEQUENCE_MAX = 2**31 - 1  # Kafka's sequences are int32: 0 follows this one
+
+
+def last_sequence(sequence: int, span: int) -> int:
+    """The sequence of the last record of a batch of ``span`` records from ``sequence``, wrapped past
+    ``SEQUENCE_MAX`` as Kafka's ``DefaultRecordBatch.incrementSequence`` wraps it."""
+    return (sequence + span - 1) % (SEQUENCE_MAX + 1)
+
+
+def next_sequence(last: int) -> int:
+    return 0 if last == SEQUENCE_MAX else last + 1
+
+
 PRODUCERS_MAX = 10_000  # producers remembered per partition; the least recently used is forgotten
 
 
@@ -27,6 +50,11 @@ class Appended:
     sequence: int
     base_offset: int
     end_offset: int
+
+    @property
+    def last_sequence(self) -> int:
+        """Its batch's last record's sequence (a producer's batch holds one record per offset)."""
+        return last_sequence(self.sequence, self.end_offset - self.base_offset)
 
 
 Refusal = SequenceTooOld | ProducerFenced | OutOfOrderSequence
@@ -49,17 +77,29 @@ class ProducerTable:
         self._producers_max = producers_max
         self._producers: OrderedDict[int, _Producer] = OrderedDict()
 
-    def decide(self, producer_id: int, epoch: int, sequence: int) -> Appended | Refusal | None:
+    def decide(
+        self, producer_id: int, epoch: int, sequence: int, span: int = 1, contiguous: bool = False
+    ) -> Appended | Refusal | None:
         """None: not seen, append it. An ``Appended``: applied before, so answer with its offsets and
-        append nothing. A refusal: the error every replica answers alike, nothing appended."""
+        append nothing. A refusal: the error every replica answers alike, nothing appended. ``span``: the
+        batch's records; ``contiguous``: Kafka's rule (the module's docstring)."""
         known = self._producers.get(producer_id)
         if known is None:
             return None
         if epoch < known.epoch:
             return ProducerFenced(producer_id, epoch, known.epoch)
         if epoch > known.epoch:
-            return None if sequence == 0 else OutOfOrderSequence(producer_id, epoch, sequence)
+            return None if sequence == 0 else OutOfOrderSequence(producer_id, epoch, sequence, 0)
         window = known.window
+        if contiguous:
+            last = last_sequence(sequence, span)
+            for entry in window:
+                if entry.sequence == sequence and entry.last_sequence == last:
+                    return entry
+            expected = next_sequence(window[-1].last_sequence) if window else 0
+            return (
+                None if sequence == expected else OutOfOrderSequence(producer_id, epoch, sequence, expected)
+            )
         if not window:  # the epoch came with a transaction marker (``bump``): its producer starts anew
             return None
         for entry in window:
@@ -73,11 +113,15 @@ class ProducerTable:
         known = self._producers.pop(producer_id, None)
         if known is None or epoch > known.epoch:
             known = _Producer(epoch, [], -1 if known is None else known.coordinator_epoch)
-        last = known.window[-1].sequence if known.window else None
-        if epoch != known.epoch or (last is not None and sequence <= last):  # on every idempotent apply:
-            raise InvariantViolation(  # not check(), which would format its message every time
+        newest = known.window[-1] if known.window else None
+        if epoch != known.epoch or (  # on every idempotent apply: not check(), which formats its message
+            newest is not None
+            and sequence <= newest.sequence
+            and sequence != next_sequence(newest.last_sequence)  # Kafka's sequences wrap to 0
+        ):
+            raise InvariantViolation(
                 f"producer {producer_id}: epoch {epoch} sequence {sequence} recorded after epoch "
-                f"{known.epoch} sequence {last}"
+                f"{known.epoch} sequence {None if newest is None else newest.sequence}"
             )
         known.window.append(Appended(sequence, base_offset, end_offset))
         del known.window[:-WINDOW]
@@ -114,10 +158,10 @@ class ProducerTable:
         return len(self._producers)
 
     def states(self) -> list[tuple[int, int, int, int]]:
-        """(producer id, epoch, last sequence or -1, coordinator epoch or -1) of each producer remembered,
-        in use order (Kafka's DescribeProducers); on the thread that applies."""
+        """(producer id, epoch, its last batch's last sequence or -1, coordinator epoch or -1) of each
+        producer remembered, in use order (Kafka's DescribeProducers); on the thread that applies."""
         return [
-            (pid, p.epoch, p.window[-1].sequence if p.window else -1, p.coordinator_epoch)
+            (pid, p.epoch, p.window[-1].last_sequence if p.window else -1, p.coordinator_epoch)
             for pid, p in self._producers.items()
         ]
 

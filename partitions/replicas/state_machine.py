@@ -223,7 +223,7 @@ class PartitionStateMachine:
 
     def _apply(self, decoded: Command, term: int) -> ApplyResult:
         if isinstance(decoded, Produce):
-            return self._produce(decoded.batch, term)
+            return self._produce(decoded.batch, term, decoded.contiguous)
         if isinstance(decoded, CommitOffset):
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
@@ -244,7 +244,7 @@ class PartitionStateMachine:
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
 
-    def _produce(self, batch: bytes | memoryview, term: int) -> Produced | Refused:
+    def _produce(self, batch: bytes | memoryview, term: int, contiguous: bool) -> Produced | Refused:
         if legacy_batch.is_legacy(batch):  # a journal entry from before the upgrade (module docstring)
             try:
                 batch = legacy_batch.convert(batch)
@@ -257,7 +257,7 @@ class PartitionStateMachine:
         producer_id, sequence = header.producer_id, header.sequence
         epoch = header.producer_epoch or 0  # None: a batch of format v1, which had epoch 0 only
         if producer_id is not None and sequence is not None:
-            decision = self.producers.decide(producer_id, epoch, sequence)
+            decision = self.producers.decide(producer_id, epoch, sequence, header.span, contiguous)
             if isinstance(decision, Appended):  # a retry of a batch applied before: its offsets again
                 return Produced(decision.base_offset, decision.end_offset, duplicate=True)
             if decision is not None:

@@ -931,6 +931,9 @@ class FakeMetadata:
     def topic(self, name: str) -> TopicMetadata:
         return self.data.topic(name)
 
+    def caught_up(self) -> bool:
+        return True
+
     def controller(self) -> str | None:
         return self.cluster.controller
 

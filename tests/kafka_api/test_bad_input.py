@@ -175,6 +175,54 @@ def test_refused_produces_write_nothing(kafka_cluster: LocalCluster) -> None:
         elsewhere.close()
 
 
+def _init_producer(raw: RawKafka) -> tuple[int, int]:
+    """An idempotent producer's id and epoch (InitProducerId without a transactional id)."""
+    cls = wire.request_class(22, 4)
+    body = wire.build(cls, transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60),
+                      producer_id=-1, producer_epoch=-1)  # fmt: skip
+    answer = raw.call(22, 4, body)
+    assert answer.error_code is ErrorCode.none
+    return answer.producer_id, answer.producer_epoch
+
+
+def test_a_gap_in_a_kafka_producers_sequences_is_refused_and_filled(kafka_cluster: LocalCluster) -> None:
+    """Batches at sequences 0 (two records), 5, 2, 3: Kafka answers 5 OUT_OF_ORDER_SEQUENCE_NUMBER and
+    appends 2 and 3; a retry of 2 gets its first offset. The HTTP API's producers keep their rule
+    (sequences per request, gaps allowed)."""
+    with http_client(kafka_cluster) as client:
+        client.create_topic("sequences", 1, 3)
+    leader, _ = _leader_and_follower(kafka_cluster, "sequences")
+    raw = RawKafka(leader)
+    try:
+        producer_id, epoch = _init_producer(raw)
+
+        def send(sequence: int, *values: bytes) -> tuple[ErrorCode, int]:
+            records = [ProducerRecord(v) for v in values]
+            batch = encode_batch(0, records, 0, int(time.time() * 1000), producer_id, sequence,
+                                 producer_epoch=epoch)  # fmt: skip
+            answer = raw.call(0, PRODUCE_VERSION, _produce_request("sequences", 0, batch))
+            return _partition_error(answer), answer.responses[0].partition_responses[0].base_offset
+
+        answers = [send(0, b"s0", b"s1"), send(5, b"s5"), send(2, b"s2"), send(3, b"s3"), send(2, b"s2")]
+    finally:
+        raw.close()
+    assert answers == [
+        (ErrorCode.none, 0),
+        (ErrorCode.out_of_order_sequence_number, -1),
+        (ErrorCode.none, 2),
+        (ErrorCode.none, 3),
+        (ErrorCode.none, 2),  # the retry: its first offset
+    ]
+    with http_client(kafka_cluster) as client:
+        page = client.fetch_page("sequences", 0, 0, 1 << 20, 0, columnar=True)
+        assert list(page.values) == [b"s0", b"s1", b"s2", b"s3"]
+        client.create_topic("http-sequences", 1, 3)
+        for sequence in (0, 5):
+            batch = encode_batch(0, [ProducerRecord(b"h")], 0, int(time.time() * 1000), 77, sequence)
+            client.produce_batch("http-sequences", 0, batch, idempotent=True)
+        assert client.offsets("http-sequences", 0) == (0, 2), "the HTTP API's skip is taken"
+
+
 def test_a_fetch_past_the_end_is_out_of_range(kafka_cluster: LocalCluster) -> None:
     with http_client(kafka_cluster) as client:
         client.create_topic("ranges", 1, 3)
@@ -251,3 +299,45 @@ async def test_a_client_that_never_reads_is_closed_and_connections_are_bounded()
         silent.close()
     finally:
         await server.close()
+
+
+async def test_one_address_may_hold_hundreds_and_at_the_bound_a_newcomer_takes_from_it() -> None:
+    """Kafka bounds no address by default: 150 connections from one address are each served (the bound
+    of 100 per address cut a client test suite's extra connections). At the node-wide bound, a newcomer
+    from another address takes the oldest connection of the address holding most."""
+    server = KafkaServer(Door(_NoNode(), "c", _NoGroups()), Limits())  # type: ignore[arg-type]
+    await server.start("127.0.0.1", 0)
+    address = f"127.0.0.1:{server.port}"
+    many: list[RawKafka] = []
+    try:
+        for _ in range(150):
+            many.append(await asyncio.to_thread(RawKafka, address))
+        answers = await asyncio.gather(*(asyncio.to_thread(_versions, raw) for raw in many))
+        assert all(answer.error_code is ErrorCode.none for answer in answers)
+    finally:
+        for raw in many:
+            raw.close()
+        await server.close()
+
+    bounded = KafkaServer(Door(_NoNode(), "c", _NoGroups()), Limits(connections_max=3))  # type: ignore[arg-type]
+    await bounded.start("127.0.0.1", 0)
+    try:
+        holders = [socket.create_connection(("127.0.0.1", bounded.port), source_address=("127.0.0.2", 0))
+                   for _ in range(3)]  # fmt: skip
+        await asyncio.sleep(0.1)
+        newcomer = await asyncio.to_thread(RawKafka, f"127.0.0.1:{bounded.port}")
+        served = await asyncio.to_thread(_versions, newcomer)
+        assert served.error_code is ErrorCode.none and bounded.stats.cut_for_newcomer == 1
+        holders[0].settimeout(10)
+        assert await asyncio.to_thread(holders[0].recv, 1) == b"", "the oldest of 127.0.0.2's was closed"
+        same = await asyncio.to_thread(
+            lambda: socket.create_connection(("127.0.0.1", bounded.port), source_address=("127.0.0.2", 0))
+        )
+        same.settimeout(10)
+        assert await asyncio.to_thread(same.recv, 1) == b"", "it takes none back"
+        assert bounded.stats.refused_connections == 1
+        for sock in (*holders, same):
+            sock.close()
+        newcomer.close()
+    finally:
+        await bounded.close()

@@ -58,6 +58,25 @@ def test_admission_bounds_the_node_one_address_and_those_not_authenticated() -> 
     assert admission(LIMITS, False, 9, 3, {}, "a") is None  # no unauthenticated cap without login
 
 
+def test_at_the_node_wide_bound_without_login_a_newcomer_takes_from_the_address_holding_most() -> None:
+    holders = {"a": 7, "b": 3}
+    taken = admission(LIMITS, False, 10, 0, {}, "c", holders)
+    assert taken is not None and taken.kind == "connections" and taken.evict == "a"
+    assert admission(LIMITS, False, 10, 6, {}, "b", {"a": 7, "b": 6}) == Refusal(
+        "connections", "10 connections are open (at most 10)", None
+    ), "no address takes from one holding no more than itself would"
+    with_login = admission(LIMITS, True, 10, 0, {}, "c", holders)
+    assert with_login is not None and with_login.evict is None, "with login the bound refuses"
+
+
+def test_by_default_no_address_is_bounded_below_the_node() -> None:
+    """Kafka leaves max.connections.per.ip unbounded; a client's test suite opens hundreds from one
+    machine."""
+    limits = Limits()
+    assert limits.connections_per_address_max == limits.connections_max
+    assert admission(limits, False, limits.connections_max - 1, limits.connections_max - 1, {}, "a") is None
+
+
 @pytest.mark.parametrize(
     ("waiting", "address", "evict"),
     [

@@ -1,0 +1,103 @@
+"""A node just restarted tells Kafka clients of no topic list older than the cluster's: as a Kafka broker
+opens its listeners only once its metadata caught up with the controller's, the node's Kafka listener
+opens (and ``/status/ready`` says ready) only once it applied the controller's metadata up to what the
+controller had applied when the node started. Before, a node answered Metadata from its last snapshot
+right after a restart, and librdkafka cached "unknown partition" for the topics created while it was
+down."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from kafka_fixtures import RawKafka
+
+from kafka_api import wire
+from raftlog_client.local_cluster import LocalCluster
+
+METADATA = 3
+BEFORE, WHILE_DOWN = 40, 40  # topics created before the node stops, and while it is down
+WATCH_S = 180.0  # the whole restart watched at most this long
+
+
+def _create(cluster: LocalCluster, names: list[str], replicas: int) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    futures = admin.create_topics([NewTopic(name, 1, replicas) for name in names], operation_timeout=60)
+    for future in futures.values():
+        future.result(120)
+
+
+def _metadata_topics(address: str) -> set[str] | None:
+    """The topics a Metadata request for every topic is answered with, or None: not connected (the
+    listener is not open) or the connection closed."""
+    try:
+        raw = RawKafka(address)
+    except OSError:
+        return None
+    try:
+        raw.sock.settimeout(10)
+        cls = wire.request_class(METADATA, 12)
+        body = wire.build(cls, topics=None, allow_auto_topic_creation=False,
+                          include_topic_authorized_operations=False)  # fmt: skip
+        answer = raw.call(METADATA, 12, body)
+        return {topic.name for topic in answer.topics}
+    except (OSError, ConnectionError):
+        return None
+    finally:
+        raw.close()
+
+
+def _ready(http: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{http.rstrip('/')}/status/ready", timeout=5) as answer:
+            return bool(answer.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def test_a_restarted_node_answers_metadata_only_once_it_knows_every_topic(
+    kafka_cluster: LocalCluster,
+) -> None:
+    first = [f"before-{i}" for i in range(BEFORE)]
+    _create(kafka_cluster, first, 3)
+    restarted = "n3"
+    kafka_cluster.control("stop", restarted, kill=True)
+    later = [f"while-down-{i}" for i in range(WHILE_DOWN)]
+    _create(kafka_cluster, later, 2)  # on the two live nodes
+    expected = set(first) | set(later)
+
+    started: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            started["answer"] = kafka_cluster.control("start", restarted)
+        except Exception as exc:  # reported by the test below
+            started["error"] = exc
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    address = kafka_cluster.kafka[restarted]
+    http = kafka_cluster.urls[restarted]
+    answers, refused, lacking = 0, 0, []
+    ready_seen = False
+    deadline = time.monotonic() + WATCH_S
+    # as fast as it answers, from the restart until 20 answers after the start returned (bounded)
+    while time.monotonic() < deadline and (starter.is_alive() or answers < 20):
+        topics = _metadata_topics(address)
+        if topics is None:
+            refused += 1
+            time.sleep(0.02)  # the listener is not open yet: asking again at once
+            continue
+        answers += 1
+        if not expected <= topics:
+            lacking.append(sorted(expected - topics)[:5])
+        if not ready_seen:
+            ready_seen = _ready(http)
+    starter.join(60)
+    assert "error" not in started, started
+    assert not lacking, f"{len(lacking)} of {answers} Metadata answers lacked topics, e.g. {lacking[:3]}"
+    assert answers >= 20 and ready_seen, (answers, refused, ready_seen)

@@ -1,0 +1,88 @@
+"""The fence of a node just (re)started (``partitions.metadata.catch_up``): it is lifted only once the node
+applied the controller's metadata up to what the controller leader had applied when asked, or leads the
+controller group, or (without a controller replica) its follower restored the leader's snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+
+from partitions.metadata.catch_up import CatchUp
+from partitions.metadata.service import ControllerSnapshot
+from raftlog.consensus.errors import NoLeader
+
+
+class Controller:
+    """What the fence reads of the node, changed by the test."""
+
+    def __init__(self) -> None:
+        self.applied = 5  # what the restarted replica held: its snapshot
+        self.leader: str | None = None
+        self.replica = True
+        self.followed = False
+        self.leader_applied = 40
+        self.asked: list[tuple[str, int | None]] = []
+        self.refuse = 1  # answers NoLeader this many times first
+
+    async def fetch(self, node: str, known_index: int | None) -> ControllerSnapshot:
+        self.asked.append((node, known_index))
+        if self.refuse:
+            self.refuse -= 1
+            raise NoLeader("__controller")
+        return ControllerSnapshot(node, "", self.leader_applied, b"")
+
+    def fence(self) -> CatchUp:
+        return CatchUp("n3", lambda: self.applied, lambda: self.leader, lambda: self.replica,
+                       lambda: self.followed, self.fetch)  # fmt: skip
+
+
+async def settle() -> None:
+    for _ in range(30):
+        await asyncio.sleep(0.02)
+
+
+async def test_a_replica_is_fenced_until_it_applied_what_the_leader_had_applied() -> None:
+    controller = Controller()
+    fence = controller.fence()
+    fence.start()
+    try:
+        await settle()
+        assert not fence.caught_up and controller.asked == [], "no leader known yet: nothing to ask"
+        controller.leader = "n1"
+        await asyncio.sleep(0.5)
+        assert controller.asked[-1] == ("n1", 5) and len(controller.asked) == 2, "asked again after a refusal"
+        assert not fence.caught_up
+        controller.applied = 39
+        controller.leader_applied = 100  # the leader moved on: the fence waits for what it answered first
+        await settle()
+        assert not fence.caught_up
+        controller.applied = 40
+        await asyncio.wait_for(fence.wait(), 5)
+        assert len(controller.asked) == 2
+        controller.applied, controller.leader = 0, None  # lifted once: it stays lifted
+        await settle()
+        assert fence.caught_up
+    finally:
+        await fence.close()
+
+
+async def test_the_controller_leader_itself_and_a_follower_that_restored_a_snapshot_are_caught_up() -> None:
+    leading = Controller()
+    leading.leader = "n3"  # it leads, and applied what was committed before its election
+    fence = leading.fence()
+    fence.start()
+    try:
+        await asyncio.wait_for(fence.wait(), 5)
+        assert leading.asked == []
+    finally:
+        await fence.close()
+    following = Controller()
+    following.replica, following.leader = False, "n1"
+    fence = following.fence()
+    fence.start()
+    try:
+        await settle()
+        assert not fence.caught_up and following.asked == [], "a follower's own snapshot restore counts"
+        following.followed = True
+        await asyncio.wait_for(fence.wait(), 5)
+    finally:
+        await fence.close()
