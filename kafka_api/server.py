@@ -342,7 +342,7 @@ class KafkaServer:
                 self.stats.count(kind)
                 self._log_close(peer, kind, why)
                 writer.transport.abort()  # nothing more is owed to it; what it holds is dropped now
-            elif over_limit or (sender.done() and not sender.cancelled() and sender.result() == "stalled"):
+            elif over_limit or _ended_as(sender) == "stalled":
                 writer.transport.abort()  # its unread answers would keep a graceful close waiting
             else:
                 writer.close()
@@ -442,6 +442,11 @@ class KafkaServer:
                 return "done"
             try:
                 response = await asyncio.shield(item.future)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if item.future.cancelled() and task is not None and not task.cancelling():
+                    return "done"  # the request's handler was cancelled (the node stops): nothing to answer
+                raise
             except Exception:
                 log.exception("Kafka: a request handler failed; closing its connection")
                 return "failed"
@@ -457,11 +462,27 @@ class KafkaServer:
             except Exception:
                 log.exception("Kafka: an answer does not encode (a bug); closing its connection")
                 return "failed"
-            writer.writelines(frame)
             try:
+                writer.writelines(frame)
                 await asyncio.wait_for(writer.drain(), self.limits.send_timeout_s)
             except TimeoutError:
                 log.info("Kafka: closing a connection whose client does not read its answers")
                 return "stalled"
             except ConnectionError:
                 return "done"
+            except RuntimeError:
+                if writer.transport.is_closing():
+                    return "done"  # the client went: the event loop refuses writes to a closed transport
+                raise
+
+
+def _ended_as(task: asyncio.Task[str]) -> str | None:
+    """What a finished task returned; None while it runs, or when it was cancelled or raised (logged: a
+    bug, since the sender answers every failure it expects)."""
+    if not task.done() or task.cancelled():
+        return None
+    failure = task.exception()
+    if failure is not None:
+        log.error("Kafka: a connection's sender failed", exc_info=failure)
+        return None
+    return task.result()

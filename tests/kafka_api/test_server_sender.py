@@ -1,0 +1,54 @@
+"""The Kafka listener's sender when its client is gone or the node stops: a write to a transport already
+closed ends the connection quietly ("done"), as a reset does, and so does a handler cancelled by the node's
+stop; before, both escaped as exceptions that asyncio logged as unhandled tracebacks (seen in every node's
+log of a franz-go suite run)."""
+
+from __future__ import annotations
+
+import asyncio
+import types
+
+import pytest
+
+import kafka_api.server as server_module
+from kafka_api.limits import Limits
+from kafka_api.server import KafkaServer, _Answer
+
+
+class ClosedWriter:
+    """A stream writer over a transport the client closed: the event loop refuses every write."""
+
+    def __init__(self) -> None:
+        self.transport = types.SimpleNamespace(is_closing=lambda: True)
+
+    def writelines(self, data: object) -> None:
+        raise RuntimeError("unable to perform operation on <TCPTransport closed=True>; the handler is closed")
+
+    async def drain(self) -> None:
+        raise AssertionError("never reached")
+
+
+async def _send(answer: _Answer) -> str:
+    answers: asyncio.Queue[_Answer | None] = asyncio.Queue()
+    answers.put_nowait(answer)
+    answers.put_nowait(None)
+    slots = asyncio.Semaphore(0)
+    server = types.SimpleNamespace(limits=Limits())
+    return await KafkaServer._send(server, ClosedWriter(), answers, slots)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_an_answer_to_a_closed_transport_ends_the_connection_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_module.wire, "encode", lambda correlation_id, response: [b"frame"])
+    future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    future.set_result(object())
+    assert await _send(_Answer(1, future)) == "done"
+
+
+@pytest.mark.asyncio
+async def test_a_handler_cancelled_at_the_nodes_stop_ends_the_connection_quietly() -> None:
+    future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    assert await _send(_Answer(1, future)) == "done"
