@@ -2,7 +2,13 @@
 
 [1, 1, batch]                    Produce: a record batch encoded by the leader (offset and term are
                                  stamped when applied); producer id and sequence ride in its header
-[1, 2, group, offset, reset]     CommitOffset: a consumer group's next offset to read
+[1, 2, group, offset, reset]     CommitOffset: a consumer group's next offset to read (its first
+                                 form, still read: no leader epoch known)
+[1, 2, group, offset, reset, leader_epoch]
+                                 CommitOffset's second form: the leader epoch the client read the
+                                 record before ``offset`` in (Kafka's ``committed_leader_epoch``,
+                                 KIP-320); written only when one is known, so a commit without one
+                                 keeps the first form's bytes
 [1, 3]                           Barrier: commits nothing; proves leadership for linearizable reads
 [1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.state``),
                                  only in partitions of the internal ``__consumer_groups`` topic
@@ -18,6 +24,9 @@
                                  pending until the producer's marker; ``transaction`` is the
                                  transaction's ordinal (its coordinator's start stamp, rising per id),
                                  so one arriving after its transaction's marker is refused
+[1, 8, group, offset, producer_id, epoch, transaction, leader_epoch]
+                                 TxnOffset's second form, with the offset's leader epoch (as
+                                 CommitOffset's); the first form still read
 [1, 9, payload]                  TxnCommand: a transaction coordinator's change (``transactions.state``),
                                  only in partitions of the internal ``__transactions`` topic
 [1, 10, batch]                   Produce, ``contiguous``: a Kafka producer's batch, whose sequence must
@@ -40,6 +49,7 @@ from raftlog.packing import bin_header
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
 _TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS = 7, 8, 9, 10
+NO_LEADER_EPOCH = -1  # a committed offset's leader epoch, unknown (Kafka's -1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,7 @@ class CommitOffset:
     group: str
     offset: int
     reset: bool = False
+    leader_epoch: int = NO_LEADER_EPOCH  # of the record before ``offset``, as the client read it
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,7 @@ class TxnOffset:
     producer_id: int
     producer_epoch: int
     transaction: int  # the ordinal of the transaction it belongs to (``TxnMarker.transaction``)
+    leader_epoch: int = NO_LEADER_EPOCH  # as ``CommitOffset.leader_epoch``
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +143,8 @@ def encode(command: Command) -> bytes:
     fields: list[object]
     if isinstance(command, CommitOffset):
         fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
+        if command.leader_epoch != NO_LEADER_EPOCH:  # the second form only when it says more
+            fields.append(command.leader_epoch)
     elif isinstance(command, GroupCommand):
         fields = [VERSION, _GROUP, command.payload]
     elif isinstance(command, TxnCommand):
@@ -155,6 +169,8 @@ def encode(command: Command) -> bytes:
             command.producer_epoch,
             command.transaction,
         ]
+        if command.leader_epoch != NO_LEADER_EPOCH:
+            fields.append(command.leader_epoch)
     else:
         fields = [VERSION, _BARRIER]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -202,10 +218,17 @@ def decode(data: bytes | memoryview) -> Command:
     kind = fields[1]
     if kind in (_PRODUCE, _PRODUCE_CONTIGUOUS) and len(fields) == 3 and isinstance(fields[2], bytes):
         return Produce(fields[2], kind == _PRODUCE_CONTIGUOUS)
-    if kind == _COMMIT_OFFSET and len(fields) == 5:
-        _, _, group, offset, reset = fields
-        if isinstance(group, str) and isinstance(offset, int) and offset >= 0 and isinstance(reset, bool):
-            return CommitOffset(group, offset, reset)
+    if kind == _COMMIT_OFFSET and len(fields) in (5, 6):
+        group, offset, reset = fields[2:5]
+        leader_epoch = fields[5] if len(fields) == 6 else NO_LEADER_EPOCH
+        if (
+            isinstance(group, str)
+            and isinstance(offset, int)
+            and offset >= 0
+            and isinstance(reset, bool)
+            and _is_leader_epoch(leader_epoch)
+        ):
+            return CommitOffset(group, offset, reset, leader_epoch)
     if kind == _GROUP and len(fields) == 3 and isinstance(fields[2], bytes):
         return GroupCommand(fields[2])
     if kind == _TXN and len(fields) == 3 and isinstance(fields[2], bytes):
@@ -228,8 +251,9 @@ def decode(data: bytes | memoryview) -> Command:
             return TxnMarker(
                 producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control, transaction
             )
-    if kind == _TXN_OFFSET and len(fields) == 7:
-        _, _, group, offset, producer_id, epoch, transaction = fields
+    if kind == _TXN_OFFSET and len(fields) in (7, 8):
+        group, offset, producer_id, epoch, transaction = fields[2:7]
+        leader_epoch = fields[7] if len(fields) == 8 else NO_LEADER_EPOCH
         if (
             isinstance(group, str)
             and type(offset) is int
@@ -237,8 +261,9 @@ def decode(data: bytes | memoryview) -> Command:
             and _is_id(producer_id)
             and _is_epoch(epoch)
             and type(transaction) is int
+            and _is_leader_epoch(leader_epoch)
         ):
-            return TxnOffset(group, offset, producer_id, epoch, transaction)
+            return TxnOffset(group, offset, producer_id, epoch, transaction, leader_epoch)
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")
@@ -250,3 +275,8 @@ def _is_id(value: object) -> bool:
 
 def _is_epoch(value: object) -> bool:
     return type(value) is int and 0 <= value < 2**15
+
+
+def _is_leader_epoch(value: object) -> bool:
+    """Kafka's int32 leader epoch, -1 for none."""
+    return type(value) is int and NO_LEADER_EPOCH <= value < 2**31

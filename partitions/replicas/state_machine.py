@@ -65,6 +65,7 @@ from types import MappingProxyType
 import msgpack
 
 from partitions.commands import (
+    NO_LEADER_EPOCH,
     Barrier,
     Command,
     CommitOffset,
@@ -182,8 +183,12 @@ class PartitionStateMachine:
         self.producers = producers or ProducerTable()
         # replaced whole by each commit (driver thread), never changed in place: read on the event loop
         self.consumer_offsets: Mapping[str, int] = MappingProxyType({})
+        # the leader epoch committed with a group's offset, when the commit named one (as above)
+        self.consumer_offset_epochs: Mapping[str, int] = MappingProxyType({})
         # offsets committed in open transactions, producer id -> group -> offset (replaced whole, as above)
         self.txn_offsets: Mapping[int, Mapping[str, int]] = MappingProxyType({})
+        # (producer id, group) -> the leader epoch of its pending offset, when named (replaced whole)
+        self.txn_offset_epochs: Mapping[tuple[int, str], int] = MappingProxyType({})
         # producer id -> the ordinal of the last transaction a marker ended here (the least recently ended
         # forgotten past TXN_ENDED_MAX)
         self.txn_ended: OrderedDict[int, int] = OrderedDict()
@@ -240,6 +245,7 @@ class PartitionStateMachine:
             offsets = dict(self.consumer_offsets)
             existed = offsets.pop(decoded.group, None) is not None
             self.consumer_offsets = MappingProxyType(offsets)
+            self._set_epoch(decoded.group, NO_LEADER_EPOCH)
             return OffsetDeleted(decoded.group, existed)
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
@@ -338,8 +344,14 @@ class PartitionStateMachine:
         if pending is not None:
             others = {p: groups for p, groups in self.txn_offsets.items() if p != producer_id}
             self.txn_offsets = MappingProxyType(others)
+            epochs = self.txn_offset_epochs
+            self.txn_offset_epochs = MappingProxyType(
+                {k: e for k, e in epochs.items() if k[0] != producer_id}
+            )
             if marker.commit:  # as Kafka: a transaction's commit may move an offset back
                 self.consumer_offsets = MappingProxyType({**self.consumer_offsets, **pending})
+                for group in pending:
+                    self._set_epoch(group, epochs.get((producer_id, group), NO_LEADER_EPOCH))
         return MarkerWritten(offset)
 
     def _txn_offset(self, command: TxnOffset) -> TxnOffsetPending | Refused:
@@ -363,6 +375,10 @@ class PartitionStateMachine:
             )
         pending[command.group] = command.offset
         self.txn_offsets = MappingProxyType({**self.txn_offsets, producer_id: MappingProxyType(pending)})
+        epochs = {k: e for k, e in self.txn_offset_epochs.items() if k != (producer_id, command.group)}
+        if command.leader_epoch != NO_LEADER_EPOCH:
+            epochs[(producer_id, command.group)] = command.leader_epoch
+        self.txn_offset_epochs = MappingProxyType(epochs)
         return TxnOffsetPending(command.group, command.offset)
 
     def pending_offset(self, group: str) -> bool:
@@ -383,7 +399,23 @@ class PartitionStateMachine:
         current = self.consumer_offsets.get(command.group)
         if command.reset or current is None or command.offset > current:
             self.consumer_offsets = MappingProxyType({**self.consumer_offsets, command.group: command.offset})
+            self._set_epoch(command.group, command.leader_epoch)
+        elif command.offset == current and command.leader_epoch != NO_LEADER_EPOCH:
+            self._set_epoch(command.group, command.leader_epoch)  # the same offset, its epoch now known
         return OffsetCommitted(command.group, self.consumer_offsets[command.group])
+
+    def _set_epoch(self, group: str, leader_epoch: int) -> None:
+        """The leader epoch stored with ``group``'s committed offset (NO_LEADER_EPOCH: none)."""
+        if self.consumer_offset_epochs.get(group, NO_LEADER_EPOCH) == leader_epoch:
+            return
+        epochs = {g: e for g, e in self.consumer_offset_epochs.items() if g != group}
+        if leader_epoch != NO_LEADER_EPOCH:
+            epochs[group] = leader_epoch
+        self.consumer_offset_epochs = MappingProxyType(epochs)
+
+    def committed_epoch(self, group: str) -> int:
+        """The leader epoch committed with ``group``'s offset (event loop: a snapshot read); -1: none."""
+        return self.consumer_offset_epochs.get(group, NO_LEADER_EPOCH)
 
     # -- behind: recovery ---------------------------------------------------------------------------
 
@@ -447,6 +479,9 @@ class PartitionStateMachine:
                 "deleted_below": self.deleted_below,
                 "producers": self.producers.to_rows(),
                 "consumer_offsets": dict(self.consumer_offsets),
+                # absent from a snapshot of an older release: no epoch known (the keys above unchanged,
+                # so an older release reads this one too)
+                "consumer_offset_epochs": dict(self.consumer_offset_epochs),
                 "groups": self.groups.to_rows(),
                 "transactions": self.transactions.to_rows(),
                 "txn_ended": [[pid, ordinal] for pid, ordinal in self.txn_ended.items()],
@@ -455,6 +490,7 @@ class PartitionStateMachine:
                     for pid, groups in self.txn_offsets.items()
                     for group, offset in groups.items()
                 ],
+                "txn_offset_epochs": [[pid, group, e] for (pid, group), e in self.txn_offset_epochs.items()],
             },
             use_bin_type=True,
         )
@@ -479,6 +515,13 @@ class PartitionStateMachine:
         for pid, group, offset in state.get("txn_offsets", []):  # absent: a snapshot from before transactions
             pending.setdefault(int(pid), {})[str(group)] = int(offset)
         self.txn_offsets = MappingProxyType({p: MappingProxyType(g) for p, g in pending.items()})
+        # absent: a snapshot from before committed leader epochs were kept
+        self.consumer_offset_epochs = MappingProxyType(
+            {str(k): int(v) for k, v in state.get("consumer_offset_epochs", {}).items()}
+        )
+        self.txn_offset_epochs = MappingProxyType(
+            {(int(p), str(g)): int(e) for p, g, e in state.get("txn_offset_epochs", [])}
+        )
         self.txn_ended = OrderedDict((int(p), int(o)) for p, o in state.get("txn_ended", []))
         self.deleted_below = int(
             state.get("deleted_below", 0)

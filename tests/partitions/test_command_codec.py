@@ -6,7 +6,16 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from partitions.commands import Barrier, CommitOffset, GroupCommand, Produce, decode, encode
+from partitions.commands import (
+    NO_LEADER_EPOCH,
+    Barrier,
+    CommitOffset,
+    GroupCommand,
+    Produce,
+    TxnOffset,
+    decode,
+    encode,
+)
 from partitions.errors import InvalidCommand
 
 
@@ -40,3 +49,45 @@ def test_other_commands_round_trip(command: object) -> None:
 def test_a_damaged_produce_is_refused(data: bytes) -> None:
     with pytest.raises(InvalidCommand):
         decode(data)
+
+
+# The bytes a release before committed leader epochs wrote for these commands (its journals replay them)
+FIRST_COMMIT_OFFSET = bytes.fromhex("950102a66f72646572732ac2")  # [1, 2, "orders", 42, False]
+FIRST_TXN_OFFSET = bytes.fromhex("970108a66f72646572732a07030b")  # [1, 8, "orders", 42, 7, 3, 11]
+
+
+def test_offset_commands_of_the_previous_release_decode_without_a_leader_epoch() -> None:
+    assert decode(FIRST_COMMIT_OFFSET) == CommitOffset("orders", 42, False, NO_LEADER_EPOCH)
+    assert decode(FIRST_TXN_OFFSET) == TxnOffset("orders", 42, 7, 3, 11, NO_LEADER_EPOCH)
+
+
+def test_an_offset_command_without_a_leader_epoch_keeps_the_first_forms_bytes() -> None:
+    """A commit that names no epoch (the HTTP door's, an old client's) is written as before, so a replica
+    of the previous release applies it too."""
+    assert encode(CommitOffset("orders", 42)) == FIRST_COMMIT_OFFSET
+    assert encode(TxnOffset("orders", 42, 7, 3, 11)) == FIRST_TXN_OFFSET
+
+
+@pytest.mark.parametrize(
+    "command",
+    [CommitOffset("g", 7, False, 5), CommitOffset("g", 7, True, 2**31 - 1), TxnOffset("g", 9, 7, 3, 11, 4)],
+    ids=repr,
+)
+def test_an_offset_command_with_a_leader_epoch_round_trips(command: CommitOffset | TxnOffset) -> None:
+    data = encode(command)
+    assert len(msgpack.unpackb(data)) == (6 if isinstance(command, CommitOffset) else 8)  # the second form
+    assert decode(data) == command
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [1, 2, "g", 7, False, -2],
+        [1, 2, "g", 7, False, 2**31],
+        [1, 2, "g", 7, False, "5"],
+        [1, 8, "g", 7, 7, 3, 11, None],
+    ],
+)
+def test_a_malformed_leader_epoch_is_refused(fields: list[object]) -> None:
+    with pytest.raises(InvalidCommand):
+        decode(msgpack.packb(fields, use_bin_type=True))
