@@ -193,6 +193,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.LeaderEpochMismatch, HttpError(409, 40917)),
     # recovering committed records from peers
     (broker.ReplicaRecovering, HttpError(503, 50309, retriable=True)),
+    # a group's committed offset: the partition found no leader within the request's time
+    (broker.OffsetsUnavailable, HttpError(503, 50310, retriable=True)),
     (storage.LogClosed, HttpError(503, 50301, retriable=True)),
     # the leader's disk is full (raftlog.storage.space): refused before it was proposed, not done
     (storage.DiskFull, HttpError(507, DISK_FULL, retriable=True)),

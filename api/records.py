@@ -323,9 +323,9 @@ async def delete_records(request: web.Request) -> web.Response:
 
 
 async def commit_offsets(request: web.Request) -> web.Response:
-    """Each (topic, partition) is committed on its leader; entries for the same partition in order."""
+    """Each (topic, partition) is committed on its leader (waiting for one while it moves); entries for
+    the same partition in order."""
     node = state.node(request)
-    timeout_ms = state.state(request).settings.produce_timeout_ms
     require_json_body(request.content_type)
     group = check_group(request.match_info["group"])
     entries = parse_commit_offsets(await state.json_body(request))
@@ -348,14 +348,8 @@ async def commit_offsets(request: web.Request) -> web.Response:
     async def one(commits: list[OffsetCommit]) -> Failure | None:
         for commit in commits:
             try:
-                await node.cluster.data.run(
-                    DataService.commit_offset,
-                    group,
-                    commit.topic,
-                    commit.partition,
-                    commit.offset,
-                    commit.reset,
-                    timeout_ms,
+                await node.cluster.offsets.commit(
+                    group, commit.topic, commit.partition, commit.offset, commit.reset
                 )
             except RaftlogError as exc:
                 return Failure.of(exc)
@@ -382,9 +376,10 @@ async def committed_offsets(request: web.Request) -> web.Response:
 
     async def one(p: int) -> int | Failure | None:
         try:
-            return (await node.cluster.data.run(DataService.committed_offset, group, meta.name, p)).value
+            found = await node.cluster.offsets.committed(group, meta.name, p)
         except RaftlogError as exc:
             return Failure.of(exc)
+        return None if found is None else found.offset
 
     outcomes = await asyncio.gather(*(one(p) for p in wanted))
     rows = []

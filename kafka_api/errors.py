@@ -30,6 +30,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (consensus.NotLeader, ErrorCode.not_leader_or_follower),
     (broker.FencedLeaderEpoch, ErrorCode.fenced_leader_epoch),  # the client's metadata is older: it refreshes
     (broker.UnknownLeaderEpoch, ErrorCode.unknown_leader_epoch),  # newer than this replica knows: it retries
+    # a group's committed offset out of reach for the request's time: what Kafka answers while its offsets
+    # partition loads, which every group client retries (LEADER_NOT_AVAILABLE would end its commit)
+    (broker.OffsetsUnavailable, ErrorCode.coordinator_load_in_progress),
     (consensus.NoLeader, ErrorCode.leader_not_available),
     (broker.ReplicaRecovering, ErrorCode.leader_not_available),
     (consensus.ProposalDiscarded, ErrorCode.not_leader_or_follower),

@@ -44,20 +44,29 @@ from kafka_api.group_members import GroupRefusal, MemberIdRequired
 from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
-from partitions.data.service import DataService
-from partitions.errors import InvalidName, ReplicaRecovering
+from partitions.data.service import NO_LEADER_EPOCH
+from partitions.errors import InvalidName, PeerError
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
-from raftlog.consensus.errors import NoLeader
+from raftlog.consensus.errors import (
+    GroupClosed,
+    NoLeader,
+    NotLeader,
+    OutcomeUnknown,
+    ProposalDiscarded,
+    ProposalQueueFull,
+)
 from raftlog.errors import RaftlogError
+from raftlog.storage.errors import StorageUnavailable
 
 GROUP_KEY = 0
 NO_NODE = -1
 NO_OFFSET = -1
-COMMIT_TIMEOUT_MS = 10_000
+# a group's offsets out of reach for the request's time (``OffsetsUnavailable``): retried by every client
+LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
 
 
 def _now_ms() -> int:
@@ -87,6 +96,20 @@ def _coordinating(door: Door, group: str) -> None:
     if coordinator_of(door, group) != door.node.node_id:
         door.groups.drop(group)
         raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")
+
+
+def _coordinator_code(error: BaseException) -> ErrorCode:
+    """The code of a failure to write the group's own record (in its ``__consumer_groups`` partition), as
+    Kafka's coordinator answers an append to its offsets partition that failed: leadership lost
+    NOT_COORDINATOR, no leader yet COORDINATOR_LOAD_IN_PROGRESS, not written in time
+    COORDINATOR_NOT_AVAILABLE, each retried by every group client (a leader's code would end a commit)."""
+    if isinstance(error, (NotLeader, ProposalDiscarded, GroupClosed)):
+        return ErrorCode.not_coordinator
+    if isinstance(error, NoLeader):
+        return LOAD_IN_PROGRESS
+    if isinstance(error, (OutcomeUnknown, ProposalQueueFull, PeerError, StorageUnavailable)):
+        return ErrorCode.coordinator_not_available
+    return code_of(error)
 
 
 # -- FindCoordinator --------------------------------------------------------------------------------
@@ -297,14 +320,12 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
             await door.coordinator.record_commit(body.group_id, sorted(readable))
     except GroupRefusal as refused:
         refusal = refused.code
-    except RaftlogError as exc:  # no quorum for the record, leadership lost: every partition's answer
-        refusal = code_of(exc)
-    data = door.node.cluster.data
+    except RaftlogError as exc:  # the group's record not written: every partition's answer
+        refusal = _coordinator_code(exc)
+    offsets = door.node.cluster.offsets
 
-    async def commit(topic: str, partition: int, offset: int) -> object:
-        return await data.run(
-            DataService.commit_offset, body.group_id, topic, partition, offset, True, COMMIT_TIMEOUT_MS
-        )
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> object:
+        return await offsets.commit(body.group_id, topic, partition, offset, True, leader_epoch)
 
     return await _committed(request, "OffsetCommit", refusal, readable, commit)
 
@@ -314,7 +335,7 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "OffsetFetchResponseTopic")
     partition_cls = wire.sibling(cls, "OffsetFetchResponsePartition")
-    view, data = door.node.metadata, door.node.cluster.data
+    view, offsets = door.node.metadata, door.node.cluster.offsets
     group_refused = not door.allows(DESCRIBE, GROUP, body.group_id)
     if body.topics is None:  # every partition of every topic the group committed an offset for
         asked = [
@@ -329,32 +350,38 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     # v7+: UNSTABLE_OFFSET_COMMIT while an open transaction holds an offset of the group (KIP-447)
     stable = bool(getattr(body, "require_stable", False))
 
-    async def fetch(topic: str, partition: int) -> tuple[int, ErrorCode]:
+    async def fetch(topic: str, partition: int) -> tuple[int, int, ErrorCode]:
         if group_refused:
-            return NO_OFFSET, ErrorCode.group_authorization_failed
+            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.group_authorization_failed
         if not door.allows(DESCRIBE, TOPIC, topic):
-            return NO_OFFSET, ErrorCode.topic_authorization_failed
+            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.topic_authorization_failed
         try:
-            asked_for = DataService.stable_committed_offset if stable else DataService.committed_offset
-            offset = (await data.run(asked_for, body.group_id, topic, partition)).value
+            found = await offsets.committed(body.group_id, topic, partition, stable)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            return NO_OFFSET, code_of(exc)
-        return (NO_OFFSET if offset is None else offset), ErrorCode.none
+            return NO_OFFSET, NO_LEADER_EPOCH, code_of(exc)
+        if found is None:
+            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.none
+        return found.offset, found.leader_epoch, ErrorCode.none
 
+    found = [await asyncio.gather(*(fetch(name, p) for p in partitions)) for name, partitions in asked]
+    unreachable = any(code is LOAD_IN_PROGRESS for answers in found for _, _, code in answers)
+    if unreachable and request.api_version >= 2:
+        # an offset not read must not look like none committed: the group's answer, as Kafka's while its
+        # offsets load, and the client asks again
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=(), error_code=LOAD_IN_PROGRESS)
     topics = []
-    for name, partitions in asked:
-        found = await asyncio.gather(*(fetch(name, p) for p in partitions))
+    for (name, partitions), answers in zip(asked, found, strict=True):
         parts = tuple(
             wire.build(
                 partition_cls,
                 partition_index=p,
                 committed_offset=offset,
-                committed_leader_epoch=-1,
+                committed_leader_epoch=epoch,
                 metadata="",
-                error_code=code,
+                error_code=LOAD_IN_PROGRESS if unreachable else code,  # v1: the group's answer in each
             )
-            for p, (offset, code) in zip(partitions, found, strict=True)
-            if not only_committed or offset != NO_OFFSET
+            for p, (offset, epoch, code) in zip(partitions, answers, strict=True)
+            if not only_committed or offset != NO_OFFSET or unreachable
         )
         if parts or not only_committed:
             topics.append(wire.build(topic_cls, name=name, partitions=parts))
@@ -409,12 +436,12 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             # the transaction's coordinator moved: not this group coordinator's (the client would look
             # the group up again); it asks again and the call follows the new one
             refusal = ErrorCode.coordinator_load_in_progress
-    data = door.node.cluster.data
+    offsets = door.node.cluster.offsets
 
-    async def commit(topic: str, partition: int, offset: int) -> object:
-        return await data.run(
-            DataService.commit_txn_offset, body.group_id, topic, partition, offset, body.producer_id,
-            body.producer_epoch, transaction, COMMIT_TIMEOUT_MS,
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> None:
+        await offsets.commit_txn(
+            body.group_id, topic, partition, offset, body.producer_id, body.producer_epoch, transaction,
+            leader_epoch,
         )  # fmt: skip
 
     return await _committed(request, "TxnOffsetCommit", refusal, readable, commit)
@@ -425,35 +452,49 @@ async def _committed(
     response: str,
     refusal: ErrorCode | None,
     readable: set[str],
-    commit: Callable[[str, int, int], Awaitable[object]],
+    commit: Callable[[str, int, int, int], Awaitable[object]],
 ) -> Any:
     """The answer to an OffsetCommit or TxnOffsetCommit (``response``: the entity's name) whose partitions
-    are each committed by ``commit(topic, partition, offset)``, all at once: ``refusal`` for every one of a
-    refused request, TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what the commit
-    raised (kafka_api.errors) or NONE."""
+    are each committed by ``commit(topic, partition, offset, leader_epoch)``, all at once: ``refusal`` for
+    every one of a refused request, TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what
+    the commit raised (kafka_api.errors) or NONE. When a partition's offset could not be stored in time
+    (COORDINATOR_LOAD_IN_PROGRESS), every partition stored answers that too: Kafka stores a request's
+    offsets in one append, all or none, and franz-go reads the first partition's code alone to retry; a
+    commit asked again stores the same offsets."""
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, f"{response}ResponseTopic")
     partition_cls = wire.sibling(cls, f"{response}ResponsePartition")
 
-    async def answer(topic: str, partition: int, offset: int) -> ErrorCode:
+    async def answer(topic: str, partition: int, offset: int, leader_epoch: int) -> ErrorCode:
         if refusal is not None:
             return refusal
         if topic not in readable:
             return ErrorCode.topic_authorization_failed
         try:
-            await commit(topic, partition, offset)
+            await commit(topic, partition, offset, leader_epoch)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return code_of(exc)
         return ErrorCode.none
 
-    topics = []
-    for topic in request.body.topics:
-        codes = await asyncio.gather(
-            *(answer(topic.name, p.partition_index, p.committed_offset) for p in topic.partitions)
+    codes = [
+        await asyncio.gather(
+            *(
+                answer(
+                    t.name, p.partition_index, p.committed_offset,
+                    getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),  # v6 on (TxnOffsetCommit: v2)
+                )
+                for p in t.partitions
+            )
         )
+        for t in request.body.topics
+    ]  # fmt: skip
+    if any(c is LOAD_IN_PROGRESS for answers in codes for c in answers):
+        codes = [[LOAD_IN_PROGRESS if c is ErrorCode.none else c for c in answers] for answers in codes]
+    topics = []
+    for topic, answers in zip(request.body.topics, codes, strict=True):
         parts = tuple(
             wire.build(partition_cls, partition_index=p.partition_index, error_code=c)
-            for p, c in zip(topic.partitions, codes, strict=True)
+            for p, c in zip(topic.partitions, answers, strict=True)
         )
         topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))
@@ -571,11 +612,9 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
             return ErrorCode.group_authorization_failed
         if coordinator_of(door, name) != door.node.node_id:
             return ErrorCode.not_coordinator
-        try:
+        try:  # a partition holding its offsets out of reach: COORDINATOR_LOAD_IN_PROGRESS, retried by the
+            # clients; the group stays listed until its offsets are gone, so asking again finishes the work
             await door.node.local.groups.delete_group(name)
-        except (NoLeader, ReplicaRecovering):  # a partition holding its offsets elects or recovers now
-            return ErrorCode.coordinator_load_in_progress  # retriable (Kafka's clients ask again); the
-            # group stays listed until its offsets are gone, so asking again finishes the work
         except Exception as exc:  # every error is this group's answer (kafka_api.errors)
             return code_of(exc)
         return ErrorCode.none
@@ -614,7 +653,7 @@ async def offset_delete(door: Door, request: wire.Request) -> Any:
         return wire.build(cls, error_code=refusal.code, throttle_time=wire.NO_THROTTLE, topics=())
     except RaftlogError as exc:  # the group table not readable here now (leadership moved)
         return wire.build(cls, error_code=code_of(exc), throttle_time=wire.NO_THROTTLE, topics=())
-    data = door.node.cluster.data
+    offsets = door.node.cluster.offsets
 
     async def delete(topic: str, partition: int) -> ErrorCode:
         if not door.allows(READ, TOPIC, topic):
@@ -622,17 +661,24 @@ async def offset_delete(door: Door, request: wire.Request) -> Any:
         if topic in subscribed:
             return ErrorCode.group_subscribed_to_topic
         try:
-            await data.run(DataService.delete_offset, body.group_id, topic, partition, COMMIT_TIMEOUT_MS)
+            await offsets.delete(body.group_id, topic, partition)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return code_of(exc)
         return ErrorCode.none
 
+    codes = [
+        await asyncio.gather(*(delete(topic.name, p.partition_index) for p in topic.partitions))
+        for topic in body.topics
+    ]
+    if any(code is LOAD_IN_PROGRESS for answers in codes for code in answers):
+        # Kafka's partition codes are the topic's own; the group's answer says "ask again" (the admin
+        # clients do), and a delete asked again deletes what is left
+        return wire.build(cls, error_code=LOAD_IN_PROGRESS, throttle_time=wire.NO_THROTTLE, topics=())
     topics = []
-    for topic in body.topics:
-        codes = await asyncio.gather(*(delete(topic.name, p.partition_index) for p in topic.partitions))
+    for topic, answers in zip(body.topics, codes, strict=True):
         parts = tuple(
             wire.build(partition_cls, partition_index=p.partition_index, error_code=code)
-            for p, code in zip(topic.partitions, codes, strict=True)
+            for p, code in zip(topic.partitions, answers, strict=True)
         )
         topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
     return wire.build(cls, error_code=ErrorCode.none, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))

@@ -347,6 +347,22 @@ class HopLimitExceeded(PartitionError):
     template = "forwarded {hops} times without reaching a leader; retry later"
 
 
+@with_fields
+class OffsetsUnavailable(PartitionError):
+    """A consumer group's committed offset of a partition could be neither stored nor read within the
+    request's time: the partition had no leader that answered (an election, a node down, a replica
+    recovering). Retriable, and asking again loses nothing: a commit stores the same offset again, a
+    read reads it (``partitions.consumers.offsets``)."""
+
+    group: str
+    topic: str
+    partition: int
+    reason: str
+    template = (
+        "group {group}: the committed offset of {topic}-{partition} cannot be reached now ({reason}); retry"
+    )
+
+
 class PeerError(PartitionError):
     """A call to another node that did not get a typed answer from it."""
 

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from partitions.consumers.offsets import GroupOffsets
 from partitions.consumers.protocol import (
     Assignment,
     CommittedOffset,
@@ -45,7 +46,6 @@ from partitions.groups.state import Group, InstanceConfig
 from raftlog.errors import RaftlogError
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
-COMMIT_TIMEOUT_MS = 10_000
 AUTO_COMMIT_MEMBERS_KEPT = 1_000  # past this many, members gone are dropped from the auto-commit record
 
 log = logging.getLogger(__name__)
@@ -230,21 +230,20 @@ class ConsumerService:
         self._groups.check_assigned(group, instance, generation, list(wanted))
         await _all([self._commit(group, tp, offset) for tp, offset in wanted.items()])
 
+    def _offsets(self) -> GroupOffsets:
+        return GroupOffsets(self._data())
+
     async def _commit(self, group: str, tp: TopicPartition, offset: int) -> None:
-        data = self._data()
-        stored = await data.run(
-            DataService.commit_offset, group, tp.topic, tp.partition, offset, False, COMMIT_TIMEOUT_MS
-        )
-        self._groups.note_committed(group, tp, stored.value)
+        stored = await self._offsets().commit(group, tp.topic, tp.partition, offset, False)
+        self._groups.note_committed(group, tp, stored)
 
     async def _committed(self, group: str, tp: TopicPartition) -> int | None:
         """The group's committed offset of a partition (kept with the partition), from its leader."""
-        committed = (
-            await self._data().run(DataService.committed_offset, group, tp.topic, tp.partition)
-        ).value
-        if committed is not None:
-            self._groups.note_committed(group, tp, committed)
-        return committed
+        found = await self._offsets().committed(group, tp.topic, tp.partition)
+        if found is None:
+            return None
+        self._groups.note_committed(group, tp, found.offset)
+        return found.offset
 
     async def committed(
         self, group: str, instance: str, partitions: list[TopicPartition] | None
@@ -333,15 +332,12 @@ class ConsumerService:
         """Kafka's DeleteGroups: only an empty group; its committed offsets go first (a failure leaves the
         group listed, and deleting it again finishes the work)."""
         current = self._groups.check_empty(group)
-        data = self._data()
+        offsets = self._offsets()
         deleted = 0
         for topic in _read_topics(current):
             for partition in range(self._groups.partition_count(topic)):
                 with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
-                    served = await data.run(
-                        DataService.delete_offset, group, topic, partition, COMMIT_TIMEOUT_MS
-                    )
-                    deleted += served.value
+                    deleted += await offsets.delete(group, topic, partition)
         await self._groups.forget(group)
         log.info("group %s deleted with its offsets of %d partition(s)", group, deleted)
         return GroupDeleted(group, deleted)

@@ -30,6 +30,7 @@ from partitions.data.service import (
     NO_LEADER_EPOCH,
     EpochEndOffset,
     FetchedBatches,
+    GroupOffset,
     PartitionOffsets,
     Producer,
     ProduceResult,
@@ -325,10 +326,17 @@ class DataPlane:
         )  # fmt: skip
 
     async def commit_offset(
-        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        reset: bool,
+        timeout_ms: int,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> int:
         replica = self.leader_replica(topic, partition)
-        command = commands.CommitOffset(group, offset, reset)
+        command = commands.CommitOffset(group, offset, reset, leader_epoch)
         return (await self._applied(replica, command, OffsetCommitted, timeout_ms)).offset
 
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
@@ -346,9 +354,10 @@ class DataPlane:
         producer_epoch: int,
         transaction: int,
         timeout_ms: int,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> None:
         replica = self.leader_replica(topic, partition)
-        command = commands.TxnOffset(group, offset, producer_id, producer_epoch, transaction)
+        command = commands.TxnOffset(group, offset, producer_id, producer_epoch, transaction, leader_epoch)
         await self._applied(replica, command, TxnOffsetPending, timeout_ms)
 
     async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
@@ -565,11 +574,14 @@ class DataPlane:
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
 
-    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+    async def group_offset(
+        self, group: str, topic: str, partition: int, require_stable: bool
+    ) -> GroupOffset | None:
         machine = self.ready_leader(topic, partition).machine
-        if machine.pending_offset(group):
+        if require_stable and machine.pending_offset(group):
             raise UnstableOffsetCommit(group)
-        return machine.consumer_offsets.get(group)
+        offset = machine.consumer_offsets.get(group)
+        return None if offset is None else GroupOffset(offset, machine.committed_epoch(group))
 
 
 def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:

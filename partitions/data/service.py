@@ -49,6 +49,15 @@ class Producer:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupOffset:
+    """A consumer group's committed offset of a partition and the leader epoch committed with it (Kafka's
+    ``committed_leader_epoch``, KIP-320; -1 when the commit named none)."""
+
+    offset: int
+    leader_epoch: int = NO_LEADER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
 class ProduceResult:
     partition: int
     base_offset: int
@@ -179,10 +188,17 @@ class DataService(Protocol):
 
     @_leader_write("Store a consumer group's offset on the partition's leader")
     async def commit_offset(
-        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        reset: bool,
+        timeout_ms: int,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> int:
-        """Store a consumer group's next offset to read; returns the stored value (never lower unless
-        ``reset``)."""
+        """Store a consumer group's next offset to read, with the leader epoch of the record before it
+        when the client named one; returns the stored offset (never lower unless ``reset``)."""
         ...
 
     @_leader_write("Delete a partition's records below an offset on its leader")
@@ -212,10 +228,14 @@ class DataService(Protocol):
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 
-    @peer("A consumer group's committed offset unless a transaction holds one pending", topic_arg="topic")
-    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
-        """``committed_offset``, or ``UnstableOffsetCommit`` while an open transaction has committed an
-        offset of the group in the partition (Kafka's OffsetFetch with require_stable, KIP-447)."""
+    @peer("A consumer group's committed offset and its leader epoch, from the partition's leader",
+          topic_arg="topic")  # fmt: skip
+    async def group_offset(
+        self, group: str, topic: str, partition: int, require_stable: bool
+    ) -> GroupOffset | None:
+        """The committed offset with its leader epoch (None: none committed); with ``require_stable``,
+        ``UnstableOffsetCommit`` while an open transaction has committed an offset of the group in the
+        partition (Kafka's OffsetFetch with require_stable, KIP-447)."""
         ...
 
     @_leader_write("Store a consumer group's offset inside a transaction, on the partition's leader")
@@ -229,12 +249,14 @@ class DataService(Protocol):
         producer_epoch: int,
         transaction: int,
         timeout_ms: int,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> None:
-        """Store a group's offset as pending for the producer's open transaction (``transaction``: its
-        ordinal, from ``TransactionService.add_offset_partitions``): visible once its marker commits it,
-        dropped if it aborts (``write_txn_marker``). Raises ProducerFenced for an epoch older than the
-        partition knows for the producer, InvalidTxnState when that transaction's marker came already (a
-        request that outlived its transaction must not hold an offset for the next one)."""
+        """Store a group's offset (and the leader epoch named with it) as pending for the producer's open
+        transaction (``transaction``: its ordinal, from ``TransactionService.add_offset_partitions``):
+        visible once its marker commits it, dropped if it aborts (``write_txn_marker``). Raises
+        ProducerFenced for an epoch older than the partition knows for the producer, InvalidTxnState when
+        that transaction's marker came already (a request that outlived its transaction must not hold an
+        offset for the next one)."""
         ...
 
     @_leader_write("End a producer's transaction in a partition, on its leader")

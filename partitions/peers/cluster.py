@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
+from partitions.consumers.offsets import GroupOffsets
 from partitions.consumers.protocol import ConsumerRecords, GroupService
 from partitions.consumers.reader import read_assigned
 from partitions.data.service import DataService, Served
@@ -236,7 +237,8 @@ class ClusterPeer(Routed[PeerService]):
 
 class Cluster:
     """What a front door calls: ``data``, ``admin``, ``groups`` and ``transactions``, each run where it must
-    (``peer``: the partition-leader calls of replica moves)."""
+    (``peer``: the partition-leader calls of replica moves); ``offsets``: the groups' committed offsets,
+    through ``data``, waiting for a partition's leader as every door must (``consumers.offsets``)."""
 
     def __init__(
         self,
@@ -251,6 +253,7 @@ class Cluster:
             router, local.admin, lambda node: remote_admin(client, node)
         )
         self.groups = ClusterGroups(router, local.groups, client, self.data)
+        self.offsets = GroupOffsets(self.data)
         self.peer = ClusterPeer(router, local.peer, client)
         self.transactions: Routed[TransactionService] = Routed(
             router, local.transactions, lambda node: remote_transactions(client, node)

@@ -29,6 +29,7 @@ from partitions.controller.state import TopicMetadata
 from partitions.data.service import (
     EpochEndOffset,
     FetchedBatches,
+    GroupOffset,
     LocalDataService,
     PartitionOffsets,
     Producer,
@@ -100,6 +101,7 @@ RESULT_TYPES: tuple[type, ...] = (
     ReadPlan,
     ReadEnd,
     CommittedOffset,
+    GroupOffset,
     MemberPartition,
     MemberDescription,
     GroupSummary,

@@ -36,8 +36,10 @@ from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
 from partitions.data.service import (
     HIGH_WATERMARK,
+    NO_LEADER_EPOCH,
     EpochEndOffset,
     FetchedBatches,
+    GroupOffset,
     PartitionOffsets,
     Producer,
     ProduceResult,
@@ -139,6 +141,7 @@ class FakePartition:
     records: list[Record] = field(default_factory=list)
     producers: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
     consumer_offsets: dict[str, int] = field(default_factory=dict)
+    offset_epochs: dict[str, int] = field(default_factory=dict)  # group -> its offset's leader epoch
     txn_offsets: dict[int, dict[str, int]] = field(default_factory=dict)  # producer -> group -> offset
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -488,13 +491,21 @@ class FakeData:
         return EpochEndOffset(-1, -1)
 
     async def commit_offset(
-        self, group: str, topic: str, partition: int, offset: int, reset: bool, timeout_ms: int
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        reset: bool,
+        timeout_ms: int,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> int:
         self._enter("commit_offset")
         state = self._led_here(topic, partition)
         current = state.consumer_offsets.get(group)
         if reset or current is None or offset > current:
             state.consumer_offsets[group] = offset
+            state.offset_epochs[group] = leader_epoch
         return state.consumer_offsets[group]
 
     async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
@@ -509,12 +520,15 @@ class FakeData:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
 
-    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
-        self._enter("stable_committed_offset")
+    async def group_offset(
+        self, group: str, topic: str, partition: int, require_stable: bool
+    ) -> GroupOffset | None:
+        self._enter("group_offset")
         state = self._led_here(topic, partition)
-        if any(group in groups for groups in state.txn_offsets.values()):
+        if require_stable and any(group in groups for groups in state.txn_offsets.values()):
             raise UnstableOffsetCommit(group)
-        return state.consumer_offsets.get(group)
+        offset = state.consumer_offsets.get(group)
+        return None if offset is None else GroupOffset(offset, state.offset_epochs.get(group, NO_LEADER_EPOCH))
 
     async def commit_txn_offset(
         self,
@@ -526,6 +540,7 @@ class FakeData:
         producer_epoch: int,
         transaction: int,
         timeout_ms: int,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> None:
         self._enter("commit_txn_offset")
         self._led_here(topic, partition).txn_offsets.setdefault(producer_id, {})[group] = offset

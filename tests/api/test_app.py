@@ -19,6 +19,7 @@ from harness import Harness, Node
 from api import console
 from api.app import ROUTES, build_app
 from api.schemas import dump_json
+from partitions.errors import PeerUnreachable, ReplicaRecovering
 from raftlog.consensus.errors import (
     GroupClosed,
     NoLeader,
@@ -434,6 +435,22 @@ async def test_consumer_offsets_commit_read_never_backwards_unless_reset(
     assert await committed("topic=t&partition=0") == [{"topic": "t", "partition": 0, "offset": 3}]
     await commit({"offsets": [{"topic": "t", "partition": 1, "offset": 0, "reset": True}]})
     assert await committed("topic=t&partition=1") == [{"topic": "t", "partition": 1, "offset": 0}]
+
+
+async def test_a_commit_and_its_read_wait_while_the_partitions_leader_moves(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    """A commit overwritten by a new leader, a read from a leader still recovering: asked again, not
+    answered 503 (``partitions.consumers.offsets``)."""
+    cluster.add_topic("t", 1)
+    n1.data.inject["commit_offset"] = [ProposalDiscarded("t-0.1"), ReplicaRecovering("t-0.1", 0, 5)]
+    body = {"offsets": [{"topic": "t", "partition": 0, "offset": 7}]}
+    response = await n1.client.post("/consumers/g1/offsets", json=body)
+    assert response.status == 204, await response.text()
+    n1.data.inject["group_offset"] = [PeerUnreachable("n2", "connection refused")]
+    response = await n1.client.get("/consumers/g1/offsets?topic=t")
+    assert response.status == 200 and (await response.json())["offsets"][0]["offset"] == 7
+    assert n1.data.calls["commit_offset"] == 3 and n1.data.calls["group_offset"] == 2
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import partitions
 import raftlog
 from api import errors
 from membership.errors import WireError
-from partitions.errors import InvalidName, ReplicaRecovering, ReservedName
+from partitions.errors import InvalidName, OffsetsUnavailable, ReplicaRecovering, ReservedName
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
@@ -70,6 +70,7 @@ def test_every_concrete_error_is_in_the_table() -> None:
         (InvalidName("group", "g\n", "a control character"), 400, 40001),
         (ReservedName("name", "__x", "reserved"), 400, 40003),
         (ReplicaRecovering("t-0.1", 10, 20), 503, 50309),
+        (OffsetsUnavailable("g", "t", 0, "no leader"), 503, 50310),
     ],
 )
 def test_contract_codes(error: Exception, status: int, code: int) -> None:
