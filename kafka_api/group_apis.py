@@ -1,7 +1,9 @@
 """The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
 holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
-leader: the same ones the HTTP API shows, one group, one truth), TxnOffsetCommit (offsets committed in a
-transaction), ListGroups, DescribeGroups and DeleteGroups. FindCoordinator also finds a transactional id's
+leader: the same ones the HTTP API shows, one group, one truth; reached through ``Cluster.offsets``, which
+waits while a partition's leader moves and then answers COORDINATOR_LOAD_IN_PROGRESS, the code every group
+client retries), TxnOffsetCommit (offsets committed in a transaction), ListGroups, DescribeGroups and
+DeleteGroups. FindCoordinator also finds a transactional id's
 coordinator (key type 1, ``transaction_apis``).
 
 A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
