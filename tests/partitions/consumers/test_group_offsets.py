@@ -45,7 +45,7 @@ async def test_a_commit_waits_through_an_election_and_a_dead_leader() -> None:
         ],
         answer=42,
     )
-    assert await GroupOffsets(partitions).commit("g", "t", 0, 42, True, leader_epoch=5) == 42  # type: ignore[arg-type]
+    assert await GroupOffsets(partitions).commit("g", "t", 0, 42, True, leader_epoch=5) == 42
     assert len(partitions.calls) == 5
     name, args, kwargs = partitions.calls[-1]
     assert name == DataService.commit_offset.__name__ and args[:5] == ("g", "t", 0, 42, True)
@@ -55,7 +55,7 @@ async def test_a_commit_waits_through_an_election_and_a_dead_leader() -> None:
 async def test_a_commit_without_an_epoch_does_not_name_one() -> None:
     """A node of the previous release takes the call as it did (no argument it does not know)."""
     partitions = Partitions([], answer=7)
-    await GroupOffsets(partitions).commit("g", "t", 0, 7, False)  # type: ignore[arg-type]
+    await GroupOffsets(partitions).commit("g", "t", 0, 7, False)
     assert partitions.calls[0][2] == {}
 
 
@@ -63,7 +63,7 @@ async def test_no_leader_for_the_whole_time_is_offsets_unavailable() -> None:
     partitions = Partitions([NoLeader("t-0")] * 1000)
     started = time.monotonic()
     with pytest.raises(OffsetsUnavailable) as raised:
-        await GroupOffsets(partitions, time_ms=500).committed("g", "t", 3)  # type: ignore[arg-type]
+        await GroupOffsets(partitions, time_ms=500).committed("g", "t", 3)
     assert 0.4 <= time.monotonic() - started < 5
     assert (raised.value.group, raised.value.topic, raised.value.partition) == ("g", "t", 3)
     assert "no leader" in raised.value.reason and len(partitions.calls) > 1
@@ -72,17 +72,17 @@ async def test_no_leader_for_the_whole_time_is_offsets_unavailable() -> None:
 async def test_a_call_that_outlives_the_time_is_given_up() -> None:
     partitions = Partitions([], hang=True)
     with pytest.raises(OffsetsUnavailable):
-        await asyncio.wait_for(GroupOffsets(partitions, time_ms=300).delete("g", "t", 0), 10)  # type: ignore[arg-type]
+        await asyncio.wait_for(GroupOffsets(partitions, time_ms=300).delete("g", "t", 0), 10)
 
 
 async def test_a_refusal_that_waiting_cannot_change_passes_through_at_once() -> None:
     partitions = Partitions([UnknownTopic("t")])
     with pytest.raises(UnknownTopic):
-        await GroupOffsets(partitions).committed("g", "t", 0)  # type: ignore[arg-type]
+        await GroupOffsets(partitions).committed("g", "t", 0)
     assert len(partitions.calls) == 1
 
 
 async def test_a_read_answers_the_offset_and_its_epoch_or_none() -> None:
     found = GroupOffset(10, 3)
-    assert await GroupOffsets(Partitions([NoLeader("t-0")], found)).committed("g", "t", 0, True) == found  # type: ignore[arg-type]
-    assert await GroupOffsets(Partitions([], None)).committed("g", "t", 0) is None  # type: ignore[arg-type]
+    assert await GroupOffsets(Partitions([NoLeader("t-0")], found)).committed("g", "t", 0, True) == found
+    assert await GroupOffsets(Partitions([], None)).committed("g", "t", 0) is None
