@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka_api"))  # kafka_fixtures
 
+from go_client import build_go_client
 from java_client import JavaClient
 
 from raftlog_bench.kafka_peer import KafkaCluster
@@ -75,23 +76,11 @@ def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
     return JavaClient(tmp_path_factory.mktemp("java-client"))
 
 
-GO_SOURCE = pathlib.Path(__file__).resolve().parent / "go"
-
-
 @pytest.fixture(scope="session")
 def go_client(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
     """``go_client(scenario, bootstrap, topic, argument="")``: what franz-go's scenario observed (its RESULT
-    line), from ``go/main.go`` built once per run (modules from the Go module proxy, pinned by go.sum)."""
-    binary = tmp_path_factory.mktemp("go-client") / "kafkareference"
-    toolchain = GO_SOURCE.parents[2] / "scripts" / "go_toolchain.sh"  # the machine's go, or the proxy's
-    go = subprocess.run([str(toolchain)], check=True, capture_output=True, text=True, timeout=600).stdout
-    subprocess.run(
-        [go.strip(), "build", "-o", str(binary), "."],
-        cwd=GO_SOURCE,
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    line), from ``go/main.go`` built once per run (``go_client.py``)."""
+    binary = build_go_client(tmp_path_factory.mktemp("go-client"))
 
     def run(scenario: str, bootstrap: str, topic: str, argument: str = "") -> dict[str, Any]:
         done = subprocess.run(

@@ -83,6 +83,10 @@ class JavaRun:
         for line in self._process.stderr:
             self._stderr.append(line)
 
+    def lines(self) -> list[str]:
+        """Every line printed so far (the reader thread's: ``line`` and ``result`` still find them)."""
+        return [line.rstrip("\n") for line in list(self._stdout)]
+
     def output(self) -> str:
         return "".join(self._stdout)[-2000:] + "".join(self._stderr)[-4000:]
 

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,8 @@ func main() {
 		result, err = group(ctx, seeds, topic, argument)
 	case "admin":
 		result, err = admin(ctx, seeds, topic)
+	case "commit-loop":
+		result, err = commitLoop(ctx, seeds, topic, argument)
 	default:
 		err = fmt.Errorf("unknown scenario %q", scenario)
 	}
@@ -420,4 +423,55 @@ func errorName(err error) string {
 		return "ok"
 	}
 	return err.Error()
+}
+
+// commitLoop: group ARGUMENT commits offsets 1, 2, 3... of partition 0 (OffsetCommit through kadm, retried
+// as franz-go retries it), printing "COMMITTED n" after each commit it was told succeeded, and every tenth
+// reads the group's offsets back (OffsetFetch); until a line on stdin. Its result: the last offset
+// committed, every commit or read that failed, and every read below the last commit.
+func commitLoop(ctx context.Context, seeds []string, topic, group string) (map[string]any, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	stop := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		close(stop)
+	}()
+	var last int64
+	failures, behind := []string{}, []string{}
+	for n := int64(1); ; n++ {
+		select {
+		case <-stop:
+			return map[string]any{"committed": last, "failures": failures, "behind": behind}, nil
+		default:
+		}
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: n, LeaderEpoch: -1})
+		committed, err := adm.CommitOffsets(ctx, group, offsets)
+		if err == nil {
+			err = committed.Error()
+		}
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("commit %d: %v", n, err))
+		} else {
+			last = n
+			fmt.Printf("COMMITTED %d\n", n)
+		}
+		if n%10 != 0 {
+			continue
+		}
+		fetched, err := adm.FetchOffsets(ctx, group)
+		if err == nil {
+			err = fetched.Error()
+		}
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("read after %d: %v", last, err))
+		} else if offset, ok := fetched.Lookup(topic, 0); !ok || offset.At < last {
+			behind = append(behind, fmt.Sprintf("read %d (found: %v) after %d", offset.At, ok, last))
+		}
+	}
 }

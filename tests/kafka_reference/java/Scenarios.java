@@ -79,6 +79,7 @@ public class Scenarios {
             case "transactions" -> transactions(settings, topic, argument);
             case "consume-transform-produce" -> consumeTransformProduce(settings, topic);
             case "transaction-timeout" -> transactionTimeout(settings, topic);
+            case "commit-loop" -> commitLoop(settings, topic, argument);
             default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
         };
         System.out.println("RESULT " + json(result));
@@ -128,6 +129,62 @@ public class Scenarios {
         result.put("dense_offsets_from_0", offsets.equals(range(300)));
         result.put("read", read.size());
         result.put("read_as_written", same);
+        return result;
+    }
+
+    // -- commits across a node's kill -9 -------------------------------------------------------------
+
+    /**
+     * Group ARGUMENT commits offsets 1, 2, 3... of partition 0 (commitSync, the partition assigned: no
+     * membership), printing "COMMITTED n" after each commit it was told succeeded, and every tenth reads
+     * the committed offset back (committed()); until a line on stdin. RESULT: the last offset committed,
+     * every commit or read that failed (its exception), and every read below the last commit.
+     */
+    static Map<String, Object> commitLoop(Properties settings, String topic, String group) throws Exception {
+        TopicPartition partition = new TopicPartition(topic, 0);
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread stdin = new Thread(() -> {
+            try {
+                new BufferedReader(new InputStreamReader(System.in)).readLine();
+            } catch (java.io.IOException e) {
+                // stdin closed: stop as asked
+            }
+            stop.set(true);
+        });
+        stdin.setDaemon(true);
+        stdin.start();
+        List<String> failures = new ArrayList<>();
+        List<String> behind = new ArrayList<>();
+        long last = 0;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumer(settings, group))) {
+            consumer.assign(List.of(partition));
+            for (long n = 1; !stop.get(); n++) {
+                try {
+                    consumer.commitSync(Map.of(partition, new OffsetAndMetadata(n)));
+                    last = n;
+                    System.out.println("COMMITTED " + n);
+                    System.out.flush();
+                } catch (Exception e) {
+                    failures.add("commit " + n + ": " + e);
+                }
+                if (n % 10 != 0) {
+                    continue;
+                }
+                try {
+                    OffsetAndMetadata read = consumer.committed(Set.of(partition)).get(partition);
+                    long offset = read == null ? -1 : read.offset();
+                    if (offset < last) {
+                        behind.add("read " + offset + " after " + last);
+                    }
+                } catch (Exception e) {
+                    failures.add("read after " + last + ": " + e);
+                }
+            }
+        }
+        Map<String, Object> result = new TreeMap<>();
+        result.put("committed", last);
+        result.put("failures", failures);
+        result.put("behind", behind);
         return result;
     }
 

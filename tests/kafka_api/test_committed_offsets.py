@@ -1,0 +1,351 @@
+"""Committed offsets as Kafka's clients meet them: none lost across a kill -9, and each keeps its leader
+epoch.
+
+No committed offset is lost across a kill -9, for each Kafka client family: a consumer of a group commits
+offsets 1, 2, 3... of a partition in a loop (the partition assigned, as a stream processor commits), reading
+the committed offset back every tenth commit, while the node leading that partition is killed with SIGKILL
+and restarted, then again while another replica is paused (the partition leaderless for seconds, as a slow
+election on a loaded machine leaves it), then the group's coordinator. Every commit must succeed as the
+client library sees it (it retries what Kafka's clients retry: a code it does not retry ends the commit, and
+its offset is lost), every read must find at least the last commit (an offset not read is not "none"), and
+after all of it the group's offset read afresh is the last commit the client saw succeed.
+
+Committed offsets live on each partition's leader (docs/decisions/0003): while the partition elects a
+new leader, a commit and a read wait for it (``partitions.consumers.offsets``), and answer
+COORDINATOR_LOAD_IN_PROGRESS only when the time runs out."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from go_client import build_go_client
+from java_client import JavaClient, JavaRun
+from kafka_fixtures import http_client
+from waiting import wait_for
+
+from raftlog_client.local_cluster import LocalCluster
+
+COMMITS_BETWEEN = 15  # commits each client must see succeed before a kill, without the node, and after
+READ_EVERY = 10
+STOP_TIMEOUT_S = 120.0
+PROGRESS_TIMEOUT_S = 90.0  # a kill -9's election is a few seconds; a loaded 2-core machine is slower
+STALL_S = 4.0  # how long a partition stays leaderless: past Router's 3 s, within GroupOffsets' 8 s
+
+
+class Committer(Protocol):
+    """A client committing in a loop (module docstring) until ``stop``."""
+
+    def committed(self) -> int: ...  # the last offset it saw committed
+
+    def stop(self) -> dict[str, Any]: ...  # {"committed": n, "failures": [...], "behind": [...]}
+
+
+class PythonCommitter:
+    """confluent-kafka's or kafka-python's loop, on a thread of the test."""
+
+    def __init__(
+        self, commit: Callable[[int], None], read: Callable[[], int], close: Callable[[], None]
+    ) -> None:
+        self._commit, self._read, self._close = commit, read, close
+        self._last = 0
+        self._failures: list[str] = []
+        self._behind: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            try:
+                self._commit(n)
+                self._last = n
+            except Exception as exc:  # every failure is what the test reports
+                self._failures.append(f"commit {n}: {exc!r}")
+            if n % READ_EVERY:
+                continue
+            try:
+                offset = self._read()
+            except Exception as exc:
+                self._failures.append(f"read after {self._last}: {exc!r}")
+                continue
+            if offset < self._last:
+                self._behind.append(f"read {offset} after {self._last}")
+        self._close()
+
+    def committed(self) -> int:
+        return self._last
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join(STOP_TIMEOUT_S)
+        assert not self._thread.is_alive(), "the commit loop did not stop"
+        return {"committed": self._last, "failures": self._failures, "behind": self._behind}
+
+
+def _last_commit(lines: list[str]) -> int:
+    committed = [line for line in lines if line.startswith("COMMITTED ")]
+    return int(committed[-1].split()[1]) if committed else 0
+
+
+class JavaCommitter:
+    """The Java client's loop (``Scenarios.java``'s ``commit-loop``): "COMMITTED n" lines until a line
+    on stdin, then its RESULT."""
+
+    def __init__(self, run: JavaRun) -> None:
+        self._run = run
+
+    def committed(self) -> int:
+        return _last_commit(self._run.lines()[-50:])
+
+    def stop(self) -> dict[str, Any]:
+        with self._run:
+            self._run.send("stop")
+            return self._run.result()
+
+
+class GoCommitter:
+    """franz-go's loop (``go/main.go``'s ``commit-loop``), as the Java one."""
+
+    def __init__(self, binary: pathlib.Path, bootstrap: str, topic: str, group: str) -> None:
+        self._process = subprocess.Popen(
+            [str(binary), "commit-loop", bootstrap, topic, group],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self._lines: list[str] = []
+        self._result: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            self._lines.append(line.strip())
+            if line.startswith("RESULT "):
+                self._result.put(json.loads(line[len("RESULT ") :]))
+
+    def committed(self) -> int:
+        return _last_commit(self._lines[-50:])
+
+    def stop(self) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        try:
+            self._process.stdin.write("stop\n")
+            self._process.stdin.flush()
+            return self._result.get(timeout=STOP_TIMEOUT_S)
+        finally:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait(timeout=STOP_TIMEOUT_S)
+
+
+def _confluent(cluster: LocalCluster, topic: str, group: str) -> Committer:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0)])
+
+    def commit(n: int) -> None:
+        for answer in consumer.commit(offsets=[TopicPartition(topic, 0, n)], asynchronous=False) or []:
+            if answer.error is not None:
+                raise KafkaException(answer.error)
+
+    def read() -> int:
+        (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=60)
+        if found.error is not None:
+            raise KafkaException(found.error)
+        return int(found.offset)
+
+    return PythonCommitter(commit, read, consumer.close)
+
+
+def _kafka_python(cluster: LocalCluster, topic: str, group: str) -> Committer:
+    kafka = pytest.importorskip("kafka")
+    structs = pytest.importorskip("kafka.structs")
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers.split(","), group_id=group, enable_auto_commit=False
+    )
+    partition = structs.TopicPartition(topic, 0)
+    consumer.assign([partition])
+
+    def commit(n: int) -> None:
+        consumer.commit({partition: structs.OffsetAndMetadata(n, "", -1)})
+
+    def read() -> int:
+        found = consumer.committed(partition)
+        return -1 if found is None else int(found)
+
+    return PythonCommitter(commit, read, consumer.close)
+
+
+@pytest.fixture(scope="module")
+def go_binary(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return build_go_client(tmp_path_factory.mktemp("go-client"))
+
+
+@pytest.fixture(scope="module")
+def topics(kafka_cluster: LocalCluster) -> Iterator[Callable[[str], str]]:
+    """A topic of one partition, replication factor 3, per client family."""
+
+    def create(family: str) -> str:
+        topic = f"commits-{family}"
+        with http_client(kafka_cluster) as client:
+            client.create_topic(topic, 1, 3)
+        return topic
+
+    yield create
+
+
+def _leader(admin: AdminClient, topic: str) -> str:
+    def found() -> int | None:
+        leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+        return leader if leader >= 0 else None
+
+    return f"n{wait_for(found, f'a leader of {topic}/0')}"
+
+
+def _coordinator(admin: AdminClient, group: str) -> str:
+    def found() -> int | None:
+        try:
+            (described,) = admin.describe_consumer_groups([group], request_timeout=10).values()
+            return described.result().coordinator.id
+        except KafkaException:
+            return None
+
+    return f"n{wait_for(found, f'the coordinator of group {group}')}"
+
+
+def _kill_and_restart(cluster: LocalCluster, node: str, committer: Committer) -> None:
+    """kill -9 of ``node`` while the client commits: commits go on without it, and after it is back."""
+    cluster.control("stop", node, kill=True)
+    _commits_go_on(committer, f"the kill of {node}")
+    cluster.control("start", node)
+    _commits_go_on(committer, f"the restart of {node}")
+
+
+def _kill_while_another_is_paused(cluster: LocalCluster, node: str, group: str, committer: Committer) -> None:
+    """kill -9 of ``node`` while another replica is paused (SIGSTOP: a slow election on a loaded machine):
+    the partition has no leader until the paused one is let go, once the client's commits have stalled
+    for ``STALL_S``, longer than a call waits for a leader by itself (Router's 3 s). A node other than the
+    group's coordinator is paused when one is left, so the coordinator meets the leaderless partition."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    others = sorted(n for n in cluster.pids if n != node)
+    coordinator = _coordinator(admin, group)
+    paused = next((n for n in others if n != coordinator), others[0])
+    pid = cluster.pids[paused]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        cluster.control("stop", node, kill=True)
+        _stalled(committer, STALL_S)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _commits_go_on(committer, f"the kill of {node} while {paused} was paused")
+    cluster.control("start", node)
+    _commits_go_on(committer, f"the restart of {node}")
+
+
+def _stalled(committer: Committer, for_s: float) -> None:
+    """Until the client's commits have not moved for ``for_s``."""
+    last, since = committer.committed(), time.monotonic()
+
+    def stalled() -> bool:
+        nonlocal last, since
+        now = committer.committed()
+        if now != last:
+            last, since = now, time.monotonic()
+        return time.monotonic() - since >= for_s
+
+    wait_for(stalled, f"commits stalled for {for_s} s", PROGRESS_TIMEOUT_S, every_s=0.1)
+
+
+def _commits_go_on(committer: Committer, after: str) -> None:
+    target = committer.committed() + COMMITS_BETWEEN
+    wait_for(
+        lambda: committer.committed() >= target,
+        f"{COMMITS_BETWEEN} commits after {after}",
+        PROGRESS_TIMEOUT_S,
+    )
+
+
+FAMILIES = ["confluent-kafka", "kafka-python", "java", "franz-go"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_commit_is_lost_across_a_kill_9_of_the_partitions_leader_and_of_the_coordinator(
+    family: str,
+    kafka_cluster: LocalCluster,
+    topics: Callable[[str], str],
+    request: pytest.FixtureRequest,
+) -> None:
+    topic, group = topics(family), f"committer-{family}"
+    committer: Committer
+    if family == "confluent-kafka":
+        committer = _confluent(kafka_cluster, topic, group)
+    elif family == "kafka-python":
+        committer = _kafka_python(kafka_cluster, topic, group)
+    elif family == "java":
+        settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+        java: JavaClient = request.getfixturevalue("java_client")
+        committer = JavaCommitter(java.start("commit-loop", settings, topic, group))
+    else:
+        binary: pathlib.Path = request.getfixturevalue("go_binary")
+        committer = GoCommitter(binary, kafka_cluster.bootstrap_servers, topic, group)
+    try:
+        wait_for(lambda: committer.committed() >= COMMITS_BETWEEN, "the first commits", PROGRESS_TIMEOUT_S)
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        _kill_and_restart(kafka_cluster, _leader(admin, topic), committer)
+        _kill_while_another_is_paused(kafka_cluster, _leader(admin, topic), group, committer)
+        _kill_and_restart(kafka_cluster, _coordinator(admin, group), committer)
+    finally:
+        result = committer.stop()
+    assert result["failures"] == [], result["failures"][:5]
+    assert result["behind"] == [], result["behind"][:5]
+    assert result["committed"] >= 5 * COMMITS_BETWEEN
+
+    reader = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
+    try:
+        (found,) = reader.committed([TopicPartition(topic, 0)], timeout=60)
+    finally:
+        reader.close()
+    assert found.error is None and found.offset == result["committed"], (found, result["committed"])
+
+
+def test_a_committed_offset_keeps_its_leader_epoch_committed_or_in_a_transaction(
+    kafka_cluster: LocalCluster, topics: Callable[[str], str]
+) -> None:
+    """KIP-320: OffsetCommit v6+ and TxnOffsetCommit v2+ carry the epoch of the record before the offset;
+    OffsetFetch v5+ answers it (-1, None to confluent-kafka, when the commit named none)."""
+    topic = topics("epochs")
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "epochs",
+                         "enable.auto.commit": False})  # fmt: skip
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "transactional.id": "epochs"})
+    try:
+
+        def committed() -> tuple[int, int | None]:
+            (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=60)
+            assert found.error is None, found.error
+            return found.offset, found.leader_epoch
+
+        consumer.commit(offsets=[TopicPartition(topic, 0, 7, leader_epoch=3)], asynchronous=False)
+        assert committed() == (7, 3)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=False)
+        assert committed() == (9, None)
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        offsets = [TopicPartition(topic, 0, 11, leader_epoch=4)]
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+        assert committed() == (11, 4)
+    finally:
+        consumer.close()
