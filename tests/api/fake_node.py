@@ -528,7 +528,9 @@ class FakeData:
         if require_stable and any(group in groups for groups in state.txn_offsets.values()):
             raise UnstableOffsetCommit(group)
         offset = state.consumer_offsets.get(group)
-        return None if offset is None else GroupOffset(offset, state.offset_epochs.get(group, NO_LEADER_EPOCH))
+        if offset is None:
+            return None
+        return GroupOffset(offset, state.offset_epochs.get(group, NO_LEADER_EPOCH))
 
     async def commit_txn_offset(
         self,
