@@ -47,7 +47,7 @@ from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
-from partitions.errors import InvalidName, PeerError
+from partitions.errors import InvalidName, PeerError, ReplicaRecovering
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import UnknownGroup
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
@@ -107,7 +107,7 @@ def _coordinator_code(error: BaseException) -> ErrorCode:
     COORDINATOR_NOT_AVAILABLE, each retried by every group client (a leader's code would end a commit)."""
     if isinstance(error, (NotLeader, ProposalDiscarded, GroupClosed)):
         return ErrorCode.not_coordinator
-    if isinstance(error, NoLeader):
+    if isinstance(error, (NoLeader, ReplicaRecovering)):
         return LOAD_IN_PROGRESS
     if isinstance(error, (OutcomeUnknown, ProposalQueueFull, PeerError, StorageUnavailable)):
         return ErrorCode.coordinator_not_available
@@ -614,11 +614,12 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
             return ErrorCode.group_authorization_failed
         if coordinator_of(door, name) != door.node.node_id:
             return ErrorCode.not_coordinator
-        try:  # a partition holding its offsets out of reach: COORDINATOR_LOAD_IN_PROGRESS, retried by the
-            # clients; the group stays listed until its offsets are gone, so asking again finishes the work
+        try:  # a partition holding its offsets out of reach, or the group's own electing:
+            # COORDINATOR_LOAD_IN_PROGRESS, retried by the clients; the group stays listed until its
+            # offsets are gone, so asking again finishes the work
             await door.node.local.groups.delete_group(name)
         except Exception as exc:  # every error is this group's answer (kafka_api.errors)
-            return code_of(exc)
+            return _coordinator_code(exc)
         return ErrorCode.none
 
     results = [

@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.group_apis import delete_groups
-from partitions.errors import ReplicaRecovering
+from partitions.errors import OffsetsUnavailable, ReplicaRecovering
 from partitions.groups.errors import GroupNotEmpty
 from raftlog.consensus.errors import NoLeader
 
@@ -50,14 +50,20 @@ async def _answer(failure: BaseException | None) -> Any:
 
 @pytest.mark.parametrize(
     "failure",
-    [NoLeader("t-0"), ReplicaRecovering("t-0", 5, 9)],
-    ids=["electing", "recovering"],
+    [
+        NoLeader("t-0"),
+        ReplicaRecovering("t-0", 5, 9),
+        OffsetsUnavailable("g", "t", 0, "no leader answered within 8000 ms"),
+    ],
+    ids=["electing", "recovering", "offsets-out-of-reach"],
 )
 async def test_a_partition_of_its_offsets_without_a_leader_is_a_coordinator_still_loading(
     failure: BaseException,
 ) -> None:
     """Kafka's clients ask again on COORDINATOR_LOAD_IN_PROGRESS; LEADER_NOT_AVAILABLE means nothing to a
-    group API, and the group, still listed, is deleted by the next ask."""
+    group API, and the group, still listed, is deleted by the next ask. The offsets' partitions are waited
+    for (``GroupOffsets``: OffsetsUnavailable once the time is spent); the group's own partition electing
+    is answered alike."""
     assert await _answer(failure) == ErrorCode.coordinator_load_in_progress
 
 
