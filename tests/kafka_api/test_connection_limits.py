@@ -125,10 +125,23 @@ def one_node(root: pathlib.Path, tls: bool) -> Iterator[RunningNode]:
             assert process.poll() is None, f"the node exited; see {log_path}"
             assert time.monotonic() < deadline, f"the node made no user; see {log_path}"
             time.sleep(0.2)
+        host, port = node.kafka.rsplit(":", 1)
+        while not _listening(host, int(port)):  # the Kafka listener opens once the metadata caught up
+            assert process.poll() is None, f"the node exited; see {log_path}"
+            assert time.monotonic() < deadline, f"the node's Kafka listener never opened; see {log_path}"
+            time.sleep(0.2)
         yield node
     finally:
         process.terminate()
         process.wait(30)
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module", params=["plain", "tls"])
