@@ -47,7 +47,7 @@ async def test_produce_is_idempotent_across_a_lost_answer(cluster: FakeCluster, 
     async with client_for(n1.url, producer_id=77) as client:
         produced = await client.produce("t", [Message(b"once"), Message(b"twice?")])
         assert produced == [Produced(0, 0), Produced(0, 1)]
-        assert n1.data.calls["produce"] == 2  # the retry reached the data service and was deduplicated
+        assert n1.data.calls["produce_batch"] == 2  # the retry reached the data service and was deduplicated
         assert [r.value for r in cluster.partitions[("t", 0)].records] == [b"once", b"twice?"]
         await client.produce("t", [Message(b"next")])
     windows = cluster.partitions[("t", 0)].producers
