@@ -69,11 +69,11 @@ def test_each_fake_has_every_member_of_its_protocol_in_the_same_shape(protocol: 
 
 def test_a_fake_that_drifted_is_told() -> None:
     class Drifted:
-        async def produce(self, topic: str, partition: int, records: object) -> None: ...
+        async def produce_batch(self, topic: str, partition: int, records: object) -> None: ...
 
         def offsets(self, topic: str, partition: int) -> None: ...  # not async
 
     found = mismatches(DataService, Drifted)
-    assert any(line.startswith("produce: ") and "missing" not in line for line in found)
+    assert any(line.startswith("produce_batch: ") and "missing" not in line for line in found)
     assert any(line.startswith("offsets: ") for line in found)
     assert "fetch_batches: missing" in found
