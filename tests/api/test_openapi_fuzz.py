@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -47,7 +48,7 @@ from api.openapi import document
 from partitions.groups.state import InstanceConfig
 from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
-from raftlog.storage.batch import ProducerRecord
+from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.contract import RECORD_BATCH
 
 T = TypeVar("T")
@@ -125,7 +126,8 @@ class ServedCluster:
             leader = self.data[state.leader or "n1"]
             for i in range(3):
                 value = f"{name}-{partition}-{i}".encode()
-                await leader.produce(name, partition, [ProducerRecord(value)], None, None, 1000)
+                batch = encode_batch(0, [ProducerRecord(value)], 0, int(time.time() * 1000))
+                await leader.produce_batch(name, partition, batch, 1000)
         cluster.group_tables.clear()
         with contextlib.suppress(NotLeader):  # n1 (the controller) creates __consumer_groups
             await self.data["n1"].groups.create_instance(
