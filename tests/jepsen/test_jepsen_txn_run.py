@@ -51,7 +51,7 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
     result, info, results = _run(
         tmp_path,
         faults=FAULTS,
-        time_limit_s=30.0,
+        time_limit_s=45.0,  # room for 20 commits between faults (an isolated leader steps down after 3 s)
         seed=SEED,
         fs="lazy" if lazy else "plain",
         clients=("http", "kafka"),  # polls through both doors in turn
