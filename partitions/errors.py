@@ -322,11 +322,15 @@ class CapacityExceeded(PartitionError):
 
 @with_fields
 class PlacementImpossible(PartitionError):
-    """Not enough live nodes for the requested replication factor."""
+    """Not enough nodes for the requested replication factor: live ones, and ones down after a crash (which
+    hold a replica only when the live ones are too few, as Kafka places on a fenced broker)."""
 
     replication_factor: int
     nodes: int
-    template = "replication factor {replication_factor} needs {replication_factor} live nodes, have {nodes}"
+    template = (
+        "replication factor {replication_factor} needs {replication_factor} nodes; {nodes} can hold a replica"
+        " (live, or down after a crash; a node that left does not count)"
+    )
 
 
 @with_fields

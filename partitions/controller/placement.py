@@ -40,6 +40,7 @@ def place(
     replication_factor: int,
     existing: Mapping[str, Sequence[Sequence[str]]] | None = None,
     replicas_max: int | None = None,
+    standby: Sequence[str] = (),
 ) -> list[list[str]]:
     """Replica lists, first replica = preferred leader, one list per partition.
 
@@ -47,16 +48,24 @@ def place(
     ``replication_factor`` nodes holding the fewest replicas (so replica counts stay within one of each
     other), preferring among equals the nodes leading the fewest partitions; its preferred leader is the
     chosen node leading the fewest. Ties break by node order rotated per partition. Deterministic.
+
+    ``standby``: nodes that exist but are not live now (gossip suspects them or declared them dead: a crash,
+    not a goodbye). As Kafka places on a fenced broker that is still registered, they take a replica only
+    when the live ``nodes`` are fewer than the factor, and never lead: the partition's Raft group has its
+    majority on the live nodes and the standby replica catches up when its node returns.
     With ``replicas_max``, ``CapacityExceeded`` when a node would then hold more replicas than that
     (the least loaded nodes are chosen first, so it fits whenever room is spread enough to fit).
     """
     live = sorted(set(nodes))
+    spare = sorted(set(standby) - set(live))
     if partitions < 1:
         raise PartitionError(f"partitions {partitions} must be >= 1")
-    if not 1 <= replication_factor <= len(live):
-        raise PlacementImpossible(replication_factor, len(live))
-    replicas: Counter[str] = Counter({n: 0 for n in live})
-    leaders: Counter[str] = Counter({n: 0 for n in live})
+    if not live or not 1 <= replication_factor <= len(live) + len(spare):
+        raise PlacementImpossible(replication_factor, len(live) + len(spare))
+    spare = spare if replication_factor > len(live) else []
+    everyone = live + spare
+    replicas: Counter[str] = Counter({n: 0 for n in everyone})
+    leaders: Counter[str] = Counter({n: 0 for n in everyone})
     for assignment in (existing or {}).values():
         for replica_set in assignment:
             for node in replica_set:
@@ -66,16 +75,17 @@ def place(
                 leaders[replica_set[0]] += 1
     result = []
     for partition in range(partitions):
-        rotation = {node: (i - partition) % len(live) for i, node in enumerate(live)}
+        rotation = {node: (i - partition) % len(everyone) for i, node in enumerate(everyone)}
         chosen = sorted(live, key=lambda n: (replicas[n], leaders[n], rotation[n]))[:replication_factor]
-        leader = min(chosen, key=lambda n: (leaders[n], replicas[n], rotation[n]))
+        chosen += sorted(spare, key=lambda n: (replicas[n], rotation[n]))[: replication_factor - len(chosen)]
+        leader = min([n for n in chosen if n in live], key=lambda n: (leaders[n], replicas[n], rotation[n]))
         ordered = [leader] + [n for n in chosen if n != leader]
         for node in ordered:
             replicas[node] += 1
         leaders[leader] += 1
         result.append(ordered)
     if replicas_max is not None:
-        held = replica_counts(live, (existing or {}).values())
+        held = replica_counts(everyone, (existing or {}).values())
         what = f"{partitions:,} partition(s) x replication factor {replication_factor}"
-        check_capacity(what, held, replica_counts(live, [result]), replicas_max)
+        check_capacity(what, held, replica_counts(everyone, [result]), replicas_max)
     return result

@@ -65,7 +65,14 @@ class TopicChanges:
         members = self._frontend.members()
         metadata = self._frontend.metadata()
         existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
-        assignment = place(members.placeable(), partitions, replication_factor, existing, self._replicas_max)
+        assignment = place(
+            members.placeable(),
+            partitions,
+            replication_factor,
+            existing,
+            self._replicas_max,
+            members.standby(),
+        )
         validate_topic(name, assignment, configs)
         result = await self._frontend.propose(CreateTopic(name, assignment, dict(configs)))
         check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
@@ -92,7 +99,14 @@ class TopicChanges:
         metadata = self._frontend.metadata()
         existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
         factor = len(topic.replicas[0])
-        added = place(members.placeable(), count - topic.partitions, factor, existing, self._replicas_max)
+        added = place(
+            members.placeable(),
+            count - topic.partitions,
+            factor,
+            existing,
+            self._replicas_max,
+            members.standby(),
+        )
         if validate_only:
             grown = topic.replicas + tuple(map(tuple, added))
             return TopicMetadata(name, topic.topic_id, grown, topic.configs)

@@ -74,6 +74,14 @@ class Routing:
         left (a configured peer gossip has not heard from yet, right after start, still counts)."""
         return sorted(n for n in self._http if n == self.node_id or self._view.state(n) in (None, "alive"))
 
+    def standby(self) -> list[str]:
+        """Nodes that exist but are down after a crash (gossip suspects them or declared them dead, without
+        their goodbye): a new replica goes there only when the placeable nodes are too few for the factor,
+        as Kafka places on a fenced broker still registered. A node that left is gone for placement."""
+        return sorted(
+            n for n in self._http if n != self.node_id and self._view.state(n) in ("suspect", "dead")
+        )
+
     # -- leaders -------------------------------------------------------------------------------------
 
     def _topic(self, name: str) -> TopicMetadata:

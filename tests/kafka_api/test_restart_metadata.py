@@ -3,16 +3,22 @@ opens its listeners only once its metadata caught up with the controller's, the 
 opens (and ``/status/ready`` says ready) only once it applied the controller's metadata up to what the
 controller had applied when the node started. Before, a node answered Metadata from its last snapshot
 right after a restart, and librdkafka cached "unknown partition" for the topics created while it was
-down."""
+down.
+
+A topic created while a node is down after a crash gets its full replication factor, as on Kafka (which
+places on a fenced broker still registered): the down node holds a replica, never the leader, and catches
+up once it is back. Before, such a creation was refused with INVALID_REPLICATION_FACTOR."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.error
 import urllib.request
 from typing import Any
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka_fixtures import RawKafka
 
@@ -21,6 +27,7 @@ from raftlog_client.local_cluster import LocalCluster
 
 METADATA = 3
 BEFORE, WHILE_DOWN = 40, 40  # topics created before the node stops, and while it is down
+SAMPLE = 5  # topics written while the node is down, whose replica on it must catch up
 WATCH_S = 180.0  # the whole restart watched at most this long
 
 
@@ -66,8 +73,13 @@ def test_a_restarted_node_answers_metadata_only_once_it_knows_every_topic(
     _create(kafka_cluster, first, 3)
     restarted = "n3"
     kafka_cluster.control("stop", restarted, kill=True)
+    assert _seen_down(kafka_cluster, restarted), "gossip never reported the killed node down"
     later = [f"while-down-{i}" for i in range(WHILE_DOWN)]
-    _create(kafka_cluster, later, 2)  # on the two live nodes
+    _create(kafka_cluster, later, 3)  # the down node takes a replica of each, leading none
+    _produce(kafka_cluster, later[:SAMPLE])
+    for name in later:
+        replicas = _partition_state(kafka_cluster, name)["replicas"]
+        assert restarted in [r["node"] for r in replicas], (name, replicas)
     expected = set(first) | set(later)
 
     started: dict[str, Any] = {}
@@ -101,3 +113,40 @@ def test_a_restarted_node_answers_metadata_only_once_it_knows_every_topic(
     assert "error" not in started, started
     assert not lacking, f"{len(lacking)} of {answers} Metadata answers lacked topics, e.g. {lacking[:3]}"
     assert answers >= 20 and ready_seen, (answers, refused, ready_seen)
+    caught_up = {name: _caught_up(kafka_cluster, name, restarted) for name in later[:SAMPLE]}
+    assert all(caught_up.values()), caught_up
+
+
+def _partition_state(cluster: LocalCluster, topic: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{cluster.urls['n1'].rstrip('/')}/v1/partitions/{topic}/0", timeout=30) as r:
+        return dict(json.load(r))
+
+
+def _seen_down(cluster: LocalCluster, node: str) -> bool:
+    """Wait until n1's gossip no longer counts ``node`` alive (what placement asks)."""
+    deadline = time.monotonic() + WATCH_S
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{cluster.urls['n1'].rstrip('/')}/v1/nodes", timeout=30) as answer:
+            states = {n["node_id"]: n["state"] for n in json.load(answer)}
+        if states.get(node) in ("suspect", "dead"):
+            return True
+        time.sleep(0.1)  # gossip's next probe
+    return False
+
+
+def _produce(cluster: LocalCluster, topics: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for topic in topics:
+        producer.produce(topic, b"written while a replica was down")
+    assert producer.flush(60) == 0, "records left unacknowledged"
+
+
+def _caught_up(cluster: LocalCluster, topic: str, node: str) -> bool:
+    """Whether ``node``'s replica of the topic's partition matches its leader's log (waited for)."""
+    deadline = time.monotonic() + WATCH_S
+    while time.monotonic() < deadline:
+        replicas = {r["node"]: r for r in _partition_state(cluster, topic)["replicas"]}
+        if replicas.get(node, {}).get("lag") == 0:
+            return True
+        time.sleep(0.2)  # polling the leader's view of the replica
+    return False

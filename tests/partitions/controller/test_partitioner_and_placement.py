@@ -63,6 +63,19 @@ def test_placement_refuses_a_factor_above_the_live_nodes() -> None:
         place(["n1", "n2"], 3, 3)
 
 
+def test_placement_takes_a_crashed_node_only_when_the_live_ones_are_too_few_and_never_as_leader() -> None:
+    assert place(["n1", "n2", "n3"], 3, 2, standby=["n4"]) == place(["n1", "n2", "n3"], 3, 2)
+    placed = place(["n1", "n2"], 6, 3, standby=["n3"])
+    assert all(sorted(rs) == ["n1", "n2", "n3"] and rs[0] != "n3" for rs in placed), placed
+    assert {rs[0] for rs in placed} == {"n1", "n2"}, "leaders spread over the live nodes"
+    [spread] = [place(["n1"], 4, 2, standby=["n2", "n3"])]
+    assert Counter(rs[1] for rs in spread) == {"n2": 2, "n3": 2}, "standby replicas spread too"
+    with pytest.raises(PlacementImpossible):
+        place(["n1", "n2"], 1, 4, standby=["n3"])
+    with pytest.raises(PlacementImpossible):
+        place([], 1, 1, standby=["n3"])
+
+
 def test_placement_within_capacity_fills_nodes_up_to_the_limit() -> None:
     existing = {"a": [["n1", "n2"], ["n2", "n3"]]}  # n1 1, n2 2, n3 1
     placed = place(["n1", "n2", "n3"], 4, 2, existing, replicas_max=4)
