@@ -22,7 +22,7 @@ lint: bootstrap
 	.venv/bin/ruff format --check .
 
 typecheck: bootstrap
-	.venv/bin/mypy raftlog partitions membership api raftlog_client raftlog_bench raftlog_cli jepsen raftlog_spark kafka_api raftlog_node raftlog_dev
+	.venv/bin/mypy raftlog partitions membership api raftlog_client raftlog_contract raftlog_bench raftlog_cli jepsen raftlog_spark kafka_api raftlog_node raftlog_dev
 
 # Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
 unit: bootstrap

@@ -25,7 +25,7 @@ from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService, MoveState
 from partitions.peers.cluster import Routed
 from raftlog.storage.config import LogConfig
-from raftlog_client.contract import replicas_path
+from raftlog_contract import replicas_path
 
 CONFIG_KEYS_MAX = 64
 
@@ -200,7 +200,7 @@ async def remove_controller_voter(request: web.Request) -> web.Response:
     return web.json_response(_controller_body(members))
 
 
-_MOVES = replicas_path.template  # as the clients build it (raftlog_client.contract)
+_MOVES = replicas_path.template  # as the clients build it (raftlog_contract)
 _NODE = "/v1/nodes/{node_id}"
 
 ROUTES: tuple[Operation, ...] = (

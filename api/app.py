@@ -82,7 +82,7 @@ from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.login_failures import LoginFailures
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
-from raftlog_client.contract import (
+from raftlog_contract import (
     BINARY_V2,
     COLUMNAR_JSON,
     COLUMNAR_MSGPACK,

@@ -27,7 +27,7 @@ import pybase64
 
 from api.schemas import dump_json
 from raftlog.storage.batch import Record
-from raftlog_client.contract import COLUMNAR_JSON, COLUMNAR_MSGPACK
+from raftlog_contract import COLUMNAR_JSON, COLUMNAR_MSGPACK
 
 
 class Columnar(enum.Enum):

@@ -53,7 +53,7 @@ from partitions.names import (
 from partitions.peers.cluster import ClusterGroups
 from partitions.security.acls import CLUSTER_NAME, client_host
 from raftlog.errors import check
-from raftlog_client.contract import (
+from raftlog_contract import (
     BINARY_V2,
     GENERATION_HEADER,
     JSON_V2,
@@ -493,7 +493,7 @@ async def delete_group(request: web.Request) -> web.Response:
     return web.json_response({"group": deleted.group, "offsets_deleted": deleted.offsets_deleted})
 
 
-_GROUP = group_path.template  # as the clients build them (raftlog_client.contract)
+_GROUP = group_path.template  # as the clients build them (raftlog_contract)
 _INSTANCE = instance_path.template
 _CONSUMER_TYPES = (KAFKA_V2, "application/json")
 _SEEK = needs(access.group(READ), in_handler="DESCRIBE topic: each topic of the body (Kafka's ListOffsets)")

@@ -1,5 +1,5 @@
 """The one table from typed errors to HTTP status and stable ``error_code`` (listed in ``api/README.md``).
-The codes clients act on are named in ``raftlog_client.contract``, which both sides import.
+The codes clients act on are named in ``raftlog_contract``, which both sides import.
 
 Every ``RaftlogError`` subclass resolves through this table (most specific class first); an error not in
 it is a bug and becomes a logged 500. ``tests/api/test_errors.py`` fails when a new error is not mapped.
@@ -18,7 +18,7 @@ from partitions.transactions import errors as transactions
 from raftlog.consensus import errors as consensus
 from raftlog.errors import InvariantViolation, RaftlogError, with_fields
 from raftlog.storage import errors as storage
-from raftlog_client.contract import (
+from raftlog_contract import (
     DISK_FULL,
     INSTANCE_EXISTS,
     NOT_AUTHORIZED,

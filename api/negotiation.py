@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
+from raftlog_contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 VND_KAFKA = "application/vnd.kafka."
 _V2_ALIASES = (JSON_V2, BINARY_V2)  # taken by routes answering the v2 type, which answer in it

@@ -26,7 +26,7 @@ from partitions.groups.state import (
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.security.tokens import TOKEN_DESCRIPTION_BYTES_MAX, TOKEN_LIFETIME_MS_MAX
 from partitions.security.users import ITERATIONS_DEFAULT, MECHANISMS
-from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
+from raftlog_contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RECORD_TYPES = (JSON_V2, BINARY_V2, PLAIN_JSON)

@@ -61,7 +61,7 @@ from raftlog.storage.batch import (
     encode_batch,
     records_from,
 )
-from raftlog_client.contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
+from raftlog_contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
 
 FETCH_TIMEOUT_MS_MAX = 60_000
 FETCH_MAX_BYTES_DEFAULT = 1024 * 1024

@@ -42,7 +42,7 @@ from partitions.data.service import HIGH_WATERMARK
 from partitions.names import check_group_name, check_topic_name, check_user_topic_name
 from raftlog.storage.batch import Record, TimestampType
 from raftlog.storage.errors import InvalidRecord
-from raftlog_client.contract import BINARY_V2, JSON_V2, LEGACY_RECORD_BATCH, PLAIN_JSON, RECORD_BATCH
+from raftlog_contract import BINARY_V2, JSON_V2, LEGACY_RECORD_BATCH, PLAIN_JSON, RECORD_BATCH
 
 INT64_MAX = 2**63 - 1
 RECORDS_MAX = 10_000  # records in one produce request

@@ -28,7 +28,7 @@ from partitions.metadata.service import AdminService
 from partitions.names import TRANSACTIONS_TOPIC, is_internal
 from partitions.transactions.service import TransactionDescription, TransactionService
 from raftlog.errors import RaftlogError
-from raftlog_client.contract import OPEN_TRANSACTIONS_PATH, TRANSACTIONS_PATH, transaction_path
+from raftlog_contract import OPEN_TRANSACTIONS_PATH, TRANSACTIONS_PATH, transaction_path
 
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
 

@@ -30,7 +30,7 @@ from partitions.metadata.service import AdminService
 from partitions.names import check_user_name
 from partitions.security.tokens import check_token_id, issue_token, token_expiry
 from partitions.security.users import ITERATIONS_DEFAULT, MECHANISMS, check_password, make_credential
-from raftlog_client.contract import user_tokens_path
+from raftlog_contract import user_tokens_path
 
 
 async def list_users(request: web.Request) -> web.Response:
@@ -110,7 +110,7 @@ async def delete_token(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-_TOKENS = user_tokens_path.template  # as the clients build it (raftlog_client.contract)
+_TOKENS = user_tokens_path.template  # as the clients build it (raftlog_contract)
 
 ROUTES: tuple[Operation, ...] = (
     Operation(

@@ -43,7 +43,7 @@ from jepsen.workload import (
     poll_once,
     send_with_retries,
 )
-from raftlog_client.contract import METRICS_PATH
+from raftlog_contract import METRICS_PATH
 
 RECORD_KEYS = 5
 TOMBSTONE_ONE_IN = 5

@@ -62,7 +62,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from jepsen.control import NodeSpec
-from raftlog_client.contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
+from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
 IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)

@@ -67,7 +67,7 @@ from confluent_kafka import (
 
 from jepsen.recorder import Recorder
 from jepsen.workload import POLL_MAX_BYTES, POLL_TIMEOUT_S, POLL_WAIT_MS, Http, Stats, Values, split_key
-from raftlog_client.contract import records_path
+from raftlog_contract import records_path
 
 T = TypeVar("T")
 

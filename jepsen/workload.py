@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jepsen.recorder import Recorder
-from raftlog_client.contract import (
+from raftlog_client.session import NoAnswer, NotSent, Session
+from raftlog_contract import (
     JSON_V2,
     LEADER_HEADER,
     NOT_DONE_CODES,
@@ -50,7 +51,6 @@ from raftlog_client.contract import (
     partition_path,
     records_path,
 )
-from raftlog_client.session import NoAnswer, NotSent, Session
 
 SEND_TIMEOUT_S = 5.0
 POLL_WAIT_MS = 200

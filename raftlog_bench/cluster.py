@@ -59,10 +59,10 @@ from raftlog_bench.cpu import CpuMeter, CpuUse, other_pct_text, wait_quiet
 from raftlog_bench.output import emit, say
 from raftlog_bench.stats import MB, Goal, percentile_ms, rate, size_label
 from raftlog_client.client import RaftlogClient
-from raftlog_client.contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
 from raftlog_client.errors import ClientError, RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import NoAnswer, NotSent
+from raftlog_contract import BINARY_V2, LEADER_HEADER, METRICS_PATH, partition_path, records_path
 
 KiB = 1024
 MiB = 1024 * 1024

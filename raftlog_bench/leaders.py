@@ -54,9 +54,9 @@ from typing import Any
 from raftlog_bench.arguments import add_dir_argument, add_json_argument, standalone_parser
 from raftlog_bench.output import emit, say
 from raftlog_client.blocking import BlockingClient
-from raftlog_client.contract import METRICS_PATH, partition_state_path
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_contract import METRICS_PATH, partition_state_path
 
 DESCRIPTION = (
     "leader changes per minute with CPU-bound processes loading the machine, under produce and consume"

@@ -102,10 +102,10 @@ from raftlog_bench.targets import (
     SendFailed,
     Target,
 )
-from raftlog_client.contract import METRICS_PATH, READY_PATH, partitions_path, records_path
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import Session
+from raftlog_contract import METRICS_PATH, READY_PATH, partitions_path, records_path
 
 KiB = 1024
 MiB = 1024 * 1024

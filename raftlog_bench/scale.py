@@ -52,10 +52,10 @@ from raftlog_bench.scale_report import (
 )
 from raftlog_bench.stats import rate
 from raftlog_client.client import RaftlogClient
-from raftlog_client.contract import METRICS_PATH, PLAIN_JSON, partition_path
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.session import Session
+from raftlog_contract import METRICS_PATH, PLAIN_JSON, partition_path
 
 DESCRIPTION = (
     "idle CPU, memory, open files, open/restart/delete times and produce next to 100-10,000 partitions"

@@ -25,7 +25,9 @@ import msgpack
 
 from raftlog.storage.batch import Compression, ProducerRecord, encode_batch, record_rows, split_batches
 from raftlog_bench.cluster import REMOVAL_METRIC, Http
-from raftlog_client.contract import (
+from raftlog_client.errors import ClientError
+from raftlog_client.http1 import Http1Client, ProtocolError
+from raftlog_contract import (
     BINARY_V2,
     COLUMNAR_MSGPACK,
     LEADER_HEADER,
@@ -33,8 +35,6 @@ from raftlog_client.contract import (
     partition_path,
     records_path,
 )
-from raftlog_client.errors import ClientError
-from raftlog_client.http1 import Http1Client, ProtocolError
 
 REQUEST_TIMEOUT_S = 30.0
 RETRY_503_S = 0.05  # pause before retrying a produce answered 503 (retriable: nothing was written)

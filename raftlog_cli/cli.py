@@ -23,8 +23,8 @@ from raftlog_cli import transactions as cli_transactions
 from raftlog_cli import users as cli_users
 from raftlog_cli.arguments import header_pair, non_negative, positive
 from raftlog_client.client import GroupConsumer, Message, ProduceFailed, RaftlogClient
-from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import ClientError, RequestFailed, Unavailable
+from raftlog_contract import FENCED_CODES
 from raftlog_node import logs
 
 

@@ -24,7 +24,11 @@ from typing import Any
 
 import msgpack
 
-from raftlog_client.contract import (
+from raftlog_client.credentials import trusting, user_authorization
+from raftlog_client.errors import RequestFailed, decode_error
+from raftlog_client.retry import Attempts, RetryRule
+from raftlog_client.session import Answer, NoAnswer, NotSent
+from raftlog_contract import (
     ADMIN_PREFIX,
     ADMIN_TOPICS_PATH,
     BINARY_V2,
@@ -36,10 +40,6 @@ from raftlog_client.contract import (
     records_path,
     topic_path,
 )
-from raftlog_client.credentials import trusting, user_authorization
-from raftlog_client.errors import RequestFailed, decode_error
-from raftlog_client.retry import Attempts, RetryRule
-from raftlog_client.session import Answer, NoAnswer, NotSent
 
 BACKOFF_S = 0.05
 BACKOFF_MAX_S = 2.0

@@ -51,7 +51,11 @@ from raftlog.storage.batch import (
     records_from,
 )
 from raftlog_client.cluster_admin import ClusterAdmin
-from raftlog_client.contract import (
+from raftlog_client.credentials import trusting, user_authorization
+from raftlog_client.errors import ClientError, RequestFailed, decode_error
+from raftlog_client.retry import Attempts, RetryRule
+from raftlog_client.session import NoAnswer, NotSent, Session
+from raftlog_contract import (
     ADMIN_PREFIX,
     ADMIN_TOPICS_PATH,
     BINARY_V2,
@@ -82,10 +86,6 @@ from raftlog_client.contract import (
     topic_path,
     transaction_path,
 )
-from raftlog_client.credentials import trusting, user_authorization
-from raftlog_client.errors import ClientError, RequestFailed, decode_error
-from raftlog_client.retry import Attempts, RetryRule
-from raftlog_client.session import NoAnswer, NotSent, Session
 
 PRODUCER_ID_BITS = 62
 TIMESTAMP_TYPES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}

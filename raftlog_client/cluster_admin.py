@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from raftlog_client.contract import (
+from raftlog_contract import (
     ACLS_PATH,
     CONTROLLER_PATH,
     CONTROLLER_VOTERS_PATH,

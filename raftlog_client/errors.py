@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from raftlog_client.contract import OFFSET_OUT_OF_RANGE
+from raftlog_contract import OFFSET_OUT_OF_RANGE
 
 
 class ClientError(Exception):

@@ -28,8 +28,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import IO, Any
 
-from raftlog_client.contract import TOPICS_PATH
 from raftlog_client.probe import PROBE_TIMEOUT_S, ready
+from raftlog_contract import TOPICS_PATH
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0

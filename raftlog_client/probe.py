@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from raftlog_client.contract import READY_PATH
+from raftlog_contract import READY_PATH
 
 PROBE_TIMEOUT_S = 1.0
 

@@ -11,7 +11,7 @@ import shlex
 import shutil
 import sys
 
-from raftlog_client.contract import ADMIN_TOPICS_PATH, partition_path, records_path
+from raftlog_contract import ADMIN_TOPICS_PATH, partition_path, records_path
 from raftlog_dev.secure import DevSecurity, client_files
 
 

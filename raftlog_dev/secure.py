@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 
-from raftlog_client.contract import USERS_PATH
+from raftlog_contract import USERS_PATH
 
 USER = "admin"
 SASL_MECHANISM = "SCRAM-SHA-256"  # the one the hints' Kafka clients use

@@ -52,8 +52,8 @@ from pyspark.sql.types import (
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.blocking import BlockingClient
-from raftlog_client.contract import RECORD_TOO_LARGE, SEQUENCE_TOO_OLD
 from raftlog_client.errors import RequestFailed
+from raftlog_contract import RECORD_TOO_LARGE, SEQUENCE_TOO_OLD
 from raftlog_spark.connect import connect
 from raftlog_spark.errors import BadRow, RaftlogSparkError, SchemaError
 from raftlog_spark.options import WriteOptions, parse_write_options

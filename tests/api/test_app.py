@@ -31,7 +31,7 @@ from raftlog.consensus.errors import (
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import CorruptRecord, StorageUnavailable
 from raftlog.storage.partitioner import partition_for_key
-from raftlog_client.contract import BINARY_V2, JSON_V2
+from raftlog_contract import BINARY_V2, JSON_V2
 
 JSON_HEADERS = {"Content-Type": JSON_V2}
 BINARY_HEADERS = {"Content-Type": BINARY_V2}

@@ -14,7 +14,7 @@ from harness import Harness, Node
 
 from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, split_batches
 from raftlog_client.client import Message, RaftlogClient
-from raftlog_client.contract import BINARY_V2, RECORD_BATCH
+from raftlog_contract import BINARY_V2, RECORD_BATCH
 
 BATCH_HEADERS = {"Content-Type": RECORD_BATCH}
 

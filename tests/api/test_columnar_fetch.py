@@ -16,7 +16,7 @@ from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.negotiation import choose
 from api.openapi import document
 from raftlog.storage.batch import Record, TimestampType
-from raftlog_client.contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, JSON_V2, RECORD_BATCH
+from raftlog_contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, JSON_V2, RECORD_BATCH
 
 RECORDS = [
     {"value": base64.b64encode(b"\x00\xffraw").decode(), "key": base64.b64encode(b"k1").decode()},

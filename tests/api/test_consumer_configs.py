@@ -12,7 +12,7 @@ from typing import Any
 from fake_node import FakeCluster
 from harness import Node
 
-from raftlog_client.contract import BINARY_V2, JSON_V2, KAFKA_V2
+from raftlog_contract import BINARY_V2, JSON_V2, KAFKA_V2
 
 V2 = {"Content-Type": KAFKA_V2}
 

@@ -31,7 +31,7 @@ from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
 from raftlog.storage.errors import OffsetOutOfRange
-from raftlog_client.contract import LEADER_HEADER
+from raftlog_contract import LEADER_HEADER
 
 INTERNAL = [op for op in ROUTES if op.path.startswith(INTERNAL_PREFIX)]
 PROTOCOLS = {

@@ -11,7 +11,7 @@ from harness import Node
 from api.app import ROUTES
 from api.negotiation import choose, error_type, label, offered, parse_accept
 from partitions.peers.client import INTERNAL_PREFIX
-from raftlog_client.contract import BINARY_V2, COLUMNAR_MSGPACK, JSON_V2, KAFKA_V2, PLAIN_JSON
+from raftlog_contract import BINARY_V2, COLUMNAR_MSGPACK, JSON_V2, KAFKA_V2, PLAIN_JSON
 
 V2 = (KAFKA_V2, JSON_V2, BINARY_V2, PLAIN_JSON)
 

@@ -49,7 +49,7 @@ from partitions.groups.state import InstanceConfig
 from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, encode_batch
-from raftlog_client.contract import RECORD_BATCH
+from raftlog_contract import RECORD_BATCH
 
 T = TypeVar("T")
 TOPICS: dict[str, list[list[str]]] = {

@@ -26,7 +26,7 @@ from raftlog.storage.batch import (
     split_batches,
     with_log_append_time,
 )
-from raftlog_client.contract import (
+from raftlog_contract import (
     BINARY_V2,
     COLUMNAR_JSON,
     COLUMNAR_MSGPACK,

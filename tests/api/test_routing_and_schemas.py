@@ -32,7 +32,7 @@ from api.schemas import (
 from raftlog.storage.batch import Record
 from raftlog.storage.errors import InvalidRecord
 from raftlog.storage.partitioner import partition_for_key
-from raftlog_client.contract import JSON_V2, PLAIN_JSON
+from raftlog_contract import JSON_V2, PLAIN_JSON
 
 
 def record(key: bytes | None = None, partition: int | None = None) -> ParsedRecord:

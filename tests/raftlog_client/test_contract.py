@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import raftlog_contract as contract
 from api import errors
 from api.app import ROUTES
 from api.errors import lookup
@@ -17,7 +18,6 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
 )
 from raftlog.storage.errors import OffsetOutOfRange as ServerOffsetOutOfRange
-from raftlog_client import contract
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, decode_error
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from raftlog_client.contract import READY_PATH
 from raftlog_client.probe import Probe, probe, ready
+from raftlog_contract import READY_PATH
 
 
 class _Status(http.server.BaseHTTPRequestHandler):

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 from serve_args import args_for, token_file
 
-from raftlog_client.contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
+from raftlog_contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
 from raftlog_dev import dev
 from raftlog_dev.certificates import dev_certificates
 from raftlog_node.serve import SECRET_ENV, TOKEN_ENV, ServeConfigError, node_config

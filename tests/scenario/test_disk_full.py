@@ -19,8 +19,8 @@ import pytest
 
 from jepsen import disks
 from raftlog_client.client import Message, RaftlogClient
-from raftlog_client.contract import DISK_FULL
 from raftlog_client.errors import ClientError, RequestFailed
+from raftlog_contract import DISK_FULL
 
 from .cluster import ProcessCluster
 

@@ -16,8 +16,8 @@ import aiohttp
 from in_process import Served, configs, controller_leader, until
 
 from raftlog_client.client import GroupConsumer, Message, RaftlogClient
-from raftlog_client.contract import FENCED_CODES
 from raftlog_client.errors import RequestFailed
+from raftlog_contract import FENCED_CODES
 
 TOPIC = "work"
 PARTITIONS = 4

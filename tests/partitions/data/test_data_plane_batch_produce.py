@@ -25,7 +25,7 @@ from raftlog.storage.batch import (
     with_log_append_time,
 )
 from raftlog.storage.errors import InvalidRecord, RecordTooLarge
-from raftlog_client.contract import RECORD_BATCH
+from raftlog_contract import RECORD_BATCH
 
 
 async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: list[Node]) -> None:

@@ -36,7 +36,7 @@ from kafka_api import wire
 from raftlog.storage import ProducerRecord
 from raftlog.storage import batch as batch_codec
 from raftlog.storage.batch import encode_batch
-from raftlog_client.contract import RECORD_BATCH
+from raftlog_contract import RECORD_BATCH
 
 BATCH_BYTES = 4 << 20
 COPIES_MAX = 3

@@ -14,7 +14,7 @@ import aiohttp
 from in_process import Served, configs, controller_leader, http_of, partition_leader, until
 
 from partitions.data.plane import TIMESTAMP_AHEAD_MAX_MS
-from raftlog_client.contract import JSON_V2
+from raftlog_contract import JSON_V2
 
 
 async def test_a_timestamp_too_far_ahead_is_refused_alike_at_the_leader_and_at_a_follower(

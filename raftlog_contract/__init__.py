@@ -1,7 +1,8 @@
 """The public HTTP API's wire contract, named once: media types, header names, the error codes a client
-acts on and the paths. The server (``api/``) imports these names rather than spelling them again, and
-every client builds its requests from them (no module outside this package and the server spells a path
-of the API: ``tests/test_architecture.py``), so the two sides cannot drift apart. ``api/README.md`` and
+acts on and the paths. A leaf package (it imports nothing of the project): the server (``api/``) imports
+these names rather than spelling them again, and every client builds its requests from them (no module
+outside the client package and the server spells a path of the API: ``tests/test_architecture.py``), so
+the two sides cannot drift apart and neither imports the other. ``api/README.md`` and
 ``GET /openapi.json`` describe them."""
 
 from __future__ import annotations
