@@ -56,7 +56,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from jepsen.recorder import Recorder
-from jepsen.txn_workload import read_back
+from jepsen.txn_client import read_back
 from jepsen.workload import Stats, Values, key_of, split_key
 
 T = TypeVar("T")

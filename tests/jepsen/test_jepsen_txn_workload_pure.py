@@ -14,7 +14,7 @@ import threading
 import pytest
 from confluent_kafka import Message, Producer
 
-from jepsen import cli, control, kafka_workload, marker_fault, runner, txn_workload
+from jepsen import cli, control, kafka_workload, marker_fault, runner, txn_client, txn_workload
 from jepsen.recorder import Recorder
 
 
@@ -25,9 +25,9 @@ def consumed(
 
 
 def test_a_record_reads_back_as_its_number_only_when_value_and_header_agree() -> None:
-    args = txn_workload.record_args(17, "p3.2")
+    args = txn_client.record_args(17, "p3.2")
     assert args == {"key": b'"p3.2"', "value": b"17", "headers": [("v", b"17")]}
-    assert txn_workload.read_back(consumed(args["value"], args["headers"])) == 17
+    assert txn_client.read_back(consumed(args["value"], args["headers"])) == 17
     for value, headers in [
         (b"17", [("v", b"18")]),  # another record's header
         (b"17", None),  # headers lost
@@ -35,22 +35,20 @@ def test_a_record_reads_back_as_its_number_only_when_value_and_header_agree() ->
         (None, [("v", b"17")]),  # a tombstone
         (b"\xff", [("v", b"17")]),  # not text
     ]:
-        read = txn_workload.read_back(consumed(value, headers))
+        read = txn_client.read_back(consumed(value, headers))
         assert isinstance(read, str), (value, headers)
         assert json.loads(read)["key"] == '"p0.1"'
 
 
 def test_every_worker_has_its_own_transactional_id_and_group() -> None:
-    ids = {txn_workload.transactional_id("jr01ab23", p) for p in range(6)}
-    groups = {txn_workload.group_of(p) for p in range(6)}
+    ids = {txn_client.transactional_id("jr01ab23", p) for p in range(6)}
+    groups = {txn_client.group_of(p) for p in range(6)}
     assert len(ids) == len(groups) == 6
-    assert txn_workload.transactional_id("jr01ab23", 4) == "jepsen-jr01ab23-4"
+    assert txn_client.transactional_id("jr01ab23", 4) == "jepsen-jr01ab23-4"
 
 
 def test_delivery_timeout_is_below_the_transaction_timeout() -> None:
-    assert (
-        txn_workload.DELIVERY_TIMEOUT_S * 1000 < txn_workload.TRANSACTION_TIMEOUT_MS
-    )  # librdkafka requires it
+    assert txn_client.DELIVERY_TIMEOUT_S * 1000 < txn_client.TRANSACTION_TIMEOUT_MS  # librdkafka requires it
 
 
 def test_the_txn_workload_has_its_topics_and_the_negative_control_reaches_the_node_shim() -> None:
@@ -107,7 +105,7 @@ def test_a_record_read_over_http_reads_back_as_its_number_only_when_value_and_he
         "headers": [{"key": "v", "value": "17"}],
         "format": "json",
     }
-    assert txn_workload.read_back_row(row) == 17
+    assert txn_client.read_back_row(row) == 17
     binary = {
         **row,
         "key": "InAwLjEi",
@@ -115,11 +113,11 @@ def test_a_record_read_over_http_reads_back_as_its_number_only_when_value_and_he
         "headers": [{"key": "v", "value": "MTc="}],
         "format": "binary",
     }
-    assert txn_workload.read_back_row(binary) == 17
+    assert txn_client.read_back_row(binary) == 17
     for changed in ({"value": 18}, {"value": None}, {"value": "17"}, {"headers": []}, {"headers": None}):
-        read = txn_workload.read_back_row({**row, **changed})
+        read = txn_client.read_back_row({**row, **changed})
         assert isinstance(read, str) and "p0.1" in read, changed
-    assert isinstance(txn_workload.read_back_row({**binary, "value": "not base64!"}), str)
+    assert isinstance(txn_client.read_back_row({**binary, "value": "not base64!"}), str)
 
 
 def test_the_txn_workload_reads_through_kafka_unless_told_and_takes_the_doors_in_turn() -> None:
@@ -138,7 +136,7 @@ def test_a_call_that_does_not_return_in_time_is_left_behind_and_its_handles_repl
     async def go() -> None:
         logger = kafka_workload.client_logger(str(tmp_path / "clients.log"))
         recorder = Recorder(str(tmp_path / "history.jsonl"))
-        client = txn_workload.TxnClient(
+        client = txn_client.TxnClient(
             "127.0.0.1:9", recorder, process=0, logger=logger, transactional="jepsen-t-0"
         )
         try:
