@@ -70,7 +70,8 @@ from raftlog.storage.batch import (
 )
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
-from raftlog.storage.log import Log, LogView, last_stable_offset
+from raftlog.storage.log import Log, last_stable_offset
+from raftlog.storage.log_read import LogView
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

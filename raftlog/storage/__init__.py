@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from raftlog.storage.batch import ProducerRecord, Record
     from raftlog.storage.config import LogConfig
-    from raftlog.storage.log import AppendResult, Log, LogReader, ReadBatch
+    from raftlog.storage.log import AppendResult, Log
+    from raftlog.storage.log_read import LogReader, ReadBatch
 
 _HOMES = {
     "ProducerRecord": "raftlog.storage.batch",
@@ -24,8 +25,8 @@ _HOMES = {
     "LogConfig": "raftlog.storage.config",
     "AppendResult": "raftlog.storage.log",
     "Log": "raftlog.storage.log",
-    "LogReader": "raftlog.storage.log",
-    "ReadBatch": "raftlog.storage.log",
+    "LogReader": "raftlog.storage.log_read",
+    "ReadBatch": "raftlog.storage.log_read",
 }
 
 __all__ = ["AppendResult", "Log", "LogConfig", "LogReader", "ProducerRecord", "ReadBatch", "Record"]

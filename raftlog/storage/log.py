@@ -7,20 +7,21 @@ Invariants, checked on every append and on open:
 - only the last (active) segment is written; closed segments were fsynced before the next was created.
 
 Thread-safe: one lock serialises every operation on a log. A read holds it only to resolve which
-segments and byte ranges it covers (a :class:`LogView`, which holds those segments); the preads, CRC
-checks and decoding run without it, so a large fetch does not delay the appends of the thread applying
-the partition's entries. The streaming :class:`LogReader` reads one segment's view at a time.
+segments and byte ranges it covers (a ``LogView`` of ``log_read``, which holds those segments); the preads,
+CRC checks and decoding run without it, so a large fetch does not delay the appends of the thread applying
+the partition's entries. The streaming ``LogReader`` reads one segment's view at a time.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from raftlog.errors import InvariantViolation, check
@@ -57,10 +58,10 @@ from raftlog.storage.log_open import (
     read_start_offset,
     write_start_offset,
 )
+from raftlog.storage.log_read import LogReader, LogView, ReadBatch
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
 from raftlog.storage.segment import (
     Segment,
-    batch_bytes,
 )
 from raftlog.storage.space import DiskSpace
 from raftlog.storage.transactions import LogTransactions, control_type, open_transactions
@@ -80,17 +81,6 @@ class AppendResult:
     base_offset: int
     end_offset: int  # offset after the last record appended
     term: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadBatch:
-    """A CRC-checked raw batch as read from disk (for replication and zero-copy serving)."""
-
-    header: BatchHeader
-    data: bytes
-
-    def records(self) -> tuple[Record, ...]:
-        return decode_records(self.data, self.header)
 
 
 def delete_oldest_segments(log: Log, count: int) -> int:
@@ -578,7 +568,7 @@ class Log(Closing):
             position = 0
         for segment, _, _ in spans:
             segment.acquire()
-        return LogView(self, offset, max_bytes, limit, spans)
+        return LogView(self._lock, self.directory, offset, max_bytes, limit, spans)
 
     def read_batches(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[ReadBatch]:
         """CRC-checked batches holding records from ``offset`` on, up to ``max_bytes`` (at least one batch
@@ -658,7 +648,18 @@ class Log(Closing):
         as a context manager."""
         with self._lock:
             self._check_offset(offset)
-            return LogReader(self, offset, max_offset)
+            return LogReader(functools.partial(self._segment_view, max_offset=max_offset), offset)
+
+    def _segment_view(self, offset: int, max_offset: int | None) -> LogView | None:
+        """A view of the one segment holding ``offset`` (a :class:`LogReader`'s next step); None at the end
+        of the log or at ``max_offset``."""
+        with self._lock:
+            end = self.end_offset
+            if offset >= (end if max_offset is None else min(max_offset, end)):
+                return None
+            view = self._view(offset, None, max_offset, one_segment=True)
+        check(not view.is_empty, f"{self.directory}: no batch holds offset {offset}")
+        return view
 
     # -- truncation and retention --------------------------------------------------------------------
 
@@ -829,149 +830,3 @@ class Log(Closing):
                 for segment in self._segments:
                     segment.close_after_readers()  # a view or reader still reading closes it last
                 self._closed = True
-
-
-class LogView(Closing):
-    """A read resolved by :meth:`Log.read_view`: byte ranges of held segments, read without the lock.
-
-    ``spans``: (segment, first batch's byte position, readable end when the view was taken). Reading
-    sees exactly the batches the log held then: what is appended later lies past the ends, and a segment
-    deleted or a log closed meanwhile stays readable through the descriptors the view holds. (Bytes that
-    :meth:`Log.truncate` cuts from under a view, entries nobody committed, read as corruption.)"""
-
-    def __init__(
-        self,
-        owner: Log,
-        offset: int,
-        max_bytes: int | None,
-        limit: int,
-        spans: list[tuple[Segment, int, int]],
-    ) -> None:
-        self._log = owner
-        self.offset = offset
-        self.max_bytes = max_bytes  # None: no byte budget
-        self.limit = limit  # no batch starting at or after it: min(max_offset, end offset then)
-        self._spans = spans
-        # after records() or read_bytes(): the end offset of the last batch read (None: none was)
-        self.batches_end: int | None = None
-
-    def iter_batches(self) -> Iterator[ReadBatch]:
-        """The batches one by one (preads and CRC checks as they go), cut as :meth:`Log.read_batches`."""
-        total = 0
-        first = True
-        for segment, position, end in self._spans:
-            for _, header, view in segment.batches(position, end):
-                size = header.size_bytes
-                if header.base_offset >= self.limit:
-                    return
-                if not first and self.max_bytes is not None and total + size > self.max_bytes:
-                    return
-                first = False
-                total += size
-                yield ReadBatch(header, batch_bytes(view))
-
-    def batches(self) -> list[ReadBatch]:
-        return list(self.iter_batches())
-
-    def read_bytes(self) -> bytes:
-        """The batches :meth:`iter_batches` yields, as one bytes object: each span read with one ``pread``
-        of what the byte budget leaves (the first batch whole, however large) and its batches
-        CRC-checked in that buffer, not copied out one by one and joined (``batches_end`` learned on the
-        way). No copy but the kernel's when the view ends where a read did; else one of the bytes kept."""
-        runs: list[bytes] = []
-        total = 0
-        for segment, position, end in self._spans:
-            budget = None if self.max_bytes is None else self.max_bytes - total
-            run, stopped, run_end = segment.read_run(
-                position, end, budget, self.limit, whole_first=total == 0
-            )
-            if run:
-                runs.append(run)
-                total += len(run)
-                self.batches_end = run_end
-            if stopped:
-                break
-        return runs[0] if len(runs) == 1 else b"".join(runs)
-
-    def records(self) -> list[Record]:
-        """The records from the view's offset on, below its limit; a batch that does not decode is
-        ``CorruptRecord`` (its CRC held: a bug, or damage the CRC missed)."""
-        offset, limit = self.offset, self.limit
-        records: list[Record] = []
-        for batch in self.iter_batches():
-            self.batches_end = batch.header.end_offset
-            try:
-                decoded = batch.records()
-            except BatchFormatError as exc:
-                raise CorruptRecord(
-                    self._log.directory, -1, f"batch at offset {batch.header.base_offset}: {exc}"
-                ) from exc
-            if not decoded:
-                continue  # every record of it went to compaction: its offsets are covered, none is read
-            if decoded[0].offset >= offset and decoded[-1].offset < limit:
-                records.extend(decoded)
-            else:
-                records.extend(r for r in decoded if offset <= r.offset < limit)
-        return records
-
-    @property
-    def is_empty(self) -> bool:
-        return not self._spans
-
-    @property
-    def size_bytes(self) -> int:
-        """About what reading the view costs: the bytes its spans hold, or the byte budget if less (a
-        first batch larger than the budget is still read whole)."""
-        held = sum(end - position for _, position, end in self._spans)
-        return held if self.max_bytes is None else min(held, self.max_bytes)
-
-    def close(self) -> None:
-        """Let go of the segments (idempotent): a deleted one's files go to their discard now."""
-        spans, self._spans = self._spans, []
-        if spans:
-            with self._log._lock:
-                for segment, _, _ in spans:
-                    segment.release()
-
-
-class LogReader(Closing):
-    """Streams batches from an offset, one segment at a time: a :class:`LogView` of the segment it is in
-    (held, so deletion cannot pull it away; read without the log's lock), then of the next one."""
-
-    def __init__(self, owner: Log, offset: int, max_offset: int | None) -> None:
-        self._log = owner
-        self._next_offset = offset
-        self._max_offset = max_offset
-        self._view: LogView | None = None
-        self._batches: Iterator[ReadBatch] | None = None
-
-    def __iter__(self) -> Iterator[ReadBatch]:
-        while True:
-            batch = self.next_batch()
-            if batch is None:
-                return
-            yield batch
-
-    def next_batch(self) -> ReadBatch | None:
-        """The next batch, or None at the end of the log (or at ``max_offset``). ``OffsetOutOfRange`` when
-        the next segment was deleted before the reader got to it."""
-        owner = self._log
-        while True:  # at most two turns: a view's end, then a view of the next segment (never empty)
-            if self._batches is None:
-                with owner._lock:
-                    end = owner.end_offset
-                    if self._next_offset >= (end if self._max_offset is None else min(self._max_offset, end)):
-                        return None
-                    view = owner._view(self._next_offset, None, self._max_offset, one_segment=True)
-                check(not view.is_empty, f"{owner.directory}: no batch holds offset {self._next_offset}")
-                self._view, self._batches = view, view.iter_batches()
-            batch = next(self._batches, None)
-            if batch is not None:
-                self._next_offset = batch.header.end_offset
-                return batch
-            self.close()
-
-    def close(self) -> None:
-        if self._view is not None:
-            self._view.close()
-        self._view, self._batches = None, None
