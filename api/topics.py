@@ -240,7 +240,7 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
     failed = view.failed_replicas()
     failed_partitions = {(f.topic, f.partition) for f in failed}
     states = {n.node_id: n.state for n in nodes}
-    retired = decommissioned(node, nodes)  # emptied by a decommission: expected to be gone
+    retired = {n.node_id for n in nodes if n.decommissioned}  # emptied by a decommission: may be gone
     down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
     leaderless = []
     under_replicated = []
@@ -302,7 +302,7 @@ async def cluster_health(request: web.Request) -> web.Response:
 
 def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
     """What health adds for operators: each node's disk use and whether it is full (as it last gossiped),
-    nodes in maintenance or being decommissioned, and partitions moving."""
+    nodes in maintenance, being decommissioned or decommissioned, and partitions moving."""
     moving = [
         {"topic": m.topic, "partition": m.partition, "target": m.move.target}
         for m in node.metadata.moves()
@@ -314,24 +314,13 @@ def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
             for n in nodes
         },
         "nodes_maintenance": sorted(n.node_id for n in nodes if n.maintenance),
-        "nodes_decommissioning": sorted(n.node_id for n in nodes if n.decommissioning),
+        # still moving replicas off; then decommissioned: none left (``decommission.finished``), may stop
+        "nodes_decommissioning": sorted(
+            n.node_id for n in nodes if n.decommissioning and not n.decommissioned
+        ),
+        "nodes_decommissioned": sorted(n.node_id for n in nodes if n.decommissioned),
         "moving_partitions": moving,
     }
-
-
-def decommissioned(node: FrontDoor, nodes: list[NodeInfo]) -> set[str]:
-    """Nodes being decommissioned that hold no replica any more: their absence is not a fault."""
-    leaving = {n.node_id for n in nodes if n.decommissioning}
-    if not leaving:
-        return leaving
-    for name in node.metadata.topics():
-        try:
-            assignment = node.metadata.topic(name).replicas
-        except RaftlogError:
-            continue  # deleted while we looked
-        for replicas in assignment:
-            leaving -= set(replicas)
-    return leaving
 
 
 async def list_brokers(request: web.Request) -> web.Response:

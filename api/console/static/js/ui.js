@@ -158,7 +158,15 @@ export function confirmedButton(text, testid, question, expected, work, done, ki
   return node;
 }
 
-// A node's state as gossip tells it: alive, suspect (missed its probes), dead or left
-export function gossipBadge(state) {
+// A node's state as gossip tells it: alive, suspect (missed its probes), dead or left; a decommissioned
+// node that stopped is expected to be gone (no fault: not in red)
+export function gossipBadge(state, decommissioned = false) {
+  if (decommissioned && state !== "alive") return badge(`${state} (decommissioned)`, "");
   return badge(state, state === "alive" ? "ok" : state === "suspect" ? "warn" : "bad");
+}
+
+// A node's decommission as /v1/nodes says it: under way, finished (it holds no replica), or none
+export function decommissionBadge(node) {
+  if (node.decommissioned) return badge("decommissioned", "ok");
+  return node.decommissioning ? badge("decommissioning", "warn") : "–";
 }

@@ -1,7 +1,9 @@
 // Overview: the cluster's health, its nodes as gossip sees them, and live charts of this node's metrics.
 
 import * as api from "../api.js";
-import { h, replace, section, table, badge, errorBox, bytes, every, link, gossipBadge } from "../ui.js";
+import {
+  h, replace, section, table, badge, errorBox, bytes, every, link, gossipBadge, decommissionBadge,
+} from "../ui.js";
 import { CHARTS, Series, draw } from "../metrics.js";
 
 const REFRESH_MS = 2000;
@@ -18,9 +20,11 @@ function problems(health) {
     ["Nodes in maintenance", health.nodes_maintenance],
     ["Nodes decommissioning", health.nodes_decommissioning],
   ];
+  // finished decommissions are no problem: said apart, never in red (`decommission.finished` decides)
+  const done = ["Nodes decommissioned", health.nodes_decommissioned, "done"];
   const name = (item) => (typeof item === "string" ? item : item.topic !== undefined
     ? `${item.topic}/${item.partition}` : JSON.stringify(item));
-  return rows.map(([label, list]) => ({ label, list: (list || []).map(name) }));
+  return [...rows, done].map(([label, list, kind]) => ({ label, list: (list || []).map(name), kind }));
 }
 
 function healthView(health) {
@@ -28,23 +32,23 @@ function healthView(health) {
     h("div", { class: "card" }, h("div", { class: "muted" }, "Cluster"),
       health.is_healthy ? badge("healthy", "ok") : badge("unhealthy", "bad")),
     h("div", { class: "card" }, h("div", { class: "muted" }, "Controller"), h("strong", {}, health.controller || "none")),
-    problems(health).map(({ label, list }) =>
+    problems(health).map(({ label, list, kind }) =>
       h("div", { class: "card", "data-testid": `health-${label.toLowerCase().replace(/[^a-z]+/g, "-")}` },
         h("div", { class: "muted" }, label),
-        h("strong", { class: list.length ? "bad" : "" }, String(list.length)),
+        h("strong", { class: list.length && kind !== "done" ? "bad" : "" }, String(list.length)),
         list.length ? h("div", { class: "small" }, list.slice(0, 10).join(", ")) : null)));
 }
 
 function nodesView(nodes) {
   return table([
     ["Node", (n) => h("strong", {}, n.node_id)],
-    ["Gossip state", (n) => gossipBadge(n.state)],
+    ["Gossip state", (n) => gossipBadge(n.state, n.decommissioned)],
     ["Console", (n) => link(`${n.http}/console`, n.http)],
     ["Leads", (n) => `${n.leader_of} partition${n.leader_of === 1 ? "" : "s"}`],
     ["Disk used", (n) => bytes(n.disk_used_bytes)],
     ["Disk free", (n) => [bytes(n.disk_free_bytes), n.disk_full ? badge("full", "bad") : null]],
     ["Maintenance", (n) => (n.maintenance ? badge("on", "warn") : "off")],
-    ["Decommission", (n) => (n.decommissioning ? badge("decommissioning", "warn") : "–")],
+    ["Decommission", (n) => decommissionBadge(n)],
   ], nodes, { testid: "nodes", rowid: (n) => n.node_id });
 }
 
