@@ -457,11 +457,21 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "lag": {**_nullable(_INT), "description": "Raft entries behind the leader's last"},
                         "in_sync": _nullable({"type": "boolean"}),  # null: unknown (not asked of a leader)
                         "error": _nullable(_STR),  # why a failed replica cannot open or replay
+                        "node_state": {
+                            "type": "string",
+                            "enum": ["alive", "suspect", "dead", "left"],
+                            "description": "the replica's node as gossip sees it on the node answering",
+                        },
                     }
                 ),
             },
             "move": _nullable(_obj({"original": _STR_LIST, "target": _STR_LIST, "adding": _nullable(_STR)})),
             "log_bytes": {**_nullable(_INT), "description": "the leader's log on disk, in bytes"},
+            "leader_error": {
+                **_nullable(_STR),
+                "description": "why the leader's view is missing: its node did not answer (leader, term and "
+                "offsets null until another leads)",
+            },
         }
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),
