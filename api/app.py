@@ -35,6 +35,7 @@ from api import (
     acls,
     admin,
     auth,
+    cluster_metrics,
     console,
     consumers,
     errors,
@@ -281,6 +282,11 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation("GET", "/v1/nodes", topics.list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes",
               local=True, access=needs(cluster(DESCRIBE))),
+    Operation(
+        "GET", "/v1/cluster/metrics", cluster_metrics.cluster_metrics, "clusterMetrics",
+        "Every live node's /metrics text, asked at once with the caller's credentials", "admin",
+        ok_schema="ClusterMetrics", local=True, access=needs(cluster(DESCRIBE)),
+    ),
     Operation(
         "POST", "/v1/topics", topics.create_topic, "createTopic", "Create a topic", "admin",
         body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415, 507),

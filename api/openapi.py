@@ -393,6 +393,23 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         {"node": _STR, "topic": _STR, "partition": _INT, "error": _STR, "attempts": _INT},
         ["node", "topic", "partition", "error", "attempts"],
     ),
+    "ClusterMetrics": _obj(
+        {
+            "node_id": _STR,  # the node that answered
+            "nodes": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "node_id": _STR,
+                        "metrics": {**_nullable(_STR), "description": "its /metrics text (Prometheus 0.0.4)"},
+                        "error": {**_nullable(_STR), "description": "why not: not alive, no answer, refused"},
+                    },
+                    ["node_id", "metrics", "error"],
+                ),
+            },
+        },
+        ["node_id", "nodes"],
+    ),
     "Nodes": {
         "type": "array",
         "items": _obj(

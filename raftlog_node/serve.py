@@ -607,6 +607,7 @@ async def serve(
     topics: TopicDefaults = TOPIC_DEFAULTS,
 ) -> None:
     from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, KAFKA_REQUEST_SECONDS, build_app
+    from api.cluster_metrics import PEER_SSL
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
     from kafka_api.groups import ClassicGroups
@@ -653,6 +654,8 @@ async def serve(
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
     app[KAFKA_REQUEST_SECONDS] = kafka_server.request_latencies  # for /metrics
+    if tls is not None:  # /v1/cluster/metrics asks the other nodes' /metrics as a peer would
+        app[PEER_SSL] = peer_context(tls)
     app[KAFKA_LISTENING] = lambda: kafka is None or kafka_server.listening  # for /status/ready
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
