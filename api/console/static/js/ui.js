@@ -170,3 +170,14 @@ export function decommissionBadge(node) {
   if (node.decommissioned) return badge("decommissioned", "ok");
   return node.decommissioning ? badge("decommissioning", "warn") : "–";
 }
+
+// Whether an API call was refused for want of an ACL (403): what the person may not see, not a fault
+export function isRefusal(error) {
+  return Boolean(error && error.status === 403);
+}
+
+// One plain line for what the person logged in may not see (`what`), and the permission it needs
+export function notPermitted(what, needs, testid = "not-permitted") {
+  return h("p", { class: "muted", "data-testid": testid },
+    `${what}: not shown to you (it needs ${needs}; ask an administrator for it).`);
+}

@@ -18,7 +18,8 @@ function replicaView(replica) {
   const state = replica.node_state || "alive";
   if (state !== "alive") {
     return h("div", { class: "replica", "data-node": replica.node, "data-down": state },
-      badge(`${replica.node} down (${state})`, state === "suspect" ? "warn" : "bad"),
+      state === "suspect" ? badge(`${replica.node} not answering (suspect)`, "warn")
+        : badge(`${replica.node} down (${state})`, "bad"),
       replica.error ? h("span", { class: "small error" }, replica.error) : null);
   }
   const kind = replica.role === "failed" ? "bad" : replica.in_sync === false ? "warn" : "ok";
