@@ -4,8 +4,9 @@ the Python client), in order, against a real 3-node ``raftlog dev`` cluster, eac
 for the cluster's ports (the README's 8081-8083 and 9092 are ``make dev``'s; the walk's cluster takes free
 ones, so the suite's workers never collide). Each command must exit 0; the README's output comments are
 checked where they show an answer's shape. The Kafka Connect section is walked too, against the same
-cluster (its worker from the jars ``make test`` installs, its REST port a free one). The operator tour (a fourth node, decommissions) and the secure
-tour (``raftlog dev --secure``) are not walked here: their commands are covered by their own tests.
+cluster (its worker from the jars ``make test`` installs, its REST port a free one). The operator tour
+(a fourth node, decommissions) and the secure tour (``raftlog dev --secure``) are not walked here: their
+commands are covered by their own tests.
 """
 
 from __future__ import annotations
