@@ -35,6 +35,7 @@ from api import (
     acls,
     admin,
     auth,
+    cluster_metrics,
     console,
     consumers,
     errors,
@@ -82,6 +83,7 @@ from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.login_failures import LoginFailures
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
+from raftlog.histogram import HistogramSnapshot
 from raftlog_contract import (
     BINARY_V2,
     COLUMNAR_JSON,
@@ -103,6 +105,11 @@ HTTP_LIMITS_DEFAULT = HttpLimits()
 # the process that runs both doors; the HTTP door only renders them in /metrics
 KAFKA_CONNECTION_COUNTS: web.AppKey[Callable[[], Mapping[str, int]]] = web.AppKey(
     "raftlog_kafka_connection_counts"
+)
+# The node's Kafka listener's request latencies by API name (``KafkaServer.request_latencies``), set by
+# the process that runs both doors; rendered in /metrics as raftlog_kafka_request_seconds{api}
+KAFKA_REQUEST_SECONDS: web.AppKey[Callable[[], Mapping[str, HistogramSnapshot]]] = web.AppKey(
+    "raftlog_kafka_request_seconds"
 )
 # Whether the node's Kafka listener is open (set by the process that runs both doors; it opens once the
 # node's metadata caught up): /status/ready says ready only then, so a client told so finds it open
@@ -127,7 +134,11 @@ async def metrics(request: web.Request) -> web.Response:
     kafka_counts = request.app.get(KAFKA_CONNECTION_COUNTS)
     for reason, count in sorted(kafka_counts().items() if kafka_counts is not None else ()):
         values[f'kafka_connections_cut{{reason="{reason}"}}'] = count
-    body = app_state.metrics.render(values, app_state.node.metadata.histograms())
+    kafka_latencies = request.app.get(KAFKA_REQUEST_SECONDS)
+    kafka_requests = prometheus.labelled_histogram(
+        "kafka_request_seconds", "api", kafka_latencies() if kafka_latencies is not None else {}
+    )
+    body = app_state.metrics.render(values, app_state.node.metadata.histograms(), [kafka_requests])
     return web.Response(body=body, headers={"Content-Type": prometheus.CONTENT_TYPE})
 
 
@@ -271,6 +282,11 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation("GET", "/v1/nodes", topics.list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes",
               local=True, access=needs(cluster(DESCRIBE))),
+    Operation(
+        "GET", "/v1/cluster/metrics", cluster_metrics.cluster_metrics, "clusterMetrics",
+        "Every live node's /metrics text, asked at once with the caller's credentials", "admin",
+        ok_schema="ClusterMetrics", local=True, access=needs(cluster(DESCRIBE)),
+    ),
     Operation(
         "POST", "/v1/topics", topics.create_topic, "createTopic", "Create a topic", "admin",
         body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415, 507),

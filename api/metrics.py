@@ -4,7 +4,7 @@ the event loop is the only writer), exported as Prometheus families at scrape ti
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
@@ -49,6 +49,10 @@ class HttpMetrics:
         yield durations
 
     def render(
-        self, node_metrics: Mapping[str, float], histograms: Mapping[str, HistogramSnapshot] | None = None
+        self,
+        node_metrics: Mapping[str, float],
+        histograms: Mapping[str, HistogramSnapshot] | None = None,
+        others: Iterable[Metric] = (),
     ) -> bytes:
-        return prometheus.exposition(node_metrics, histograms or {}, self.families())
+        """The scrape's text: the node's values and histograms, these HTTP families and ``others``."""
+        return prometheus.exposition(node_metrics, histograms or {}, [*self.families(), *others])

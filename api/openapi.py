@@ -393,6 +393,23 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         {"node": _STR, "topic": _STR, "partition": _INT, "error": _STR, "attempts": _INT},
         ["node", "topic", "partition", "error", "attempts"],
     ),
+    "ClusterMetrics": _obj(
+        {
+            "node_id": _STR,  # the node that answered
+            "nodes": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "node_id": _STR,
+                        "metrics": {**_nullable(_STR), "description": "its /metrics text (Prometheus 0.0.4)"},
+                        "error": {**_nullable(_STR), "description": "why not: not alive, no answer, refused"},
+                    },
+                    ["node_id", "metrics", "error"],
+                ),
+            },
+        },
+        ["node_id", "nodes"],
+    ),
     "Nodes": {
         "type": "array",
         "items": _obj(
@@ -457,11 +474,21 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "lag": {**_nullable(_INT), "description": "Raft entries behind the leader's last"},
                         "in_sync": _nullable({"type": "boolean"}),  # null: unknown (not asked of a leader)
                         "error": _nullable(_STR),  # why a failed replica cannot open or replay
+                        "node_state": {
+                            "type": "string",
+                            "enum": ["alive", "suspect", "dead", "left"],
+                            "description": "the replica's node as gossip sees it on the node answering",
+                        },
                     }
                 ),
             },
             "move": _nullable(_obj({"original": _STR_LIST, "target": _STR_LIST, "adding": _nullable(_STR)})),
             "log_bytes": {**_nullable(_INT), "description": "the leader's log on disk, in bytes"},
+            "leader_error": {
+                **_nullable(_STR),
+                "description": "why the leader's view is missing: its node did not answer (leader, term and "
+                "offsets null until another leads)",
+            },
         }
     ),
     "TransferResult": _obj({"topic": _STR, "partition": _INT, "leader": _nullable(_STR)}),

@@ -168,6 +168,9 @@ HISTOGRAMS: dict[str, str] = {
     "event_loop_lag_seconds": "How much later than due the node's event loop woke a 50 ms timer (a callback "
     "holding the loop, or the process waiting for a CPU).",
     "cleaner_pass_seconds": "One compaction pass over one log (mapping, rewriting, swapping; paced).",
+    "kafka_request_seconds": "A Kafka request's handling on this node's Kafka listener, by API (Produce, "
+    "Fetch, ...): from its frame read to its answer (a produce's wait for its commit, a fetch's long poll "
+    "included), its encoding and sending not.",
     "raft_driver_round_seconds": "One round of a Raft driver thread (calls, receiving, ticking the due "
     "groups, flushing): a long one holds back every group it drives.",
 }
@@ -219,6 +222,14 @@ def histogram_families(snapshots: Mapping[str, HistogramSnapshot]) -> Iterator[M
         family = histogram(name, help_text, [])
         family.add_metric([], cumulative_buckets(snapshot.bounds, snapshot.counts), snapshot.sum)
         yield family
+
+
+def labelled_histogram(name: str, label: str, snapshots: Mapping[str, HistogramSnapshot]) -> Metric:
+    """One histogram family (documented in ``HISTOGRAMS``) with a series per value of ``label``."""
+    family = histogram(name, HISTOGRAMS.get(name, UNDOCUMENTED), [label])
+    for value, snapshot in sorted(snapshots.items()):
+        family.add_metric([value], cumulative_buckets(snapshot.bounds, snapshot.counts), snapshot.sum)
+    return family
 
 
 def cumulative_buckets(bounds: Iterable[float], counts: Iterable[int]) -> list[tuple[str, float]]:

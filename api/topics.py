@@ -20,8 +20,8 @@ from api.access import DESCRIBE
 from api.errors import BadRequest
 from api.schemas import parse_create_topic, query_str, require_json_body
 from partitions.controller.state import TopicMetadata
-from partitions.errors import InvalidTopic, UnknownPartition
-from partitions.metadata.service import AdminService, NodeInfo, PartitionState
+from partitions.errors import InvalidTopic, PeerUnreachable, UnknownPartition
+from partitions.metadata.service import AdminService, NodeInfo, PartitionState, ReplicaState
 from partitions.names import broker_id, is_internal
 from partitions.peers.cluster import FrontDoor
 from partitions.replicas.failures import ReplicaFailure
@@ -184,16 +184,49 @@ async def partition_state(request: web.Request) -> web.Response:
     """The partition's leader's view (only it knows how far each replica's Raft log matches its own and
     how many entries behind it is). ``match_index`` is that Raft index; ``match_offset`` is the same
     number under the name the API contract gave it (it is not a record offset: a Raft log also holds
-    entries that append no record)."""
-    served = await state.node(request).cluster.admin.run(
-        AdminService.partition_state, request.match_info["topic"], state.partition(request)
-    )
-    detail = served.value
+    entries that append no record). Each replica carries ``node_state``, its node as gossip sees it here
+    (a replica on a dead node is down, not merely lagging). A leader that cannot be reached (its node just
+    died, no successor known yet) is answered with what this node knows: the replicas, no offsets, and
+    ``leader_error`` saying why."""
+    node = state.node(request)
+    topic, partition = request.match_info["topic"], state.partition(request)
+    leader_error = None
+    try:
+        served = await node.cluster.admin.run(AdminService.partition_state, topic, partition)
+    except PeerUnreachable as exc:
+        detail = await _unreached_state(node, topic, partition)
+        leader_error = (
+            f"its leader {exc.node_id} did not answer (node {_liveness(node, exc.node_id)}): {exc.reason}"
+        )
+    else:
+        detail = served.value
     state.served_by(request, detail.leader or "")
+    liveness = {n.node_id: n.state for n in node.metadata.nodes()}
     body = asdict(detail)
+    body["leader_error"] = leader_error
     for replica in body["replicas"]:
         replica["match_index"] = replica["match_offset"]
+        replica["node_state"] = liveness.get(replica["node"], "dead")  # gossip has not heard of it: dead
     return web.json_response(body)
+
+
+def _liveness(node: FrontDoor, node_id: str) -> str:
+    return next((n.state for n in node.metadata.nodes() if n.node_id == node_id), "dead")
+
+
+async def _unreached_state(node: FrontDoor, topic: str, partition: int) -> PartitionState:
+    """What this node knows of a partition whose leader it could not reach: its replicas (those that
+    cannot open or replay failed, the others unknown), its move, and no leader, term or offsets."""
+    meta = await _topic_partition(node, topic, partition)
+    failed = _failures(node).get((topic, partition), {})
+    replicas = [
+        ReplicaState(n, "failed", in_sync=False, error=failed[n])
+        if n in failed
+        else ReplicaState(n, "unknown")
+        for n in meta.replicas[partition]
+    ]
+    move = next((m.move for m in node.metadata.moves() if (m.topic, m.partition) == (topic, partition)), None)
+    return PartitionState(topic, partition, None, None, None, None, replicas, move)
 
 
 async def transfer_leadership(request: web.Request) -> web.Response:
@@ -240,7 +273,7 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
     failed = view.failed_replicas()
     failed_partitions = {(f.topic, f.partition) for f in failed}
     states = {n.node_id: n.state for n in nodes}
-    retired = decommissioned(node, nodes)  # emptied by a decommission: expected to be gone
+    retired = {n.node_id for n in nodes if n.decommissioned}  # emptied by a decommission: may be gone
     down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
     leaderless = []
     under_replicated = []
@@ -302,7 +335,7 @@ async def cluster_health(request: web.Request) -> web.Response:
 
 def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
     """What health adds for operators: each node's disk use and whether it is full (as it last gossiped),
-    nodes in maintenance or being decommissioned, and partitions moving."""
+    nodes in maintenance, being decommissioned or decommissioned, and partitions moving."""
     moving = [
         {"topic": m.topic, "partition": m.partition, "target": m.move.target}
         for m in node.metadata.moves()
@@ -314,24 +347,13 @@ def health_extras(node: FrontDoor, nodes: list[NodeInfo]) -> dict[str, Any]:
             for n in nodes
         },
         "nodes_maintenance": sorted(n.node_id for n in nodes if n.maintenance),
-        "nodes_decommissioning": sorted(n.node_id for n in nodes if n.decommissioning),
+        # still moving replicas off; then decommissioned: none left (``decommission.finished``), may stop
+        "nodes_decommissioning": sorted(
+            n.node_id for n in nodes if n.decommissioning and not n.decommissioned
+        ),
+        "nodes_decommissioned": sorted(n.node_id for n in nodes if n.decommissioned),
         "moving_partitions": moving,
     }
-
-
-def decommissioned(node: FrontDoor, nodes: list[NodeInfo]) -> set[str]:
-    """Nodes being decommissioned that hold no replica any more: their absence is not a fault."""
-    leaving = {n.node_id for n in nodes if n.decommissioning}
-    if not leaving:
-        return leaving
-    for name in node.metadata.topics():
-        try:
-            assignment = node.metadata.topic(name).replicas
-        except RaftlogError:
-            continue  # deleted while we looked
-        for replicas in assignment:
-            leaving -= set(replicas)
-    return leaving
 
 
 async def list_brokers(request: web.Request) -> web.Response:

@@ -48,6 +48,7 @@ from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
 from partitions.security.acls import client_host
+from raftlog.histogram import Histogram, HistogramSnapshot
 
 __all__ = ["KafkaServer", "Limits", "Stats"]
 
@@ -159,6 +160,9 @@ class KafkaServer:
         self.door = door
         self.limits = limits
         self.stats = Stats()
+        # each request's handling, by API name (Produce, Fetch, ...): from its frame parsed to its
+        # handler's answer (the wait in a produce for its commit included; encoding and sending not)
+        self.request_seconds: dict[str, Histogram] = {}
         self._server: asyncio.Server | None = None
         self._open: dict[asyncio.StreamWriter, _Connection] = {}
         # open connections by client address, oldest first
@@ -419,6 +423,7 @@ class KafkaServer:
         task = asyncio.ensure_future(api.handler(door, request))
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
+        task.add_done_callback(self._timer(api.name))
         answers.put_nowait(_Answer(correlation_id, task, large or key == METADATA_KEY))
         if key in SASL_APIS:  # one at a time: the next request is judged by its outcome
             await asyncio.wait((task,))
@@ -427,6 +432,18 @@ class KafkaServer:
             if door.session.user is not None and not clock.authenticated:
                 self._authenticated(connection)
         return None
+
+    def _timer(self, name: str) -> Any:
+        """A done callback that observes, into ``request_seconds[name]``, the time since it was made."""
+        histogram = self.request_seconds.get(name)
+        if histogram is None:
+            histogram = self.request_seconds[name] = Histogram()
+        started = time.perf_counter()
+        return lambda _: histogram.observe(time.perf_counter() - started)
+
+    def request_latencies(self) -> dict[str, HistogramSnapshot]:
+        """``request_seconds`` as read now, by API name (for /metrics)."""
+        return {name: histogram.snapshot() for name, histogram in sorted(self.request_seconds.items())}
 
     async def _send(
         self,

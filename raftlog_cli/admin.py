@@ -59,6 +59,10 @@ def health_summary(body: dict[str, Any]) -> str:
         lines.append(f"in maintenance: {', '.join(body['nodes_maintenance'])}")
     if body.get("nodes_decommissioning"):
         lines.append(f"decommissioning: {', '.join(body['nodes_decommissioning'])}")
+    if body.get("nodes_decommissioned"):
+        lines.append(
+            f"decommissioned (hold no replica, may be stopped): {', '.join(body['nodes_decommissioned'])}"
+        )
     for node, disk in sorted(body.get("disk", {}).items()):
         lines.append(f"disk {node}: {_bytes(disk['used_bytes'])} used, {_bytes(disk['free_bytes'])} free")
     return "\n".join(lines)
@@ -79,7 +83,10 @@ def nodes_summary(rows: list[dict[str, Any]]) -> str:
 
 
 def _flags(node: dict[str, Any]) -> str:
-    return ",".join(f for f in ("maintenance", "decommissioning") if node.get(f)) or "-"
+    flags = [f for f in ("maintenance", "decommissioning") if node.get(f)]
+    if node.get("decommissioned"):  # finished: said once, as `node status` says it
+        flags = [f if f != "decommissioning" else "decommissioned" for f in flags]
+    return ",".join(flags) or "-"
 
 
 def move_summary(body: dict[str, Any]) -> str:

@@ -606,7 +606,8 @@ async def serve(
     group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     topics: TopicDefaults = TOPIC_DEFAULTS,
 ) -> None:
-    from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, build_app
+    from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, KAFKA_REQUEST_SECONDS, build_app
+    from api.cluster_metrics import PEER_SSL
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
     from kafka_api.groups import ClassicGroups
@@ -652,6 +653,9 @@ async def serve(
         kafka_limits,
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
+    app[KAFKA_REQUEST_SECONDS] = kafka_server.request_latencies  # for /metrics
+    if tls is not None:  # /v1/cluster/metrics asks the other nodes' /metrics as a peer would
+        app[PEER_SSL] = peer_context(tls)
     app[KAFKA_LISTENING] = lambda: kafka is None or kafka_server.listening  # for /status/ready
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

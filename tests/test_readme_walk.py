@@ -3,8 +3,10 @@ tour" up to "Operator tour" (the HTTP tour, consumer groups, Kafka's tools and c
 the Python client), in order, against a real 3-node ``raftlog dev`` cluster, each command as printed but
 for the cluster's ports (the README's 8081-8083 and 9092 are ``make dev``'s; the walk's cluster takes free
 ones, so the suite's workers never collide). Each command must exit 0; the README's output comments are
-checked where they show an answer's shape. The operator tour (a fourth node, decommissions) and the secure
-tour (``raftlog dev --secure``) are not walked here: their commands are covered by their own tests.
+checked where they show an answer's shape. The Kafka Connect section is walked too, against the same
+cluster (its worker from the jars ``make test`` installs, its REST port a free one). The operator tour
+(a fourth node, decommissions) and the secure tour (``raftlog dev --secure``) are not walked here: their
+commands are covered by their own tests.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 import tomllib
-from collections.abc import Iterator
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.local_cluster import LocalCluster
-from raftlog_dev.dev import BASE_PORT_DEFAULT, NODES_DEFAULT, plan
+from raftlog_dev.dev import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = "## A five-minute tour", "### Operator tour"
@@ -60,12 +66,22 @@ def commands(block: str, first_line: int) -> Iterator[tuple[int, str]]:
     whole (a continued line, an open quote, a loop), comments and blank lines between commands left out."""
     pending: list[str] = []
     start = first_line
+    heredoc: str | None = None  # the delimiter of a here-document being read
     for offset, line in enumerate(block.splitlines()):
         if not pending:
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             start = first_line + offset
         pending.append(line)
+        if heredoc is not None:
+            if line.strip() != heredoc:
+                continue
+            heredoc = None
+        else:
+            opened = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+            if opened is not None:
+                heredoc = opened.group(1)
+                continue
         text = "\n".join(pending)
         if line.rstrip().endswith("\\") or not _whole(text):
             continue
@@ -141,11 +157,121 @@ def test_every_tour_command_runs_as_printed_in_order(walk_dir: tuple[pathlib.Pat
     assert '"billing"' in groups
 
 
+CONNECT = "## Kafka Connect"
+CONNECT_REST_PORT = 8383  # the README's listeners= port; the walk's worker takes a free one
+CONNECT_WAIT_S = 180.0  # a JVM's start, the worker's group and its connectors' tasks, on a loaded machine
+
+
+def section_blocks(readme: str, heading: str) -> list[tuple[str, int, str]]:
+    """(language, first line number, text) of every ``sh`` and ``python`` block of one ``## `` section."""
+    lines = readme.splitlines()
+    first = lines.index(heading)
+    last = next((i for i in range(first + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return _blocks(lines, first, last)
+
+
+def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout_s:.0f} s"
+        time.sleep(0.5)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def test_the_kafka_connect_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCluster]) -> None:
+    """The Kafka Connect section's commands in order, as printed but for the ports (the cluster's, and a
+    free one for the worker's REST listener) and /tmp (the walk's folder): the worker starts from the jars
+    ``make test`` installs, the connectors are created over its REST API, and the line echoed into the
+    source file reaches the sink file, as the README's last comment says."""
+    directory, cluster = walk_dir
+    kafka_libs()  # the jars the section runs (scripts/kafka/install.sh): missing, it says what to run
+    peers = directory / ".peers"
+    if not peers.exists():
+        peers.symlink_to(ROOT / ".peers")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [(_, first_line, block)] = section_blocks(readme, CONNECT)
+    rest = free_port()
+    env = {**os.environ, "RAFTLOG_SERVER": cluster.servers[0], "PYTHONPATH": str(ROOT)}
+    env.pop("RAFTLOG_ADMIN_TOKEN", None)
+
+    def adapt(text: str) -> str:
+        text = local_ports(text, cluster).replace("/tmp/", f"{directory}/")
+        return re.sub(rf"\b(localhost|127\.0\.0\.1):{CONNECT_REST_PORT}\b", rf"\g<1>:{rest}", text)
+
+    worker: subprocess.Popen[bytes] | None = None
+    log = directory / "connect-worker.log"
+    try:
+        for line, command in commands(block, first_line):
+            where = f"README.md:{line}"
+            if "ConnectDistributed" in command:  # runs until stopped: started, then waited for
+                with log.open("wb") as out:
+                    worker = subprocess.Popen(
+                        ["bash", "-c", "exec " + adapt(command)],
+                        cwd=directory,
+                        env=env,
+                        stdout=out,
+                        stderr=out,
+                    )
+                _until(
+                    lambda started=worker: (
+                        started.poll() is not None or _answers(f"http://127.0.0.1:{rest}/connectors")
+                    ),
+                    CONNECT_WAIT_S,
+                    f"{where}: the worker answers on its REST port",
+                )
+                assert worker.poll() is None, f"{where}: the worker exited:\n{log.read_text()[-3000:]}"
+                continue
+            if command.startswith("echo hello"):  # the line goes in once; the sink's file is waited for
+                appended, shown = (part.split("#")[0].strip() for part in command.split(";"))
+                done = _run(["bash", "-c", adapt(appended)], "", directory, env)
+                assert done.returncode == 0, f"{where}: {appended!r}: {done.stderr}"
+                sink = directory / "out.txt"
+                _until(
+                    lambda sink=sink: sink.exists() and "hello" in sink.read_text(),
+                    CONNECT_WAIT_S,
+                    f"{where}: hello reaches the sink's file",
+                )
+                done = _run(["bash", "-c", adapt(shown)], "", directory, env)
+                assert done.returncode == 0 and done.stdout == "hello\n", (where, done.stdout, done.stderr)
+                continue
+
+            # a connector's config PUT while the worker's group still forms is refused (409): a user runs
+            # it again; anything else must succeed as printed
+            def run_once(text: str = adapt(command)) -> subprocess.CompletedProcess[str]:
+                return _run(["bash", "-c", text], "", directory, env)
+
+            done = run_once()
+            deadline = time.monotonic() + CONNECT_WAIT_S
+            while '"error_code":409' in done.stdout.replace(" ", "") and time.monotonic() < deadline:
+                time.sleep(1)
+                done = run_once()
+            assert done.returncode == 0 and "error_code" not in done.stdout, (
+                f"{where}: {command!r} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+            )
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait(10)
+
+
 def test_the_walk_reads_every_block_and_joins_continued_lines() -> None:
     block = "# a comment\ncurl -s a \\\n  -d b\n\nfor c in 1 2; do\n  echo $c\ndone\necho last"
     assert list(commands(block, 10)) == [
         (11, "curl -s a \\\n  -d b"), (14, "for c in 1 2; do\n  echo $c\ndone"), (17, "echo last"),
     ]  # fmt: skip
+    block = "cat > f <<'END'\na=1\nb=2\nEND\necho after"
+    assert list(commands(block, 1)) == [(1, "cat > f <<'END'\na=1\nb=2\nEND"), (5, "echo after")]
 
 
 def test_the_examples_listen_on_ports_make_dev_leaves_free() -> None:

@@ -14,6 +14,10 @@ leader's ``Operator``). :func:`blockers` names every partition of the node that 
 
 The decommission progress (``GET /v1/nodes/{id}/decommission``, ``raftlog node status``) lists them, so
 a decommission that cannot go on says why instead of waiting in silence.
+
+:func:`finished` is the one rule of when a decommission is done: its node is flagged and holds no replica
+any more. The progress says "done" by it, ``/v1/nodes`` says "decommissioned" by it, and the cluster's
+health counts such a node neither as decommissioning nor, once stopped, as down.
 """
 
 from __future__ import annotations
@@ -116,6 +120,14 @@ def _names(nodes: Sequence[str]) -> str:
 
 def _is(nodes: Sequence[str]) -> str:
     return "is" if len(nodes) == 1 else "are"
+
+
+def finished(node: str, leaving: Collection[str], assignments: Mapping[str, Sequence[Sequence[str]]]) -> bool:
+    """Whether ``node``'s decommission is finished: it is being decommissioned (in ``leaving``) and no
+    partition of ``assignments`` (topic -> replica set per partition) has a replica on it."""
+    if node not in leaving:
+        return False
+    return not any(node in replicas for assignment in assignments.values() for replicas in assignment)
 
 
 def moves_off(node_id: str, moves: Mapping[tuple[str, int], Reassignment]) -> list[tuple[str, int]]:

@@ -55,6 +55,8 @@ class NodeInfo:
     leader_of: int = 0
     maintenance: bool = False  # drained of leadership until cleared
     decommissioning: bool = False  # its replicas are moving elsewhere
+    # its decommission is finished: it holds no replica any more (``decommission.finished``) and may stop
+    decommissioned: bool = False
     disk_used_bytes: int | None = None  # under its data dir, as it last gossiped
     disk_free_bytes: int | None = None
     disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)

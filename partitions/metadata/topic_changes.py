@@ -240,7 +240,11 @@ class TopicChanges:
             "replicas_remaining": len(holding),
             "partitions": holding,
             "moving": moving,
-            "done": decommissioning and not holding,
+            "done": decommission.finished(
+                node_id,
+                metadata.node_flags["decommissioning"],
+                {m.name: m.replicas for m in metadata.topics.values()},
+            ),
             # partitions that cannot move off the node now, and why
             "blocked": [
                 {"topic": b.topic, "partition": b.partition, "reason": b.reason}

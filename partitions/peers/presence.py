@@ -21,6 +21,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from membership import Gossip, GossipConfig, Member, MemberState
+from partitions.controller import decommission
 from partitions.controller.state import ControllerMetadata
 from partitions.metadata.service import NodeInfo
 from partitions.peers.client import PeerClient, remote_peer
@@ -282,7 +283,11 @@ class Presence:
     def nodes(self) -> list[NodeInfo]:
         led = self._view.leader_counts()
         led[self.node_id] = len(self._claims)
-        flags = self._metadata().node_flags
+        metadata = self._metadata()
+        flags = metadata.node_flags
+        assignments = (
+            {m.name: m.replicas for m in metadata.topics.values()} if flags["decommissioning"] else {}
+        )
         return [
             NodeInfo(
                 node_id,
@@ -292,6 +297,7 @@ class Presence:
                 led.get(node_id, 0),
                 node_id in flags["maintenance"],
                 node_id in flags["decommissioning"],
+                decommission.finished(node_id, flags["decommissioning"], assignments),
                 *self._disk_of(node_id),
                 self._disk_full_of(node_id),
             )

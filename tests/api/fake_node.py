@@ -898,7 +898,11 @@ class FakeAdmin:
             "replicas_remaining": len(holding),
             "partitions": holding,
             "moving": [],
-            "done": leaving and not holding,
+            "done": decommission.finished(
+                node_id,
+                self.cluster.flags["decommissioning"],
+                {m.name: m.replicas for m in self.cluster.topics.values()},
+            ),
             "blocked": [
                 {"topic": b.topic, "partition": b.partition, "reason": b.reason}
                 for b in (self._decommission_blockers(node_id) if leaving else [])
@@ -985,6 +989,9 @@ class FakeMetadata:
                 led[n],
                 n in flags["maintenance"],
                 n in flags["decommissioning"],
+                decommission.finished(
+                    n, flags["decommissioning"], {m.name: m.replicas for m in self.cluster.topics.values()}
+                ),
                 1000,
                 10**9,
             )

@@ -94,6 +94,7 @@ KAFKA_MAPPING = {
 DESCRIBE_CLUSTER, ALTER_CLUSTER = ["DESCRIBE cluster"], ["ALTER cluster"]
 ADMIN_MAPPING = {
     ("GET", "/v1/cluster/health"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/cluster/metrics"): DESCRIBE_CLUSTER,
     ("GET", "/v1/nodes"): DESCRIBE_CLUSTER,
     ("GET", "/v1/controller"): DESCRIBE_CLUSTER,
     ("GET", "/v1/partitions/{topic}/{partition}/replicas"): DESCRIBE_CLUSTER,

@@ -164,3 +164,9 @@ async def test_a_decommissioned_node_that_is_gone_is_not_down(cluster: FakeClust
     await answer(await n1.client.put("/v1/nodes/n2/decommission"), 202)
     health = await answer(await n1.client.get("/v1/cluster/health"), 200)
     assert health["nodes_down"] == ["n2"]  # n3 holds nothing any more; n2 still holds t/0
+    # one rule says n3's decommission is finished, and every answer says so: health, nodes, its progress
+    assert health["nodes_decommissioned"] == ["n3"] and health["nodes_decommissioning"] == ["n2"]
+    nodes = {n["node_id"]: n for n in await answer(await n1.client.get("/v1/nodes"), 200)}
+    assert [nodes[n]["decommissioned"] for n in ("n1", "n2", "n3")] == [False, False, True]
+    assert (await answer(await n1.client.get("/v1/nodes/n3/decommission"), 200))["done"]
+    assert not (await answer(await n1.client.get("/v1/nodes/n2/decommission"), 200))["done"]

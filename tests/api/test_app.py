@@ -900,6 +900,23 @@ async def test_an_unreachable_leader_is_503(cluster: FakeCluster, n2: Node) -> N
     await error_of(response, 503, 50301)
 
 
+async def test_a_partitions_state_whose_leader_is_down_says_so(cluster: FakeCluster, n2: Node) -> None:
+    """The leader's node died and no successor is known yet: the partition's state names what is known
+    (its replicas, each node as gossip sees it) and why the leader's view is missing, not a raw 503."""
+    cluster.add_topic("t", 1, [["n1", "n2"]])
+    cluster.addresses["n1"] = "http://127.0.0.1:9"  # discard port: nothing listens
+    cluster.states["n1"] = "dead"
+    response = await n2.client.get("/v1/partitions/t/0")
+    assert response.status == 200
+    state = await response.json()
+    assert state["leader"] is None and state["high_watermark"] is None
+    assert state["leader_error"].startswith("its leader n1 did not answer (node dead)")
+    assert [(r["node"], r["role"], r["node_state"]) for r in state["replicas"]] == [
+        ("n1", "unknown", "dead"),
+        ("n2", "unknown", "alive"),
+    ]
+
+
 async def test_a_leader_that_never_answers_a_write_is_504(
     cluster: FakeCluster, harness: Harness, n1: Node
 ) -> None:
@@ -926,6 +943,7 @@ async def test_partition_state_from_a_follower_is_the_leaders_view(
         "match_index": 0,  # the same Raft index under a name that says so
         "in_sync": True,
         "error": None,
+        "node_state": "alive",  # as gossip sees its node
     }
 
 

@@ -65,6 +65,7 @@ async def test_partition_state_and_describe_show_a_failed_follower_and_the_same_
             "match_index": None,
             "in_sync": False,
             "error": REPLAY_ERROR,
+            "node_state": "alive",  # its node is up: only its replica cannot replay
         }
         described = await (await asked.client.get("/topics/orders")).json()
         [partition] = described["partitions"]

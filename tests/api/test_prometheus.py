@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 from promtool import promtool
 
@@ -39,14 +40,30 @@ def call(base: str, method: str, path: str, body: Any = None, media: str = "appl
 
 
 @pytest.fixture(scope="module")
-def node() -> Iterator[str]:
-    with tempfile.TemporaryDirectory() as directory, LocalCluster(directory, nodes=1) as cluster:
-        yield cluster.servers[0]
+def cluster() -> Iterator[LocalCluster]:
+    with tempfile.TemporaryDirectory() as directory, LocalCluster(directory, nodes=1) as local:
+        yield local
 
 
-def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
+@pytest.fixture(scope="module")
+def node(cluster: LocalCluster) -> str:
+    return cluster.servers[0]
+
+
+def kafka_produce(bootstrap: str, topic: str, count: int) -> None:
+    """``count`` records to partition 1 through the node's Kafka listener (confluent-kafka, acks=all)."""
+    delivered: list[object] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    for n in range(count):
+        producer.produce(topic, str(n).encode(), partition=1, on_delivery=lambda e, _m: delivered.append(e))
+        producer.flush(30)
+    assert delivered == [None] * count
+
+
+def test_every_family_is_typed_documented_and_bounded(cluster: LocalCluster, node: str) -> None:
     call(node, "POST", "/v1/topics", {"name": "m", "partitions": 2, "replication_factor": 1})
     call(node, "POST", "/topics/m/partitions/0", {"records": [{"value": "a"}, {"value": "b"}]})
+    kafka_produce(cluster.bootstrap_servers, "m", 3)
     call(node, "GET", "/topics/m/partitions/0/records?offset=0")
     v2 = "application/vnd.kafka.v2+json"
     call(node, "POST", "/consumers/g", {"name": "c", "auto.offset.reset": "earliest"}, v2)
@@ -79,7 +96,7 @@ def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
         "raftlog_produce_requests", "raftlog_produced_records", "raftlog_partitions_led",
         "raftlog_partitions_leaderless", "raftlog_partitions_under_replicated", "raftlog_nodes_down",
         "raftlog_log_bytes", "raftlog_raft_elections_on_timeout", "raftlog_leader_changes",
-        "raftlog_http_request_duration_seconds",
+        "raftlog_http_request_duration_seconds", "raftlog_kafka_request_seconds",
         "raftlog_build_info", "process_cpu_seconds", "process_resident_memory_bytes",
     ):  # fmt: skip
         assert wanted in families, wanted
@@ -97,6 +114,11 @@ def test_every_family_is_typed_documented_and_bounded(node: str) -> None:
         family = families[name]
         count = next(s.value for s in family.samples if s.name.endswith("_count"))
         assert family.type == "histogram" and count >= 1, name  # the produce above was timed, and fsynced
+    # each Kafka request timed by API: the three produces, and the Metadata the producer asked first
+    kafka = families["raftlog_kafka_request_seconds"]
+    counts = {s.labels["api"]: s.value for s in kafka.samples if s.name.endswith("_count")}
+    assert kafka.type == "histogram" and counts["Produce"] >= 3 and counts["Metadata"] >= 1, counts
+    assert all(set(s.labels) <= {"api", "le"} for s in kafka.samples)
     lag = [s for s in families["raftlog_consumer_group_lag"].samples if s.labels["group"] == "g"]
     assert {(s.labels["topic"], s.labels["partition"], s.value) for s in lag} >= {("m", "0", 1)}
     assert all(set(s.labels) == {"group", "topic", "partition"} for s in lag)  # no instance ids

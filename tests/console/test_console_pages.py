@@ -7,12 +7,13 @@ and its offsets are reset once it left; an API refusal is shown in the API's wor
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from console_browser import BrowserLog, ConsoleCluster, api_call, screenshot
 from playwright.sync_api import Page, expect
 
@@ -24,6 +25,16 @@ PAGES = {
     "security": "Security",
     "operations": "Operations",
 }
+
+
+def kafka_produce(cluster: ConsoleCluster, topic: str, count: int) -> None:
+    """``count`` records produced through the Kafka listeners (confluent-kafka, acks=all), each delivered."""
+    delivered: list[object] = []
+    producer = Producer({"bootstrap.servers": cluster.local.bootstrap_servers, "acks": "all"})
+    for n in range(count):
+        producer.produce(topic, str(n).encode(), on_delivery=lambda error, _m: delivered.append(error))
+    producer.flush(60)
+    assert delivered == [None] * count
 
 
 def _open(page: Page, cluster: ConsoleCluster, route: str, node: str = "n1") -> None:
@@ -64,10 +75,19 @@ def test_every_page_loads_and_the_overview_charts_refresh(
     else:
         pytest.fail("the records/s chart never showed the records produced")
     # every chart has drawn a point from the same produces: the Raft commit latency and the HTTP produce
-    # latency (its route label, /topics/{topic}/partitions/{partition}, holds braces the parser must keep)
-    for chart in ("commit", "http"):
+    # latency (its route label, /topics/{topic}/partitions/{partition}, holds braces the parser must keep),
+    # and the Kafka produce latency once a Kafka client produced
+    kafka_produce(plain_cluster, "tour", 20)
+    for chart in ("commit", "http", "kafka"):
         expect(page.get_by_test_id(f"chart-{chart}")).to_have_attribute("data-shown", "true", timeout=30_000)
+    # the charts are the whole cluster's: every node's /metrics was read and summed
+    expect(page.get_by_test_id("charts")).to_have_attribute("data-scope", "cluster")
+    expect(page.get_by_test_id("chart-note")).to_have_attribute("data-nodes", "3")
     screenshot(page, "console-overview")
+    # this node's alone, on asking: the same charts, drawn from n1's /metrics only
+    page.get_by_test_id("chart-scope").select_option("node")
+    expect(page.get_by_test_id("charts")).to_have_attribute("data-scope", "node")
+    expect(records).to_have_attribute("data-samples", re.compile(r"[1-9]\d*"))
     browser_log.assert_no_errors()
 
 
@@ -233,6 +253,31 @@ def test_a_killed_node_is_reported_down_and_then_back(
     expect(n3).to_contain_text("alive", timeout=60_000)
     expect(down).not_to_contain_text("n3", timeout=60_000)
     screenshot(page, "node-back")
+    browser_log.assert_no_errors()
+
+
+def test_a_topic_page_says_a_killed_nodes_replicas_are_down(
+    plain_cluster: ConsoleCluster, page: Page, browser_log: BrowserLog
+) -> None:
+    api_call(
+        plain_cluster, "POST", "/v1/topics", {"name": "spread", "partitions": 3, "replication_factor": 3}
+    )
+    _open(page, plain_cluster, "topics/spread")
+    rows = page.get_by_test_id("partitions").locator("tbody tr")
+    expect(rows).to_have_count(3)
+    expect(page.get_by_test_id("partitions").locator(".replica[data-down]")).to_have_count(0)
+    with plain_cluster.killed("n3"):
+        # each partition's n3 replica is said down (gossip's verdict), never a lagging follower, and no
+        # partition shows a raw 503 while its leader on n3 is replaced
+        down = page.get_by_test_id("partitions").locator(".replica[data-node=n3][data-down]")
+        expect(down).to_have_count(3, timeout=60_000)
+        for n in range(3):  # suspect first ("not answering"), then dead once gossip gives up on it
+            expect(down.nth(n)).to_contain_text("n3 down (dead)", timeout=60_000)
+        for _ in range(5):  # a few refreshes while leaders move off n3
+            expect(page.get_by_test_id("partitions")).not_to_contain_text("503")
+            page.wait_for_timeout(1000)
+        screenshot(page, "topic-node-down")
+    expect(page.get_by_test_id("partitions").locator(".replica[data-down]")).to_have_count(0, timeout=60_000)
     browser_log.assert_no_errors()
 
 

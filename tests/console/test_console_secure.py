@@ -41,6 +41,8 @@ def test_nothing_is_shown_before_a_login_and_a_wrong_password_is_refused(
     page.goto(secure_cluster.console_url("n1", "overview"))
     expect(page.get_by_test_id("health")).to_contain_text("healthy")  # the admin user: a super user
     expect(page.get_by_test_id("nodes").locator("tbody tr")).to_have_count(3)
+    # the cluster-wide charts read every node's /metrics over TLS, with the admin user's own login
+    expect(page.get_by_test_id("chart-note")).to_have_attribute("data-nodes", "3")
     screenshot(page, "secure-overview")
     browser_log.assert_no_errors(expected_status=(401,))
 
@@ -142,4 +144,40 @@ def test_the_admin_manages_users_tokens_and_acls_and_a_token_logs_in(
     api_call(secure_cluster, "DELETE", f"/v1/users/carol/tokens/{token_id}")
     page.goto(secure_cluster.console_url("n1", "topics"))
     expect(page.locator("#login")).to_be_visible()
+    browser_log.assert_no_errors(expected_status=(401, 403))
+
+
+def test_a_user_without_describe_on_the_cluster_is_told_plainly_what_it_may_not_see(
+    secure_cluster: ConsoleCluster, secure_page: Page, browser_log: BrowserLog
+) -> None:
+    """dave may DESCRIBE one topic (not its configs) and nothing of the cluster: the overview says in one
+    plain line what it may not see instead of three red 403s, and the topics page does not pass off the
+    configs it may not read as defaults."""
+    page = secure_page
+    api_call(
+        secure_cluster, "POST", "/v1/topics", {"name": "daves", "partitions": 1, "replication_factor": 3}
+    )
+    api_call(secure_cluster, "POST", "/v1/users", {"name": "dave", "password": "daves-password"})
+    describe = {"resource_type": "topic", "name": "daves", "principal": "User:dave", "operation": "describe"}
+    api_call(secure_cluster, "POST", "/v1/acls", {"acls": [describe]})
+    _log_in(page, secure_cluster, "overview", "dave", "daves-password")
+    expect(page.locator("#who")).to_have_text("as dave")
+    line = page.get_by_test_id("not-permitted")
+    expect(line).to_contain_text("The cluster's health, nodes, traffic: not shown to you")
+    expect(line).to_contain_text("DESCRIBE on the cluster")
+    expect(page.locator("#page [role=alert]")).to_have_count(0)  # no raw refusal in red
+    expect(page.get_by_test_id("health")).to_have_count(0)
+    screenshot(page, "secure-overview-not-permitted")
+    page.goto(secure_cluster.console_url("n1", "topics"))
+    row = page.get_by_test_id("topics").locator("tr[data-row=daves]")
+    deadline = time.monotonic() + 30  # the node serving the page applies the new ACL within milliseconds
+    while not row.count() and time.monotonic() < deadline:
+        page.reload()
+        page.wait_for_load_state("networkidle")
+    expect(row).to_be_visible()
+    expect(row).not_to_contain_text("default")  # its configs are unknown to dave, not the defaults
+    expect(row.locator("[role=alert]")).to_have_count(0)
+    expect(page.get_by_test_id("topics-not-permitted")).to_contain_text(
+        "The partitions and configs of daves: not shown to you (it needs DESCRIBE and DESCRIBE_CONFIGS"
+    )
     browser_log.assert_no_errors(expected_status=(401, 403))

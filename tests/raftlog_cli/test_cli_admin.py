@@ -84,6 +84,17 @@ async def test_node_and_topic_config_commands(
     assert code == 0 and "n2: decommissioning, 1 replica(s) left" in out
     code, out, _ = await run(capsys, "node", "recommission", "n2", *auth)
     assert code == 0 and "not decommissioning" in out
+    # n3 holds no replica: its decommission is finished at once, and every command says "decommissioned"
+    code, out, _ = await run(capsys, "node", "decommission", "n3", *auth)
+    assert code == 0 and "n3: decommissioned" in out
+    code, out, _ = await run(capsys, "cluster", "health", *auth)
+    assert code == 0 and "decommissioned (hold no replica, may be stopped): n3" in out
+    assert "decommissioning" not in out
+    code, out, _ = await run(capsys, "cluster", "nodes", *auth)
+    row = next(line for line in out.splitlines() if line.startswith("n3"))
+    assert code == 0 and "decommissioned" in row and "decommissioning" not in row
+    code, out, _ = await run(capsys, "node", "recommission", "n3", *auth)
+    assert code == 0 and "not decommissioning" in out
     code, out, _ = await run(capsys, "node", "maintenance", "n3", *auth)
     assert code == 0 and "maintenance on" in out and cluster.flags["maintenance"] == {"n3"}
     code, out, _ = await run(capsys, "node", "maintenance", "n3", "--off", *auth)

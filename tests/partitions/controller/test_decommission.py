@@ -3,6 +3,7 @@ finish (pure)."""
 
 from __future__ import annotations
 
+from partitions.controller import decommission
 from partitions.controller.decommission import Blocked, blockers, refusal
 from partitions.controller.state import Reassignment
 
@@ -73,3 +74,11 @@ def test_a_refusal_names_ten_partitions_and_counts_the_rest() -> None:
     assert "25 replica(s)" in message and "t/9 and 15 more" in message and "t/10" not in message
     alone = refusal("n2", blockers("n2", {"t": [["n2"]]}, {}, ["n2"], set()), ["n2"], {"n2"})
     assert alone.endswith("no other node is alive and not being decommissioned; add a node or bring one back")
+
+
+def test_a_decommission_is_finished_once_its_node_holds_no_replica() -> None:
+    assignments = {"a": [["n1", "n2"], ["n2", "n3"]], "b": [["n1", "n3"]]}
+    assert not decommission.finished("n3", {"n3"}, assignments)  # still holds a/1 and b/0
+    assert decommission.finished("n4", {"n4"}, assignments)
+    assert not decommission.finished("n4", set(), assignments)  # not decommissioned: just empty
+    assert decommission.finished("n3", {"n3"}, {"a": [["n1", "n2"]]})

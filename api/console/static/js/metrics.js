@@ -1,5 +1,8 @@
-// The overview's live charts, from the node's own /metrics (Prometheus text): counters become rates and
+// The overview's live charts, from the nodes' /metrics (Prometheus text): counters become rates and
 // histograms percentiles over each refresh's interval, drawn with uPlot (from npm, served by the node).
+// A Series sums the nodes it is given (every node for the cluster's totals, or one): each node's rates and
+// latency buckets over the interval, counted only for a node read at both ends (a node that restarted or
+// did not answer adds nothing, instead of a jump).
 
 const NS = "raftlog_";
 const WINDOW = 150; // points kept: five minutes at one sample every two seconds
@@ -79,21 +82,38 @@ export function quantile(before, after, q) {
 
 const produceRoute = (labels) => labels.method === "POST" && labels.route.startsWith("/topics/");
 
+const kafkaProduce = (labels) => labels.api === "Produce";
+
 function reading(samples) {
   return {
     produced: total(samples, "produced_records_total"),
     fetched: total(samples, "fetched_records_total"),
     commit: buckets(samples, "produce_commit_seconds"),
     http: buckets(samples, "http_request_duration_seconds", produceRoute),
+    kafka: buckets(samples, "kafka_request_seconds", kafkaProduce),
   };
 }
 
 export const CHARTS = [
-  { id: "records", title: "Records/s (partitions led by this node)", unit: "records/s",
-    series: ["produced", "fetched"] },
+  { id: "records", title: "Records/s (partitions led)", unit: "records/s", series: ["produced", "fetched"] },
   { id: "commit", title: "Produce commit latency (Raft), ms", unit: "ms", series: ["p50", "p99"] },
   { id: "http", title: "HTTP produce latency, ms", unit: "ms", series: ["p50", "p99"] },
+  { id: "kafka", title: "Kafka produce latency, ms", unit: "ms", series: ["p50", "p99"] },
 ];
+const LATENCIES = ["commit", "http", "kafka"];
+
+// Each bucket's count between two readings of one node (cumulative bounds kept)
+function bucketDeltas(before, after) {
+  const start = new Map(before);
+  return after.map(([bound, count]) => [bound, count - (start.get(bound) || 0)]);
+}
+
+// Several nodes' bucket deltas as one histogram's (summed by bound)
+function mergeDeltas(lists) {
+  const byBound = new Map();
+  for (const list of lists) for (const [bound, count] of list) byBound.set(bound, (byBound.get(bound) || 0) + count);
+  return [...byBound.entries()].sort((a, b) => a[0] - b[0]);
+}
 
 // Holds the samples of the charts across refreshes (kept while the page is open)
 export class Series {
@@ -103,19 +123,27 @@ export class Series {
     this.last = null;
   }
 
-  add(text, nowMs) {
-    const now = reading(parse(text));
+  // texts: one node's /metrics text, or {node id: its text} for several (summed)
+  add(texts, nowMs) {
+    const byNode = typeof texts === "string" ? { "": texts } : texts;
+    const now = Object.fromEntries(Object.entries(byNode).map(([node, text]) => [node, reading(parse(text))]));
     const last = this.last;
-    this.last = { ...now, at: nowMs };
+    this.last = { readings: now, at: nowMs };
     if (!last) return false;
     const seconds = (nowMs - last.at) / 1000;
     if (seconds <= 0) return false;
+    const both = Object.keys(now).filter((node) => last.readings[node]);
+    // a counter that went down is a node that restarted: its interval is left out
+    const rate = (name) => both.reduce((sum, node) =>
+      sum + Math.max(0, now[node][name] - last.readings[node][name]), 0) / seconds;
     const ms = (v) => (v === null ? null : v * 1000);
-    this.push(nowMs / 1000, {
-      records: [(now.produced - last.produced) / seconds, (now.fetched - last.fetched) / seconds],
-      commit: [ms(quantile(last.commit, now.commit, 0.5)), ms(quantile(last.commit, now.commit, 0.99))],
-      http: [ms(quantile(last.http, now.http, 0.5)), ms(quantile(last.http, now.http, 0.99))],
-    });
+    const point = { records: [rate("produced"), rate("fetched")] };
+    for (const id of LATENCIES) {
+      const deltas = mergeDeltas(both.map((node) => bucketDeltas(last.readings[node][id], now[node][id]))
+        .filter((list) => list.every(([, count]) => count >= 0)));
+      point[id] = [ms(quantile([], deltas, 0.5)), ms(quantile([], deltas, 0.99))];
+    }
+    this.push(nowMs / 1000, point);
     return true;
   }
 

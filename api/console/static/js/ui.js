@@ -158,7 +158,26 @@ export function confirmedButton(text, testid, question, expected, work, done, ki
   return node;
 }
 
-// A node's state as gossip tells it: alive, suspect (missed its probes), dead or left
-export function gossipBadge(state) {
+// A node's state as gossip tells it: alive, suspect (missed its probes), dead or left; a decommissioned
+// node that stopped is expected to be gone (no fault: not in red)
+export function gossipBadge(state, decommissioned = false) {
+  if (decommissioned && state !== "alive") return badge(`${state} (decommissioned)`, "");
   return badge(state, state === "alive" ? "ok" : state === "suspect" ? "warn" : "bad");
+}
+
+// A node's decommission as /v1/nodes says it: under way, finished (it holds no replica), or none
+export function decommissionBadge(node) {
+  if (node.decommissioned) return badge("decommissioned", "ok");
+  return node.decommissioning ? badge("decommissioning", "warn") : "–";
+}
+
+// Whether an API call was refused for want of an ACL (403): what the person may not see, not a fault
+export function isRefusal(error) {
+  return Boolean(error && error.status === 403);
+}
+
+// One plain line for what the person logged in may not see (`what`), and the permission it needs
+export function notPermitted(what, needs, testid = "not-permitted") {
+  return h("p", { class: "muted", "data-testid": testid },
+    `${what}: not shown to you (it needs ${needs}; ask an administrator for it).`);
 }

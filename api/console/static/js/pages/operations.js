@@ -45,7 +45,7 @@ function decommissionView(progress) {
 function nodesView(nodes, progress) {
   return table([
     ["Node", (n) => h("strong", {}, n.node_id)],
-    ["State", (n) => gossipBadge(n.state)],
+    ["State", (n) => gossipBadge(n.state, n.decommissioned)],
     ["Leads", (n) => n.leader_of],
     ["Maintenance", (n) => (n.maintenance
       ? button("End maintenance", `maintenance-off-${n.node_id}`,

@@ -12,7 +12,16 @@ const CONFIGS = ["retention.ms", "retention.bytes", "segment.bytes", "cleanup.po
 const NUMERIC = new Set(["retention.ms", "retention.bytes", "segment.bytes", "max.message.bytes",
   "min.cleanable.dirty.ratio"]);
 
+// A replica as its partition's state says it; one whose node gossip does not see alive is down (its lag
+// is only how far it was when its node stopped answering), not a lagging follower
 function replicaView(replica) {
+  const state = replica.node_state || "alive";
+  if (state !== "alive") {
+    return h("div", { class: "replica", "data-node": replica.node, "data-down": state },
+      state === "suspect" ? badge(`${replica.node} not answering (suspect)`, "warn")
+        : badge(`${replica.node} down (${state})`, "bad"),
+      replica.error ? h("span", { class: "small error" }, replica.error) : null);
+  }
   const kind = replica.role === "failed" ? "bad" : replica.in_sync === false ? "warn" : "ok";
   const lag = replica.lag === null || replica.lag === undefined ? "" : ` lag ${replica.lag}`;
   return h("div", { class: "replica", "data-node": replica.node },
@@ -20,10 +29,19 @@ function replicaView(replica) {
     replica.error ? h("span", { class: "small error" }, replica.error) : null);
 }
 
+// Why a partition has no leader's view: its leader's node did not answer (it just died; another replica
+// takes over within seconds), said plainly, the API's words below
+function leaderView(s) {
+  if (s.leader) return s.leader;
+  if (!s.leader_error) return badge("none", "bad");
+  return h("div", { "data-testid": "leader-down" }, badge("leader down: electing", "bad"),
+    h("div", { class: "small muted" }, s.leader_error));
+}
+
 function partitionsView(name, states) {
   return table([
     ["Partition", (s) => s.partition],
-    ["Leader", (s) => s.leader || badge("none", "bad")],
+    ["Leader", leaderView],
     ["Replicas", (s) => (s.error ? errorBox(s.error) : s.replicas.map(replicaView))],
     ["High watermark", (s) => s.high_watermark ?? "–"],
     ["Log start", (s) => s.log_start_offset ?? "–"],

@@ -2,12 +2,21 @@
 // cleanup policy; and a form that creates one.
 
 import * as api from "../api.js";
-import { h, replace, section, table, errorBox, bytes, duration, link, form, field, select, flash } from "../ui.js";
+import {
+  h, replace, section, table, errorBox, bytes, duration, link, form, field, select, flash, isRefusal, notPermitted,
+} from "../ui.js";
 
 const SIZE_CALLS = 6; // partition states asked at once while sizes fill in
 
 export function configText(configs, name, show = (v) => v) {
   return configs && configs[name] !== undefined ? String(show(configs[name])) : "default";
+}
+
+// A topic's config as the topics table shows it: "–" when its description was refused (a 403: the value
+// is unknown to the person, not the default)
+function configCell(t, name, show) {
+  if (t.error) return isRefusal(t.error) ? h("span", { class: "muted" }, "–") : "";
+  return configText(t.configs, name, show);
 }
 
 // Reads every partition's state (leader's view), a few at a time; fills `into[topic]` as they come
@@ -61,15 +70,19 @@ export async function render(root) {
   }));
   const sizes = Object.fromEntries(names.map((n) => [n, { bytes: 0, known: 0 }]));
   const cells = {};
-  const sizeCell = (t) => (cells[t.name] = h("span", { "data-testid": `size-${t.name}` }, "…"));
+  const sizeCell = (t) => (t.error ? "–" : (cells[t.name] = h("span", { "data-testid": `size-${t.name}` }, "…")));
+  const refused = described.filter((t) => isRefusal(t.error)).map((t) => t.name);
   replace(listing, table([
     ["Topic", (t) => link(`#/topics/${api.enc(t.name)}`, t.name)],
-    ["Partitions", (t) => (t.error ? errorBox(t.error) : t.partitions.length)],
+    ["Partitions", (t) => (!t.error ? t.partitions.length : isRefusal(t.error) ? h("span", { class: "muted" }, "–")
+      : errorBox(t.error))],
     ["Replication", (t) => t.replication_factor ?? "–"],
     ["Size", sizeCell],
-    ["Retention", (t) => configText(t.configs, "retention.ms", duration)],
-    ["Cleanup policy", (t) => configText(t.configs, "cleanup.policy")],
-  ], described, { testid: "topics", empty: "No topics you may describe.", rowid: (t) => t.name }));
+    ["Retention", (t) => configCell(t, "retention.ms", duration)],
+    ["Cleanup policy", (t) => configCell(t, "cleanup.policy")],
+  ], described, { testid: "topics", empty: "No topics you may describe.", rowid: (t) => t.name }),
+  refused.length ? notPermitted(`The partitions and configs of ${refused.join(", ")}`,
+    "DESCRIBE and DESCRIBE_CONFIGS on the topic", "topics-not-permitted") : null);
   const counts = Object.fromEntries(described.map((t) => [t.name, t.error ? 0 : t.partitions.length]));
   partitionStates(names, (n) => counts[n], (name, p, state) => {
     const size = sizes[name];
