@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import logging
 import os
 import threading
@@ -646,20 +645,20 @@ class Log(Closing):
         """A streaming reader from ``offset``; it keeps the segment it reads from open, even if retention
         deletes it meanwhile, and reads it without the log's lock (a view of one segment at a time). Use
         as a context manager."""
+
+        def segment_view(at: int) -> LogView | None:
+            """A view of the one segment holding ``at``; None at the end of the log or at ``max_offset``."""
+            with self._lock:
+                end = self.end_offset
+                if at >= (end if max_offset is None else min(max_offset, end)):
+                    return None
+                view = self._view(at, None, max_offset, one_segment=True)
+            check(not view.is_empty, f"{self.directory}: no batch holds offset {at}")
+            return view
+
         with self._lock:
             self._check_offset(offset)
-            return LogReader(functools.partial(self._segment_view, max_offset=max_offset), offset)
-
-    def _segment_view(self, offset: int, max_offset: int | None) -> LogView | None:
-        """A view of the one segment holding ``offset`` (a :class:`LogReader`'s next step); None at the end
-        of the log or at ``max_offset``."""
-        with self._lock:
-            end = self.end_offset
-            if offset >= (end if max_offset is None else min(max_offset, end)):
-                return None
-            view = self._view(offset, None, max_offset, one_segment=True)
-        check(not view.is_empty, f"{self.directory}: no batch holds offset {offset}")
-        return view
+            return LogReader(segment_view, offset)
 
     # -- truncation and retention --------------------------------------------------------------------
 
