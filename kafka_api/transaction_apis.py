@@ -132,7 +132,11 @@ async def init_transactional_producer(door: Door, request: wire.Request) -> tupl
         if (producer_id == NO_PRODUCER) != (producer_epoch == -1):  # KIP-360: both or neither, as Kafka
             raise Refused(ErrorCode.invalid_request)
         given = await door.node.local.transactions.init_producer_id(
-            body.transactional_id, wire.millis(body.transaction_timeout), producer_id, producer_epoch
+            body.transactional_id,
+            wire.millis(body.transaction_timeout),
+            producer_id,
+            producer_epoch,
+            door.session.principal,
         )
     except Refused as refusal:
         return refusal.code, NO_PRODUCER, -1

@@ -69,14 +69,27 @@ class TransactionService(Protocol):
         """Create ``__transactions`` (its partition count: the node's) unless it exists."""
         ...
 
+    @peer("Give an idempotent producer a producer id of its own", write=True)
+    async def init_idempotent_producer(self, principal: str | None) -> ProducerIdAndEpoch:
+        """Kafka's InitProducerId without a transactional id: a new producer id, at epoch 0, that only
+        ``principal`` (None: an unauthenticated client) may write with (``security.producer_ids``)."""
+        ...
+
     @peer("Give a transactional id its producer id and a new epoch", write=True)
     async def init_producer_id(
-        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        producer_id: int,
+        producer_epoch: int,
+        principal: str | None = None,
     ) -> ProducerIdAndEpoch:
         """Kafka's InitProducerId: the id's producer id at its next epoch (a new id once the epochs are
-        spent), fencing every older producer of the id. ``producer_id`` and ``producer_epoch`` are what the
-        producer holds (-1: nothing; KIP-360). An open transaction is aborted first, with the epoch bumped,
-        and ``ConcurrentTransactions`` answered: the producer asks again once it is aborted.
+        spent, or when ``principal``, the caller, is not the one it was given to: only its owner may write
+        with it, ``security.producer_ids``), fencing every older producer of the id. ``producer_id`` and
+        ``producer_epoch`` are what the producer holds (-1: nothing; KIP-360). An open transaction is aborted
+        first, with the epoch bumped, and ``ConcurrentTransactions`` answered: the producer asks again once
+        it is aborted.
         ``InvalidTransactionTimeout`` for a timeout over the node's bound."""
         ...
 
