@@ -213,8 +213,14 @@ class TransactionCoordinator:
         return ProducerIdAndEpoch(row.producer_id, row.producer_epoch)
 
     async def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> None:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         self._bounded(partitions)
         partition, table, term = self._read(transactional_id)
         row = table.transactions.get(transactional_id)
@@ -238,8 +244,14 @@ class TransactionCoordinator:
             check_topic_name(tp.topic)
 
     async def add_offsets(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group: str,
+        principal: str | None = None,
     ) -> None:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         check_group_name(group)
         partition, _, term = self._read(transactional_id)
         command = AddGroup(
@@ -254,7 +266,9 @@ class TransactionCoordinator:
         producer_epoch: int,
         group: str,
         partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> int:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         check_group_name(group)
         self._bounded(partitions)
         partition, _, term = self._read(transactional_id)
@@ -265,8 +279,14 @@ class TransactionCoordinator:
         return (await self._change(partition, command)).started_ms
 
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        principal: str | None = None,
     ) -> None:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         partition, _, term = self._read(transactional_id)
         command = EndTransaction(transactional_id, producer_id, producer_epoch, commit, self._wall(), term)
         result = await self._propose(partition, command)

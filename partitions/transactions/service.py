@@ -95,15 +95,27 @@ class TransactionService(Protocol):
 
     @peer("Add partitions the producer writes to its transaction", write=True)
     async def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> None:
         """Kafka's AddPartitionsToTxn: a transaction begins when none is open. ``ProducerFenced`` for an
-        older epoch, ``ConcurrentTransactions`` while the previous transaction completes."""
+        older epoch, ``ConcurrentTransactions`` while the previous transaction completes. Here and in the
+        calls below, ``principal`` is the caller (None: an unauthenticated client), refused
+        ``TransactionalProducerIdNotOwned`` unless ``producer_id`` is its own (``security.producer_ids``)."""
         ...
 
     @peer("Add a consumer group whose offsets the transaction commits", write=True)
     async def add_offsets(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group: str,
+        principal: str | None = None,
     ) -> None:
         """Kafka's AddOffsetsToTxn: the group's offset partitions join the transaction when a
         TxnOffsetCommit names them (``add_offset_partitions``)."""
@@ -117,6 +129,7 @@ class TransactionService(Protocol):
         producer_epoch: int,
         group: str,
         partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> int:
         """Asked by the group's coordinator for a TxnOffsetCommit before it stores the offsets: the
         transaction's end reaches those partitions. ``InvalidTxnState`` unless the open transaction added
@@ -126,7 +139,12 @@ class TransactionService(Protocol):
 
     @peer("Commit or abort the producer's transaction", write=True)
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        principal: str | None = None,
     ) -> None:
         """Kafka's EndTxn: the decision is replicated, then the markers are written to every partition of
         the transaction; answered once they are (or, should a partition keep them waiting, after a few
