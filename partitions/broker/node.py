@@ -283,11 +283,12 @@ class Node:
         )
 
     def _build_services(self, config: NodeConfig, clock: Callable[[], int]) -> None:
-        """The local services, then the cluster-wide ones over them. Four local services call cluster-wide
+        """The local services, then the cluster-wide ones over them. Five local services call cluster-wide
         ones (the group and transaction stores create their internal topics through the controller
         leader; a member's reads go to each partition's leader; the transaction coordinator writes its
         markers through each partition's leader; the data plane asks a transaction's coordinator whether a
-        transactional batch's partition is in it): they are handed ``self.cluster``'s, built right after
+        transactional batch's partition is in it; the producer ids ask the controller leader for a
+        principal's number): they are handed ``self.cluster``'s, built right after
         them, as a call made later, the one cycle of the node's construction."""
         authorizers = Authorizers(f"User:{name}" for name in config.super_users)
         self.producer_ids = ProducerIds(self.security.producer_owners, self._register_producer_owner)
