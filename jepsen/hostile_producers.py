@@ -1,8 +1,9 @@
 """The hostile clients' attacks on producers (``jepsen.hostile`` runs them beside its others, at each node):
 
-- ``producer-id``: every ``PRODUCER_ID_INTERVAL_S``, reads the newest batches of a workload partition over
-  HTTP (as any reader may), takes an honest Kafka producer's producer id, epoch and next sequence from a
-  batch header (an id InitProducerId gave: bit 62 set), and sends a record of its own with them through
+- ``producer-id``: every ``PRODUCER_ID_INTERVAL_S``, reads batches of a workload partition over HTTP (as
+  any reader may; from the partition's start, then from the newest batch read), takes an honest Kafka
+  producer's producer id, epoch and next sequence from a batch header (an id InitProducerId gave: bit 62
+  set), and sends a record of its own with them through
   the Kafka door, logged in over SASL/PLAIN as a user of its own (made with the admin token): a producer
   id belongs to the principal it was given to (the workload's are unauthenticated), so the node must
   refuse it, CLUSTER_AUTHORIZATION_FAILED. One accepted is a finding (``injections_accepted``), and its
@@ -158,6 +159,7 @@ class ProducerAttacks:
         self._user_lock = asyncio.Lock()
         self._behind_since: dict[tuple[str, int], tuple[int, float]] = {}  # (topic, partition) -> (next, s)
         self._committed_next: dict[tuple[str, int], int] = {}
+        self._read_from: dict[tuple[str, int], int] = {}  # where the producer-id attack reads next
 
     def jobs(self, target: NodeSpec) -> list[Any]:
         if not self.hostile.topics:
@@ -220,17 +222,13 @@ class ProducerAttacks:
                 return
             topic, partition = self._pick()
             base = f"http://{target.host}:{target.http_port}"
+            start = self._read_from.get((topic, partition), 0)  # the run's topics are new: 0 is there
             async with self._session() as session:
-                status, body, _ = await self._get(
-                    session, base + offsets_path(topic, partition), "application/json"
-                )
-                if status != 200:
-                    self.hostile.count(attack, f"offsets:{status}")
-                    return
-                offsets = json.loads(body)
-                start = max(offsets["beginning_offset"], offsets["end_offset"] - 20)
                 url = f"{base}{records_path(topic, partition)}?offset={start}&max_bytes={READ_BYTES_MAX}"
                 status, data, _ = await self._get(session, url, RECORD_BATCH)
+            end = batches_end(data) if status == 200 else None
+            if end is not None:  # the next read starts at the newest batch read
+                self._read_from[(topic, partition)] = max(start, end - 1)
             producers = given_producers(data) if status == 200 else []
             if not producers:
                 self.hostile.count(attack, "no_given_producer_seen")
