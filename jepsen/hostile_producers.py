@@ -34,7 +34,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 
 from jepsen.control import NodeSpec
-from raftlog_client.contract import RECORD_BATCH, USERS_PATH, offsets_path, partition_path, records_path
+from raftlog_contract import RECORD_BATCH, USERS_PATH, offsets_path, partition_path, records_path
 
 PRODUCER_ID_INTERVAL_S = 2.0  # per node
 HANGING_INTERVAL_S = 4.0  # per node

@@ -32,8 +32,8 @@ from test_sasl_clients import _authenticate, _handshake, as_admin, curl, grant, 
 
 from kafka_api import wire
 from raftlog.storage.batch import BatchHeader, ProducerRecord, decode_header, encode_batch
-from raftlog_client.contract import JSON_V2, RECORD_BATCH
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_contract import JSON_V2, RECORD_BATCH
 
 PRODUCE_VERSION = 9
 ADD_PARTITIONS_VERSION = 3
