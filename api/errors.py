@@ -124,6 +124,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (BadRequest, HttpError(400, 40001)),
     (Unauthorized, HttpError(401, 40101)),
     # serve --acls: no ACL allows it; nothing done
+    # a batch of a producer id InitProducerId gave another principal (``security.producer_ids``)
+    (broker.ProducerIdNotOwned, HttpError(403, 40302)),
     (broker.AuthorizationFailed, HttpError(403, NOT_AUTHORIZED)),
     (RouteNotFound, HttpError(404, 40400)),
     (MethodNotAllowed, HttpError(405, 40501)),
@@ -163,6 +165,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.UnknownUser, HttpError(404, 40407)),
     (broker.UnknownToken, HttpError(404, 40408)),  # never made, revoked, or its user deleted
     (broker.TooManyTokens, HttpError(409, 40915)),  # per user or in the cluster: nothing made
+    (broker.TooManyProducerOwners, HttpError(409, 40925)),  # principals holding producer ids: none given
     (broker.NoReassignment, HttpError(404, 40406)),
     (broker.InvalidReassignment, HttpError(400, 40002)),
     (broker.ReassignmentInProgress, HttpError(409, 40908)),

@@ -27,6 +27,9 @@ HTTP batch bomb is sent by a caller allowed to write, as in the attack it reprod
   own links must still get in (a restarted node must rejoin).
 - ``bad-credentials``: ``BAD_CREDENTIALS_PER_S`` requests a second with wrong, malformed and
   non-UTF-8 bearer tokens: each must be a 401 (a 5xx is a finding).
+- ``producer-id`` and ``http-hanging-transaction`` (``jepsen.hostile_producers``): an honest Kafka
+  producer's id used by another principal, and a transactional batch over HTTP: both must be refused, and
+  read_committed readers must go on.
 
 The tally (JSON, to ``--out``) counts what each attack met: connections opened, cut by the node, refused,
 answers, and the findings above. Everything is bounded in connections, rate and time.
@@ -61,6 +64,7 @@ import crc32c
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from jepsen import hostile_producers
 from jepsen.control import NodeSpec
 from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
 
@@ -229,6 +233,8 @@ class Hostile:
         self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
                        "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
         jobs: list[Awaitable[None]] = []
+        wire = hostile_producers.Wire(kafka_frame, produce_frame, produce_error, _session)
+        producer_attacks = hostile_producers.ProducerAttacks(self, wire)
         for target in self.targets:
             for door, port in (("kafka", target.kafka_port), ("http", target.http_port)):
                 pace = Pace(IDLE_OPENS_PER_S)
@@ -239,6 +245,7 @@ class Hostile:
             jobs += [self._raft_flood(target) for _ in range(RAFT_FLOOD_CONNECTIONS)]
             jobs.append(self._bomb(target))
             jobs.append(self._bad_credentials(target))
+            jobs += producer_attacks.jobs(target)  # producer ids used by another, transactions over HTTP
         tasks = [asyncio.ensure_future(job) for job in jobs]
         try:
             await self.stop.wait()
@@ -422,6 +429,7 @@ def findings(tally: dict[str, dict[str, int]]) -> list[str]:
     for attack, counts in sorted(tally.items()):
         for what, n in sorted(counts.items()):
             if n and (what in ("bombs_accepted", "server_error", "whole_request_sent")
+                      or what in hostile_producers.FINDINGS
                       or what.startswith("still_open")):  # fmt: skip
                 found.append(f"{attack}: {what} {n}")
     return found

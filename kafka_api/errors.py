@@ -22,6 +22,12 @@ from raftlog.storage import errors as storage
 log = logging.getLogger(__name__)
 
 TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    # a batch of a producer id InitProducerId gave another principal: answered as the refusal each Kafka
+    # client already takes as fatal for the producer (Java's and librdkafka's producers fail for good, none
+    # retries), a transactional one as its transactional id, an idempotent one as KIP-679's refusal of
+    # idempotent writes; INVALID_PRODUCER_ID_MAPPING would have the idempotent producer ask for a new id
+    (broker.TransactionalProducerIdNotOwned, ErrorCode.transactional_id_authorization_failed),
+    (broker.ProducerIdNotOwned, ErrorCode.cluster_authorization_failed),
     (broker.TopicAuthorizationFailed, ErrorCode.topic_authorization_failed),
     (broker.GroupAuthorizationFailed, ErrorCode.group_authorization_failed),
     (broker.ClusterAuthorizationFailed, ErrorCode.cluster_authorization_failed),
@@ -75,6 +81,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     # a user's API tokens are the HTTP API's (no Kafka API reaches them): their nearest codes
     (broker.UnknownToken, ErrorCode.delegation_token_not_found),
     (broker.TooManyTokens, ErrorCode.policy_violation),
+    (broker.TooManyProducerOwners, ErrorCode.policy_violation),
     (broker.DecommissionImpossible, ErrorCode.policy_violation),
     # no Kafka API changes the controller's voters
     (broker.ControllerChangeRefused, ErrorCode.policy_violation),

@@ -429,6 +429,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
                 body.producer_epoch,
                 body.group_id,
                 tps,
+                door.session.principal,
             )
     except GroupRefusal as refused:
         refusal = refused.code

@@ -132,7 +132,11 @@ async def init_transactional_producer(door: Door, request: wire.Request) -> tupl
         if (producer_id == NO_PRODUCER) != (producer_epoch == -1):  # KIP-360: both or neither, as Kafka
             raise Refused(ErrorCode.invalid_request)
         given = await door.node.local.transactions.init_producer_id(
-            body.transactional_id, wire.millis(body.transaction_timeout), producer_id, producer_epoch
+            body.transactional_id,
+            wire.millis(body.transaction_timeout),
+            producer_id,
+            producer_epoch,
+            door.session.principal,
         )
     except Refused as refusal:
         return refusal.code, NO_PRODUCER, -1
@@ -173,7 +177,7 @@ async def add_partitions_to_txn(door: Door, request: wire.Request) -> Any:
             raise Refused(ErrorCode.operation_not_attempted)
         tps = [TopicPartition(name, p) for name, partitions in asked for p in partitions]
         await door.node.local.transactions.add_partitions(
-            tid, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch, tps
+            tid, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch, tps, door.session.principal
         )
         everyone = ErrorCode.none
     except Refused as refusal:
@@ -208,7 +212,11 @@ async def add_offsets_to_txn(door: Door, request: wire.Request) -> Any:
         if not door.allows(READ, GROUP, body.group_id):
             raise Refused(ErrorCode.group_authorization_failed)
         await door.node.local.transactions.add_offsets(
-            body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+            body.transactional_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.group_id,
+            door.session.principal,
         )
 
     return await _answered(request, add)
@@ -221,7 +229,11 @@ async def end_txn(door: Door, request: wire.Request) -> Any:
     async def end() -> None:
         _writable(door, body.transactional_id)
         await door.node.local.transactions.end_transaction(
-            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+            body.transactional_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.committed,
+            door.session.principal,
         )
 
     return await _answered(request, end)

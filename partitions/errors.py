@@ -248,6 +248,33 @@ class TransactionalIdAuthorizationFailed(AuthorizationFailed):
     pass
 
 
+class ProducerIdNotOwned(AuthorizationFailed):
+    """A batch of a producer id InitProducerId gave another principal (``security.producer_ids``): nothing
+    written. ``name`` is the producer id."""
+
+    template = (
+        "{principal} may not {operation} as producer {name}: InitProducerId gave it to another principal"
+    )
+
+    @classmethod
+    def of_producer(cls, principal: str, producer_id: int) -> ProducerIdNotOwned:
+        return cls(principal, "write", "producer_id", str(producer_id))
+
+
+class TransactionalProducerIdNotOwned(ProducerIdNotOwned):
+    """The same, of a transactional batch (a Kafka door answers it as a transactional id it may not use)."""
+
+
+@with_fields
+class TooManyProducerOwners(PartitionError):
+    """A principal's first InitProducerId would pass the cluster's bound of principals holding producer ids
+    (``controller.producer_owners``): no producer id given."""
+
+    principal: str
+    limit: int
+    template = "no producer id for {principal}: {limit} principals hold producer ids already, at most {limit}"
+
+
 class InvalidReassignment(PartitionError):
     """A replica set that cannot be used: empty, repeating a node, too small for a quorum, or naming a
     node that is down or leaving. Nothing was changed."""

@@ -133,6 +133,10 @@ class LocalAdmin:
         self._on_controller()
         return await self._security.delete_token(user, token_id)
 
+    async def register_producer_owner(self, principal: str) -> int:
+        self._on_controller()
+        return await self._security.register_producer_owner(principal)
+
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view; this node's when it leads or no leader is known, else NotLeader naming the
         leader (only it knows every replica's match offset and lag)."""

@@ -69,6 +69,7 @@ from partitions.replicas.raft_host import RaftHost
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding, Authorizers
+from partitions.security.producer_ids import ProducerIds
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import (
@@ -282,13 +283,15 @@ class Node:
         )
 
     def _build_services(self, config: NodeConfig, clock: Callable[[], int]) -> None:
-        """The local services, then the cluster-wide ones over them. Four local services call cluster-wide
+        """The local services, then the cluster-wide ones over them. Five local services call cluster-wide
         ones (the group and transaction stores create their internal topics through the controller
         leader; a member's reads go to each partition's leader; the transaction coordinator writes its
         markers through each partition's leader; the data plane asks a transaction's coordinator whether a
-        transactional batch's partition is in it): they are handed ``self.cluster``'s, built right after
+        transactional batch's partition is in it; the producer ids ask the controller leader for a
+        principal's number): they are handed ``self.cluster``'s, built right after
         them, as a call made later, the one cycle of the node's construction."""
         authorizers = Authorizers(f"User:{name}" for name in config.super_users)
+        self.producer_ids = ProducerIds(self.security.producer_owners, self._register_producer_owner)
         self.data = DataPlane(
             config.node_id,
             self.replicas,
@@ -298,6 +301,7 @@ class Node:
             TransactionalWrites(
                 authorizers if config.enforce_acls else None, self.security.acls, self._verify_partition
             ),
+            self.producer_ids,
             self.raft.run,
             inflated_bytes_max=config.inflated_batch_bytes_max,
         )
@@ -315,6 +319,7 @@ class Node:
             config.node_id,
             self._internal_topic_log(ReplicatedTransactionLog, config.transaction_partitions),
             self._write_txn_marker,
+            producer_ids=self.producer_ids,
             timeout_ms_max=config.transaction_timeout_ms_max,
         )
         self.local = NodeServices(
@@ -357,6 +362,10 @@ class Node:
         return await self.cluster.transactions.call(
             TransactionService.verify_partition, transactional_id, producer_id, epoch, topic, partition
         )
+
+    async def _register_producer_owner(self, principal: str) -> int:
+        """A principal's number in the producer ids it is given, from the controller leader."""
+        return await self.cluster.admin.call(AdminService.register_producer_owner, principal)
 
     async def _write_txn_marker(self, tp: TopicPartition, marker: Marker) -> None:
         """A transaction's marker, through the partition's leader wherever it is."""

@@ -1,7 +1,8 @@
 """The controller's replicated state: topics, their configs and each partition's replica set; node flags;
 users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
 (``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
-proposer too, the secret's hash only; a user's go with it).
+proposer too, the secret's hash only; a user's go with it); the principals holding producer ids and their
+numbers (``producer_owners.py``).
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
@@ -19,8 +20,10 @@ from typing import Any
 import msgpack
 
 from partitions.controller import acls as controller_acls
+from partitions.controller import producer_owners
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.acls import AclCommand, AclResult, CreateAcls, DeleteAcls
+from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.tokens import CreateToken, DeleteToken, TokenCommand
 from partitions.errors import (
     InvalidCommand,
@@ -29,6 +32,7 @@ from partitions.errors import (
     InvalidTopic,
     NoReassignment,
     ReassignmentInProgress,
+    TooManyProducerOwners,
     TooManyTokens,
     TopicExists,
     UnknownCredential,
@@ -54,6 +58,7 @@ _SET_USER, _DELETE_USER, _ALTER_USER = 8, 9, 10
 _CREATE_ACLS, _DELETE_ACLS = 11, 12
 _CREATE_TOKEN, _DELETE_TOKEN = 13, 14
 _ADD_PARTITIONS = 15
+_REGISTER_PRODUCER_OWNER = 16
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -170,6 +175,7 @@ ControllerCommand = (
     | DeleteAcls
     | CreateToken
     | DeleteToken
+    | RegisterProducerOwner
 )
 
 
@@ -253,6 +259,8 @@ def encode(command: ControllerCommand) -> bytes:
     elif isinstance(command, CreateToken | DeleteToken):  # no name: the rows stand in its place
         kind = _CREATE_TOKEN if isinstance(command, CreateToken) else _DELETE_TOKEN
         fields = [1, kind, controller_tokens.rows(command)]
+    elif isinstance(command, RegisterProducerOwner):
+        fields = [1, _REGISTER_PRODUCER_OWNER, command.principal]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -307,6 +315,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return controller_acls.from_rows(kind == _CREATE_ACLS, fields[2])
     if kind in (_CREATE_TOKEN, _DELETE_TOKEN) and len(fields) == 3:
         return controller_tokens.from_rows(kind == _CREATE_TOKEN, fields[2])
+    if kind == _REGISTER_PRODUCER_OWNER and len(fields) == 3:
+        return producer_owners.from_row(fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -340,8 +350,9 @@ _Refusal = (
     | UnknownUser
     | UnknownToken
     | TooManyTokens
+    | TooManyProducerOwners
 )
-ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | _Refusal
+ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | int | _Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +372,8 @@ class ControllerMetadata:
     acls: tuple[AclBinding, ...] = ()  # sorted, no repeats (``controller_acls``)
     # users' API tokens by id (``controller_tokens``): never a secret, its hash
     tokens: Mapping[str, ApiToken] = field(default_factory=lambda: MappingProxyType({}))
+    # each principal holding producer ids and its number (``producer_owners``), replaced whole on change
+    producer_owners: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ControllerStateMachine:
@@ -398,6 +411,7 @@ class ControllerStateMachine:
             UnknownUser,
             UnknownToken,
             TooManyTokens,
+            TooManyProducerOwners,
         ) as refusal:
             self.metadata = replace(current, applied_index=index)
             return refusal
@@ -425,6 +439,7 @@ class ControllerStateMachine:
                 ],
                 "acls": [acl.to_row() for acl in metadata.acls],
                 "tokens": [token.to_row() for _, token in sorted(metadata.tokens.items())],
+                "producer_owners": producer_owners.snapshot_rows(metadata.producer_owners),
             },
             use_bin_type=True,
         )
@@ -464,6 +479,7 @@ class ControllerStateMachine:
             MappingProxyType(  # none before tokens existed
                 {token.token_id: token for token in map(ApiToken.from_row, state.get("tokens", []))}
             ),
+            MappingProxyType(producer_owners.from_snapshot(state.get("producer_owners", []))),  # none before
         )
 
 
@@ -479,6 +495,7 @@ class _Change:
         self.users: dict[str, tuple[ScramCredential, ...]] | None = None
         self.acls: tuple[AclBinding, ...] | None = None
         self.tokens: dict[str, ApiToken] | None = None
+        self.producer_owners: dict[str, int] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -500,6 +517,7 @@ class _Change:
             base.users if self.users is None else MappingProxyType(self.users),
             base.acls if self.acls is None else self.acls,
             base.tokens if self.tokens is None else MappingProxyType(self.tokens),
+            base.producer_owners if self.producer_owners is None else MappingProxyType(self.producer_owners),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
@@ -507,6 +525,9 @@ class _Change:
             return self._apply_acls(decoded)
         if isinstance(decoded, CreateToken | DeleteToken):
             return self._apply_token(decoded)
+        if isinstance(decoded, RegisterProducerOwner):
+            self.producer_owners, number = producer_owners.apply(self._base.producer_owners, decoded)
+            return number
         if isinstance(decoded, SetUser | DeleteUser):
             return self._apply_user(decoded)
         if isinstance(decoded, AlterUser):

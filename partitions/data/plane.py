@@ -51,6 +51,7 @@ from partitions.replicas.state_machine import (
     Refused,
     TxnOffsetPending,
 )
+from partitions.security.producer_ids import ProducerIds
 from partitions.transactions.service import Marker
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.interface import Role
@@ -111,10 +112,12 @@ class DataPlane:
         topic: Callable[[str], TopicMetadata],
         clock: Callable[[], int],
         transactional: TransactionalWrites,
+        producer_ids: ProducerIds,
         run_on_driver: RunOnDriver,
         inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT,
     ) -> None:
-        """``transactional``: the checks of a transactional batch; ``run_on_driver``: a function run on
+        """``transactional``: the checks of a transactional batch; ``producer_ids``: whose producer id a
+        batch may carry (``security.producer_ids``); ``run_on_driver``: a function run on
         the Raft driver thread, between two applies (``RaftHost.run``). ``inflated_bytes_max``: the most a
         producer's compressed batch's records may inflate to (or its topic's ``max.message.bytes``, when
         larger); past it the batch is refused, InflatedTooLarge."""
@@ -126,6 +129,7 @@ class DataPlane:
         self._topic = topic
         self._clock = clock
         self._transactional = transactional
+        self._producer_ids = producer_ids
         self._run_on_driver = run_on_driver
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
         self.counters: dict[str, float] = {
@@ -211,7 +215,8 @@ class DataPlane:
         HTTP API's producers number requests, ``partitions.replicas.dedup``): the one write of
         records, so every rule a produced batch meets is here, whichever door it came through. It is
         checked (``check_producer_batch``: format, CRC, no control batch, timestamps; a compacted topic's
-        keys; a transactional batch's producer and transaction, ``TransactionalWrites``), then replicated
+        keys; its producer id's owner, ``ProducerIds``; a transactional batch's producer and transaction,
+        ``TransactionalWrites``), then replicated
         as it came, unless the topic's configs ask for another codec (recompressed) or LogAppendTime
         (stamped: attributes, max timestamp and CRC only). Produces to one partition are proposed in the
         order their calls began (``SubmitOrder``), waits or not.
@@ -229,6 +234,12 @@ class DataPlane:
             append_time = config.timestamp_type == "LogAppendTime"
             latest_ms = NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
             header = await self._checked(topic, partition, batch, latest_ms, config.max_message_bytes)
+            # a producer id is written only by the principal InitProducerId gave it to: before the
+            # transaction's checks and the dedup window, so another's id is refused, never answered with
+            # the offsets of its owner's records
+            self._producer_ids.check(
+                header.producer_id, producer.principal if producer else None, header.is_transactional
+            )
             if header.is_transactional:  # a Kafka producer's; checked while the turn holds its place
                 tid = self._transactional.authorize(producer)
                 await self._transactional.verify(replica.log.transactions, tid, header, topic, partition)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from partitions.controller.acls import CreateAcls, DeleteAcls
+from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.state import AlterUser, DeleteUser, SetUser
 from partitions.controller.tokens import CreateToken, DeleteToken
 from partitions.metadata.frontend import MetadataFrontend
@@ -57,6 +58,19 @@ class SecurityRecords:
         if not isinstance(result, tuple) or len(result) != len(filters):
             raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
         return [list(removed) for removed in result]
+
+    def producer_owners(self) -> Mapping[str, int]:
+        """Each principal holding producer ids and its number (``controller.producer_owners``)."""
+        return self._frontend.metadata().producer_owners
+
+    async def register_producer_owner(self, principal: str) -> int:
+        known = self.producer_owners().get(principal)
+        if known is not None:
+            return known
+        result = await self._frontend.propose(RegisterProducerOwner(principal))
+        if type(result) is not int:
+            raise InvariantViolation(f"register producer owner returned {result!r}")
+        return result
 
     def tokens(self) -> Mapping[str, ApiToken]:
         return self._frontend.metadata().tokens

@@ -281,6 +281,12 @@ class AdminService(Protocol):
         """Revoke a user's token; the token revoked. Raises UnknownToken."""
         ...
 
+    @peer("Give a principal its number in the producer ids it is given, on the controller leader", write=True)
+    async def register_producer_owner(self, principal: str) -> int:
+        """The principal's number (``security.producer_ids``), given the first time it is asked for.
+        Raises TooManyProducerOwners."""
+        ...
+
     @peer("A partition's state as its leader sees it", topic_arg="topic", waits_for_leader=False)
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view (match offsets, lag, in sync); NotLeader names the leader elsewhere."""

@@ -45,6 +45,7 @@ from partitions.errors import CoordinatorFenced, ProducerFenced, UnknownPartitio
 from partitions.groups.assignors import TopicPartition
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_topic_name, check_transactional_id
+from partitions.security.producer_ids import ProducerIds, owner_number
 from partitions.transactions.errors import (
     ConcurrentTransactions,
     InvalidTransactionTimeout,
@@ -92,7 +93,6 @@ COMPLETION_WAIT_S = 5.0  # the longest an EndTxn waits for its markers before it
 MARKER_RETRY_MIN_S = 0.05
 MARKER_RETRY_MAX_S = 2.0
 EXPIRE_BATCH = 1_000  # ids forgotten by one command
-PRODUCER_ID_BITS = 62  # as an idempotent producer's (kafka_api.producer_ids): random, not handed out in order
 
 
 class TransactionLog(TableLog[TransactionTable, TxnCommand, TxnResult], Protocol):
@@ -125,6 +125,7 @@ class TransactionCoordinator:
         node_id: str,
         transaction_log: TransactionLog,
         write_marker: MarkerWriter,
+        producer_ids: ProducerIds | None = None,
         *,
         timeout_ms_max: int = TIMEOUT_MS_MAX_DEFAULT,
         wall: Callable[[], int] = wall_clock_ms,
@@ -140,6 +141,8 @@ class TransactionCoordinator:
         self._timeout_ms_max = timeout_ms_max
         self._wall = wall
         self._rng = rng or random.Random()
+        # in-memory numbers when none are given: a coordinator alone in its process (tests)
+        self._producer_ids = producer_ids or ProducerIds.in_memory(self._rng)
         self._limits = limits
         self._completion_wait_s = completion_wait_s
         self._marker_retry_s = marker_retry_s  # the first pause before a marker is tried again, the longest
@@ -179,16 +182,28 @@ class TransactionCoordinator:
 
     # -- the protocol ----------------------------------------------------------------------------------
 
+    async def init_idempotent_producer(self, principal: str | None) -> ProducerIdAndEpoch:
+        return ProducerIdAndEpoch(await self._producer_ids.give(principal), 0)
+
     async def init_producer_id(
-        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        producer_id: int,
+        producer_epoch: int,
+        principal: str | None = None,
     ) -> ProducerIdAndEpoch:
         if not 1 <= timeout_ms <= self._timeout_ms_max:
             raise InvalidTransactionTimeout(timeout_ms, self._timeout_ms_max)
-        partition, _, term = self._read(transactional_id)
+        partition, table, term = self._read(transactional_id)
         expected = (producer_id, producer_epoch) if producer_id >= 0 else (NO_PRODUCER, -1)
-        fresh = self._rng.getrandbits(PRODUCER_ID_BITS)
+        fresh = await self._producer_ids.give(principal)
+        row = table.transactions.get(transactional_id)
+        # another principal (allowed to WRITE the id) takes it over: its producer gets an id of its own,
+        # the id's older producers are fenced as by a new epoch
+        new_owner = row is not None and owner_number(row.producer_id) != owner_number(fresh)
         command = InitProducer(
-            transactional_id, timeout_ms, fresh, *expected, self._wall(), term, self._limits
+            transactional_id, timeout_ms, fresh, *expected, self._wall(), term, self._limits, new_owner
         )
         row = await self._change(partition, command)
         if row.state is TxnState.PREPARE_ABORT:  # its open transaction is aborted first, the epoch bumped
@@ -198,8 +213,14 @@ class TransactionCoordinator:
         return ProducerIdAndEpoch(row.producer_id, row.producer_epoch)
 
     async def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> None:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         self._bounded(partitions)
         partition, table, term = self._read(transactional_id)
         row = table.transactions.get(transactional_id)
@@ -223,8 +244,14 @@ class TransactionCoordinator:
             check_topic_name(tp.topic)
 
     async def add_offsets(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group: str,
+        principal: str | None = None,
     ) -> None:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         check_group_name(group)
         partition, _, term = self._read(transactional_id)
         command = AddGroup(
@@ -239,7 +266,9 @@ class TransactionCoordinator:
         producer_epoch: int,
         group: str,
         partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> int:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         check_group_name(group)
         self._bounded(partitions)
         partition, _, term = self._read(transactional_id)
@@ -250,8 +279,14 @@ class TransactionCoordinator:
         return (await self._change(partition, command)).started_ms
 
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        principal: str | None = None,
     ) -> None:
+        self._producer_ids.check(producer_id, principal, transactional=True)
         partition, _, term = self._read(transactional_id)
         command = EndTransaction(transactional_id, producer_id, producer_epoch, commit, self._wall(), term)
         result = await self._propose(partition, command)

@@ -69,28 +69,53 @@ class TransactionService(Protocol):
         """Create ``__transactions`` (its partition count: the node's) unless it exists."""
         ...
 
+    @peer("Give an idempotent producer a producer id of its own", write=True)
+    async def init_idempotent_producer(self, principal: str | None) -> ProducerIdAndEpoch:
+        """Kafka's InitProducerId without a transactional id: a new producer id, at epoch 0, that only
+        ``principal`` (None: an unauthenticated client) may write with (``security.producer_ids``)."""
+        ...
+
     @peer("Give a transactional id its producer id and a new epoch", write=True)
     async def init_producer_id(
-        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        producer_id: int,
+        producer_epoch: int,
+        principal: str | None = None,
     ) -> ProducerIdAndEpoch:
         """Kafka's InitProducerId: the id's producer id at its next epoch (a new id once the epochs are
-        spent), fencing every older producer of the id. ``producer_id`` and ``producer_epoch`` are what the
-        producer holds (-1: nothing; KIP-360). An open transaction is aborted first, with the epoch bumped,
-        and ``ConcurrentTransactions`` answered: the producer asks again once it is aborted.
+        spent, or when ``principal``, the caller, is not the one it was given to: only its owner may write
+        with it, ``security.producer_ids``), fencing every older producer of the id. ``producer_id`` and
+        ``producer_epoch`` are what the producer holds (-1: nothing; KIP-360). An open transaction is aborted
+        first, with the epoch bumped, and ``ConcurrentTransactions`` answered: the producer asks again once
+        it is aborted.
         ``InvalidTransactionTimeout`` for a timeout over the node's bound."""
         ...
 
     @peer("Add partitions the producer writes to its transaction", write=True)
     async def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> None:
         """Kafka's AddPartitionsToTxn: a transaction begins when none is open. ``ProducerFenced`` for an
-        older epoch, ``ConcurrentTransactions`` while the previous transaction completes."""
+        older epoch, ``ConcurrentTransactions`` while the previous transaction completes. Here and in the
+        calls below, ``principal`` is the caller (None: an unauthenticated client), refused
+        ``TransactionalProducerIdNotOwned`` unless ``producer_id`` is its own (``security.producer_ids``)."""
         ...
 
     @peer("Add a consumer group whose offsets the transaction commits", write=True)
     async def add_offsets(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group: str,
+        principal: str | None = None,
     ) -> None:
         """Kafka's AddOffsetsToTxn: the group's offset partitions join the transaction when a
         TxnOffsetCommit names them (``add_offset_partitions``)."""
@@ -104,6 +129,7 @@ class TransactionService(Protocol):
         producer_epoch: int,
         group: str,
         partitions: list[TopicPartition],
+        principal: str | None = None,
     ) -> int:
         """Asked by the group's coordinator for a TxnOffsetCommit before it stores the offsets: the
         transaction's end reaches those partitions. ``InvalidTxnState`` unless the open transaction added
@@ -113,7 +139,12 @@ class TransactionService(Protocol):
 
     @peer("Commit or abort the producer's transaction", write=True)
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        principal: str | None = None,
     ) -> None:
         """Kafka's EndTxn: the decision is replicated, then the markers are written to every partition of
         the transaction; answered once they are (or, should a partition keep them waiting, after a few

@@ -147,6 +147,9 @@ class InitProducer:
     now_ms: int
     coordinator_epoch: int
     limits: Limits = LIMITS
+    # the caller is not the principal the id's producer id was given to: the fresh one replaces it, at
+    # epoch 0 (``security.producer_ids``); absent (False) in a command of a release before ids had owners
+    new_owner: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +305,7 @@ _READ: dict[str, Callable[[object], Any]] = {
     "producer_id": _int, "fresh_producer_id": _int, "expected_producer_id": _producer_id,
     "producer_epoch": _epoch, "expected_producer_epoch": _epoch, "timeout_ms": _timeout_ms, "commit": _bool,
     "now_ms": _int, "coordinator_epoch": _int, "expiration_ms": _int, "limits": Limits.from_row,
+    "new_owner": _bool,
 }  # fmt: skip
 _WRITE: dict[str, Callable[[Any], Any]] = {
     "partitions": _tp_rows, "transactional_ids": list, "limits": Limits.to_row,
@@ -309,6 +313,9 @@ _WRITE: dict[str, Callable[[Any], Any]] = {
 _LAYOUTS = {kind: (made, tuple(f.name for f in fields(made))) for made, kind in _KINDS.items()}
 _UNREAD = [name for _, names in _LAYOUTS.values() for name in names if name not in _READ]
 check(not _UNREAD, f"transaction command fields with no reader: {_UNREAD}")
+# fields added after a kind's first release, last in its layout: an older node's command lacks them, and
+# reads as their default
+_ADDED: dict[type[Any], tuple[str, ...]] = {InitProducer: ("new_owner",)}
 
 
 def encode(command: TxnCommand) -> bytes:
@@ -327,9 +334,11 @@ def decode(data: bytes) -> TxnCommand:
         raise InvalidCommand(f"malformed transaction command {str(row)[:80]!r}")
     kind, rest = row[0], row[1:]
     layout = _LAYOUTS.get(kind) if type(kind) is int else None
-    if layout is None or len(layout[1]) != len(rest):
+    missing = len(layout[1]) - len(rest) if layout is not None else 0
+    if layout is None or not 0 <= missing <= len(_ADDED.get(layout[0], ())):
         raise InvalidCommand(f"unknown transaction command {str(row)[:80]!r}")
     made, names = layout
+    names = names[: len(rest)]
     command: TxnCommand = made(*(_READ[name](value) for name, value in zip(names, rest, strict=True)))
     return command
 
@@ -364,10 +373,10 @@ TxnResult = (
 )
 
 
-def _bumped(row: Transaction, fresh_producer_id: int) -> tuple[int, int]:
+def _bumped(row: Transaction, fresh_producer_id: int, new_owner: bool) -> tuple[int, int]:
     """The producer id and epoch after an InitProducerId: the next epoch, or a new id at epoch 0 once the
-    epochs are spent."""
-    if row.producer_epoch >= EPOCH_BUMP_MAX:
+    epochs are spent or another principal takes the id over."""
+    if row.producer_epoch >= EPOCH_BUMP_MAX or new_owner:
         return fresh_producer_id, 0
     return row.producer_id, row.producer_epoch + 1
 
@@ -438,7 +447,7 @@ class TransactionTable:
                 return TxnChanged(row.transactional_id, row, changed=False)  # a retry; answered again
             if expected != (row.producer_id, row.producer_epoch):
                 return ProducerFenced(expected[0], expected[1], row.producer_epoch)
-        producer_id, epoch = _bumped(row, command.fresh_producer_id)
+        producer_id, epoch = _bumped(row, command.fresh_producer_id, command.new_owner)
         return self._store(
             replace(
                 row,

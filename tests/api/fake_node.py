@@ -175,6 +175,7 @@ class FakeCluster:
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
         self.acls: tuple[AclBinding, ...] = ()  # replaced whole by each change, as the controller does
         self.tokens: dict[str, ApiToken] = {}  # by id; a deleted user's go with it, as the controller does
+        self.producer_owners: dict[str, int] = {}  # each principal holding producer ids: its number
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
         self.controller_voters: list[str] = self.node_ids[:5]
         self.controller_learners: list[str] = []  # joining; nothing promotes them here
@@ -817,6 +818,11 @@ class FakeAdmin:
         acls, created = controller_acls.apply(self.cluster.acls, controller_acls.CreateAcls(tuple(bindings)))
         self.cluster.acls = acls
         return [acl for acl in created if isinstance(acl, AclBinding)]
+
+    async def register_producer_owner(self, principal: str) -> int:
+        self.data._controller_here()
+        owners = self.cluster.producer_owners
+        return owners.setdefault(principal, len(owners) + 1)
 
     async def create_token(self, token: ApiToken) -> ApiToken:
         self.data._controller_here()

@@ -12,7 +12,7 @@ import zlib
 import cramjam
 import pytest
 
-from jepsen import control, hostile, runner
+from jepsen import control, hostile, hostile_producers, runner
 from jepsen.history import read_history
 from raftlog.storage import batch as batch_codec
 
@@ -30,6 +30,26 @@ def test_the_bombs_are_batches_whose_only_fault_is_what_they_inflate_to() -> Non
         assert (header.record_count, header.compression.name.lower()) == (1, codec)
 
 
+def test_the_producer_attacks_send_batches_whose_only_fault_is_whose_they_are() -> None:
+    given = hostile_producers.GIVEN_BIT | 77 << 42 | 5
+    injected = hostile_producers.one_record_batch(b'"x"', 1_000, given, 3, 9, transactional=False)
+    hanging = hostile_producers.one_record_batch(b'"y"', 1_000, 424_242, 0, 0, transactional=True)
+    header = batch_codec.verify(injected)
+    assert (header.producer_id, header.producer_epoch, header.sequence, header.record_count) == (
+        given,
+        3,
+        9,
+        1,
+    )
+    assert not header.is_transactional and batch_codec.verify(hanging).is_transactional
+    [record] = batch_codec.decode_records(injected, header)
+    assert record.value == b'"x"' and record.key is None
+    plain = batch_codec.encode_batch(0, [batch_codec.ProducerRecord(b"v")], 0, 1_000, 1_000_007, 0)
+    stored = plain + injected + hanging
+    assert hostile_producers.given_producers(stored) == [(given, 3, 10)]  # only an id InitProducerId gave
+    assert hostile_producers.batches_end(stored) == 1 and hostile_producers.batches_end(b"") is None
+
+
 def test_findings_are_what_shows_a_door_that_did_not_hold() -> None:
     tally = {
         "bomb-kafka": {"sent": 3, "refused:10": 2, "bombs_accepted": 1},
@@ -41,6 +61,14 @@ def test_findings_are_what_shows_a_door_that_did_not_hold() -> None:
         "bomb-kafka: bombs_accepted 1",
         "idle-kafka: still_open_after_120s 1",
     ]
+    assert hostile.findings({
+        "producer-id": {"refused:31": 4, "injections_accepted": 1},
+        "http-hanging-transaction": {"refused:403": 3, "hanging_accepted": 1, "read_committed_frozen": 2},
+    }) == [
+        "http-hanging-transaction: hanging_accepted 1",
+        "http-hanging-transaction: read_committed_frozen 2",
+        "producer-id: injections_accepted 1",
+    ]  # fmt: skip
 
 
 @pytest.mark.slow
@@ -88,6 +116,10 @@ def test_a_run_under_hostile_clients_is_valid_and_the_honest_clients_are_served(
     ):
         assert tally.get(attack, {}).get("opened", 0) > 0, (attack, tally)
     assert tally["bomb-kafka"]["sent"] + tally["bomb-http"]["sent"] > 0, tally
+    # another principal's use of an honest producer's id, refused as Kafka's clients take it
+    assert tally["producer-id"].get("refused:31", 0) > 0, tally
+    assert tally["http-hanging-transaction"].get("refused:403", 0) > 0, tally
+    assert tally["http-hanging-transaction"].get("read_committed_moved", 0) > 0, tally
     assert not any("hostile-clients" in note for note in info["notes"]), info["notes"]
 
     sends = results["stats"]["operations"]["send"]

@@ -11,11 +11,19 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from partitions.errors import InvalidName, InvalidTxnState, ProducerFenced, UnknownTopic
+from partitions.errors import (
+    InvalidName,
+    InvalidTxnState,
+    ProducerFenced,
+    TransactionalProducerIdNotOwned,
+    UnknownTopic,
+)
 from partitions.groups.assignors import TopicPartition
+from partitions.security.producer_ids import owner_number
 from partitions.transactions.coordinator import TransactionCoordinator
 from partitions.transactions.errors import (
     ConcurrentTransactions,
+    InvalidProducerIdMapping,
     InvalidTransactionTimeout,
     TransactionLimitReached,
     UnknownTransactionalId,
@@ -422,3 +430,35 @@ async def test_the_coordinator_s_bounds_refuse_what_passes_them_and_change_nothi
         with pytest.raises(TransactionLimitReached):
             await asking
     assert log.proposals == proposed  # refused before anything was replicated
+
+
+async def test_a_transactional_id_s_producer_id_is_its_callers_and_changes_hands_with_a_new_epoch(
+    log: MemoryLog, markers: Markers, clock: Clock
+) -> None:
+    """InitProducerId gives the caller's producer id (``security.producer_ids``): the same principal keeps
+    its id and gets the next epoch; another principal allowed to WRITE the id gets an id of its own, and
+    the first one's is refused from then on."""
+    c = coordinator(log, markers, clock)
+    await c.ensure_topic()
+    bob = await c.init_producer_id(TID, 10_000, -1, -1, "User:bob")
+    again = await c.init_producer_id(TID, 10_000, -1, -1, "User:bob")
+    assert (again.producer_id, again.producer_epoch) == (bob.producer_id, bob.producer_epoch + 1)
+    carol = await c.init_producer_id(TID, 10_000, -1, -1, "User:carol")
+    assert carol.producer_id != bob.producer_id and carol.producer_epoch == 0
+    assert owner_number(carol.producer_id) != owner_number(bob.producer_id)
+    with pytest.raises(InvalidProducerIdMapping):  # bob's, by bob: no longer the id's
+        await c.add_partitions(TID, bob.producer_id, again.producer_epoch, [T0], "User:bob")
+    for call in (  # carol's, by another principal: refused before anything is replicated
+        c.add_partitions(TID, carol.producer_id, 0, [T0], "User:bob"),
+        c.add_offsets(TID, carol.producer_id, 0, "billing", "User:bob"),
+        c.add_offset_partitions(TID, carol.producer_id, 0, "billing", [T1], "User:bob"),
+        c.end_transaction(TID, carol.producer_id, 0, False, None),
+    ):
+        with pytest.raises(TransactionalProducerIdNotOwned):
+            await call
+    await c.add_partitions(TID, carol.producer_id, carol.producer_epoch, [T0], "User:carol")
+    assert row(log, c).state is TxnState.ONGOING and row(log, c).producer_id == carol.producer_id
+    idempotent = await c.init_idempotent_producer("User:bob")
+    assert idempotent.producer_epoch == 0 and owner_number(idempotent.producer_id) == owner_number(
+        bob.producer_id
+    )

@@ -372,3 +372,31 @@ def test_replicas_applying_the_same_commands_hold_the_same_table_within_its_boun
             else:
                 assert not row.partitions and not row.groups
         assert TransactionTable.from_rows(one.to_rows()).to_rows() == one.to_rows()
+
+
+# An InitProducer of the release before producer ids had owners (tx-1, 60 s, fresh id 1234, nothing
+# expected, at 1_700_000_000_000, coordinator epoch 3, the default limits), as its code encoded it
+INIT_BEFORE_OWNERS = bytes.fromhex(
+    "9901a474782d31cdea60cd04d2ffffcf0000018bcfe568000394cd2710cd03e864ce000186a0"
+)
+
+
+def test_an_init_producer_of_the_release_before_owners_decodes_as_no_new_owner() -> None:
+    command = decode(INIT_BEFORE_OWNERS)
+    assert command == InitProducer("tx-1", 60_000, 1234, NO_PRODUCER, -1, 1_700_000_000_000, 3)
+    assert isinstance(command, InitProducer) and command.new_owner is False
+    assert decode(encode(command)) == command
+    with pytest.raises(InvalidCommand):  # fields missing beyond those added later: not a command
+        decode(msgpack.packb(msgpack.unpackb(INIT_BEFORE_OWNERS)[:-1]))
+
+
+def test_a_new_owner_gets_the_fresh_producer_id_at_epoch_0_and_fences_the_last() -> None:
+    table = TransactionTable()
+    _init(table, fresh=1000)
+    _init(table, fresh=2000)  # the same owner: the same id, the next epoch
+    assert (table.transactions[TID].producer_id, table.transactions[TID].producer_epoch) == (1000, 1)
+    taken = _apply(table, InitProducer(TID, 60_000, 3000, NO_PRODUCER, -1, 30, 3, Limits(), True))
+    assert isinstance(taken, TxnChanged) and taken.transaction is not None
+    assert (taken.transaction.producer_id, taken.transaction.producer_epoch) == (3000, 0)
+    fenced = _apply(table, AddPartitions(TID, 1000, 1, (T0,), 40, 3))
+    assert isinstance(fenced, InvalidProducerIdMapping)
