@@ -446,6 +446,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.coordinator",  # the coordinator the Kafka door registers its groups with
     "partitions.groups.errors",
     "partitions.groups.live",  # the protocol a door's own groups are seen through (LiveGroups)
+    "partitions.groups.consumer_group",  # a consumer group heartbeat and its answer (KIP-848)
+    "partitions.groups.consumer_coordinator",  # the consumer group protocol's coordinator
     "partitions.security.acls",
     "partitions.security.users",
     "partitions.security.tokens",
