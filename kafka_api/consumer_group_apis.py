@@ -53,7 +53,9 @@ def _by_topic(door: Door, tps: Iterable[TopicPartition], cls: type) -> tuple[Any
         partitions.setdefault(tp.topic, []).append(tp.partition)
     ids = _topic_ids(door, partitions)
     return tuple(
-        wire.build(cls, topic_id=ids[t], partitions=tuple(ps)) for t, ps in partitions.items() if t in ids
+        wire.build(cls, topic_id=ids[t], topic_name=t, partitions=tuple(ps))  # the name: describe's only
+        for t, ps in partitions.items()
+        if t in ids
     )
 
 
