@@ -139,7 +139,7 @@ class ConsumerGroupCoordinator:
             if hb.subscribed_regex or state.regexes():  # matched against every topic there is
                 topics |= set(self._records.topics())
             counts = {t: self._records.partition_count(t) for t in sorted(topics)}
-            answer = step(state, hb, counts, self._new_member_id())
+            answer = step(state, hb, counts, hb.member_id or self._new_member_id())
             if answer.group != state:
                 await self._records.record_consumer(name, answer.group)
             timers = self._timers_of(name, term)
