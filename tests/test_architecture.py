@@ -461,6 +461,7 @@ FRONT_DOOR_MAY_USE = {
 # what builds the node (its parts and the defaults of their settings) may use more
 BUILDS_THE_NODE = {
     ROOT / "raftlog_node" / "serve.py": {
+        "partitions.groups.consumer_coordinator",  # the consumer groups' session timeout
         "partitions.broker.node",
         "partitions.replicas.recovery",
         "partitions.controller.placement",
