@@ -13,7 +13,8 @@ import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka_fixtures import RawKafka, http_client
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
@@ -217,6 +218,10 @@ def test_classic_and_consumer_protocol_members_do_not_share_a_group(kafka_cluste
             "uniform",
         )
         assert [m.member_id for m in only.members] == [answer.member_id]
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        listed = admin.list_consumer_groups().result(timeout=30)  # ListGroups: its state and members' count
+        (row,) = [g for g in listed.valid if g.group_id == group]
+        assert row.state == ConsumerGroupState.STABLE, row
         late = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
         late.subscribe([topic])
         try:
