@@ -6,8 +6,11 @@ Versions are capped where a later one needs what raftlog does not have, or where
 cannot read: Fetch stops at 12 (topic ids come after); Metadata goes to 13, the last of Kafka 4.1 and what
 librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts leader epochs only from v9; its
 request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 6
-(v7 adds the max-timestamp query); OffsetFetch at 7 (v8 batches groups); JoinGroup at 7 and LeaveGroup
-at 4 (later ones add reasons and KIP-848's fields); CreateTopics and DeleteTopics at 5 (topic ids after).
+(v7 adds the max-timestamp query); OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol
+member commits and fetches with its member id and epoch; OffsetFetch v8+ batches groups); JoinGroup at 7
+and LeaveGroup at 4 (later ones add reasons and KIP-848's fields); ConsumerGroupHeartbeat and
+ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which librdkafka 2.16 needs to speak
+the protocol at all); CreateTopics and DeleteTopics at 5 (topic ids after).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
 v2, Kafka's Java client 4.x for v4.
 The transaction APIs stop where Kafka's transaction version 2 (KIP-890's second part) begins, which
@@ -42,6 +45,7 @@ from kafka_api.admin_apis import (
     describe_configs,
     incremental_alter_configs,
 )
+from kafka_api.consumer_group_apis import consumer_group_describe, consumer_group_heartbeat
 from kafka_api.delete_records import delete_records
 from kafka_api.door import Door
 from kafka_api.fetch import fetch
@@ -117,8 +121,8 @@ APIS: dict[int, Api] = {
         Api(2, "ListOffsets", 1, 6, list_offsets, "DESCRIBE topic"),
         Api(3, "Metadata", 0, 13, metadata,
             "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one"),
-        Api(8, "OffsetCommit", 2, 8, offset_commit, "READ group, READ topic"),
-        Api(9, "OffsetFetch", 1, 7, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
+        Api(8, "OffsetCommit", 2, 9, offset_commit, "READ group, READ topic"),
+        Api(9, "OffsetFetch", 1, 9, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
         Api(10, "FindCoordinator", 0, 4, find_coordinator, "DESCRIBE group, DESCRIBE transactional id"),
         Api(11, "JoinGroup", 0, 7, join_group, "READ group"),
         Api(12, "Heartbeat", 0, 4, heartbeat, "READ group"),
@@ -128,6 +132,8 @@ APIS: dict[int, Api] = {
         Api(16, "ListGroups", 0, 4, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
         Api(42, "DeleteGroups", 0, 2, delete_groups, "DELETE group"),
         Api(47, "OffsetDelete", 0, 0, offset_delete, "DELETE group, READ topic"),
+        Api(68, "ConsumerGroupHeartbeat", 0, 1, consumer_group_heartbeat, "READ group"),
+        Api(69, "ConsumerGroupDescribe", 0, 1, consumer_group_describe, "DESCRIBE group"),
         Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),

@@ -12,6 +12,7 @@ from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
 from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
 from partitions.errors import AuthorizationFailed, UnknownTopic
+from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.live import LiveGroups
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
@@ -23,6 +24,8 @@ TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wai
 class Coordinator(GroupRecords, Protocol):
     """The node's consumer-group coordinator (``partitions.groups.coordinator``) as this door uses it:
     one set of groups for both doors."""
+
+    consumer: ConsumerGroupCoordinator  # the consumer group protocol's groups (KIP-848)
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_groups`` if there is none yet."""

@@ -49,7 +49,7 @@ from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
 from partitions.errors import InvalidName, PeerError, ReplicaRecovering
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.errors import UnknownGroup
+from partitions.groups.errors import ConsumerProtocolVersion, StaleMemberEpoch, UnknownGroup, UnknownMember
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
@@ -65,6 +65,7 @@ from raftlog.errors import RaftlogError
 from raftlog.storage.errors import StorageUnavailable
 
 GROUP_KEY = 0
+CONSUMER_COMMIT_REFUSALS = (UnknownMember, StaleMemberEpoch, ConsumerProtocolVersion)
 NO_NODE = -1
 NO_OFFSET = -1
 # a group's offsets out of reach for the request's time (``OffsetsUnavailable``): retried by every client
@@ -187,6 +188,12 @@ async def join_group(door: Door, request: wire.Request) -> Any:
             raise GroupRefusal(
                 ErrorCode.inconsistent_group_protocol,
                 f"group {body.group_id!r} has members joined over HTTP (REST consumer instances)",
+            )
+        consumer = door.coordinator.consumer.consumer_group(body.group_id)
+        if consumer is not None and consumer.members:  # as Kafka, whose online migration is not served
+            raise GroupRefusal(
+                ErrorCode.inconsistent_group_protocol,
+                f"group {body.group_id!r} has members of the consumer group protocol (KIP-848)",
             )
         joining = door.groups.join(
             body.group_id,
@@ -315,13 +322,17 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         if generation < 0 and not body.member_id and door.coordinator.http_members(body.group_id):
             # Kafka's rule: a commit from outside the group only while it has no members
             raise GroupRefusal(ErrorCode.unknown_member_id, "the group has members joined over HTTP")
-        door.groups.check_commit(
-            body.group_id, body.member_id, generation, getattr(body, "group_instance_id", None)
-        )
+        consumer = door.coordinator.consumer
+        if not consumer.check_commit(body.group_id, body.member_id, generation, request.api_version):
+            door.groups.check_commit(
+                body.group_id, body.member_id, generation, getattr(body, "group_instance_id", None)
+            )
         if readable:  # the group is listed, and its offsets found, once its members are gone
             await door.coordinator.record_commit(body.group_id, sorted(readable))
     except GroupRefusal as refused:
         refusal = refused.code
+    except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
+        refusal = code_of(exc)
     except RaftlogError as exc:  # the group's record not written: every partition's answer
         refusal = _coordinator_code(exc)
     offsets = door.node.cluster.offsets
@@ -333,13 +344,47 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
 
 
 async def offset_fetch(door: Door, request: wire.Request) -> Any:
+    """v8+ batch groups, v9+ name the member (and its epoch) asking, checked for a consumer protocol
+    group as Kafka checks it (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
-    topic_cls = wire.sibling(cls, "OffsetFetchResponseTopic")
-    partition_cls = wire.sibling(cls, "OffsetFetchResponsePartition")
+    # v7+: UNSTABLE_OFFSET_COMMIT while an open transaction holds an offset of the group (KIP-447)
+    stable = bool(getattr(body, "require_stable", False))
+    if request.api_version < 8:
+        topic_cls = wire.sibling(cls, "OffsetFetchResponseTopic")
+        partition_cls = wire.sibling(cls, "OffsetFetchResponsePartition")
+        topics, top = await _fetch_group(
+            door, request.api_version, body.group_id, body.topics, stable, topic_cls, partition_cls
+        )
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=topics, error_code=top)
+    group_cls = wire.sibling(cls, "OffsetFetchResponseGroup")
+    topic_cls = wire.sibling(cls, "OffsetFetchResponseTopics")
+    partition_cls = wire.sibling(cls, "OffsetFetchResponsePartitions")
+    groups = []
+    for asked in body.groups:
+        try:
+            if door.allows(DESCRIBE, GROUP, asked.group_id):
+                member_id = getattr(asked, "member_id", None)
+                door.coordinator.consumer.check_fetch(
+                    asked.group_id, member_id, getattr(asked, "member_epoch", -1)
+                )
+        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
+            groups.append(wire.build(group_cls, group_id=asked.group_id, topics=(), error_code=code_of(exc)))
+            continue
+        topics, top = await _fetch_group(
+            door, request.api_version, asked.group_id, asked.topics, stable, topic_cls, partition_cls
+        )
+        groups.append(wire.build(group_cls, group_id=asked.group_id, topics=topics, error_code=top))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
+
+
+async def _fetch_group(
+    door: Door, version: int, group: str, asked_topics: Any, stable: bool, topic_cls: Any, partition_cls: Any
+) -> tuple[tuple[Any, ...], ErrorCode]:
+    """One group's committed offsets (its topics' answers, its error code)."""
     view, offsets = door.node.metadata, door.node.cluster.offsets
-    group_refused = not door.allows(DESCRIBE, GROUP, body.group_id)
-    if body.topics is None:  # every partition of every topic the group committed an offset for
+    group_refused = not door.allows(DESCRIBE, GROUP, group)
+    if asked_topics is None:  # every partition of every topic the group committed an offset for
         asked = [
             (t, list(range(view.topic(t).partitions)))
             for t in view.topics()
@@ -347,10 +392,8 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         ]
         only_committed = True
     else:
-        asked = [(t.name, list(t.partition_indexes)) for t in body.topics]
+        asked = [(t.name, list(t.partition_indexes)) for t in asked_topics]
         only_committed = False
-    # v7+: UNSTABLE_OFFSET_COMMIT while an open transaction holds an offset of the group (KIP-447)
-    stable = bool(getattr(body, "require_stable", False))
 
     async def fetch(topic: str, partition: int) -> tuple[int, int, ErrorCode]:
         if group_refused:
@@ -358,7 +401,7 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         if not door.allows(DESCRIBE, TOPIC, topic):
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.topic_authorization_failed
         try:
-            found = await offsets.committed(body.group_id, topic, partition, stable)
+            found = await offsets.committed(group, topic, partition, stable)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             return NO_OFFSET, NO_LEADER_EPOCH, code_of(exc)
         if found is None:
@@ -367,10 +410,10 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
 
     found = [await asyncio.gather(*(fetch(name, p) for p in partitions)) for name, partitions in asked]
     unreachable = any(code is LOAD_IN_PROGRESS for answers in found for _, _, code in answers)
-    if unreachable and request.api_version >= 2:
+    if unreachable and version >= 2:
         # an offset not read must not look like none committed: the group's answer, as Kafka's while its
         # offsets load, and the client asks again
-        return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=(), error_code=LOAD_IN_PROGRESS)
+        return (), LOAD_IN_PROGRESS
     topics = []
     for (name, partitions), answers in zip(asked, found, strict=True):
         parts = tuple(
@@ -388,7 +431,7 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         if parts or not only_committed:
             topics.append(wire.build(topic_cls, name=name, partitions=parts))
     top = ErrorCode.group_authorization_failed if group_refused else ErrorCode.none  # v2 on: the group's
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), error_code=top)
+    return tuple(topics), top
 
 
 async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
@@ -413,12 +456,12 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             raise GroupRefusal(ErrorCode.transactional_id_authorization_failed)
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        door.groups.check_txn_commit(
-            body.group_id,
-            getattr(body, "member_id", ""),
-            getattr(body, "generation_id", -1),
-            getattr(body, "group_instance_id", None),
-        )
+        member_id, generation = getattr(body, "member_id", ""), getattr(body, "generation_id", -1)
+        consumer = door.coordinator.consumer
+        if not consumer.check_commit(body.group_id, member_id, generation, request.api_version, True):
+            door.groups.check_txn_commit(
+                body.group_id, member_id, generation, getattr(body, "group_instance_id", None)
+            )
         if readable:  # the group is listed, and its offsets found, once its members are gone
             await door.coordinator.record_commit(body.group_id, sorted(readable))
         if tps:
@@ -433,6 +476,8 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             )
     except GroupRefusal as refused:
         refusal = refused.code
+    except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
+        refusal = code_of(exc)
     except Exception as exc:  # every partition's answer (kafka_api.errors); the coordinator's own words
         refusal = coordinator_code(exc, request)
         if refusal in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):

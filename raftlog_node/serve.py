@@ -31,6 +31,7 @@ from partitions.broker.node import (
 from partitions.controller.placement import REPLICAS_MAX_DEFAULT
 from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import InvalidName
+from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginFailures, LoginLimits
@@ -61,6 +62,7 @@ RECOVERY_RATE_MIB_DEFAULT = RATE_BYTES_PER_S_DEFAULT // MiB
 JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
 INFLATED_BATCH_MAX_MIB_DEFAULT = INFLATED_BYTES_MAX_DEFAULT // MiB
 GROUP_INITIAL_DELAY_MS_MAX = 300_000  # five minutes, a Kafka consumer's default rebalance timeout
+CONSUMER_SESSION_MS_RANGE = (1_000, 300_000)
 INFLATED_BATCH_MAX_MIB_LIMIT = 2047  # a stored batch is read up to 2 GiB inflated (batch.py)
 
 
@@ -249,6 +251,9 @@ TUNING_OPTIONS = (
      "again while new ones keep joining, within the rebalance timeout: consumers starting together share "
      "the first assignment (Kafka's group.initial.rebalance.delay.ms; raftlog dev runs 0, as Kafka's own "
      "development configuration)"),
+    ("--group-consumer-session-timeout-ms", CONSUMER_SESSION_MS_DEFAULT,
+     "a consumer group protocol member (KIP-848, group.protocol=consumer) not heard from this long is "
+     "fenced and its partitions assigned to the others (Kafka's group.consumer.session.timeout.ms)"),
 )  # fmt: skip
 
 
@@ -605,6 +610,7 @@ async def serve(
     public_metrics: bool = False,
     group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     topics: TopicDefaults = TOPIC_DEFAULTS,
+    consumer_session_timeout_ms: int = CONSUMER_SESSION_MS_DEFAULT,
 ) -> None:
     from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, KAFKA_REQUEST_SECONDS, build_app
     from api.cluster_metrics import PEER_SSL
@@ -615,6 +621,7 @@ async def serve(
     from kafka_api.server import KafkaServer
 
     node = Node(config)
+    node.groups.consumer.session_timeout_ms = consumer_session_timeout_ms
     await node.start()
     login_failures = LoginFailures(
         login_limits
@@ -735,6 +742,16 @@ def group_initial_delay_ms(args: argparse.Namespace) -> int:
     return delay_ms
 
 
+def consumer_session_timeout_ms(args: argparse.Namespace) -> int:
+    timeout_ms: int = args.group_consumer_session_timeout_ms
+    low, high = CONSUMER_SESSION_MS_RANGE
+    if not low <= timeout_ms <= high:
+        raise ServeConfigError(
+            f"--group-consumer-session-timeout-ms {timeout_ms}: must be in [{low}, {high}]"
+        )
+    return timeout_ms
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config, http, token = node_config(args)
@@ -746,6 +763,7 @@ def main(args: argparse.Namespace) -> int:
         login_bounds = login_limits(args)
         scrape_token = metrics_token(args)
         group_delay_ms = group_initial_delay_ms(args)
+        consumer_session_ms = consumer_session_timeout_ms(args)
         topics = topic_defaults(args)
         check_listen("--http", http)
         check_listen("--raft", HostPort.parse(config.raft_address, "--raft"))
@@ -783,6 +801,7 @@ def main(args: argparse.Namespace) -> int:
         args.public_metrics,
         group_delay_ms,
         topics,
+        consumer_session_ms,
     )
     try:
         if args.event_loop == "uvloop":

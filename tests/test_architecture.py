@@ -446,6 +446,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.coordinator",  # the coordinator the Kafka door registers its groups with
     "partitions.groups.errors",
     "partitions.groups.live",  # the protocol a door's own groups are seen through (LiveGroups)
+    "partitions.groups.consumer_group",  # a consumer group heartbeat and its answer (KIP-848)
+    "partitions.groups.consumer_coordinator",  # the consumer group protocol's coordinator
     "partitions.security.acls",
     "partitions.security.users",
     "partitions.security.tokens",
@@ -459,6 +461,7 @@ FRONT_DOOR_MAY_USE = {
 # what builds the node (its parts and the defaults of their settings) may use more
 BUILDS_THE_NODE = {
     ROOT / "raftlog_node" / "serve.py": {
+        "partitions.groups.consumer_coordinator",  # the consumer groups' session timeout
         "partitions.broker.node",
         "partitions.replicas.recovery",
         "partitions.controller.placement",

@@ -314,7 +314,9 @@ class Node:
             self.frontend.topic,
             self.topic_changes.move_progress,
         )
-        self.groups = GroupCoordinator(self._internal_topic_log(ReplicatedGroupLog, config.group_partitions))
+        self.groups = GroupCoordinator(
+            self._internal_topic_log(ReplicatedGroupLog, config.group_partitions), topics=self.frontend.topics
+        )
         self.transactions = TransactionCoordinator(
             config.node_id,
             self._internal_topic_log(ReplicatedTransactionLog, config.transaction_partitions),

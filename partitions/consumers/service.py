@@ -293,6 +293,15 @@ class ConsumerService:
                 MemberDescription(live.member_id, topics, tuple(rows), live.client_id, live.client_host)
             )
             assigned.update(live.assigned)
+        for cm in current.consumer.members.values() if current.consumer is not None else ():
+            rows = []
+            for tp in sorted(cm.assigned):  # a consumer group protocol (KIP-848) member's
+                with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                    rows.append(await row(tp, None))
+            members.append(
+                MemberDescription(cm.member_id, cm.topics(), tuple(rows), cm.client_id, cm.client_host)
+            )
+            assigned.update(cm.assigned)
         unassigned = []
         for topic in _read_topics(current):  # the topics it read or committed, no member holds now
             for tp in (TopicPartition(topic, p) for p in range(self._groups.partition_count(topic))):
@@ -315,6 +324,12 @@ class ConsumerService:
             return GroupSummary(
                 group.name, group.generation, group.assignor, len(group.members), coordinator_partition,
                 "Stable", "consumer", "http",
+            )  # fmt: skip
+        consumer = group.consumer  # the consumer group protocol's (KIP-848): its epoch, assignor and state
+        if consumer is not None and consumer.members:
+            return GroupSummary(
+                group.name, consumer.group_epoch, consumer.assignor, len(consumer.members),
+                coordinator_partition, consumer.state, "consumer", "kafka",
             )  # fmt: skip
         protocol_type = "consumer" if group.protocol_type is None else group.protocol_type
         return GroupSummary(

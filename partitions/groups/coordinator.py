@@ -38,6 +38,8 @@ from typing import Protocol
 
 from partitions.errors import UnknownTopic
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer_group import ConsumerGroup
 from partitions.groups.errors import (
     GroupFull,
     GroupNotEmpty,
@@ -55,6 +57,7 @@ from partitions.groups.state import (
     ClassicGroupMetadata,
     ClassicMember,
     Committed,
+    ConsumerGroupRecord,
     Expire,
     Forget,
     Group,
@@ -176,8 +179,10 @@ class GroupCoordinator:
         monotonic: Callable[[], int] = monotonic_ms,
         wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
+        topics: Callable[[], list[str]] = list,
     ) -> None:
         self._log = group_log
+        self.topics = topics  # every data topic there is (regular expression subscriptions match them)
         self._monotonic = monotonic
         self._wall = wall
         self._rng = rng or random.Random()
@@ -186,6 +191,8 @@ class GroupCoordinator:
         self._full_logged_ms: int | None = None  # when a refused join was last logged
         self._full_unlogged = 0  # joins refused since
         self._live: LiveGroups = NoLiveGroups()
+        # the consumer group protocol's groups (KIP-848), kept in the same table
+        self.consumer = ConsumerGroupCoordinator(_ConsumerTable(self), monotonic)
 
     def hold_live(self, live: LiveGroups) -> None:
         """The Kafka door's groups, whose members live in its memory (``live.py``)."""
@@ -468,7 +475,7 @@ class GroupCoordinator:
         now = self._monotonic()
         for partition, session, name, group in self._led_groups():
             if not group.members:  # empty: forgotten once it stayed so for the retention
-                if self.live(name) is not None or group.classic_members:  # Kafka clients' members hold it
+                if self.live(name) is not None or _kafka_members(None, group):  # Kafka members hold it
                     continue
                 if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
                     log.info(
@@ -508,6 +515,7 @@ class GroupCoordinator:
         while True:
             try:
                 await self.expire_due()
+                await self.consumer.expire_due()
             except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
                 log.info("group session sweep: %s", exc)
             await asyncio.sleep(interval_s)
@@ -573,12 +581,47 @@ class GroupCoordinator:
         return values
 
 
+class _ConsumerTable:
+    """The group table as the consumer group protocol's coordinator uses it (``ConsumerRecords``)."""
+
+    def __init__(self, groups: GroupCoordinator) -> None:
+        self._groups = groups
+
+    def recorded_group(self, group: str) -> tuple[int, Group | None] | None:
+        recorded = self._groups.recorded(group)
+        return None if recorded is None else (recorded.term, recorded.group)
+
+    def live(self, group: str) -> LiveGroup | None:
+        return self._groups.live(group)
+
+    def partition_count(self, topic: str) -> int:
+        return self._groups.partition_count(topic)
+
+    def topics(self) -> list[str]:
+        return self._groups.topics()
+
+    def led_consumer_groups(self) -> list[tuple[str, int, ConsumerGroup]]:
+        return [
+            (name, session.term, group.consumer)
+            for _, session, name, group in self._groups._led_groups()
+            if group.consumer is not None
+        ]
+
+    async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
+        """Written whole before the member is answered."""
+        partition, _, _ = self._groups._read(group)
+        await self._groups._propose(partition, ConsumerGroupRecord(group, state, self._groups._wall()))
+
+
 def _kafka_members(live: LiveGroup | None, recorded: Group | None) -> int:
     """How many Kafka members hold the group: live in the Kafka door, or recorded in the table (by a
     coordinator before this one: the door loads them at its next tick)."""
     if live is not None:
         return len(live.members)
-    return 0 if recorded is None else len(recorded.classic_members)
+    if recorded is None:
+        return 0
+    consumer = recorded.consumer
+    return len(recorded.classic_members) + (0 if consumer is None else len(consumer.members))
 
 
 def _label_safe(value: str) -> bool:

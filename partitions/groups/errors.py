@@ -102,3 +102,95 @@ class PartitionNotAssigned(GroupError):
         "consumer group {group!r}: partition {topic}/{partition} is not assigned to instance "
         "{instance_id!r} in generation {generation}"
     )
+
+
+# -- the consumer group protocol (KIP-848, ``consumer_group.py``) ----------------------------------------
+
+
+@with_fields
+class NotCoordinator(GroupError):
+    """This node does not lead the group's coordinator partition (now): ask FindCoordinator again."""
+
+    group: str
+    template = "this node does not coordinate group {group!r}"
+
+
+@with_fields
+class NotConsumerGroup(GroupError):
+    """The group has members of another protocol (classic Kafka members, HTTP instances): a consumer
+    protocol member may not join it (Kafka's GROUP_ID_NOT_FOUND), nor a classic one a consumer group."""
+
+    group: str
+    held_by: str
+    template = "group {group!r} is not a consumer group: members of the {held_by} hold it"
+
+
+@with_fields
+class UnknownMember(GroupError):
+    group: str
+    member_id: str
+    template = "consumer group {group!r} has no member {member_id!r}"
+
+
+@with_fields
+class FencedMemberEpoch(GroupError):
+    """A heartbeat from an epoch the member is not in: it must give up its partitions and rejoin."""
+
+    group: str
+    member_id: str
+    given: int
+    current: int
+    template = (
+        "member {member_id!r} of consumer group {group!r} sent epoch {given}, its epoch is {current}: "
+        "it must abandon its partitions and rejoin"
+    )
+
+
+@with_fields
+class StaleMemberEpoch(GroupError):
+    """An offset commit or fetch with a member epoch other than the member's current one."""
+
+    group: str
+    member_id: str
+    given: int
+    current: int
+    template = "member {member_id!r} of consumer group {group!r} sent epoch {given}, its epoch is {current}"
+
+
+@with_fields
+class UnreleasedInstanceId(GroupError):
+    group: str
+    instance_id: str
+    owner: str
+    template = "group {group!r}: instance id {instance_id!r} is still held by member {owner!r}"
+
+
+@with_fields
+class FencedInstanceId(GroupError):
+    group: str
+    instance_id: str
+    member_id: str
+    template = (
+        "group {group!r}: member {member_id!r} was fenced: another member holds instance id {instance_id!r}"
+    )
+
+
+@with_fields
+class UnsupportedAssignor(GroupError):
+    assignor: str
+    template = "server assignor {assignor!r} is not supported: use uniform or range"
+
+
+@with_fields
+class InvalidRegularExpression(GroupError):
+    regex: str
+    reason: str
+    template = "SubscribedTopicRegex {regex!r} is not a valid regular expression: {reason}"
+
+
+class InvalidGroupRequest(GroupError):
+    """A consumer group heartbeat breaking the protocol's rules (its message says which)."""
+
+
+class ConsumerProtocolVersion(GroupError):
+    """A consumer protocol member committed with an OffsetCommit version below 9."""

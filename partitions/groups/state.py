@@ -41,6 +41,7 @@ import msgpack
 
 from partitions.errors import InvalidCommand
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
+from partitions.groups.consumer_group import ConsumerGroup
 from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
@@ -69,6 +70,7 @@ CLASSIC_MEMBER_BYTES_MAX = 1024 * 1024
 CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9
+_CONSUMER_GROUP = 10  # a consumer protocol group (KIP-848), whole: [kind, group, ConsumerGroup row, now_ms]
 CLASSIC_METADATA_VERSION = 0  # of the command's and the snapshot row's layout; a reader takes extra fields
 
 
@@ -207,6 +209,8 @@ class Group:
     # ``KafkaGeneration``
     classic_leader: str | None = None
     classic_members: tuple[ClassicMember, ...] = ()
+    # a consumer protocol group (KIP-848) as its coordinator last wrote it (``ConsumerGroupRecord``)
+    consumer: ConsumerGroup | None = None
 
     def owner(self, tp: TopicPartition) -> str | None:
         for member, tps in self.assignment.items():
@@ -312,6 +316,17 @@ class ClassicGroupMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerGroupRecord:
+    """A consumer protocol group (KIP-848) as its coordinator writes it at each change: its epochs, every
+    member with its epoch, subscription and assignment, the target assignment. Refused while HTTP or
+    classic Kafka members hold the group; a later write replaces it whole."""
+
+    group: str
+    state: ConsumerGroup
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Forget:
     """Delete an empty group (Kafka's DeleteGroups); refused while HTTP members hold it. Its committed
     offsets are deleted on their partitions before this is proposed."""
@@ -319,8 +334,18 @@ class Forget:
     group: str
 
 
+RecordCommand = Committed | KafkaGeneration | ClassicGroupMetadata | ConsumerGroupRecord | Forget
 GroupCommand = (
-    Join | Leave | Subscribe | Expire | Refresh | Committed | KafkaGeneration | ClassicGroupMetadata | Forget
+    Join
+    | Leave
+    | Subscribe
+    | Expire
+    | Refresh
+    | Committed
+    | KafkaGeneration
+    | ClassicGroupMetadata
+    | ConsumerGroupRecord
+    | Forget
 )
 
 
@@ -355,6 +380,8 @@ def encode(command: GroupCommand) -> bytes:
             command.protocol, command.generation, command.leader, [m.to_row() for m in command.members],
             command.now_ms,
         ]  # fmt: skip
+    elif isinstance(command, ConsumerGroupRecord):
+        fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
     else:
         fields = [_FORGET, command.group]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -397,6 +424,9 @@ def decode(data: bytes) -> GroupCommand:
                 None if leader is None else str(leader), tuple(ClassicMember.from_row(m) for m in members),
                 int(now_ms),
             )  # fmt: skip
+        if kind == _CONSUMER_GROUP:
+            _, group, row, now_ms = fields[:4]
+            return ConsumerGroupRecord(str(group), ConsumerGroup.from_row(str(group), row), int(now_ms))
         if kind == _FORGET:
             _, group = fields
             return Forget(str(group))
@@ -471,7 +501,7 @@ class GroupTable:
         except InvalidCommand as exc:
             return exc
         existing = self.groups.get(command.group)
-        if isinstance(command, Committed | KafkaGeneration | ClassicGroupMetadata | Forget):
+        if isinstance(command, RecordCommand):
             return self._record(command, existing)
         if isinstance(command, Join):
             member = command.member
@@ -501,6 +531,7 @@ class GroupTable:
             due = (
                 isinstance(command, Expire)
                 and not existing.classic_members
+                and not _consumer_members(existing)
                 and command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
             )
             return self._store(command.group, None) if due else GroupChanged(command.group, existing)
@@ -533,7 +564,9 @@ class GroupTable:
         return self._store(command.group, group, removed)
 
     def _record(
-        self, command: Committed | KafkaGeneration | ClassicGroupMetadata | Forget, existing: Group | None
+        self,
+        command: RecordCommand,
+        existing: Group | None,
     ) -> GroupResult:
         """What either door records of a group besides HTTP members: its committed topics, a Kafka
         group's metadata (or, written by releases before, its generation), its deletion (the last two
@@ -548,6 +581,13 @@ class GroupTable:
             return self._store(name, replace(existing, committed_topics=topics, changed_ms=changed))
         if existing is not None and existing.members:
             return GroupNotEmpty(name, len(existing.members), "HTTP")
+        if isinstance(command, ConsumerGroupRecord):
+            if existing is not None and existing.classic_members:
+                return GroupNotEmpty(name, len(existing.classic_members), "the classic Kafka protocol")
+            return self._store(name, _consumer_group(command, existing))
+        held = _consumer_members(existing)
+        if held:  # a consumer protocol group with members: no classic metadata over it, no deletion
+            return GroupNotEmpty(name, held, "the consumer group protocol")
         if isinstance(command, Forget):
             return self._store(name, None)
         if isinstance(command, ClassicGroupMetadata):
@@ -618,6 +658,7 @@ class GroupTable:
                     g.protocol_type,
                     list(g.committed_topics),
                     _classic_row(g),
+                    None if g.consumer is None else g.consumer.to_row(),
                 ]
             )
         return rows
@@ -631,6 +672,8 @@ class GroupTable:
             protocol_type = row[7] if len(row) > 7 else None
             committed = tuple(row[8]) if len(row) > 8 else ()
             leader, classic = _classic_from_row(row[9] if len(row) > 9 else None)
+            consumer_row = row[10] if len(row) > 10 else None  # rows before consumer groups: ten fields
+            consumer = None if consumer_row is None else ConsumerGroup.from_row(name, consumer_row)
             group_members = {row[0]: _member_from_row(row) for row in members}
             group_assignment = {
                 member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
@@ -647,8 +690,33 @@ class GroupTable:
                 committed,
                 leader,
                 classic,
+                consumer,
             )
         return cls(MappingProxyType(groups))
+
+
+def _consumer_members(group: Group | None) -> int:
+    """How many consumer protocol members hold the group."""
+    return 0 if group is None or group.consumer is None else len(group.consumer.members)
+
+
+def _consumer_group(command: ConsumerGroupRecord, existing: Group | None) -> Group:
+    """The table's group holding a consumer protocol group: its epoch as the generation, its assignor."""
+    state = command.state
+    return Group(
+        command.group,
+        state.assignor,
+        state.group_epoch,
+        {},
+        {},
+        dict(existing.partition_counts) if existing is not None else {},
+        command.now_ms,
+        "consumer",
+        existing.committed_topics if existing is not None else (),
+        None,
+        (),
+        state,
+    )
 
 
 def _classic_row(g: Group) -> list[Any] | None:

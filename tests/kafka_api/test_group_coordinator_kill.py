@@ -1,8 +1,9 @@
 """Real processes and real clients: two confluent-kafka consumers (dynamic members, then static ones with
-a ``group.instance.id``) share a topic in one group; the node coordinating the group is killed with
-kill -9. The new coordinator loads the group as the old one wrote
-it, so the members go on in their generation with their assignments (no rebalance, no partition handed
-to a member while another holds it, no record consumed twice) and their commits go on succeeding."""
+a ``group.instance.id``; of the classic protocol, then of the consumer group protocol, KIP-848) share a
+topic in one group; the node coordinating the group is killed with kill -9. The new coordinator loads
+the group as the old one wrote it, so the members go on in their generation (group epoch) with their
+assignments (no rebalance, no partition handed to a member while another holds it, no record consumed
+twice) and their commits go on succeeding."""
 
 from __future__ import annotations
 
@@ -27,18 +28,25 @@ LIMIT_S = 120  # for each phase to finish on a loaded machine
 class Member(threading.Thread):
     """A consumer that commits after each batch and notes every assignment change its client sees."""
 
-    def __init__(self, cluster: LocalCluster, name: str, instance: str | None) -> None:
+    def __init__(
+        self, cluster: LocalCluster, name: str, instance: str | None, protocol: str = "classic"
+    ) -> None:
         super().__init__(daemon=True)
-        config = {
+        config: dict[str, Any] = {
             "bootstrap.servers": cluster.bootstrap_servers,
             "group.id": name,
             "client.id": "kept",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "session.timeout.ms": 45_000,  # Kafka's default: longer than a failover under load
-            "heartbeat.interval.ms": 500,
-            "partition.assignment.strategy": "range",
         }
+        if protocol == "consumer":  # KIP-848: the coordinator's session timeout (45 s) and assignor
+            config.update({"group.protocol": "consumer", "group.remote.assignor": "range"})
+        else:
+            config.update({
+                "session.timeout.ms": 45_000,  # Kafka's default: longer than a failover under load
+                "heartbeat.interval.ms": 500,
+                "partition.assignment.strategy": "range",
+            })  # fmt: skip
         if instance is not None:  # a static member (KIP-345)
             config["group.instance.id"] = instance
         self.consumer = Consumer(config)
@@ -88,8 +96,13 @@ class Member(threading.Thread):
         return error is None
 
     def assigned(self) -> tuple[int, ...]:
+        """What it holds: its assignments less its revocations (whole with the classic protocol's eager
+        rebalances, incremental with the consumer group protocol's)."""
+        held: set[int] = set()
         with self.lock:
-            return next((p for _, what, p in reversed(self.events) if what == "assign"), ())
+            for _, what, partitions in self.events:
+                held = held | set(partitions) if what == "assign" else held - set(partitions)
+        return tuple(sorted(held))
 
     def offsets_seen(self) -> int:
         with self.lock:
@@ -134,14 +147,16 @@ def _commits_after(members: list[Member], killed: float) -> str:
 
 @pytest.mark.timeout(600)  # a cluster's start and three phases of up to LIMIT_S on a loaded machine
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_killed(
-    kafka_cluster: LocalCluster, static: bool
+    kafka_cluster: LocalCluster, static: bool, protocol: str
 ) -> None:
-    name = "kept-static" if static else "kept-dynamic"  # the group, and the topic it consumes
+    # the group, and the topic it consumes
+    name = f"kept-{'static' if static else 'dynamic'}" + ("-848" if protocol == "consumer" else "")
     with http_client(kafka_cluster) as client:
         client.create_topic(name, PARTITIONS, 3)
     _produce(kafka_cluster, name, 0, BEFORE)
-    members = [Member(kafka_cluster, name, f"{name}-{i}" if static else None) for i in range(2)]
+    members = [Member(kafka_cluster, name, f"{name}-{i}" if static else None, protocol) for i in range(2)]
     for member in members:
         member.start()
     victim: str | None = None

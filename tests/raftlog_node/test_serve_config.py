@@ -83,6 +83,16 @@ def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_
             delay("--group-initial-rebalance-delay-ms", bad)
 
 
+def test_the_consumer_group_session_timeout_is_kafkas_by_default_and_bounded(tmp_path: pathlib.Path) -> None:
+    def timeout(*extra: str) -> int:
+        return serve.consumer_session_timeout_ms(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+
+    assert timeout() == 45_000 and timeout("--group-consumer-session-timeout-ms", "6000") == 6000
+    for bad in ("999", "300001"):
+        with pytest.raises(ServeConfigError, match=r"must be in \[1000, 300000\]"):
+            timeout("--group-consumer-session-timeout-ms", bad)
+
+
 def test_automatic_topic_creation_is_off_by_default_and_its_defaults_are_bounded(
     tmp_path: pathlib.Path,
 ) -> None:

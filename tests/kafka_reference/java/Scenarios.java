@@ -856,9 +856,16 @@ public class Scenarios {
         return consuming;
     }
 
+    /** A group member: the classic protocol with a client assignor (a class name, "RangeAssignor"...), or
+     *  the consumer group protocol (KIP-848) with a server assignor ("uniform", "range"). */
     static Properties consumer(Properties settings, String groupId, String assignor) {
         Properties consuming = consumer(settings, groupId);
-        consuming.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer." + assignor);
+        if (assignor.equals("uniform") || assignor.equals("range")) {
+            consuming.put("group.protocol", "consumer");
+            consuming.put("group.remote.assignor", assignor);
+        } else {
+            consuming.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer." + assignor);
+        }
         consuming.put("metadata.max.age.ms", "1000");
         return consuming;
     }

@@ -1,0 +1,183 @@
+"""ConsumerGroupHeartbeat (API 68) and ConsumerGroupDescribe (API 69): the consumer group protocol
+(KIP-848), translated. The coordinator is below the doors (``partitions.groups.consumer_coordinator``,
+the node's ``GroupCoordinator.consumer``); here topic ids become names and back (a topic's Kafka id,
+``metadata.kafka_topic_id``), the connection's client id and address are added, and typed refusals
+become error codes (``errors.py``). READ on the group for a heartbeat, DESCRIBE for a describe, as
+Kafka's."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door
+from kafka_api.errors import code_of
+from kafka_api.group_apis import DESCRIBE, GROUP, READ, coordinator_of
+from kafka_api.metadata import kafka_topic_id
+from partitions.errors import InvalidName, UnknownTopic
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer_group import Heartbeat
+from partitions.groups.errors import InvalidGroupRequest, NotCoordinator
+from partitions.names import check_group_name
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1's member type: 0 classic, 1 consumer protocol
+
+
+def _topic_ids(door: Door, names: Iterable[str]) -> dict[str, uuid.UUID]:
+    view, ids = door.node.metadata, {}
+    for name in set(names):
+        with contextlib.suppress(UnknownTopic):
+            ids[name] = kafka_topic_id(door.cluster_id, view.topic(name))
+    return ids
+
+
+def _names_by_id(door: Door) -> dict[uuid.UUID, str]:
+    view, names = door.node.metadata, {}
+    for name in view.topics():
+        with contextlib.suppress(UnknownTopic):
+            names[kafka_topic_id(door.cluster_id, view.topic(name))] = name
+    return names
+
+
+def _by_topic(door: Door, tps: Iterable[TopicPartition], cls: type) -> tuple[Any, ...]:
+    """Partitions as the protocol's (topic id, partitions) entries, topics that are gone left out."""
+    partitions: dict[str, list[int]] = {}
+    for tp in sorted(tps):
+        partitions.setdefault(tp.topic, []).append(tp.partition)
+    ids = _topic_ids(door, partitions)
+    return tuple(
+        wire.build(cls, topic_id=ids[t], topic_name=t, partitions=tuple(ps))  # the name: describe's only
+        for t, ps in partitions.items()
+        if t in ids
+    )
+
+
+def _assignment(door: Door, tps: Iterable[TopicPartition], cls: type, entry_cls: type) -> Any:
+    return wire.build(cls, topic_partitions=_by_topic(door, tps, entry_cls))
+
+
+def _coordinating(door: Door, group: str) -> None:
+    if not group:
+        raise InvalidGroupRequest("GroupId can't be empty.")
+    check_group_name(group)
+    if coordinator_of(door, group) != door.node.node_id:
+        raise NotCoordinator(group)
+
+
+async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    interval = door.coordinator.consumer.heartbeat_interval_ms
+
+    def refused(code: ErrorCode, message: str) -> Any:
+        return wire.build(
+            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, member_id=None,
+            member_epoch=0, heartbeat_interval=datetime.timedelta(0), assignment=None,
+        )  # fmt: skip
+
+    if not door.allows(READ, GROUP, body.group_id):
+        return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
+    owned = None
+    if body.topic_partitions is not None:
+        names = _names_by_id(door) if body.topic_partitions else {}
+        owned = frozenset(
+            TopicPartition(names[entry.topic_id], int(p))
+            for entry in body.topic_partitions
+            if entry.topic_id in names
+            for p in entry.partitions
+        )
+    timeout = body.rebalance_timeout
+    hb = Heartbeat(
+        member_id=body.member_id,
+        member_epoch=int(body.member_epoch),
+        instance_id=body.instance_id,
+        rack_id=body.rack_id,
+        rebalance_timeout_ms=-1 if timeout is None else int(timeout.total_seconds() * 1000),
+        subscribed=None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names),
+        server_assignor=body.server_assignor,
+        owned=owned,
+        client_id=request.client_id or "",
+        client_host=f"/{door.session.host}" if door.session.host else "",
+        subscribed_regex=getattr(body, "subscribed_topic_regex", None),
+    )
+    try:
+        _coordinating(door, body.group_id)
+        await door.coordinator.ensure_topic()
+        answer = await door.coordinator.consumer.heartbeat(body.group_id, hb)
+    except InvalidName as exc:
+        return refused(ErrorCode.invalid_group_id, str(exc))
+    except Exception as exc:  # every error is the heartbeat's answer (kafka_api.errors)
+        return refused(code_of(exc), str(exc))
+    assignment = None
+    if answer.assignment is not None:
+        assignment_cls = wire.sibling(cls, "Assignment")
+        entry_cls = wire.sibling(cls, "TopicPartitions")
+        assignment = wire.build(
+            assignment_cls, topic_partitions=_by_topic(door, answer.assignment, entry_cls)
+        )
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        member_id=answer.member_id, member_epoch=answer.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment,
+    )  # fmt: skip
+
+
+async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    group_cls = wire.sibling(cls, "DescribedGroup")
+    member_cls = wire.sibling(cls, "Member")
+    assignment_cls = wire.sibling(cls, "Assignment")
+    entry_cls = wire.sibling(cls, "TopicPartitions")
+
+    def described(name: str, code: ErrorCode, message: str | None = None, **values: Any) -> Any:
+        fields: dict[str, Any] = {
+            "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+            "members": (), "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }  # fmt: skip
+        fields.update(values)
+        return wire.build(group_cls, group_id=name, error_code=code, error_message=message, **fields)
+
+    groups = []
+    for name in body.group_ids:
+        if not door.allows(DESCRIBE, GROUP, name):
+            groups.append(
+                described(
+                    name, ErrorCode.group_authorization_failed, str(door.refusal(DESCRIBE, GROUP, name))
+                )
+            )
+            continue
+        try:
+            _coordinating(door, name)
+            state = door.coordinator.consumer.describe(name)
+        except InvalidName as exc:
+            groups.append(described(name, ErrorCode.invalid_group_id, str(exc)))
+            continue
+        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
+            groups.append(described(name, code_of(exc), str(exc)))
+            continue
+        target = state.target
+        members = tuple(
+            wire.build(
+                member_cls, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                member_epoch=m.epoch, client_id=m.client_id, client_host=m.client_host,
+                subscribed_topic_names=m.subscribed, subscribed_topic_regex=m.regex,
+                member_type=CONSUMER_MEMBER,
+                assignment=_assignment(door, m.assigned, assignment_cls, entry_cls),
+                target_assignment=_assignment(door, target.get(m.member_id, ()), assignment_cls, entry_cls),
+            )
+            for m in state.members.values()
+        )  # fmt: skip
+        found = {
+            "group_state": state.state, "group_epoch": state.group_epoch,
+            "assignment_epoch": state.assignment_epoch, "assignor_name": state.assignor, "members": members,
+        }  # fmt: skip
+        groups.append(described(name, ErrorCode.none, None, **found))
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))

@@ -1,0 +1,251 @@
+"""The consumer group protocol's coordinator (KIP-848) on the node leading a group's ``__consumer_groups``
+partition: runs ``consumer_group``'s pure state machine against the group as the replicated table holds
+it, writes each changed group there (``ConsumerGroupRecord``) before the member is answered, and keeps
+the timers Kafka keeps in memory: each member's session (``session_timeout_ms``, Kafka's
+``group.consumer.session.timeout.ms``, 45 s) and the rebalance timeout of a member asked to revoke
+partitions. Timers are soft state of the leader term: a coordinator taking over (a failover, a restart)
+starts every member's session afresh, and the group, its epochs, members and assignments are the
+table's, so none is lost.
+
+One group, one protocol: a group held by HTTP instances or classic Kafka members is not a consumer
+group (``NotConsumerGroup``, Kafka's GROUP_ID_NOT_FOUND); an empty classic group is taken over by the
+first consumer protocol member joining it (Kafka's offline migration). Heartbeats of one group are
+handled one at a time (a lock per group); those of different groups concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from partitions.groups.consumer_assignment import UNREVOKED
+from partitions.groups.consumer_group import (
+    JOIN_EPOCH,
+    Answer,
+    ConsumerGroup,
+    Heartbeat,
+    fence,
+)
+from partitions.groups.consumer_group import heartbeat as step
+from partitions.groups.errors import (
+    ConsumerProtocolVersion,
+    NotConsumerGroup,
+    NotCoordinator,
+    StaleMemberEpoch,
+    UnknownGroup,
+    UnknownMember,
+)
+from partitions.groups.live import LiveGroup
+from partitions.groups.state import Group
+from raftlog.errors import RaftlogError
+
+log = logging.getLogger("raftlog.groups")
+
+SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.consumer.session.timeout.ms
+HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.consumer.heartbeat.interval.ms
+OFFSET_COMMIT_CONSUMER_VERSION = 9  # the first OffsetCommit a consumer protocol member may use
+
+
+class ConsumerRecords(Protocol):
+    """What this coordinator needs of the node's group coordinator (``coordinator.GroupCoordinator``)."""
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
+        """(term, the table's group) when the group's partition is led here; None otherwise."""
+        ...
+
+    def live(self, group: str) -> LiveGroup | None:
+        """The group's classic members as the Kafka door holds them; None without."""
+        ...
+
+    def partition_count(self, topic: str) -> int: ...
+
+    def topics(self) -> list[str]:
+        """Every data topic there is (for regular expression subscriptions)."""
+        ...
+
+    def led_consumer_groups(self) -> Iterable[tuple[str, int, ConsumerGroup]]:
+        """(name, term, state) of every consumer protocol group in a partition led here."""
+        ...
+
+    async def record_consumer(self, group: str, state: ConsumerGroup) -> None: ...
+
+
+@dataclass
+class _Timers:
+    term: int
+    last_seen_ms: dict[str, int] = field(default_factory=dict)
+    revoke_by_ms: dict[tuple[str, int], int] = field(default_factory=dict)  # (member, epoch) -> deadline
+
+
+class ConsumerGroupCoordinator:
+    """Event loop only. ``monotonic`` (ms) times sessions and rebalance timeouts."""
+
+    def __init__(
+        self,
+        records: ConsumerRecords,
+        monotonic: Callable[[], int],
+        session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
+        heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT,
+        new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self._records = records
+        self._monotonic = monotonic
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._new_member_id = new_member_id
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._timers: dict[str, _Timers] = {}
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            lock = self._locks[name] = asyncio.Lock()
+        return lock
+
+    def _timers_of(self, name: str, term: int) -> _Timers:
+        timers = self._timers.get(name)
+        if timers is None or timers.term != term:
+            timers = self._timers[name] = _Timers(term)  # a new term here: sessions start afresh
+        return timers
+
+    def _current(self, name: str, joining: bool) -> tuple[int, ConsumerGroup]:
+        """The group as the table holds it, led here (NotCoordinator otherwise). A group of another
+        protocol with members is NotConsumerGroup; one without (an empty classic group, a group that
+        only committed offsets) is taken over by a joining member."""
+        found = self._records.recorded_group(name)
+        if found is None:
+            raise NotCoordinator(name)
+        term, group = found
+        if group is not None and group.members:
+            raise NotConsumerGroup(name, "HTTP API")
+        live = self._records.live(name)
+        if (live is not None and live.members) or (group is not None and group.classic_members):
+            raise NotConsumerGroup(name, "classic Kafka protocol")
+        if group is not None and group.consumer is not None:
+            return term, group.consumer
+        if not joining:
+            raise UnknownGroup(name)
+        return term, ConsumerGroup(name)
+
+    async def heartbeat(self, name: str, hb: Heartbeat) -> Answer:
+        """A ConsumerGroupHeartbeat: the group's next state written, then answered."""
+        async with self._lock(name):
+            term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
+            topics = set(state.subscribed_topics()) | set(hb.subscribed or ())
+            if hb.subscribed_regex or state.regexes():  # matched against every topic there is
+                topics |= set(self._records.topics())
+            counts = {t: self._records.partition_count(t) for t in sorted(topics)}
+            answer = step(state, hb, counts, hb.member_id or self._new_member_id())
+            if answer.group != state:
+                await self._records.record_consumer(name, answer.group)
+            timers = self._timers_of(name, term)
+            if answer.left is not None:
+                timers.last_seen_ms.pop(answer.left.member_id, None)
+                log.info("consumer group %s: member %s left", name, answer.left.member_id)
+            if answer.member_id in answer.group.members:
+                timers.last_seen_ms[answer.member_id] = self._monotonic()
+                self._schedule_revocation(timers, answer.group, answer.member_id)
+            return answer
+
+    def _schedule_revocation(self, timers: _Timers, group: ConsumerGroup, member_id: str) -> None:
+        """A member asked to revoke has its rebalance timeout to do so (in that epoch); else none runs."""
+        for key in [k for k in timers.revoke_by_ms if k[0] == member_id]:
+            member = group.members.get(member_id)
+            if member is None or member.state != UNREVOKED or member.epoch != key[1]:
+                del timers.revoke_by_ms[key]
+        member = group.members[member_id]
+        if member.state == UNREVOKED:
+            key = (member_id, member.epoch)
+            timers.revoke_by_ms.setdefault(key, self._monotonic() + member.rebalance_timeout_ms)
+
+    async def expire_due(self) -> list[tuple[str, str]]:
+        """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
+        fenced: list[tuple[str, str]] = []
+        for name, term, _ in list(self._records.led_consumer_groups()):
+            async with self._lock(name):
+                try:
+                    found_term, state = self._current(name, joining=False)
+                except RaftlogError:
+                    continue
+                if found_term != term:
+                    continue
+                timers = self._timers_of(name, term)
+                now = self._monotonic()
+                due = []
+                for member in state.members.values():
+                    last = timers.last_seen_ms.setdefault(member.member_id, now)  # first sight this term
+                    revoke_by = timers.revoke_by_ms.get((member.member_id, member.epoch))
+                    if member.state == UNREVOKED and revoke_by is None:  # revoking since before this term
+                        revoke_by = timers.revoke_by_ms[(member.member_id, member.epoch)] = (
+                            now + member.rebalance_timeout_ms
+                        )
+                    if now - last > self.session_timeout_ms or (revoke_by is not None and now > revoke_by):
+                        due.append(member.member_id)
+                if not due:
+                    continue
+                next_state = state
+                for member_id in due:
+                    next_state = fence(next_state, member_id)
+                log.info("consumer group %s: fenced %s (session or rebalance timeout)", name, ", ".join(due))
+                await self._records.record_consumer(name, next_state)
+                for member_id in due:
+                    timers.last_seen_ms.pop(member_id, None)
+                    fenced.append((name, member_id))
+        return fenced
+
+    # -- what the other APIs check -----------------------------------------------------------------------
+
+    def consumer_group(self, name: str) -> ConsumerGroup | None:
+        """The group's consumer protocol state when the table holds one and it is led here."""
+        found = self._records.recorded_group(name)
+        if found is None or found[1] is None:
+            return None
+        return found[1].consumer
+
+    def check_commit(
+        self, name: str, member_id: str, epoch: int, api_version: int, transactional: bool = False
+    ) -> bool:
+        """An OffsetCommit (or, ``transactional``, a TxnOffsetCommit) to a consumer protocol group with
+        members, checked as Kafka's ``ConsumerGroup.validateOffsetCommit`` (UnknownMember,
+        ConsumerProtocolVersion for an OffsetCommit below v9, StaleMemberEpoch): True when checked, False
+        when the group is not such a group (the classic rules apply)."""
+        state = self.consumer_group(name)
+        if state is None or not state.members:
+            return False
+        if epoch < 0 and not member_id:
+            raise UnknownMember(name, member_id)  # from outside the group while it has members
+        member = state.members.get(member_id)
+        if member is None:
+            raise UnknownMember(name, member_id)
+        if not transactional and api_version < OFFSET_COMMIT_CONSUMER_VERSION:
+            raise ConsumerProtocolVersion(
+                f"OffsetCommit version {OFFSET_COMMIT_CONSUMER_VERSION} or above must be used by members "
+                "using the consumer group protocol"
+            )
+        if epoch != member.epoch:
+            raise StaleMemberEpoch(name, member_id, epoch, member.epoch)
+        return True
+
+    def check_fetch(self, name: str, member_id: str | None, epoch: int) -> None:
+        """An OffsetFetch v9+ naming a member: it must be one, in its current epoch (Kafka's
+        ``validateOffsetFetch``); without one it is an admin's, always answered."""
+        if member_id is None and epoch < 0:
+            return
+        state = self.consumer_group(name)
+        if state is None:  # not a consumer protocol group: its members' fetches are not checked here
+            return
+        member = state.members.get(member_id or "")
+        if member is None:
+            raise UnknownMember(name, member_id or "")
+        if epoch != member.epoch:
+            raise StaleMemberEpoch(name, member.member_id, epoch, member.epoch)
+
+    def describe(self, name: str) -> ConsumerGroup:
+        """The consumer group (UnknownGroup when there is none; NotConsumerGroup when another protocol
+        holds it; NotCoordinator when not led here)."""
+        _, state = self._current(name, joining=False)
+        return state

@@ -1,0 +1,458 @@
+"""The consumer group protocol (KIP-848) as a pure state machine: a group is an immutable value, and each
+operation (a member's heartbeat, its leave, its fencing when its session or rebalance timeout passed)
+returns the next value with the answer, or raises the protocol's typed refusal
+(``partitions.groups.errors``). No clock, no I/O: the coordinator (``consumer_coordinator.py``) keeps
+the timers, writes each changed group to the replicated group table before answering, and passes in the
+topics' partition counts.
+
+As Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``:
+
+1. the member is created (epoch 0), found (its epoch checked: a greater one, or a smaller one other than
+   its previous epoch with partitions outside its assignment, is FENCED_MEMBER_EPOCH), or, for a static
+   member (an instance id) rejoining, its old member is replaced by the new member id, once the old one
+   left with epoch -2 (else UNRELEASED_INSTANCE_ID);
+2. a changed subscription, a new member or a change of the subscribed topics' partitions bumps the
+   group epoch;
+3. a group epoch past the target assignment's epoch computes a new target (the group's assignor:
+   the one most of its members ask for, ``uniform`` by default);
+4. the member is reconciled towards its target (``consumer_assignment.reconcile``), and its assigned
+   partitions are sent when they changed or the request was a full one.
+
+Leaving (epoch -1) removes the member and bumps the group epoch; a static member leaving with -2 stays,
+epoch -2, keeping its target until it rejoins or its session times out. Topic names throughout: the
+Kafka door translates topic ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer_assignment import (
+    DEFAULT_ASSIGNOR,
+    EMPTY,
+    MEMBER_STATES,
+    SERVER_ASSIGNORS,
+    STABLE,
+    UNREVOKED,
+    Partitions,
+    reconcile,
+)
+from partitions.groups.errors import (
+    FencedInstanceId,
+    FencedMemberEpoch,
+    GroupFull,
+    InvalidGroupRequest,
+    InvalidRegularExpression,
+    UnknownMember,
+    UnreleasedInstanceId,
+    UnsupportedAssignor,
+)
+
+JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
+CONSUMER_MEMBERS_MAX = 1_000  # as the classic groups' (group.consumer.max.size is unbounded in Kafka)
+ROW_VERSION = 0  # of ``ConsumerGroup.to_row``; a reader takes extra fields
+
+
+def _tps(rows: Any) -> Partitions:
+    return frozenset(TopicPartition(str(t), int(p)) for t, p in rows)
+
+
+def _rows(tps: Partitions) -> list[list[Any]]:
+    return [[tp.topic, tp.partition] for tp in sorted(tps)]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    epoch: int
+    previous_epoch: int
+    state: str  # consumer_assignment.MEMBER_STATES
+    rebalance_timeout_ms: int
+    subscribed: tuple[str, ...]
+    server_assignor: str | None
+    assigned: Partitions = EMPTY
+    revoking: Partitions = EMPTY  # assigned before, to be revoked by the member before others get them
+    regex: str | None = None  # a regular expression subscription (KIP-848: topics whose whole name matches)
+    regex_topics: tuple[str, ...] = ()  # the topics it matched when the group last looked
+
+    def topics(self) -> tuple[str, ...]:
+        """Every topic it subscribes to: by name and by its regular expression."""
+        return tuple(sorted(set(self.subscribed) | set(self.regex_topics)))
+
+    def to_row(self) -> list[Any]:
+        return [
+            self.member_id, self.instance_id, self.rack_id, self.client_id, self.client_host, self.epoch,
+            self.previous_epoch, self.state, self.rebalance_timeout_ms, list(self.subscribed),
+            self.server_assignor, _rows(self.assigned), _rows(self.revoking), self.regex,
+            list(self.regex_topics),
+        ]  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> ConsumerMember:
+        member_id, instance_id, rack, client_id, host, epoch, previous, state, rebalance_ms = row[:9]
+        subscribed, assignor, assigned, revoking = row[9:13]
+        regex, regex_topics = (row[13], row[14]) if len(row) > 14 else (None, [])
+        if state not in MEMBER_STATES:
+            raise ValueError(f"member state {state!r}")
+        return cls(
+            str(member_id), None if instance_id is None else str(instance_id),
+            None if rack is None else str(rack), str(client_id), str(host), int(epoch), int(previous),
+            str(state), int(rebalance_ms),
+            tuple(str(t) for t in subscribed), None if assignor is None else str(assignor), _tps(assigned),
+            _tps(revoking), None if regex is None else str(regex), tuple(str(t) for t in regex_topics),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroup:
+    name: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: Mapping[str, ConsumerMember] = field(default_factory=lambda: MappingProxyType({}))
+    target: Mapping[str, Partitions] = field(default_factory=lambda: MappingProxyType({}))
+    partition_counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def assignor(self) -> str:
+        """The assignor most of its members ask for (ties: by name), else the default."""
+        asked = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
+        if not asked:
+            return DEFAULT_ASSIGNOR
+        return min(asked, key=lambda name: (-asked[name], name))
+
+    @property
+    def state(self) -> str:
+        """Kafka's: Empty, Assigning (a target to compute), Reconciling (a member not at it), Stable."""
+        if not self.members:
+            return "Empty"
+        if self.group_epoch != self.assignment_epoch:
+            return "Assigning"
+        if any(m.epoch != self.assignment_epoch or m.state != STABLE for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+    def subscribed_topics(self) -> list[str]:
+        return sorted({t for m in self.members.values() for t in m.topics()})
+
+    def regexes(self) -> list[str]:
+        return sorted({m.regex for m in self.members.values() if m.regex})
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        for m in self.members.values():
+            if m.instance_id == instance_id:
+                return m
+        return None
+
+    def holder(self, tp: TopicPartition, other_than: str) -> str | None:
+        """The member (other than ``other_than``) holding ``tp``, assigned or pending revocation."""
+        for m in self.members.values():
+            if m.member_id != other_than and (tp in m.assigned or tp in m.revoking):
+                return m.member_id
+        return None
+
+    def to_row(self) -> list[Any]:
+        return [
+            ROW_VERSION,
+            self.group_epoch,
+            self.assignment_epoch,
+            dict(self.partition_counts),
+            [m.to_row() for m in self.members.values()],
+            {member: _rows(tps) for member, tps in self.target.items()},
+        ]
+
+    @classmethod
+    def from_row(cls, name: str, row: list[Any]) -> ConsumerGroup:
+        _version, group_epoch, assignment_epoch, counts, members, target = row[:6]
+        parsed = [ConsumerMember.from_row(m) for m in members]
+        return cls(
+            name,
+            int(group_epoch),
+            int(assignment_epoch),
+            MappingProxyType({m.member_id: m for m in parsed}),
+            MappingProxyType({str(k): _tps(v) for k, v in target.items()}),
+            MappingProxyType({str(t): int(c) for t, c in counts.items()}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A ConsumerGroupHeartbeat, topic ids already turned into names. None: unchanged since the last."""
+
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    owned: Partitions | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_regex: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The next group and what the member is told (``assignment`` None: not sent)."""
+
+    group: ConsumerGroup
+    member_id: str
+    member_epoch: int
+    assignment: Partitions | None
+    left: ConsumerMember | None = None  # the member that left or was replaced by this operation
+
+
+def validate(hb: Heartbeat) -> None:
+    """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid`` (InvalidGroupRequest)."""
+    if hb.instance_id == "":
+        raise InvalidGroupRequest("InstanceId can't be empty.")
+    if hb.rack_id == "":
+        raise InvalidGroupRequest("RackId can't be empty.")
+    if hb.member_epoch > 0 or hb.member_epoch == LEAVE_EPOCH:
+        if not hb.member_id:
+            raise InvalidGroupRequest("MemberId can't be empty.")
+    elif hb.member_epoch == JOIN_EPOCH:
+        if hb.rebalance_timeout_ms == -1:
+            raise InvalidGroupRequest("RebalanceTimeoutMs must be provided in first request.")
+        if hb.owned is None or hb.owned:
+            raise InvalidGroupRequest("TopicPartitions must be empty when (re-)joining.")
+        if not hb.subscribed and not hb.subscribed_regex:
+            raise InvalidGroupRequest(
+                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+            )
+    elif hb.member_epoch == STATIC_LEAVE_EPOCH:
+        if not hb.member_id:
+            raise InvalidGroupRequest("MemberId can't be empty.")
+        if hb.instance_id is None:
+            raise InvalidGroupRequest("InstanceId can't be null.")
+    else:
+        raise InvalidGroupRequest("MemberEpoch is invalid.")
+    if hb.server_assignor is not None and hb.server_assignor not in SERVER_ASSIGNORS:
+        raise UnsupportedAssignor(hb.server_assignor)
+    if hb.subscribed_regex:
+        compile_regex(hb.subscribed_regex)
+
+
+def compile_regex(regex: str) -> re.Pattern[str]:
+    """A subscription's regular expression (Kafka's are RE2/J patterns, matched against whole topic
+    names; Python's syntax agrees on the usual ones): InvalidRegularExpression when it does not compile."""
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        raise InvalidRegularExpression(regex, str(exc)) from None
+
+
+def matching(regex: str, topics: Iterable[str]) -> tuple[str, ...]:
+    """The topics whose whole name ``regex`` matches; internal topics (``__``) never."""
+    pattern = compile_regex(regex)
+    return tuple(sorted(t for t in topics if not t.startswith("__") and pattern.fullmatch(t)))
+
+
+def _check_epoch(group: str, member: ConsumerMember, given: int, owned: Partitions | None) -> None:
+    if given > member.epoch:
+        raise FencedMemberEpoch(group, member.member_id, given, member.epoch)
+    if given < member.epoch and (
+        given != member.previous_epoch or owned is None or not owned <= member.assigned
+    ):
+        raise FencedMemberEpoch(group, member.member_id, given, member.epoch)
+
+
+def _new_member(hb: Heartbeat, member_id: str) -> ConsumerMember:
+    return ConsumerMember(
+        member_id, hb.instance_id, hb.rack_id, hb.client_id, hb.client_host, 0, 0, STABLE, 0, (), None
+    )
+
+
+def _member_of(
+    group: ConsumerGroup, hb: Heartbeat, new_member_id: str
+) -> tuple[ConsumerMember, ConsumerMember | None]:
+    """The member the heartbeat is from (created when joining) and the static member it replaces."""
+    joining = hb.member_epoch == JOIN_EPOCH
+    member_id = hb.member_id or new_member_id
+    if hb.instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise UnknownMember(group.name, member_id)
+            return _new_member(hb, member_id), None
+        _check_epoch(group.name, member, hb.member_epoch, hb.owned)
+        return member, None
+    static = group.static_member(hb.instance_id)
+    if joining:
+        if static is None:
+            existing = group.members.get(member_id)
+            if existing is not None:
+                _check_epoch(group.name, existing, hb.member_epoch, hb.owned)
+                return existing, None
+            return _new_member(hb, member_id), None
+        if static.epoch != STATIC_LEAVE_EPOCH:
+            raise UnreleasedInstanceId(group.name, hb.instance_id, static.member_id)
+        # the static member comes back under a new member id: it takes over the old one's place
+        return replace(static, member_id=member_id, epoch=0, previous_epoch=0), static
+    if static is None:
+        raise UnknownMember(group.name, f"instance {hb.instance_id}")
+    if static.member_id != member_id:
+        raise FencedInstanceId(group.name, hb.instance_id, member_id)
+    _check_epoch(group.name, static, hb.member_epoch, hb.owned)
+    return static, None
+
+
+def heartbeat(
+    group: ConsumerGroup,
+    hb: Heartbeat,
+    partition_counts: Mapping[str, int],
+    new_member_id: str,
+    members_max: int = CONSUMER_MEMBERS_MAX,
+) -> Answer:
+    """A heartbeat with epoch >= 0 (joining, or in the group). ``partition_counts``: of every topic
+    there is (0 or absent: no such topic); regular expressions are matched against its keys."""
+    validate(hb)
+    if hb.member_epoch < 0:
+        return leave(group, hb)
+    known = (hb.member_id and hb.member_id in group.members) or (
+        hb.instance_id is not None and group.static_member(hb.instance_id) is not None
+    )
+    if not known and len(group.members) >= members_max:
+        raise GroupFull(group.name, members_max)
+    member, replaced = _member_of(group, hb, new_member_id)
+    updated = replace(
+        member,
+        instance_id=hb.instance_id if hb.instance_id is not None else member.instance_id,
+        rack_id=hb.rack_id if hb.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            hb.rebalance_timeout_ms if hb.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+        ),
+        server_assignor=hb.server_assignor if hb.server_assignor is not None else member.server_assignor,
+        subscribed=tuple(sorted(set(hb.subscribed))) if hb.subscribed is not None else member.subscribed,
+        regex=(hb.subscribed_regex or None) if hb.subscribed_regex is not None else member.regex,
+        client_id=hb.client_id,
+        client_host=hb.client_host,
+    )
+    members = dict(group.members)
+    target = dict(group.target)
+    if replaced is not None:
+        del members[replaced.member_id]
+        target[updated.member_id] = target.pop(replaced.member_id, EMPTY)
+    joined = member.member_id not in group.members and replaced is None
+    bump = updated.subscribed != member.subscribed or updated.regex != member.regex or joined
+    members[updated.member_id] = updated
+    existing = [t for t, count in partition_counts.items() if count > 0]
+    for key, m in members.items():  # every regular expression matched again: topics come and go
+        regex_topics = matching(m.regex, existing) if m.regex else ()
+        if regex_topics != m.regex_topics:
+            members[key] = replace(m, regex_topics=regex_topics)
+            bump = True
+    topics = sorted({t for m in members.values() for t in m.topics()})
+    counts = {t: int(partition_counts.get(t, 0)) for t in topics}
+    counts = {t: c for t, c in counts.items() if c > 0}
+    group_epoch = group.group_epoch + (1 if bump or counts != dict(group.partition_counts) else 0)
+    next_group = replace(
+        group,
+        group_epoch=group_epoch,
+        members=MappingProxyType(members),
+        target=MappingProxyType(target),
+        partition_counts=MappingProxyType(counts),
+    )
+    if group_epoch > next_group.assignment_epoch:
+        next_group = _assign(next_group)
+    reconciled = _reconcile(next_group, next_group.members[updated.member_id], hb.owned)
+    next_group = _with_member(next_group, reconciled)
+    full = hb.member_epoch == JOIN_EPOCH or (
+        hb.rebalance_timeout_ms != -1 and hb.subscribed is not None and hb.owned is not None
+    )
+    changed = reconciled.assigned != member.assigned or replaced is not None
+    return Answer(
+        next_group,
+        reconciled.member_id,
+        reconciled.epoch,
+        reconciled.assigned if full or changed else None,
+        replaced,
+    )
+
+
+def _assign(group: ConsumerGroup) -> ConsumerGroup:
+    """A new target assignment at the group epoch."""
+    subscriptions = {m.member_id: m.topics() for m in group.members.values()}
+    target = SERVER_ASSIGNORS[group.assignor](subscriptions, group.partition_counts, group.target)
+    return replace(group, assignment_epoch=group.group_epoch, target=MappingProxyType(target))
+
+
+def _reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None) -> ConsumerMember:
+    if member.epoch == group.assignment_epoch and member.state == STABLE:
+        return member
+    step = reconcile(
+        member.state,
+        member.epoch,
+        member.assigned,
+        member.revoking,
+        group.assignment_epoch,
+        group.target.get(member.member_id, EMPTY),
+        lambda tp: group.holder(tp, member.member_id) is not None,
+        owned,
+    )
+    previous = member.epoch if step.epoch != member.epoch else member.previous_epoch
+    return replace(
+        member,
+        state=step.state,
+        epoch=step.epoch,
+        previous_epoch=previous,
+        assigned=step.assigned,
+        revoking=step.revoking,
+    )
+
+
+def _with_member(group: ConsumerGroup, member: ConsumerMember) -> ConsumerGroup:
+    members = dict(group.members)
+    members[member.member_id] = member
+    return replace(group, members=MappingProxyType(members))
+
+
+def leave(group: ConsumerGroup, hb: Heartbeat) -> Answer:
+    """Epoch -1 (leave) or -2 (a static member leaving for a while)."""
+    if hb.instance_id is None:
+        member = group.members.get(hb.member_id)
+        if member is None:
+            raise UnknownMember(group.name, hb.member_id)
+        return Answer(fence(group, member.member_id), hb.member_id, hb.member_epoch, None, member)
+    static = group.static_member(hb.instance_id)
+    if static is None:
+        raise UnknownMember(group.name, f"instance {hb.instance_id}")
+    if static.member_id != hb.member_id:
+        raise FencedInstanceId(group.name, hb.instance_id, hb.member_id)
+    if hb.member_epoch == STATIC_LEAVE_EPOCH:
+        gone = replace(static, epoch=STATIC_LEAVE_EPOCH, revoking=EMPTY)
+        return Answer(_with_member(group, gone), static.member_id, STATIC_LEAVE_EPOCH, None)
+    return Answer(fence(group, static.member_id), hb.member_id, hb.member_epoch, None, static)
+
+
+def fence(group: ConsumerGroup, member_id: str) -> ConsumerGroup:
+    """The member is removed (it left, or its session or rebalance timeout passed): the group epoch is
+    bumped, so the next heartbeat computes a target without it; its partitions are free at once."""
+    if member_id not in group.members:
+        return group
+    members = {k: m for k, m in group.members.items() if k != member_id}
+    target = {k: t for k, t in group.target.items() if k != member_id}
+    topics = {t for m in members.values() for t in m.topics()}
+    counts = {t: c for t, c in group.partition_counts.items() if t in topics}
+    return replace(
+        group,
+        group_epoch=group.group_epoch + 1,
+        members=MappingProxyType(members),
+        target=MappingProxyType(target),
+        partition_counts=MappingProxyType(counts),
+    )
+
+
+def revocation_overdue(member: ConsumerMember) -> bool:
+    """Whether the member is waiting to revoke (its rebalance timeout runs while it is)."""
+    return member.state == UNREVOKED

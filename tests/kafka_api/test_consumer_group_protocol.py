@@ -1,0 +1,234 @@
+"""The consumer group protocol (KIP-848) with real clients and real nodes: Kafka's Java consumer 4.x and
+librdkafka with ``group.protocol=consumer`` share topics in groups their coordinator assigns (server
+assignors ``uniform`` and ``range``), rebalance as members come and go without a record read twice,
+commit and fetch offsets with their member epoch; classic members and consumer protocol members do not
+share a group; an empty classic group is taken over. The coordinator's kill -9 is in
+``test_group_coordinator_kill.py``; the state machine's rules in ``tests/partitions/groups``."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from kafka_fixtures import RawKafka, http_client
+from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
+from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+from kio.schema.errors import ErrorCode
+
+from kafka_api.apis import APIS
+from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
+
+LIMIT_S = 120.0  # for each phase on a loaded machine
+PARTITIONS = 4
+
+
+def test_api_versions_advertise_the_consumer_group_apis() -> None:
+    assert (APIS[68].name, APIS[68].min_version, APIS[68].max_version) == ("ConsumerGroupHeartbeat", 0, 1)
+    assert (APIS[69].name, APIS[69].min_version, APIS[69].max_version) == ("ConsumerGroupDescribe", 0, 1)
+    assert APIS[8].max_version == APIS[9].max_version == 9  # commits and fetches with member epochs
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_java_consumers_of_the_consumer_protocol_read_once_across_rebalances(
+    kafka_cluster: LocalCluster, java_client: Any, assignor: str
+) -> None:
+    """Three Java consumers, then two once one left: each record read once, offsets committed (v9 with
+    the member epoch) to the end, the group Empty once they all left (ConsumerGroupDescribe)."""
+    settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+    observed = java_client("group", settings, f"java-848-{assignor}-{uuid.uuid4().hex[:6]}", assignor)
+    assert observed == {
+        "first_600_read": True,
+        "shares_of_three": [2, 2, 2],
+        "after_a_leave_660_read": True,
+        "two_hold_all_six": True,
+        "read_twice": 0,
+        "member_failures": [],
+        "committed": [110] * 6,
+        "group_state": "Empty",
+    }
+
+
+class Member(threading.Thread):
+    """A librdkafka consumer of the consumer group protocol: commits what it read before giving a
+    partition up, and after each batch."""
+
+    def __init__(self, cluster: LocalCluster, group: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer({
+            "bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        })  # fmt: skip
+        self.topic = topic
+        self.lock = threading.Lock()
+        self.seen: list[tuple[int, int]] = []
+        self.assigned: set[int] = set()
+        self.failures: list[str] = []
+        self.stop = threading.Event()
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._commit()
+        with self.lock:
+            self.assigned -= {p.partition for p in partitions}
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self.lock:
+            self.assigned |= {p.partition for p in partitions}
+
+    def _commit(self) -> None:
+        try:
+            self.consumer.commit(asynchronous=False)
+        except KafkaException as exc:
+            if "NO_OFFSET" not in str(exc):
+                with self.lock:
+                    self.failures.append(str(exc))
+
+    def run(self) -> None:
+        self.consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked)
+        while not self.stop.is_set():
+            batch = [m for m in self.consumer.consume(100, 0.2) if m.error() is None]
+            with self.lock:
+                self.seen.extend((m.partition(), m.offset()) for m in batch)
+            if batch:
+                self._commit()
+        self._commit()
+        self.consumer.close()
+
+    def holds(self) -> set[int]:
+        with self.lock:
+            return set(self.assigned)
+
+
+def _produce(cluster: LocalCluster, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(count):
+        producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(LIMIT_S) == 0
+
+
+def _seen(members: list[Member]) -> list[tuple[int, int]]:
+    found = []
+    for m in members:
+        with m.lock:
+            found.extend(m.seen)
+    return found
+
+
+@pytest.mark.timeout(600)
+def test_librdkafka_consumers_share_a_topic_and_read_each_record_once(kafka_cluster: LocalCluster) -> None:
+    topic = group = f"rdkafka-848-{uuid.uuid4().hex[:6]}"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(topic, PARTITIONS, 3)
+    _produce(kafka_cluster, topic, 200)
+    first = Member(kafka_cluster, group, topic)
+    first.start()
+    second = Member(kafka_cluster, group, topic)
+    try:
+        wait_for(lambda: first.holds() == set(range(PARTITIONS)), "the first member holds all", LIMIT_S)
+        second.start()
+        wait_for(
+            lambda: (
+                len(first.holds()) == len(second.holds()) == PARTITIONS // 2
+                and not first.holds() & second.holds()
+            ),
+            "the partitions split between two members",
+            LIMIT_S,
+        )
+        _produce(kafka_cluster, topic, 200)
+        wait_for(lambda: len(_seen([first, second])) >= 400, "every record read", LIMIT_S)
+        first.stop.set()
+        first.join(60)
+        wait_for(lambda: second.holds() == set(range(PARTITIONS)), "the second takes over all", LIMIT_S)
+        _produce(kafka_cluster, topic, 100)
+        wait_for(lambda: len(_seen([first, second])) >= 500, "the last records read", LIMIT_S)
+        seen = _seen([first, second])
+        assert len(seen) == len(set(seen)) == 500, "each record read once, by one member"
+        assert first.failures == second.failures == []
+    finally:
+        for member in (first, second):
+            member.stop.set()
+        for member in (first, second):
+            if member.is_alive():
+                member.join(60)
+
+
+def _coordinator(cluster: LocalCluster, group: str) -> RawKafka:
+    """A raw connection to the node coordinating ``group`` (the one not answering NOT_COORDINATOR)."""
+
+    def found() -> RawKafka | None:
+        for address in cluster.bootstrap_servers.split(","):
+            connection = RawKafka(address)
+            answer = connection.call(
+                69, 0, ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)
+            )
+            if answer.groups[0].error_code != ErrorCode.not_coordinator:
+                return connection
+            connection.close()
+        return None
+
+    connection: RawKafka = wait_for(found, f"the coordinator of {group}", LIMIT_S)
+    return connection
+
+
+def test_classic_and_consumer_protocol_members_do_not_share_a_group(kafka_cluster: LocalCluster) -> None:
+    """A classic member holds the group: a consumer protocol member is GROUP_ID_NOT_FOUND (as Kafka's
+    answer when the group is not a consumer group); once the classic group is empty, a consumer protocol
+    member takes it over (Kafka's offline migration), and a classic member joining it then is
+    INCONSISTENT_GROUP_PROTOCOL."""
+    topic = group = f"migrate-848-{uuid.uuid4().hex[:6]}"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(topic, 2, 3)
+    classic = Consumer({
+        "bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group,
+        "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+    })  # fmt: skip
+    classic.subscribe([topic])
+    wait_for(lambda: classic.poll(0.2) is None and bool(classic.assignment()), "classic assigned", LIMIT_S)
+    connection = _coordinator(kafka_cluster, group)
+
+    def join(member_id: str = "") -> Any:
+        body = ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=0, subscribed_topic_names=(topic,),
+            rebalance_timeout=datetime.timedelta(seconds=30), topic_partitions=(),
+        )  # fmt: skip
+        return connection.call(68, 0, body)
+
+    try:
+        refused = join()
+        assert refused.error_code == ErrorCode.group_id_not_found, refused
+        classic.close()  # leaves: the classic group is empty once its coordinator wrote it so
+        answer = wait_for(
+            lambda: (a := join()).error_code == ErrorCode.none and a, "the group taken over", LIMIT_S
+        )
+        assert answer.member_epoch >= 1, answer
+        assert answer.assignment is not None and len(answer.assignment.topic_partitions[0].partitions) == 2
+        described = connection.call(
+            69, 0, ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)
+        )
+        (only,) = described.groups
+        assert (only.error_code, only.group_state, only.assignor_name) == (
+            ErrorCode.none,
+            "Stable",
+            "uniform",
+        )
+        assert [m.member_id for m in only.members] == [answer.member_id]
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        listed = admin.list_consumer_groups().result(timeout=30)  # ListGroups: its state and members' count
+        (row,) = [g for g in listed.valid if g.group_id == group]
+        assert row.state == ConsumerGroupState.STABLE, row
+        late = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
+        late.subscribe([topic])
+        try:
+            message = late.poll(10)
+            assert message is not None and message.error() is not None
+            assert "INCONSISTENT_GROUP_PROTOCOL" in message.error().name()
+        finally:
+            late.close()
+    finally:
+        connection.close()

@@ -1,0 +1,156 @@
+"""The consumer group protocol's coordinator over an in-memory group table and a test clock: the session
+and rebalance timeouts fence members, a new leader term starts sessions afresh and keeps every member,
+offset commits and fetches are checked by member epoch as Kafka checks them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from partitions.groups.assignors import TopicPartition as TP
+from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer_group import ConsumerGroup, Heartbeat
+from partitions.groups.errors import (
+    ConsumerProtocolVersion,
+    NotConsumerGroup,
+    NotCoordinator,
+    StaleMemberEpoch,
+    UnknownGroup,
+    UnknownMember,
+)
+from partitions.groups.live import LiveGroup, LiveMember
+from partitions.groups.state import ConsumerGroupRecord, Group, GroupTable, encode
+
+
+class Table:
+    """One coordinator partition's table, led here in ``term`` (None: led elsewhere)."""
+
+    def __init__(self) -> None:
+        self.table = GroupTable()
+        self.term: int | None = 1
+        self.classic: set[str] = set()
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
+        return None if self.term is None else (self.term, self.table.groups.get(name))
+
+    def live(self, group: str) -> LiveGroup | None:
+        if group not in self.classic:
+            return None
+        return LiveGroup(group, "Stable", "consumer", "range", 1, (LiveMember("m", "c", "/h", ()),))
+
+    def partition_count(self, topic: str) -> int:
+        return {"t": 4}.get(topic, 0)
+
+    def topics(self) -> list[str]:
+        return ["t"]
+
+    def led_consumer_groups(self) -> list[tuple[str, int, ConsumerGroup]]:
+        assert self.term is not None
+        return [(n, self.term, g.consumer) for n, g in self.table.groups.items() if g.consumer is not None]
+
+    async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
+        self.table.apply(encode(ConsumerGroupRecord(group, state, 0)))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def _join(rebalance_timeout_ms: int = 10_000) -> Heartbeat:
+    return Heartbeat("", 0, None, None, rebalance_timeout_ms, ("t",), None, frozenset())
+
+
+def _coordinator() -> tuple[ConsumerGroupCoordinator, Table, Clock]:
+    table, clock = Table(), Clock()
+    ids = iter(["a", "b", "c"])
+    return ConsumerGroupCoordinator(table, clock, 45_000, 5_000, lambda: next(ids)), table, clock
+
+
+def test_a_silent_member_is_fenced_after_its_session_and_its_partitions_go_to_the_others() -> None:
+    async def scenario() -> None:
+        coordinator, _, clock = _coordinator()
+        a = await coordinator.heartbeat("g", _join(60_000))
+        b = await coordinator.heartbeat("g", _join())
+        assert (a.member_epoch, b.member_id) == (1, "b")
+        clock.now = 30_000
+        await coordinator.heartbeat("g", Heartbeat("a", 1, owned=a.assignment))  # a revokes half
+        clock.now = 46_000  # b silent since 0: past 45 s; a seen at 30 s
+        assert await coordinator.expire_due() == [("g", "b")]
+        again = await coordinator.heartbeat(
+            "g", Heartbeat("a", 1, owned=frozenset(coordinator.describe("g").members["a"].assigned))
+        )
+        assert again.assignment == frozenset(TP("t", p) for p in range(4))
+
+    asyncio.run(scenario())
+
+
+def test_a_member_not_revoking_within_its_rebalance_timeout_is_fenced() -> None:
+    async def scenario() -> None:
+        coordinator, _, clock = _coordinator()
+        a = await coordinator.heartbeat("g", _join())
+        await coordinator.heartbeat("g", _join())
+        clock.now = 1_000
+        asked = await coordinator.heartbeat("g", Heartbeat("a", 1, owned=a.assignment))  # must revoke 2
+        assert coordinator.describe("g").members["a"].revoking
+        clock.now = 1_000 + 10_000 + 1  # its rebalance timeout (10 s) passed, still owning them
+        await coordinator.heartbeat("g", Heartbeat("b", 2, owned=frozenset()))  # b is alive
+        assert asked.member_epoch == 1
+        assert await coordinator.expire_due() == [("g", "a")]
+
+    asyncio.run(scenario())
+
+
+def test_a_new_term_keeps_members_and_starts_their_sessions_afresh() -> None:
+    async def scenario() -> None:
+        coordinator, table, clock = _coordinator()
+        a = await coordinator.heartbeat("g", _join())
+        table.term = 2  # a failover: another coordinator, or this one again, in a later term
+        clock.now = 100_000
+        assert await coordinator.expire_due() == []  # sessions start at first sight in the new term
+        kept = await coordinator.heartbeat("g", Heartbeat("a", 1, owned=a.assignment))
+        assert (kept.member_epoch, kept.assignment) == (1, None)  # nothing changed for it
+        table.term = None
+        with pytest.raises(NotCoordinator):
+            await coordinator.heartbeat("g", Heartbeat("a", 1))
+
+    asyncio.run(scenario())
+
+
+def test_commits_and_fetches_are_checked_by_member_epoch() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = _coordinator()
+        assert not coordinator.check_commit("g", "", -1, 9)  # no consumer group: the classic rules
+        await coordinator.heartbeat("g", _join())
+        assert coordinator.check_commit("g", "a", 1, 9)
+        with pytest.raises(StaleMemberEpoch):
+            coordinator.check_commit("g", "a", 0, 9)
+        with pytest.raises(UnknownMember):
+            coordinator.check_commit("g", "zz", 1, 9)
+        with pytest.raises(UnknownMember):
+            coordinator.check_commit("g", "", -1, 9)  # from outside while it has members
+        with pytest.raises(ConsumerProtocolVersion):
+            coordinator.check_commit("g", "a", 1, 8)
+        assert coordinator.check_commit("g", "a", 1, 3, transactional=True)
+        coordinator.check_fetch("g", None, -1)  # an admin's fetch
+        coordinator.check_fetch("g", "a", 1)
+        with pytest.raises(StaleMemberEpoch):
+            coordinator.check_fetch("g", "a", 2)
+
+    asyncio.run(scenario())
+
+
+def test_a_group_of_another_protocol_is_not_a_consumer_group() -> None:
+    async def scenario() -> None:
+        coordinator, table, _ = _coordinator()
+        table.classic.add("g")
+        with pytest.raises(NotConsumerGroup):
+            await coordinator.heartbeat("g", _join())
+        with pytest.raises(UnknownGroup):
+            await coordinator.heartbeat("h", Heartbeat("a", 3))
+
+    asyncio.run(scenario())
