@@ -274,6 +274,19 @@ KAFKA_LIMIT_OPTIONS = (
      "a Kafka request must arrive whole within it (plus a second per MiB) once its first byte came"),
     ("--kafka-tls-handshake-timeout-ms", "tls_handshake_timeout_s",
      int(_KAFKA.tls_handshake_timeout_s * 1000), "a TLS handshake on the Kafka listener must end within it"),
+    ("--kafka-connections-per-user-max", "connections_per_user_max", _KAFKA.connections_per_user_max,
+     "Kafka connections one logged-in user (not a super user) holds at once; a login past it is refused"),
+    ("--kafka-super-user-reserve", "super_user_reserve", _KAFKA.super_user_reserve,
+     "of --kafka-connections-max, the connections only super users' logins take (so an admin can always "
+     "log in; at --kafka-connections-max or more only super users may log in); when the rest is full, a "
+     "login takes the least recently active idle connection of the user holding most, else it is refused"),
+    ("--kafka-idle-at-cap-timeout-ms", "idle_at_cap_timeout_s", int(_KAFKA.idle_at_cap_timeout_s * 1000),
+     "a logged-in user at --kafka-connections-per-user-max has its connections idle this long closed"),
+    ("--kafka-request-bytes-max", "request_bytes_max", _KAFKA.request_bytes_max,
+     "bytes of Kafka requests being received or queued on this listener (Kafka's "
+     "queued.max.request.bytes); past it the listener stops reading until requests are answered"),
+    ("--kafka-request-bytes-per-user-max", "request_bytes_per_user_max", _KAFKA.request_bytes_per_user_max,
+     "of --kafka-request-bytes-max, what one logged-in user (an anonymous connection: its address) holds"),
 )  # fmt: skip
 
 
