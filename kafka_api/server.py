@@ -489,7 +489,7 @@ class KafkaServer:
     async def _dispatch(
         self,
         connection: _Connection,
-        frame: bytes,
+        frame: bytes | memoryview,
         answers: asyncio.Queue[_Answer | None],
         held: _Held,
     ) -> _Close | None:
@@ -631,19 +631,21 @@ class KafkaServer:
 READ_CHUNK_BYTES = 1024 * 1024
 
 
-async def _read_frame(reader: asyncio.StreamReader, size: int) -> bytes:
-    """``size`` bytes, gathered from the reader's small buffer and joined once: ``readexactly`` grows its
-    buffer to the frame's size and copies it twice more, three times a large frame's bytes at its end."""
+async def _read_frame(reader: asyncio.StreamReader, size: int) -> bytes | memoryview:
+    """``size`` bytes. A large frame is gathered from the reader's small buffer into one buffer of its
+    size, handed on read-only (kio reads from it as it would from bytes): ``readexactly`` grows its own
+    buffer to the frame's size and then copies it twice, three times the frame's bytes at its end."""
     if size <= READ_CHUNK_BYTES:
         return await reader.readexactly(size)
-    chunks, remaining = [], size
-    while remaining:
-        chunk = await reader.read(min(remaining, READ_CHUNK_BYTES))
+    frame = bytearray(size)
+    view, filled = memoryview(frame), 0
+    while filled < size:
+        chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
         if not chunk:
             raise asyncio.IncompleteReadError(b"", size)
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        view[filled : filled + len(chunk)] = chunk
+        filled += len(chunk)
+    return view.toreadonly()
 
 
 def _settle(answer: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:

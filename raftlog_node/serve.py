@@ -305,6 +305,11 @@ HTTP_LIMIT_OPTIONS = (
      "HTTP connections open at once on this node; more are answered 503 and closed"),
     ("--http-connections-per-address-max", "connections_per_address_max", _HTTP.connections_per_address_max,
      "HTTP connections open at once from one client address; more are answered 503 and closed"),
+    ("--http-request-bytes-max", "request_bytes_max", _HTTP.request_bytes_max,
+     "bytes of HTTP request bodies being read or served on this node; a body waits for room (its socket "
+     "not read), answered 503 when none came within --http-body-timeout-ms"),
+    ("--http-request-bytes-per-user-max", "request_bytes_per_user_max", _HTTP.request_bytes_per_user_max,
+     "of --http-request-bytes-max, what one caller (a user, else a client address) holds"),
 )  # fmt: skip
 
 
@@ -619,7 +624,13 @@ async def serve(
     group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     topics: TopicDefaults = TOPIC_DEFAULTS,
 ) -> None:
-    from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, KAFKA_REQUEST_SECONDS, build_app
+    from api.app import (
+        KAFKA_CONNECTION_COUNTS,
+        KAFKA_LISTENING,
+        KAFKA_REQUEST_BYTES,
+        KAFKA_REQUEST_SECONDS,
+        build_app,
+    )
     from api.cluster_metrics import PEER_SSL
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
@@ -666,6 +677,7 @@ async def serve(
         kafka_limits,
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
+    app[KAFKA_REQUEST_BYTES] = kafka_server.request_bytes
     app[KAFKA_REQUEST_SECONDS] = kafka_server.request_latencies  # for /metrics
     if tls is not None:  # /v1/cluster/metrics asks the other nodes' /metrics as a peer would
         app[PEER_SSL] = peer_context(tls)
