@@ -27,6 +27,13 @@ HTTP batch bomb is sent by a caller allowed to write, as in the attack it reprod
   own links must still get in (a restarted node must rejoin).
 - ``bad-credentials``: ``BAD_CREDENTIALS_PER_S`` requests a second with wrong, malformed and
   non-UTF-8 bearer tokens: each must be a 401 (a 5xx is a finding).
+- ``login-idle``: a user of its own (``SASL_USER``, made with the admin token) holds ``LOGIN_IDLE_SOCKETS``
+  logged-in Kafka connections per node, more than the door's per-user cap, each sending a request every
+  ``LOGIN_KEEPALIVE_S`` (the review's lock kept one every 600 s): the node must refuse the logins past the
+  cap and cut the kept-alive ones once idle at the cap, and the honest clients stay served.
+- ``login-pin``: ``PIN_CONNECTIONS`` logged-in connections per node, each sending a Produce frame of
+  ``PIN_FRAME_BYTES`` at ``PIN_BYTES_PER_S``: the node must not hold them all at once (its peak memory is
+  watched, as for every attack).
 
 The tally (JSON, to ``--out``) counts what each attack met: connections opened, cut by the node, refused,
 answers, and the findings above. Everything is bounded in connections, rate and time.
@@ -62,7 +69,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from jepsen.control import NodeSpec
-from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
+from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, USERS_PATH, partition_path
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
 IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)
@@ -83,6 +90,12 @@ NODE_PEAK_GROWTH_MAX = 512 * 1024 * 1024  # a node's peak memory may not rise mo
 HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
 PRODUCE_VERSION = 9
 API_VERSIONS_VERSION = 3
+SASL_USER, SASL_PASSWORD = "hostile-user", "hostile-user's password"  # an ordinary user, no ACL needed
+LOGIN_IDLE_SOCKETS = 520  # per node: past the Kafka door's --kafka-connections-per-user-max (500)
+LOGIN_KEEPALIVE_S = 90.0  # past the door's at-cap idle timeout (60 s)
+PIN_CONNECTIONS = 6  # per node
+PIN_FRAME_BYTES = 100 * 1024 * 1024 - 64  # within the door's frame bound (100 MiB)
+PIN_BYTES_PER_S = 4 * 1024 * 1024  # per connection
 
 
 # -- what is sent (pure) --------------------------------------------------------------------------------
@@ -149,6 +162,28 @@ def produce_frame(topic: str, partition: int, batch: bytes, correlation_id: int)
     data = module.TopicProduceData(name=topic, partition_data=(part,))
     body = cls(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=10), topic_data=(data,))
     return kafka_frame(0, PRODUCE_VERSION, body, correlation_id)
+
+
+def sasl_frames() -> tuple[bytes, bytes]:
+    """SaslHandshake v1 (PLAIN) and SaslAuthenticate v2 of ``SASL_USER``."""
+    handshake: Any = load_request_schema(17, 1)
+    authenticate: Any = load_request_schema(36, 2)
+    token = f"\0{SASL_USER}\0{SASL_PASSWORD}".encode()
+    return (kafka_frame(17, 1, handshake(mechanism="PLAIN"), 1),
+            kafka_frame(36, 2, authenticate(auth_bytes=token), 2))  # fmt: skip
+
+
+def sasl_error(api_key: int, version: int, frame: bytes) -> int:
+    """The error code of a SaslHandshake or SaslAuthenticate answer."""
+    cls: Any = load_response_schema(api_key, version)
+    _, used = entity_reader(cls.__header_schema__)(frame, 0)
+    body, _ = entity_reader(cls)(frame, used)
+    return int(body.error_code.value)
+
+
+def pin_header() -> bytes:
+    """A Produce v9 request header (client id "p"): what a large produce's frame starts with."""
+    return struct.pack(">hhih", 0, PRODUCE_VERSION, 99, 1) + b"p" + b"\0"
 
 
 def produce_error(frame: bytes) -> int:
@@ -239,6 +274,12 @@ class Hostile:
             jobs += [self._raft_flood(target) for _ in range(RAFT_FLOOD_CONNECTIONS)]
             jobs.append(self._bomb(target))
             jobs.append(self._bad_credentials(target))
+            if self.token:  # the attacks of a logged-in user: its user is made with the admin token
+                pace = Pace(IDLE_OPENS_PER_S)
+                jobs += [self._login_idle(target, pace) for _ in range(LOGIN_IDLE_SOCKETS)]
+                jobs += [self._login_pin(target) for _ in range(PIN_CONNECTIONS)]
+        if self.token:
+            await self._make_user()
         tasks = [asyncio.ensure_future(job) for job in jobs]
         try:
             await self.stop.wait()
@@ -387,6 +428,91 @@ class Hostile:
                     )
             except aiohttp.ClientError as exc:
                 self.count(attack, f"error:{type(exc).__name__}")
+
+    async def _make_user(self) -> None:
+        """``SASL_USER``, through the first node that answers (a replicated change: every node knows it)."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        body = {"name": SASL_USER, "password": SASL_PASSWORD}
+        for target in self.targets:
+            url = f"http://{target.host}:{target.http_port}{USERS_PATH}"
+            async with _session("") as session:
+                try:
+                    async with session.post(url, json=body, headers=headers,
+                                            timeout=aiohttp.ClientTimeout(total=10)) as answer:  # fmt: skip
+                        if answer.status < 300:
+                            return
+                except (aiohttp.ClientError, TimeoutError):
+                    continue
+        self.count("login-idle", "no_user_made")
+
+    async def _log_in(self, attack: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """SASL/PLAIN as ``SASL_USER``; whether the node took it (a refusal is counted)."""
+        for (api_key, version), frame in zip(((17, 1), (36, 2)), sasl_frames(), strict=True):
+            writer.write(frame)
+            await asyncio.wait_for(writer.drain(), 10.0)
+            size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 30.0))[0]
+            error = sasl_error(api_key, version, await asyncio.wait_for(reader.readexactly(size), 30.0))
+            if error:
+                self.count(attack, f"login_refused:{error}")
+                return False
+        self.count(attack, "logged_in")
+        return True
+
+    async def _login_idle(self, target: NodeSpec, pace: Pace) -> None:
+        attack = "login-idle"
+        keepalive = api_versions_frame()
+        while not self.stop.is_set():
+            await pace.wait()
+            try:
+                async with self._connection(target.host, target.kafka_port) as (reader, writer):
+                    opened = time.monotonic()
+                    self.count(attack, "opened")
+                    if not await self._log_in(attack, reader, writer):
+                        await self._wait_cut(attack, reader, opened)
+                        continue
+                    while True:  # a request now and then: never idle for the door's 600 s
+                        try:
+                            if await asyncio.wait_for(reader.read(65536), LOGIN_KEEPALIVE_S) == b"":
+                                break
+                        except TimeoutError:
+                            writer.write(keepalive)
+                            await writer.drain()
+                        if time.monotonic() - opened > HOLD_MAX_S + LOGIN_KEEPALIVE_S:
+                            self.count(attack, f"still_open_after_{int(HOLD_MAX_S)}s")
+                            await self.stop.wait()
+                    self.count(attack, "cut")
+                    self.count(attack, "cut_after_s_total", int(time.monotonic() - opened))
+            except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+                self.count(attack, f"error:{type(exc).__name__}")
+
+    async def _login_pin(self, target: NodeSpec) -> None:
+        attack = "login-pin"
+        chunk = bytes(PIN_BYTES_PER_S // 10)
+
+        async def one() -> None:
+            async with self._connection(target.host, target.kafka_port) as (reader, writer):
+                self.count(attack, "opened")
+                if not await self._log_in(attack, reader, writer):
+                    return
+                writer.write(struct.pack(">i", PIN_FRAME_BYTES) + pin_header())
+                sent = len(pin_header())
+                while sent < PIN_FRAME_BYTES and not reader.at_eof() and not self.stop.is_set():
+                    began = time.monotonic()
+                    part = chunk[: PIN_FRAME_BYTES - sent]
+                    writer.write(part)
+                    try:  # the node stops reading while the request waits for room: so does this
+                        await asyncio.wait_for(writer.drain(), HOLD_MAX_S)
+                    except TimeoutError:
+                        self.count(attack, f"not_read_for_{int(HOLD_MAX_S)}s")
+                        return
+                    sent += len(part)
+                    await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - began)))
+                self.count(attack, "bytes_sent", sent)
+                if sent >= PIN_FRAME_BYTES:
+                    self.count(attack, "whole_frame_sent")
+                    await self._wait_cut(attack, reader, time.monotonic())  # it does not decode: closed
+
+        await self._paced(attack, one, 1.0)
 
     async def _bad_credentials(self, target: NodeSpec) -> None:
         """Raw requests (an HTTP client library would re-encode a header that is not UTF-8)."""
