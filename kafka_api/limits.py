@@ -146,10 +146,19 @@ def admission(
     clients from other addresses out of the login. Likewise at the node-wide bound on a listener without
     login, where the address is a client's only identity: ``holders`` counts every open connection by
     address, and a newcomer from an address holding fewer than the one holding most takes the oldest of
-    that one's, so one address cannot hold the node to itself."""
+    that one's, so one address cannot hold the node to itself. With login, at the node-wide bound, the
+    newcomer takes the oldest connection not yet authenticated of the address holding most of those (what
+    logged-in users hold is bounded per user: ``partitions.security.holds``)."""
     if open_count >= limits.connections_max:
         why = f"{open_count} connections are open (at most {limits.connections_max})"
-        evict = None if login_required or not holders else _fair_share_evict(holders, from_address)
+        if login_required:  # logged-in users are bounded per user; the not yet logged in give way
+            evict = (
+                _fair_share_evict(unauthenticated, unauthenticated.get(address, 0))
+                if unauthenticated
+                else None
+            )
+        else:
+            evict = _fair_share_evict(holders, from_address) if holders else None
         return Refusal("connections", why, evict)
     if from_address >= limits.connections_per_address_max:
         bound = limits.connections_per_address_max

@@ -3,7 +3,10 @@
 A connection's requests are handled concurrently and answered in the order they came (Kafka clients
 pipeline and match answers by order). Handlers start in arrival order, which keeps a producer's
 pipelined batches in order (``kafka_api.produce``). Bounded (``kafka_api.limits``): connections per node,
-per client address and, on a listener that requires authentication, not yet authenticated; requests read
+per client address and, on a listener that requires authentication, not yet authenticated; logged-in
+connections per user, with a reserve for super users and an at-cap idle timeout, and the bytes of requests
+being received or queued, in all and per user (``partitions.security.holds``: reading stops while a
+request waits for room); requests read
 and not yet answered per connection (reading stops at the bound); frame size (512 KiB before
 authenticating, on a listener that requires it, checked on the size prefix before the body is read); and
 time: the TLS handshake, the login, a frame once its first byte came, the wait for the next request, and
@@ -135,7 +138,8 @@ class _Connection:
     active_s: float = 0.0  # when a request last came or was answered
 
     def idle_since_s(self) -> float | None:
-        """Since when nothing of the connection is being read or answered; None while something is."""
+        """Since when nothing of the connection is being read or answered; None while something is (or
+        once it is cut: it is not chosen again)."""
         busy = self.in_flight or self.clock.frame_since_s is not None or self.cut is not None
         return None if busy else self.active_s
 
