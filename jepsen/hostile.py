@@ -236,6 +236,7 @@ class Hostile:
         self.stopped_at_s: float | None = None
         self._source_turn = 0
         self._bombs: dict[str, bytes] = {}
+        self._user_made = asyncio.Event()  # SASL_USER exists: the logged-in attacks may begin
 
     def count(self, attack: str, what: str, n: int = 1) -> None:
         self.tally.setdefault(attack, Counter())[what] += n
@@ -261,8 +262,6 @@ class Hostile:
             writer.close()
 
     async def run(self) -> None:
-        self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
-                       "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
         jobs: list[Awaitable[None]] = []
         for target in self.targets:
             for door, port in (("kafka", target.kafka_port), ("http", target.http_port)):
@@ -278,8 +277,8 @@ class Hostile:
                 pace = Pace(IDLE_OPENS_PER_S)
                 jobs += [self._login_idle(target, pace) for _ in range(LOGIN_IDLE_SOCKETS)]
                 jobs += [self._login_pin(target) for _ in range(PIN_CONNECTIONS)]
-        if self.token:
-            await self._make_user()
+        if self.token:  # the logged-in attacks wait for it; the others start at once
+            jobs.append(self._make_user())
         tasks = [asyncio.ensure_future(job) for job in jobs]
         try:
             await self.stop.wait()
@@ -382,6 +381,12 @@ class Hostile:
 
     async def _bomb(self, target: NodeSpec) -> None:
         turn = 0
+        if not self._bombs:  # made once, by the first bomber, while the other attacks begin
+            self._bombs = {"gzip": b"", "zstd": b""}
+            self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
+                           "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
+        while not self._bombs["zstd"]:  # another bomber makes them
+            await asyncio.sleep(0.1)
 
         async def one() -> None:
             nonlocal turn
@@ -430,20 +435,24 @@ class Hostile:
                 self.count(attack, f"error:{type(exc).__name__}")
 
     async def _make_user(self) -> None:
-        """``SASL_USER``, through the first node that answers (a replicated change: every node knows it)."""
+        """``SASL_USER``, through a node that answers (a replicated change: every node knows it), tried
+        until one does."""
         headers = {"Authorization": f"Bearer {self.token}"}
         body = {"name": SASL_USER, "password": SASL_PASSWORD}
-        for target in self.targets:
-            url = f"http://{target.host}:{target.http_port}{USERS_PATH}"
-            async with _session("") as session:
-                try:
-                    async with session.post(url, json=body, headers=headers,
-                                            timeout=aiohttp.ClientTimeout(total=10)) as answer:  # fmt: skip
-                        if answer.status < 300:
-                            return
-                except (aiohttp.ClientError, TimeoutError):
-                    continue
-        self.count("login-idle", "no_user_made")
+        while not self.stop.is_set():
+            for target in self.targets:
+                url = f"http://{target.host}:{target.http_port}{USERS_PATH}"
+                async with _session(self._source()) as session:
+                    try:
+                        timeout = aiohttp.ClientTimeout(total=10)
+                        async with session.post(url, json=body, headers=headers, timeout=timeout) as answer:
+                            if answer.status < 300:
+                                self._user_made.set()
+                                return
+                            self.count("login-idle", f"user_not_made:{answer.status}")
+                    except (aiohttp.ClientError, TimeoutError) as exc:
+                        self.count("login-idle", f"user_not_made:{type(exc).__name__}")
+            await asyncio.sleep(1.0)
 
     async def _log_in(self, attack: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """SASL/PLAIN as ``SASL_USER``; whether the node took it (a refusal is counted)."""
@@ -461,6 +470,7 @@ class Hostile:
     async def _login_idle(self, target: NodeSpec, pace: Pace) -> None:
         attack = "login-idle"
         keepalive = api_versions_frame()
+        await self._user_made.wait()
         while not self.stop.is_set():
             await pace.wait()
             try:
@@ -488,6 +498,7 @@ class Hostile:
     async def _login_pin(self, target: NodeSpec) -> None:
         attack = "login-pin"
         chunk = bytes(PIN_BYTES_PER_S // 10)
+        await self._user_made.wait()
 
         async def one() -> None:
             async with self._connection(target.host, target.kafka_port) as (reader, writer):
@@ -687,6 +698,8 @@ class Attackers:
             with open(self.out, encoding="utf-8") as f:
                 report: dict[str, Any] = json.load(f)
         except (OSError, ValueError) as exc:
+            if self.process.returncode == -signal.SIGTERM:  # its handler not yet installed: still starting
+                return {"tally": {}, "findings": [], "not_started": "stopped before its attacks began"}
             return {
                 "findings": [f"the hostile clients left no tally ({exc}; exit {self.process.returncode})"]
             }

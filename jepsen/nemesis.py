@@ -720,7 +720,7 @@ class Nemesis:
             value["ballast_removed"] = {n: disks.empty(self.cluster.data_dir(n)) for n in targets}
         elif fault == "hostile-clients" and active.attackers is not None:
             report = await asyncio.to_thread(active.attackers.stop)
-            kept = ("tally", "findings", "node_peak_rss_growth_mib", "killed")
+            kept = ("tally", "findings", "node_peak_rss_growth_mib", "killed", "not_started")
             value = {key: report.get(key) for key in kept}
             for finding in report.get("findings", []):
                 self._note(f"hostile-clients: {finding}")

@@ -135,12 +135,13 @@ class _Connection:
     receiver: asyncio.Task[Any] | None = None
     cut: tuple[str, str] | None = None  # (kind, why)
     in_flight: int = 0  # requests read and not yet answered
+    reading: bool = False  # a request's size came: its bytes are awaited, or room for them
     active_s: float = 0.0  # when a request last came or was answered
 
     def idle_since_s(self) -> float | None:
         """Since when nothing of the connection is being read or answered; None while something is (or
         once it is cut: it is not chosen again)."""
-        busy = self.in_flight or self.clock.frame_since_s is not None or self.cut is not None
+        busy = self.in_flight or self.reading or self.cut is not None
         return None if busy else self.active_s
 
 
@@ -458,14 +459,28 @@ class KafkaServer:
         answers: asyncio.Queue[_Answer | None],
     ) -> _Close | None:
         """Read and dispatch one request. None: go on."""
-        door, clock, limits = connection.door, connection.clock, self.limits
+        clock = connection.clock
         clock.idle_since_s = time.monotonic()
         head = await reader.read(wire.SIZE.size)
         clock.idle_since_s = None
         if not head:
             return _Close("", answer_first=True)
         clock.frame_since_s, clock.frame_bytes = time.monotonic(), 0
-        connection.active_s = clock.frame_since_s
+        connection.active_s, connection.reading = clock.frame_since_s, True
+        try:
+            return await self._read_rest(connection, reader, answers, head)
+        finally:
+            connection.reading = False
+
+    async def _read_rest(
+        self,
+        connection: _Connection,
+        reader: asyncio.StreamReader,
+        answers: asyncio.Queue[_Answer | None],
+        head: bytes,
+    ) -> _Close | None:
+        """The rest of a request whose first bytes (``head``) came: its size, its room, its body."""
+        door, clock, limits = connection.door, connection.clock, self.limits
         if len(head) < wire.SIZE.size:
             head += await reader.readexactly(wire.SIZE.size - len(head))
         (size,) = wire.SIZE.unpack(head)
