@@ -33,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kafka_api import wire  # noqa: E402
-from raftlog_client.contract import USERS_PATH  # noqa: E402
+from raftlog_contract import USERS_PATH  # noqa: E402
 from raftlog_dev import dev  # noqa: E402
 from raftlog_node.serve import TOKEN_ENV  # noqa: E402
 
