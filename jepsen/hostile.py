@@ -577,20 +577,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="where the tally is written (JSON)")
+    parser.add_argument("--go", help="attack only once this file exists (the process started ahead)")
     args = parser.parse_args(argv)
     topics = {name: int(count) for name, _, count in (t.partition(":") for t in args.topic)}
     hostile = Hostile(args.target, args.source, topics, random.Random(args.seed), os.environ.get(TOKEN_ENV))
+    began = time.monotonic()
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, hostile.stop.set)
+        while args.go and not os.path.exists(args.go) and not hostile.stop.is_set():
+            await asyncio.sleep(0.05)  # started ahead of its window: imports take seconds when loaded
+        nonlocal began
+        began = time.monotonic()
         loop.call_later(args.seconds, hostile.stop.set)
         await hostile.run()
 
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of idle sockets
-    began = time.monotonic()
 
     def write_tally() -> None:
         tally = {attack: dict(counts) for attack, counts in sorted(hostile.tally.items())}
@@ -648,10 +653,13 @@ class Attackers:
         directory: str,
         node_pids: dict[str, int],
         seconds: float = 3600.0,
+        ahead: bool = False,
     ) -> Attackers:
+        """The attackers' process, attacking at once, or with ``ahead`` once told to (``go``): its start
+        (imports included) takes seconds on a loaded machine, longer than a short window."""
         out = os.path.join(directory, f"hostile-{int(time.time() * 1000)}.json")
         argv = [sys.executable, "-m", "jepsen.hostile", "--seconds", str(seconds), "--seed", str(seed),
-                "--out", out]  # fmt: skip
+                "--out", out, *(("--go", out + ".go") if ahead else ())]  # fmt: skip
         for target in targets:
             argv += ["--target", target.argument()]
         for source in sources:
@@ -668,6 +676,15 @@ class Attackers:
             log.close()
         peaks = {node: peak for node, pid in node_pids.items() if (peak := peak_rss_bytes(pid)) is not None}
         return cls(process, out, dict(node_pids), peaks)
+
+    def go(self, node_pids: dict[str, int]) -> None:
+        """Let a process started ahead (``ahead=True``) attack now; each node's peak memory is read now."""
+        self.node_pids = dict(node_pids)
+        self.peaks_before = {
+            node: peak for node, pid in node_pids.items() if (peak := peak_rss_bytes(pid)) is not None
+        }
+        with open(self.out + ".go", "w", encoding="utf-8"):
+            pass
 
     def stop(self) -> dict[str, Any]:
         """SIGTERM, wait for the tally (SIGKILL after ``STOP_TIMEOUT_S``); the tally, or why there is none,
