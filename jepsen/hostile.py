@@ -237,6 +237,7 @@ class Hostile:
         self._source_turn = 0
         self._bombs: dict[str, bytes] = {}
         self._user_made = asyncio.Event()  # SASL_USER exists: the logged-in attacks may begin
+        self._making_user: asyncio.Task[None] | None = None
 
     def count(self, attack: str, what: str, n: int = 1) -> None:
         self.tally.setdefault(attack, Counter())[what] += n
@@ -277,8 +278,7 @@ class Hostile:
                 pace = Pace(IDLE_OPENS_PER_S)
                 jobs += [self._login_idle(target, pace) for _ in range(LOGIN_IDLE_SOCKETS)]
                 jobs += [self._login_pin(target) for _ in range(PIN_CONNECTIONS)]
-        if self.token:  # the logged-in attacks wait for it; the others start at once
-            jobs.append(self._make_user())
+        self.make_user()  # the logged-in attacks wait for it; the others start at once
         tasks = [asyncio.ensure_future(job) for job in jobs]
         try:
             await self.stop.wait()
@@ -434,6 +434,12 @@ class Hostile:
             except aiohttp.ClientError as exc:
                 self.count(attack, f"error:{type(exc).__name__}")
 
+    def make_user(self) -> None:
+        """Begin making ``SASL_USER`` (with the admin token), unless begun already: a process started
+        ahead of its window begins before it, so that the logged-in attacks need not wait."""
+        if self.token and self._making_user is None:
+            self._making_user = asyncio.ensure_future(self._make_user())
+
     async def _make_user(self) -> None:
         """``SASL_USER``, through a node that answers (a replicated change: every node knows it), tried
         until one does."""
@@ -587,6 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, hostile.stop.set)
+        hostile.make_user()
         while args.go and not os.path.exists(args.go) and not hostile.stop.is_set():
             await asyncio.sleep(0.05)  # started ahead of its window: imports take seconds when loaded
         nonlocal began
