@@ -61,6 +61,7 @@ from api.access import (
     open_to_users,
     topic,
 )
+from api.bodies import give_back
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -80,6 +81,7 @@ from partitions.names import check_group_name, check_instance_name, check_topic_
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
+from partitions.security.holds import RequestBytes
 from partitions.security.login_failures import LoginFailures
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
@@ -111,6 +113,9 @@ KAFKA_CONNECTION_COUNTS: web.AppKey[Callable[[], Mapping[str, int]]] = web.AppKe
 KAFKA_REQUEST_SECONDS: web.AppKey[Callable[[], Mapping[str, HistogramSnapshot]]] = web.AppKey(
     "raftlog_kafka_request_seconds"
 )
+# The node's Kafka listener's budget of request bytes (set by the process that runs both doors), in /metrics
+# beside the HTTP door's own
+KAFKA_REQUEST_BYTES: web.AppKey[RequestBytes] = web.AppKey("raftlog_kafka_request_bytes")
 # Whether the node's Kafka listener is open (set by the process that runs both doors; it opens once the
 # node's metadata caught up): /status/ready says ready only then, so a client told so finds it open
 KAFKA_LISTENING: web.AppKey[Callable[[], bool]] = web.AppKey("raftlog_kafka_listening")
@@ -134,6 +139,11 @@ async def metrics(request: web.Request) -> web.Response:
     kafka_counts = request.app.get(KAFKA_CONNECTION_COUNTS)
     for reason, count in sorted(kafka_counts().items() if kafka_counts is not None else ()):
         values[f'kafka_connections_cut{{reason="{reason}"}}'] = count
+    budgets = {"http": app_state.request_bytes, "kafka": request.app.get(KAFKA_REQUEST_BYTES)}
+    for door, budget in budgets.items():
+        if budget is not None:
+            values[f'request_bytes_held{{door="{door}"}}'] = budget.held
+            values[f'request_bytes_waits{{door="{door}"}}'] = budget.waited_total
     kafka_latencies = request.app.get(KAFKA_REQUEST_SECONDS)
     kafka_requests = prometheus.labelled_histogram(
         "kafka_request_seconds", "api", kafka_latencies() if kafka_latencies is not None else {}
@@ -469,6 +479,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     try:
         response = await handler(request)
     finally:
+        give_back(request)  # its body's bytes, to the listener's budget
         guard.request_finished(request.transport)
     # A caller refused for its credential learns nothing of the node, not even its id.
     if LEADER_HEADER not in response.headers and response.status != 401:
@@ -579,6 +590,7 @@ def build_app(
         settings,
         state.Admission(writes_in_flight_max, long_polls_in_flight_max),
         LoginFailures() if login_failures is None else login_failures,
+        RequestBytes(http_limits.request_bytes_max, http_limits.request_bytes_per_user_max),
     )
     app[records.ROUND_ROBIN] = RoundRobin()
     app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one

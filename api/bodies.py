@@ -1,4 +1,7 @@
-"""Reading a request's body: once per request, copied once.
+"""Reading a request's body: once per request, copied once, its bytes taken first from the listener's
+budget of request bytes (``partitions.security.holds.RequestBytes``: the node's bound, and the caller's
+share of it), and given back once the request is answered (``give_back``). While a body waits for room
+nothing more of it is read (aiohttp stops reading the socket once its small buffer is full).
 
 ``request.read()`` grows a buffer chunk by chunk and then copies it again, which for a ~1 MiB record
 batch is most of what the request costs here; the chunks are joined once instead. The body is kept on
@@ -11,22 +14,38 @@ import asyncio
 
 from aiohttp import web
 
-from api.errors import RequestTimeout, RequestTooLarge
+from api.errors import Overloaded, RequestTimeout, RequestTooLarge
+from partitions.security.holds import RequestBytes
 
 _BODY = web.RequestKey("raftlog_body", bytes)
+_HELD = web.RequestKey("raftlog_body_bytes_held", tuple)  # (budget, holder, bytes) until answered
 
 
-async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes:
+async def read_body(
+    request: web.Request, limit: int, timeout_s: float, budget: RequestBytes | None = None, holder: str = ""
+) -> bytes:
     """The whole body; ``RequestTooLarge`` (413) beyond ``limit`` bytes, announced or sent;
-    ``RequestTimeout`` (408) when it is not whole within ``timeout_s`` (a client dribbling it)."""
+    ``RequestTimeout`` (408) when it is not whole within ``timeout_s`` (a client dribbling it);
+    ``Overloaded`` (503) when ``budget`` had no room for it (its announced size, else ``limit``) for
+    ``holder`` within that time."""
     if _BODY in request:
         return request[_BODY]
     if request.content_length is not None and request.content_length > limit:
         raise RequestTooLarge(limit)
     chunks: list[bytes] = []
     size = 0
+    loop = asyncio.get_running_loop()
+    deadline_s = loop.time() + timeout_s
+    if budget is not None:
+        wanted = limit if request.content_length is None else request.content_length
+        try:
+            async with asyncio.timeout_at(deadline_s):
+                await budget.take(holder, wanted)
+        except TimeoutError:
+            raise Overloaded("request-bytes", budget.total_max) from None
+        request[_HELD] = (budget, holder, wanted)
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout_at(deadline_s):
             async for chunk in request.content.iter_any():
                 size += len(chunk)
                 if size > limit:
@@ -37,3 +56,11 @@ async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes
     body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     request[_BODY] = body
     return body
+
+
+def give_back(request: web.Request) -> None:
+    """The request's body bytes back to the budget they were taken from, once it is answered."""
+    held = request.pop(_HELD, None)
+    if held is not None:
+        budget, holder, size = held
+        budget.give_back(holder, size)

@@ -36,6 +36,10 @@ BODY_TIMEOUT_S_DEFAULT = 30.0  # 16 MiB (the default body bound) in 30 s: ~4.4 M
 IDLE_TIMEOUT_S_DEFAULT = 60.0  # a kept-alive connection waiting for its next request (nginx: 75 s)
 CONNECTIONS_MAX_DEFAULT = 4096
 CONNECTIONS_PER_ADDRESS_MAX_DEFAULT = 256
+# bytes of request bodies being read or served (``api.bodies``, ``partitions.security.holds``): a caller
+# (a user, else an address) holds four bodies of the largest size (16 MiB) at most
+REQUEST_BYTES_MAX_DEFAULT = 256 * 1024 * 1024
+REQUEST_BYTES_PER_USER_MAX_DEFAULT = 64 * 1024 * 1024
 LOG_INTERVAL_S = 60.0  # at most one line per kind of cut per interval, with how many it stands for
 
 _TIMEOUT_ANSWER = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
@@ -51,12 +55,17 @@ class HttpLimits:
     idle_timeout_s: float = IDLE_TIMEOUT_S_DEFAULT
     connections_max: int = CONNECTIONS_MAX_DEFAULT
     connections_per_address_max: int = CONNECTIONS_PER_ADDRESS_MAX_DEFAULT
+    request_bytes_max: int = REQUEST_BYTES_MAX_DEFAULT
+    request_bytes_per_user_max: int = REQUEST_BYTES_PER_USER_MAX_DEFAULT
 
     def __post_init__(self) -> None:
         for name in ("header_timeout_s", "body_timeout_s", "idle_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"HTTP limit {name} {getattr(self, name)}: must be > 0")
-        for name in ("connections_max", "connections_per_address_max"):
+        for name in (
+            "connections_max", "connections_per_address_max", "request_bytes_max",
+            "request_bytes_per_user_max",
+        ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"HTTP limit {name} {getattr(self, name)}: must be >= 1")
 

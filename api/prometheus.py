@@ -155,7 +155,18 @@ CATALOGUE: dict[str, Family] = {
         "counter",
         "Kafka connections this node refused or cut, by reason (refused_connections, refused_per_address, "
         "refused_unauthenticated, cut_unauthenticated, cut_for_newcomer, refused_frames_before_auth, "
-        "cut_login_timeout, cut_frame_timeout, cut_idle_timeout, cut_credential_gone; --kafka-*).",
+        "cut_login_timeout, cut_frame_timeout, cut_idle_timeout, cut_credential_gone, refused_per_user, "
+        "refused_reserved, cut_for_login, cut_idle_at_cap; --kafka-*).",
+    ),
+    "request_bytes_held": Family(
+        "gauge",
+        "Bytes of requests being received or served on this node's listener, by door (http, kafka; "
+        "--http-request-bytes-max, --kafka-request-bytes-max).",
+    ),
+    "request_bytes_waits": Family(
+        "counter",
+        "Requests that waited for room in their listener's budget of request bytes, by door: their socket "
+        "was not read meanwhile.",
     ),
 }
 # Latency histograms (seconds) a node keeps (``MetadataView.histograms``)

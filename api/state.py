@@ -19,7 +19,8 @@ from api.logins import Logins
 from api.metrics import HttpMetrics
 from api.schemas import parse_json, path_partition
 from partitions.peers.cluster import FrontDoor
-from partitions.security.acls import Authorizers
+from partitions.security.acls import Authorizers, client_host
+from partitions.security.holds import RequestBytes
 from partitions.security.login_failures import LoginFailures
 from partitions.security.users import Verifier
 from raftlog.errors import InvariantViolation
@@ -71,7 +72,12 @@ class Admission:
 
 class AppState:
     def __init__(
-        self, node: FrontDoor, settings: Settings, admission: Admission, login_failures: LoginFailures
+        self,
+        node: FrontDoor,
+        settings: Settings,
+        admission: Admission,
+        login_failures: LoginFailures,
+        request_bytes: RequestBytes,
     ) -> None:
         self.node = node
         self.settings = settings
@@ -83,6 +89,8 @@ class AppState:
         self.retriable_log = QuietLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
         self.logins = Logins(login_failures)  # failed logins, refused past their bounds (api/auth.py)
+        # bytes of request bodies being read or served, in all and per caller (api/bodies.py)
+        self.request_bytes = request_bytes
         # the wall clock, ms since the epoch: when a token is made, and whether one expired (tests move it)
         self.clock_ms: Callable[[], int] = wall_clock_ms
         # the authorizer of the ACLs the node holds now (api/access.py); None: ACLs are not enforced
@@ -121,8 +129,12 @@ def node(request: web.Request) -> FrontDoor:
 
 
 async def body(request: web.Request) -> bytes:
-    settings = state(request).settings
-    return await read_body(request, settings.request_bytes_max, settings.body_timeout_s)
+    app_state = state(request)
+    settings = app_state.settings
+    caller = request.get(CALLER)
+    holder = caller.principal if caller is not None else f"address:{client_host(request.remote)}"
+    limit, timeout_s = settings.request_bytes_max, settings.body_timeout_s
+    return await read_body(request, limit, timeout_s, app_state.request_bytes, holder)
 
 
 async def json_body(request: web.Request) -> Any:

@@ -30,6 +30,13 @@ HTTP batch bomb is sent by a caller allowed to write, as in the attack it reprod
 - ``producer-id`` and ``http-hanging-transaction`` (``jepsen.hostile_producers``): an honest Kafka
   producer's id used by another principal, and a transactional batch over HTTP: both must be refused, and
   read_committed readers must go on.
+- ``login-idle``: a user of its own (``SASL_USER``, made with the admin token) holds ``LOGIN_IDLE_SOCKETS``
+  logged-in Kafka connections per node, more than the door's per-user cap, each sending a request every
+  ``LOGIN_KEEPALIVE_S`` (the review's lock kept one every 600 s): the node must refuse the logins past the
+  cap and cut the kept-alive ones once idle at the cap, and the honest clients stay served.
+- ``login-pin``: ``PIN_CONNECTIONS`` logged-in connections per node, each sending a Produce frame of
+  ``PIN_FRAME_BYTES`` at ``PIN_BYTES_PER_S``: the node must not hold them all at once (its peak memory is
+  watched, as for every attack).
 
 The tally (JSON, to ``--out``) counts what each attack met: connections opened, cut by the node, refused,
 answers, and the findings above. Everything is bounded in connections, rate and time.
@@ -66,7 +73,7 @@ from kio.serial import entity_reader, entity_writer
 
 from jepsen import hostile_producers
 from jepsen.control import NodeSpec
-from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, partition_path
+from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, USERS_PATH, partition_path
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
 IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)
@@ -87,6 +94,12 @@ NODE_PEAK_GROWTH_MAX = 512 * 1024 * 1024  # a node's peak memory may not rise mo
 HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
 PRODUCE_VERSION = 9
 API_VERSIONS_VERSION = 3
+SASL_USER, SASL_PASSWORD = "hostile-user", "hostile-user's password"  # an ordinary user, no ACL needed
+LOGIN_IDLE_SOCKETS = 520  # per node: past the Kafka door's --kafka-connections-per-user-max (500)
+LOGIN_KEEPALIVE_S = 90.0  # past the door's at-cap idle timeout (60 s)
+PIN_CONNECTIONS = 6  # per node
+PIN_FRAME_BYTES = 100 * 1024 * 1024 - 64  # within the door's frame bound (100 MiB)
+PIN_BYTES_PER_S = 4 * 1024 * 1024  # per connection
 
 
 # -- what is sent (pure) --------------------------------------------------------------------------------
@@ -155,6 +168,28 @@ def produce_frame(topic: str, partition: int, batch: bytes, correlation_id: int)
     return kafka_frame(0, PRODUCE_VERSION, body, correlation_id)
 
 
+def sasl_frames() -> tuple[bytes, bytes]:
+    """SaslHandshake v1 (PLAIN) and SaslAuthenticate v2 of ``SASL_USER``."""
+    handshake: Any = load_request_schema(17, 1)
+    authenticate: Any = load_request_schema(36, 2)
+    token = f"\0{SASL_USER}\0{SASL_PASSWORD}".encode()
+    return (kafka_frame(17, 1, handshake(mechanism="PLAIN"), 1),
+            kafka_frame(36, 2, authenticate(auth_bytes=token), 2))  # fmt: skip
+
+
+def sasl_error(api_key: int, version: int, frame: bytes) -> int:
+    """The error code of a SaslHandshake or SaslAuthenticate answer."""
+    cls: Any = load_response_schema(api_key, version)
+    _, used = entity_reader(cls.__header_schema__)(frame, 0)
+    body, _ = entity_reader(cls)(frame, used)
+    return int(body.error_code.value)
+
+
+def pin_header() -> bytes:
+    """A Produce v9 request header (client id "p"): what a large produce's frame starts with."""
+    return struct.pack(">hhih", 0, PRODUCE_VERSION, 99, 1) + b"p" + b"\0"
+
+
 def produce_error(frame: bytes) -> int:
     """The partition's error code of a Produce answer (0: accepted)."""
     cls: Any = load_response_schema(0, PRODUCE_VERSION)
@@ -205,6 +240,8 @@ class Hostile:
         self.stopped_at_s: float | None = None
         self._source_turn = 0
         self._bombs: dict[str, bytes] = {}
+        self._user_made = asyncio.Event()  # SASL_USER exists: the logged-in attacks may begin
+        self._making_user: asyncio.Task[None] | None = None
 
     def count(self, attack: str, what: str, n: int = 1) -> None:
         self.tally.setdefault(attack, Counter())[what] += n
@@ -230,8 +267,6 @@ class Hostile:
             writer.close()
 
     async def run(self) -> None:
-        self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
-                       "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
         jobs: list[Awaitable[None]] = []
         wire = hostile_producers.Wire(kafka_frame, produce_frame, produce_error, _session)
         producer_attacks = hostile_producers.ProducerAttacks(self, wire)
@@ -246,6 +281,11 @@ class Hostile:
             jobs.append(self._bomb(target))
             jobs.append(self._bad_credentials(target))
             jobs += producer_attacks.jobs(target)  # producer ids used by another, transactions over HTTP
+            if self.token:  # the attacks of a logged-in user: its user is made with the admin token
+                pace = Pace(IDLE_OPENS_PER_S)
+                jobs += [self._login_idle(target, pace) for _ in range(LOGIN_IDLE_SOCKETS)]
+                jobs += [self._login_pin(target) for _ in range(PIN_CONNECTIONS)]
+        self.make_user()  # the logged-in attacks wait for it; the others start at once
         tasks = [asyncio.ensure_future(job) for job in jobs]
         try:
             await self.stop.wait()
@@ -348,6 +388,12 @@ class Hostile:
 
     async def _bomb(self, target: NodeSpec) -> None:
         turn = 0
+        if not self._bombs:  # made once, by the first bomber, while the other attacks begin
+            self._bombs = {"gzip": b"", "zstd": b""}
+            self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
+                           "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
+        while not self._bombs["zstd"]:  # another bomber makes them
+            await asyncio.sleep(0.1)
 
         async def one() -> None:
             nonlocal turn
@@ -394,6 +440,105 @@ class Hostile:
                     )
             except aiohttp.ClientError as exc:
                 self.count(attack, f"error:{type(exc).__name__}")
+
+    def make_user(self) -> None:
+        """Begin making ``SASL_USER`` (with the admin token), unless begun already: a process started
+        ahead of its window begins before it, so that the logged-in attacks need not wait."""
+        if self.token and self._making_user is None:
+            self._making_user = asyncio.ensure_future(self._make_user())
+
+    async def _make_user(self) -> None:
+        """``SASL_USER``, through a node that answers (a replicated change: every node knows it), tried
+        until one does."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        body = {"name": SASL_USER, "password": SASL_PASSWORD}
+        while not self.stop.is_set():
+            for target in self.targets:
+                url = f"http://{target.host}:{target.http_port}{USERS_PATH}"
+                async with _session(self._source()) as session:
+                    try:
+                        timeout = aiohttp.ClientTimeout(total=10)
+                        async with session.post(url, json=body, headers=headers, timeout=timeout) as answer:
+                            if answer.status < 300:
+                                self._user_made.set()
+                                return
+                            self.count("login-idle", f"user_not_made:{answer.status}")
+                    except (aiohttp.ClientError, TimeoutError) as exc:
+                        self.count("login-idle", f"user_not_made:{type(exc).__name__}")
+            await asyncio.sleep(1.0)
+
+    async def _log_in(self, attack: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """SASL/PLAIN as ``SASL_USER``; whether the node took it (a refusal is counted)."""
+        for (api_key, version), frame in zip(((17, 1), (36, 2)), sasl_frames(), strict=True):
+            writer.write(frame)
+            await asyncio.wait_for(writer.drain(), 10.0)
+            size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 30.0))[0]
+            error = sasl_error(api_key, version, await asyncio.wait_for(reader.readexactly(size), 30.0))
+            if error:
+                self.count(attack, f"login_refused:{error}")
+                return False
+        self.count(attack, "logged_in")
+        return True
+
+    async def _login_idle(self, target: NodeSpec, pace: Pace) -> None:
+        attack = "login-idle"
+        keepalive = api_versions_frame()
+        await self._user_made.wait()
+        while not self.stop.is_set():
+            await pace.wait()
+            try:
+                async with self._connection(target.host, target.kafka_port) as (reader, writer):
+                    opened = time.monotonic()
+                    self.count(attack, "opened")
+                    if not await self._log_in(attack, reader, writer):
+                        await self._wait_cut(attack, reader, opened)
+                        continue
+                    while True:  # a request now and then: never idle for the door's 600 s
+                        try:
+                            if await asyncio.wait_for(reader.read(65536), LOGIN_KEEPALIVE_S) == b"":
+                                break
+                        except TimeoutError:
+                            writer.write(keepalive)
+                            await writer.drain()
+                        if time.monotonic() - opened > HOLD_MAX_S + LOGIN_KEEPALIVE_S:
+                            # below its cap a user may keep what it uses (the cap and the super
+                            # users' reserve keep the others' room): counted, not a finding
+                            self.count(attack, f"kept_over_{int(HOLD_MAX_S + LOGIN_KEEPALIVE_S)}s")
+                            await self.stop.wait()
+                    self.count(attack, "cut")
+                    self.count(attack, "cut_after_s_total", int(time.monotonic() - opened))
+            except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+                self.count(attack, f"error:{type(exc).__name__}")
+
+    async def _login_pin(self, target: NodeSpec) -> None:
+        attack = "login-pin"
+        chunk = bytes(PIN_BYTES_PER_S // 10)
+        await self._user_made.wait()
+
+        async def one() -> None:
+            async with self._connection(target.host, target.kafka_port) as (reader, writer):
+                self.count(attack, "opened")
+                if not await self._log_in(attack, reader, writer):
+                    return
+                writer.write(struct.pack(">i", PIN_FRAME_BYTES) + pin_header())
+                sent = len(pin_header())
+                while sent < PIN_FRAME_BYTES and not reader.at_eof() and not self.stop.is_set():
+                    began = time.monotonic()
+                    part = chunk[: PIN_FRAME_BYTES - sent]
+                    writer.write(part)
+                    try:  # the node stops reading while the request waits for room: so does this
+                        await asyncio.wait_for(writer.drain(), HOLD_MAX_S)
+                    except TimeoutError:
+                        self.count(attack, f"not_read_for_{int(HOLD_MAX_S)}s")
+                        return
+                    sent += len(part)
+                    await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - began)))
+                self.count(attack, "bytes_sent", sent)
+                if sent >= PIN_FRAME_BYTES:
+                    self.count(attack, "whole_frame_sent")
+                    await self._wait_cut(attack, reader, time.monotonic())  # it does not decode: closed
+
+        await self._paced(attack, one, 1.0)
 
     async def _bad_credentials(self, target: NodeSpec) -> None:
         """Raw requests (an HTTP client library would re-encode a header that is not UTF-8)."""
@@ -446,20 +591,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="where the tally is written (JSON)")
+    parser.add_argument("--go", help="attack only once this file exists (the process started ahead)")
     args = parser.parse_args(argv)
     topics = {name: int(count) for name, _, count in (t.partition(":") for t in args.topic)}
     hostile = Hostile(args.target, args.source, topics, random.Random(args.seed), os.environ.get(TOKEN_ENV))
+    began = time.monotonic()
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, hostile.stop.set)
+        hostile.make_user()
+        while args.go and not os.path.exists(args.go) and not hostile.stop.is_set():
+            await asyncio.sleep(0.05)  # started ahead of its window: imports take seconds when loaded
+        nonlocal began
+        began = time.monotonic()
         loop.call_later(args.seconds, hostile.stop.set)
         await hostile.run()
 
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of idle sockets
-    began = time.monotonic()
 
     def write_tally() -> None:
         tally = {attack: dict(counts) for attack, counts in sorted(hostile.tally.items())}
@@ -517,10 +668,13 @@ class Attackers:
         directory: str,
         node_pids: dict[str, int],
         seconds: float = 3600.0,
+        ahead: bool = False,
     ) -> Attackers:
+        """The attackers' process, attacking at once, or with ``ahead`` once told to (``go``): its start
+        (imports included) takes seconds on a loaded machine, longer than a short window."""
         out = os.path.join(directory, f"hostile-{int(time.time() * 1000)}.json")
         argv = [sys.executable, "-m", "jepsen.hostile", "--seconds", str(seconds), "--seed", str(seed),
-                "--out", out]  # fmt: skip
+                "--out", out, *(("--go", out + ".go") if ahead else ())]  # fmt: skip
         for target in targets:
             argv += ["--target", target.argument()]
         for source in sources:
@@ -537,6 +691,15 @@ class Attackers:
             log.close()
         peaks = {node: peak for node, pid in node_pids.items() if (peak := peak_rss_bytes(pid)) is not None}
         return cls(process, out, dict(node_pids), peaks)
+
+    def go(self, node_pids: dict[str, int]) -> None:
+        """Let a process started ahead (``ahead=True``) attack now; each node's peak memory is read now."""
+        self.node_pids = dict(node_pids)
+        self.peaks_before = {
+            node: peak for node, pid in node_pids.items() if (peak := peak_rss_bytes(pid)) is not None
+        }
+        with open(self.out + ".go", "w", encoding="utf-8"):
+            pass
 
     def stop(self) -> dict[str, Any]:
         """SIGTERM, wait for the tally (SIGKILL after ``STOP_TIMEOUT_S``); the tally, or why there is none,
@@ -569,6 +732,8 @@ class Attackers:
             with open(self.out, encoding="utf-8") as f:
                 report: dict[str, Any] = json.load(f)
         except (OSError, ValueError) as exc:
+            if self.process.returncode == -signal.SIGTERM:  # its handler not yet installed: still starting
+                return {"tally": {}, "findings": [], "not_started": "stopped before its attacks began"}
             return {
                 "findings": [f"the hostile clients left no tally ({exc}; exit {self.process.returncode})"]
             }

@@ -376,6 +376,7 @@ class Nemesis:
         self.counts: dict[str, int] = {}
         self.restart_failures: list[str] = []
         self.corrupted: set[str] = set()  # nodes whose segment files were ever damaged
+        self._attackers_ahead: hostile.Attackers | None = None  # started, waiting for its window
 
     @property
     def node_ids(self) -> list[str]:
@@ -417,6 +418,9 @@ class Nemesis:
         """Follow the schedule (``started``: loop time of second 0) until it ends or ``stop`` is set."""
         loop = asyncio.get_running_loop()
         try:
+            hostile_windows = any("hostile-clients" in window.faults for window in windows)
+            if hostile_windows and self.usable("hostile-clients"):
+                self._attackers_ahead = self._start_attackers()
             for window in windows:
                 if await _sleep_until(loop, started + window.start_s, stop):
                     return
@@ -427,6 +431,10 @@ class Nemesis:
                 await self.heal()
         finally:
             await self.heal()
+            if self._attackers_ahead is not None:  # started for a window that did not come
+                self._attackers_ahead.process.kill()
+                await asyncio.to_thread(self._attackers_ahead.process.wait)
+                self._attackers_ahead = None
 
     async def start(self, fault: str) -> None:
         if not self.usable(fault):
@@ -677,17 +685,22 @@ class Nemesis:
         if any(a.fault == "hostile-clients" for a in self.active):
             return None
         sources = self.network.hostile_sources if self.network is not None else hostile.LOOPBACK_SOURCES
-        attackers = hostile.Attackers.start(
-            self.cluster.nodes,
-            sources,
-            self.topics,
-            self.rng.getrandbits(32),
-            self.cluster.admin_token,
-            os.path.join(self.cluster.run_dir, "faults"),
-            {node: process.pid for node, process in self.cluster.processes.items() if process.poll() is None},
+        attackers = self._attackers_ahead or self._start_attackers()
+        attackers.go(
+            {node: process.pid for node, process in self.cluster.processes.items() if process.poll() is None}
         )
+        self._attackers_ahead = self._start_attackers()  # for the next window
         self.recorder.nemesis("start", "hostile-clients", {"sources": list(sources), "pid": attackers.pid})
         return Active("hostile-clients", [], attackers=attackers)
+
+    def _start_attackers(self) -> hostile.Attackers:
+        """The hostile clients' process, started ahead of its window and attacking once told to: its start
+        takes seconds on a loaded machine (more than a short window)."""
+        sources = self.network.hostile_sources if self.network is not None else hostile.LOOPBACK_SOURCES
+        return hostile.Attackers.start(
+            self.cluster.nodes, sources, self.topics, self.rng.getrandbits(32), self.cluster.admin_token,
+            os.path.join(self.cluster.run_dir, "faults"), {}, ahead=True,
+        )  # fmt: skip
 
     async def heal(self) -> None:
         """Stop every active fault (restart killed nodes, resume paused ones, remove cuts and qdiscs)."""
@@ -720,7 +733,7 @@ class Nemesis:
             value["ballast_removed"] = {n: disks.empty(self.cluster.data_dir(n)) for n in targets}
         elif fault == "hostile-clients" and active.attackers is not None:
             report = await asyncio.to_thread(active.attackers.stop)
-            kept = ("tally", "findings", "node_peak_rss_growth_mib", "killed")
+            kept = ("tally", "findings", "node_peak_rss_growth_mib", "killed", "not_started")
             value = {key: report.get(key) for key in kept}
             for finding in report.get("findings", []):
                 self._note(f"hostile-clients: {finding}")

@@ -15,6 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from partitions.security.holds import (
+    CONNECTIONS_PER_USER_MAX_DEFAULT,
+    IDLE_AT_CAP_TIMEOUT_S_DEFAULT,
+    REQUEST_BYTES_MAX_DEFAULT,
+    REQUEST_BYTES_PER_USER_MAX_DEFAULT,
+    SUPER_USER_RESERVE_DEFAULT,
+)
+
 MiB = 1024 * 1024
 FRAME_BYTES_MAX_DEFAULT = 100 * MiB  # Kafka's socket.request.max.bytes
 FRAME_BYTES_BEFORE_AUTH_MAX_DEFAULT = 512 * 1024  # Kafka's sasl.server.max.receive.size
@@ -47,6 +55,16 @@ class Limits:
     frame_timeout_s: float = FRAME_TIMEOUT_S_DEFAULT
     frame_rate_min_bytes_per_s: int = FRAME_RATE_MIN_BYTES_PER_S_DEFAULT
     tls_handshake_timeout_s: float = TLS_HANDSHAKE_TIMEOUT_S_DEFAULT
+    # what a logged-in user may hold (``partitions.security.holds``): connections, the room of
+    # connections_max only super users' logins take, and when a user at its cap loses its idle ones
+    connections_per_user_max: int = CONNECTIONS_PER_USER_MAX_DEFAULT
+    super_user_reserve: int = SUPER_USER_RESERVE_DEFAULT
+    idle_at_cap_timeout_s: float = IDLE_AT_CAP_TIMEOUT_S_DEFAULT
+    # bytes of requests being received or queued, on the listener and per user (an anonymous
+    # connection: per address); reading stops while a request waits for room (Kafka's
+    # queued.max.request.bytes)
+    request_bytes_max: int = REQUEST_BYTES_MAX_DEFAULT
+    request_bytes_per_user_max: int = REQUEST_BYTES_PER_USER_MAX_DEFAULT
     in_flight_max: int = 64  # per connection: requests read and not yet answered
     send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
     # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
@@ -56,13 +74,18 @@ class Limits:
         for name in (
             "frame_bytes_max", "frame_bytes_before_auth_max", "connections_max",
             "connections_per_address_max", "unauthenticated_connections_max", "frame_rate_min_bytes_per_s",
-            "in_flight_max",
+            "in_flight_max", "connections_per_user_max", "request_bytes_max", "request_bytes_per_user_max",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"Kafka limit {name} {getattr(self, name)}: must be >= 1")
-        for name in ("login_timeout_s", "idle_timeout_s", "frame_timeout_s", "tls_handshake_timeout_s"):
+        for name in (
+            "login_timeout_s", "idle_timeout_s", "frame_timeout_s", "tls_handshake_timeout_s",
+            "idle_at_cap_timeout_s",
+        ):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ValueError(f"Kafka limit {name} {getattr(self, name)}: must be > 0")
+        if self.super_user_reserve < 0:  # at connections_max or more: only super users may log in
+            raise ValueError(f"Kafka limit super_user_reserve {self.super_user_reserve}: must be >= 0")
 
     def frame_deadline_s(self, size: int) -> float:
         """How long a frame of ``size`` bytes (0: its size prefix is not whole yet) may take to arrive
@@ -123,10 +146,19 @@ def admission(
     clients from other addresses out of the login. Likewise at the node-wide bound on a listener without
     login, where the address is a client's only identity: ``holders`` counts every open connection by
     address, and a newcomer from an address holding fewer than the one holding most takes the oldest of
-    that one's, so one address cannot hold the node to itself."""
+    that one's, so one address cannot hold the node to itself. With login, at the node-wide bound, the
+    newcomer takes the oldest connection not yet authenticated of the address holding most of those (what
+    logged-in users hold is bounded per user: ``partitions.security.holds``)."""
     if open_count >= limits.connections_max:
         why = f"{open_count} connections are open (at most {limits.connections_max})"
-        evict = None if login_required or not holders else _fair_share_evict(holders, from_address)
+        if login_required:  # logged-in users are bounded per user; the not yet logged in give way
+            evict = (
+                _fair_share_evict(unauthenticated, unauthenticated.get(address, 0))
+                if unauthenticated
+                else None
+            )
+        else:
+            evict = _fair_share_evict(holders, from_address) if holders else None
         return Refusal("connections", why, evict)
     if from_address >= limits.connections_per_address_max:
         bound = limits.connections_per_address_max

@@ -3,7 +3,10 @@
 A connection's requests are handled concurrently and answered in the order they came (Kafka clients
 pipeline and match answers by order). Handlers start in arrival order, which keeps a producer's
 pipelined batches in order (``kafka_api.produce``). Bounded (``kafka_api.limits``): connections per node,
-per client address and, on a listener that requires authentication, not yet authenticated; requests read
+per client address and, on a listener that requires authentication, not yet authenticated; logged-in
+connections per user, with a reserve for super users and an at-cap idle timeout, and the bytes of requests
+being received or queued, in all and per user (``partitions.security.holds``: reading stops while a
+request waits for room); requests read
 and not yet answered per connection (reading stops at the bound); frame size (512 KiB before
 authenticating, on a listener that requires it, checked on the size prefix before the body is read); and
 time: the TLS handshake, the login, a frame once its first byte came, the wait for the next request, and
@@ -33,6 +36,7 @@ other connections go on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import socket
 import ssl as ssl_module
@@ -48,6 +52,7 @@ from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
 from partitions.security.acls import client_host
+from partitions.security.holds import RequestBytes, idle_at_cap, login_admission
 from raftlog.histogram import Histogram, HistogramSnapshot
 
 __all__ = ["KafkaServer", "Limits", "Stats"]
@@ -71,6 +76,10 @@ class Stats:
     cut_frame_timeout: int = 0
     cut_idle_timeout: int = 0
     cut_credential_gone: int = 0  # its user deleted, its token revoked or expired, its password changed
+    refused_per_user: int = 0  # a login past ``connections_per_user_max``
+    refused_reserved: int = 0  # an ordinary user's login when the room left is ``super_user_reserve``'s
+    cut_for_login: int = 0  # the least recently active idle one of the user holding most, for a login
+    cut_idle_at_cap: int = 0  # a user at its cap: idle past ``idle_at_cap_timeout_s``
 
     def count(self, kind: str) -> None:
         setattr(self, _STAT_OF[kind], getattr(self, _STAT_OF[kind]) + 1)
@@ -87,6 +96,10 @@ _STAT_OF = {
     "frame_timeout": "cut_frame_timeout",
     "idle_timeout": "cut_idle_timeout",
     "credential_gone": "cut_credential_gone",
+    "per_user": "refused_per_user",
+    "reserved": "refused_reserved",
+    "for_login": "cut_for_login",
+    "idle_at_cap": "cut_idle_at_cap",
 }
 
 
@@ -121,6 +134,15 @@ class _Connection:
     writer: asyncio.StreamWriter
     receiver: asyncio.Task[Any] | None = None
     cut: tuple[str, str] | None = None  # (kind, why)
+    in_flight: int = 0  # requests read and not yet answered
+    reading: bool = False  # a request's size came: its bytes are awaited, or room for them
+    active_s: float = 0.0  # when a request last came or was answered
+
+    def idle_since_s(self) -> float | None:
+        """Since when nothing of the connection is being read or answered; None while something is (or
+        once it is cut: it is not chosen again)."""
+        busy = self.in_flight or self.reading or self.cut is not None
+        return None if busy else self.active_s
 
 
 # A request frame larger than this is decoded, and its answer encoded, on a worker thread: kio spends a
@@ -130,6 +152,23 @@ class _Connection:
 OFF_LOOP_FRAME_BYTES = 256 * 1024
 METADATA_KEY = 3
 FAILED_AUTHENTICATION_LINGER_S = 0.1  # Kafka's connections.failed.authentication.delay.ms
+
+
+@dataclass(slots=True)
+class _Held:
+    """A request's bytes taken from the listener's budget, given back once (by its handler's end once
+    ``handed`` to it)."""
+
+    budget: RequestBytes
+    holder: str
+    size: int
+    handed: bool = False
+    given_back: bool = False
+
+    def give_back(self) -> None:
+        if not self.given_back:
+            self.given_back = True
+            self.budget.give_back(self.holder, self.size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +208,11 @@ class KafkaServer:
         self._per_address: dict[str, dict[_Connection, None]] = {}
         # not yet authenticated (on a listener that requires it), by client address, oldest first
         self._unauthenticated: dict[str, dict[_Connection, None]] = {}
+        # logged-in connections by user, oldest first (``partitions.security.holds``)
+        self._per_user: dict[str, dict[_Connection, None]] = {}
+        self._pressed_until_s: dict[str, float] = {}  # users at their cap lately (``idle_at_cap``)
+        # bytes of requests being received or queued, per user (an anonymous connection: per address)
+        self.request_bytes = RequestBytes(limits.request_bytes_max, limits.request_bytes_per_user_max)
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
         self._throttled = _Throttled(LOG_INTERVAL_S)
@@ -201,11 +245,23 @@ class KafkaServer:
                     late = overdue(connection.clock, now, self.limits, self._login_required)
                     if late is not None:
                         self._cut(connection, *late)
+                self._cut_idle_at_cap(now)
                 if now - credentials_checked_s >= CREDENTIAL_CHECK_S:
                     credentials_checked_s = now
                     self._check_credentials()
             except Exception:  # a bug: the group ticks and the next checks go on
                 log.exception("Kafka: checking the connections' deadlines and credentials failed")
+
+    def _cut_idle_at_cap(self, now_s: float) -> None:
+        limits = self.limits
+        for connection in idle_at_cap(
+            self._per_user, self.door.security.super_users, limits.connections_per_user_max,
+            limits.idle_at_cap_timeout_s, _Connection.idle_since_s, now_s, self._pressed_until_s,
+        ):  # fmt: skip
+            user = connection.door.session.user
+            why = (f"user {user!r} holds its {limits.connections_per_user_max} connections and this one "
+                   f"was idle over {limits.idle_at_cap_timeout_s:g} s")  # fmt: skip
+            self._cut(connection, "idle_at_cap", why)
 
     def _check_credentials(self) -> None:
         authenticated = [c for c in self._open.values() if c.door.session.user is not None and c.cut is None]
@@ -270,11 +326,12 @@ class KafkaServer:
                                     address, refusal.why)  # fmt: skip
                 return None
             why = f"{refusal.why}: the oldest of {refusal.evict}'s, for a newcomer"
-            if refusal.kind == "connections":  # the node-wide bound, without login
+            if refusal.kind == "connections" and not self._login_required:  # the node-wide bound
                 self._cut(next(iter(self._per_address[refusal.evict])), "evicted_at_bound", why)
             else:
                 self._cut(next(iter(self._unauthenticated[refusal.evict])), "evicted", why)
-        connection = _Connection(self.door.for_connection(address), address, Clock(time.monotonic()), writer)
+        now = time.monotonic()
+        connection = _Connection(self.door.for_connection(address), address, Clock(now), writer, active_s=now)
         self._open[writer] = connection
         self._per_address.setdefault(address, {})[connection] = None
         if self._login_required:
@@ -284,6 +341,26 @@ class KafkaServer:
     def _authenticated(self, connection: _Connection) -> None:
         connection.clock.authenticated = True
         self._forget_unauthenticated(connection)
+        user = connection.door.session.user
+        if user is not None:
+            self._per_user.setdefault(user, {})[connection] = None
+
+    def _login_refusal(self, connection: _Connection) -> tuple[str, str] | None:
+        """(kind, why) a connection that just logged in must close, or None: it may stay (perhaps by
+        cutting an idle connection of the user holding most)."""
+        user, limits = connection.door.session.user, self.limits
+        if user is None:
+            return None
+        verdict = login_admission(
+            user, self.door.security.super_users, self._per_user, limits.connections_max,
+            limits.connections_per_user_max, limits.super_user_reserve, _Connection.idle_since_s,
+        )  # fmt: skip
+        if verdict is None:
+            return None
+        if isinstance(verdict.evict, _Connection):
+            self._cut(verdict.evict, "for_login", f"{verdict.why}, for a login of {user!r}")
+            return None
+        return verdict.kind, verdict.why
 
     def _forget_unauthenticated(self, connection: _Connection) -> None:
         held = self._unauthenticated.get(connection.address)
@@ -300,6 +377,11 @@ class KafkaServer:
             held.pop(connection, None)
             if not held:
                 del self._per_address[connection.address]
+        user = connection.door.session.user
+        if user is not None and (of_user := self._per_user.get(user)) is not None:
+            of_user.pop(connection, None)
+            if not of_user:
+                del self._per_user[user]
 
     def _log_close(self, peer: object, kind: str, why: str) -> None:
         level = logging.INFO if kind == "protocol" else logging.WARNING
@@ -377,13 +459,28 @@ class KafkaServer:
         answers: asyncio.Queue[_Answer | None],
     ) -> _Close | None:
         """Read and dispatch one request. None: go on."""
-        door, clock, limits = connection.door, connection.clock, self.limits
+        clock = connection.clock
         clock.idle_since_s = time.monotonic()
         head = await reader.read(wire.SIZE.size)
         clock.idle_since_s = None
         if not head:
             return _Close("", answer_first=True)
         clock.frame_since_s, clock.frame_bytes = time.monotonic(), 0
+        connection.active_s, connection.reading = clock.frame_since_s, True
+        try:
+            return await self._read_rest(connection, reader, answers, head)
+        finally:
+            connection.reading = False
+
+    async def _read_rest(
+        self,
+        connection: _Connection,
+        reader: asyncio.StreamReader,
+        answers: asyncio.Queue[_Answer | None],
+        head: bytes,
+    ) -> _Close | None:
+        """The rest of a request whose first bytes (``head``) came: its size, its room, its body."""
+        door, clock, limits = connection.door, connection.clock, self.limits
         if len(head) < wire.SIZE.size:
             head += await reader.readexactly(wire.SIZE.size - len(head))
         (size,) = wire.SIZE.unpack(head)
@@ -394,9 +491,30 @@ class KafkaServer:
         if size < wire.HEAD.size or size > limits.frame_bytes_max:
             bounds = f"a request is {wire.HEAD.size} to {limits.frame_bytes_max}"
             return _Close(f"a frame of {size} bytes ({bounds})", answer_first=False)
-        clock.frame_bytes = size
-        frame = await reader.readexactly(size)
-        clock.frame_since_s = None
+        # the request's bytes are taken from the listener's budget before its body is read, and given back
+        # once it is answered: while it waits for room nothing more is read from the socket (backpressure)
+        held = _Held(self.request_bytes, door.session.principal or f"address:{connection.address}", size)
+        clock.frame_since_s = None  # the node's wait, not the client's: no frame deadline runs meanwhile
+        await self.request_bytes.take(held.holder, size)
+        try:
+            clock.frame_since_s, clock.frame_bytes = time.monotonic(), size
+            frame = await _read_frame(reader, size)
+            clock.frame_since_s = None
+            return await self._dispatch(connection, frame, answers, held)
+        finally:
+            if not held.handed:
+                held.give_back()
+
+    async def _dispatch(
+        self,
+        connection: _Connection,
+        frame: bytes | memoryview,
+        answers: asyncio.Queue[_Answer | None],
+        held: _Held,
+    ) -> _Close | None:
+        """Serve one whole request frame whose bytes are ``held`` of the budget: its handler gives them
+        back when it ends (``held.handed``). None: go on reading."""
+        door, size = connection.door, held.size
         key, version, correlation_id = wire.peek(frame)
         api = APIS.get(key)
         if api is None or not api.supports(version):
@@ -422,16 +540,52 @@ class KafkaServer:
             return _Close(str(exc), answer_first=False)
         task = asyncio.ensure_future(api.handler(door, request))
         self._handlers.add(task)
-        task.add_done_callback(self._handlers.discard)
+        connection.in_flight += 1
+        held.handed = True
+
+        def ended(task: asyncio.Task[Any]) -> None:
+            self._handlers.discard(task)
+            held.give_back()
+            connection.in_flight -= 1
+            connection.active_s = time.monotonic()
+
+        task.add_done_callback(ended)
         task.add_done_callback(self._timer(api.name))
-        answers.put_nowait(_Answer(correlation_id, task, large or key == METADATA_KEY))
-        if key in SASL_APIS:  # one at a time: the next request is judged by its outcome
+        if key not in SASL_APIS:
+            answers.put_nowait(_Answer(correlation_id, task, large or key == METADATA_KEY))
+            return None
+        # one at a time: the next request is judged by its outcome; a login past a user bound is answered
+        # as a failed authentication, saying which bound
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        answers.put_nowait(_Answer(correlation_id, answer))
+        try:
             await asyncio.wait((task,))
-            if door.session.closing is not None:
-                return _Close(door.session.closing, True, FAILED_AUTHENTICATION_LINGER_S)
-            if door.session.user is not None and not clock.authenticated:
-                self._authenticated(connection)
-        return None
+            return self._after_sasl(connection, task, answer)
+        finally:
+            _settle(answer, task)
+
+    def _after_sasl(
+        self, connection: _Connection, task: asyncio.Task[Any], answer: asyncio.Future[Any]
+    ) -> _Close | None:
+        """What a SASL request's outcome does to its connection; a login refused for a user bound is
+        answered here (SASL_AUTHENTICATION_FAILED, saying why), any other answer is the handler's."""
+        session = connection.door.session
+        if task.cancelled() or task.exception() is not None:
+            return None  # the sender meets the failure and closes the connection
+        if session.closing is not None:
+            return _Close(session.closing, True, FAILED_AUTHENTICATION_LINGER_S)
+        if session.user is None or connection.clock.authenticated:
+            return None
+        refusal = self._login_refusal(connection)
+        if refusal is None:
+            self._authenticated(connection)
+            return None
+        kind, why = refusal
+        refused = ErrorCode.sasl_authentication_failed
+        answer.set_result(dataclasses.replace(task.result(), error_code=refused, error_message=why))
+        return _Close(
+            f"{session.principal} logged in, refused: {why}", True, FAILED_AUTHENTICATION_LINGER_S, kind
+        )
 
     def _timer(self, name: str) -> Any:
         """A done callback that observes, into ``request_seconds[name]``, the time since it was made."""
@@ -491,6 +645,38 @@ class KafkaServer:
                 if writer.transport.is_closing():
                     return "done"  # the client went: the event loop refuses writes to a closed transport
                 raise
+
+
+READ_CHUNK_BYTES = 1024 * 1024
+
+
+async def _read_frame(reader: asyncio.StreamReader, size: int) -> bytes | memoryview:
+    """``size`` bytes. A large frame is gathered from the reader's small buffer into one buffer of its
+    size, handed on read-only (kio reads from it as it would from bytes): ``readexactly`` grows its own
+    buffer to the frame's size and then copies it twice, three times the frame's bytes at its end."""
+    if size <= READ_CHUNK_BYTES:
+        return await reader.readexactly(size)
+    frame = bytearray(size)
+    view, filled = memoryview(frame), 0
+    while filled < size:
+        chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", size)
+        view[filled : filled + len(chunk)] = chunk
+        filled += len(chunk)
+    return view.toreadonly()
+
+
+def _settle(answer: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:
+    """``answer`` as ``task`` ended, unless it is settled already."""
+    if answer.done():
+        return
+    if not task.done() or task.cancelled():
+        answer.cancel()
+    elif task.exception() is not None:
+        answer.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        answer.set_result(task.result())
 
 
 def _ended_as(task: asyncio.Task[str]) -> str | None:

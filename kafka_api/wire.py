@@ -51,7 +51,7 @@ class Request:
     body: Any  # kio's request class of that API and version
 
 
-def peek(frame: bytes) -> tuple[int, int, int]:
+def peek(frame: bytes | memoryview) -> tuple[int, int, int]:
     """(api key, api version, correlation id) of a frame, before anything else is decoded."""
     if len(frame) < HEAD.size:
         raise MalformedRequest(f"a request of {len(frame)} bytes is shorter than a request header")
@@ -109,9 +109,10 @@ CLIENT_SLIPS: dict[tuple[int, int], ClientSlip] = {
 }
 
 
-def parse(frame: bytes) -> Request:
-    """Decode a whole request frame (without its size prefix) whose API and version are supported.
-    Raises MalformedRequest: bytes that do not decode, or bytes left over (but a known ``CLIENT_SLIPS``)."""
+def parse(frame: bytes | memoryview) -> Request:
+    """Decode a whole request frame (without its size prefix; a large one as a read-only view of the
+    buffer it was read into) whose API and version are supported. Raises MalformedRequest: bytes that do
+    not decode, or bytes left over (but a known ``CLIENT_SLIPS``)."""
     key, version, _ = peek(frame)
     cls = request_class(key, version)
     try:
@@ -121,7 +122,7 @@ def parse(frame: bytes) -> Request:
     body, refusal = _body(cls, version, frame, used)
     slip = CLIENT_SLIPS.get((key, version))
     if refusal is not None and slip is not None:
-        mended = slip.mend(frame[used:])
+        mended = slip.mend(bytes(frame[used:]))
         if mended is not None:
             body, _ = _body(cls, version, mended, 0)
     if body is None:
@@ -129,7 +130,7 @@ def parse(frame: bytes) -> Request:
     return Request(key, version, header.correlation_id, getattr(header, "client_id", None), body)
 
 
-def _body(cls: Any, version: int, frame: bytes, start: int) -> tuple[Any, str | None]:
+def _body(cls: Any, version: int, frame: bytes | memoryview, start: int) -> tuple[Any, str | None]:
     """(the body, None) when ``frame`` from ``start`` is exactly one body of ``cls``, else (None, why)."""
     try:
         body, size = entity_reader(cls)(frame, start)

@@ -279,6 +279,19 @@ KAFKA_LIMIT_OPTIONS = (
      "a Kafka request must arrive whole within it (plus a second per MiB) once its first byte came"),
     ("--kafka-tls-handshake-timeout-ms", "tls_handshake_timeout_s",
      int(_KAFKA.tls_handshake_timeout_s * 1000), "a TLS handshake on the Kafka listener must end within it"),
+    ("--kafka-connections-per-user-max", "connections_per_user_max", _KAFKA.connections_per_user_max,
+     "Kafka connections one logged-in user (not a super user) holds at once; a login past it is refused"),
+    ("--kafka-super-user-reserve", "super_user_reserve", _KAFKA.super_user_reserve,
+     "of --kafka-connections-max, the connections only super users' logins take (so an admin can always "
+     "log in; at --kafka-connections-max or more only super users may log in); when the rest is full, a "
+     "login takes the least recently active idle connection of the user holding most, else it is refused"),
+    ("--kafka-idle-at-cap-timeout-ms", "idle_at_cap_timeout_s", int(_KAFKA.idle_at_cap_timeout_s * 1000),
+     "a logged-in user at --kafka-connections-per-user-max has its connections idle this long closed"),
+    ("--kafka-request-bytes-max", "request_bytes_max", _KAFKA.request_bytes_max,
+     "bytes of Kafka requests being received or queued on this listener (Kafka's "
+     "queued.max.request.bytes); past it the listener stops reading until requests are answered"),
+    ("--kafka-request-bytes-per-user-max", "request_bytes_per_user_max", _KAFKA.request_bytes_per_user_max,
+     "of --kafka-request-bytes-max, what one logged-in user (an anonymous connection: its address) holds"),
 )  # fmt: skip
 
 
@@ -297,6 +310,11 @@ HTTP_LIMIT_OPTIONS = (
      "HTTP connections open at once on this node; more are answered 503 and closed"),
     ("--http-connections-per-address-max", "connections_per_address_max", _HTTP.connections_per_address_max,
      "HTTP connections open at once from one client address; more are answered 503 and closed"),
+    ("--http-request-bytes-max", "request_bytes_max", _HTTP.request_bytes_max,
+     "bytes of HTTP request bodies being read or served on this node; a body waits for room (its socket "
+     "not read), answered 503 when none came within --http-body-timeout-ms"),
+    ("--http-request-bytes-per-user-max", "request_bytes_per_user_max", _HTTP.request_bytes_per_user_max,
+     "of --http-request-bytes-max, what one caller (a user, else a client address) holds"),
 )  # fmt: skip
 
 
@@ -612,7 +630,13 @@ async def serve(
     topics: TopicDefaults = TOPIC_DEFAULTS,
     consumer_session_timeout_ms: int = CONSUMER_SESSION_MS_DEFAULT,
 ) -> None:
-    from api.app import KAFKA_CONNECTION_COUNTS, KAFKA_LISTENING, KAFKA_REQUEST_SECONDS, build_app
+    from api.app import (
+        KAFKA_CONNECTION_COUNTS,
+        KAFKA_LISTENING,
+        KAFKA_REQUEST_BYTES,
+        KAFKA_REQUEST_SECONDS,
+        build_app,
+    )
     from api.cluster_metrics import PEER_SSL
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
@@ -660,6 +684,7 @@ async def serve(
         kafka_limits,
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
+    app[KAFKA_REQUEST_BYTES] = kafka_server.request_bytes
     app[KAFKA_REQUEST_SECONDS] = kafka_server.request_latencies  # for /metrics
     if tls is not None:  # /v1/cluster/metrics asks the other nodes' /metrics as a peer would
         app[PEER_SSL] = peer_context(tls)

@@ -452,6 +452,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.security.users",
     "partitions.security.tokens",
     "partitions.security.login_failures",
+    "partitions.security.holds",
     "partitions.peers.cluster",
     "partitions.peers.client",
     "partitions.peer_ops",
@@ -512,7 +513,7 @@ def test_no_product_code_reaches_pysyncobjs_pickling_transport() -> None:
 # modules directly in partitions/ are the ground floor every room stands on.
 BROKER_ROOMS = (
     "partitions",  # errors, names, the partition command codec, the peer-operation declaration, the workers
-    "partitions.security",  # ACLs, users, tokens, failed logins (pure)
+    "partitions.security",  # ACLs, users, tokens, failed logins, what a user may hold (pure)
     "partitions.controller",  # the controller's replicated metadata and its pure logic
     "partitions.groups",  # the group table, the assignors, the coordinator
     "partitions.transactions",  # the transactional ids' table, the transaction coordinator

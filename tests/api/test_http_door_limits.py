@@ -11,9 +11,11 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import select
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +34,7 @@ LOGIN_FAILURES_MAX = 12  # per address; the tests from 127.0.0.1 fail fewer logi
 LOGIN_WINDOW_S = 10.0  # long enough for all the guesses of a test on a busy machine
 GUESSER = "127.0.0.2"  # the password guesser's own address (loopback: any 127/8 address is this host)
 DRIBBLE_PAUSE_S = 0.25  # two bytes per pause: 8 bytes a second
+BODY_BYTES_MAX = 16 * 1024 * 1024  # the HTTP door's bound of a request body
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +56,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
         "--login-failures-per-address-max", str(LOGIN_FAILURES_MAX),
         "--login-bounds-on-loopback",  # the guessers here are on loopback addresses
         "--login-failure-window-ms", str(int(LOGIN_WINDOW_S * 1000)),
+        "--http-request-bytes-per-user-max", str(BODY_BYTES_MAX),  # one caller: one body of the largest
     ]  # fmt: skip
     log_path = root / "n1.log"
     with open(log_path, "wb") as log:
@@ -146,6 +150,62 @@ def test_a_body_dribbled_is_cut_with_408(node: tuple[str, pathlib.Path]) -> None
     assert status_line.startswith(b"HTTP/1.1 408"), answer
     assert json.loads(rest.partition(b"\r\n\r\n")[2])["error_code"] == 40801
     assert _status(url + "/topics/dribbled", _basic("nobody", "x"))[0] in (401, 404)  # nothing created
+
+
+def test_a_callers_second_body_waits_while_its_first_holds_its_share(node: tuple[str, pathlib.Path]) -> None:
+    url, _ = node
+    head = (
+        b"POST /v1/topics HTTP/1.1\r\nHost: n1\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: %d\r\n\r\n" % BODY_BYTES_MAX
+    )
+    waits_before = _request_bytes_waits(url)
+    answered: dict[str, object] = {}
+
+    def second() -> None:
+        began = time.monotonic()
+        body = json.dumps({"name": "second-body", "partitions": 1, "replication_factor": 1}).encode()
+        request = urllib.request.Request(url + "/v1/topics", method="POST", data=body, headers={
+            "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                answered["status"] = answer.status
+        except urllib.error.HTTPError as error:
+            answered["status"] = error.code
+        answered["after_s"] = time.monotonic() - began
+
+    with socket.create_connection(_address(url), timeout=30) as first:  # 16 MiB announced: the share
+        first.sendall(head + b"{")
+        deadline = time.monotonic() + 20
+        while _request_bytes_held(url) < BODY_BYTES_MAX:
+            assert time.monotonic() < deadline, "the first body never took its bytes"
+            time.sleep(0.05)
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        while _request_bytes_waits(url) == waits_before:  # the same caller: its body waits for room
+            assert waiter.is_alive(), f"the second body was served while the first held the share: {answered}"
+            assert time.monotonic() < deadline, "the second body neither waited nor was served"
+            time.sleep(0.05)
+        assert first.recv(65536).startswith(b"HTTP/1.1 408")  # the first is cut at its body deadline
+        waiter.join(30)
+    assert answered["status"] in (201, 503), answered  # served once room came, or refused for want of it
+    deadline = time.monotonic() + 20
+    while _request_bytes_held(url) != 0:  # every byte given back once answered
+        assert time.monotonic() < deadline, "request bytes stay held after every answer"
+        time.sleep(0.05)
+
+
+def _request_bytes(url: str, family: str) -> float:
+    found = re.search(rf'^raftlog_{family}{{door="http"}} (\S+)$', _metrics(url, METRICS_TOKEN), re.M)
+    assert found is not None, family
+    return float(found.group(1))
+
+
+def _request_bytes_held(url: str) -> float:
+    return _request_bytes(url, "request_bytes_held")
+
+
+def _request_bytes_waits(url: str) -> float:
+    return _request_bytes(url, "request_bytes_waits_total")
 
 
 def test_silent_connections_do_not_keep_a_client_out_for_long(node: tuple[str, pathlib.Path]) -> None:

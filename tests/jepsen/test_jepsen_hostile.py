@@ -1,6 +1,7 @@
 """The hostile-clients fault: attackers against every door while the workload runs. The run stays valid,
 the honest clients keep above 90% of their sends, and every attack met a door that held: no bomb
-accepted, no 5xx for bad credentials, no attacking connection left open by the node."""
+accepted, no 5xx for bad credentials, no attacking connection left open by the node, and no node's peak
+memory risen by more than 512 MiB (a logged-in user pinning large requests among the attacks)."""
 
 from __future__ import annotations
 
@@ -113,8 +114,12 @@ def test_a_run_under_hostile_clients_is_valid_and_the_honest_clients_are_served(
         "dribble-kafka",
         "dribble-http",
         "oversize-kafka",
+        "login-idle",
+        "login-pin",
     ):
         assert tally.get(attack, {}).get("opened", 0) > 0, (attack, tally)
+    assert tally["login-idle"].get("logged_in", 0) > 0, tally["login-idle"]
+    assert tally["login-pin"].get("logged_in", 0) > 0, tally["login-pin"]
     assert tally["bomb-kafka"]["sent"] + tally["bomb-http"]["sent"] > 0, tally
     # another principal's use of an honest producer's id, refused as Kafka's clients take it
     assert tally["producer-id"].get("refused:31", 0) > 0, tally

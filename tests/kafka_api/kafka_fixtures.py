@@ -56,9 +56,12 @@ class RawKafka:
     """One connection speaking frames built with kio: for requests real clients never send (over TLS
     with ``context``)."""
 
-    def __init__(self, address: str, context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, address: str, context: ssl.SSLContext | None = None, source: str | None = None
+    ) -> None:
         host, _, port = address.rpartition(":")
-        sock = socket.create_connection((host, int(port)), timeout=10)
+        local = None if source is None else (source, 0)
+        sock = socket.create_connection((host, int(port)), timeout=10, source_address=local)
         self.sock = sock if context is None else context.wrap_socket(sock, server_hostname=host)
         self.correlation_id = 0
 

@@ -21,6 +21,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
@@ -42,6 +43,7 @@ PER_ADDRESS = 6
 UNAUTHENTICATED = 10
 LIMITS = (
     "--kafka-connections-max", "16",
+    "--kafka-super-user-reserve", "2",
     "--kafka-connections-per-address-max", str(PER_ADDRESS),
     "--kafka-unauthenticated-connections-max", str(UNAUTHENTICATED),
     "--kafka-login-timeout-ms", str(int(LOGIN_TIMEOUT_S * 1000)),
@@ -107,12 +109,18 @@ def _http(node_http: str, ca: str | None, method: str, path: str, body: object =
 
 
 @contextlib.contextmanager
-def one_node(root: pathlib.Path, tls: bool) -> Iterator[RunningNode]:
+def one_node(
+    root: pathlib.Path,
+    tls: bool,
+    limits: tuple[str, ...] = LIMITS,
+    users: tuple[tuple[str, str], ...] = ((USER, PASSWORD),),
+) -> Iterator[RunningNode]:
+    """A node requiring SASL with ``limits`` (``raftlog serve`` options) and ``users`` made."""
     secret = root / "cluster.secret"
     secret.write_text(f"{root.name}-test-cluster-secret-0123456789\n")
     nodes = dev.plan(1, dev.free_base_port(1), tls)
     certificates = dev_certificates(str(root)) if tls else None
-    argv = [*dev.node_argv(nodes[0], nodes, str(root), str(secret), certificates), "--require-auth", *LIMITS]
+    argv = [*dev.node_argv(nodes[0], nodes, str(root), str(secret), certificates), "--require-auth", *limits]
     log_path = root / "n1.log"
     with open(log_path, "wb") as log:  # the admin token from the environment: never in argv
         environment = {**os.environ, TOKEN_ENV: TOKEN}
@@ -121,10 +129,11 @@ def one_node(root: pathlib.Path, tls: bool) -> Iterator[RunningNode]:
     node = RunningNode(process, nodes[0].kafka, nodes[0].http, ca, log_path)
     try:
         deadline = time.monotonic() + 60
-        while _http(node.http, ca, "POST", "/v1/users", {"name": USER, "password": PASSWORD}) != 200:
-            assert process.poll() is None, f"the node exited; see {log_path}"
-            assert time.monotonic() < deadline, f"the node made no user; see {log_path}"
-            time.sleep(0.2)
+        for name, password in users:
+            while _http(node.http, ca, "POST", "/v1/users", {"name": name, "password": password}) != 200:
+                assert process.poll() is None, f"the node exited; see {log_path}"
+                assert time.monotonic() < deadline, f"the node made no user; see {log_path}"
+                time.sleep(0.2)
         host, port = node.kafka.rsplit(":", 1)
         while not _listening(host, int(port)):  # the Kafka listener opens once the metadata caught up
             assert process.poll() is None, f"the node exited; see {log_path}"
@@ -182,13 +191,19 @@ def served(node: RunningNode) -> bool:
 
 def logged_in(node: RunningNode) -> RawKafka:
     """A raw connection authenticated with SASL/PLAIN."""
-    raw = RawKafka(node.kafka, node.context())
+    raw, answer = log_in(node, USER, PASSWORD)
+    assert answer.error_code == 0, answer
+    return raw
+
+
+def log_in(node: RunningNode, user: str, password: str, source: str = "127.0.0.1") -> tuple[RawKafka, Any]:
+    """A raw connection from ``source`` and the answer to its SASL/PLAIN login."""
+    raw = RawKafka(node.kafka, node.context(), source)
     handshake = wire.request_class(17, 1)
     assert raw.call(17, 1, wire.build(handshake, mechanism="PLAIN")).error_code == 0
     authenticate = wire.request_class(36, 2)
-    token = f"\0{USER}\0{PASSWORD}".encode()
-    assert raw.call(36, 2, wire.build(authenticate, auth_bytes=token)).error_code == 0
-    return raw
+    token = f"\0{user}\0{password}".encode()
+    return raw, raw.call(36, 2, wire.build(authenticate, auth_bytes=token))
 
 
 def test_silent_sockets_neither_keep_a_new_client_out_nor_stay(node: RunningNode) -> None:

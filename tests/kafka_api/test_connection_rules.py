@@ -66,7 +66,9 @@ def test_at_the_node_wide_bound_without_login_a_newcomer_takes_from_the_address_
         "connections", "10 connections are open (at most 10)", None
     ), "no address takes from one holding no more than itself would"
     with_login = admission(LIMITS, True, 10, 0, {}, "c", holders)
-    assert with_login is not None and with_login.evict is None, "with login the bound refuses"
+    assert with_login is not None and with_login.evict is None, "with login and none waiting: refused"
+    waiting = admission(LIMITS, True, 10, 0, {"a": 3, "b": 1}, "c", holders)
+    assert waiting is not None and waiting.evict == "a", "with login, one not logged in yet gives way"
 
 
 def test_by_default_no_address_is_bounded_below_the_node() -> None:

@@ -310,7 +310,14 @@ def test_create_partitions_grows_a_topic_and_refuses_a_count_not_above_it(
 # -- the reference client: Apache Kafka's own Java client (kafka-clients) ----------------------------
 
 # the classic protocol's client assignors, then the consumer group protocol's server ones (KIP-848)
-ASSIGNORS = ("RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor", "uniform", "range")
+ASSIGNORS = (
+    "RangeAssignor",
+    "RoundRobinAssignor",
+    "StickyAssignor",
+    "CooperativeStickyAssignor",
+    "uniform",
+    "range",
+)
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
