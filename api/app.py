@@ -491,6 +491,10 @@ _PATH_NAMES: dict[str, Callable[[object, str], str]] = {
 }
 
 
+async def _stop_json_work(app: web.Application) -> None:
+    app[state.STATE].json_work.close()
+
+
 def _bind(operation: Operation) -> Handler:
     kind = "write" if operation.write else "long-poll" if operation.long_poll else None
     offers, answer_type = operation.offers, operation.answer_type
@@ -583,6 +587,7 @@ def build_app(
     app[records.ROUND_ROBIN] = RoundRobin()
     app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one
     app.on_response_prepare.append(_server_header)
+    app.on_cleanup.append(_stop_json_work)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     console.add_routes(app)  # the web console's page and files: a client of the routes above
