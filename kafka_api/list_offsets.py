@@ -98,8 +98,9 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
         if items >= ITEMS_PER_TURN:
             await take_turn()
     await take_turn()
-    topics = tuple(
-        wire.build(topic_cls, name=topic.name, partitions=tuple(parts))
-        for topic, parts in zip(request.body.topics, answered, strict=True)
-    )
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=topics)
+    topics = []
+    for topic, parts in zip(request.body.topics, answered, strict=True):
+        topics.append(wire.build(topic_cls, name=topic.name, partitions=tuple(parts)))
+        if len(topics) % ITEMS_PER_TURN == 0:
+            await asyncio.sleep(0)  # the answer too is built a turn at a time
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))
