@@ -19,8 +19,8 @@ import pytest
 
 from api.schemas import HEADERS_PER_REQUEST_MAX, JSON_VALUES_MAX
 from raftlog_client.blocking import BlockingClient
-from raftlog_client.contract import JSON_V2
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_contract import JSON_V2
 
 TOPIC = "bodies"
 ABUSERS = 3  # connections sending the large bodies at once
