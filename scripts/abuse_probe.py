@@ -8,7 +8,7 @@ folder), plays one abuse against it and prints what it measured (the numbers of 
 - ``bombs``: one decompression bomb of each codec at a time through the Kafka door (the bombs of
   ``tests/bombs.py``), and the node's peak resident memory growth (VmHWM, reset before each).
 - ``json-bodies``: clients sending 8.8 MiB JSON produces of 300,000 headers and 8 MiB JSON arrays of
-  numbers, while ``/status/live`` is asked every 0.2 s: its median and longest wait.
+  numbers, while the node's liveness is asked every 0.2 s: its median and longest wait.
 - ``list-offsets``: one ListOffsets naming ``--entries`` topics of one partition each, then one naming as
   many partitions of one topic, while another connection's ApiVersions is asked again and again: each
   request's time and the longest ApiVersions wait.
@@ -46,6 +46,7 @@ from test_decompression_bombs import (  # noqa: E402
 from kafka_api import wire  # noqa: E402
 from raftlog.storage.batch import Compression  # noqa: E402
 from raftlog_client.local_cluster import LocalCluster  # noqa: E402
+from raftlog_contract import JSON_V2, LIVE_PATH, PLAIN_JSON, group_offsets_path, partition_path  # noqa: E402
 
 
 def _now_ms() -> int:
@@ -95,9 +96,9 @@ def json_bodies(cluster: LocalCluster, clients: int, bodies: int) -> None:
     url = cluster.servers[0]
     headers = [{"key": f"h{j}", "value": "x"} for j in range(1000)]
     shapes = [
-        (f"{url}/topics/bodies/partitions/0", "application/vnd.kafka.json.v2+json",
+        (url + partition_path("bodies", 0), JSON_V2,
          json.dumps({"records": [{"value": "v", "headers": headers}] * 300}).encode()),
-        (f"{url}/consumers/g/offsets", "application/json", b"[" + b"0," * (4 * MiB) + b"0]"),
+        (url + group_offsets_path("g"), PLAIN_JSON, b"[" + b"0," * (4 * MiB) + b"0]"),
     ]  # fmt: skip
     waits: list[float] = []
     done = threading.Event()
@@ -105,7 +106,7 @@ def json_bodies(cluster: LocalCluster, clients: int, bodies: int) -> None:
     def probe() -> None:
         while not done.is_set():
             started = time.monotonic()
-            with urllib.request.urlopen(f"{url}/status/live", timeout=300) as answer:
+            with urllib.request.urlopen(url + LIVE_PATH, timeout=300) as answer:
                 answer.read()
             waits.append(time.monotonic() - started)
             done.wait(0.2)
@@ -123,7 +124,7 @@ def json_bodies(cluster: LocalCluster, clients: int, bodies: int) -> None:
     done.set()
     prober.join()
     print(f"{clients} clients x {bodies} bodies in {took:.1f} s, answered {sorted(set(statuses))}")
-    print(f"/status/live: {len(waits)} probes, median {statistics.median(waits) * 1000:.0f} ms, "
+    print(f"liveness: {len(waits)} probes, median {statistics.median(waits) * 1000:.0f} ms, "
           f"longest {max(waits) * 1000:.0f} ms")  # fmt: skip
 
 
