@@ -17,7 +17,7 @@ from api import state
 from api.access import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS, cluster, needs, topic
 from api.errors import BadRequest
 from api.openapi import Operation
-from api.schemas import parse_json, require_json_body
+from api.schemas import require_json_body
 from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import PARTITIONS_MAX
@@ -32,7 +32,7 @@ CONFIG_KEYS_MAX = 64
 
 async def _object(request: web.Request, fields: set[str]) -> dict[str, Any]:
     require_json_body(request.content_type)
-    body = parse_json(await state.body(request))
+    body = await state.json_body(request)
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     unknown = sorted(set(body) - fields)

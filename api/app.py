@@ -73,7 +73,7 @@ from api.errors import (
     TooManyLoginFailures,
     Unauthorized,
 )
-from api.http_limits import GUARD, Guard, HttpLimits
+from api.http_limits import GUARD, SERVER_HEADER, Guard, HttpLimits
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
@@ -119,7 +119,6 @@ KAFKA_REQUEST_BYTES: web.AppKey[RequestBytes] = web.AppKey("raftlog_kafka_reques
 # Whether the node's Kafka listener is open (set by the process that runs both doors; it opens once the
 # node's metadata caught up): /status/ready says ready only then, so a client told so finds it open
 KAFKA_LISTENING: web.AppKey[Callable[[], bool]] = web.AppKey("raftlog_kafka_listening")
-SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
 FETCH_TIMEOUT_MS_MAX = records.FETCH_TIMEOUT_MS_MAX
 
 
@@ -154,7 +153,16 @@ async def metrics(request: web.Request) -> web.Response:
 
 def _identity(request: web.Request) -> dict[str, object]:
     """Which node and process answer: a supervisor (``raftlog dev``) checks that a port it probes is
-    answered by the process it started, not by another one that holds the port."""
+    answered by the process it started, not by another one that holds the port. With ``--require-auth``
+    only a caller presenting the admin token learns them (a stranger learns nothing of the node)."""
+    settings = state.state(request).settings
+    if settings.require_auth:
+        found = auth.authorization(request)
+        token = settings.admin_token
+        if token is None or found is None or found[0] != "bearer":
+            return {}
+        if not hmac.compare_digest(found[1].encode(), token.encode()):
+            return {}
     return {"node_id": state.node(request).node_id, "pid": os.getpid()}
 
 
@@ -502,6 +510,10 @@ _PATH_NAMES: dict[str, Callable[[object, str], str]] = {
 }
 
 
+async def _stop_json_work(app: web.Application) -> None:
+    app[state.STATE].json_work.close()
+
+
 def _bind(operation: Operation) -> Handler:
     kind = "write" if operation.write else "long-poll" if operation.long_poll else None
     offers, answer_type = operation.offers, operation.answer_type
@@ -595,6 +607,7 @@ def build_app(
     app[records.ROUND_ROBIN] = RoundRobin()
     app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one
     app.on_response_prepare.append(_server_header)
+    app.on_cleanup.append(_stop_json_work)
     for operation in ROUTES:
         app.router.add_route(operation.method, operation.path, _bind(operation))
     console.add_routes(app)  # the web console's page and files: a client of the routes above

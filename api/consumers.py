@@ -31,7 +31,6 @@ from api.schemas import (
     OFFSETS_MAX,
     RECORD_CONTENT_TYPES,
     Flavour,
-    parse_json,
     query_int,
     reject_unknown,
     require_int,
@@ -87,7 +86,7 @@ async def _body(request: web.Request, *, optional: bool = False) -> dict[str, An
     if not raw and optional:
         return {}
     _require_json(request)
-    return require_object(parse_json(raw), "body")
+    return require_object(await state.json_of(request, raw), "body")
 
 
 def _group(request: web.Request) -> str:

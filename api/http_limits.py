@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
 from raftlog.errors import check
 
@@ -42,9 +44,13 @@ REQUEST_BYTES_MAX_DEFAULT = 256 * 1024 * 1024
 REQUEST_BYTES_PER_USER_MAX_DEFAULT = 64 * 1024 * 1024
 LOG_INTERVAL_S = 60.0  # at most one line per kind of cut per interval, with how many it stands for
 
-_TIMEOUT_ANSWER = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
+_TIMEOUT_ANSWER = (
+    b"HTTP/1.1 408 Request Timeout\r\nServer: raftlog\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+)
 _BUSY_ANSWER = (
-    b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n"
+    b"HTTP/1.1 503 Service Unavailable\r\nServer: raftlog\r\nConnection: close\r\nRetry-After: 1\r\n"
+    b"Content-Length: 0\r\n\r\n"
 )
 
 
@@ -266,5 +272,27 @@ async def listen(
     if ssl_context is not None:
         extra["ssl_handshake_timeout"] = guard.limits.header_timeout_s
     return await loop.create_server(
-        lambda: _Guarded(server(), guard), host, port, ssl=ssl_context, reuse_address=True, **extra
+        lambda: _Guarded(_Unnamed(server, loop=loop, **server._kwargs), guard),  # as server() makes its own
+        host,
+        port,
+        ssl=ssl_context,
+        reuse_address=True,
+        **extra,
     )
+
+
+class _Unnamed(RequestHandler):
+    """aiohttp's protocol of one connection, whose own answers (a 400 to a request it cannot parse, a 500)
+    say ``Server: raftlog`` as the app's do, not aiohttp's name and version: they are made by its
+    ``handle_error``, which no hook of the app's reaches."""
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        response = super().handle_error(request, status, exc, message)
+        response.headers["Server"] = SERVER_HEADER
+        return response

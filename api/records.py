@@ -24,10 +24,10 @@ from api.routing import (
     RoundRobin,
     assign_partitions,
     group_by_partition,
-    keyless_partition,
 )
 from api.schemas import (
     INT64_MAX,
+    Flavour,
     OffsetCommit,
     ProduceRequest,
     batch_produced_answer,
@@ -35,6 +35,7 @@ from api.schemas import (
     is_record_batch,
     parse_commit_offsets,
     parse_delete_records,
+    parse_json,
     parse_produce,
     produce_answer,
     produce_entry,
@@ -92,19 +93,49 @@ class Failure:
         return web.json_response(self.payload, status=self.status, headers=headers)
 
 
-def _batch(request: web.Request, parsed: ProduceRequest, indexes: Sequence[int]) -> bytes:
+def _batch(parsed: ProduceRequest, indexes: Sequence[int], now_ms: int) -> bytes:
     """The JSON records at ``indexes`` as one batch (uncompressed, CreateTime: a record without a timestamp
-    gets this node's clock), encoded once, here where they entered: the leader checks and stores it as any
-    producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied there).
-    Never transactional, so who produces it decides nothing there: it goes without a ``Producer``, which a
-    leader still on the previous release would not take."""
+    gets this node's clock, ``now_ms``), encoded once, where they entered: the leader checks and stores it
+    as any producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied
+    there). Never transactional, so who produces it decides nothing there: it goes without a ``Producer``,
+    which a leader still on the previous release would not take."""
     records = parsed.records
     producer_records = [
         ProducerRecord(records[i].value, records[i].key, records[i].headers, records[i].timestamp_ms)
         for i in indexes
     ]
-    now_ms = state.state(request).clock_ms()
     return encode_batch(0, producer_records, 0, now_ms, parsed.producer_id, parsed.sequence)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedProduce:
+    """A JSON produce body made into batches (``encode_json_produce``): small, so that it comes back
+    from the JSON worker process cheaply."""
+
+    count: int  # records in the request
+    batches: dict[int, tuple[list[int], bytes]]  # partition: (its records' indexes in the request, batch)
+    unknown_partition: int | None = None  # a record named a partition the topic does not have
+
+
+def encode_json_produce(
+    body: bytes, flavour: Flavour, partition: int | None, partitions: int, keyless: int, now_ms: int
+) -> EncodedProduce:
+    """A JSON produce body parsed, checked and encoded, one batch per partition: every record in
+    ``partition`` (the path's), else each record in its own, its key's, or for records without either
+    the partition of its producer id and sequence, or ``keyless`` (the round robin's turn). Runs in the
+    JSON worker process when the body is large (``api.json_work``)."""
+    parsed = parse_produce(parse_json(body), flavour, partition)
+    if partition is not None:
+        groups = {partition: list(range(len(parsed.records)))}
+    else:
+        for record in parsed.records:
+            if record.partition is not None and record.partition >= partitions:
+                return EncodedProduce(len(parsed.records), {}, record.partition)
+        if parsed.producer_id is not None and parsed.sequence is not None:
+            keyless = (parsed.producer_id + parsed.sequence) % partitions
+        groups = group_by_partition(assign_partitions(parsed.records, partitions, keyless))
+    batches = {p: (indexes, _batch(parsed, indexes, now_ms)) for p, indexes in groups.items()}
+    return EncodedProduce(len(parsed.records), batches)
 
 
 def _producer(request: web.Request) -> Producer:
@@ -151,14 +182,16 @@ async def produce_to_partition(request: web.Request) -> web.Response:
         answer = batch_produced_answer(partition, result.base_offset, count)
         return web.Response(body=answer, content_type="application/json")
     flavour = request_flavour(request.content_type)
-    parsed = parse_produce(await state.json_body(request), flavour, partition)
-    batch = _batch(request, parsed, range(len(parsed.records)))
+    now_ms = state.state(request).clock_ms()
+    work = state.state(request).json_work
+    encoded = await work.run(encode_json_produce, await state.body(request), flavour, partition, 1, 0, now_ms)
+    _, batch = encoded.batches[partition]
     served = await cluster.data.run(
         DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms
     )
-    _check_produced(served.value.base_offset, served.value.end_offset, len(parsed.records))
+    _check_produced(served.value.base_offset, served.value.end_offset, encoded.count)
     state.served_by(request, served.node)
-    answer = produce_answer(partition, served.value.base_offset, len(parsed.records))
+    answer = produce_answer(partition, served.value.base_offset, encoded.count)
     return web.Response(body=answer, content_type="application/json")
 
 
@@ -170,19 +203,19 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     settings = state.state(request).settings
     _refuse_internal(request.match_info["topic"])
     flavour = request_flavour(request.content_type)
-    body = await state.json_body(request)
+    body = await state.body(request)
     meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])
-    parsed = parse_produce(body, flavour)
-    for record in parsed.records:
-        if record.partition is not None and record.partition >= meta.partitions:
-            raise UnknownPartition(meta.name, record.partition)
-    round_robin = request.app[ROUND_ROBIN]
-    keyless = keyless_partition(meta.partitions, parsed.producer_id, parsed.sequence, round_robin)
-    groups = group_by_partition(assign_partitions(parsed.records, meta.partitions, keyless))
+    keyless = request.app[ROUND_ROBIN].take(meta.partitions)
+    now_ms = state.state(request).clock_ms()
+    work = state.state(request).json_work
+    encoded = await work.run(encode_json_produce, body, flavour, None, meta.partitions, keyless, now_ms)
+    if encoded.unknown_partition is not None:
+        raise UnknownPartition(meta.name, encoded.unknown_partition)
+    groups = {partition: indexes for partition, (indexes, _) in encoded.batches.items()}
 
     async def one(partition: int, indexes: list[int]) -> tuple[int, str] | Failure:
         try:
-            batch = _batch(request, parsed, indexes)
+            batch = encoded.batches[partition][1]
             served = await node.cluster.data.run(
                 DataService.produce_batch, meta.name, partition, batch, settings.produce_timeout_ms
             )
@@ -195,7 +228,7 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     failures = [o for o in outcomes if isinstance(o, Failure)]
     if len(failures) == len(outcomes):
         return failures[0].response(failures[0].headers.get(LEADER_HEADER, node.node_id))
-    entries: list[dict[str, Any] | None] = [None] * len(parsed.records)
+    entries: list[dict[str, Any] | None] = [None] * encoded.count
     leaders: set[str] = set()
     for (partition, indexes), outcome in zip(groups.items(), outcomes, strict=True):
         if isinstance(outcome, Failure):

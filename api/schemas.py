@@ -47,6 +47,8 @@ from raftlog_contract import BINARY_V2, JSON_V2, LEGACY_RECORD_BATCH, PLAIN_JSON
 INT64_MAX = 2**63 - 1
 RECORDS_MAX = 10_000  # records in one produce request
 HEADERS_MAX = 1_000  # headers on one record
+HEADERS_PER_REQUEST_MAX = 10_000  # headers on all the records of one produce request
+JSON_VALUES_MAX = 200_000  # values (objects, lists, strings, numbers) in a JSON body other than a produce
 OFFSETS_MAX = 10_000  # entries in one consumer-offset commit
 
 
@@ -104,6 +106,23 @@ def record_flavour(media: str) -> Flavour:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def json_document(raw: bytes) -> Any:
+    """A JSON body's document, refused (400) past ``JSON_VALUES_MAX`` values: every route's entries are
+    bounded well below it, and a document is sent back from the JSON worker (``api.json_work``) whole."""
+    document = parse_json(raw)
+    count, pending = 0, [document]
+    while pending:
+        value = pending.pop()
+        count += 1
+        if count > JSON_VALUES_MAX:
+            raise BadRequest(f"body: more than {JSON_VALUES_MAX} JSON values")
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return document
 
 
 def parse_json(raw: bytes) -> Any:
@@ -240,37 +259,46 @@ def _encode_field(value: Any, flavour: Flavour, field: str) -> bytes | None:
 
 
 def _headers(value: Any, flavour: Flavour, field: str) -> tuple[tuple[str, bytes | None], ...]:
+    """A record's headers, each checked; where an error is, is named only when there is one (a request
+    may carry ``HEADERS_PER_REQUEST_MAX`` of them)."""
     if value is None:
         return ()
     if isinstance(value, dict):
-        pairs: list[tuple[Any, Any, str]] = [(k, v, f"{field}.{k}") for k, v in value.items()]
+        pairs: list[tuple[Any, Any]] = list(value.items())
     elif isinstance(value, list):
         pairs = []
-        for i, item in enumerate(value):
-            entry = require_object(item, f"{field}[{i}]")
-            reject_unknown(entry, {"key", "value"}, f"{field}[{i}]")
-            if "key" not in entry or "value" not in entry:
+        for i, entry in enumerate(value):
+            if type(entry) is not dict or len(entry) != 2 or "key" not in entry or "value" not in entry:
+                entry = require_object(entry, f"{field}[{i}]")
+                reject_unknown(entry, {"key", "value"}, f"{field}[{i}]")
                 raise BadRequest(f"{field}[{i}]: needs both key and value")
-            pairs.append((entry["key"], entry["value"], f"{field}[{i}].value"))
+            pairs.append((entry["key"], entry["value"]))
     else:
         raise BadRequest(f"{field}: must be a list of {{key, value}} or an object, got {_type_name(value)}")
     if len(pairs) > HEADERS_MAX:
         raise BadRequest(f"{field}: at most {HEADERS_MAX} headers per record")
     out: list[tuple[str, bytes | None]] = []
-    for key, header_value, where in pairs:
-        if not isinstance(key, str):
-            raise BadRequest(f"{where}: header key must be a string")
+    binary = flavour is Flavour.BINARY
+    for i, (key, header_value) in enumerate(pairs):
+        if type(key) is not str:
+            raise BadRequest(f"{_header_at(value, field, i, key)}: header key must be a string")
         if header_value is None:
             out.append((key, None))
-        elif flavour is Flavour.BINARY:
-            out.append((key, _decode_base64(header_value, where)))
-        elif isinstance(header_value, str):
+        elif binary:
+            out.append((key, _decode_base64(header_value, _header_at(value, field, i, key))))
+        elif type(header_value) is str:
             out.append((key, header_value.encode("utf-8", "surrogatepass")))
         else:
             raise BadRequest(
-                f"{where}: header value must be a string or null, got {_type_name(header_value)}"
+                f"{_header_at(value, field, i, key)}: header value must be a string or null, "
+                f"got {_type_name(header_value)}"
             )
     return tuple(out)
+
+
+def _header_at(headers: Any, field: str, index: int, key: Any) -> str:
+    """Where a header's value is, as an error names it."""
+    return f"{field}.{key}" if isinstance(headers, dict) else f"{field}[{index}].value"
 
 
 def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> ProduceRequest:
@@ -291,6 +319,7 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
         require_int(sequence, "sequence")
     parsed = []
     binary = flavour is Flavour.BINARY
+    headers_count = 0
     for i, item in enumerate(records):
         if binary and type(item) is dict and len(item) == 1 and type(item.get("value")) is str:
             # The common shape {"value": "<base64>"}, checked without the general path's per-field work
@@ -314,11 +343,15 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
                 raise BadRequest(
                     f"{where}.partition: {chosen} differs from partition {partition} in the path"
                 )
+        headers = _headers(record.get("headers"), flavour, f"{where}.headers")
+        headers_count += len(headers)
+        if headers_count > HEADERS_PER_REQUEST_MAX:
+            raise BadRequest(f"{where}.headers: at most {HEADERS_PER_REQUEST_MAX} headers in one request")
         parsed.append(
             ParsedRecord(
                 key=None if key is None else _encode_field(key, flavour, f"{where}.key"),
                 value=_encode_field(record["value"], flavour, f"{where}.value"),
-                headers=_headers(record.get("headers"), flavour, f"{where}.headers"),
+                headers=headers,
                 partition=partition if partition is not None else chosen,
                 timestamp_ms=timestamp,
             )

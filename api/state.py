@@ -15,9 +15,10 @@ from aiohttp import web
 from api.bodies import read_body
 from api.errors import Overloaded
 from api.http_limits import BODY_TIMEOUT_S_DEFAULT, QuietLog
+from api.json_work import JsonWork
 from api.logins import Logins
 from api.metrics import HttpMetrics
-from api.schemas import parse_json, path_partition
+from api.schemas import json_document, path_partition
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import Authorizers, client_host
 from partitions.security.holds import RequestBytes
@@ -88,6 +89,7 @@ class AppState:
         # per error code per interval, with how many answers it stands for.
         self.retriable_log = QuietLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
+        self.json_work = JsonWork()  # large JSON bodies, parsed in a process of their own
         self.logins = Logins(login_failures)  # failed logins, refused past their bounds (api/auth.py)
         # bytes of request bodies being read or served, in all and per caller (api/bodies.py)
         self.request_bytes = request_bytes
@@ -138,7 +140,12 @@ async def body(request: web.Request) -> bytes:
 
 
 async def json_body(request: web.Request) -> Any:
-    return parse_json(await body(request))
+    return await json_of(request, await body(request))
+
+
+async def json_of(request: web.Request, raw: bytes) -> Any:
+    """The document of a JSON body, parsed off the event loop when it is large (``api.json_work``)."""
+    return await state(request).json_work.run(json_document, raw)
 
 
 def partition(request: web.Request) -> int:

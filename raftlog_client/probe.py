@@ -27,12 +27,18 @@ class Probe:
 
 
 def probe(
-    url: str, context: ssl.SSLContext | None = None, timeout_s: float = PROBE_TIMEOUT_S
+    url: str,
+    context: ssl.SSLContext | None = None,
+    timeout_s: float = PROBE_TIMEOUT_S,
+    admin_token: str | None = None,
 ) -> Probe | None:
     """``GET url/status/ready``; None when nothing answers (or not HTTP with a JSON body). An https URL is
-    checked with ``context``."""
+    checked with ``context``. A node started with ``--require-auth`` names itself and its process only
+    to the ``admin_token``."""
+    headers = {} if admin_token is None else {"Authorization": f"Bearer {admin_token}"}
+    request = urllib.request.Request(url + READY_PATH, headers=headers)
     try:
-        with urllib.request.urlopen(url + READY_PATH, timeout=timeout_s, context=context) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
             body = json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as exc:
         exc.close()

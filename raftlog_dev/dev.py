@@ -511,7 +511,8 @@ class Supervisor:
                 process = child.process
                 if process is None or self._exited(child):
                     return f"{node_id} exited with {_exit_text(child.exit_code or 0)}: {child.log_tail()}"
-                answer = probe(child.node.http, self.tls)
+                token = None if self.security is None else self.security.admin_token
+                answer = probe(child.node.http, self.tls, token)
                 if answer is None or not answer.ready:
                     continue
                 if (answer.node_id, answer.pid) != (node_id, process.pid):

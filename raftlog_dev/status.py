@@ -68,10 +68,11 @@ def read_status(data_dir: str) -> ClusterStatus | None:
     except FileNotFoundError:
         return None
     tls = description.get("tls")  # a cluster started with --tls: its CA and client certificate
+    token = (description.get("security") or {}).get("admin_token")  # --secure: nodes name themselves to it
     nodes = []
     for entry in description.get("nodes", []):
         pid = entry.get("pid")
-        answer = probe(entry["http"], tls) if pid is not None else None
+        answer = probe(entry["http"], tls, token) if pid is not None else None
         ready = answer is not None and answer.ready and (answer.node_id, answer.pid) == (entry["id"], pid)
         nodes.append(
             NodeStatus(entry["id"], entry["state"], pid, alive(pid), ready, entry["http"], entry.get("kafka"))

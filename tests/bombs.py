@@ -12,6 +12,7 @@ import zlib
 
 import cramjam
 import crc32c
+import zstandard
 from aiokafka import codec
 
 from raftlog.storage.batch import HEADER_SIZE, Compression
@@ -103,3 +104,13 @@ def inflated_section(value_bytes: int) -> bytes:
     """What :func:`bomb_body` inflates to (for tests that afford it)."""
     before, after = _record_around(value_bytes)
     return before + bytes(value_bytes) + after
+
+
+def streamed_zstd_bomb(value_bytes: int, window_log: int, timestamp_ms: int) -> bytes:
+    """A batch of one record of ``value_bytes`` zeros as one zstd frame written as a stream (its size
+    not declared, a window of 2 ** ``window_log`` bytes: 27 is zstd's default bound): ~8 KiB for 256 MiB."""
+    before, after = _record_around(value_bytes)
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=window_log)
+    stream = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    section = stream.compress(before) + stream.compress(bytes(value_bytes)) + stream.compress(after)
+    return batch_around(section + stream.flush(), Compression.ZSTD, 1, timestamp_ms)

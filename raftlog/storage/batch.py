@@ -530,7 +530,7 @@ def _section(
         return inflate(codec_id, records, inflated_bytes_max)
     except InflateLimit as exc:
         raise InflatedTooLarge(
-            header.compression.name.lower(), len(records), exc.inflated_bytes, exc.limit_bytes
+            header.compression.name.lower(), len(records), exc.inflated_bytes, exc.limit_bytes, exc.why
         ) from None
     except Undecompressable as exc:
         raise BatchFormatError(

@@ -33,11 +33,15 @@ class InflatedTooLarge(RecordTooLarge):
     bomb, or a batch compressed far better than any the node takes); nothing was written. Inflating
     stopped at ``size_bytes``, just past ``limit_bytes``: the whole would have been larger still."""
 
-    def __init__(self, codec: str, compressed_bytes: int, size_bytes: int, limit_bytes: int) -> None:
+    def __init__(
+        self, codec: str, compressed_bytes: int, size_bytes: int, limit_bytes: int, why: str = ""
+    ) -> None:
         StorageError.__init__(
             self,
-            f"the records of a {codec} batch of {compressed_bytes} bytes inflate past {limit_bytes} bytes, "
-            f"the most a batch's records may inflate to here",
+            f"the records of a {codec} batch of {compressed_bytes} bytes: {why}"
+            if why
+            else f"the records of a {codec} batch of {compressed_bytes} bytes inflate past {limit_bytes} "
+            "bytes, the most a batch's records may inflate to here",
         )
         self.size_bytes = size_bytes
         self.limit_bytes = limit_bytes

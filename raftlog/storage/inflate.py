@@ -5,8 +5,10 @@ whole output at once: each is driven a step at a time and stopped as soon as the
 ``limit_bytes``, which raises :class:`InflateLimit`; a body that does not decompress (truncated, damaged,
 trailing bytes that are not another member or frame) raises :class:`Undecompressable`. What a step may
 hold besides the output is bounded too: gzip and lz4 are asked for at most ``STEP_BYTES`` per call, zstd
-is fed small pieces of input, snappy's declared lengths are checked before a block is inflated; whichever
-the codec, what has come out stays within ``OVERSHOOT_BYTES_MAX`` past the bound.
+is handed a few blocks at a time (each block's header says what it inflates to at most) and a window of
+at most ``ZSTD_WINDOW_BYTES_MAX``, snappy's declared lengths are checked before a block is inflated, in
+place; whichever the codec, what has come out stays within ``OVERSHOOT_BYTES_MAX`` past the bound, and
+besides it a step holds a few hundred KiB (zstd: its window), measured as the process's peak memory.
 
 The framing is Kafka's, read as aiokafka's codecs read it (``tests/storage/test_inflate.py`` checks them
 against each other): gzip, one or more members (zero bytes after a member are skipped, as Python's
@@ -31,10 +33,14 @@ STEP_BYTES = 256 * 1024  # the most output one call of a codec is asked for (pyt
 OVERSHOOT_BYTES_MAX = 1024 * 1024  # how far past the bound inflating may get before it stops, any codec
 _GZIP_WBITS = 31  # a gzip header and trailer, nothing else (zlib's 47 would take zlib streams too)
 _INPUT_PIECE_BYTES = 16 * 1024  # input per call: what a codec copies of the rest stays this small
-# zstd cannot be asked for at most N bytes: it is fed at most (room / this) bytes a call instead, an RLE
-# block turning 4 bytes into 128 KiB being the most a byte of zstd inflates to
-_ZSTD_BYTES_PER_INPUT_BYTE = 32 * 1024
-_ZSTD_PIECE_MIN = 16  # input per call when the room left is small: (16 / 4 + 1) blocks past the bound
+# zstd decodes into a window of its own besides the output, of the size a frame asks for (up to 128 MiB
+# by zstd's default): past this one a frame is refused. Kafka's producers stay within it (zstd's levels
+# 1-19 use at most 8 MiB, librdkafka's one-shot frames a window of the batch's size)
+ZSTD_WINDOW_BYTES_MAX = 8 * 1024 * 1024
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE_MAGIC, _ZSTD_SKIPPABLE_MASK = 0x184D2A50, 0xFFFFFFF0
+_ZSTD_HEADER_BYTES_MAX = 18  # magic, descriptor, window, dictionary id, content size
+_ZSTD_BLOCK_RLE, _ZSTD_BLOCK_COMPRESSED, _ZSTD_BLOCK_RESERVED = 1, 2, 3  # a block's type (0: raw)
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)  # marker, magic, version 1, compatible 1
 _NOT_ZERO = re.compile(b"[^\x00]")
 
@@ -46,10 +52,23 @@ class Undecompressable(ValueError):
 class InflateLimit(ValueError):
     """The body inflates past ``limit_bytes``: inflating stopped once ``inflated_bytes`` had come out."""
 
-    def __init__(self, inflated_bytes: int, limit_bytes: int) -> None:
-        super().__init__(f"inflates past {limit_bytes} bytes (stopped at {inflated_bytes})")
+    def __init__(self, inflated_bytes: int, limit_bytes: int, why: str = "") -> None:
+        super().__init__(why or f"inflates past {limit_bytes} bytes (stopped at {inflated_bytes})")
         self.inflated_bytes = inflated_bytes
         self.limit_bytes = limit_bytes
+        self.why = why
+
+
+class ZstdWindowTooLarge(InflateLimit):
+    """A zstd frame asks for a window past ``ZSTD_WINDOW_BYTES_MAX``: refused before it is inflated."""
+
+    def __init__(self, window_bytes: int) -> None:
+        super().__init__(
+            window_bytes,
+            ZSTD_WINDOW_BYTES_MAX,
+            f"a zstd frame's window of {window_bytes} bytes is past {ZSTD_WINDOW_BYTES_MAX}, "
+            "the most a frame is inflated with",
+        )
 
 
 def inflate(codec: int, body: bytes | bytearray | memoryview, limit_bytes: int) -> bytearray:
@@ -125,22 +144,65 @@ def _lz4(body: memoryview, limit_bytes: int, out: bytearray) -> None:
 def _zstd(body: memoryview, limit_bytes: int, out: bytearray) -> None:
     if not body:
         raise Undecompressable("zstd: no frame")
-    decompressor = zstandard.ZstdDecompressor()  # not shared: a context is for one thread at a time
+    decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_WINDOW_BYTES_MAX)  # one thread's
     position = 0
     while position < len(body):  # a frame each round
-        inflater = decompressor.decompressobj()
-        while not inflater.eof:
-            room = limit_bytes + 1 - len(out)
-            size = min(_INPUT_PIECE_BYTES, max(_ZSTD_PIECE_MIN, room // _ZSTD_BYTES_PER_INPUT_BYTE))
-            piece = body[position : position + size]
-            if not piece:
-                raise Undecompressable("zstd: the data ends inside a frame")
-            position += len(piece)
+        if len(body) - position < 8:
+            raise Undecompressable(f"zstd: {len(body) - position} bytes at byte {position} are no frame")
+        magic, skipped = struct.unpack_from("<II", body, position)
+        if magic & _ZSTD_SKIPPABLE_MASK == _ZSTD_SKIPPABLE_MAGIC:
+            position += 8 + skipped
+            if position > len(body):
+                raise Undecompressable("zstd: the data ends inside a skippable frame")
+        elif magic == _ZSTD_MAGIC:
+            position = _zstd_frame(decompressor, body, position, limit_bytes, out)
+        else:
+            raise Undecompressable(f"zstd: no frame at byte {position}")
+
+
+def _zstd_frame(
+    decompressor: zstandard.ZstdDecompressor, body: memoryview, start: int, limit_bytes: int, out: bytearray
+) -> int:
+    """Inflates the zstd frame at ``start``; returns where it ends. The frame's blocks are walked here
+    (each says how much it inflates to at most) and handed to the codec a few at a time, so one call never
+    makes more than ``STEP_BYTES`` plus a block; a frame that declares more than there is room for, or a
+    window past ``ZSTD_WINDOW_BYTES_MAX`` (memory the codec would take besides the output), is refused
+    before anything is inflated."""
+    try:
+        header_bytes = zstandard.frame_header_size(body[start : start + _ZSTD_HEADER_BYTES_MAX])
+        frame = zstandard.get_frame_parameters(body[start : start + header_bytes])
+    except zstandard.ZstdError as exc:
+        raise Undecompressable(f"zstd: a frame's header at byte {start}: {exc}") from None
+    if frame.window_size > ZSTD_WINDOW_BYTES_MAX:
+        raise ZstdWindowTooLarge(frame.window_size)
+    if frame.content_size != zstandard.CONTENTSIZE_UNKNOWN and len(out) + frame.content_size > limit_bytes:
+        raise InflateLimit(len(out) + frame.content_size, limit_bytes)
+    inflater = decompressor.decompressobj()
+    position, piece_start = start + header_bytes, start  # the codec reads the header too
+    piece_inflates_to = 0  # at most, by the blocks' headers
+    last = False
+    while not last:
+        if position + 3 > len(body):
+            raise Undecompressable("zstd: the data ends inside a frame")
+        block = body[position] | body[position + 1] << 8 | body[position + 2] << 16
+        last, kind, size = bool(block & 1), (block >> 1) & 3, block >> 3
+        if kind == _ZSTD_BLOCK_RESERVED:
+            raise Undecompressable(f"zstd: a block of the reserved type at byte {position}")
+        position += 3 + (1 if kind == _ZSTD_BLOCK_RLE else size)
+        piece_inflates_to += zstandard.BLOCKSIZE_MAX if kind == _ZSTD_BLOCK_COMPRESSED else size
+        if last and frame.has_checksum:
+            position += 4
+        if position > len(body):
+            raise Undecompressable("zstd: the data ends inside a frame")
+        if last or piece_inflates_to >= STEP_BYTES or position - piece_start >= _INPUT_PIECE_BYTES:
             try:
-                _grow(out, inflater.decompress(piece), limit_bytes)
+                _grow(out, inflater.decompress(body[piece_start:position]), limit_bytes)
             except zstandard.ZstdError as exc:
                 raise Undecompressable(f"zstd: {exc}") from None
-        position -= len(inflater.unused_data)
+            piece_start, piece_inflates_to = position, 0
+    if not inflater.eof:
+        raise Undecompressable("zstd: a frame's last block does not end it")
+    return position
 
 
 def _snappy(body: memoryview, limit_bytes: int, out: bytearray) -> None:
@@ -164,10 +226,14 @@ def _snappy_block(block: memoryview, limit_bytes: int, out: bytearray) -> None:
     declared = _uvarint32(block)
     if len(out) + declared > limit_bytes:
         raise InflateLimit(len(out) + declared, limit_bytes)
+    start = len(out)
+    out += bytes(declared)  # zero pages a fresh allocation maps without touching: the inflater fills them
     try:
-        out += cramjam.snappy.decompress_raw(block)
+        inflated = cramjam.snappy.decompress_raw_into(block, memoryview(out)[start:])
     except cramjam.DecompressionError as exc:
         raise Undecompressable(f"snappy: {exc}") from None
+    if inflated != declared:
+        raise Undecompressable(f"snappy: a block declaring {declared} bytes inflates to {inflated}")
 
 
 def _uvarint32(block: memoryview) -> int:

@@ -267,6 +267,38 @@ def test_no_answer_names_the_software_or_its_version(node: tuple[str, pathlib.Pa
         assert headers.get("Server") == "raftlog", (path, headers)
 
 
+def test_aiohttps_own_answers_do_not_name_it_either(node: tuple[str, pathlib.Path]) -> None:
+    """Requests aiohttp cannot parse are answered by aiohttp itself (400), before any route or hook of the
+    app: those too say ``Server: raftlog`` (they named ``Python/3.x aiohttp/3.x``)."""
+    url, _ = node
+    for request in (
+        b"GET / HTTP/1.1\r\nHost: n1\r\nA header without a colon\r\n\r\n",
+        b"G\x01T / HTTP/1.1\r\nHost: n1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: n1\r\nContent-Length: -1\r\n\r\n",
+    ):
+        with socket.create_connection(_address(url), timeout=10) as sock:
+            sock.sendall(request)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head = answer.partition(b"\r\n\r\n")[0]
+        assert head.split(b" ")[1] == b"400", answer
+        assert b"\r\nServer: raftlog\r\n" in head and b"aiohttp" not in answer.lower(), head
+
+
+def test_status_names_the_node_and_its_process_only_to_the_admin_token(
+    node: tuple[str, pathlib.Path],
+) -> None:
+    url, _ = node
+    for path in ("/status/live", "/status/ready"):
+        status, body, _ = _status(url + path)
+        assert status == 200 and "node_id" not in body and "pid" not in body, body
+        status, body, _ = _status(url + path, {"Authorization": "Bearer not-the-token"})
+        assert status == 200 and "node_id" not in body and "pid" not in body, body
+        status, body, _ = _status(url + path, {"Authorization": f"Bearer {TOKEN}"})
+        assert (status, body.get("node_id")) == (200, "n1") and isinstance(body.get("pid"), int), body
+
+
 def _curl(*argv: str) -> tuple[int, str, str]:
     """Status, headers and body of one curl call from the guesser's address."""
     done = subprocess.run(
@@ -332,5 +364,5 @@ def test_metrics_name_topics_only_to_a_scraper_with_a_token(node: tuple[str, pat
         assert time.monotonic() < deadline, "the scraper never saw the topic"
         time.sleep(0.2)
     assert "raftlog_login_failures_total" in _metrics(url, TOKEN)  # the admin token scrapes too
-    live = _status(url + "/status/live")  # liveness stays open, and names no data
-    assert live[0] == 200 and set(live[1]) == {"status", "node_id", "pid"}
+    live = _status(url + "/status/live")  # liveness stays open, and names no data, nor the node
+    assert live[0] == 200 and set(live[1]) == {"status"}

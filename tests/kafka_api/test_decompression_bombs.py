@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from bombs import MiB, bomb_batch
+from bombs import MiB, bomb_batch, streamed_zstd_bomb
 from kafka_fixtures import RawKafka, http_client
 from kio.schema.errors import ErrorCode
 
@@ -176,3 +176,41 @@ def test_the_node_bound_is_its_option_or_the_topics_max_message_bytes_when_large
         assert answer.responses[0].partition_responses[0].error_code is ErrorCode.none
         with http_client(small) as client:
             assert client.offsets(TOPIC, 0) == (0, 0) and client.offsets("large", 0) == (0, 1)
+
+
+# what one bomb may add to the node's peak memory: the 64 MiB bound and what inflating holds besides the
+# output (a few MiB: a zstd window of at most 8 MiB, a step's pieces); a zstd frame of 2 MiB window held
+# 2 x 64 MiB before, one with a 128 MiB window (zstd's default bound) 64 + 128 MiB. Measured once the node
+# refused a bomb already: the first one after a start also grows the heap glibc keeps for reuse
+# (``raftlog_node.process.tune_malloc``), by up to half the bound, once
+PEAK_GROWTH_ONE_BOMB_MAX_BYTES = 96 * MiB
+ONE_BOMB = {
+    "gzip": lambda: bomb_batch(Compression.GZIP, 1024 * MiB, _now_ms()),
+    "snappy": lambda: bomb_batch(Compression.SNAPPY, 160 * MiB, _now_ms()),
+    "lz4": lambda: bomb_batch(Compression.LZ4, 1024 * MiB, _now_ms()),
+    "zstd": lambda: bomb_batch(Compression.ZSTD, 1024 * MiB, _now_ms()),
+    "zstd-streamed": lambda: streamed_zstd_bomb(256 * MiB, 21, _now_ms()),
+    "zstd-wide-window": lambda: streamed_zstd_bomb(256 * MiB, 27, _now_ms()),
+}
+
+
+@pytest.fixture(scope="module")
+def warm_node(node: LocalCluster) -> LocalCluster:
+    """The node once it refused a bomb (its allocator's kept heap grown once)."""
+    assert _kafka_produce(node, ONE_BOMB["gzip"]())[0] is ErrorCode.message_too_large
+    return node
+
+
+@pytest.mark.parametrize("bomb", ONE_BOMB, ids=list(ONE_BOMB))
+def test_one_bomb_costs_the_node_no_more_memory_than_the_bound(warm_node: LocalCluster, bomb: str) -> None:
+    """The node's peak resident memory (VmHWM, reset before) while it refuses one bomb of each codec,
+    sent whole through the Kafka door: the output inflating may allocate is the bound, not a multiple."""
+    node = warm_node
+    pid = node.pids["n1"]
+    batch = ONE_BOMB[bomb]()
+    _reset_peak(pid)
+    resident_before = _memory_bytes(pid, "VmRSS")
+    code, message = _kafka_produce(node, batch)
+    growth = _memory_bytes(pid, "VmHWM") - resident_before
+    assert code is ErrorCode.message_too_large, message
+    assert growth < PEAK_GROWTH_ONE_BOMB_MAX_BYTES, f"the node's peak memory grew by {growth / MiB:.0f} MiB"

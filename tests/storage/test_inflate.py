@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 from raftlog.storage import inflate as inflate_module
 from raftlog.storage.batch import Compression
-from raftlog.storage.inflate import OVERSHOOT_BYTES_MAX, InflateLimit, Undecompressable, inflate
+from raftlog.storage.inflate import (
+    OVERSHOOT_BYTES_MAX,
+    InflateLimit,
+    Undecompressable,
+    ZstdWindowTooLarge,
+    inflate,
+)
 
 MiB = 1024 * 1024
 # Kafka's framing as aiokafka writes and reads it: the reference each inflater is checked against
@@ -150,6 +156,35 @@ def test_zstd_frames_with_or_without_a_content_size_and_skippable_frames(content
         inflate(Compression.ZSTD, b"", 100)
 
 
+def _zstd_streamed(data: bytes, window_log: int = 21) -> bytes:
+    """One zstd frame as a streaming producer writes it: its content size not declared."""
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=window_log)
+    streamed = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    return streamed.compress(data) + streamed.flush()
+
+
+def test_a_zstd_frame_is_refused_on_its_declared_size_or_window_before_it_inflates():
+    declared = bytes(cramjam.zstd.compress(bytes(256 * MiB), level=3))  # says 256 MiB in its header
+    with pytest.raises(InflateLimit) as refused:
+        inflate(Compression.ZSTD, declared, 64 * MiB)
+    assert refused.value.inflated_bytes == 256 * MiB
+    # a window of 128 MiB, zstd's own default bound: memory the codec takes besides the output
+    wide = _zstd_streamed(bytes(MiB), window_log=27)
+    with pytest.raises(ZstdWindowTooLarge, match="window of 134217728 bytes"):
+        inflate(Compression.ZSTD, wide, 64 * MiB)
+    assert bytes(inflate(Compression.ZSTD, _zstd_streamed(DATA, window_log=23), len(DATA))) == DATA
+
+
+def test_damaged_or_cut_zstd_frames_do_not_decompress():
+    frame = _zstd_streamed(DATA)
+    header = zstandard.frame_header_size(frame)
+    reserved = bytearray(frame)
+    reserved[header] |= 0b110  # the first block's type: 3, reserved
+    for bad in (frame[:-1], frame[: header + 2], bytes(reserved), frame + b"\x00" * 8, frame + b"tail"):
+        with pytest.raises(Undecompressable):
+            inflate(Compression.ZSTD, bad, 10 * len(DATA))
+
+
 def test_raw_snappy_and_xerial_blocks_are_checked_before_they_inflate():
     raw = bytes(cramjam.snappy.compress_raw(DATA))
     assert bytes(inflate(Compression.SNAPPY, raw, len(DATA))) == codec.snappy_decode(raw) == DATA
@@ -177,7 +212,7 @@ def test_raw_snappy_and_xerial_blocks_are_checked_before_they_inflate():
     [
         (Compression.GZIP, _gzip_member(bytes(1024 * MiB), 1)),  # one member: ~1 MiB
         (Compression.GZIP, _gzip_member(bytes(MiB), 9) * 1024),  # many members
-        (Compression.ZSTD, bytes(cramjam.zstd.compress(bytes(1024 * MiB), level=3))),  # ~33 KiB
+        (Compression.ZSTD, _zstd_streamed(bytes(1024 * MiB))),  # ~33 KiB, its size not declared
         (Compression.LZ4, lz4.frame.compress(bytes(1024 * MiB))),
         (Compression.SNAPPY, codec.snappy_encode(bytes(256 * MiB))),
     ],
