@@ -10,6 +10,7 @@ by ``asyncio.timeout`` and a ``closed`` flag, never ``wait_for`` (python/cpython
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ipaddress
 import logging
@@ -18,7 +19,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 
-from membership import wire
+from membership import admission, wire
 from membership.errors import (
     InvalidAddress,
     MembershipError,
@@ -31,10 +32,11 @@ from membership.errors import (
 )
 from membership.model import GossipConfig, Member, MemberState
 from membership.protocol import Action, Protocol, PushPull, Send
+from raftlog.addresses import normalize_host
 
 log = logging.getLogger("membership")
 TIMER_GRID_MS = 50  # at most; probe_timeout_ms / 10 when that is smaller
-PUSH_PULL_SERVING_MAX = 32  # concurrent inbound push-pull connections
+SEEN_HOSTS_MAX = 4096  # source hosts of authenticated packets remembered as known members' hosts
 
 IO_STAT_NAMES = (
     "packets_in",
@@ -49,6 +51,9 @@ IO_STAT_NAMES = (
     "fault_drops",
     "push_pulls_served",
     "push_pulls_refused",
+    "push_pulls_refused_address",
+    "push_pulls_evicted",
+    "push_pull_first_frame_timeouts",
     "subscriber_errors",
 )
 
@@ -127,7 +132,10 @@ class Gossip:
         self._fault_loss = 0.0
         self._fault_blocked: frozenset[str] = frozenset()
         self._closed = False
-        self._serving = 0
+        # inbound push-pull connections still waiting for their first frame: writer -> (host, since)
+        self._pending: dict[asyncio.StreamWriter, tuple[str, float]] = {}
+        self._seed_hosts: set[str] = set()
+        self._seen_hosts: set[str] = set()  # sources of authenticated datagrams and push-pull requests
         self._clock_offset_s = 0.0
         self._timer_grid_ms = max(1, min(TIMER_GRID_MS, self.config.probe_timeout_ms // 10))
         if len(meta) > self.config.meta_bytes_max:
@@ -187,6 +195,7 @@ class Gossip:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         targets = [s for s in dict.fromkeys(seeds) if s != self.address]
+        self._seed_hosts.update(normalize_host(parse_address(s)[0]) for s in targets)
         if not targets:
             return 0
         del protocol
@@ -399,6 +408,7 @@ class Gossip:
         except WireError as error:
             self._count_rejection(error, f"datagram from {addr!r}")
             return
+        self._remember_host(str(addr[0]))
         self._after_step(
             protocol.handle(datagram.sender_id, datagram.sender_address, datagram.messages, now_ms)
         )
@@ -481,26 +491,87 @@ class Gossip:
         self._after_step([])
         return True
 
+    def _remember_host(self, host: str) -> None:
+        """``host`` sent an authenticated packet: a member lives there (bounded; forgotten when full)."""
+        host = normalize_host(host)
+        if host not in self._seen_hosts:
+            if len(self._seen_hosts) >= SEEN_HOSTS_MAX:
+                self._seen_hosts.clear()
+            self._seen_hosts.add(host)
+
+    def _known_hosts(self) -> dict[str, int]:
+        """How many known members live at each host: the hosts in the member table's addresses, the
+        seeds', and the sources of authenticated packets (at least one member each)."""
+        known: collections.Counter[str] = collections.Counter()
+        if self._protocol is not None:
+            for member in self._protocol.members():
+                if member.node_id != self.node_id:
+                    with contextlib.suppress(InvalidAddress):
+                        known[normalize_host(parse_address(member.address)[0])] += 1
+        for host in self._seed_hosts | self._seen_hosts:
+            known[host] = max(known[host], 1)
+        return known
+
+    def _admit_push_pull(self, host: str, writer: asyncio.StreamWriter) -> bool:
+        """Whether a push-pull connection from ``host`` may wait for its first frame (closing the oldest
+        one waiting from a known member's host if that makes room); see :mod:`membership.admission`."""
+        config = self.config
+        known = self._known_hosts()
+        by_host = collections.Counter(h for h, _ in self._pending.values())
+        outsiders = sum(count for h, count in by_host.items() if h not in known)
+        verdict = admission.admit(
+            host,
+            by_host,
+            outsiders,
+            known,
+            config.push_pull_pending_per_address_max,
+            config.push_pull_pending_max,
+        )
+        if verdict is admission.Admission.REFUSE_ADDRESS_FULL:
+            self._io_stats["push_pulls_refused_address"] += 1
+        elif verdict is admission.Admission.REFUSE_POOL_FULL:
+            self._io_stats["push_pulls_refused"] += 1
+        else:
+            if verdict is admission.Admission.ADMIT_EVICTING_OLDEST:
+                oldest = min(
+                    (w for w, (h, _) in self._pending.items() if h == host), key=lambda w: self._pending[w][1]
+                )
+                del self._pending[oldest]
+                self._io_stats["push_pulls_evicted"] += 1
+                oldest.close()  # its reader sees EOF; its task ends
+            self._pending[writer] = (host, time.monotonic())
+            return True
+        log.debug("gossip %s: push-pull from %s refused: %s", self.node_id, host, verdict.value)
+        return False
+
     async def _serve_push_pull(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        self._serving += 1
         try:
             protocol = self._protocol
             if protocol is None or self._closed:
                 return
-            if self._serving > PUSH_PULL_SERVING_MAX:  # bounded: connections are cheap to open
-                self._io_stats["push_pulls_refused"] += 1
+            peer = writer.get_extra_info("peername")
+            host = normalize_host(str(peer[0])) if peer else ""
+            if not self._admit_push_pull(host, writer):
                 return
+            first_frame_s = self.config.push_pull_first_frame_timeout_ms / 1000
             async with asyncio.timeout(self.config.push_pull_timeout_ms / 1000):
-                frame = await self._read_frame(reader)
+                try:
+                    async with asyncio.timeout(first_frame_s):
+                        frame = await self._read_frame(reader)
+                except TimeoutError:
+                    self._io_stats["push_pull_first_frame_timeouts"] += 1
+                    raise
                 request = wire.decode_push_pull(
                     self._secret, frame, self.config.meta_bytes_max, wire.KIND_PUSH_PULL_REQUEST
                 )
+                self._pending.pop(writer, None)
                 self._replay.check(
                     request.sender_id, wire.KIND_PUSH_PULL_REQUEST, request.packet_number, self._now_ms()
                 )
+                self._remember_host(host)
                 protocol.merge_remote_state(request.sender_id, request.body, self._now_ms())
                 self._after_step([])
                 self._io_stats["push_pulls_served"] += 1
@@ -522,7 +593,7 @@ class Gossip:
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
             log.debug("gossip %s: push-pull request failed: %r", self.node_id, error)
         finally:
-            self._serving -= 1
+            self._pending.pop(writer, None)
             writer.close()
             if task is not None:
                 self._tasks.discard(task)

@@ -52,6 +52,13 @@ class GossipConfig:
     dead_member_reap_ms: int = 3_600_000
     # TCP push-pull: connect + exchange must finish within this (memberlist TCPTimeout 10 s).
     push_pull_timeout_ms: int = 10_000
+    # Not in memberlist: an inbound push-pull connection whose first frame is not in within this is
+    # closed (a member sends it at once; only an outsider holding a slot waits), and the connections
+    # waiting for it are bounded per source address and, for addresses of no known member, together
+    # (membership/admission.py; known members' hosts have room of their own).
+    push_pull_first_frame_timeout_ms: int = 1_000
+    push_pull_pending_per_address_max: int = 4
+    push_pull_pending_max: int = 32
     meta_bytes_max: int = 512
     # The join fix (not in memberlist): push-pull with any sender we do not know or believe dead. Off only
     # to reproduce the gap in tests.
@@ -75,6 +82,9 @@ class GossipConfig:
             "reconnect_interval_ms",
             "dead_member_reap_ms",
             "push_pull_timeout_ms",
+            "push_pull_first_frame_timeout_ms",
+            "push_pull_pending_per_address_max",
+            "push_pull_pending_max",
         )
         for name in positive:
             if getattr(self, name) <= 0:
