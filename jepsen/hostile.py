@@ -90,12 +90,17 @@ RAFT_FLOOD_CONNECTIONS = 48  # per node
 BAD_CREDENTIALS_PER_S = 10.0  # per node
 LOOPBACK_SOURCES = ("127.0.9.1", "127.0.9.2", "127.0.9.3", "127.0.9.4")  # not the honest clients' 127.0.0.1
 STOP_TIMEOUT_S = 30.0
+# A window's attackers attack at least ATTACK_MIN_S before they are stopped, the stop waiting for them at most
+# BEGIN_WAIT_MAX_S: on a loaded machine a process started ahead may still be importing when its window ends.
+ATTACK_MIN_S = 8.0
+BEGIN_WAIT_MAX_S = 60.0
 NODE_PEAK_GROWTH_MAX = 512 * 1024 * 1024  # a node's peak memory may not rise more during an attack window
 HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
 PRODUCE_VERSION = 9
 API_VERSIONS_VERSION = 3
 SASL_USER, SASL_PASSWORD = "hostile-user", "hostile-user's password"  # an ordinary user, no ACL needed
-LOGIN_IDLE_SOCKETS = 520  # per node: past the Kafka door's --kafka-connections-per-user-max (500)
+LOGIN_USER_CAP = 40  # the fault runs nodes with --kafka-connections-per-user-max at this (default 500) ...
+LOGIN_IDLE_SOCKETS = 60  # per node: ... so that tens of logged-in connections pass it, not hundreds
 LOGIN_KEEPALIVE_S = 90.0  # past the door's at-cap idle timeout (60 s)
 PIN_CONNECTIONS = 6  # per node
 PIN_FRAME_BYTES = 100 * 1024 * 1024 - 64  # within the door's frame bound (100 MiB)
@@ -237,6 +242,7 @@ class Hostile:
         self.tally: dict[str, Counter[str]] = {}
         self.stop = asyncio.Event()
         self.on_stop: Callable[[], None] | None = None  # called once attacking stops, before the cleanup
+        self.on_begin: Callable[[], None] | None = None  # called once every attack is under way
         self.stopped_at_s: float | None = None
         self._source_turn = 0
         self._bombs: dict[str, bytes] = {}
@@ -287,6 +293,9 @@ class Hostile:
                 jobs += [self._login_pin(target) for _ in range(PIN_CONNECTIONS)]
         self.make_user()  # the logged-in attacks wait for it; the others start at once
         tasks = [asyncio.ensure_future(job) for job in jobs]
+        await asyncio.sleep(0)  # each attack's first step
+        if self.on_begin is not None:
+            self.on_begin()
         try:
             await self.stop.wait()
         finally:
@@ -622,7 +631,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         os._exit(0)
 
+    def mark_begun() -> None:
+        with open(args.out + ".began", "w", encoding="utf-8"):
+            pass
+
     hostile.on_stop = write_tally
+    hostile.on_begin = mark_begun
     asyncio.run(run())
     return 0
 
@@ -718,7 +732,22 @@ class Attackers:
         )
         return report
 
+    def _let_attack(self) -> None:
+        """Wait until the process has attacked for ``ATTACK_MIN_S`` (it marks its start), at most
+        ``BEGIN_WAIT_MAX_S``: a window shorter than a loaded machine's start-up is not a window at all."""
+        deadline = time.monotonic() + BEGIN_WAIT_MAX_S
+        while self.process.poll() is None and time.monotonic() < deadline:
+            try:
+                attacking_s = time.time() - os.path.getmtime(self.out + ".began")
+            except OSError:
+                time.sleep(0.1)  # not begun yet
+                continue
+            if attacking_s >= ATTACK_MIN_S:
+                return
+            time.sleep(min(ATTACK_MIN_S - attacking_s, 0.5))
+
     def _tally(self) -> dict[str, Any]:
+        self._let_attack()
         if self.process.poll() is None:
             self.process.terminate()
         killed = False

@@ -1,11 +1,12 @@
 """The queue workload's four operations through an unmodified Kafka client (confluent-kafka/librdkafka).
 
-One ``KafkaOperations`` per worker process: its own producer (idempotent for even workers, else plain with
-``retries=0``, so one attempt of the harness is one produce request) and its own consumer in group
-``g<process>`` (manual assignment, no subscription, no auto commit). Records are the HTTP workload's
-records byte for byte (``workload.record_of``: the key, or none, and value as JSON text, headers ``v`` and
-``n``, the CreateTime), so a poll through either door reads a send through the other, and the checker is
-unchanged; a consumed record of a LogAppendTime topic must carry the leader's stamp, as over HTTP.
+One ``KafkaOperations`` per worker process: its own producer (idempotent for half the Kafka workers,
+``workload.idempotent_worker``, else plain with ``retries=0``, so one attempt of the harness is one produce
+request) and its own consumer in group ``g<process>`` (manual assignment, no subscription, no auto commit).
+Records are the HTTP workload's records byte for byte (``workload.record_of``: the key, or none, and value as
+JSON text, headers ``v`` and ``n``, the CreateTime), so a poll through either door reads a send through the
+other, and the checker is unchanged; a consumed record of a LogAppendTime topic must carry the leader's stamp,
+as over HTTP.
 
 Completions, as the HTTP workload classifies them:
 

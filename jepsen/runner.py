@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from jepsen import compact_workload, control, disks, lazyfs, nemesis, workload
+from jepsen import compact_workload, control, disks, hostile, lazyfs, nemesis, workload
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
@@ -138,6 +138,11 @@ class RunConfig:
             from jepsen import group_workload
 
             args.extend(group_workload.serve_args(args))
+        if "hostile-clients" in self.faults and not any(
+            a.startswith("--kafka-connections-per-user") for a in args
+        ):
+            # the logged-in attacker passes a small per-user cap with tens of connections, not hundreds
+            args.append(f"--kafka-connections-per-user-max={hostile.LOGIN_USER_CAP}")
         return args
 
 
@@ -428,6 +433,7 @@ async def _drive_queue(faults: _Run, rng: random.Random, keys: list[str]) -> dic
             lambda deadline: workload.run_workers(
                 clients.make(range(config.concurrency)), keys, rate=config.rate, deadline=deadline, rng=rng,
                 stats=stats, step=compact_workload.step if compact else workload.queue_step,
+                doors=len(config.clients),
             )
         )  # fmt: skip
         readers = clients.make(range(config.concurrency, config.concurrency + len(keys)))
@@ -643,7 +649,7 @@ class _Clients:
             self.logger = self.logger or kafka_workload.client_logger(self.kafka_log)
             kafka = kafka_workload.KafkaOperations(
                 self.cluster.bootstrap_servers, self.recorder, self.base_ms, process=process,
-                idempotent=workload.idempotent_worker(process), logger=self.logger,
+                idempotent=workload.idempotent_worker(process, len(self.config.clients)), logger=self.logger,
                 log_append_time_topics=LOG_APPEND_TIME_TOPICS, model=self.model,
             )  # fmt: skip
             self.made.append(kafka)

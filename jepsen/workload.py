@@ -21,14 +21,13 @@ record must come back LogAppendTime, stamped within the run (give or take the cl
 reads a record as the number it carries only when all of that came back as sent; otherwise as the
 record's JSON text, a value never sent, which the checker reports as a phantom read.
 
-Workers: ``concurrency`` processes, each doing one operation at a time, together at about ``rate``
-operations per second. Even-numbered workers produce idempotently (their own ``producer_id`` and an
-increasing ``sequence``); after an ``info`` they retry the same value with the same pair (random, up to 3
-times), which must not append twice. Odd workers produce plainly and retry a value only after a ``fail``
-(a retry after ``info`` could legitimately duplicate). Each worker is its own consumer group ``g<worker>``:
-it polls every key from its position, commits positions, and now and then restarts its consumer from the
-committed offset (a ``committed`` read).
-"""
+Workers: ``concurrency`` processes, each doing one operation at a time, together at about ``rate`` operations
+per second. Half the workers of each door produce idempotently (``idempotent_worker``: their own
+``producer_id`` and an increasing ``sequence``); after an ``info`` they retry the same value with the same
+pair (random, up to 3 times), which must not append twice. The others produce plainly and retry a value only
+after a ``fail`` (a retry after ``info`` could legitimately duplicate). Each worker is its own consumer group
+``g<worker>``: it polls every key from its position, commits positions, and now and then restarts its consumer
+from the committed offset (a ``committed`` read)."""
 
 from __future__ import annotations
 
@@ -382,8 +381,11 @@ class Values:
         return self.next_value
 
 
-def idempotent_worker(process: int) -> bool:
-    return process % 2 == 0
+def idempotent_worker(process: int, doors: int = 1) -> bool:
+    """Half the workers of each door produce idempotently: with ``doors`` doors taken in turn (worker ``i``
+    on door ``i % doors``), workers ``0 .. doors-1`` are, the next ``doors`` are not, and so on (a parity
+    rule alone made every Kafka worker of ``--clients http,kafka`` plain)."""
+    return (process // doors) % 2 == 0
 
 
 @dataclass
@@ -493,9 +495,11 @@ async def run_workers(
     rng: random.Random,
     stats: Stats,
     step: Step = queue_step,
+    doors: int = 1,
 ) -> None:
     """Run one worker per client until loop time ``deadline``, each doing ``step`` after ``step``;
-    worker ``i`` uses ``clients[i]`` (even workers produce idempotently: ``idempotent_worker``)."""
+    worker ``i`` uses ``clients[i]`` (``doors``: how many doors the workers take in turn; half of each
+    door's workers produce idempotently: ``idempotent_worker``)."""
     values = Values()
     loop = asyncio.get_running_loop()
     interval = len(clients) / rate
@@ -515,7 +519,7 @@ async def run_workers(
             process=i,
             keys=keys,
             rng=random.Random(rng.getrandbits(64)),
-            idempotent=idempotent_worker(i),
+            idempotent=idempotent_worker(i, doors),
             producer_id=PRODUCER_ID_BASE + rng.getrandbits(40),
         )
         for i in range(len(clients))
