@@ -85,6 +85,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.DecommissionImpossible, ErrorCode.policy_violation),
     # no Kafka API changes the controller's voters
     (broker.ControllerChangeRefused, ErrorCode.policy_violation),
+    (broker.FeatureUpdateRefused, ErrorCode.invalid_update_version),  # UpdateFeatures' refusal
     (broker.NoController, ErrorCode.not_controller),
     (broker.HopLimitExceeded, ErrorCode.not_leader_or_follower),
     (broker.PeerError, ErrorCode.request_timed_out),

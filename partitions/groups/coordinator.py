@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import UnknownTopic
+from partitions.features import CLASSIC_GROUP_METADATA, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
@@ -180,9 +181,12 @@ class GroupCoordinator:
         wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
         topics: Callable[[], list[str]] = list,
+        features: Features | None = None,
     ) -> None:
+        """``features``: the gate before a format the previous release cannot read (None: every one)."""
         self._log = group_log
         self.topics = topics  # every data topic there is (regular expression subscriptions match them)
+        self._features = features
         self._monotonic = monotonic
         self._wall = wall
         self._rng = rng or random.Random()
@@ -418,7 +422,10 @@ class GroupCoordinator:
     ) -> None:
         """A group of Kafka clients completed a rebalance (or emptied): its metadata, members and
         assignments outlive its coordinator. RecordTooLarge past the table's bounds; NotLeader, no
-        quorum... when not written."""
+        quorum... when not written. Not written while the cluster's feature level predates kind 9 (release
+        0.1.0 cannot read it): a coordinator failover then loses the members, as in 0.1.0."""
+        if self._features is not None and not self._features.allows(CLASSIC_GROUP_METADATA):
+            return
         partition, _, _ = self._read(group)
         command = ClassicGroupMetadata(
             group, protocol_type, protocol, generation, leader, tuple(members), self._wall()
