@@ -221,6 +221,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (groups.GroupFull, HttpError(409, 40907)),
     # live members: delete, reset, the other door's join refused
     (groups.GroupNotEmpty, HttpError(409, 40916)),
+    (groups.ConsumerProtocolNotFinalized, HttpError(409, 40927)),  # the Kafka door's alone
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503

@@ -101,6 +101,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (groups.UnsupportedAssignor, ErrorCode.unsupported_assignor),
     (groups.InvalidRegularExpression, ErrorCode.invalid_regular_expression),
     (groups.ConsumerProtocolVersion, ErrorCode.unsupported_version),
+    (groups.ConsumerProtocolNotFinalized, ErrorCode.unsupported_version),  # as Kafka's group.version 0
     (groups.GroupFull, ErrorCode.group_max_size_reached),
     (groups.UnknownGroup, ErrorCode.group_id_not_found),
     (groups.GroupNotEmpty, ErrorCode.non_empty_group),

@@ -47,6 +47,7 @@ CLASSIC_GROUP_METADATA = Format("group table kind 9: a classic group's metadata"
 PRODUCE_CONTIGUOUS = Format(
     "partition command Produce kind 10: a batch held to sequence + 1", RAFTLOG_VERSION, 2
 )
+CONSUMER_GROUP = Format("group table kind 10: a consumer group protocol group (KIP-848)", RAFTLOG_VERSION, 2)
 OFFSET_LEADER_EPOCH = Format("CommitOffset / TxnOffset with a committed leader epoch", RAFTLOG_VERSION, 2)
 
 

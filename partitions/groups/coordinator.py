@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import UnknownTopic
-from partitions.features import CLASSIC_GROUP_METADATA, Features
+from partitions.features import CLASSIC_GROUP_METADATA, CONSUMER_GROUP, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
 from partitions.groups.errors import (
+    ConsumerProtocolNotFinalized,
     GroupFull,
     GroupNotEmpty,
     InvalidConsumerConfig,
@@ -615,7 +616,11 @@ class _ConsumerTable:
         ]
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
-        """Written whole before the member is answered."""
+        """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the
+        cluster's feature level predates kind 10."""
+        gate = self._groups._features
+        if gate is not None and not gate.allows(CONSUMER_GROUP):
+            raise ConsumerProtocolNotFinalized(group)
         partition, _, _ = self._groups._read(group)
         await self._groups._propose(partition, ConsumerGroupRecord(group, state, self._groups._wall()))
 

@@ -15,8 +15,9 @@ from kio.schema.errors import ErrorCode
 from kafka_api.group_members import GroupRefusal, GroupState, Joined
 from kafka_api.groups import ClassicGroups
 from partitions.features import RAFTLOG_VERSION, Features
+from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
-from partitions.groups.errors import GroupNotEmpty
+from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
 from partitions.groups.state import (
     CLASSIC_MEMBER_BYTES_MAX,
     GroupChanged,
@@ -372,3 +373,18 @@ async def test_under_the_previous_releases_level_the_metadata_is_not_written() -
     assert await groups.sync("g", leader.member_id, leader.generation, assignment, 5) == b"A"
     assert await follows == b"B"
     assert _recorded(shared) == (leader.generation, assignment)
+
+
+async def test_a_consumer_protocol_member_is_refused_until_the_level_is_finalized() -> None:
+    """Kind 10 of the group table is unknown to release 0.1.0: a ConsumerGroupHeartbeat is refused, writing
+    nothing, while raftlog.version is 1 (as Kafka refuses it while group.version is 0), then served."""
+    finalized: dict[str, int] = {}
+    shared = Replicated()
+    coordinator = GroupCoordinator(NodeLog(shared, "n1"), features=Features(lambda: finalized))
+    joining = Heartbeat("", 0, None, None, 10_000, ("t",), None, frozenset())
+    with pytest.raises(ConsumerProtocolNotFinalized):
+        await coordinator.consumer.heartbeat("g", joining)
+    assert "g" not in shared.tables[0].groups
+    finalized[RAFTLOG_VERSION] = 2
+    answer = await coordinator.consumer.heartbeat("g", joining)
+    assert answer.member_epoch == 1 and shared.tables[0].groups["g"].consumer is not None
