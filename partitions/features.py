@@ -109,8 +109,13 @@ def unsupported(finalized: Mapping[str, int]) -> str | None:
 class Features:
     """The gate: ``allows(FORMAT)`` on the finalized levels as this node last applied them."""
 
-    def __init__(self, finalized: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(
+        self, finalized: Callable[[], Mapping[str, int]], epoch: Callable[[], int] = lambda: -1
+    ) -> None:
+        """``epoch``: of the finalized levels as read (Kafka's finalized_features_epoch: the controller
+        metadata's applied index, as KRaft gives its metadata offset; -1: unknown)."""
         self._finalized = finalized
+        self.epoch = epoch
 
     def allows(self, fmt: Format) -> bool:
         return finalized_level(self._finalized(), fmt.feature) >= fmt.level

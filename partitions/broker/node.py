@@ -241,7 +241,9 @@ class Node:
     def _build_metadata(self, config: NodeConfig) -> None:
         self.frontend = MetadataFrontend(config.node_id, config.controller_voters, config.join, self.raft)
         self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
-        self.features = Features(lambda: self.frontend.metadata().features)  # the gate before a new format
+        self.features = Features(
+            lambda: self.frontend.metadata().features, lambda: self.frontend.metadata().applied_index
+        )  # the gate before a new format
         self.security = SecurityRecords(self.frontend)
         self.voters = ControllerVoters(self.frontend)
 
