@@ -23,7 +23,7 @@ from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService, MoveState
-from partitions.peers.cluster import Routed
+from partitions.peers.cluster import FrontDoor, Routed
 from raftlog.storage.config import LogConfig
 from raftlog_contract import replicas_path
 
@@ -165,6 +165,36 @@ async def maintenance_off(request: web.Request) -> web.Response:
     return web.json_response({"node_id": node_id, "maintenance": False})
 
 
+# -- feature levels ------------------------------------------------------------------------------------
+
+
+def features_body(node: FrontDoor) -> dict[str, Any]:
+    """The cluster's finalized levels (as this node applied them) and each node's version and supported
+    levels (as gossiped: null for a node of release 0.1.0, which gossips neither, or one unheard)."""
+    return {
+        "finalized": node.metadata.features().levels(),
+        "supported": node.metadata.features().supported(),
+        "nodes": {n.node_id: {"version": n.version, "features": n.features} for n in node.metadata.nodes()},
+    }
+
+
+async def describe_features(request: web.Request) -> web.Response:
+    return web.json_response(features_body(state.node(request)))
+
+
+async def update_feature(request: web.Request) -> web.Response:
+    """Raise a feature's finalized level (409 naming the nodes whose code does not support it, or for a
+    downgrade); the levels once applied."""
+    body = await _object(request, {"feature", "level"})
+    feature, level = body.get("feature"), body.get("level")
+    if not isinstance(feature, str) or not isinstance(level, int) or isinstance(level, bool):
+        raise BadRequest("fields feature (a name) and level (an integer) are required")
+    finalized = await _admin(request).call(AdminService.update_feature, feature, level)
+    answer = features_body(state.node(request))
+    answer["finalized"] = finalized  # the controller's, which this node may not have applied yet
+    return web.json_response(answer)
+
+
 # -- the controller group -------------------------------------------------------------------------------
 
 
@@ -265,6 +295,18 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "DELETE", f"{_NODE}/maintenance", maintenance_off, "endMaintenance",
         "Let a node lead again", "admin", ok_schema="Maintenance", errors=(404,), write=True,
+        access=needs(cluster(ALTER)),
+    ),
+    Operation(
+        "GET", "/v1/features", describe_features, "describeFeatures",
+        "The cluster's finalized feature levels and each node's version and supported levels", "admin",
+        ok_schema="Features", local=True, access=needs(cluster(DESCRIBE)),
+    ),
+    Operation(
+        "POST", "/v1/features", update_feature, "updateFeature",
+        "Finalize a feature at a higher level once every node supports it (409 naming those that do not, "
+        "or for a downgrade)", "admin",
+        body="FeatureUpdateRequest", ok_schema="Features", errors=(409, 415), write=True,
         access=needs(cluster(ALTER)),
     ),
     Operation(

@@ -173,6 +173,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.CapacityExceeded, HttpError(409, 40910)),
     (broker.PolicyViolation, HttpError(409, 40918)),
     (broker.ControllerChangeRefused, HttpError(409, 40914)),
+    (broker.FeatureUpdateRefused, HttpError(409, 40926)),
     (broker.SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (broker.ProducerFenced, HttpError(409, 40911)),
     (broker.OutOfOrderSequence, HttpError(409, 40912)),
@@ -220,6 +221,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (groups.GroupFull, HttpError(409, 40907)),
     # live members: delete, reset, the other door's join refused
     (groups.GroupNotEmpty, HttpError(409, 40916)),
+    (groups.ConsumerProtocolNotFinalized, HttpError(409, 40927)),  # the Kafka door's alone
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
@@ -239,6 +241,7 @@ BODY_FIELDS: tuple[tuple[type[RaftlogError], dict[str, str]], ...] = (
     (RequestTooLarge, {"limit_bytes": "limit_bytes"}),
     (consensus.NotLeader, {"leader_hint": "leader_hint"}),
     (broker.ControllerChangeRefused, {"reason": "reason"}),
+    (broker.FeatureUpdateRefused, {"feature": "feature", "level": "level", "reason": "reason"}),
     (broker.CapacityExceeded, {"replicas_max": "replicas_max", "room": "room"}),
     (MethodNotAllowed, {"allowed": "allowed"}),
     (groups.StaleGeneration, {"generation": "current"}),

@@ -419,6 +419,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "state": {"type": "string", "enum": ["alive", "suspect", "dead", "left"]},
                 "incarnation": _INT,
                 "leader_of": _INT,
+                "version": _nullable(_STR),  # null: a node of release 0.1.0 (it gossips none) or unheard
+                "features": _nullable({"type": "object", "additionalProperties": _INT}),
             }
         ),
     },
@@ -755,6 +757,23 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["leader", "term", "voters", "learners", "commit_index", "match_index", "pending"],
     ),
     "ControllerVoterRequest": _closed(_obj({"node_id": _STR}, ["node_id"])),
+    "FeatureUpdateRequest": _closed(_obj({"feature": _STR, "level": _INT}, ["feature", "level"])),
+    "Features": _obj(
+        {
+            "finalized": {"type": "object", "additionalProperties": _INT},
+            "supported": {"type": "object", "additionalProperties": _INT},
+            "nodes": {
+                "type": "object",
+                "additionalProperties": _obj(
+                    {
+                        "version": _nullable(_STR),
+                        "features": _nullable({"type": "object", "additionalProperties": _INT}),
+                    }
+                ),
+            },
+        },
+        ["finalized", "supported", "nodes"],
+    ),
     "User": _obj(
         {"name": _STR, "mechanisms": _MECHANISMS, "created": {"type": "boolean"}},
         ["name", "mechanisms", "created"],

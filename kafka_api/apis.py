@@ -98,18 +98,42 @@ class Api:
 
 
 async def api_versions(door: Door, request: wire.Request) -> Any:
-    return versions_response(request.api_version, ErrorCode.none)
+    gate = door.node.metadata.features()
+    return versions_response(
+        request.api_version, ErrorCode.none, (gate.supported(), gate.levels(), gate.epoch())
+    )
 
 
-def versions_response(version: int, error: ErrorCode) -> Any:
-    """The ApiVersions answer at ``version`` (v0 for a version this listener does not speak, KIP-511)."""
+def versions_response(
+    version: int, error: ErrorCode, features: tuple[dict[str, int], dict[str, int], int] | None = None
+) -> Any:
+    """The ApiVersions answer at ``version`` (v0 for a version this listener does not speak, KIP-511).
+    ``features`` (v3 on: what ``kafka-features describe`` reads, KIP-584): the levels this node's code
+    supports, the cluster's finalized ones, and their epoch (the controller metadata's applied index, as
+    KRaft gives its metadata offset)."""
     cls = wire.response_class(API_VERSIONS_KEY, version)
     entry = wire.sibling(cls, "ApiVersion")
     keys = tuple(
         wire.build(entry, api_key=api.key, min_version=api.min_version, max_version=api.max_version)
         for api in sorted(APIS.values(), key=lambda a: a.key)
     )
-    return wire.build(cls, error_code=error, api_keys=keys, throttle_time=wire.NO_THROTTLE)
+    extra: dict[str, Any] = {}
+    if features is not None and version >= 3:
+        supported, finalized, epoch = features
+        supported_key = wire.sibling(cls, "SupportedFeatureKey")
+        finalized_key = wire.sibling(cls, "FinalizedFeatureKey")
+        extra = {
+            "supported_features": tuple(
+                wire.build(supported_key, name=name, min_version=1, max_version=level)
+                for name, level in sorted(supported.items())
+            ),
+            "finalized_features_epoch": epoch,
+            "finalized_features": tuple(
+                wire.build(finalized_key, name=name, max_version_level=level, min_version_level=level)
+                for name, level in sorted(finalized.items())
+            ),
+        }
+    return wire.build(cls, error_code=error, api_keys=keys, throttle_time=wire.NO_THROTTLE, **extra)
 
 
 # fmt: off

@@ -85,6 +85,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.DecommissionImpossible, ErrorCode.policy_violation),
     # no Kafka API changes the controller's voters
     (broker.ControllerChangeRefused, ErrorCode.policy_violation),
+    (broker.FeatureUpdateRefused, ErrorCode.invalid_update_version),  # UpdateFeatures' refusal
     (broker.NoController, ErrorCode.not_controller),
     (broker.HopLimitExceeded, ErrorCode.not_leader_or_follower),
     (broker.PeerError, ErrorCode.request_timed_out),
@@ -100,6 +101,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (groups.UnsupportedAssignor, ErrorCode.unsupported_assignor),
     (groups.InvalidRegularExpression, ErrorCode.invalid_regular_expression),
     (groups.ConsumerProtocolVersion, ErrorCode.unsupported_version),
+    (groups.ConsumerProtocolNotFinalized, ErrorCode.unsupported_version),  # as Kafka's group.version 0
     (groups.GroupFull, ErrorCode.group_max_size_reached),
     (groups.UnknownGroup, ErrorCode.group_id_not_found),
     (groups.GroupNotEmpty, ErrorCode.non_empty_group),

@@ -420,3 +420,14 @@ class PeerOutcomeUnknown(PeerError):
 
 class PeerProtocolError(PeerError):
     """A peer answered something that is not a peer message of this version (a bug or a version mix)."""
+
+
+@with_fields
+class FeatureUpdateRefused(PartitionError):
+    """A change of a finalized feature level that may not be made (a node whose code does not support the
+    level, a downgrade, an unknown feature or level). Nothing was changed."""
+
+    feature: str
+    level: int
+    reason: str
+    template = "feature {feature} to level {level} refused: {reason}"

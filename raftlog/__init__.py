@@ -1,11 +1,9 @@
 """raftlog core: the segmented log storage engine and the Raft consensus adapter."""
 
+__version__ = "0.2.0"  # this code's release (CHANGELOG.md); pyproject.toml's version is the same
+
 
 def version() -> str:
-    """The installed raftlog's version ("unknown" when run from a tree that was never installed)."""
-    import importlib.metadata  # here, not above: every command imports this package, few ask the version
-
-    try:
-        return importlib.metadata.version("raftlog")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    """This code's raftlog version: its own, whichever installation runs it (a node of another checkout
+    reports that checkout's)."""
+    return __version__

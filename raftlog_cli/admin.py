@@ -70,16 +70,49 @@ def health_summary(body: dict[str, Any]) -> str:
 
 NODES = (
     Column("NODE", "<8"), Column("STATE", "<8", " "), Column("LEADS", ">5", " "),
-    Column("DISK USED", ">10", " "), Column("FLAGS", "<26", "  "), Column("HTTP", gap=" "),
+    Column("DISK USED", ">10", " "), Column("VERSION", "<8", "  "), Column("FLAGS", "<26", "  "),
+    Column("HTTP", gap=" "),
 )  # fmt: skip
 
 
 def nodes_summary(rows: list[dict[str, Any]]) -> str:
     cells = [
-        (r["node_id"], r["state"], r["leader_of"], _bytes(r.get("disk_used_bytes")), _flags(r), r["http"])
+        (
+            r["node_id"],
+            r["state"],
+            r["leader_of"],
+            _bytes(r.get("disk_used_bytes")),
+            _version(r),
+            _flags(r),
+            r["http"],
+        )
         for r in rows
     ]
     return "\n".join(table(NODES, cells))
+
+
+def _version(node: dict[str, Any]) -> str:
+    """A node's version as it gossiped it; a node of release 0.1.0 gossips none."""
+    version = node.get("version")
+    if version is not None:
+        return str(version)
+    return "0.1.0?" if node.get("state") == "alive" else "?"
+
+
+def features_summary(body: dict[str, Any]) -> str:
+    lines = []
+    for feature, level in sorted(body["finalized"].items()):
+        lines.append(f"{feature}: finalized level {level}")
+    lines.append(f"{'NODE':<10}{'VERSION':<10}SUPPORTS")
+    for node, about in sorted(body["nodes"].items()):
+        supported = about.get("features")
+        levels = (
+            "level 1 (0.1.0's formats)"
+            if supported is None
+            else ", ".join(f"{feature} {level}" for feature, level in sorted(supported.items()))
+        )
+        lines.append(f"{node:<10}{about.get('version') or '0.1.0?':<10}{levels}")
+    return "\n".join(lines)
 
 
 def _flags(node: dict[str, Any]) -> str:
@@ -217,6 +250,30 @@ def add_commands(
     cluster_sub.add_parser(
         "nodes", parents=common, help="every node: state, leaderships, disk, flags"
     ).set_defaults(run=run(printing(lambda client, args: client.cluster.nodes(), nodes_summary)))
+
+    features_parser = cluster_sub.add_parser(
+        "features",
+        parents=common,
+        help="finalized feature levels and each node's version and supported levels",
+    )
+    features_parser.set_defaults(
+        run=run(printing(lambda client, args: client.cluster.features(), features_summary))
+    )
+    features_sub = features_parser.add_subparsers(dest="features_command")
+    upgrade = features_sub.add_parser(
+        "upgrade",
+        parents=common,
+        help="finalize a feature at a higher level (refused, naming them, while a node does not support it)",
+    )
+    upgrade.add_argument("--feature", required=True, help="e.g. raftlog.version")
+    upgrade.add_argument("--level", required=True, type=int, help="the level to finalize")
+    upgrade.set_defaults(
+        run=run(
+            printing(
+                lambda client, args: client.cluster.update_feature(args.feature, args.level), features_summary
+            )
+        )
+    )
 
     partition_sub = command_group(commands, "partition", "move replicas, transfer leadership")
 

@@ -12,6 +12,7 @@ from raftlog_contract import (
     ACLS_PATH,
     CONTROLLER_PATH,
     CONTROLLER_VOTERS_PATH,
+    FEATURES_PATH,
     HEALTH_PATH,
     NODES_PATH,
     USERS_PATH,
@@ -125,6 +126,17 @@ class ClusterAdmin:
     async def nodes(self) -> list[dict[str, Any]]:
         _, body = await self._request("GET", NODES_PATH, repeatable=True)
         return list(body)
+
+    async def features(self) -> dict[str, Any]:
+        """The finalized feature levels, and each node's version and supported levels."""
+        _, body = await self._request("GET", FEATURES_PATH, repeatable=True)
+        return dict(body)
+
+    async def update_feature(self, feature: str, level: int) -> dict[str, Any]:
+        """Finalize ``feature`` at ``level`` (refused, 409, naming the nodes that do not support it)."""
+        body = {"feature": feature, "level": level}
+        _, answer = await self._request("POST", FEATURES_PATH, body=body, repeatable=True)
+        return dict(answer)
 
     async def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         _, body = await self._request("GET", partition_state_path(topic, partition), repeatable=True)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from raftlog_client.probe import PROBE_TIMEOUT_S, ready
-from raftlog_contract import TOPICS_PATH
+from raftlog_contract import FEATURES_PATH, TOPICS_PATH
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
@@ -111,7 +111,11 @@ class LocalCluster:
             if pending is not None:
                 context = self.ssl_context()
                 pending = {node for node in pending if not ready(self.urls[node], context)}
-                if not pending and all(self._user_admitted(url, context) for url in self.servers):
+                if (
+                    not pending
+                    and all(self._user_admitted(url, context) for url in self.servers)
+                    and self._levels_finalized(self.servers[0], context)
+                ):
                     return
             time.sleep(0.2)
         raise RuntimeError(f"the cluster was not ready within {timeout_s:g} s; see {self.dev_log}")
@@ -131,6 +135,23 @@ class LocalCluster:
             return False
         except (urllib.error.URLError, OSError):
             return False
+
+    def _levels_finalized(self, url: str, context: ssl.SSLContext | None) -> bool:
+        """Whether the cluster finalized the feature levels its code supports (a new cluster does so once
+        every node gossiped them, a moment after they are ready), so a test meets this release's formats
+        from its first request; True for a release that has no feature levels (no ``/v1/features``)."""
+        token = self.security.get("admin_token")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        request = urllib.request.Request(url + FEATURES_PATH, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S, context=context) as answer:
+                body = json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return exc.code == 404
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+        return bool(body.get("finalized") == body.get("supported"))
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """What a client of this cluster uses for its https URLs: its CA trusted, its client certificate

@@ -66,6 +66,7 @@ ADMIN_PREFIX = "/v1/"  # the admin API: with ``serve --admin-token``, every path
 ADMIN_TOPICS_PATH = "/v1/topics"
 NODES_PATH = "/v1/nodes"
 HEALTH_PATH = "/v1/cluster/health"
+FEATURES_PATH = "/v1/features"
 CONTROLLER_PATH = "/v1/controller"  # GET: the controller group's leader, voters and learners
 CONTROLLER_VOTERS_PATH = "/v1/controller/voters"  # POST {"node_id"}: add a node to the controller group
 CONSUMER_GROUPS_PATH = "/v1/consumer-groups"

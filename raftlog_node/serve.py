@@ -21,6 +21,7 @@ from api.http_limits import HttpLimits
 from kafka_api.auto_topics import TOPIC_DEFAULTS, TopicDefaults
 from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT
 from kafka_api.limits import Limits as KafkaLimits
+from partitions import features
 from partitions.broker.node import (
     JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
     JOURNAL_SYNC_THREADS_DEFAULT,
@@ -84,6 +85,11 @@ class HostPort:
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+class FeatureLevelUnsupported(Exception):
+    """The cluster's finalized feature level is above what this node's code supports: it stops rather than
+    read or write formats it does not know (``partitions.features.unsupported``)."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -717,6 +723,18 @@ async def serve(
                 topics.replication_factor or "min(3, live nodes)",
             )  # fmt: skip
 
+    refused: list[FeatureLevelUnsupported] = []
+
+    async def check_features() -> None:
+        # a node whose code cannot speak the cluster's finalized feature levels stops, once it knows them
+        await node.frontend.wait_caught_up()
+        why = features.unsupported(node.frontend.metadata().features)
+        if why is not None:
+            log.error("node %s refuses to run: %s", config.node_id, why)
+            refused.append(FeatureLevelUnsupported(why))
+            stop.set()
+
+    features_check = asyncio.ensure_future(check_features())
     try:
         listener = await listen(runner, http.host, http.port, listener_ssl, app[GUARD])
         if kafka is not None:
@@ -732,16 +750,20 @@ async def serve(
         stall_watch.cancel()
         log.info("node %s stopping", config.node_id)
     finally:
-        failed: BaseException | None = None
+        failed: BaseException | None = refused[0] if refused else None
+        features_check.cancel()
         if kafka_opening is not None:
             kafka_opening.cancel()
-            (failed,) = await asyncio.gather(kafka_opening, return_exceptions=True)
+            (opening,) = await asyncio.gather(kafka_opening, return_exceptions=True)
+            failed = failed or opening
         await kafka_server.close()
         if listener is not None:
             listener.close()  # no new connection; runner.cleanup closes the open ones
         await runner.cleanup()
         await node.close()
-        if isinstance(failed, Exception):  # the Kafka listener could not open (its port taken...)
+        if isinstance(
+            failed, Exception
+        ):  # refused features, or the Kafka listener could not open (port taken)
             raise failed
 
 
@@ -835,7 +857,7 @@ def main(args: argparse.Namespace) -> int:
             uvloop.run(node)
         else:
             asyncio.run(node)
-    except (DirectoryLocked, LegacyLogFormat) as exc:  # raised before the node changed anything of its data
+    except (DirectoryLocked, LegacyLogFormat, FeatureLevelUnsupported) as exc:  # before it changed its data
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0

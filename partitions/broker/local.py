@@ -87,6 +87,10 @@ class LocalAdmin:
         self._on_controller()
         await self._topics.set_node_flag(node_id, flag, on)
 
+    async def update_feature(self, feature: str, level: int) -> dict[str, int]:
+        self._on_controller()
+        return await self._topics.update_feature(feature, level)
+
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self._on_controller()
         return self._topics.decommission_status(node_id)

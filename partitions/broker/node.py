@@ -43,6 +43,7 @@ from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
 from partitions.data.transactional import TransactionalWrites
+from partitions.features import Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.internal_topic import InternalTopicLog
@@ -240,6 +241,9 @@ class Node:
     def _build_metadata(self, config: NodeConfig) -> None:
         self.frontend = MetadataFrontend(config.node_id, config.controller_voters, config.join, self.raft)
         self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
+        self.features = Features(
+            lambda: self.frontend.metadata().features, lambda: self.frontend.metadata().applied_index
+        )  # the gate before a new format
         self.security = SecurityRecords(self.frontend)
         self.voters = ControllerVoters(self.frontend)
 
@@ -304,6 +308,7 @@ class Node:
             self.producer_ids,
             self.raft.run,
             inflated_bytes_max=config.inflated_batch_bytes_max,
+            features=self.features,
         )
         self.partition_admin = PartitionAdmin(
             config.node_id,
@@ -315,7 +320,9 @@ class Node:
             self.topic_changes.move_progress,
         )
         self.groups = GroupCoordinator(
-            self._internal_topic_log(ReplicatedGroupLog, config.group_partitions), topics=self.frontend.topics
+            self._internal_topic_log(ReplicatedGroupLog, config.group_partitions),
+            topics=self.frontend.topics,
+            features=self.features,
         )
         self.transactions = TransactionCoordinator(
             config.node_id,
@@ -497,6 +504,9 @@ class NodeView:
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return self._node.routing.failed_replicas()
+
+    def features(self) -> Features:
+        return self._node.features
 
     def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
         return self._node.security.users()

@@ -31,6 +31,7 @@ from partitions.errors import (
     PeerUnreachable,
     ReplicaRecovering,
 )
+from partitions.features import OFFSET_LEADER_EPOCH, Features
 from raftlog.consensus.errors import (
     GroupClosed,
     NoLeader,
@@ -75,10 +76,22 @@ class GroupOffsets:
         data: PartitionData,
         time_ms: int = OFFSETS_TIME_MS,
         monotonic: Callable[[], float] = time.monotonic,
+        features: Features | None = None,
     ) -> None:
+        """``features``: the gate before a format the previous release cannot read (None: every one)."""
         self._data = data
+        self._features = features
         self._time_ms = time_ms
         self._monotonic = monotonic
+
+    def _epoch(self, leader_epoch: int) -> dict[str, int]:
+        """The leader epoch argument: none for an unknown epoch (the command's first form, and a leader of
+        release 0.1.0 takes the call), nor while the feature level predates the second form."""
+        if leader_epoch == NO_LEADER_EPOCH:
+            return {}
+        if self._features is not None and not self._features.allows(OFFSET_LEADER_EPOCH):
+            return {}
+        return {"leader_epoch": leader_epoch}
 
     async def commit(
         self,
@@ -91,7 +104,7 @@ class GroupOffsets:
     ) -> int:
         """Store ``offset`` (and the leader epoch named with it); returns the stored offset (never lower
         unless ``reset``)."""
-        epoch = {} if leader_epoch == NO_LEADER_EPOCH else {"leader_epoch": leader_epoch}  # the first form
+        epoch = self._epoch(leader_epoch)
 
         async def call(timeout_ms: int) -> int:
             return (
@@ -114,7 +127,7 @@ class GroupOffsets:
         leader_epoch: int = NO_LEADER_EPOCH,
     ) -> None:
         """Store ``offset`` pending for the producer's open transaction (``commit_txn_offset``)."""
-        epoch = {} if leader_epoch == NO_LEADER_EPOCH else {"leader_epoch": leader_epoch}
+        epoch = self._epoch(leader_epoch)
 
         async def call(timeout_ms: int) -> None:
             await self._data.run(

@@ -26,6 +26,7 @@ from partitions.controller.acls import AclCommand, AclResult, CreateAcls, Delete
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.tokens import CreateToken, DeleteToken, TokenCommand
 from partitions.errors import (
+    FeatureUpdateRefused,
     InvalidCommand,
     InvalidName,
     InvalidReassignment,
@@ -59,6 +60,7 @@ _CREATE_ACLS, _DELETE_ACLS = 11, 12
 _CREATE_TOKEN, _DELETE_TOKEN = 13, 14
 _ADD_PARTITIONS = 15
 _REGISTER_PRODUCER_OWNER = 16
+_SET_FEATURE_LEVEL = 17  # a node of 0.1.0 refuses it (never proposed while one runs)
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -159,6 +161,15 @@ class AlterUser:
     deletions: tuple[str, ...]  # mechanisms
 
 
+@dataclass(frozen=True, slots=True)
+class SetFeatureLevel:
+    """Finalize ``feature`` at ``level`` (``partitions.features``: checked by the proposer against
+    every node's supported levels; the apply refuses only a lower level than the finalized one)."""
+
+    feature: str
+    level: int
+
+
 ControllerCommand = (
     CreateTopic
     | AddPartitions
@@ -176,6 +187,7 @@ ControllerCommand = (
     | CreateToken
     | DeleteToken
     | RegisterProducerOwner
+    | SetFeatureLevel
 )
 
 
@@ -261,6 +273,8 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, kind, controller_tokens.rows(command)]
     elif isinstance(command, RegisterProducerOwner):
         fields = [1, _REGISTER_PRODUCER_OWNER, command.principal]
+    elif isinstance(command, SetFeatureLevel):
+        fields = [1, _SET_FEATURE_LEVEL, command.feature, command.level]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -313,11 +327,17 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return AlterUser(name, upsertions, tuple(fields[4]))
     if kind in (_CREATE_ACLS, _DELETE_ACLS) and len(fields) == 3:
         return controller_acls.from_rows(kind == _CREATE_ACLS, fields[2])
+    if kind == _SET_FEATURE_LEVEL and len(fields) == 4 and isinstance(name, str) and _level(fields[3]):
+        return SetFeatureLevel(name, fields[3])
     if kind in (_CREATE_TOKEN, _DELETE_TOKEN) and len(fields) == 3:
         return controller_tokens.from_rows(kind == _CREATE_TOKEN, fields[2])
     if kind == _REGISTER_PRODUCER_OWNER and len(fields) == 3:
         return producer_owners.from_row(fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
+
+
+def _level(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**15 - 1
 
 
 def _names(value: object) -> bool:
@@ -351,8 +371,11 @@ _Refusal = (
     | UnknownToken
     | TooManyTokens
     | TooManyProducerOwners
+    | FeatureUpdateRefused
 )
-ControllerResult = TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | int | _Refusal
+ControllerResult = (
+    TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | int | dict[str, int] | _Refusal
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +397,8 @@ class ControllerMetadata:
     tokens: Mapping[str, ApiToken] = field(default_factory=lambda: MappingProxyType({}))
     # each principal holding producer ids and its number (``producer_owners``), replaced whole on change
     producer_owners: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # finalized feature levels (``partitions.features``); a feature not named is at level 1
+    features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ControllerStateMachine:
@@ -412,6 +437,7 @@ class ControllerStateMachine:
             UnknownToken,
             TooManyTokens,
             TooManyProducerOwners,
+            FeatureUpdateRefused,
         ) as refusal:
             self.metadata = replace(current, applied_index=index)
             return refusal
@@ -440,6 +466,8 @@ class ControllerStateMachine:
                 "acls": [acl.to_row() for acl in metadata.acls],
                 "tokens": [token.to_row() for _, token in sorted(metadata.tokens.items())],
                 "producer_owners": producer_owners.snapshot_rows(metadata.producer_owners),
+                # only once a level was finalized: until then the snapshot is the previous release's bytes
+                **({"features": dict(sorted(metadata.features.items()))} if metadata.features else {}),
             },
             use_bin_type=True,
         )
@@ -480,6 +508,9 @@ class ControllerStateMachine:
                 {token.token_id: token for token in map(ApiToken.from_row, state.get("tokens", []))}
             ),
             MappingProxyType(producer_owners.from_snapshot(state.get("producer_owners", []))),  # none before
+            MappingProxyType(  # none before feature levels existed: every feature at level 1
+                {str(feature): int(level) for feature, level in state.get("features", {}).items()}
+            ),
         )
 
 
@@ -496,6 +527,7 @@ class _Change:
         self.acls: tuple[AclBinding, ...] | None = None
         self.tokens: dict[str, ApiToken] | None = None
         self.producer_owners: dict[str, int] | None = None
+        self.features: dict[str, int] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -518,6 +550,7 @@ class _Change:
             base.acls if self.acls is None else self.acls,
             base.tokens if self.tokens is None else MappingProxyType(self.tokens),
             base.producer_owners if self.producer_owners is None else MappingProxyType(self.producer_owners),
+            base.features if self.features is None else MappingProxyType(self.features),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
@@ -532,6 +565,12 @@ class _Change:
             return self._apply_user(decoded)
         if isinstance(decoded, AlterUser):
             return self._alter_user(decoded)
+        if isinstance(decoded, SetFeatureLevel):
+            current = self._base.features.get(decoded.feature, 1)
+            if decoded.level < current:
+                raise FeatureUpdateRefused(decoded.feature, decoded.level, f"finalized at {current}")
+            self.features = {**self._base.features, decoded.feature: decoded.level}
+            return dict(self.features)
         if isinstance(decoded, SetNodeFlag):
             nodes = self._base.node_flags[decoded.flag]
             flagged = nodes | {decoded.node} if decoded.on else nodes - {decoded.node}

@@ -40,6 +40,7 @@ from partitions.data.service import (
 )
 from partitions.data.transactional import TransactionalWrites
 from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition, UnstableOffsetCommit
+from partitions.features import PRODUCE_CONTIGUOUS, Features
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
 from partitions.replicas.state_machine import (
@@ -115,12 +116,14 @@ class DataPlane:
         producer_ids: ProducerIds,
         run_on_driver: RunOnDriver,
         inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT,
+        features: Features | None = None,
     ) -> None:
         """``transactional``: the checks of a transactional batch; ``producer_ids``: whose producer id a
         batch may carry (``security.producer_ids``); ``run_on_driver``: a function run on
         the Raft driver thread, between two applies (``RaftHost.run``). ``inflated_bytes_max``: the most a
         producer's compressed batch's records may inflate to (or its topic's ``max.message.bytes``, when
-        larger); past it the batch is refused, InflatedTooLarge."""
+        larger); past it the batch is refused, InflatedTooLarge. ``features``: the gate before a format the
+        previous release cannot read (None: every format allowed)."""
         check(inflated_bytes_max > 0, f"inflated_bytes_max {inflated_bytes_max} must be positive")
         self.node_id = node_id
         self.inflated_bytes_max = inflated_bytes_max
@@ -131,6 +134,7 @@ class DataPlane:
         self._transactional = transactional
         self._producer_ids = producer_ids
         self._run_on_driver = run_on_driver
+        self._features = features
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
         self.counters: dict[str, float] = {
             "produce_requests": 0,
@@ -322,6 +326,8 @@ class DataPlane:
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
+        if contiguous and self._features is not None and not self._features.allows(PRODUCE_CONTIGUOUS):
+            contiguous = False  # kind 10 is unknown to release 0.1.0: its rule waits for the feature level
         started = time.perf_counter()
         result = await replica.group.propose(
             commands.encode_parts(commands.Produce(batch, contiguous)), timeout_ms

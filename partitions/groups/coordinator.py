@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import UnknownTopic
+from partitions.features import CLASSIC_GROUP_METADATA, CONSUMER_GROUP, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
 from partitions.groups.errors import (
+    ConsumerProtocolNotFinalized,
     GroupFull,
     GroupNotEmpty,
     InvalidConsumerConfig,
@@ -180,9 +182,12 @@ class GroupCoordinator:
         wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
         topics: Callable[[], list[str]] = list,
+        features: Features | None = None,
     ) -> None:
+        """``features``: the gate before a format the previous release cannot read (None: every one)."""
         self._log = group_log
         self.topics = topics  # every data topic there is (regular expression subscriptions match them)
+        self._features = features
         self._monotonic = monotonic
         self._wall = wall
         self._rng = rng or random.Random()
@@ -418,7 +423,10 @@ class GroupCoordinator:
     ) -> None:
         """A group of Kafka clients completed a rebalance (or emptied): its metadata, members and
         assignments outlive its coordinator. RecordTooLarge past the table's bounds; NotLeader, no
-        quorum... when not written."""
+        quorum... when not written. Not written while the cluster's feature level predates kind 9 (release
+        0.1.0 cannot read it): a coordinator failover then loses the members, as in 0.1.0."""
+        if self._features is not None and not self._features.allows(CLASSIC_GROUP_METADATA):
+            return
         partition, _, _ = self._read(group)
         command = ClassicGroupMetadata(
             group, protocol_type, protocol, generation, leader, tuple(members), self._wall()
@@ -608,7 +616,11 @@ class _ConsumerTable:
         ]
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
-        """Written whole before the member is answered."""
+        """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the
+        cluster's feature level predates kind 10."""
+        gate = self._groups._features
+        if gate is not None and not gate.allows(CONSUMER_GROUP):
+            raise ConsumerProtocolNotFinalized(group)
         partition, _, _ = self._groups._read(group)
         await self._groups._propose(partition, ConsumerGroupRecord(group, state, self._groups._wall()))
 

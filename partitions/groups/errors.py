@@ -194,3 +194,13 @@ class InvalidGroupRequest(GroupError):
 
 class ConsumerProtocolVersion(GroupError):
     """A consumer protocol member committed with an OffsetCommit version below 9."""
+
+
+@with_fields
+class ConsumerProtocolNotFinalized(GroupError):
+    """A consumer group protocol (KIP-848) heartbeat while the cluster's feature level predates its group
+    table record (a node of release 0.1.0 may still lead the group's partition): refused, as Kafka refuses
+    it while ``group.version`` is 0."""
+
+    group: str
+    template = "group {group}: the consumer group protocol needs feature raftlog.version 2 finalized"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 import msgpack
@@ -70,6 +70,8 @@ class Members(Protocol):
     def known_nodes(self) -> set[str]: ...
 
     def alive_nodes(self) -> list[str]: ...
+
+    def supported_features(self, node_id: str) -> Mapping[str, int] | None: ...
 
     def placeable(self) -> list[str]: ...
 

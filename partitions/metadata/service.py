@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
+from partitions.features import Features
 from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
 from partitions.security.acls import AclBinding, AclFilter
@@ -60,6 +61,8 @@ class NodeInfo:
     disk_used_bytes: int | None = None  # under its data dir, as it last gossiped
     disk_free_bytes: int | None = None
     disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)
+    version: str | None = None  # its raftlog version as it gossiped it (None: release 0.1.0, or unheard)
+    features: dict[str, int] | None = None  # feature -> highest level its code supports (None: as version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,11 @@ class MetadataView(Protocol):
     def failed_replicas(self) -> list[ReplicaFailure]:
         """Every replica known to be unable to open or replay: this node's and those its live peers
         gossip."""
+        ...
+
+    def features(self) -> Features:
+        """The gate before a format the previous release cannot read, on the finalized feature levels as
+        this node's controller metadata has them."""
         ...
 
     def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
@@ -216,6 +224,13 @@ class AdminService(Protocol):
     @peer("Mark a node decommissioning or in maintenance", write=True)
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         """``flag``: "decommissioning" or "maintenance". Raises UnknownNode, DecommissionImpossible."""
+        ...
+
+    @peer("Finalize a feature level on the controller leader", write=True)
+    async def update_feature(self, feature: str, level: int) -> dict[str, int]:
+        """Raise the cluster's finalized level of ``feature`` (``partitions.features``); the
+        finalized levels after it. Raises FeatureUpdateRefused (a node that does not support the level, a
+        downgrade, an unknown feature)."""
         ...
 
     @peer("A decommission's progress, from the controller leader")

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+from partitions import features
 from partitions.controller import decommission, reconfigure
 from partitions.controller.placement import check_capacity, place, replica_counts
 from partitions.controller.reconfigure import MoveProgress
@@ -23,6 +24,7 @@ from partitions.controller.state import (
     DeleteTopic,
     MoveReplicas,
     Reassignment,
+    SetFeatureLevel,
     SetNodeFlag,
     TopicMetadata,
     merge_configs,
@@ -194,6 +196,23 @@ class TopicChanges:
         await self._frontend.propose(SetNodeFlag(node_id, flag, on))
         if flag == "decommissioning" and not on:
             await self.cancel_moves_off(node_id)
+
+    async def update_feature(self, feature: str, level: int) -> dict[str, int]:
+        """Finalize ``feature`` at ``level`` once every node (``known_nodes`` but those that left) runs code
+        that supports it; FeatureUpdateRefused naming those that do not, or for a downgrade. The cluster's
+        finalized levels after it."""
+        self._frontend.leader_group()  # judged on the metadata every committed level is applied to
+        members = self._frontend.members()
+        nodes = {
+            node: members.supported_features(node)
+            for node in members.known_nodes()
+            if node not in self._frontend.metadata().node_flags["decommissioning"]
+            or members.supported_features(node) is not None
+        }
+        if features.check_upgrade(feature, level, self._frontend.metadata().features, nodes):
+            await self._frontend.propose(SetFeatureLevel(feature, level))
+            log.info("node %s: feature %s finalized at level %d", self._frontend.node_id, feature, level)
+        return features.Features(lambda: self._frontend.metadata().features).levels()
 
     async def cancel_moves_off(self, node_id: str) -> None:
         """Recommission: turn around every move that takes a replica off ``node_id``."""

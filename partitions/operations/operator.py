@@ -25,10 +25,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
+from partitions import features
 from partitions.controller import balancer, reconfigure
 from partitions.controller import members as controller_members
 from partitions.controller.members import ControllerMembers
@@ -38,8 +39,10 @@ from partitions.controller.state import (
     ControllerMetadata,
     MoveReplicas,
     Reassignment,
+    SetFeatureLevel,
     StepMove,
 )
+from partitions.errors import FeatureUpdateRefused
 from partitions.peers.service import PeerService
 from partitions.worker import Worker
 from raftlog.errors import RaftlogError
@@ -78,6 +81,10 @@ class Nodes(Protocol):
     """Who is alive and who leads what (``routing.Routing``)."""
 
     def alive_nodes(self) -> list[str]: ...
+
+    def known_nodes(self) -> set[str]: ...
+
+    def supported_features(self, node_id: str) -> Mapping[str, int] | None: ...
 
     def known_leader(self, topic: str, partition: int) -> str | None: ...
 
@@ -146,12 +153,30 @@ class Operator(Worker):
             lambda: self._decommission(len(moves)),
             lambda: self._balance(bool(moves)),
             self._controller_learners,
+            self._first_levels,
         ]
         for duty in duties:
             try:
                 await duty()
             except (RaftlogError, TimeoutError, OSError, ValueError, KeyError) as exc:
                 log.warning("node %s: admin operations: %s", self.node_id, exc)
+
+    # -- feature levels ------------------------------------------------------------------------------
+
+    async def _first_levels(self) -> None:
+        """A cluster whose metadata never named a feature (a new cluster, or one of release 0.1.0 being
+        upgraded) is finalized at the levels this code supports once every node runs code that supports
+        them; until then it stays at level 1. Later levels are raised only by an operator."""
+        if self._controller.metadata().features:
+            return
+        nodes = {node: self._nodes.supported_features(node) for node in self._nodes.known_nodes()}
+        for feature, level in sorted(features.SUPPORTED.items()):
+            try:
+                if features.check_upgrade(feature, level, self._controller.metadata().features, nodes):
+                    await self._controller.propose(SetFeatureLevel(feature, level))
+                    log.info("node %s: every node supports %s %d: finalized", self.node_id, feature, level)
+            except FeatureUpdateRefused:
+                return  # a node of release 0.1.0 (or not heard from yet): asked again next tick
 
     # -- moves ---------------------------------------------------------------------------------------
 

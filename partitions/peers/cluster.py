@@ -253,7 +253,7 @@ class Cluster:
             router, local.admin, lambda node: remote_admin(client, node)
         )
         self.groups = ClusterGroups(router, local.groups, client, self.data)
-        self.offsets = GroupOffsets(self.data)
+        self.offsets = GroupOffsets(self.data, features=metadata.features())
         self.peer = ClusterPeer(router, local.peer, client)
         self.transactions: Routed[TransactionService] = Routed(
             router, local.transactions, lambda node: remote_transactions(client, node)

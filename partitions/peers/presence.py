@@ -20,7 +20,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
+import raftlog
 from membership import Gossip, GossipConfig, Member, MemberState
+from partitions import features
 from partitions.controller import decommission
 from partitions.controller.state import ControllerMetadata
 from partitions.metadata.service import NodeInfo
@@ -140,6 +142,7 @@ class Presence:
             self._failures,
             self.kafka,
             self._disk_full,
+            (raftlog.version(), features.SUPPORTED),
         )
 
     def _local_claims(self) -> dict[str, int]:
@@ -300,9 +303,20 @@ class Presence:
                 decommission.finished(node_id, flags["decommissioning"], assignments),
                 *self._disk_of(node_id),
                 self._disk_full_of(node_id),
+                *self._release_of(node_id),
             )
             for node_id in sorted(self._routing.known_nodes())
         ]
+
+    def _release_of(self, node_id: str) -> tuple[str | None, dict[str, int] | None]:
+        """(version, supported feature levels) as the node gossiped them; (None, None) for a node of
+        release 0.1.0 (it gossiped neither) or one not heard from."""
+        if node_id == self.node_id:
+            return raftlog.version(), dict(features.SUPPORTED)
+        meta = self._view.meta(node_id)
+        if meta is None or meta.supported is None:
+            return None, None
+        return meta.release, dict(meta.supported)
 
     def _disk_full_of(self, node_id: str) -> bool:
         if node_id == self.node_id:

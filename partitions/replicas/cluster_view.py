@@ -39,6 +39,8 @@ class NodeMeta:
     failures: tuple[ReplicaFailure, ...] | None = ()  # None: too large for gossip, fetch it over HTTP
     kafka: str | None = None  # HOST:PORT of the node's Kafka listener, as clients reach it; None: none
     disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)
+    release: str | None = None  # the node's raftlog version; None: a node of 0.1.0 (it gossiped none)
+    supported: Mapping[str, int] | None = None  # feature -> highest level its code supports (None: 0.1.0)
 
 
 def encode_meta(
@@ -51,29 +53,34 @@ def encode_meta(
     failures: Sequence[ReplicaFailure] = (),
     kafka: str | None = None,
     disk_full: bool = False,
+    release: tuple[str, Mapping[str, int]] | None = None,
 ) -> bytes:
     """The gossip metadata blob. ``disk`` (used, free bytes) rides as an optional sixth field; failed
     replicas, when there are any, as a seventh: [digest, rows] (null: none); the Kafka listener's address,
     when the node has one, as an eighth; ``true`` as a ninth while its disk is full (a node before that
-    field reads eight). What does not fit ``limit_bytes`` is left out, the failure rows first, then the
-    claims, then both (their version and digest still travel)."""
+    field reads eight); ``release`` (the node's version and the highest level of each feature its code
+    supports) as a tenth, [version, {feature: level}] (release 0.1.0 reads nine and ignores the rest, so
+    the ninth is then ``false``, never null). What does not fit ``limit_bytes`` is left out, the failure
+    rows first, then the claims, then both (their version and digest still travel)."""
     claim_rows = sorted([g, t] for g, t in claims.items())
     tail: list[object] = [] if disk is None else [list(disk)]
     failure_rows = replica_failures.rows(failures) if failures else None
     blob = b""
     for with_claims, with_failures in ((True, True), (True, False), (False, True), (False, False)):
         fields: list[object] = [META_VERSION, http, raft, claims_version, claim_rows if with_claims else None]
-        if failure_rows is not None or kafka is not None or disk_full:
+        if failure_rows is not None or kafka is not None or disk_full or release is not None:
             fields += [
                 list(disk) if disk is not None else None,
                 None
                 if failure_rows is None
                 else [replica_failures.digest(failures), failure_rows if with_failures else None],
             ]
-            if kafka is not None or disk_full:
+            if kafka is not None or disk_full or release is not None:
                 fields.append(kafka)
-            if disk_full:
-                fields.append(True)
+            if disk_full or release is not None:
+                fields.append(disk_full)
+            if release is not None:
+                fields.append([release[0], dict(release[1])])
         else:
             fields += tail
         blob = bytes(msgpack.packb(fields, use_bin_type=True))
@@ -110,13 +117,41 @@ def decode_meta(blob: bytes) -> NodeMeta:
     disk_full = fields[8] if len(fields) > 8 else False
     if not isinstance(disk_full, bool):
         raise MetaFormatError(f"malformed disk-full flag {str(disk_full)[:40]!r}")
+    release, supported = _release(fields[9]) if len(fields) > 9 else (None, None)
     table = None
     if claims is not None:
         try:
             table = {str(group): int(term) for group, term in claims}
         except (TypeError, ValueError):
             raise MetaFormatError("malformed leadership claims") from None
-    return NodeMeta(http, raft, claims_version, table, disk, failures_digest, failures, kafka, disk_full)
+    return NodeMeta(
+        http,
+        raft,
+        claims_version,
+        table,
+        disk,
+        failures_digest,
+        failures,
+        kafka,
+        disk_full,
+        release,
+        supported,
+    )
+
+
+def _release(value: object) -> tuple[str, dict[str, int]]:
+    if (
+        isinstance(value, list)
+        and len(value) >= 2
+        and isinstance(value[0], str)
+        and len(value[0]) <= 64
+        and isinstance(value[1], dict)
+        and all(
+            isinstance(f, str) and isinstance(v, int) and not isinstance(v, bool) for f, v in value[1].items()
+        )
+    ):
+        return value[0], dict(value[1])
+    raise MetaFormatError(f"malformed release {str(value)[:40]!r}")
 
 
 def _failures(value: object) -> tuple[int, tuple[ReplicaFailure, ...] | None]:

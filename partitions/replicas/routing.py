@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from partitions import features
 from partitions.controller.state import ControllerMetadata, TopicMetadata
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.replicas.cluster_view import ClusterView
@@ -65,6 +66,18 @@ class Routing:
         if node_id == self.node_id:
             return "alive"
         return self._view.state(node_id) or "dead"
+
+    def supported_features(self, node_id: str) -> Mapping[str, int] | None:
+        """The highest level of each feature ``node_id``'s code supports, as it gossiped them; {} for a node
+        of release 0.1.0 (it gossips none: every feature at level 1), None for one not heard from."""
+        if node_id == self.node_id:
+            return features.SUPPORTED
+        if self._view.state(node_id) != "alive":
+            return None
+        meta = self._view.meta(node_id)
+        if meta is None:
+            return None
+        return {} if meta.supported is None else meta.supported
 
     def alive_nodes(self) -> list[str]:
         return sorted(n for n in self.known_nodes() if self.liveness(n) == "alive")

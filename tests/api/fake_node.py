@@ -65,6 +65,7 @@ from partitions.errors import (
     UnknownUser,
     UnstableOffsetCommit,
 )
+from partitions.features import SUPPORTED, Features, check_upgrade
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
@@ -753,6 +754,12 @@ class FakeAdmin:
         self.cluster.moves[(topic, partition)] = cancelled
         return MoveProgress.of(cancelled, self.data.topic(topic).replicas[partition])
 
+    async def update_feature(self, feature: str, level: int) -> dict[str, int]:
+        self.data._enter("update_feature")
+        self.data._controller_here()  # every node of the fake runs this release: finalized at its levels
+        check_upgrade(feature, level, SUPPORTED, {node: SUPPORTED for node in self.cluster.node_ids})
+        return dict(SUPPORTED)
+
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         self.data._enter("set_node_flag")
         self.data._controller_here()
@@ -1022,6 +1029,9 @@ class FakeMetadata:
 
     def tokens(self) -> dict[str, ApiToken]:
         return self.cluster.tokens
+
+    def features(self) -> Features:
+        return Features(lambda: dict(SUPPORTED))  # a cluster of this release, finalized
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {}

@@ -14,8 +14,10 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api.group_members import GroupRefusal, GroupState, Joined
 from kafka_api.groups import ClassicGroups
+from partitions.features import RAFTLOG_VERSION, Features
+from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
-from partitions.groups.errors import GroupNotEmpty
+from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
 from partitions.groups.state import (
     CLASSIC_MEMBER_BYTES_MAX,
     GroupChanged,
@@ -348,3 +350,41 @@ async def test_a_coordinator_that_leads_the_group_again_later_runs_it_as_written
         first.heartbeat("g", b.member_id, 1, 200)
     assert stale.value.code is ErrorCode.illegal_generation
     assert await first.sync("g", a.member_id, 2, {}, 210) == b"AB"
+
+
+async def test_under_the_previous_releases_level_the_metadata_is_not_written() -> None:
+    """While the cluster's raftlog.version is 1 (a node of 0.1.0 may lead the group's partition and could
+    not read kind 9), a completed rebalance writes nothing: the members are lost at a failover, as in 0.1.0,
+    and the group goes on with its members on this coordinator."""
+    finalized: dict[str, int] = {}
+    shared = Replicated()
+    groups = ClassicGroups(
+        GroupCoordinator(NodeLog(shared, "n1"), features=Features(lambda: finalized)), initial_delay_ms=0
+    )
+    a, b = await _stable_pair(groups)
+    assert "g" not in shared.tables[0].groups or not shared.tables[0].groups["g"].classic_members
+    finalized[RAFTLOG_VERSION] = 2  # every node runs 0.2.0: the next rebalance is written
+    rejoin_a, rejoin_b = _join(groups, a.member_id, 3), _join(groups, b.member_id, 3)
+    groups.tick(4)
+    first, second = await asyncio.gather(rejoin_a, rejoin_b)
+    leader, follower = (first, second) if first.leader == first.member_id else (second, first)
+    follows = asyncio.ensure_future(groups.sync("g", follower.member_id, leader.generation, {}, 5))
+    assignment = {leader.member_id: b"A", follower.member_id: b"B"}
+    assert await groups.sync("g", leader.member_id, leader.generation, assignment, 5) == b"A"
+    assert await follows == b"B"
+    assert _recorded(shared) == (leader.generation, assignment)
+
+
+async def test_a_consumer_protocol_member_is_refused_until_the_level_is_finalized() -> None:
+    """Kind 10 of the group table is unknown to release 0.1.0: a ConsumerGroupHeartbeat is refused, writing
+    nothing, while raftlog.version is 1 (as Kafka refuses it while group.version is 0), then served."""
+    finalized: dict[str, int] = {}
+    shared = Replicated()
+    coordinator = GroupCoordinator(NodeLog(shared, "n1"), features=Features(lambda: finalized))
+    joining = Heartbeat("", 0, None, None, 10_000, ("t",), None, frozenset())
+    with pytest.raises(ConsumerProtocolNotFinalized):
+        await coordinator.consumer.heartbeat("g", joining)
+    assert "g" not in shared.tables[0].groups
+    finalized[RAFTLOG_VERSION] = 2
+    answer = await coordinator.consumer.heartbeat("g", joining)
+    assert answer.member_epoch == 1 and shared.tables[0].groups["g"].consumer is not None

@@ -5,6 +5,7 @@ depends on (``Controller``, ``Nodes``, ``PartitionLeaders``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from partitions.controller.state import (
     SetNodeFlag,
     encode,
 )
+from partitions.features import RAFTLOG_VERSION, SUPPORTED
 from partitions.operations.operator import Operator
 
 
@@ -44,6 +46,8 @@ class FakeNode:
     controller: Group = field(default_factory=lambda: Group("n1", {"n1", "n2", "n3"}))
     controller_match: dict[str, int] = field(default_factory=dict)  # of the controller's learners
     joins: list[tuple[str, list[str]]] = field(default_factory=list)
+    # node -> the feature levels its code supports as gossiped ({}: release 0.1.0); absent: this release's
+    supported: dict[str, Mapping[str, int] | None] = field(default_factory=dict)
 
     def metadata(self) -> ControllerMetadata:
         return self.machine.metadata
@@ -62,6 +66,12 @@ class FakeNode:
 
     def alive_nodes(self) -> list[str]:
         return self.alive
+
+    def known_nodes(self) -> set[str]:
+        return set(self.alive)
+
+    def supported_features(self, node_id: str) -> Mapping[str, int] | None:
+        return self.supported.get(node_id, SUPPORTED)
 
     def controller_members(self) -> ControllerMembers:
         group = self.controller
@@ -239,3 +249,16 @@ async def test_a_passing_imbalance_moves_nothing() -> None:
         node.groups[("t", 2)].leader = "n1" if skewed else "n3"
         await operator._tick()
     assert node.changes == []
+
+
+async def test_the_first_levels_are_finalized_once_every_node_supports_them() -> None:
+    node = FakeNode(alive=["n1", "n2", "n3"], supported={"n2": {}, "n3": None})  # n2 runs 0.1.0, n3 unheard
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 2)
+    assert node.machine.metadata.features == {}  # still the previous release's formats
+    node.supported["n2"] = SUPPORTED  # upgraded
+    await ticks(operator, 1)
+    assert node.machine.metadata.features == {}
+    del node.supported["n3"]  # heard from, on this release
+    await ticks(operator, 1)
+    assert node.machine.metadata.features == {RAFTLOG_VERSION: SUPPORTED[RAFTLOG_VERSION]}

@@ -1,0 +1,129 @@
+"""Feature levels (as Kafka's ``metadata.version`` and ``kafka-features``): the gate before a new format.
+
+A cluster upgrades one node at a time, so for a while nodes of two releases share it: a node must not write
+a replicated command, snapshot or peer value the previous release cannot read until every node runs code
+that reads it. Each such format is named here (``Format``) with the level of its feature that allows it;
+code that writes one asks ``Features.allows(FORMAT)`` first and writes the previous release's format
+otherwise. The cluster's *finalized* levels live in the controller's replicated metadata
+(``SetFeatureLevel``; a cluster whose metadata never named a feature is at ``BASE_LEVEL``, the formats of
+release 0.1.0). Each node gossips the highest level its code supports (``SUPPORTED``); an operator raises a
+level (``raftlog cluster features upgrade``, ``kafka-features upgrade``) once every node supports it, and a
+finalized level is never lowered (the formats it allowed may be on disk). A node whose code supports less
+than the cluster's finalized level refuses to start (``unsupported``).
+
+Pure: no I/O. ``docs/upgrades.md`` lists the formats, gated and not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from partitions.errors import FeatureUpdateRefused
+
+RAFTLOG_VERSION = "raftlog.version"
+BASE_LEVEL = 1  # a feature the metadata never named: release 0.1.0's formats
+SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2}
+"""The highest level of each feature this code reads and writes (what it gossips)."""
+LEVELS: Mapping[str, Mapping[int, str]] = {
+    RAFTLOG_VERSION: {
+        1: "release 0.1.0's formats",
+        2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
+        "batches, committed leader epochs",
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """A format the previous release cannot read, allowed from ``level`` of ``feature``."""
+
+    name: str
+    feature: str
+    level: int
+
+
+CLASSIC_GROUP_METADATA = Format("group table kind 9: a classic group's metadata", RAFTLOG_VERSION, 2)
+PRODUCE_CONTIGUOUS = Format(
+    "partition command Produce kind 10: a batch held to sequence + 1", RAFTLOG_VERSION, 2
+)
+CONSUMER_GROUP = Format("group table kind 10: a consumer group protocol group (KIP-848)", RAFTLOG_VERSION, 2)
+OFFSET_LEADER_EPOCH = Format("CommitOffset / TxnOffset with a committed leader epoch", RAFTLOG_VERSION, 2)
+
+
+def finalized_level(finalized: Mapping[str, int], feature: str) -> int:
+    return finalized.get(feature, BASE_LEVEL)
+
+
+def check_known(feature: str, level: int) -> None:
+    """Raises FeatureUpdateRefused for a feature this code does not know or a level outside 1..max."""
+    if feature not in SUPPORTED:
+        raise FeatureUpdateRefused(feature, level, f"unknown feature (known: {', '.join(sorted(SUPPORTED))})")
+    if not isinstance(level, int) or isinstance(level, bool) or not BASE_LEVEL <= level <= SUPPORTED[feature]:
+        raise FeatureUpdateRefused(
+            feature, level, f"this node's code supports levels {BASE_LEVEL}..{SUPPORTED[feature]}"
+        )
+
+
+def check_upgrade(
+    feature: str,
+    level: int,
+    finalized: Mapping[str, int],
+    nodes: Mapping[str, Mapping[str, int] | None],
+) -> bool:
+    """Whether raising ``feature`` to ``level`` changes anything (False: already there); raises
+    FeatureUpdateRefused, naming them, when a node of ``nodes`` (node -> its supported levels as gossiped;
+    None: not heard, a node that is down) does not support it, and for a downgrade."""
+    check_known(feature, level)
+    current = finalized_level(finalized, feature)
+    if level < current:
+        raise FeatureUpdateRefused(
+            feature,
+            level,
+            f"finalized at {current}: a downgrade is refused (the formats of {current} may be on disk)",
+        )
+    if level == current:
+        return False
+    behind = []
+    for node, supported in sorted(nodes.items()):
+        if supported is None:
+            behind.append(f"{node} (not heard from: down?)")
+        elif supported.get(feature, BASE_LEVEL) < level:
+            behind.append(f"{node} (supports {supported.get(feature, BASE_LEVEL)})")
+    if behind:
+        raise FeatureUpdateRefused(feature, level, f"not every node supports it: {', '.join(behind)}")
+    return True
+
+
+def unsupported(finalized: Mapping[str, int]) -> str | None:
+    """Why this node's code cannot join a cluster at ``finalized`` levels, or None when it can."""
+    for feature, level in sorted(finalized.items()):
+        if level > SUPPORTED.get(feature, 0):
+            return (
+                f"the cluster's feature {feature} is finalized at level {level}; this node's code supports "
+                f"at most {SUPPORTED.get(feature, 0)}: run a release that supports it"
+            )
+    return None
+
+
+class Features:
+    """The gate: ``allows(FORMAT)`` on the finalized levels as this node last applied them."""
+
+    def __init__(
+        self, finalized: Callable[[], Mapping[str, int]], epoch: Callable[[], int] = lambda: -1
+    ) -> None:
+        """``epoch``: of the finalized levels as read (Kafka's finalized_features_epoch: the controller
+        metadata's applied index, as KRaft gives its metadata offset; -1: unknown)."""
+        self._finalized = finalized
+        self.epoch = epoch
+
+    def allows(self, fmt: Format) -> bool:
+        return finalized_level(self._finalized(), fmt.feature) >= fmt.level
+
+    def supported(self) -> dict[str, int]:
+        """The highest level of each feature this node's code supports."""
+        return dict(SUPPORTED)
+
+    def levels(self) -> dict[str, int]:
+        finalized = self._finalized()
+        return {feature: finalized_level(finalized, feature) for feature in SUPPORTED}
