@@ -222,6 +222,19 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     # live members: delete, reset, the other door's join refused
     (groups.GroupNotEmpty, HttpError(409, 40916)),
     (groups.ConsumerProtocolNotFinalized, HttpError(409, 40927)),  # the Kafka door's alone
+    # the consumer group protocol's (KIP-848) rules: met by the Kafka door's members; the HTTP door meets
+    # a group of theirs only as another protocol's (NotConsumerGroup)
+    (groups.NotConsumerGroup, HttpError(409, 40928)),
+    (groups.NotCoordinator, HttpError(503, 50311, retriable=True)),
+    (groups.UnknownMember, HttpError(404, 40410)),
+    (groups.FencedMemberEpoch, HttpError(409, 40929)),
+    (groups.StaleMemberEpoch, HttpError(409, 40929)),
+    (groups.UnreleasedInstanceId, HttpError(409, 40930)),
+    (groups.FencedInstanceId, HttpError(409, 40930)),
+    (groups.UnsupportedAssignor, HttpError(400, 40001)),
+    (groups.InvalidRegularExpression, HttpError(400, 40001)),
+    (groups.InvalidGroupRequest, HttpError(400, 40001)),
+    (groups.ConsumerProtocolVersion, HttpError(400, 40001)),
 ]
 INTERNAL = HttpError(500, 50000)
 RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
