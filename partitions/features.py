@@ -29,7 +29,7 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
     RAFTLOG_VERSION: {
         1: "release 0.1.0's formats",
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
-        "batches, committed leader epochs",
+        "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their owner",
     },
 }
 
@@ -49,6 +49,11 @@ PRODUCE_CONTIGUOUS = Format(
 )
 CONSUMER_GROUP = Format("group table kind 10: a consumer group protocol group (KIP-848)", RAFTLOG_VERSION, 2)
 OFFSET_LEADER_EPOCH = Format("CommitOffset / TxnOffset with a committed leader epoch", RAFTLOG_VERSION, 2)
+PRODUCER_OWNERS = Format(
+    "controller command RegisterProducerOwner kind 16: producer ids bound to their principal",
+    RAFTLOG_VERSION,
+    2,
+)
 
 
 def finalized_level(finalized: Mapping[str, int], feature: str) -> int:

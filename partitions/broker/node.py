@@ -43,7 +43,7 @@ from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
 from partitions.data.transactional import TransactionalWrites
-from partitions.features import Features
+from partitions.features import PRODUCER_OWNERS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.internal_topic import InternalTopicLog
@@ -295,7 +295,11 @@ class Node:
         principal's number): they are handed ``self.cluster``'s, built right after
         them, as a call made later, the one cycle of the node's construction."""
         authorizers = Authorizers(f"User:{name}" for name in config.super_users)
-        self.producer_ids = ProducerIds(self.security.producer_owners, self._register_producer_owner)
+        self.producer_ids = ProducerIds(
+            self.security.producer_owners,
+            self._register_producer_owner,
+            bound=lambda: self.features.allows(PRODUCER_OWNERS),
+        )
         self.data = DataPlane(
             config.node_id,
             self.replicas,

@@ -79,10 +79,18 @@ class ProducerIds:
     metadata holds them now; ``register`` asks the controller for a principal's number the first time."""
 
     def __init__(
-        self, owners: Callable[[], Mapping[str, int]], register: Register, rng: random.Random | None = None
+        self,
+        owners: Callable[[], Mapping[str, int]],
+        register: Register,
+        rng: random.Random | None = None,
+        bound: Callable[[], bool] = lambda: True,
     ) -> None:
+        """``bound()``: whether ids may be bound to their owner now (the cluster's feature level allows the
+        controller command that registers owners); until then ids are given as release 0.1.0 gave them,
+        random below ``GIVEN_BIT``, bound to nobody."""
         self._owners = owners
         self._register = register
+        self._bound = bound
         self._rng = rng or random.SystemRandom()
         self._by_number: tuple[Mapping[str, int], dict[int, str]] | None = None
 
@@ -104,6 +112,8 @@ class ProducerIds:
     async def give(self, principal: str | None) -> int:
         """A fresh producer id of ``principal`` (None: ``ANONYMOUS``); its number is registered first when
         it has none (one controller write per principal, ever)."""
+        if not self._bound():
+            return self._rng.getrandbits(62) & ~GIVEN_BIT  # release 0.1.0's: bound to nobody
         who = principal_name(principal)
         number = self._owners().get(who)
         if number is None:

@@ -91,6 +91,20 @@ def test_the_in_process_registry_gives_each_principal_its_own_ids() -> None:
         ids.check(anonymous, "User:bob", transactional=False)
 
 
+def test_until_the_feature_level_allows_owners_ids_are_given_as_the_release_before_gave_them() -> None:
+    registered: list[str] = []
+
+    async def register(principal: str) -> int:
+        registered.append(principal)
+        return 1
+
+    ids = ProducerIds(lambda: {}, register, random.Random(3), bound=lambda: False)
+    given = asyncio.run(ids.give("User:bob"))
+    assert 0 <= given < GIVEN_BIT and owner_number(given) is None, "random below bit 62, bound to nobody"
+    assert registered == [], "no controller command a node of the release before cannot read"
+    ids.check(given, "User:mallory", transactional=False)  # unbound, as every id of that release
+
+
 def _register(machine: ControllerStateMachine, principal: str) -> object:
     return machine.apply(machine.applied_index + 1, 1, encode(RegisterProducerOwner(principal)))
 
