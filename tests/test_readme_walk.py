@@ -4,16 +4,19 @@ the Python client), in order, against a real 3-node ``raftlog dev`` cluster, eac
 for the cluster's ports (the README's 8081-8083 and 9092 are ``make dev``'s; the walk's cluster takes free
 ones, so the suite's workers never collide). Each command must exit 0; the README's output comments are
 checked where they show an answer's shape. The Kafka Connect section is walked too, against the same
-cluster (its worker from the jars ``make test`` installs, its REST port a free one). The operator tour
-(a fourth node, decommissions) and the secure tour (``raftlog dev --secure``) are not walked here: their
-commands are covered by their own tests.
+cluster (its worker from the jars ``make test`` installs, its REST port a free one), and so is the Spark
+section, after ``make examples`` (its reads, and the word count running while a line is added). The
+operator tour (a fourth node, decommissions) and the secure tour (``raftlog dev --secure``) are not walked
+here: their commands are covered by their own tests.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +28,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from raftlog_bench.kafka_peer import kafka_libs
+from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_dev.dev import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
 
@@ -115,11 +119,11 @@ def walk_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[pathlib
 
 
 def _run(
-    argv: list[str], text: str, cwd: pathlib.Path, env: dict[str, str]
+    argv: list[str], text: str, cwd: pathlib.Path, env: dict[str, str], timeout_s: float = COMMAND_TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         argv, input=text if argv[0] != "bash" else None, capture_output=True, text=True, cwd=cwd, env=env,
-        timeout=COMMAND_TIMEOUT_S, check=False,
+        timeout=timeout_s, check=False,
     )  # fmt: skip
 
 
@@ -315,3 +319,126 @@ def test_make_examples_installs_every_client_the_examples_import() -> None:
     extra = {re.split(r"[<>=\[ ]", requirement)[0] for requirement in requirements}
     missing = {EXAMPLE_DISTRIBUTIONS[name] for name in third_party & EXAMPLE_DISTRIBUTIONS.keys()} - extra
     assert not missing, f"the examples extra lacks {sorted(missing)}"
+
+
+SPARK = "## Data pipelines on Spark"
+SPARK_WAIT_S = (
+    600.0  # a JVM's start and a job or micro-batch: 165 s for the first read on a loaded 2-core machine
+)
+SECURE_CA = "data/tls/ca.pem"  # a block naming it reads raftlog dev --secure's cluster: not this one's
+
+
+def _latest_counts(cluster: LocalCluster, topic: str) -> dict[str, int]:
+    """Each key's latest value in ``topic`` (the word count's sink: a key's latest record is its count)."""
+    counts: dict[str, int] = {}
+    with BlockingClient(cluster.servers, timeout_ms=15_000) as client:
+        for partition in range(client.partition_count(topic)):
+            page = client.fetch_page(topic, partition, 0, 1 << 20, 0, columnar=True)
+            for key, value in zip(page.keys, page.values, strict=True):
+                if key is not None and value is not None:
+                    counts[key.decode()] = int(value)
+    return counts
+
+
+def _counted(
+    pipeline: subprocess.Popen[str],
+    cluster: LocalCluster,
+    reached: Callable[[dict[str, int]], bool],
+    log: pathlib.Path,
+    what: str,
+) -> None:
+    """Waits until the word count's sink holds counts that ``reached`` accepts, the pipeline still running."""
+    _until(
+        lambda: pipeline.poll() is not None or reached(_latest_counts(cluster, "word-counts")),
+        SPARK_WAIT_S,
+        f"{what}: its counts reach word-counts",
+    )
+    assert pipeline.poll() is None, f"{what}: the word count exited:\n{log.read_text()[-5000:]}"
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1500)  # three Spark drivers one after another, each minutes long on a loaded machine
+def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCluster]) -> None:
+    """The Spark section as a user runs it after ``make examples`` (the venv holds the ``examples`` extra:
+    the examples' imports resolve): its ``format("raftlog")`` read, Spark's own ``format("kafka")`` read and
+    write, each a script of its own, and the word count's commands in order, the pipeline running while a
+    line is added, its counts read back as printed, then stopped with Ctrl-C (exit 0). The block of
+    ``raftlog dev --secure`` options and the standalone cluster's commands are not walked: the first needs
+    a secure cluster (``tests/spark/test_spark_secure.py`` reads and writes one), the second starts a
+    master and two worker JVMs beside the driver's, too many for the suite's 2-core machine."""
+    directory, cluster = walk_dir
+    for name in ("examples", "scripts"):
+        if not (directory / name).exists():
+            (directory / name).symlink_to(ROOT / name)
+    env = {**os.environ, "RAFTLOG_SERVER": cluster.servers[0], "PYTHONPATH": str(ROOT)}
+    env.pop("RAFTLOG_ADMIN_TOKEN", None)
+    env.pop("PYSPARK_PYTHON", None)  # importing raftlog_spark sets it, as the README says
+    imports = (
+        "import confluent_kafka, kafka, pyspark, raftlog_spark"  # make examples' extra, as the README names
+    )
+    done = _run([".venv/bin/python", "-c", imports], "", directory, env)
+    assert done.returncode == 0, f"after make examples, {imports!r} fails:\n{done.stderr}"
+    client = BlockingClient(cluster.servers, timeout_ms=15_000)
+    if not _answers(f"{cluster.servers[0]}/topics/orders"):  # the tour's topic, if the tour ran not first
+        client.create_topic("orders", 3, 3)
+        client.produce("orders", [{"value": base64.b64encode(b"hello").decode()}], partition=0)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = section_blocks(readme, SPARK)
+    assert [language for language, _, _ in blocks] == ["python", "python", "python", "sh", "sh"], (
+        "the Spark section's blocks changed: walk the new ones here"
+    )
+    (_, raftlog_line, raftlog_read), (_, secure_line, secure), (_, kafka_line, kafka_format) = blocks[:3]
+    assert SECURE_CA in secure and SECURE_CA not in raftlog_read + kafka_format, secure_line
+
+    for first_line, block, shown in (
+        (raftlog_line, raftlog_read, "|partition|offset|"),
+        (kafka_line, kafka_format, ""),
+    ):
+        done = _run([".venv/bin/python", "-"], local_ports(block, cluster), directory, env, SPARK_WAIT_S)
+        where = f"README.md:{first_line}: the Python example"
+        assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr[-5000:]}"
+        assert shown in done.stdout.replace(" ", ""), f"{where} printed no table:\n{done.stdout}"
+    assert client.partition_count("copy") >= 1  # the kafka format's write made it (auto-create, as on Kafka)
+
+    (_, first_line, block) = blocks[3]
+    pipeline: subprocess.Popen[str] | None = None
+    log = directory / "word-count.log"
+    try:
+        for line, command in commands(block, first_line):
+            where = f"README.md:{line}"
+            text = local_ports(command, cluster)
+            assignment = re.fullmatch(r"([A-Z_]+)=(\S+)", text)
+            if assignment is not None:  # the terminal's variable, for the commands after it
+                env[assignment.group(1)] = assignment.group(2)
+                continue
+            if "word_count.py" in command:  # runs until Ctrl-C: started, its first counts waited for
+                with log.open("w") as out:
+                    pipeline = subprocess.Popen(
+                        ["bash", "-c", "exec " + text], cwd=directory, env=env, stdout=out,
+                        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                    )  # fmt: skip
+                _counted(
+                    pipeline, cluster, lambda counts: counts.get("to") == 2, log, f"{where}: the first lines"
+                )
+                continue
+            done = _run(["bash", "-c", text], "", directory, env)
+            assert done.returncode == 0, f"{where}: {command!r} exited {done.returncode}:\n{done.stderr}"
+            if command.startswith("for p in"):  # the counts as printed: the added line's words counted
+                assert "question" in done.stdout, (where, done.stdout)
+                continue
+            if pipeline is not None:  # the line added while it runs: the counts it makes
+                expected = {"to": 4, "be": 3, "or": 1, "not": 1, "that": 1, "is": 2, "the": 1, "question": 1,
+                            "do": 1}  # fmt: skip
+                _counted(pipeline, cluster, expected.__eq__, log, f"{where}: the added line")
+        assert pipeline is not None, "the Spark section no longer starts the word count"
+        os.killpg(pipeline.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to the process group
+        pipeline.wait(SPARK_WAIT_S)
+        output = log.read_text()
+        # stopped between micro-batches, its progress printed (tests/spark/test_word_count_example.py checks
+        # what else Ctrl-C prints)
+        read = sum(int(lines) for lines in re.findall(r"^batch \d+: (\d+) lines$", output, re.MULTILINE))
+        assert pipeline.returncode == 0 and read == 3, output[-5000:]
+    finally:
+        if pipeline is not None and pipeline.poll() is None:
+            os.killpg(pipeline.pid, signal.SIGKILL)
+            pipeline.wait(30)
