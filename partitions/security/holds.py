@@ -140,6 +140,8 @@ class RequestBytes:
         return total_ok and holder_ok
 
     def try_take(self, holder: str, size: int) -> bool:
+        if size <= 0:
+            return True  # an empty body holds nothing (its give_back gives nothing)
         if not self.fits(holder, size):
             return False
         self.held += size
@@ -147,6 +149,8 @@ class RequestBytes:
         return True
 
     def give_back(self, holder: str, size: int) -> None:
+        if size <= 0:
+            return
         mine = self._by_holder.get(holder, 0)
         if mine < size or self.held < size:
             raise RuntimeError(f"request bytes: {holder} gives back {size}, holding {mine} of {self.held}")

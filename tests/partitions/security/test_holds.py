@@ -76,3 +76,11 @@ def test_take_waits_for_room_and_is_woken_by_a_give_back() -> None:
         return order
 
     assert asyncio.run(scenario()) == ["a out", "b in"]
+
+
+def test_empty_bodies_of_one_holder_hold_nothing_and_give_back_nothing() -> None:
+    budget = RequestBytes(total_max=100, per_holder_max=10)
+    assert budget.try_take("address:127.0.0.1", 0) and budget.try_take("address:127.0.0.1", 0)
+    budget.give_back("address:127.0.0.1", 0)
+    budget.give_back("address:127.0.0.1", 0)  # two empty POSTs of one caller answered: no KeyError
+    assert budget.held == 0 and budget.holding("address:127.0.0.1") == 0
