@@ -95,6 +95,8 @@ DESCRIBE_CLUSTER, ALTER_CLUSTER = ["DESCRIBE cluster"], ["ALTER cluster"]
 ADMIN_MAPPING = {
     ("GET", "/v1/cluster/health"): DESCRIBE_CLUSTER,
     ("GET", "/v1/cluster/metrics"): DESCRIBE_CLUSTER,
+    ("GET", "/v1/features"): DESCRIBE_CLUSTER,  # Kafka's DescribeFeatures (ApiVersions) asks nothing more
+    ("POST", "/v1/features"): ALTER_CLUSTER,  # UpdateFeatures: ALTER on the cluster
     ("GET", "/v1/nodes"): DESCRIBE_CLUSTER,
     ("GET", "/v1/controller"): DESCRIBE_CLUSTER,
     ("GET", "/v1/partitions/{topic}/{partition}/replicas"): DESCRIBE_CLUSTER,

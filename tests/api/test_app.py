@@ -506,6 +506,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "controller": "n1",
         "nodes": ["n1", "n2"],
         "nodes_down": [],
+        "nodes_decommissioned": [],
         "nodes_disk_full": [],
         "leaderless_partitions": [],
         "under_replicated_partitions": [],
@@ -527,9 +528,12 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "leader_of": 1,
         "maintenance": False,
         "decommissioning": False,
+        "decommissioned": False,
         "disk_used_bytes": 1000,
         "disk_free_bytes": 10**9,
         "disk_full": False,
+        "version": None,  # the fake's node gossips none, as a node of release 0.1.0
+        "features": None,
     }
     assert nodes[1]["state"] == "dead"
 
