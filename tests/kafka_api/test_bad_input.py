@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.server import KafkaServer, Limits
+from partitions.features import Features
 from partitions.names import broker_id
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
@@ -256,12 +257,22 @@ class _NoGroups:
     def hold_live(self, live: Any) -> None:
         return None
 
+    def recorded_classic(self) -> list[tuple[str, int]]:
+        return []  # the door's tick asks which classic groups a new term must load: none
+
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"no request here reaches a group (asked for {name})")
 
 
+class _NoMetadata:
+    def features(self) -> Features:
+        return Features(lambda: {}, lambda: 0)  # a cluster that finalized nothing: what ApiVersions reads
+
+
 class _NoNode:
-    """A door for requests that need no node (ApiVersions)."""
+    """A door for requests that need no node (ApiVersions, which reads only the feature levels)."""
+
+    metadata = _NoMetadata()
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"ApiVersions should not ask the node for {name}")
