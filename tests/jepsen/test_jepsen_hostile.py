@@ -1,7 +1,7 @@
 """The hostile-clients fault: attackers against every door while the workload runs. The run stays valid,
 the honest clients keep above 90% of their sends, and every attack met a door that held: no bomb
 accepted, no 5xx for bad credentials, no attacking connection left open by the node, and no node's peak
-memory risen by more than 512 MiB (a logged-in user pinning large requests among the attacks)."""
+memory risen by more than 768 MiB (a logged-in user pinning large requests among the attacks)."""
 
 from __future__ import annotations
 
