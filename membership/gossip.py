@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 
-from membership import admission, wire
+from membership import wire
 from membership.errors import (
     InvalidAddress,
     MembershipError,
@@ -32,6 +32,7 @@ from membership.errors import (
 )
 from membership.model import GossipConfig, Member, MemberState
 from membership.protocol import Action, Protocol, PushPull, Send
+from raftlog import admission
 from raftlog.addresses import normalize_host
 
 log = logging.getLogger("membership")
@@ -514,7 +515,7 @@ class Gossip:
 
     def _admit_push_pull(self, host: str, writer: asyncio.StreamWriter) -> bool:
         """Whether a push-pull connection from ``host`` may wait for its first frame (closing the oldest
-        one waiting from a known member's host if that makes room); see :mod:`membership.admission`."""
+        one waiting from a known member's host if that makes room); see :mod:`raftlog.admission`."""
         config = self.config
         known = self._known_hosts()
         by_host = collections.Counter(h for h, _ in self._pending.values())

@@ -55,7 +55,7 @@ class GossipConfig:
     # Not in memberlist: an inbound push-pull connection whose first frame is not in within this is
     # closed (a member sends it at once; only an outsider holding a slot waits), and the connections
     # waiting for it are bounded per source address and, for addresses of no known member, together
-    # (membership/admission.py; known members' hosts have room of their own).
+    # (raftlog/admission.py; known members' hosts have room of their own).
     push_pull_first_frame_timeout_ms: int = 1_000
     push_pull_pending_per_address_max: int = 4
     push_pull_pending_max: int = 32

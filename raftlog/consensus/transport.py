@@ -62,7 +62,7 @@ finish its handshake within ``handshake_timeout_s`` (an inbound one that sends n
 ``hello_timeout_s``) or stays silent for ``idle_timeout_s`` is closed; idle connections carry a PING every
 ``ping_interval_s``. Inbound connections still in their handshake are bounded per source address and, for
 addresses that are no known peer's, together; a known peer's host always has room
-(:mod:`raftlog.consensus.admission`), so an outsider filling the port cannot keep a peer out. Any
+(:mod:`raftlog.admission`), so an outsider filling the port cannot keep a peer out. Any
 malformed, oversized or unauthenticated frame closes the connection with a log line naming the peer and
 the reason.
 
@@ -92,8 +92,9 @@ from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport
 
+from raftlog import admission
 from raftlog.addresses import is_ip_literal, normalize_host
-from raftlog.consensus import admission, wire
+from raftlog.consensus import wire
 from raftlog.consensus.hub_inbox import CONNECTED, DISCONNECTED, GroupInbox, nonblocking_pipe
 from raftlog.consensus.messages import RaftMessage
 from raftlog.errors import RaftlogError, check, with_fields
@@ -149,7 +150,7 @@ class HubConfig:
     idle_timeout_s: float = 3.0
     pending_handshakes_max: int = 64
     """Inbound connections still in their handshake from addresses that are no known peer's, together
-    (see :mod:`raftlog.consensus.admission`; known peers' hosts have room of their own)."""
+    (see :mod:`raftlog.admission`; known peers' hosts have room of their own)."""
     pending_handshakes_per_address_max: int = 4
     """Inbound connections still in their handshake from one source address."""
     listen_backlog: int = 128

@@ -1,4 +1,4 @@
-"""Who may start a handshake on the Raft port (raftlog.consensus.admission), and the hub applying it:
+"""Who may start a handshake on the Raft port (raftlog.admission), and the hub applying it:
 one outsider's address gets at most its share, outsiders together at most the pool, a known peer's host
 always gets in, and a connection that sends no HELLO is closed within hello_timeout_s."""
 
@@ -8,7 +8,7 @@ import socket
 import time
 
 from raftlog.addresses import normalize_host
-from raftlog.consensus.admission import Admission, admit
+from raftlog.admission import Admission, admit
 from raftlog.consensus.transport import HubConfig, MuxHub
 
 SECRET = b"admission-test-secret-0123456789"

@@ -1,4 +1,4 @@
-"""Who may wait for a first frame on the gossip port (membership.admission), and Gossip applying it: one
+"""Who may wait for a first frame on the gossip port (raftlog.admission), and Gossip applying it: one
 outsider's address gets at most its share, outsiders together at most the pool, a known member's host
 always gets in, and a connection that sends no frame is closed within push_pull_first_frame_timeout_ms."""
 
@@ -13,7 +13,7 @@ import pytest
 from udp_helpers import FAST, SECRET, cluster
 
 from membership import Gossip, GossipConfig
-from membership.admission import Admission, admit
+from raftlog.admission import Admission, admit
 
 
 def test_outsiders_are_bounded_per_address_and_together() -> None:

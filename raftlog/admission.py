@@ -1,7 +1,9 @@
-"""Which inbound Raft connections may start a handshake: a pure decision, no sockets or clocks.
+"""Which inbound connections may wait to prove who they are: a pure decision, no sockets or clocks. One
+rule for the node's two ports that only peers should use: the Raft port (a connection pending until its
+handshake ends; limits in ``HubConfig``) and gossip's push-pull port (pending until its first sealed frame
+is in; limits in ``membership.model.GossipConfig``, which also closes one not in within 1 s).
 
-A connection accepted on the Raft port proves nothing until its handshake ends, so the ones still
-proving who they are (pending) are bounded three ways (the limits live in ``HubConfig``):
+A connection accepted proves nothing until then, so the pending ones are bounded three ways:
 
 * per source address: at most ``per_address_max`` pending from one host, so one outsider cannot take
   the whole pool;
@@ -25,8 +27,8 @@ from enum import Enum
 class Admission(Enum):
     ADMIT = "admit"
     ADMIT_EVICTING_OLDEST = "admit, closing the oldest pending connection from this known peer's host"
-    REFUSE_ADDRESS_FULL = "too many pending handshakes from this address"
-    REFUSE_POOL_FULL = "too many pending handshakes from addresses that are no known peer's"
+    REFUSE_ADDRESS_FULL = "too many connections pending (unproven) from this address"
+    REFUSE_POOL_FULL = "too many connections pending (unproven) from addresses that are no known peer's"
 
 
 def admit(
