@@ -68,7 +68,7 @@ def test_take_waits_for_room_and_is_woken_by_a_give_back() -> None:
             order.append("b in")
 
         waiting = asyncio.ensure_future(second())
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # the second caller reaches take() and waits: one loop turn, not a time
         order.append("a out")
         budget.give_back("User:a", 80)
         await waiting
