@@ -55,6 +55,25 @@ PRODUCER_OWNERS = Format(
     2,
 )
 
+# arguments of peer operations a node of 0.1.0 refuses (an unknown argument, or value type), left out of a
+# call until level 2 (``peer_ops.peer(since=...)``): the rules they serve are level 2's
+PRODUCE_PRODUCER = Format(
+    "peer operation produce_batch's producer argument: who produced a batch, checked on the leader",
+    RAFTLOG_VERSION,
+    2,
+)
+GROUP_OFFSET = Format(
+    "peer operation group_offset: a committed offset with its leader epoch (0.1.0 serves committed_offset "
+    "and stable_committed_offset)",
+    RAFTLOG_VERSION,
+    2,
+)
+TRANSACTION_PRINCIPAL = Format(
+    "the principal argument of the transaction coordinator's peer operations: its producer ids' owner",
+    RAFTLOG_VERSION,
+    2,
+)
+
 
 def finalized_level(finalized: Mapping[str, int], feature: str) -> int:
     return finalized.get(feature, BASE_LEVEL)

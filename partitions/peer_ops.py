@@ -11,9 +11,11 @@ Pure: no I/O, nothing here knows how a call travels.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from partitions.features import Format
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,6 +28,9 @@ class PeerOp:
     write: bool = False  # a lost answer is "outcome unknown"
     wait_arg: str | None = None  # an argument (ms) the callee may wait for: it extends the call's timeout
     wait_unset_ms: int = 0  # how long the callee may wait when that argument is None
+    # arguments the previous release's callee does not take, each with the format that allows it: left out
+    # of a call until the cluster's finalized level allows it (the callee applies its default)
+    since: tuple[tuple[str, Format], ...] = ()
 
     @property
     def name(self) -> str:
@@ -47,6 +52,7 @@ class _Declared:
     wait_arg: str | None
     wait_unset_ms: int
     routing: Routing
+    since: tuple[tuple[str, Format], ...] = ()
 
 
 def peer(
@@ -57,13 +63,17 @@ def peer(
     wait_unset_ms: int = 0,
     topic_arg: str | None = None,
     waits_for_leader: bool = True,
+    since: Mapping[str, Format] | None = None,
 ) -> Callable[[F], F]:
     """Declares a protocol method callable by other nodes: ``summary`` (its endpoint's), ``write`` (a lost
     answer is "outcome unknown"), ``wait_arg`` (an argument in ms the callee may wait, which extends the
     caller's timeout; ``wait_unset_ms`` when it is None); and its ``Routing``: ``topic_arg``, the
-    argument naming the topic it is about, ``waits_for_leader``."""
+    argument naming the topic it is about, ``waits_for_leader``. ``since``: arguments added since the
+    previous release, each with the ``Format`` (``partitions.features``) that allows sending it; each needs
+    a default, which the callee applies while the argument is left out."""
     routing = Routing(topic_arg, waits_for_leader)
-    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing))
+    gated = tuple(sorted((since or {}).items()))
+    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing, gated))
 
 
 def _declare(declared: _Declared) -> Callable[[F], F]:
@@ -72,6 +82,9 @@ def _declare(declared: _Declared) -> Callable[[F], F]:
         for argument in (declared.wait_arg, declared.routing.topic_arg):
             if argument is not None and argument not in parameters:
                 raise TypeError(f"{method.__qualname__}: no parameter {argument!r}")
+        for argument, _ in declared.since:
+            if argument not in parameters or parameters[argument].default is inspect.Parameter.empty:
+                raise TypeError(f"{method.__qualname__}: no parameter {argument!r} with a default")
         method.__peer_op__ = declared  # type: ignore[attr-defined]
         return method
 
@@ -92,5 +105,7 @@ def declared_ops(service: str, protocol: type) -> tuple[PeerOp, ...]:
     for name, member in vars(protocol).items():
         how = getattr(member, "__peer_op__", None)
         if isinstance(how, _Declared):
-            found.append(PeerOp(service, name, how.summary, how.write, how.wait_arg, how.wait_unset_ms))
+            found.append(
+                PeerOp(service, name, how.summary, how.write, how.wait_arg, how.wait_unset_ms, how.since)
+            )
     return tuple(found)

@@ -31,7 +31,7 @@ from partitions.errors import (
     PeerUnreachable,
     ReplicaRecovering,
 )
-from partitions.features import OFFSET_LEADER_EPOCH, Features
+from partitions.features import GROUP_OFFSET, OFFSET_LEADER_EPOCH, Features
 from raftlog.consensus.errors import (
     GroupClosed,
     NoLeader,
@@ -144,11 +144,21 @@ class GroupOffsets:
         the partition's leader could not be reached: that is ``OffsetsUnavailable``)."""
 
         async def call(timeout_ms: int) -> GroupOffset | None:
+            if self._features is not None and not self._features.allows(GROUP_OFFSET):
+                return await self._committed_before(group, topic, partition, require_stable)
             return (
                 await self._data.run(DataService.group_offset, group, topic, partition, require_stable)
             ).value
 
         return await self._until(group, topic, partition, call)
+
+    async def _committed_before(
+        self, group: str, topic: str, partition: int, require_stable: bool
+    ) -> GroupOffset | None:
+        """What release 0.1.0's leaders serve: the offset alone (no leader epoch was committed before)."""
+        method = DataService.stable_committed_offset if require_stable else DataService.committed_offset
+        offset = (await self._data.run(method, group, topic, partition)).value
+        return None if offset is None else GroupOffset(offset)
 
     async def delete(self, group: str, topic: str, partition: int) -> bool:
         """Forget the group's offset of the partition; whether it had one."""

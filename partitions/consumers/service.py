@@ -39,6 +39,7 @@ from partitions.consumers.protocol import (
 from partitions.consumers.reader import PartitionData
 from partitions.data.service import DataService
 from partitions.errors import UnknownPartition, UnknownTopic
+from partitions.features import Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
@@ -60,8 +61,11 @@ class ConsumerService:
         groups: GroupCoordinator,
         data: Callable[[], PartitionData],
         monotonic: Callable[[], float] = time.monotonic,
+        features: Features | None = None,
     ) -> None:
-        """``data``: the cluster-wide data service (a callable: it is built after this)."""
+        """``data``: the cluster-wide data service (a callable: it is built after this); ``features``: the
+        gate before a format the previous release cannot read (None: every one)."""
+        self._features = features
         self.node_id = node_id
         self._groups = groups
         self._data = data
@@ -231,7 +235,7 @@ class ConsumerService:
         await _all([self._commit(group, tp, offset) for tp, offset in wanted.items()])
 
     def _offsets(self) -> GroupOffsets:
-        return GroupOffsets(self._data())
+        return GroupOffsets(self._data(), features=self._features)
 
     async def _commit(self, group: str, tp: TopicPartition, offset: int) -> None:
         stored = await self._offsets().commit(group, tp.topic, tp.partition, offset, False)

@@ -592,6 +592,13 @@ class DataPlane:
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
 
+    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        found = await self.group_offset(group, topic, partition, True)
+        return None if found is None else found.offset
+
+    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
+        return self.leader_replica(topic, partition).log.transactions.is_open(producer_id)
+
     async def group_offset(
         self, group: str, topic: str, partition: int, require_stable: bool
     ) -> GroupOffset | None:

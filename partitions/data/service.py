@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
+from partitions.features import OFFSET_LEADER_EPOCH, PRODUCE_PRODUCER, Format
 from partitions.peer_ops import peer
 from partitions.transactions.service import Marker
 
@@ -132,13 +133,13 @@ def check_leader_epoch(group_id: str, epoch: int, current_epoch: int) -> None:
     raise UnknownLeaderEpoch(group_id, epoch, current_epoch)
 
 
-def _leader_write(summary: str) -> Callable[[F], F]:
+def _leader_write(summary: str, since: dict[str, Format] | None = None) -> Callable[[F], F]:
     """A write to a partition, run on its leader, that may wait up to ``timeout_ms`` for its commit."""
-    return peer(summary, write=True, wait_arg="timeout_ms", topic_arg="topic")
+    return peer(summary, write=True, wait_arg="timeout_ms", topic_arg="topic", since=since)
 
 
 class DataService(Protocol):
-    @_leader_write("Append a record batch on the partition's leader")
+    @_leader_write("Append a record batch on the partition's leader", since={"producer": PRODUCE_PRODUCER})
     async def produce_batch(
         self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
     ) -> ProduceResult:
@@ -186,7 +187,10 @@ class DataService(Protocol):
         """The first committed record whose timestamp is >= ``timestamp_ms``; None when none is."""
         ...
 
-    @_leader_write("Store a consumer group's offset on the partition's leader")
+    @_leader_write(
+        "Store a consumer group's offset on the partition's leader",
+        since={"leader_epoch": OFFSET_LEADER_EPOCH},
+    )
     async def commit_offset(
         self,
         group: str,
@@ -228,6 +232,18 @@ class DataService(Protocol):
     @peer("A consumer group's committed offset, from the partition's leader", topic_arg="topic")
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None: ...
 
+    @peer("A consumer group's committed offset unless a transaction holds one pending", topic_arg="topic")
+    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        """``group_offset(require_stable=True)``'s offset: what a node of release 0.1.0 asks (served for it;
+        this release asks it of a leader while ``features.GROUP_OFFSET`` is not finalized)."""
+        ...
+
+    @peer("Whether a producer has a transaction open in the partition, on its leader", topic_arg="topic")
+    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
+        """Release 0.1.0's Kafka door asks it before a transactional batch (served for its nodes; this
+        release's checks are ``produce_batch``'s)."""
+        ...
+
     @peer("A consumer group's committed offset and its leader epoch, from the partition's leader",
           topic_arg="topic")  # fmt: skip
     async def group_offset(
@@ -238,7 +254,10 @@ class DataService(Protocol):
         partition (Kafka's OffsetFetch with require_stable, KIP-447)."""
         ...
 
-    @_leader_write("Store a consumer group's offset inside a transaction, on the partition's leader")
+    @_leader_write(
+        "Store a consumer group's offset inside a transaction, on the partition's leader",
+        since={"leader_epoch": OFFSET_LEADER_EPOCH},
+    )
     async def commit_txn_offset(
         self,
         group: str,

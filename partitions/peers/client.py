@@ -8,6 +8,10 @@ this table under ``INTERNAL_PREFIX`` and answers only a caller that presents the
 ``remote_groups``, ``remote_peer``, ``remote_transactions``) are made from the same declarations: a method
 each, its signature and result type the protocol's; none is written by hand.
 
+An argument a peer operation declares ``since`` a format (``partitions.peer_ops.peer``) is left out of a
+call until the cluster's finalized feature level allows that format: a node of the previous release, which
+refuses an argument it does not know, still serves the call (with the argument's default).
+
 A call that could not be sent raises ``PeerUnreachable`` (safe to retry); a call that was sent but whose
 answer never came raises ``PeerOutcomeUnknown`` when it writes, ``PeerUnreachable`` when it only reads.
 """
@@ -29,6 +33,7 @@ import aiohttp
 from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService
 from partitions.errors import PeerOutcomeUnknown, PeerProtocolError, PeerUnreachable
+from partitions.features import Format
 from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops
 from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
@@ -97,7 +102,10 @@ class PeerClient:
         address: Callable[[str], str | None],
         timeout_s: float = CALL_TIMEOUT_S_DEFAULT,
         ssl_context: ssl.SSLContext | None = None,
+        allows: Callable[[Format], bool] = lambda fmt: True,
     ) -> None:
+        """``allows``: the gate on the cluster's finalized feature levels (``Features.allows``)."""
+        self._allows = allows
         self._ssl = ssl_context  # for https URLs: the certificates trusted, and the one presented
         self._headers = {"Authorization": f"Bearer {credential}", "Content-Type": MEDIA_TYPE}
         self._address = address
@@ -120,6 +128,7 @@ class PeerClient:
         base = self._address(node_id)
         if not base:
             raise PeerUnreachable(node_id, "no address known")
+        arguments = sendable(op, arguments, self._allows)
         timeout_s = self._timeout_s
         if op.wait_arg is not None:
             wait_ms = arguments.get(op.wait_arg)
@@ -153,6 +162,13 @@ class PeerClient:
                 raise PeerProtocolError(f"node {node_id} answered {op.name} with error {error!r:.200}")
             raise error
         return answer["ok"]
+
+
+def sendable(op: PeerOp, arguments: dict[str, Any], allows: Callable[[Format], bool]) -> dict[str, Any]:
+    """``arguments`` without those ``op`` declares ``since`` a format the finalized levels do not allow yet
+    (the callee, maybe of the previous release, applies their defaults)."""
+    held = {argument for argument, fmt in op.since if argument in arguments and not allows(fmt)}
+    return {name: value for name, value in arguments.items() if name not in held} if held else arguments
 
 
 def _conforms(value: object, hint: Any) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from partitions.features import TRANSACTION_PRINCIPAL
 from partitions.groups.assignors import TopicPartition
 from partitions.peer_ops import peer
 
@@ -60,6 +61,9 @@ class TransactionDescription:
     coordinator: str  # the node that answered: the coordinator
 
 
+_PRINCIPAL = {"principal": TRANSACTION_PRINCIPAL}  # what 0.1.0's coordinator does not take
+
+
 class TransactionService(Protocol):
     """Kafka's transactions (KIP-98, KIP-447, KIP-890); every call is served by the transactional id's
     coordinator."""
@@ -75,7 +79,7 @@ class TransactionService(Protocol):
         ``principal`` (None: an unauthenticated client) may write with (``security.producer_ids``)."""
         ...
 
-    @peer("Give a transactional id its producer id and a new epoch", write=True)
+    @peer("Give a transactional id its producer id and a new epoch", write=True, since=_PRINCIPAL)
     async def init_producer_id(
         self,
         transactional_id: str,
@@ -93,7 +97,7 @@ class TransactionService(Protocol):
         ``InvalidTransactionTimeout`` for a timeout over the node's bound."""
         ...
 
-    @peer("Add partitions the producer writes to its transaction", write=True)
+    @peer("Add partitions the producer writes to its transaction", write=True, since=_PRINCIPAL)
     async def add_partitions(
         self,
         transactional_id: str,
@@ -108,7 +112,7 @@ class TransactionService(Protocol):
         ``TransactionalProducerIdNotOwned`` unless ``producer_id`` is its own (``security.producer_ids``)."""
         ...
 
-    @peer("Add a consumer group whose offsets the transaction commits", write=True)
+    @peer("Add a consumer group whose offsets the transaction commits", write=True, since=_PRINCIPAL)
     async def add_offsets(
         self,
         transactional_id: str,
@@ -121,7 +125,7 @@ class TransactionService(Protocol):
         TxnOffsetCommit names them (``add_offset_partitions``)."""
         ...
 
-    @peer("Add the partitions a transactional offset commit writes", write=True)
+    @peer("Add the partitions a transactional offset commit writes", write=True, since=_PRINCIPAL)
     async def add_offset_partitions(
         self,
         transactional_id: str,
@@ -137,7 +141,7 @@ class TransactionService(Protocol):
         (``DataService.commit_txn_offset``)."""
         ...
 
-    @peer("Commit or abort the producer's transaction", write=True)
+    @peer("Commit or abort the producer's transaction", write=True, since=_PRINCIPAL)
     async def end_transaction(
         self,
         transactional_id: str,
