@@ -88,6 +88,7 @@ class LocalAdmin:
         await self._topics.set_node_flag(node_id, flag, on)
 
     async def update_feature(self, feature: str, level: int) -> dict[str, int]:
+        self._topics.check_feature(feature, level)  # here first: the leader may be of the previous release
         self._on_controller()
         return await self._topics.update_feature(feature, level)
 

@@ -66,7 +66,7 @@ from partitions.peers.presence import Presence
 from partitions.replicas.cluster_view import ClusterView
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.manager import ReplicaManager
-from partitions.replicas.raft_host import RaftHost
+from partitions.replicas.raft_host import RAFT_DIR, RaftHost
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding, Authorizers
@@ -201,6 +201,9 @@ class Node:
         self.config = config
         self.node_id = config.node_id
         self._credential = internal_credential(config.cluster_secret)
+        # started on a data directory no node used, not joining a running cluster: a member of a new
+        # cluster, which starts at this code's feature levels (``Operator._first_levels``)
+        self.forms_cluster = not config.join and not os.path.exists(os.path.join(config.data_dir, RAFT_DIR))
         self._build_storage(config, clock)
         self._build_metadata(config)
         self._build_replicas(config)
@@ -249,7 +252,9 @@ class Node:
 
     def _build_replicas(self, config: NodeConfig) -> None:
         me = config.peer(config.node_id)
-        self.peers = PeerClient(self._credential, self._address, config.peer_timeout_s, config.peer_ssl)
+        self.peers = PeerClient(
+            self._credential, self._address, config.peer_timeout_s, config.peer_ssl, self.features.allows
+        )
         self.replicas = ReplicaManager(
             config.node_id,
             self.raft,
@@ -338,13 +343,15 @@ class Node:
         self.local = NodeServices(
             self.data,
             LocalAdmin(self.frontend, self.topic_changes, self.security, self.voters, self.partition_admin),
-            ConsumerService(config.node_id, self.groups, self._cluster_data),
+            ConsumerService(config.node_id, self.groups, self._cluster_data, features=self.features),
             PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
             self.transactions,
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers)
-        self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
+        self.operator = Operator(
+            self.frontend, self.voters, self.routing, self.cluster.peer, forms_cluster=self.forms_cluster
+        )
 
     async def _create_topic_anywhere(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from partitions import features
@@ -200,19 +201,29 @@ class TopicChanges:
     async def update_feature(self, feature: str, level: int) -> dict[str, int]:
         """Finalize ``feature`` at ``level`` once every node (``known_nodes`` but those that left) runs code
         that supports it; FeatureUpdateRefused naming those that do not, or for a downgrade. The cluster's
-        finalized levels after it."""
-        self._frontend.leader_group()  # judged on the metadata every committed level is applied to
+        finalized levels after it; judged on the metadata every committed level is applied to."""
+        self._frontend.leader_group()
+        if self.check_feature(feature, level):
+            await self._frontend.propose(SetFeatureLevel(feature, level))
+            log.info("node %s: feature %s finalized at level %d", self._frontend.node_id, feature, level)
+        return features.Features(lambda: self._frontend.metadata().features).levels()
+
+    def check_feature(self, feature: str, level: int) -> bool:
+        """``features.check_upgrade`` on this node's view: whether raising ``feature`` to ``level`` changes
+        anything; FeatureUpdateRefused as ``update_feature``. Asked on the node that took the request before
+        it goes to the controller leader, which in a cluster of two releases may be a node of the previous
+        one (it serves no ``update_feature``): while such a node runs, the refusal names it."""
+        return features.check_upgrade(feature, level, self._frontend.metadata().features, self._nodes())
+
+    def _nodes(self) -> dict[str, Mapping[str, int] | None]:
+        """Each node (but those decommissioned and gone) with the levels its code supports, as gossiped."""
         members = self._frontend.members()
-        nodes = {
+        return {
             node: members.supported_features(node)
             for node in members.known_nodes()
             if node not in self._frontend.metadata().node_flags["decommissioning"]
             or members.supported_features(node) is not None
         }
-        if features.check_upgrade(feature, level, self._frontend.metadata().features, nodes):
-            await self._frontend.propose(SetFeatureLevel(feature, level))
-            log.info("node %s: feature %s finalized at level %d", self._frontend.node_id, feature, level)
-        return features.Features(lambda: self._frontend.metadata().features).levels()
 
     async def cancel_moves_off(self, node_id: str) -> None:
         """Recommission: turn around every move that takes a replica off ``node_id``."""

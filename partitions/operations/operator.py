@@ -115,6 +115,8 @@ class Operator(Worker):
     _nodes: Nodes
     _leaders: PartitionLeaders
     _clock: Callable[[], float] = field(default=time.monotonic, repr=False)  # the balancer's time
+    # this node started on an unused data directory, forming a new cluster (``_first_levels``)
+    forms_cluster: bool = False
     # (topic, partition, learner joining) -> the commit index when it was first seen a learner
     _goals: dict[tuple[str, int, str], int] = field(default_factory=dict, init=False)
     # (controller learner, its catch-up goal)
@@ -164,10 +166,13 @@ class Operator(Worker):
     # -- feature levels ------------------------------------------------------------------------------
 
     async def _first_levels(self) -> None:
-        """A cluster whose metadata never named a feature (a new cluster, or one of release 0.1.0 being
-        upgraded) is finalized at the levels this code supports once every node runs code that supports
-        them; until then it stays at level 1. Later levels are raised only by an operator."""
-        if self._controller.metadata().features:
+        """A new cluster starts at the levels this code supports, as Kafka formats a new cluster at its
+        release's ``metadata.version``: the controller leader finalizes them when the metadata never named a
+        feature, it started on an unused data directory itself (``forms_cluster``: not a node of a previous
+        release restarted on its data, nor one joining), and every known node gossips that it supports
+        them. A cluster upgraded from a previous release stays at its level until the operator raises it
+        (``raftlog cluster features upgrade``): its leader restarted on its data."""
+        if not self.forms_cluster or self._controller.metadata().features:
             return
         nodes = {node: self._nodes.supported_features(node) for node in self._nodes.known_nodes()}
         for feature, level in sorted(features.SUPPORTED.items()):

@@ -20,6 +20,7 @@ from raftlog.consensus.transport import MuxHub
 from raftlog.storage.space import DiskSpace
 
 T = TypeVar("T")
+RAFT_DIR = "raft"  # under a node's data directory: each Raft group's journal
 
 
 class RaftHost:
@@ -41,7 +42,7 @@ class RaftHost:
         """``peers``: node id -> Raft address of every other node known at start (gossip adds more).
         ``space``: the node's knowledge of room on its disk, which every journal shares (its own if None)."""
         self.node_id = node_id
-        self._root = os.path.join(data_dir, "raft")
+        self._root = os.path.join(data_dir, RAFT_DIR)
         self._core = core
         self._discard = discard
         self.space = space if space is not None else DiskSpace()

@@ -251,9 +251,9 @@ async def test_a_passing_imbalance_moves_nothing() -> None:
     assert node.changes == []
 
 
-async def test_the_first_levels_are_finalized_once_every_node_supports_them() -> None:
+async def test_a_new_cluster_starts_at_the_levels_of_its_code_once_every_node_supports_them() -> None:
     node = FakeNode(alive=["n1", "n2", "n3"], supported={"n2": {}, "n3": None})  # n2 runs 0.1.0, n3 unheard
-    operator = Operator(node, node, node, node)
+    operator = Operator(node, node, node, node, forms_cluster=True)
     await ticks(operator, 2)
     assert node.machine.metadata.features == {}  # still the previous release's formats
     node.supported["n2"] = SUPPORTED  # upgraded
@@ -262,3 +262,12 @@ async def test_the_first_levels_are_finalized_once_every_node_supports_them() ->
     del node.supported["n3"]  # heard from, on this release
     await ticks(operator, 1)
     assert node.machine.metadata.features == {RAFTLOG_VERSION: SUPPORTED[RAFTLOG_VERSION]}
+
+
+async def test_an_upgraded_cluster_stays_at_its_level_until_the_operator_raises_it() -> None:
+    """As Kafka's ``metadata.version`` after a rolling upgrade: every node runs this code, but the leader
+    restarted on its data (no new cluster), so level 1 stays until ``raftlog cluster features upgrade``."""
+    node = FakeNode(alive=["n1", "n2", "n3"], supported={})  # every node gossips this release's levels
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 3)
+    assert node.machine.metadata.features == {}
