@@ -465,8 +465,13 @@ class ControllerStateMachine:
                 ],
                 "acls": [acl.to_row() for acl in metadata.acls],
                 "tokens": [token.to_row() for _, token in sorted(metadata.tokens.items())],
-                "producer_owners": producer_owners.snapshot_rows(metadata.producer_owners),
-                # only once a level was finalized: until then the snapshot is the previous release's bytes
+                # each only once it holds something (owners are registered from raftlog.version 2; a level
+                # once finalized): until then the snapshot is the previous release's bytes
+                **(
+                    {"producer_owners": producer_owners.snapshot_rows(metadata.producer_owners)}
+                    if metadata.producer_owners
+                    else {}
+                ),
                 **({"features": dict(sorted(metadata.features.items()))} if metadata.features else {}),
             },
             use_bin_type=True,

@@ -314,13 +314,22 @@ _LAYOUTS = {kind: (made, tuple(f.name for f in fields(made))) for made, kind in 
 _UNREAD = [name for _, names in _LAYOUTS.values() for name in names if name not in _READ]
 check(not _UNREAD, f"transaction command fields with no reader: {_UNREAD}")
 # fields added after a kind's first release, last in its layout: an older node's command lacks them, and
-# reads as their default
+# reads as their default; a command whose added fields are at their defaults is written without them, in
+# the layout of the release before, which refuses a longer row (InitProducer's new_owner is True only for
+# producer ids bound to an owner, given from raftlog.version 2: ``features.PRODUCER_OWNERS``)
 _ADDED: dict[type[Any], tuple[str, ...]] = {InitProducer: ("new_owner",)}
+_DEFAULTS = {made: {f.name: f.default for f in fields(made)} for made in _KINDS}
 
 
 def encode(command: TxnCommand) -> bytes:
     kind = _KINDS[type(command)]
-    row = [kind, *(_WRITE.get(name, _as_is)(getattr(command, name)) for name in _LAYOUTS[kind][1])]
+    names = list(_LAYOUTS[kind][1])
+    defaults = _DEFAULTS[type(command)]
+    for added in reversed(_ADDED.get(type(command), ())):
+        if names[-1] != added or getattr(command, added) != defaults[added]:
+            break
+        names.pop()
+    row = [kind, *(_WRITE.get(name, _as_is)(getattr(command, name)) for name in names)]
     packed: bytes = msgpack.packb(row, use_bin_type=True)
     return packed
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import msgpack
+
 from partitions.controller import state as controller
+from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.state import (
     AddPartitions,
     AlterConfigs,
     ControllerStateMachine,
     CreateTopic,
     DeleteTopic,
+    SetFeatureLevel,
     TopicMetadata,
 )
 from partitions.errors import InvalidCommand, InvalidName, InvalidTopic, TopicExists, UnknownTopic
@@ -152,3 +156,18 @@ def test_apply_publishes_new_metadata_and_never_changes_what_a_reader_holds() ->
         except TypeError:
             continue
         raise AssertionError(f"{read_only!r} can be changed in place")
+
+
+def test_a_snapshot_under_level_1_has_the_keys_of_release_0_1_0() -> None:
+    """Until producer owners are registered and a level finalized (raftlog.version 2), the snapshot holds
+    only the keys release 0.1.0 wrote; each new key appears once it holds something."""
+    machine = ControllerStateMachine()
+    apply_all(machine, CreateTopic("a", R3))
+    released = {"v", "applied_index", "topics", "reassignments", "node_flags", "users", "acls", "tokens"}
+    assert set(msgpack.unpackb(machine.snapshot())) == released
+    apply_all(machine, RegisterProducerOwner("User:alice"), SetFeatureLevel("raftlog.version", 2))
+    assert set(msgpack.unpackb(machine.snapshot())) == released | {"producer_owners", "features"}
+    copy = ControllerStateMachine()
+    copy.restore(machine.snapshot())
+    assert copy.metadata.producer_owners == machine.metadata.producer_owners
+    assert copy.metadata.features == {"raftlog.version": 2}

@@ -390,6 +390,16 @@ def test_an_init_producer_of_the_release_before_owners_decodes_as_no_new_owner()
         decode(msgpack.packb(msgpack.unpackb(INIT_BEFORE_OWNERS)[:-1]))
 
 
+def test_an_init_producer_of_no_new_owner_is_written_as_the_release_before_wrote_it() -> None:
+    """Under raftlog.version 1 no producer id has an owner, so new_owner is False: the command is written
+    in 0.1.0's layout, which a node of 0.1.0 decodes (it refuses a longer row); a new owner's is longer."""
+    command = InitProducer("tx-1", 60_000, 1234, NO_PRODUCER, -1, 1_700_000_000_000, 3)
+    assert encode(command) == INIT_BEFORE_OWNERS
+    taken = InitProducer("tx-1", 60_000, 1234, NO_PRODUCER, -1, 1_700_000_000_000, 3, new_owner=True)
+    assert len(msgpack.unpackb(encode(taken))) == len(msgpack.unpackb(INIT_BEFORE_OWNERS)) + 1
+    assert decode(encode(taken)) == taken
+
+
 def test_a_new_owner_gets_the_fresh_producer_id_at_epoch_0_and_fences_the_last() -> None:
     table = TransactionTable()
     _init(table, fresh=1000)
