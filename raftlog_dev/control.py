@@ -1,10 +1,12 @@
 """How ``raftlog dev stop|start|restart [NODE]`` talks to the running ``raftlog dev``: one UNIX socket in
 the cluster's data folder (``DATA_DIR/dev.sock``, as private as the folder), one request per connection.
 
-A request is one line of JSON, ``{"action": "stop"|"start"|"restart", "node": "n3", "kill": false}``;
-``"node": null`` with ``stop`` stops the whole cluster (every node, then the supervisor). The answer is
-one line, ``{"ok": true|false, "message": "..."}``, sent once the action is done (a start answers once
-the node is ready, or has failed). The supervisor serves one request at a time.
+A request is one line of JSON, ``{"action": "stop"|"start"|"restart", "node": "n3", "kill": false}``, with
+``"python": "/path/bin/python"`` when a start or restart runs the node on another interpreter (another
+checkout's code: ``raftlog dev restart n2 --python PATH``); ``"node": null`` with ``stop`` stops the whole
+cluster (every node, then the supervisor). The answer is one line, ``{"ok": true|false, "message":
+"..."}``, sent once the action is done (a start answers once the node is ready, or has failed).
+The supervisor serves one request at a time.
 """
 
 from __future__ import annotations
@@ -43,16 +45,21 @@ class Request:
     action: str
     node: str | None  # None: every node (stop only)
     kill: bool = False  # stop with SIGKILL, as a crash would, instead of SIGTERM
+    python: str | None = None  # start or restart: the interpreter that runs the node from now on
 
     def encode(self) -> bytes:
-        return json.dumps({"action": self.action, "node": self.node, "kill": self.kill}).encode() + b"\n"
+        fields: dict[str, object] = {"action": self.action, "node": self.node, "kill": self.kill}
+        if self.python is not None:
+            fields["python"] = self.python
+        return json.dumps(fields).encode() + b"\n"
 
     @classmethod
     def decode(cls, line: bytes) -> Request:
         fields = _object(line)
         action, node, kill = fields.get("action"), fields.get("node"), fields.get("kill", False)
-        if set(fields) - {"action", "node", "kill"}:
-            raise ControlError(f"unknown fields {sorted(set(fields) - {'action', 'node', 'kill'})}")
+        python = fields.get("python")
+        if set(fields) - {"action", "node", "kill", "python"}:
+            raise ControlError(f"unknown fields {sorted(set(fields) - {'action', 'node', 'kill', 'python'})}")
         if action not in ACTIONS:
             raise ControlError(f"action {action!r}: use one of {', '.join(ACTIONS)}")
         if node is None and action != "stop":
@@ -65,7 +72,9 @@ class Request:
             raise ControlError(f"kill {kill!r}: true or false")
         if kill and action == "start":
             raise ControlError("kill applies to stop and restart")
-        return cls(action, node, kill)
+        if python is not None and (action == "stop" or not isinstance(python, str) or not python):
+            raise ControlError(f"python {python!r}: an interpreter's path, with start or restart")
+        return cls(action, node, kill, python)
 
 
 @dataclass(frozen=True, slots=True)

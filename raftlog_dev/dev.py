@@ -19,6 +19,13 @@ node stops the whole cluster and its supervisor. ``raftlog dev status [--json]``
 (``dev_status``). Each node is started to receive SIGTERM should its supervisor die, however it dies
 (Linux's parent-death signal): no node outlives the ``raftlog dev`` that started it.
 
+``--python PATH`` (with ``raftlog dev``, or ``start|restart NODE``) runs the nodes, or that node from then
+on, on another interpreter: another checkout's virtualenv runs that checkout's code on the same data, so a
+node can be upgraded, or a cluster started on a previous release (``python -m raftlog_dev.releases 0.1.0``
+builds one and prints its interpreter). Such a node is started from its data folder without this
+process's PYTHONPATH, so it imports what its interpreter has installed; this supervisor's own interpreter
+(``sys.executable``) brings a node back to this supervisor's code.
+
 Node i serves HTTP on base-port + i - 1, Raft on base-port + 100 + i - 1 and gossip (UDP and TCP) on
 base-port + 200 + i - 1; every node joins gossip through the others.
 
@@ -137,6 +144,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="nodes without --auto-create-topics: a Kafka client naming a topic that does not exist gets "
         "UNKNOWN_TOPIC_OR_PARTITION instead of a new topic (on by default, as Kafka's default)",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="run the nodes (with start or restart: that node, from then on) on this interpreter, e.g. "
+        "another checkout's .venv/bin/python running that checkout's code on the same data",
     )
     parser.add_argument(
         "--serve-arg",
@@ -268,6 +281,14 @@ def node_argv(
     return argv
 
 
+def interpreter_problem(python: str) -> str | None:
+    """Why ``python`` cannot run a node (not an executable file), or None. Its path is kept as given, not
+    resolved: a virtualenv's interpreter is a link whose target runs without the virtualenv."""
+    if not os.path.isfile(python) or not os.access(python, os.X_OK):
+        return f"{python} is not an executable file (an interpreter such as CHECKOUT/.venv/bin/python)"
+    return None
+
+
 def _secret_file(data_dir: str) -> str:
     path = os.path.join(data_dir, "cluster.secret")
     if not os.path.exists(path):
@@ -353,6 +374,16 @@ class _Child:
     log_offset: int = 0  # where the current process's lines begin in its log
     state: str = "stopped"  # running | stopped (asked to) | exited (on its own)
     exit_code: int | None = None
+    python: str = sys.executable  # the interpreter that runs it (argv[0])
+
+    def run_on(self, python: str) -> None:
+        self.python = python
+        self.argv = [python, *self.argv[1:]]
+
+    @property
+    def other_code(self) -> bool:
+        """Whether it runs another interpreter than this supervisor's (another checkout's code)."""
+        return self.python != sys.executable
 
     @property
     def pid(self) -> int | None:
@@ -367,6 +398,8 @@ class _Child:
             "kafka": self.node.kafka,
             "argv": self.argv,
         }
+        if self.other_code:
+            entry["python"] = self.python
         if self.state == "exited":
             entry["exit_code"] = self.exit_code
         return entry
@@ -474,8 +507,14 @@ class Supervisor:
         os.makedirs(os.path.dirname(child.log_path), exist_ok=True)
         with open(child.log_path, "ab") as log_file:
             child.log_offset = log_file.tell()
+            env, cwd = None, None
+            if child.other_code:  # its interpreter's own code: not this checkout's from PYTHONPATH or cwd
+                env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+                cwd = os.path.dirname(child.log_path)
             child.process = subprocess.Popen(
                 child.argv,
+                env=env,
+                cwd=cwd,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -484,9 +523,10 @@ class Supervisor:
         child.state, child.exit_code = "running", None
         self.write_description()
         node = child.node
+        on = f", on {child.python}" if child.other_code else ""
         _say(
             f"started {node.node_id} (pid {child.process.pid}) on {node.http} (Kafka {node.kafka}), "
-            f"log {child.log_path}"
+            f"log {child.log_path}{on}"
         )
 
     def stop(self, child: _Child, kill: bool = False) -> str:
@@ -628,17 +668,26 @@ class Supervisor:
             return Answer(True, f"{node_id} stopped by {how} ({self.stop(child, request.kill)})")
         if request.action == "start" and child.state == "running":
             return Answer(False, f"{node_id} is already running (pid {child.pid})")
+        if request.python is not None:
+            problem = interpreter_problem(request.python)
+            if problem is not None:
+                return Answer(False, f"{node_id} not {request.action}ed: {problem}")
         stopped = ""
         if request.action == "restart" and child.state == "running":
             stopped = f"{node_id} stopped by {how} ({self.stop(child, request.kill)}); "
         busy = busy_ports(child.node)
         if busy:
             return Answer(False, f"{stopped}{node_id} not started: {', '.join(busy)} held by another process")
+        if request.python is not None:
+            child.run_on(request.python)
         self.start(child)
         problem = self.wait_ready([child])
         if problem is not None:
             return Answer(False, stopped + problem)
-        return Answer(True, f"{stopped}{node_id} started (pid {child.pid}) and ready on {child.node.http}")
+        on = f" on {child.python}" if child.other_code else ""
+        return Answer(
+            True, f"{stopped}{node_id} started (pid {child.pid}) and ready on {child.node.http}{on}"
+        )
 
     # -- cluster.json ----------------------------------------------------------------------------------
 
@@ -676,6 +725,11 @@ def _run_cluster(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 2
+    python = None if args.python is None else os.path.abspath(args.python)
+    problem = None if python is None else interpreter_problem(python)
+    if problem is not None:
+        print(f"raftlog dev: --python: {problem}", file=sys.stderr)
+        return 2
     data_dir = os.path.abspath(args.data_dir)
     os.umask(UMASK)
     made = not os.path.exists(data_dir)
@@ -712,6 +766,9 @@ def _run_cluster(args: argparse.Namespace) -> int:
             security,
             auto_create_topics=not args.no_auto_create_topics,
         )
+        if python is not None:
+            for child in supervisor.children.values():
+                child.run_on(python)
         return supervisor.run()
 
 
@@ -733,8 +790,15 @@ def _control(args: argparse.Namespace) -> int:
         )
         return 2
     data_dir = os.path.abspath(args.data_dir)
+    if args.python is not None and args.action == "stop":
+        print(
+            "raftlog dev: --python goes with start or restart NODE, or with starting a cluster",
+            file=sys.stderr,
+        )
+        return 2
+    python = None if args.python is None else os.path.abspath(args.python)
     try:
-        answer = control.ask(data_dir, Request(args.action, args.node, args.kill))
+        answer = control.ask(data_dir, Request(args.action, args.node, args.kill, python))
     except ControlError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 1

@@ -255,6 +255,8 @@ def test_without_a_running_raftlog_dev_a_restart_says_so(tmp_path: pathlib.Path)
         (b'{"action": "start", "node": null}\n', "start needs a node id"),
         (b'{"action": "start", "node": "n1", "kill": true}\n', "kill applies to stop and restart"),
         (b'{"action": "stop", "node": "n1", "extra": 1}\n', "unknown fields ['extra']"),
+        (b'{"action": "stop", "node": "n1", "python": "/usr/bin/python3"}\n', "with start or restart"),
+        (b'{"action": "restart", "node": "n1", "python": 3}\n', "python 3: an interpreter's path"),
     ],
 )
 def test_a_malformed_control_request_is_refused_saying_why(line: bytes, words: str) -> None:
@@ -263,7 +265,11 @@ def test_a_malformed_control_request_is_refused_saying_why(line: bytes, words: s
 
 
 def test_requests_and_answers_round_trip() -> None:
-    for request in (Request("restart", "n3", kill=True), Request("stop", None)):
+    for request in (
+        Request("restart", "n3", kill=True),
+        Request("stop", None),
+        Request("restart", "n2", python="/srv/raftlog-0.1.0/.venv/bin/python"),
+    ):
         assert Request.decode(request.encode()) == request
     assert Answer.decode(Answer(False, "n3 is not running").encode()) == Answer(False, "n3 is not running")
 
@@ -292,3 +298,13 @@ def test_a_data_folder_too_deep_for_a_unix_socket_path_still_takes_control_reque
         assert answers == [Answer(True, "stopped")]
     finally:
         listener.close()
+
+
+def test_a_node_restarted_on_another_interpreter_is_refused_when_it_is_none(tmp_path: pathlib.Path) -> None:
+    """``--python`` names an executable interpreter (checked before the node is stopped); a cluster is not
+    started on one that is not."""
+    assert "not an executable file" in (dev.interpreter_problem(str(tmp_path / "nothing")) or "")
+    assert dev.interpreter_problem(sys.executable) is None
+    started = raftlog("dev", "--data-dir", str(tmp_path / "data"), "--python", str(tmp_path / "nothing"))
+    assert started.returncode == 2 and "not an executable file" in started.stderr, started.stderr
+    assert not (tmp_path / "data").exists()
