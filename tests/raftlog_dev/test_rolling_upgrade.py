@@ -1,0 +1,154 @@
+"""A rolling upgrade for real: a 3-node ``raftlog dev`` cluster on the previous release's code (a git
+worktree of the commit CHANGELOG.md names, with its own virtualenv: ``raftlog_dev.releases``, built once
+under ``.releases/``), produced to and consumed from through both doors the whole time, each node in turn
+put in maintenance, restarted on this checkout's code (``raftlog dev restart nX --python``) and let out
+of maintenance once the cluster is healthy; then the operator finalizes ``raftlog.version`` 2. No
+acknowledged record is lost or duplicated, no committed offset lost, no client error but retriable ones,
+and the cluster is healthy after each step (``upgrade_load``). The numbers checked are printed."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+
+import pytest
+from test_dev import ENV, description
+from upgrade_load import IDEMPOTENT, PARTITIONS, TRANSACTIONAL, WEB, Load, check
+
+import raftlog
+from partitions.features import RAFTLOG_VERSION, SUPPORTED
+from raftlog_dev import dev, releases
+from tests.waiting import wait_for
+
+PREVIOUS = "0.1.0"
+NODES = ("n1", "n2", "n3")
+
+
+@pytest.fixture(scope="module")
+def previous() -> releases.Release:
+    return releases.release(PREVIOUS)
+
+
+def cli(
+    data: pathlib.Path, *argv: str, server: str | None = None, timeout_s: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """``raftlog ARGV`` against ``server``, or any node (a node of 0.1.0 serves no /v1/features)."""
+    env = {**ENV, "RAFTLOG_SERVER": server or ",".join(n["http"] for n in description(data)["nodes"])}
+    return subprocess.run(
+        [sys.executable, "-m", "raftlog_cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+    )
+
+
+def ok(data: pathlib.Path, *argv: str, server: str | None = None) -> str:
+    done = cli(data, *argv, server=server)
+    assert done.returncode == 0, f"raftlog {' '.join(argv)}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def shown(data: pathlib.Path, *argv: str, server: str | None = None) -> Any:
+    return json.loads(ok(data, *argv, "--json", server=server))
+
+
+def healthy(http: str) -> bool:
+    """``GET /v1/cluster/health`` (what ``raftlog cluster health`` shows) says healthy."""
+    try:
+        with urllib.request.urlopen(f"{http}/v1/cluster/health", timeout=10) as answer:
+            return bool(json.loads(answer.read())["is_healthy"])
+    except OSError:
+        return False
+
+
+def progressed(load: Load, since: dict[str, int]) -> bool:
+    """Whether every part of the load acknowledged more since ``since``; a client error fails at once."""
+    with load.tally.lock:
+        assert not load.tally.errors, "\n".join(load.tally.errors[:20])
+    now = load.tally.progress()
+    return all(now[part] > since[part] for part in since)
+
+
+def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
+    tmp_path: pathlib.Path, previous: releases.Release
+) -> None:
+    data = tmp_path / "data"
+    base_port = dev.free_base_port(len(NODES))
+    output = tmp_path / "dev.out"
+    with open(output, "wb") as out:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "raftlog_cli", "dev", "--nodes", str(len(NODES)), "--data-dir", str(data),
+             "--base-port", str(base_port), "--python", previous.python],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=ENV,
+        )  # fmt: skip
+    load: Load | None = None
+    try:
+        wait_for(
+            lambda: "up; cluster.json" in output.read_text() or supervisor.poll() is not None,
+            "the cluster of the previous release up",
+            timeout_s=120,
+        )
+        assert supervisor.poll() is None, output.read_text()
+        nodes = description(data)["nodes"]
+        http, kafka = [n["http"] for n in nodes], [n["kafka"] for n in nodes]
+        assert {n["id"]: n["python"] for n in nodes} == dict.fromkeys(NODES, previous.python)
+        for topic in (IDEMPOTENT, TRANSACTIONAL, WEB):
+            body = json.dumps({"name": topic, "partitions": PARTITIONS, "replication_factor": 3}).encode()
+            created = urllib.request.Request(
+                f"{http[0]}/v1/topics", data=body, headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(created, timeout=60) as answer:
+                assert answer.status == 201
+
+        load = Load(http, kafka)
+        load.start()
+        wait_for(lambda: progressed(load, dict.fromkeys(load.tally.progress(), 0)), "load on the old cluster")
+        for step, node in enumerate(NODES):
+            ok(data, "node", "maintenance", node)
+            since = load.tally.progress()
+            restarted = ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", sys.executable)
+            assert "ready" in restarted, restarted
+            wait_for(lambda: healthy(http[0]), f"the cluster healthy with {node} upgraded", timeout_s=90)
+            ok(data, "node", "maintenance", node, "--off")
+            upgraded_http = http[NODES.index(node)]
+            features = shown(data, "cluster", "features", server=upgraded_http)
+            upgraded = {n: features["nodes"][n]["version"] for n in NODES[: step + 1]}
+            assert upgraded == dict.fromkeys(NODES[: step + 1], raftlog.version()), features
+            old = {n: features["nodes"][n]["version"] for n in NODES[step + 1 :]}
+            assert old == dict.fromkeys(NODES[step + 1 :], None), features  # 0.1.0 gossips no version
+            # finalization is the operator's act: level 1 stays until raised, also once every node runs 0.2.0
+            assert features["finalized"] in ({}, {RAFTLOG_VERSION: 1}), features
+            if step == len(NODES) - 2:  # refused, naming the one node still on the previous release
+                refused = cli(
+                    data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2",
+                    server=upgraded_http,
+                )  # fmt: skip
+                assert refused.returncode != 0 and "not every node supports it" in refused.stderr, (
+                    refused.stdout + refused.stderr
+                )
+                assert f"{NODES[-1]} (supports 1)" in refused.stderr, refused.stdout + refused.stderr
+            wait_for(lambda s=since: progressed(load, s), f"load through the restart of {node}", timeout_s=90)
+
+        ok(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2")
+        assert shown(data, "cluster", "features")["finalized"] == {
+            RAFTLOG_VERSION: SUPPORTED[RAFTLOG_VERSION]
+        }
+        since = load.tally.progress()
+        wait_for(lambda: progressed(load, since), "load at the new feature level", timeout_s=90)
+        load.stop()
+        assert healthy(http[0])
+        counted = check(load, http[0])
+        retried = dict(load.tally.retried)
+        print(f"rolling upgrade {PREVIOUS} -> {raftlog.version()}: {counted}; retried: {retried}")
+        assert counted["idempotent acknowledged"] > 0 and counted["transactions committed"] > 0
+    finally:
+        if load is not None:
+            load.stop()
+        if supervisor.poll() is None:
+            supervisor.send_signal(2)
+            supervisor.wait(60)

@@ -1,0 +1,371 @@
+"""The load a rolling upgrade runs under, through both doors, each part a thread bounded by ``stop()``:
+an idempotent and a transactional confluent-kafka producer, a consumer group of two members committing,
+and an HTTP producer (JSON records with a producer id and sequence, retried as the same request, and binary
+record batches). Every acknowledged record and committed offset is noted; ``check`` reads everything back
+(the HTTP door, and Kafka's read_committed for the transactions) and says what was lost or duplicated."""
+
+from __future__ import annotations
+
+import base64
+import collections
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from raftlog.storage.batch import ProducerRecord, encode_batch
+
+PARTITIONS = 3
+IDEMPOTENT, TRANSACTIONAL, WEB = "idem", "txn", "web"
+GROUP = "upgrade-group"
+RECORDS_PER_TXN = 3
+# errors a client meets while a node restarts and leaders move, which Kafka clients answer by retrying or,
+# for a group's members, rejoining (the classic protocol's generation errors)
+REJOIN = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS}
+HTTP_RETRIED = {503, 504}  # unavailable for now (no leader, a node catching up) or outcome unknown
+
+
+@dataclass
+class Tally:
+    acked: dict[str, set[str]] = field(default_factory=lambda: collections.defaultdict(set))
+    unsure: dict[str, set[str]] = field(default_factory=lambda: collections.defaultdict(set))  # may be there
+    committed_txns: set[int] = field(default_factory=set)
+    aborted_txns: set[int] = field(default_factory=set)
+    committed_offsets: dict[int, int] = field(default_factory=dict)  # partition -> highest acknowledged
+    errors: list[str] = field(default_factory=list)  # none may be here
+    retried: collections.Counter[str] = field(default_factory=collections.Counter)  # retriable ones seen
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self) -> int:
+        with self.lock:
+            return sum(len(v) for v in self.acked.values()) + len(self.committed_offsets)
+
+    def progress(self) -> dict[str, int]:
+        with self.lock:
+            return {
+                IDEMPOTENT: len(self.acked[IDEMPOTENT]),
+                TRANSACTIONAL: len(self.committed_txns),
+                WEB: len(self.acked[WEB]),
+                "commits": sum(self.committed_offsets.values()),
+            }
+
+
+def _kafka_error(tally: Tally, where: str, error: KafkaError) -> None:
+    with tally.lock:
+        if error.retriable() or error.code() in REJOIN or error.code() == KafkaError._PARTITION_EOF:
+            tally.retried[f"{where}: {error.name()}"] += 1
+        else:
+            tally.errors.append(f"{where}: {error}")
+
+
+class Load:
+    def __init__(self, http: Sequence[str], kafka: Sequence[str]) -> None:
+        self.http = list(http)
+        self.bootstrap = ",".join(kafka)
+        self.tally = Tally()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._guarded, args=(target,), name=target.__name__, daemon=True)
+            for target in (self._idempotent, self._transactional, self._web, self._member, self._member)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(120)
+            assert not thread.is_alive(), f"{thread.name} did not stop"
+
+    def _guarded(self, target: Any) -> None:
+        try:
+            target()
+        except Exception as exc:  # a thread's end: noted as an error, never lost
+            with self.tally.lock:
+                self.tally.errors.append(f"{target.__name__} ended: {exc!r}")
+
+    # -- the Kafka door ----------------------------------------------------------------------------
+
+    def _producer(self, **extra: Any) -> Producer:
+        return Producer(
+            {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": True}
+            | extra
+        )
+
+    def _idempotent(self) -> None:
+        tally = self.tally
+        producer = self._producer(error_cb=lambda e: _kafka_error(tally, "idempotent producer", e))
+        n = 0
+
+        def delivered(error: KafkaError | None, message: Any) -> None:
+            if error is not None:
+                _kafka_error(tally, "idempotent delivery", error)
+                with tally.lock:
+                    tally.unsure[IDEMPOTENT].add(message.value().decode())
+            else:
+                with tally.lock:
+                    tally.acked[IDEMPOTENT].add(message.value().decode())
+
+        while not self._stop.is_set():
+            for _ in range(5):
+                producer.produce(
+                    IDEMPOTENT, value=f"i{n}".encode(), key=str(n % 7).encode(), on_delivery=delivered
+                )
+                n += 1
+            producer.poll(0.1)
+            time.sleep(0.1)  # about 40 records a second: a bounded load, read back whole at the end
+        assert producer.flush(60) == 0, "idempotent records still in flight after 60 s"
+
+    def _transactional(self) -> None:
+        tally = self.tally
+        producer = self._producer(
+            **{
+                "transactional.id": "upgrade-txn",
+                "error_cb": lambda e: _kafka_error(tally, "txn producer", e),
+            }
+        )
+        producer.init_transactions(60)
+        txn = 0
+        while not self._stop.is_set():
+            txn += 1
+            try:
+                producer.begin_transaction()
+                for j in range(RECORDS_PER_TXN):
+                    producer.produce(
+                        TRANSACTIONAL, value=f"t{txn}-{j}".encode(), partition=(txn + j) % PARTITIONS
+                    )
+                self._commit(producer, txn)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.txn_requires_abort():
+                    _kafka_error(tally, "transaction (aborted)", error)
+                    producer.abort_transaction(60)
+                    with tally.lock:
+                        tally.aborted_txns.add(txn)
+                else:
+                    with tally.lock:
+                        tally.errors.append(f"transaction {txn}: {error}")
+                    return
+            time.sleep(0.05)
+
+    def _commit(self, producer: Producer, txn: int) -> None:
+        for _ in range(10):  # a retriable commit is asked again, as Kafka's documentation says
+            try:
+                producer.commit_transaction(60)
+            except KafkaException as exc:
+                if not exc.args[0].retriable():
+                    raise
+                _kafka_error(self.tally, "commit_transaction", exc.args[0])
+                continue
+            with self.tally.lock:
+                self.tally.committed_txns.add(txn)
+            return
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit_transaction retried 10 times"))
+
+    def _member(self) -> None:
+        tally = self.tally
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
+            "error_cb": lambda e: _kafka_error(tally, "consumer", e),
+        })  # fmt: skip
+        consumer.subscribe([IDEMPOTENT])
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(50, 0.5)
+                for message in messages:
+                    if message.error() is not None:
+                        _kafka_error(tally, "consume", message.error())
+                if not messages:
+                    continue
+                try:
+                    done = consumer.commit(asynchronous=False)
+                except KafkaException as exc:
+                    _kafka_error(tally, "offset commit", exc.args[0])
+                    continue
+                with tally.lock:
+                    for tp in done or []:
+                        if tp.error is None and tp.offset >= 0:
+                            previous = tally.committed_offsets.get(tp.partition, -1)
+                            tally.committed_offsets[tp.partition] = max(previous, tp.offset)
+        finally:
+            consumer.close()
+
+    # -- the HTTP door -----------------------------------------------------------------------------
+
+    def _post(self, path: str, body: bytes, content_type: str) -> int:
+        """The status of a POST to some node (the next one after a refusal); 0: no node answered."""
+        for url in self.http:
+            request = urllib.request.Request(
+                url + path, data=body, headers={"Content-Type": content_type}, method="POST"
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    answer.read()
+                    return int(answer.status)
+            except urllib.error.HTTPError as refused:
+                detail = refused.read().decode(errors="replace")[:300]
+                if refused.code not in HTTP_RETRIED:
+                    return -refused.code if self._note_http(path, refused.code, detail) else refused.code
+                with self.tally.lock:
+                    self.tally.retried[f"http {refused.code}"] += 1
+            except OSError as down:  # a node restarting: the next one
+                with self.tally.lock:
+                    self.tally.retried[f"http {type(down).__name__}"] += 1
+        return 0
+
+    def _note_http(self, path: str, status: int, detail: str) -> bool:
+        with self.tally.lock:
+            self.tally.errors.append(f"POST {path}: {status} {detail}")
+        return True
+
+    def _web(self) -> None:
+        """JSON records with a producer id and sequence (the same request again until it is answered: no
+        duplicate), then a binary batch (not retried: once refused, its records may or may not be there)."""
+        tally, sequence, n = self.tally, 0, 0
+        while not self._stop.is_set():
+            partition = n % PARTITIONS
+            values = [f"w{n}-{j}" for j in range(3)]
+            body = json.dumps({
+                "records": [{"value": v} for v in values], "producer_id": 4242 + partition,
+                "sequence": sequence // PARTITIONS,
+            }).encode()  # fmt: skip
+            while not self._stop.is_set():
+                status = self._post(
+                    f"/topics/{WEB}/partitions/{partition}", body, "application/vnd.kafka.json.v2+json"
+                )
+                if status == 200:
+                    with tally.lock:
+                        tally.acked[WEB].update(values)
+                    break
+                if status < 0:
+                    return
+                time.sleep(0.2)
+            else:
+                with tally.lock:
+                    tally.unsure[WEB].update(values)
+            sequence += 1
+            n += 1
+            binary = f"b{n}"
+            batch = encode_batch(0, [ProducerRecord(binary.encode())], 0, int(time.time() * 1000))
+            status = self._post(
+                f"/topics/{WEB}/partitions/{partition}", batch, "application/vnd.raftlog.batch.v2"
+            )
+            with tally.lock:
+                (tally.acked if status == 200 else tally.unsure)[WEB].add(binary)
+            if status < 0:
+                return
+            time.sleep(0.05)
+
+
+# -- reading back -----------------------------------------------------------------------------------
+
+
+def read_http(url: str, topic: str) -> list[str]:
+    """Every record's value in ``topic``, through the HTTP door."""
+    values: list[str] = []
+    for partition in range(PARTITIONS):
+        offset = 0
+        while True:
+            with urllib.request.urlopen(
+                f"{url}/topics/{topic}/partitions/{partition}/records?offset={offset}", timeout=60
+            ) as answer:
+                records = json.loads(answer.read())
+            if not records:
+                break
+            values += [
+                r["value"] if r["format"] == "json" else base64.b64decode(r["value"]).decode()
+                for r in records
+            ]
+            offset = records[-1]["offset"] + 1
+    return values
+
+
+def read_committed(bootstrap: str, topic: str) -> list[str]:
+    """Every committed record's value in ``topic``, through Kafka's read_committed."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "upgrade-reader", "isolation.level": "read_committed",
+        "enable.auto.commit": False, "enable.partition.eof": True,
+    })  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        ended: set[int] = set()
+        values: list[str] = []
+        deadline = time.monotonic() + 120
+        while len(ended) < PARTITIONS and time.monotonic() < deadline:
+            for message in consumer.consume(500, 1.0):
+                if message.error() is not None:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        ended.add(message.partition())
+                        continue
+                    raise KafkaException(message.error())
+                values.append(message.value().decode())
+        assert len(ended) == PARTITIONS, f"read_committed of {topic} did not reach every partition's end"
+        return values
+    finally:
+        consumer.close()
+
+
+def committed_offsets(bootstrap: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(IDEMPOTENT, p) for p in range(PARTITIONS)], timeout=60)
+        return {tp.partition: tp.offset for tp in found}
+    finally:
+        consumer.close()
+
+
+def exactly_once(name: str, read: list[str], acked: set[str], unsure: set[str]) -> list[str]:
+    """What is wrong with ``read``: an acknowledged record missing, a record read twice, or one never sent."""
+    counts = collections.Counter(read)
+    problems = [f"{name}: {v} read {c} times" for v, c in counts.items() if c > 1]
+    problems += [f"{name}: acknowledged {v} lost" for v in sorted(acked - counts.keys())]
+    problems += [f"{name}: {v} was never sent" for v in sorted(counts.keys() - acked - unsure)]
+    return problems
+
+
+def check(load: Load, http: str) -> dict[str, int]:
+    """Reads everything back; raises AssertionError listing each problem; the numbers checked."""
+    tally = load.tally
+    problems = list(tally.errors)
+    idempotent = read_http(http, IDEMPOTENT)
+    problems += exactly_once(IDEMPOTENT, idempotent, tally.acked[IDEMPOTENT], tally.unsure[IDEMPOTENT])
+    web = read_http(http, WEB)
+    problems += exactly_once(WEB, web, tally.acked[WEB], tally.unsure[WEB])
+    transactional = read_committed(load.bootstrap, TRANSACTIONAL)
+    expected = {f"t{t}-{j}" for t in tally.committed_txns for j in range(RECORDS_PER_TXN)}
+    maybe = {
+        f"t{t}-{j}"
+        for t in range(1, max([0, *tally.committed_txns, *tally.aborted_txns]) + 2)
+        if t not in tally.committed_txns and t not in tally.aborted_txns
+        for j in range(RECORDS_PER_TXN)
+    }  # the last one, interrupted by the stop
+    problems += exactly_once(TRANSACTIONAL, transactional, expected, maybe)
+    aborted = {f"t{t}-{j}" for t in tally.aborted_txns for j in range(RECORDS_PER_TXN)}
+    problems += [f"{TRANSACTIONAL}: aborted {v} read" for v in sorted(aborted & set(transactional))]
+    final = committed_offsets(load.bootstrap)
+    problems += [
+        f"group offset of {IDEMPOTENT}/{p}: {final.get(p)} after {offset} was acknowledged"
+        for p, offset in sorted(tally.committed_offsets.items())
+        if final.get(p, -1) < offset
+    ]
+    assert not problems, "\n".join(problems[:40])
+    return {
+        "idempotent acknowledged": len(tally.acked[IDEMPOTENT]),
+        "idempotent read": len(idempotent),
+        "http acknowledged": len(tally.acked[WEB]),
+        "http read": len(web),
+        "transactions committed": len(tally.committed_txns),
+        "transactions aborted": len(tally.aborted_txns),
+        "transactional records read": len(transactional),
+        "group partitions committed": len(tally.committed_offsets),
+        "group offsets committed (sum)": sum(tally.committed_offsets.values()),
+    }
