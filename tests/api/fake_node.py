@@ -522,6 +522,16 @@ class FakeData:
         self._enter("committed_offset")
         return self._led_here(topic, partition).consumer_offsets.get(group)
 
+    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        found = await self.group_offset(group, topic, partition, True)
+        return None if found is None else found.offset
+
+    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
+        """The fake opens no transaction in its partitions (it keeps records, not batches)."""
+        self._enter("open_transaction")
+        self._led_here(topic, partition)
+        return False
+
     async def group_offset(
         self, group: str, topic: str, partition: int, require_stable: bool
     ) -> GroupOffset | None:
