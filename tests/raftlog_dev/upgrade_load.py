@@ -38,6 +38,8 @@ class Tally:
     committed_txns: set[int] = field(default_factory=set)
     aborted_txns: set[int] = field(default_factory=set)
     committed_offsets: dict[int, int] = field(default_factory=dict)  # partition -> highest acknowledged
+    web_read: list[str] = field(default_factory=list)  # what the HTTP consumer group's member read
+    web_commits: int = 0  # its commits answered
     errors: list[str] = field(default_factory=list)  # none may be here
     retried: collections.Counter[str] = field(default_factory=collections.Counter)  # retriable ones seen
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -53,6 +55,7 @@ class Tally:
                 TRANSACTIONAL: len(self.committed_txns),
                 WEB: len(self.acked[WEB]),
                 "commits": sum(self.committed_offsets.values()),
+                "http commits": self.web_commits,
             }
 
 
@@ -72,7 +75,14 @@ class Load:
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._guarded, args=(target,), name=target.__name__, daemon=True)
-            for target in (self._idempotent, self._transactional, self._web, self._member, self._member)
+            for target in (
+                self._idempotent,
+                self._transactional,
+                self._web,
+                self._member,
+                self._member,
+                self._web_member,
+            )
         ]
 
     def start(self) -> None:
@@ -227,6 +237,62 @@ class Load:
             self.tally.errors.append(f"POST {path}: {status} {detail}")
         return True
 
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        """One HTTP call to some node (the next one while a node is down or answers 503): the status and
+        the JSON answer; (0, None) when no node answered."""
+        data = None if body is None else json.dumps(body).encode()
+        for url in self.http:
+            request = urllib.request.Request(
+                url + path,
+                data=data,
+                method=method,
+                headers={"Content-Type": "application/vnd.kafka.v2+json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    text = answer.read()
+                    return int(answer.status), json.loads(text) if text else None
+            except urllib.error.HTTPError as refused:
+                if refused.code not in HTTP_RETRIED:
+                    return refused.code, refused.read().decode(errors="replace")[:300]
+            except OSError:
+                pass
+            with self.tally.lock:
+                self.tally.retried["http consumer: a node down or unavailable"] += 1
+        return 0, None
+
+    def _web_member(self) -> None:
+        """A member of an HTTP consumer group reading ``web`` and committing what it read; made again when
+        its instance is gone (its coordinator restarted: 404), as a REST Proxy client does."""
+        tally, base, joined = self.tally, f"/consumers/{GROUP}-http", False
+        while not self._stop.is_set():
+            if not joined:
+                status, _ = self._call(
+                    "POST", base, {"name": "h1", "format": "binary", "auto.offset.reset": "earliest"}
+                )
+                if status in (200, 409):  # made, or still there
+                    status, _ = self._call("POST", f"{base}/instances/h1/subscription", {"topics": [WEB]})
+                joined = status in (200, 204)
+                if not joined:
+                    time.sleep(0.2)
+                continue
+            status, records = self._call("GET", f"{base}/instances/h1/records?timeout=500&max_bytes=1048576")
+            if status == 200:
+                read = [base64.b64decode(r["value"]).decode() for r in records]
+                status, _ = self._call("POST", f"{base}/instances/h1/offsets")
+                with tally.lock:
+                    tally.web_read += [json.loads(v) if v.startswith('"') else v for v in read]
+                    tally.web_commits += status in (200, 204)
+            if status == 404:
+                joined = False
+                with tally.lock:
+                    tally.retried["http consumer: instance gone, made again"] += 1
+            elif status not in (200, 204, 0, 409):
+                with tally.lock:
+                    tally.errors.append(f"http consumer: {status} {records if status != 200 else ''}")
+                return
+            time.sleep(0.1)
+
     def _web(self) -> None:
         """JSON records with a producer id and sequence (the same request again until it is answered: no
         duplicate), then a binary batch (not retried: once refused, its records may or may not be there)."""
@@ -357,12 +423,15 @@ def check(load: Load, http: str) -> dict[str, int]:
         for p, offset in sorted(tally.committed_offsets.items())
         if final.get(p, -1) < offset
     ]
+    problems += [f"http consumer read {v}, never sent" for v in set(tally.web_read) - set(web)]
     assert not problems, "\n".join(problems[:40])
     return {
         "idempotent acknowledged": len(tally.acked[IDEMPOTENT]),
         "idempotent read": len(idempotent),
         "http acknowledged": len(tally.acked[WEB]),
         "http read": len(web),
+        "http consumer group read": len(tally.web_read),
+        "http consumer group commits": tally.web_commits,
         "transactions committed": len(tally.committed_txns),
         "transactions aborted": len(tally.aborted_txns),
         "transactional records read": len(transactional),
