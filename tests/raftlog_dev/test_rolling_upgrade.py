@@ -2,7 +2,8 @@
 worktree of the commit CHANGELOG.md names, with its own virtualenv: ``raftlog_dev.releases``, built once
 under ``.releases/``), produced to and consumed from through both doors the whole time, each node in turn
 put in maintenance, restarted on this checkout's code (``raftlog dev restart nX --python``) and let out
-of maintenance once the cluster is healthy; then the operator finalizes ``raftlog.version`` 2. No
+of maintenance once the cluster is healthy (the first one also goes back to the previous release and
+forward again: until the level is raised, a node may); then the operator finalizes ``raftlog.version`` 2. No
 acknowledged record is lost or duplicated, no committed offset lost, no client error but retriable ones,
 and the cluster is healthy after each step (``upgrade_load``). The numbers checked are printed."""
 
@@ -114,6 +115,12 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
             restarted = ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", sys.executable)
             assert "ready" in restarted, restarted
             wait_for(lambda: healthy(http[0]), f"the cluster healthy with {node} upgraded", timeout_s=90)
+            if step == 0:  # level 1: what it wrote meanwhile the previous release reads, so it may go back
+                for python in (previous.python, sys.executable):
+                    ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", python)
+                    wait_for(
+                        lambda: healthy(http[0]), f"the cluster healthy, {node} on {python}", timeout_s=90
+                    )
             ok(data, "node", "maintenance", node, "--off")
             upgraded_http = http[NODES.index(node)]
             features = shown(data, "cluster", "features", server=upgraded_http)
