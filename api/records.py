@@ -97,8 +97,8 @@ def _batch(parsed: ProduceRequest, indexes: Sequence[int], now_ms: int) -> bytes
     """The JSON records at ``indexes`` as one batch (uncompressed, CreateTime: a record without a timestamp
     gets this node's clock, ``now_ms``), encoded once, where they entered: the leader checks and stores it
     as any producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied
-    there). Never transactional, so who produces it decides nothing there: it goes without a ``Producer``,
-    which a leader still on the previous release would not take."""
+    there), with who produced it (``_producer``: the producer id's owner is checked, and an id the caller
+    picked is written as one bound to it, ``partitions.security.producer_ids``). Never transactional."""
     records = parsed.records
     producer_records = [
         ProducerRecord(records[i].value, records[i].key, records[i].headers, records[i].timestamp_ms)
@@ -187,7 +187,7 @@ async def produce_to_partition(request: web.Request) -> web.Response:
     encoded = await work.run(encode_json_produce, await state.body(request), flavour, partition, 1, 0, now_ms)
     _, batch = encoded.batches[partition]
     served = await cluster.data.run(
-        DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms
+        DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms, _producer(request)
     )
     _check_produced(served.value.base_offset, served.value.end_offset, encoded.count)
     state.served_by(request, served.node)
@@ -212,12 +212,13 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     if encoded.unknown_partition is not None:
         raise UnknownPartition(meta.name, encoded.unknown_partition)
     groups = {partition: indexes for partition, (indexes, _) in encoded.batches.items()}
+    producer = _producer(request)
 
     async def one(partition: int, indexes: list[int]) -> tuple[int, str] | Failure:
         try:
             batch = encoded.batches[partition][1]
             served = await node.cluster.data.run(
-                DataService.produce_batch, meta.name, partition, batch, settings.produce_timeout_ms
+                DataService.produce_batch, meta.name, partition, batch, settings.produce_timeout_ms, producer
             )
         except RaftlogError as exc:
             return Failure.of(exc)

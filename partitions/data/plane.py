@@ -65,10 +65,12 @@ from raftlog.storage.batch import (
     Record,
     TimestampType,
     check_producer_batch,
+    decode_header,
     decode_records,
     is_compressed,
     recompress,
     with_log_append_time,
+    with_producer_id,
 )
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
 from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
@@ -241,9 +243,13 @@ class DataPlane:
             # a producer id is written only by the principal InitProducerId gave it to: before the
             # transaction's checks and the dedup window, so another's id is refused, never answered with
             # the offsets of its owner's records
-            self._producer_ids.check(
-                header.producer_id, producer.principal if producer else None, header.is_transactional
-            )
+            principal = producer.principal if producer else None
+            self._producer_ids.check(header.producer_id, principal, header.is_transactional)
+            # an id the producer picked itself is written as one bound to its principal (``own``)
+            owned = await self._producer_ids.own(header.producer_id, principal, header.is_transactional)
+            if owned is not None and owned != header.producer_id:
+                batch = with_producer_id(batch, owned)
+                header = decode_header(batch)
             if header.is_transactional:  # a Kafka producer's; checked while the turn holds its place
                 tid = self._transactional.authorize(producer)
                 await self._transactional.verify(replica.log.transactions, tid, header, topic, partition)

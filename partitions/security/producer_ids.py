@@ -8,12 +8,20 @@ same id without asking anyone), and never given to another principal. Unauthenti
 principal, ``ANONYMOUS``, so a cluster without security works as before.
 
 ``check_owner`` is the rule, run by the data plane on every batch that names a producer id, whichever door
-it came through: a given id is written only by its owner. Ids below ``GIVEN_BIT`` are not given by
-InitProducerId: ids an HTTP producer picks itself (``producer_id`` in a JSON produce), and every id a
-release before this one handed out; they are bound to nobody, as before. A given id whose number this node
-does not know yet (its controller metadata lags the registration by a moment) is let through: nobody else
-can have read it from a batch before its owner wrote one, and its owner's first batch went to a leader.
-"""
+it came through: a given id is written only by its owner. A given id whose number this node does not know
+yet (its controller metadata lags the registration by a moment) is let through: nobody else can have read
+it from a batch before its owner wrote one, and its owner's first batch went to a leader.
+
+Ids below ``GIVEN_BIT`` are not given by InitProducerId: the ids a producer picks itself (``producer_id``
+in an HTTP produce, the HTTP door having no InitProducerId), and every id a release before this one handed
+out. ``own`` binds them too, on the same path: an authenticated principal's idempotent batch of such an id
+is written with the given id of its owner's number and the picked id's low ``RANDOM_BITS`` bits
+(``owned_id``), so the id stored in the batch, the one anyone who may read the topic sees, is bound to the
+principal by ``check_owner`` as InitProducerId's are, and two principals picking the same id are two
+producers. The mapping is the same on every call, so a retry with the same id and sequence is still a
+duplicate. ``ANONYMOUS``'s picked ids stay as picked (every unauthenticated client is that one principal,
+so a cluster without security stores what it was sent); so do transactional batches' ids (a transaction's
+coordinator knows its producer by the id InitProducerId gave)."""
 
 from __future__ import annotations
 
@@ -54,6 +62,12 @@ def owner_number(producer_id: int | None) -> int | None:
     if producer_id is None or not GIVEN_BIT <= producer_id < 2 * GIVEN_BIT:
         return None
     return producer_id >> RANDOM_BITS & _OWNER_MASK
+
+
+def owned_id(owner: int, picked: int) -> int:
+    """The id a batch of principal number ``owner`` is written with when it names ``picked``, an id below
+    ``GIVEN_BIT`` it picked itself: a given id of ``owner`` whose random bits are ``picked``'s low ones."""
+    return given_id(owner, picked & _RANDOM_MASK)
 
 
 def check_owner(
@@ -132,3 +146,22 @@ class ProducerIds:
     def check(self, producer_id: int | None, principal: str | None, transactional: bool) -> None:
         """``check_owner`` against this node's metadata now."""
         check_owner(producer_id, principal, self.owners_by_number(), transactional)
+
+    async def own(self, producer_id: int | None, principal: str | None, transactional: bool) -> int | None:
+        """The producer id a batch naming ``producer_id`` is written with: ``owned_id`` of its principal's
+        number for an authenticated principal's idempotent batch of an id below ``GIVEN_BIT`` while ids
+        are bound (the number registered first when the principal has none, as ``give`` does), else the
+        id as named. ``check`` is done first: an id given to another principal never gets here."""
+        if (
+            producer_id is None
+            or not 0 <= producer_id < GIVEN_BIT
+            or transactional
+            or principal is None
+            or principal == ANONYMOUS
+            or not self._bound()
+        ):
+            return producer_id
+        number = self._owners().get(principal)
+        if number is None:
+            number = await self._register(principal)
+        return owned_id(number, producer_id)

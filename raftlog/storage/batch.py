@@ -60,6 +60,7 @@ _CRC_AT = 17
 _CRC_START = 21  # the CRC covers bytes [21, end)
 _ATTRIBUTES_AT = 21
 _MAX_TIMESTAMP_AT = 35
+_PRODUCER_ID_AT = 43
 MIN_LENGTH = HEADER_SIZE - _LENGTH_END
 MAX_OFFSET = 2**63 - 1
 EPOCH_MAX = 2**31 - 1
@@ -364,6 +365,17 @@ def with_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytes:
     struct.pack_into(">q", stamped, _MAX_TIMESTAMP_AT, now_ms)
     struct.pack_into(">I", stamped, _CRC_AT, crc32c.crc32c(memoryview(stamped)[_CRC_START:]))
     return bytes(stamped)
+
+
+def with_producer_id(batch: bytes | memoryview, producer_id: int) -> bytes:
+    """The batch with another producer id in its header (``partitions.security.producer_ids.own``: the id
+    its owner's batch is written with); the CRC is computed again."""
+    if not 0 <= producer_id <= MAX_OFFSET:
+        raise InvalidRecord(f"producer id {producer_id} outside 0..2^63-1")
+    owned = bytearray(batch)
+    struct.pack_into(">q", owned, _PRODUCER_ID_AT, producer_id)
+    struct.pack_into(">I", owned, _CRC_AT, crc32c.crc32c(memoryview(owned)[_CRC_START:]))
+    return bytes(owned)
 
 
 def encode_retained(

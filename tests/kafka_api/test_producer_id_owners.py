@@ -8,6 +8,8 @@ headers and uses them.
   produce (a used sequence) through the HTTP door 403/40302; AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
   naming bob's producer id are refused too. Bob's transaction commits with his records, only his.
 - Bob's idempotent producer's id: the same refusals; his next records are written, none of hers.
+- An id bob picks himself over HTTP: written as one bound to him, so the id his batch headers show is
+  refused to her through both doors, and the id he picked, when she uses it, is a producer of her own.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from test_sasl_clients import _authenticate, _handshake, as_admin, curl, grant, 
 from kafka_api import wire
 from raftlog.storage.batch import BatchHeader, ProducerRecord, decode_header, encode_batch
 from raftlog_client.local_cluster import LocalCluster
-from raftlog_contract import JSON_V2, RECORD_BATCH
+from raftlog_contract import BINARY_V2, JSON_V2, RECORD_BATCH
 
 PRODUCE_VERSION = 9
 ADD_PARTITIONS_VERSION = 3
@@ -247,3 +249,39 @@ def test_another_principal_cannot_write_with_bobs_idempotent_producer_id(cluster
     _refused_over_http(cluster, users, producer_id, epoch, following)
     _produce(bob, users.topic, b"bob-2")  # his next sequence is his still
     assert _committed(cluster, users.topic) == ["bob-1", "bob-2"]
+
+
+def test_an_id_bob_picks_over_http_is_written_as_his_and_refused_to_another(cluster: LocalCluster) -> None:
+    """The HTTP door has no InitProducerId: bob picks his id. The leader writes his batches with the given id
+    of his number and his id's low bits, so the id mallory reads from his batch headers is bob's alone
+    (refused through both doors, never answered his offsets), and the id he picked, used by her, is a
+    producer of her own: his next sequence is still his."""
+    users = Users(cluster)
+    picked = 424_242_424  # below 2^42: the stored id keeps it whole
+
+    def json_produce(user: str, value: str, sequence: int) -> tuple[int, dict[str, Any]]:
+        record = {"value": base64.b64encode(value.encode()).decode()}
+        body = json.dumps({"records": [record], "producer_id": picked, "sequence": sequence})
+        url = f"{cluster.servers[0]}/topics/{users.topic}/partitions/0"
+        status, answer = curl(
+            cluster, "-u", f"{user}:{users.password}", "-H", f"Content-Type: {BINARY_V2}", "--data", body, url
+        )
+        return status, json.loads(answer)
+
+    status, answer = json_produce(users.bob, "bob-1", 0)
+    assert status == 200, answer
+    [header] = _headers(cluster, users.topic)
+    stored = header.producer_id
+    assert stored is not None and stored >= 2**62 and stored % 2**42 == picked, stored
+    assert json_produce(users.bob, "bob-1", 0) == (status, answer)  # a retry: a duplicate, as before
+
+    _refused_over_http(cluster, users, stored, header.producer_epoch or 0, 1)
+    plain = _batch(b"mallory-kafka", stored, header.producer_epoch or 0, 1, transactional=False)
+    assert _kafka_produce(cluster, users, plain, None) is ErrorCode.cluster_authorization_failed
+    status, hers = json_produce(users.mallory, "mallory-1", 0)  # bob's picked id, his used sequence
+    assert status == 200 and hers != answer, hers  # written as hers, not answered bob's offset
+    status, answer = json_produce(users.bob, "bob-2", 1)
+    assert status == 200, answer
+    assert _committed(cluster, users.topic) == ["bob-1", "mallory-1", "bob-2"]
+    ids = [h.producer_id for h in _headers(cluster, users.topic)]
+    assert ids[0] == ids[2] == stored and ids[1] != stored and ids[1] % 2**42 == picked

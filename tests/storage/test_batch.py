@@ -24,6 +24,7 @@ from raftlog.storage.batch import (
     recompress,
     verify,
     with_log_append_time,
+    with_producer_id,
 )
 from raftlog.storage.errors import InvalidRecord
 
@@ -109,6 +110,19 @@ def test_log_append_time_gives_every_record_the_append_time_and_a_new_crc():
     decoded = decode_batch(stamped)  # CRC-checked
     assert decoded.header.timestamp_type is TimestampType.LOG_APPEND_TIME
     assert [r.timestamp_ms for r in decoded.records] == [99_000, 99_000]
+
+
+def test_another_producer_id_keeps_everything_else_and_gets_a_new_crc():
+    records = [ProducerRecord(b"a", b"k", (("h", b"v"),), 10), ProducerRecord(b"b", timestamp_ms=20)]
+    batch = encode_batch(0, records, 0, 0, 424_242, 7, producer_epoch=3)
+    owned = with_producer_id(batch, 2**62 + 5)
+    decoded = decode_batch(owned)  # CRC-checked
+    before = decode_batch(batch)
+    assert decoded.header.producer_id == 2**62 + 5
+    assert (decoded.header.producer_epoch, decoded.header.sequence) == (3, 7)
+    assert decoded.records == before.records
+    with pytest.raises(InvalidRecord):
+        with_producer_id(batch, -1)
 
 
 @pytest.mark.parametrize("codec", list(Compression))

@@ -143,3 +143,39 @@ def test_the_snapshot_keeps_the_numbers_and_one_of_the_release_before_reads_as_n
     assert dict(before.metadata.producer_owners) == {}
     assert list(before.metadata.topics) == ["t"] and list(before.metadata.users) == ["bob"]
     assert _register(before, "User:bob") == 1  # and numbers go on from there
+
+
+def test_an_id_a_principal_picks_is_written_as_one_bound_to_it() -> None:
+    ids = ProducerIds.in_memory(random.Random(7))
+
+    async def own(producer_id: int | None, principal: str | None, transactional: bool = False) -> int | None:
+        return await ids.own(producer_id, principal, transactional)
+
+    async def scenario() -> None:
+        bobs = await own(424_242, "User:bob")
+        assert bobs is not None and owner_number(bobs) == 1 and bobs % 2**42 == 424_242
+        assert await own(424_242, "User:bob") == bobs  # the same id every time: a retry is a duplicate
+        mallorys = await own(424_242, "User:mallory")
+        assert mallorys is not None and owner_number(mallorys) == 2 and mallorys != bobs
+        check_owner(bobs, "User:bob", ids.owners_by_number(), transactional=False)
+        with pytest.raises(ProducerIdNotOwned):  # the id bob's batches show is refused to mallory
+            ids.check(bobs, "User:mallory", transactional=False)
+        assert await own(bobs, "User:bob") == bobs  # a given id is written as named
+        assert await own(424_242, None) == 424_242  # anonymous clients are one principal: as picked
+        assert await own(424_242, ANONYMOUS) == 424_242
+        assert await own(424_242, "User:bob", transactional=True) == 424_242  # a coordinator's id
+        assert await own(None, "User:bob") is None and await own(-1, "User:bob") == -1
+
+    asyncio.run(scenario())
+
+
+def test_while_ids_are_not_bound_a_picked_id_is_written_as_picked() -> None:
+    registered: list[str] = []
+
+    async def register(principal: str) -> int:
+        registered.append(principal)
+        return 1
+
+    ids = ProducerIds(dict, register, bound=lambda: False)
+    assert asyncio.run(ids.own(424_242, "User:bob", False)) == 424_242
+    assert registered == []
