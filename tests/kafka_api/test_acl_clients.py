@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import ssl
+import struct
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -43,8 +46,23 @@ from kafka.admin import (
 )
 from kafka.admin import ResourceType as KafkaPythonResourceType
 from kafka.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
-from test_sasl_clients import PATIENCE_S, admin_client, as_admin, curl, grant, make_user, new_topic, sasl
+from kafka_fixtures import RawKafka
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
+from test_sasl_clients import (
+    PATIENCE_S,
+    _authenticate,
+    _handshake,
+    admin_client,
+    as_admin,
+    curl,
+    grant,
+    make_user,
+    new_topic,
+    sasl,
+)
 
+from kafka_api import wire
 from raftlog_client.local_cluster import LocalCluster
 
 
@@ -471,3 +489,81 @@ def test_acls_made_with_admin_clients_are_those_of_the_admin_api_and_only_alter_
     gone = admin.delete_acls([mine])[mine].result(30)
     assert sorted(gone, key=str) == sorted(made, key=str)
     until(lambda: acls_everywhere(cluster, principal) == [[], [], []], "deleted everywhere")
+
+
+# The attack as it was made (issue: one ListOffsets of a logged-in user naming 100,000 topics it may not
+# describe held a secure node's Kafka door for 12.7 s): topics of one partition each, named in one request
+# while another request names ``NEIGHBOUR_FACTOR`` times as many partitions of one topic on the same node
+WIDE_REQUEST_TOPICS = 5_000
+NEIGHBOUR_FACTOR = 4
+
+
+def _list_offsets_request(topics: dict[str, int]) -> Any:
+    """A ListOffsets (v6) of ``topics``, each with that many partitions."""
+    cls = wire.request_class(2, 6)
+    part_cls = wire.sibling(cls, "ListOffsetsPartition")
+    topic_cls = wire.sibling(cls, "ListOffsetsTopic")
+    return wire.build(cls, replica_id=-1, isolation_level=0, topics=tuple(
+        wire.build(topic_cls, name=topic, partitions=tuple(
+            wire.build(part_cls, partition_index=i, current_leader_epoch=-1, timestamp=-1)
+            for i in range(partitions)))
+        for topic, partitions in topics.items()))  # fmt: skip
+
+
+def _logged_in(cluster: LocalCluster, name: str) -> RawKafka:
+    """``name``'s connection to n1's Kafka listener, authenticated over SASL_SSL (PLAIN)."""
+    raw = RawKafka(cluster.kafka["n1"], ssl.create_default_context(cafile=cluster.security["ca"]))
+    assert _handshake(raw, "PLAIN").error_code is ErrorCode.none
+    assert _authenticate(raw, f"\0{name}\0{name}'s password".encode()).error_code is ErrorCode.none
+    raw.sock.settimeout(600)
+    return raw
+
+
+def test_a_list_offsets_naming_many_topics_is_not_held_behind_other_work_on_a_secure_node(
+    cluster: LocalCluster,
+) -> None:
+    """A user with WRITE on one topic names thousands of topics it may not describe (each refused by an
+    ACL check), while another request of hers names four times as many partitions of one topic. The node
+    serves both 500 entries a turn of its event loop, so the smaller request is answered first. A handler
+    that took a turn per topic gave it one entry for every 500 of the other's (on a busy cluster, every
+    Raft group and connection with work ready takes its share of each turn likewise: 154 s for 100,000
+    topics on a secure 3-node cluster), and answered it last. Both answers are whole, every entry refused
+    TOPIC_AUTHORIZATION_FAILED. An order of answers, not a time: it holds on a loaded machine."""
+    name, _ = user(cluster)
+    grant(cluster, topic_acl(name, new_topic(cluster), "write"))
+    wide = _list_offsets_request({f"hidden-{i}": 1 for i in range(WIDE_REQUEST_TOPICS)})
+    neighbour = _list_offsets_request({"hidden": WIDE_REQUEST_TOPICS * NEIGHBOUR_FACTOR})
+    connections = {"neighbour": _logged_in(cluster, name), "wide": _logged_in(cluster, name)}
+    answered: dict[str, tuple[float, bytes]] = {}
+
+    def read(which: str) -> None:
+        raw = connections[which]
+        size = struct.unpack(">i", raw._read(4))[0]
+        frame = raw._read(size)
+        answered[which] = (time.monotonic(), frame)
+
+    try:
+        frames = {"neighbour": connections["neighbour"].frame(2, 6, neighbour),
+                  "wide": connections["wide"].frame(2, 6, wide)}  # fmt: skip
+        readers = [threading.Thread(target=read, args=(which,), daemon=True) for which in connections]
+        for reader in readers:
+            reader.start()
+        for which in ("neighbour", "wide"):  # the bigger one first: it has the head start
+            connections[which].send_raw(frames[which])
+        for reader in readers:
+            reader.join(timeout=600)
+    finally:
+        for raw in connections.values():
+            raw.close()
+    assert set(answered) == {"neighbour", "wide"}, "both requests answered"
+    cls = wire.response_class(2, 6)
+    for which, entries in (
+        ("wide", WIDE_REQUEST_TOPICS),
+        ("neighbour", WIDE_REQUEST_TOPICS * NEIGHBOUR_FACTOR),
+    ):
+        frame = answered[which][1]
+        _, used = entity_reader(cls.__header_schema__)(frame, 0)
+        answer = entity_reader(cls)(frame, used)[0]
+        codes = [p.error_code for t in answer.topics for p in t.partitions]
+        assert len(codes) == entries and set(codes) == {ErrorCode.topic_authorization_failed}, which
+    assert answered["wide"][0] < answered["neighbour"][0], "the request naming many topics was held behind"

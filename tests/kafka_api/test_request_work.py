@@ -33,7 +33,6 @@ PARTITIONS = 4
 # part well under the bound, and each request's own work well over it on a node that does it at once.
 PRODUCE_ENTRIES = 60_000  # appends in one Produce
 LIST_OFFSETS_ENTRIES = 50_000  # partitions named in one ListOffsets
-LIST_OFFSETS_TOPICS = 50_000  # topics of one partition each named in one ListOffsets
 FETCH_ENTRIES = 30_000  # partitions named in one Fetch
 METADATA_ENTRIES = 100_000  # topic names in one Metadata
 # Entries past what the node could decode and encode on its loop within the bound (~10 MiB): the server
@@ -151,23 +150,6 @@ def test_a_list_offsets_naming_partitions_again_and_again_answers_each_and_stays
     assert len(answered) == LIST_OFFSETS_ENTRIES
     assert [p.error_code for p in answered[:PARTITIONS]] == [ErrorCode.none] * PARTITIONS
     assert {p.error_code for p in answered[PARTITIONS:]} == {ErrorCode.invalid_request}  # as Kafka
-
-
-def test_a_list_offsets_naming_many_topics_is_paced_across_them_and_answers_each(node: LocalCluster) -> None:
-    """Topics of one partition each: a handler pacing each topic's partitions on their own took a turn of
-    the event loop per topic (a secure node took 154 s over 100,000 unknown topics, now 41 s)."""
-    cls = wire.request_class(2, 6)
-    part = wire.build(wire.sibling(cls, "ListOffsetsPartition"), partition_index=0, current_leader_epoch=-1,
-                      timestamp=-1)  # fmt: skip
-    topic_cls = wire.sibling(cls, "ListOffsetsTopic")
-    names = [TOPIC, *(f"missing-{i}" for i in range(LIST_OFFSETS_TOPICS - 1))]
-    topics = tuple(wire.build(topic_cls, name=name, partitions=(part,)) for name in names)
-    request = wire.build(cls, replica_id=-1, isolation_level=0, topics=topics)
-    answer = served_live(node.kafka["n1"], lambda raw: raw.call(2, 6, request))
-    assert [t.name for t in answer.topics] == names, "each topic answered, in the request's order"
-    assert [len(t.partitions) for t in answer.topics] == [1] * LIST_OFFSETS_TOPICS
-    assert answer.topics[0].partitions[0].error_code is ErrorCode.none
-    assert {t.partitions[0].error_code for t in answer.topics[1:]} == {ErrorCode.unknown_topic_or_partition}
 
 
 def test_a_request_too_large_to_decode_on_the_loop_is_decoded_and_answered_off_it(
