@@ -9,8 +9,11 @@ through the admin service ``/v1/acls`` uses, so they are all made or none. Descr
 node's controller metadata.
 
 Who may call them, as in Kafka: whoever may ALTER the cluster creates and deletes, whoever may DESCRIBE it
-describes (a super user, and anyone when ACLs are not enforced). A refusal is CLUSTER_AUTHORIZATION_FAILED
-for each creation or filter (DescribeAcls: the answer's error) and changes nothing.
+describes (a super user). A refusal is CLUSTER_AUTHORIZATION_FAILED for each creation or filter
+(DescribeAcls: the answer's error) and changes nothing. A node that does not enforce ACLs (no
+``--enforce-acls``) answers SECURITY_DISABLED ("No Authorizer is configured."), as a Kafka broker without
+``authorizer.class.name`` does, rather than store ACLs nothing would enforce; ``/v1/acls`` still manages
+them, for the nodes that do.
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ from partitions.errors import InvalidName
 from partitions.metadata.service import AdminService
 from partitions.security.acls import AclBinding, AclFilter, AclOperation, ResourceType
 
+NO_AUTHORIZER = (ErrorCode.security_disabled, "No Authorizer is configured.")  # Kafka's words
+
 
 def _refused(door: Door, operation: AclOperation) -> tuple[ErrorCode, str] | None:
+    if not door.security.enforce_acls:
+        return NO_AUTHORIZER  # ACLs that nothing would enforce: refused, as by a Kafka broker without one
     if door.allows(operation, ResourceType.CLUSTER):
         return None
     refusal = door.refusal(operation, ResourceType.CLUSTER)

@@ -5,8 +5,8 @@ dispatch and the ApiVersions answer, so what a client is told is supported is ex
 Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
 cannot read: Fetch stops at 12 (topic ids come after); Metadata goes to 13, the last of Kafka 4.1 and what
 librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts leader epochs only from v9; its
-request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 6
-(v7 adds the max-timestamp query); OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol
+request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10,
+Kafka 4.1's last; OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol
 member commits and fetches with its member id and epoch; OffsetFetch v8+ batches groups); JoinGroup at 7
 and LeaveGroup at 4 (later ones add reasons and KIP-848's fields); ConsumerGroupHeartbeat and
 ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which librdkafka 2.16 needs to speak
@@ -47,6 +47,7 @@ from kafka_api.admin_apis import (
 )
 from kafka_api.consumer_group_apis import consumer_group_describe, consumer_group_heartbeat
 from kafka_api.delete_records import delete_records
+from kafka_api.describe_topic_partitions import describe_topic_partitions
 from kafka_api.door import Door
 from kafka_api.fetch import fetch
 from kafka_api.group_apis import (
@@ -65,10 +66,16 @@ from kafka_api.group_apis import (
 )
 from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
+from kafka_api.node_state_apis import describe_log_dirs, describe_quorum, unregister_broker
 from kafka_api.offset_for_leader_epoch import offset_for_leader_epoch
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
 from kafka_api.producer_state_apis import describe_producers, write_txn_markers
+from kafka_api.replica_apis import (
+    alter_partition_reassignments,
+    elect_leaders,
+    list_partition_reassignments,
+)
 from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
 from kafka_api.security import API_VERSIONS
 from kafka_api.transaction_apis import (
@@ -142,7 +149,7 @@ APIS: dict[int, Api] = {
     for api in (
         Api(0, "Produce", 3, 9, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
         Api(1, "Fetch", 4, 12, fetch, "READ topic"),
-        Api(2, "ListOffsets", 1, 6, list_offsets, "DESCRIBE topic"),
+        Api(2, "ListOffsets", 1, 10, list_offsets, "DESCRIBE topic"),
         Api(3, "Metadata", 0, 13, metadata,
             "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one"),
         Api(8, "OffsetCommit", 2, 9, offset_commit, "READ group, READ topic"),
@@ -188,6 +195,14 @@ APIS: dict[int, Api] = {
         Api(66, "ListTransactions", 0, 1, list_transactions, "DESCRIBE transactional id (others left out)"),
         Api(61, "DescribeProducers", 0, 0, describe_producers, "READ topic"),
         Api(27, "WriteTxnMarkers", 1, 1, write_txn_markers, "ALTER cluster, else CLUSTER_ACTION cluster"),
+        Api(45, "AlterPartitionReassignments", 0, 1, alter_partition_reassignments, "ALTER cluster"),
+        Api(46, "ListPartitionReassignments", 0, 0, list_partition_reassignments, "DESCRIBE cluster"),
+        Api(43, "ElectLeaders", 0, 2, elect_leaders, "ALTER cluster"),
+        Api(35, "DescribeLogDirs", 1, 4, describe_log_dirs, "DESCRIBE cluster"),
+        Api(55, "DescribeQuorum", 0, 2, describe_quorum, "DESCRIBE cluster"),
+        Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),
+        Api(75, "DescribeTopicPartitions", 0, 0, describe_topic_partitions,
+            "DESCRIBE topic (others left out of all topics)"),
     )
 }
 # fmt: on

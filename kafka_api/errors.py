@@ -47,6 +47,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (consensus.OutcomeUnknown, ErrorCode.request_timed_out),
     (broker.UnknownTopic, ErrorCode.unknown_topic_or_partition),
     (broker.UnknownPartition, ErrorCode.unknown_topic_or_partition),
+    (storage.RecordBatchTooLarge, ErrorCode.record_list_too_large),  # Kafka's RECORD_BATCH_TOO_LARGE
     (storage.RecordTooLarge, ErrorCode.message_too_large),
     (storage.InvalidRecord, ErrorCode.invalid_record),
     (storage.CorruptRecord, ErrorCode.corrupt_message),

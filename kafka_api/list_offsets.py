@@ -1,5 +1,8 @@
 """ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark; v2+ with isolation
-level READ_COMMITTED the last stable offset, below which every transaction has ended) or the first
+level READ_COMMITTED the last stable offset, below which every transaction has ended), the first record
+with the largest timestamp (-3, v7+), the earliest local offset (-4, v8+: the earliest, every record
+being on the broker's disk), the latest tiered one (-5, v9+: -1, nothing being tiered, as Kafka answers
+without tiered storage) or the first
 record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader,
 each with its leader epoch (v4+: the epoch of the batch holding the offset; for the latest, the leader's
 current epoch, as Kafka answers), after checking the ``current_leader_epoch`` the client sent against the
@@ -26,6 +29,11 @@ from partitions.security.acls import AclOperation, ResourceType
 
 EARLIEST = -2
 LATEST = -1
+MAX_TIMESTAMP = -3  # v7 on (KIP-734): the record with the largest timestamp
+EARLIEST_LOCAL = -4  # v8 on (KIP-405): the log start on this broker's disk; raftlog keeps all of it there
+LATEST_TIERED = -5  # v9 on: the last offset in tiered storage; raftlog tiers nothing, so -1 as Kafka answers
+# the first version a special timestamp may be asked at (Kafka's ReplicaManager: UNSUPPORTED_VERSION below)
+SPECIAL_SINCE = {EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 READ_COMMITTED = 1
 NO_OFFSET = -1
 NO_EPOCH = -1
@@ -45,19 +53,26 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
                 code = ErrorCode.invalid_request
             elif not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
                 raise door.refusal(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
-            elif timestamp < 0 and timestamp not in (EARLIEST, LATEST):
+            elif timestamp < 0 and timestamp not in SPECIAL_SINCE:
                 code = ErrorCode.invalid_request
+            elif SPECIAL_SINCE.get(timestamp, 0) > request.api_version:
+                code = ErrorCode.unsupported_version
             else:
                 offsets = await data.offsets(topic, partition)
                 check_leader_epoch(f"{topic}-{partition}", current_epoch, offsets.leader_epoch)
-                if timestamp == EARLIEST:
+                if timestamp in (EARLIEST, EARLIEST_LOCAL):
                     offset, epoch = offsets.log_start_offset, offsets.log_start_epoch
+                elif timestamp == LATEST_TIERED:
+                    offset, epoch = NO_OFFSET, NO_EPOCH
                 elif timestamp == LATEST:
                     offset, epoch = offsets.high_watermark, offsets.leader_epoch
                     if committed and offsets.last_stable_offset >= 0:
                         offset = offsets.last_stable_offset
                 else:
-                    found = await data.offset_for_timestamp(topic, partition, timestamp)
+                    if timestamp == MAX_TIMESTAMP:
+                        found = await data.max_timestamp_offset(topic, partition)
+                    else:
+                        found = await data.offset_for_timestamp(topic, partition, timestamp)
                     if found is not None:
                         found_at, offset, epoch = found.timestamp_ms, found.offset, found.leader_epoch
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)

@@ -211,6 +211,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
     topic_cls = wire.sibling(cls, "MetadataResponseTopic")
     partition_cls = wire.sibling(cls, "MetadataResponsePartition")
     view = door.node.metadata
+    topic: TopicMetadata | None
     topic, error = None, ErrorCode.topic_authorization_failed
     if created is not None and created is not ErrorCode.none:
         error = created
@@ -221,23 +222,9 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
             error = ErrorCode.leader_not_available if created is ErrorCode.none else _unknown(name)
     if topic is None:
         return _refused(topic_cls, error, name, ZERO_TOPIC_ID)
-    partitions = []
-    for index, replicas in enumerate(topic.replicas):
-        leader, epoch = view.known_leader_epoch(name, index)
-        led = leader is not None and door.broker_address(leader) is not None
-        ids = tuple(broker_id(node) for node in replicas)
-        partitions.append(
-            wire.build(
-                partition_cls,
-                error_code=ErrorCode.none if led else ErrorCode.leader_not_available,
-                partition_index=index,
-                leader_id=broker_id(leader) if led and leader is not None else NO_LEADER,
-                leader_epoch=epoch if led else NO_EPOCH,
-                replica_nodes=ids,
-                isr_nodes=tuple(broker_id(node) for node in replicas if node in alive),
-                offline_replicas=(),
-            )
-        )
+    partitions = [
+        wire.build(partition_cls, **partition_values(door, topic, i, alive)) for i in range(topic.partitions)
+    ]
     return wire.build(
         topic_cls,
         error_code=ErrorCode.none,
@@ -247,3 +234,19 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
         partitions=tuple(partitions),
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
+
+
+def partition_values(door: Door, topic: TopicMetadata, index: int, alive: set[str]) -> dict[str, Any]:
+    """A partition's fields as Metadata and DescribeTopicPartitions answer them."""
+    leader, epoch = door.node.metadata.known_leader_epoch(topic.name, index)
+    led = leader is not None and door.broker_address(leader) is not None
+    replicas = topic.replicas[index]
+    return {
+        "error_code": ErrorCode.none if led else ErrorCode.leader_not_available,
+        "partition_index": index,
+        "leader_id": broker_id(leader) if led and leader is not None else NO_LEADER,
+        "leader_epoch": epoch if led else NO_EPOCH,
+        "replica_nodes": tuple(broker_id(node) for node in replicas),
+        "isr_nodes": tuple(broker_id(node) for node in replicas if node in alive),
+        "offline_replicas": (),
+    }

@@ -440,6 +440,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.controller.state",  # TopicMetadata, merge_configs
     "partitions.controller.members",  # ControllerMembers
     "partitions.controller.reconfigure",  # MoveProgress, MemberView
+    "partitions.controller.elections",  # what a preferred or unclean leader election does (pure)
+    "partitions.replicas.log_dirs",  # a node's log directory and its replicas (MetadataView.log_dir)
     "partitions.replicas.failures",  # ReplicaFailure
     "partitions.groups.assignors",  # TopicPartition, the assignors' names
     "partitions.groups.state",  # ReadConfig and the consumer configs' limits

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import shutil
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -63,8 +64,10 @@ from partitions.peers.client import (
 )
 from partitions.peers.cluster import Cluster
 from partitions.peers.presence import Presence
+from partitions.replicas import log_dirs
 from partitions.replicas.cluster_view import ClusterView
 from partitions.replicas.failures import ReplicaFailure
+from partitions.replicas.log_dirs import LogDir, ReplicaDir
 from partitions.replicas.manager import ReplicaManager
 from partitions.replicas.raft_host import RAFT_DIR, RaftHost
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
@@ -515,6 +518,20 @@ class NodeView:
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return self._node.routing.failed_replicas()
+
+    def log_dir(self) -> LogDir:
+        path = os.path.join(self._node.config.data_dir, LOGS_DIR)
+        try:
+            usage = shutil.disk_usage(path)
+            volume: tuple[int, int] | None = (usage.total, usage.free)
+        except OSError:
+            volume = None
+        replicas = []
+        for replica in self._node.replicas:
+            status = replica.group.status()
+            lag = log_dirs.replica_lag(status.commit_index, status.last_applied)
+            replicas.append(ReplicaDir(replica.topic.name, replica.partition, replica.log.size_bytes, lag))
+        return log_dirs.log_dir(os.path.abspath(path), volume, replicas)
 
     def features(self) -> Features:
         return self._node.features

@@ -72,7 +72,13 @@ from raftlog.storage.batch import (
     with_log_append_time,
     with_producer_id,
 )
-from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, OffsetOutOfRange, RecordTooLarge
+from raftlog.storage.errors import (
+    InflatedTooLarge,
+    InvalidRecord,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+    RecordTooLarge,
+)
 from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
 from raftlog.storage.log import Log, last_stable_offset
 from raftlog.storage.log_read import LogView
@@ -228,6 +234,7 @@ class DataPlane:
         order their calls began (``SubmitOrder``), waits or not.
 
         RecordTooLarge when the batch as sent is larger than ``max.message.bytes`` (as Kafka measures it),
+        RecordBatchTooLarge when larger than ``segment.bytes``,
         InflatedTooLarge when its records inflate past ``inflated_bytes_max`` or ``max.message.bytes``,
         whichever is larger; a compressed batch is inflated on a reader thread, never on the event loop."""
         replica = self.leader_replica(topic, partition)
@@ -236,6 +243,8 @@ class DataPlane:
             config = replica.log.config
             if len(batch) > config.max_message_bytes:  # before anything is inflated
                 raise RecordTooLarge(len(batch), config.max_message_bytes)
+            if len(batch) > config.segment_bytes:  # no segment could hold it (Kafka's check at append)
+                raise RecordBatchTooLarge(len(batch), config.segment_bytes)
             now = self._clock()
             append_time = config.timestamp_type == "LogAppendTime"
             latest_ms = NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
@@ -332,6 +341,8 @@ class DataPlane:
         limit = replica.log.config.max_message_bytes
         if len(batch) > limit:
             raise RecordTooLarge(len(batch), limit)
+        if len(batch) > replica.log.config.segment_bytes:  # as recompressed or stamped
+            raise RecordBatchTooLarge(len(batch), replica.log.config.segment_bytes)
         if contiguous and self._features is not None and not self._features.allows(PRODUCE_CONTIGUOUS):
             contiguous = False  # kind 10 is unknown to release 0.1.0: its rule waits for the feature level
         started = time.perf_counter()
@@ -574,6 +585,16 @@ class DataPlane:
             return None
         epoch = epoch_for_offset(log.leader_epochs.entries, found.offset)
         return TimestampOffset(found.offset, found.timestamp_ms, epoch)
+
+    async def max_timestamp_offset(self, topic: str, partition: int) -> TimestampOffset | None:
+        """The first record with the largest timestamp of the log (KIP-734): the largest of its segments'
+        max timestamps, then the first record reaching it (a record below the log start is passed over,
+        as ``first_record_at`` does)."""
+        replica = self.ready_leader(topic, partition)
+        largest = [s.max_timestamp_ms for s in replica.log.segment_infos() if s.max_timestamp_ms is not None]
+        if not largest:
+            return None
+        return await self.offset_for_timestamp(topic, partition, max(largest))
 
     async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
         """Read on the driver thread, between two applies (the producer table and the log's open

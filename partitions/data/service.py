@@ -311,3 +311,8 @@ class LocalDataService(DataService, Protocol):
         """``DataService.produce_batch``; ``contiguous``: the batch follows Kafka's sequence rule (it
         starts at its producer's last sequence + 1, ``partitions.replicas.dedup``), not the HTTP API's."""
         ...
+
+    async def max_timestamp_offset(self, topic: str, partition: int) -> TimestampOffset | None:
+        """The first committed record holding the largest timestamp of the partition's log, on its leader
+        (Kafka's ListOffsets -3, KIP-734); None when the log has no record."""
+        ...

@@ -18,6 +18,7 @@ from partitions.controller.state import TopicMetadata
 from partitions.features import Features
 from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
+from partitions.replicas.log_dirs import LogDir
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
@@ -133,6 +134,11 @@ class MetadataView(Protocol):
 
     def moves(self) -> list[MoveState]:
         """The partitions moving, as this node's metadata says."""
+        ...
+
+    def log_dir(self) -> LogDir:
+        """This node's log directory: the volume's total and usable bytes, each replica it holds with its
+        size and lag (``partitions.replicas.log_dirs``)."""
         ...
 
     def failed_replicas(self) -> list[ReplicaFailure]:

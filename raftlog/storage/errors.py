@@ -28,6 +28,16 @@ class RecordTooLarge(StorageError):
     template = "batch of {size_bytes} bytes exceeds max.message.bytes={limit_bytes}"
 
 
+@with_fields
+class RecordBatchTooLarge(RecordTooLarge):
+    """A batch larger than its topic's ``segment.bytes``: no segment could hold it (Kafka's
+    ``RecordBatchTooLargeException``); nothing was written."""
+
+    size_bytes: int
+    limit_bytes: int
+    template = "batch of {size_bytes} bytes exceeds segment.bytes={limit_bytes}"
+
+
 class InflatedTooLarge(RecordTooLarge):
     """A compressed batch whose records inflate past the bound they may inflate to (a decompression
     bomb, or a batch compressed far better than any the node takes); nothing was written. Inflating

@@ -1,0 +1,185 @@
+"""What a node holds and who holds the cluster's metadata, over Kafka: DescribeLogDirs
+(``kafka-log-dirs --describe``, and ``kafka-reassign-partitions --generate``'s look at the brokers) and
+DescribeQuorum (``kafka-metadata-quorum describe``).
+
+DescribeLogDirs answers for the node asked (Kafka's admin client asks every broker): its one log
+directory (``DATA_DIR/logs``), the volume's total and usable bytes (v4, KIP-827), and each replica it
+holds with its size on disk and its lag (``partitions.replicas.log_dirs``); no replica is ever a "future"
+one (raftlog moves no replica between directories of a node).
+
+DescribeQuorum describes raftlog's controller group as Kafka's ``__cluster_metadata`` partition 0: its
+leader, term (the leader epoch), commit index (the high watermark), voters and the learners joining it
+(observers), each with the index of the controller log it has (the leader's match index; the leader's
+own: the commit index). raftlog does not keep when a member last fetched or caught up: -1, as Kafka
+answers for a replica it has no time for. Any node answers, asking the controller's leader, as a Kafka
+broker forwards it to the active controller.
+
+ACLs as Kafka's: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.door import Door
+from kafka_api.errors import code_of
+from partitions.controller.members import ControllerMembers
+from partitions.metadata.service import AdminService
+from partitions.names import broker_id
+from partitions.security.acls import AclOperation, ResourceType
+
+METADATA_TOPIC = "__cluster_metadata"  # the name Kafka's tools ask DescribeQuorum about
+UNKNOWN_TIME = -1
+CLUSTER = ResourceType.CLUSTER
+
+
+# -- DescribeLogDirs --------------------------------------------------------------------------------
+
+
+async def describe_log_dirs(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    result_cls = wire.sibling(cls, "DescribeLogDirsResult")
+    topic_cls = wire.sibling(cls, "DescribeLogDirsTopic")
+    partition_cls = wire.sibling(cls, "DescribeLogDirsPartition")
+    if not door.allows(AclOperation.DESCRIBE, CLUSTER):
+        refused = door.refusal(AclOperation.DESCRIBE, CLUSTER)
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code_of(refused), results=())
+    asked: dict[str, set[int]] | None = None
+    if request.body.topics is not None:
+        asked = {}
+        for topic in request.body.topics:
+            asked.setdefault(topic.topic, set()).update(topic.partitions)
+    held = door.node.metadata.log_dir()
+    by_topic: dict[str, list[Any]] = {}
+    for replica in held.replicas:
+        if asked is not None and replica.partition not in asked.get(replica.topic, ()):
+            continue
+        by_topic.setdefault(replica.topic, []).append(
+            wire.build(
+                partition_cls,
+                partition_index=replica.partition,
+                partition_size=replica.size_bytes,
+                offset_lag=replica.lag,
+                is_future_key=False,
+            )
+        )
+    topics = tuple(
+        wire.build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items()
+    )
+    result = wire.build(
+        result_cls,
+        error_code=ErrorCode.none,
+        log_dir=held.path,
+        topics=topics,
+        total_bytes=held.total_bytes,
+        usable_bytes=held.usable_bytes,
+    )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, results=(result,))
+
+
+# -- DescribeQuorum ---------------------------------------------------------------------------------
+
+
+async def describe_quorum(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    if not door.allows(AclOperation.DESCRIBE, CLUSTER):
+        refused = door.refusal(AclOperation.DESCRIBE, CLUSTER)
+        return wire.build(cls, error_code=code_of(refused), error_message=str(refused), topics=(), nodes=())
+    asked = [(t.topic_name, [p.partition_index for p in t.partitions]) for t in request.body.topics]
+    if asked != [(METADATA_TOPIC, [0])]:  # as Kafka's controller answers any other question
+        return wire.build(
+            cls,
+            error_code=ErrorCode.invalid_request,
+            error_message=f"only {METADATA_TOPIC} partition 0 has a quorum to describe",
+            topics=(),
+            nodes=(),
+        )
+    try:
+        members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
+    except Exception as exc:  # no controller leader reached: the request's answer (kafka_api.errors)
+        return wire.build(cls, error_code=code_of(exc), error_message=str(exc), topics=(), nodes=())
+    return quorum_answer(cls, members, door)
+
+
+def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
+    topic_cls = wire.sibling(cls, "TopicData")
+    partition_cls = wire.sibling(cls, "PartitionData")
+    replica_cls = wire.sibling(cls, "ReplicaState")
+    node_cls = wire.sibling(cls, "Node", missing_ok=True)  # v2 on
+    listener_cls = wire.sibling(cls, "Listener", missing_ok=True)
+
+    def replica(node: str) -> Any:
+        end = members.commit_index if node == members.leader else members.match_index.get(node, -1)
+        return wire.build(
+            replica_cls,
+            replica_id=broker_id(node),
+            replica_directory_id=None,
+            log_end_offset=end,
+            last_fetch_timestamp=UNKNOWN_TIME,
+            last_caught_up_timestamp=UNKNOWN_TIME,
+        )
+
+    partition = wire.build(
+        partition_cls,
+        partition_index=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        leader_id=broker_id(members.leader),
+        leader_epoch=members.term,
+        high_watermark=members.commit_index,
+        current_voters=tuple(replica(n) for n in members.voters),
+        observers=tuple(replica(n) for n in members.learners),
+    )
+    nodes: list[Any] = []
+    if node_cls is not None:
+        for node in (*members.voters, *members.learners):
+            address = door.broker_address(node)
+            listeners = (
+                ()
+                if address is None
+                else (wire.build(listener_cls, name="PLAINTEXT", host=address[0], port=address[1]),)
+            )
+            nodes.append(wire.build(node_cls, node_id=broker_id(node), listeners=listeners))
+    return wire.build(
+        cls,
+        error_code=ErrorCode.none,
+        error_message=None,
+        topics=(wire.build(topic_cls, topic_name=METADATA_TOPIC, partitions=(partition,)),),
+        nodes=tuple(nodes),
+    )
+
+
+# -- UnregisterBroker -------------------------------------------------------------------------------
+
+
+async def unregister_broker(door: Door, request: wire.Request) -> Any:
+    """``kafka-cluster unregister --id N``: a broker id no node has (or one that left) is Kafka's
+    BROKER_ID_NOT_REGISTERED; a node of the cluster is refused INVALID_REQUEST, saying how a node leaves
+    raftlog: decommissioned (its replicas moved off), then stopped (``raftlog node decommission``). Kafka
+    drops the registration of a broker that is gone for good; raftlog's nodes are the gossip membership,
+    which forgets a node that left by itself."""
+    cls = wire.response_class(request.api_key, request.api_version)
+    wanted = request.body.broker_id
+    code, message = ErrorCode.none, None
+    if not door.allows(AclOperation.ALTER, CLUSTER):
+        refused = door.refusal(AclOperation.ALTER, CLUSTER)
+        code, message = code_of(refused), str(refused)
+    else:
+        nodes = [
+            n for n in door.node.metadata.nodes() if n.state != "left" and broker_id(n.node_id) == wanted
+        ]
+        if not nodes:
+            code, message = (
+                ErrorCode.broker_id_not_registered,
+                f"Broker ID {wanted} is not currently registered",
+            )
+        else:
+            node = nodes[0].node_id
+            code = ErrorCode.invalid_request
+            message = (
+                f"{node} is a node of the cluster: it leaves by decommission (raftlog node decommission "
+                f"{node}, its replicas move off), then stops"
+            )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message)
