@@ -1,0 +1,25 @@
+"""Kafka's preferred and unclean leader elections over a Raft group (``partitions.controller.elections``)."""
+
+from __future__ import annotations
+
+from partitions.controller.elections import Decision, ElectionType, Outcome, decide
+
+PREFERRED, UNCLEAN = ElectionType.PREFERRED, ElectionType.UNCLEAN
+REPLICAS = ("n1", "n2", "n3")
+ALL = {"n1", "n2", "n3"}
+
+
+def test_a_preferred_election_moves_leadership_to_the_first_replica_when_it_can() -> None:
+    assert decide(PREFERRED, REPLICAS, "n2", ALL) == Decision(Outcome.TRANSFER, "n1")
+    assert decide(PREFERRED, REPLICAS, "n1", ALL).outcome is Outcome.NOT_NEEDED
+    assert decide(PREFERRED, REPLICAS, "n2", {"n2", "n3"}).outcome is Outcome.PREFERRED_NOT_AVAILABLE
+    assert decide(PREFERRED, REPLICAS, None, ALL).outcome is Outcome.PREFERRED_NOT_AVAILABLE  # electing now
+
+
+def test_an_unclean_election_is_never_made() -> None:
+    """A leader: nothing to do; none: no majority, and nothing may be done without losing acknowledged
+    writes, whoever is alive."""
+    assert decide(UNCLEAN, REPLICAS, "n3", ALL).outcome is Outcome.NOT_NEEDED
+    refused = decide(UNCLEAN, REPLICAS, None, {"n1"})
+    assert refused.outcome is Outcome.NO_ELIGIBLE_LEADER and "majority" in refused.reason
+    assert refused.target is None
