@@ -71,7 +71,8 @@ def test_a_compacted_topic_keeps_each_keys_latest_value_on_every_replica(cluster
     entries = next(iter(described.values())).result(timeout=30)
     assert entries["cleanup.policy"].value == "compact"
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
+    # batches within the 4 KiB segments: a larger one is refused RECORD_BATCH_TOO_LARGE, as Kafka refuses it
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "batch.size": 2048})
     latest: dict[bytes, bytes | None] = {}
     written: set[tuple[bytes, bytes | None]] = set()
     for i in range(RECORDS):

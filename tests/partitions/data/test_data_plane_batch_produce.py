@@ -24,13 +24,14 @@ from raftlog.storage.batch import (
     split_batches,
     with_log_append_time,
 )
-from raftlog.storage.errors import InvalidRecord, RecordTooLarge
+from raftlog.storage.errors import InvalidRecord, RecordBatchTooLarge, RecordTooLarge
 from raftlog_contract import RECORD_BATCH
 
 
 async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.topic_changes.create_topic("events", 1, 3, {"max.message.bytes": 4096})
+    configs = {"max.message.bytes": 4096, "segment.bytes": 2048}
+    metadata = await controller.topic_changes.create_topic("events", 1, 3, configs)
     await until(lambda: all("events" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "events"), what="partition leader")
 
@@ -44,10 +45,12 @@ async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: 
 
     refused = [
         encode_batch(0, [ProducerRecord(b"x" * 5000)], 0, 60),  # over max.message.bytes
+        encode_batch(0, [ProducerRecord(b"y" * 3000)], 0, 60),  # within it, over segment.bytes
         batch[:-1] + bytes([batch[-1] ^ 1]),  # damaged
         with_log_append_time(encode_batch(0, records, 0, 60), 70),  # the leader stamps LogAppendTime
     ]
-    for bad, error in zip(refused, (RecordTooLarge, InvalidRecord, InvalidRecord), strict=True):
+    expected = (RecordTooLarge, RecordBatchTooLarge, InvalidRecord, InvalidRecord)
+    for bad, error in zip(refused, expected, strict=True):
         with pytest.raises(error):
             await leader.data.produce_batch("events", 0, bad, 5000)
     follower = next(n for n in cluster if n is not leader)
