@@ -238,9 +238,8 @@ def _steps(steps: Steps) -> None:
         _elected,
     )
     steps.until_led_by_preferred()
-    record(
-        "preferred election again", elect("--election-type", "preferred", "--path-to-json-file", partitions)
-    )
+    again = elect("--election-type", "preferred", "--path-to-json-file", partitions)
+    record("preferred election again", again, _partitions_sorted)
     record("unclean election", elect("--election-type", "unclean", "--topic", topic, "--partition", "0"))
     record("describe", run("kafka-topics", "--describe", "--topic", topic), _described)
     record("quorum status", run("kafka-metadata-quorum", "describe", "--status"), _quorum_status)
