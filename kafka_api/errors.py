@@ -104,6 +104,11 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (groups.ConsumerProtocolVersion, ErrorCode.unsupported_version),
     (groups.ConsumerProtocolNotFinalized, ErrorCode.unsupported_version),  # as Kafka's group.version 0
     (groups.GroupFull, ErrorCode.group_max_size_reached),
+    # share groups (KIP-932)
+    (groups.InvalidRecordState, ErrorCode.invalid_record_state),
+    (groups.ShareSessionNotFound, ErrorCode.share_session_not_found),
+    (groups.InvalidShareSessionEpoch, ErrorCode.invalid_share_session_epoch),
+    (groups.ShareGroupsNotFinalized, ErrorCode.unsupported_version),
     (groups.UnknownGroup, ErrorCode.group_id_not_found),
     (groups.GroupNotEmpty, ErrorCode.non_empty_group),
     (groups.GroupError, ErrorCode.invalid_request),

@@ -35,6 +35,10 @@
                                  under the rule it was applied with. A node of an earlier release
                                  refuses kind 10 as malformed: upgrade every replica's node before
                                  Kafka producers write to it
+[1, 11, payload]                 ShareCommand: a share group's acquisitions, acknowledgements and lock
+                                 expiries of this partition's records (``groups.share_partition``),
+                                 written only once feature ``raftlog.version`` 3 is finalized (a node
+                                 of an earlier release refuses kind 11 as malformed)
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
-_TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS = 7, 8, 9, 10
+_TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS, _SHARE = 7, 8, 9, 10, 11
 NO_LEADER_EPOCH = -1  # a committed offset's leader epoch, unknown (Kafka's -1)
 
 
@@ -112,6 +116,11 @@ class TxnCommand:
     payload: bytes  # encoded by ``partitions.transactions.state.encode``
 
 
+@dataclass(frozen=True, slots=True)
+class ShareCommand:
+    payload: bytes  # encoded by ``partitions.groups.share_partition.encode``
+
+
 Command = (
     Produce
     | CommitOffset
@@ -122,6 +131,7 @@ Command = (
     | TxnMarker
     | TxnOffset
     | TxnCommand
+    | ShareCommand
 )
 
 
@@ -149,6 +159,8 @@ def encode(command: Command) -> bytes:
         fields = [VERSION, _GROUP, command.payload]
     elif isinstance(command, TxnCommand):
         fields = [VERSION, _TXN, command.payload]
+    elif isinstance(command, ShareCommand):
+        fields = [VERSION, _SHARE, command.payload]
     elif isinstance(command, DeleteOffset):
         fields = [VERSION, _DELETE_OFFSET, command.group]
     elif isinstance(command, DeleteRecords):
@@ -233,6 +245,8 @@ def decode(data: bytes | memoryview) -> Command:
         return GroupCommand(fields[2])
     if kind == _TXN and len(fields) == 3 and isinstance(fields[2], bytes):
         return TxnCommand(fields[2])
+    if kind == _SHARE and len(fields) == 3 and isinstance(fields[2], bytes):
+        return ShareCommand(fields[2])
     if kind == _DELETE_OFFSET and len(fields) == 3 and isinstance(fields[2], str):
         return DeleteOffset(fields[2])
     if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:

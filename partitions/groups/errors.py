@@ -204,3 +204,37 @@ class ConsumerProtocolNotFinalized(GroupError):
 
     group: str
     template = "group {group}: the consumer group protocol needs feature raftlog.version 2 finalized"
+
+
+class InvalidRecordState(GroupError):
+    """A share group acknowledgement of a record the member does not hold: never acquired by it, its lock
+    expired, or already acknowledged (Kafka's INVALID_RECORD_STATE)."""
+
+
+@with_fields
+class ShareSessionNotFound(GroupError):
+    """A share fetch or acknowledgement in a share session this node does not hold (Kafka's
+    SHARE_SESSION_NOT_FOUND: the member opens a new one, epoch 0)."""
+
+    group: str
+    member_id: str
+    template = "group {group!r}: member {member_id!r} has no share session on this node"
+
+
+@with_fields
+class InvalidShareSessionEpoch(GroupError):
+    group: str
+    member_id: str
+    given: int
+    expected: int
+    template = "group {group!r}: member {member_id!r} sent share session epoch {given}, expected {expected}"
+
+
+@with_fields
+class ShareGroupsNotFinalized(GroupError):
+    """A share group request while the cluster's feature level predates the share partition commands (a
+    node of an earlier release may hold a replica): refused, as Kafka refuses it while ``share.version``
+    is 0."""
+
+    group: str
+    template = "group {group}: share groups need feature raftlog.version 3 finalized"

@@ -73,6 +73,7 @@ from partitions.commands import (
     DeleteRecords,
     GroupCommand,
     Produce,
+    ShareCommand,
     TxnCommand,
     TxnMarker,
     TxnOffset,
@@ -86,6 +87,7 @@ from partitions.errors import (
     ProducerFenced,
     SequenceTooOld,
 )
+from partitions.groups.share_partition import ShareResult, ShareTable
 from partitions.groups.state import GroupResult, GroupTable
 from partitions.replicas.dedup import Appended, ProducerTable
 from partitions.transactions.state import TransactionTable, TxnResult
@@ -163,6 +165,7 @@ ApplyResult = (
     | TxnOffsetPending
     | GroupResult
     | TxnResult
+    | ShareResult
     | None
 )
 
@@ -194,6 +197,7 @@ class PartitionStateMachine:
         self.txn_ended: OrderedDict[int, int] = OrderedDict()
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
         self.transactions = TransactionTable()  # transactional ids coordinated here (``__transactions``)
+        self.shares = ShareTable()  # share groups' records of this partition (KIP-932)
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
@@ -235,6 +239,11 @@ class PartitionStateMachine:
             return self.groups.apply(decoded.payload)
         if isinstance(decoded, TxnCommand):
             return self.transactions.apply(decoded.payload)
+        if isinstance(decoded, ShareCommand):
+            try:
+                return self.shares.apply(decoded.payload)
+            except InvalidCommand as exc:
+                return Refused(exc)
         if isinstance(decoded, DeleteRecords):
             return self._delete_records(decoded.offset)
         if isinstance(decoded, TxnMarker):
@@ -491,6 +500,9 @@ class PartitionStateMachine:
                     for group, offset in groups.items()
                 ],
                 "txn_offset_epochs": [[pid, group, e] for (pid, group), e in self.txn_offset_epochs.items()],
+                # absent from a snapshot of a release before share groups (and left out while none is
+                # held, so such a snapshot keeps that release's bytes)
+                **({"shares": self.shares.to_rows()} if self.shares.groups else {}),
             },
             use_bin_type=True,
         )
@@ -523,6 +535,7 @@ class PartitionStateMachine:
             {(int(p), str(g)): int(e) for p, g, e in state.get("txn_offset_epochs", [])}
         )
         self.txn_ended = OrderedDict((int(p), int(o)) for p, o in state.get("txn_ended", []))
+        self.shares = ShareTable.from_rows(state.get("shares", []))  # absent: before share groups
         self.deleted_below = int(
             state.get("deleted_below", 0)
         )  # absent: a snapshot from before DeleteRecords
