@@ -207,13 +207,13 @@ def decode(data: bytes) -> ShareCommand:
     kind, group = fields[1], fields[2]
     if kind == _ACQUIRE and len(fields) >= 11:  # a later version's extra fields are not ours
         member, ranges = fields[3], fields[4]
-        if isinstance(member, str) and isinstance(ranges, list) and all(_ints(r, 2) for r in ranges):
-            if _ints(fields[5:11], 6):
-                through, max_records, now_ms, lock_ms, limit, initial = fields[5:11]
-                return Acquire(
-                    group, member, tuple((r[0], r[1]) for r in ranges), through, max_records, now_ms,
-                    lock_ms, limit, initial,
-                )  # fmt: skip
+        ranges_ok = isinstance(ranges, list) and all(_ints(r, 2) for r in ranges)
+        if isinstance(member, str) and ranges_ok and _ints(fields[5:11], 6):
+            through, max_records, now_ms, lock_ms, limit, initial = fields[5:11]
+            return Acquire(
+                group, member, tuple((r[0], r[1]) for r in ranges), through, max_records, now_ms,
+                lock_ms, limit, initial,
+            )  # fmt: skip
     if kind == _ACKNOWLEDGE and len(fields) >= 7:
         member, batches = fields[3], fields[4]
         if (
