@@ -10,7 +10,9 @@ Kafka 4.1's last; OffsetCommit and OffsetFetch at 9 (v9: a consumer group protoc
 member commits and fetches with its member id and epoch; OffsetFetch v8+ batches groups); JoinGroup at 7
 and LeaveGroup at 4 (later ones add reasons and KIP-848's fields); ConsumerGroupHeartbeat and
 ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which librdkafka 2.16 needs to speak
-the protocol at all); CreateTopics and DeleteTopics at 5 (topic ids after).
+the protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge at 1, the
+only version of Kafka 4.1's share groups (KIP-932); ListGroups to 5 (v5 filters by group type);
+CreateTopics and DeleteTopics at 5 (topic ids after).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
 v2, Kafka's Java client 4.x for v4.
 The transaction APIs stop where Kafka's transaction version 2 (KIP-890's second part) begins, which
@@ -78,6 +80,12 @@ from kafka_api.replica_apis import (
 )
 from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
 from kafka_api.security import API_VERSIONS
+from kafka_api.share_group_apis import (
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+)
 from kafka_api.transaction_apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -160,11 +168,15 @@ APIS: dict[int, Api] = {
         Api(13, "LeaveGroup", 0, 4, leave_group, "READ group"),
         Api(14, "SyncGroup", 0, 5, sync_group, "READ group"),
         Api(15, "DescribeGroups", 0, 5, describe_groups, "DESCRIBE group"),
-        Api(16, "ListGroups", 0, 4, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
+        Api(16, "ListGroups", 0, 5, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
         Api(42, "DeleteGroups", 0, 2, delete_groups, "DELETE group"),
         Api(47, "OffsetDelete", 0, 0, offset_delete, "DELETE group, READ topic"),
         Api(68, "ConsumerGroupHeartbeat", 0, 1, consumer_group_heartbeat, "READ group"),
         Api(69, "ConsumerGroupDescribe", 0, 1, consumer_group_describe, "DESCRIBE group"),
+        Api(76, "ShareGroupHeartbeat", 1, 1, share_group_heartbeat, "READ group"),
+        Api(77, "ShareGroupDescribe", 1, 1, share_group_describe, "DESCRIBE group"),
+        Api(78, "ShareFetch", 1, 1, share_fetch, "READ group, READ topic"),
+        Api(79, "ShareAcknowledge", 1, 1, share_acknowledge, "READ group, READ topic"),
         Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),

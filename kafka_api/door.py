@@ -11,9 +11,11 @@ from typing import Protocol
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
 from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
+from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.live import LiveGroups
+from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
 from raftlog.storage.partitioner import partition_for_key
@@ -26,6 +28,7 @@ class Coordinator(GroupRecords, Protocol):
     one set of groups for both doors."""
 
     consumer: ConsumerGroupCoordinator  # the consumer group protocol's groups (KIP-848)
+    share: ShareGroupCoordinator  # share groups' membership (KIP-932)
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_groups`` if there is none yet."""
@@ -57,6 +60,7 @@ class Door:
     # held by a Produce while it begins its appends (in turns, ``kafka_api.produce``): the connection's
     # next Produce begins its own after, so a pipelining producer's batches keep their order
     produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)
+    share_sessions: ShareSessions = field(default_factory=ShareSessions)  # the listener's (KIP-932)
 
     def __post_init__(self) -> None:
         self.groups.attach(self.coordinator)  # generations recorded in the group table

@@ -565,16 +565,26 @@ async def _summaries(door: Door) -> list[GroupSummary]:
 
 
 async def list_groups(door: Door, request: wire.Request) -> Any:
+    """v4 filters by state, v5 by type as well (classic, consumer, share: KIP-848's and KIP-932's), each
+    filter's values compared without case, as Kafka's."""
     cls = wire.response_class(request.api_key, request.api_version)
     entry = wire.sibling(cls, "ListedGroup")
-    wanted = set(getattr(request.body, "states_filter", ()) or ())
+    wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
+    types = {t.lower() for t in getattr(request.body, "types_filter", ()) or ()}
     every_group = door.allows(DESCRIBE, ResourceType.CLUSTER)
-    groups = tuple(
-        wire.build(entry, group_id=g.group, protocol_type=g.protocol_type, group_state=g.state)
-        for g in await _summaries(door)
-        if (not wanted or g.state in wanted) and (every_group or door.allows(DESCRIBE, GROUP, g.group))
-    )
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
+    typed: dict[str, str] = {"group_type": "classic"} if request.api_version >= 5 else {}
+    groups = []
+    for g in await _summaries(door):
+        if (wanted and g.state.lower() not in wanted) or (types and g.group_type not in types):
+            continue
+        if not every_group and not door.allows(DESCRIBE, GROUP, g.group):
+            continue
+        if typed:
+            typed["group_type"] = g.group_type
+        groups.append(
+            wire.build(entry, group_id=g.group, protocol_type=g.protocol_type, group_state=g.state, **typed)
+        )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(groups))
 
 
 async def describe_groups(door: Door, request: wire.Request) -> Any:

@@ -43,6 +43,7 @@ from partitions.controller.state import TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
+from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
 from partitions.features import PRODUCER_OWNERS, Features
 from partitions.groups.assignors import TopicPartition
@@ -182,6 +183,7 @@ class NodeServices:
     groups: ConsumerService
     peer: PeerServer
     transactions: TransactionCoordinator
+    shares: ShareRecords
 
 
 class Node:
@@ -349,6 +351,7 @@ class Node:
             ConsumerService(config.node_id, self.groups, self._cluster_data, features=self.features),
             PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
             self.transactions,
+            ShareRecords(self.data, clock, self.features),
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers)

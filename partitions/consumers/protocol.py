@@ -104,6 +104,8 @@ class GroupSummary:
     state: str = "Empty"  # Kafka's: Empty, PreparingRebalance, CompletingRebalance, Stable
     protocol_type: str = "consumer"  # Kafka's: consumer (HTTP groups too), connect..., "" offsets only
     door: str | None = None  # how its members join: "http", "kafka"; None while it has none
+    # Kafka's group type: "classic" (HTTP groups too), "consumer" (KIP-848), "share" (KIP-932)
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)

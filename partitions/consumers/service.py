@@ -43,7 +43,7 @@ from partitions.features import Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
-from partitions.groups.state import Group, InstanceConfig
+from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group, InstanceConfig
 from raftlog.errors import RaftlogError
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
@@ -333,11 +333,27 @@ class ConsumerService:
         if consumer is not None and consumer.members:
             return GroupSummary(
                 group.name, consumer.group_epoch, consumer.assignor, len(consumer.members),
-                coordinator_partition, consumer.state, "consumer", "kafka",
+                coordinator_partition, consumer.state, "consumer", "kafka", "consumer",
+            )  # fmt: skip
+        if group.protocol_type == SHARE_PROTOCOL_TYPE:  # a share group (KIP-932): members in memory
+            share = self._groups.share.members_of(group.name)
+            members = 0 if share is None else len(share.members)
+            return GroupSummary(
+                group.name, group.generation if share is None else share.group_epoch, group.assignor, members,
+                coordinator_partition, "Stable" if members else "Empty", SHARE_PROTOCOL_TYPE,
+                "kafka" if members else None, "share",
             )  # fmt: skip
         protocol_type = "consumer" if group.protocol_type is None else group.protocol_type
+        group_type = "consumer" if consumer is not None else "classic"
         return GroupSummary(
-            group.name, group.generation, group.assignor, 0, coordinator_partition, "Empty", protocol_type
+            group.name,
+            group.generation,
+            group.assignor,
+            0,
+            coordinator_partition,
+            "Empty",
+            protocol_type,
+            group_type=group_type,
         )
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import UnknownTopic
-from partitions.features import CLASSIC_GROUP_METADATA, CONSUMER_GROUP, Features
+from partitions.features import CLASSIC_GROUP_METADATA, CONSUMER_GROUP, SHARE_GROUPS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
@@ -47,11 +47,13 @@ from partitions.groups.errors import (
     GroupNotEmpty,
     InvalidConsumerConfig,
     PartitionNotAssigned,
+    ShareGroupsNotFinalized,
     StaleGeneration,
     UnknownConsumerInstance,
     UnknownGroup,
 )
 from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
+from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.state import (
     DEFAULT_INSTANCE,
     EMPTY_GROUP_RETENTION_MS,
@@ -72,6 +74,7 @@ from partitions.groups.state import (
     Leave,
     Member,
     Refresh,
+    ShareGroupRecord,
     Subscribe,
 )
 from partitions.internal_topic import TableLog
@@ -198,6 +201,8 @@ class GroupCoordinator:
         self._live: LiveGroups = NoLiveGroups()
         # the consumer group protocol's groups (KIP-848), kept in the same table
         self.consumer = ConsumerGroupCoordinator(_ConsumerTable(self), monotonic)
+        # share groups' membership (KIP-932): the coordinator's soft state (``share_coordinator``)
+        self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic)
 
     def hold_live(self, live: LiveGroups) -> None:
         """The Kafka door's groups, whose members live in its memory (``live.py``)."""
@@ -524,6 +529,7 @@ class GroupCoordinator:
             try:
                 await self.expire_due()
                 await self.consumer.expire_due()
+                await self.share.expire_due()
             except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
                 log.info("group session sweep: %s", exc)
             await asyncio.sleep(interval_s)
@@ -614,6 +620,14 @@ class _ConsumerTable:
             for _, session, name, group in self._groups._led_groups()
             if group.consumer is not None
         ]
+
+    async def record_share(self, group: str, epoch: int) -> None:
+        """Refused (ShareGroupsNotFinalized) while the cluster's feature level predates kind 11."""
+        gate = self._groups._features
+        if gate is not None and not gate.allows(SHARE_GROUPS):
+            raise ShareGroupsNotFinalized(group)
+        partition, _, _ = self._groups._read(group)
+        await self._groups._propose(partition, ShareGroupRecord(group, epoch, self._groups._wall()))
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
         """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the

@@ -71,6 +71,8 @@ CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9
 _CONSUMER_GROUP = 10  # a consumer protocol group (KIP-848), whole: [kind, group, ConsumerGroup row, now_ms]
+_SHARE_GROUP = 11  # a share group (KIP-932): [kind, group, group epoch, now_ms]
+SHARE_PROTOCOL_TYPE = "share"  # a share group's ``protocol_type`` in the table (its members: soft state)
 CLASSIC_METADATA_VERSION = 0  # of the command's and the snapshot row's layout; a reader takes extra fields
 
 
@@ -327,6 +329,18 @@ class ConsumerGroupRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareGroupRecord:
+    """A share group (KIP-932) and its group epoch, written by its coordinator when the epoch changes: the
+    group is listed, and its epoch never goes back, after a failover (its members are the coordinator's
+    soft state). Kept as a Kafka group of protocol type ``share`` (the snapshot's row unchanged); refused
+    while members of another protocol hold the group."""
+
+    group: str
+    epoch: int
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Forget:
     """Delete an empty group (Kafka's DeleteGroups); refused while HTTP members hold it. Its committed
     offsets are deleted on their partitions before this is proposed."""
@@ -334,7 +348,9 @@ class Forget:
     group: str
 
 
-RecordCommand = Committed | KafkaGeneration | ClassicGroupMetadata | ConsumerGroupRecord | Forget
+RecordCommand = (
+    Committed | KafkaGeneration | ClassicGroupMetadata | ConsumerGroupRecord | ShareGroupRecord | Forget
+)
 GroupCommand = (
     Join
     | Leave
@@ -345,6 +361,7 @@ GroupCommand = (
     | KafkaGeneration
     | ClassicGroupMetadata
     | ConsumerGroupRecord
+    | ShareGroupRecord
     | Forget
 )
 
@@ -382,6 +399,8 @@ def encode(command: GroupCommand) -> bytes:
         ]  # fmt: skip
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
+    elif isinstance(command, ShareGroupRecord):
+        fields = [_SHARE_GROUP, command.group, command.epoch, command.now_ms]
     else:
         fields = [_FORGET, command.group]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -427,6 +446,9 @@ def decode(data: bytes) -> GroupCommand:
         if kind == _CONSUMER_GROUP:
             _, group, row, now_ms = fields[:4]
             return ConsumerGroupRecord(str(group), ConsumerGroup.from_row(str(group), row), int(now_ms))
+        if kind == _SHARE_GROUP:
+            _, group, epoch, now_ms = fields[:4]
+            return ShareGroupRecord(str(group), int(epoch), int(now_ms))
         if kind == _FORGET:
             _, group = fields
             return Forget(str(group))
@@ -588,6 +610,26 @@ class GroupTable:
         held = _consumer_members(existing)
         if held:  # a consumer protocol group with members: no classic metadata over it, no deletion
             return GroupNotEmpty(name, held, "the consumer group protocol")
+        if isinstance(command, ShareGroupRecord):
+            if existing is not None and existing.classic_members:
+                return GroupNotEmpty(name, len(existing.classic_members), "the classic Kafka protocol")
+            shared = existing is not None and existing.protocol_type == SHARE_PROTOCOL_TYPE
+            if existing is not None and shared and command.epoch <= existing.generation:
+                return GroupChanged(name, existing)  # never backwards
+            return self._store(
+                name,
+                Group(
+                    name,
+                    "simple",
+                    command.epoch,
+                    {},
+                    {},
+                    {},
+                    command.now_ms,
+                    SHARE_PROTOCOL_TYPE,
+                    existing.committed_topics if existing is not None else (),
+                ),
+            )
         if isinstance(command, Forget):
             return self._store(name, None)
         if isinstance(command, ClassicGroupMetadata):

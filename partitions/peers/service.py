@@ -37,6 +37,7 @@ from partitions.data.service import (
     ProducerState,
     TimestampOffset,
 )
+from partitions.data.share_records import ShareRecords
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.state import InstanceConfig, ReadConfig
 from partitions.metadata.service import (
@@ -191,3 +192,8 @@ class LocalServices(Protocol):
 
     @property
     def transactions(self) -> TransactionService: ...
+
+    @property
+    def shares(self) -> ShareRecords:
+        """Share groups' records of the partitions this node leads (KIP-932)."""
+        ...

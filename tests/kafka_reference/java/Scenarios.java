@@ -39,7 +39,10 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -49,6 +52,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.consumer.LogTruncationException;
@@ -80,6 +85,9 @@ public class Scenarios {
             case "consume-transform-produce" -> consumeTransformProduce(settings, topic);
             case "transaction-timeout" -> transactionTimeout(settings, topic);
             case "commit-loop" -> commitLoop(settings, topic, argument);
+            case "share" -> share(settings, topic);
+            case "share-hold" -> shareHold(settings, topic);
+            case "share-drain" -> shareDrain(settings, topic, Integer.parseInt(argument));
             default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
         };
         System.out.println("RESULT " + json(result));
@@ -833,6 +841,157 @@ public class Scenarios {
 
     static Config describe(Admin admin, ConfigResource resource) throws Exception {
         return admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource);
+    }
+
+    // -- share groups (KIP-932) ----------------------------------------------------------------------
+
+    static Properties shareConsumer(Properties settings, String group) {
+        Properties consuming = (Properties) settings.clone();
+        consuming.put("group.id", group);
+        consuming.put("share.acknowledgement.mode", "explicit");
+        consuming.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        consuming.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        return consuming;
+    }
+
+    /** Probe records sent until the share consumer gets one (share.auto.offset.reset=latest: the group
+     * starts at the end its first fetch finds), each accepted; then the records of the test. */
+    static void probeUntilLive(Properties settings, KafkaShareConsumer<byte[], byte[]> consumer, String topic)
+        throws Exception {
+        long deadline = System.currentTimeMillis() + PATIENCE_MS;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producer(settings))) {
+            while (true) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("the share consumer got no probe record");
+                }
+                producer.send(new ProducerRecord<>(topic, "probe".getBytes())).get(30, TimeUnit.SECONDS);
+                ConsumerRecords<byte[], byte[]> got = consumer.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<byte[], byte[]> r : got) {
+                    consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                if (!got.isEmpty()) {
+                    consumer.commitSync(Duration.ofSeconds(30));
+                    return;
+                }
+            }
+        }
+    }
+
+    static void produceValues(Properties settings, String topic, int count) throws Exception {
+        Properties producing = producer(settings);
+        producing.put("linger.ms", "1000");  // one batch
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producing)) {
+            for (int i = 0; i < count; i++) {
+                producer.send(new ProducerRecord<>(topic, ("r" + i).getBytes()));
+            }
+            producer.flush();
+        }
+    }
+
+    static boolean isProbe(ConsumerRecord<byte[], byte[]> r) {
+        return new String(r.value()).equals("probe");
+    }
+
+    /** 20 records to one share consumer: on first delivery every fourth from 1 released and from 2
+     * rejected, the rest accepted; a released record comes back (delivery count 2) and is accepted; a
+     * rejected one never comes back. */
+    static Map<String, Object> share(Properties settings, String topic) throws Exception {
+        create(settings, topic, 1, Map.of());
+        Map<String, Integer> accepted = new TreeMap<>();
+        List<String> redelivered = new ArrayList<>();
+        List<String> rejectedSeenAgain = new ArrayList<>();
+        Set<String> rejected = new java.util.TreeSet<>();
+        try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(shareConsumer(settings, topic + "-share"))) {
+            consumer.subscribe(List.of(topic));
+            probeUntilLive(settings, consumer, topic);
+            produceValues(settings, topic, 20);
+            long deadline = System.currentTimeMillis() + PATIENCE_MS;
+            while (accepted.size() + rejected.size() < 20 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
+                    if (isProbe(r)) {
+                        consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+                        continue;
+                    }
+                    String value = new String(r.value());
+                    int i = Integer.parseInt(value.substring(1));
+                    short count = r.deliveryCount().orElse((short) -1);
+                    if (rejected.contains(value)) {
+                        rejectedSeenAgain.add(value);
+                    }
+                    if (count == 1 && i % 4 == 1) {
+                        consumer.acknowledge(r, AcknowledgeType.RELEASE);
+                    } else if (count == 1 && i % 4 == 2) {
+                        consumer.acknowledge(r, AcknowledgeType.REJECT);
+                        rejected.add(value);
+                    } else {
+                        if (count > 1) {
+                            redelivered.add(value + "@" + count);
+                        }
+                        accepted.merge(value, 1, Integer::sum);
+                        consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+                    }
+                }
+                consumer.commitSync(Duration.ofSeconds(30));
+            }
+        }
+        java.util.Collections.sort(redelivered);
+        return Map.of(
+            "accepted", accepted.size(),
+            "accepted_twice", accepted.values().stream().filter(n -> n > 1).count(),
+            "rejected", rejected.size(),
+            "rejected_seen_again", rejectedSeenAgain,
+            "redelivered", redelivered);
+    }
+
+    /** 20 records acquired by one share consumer, the first 10 accepted, then the JVM halts with the other
+     * 10 still acquired (a member gone without a word). */
+    static Map<String, Object> shareHold(Properties settings, String topic) throws Exception {
+        create(settings, topic, 1, Map.of());
+        KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(shareConsumer(settings, topic + "-share"));
+        consumer.subscribe(List.of(topic));
+        probeUntilLive(settings, consumer, topic);
+        produceValues(settings, topic, 20);
+        int held = 0;
+        int acked = 0;
+        long deadline = System.currentTimeMillis() + PATIENCE_MS;
+        while (held + acked == 0 && System.currentTimeMillis() < deadline) {
+            for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {  // one batch: all 20 at once
+                if (isProbe(r) || Integer.parseInt(new String(r.value()).substring(1)) < 10) {
+                    consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+                    acked += isProbe(r) ? 0 : 1;
+                } else {
+                    held++;
+                }
+            }
+        }
+        Map<TopicIdPartition, Optional<KafkaException>> results = consumer.commitSync(Duration.ofSeconds(30));
+        long failed = results.values().stream().filter(Optional::isPresent).count();
+        System.out.println("RESULT " + json(Map.of("held", held, "acked", acked, "failed", failed)));
+        System.out.flush();
+        Runtime.getRuntime().halt(0);  // no close: what it holds stays acquired
+        return Map.of();
+    }
+
+    /** A share consumer of the group reads until it has ``expected`` records (accepting each) or a minute
+     * passed, then a few polls more: the values and delivery counts it got. */
+    static Map<String, Object> shareDrain(Properties settings, String topic, int expected) throws Exception {
+        List<String> got = new ArrayList<>();
+        try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(shareConsumer(settings, topic + "-share"))) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + PATIENCE_MS;
+            int quiet = 0;
+            while (System.currentTimeMillis() < deadline && (got.size() < expected || quiet < 5)) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
+                quiet = records.isEmpty() ? quiet + 1 : 0;
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    got.add(new String(r.value()) + "@" + r.deliveryCount().orElse((short) -1));
+                    consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                consumer.commitSync(Duration.ofSeconds(30));
+            }
+        }
+        java.util.Collections.sort(got);
+        return Map.of("got", got);
     }
 
     static Properties producer(Properties settings) {

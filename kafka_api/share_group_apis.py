@@ -1,0 +1,425 @@
+"""Share groups (KIP-932), translated: ShareGroupHeartbeat (76) and ShareGroupDescribe (77) to the
+group's coordinator (``partitions.groups.share_coordinator``), ShareFetch (78) and ShareAcknowledge (79)
+to the leaders of the partitions (``partitions.data.share_records``, whose commands the partition's Raft
+group replicates). Here topic ids become names and back, and typed refusals become error codes.
+
+Share sessions (a member's partitions on this node, its session epoch: 0 opens one, -1 closes it, each
+other request gives the next) are the connection-independent soft state of this listener: a node that
+restarts, or that a member reaches for the first time, answers SHARE_SESSION_NOT_FOUND and the member
+opens a new one. Closing a session releases what the member still holds here. READ on the group for
+the heartbeat, the fetch and the acknowledgement (and READ on each topic read or acknowledged),
+DESCRIBE on the group for a describe, as Kafka's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api import wire
+from kafka_api.consumer_group_apis import AUTHORIZED_OPERATIONS_OMITTED, _names_by_id, _topic_ids
+from kafka_api.door import Door
+from kafka_api.errors import code_of
+from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
+from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
+from partitions.data.share_records import ShareFetched
+from partitions.errors import UnknownTopic
+from partitions.features import SHARE_GROUPS
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.errors import (
+    InvalidGroupRequest,
+    NotCoordinator,
+    ShareGroupsNotFinalized,
+)
+from partitions.names import broker_id, check_group_name
+
+MAX_RECORDS_DEFAULT = 500
+WAIT_MAX_MS = 30_000
+NO_LEADER = -1
+
+
+def _gate(door: Door, group: str) -> None:
+    if not door.node.metadata.features().allows(SHARE_GROUPS):
+        raise ShareGroupsNotFinalized(group)
+
+
+# -- ShareGroupHeartbeat, ShareGroupDescribe -------------------------------------------------------------
+
+
+def _coordinating(door: Door, group: str) -> None:
+    if not group:
+        raise InvalidGroupRequest("GroupId can't be empty.")
+    check_group_name(group)
+    if coordinator_of(door, group) != door.node.node_id:
+        raise NotCoordinator(group)
+
+
+def _topic_partitions(door: Door, tps: Iterable[TopicPartition], cls: type, names: bool) -> tuple[Any, ...]:
+    partitions: dict[str, list[int]] = {}
+    for tp in sorted(tps):
+        partitions.setdefault(tp.topic, []).append(tp.partition)
+    ids = _topic_ids(door, partitions)
+    extra: dict[str, Any] = {}
+    return tuple(
+        wire.build(cls, topic_id=ids[t], partitions=tuple(ps), **({"topic_name": t} if names else extra))
+        for t, ps in partitions.items()
+        if t in ids
+    )
+
+
+async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    share = door.coordinator.share
+
+    def refused(code: ErrorCode, message: str) -> Any:
+        return wire.build(
+            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, member_id=None,
+            member_epoch=0, heartbeat_interval=datetime.timedelta(0), assignment=None,
+        )  # fmt: skip
+
+    if not door.allows(READ, GROUP, body.group_id):
+        return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
+    try:
+        _gate(door, body.group_id)
+        _coordinating(door, body.group_id)
+        await door.coordinator.ensure_topic()
+        subscribed = None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names)
+        answer = await share.heartbeat(
+            body.group_id, body.member_id, int(body.member_epoch), subscribed, body.rack_id,
+            request.client_id or "", f"/{door.session.host}" if door.session.host else "",
+        )  # fmt: skip
+    except Exception as exc:  # every error is the heartbeat's answer (kafka_api.errors)
+        return refused(code_of(exc), str(exc))
+    assignment = None
+    if answer.assignment is not None:
+        entry_cls = wire.sibling(cls, "TopicPartitions")
+        assignment = wire.build(
+            wire.sibling(cls, "Assignment"),
+            topic_partitions=_topic_partitions(door, answer.assignment, entry_cls, names=False),
+        )
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        member_id=answer.member_id, member_epoch=answer.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=share.heartbeat_interval_ms),
+        assignment=assignment,
+    )  # fmt: skip
+
+
+async def share_group_describe(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    group_cls = wire.sibling(cls, "DescribedGroup")
+    member_cls = wire.sibling(cls, "Member")
+    assignment_cls = wire.sibling(cls, "Assignment")
+    entry_cls = wire.sibling(cls, "TopicPartitions")
+
+    def described(name: str, code: ErrorCode, message: str | None = None, **values: Any) -> Any:
+        fields: dict[str, Any] = {
+            "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+            "members": (), "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }  # fmt: skip
+        fields.update(values)
+        return wire.build(group_cls, group_id=name, error_code=code, error_message=message, **fields)
+
+    groups = []
+    for name in request.body.group_ids:
+        if not door.allows(DESCRIBE, GROUP, name):
+            refusal = str(door.refusal(DESCRIBE, GROUP, name))
+            groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
+            continue
+        try:
+            _coordinating(door, name)
+            group = door.coordinator.share.describe(name)
+        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
+            groups.append(described(name, code_of(exc), str(exc)))
+            continue
+        members = tuple(
+            wire.build(
+                member_cls, member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.epoch,
+                client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed,
+                assignment=wire.build(
+                    assignment_cls, topic_partitions=_topic_partitions(door, m.assigned, entry_cls, True)
+                ),
+            )
+            for m in group.members.values()
+        )  # fmt: skip
+        groups.append(
+            described(
+                name,
+                ErrorCode.none,
+                None,
+                group_state=group.state,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name="simple",
+                members=members,
+            )
+        )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
+
+
+# -- ShareFetch, ShareAcknowledge ------------------------------------------------------------------------
+
+
+@dataclass
+class _Part:
+    tp: TopicPartition
+    topic_id: uuid.UUID
+    acks: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+    ack_error: BaseException | None = None
+    acked: bool = False
+    fetched: ShareFetched | None = None
+    error: BaseException | None = None
+
+
+def _acks(batches: Iterable[Any]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    return tuple(
+        (int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types)) for b in batches
+    )
+
+
+async def _acknowledge(door: Door, group: str, member: str, parts: Iterable[_Part]) -> None:
+    shares = door.node.local.shares
+
+    async def one(part: _Part) -> None:
+        try:
+            if not door.allows(READ, TOPIC, part.tp.topic):
+                raise door.refusal(READ, TOPIC, part.tp.topic)
+            await shares.acknowledge(group, member, part.tp.topic, part.tp.partition, part.acks)
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            part.ack_error = exc
+
+    await asyncio.gather(*(one(p) for p in parts if p.acks))
+
+
+def _leader(part: _Part, cls: type) -> Any:
+    """The leader's epoch when it served the partition; none named otherwise (the member refreshes its
+    metadata after an error, as after NOT_LEADER_OR_FOLLOWER)."""
+    epoch = NO_LEADER if part.fetched is None else part.fetched.leader_epoch
+    return wire.build(cls, leader_id=NO_LEADER, leader_epoch=epoch)
+
+
+async def share_fetch(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    group, member = body.group_id or "", body.member_id or ""
+    shares = door.node.local.shares
+    lock_ms = shares.settings.lock_ms
+
+    def failed(code: ErrorCode, message: str) -> Any:
+        return wire.build(
+            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message,
+            acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms), responses=(),
+            node_endpoints=(),
+        )  # fmt: skip
+
+    if not door.allows(READ, GROUP, group):
+        return failed(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, group)))
+    names = _names_by_id(door)
+    try:
+        _gate(door, group)
+        if not group or not member:
+            raise InvalidGroupRequest("a share fetch names its group and member")
+        epoch = int(body.share_session_epoch)
+        has_acks = any(p.acknowledgement_batches for t in body.topics for p in t.partitions)
+        if epoch == OPEN_EPOCH and has_acks:
+            raise InvalidGroupRequest("a share fetch opening a session acknowledges nothing")
+        session = door.share_sessions.step(group, member, epoch)
+    except Exception as exc:  # the request's answer (kafka_api.errors)
+        return failed(code_of(exc), str(exc))
+    parts: dict[TopicPartition, _Part] = {}
+    ids: dict[str, uuid.UUID] = {}
+    for topic in body.topics:
+        name = names.get(topic.topic_id)
+        for p in topic.partitions:
+            tp = TopicPartition(name or f"<unknown {topic.topic_id}>", int(p.partition_index))
+            ids[tp.topic] = topic.topic_id
+            parts[tp] = _Part(tp, topic.topic_id, _acks(p.acknowledgement_batches))
+            if name is not None and tp not in session.partitions:
+                session.partitions.append(tp)
+            if name is None:
+                parts[tp].error = parts[tp].ack_error = _unknown_topic(topic.topic_id)
+    for topic in body.forgotten_topics_data:
+        name = names.get(topic.topic_id)
+        for index in topic.partitions:
+            tp = TopicPartition(name or "", int(index))
+            if tp in session.partitions:
+                session.partitions.remove(tp)
+                await _release(door, group, member, [tp])
+    await _acknowledge(door, group, member, [p for p in parts.values() if p.error is None])
+    if epoch == CLOSE_EPOCH:
+        await _release(door, group, member, session.partitions)
+    else:
+        for tp in session.partitions:
+            if tp not in parts:
+                parts[tp] = _Part(tp, _topic_ids(door, [tp.topic]).get(tp.topic, uuid.UUID(int=0)))
+        fetching = [p for p in parts.values() if p.error is None and p.tp in session.partitions]
+        max_records = int(body.max_records) if int(body.max_records) > 0 else MAX_RECORDS_DEFAULT
+        wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
+        await _fetch_all(door, group, member, fetching, max_records, max(int(body.max_bytes), 1), 0)
+        if wait_ms and not any(p.fetched is not None and p.fetched.acquired for p in fetching):
+            await _fetch_all(door, group, member, fetching, max_records, max(int(body.max_bytes), 1), wait_ms)
+    topic_cls = wire.sibling(cls, "ShareFetchableTopicResponse")
+    partition_cls = wire.sibling(cls, "PartitionData")
+    acquired_cls = wire.sibling(cls, "AcquiredRecords")
+    leader_cls = wire.sibling(cls, "LeaderIdAndEpoch")
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for part in parts.values():
+        fetched = part.fetched
+        by_topic.setdefault(part.topic_id, []).append(
+            wire.build(
+                partition_cls,
+                partition_index=part.tp.partition,
+                error_code=ErrorCode.none if part.error is None else code_of(part.error),
+                error_message=None if part.error is None else str(part.error),
+                acknowledge_error_code=0 if part.ack_error is None else code_of(part.ack_error).value,
+                acknowledge_error_message=None if part.ack_error is None else str(part.ack_error),
+                current_leader=_leader(part, leader_cls),
+                records=b"" if fetched is None else fetched.data,
+                acquired_records=()
+                if fetched is None
+                else tuple(
+                    wire.build(acquired_cls, first_offset=f, last_offset=la, delivery_count=d)
+                    for f, la, d in fetched.acquired
+                ),
+            )
+        )
+    topics = tuple(wire.build(topic_cls, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms), responses=topics,
+        node_endpoints=_endpoints(door, cls),
+    )  # fmt: skip
+
+
+def _endpoints(door: Door, cls: type) -> tuple[Any, ...]:
+    endpoint_cls = wire.sibling(cls, "NodeEndpoint")
+    found = []
+    for node in door.node.metadata.nodes():
+        address = door.broker_address(node.node_id)
+        if address is not None and node.state not in ("dead", "left"):
+            host, port = address
+            found.append(
+                wire.build(endpoint_cls, node_id=broker_id(node.node_id), host=host, port=port, rack=None)
+            )
+    return tuple(found)
+
+
+def _unknown_topic(topic_id: uuid.UUID) -> Exception:
+    return UnknownTopic(str(topic_id))
+
+
+async def _release(door: Door, group: str, member: str, tps: Iterable[TopicPartition]) -> None:
+    shares = door.node.local.shares
+
+    async def one(tp: TopicPartition) -> None:
+        with contextlib.suppress(Exception):  # not led here (any more): its locks expire
+            await shares.release_member(group, member, tp.topic, tp.partition)
+
+    await asyncio.gather(*(one(tp) for tp in list(tps)))
+
+
+async def _fetch_all(
+    door: Door, group: str, member: str, parts: list[_Part], max_records: int, max_bytes: int, wait_ms: int
+) -> None:
+    """One acquire per partition (the records left to ask for shared out in order); with ``wait_ms``,
+    the partitions wait for a record together and the first that gets one ends the wait of the others
+    (a wait that acquired nothing acquires nothing: only reads are cancelled)."""
+    shares = door.node.local.shares
+
+    async def one(part: _Part, records: int, wait: int) -> None:
+        try:
+            if not door.allows(READ, TOPIC, part.tp.topic):
+                raise door.refusal(READ, TOPIC, part.tp.topic)
+            part.fetched = await shares.acquire(
+                group, member, part.tp.topic, part.tp.partition, records, max_bytes, wait
+            )
+            part.error = None
+        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
+            part.fetched, part.error = None, exc
+
+    if wait_ms:
+        readers = [
+            asyncio.ensure_future(shares.wait_available(group, p.tp.topic, p.tp.partition, wait_ms))
+            for p in parts
+        ]
+        try:
+            if readers:
+                await asyncio.wait(readers, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in readers:
+                task.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
+    left = max_records
+    for part in parts:
+        if left <= 0:
+            break
+        await one(part, left, 0)
+        if part.fetched is not None:
+            left -= sum(la - f + 1 for f, la, _ in part.fetched.acquired)
+
+
+async def share_acknowledge(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    cls = wire.response_class(request.api_key, request.api_version)
+    group, member = body.group_id or "", body.member_id or ""
+
+    def failed(code: ErrorCode, message: str) -> Any:
+        return wire.build(
+            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, responses=(),
+            node_endpoints=(),
+        )  # fmt: skip
+
+    if not door.allows(READ, GROUP, group):
+        return failed(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, group)))
+    names = _names_by_id(door)
+    try:
+        _gate(door, group)
+        epoch = int(body.share_session_epoch)
+        if epoch == OPEN_EPOCH:
+            raise InvalidGroupRequest("a share acknowledgement cannot open a share session")
+        session = door.share_sessions.step(group, member, epoch)
+    except Exception as exc:  # the request's answer (kafka_api.errors)
+        return failed(code_of(exc), str(exc))
+    parts = []
+    for topic in body.topics:
+        name = names.get(topic.topic_id)
+        for p in topic.partitions:
+            part = _Part(
+                TopicPartition(name or "", int(p.partition_index)),
+                topic.topic_id,
+                _acks(p.acknowledgement_batches),
+            )
+            if name is None:
+                part.ack_error = _unknown_topic(topic.topic_id)
+            parts.append(part)
+    await _acknowledge(door, group, member, [p for p in parts if p.ack_error is None])
+    if epoch == CLOSE_EPOCH:
+        await _release(door, group, member, session.partitions)
+    topic_cls = wire.sibling(cls, "ShareAcknowledgeTopicResponse")
+    partition_cls = wire.sibling(cls, "PartitionData")
+    leader_cls = wire.sibling(cls, "LeaderIdAndEpoch")
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for part in parts:
+        error = part.ack_error
+        by_topic.setdefault(part.topic_id, []).append(
+            wire.build(
+                partition_cls,
+                partition_index=part.tp.partition,
+                error_code=ErrorCode.none if error is None else code_of(error),
+                error_message=None if error is None else str(error),
+                current_leader=wire.build(leader_cls, leader_id=NO_LEADER, leader_epoch=NO_LEADER),
+            )
+        )
+    topics = tuple(wire.build(topic_cls, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None, responses=topics,
+        node_endpoints=_endpoints(door, cls),
+    )  # fmt: skip

@@ -1,0 +1,226 @@
+"""Share groups' records (KIP-932) served by a data partition's leader: what ShareFetch and
+ShareAcknowledge (and the HTTP door's share consumers) ask of a partition, as replicated commands of the
+partition's own Raft group (``partitions.groups.share_partition``).
+
+A fetch reads the committed batches from the group's first available record (a group new to the
+partition starts where ``share.auto.offset.reset`` says: ``latest``, the high watermark, as Kafka's
+default, or ``earliest``, the log's start), names their data records' offsets in an ``Acquire`` and
+answers the batches with the records that command acquired: what it acquired is committed before any
+record is handed out, so a new leader knows every lock and acknowledgement. A leader's first share
+command of a group in a term releases every lock the group's records hold (as Kafka's new leader loads a
+share partition, whose acquired records become available): what was acquired but not acknowledged
+before a leader change is delivered again, its delivery counted. The commands carry this leader's wall
+clock, the lock duration and the delivery limit, so every replica applies them alike. A lock that expires is
+released by the partition's next fetch or acknowledgement (each first releases every lock due at its
+time), which is when another member can take the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from partitions import commands
+from partitions.data.plane import DataPlane
+from partitions.errors import InvalidCommand
+from partitions.features import SHARE_GROUPS, Features
+from partitions.groups.errors import InvalidGroupRequest, ShareGroupsNotFinalized
+from partitions.groups.share_partition import (
+    DELIVERY_LIMIT_DEFAULT,
+    LOCK_MS_DEFAULT,
+    Acknowledge,
+    Acquire,
+    Acquired,
+    DeleteState,
+    ExpireLocks,
+    ReleaseMember,
+    ResetOffset,
+    ShareApplied,
+    ShareCommand,
+    SharePartition,
+    encode,
+    expire,
+)
+from partitions.replicas.manager import Replica
+from partitions.replicas.state_machine import Refused
+from raftlog.errors import InvariantViolation
+from raftlog.storage.batch import decode_header
+
+LATEST, EARLIEST = "latest", "earliest"
+RESETS = (LATEST, EARLIEST)
+WRITE_TIMEOUT_MS = 10_000
+EVERY_LOCK_MS = 2**62  # an expiry at this time releases every lock
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetched:
+    """Batches as stored (the first may start before the first acquired record) and the acquired runs
+    among them: (first, last, delivery count); the client hands out only those."""
+
+    data: bytes
+    acquired: tuple[tuple[int, int, int], ...]
+    high_watermark: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSettings:
+    lock_ms: int = LOCK_MS_DEFAULT  # Kafka's group.share.record.lock.duration.ms
+    delivery_limit: int = DELIVERY_LIMIT_DEFAULT  # Kafka's group.share.delivery.count.limit
+
+
+class ShareRecords:
+    """Event loop only; over this node's ``DataPlane`` (its leaders' replicas)."""
+
+    def __init__(
+        self,
+        data: DataPlane,
+        wall_ms: Callable[[], int],
+        features: Features | None = None,
+        settings: ShareSettings = ShareSettings(),
+    ) -> None:
+        self._data = data
+        self._wall_ms = wall_ms
+        self._features = features
+        self.settings = settings
+        self._released: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> term released
+
+    def state(self, group: str, topic: str, partition: int) -> SharePartition | None:
+        """The group's records of the partition as its leader (this node) applied them, the locks due by
+        now released (as the next command will)."""
+        replica = self._data.leader_replica(topic, partition)
+        state = replica.machine.shares.groups.get(group)
+        return None if state is None else expire(state, self._wall_ms(), self.settings.delivery_limit)
+
+    async def _propose(self, group: str, topic: str, partition: int, command: ShareCommand) -> object:
+        replica = await self._taken_over(group, topic, partition)
+        return await self._write(replica, command)
+
+    async def _taken_over(self, group: str, topic: str, partition: int) -> Replica:
+        """The leader's replica, once this leader's term released the locks taken in earlier terms."""
+        if self._features is not None and not self._features.allows(SHARE_GROUPS):
+            raise ShareGroupsNotFinalized(group)
+        replica = self._data.leader_replica(topic, partition)
+        term = replica.group.leader_term()
+        key = (group, topic, partition)
+        if term is not None and self._released.get(key) != term:
+            state = replica.machine.shares.groups.get(group)
+            if state is not None and state.acquired():  # locks taken under another leader (or term)
+                release = ExpireLocks(group, EVERY_LOCK_MS, self.settings.delivery_limit)
+                await self._write(replica, release)
+            self._released[key] = term
+        return replica
+
+    async def _write(self, replica: Replica, command: ShareCommand) -> object:
+        entry = commands.encode(commands.ShareCommand(encode(command)))
+        result = await replica.group.propose(entry, WRITE_TIMEOUT_MS)
+        if isinstance(result, Refused):
+            raise result.error
+        if not isinstance(result, Acquired | ShareApplied):
+            raise InvariantViolation(f"{command!r} in {replica.group.group_id} answered {result!r}")
+        return result
+
+    async def acquire(
+        self,
+        group: str,
+        member: str,
+        topic: str,
+        partition: int,
+        max_records: int,
+        max_bytes: int,
+        wait_ms: int = 0,
+        reset: str = LATEST,
+    ) -> ShareFetched:
+        """The records acquired for ``member`` (none: an empty answer), waiting up to ``wait_ms`` for a
+        record when none is available."""
+        if reset not in RESETS:
+            raise InvalidGroupRequest(f"share.auto.offset.reset must be one of {', '.join(RESETS)}")
+        await self._taken_over(group, topic, partition)
+        offsets = self._data.offsets_now(topic, partition)
+        state = self.state(group, topic, partition)
+        if state is None:
+            start = offsets.high_watermark if reset == LATEST else offsets.log_start_offset
+        else:
+            start = max(state.first_available(), offsets.log_start_offset)
+        read = await self._data.fetch_batches(topic, partition, start, max_bytes, wait_ms)
+        ranges, through = _data_ranges(read.data, start)
+        if not ranges and state is not None and through <= state.end:
+            return ShareFetched(b"", (), read.high_watermark, read.leader_epoch)
+        now = self._wall_ms()
+        command = Acquire(
+            group, member, ranges, max(through, start), max(1, max_records), now, self.settings.lock_ms,
+            self.settings.delivery_limit, start,
+        )  # fmt: skip
+        result = await self._propose(group, topic, partition, command)
+        if not isinstance(result, Acquired):
+            raise InvariantViolation(f"an acquire answered {result!r}")
+        data = read.data if result.ranges else b""
+        return ShareFetched(data, result.ranges, read.high_watermark, read.leader_epoch)
+
+    async def wait_available(self, group: str, topic: str, partition: int, wait_ms: int) -> bool:
+        """Whether a record came to be available to the group within ``wait_ms`` (a read: cancellable)."""
+        state = self.state(group, topic, partition)
+        offsets = self._data.offsets_now(topic, partition)
+        start = (
+            offsets.high_watermark
+            if state is None
+            else max(state.first_available(), offsets.log_start_offset)
+        )
+        if state is not None and state.next_deadline() is not None:
+            due = state.next_deadline() - self._wall_ms()  # type: ignore[operator]
+            wait_ms = max(0, min(wait_ms, due))  # a lock expiring makes its record available
+        read = await self._data.fetch_batches(topic, partition, start, 1, wait_ms)
+        return bool(read.data)
+
+    async def acknowledge(
+        self,
+        group: str,
+        member: str,
+        topic: str,
+        partition: int,
+        batches: tuple[tuple[int, int, tuple[int, ...]], ...],
+    ) -> None:
+        """ACCEPT, RELEASE, REJECT (or GAP) of records ``member`` holds: all or none (InvalidRecordState)."""
+        command = Acknowledge(group, member, batches, self._wall_ms(), self.settings.delivery_limit)
+        result = await self._propose(group, topic, partition, command)
+        if isinstance(result, ShareApplied) and result.error is not None:
+            raise result.error
+
+    async def release_member(self, group: str, member: str, topic: str, partition: int) -> None:
+        """Every record ``member`` holds in the partition made available again (its session closed)."""
+        state = self.state(group, topic, partition)
+        if state is None or not any(r.member == member for r in state.records.values()):
+            return
+        await self._propose(
+            group, topic, partition, ReleaseMember(group, member, self.settings.delivery_limit)
+        )
+
+    async def reset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """The group's start moved to ``offset`` (AlterShareGroupOffsets), nothing in flight."""
+        await self._propose(group, topic, partition, ResetOffset(group, offset))
+
+    async def forget(self, group: str, topic: str, partition: int) -> bool:
+        """The group's state in the partition deleted (DeleteShareGroupOffsets); whether there was one."""
+        if self.state(group, topic, partition) is None:
+            return False
+        result = await self._propose(group, topic, partition, DeleteState(group))
+        return isinstance(result, ShareApplied) and result.existed
+
+
+def _data_ranges(data: bytes, start: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The (first, last) offsets of each data batch of ``data`` at or past ``start``, and where the
+    batches end (``start`` when there are none): control batches are left out."""
+    ranges: list[tuple[int, int]] = []
+    position, through = 0, start
+    while position < len(data):
+        try:
+            header = decode_header(data, position)
+        except ValueError as exc:
+            raise InvalidCommand(f"a batch read back did not frame: {exc}") from None
+        position += header.size_bytes
+        last = header.end_offset - 1
+        through = max(through, header.end_offset)
+        if header.is_control or last < start:
+            continue
+        ranges.append((max(header.base_offset, start), last))
+    return tuple(ranges), through

@@ -1,0 +1,272 @@
+"""Share groups' membership (KIP-932) on the node leading a group's ``__consumer_groups`` partition:
+ShareGroupHeartbeat and ShareGroupDescribe as Kafka's ``GroupMetadataManager.shareGroupHeartbeat``.
+
+A member joins with the member id it made (epoch 0), heartbeats in the epoch it was last given, and
+leaves with epoch -1; a changed membership or subscription, or a subscribed topic's new partitions, bumps
+the group epoch, and each member is given the group's epoch with its assignment at its next heartbeat.
+Share groups have no partition ownership to hand over (records, not partitions, are locked), so the
+assignment is the simple one: every partition of each topic a member subscribes to (Kafka's
+``SimpleAssignor`` when there are more members than partitions) and nothing is revoked first.
+
+What must survive a failover is below, in the data partitions: every record's acquisition, lock and
+acknowledgement (``share_partition``, replicated by the partition's Raft group). The membership is the
+coordinator's soft state, per leader term of the group's partition (as the consumer group protocol's
+timers): a coordinator taking over answers a member UNKNOWN_MEMBER_ID and the member joins again with
+epoch 0, as Kafka's share consumer does, and loses nothing it acquired. The group itself and its epoch
+are written to the group table (``ShareGroupRecord``) at each new epoch before a member is answered,
+so the group is listed, and its epoch goes on from there, after a failover. Sessions time out after
+``session_timeout_ms`` (Kafka's ``group.share.session.timeout.ms``, 45 s) without a heartbeat. One group,
+one protocol: a group held by classic, consumer protocol or HTTP members is not a share group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.errors import (
+    FencedMemberEpoch,
+    InvalidGroupRequest,
+    NotConsumerGroup,
+    NotCoordinator,
+    UnknownGroup,
+    UnknownMember,
+)
+from partitions.groups.live import LiveGroup
+from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
+
+SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
+HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms
+SHARE_MEMBERS_MAX = 1_000  # as the other groups' bound
+JOIN_EPOCH, LEAVE_EPOCH = 0, -1
+ASSIGNOR = "simple"
+EMPTY, STABLE = "Empty", "Stable"
+
+
+class ShareRecords(Protocol):
+    """What this coordinator needs of the node's group coordinator (``coordinator.GroupCoordinator``)."""
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
+        """(term, the table's group) when the group's partition is led here; None otherwise."""
+        ...
+
+    def live(self, group: str) -> LiveGroup | None: ...
+
+    def partition_count(self, topic: str) -> int: ...
+
+    async def record_share(self, group: str, epoch: int) -> None:
+        """The group and its epoch written to the group table (``ShareGroupRecord``)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMember:
+    member_id: str
+    epoch: int
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed: tuple[str, ...]
+    assigned: frozenset[TopicPartition] = frozenset()
+
+
+@dataclass
+class ShareGroup:
+    name: str
+    term: int
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    last_seen_ms: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # the subscribed topics' partitions, as assigned
+    recorded: int = -1  # the group epoch the group table holds (-1: none)
+
+    @property
+    def state(self) -> str:
+        return STABLE if self.members else EMPTY
+
+    def subscribed_topics(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed}
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAnswer:
+    member_id: str
+    member_epoch: int
+    assignment: frozenset[TopicPartition] | None  # None: unchanged since the member's last heartbeat
+
+
+class ShareGroupCoordinator:
+    """Event loop only. ``monotonic`` (ms) times sessions."""
+
+    def __init__(
+        self,
+        records: ShareRecords,
+        monotonic: Callable[[], int],
+        session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
+        heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT,
+    ) -> None:
+        self._records = records
+        self._monotonic = monotonic
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._groups: dict[str, ShareGroup] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _term(self, name: str) -> tuple[int, int]:
+        """(the term the group's partition is led here in, the group epoch the table recorded)."""
+        found = self._records.recorded_group(name)
+        if found is None:
+            raise NotCoordinator(name)
+        term, group = found
+        if group is not None and group.members:
+            raise NotConsumerGroup(name, "HTTP API")
+        live = self._records.live(name)
+        if (live is not None and live.members) or (group is not None and group.classic_members):
+            raise NotConsumerGroup(name, "classic Kafka protocol")
+        if group is not None and group.consumer is not None and group.consumer.members:
+            raise NotConsumerGroup(name, "consumer group protocol")
+        recorded = (
+            group.generation if group is not None and group.protocol_type == SHARE_PROTOCOL_TYPE else -1
+        )
+        return term, recorded
+
+    def _group(self, name: str, create: bool) -> ShareGroup | None:
+        term, recorded = self._term(name)
+        group = self._groups.get(name)
+        if group is not None and group.term != term:  # led here again after another coordinator
+            group = None
+            del self._groups[name]
+        if group is None and (create or recorded >= 0):  # recorded: the group exists, its members gone
+            group = self._groups[name] = ShareGroup(name, term, max(recorded, 0), max(recorded, 0))
+            group.recorded = recorded
+        return group
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            lock = self._locks[name] = asyncio.Lock()
+        return lock
+
+    async def heartbeat(
+        self,
+        name: str,
+        member_id: str,
+        epoch: int,
+        subscribed: tuple[str, ...] | None,
+        rack_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> ShareAnswer:
+        """A ShareGroupHeartbeat: the group's new epoch written to the table, then answered. Heartbeats
+        of one group one at a time."""
+        async with self._lock(name):
+            answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host)
+            await self._record(name)
+            return answer
+
+    async def _record(self, name: str) -> None:
+        group = self._groups.get(name)
+        if group is not None and group.group_epoch > group.recorded:
+            await self._records.record_share(name, group.group_epoch)
+            group.recorded = group.group_epoch
+
+    def _step(
+        self,
+        name: str,
+        member_id: str,
+        epoch: int,
+        subscribed: tuple[str, ...] | None,
+        rack_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> ShareAnswer:
+        if not member_id:
+            raise InvalidGroupRequest("MemberId can't be empty.")
+        if epoch < LEAVE_EPOCH:
+            raise InvalidGroupRequest(f"MemberEpoch is invalid: {epoch}")
+        if epoch == JOIN_EPOCH and not subscribed:
+            raise InvalidGroupRequest("SubscribedTopicNames must be set in first request.")
+        group = self._group(name, create=epoch == JOIN_EPOCH)
+        if group is None:
+            if epoch == LEAVE_EPOCH:
+                return ShareAnswer(member_id, LEAVE_EPOCH, None)
+            raise UnknownMember(name, member_id)
+        member = group.members.get(member_id)
+        if epoch == LEAVE_EPOCH:
+            if member is not None:
+                self._remove(group, member_id)
+            return ShareAnswer(member_id, LEAVE_EPOCH, None)
+        if member is None:
+            if epoch != JOIN_EPOCH:
+                raise UnknownMember(name, member_id)
+            if len(group.members) >= SHARE_MEMBERS_MAX:
+                raise InvalidGroupRequest(f"share group {name} already has {SHARE_MEMBERS_MAX} members")
+            member = ShareMember(member_id, 0, rack_id, client_id, client_host, tuple(subscribed or ()))
+            group.members[member_id] = member
+            group.group_epoch += 1
+        elif epoch not in (JOIN_EPOCH, member.epoch):
+            raise FencedMemberEpoch(name, member_id, epoch, member.epoch)
+        elif subscribed is not None and tuple(subscribed) != member.subscribed:
+            group.members[member_id] = member = ShareMember(
+                member_id, member.epoch, rack_id, client_id, client_host, tuple(subscribed), member.assigned
+            )
+            group.group_epoch += 1
+        group.last_seen_ms[member_id] = self._monotonic()
+        counts = {t: self._records.partition_count(t) for t in sorted(group.subscribed_topics())}
+        if counts != group.counts:
+            if group.counts:
+                group.group_epoch += 1
+            group.counts = counts
+        group.assignment_epoch = group.group_epoch
+        assigned = frozenset(
+            TopicPartition(t, p) for t in member.subscribed for p in range(group.counts.get(t, 0))
+        )
+        changed = epoch == JOIN_EPOCH or assigned != member.assigned or member.epoch != group.group_epoch
+        group.members[member_id] = ShareMember(
+            member_id, group.group_epoch, member.rack_id, member.client_id, member.client_host,
+            member.subscribed, assigned,
+        )  # fmt: skip
+        return ShareAnswer(member_id, group.group_epoch, assigned if changed else None)
+
+    def _remove(self, group: ShareGroup, member_id: str) -> None:
+        group.members.pop(member_id, None)
+        group.last_seen_ms.pop(member_id, None)
+        group.group_epoch += 1
+        group.assignment_epoch = group.group_epoch
+
+    async def expire_due(self) -> list[tuple[str, str]]:
+        """Remove every member whose session passed (in groups still led here)."""
+        now, gone = self._monotonic(), []
+        for name, group in list(self._groups.items()):
+            found = self._records.recorded_group(name)
+            if found is None or found[0] != group.term:
+                del self._groups[name]  # no longer coordinated here (in this term)
+                continue
+            due = [m for m, seen in group.last_seen_ms.items() if now - seen > self.session_timeout_ms]
+            if not due:
+                continue
+            async with self._lock(name):
+                for member_id in due:
+                    self._remove(group, member_id)
+                    gone.append((name, member_id))
+                await self._record(name)
+        return gone
+
+    def describe(self, name: str) -> ShareGroup:
+        """UnknownGroup when there is none here; NotCoordinator when not led here."""
+        group = self._group(name, create=False)
+        if group is None:
+            raise UnknownGroup(name)
+        return group
+
+    def members_of(self, name: str) -> ShareGroup | None:
+        """The group's members as this coordinator holds them now (None: none known here)."""
+        group = self._groups.get(name)
+        found = self._records.recorded_group(name)
+        if group is None or found is None or found[0] != group.term:
+            return None
+        return group

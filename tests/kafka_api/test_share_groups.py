@@ -1,0 +1,98 @@
+"""Share groups (KIP-932) with Kafka's own KafkaShareConsumer 4.x and real nodes: records acquired,
+accepted, released (delivered again, its delivery count 2) and rejected (never again); a partition
+leader's kill -9 loses no acknowledgement and delivers again what was acquired but not acknowledged;
+ListGroups v5 names each group's type. The records' rules are the pure state machine's
+(``tests/partitions/groups/test_share_partition.py``)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from kafka_fixtures import RawKafka
+from kio.schema.list_groups.v5.request import ListGroupsRequest
+
+from kafka_api.apis import APIS
+from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
+
+
+def test_api_versions_advertise_the_share_group_apis() -> None:
+    served = {key: (APIS[key].name, APIS[key].min_version, APIS[key].max_version) for key in (76, 77, 78, 79)}
+    assert served == {
+        76: ("ShareGroupHeartbeat", 1, 1),
+        77: ("ShareGroupDescribe", 1, 1),
+        78: ("ShareFetch", 1, 1),
+        79: ("ShareAcknowledge", 1, 1),
+    }
+    assert APIS[16].max_version == 5  # ListGroups with group types
+
+
+@pytest.mark.timeout(300)
+def test_a_share_consumer_accepts_releases_and_rejects(kafka_cluster: LocalCluster, java_client: Any) -> None:
+    settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+    observed = java_client("share", settings, f"share-{uuid.uuid4().hex[:6]}")
+    released = [i for i in range(20) if i % 4 == 1]
+    assert observed == {
+        "accepted": 15,
+        "accepted_twice": 0,
+        "rejected": 5,
+        "rejected_seen_again": [],
+        "redelivered": sorted(f"r{i}@2" for i in released),
+    }
+
+
+def _leader(cluster: LocalCluster, topic: str) -> str:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def found() -> int | None:
+        leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+        return leader if leader >= 0 else None
+
+    return f"n{wait_for(found, f'a leader of {topic}/0', timeout_s=30)}"
+
+
+@pytest.mark.timeout(400)
+def test_a_leader_kill_loses_no_acknowledgement_and_delivers_again_what_was_not_acknowledged(
+    kafka_cluster: LocalCluster, java_client: Any
+) -> None:
+    """A member acquires 20 records, accepts 10 and halts holding the others; the partition's leader is
+    killed; another member of the group gets exactly the 10 not acknowledged, each a second time."""
+    topic = f"share-kill-{uuid.uuid4().hex[:6]}"
+    settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+    held = java_client("share-hold", settings, topic)
+    assert held == {"held": 10, "acked": 10, "failed": 0}
+    leader = _leader(kafka_cluster, topic)
+    kafka_cluster.control("stop", leader, kill=True)
+    try:
+        started = time.monotonic()
+        drained = java_client("share-drain", settings, topic, "10")
+        took = time.monotonic() - started
+    finally:
+        kafka_cluster.control("start", leader)
+    assert drained == {"got": sorted(f"r{i}@2" for i in range(10, 20))}
+    assert took < 60  # not the 30 s lock: the new leader released what its predecessor's members held
+
+
+def test_list_groups_v5_names_each_groups_type(kafka_cluster: LocalCluster) -> None:
+    """The share groups of the tests above (they ran first) are listed with type share, filtered by type."""
+
+    def listed(types: tuple[str, ...]) -> set[tuple[str, str]]:
+        groups: set[tuple[str, str]] = set()
+        for address in kafka_cluster.bootstrap_servers.split(","):
+            raw = RawKafka(address)
+            try:
+                answer = raw.call(16, 5, ListGroupsRequest(states_filter=(), types_filter=types))
+            finally:
+                raw.close()
+            groups |= {(g.group_id, g.group_type) for g in answer.groups}
+        return groups
+
+    shares = wait_for(
+        lambda: {g for g in listed(("share",)) if g[0].startswith("share-")}, "share groups listed"
+    )
+    assert shares and all(kind == "share" for _, kind in shares)
+    assert not {g for g in listed(("classic",)) if g[0].startswith("share-")}
