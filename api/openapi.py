@@ -611,6 +611,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "state": _STR,
                         "protocol_type": _STR,
                         "door": _nullable(_STR),
+                        "group_type": {"type": "string", "enum": ["classic", "consumer", "share"]},
                     }
                 ),
             }
@@ -625,6 +626,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "state": _STR,
             "protocol_type": _STR,
             "door": _nullable(_STR),
+            "group_type": {"type": "string", "enum": ["classic", "consumer", "share"]},
             "lag": _INT,
             "members": {
                 "type": "array",

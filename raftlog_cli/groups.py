@@ -16,7 +16,8 @@ from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
 
 GROUPS = (
-    Column("GROUP", "<32"), Column("STATE", "<21"), Column("DOOR", "<7"), Column("MEMBERS", ">8"),
+    Column("GROUP", "<32"), Column("TYPE", "<9"), Column("STATE", "<21"), Column("DOOR", "<7"),
+    Column("MEMBERS", ">8"),
     Column("GENERATION", ">12"), Column("ASSIGNOR", gap="  "),
 )  # fmt: skip
 OFFSETS = (
@@ -27,7 +28,15 @@ OFFSETS = (
 
 def list_summary(groups: list[dict[str, Any]]) -> str:
     rows = [
-        (g["group"], g["state"], g["door"] or "-", g["members"], g["generation"], g["assignor"] or "-")
+        (
+            g["group"],
+            g.get("group_type", "classic"),
+            g["state"],
+            g["door"] or "-",
+            g["members"],
+            g["generation"],
+            g["assignor"] or "-",
+        )
         for g in groups
     ]
     return "\n".join(table(GROUPS, rows))

@@ -217,10 +217,9 @@ class ShareGroupCoordinator:
             group.group_epoch += 1
         group.last_seen_ms[member_id] = self._monotonic()
         counts = {t: self._records.partition_count(t) for t in sorted(group.subscribed_topics())}
-        if counts != group.counts:
-            if group.counts:
-                group.group_epoch += 1
-            group.counts = counts
+        if any(group.counts.get(t, c) != c for t, c in counts.items()):
+            group.group_epoch += 1  # a subscribed topic's partitions changed: a new assignment
+        group.counts = counts
         group.assignment_epoch = group.group_epoch
         assigned = frozenset(
             TopicPartition(t, p) for t in member.subscribed for p in range(group.counts.get(t, 0))

@@ -1,5 +1,5 @@
 // Consumer groups of both doors (Kafka-protocol groups and HTTP consumer instances), as the coordinators
-// list them.
+// list them, each with its type (classic, consumer: KIP-848, share: KIP-932) and door.
 
 import * as api from "../api.js";
 import { h, replace, section, table, errorBox, badge, link, every } from "../ui.js";
@@ -16,6 +16,7 @@ export async function render(root) {
       const { groups } = await api.get("/v1/consumer-groups");
       replace(listing, table([
         ["Group", (g) => link(`#/groups/${api.enc(g.group)}`, g.group)],
+        ["Type", (g) => g.group_type || "classic"],
         ["State", (g) => stateBadge(g.state)],
         ["Door", (g) => g.door || "–"],
         ["Members", (g) => g.members],

@@ -1,0 +1,133 @@
+"""Share groups' membership (KIP-932) over an in-memory group table and a test clock: members join with
+their own ids, heartbeat in the epoch they were given and leave; every member gets every subscribed
+partition; sessions time out; the group and its epoch are written to the table, so a coordinator taking
+over lists it and goes on from its epoch while its members join again; one group, one protocol."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgpack
+import pytest
+
+from partitions.groups.assignors import TopicPartition as TP
+from partitions.groups.errors import (
+    FencedMemberEpoch,
+    GroupNotEmpty,
+    InvalidGroupRequest,
+    NotConsumerGroup,
+    UnknownGroup,
+    UnknownMember,
+)
+from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.state import (
+    SHARE_PROTOCOL_TYPE,
+    Group,
+    GroupTable,
+    Join,
+    Member,
+    ShareGroupRecord,
+    decode,
+    encode,
+)
+
+
+class Table:
+    def __init__(self) -> None:
+        self.table = GroupTable()
+        self.term = 1
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
+        return self.term, self.table.groups.get(name)
+
+    def live(self, group: str) -> None:
+        return None
+
+    def partition_count(self, topic: str) -> int:
+        return {"t": 2, "u": 1}.get(topic, 0)
+
+    async def record_share(self, group: str, epoch: int) -> None:
+        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0)))
+        if isinstance(result, Exception):
+            raise result
+
+
+class Clock:
+    now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def run(coroutine):  # type: ignore[no-untyped-def]
+    return asyncio.run(coroutine)
+
+
+def test_members_join_get_every_subscribed_partition_and_leave() -> None:
+    table, clock = Table(), Clock()
+    share = ShareGroupCoordinator(table, clock)
+    a = run(share.heartbeat("g", "a", 0, ("t",)))
+    assert (a.member_epoch, a.assignment) == (1, frozenset({TP("t", 0), TP("t", 1)}))
+    b = run(share.heartbeat("g", "b", 0, ("t", "u")))
+    assert b.member_epoch == 2 and b.assignment == frozenset({TP("t", 0), TP("t", 1), TP("u", 0)})
+    again = run(share.heartbeat("g", "a", 1, None))  # the group moved on: a gets the new epoch
+    assert again.member_epoch == 2 and again.assignment == a.assignment
+    assert run(share.heartbeat("g", "a", 2, None)).assignment is None  # nothing new
+    with pytest.raises(FencedMemberEpoch):
+        run(share.heartbeat("g", "a", 7, None))
+    with pytest.raises(UnknownMember):
+        run(share.heartbeat("g", "c", 3, None))
+    with pytest.raises(InvalidGroupRequest):
+        run(share.heartbeat("g", "c", 0, None))  # a join names its topics
+    assert run(share.heartbeat("g", "b", -1, None)).member_epoch == -1
+    described = share.describe("g")
+    assert list(described.members) == ["a"] and described.state == "Stable"
+    assert table.table.groups["g"].protocol_type == SHARE_PROTOCOL_TYPE
+    assert table.table.groups["g"].generation == described.group_epoch == 3
+
+
+def test_a_silent_member_is_removed_after_its_session() -> None:
+    table, clock = Table(), Clock()
+    share = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
+    run(share.heartbeat("g", "a", 0, ("t",)))
+    clock.now = 1_001
+    assert run(share.expire_due()) == [("g", "a")]
+    assert share.describe("g").state == "Empty"
+
+
+def test_a_coordinator_taking_over_lists_the_group_and_goes_on_from_its_epoch() -> None:
+    table, clock = Table(), Clock()
+    first = ShareGroupCoordinator(table, clock)
+    run(first.heartbeat("g", "a", 0, ("t",)))
+    run(first.heartbeat("g", "b", 0, ("t",)))
+    table.term = 2  # led here again (or by another node) in a new term: members are soft state
+    second = ShareGroupCoordinator(table, clock)
+    assert second.describe("g").state == "Empty" and second.describe("g").group_epoch == 2
+    with pytest.raises(UnknownMember):
+        run(second.heartbeat("g", "a", 2, None))  # the member joins again
+    assert run(second.heartbeat("g", "a", 0, ("t",))).member_epoch == 3
+    with pytest.raises(UnknownGroup):
+        second.describe("never")
+
+
+def test_one_group_one_protocol() -> None:
+    table, clock = Table(), Clock()
+    member = Member("i", "binary", "earliest", 10_000, 0, ())
+    table.table.apply(encode(Join("http", member, "range", 10)))
+    share = ShareGroupCoordinator(table, clock)
+    with pytest.raises(NotConsumerGroup):
+        run(share.heartbeat("http", "a", 0, ("t",)))
+    refused = table.table.apply(encode(ShareGroupRecord("http", 1, 0)))
+    assert isinstance(refused, GroupNotEmpty)
+
+
+def test_the_share_group_record_round_trips_never_goes_back_and_keeps_the_snapshot_row() -> None:
+    command = ShareGroupRecord("g", 4, 17)
+    assert decode(encode(command)) == command
+    table = GroupTable()
+    table.apply(encode(command))
+    table.apply(encode(ShareGroupRecord("g", 3, 18)))
+    assert table.groups["g"].generation == 4
+    rows = msgpack.unpackb(msgpack.packb(table.to_rows()), raw=False)
+    assert len(rows[0]) == 11  # the release before's row: a Kafka group of protocol type share
+    assert GroupTable.from_rows(rows).groups == table.groups
