@@ -31,23 +31,16 @@ from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
 from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
 from partitions.data.share_records import ShareFetched
 from partitions.errors import UnknownTopic
-from partitions.features import SHARE_GROUPS
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     InvalidGroupRequest,
     NotCoordinator,
-    ShareGroupsNotFinalized,
 )
 from partitions.names import broker_id, check_group_name
 
 MAX_RECORDS_DEFAULT = 500
 WAIT_MAX_MS = 30_000
 NO_LEADER = -1
-
-
-def _gate(door: Door, group: str) -> None:
-    if not door.node.metadata.features().allows(SHARE_GROUPS):
-        raise ShareGroupsNotFinalized(group)
 
 
 # -- ShareGroupHeartbeat, ShareGroupDescribe -------------------------------------------------------------
@@ -88,7 +81,6 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
     if not door.allows(READ, GROUP, body.group_id):
         return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
     try:
-        _gate(door, body.group_id)
         _coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
         subscribed = None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names)
@@ -224,7 +216,6 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         return failed(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, group)))
     names = _names_by_id(door)
     try:
-        _gate(door, group)
         if not group or not member:
             raise InvalidGroupRequest("a share fetch names its group and member")
         epoch = int(body.share_session_epoch)
@@ -381,7 +372,6 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
         return failed(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, group)))
     names = _names_by_id(door)
     try:
-        _gate(door, group)
         epoch = int(body.share_session_epoch)
         if epoch == OPEN_EPOCH:
             raise InvalidGroupRequest("a share acknowledgement cannot open a share session")

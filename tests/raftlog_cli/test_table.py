@@ -31,10 +31,10 @@ def test_the_groups_list_lines_up_under_its_header() -> None:
 
 def test_the_groups_list_names_each_groups_type() -> None:
     rows = [
-        {"group": "c", "state": "Stable", "door": "kafka", "members": 1, "generation": 2, "assignor": "range",
-         "group_type": "classic"},
-        {"group": "s", "state": "Stable", "door": "kafka", "members": 2, "generation": 4, "assignor": "simple",
-         "group_type": "share"},
+        {"group": "c", "state": "Stable", "door": "kafka", "members": 1, "generation": 2,
+         "assignor": "range", "group_type": "classic"},
+        {"group": "s", "state": "Stable", "door": "kafka", "members": 2, "generation": 4,
+         "assignor": "simple", "group_type": "share"},
     ]  # fmt: skip
     header, classic, share = list_summary(rows).splitlines()
     assert header.split()[:3] == ["GROUP", "TYPE", "STATE"]
