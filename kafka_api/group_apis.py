@@ -195,6 +195,12 @@ async def join_group(door: Door, request: wire.Request) -> Any:
                 ErrorCode.inconsistent_group_protocol,
                 f"group {body.group_id!r} has members of the consumer group protocol (KIP-848)",
             )
+        share = door.coordinator.share.members_of(body.group_id)
+        if share is not None and share.members:
+            raise GroupRefusal(
+                ErrorCode.inconsistent_group_protocol,
+                f"group {body.group_id!r} has members of a share group (KIP-932)",
+            )
         joining = door.groups.join(
             body.group_id,
             body.member_id,

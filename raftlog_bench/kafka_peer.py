@@ -180,7 +180,17 @@ class KafkaCluster:
             configs.append((node, config, logs))
         for node, config, logs in configs:  # formatting is quick: one after another
             subprocess.run(
-                self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config, logs=logs),
+                self._java(
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    cluster_id,
+                    "-c",
+                    config,
+                    "--feature",
+                    "share.version=1",  # share groups (KIP-932, a preview in Kafka 4.1)
+                    logs=logs,
+                ),
                 check=True,
                 stdout=subprocess.DEVNULL,
                 stderr=open(os.path.join(node, "format.err"), "wb"),  # noqa: SIM115 (closed by the child's end)

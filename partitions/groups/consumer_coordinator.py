@@ -40,7 +40,7 @@ from partitions.groups.errors import (
     UnknownMember,
 )
 from partitions.groups.live import LiveGroup
-from partitions.groups.state import Group
+from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
 from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.groups")
@@ -125,6 +125,8 @@ class ConsumerGroupCoordinator:
         live = self._records.live(name)
         if (live is not None and live.members) or (group is not None and group.classic_members):
             raise NotConsumerGroup(name, "classic Kafka protocol")
+        if group is not None and group.protocol_type == SHARE_PROTOCOL_TYPE:
+            raise NotConsumerGroup(name, "share group protocol (KIP-932)")
         if group is not None and group.consumer is not None:
             return term, group.consumer
         if not joining:

@@ -287,6 +287,9 @@ class GroupCoordinator:
         kafka = _kafka_members(self.live(group), current)
         if kafka:  # one group, one protocol: Kafka's members hold it
             raise GroupNotEmpty(group, kafka, "the Kafka protocol")
+        share = self.share.members_of(group)
+        if share is not None and share.members:
+            raise GroupNotEmpty(group, len(share.members), "the share group protocol (KIP-932)")
         try:
             if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
                 raise GroupFull(group, GROUP_MEMBERS_MAX)

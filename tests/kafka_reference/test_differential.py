@@ -351,6 +351,23 @@ def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
+def test_java_share_consumer_accepts_releases_and_rejects(
+    servers: dict[str, str], java_client: JavaClient, system: str
+) -> None:
+    """Share groups (KIP-932): 20 records to a KafkaShareConsumer; released ones come back with delivery
+    count 2 and are accepted, rejected ones never come back, nothing accepted twice."""
+    _differs(system, "java-share")
+    observed = java_client("share", {"bootstrap.servers": servers[system]}, _topic("java-share"))
+    assert observed == {
+        "accepted": 15,
+        "accepted_twice": 0,
+        "rejected": 5,
+        "rejected_seen_again": [],
+        "redelivered": sorted(f"r{i}@2" for i in range(20) if i % 4 == 1),
+    }
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
 def test_java_admin_client_configs_partitions_and_refusals(
     servers: dict[str, str], java_client: JavaClient, system: str
 ) -> None:

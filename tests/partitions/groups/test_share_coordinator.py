@@ -19,6 +19,8 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
+from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.state import (
     SHARE_PROTOCOL_TYPE,
@@ -131,3 +133,13 @@ def test_the_share_group_record_round_trips_never_goes_back_and_keeps_the_snapsh
     rows = msgpack.unpackb(msgpack.packb(table.to_rows()), raw=False)
     assert len(rows[0]) == 11  # the release before's row: a Kafka group of protocol type share
     assert GroupTable.from_rows(rows).groups == table.groups
+
+
+def test_a_consumer_protocol_member_may_not_join_a_share_group() -> None:
+    table, clock = Table(), Clock()
+    run(ShareGroupCoordinator(table, clock).heartbeat("g", "a", 0, ("t",)))
+    consumers = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
+    hb = Heartbeat(member_id="", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=1_000,
+                   subscribed=("t",), server_assignor=None, owned=frozenset())  # fmt: skip
+    with pytest.raises(NotConsumerGroup):
+        run(consumers.heartbeat("g", hb))
