@@ -11,6 +11,8 @@ import msgpack
 import pytest
 
 from partitions.groups.assignors import TopicPartition as TP
+from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.errors import (
     FencedMemberEpoch,
     GroupNotEmpty,
@@ -19,8 +21,6 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.state import (
     SHARE_PROTOCOL_TYPE,
