@@ -82,6 +82,7 @@ def node_properties(
         "transaction.state.log.min.isr=2",
         "share.coordinator.state.topic.replication.factor=3",
         "share.coordinator.state.topic.min.isr=2",
+        "share.coordinator.state.topic.num.partitions=3",  # not 50: the first share group starts sooner
         "group.initial.rebalance.delay.ms=0",
         "auto.create.topics.enable=false",
         "delete.topic.enable=true",

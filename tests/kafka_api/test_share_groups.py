@@ -6,16 +6,20 @@ ListGroups v5 names each group's type. The records' rules are the pure state mac
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import time
 import uuid
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from kafka_fixtures import RawKafka
+from kafka_fixtures import RawKafka, http_client
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from kafka_api.apis import APIS
+from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
 
@@ -96,3 +100,37 @@ def test_list_groups_v5_names_each_groups_type(kafka_cluster: LocalCluster) -> N
     )
     assert shares and all(kind == "share" for _, kind in shares)
     assert not {g for g in listed(("classic",)) if g[0].startswith("share-")}
+
+
+@pytest.mark.timeout(300)
+def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_cluster: LocalCluster) -> None:
+    """``kafka-console-share-consumer --max-messages 5``: records produced while it runs (a share group
+    starts at the end) are printed, each once, and it exits."""
+    topic = f"share-console-{uuid.uuid4().hex[:6]}"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(topic, 1, 3)
+    console = subprocess.Popen(
+        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{kafka_libs()}/*",
+         "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
+         kafka_cluster.bootstrap_servers, "--topic", topic, "--group", f"{topic}-share",
+         "--max-messages", "5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    sent = 0
+    deadline = time.monotonic() + 240
+    try:
+        while console.poll() is None and time.monotonic() < deadline:
+            producer.produce(topic, value=b"c%d" % sent)
+            producer.flush(30)
+            sent += 1
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                console.wait(timeout=0.3)
+    finally:
+        if console.poll() is None:
+            console.kill()
+    out, err = console.communicate(timeout=60)
+    printed = out.splitlines()
+    assert console.returncode == 0, err[-3000:]
+    assert len(printed) == 5 and len(set(printed)) == 5, printed
+    assert all(line.startswith("c") and int(line[1:]) < sent for line in printed), printed

@@ -350,6 +350,7 @@ def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances
     }
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_java_share_consumer_accepts_releases_and_rejects(
     servers: dict[str, str], java_client: JavaClient, system: str

@@ -858,7 +858,7 @@ public class Scenarios {
      * starts at the end its first fetch finds), each accepted; then the records of the test. */
     static void probeUntilLive(Properties settings, KafkaShareConsumer<byte[], byte[]> consumer, String topic)
         throws Exception {
-        long deadline = System.currentTimeMillis() + PATIENCE_MS;
+        long deadline = System.currentTimeMillis() + 2 * PATIENCE_MS;  // Kafka: its share coordinator loads
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producer(settings))) {
             while (true) {
                 if (System.currentTimeMillis() > deadline) {
