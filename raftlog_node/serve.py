@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import ipaddress
 import logging
@@ -33,6 +34,7 @@ from partitions.controller.placement import REPLICAS_MAX_DEFAULT
 from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import InvalidName
 from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
+from partitions.groups.share_partition import LOCK_MS_DEFAULT as SHARE_LOCK_MS_DEFAULT
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginFailures, LoginLimits
@@ -64,6 +66,7 @@ JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
 INFLATED_BATCH_MAX_MIB_DEFAULT = INFLATED_BYTES_MAX_DEFAULT // MiB
 GROUP_INITIAL_DELAY_MS_MAX = 300_000  # five minutes, a Kafka consumer's default rebalance timeout
 CONSUMER_SESSION_MS_RANGE = (1_000, 300_000)
+SHARE_LOCK_MS_RANGE = (1_000, 3_600_000)  # Kafka's group.share.record.lock.duration.ms bounds
 INFLATED_BATCH_MAX_MIB_LIMIT = 2047  # a stored batch is read up to 2 GiB inflated (batch.py)
 
 
@@ -260,6 +263,9 @@ TUNING_OPTIONS = (
     ("--group-consumer-session-timeout-ms", CONSUMER_SESSION_MS_DEFAULT,
      "a consumer group protocol member (KIP-848, group.protocol=consumer) not heard from this long is "
      "fenced and its partitions assigned to the others (Kafka's group.consumer.session.timeout.ms)"),
+    ("--group-share-record-lock-duration-ms", SHARE_LOCK_MS_DEFAULT,
+     "how long a share group member holds a record it acquired before it is delivered to another (KIP-932, "
+     "Kafka's group.share.record.lock.duration.ms), unless acknowledged first"),
 )  # fmt: skip
 
 
@@ -635,6 +641,7 @@ async def serve(
     group_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     topics: TopicDefaults = TOPIC_DEFAULTS,
     consumer_session_timeout_ms: int = CONSUMER_SESSION_MS_DEFAULT,
+    share_lock_ms: int = SHARE_LOCK_MS_DEFAULT,
 ) -> None:
     from api.app import (
         KAFKA_CONNECTION_COUNTS,
@@ -652,6 +659,7 @@ async def serve(
 
     node = Node(config)
     node.groups.consumer.session_timeout_ms = consumer_session_timeout_ms
+    node.local.shares.settings = dataclasses.replace(node.local.shares.settings, lock_ms=share_lock_ms)
     await node.start()
     login_failures = LoginFailures(
         login_limits
@@ -799,6 +807,14 @@ def consumer_session_timeout_ms(args: argparse.Namespace) -> int:
     return timeout_ms
 
 
+def share_lock_ms(args: argparse.Namespace) -> int:
+    lock_ms: int = args.group_share_record_lock_duration_ms
+    low, high = SHARE_LOCK_MS_RANGE
+    if not low <= lock_ms <= high:
+        raise ServeConfigError(f"--group-share-record-lock-duration-ms {lock_ms}: must be in [{low}, {high}]")
+    return lock_ms
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config, http, token = node_config(args)
@@ -811,6 +827,7 @@ def main(args: argparse.Namespace) -> int:
         scrape_token = metrics_token(args)
         group_delay_ms = group_initial_delay_ms(args)
         consumer_session_ms = consumer_session_timeout_ms(args)
+        lock_ms = share_lock_ms(args)
         topics = topic_defaults(args)
         check_listen("--http", http)
         check_listen("--raft", HostPort.parse(config.raft_address, "--raft"))
@@ -849,6 +866,7 @@ def main(args: argparse.Namespace) -> int:
         group_delay_ms,
         topics,
         consumer_session_ms,
+        lock_ms,
     )
     try:
         if args.event_loop == "uvloop":

@@ -93,6 +93,16 @@ def test_the_consumer_group_session_timeout_is_kafkas_by_default_and_bounded(tmp
             timeout("--group-consumer-session-timeout-ms", bad)
 
 
+def test_the_share_record_lock_duration_is_bounded(tmp_path: pathlib.Path) -> None:
+    def lock(*extra: str) -> int:
+        return serve.share_lock_ms(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+
+    assert lock() == 30_000 and lock("--group-share-record-lock-duration-ms", "2000") == 2000
+    for bad in ("999", "3600001"):
+        with pytest.raises(ServeConfigError, match=r"must be in \[1000, 3600000\]"):
+            lock("--group-share-record-lock-duration-ms", bad)
+
+
 def test_automatic_topic_creation_is_off_by_default_and_its_defaults_are_bounded(
     tmp_path: pathlib.Path,
 ) -> None:
