@@ -37,7 +37,7 @@
                                  Kafka producers write to it
 [1, 11, payload]                 ShareCommand: a share group's acquisitions, acknowledgements and lock
                                  expiries of this partition's records (``groups.share_partition``),
-                                 written only once feature ``raftlog.version`` 3 is finalized (a node
+                                 written only once feature ``raftlog.version`` 2 is finalized (a node
                                  of an earlier release refuses kind 11 as malformed)
 """
 

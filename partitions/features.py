@@ -23,14 +23,14 @@ from partitions.errors import FeatureUpdateRefused
 
 RAFTLOG_VERSION = "raftlog.version"
 BASE_LEVEL = 1  # a feature the metadata never named: release 0.1.0's formats
-SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 3}
+SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2}
 """The highest level of each feature this code reads and writes (what it gossips)."""
 LEVELS: Mapping[str, Mapping[int, str]] = {
     RAFTLOG_VERSION: {
         1: "release 0.1.0's formats",
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
-        "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their owner",
-        3: "release 0.3.0's formats: share groups' records (KIP-932) replicated by their data partition",
+        "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
+        "owner, share groups (KIP-932)",
     },
 }
 

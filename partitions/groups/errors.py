@@ -237,4 +237,4 @@ class ShareGroupsNotFinalized(GroupError):
     is 0."""
 
     group: str
-    template = "group {group}: share groups need feature raftlog.version 3 finalized"
+    template = "group {group}: share groups need feature raftlog.version 2 finalized"
