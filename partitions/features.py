@@ -56,7 +56,7 @@ PRODUCER_OWNERS = Format(
     2,
 )
 SHARE_GROUPS = Format(
-    "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 3
+    "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
 )
 
 # arguments of peer operations a node of 0.1.0 refuses (an unknown argument, or value type), left out of a

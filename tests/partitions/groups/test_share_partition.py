@@ -10,6 +10,7 @@ import pytest
 
 from partitions import commands
 from partitions.errors import InvalidCommand
+from partitions.features import RAFTLOG_VERSION, SHARE_GROUPS, SUPPORTED, Features
 from partitions.groups.errors import InvalidRecordState
 from partitions.groups.share_partition import (
     ACCEPT,
@@ -233,3 +234,8 @@ def test_the_partition_applies_share_commands_keeps_them_in_its_snapshot_and_rea
     assert again.shares.groups == machine.shares.groups
     again.restore(plain)  # a snapshot of the release before share groups
     assert dict(again.shares.groups) == {}
+
+
+def test_a_cluster_formed_by_this_code_allows_share_groups() -> None:
+    assert Features(lambda: dict(SUPPORTED)).allows(SHARE_GROUPS)
+    assert not Features(lambda: {RAFTLOG_VERSION: 1}).allows(SHARE_GROUPS)  # a cluster still of 0.1.0
