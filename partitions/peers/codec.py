@@ -78,10 +78,8 @@ def _ext(item: object, registry: Registry, default: Any) -> object:
         body = [kind.__name__, str(item), attributes]
         return msgpack.ExtType(_ERROR, _packb(body, default))
     if registry.has(kind):
-        if _is_named_tuple(kind):
-            fields = dict(zip(kind._fields, item, strict=True))  # type: ignore[attr-defined,call-overload]
-        else:
-            fields = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}  # type: ignore[arg-type]
+        named = _is_named_tuple(kind)
+        fields = dict(zip(kind._fields, item, strict=True)) if named else _record_fields(item)  # type: ignore[attr-defined,call-overload]
         return msgpack.ExtType(_RECORD, _packb([kind.__name__, fields], default))
     if kind is tuple:
         return msgpack.ExtType(_TUPLE, _packb(list(item), default))  # type: ignore[call-overload]
@@ -94,6 +92,28 @@ def _ext(item: object, registry: Registry, default: Any) -> object:
     if isinstance(item, enum.IntEnum):  # its code: the dataclass holding it turns it back (``acls``)
         return int(item)
     raise PeerProtocolError(f"a {kind.__name__} cannot cross between nodes: {item!r:.80}")
+
+
+def _record_fields(item: Any) -> dict[str, object]:
+    """A dataclass's fields as they travel: a field holding its declared default is left out, so a field
+    added (with a default) in a newer release reaches a node of the previous release only when it says
+    something, and that node, whose class lacks the field, still decodes the value (rolling upgrades)."""
+    fields: dict[str, object] = {}
+    for field in dataclasses.fields(item):
+        value = getattr(item, field.name)
+        if field.default is not dataclasses.MISSING and _same(value, field.default):
+            continue
+        fields[field.name] = value
+    return fields
+
+
+def _same(value: object, default: object) -> bool:
+    if type(value) is not type(default):
+        return False
+    try:
+        return bool(value == default)
+    except Exception:
+        return False
 
 
 def _packb(value: object, default: Any) -> bytes:
