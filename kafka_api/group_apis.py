@@ -1,4 +1,4 @@
-"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
+"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``partitions.groups.classic``
 holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
 leader: the same ones the HTTP API shows, one group, one truth; reached through ``Cluster.offsets``, which
 waits while a partition's leader moves and then answers COORDINATOR_LOAD_IN_PROGRESS, the code every group
@@ -39,16 +39,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
-from kafka_api.group_members import GroupRefusal, MemberIdRequired
 from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
 from partitions.errors import InvalidName, PeerError, ReplicaRecovering
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.classic_members import GroupRefusal, MemberIdRequired
+from partitions.groups.consumer_protocol import encode_assignment, encode_subscription
 from partitions.groups.errors import ConsumerProtocolVersion, StaleMemberEpoch, UnknownGroup, UnknownMember
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType

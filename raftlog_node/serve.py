@@ -19,7 +19,6 @@ from aiohttp import web
 
 from api.http_limits import HttpLimits
 from kafka_api.auto_topics import TOPIC_DEFAULTS, TopicDefaults
-from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT
 from kafka_api.limits import Limits as KafkaLimits
 from partitions import features
 from partitions.broker.node import (
@@ -32,6 +31,7 @@ from partitions.broker.node import (
 from partitions.controller.placement import REPLICAS_MAX_DEFAULT
 from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import InvalidName
+from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
 from partitions.names import check_user_name
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
@@ -646,9 +646,9 @@ async def serve(
     from api.cluster_metrics import PEER_SSL
     from api.http_limits import GUARD, listen
     from kafka_api.door import Door
-    from kafka_api.groups import ClassicGroups
     from kafka_api.security import Security
     from kafka_api.server import KafkaServer
+    from partitions.groups.classic import ClassicGroups
 
     node = Node(config)
     node.groups.consumer.session_timeout_ms = consumer_session_timeout_ms

@@ -1,6 +1,6 @@
-"""A classic group outlives its coordinator (``kafka_api.groups`` over the node's real group coordinator
-and group table): what a rebalance completes is written before the members learn it, and the node that
-takes over the group's ``__consumer_groups`` partition runs the group on, Stable, with its members,
+"""A classic group outlives its coordinator (``partitions.groups.classic`` over the node's real group
+coordinator and group table): what a rebalance completes is written before the members learn it, and the
+node that takes over the group's ``__consumer_groups`` partition runs the group on, Stable, with its members,
 generation and assignments, as Kafka's new coordinator loads it. Two nodes' coordinators share one
 replicated table here; the clock is the test's."""
 
@@ -12,9 +12,9 @@ import msgpack
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafka_api.group_members import GroupRefusal, GroupState, Joined
-from kafka_api.groups import ClassicGroups
 from partitions.features import RAFTLOG_VERSION, Features
+from partitions.groups.classic import ClassicGroups
+from partitions.groups.classic_members import GroupRefusal, GroupState, Joined
 from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty

@@ -1,4 +1,4 @@
-"""The classic group protocol's state machine (``kafka_api.groups``), on a clock the test moves."""
+"""The classic group protocol's state machine (``partitions.groups.classic``), on a clock the test moves."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafka_api.consumer_protocol import encode_subscription
-from kafka_api.group_members import GroupRefusal, GroupState, Joined, MemberIdRequired
-from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
+from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
+from partitions.groups.classic_members import GroupRefusal, GroupState, Joined, MemberIdRequired
+from partitions.groups.consumer_protocol import encode_subscription
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
 

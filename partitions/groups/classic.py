@@ -39,8 +39,8 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
-from kafka_api.group_members import (
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.classic_members import (
     Group,
     GroupRefusal,
     GroupState,
@@ -50,7 +50,7 @@ from kafka_api.group_members import (
     MemberIdRequired,
     fail,
 )
-from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
 from partitions.groups.coordinator import Recorded
 from partitions.groups.live import LiveGroup, LiveMember
 from partitions.groups.state import ClassicMember
