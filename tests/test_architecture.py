@@ -521,6 +521,43 @@ def test_the_group_state_machine_rule_catches_one(tmp_path: pathlib.Path) -> Non
     assert _group_state_machines(ROOT / "partitions" / "groups" / "classic.py") != []
 
 
+def _second_writes(path: pathlib.Path) -> list[str]:
+    """Methods that append records beside ``produce_batch``: a ``produce`` (or ``produce_*``) of a class."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        f"{node.name}.{f.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for f in node.body
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (f.name == "produce" or f.name.startswith("produce_"))
+        and f.name != "produce_batch"
+    ]
+
+
+def test_records_have_one_write() -> None:
+    """Every door's records reach a partition through ``DataService.produce_batch`` (the HTTP door encodes
+    its JSON records into a batch), so a produced batch meets every rule in one place: no service, stub or
+    door class keeps a write of its own."""
+    found = [
+        f"{path.relative_to(ROOT)}: {line}"
+        for package in ("partitions", "api", "kafka_api")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line in _second_writes(path)
+    ]
+    assert found == []
+
+
+def test_the_one_write_rule_catches_a_second(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "class Remote:\n    async def produce(self): ...\n    async def produce_batch(self): ...\n"
+        "async def produce(door, request): ...\n",
+        encoding="utf-8",
+    )
+    assert _second_writes(bad) == ["Remote.produce"]
+
+
 def _names_the_pickling_transport(path: pathlib.Path) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
