@@ -67,6 +67,7 @@ from raftlog_dev.control import ACTIONS, Answer, ControlError, Request
 from raftlog_dev.hints import raftlog_command, up_text
 from raftlog_dev.probe import probe
 from raftlog_dev.secure import DevSecurity, create_user, dev_security, write_client_files, write_token
+from raftlog_node.options import dev_arguments
 from raftlog_node.tls import client_context
 
 READY_TIMEOUT_S = 60.0
@@ -266,11 +267,10 @@ def node_argv(
         "--gossip", f"127.0.0.1:{node.gossip_port}",
         "--kafka", node.kafka,
         "--secret-file", secret_file,
-        # consumers starting together share the first assignment at once (Kafka's development setting)
-        "--group-initial-rebalance-delay-ms", "0",
+        # what the options' declaration gives every dev node: consumers starting together share the first
+        # assignment at once (Kafka's development setting), a producer's first record creates its topic
+        *dev_arguments(auto_create_topics),
     ]  # fmt: skip
-    if auto_create_topics:  # a producer's first record creates its topic, as on Kafka's default settings
-        argv.append("--auto-create-topics")
     if certificates is not None:
         argv += ["--tls-cert", certificates.node_cert, "--tls-key", certificates.node_key,
                  "--tls-ca", certificates.ca]  # fmt: skip
