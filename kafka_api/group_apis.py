@@ -210,9 +210,9 @@ async def join_group(door: Door, request: wire.Request) -> Any:
         )
         joined = await joining
     except MemberIdRequired as required:
-        return answer(required.code, required.member_id)
+        return answer(ErrorCode(required.code), required.member_id)
     except GroupRefusal as refusal:
-        return answer(refusal.code, body.member_id)
+        return answer(ErrorCode(refusal.code), body.member_id)
     group = door.groups.groups.get(body.group_id)
     instances = {m.member_id: m.instance_id for m in group.members.values()} if group else {}
     members = tuple(
@@ -250,7 +250,7 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
         )
         code = ErrorCode.none
     except GroupRefusal as refusal:
-        assignment, code = b"", refusal.code
+        assignment, code = b"", ErrorCode(refusal.code)
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,
@@ -275,7 +275,7 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
             getattr(body, "group_instance_id", None),
         )
     except GroupRefusal as refusal:
-        code = refusal.code
+        code = ErrorCode(refusal.code)
     return wire.build(
         wire.response_class(request.api_key, request.api_version),
         throttle_time=wire.NO_THROTTLE,
@@ -295,9 +295,10 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        answers = door.groups.leave(body.group_id, leaving, _now_ms())
+        answers = [ErrorCode(answer) for answer in door.groups.leave(body.group_id, leaving, _now_ms())]
     except GroupRefusal as refusal:
-        code, answers = refusal.code, [refusal.code] * len(leaving)
+        code = ErrorCode(refusal.code)
+        answers = [code] * len(leaving)
     if not hasattr(body, "members"):
         return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=answers[0])
     member_cls = wire.sibling(cls, "MemberResponse")
@@ -330,7 +331,7 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         if readable:  # the group is listed, and its offsets found, once its members are gone
             await door.coordinator.record_commit(body.group_id, sorted(readable))
     except GroupRefusal as refused:
-        refusal = refused.code
+        refusal = ErrorCode(refused.code)
     except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
         refusal = code_of(exc)
     except RaftlogError as exc:  # the group's record not written: every partition's answer
@@ -475,7 +476,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
                 door.session.principal,
             )
     except GroupRefusal as refused:
-        refusal = refused.code
+        refusal = ErrorCode(refused.code)
     except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
         refusal = code_of(exc)
     except Exception as exc:  # every partition's answer (kafka_api.errors); the coordinator's own words
@@ -699,7 +700,7 @@ async def offset_delete(door: Door, request: wire.Request) -> Any:
                 raise GroupRefusal(ErrorCode.group_id_not_found, f"no group {body.group_id!r}") from None
             subscribed = frozenset(topic for member in group.members for topic in member.topics)
     except GroupRefusal as refusal:
-        return wire.build(cls, error_code=refusal.code, throttle_time=wire.NO_THROTTLE, topics=())
+        return wire.build(cls, error_code=ErrorCode(refusal.code), throttle_time=wire.NO_THROTTLE, topics=())
     except RaftlogError as exc:  # the group table not readable here now (leadership moved)
         return wire.build(cls, error_code=code_of(exc), throttle_time=wire.NO_THROTTLE, topics=())
     offsets = door.node.cluster.offsets

@@ -510,6 +510,18 @@ def test_a_front_door_owns_no_group_state_machine(path: pathlib.Path) -> None:
     assert _group_state_machines(path) == []
 
 
+def test_the_broker_speaks_no_kafka_wire() -> None:
+    """kio's classes and error codes are the Kafka door's: what a state machine below the doors answers a
+    Kafka client (the classic group coordinator's ``GroupCode``) is its own, and the door translates it."""
+    found = [
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in sorted((ROOT / "partitions").rglob("*.py"))
+        for module, _ in _imports(path)
+        if module.split(".")[0] == "kio"
+    ]
+    assert found == []
+
+
 def test_the_group_state_machine_rule_catches_one(tmp_path: pathlib.Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(
