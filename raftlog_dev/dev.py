@@ -67,7 +67,7 @@ from raftlog_dev.control import ACTIONS, Answer, ControlError, Request
 from raftlog_dev.hints import raftlog_command, up_text
 from raftlog_dev.probe import probe
 from raftlog_dev.secure import DevSecurity, create_user, dev_security, write_client_files, write_token
-from raftlog_node.options import dev_arguments
+from raftlog_node.options import dev_arguments, refusal_of
 from raftlog_node.tls import client_context
 
 READY_TIMEOUT_S = 60.0
@@ -729,6 +729,12 @@ def _run_cluster(args: argparse.Namespace) -> int:
     problem = None if python is None else interpreter_problem(python)
     if problem is not None:
         print(f"raftlog dev: --python: {problem}", file=sys.stderr)
+        return 2
+    # every node on this code would refuse it: said once, before anything starts (another checkout's
+    # nodes, --python, answer for their own options)
+    refused = None if python is not None else refusal_of(args.serve_arg)
+    if refused is not None:
+        print(f"raftlog dev: --serve-arg: {refused} (raftlog serve --help)", file=sys.stderr)
         return 2
     data_dir = os.path.abspath(args.data_dir)
     os.umask(UMASK)

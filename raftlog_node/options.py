@@ -359,6 +359,20 @@ def dev_arguments(auto_create_topics: bool = True) -> list[str]:
     return argv
 
 
+def refusal_of(argv: list[str]) -> str | None:
+    """Why ``raftlog serve`` would refuse ``argv`` as extra options (an option it does not have, a value
+    not of its type or past its bounds), or None: ``raftlog dev --serve-arg`` asks before any node starts."""
+    parser = argparse.ArgumentParser(prog="raftlog serve", exit_on_error=False, add_help=False)
+    add_arguments(parser)
+    base = ["--node-id", "n1", "--data-dir", "d", "--http", "h:1", "--raft", "h:2"]
+    try:
+        args, unknown = parser.parse_known_args([*base, *argv])
+        check_bounds(args)
+    except (argparse.ArgumentError, ServeConfigError) as exc:
+        return str(exc)
+    return f"no such option: {' '.join(unknown)}" if unknown else None
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 

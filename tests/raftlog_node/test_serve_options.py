@@ -14,7 +14,15 @@ from serve_args import serve_args
 from partitions.broker.node import NodeConfig
 from partitions.peers.client import CALL_TIMEOUT_S_DEFAULT
 from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT, LogManager
-from raftlog_node.options import OPTIONS, Option, ServeConfigError, add_arguments, dev_arguments, markdown
+from raftlog_node.options import (
+    OPTIONS,
+    Option,
+    ServeConfigError,
+    add_arguments,
+    dev_arguments,
+    markdown,
+    refusal_of,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -59,3 +67,21 @@ def test_the_node_the_storage_and_the_options_share_one_default() -> None:
     assert inspect.signature(LogManager).parameters["retention_check_interval_ms"].default == 60_000
     assert serve_args().retention_check_ms == RETENTION_CHECK_MS_DEFAULT
     assert fields["peer_timeout_s"].default == CALL_TIMEOUT_S_DEFAULT == 15.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "refusal"),
+    [
+        ([], None),
+        (["--retention-check-ms=200", "--kafka-idle-timeout-ms", "5000"], None),
+        (["--retention-chek-ms=200"], "no such option: --retention-chek-ms=200"),
+        (["--retention-check-ms", "soon"], "invalid int value: 'soon'"),
+        (["--retention-check-ms=0"], "--retention-check-ms 0: must be >= 1"),
+        (["--event-loop=trio"], "invalid choice: 'trio'"),
+    ],
+)
+def test_raftlog_dev_learns_what_serve_would_refuse_before_it_starts_a_node(
+    argv: list[str], refusal: str | None
+) -> None:
+    found = refusal_of(argv)
+    assert found == refusal if refusal is None else refusal in str(found)
