@@ -11,18 +11,27 @@ A history of the compaction workload (its sends name a `record_key`: jepsen/comp
 checked as a compacted log: records overwritten by a later one of their key may be gone, so lost-write,
 unseen, poll-skip and dense-offset do not apply; instead every complete final read must end each record
 key with its last acknowledged write or a later one of unknown outcome (`final-value`), and a poll during
-the run may pass over an acknowledged record only when a later record of its key is known (`lost-latest`).
-Offsets, values and order are checked as for the queue.
+the run may pass over an acknowledged record only when a later record of its key is known (`lost-latest`):
+jepsen/compact_checker.py. Offsets, values and order are checked as for the queue. The indexes over the
+history every check reads are jepsen/analysis.py.
 """
 
 from __future__ import annotations
 
-import bisect
 import collections
 import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from jepsen.analysis import Analysis
+from jepsen.compact_checker import (
+    FINAL_VALUE,
+    LOST_LATEST,
+    Compacted,
+    final_values,
+    is_compacted,
+    lost_latest,
+)
 from jepsen.history import History, JsonDict, Operation, Process
 from jepsen.results import (
     DUPLICATE,
@@ -51,8 +60,6 @@ G1A: Final = "G1a"
 UNSEEN: Final = "unseen"
 COMMITTED_OFFSET_REGRESSION: Final = "committed-offset-regression"
 DENSE_OFFSET: Final = "dense-offset"
-FINAL_VALUE: Final = "final-value"
-LOST_LATEST: Final = "lost-latest"
 
 CLASSES: Final[dict[str, str]] = {
     LOST_WRITE: "an acknowledged send is missing: never read although an offset >= its own was read in its "
@@ -80,99 +87,11 @@ CLASSES: Final[dict[str, str]] = {
 COMPACTED_CLASSES: Final = frozenset(CLASSES) - {LOST_WRITE, UNSEEN, POLL_SKIP, DENSE_OFFSET}
 
 
-@dataclasses.dataclass(frozen=True)
-class _Witness:
-    """An operation that placed `value` at `offset` of a key: an ok send or an ok poll."""
-
-    offset: int
-    value: Value
-    op: Operation
-
-
-class _Analysis:
-    """Indexes over one history, built once and shared by the checks."""
-
-    def __init__(self, history: History) -> None:
-        self.history = history
-        self.sends = [op for op in history.operations if op.f == "send"]
-        self.polls = [op for op in history.operations if op.f == "poll" and op.type == "ok"]
-        self.attempts: dict[Value, list[Operation]] = collections.defaultdict(list)
-        for op in self.sends:
-            self.attempts[freeze(op.invoke.get("value"))].append(op)
-        self.acked = [op for op in self.sends if op.type == "ok"]
-        # key -> offset -> value -> witnesses: the version order of every key.
-        self.log: dict[str, dict[int, dict[Value, list[_Witness]]]] = collections.defaultdict(
-            lambda: collections.defaultdict(lambda: collections.defaultdict(list))
-        )
-        self.read_values: dict[str, dict[Value, list[Operation]]] = collections.defaultdict(
-            lambda: collections.defaultdict(list)
-        )
-        self.max_read: dict[str, _Witness] = {}
-        for op in self.acked:
-            key = key_of(op)
-            witness = _Witness(int(op.result("offset")), freeze(op.invoke.get("value")), op)
-            self.log[key][witness.offset][witness.value].append(witness)
-        for op in self.polls:
-            key = key_of(op)
-            for offset, value in records_of(op):
-                witness = _Witness(offset, value, op)
-                self.log[key][offset][value].append(witness)
-                self.read_values[key][value].append(op)
-                best = self.max_read.get(key)
-                if best is None or offset > best.offset:
-                    self.max_read[key] = witness
-        self.known_offsets: dict[str, list[int]] = {key: sorted(log) for key, log in self.log.items()}
-        self.final_reads = _final_reads(self.polls)
-        self.retry_duplicates = 0  # values legitimately appended twice by non-idempotent retries
-
-    def known_between(self, key: str, low: int, high: int) -> list[int]:
-        """Offsets of `key` known to exist (some send or poll saw them) with low <= offset < high."""
-        offsets = self.known_offsets.get(key, [])
-        return offsets[bisect.bisect_left(offsets, low) : bisect.bisect_left(offsets, high)]
-
-    def witness_ops(self, key: str, offset: int) -> list[Operation]:
-        return [w.op for ws in self.log[key][offset].values() for w in ws[:1]]
-
-
-@dataclasses.dataclass
-class _FinalRead:
-    """The final read phase of one key: the ok final polls, what they returned, and where the log ended."""
-
-    polls: list[Operation]
-    records: dict[int, set[Value]]
-    values: set[Value]
-    start: int
-    end_poll: Operation | None  # the final poll that returned nothing at the highest offset: the log's end
-
-    def covers(self, offset: int, acked_at: int) -> bool:
-        """Must this read have returned `offset`, acknowledged at history index `acked_at`?"""
-        return self.end_poll is not None and self.end_poll.invoke_index > acked_at and self.start <= offset
-
-
-def _final_reads(polls: Sequence[Operation]) -> dict[str, _FinalRead]:
-    reads: dict[str, _FinalRead] = {}
-    for op in polls:
-        if op.invoke.get("final") is not True:
-            continue
-        key = key_of(op)
-        start = int(op.invoke.get("offset"))
-        read = reads.setdefault(key, _FinalRead([], {}, set(), start, None))
-        read.polls.append(op)
-        read.start = min(read.start, start)
-        records = records_of(op)
-        for offset, value in records:
-            read.records.setdefault(offset, set()).add(value)
-            read.values.add(value)
-        if not records and (read.end_poll is None or start >= int(read.end_poll.invoke.get("offset"))):
-            read.end_poll = op  # the furthest empty final poll: where the final read found the log's end
-    return reads
-
-
 # ---------------------------------------------------------------------------------------------------
 # The checks. Each takes the analysis and yields anomalies.
 
 
-def _duplicates(analysis: _Analysis) -> Iterable[Anomaly]:
+def _duplicates(analysis: Analysis) -> Iterable[Anomaly]:
     places: dict[Value, dict[tuple[str, int], list[Operation]]] = collections.defaultdict(dict)
     for key, log in analysis.log.items():
         for offset, by_value in log.items():
@@ -204,7 +123,7 @@ def _duplicates(analysis: _Analysis) -> Iterable[Anomaly]:
         )
 
 
-def _lost_and_unseen(analysis: _Analysis) -> tuple[list[Anomaly], list[Anomaly], list[Operation]]:
+def _lost_and_unseen(analysis: Analysis) -> tuple[list[Anomaly], list[Anomaly], list[Operation]]:
     """Lost writes, unseen writes a complete final read should have returned, and unresolved unseen ones."""
     lost: list[Anomaly] = []
     unseen: list[Anomaly] = []
@@ -254,7 +173,7 @@ def _spans(poll: Operation, offset: int) -> bool:
     return bool(records) and int(poll.invoke.get("offset")) <= offset <= records[-1][0]
 
 
-def _g1a_and_phantoms(analysis: _Analysis) -> Iterable[Anomaly]:
+def _g1a_and_phantoms(analysis: Analysis) -> Iterable[Anomaly]:
     reported: set[tuple[str, Value]] = set()
     for op in analysis.polls:
         key = key_of(op)
@@ -274,7 +193,7 @@ def _g1a_and_phantoms(analysis: _Analysis) -> Iterable[Anomaly]:
                 )
 
 
-def _poll_order(analysis: _Analysis, dense: bool = True) -> Iterable[Anomaly]:
+def _poll_order(analysis: Analysis, dense: bool = True) -> Iterable[Anomaly]:
     """nonmonotonic-poll, and (a dense log: ``dense``) poll-skip and per-poll dense-offset holes, one
     check over each ok poll."""
     previous: dict[tuple[Process, str], Operation] = {}
@@ -323,7 +242,7 @@ def _continues(before: Operation, start: int) -> bool:
     return bool(records) and start == records[-1][0] + 1
 
 
-def _final_read_gaps(analysis: _Analysis) -> Iterable[Anomaly]:
+def _final_read_gaps(analysis: Analysis) -> Iterable[Anomaly]:
     """The final reads of a key claim the log runs from their start to their end: all of it must be read."""
     for key in sorted(analysis.final_reads):
         final = analysis.final_reads[key]
@@ -352,7 +271,7 @@ def _final_read_gaps(analysis: _Analysis) -> Iterable[Anomaly]:
             )
 
 
-def _nonmonotonic_sends(analysis: _Analysis) -> Iterable[Anomaly]:
+def _nonmonotonic_sends(analysis: Analysis) -> Iterable[Anomaly]:
     last: dict[tuple[Process, str], Operation] = {}
     first_attempt = {value: min(op.invoke_index for op in ops) for value, ops in analysis.attempts.items()}
     for op in analysis.acked:
@@ -380,7 +299,7 @@ class _Observation:
     is_read: bool  # a `committed` read; an acknowledged commit only bounds the stored offset from below
 
 
-def _committed_regressions(analysis: _Analysis) -> Iterable[Anomaly]:
+def _committed_regressions(analysis: Analysis) -> Iterable[Anomaly]:
     observations: dict[tuple[str, str], list[_Observation]] = collections.defaultdict(list)
     resets: dict[tuple[str, str], list[Operation]] = collections.defaultdict(list)
     for op in analysis.history.operations:
@@ -477,185 +396,10 @@ def _show(offset: int) -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Compacted topics (the compaction workload: every send names its record key)
-
-
-def _is_compacted(analysis: _Analysis) -> bool:
-    return any("record_key" in op.invoke.raw for op in analysis.sends)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Write:
-    """An acknowledged send of a compacted topic: `value` for `record_key` at `offset` of `key`."""
-
-    key: str
-    record_key: str
-    offset: int
-    value: Value
-    op: Operation
-
-    def to_json(self) -> JsonDict:
-        return {"offset": self.offset, "value": self.value, "tombstone": self.op.invoke.get("tombstone")}
-
-
-class _Compacted:
-    """What the compaction checks share: each value's record key (from its sends), the acknowledged
-    writes of each (key, record key) in offset order, the highest offset at which a record of each is
-    known to exist (acknowledged or read), and the final read passes."""
-
-    def __init__(self, analysis: _Analysis) -> None:
-        self.analysis = analysis
-        self.record_key: dict[Value, str] = {}
-        for value, attempts in analysis.attempts.items():
-            named = attempts[0].invoke.get("record_key")
-            if isinstance(named, str):
-                self.record_key[value] = named
-        self.acked: dict[tuple[str, str], list[_Write]] = collections.defaultdict(list)
-        self.latest_known: dict[tuple[str, str], int] = {}
-        for op in analysis.acked:
-            value = freeze(op.invoke.get("value"))
-            record_key = self.record_key.get(value)
-            if record_key is None:
-                continue
-            write = _Write(key_of(op), record_key, int(op.result("offset")), value, op)
-            self.acked[(write.key, record_key)].append(write)
-            self._known(write.key, record_key, write.offset)
-        for writes in self.acked.values():
-            writes.sort(key=lambda w: w.offset)
-        for op in analysis.polls:
-            for offset, value in records_of(op):
-                if value in self.record_key:
-                    self._known(key_of(op), self.record_key[value], offset)
-        self.passes = _final_passes(analysis.polls)
-
-    def _known(self, key: str, record_key: str, offset: int) -> None:
-        self.latest_known[(key, record_key)] = max(offset, self.latest_known.get((key, record_key), -1))
-
-    def complete_keys(self) -> set[str]:
-        return {key for (_, key), polls in self.passes.items() if _pass_end(polls) is not None}
-
-    def unknown_outcome(self, key: str, record_key: str) -> list[Value]:
-        """Values of sends of the record key with no acknowledgement and no definite failure."""
-        return sorted(
-            (
-                value
-                for value, attempts in self.analysis.attempts.items()
-                if self.record_key.get(value) == record_key
-                and all(key_of(a) == key for a in attempts)
-                and not any(a.type in ("ok", "fail") for a in attempts)
-            ),
-            key=repr,
-        )
-
-
-def _final_passes(polls: Sequence[Operation]) -> dict[tuple[Process, str], list[Operation]]:
-    """The ok final polls of each reader of each key: one pass of the log from its start, in order."""
-    passes: dict[tuple[Process, str], list[Operation]] = collections.defaultdict(list)
-    for op in polls:
-        if op.invoke.get("final") is True:
-            passes[(op.process, key_of(op))].append(op)
-    return passes
-
-
-def _pass_end(polls: Sequence[Operation]) -> Operation | None:
-    """The poll where a pass found the log's end: an empty one past every record it returned, when the
-    pass began at offset 0; None for a pass that did not complete."""
-    if not polls or int(polls[0].invoke.get("offset")) != 0:
-        return None
-    last = max((offset for op in polls for offset, _ in records_of(op)), default=-1)
-    ends = [op for op in polls if not records_of(op) and int(op.invoke.get("offset")) > last]
-    return ends[-1] if ends else None
-
-
-def _final_values(compacted: _Compacted) -> Iterable[Anomaly]:
-    """Each complete final pass ends every record key with its last acknowledged write (acknowledged
-    before the pass began), or with a record at a later offset: a write of unknown outcome (one with an
-    acknowledgement at another offset, or a failed one, is inconsistent-offsets' or G1a's business)."""
-    for (process, key), polls in sorted(compacted.passes.items(), key=lambda item: repr(item[0])):
-        end = _pass_end(polls)
-        if end is None:
-            continue
-        began = polls[0].invoke_index
-        latest: dict[str, tuple[int, Value, Operation]] = {}
-        for op in polls:
-            for offset, value in records_of(op):
-                record_key = compacted.record_key.get(value)
-                if record_key is not None and offset > latest.get(record_key, (-1, 0, op))[0]:
-                    latest[record_key] = (offset, value, op)
-        record_keys = {rk for (k, rk) in compacted.acked if k == key} | set(latest)
-        for record_key in sorted(record_keys):
-            before = [w for w in compacted.acked.get((key, record_key), []) if _acked_before(w.op, began)]
-            last = before[-1] if before else None
-            read = latest.get(record_key)
-            if last is None or (read is not None and _at_or_after(read[0], read[1], last)):
-                continue
-            yield Anomaly(
-                FINAL_VALUE,
-                {
-                    "key": key,
-                    "record_key": record_key,
-                    "final_read_by": process,
-                    "read": None if read is None else {"offset": read[0], "value": read[1]},
-                    "last_acknowledged": last.to_json(),
-                    "unknown_outcome_writes": compacted.unknown_outcome(key, record_key)[:LISTED_MAX],
-                },
-                [last.op, *([read[2]] if read is not None else []), end],
-            )
-
-
-def _at_or_after(offset: int, value: Value, write: _Write) -> bool:
-    """A record read at ``offset`` is ``write`` itself or a later one."""
-    return offset > write.offset or (offset == write.offset and value == write.value)
-
-
-def _acked_before(op: Operation, index: int) -> bool:
-    return op.complete_index is not None and op.complete_index < index
-
-
-def _lost_latest(compacted: _Compacted) -> Iterable[Anomaly]:
-    """A poll during the run that passes over an acknowledged record (its offset between the poll's
-    start and its last record) without returning it: compaction removed it, so a later record of its
-    key must exist. Judged only for keys a complete final read covered, which would have returned such a
-    later record (or one later still)."""
-    complete = compacted.complete_keys()
-    offsets: dict[str, list[int]] = {}
-    writes: dict[str, list[_Write]] = {}
-    for (key, _), each in compacted.acked.items():
-        writes.setdefault(key, []).extend(each)
-    for key in writes:
-        writes[key].sort(key=lambda w: w.offset)
-        offsets[key] = [w.offset for w in writes[key]]
-    for op in compacted.analysis.polls:
-        key = key_of(op)
-        records = records_of(op)
-        if op.invoke.get("final") is True or not records or key not in complete or key not in offsets:
-            continue
-        start, returned = int(op.invoke.get("offset")), dict(records)
-        low = bisect.bisect_left(offsets[key], start)
-        high = bisect.bisect_right(offsets[key], max(offset for offset, _ in records))
-        for write in writes[key][low:high]:
-            if returned.get(write.offset) == write.value:
-                continue
-            if compacted.latest_known.get((key, write.record_key), -1) > write.offset:
-                continue
-            yield Anomaly(
-                LOST_LATEST,
-                {
-                    "key": key,
-                    "record_key": write.record_key,
-                    "poll_offset": start,
-                    "missing": write.to_json(),
-                    "returned_at_offset": returned.get(write.offset),
-                },
-                [write.op, op],
-            )
-
-
-# ---------------------------------------------------------------------------------------------------
 # Statistics
 
 
-def _stats(analysis: _Analysis) -> JsonDict:
+def _stats(analysis: Analysis) -> JsonDict:
     history = analysis.history
     read_values = {(key, value) for key, values in analysis.read_values.items() for value in values}
     return {
@@ -682,14 +426,14 @@ def _stats(analysis: _Analysis) -> JsonDict:
 
 def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> JsonDict:
     """Check a history. Returns verdict, anomaly counts and examples, unseen, stats and availability."""
-    analysis = _Analysis(history)
-    compacted = _Compacted(analysis) if _is_compacted(analysis) else None
+    analysis = Analysis(history)
+    compacted = Compacted(analysis) if is_compacted(analysis) else None
     if compacted is None:
         lost, unseen, unresolved = _lost_and_unseen(analysis)
         particular = [*lost, *unseen, *_final_read_gaps(analysis)]
     else:
         unseen, unresolved = [], []
-        particular = [*_final_values(compacted), *_lost_latest(compacted)]
+        particular = [*final_values(compacted), *lost_latest(compacted)]
     found: list[Anomaly] = [
         *particular,
         *_duplicates(analysis),
@@ -744,5 +488,5 @@ def _names(anomalies: Sequence[Anomaly]) -> Iterable[str]:
             yield f"{key} {detail['record_key']}" if "record_key" in detail else str(key)
 
 
-def _complete_final_keys(analysis: _Analysis) -> set[str]:
+def _complete_final_keys(analysis: Analysis) -> set[str]:
     return {key for key, read in analysis.final_reads.items() if read.end_poll is not None}

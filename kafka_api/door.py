@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
-from kafka_api.groups import ClassicGroups, GroupRecords
 from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
+from partitions.groups.classic import ClassicGroups, GroupRecords
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.live import LiveGroups
 from partitions.groups.share_coordinator import ShareGroupCoordinator

@@ -1,4 +1,4 @@
-"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``kafka_api.groups``
+"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``partitions.groups.classic``
 holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
 leader: the same ones the HTTP API shows, one group, one truth; reached through ``Cluster.offsets``, which
 waits while a partition's leader moves and then answers COORDINATOR_LOAD_IN_PROGRESS, the code every group
@@ -39,16 +39,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.consumer_protocol import encode_assignment, encode_subscription
 from kafka_api.door import Door
 from kafka_api.errors import code_of
-from kafka_api.group_members import GroupRefusal, MemberIdRequired
 from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
 from partitions.errors import InvalidName, PeerError, ReplicaRecovering
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.classic_members import GroupRefusal, MemberIdRequired
+from partitions.groups.consumer_protocol import encode_assignment, encode_subscription
 from partitions.groups.errors import ConsumerProtocolVersion, StaleMemberEpoch, UnknownGroup, UnknownMember
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
@@ -216,9 +216,9 @@ async def join_group(door: Door, request: wire.Request) -> Any:
         )
         joined = await joining
     except MemberIdRequired as required:
-        return answer(required.code, required.member_id)
+        return answer(ErrorCode(required.code), required.member_id)
     except GroupRefusal as refusal:
-        return answer(refusal.code, body.member_id)
+        return answer(ErrorCode(refusal.code), body.member_id)
     group = door.groups.groups.get(body.group_id)
     instances = {m.member_id: m.instance_id for m in group.members.values()} if group else {}
     members = tuple(
@@ -256,7 +256,7 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
         )
         code = ErrorCode.none
     except GroupRefusal as refusal:
-        assignment, code = b"", refusal.code
+        assignment, code = b"", ErrorCode(refusal.code)
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,
@@ -281,7 +281,7 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
             getattr(body, "group_instance_id", None),
         )
     except GroupRefusal as refusal:
-        code = refusal.code
+        code = ErrorCode(refusal.code)
     return wire.build(
         wire.response_class(request.api_key, request.api_version),
         throttle_time=wire.NO_THROTTLE,
@@ -301,9 +301,10 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        answers = door.groups.leave(body.group_id, leaving, _now_ms())
+        answers = [ErrorCode(answer) for answer in door.groups.leave(body.group_id, leaving, _now_ms())]
     except GroupRefusal as refusal:
-        code, answers = refusal.code, [refusal.code] * len(leaving)
+        code = ErrorCode(refusal.code)
+        answers = [code] * len(leaving)
     if not hasattr(body, "members"):
         return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=answers[0])
     member_cls = wire.sibling(cls, "MemberResponse")
@@ -336,7 +337,7 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         if readable:  # the group is listed, and its offsets found, once its members are gone
             await door.coordinator.record_commit(body.group_id, sorted(readable))
     except GroupRefusal as refused:
-        refusal = refused.code
+        refusal = ErrorCode(refused.code)
     except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
         refusal = code_of(exc)
     except RaftlogError as exc:  # the group's record not written: every partition's answer
@@ -481,7 +482,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
                 door.session.principal,
             )
     except GroupRefusal as refused:
-        refusal = refused.code
+        refusal = ErrorCode(refused.code)
     except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
         refusal = code_of(exc)
     except Exception as exc:  # every partition's answer (kafka_api.errors); the coordinator's own words
@@ -715,7 +716,7 @@ async def offset_delete(door: Door, request: wire.Request) -> Any:
                 raise GroupRefusal(ErrorCode.group_id_not_found, f"no group {body.group_id!r}") from None
             subscribed = frozenset(topic for member in group.members for topic in member.topics)
     except GroupRefusal as refusal:
-        return wire.build(cls, error_code=refusal.code, throttle_time=wire.NO_THROTTLE, topics=())
+        return wire.build(cls, error_code=ErrorCode(refusal.code), throttle_time=wire.NO_THROTTLE, topics=())
     except RaftlogError as exc:  # the group table not readable here now (leadership moved)
         return wire.build(cls, error_code=code_of(exc), throttle_time=wire.NO_THROTTLE, topics=())
     offsets = door.node.cluster.offsets

@@ -319,9 +319,9 @@ def _add_dev(dev: argparse.ArgumentParser) -> None:
 
 
 def _add_serve(serve: argparse.ArgumentParser) -> None:
-    from raftlog_node import serve as serve_module
+    from raftlog_node import options
 
-    serve_module.add_arguments(serve)
+    options.add_arguments(serve)
     serve.set_defaults(run=_serve)
 
 

@@ -67,6 +67,7 @@ from raftlog_dev.control import ACTIONS, Answer, ControlError, Request
 from raftlog_dev.hints import raftlog_command, up_text
 from raftlog_dev.probe import probe
 from raftlog_dev.secure import DevSecurity, create_user, dev_security, write_client_files, write_token
+from raftlog_node.options import dev_arguments, refusal_of
 from raftlog_node.tls import client_context
 
 READY_TIMEOUT_S = 60.0
@@ -266,11 +267,10 @@ def node_argv(
         "--gossip", f"127.0.0.1:{node.gossip_port}",
         "--kafka", node.kafka,
         "--secret-file", secret_file,
-        # consumers starting together share the first assignment at once (Kafka's development setting)
-        "--group-initial-rebalance-delay-ms", "0",
+        # what the options' declaration gives every dev node: consumers starting together share the first
+        # assignment at once (Kafka's development setting), a producer's first record creates its topic
+        *dev_arguments(auto_create_topics),
     ]  # fmt: skip
-    if auto_create_topics:  # a producer's first record creates its topic, as on Kafka's default settings
-        argv.append("--auto-create-topics")
     if certificates is not None:
         argv += ["--tls-cert", certificates.node_cert, "--tls-key", certificates.node_key,
                  "--tls-ca", certificates.ca]  # fmt: skip
@@ -729,6 +729,12 @@ def _run_cluster(args: argparse.Namespace) -> int:
     problem = None if python is None else interpreter_problem(python)
     if problem is not None:
         print(f"raftlog dev: --python: {problem}", file=sys.stderr)
+        return 2
+    # every node on this code would refuse it: said once, before anything starts (another checkout's
+    # nodes, --python, answer for their own options)
+    refused = None if python is not None else refusal_of(args.serve_arg)
+    if refused is not None:
+        print(f"raftlog dev: --serve-arg: {refused} (raftlog serve --help)", file=sys.stderr)
         return 2
     data_dir = os.path.abspath(args.data_dir)
     os.umask(UMASK)

@@ -1,5 +1,5 @@
 """``python -m raftlog_node [-v] --node-id n1 ...``: one node process, the same as ``raftlog serve`` (the
-options of ``raftlog_node/serve.py``). The server's own entry: ``raftlog dev``, the fault harness and the
+options of ``raftlog_node/options.py``). The server's own entry: ``raftlog dev``, the fault harness and the
 test clusters start nodes this way, so running a node needs nothing of the command-line package."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from raftlog_node import logs, serve
+from raftlog_node import logs, options, serve
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="raftlog serve", description="Run one node (HTTP API, Raft, storage)."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    serve.add_arguments(parser)
+    options.add_arguments(parser)
     args = parser.parse_args(argv)
     logs.configure(args.verbose)
     return serve.main(args)

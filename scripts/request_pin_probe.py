@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from kafka_api import wire  # noqa: E402
 from raftlog_contract import USERS_PATH  # noqa: E402
 from raftlog_dev import dev  # noqa: E402
-from raftlog_node.serve import TOKEN_ENV  # noqa: E402
+from raftlog_node.options import TOKEN_ENV  # noqa: E402
 
 MiB = 1024 * 1024
 TOKEN = "request-pin-probe-admin-token"

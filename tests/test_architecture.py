@@ -452,6 +452,9 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.consumer_coordinator",  # the consumer group protocol's coordinator
     "partitions.groups.share_coordinator",  # share groups' membership (KIP-932)
     "partitions.data.share_records",  # share groups' records, served by a partition's leader (KIP-932)
+    "partitions.groups.classic",  # the classic group protocol's coordinator (ClassicGroups)
+    "partitions.groups.classic_members",  # its refusals
+    "partitions.groups.consumer_protocol",  # the consumer protocol's subscription and assignment bytes
     "partitions.security.acls",
     "partitions.security.users",
     "partitions.security.tokens",
@@ -483,6 +486,90 @@ def test_the_front_door_asks_a_node_only_through_its_protocols(path: pathlib.Pat
     used = {m for m in _imported_modules(path) if m.split(".")[0] == "partitions"}
     allowed = FRONT_DOOR_MAY_USE | BUILDS_THE_NODE.get(path, set())
     assert used <= allowed, f"{path.relative_to(ROOT)} reaches into {sorted(used - allowed)}"
+
+
+# A group's protocol steps: a class of a door that defines two of them runs a group's state machine, whose
+# home is below the doors (partitions/groups/: the classic, consumer and HTTP groups' coordinators).
+GROUP_PROTOCOL_STEPS = {"join", "sync", "heartbeat", "leave", "tick", "expire_due", "check_commit"}
+
+
+def _group_state_machines(path: pathlib.Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            steps = {
+                f.name for f in node.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+            } & GROUP_PROTOCOL_STEPS
+            if len(steps) >= 2:
+                found.append(f"{node.name}: {', '.join(sorted(steps))}")
+    return found
+
+
+@pytest.mark.parametrize("path", FRONT_DOORS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_front_door_owns_no_group_state_machine(path: pathlib.Path) -> None:
+    """A door translates a group request to the coordinator below it (partitions/groups/) and back."""
+    assert _group_state_machines(path) == []
+
+
+def test_the_broker_speaks_no_kafka_wire() -> None:
+    """kio's classes and error codes are the Kafka door's: what a state machine below the doors answers a
+    Kafka client (the classic group coordinator's ``GroupCode``) is its own, and the door translates it."""
+    found = [
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in sorted((ROOT / "partitions").rglob("*.py"))
+        for module, _ in _imports(path)
+        if module.split(".")[0] == "kio"
+    ]
+    assert found == []
+
+
+def test_the_group_state_machine_rule_catches_one(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "class Groups:\n    def join(self): ...\n    async def heartbeat(self): ...\n"
+        "class Admission:\n    def leave(self): ...\n",
+        encoding="utf-8",
+    )
+    assert _group_state_machines(bad) == ["Groups: heartbeat, join"]
+    assert _group_state_machines(ROOT / "partitions" / "groups" / "classic.py") != []
+
+
+def _second_writes(path: pathlib.Path) -> list[str]:
+    """Methods that append records beside ``produce_batch``: a ``produce`` (or ``produce_*``) of a class."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        f"{node.name}.{f.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for f in node.body
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (f.name == "produce" or f.name.startswith("produce_"))
+        and f.name != "produce_batch"
+    ]
+
+
+def test_records_have_one_write() -> None:
+    """Every door's records reach a partition through ``DataService.produce_batch`` (the HTTP door encodes
+    its JSON records into a batch), so a produced batch meets every rule in one place: no service, stub or
+    door class keeps a write of its own."""
+    found = [
+        f"{path.relative_to(ROOT)}: {line}"
+        for package in ("partitions", "api", "kafka_api")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line in _second_writes(path)
+    ]
+    assert found == []
+
+
+def test_the_one_write_rule_catches_a_second(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "class Remote:\n    async def produce(self): ...\n    async def produce_batch(self): ...\n"
+        "async def produce(door, request): ...\n",
+        encoding="utf-8",
+    )
+    assert _second_writes(bad) == ["Remote.produce"]
 
 
 def _names_the_pickling_transport(path: pathlib.Path) -> bool:

@@ -57,6 +57,7 @@ from partitions.metadata.topic_changes import TopicChanges
 from partitions.operations.operator import Operator
 from partitions.peers.batches import peer_fetch_batches
 from partitions.peers.client import (
+    CALL_TIMEOUT_S_DEFAULT,
     PeerClient,
     credential_matches,
     internal_credential,
@@ -98,7 +99,7 @@ from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.log_format import needs_migration
-from raftlog.storage.manager import LogManager
+from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT, LogManager
 from raftlog.storage.space import DiskSpace
 
 CONTROLLER_VOTERS_MAX = 5
@@ -134,7 +135,7 @@ class NodeConfig:
     # the longest transaction.timeout.ms a transactional producer may ask for (Kafka's
     # transaction.max.timeout.ms)
     transaction_timeout_ms_max: int = TIMEOUT_MS_MAX_DEFAULT
-    retention_check_interval_ms: int = 60_000  # how often retention deletes old segments
+    retention_check_interval_ms: int = RETENTION_CHECK_MS_DEFAULT  # how often retention deletes old segments
     # Threads running large Raft journal syncs (write + fdatasync) off the driver thread (0: none), for
     # syncs of at least journal_sync_thread_min_bytes
     journal_sync_threads: int = JOURNAL_SYNC_THREADS_DEFAULT
@@ -156,7 +157,7 @@ class NodeConfig:
     # the rest (``raftlog serve --enforce-acls``); super users (user names) pass every check
     enforce_acls: bool = False
     super_users: frozenset[str] = frozenset()
-    peer_timeout_s: float = 15.0  # a call to another node, plus what it may wait for (a long poll)
+    peer_timeout_s: float = CALL_TIMEOUT_S_DEFAULT  # a call to another node, plus what it may wait for
     peer_ssl: ssl.SSLContext | None = (
         None  # HTTPS to the other nodes (their URLs say https): raftlog_node/tls.py
     )

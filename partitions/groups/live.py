@@ -1,6 +1,6 @@
-"""Groups whose members live outside the replicated table: Kafka clients' classic groups, which the Kafka
-door holds in its coordinator's memory (``kafka_api.groups``), as Kafka does between its writes of group
-metadata. The door hands its groups to the node's ``GroupCoordinator`` as a ``LiveGroups``; the
+"""Groups whose members live outside the replicated table: Kafka clients' classic groups, which their
+coordinator holds in memory (``partitions.groups.classic``), as Kafka does between its writes of
+group metadata. The door hands its groups to the node's ``GroupCoordinator`` as a ``LiveGroups``; the
 coordinator then lists, describes, deletes and fences one set of groups, whichever door their members use.
 """
 

@@ -35,6 +35,7 @@ IDLE_TICK_MS = 1000
 HANDLE_SWEEP_S = 2.0
 HANDLES_IDLE_S = 10.0
 OPEN_LOGS_MAX = 512
+RETENTION_CHECK_MS_DEFAULT = 60_000  # how often retention deletes old segments
 
 
 class LogManager:
@@ -42,7 +43,7 @@ class LogManager:
         self,
         root: str,
         clock: Callable[[], int] = wall_clock_ms,
-        retention_check_interval_ms: int = 60_000,
+        retention_check_interval_ms: int = RETENTION_CHECK_MS_DEFAULT,
         discard: Callable[[str], None] = os.unlink,
         handles_idle_s: float = HANDLES_IDLE_S,
         open_logs_max: int = OPEN_LOGS_MAX,

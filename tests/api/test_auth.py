@@ -20,7 +20,8 @@ import pytest
 from serve_args import args_for, token_file
 
 from raftlog_dev import dev
-from raftlog_node.serve import ServeConfigError, node_config
+from raftlog_node.options import ServeConfigError
+from raftlog_node.settings import node_config
 
 TOKEN = "admin-token-for-the-auth-test"
 

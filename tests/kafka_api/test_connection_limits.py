@@ -31,7 +31,7 @@ from kafka_fixtures import RawKafka
 from kafka_api import wire
 from raftlog_dev import dev
 from raftlog_dev.certificates import dev_certificates
-from raftlog_node.serve import TOKEN_ENV
+from raftlog_node.options import TOKEN_ENV
 
 TOKEN = "admin-token-for-the-kafka-limits-test"
 USER, PASSWORD = "alice", "alice's password"

@@ -31,9 +31,9 @@ from in_process import Served, configs, produce, until
 from test_sasl_clients import as_admin, curl, grant, make_user
 
 from kafka_api.door import Door
-from kafka_api.groups import ClassicGroups
 from kafka_api.server import KafkaServer
 from partitions import commands
+from partitions.groups.classic import ClassicGroups
 from partitions.metadata.service import AdminService
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_bench.kafka_peer import kafka_libs

@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from kafka_api import wire
-from kafka_api.groups import MEMBERS_MAX
+from partitions.groups.classic import MEMBERS_MAX
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
 

@@ -194,6 +194,16 @@ def test_a_refused_run_leaves_no_folder_it_made(tmp_path: pathlib.Path) -> None:
     assert not data.exists()  # not even an empty folder holding the lock
 
 
+def test_a_serve_option_every_node_would_refuse_is_refused_once_and_nothing_is_started(
+    tmp_path: pathlib.Path,
+) -> None:
+    data = tmp_path / "new-data"
+    result = raftlog("dev", "--nodes", "1", "--data-dir", str(data), "--serve-arg=--retention-chek-ms=200")
+    assert result.returncode == 2, result.stderr
+    assert "--serve-arg: no such option: --retention-chek-ms=200" in result.stderr
+    assert not data.exists()
+
+
 def test_a_dead_node_is_reported_with_its_last_error_not_its_last_line() -> None:
     lines = [
         "2026-11-25 10:00:00,000 INFO raftlog_node.serve: serving",

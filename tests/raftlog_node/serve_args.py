@@ -9,7 +9,8 @@ import zlib
 
 import pytest
 
-from raftlog_node.serve import SECRET_ENV, ServeConfigError, add_arguments, node_config
+from raftlog_node.options import SECRET_ENV, ServeConfigError, add_arguments
+from raftlog_node.settings import node_config
 
 
 def serve_args(*extra: str) -> argparse.Namespace:

@@ -14,15 +14,16 @@ from serve_args import args_for, token_file
 
 from kafka_api.auto_topics import TopicDefaults
 from partitions.controller.state import PARTITIONS_MAX
-from raftlog_node import serve
-from raftlog_node.serve import ServeConfigError, node_config
+from raftlog_node import settings
+from raftlog_node.options import TOKEN_ENV, ServeConfigError
+from raftlog_node.settings import node_config
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "example.com", "[::]"])
 def test_a_non_loopback_address_needs_authentication_or_an_explicit_closed_network(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
-    monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
     kafka = ["--http", "127.0.0.1:9001", "--kafka", f"{host}:9092", "--kafka-advertised", "h:1"]
     gossip = ["--gossip", "127.0.0.1:9201"]
     for exposed in (["--http", f"{host}:9001", *gossip], kafka):
@@ -41,7 +42,7 @@ def test_a_non_loopback_address_needs_authentication_or_an_explicit_closed_netwo
 def test_a_non_loopback_admin_api_needs_a_token(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
-    monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
     closed_network = ("--allow-unauthenticated", "--gossip", "127.0.0.1:9201")
     with pytest.raises(ServeConfigError, match="admin token"):
         node_config(args_for(tmp_path, "--http", f"{host}:9001", *closed_network))
@@ -49,7 +50,7 @@ def test_a_non_loopback_admin_api_needs_a_token(
         args_for(tmp_path, "--http", f"{host}:9001", *token_file(tmp_path), *closed_network)
     )
     assert token == "t0k"
-    monkeypatch.setenv(serve.TOKEN_ENV, "from-env")
+    monkeypatch.setenv(TOKEN_ENV, "from-env")
     _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001", *closed_network))
     assert token == "from-env"
 
@@ -75,7 +76,8 @@ def test_serve_exits_2_naming_a_non_loopback_address_and_the_ways_out(tmp_path: 
 
 def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_path: pathlib.Path) -> None:
     def delay(*extra: str) -> int:
-        return serve.group_initial_delay_ms(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        ready = settings.serve_settings(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        return ready.group_initial_delay_ms
 
     assert delay() == 3000 and delay("--group-initial-rebalance-delay-ms", "0") == 0
     for bad in ("-1", "300001"):
@@ -85,7 +87,8 @@ def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_
 
 def test_the_consumer_group_session_timeout_is_kafkas_by_default_and_bounded(tmp_path: pathlib.Path) -> None:
     def timeout(*extra: str) -> int:
-        return serve.consumer_session_timeout_ms(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        ready = settings.serve_settings(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        return ready.consumer_session_timeout_ms
 
     assert timeout() == 45_000 and timeout("--group-consumer-session-timeout-ms", "6000") == 6000
     for bad in ("999", "300001"):
@@ -107,7 +110,7 @@ def test_automatic_topic_creation_is_off_by_default_and_its_defaults_are_bounded
     tmp_path: pathlib.Path,
 ) -> None:
     def defaults(*extra: str) -> TopicDefaults:
-        return serve.topic_defaults(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        return settings.topic_defaults(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
 
     assert defaults() == TopicDefaults(auto_create=False, partitions=1, replication_factor=0)
     given = ("--auto-create-topics", "--num-partitions", "6", "--default-replication-factor", "2")
@@ -123,18 +126,18 @@ def test_automatic_topic_creation_is_off_by_default_and_its_defaults_are_bounded
 
 def test_super_users_are_user_names(tmp_path: pathlib.Path) -> None:
     names = ["--super-user", "admin", "--super-user", "ops@example.com", "--super-user", "admin"]
-    assert serve.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", *names)) == {
+    assert settings.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", *names)) == {
         "admin",
         "ops@example.com",
     }
     for bad, why in (("User:admin", "a user name \\(admin\\), not a principal"), ("", "must not be empty")):
         with pytest.raises(ServeConfigError, match=why):
-            serve.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", "--super-user", bad))
+            settings.super_users(args_for(tmp_path, "--http", "127.0.0.1:9001", "--super-user", bad))
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
 def test_loopback_needs_no_token(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
-    monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
     _, _, token = node_config(args_for(tmp_path, "--http", f"{host}:9001"))
     assert token is None
 

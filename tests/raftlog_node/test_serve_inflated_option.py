@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from serve_args import check_int_option, serve_args
 
-from raftlog_node.serve import INFLATED_BATCH_MAX_MIB_DEFAULT, node_config
+from raftlog_node.options import INFLATED_BATCH_MAX_MIB_DEFAULT
+from raftlog_node.settings import node_config
 
 MiB = 1024 * 1024
 

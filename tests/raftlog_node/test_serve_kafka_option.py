@@ -8,15 +8,9 @@ import pytest
 from serve_args import check_int_option, serve_args
 
 from kafka_api.limits import Limits
-from raftlog_node.serve import (
-    KAFKA_LIMIT_OPTIONS,
-    SECRET_ENV,
-    ServeConfigError,
-    kafka_cluster_id,
-    kafka_limits,
-    kafka_listener,
-    node_config,
-)
+from raftlog_node.options import KAFKA_LIMITS, SECRET_ENV, Option, ServeConfigError
+from raftlog_node.serve import kafka_cluster_id
+from raftlog_node.settings import kafka_limits, kafka_listener, node_config
 
 
 def test_the_advertised_address_reaches_the_node_config(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,11 +48,11 @@ def test_the_cluster_id_is_the_same_for_a_secret_and_reveals_nothing_of_it() -> 
     assert len(kafka_cluster_id(secret)) == 22 and "0123" not in kafka_cluster_id(secret)
 
 
-@pytest.mark.parametrize(("option", "_field", "default", "_what"), KAFKA_LIMIT_OPTIONS)
+@pytest.mark.parametrize("option", KAFKA_LIMITS, ids=lambda option: option.flag)
 def test_each_kafka_limit_has_a_default_and_refuses_what_is_not_positive(
-    monkeypatch: pytest.MonkeyPatch, option: str, _field: str, default: int, _what: str
+    monkeypatch: pytest.MonkeyPatch, option: Option
 ) -> None:
-    check_int_option(monkeypatch, option, default, "5", ("0", "-1"))
+    check_int_option(monkeypatch, option.flag, option.default, "5", ("0", "-1"))
 
 
 def test_the_kafka_limit_options_reach_the_listener_in_their_units() -> None:

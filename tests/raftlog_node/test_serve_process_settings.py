@@ -12,7 +12,8 @@ import pytest
 from serve_args import check_int_option, serve_args
 
 from partitions.broker.node import JOURNAL_SYNC_THREADS_DEFAULT
-from raftlog_node.serve import MALLOC_KEEP_MIB_DEFAULT, node_config
+from raftlog_node.process import MALLOC_KEEP_MIB_DEFAULT
+from raftlog_node.settings import node_config
 
 # Run in a child process: malloc's settings are process-wide. Prints how many bytes a 16 MiB buffer
 # added to glibc's mmapped regions (mallinfo2().hblkhd) after tune_malloc(KEEP).

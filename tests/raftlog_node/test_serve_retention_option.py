@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from serve_args import serve_args
 
-from raftlog_node.serve import RETENTION_CHECK_MS_DEFAULT, SECRET_ENV, ServeConfigError, node_config
+from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT
+from raftlog_node.options import SECRET_ENV, ServeConfigError
+from raftlog_node.settings import node_config
 
 
 def test_retention_check_interval_reaches_the_node_config(monkeypatch: pytest.MonkeyPatch) -> None:

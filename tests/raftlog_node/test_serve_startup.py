@@ -25,7 +25,8 @@ from serve_args import args_for, token_file
 from raftlog_contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
 from raftlog_dev import dev
 from raftlog_dev.certificates import dev_certificates
-from raftlog_node.serve import SECRET_ENV, TOKEN_ENV, ServeConfigError, node_config
+from raftlog_node.options import SECRET_ENV, TOKEN_ENV, ServeConfigError
+from raftlog_node.settings import node_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = {key: value for key, value in os.environ.items() if key not in (SECRET_ENV, TOKEN_ENV)}

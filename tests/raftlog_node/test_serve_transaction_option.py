@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from serve_args import check_int_option, serve_args
 
-from raftlog_node.serve import node_config
+from raftlog_node.settings import node_config
 
 
 def test_the_transaction_timeout_bound_reaches_the_node(monkeypatch: pytest.MonkeyPatch) -> None:

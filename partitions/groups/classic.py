@@ -37,11 +37,10 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from kio.schema.errors import ErrorCode
-
-from kafka_api.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
-from kafka_api.group_members import (
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.classic_members import (
     Group,
+    GroupCode,
     GroupRefusal,
     GroupState,
     InitialDelay,
@@ -50,7 +49,7 @@ from kafka_api.group_members import (
     MemberIdRequired,
     fail,
 )
-from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
 from partitions.groups.coordinator import Recorded
 from partitions.groups.live import LiveGroup, LiveMember
 from partitions.groups.state import ClassicMember
@@ -143,7 +142,7 @@ class ClassicGroups:
         recorded = self._records.recorded(name)
         if recorded is None:
             self.drop(name)
-            raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {name!r}")
+            raise GroupRefusal(GroupCode.not_coordinator, f"this node does not coordinate group {name!r}")
         group = self.groups.get(name)
         if group is not None and group.term == recorded.term:
             return group
@@ -166,7 +165,7 @@ class ClassicGroups:
         (a commit before its members' first heartbeat here)."""
         recorded = self._records.recorded(name)
         if recorded is None:
-            raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {name!r}")
+            raise GroupRefusal(GroupCode.not_coordinator, f"this node does not coordinate group {name!r}")
         group = self.groups.get(name)
         if group is not None and group.term == recorded.term:
             return group
@@ -237,7 +236,7 @@ class ClassicGroups:
         if group is None:
             return
         for member in group.members.values():
-            fail(member, GroupRefusal(ErrorCode.not_coordinator, f"no longer the coordinator of {name!r}"))
+            fail(member, GroupRefusal(GroupCode.not_coordinator, f"no longer the coordinator of {name!r}"))
 
     # -- JoinGroup -----------------------------------------------------------------------------------
 
@@ -262,25 +261,25 @@ class ClassicGroups:
         once, as Kafka gives it."""
         if not SESSION_TIMEOUT_MIN_MS <= session_timeout_ms <= SESSION_TIMEOUT_MAX_MS:
             raise GroupRefusal(
-                ErrorCode.invalid_session_timeout,
+                GroupCode.invalid_session_timeout,
                 f"session timeout {session_timeout_ms} ms: must be in "
                 f"[{SESSION_TIMEOUT_MIN_MS}, {SESSION_TIMEOUT_MAX_MS}]",
             )
         if not protocols or not protocol_type:
             raise GroupRefusal(
-                ErrorCode.inconsistent_group_protocol, "a member needs a protocol type and protocols"
+                GroupCode.inconsistent_group_protocol, "a member needs a protocol type and protocols"
             )
         group = self.group(name, now_ms)
         if group.members and group.protocol_type != protocol_type:
             raise GroupRefusal(
-                ErrorCode.inconsistent_group_protocol,
+                GroupCode.inconsistent_group_protocol,
                 f"protocol type {protocol_type!r}: the group's is {group.protocol_type!r}",
             )
         names = {p for p, _ in protocols}
         others = [m for m in group.members.values() if m.member_id != member_id]
         if others and not any(all(p in {q for q, _ in m.protocols} for m in others) for p in names):
             raise GroupRefusal(
-                ErrorCode.inconsistent_group_protocol, "no protocol in common with the group's members"
+                GroupCode.inconsistent_group_protocol, "no protocol in common with the group's members"
             )
         replaced = None
         if instance_id is not None:
@@ -288,7 +287,7 @@ class ClassicGroups:
             if member_id:  # a known static member rejoining: it must be the instance's member now
                 if replaced is None:
                     raise GroupRefusal(
-                        ErrorCode.unknown_member_id, f"instance {instance_id!r} is not in group {name!r}"
+                        GroupCode.unknown_member_id, f"instance {instance_id!r} is not in group {name!r}"
                     )
                 group.check_instance(member_id, instance_id)
                 replaced = None
@@ -297,14 +296,14 @@ class ClassicGroups:
         if not member_id:
             if len(group.members) + len(group.pending) >= MEMBERS_MAX:
                 raise GroupRefusal(
-                    ErrorCode.group_max_size_reached, f"group {name!r} has {MEMBERS_MAX} members"
+                    GroupCode.group_max_size_reached, f"group {name!r} has {MEMBERS_MAX} members"
                 )
             member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
             if require_known_id and instance_id is None:
                 group.pending[member_id] = now_ms
                 raise MemberIdRequired(member_id)
         elif member_id not in group.members and group.pending.pop(member_id, None) is None:
-            raise GroupRefusal(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
+            raise GroupRefusal(GroupCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
         member = group.members.get(member_id)
         if member is None:
             member = group.members[member_id] = Member(
@@ -323,7 +322,7 @@ class ClassicGroups:
             member.protocols = tuple(protocols)
             member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
             member.last_seen_ms = now_ms
-            fail(member, GroupRefusal(ErrorCode.rebalance_in_progress, "joined again"))
+            fail(member, GroupRefusal(GroupCode.rebalance_in_progress, "joined again"))
         group.protocol_type = protocol_type
         joining = member.joining = asyncio.get_running_loop().create_future()
         if group.state is not GroupState.PREPARING_REBALANCE:
@@ -344,7 +343,7 @@ class ClassicGroups:
         the old one is fenced. A Stable group whose chosen protocol's metadata is unchanged answers at
         once with its generation (no rebalance: the other members never notice); otherwise the group
         rebalances as for any join."""
-        fail(old, GroupRefusal(ErrorCode.fenced_instance_id, "a newer member has its instance id"))
+        fail(old, GroupRefusal(GroupCode.fenced_instance_id, "a newer member has its instance id"))
         member = Member(
             f"{old.instance_id}-{uuid.uuid4()}",
             client_id,
@@ -403,7 +402,7 @@ class ClassicGroups:
         group.rebalance_deadline_ms = now_ms + longest
         for member in group.members.values():  # a sync waiting on the old generation will not complete
             if member.syncing is not None and not member.syncing.done():
-                member.syncing.set_exception(GroupRefusal(ErrorCode.rebalance_in_progress))
+                member.syncing.set_exception(GroupRefusal(GroupCode.rebalance_in_progress))
             member.syncing = None
 
     def _maybe_complete(self, group: Group, now_ms: int, ticked: bool = False) -> None:
@@ -474,7 +473,7 @@ class ClassicGroups:
         member.last_seen_ms = now_ms
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         if group.state is GroupState.PREPARING_REBALANCE:
-            raise GroupRefusal(ErrorCode.rebalance_in_progress)
+            raise GroupRefusal(GroupCode.rebalance_in_progress)
         if group.state is GroupState.STABLE:
             future.set_result(member.assignment)
             return future
@@ -518,13 +517,13 @@ class ClassicGroups:
         group.check_instance(member_id, instance_id)
         member = group.members.get(member_id)
         if member is None:
-            raise GroupRefusal(ErrorCode.unknown_member_id)
+            raise GroupRefusal(GroupCode.unknown_member_id)
         member.last_seen_ms = now_ms
         if group.state is GroupState.PREPARING_REBALANCE:
-            raise GroupRefusal(ErrorCode.rebalance_in_progress)
+            raise GroupRefusal(GroupCode.rebalance_in_progress)
         group.check_member(member_id, generation)
 
-    def leave(self, name: str, leaving: Sequence[tuple[str, str | None]], now_ms: int) -> list[ErrorCode]:
+    def leave(self, name: str, leaving: Sequence[tuple[str, str | None]], now_ms: int) -> list[GroupCode]:
         """Each (member id, instance id) leaves; its answer, in order. A static member is named by its
         instance id (an admin's removal gives no member id); a member id given with it must be the
         instance's, else FENCED_INSTANCE_ID."""
@@ -533,15 +532,15 @@ class ClassicGroups:
         for member_id, instance_id in leaving:
             holder = group.members.get(member_id) if instance_id is None else group.static(instance_id)
             if holder is not None and instance_id is not None and member_id and holder.member_id != member_id:
-                answers.append(ErrorCode.fenced_instance_id)
+                answers.append(GroupCode.fenced_instance_id)
                 continue
             if holder is None:
-                answers.append(ErrorCode.unknown_member_id)
+                answers.append(GroupCode.unknown_member_id)
                 continue
             del group.members[holder.member_id]
-            fail(holder, GroupRefusal(ErrorCode.unknown_member_id, "left the group"))
-            answers.append(ErrorCode.none)
-        if ErrorCode.none in answers:
+            fail(holder, GroupRefusal(GroupCode.unknown_member_id, "left the group"))
+            answers.append(GroupCode.none)
+        if GroupCode.none in answers:
             self._rebalance_after_loss(group, now_ms)
         return answers
 
@@ -566,12 +565,12 @@ class ClassicGroups:
         if generation < 0 and not member_id:
             if group is not None and group.members:
                 raise GroupRefusal(
-                    ErrorCode.unknown_member_id,
+                    GroupCode.unknown_member_id,
                     f"group {name!r} has {len(group.members)} member(s): only they may commit its offsets",
                 )
             return
         if group is None:
-            raise GroupRefusal(ErrorCode.unknown_member_id, f"group {name!r} has no members here")
+            raise GroupRefusal(GroupCode.unknown_member_id, f"group {name!r} has no members here")
         if not group.members and group.protocol and member_id and 1 <= generation == group.generation:
             # a record of the release before, which wrote generations without members: the generation it
             # recorded vouches for its members until they join here, as then
@@ -579,7 +578,7 @@ class ClassicGroups:
         group.check_instance(member_id, instance_id)
         group.check_member(member_id, generation)
         if group.state is GroupState.COMPLETING_REBALANCE:
-            raise GroupRefusal(ErrorCode.rebalance_in_progress)
+            raise GroupRefusal(GroupCode.rebalance_in_progress)
 
     def check_txn_commit(
         self, name: str, member_id: str, generation: int, instance_id: str | None = None
@@ -592,11 +591,11 @@ class ClassicGroups:
         if group is not None:
             group.check_instance(member_id, instance_id)
         if member_id and (group is None or member_id not in group.members):
-            raise GroupRefusal(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
+            raise GroupRefusal(GroupCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
         current = group.generation if group is not None else 0
         if generation >= 0 and generation != current:
             raise GroupRefusal(
-                ErrorCode.illegal_generation, f"generation {generation}: the group is at {current}"
+                GroupCode.illegal_generation, f"generation {generation}: the group is at {current}"
             )
 
     def subscribed_topics(self, name: str) -> frozenset[str] | None:
@@ -610,7 +609,7 @@ class ClassicGroups:
             return None
         if group.protocol_type != "consumer":
             raise GroupRefusal(
-                ErrorCode.non_empty_group,
+                GroupCode.non_empty_group,
                 f"group {name!r} has {len(group.members)} member(s) of protocol type {group.protocol_type!r}",
             )
         topics: set[str] = set()
@@ -623,7 +622,7 @@ class ClassicGroups:
     def _known(self, name: str, now_ms: int) -> Group:
         group = self._current(name, now_ms)
         if group is None:
-            raise GroupRefusal(ErrorCode.unknown_member_id, f"group {name!r} has no members here")
+            raise GroupRefusal(GroupCode.unknown_member_id, f"group {name!r} has no members here")
         return group
 
     # -- time ----------------------------------------------------------------------------------------
@@ -646,7 +645,7 @@ class ClassicGroups:
             ]
             for member_id in expired:
                 fail(
-                    group.members.pop(member_id), GroupRefusal(ErrorCode.unknown_member_id, "session expired")
+                    group.members.pop(member_id), GroupRefusal(GroupCode.unknown_member_id, "session expired")
                 )
             stale = [i for i, at in group.pending.items() if now_ms - at > SESSION_TIMEOUT_MAX_MS]
             for member_id in stale:
@@ -703,10 +702,10 @@ def _loaded(name: str, recorded: Recorded, now_ms: int) -> Group:
 def _not_written(exc: RaftlogError) -> GroupRefusal:
     """Kafka's answer to a group metadata write that failed (its appendGroupMetadataErrorToResponseError)."""
     if isinstance(exc, RecordTooLarge):
-        return GroupRefusal(ErrorCode.unknown_server_error, str(exc))
+        return GroupRefusal(GroupCode.unknown_server_error, str(exc))
     if isinstance(exc, NotLeader | NoLeader | GroupClosed):
-        return GroupRefusal(ErrorCode.not_coordinator, str(exc))
-    return GroupRefusal(ErrorCode.coordinator_not_available, str(exc))
+        return GroupRefusal(GroupCode.not_coordinator, str(exc))
+    return GroupRefusal(GroupCode.coordinator_not_available, str(exc))
 
 
 def _vote(members: list[Member]) -> str:

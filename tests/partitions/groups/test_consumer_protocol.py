@@ -1,5 +1,5 @@
-"""The consumer protocol's bytes (``kafka_api.consumer_protocol``): what is written reads back, and bytes
-that are not an assignment or a subscription are refused, never read past their end or into a huge
+"""The consumer protocol's bytes (``partitions.groups.consumer_protocol``): what is written reads back, and
+bytes that are not an assignment or a subscription are refused, never read past their end or into a huge
 allocation."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import struct
 
 import pytest
 
-from kafka_api.consumer_protocol import (
+from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer_protocol import (
     NotAnAssignment,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from partitions.groups.assignors import TopicPartition
 
 
 def test_an_assignment_reads_back_and_later_versions_fields_are_ignored() -> None:

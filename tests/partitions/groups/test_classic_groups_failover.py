@@ -1,6 +1,6 @@
-"""A classic group outlives its coordinator (``kafka_api.groups`` over the node's real group coordinator
-and group table): what a rebalance completes is written before the members learn it, and the node that
-takes over the group's ``__consumer_groups`` partition runs the group on, Stable, with its members,
+"""A classic group outlives its coordinator (``partitions.groups.classic`` over the node's real group
+coordinator and group table): what a rebalance completes is written before the members learn it, and the
+node that takes over the group's ``__consumer_groups`` partition runs the group on, Stable, with its members,
 generation and assignments, as Kafka's new coordinator loads it. Two nodes' coordinators share one
 replicated table here; the clock is the test's."""
 
@@ -10,11 +10,10 @@ import asyncio
 
 import msgpack
 import pytest
-from kio.schema.errors import ErrorCode
 
-from kafka_api.group_members import GroupRefusal, GroupState, Joined
-from kafka_api.groups import ClassicGroups
 from partitions.features import RAFTLOG_VERSION, Features
+from partitions.groups.classic import ClassicGroups
+from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupState, Joined
 from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
@@ -128,13 +127,13 @@ async def test_a_new_coordinator_runs_the_group_on_with_its_members_generation_a
     assert await second.sync("g", b.member_id, 1, {}, 10_200) == b"B"  # a Stable group's answer
     with pytest.raises(GroupRefusal) as stale:
         second.check_commit("g", b.member_id, 0)
-    assert stale.value.code is ErrorCode.illegal_generation
+    assert stale.value.code is GroupCode.illegal_generation
     with pytest.raises(GroupRefusal) as unknown:
         second.heartbeat("g", "someone-else", 1, 10_200)
-    assert unknown.value.code is ErrorCode.unknown_member_id
+    assert unknown.value.code is GroupCode.unknown_member_id
     with pytest.raises(GroupRefusal) as moved:  # the old coordinator lets go
         first.heartbeat("g", a.member_id, 1, 10_300)
-    assert moved.value.code is ErrorCode.not_coordinator and "g" not in first.groups
+    assert moved.value.code is GroupCode.not_coordinator and "g" not in first.groups
 
 
 async def test_a_commit_before_the_members_call_the_new_coordinator_is_checked_against_the_table() -> None:
@@ -144,9 +143,9 @@ async def test_a_commit_before_the_members_call_the_new_coordinator_is_checked_a
     second = _node(shared, "n2")
     second.check_commit("g", a.member_id, 1)  # no call, no tick yet: the table vouches for the members
     for member_id, generation, code in (
-        (a.member_id, 2, ErrorCode.illegal_generation),
-        ("stranger", 1, ErrorCode.unknown_member_id),
-        ("", -1, ErrorCode.unknown_member_id),  # from outside the group while it has members
+        (a.member_id, 2, GroupCode.illegal_generation),
+        ("stranger", 1, GroupCode.unknown_member_id),
+        ("", -1, GroupCode.unknown_member_id),  # from outside the group while it has members
     ):
         with pytest.raises(GroupRefusal) as refused:
             second.check_commit("g", member_id, generation)
@@ -163,7 +162,7 @@ async def test_a_rejoin_with_a_known_member_id_after_a_failover_is_a_normal_reba
     assert second.groups["g"].state is GroupState.PREPARING_REBALANCE
     with pytest.raises(GroupRefusal) as told:
         second.heartbeat("g", b.member_id, 1, 110)
-    assert told.value.code is ErrorCode.rebalance_in_progress
+    assert told.value.code is GroupCode.rebalance_in_progress
     b_again = _join(second, b.member_id, 120)
     rejoined = await asyncio.gather(a_again, b_again)
     assert {j.generation for j in rejoined} == {2} and {j.member_id for j in rejoined} == {
@@ -224,12 +223,12 @@ async def test_members_learn_their_assignment_only_once_it_is_written() -> None:
 @pytest.mark.parametrize(
     ("failure", "code"),
     [
-        (OutcomeUnknown("__consumer_groups-0", "no majority answered"), ErrorCode.coordinator_not_available),
-        (NotLeader("__consumer_groups-0", "n2"), ErrorCode.not_coordinator),
+        (OutcomeUnknown("__consumer_groups-0", "no majority answered"), GroupCode.coordinator_not_available),
+        (NotLeader("__consumer_groups-0", "n2"), GroupCode.not_coordinator),
     ],
 )
 async def test_a_failed_write_answers_every_member_kafkas_error_and_the_group_rebalances(
-    failure: Exception, code: ErrorCode
+    failure: Exception, code: GroupCode
 ) -> None:
     shared = Replicated()
     groups = _node(shared, "n1")
@@ -262,7 +261,7 @@ async def test_a_member_past_the_bound_of_its_metadata_is_answered_unknown_serve
     alone = await joined
     with pytest.raises(GroupRefusal) as refused:
         await groups.sync("g", alone.member_id, 1, {alone.member_id: b"A"}, 2)
-    assert refused.value.code is ErrorCode.unknown_server_error
+    assert refused.value.code is GroupCode.unknown_server_error
     assert "g" not in shared.tables[0].groups
 
 
@@ -280,7 +279,7 @@ async def test_static_members_survive_a_failover_and_a_restart_after_it_is_writt
     assert _recorded(shared) == (1, {back.member_id: b"A", b.member_id: b"B"})
     with pytest.raises(GroupRefusal) as fenced:
         second.heartbeat("g", a.member_id, 1, 210, "static-a")
-    assert fenced.value.code is ErrorCode.fenced_instance_id
+    assert fenced.value.code is GroupCode.fenced_instance_id
     shared.failover("n1")  # and back: the new incarnation is the one the next coordinator knows
     first = _node(shared, "n1")
     first.heartbeat("g", back.member_id, 1, 300, "static-a")
@@ -300,7 +299,7 @@ async def test_a_group_recorded_by_the_release_before_loads_empty_at_its_generat
         groups.check_commit("g", "member-of-before", 3)
     with pytest.raises(GroupRefusal) as unknown:
         groups.heartbeat("g", "member-of-before", 4, 10)
-    assert unknown.value.code is ErrorCode.unknown_member_id
+    assert unknown.value.code is GroupCode.unknown_member_id
     joined = _join(groups, "", 20)
     groups.tick(21)
     assert (await joined).generation == 5  # its generations go on
@@ -313,7 +312,7 @@ async def test_a_static_members_replacement_that_is_not_written_is_reverted() ->
     shared.failing = OutcomeUnknown("__consumer_groups-0", "no majority answered")
     with pytest.raises(GroupRefusal) as refused:
         await _join(groups, "", 100, instance="static-a")
-    assert refused.value.code is ErrorCode.coordinator_not_available
+    assert refused.value.code is GroupCode.coordinator_not_available
     group = groups.groups["g"]
     assert set(group.members) == {a.member_id, b.member_id} and group.leader == a.member_id
     assert group.state is GroupState.STABLE and _recorded(shared) == (
@@ -348,7 +347,7 @@ async def test_a_coordinator_that_leads_the_group_again_later_runs_it_as_written
     first.heartbeat("g", b.member_id, 2, 200)
     with pytest.raises(GroupRefusal) as stale:
         first.heartbeat("g", b.member_id, 1, 200)
-    assert stale.value.code is ErrorCode.illegal_generation
+    assert stale.value.code is GroupCode.illegal_generation
     assert await first.sync("g", a.member_id, 2, {}, 210) == b"AB"
 
 

@@ -1,15 +1,14 @@
-"""The classic group protocol's state machine (``kafka_api.groups``), on a clock the test moves."""
+"""The classic group protocol's state machine (``partitions.groups.classic``), on a clock the test moves."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from kio.schema.errors import ErrorCode
 
-from kafka_api.consumer_protocol import encode_subscription
-from kafka_api.group_members import GroupRefusal, GroupState, Joined, MemberIdRequired
-from kafka_api.groups import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
+from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
+from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupState, Joined, MemberIdRequired
+from partitions.groups.consumer_protocol import encode_subscription
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
 
@@ -51,7 +50,7 @@ async def test_three_members_join_sync_and_get_the_leaders_assignment() -> None:
     assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE and not b_join.done()
     with pytest.raises(GroupRefusal) as refused:
         groups.heartbeat("g", a, 1, 20)
-    assert refused.value.code is ErrorCode.rebalance_in_progress
+    assert refused.value.code is GroupCode.rebalance_in_progress
     a_join = _join(groups, a, 30)
     results = await asyncio.gather(a_join, b_join, c_join)
     assert {r.generation for r in results} == {2}
@@ -69,7 +68,7 @@ async def test_three_members_join_sync_and_get_the_leaders_assignment() -> None:
     groups.heartbeat("g", ids[2], 2, 43)
     with pytest.raises(GroupRefusal) as stale:
         groups.heartbeat("g", ids[2], 1, 44)
-    assert stale.value.code is ErrorCode.illegal_generation
+    assert stale.value.code is GroupCode.illegal_generation
 
 
 async def test_a_member_that_does_not_rejoin_in_time_is_dropped_and_one_that_leaves_rebalances() -> None:
@@ -83,8 +82,8 @@ async def test_a_member_that_does_not_rejoin_in_time_is_dropped_and_one_that_lea
     assert joined.generation == 2 and [m for m, _ in joined.members] == [joined.member_id]
     assert a not in groups.groups["g"].members
     assert groups.leave("g", [(joined.member_id, None), ("nobody", None)], 1300) == [
-        ErrorCode.none,
-        ErrorCode.unknown_member_id,
+        GroupCode.none,
+        GroupCode.unknown_member_id,
     ]
     assert groups.groups["g"].state is GroupState.EMPTY
 
@@ -96,17 +95,17 @@ async def test_sessions_expire_and_commits_are_fenced_by_generation() -> None:
     groups.check_commit("g", joined.member_id, 1)
     with pytest.raises(GroupRefusal) as outside:  # Kafka's rule: from outside only while it has no members
         groups.check_commit("g", "", -1)
-    assert outside.value.code is ErrorCode.unknown_member_id
+    assert outside.value.code is GroupCode.unknown_member_id
     with pytest.raises(GroupRefusal) as old:
         groups.check_commit("g", joined.member_id, 0)
-    assert old.value.code is ErrorCode.illegal_generation
+    assert old.value.code is GroupCode.illegal_generation
     groups.tick(2000)
     assert joined.member_id in groups.groups["g"].members
     groups.tick(3500)  # no heartbeat for longer than the 3 s session
     assert joined.member_id not in groups.groups["g"].members
     with pytest.raises(GroupRefusal) as gone:
         groups.check_commit("g", joined.member_id, 1)
-    assert gone.value.code is ErrorCode.unknown_member_id
+    assert gone.value.code is GroupCode.unknown_member_id
     groups.check_commit("g", "", -1)  # empty now: a consumer outside group management (or a reset) may
 
 
@@ -130,10 +129,10 @@ async def test_new_members_get_an_id_first_and_protocols_must_overlap() -> None:
     assert joined.member_id == member_id
     with pytest.raises(GroupRefusal) as unknown:
         _join(groups, "made-up", 2)
-    assert unknown.value.code is ErrorCode.unknown_member_id
+    assert unknown.value.code is GroupCode.unknown_member_id
     with pytest.raises(GroupRefusal) as disjoint:
         _join(groups, "", 3, protocols=[("sticky", b"")])
-    assert disjoint.value.code is ErrorCode.inconsistent_group_protocol
+    assert disjoint.value.code is GroupCode.inconsistent_group_protocol
 
 
 async def test_a_coordinator_that_loses_the_group_fails_its_waiting_members() -> None:
@@ -143,7 +142,7 @@ async def test_a_coordinator_that_loses_the_group_fails_its_waiting_members() ->
     groups.drop("g")
     with pytest.raises(GroupRefusal) as lost:
         await waiting
-    assert lost.value.code is ErrorCode.not_coordinator and "g" not in groups.groups and a
+    assert lost.value.code is GroupCode.not_coordinator and "g" not in groups.groups and a
 
 
 async def _stable_pair(groups: ClassicGroups) -> tuple[str, str]:
@@ -170,10 +169,10 @@ async def test_a_static_member_back_from_a_restart_takes_its_place_without_a_reb
     groups.heartbeat("g", a, 2, 1002, "a")  # the other member goes on at its generation
     with pytest.raises(GroupRefusal) as fenced:
         groups.heartbeat("g", b, 2, 1003, "b")
-    assert fenced.value.code is ErrorCode.fenced_instance_id, "the old incarnation is fenced"
+    assert fenced.value.code is GroupCode.fenced_instance_id, "the old incarnation is fenced"
     with pytest.raises(GroupRefusal) as fenced:
         groups.check_commit("g", b, 2, "b")
-    assert fenced.value.code is ErrorCode.fenced_instance_id
+    assert fenced.value.code is GroupCode.fenced_instance_id
 
 
 async def test_transactional_commits_are_fenced_by_what_they_name_as_kafka_s_coordinator_does() -> None:
@@ -185,11 +184,11 @@ async def test_transactional_commits_are_fenced_by_what_they_name_as_kafka_s_coo
     groups.check_txn_commit("g", "", -1)  # unlike OffsetCommit: allowed while the group has members
     groups.check_txn_commit("g", b, -1)  # a member without its generation
     refusals = {
-        "a zombie's generation": (("g", a, 1, "a"), ErrorCode.illegal_generation),
-        "a member that left": (("g", "gone", 2, None), ErrorCode.unknown_member_id),
-        "a generation alone, from outside": (("g", "", 1, None), ErrorCode.illegal_generation),
-        "an instance another member holds": (("g", a, 2, "b"), ErrorCode.fenced_instance_id),
-        "a group this coordinator has no member of": (("other", a, 2, None), ErrorCode.unknown_member_id),
+        "a zombie's generation": (("g", a, 1, "a"), GroupCode.illegal_generation),
+        "a member that left": (("g", "gone", 2, None), GroupCode.unknown_member_id),
+        "a generation alone, from outside": (("g", "", 1, None), GroupCode.illegal_generation),
+        "an instance another member holds": (("g", a, 2, "b"), GroupCode.fenced_instance_id),
+        "a group this coordinator has no member of": (("other", a, 2, None), GroupCode.unknown_member_id),
     }
     for what, (arguments, code) in refusals.items():
         with pytest.raises(GroupRefusal) as refused:
@@ -198,7 +197,7 @@ async def test_transactional_commits_are_fenced_by_what_they_name_as_kafka_s_coo
     back = await _join(groups, "", 1000, instance="b")  # a new incarnation of "b": the old one is fenced
     with pytest.raises(GroupRefusal) as fenced:
         groups.check_txn_commit("g", b, 2, "b")
-    assert fenced.value.code is ErrorCode.fenced_instance_id
+    assert fenced.value.code is GroupCode.fenced_instance_id
     groups.check_txn_commit("g", back.member_id, 2, "b")
 
 
@@ -221,12 +220,12 @@ async def test_static_members_join_at_once_and_leave_by_instance_id_or_are_fence
     a, b = await _stable_pair(groups)  # neither was asked to join again for an id (MEMBER_ID_REQUIRED)
     with pytest.raises(GroupRefusal) as unknown:
         _join(groups, "made-up", 100, instance="c")
-    assert unknown.value.code is ErrorCode.unknown_member_id
+    assert unknown.value.code is GroupCode.unknown_member_id
     with pytest.raises(GroupRefusal) as fenced:
         _join(groups, a, 100, instance="b")
-    assert fenced.value.code is ErrorCode.fenced_instance_id
+    assert fenced.value.code is GroupCode.fenced_instance_id
     answers = groups.leave("g", [("", "b"), (b, "a"), ("", "zz")], 200)  # an admin's removal names instances
-    assert answers == [ErrorCode.none, ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id]
+    assert answers == [GroupCode.none, GroupCode.fenced_instance_id, GroupCode.unknown_member_id]
     assert list(groups.groups["g"].members) == [a]
     assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE
     live = groups.live("g")
@@ -270,7 +269,7 @@ async def test_the_initial_delay_extends_while_new_members_come_within_the_rebal
 async def test_a_group_that_emptied_waits_the_initial_delay_again_and_the_delay_is_bounded() -> None:
     groups = ClassicGroups(initial_delay_ms=500)
     a = (await _alone(groups, 0)).member_id
-    assert groups.leave("g", [(a, None)], 600) == [ErrorCode.none]
+    assert groups.leave("g", [(a, None)], 600) == [GroupCode.none]
     assert groups.groups["g"].state is GroupState.EMPTY
     back = _join(groups, "", 700)
     groups.tick(1199)
@@ -304,4 +303,4 @@ async def test_offset_delete_spares_what_consumers_subscribe_to_and_refuses_othe
     await connect
     with pytest.raises(GroupRefusal) as refused:
         groups.subscribed_topics("workers")
-    assert refused.value.code is ErrorCode.non_empty_group
+    assert refused.value.code is GroupCode.non_empty_group

@@ -1,4 +1,4 @@
-"""A classic group's members as its coordinator holds them (``kafka_api.groups``): the group's state,
+"""A classic group's members as its coordinator holds them (``partitions.groups.classic``): the group's state,
 generation, leader and members, and the checks that fence a call (a member of another generation, or a
 static member's older incarnation: KIP-345's instance ids)."""
 
@@ -8,8 +8,6 @@ import asyncio
 import enum
 from dataclasses import dataclass, field
 
-from kio.schema.errors import ErrorCode
-
 
 class GroupState(enum.Enum):
     EMPTY = "Empty"
@@ -18,9 +16,31 @@ class GroupState(enum.Enum):
     STABLE = "Stable"
 
 
+class GroupCode(enum.IntEnum):
+    """How the classic protocol answers a member: Kafka's error codes, by their names and numbers (the Kafka
+    door sends them as they are)."""
+
+    none = 0
+    unknown_server_error = -1
+    coordinator_not_available = 15
+    not_coordinator = 16
+    illegal_generation = 22
+    inconsistent_group_protocol = 23
+    unknown_member_id = 25
+    invalid_session_timeout = 26
+    rebalance_in_progress = 27
+    non_empty_group = 68
+    member_id_required = 79
+    group_max_size_reached = 81
+    fenced_instance_id = 82
+
+
 class GroupRefusal(Exception):
-    def __init__(self, code: ErrorCode, message: str = "") -> None:
-        super().__init__(message or code.name)
+    """A group call refused with a Kafka error code: the classic coordinator's ``GroupCode``, or one the
+    Kafka door refuses it with before it reaches the coordinator (an ACL, a group id)."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message or getattr(code, "name", str(code)))
         self.code = code
 
 
@@ -83,11 +103,11 @@ class Group:
         member = self.members.get(member_id)
         if member is None:
             raise GroupRefusal(
-                ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {self.name!r}"
+                GroupCode.unknown_member_id, f"member {member_id!r} is not in group {self.name!r}"
             )
         if generation != self.generation:
             raise GroupRefusal(
-                ErrorCode.illegal_generation, f"generation {generation}: the group is at {self.generation}"
+                GroupCode.illegal_generation, f"generation {generation}: the group is at {self.generation}"
             )
         return member
 
@@ -100,14 +120,14 @@ class Group:
         holder = None if instance_id is None else self.static(instance_id)
         if holder is not None and holder.member_id != member_id:
             raise GroupRefusal(
-                ErrorCode.fenced_instance_id,
+                GroupCode.fenced_instance_id,
                 f"instance {instance_id!r} of group {self.name!r} is now member {holder.member_id!r}",
             )
 
 
 class MemberIdRequired(GroupRefusal):
     def __init__(self, member_id: str) -> None:
-        super().__init__(ErrorCode.member_id_required, "join again with the member id given")
+        super().__init__(GroupCode.member_id_required, "join again with the member id given")
         self.member_id = member_id
 
 
