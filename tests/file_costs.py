@@ -1,0 +1,74 @@
+"""Each test file's cost in seconds (its tests' set-up, call and tear-down summed), kept in
+``file_costs.json`` beside this file, from a JUnit report of a whole run:
+
+    .venv/bin/python -m pytest -n 2 --dist loadfile --junitxml=run.xml
+    .venv/bin/python tests/file_costs.py run.xml
+
+``tests/conftest.py`` hands the files to the two workers dearest first (so the last ones to finish are
+short and both workers end together), and ``--files-under SECONDS`` (``make unit-fast``) keeps the cheap
+files only. A file the table does not know yet counts as ``UNKNOWN_S`` in the order, and stays in the
+cheap tier (it is likely the one being worked on)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+TABLE = pathlib.Path(__file__).with_name("file_costs.json")
+UNKNOWN_S = 10.0
+
+
+def load() -> dict[str, float]:
+    """``tests/x/test_y.py`` -> seconds; empty when the table is missing or unreadable."""
+    try:
+        table = json.loads(TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(path): float(seconds) for path, seconds in table.items()}
+
+
+def schedule(
+    items: list[T], path_of: Callable[[T], str], costs: dict[str, float], under: float | None = None
+) -> tuple[list[T], list[T]]:
+    """The items to run, their files dearest first (a file's items keep their order), and those left out:
+    the items of files that cost ``under`` seconds or more in the table, when ``under`` is given."""
+
+    def cost(item: T) -> float:
+        return costs.get(path_of(item), UNKNOWN_S)
+
+    def dear(item: T) -> bool:  # a file not measured yet stays: it is likely the one being worked on
+        return under is not None and costs.get(path_of(item), 0.0) >= under
+
+    kept = [item for item in items if not dear(item)]
+    dropped = [item for item in items if dear(item)]
+    return sorted(kept, key=lambda item: -cost(item)), dropped  # sorted is stable
+
+
+def from_junit(report: pathlib.Path) -> dict[str, float]:
+    """Seconds per test file of a pytest JUnit report (classname ``tests.x.test_y[.Class]``)."""
+    costs: Counter[str] = Counter()
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        parts = [part for part in case.get("classname", "").split(".") if not part[:1].isupper()]
+        costs["/".join(parts) + ".py"] += float(case.get("time") or 0.0)
+    return {path: round(seconds, 1) for path, seconds in sorted(costs.items())}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python tests/file_costs.py JUNIT.xml", file=sys.stderr)
+        return 2
+    costs = from_junit(pathlib.Path(argv[0]))
+    TABLE.write_text(json.dumps(costs, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(costs)} files, {sum(costs.values()):.0f} s summed -> {TABLE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
