@@ -3,12 +3,14 @@ process it starts, takes its own part of the range ``raftlog_dev.dev.free_port``
 clusters never pick the same port between the check and the bind.
 
 The files run dearest first (``file_costs.py``; with ``--dist loadfile --no-loadscope-reorder`` the workers
-take them in that order, so both end together on short files), and ``--files-under SECONDS`` keeps only
+take them in that order, so both end together on short files; the folders whose tests share a costly
+session fixture go to one worker whole), and ``--files-under SECONDS`` keeps only
 the files that cost less (``make unit-fast``)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
 import pytest
@@ -42,3 +44,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = kept
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which answers loadfile too
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, but a folder of ``file_costs.SHARED_SESSION_FOLDERS`` is one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    class SharedFolderScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return file_costs.scope_of(nodeid)
+
+    log("scheduling: loadfile, with these folders whole:", *file_costs.SHARED_SESSION_FOLDERS)
+
+    return SharedFolderScheduling(config, log)

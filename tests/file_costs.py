@@ -5,9 +5,10 @@
     .venv/bin/python tests/file_costs.py run.xml
 
 ``tests/conftest.py`` hands the files to the two workers dearest first (so the last ones to finish are
-short and both workers end together), and ``--files-under SECONDS`` (``make unit-fast``) keeps the cheap
-files only. A file the table does not know yet counts as ``UNKNOWN_S`` in the order, and stays in the
-cheap tier (it is likely the one being worked on)."""
+short and both workers end together; a folder of SHARED_SESSION_FOLDERS goes to one worker whole), and
+``--files-under SECONDS`` (``make unit-fast``) keeps the cheap files only. A file the table does not know
+yet counts as ``UNKNOWN_S`` in the order, and stays in the cheap tier (it is likely the one being worked
+on)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import json
 import pathlib
 import sys
 import xml.etree.ElementTree as ElementTree
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -32,6 +33,19 @@ def load() -> dict[str, float]:
     except (OSError, ValueError):
         return {}
     return {str(path): float(seconds) for path, seconds in table.items()}
+
+
+# Folders whose tests share session fixtures that cost much to start (Apache Kafka's cluster beside
+# raftlog's, the SparkSession and its cluster): one worker takes each folder whole, so those start once per
+# run instead of once on each worker.
+SHARED_SESSION_FOLDERS = ("tests/kafka_reference/", "tests/spark/")
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit a worker takes whole: the test's folder when it is one of SHARED_SESSION_FOLDERS, else
+    its file (``--dist loadfile``)."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_SESSION_FOLDERS if path.startswith(folder)), path)
 
 
 def schedule(
@@ -53,7 +67,7 @@ def schedule(
 
 def from_junit(report: pathlib.Path) -> dict[str, float]:
     """Seconds per test file of a pytest JUnit report (classname ``tests.x.test_y[.Class]``)."""
-    costs: Counter[str] = Counter()
+    costs: defaultdict[str, float] = defaultdict(float)
     for case in ElementTree.parse(report).getroot().iter("testcase"):
         parts = [part for part in case.get("classname", "").split(".") if not part[:1].isupper()]
         costs["/".join(parts) + ".py"] += float(case.get("time") or 0.0)

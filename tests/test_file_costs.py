@@ -56,3 +56,12 @@ def test_files_under_keeps_the_cheap_files_and_those_not_measured_yet() -> None:
     kept, dropped = file_costs.schedule(ITEMS, _path, COSTS, under=5.0)
     assert [_path(item) for item in kept] == ["unknown.py"] * 2 + ["cheap.py"] * 2
     assert [_path(item) for item in dropped] == ["dear.py"] * 2 + ["middle.py"] * 2
+
+
+def test_a_folder_sharing_a_session_fixture_is_one_unit_and_any_other_test_goes_with_its_file() -> None:
+    assert (
+        file_costs.scope_of("tests/kafka_reference/test_connect.py::test_a[kafka]")
+        == "tests/kafka_reference/"
+    )
+    assert file_costs.scope_of("tests/spark/test_spark_read.py::test_b") == "tests/spark/"
+    assert file_costs.scope_of("tests/kafka_api/test_x.py::TestY::test_z") == "tests/kafka_api/test_x.py"
