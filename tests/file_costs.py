@@ -57,8 +57,14 @@ def schedule(
     def cost(item: T) -> float:
         return costs.get(path_of(item), UNKNOWN_S)
 
+    def measured(item: T) -> float:  # a folder run whole costs what its files cost together
+        scope = scope_of(path_of(item))
+        if scope.endswith("/"):
+            return sum(seconds for path, seconds in costs.items() if path.startswith(scope))
+        return costs.get(scope, 0.0)
+
     def dear(item: T) -> bool:  # a file not measured yet stays: it is likely the one being worked on
-        return under is not None and costs.get(path_of(item), 0.0) >= under
+        return under is not None and measured(item) >= under
 
     kept = [item for item in items if not dear(item)]
     dropped = [item for item in items if dear(item)]

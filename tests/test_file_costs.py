@@ -65,3 +65,11 @@ def test_a_folder_sharing_a_session_fixture_is_one_unit_and_any_other_test_goes_
     )
     assert file_costs.scope_of("tests/spark/test_spark_read.py::test_b") == "tests/spark/"
     assert file_costs.scope_of("tests/kafka_api/test_x.py::TestY::test_z") == "tests/kafka_api/test_x.py"
+
+
+def test_files_under_leaves_out_a_shared_folder_by_what_its_files_cost_together() -> None:
+    """A cheap file of tests/kafka_reference still starts Kafka's cluster: the folder counts as a whole."""
+    items = ["tests/kafka_reference/test_cheap.py::test_1", "tests/kafka_reference/test_dear.py::test_1"]
+    costs = {"tests/kafka_reference/test_cheap.py": 1.5, "tests/kafka_reference/test_dear.py": 400.0}
+    kept, dropped = file_costs.schedule(items, _path, costs, under=10.0)
+    assert kept == [] and dropped == items
