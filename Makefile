@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev examples test lint typecheck unit bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups
+.PHONY: dev examples test lint typecheck unit unit-fast bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -24,9 +24,23 @@ lint: bootstrap
 typecheck: bootstrap
 	.venv/bin/mypy raftlog partitions membership api raftlog_client raftlog_contract raftlog_bench raftlog_cli jepsen raftlog_spark kafka_api raftlog_node raftlog_dev
 
+# Byte-code caches stay on for the tests even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE=1): otherwise each worker's collection rewrites and compiles every test module
+# again, and every node and command process the tests start compiles the project's modules from source
+# (about a third of a node's start-up CPU). __pycache__ is git-ignored.
+TEST_ENV = PYTHONDONTWRITEBYTECODE=
+
 # Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
+# The files go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
+# both workers finish together.
 unit: bootstrap
-	.venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=15
+	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+
+# The quick tier while working: only the files that cost under FAST_FILE_S seconds each in the last whole
+# run (tests/file_costs.json; no application scenario, no JVM, no browser), a few minutes on 2 cores.
+FAST_FILE_S ?= 10
+unit-fast: bootstrap
+	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --files-under $(FAST_FILE_S)
 
 test: lint typecheck unit
 

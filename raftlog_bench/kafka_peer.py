@@ -201,8 +201,14 @@ class KafkaCluster:
             (self._java("kafka.Kafka", config, logs=logs), os.path.join(node, "stdout.log"))
             for node, config, logs in configs
         ]
-        self._processes = [self._launch(i) for i in range(NODES)]
-        self._wait_ready()
+        self._processes = []
+        try:
+            for i in range(NODES):
+                self._processes.append(self._launch(i))
+            self._wait_ready()
+        except BaseException:  # a broker that could not start: none of the others outlives the failure
+            self.stop()
+            raise
 
     def _launch(self, index: int) -> subprocess.Popen[bytes]:
         command, stdout = self._commands[index]

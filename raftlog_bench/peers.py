@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -46,14 +47,33 @@ class PeerMissing(RuntimeError):
     """A peer's server or client is not installed; the message names the set-up command."""
 
 
+# Where free_ports chooses: below the kernel's ephemeral range (32768-60999), which every outgoing
+# connection on the machine draws its own port from, so a port chosen here is not taken by one in the
+# seconds before a JVM binds it; RAFTLOG_FREE_PORTS=LOW-HIGH narrows it, as for ``raftlog dev``'s ports
+# (the test workers each set their own part).
+FREE_PORTS = range(10_000, 32_000)
+FREE_PORTS_ENV = "RAFTLOG_FREE_PORTS"
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports free on 127.0.0.1 right now."""
-    sockets = []
+    """``count`` distinct TCP ports free on 127.0.0.1 right now, chosen at random in FREE_PORTS (or
+    FREE_PORTS_ENV's range)."""
+    low, _, high = os.environ.get(FREE_PORTS_ENV, "").partition("-")
+    ports = range(int(low), int(high)) if low.isdigit() and high.isdigit() else FREE_PORTS
+    sockets: list[socket.socket] = []
     try:
-        for _ in range(count):
+        for port in random.sample(ports, min(len(ports), 50 * count + 100)):
+            if len(sockets) == count:
+                break
             probe = socket.socket()
-            probe.bind(("127.0.0.1", 0))
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                probe.close()
+                continue
             sockets.append(probe)
+        if len(sockets) < count:
+            raise RuntimeError(f"not {count} free ports in {ports.start}-{ports.stop - 1}")
         return [int(s.getsockname()[1]) for s in sockets]
     finally:
         for probe in sockets:

@@ -8,6 +8,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+if __name__ == "__main__":
+    # kio (the Kafka schemas) registers a hypothesis strategy per type when hypothesis can be imported,
+    # which costs a node process ~0.5 s of CPU at every start where the test tools are installed; a node
+    # never generates test data.
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+
 from raftlog_node import logs, options, serve
 
 

@@ -1,10 +1,19 @@
 """Parallel test workers (``pytest -n 2``, pytest-xdist) choose ports side by side: each worker, and every
 process it starts, takes its own part of the range ``raftlog_dev.dev.free_port`` chooses from, so two workers'
-clusters never pick the same port between the check and the bind."""
+clusters never pick the same port between the check and the bind.
+
+The files run dearest first (``file_costs.py``; with ``--dist loadfile --no-loadscope-reorder`` the workers
+take them in that order, so both end together on short files; the folders whose tests share a costly
+session fixture go to one worker whole), and ``--files-under SECONDS`` keeps only
+the files that cost less (``make unit-fast``)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
+
+import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
+import pytest
 
 from raftlog_dev import dev
 
@@ -14,3 +23,40 @@ if _worker.startswith("gw") and dev.PORTS_ENV not in os.environ:
     _width = len(dev.UNEPHEMERAL_PORTS) // max(_count, 1)
     _low = dev.UNEPHEMERAL_PORTS.start + _index * _width
     os.environ[dev.PORTS_ENV] = f"{_low}-{_low + _width}"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--files-under",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="run only the test files that cost less than SECONDS in tests/file_costs.json (make unit-fast)",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def path_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    kept, dropped = file_costs.schedule(items, path_of, file_costs.load(), config.getoption("--files-under"))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which answers loadfile too
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, but a folder of ``file_costs.SHARED_SESSION_FOLDERS`` is one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    class SharedFolderScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return file_costs.scope_of(nodeid)
+
+    log("scheduling: loadfile, with these folders whole:", *file_costs.SHARED_SESSION_FOLDERS)
+
+    return SharedFolderScheduling(config, log)

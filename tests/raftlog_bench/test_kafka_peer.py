@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from raftlog_bench.kafka_peer import kafka_libs, node_properties
+from raftlog_bench.kafka_peer import KafkaCluster, kafka_libs, node_properties
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,3 +66,24 @@ def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-kafka-")]  # cleaned up
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", "a Kafka JVM outlived the benchmark"
+
+
+def test_a_broker_that_cannot_start_leaves_no_other_broker_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second broker cannot be started: start fails, and the first, already running, is stopped (a
+    test fixture failing here leaves no JVM behind for the rest of the run)."""
+    kafka_libs()
+    cluster = KafkaCluster(str(tmp_path))
+    launch = cluster._launch
+
+    def second_fails(index: int) -> subprocess.Popen[bytes]:
+        if index == 1:
+            raise OSError("kafka2: cannot start")
+        return launch(index)
+
+    monkeypatch.setattr(cluster, "_launch", second_fails)
+    with pytest.raises(OSError, match="kafka2: cannot start"):
+        cluster.start()
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert left.stdout.strip() == "", "a broker outlived the failed start"

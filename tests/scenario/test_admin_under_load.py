@@ -95,6 +95,16 @@ class Workload:
                     self.consumed[partition].append(record.value.decode())
                     offset = record.offset + 1
 
+    async def advanced(self, by: int = 5) -> None:
+        """Until every partition has ``by`` more acknowledged writes than now: the workload really runs
+        across whatever comes next (a fixed sleep proves nothing on a loaded machine)."""
+        goal = {partition: len(acked) + by for partition, acked in self.acked.items()}
+
+        async def there() -> bool:
+            return all(len(self.acked[partition]) >= count for partition, count in goal.items())
+
+        await until(f"{by} more writes acknowledged on every partition", there)
+
     async def finish(self, admin: RaftlogClient) -> None:
         self.stop.set()
         await asyncio.wait_for(asyncio.gather(*self.tasks), WAIT_S)
@@ -163,7 +173,7 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
             await admin.create_topic("w", partitions=3, replication_factor=2)
             workload = Workload(cluster.urls, "w", 3)
             workload.start()
-            await asyncio.sleep(1)
+            await workload.advanced()
 
             # bad requests: 4xx, and nothing changes
             before = await replica_sets(admin, "w")
@@ -277,7 +287,7 @@ def test_maintenance_balancer_and_decommission_under_load(cluster: ProcessCluste
             await admin.create_topic("lead", partitions=6, replication_factor=3)
             workload = Workload(cluster.urls, "w", 3)
             workload.start()
-            await asyncio.sleep(1)
+            await workload.advanced()
 
             async def leads(node: str) -> int:
                 rows = await admin.cluster.nodes()
@@ -355,7 +365,7 @@ def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: path
             await admin.create_topic("w", partitions=2, replication_factor=2)
             workload = Workload(cluster.urls[:3], "w", 2)
             workload.start()
-            await asyncio.sleep(1)
+            await workload.advanced()
             replicas = (await admin.cluster.move_progress("w", 0))["replicas"]
             await admin.cluster.move_replicas("w", 0, ["n4", replicas[1]])
 
@@ -365,7 +375,7 @@ def test_a_node_that_joins_by_gossip_receives_replicas_under_load(tmp_path: path
 
             await until("move of w/0 onto n4", moved)
             assert (await admin.cluster.transfer_leadership("w", 0, "n4"))["leader"] == "n4"
-            await asyncio.sleep(1)  # the workload keeps writing through the new leader
+            await workload.advanced()  # the workload keeps writing through the new leader
             await workload.finish(admin)
             await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
         async with RaftlogClient([cluster.url("n4")], admin_token=TOKEN, retries=40) as via_joined:
@@ -389,7 +399,7 @@ def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessClus
             await admin.create_topic("lead", partitions=6, replication_factor=3)
             workload = Workload(cluster.urls, "w", 2)
             workload.start()
-            await asyncio.sleep(1)
+            await workload.advanced()
             replicas = (await admin.cluster.move_progress("w", 0))["replicas"]
             spare = next(n for n in ("n1", "n2", "n3") if n not in replicas)
             target = [spare, replicas[1]]
@@ -424,7 +434,7 @@ def test_a_move_survives_the_crash_of_the_controller_leader(cluster: ProcessClus
                 return led[controller] >= max(led.values()) - 1
 
             await until(f"{controller} leads again after its restart", rebalanced)
-            await asyncio.sleep(1)
+            await workload.advanced()
             await workload.finish(admin)
             await until("full replication", lambda: fully_replicated(admin, "w", 2, 2))
 

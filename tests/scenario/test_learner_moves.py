@@ -36,7 +36,7 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
             await admin.create_topic("w", partitions=1, replication_factor=3)
             workload = Workload(cluster.urls, "w", 1)
             workload.start()
-            await asyncio.sleep(1)
+            await workload.advanced()
             state = await admin.cluster.partition_state("w", 0)
             replicas = [r["node"] for r in state["replicas"]]
             leader = state["leader"]
@@ -59,7 +59,7 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
             silent = stays[0]
             cluster.pause(silent)
             before = len(workload.acked[0])
-            await asyncio.sleep(4)
+            await asyncio.sleep(4)  # a window for the joiner to be made a voter, which it must not be
             during = len(workload.acked[0]) - before
             rows = (await admin.cluster.partition_state("w", 0))["replicas"]
             assert any(r["node"] == joiner and r["role"] == "learner" for r in rows), rows

@@ -126,6 +126,15 @@ class OtherProducer:
                 index += 1
                 await asyncio.sleep(0.02)
 
+    async def advanced(self, by: int) -> None:
+        """Until ``by`` more produces are acknowledged than now (or the producer stopped on failures)."""
+        goal = self.acked + by
+
+        async def there() -> bool:
+            return self.acked >= goal or bool(self.failures)
+
+        await until(f"{by} more produces to other groups", there)
+
     async def finish(self) -> None:
         self.stop.set()
         if self.task is not None:
@@ -181,7 +190,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
             elections = {n: await _elections(session, u) for n, u in url.items()}
             others = OtherProducer(cluster.urls)
             others.start()
-            await asyncio.sleep(1)
+            await others.advanced(10)  # running before the move
 
             moved_at = time.monotonic()
             target = [leader, spare]
@@ -199,7 +208,7 @@ def test_a_replica_recovering_300_mb_stalls_no_other_group_on_its_node(cluster: 
 
             await until("move of big/0 and the new replica's recovery", moved_and_recovered, timeout_s=90)
             recovered_s = time.monotonic() - moved_at
-            await asyncio.sleep(1)
+            await others.advanced(10)  # and still after it
             await others.finish()
 
             terms_after = {

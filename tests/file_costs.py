@@ -1,0 +1,94 @@
+"""Each test file's cost in seconds (its tests' set-up, call and tear-down summed), kept in
+``file_costs.json`` beside this file, from a JUnit report of a whole run:
+
+    .venv/bin/python -m pytest -n 2 --dist loadfile --junitxml=run.xml
+    .venv/bin/python tests/file_costs.py run.xml
+
+``tests/conftest.py`` hands the files to the two workers dearest first (so the last ones to finish are
+short and both workers end together; a folder of SHARED_SESSION_FOLDERS goes to one worker whole), and
+``--files-under SECONDS`` (``make unit-fast``) keeps the cheap files only. A file the table does not know
+yet counts as ``UNKNOWN_S`` in the order, and stays in the cheap tier (it is likely the one being worked
+on)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import xml.etree.ElementTree as ElementTree
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+TABLE = pathlib.Path(__file__).with_name("file_costs.json")
+UNKNOWN_S = 10.0
+
+
+def load() -> dict[str, float]:
+    """``tests/x/test_y.py`` -> seconds; empty when the table is missing or unreadable."""
+    try:
+        table = json.loads(TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(path): float(seconds) for path, seconds in table.items()}
+
+
+# Folders whose tests share session fixtures that cost much to start (Apache Kafka's cluster beside
+# raftlog's, the SparkSession and its cluster): one worker takes each folder whole, so those start once per
+# run instead of once on each worker.
+SHARED_SESSION_FOLDERS = ("tests/kafka_reference/", "tests/spark/")
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit a worker takes whole: the test's folder when it is one of SHARED_SESSION_FOLDERS, else
+    its file (``--dist loadfile``)."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_SESSION_FOLDERS if path.startswith(folder)), path)
+
+
+def schedule(
+    items: list[T], path_of: Callable[[T], str], costs: dict[str, float], under: float | None = None
+) -> tuple[list[T], list[T]]:
+    """The items to run, their files dearest first (a file's items keep their order), and those left out:
+    the items of files that cost ``under`` seconds or more in the table, when ``under`` is given."""
+
+    def cost(item: T) -> float:
+        return costs.get(path_of(item), UNKNOWN_S)
+
+    def measured(item: T) -> float:  # a folder run whole costs what its files cost together
+        scope = scope_of(path_of(item))
+        if scope.endswith("/"):
+            return sum(seconds for path, seconds in costs.items() if path.startswith(scope))
+        return costs.get(scope, 0.0)
+
+    def dear(item: T) -> bool:  # a file not measured yet stays: it is likely the one being worked on
+        return under is not None and measured(item) >= under
+
+    kept = [item for item in items if not dear(item)]
+    dropped = [item for item in items if dear(item)]
+    return sorted(kept, key=lambda item: -cost(item)), dropped  # sorted is stable
+
+
+def from_junit(report: pathlib.Path) -> dict[str, float]:
+    """Seconds per test file of a pytest JUnit report (classname ``tests.x.test_y[.Class]``)."""
+    costs: defaultdict[str, float] = defaultdict(float)
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        parts = [part for part in case.get("classname", "").split(".") if not part[:1].isupper()]
+        costs["/".join(parts) + ".py"] += float(case.get("time") or 0.0)
+    return {path: round(seconds, 1) for path, seconds in sorted(costs.items())}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python tests/file_costs.py JUNIT.xml", file=sys.stderr)
+        return 2
+    costs = from_junit(pathlib.Path(argv[0]))
+    TABLE.write_text(json.dumps(costs, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(costs)} files, {sum(costs.values()):.0f} s summed -> {TABLE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,39 @@
+"""The benchmark peers' ports (Apache Kafka's, the tests' reference cluster among them) come from below the
+ephemeral range, as ``raftlog dev``'s do, and from a test worker's own part of it."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from raftlog_bench import peers
+from raftlog_dev import dev
+
+
+def test_the_range_and_its_variable_are_raftlog_devs() -> None:
+    assert peers.FREE_PORTS == dev.UNEPHEMERAL_PORTS
+    assert peers.FREE_PORTS_ENV == dev.PORTS_ENV
+
+
+def test_ports_are_distinct_free_and_in_the_workers_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(peers.FREE_PORTS_ENV, "20000-20050")
+    held = socket.socket()
+    held.bind(("127.0.0.1", 20000))  # taken: never handed out
+    try:
+        for _ in range(20):
+            ports = peers.free_ports(9)
+            assert len(set(ports)) == 9 and all(20001 <= port < 20050 for port in ports), ports
+    finally:
+        held.close()
+
+
+def test_without_the_variable_no_port_is_ephemeral(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(peers.FREE_PORTS_ENV, raising=False)
+    assert all(10_000 <= port < 32_000 for port in peers.free_ports(30))
+
+
+def test_a_range_too_small_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(peers.FREE_PORTS_ENV, "20000-20003")
+    with pytest.raises(RuntimeError, match="not 9 free ports in 20000-20002"):
+        peers.free_ports(9)
