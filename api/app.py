@@ -77,6 +77,7 @@ from api.http_limits import GUARD, SERVER_HEADER, Guard, HttpLimits
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
+from partitions import errors as broker_errors
 from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.peers.cluster import FrontDoor
@@ -367,6 +368,8 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
         headers["WWW-Authenticate"] = 'Basic realm="raftlog"' if basic else 'Bearer realm="raftlog"'
     if isinstance(error, TooManyLoginFailures):
         headers["Retry-After"] = str(math.ceil(error.retry_after_s))
+    if isinstance(error, broker_errors.QuotaExceeded):
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_ms / 1000)))
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = ", ".join(error.allowed)
     if mapped.status >= 500 and not mapped.retriable:

@@ -73,6 +73,7 @@ from kafka_api.offset_for_leader_epoch import offset_for_leader_epoch
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
 from kafka_api.producer_state_apis import describe_producers, write_txn_markers
+from kafka_api.quota_apis import alter_client_quotas, describe_client_quotas
 from kafka_api.replica_apis import (
     alter_partition_reassignments,
     elect_leaders,
@@ -215,6 +216,8 @@ APIS: dict[int, Api] = {
         Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),
         Api(75, "DescribeTopicPartitions", 0, 0, describe_topic_partitions,
             "DESCRIBE topic (others left out of all topics)"),
+        Api(48, "DescribeClientQuotas", 0, 1, describe_client_quotas, "DESCRIBE_CONFIGS cluster"),
+        Api(49, "AlterClientQuotas", 0, 1, alter_client_quotas, "ALTER_CONFIGS cluster"),
     )
 }
 # fmt: on

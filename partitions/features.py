@@ -23,7 +23,7 @@ from partitions.errors import FeatureUpdateRefused
 
 RAFTLOG_VERSION = "raftlog.version"
 BASE_LEVEL = 1  # a feature the metadata never named: release 0.1.0's formats
-SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2}
+SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 3}
 """The highest level of each feature this code reads and writes (what it gossips)."""
 LEVELS: Mapping[str, Mapping[int, str]] = {
     RAFTLOG_VERSION: {
@@ -31,6 +31,7 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
         "owner, share groups (KIP-932)",
+        3: "release 0.3.0's formats: client quotas in the controller's metadata",
     },
 }
 
@@ -57,6 +58,9 @@ PRODUCER_OWNERS = Format(
 )
 SHARE_GROUPS = Format(
     "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
+)
+CLIENT_QUOTAS = Format(
+    "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 3
 )
 
 # arguments of peer operations a node of 0.1.0 refuses (an unknown argument, or value type), left out of a
