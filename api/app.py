@@ -35,6 +35,7 @@ from api import (
     acls,
     admin,
     auth,
+    client_quotas,
     cluster_metrics,
     console,
     consumers,
@@ -78,6 +79,7 @@ from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
 from partitions import errors as broker_errors
+from partitions.controller.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.peers.cluster import FrontDoor
@@ -233,7 +235,8 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", _TOPIC, records.produce_to_topic, "produce", "Produce records (key -> murmur2 partition)",
         "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
-        errors=(404, 413, 415, 422, 504, 507), write=True, access=needs(topic(WRITE)),
+        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
+        quota=PRODUCER_BYTE_RATE,
     ),
     Operation(
         "GET", f"{_TOPIC}/partitions", topics.get_partitions, "listPartitions",
@@ -249,7 +252,8 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
         ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None),),
-        errors=(404, 413, 415, 422, 504, 507), write=True, access=needs(topic(WRITE)),
+        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
+        quota=PRODUCER_BYTE_RATE,
     ),
     Operation(
         "GET", f"{_PARTITION}/offsets", records.get_offsets, "getOffsets",
@@ -266,7 +270,8 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "GET", f"{_PARTITION}/records", records.fetch, "fetch", "Fetch committed records (long poll)",
-        "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 406, 416), long_poll=True,
+        "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 406, 416, 429), long_poll=True,
+        quota=CONSUMER_BYTE_RATE,
         ok_type=JSON_V2, ok_alternatives=(
             (BINARY_V2, "FetchResponse"), (COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None),
             (RECORD_BATCH, None),
@@ -548,7 +553,7 @@ def _bind(operation: Operation) -> Handler:
                 check_name(value, f"path parameter {param}")
         if operation.access is not None:
             access.check(request, operation.access)  # the route's ACLs (api/access.py)
-        response = await serve(request)
+        response = await client_quotas.served(request, operation.quota, serve)
         if response.content_type == PLAIN_JSON and negotiation.is_json(chosen) and chosen != PLAIN_JSON:
             response.content_type = chosen  # the same JSON, labelled as the client asked
         return response

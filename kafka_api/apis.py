@@ -51,6 +51,7 @@ from kafka_api.consumer_group_apis import consumer_group_describe, consumer_grou
 from kafka_api.delete_records import delete_records
 from kafka_api.describe_topic_partitions import describe_topic_partitions
 from kafka_api.door import Door
+from kafka_api.feature_apis import update_features
 from kafka_api.fetch import fetch
 from kafka_api.group_apis import (
     delete_groups,
@@ -216,6 +217,7 @@ APIS: dict[int, Api] = {
         Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),
         Api(75, "DescribeTopicPartitions", 0, 0, describe_topic_partitions,
             "DESCRIBE topic (others left out of all topics)"),
+        Api(57, "UpdateFeatures", 0, 2, update_features, "ALTER cluster"),
         Api(48, "DescribeClientQuotas", 0, 1, describe_client_quotas, "DESCRIBE_CONFIGS cluster"),
         Api(49, "AlterClientQuotas", 0, 1, alter_client_quotas, "ALTER_CONFIGS cluster"),
     )

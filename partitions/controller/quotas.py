@@ -143,10 +143,12 @@ def rows(command: AlterClientQuotas) -> list[object]:
 
 
 def from_rows(value: object) -> AlterClientQuotas:
+    if not isinstance(value, list):
+        raise InvalidCommand(f"malformed client quotas {str(value)[:80]!r}")
     try:
         changes = tuple(
             QuotaChange(_entity_row(entity_row), tuple((str(k), _value(v)) for k, v in changes))
-            for entity_row, changes in value  # type: ignore[union-attr]
+            for entity_row, changes in value
         )
     except (TypeError, ValueError):
         raise InvalidCommand(f"malformed client quotas {str(value)[:80]!r}") from None
@@ -162,11 +164,13 @@ def snapshot_rows(quotas: Mapping[Entity, Mapping[str, float]]) -> list[object]:
     ]
 
 
-def from_snapshot(value: list[object]) -> dict[Entity, dict[str, float]]:
-    return {
-        _entity_row(entity_row): {str(k): float(v) for k, v in values.items()}
-        for entity_row, values in value  # type: ignore[misc, attr-defined]
-    }
+def from_snapshot(value: list[list[object]]) -> dict[Entity, dict[str, float]]:
+    restored: dict[Entity, dict[str, float]] = {}
+    for entity_row, values in value:
+        if not isinstance(values, dict):
+            raise ValueError(f"malformed client quotas of {entity_row!r} in a snapshot")
+        restored[_entity_row(entity_row)] = {str(k): float(v) for k, v in values.items()}
+    return restored
 
 
 def _order(item: tuple[Entity, Mapping[str, float]]) -> list[tuple[str, str]]:
