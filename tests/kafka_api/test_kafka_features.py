@@ -26,3 +26,24 @@ def test_kafka_features_describe_shows_the_finalized_level(kafka_cluster: LocalC
     )
     assert fields["FinalizedVersionLevel"] == str(SUPPORTED[RAFTLOG_VERSION])  # a new cluster: the newest
     assert int(fields["Epoch"]) > 0
+
+
+def test_kafka_features_upgrade_raises_to_what_every_node_supports_and_refuses_a_downgrade(
+    kafka_cluster: LocalCluster,
+) -> None:
+    def features(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.FeatureCommand",
+             "--bootstrap-server", kafka_cluster.bootstrap_servers, *args],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    top = SUPPORTED[RAFTLOG_VERSION]
+    same = features("upgrade", "--feature", f"{RAFTLOG_VERSION}={top}")
+    assert same.returncode == 0, same.stdout + same.stderr
+    down = features("downgrade", "--feature", f"{RAFTLOG_VERSION}=1")
+    assert down.returncode != 0 and "downgrade is refused" in down.stdout + down.stderr, (
+        down.stdout + down.stderr
+    )
+    beyond = features("upgrade", "--feature", f"{RAFTLOG_VERSION}={top + 1}")
+    assert beyond.returncode != 0 and f"supports levels 1..{top}" in beyond.stdout + beyond.stderr
