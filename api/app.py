@@ -79,13 +79,13 @@ from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
 from partitions import errors as broker_errors
-from partitions.controller.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.holds import RequestBytes
 from partitions.security.login_failures import LoginFailures
+from partitions.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog.histogram import HistogramSnapshot

@@ -15,9 +15,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from api import state
-from partitions.controller.quotas import CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, describe
 from partitions.errors import QuotaExceeded
-from partitions.security.quotas import ClientQuotas
+from partitions.security.quotas import CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotas, describe
 
 CLIENT_ID = ""
 

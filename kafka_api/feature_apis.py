@@ -62,7 +62,7 @@ async def update_features(door: Door, request: wire.Request) -> Any:
         if request.api_version >= 2:
             return answer(code, str(exc), {})
         failed = getattr(exc, "feature", "")
-        per = {
+        per: dict[str, tuple[ErrorCode, str | None]] = {
             name: (code, str(exc)) if name == failed or not failed else (ErrorCode.none, None)
             for name, _ in updates
         }

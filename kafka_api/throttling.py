@@ -22,8 +22,12 @@ import dataclasses
 import datetime
 from typing import Any
 
-from partitions.controller.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
-from partitions.security.quotas import ClientQuotas
+from partitions.security.quotas import (
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+    ClientQuotas,
+)
 
 PRODUCE, FETCH = 0, 1
 CLIENT_THROTTLES_FROM = {PRODUCE: 6, FETCH: 8}  # KIP-219: below, the broker holds the answer back instead

@@ -18,22 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidCommand, InvalidQuota
+from partitions.security.quotas import CLIENT_ID, ENTITY_TYPES, IP, KEYS, USER, Entity, describe
 
-USER, CLIENT_ID, IP = "user", "client-id", "ip"
-ENTITY_TYPES = (USER, CLIENT_ID)  # in the order an entity's components are kept
-PRODUCER_BYTE_RATE = "producer_byte_rate"
-CONSUMER_BYTE_RATE = "consumer_byte_rate"
-REQUEST_PERCENTAGE = "request_percentage"
-KEYS: Mapping[str, bool] = {  # key -> integral (Kafka's LONG: a byte rate is a whole number)
-    PRODUCER_BYTE_RATE: True,
-    CONSUMER_BYTE_RATE: True,
-    REQUEST_PERCENTAGE: False,
-}
 ENTITIES_MAX = 10_000  # entities with quotas in the cluster (each is a row of every snapshot)
 INTEGRAL_MAX = 2**63 - 1
-
-Entity = tuple[tuple[str, str | None], ...]
-"""(entity type, name or None for the default), one per type, in ``ENTITY_TYPES`` order."""
+__all__ = ["CLIENT_ID", "IP", "USER", "Entity", "describe"]  # the doors' names of entities
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,14 +107,10 @@ def check_entity(value: Entity) -> None:
         raise InvalidQuota(f"entity {value!r} is not in canonical order")
 
 
-def describe(value: Entity) -> str:
-    return ",".join(f"{kind}={'<default>' if name is None else name}" for kind, name in value)
-
-
 def matches(value: Entity, exact: Mapping[str, str | None], specified: set[str], strict: bool) -> bool:
     """Whether an entity matches a DescribeClientQuotas filter (Kafka's ``ClientQuotasImage.matches``):
-    ``exact`` types with that name (None: the default), ``specified`` types with any name but the
-    default's... any name; ``strict``: no other type."""
+    ``exact`` types with that name (None: the default), ``specified`` types with any name (the default
+    included); ``strict``: no other type."""
     components = dict(value)
     if strict and len(components) != len(exact) + len(specified):
         return False

@@ -30,15 +30,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from partitions.controller.quotas import (
-    CLIENT_ID,
-    CONSUMER_BYTE_RATE,
-    PRODUCER_BYTE_RATE,
-    REQUEST_PERCENTAGE,
-    USER,
-    Entity,
-    describe,
-)
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+ENTITY_TYPES = (USER, CLIENT_ID)  # in the order an entity's components are kept
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+KEYS: Mapping[str, bool] = {  # key -> integral (Kafka's LONG: a byte rate is a whole number)
+    PRODUCER_BYTE_RATE: True,
+    CONSUMER_BYTE_RATE: True,
+    REQUEST_PERCENTAGE: False,
+}
+
+Entity = tuple[tuple[str, str | None], ...]
+"""(entity type, name or None for the default), one per type, in ``ENTITY_TYPES`` order."""
+
+
+def describe(value: Entity) -> str:
+    return ",".join(f"{kind}={'<default>' if name is None else name}" for kind, name in value)
+
 
 SAMPLES = 11  # Kafka's quota.window.num
 WINDOW_MS = 1000  # Kafka's quota.window.size.seconds

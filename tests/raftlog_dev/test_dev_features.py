@@ -58,7 +58,9 @@ def test_versions_and_the_feature_upgrade_on_a_dev_cluster(tmp_path: pathlib.Pat
 
         downgrade = cli(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "1")
         assert downgrade.returncode != 0 and "downgrade is refused" in downgrade.stderr, downgrade.stderr
-        beyond = cli(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", str(top + 1))
+        beyond = cli(
+            data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", str(top + 1)
+        )
         assert beyond.returncode != 0 and f"supports levels 1..{top}" in beyond.stderr, beyond.stderr
         unknown = cli(data, "cluster", "features", "upgrade", "--feature", "no.such", "--level", "2")
         assert unknown.returncode != 0 and "unknown feature" in unknown.stderr, unknown.stderr
