@@ -4,13 +4,17 @@ quotas) still restores."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgpack
 import pytest
 
 from partitions.controller import quotas
 from partitions.controller.quotas import AlterClientQuotas, QuotaChange
-from partitions.controller.state import ControllerStateMachine, decode, encode
-from partitions.errors import InvalidCommand, InvalidQuota
+from partitions.controller.state import ControllerMetadata, ControllerStateMachine, decode, encode
+from partitions.errors import FeatureNotFinalized, InvalidCommand, InvalidQuota
+from partitions.features import RAFTLOG_VERSION
+from partitions.metadata.security_records import SecurityRecords
 
 ALICE = (("user", "alice"),)
 DEFAULT_CLIENT = (("client-id", None),)
@@ -100,3 +104,34 @@ def test_describe_filters_as_kafka() -> None:
     assert quotas.matches(ALICE_APP, {"user": "alice"}, {"client-id"}, strict=True)
     assert quotas.matches(DEFAULT_CLIENT, {"client-id": None}, set(), strict=True)
     assert not quotas.matches(DEFAULT_CLIENT, {}, {"user"}, strict=False)
+
+
+class _Frontend:
+    """The controller leader's metadata at some feature level, and what was proposed."""
+
+    def __init__(self, level: int) -> None:
+        self.proposed: list[object] = []
+        self._metadata = ControllerMetadata(features={RAFTLOG_VERSION: level})
+
+    def metadata(self) -> ControllerMetadata:
+        return self._metadata
+
+    async def propose(self, command: object) -> object:
+        self.proposed.append(command)
+        return 1
+
+
+def test_a_quota_change_is_proposed_only_once_every_node_can_apply_it() -> None:
+    changes = [QuotaChange(ALICE, (("producer_byte_rate", 1024.0),))]
+    old = _Frontend(2)  # a node of release 0.2.0 may still run: it would refuse kind 18
+    with pytest.raises(FeatureNotFinalized, match=r"raftlog\.version finalized at level 3"):
+        asyncio.run(SecurityRecords(old).alter_client_quotas(changes, False))  # type: ignore[arg-type]
+    assert old.proposed == []
+    new = _Frontend(3)
+    asyncio.run(SecurityRecords(new).alter_client_quotas(changes, True))  # type: ignore[arg-type]
+    assert new.proposed == []  # validate_only
+    with pytest.raises(InvalidQuota):
+        bad = [QuotaChange(ALICE, (("producer_byte_rate", -1.0),))]
+        asyncio.run(SecurityRecords(new).alter_client_quotas(bad, False))  # type: ignore[arg-type]
+    asyncio.run(SecurityRecords(new).alter_client_quotas(changes, False))  # type: ignore[arg-type]
+    assert new.proposed == [AlterClientQuotas(tuple(changes))]
