@@ -5,14 +5,16 @@ old versions' answers held back instead, the exempt APIs."""
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from kafka_api import throttling, wire
-from partitions.security.quotas import ClientQuotas
+from partitions.security.quotas import ClientQuotas, Entity
 
 FETCH, PRODUCE = 1, 0
+Quotas = dict[Entity, dict[str, float]]
 
 
-def _fetch_answer(records: bytes) -> object:
+def _fetch_answer(records: bytes) -> Any:
     cls = wire.response_class(FETCH, 12)
     partition = wire.build(
         wire.sibling(cls, "PartitionData"), partition_index=0, error_code=0, high_watermark=1,
@@ -24,20 +26,20 @@ def _fetch_answer(records: bytes) -> object:
 
 
 def test_a_fetch_past_its_quota_is_answered_empty_with_the_throttle_and_its_bytes_taken_back() -> None:
-    table = {(("client-id", "c"),): {"consumer_byte_rate": 100.0}}
+    table: Quotas = {(("client-id", "c"),): {"consumer_byte_rate": 100.0}}
     quotas = ClientQuotas(lambda: table)
     within, throttle_ms = throttling.throttle(quotas, FETCH, None, "c", 50, _fetch_answer(b"r" * 500), 0.0, 0)
     assert throttle_ms == 0 and throttling.record_bytes(within) == 500  # 500 B over ten seconds: within
     past, throttle_ms = throttling.throttle(quotas, FETCH, None, "c", 50, _fetch_answer(b"r" * 5000), 0.0, 10)
-    assert throttle_ms > 0 and past.responses == ()  # type: ignore[attr-defined]
-    assert past.throttle_time == datetime.timedelta(milliseconds=throttle_ms)  # type: ignore[attr-defined]
+    assert throttle_ms > 0 and past.responses == ()
+    assert past.throttle_time == datetime.timedelta(milliseconds=throttle_ms)
     assert quotas.over("consumer_byte_rate", None, "c", 10) == 0  # the 5000 bytes were not counted
     assert throttling.fetch_max_bytes(quotas, None, "c", 55 * 2**20) == 1000  # the quota's ten seconds
     assert throttling.fetch_max_bytes(quotas, None, "other", 4096) == 4096
 
 
 def test_a_produce_counts_its_request_bytes_and_old_versions_are_held_back() -> None:
-    table = {(("user", None),): {"producer_byte_rate": 1000.0}}
+    table: Quotas = {(("user", None),): {"producer_byte_rate": 1000.0}}
     quotas = ClientQuotas(lambda: table)
     answer = wire.build(wire.response_class(PRODUCE, 9), responses=(), throttle_time=wire.NO_THROTTLE)
     _, throttle_ms = throttling.throttle(quotas, PRODUCE, "alice", "p", 50_000, answer, 0.0, 0)

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from partitions.security.quotas import SAMPLES, WINDOW_MS, ClientQuotas, Rate, resolve
+from partitions.security.quotas import SAMPLES, WINDOW_MS, ClientQuotas, Entity, Rate, resolve
+
+Quotas = dict[Entity, dict[str, float]]
 
 P, C, R = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 
 
 def test_the_first_entity_of_kafkas_order_applies_and_says_who_is_metered_together() -> None:
-    quotas = {
+    quotas: Quotas = {
         (("user", "alice"), ("client-id", "app")): {P: 1.0},
         (("user", "alice"),): {P: 2.0, C: 3.0},
         (("user", None),): {P: 4.0},
@@ -41,7 +43,7 @@ def test_the_rate_is_measured_over_at_least_ten_whole_windows() -> None:
 
 
 def test_a_producer_past_its_quota_is_throttled_until_its_rate_is_back() -> None:
-    table = {(("user", "alice"),): {P: 1000.0}}
+    table: Quotas = {(("user", "alice"),): {P: 1000.0}}
     quotas = ClientQuotas(lambda: table)
     assert quotas.record(P, "alice", "app", 5000, 0) == 0  # 500 B/s over ten seconds: within
     throttle = quotas.record(P, "alice", "app", 10_000, 100)  # 15 000 bytes over 10.1 s
@@ -54,7 +56,7 @@ def test_a_producer_past_its_quota_is_throttled_until_its_rate_is_back() -> None
 
 
 def test_a_fetch_is_held_to_what_the_window_allows_and_a_taken_back_fetch_does_not_count() -> None:
-    table = {(("client-id", None),): {C: 100.0}}
+    table: Quotas = {(("client-id", None),): {C: 100.0}}
     quotas = ClientQuotas(lambda: table)
     assert quotas.window_max(C, None, "c1") == 100.0 * (SAMPLES - 1)
     assert quotas.record(C, None, "c1", 2000, 0) > 0
@@ -64,6 +66,6 @@ def test_a_fetch_is_held_to_what_the_window_allows_and_a_taken_back_fetch_does_n
 
 
 def test_a_request_percentage_throttle_is_at_most_the_whole_window() -> None:
-    table = {(("user", None),): {R: 1.0}}
+    table: Quotas = {(("user", None),): {R: 1.0}}
     quotas = ClientQuotas(lambda: table)
     assert quotas.record(R, "alice", "", 10_000.0, 0) == SAMPLES * WINDOW_MS
