@@ -553,7 +553,7 @@ def _bind(operation: Operation) -> Handler:
                 check_name(value, f"path parameter {param}")
         if operation.access is not None:
             access.check(request, operation.access)  # the route's ACLs (api/access.py)
-        response = await client_quotas.served(request, operation.quota, serve)
+        response = await client_quotas.served(request, operation.quota, not operation.long_poll, serve)
         if response.content_type == PLAIN_JSON and negotiation.is_json(chosen) and chosen != PLAIN_JSON:
             response.content_type = chosen  # the same JSON, labelled as the client asked
         return response
