@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from waiting import wait_for
 
 from partitions.features import RAFTLOG_VERSION, SUPPORTED
