@@ -2,7 +2,7 @@
 users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
 (``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
 proposer too, the secret's hash only; a user's go with it); the principals holding producer ids and their
-numbers (``producer_owners.py``).
+numbers (``producer_owners.py``); client quotas (``quotas.py``); the finalized feature levels.
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
