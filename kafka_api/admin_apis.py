@@ -245,13 +245,14 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 )
                 keys = resource.configuration_keys
                 settings = topic.log_config().to_properties()
-                entries = tuple(
+                described = [
                     _entry(entry_cls, key, value, key in topic.configs)
                     for key, value in settings.items()
                     if keys is None or key in keys
-                )
+                ]
                 if keys is None or MIN_INSYNC_REPLICAS in keys:
-                    entries += (_min_insync_replicas(entry_cls, topic.replicas),)
+                    described.append(_min_insync_replicas(entry_cls, topic.replicas))
+                entries = tuple(described)
             except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
                 code, message = code_of(exc), str(exc)
         elif resource.resource_type != BROKER_RESOURCE:  # a broker has no configs to describe

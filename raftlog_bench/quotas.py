@@ -12,9 +12,10 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_bench.stats import percentile_ms
@@ -77,12 +78,13 @@ def probe(cluster: LocalCluster, topic: str, seconds: float) -> list[float]:
     producer = Producer(
         {"bootstrap.servers": cluster.bootstrap_servers, "client.id": "quiet-tenant", "linger.ms": 0}
     )
+
+    def acknowledged(sent: float) -> Callable[[object, object], None]:
+        return lambda error, message: latencies.append(time.monotonic() - sent)
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        sent = time.monotonic()
-        producer.produce(
-            topic, b"q" * 1024, on_delivery=lambda e, m, s=sent: latencies.append(time.monotonic() - s)
-        )
+        producer.produce(topic, b"q" * 1024, on_delivery=acknowledged(time.monotonic()))
         producer.poll(PROBE_EVERY_S)
     producer.flush(10)
     return latencies
