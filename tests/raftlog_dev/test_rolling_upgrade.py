@@ -5,7 +5,8 @@ put in maintenance, restarted on this checkout's code (``raftlog dev restart nX 
 of maintenance once the cluster is healthy (the first one also goes back to the previous release and
 forward again: until the level is raised, a node may); then the operator finalizes ``raftlog.version`` at
 this code's newest level. No acknowledged record is lost or duplicated, no committed offset lost, no
-client error but retriable ones, and the cluster is healthy after each step (``upgrade_load``). The numbers checked are printed."""
+client error but retriable ones, and the cluster is healthy after each step (``upgrade_load``). The
+numbers checked are printed."""
 
 from __future__ import annotations
 
