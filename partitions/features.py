@@ -23,15 +23,14 @@ from partitions.errors import FeatureUpdateRefused
 
 RAFTLOG_VERSION = "raftlog.version"
 BASE_LEVEL = 1  # a feature the metadata never named: release 0.1.0's formats
-SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 3}
+SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2}
 """The highest level of each feature this code reads and writes (what it gossips)."""
 LEVELS: Mapping[str, Mapping[int, str]] = {
     RAFTLOG_VERSION: {
         1: "release 0.1.0's formats",
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
-        "owner, share groups (KIP-932)",
-        3: "release 0.3.0's formats: client quotas in the controller's metadata",
+        "owner, share groups (KIP-932), client quotas (KIP-546)",
     },
 }
 
@@ -60,7 +59,7 @@ SHARE_GROUPS = Format(
     "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
 )
 CLIENT_QUOTAS = Format(
-    "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 3
+    "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 2
 )
 
 # arguments of peer operations a node of 0.1.0 refuses (an unknown argument, or value type), left out of a
