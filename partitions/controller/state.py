@@ -64,7 +64,7 @@ _CREATE_TOKEN, _DELETE_TOKEN = 13, 14
 _ADD_PARTITIONS = 15
 _REGISTER_PRODUCER_OWNER = 16
 _SET_FEATURE_LEVEL = 17  # a node of 0.1.0 refuses it (never proposed while one runs)
-_ALTER_CLIENT_QUOTAS = 18  # a node of 0.2.0 refuses it (proposed from ``features.CLIENT_QUOTAS``)
+_ALTER_CLIENT_QUOTAS = 18  # a node of 0.1.0 refuses it (proposed from ``features.CLIENT_QUOTAS``)
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 

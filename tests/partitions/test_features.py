@@ -60,7 +60,7 @@ def test_upgrade_refused_naming_the_nodes_that_do_not_support_it() -> None:
 
 @pytest.mark.parametrize(
     ("feature", "level", "words"),
-    [(RAFTLOG_VERSION, 1, "downgrade"), (RAFTLOG_VERSION, 4, "supports levels 1..3"), ("nope", 2, "unknown")],
+    [(RAFTLOG_VERSION, 1, "downgrade"), (RAFTLOG_VERSION, 3, "supports levels 1..2"), ("nope", 2, "unknown")],
 )
 def test_downgrades_unknown_features_and_levels_are_refused(feature: str, level: int, words: str) -> None:
     with pytest.raises(FeatureUpdateRefused, match=words):
@@ -70,8 +70,8 @@ def test_downgrades_unknown_features_and_levels_are_refused(feature: str, level:
 def test_a_node_refuses_a_cluster_above_what_it_supports() -> None:
     assert features.unsupported({}) is None
     assert features.unsupported({RAFTLOG_VERSION: 2}) is None
-    why = features.unsupported({RAFTLOG_VERSION: 4})
-    assert why is not None and "finalized at level 4" in why and "supports at most 3" in why
+    why = features.unsupported({RAFTLOG_VERSION: 3})
+    assert why is not None and "finalized at level 3" in why and "supports at most 2" in why
 
 
 def test_the_gate_follows_the_finalized_level() -> None:

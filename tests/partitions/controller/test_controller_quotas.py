@@ -123,11 +123,11 @@ class _Frontend:
 
 def test_a_quota_change_is_proposed_only_once_every_node_can_apply_it() -> None:
     changes = [QuotaChange(ALICE, (("producer_byte_rate", 1024.0),))]
-    old = _Frontend(2)  # a node of release 0.2.0 may still run: it would refuse kind 18
-    with pytest.raises(FeatureNotFinalized, match=r"raftlog\.version finalized at level 3"):
+    old = _Frontend(1)  # a node of release 0.1.0 may still run: it would refuse kind 18
+    with pytest.raises(FeatureNotFinalized, match=r"raftlog\.version finalized at level 2"):
         asyncio.run(SecurityRecords(old).alter_client_quotas(changes, False))  # type: ignore[arg-type]
     assert old.proposed == []
-    new = _Frontend(3)
+    new = _Frontend(2)
     asyncio.run(SecurityRecords(new).alter_client_quotas(changes, True))  # type: ignore[arg-type]
     assert new.proposed == []  # validate_only
     with pytest.raises(InvalidQuota):
