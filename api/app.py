@@ -35,6 +35,7 @@ from api import (
     acls,
     admin,
     auth,
+    client_quotas,
     cluster_metrics,
     console,
     consumers,
@@ -77,12 +78,14 @@ from api.http_limits import GUARD, SERVER_HEADER, Guard, HttpLimits
 from api.openapi import RECORD_TYPES, Handler, Operation, Param, document
 from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
+from partitions import errors as broker_errors
 from partitions.names import check_group_name, check_instance_name, check_topic_name
 from partitions.peers.client import INTERNAL_PREFIX
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.holds import RequestBytes
 from partitions.security.login_failures import LoginFailures
+from partitions.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog.histogram import HistogramSnapshot
@@ -232,7 +235,8 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", _TOPIC, records.produce_to_topic, "produce", "Produce records (key -> murmur2 partition)",
         "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
-        errors=(404, 413, 415, 422, 504, 507), write=True, access=needs(topic(WRITE)),
+        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
+        quota=PRODUCER_BYTE_RATE,
     ),
     Operation(
         "GET", f"{_TOPIC}/partitions", topics.get_partitions, "listPartitions",
@@ -248,7 +252,8 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
         ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None),),
-        errors=(404, 413, 415, 422, 504, 507), write=True, access=needs(topic(WRITE)),
+        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
+        quota=PRODUCER_BYTE_RATE,
     ),
     Operation(
         "GET", f"{_PARTITION}/offsets", records.get_offsets, "getOffsets",
@@ -265,7 +270,8 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "GET", f"{_PARTITION}/records", records.fetch, "fetch", "Fetch committed records (long poll)",
-        "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 406, 416), long_poll=True,
+        "client", query=_FETCH_QUERY, ok_schema="FetchResponse", errors=(404, 406, 416, 429), long_poll=True,
+        quota=CONSUMER_BYTE_RATE,
         ok_type=JSON_V2, ok_alternatives=(
             (BINARY_V2, "FetchResponse"), (COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None),
             (RECORD_BATCH, None),
@@ -367,6 +373,8 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
         headers["WWW-Authenticate"] = 'Basic realm="raftlog"' if basic else 'Bearer realm="raftlog"'
     if isinstance(error, TooManyLoginFailures):
         headers["Retry-After"] = str(math.ceil(error.retry_after_s))
+    if isinstance(error, broker_errors.QuotaExceeded):
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_ms / 1000)))
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = ", ".join(error.allowed)
     if mapped.status >= 500 and not mapped.retriable:
@@ -545,7 +553,7 @@ def _bind(operation: Operation) -> Handler:
                 check_name(value, f"path parameter {param}")
         if operation.access is not None:
             access.check(request, operation.access)  # the route's ACLs (api/access.py)
-        response = await serve(request)
+        response = await client_quotas.served(request, operation.quota, not operation.long_poll, serve)
         if response.content_type == PLAIN_JSON and negotiation.is_json(chosen) and chosen != PLAIN_JSON:
             response.content_type = chosen  # the same JSON, labelled as the client asked
         return response

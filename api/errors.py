@@ -174,6 +174,9 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.PolicyViolation, HttpError(409, 40918)),
     (broker.ControllerChangeRefused, HttpError(409, 40914)),
     (broker.FeatureUpdateRefused, HttpError(409, 40926)),
+    (broker.FeatureNotFinalized, HttpError(409, 40931)),  # a change the finalized feature level predates
+    (broker.InvalidQuota, HttpError(400, 40001)),
+    (broker.QuotaExceeded, HttpError(429, 42902)),  # a user's client quota: Retry-After says when
     (broker.SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (broker.ProducerFenced, HttpError(409, 40911)),
     (broker.OutOfOrderSequence, HttpError(409, 40912)),
@@ -259,6 +262,7 @@ BODY_FIELDS: tuple[tuple[type[RaftlogError], dict[str, str]], ...] = (
     (consensus.NotLeader, {"leader_hint": "leader_hint"}),
     (broker.ControllerChangeRefused, {"reason": "reason"}),
     (broker.FeatureUpdateRefused, {"feature": "feature", "level": "level", "reason": "reason"}),
+    (broker.QuotaExceeded, {"quota": "quota", "retry_after_ms": "retry_after_ms"}),
     (broker.CapacityExceeded, {"replicas_max": "replicas_max", "room": "room"}),
     (MethodNotAllowed, {"allowed": "allowed"}),
     (groups.StaleGeneration, {"generation": "current"}),

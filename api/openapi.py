@@ -62,6 +62,7 @@ class Operation:
     local: bool = False  # answered by this node alone (never "no leader right now")
     write: bool = False  # counted against the node's writes in flight (admission)
     long_poll: bool = False  # may wait for records: counted against the node's long polls in flight
+    quota: str | None = None  # the client quota its bytes count against (``api.client_quotas``)
     # what a client or admin route needs of the caller's ACLs (``api.access``; ``serve --enforce-acls``)
     access: Access | None = None
 
@@ -108,6 +109,7 @@ _REASONS = {
     415: "Unsupported content type (41501)",
     416: "Offset out of range (41601)",
     422: "Invalid record (42201) or consumer configuration (42204)",
+    429: "The caller is past a client quota (42902): retry after the seconds Retry-After gives",
     503: "No leader or quorum right now; retriable, see Retry-After (50301..50306)",
     504: "Outcome unknown (50401): retry with the same producer_id/sequence",
     507: "The leader's data disk is full (50701): refused before it was proposed, nothing written",

@@ -65,6 +65,12 @@ CATALOGUE: dict[str, Family] = {
     "partition_replicas_max": Family("gauge", "The most replicas this node takes (--replicas-max)."),
     "partitions_led": Family("gauge", "Partitions this node leads."),
     "partitions_moving": Family("gauge", "Partitions whose replicas are being moved, cluster-wide."),
+    "client_quota_throttled_requests": Family(
+        "counter",
+        "Requests past a client quota, by quota: throttled (the Kafka door's throttle_time_ms and muting) "
+        "or refused (the HTTP door's 429).",
+    ),
+    "client_quota_meters": Family("gauge", "The client quota meters this node keeps (users, client ids)."),
     "partitions_leaderless": Family("gauge", "Partitions with no known leader, as this node sees them."),
     "partitions_under_replicated": Family(
         "gauge", "Partitions with a replica down, failed or (led here) not in sync, as this node sees them."

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -35,6 +36,7 @@ from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
 TOPIC_RESOURCE = 2
+MIN_INSYNC_REPLICAS = "min.insync.replicas"  # read-only: a Raft majority of the replicas
 BROKER_RESOURCE = 4
 SOURCE_TOPIC = 1  # DYNAMIC_TOPIC_CONFIG
 SOURCE_DEFAULT = 5  # DEFAULT_CONFIG
@@ -243,11 +245,14 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 )
                 keys = resource.configuration_keys
                 settings = topic.log_config().to_properties()
-                entries = tuple(
+                described = [
                     _entry(entry_cls, key, value, key in topic.configs)
                     for key, value in settings.items()
                     if keys is None or key in keys
-                )
+                ]
+                if keys is None or MIN_INSYNC_REPLICAS in keys:
+                    described.append(_min_insync_replicas(entry_cls, topic.replicas))
+                entries = tuple(described)
             except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
                 code, message = code_of(exc), str(exc)
         elif resource.resource_type != BROKER_RESOURCE:  # a broker has no configs to describe
@@ -272,6 +277,14 @@ def _resource_answer(cls: Any, resource: Any, code: ErrorCode, message: str | No
         resource_name=resource.resource_name,
         **fields,
     )
+
+
+def _min_insync_replicas(entry_cls: Any, replicas: tuple[tuple[str, ...], ...]) -> Any:
+    """Kafka's ``min.insync.replicas``, read-only: under Raft a write is acknowledged once a majority of
+    the partition's replicas has it, so that majority is the topic's minimum (what ``kafka-topics
+    --describe --at-min-isr-partitions`` compares each partition's in-sync replicas with)."""
+    factor = len(replicas[0]) if replicas else 1
+    return dataclasses.replace(_entry(entry_cls, MIN_INSYNC_REPLICAS, factor // 2 + 1, False), read_only=True)
 
 
 def _entry(entry_cls: Any, key: str, value: object, set_on_topic: bool) -> Any:

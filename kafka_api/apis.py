@@ -51,6 +51,7 @@ from kafka_api.consumer_group_apis import consumer_group_describe, consumer_grou
 from kafka_api.delete_records import delete_records
 from kafka_api.describe_topic_partitions import describe_topic_partitions
 from kafka_api.door import Door
+from kafka_api.feature_apis import update_features
 from kafka_api.fetch import fetch
 from kafka_api.group_apis import (
     delete_groups,
@@ -73,6 +74,7 @@ from kafka_api.offset_for_leader_epoch import offset_for_leader_epoch
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
 from kafka_api.producer_state_apis import describe_producers, write_txn_markers
+from kafka_api.quota_apis import alter_client_quotas, describe_client_quotas
 from kafka_api.replica_apis import (
     alter_partition_reassignments,
     elect_leaders,
@@ -215,6 +217,9 @@ APIS: dict[int, Api] = {
         Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),
         Api(75, "DescribeTopicPartitions", 0, 0, describe_topic_partitions,
             "DESCRIBE topic (others left out of all topics)"),
+        Api(57, "UpdateFeatures", 0, 2, update_features, "ALTER cluster"),
+        Api(48, "DescribeClientQuotas", 0, 1, describe_client_quotas, "DESCRIBE_CONFIGS cluster"),
+        Api(49, "AlterClientQuotas", 0, 1, alter_client_quotas, "ALTER_CONFIGS cluster"),
     )
 }
 # fmt: on

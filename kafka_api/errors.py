@@ -87,6 +87,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     # no Kafka API changes the controller's voters
     (broker.ControllerChangeRefused, ErrorCode.policy_violation),
     (broker.FeatureUpdateRefused, ErrorCode.invalid_update_version),  # UpdateFeatures' refusal
+    (broker.FeatureNotFinalized, ErrorCode.unsupported_version),  # as Kafka before its metadata.version
+    (broker.InvalidQuota, ErrorCode.invalid_request),
+    (broker.QuotaExceeded, ErrorCode.throttling_quota_exceeded),  # the HTTP door's; Kafka's throttles
     (broker.NoController, ErrorCode.not_controller),
     (broker.HopLimitExceeded, ErrorCode.not_leader_or_follower),
     (broker.PeerError, ErrorCode.request_timed_out),

@@ -9,7 +9,8 @@ those records. Partitions are read ``pacing.ITEMS_PER_TURN`` at a time, and no m
 still hold (``max_bytes``, at most ``FETCH_BYTES_MAX``, Kafka's broker ``fetch.max.bytes``): once a
 request's reads reach it, its later partitions are answered with their offsets and no records, as Kafka
 answers them, and not read at all. No fetch sessions (KIP-227): every answer is a full one (session id
-0). A topic the connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED
+0). ``max_bytes`` is held to what the client's consumer quota allows in its window (``throttling``). A
+topic the connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED
 for each of its partitions, nothing of it read; the others are served as usual. A partition's
 ``current_leader_epoch`` (v9+) is checked against the term of the leader that read it: FENCED_LEADER_EPOCH
 when older, UNKNOWN_LEADER_EPOCH when newer, no records, no long poll (the check follows the read, where
@@ -23,12 +24,13 @@ batches it returns, whose records the client drops (docs/decisions/0019-transact
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api import wire
+from kafka_api import throttling, wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.pacing import ITEMS_PER_TURN, Pacer
@@ -73,6 +75,8 @@ async def fetch(door: Door, request: wire.Request) -> Any:
     readable = [part for part in parts if part.refused is None]
     wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
     max_bytes = max(1, min(body.max_bytes, FETCH_BYTES_MAX))
+    quotas = door.node.metadata.client_quotas()
+    max_bytes = throttling.fetch_max_bytes(quotas, door.session.user, request.client_id or "", max_bytes)
     committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
     await _read_all(door, readable, max_bytes, committed)
     if (
@@ -81,7 +85,9 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         and _bytes(readable) < max(body.min_bytes, 1)
         and not any(p.error for p in readable)
     ):
+        waiting_since = time.perf_counter()
         await _wait_any(door, readable, wait_ms, committed)
+        throttling.waited(time.perf_counter() - waiting_since)
         await _read_all(door, readable, max_bytes, committed)
     return await _response(request, parts, max_bytes, pacer, committed)
 

@@ -46,8 +46,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api import wire
-from kafka_api.apis import API_VERSIONS_KEY, APIS, versions_response
+from kafka_api import throttling, wire
+from kafka_api.apis import API_VERSIONS_KEY, APIS, Api, versions_response
 from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
@@ -137,6 +137,7 @@ class _Connection:
     in_flight: int = 0  # requests read and not yet answered
     reading: bool = False  # a request's size came: its bytes are awaited, or room for them
     active_s: float = 0.0  # when a request last came or was answered
+    muted_until_s: float = 0.0  # throttled by a client quota: nothing is read before (monotonic)
 
     def idle_since_s(self) -> float | None:
         """Since when nothing of the connection is being read or answered; None while something is (or
@@ -460,6 +461,9 @@ class KafkaServer:
     ) -> _Close | None:
         """Read and dispatch one request. None: go on."""
         clock = connection.clock
+        muted_s = connection.muted_until_s - time.monotonic()
+        if muted_s > 0:  # throttled (a client quota): nothing read from it until then, as Kafka mutes it
+            await asyncio.sleep(muted_s)
         clock.idle_since_s = time.monotonic()
         head = await reader.read(wire.SIZE.size)
         clock.idle_since_s = None
@@ -538,7 +542,7 @@ class KafkaServer:
             request = await asyncio.to_thread(wire.parse, frame) if large else wire.parse(frame)
         except wire.MalformedRequest as exc:
             return _Close(str(exc), answer_first=False)
-        task = asyncio.ensure_future(api.handler(door, request))
+        task = asyncio.ensure_future(self._served(connection, api, request, size))
         self._handlers.add(task)
         connection.in_flight += 1
         held.handed = True
@@ -563,6 +567,27 @@ class KafkaServer:
             return self._after_sasl(connection, task, answer)
         finally:
             _settle(answer, task)
+
+    async def _served(self, connection: _Connection, api: Api, request: wire.Request, size: int) -> Any:
+        """The handler's answer, counted against the client's quotas (``throttling``): past them, its
+        ``throttle_time_ms`` set and the connection muted that long (an old version's answer held back)."""
+        door = connection.door
+        started = time.perf_counter()
+        response = await api.handler(door, request)
+        quotas = door.node.metadata.client_quotas()
+        if not quotas.active():
+            return response
+        work_s = throttling.work_s(time.perf_counter() - started)
+        now_ms = int(time.monotonic() * 1000)
+        client_id = request.client_id or ""
+        response, throttle_ms = throttling.throttle(
+            quotas, api.key, door.session.user, client_id, size, response, work_s, now_ms
+        )
+        if throttle_ms > 0:
+            connection.muted_until_s = max(connection.muted_until_s, time.monotonic() + throttle_ms / 1000)
+            if not throttling.client_waits(api.key, request.api_version):
+                await asyncio.sleep(throttle_ms / 1000)
+        return response
 
     def _after_sasl(
         self, connection: _Connection, task: asyncio.Task[Any], answer: asyncio.Future[Any]

@@ -431,3 +431,29 @@ class FeatureUpdateRefused(PartitionError):
     level: int
     reason: str
     template = "feature {feature} to level {level} refused: {reason}"
+
+
+class InvalidQuota(PartitionError):
+    """A client quota entity, key or value Kafka refuses (``controller.quotas``); nothing was changed."""
+
+
+@with_fields
+class QuotaExceeded(PartitionError):
+    """A user's (client id's) request over its quota, refused by the HTTP door (the Kafka door answers
+    with ``throttle_time_ms`` instead): retry after ``retry_after_ms``."""
+
+    quota: str
+    entity: str
+    retry_after_ms: int
+    template = "{entity} is over its {quota} quota: retry after {retry_after_ms} ms"
+
+
+@with_fields
+class FeatureNotFinalized(PartitionError):
+    """A change the cluster's finalized feature level does not allow yet (a node of the previous release
+    could not apply it): ``kafka-features upgrade`` / ``raftlog cluster features upgrade`` first."""
+
+    what: str
+    feature: str
+    level: int
+    template = "{what} needs feature {feature} finalized at level {level} (kafka-features upgrade)"

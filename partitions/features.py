@@ -30,7 +30,7 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         1: "release 0.1.0's formats",
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
-        "owner, share groups (KIP-932)",
+        "owner, share groups (KIP-932), client quotas (KIP-546)",
     },
 }
 
@@ -57,6 +57,9 @@ PRODUCER_OWNERS = Format(
 )
 SHARE_GROUPS = Format(
     "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
+)
+CLIENT_QUOTAS = Format(
+    "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 2
 )
 
 # arguments of peer operations a node of 0.1.0 refuses (an unknown argument, or value type), left out of a

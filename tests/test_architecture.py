@@ -460,6 +460,9 @@ FRONT_DOOR_MAY_USE = {
     "partitions.security.tokens",
     "partitions.security.login_failures",
     "partitions.security.holds",
+    "partitions.security.quotas",  # the client quota rule both doors apply (ClientQuotas)
+    "partitions.controller.quotas",  # client quota entities, keys and Kafka's checks of them
+    "partitions.features",  # the feature levels UpdateFeatures checks before it proposes
     "partitions.peers.cluster",
     "partitions.peers.client",
     "partitions.peer_ops",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partitions.controller.members import ControllerMembers
+from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import CONTROLLER_GROUP, TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
@@ -137,6 +138,10 @@ class LocalAdmin:
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         self._on_controller()
         return await self._security.delete_token(user, token_id)
+
+    async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
+        self._on_controller()
+        await self._security.alter_client_quotas(changes, validate_only)
 
     async def register_producer_owner(self, principal: str) -> int:
         self._on_controller()

@@ -76,6 +76,7 @@ from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding, Authorizers
 from partitions.security.producer_ids import ProducerIds
+from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import (
@@ -254,6 +255,7 @@ class Node:
             lambda: self.frontend.metadata().features, lambda: self.frontend.metadata().applied_index
         )  # the gate before a new format
         self.security = SecurityRecords(self.frontend)
+        self.client_quotas = ClientQuotas(lambda: self.frontend.metadata().quotas)  # both doors' meters
         self.voters = ControllerVoters(self.frontend)
 
     def _build_replicas(self, config: NodeConfig) -> None:
@@ -549,6 +551,9 @@ class NodeView:
     def tokens(self) -> Mapping[str, ApiToken]:
         return self._node.security.tokens()
 
+    def client_quotas(self) -> ClientQuotas:
+        return self._node.client_quotas
+
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {
             "produce_commit_seconds": self._node.data.commit_seconds.snapshot(),
@@ -589,6 +594,9 @@ class NodeView:
         values["admin_move_steps"] = node.operator.steps_taken
         values["admin_leadership_transfers"] = node.operator.leadership_transfers
         values["partitions_moving"] = len(node.frontend.metadata().reassignments)
+        for kind, count in node.client_quotas.throttled.items():  # Kafka door throttled, HTTP door refused
+            values[f'client_quota_throttled_requests{{quota="{kind}"}}'] = count
+        values["client_quota_meters"] = node.client_quotas.meters()
         values["removal_pending_paths"] = node.remover.pending()
         values["removal_pending_bytes"] = node.remover.backlog_bytes()
         values["disk_writes_refused"] = node.space.refusals

@@ -2,7 +2,7 @@
 users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
 (``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
 proposer too, the secret's hash only; a user's go with it); the principals holding producer ids and their
-numbers (``producer_owners.py``).
+numbers (``producer_owners.py``); client quotas (``quotas.py``); the finalized feature levels.
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
@@ -21,14 +21,17 @@ import msgpack
 
 from partitions.controller import acls as controller_acls
 from partitions.controller import producer_owners
+from partitions.controller import quotas as controller_quotas
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.acls import AclCommand, AclResult, CreateAcls, DeleteAcls
 from partitions.controller.producer_owners import RegisterProducerOwner
+from partitions.controller.quotas import AlterClientQuotas, Entity
 from partitions.controller.tokens import CreateToken, DeleteToken, TokenCommand
 from partitions.errors import (
     FeatureUpdateRefused,
     InvalidCommand,
     InvalidName,
+    InvalidQuota,
     InvalidReassignment,
     InvalidTopic,
     NoReassignment,
@@ -61,6 +64,7 @@ _CREATE_TOKEN, _DELETE_TOKEN = 13, 14
 _ADD_PARTITIONS = 15
 _REGISTER_PRODUCER_OWNER = 16
 _SET_FEATURE_LEVEL = 17  # a node of 0.1.0 refuses it (never proposed while one runs)
+_ALTER_CLIENT_QUOTAS = 18  # a node of 0.1.0 refuses it (proposed from ``features.CLIENT_QUOTAS``)
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -188,6 +192,7 @@ ControllerCommand = (
     | DeleteToken
     | RegisterProducerOwner
     | SetFeatureLevel
+    | AlterClientQuotas
 )
 
 
@@ -275,6 +280,8 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _REGISTER_PRODUCER_OWNER, command.principal]
     elif isinstance(command, SetFeatureLevel):
         fields = [1, _SET_FEATURE_LEVEL, command.feature, command.level]
+    elif isinstance(command, AlterClientQuotas):  # no name: the rows stand in its place
+        fields = [1, _ALTER_CLIENT_QUOTAS, controller_quotas.rows(command)]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -333,6 +340,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return controller_tokens.from_rows(kind == _CREATE_TOKEN, fields[2])
     if kind == _REGISTER_PRODUCER_OWNER and len(fields) == 3:
         return producer_owners.from_row(fields[2])
+    if kind == _ALTER_CLIENT_QUOTAS and len(fields) == 3:
+        return controller_quotas.from_rows(fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -372,6 +381,7 @@ _Refusal = (
     | TooManyTokens
     | TooManyProducerOwners
     | FeatureUpdateRefused
+    | InvalidQuota
 )
 ControllerResult = (
     TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | int | dict[str, int] | _Refusal
@@ -399,6 +409,8 @@ class ControllerMetadata:
     producer_owners: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # finalized feature levels (``partitions.features``); a feature not named is at level 1
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # client quotas by entity (``controller_quotas``), replaced whole on change
+    quotas: Mapping[Entity, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ControllerStateMachine:
@@ -438,6 +450,7 @@ class ControllerStateMachine:
             TooManyTokens,
             TooManyProducerOwners,
             FeatureUpdateRefused,
+            InvalidQuota,
         ) as refusal:
             self.metadata = replace(current, applied_index=index)
             return refusal
@@ -473,6 +486,8 @@ class ControllerStateMachine:
                     else {}
                 ),
                 **({"features": dict(sorted(metadata.features.items()))} if metadata.features else {}),
+                # only once a quota was set: until then the snapshot is the previous release's bytes
+                **({"quotas": controller_quotas.snapshot_rows(metadata.quotas)} if metadata.quotas else {}),
             },
             use_bin_type=True,
         )
@@ -516,6 +531,12 @@ class ControllerStateMachine:
             MappingProxyType(  # none before feature levels existed: every feature at level 1
                 {str(feature): int(level) for feature, level in state.get("features", {}).items()}
             ),
+            MappingProxyType(  # none before client quotas existed
+                {
+                    entity: MappingProxyType(values)
+                    for entity, values in controller_quotas.from_snapshot(state.get("quotas", [])).items()
+                }
+            ),
         )
 
 
@@ -533,6 +554,7 @@ class _Change:
         self.tokens: dict[str, ApiToken] | None = None
         self.producer_owners: dict[str, int] | None = None
         self.features: dict[str, int] | None = None
+        self.quotas: dict[Entity, Mapping[str, float]] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -556,6 +578,7 @@ class _Change:
             base.tokens if self.tokens is None else MappingProxyType(self.tokens),
             base.producer_owners if self.producer_owners is None else MappingProxyType(self.producer_owners),
             base.features if self.features is None else MappingProxyType(self.features),
+            base.quotas if self.quotas is None else MappingProxyType(self.quotas),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
@@ -570,6 +593,10 @@ class _Change:
             return self._apply_user(decoded)
         if isinstance(decoded, AlterUser):
             return self._alter_user(decoded)
+        if isinstance(decoded, AlterClientQuotas):
+            after = controller_quotas.apply(self._base.quotas, decoded)
+            self.quotas = {entity: MappingProxyType(values) for entity, values in after.items()}
+            return len(decoded.changes)
         if isinstance(decoded, SetFeatureLevel):
             current = self._base.features.get(decoded.feature, 1)
             if decoded.level < current:

@@ -1,15 +1,19 @@
-"""Who may log in and do what, as the controller replicates it: users' SCRAM credentials, ACLs and API
-tokens, read from the applied metadata and changed by proposals on the controller leader (through the
-node's ``MetadataFrontend``; NotLeader elsewhere)."""
+"""Who may log in and do what, as the controller replicates it: users' SCRAM credentials, ACLs, API
+tokens and client quotas, read from the applied metadata and changed by proposals on the controller leader
+(through the node's ``MetadataFrontend``; NotLeader elsewhere)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from partitions import features
+from partitions.controller import quotas as controller_quotas
 from partitions.controller.acls import CreateAcls, DeleteAcls
 from partitions.controller.producer_owners import RegisterProducerOwner
+from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.state import AlterUser, DeleteUser, SetUser
 from partitions.controller.tokens import CreateToken, DeleteToken
+from partitions.errors import FeatureNotFinalized
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.names import check_user_name
 from partitions.security.acls import AclBinding, AclFilter
@@ -87,3 +91,17 @@ class SecurityRecords:
         if not isinstance(result, ApiToken):
             raise InvariantViolation(f"delete token returned {result!r}")
         return result
+
+    def client_quotas(self) -> Mapping[Entity, Mapping[str, float]]:
+        return self._frontend.metadata().quotas
+
+    async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
+        """Checked against the quotas as they are (InvalidQuota: nothing changes), then proposed unless
+        ``validate_only``; FeatureNotFinalized while a node of the previous release could not apply it."""
+        gate = features.CLIENT_QUOTAS
+        if not features.Features(lambda: self._frontend.metadata().features).allows(gate):
+            raise FeatureNotFinalized("a client quota change", gate.feature, gate.level)
+        command = AlterClientQuotas(tuple(changes))
+        controller_quotas.apply(self.client_quotas(), command)
+        if not validate_only:
+            await self._frontend.propose(command)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from partitions.controller.members import ControllerMembers
+from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
 from partitions.features import Features
@@ -20,6 +21,7 @@ from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.log_dirs import LogDir
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from raftlog.histogram import HistogramSnapshot
@@ -165,6 +167,11 @@ class MetadataView(Protocol):
         secret)."""
         ...
 
+    def client_quotas(self) -> ClientQuotas:
+        """The client quotas as this node's controller metadata has them, with this node's meters of
+        them (``security.quotas``: one rule for both doors)."""
+        ...
+
     def metrics(self) -> dict[str, float]:
         """Flat name -> value, exported by /metrics in Prometheus text format."""
         ...
@@ -300,6 +307,13 @@ class AdminService(Protocol):
     @peer("Revoke a user's API token on the controller leader", write=True)
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         """Revoke a user's token; the token revoked. Raises UnknownToken."""
+        ...
+
+    @peer("Set or remove client quotas on the controller leader", write=True)
+    async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
+        """Set and remove quotas of entities (``controller.quotas``) in one controller change
+        (``validate_only``: check, change nothing). Raises InvalidQuota (nothing changed),
+        FeatureNotFinalized."""
         ...
 
     @peer("Give a principal its number in the producer ids it is given, on the controller leader", write=True)

@@ -24,6 +24,7 @@ from partitions.consumers.protocol import (
     ReadPlan,
 )
 from partitions.controller.members import ControllerMembers
+from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import TopicMetadata
 from partitions.data.service import (
@@ -81,6 +82,7 @@ class Failures:
 
 
 RESULT_TYPES: tuple[type, ...] = (
+    QuotaChange,
     ProduceResult,
     Producer,
     ProducerState,

@@ -83,6 +83,7 @@ from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
 from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from partitions.transactions.coordinator import TransactionCoordinator
@@ -968,6 +969,7 @@ class FakeMetadata:
         self.data = data
         self.cluster = data.cluster
         self.node_id = data.node_id
+        self._client_quotas = ClientQuotas(dict)
 
     def topics(self) -> list[str]:
         return list(self.cluster.topics)
@@ -1039,6 +1041,9 @@ class FakeMetadata:
 
     def tokens(self) -> dict[str, ApiToken]:
         return self.cluster.tokens
+
+    def client_quotas(self) -> ClientQuotas:
+        return self._client_quotas  # no quota set: nothing metered
 
     def features(self) -> Features:
         return Features(lambda: dict(SUPPORTED))  # a cluster of this release, finalized

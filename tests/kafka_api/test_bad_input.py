@@ -19,6 +19,7 @@ from kafka_api.door import Door
 from kafka_api.server import KafkaServer, Limits
 from partitions.features import Features
 from partitions.names import broker_id
+from partitions.security.quotas import ClientQuotas
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
 
@@ -267,6 +268,9 @@ class _NoGroups:
 class _NoMetadata:
     def features(self) -> Features:
         return Features(lambda: {}, lambda: 0)  # a cluster that finalized nothing: what ApiVersions reads
+
+    def client_quotas(self) -> ClientQuotas:
+        return ClientQuotas(dict)  # no quota set: every request is answered as it is
 
 
 class _NoNode:

@@ -1,10 +1,21 @@
-"""Kafka's ``kafka-features.sh describe`` (Kafka 4.1's FeatureCommand, which reads ApiVersions v3's
-supported and finalized features, KIP-584) against a real cluster: it shows raftlog.version, the levels
-this code supports and the level the cluster finalized."""
+"""Kafka's own tools against one real cluster: ``kafka-features.sh describe`` (Kafka 4.1's FeatureCommand,
+which reads ApiVersions v3's supported and finalized features, KIP-584) shows raftlog.version, the levels
+this code supports and the level the cluster finalized, and ``upgrade`` raises it; ``kafka-configs``
+sets, describes and removes client quotas, which both doors enforce (a producer past its client id's
+quota is throttled, the node counts it; an HTTP caller past its user's quota is answered 429 with
+Retry-After; rates are not timed here: ``python -m raftlog_bench.quotas`` measures them,
+docs/performance.md); ``kafka-topics --describe --at-min-isr-partitions`` reads min.insync.replicas."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import urllib.error
+import urllib.request
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from waiting import wait_for
 
 from partitions.features import RAFTLOG_VERSION, SUPPORTED
 from raftlog_bench.kafka_peer import kafka_libs
@@ -26,3 +37,159 @@ def test_kafka_features_describe_shows_the_finalized_level(kafka_cluster: LocalC
     )
     assert fields["FinalizedVersionLevel"] == str(SUPPORTED[RAFTLOG_VERSION])  # a new cluster: the newest
     assert int(fields["Epoch"]) > 0
+
+
+def test_kafka_features_upgrade_raises_to_what_every_node_supports_and_refuses_a_downgrade(
+    kafka_cluster: LocalCluster,
+) -> None:
+    def features(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.FeatureCommand",
+             "--bootstrap-server", kafka_cluster.bootstrap_servers, *args],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    top = SUPPORTED[RAFTLOG_VERSION]
+    same = features("upgrade", "--feature", f"{RAFTLOG_VERSION}={top}")
+    assert same.returncode == 0, same.stdout + same.stderr
+    down = features("downgrade", "--feature", f"{RAFTLOG_VERSION}=1")
+    assert down.returncode != 0 and "downgrade is refused" in down.stdout + down.stderr, (
+        down.stdout + down.stderr
+    )
+    beyond = features("upgrade", "--feature", f"{RAFTLOG_VERSION}={top + 1}")
+    assert beyond.returncode != 0 and f"supports levels 1..{top}" in beyond.stdout + beyond.stderr
+
+
+def _configs(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "kafka.admin.ConfigCommand",
+         "--bootstrap-server", cluster.bootstrap_servers, *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def _create(cluster: LocalCluster, topic: str, replication_factor: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, replication_factor)])[topic].result(30)
+
+
+def _throttled(cluster: LocalCluster, quota: str) -> float:
+    total = 0.0
+    for url in cluster.servers:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(f'raftlog_client_quota_throttled_requests_total{{quota="{quota}"}}'):
+                    total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_kafka_configs_sets_describes_and_removes_a_client_quota(kafka_cluster: LocalCluster) -> None:
+    altered = _configs(
+        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
+        "--add-config", "producer_byte_rate=1048576,request_percentage=50.5",
+    )  # fmt: skip
+    assert altered.returncode == 0, altered.stdout + altered.stderr
+    described = _configs(
+        kafka_cluster, "--describe", "--entity-type", "clients", "--entity-name", "quota-describe"
+    )
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert (
+        "producer_byte_rate=1048576.0" in described.stdout and "request_percentage=50.5" in described.stdout
+    )
+    refused = _configs(
+        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
+        "--add-config", "producer_byte_rate=10.5",
+    )  # fmt: skip
+    assert refused.returncode != 0 and "fractional" in refused.stdout + refused.stderr
+    removed = _configs(
+        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
+        "--delete-config", "producer_byte_rate,request_percentage",
+    )  # fmt: skip
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    gone = _configs(
+        kafka_cluster, "--describe", "--entity-type", "clients", "--entity-name", "quota-describe"
+    )
+    assert "producer_byte_rate" not in gone.stdout, gone.stdout
+
+
+def test_a_producer_past_its_quota_is_throttled(kafka_cluster: LocalCluster) -> None:
+    topic = "quota-throttled"
+    _create(kafka_cluster, topic)
+    altered = _configs(
+        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
+        "--add-config", "producer_byte_rate=10240",
+    )  # fmt: skip
+    assert altered.returncode == 0, altered.stdout + altered.stderr
+    before = _throttled(kafka_cluster, "producer_byte_rate")
+    producer = Producer(
+        {"bootstrap.servers": kafka_cluster.bootstrap_servers, "client.id": "quota-producer", "linger.ms": 5}
+    )
+    try:
+        for _ in range(40):  # 400 KiB: forty times what the quota allows a second
+            producer.produce(topic, b"x" * 10240)
+            producer.poll(0)
+        wait_for(
+            lambda: (
+                producer.poll(0.1) is not None and _throttled(kafka_cluster, "producer_byte_rate") > before
+            ),
+            "the node to throttle the producer past its quota",
+            timeout_s=60,
+        )
+    finally:
+        producer.purge()
+        producer.flush(0)
+        _configs(
+            kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
+            "--delete-config", "producer_byte_rate",
+        )  # fmt: skip
+
+
+def test_an_http_caller_past_its_quota_is_answered_429_with_retry_after(kafka_cluster: LocalCluster) -> None:
+    topic = "quota-http"
+    base = kafka_cluster.servers[0]
+    _create(kafka_cluster, topic)
+    altered = _configs(
+        kafka_cluster, "--alter", "--entity-type", "users", "--entity-name", "ANONYMOUS",
+        "--add-config", "producer_byte_rate=100",
+    )  # fmt: skip
+    assert altered.returncode == 0, altered.stdout + altered.stderr
+    body = json.dumps({"records": [{"value": "v" * 4000}]}).encode()
+
+    def produce() -> tuple[int, str | None]:
+        request = urllib.request.Request(
+            base + f"/topics/{topic}/partitions/0", data=body,
+            headers={"Content-Type": "application/json"}, method="POST",
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, None
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers.get("Retry-After")
+
+    try:
+        first = produce()
+        assert first[0] == 200, first
+        wait_for(lambda: produce()[0] == 429, "the node to refuse the caller past its quota", timeout_s=60)
+        status, retry_after = produce()
+        assert status == 429 and retry_after is not None and int(retry_after) >= 1
+    finally:
+        removed = _configs(
+            kafka_cluster, "--alter", "--entity-type", "users", "--entity-name", "ANONYMOUS",
+            "--delete-config", "producer_byte_rate",
+        )  # fmt: skip
+        assert removed.returncode == 0, removed.stdout + removed.stderr
+
+
+def test_kafka_topics_lists_no_partition_at_its_minimum_in_sync_replicas(kafka_cluster: LocalCluster) -> None:
+    _create(kafka_cluster, "min-isr", replication_factor=3)
+    described = subprocess.run(
+        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.TopicCommand",
+         "--bootstrap-server", kafka_cluster.bootstrap_servers, "--describe", "--topic", "min-isr",
+         "--at-min-isr-partitions"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    # every replica in sync (3) is above the Raft majority (2): no partition listed, and no error
+    assert described.returncode == 0 and "Exception" not in described.stderr, (
+        described.stdout + described.stderr
+    )
+    assert "min-isr" not in described.stdout, described.stdout
