@@ -9,28 +9,37 @@ docs/performance.md); ``kafka-topics --describe --at-min-isr-partitions`` reads 
 from __future__ import annotations
 
 import json
-import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from waiting import wait_for
 
 from partitions.features import RAFTLOG_VERSION, SUPPORTED
-from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.local_cluster import LocalCluster
+from tests.kafka_reference.kafka_tools import KafkaTools, Outcome
 
 
-def test_kafka_features_describe_shows_the_finalized_level(kafka_cluster: LocalCluster) -> None:
-    described = subprocess.run(
-        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.FeatureCommand",
-         "--bootstrap-server", kafka_cluster.bootstrap_servers, "describe"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert described.returncode == 0, described.stdout + described.stderr
-    fields = dict(part.split(": ", 1) for part in described.stdout.strip().split("\t"))
-    assert fields["Feature"] == RAFTLOG_VERSION, described.stdout
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaTools]:
+    runner = KafkaTools(tmp_path_factory.mktemp("tools"))  # one JVM runs every step, each under a second
+    try:
+        yield runner
+    finally:
+        runner.close()
+
+
+def test_kafka_features_describe_shows_the_finalized_level(
+    kafka_cluster: LocalCluster, tools: KafkaTools
+) -> None:
+    described = tools.run("kafka-features", "--bootstrap-server", kafka_cluster.bootstrap_servers, "describe")
+    assert described.status == 0, described.output
+    (line,) = [line for line in described.lines() if line.startswith("Feature: ")]
+    fields = dict(part.split(": ", 1) for part in line.strip().split("\t"))
+    assert fields["Feature"] == RAFTLOG_VERSION, described.output
     assert (fields["SupportedMinVersion"], fields["SupportedMaxVersion"]) == (
         "1",
         str(SUPPORTED[RAFTLOG_VERSION]),
@@ -40,32 +49,22 @@ def test_kafka_features_describe_shows_the_finalized_level(kafka_cluster: LocalC
 
 
 def test_kafka_features_upgrade_raises_to_what_every_node_supports_and_refuses_a_downgrade(
-    kafka_cluster: LocalCluster,
+    kafka_cluster: LocalCluster, tools: KafkaTools
 ) -> None:
-    def features(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.FeatureCommand",
-             "--bootstrap-server", kafka_cluster.bootstrap_servers, *args],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+    def features(*args: str) -> Outcome:
+        return tools.run("kafka-features", "--bootstrap-server", kafka_cluster.bootstrap_servers, *args)
 
     top = SUPPORTED[RAFTLOG_VERSION]
     same = features("upgrade", "--feature", f"{RAFTLOG_VERSION}={top}")
-    assert same.returncode == 0, same.stdout + same.stderr
+    assert same.status == 0, same.output
     down = features("downgrade", "--feature", f"{RAFTLOG_VERSION}=1")
-    assert down.returncode != 0 and "downgrade is refused" in down.stdout + down.stderr, (
-        down.stdout + down.stderr
-    )
+    assert down.status != 0 and "downgrade is refused" in down.output, down.output
     beyond = features("upgrade", "--feature", f"{RAFTLOG_VERSION}={top + 1}")
-    assert beyond.returncode != 0 and f"supports levels 1..{top}" in beyond.stdout + beyond.stderr
+    assert beyond.status != 0 and f"supports levels 1..{top}" in beyond.output
 
 
-def _configs(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "kafka.admin.ConfigCommand",
-         "--bootstrap-server", cluster.bootstrap_servers, *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+def _configs(tools: KafkaTools, cluster: LocalCluster, *args: str) -> Outcome:
+    return tools.run("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, *args)
 
 
 def _create(cluster: LocalCluster, topic: str, replication_factor: int = 1) -> None:
@@ -83,43 +82,45 @@ def _throttled(cluster: LocalCluster, quota: str) -> float:
     return total
 
 
-def test_kafka_configs_sets_describes_and_removes_a_client_quota(kafka_cluster: LocalCluster) -> None:
+def test_kafka_configs_sets_describes_and_removes_a_client_quota(
+    kafka_cluster: LocalCluster, tools: KafkaTools
+) -> None:
     altered = _configs(
-        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
+        tools, kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
         "--add-config", "producer_byte_rate=1048576,request_percentage=50.5",
     )  # fmt: skip
-    assert altered.returncode == 0, altered.stdout + altered.stderr
+    assert altered.status == 0, altered.output
     described = _configs(
-        kafka_cluster, "--describe", "--entity-type", "clients", "--entity-name", "quota-describe"
+        tools, kafka_cluster, "--describe", "--entity-type", "clients", "--entity-name", "quota-describe"
     )
-    assert described.returncode == 0, described.stdout + described.stderr
+    assert described.status == 0, described.output
     assert (
-        "producer_byte_rate=1048576.0" in described.stdout and "request_percentage=50.5" in described.stdout
+        "producer_byte_rate=1048576.0" in described.output and "request_percentage=50.5" in described.output
     )
     refused = _configs(
-        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
+        tools, kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
         "--add-config", "producer_byte_rate=10.5",
     )  # fmt: skip
-    assert refused.returncode != 0 and "fractional" in refused.stdout + refused.stderr
+    assert refused.status != 0 and "fractional" in refused.output
     removed = _configs(
-        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
+        tools, kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-describe",
         "--delete-config", "producer_byte_rate,request_percentage",
     )  # fmt: skip
-    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert removed.status == 0, removed.output
     gone = _configs(
-        kafka_cluster, "--describe", "--entity-type", "clients", "--entity-name", "quota-describe"
+        tools, kafka_cluster, "--describe", "--entity-type", "clients", "--entity-name", "quota-describe"
     )
-    assert "producer_byte_rate" not in gone.stdout, gone.stdout
+    assert "producer_byte_rate" not in gone.output, gone.output
 
 
-def test_a_producer_past_its_quota_is_throttled(kafka_cluster: LocalCluster) -> None:
+def test_a_producer_past_its_quota_is_throttled(kafka_cluster: LocalCluster, tools: KafkaTools) -> None:
     topic = "quota-throttled"
     _create(kafka_cluster, topic)
     altered = _configs(
-        kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
+        tools, kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
         "--add-config", "producer_byte_rate=10240",
     )  # fmt: skip
-    assert altered.returncode == 0, altered.stdout + altered.stderr
+    assert altered.status == 0, altered.output
     before = _throttled(kafka_cluster, "producer_byte_rate")
     producer = Producer(
         {"bootstrap.servers": kafka_cluster.bootstrap_servers, "client.id": "quota-producer", "linger.ms": 5}
@@ -139,20 +140,22 @@ def test_a_producer_past_its_quota_is_throttled(kafka_cluster: LocalCluster) -> 
         producer.purge()
         producer.flush(0)
         _configs(
-            kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
+            tools, kafka_cluster, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
             "--delete-config", "producer_byte_rate",
         )  # fmt: skip
 
 
-def test_an_http_caller_past_its_quota_is_answered_429_with_retry_after(kafka_cluster: LocalCluster) -> None:
+def test_an_http_caller_past_its_quota_is_answered_429_with_retry_after(
+    kafka_cluster: LocalCluster, tools: KafkaTools
+) -> None:
     topic = "quota-http"
     base = kafka_cluster.servers[0]
     _create(kafka_cluster, topic)
     altered = _configs(
-        kafka_cluster, "--alter", "--entity-type", "users", "--entity-name", "ANONYMOUS",
+        tools, kafka_cluster, "--alter", "--entity-type", "users", "--entity-name", "ANONYMOUS",
         "--add-config", "producer_byte_rate=100",
     )  # fmt: skip
-    assert altered.returncode == 0, altered.stdout + altered.stderr
+    assert altered.status == 0, altered.output
     body = json.dumps({"records": [{"value": "v" * 4000}]}).encode()
 
     def produce() -> tuple[int, str | None]:
@@ -174,22 +177,20 @@ def test_an_http_caller_past_its_quota_is_answered_429_with_retry_after(kafka_cl
         assert status == 429 and retry_after is not None and int(retry_after) >= 1
     finally:
         removed = _configs(
-            kafka_cluster, "--alter", "--entity-type", "users", "--entity-name", "ANONYMOUS",
+            tools, kafka_cluster, "--alter", "--entity-type", "users", "--entity-name", "ANONYMOUS",
             "--delete-config", "producer_byte_rate",
         )  # fmt: skip
-        assert removed.returncode == 0, removed.stdout + removed.stderr
+        assert removed.status == 0, removed.output
 
 
-def test_kafka_topics_lists_no_partition_at_its_minimum_in_sync_replicas(kafka_cluster: LocalCluster) -> None:
+def test_kafka_topics_lists_no_partition_at_its_minimum_in_sync_replicas(
+    kafka_cluster: LocalCluster, tools: KafkaTools
+) -> None:
     _create(kafka_cluster, "min-isr", replication_factor=3)
-    described = subprocess.run(
-        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.TopicCommand",
-         "--bootstrap-server", kafka_cluster.bootstrap_servers, "--describe", "--topic", "min-isr",
-         "--at-min-isr-partitions"],
-        capture_output=True, text=True, timeout=120,
+    described = tools.run(
+        "kafka-topics", "--bootstrap-server", kafka_cluster.bootstrap_servers, "--describe", "--topic",
+        "min-isr", "--at-min-isr-partitions",
     )  # fmt: skip
     # every replica in sync (3) is above the Raft majority (2): no partition listed, and no error
-    assert described.returncode == 0 and "Exception" not in described.stderr, (
-        described.stdout + described.stderr
-    )
-    assert "min-isr" not in described.stdout, described.stdout
+    assert described.status == 0 and "Exception" not in described.output, described.output
+    assert not [line for line in described.lines() if "min-isr" in line], described.output

@@ -28,6 +28,8 @@ TOOLS = {
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
 }
 
 

@@ -98,7 +98,8 @@ def test_the_consumer_group_session_timeout_is_kafkas_by_default_and_bounded(tmp
 
 def test_the_share_record_lock_duration_is_bounded(tmp_path: pathlib.Path) -> None:
     def lock(*extra: str) -> int:
-        return serve.share_lock_ms(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        ready = settings.serve_settings(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
+        return ready.share_lock_ms
 
     assert lock() == 30_000 and lock("--group-share-record-lock-duration-ms", "2000") == 2000
     for bad in ("999", "3600001"):
