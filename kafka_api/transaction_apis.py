@@ -223,7 +223,7 @@ async def add_offsets_to_txn(door: Door, request: wire.Request) -> Any:
 
 
 async def end_txn(door: Door, request: wire.Request) -> Any:
-    """Answered once every partition of the transaction took its marker (``TransactionService``)."""
+    """Answered once the decision is replicated; the markers follow (``TransactionService``)."""
     body = request.body
 
     async def end() -> None:

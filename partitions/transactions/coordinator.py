@@ -7,15 +7,17 @@ serves every request of the id, and everything else raises ``NotLeader`` naming 
 transition is replicated (``state.TransactionTable``) before it is answered, so a new leader holds every
 transaction as it stood.
 
-Ending a transaction: ``EndTxn`` replicates the decision (``PrepareCommit`` or ``PrepareAbort``), then a
-driver writes the marker to every partition of the transaction, each through its own leader
-(``MarkerWriter``: ``DataService.write_txn_marker``), all at once, each tried again after a pause that
-doubles up to ``MARKER_RETRY_MAX_S`` until its leader answers, then replicates ``Complete``. The client is
-answered once the transaction is complete, or after ``COMPLETION_WAIT_S`` should a partition keep its
-marker waiting (the decision is replicated: whichever node leads the coordinator partition completes it).
-Kafka answers as soon as the decision is written; answering after the markers means the producer's next
-transaction does not bounce off CONCURRENT_TRANSACTIONS while they are written, and what a commit answered
-is what a read_committed reader finds.
+Ending a transaction: ``EndTxn`` replicates the decision (``PrepareCommit`` or ``PrepareAbort``) and is
+answered then, as Kafka answers it; a driver writes the marker to every partition of the transaction,
+each through its own leader (``MarkerWriter``: ``DataService.write_txn_marker``), all at once, each tried
+again after a pause that doubles up to ``MARKER_RETRY_MAX_S`` until its leader answers, then replicates
+``Complete`` (whichever node leads the coordinator partition completes it). The answer must not wait for
+the markers: a client that loses its coordinator's connection before the answer cannot learn the outcome
+(franz-go's GroupTransactSession then takes the transaction for aborted and processes its input again,
+while the coordinator's successor commits it), so the time between the decision and its answer is kept
+to Kafka's. Meanwhile the producer's next transaction meets CONCURRENT_TRANSACTIONS (clients back off and
+retry), a read_committed reader finds the records once each partition took its marker, and the group's
+offsets read with ``require_stable`` answer UNSTABLE_OFFSET_COMMIT until then.
 
 The markers carry the coordinator's epoch: the Raft term of the leader writing them (after a failover the
 new leader's, higher than any its predecessor wrote), so a partition can refuse a deposed coordinator's.
@@ -89,7 +91,6 @@ log = logging.getLogger("raftlog.transactions")
 TRANSACTION_PARTITIONS_DEFAULT = 4  # of the internal __transactions topic
 TIMEOUT_MS_MAX_DEFAULT = 900_000  # Kafka's transaction.max.timeout.ms: 15 minutes
 SWEEP_INTERVAL_S = 1.0  # how often the leader looks for transactions to time out or complete
-COMPLETION_WAIT_S = 5.0  # the longest an EndTxn waits for its markers before it is answered
 MARKER_RETRY_MIN_S = 0.05
 MARKER_RETRY_MAX_S = 2.0
 EXPIRE_BATCH = 1_000  # ids forgotten by one command
@@ -131,7 +132,6 @@ class TransactionCoordinator:
         wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
         limits: Limits = LIMITS,
-        completion_wait_s: float = COMPLETION_WAIT_S,
         marker_retry_s: tuple[float, float] = (MARKER_RETRY_MIN_S, MARKER_RETRY_MAX_S),
     ) -> None:
         check(timeout_ms_max >= 1, f"a transaction timeout bound of {timeout_ms_max} ms")
@@ -144,7 +144,6 @@ class TransactionCoordinator:
         # in-memory numbers when none are given: a coordinator alone in its process (tests)
         self._producer_ids = producer_ids or ProducerIds.in_memory(self._rng)
         self._limits = limits
-        self._completion_wait_s = completion_wait_s
         self._marker_retry_s = marker_retry_s  # the first pause before a marker is tried again, the longest
         self._drivers: dict[str, tuple[_DriveKey, asyncio.Task[None]]] = {}
         self.counters = {"transaction_markers_written": 0, "transaction_marker_retries": 0,
@@ -296,8 +295,7 @@ class TransactionCoordinator:
         assert isinstance(result, TxnChanged) and result.transaction is not None  # narrowed: checked above
         if not result.changed:
             return  # a retry of an end already complete
-        driver = self._drive(partition, term, result.transaction)
-        await asyncio.wait({driver}, timeout=self._completion_wait_s)  # never cancels the driver
+        self._drive(partition, term, result.transaction)  # answered now: the decision is replicated
 
     async def verify_partition(
         self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int

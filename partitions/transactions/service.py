@@ -150,9 +150,9 @@ class TransactionService(Protocol):
         commit: bool,
         principal: str | None = None,
     ) -> None:
-        """Kafka's EndTxn: the decision is replicated, then the markers are written to every partition of
-        the transaction; answered once they are (or, should a partition keep them waiting, after a few
-        seconds: the decision stands and the coordinator goes on writing them)."""
+        """Kafka's EndTxn: the decision is replicated and answered, then the coordinator writes the markers
+        to every partition of the transaction (as Kafka: a commit answered later would leave a client whose
+        coordinator died meanwhile unable to learn that its transaction commits)."""
         ...
 
     @peer("Whether a partition is in the producer's ongoing transaction")

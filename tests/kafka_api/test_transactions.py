@@ -108,7 +108,11 @@ def test_committed_records_are_read_committed_and_aborted_ones_never(
         else:
             producer.flush(60)  # written to the partitions, then aborted
             producer.abort_transaction(60)
-    described = _transaction(kafka_cluster, tid)
+    # EndTxn is answered once decided, as Kafka answers: the markers follow
+    described = wait_for(
+        lambda: (d := _transaction(kafka_cluster, tid))["state"].startswith("Complete") and d,
+        f"{tid} complete",
+    )
     assert described["state"] == "CompleteCommit" and described["partitions"] == []
     committed = _read(kafka_cluster, topic, "read_committed")
     everything = _read(kafka_cluster, topic, "read_uncommitted")
@@ -370,7 +374,7 @@ def test_raw_coordinator_requests_and_their_refusals(kafka_cluster: LocalCluster
             committed=False,
         )
         assert raw.call(END_TXN, 3, body).error_code is ErrorCode.none
-        assert _transaction(kafka_cluster, tid)["state"] == "CompleteAbort"
+        wait_for(lambda: _transaction(kafka_cluster, tid)["state"] == "CompleteAbort", f"{tid} aborted")
     finally:
         raw.close()
         for other in others:
@@ -411,7 +415,7 @@ def test_a_transaction_commits_after_its_coordinator_s_node_is_killed(
         before["started_ms"],
     )
     producer.commit_transaction(120)
-    assert _transaction(kafka_cluster, tid)["state"] == "CompleteCommit"
+    wait_for(lambda: _transaction(kafka_cluster, tid)["state"] == "CompleteCommit", f"{tid} committed")
     committed = [v for v in _read(kafka_cluster, topic, "read_committed") if v.startswith(b"failover-")]
     assert sorted(committed) == sorted(f"failover-{i}".encode() for i in range(60))
 

@@ -147,13 +147,18 @@ def coordinator(
         timeout_ms_max=int(kw.get("timeout_ms_max", 60_000)),
         wall=clock,
         rng=random.Random(7),
-        completion_wait_s=kw.get("completion_wait_s", 30.0),
         marker_retry_s=(0.001, 0.004),
     )
 
 
 def row(log: MemoryLog, coordinator: TransactionCoordinator, tid: str = TID) -> Transaction:
     return log.tables[coordinator.coordinator_partition(tid)].transactions[tid]
+
+
+async def ended(log: MemoryLog, c: TransactionCoordinator, pid: int, epoch: int, commit: bool) -> None:
+    """EndTxn, then the wait for its markers and ``Complete`` (the answer comes once it is decided)."""
+    await c.end_transaction(TID, pid, epoch, commit)
+    await asyncio.wait_for(_until(lambda: not row(log, c).state.preparing), 10)
 
 
 async def started(
@@ -174,14 +179,14 @@ async def test_each_transaction_s_ordinal_outdoes_the_last_whatever_the_clock_sa
     pid, epoch = await started(c, T0)
     await c.add_offsets(TID, pid, epoch, "billing")
     first = await c.add_offset_partitions(TID, pid, epoch, "billing", [T1])
-    await c.end_transaction(TID, pid, epoch, False)
+    await ended(log, c, pid, epoch, False)
     assert set(markers.transactions) == {first}
     clock.ms -= 60_000  # the next leader's clock is a minute behind
     await c.add_partitions(TID, pid, epoch, [T0])
     await c.add_offsets(TID, pid, epoch, "billing")
     second = await c.add_offset_partitions(TID, pid, epoch, "billing", [T1])
     assert second > first
-    await c.end_transaction(TID, pid, epoch, True)
+    await ended(log, c, pid, epoch, True)
     assert set(markers.transactions) == {first, second}
 
 
@@ -207,7 +212,7 @@ async def test_init_gives_a_producer_id_and_every_later_init_the_next_epoch(
         await c.init_producer_id("x" * 513, 1_000, -1, -1)
 
 
-async def test_a_commit_writes_each_partition_s_marker_and_is_answered_once_complete(
+async def test_a_commit_writes_each_partition_s_marker_and_a_retry_of_its_end_answers_the_same(
     log: MemoryLog, markers: Markers, clock: Clock
 ) -> None:
     c = coordinator(log, markers, clock)
@@ -215,7 +220,7 @@ async def test_a_commit_writes_each_partition_s_marker_and_is_answered_once_comp
     await c.add_offsets(TID, pid, epoch, "billing")
     await c.add_offset_partitions(TID, pid, epoch, "billing", [T1, T2])
     log.term = 4  # the coordinator partition's leader was elected again (still this node)
-    await c.end_transaction(TID, pid, epoch, True)
+    await ended(log, c, pid, epoch, True)
     assert row(log, c).state is TxnState.COMPLETE_COMMIT
     # one marker a partition, at the producer's epoch and the coordinator's term; a control batch where
     # the producer wrote, none where it only committed offsets
@@ -235,24 +240,30 @@ async def test_a_marker_is_tried_again_until_its_partition_takes_it_and_a_delete
     pid, epoch = await started(c, T0, T1)
     markers.failing[T0] = [NoLeader("orders-0"), NotLeader("orders-0", None), NoLeader("orders-0")]
     markers.failing[T1] = [UnknownTopic("orders")]  # the topic was deleted meanwhile
-    await c.end_transaction(TID, pid, epoch, False)
+    await ended(log, c, pid, epoch, False)
     assert row(log, c).state is TxnState.COMPLETE_ABORT
     assert [m[0] for m in markers.written] == [T0] and markers.tries == 5
     assert c.counters["transaction_marker_retries"] == 3
 
 
-async def test_an_end_waits_for_its_markers_at_most_a_while_and_the_completion_goes_on(
+async def test_an_end_is_answered_once_decided_not_after_its_markers_and_the_completion_goes_on(
     log: MemoryLog, markers: Markers, clock: Clock
 ) -> None:
-    c = coordinator(log, markers, clock, completion_wait_s=0.05)
+    """As Kafka: EndTxn is answered once the decision is replicated. A coordinator killed while it holds
+    the answer leaves a client that cannot learn the outcome (franz-go then processes the transaction's
+    input again while the successor commits it): the answer does not wait for a marker."""
+    c = coordinator(log, markers, clock)
     pid, epoch = await started(c, T0, T1)
-    markers.held[T1, 1] = asyncio.Event()
-    await c.end_transaction(TID, pid, epoch, True)  # answered: the decision is replicated
+    markers.held[T1, 1] = asyncio.Event()  # a partition whose leader is gone: its marker waits
+    await asyncio.wait_for(c.end_transaction(TID, pid, epoch, True), 1.0)  # answered: decided
     assert row(log, c).state is TxnState.PREPARE_COMMIT
-    with pytest.raises(ConcurrentTransactions):  # the producer's next transaction waits for it
+    with pytest.raises(ConcurrentTransactions):  # a retry of the end, or the producer's next transaction
+        await c.end_transaction(TID, pid, epoch, True)
+    with pytest.raises(ConcurrentTransactions):
         await c.add_partitions(TID, pid, epoch, [T2])
     markers.held[T1, 1].set()
     await asyncio.wait_for(_until(lambda: row(log, c).state is TxnState.COMPLETE_COMMIT), 10)
+    await c.end_transaction(TID, pid, epoch, True)  # a retry once complete: the same answer
     await c.add_partitions(TID, pid, epoch, [T2])
     assert row(log, c).state is TxnState.ONGOING
 
@@ -307,13 +318,14 @@ async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced
 async def test_after_a_failover_the_new_leader_completes_a_decided_transaction_and_times_out_open_ones(
     log: MemoryLog, markers: Markers, clock: Clock
 ) -> None:
-    first = coordinator(log, markers, clock, "n1", completion_wait_s=0.01)
+    first = coordinator(log, markers, clock, "n1")
     pid, epoch = await started(first, T0, T1, timeout_ms=5_000)
     other = await first.init_producer_id("other", 5_000, -1, -1)
     await first.add_partitions("other", other.producer_id, other.producer_epoch, [T2])
     markers.held[T1, 1] = asyncio.Event()
-    await first.end_transaction(TID, pid, epoch, True)  # answered; one marker not written yet
-    assert row(log, first).state is TxnState.PREPARE_COMMIT
+    await first.end_transaction(TID, pid, epoch, True)  # answered once decided
+    await asyncio.wait_for(_until(lambda: markers.tries == 2), 10)  # its driver sent both markers
+    assert row(log, first).state is TxnState.PREPARE_COMMIT  # one not written yet
     # n1 loses the coordinator partitions to n2 in term 2; n1's driver is still waiting on its marker
     log.leader, log.term = "n2", 2
     second = coordinator(log, markers, clock, "n2")
@@ -345,7 +357,7 @@ async def test_verify_partition_accepts_only_a_partition_of_the_ongoing_transact
     assert not await c.verify_partition(TID, pid, epoch + 1, "orders", 0)
     assert not await c.verify_partition(TID, pid + 1, epoch, "orders", 0)
     assert not await c.verify_partition("nobody", pid, epoch, "orders", 0)
-    await c.end_transaction(TID, pid, epoch, True)
+    await ended(log, c, pid, epoch, True)
     assert not await c.verify_partition(TID, pid, epoch, "orders", 0)  # ended: a late write opens nothing
 
 
