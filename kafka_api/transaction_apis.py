@@ -38,7 +38,14 @@ from partitions.errors import InvalidName, ProducerFenced, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.names import TRANSACTIONS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
-from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.errors import (
+    NoLeader,
+    NotLeader,
+    OutcomeUnknown,
+    ProposalDiscarded,
+    ProposalQueueFull,
+    ProposalRejected,
+)
 from raftlog.errors import RaftlogError
 
 TRANSACTION_KEY = 1  # FindCoordinator's key type of a transactional id
@@ -61,12 +68,18 @@ class Refused(Exception):
 
 def coordinator_code(error: BaseException, request: wire.Request) -> ErrorCode:
     """The Kafka code of an error the transaction coordinator raised, for this request: its leadership
-    as a coordinator's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), a
-    fenced producer by the request's version, the rest as everywhere (``kafka_api.errors``)."""
-    if isinstance(error, NotLeader):
+    or a write to its log that failed as a coordinator's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE), a fenced producer by the request's version, the rest as everywhere
+    (``kafka_api.errors``)."""
+    if isinstance(error, (NotLeader, ProposalDiscarded, ProposalRejected)):
         return ErrorCode.not_coordinator
     if isinstance(error, NoLeader):  # electing, or led here but not caught up with its partition yet
         return ErrorCode.coordinator_load_in_progress
+    if isinstance(error, (OutcomeUnknown, ProposalQueueFull)):
+        # not written in time, as Kafka's coordinator answers an append to its log that timed out: every
+        # client asks again (REQUEST_TIMED_OUT would end franz-go's EndTxn as failed, and it would take a
+        # commit that may yet be decided for an abort and process the input again)
+        return ErrorCode.coordinator_not_available
     if isinstance(error, UnknownTopic) and error.topic == TRANSACTIONS_TOPIC:
         return ErrorCode.coordinator_not_available
     if isinstance(error, ProducerFenced):

@@ -49,3 +49,24 @@ def test_the_codes_clients_act_on() -> None:
     assert errors.code_of(NotLeader("orders-0.1", "n2")) is ErrorCode.not_leader_or_follower
     assert errors.code_of(UnknownTopic("orders")) is ErrorCode.unknown_topic_or_partition
     assert errors.code_of(ValueError("a bug")) is ErrorCode.unknown_server_error
+
+
+def test_a_transaction_coordinator_s_write_not_answered_in_time_is_a_coordinator_s_code() -> None:
+    """As Kafka's transaction coordinator answers an append to its log that failed: codes every client
+    asks again on. REQUEST_TIMED_OUT to EndTxn ends franz-go's transaction as failed (it rewinds and
+    processes the input again) while the decision may yet commit."""
+    from kafka_api.transaction_apis import coordinator_code
+    from kafka_api.wire import Request
+    from raftlog.consensus.errors import OutcomeUnknown, ProposalDiscarded, ProposalQueueFull
+
+    end_txn = Request(26, 3, 1, "franz-go", None)
+    assert (
+        coordinator_code(OutcomeUnknown("__transactions-0.1", "not answered"), end_txn)
+        is ErrorCode.coordinator_not_available
+    )
+    assert (
+        coordinator_code(ProposalQueueFull("__transactions-0.1"), end_txn)
+        is ErrorCode.coordinator_not_available
+    )
+    assert coordinator_code(ProposalDiscarded("__transactions-0.1"), end_txn) is ErrorCode.not_coordinator
+    assert coordinator_code(NotLeader("__transactions-0.1", None), end_txn) is ErrorCode.not_coordinator
