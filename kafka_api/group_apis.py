@@ -115,6 +115,21 @@ def _coordinator_code(error: BaseException) -> ErrorCode:
     return code_of(error)
 
 
+# codes a partition's offset store may raise that Kafka never answers a commit (a group client ends the
+# commit on them, franz-go's TxnOffsetCommit aborts its transaction): Kafka's coordinator turns a timed-out
+# or leaderless append to its offsets partition into a code every group client retries
+_NOT_A_COMMIT_CODE = frozenset(
+    {ErrorCode.request_timed_out, ErrorCode.leader_not_available, ErrorCode.not_leader_or_follower}
+)
+
+
+def _stored_code(error: BaseException) -> ErrorCode:
+    """The code of a partition whose offset was not stored: COORDINATOR_LOAD_IN_PROGRESS (the client asks
+    again, and a commit asked again stores the same offset) where the store failed on time or leadership."""
+    code = code_of(error)
+    return LOAD_IN_PROGRESS if code in _NOT_A_COMMIT_CODE else code
+
+
 # -- FindCoordinator --------------------------------------------------------------------------------
 
 
@@ -528,7 +543,7 @@ async def _committed(
         try:
             await commit(topic, partition, offset, leader_epoch)
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            return code_of(exc)
+            return _stored_code(exc)
         return ErrorCode.none
 
     codes = [
