@@ -86,7 +86,7 @@ async def metadata(door: Door, request: wire.Request) -> Any:
             name, topic_id = entry.name, getattr(entry, "topic_id", None)
             if name is None and topic_id is not None and topic_id != ZERO_TOPIC_ID:
                 if names_by_id is None:
-                    names_by_id = await _names_by_id(door, pacer)
+                    names_by_id = await topic_names_by_id(door, pacer)
                 key: str | uuid.UUID | None = topic_id
                 name = names_by_id.get(topic_id)
                 answer = _by_id(door, cls, topic_id, name, alive)
@@ -122,7 +122,9 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     )
 
 
-async def _names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+async def topic_names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+    """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+ and Fetch v13+ name topics
+    by id."""
     view = door.node.metadata
     found = {}
     for name in view.topics():
