@@ -12,8 +12,9 @@ answers them, and not read at all. The partitions read are those of the request'
 (KIP-227, ``fetch_sessions``): a full fetch's own, an incremental one's session's with what it added,
 changed and forgot, answered only where something changed; v13+ name topics by id (an id no topic has is
 answered UNKNOWN_TOPIC_ID, as Kafka answers it). ``max_bytes`` is held to what the client's consumer quota
-allows in its window (``throttling``). A topic the connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED
-for each of its partitions, nothing of it read; the others are served as usual. A partition's
+allows in its window (``throttling``). A topic the connection may not READ (``serve --enforce-acls``) is
+answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it read, at every fetch of its
+session; the others are served as usual. A partition's
 ``current_leader_epoch`` (v9+) is checked against the term of the leader that read it: FENCED_LEADER_EPOCH
 when older, UNKNOWN_LEADER_EPOCH when newer, no records, no long poll (the check follows the read, where
 Kafka checks first: the same answer, one read spent). ``last_fetched_epoch`` (v12) and the diverging

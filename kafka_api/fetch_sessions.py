@@ -115,6 +115,16 @@ class FetchSessions:
     )
     evictions: int = 0
 
+    def counts(self) -> dict[str, int]:
+        """For the node's /metrics."""
+        return {
+            "sessions": len(self.sessions),
+            "full_fetches": self.full_fetches,
+            "incremental_fetches": self.incremental_fetches,
+            "session_errors": self.session_errors,
+            "evictions": self.evictions,
+        }
+
     def open(
         self,
         session_id: int,

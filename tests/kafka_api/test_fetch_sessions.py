@@ -16,7 +16,9 @@ from kafka_api.fetch_sessions import (
 
 
 def _idle(high: int = 10) -> Answered:
-    return Answered(records=False, error=False, high_watermark=high, log_start_offset=0, last_stable_offset=high)
+    return Answered(
+        records=False, error=False, high_watermark=high, log_start_offset=0, last_stable_offset=high
+    )
 
 
 def _open_full(cache: FetchSessions, keys: list[tuple[str, int]], now: int = 0) -> int:
