@@ -32,6 +32,7 @@ bootstrap again).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import uuid
 from typing import Any
@@ -56,7 +57,12 @@ def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
     """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
     Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
     one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
-    digest = bytearray(hashlib.sha256(f"{cluster_id}/{topic.name}/{topic.topic_id}".encode()).digest()[:16])
+    return _topic_id(cluster_id, topic.name, topic.topic_id)
+
+
+@functools.lru_cache(maxsize=65_536)  # every Fetch v13+ maps ids to names: no hash per topic per fetch
+def _topic_id(cluster_id: str, name: str, creation: int) -> uuid.UUID:
+    digest = bytearray(hashlib.sha256(f"{cluster_id}/{name}/{creation}".encode()).digest()[:16])
     digest[0] &= 0x7F
     return uuid.UUID(bytes=bytes(digest), version=4)
 
