@@ -10,9 +10,10 @@ once, no long poll), as a consumer of many idle partitions does between its reco
 
 For each, the request's and the answer's bytes on the wire and the median milliseconds from sending to
 the whole answer read, over ``--fetches`` fetches (Fetch v12, topics by name: v13+ name them by id, the
-same sizes give or take 12 bytes a topic). Numbers only, never assertions.
+same sizes give or take 12 bytes a topic). Numbers only, never assertions. Every size's topic stays: one
+node holds their sum (3,100 partitions on a busy 2-core machine did not elect their leaders in time).
 
-    raftlog bench fetches [--partitions 100,1000,5000] [--fetches 50] [--dir DIR] [--json OUT]
+    raftlog bench fetches [--partitions 100,1000] [--fetches 50] [--dir DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -175,7 +176,9 @@ def run(counts: Sequence[int], fetches: int, directory: str) -> list[FetchCell]:
             connection = _Connection(cluster.bootstrap_servers.split(",")[0])
             try:
                 _ready(connection, topic, count)
-                cells.extend(_measure(connection, topic, count, fetches))
+                measured = _measure(connection, topic, count, fetches)
+                cells.extend(measured)
+                say(_table(measured))  # kept should a larger size fail
             finally:
                 connection.close()
     return cells
@@ -195,8 +198,8 @@ def _table(cells: list[FetchCell]) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--partitions", type=positive_ints, default=[100, 1000, 5000],
-        help="partition counts, comma-separated (default 100,1000,5000)",
+        "--partitions", type=positive_ints, default=[100, 1000],
+        help="partition counts, comma-separated (default 100,1000; their sum on one node)",
     )  # fmt: skip
     parser.add_argument("--fetches", type=int, default=50, help="fetches measured of each kind (default 50)")
     add_dir_argument(parser, "the node's directory")
