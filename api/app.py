@@ -111,6 +111,9 @@ HTTP_LIMITS_DEFAULT = HttpLimits()
 KAFKA_CONNECTION_COUNTS: web.AppKey[Callable[[], Mapping[str, int]]] = web.AppKey(
     "raftlog_kafka_connection_counts"
 )
+# The node's incremental fetch sessions (``FetchSessions.counts``: sessions held, fetches answered in full
+# and from a session, session errors, evictions), set by the process that runs both doors, for /metrics
+KAFKA_FETCH_SESSIONS: web.AppKey[Callable[[], Mapping[str, int]]] = web.AppKey("raftlog_kafka_fetch_sessions")
 # The node's Kafka listener's request latencies by API name (``KafkaServer.request_latencies``), set by
 # the process that runs both doors; rendered in /metrics as raftlog_kafka_request_seconds{api}
 KAFKA_REQUEST_SECONDS: web.AppKey[Callable[[], Mapping[str, HistogramSnapshot]]] = web.AppKey(
@@ -141,6 +144,14 @@ async def metrics(request: web.Request) -> web.Response:
     kafka_counts = request.app.get(KAFKA_CONNECTION_COUNTS)
     for reason, count in sorted(kafka_counts().items() if kafka_counts is not None else ()):
         values[f'kafka_connections_cut{{reason="{reason}"}}'] = count
+    fetch_sessions = request.app.get(KAFKA_FETCH_SESSIONS)
+    if fetch_sessions is not None:
+        counts = fetch_sessions()
+        values["kafka_fetch_sessions"] = counts["sessions"]
+        values['kafka_fetches{kind="full"}'] = counts["full_fetches"]
+        values['kafka_fetches{kind="incremental"}'] = counts["incremental_fetches"]
+        values["kafka_fetch_session_errors"] = counts["session_errors"]
+        values["kafka_fetch_session_evictions"] = counts["evictions"]
     budgets = {"http": app_state.request_bytes, "kafka": request.app.get(KAFKA_REQUEST_BYTES)}
     for door, budget in budgets.items():
         if budget is not None:

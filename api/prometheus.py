@@ -164,6 +164,22 @@ CATALOGUE: dict[str, Family] = {
         "cut_login_timeout, cut_frame_timeout, cut_idle_timeout, cut_credential_gone, refused_per_user, "
         "refused_reserved, cut_for_login, cut_idle_at_cap; --kafka-*).",
     ),
+    "kafka_fetch_sessions": Family(
+        "gauge", "Incremental fetch sessions (KIP-227) this node holds (at most 1000, Kafka's cache slots)."
+    ),
+    "kafka_fetches": Family(
+        "counter",
+        "Kafka Fetch requests this node answered, by kind: full (every partition asked, a session opened or "
+        "not) or incremental (from a fetch session, only the partitions that changed).",
+    ),
+    "kafka_fetch_session_errors": Family(
+        "counter",
+        "Fetches naming a session this node does not hold or at another epoch (FETCH_SESSION_ID_NOT_FOUND, "
+        "INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR): the client fetches in full again.",
+    ),
+    "kafka_fetch_session_evictions": Family(
+        "counter", "Fetch sessions this node dropped for a newcomer at its bound, as Kafka's cache evicts."
+    ),
     "request_bytes_held": Family(
         "gauge",
         "Bytes of requests being received or served on this node's listener, by door (http, kafka; "

@@ -3,7 +3,11 @@
 dispatch and the ApiVersions answer, so what a client is told is supported is exactly what is served.
 
 Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
-cannot read: Fetch stops at 12 (topic ids come after); Metadata goes to 13, the last of Kafka 4.1 and what
+cannot read: Fetch goes to 17, Kafka 4.1's (v13+ name topics by id, v15+ carry a follower's replica state,
+v16+ node endpoints, v17 a directory id: a consumer's fetch reads the same), with incremental fetch
+sessions (``fetch_sessions``); Produce to 11 (v10-11 add the current leader and node endpoints, left
+unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the producer uses
+transaction version 2, which raftlog does not advertise); Metadata goes to 13, the last of Kafka 4.1 and what
 librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts leader epochs only from v9; its
 request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10,
 Kafka 4.1's last; OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol
@@ -157,8 +161,8 @@ def versions_response(
 APIS: dict[int, Api] = {
     api.key: api
     for api in (
-        Api(0, "Produce", 3, 9, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
-        Api(1, "Fetch", 4, 12, fetch, "READ topic"),
+        Api(0, "Produce", 3, 11, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
+        Api(1, "Fetch", 4, 17, fetch, "READ topic"),
         Api(2, "ListOffsets", 1, 10, list_offsets, "DESCRIBE topic"),
         Api(3, "Metadata", 0, 13, metadata,
             "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one"),

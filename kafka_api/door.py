@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
+from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
@@ -57,6 +58,8 @@ class Door:
     # and the creations Metadata requests started (kafka_api.auto_topics), shared by every connection
     topic_defaults: TopicDefaults = TOPIC_DEFAULTS
     auto_topics: AutoTopics = field(default_factory=AutoTopics)
+    # the node's incremental fetch sessions (KIP-227, kafka_api.fetch_sessions), shared by every connection
+    fetch_sessions: FetchSessions = field(default_factory=FetchSessions)
     # held by a Produce while it begins its appends (in turns, ``kafka_api.produce``): the connection's
     # next Produce begins its own after, so a pipelining producer's batches keep their order
     produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)

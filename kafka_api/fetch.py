@@ -8,10 +8,13 @@ least one whole batch). The first batch may start before the offset asked for, a
 those records. Partitions are read ``pacing.ITEMS_PER_TURN`` at a time, and no more than the answer may
 still hold (``max_bytes``, at most ``FETCH_BYTES_MAX``, Kafka's broker ``fetch.max.bytes``): once a
 request's reads reach it, its later partitions are answered with their offsets and no records, as Kafka
-answers them, and not read at all. No fetch sessions (KIP-227): every answer is a full one (session id
-0). ``max_bytes`` is held to what the client's consumer quota allows in its window (``throttling``). A
-topic the connection may not READ (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED
-for each of its partitions, nothing of it read; the others are served as usual. A partition's
+answers them, and not read at all. The partitions read are those of the request's fetch session
+(KIP-227, ``fetch_sessions``): a full fetch's own, an incremental one's session's with what it added,
+changed and forgot, answered only where something changed; v13+ name topics by id (an id no topic has is
+answered UNKNOWN_TOPIC_ID, as Kafka answers it). ``max_bytes`` is held to what the client's consumer quota
+allows in its window (``throttling``). A topic the connection may not READ (``serve --enforce-acls``) is
+answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it read, at every fetch of its
+session; the others are served as usual. A partition's
 ``current_leader_epoch`` (v9+) is checked against the term of the leader that read it: FENCED_LEADER_EPOCH
 when older, UNKNOWN_LEADER_EPOCH when newer, no records, no long poll (the check follows the read, where
 Kafka checks first: the same answer, one read spent). ``last_fetched_epoch`` (v12) and the diverging
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +37,16 @@ from kio.schema.errors import ErrorCode
 from kafka_api import throttling, wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from kafka_api.fetch_sessions import (
+    FINAL_EPOCH,
+    NO_SESSION,
+    Answered,
+    FetchContext,
+    FetchSessions,
+    Key,
+    Wanted,
+)
+from kafka_api.metadata import topic_names_by_id
 from kafka_api.pacing import ITEMS_PER_TURN, Pacer
 from partitions.data.service import NO_LEADER_EPOCH, FetchedBatches, check_leader_epoch
 from partitions.errors import AuthorizationFailed
@@ -43,6 +57,7 @@ NO_REPLICA = -1
 WAIT_MAX_MS = 30_000
 FETCH_BYTES_MAX = 55 * 1024 * 1024  # the most one answer holds, whatever the client asks (Kafka's default)
 READ_COMMITTED = 1
+TOPIC_IDS_VERSION = 13  # Fetch names topics by id from v13 (KIP-516)
 
 
 @dataclass(slots=True)
@@ -55,24 +70,53 @@ class _Part:
     result: FetchedBatches | None = None
     error: BaseException | None = None
     refused: AuthorizationFailed | None = None  # not read: the connection may not READ the topic
+    key: Key = ("", 0)  # in the fetch session: the topic's name, or (v13+) its id, and the partition
+    topic_id: uuid.UUID | None = None  # v13+
+    unknown_id: bool = False  # v13+: no topic has the id (UNKNOWN_TOPIC_ID), not read
 
 
 async def fetch(door: Door, request: wire.Request) -> Any:
     body = request.body
     pacer = Pacer()
-    parts = []
+    by_id = request.api_version >= TOPIC_IDS_VERSION
+    wanted: list[tuple[Key, Wanted]] = []
     for topic in body.topics:
-        refused = None
-        if not door.allows(AclOperation.READ, ResourceType.TOPIC, topic.topic):
-            refused = door.refusal(AclOperation.READ, ResourceType.TOPIC, topic.topic)
+        name_or_id = topic.topic_id if by_id else topic.topic
         for p in topic.partitions:
             epoch = getattr(p, "current_leader_epoch", NO_LEADER_EPOCH)
-            parts.append(
-                _Part(topic.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 1), epoch)
+            wanted.append(
+                ((name_or_id, p.partition), Wanted(p.fetch_offset, max(p.partition_max_bytes, 1), epoch))
             )
-            parts[-1].refused = refused
             await pacer.step()
-    readable = [part for part in parts if part.refused is None]
+    forgotten = [
+        (t.topic_id if by_id else t.topic, partition)
+        for t in getattr(body, "forgotten_topics_data", ())
+        for partition in t.partitions
+    ]
+    sessions = door.fetch_sessions
+    session_id = getattr(body, "session_id", NO_SESSION)
+    epoch = getattr(body, "session_epoch", FINAL_EPOCH)  # v4-6 know no sessions
+    context = sessions.open(session_id, epoch, by_id, wanted, forgotten, _now_ms())
+    if context.error != ErrorCode.none:
+        return _error_response(request, context.error)
+    names = await topic_names_by_id(door, pacer) if by_id and context.partitions else {}
+    parts = []
+    allowed: dict[str, AuthorizationFailed | None] = {}
+    for key, asked in context.partitions:
+        topic_key, partition = key
+        topic_id = topic_key if isinstance(topic_key, uuid.UUID) else None
+        name = topic_key if isinstance(topic_key, str) else names.get(topic_key)
+        part = _Part(name or "", partition, asked.offset, asked.max_bytes, asked.current_leader_epoch)
+        part.key, part.topic_id, part.unknown_id = key, topic_id, name is None
+        if name is not None:
+            if name not in allowed:
+                allowed[name] = None
+                if not door.allows(AclOperation.READ, ResourceType.TOPIC, name):
+                    allowed[name] = door.refusal(AclOperation.READ, ResourceType.TOPIC, name)
+            part.refused = allowed[name]
+        parts.append(part)
+        await pacer.step()
+    readable = [part for part in parts if part.refused is None and not part.unknown_id]
     wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
     max_bytes = max(1, min(body.max_bytes, FETCH_BYTES_MAX))
     quotas = door.node.metadata.client_quotas()
@@ -89,7 +133,11 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         await _wait_any(door, readable, wait_ms, committed)
         throttling.waited(time.perf_counter() - waiting_since)
         await _read_all(door, readable, max_bytes, committed)
-    return await _response(request, parts, max_bytes, pacer, committed)
+    return await _response(request, parts, max_bytes, pacer, committed, context, sessions)
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: bool) -> None:
@@ -175,7 +223,13 @@ def _bytes(parts: list[_Part]) -> int:
 
 
 async def _response(
-    request: wire.Request, parts: list[_Part], max_bytes: int, pacer: Pacer, committed: bool
+    request: wire.Request,
+    parts: list[_Part],
+    max_bytes: int,
+    pacer: Pacer,
+    committed: bool,
+    context: FetchContext,
+    sessions: FetchSessions,
 ) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "FetchableTopicResponse")
@@ -183,11 +237,14 @@ async def _response(
     aborted_cls = wire.sibling(cls, "AbortedTransaction") if request.api_version >= 4 else None
     budget = max_bytes
     sent_any = False
-    by_topic: dict[str, list[Any]] = {}
+    built: dict[Key, tuple[_Part, Any]] = {}
+    answered: dict[Key, Answered] = {}
     for part in parts:
         code, high, start, records = ErrorCode.none, NO_OFFSET, NO_OFFSET, b""
         stable, aborted = NO_OFFSET, None
-        if part.refused is not None:
+        if part.unknown_id:
+            code = ErrorCode.unknown_topic_id
+        elif part.refused is not None:
             code = code_of(part.refused)
         elif part.error is not None:
             code = code_of(part.error)
@@ -201,7 +258,8 @@ async def _response(
             if committed and aborted_cls is not None:  # Kafka: a list for read_committed, else null
                 listed = part.result.aborted if records else ()
                 aborted = tuple(wire.build(aborted_cls, producer_id=p, first_offset=f) for p, f in listed)
-        by_topic.setdefault(part.topic, []).append(
+        built[part.key] = (
+            part,
             wire.build(
                 partition_cls,
                 partition_index=part.partition,
@@ -212,10 +270,33 @@ async def _response(
                 aborted_transactions=aborted,
                 preferred_read_replica=NO_REPLICA,
                 records=records,
-            )
+            ),
         )
+        answered[part.key] = Answered(bool(records), code != ErrorCode.none, high, start, stable)
         await pacer.step()
-    topics = tuple(wire.build(topic_cls, topic=name, partitions=tuple(ps)) for name, ps in by_topic.items())
+    error, session_id, keys = sessions.close(context, answered, _now_ms())
+    if error != ErrorCode.none:
+        return _error_response(request, error, session_id)
+    by_topic: dict[Any, tuple[_Part, list[Any]]] = {}
+    for key in keys:
+        part, answer = built[key]
+        by_topic.setdefault(key[0], (part, []))[1].append(answer)
+    topics = tuple(
+        wire.build(topic_cls, topic=part.topic, topic_id=part.topic_id, partitions=tuple(answers))
+        for part, answers in by_topic.values()
+    )
     return wire.build(
-        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=topics
+        cls,
+        throttle_time=wire.NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=session_id,
+        responses=topics,
+    )
+
+
+def _error_response(request: wire.Request, error: ErrorCode, session_id: int = NO_SESSION) -> Any:
+    """A fetch session's error: the whole answer's, no partitions (Kafka's)."""
+    cls = wire.response_class(request.api_key, request.api_version)
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=error, session_id=session_id, responses=()
     )

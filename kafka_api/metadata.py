@@ -32,6 +32,7 @@ bootstrap again).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import uuid
 from typing import Any
@@ -56,7 +57,12 @@ def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
     """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
     Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
     one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
-    digest = bytearray(hashlib.sha256(f"{cluster_id}/{topic.name}/{topic.topic_id}".encode()).digest()[:16])
+    return _topic_id(cluster_id, topic.name, topic.topic_id)
+
+
+@functools.lru_cache(maxsize=65_536)  # every Fetch v13+ maps ids to names: no hash per topic per fetch
+def _topic_id(cluster_id: str, name: str, creation: int) -> uuid.UUID:
+    digest = bytearray(hashlib.sha256(f"{cluster_id}/{name}/{creation}".encode()).digest()[:16])
     digest[0] &= 0x7F
     return uuid.UUID(bytes=bytes(digest), version=4)
 
@@ -86,7 +92,7 @@ async def metadata(door: Door, request: wire.Request) -> Any:
             name, topic_id = entry.name, getattr(entry, "topic_id", None)
             if name is None and topic_id is not None and topic_id != ZERO_TOPIC_ID:
                 if names_by_id is None:
-                    names_by_id = await _names_by_id(door, pacer)
+                    names_by_id = await topic_names_by_id(door, pacer)
                 key: str | uuid.UUID | None = topic_id
                 name = names_by_id.get(topic_id)
                 answer = _by_id(door, cls, topic_id, name, alive)
@@ -122,7 +128,9 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     )
 
 
-async def _names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+async def topic_names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+    """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+ and Fetch v13+ name topics
+    by id."""
     view = door.node.metadata
     found = {}
     for name in view.topics():

@@ -326,7 +326,18 @@ def _add_serve(serve: argparse.ArgumentParser) -> None:
 
 
 def _add_bench(bench: argparse.ArgumentParser) -> None:
-    from raftlog_bench import cluster, codec, compaction, curve, gossip, leaders, perf, scale, storage
+    from raftlog_bench import (
+        cluster,
+        codec,
+        compaction,
+        curve,
+        fetches,
+        gossip,
+        leaders,
+        perf,
+        scale,
+        storage,
+    )
 
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     for module in (
@@ -339,6 +350,7 @@ def _add_bench(bench: argparse.ArgumentParser) -> None:
         curve,
         gossip,
         leaders,
+        fetches,
     ):  # each: DESCRIPTION, options, run
         command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
         module.add_arguments(command)

@@ -53,6 +53,7 @@ async def serve(settings: ServeSettings) -> None:
     """Run the node and its doors until SIGTERM or SIGINT (or a listener that cannot open)."""
     from api.app import (
         KAFKA_CONNECTION_COUNTS,
+        KAFKA_FETCH_SESSIONS,
         KAFKA_LISTENING,
         KAFKA_REQUEST_BYTES,
         KAFKA_REQUEST_SECONDS,
@@ -110,6 +111,7 @@ async def serve(settings: ServeSettings) -> None:
     )
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
     app[KAFKA_REQUEST_BYTES] = kafka_server.request_bytes
+    app[KAFKA_FETCH_SESSIONS] = kafka_server.door.fetch_sessions.counts  # for /metrics
     app[KAFKA_REQUEST_SECONDS] = kafka_server.request_latencies  # for /metrics
     if tls is not None:  # /v1/cluster/metrics asks the other nodes' /metrics as a peer would
         app[PEER_SSL] = peer_context(tls)

@@ -339,3 +339,79 @@ def test_a_librdkafka_consumer_validates_its_position_after_a_leader_kill(
         consumer.close()
         logger.removeHandler(log)
         kafka_cluster.control("start", leader)
+
+
+def fetch_v17(
+    raw: RawKafka,
+    parts: list[tuple[uuid.UUID, int, int]],
+    session_id: int,
+    epoch: int,
+    forgotten: tuple[Any, ...] = (),
+) -> Any:
+    """Fetch v17 (Kafka 4.1's consumers): topics by id, ``parts`` as (topic id, partition, offset)."""
+    cls = wire.request_class(FETCH, 17)
+    topics = tuple(
+        wire.build(
+            wire.sibling(cls, "FetchTopic"),
+            topic_id=topic_id,
+            partitions=(
+                wire.build(
+                    wire.sibling(cls, "FetchPartition"),
+                    partition=partition,
+                    fetch_offset=offset,
+                    partition_max_bytes=1 << 20,
+                ),
+            ),
+        )
+        for topic_id, partition, offset in parts
+    )
+    body = wire.build(
+        cls,
+        max_wait=datetime.timedelta(0),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=topics,
+        forgotten_topics_data=forgotten,
+        rack_id="",
+    )
+    return raw.call(FETCH, 17, body)
+
+
+def test_fetch_v17_names_topics_by_id_and_a_session_answers_only_what_changed(
+    kafka_cluster: LocalCluster,
+) -> None:
+    with http_client(kafka_cluster) as client:
+        client.create_topic("epochs-session", 1, 3)
+    produce(kafka_cluster, "epochs-session", [b"a", b"b", b"c"])
+    leader, _ = wait_for(lambda: leader_and_epoch(kafka_cluster, "epochs-session", "n1"), "a leader")
+    raw = RawKafka(kafka_cluster.kafka[leader])
+    try:
+        topic_id = metadata_at(raw, 12, [("epochs-session", None)]).topics[0].topic_id
+        opened = fetch_v17(raw, [(topic_id, 0, 0)], 0, 0)  # a full fetch opening a session
+        assert opened.error_code == ErrorCode.none and opened.session_id != 0
+        [topic] = opened.responses
+        assert topic.topic_id == topic_id
+        assert topic.partitions[0].records and topic.partitions[0].high_watermark == 3
+        session = opened.session_id
+        # the new offset told, nothing new at it: an answer of no partitions
+        idle = fetch_v17(raw, [(topic_id, 0, 3)], session, 1)
+        assert (idle.error_code, idle.session_id, idle.responses) == (ErrorCode.none, session, ())
+        produce(kafka_cluster, "epochs-session", [b"d"])
+        news = fetch_v17(raw, [], session, 2)  # names nothing: the session's partitions are read
+        [topic] = news.responses
+        assert topic.partitions[0].records and topic.partitions[0].high_watermark == 4
+        stale = fetch_v17(raw, [], session, 2)  # the same epoch again
+        assert (stale.error_code, stale.responses) == (ErrorCode.invalid_fetch_session_epoch, ())
+        unknown = fetch_v17(raw, [], session + 1, 1)
+        assert unknown.error_code == ErrorCode.fetch_session_id_not_found
+        assert fetch_v17(raw, [], 0, -1).responses == ()  # sessionless, of nothing: nothing
+        nowhere = uuid.uuid4()
+        [missing] = fetch_v17(raw, [(nowhere, 0, 0)], session, -1).responses  # closes the session
+        assert missing.topic_id == nowhere
+        assert missing.partitions[0].error_code == ErrorCode.unknown_topic_id
+        assert fetch_v17(raw, [], session, 3).error_code == ErrorCode.fetch_session_id_not_found
+    finally:
+        raw.close()

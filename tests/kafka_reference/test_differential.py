@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import re
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -331,12 +333,24 @@ def test_java_client_produces_idempotently_and_reads_back_with_each_codec(
     assert observed == {"dense_offsets_from_0": True, "read": 300, "read_as_written": True}
 
 
+def _fetches(systems: Systems, kind: str) -> float:
+    """raftlog's Fetch requests answered of ``kind`` (full, incremental), over its nodes' /metrics."""
+    total = 0.0
+    for url in systems.raftlog.servers:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        found = re.search(rf'^raftlog_kafka_fetches_total{{kind="{kind}"}} (\S+)$', text, re.M)
+        total += float(found.group(1)) if found else 0.0
+    return total
+
+
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("assignor", ASSIGNORS)
 def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances_on_a_leave(
-    servers: dict[str, str], java_client: JavaClient, system: str, assignor: str
+    servers: dict[str, str], systems: Systems, java_client: JavaClient, system: str, assignor: str
 ) -> None:
     _differs(system, f"java-group-{assignor}")
+    incremental_before = _fetches(systems, "incremental")
     observed = java_client("group", {"bootstrap.servers": servers[system]}, _topic("java-group"), assignor)
     assert observed == {
         "first_600_read": True,
@@ -348,6 +362,8 @@ def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances
         "committed": [110] * 6,
         "group_state": "Empty",
     }
+    if system == "raftlog":  # the consumers fetched with incremental fetch sessions (KIP-227)
+        assert _fetches(systems, "incremental") > incremental_before
 
 
 @pytest.mark.timeout(600)
