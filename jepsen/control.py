@@ -281,6 +281,16 @@ def require_netns(node: NodeSpec) -> None:
         raise ControlError(f"{node.node_id} has no namespace: netns operation in loopback mode")
 
 
+@dataclass(frozen=True, slots=True)
+class OtherCode:
+    """Another release's code (``raftlog_dev.releases``): its version, its worktree and its virtualenv's
+    interpreter, which runs that tree's packages when started in it without this checkout on PYTHONPATH."""
+
+    version: str
+    tree: str
+    python: str
+
+
 @dataclass
 class Cluster:
     """The node processes of one run. Node K's data lives in ``run_dir/data/nK``, its log (all lives,
@@ -304,6 +314,8 @@ class Cluster:
     prefix: str = ""  # the run's prefix, in the lazy mounts' fsname (control.sweep finds them by it)
     lazy_mounts: dict[str, lazyfs.LazyMount] = field(default_factory=dict)
     _sockets: str = ""  # a short directory for the lazy mounts' control sockets (AF_UNIX: 107 bytes)
+    other: OtherCode | None = None  # another release's code a node may run on (the upgrade fault)
+    on_other: set[str] = field(default_factory=set)  # the nodes that run on it now (also when restarted)
 
     def __post_init__(self) -> None:
         for sub in ("data", "logs", "faults"):
@@ -444,12 +456,45 @@ class Cluster:
             log.write(f"\n=== jepsen: starting {node_id} at {time.time():.3f}\n".encode())
             log.flush()
             # ``ip netns exec`` execs the node in place, so the pid is the node's own.
+            argv, cwd, env = self.launch(node_id)
+            log.write(f"=== jepsen: {node_id} runs {argv[argv.index('-m') - 1]} in {cwd}\n".encode())
+            log.flush()
             self.processes[node_id] = subprocess.Popen(
-                self.argv[node_id], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=REPO_ROOT,
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=cwd, env=env,
             )  # fmt: skip
         self.paused.discard(node_id)
         return self.processes[node_id].pid
+
+    def launch(self, node_id: str) -> tuple[list[str], str, dict[str, str]]:
+        """The node's argv, folder and environment: this checkout's code, or the other release's when the
+        node is in ``on_other`` (its interpreter, started in its tree, ``-m`` taking the tree's
+        ``jepsen.nodeshim`` and the tree's server; no PYTHONPATH, which could name this checkout)."""
+        argv, env = list(self.argv[node_id]), dict(os.environ)
+        if node_id not in self.on_other or self.other is None:
+            return argv, REPO_ROOT, env
+        argv[argv.index(sys.executable)] = self.other.python
+        env.pop("PYTHONPATH", None)
+        return argv, self.other.tree, env
+
+    def version(self, node_id: str) -> str:
+        """Which code the node runs (its next start's): the other release's version or ``checkout``."""
+        return self.other.version if self.other is not None and node_id in self.on_other else "checkout"
+
+    def stop(self, node_id: str) -> None:
+        """SIGTERM (resumed first if paused), as an operator stops a node; SIGKILL after a bound."""
+        process = self.processes.get(node_id)
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(STOP_TIMEOUT_S)
+        self.paused.discard(node_id)
 
     def signal(self, node_id: str, signum: int) -> None:
         process = self.processes[node_id]

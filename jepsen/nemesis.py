@@ -44,6 +44,9 @@ What each fault really does (all recorded as nemesis start/stop events with thei
 - ``kill-coordinator``: (the group workload's, ``--workload group``; not part of ``all`` elsewhere) SIGKILL
   the node coordinating the workload's consumer group, as its members' clients found it with
   FindCoordinator (a random node when none knows one); stop restarts it.
+- ``upgrade``: (not part of ``all``; ``jepsen.upgrade_fault``) stop one node (SIGTERM) and start it on the
+  same data on the previous release's code (``run --upgrade-from``, built under ``.releases/``); stop
+  stops it again and starts it on this checkout's. Other faults leave the node alone while it lasts.
 - ``cluster-power-loss``: (lazy file systems only) every node at once: freeze every running node
   (SIGSTOP), SIGKILL them all, then clear every node's lazy file system, nodes another fault had
   already killed included (their unsynced writes were still in the page cache); stop restarts every
@@ -60,7 +63,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen import disks, hostile
+from jepsen import disks, hostile, upgrade_fault
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
@@ -69,6 +72,7 @@ from raftlog_client.errors import ClientError
 FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full",
           "node-power-loss", "cluster-power-loss", "hostile-clients")  # fmt: skip
 GROUP_FAULTS = ("kill-coordinator",)  # need a consumer group (the group workload's)
+VERSION_FAULTS = ("upgrade",)  # need the previous release's code (run --upgrade-from); not part of all
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
 DISK_FAULTS = frozenset({"disk-full"})  # need each node's data directory on a small disk of its own
 LAZY_FAULTS = frozenset({"node-power-loss", "cluster-power-loss"})  # need lazy file systems (--fs lazy)
@@ -76,7 +80,7 @@ BALLAST_TOP_UP_S = 1.0
 RESTARTED_FAULTS = frozenset(
     {"kill", "power-loss", "corrupt", "node-power-loss", "cluster-power-loss", "kill-coordinator"}
 )
-PROCESS_FAULTS = RESTARTED_FAULTS | {"pause"}
+PROCESS_FAULTS = RESTARTED_FAULTS | {"pause", "upgrade"}
 PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
 RESTART_READY_S = 30.0
 FILES_SHOWN_MAX = 12
@@ -107,11 +111,10 @@ def parse_faults(text: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
     aliases = {"power": "power-loss", "skew": "clock", "disk": "disk-full", "node-power": "node-power-loss",
                "cluster-power": "cluster-power-loss"}  # fmt: skip
     resolved = tuple(dict.fromkeys(aliases.get(n, n) for n in names))
-    unknown = [n for n in resolved if n not in (*FAULTS, *GROUP_FAULTS)]
+    known = (*FAULTS, *GROUP_FAULTS, *VERSION_FAULTS)
+    unknown = [n for n in resolved if n not in known]
     if unknown:
-        raise ValueError(
-            f"unknown nemesis {unknown}: choose from {', '.join((*FAULTS, *GROUP_FAULTS))}, all, none"
-        )
+        raise ValueError(f"unknown nemesis {unknown}: choose from {', '.join(known)}, all, none")
     return resolved
 
 
@@ -389,6 +392,8 @@ class Nemesis:
             return bool(self.cluster.small_disks)
         if fault in LAZY_FAULTS:
             return bool(self.cluster.lazy_mounts)
+        if fault in VERSION_FAULTS:
+            return self.cluster.other is not None
         return self.network is not None or fault not in NETWORK_FAULTS
 
     def _note(self, text: str) -> None:
@@ -442,6 +447,7 @@ class Nemesis:
                 "a consumer group (--workload group)" if fault in GROUP_FAULTS
                 else "disks of their own" if fault in DISK_FAULTS
                 else "lazy file systems (run --fs lazy)" if fault in LAZY_FAULTS
+                else "the previous release's code (run --upgrade-from)" if fault in VERSION_FAULTS
                 else "network namespaces (loopback mode)"
             )  # fmt: skip
             self._note(f"{fault}: unavailable without {needs}; skipped")
@@ -460,6 +466,7 @@ class Nemesis:
             "cluster-power-loss": self._cluster_power_loss,
             "hostile-clients": self._hostile_clients,
             "kill-coordinator": self._kill_coordinator,
+            "upgrade": self._upgrade,
         }
         try:
             active = await handler[fault]()
@@ -502,6 +509,15 @@ class Nemesis:
         for node in targets:
             await asyncio.to_thread(self.cluster.kill, node)
         return Active("kill-coordinator", targets)
+
+    async def _upgrade(self) -> Active | None:
+        targets = self._free("one")
+        if not targets:
+            return None
+        self.recorder.nemesis(
+            "start", "upgrade", {"nodes": targets, **await upgrade_fault.switch(self.cluster, targets[0])}
+        )
+        return Active("upgrade", targets)
 
     async def _pause(self) -> Active | None:
         mode = self.rng.choice(["one", "minority", "leader"])
@@ -713,6 +729,9 @@ class Nemesis:
         value: dict[str, Any] = {"nodes": targets}
         if fault in RESTARTED_FAULTS:
             value["restarted"] = await self._restart(targets)
+        elif fault == "upgrade":
+            up = self.cluster.running(targets[0])  # else another fault's restart brings it up
+            value.update(await upgrade_fault.switch(self.cluster, targets[0], restart=up))
         elif fault == "pause":
             for node in targets:
                 self.cluster.resume(node)

@@ -42,6 +42,7 @@ from jepsen import compact_workload, control, disks, hostile, lazyfs, nemesis, w
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
+from raftlog_dev import releases
 
 if TYPE_CHECKING:  # confluent-kafka is imported only when a run asks for Kafka clients
     from jepsen.group_workload import GroupRun
@@ -93,6 +94,7 @@ class RunConfig:
     fs: str = "plain"  # "lazy": every node's data directory on a lazy file system (jepsen.lazyfs)
     workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic; "txn"; "group"
     break_markers: str | None = None  # txn's negative control: every node's abort markers applied as commits
+    upgrade_from: str | None = None  # the upgrade fault's other release (None: the newest CHANGELOG names)
 
     def __post_init__(self) -> None:
         if self.workload not in WORKLOADS:
@@ -157,7 +159,8 @@ class RunResult:
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=3, choices=(3, 5), help="cluster size (3 or 5)")
     parser.add_argument("--nemesis", default="kill,pause",
-                        help=f"comma-separated faults: {', '.join(nemesis.FAULTS)}, all or none")  # fmt: skip
+                        help=f"comma-separated faults: {', '.join(nemesis.FAULTS)}, all or none; "
+                             "upgrade (not part of all)")  # fmt: skip
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds of workload under faults")
     parser.add_argument("--rate", type=float, default=30.0, help="client operations per second (total)")
     parser.add_argument("--concurrency", type=int, default=6, help="client processes (one op in flight each)")
@@ -196,6 +199,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="plain: data directories on the run's disk; lazy: each on a FUSE file system that loses "
         "unsynced writes at a power loss (node-power-loss, cluster-power-loss need it). Default: lazy "
         "when one of those faults is named without disk-full, else plain",
+    )
+    parser.add_argument(
+        "--upgrade-from",
+        default=None,
+        metavar="VERSION",
+        help="the upgrade fault's other release, built under .releases/ (default: the newest release "
+        "CHANGELOG.md names with its commit)",
     )
     parser.add_argument(
         "--serve-arg",
@@ -329,6 +339,8 @@ def run(config: RunConfig) -> RunResult:
         else:
             notes.append(f"disk-full unavailable ({why_not}): the nodes share the run's disk; skipped")
     info["disk_mib"] = disk_mib
+    other = _other_code(config, notes)
+    info["upgrade_from"] = None if other is None else dataclasses.asdict(other)
     print(f"jepsen run: {run_dir} ({mode}, {config.nodes} nodes, faults {list(config.faults)}, seed {seed}, "
           f"{fs} file system)", flush=True)  # fmt: skip
     network: control.Network | None = None
@@ -353,6 +365,7 @@ def run(config: RunConfig) -> RunResult:
             disk_mib=disk_mib,
             fs=fs,
             prefix=prefix,
+            other=other,
         )
         if disk_mib:
             cluster.mount_disks()
@@ -399,6 +412,21 @@ def run(config: RunConfig) -> RunResult:
     if "harness_error" not in info and os.path.exists(os.path.join(run_dir, "history.jsonl")):
         verdict, exit_code = check(run_dir)
     return RunResult(run_dir, exit_code, verdict, info)
+
+
+def _other_code(config: RunConfig, notes: list[str]) -> control.OtherCode | None:
+    """The previous release's code for the upgrade fault (``raftlog_dev.releases``: built under
+    ``.releases/`` once, then reused), or None with a note when no upgrade is named or it cannot be had."""
+    if not set(nemesis.VERSION_FAULTS) & set(config.faults):
+        return None
+    named = releases.released_commits(control.REPO_ROOT)
+    version = config.upgrade_from or max(named, key=lambda v: tuple(int(p) for p in v.split(".")), default="")
+    try:
+        built = releases.release(version, root=control.REPO_ROOT)
+    except releases.ReleaseError as exc:
+        notes.append(f"upgrade: release {version or '(none named)'} unavailable ({exc}); skipped")
+        return None
+    return control.OtherCode(built.version, built.tree, built.python)
 
 
 def _lazy_configuration(cluster: control.Cluster) -> dict[str, Any]:

@@ -1,0 +1,58 @@
+"""The ``upgrade`` fault: a node stopped (SIGTERM, as an operator stops one) and started again on the same
+data on the other release's code: from this checkout to the previous release (``run --upgrade-from``,
+built by ``raftlog_dev.releases`` under ``.releases/``) when the window starts, back to this checkout when
+it ends. A cluster this checkout forms stays at feature level 1 (nothing in a run raises it), whose formats
+both releases read and write, so either may serve; a rolling upgrade's downgrade path, under faults.
+
+What the node then says of itself is recorded with the switch: its own entry of ``GET /v1/nodes``, whose
+``version`` a node of release 0.1.0 does not have (it gossips none) and a node of this checkout does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jepsen.control import Cluster
+from raftlog_client.client import RaftlogClient
+from raftlog_client.errors import ClientError
+
+READY_S = 60.0
+
+
+async def switch(cluster: Cluster, node: str, restart: bool = True) -> dict[str, Any]:
+    """Stop ``node`` and start it on the other code; what it ran, what it runs now, whether it became
+    ready and what it reports of itself. ``restart`` False: the node is down (another fault's), it is only
+    marked to start on the other code."""
+    ran = cluster.version(node)
+    await asyncio.to_thread(cluster.stop, node)
+    if node in cluster.on_other:
+        cluster.on_other.discard(node)
+    else:
+        cluster.on_other.add(node)
+    switched: dict[str, Any] = {"from": ran, "to": cluster.version(node)}
+    if not restart:
+        return switched
+    switched["pid"] = cluster.start(node)
+    not_ready = await asyncio.to_thread(cluster.wait_ready, [node], READY_S)
+    switched["ready"] = not not_ready
+    if not_ready:
+        switched["log_tail"] = cluster.log_tail(node, 5)
+        return switched
+    switched["reports"] = await self_description(cluster, node)
+    return switched
+
+
+async def self_description(cluster: Cluster, node: str) -> dict[str, Any]:
+    """The node's own entry of its ``GET /v1/nodes`` (``version`` absent: release 0.1.0's code)."""
+    client = RaftlogClient(
+        [cluster.spec(node).http], admin_token=cluster.admin_token, timeout_s=5.0, retries=3
+    )
+    try:
+        nodes = await client.cluster.nodes()
+    except (ClientError, OSError, TimeoutError) as exc:
+        return {"error": str(exc)}
+    finally:
+        await client.close()
+    own = next((n for n in nodes if n.get("node_id") == node), {})
+    return {"has_version": "version" in own, "version": own.get("version")}
