@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev examples test lint typecheck unit unit-fast bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups
+.PHONY: dev examples test lint typecheck unit unit-fast bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups jepsen-upgrade
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -107,3 +107,9 @@ jepsen-groups: bootstrap
 	.venv/bin/python -m jepsen run --workload group --nodes 3 --nemesis kill-coordinator,kill,pause,partition \
 		--time-limit 120 --dir runs
 	.venv/bin/python -m jepsen run --workload group --nodes 3 --nemesis all --time-limit 120 --dir runs
+
+# The upgrade fault beside kill and pause: a node at a time restarted on the previous release's code (built
+# under .releases/ by raftlog_dev.releases) on the same data, and back (tests/jepsen/test_jepsen_upgrade_fault.py
+# runs the fault alone for 25 s in make test).
+jepsen-upgrade: bootstrap
+	.venv/bin/python -m jepsen run --nodes 3 --nemesis upgrade,kill,pause --time-limit 120 --clients http,kafka --dir runs
