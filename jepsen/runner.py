@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from jepsen import compact_workload, control, disks, hostile, lazyfs, nemesis, workload
+from jepsen import compact_workload, control, disks, hostile, lazyfs, nemesis, upgrade_fault, workload
 from jepsen.recorder import Recorder
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
@@ -375,10 +375,14 @@ def run(config: RunConfig) -> RunResult:
             print(f"jepsen run: {info['fs']['node_configuration']}", flush=True)
         info["nodes"] = [{"id": n.node_id, "http": n.http, "namespace": n.namespace,
                           "argv": cluster.argv[n.node_id]} for n in specs]  # fmt: skip
+        if other is not None:  # formed at level 1 by the previous release, then rolled to this checkout
+            cluster.on_other.update(n.node_id for n in specs)
         for spec in specs:
             nemesis.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
             cluster.start(spec.node_id)
         not_ready = cluster.wait_ready([n.node_id for n in specs], READY_TIMEOUT_S)
+        if other is not None and not not_ready:
+            not_ready = upgrade_fault.roll_forward(cluster, READY_TIMEOUT_S)
         if not_ready:
             raise control.ControlError(f"nodes not ready within {READY_TIMEOUT_S:.0f} s: {not_ready}; "
                                        + " | ".join(cluster.log_tail(n, 5) for n in not_ready))  # fmt: skip

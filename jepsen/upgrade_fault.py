@@ -1,8 +1,10 @@
 """The ``upgrade`` fault: a node stopped (SIGTERM, as an operator stops one) and started again on the same
 data on the other release's code: from this checkout to the previous release (``run --upgrade-from``,
 built by ``raftlog_dev.releases`` under ``.releases/``) when the window starts, back to this checkout when
-it ends. A cluster this checkout forms stays at feature level 1 (nothing in a run raises it), whose formats
-both releases read and write, so either may serve; a rolling upgrade's downgrade path, under faults.
+it ends. The run's cluster is formed by the previous release, so at feature level 1 (this checkout forming
+one finalizes its own levels at once, whose formats the previous release cannot replay), and rolled to this
+checkout before the workload (:func:`roll_forward`); nothing raises the level, so either release may
+serve: a rolling upgrade's way back and forth, under load.
 
 What the node then says of itself is recorded with the switch: its own entry of ``GET /v1/nodes``, whose
 ``version`` a node of release 0.1.0 does not have (it gossips none) and a node of this checkout does.
@@ -56,3 +58,18 @@ async def self_description(cluster: Cluster, node: str) -> dict[str, Any]:
         await client.close()
     own = next((n for n in nodes if n.get("node_id") == node), {})
     return {"has_version": "version" in own, "version": own.get("version")}
+
+
+def roll_forward(cluster: Cluster, ready_s: float) -> list[str]:
+    """The cluster formed on the other release's code (every node in ``on_other`` at its first start), so
+    at feature level 1 (this checkout forming one finalizes its own levels, which the previous release
+    cannot read); then a rolling upgrade before the workload: node by node stopped, started on this
+    checkout's code, ready. Returns the nodes that did not become ready (then it stops there)."""
+    for node in sorted(cluster.on_other):
+        cluster.stop(node)
+        cluster.on_other.discard(node)
+        cluster.start(node)
+        not_ready = cluster.wait_ready([node], ready_s)
+        if not_ready:
+            return not_ready
+    return []

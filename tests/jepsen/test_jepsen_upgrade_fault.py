@@ -58,6 +58,10 @@ def test_a_node_restarted_on_the_previous_release_and_back_loses_nothing(tmp_pat
         log = (run_dir / "logs" / f"{node}.log").read_text(errors="replace")
         assert f".releases/{PREVIOUS}/.venv/bin/python in " in log
 
+    for node in ("n1", "n2", "n3"):  # every replica the previous release opened replayed what it found
+        log = (run_dir / "logs" / f"{node}.log").read_text(errors="replace")
+        assert "InvariantViolation" not in log and "cannot open or replay" not in log, node
+
     sends = [op for op in history.operations if op.f == "send"]
     assert sum(1 for op in sends if op.type == "ok") >= 50, "too few acknowledged sends to mean anything"
     assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
