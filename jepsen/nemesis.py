@@ -515,9 +515,10 @@ class Nemesis:
         if not targets:
             return None
         self.recorder.nemesis(
-            "start", "upgrade", {"nodes": targets, **await upgrade_fault.switch(self.cluster, targets[0])}
+            "start", "upgrade", {"nodes": targets, **upgrade_fault.way(self.cluster, targets[0])}
         )
-        return Active("upgrade", targets)
+        started = await upgrade_fault.switch(self.cluster, targets[0])
+        return Active("upgrade", targets, {"started": started})
 
     async def _pause(self) -> Active | None:
         mode = self.rng.choice(["one", "minority", "leader"])
@@ -731,7 +732,7 @@ class Nemesis:
             value["restarted"] = await self._restart(targets)
         elif fault == "upgrade":
             up = self.cluster.running(targets[0])  # else another fault's restart brings it up
-            value.update(await upgrade_fault.switch(self.cluster, targets[0], restart=up))
+            value.update(await upgrade_fault.switch(self.cluster, targets[0], restart=up), **active.detail)
         elif fault == "pause":
             for node in targets:
                 self.cluster.resume(node)

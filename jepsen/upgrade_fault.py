@@ -22,17 +22,23 @@ from raftlog_client.errors import ClientError
 READY_S = 60.0
 
 
+def way(cluster: Cluster, node: str) -> dict[str, str]:
+    """The code ``node`` runs and the code a switch starts it on."""
+    other = cluster.other.version if cluster.other is not None else "checkout"
+    ran = cluster.version(node)
+    return {"from": ran, "to": "checkout" if ran != "checkout" else other}
+
+
 async def switch(cluster: Cluster, node: str, restart: bool = True) -> dict[str, Any]:
     """Stop ``node`` and start it on the other code; what it ran, what it runs now, whether it became
     ready and what it reports of itself. ``restart`` False: the node is down (another fault's), it is only
     marked to start on the other code."""
-    ran = cluster.version(node)
+    switched: dict[str, Any] = way(cluster, node)
     await asyncio.to_thread(cluster.stop, node)
     if node in cluster.on_other:
         cluster.on_other.discard(node)
     else:
         cluster.on_other.add(node)
-    switched: dict[str, Any] = {"from": ran, "to": cluster.version(node)}
     if not restart:
         return switched
     switched["pid"] = cluster.start(node)

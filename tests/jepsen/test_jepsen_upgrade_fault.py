@@ -49,10 +49,11 @@ def test_a_node_restarted_on_the_previous_release_and_back_loses_nothing(tmp_pat
     starts = [e.get("value") for e in events if e.f == "start"]
     stops = [e.get("value") for e in events if e.f == "stop"]
     assert starts and len(starts) == len(stops), events
-    for went, came in zip(starts, stops, strict=True):
-        node = went["nodes"][0]
-        assert (went["from"], went["to"], came["to"]) == ("checkout", PREVIOUS, "checkout"), (went, came)
-        assert went["ready"] and came["ready"], (went, came)
+    for window, came in zip(starts, stops, strict=True):
+        node, went = window["nodes"][0], came["started"]  # what the start did, in the stop's value
+        assert (window["from"], window["to"], came["to"]) == ("checkout", PREVIOUS, "checkout"), came
+        assert (went["from"], went["to"], came["from"]) == ("checkout", PREVIOUS, PREVIOUS), came
+        assert went["ready"] and came["ready"], came
         assert went["reports"] == {"has_version": False, "version": None}, went  # the release's own code
         assert came["reports"] == {"has_version": True, "version": raftlog.version()}, came
         log = (run_dir / "logs" / f"{node}.log").read_text(errors="replace")
