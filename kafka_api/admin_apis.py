@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -32,15 +32,16 @@ from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
 from partitions.security.acls import AclOperation, ResourceType
+from partitions.topic_configs import ConfigEntry, check_changeable, describe_broker, describe_topic
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
-TOPIC_RESOURCE = 2
-MIN_INSYNC_REPLICAS = "min.insync.replicas"  # read-only: a Raft majority of the replicas
-BROKER_RESOURCE = 4
-SOURCE_TOPIC = 1  # DYNAMIC_TOPIC_CONFIG
-SOURCE_DEFAULT = 5  # DEFAULT_CONFIG
-TYPE_STRING, TYPE_INT, TYPE_LONG = 2, 3, 5
+TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 2, 4, 8
+# Kafka's ConfigSource and ConfigType codes
+SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
+SOURCE_LOGGER = 6  # DYNAMIC_BROKER_LOGGER_CONFIG
+TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
+LOGGERS = ("raftlog", "partitions", "kafka_api", "api")  # the packages whose loggers are described
 SET, DELETE = 0, 1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
@@ -65,10 +66,6 @@ def _default_replication(door: Door) -> int:
     """The replication factor of a topic created without one: Kafka's default.replication.factor, the
     node's ``--default-replication-factor`` (``kafka_api.auto_topics.TopicDefaults``)."""
     return door.topic_defaults.replication(sum(1 for n in door.node.metadata.nodes() if n.state == "alive"))
-
-
-def _config_value(value: object) -> str:
-    return str(value)
 
 
 # -- CreateTopics, DeleteTopics, CreatePartitions ---------------------------------------------------
@@ -112,7 +109,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             code, message = refused.code, str(refused)
         except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
             code, message = code_of(exc), str(exc)
-        settings = LogConfig.from_properties(configs) if code is ErrorCode.none else None
+        settings = describe_topic(configs, factor) if code is ErrorCode.none else None
         return wire.build(
             result_cls,
             name=topic.name,
@@ -123,7 +120,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             replication_factor=(len(created.replicas[0]) if created else factor)
             if code is ErrorCode.none
             else -1,
-            configs=_creatable_configs(config_cls, settings, configs) if config_cls and settings else None,
+            configs=_creatable_configs(config_cls, settings) if config_cls and settings else None,
         )
 
     # A name given twice is answered once, INVALID_REQUEST, and created under neither entry (Kafka's
@@ -148,17 +145,17 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(results))
 
 
-def _creatable_configs(config_cls: Any, settings: LogConfig, given: dict[str, Any]) -> tuple[Any, ...]:
+def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[Any, ...]:
     return tuple(
         wire.build(
             config_cls,
-            name=key,
-            value=_config_value(value),
-            read_only=False,
-            config_source=SOURCE_TOPIC if key in given else SOURCE_DEFAULT,
+            name=entry.name,
+            value=entry.value,
+            read_only=entry.read_only,
+            config_source=SOURCES[entry.source],
             is_sensitive=False,
         )
-        for key, value in settings.to_properties().items()
+        for entry in settings
     )
 
 
@@ -231,6 +228,8 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
     result_cls = wire.sibling(cls, "DescribeConfigsResult")
     entry_cls = wire.sibling(cls, "DescribeConfigsResourceResult")
 
+    synonyms = bool(getattr(request.body, "include_synonyms", False))  # v1 on
+
     async def describe(resource: Any) -> Any:
         code, message, entries = ErrorCode.none, None, ()
         refused = _refusal(
@@ -243,19 +242,17 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 topic = await door.node.cluster.admin.call(
                     AdminService.topic, resource.resource_name, fresh=True
                 )
-                keys = resource.configuration_keys
-                settings = topic.log_config().to_properties()
-                described = [
-                    _entry(entry_cls, key, value, key in topic.configs)
-                    for key, value in settings.items()
-                    if keys is None or key in keys
-                ]
-                if keys is None or MIN_INSYNC_REPLICAS in keys:
-                    described.append(_min_insync_replicas(entry_cls, topic.replicas))
-                entries = tuple(described)
+                factor = len(topic.replicas[0]) if topic.replicas else 1
+                described = describe_topic(topic.configs, factor, resource.configuration_keys)
+                entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
             except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
                 code, message = code_of(exc), str(exc)
-        elif resource.resource_type != BROKER_RESOURCE:  # a broker has no configs to describe
+        elif resource.resource_type == BROKER_RESOURCE:
+            described = describe_broker(resource.configuration_keys)
+            entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
+        elif resource.resource_type == BROKER_LOGGER_RESOURCE:
+            entries = tuple(_logger_entries(entry_cls, resource.configuration_keys))
+        else:
             code, message = (
                 ErrorCode.invalid_request,
                 f"resource type {resource.resource_type} is not described",
@@ -279,27 +276,52 @@ def _resource_answer(cls: Any, resource: Any, code: ErrorCode, message: str | No
     )
 
 
-def _min_insync_replicas(entry_cls: Any, replicas: tuple[tuple[str, ...], ...]) -> Any:
-    """Kafka's ``min.insync.replicas``, read-only: under Raft a write is acknowledged once a majority of
-    the partition's replicas has it, so that majority is the topic's minimum (what ``kafka-topics
-    --describe --at-min-isr-partitions`` compares each partition's in-sync replicas with)."""
-    factor = len(replicas[0]) if replicas else 1
-    return dataclasses.replace(_entry(entry_cls, MIN_INSYNC_REPLICAS, factor // 2 + 1, False), read_only=True)
-
-
-def _entry(entry_cls: Any, key: str, value: object, set_on_topic: bool) -> Any:
+def _entry(entry_cls: Any, entry: ConfigEntry, synonyms: bool) -> Any:
+    synonym_cls = wire.sibling(entry_cls, "DescribeConfigsSynonym", missing_ok=True)  # v1 on
     return wire.build(
         entry_cls,
-        name=key,
-        value=_config_value(value),
-        read_only=False,
-        is_default=not set_on_topic,
-        config_source=SOURCE_TOPIC if set_on_topic else SOURCE_DEFAULT,
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        is_default=entry.is_default,
+        config_source=SOURCES[entry.source],
         is_sensitive=False,
-        synonyms=(),
-        config_type=TYPE_STRING if isinstance(value, str) else TYPE_LONG,
+        synonyms=tuple(
+            wire.build(synonym_cls, name=s.name, value=s.value, source=SOURCES[s.source])
+            for s in entry.synonyms
+        )
+        if synonyms and synonym_cls is not None
+        else (),
+        config_type=TYPES[entry.kind],
         documentation=None,
     )
+
+
+def _logger_entries(entry_cls: Any, keys: tuple[str, ...] | None) -> list[Any]:
+    """The node's loggers and their levels, as Kafka describes a broker's (``root`` first), read-only:
+    a level is the node's ``--log-level`` at start."""
+    names = ["root", *sorted(n for n in logging.root.manager.loggerDict if n.split(".")[0] in LOGGERS)]
+    described = []
+    for name in names:
+        if keys is not None and name not in keys:
+            continue
+        logger = logging.getLogger(None if name == "root" else name)
+        level = logging.getLevelName(logger.getEffectiveLevel())
+        described.append(
+            wire.build(
+                entry_cls,
+                name=name,
+                value="WARN" if level == "WARNING" else level,
+                read_only=True,
+                is_default=False,
+                config_source=SOURCE_LOGGER,
+                is_sensitive=False,
+                synonyms=(),
+                config_type=TYPES["STRING"],
+                documentation=None,
+            )
+        )
+    return described
 
 
 async def alter_configs(door: Door, request: wire.Request) -> Any:
@@ -354,6 +376,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
             _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
             if resource.resource_type != TOPIC_RESOURCE:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
+            check_changeable([config.name for config in resource.configs])
             topic = await admin.call(AdminService.topic, resource.resource_name, fresh=True)
             wanted = changes(resource, topic.configs)
             typed = LogConfig.from_properties(merge_configs(topic.configs, wanted)).to_properties()

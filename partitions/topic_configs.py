@@ -1,0 +1,170 @@
+"""What a topic's configs are, described as Kafka 4.1 describes them (DescribeConfigs): every config
+Kafka's ``LogConfig`` knows, each with its type, its source (set on the topic, or the default), whether
+raftlog lets it change, and its synonyms (the broker-wide name Kafka falls back to).
+
+raftlog honours the configs of ``raftlog.storage.config`` (``PROPERTY_FIELDS``: Kafka's names plus its
+own ``flush.policy`` and ``flush.bytes``); they are described as set on the topic or as raftlog's default.
+The rest are described read-only with the value raftlog behaves as (``READ_ONLY``): Raft decides what
+they would tune (``min.insync.replicas`` is the majority of the replicas, no leader is ever elected
+unclean), or raftlog has no such part (tiered storage, preallocation, per-codec levels). A change to
+one of them is refused (``InvalidConfig``: INVALID_CONFIG on the Kafka door)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
+from raftlog.storage.errors import InvalidConfig
+
+LONG_MAX = 2**63 - 1
+Source = Literal["DYNAMIC_TOPIC_CONFIG", "DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"]
+Kind = Literal["BOOLEAN", "STRING", "INT", "LONG", "DOUBLE", "LIST"]
+
+# Kafka 4.1's topic configs: name -> (type, the broker config it falls back to, or None)
+KAFKA_TOPIC_CONFIGS: dict[str, tuple[Kind, str | None]] = {
+    "cleanup.policy": ("LIST", "log.cleanup.policy"),
+    "compression.gzip.level": ("INT", "compression.gzip.level"),
+    "compression.lz4.level": ("INT", "compression.lz4.level"),
+    "compression.type": ("STRING", "compression.type"),
+    "compression.zstd.level": ("INT", "compression.zstd.level"),
+    "delete.retention.ms": ("LONG", "log.cleaner.delete.retention.ms"),
+    "file.delete.delay.ms": ("LONG", "log.segment.delete.delay.ms"),
+    "flush.messages": ("LONG", "log.flush.interval.messages"),
+    "flush.ms": ("LONG", "log.flush.interval.ms"),
+    "follower.replication.throttled.replicas": ("LIST", None),
+    "index.interval.bytes": ("INT", "log.index.interval.bytes"),
+    "leader.replication.throttled.replicas": ("LIST", None),
+    "local.retention.bytes": ("LONG", "log.local.retention.bytes"),
+    "local.retention.ms": ("LONG", "log.local.retention.ms"),
+    "max.compaction.lag.ms": ("LONG", "log.cleaner.max.compaction.lag.ms"),
+    "max.message.bytes": ("INT", "message.max.bytes"),
+    "message.timestamp.after.max.ms": ("LONG", "log.message.timestamp.after.max.ms"),
+    "message.timestamp.before.max.ms": ("LONG", "log.message.timestamp.before.max.ms"),
+    "message.timestamp.type": ("STRING", "log.message.timestamp.type"),
+    "min.cleanable.dirty.ratio": ("DOUBLE", "log.cleaner.min.cleanable.ratio"),
+    "min.compaction.lag.ms": ("LONG", "log.cleaner.min.compaction.lag.ms"),
+    "min.insync.replicas": ("INT", "min.insync.replicas"),
+    "preallocate": ("BOOLEAN", "log.preallocate"),
+    "remote.log.copy.disable": ("BOOLEAN", None),
+    "remote.log.delete.on.disable": ("BOOLEAN", None),
+    "remote.storage.enable": ("BOOLEAN", None),
+    "retention.bytes": ("LONG", "log.retention.bytes"),
+    "retention.ms": ("LONG", "log.retention.ms"),
+    "segment.bytes": ("INT", "log.segment.bytes"),
+    "segment.index.bytes": ("INT", "log.index.size.max.bytes"),
+    "segment.jitter.ms": ("LONG", "log.roll.jitter.ms"),
+    "segment.ms": ("LONG", "log.roll.ms"),
+    "unclean.leader.election.enable": ("BOOLEAN", "unclean.leader.election.enable"),
+}
+# raftlog's own, beside Kafka's
+RAFTLOG_TOPIC_CONFIGS: dict[str, tuple[Kind, str | None]] = {
+    "flush.policy": ("STRING", None),
+    "flush.bytes": ("LONG", None),
+}
+
+# the configs raftlog does not let change: the value it behaves as (min.insync.replicas: see below)
+READ_ONLY: dict[str, object] = {
+    "compression.gzip.level": -1,  # raftlog recompresses at each codec's own default level
+    "compression.lz4.level": 9,
+    "compression.zstd.level": 3,
+    "file.delete.delay.ms": 60000,
+    "flush.messages": LONG_MAX,  # raftlog flushes by flush.policy, flush.ms and flush.bytes
+    "follower.replication.throttled.replicas": "",  # a move's catch-up is throttled per move
+    "leader.replication.throttled.replicas": "",
+    "local.retention.bytes": -2,  # no tiered storage: all data is local
+    "local.retention.ms": -2,
+    "message.timestamp.after.max.ms": LONG_MAX,
+    "message.timestamp.before.max.ms": LONG_MAX,
+    "preallocate": False,
+    "remote.log.copy.disable": False,
+    "remote.log.delete.on.disable": False,
+    "remote.storage.enable": False,
+    "segment.index.bytes": 10485760,
+    "segment.jitter.ms": 0,
+    "unclean.leader.election.enable": False,  # Raft never elects a leader without a majority's log
+}
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+
+@dataclass(frozen=True)
+class Synonym:
+    name: str
+    value: str
+    source: Source
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One config as DescribeConfigs describes it."""
+
+    name: str
+    value: str
+    kind: Kind
+    source: Source
+    read_only: bool
+    synonyms: tuple[Synonym, ...]
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "DEFAULT_CONFIG"
+
+
+def min_insync_replicas(replication_factor: int) -> int:
+    """Kafka's ``min.insync.replicas`` under Raft: a write is acknowledged once a majority of the
+    partition's replicas has it, so that majority is the topic's minimum."""
+    return max(replication_factor, 1) // 2 + 1
+
+
+def render(value: object) -> str:
+    """A value as Kafka prints it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def describe_topic(
+    set_on_topic: Mapping[str, object], replication_factor: int, keys: tuple[str, ...] | None = None
+) -> list[ConfigEntry]:
+    """Every config of a topic with those configs set on it (``keys``: only those), in name order."""
+    effective = LogConfig.from_properties(set_on_topic).to_properties()
+    defaults = LogConfig().to_properties()
+    entries = []
+    for name, (kind, broker_name) in sorted({**KAFKA_TOPIC_CONFIGS, **RAFTLOG_TOPIC_CONFIGS}.items()):
+        if keys is not None and name not in keys:
+            continue
+        if name in PROPERTY_FIELDS:
+            value, default, read_only = effective[name], defaults[name], False
+        elif name == MIN_INSYNC_REPLICAS:
+            value = default = min_insync_replicas(replication_factor)
+            read_only = True
+        else:
+            value = default = READ_ONLY[name]
+            read_only = True
+        source: Source = "DYNAMIC_TOPIC_CONFIG" if name in set_on_topic else "DEFAULT_CONFIG"
+        synonyms = []
+        if name in set_on_topic:
+            synonyms.append(Synonym(name, render(value), "DYNAMIC_TOPIC_CONFIG"))
+        if broker_name is not None:
+            synonyms.append(Synonym(broker_name, render(default), "DEFAULT_CONFIG"))
+        entries.append(ConfigEntry(name, render(value), kind, source, read_only, tuple(synonyms)))
+    return entries
+
+
+def check_changeable(names: list[str]) -> None:
+    """Refuse a change to a config raftlog describes read-only, naming why."""
+    for name in names:
+        if name in READ_ONLY or name == MIN_INSYNC_REPLICAS:
+            raise InvalidConfig(name, None, "read-only under raftlog (docs/kafka-compatibility.md)")
+
+
+def describe_broker(keys: tuple[str, ...] | None = None) -> list[ConfigEntry]:
+    """A broker's configs: the broker-wide defaults its topics fall back to, read-only (a node takes
+    them at start, none changes at run time), in name order."""
+    defaults = {**LogConfig().to_properties(), **READ_ONLY}
+    entries = []
+    for name, (kind, broker_name) in sorted(KAFKA_TOPIC_CONFIGS.items(), key=lambda item: str(item[1][1])):
+        if broker_name is None or (keys is not None and broker_name not in keys):
+            continue
+        value = render(defaults.get(name, 1))  # min.insync.replicas: 1 for a topic of one replica
+        entries.append(ConfigEntry(broker_name, value, kind, "DEFAULT_CONFIG", True, ()))
+    return entries

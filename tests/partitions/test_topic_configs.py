@@ -1,0 +1,65 @@
+"""The configs a topic and a broker describe (``partitions.topic_configs``), as Kafka 4.1's DescribeConfigs
+lists them: every name, its source, its synonyms, and which raftlog lets change."""
+
+from __future__ import annotations
+
+import pytest
+
+from partitions.topic_configs import (
+    KAFKA_TOPIC_CONFIGS,
+    check_changeable,
+    describe_broker,
+    describe_topic,
+)
+from raftlog.storage.config import PROPERTY_FIELDS
+from raftlog.storage.errors import InvalidConfig
+
+
+def test_a_topic_describes_every_config_kafka_describes_and_raftlogs_own() -> None:
+    entries = {entry.name: entry for entry in describe_topic({}, 3)}
+    assert set(KAFKA_TOPIC_CONFIGS) <= set(entries)
+    assert set(entries) == set(KAFKA_TOPIC_CONFIGS) | set(PROPERTY_FIELDS)
+    assert len(KAFKA_TOPIC_CONFIGS) == 33  # Kafka 4.1's LogConfig.nonInternalConfigNames()
+    assert list(entries) == sorted(entries)
+    assert all(entry.source == "DEFAULT_CONFIG" and entry.is_default for entry in entries.values())
+
+
+def test_min_insync_replicas_is_the_raft_majority_and_read_only() -> None:
+    for factor, majority in ((1, 1), (2, 2), (3, 2), (5, 3)):
+        (entry,) = describe_topic({}, factor, ("min.insync.replicas",))
+        assert (entry.value, entry.read_only, entry.kind) == (str(majority), True, "INT")
+
+
+def test_a_config_set_on_the_topic_is_dynamic_with_its_broker_default_as_synonym() -> None:
+    (entry,) = describe_topic({"retention.ms": 3600000}, 3, ("retention.ms",))
+    assert (entry.value, entry.source, entry.read_only, entry.kind) == (
+        "3600000", "DYNAMIC_TOPIC_CONFIG", False, "LONG",
+    )  # fmt: skip
+    assert [(s.name, s.value, s.source) for s in entry.synonyms] == [
+        ("retention.ms", "3600000", "DYNAMIC_TOPIC_CONFIG"),
+        ("log.retention.ms", "604800000", "DEFAULT_CONFIG"),
+    ]
+
+
+def test_what_raftlog_cannot_honour_is_read_only_as_kafka_prints_it() -> None:
+    entries = {entry.name: entry for entry in describe_topic({"cleanup.policy": "compact"}, 3)}
+    unclean = entries["unclean.leader.election.enable"]
+    assert (unclean.value, unclean.read_only, unclean.kind) == ("false", True, "BOOLEAN")
+    assert entries["remote.storage.enable"].read_only and not entries["remote.storage.enable"].synonyms
+    assert (entries["cleanup.policy"].value, entries["cleanup.policy"].kind) == ("compact", "LIST")
+    assert not any(entries[name].read_only for name in PROPERTY_FIELDS)
+
+
+@pytest.mark.parametrize("name", ["unclean.leader.election.enable", "min.insync.replicas", "preallocate"])
+def test_a_change_to_a_read_only_config_is_refused_by_name(name: str) -> None:
+    with pytest.raises(InvalidConfig, match=name):
+        check_changeable(["retention.ms", name])
+    check_changeable(["retention.ms", "cleanup.policy"])
+
+
+def test_a_broker_describes_its_topics_defaults_read_only() -> None:
+    entries = {entry.name: entry for entry in describe_broker()}
+    assert entries["log.retention.ms"].value == "604800000"
+    assert entries["min.insync.replicas"].value == "1"
+    assert all(entry.read_only and entry.source == "DEFAULT_CONFIG" for entry in entries.values())
+    assert [entry.name for entry in describe_broker(("log.segment.bytes",))] == ["log.segment.bytes"]
