@@ -32,7 +32,13 @@ from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
 from partitions.security.acls import AclOperation, ResourceType
-from partitions.topic_configs import ConfigEntry, check_changeable, describe_broker, describe_topic
+from partitions.topic_configs import (
+    ConfigEntry,
+    check_changeable,
+    creation_configs,
+    describe_broker,
+    describe_topic,
+)
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
@@ -99,6 +105,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
                     ErrorCode.invalid_replication_factor,
                     f"replication factor {topic.replication_factor}: positive or -1",
                 )
+            configs = creation_configs(configs, factor)  # min.insync.replicas=2 and the like: honoured
             typed = LogConfig.from_properties(configs).to_properties()
             configs = {key: typed[key] for key in configs}  # stored as the HTTP API stores them: typed
             if not getattr(body, "validate_only", False):

@@ -150,6 +150,35 @@ def describe_topic(
     return entries
 
 
+def creation_configs(configs: Mapping[str, object], replication_factor: int) -> dict[str, object]:
+    """The configs a topic is created with, of those asked: a read-only config that Kafka's tools and
+    frameworks send at creation (``min.insync.replicas=2`` above all) is accepted and left out when raftlog
+    already behaves so (``min.insync.replicas`` up to the Raft majority, which every acknowledged write
+    reaches; the others at the value raftlog behaves as), and refused naming it when it asks for more."""
+    kept: dict[str, object] = {}
+    for name, value in configs.items():
+        if name == MIN_INSYNC_REPLICAS:
+            majority = min_insync_replicas(replication_factor)
+            try:
+                wanted = int(str(value))
+            except ValueError:
+                raise InvalidConfig(name, value, "an integer") from None
+            if not 1 <= wanted <= majority:
+                raise InvalidConfig(
+                    name, value, f"at most {majority}: raftlog acknowledges a write once a majority of the "
+                    f"{replication_factor} replicas has it (docs/kafka-compatibility.md)",
+                )  # fmt: skip
+        elif name in READ_ONLY:
+            if render(value) != render(READ_ONLY[name]):
+                raise InvalidConfig(
+                    name, value, f"read-only under raftlog, which behaves as {render(READ_ONLY[name])} "
+                    "(docs/kafka-compatibility.md)",
+                )  # fmt: skip
+        else:
+            kept[name] = value
+    return kept
+
+
 def check_changeable(names: list[str]) -> None:
     """Refuse a change to a config raftlog describes read-only, naming why."""
     for name in names:

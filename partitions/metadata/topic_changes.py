@@ -41,6 +41,7 @@ from partitions.errors import (
 from partitions.metadata.frontend import Members, MetadataFrontend
 from partitions.metadata.service import MoveState
 from partitions.names import is_reserved_topic
+from partitions.topic_configs import creation_configs
 from raftlog.errors import check
 from raftlog.storage.config import LogConfig
 
@@ -65,6 +66,7 @@ class TopicChanges:
             raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
         if partitions > PARTITIONS_MAX:
             raise InvalidTopic(f"partitions {partitions} must be between 1 and {PARTITIONS_MAX}")
+        configs = creation_configs(configs, replication_factor)  # what both doors' creators may send
         members = self._frontend.members()
         metadata = self._frontend.metadata()
         existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}

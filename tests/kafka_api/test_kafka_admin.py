@@ -48,8 +48,12 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
         NewTopic("adm-b", -1, -1),  # the defaults: 1 partition, 3 replicas here
         NewTopic("__consumer_groups", 1, 1),
         NewTopic("adm-bad", 1, 1, config={"no.such.property": "1"}),
+        NewTopic("adm-isr", 1, 3, config={"min.insync.replicas": "2", "preallocate": "false"}),
+        NewTopic("adm-isr-3", 1, 3, config={"min.insync.replicas": "3"}),  # more than Raft's majority
     ])  # fmt: skip
     assert created["adm-a"].result(30) is None and created["adm-b"].result(30) is None
+    assert created["adm-isr"].result(30) is None, "what raftlog already honours is accepted at creation"
+    assert "INVALID_CONFIG" in _error(created["adm-isr-3"]) and "at most 2" in _error(created["adm-isr-3"])
     assert "reserved" in _error(created["__consumer_groups"])
     assert "INVALID_CONFIG" in _error(created["adm-bad"])
     assert "TOPIC_ALREADY_EXISTS" in _error(admin.create_topics([NewTopic("adm-a", 1, 1)])["adm-a"])

@@ -8,6 +8,7 @@ import pytest
 from partitions.topic_configs import (
     KAFKA_TOPIC_CONFIGS,
     check_changeable,
+    creation_configs,
     describe_broker,
     describe_topic,
 )
@@ -63,3 +64,15 @@ def test_a_broker_describes_its_topics_defaults_read_only() -> None:
     assert entries["min.insync.replicas"].value == "1"
     assert all(entry.read_only and entry.source == "DEFAULT_CONFIG" for entry in entries.values())
     assert [entry.name for entry in describe_broker(("log.segment.bytes",))] == ["log.segment.bytes"]
+
+
+def test_a_read_only_config_sent_at_creation_is_accepted_when_raftlog_already_behaves_so() -> None:
+    asked = {"min.insync.replicas": "2", "preallocate": "false", "retention.ms": 1000}
+    assert creation_configs(asked, 3) == {"retention.ms": 1000}
+    assert creation_configs({"min.insync.replicas": 1}, 5) == {}
+    with pytest.raises(InvalidConfig, match="at most 2"):
+        creation_configs({"min.insync.replicas": "3"}, 3)
+    with pytest.raises(InvalidConfig, match="behaves as false"):
+        creation_configs({"unclean.leader.election.enable": "true"}, 3)
+    with pytest.raises(InvalidConfig, match="an integer"):
+        creation_configs({"min.insync.replicas": "two"}, 3)
