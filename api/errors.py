@@ -174,7 +174,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.PolicyViolation, HttpError(409, 40918)),
     (broker.ControllerChangeRefused, HttpError(409, 40914)),
     (broker.FeatureUpdateRefused, HttpError(409, 40926)),
-    (broker.FeatureNotFinalized, HttpError(409, 40931)),  # a change the finalized feature level predates
+    (broker.FeatureNotFinalized, HttpError(409, 40932)),  # a change the finalized feature level predates
     (broker.InvalidQuota, HttpError(400, 40001)),
     (broker.QuotaExceeded, HttpError(429, 42902)),  # a user's client quota: Retry-After says when
     (broker.SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),

@@ -29,9 +29,11 @@ from partitions.consumers.service import ConsumerService
 from partitions.controller import acls as controller_acls
 from partitions.controller import decommission, reconfigure
 from partitions.controller import members as controller_members
+from partitions.controller import quotas as controller_quotas
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.members import ControllerMembers
 from partitions.controller.placement import check_capacity, replica_counts
+from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
 from partitions.data.service import (
@@ -47,6 +49,7 @@ from partitions.data.service import (
     TimestampOffset,
     check_leader_epoch,
 )
+from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
 from partitions.errors import (
     ControllerChangeRefused,
@@ -82,6 +85,7 @@ from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
 from partitions.replicas.failures import ReplicaFailure, digest
+from partitions.replicas.log_dirs import LogDir, ReplicaDir, log_dir
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
@@ -169,6 +173,7 @@ class FakeCluster:
         self.replicas_max: int | None = None  # partition replicas a node may hold (None: no limit)
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.transaction_partitions = 2  # of __transactions, created on first use
+        self.quotas: dict[Entity, dict[str, float]] = {}  # client quotas, as the controller keeps them
         self.transaction_tables: dict[tuple[int, int], TransactionTable] = {}  # (topic_id, partition)
         # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
         self.markers: list[tuple[str, int, int, int, bool, int]] = []
@@ -677,6 +682,11 @@ class FakeAdmin:
     def _alive(self) -> list[str]:
         return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
 
+    async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
+        after = controller_quotas.apply(self.cluster.quotas, AlterClientQuotas(tuple(changes)))
+        if not validate_only:
+            self.cluster.quotas = after
+
     async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
         return self.data.topic(name)
 
@@ -969,7 +979,7 @@ class FakeMetadata:
         self.data = data
         self.cluster = data.cluster
         self.node_id = data.node_id
-        self._client_quotas = ClientQuotas(dict)
+        self._client_quotas = ClientQuotas(lambda: self.cluster.quotas)
 
     def topics(self) -> list[str]:
         return list(self.cluster.topics)
@@ -1043,7 +1053,15 @@ class FakeMetadata:
         return self.cluster.tokens
 
     def client_quotas(self) -> ClientQuotas:
-        return self._client_quotas  # no quota set: nothing metered
+        return self._client_quotas  # the cluster's quotas, metered here
+
+    def log_dir(self) -> LogDir:
+        held = [(t, p) for (t, p), part in self.cluster.partitions.items() if self.node_id in part.replicas]
+        replicas = (
+            ReplicaDir(t, p, sum(len(stored_batch(r, 1)) for r in self.cluster.partitions[(t, p)].records), 0)
+            for t, p in held
+        )
+        return log_dir(f"/fake/{self.node_id}", None, replicas)
 
     def features(self) -> Features:
         return Features(lambda: dict(SUPPORTED))  # a cluster of this release, finalized
@@ -1071,6 +1089,7 @@ class FakeLocal:
     groups: ConsumerService
     peer: FakeData
     transactions: TransactionCoordinator
+    shares: ShareRecords | None = None  # share groups are the Kafka door's alone: no HTTP test reaches them
 
 
 class FakeNode:

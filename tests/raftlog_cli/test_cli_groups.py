@@ -27,7 +27,9 @@ async def test_groups_listed_described_and_reset(
     assert code == 0  # a member read two records and committed them, then left
     code, out, _ = await run(capsys, "group", "list", *server)
     # empty: state, no door, no member
-    assert code == 0 and any(line.split()[:4] == ["g", "Empty", "-", "0"] for line in out.splitlines()), out
+    assert code == 0 and any(
+        line.split()[:5] == ["g", "classic", "Empty", "-", "0"] for line in out.splitlines()
+    ), out
     code, out, _ = await run(capsys, "group", "describe", "g", "--json", *server)
     described = json.loads(out)
     assert code == 0 and described["members"] == []
@@ -42,9 +44,9 @@ async def test_groups_listed_described_and_reset(
 
     await n1.client.post("/consumers/g", json={"name": "watcher"})  # a member that stays
     code, out, _ = await run(capsys, "group", "list", *server)
-    assert code == 0 and any(line.split()[:4] == ["g", "Stable", "http", "1"] for line in out.splitlines()), (
-        out
-    )
+    assert code == 0 and any(
+        line.split()[:5] == ["g", "classic", "Stable", "http", "1"] for line in out.splitlines()
+    ), out
     code, out, _ = await run(capsys, "group", "describe", "g", "--json", *server)
     described = json.loads(out)
     assert code == 0 and described["group"] == "g" and described["members"][0]["client_host"] == "127.0.0.1"
