@@ -108,12 +108,7 @@ def _record_fields(item: Any) -> dict[str, object]:
 
 
 def _same(value: object, default: object) -> bool:
-    if type(value) is not type(default):
-        return False
-    try:
-        return bool(value == default)
-    except Exception:
-        return False
+    return type(value) is type(default) and bool(value == default)  # a default is a plain value
 
 
 def _packb(value: object, default: Any) -> bytes:
