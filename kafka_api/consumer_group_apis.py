@@ -129,21 +129,31 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
     )  # fmt: skip
 
 
-async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
-    body = request.body
-    cls = wire.response_class(request.api_key, request.api_version)
-    group_cls = wire.sibling(cls, "DescribedGroup")
-    member_cls = wire.sibling(cls, "Member")
-    assignment_cls = wire.sibling(cls, "Assignment")
-    entry_cls = wire.sibling(cls, "TopicPartitions")
+class DescribeShape:
+    """The classes of a ConsumerGroupDescribe or ShareGroupDescribe answer (the same shape) and a group's
+    entry, a Dead group's fields unless ``values`` say otherwise."""
 
-    def described(name: str, code: ErrorCode, message: str | None = None, **values: Any) -> Any:
+    def __init__(self, request: wire.Request) -> None:
+        self.response = wire.response_class(request.api_key, request.api_version)
+        self._group = wire.sibling(self.response, "DescribedGroup")
+        self.member = wire.sibling(self.response, "Member")
+        self.assignment = wire.sibling(self.response, "Assignment")
+        self.entry = wire.sibling(self.response, "TopicPartitions")
+
+    def described(self, name: str, code: ErrorCode, message: str | None = None, **values: Any) -> Any:
         fields: dict[str, Any] = {
             "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
             "members": (), "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }  # fmt: skip
         fields.update(values)
-        return wire.build(group_cls, group_id=name, error_code=code, error_message=message, **fields)
+        return wire.build(self._group, group_id=name, error_code=code, error_message=message, **fields)
+
+
+async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
+    body = request.body
+    shape = DescribeShape(request)
+    cls, member_cls, assignment_cls, entry_cls = shape.response, shape.member, shape.assignment, shape.entry
+    described = shape.described
 
     groups = []
     for name in body.group_ids:

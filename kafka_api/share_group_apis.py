@@ -24,7 +24,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.consumer_group_apis import AUTHORIZED_OPERATIONS_OMITTED, _names_by_id, _topic_ids
+from kafka_api.consumer_group_apis import (
+    DescribeShape,
+    _names_by_id,
+    _topic_ids,
+)
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
@@ -106,19 +110,9 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
 
 
 async def share_group_describe(door: Door, request: wire.Request) -> Any:
-    cls = wire.response_class(request.api_key, request.api_version)
-    group_cls = wire.sibling(cls, "DescribedGroup")
-    member_cls = wire.sibling(cls, "Member")
-    assignment_cls = wire.sibling(cls, "Assignment")
-    entry_cls = wire.sibling(cls, "TopicPartitions")
-
-    def described(name: str, code: ErrorCode, message: str | None = None, **values: Any) -> Any:
-        fields: dict[str, Any] = {
-            "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
-            "members": (), "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-        }  # fmt: skip
-        fields.update(values)
-        return wire.build(group_cls, group_id=name, error_code=code, error_message=message, **fields)
+    shape = DescribeShape(request)  # ConsumerGroupDescribe's shape
+    cls, member_cls, assignment_cls, entry_cls = shape.response, shape.member, shape.assignment, shape.entry
+    described = shape.described
 
     groups = []
     for name in request.body.group_ids:
