@@ -140,8 +140,13 @@ class FetchSessions:
             if session_id != NO_SESSION:
                 self.sessions.pop(session_id, None)  # a full fetch closes the session it names
             self.full_fetches += 1
+            # a partition named twice is read and answered once, as the last naming asks (Kafka's
+            # FetchRequest.fetchData is a LinkedHashMap: first place, last value)
             return FetchContext(
-                list(wanted), opens=epoch == INITIAL_EPOCH, request_epoch=epoch, uses_topic_ids=uses_topic_ids
+                list(dict(wanted).items()),
+                opens=epoch == INITIAL_EPOCH,
+                request_epoch=epoch,
+                uses_topic_ids=uses_topic_ids,
             )
         session = self.sessions.get(session_id)
         error = ErrorCode.none

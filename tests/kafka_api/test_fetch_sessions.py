@@ -47,6 +47,14 @@ def test_incremental_answers_only_what_changed_and_reads_every_session_partition
     assert cache.incremental_fetches == 2 and cache.full_fetches == 1
 
 
+def test_a_full_fetch_naming_a_partition_twice_reads_it_once_as_last_named() -> None:
+    cache = FetchSessions()
+    wanted = [(("a", 0), Wanted(0, 1024)), (("a", 1), Wanted(0, 1024)), (("a", 0), Wanted(5, 2048))]
+    for epoch in (0, FINAL_EPOCH):
+        context = cache.open(NO_SESSION, epoch, False, wanted, (), 0)
+        assert context.partitions == [(("a", 0), Wanted(5, 2048)), (("a", 1), Wanted(0, 1024))]
+
+
 def test_forgotten_partitions_leave_the_session_and_an_empty_session_closes() -> None:
     cache = FetchSessions()
     session_id = _open_full(cache, [("a", 0), ("a", 1)])
