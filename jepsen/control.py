@@ -34,7 +34,7 @@ from typing import Any
 
 from jepsen import disks, lazyfs
 from raftlog_client import probe
-from raftlog_dev.dev import DevNode, free_base_port, plan
+from raftlog_dev.layout import DevNode, free_base_port, plan
 
 SUBNET_BASE = "10.241"
 HTTP_PORT = 8081

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from kafka_api import wire  # noqa: E402
 from raftlog_contract import USERS_PATH  # noqa: E402
-from raftlog_dev import dev  # noqa: E402
+from raftlog_dev import layout  # noqa: E402
 from raftlog_node.options import TOKEN_ENV  # noqa: E402
 
 MiB = 1024 * 1024
@@ -144,8 +144,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="request-pin-") as root:
         secret = pathlib.Path(root) / "cluster.secret"
         secret.write_text("request-pin-probe-cluster-secret-0123456789\n")
-        nodes = dev.plan(1, dev.free_base_port(1), False)
-        argv = [*dev.node_argv(nodes[0], nodes, root, str(secret), None), "--require-auth",
+        nodes = layout.plan(1, layout.free_base_port(1), False)
+        argv = [*layout.node_argv(nodes[0], nodes, root, str(secret), None), "--require-auth",
                 "--kafka-frame-timeout-ms", "600000", *args.serve]  # fmt: skip
         env = {**os.environ, TOKEN_ENV: TOKEN, "PYTHONPATH": args.code}
         with open(pathlib.Path(root) / "n1.log", "wb") as log:

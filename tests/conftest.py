@@ -1,6 +1,6 @@
 """Parallel test workers (``pytest -n 2``, pytest-xdist) choose ports side by side: each worker, and every
-process it starts, takes its own part of the range ``raftlog_dev.dev.free_port`` chooses from, so two workers'
-clusters never pick the same port between the check and the bind.
+process it starts, takes its own part of the range ``raftlog_dev.layout.free_port`` chooses from, so two
+workers' clusters never pick the same port between the check and the bind.
 
 The files run dearest first (``file_costs.py``; with ``--dist loadfile --no-loadscope-reorder`` the workers
 take them in that order, so both end together on short files; the folders whose tests share a costly
@@ -15,14 +15,14 @@ from typing import Any
 import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
 import pytest
 
-from raftlog_dev import dev
+from raftlog_dev import layout
 
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under pytest-xdist
-if _worker.startswith("gw") and dev.PORTS_ENV not in os.environ:
+if _worker.startswith("gw") and layout.PORTS_ENV not in os.environ:
     _index, _count = int(_worker[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    _width = len(dev.UNEPHEMERAL_PORTS) // max(_count, 1)
-    _low = dev.UNEPHEMERAL_PORTS.start + _index * _width
-    os.environ[dev.PORTS_ENV] = f"{_low}-{_low + _width}"
+    _width = len(layout.UNEPHEMERAL_PORTS) // max(_count, 1)
+    _low = layout.UNEPHEMERAL_PORTS.start + _index * _width
+    os.environ[layout.PORTS_ENV] = f"{_low}-{_low + _width}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 from serve_args import args_for, token_file
 
-from raftlog_dev import dev
+from raftlog_dev import layout
 from raftlog_node.options import ServeConfigError
 from raftlog_node.settings import node_config
 
@@ -32,10 +32,10 @@ def node_processes(root: pathlib.Path, *serve_args: str) -> Iterator[list[str]]:
     ready; their HTTP base URLs. Terminated when the block ends."""
     secret = root / "cluster.secret"
     secret.write_text(f"{root.name}-test-cluster-secret-0123456789\n")
-    nodes = dev.plan(3, dev.free_base_port(3))
+    nodes = layout.plan(3, layout.free_base_port(3))
     processes = []
     for node in nodes:
-        argv = [*dev.node_argv(node, nodes, str(root), str(secret)), *serve_args]
+        argv = [*layout.node_argv(node, nodes, str(root), str(secret)), *serve_args]
         log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
         processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
     urls = [node.http for node in nodes]

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from raftlog_dev import dev
+from raftlog_dev import layout
 
 TOKEN = "admin-token-for-the-http-door-test"
 METRICS_TOKEN = "metrics-token-for-the-http-door-test"
@@ -45,9 +45,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
     secret.write_text("http-door-test-cluster-secret-0123456789\n")
     metrics_token = root / "metrics.token"
     metrics_token.write_text(METRICS_TOKEN + "\n")
-    nodes = dev.plan(1, dev.free_base_port(1))
+    nodes = layout.plan(1, layout.free_base_port(1))
     argv = [
-        *dev.node_argv(nodes[0], nodes, str(root), str(secret)),
+        *layout.node_argv(nodes[0], nodes, str(root), str(secret)),
         "--require-auth",
         "--metrics-token-file", str(metrics_token),
         "--http-header-timeout-ms", str(int(HEADER_TIMEOUT_S * 1000)),

@@ -34,7 +34,7 @@ from pysyncobj.transport import TCPTransport
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
-from raftlog_dev.dev import free_port
+from raftlog_dev.layout import free_port
 
 
 @dataclass
@@ -59,7 +59,7 @@ class TrialResult:
 
 
 def free_ports(count: int) -> list[int]:
-    """Ports below the ephemeral range (``raftlog_dev.dev.free_port``): an ephemeral one, free when
+    """Ports below the ephemeral range (``raftlog_dev.layout.free_port``): an ephemeral one, free when
     checked, can become another process's source port before the node binds it."""
     return [free_port() for _ in range(count)]
 

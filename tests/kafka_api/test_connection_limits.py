@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 from kafka_fixtures import RawKafka
 
 from kafka_api import wire
-from raftlog_dev import dev
+from raftlog_dev import layout
 from raftlog_dev.certificates import dev_certificates
 from raftlog_node.options import TOKEN_ENV
 
@@ -118,9 +118,13 @@ def one_node(
     """A node requiring SASL with ``limits`` (``raftlog serve`` options) and ``users`` made."""
     secret = root / "cluster.secret"
     secret.write_text(f"{root.name}-test-cluster-secret-0123456789\n")
-    nodes = dev.plan(1, dev.free_base_port(1), tls)
+    nodes = layout.plan(1, layout.free_base_port(1), tls)
     certificates = dev_certificates(str(root)) if tls else None
-    argv = [*dev.node_argv(nodes[0], nodes, str(root), str(secret), certificates), "--require-auth", *limits]
+    argv = [
+        *layout.node_argv(nodes[0], nodes, str(root), str(secret), certificates),
+        "--require-auth",
+        *limits,
+    ]
     log_path = root / "n1.log"
     with open(log_path, "wb") as log:  # the admin token from the environment: never in argv
         environment = {**os.environ, TOKEN_ENV: TOKEN}

@@ -39,7 +39,7 @@ from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_contract import JSON_V2, RECORD_BATCH
-from raftlog_dev.dev import free_port
+from raftlog_dev.layout import free_port
 
 UNKNOWN_PRODUCER = 424_242  # a producer id no coordinator ever gave
 TOOL_TIMEOUT_S = 120

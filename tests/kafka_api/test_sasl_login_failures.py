@@ -19,7 +19,7 @@ from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from raftlog_dev import dev
+from raftlog_dev import layout
 
 TOKEN = "admin-token-for-the-sasl-guessing-test"
 FAILURES_MAX = 5
@@ -28,13 +28,13 @@ GUESSER = "127.0.0.4"  # the guesser's own address (loopback: any 127/8 address 
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dev.DevNode, pathlib.Path]]:
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[layout.DevNode, pathlib.Path]]:
     root = tmp_path_factory.mktemp("sasl-guessing")
     secret = root / "cluster.secret"
     secret.write_text("sasl-guessing-test-cluster-secret-0123456789\n")
-    nodes = dev.plan(1, dev.free_base_port(1))
+    nodes = layout.plan(1, layout.free_base_port(1))
     argv = [
-        *dev.node_argv(nodes[0], nodes, str(root), str(secret)),
+        *layout.node_argv(nodes[0], nodes, str(root), str(secret)),
         "--require-auth",
         "--login-failures-per-address-max", str(FAILURES_MAX),
         "--login-bounds-on-loopback",  # the guessers here are on loopback addresses
@@ -82,7 +82,7 @@ def _plain_login(address: str, user: str, password: str) -> Any:
 
 
 def test_sasl_guessing_is_refused_past_its_bound_on_both_doors(
-    node: tuple[dev.DevNode, pathlib.Path],
+    node: tuple[layout.DevNode, pathlib.Path],
 ) -> None:
     server, log_path = node
     status = _curl(

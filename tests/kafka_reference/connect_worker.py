@@ -18,7 +18,7 @@ import urllib.request
 from typing import Any
 
 from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs, log_config
-from raftlog_dev.dev import free_port
+from raftlog_dev.layout import free_port
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0

@@ -22,7 +22,7 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.snapshot import decode_snapshot
 from raftlog.storage.batch import ProducerRecord, Record, encode_batch, records_from
-from raftlog_dev.dev import free_port
+from raftlog_dev.layout import free_port
 
 SECRET = b"test-cluster-secret-0123456789abcdef"
 FAST = CoreConfig(

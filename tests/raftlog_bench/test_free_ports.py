@@ -8,12 +8,12 @@ import socket
 import pytest
 
 from raftlog_bench import peers
-from raftlog_dev import dev
+from raftlog_dev import layout
 
 
 def test_the_range_and_its_variable_are_raftlog_devs() -> None:
-    assert peers.FREE_PORTS == dev.UNEPHEMERAL_PORTS
-    assert peers.FREE_PORTS_ENV == dev.PORTS_ENV
+    assert peers.FREE_PORTS == layout.UNEPHEMERAL_PORTS
+    assert peers.FREE_PORTS_ENV == layout.PORTS_ENV
 
 
 def test_ports_are_distinct_free_and_in_the_workers_part(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from raftlog_bench.cluster import Http
 from raftlog_bench.targets import RaftlogTarget
-from raftlog_dev.dev import free_port
+from raftlog_dev.layout import free_port
 
 
 class Backlogs:

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from raftlog_client.http1 import Http1Client, ProtocolError, parse_head
-from raftlog_dev.dev import free_port
+from raftlog_dev.layout import free_port
 
 
 class Server:

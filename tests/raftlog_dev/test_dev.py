@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from raftlog_dev import control, dev
+from raftlog_dev import control, layout, supervisor
 from raftlog_dev.control import Answer, ControlError, Request
 
 ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
@@ -72,7 +72,7 @@ class Supervised:
 
     def __init__(self, data: pathlib.Path, nodes: int = 1) -> None:
         self.data = data
-        self.base_port = dev.free_base_port(nodes)
+        self.base_port = layout.free_base_port(nodes)
         data.mkdir(parents=True, exist_ok=True)
         self.output = data.parent / f"{data.name}-dev.out"
         with open(self.output, "wb") as out:
@@ -143,7 +143,7 @@ def test_a_second_raftlog_dev_on_the_same_folder_fails_at_once_and_leaves_everyt
     supervised: Supervised,
 ) -> None:
     before = (supervised.data / "cluster.json").read_bytes()
-    other_base = dev.free_base_port(1)
+    other_base = layout.free_base_port(1)
     second = raftlog(
         "dev", "--nodes", "1", "--data-dir", str(supervised.data), "--base-port", str(other_base)
     )
@@ -154,7 +154,7 @@ def test_a_second_raftlog_dev_on_the_same_folder_fails_at_once_and_leaves_everyt
         f"(pid {supervised.process.pid}, since "
     ) and refusal.endswith("; nothing was started"), refusal
     assert (supervised.data / "cluster.json").read_bytes() == before
-    assert dev.busy_ports(dev.plan(1, other_base)[0]) == []  # it started nothing
+    assert layout.busy_ports(layout.plan(1, other_base)[0]) == []  # it started nothing
     entry = node_entry(supervised.data, "n1")
     assert ready_pid(entry["http"]) == entry["pid"]  # and the first cluster serves on
 
@@ -173,18 +173,18 @@ def test_a_node_that_dies_is_reported_and_the_supervisor_can_start_it_again(supe
 
 
 def test_a_port_held_by_another_process_is_named_and_nothing_is_started(tmp_path: pathlib.Path) -> None:
-    base = dev.free_base_port(1)
+    base = layout.free_base_port(1)
     with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", base + dev.RAFT_PORT_OFFSET))
+        squatter.bind(("127.0.0.1", base + layout.RAFT_PORT_OFFSET))
         squatter.listen()
         result = raftlog("dev", "--nodes", "1", "--data-dir", str(tmp_path), "--base-port", str(base))
     assert result.returncode == 1
-    assert f"port {base + dev.RAFT_PORT_OFFSET} (n1's Raft) held by another process" in result.stderr
+    assert f"port {base + layout.RAFT_PORT_OFFSET} (n1's Raft) held by another process" in result.stderr
     assert not (tmp_path / "cluster.json").exists() and not (tmp_path / "n1").exists()
 
 
 def test_a_refused_run_leaves_no_folder_it_made(tmp_path: pathlib.Path) -> None:
-    base = dev.free_base_port(1)
+    base = layout.free_base_port(1)
     data = tmp_path / "new-data"
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", base))
@@ -210,11 +210,13 @@ def test_a_dead_node_is_reported_with_its_last_error_not_its_last_line() -> None
         "2026-11-25 10:00:01,000 ERROR raftlog_node.serve: data directory data/n1 is full",
         "2026-11-25 10:00:02,000 INFO partitions.peers.client: closed connection from n4",
     ]
-    assert dev.last_error(lines) == lines[1]
+    assert supervisor.last_error(lines) == lines[1]
     traceback = [*lines[:1], "Traceback (most recent call last):", '  File "x.py", line 1']
     traceback.append("OSError: [Errno 5]")
-    assert dev.last_error(traceback) == "OSError: [Errno 5]"
-    assert dev.last_error(lines[:1] + lines[2:]) is None  # no error: the report says so, not the last line
+    assert supervisor.last_error(traceback) == "OSError: [Errno 5]"
+    assert (
+        supervisor.last_error(lines[:1] + lines[2:]) is None
+    )  # no error: the report says so, not the last line
 
 
 STUB = textwrap.dedent(
@@ -234,15 +236,15 @@ STUB = textwrap.dedent(
 
 def test_a_node_answered_for_by_another_process_is_an_error_naming_the_port(tmp_path: pathlib.Path) -> None:
     """Readiness counts only the process started here: an answer from another pid is never "up"."""
-    node = dev.plan(1, dev.free_base_port(1))[0]
-    supervisor = dev.Supervisor(str(tmp_path), [node], str(tmp_path / "secret"))
-    child = supervisor.children["n1"]
+    node = layout.plan(1, layout.free_base_port(1))[0]
+    running = supervisor.Supervisor(str(tmp_path), [node], str(tmp_path / "secret"))
+    child = running.children["n1"]
     child.argv = [sys.executable, "-c", STUB, str(node.http_port)]  # answers as pid 1, not as itself
-    supervisor.start(child)
+    running.start(child)
     try:
-        problem = supervisor.wait_ready([child])
+        problem = running.wait_ready([child])
     finally:
-        supervisor.stop_all()
+        running.stop_all()
     assert problem is not None and problem.startswith(
         f"port {node.http_port} (n1's HTTP) is answered by another process (n1, pid 1), not by n1 (pid "
     )
@@ -313,8 +315,8 @@ def test_a_data_folder_too_deep_for_a_unix_socket_path_still_takes_control_reque
 def test_a_node_restarted_on_another_interpreter_is_refused_when_it_is_none(tmp_path: pathlib.Path) -> None:
     """``--python`` names an executable interpreter (checked before the node is stopped); a cluster is not
     started on one that is not."""
-    assert "not an executable file" in (dev.interpreter_problem(str(tmp_path / "nothing")) or "")
-    assert dev.interpreter_problem(sys.executable) is None
+    assert "not an executable file" in (layout.interpreter_problem(str(tmp_path / "nothing")) or "")
+    assert layout.interpreter_problem(sys.executable) is None
     started = raftlog("dev", "--data-dir", str(tmp_path / "data"), "--python", str(tmp_path / "nothing"))
     assert started.returncode == 2 and "not an executable file" in started.stderr, started.stderr
     assert not (tmp_path / "data").exists()

@@ -1,4 +1,4 @@
-"""raftlog_dev.dev.free_port: two ports handed out before either is bound are never the same one."""
+"""raftlog_dev.layout.free_port: two ports handed out before either is bound are never the same one."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from raftlog_dev import dev
+from raftlog_dev import layout
 
 
 class Replay(random.Random):
@@ -22,8 +22,8 @@ class Replay(random.Random):
 
 def _free_ports(count: int) -> list[int]:
     ports = []
-    for port in range(dev.UNEPHEMERAL_PORTS.stop - 1, dev.UNEPHEMERAL_PORTS.start, -1):
-        if port not in dev._HANDED_OUT and dev._port_free("127.0.0.1", port):
+    for port in range(layout.UNEPHEMERAL_PORTS.stop - 1, layout.UNEPHEMERAL_PORTS.start, -1):
+        if port not in layout._HANDED_OUT and layout._port_free("127.0.0.1", port):
             ports.append(port)
             if len(ports) == count:
                 return ports
@@ -32,41 +32,41 @@ def _free_ports(count: int) -> list[int]:
 
 def test_a_port_handed_out_is_not_handed_out_again_before_it_is_bound() -> None:
     first, second = _free_ports(2)
-    assert dev.free_port(rng=Replay([first])) == first
+    assert layout.free_port(rng=Replay([first])) == first
     # the same draw again: still free (nobody bound it yet), but already handed out, so the next one
-    assert dev.free_port(rng=Replay([first, second])) == second
+    assert layout.free_port(rng=Replay([first, second])) == second
 
 
 def test_the_memory_of_handed_out_ports_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(dev.PORTS_ENV, raising=False)  # the whole range, whatever the suite runs with
-    for _ in range(dev._HANDED_OUT_MAX + 50):
-        dev.free_port()
-    assert len(dev._HANDED_OUT) == dev._HANDED_OUT_MAX
+    monkeypatch.delenv(layout.PORTS_ENV, raising=False)  # the whole range, whatever the suite runs with
+    for _ in range(layout._HANDED_OUT_MAX + 50):
+        layout.free_port()
+    assert len(layout._HANDED_OUT) == layout._HANDED_OUT_MAX
 
 
 def test_processes_side_by_side_choose_from_their_own_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dev.PORTS_ENV, "20000-24000")
-    assert dev.port_range() == range(20000, 24000)
-    assert all(20000 <= dev.free_port() < 24000 for _ in range(20))
-    base = dev.free_base_port(3)
-    assert base >= 20000 and base + dev.KAFKA_PORT_OFFSET + 2 < 24000
-    monkeypatch.delenv(dev.PORTS_ENV)
-    assert dev.port_range() == dev.UNEPHEMERAL_PORTS
+    monkeypatch.setenv(layout.PORTS_ENV, "20000-24000")
+    assert layout.port_range() == range(20000, 24000)
+    assert all(20000 <= layout.free_port() < 24000 for _ in range(20))
+    base = layout.free_base_port(3)
+    assert base >= 20000 and base + layout.KAFKA_PORT_OFFSET + 2 < 24000
+    monkeypatch.delenv(layout.PORTS_ENV)
+    assert layout.port_range() == layout.UNEPHEMERAL_PORTS
 
 
 @pytest.mark.parametrize("text", ["20000", "x-y", "500-3000", "20000-20100", "60000-70000"])
 def test_a_bad_port_range_names_the_variable(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
-    monkeypatch.setenv(dev.PORTS_ENV, text)
-    with pytest.raises(ValueError, match=dev.PORTS_ENV):
-        dev.port_range()
+    monkeypatch.setenv(layout.PORTS_ENV, text)
+    with pytest.raises(ValueError, match=layout.PORTS_ENV):
+        layout.port_range()
 
 
 def test_a_narrow_range_keeps_ports_to_hand_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """A range narrower than the memory of handed-out ports (``$RAFTLOG_FREE_PORTS`` on a shared machine)
     never runs dry: the memory keeps at most half of it."""
-    width = 2 * dev.KAFKA_PORT_OFFSET  # the narrowest range taken
-    low = dev.free_base_port(1)
-    monkeypatch.setenv(dev.PORTS_ENV, f"{low}-{low + width}")
-    handed = [dev.free_port() for _ in range(3 * width)]  # three times the range, none refused
+    width = 2 * layout.KAFKA_PORT_OFFSET  # the narrowest range taken
+    low = layout.free_base_port(1)
+    monkeypatch.setenv(layout.PORTS_ENV, f"{low}-{low + width}")
+    handed = [layout.free_port() for _ in range(3 * width)]  # three times the range, none refused
     assert all(low <= port < low + width for port in handed)
-    assert len(dev._HANDED_OUT) <= width // 2
+    assert len(layout._HANDED_OUT) <= width // 2

@@ -19,7 +19,7 @@ from typing import Any
 
 from test_dev import ENV, Supervised, alive, description, raftlog, until
 
-from raftlog_dev import dev
+from raftlog_dev import layout
 
 
 def node_pids(data: pathlib.Path) -> list[int]:
@@ -114,7 +114,7 @@ def _read_until(fd: int, text: str, timeout_s: float) -> str:
 def test_closing_the_terminal_stops_every_node(tmp_path: pathlib.Path) -> None:
     data = tmp_path / "data"
     argv = [sys.executable, "-m", "raftlog_cli", "dev", "--nodes", "2", "--data-dir", str(data)]
-    argv += ["--base-port", str(dev.free_base_port(2))]
+    argv += ["--base-port", str(layout.free_base_port(2))]
     pid, terminal = pty.fork()
     if pid == 0:  # the child: raftlog dev with the pty as its controlling terminal
         os.execve(sys.executable, argv, ENV)

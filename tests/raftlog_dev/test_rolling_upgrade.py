@@ -22,7 +22,7 @@ from upgrade_load import IDEMPOTENT, PARTITIONS, TRANSACTIONAL, WEB, Load, check
 
 import raftlog
 from partitions.features import RAFTLOG_VERSION, SUPPORTED
-from raftlog_dev import dev, releases
+from raftlog_dev import layout, releases
 from tests.waiting import wait_for
 
 PREVIOUS = "0.1.0"
@@ -79,7 +79,7 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
     tmp_path: pathlib.Path, previous: releases.Release
 ) -> None:
     data = tmp_path / "data"
-    base_port = dev.free_base_port(len(NODES))
+    base_port = layout.free_base_port(len(NODES))
     output = tmp_path / "dev.out"
     with open(output, "wb") as out:
         supervisor = subprocess.Popen(

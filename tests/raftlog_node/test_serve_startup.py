@@ -23,7 +23,7 @@ import pytest
 from serve_args import args_for, token_file
 
 from raftlog_contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
-from raftlog_dev import dev
+from raftlog_dev import layout
 from raftlog_dev.certificates import dev_certificates
 from raftlog_node.options import SECRET_ENV, TOKEN_ENV, ServeConfigError
 from raftlog_node.settings import node_config
@@ -59,11 +59,11 @@ def assert_refused(done: subprocess.CompletedProcess[str], tmp_path: pathlib.Pat
 
 
 def loopback_addresses(port: int) -> list[str]:
-    return ["--http", f"127.0.0.1:{dev.free_port()}", "--raft", f"127.0.0.1:{port}"]
+    return ["--http", f"127.0.0.1:{layout.free_port()}", "--raft", f"127.0.0.1:{port}"]
 
 
 def test_an_admin_token_on_the_command_line_is_refused(tmp_path: pathlib.Path) -> None:
-    done = serve(tmp_path, *loopback_addresses(dev.free_port()), "--admin-token", TOKEN)
+    done = serve(tmp_path, *loopback_addresses(layout.free_port()), "--admin-token", TOKEN)
     told = assert_refused(done, tmp_path, "--admin-token-file FILE", f"${TOKEN_ENV}", "ps")
     assert TOKEN not in told
 
@@ -83,7 +83,7 @@ def held(port: int, udp: bool = False) -> Iterator[None]:
     [("--http", False), ("--raft", False), ("--gossip", False), ("--gossip", True), ("--kafka", False)],
 )
 def test_a_port_in_use_is_one_line_naming_its_option(tmp_path: pathlib.Path, option: str, udp: bool) -> None:
-    ports = {name: dev.free_port() for name in ("--http", "--raft", "--gossip", "--kafka")}
+    ports = {name: layout.free_port() for name in ("--http", "--raft", "--gossip", "--kafka")}
     argv = [part for name, port in ports.items() for part in (name, f"127.0.0.1:{port}")]
     with held(ports[option], udp):
         done = serve(tmp_path, *argv)
@@ -91,7 +91,7 @@ def test_a_port_in_use_is_one_line_naming_its_option(tmp_path: pathlib.Path, opt
 
 
 def test_an_address_it_cannot_serve_on_is_one_line_naming_its_option(tmp_path: pathlib.Path) -> None:
-    port = dev.free_port()
+    port = layout.free_port()
     closed_network = ["--allow-unauthenticated"]
     cases = [
         (["--http", f"127.0.0.1:{port}", "--raft", f"0.0.0.0:{port + 1}"], f"--raft 0.0.0.0:{port + 1}",
@@ -123,8 +123,8 @@ def node_process(root: pathlib.Path, *serve_args: str) -> Iterator[tuple[subproc
     secret = root / "cluster.secret"
     secret.write_text("a-cluster-secret-of-enough-bytes\n")
     secret.chmod(0o600)
-    node = dev.plan(1, dev.free_base_port(1))[0]
-    argv = [*dev.node_argv(node, [node], str(root), str(secret)), *serve_args]
+    node = layout.plan(1, layout.free_base_port(1))[0]
+    argv = [*layout.node_argv(node, [node], str(root), str(secret)), *serve_args]
     with open(root / "n1.out", "wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=ENV)
     try:
@@ -208,7 +208,7 @@ def test_require_auth_beyond_loopback_needs_tls_or_a_closed_network(tmp_path: pa
 
 def test_a_node_refuses_plaintext_auth_beyond_loopback_and_warns_when_allowed(tmp_path: pathlib.Path) -> None:
     peer = ["--peer", "n2,192.0.2.77:9001,192.0.2.77:9101"]  # a peer it calls over the network, in clear
-    argv = [*loopback_addresses(dev.free_port()), *peer, "--require-auth", *token_file(tmp_path)]
+    argv = [*loopback_addresses(layout.free_port()), *peer, "--require-auth", *token_file(tmp_path)]
     done = serve(tmp_path, *argv)
     assert_refused(
         done, tmp_path, "refusing --require-auth without TLS beyond loopback", "--allow-plaintext-auth"

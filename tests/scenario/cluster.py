@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from raftlog_dev.dev import DevNode, free_base_port, node_argv, plan
+from raftlog_dev.layout import DevNode, free_base_port, node_argv, plan
 
 
 @dataclass

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from raftlog_client.client import Message, RaftlogClient
-from raftlog_dev.dev import free_base_port, node_argv, plan
+from raftlog_dev.layout import free_base_port, node_argv, plan
 
 from .cluster import ProcessCluster
 
