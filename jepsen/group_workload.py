@@ -405,11 +405,14 @@ class GroupRun:
                     member.committing = False
 
             result = await _on_thread(call, COMMIT_BOUND_S)
-            after, _ = group_metadata(member.consumer)
+            after: int | None = None
             fields: dict[str, Any]
             if result is None:  # left waiting on its thread (it may still land): the member goes on
+                # and its generation is not asked: librdkafka answers it only once that commit returns,
+                # which blocked this loop, and with it the nemesis that heals the cluster (a run hung so)
                 kind, fields = "info", {"error": f"no answer within {COMMIT_BOUND_S:.0f} s"}
             else:
+                after, _ = group_metadata(member.consumer)
                 kind, fields = result
             if kind == "ok":
                 fields["committed"] = position
