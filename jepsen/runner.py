@@ -95,6 +95,7 @@ class RunConfig:
     workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic; "txn"; "group"
     break_markers: str | None = None  # txn's negative control: every node's abort markers applied as commits
     upgrade_from: str | None = None  # the upgrade fault's other release (None: the newest CHANGELOG names)
+    report: bool = True  # the HTML report beside results.json (jepsen.report): plots cost seconds of CPU
 
     def __post_init__(self) -> None:
         if self.workload not in WORKLOADS:
@@ -414,7 +415,7 @@ def run(config: RunConfig) -> RunResult:
         info["finished_at"] = datetime.datetime.now(datetime.UTC).isoformat()
         _write_json(os.path.join(run_dir, "run.json"), info)
     if "harness_error" not in info and os.path.exists(os.path.join(run_dir, "history.jsonl")):
-        verdict, exit_code = check(run_dir)
+        verdict, exit_code = check(run_dir, report=config.report)
     return RunResult(run_dir, exit_code, verdict, info)
 
 
@@ -627,7 +628,9 @@ class _Run:
             stop.set()
             await nemesis_task
         self.heal_began = time.monotonic()
-        await _heal(self.cluster, self.chaos, self.notes)
+        topics = sorted(self.config.topics.items())
+        keys = [workload.key_of(topic, p) for topic, count in topics for p in range(count)]
+        await _heal(self.cluster, self.chaos, self.notes, keys)
 
     async def summary(self, keys: list[str], stats: workload.Stats, final: dict[str, Any]) -> dict[str, Any]:
         """The run's summary, ``final`` (the final read's) among it, with the cluster's health now."""
@@ -731,8 +734,11 @@ async def _wait_partitions(cluster: control.Cluster, keys: Sequence[str], timeou
                     await asyncio.sleep(0.3)
 
 
-async def _heal(cluster: control.Cluster, chaos: nemesis.Nemesis, notes: list[str]) -> None:
-    """All faults stopped (the nemesis did that), every node running and ready, then a short settle."""
+async def _heal(
+    cluster: control.Cluster, chaos: nemesis.Nemesis, notes: list[str], keys: Sequence[str]
+) -> None:
+    """All faults stopped (the nemesis did that), every node running and ready, and every partition
+    led again (the final read then starts on a settled cluster)."""
     await chaos.heal()
     for spec in cluster.nodes:
         if not cluster.running(spec.node_id):
@@ -746,7 +752,10 @@ async def _heal(cluster: control.Cluster, chaos: nemesis.Nemesis, notes: list[st
         notes.append(f"after healing, nodes exited and stay down: {down} (see logs/)")
     if not_ready:
         notes.append(f"after healing, not ready within {HEAL_READY_TIMEOUT_S:.0f} s: {not_ready}")
-    await asyncio.sleep(2.0)
+    try:
+        await _wait_partitions(cluster, keys, HEAL_READY_TIMEOUT_S)
+    except control.ControlError as exc:  # the final read retries and says what it could not read
+        notes.append(f"after healing, {exc}")
 
 
 async def _health(cluster: control.Cluster) -> dict[str, Any]:
@@ -764,8 +773,9 @@ async def _health(cluster: control.Cluster) -> dict[str, Any]:
     return health
 
 
-def check(run_dir: str) -> tuple[str, int]:
-    """Run the checker (writes results.json) and the report when available; verdict and exit code."""
+def check(run_dir: str, report: bool = True) -> tuple[str, int]:
+    """Run the checker (writes results.json) and, when ``report`` and it is available, the report;
+    verdict and exit code."""
     try:
         from jepsen.checking import check as check_history
         from jepsen.history import HistoryError, read_history
@@ -780,16 +790,21 @@ def check(run_dir: str) -> tuple[str, int]:
     _write_json(os.path.join(run_dir, "results.json"), results)
     verdict = str(results.get("verdict", "unknown"))
     print(f"verdict: {verdict.upper()} {'; '.join(results.get('reasons', []))}", flush=True)
+    if report:
+        _write_report(run_dir)
+    return verdict, {"valid": EXIT_VALID, "invalid": EXIT_INVALID}.get(verdict, EXIT_UNKNOWN)
+
+
+def _write_report(run_dir: str) -> None:
     try:
         report = importlib.import_module("jepsen.report")
     except ImportError:
         print("jepsen run: jepsen.report not available; no HTML report", file=sys.stderr)
-    else:
-        try:
-            report.write_report(run_dir)
-        except Exception as exc:  # the report is a by-product: the verdict stands without it
-            print(f"jepsen run: the report failed: {exc!r}", file=sys.stderr)
-    return verdict, {"valid": EXIT_VALID, "invalid": EXIT_INVALID}.get(verdict, EXIT_UNKNOWN)
+        return
+    try:
+        report.write_report(run_dir)
+    except Exception as exc:  # the report is a by-product: the verdict stands without it
+        print(f"jepsen run: the report failed: {exc!r}", file=sys.stderr)
 
 
 def _write_json(path: str, data: Any) -> None:
