@@ -30,7 +30,7 @@ import pytest
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
-from raftlog_dev.layout import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
+from raftlog_dev.dev import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = "## A five-minute tour", "### Operator tour"
@@ -357,22 +357,24 @@ def _counted(
 
 
 @pytest.mark.spark
-@pytest.mark.timeout(1500)  # three Spark drivers one after another, each minutes long on a loaded machine
+@pytest.mark.timeout(1200)  # two Spark drivers one after another, each minutes long on a loaded machine
 def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCluster]) -> None:
     """The Spark section as a user runs it after ``make examples`` (the venv holds the ``examples`` extra:
     the examples' imports resolve): its ``format("raftlog")`` read, Spark's own ``format("kafka")`` read and
-    write, each a script of its own, and the word count's commands in order, the pipeline running while a
-    line is added, its counts read back as printed, then stopped with Ctrl-C (exit 0). The block of
-    ``raftlog dev --secure`` options and the standalone cluster's commands are not walked: the first needs
-    a secure cluster (``tests/spark/test_spark_secure.py`` reads and writes one), the second starts a
-    master and two worker JVMs beside the driver's, too many for the suite's 2-core machine."""
+    write, one script of both, and the word count's commands in order, the pipeline running while a line
+    is added, its counts read back as printed, then stopped with Ctrl-C (SIGINT to its process group, as a
+    terminal sends it: exit 0, no traceback). The block of ``raftlog dev --secure`` options and the
+    standalone cluster's commands are not walked: the first needs a secure cluster
+    (``tests/spark/test_spark_secure.py`` reads and writes one), the second starts a master and two worker
+    JVMs beside the driver's, too many for the suite's 2-core machine."""
     directory, cluster = walk_dir
     for name in ("examples", "scripts"):
         if not (directory / name).exists():
             (directory / name).symlink_to(ROOT / name)
     env = {**os.environ, "RAFTLOG_SERVER": cluster.servers[0], "PYTHONPATH": str(ROOT)}
     env.pop("RAFTLOG_ADMIN_TOKEN", None)
-    env.pop("PYSPARK_PYTHON", None)  # importing raftlog_spark sets it, as the README says
+    for chosen in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):  # importing raftlog_spark sets the first,
+        env.pop(chosen, None)  # as the README says
     imports = (
         "import confluent_kafka, kafka, pyspark, raftlog_spark"  # make examples' extra, as the README names
     )
@@ -390,14 +392,19 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
     (_, raftlog_line, raftlog_read), (_, secure_line, secure), (_, kafka_line, kafka_format) = blocks[:3]
     assert SECURE_CA in secure and SECURE_CA not in raftlog_read + kafka_format, secure_line
 
-    for first_line, block, shown in (
-        (raftlog_line, raftlog_read, "|partition|offset|"),
-        (kafka_line, kafka_format, ""),
-    ):
-        done = _run([".venv/bin/python", "-"], local_ports(block, cluster), directory, env, SPARK_WAIT_S)
-        where = f"README.md:{first_line}: the Python example"
-        assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr[-5000:]}"
-        assert shown in done.stdout.replace(" ", ""), f"{where} printed no table:\n{done.stdout}"
+    # Both examples in one interpreter, so one JVM starts instead of two (each costs tens of seconds on a
+    # loaded machine): the format("kafka") one first, as its session must start with the connector's jars;
+    # the format("raftlog") one's getOrCreate() then takes that session, as it takes any running one.
+    # Then which interpreter Spark's Python workers ran (the read's ran raftlog_spark and pyarrow): with no
+    # PYSPARK_PYTHON chosen, importing raftlog_spark makes it this one, not the system's python3 (the
+    # snippet failed with "No module named 'pyarrow'" as printed when it did not).
+    probe = "import sys\nprint('python workers:', spark.sparkContext.pythonExec == sys.executable)\n"
+    script = local_ports(kafka_format + "\n" + raftlog_read, cluster) + "\n" + probe
+    done = _run([".venv/bin/python", "-"], script, directory, env, SPARK_WAIT_S)
+    where = f"README.md:{kafka_line} then README.md:{raftlog_line}: the Python examples"
+    assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr[-5000:]}"
+    assert "|partition|offset|" in done.stdout.replace(" ", ""), f"{where}: no table printed:\n{done.stdout}"
+    assert "python workers: True" in done.stdout, f"{where}: the workers ran another Python:\n{done.stdout}"
     assert client.partition_count("copy") >= 1  # the kafka format's write made it (auto-create, as on Kafka)
 
     (_, first_line, block) = blocks[3]
@@ -434,10 +441,11 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
         os.killpg(pipeline.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to the process group
         pipeline.wait(SPARK_WAIT_S)
         output = log.read_text()
-        # stopped between micro-batches, its progress printed (tests/spark/test_word_count_example.py checks
-        # what else Ctrl-C prints)
+        # stopped between micro-batches, its progress printed, and nothing else: PySpark's own SIGINT
+        # handler used to call into the JVM from inside the signal and printed screens of py4j tracebacks
         read = sum(int(lines) for lines in re.findall(r"^batch \d+: (\d+) lines$", output, re.MULTILINE))
         assert pipeline.returncode == 0 and read == 3, output[-5000:]
+        assert "Traceback" not in output and "py4j" not in output, output[-5000:]
     finally:
         if pipeline is not None and pipeline.poll() is None:
             os.killpg(pipeline.pid, signal.SIGKILL)
