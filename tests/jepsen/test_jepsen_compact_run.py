@@ -14,7 +14,7 @@ from test_jepsen_runner import _processes_mentioning
 from jepsen import control, lazyfs, runner
 from jepsen.history import read_history
 
-# the schedule of this seed over 30 s: node-power-loss + partition at 2.8-10.8 s, kill + pause at
+# the schedule of this seed over 27 s: node-power-loss + partition at 2.8-10.8 s, kill + pause at
 # 15.7-23.2 s (a whole-cluster power loss, which leaves the other faults nothing to do, does not fit as well)
 SEED = 20261383
 FAULTS = ("kill", "pause", "partition", "node-power-loss")
@@ -28,7 +28,7 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
     config = runner.RunConfig(
         nodes=3,
         faults=FAULTS,
-        time_limit_s=30.0,
+        time_limit_s=27.0,
         rate=25.0,
         concurrency=4,
         directory=str(tmp_path / "runs"),
@@ -37,6 +37,7 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
         clients=("http", "kafka"),
         fs="lazy" if lazy else "plain",
         workload="compact",
+        report=False,
     )
     result = runner.run(config)
     run_dir = pathlib.Path(result.run_dir)

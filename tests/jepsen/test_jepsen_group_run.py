@@ -14,16 +14,17 @@ import json
 import pathlib
 
 import pytest
+from planted import one_acknowledged_record_lost
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, runner
 
-SEED = 5353  # kill-coordinator at 3.9 s, with a pause at 18.3 s and at 27.9 s
-TIME_LIMIT_S = 45.0
+SEED = 5353  # kill-coordinator at 3.9-12.9 s, then again with a pause at 18.3-24.0 s
+TIME_LIMIT_S = 28.0
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(720)  # 2.5 min on a quiet machine; over 7 beside the whole suite and more
+@pytest.mark.timeout(720)  # 1.5 min on a quiet machine; over 6 beside the whole suite and more
 def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: pathlib.Path) -> None:
     netns, _ = control.netns_available()
     faults = ("kill-coordinator", "kill", "pause") + (("partition",) if netns else ())
@@ -38,6 +39,7 @@ def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: 
         seed=SEED,
         workload="group",
         clients=("kafka",),
+        report=False,
     )
     result = runner.run(config)
     run_dir = pathlib.Path(result.run_dir)
@@ -50,5 +52,7 @@ def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: 
     results = json.loads((run_dir / "results.json").read_text())
     assert results["workload"] == "group"
     stats = results["stats"]
-    assert stats["acked_sends"] >= 200 and stats["commits"].get("ok", 0) >= 20, stats
+    assert stats["acked_sends"] >= 120 and stats["commits"].get("ok", 0) >= 12, stats
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
+    # the run, short as it is, holds what the checker needs to catch a loss
+    assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"

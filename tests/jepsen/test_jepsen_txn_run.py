@@ -16,7 +16,8 @@ from test_jepsen_runner import _processes_mentioning
 from jepsen import control, lazyfs, runner
 from jepsen.history import read_history
 
-# a seed whose schedule starts each of FAULTS at least once (the test checks that it did)
+# a seed whose schedule starts each of FAULTS at least once (the test checks that it did): a node's power
+# loss with a partition at 2.8-10.8 s, a kill with a pause at 15.7-23.2 s
 SEED = 20261383
 FAULTS = ("kill", "pause", "partition", "node-power-loss")
 
@@ -30,6 +31,7 @@ def _run(tmp_path: pathlib.Path, **settings: Any) -> tuple[runner.RunResult, dic
         directory=str(tmp_path / "runs"),
         netns=netns,
         workload="txn",
+        report=False,
         **settings,
     )
     result = runner.run(config)
@@ -50,7 +52,7 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
     result, info, results = _run(
         tmp_path,
         faults=FAULTS,
-        time_limit_s=45.0,  # room for 20 commits between faults (an isolated leader steps down after 3 s)
+        time_limit_s=27.0,  # the two windows above, and room for 20 commits between them
         seed=SEED,
         fs="lazy" if lazy else "plain",
         clients=("http", "kafka"),  # polls through both doors in turn
@@ -83,7 +85,7 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
 @pytest.mark.timeout(300)
 def test_a_broken_marker_path_is_caught(tmp_path: pathlib.Path) -> None:
     result, _, results = _run(
-        tmp_path, faults=(), time_limit_s=15.0, seed=7, clients=("kafka",), break_markers="flip-abort"
+        tmp_path, faults=(), time_limit_s=8.0, seed=7, clients=("kafka",), break_markers="flip-abort"
     )
     log = (pathlib.Path(result.run_dir) / "logs" / "n1.log").read_text(errors="replace")
     assert "marker path broken on purpose" in log

@@ -1,0 +1,31 @@
+"""A fault planted in a real run's history, for the fault-run tests' own negative control: their runs are
+short, and a short run must still hold enough for the checker to catch what it exists to catch. The
+history of a valid run, with one acknowledged record taken out of every read of it (as if the cluster
+had lost it), must check invalid."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+from jepsen.checking import check
+from jepsen.history import parse_lines, read_history
+
+
+def _without(event: dict[str, Any], value: Any) -> dict[str, Any]:
+    if event.get("type") != "ok":
+        return event
+    if event.get("f") == "poll" and event.get("records"):  # [[offset, value], ...]
+        return {**event, "records": [r for r in event["records"] if r[1] != value]}
+    if event.get("f") == "consume" and event.get("items"):  # ["record", key, offset, value, generation]
+        return {**event, "items": [i for i in event["items"] if i[0] != "record" or i[3] != value]}
+    return event
+
+
+def one_acknowledged_record_lost(history: pathlib.Path) -> dict[str, Any]:
+    """The checker's results on ``history`` with its first acknowledged send's record read nowhere."""
+    acked = next(op for op in read_history(history).operations if op.f == "send" and op.type == "ok")
+    value = acked.invoke.get("value")
+    events = [json.loads(line) for line in history.read_text().splitlines()]
+    return check(parse_lines([json.dumps(_without(event, value)) + "\n" for event in events]))

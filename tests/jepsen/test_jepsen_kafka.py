@@ -1,0 +1,199 @@
+"""The checkers' controls: the transactional and the consumer-group workloads against Apache Kafka (three
+KRaft brokers, one cluster for both tests: a start costs tens of seconds on a loaded machine).
+
+Transactions, no faults: the reference implementation of the protocol gives a valid history with commits,
+deliberate aborts whose records a read_uncommitted reader sees, and consumer offsets sent in transactions;
+and the same history, with the read_uncommitted final reads presented as read_committed ones, is invalid,
+naming aborted transactions.
+
+Consumer group, with the group's coordinator killed (SIGKILL) and restarted twice while the members
+consume: Kafka's history is valid: rebalances, redeliveries past the last commit and commits refused
+across the failovers are all behaviour the checker allows. The same workloads against raftlog run in
+test_jepsen_txn_run.py and test_jepsen_group_run.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import random
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from jepsen import group_checker, group_workload, kafka_workload, txn_checker, txn_workload, workload
+from jepsen.history import parse_lines, read_history
+from jepsen.recorder import Recorder
+from raftlog_bench.kafka_peer import KafkaCluster
+
+TOPIC_TIMEOUT_S = 60.0
+
+TXN_WORKLOAD_S = 10.0  # at least this long, then on until ENDS_WANTED ends have succeeded
+ENDS_WANTED = 30  # one in ABORT_ONE_IN transactions aborts deliberately: about 22 commits and 8 aborts
+TXN_WORKLOAD_MAX_S = 180.0  # a loaded machine slows Kafka's transactions: the bound on waiting for them
+
+GROUP_WORKLOAD_S = 28.0
+KILLS_AT_S = (4.0, 14.0)  # the coordinator is killed then (once the members have joined), up DOWN_S later
+DOWN_S = 5.0
+WARM_UP_TIMEOUT_S = 180.0
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(str(tmp_path_factory.mktemp("kafka")))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _create_topics(bootstrap_servers: str, topics: list[NewTopic]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    for future in admin.create_topics(topics, operation_timeout=TOPIC_TIMEOUT_S).values():
+        future.result(timeout=TOPIC_TIMEOUT_S)
+
+
+# -- transactions ---------------------------------------------------------------------------------------
+
+
+def _create_txn_topics(bootstrap_servers: str) -> list[str]:
+    """The workload's topics, replicated 3 ways (raftlog's topic configs are raftlog's: Kafka keeps its
+    own; its segments may not be smaller than 1 MiB)."""
+    _create_topics(bootstrap_servers, [NewTopic(t, n, 3) for t, n in sorted(txn_workload.TOPICS.items())])
+    return [workload.key_of(t, p) for t, count in sorted(txn_workload.TOPICS.items()) for p in range(count)]
+
+
+async def _run_txn(bootstrap_servers: str, keys: list[str], directory: pathlib.Path) -> dict[str, object]:
+    recorder = Recorder(str(directory / "history.jsonl"))
+    logger = kafka_workload.client_logger(str(directory / "kafka-clients.log"))
+    run = txn_workload.TxnRun(
+        bootstrap_servers, recorder, keys, concurrency=4, run_id="kafka", rng=random.Random(40), logger=logger
+    )
+    stats = workload.Stats()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    try:
+        await run.run_workers(rate=20.0, deadline=began + TXN_WORKLOAD_S, stats=stats)
+        last = began + TXN_WORKLOAD_MAX_S
+        while stats.ops.get("end", {}).get("ok", 0) < ENDS_WANTED and loop.time() < last:
+            await run.run_workers(rate=20.0, deadline=min(loop.time() + 5.0, last), stats=stats)
+        return await run.finish(stats)
+    finally:
+        await run.close()
+        kafka_workload.close_client_logger(logger)
+        recorder.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_transactional_workload_against_apache_kafka(kafka: KafkaCluster, tmp_path: pathlib.Path) -> None:
+    keys = _create_txn_topics(kafka.bootstrap_servers)
+    summary = asyncio.run(_run_txn(kafka.bootstrap_servers, keys, tmp_path))
+    assert set(summary["init"].values()) == {"ok"}, summary  # type: ignore[attr-defined]
+
+    results = txn_checker.check(read_history(tmp_path / "history.jsonl"))
+    stats = results["stats"]
+    assert results["verdict"] == "valid", (results["reasons"], results["anomalies"])
+    assert stats["transactions"].get("committed", 0) >= 15, stats["transactions"]
+    assert stats["transactions"].get("aborted, deliberately", 0) >= 3, stats["transactions"]
+    assert stats["aborted_values_seen_by_read_uncommitted"] >= 3, "aborted transactions wrote records"
+    assert stats["transactions_sending_offsets"] >= 2
+    assert stats["complete_final_read_keys"] == sorted(keys)
+
+    # The negative control on Kafka's own history: what read_uncommitted saw, claimed as read_committed.
+    lines = (tmp_path / "history.jsonl").read_text().splitlines(keepends=True)
+    relabelled = []
+    for line in lines:
+        event = json.loads(line)
+        if (
+            event["f"] == "poll"
+            and event.get("isolation") == "read_uncommitted"
+            and event["type"] == "invoke"
+        ):
+            event["isolation"] = "read_committed"
+        relabelled.append(json.dumps(event) + "\n")
+    broken = txn_checker.check(parse_lines(relabelled))
+    assert broken["verdict"] == "invalid"
+    aborted_reads = broken["anomalies"]["aborted-read"]
+    assert aborted_reads and all(a["outcome"].startswith("abort requested") for a in aborted_reads[:5])
+    assert any(f"txn {aborted_reads[0]['txn']}" in reason for reason in broken["reasons"])
+
+
+# -- the consumer group ---------------------------------------------------------------------------------
+
+
+def _warm_up(bootstrap_servers: str) -> None:
+    """Kafka makes __transaction_state (50 partitions) at the first idempotent producer's InitProducerId:
+    on a loaded machine that takes a while, which the workload's time should not pay for."""
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True})
+    producer.produce("warm-up", b"1")
+    assert producer.flush(WARM_UP_TIMEOUT_S) == 0, "an idempotent producer could not send"
+
+
+async def _kill_coordinators(
+    kafka: KafkaCluster, recorder: Recorder, run: group_workload.GroupRun
+) -> list[str]:
+    """Kill the group's coordinator (as the members' clients found it) at each of KILLS_AT_S, or as soon
+    after as one is known, and start it again DOWN_S later; the nodes killed."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    addresses = kafka.bootstrap_servers.split(",")
+    killed: list[str] = []
+    for at in KILLS_AT_S:
+        await asyncio.sleep(max(0.0, began + at - loop.time()))
+        while run.coordinator() not in addresses:
+            await asyncio.sleep(0.5)
+        index = addresses.index(str(run.coordinator()))
+        node = f"kafka{index + 1}"
+        recorder.nemesis("start", "kill-coordinator", {"nodes": [node], "coordinator": True})
+        await asyncio.to_thread(kafka.kill, index)
+        killed.append(node)
+        await asyncio.sleep(DOWN_S)
+        await asyncio.to_thread(kafka.restart, index)
+        recorder.nemesis("stop", "kill-coordinator", {"nodes": [node]})
+    return killed
+
+
+async def _run_group(kafka: KafkaCluster, directory: pathlib.Path) -> tuple[dict[str, object], list[str]]:
+    recorder = Recorder(str(directory / "history.jsonl"))
+    logger = kafka_workload.client_logger(str(directory / "kafka-clients.log"))
+    run = group_workload.GroupRun(
+        kafka.bootstrap_servers, recorder, concurrency=6, run_id="kafka", rng=random.Random(53), logger=logger
+    )
+    stats = workload.Stats()
+    try:
+        deadline = asyncio.get_running_loop().time() + GROUP_WORKLOAD_S
+        _, killed = await asyncio.gather(
+            run.run_workers(rate=30.0, deadline=deadline, stats=stats),
+            _kill_coordinators(kafka, recorder, run),
+        )
+        return await run.finish(stats), killed
+    finally:
+        await run.close()
+        kafka_workload.close_client_logger(logger)
+        recorder.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+def test_the_group_workload_against_apache_kafka_through_coordinator_kills(
+    kafka: KafkaCluster, tmp_path: pathlib.Path
+) -> None:
+    _create_topics(
+        kafka.bootstrap_servers,
+        [NewTopic(group_workload.TOPIC, group_workload.PARTITIONS, 3), NewTopic("warm-up", 1, 3)],
+    )
+    _warm_up(kafka.bootstrap_servers)
+    summary, killed = asyncio.run(_run_group(kafka, tmp_path))
+    assert len(killed) == len(KILLS_AT_S), killed
+    assert summary["drained"], summary
+    results = group_checker.check(read_history(tmp_path / "history.jsonl"))
+    stats = results["stats"]
+    assert results["verdict"] == "valid", (results["reasons"], results["anomalies"])
+    # Kafka's new coordinator loads the group's members: on record, one generation through both kills.
+    # Thresholds are low: on a loaded machine Kafka acknowledged 14 records in the run on record.
+    assert stats["acked_sends"] >= 10 and stats["deliveries"] >= stats["acked_sends"], stats
+    assert stats["commits"].get("ok", 0) >= 3 and stats["generations"], stats
