@@ -35,6 +35,7 @@ from kafka_api.errors import code_of
 from partitions.errors import TopicExists
 from partitions.metadata.service import AdminService
 from partitions.peers.cluster import FrontDoor
+from raftlog.consensus.errors import NoLeader
 
 log = logging.getLogger("raftlog.kafka")
 
@@ -155,6 +156,6 @@ def _answer(task: asyncio.Task[object]) -> ErrorCode:
     error = task.exception()
     if error is None:
         return ErrorCode.none
-    if isinstance(error, TopicExists):  # another node or client created it first
+    if isinstance(error, (TopicExists, NoLeader)):  # created elsewhere first; no controller decides yet
         return ErrorCode.leader_not_available
     return code_of(error)

@@ -39,6 +39,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     # a group's committed offset out of reach for the request's time: what Kafka answers while its offsets
     # partition loads, which every group client retries (LEADER_NOT_AVAILABLE would end its commit)
     (broker.OffsetsUnavailable, ErrorCode.coordinator_load_in_progress),
+    # the controller's group without a leader: what a Kafka broker answers for want of an active controller
+    # (admin clients look the controller up again and retry; LEADER_NOT_AVAILABLE ends franz-go's create)
+    (broker.NoControllerLeader, ErrorCode.not_controller),
     (consensus.NoLeader, ErrorCode.leader_not_available),
     (broker.ReplicaRecovering, ErrorCode.leader_not_available),
     (consensus.ProposalDiscarded, ErrorCode.not_leader_or_follower),

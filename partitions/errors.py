@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from raftlog.consensus.errors import NoLeader
 from raftlog.errors import RaftlogError, with_fields
 
 
@@ -358,6 +359,16 @@ class PlacementImpossible(PartitionError):
         "replication factor {replication_factor} needs {replication_factor} nodes; {nodes} can hold a replica"
         " (live, or down after a crash; a node that left does not count)"
     )
+
+
+@with_fields
+class NoControllerLeader(NoLeader):
+    """The controller's Raft group knows no leader (an election, or too few of its voters answer), so
+    nothing that changes the cluster's metadata (a topic created or deleted, partitions added, an ACL, a
+    config) can be decided now. Safe to retry: Kafka's brokers wait for an active controller and its
+    clients retry NOT_CONTROLLER, which the Kafka door answers."""
+
+    template = "group {group_id}: no controller leader known (an election is in progress); retry"
 
 
 @with_fields

@@ -34,6 +34,7 @@ from raftlog.storage.migrate import (
     migrate_log,
     plan_log,
 )
+from raftlog.storage.transactions import marker
 from raftlog_cli.records import text
 
 LOGS_DIR = "logs"  # a node's partition logs, one directory each, under its data directory
@@ -96,6 +97,8 @@ def batch_row(info: BatchInfo) -> dict[str, Any]:
             "producer_epoch": info.producer_epoch,
             "base_sequence": info.base_sequence,
             "max_timestamp": info.max_timestamp_ms,
+            "is_transactional": info.transactional,
+            "is_control": info.control,
         }
     }
 
@@ -118,13 +121,16 @@ def dump(args: argparse.Namespace) -> int:
                     continue
                 if shown >= args.limit:
                     break
-                row = {
+                row: dict[str, Any] = {
                     "offset": record.offset,
                     "timestamp": record.timestamp_ms,
                     "key": text(record.key),
                     "value": text(record.value),
                     "headers": [{"key": k, "value": text(v)} for k, v in record.headers],
                 }
+                found = marker(record.key, record.value) if info.control else None
+                if found is not None:  # a transaction's end, as kafka-dump-log shows it
+                    row["marker"] = {"type": found[0], "coordinator_epoch": found[1]}
                 print(json.dumps(row))
                 shown += 1
     except CorruptRecord as exc:

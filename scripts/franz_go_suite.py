@@ -55,6 +55,7 @@ SUITE_ENV = {"KGO_TEST_RF": "3", "KGO_TEST_RECORDS": "20000"}
 KILLED_DURING = {"TestGroupETL": 2, "TestTxnEtl": 3}  # test -> broker id killed while it runs
 BUILD_TIMEOUT_S = 900.0
 SCRAM_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 300.0  # the 3 nodes ready (raftlog dev's own start bound): minutes on a machine at load 40
 RESTART_TIMEOUT_S = 330.0  # a restart's own bounds: raftlog dev's control 300 s, Kafka's start 120 s
 GRACE_S = 120.0  # past go test's own -timeout (which panics with every goroutine's stack) before a kill
 KEY_LINE = re.compile(r"^\s*(?:\w+_test\.go:\d+: |panic: |fatal error: )")
@@ -158,7 +159,7 @@ class Cluster:
     def start(self) -> None:
         print(f"franz-go: starting {self.system} (3 nodes)", file=sys.stderr, flush=True)
         if self._raftlog is not None:
-            self._raftlog.start()
+            self._raftlog.start(START_TIMEOUT_S)
         elif self._kafka is not None:
             self._kafka.start()
 

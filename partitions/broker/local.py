@@ -15,6 +15,7 @@ from partitions.controller.state import CONTROLLER_GROUP, TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
 from partitions.data.service import FetchedBatches
+from partitions.errors import NoControllerLeader
 from partitions.metadata.controller_voters import ControllerVoters
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.metadata.security_records import SecurityRecords
@@ -25,7 +26,7 @@ from partitions.peers.service import Claims, Failures
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
-from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.errors import NotLeader
 
 
 @dataclass(eq=False)
@@ -45,7 +46,7 @@ class LocalAdmin:
         behind)."""
         controller = self._frontend.controller()
         if controller is None:
-            raise NoLeader(CONTROLLER_GROUP)
+            raise NoControllerLeader(CONTROLLER_GROUP)
         if controller != self._frontend.node_id:
             raise NotLeader(CONTROLLER_GROUP, controller)
 

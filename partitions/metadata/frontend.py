@@ -39,14 +39,14 @@ from partitions.controller.state import (
     TopicMetadata,
 )
 from partitions.controller.state import encode as encode_controller
-from partitions.errors import ControllerChangeRefused, UnknownNode, UnknownTopic
+from partitions.errors import ControllerChangeRefused, NoControllerLeader, UnknownNode, UnknownTopic
 from partitions.metadata.catch_up import CatchUp
 from partitions.metadata.follower import FetchSnapshot, MetadataFollower
 from partitions.metadata.service import ControllerSnapshot
 from partitions.replicas.manager import FIRST_CAMPAIGN_ATTEMPTS, FIRST_CAMPAIGN_DELAY_MS, Notifying
 from partitions.replicas.raft_host import RaftHost
 from raftlog.consensus.bridge import LoopNotifier
-from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.errors import NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.consensus.journal import write_file_durably
@@ -379,7 +379,9 @@ class MetadataFrontend:
         """This node's controller replica when it leads; NotLeader naming the leader otherwise."""
         if self._group is None:
             leader = self.controller()
-            raise NoLeader(CONTROLLER_GROUP) if leader is None else NotLeader(CONTROLLER_GROUP, leader)
+            if leader is None:
+                raise NoControllerLeader(CONTROLLER_GROUP)
+            raise NotLeader(CONTROLLER_GROUP, leader)
         if not self.leads():
             raise NotLeader(CONTROLLER_GROUP, self._group.status().leader)
         return self._group
@@ -406,7 +408,7 @@ class MetadataFrontend:
             raise NotLeader(CONTROLLER_GROUP, self.controller())
         leader = self.controller()
         if leader is None:
-            raise NoLeader(CONTROLLER_GROUP)
+            raise NoControllerLeader(CONTROLLER_GROUP)
         leader_http = self.members().http_address(leader) or ""
         machine = self._machine
         if known_index is not None and machine.applied_index == known_index:

@@ -32,8 +32,9 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 from partitions.consumers.offsets import GroupOffsets
 from partitions.consumers.protocol import ConsumerRecords, GroupService
 from partitions.consumers.reader import read_assigned
+from partitions.controller.state import CONTROLLER_GROUP
 from partitions.data.service import DataService, Served
-from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
+from partitions.errors import HopLimitExceeded, NoController, NoControllerLeader, UnknownTopic
 from partitions.metadata.service import AdminService, MetadataView
 from partitions.peer_ops import routing_of
 from partitions.peers.client import (
@@ -57,6 +58,14 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 S = TypeVar("S")
 P = ParamSpec("P")
+
+
+def _as_controllers(error: Exception) -> Exception:
+    """A NoLeader of the controller's group says so by its type (Kafka's NOT_CONTROLLER); any other error
+    as it is."""
+    if isinstance(error, NoLeader) and error.group_id == CONTROLLER_GROUP:
+        return error if isinstance(error, NoControllerLeader) else NoControllerLeader(error.group_id)
+    return error
 
 
 class Router:
@@ -85,9 +94,12 @@ class Router:
         while True:
             try:
                 return await self._follow(local, remote, call, topic)
-            except (NoLeader, DiskFull):
+            except (NoLeader, DiskFull) as exc:
                 if time.monotonic() + LEADER_POLL_S > deadline:
-                    raise
+                    said = _as_controllers(exc)
+                    if said is exc:
+                        raise
+                    raise said from None
             await asyncio.sleep(LEADER_POLL_S)
 
     async def _follow(

@@ -70,6 +70,8 @@ class BatchInfo:
     producer_epoch: int | None  # None in format v1, which had no epochs
     base_sequence: int | None
     max_timestamp_ms: int
+    transactional: bool = False  # a transactional producer's batch (Kafka's isTransactional)
+    control: bool = False  # a transaction marker, COMMIT or ABORT (Kafka's isControl); format v1 had none
 
     @property
     def end_offset(self) -> int:
@@ -343,6 +345,8 @@ def _info_v2(path: str, position: int, header: BatchHeader) -> BatchInfo:
         header.producer_epoch,
         header.sequence,
         header.max_timestamp_ms,
+        header.is_transactional,
+        header.is_control,
     )
 
 

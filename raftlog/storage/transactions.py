@@ -131,6 +131,22 @@ def control_type(records: bytes | memoryview) -> int:
     return int(kind)
 
 
+def marker(key: bytes | None, value: bytes | None) -> tuple[str, int] | None:
+    """A control record read as Kafka's ``kafka-dump-log`` shows it: ("COMMIT" or "ABORT", the
+    coordinator's epoch); None when its key or value is not a marker's."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        return None
+    version, kind = _CONTROL_KEY.unpack_from(key)
+    if version < 0 or kind not in (ABORT, COMMIT):
+        return None
+    epoch = (
+        _CONTROL_VALUE.unpack_from(value)[1]
+        if value is not None and len(value) >= _CONTROL_VALUE.size
+        else -1
+    )
+    return ("COMMIT" if kind == COMMIT else "ABORT"), int(epoch)
+
+
 # -- the log's transactions ----------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from kafka_api.auto_topics import (
     TopicDefaults,
     admit,
 )
-from partitions.errors import CapacityExceeded, PlacementImpossible, TopicExists
+from partitions.errors import CapacityExceeded, NoControllerLeader, PlacementImpossible, TopicExists
 
 
 def test_the_default_replication_factor_is_three_or_every_live_node_when_fewer() -> None:
@@ -94,17 +94,20 @@ def test_each_name_is_answered_as_its_creation_went() -> None:
                 "raced": TopicExists("raced"),
                 "wide": PlacementImpossible(3, 2),
                 "full": CapacityExceeded("topic full", {"n1": 13}, {"n1": 0}, 12),
+                "electing": NoControllerLeader("controller"),
             },
             released={"slow": asyncio.Event()},
         )
         auto = AutoTopics(wait_s=0.2)
         defaults = TopicDefaults(auto_create=True, partitions=4)
-        answers = await auto.create(node, defaults, ["made", "raced", "wide", "full", "slow"])  # type: ignore[arg-type]
+        names = ["made", "raced", "wide", "full", "electing", "slow"]
+        answers = await auto.create(node, defaults, names)  # type: ignore[arg-type]
         assert answers == {
             "made": ErrorCode.none,
             "raced": ErrorCode.leader_not_available,  # another made it first: it exists
             "wide": ErrorCode.invalid_replication_factor,
             "full": ErrorCode.policy_violation,
+            "electing": ErrorCode.leader_not_available,  # no controller yet: Metadata's code, not an admin's
             "slow": ErrorCode.leader_not_available,  # still being created: ask again
         }
         assert ("made", 4, 2) in node.created, "num.partitions, and a factor of the two live nodes"

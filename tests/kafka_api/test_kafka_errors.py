@@ -10,8 +10,8 @@ from kio.schema.errors import ErrorCode
 import partitions
 import raftlog
 from kafka_api import errors
-from partitions.errors import UnknownTopic
-from raftlog.consensus.errors import NotLeader
+from partitions.errors import NoControllerLeader, UnknownTopic
+from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 
 # Errors that never reach a front door: node-internal transport and wire errors, and the HTTP layer's own.
@@ -49,6 +49,14 @@ def test_the_codes_clients_act_on() -> None:
     assert errors.code_of(NotLeader("orders-0.1", "n2")) is ErrorCode.not_leader_or_follower
     assert errors.code_of(UnknownTopic("orders")) is ErrorCode.unknown_topic_or_partition
     assert errors.code_of(ValueError("a bug")) is ErrorCode.unknown_server_error
+
+
+def test_no_controller_leader_is_not_controller_as_kafka_answers_it() -> None:
+    """No controller decides (an election): a Kafka broker waits for an active controller and admin
+    clients retry NOT_CONTROLLER, looking the controller up again; franz-go ends a CreateTopics answered
+    LEADER_NOT_AVAILABLE. Any other group without a leader stays LEADER_NOT_AVAILABLE."""
+    assert errors.code_of(NoControllerLeader("controller")) is ErrorCode.not_controller
+    assert errors.code_of(NoLeader("orders-0.1")) is ErrorCode.leader_not_available
 
 
 def test_a_transaction_coordinator_s_write_not_answered_in_time_is_a_coordinator_s_code() -> None:

@@ -16,6 +16,7 @@ from raftlog.storage.batch import Compression, TimestampType, encode_batch, with
 from raftlog.storage.errors import CorruptRecord
 from raftlog.storage.inspect import Format, dump_batches, dump_records, verify_directory
 from raftlog.storage.migrate import migrate_log, plan_log
+from raftlog.storage.transactions import encode_control_batch
 from raftlog_cli.cli import main
 
 from .helpers import batch_positions, corrupt_byte, make_records, segment_paths, small_config
@@ -280,3 +281,39 @@ def test_damage_in_a_v1_log_is_reported_where_it_is(tmp_path, batch: int) -> Non
     with pytest.raises(CorruptRecord) as raised:
         list(dump_records(directory))
     assert (raised.value.path, raised.value.position) == (path, problem.position)
+
+
+def test_dump_names_transactional_batches_and_each_markers_outcome(tmp_path, capsys) -> None:
+    """Which transaction committed a record is read from the files, as kafka-dump-log shows it: a
+    producer's transactional batch, then its COMMIT or ABORT marker with the coordinator's epoch."""
+    log = Log.open(str(tmp_path), small_config(segment_bytes=1 << 20))
+    batch = bytearray(encode_batch(0, [ProducerRecord(b"v", b"k", (), 1_000)], 0, 0, 9, 0, producer_epoch=2))
+    struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | 0x10)  # transactional
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    log.append_prepared(bytes(batch), term=3)
+    log.append_prepared(encode_control_batch(9, 2, True, coordinator_epoch=5, timestamp_ms=2_000), term=3)
+    log.append_prepared(encode_control_batch(9, 2, False, coordinator_epoch=6, timestamp_ms=3_000), term=3)
+    log.append_prepared(encode_batch(0, [ProducerRecord(b"plain", None, (), 4_000)], 0, 0), term=3)
+    log.close()
+    infos = [info for info, _ in dump_batches(str(tmp_path))]
+    assert [(i.transactional, i.control) for i in infos] == [
+        (True, False),
+        (True, True),
+        (True, True),
+        (False, False),
+    ]
+
+    assert main(["log", "dump", str(tmp_path)]) == 0
+    batches, rows = _lines(capsys.readouterr().out)
+    assert [(b["is_transactional"], b["is_control"]) for b in batches] == [
+        (True, False),
+        (True, True),
+        (True, True),
+        (False, False),
+    ]
+    assert [r.get("marker") for r in rows] == [
+        None,
+        {"type": "COMMIT", "coordinator_epoch": 5},
+        {"type": "ABORT", "coordinator_epoch": 6},
+        None,
+    ]

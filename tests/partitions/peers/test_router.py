@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from partitions.errors import HopLimitExceeded, NoController, UnknownTopic
+from partitions.controller.state import CONTROLLER_GROUP
+from partitions.errors import HopLimitExceeded, NoController, NoControllerLeader, UnknownTopic
 from partitions.peers.cluster import MAX_HOPS, Router
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.errors import DiskFull
@@ -157,3 +158,15 @@ async def test_a_topic_unknown_here_is_asked_of_the_controller_leader() -> None:
         await run(nodes, topic="new", controller="n1")
     with pytest.raises(UnknownTopic):  # a call about no topic in particular is not redirected
         await run(nodes, topic=None, controller="n2")
+
+
+async def test_no_controller_leader_is_said_by_its_type_after_the_wait() -> None:
+    """The controller's group without a leader (a NotLeader naming nobody, or NoLeader, of group
+    ``controller``) ends in NoControllerLeader, which the Kafka door answers NOT_CONTROLLER as a broker
+    with no active controller does; any other group's stays NoLeader (LEADER_NOT_AVAILABLE)."""
+    for refusal in (NotLeader(CONTROLLER_GROUP, None), NoLeader(CONTROLLER_GROUP)):
+        with pytest.raises(NoControllerLeader):
+            await run({"n1": Service("n1", refusal)})
+    with pytest.raises(NoLeader) as raised:
+        await run({"n1": Service("n1", NotLeader("orders-0.3", None))})
+    assert not isinstance(raised.value, NoControllerLeader)
