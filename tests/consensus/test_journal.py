@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import math
 import os
 import random
 import struct
@@ -160,7 +161,11 @@ def test_a_direct_write_torn_at_any_sector_keeps_what_earlier_syncs_made_durable
 def test_a_direct_io_journal_cut_at_any_byte_recovers_a_prefix(tmp_path: Path) -> None:
     states = _synced_states(tmp_path / "source")
     data, written = states[-1]
-    for cut in range(journal_module._SEGMENT_HEADER.size, len(data) + 1, 7):
+    # a stride prime to a record's length: every byte position of a record (its framing, its CRC, its
+    # command) is cut in some record, at a fifth of the cost of every seventh byte
+    stride = 37
+    assert math.gcd(stride, len(encode_record(50, 1, (50).to_bytes(4, "big") * 13))) == 1
+    for cut in range(journal_module._SEGMENT_HEADER.size, len(data) + 1, stride):
         directory = tmp_path / f"cut-{cut}"
         directory.mkdir()
         (directory / SEGMENT_NAME).write_bytes(data[:cut])

@@ -178,7 +178,7 @@ def test_schema_fingerprint_is_stable_and_versioned() -> None:
 # ------------------------------------------------------------------------------------------ batches
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(st.lists(st.tuples(group_ids, messages), max_size=15), max_size=5))
 def test_batches_round_trip_and_intern_groups_across_frames(batches: list[list[tuple[str, Any]]]) -> None:
     encoder, decoder = wire.BatchEncoder(), wire.BatchDecoder()
