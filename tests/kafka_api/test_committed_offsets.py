@@ -5,11 +5,15 @@ No committed offset is lost across a kill -9, for each Kafka client family: a co
 offsets 1, 2, 3... of a partition in a loop (the partition assigned, as a stream processor commits), reading
 the committed offset back every tenth commit, while the node leading that partition is killed with SIGKILL
 and restarted, then again while another replica is paused (the partition leaderless for seconds, as a slow
-election on a loaded machine leaves it), then the group's coordinator. No commit or read may fail with a code
-a node answered (a client retries what Kafka's coordinator answers; any other code ends the commit, and its
-offset is lost): one fails only when its client could not reach a node just killed, as with Kafka's brokers.
-Every read finds at least the last commit (an offset not read is not "none"), and after all of it the group's
-offset read afresh is at least the last commit the client saw succeed.
+election on a loaded machine leaves it), then the group's coordinator. The four families commit side by
+side, each in a group of its own, to one partition whose groups share one coordinator: each kill meets
+every family at once (each takes its own code path: its request versions and the codes it retries).
+
+No commit or read may fail with a code a node answered (a client retries what Kafka's coordinator answers; any
+other code ends the commit, and its offset is lost): one fails only when its client could not reach a node
+just killed, as with Kafka's brokers. Every read finds at least the last commit (an offset not read is not
+"none"), and after all of it the group's offset read afresh is at least the last commit the client saw
+succeed.
 
 Committed offsets live on each partition's leader (docs/decisions/0003): while the partition elects a
 new leader, a commit and a read wait for it (``partitions.consumers.offsets``), and answer
@@ -36,6 +40,8 @@ from java_client import JavaClient, JavaRun
 from kafka_fixtures import http_client
 from waiting import wait_for
 
+from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
+from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.local_cluster import LocalCluster
 
 COMMITS_BETWEEN = 15  # commits each client must see succeed before a kill, without the node, and after
@@ -234,42 +240,42 @@ def _coordinator(admin: AdminClient, group: str) -> str:
     return f"n{wait_for(found, f'the coordinator of group {group}')}"
 
 
-def _kill_and_restart(cluster: LocalCluster, node: str, committer: Committer) -> None:
-    """kill -9 of ``node`` while the client commits: commits go on without it, and after it is back."""
+def _kill_and_restart(cluster: LocalCluster, node: str, committers: list[Committer]) -> None:
+    """kill -9 of ``node`` while the clients commit: commits go on without it, and after it is back."""
     cluster.control("stop", node, kill=True)
-    _commits_go_on(committer, f"the kill of {node}")
+    _commits_go_on(committers, f"the kill of {node}")
     cluster.control("start", node)
-    _commits_go_on(committer, f"the restart of {node}")
+    _commits_go_on(committers, f"the restart of {node}")
 
 
-def _kill_while_another_is_paused(cluster: LocalCluster, node: str, group: str, committer: Committer) -> None:
+def _kill_while_another_is_paused(
+    cluster: LocalCluster, node: str, coordinator: str, committers: list[Committer]
+) -> None:
     """kill -9 of ``node`` while another replica is paused (SIGSTOP: a slow election on a loaded machine):
-    the partition has no leader until the paused one is let go, once the client's commits have stalled
+    the partition has no leader until the paused one is let go, once the clients' commits have stalled
     for ``STALL_S``, longer than a call waits for a leader by itself (Router's 3 s). A node other than the
-    group's coordinator is paused when one is left, so the coordinator meets the leaderless partition."""
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    groups' coordinator is paused when one is left, so the coordinator meets the leaderless partition."""
     others = sorted(n for n in cluster.pids if n != node)
-    coordinator = _coordinator(admin, group)
     paused = next((n for n in others if n != coordinator), others[0])
     pid = cluster.pids[paused]
     os.kill(pid, signal.SIGSTOP)
     try:
         cluster.control("stop", node, kill=True)
-        _stalled(committer, STALL_S)
+        _stalled(committers, STALL_S)
     finally:
         os.kill(pid, signal.SIGCONT)
-    _commits_go_on(committer, f"the kill of {node} while {paused} was paused")
+    _commits_go_on(committers, f"the kill of {node} while {paused} was paused")
     cluster.control("start", node)
-    _commits_go_on(committer, f"the restart of {node}")
+    _commits_go_on(committers, f"the restart of {node}")
 
 
-def _stalled(committer: Committer, for_s: float) -> None:
-    """Until the client's commits have not moved for ``for_s``."""
-    last, since = committer.committed(), time.monotonic()
+def _stalled(committers: list[Committer], for_s: float) -> None:
+    """Until no client's commits have moved for ``for_s``."""
+    last, since = [c.committed() for c in committers], time.monotonic()
 
     def stalled() -> bool:
         nonlocal last, since
-        now = committer.committed()
+        now = [c.committed() for c in committers]
         if now != last:
             last, since = now, time.monotonic()
         return time.monotonic() - since >= for_s
@@ -277,11 +283,11 @@ def _stalled(committer: Committer, for_s: float) -> None:
     wait_for(stalled, f"commits stalled for {for_s} s", PROGRESS_TIMEOUT_S, every_s=0.1)
 
 
-def _commits_go_on(committer: Committer, after: str) -> None:
-    target = committer.committed() + COMMITS_BETWEEN
+def _commits_go_on(committers: list[Committer], after: str) -> None:
+    targets = [c.committed() + COMMITS_BETWEEN for c in committers]
     wait_for(
-        lambda: committer.committed() >= target,
-        f"{COMMITS_BETWEEN} commits after {after}",
+        lambda: all(c.committed() >= t for c, t in zip(committers, targets, strict=True)),
+        f"{COMMITS_BETWEEN} commits of every client after {after}",
         PROGRESS_TIMEOUT_S,
     )
 
@@ -289,46 +295,77 @@ def _commits_go_on(committer: Committer, after: str) -> None:
 FAMILIES = ["confluent-kafka", "kafka-python", "java", "franz-go"]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_no_commit_is_lost_across_a_kill_9_of_the_partitions_leader_and_of_the_coordinator(
-    family: str,
-    kafka_cluster: LocalCluster,
-    topics: Callable[[str], str],
-    request: pytest.FixtureRequest,
-) -> None:
-    topic, group = topics(family), f"committer-{family}"
-    committer: Committer
-    if family == "confluent-kafka":
-        committer = _confluent(kafka_cluster, topic, group)
-    elif family == "kafka-python":
-        committer = _kafka_python(kafka_cluster, topic, group)
-    elif family == "java":
-        settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
-        java: JavaClient = request.getfixturevalue("java_client")
-        committer = JavaCommitter(java.start("commit-loop", settings, topic, group))
-    else:
-        binary: pathlib.Path = request.getfixturevalue("go_binary")
-        committer = GoCommitter(binary, kafka_cluster.bootstrap_servers, topic, group)
-    try:
-        wait_for(lambda: committer.committed() >= COMMITS_BETWEEN, "the first commits", PROGRESS_TIMEOUT_S)
-        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
-        _kill_and_restart(kafka_cluster, _leader(admin, topic), committer)
-        _kill_while_another_is_paused(kafka_cluster, _leader(admin, topic), group, committer)
-        _kill_and_restart(kafka_cluster, _coordinator(admin, group), committer)
-    finally:
-        result = committer.stop()
-    answered = [failure for failure in result["failures"] if not any(m in failure for m in UNREACHED)]
-    assert answered == [], answered[:5]  # a code the client does not retry, answered by a node
-    assert len(result["failures"]) <= 3, result["failures"][:5]
-    assert result["behind"] == [], result["behind"][:5]
-    assert result["committed"] >= 5 * COMMITS_BETWEEN
+def _groups() -> dict[str, str]:
+    """A group per family, all coordinated by one partition of ``__consumer_groups`` (so by one node,
+    wherever its leadership goes): the coordinator's kill meets every family."""
+    chosen = {}
+    for family in FAMILIES:
+        names = (f"committer-{family}-{i}" for i in range(1000))
+        chosen[family] = next(
+            n for n in names if partition_for_key(n.encode(), GROUP_PARTITIONS_DEFAULT) == 0
+        )
+    return chosen
 
-    reader = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
+
+def _committer(
+    family: str, cluster: LocalCluster, topic: str, group: str, request: pytest.FixtureRequest
+) -> Committer:
+    if family == "confluent-kafka":
+        return _confluent(cluster, topic, group)
+    if family == "kafka-python":
+        return _kafka_python(cluster, topic, group)
+    if family == "java":
+        java: JavaClient = request.getfixturevalue("java_client")
+        return JavaCommitter(
+            java.start("commit-loop", {"bootstrap.servers": cluster.bootstrap_servers}, topic, group)
+        )
+    binary: pathlib.Path = request.getfixturevalue("go_binary")
+    return GoCommitter(binary, cluster.bootstrap_servers, topic, group)
+
+
+@pytest.mark.timeout(600)  # three kills and restarts, four clients through each, on a loaded machine
+def test_no_commit_is_lost_across_a_kill_9_of_the_partitions_leader_and_of_the_coordinator(
+    kafka_cluster: LocalCluster, topics: Callable[[str], str], request: pytest.FixtureRequest
+) -> None:
+    topic, groups = topics("families"), _groups()
+    committers: dict[str, Committer] = {}
+    results: dict[str, dict[str, Any]] = {}
     try:
-        (found,) = reader.committed([TopicPartition(topic, 0)], timeout=60)
+        for family in FAMILIES:
+            committers[family] = _committer(family, kafka_cluster, topic, groups[family], request)
+        running = list(committers.values())
+        wait_for(
+            lambda: all(c.committed() >= COMMITS_BETWEEN for c in running),
+            "the first commits",
+            PROGRESS_TIMEOUT_S,
+        )
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        coordinators = {_coordinator(admin, group) for group in groups.values()}
+        assert len(coordinators) == 1, coordinators  # one __consumer_groups partition, one leader
+        _kill_and_restart(kafka_cluster, _leader(admin, topic), running)
+        coordinator = _coordinator(admin, groups[FAMILIES[0]])
+        _kill_while_another_is_paused(kafka_cluster, _leader(admin, topic), coordinator, running)
+        _kill_and_restart(kafka_cluster, _coordinator(admin, groups[FAMILIES[0]]), running)
     finally:
-        reader.close()
-    assert found.error is None and found.offset >= result["committed"], (found, result["committed"])
+        for family, committer in committers.items():
+            results[family] = committer.stop()
+    for family, result in results.items():
+        answered = [failure for failure in result["failures"] if not any(m in failure for m in UNREACHED)]
+        assert answered == [], (family, answered[:5])  # a code the client does not retry, answered by a node
+        assert len(result["failures"]) <= 3, (family, result["failures"][:5])
+        assert result["behind"] == [], (family, result["behind"][:5])
+        assert result["committed"] >= 5 * COMMITS_BETWEEN, family
+
+        reader = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": groups[family]})
+        try:
+            (found,) = reader.committed([TopicPartition(topic, 0)], timeout=60)
+        finally:
+            reader.close()
+        assert found.error is None and found.offset >= result["committed"], (
+            family,
+            found,
+            result["committed"],
+        )
 
 
 def test_a_committed_offset_keeps_its_leader_epoch_committed_or_in_a_transaction(
