@@ -60,7 +60,6 @@ from raftlog_dev.layout import (
 )
 from raftlog_dev.secure import dev_security
 from raftlog_dev.supervisor import STOP_TIMEOUT_S, Supervisor
-from raftlog_node.options import refusal_of
 
 # the data folder holds the cluster secret, the admin token, a password, keys and every node's data: its
 # owner's alone, as each node keeps its own (``serve.UMASK``)
@@ -130,6 +129,10 @@ def _secret_file(data_dir: str) -> str:
 
 
 def _run_cluster(args: argparse.Namespace) -> int:
+    # the server's options (and with them its modules): loaded where nodes start, not by ``raftlog dev
+    # stop|start|restart|status``, a command a test or a script runs again and again
+    from raftlog_node.options import refusal_of
+
     if args.kill:
         print("raftlog dev: --kill goes with stop or restart NODE", file=sys.stderr)
         return 2

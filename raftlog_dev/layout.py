@@ -14,7 +14,6 @@ import sys
 from dataclasses import dataclass
 
 from raftlog_dev.certificates import DevCertificates
-from raftlog_node.options import dev_arguments
 
 RAFT_PORT_OFFSET = 100
 GOSSIP_PORT_OFFSET = 200
@@ -143,6 +142,8 @@ def node_argv(
     certificates: DevCertificates | None = None,
     auto_create_topics: bool = True,
 ) -> list[str]:
+    from raftlog_node.options import dev_arguments  # as in dev._run_cluster: where nodes start only
+
     argv = [
         sys.executable, "-m", "raftlog_node",
         "--node-id", node.node_id,
