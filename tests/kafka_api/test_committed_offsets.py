@@ -226,7 +226,7 @@ def _leader(admin: AdminClient, topic: str) -> str:
         leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
         return leader if leader >= 0 else None
 
-    return f"n{wait_for(found, f'a leader of {topic}/0')}"
+    return f"n{wait_for(found, f'a leader of {topic}/0', PROGRESS_TIMEOUT_S)}"
 
 
 def _coordinator(admin: AdminClient, group: str) -> str:
@@ -237,7 +237,7 @@ def _coordinator(admin: AdminClient, group: str) -> str:
         except KafkaException:
             return None
 
-    return f"n{wait_for(found, f'the coordinator of group {group}')}"
+    return f"n{wait_for(found, f'the coordinator of group {group}', PROGRESS_TIMEOUT_S)}"
 
 
 def _kill_and_restart(cluster: LocalCluster, node: str, committers: list[Committer]) -> None:
@@ -323,7 +323,7 @@ def _committer(
     return GoCommitter(binary, cluster.bootstrap_servers, topic, group)
 
 
-@pytest.mark.timeout(600)  # three kills and restarts, four clients through each, on a loaded machine
+@pytest.mark.timeout(900)  # three kills and restarts, four clients through each, on a loaded machine
 def test_no_commit_is_lost_across_a_kill_9_of_the_partitions_leader_and_of_the_coordinator(
     kafka_cluster: LocalCluster, topics: Callable[[str], str], request: pytest.FixtureRequest
 ) -> None:
