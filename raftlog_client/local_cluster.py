@@ -179,6 +179,10 @@ class LocalCluster:
             return None
         return nodes if isinstance(nodes, list) else None
 
+    def stopped(self) -> list[str]:
+        """The nodes ``raftlog dev`` holds stopped (by a request, or found dead) as ``cluster.json`` says."""
+        return sorted(str(n["id"]) for n in self._described_nodes() or [] if n.get("pid") is None)
+
     def control(self, action: str, node: str, kill: bool = False) -> str:
         """``raftlog dev stop|start|restart NODE [--kill]`` through the running supervisor (a start
         answers once the node is ready); its answer. ``pids`` follows."""

@@ -9,9 +9,9 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka_reference"))
 
 from java_client import JavaClient
-from kafka_fixtures import compacting_cluster, kafka_cluster
+from kafka_fixtures import compacting_cluster, kafka_cluster, shared_kafka_cluster
 
-__all__ = ["compacting_cluster", "kafka_cluster"]
+__all__ = ["compacting_cluster", "kafka_cluster", "shared_kafka_cluster"]
 
 
 @pytest.fixture(scope="session")

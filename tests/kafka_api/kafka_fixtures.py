@@ -18,12 +18,26 @@ from kafka_api import wire
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 
+SHARE_LOCK_MS = 4_000  # a share group's record lock: 4 s, not Kafka's 30 s (test_share_groups waits one out)
+
+
+@pytest.fixture(scope="session")
+def shared_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One cluster for every module of a test process that asks for ``kafka_cluster``: a start is 10 to
+    25 s, and these modules only use topics, groups and transactional ids of their own names."""
+    directory = tmp_path_factory.mktemp("kafka")
+    args = ["--group-share-record-lock-duration-ms", str(SHARE_LOCK_MS)]
+    with LocalCluster(str(directory), nodes=3, serve_args=args) as cluster:
+        yield cluster
+
 
 @pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    directory = tmp_path_factory.mktemp("kafka")
-    with LocalCluster(str(directory), nodes=3) as cluster:
-        yield cluster
+def kafka_cluster(shared_kafka_cluster: LocalCluster) -> LocalCluster:
+    """The shared cluster, every node of it running when a module begins (a module whose test failed
+    between a node's kill and its restart leaves it stopped)."""
+    for node in shared_kafka_cluster.stopped():
+        shared_kafka_cluster.control("start", node)
+    return shared_kafka_cluster
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Share groups (KIP-932) with Kafka's own KafkaShareConsumer 4.x and real nodes: records acquired,
 accepted, released (delivered again, its delivery count 2) and rejected (never again); a partition
 leader's kill -9 loses no acknowledgement and delivers again what was acquired but not acknowledged;
-ListGroups v5 names each group's type; a lock that expires delivers its record again. The module's own
+ListGroups v5 names each group's type; a lock that expires delivers its record again. The Kafka tests'
 cluster holds locks 4 s (``--group-share-record-lock-duration-ms``), not Kafka's 30 s. The records' rules
 are the pure state machine's (``tests/partitions/groups/test_share_partition.py``)."""
 
@@ -11,7 +11,6 @@ import contextlib
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,16 +23,6 @@ from kafka_api.apis import APIS
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
-
-LOCK_MS = 4_000
-
-
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    directory = tmp_path_factory.mktemp("share")
-    args = ["--group-share-record-lock-duration-ms", str(LOCK_MS)]
-    with LocalCluster(str(directory), nodes=3, serve_args=args) as cluster:
-        yield cluster
 
 
 def test_api_versions_advertise_the_share_group_apis() -> None:
