@@ -1,9 +1,9 @@
-"""Real processes and real clients: two confluent-kafka consumers (dynamic members, then static ones with
-a ``group.instance.id``; of the classic protocol, then of the consumer group protocol, KIP-848) share a
-topic in one group; the node coordinating the group is killed with kill -9. The new coordinator loads
-the group as the old one wrote it, so the members go on in their generation (group epoch) with their
-assignments (no rebalance, no partition handed to a member while another holds it, no record consumed
-twice) and their commits go on succeeding."""
+"""Real processes and real clients: two confluent-kafka consumers share a topic in one group, in four
+groups side by side (dynamic members and static ones with a ``group.instance.id``; of the classic protocol
+and of the consumer group protocol, KIP-848), all four coordinated by one node, which is killed with kill
+-9. The new coordinator loads each group as the old one wrote it, so the members go on in their generation
+(group epoch) with their assignments (no rebalance, no partition handed to a member while another holds
+it, no record consumed twice) and their commits go on succeeding."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import http_client
 
+from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
+from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.local_cluster import LocalCluster
 
 PARTITIONS = 4
@@ -145,69 +147,123 @@ def _commits_after(members: list[Member], killed: float) -> str:
     return f"first commits {[round(f, 2) for f in first]} s after it; refused (s, error): {refused}"
 
 
-@pytest.mark.timeout(600)  # a cluster's start and three phases of up to LIMIT_S on a loaded machine
-@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_killed(
-    kafka_cluster: LocalCluster, static: bool, protocol: str
-) -> None:
-    # the group, and the topic it consumes
-    name = f"kept-{'static' if static else 'dynamic'}" + ("-848" if protocol == "consumer" else "")
-    with http_client(kafka_cluster) as client:
-        client.create_topic(name, PARTITIONS, 3)
-    _produce(kafka_cluster, name, 0, BEFORE)
-    members = [Member(kafka_cluster, name, f"{name}-{i}" if static else None, protocol) for i in range(2)]
-    for member in members:
-        member.start()
-    victim: str | None = None
-    try:
-        _wait(lambda: all(len(m.assigned()) == PARTITIONS // 2 for m in members), "both members assigned")
-        _wait(lambda: sum(m.offsets_seen() for m in members) >= BEFORE, "the first records consumed")
-        ids = [m.member_ids[-1][1] for m in members]
-        assignments = [m.assigned() for m in members]
-        assert set(assignments[0]).isdisjoint(assignments[1])
-        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
-        described = admin.describe_consumer_groups([name])[name].result(timeout=30)
-        victim = f"n{described.coordinator.id}"
-        generation = _generation(kafka_cluster.urls[victim], name)
-        assert generation is not None and generation >= 1
+class Group:
+    """One case: a group of two members (dynamic or static, of the classic protocol or of KIP-848) reading
+    a topic named as the group, BEFORE records before the kill and AFTER after it."""
 
-        killed = time.monotonic()
-        kafka_cluster.control("stop", victim, kill=True)
-        survivor = next(url for node, url in kafka_cluster.urls.items() if node != victim)
-        _produce(kafka_cluster, name, BEFORE, AFTER)
-        _wait(lambda: sum(m.offsets_seen() for m in members) >= BEFORE + AFTER, "the later records consumed")
+    def __init__(self, cluster: LocalCluster, name: str, static: bool, protocol: str) -> None:
+        self.cluster, self.name = cluster, name
+        with http_client(cluster) as client:
+            client.create_topic(name, PARTITIONS, 3)
+        _produce(cluster, name, 0, BEFORE)
+        self.members = [Member(cluster, name, f"{name}-{i}" if static else None, protocol) for i in range(2)]
+        for member in self.members:
+            member.start()
 
-        def committed_after_the_kill() -> bool:
-            with members[0].lock, members[1].lock:
-                return all(
-                    m.commits and m.commits[-1][1] is None and m.commits[-1][0] > killed for m in members
-                )
+    def settled(self) -> bool:
+        return all(len(m.assigned()) == PARTITIONS // 2 for m in self.members) and (
+            sum(m.offsets_seen() for m in self.members) >= BEFORE
+        )
 
-        _wait(committed_after_the_kill, "a commit of each member after the kill")
+    def before_the_kill(self, admin: AdminClient) -> str:
+        """Notes what the members hold and the generation; the coordinator's node."""
+        self.ids = [m.member_ids[-1][1] for m in self.members]
+        self.assignments = [m.assigned() for m in self.members]
+        assert set(self.assignments[0]).isdisjoint(self.assignments[1]), self.name
+        described = admin.describe_consumer_groups([self.name])[self.name].result(timeout=30)
+        self.coordinator = f"n{described.coordinator.id}"
+        self.generation = _generation(self.cluster.urls[self.coordinator], self.name)
+        assert self.generation is not None and self.generation >= 1, self.name
+        return self.coordinator
+
+    def consumed_after(self) -> bool:
+        return sum(m.offsets_seen() for m in self.members) >= BEFORE + AFTER
+
+    def committed_after(self, killed: float) -> bool:
+        with self.members[0].lock, self.members[1].lock:
+            return all(
+                m.commits and m.commits[-1][1] is None and m.commits[-1][0] > killed for m in self.members
+            )
+
+    def check(self, survivor: str, killed: float) -> None:
+        members, name = self.members, self.name
         for member in members:
             with member.lock:
                 changes = [(round(at - killed, 2), what, p) for at, what, p in member.events if at > killed]
-            assert changes == [], f"the member's assignment changed after the kill: {changes}"
-        assert [m.member_ids[-1][1] for m in members] == ids, "the members kept their ids"
-        assert _generation(survivor, name) == generation, "the generation goes on"
-        assert [m.assigned() for m in members] == assignments
+            assert changes == [], f"{name}: the member's assignment changed after the kill: {changes}"
+        assert [m.member_ids[-1][1] for m in members] == self.ids, f"{name}: the members kept their ids"
+        assert _generation(survivor, name) == self.generation, f"{name}: the generation goes on"
+        assert [m.assigned() for m in members] == self.assignments, name
         seen = [pair for m in members for pair in m.seen]
-        assert len(seen) == len(set(seen)) == BEFORE + AFTER, "every record consumed once by one member"
-        for member, assigned in zip(members, assignments, strict=True):
+        assert len(seen) == len(set(seen)) == BEFORE + AFTER, (
+            f"{name}: every record consumed once by one member"
+        )
+        for member, assigned in zip(members, self.assignments, strict=True):
             read = {p for (p, _), at in zip(member.seen, member.seen_at, strict=True) if at > killed}
-            assert read <= set(assigned), "after the kill, a member read a partition another holds"
+            assert read <= set(assigned), f"{name}: after the kill, a member read a partition another holds"
         _wait(
             lambda: all(
                 _committed(survivor, name, p) == (BEFORE + AFTER) // PARTITIONS for p in range(PARTITIONS)
             ),
-            "every partition's offset committed to its end",
+            f"{name}: every partition's offset committed to its end",
         )
-        print(f"coordinator {victim} killed, generation {generation}: {_commits_after(members, killed)}")
-    finally:
-        for member in members:
+        print(f"{name}: coordinator killed, generation {self.generation}: {_commits_after(members, killed)}")
+
+    def stop(self) -> None:
+        for member in self.members:
             member.stop.set()
-        for member in members:
+        for member in self.members:
             member.join(30)
+
+
+CASES = [(protocol, static) for protocol in ("classic", "consumer") for static in (False, True)]
+
+
+def _names() -> list[str]:
+    """A group per case, all coordinated by one partition of ``__consumer_groups`` (so by one node): the
+    coordinator's kill meets every case at once."""
+    names = []
+    for protocol, static in CASES:
+        base = f"kept-{'static' if static else 'dynamic'}" + ("-848" if protocol == "consumer" else "")
+        candidates = (f"{base}-{i}" for i in range(1000))
+        names.append(
+            next(n for n in candidates if partition_for_key(n.encode(), GROUP_PARTITIONS_DEFAULT) == 0)
+        )
+    return names
+
+
+@pytest.mark.timeout(600)  # a cluster's start and three phases of up to LIMIT_S on a loaded machine
+def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_killed(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """Four groups side by side (classic and consumer protocol, dynamic and static members), one
+    coordinator for all, killed once."""
+    groups: list[Group] = []
+    victim: str | None = None
+    try:
+        for name, (protocol, static) in zip(_names(), CASES, strict=True):
+            groups.append(Group(kafka_cluster, name, static, protocol))
+        _wait(
+            lambda: all(g.settled() for g in groups), "every group's members assigned, the first records read"
+        )
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        coordinators = {g.before_the_kill(admin) for g in groups}
+        assert len(coordinators) == 1, coordinators  # one __consumer_groups partition, one leader
+        (victim,) = coordinators
+
+        killed = time.monotonic()
+        kafka_cluster.control("stop", victim, kill=True)
+        survivor = next(url for node, url in kafka_cluster.urls.items() if node != victim)
+        for group in groups:
+            _produce(kafka_cluster, group.name, BEFORE, AFTER)
+        _wait(lambda: all(g.consumed_after() for g in groups), "the later records consumed")
+        _wait(
+            lambda: all(g.committed_after(killed) for g in groups), "a commit of each member after the kill"
+        )
+        for group in groups:
+            group.check(survivor, killed)
+    finally:
+        for group in groups:
+            group.stop()
         if victim is not None:  # back, for the module's next test
             kafka_cluster.control("start", victim)
