@@ -36,9 +36,9 @@ def load() -> dict[str, float]:
 
 
 # Folders whose tests share session fixtures that cost much to start (Apache Kafka's cluster beside
-# raftlog's, the SparkSession and its cluster): one worker takes each folder whole, so those start once per
-# run instead of once on each worker.
-SHARED_SESSION_FOLDERS = ("tests/kafka_reference/", "tests/spark/")
+# raftlog's, the SparkSession and its cluster, the console's two clusters): one worker takes each folder
+# whole, so those start once per run instead of once on each worker.
+SHARED_SESSION_FOLDERS = ("tests/kafka_reference/", "tests/spark/", "tests/console/")
 
 
 def scope_of(nodeid: str) -> str:

@@ -2,8 +2,8 @@
 
 Fixtures (the helpers they use are ``console_browser``'s):
 
-- ``plain_cluster`` / ``secure_cluster`` (module): a ``ConsoleCluster`` of 3 node processes under ``raftlog
-  dev``, started once for a test file's tests; the secure one is ``raftlog dev --secure`` (TLS, the admin
+- ``plain_cluster`` / ``secure_cluster`` (session): a ``ConsoleCluster`` of 3 node processes under ``raftlog
+  dev``, started once for the folder's tests; the secure one is ``raftlog dev --secure`` (TLS, the admin
   token, ``--require-auth``, ``--enforce-acls``, the admin user). ``urls``, ``console_url(node, route)``,
   ``admin_token``, ``user``, ``password``, ``ca``, ``kill(node)``/``start(node)``/``killed(node)``; a node a
   test leaves killed is started again after it.
@@ -87,19 +87,21 @@ def _cluster(
         yield ConsoleCluster(local)
 
 
-@pytest.fixture(scope="module")
+# The folder's files share each cluster (``file_costs.SHARED_SESSION_FOLDERS`` gives the folder to one
+# worker whole): their topics and users are named apart.
+@pytest.fixture(scope="session")
 def plain_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleCluster]:
     yield from _cluster(tmp_path_factory, "console-plain", [])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleCluster]:
     yield from _cluster(tmp_path_factory, "console-secure", ["--secure"])
 
 
 @pytest.fixture(autouse=True)
 def _start_killed_nodes(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each test, the nodes it killed and left down are started again (the module shares them)."""
+    """After each test, the nodes it killed and left down are started again (the tests share them)."""
     yield
     setup = getattr(request.node, "report_setup", None)
     if setup is None or not setup.passed:  # no cluster to look at (one that failed to start is not retried)
