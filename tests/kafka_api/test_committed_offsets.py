@@ -229,7 +229,10 @@ def _leader(admin: AdminClient, topic: str) -> str:
     return f"n{wait_for(found, f'a leader of {topic}/0', PROGRESS_TIMEOUT_S)}"
 
 
-def _coordinator(admin: AdminClient, group: str) -> str:
+def _coordinator(cluster: LocalCluster, group: str) -> str:
+    """Asked through a client of its own: one made before a kill may still be dialling the killed node."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
     def found() -> int | None:
         try:
             (described,) = admin.describe_consumer_groups([group], request_timeout=10).values()
@@ -340,12 +343,12 @@ def test_no_commit_is_lost_across_a_kill_9_of_the_partitions_leader_and_of_the_c
             PROGRESS_TIMEOUT_S,
         )
         admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
-        coordinators = {_coordinator(admin, group) for group in groups.values()}
+        coordinators = {_coordinator(kafka_cluster, group) for group in groups.values()}
         assert len(coordinators) == 1, coordinators  # one __consumer_groups partition, one leader
         _kill_and_restart(kafka_cluster, _leader(admin, topic), running)
-        coordinator = _coordinator(admin, groups[FAMILIES[0]])
+        coordinator = _coordinator(kafka_cluster, groups[FAMILIES[0]])
         _kill_while_another_is_paused(kafka_cluster, _leader(admin, topic), coordinator, running)
-        _kill_and_restart(kafka_cluster, _coordinator(admin, groups[FAMILIES[0]]), running)
+        _kill_and_restart(kafka_cluster, _coordinator(kafka_cluster, groups[FAMILIES[0]]), running)
     finally:
         for family, committer in committers.items():
             results[family] = committer.stop()
