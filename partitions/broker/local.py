@@ -73,6 +73,12 @@ class LocalAdmin:
         self._on_controller()
         return await self._topics.alter_configs(name, configs)
 
+    async def alter_resource_configs(
+        self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
+    ) -> None:
+        self._on_controller()
+        await self._topics.alter_resource_configs(kind, name, changes, validate_only)
+
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         self._on_controller()
         return await self._topics.move_replicas(topic, partition, replicas)
