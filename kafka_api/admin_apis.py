@@ -257,7 +257,7 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                     AdminService.topic, resource.resource_name, fresh=True
                 )
                 factor = len(topic.replicas[0]) if topic.replicas else 1
-                throttles = resource_configs.topic_throttles(door, resource.resource_name)
+                throttles = await resource_configs.topic_throttles(door, resource.resource_name)
                 described = describe_topic(topic.configs, factor, resource.configuration_keys, throttles)
                 entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
             except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
@@ -266,7 +266,7 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
             try:
                 name = resource_configs.broker_name(resource.resource_name)
                 keys = resource.configuration_keys
-                dynamic = resource_configs.describe_throttles(door, name, keys)
+                dynamic = await resource_configs.describe_throttles(door, name, keys)
                 described = describe_broker(keys)
                 entries = (
                     *(_entry(entry_cls, entry, synonyms) for entry in described),
@@ -276,7 +276,7 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 code, message = code_of(exc), str(exc)
         elif resource.resource_type in resource_configs.KINDS:
             try:
-                entries = resource_configs.describe_resource(door, resource, entry_cls, synonyms)
+                entries = await resource_configs.describe_resource(door, resource, entry_cls, synonyms)
             except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
                 code, message = code_of(exc), str(exc)
         elif resource.resource_type == BROKER_LOGGER_RESOURCE:
@@ -412,7 +412,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
                 name = resource.resource_name
                 if kind == BROKER:
                     name = resource_configs.broker_name(name)
-                current = resource_configs.stored(door, kind, name)
+                current = await resource_configs.stored(door, kind, name)
                 wanted_configs = resource_configs.changes(resource.configs, kind, current)
                 await resource_configs.alter_resource(door, kind, name, wanted_configs, body.validate_only)
                 return _resource_answer(response_cls, resource, code, message)
@@ -422,7 +422,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
             check_changeable([config.name for config in resource.configs if config not in throttled])
             topic = await admin.call(AdminService.topic, resource.resource_name, fresh=True)
             if throttled:
-                current = resource_configs.topic_throttles(door, resource.resource_name)
+                current = await resource_configs.topic_throttles(door, resource.resource_name)
                 wanted_throttles = resource_configs.changes(throttled, TOPIC_KIND, current)
                 await resource_configs.alter_resource(
                     door, TOPIC_KIND, resource.resource_name, wanted_throttles, body.validate_only

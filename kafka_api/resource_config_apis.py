@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
+from kafka_api.errors import code_of
 from partitions.errors import InvalidConfigRequest
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id
@@ -46,8 +47,15 @@ def acl_resource(resource_type: int, name: str) -> tuple[ResourceType, str] | No
     return (ResourceType.GROUP, name) if resource_type == GROUP_RESOURCE else None
 
 
-def stored(door: Door, kind: str, name: str) -> Mapping[str, str]:
-    return door.node.metadata.resource_configs().get((kind, name), {})
+async def of_kind(door: Door, kind: str) -> dict[str, dict[str, str]]:
+    """Every resource of ``kind`` with configs, as the controller leader has them (a client reads back
+    the change it was just answered, whichever node it asks)."""
+    found: dict[str, dict[str, str]] = await door.node.cluster.admin.call(AdminService.resource_configs, kind)
+    return found
+
+
+async def stored(door: Door, kind: str, name: str) -> Mapping[str, str]:
+    return (await of_kind(door, kind)).get(name, {})
 
 
 def entries(entry_cls: Any, described: list[Described], synonyms: bool) -> tuple[Any, ...]:
@@ -74,29 +82,31 @@ def entries(entry_cls: Any, described: list[Described], synonyms: bool) -> tuple
     )
 
 
-def describe_resource(door: Door, resource: Any, entry_cls: Any, synonyms: bool) -> tuple[Any, ...]:
+async def describe_resource(door: Door, resource: Any, entry_cls: Any, synonyms: bool) -> tuple[Any, ...]:
     """A client metrics subscription's or a group's configs, every one with its source (Kafka's
     ``allConfigs``)."""
     kind, name = KINDS[resource.resource_type], resource.resource_name
     if not name:
         what = "Client metrics subscription" if kind == CLIENT_METRICS else "Group"
         raise InvalidConfigRequest(f"{what} name must not be empty")
-    return entries(entry_cls, describe(kind, stored(door, kind, name), resource.configuration_keys), synonyms)
+    configs = await stored(door, kind, name)
+    return entries(entry_cls, describe(kind, configs, resource.configuration_keys), synonyms)
 
 
-def describe_throttles(door: Door, name: str, keys: tuple[str, ...] | None) -> list[Described]:
+async def describe_throttles(door: Door, name: str, keys: tuple[str, ...] | None) -> list[Described]:
     """A broker's dynamic replication throttles (``name`` its id; ``""`` the cluster's default)."""
     if keys is not None:
         keys = tuple(k for k in keys if k in KEYS[BROKER])
         if not keys:
             return []
-    default = stored(door, BROKER, "")
-    own = stored(door, BROKER, name) if name else default
+    brokers = await of_kind(door, BROKER)
+    default = brokers.get("", {})
+    own = brokers.get(name, {}) if name else default
     return describe(BROKER, own, keys, None if not name else default)
 
 
-def topic_throttles(door: Door, topic: str) -> Mapping[str, str]:
-    return stored(door, TOPIC, topic)
+async def topic_throttles(door: Door, topic: str) -> Mapping[str, str]:
+    return await stored(door, TOPIC, topic)
 
 
 def changes(configs: Any, kind: str, current: Mapping[str, str]) -> dict[str, str | None]:
@@ -179,11 +189,13 @@ async def list_config_resources(door: Door, request: wire.Request) -> Any:
     known = {TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE}
     if any(kind not in known for kind in asked):
         return answer(ErrorCode.unsupported_version, [])
-    configs = door.node.metadata.resource_configs()
     found: list[tuple[int, str]] = []
     for kind in dict.fromkeys(asked):
         if kind in KINDS:
-            names = sorted(name for stored_kind, name in configs if stored_kind == KINDS[kind])
+            try:
+                names = sorted(await of_kind(door, KINDS[kind]))
+            except Exception as exc:  # the answer's error (kafka_api.errors)
+                return answer(code_of(exc), [])
         elif kind == TOPIC_RESOURCE:
             names = sorted(door.node.metadata.topics())
         else:

@@ -358,7 +358,9 @@ class Node:
                 self.data,
                 clock,
                 self.features,
-                group_configs=lambda group: self.frontend.metadata().resource_configs.get(("group", group), {}),
+                group_configs=lambda group: self.frontend.metadata().resource_configs.get(
+                    ("group", group), {}
+                ),
             ),
         )
         self.metadata = NodeView(self)

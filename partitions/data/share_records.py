@@ -4,7 +4,8 @@ partition's own Raft group (``partitions.groups.share_partition``).
 
 A fetch reads the committed batches from the group's first available record (a group new to the
 partition starts where its group config ``share.auto.offset.reset`` says: ``latest``, the high watermark,
-as Kafka's default, or ``earliest``, the log's start; ``share.record.lock.duration.ms`` sets its locks'), names their data records' offsets in an ``Acquire`` and
+as Kafka's default, or ``earliest``, the log's start; its ``share.record.lock.duration.ms`` sets its
+locks' duration), names their data records' offsets in an ``Acquire`` and
 answers the batches with the records that command acquired: what it acquired is committed before any
 record is handed out, so a new leader knows every lock and acknowledgement. A leader's first share
 command of a group in a term releases every lock the group's records hold (as Kafka's new leader loads a

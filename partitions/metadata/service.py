@@ -221,6 +221,12 @@ class AdminService(Protocol):
         replicas apply them live. Raises InvalidConfig, UnknownTopic."""
         ...
 
+    @peer("The configs of every resource of a kind, from the controller leader")
+    async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        """Each resource of ``kind`` with configs set (``partitions.resource_configs``) by name, as the
+        controller leader applied them: a change it answered is in it."""
+        ...
+
     @peer(
         "Set or remove configs of a resource other than a topic's log, on the controller leader", write=True
     )

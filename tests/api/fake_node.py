@@ -689,6 +689,10 @@ class FakeAdmin:
         if not validate_only:
             self.cluster.quotas = after
 
+    async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        resources = self.cluster.resource_configs
+        return {name: dict(values) for (of, name), values in resources.items() if of == kind}
+
     async def alter_resource_configs(
         self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
     ) -> None:
