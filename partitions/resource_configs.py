@@ -139,20 +139,20 @@ def validate(kind: str, name: str, after: Mapping[str, str], before: Mapping[str
         _validate_group(name, after)
     elif kind == BROKER:
         for key, value in after.items():
-            _known(kind, key, "broker")
+            if key not in KEYS[BROKER]:
+                raise InvalidResourceConfig(
+                    f"{key}: not a dynamic broker config of raftlog, whose brokers change only their "
+                    "replication throttles at run time (docs/kafka-compatibility.md)"
+                )
             if _int(key, value, "LONG") < 0:
                 raise InvalidResourceConfig(
                     f"Invalid value {value} for configuration {key}: Value must be at least 0"
                 )
     else:
         for key, value in after.items():
-            _known(kind, key, "topic")
+            if key not in KEYS[TOPIC]:
+                raise InvalidResourceConfig(f"{key} is not a topic's throttled-replica list")
             _check_replica_list(key, value)
-
-
-def _known(kind: str, key: str, what: str) -> None:
-    if key not in KEYS[kind]:
-        raise InvalidResourceConfig(f"Unknown {what} config name: {key}")
 
 
 def _validate_client_metrics(name: str, after: Mapping[str, str], before: Mapping[str, str]) -> None:
@@ -303,6 +303,7 @@ def describe(
             if default is not None and name in default:
                 synonyms.append((name, default[name], "DYNAMIC_DEFAULT_BROKER_CONFIG"))
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (key.default, "DEFAULT_CONFIG")
+            synonyms.append((name, key.default, "DEFAULT_CONFIG"))  # as Kafka lists a broker's
         elif name in stored:
             value, source = stored[name], SET_SOURCE[kind]
             synonyms.append((name, value, source))

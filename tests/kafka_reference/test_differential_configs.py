@@ -19,7 +19,7 @@ from kafka_tools import KafkaTools, Outcome
 
 from partitions.topic_configs import KAFKA_TOPIC_CONFIGS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the session's clusters may start here
 
 TOPIC = "diff-configs"
 SHARED = "diff-configs-shared"  # the share group's topic

@@ -102,7 +102,7 @@ def test_throttles_are_checked_as_kafka_checks_them() -> None:
     rc.validate(rc.BROKER, "1", {"leader.replication.throttled.rate": "1048576"}, {})
     with pytest.raises(InvalidResourceConfig, match="Value must be at least 0"):
         rc.validate(rc.BROKER, "1", {"follower.replication.throttled.rate": "-1"}, {})
-    with pytest.raises(InvalidResourceConfig, match=r"Unknown broker config name: log\.retention\.ms"):
+    with pytest.raises(InvalidResourceConfig, match=r"log\.retention\.ms: not a dynamic broker config"):
         rc.validate(rc.BROKER, "1", {"log.retention.ms": "1"}, {})
     rc.validate(rc.TOPIC, "t", {"leader.replication.throttled.replicas": "0:1,1:2"}, {})
     rc.validate(rc.TOPIC, "t", {"follower.replication.throttled.replicas": "*"}, {})
@@ -140,4 +140,8 @@ def test_described_with_sources_and_synonyms() -> None:
         "10",
     )
     assert broker["follower.replication.throttled.rate"].source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    assert broker["leader.replication.throttled.rate"].synonyms == (
+        ("leader.replication.throttled.rate", "10", "DYNAMIC_BROKER_CONFIG"),
+        ("leader.replication.throttled.rate", str(2**63 - 1), "DEFAULT_CONFIG"),
+    )
     assert broker["replica.alter.log.dirs.io.max.bytes.per.second"].value == str(2**63 - 1)
