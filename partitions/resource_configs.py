@@ -303,7 +303,6 @@ def describe(
             if default is not None and name in default:
                 synonyms.append((name, default[name], "DYNAMIC_DEFAULT_BROKER_CONFIG"))
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (key.default, "DEFAULT_CONFIG")
-            synonyms.append((name, key.default, "DEFAULT_CONFIG"))  # as Kafka lists a broker's
         elif name in stored:
             value, source = stored[name], SET_SOURCE[kind]
             synonyms.append((name, value, source))

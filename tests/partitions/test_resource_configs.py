@@ -142,6 +142,5 @@ def test_described_with_sources_and_synonyms() -> None:
     assert broker["follower.replication.throttled.rate"].source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
     assert broker["leader.replication.throttled.rate"].synonyms == (
         ("leader.replication.throttled.rate", "10", "DYNAMIC_BROKER_CONFIG"),
-        ("leader.replication.throttled.rate", str(2**63 - 1), "DEFAULT_CONFIG"),
     )
     assert broker["replica.alter.log.dirs.io.max.bytes.per.second"].value == str(2**63 - 1)
