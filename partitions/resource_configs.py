@@ -58,11 +58,10 @@ VALUE_CHARS_MAX = 32_768  # one config's value
 
 @dataclass(frozen=True, slots=True)
 class Key:
-    """One config of a kind: Kafka's type, its default as Kafka prints it, its broker-wide synonym."""
+    """One config of a kind: Kafka's type and its default as Kafka prints it."""
 
     kind: str  # BOOLEAN, STRING, INT, LONG, LIST
     default: str
-    broker: str | None = None
     bounds: tuple[int, int] | None = None  # a group config's (Kafka's group.*.min/max.* defaults)
 
 
@@ -73,28 +72,16 @@ KEYS: Mapping[str, Mapping[str, Key]] = {
         METRICS: Key("LIST", ""),
     },
     GROUP: {
-        CONSUMER_HEARTBEAT_INTERVAL_MS: Key(
-            "INT", "5000", "group.consumer.heartbeat.interval.ms", (5_000, 15_000)
-        ),
-        CONSUMER_SESSION_TIMEOUT_MS: Key(
-            "INT", "45000", "group.consumer.session.timeout.ms", (45_000, 60_000)
-        ),
+        CONSUMER_HEARTBEAT_INTERVAL_MS: Key("INT", "5000", (5_000, 15_000)),
+        CONSUMER_SESSION_TIMEOUT_MS: Key("INT", "45000", (45_000, 60_000)),
         SHARE_AUTO_OFFSET_RESET: Key("STRING", "latest"),
-        "share.heartbeat.interval.ms": Key(
-            "INT", "5000", "group.share.heartbeat.interval.ms", (5_000, 15_000)
-        ),
+        "share.heartbeat.interval.ms": Key("INT", "5000", (5_000, 15_000)),
         "share.isolation.level": Key("STRING", "read_uncommitted"),
-        SHARE_RECORD_LOCK_DURATION_MS: Key(
-            "INT", "30000", "group.share.record.lock.duration.ms", (15_000, 60_000)
-        ),
-        "share.session.timeout.ms": Key("INT", "45000", "group.share.session.timeout.ms", (45_000, 60_000)),
-        "streams.heartbeat.interval.ms": Key(
-            "INT", "5000", "group.streams.heartbeat.interval.ms", (5_000, 15_000)
-        ),
-        "streams.num.standby.replicas": Key("INT", "0", "group.streams.num.standby.replicas", (0, 2)),
-        "streams.session.timeout.ms": Key(
-            "INT", "45000", "group.streams.session.timeout.ms", (45_000, 60_000)
-        ),
+        SHARE_RECORD_LOCK_DURATION_MS: Key("INT", "30000", (15_000, 60_000)),
+        "share.session.timeout.ms": Key("INT", "45000", (45_000, 60_000)),
+        "streams.heartbeat.interval.ms": Key("INT", "5000", (5_000, 15_000)),
+        "streams.num.standby.replicas": Key("INT", "0", (0, 2)),
+        "streams.session.timeout.ms": Key("INT", "45000", (45_000, 60_000)),
     },
     BROKER: {
         FOLLOWER_RATE: Key("LONG", str(LONG_MAX)),
@@ -303,13 +290,11 @@ def describe(
             if default is not None and name in default:
                 synonyms.append((name, default[name], "DYNAMIC_DEFAULT_BROKER_CONFIG"))
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (key.default, "DEFAULT_CONFIG")
-        elif name in stored:
-            value, source = stored[name], SET_SOURCE[kind]
+        else:  # the one synonym Kafka lists: the config itself, where its value comes from
+            value, source = (
+                (stored[name], SET_SOURCE[kind]) if name in stored else (key.default, "DEFAULT_CONFIG")
+            )
             synonyms.append((name, value, source))
-        else:
-            value, source = key.default, "DEFAULT_CONFIG"
-        if key.broker is not None:
-            synonyms.append((key.broker, key.default, "DEFAULT_CONFIG"))
         entries.append(Described(name, _canonical(key.kind, value), key.kind, source, tuple(synonyms)))
     return entries
 

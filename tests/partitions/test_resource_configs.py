@@ -117,7 +117,8 @@ def test_described_with_sources_and_synonyms() -> None:
     assert (reset.value, reset.source, reset.is_default) == ("earliest", "GROUP_CONFIG", False)
     session = described["consumer.session.timeout.ms"]
     assert (session.value, session.source) == ("45000", "DEFAULT_CONFIG")
-    assert session.synonyms == (("group.consumer.session.timeout.ms", "45000", "DEFAULT_CONFIG"),)
+    assert session.synonyms == (("consumer.session.timeout.ms", "45000", "DEFAULT_CONFIG"),)  # as Kafka
+    assert reset.synonyms == (("share.auto.offset.reset", "earliest", "GROUP_CONFIG"),)
     metrics = {
         d.name: d for d in rc.describe(rc.CLIENT_METRICS, {"metrics": "a., b.", "interval.ms": "1000"})
     }
