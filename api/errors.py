@@ -176,6 +176,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.FeatureUpdateRefused, HttpError(409, 40926)),
     (broker.FeatureNotFinalized, HttpError(409, 40932)),  # a change the finalized feature level predates
     (broker.InvalidQuota, HttpError(400, 40001)),
+    (broker.InvalidConfigRequest, HttpError(400, 40001)),
+    (broker.InvalidResourceConfig, HttpError(400, 40001)),
     (broker.QuotaExceeded, HttpError(429, 42902)),  # a user's client quota: Retry-After says when
     (broker.SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (broker.ProducerFenced, HttpError(409, 40911)),

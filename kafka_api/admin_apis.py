@@ -24,6 +24,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafka_api import resource_config_apis as resource_configs
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
@@ -31,6 +32,8 @@ from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
+from partitions.resource_configs import BROKER, THROTTLED_REPLICAS
+from partitions.resource_configs import TOPIC as TOPIC_KIND
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.topic_configs import (
     ConfigEntry,
@@ -56,9 +59,13 @@ TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 def _refusal(
     door: Door, operation: AclOperation, resource_type: int, name: str
 ) -> AuthorizationFailed | None:
-    """Why the connection may not (a topic's resource, or a broker's: the cluster's); None: it may."""
+    """Why the connection may not (a topic's resource, a group's, or another's: the cluster's); None: it
+    may."""
     if resource_type == TOPIC_RESOURCE:
         return None if door.allows(operation, TOPIC, name) else door.refusal(operation, TOPIC, name)
+    other = resource_configs.acl_resource(resource_type, name)
+    if other is not None:
+        return None if door.allows(operation, *other) else door.refusal(operation, *other)
     return None if door.allows(operation, CLUSTER) else door.refusal(operation, CLUSTER)
 
 
@@ -250,13 +257,28 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                     AdminService.topic, resource.resource_name, fresh=True
                 )
                 factor = len(topic.replicas[0]) if topic.replicas else 1
-                described = describe_topic(topic.configs, factor, resource.configuration_keys)
+                throttles = await resource_configs.topic_throttles(door, resource.resource_name)
+                described = describe_topic(topic.configs, factor, resource.configuration_keys, throttles)
                 entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
             except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
                 code, message = code_of(exc), str(exc)
         elif resource.resource_type == BROKER_RESOURCE:
-            described = describe_broker(resource.configuration_keys)
-            entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
+            try:
+                name = resource_configs.broker_name(resource.resource_name)
+                keys = resource.configuration_keys
+                dynamic = await resource_configs.describe_throttles(door, name, keys)
+                described = describe_broker(keys)
+                entries = (
+                    *(_entry(entry_cls, entry, synonyms) for entry in described),
+                    *resource_configs.entries(entry_cls, dynamic, synonyms),
+                )
+            except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
+                code, message = code_of(exc), str(exc)
+        elif resource.resource_type in resource_configs.KINDS:
+            try:
+                entries = await resource_configs.describe_resource(door, resource, entry_cls, synonyms)
+            except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
+                code, message = code_of(exc), str(exc)
         elif resource.resource_type == BROKER_LOGGER_RESOURCE:
             entries = tuple(_logger_entries(entry_cls, resource.configuration_keys))
         else:
@@ -349,6 +371,8 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
     def changes(resource: Any, current: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for config in resource.configs:
+            if config.name in THROTTLED_REPLICAS:
+                continue  # a topic's throttled replicas: resource_configs
             if config.config_operation == SET:
                 result[config.name] = _not_null(config.name, config.value)
             elif config.config_operation == DELETE:
@@ -362,7 +386,7 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
                 )
         return result
 
-    return await _alter(door, request, changes)
+    return await _alter(door, request, changes, incremental=True)
 
 
 def _not_null(name: str, value: str | None) -> str:
@@ -371,7 +395,7 @@ def _not_null(name: str, value: str | None) -> str:
     return value
 
 
-async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
+async def _alter(door: Door, request: wire.Request, changes: Any, incremental: bool = False) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     response_cls = wire.sibling(cls, "AlterConfigsResourceResponse")
@@ -381,10 +405,30 @@ async def _alter(door: Door, request: wire.Request, changes: Any) -> Any:
         code, message = ErrorCode.none, None
         try:
             _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+            kind = resource_configs.KINDS.get(resource.resource_type)
+            if resource.resource_type == BROKER_RESOURCE and incremental:
+                kind = BROKER
+            if kind is not None and incremental:
+                name = resource.resource_name
+                if kind == BROKER:
+                    name = resource_configs.broker_name(name)
+                current = await resource_configs.stored(door, kind, name)
+                wanted_configs = resource_configs.changes(resource.configs, kind, current)
+                await resource_configs.alter_resource(door, kind, name, wanted_configs, body.validate_only)
+                return _resource_answer(response_cls, resource, code, message)
             if resource.resource_type != TOPIC_RESOURCE:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
-            check_changeable([config.name for config in resource.configs])
+            throttled = [c for c in resource.configs if c.name in THROTTLED_REPLICAS] if incremental else []
+            check_changeable([config.name for config in resource.configs if config not in throttled])
             topic = await admin.call(AdminService.topic, resource.resource_name, fresh=True)
+            if throttled:
+                current = await resource_configs.topic_throttles(door, resource.resource_name)
+                wanted_throttles = resource_configs.changes(throttled, TOPIC_KIND, current)
+                await resource_configs.alter_resource(
+                    door, TOPIC_KIND, resource.resource_name, wanted_throttles, body.validate_only
+                )
+                if len(throttled) == len(resource.configs):
+                    return _resource_answer(response_cls, resource, code, message)
             wanted = changes(resource, topic.configs)
             typed = LogConfig.from_properties(merge_configs(topic.configs, wanted)).to_properties()
             # stored as the HTTP API stores them: typed; None removes the property

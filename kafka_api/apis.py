@@ -84,6 +84,7 @@ from kafka_api.replica_apis import (
     elect_leaders,
     list_partition_reassignments,
 )
+from kafka_api.resource_config_apis import list_config_resources
 from kafka_api.sasl_apis import sasl_authenticate, sasl_handshake
 from kafka_api.security import API_VERSIONS
 from kafka_api.share_group_apis import (
@@ -224,6 +225,7 @@ APIS: dict[int, Api] = {
         Api(57, "UpdateFeatures", 0, 2, update_features, "ALTER cluster"),
         Api(48, "DescribeClientQuotas", 0, 1, describe_client_quotas, "DESCRIBE_CONFIGS cluster"),
         Api(49, "AlterClientQuotas", 0, 1, alter_client_quotas, "ALTER_CONFIGS cluster"),
+        Api(74, "ListConfigResources", 0, 1, list_config_resources, "DESCRIBE_CONFIGS cluster"),
     )
 }
 # fmt: on

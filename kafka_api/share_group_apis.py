@@ -197,7 +197,7 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     group, member = body.group_id or "", body.member_id or ""
     shares = door.node.local.shares
-    lock_ms = shares.settings.lock_ms
+    _, lock_ms = shares.reset_and_lock_ms(group)
 
     def failed(code: ErrorCode, message: str) -> Any:
         return wire.build(

@@ -468,3 +468,13 @@ class FeatureNotFinalized(PartitionError):
     feature: str
     level: int
     template = "{what} needs feature {feature} finalized at level {level} (kafka-features upgrade)"
+
+
+class InvalidConfigRequest(PartitionError):
+    """A resource's configs Kafka refuses as an invalid request (``resource_configs``: an unknown client
+    metrics key, an interval out of bounds, an empty name); nothing was changed."""
+
+
+class InvalidResourceConfig(PartitionError):
+    """A resource's config value Kafka refuses as an invalid config (``resource_configs``: a wrong type, a
+    group config's bound, a malformed match pattern or replica list); nothing was changed."""

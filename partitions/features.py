@@ -30,7 +30,8 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         1: "release 0.1.0's formats",
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
-        "owner, share groups (KIP-932), client quotas (KIP-546)",
+        "owner, share groups (KIP-932), client quotas (KIP-546), client metrics subscriptions, group "
+        "configs and replication throttles",
     },
 }
 
@@ -60,6 +61,12 @@ SHARE_GROUPS = Format(
 )
 CLIENT_QUOTAS = Format(
     "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 2
+)
+RESOURCE_CONFIGS = Format(
+    "controller command AlterResourceConfigs kind 19: client metrics subscriptions, group configs, "
+    "replication throttles",
+    RAFTLOG_VERSION,
+    2,
 )
 
 # arguments of peer operations a node of 0.1.0 refuses (an unknown argument, or value type), left out of a

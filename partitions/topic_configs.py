@@ -71,8 +71,6 @@ READ_ONLY: dict[str, object] = {
     "compression.zstd.level": 3,
     "file.delete.delay.ms": 60000,
     "flush.messages": LONG_MAX,  # raftlog flushes by flush.policy, flush.ms and flush.bytes
-    "follower.replication.throttled.replicas": "",  # a move's catch-up is throttled per move
-    "leader.replication.throttled.replicas": "",
     "local.retention.bytes": -2,  # no tiered storage: all data is local
     "local.retention.ms": -2,
     "message.timestamp.after.max.ms": LONG_MAX,
@@ -86,6 +84,8 @@ READ_ONLY: dict[str, object] = {
     "unclean.leader.election.enable": False,  # Raft never elects a leader without a majority's log
 }
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+# kept beside the topic's log configs by the controller (``partitions.resource_configs``: kind "topic")
+THROTTLED_REPLICAS = ("follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
 
 
 @dataclass(frozen=True)
@@ -123,10 +123,16 @@ def render(value: object) -> str:
 
 
 def describe_topic(
-    set_on_topic: Mapping[str, object], replication_factor: int, keys: tuple[str, ...] | None = None
+    set_on_topic: Mapping[str, object],
+    replication_factor: int,
+    keys: tuple[str, ...] | None = None,
+    throttles: Mapping[str, str] | None = None,
 ) -> list[ConfigEntry]:
-    """Every config of a topic with those configs set on it (``keys``: only those), in name order."""
+    """Every config of a topic with those configs set on it (``keys``: only those), in name order;
+    ``throttles``: its throttled-replica lists (``partitions.resource_configs``)."""
+    throttles = throttles or {}
     effective = LogConfig.from_properties(set_on_topic).to_properties()
+    set_on_topic = {**set_on_topic, **throttles}
     defaults = LogConfig().to_properties()
     entries = []
     for name, (kind, broker_name) in sorted({**KAFKA_TOPIC_CONFIGS, **RAFTLOG_TOPIC_CONFIGS}.items()):
@@ -134,6 +140,8 @@ def describe_topic(
             continue
         if name in PROPERTY_FIELDS:
             value, default, read_only = effective[name], defaults[name], False
+        elif name in THROTTLED_REPLICAS:
+            value, default, read_only = throttles.get(name, ""), "", False
         elif name == MIN_INSYNC_REPLICAS:
             value = default = min_insync_replicas(replication_factor)
             read_only = True

@@ -439,6 +439,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.transactions.errors",
     "partitions.controller.state",  # TopicMetadata, merge_configs
     "partitions.topic_configs",  # a topic's configs as DescribeConfigs describes them (pure)
+    "partitions.resource_configs",  # client metrics, group, broker throttle configs: keys and checks (pure)
     "partitions.controller.members",  # ControllerMembers
     "partitions.controller.reconfigure",  # MoveProgress, MemberView
     "partitions.controller.elections",  # what a preferred or unclean leader election does (pure)

@@ -73,6 +73,17 @@ class LocalAdmin:
         self._on_controller()
         return await self._topics.alter_configs(name, configs)
 
+    async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        self._on_controller()
+        resources = self._frontend.metadata().resource_configs
+        return {name: dict(values) for (of, name), values in resources.items() if of == kind}
+
+    async def alter_resource_configs(
+        self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
+    ) -> None:
+        self._on_controller()
+        await self._topics.alter_resource_configs(kind, name, changes, validate_only)
+
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         self._on_controller()
         return await self._topics.move_replicas(topic, partition, replicas)

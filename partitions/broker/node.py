@@ -354,7 +354,14 @@ class Node:
             ConsumerService(config.node_id, self.groups, self._cluster_data, features=self.features),
             PeerServer(self.data, self.presence, self.frontend, self.partition_admin),
             self.transactions,
-            ShareRecords(self.data, clock, self.features),
+            ShareRecords(
+                self.data,
+                clock,
+                self.features,
+                group_configs=lambda group: self.frontend.metadata().resource_configs.get(
+                    ("group", group), {}
+                ),
+            ),
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers)
@@ -553,6 +560,9 @@ class NodeView:
 
     def client_quotas(self) -> ClientQuotas:
         return self._node.client_quotas
+
+    def resource_configs(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
+        return self._node.frontend.metadata().resource_configs
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {

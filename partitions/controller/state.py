@@ -2,7 +2,9 @@
 users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
 (``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
 proposer too, the secret's hash only; a user's go with it); the principals holding producer ids and their
-numbers (``producer_owners.py``); client quotas (``quotas.py``); the finalized feature levels.
+numbers (``producer_owners.py``); client quotas (``quotas.py``); the configs of client metrics
+subscriptions, groups, brokers' throttles and topics' throttled replicas (``resource_configs.py``); the
+finalized feature levels.
 
 Like Redpanda's raft0, one Raft group over the first nodes holds this metadata. Placement is decided by
 the controller leader before proposing (``placement.place``); ``apply`` only validates and records, so it
@@ -22,17 +24,21 @@ import msgpack
 from partitions.controller import acls as controller_acls
 from partitions.controller import producer_owners
 from partitions.controller import quotas as controller_quotas
+from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.acls import AclCommand, AclResult, CreateAcls, DeleteAcls
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import AlterClientQuotas, Entity
+from partitions.controller.resource_configs import AlterResourceConfigs, Resource
 from partitions.controller.tokens import CreateToken, DeleteToken, TokenCommand
 from partitions.errors import (
     FeatureUpdateRefused,
     InvalidCommand,
+    InvalidConfigRequest,
     InvalidName,
     InvalidQuota,
     InvalidReassignment,
+    InvalidResourceConfig,
     InvalidTopic,
     NoReassignment,
     ReassignmentInProgress,
@@ -65,6 +71,7 @@ _ADD_PARTITIONS = 15
 _REGISTER_PRODUCER_OWNER = 16
 _SET_FEATURE_LEVEL = 17  # a node of 0.1.0 refuses it (never proposed while one runs)
 _ALTER_CLIENT_QUOTAS = 18  # a node of 0.1.0 refuses it (proposed from ``features.CLIENT_QUOTAS``)
+_ALTER_RESOURCE_CONFIGS = 19  # a node of 0.1.0 refuses it (proposed from ``features.RESOURCE_CONFIGS``)
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -193,6 +200,7 @@ ControllerCommand = (
     | RegisterProducerOwner
     | SetFeatureLevel
     | AlterClientQuotas
+    | AlterResourceConfigs
 )
 
 
@@ -282,6 +290,8 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _SET_FEATURE_LEVEL, command.feature, command.level]
     elif isinstance(command, AlterClientQuotas):  # no name: the rows stand in its place
         fields = [1, _ALTER_CLIENT_QUOTAS, controller_quotas.rows(command)]
+    elif isinstance(command, AlterResourceConfigs):  # versioned rows in the name's place
+        fields = [1, _ALTER_RESOURCE_CONFIGS, controller_configs.rows(command)]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -342,6 +352,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return producer_owners.from_row(fields[2])
     if kind == _ALTER_CLIENT_QUOTAS and len(fields) == 3:
         return controller_quotas.from_rows(fields[2])
+    if kind == _ALTER_RESOURCE_CONFIGS and len(fields) == 3:
+        return controller_configs.from_rows(fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 
@@ -382,6 +394,8 @@ _Refusal = (
     | TooManyProducerOwners
     | FeatureUpdateRefused
     | InvalidQuota
+    | InvalidConfigRequest
+    | InvalidResourceConfig
 )
 ControllerResult = (
     TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | int | dict[str, int] | _Refusal
@@ -411,6 +425,11 @@ class ControllerMetadata:
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # client quotas by entity (``controller_quotas``), replaced whole on change
     quotas: Mapping[Entity, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
+    # configs of client metrics subscriptions, groups, brokers and topics' throttles by (kind, name)
+    # (``controller_configs``), replaced whole on change
+    resource_configs: Mapping[Resource, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 class ControllerStateMachine:
@@ -451,6 +470,8 @@ class ControllerStateMachine:
             TooManyProducerOwners,
             FeatureUpdateRefused,
             InvalidQuota,
+            InvalidConfigRequest,
+            InvalidResourceConfig,
         ) as refusal:
             self.metadata = replace(current, applied_index=index)
             return refusal
@@ -488,6 +509,12 @@ class ControllerStateMachine:
                 **({"features": dict(sorted(metadata.features.items()))} if metadata.features else {}),
                 # only once a quota was set: until then the snapshot is the previous release's bytes
                 **({"quotas": controller_quotas.snapshot_rows(metadata.quotas)} if metadata.quotas else {}),
+                # only once a resource config was set: until then the previous release's bytes
+                **(
+                    {"resource_configs": controller_configs.snapshot_rows(metadata.resource_configs)}
+                    if metadata.resource_configs
+                    else {}
+                ),
             },
             use_bin_type=True,
         )
@@ -537,6 +564,7 @@ class ControllerStateMachine:
                     for entity, values in controller_quotas.from_snapshot(state.get("quotas", [])).items()
                 }
             ),
+            _frozen(controller_configs.from_snapshot(state.get("resource_configs", []))),  # none before
         )
 
 
@@ -555,6 +583,7 @@ class _Change:
         self.producer_owners: dict[str, int] | None = None
         self.features: dict[str, int] | None = None
         self.quotas: dict[Entity, Mapping[str, float]] | None = None
+        self.resource_configs: dict[Resource, Mapping[str, str]] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -579,6 +608,7 @@ class _Change:
             base.producer_owners if self.producer_owners is None else MappingProxyType(self.producer_owners),
             base.features if self.features is None else MappingProxyType(self.features),
             base.quotas if self.quotas is None else MappingProxyType(self.quotas),
+            base.resource_configs if self.resource_configs is None else _frozen(self.resource_configs),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
@@ -596,6 +626,11 @@ class _Change:
         if isinstance(decoded, AlterClientQuotas):
             after = controller_quotas.apply(self._base.quotas, decoded)
             self.quotas = {entity: MappingProxyType(values) for entity, values in after.items()}
+            return len(decoded.changes)
+        if isinstance(decoded, AlterResourceConfigs):
+            if decoded.kind == "topic" and decoded.name not in self._base.topics:
+                raise UnknownTopic(decoded.name)
+            self.resource_configs = dict(controller_configs.apply(self._base.resource_configs, decoded))
             return len(decoded.changes)
         if isinstance(decoded, SetFeatureLevel):
             current = self._base.features.get(decoded.feature, 1)
@@ -625,6 +660,10 @@ class _Change:
             moves = self._moves()
             for key in [k for k in moves if k[0] == decoded.name]:
                 del moves[key]
+            if ("topic", decoded.name) in self._base.resource_configs:  # its throttled replicas go with it
+                self.resource_configs = dict(
+                    controller_configs.without_topic(self._base.resource_configs, decoded.name)
+                )
             return existing
         if isinstance(decoded, MoveReplicas | CancelMove | StepMove):
             return self._apply_move(existing, decoded)
@@ -748,3 +787,7 @@ class _Change:
         moved = replace(topic, replicas=tuple(assignment))
         self._topics()[topic.name] = moved
         return moved
+
+
+def _frozen(resources: Mapping[Resource, Mapping[str, str]]) -> Mapping[Resource, Mapping[str, str]]:
+    return MappingProxyType({r: MappingProxyType(dict(values)) for r, values in resources.items()})

@@ -3,8 +3,9 @@ ShareAcknowledge (and the HTTP door's share consumers) ask of a partition, as re
 partition's own Raft group (``partitions.groups.share_partition``).
 
 A fetch reads the committed batches from the group's first available record (a group new to the
-partition starts where ``share.auto.offset.reset`` says: ``latest``, the high watermark, as Kafka's
-default, or ``earliest``, the log's start), names their data records' offsets in an ``Acquire`` and
+partition starts where its group config ``share.auto.offset.reset`` says: ``latest``, the high watermark,
+as Kafka's default, or ``earliest``, the log's start; its ``share.record.lock.duration.ms`` sets its
+locks' duration), names their data records' offsets in an ``Acquire`` and
 answers the batches with the records that command acquired: what it acquired is committed before any
 record is handed out, so a new leader knows every lock and acknowledgement. A leader's first share
 command of a group in a term releases every lock the group's records hold (as Kafka's new leader loads a
@@ -17,7 +18,7 @@ time), which is when another member can take the record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from partitions import commands
@@ -43,6 +44,7 @@ from partitions.groups.share_partition import (
 )
 from partitions.replicas.manager import Replica
 from partitions.replicas.state_machine import Refused
+from partitions.resource_configs import group_settings
 from raftlog.errors import InvariantViolation
 from raftlog.storage.batch import decode_header
 
@@ -78,12 +80,21 @@ class ShareRecords:
         wall_ms: Callable[[], int],
         features: Features | None = None,
         settings: ShareSettings = ShareSettings(),
+        group_configs: Callable[[str], Mapping[str, str]] = lambda group: {},
     ) -> None:
         self._data = data
         self._wall_ms = wall_ms
         self._features = features
         self.settings = settings
+        self._group_configs = group_configs  # a group's configs (``partitions.resource_configs``)
         self._released: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> term released
+
+    def reset_and_lock_ms(self, group: str) -> tuple[str, int]:
+        """The group's ``share.auto.offset.reset`` and its lock duration: its group configs, else the
+        node's (Kafka's ``group.share.record.lock.duration.ms``) and ``latest``."""
+        configs = self._group_configs(group)
+        reset, lock_ms = group_settings(configs)
+        return reset, lock_ms if "share.record.lock.duration.ms" in configs else self.settings.lock_ms
 
     def state(self, group: str, topic: str, partition: int) -> SharePartition | None:
         """The group's records of the partition as its leader (this node) applied them, the locks due by
@@ -129,10 +140,13 @@ class ShareRecords:
         max_records: int,
         max_bytes: int,
         wait_ms: int = 0,
-        reset: str = LATEST,
+        reset: str | None = None,
     ) -> ShareFetched:
         """The records acquired for ``member`` (none: an empty answer), waiting up to ``wait_ms`` for a
-        record when none is available."""
+        record when none is available. A group new to the partition starts where ``reset`` says, else
+        its ``share.auto.offset.reset``."""
+        configured, lock_ms = self.reset_and_lock_ms(group)
+        reset = configured if reset is None else reset
         if reset not in RESETS:
             raise InvalidGroupRequest(f"share.auto.offset.reset must be one of {', '.join(RESETS)}")
         await self._taken_over(group, topic, partition)
@@ -148,7 +162,7 @@ class ShareRecords:
             return ShareFetched(b"", (), read.high_watermark, read.leader_epoch)
         now = self._wall_ms()
         command = Acquire(
-            group, member, ranges, max(through, start), max(1, max_records), now, self.settings.lock_ms,
+            group, member, ranges, max(through, start), max(1, max_records), now, lock_ms,
             self.settings.delivery_limit, start,
         )  # fmt: skip
         result = await self._propose(group, topic, partition, command)
@@ -161,11 +175,11 @@ class ShareRecords:
         """Whether a record came to be available to the group within ``wait_ms`` (a read: cancellable)."""
         state = self.state(group, topic, partition)
         offsets = self._data.offsets_now(topic, partition)
-        start = (
-            offsets.high_watermark
-            if state is None
-            else max(state.first_available(), offsets.log_start_offset)
-        )
+        if state is None:
+            reset, _ = self.reset_and_lock_ms(group)
+            start = offsets.high_watermark if reset == LATEST else offsets.log_start_offset
+        else:
+            start = max(state.first_available(), offsets.log_start_offset)
         if state is not None and state.next_deadline() is not None:
             due = state.next_deadline() - self._wall_ms()  # type: ignore[operator]
             wait_ms = max(0, min(wait_ms, due))  # a lock expiring makes its record available

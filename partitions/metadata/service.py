@@ -172,6 +172,11 @@ class MetadataView(Protocol):
         them (``security.quotas``: one rule for both doors)."""
         ...
 
+    def resource_configs(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
+        """The configs of client metrics subscriptions, groups, brokers and topics' throttled replicas by
+        (kind, name) as this node's controller metadata has them (``partitions.resource_configs``)."""
+        ...
+
     def metrics(self) -> dict[str, float]:
         """Flat name -> value, exported by /metrics in Prometheus text format."""
         ...
@@ -214,6 +219,24 @@ class AdminService(Protocol):
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         """Merge ``configs`` into a topic's (a None value removes a property: back to its default);
         replicas apply them live. Raises InvalidConfig, UnknownTopic."""
+        ...
+
+    @peer("The configs of every resource of a kind, from the controller leader")
+    async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        """Each resource of ``kind`` with configs set (``partitions.resource_configs``) by name, as the
+        controller leader applied them: a change it answered is in it."""
+        ...
+
+    @peer(
+        "Set or remove configs of a resource other than a topic's log, on the controller leader", write=True
+    )
+    async def alter_resource_configs(
+        self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
+    ) -> None:
+        """Set (None: remove) configs of one resource (``partitions.resource_configs``: a client metrics
+        subscription, a group, a broker's throttles, a topic's throttled replicas) in one controller
+        change (``validate_only``: check, change nothing). Raises InvalidConfigRequest,
+        InvalidResourceConfig (nothing changed), UnknownTopic, FeatureNotFinalized."""
         ...
 
     @peer("Start a replica move on the controller leader", write=True, topic_arg="topic")

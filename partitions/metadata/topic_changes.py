@@ -14,6 +14,7 @@ from typing import Any
 
 from partitions import features
 from partitions.controller import decommission, reconfigure
+from partitions.controller import resource_configs as controller_configs
 from partitions.controller.placement import check_capacity, place, replica_counts
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import (
@@ -33,6 +34,7 @@ from partitions.controller.state import (
 )
 from partitions.errors import (
     DecommissionImpossible,
+    FeatureNotFinalized,
     InvalidTopic,
     ReassignmentInProgress,
     UnknownPartition,
@@ -153,6 +155,24 @@ class TopicChanges:
         check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
         return result
+
+    async def alter_resource_configs(
+        self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
+    ) -> None:
+        """Set (a None value: remove) configs of a client metrics subscription, a group, a broker or a
+        topic's throttled replicas (``partitions.resource_configs``), checked against the configs as they
+        are (InvalidConfigRequest, InvalidResourceConfig, UnknownTopic: nothing changes), then proposed
+        unless ``validate_only``; FeatureNotFinalized while a node of the previous release could not apply
+        it."""
+        gate = features.RESOURCE_CONFIGS
+        if not features.Features(lambda: self._frontend.metadata().features).allows(gate):
+            raise FeatureNotFinalized(f"a change of {kind} configs", gate.feature, gate.level)
+        if kind == "topic":
+            self._frontend.topic(name)
+        command = controller_configs.AlterResourceConfigs(kind, name, tuple(changes.items()))
+        controller_configs.apply(self._frontend.metadata().resource_configs, command)
+        if not validate_only:
+            await self._frontend.propose(command)
 
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         """Start moving a partition to ``replicas`` (validated against gossip liveness: nothing changes

@@ -30,6 +30,7 @@ from partitions.controller import acls as controller_acls
 from partitions.controller import decommission, reconfigure
 from partitions.controller import members as controller_members
 from partitions.controller import quotas as controller_quotas
+from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.members import ControllerMembers
 from partitions.controller.placement import check_capacity, replica_counts
@@ -174,6 +175,7 @@ class FakeCluster:
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.transaction_partitions = 2  # of __transactions, created on first use
         self.quotas: dict[Entity, dict[str, float]] = {}  # client quotas, as the controller keeps them
+        self.resource_configs: dict[tuple[str, str], dict[str, str]] = {}  # (kind, name) -> configs
         self.transaction_tables: dict[tuple[int, int], TransactionTable] = {}  # (topic_id, partition)
         # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
         self.markers: list[tuple[str, int, int, int, bool, int]] = []
@@ -687,6 +689,18 @@ class FakeAdmin:
         if not validate_only:
             self.cluster.quotas = after
 
+    async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        resources = self.cluster.resource_configs
+        return {name: dict(values) for (of, name), values in resources.items() if of == kind}
+
+    async def alter_resource_configs(
+        self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
+    ) -> None:
+        command = controller_configs.AlterResourceConfigs(kind, name, tuple(changes.items()))
+        after = controller_configs.apply(self.cluster.resource_configs, command)
+        if not validate_only:
+            self.cluster.resource_configs = after
+
     async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
         return self.data.topic(name)
 
@@ -1054,6 +1068,9 @@ class FakeMetadata:
 
     def client_quotas(self) -> ClientQuotas:
         return self._client_quotas  # the cluster's quotas, metered here
+
+    def resource_configs(self) -> dict[tuple[str, str], dict[str, str]]:
+        return self.cluster.resource_configs
 
     def log_dir(self) -> LogDir:
         held = [(t, p) for (t, p), part in self.cluster.partitions.items() if self.node_id in part.replicas]

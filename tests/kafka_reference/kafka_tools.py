@@ -30,6 +30,8 @@ TOOLS = {
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
 }
 
 

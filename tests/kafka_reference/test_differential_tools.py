@@ -221,10 +221,18 @@ def _steps(steps: Steps) -> None:
     grown = steps.plan("grown.json", {1: [2, 3, 1]})
     refused = reassign("--execute", "--reassignment-json-file", grown, "--disallow-replication-factor-change")
     record("factor change refused", refused)
-    record(
-        "factor change", reassign("--execute", "--reassignment-json-file", grown), _without_assignment_json
-    )
+    throttled = reassign("--execute", "--reassignment-json-file", grown, "--throttle", "10000000")
+    record("factor change", throttled, _without_assignment_json)
+
+    def configs(entity_type: str, name: str) -> Outcome:
+        return run("kafka-configs", "--describe", "--entity-type", entity_type, "--entity-name", name)
+
+    record("throttle rates of a broker", configs("brokers", "1"), sorted)
+    record("throttled replicas of the topic", configs("topics", topic), sorted)
     record("verify the factor change", steps.until_reassigned(grown))
+    record("verify clears the throttles", reassign("--verify", "--reassignment-json-file", grown))
+    record("throttle rates cleared", configs("brokers", "1"), sorted)
+    record("throttled replicas cleared", configs("topics", topic), sorted)
     unknown = steps.plan("unknown.json", {0: [1, 99]})
     record("unknown broker", reassign("--execute", "--reassignment-json-file", unknown))
     record(
@@ -290,7 +298,9 @@ STEPS = (
     "create", "execute", "verify", "list after the moves", "get-offsets --time -1", "get-offsets --time -2",
     "get-offsets --time -3", "get-offsets --time -4", "get-offsets --time -5", "get-offsets --time T",
     "log-dirs", "generate", "factor change refused", "factor change", "verify the factor change",
-    "unknown broker", "cancel when done", "preferred election", "preferred election again",
+    "throttle rates of a broker", "throttled replicas of the topic", "verify clears the throttles",
+    "throttle rates cleared", "throttled replicas cleared", "unknown broker", "cancel when done",
+    "preferred election", "preferred election again",
     "unclean election", "describe", "quorum status", "quorum replication", "unregister an unknown broker",
     "a batch above segment.bytes",
 )  # fmt: skip
@@ -315,6 +325,13 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     assert (rows["0"]["Replicas"], rows["0"]["Leader"]) == ("1,2", "1")
     assert (rows["1"]["Replicas"], rows["1"]["Leader"]) == ("2,3,1", "2")
     assert kafka["quorum status"][1][3] == [1, 2, 3]
+    rates = "leader.replication.throttled.rate=10000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+    assert any(line.strip().startswith(rates) for line in kafka["throttle rates of a broker"][1])
+    assert any(
+        "follower.replication.throttled.replicas=1:1" in line
+        for line in kafka["throttled replicas of the topic"][1]
+    )
+    assert not any("throttled" in line for line in kafka["throttle rates cleared"][1])
     assert kafka["a batch above segment.bytes"] == "RECORD_LIST_TOO_LARGE"  # librdkafka's name of it
 
 

@@ -1,0 +1,324 @@
+"""Configs of resources other than a topic's log, as Kafka stores them in its metadata and the controller
+replicates them here (``controller.resource_configs``): client metrics subscriptions (KIP-714), group
+configs (KIP-848, KIP-932), a broker's dynamic replication throttles, and a topic's throttled-replica
+lists. Pure: which keys each kind has, their types and defaults, Kafka's validation with Kafka's words and
+error codes, and how DescribeConfigs describes them.
+
+A *resource* is (kind, name): ``client-metrics`` and a subscription's name; ``group`` and a group id;
+``broker`` and a broker id (``""``: the cluster-wide default, Kafka's ``<default>``); ``topic`` and a
+topic's name (only the throttled-replica lists live here: the rest of a topic's configs are its log's,
+``raftlog.storage.config``). Values are stored as the strings Kafka's clients send.
+
+Errors as Kafka's: ``InvalidConfigRequest`` (INVALID_REQUEST: an unknown client metrics key, an interval
+out of bounds, an empty name) and ``InvalidResourceConfig`` (INVALID_CONFIG: a value of the wrong type,
+a bound of a group config, a malformed match pattern or replica list).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from partitions.errors import InvalidConfigRequest, InvalidResourceConfig
+
+CLIENT_METRICS, GROUP, BROKER, TOPIC = "client-metrics", "group", "broker", "topic"
+KINDS = (CLIENT_METRICS, GROUP, BROKER, TOPIC)
+INT_MIN, INT_MAX, LONG_MAX = -(2**31), 2**31 - 1, 2**63 - 1
+
+# -- client metrics subscriptions (Kafka's ClientMetricsConfigs) ------------------------------------------
+METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
+INTERVAL_MS_DEFAULT, INTERVAL_MS_MIN, INTERVAL_MS_MAX = 300_000, 100, 3_600_000
+MATCH_PARAMS = (
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "client_source_port",
+)
+
+# -- group configs (Kafka's GroupConfig, with its broker's default bounds) ---------------------------------
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
+CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+RESETS = ("latest", "earliest")
+
+# -- replication throttles (Kafka's QuotaConfig) -----------------------------------------------------------
+LEADER_RATE, FOLLOWER_RATE = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+THROTTLED_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+
+RESOURCES_MAX = 10_000  # resources with configs in the cluster (each a row of every snapshot)
+VALUE_CHARS_MAX = 32_768  # one config's value
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One config of a kind: Kafka's type and its default as Kafka prints it."""
+
+    kind: str  # BOOLEAN, STRING, INT, LONG, LIST
+    default: str
+    bounds: tuple[int, int] | None = None  # a group config's (Kafka's group.*.min/max.* defaults)
+
+
+KEYS: Mapping[str, Mapping[str, Key]] = {
+    CLIENT_METRICS: {
+        INTERVAL_MS: Key("INT", str(INTERVAL_MS_DEFAULT)),
+        MATCH: Key("LIST", ""),
+        METRICS: Key("LIST", ""),
+    },
+    GROUP: {
+        CONSUMER_HEARTBEAT_INTERVAL_MS: Key("INT", "5000", (5_000, 15_000)),
+        CONSUMER_SESSION_TIMEOUT_MS: Key("INT", "45000", (45_000, 60_000)),
+        SHARE_AUTO_OFFSET_RESET: Key("STRING", "latest"),
+        "share.heartbeat.interval.ms": Key("INT", "5000", (5_000, 15_000)),
+        "share.isolation.level": Key("STRING", "read_uncommitted"),
+        SHARE_RECORD_LOCK_DURATION_MS: Key("INT", "30000", (15_000, 60_000)),
+        "share.session.timeout.ms": Key("INT", "45000", (45_000, 60_000)),
+        "streams.heartbeat.interval.ms": Key("INT", "5000", (5_000, 15_000)),
+        "streams.num.standby.replicas": Key("INT", "0", (0, 2)),
+        "streams.session.timeout.ms": Key("INT", "45000", (45_000, 60_000)),
+    },
+    BROKER: {
+        FOLLOWER_RATE: Key("LONG", str(LONG_MAX)),
+        LEADER_RATE: Key("LONG", str(LONG_MAX)),
+        ALTER_LOG_DIRS_RATE: Key("LONG", str(LONG_MAX)),
+    },
+    TOPIC: {FOLLOWER_REPLICAS: Key("LIST", ""), LEADER_REPLICAS: Key("LIST", "")},
+}
+# a group config whose bound is below or above the other's (Kafka: session > heartbeat)
+_GROUP_PAIRS = (("consumer", "consumer"), ("share", "share"), ("streams", "streams"))
+
+
+def items(value: str) -> list[str]:
+    """A LIST value's items as Kafka's ConfigDef parses them: split at commas, trimmed, none if blank."""
+    return [] if not value.strip() else [item.strip() for item in value.split(",")]
+
+
+def _int(name: str, value: str, kind: str) -> int:
+    limit_low, limit_high = (INT_MIN, INT_MAX) if kind == "INT" else (-LONG_MAX - 1, LONG_MAX)
+    try:
+        parsed = int(value.strip())
+    except ValueError:
+        parsed = None
+    if parsed is None or not limit_low <= parsed <= limit_high:
+        raise InvalidResourceConfig(
+            f"Invalid value {value} for configuration {name}: Not a number of type {kind}"
+        )
+    return parsed
+
+
+def validate(kind: str, name: str, after: Mapping[str, str], before: Mapping[str, str]) -> None:
+    """Refuse the configs ``after`` of a resource as Kafka's controller refuses them (``before``: what it
+    held, which Kafka consults for client metrics match patterns)."""
+    if kind not in KEYS:
+        raise InvalidConfigRequest(f"unknown resource kind {kind!r}")
+    for key, value in after.items():
+        if not isinstance(value, str) or len(value) > VALUE_CHARS_MAX:
+            raise InvalidResourceConfig(f"{key}: a value of at most {VALUE_CHARS_MAX} characters")
+    if kind == CLIENT_METRICS:
+        _validate_client_metrics(name, after, before)
+    elif kind == GROUP:
+        _validate_group(name, after)
+    elif kind == BROKER:
+        for key, value in after.items():
+            if key not in KEYS[BROKER]:
+                raise InvalidResourceConfig(
+                    f"{key}: not a dynamic broker config of raftlog, whose brokers change only their "
+                    "replication throttles at run time (docs/kafka-compatibility.md)"
+                )
+            if _int(key, value, "LONG") < 0:
+                raise InvalidResourceConfig(
+                    f"Invalid value {value} for configuration {key}: Value must be at least 0"
+                )
+    else:
+        for key, value in after.items():
+            if key not in KEYS[TOPIC]:
+                raise InvalidResourceConfig(f"{key} is not a topic's throttled-replica list")
+            _check_replica_list(key, value)
+
+
+def _validate_client_metrics(name: str, after: Mapping[str, str], before: Mapping[str, str]) -> None:
+    if not name:
+        raise InvalidConfigRequest("Subscription name can't be empty")
+    for key in after:
+        if key not in KEYS[CLIENT_METRICS]:
+            raise InvalidConfigRequest(f"Unknown client metrics configuration: {key}")
+    for key in (METRICS, MATCH):
+        if key in after:
+            values = items(after[key])
+            if len(set(values)) != len(values):
+                raise InvalidResourceConfig(f"Configuration '{key}' values must not be duplicated.")
+    if INTERVAL_MS in after:
+        interval = _int(INTERVAL_MS, after[INTERVAL_MS], "INT")
+        if not INTERVAL_MS_MIN <= interval <= INTERVAL_MS_MAX:
+            raise InvalidConfigRequest(
+                f"Invalid value {interval} for {INTERVAL_MS}, "
+                "interval must be between 100 and 3600000 (1 hour)"
+            )
+    if MATCH in after and after.get(MATCH) != before.get(MATCH):
+        for pattern in items(after[MATCH]):
+            param, value = match_pattern(pattern)
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise InvalidResourceConfig(
+                    f"Client match pattern `{param}={value}` is not a valid regular expression: {exc}."
+                ) from None
+
+
+def match_pattern(pattern: str) -> tuple[str, str]:
+    """A client match pattern's parameter and regular expression (split at its first ``=``)."""
+    param, equals, value = pattern.partition("=")
+    if not equals or param.strip() not in MATCH_PARAMS:
+        raise InvalidResourceConfig(f"Illegal client matching pattern: {pattern}")
+    return param.strip(), value.strip()
+
+
+def _validate_group(name: str, after: Mapping[str, str]) -> None:
+    if not name:
+        raise InvalidConfigRequest("Group name must not be empty")
+    keys = KEYS[GROUP]
+    parsed: dict[str, int] = {}
+    for key, value in after.items():
+        if key not in keys:
+            raise InvalidResourceConfig(f"Unknown group config name: {key}")
+        if keys[key].kind == "INT":
+            parsed[key] = _int(key, value, "INT")
+    reset = after.get(SHARE_AUTO_OFFSET_RESET)
+    if reset is not None and reset.startswith("by_duration:"):
+        raise InvalidResourceConfig(
+            f"{SHARE_AUTO_OFFSET_RESET}={reset}: raftlog starts a share group at 'earliest' or 'latest' only"
+        )
+    if reset is not None and reset.strip().lower() not in RESETS:
+        raise InvalidResourceConfig(
+            f"Invalid value {reset} for configuration {SHARE_AUTO_OFFSET_RESET}: "
+            f"Invalid value `{reset}` for configuration {SHARE_AUTO_OFFSET_RESET}. "
+            "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
+        )
+    level = after.get("share.isolation.level")
+    if level is not None and level not in ("read_committed", "read_uncommitted"):
+        raise InvalidResourceConfig(
+            f"Invalid value {level} for configuration share.isolation.level: "
+            "String must be one of: read_committed, read_uncommitted"
+        )
+    for key, number in parsed.items():
+        bounds = keys[key].bounds
+        if bounds is None:
+            continue
+        low, high = bounds
+        family, _, rest = key.partition(".")
+        least, most = f"group.{family}.min.{rest}", f"group.{family}.max.{rest}"  # as Kafka names them
+        if key == "streams.num.standby.replicas":
+            if number > high:
+                raise InvalidResourceConfig(
+                    f"{key} must be less than or equal to group.streams.max.standby.replicas"
+                )
+            continue
+        if number < low:
+            raise InvalidResourceConfig(f"{key} must be greater than or equal to {least}")
+        if number > high:
+            raise InvalidResourceConfig(f"{key} must be less than or equal to {most}")
+    for family, _ in _GROUP_PAIRS:
+        session = int(after.get(f"{family}.session.timeout.ms", keys[f"{family}.session.timeout.ms"].default))
+        beat = int(
+            after.get(f"{family}.heartbeat.interval.ms", keys[f"{family}.heartbeat.interval.ms"].default)
+        )
+        if session <= beat:
+            raise InvalidResourceConfig(
+                f"{family}.session.timeout.ms must be greater than {family}.heartbeat.interval.ms"
+            )
+
+
+def _check_replica_list(key: str, value: str) -> None:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
+    listed = items(value)
+    if listed == ["*"] or all(re.fullmatch(r"\d+:\d+", entry) for entry in listed):
+        return
+    raise InvalidResourceConfig(
+        f"Invalid value {value} for configuration {key}: {key} must be the literal '*' or a list of "
+        "replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
+# -- how a resource's configs are described -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """One config as DescribeConfigs describes it: ``source`` is Kafka's ConfigSource name."""
+
+    name: str
+    value: str
+    kind: str
+    source: str
+    synonyms: tuple[tuple[str, str, str], ...]  # (name, value, source)
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "DEFAULT_CONFIG"
+
+
+SET_SOURCE = {
+    CLIENT_METRICS: "CLIENT_METRICS_CONFIG",
+    GROUP: "GROUP_CONFIG",
+    TOPIC: "DYNAMIC_TOPIC_CONFIG",
+}
+
+
+def describe(
+    kind: str,
+    stored: Mapping[str, str],
+    keys: tuple[str, ...] | None = None,
+    default: Mapping[str, str] | None = None,
+) -> list[Described]:
+    """Every config of a resource of ``kind`` with ``stored`` set on it, in name order (``keys``: only
+    those). A broker's: set on it (DYNAMIC_BROKER_CONFIG), else on the cluster's default
+    (``default``: DYNAMIC_DEFAULT_BROKER_CONFIG), else Kafka's default."""
+    entries = []
+    for name, key in sorted(KEYS[kind].items()):
+        if keys is not None and name not in keys:
+            continue
+        synonyms: list[tuple[str, str, str]] = []
+        if kind == BROKER:
+            if name in stored:
+                synonyms.append((name, stored[name], "DYNAMIC_BROKER_CONFIG"))
+            if default is not None and name in default:
+                synonyms.append((name, default[name], "DYNAMIC_DEFAULT_BROKER_CONFIG"))
+            value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (key.default, "DEFAULT_CONFIG")
+        else:  # the one synonym Kafka lists: the config itself, where its value comes from
+            value, source = (
+                (stored[name], SET_SOURCE[kind]) if name in stored else (key.default, "DEFAULT_CONFIG")
+            )
+            synonyms.append((name, value, source))
+        entries.append(Described(name, _canonical(key.kind, value), key.kind, source, tuple(synonyms)))
+    return entries
+
+
+def _canonical(kind: str, value: str) -> str:
+    """A value as Kafka prints it back: a list's items joined by commas, a number trimmed."""
+    if kind == "LIST":
+        return ",".join(items(value))
+    return value.strip() if kind in ("INT", "LONG") else value
+
+
+def value_of(kind: str, stored: Mapping[str, str], name: str) -> str:
+    """A config's effective value (the stored one, else Kafka's default)."""
+    return _canonical(KEYS[kind][name].kind, stored.get(name, KEYS[kind][name].default))
+
+
+def group_settings(stored: Mapping[str, str]) -> tuple[str, int]:
+    """A share group's ``share.auto.offset.reset`` and ``share.record.lock.duration.ms``."""
+    return (
+        value_of(GROUP, stored, SHARE_AUTO_OFFSET_RESET).lower(),
+        int(value_of(GROUP, stored, SHARE_RECORD_LOCK_DURATION_MS)),
+    )
+
+
+def lookup(resources: Mapping[tuple[str, str], Mapping[str, str]]) -> Callable[[str, str], Mapping[str, str]]:
+    """``(kind, name) -> configs`` (empty when none are set)."""
+    return lambda kind, name: resources.get((kind, name), {})

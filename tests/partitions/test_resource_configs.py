@@ -1,0 +1,147 @@
+"""Configs of client metrics subscriptions, groups, brokers' throttles and topics' throttled replicas
+(``partitions.resource_configs``): Kafka's checks with Kafka's words and codes, and how they are described."""
+
+from __future__ import annotations
+
+import pytest
+
+from partitions import resource_configs as rc
+from partitions.errors import InvalidConfigRequest, InvalidResourceConfig
+
+
+@pytest.mark.parametrize(
+    ("configs", "error", "words"),
+    [
+        ({"interval.ms": "99"}, InvalidConfigRequest, "Invalid value 99 for interval.ms, interval must be"),
+        ({"interval.ms": "3600001"}, InvalidConfigRequest, "between 100 and 3600000 (1 hour)"),
+        (
+            {"interval.ms": "soon"},
+            InvalidResourceConfig,
+            "value soon for configuration interval.ms: Not a number",
+        ),
+        ({"interval.ms": "3000000000"}, InvalidResourceConfig, "Not a number of type INT"),
+        ({"bogus": "1"}, InvalidConfigRequest, "Unknown client metrics configuration: bogus"),
+        ({"match": "client_id"}, InvalidResourceConfig, "Illegal client matching pattern: client_id"),
+        (
+            {"match": "client_color=red"},
+            InvalidResourceConfig,
+            "Illegal client matching pattern: client_color=",
+        ),
+        ({"match": "client_id=(("}, InvalidResourceConfig, "pattern `client_id=((` is not a valid regular"),
+        ({"metrics": "org.apache.,org.apache."}, InvalidResourceConfig, "values must not be duplicated"),
+    ],
+)
+def test_client_metrics_are_refused_as_kafka_refuses_them(
+    configs: dict[str, str], error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error) as refused:
+        rc.validate(rc.CLIENT_METRICS, "sub", configs, {})
+    assert words in str(refused.value)
+
+
+def test_client_metrics_kafka_accepts_are_accepted() -> None:
+    rc.validate(
+        rc.CLIENT_METRICS,
+        "sub",
+        {
+            "interval.ms": "100",
+            "metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.fetch",
+            "match": "client_software_name=apache-kafka-java,client_software_version=4\\.1\\..*",
+        },
+        {},
+    )
+    rc.validate(rc.CLIENT_METRICS, "sub", {"interval.ms": "3600000", "metrics": "*"}, {})
+    with pytest.raises(InvalidConfigRequest, match="Subscription name can't be empty"):
+        rc.validate(rc.CLIENT_METRICS, "", {}, {})
+    # a match pattern already stored is not compiled again (Kafka checks new or changed ones only)
+    rc.validate(rc.CLIENT_METRICS, "sub", {"match": "client_id=(("}, {"match": "client_id=(("})
+
+
+@pytest.mark.parametrize(
+    ("configs", "words"),
+    [
+        (
+            {"consumer.session.timeout.ms": "44999"},
+            "greater than or equal to group.consumer.min.session.timeout.ms",
+        ),
+        (
+            {"consumer.session.timeout.ms": "60001"},
+            "less than or equal to group.consumer.max.session.timeout.ms",
+        ),
+        ({"consumer.heartbeat.interval.ms": "4999"}, "group.consumer.min.heartbeat.interval.ms"),
+        ({"share.record.lock.duration.ms": "60001"}, "or equal to group.share.max.record.lock.duration.ms"),
+        ({"share.auto.offset.reset": "middle"}, "The value must be either 'earliest', 'latest'"),
+        ({"share.auto.offset.reset": "by_duration:PT1H"}, "'earliest' or 'latest' only"),
+        ({"share.isolation.level": "dirty"}, "String must be one of: read_committed"),
+        ({"streams.num.standby.replicas": "3"}, "group.streams.max.standby.replicas"),
+        ({"foobar": "abc"}, "Unknown group config name: foobar"),
+        ({"share.session.timeout.ms": "x"}, "Not a number of type INT"),
+    ],
+)
+def test_group_configs_are_bounded_as_kafka_bounds_them(configs: dict[str, str], words: str) -> None:
+    with pytest.raises(InvalidResourceConfig) as refused:
+        rc.validate(rc.GROUP, "g", configs, {})
+    assert words in str(refused.value)
+
+
+def test_group_configs_kafka_accepts_and_what_a_share_group_uses() -> None:
+    configs = {
+        "share.auto.offset.reset": "earliest",
+        "consumer.session.timeout.ms": "50000",
+        "consumer.heartbeat.interval.ms": "6000",
+        "share.record.lock.duration.ms": "15000",
+    }
+    rc.validate(rc.GROUP, "g", configs, {})
+    assert rc.group_settings(configs) == ("earliest", 15000)
+    assert rc.group_settings({}) == ("latest", 30000)  # Kafka's defaults
+    with pytest.raises(InvalidConfigRequest, match="Group name must not be empty"):
+        rc.validate(rc.GROUP, "", configs, {})
+
+
+def test_throttles_are_checked_as_kafka_checks_them() -> None:
+    rc.validate(rc.BROKER, "1", {"leader.replication.throttled.rate": "1048576"}, {})
+    with pytest.raises(InvalidResourceConfig, match="Value must be at least 0"):
+        rc.validate(rc.BROKER, "1", {"follower.replication.throttled.rate": "-1"}, {})
+    with pytest.raises(InvalidResourceConfig, match=r"log\.retention\.ms: not a dynamic broker config"):
+        rc.validate(rc.BROKER, "1", {"log.retention.ms": "1"}, {})
+    rc.validate(rc.TOPIC, "t", {"leader.replication.throttled.replicas": "0:1,1:2"}, {})
+    rc.validate(rc.TOPIC, "t", {"follower.replication.throttled.replicas": "*"}, {})
+    with pytest.raises(InvalidResourceConfig, match=r"must be the literal '\*' or a list of replicas"):
+        rc.validate(rc.TOPIC, "t", {"leader.replication.throttled.replicas": "0-1"}, {})
+
+
+def test_described_with_sources_and_synonyms() -> None:
+    described = {d.name: d for d in rc.describe(rc.GROUP, {"share.auto.offset.reset": "earliest"})}
+    assert set(described) == set(rc.KEYS[rc.GROUP])
+    reset = described["share.auto.offset.reset"]
+    assert (reset.value, reset.source, reset.is_default) == ("earliest", "GROUP_CONFIG", False)
+    session = described["consumer.session.timeout.ms"]
+    assert (session.value, session.source) == ("45000", "DEFAULT_CONFIG")
+    assert session.synonyms == (("consumer.session.timeout.ms", "45000", "DEFAULT_CONFIG"),)  # as Kafka
+    assert reset.synonyms == (("share.auto.offset.reset", "earliest", "GROUP_CONFIG"),)
+    metrics = {
+        d.name: d for d in rc.describe(rc.CLIENT_METRICS, {"metrics": "a., b.", "interval.ms": "1000"})
+    }
+    assert (metrics["metrics"].value, metrics["metrics"].source) == ("a.,b.", "CLIENT_METRICS_CONFIG")
+    assert (metrics["match"].value, metrics["match"].source) == ("", "DEFAULT_CONFIG")
+    broker = {
+        d.name: d
+        for d in rc.describe(
+            rc.BROKER,
+            {"leader.replication.throttled.rate": "10"},
+            None,
+            {"follower.replication.throttled.rate": "20"},
+        )
+    }
+    assert (
+        broker["leader.replication.throttled.rate"].source,
+        broker["leader.replication.throttled.rate"].value,
+    ) == (
+        "DYNAMIC_BROKER_CONFIG",
+        "10",
+    )
+    assert broker["follower.replication.throttled.rate"].source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    assert broker["leader.replication.throttled.rate"].synonyms == (
+        ("leader.replication.throttled.rate", "10", "DYNAMIC_BROKER_CONFIG"),
+    )
+    assert broker["replica.alter.log.dirs.io.max.bytes.per.second"].value == str(2**63 - 1)
