@@ -149,8 +149,7 @@ async def acquire(request: web.Request) -> web.Response:
             "lock_ms": state.node(request).local.shares.settings.lock_ms,
             "records": rows,
             "errors": errors,
-        },
-        content_type=KAFKA_V2,
+        }
     )
 
 
@@ -236,7 +235,7 @@ async def acknowledge(request: web.Request) -> web.Response:
         {**o, **(_error(o["error"]) if o["error"] is not None else {"error_code": None, "error": None})}
         for o in outcomes
     ]
-    return web.json_response({"partitions": rows}, content_type=KAFKA_V2)
+    return web.json_response({"partitions": rows})
 
 
 _GROUP = share_group_path.template

@@ -308,6 +308,15 @@ class ConsumerService:
                 MemberDescription(cm.member_id, cm.topics(), tuple(rows), cm.client_id, cm.client_host)
             )
             assigned.update(cm.assigned)
+        share = self._groups.share.members_of(group) if current.protocol_type == SHARE_PROTOCOL_TYPE else None
+        for sm in sorted(share.members.values(), key=lambda m: m.member_id) if share is not None else ():
+            rows = []
+            for tp in sorted(sm.assigned):  # a share group member's (KIP-932): records, not offsets, held
+                with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                    rows.append(await row(tp, None))
+            members.append(
+                MemberDescription(sm.member_id, sm.subscribed, tuple(rows), sm.client_id, sm.client_host)
+            )
         unassigned = []
         for topic in _read_topics(current):  # the topics it read or committed, no member holds now
             for tp in (TopicPartition(topic, p) for p in range(self._groups.partition_count(topic))):
