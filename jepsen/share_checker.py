@@ -5,7 +5,8 @@
 each `[key, offset, value, delivery_count]`) and `ack`s (the invoke's `acks`, each `[key, offset, type]`,
 type `accept`, `release` or `reject`; `ok`: every one applied, `fail`: none, `info`: unknown). An acquire
 whose invoke says `final: true` is one of the drain at the end, after every send completed and every
-lock had time to expire. A member is a process. Real time is the order of the history.
+lock had time to expire; one that says `partial` (a partition's leader could not be asked) does not
+show the group drained. A member is a process. Real time is the order of the history.
 
 What KIP-932 allows, and so what is never flagged: a record delivered again (its lock expired, it was
 released, its member left, or its partition's leader changed before it was acknowledged), to the same or
@@ -92,7 +93,10 @@ class _Analysis:
         """Whether a final acquire that found nothing was invoked after every send completed."""
         last_send = max((op.complete_index or op.invoke_index for op in self.sends), default=-1)
         return any(
-            op.invoke.get("final", False) and not op.result("records") and op.invoke_index > last_send
+            op.invoke.get("final", False)
+            and not op.result("records")
+            and not op.result("partial", False)  # a partition's leader not asked: not all was seen
+            and op.invoke_index > last_send
             for op in self.acquires
         )
 
