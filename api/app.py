@@ -44,6 +44,7 @@ from api import (
     negotiation,
     prometheus,
     records,
+    share_groups,
     state,
     topics,
     transactions,
@@ -362,6 +363,7 @@ ROUTES: tuple[Operation, ...] = (
         ok_type="application/json", local=True,
     ),
     *consumers.ROUTES,  # consumer groups: instances, subscriptions, records, fenced commits, lag
+    *share_groups.ROUTES,  # share groups (KIP-932): members acquire and acknowledge records
     *internal.ROUTES,  # node-to-node: the server side of peer calls
 )  # fmt: skip
 
@@ -526,6 +528,7 @@ _PATH_NAMES: dict[str, Callable[[object, str], str]] = {
     "topic": check_topic_name,
     "group": check_group_name,
     "instance": check_instance_name,
+    "member": check_instance_name,
 }
 
 

@@ -21,12 +21,14 @@ from raftlog.storage import errors as storage
 from raftlog_contract import (
     DISK_FULL,
     INSTANCE_EXISTS,
+    INVALID_RECORD_STATE,
     NOT_AUTHORIZED,
     OFFSET_OUT_OF_RANGE,
     PARTITION_NOT_ASSIGNED,
     SEQUENCE_TOO_OLD,
     STALE_GENERATION,
     UNKNOWN_INSTANCE,
+    UNKNOWN_MEMBER,
     UNKNOWN_TOPIC,
 )
 
@@ -231,9 +233,9 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     # a group of theirs only as another protocol's (NotConsumerGroup)
     (groups.NotConsumerGroup, HttpError(409, 40928)),
     (groups.NotCoordinator, HttpError(503, 50311, retriable=True)),
-    (groups.UnknownMember, HttpError(404, 40410)),
-    (groups.InvalidRecordState, HttpError(409, 40931)),
-    (groups.ShareSessionNotFound, HttpError(404, 40410)),
+    (groups.UnknownMember, HttpError(404, UNKNOWN_MEMBER)),
+    (groups.InvalidRecordState, HttpError(409, INVALID_RECORD_STATE)),
+    (groups.ShareSessionNotFound, HttpError(404, UNKNOWN_MEMBER)),
     (groups.InvalidShareSessionEpoch, HttpError(409, 40929)),
     (groups.ShareGroupsNotFinalized, HttpError(409, 40927)),
     (groups.FencedMemberEpoch, HttpError(409, 40929)),

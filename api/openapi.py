@@ -18,6 +18,7 @@ from api.access import Access
 from api.errors import TABLE
 from api.negotiation import error_type, offered
 from api.openapi_schemas import PARTITION_NUMBER, SCHEMAS, STR, ref
+from api.openapi_share_schemas import SHARE_SCHEMAS
 from partitions.peers.client import INTERNAL_PREFIX
 from raftlog_contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
 
@@ -220,7 +221,7 @@ def document(operations: Sequence[Operation], *, admin_token: bool, acls: bool =
         "tags": [{"name": "client"}, {"name": "admin"}, {"name": "operations"}, {"name": "internal"}],
         "paths": paths,
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, **SHARE_SCHEMAS},
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "basic": {"type": "http", "scheme": "basic"},

@@ -25,7 +25,10 @@ KEYED_FS: frozenset[str] = frozenset({"send", "poll", "commit", "committed"})
 TXN_FS: frozenset[str] = frozenset({"txn", "end", "init"})
 # the consumer-group workload's member step (jepsen/group_workload.py): what one consume() call saw
 GROUP_FS: frozenset[str] = frozenset({"consume"})
-CLIENT_FS: frozenset[str] = KEYED_FS | TXN_FS | GROUP_FS
+# a share group's members (jepsen/share_checker.py): records acquired, acknowledged
+SHARE_FS: frozenset[str] = frozenset({"acquire", "ack"})
+SHARE_ACK_TYPES: frozenset[str] = frozenset({"accept", "release", "reject"})
+CLIENT_FS: frozenset[str] = KEYED_FS | TXN_FS | GROUP_FS | SHARE_FS
 ISOLATION_LEVELS: frozenset[str] = frozenset({"read_committed", "read_uncommitted"})
 NEMESIS_PROCESS = "nemesis"
 NEMESIS_FS: frozenset[str] = frozenset({"start", "stop"})
@@ -308,6 +311,13 @@ def _check_invoke(event: Event, source: str, line_no: int) -> None:
     if event.f in GROUP_FS:
         need("group", _is_text(raw.get("group")), "a non-empty string")
         return
+    if event.f in SHARE_FS:
+        need("group", _is_text(raw.get("group")), "a non-empty string")
+        acks = raw.get("acks", [])
+        need("acks", isinstance(acks, list) and all(_is_ack_row(row) for row in acks),
+             f"a list of [key, offset, one of {sorted(SHARE_ACK_TYPES)}]")  # fmt: skip
+        need("final", isinstance(raw.get("final", False), bool), "a boolean")
+        return
     need("key", isinstance(raw.get("key"), str) and bool(raw.get("key")), "a 'topic/partition' string")
     if event.f == "send":
         need("value", _is_int(raw.get("value")), "an int")
@@ -413,6 +423,10 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
         for position, record in enumerate(records):
             if not (isinstance(record, list) and len(record) == 2 and _is_int(record[0])):
                 raise fail(f"records[{position}] must be [offset, value], got {record!r}")
+    elif event.f == "acquire":
+        records = raw.get("records")
+        if not (isinstance(records, list) and all(_is_acquired_row(row) for row in records)):
+            raise fail(f"needs 'records' (a list of [key, offset, value, delivery_count]), got {records!r}")
     elif event.f == "commit":
         if not _is_int(raw.get("committed")):
             raise fail(f"needs 'committed' (the stored offset), got {raw.get('committed')!r}")
@@ -420,6 +434,27 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
         "offset" in raw and (raw["offset"] is None or _is_int(raw["offset"]))
     ):
         raise fail(f"needs 'offset' (int or null), got {raw.get('offset')!r}")
+
+
+def _is_ack_row(row: object) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 3
+        and _is_text(row[0])
+        and _is_int(row[1])
+        and row[2] in SHARE_ACK_TYPES
+    )
+
+
+def _is_acquired_row(row: object) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 4
+        and _is_text(row[0])
+        and _is_int(row[1])
+        and _is_int(row[3])
+        and row[3] >= 1
+    )
 
 
 def _is_group_item(item: object) -> bool:

@@ -57,8 +57,9 @@ HEAL_READY_TIMEOUT_S = 45.0
 DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
-# compact: jepsen/compact_workload.py; txn: jepsen/txn_workload.py; group: jepsen/group_workload.py
-WORKLOADS = ("queue", "compact", "txn", "group")
+# compact: jepsen/compact_workload.py; txn: jepsen/txn_workload.py; group: jepsen/group_workload.py;
+# share: jepsen/share_workload.py
+WORKLOADS = ("queue", "compact", "txn", "group", "share")
 FILE_SYSTEMS = ("plain", "lazy")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
@@ -118,6 +119,10 @@ class RunConfig:
             from jepsen import group_workload
 
             return group_workload.TOPICS, group_workload.TOPIC_CONFIGS
+        if self.workload == "share":
+            from jepsen import share_workload
+
+            return share_workload.TOPICS, share_workload.TOPIC_CONFIGS
         if self.workload == "compact":
             return COMPACT_TOPICS, COMPACT_TOPIC_CONFIGS
         return TOPICS, TOPIC_CONFIGS
@@ -141,6 +146,10 @@ class RunConfig:
             from jepsen import group_workload
 
             args.extend(group_workload.serve_args(args))
+        if self.workload == "share":  # locks of seconds, so the drain waits seconds for held records
+            from jepsen import share_workload
+
+            args.extend(share_workload.serve_args(args))
         if "hostile-clients" in self.faults and not any(
             a.startswith("--kafka-connections-per-user") for a in args
         ):
@@ -240,6 +249,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     faults = nemesis.parse_faults(args.nemesis, nemesis.GROUP_FAULTS if args.workload == "group" else ())
     if args.workload == "group" and clients != ("kafka",):
         raise ValueError("--workload group: its processes are Kafka clients (--clients kafka)")
+    if args.workload == "share" and clients != ("http",):
+        raise ValueError("--workload share: its processes are HTTP share members (--clients http)")
     computed = {
         "faults": faults,
         "time_limit_s": args.time_limit,
@@ -555,6 +566,30 @@ async def _drive_group(faults: _Run, rng: random.Random, keys: list[str]) -> dic
     return await faults.summary(keys, stats, {"group": final})
 
 
+async def _drive_share(faults: _Run, rng: random.Random, keys: list[str]) -> dict[str, Any]:
+    """The share group workload: producers and HTTP members of one share group; after the heal,
+    ``ShareRun.finish``: the members accept everything until an acquire finds nothing."""
+    from jepsen import share_workload
+
+    base_ms = int(time.time() * 1000)
+    operations = workload.Operations(faults.http, faults.recorder, base_ms, LOG_APPEND_TIME_TOPICS)
+    run = share_workload.ShareRun(
+        faults.http, operations, faults.recorder, concurrency=faults.config.concurrency,
+        run_id=faults.cluster.prefix, rng=random.Random(rng.getrandbits(64)),
+    )  # fmt: skip
+    stats = workload.Stats()
+    try:
+        await faults.during(
+            lambda until: run.run_workers(rate=faults.config.rate, deadline=until, stats=stats)
+        )
+        final = await run.finish(stats)
+        if not final["drained"]:
+            faults.notes.append("the share group's members did not drain the topic within the budget")
+    finally:
+        await faults.close()
+    return await faults.summary(keys, stats, {"share": final})
+
+
 def _coordinator_finder(faults: _Run) -> Callable[[], Awaitable[str | None]]:
     """The node coordinating the group workload's consumer group, as its members' clients found it
     (FindCoordinator; their statistics name it), for kill-coordinator."""
@@ -612,7 +647,9 @@ class _Run:
             coordinator=_coordinator_finder(self) if config.workload == "group" else None,
         )
         self.http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
-        drive = {"txn": _drive_txn, "group": _drive_group}.get(config.workload, _drive_queue)
+        drive = {"txn": _drive_txn, "group": _drive_group, "share": _drive_share}.get(
+            config.workload, _drive_queue
+        )
         return await drive(self, rng, keys)
 
     async def during(self, workers: Callable[[float], Awaitable[object]]) -> None:

@@ -22,7 +22,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True, slots=True)
 class PeerOp:
-    service: str  # "data" | "admin" | "groups" | "peer" | "transactions": the attribute of ``LocalServices``
+    # "data" | "admin" | "groups" | "peer" | "transactions" | "shares": the attribute of ``LocalServices``
+    service: str
     method: str  # the service's method, called with the arguments by name
     summary: str
     write: bool = False  # a lost answer is "outcome unknown"

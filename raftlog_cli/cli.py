@@ -19,6 +19,7 @@ from raftlog_cli import acls as cli_acls
 from raftlog_cli import admin as cli_admin
 from raftlog_cli import completion, log_command, profile, records, topics
 from raftlog_cli import groups as cli_groups
+from raftlog_cli import shares as cli_shares
 from raftlog_cli import transactions as cli_transactions
 from raftlog_cli import users as cli_users
 from raftlog_cli.arguments import header_pair, non_negative, positive
@@ -274,6 +275,7 @@ def _add_cluster_commands(commands: Any) -> None:
 
     cli_admin.add_commands(commands, topic_sub, server, _with_client)
     cli_groups.add_commands(commands, server, _with_client)
+    cli_shares.add_commands(commands, server, _with_client)
     cli_users.add_commands(commands, server, _with_client)
     cli_acls.add_commands(commands, server, _with_client)
     cli_transactions.add_commands(commands, server, _with_client)

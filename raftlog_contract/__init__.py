@@ -44,6 +44,8 @@ NOT_DONE_CODES = range(50300, 50400)  # 503xx: nothing was done (no leader, over
 OUTCOME_UNKNOWN_CODES = range(50400, 50500)  # 504xx: done or not; repeat only what is idempotent
 DISK_FULL = 50701  # 507: the leader's disk is full; nothing was done (later, or another leader, may take it)
 UNSTABLE_OFFSET = 40919  # an offset of the group is pending in an open transaction: ask again once it ends
+UNKNOWN_MEMBER = 40410  # the share group member is gone (its session ended, it left): join again
+INVALID_RECORD_STATE = 40931  # a share acknowledgement of a record not held (lock expired, acknowledged)
 
 
 def retriable(error_code: int | None) -> bool:
@@ -125,6 +127,10 @@ group_offsets_path = PathTemplate("/consumers/{group}/offsets")
 # a consumer instance; its resources (``/subscription``, ``/assignments``, ``/positions``, ``/records``,
 # ``/offsets``) are below it
 instance_path = PathTemplate("/consumers/{group}/instances/{instance}")
+share_group_path = PathTemplate("/share-groups/{group}")  # a share group (KIP-932): POST joins a member
+# a share group member: GET heartbeats, DELETE leaves; ``/records`` (POST acquires) and
+# ``/acknowledgements`` (POST) are below it
+share_member_path = PathTemplate("/share-groups/{group}/members/{member}")
 admin_topic_path = PathTemplate("/v1/topics/{topic}")  # DELETE removes a topic
 topic_configs_path = PathTemplate("/v1/topics/{topic}/configs")
 topic_partitions_path = PathTemplate("/v1/topics/{topic}/partitions")

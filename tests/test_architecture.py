@@ -454,6 +454,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.consumer_coordinator",  # the consumer group protocol's coordinator
     "partitions.groups.share_coordinator",  # share groups' membership (KIP-932)
     "partitions.data.share_records",  # share groups' records, served by a partition's leader (KIP-932)
+    "partitions.groups.share_partition",  # their acknowledge types and the bound on records in flight
     "partitions.groups.classic",  # the classic group protocol's coordinator (ClassicGroups)
     "partitions.groups.classic_members",  # its refusals
     "partitions.groups.consumer_protocol",  # the consumer protocol's subscription and assignment bytes

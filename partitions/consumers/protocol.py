@@ -103,7 +103,8 @@ class GroupSummary:
     coordinator_partition: int
     state: str = "Empty"  # Kafka's: Empty, PreparingRebalance, CompletingRebalance, Stable
     protocol_type: str = "consumer"  # Kafka's: consumer (HTTP groups too), connect..., "" offsets only
-    door: str | None = None  # how its members join: "http", "kafka"; None while it has none
+    # how its members join: "http", "kafka" (a share group with both: "http,kafka"); None while it has none
+    door: str | None = None
     # Kafka's group type: "classic" (HTTP groups too), "consumer" (KIP-848), "share" (KIP-932)
     group_type: str = "classic"
 
@@ -120,6 +121,18 @@ class GroupDescription:
     members: tuple[MemberDescription, ...]
     lag: int
     unassigned: tuple[MemberPartition, ...] = ()  # partitions of its topics no member holds (an empty group)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMembership:
+    """A share group member (KIP-932) as its coordinator answered a heartbeat of the HTTP door: its epoch
+    and every partition assigned to it (after a leave: those it had), and how often to call."""
+
+    member_id: str
+    member_epoch: int  # -1: it left
+    assignment: tuple[TopicPartition, ...]
+    heartbeat_interval_ms: int
+    session_timeout_ms: int
 
 
 class GroupService(Protocol):
@@ -226,6 +239,21 @@ class GroupService(Protocol):
         """A commit of the group's offsets of ``topics`` outside any member (a door's group-level commit,
         an operator's reset) is about to be made: recorded; a ``reset`` is refused while a member is live
         (GroupNotEmpty: its next commit would undo the reset), unless ``force``."""
+        ...
+
+    @peer("A share group member's heartbeat (join, stay, leave) on the group's coordinator", write=True)
+    async def share_heartbeat(
+        self,
+        group: str,
+        member: str,
+        epoch: int | None,
+        topics: list[str] | None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> ShareMembership:
+        """A share group member of the HTTP door (``partitions.groups.share_coordinator``, the one the
+        Kafka door's ShareGroupHeartbeat asks): ``epoch`` 0 joins subscribed to ``topics``, None stays in
+        the epoch it was given, -1 leaves. Answers its whole assignment (a leave: what it had)."""
         ...
 
     @peer("The groups of one coordinator partition")  # while it elects, waited for: a listing is whole

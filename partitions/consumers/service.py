@@ -35,6 +35,7 @@ from partitions.consumers.protocol import (
     MemberPartition,
     ReadEnd,
     ReadPlan,
+    ShareMembership,
 )
 from partitions.consumers.reader import PartitionData
 from partitions.data.service import DataService
@@ -43,6 +44,7 @@ from partitions.features import Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
+from partitions.groups.share_coordinator import LEAVE_EPOCH
 from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group, InstanceConfig
 from raftlog.errors import RaftlogError
 
@@ -306,6 +308,15 @@ class ConsumerService:
                 MemberDescription(cm.member_id, cm.topics(), tuple(rows), cm.client_id, cm.client_host)
             )
             assigned.update(cm.assigned)
+        share = self._groups.share.members_of(group) if current.protocol_type == SHARE_PROTOCOL_TYPE else None
+        for sm in sorted(share.members.values(), key=lambda m: m.member_id) if share is not None else ():
+            rows = []
+            for tp in sorted(sm.assigned):  # a share group member's (KIP-932): records, not offsets, held
+                with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                    rows.append(await row(tp, None))
+            members.append(
+                MemberDescription(sm.member_id, sm.subscribed, tuple(rows), sm.client_id, sm.client_host)
+            )
         unassigned = []
         for topic in _read_topics(current):  # the topics it read or committed, no member holds now
             for tp in (TopicPartition(topic, p) for p in range(self._groups.partition_count(topic))):
@@ -338,10 +349,11 @@ class ConsumerService:
         if group.protocol_type == SHARE_PROTOCOL_TYPE:  # a share group (KIP-932): members in memory
             share = self._groups.share.members_of(group.name)
             members = 0 if share is None else len(share.members)
+            doors = sorted({m.door for m in share.members.values()}) if share is not None else []
             return GroupSummary(
                 group.name, group.generation if share is None else share.group_epoch, group.assignor, members,
                 coordinator_partition, "Stable" if members else "Empty", SHARE_PROTOCOL_TYPE,
-                "kafka" if members else None, "share",
+                ",".join(doors) or None, "share",
             )  # fmt: skip
         protocol_type = "consumer" if group.protocol_type is None else group.protocol_type
         group_type = "consumer" if consumer is not None else "classic"
@@ -354,6 +366,36 @@ class ConsumerService:
             "Empty",
             protocol_type,
             group_type=group_type,
+        )
+
+    # -- share groups (KIP-932) of the HTTP door ---------------------------------------------------------
+
+    async def share_heartbeat(
+        self,
+        group: str,
+        member: str,
+        epoch: int | None,
+        topics: list[str] | None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> ShareMembership:
+        await self._groups.ensure_topic(led=group)  # NotLeader: the cluster-wide call goes to the coordinator
+        share = self._groups.share
+
+        def assigned() -> tuple[TopicPartition, ...]:
+            current = share.members_of(group)
+            held = None if current is None else current.members.get(member)
+            return () if held is None else tuple(sorted(held.assigned))
+
+        had = assigned() if epoch == LEAVE_EPOCH else ()
+        subscribed = None if topics is None else tuple(topics)
+        answer = await share.heartbeat(group, member, epoch, subscribed, None, client_id, client_host, "http")
+        return ShareMembership(
+            member,
+            answer.member_epoch,
+            had if epoch == LEAVE_EPOCH else assigned(),
+            share.heartbeat_interval_ms,
+            share.session_timeout_ms,
         )
 
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:

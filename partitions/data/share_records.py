@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from partitions import commands
 from partitions.data.plane import DataPlane
@@ -42,6 +43,7 @@ from partitions.groups.share_partition import (
     encode,
     expire,
 )
+from partitions.peer_ops import peer
 from partitions.replicas.manager import Replica
 from partitions.replicas.state_machine import Refused
 from partitions.resource_configs import group_settings
@@ -71,7 +73,44 @@ class ShareSettings:
     delivery_limit: int = DELIVERY_LIMIT_DEFAULT  # Kafka's group.share.delivery.count.limit
 
 
-class ShareRecords:
+Batches = tuple[
+    tuple[int, int, tuple[int, ...]], ...
+]  # acknowledgements: (first, last, one type or one each)
+
+
+class ShareService(Protocol):
+    """What a door asks of a partition's leader for a share group (``ShareRecords`` on the leader); each
+    declared ``@peer``, so the HTTP door's share members reach the leader wherever it is
+    (``partitions.peers.cluster.ClusterShares``). The Kafka door's clients call the leader themselves."""
+
+    @peer("Acquire a share group's records on the partition's leader", write=True, wait_arg="wait_ms",
+          topic_arg="topic")  # fmt: skip
+    async def acquire(
+        self,
+        group: str,
+        member: str,
+        topic: str,
+        partition: int,
+        max_records: int,
+        max_bytes: int,
+        wait_ms: int = 0,
+        reset: str = LATEST,
+    ) -> ShareFetched: ...
+
+    @peer("Whether a share group's record came to be available (long poll)", wait_arg="wait_ms",
+          topic_arg="topic")  # fmt: skip
+    async def wait_available(self, group: str, topic: str, partition: int, wait_ms: int) -> bool: ...
+
+    @peer("Acknowledge a share group's records on the partition's leader", write=True, topic_arg="topic")
+    async def acknowledge(
+        self, group: str, member: str, topic: str, partition: int, batches: Batches
+    ) -> None: ...
+
+    @peer("Release what a share group member holds in a partition", write=True, topic_arg="topic")
+    async def release_member(self, group: str, member: str, topic: str, partition: int) -> None: ...
+
+
+class ShareRecords(ShareService):
     """Event loop only; over this node's ``DataPlane`` (its leaders' replicas)."""
 
     def __init__(
@@ -192,9 +231,10 @@ class ShareRecords:
         member: str,
         topic: str,
         partition: int,
-        batches: tuple[tuple[int, int, tuple[int, ...]], ...],
+        batches: Batches,
     ) -> None:
         """ACCEPT, RELEASE, REJECT (or GAP) of records ``member`` holds: all or none (InvalidRecordState)."""
+        batches = tuple((int(f), int(la), tuple(int(t) for t in types)) for f, la, types in batches)
         command = Acknowledge(group, member, batches, self._wall_ms(), self.settings.delivery_limit)
         result = await self._propose(group, topic, partition, command)
         if isinstance(result, ShareApplied) and result.error is not None:

@@ -218,10 +218,13 @@ class GroupCoordinator:
 
     # -- routing ---------------------------------------------------------------------------------------
 
-    async def ensure_topic(self) -> None:
+    async def ensure_topic(self, led: str | None = None) -> None:
         """Create the coordinator partitions' topic if there is none yet (every front door's groups live
-        in it: as many partitions as this node was configured with)."""
+        in it: as many partitions as this node was configured with); with ``led``, a group: then
+        NotLeader, naming where to go, unless this node coordinates it now."""
         await self._log.ensure_topic()
+        if led is not None:
+            self._read(led)
 
     def coordinator_partition(self, group: str) -> int:
         return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())

@@ -71,6 +71,7 @@ class ShareMember:
     client_host: str
     subscribed: tuple[str, ...]
     assigned: frozenset[TopicPartition] = frozenset()
+    door: str = "kafka"  # the door its requests come through: "kafka" or "http"
 
 
 @dataclass
@@ -155,16 +156,18 @@ class ShareGroupCoordinator:
         self,
         name: str,
         member_id: str,
-        epoch: int,
+        epoch: int | None,
         subscribed: tuple[str, ...] | None,
         rack_id: str | None = None,
         client_id: str = "",
         client_host: str = "",
+        door: str = "kafka",
     ) -> ShareAnswer:
         """A ShareGroupHeartbeat: the group's new epoch written to the table, then answered. Heartbeats
-        of one group one at a time."""
+        of one group one at a time. ``epoch`` None: in the epoch the member was last given (an HTTP
+        member's, whose every request is a heartbeat; UnknownMember when it is not a member)."""
         async with self._lock(name):
-            answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host)
+            answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host, door)
             await self._record(name)
             return answer
 
@@ -178,14 +181,21 @@ class ShareGroupCoordinator:
         self,
         name: str,
         member_id: str,
-        epoch: int,
+        epoch: int | None,
         subscribed: tuple[str, ...] | None,
         rack_id: str | None = None,
         client_id: str = "",
         client_host: str = "",
+        door: str = "kafka",
     ) -> ShareAnswer:
         if not member_id:
             raise InvalidGroupRequest("MemberId can't be empty.")
+        if epoch is None:
+            current = self._group(name, create=False)
+            known = None if current is None else current.members.get(member_id)
+            if known is None:
+                raise UnknownMember(name, member_id)
+            epoch = known.epoch
         if epoch < LEAVE_EPOCH:
             raise InvalidGroupRequest(f"MemberEpoch is invalid: {epoch}")
         if epoch == JOIN_EPOCH and not subscribed:
@@ -205,15 +215,18 @@ class ShareGroupCoordinator:
                 raise UnknownMember(name, member_id)
             if len(group.members) >= SHARE_MEMBERS_MAX:
                 raise InvalidGroupRequest(f"share group {name} already has {SHARE_MEMBERS_MAX} members")
-            member = ShareMember(member_id, 0, rack_id, client_id, client_host, tuple(subscribed or ()))
+            member = ShareMember(
+                member_id, 0, rack_id, client_id, client_host, tuple(subscribed or ()), door=door
+            )
             group.members[member_id] = member
             group.group_epoch += 1
         elif epoch not in (JOIN_EPOCH, member.epoch):
             raise FencedMemberEpoch(name, member_id, epoch, member.epoch)
         elif subscribed is not None and tuple(subscribed) != member.subscribed:
             group.members[member_id] = member = ShareMember(
-                member_id, member.epoch, rack_id, client_id, client_host, tuple(subscribed), member.assigned
-            )
+                member_id, member.epoch, rack_id, client_id, client_host, tuple(subscribed), member.assigned,
+                member.door,
+            )  # fmt: skip
             group.group_epoch += 1
         group.last_seen_ms[member_id] = self._monotonic()
         counts = {t: self._records.partition_count(t) for t in sorted(group.subscribed_topics())}
@@ -227,7 +240,7 @@ class ShareGroupCoordinator:
         changed = epoch == JOIN_EPOCH or assigned != member.assigned or member.epoch != group.group_epoch
         group.members[member_id] = ShareMember(
             member_id, group.group_epoch, member.rack_id, member.client_id, member.client_host,
-            member.subscribed, assigned,
+            member.subscribed, assigned, member.door,
         )  # fmt: skip
         return ShareAnswer(member_id, group.group_epoch, assigned if changed else None)
 

@@ -5,8 +5,8 @@ declares ``@peer`` (a room's service protocol, ``partitions.peer_ops``), run on 
 its typed result or its typed error (``peer_codec``). The server side (``api/internal.py``) serves exactly
 this table under ``INTERNAL_PREFIX`` and answers only a caller that presents the cluster credential
 (``internal_credential``). The stubs that call another node (``remote_data``, ``remote_admin``,
-``remote_groups``, ``remote_peer``, ``remote_transactions``) are made from the same declarations: a method
-each, its signature and result type the protocol's; none is written by hand.
+``remote_groups``, ``remote_peer``, ``remote_transactions``, ``remote_shares``) are made from the same
+declarations: a method each, its signature and result type the protocol's; none is written by hand.
 
 An argument a peer operation declares ``since`` a format (``partitions.peer_ops.peer``) is left out of a
 call until the cluster's finalized feature level allows that format: a node of the previous release, which
@@ -32,6 +32,7 @@ import aiohttp
 
 from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService
+from partitions.data.share_records import ShareService
 from partitions.errors import PeerOutcomeUnknown, PeerProtocolError, PeerUnreachable
 from partitions.features import Format
 from partitions.metadata.service import AdminService
@@ -69,6 +70,7 @@ PEER_OPS: tuple[PeerOp, ...] = (
     + declared_ops("groups", GroupService)
     + declared_ops("peer", PeerService)
     + declared_ops("transactions", TransactionService)
+    + declared_ops("shares", ShareService)
 )
 OPS = {op.name: op for op in PEER_OPS}
 
@@ -232,6 +234,7 @@ _ADMIN = _stubs("admin", AdminService)
 _GROUPS = _stubs("groups", GroupService)
 _PEER = _stubs("peer", PeerService)
 _TRANSACTIONS = _stubs("transactions", TransactionService)
+_SHARES = _stubs("shares", ShareService)
 
 
 def remote_admin(client: PeerClient, node_id: str) -> AdminService:
@@ -248,6 +251,10 @@ def remote_peer(client: PeerClient, node_id: str) -> PeerService:
 
 def remote_transactions(client: PeerClient, node_id: str) -> TransactionService:
     return cast(TransactionService, _TRANSACTIONS(client, node_id))
+
+
+def remote_shares(client: PeerClient, node_id: str) -> ShareService:
+    return cast(ShareService, _SHARES(client, node_id))
 
 
 def remote_data(client: PeerClient, node_id: str) -> DataService:

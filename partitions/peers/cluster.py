@@ -27,6 +27,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 from partitions.consumers.offsets import GroupOffsets
@@ -34,7 +35,9 @@ from partitions.consumers.protocol import ConsumerRecords, GroupService
 from partitions.consumers.reader import read_assigned
 from partitions.controller.state import CONTROLLER_GROUP
 from partitions.data.service import DataService, Served
+from partitions.data.share_records import LATEST, ShareFetched, ShareService
 from partitions.errors import HopLimitExceeded, NoController, NoControllerLeader, UnknownTopic
+from partitions.groups.assignors import TopicPartition
 from partitions.metadata.service import AdminService, MetadataView
 from partitions.peer_ops import routing_of
 from partitions.peers.client import (
@@ -43,6 +46,7 @@ from partitions.peers.client import (
     remote_data,
     remote_groups,
     remote_peer,
+    remote_shares,
     remote_transactions,
 )
 from partitions.peers.service import LocalServices, PeerService
@@ -229,6 +233,103 @@ class ClusterGroups(Routed[GroupService]):
             log.info("a refused read of %s/%s did not end at once: %s", group, instance, exc)
 
 
+SHARE_WAIT_PARTITIONS_MAX = 256  # partitions an acquire waits on at once (the others are read after it)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcquired:
+    """What one partition's leader acquired for a share group member (``fetched``), or why not."""
+
+    tp: TopicPartition
+    fetched: ShareFetched | None
+    error: RaftlogError | None = None
+
+
+class ClusterShares(Routed[ShareService]):
+    """Share groups' records (KIP-932), each call on the partition's leader (``ShareRecords`` there);
+    ``acquire`` spreads a member's acquisition over its partitions."""
+
+    def __init__(self, router: Router, local: ShareService, client: PeerClient) -> None:
+        super().__init__(router, local, lambda node: remote_shares(client, node))
+        self._rotation = 0
+
+    async def acquire(
+        self,
+        group: str,
+        member: str,
+        partitions: Sequence[TopicPartition],
+        max_records: int,
+        max_bytes: int,
+        wait_ms: int,
+        reset: str = LATEST,
+    ) -> list[ShareAcquired]:
+        """One acquire per partition, one after another from a partition that turns with each call (so
+        a small ``max_records`` starves none), the records and bytes left shared out in order; with none
+        acquired, waits up to ``wait_ms`` for a record to be available in any of them (a wait acquires
+        nothing: only reads are cancelled) and acquires once more. A partition that fails is answered
+        with its error; when every one failed, the first error is raised."""
+        if not partitions:
+            if wait_ms:
+                await asyncio.sleep(wait_ms / 1000)  # nothing assigned yet: a long poll all the same
+            return []
+        start = self._rotation % len(partitions)
+        self._rotation += 1
+        order = list(partitions[start:]) + list(partitions[:start])
+        got = await self._acquire_each(group, member, order, max_records, max_bytes, reset)
+        if wait_ms and not any(a.fetched is not None and a.fetched.acquired for a in got):
+            await self._wait_any(group, order[:SHARE_WAIT_PARTITIONS_MAX], wait_ms)
+            got = await self._acquire_each(group, member, order, max_records, max_bytes, reset)
+        errors = [a.error for a in got if a.error is not None]
+        if errors and len(errors) == len(got):
+            raise errors[0]
+        return got
+
+    async def _acquire_each(
+        self,
+        group: str,
+        member: str,
+        order: list[TopicPartition],
+        max_records: int,
+        max_bytes: int,
+        reset: str,
+    ) -> list[ShareAcquired]:
+        got: list[ShareAcquired] = []
+        records_left, bytes_left = max_records, max_bytes
+        for tp in order:
+            if records_left <= 0 or bytes_left <= 0:
+                break
+            try:
+                fetched = await self.call(
+                    ShareService.acquire, group, member, tp.topic, tp.partition, records_left, bytes_left,
+                    0, reset,
+                )  # fmt: skip
+            except RaftlogError as exc:
+                got.append(ShareAcquired(tp, None, exc))
+                continue
+            got.append(ShareAcquired(tp, fetched))
+            records_left -= sum(last - first + 1 for first, last, _ in fetched.acquired)
+            bytes_left -= len(fetched.data)
+        return got
+
+    async def _wait_any(self, group: str, tps: list[TopicPartition], wait_ms: int) -> None:
+        waits = [
+            asyncio.ensure_future(
+                self.call(ShareService.wait_available, group, tp.topic, tp.partition, wait_ms)
+            )
+            for tp in tps
+        ]
+        try:
+            pending = set(waits)
+            while pending:  # the first wait that sees a record ends the others; a failed one ends alone
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if any(not t.cancelled() and t.exception() is None and t.result() for t in done):
+                    break
+        finally:
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+
+
 class ClusterPeer(Routed[PeerService]):
     """The partition-leader calls of ``PeerService`` (a replica move's), run on the leader wherever it is,
     and the controller leader's call to a node joining the controller group."""
@@ -248,7 +349,8 @@ class ClusterPeer(Routed[PeerService]):
 
 
 class Cluster:
-    """What a front door calls: ``data``, ``admin``, ``groups`` and ``transactions``, each run where it must
+    """What a front door calls: ``data``, ``admin``, ``groups``, ``transactions`` and ``shares`` (share
+    groups' records), each run where it must
     (``peer``: the partition-leader calls of replica moves); ``offsets``: the groups' committed offsets,
     through ``data``, waiting for a partition's leader as every door must (``consumers.offsets``)."""
 
@@ -270,6 +372,7 @@ class Cluster:
         self.transactions: Routed[TransactionService] = Routed(
             router, local.transactions, lambda node: remote_transactions(client, node)
         )
+        self.shares = ClusterShares(router, local.shares, client)
 
 
 class FrontDoor(Protocol):

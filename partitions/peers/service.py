@@ -22,6 +22,7 @@ from partitions.consumers.protocol import (
     MemberPartition,
     ReadEnd,
     ReadPlan,
+    ShareMembership,
 )
 from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
@@ -38,7 +39,7 @@ from partitions.data.service import (
     ProducerState,
     TimestampOffset,
 )
-from partitions.data.share_records import ShareRecords
+from partitions.data.share_records import ShareFetched, ShareRecords
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.state import InstanceConfig, ReadConfig
 from partitions.metadata.service import (
@@ -110,6 +111,8 @@ RESULT_TYPES: tuple[type, ...] = (
     GroupSummary,
     GroupDescription,
     GroupDeleted,
+    ShareMembership,
+    ShareFetched,
     TopicPartition,
     TopicMetadata,
     MoveProgress,

@@ -12,6 +12,7 @@ from api.app import ROUTES
 from api.openapi import Operation
 from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService
+from partitions.data.share_records import ShareService
 from partitions.errors import InvalidReassignment, PeerProtocolError, PeerUnreachable, UnknownTopic
 from partitions.metadata.service import AdminService
 from partitions.peers.client import (
@@ -40,6 +41,7 @@ PROTOCOLS = {
     "groups": GroupService,
     "peer": PeerService,
     "transactions": TransactionService,
+    "shares": ShareService,
 }
 
 

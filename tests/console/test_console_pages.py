@@ -334,10 +334,15 @@ def running_consumer(plain_cluster: ConsoleCluster) -> Iterator[dict[str, int]]:
 def test_a_kafka_groups_lag_while_its_consumer_runs_and_a_reset_once_it_left(
     plain_cluster: ConsoleCluster, page: Page, browser_log: BrowserLog, running_consumer: dict[str, int]
 ) -> None:
+    joined = api_call(plain_cluster, "POST", "/share-groups/queue-workers", {"topics": ["lagging"]})
     _open(page, plain_cluster, "groups")
     row = page.get_by_test_id("groups").locator("tr[data-row=lagging-readers]")
     expect(row).to_contain_text("kafka")
     expect(row).to_contain_text("Stable")
+    shared = page.get_by_test_id("groups").locator("tr[data-row=queue-workers]")  # an HTTP share member's
+    expect(shared).to_contain_text("share")
+    expect(shared).to_contain_text("http")
+    api_call(plain_cluster, "DELETE", joined["base_uri"])
     row.get_by_role("link").click()
     members = page.get_by_test_id("members")
     expect(members).to_contain_text("console-test-consumer")

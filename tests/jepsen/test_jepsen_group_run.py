@@ -56,3 +56,37 @@ def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: 
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
     # the run, short as it is, holds what the checker needs to catch a loss
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_share_group_of_http_members_loses_and_doubles_no_record_through_kills(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The share group workload (``--workload share``): producers and three HTTP members of one share
+    group accepting, releasing, rejecting and holding records while nodes are killed and paused; after
+    the heal the members drain the topic. No record is accepted twice, delivered after its acceptance or
+    lost, and delivery counts only rise (``jepsen/share_checker.py``)."""
+    config = runner.RunConfig(
+        nodes=3,
+        faults=("kill", "pause"),
+        time_limit_s=25.0,
+        rate=20.0,
+        concurrency=4,
+        directory=str(tmp_path / "runs"),
+        netns=False,
+        seed=SEED,
+        workload="share",
+        clients=("http",),
+    )
+    result = runner.run(config)
+    run_dir = pathlib.Path(result.run_dir)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert _processes_mentioning(str(run_dir)) == []
+    assert "harness_error" not in info, info.get("harness_error")
+    assert info["share"]["drained"], (info["share"], info["notes"])
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["workload"] == "share"
+    stats = results["stats"]
+    assert stats["sent"] >= 100 and stats["accepted"] >= 50 and stats["redeliveries"] >= 1, stats
+    assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])

@@ -1,13 +1,16 @@
 """Share groups (KIP-932) with Kafka's own KafkaShareConsumer 4.x and real nodes: records acquired,
 accepted, released (delivered again, its delivery count 2) and rejected (never again); a partition
 leader's kill -9 loses no acknowledgement and delivers again what was acquired but not acknowledged;
-ListGroups v5 names each group's type; a lock that expires delivers its record again. The Kafka tests'
-cluster holds locks 4 s (``--group-share-record-lock-duration-ms``), not Kafka's 30 s. The records' rules
+ListGroups v5 names each group's type; a lock that expires delivers its record again; an HTTP share
+member (``api/share_groups.py``) and a Kafka one share a group's records. The shared ``kafka_cluster``
+(``kafka_fixtures.py``) holds locks ``SHARE_LOCK_MS`` (4 s), not Kafka's 30 s. The records' rules
 are the pure state machine's (``tests/partitions/groups/test_share_partition.py``)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import subprocess
 import time
 import uuid
@@ -16,12 +19,16 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from kafka_fixtures import RawKafka, http_client
+from kafka_fixtures import SHARE_LOCK_MS, RawKafka, http_client
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from kafka_api.apis import APIS
 from raftlog_bench.kafka_peer import kafka_libs
+from raftlog_cli.cli import main
+from raftlog_client.client import Message, RaftlogClient
+from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_client.share import ACCEPT, REJECT, RELEASE, Acknowledged, ShareConsumer, ShareRecord
 from tests.waiting import wait_for
 
 
@@ -145,3 +152,156 @@ def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_clust
     assert console.returncode == 0, err[-3000:]
     assert len(printed) == 5 and len(set(printed)) == 5, printed
     assert all(line.startswith("c") and int(line[1:]) < sent for line in printed), printed
+
+
+# -- share groups over HTTP -------------------------------------------------------------------------------
+
+
+async def _acquire_until(member: ShareConsumer, count: int, max_records: int = 500) -> list[ShareRecord]:
+    """Records acquired until ``count`` came or a minute passed, then one more acquire (nothing more)."""
+    got: list[ShareRecord] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        got += await member.acquire(max_records=max_records, timeout_ms=2_000)
+    got += await member.acquire(timeout_ms=500)
+    return sorted(got, key=lambda r: (r.partition, r.offset))
+
+
+@pytest.mark.timeout(300)
+def test_an_http_share_member_and_a_kafka_share_consumer_share_a_groups_records(
+    kafka_cluster: LocalCluster, java_client: Any
+) -> None:
+    """An HTTP member acquires 20 records (delivery count 1), accepts 10, releases 5 and rejects 5 in one
+    request; an acknowledgement of a record no longer held is refused (40931). Kafka's share consumer
+    in the same group then gets exactly the 5 released, each a second time."""
+    topic = f"share-http-{uuid.uuid4().hex[:6]}"
+
+    async def http_member() -> None:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            await client.create_topic(topic, partitions=1, replication_factor=3)
+            member = ShareConsumer(client, f"{topic}-share")
+            await member.join([topic])
+            assert member.assignment == [(topic, 0)]
+            assert await member.acquire(timeout_ms=0) == []  # the group starts at the end (latest)
+            for i in range(20):
+                await client.produce(topic, [Message(f"r{i}")])  # a batch each
+            got = await _acquire_until(member, 20, max_records=7)
+            assert [(r.offset, r.value, r.delivery_count) for r in got] == [
+                (i, f"r{i}".encode(), 1) for i in range(20)
+            ]
+            kinds = [ACCEPT] * 10 + [RELEASE] * 5 + [REJECT] * 5
+            assert await member.acknowledge(zip(got, kinds, strict=True)) == [Acknowledged(topic, 0, 20)]
+            with pytest.raises(RequestFailed) as refused:
+                await member.acknowledge([(got[0], ACCEPT)])
+            assert (refused.value.status, refused.value.error_code) == (409, 40931)
+            await member.leave()
+
+    asyncio.run(http_member())
+    settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+    assert java_client("share-drain", settings, topic, "5") == {"got": [f"r{i}@2" for i in range(10, 15)]}
+
+
+@pytest.mark.timeout(300)
+def test_an_http_share_member_gets_what_a_kafka_consumer_held_once_its_locks_expired(
+    kafka_cluster: LocalCluster, java_client: Any
+) -> None:
+    """Kafka's share consumer acquires 20 records, accepts 10 and halts holding the others: an HTTP
+    member of the group gets exactly those 10 once their locks expired, each a second time, and nothing
+    more after accepting them."""
+    topic = f"share-held-{uuid.uuid4().hex[:6]}"
+    settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+    assert java_client("share-hold", settings, topic) == {"held": 10, "acked": 10, "failed": 0}
+
+    async def http_member() -> tuple[list[tuple[bytes | None, int]], list[ShareRecord]]:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            member = ShareConsumer(client, f"{topic}-share")
+            await member.join([topic])
+            got = await _acquire_until(member, 10)
+            await member.acknowledge((r, ACCEPT) for r in got)
+            after = await member.acquire(timeout_ms=SHARE_LOCK_MS + 1_000)
+            await member.leave()
+            return [(r.value, r.delivery_count) for r in got], after
+
+    got, after = asyncio.run(http_member())
+    assert got == [(f"r{i}".encode(), 2) for i in range(10, 20)]
+    assert after == []
+
+
+@pytest.mark.timeout(120)
+def test_an_http_share_member_leaves_joins_again_and_is_bounded(kafka_cluster: LocalCluster) -> None:
+    """What a member held when it left goes to another (delivery count 2); the member gone is 404/40410
+    (its client joins again); an acquire past the bound of records is refused before anything is
+    locked; the group is listed as a share group of the HTTP door while it has a member."""
+    topic = f"share-leave-{uuid.uuid4().hex[:6]}"
+    group = f"{topic}-share"
+
+    async def run() -> None:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            await client.create_topic(topic, partitions=2, replication_factor=3)
+            first, second = ShareConsumer(client, group), ShareConsumer(client, group)
+            await first.join([topic])
+            await first.acquire(timeout_ms=0)
+            for i in range(4):
+                await client.produce(topic, [Message(f"v{i}")], partition=i % 2)
+            held = await _acquire_until(first, 4)
+            assert sorted((r.value, r.delivery_count) for r in held) == [
+                (f"v{i}".encode(), 1) for i in range(4)
+            ]
+            gone = first.member_id
+            await first.leave()
+            await second.join([topic])
+            assert sorted(second.assignment) == [(topic, 0), (topic, 1)]
+            again = await _acquire_until(second, 4)
+            assert sorted((r.value, r.delivery_count) for r in again) == [
+                (f"v{i}".encode(), 2) for i in range(4)
+            ]
+            first.member_id = gone
+            with pytest.raises(RequestFailed) as unknown:
+                await first.heartbeat()
+            assert (unknown.value.status, unknown.value.error_code) == (404, 40410)
+            with pytest.raises(RequestFailed) as bounded:
+                await second.acquire(max_records=1_001)
+            assert bounded.value.status == 400
+            listed = {g["group"]: g for g in await client.consumer_groups()}
+            assert (listed[group]["group_type"], listed[group]["door"], listed[group]["members"]) == (
+                "share",
+                "http",
+                1,
+            )
+            await second.leave()
+
+    asyncio.run(run())
+
+
+@pytest.mark.timeout(120)
+def test_raftlog_share_consume_acknowledges_each_record_within_its_bounds(
+    kafka_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``raftlog share consume``: 3 records released (``--ack release``, ``--max-records 3``), then 6
+    accepted, the released ones a second time; then nothing within ``--duration``. Progress on stderr."""
+    topic = f"share-cli-{uuid.uuid4().hex[:6]}"
+
+    async def produce() -> None:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            await client.create_topic(topic, partitions=1, replication_factor=3)
+            for i in range(6):
+                await client.produce(topic, [Message(f"v{i}")])
+
+    asyncio.run(produce())
+    server = ("--server", kafka_cluster.servers[0])
+
+    def consume(*options: str) -> tuple[list[tuple[str, int, str]], str]:
+        capsys.readouterr()
+        assert (
+            main(["share", "consume", f"{topic}-share", topic, "--from", "earliest", *options, *server]) == 0
+        )
+        out, err = capsys.readouterr()
+        rows = [json.loads(line) for line in out.splitlines()]
+        return [(r["value"], r["delivery_count"], r["acknowledged"]) for r in rows], err
+
+    released, err = consume("--ack", "release", "--max-records", "3")
+    assert released == [(f"v{i}", 1, "release") for i in range(3)] and "released 3" in err
+    accepted, err = consume("--max-records", "6")
+    assert sorted(accepted) == [(f"v{i}", 2 if i < 3 else 1, "accept") for i in range(6)]
+    assert "accepted 6" in err
+    assert consume("--duration", "1")[0] == []

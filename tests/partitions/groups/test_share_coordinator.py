@@ -143,3 +143,23 @@ def test_a_consumer_protocol_member_may_not_join_a_share_group() -> None:
                    subscribed=("t",), server_assignor=None, owned=frozenset())  # fmt: skip
     with pytest.raises(NotConsumerGroup):
         run(consumers.heartbeat("g", hb))
+
+
+def test_an_http_member_heartbeats_in_the_epoch_it_was_given_and_its_door_is_kept() -> None:
+    """Epoch None (the HTTP door's every call): the member's own epoch, the group's new one once it moved
+    on; an id that is no member (it left, or never joined) is UnknownMember, never a join."""
+    table, clock = Table(), Clock()
+    share = ShareGroupCoordinator(table, clock)
+    run(share.heartbeat("g", "h", 0, ("t",), door="http"))
+    run(share.heartbeat("g", "k", 0, ("u",)))  # a Kafka member moves the group to epoch 2
+    answer = run(share.heartbeat("g", "h", None, None, door="http"))
+    assert answer.member_epoch == 2 and answer.assignment == frozenset({TP("t", 0), TP("t", 1)})
+    assert {m.member_id: m.door for m in share.describe("g").members.values()} == {"h": "http", "k": "kafka"}
+    clock.now = 30_000
+    run(share.heartbeat("g", "h", None, None, door="http"))  # its session starts again
+    clock.now = 60_000
+    assert run(share.expire_due()) == [("g", "k")]
+    run(share.heartbeat("g", "h", -1, None, door="http"))
+    for gone in ("h", "never"):
+        with pytest.raises(UnknownMember):
+            run(share.heartbeat("g", gone, None, None, door="http"))

@@ -10,6 +10,7 @@ import pytest
 
 from partitions.consumers.protocol import ConsumerCreated, GroupService
 from partitions.data.service import DataService, Producer, ProduceResult, Served
+from partitions.data.share_records import ShareService
 from partitions.errors import PeerProtocolError, UnknownTopic
 from partitions.groups.state import InstanceConfig
 from partitions.metadata.service import AdminService
@@ -26,6 +27,7 @@ PROTOCOLS = {
     "groups": GroupService,
     "peer": PeerService,
     "transactions": TransactionService,
+    "shares": ShareService,
 }
 
 
