@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev examples test lint typecheck unit unit-fast bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups jepsen-upgrade
+.PHONY: dev examples test lint typecheck unit unit-fast kafka-answers bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups jepsen-upgrade
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -43,6 +43,13 @@ unit-fast: bootstrap
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --files-under $(FAST_FILE_S)
 
 test: lint typecheck unit
+
+# Apache Kafka's side of the differential tests whose outcome depends on no kill and no clock, run live
+# and recorded afresh in tests/kafka_reference/kafka_answers.json (commit it): the suite replays a test's
+# Kafka side while Kafka passed it as it is now, and runs it live where its source changed.
+kafka-answers: bootstrap
+	RAFTLOG_KAFKA_ANSWERS=record $(TEST_ENV) .venv/bin/python -m pytest -q -n 0 -p no:randomly -m kafka_answer \
+		-k "kafka and not raftlog" tests/kafka_reference
 
 bench-storage: bootstrap
 	.venv/bin/raftlog bench storage

@@ -1,6 +1,10 @@
 """Apache Kafka beside raftlog for the tests of this folder: both clusters (3 nodes, replication factor
 3; Kafka with its authorizer, a resource open to all until an ACL names it) once for the run, Kafka's own
-Java client (``java_client.py``) and a Go client (franz-go, ``go/``)."""
+Java client (``java_client.py``) and a Go client (franz-go, ``go/``).
+
+A test marked ``kafka_answer`` (its outcome depends on no kill and no clock) has its Kafka case
+(``system`` = ``"kafka"``) answered from ``kafka_answers.json`` while Kafka passed it as it is now, and run
+live (and recorded) otherwise: ``kafka_answers.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import json
 import pathlib
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +22,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka_a
 
 from go_client import build_go_client
 from java_client import JavaClient
+from kafka_answers import Answers, key
 
-from raftlog_bench.kafka_peer import KafkaCluster
+from raftlog_bench.kafka_peer import KAFKA_VERSION, KafkaCluster
 from raftlog_client.local_cluster import LocalCluster
 
 
@@ -50,6 +55,55 @@ class Systems:
             self.kafka.restart(broker_id - 1)
         else:
             self.raftlog.control("start", f"n{broker_id}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kafka_answer: the test's Kafka case is answered from tests/kafka_reference/kafka_answers.json "
+        "while Kafka passed it as it is now (its outcome depends on no kill and no clock)",
+    )
+
+
+ANSWERS = pytest.StashKey[Answers]()
+ANSWER_KEY = pytest.StashKey[str]()
+
+
+def _answers(config: pytest.Config) -> Answers:
+    if ANSWERS not in config.stash:
+        config.stash[ANSWERS] = Answers()
+    return config.stash[ANSWERS]
+
+
+@pytest.fixture(autouse=True)
+def _kafka_answer(request: pytest.FixtureRequest) -> None:
+    """A ``kafka_answer`` test's Kafka case: replayed (skipped, Kafka passed it as it is now) or run live
+    under the key its pass is recorded with (``pytest_runtest_makereport``)."""
+    node = request.node
+    callspec = getattr(node, "callspec", None)
+    if node.get_closest_marker("kafka_answer") is None or callspec is None:
+        return
+    if callspec.params.get("system") != "kafka":
+        return
+    answer_key = key(pathlib.Path(node.path), node.originalname, callspec.id)
+    if _answers(request.config).passed(node.nodeid, answer_key):
+        pytest.skip(f"Apache Kafka {KAFKA_VERSION} passed this test as it is now (kafka_answers.json)")
+    node.stash[ANSWER_KEY] = answer_key
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.passed and ANSWER_KEY in item.stash:
+        _answers(item.config).recorded(item.nodeid, item.stash[ANSWER_KEY])
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if ANSWERS in session.config.stash:
+        session.config.stash[ANSWERS].save()
 
 
 @pytest.fixture(scope="session")

@@ -138,6 +138,7 @@ def _state(worker: ConnectWorker, connector: str) -> str | None:
     return None if status is None else str(status["connector"]["state"])
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_worker_refuses_a_config_topic_that_is_not_compacted(
     systems: Systems, system: str, tmp_path: pathlib.Path

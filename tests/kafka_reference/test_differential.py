@@ -133,6 +133,7 @@ def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_and_consume_with_each_codec(servers: dict[str, str], system: str, codec: str) -> None:
@@ -146,6 +147,7 @@ def test_produce_and_consume_with_each_codec(servers: dict[str, str], system: st
     assert _read(bootstrap, topic, 300) == values
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_create_topics_refuses_an_invalid_name_and_takes_the_valid_ones(
     servers: dict[str, str], system: str
@@ -160,6 +162,7 @@ def test_create_topics_refuses_an_invalid_name_and_takes_the_valid_ones(
     futures[good].result(30)
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_creating_an_existing_topic_is_refused_as_existing(servers: dict[str, str], system: str) -> None:
     _differs(system, "create-existing")
@@ -173,6 +176,7 @@ def test_creating_an_existing_topic_is_refused_as_existing(servers: dict[str, st
     assert refused.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_replication_factor_above_the_brokers_is_refused(servers: dict[str, str], system: str) -> None:
     _differs(system, "create-replication-factor")
@@ -184,6 +188,7 @@ def test_a_replication_factor_above_the_brokers_is_refused(servers: dict[str, st
     assert refused.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_offsets_for_times_finds_the_first_record_at_or_after_a_time(
     servers: dict[str, str], system: str
@@ -205,6 +210,7 @@ def test_offsets_for_times_finds_the_first_record_at_or_after_a_time(
     assert found == [1, 2, -1]  # -1: no record at or after it (the end)
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_reading_past_the_end_with_no_reset_policy_is_an_error(servers: dict[str, str], system: str) -> None:
     _differs(system, "offset-out-of-range")
@@ -220,6 +226,7 @@ def test_reading_past_the_end_with_no_reset_policy_is_an_error(servers: dict[str
     assert error is not None and error.code() == KafkaError._AUTO_OFFSET_RESET
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_delete_records_moves_the_log_start_and_reads_below_it_are_out_of_range(
     servers: dict[str, str], system: str
@@ -255,6 +262,7 @@ def test_delete_records_moves_the_log_start_and_reads_below_it_are_out_of_range(
     assert delete(-1) == 10  # every record: the high watermark
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_record_above_max_message_bytes_is_refused_as_too_large(
     servers: dict[str, str], system: str
@@ -275,6 +283,7 @@ def test_a_record_above_max_message_bytes_is_refused_as_too_large(
     assert failures[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_create_partitions_grows_a_topic_and_refuses_a_count_not_above_it(
     servers: dict[str, str], system: str
@@ -322,6 +331,7 @@ ASSIGNORS = (
 )
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("codec", CODECS)
 def test_java_client_produces_idempotently_and_reads_back_with_each_codec(
@@ -344,6 +354,7 @@ def _fetches(systems: Systems, kind: str) -> float:
     return total
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("assignor", ASSIGNORS)
 def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances_on_a_leave(
@@ -367,6 +378,7 @@ def test_java_client_group_of_three_with_each_assignor_reads_once_and_rebalances
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_java_share_consumer_accepts_releases_and_rejects(
     servers: dict[str, str], java_client: JavaClient, system: str
@@ -384,6 +396,7 @@ def test_java_share_consumer_accepts_releases_and_rejects(
     }
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_java_admin_client_configs_partitions_and_refusals(
     servers: dict[str, str], java_client: JavaClient, system: str
@@ -511,6 +524,7 @@ def test_an_idempotent_producer_keeps_every_acknowledged_record_once_in_order_ac
     assert _read(bootstrap, topic, 20_000) == acked, "each once, in order, dense from offset 0"
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_offset_delete_removes_a_groups_offsets_but_not_those_its_consumers_subscribe_to(
     servers: dict[str, str], system: str
@@ -637,6 +651,7 @@ ROUND_TRIPS = {
 }
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("client", sorted(ROUND_TRIPS))
 def test_other_clients_produce_and_read_back_with_each_codec(
@@ -660,6 +675,7 @@ def test_other_clients_produce_and_read_back_with_each_codec(
 BALANCERS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_go_client_produces_and_reads_back_with_each_codec(
     servers: dict[str, str], go_client: Callable[..., dict[str, Any]], system: str
@@ -670,6 +686,7 @@ def test_go_client_produces_and_reads_back_with_each_codec(
         assert observed == {"dense_offsets_from_0": True, "read": 300, "read_as_written": True}, codec
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("balancer", BALANCERS)
 def test_go_client_group_of_three_with_each_balancer_reads_once_and_rebalances_on_a_leave(
@@ -688,6 +705,7 @@ def test_go_client_group_of_three_with_each_balancer_reads_once_and_rebalances_o
     }
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_go_admin_client_configs_growth_and_refusals(
     servers: dict[str, str], go_client: Callable[..., dict[str, Any]], system: str
@@ -705,6 +723,7 @@ def test_go_admin_client_configs_growth_and_refusals(
 # -- SCRAM users and SASL logins --------------------------------------------------------------------------
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_scram_user_made_by_the_admin_client_logs_in_and_a_wrong_password_is_refused(
     systems: Systems, system: str

@@ -180,6 +180,7 @@ def _until_described(admin: AdminClient, topic: str, expected: set[tuple[str, st
         time.sleep(0.2)
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_user_produces_only_where_its_acls_allow_and_only_a_super_user_makes_acls(
     doors: dict[str, Door], system: str

@@ -182,6 +182,7 @@ class Counts:
             )
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_java_transactional_producer_commits_aborts_and_is_fenced_and_read_committed_sees_commits_only(
     systems: Systems, java_client: JavaClient, system: str

@@ -1,0 +1,124 @@
+"""Apache Kafka's answers, recorded: a test marked ``kafka_answer`` whose outcome does not depend on time
+or kills runs against Kafka live once, and while nothing it runs changed, its Kafka side is answered from
+``kafka_answers.json`` (Kafka passed exactly this test before) instead of asking Kafka again.
+
+An answer's key is a hash of what decides Kafka's side: the Kafka version, the test's own source and
+everything else in its module but the other tests (helpers, constants, imports), this folder's shared
+sources (fixtures, the Java and Go scenarios), the Kafka cluster's settings (``raftlog_bench/kafka_peer.py``)
+and the Python clients' versions. When the key differs, or no answer is recorded, Kafka runs live and a
+pass is recorded anew (the file changes: commit it with the test). ``RAFTLOG_KAFKA_ANSWERS=record``
+(``make kafka-answers``) runs every Kafka side live and writes the file afresh from that run's passes;
+``RAFTLOG_KAFKA_ANSWERS=live`` runs them live and records nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import os
+import pathlib
+from importlib import metadata
+from typing import Any
+
+from raftlog_bench.kafka_peer import KAFKA_VERSION
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+ANSWERS = HERE / "kafka_answers.json"
+MODE = os.environ.get("RAFTLOG_KAFKA_ANSWERS", "replay")  # replay | record | live
+# what every test of the folder runs on, beside its own module
+SHARED = (
+    HERE / "conftest.py",
+    HERE / "java_client.py",
+    HERE / "go_client.py",
+    HERE / "kafka_tools.py",
+    HERE / "connect_worker.py",
+    HERE / "kafka_answers.py",
+    HERE / "java" / "Scenarios.java",
+    HERE / "java" / "Tools.java",
+    HERE / "go" / "main.go",
+    HERE / "go" / "go.sum",
+    ROOT / "tests" / "kafka_api" / "kafka_fixtures.py",
+    ROOT / "raftlog_bench" / "kafka_peer.py",
+)
+CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
+
+
+@functools.cache
+def _shared_digest() -> str:
+    digest = hashlib.sha256(f"kafka {KAFKA_VERSION}\n".encode())
+    for path in SHARED:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for client in CLIENTS:
+        digest.update(f"{client} {metadata.version(client)}\n".encode())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _module_parts(path: pathlib.Path) -> tuple[str, dict[str, str]]:
+    """The module's source but its tests, and each test's own source (decorators included)."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    tests: dict[str, str] = {}
+    spans: list[tuple[int, int]] = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            assert node.end_lineno is not None
+            tests[node.name] = "".join(lines[first : node.end_lineno])
+            spans.append((first, node.end_lineno))
+    rest = [line for i, line in enumerate(lines) if not any(a <= i < b for a, b in spans)]
+    return "".join(rest), tests
+
+
+def key(path: pathlib.Path, test: str, case: str) -> str:
+    """The answer's key for ``test`` (a function of the module at ``path``) in its parametrization
+    ``case``."""
+    rest, tests = _module_parts(path)
+    digest = hashlib.sha256(_shared_digest().encode())
+    for part in (rest, tests[test], case):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+class Answers:
+    """The recorded answers, by test id; ``recorded`` adds (or replaces) one, ``save`` writes the file."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, dict[str, Any]] = {}
+        if MODE != "record" and ANSWERS.exists():
+            self._found = json.loads(ANSWERS.read_text(encoding="utf-8"))["answers"]
+        self._changed = False
+
+    def passed(self, test_id: str, answer_key: str) -> bool:
+        """Kafka passed this test, as it is now, before: its answer is replayed."""
+        return MODE != "live" and self._found.get(test_id, {}).get("key") == answer_key
+
+    def outcome(self, test_id: str, answer_key: str) -> Any:
+        """What Kafka answered (``recorded``'s ``outcome``), None when it must run live."""
+        if not self.passed(test_id, answer_key):
+            return None
+        return self._found[test_id].get("outcome")
+
+    def recorded(self, test_id: str, answer_key: str, outcome: Any = None) -> None:
+        if MODE == "live":
+            return
+        entry: dict[str, Any] = {"key": answer_key}
+        if outcome is not None:
+            entry["outcome"] = outcome
+        if self._found.get(test_id) != entry:
+            self._found[test_id] = entry
+            self._changed = True
+
+    def save(self) -> None:
+        if not self._changed:
+            return
+        document = {
+            "kafka": KAFKA_VERSION,
+            "written_by": "tests/kafka_reference/kafka_answers.py (make kafka-answers)",
+            "answers": dict(sorted(self._found.items())),
+        }
+        ANSWERS.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        self._changed = False
