@@ -3,9 +3,11 @@ or kills runs against Kafka live once, and while nothing it runs changed, its Ka
 ``kafka_answers.json`` (Kafka passed exactly this test before) instead of asking Kafka again.
 
 An answer's key is a hash of what decides Kafka's side: the Kafka version, the test's own source and
-everything else in its module but the other tests (helpers, constants, imports), this folder's shared
-sources (fixtures, the Java and Go scenarios), the Kafka cluster's settings (``raftlog_bench/kafka_peer.py``)
-and the Python clients' versions. When the key differs, or no answer is recorded, Kafka runs live and a
+everything else in its module but the other tests (helpers, constants, imports), the modules of this folder
+and of ``tests/`` it imports (``connect_worker.py``, ``kafka_fixtures.py``...), the folder's fixtures and its
+Java and Go scenarios, the Kafka cluster's settings (``raftlog_bench/kafka_peer.py``) and the Python
+clients' versions. raftlog's own packages are not in it: a test whose requests to Kafka are built by them
+(the raw protocol's) stays live. When the key differs, or no answer is recorded, Kafka runs live and a
 pass is recorded anew (the file changes: commit it with the test). ``RAFTLOG_KAFKA_ANSWERS=record``
 (``make kafka-answers``) runs every Kafka side live and writes the file afresh from that run's passes;
 ``RAFTLOG_KAFKA_ANSWERS=live`` runs them live and records nothing.
@@ -28,21 +30,18 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ANSWERS = HERE / "kafka_answers.json"
 MODE = os.environ.get("RAFTLOG_KAFKA_ANSWERS", "replay")  # replay | record | live
-# what every test of the folder runs on, beside its own module
+# what every test of the folder runs on, beside its own module and the test modules it imports
 SHARED = (
     HERE / "conftest.py",
-    HERE / "java_client.py",
     HERE / "go_client.py",
-    HERE / "kafka_tools.py",
-    HERE / "connect_worker.py",
-    HERE / "kafka_answers.py",
     HERE / "java" / "Scenarios.java",
     HERE / "java" / "Tools.java",
     HERE / "go" / "main.go",
     HERE / "go" / "go.sum",
-    ROOT / "tests" / "kafka_api" / "kafka_fixtures.py",
     ROOT / "raftlog_bench" / "kafka_peer.py",
 )
+# where a module a test imports by its bare name is (the folder's conftest puts them on sys.path)
+IMPORTED_FROM = (HERE, ROOT / "tests" / "kafka_api")
 CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 
 
@@ -56,21 +55,43 @@ def _shared_digest() -> str:
     return digest.hexdigest()
 
 
+def _test_module(name: str) -> pathlib.Path | None:
+    """The file of a test module imported as ``name`` (``java_client``, ``tests.waiting``); None for a
+    library's or one of raftlog's packages."""
+    if name.startswith("tests."):
+        found = ROOT / (name.replace(".", "/") + ".py")
+        return found if found.exists() else None
+    return next((d / f"{name}.py" for d in IMPORTED_FROM if (d / f"{name}.py").exists()), None)
+
+
 @functools.cache
 def _module_parts(path: pathlib.Path) -> tuple[str, dict[str, str]]:
-    """The module's source but its tests, and each test's own source (decorators included)."""
+    """The module's source but its tests, with the sources of the test modules it imports; and each
+    test's own source (decorators included)."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     tests: dict[str, str] = {}
     spans: list[tuple[int, int]] = []
-    for node in ast.parse(text).body:
+    imported: list[str] = []
+    tree = ast.parse(text)
+    for statement in ast.walk(tree):
+        names = []
+        if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+            names = [statement.module]
+        elif isinstance(statement, ast.Import):
+            names = [alias.name for alias in statement.names]
+        for name in names:
+            found = _test_module(name)
+            if found is not None and found != path and found.name != "conftest.py":
+                imported.append(f"{found.name}\0{found.read_text(encoding='utf-8')}\0")
+    for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
             assert node.end_lineno is not None
             tests[node.name] = "".join(lines[first : node.end_lineno])
             spans.append((first, node.end_lineno))
     rest = [line for i, line in enumerate(lines) if not any(a <= i < b for a, b in spans)]
-    return "".join(rest), tests
+    return "".join(rest) + "".join(sorted(imported)), tests
 
 
 def key(path: pathlib.Path, test: str, case: str) -> str:

@@ -88,7 +88,6 @@ def _values(raw: RawKafka, topic: str) -> list[bytes | None]:
     return [r.value for r in records_from(bytes(records or b""), 0)]
 
 
-@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_sequence_gap_is_answered_as_kafka_answers_it(systems: Systems, system: str) -> None:
     bootstrap = systems.servers()[system]
