@@ -5,26 +5,27 @@ dispatch and the ApiVersions answer, so what a client is told is supported is ex
 Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
 cannot read: Fetch goes to 17, Kafka 4.1's (v13+ name topics by id, v15+ carry a follower's replica state,
 v16+ node endpoints, v17 a directory id: a consumer's fetch reads the same), with incremental fetch
-sessions (``fetch_sessions``); Produce to 11 (v10-11 add the current leader and node endpoints, left
+sessions (``fetch_sessions``); Produce to 12 (v10-11 add the current leader and node endpoints, left
 unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the producer uses
-transaction version 2, which raftlog does not advertise); Metadata goes to 13, the last of Kafka 4.1 and what
-librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts leader epochs only from v9; its
-request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10,
-Kafka 4.1's last; OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol
-member commits and fetches with its member id and epoch; OffsetFetch v8+ batches groups); JoinGroup at 7
-and LeaveGroup at 4 (later ones add reasons and KIP-848's fields); ConsumerGroupHeartbeat and
-ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which librdkafka 2.16 needs to speak
-the protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge at 1, the
-only version of Kafka 4.1's share groups (KIP-932); ListGroups to 5 (v5 filters by group type);
-CreateTopics and DeleteTopics at 5 (topic ids after).
+transaction version 2: its batch adds its partition to its transaction); Metadata goes to 13, the last
+of Kafka 4.1 and what librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts leader epochs
+only from v9; its request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``);
+ListOffsets at 10, Kafka 4.1's last; OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol member
+commits and fetches with its member id and epoch; OffsetFetch v8+ batches groups); JoinGroup at 7 and
+LeaveGroup at 4 (later ones add reasons and KIP-848's fields); ConsumerGroupHeartbeat and
+ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which librdkafka 2.16 needs to speak the
+protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge at 1, the only
+version of Kafka 4.1's share groups (KIP-932); ListGroups to 5 (v5 filters by group type); CreateTopics and
+DeleteTopics at 5 (topic ids after).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
 v2, Kafka's Java client 4.x for v4.
-The transaction APIs stop where Kafka's transaction version 2 (KIP-890's second part) begins, which
-raftlog does not advertise, so Kafka 4.1's Java client speaks version 1 as to a broker without it:
-AddPartitionsToTxn at 3 (v4+ are the brokers' own), EndTxn at 4 (v5 bumps the epoch at every end),
-TxnOffsetCommit at 4; InitProducerId at 5 (v6 is KIP-939's two-phase commit, unstable in Kafka 4.1);
-ListTransactions at 1 (v2 adds a pattern of ids); WriteTxnMarkers is v1 alone (Kafka 4.0 removed v0,
-v2 carries the transaction version). librdkafka 2.16 asks for AddPartitionsToTxn and
+The transaction APIs include Kafka's transaction version 2 (KIP-890's second part), which Kafka's Java
+client 4.x uses once the cluster finalizes feature ``transaction.version`` 2 (a new cluster does; an
+upgraded one once ``kafka-features upgrade`` raises it, every node supporting it): EndTxn to 5 (v5 bumps
+the epoch at every end), TxnOffsetCommit to 5 (v5 adds the group itself), Produce v12 above;
+AddPartitionsToTxn at 3 (v4+ are the brokers' own); InitProducerId at 5 (v6 is KIP-939's two-phase
+commit, unstable in Kafka 4.1); ListTransactions at 1 (v2 adds a pattern of ids); WriteTxnMarkers is v1 alone
+(Kafka 4.0 removed v0, v2 carries the transaction version). librdkafka 2.16 asks for AddPartitionsToTxn and
 AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
@@ -162,7 +163,7 @@ def versions_response(
 APIS: dict[int, Api] = {
     api.key: api
     for api in (
-        Api(0, "Produce", 3, 11, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
+        Api(0, "Produce", 3, 12, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
         Api(1, "Fetch", 4, 17, fetch, "READ topic"),
         Api(2, "ListOffsets", 1, 10, list_offsets, "DESCRIBE topic"),
         Api(3, "Metadata", 0, 13, metadata,
@@ -193,8 +194,8 @@ APIS: dict[int, Api] = {
             "WRITE transactional id; without one IDEMPOTENT_WRITE cluster or WRITE on any topic"),
         Api(24, "AddPartitionsToTxn", 0, 3, add_partitions_to_txn, "WRITE transactional id, WRITE topic"),
         Api(25, "AddOffsetsToTxn", 0, 4, add_offsets_to_txn, "WRITE transactional id, READ group"),
-        Api(26, "EndTxn", 0, 4, end_txn, "WRITE transactional id"),
-        Api(28, "TxnOffsetCommit", 0, 4, txn_offset_commit, "WRITE transactional id, READ group, READ topic"),
+        Api(26, "EndTxn", 0, 5, end_txn, "WRITE transactional id"),
+        Api(28, "TxnOffsetCommit", 0, 5, txn_offset_commit, "WRITE transactional id, READ group, READ topic"),
         Api(23, "OffsetForLeaderEpoch", 2, 4, offset_for_leader_epoch,
             "CLUSTER_ACTION cluster, else DESCRIBE topic"),
         Api(29, "DescribeAcls", 1, 3, describe_acls, "DESCRIBE cluster"),

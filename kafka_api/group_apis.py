@@ -70,6 +70,7 @@ NO_NODE = -1
 NO_OFFSET = -1
 # a group's offsets out of reach for the request's time (``OffsetsUnavailable``): retried by every client
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
+TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: the group added implicitly
 
 
 def _now_ms() -> int:
@@ -458,7 +459,8 @@ async def _fetch_group(
 
 async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
     """Offsets committed inside a transaction: fenced by the group's metadata (KIP-447), added to the
-    transaction (its coordinator must end them), stored pending on each partition's leader."""
+    transaction (its coordinator must end them), stored pending on each partition's leader. From v5 (Kafka's
+    transaction version 2) the producer sends no AddOffsetsToTxn: the request adds the group itself."""
     body = request.body
     refusal: ErrorCode | None = None
     readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
@@ -478,6 +480,17 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             raise GroupRefusal(ErrorCode.transactional_id_authorization_failed)
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
+        if tps and request.api_version >= TRANSACTION_V2_OFFSETS:  # no AddOffsetsToTxn was sent: the
+            # request adds the group, before its offsets are checked (as Kafka's verification does): a
+            # refused commit leaves the transaction begun, for the producer's abort to end
+            await door.node.cluster.transactions.call(
+                TransactionService.add_offsets,
+                body.transactional_id,
+                body.producer_id,
+                body.producer_epoch,
+                body.group_id,
+                door.session.principal,
+            )
         member_id, generation = getattr(body, "member_id", ""), getattr(body, "generation_id", -1)
         consumer = door.coordinator.consumer
         if not consumer.check_commit(body.group_id, member_id, generation, request.api_version, True):
@@ -502,7 +515,11 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         refusal = code_of(exc)
     except Exception as exc:  # every partition's answer (kafka_api.errors); the coordinator's own words
         refusal = coordinator_code(exc, request)
-        if refusal in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
+        if refusal in (
+            ErrorCode.not_coordinator,
+            ErrorCode.coordinator_not_available,
+            ErrorCode.concurrent_transactions,  # v5: the previous transaction still completing
+        ):
             # the transaction's coordinator moved: not this group coordinator's (the client would look
             # the group up again); it asks again and the call follows the new one
             refusal = ErrorCode.coordinator_load_in_progress

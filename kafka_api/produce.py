@@ -9,11 +9,12 @@ produces it (the connection's principal and address, the request's transactional
 it checks a batch from any door (``DataPlane.produce_batch``): exactly one RecordBatch v2 per partition; a
 transactional batch needs the request's transactional id, which the connection may WRITE
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and KIP-890's verification (INVALID_TXN_STATE); its transaction's
-end is the coordinator's (docs/decisions/0019-transactions.md). A topic the connection may not WRITE
-(``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it
-written; the others go on. A request's appends begin ``pacing.ITEMS_PER_TURN`` at a time, yielding to the
-event loop between turns; the connection's next Produce begins its appends once this one began all of its own
-(``Door.produce_order``).
+end is the coordinator's (docs/decisions/0019-transactions.md). From v12 (a producer of Kafka's transaction
+version 2) the batch adds its partition to its transaction itself, no AddPartitionsToTxn sent. A topic the
+connection may not WRITE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its
+partitions, nothing of it written; the others go on. A request's appends begin ``pacing.ITEMS_PER_TURN`` at a
+time, yielding to the event loop between turns; the connection's next Produce begins its appends once this one
+began all of its own (``Door.produce_order``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from partitions.data.service import Producer
 from partitions.security.acls import AclOperation, ResourceType
 
 ACKS = (-1, 0, 1)
+TRANSACTION_V2_PRODUCE = 12  # a transactional batch adds its partition to its transaction (KIP-890)
 NO_OFFSET = -1
 
 
@@ -61,8 +63,9 @@ async def produce(door: Door, request: wire.Request) -> Any:
                     calls.append((topic.name, part.index, (ErrorCode.invalid_record, "no records")))
                 else:
                     appending = data.produce_batch(  # bytes, not copied; sequences as Kafka's
-                        topic.name, part.index, part.records, timeout_ms, producer, contiguous=True
-                    )
+                        topic.name, part.index, part.records, timeout_ms, producer, contiguous=True,
+                        join_transaction=request.api_version >= TRANSACTION_V2_PRODUCE,
+                    )  # fmt: skip
                     calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
                 await pacer.step()
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]

@@ -38,6 +38,7 @@ from partitions.errors import InvalidName, ProducerFenced, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.names import TRANSACTIONS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
+from partitions.transactions.service import ProducerIdAndEpoch
 from raftlog.consensus.errors import (
     NoLeader,
     NotLeader,
@@ -56,6 +57,7 @@ TRANSACTIONAL_ID, TOPIC, GROUP = ResourceType.TRANSACTIONAL_ID, ResourceType.TOP
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
 # the first version of each API whose clients know PRODUCER_FENCED (before it: INVALID_PRODUCER_EPOCH)
 PRODUCER_FENCED_FROM = {22: 4, 24: 2, 25: 2, 26: 2}
+TRANSACTION_V2_END = 5  # EndTxn of Kafka's transaction version 2: the epoch bumped at every end
 
 
 class Refused(Exception):
@@ -236,20 +238,36 @@ async def add_offsets_to_txn(door: Door, request: wire.Request) -> Any:
 
 
 async def end_txn(door: Door, request: wire.Request) -> Any:
-    """Answered once the decision is replicated; the markers follow (``TransactionService``)."""
+    """Answered once the decision is replicated; the markers follow (``TransactionService``). v5 (Kafka's
+    transaction version 2) bumps the producer's epoch and answers the id and epoch it goes on with."""
     body = request.body
 
+    ended = ProducerIdAndEpoch(NO_PRODUCER, -1)
+
     async def end() -> None:
+        nonlocal ended
         _writable(door, body.transactional_id)
-        await door.node.local.transactions.end_transaction(
+        ended = await door.node.local.transactions.end_transaction(
             body.transactional_id,
             body.producer_id,
             body.producer_epoch,
             body.committed,
             door.session.principal,
+            bump=request.api_version >= TRANSACTION_V2_END,
         )
 
-    return await _answered(request, end)
+    answer = await _answered(request, end)
+    if request.api_version < TRANSACTION_V2_END:
+        return answer
+    if answer.error_code != ErrorCode.none:
+        ended = ProducerIdAndEpoch(NO_PRODUCER, -1)
+    return wire.build(
+        type(answer),
+        throttle_time=wire.NO_THROTTLE,
+        error_code=answer.error_code,
+        producer_id=ended.producer_id,
+        producer_epoch=ended.producer_epoch,
+    )
 
 
 async def _answered(request: wire.Request, call: Callable[[], Awaitable[None]]) -> Any:

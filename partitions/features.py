@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from partitions.errors import FeatureUpdateRefused
 
 RAFTLOG_VERSION = "raftlog.version"
+TRANSACTION_VERSION = "transaction.version"  # Kafka's name: Kafka's clients read it (KIP-890)
 BASE_LEVEL = 1  # a feature the metadata never named: release 0.1.0's formats
-SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2}
+SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2, TRANSACTION_VERSION: 2}
 """The highest level of each feature this code reads and writes (what it gossips)."""
 LEVELS: Mapping[str, Mapping[int, str]] = {
     RAFTLOG_VERSION: {
@@ -32,6 +33,13 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
         "owner, share groups (KIP-932), client quotas (KIP-546), client metrics subscriptions, group "
         "configs and replication throttles",
+    },
+    TRANSACTION_VERSION: {
+        1: "transactions as Kafka's transaction version 1: a transaction's partitions added by "
+        "AddPartitionsToTxn, the producer's epoch kept across its transactions",
+        2: "Kafka's transaction version 2 (KIP-890's second part): the producer's epoch bumped at every "
+        "EndTxn (v5), its markers carrying the bumped epoch; partitions added by Produce v12 and groups by "
+        "TxnOffsetCommit v5",
     },
 }
 
@@ -66,6 +74,12 @@ RESOURCE_CONFIGS = Format(
     "controller command AlterResourceConfigs kind 19: client metrics subscriptions, group configs, "
     "replication throttles",
     RAFTLOG_VERSION,
+    2,
+)
+
+TRANSACTIONS_V2 = Format(
+    "transaction command EndTransaction with an epoch bump, and the rows it leaves (transaction version 2)",
+    TRANSACTION_VERSION,
     2,
 )
 

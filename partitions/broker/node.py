@@ -320,7 +320,10 @@ class Node:
             self.frontend.topic,
             clock,
             TransactionalWrites(
-                authorizers if config.enforce_acls else None, self.security.acls, self._verify_partition
+                authorizers if config.enforce_acls else None,
+                self.security.acls,
+                self._verify_partition,
+                self._add_partition,
             ),
             self.producer_ids,
             self.raft.run,
@@ -347,6 +350,7 @@ class Node:
             self._write_txn_marker,
             producer_ids=self.producer_ids,
             timeout_ms_max=config.transaction_timeout_ms_max,
+            features=self.features,
         )
         self.local = NodeServices(
             self.data,
@@ -397,6 +401,26 @@ class Node:
         """Whether the id's coordinator has the partition in the producer's ongoing transaction."""
         return await self.cluster.transactions.call(
             TransactionService.verify_partition, transactional_id, producer_id, epoch, topic, partition
+        )
+
+    async def _add_partition(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        topic: str,
+        partition: int,
+        principal: str | None,
+    ) -> None:
+        """The partition added to the producer's transaction by the id's coordinator (transaction version
+        2: a Produce v12's batch adds its partition itself)."""
+        await self.cluster.transactions.call(
+            TransactionService.add_partitions,
+            transactional_id,
+            producer_id,
+            epoch,
+            [TopicPartition(topic, partition)],
+            principal,
         )
 
     async def _register_producer_owner(self, principal: str) -> int:

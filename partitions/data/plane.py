@@ -219,6 +219,7 @@ class DataPlane:
         producer: Producer | None = None,
         *,
         contiguous: bool = False,
+        join_transaction: bool = False,
     ) -> ProduceResult:
         """Append a record batch the producer encoded (Kafka's RecordBatch v2: any Kafka producer's, or
         ``raftlog.storage.batch.encode_batch`` at the HTTP door from JSON records; base offset and leader
@@ -261,7 +262,12 @@ class DataPlane:
                 header = decode_header(batch)
             if header.is_transactional:  # a Kafka producer's; checked while the turn holds its place
                 tid = self._transactional.authorize(producer)
-                await self._transactional.verify(replica.log.transactions, tid, header, topic, partition)
+                pid = header.producer_id
+                await self._transactional.verify(
+                    replica.log.transactions, tid, header, topic, partition,
+                    None if pid is None else replica.machine.producers.epoch_of(pid),
+                    producer if join_transaction else None,
+                )  # fmt: skip
             if config.compacted:
                 await self._check_keys(topic, partition, batch, header)
             codec = STORED_CODEC[config.compression_type]

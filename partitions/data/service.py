@@ -307,9 +307,12 @@ class LocalDataService(DataService, Protocol):
         producer: Producer | None = None,
         *,
         contiguous: bool = False,
+        join_transaction: bool = False,
     ) -> ProduceResult:
         """``DataService.produce_batch``; ``contiguous``: the batch follows Kafka's sequence rule (it
-        starts at its producer's last sequence + 1, ``partitions.replicas.dedup``), not the HTTP API's."""
+        starts at its producer's last sequence + 1, ``partitions.replicas.dedup``), not the HTTP API's;
+        ``join_transaction``: a transactional batch adds its partition to its producer's transaction (a
+        Kafka Produce v12's, transaction version 2: ``TransactionalWrites.verify``)."""
         ...
 
     async def max_timestamp_offset(self, topic: str, partition: int) -> TimestampOffset | None:

@@ -8,6 +8,14 @@ it is written only where its producer's transaction is open already, or where th
 confirms that the partition is in its ongoing transaction at that epoch (INVALID_TXN_STATE otherwise). A
 write that outlived its transaction, or that no coordinator ever heard of, would open a transaction that
 no coordinator ends, holding the partition's last stable offset back for good.
+
+Transaction version 2 (KIP-890's second part, a Kafka Produce v12's batch): the producer sends no
+AddPartitionsToTxn; the partition's first batch of a transaction adds the partition to it at the
+coordinator (``TransactionService.add_partitions``, a transaction beginning if none is open), as Kafka's
+leader does (its AddPartitionsToTxnManager's addPartition). A transaction open here counts only at the
+batch's epoch: with version 2 the next transaction's batches carry the bumped epoch and may arrive before
+this one's marker, and must wait for it (the coordinator answers CONCURRENT_TRANSACTIONS until it lands).
+What the coordinator could not decide yet is answered as Kafka answers it, retriable (NOT_ENOUGH_REPLICAS).
 """
 
 from __future__ import annotations
@@ -19,10 +27,13 @@ from partitions.errors import (
     AuthorizationFailed,
     InvalidName,
     InvalidTxnState,
+    ProducerFenced,
+    ProducerIdNotOwned,
     TransactionUnverified,
     UnknownTopic,
 )
 from partitions.security.acls import AclBinding, AclOperation, Authorizers, ResourceType
+from partitions.transactions.errors import InvalidProducerIdMapping, TransactionLimitReached
 from raftlog.errors import RaftlogError
 from raftlog.storage.batch import BatchHeader
 from raftlog.storage.transactions import LogTransactions
@@ -30,6 +41,9 @@ from raftlog.storage.transactions import LogTransactions
 # (transactional id, producer id, epoch, topic, partition) -> whether the coordinator has the partition in
 # the producer's ongoing transaction (``TransactionService.verify_partition``, run on the id's coordinator)
 VerifyPartition = Callable[[str, int, int, str, int], Awaitable[bool]]
+# (transactional id, producer id, epoch, topic, partition, principal): the partition added to the
+# producer's transaction (``TransactionService.add_partitions``), raising what its coordinator answered
+AddPartition = Callable[[str, int, int, str, int, str | None], Awaitable[None]]
 ANONYMOUS = Producer()
 
 
@@ -42,10 +56,12 @@ class TransactionalWrites:
         authorizers: Authorizers | None,
         acls: Callable[[], tuple[AclBinding, ...]],
         verify_partition: VerifyPartition,
+        add_partition: AddPartition,
     ) -> None:
         self._authorizers = authorizers
         self._acls = acls
         self._verify_partition = verify_partition
+        self._add_partition = add_partition
 
     def authorize(self, producer: Producer | None) -> str:
         """The transactional id ``producer`` writes a transactional batch as, once it may;
@@ -74,14 +90,20 @@ class TransactionalWrites:
         header: BatchHeader,
         topic: str,
         partition: int,
+        open_epoch: int | None = None,
+        join: Producer | None = None,
     ) -> None:
         """KIP-890: ``InvalidTxnState`` unless the producer's transaction is open in the partition (its
-        ``transactions``) or its coordinator has the partition in it; ``TransactionUnverified`` when the
-        coordinator could not say."""
+        ``transactions``, at ``open_epoch``, the producer's epoch here; None: any) or its coordinator has the
+        partition in it; ``TransactionUnverified`` when the coordinator could not say. ``join``: the
+        producer of a transaction version 2 batch, whose partition its coordinator adds instead."""
         producer_id = header.producer_id
-        if producer_id is None or transactions.is_open(producer_id):
-            return
         epoch = header.producer_epoch or 0
+        if producer_id is None or (transactions.is_open(producer_id) and open_epoch in (None, epoch)):
+            return
+        if join is not None:
+            await self._join(tid, producer_id, epoch, topic, partition, join.principal)
+            return
         try:
             verified = await self._verify_partition(tid, producer_id, epoch, topic, partition)
         except UnknownTopic:  # no transactional id has ever been coordinated: none holds this partition
@@ -95,3 +117,21 @@ class TransactionalWrites:
                 f"{topic}-{partition} is not in an ongoing transaction of {tid!r} "
                 f"(producer {producer_id}, epoch {epoch}): AddPartitionsToTxn first"
             )
+
+    async def _join(
+        self, tid: str, producer_id: int, epoch: int, topic: str, partition: int, principal: str | None
+    ) -> None:
+        try:
+            await self._add_partition(tid, producer_id, epoch, topic, partition, principal)
+        except (
+            InvalidName,
+            ProducerFenced,
+            InvalidProducerIdMapping,
+            InvalidTxnState,
+            TransactionLimitReached,
+            AuthorizationFailed,
+            ProducerIdNotOwned,
+        ):
+            raise
+        except RaftlogError as exc:  # electing, moved, the previous transaction completing: retriable
+            raise TransactionUnverified(f"the transaction's coordinator could not add it: {exc}") from exc

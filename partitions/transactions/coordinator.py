@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from partitions.errors import CoordinatorFenced, ProducerFenced, UnknownPartition, UnknownTopic
+from partitions.features import TRANSACTIONS_V2, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_topic_name, check_transactional_id
@@ -61,6 +62,7 @@ from partitions.transactions.service import (
     TransactionSummary,
 )
 from partitions.transactions.state import (
+    EPOCH_BUMP_MAX,
     EXPIRATION_MS,
     LIMITS,
     NO_PRODUCER,
@@ -133,6 +135,7 @@ class TransactionCoordinator:
         rng: random.Random | None = None,
         limits: Limits = LIMITS,
         marker_retry_s: tuple[float, float] = (MARKER_RETRY_MIN_S, MARKER_RETRY_MAX_S),
+        features: Features | None = None,
     ) -> None:
         check(timeout_ms_max >= 1, f"a transaction timeout bound of {timeout_ms_max} ms")
         self._node_id = node_id
@@ -144,6 +147,8 @@ class TransactionCoordinator:
         # in-memory numbers when none are given: a coordinator alone in its process (tests)
         self._producer_ids = producer_ids or ProducerIds.in_memory(self._rng)
         self._limits = limits
+        # the gate of transaction version 2's formats (None: a coordinator alone in its process, tests)
+        self._features = features
         self._marker_retry_s = marker_retry_s  # the first pause before a marker is tried again, the longest
         self._drivers: dict[str, tuple[_DriveKey, asyncio.Task[None]]] = {}
         self.counters = {"transaction_markers_written": 0, "transaction_marker_retries": 0,
@@ -284,18 +289,30 @@ class TransactionCoordinator:
         producer_epoch: int,
         commit: bool,
         principal: str | None = None,
-    ) -> None:
+        bump: bool = False,
+    ) -> ProducerIdAndEpoch:
         self._producer_ids.check(producer_id, principal, transactional=True)
-        partition, _, term = self._read(transactional_id)
-        command = EndTransaction(transactional_id, producer_id, producer_epoch, commit, self._wall(), term)
+        partition, table, term = self._read(transactional_id)
+        # transaction version 2 only once every node reads its formats (a cluster mid-upgrade ends as v1)
+        bump = bump and (self._features is None or self._features.allows(TRANSACTIONS_V2))
+        row = table.transactions.get(transactional_id)
+        spent = bump and row is not None and row.producer_epoch >= EPOCH_BUMP_MAX
+        next_id = await self._producer_ids.give(principal) if spent else NO_PRODUCER
+        command = EndTransaction(
+            transactional_id, producer_id, producer_epoch, commit, self._wall(), term, bump, next_id
+        )
         result = await self._propose(partition, command)
         check(
             isinstance(result, TxnChanged) and result.transaction is not None, f"EndTxn answered {result!r}"
         )
         assert isinstance(result, TxnChanged) and result.transaction is not None  # narrowed: checked above
-        if not result.changed:
-            return  # a retry of an end already complete
-        self._drive(partition, term, result.transaction)  # answered now: the decision is replicated
+        ended = result.transaction
+        if result.changed:
+            self._drive(partition, term, ended)  # answered now: the decision is replicated
+        # what the producer goes on with: with version 2 the bumped epoch, or the next id once spent
+        if ended.next_producer_id != NO_PRODUCER:
+            return ProducerIdAndEpoch(ended.next_producer_id, 0)
+        return ProducerIdAndEpoch(ended.producer_id, ended.producer_epoch)
 
     async def verify_partition(
         self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
@@ -445,8 +462,10 @@ class TransactionCoordinator:
                     log.info("forgot %d transactional id(s) unused for 7 days", len(result.transactional_ids))
 
     async def _time_out(self, partition: int, term: int, row: Transaction, now: int) -> None:
+        version_2 = self._features is None or self._features.allows(TRANSACTIONS_V2)
         result = await self._log.propose(
-            partition, TimeOut(row.transactional_id, row.producer_id, row.producer_epoch, now, term)
+            partition,
+            TimeOut(row.transactional_id, row.producer_id, row.producer_epoch, now, term, version_2),
         )
         if isinstance(result, TxnChanged) and result.changed and result.transaction is not None:
             log.info(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from partitions.features import TRANSACTION_PRINCIPAL
+from partitions.features import TRANSACTION_PRINCIPAL, TRANSACTIONS_V2
 from partitions.groups.assignors import TopicPartition
 from partitions.peer_ops import peer
 
@@ -141,7 +141,11 @@ class TransactionService(Protocol):
         (``DataService.commit_txn_offset``)."""
         ...
 
-    @peer("Commit or abort the producer's transaction", write=True, since=_PRINCIPAL)
+    @peer(
+        "Commit or abort the producer's transaction",
+        write=True,
+        since={**_PRINCIPAL, "bump": TRANSACTIONS_V2},
+    )
     async def end_transaction(
         self,
         transactional_id: str,
@@ -149,10 +153,15 @@ class TransactionService(Protocol):
         producer_epoch: int,
         commit: bool,
         principal: str | None = None,
-    ) -> None:
+        bump: bool = False,
+    ) -> ProducerIdAndEpoch:
         """Kafka's EndTxn: the decision is replicated and answered, then the coordinator writes the markers
         to every partition of the transaction (as Kafka: a commit answered later would leave a client whose
-        coordinator died meanwhile unable to learn that its transaction commits)."""
+        coordinator died meanwhile unable to learn that its transaction commits). ``bump`` (EndTxn v5,
+        Kafka's transaction version 2, once ``features.TRANSACTIONS_V2`` is finalized): the producer's
+        epoch is bumped, the markers carry the bumped one, and an end asked again with the epoch it bumped
+        is answered again (a new producer id at epoch 0 once the epochs are spent). Returns the producer
+        id and epoch the producer goes on with."""
         ...
 
     @peer("Whether a partition is in the producer's ongoing transaction")

@@ -127,6 +127,11 @@ class Transaction:
     # gets the same id and epoch again (KIP-360)
     last_producer_id: int = NO_PRODUCER
     last_producer_epoch: int = -1
+    # transaction version 2 (KIP-890): the last end bumped the epoch (the id and epoch it was asked with are
+    # ``last_producer_*``, so a retry of it is answered again), and the producer id the producer goes on
+    # with once the markers are written, when the bump spent the epochs (NO_PRODUCER: the same)
+    bumped: bool = False
+    next_producer_id: int = NO_PRODUCER
 
     def written(self, tp: TopicPartition) -> bool:
         """Whether the producer may write to ``tp`` in this transaction (``verify_partition``)."""
@@ -199,6 +204,11 @@ class EndTransaction(ProducerCommand):
     commit: bool
     now_ms: int
     coordinator_epoch: int
+    # transaction version 2 (EndTxn v5, written once ``features.TRANSACTIONS_V2`` is finalized): the end
+    # bumps the producer's epoch, and its markers carry the bumped one; ``next_producer_id``, drawn by the
+    # leader when the epoch to bump is at ``EPOCH_BUMP_MAX``: the producer goes on with it at epoch 0
+    bump: bool = False
+    next_producer_id: int = NO_PRODUCER
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +217,10 @@ class TimeOut(ProducerCommand):
 
     now_ms: int
     coordinator_epoch: int
+    # transaction version 2 finalized (``features.TRANSACTIONS_V2``): the abort is a version 2 end, as
+    # Kafka's coordinator aborts with the cluster's version, so the producer's late EndTxn v5 of it is
+    # answered as an end of the other outcome (INVALID_TXN_STATE), not a stranger's (PRODUCER_FENCED)
+    bump: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +319,7 @@ _READ: dict[str, Callable[[object], Any]] = {
     "producer_id": _int, "fresh_producer_id": _int, "expected_producer_id": _producer_id,
     "producer_epoch": _epoch, "expected_producer_epoch": _epoch, "timeout_ms": _timeout_ms, "commit": _bool,
     "now_ms": _int, "coordinator_epoch": _int, "expiration_ms": _int, "limits": Limits.from_row,
-    "new_owner": _bool,
+    "new_owner": _bool, "bump": _bool, "next_producer_id": _producer_id,
 }  # fmt: skip
 _WRITE: dict[str, Callable[[Any], Any]] = {
     "partitions": _tp_rows, "transactional_ids": list, "limits": Limits.to_row,
@@ -317,7 +331,11 @@ check(not _UNREAD, f"transaction command fields with no reader: {_UNREAD}")
 # reads as their default; a command whose added fields are at their defaults is written without them, in
 # the layout of the release before, which refuses a longer row (InitProducer's new_owner is True only for
 # producer ids bound to an owner, given from raftlog.version 2: ``features.PRODUCER_OWNERS``)
-_ADDED: dict[type[Any], tuple[str, ...]] = {InitProducer: ("new_owner",)}
+_ADDED: dict[type[Any], tuple[str, ...]] = {
+    InitProducer: ("new_owner",),
+    EndTransaction: ("bump", "next_producer_id"),
+    TimeOut: ("bump",),
+}
 _DEFAULTS = {made: {f.name: f.default for f in fields(made)} for made in _KINDS}
 
 
@@ -413,6 +431,8 @@ class TransactionTable:
             return InvalidProducerIdMapping(command.transactional_id, command.producer_id)
         if isinstance(command, Complete):
             return self._complete(command, row)
+        if isinstance(command, EndTransaction) and _retried_end(command, row):
+            return self._retried_end(command, row)
         if command.producer_id != row.producer_id:
             return InvalidProducerIdMapping(command.transactional_id, command.producer_id)
         if command.producer_epoch != row.producer_epoch:
@@ -422,7 +442,7 @@ class TransactionTable:
         if isinstance(command, TimeOut):
             if row.state is not TxnState.ONGOING:
                 return TxnChanged(row.transactional_id, row, changed=False)
-            return self._store(_fence_abort(row, command.now_ms, command.coordinator_epoch))
+            return self._store(_fence_abort(row, command.now_ms, command.coordinator_epoch, command.bump))
         return self._add(command, row)
 
     def _init(self, command: InitProducer, row: Transaction | None) -> TxnResult:
@@ -525,14 +545,28 @@ class TransactionTable:
         done = TxnState.COMPLETE_COMMIT if command.commit else TxnState.COMPLETE_ABORT
         preparing = TxnState.PREPARE_COMMIT if command.commit else TxnState.PREPARE_ABORT
         if row.state is TxnState.ONGOING:
+            bumped: dict[str, Any] = {"bumped": False, "next_producer_id": NO_PRODUCER}
+            if command.bump:  # transaction version 2: the markers carry the next epoch, which fences
+                # every batch of this one (a zombie's, late); past the epochs, the producer goes on with
+                # the next producer id (the markers still carry the old id, at the last epoch)
+                spent = row.producer_epoch >= EPOCH_BUMP_MAX and command.next_producer_id != NO_PRODUCER
+                bumped = {
+                    "producer_epoch": min(row.producer_epoch + 1, EPOCH_MAX), "bumped": True,
+                    "next_producer_id": command.next_producer_id if spent else NO_PRODUCER,
+                    "last_producer_id": row.producer_id, "last_producer_epoch": row.producer_epoch,
+                }  # fmt: skip
             return self._store(
                 replace(
                     row,
                     state=preparing,
                     updated_ms=command.now_ms,
                     coordinator_epoch=command.coordinator_epoch,
+                    **bumped,
                 )
             )
+        if row.bumped and row.state is not TxnState.EMPTY:  # as Kafka: with transaction version 2 the epoch
+            # an end answered is the next transaction's; an end asked with it before that began is fenced
+            return ProducerFenced(command.producer_id, command.producer_epoch, row.producer_epoch)
         if row.state is done:
             return TxnChanged(row.transactional_id, row, changed=False)  # a retry of the end: answered again
         if row.state is preparing:
@@ -542,6 +576,20 @@ class TransactionTable:
             f"{row.state.value}"
         )
 
+    def _retried_end(self, command: EndTransaction, row: Transaction) -> TxnResult:
+        """An EndTxn v5 asked again with the epoch it bumped: answered as the end it repeats (Kafka's
+        retryOnEpochBump), or refused when it asks the other outcome."""
+        done = TxnState.COMPLETE_COMMIT if command.commit else TxnState.COMPLETE_ABORT
+        preparing = TxnState.PREPARE_COMMIT if command.commit else TxnState.PREPARE_ABORT
+        if row.state is done:
+            return TxnChanged(row.transactional_id, row, changed=False)
+        if row.state is preparing:
+            return ConcurrentTransactions(row.transactional_id, row.state.value)
+        return InvalidTxnState(
+            f"transactional id {row.transactional_id!r}: cannot {'commit' if command.commit else 'abort'} "
+            f"a transaction in state {row.state.value}"
+        )
+
     def _complete(self, command: Complete, row: Transaction) -> TxnResult:
         """The markers of the prepared transaction are written: it ends (nothing, when it is not the one
         prepared any more: a completion proposed twice, or by a leader since deposed)."""
@@ -549,9 +597,13 @@ class TransactionTable:
         if not same or not row.state.preparing:
             return TxnChanged(row.transactional_id, row, changed=False)
         done = TxnState.COMPLETE_COMMIT if row.state is TxnState.PREPARE_COMMIT else TxnState.COMPLETE_ABORT
+        renewed = row.next_producer_id != NO_PRODUCER  # the bump spent the epochs: the next id, at 0
         return self._store(
             replace(
                 row,
+                producer_id=row.next_producer_id if renewed else row.producer_id,
+                producer_epoch=0 if renewed else row.producer_epoch,
+                next_producer_id=NO_PRODUCER,
                 state=done,
                 updated_ms=command.now_ms,
                 coordinator_epoch=command.coordinator_epoch,
@@ -598,6 +650,9 @@ class TransactionTable:
                 list(t.groups),
                 t.last_producer_id,
                 t.last_producer_epoch,
+                # transaction version 2's, only where it was used (``features.TRANSACTIONS_V2``): a row
+                # without them is the previous release's
+                *([t.bumped, t.next_producer_id] if t.bumped or t.next_producer_id != NO_PRODUCER else []),
             ]
             for t in self.transactions.values()
         ]
@@ -607,8 +662,9 @@ class TransactionTable:
         found = {}
         for row in rows:
             tid, pid, epoch, state, timeout_ms, started, updated, term, tps, groups, last_pid, last_epoch = (
-                row
+                row[:12]
             )
+            bumped, next_pid = row[12:] if len(row) == 14 else (False, NO_PRODUCER)
             partitions = {TopicPartition(str(t), int(p)): bool(w) for t, p, w in tps}
             found[str(tid)] = Transaction(
                 str(tid),
@@ -623,11 +679,26 @@ class TransactionTable:
                 tuple(str(g) for g in groups),
                 int(last_pid),
                 int(last_epoch),
+                bool(bumped),
+                int(next_pid),
             )
         return cls(MappingProxyType(found), sum(len(t.partitions) for t in found.values()))
 
 
-def _fence_abort(row: Transaction, now_ms: int, coordinator_epoch: int) -> Transaction:
+def _retried_end(command: EndTransaction, row: Transaction) -> bool:
+    """Whether an EndTxn v5 is one the row's last end answered (Kafka's retryOnEpochBump and
+    retryOnOverflow): asked with the id and epoch it bumped, the transaction since decided or ended."""
+    return (
+        command.bump
+        and row.bumped
+        and (command.producer_id, command.producer_epoch) == (row.last_producer_id, row.last_producer_epoch)
+        and (row.state.preparing or row.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT))
+    )
+
+
+def _fence_abort(
+    row: Transaction, now_ms: int, coordinator_epoch: int, version_2: bool = False
+) -> Transaction:
     """The open transaction aborted with the producer's epoch bumped: its producer is fenced everywhere the
     abort marker lands and at the coordinator (an epoch at ``EPOCH_MAX`` is aborted as it is: no producer
     holds a later one)."""
@@ -638,6 +709,8 @@ def _fence_abort(row: Transaction, now_ms: int, coordinator_epoch: int) -> Trans
         state=TxnState.PREPARE_ABORT,
         updated_ms=now_ms,
         coordinator_epoch=coordinator_epoch,
-        last_producer_id=NO_PRODUCER,
-        last_producer_epoch=-1,
+        last_producer_id=row.producer_id if version_2 else NO_PRODUCER,
+        last_producer_epoch=row.producer_epoch if version_2 else -1,
+        bumped=version_2,
+        next_producer_id=NO_PRODUCER,
     )

@@ -57,6 +57,7 @@ from partitions.errors import (
     DecommissionImpossible,
     InvalidReassignment,
     InvalidTopic,
+    InvalidTxnState,
     NoReassignment,
     PlacementImpossible,
     ReassignmentInProgress,
@@ -115,6 +116,12 @@ MAX_MESSAGE_BYTES_DEFAULT = 1024 * 1024
 
 async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
     return False  # the fake coordinates no transaction
+
+
+async def _no_transaction(
+    tid: str, producer_id: int, epoch: int, topic: str, partition: int, principal: str | None
+) -> None:
+    raise InvalidTxnState("the fake coordinates no transaction")
 
 
 def record_size(record: Record | ProducerRecord) -> int:
@@ -386,7 +393,7 @@ class FakeData:
         self._led_here(topic, partition)
         header = check_producer_batch(batch, int(time.time() * 1000) + 3_600_000)
         if header.is_transactional:  # the data plane's rule: no transactional id, no transactional batch
-            TransactionalWrites(None, tuple, _no_coordinator).authorize(producer)
+            TransactionalWrites(None, tuple, _no_coordinator, _no_transaction).authorize(producer)
         records = [
             ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in decode_records(batch, header)
         ]

@@ -10,7 +10,7 @@ import raftlog
 from partitions import features
 from partitions.controller.state import ControllerStateMachine, SetFeatureLevel, decode, encode
 from partitions.errors import FeatureUpdateRefused
-from partitions.features import CLASSIC_GROUP_METADATA, RAFTLOG_VERSION, Features
+from partitions.features import CLASSIC_GROUP_METADATA, RAFTLOG_VERSION, TRANSACTION_VERSION, Features
 from partitions.replicas.cluster_view import decode_meta, encode_meta
 
 
@@ -43,7 +43,10 @@ def test_a_snapshot_of_release_0_1_0_decodes_at_level_1() -> None:
     machine = ControllerStateMachine()
     machine.restore(old)
     assert machine.metadata.applied_index == 7
-    assert Features(lambda: machine.metadata.features).levels() == {RAFTLOG_VERSION: 1}
+    assert Features(lambda: machine.metadata.features).levels() == {
+        RAFTLOG_VERSION: 1,
+        TRANSACTION_VERSION: 1,
+    }
     assert not Features(lambda: machine.metadata.features).allows(CLASSIC_GROUP_METADATA)
     assert "features" not in msgpack.unpackb(machine.snapshot())  # unchanged until a level is finalized
 

@@ -10,9 +10,11 @@ import pathlib
 import pytest
 
 from partitions.data.service import Producer
+from partitions.data.service import Producer as Joiner
 from partitions.data.transactional import TransactionalWrites
 from partitions.errors import (
     InvalidTxnState,
+    ProducerFenced,
     TransactionalIdAuthorizationFailed,
     TransactionUnverified,
     UnknownTopic,
@@ -25,6 +27,7 @@ from partitions.security.acls import (
     Permission,
     ResourceType,
 )
+from partitions.transactions.errors import ConcurrentTransactions
 from raftlog.consensus.errors import NoLeader
 from raftlog.storage.batch import ProducerRecord, decode_header, encode_batch
 from raftlog.storage.transactions import LogTransactions
@@ -45,7 +48,15 @@ def _writes(enforced: bool, verify: object = None) -> tuple[TransactionalWrites,
         return bool(verify)
 
     authorizers = Authorizers({"User:root"}) if enforced else None
-    return TransactionalWrites(authorizers, lambda: (WRITE_TX,), verify_partition), asked
+
+    async def add_partition(
+        tid: str, producer_id: int, epoch: int, topic: str, partition: int, principal: str | None
+    ) -> None:
+        asked.append(("add", tid, producer_id, epoch, topic, partition, principal))
+        if isinstance(verify, Exception):
+            raise verify
+
+    return TransactionalWrites(authorizers, lambda: (WRITE_TX,), verify_partition, add_partition), asked
 
 
 def test_a_transactional_batch_needs_a_transactional_id_its_producer_may_write() -> None:
@@ -86,3 +97,32 @@ async def test_kip_890_asks_the_coordinator_unless_the_transaction_is_open_in_th
     opened = LogTransactions(str(tmp_path), open_txns={77: 0})
     await refusing.verify(opened, "tx-1", header, "t", 0)  # its transaction is open here already
     assert len(asked) == 1, "the coordinator was not asked again"
+
+
+async def test_transaction_version_2_adds_the_partition_and_waits_for_the_previous_marker(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A Produce v12 batch (transaction version 2) adds its partition to the transaction at the coordinator
+    instead of asking whether it is in; a transaction open here at an older epoch (the previous one, its
+    marker not yet landed) does not count: the coordinator decides, and CONCURRENT_TRANSACTIONS while the
+    previous transaction completes is answered retriable, a fenced producer as fenced."""
+    batch = encode_batch(0, [ProducerRecord(b"v")], 0, 1_000, 77, 0, producer_epoch=4)
+    header = decode_header(batch)
+    bob = Joiner("User:bob", "10.0.0.7", "tx-1")
+    writes, asked = _writes(enforced=False, verify=True)
+    await writes.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob)
+    assert asked == [("add", "tx-1", 77, 4, "t", 0, "User:bob")]
+    previous_open = LogTransactions(str(tmp_path), open_txns={77: 0})  # epoch 3's, its marker in flight
+    await writes.verify(previous_open, "tx-1", header, "t", 0, 3, bob)
+    assert len(asked) == 2, "an open transaction of an older epoch is not this batch's"
+    await writes.verify(previous_open, "tx-1", header, "t", 0, 4, bob)
+    assert len(asked) == 2, "open at the batch's epoch: nothing asked"
+    completing, _ = _writes(enforced=False, verify=ConcurrentTransactions("tx-1", "PrepareCommit"))
+    with pytest.raises(TransactionUnverified):  # retriable: the producer sends it again
+        await completing.verify(previous_open, "tx-1", header, "t", 0, 3, bob)
+    fenced, _ = _writes(enforced=False, verify=ProducerFenced(77, 4, 5))
+    with pytest.raises(ProducerFenced):  # a zombie's batch of a transaction since ended
+        await fenced.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob)
+    verifying, asked_v1 = _writes(enforced=False, verify=True)  # version 1: asked, not added
+    await verifying.verify(previous_open, "tx-1", header, "t", 0, 3)
+    assert asked_v1 == [("tx-1", 77, 4, "t", 0)]
