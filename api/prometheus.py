@@ -141,6 +141,9 @@ CATALOGUE: dict[str, Family] = {
     "transaction_marker_retries": Family(
         "counter", "Transaction markers tried again because the partition's leader did not take them."
     ),
+    "transaction_epoch_bumps": Family(
+        "counter", "Transactions ended with their producer's epoch bumped (Kafka's transaction version 2)."
+    ),
     "transactions_timed_out": Family(
         "counter", "Transactions this node's coordinator aborted past their timeout, fencing their producer."
     ),

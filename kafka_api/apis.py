@@ -94,6 +94,11 @@ from kafka_api.share_group_apis import (
     share_group_describe,
     share_group_heartbeat,
 )
+from kafka_api.share_offset_apis import (
+    alter_share_group_offsets,
+    delete_share_group_offsets,
+    describe_share_group_offsets,
+)
 from kafka_api.transaction_apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -185,6 +190,10 @@ APIS: dict[int, Api] = {
         Api(77, "ShareGroupDescribe", 1, 1, share_group_describe, "DESCRIBE group"),
         Api(78, "ShareFetch", 1, 1, share_fetch, "READ group, READ topic"),
         Api(79, "ShareAcknowledge", 1, 1, share_acknowledge, "READ group, READ topic"),
+        Api(90, "DescribeShareGroupOffsets", 0, 1, describe_share_group_offsets,
+            "DESCRIBE group, DESCRIBE topic"),
+        Api(91, "AlterShareGroupOffsets", 0, 0, alter_share_group_offsets, "READ group, READ topic"),
+        Api(92, "DeleteShareGroupOffsets", 0, 0, delete_share_group_offsets, "DELETE group, READ topic"),
         Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
         Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),

@@ -32,6 +32,7 @@ must reach them), then each offset is stored pending on its partition's leader
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -49,7 +50,13 @@ from partitions.errors import InvalidName, PeerError, ReplicaRecovering
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic_members import GroupRefusal, MemberIdRequired
 from partitions.groups.consumer_protocol import encode_assignment, encode_subscription
-from partitions.groups.errors import ConsumerProtocolVersion, StaleMemberEpoch, UnknownGroup, UnknownMember
+from partitions.groups.errors import (
+    ConsumerProtocolVersion,
+    NotConsumerGroup,
+    StaleMemberEpoch,
+    UnknownGroup,
+    UnknownMember,
+)
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
@@ -712,6 +719,10 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
         try:  # a partition holding its offsets out of reach, or the group's own electing:
             # COORDINATOR_LOAD_IN_PROGRESS, retried by the clients; the group stays listed until its
             # offsets are gone, so asking again finishes the work
+            from kafka_api.share_offset_apis import share_offsets
+
+            with contextlib.suppress(UnknownGroup, NotConsumerGroup):  # not a share group
+                await share_offsets(door).forget_group(name)  # its records' state in each partition
             await door.node.local.groups.delete_group(name)
         except Exception as exc:  # every error is this group's answer (kafka_api.errors)
             return _coordinator_code(exc)

@@ -35,12 +35,15 @@ from partitions.data.service import (
     Producer,
     ProduceResult,
     ProducerState,
+    ShareOffset,
     TimestampOffset,
     check_leader_epoch,
 )
 from partitions.data.transactional import TransactionalWrites
 from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition, UnstableOffsetCommit
-from partitions.features import PRODUCE_CONTIGUOUS, Features
+from partitions.features import PRODUCE_CONTIGUOUS, SHARE_GROUPS, Features
+from partitions.groups import share_partition
+from partitions.groups.errors import ShareGroupsNotFinalized
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
 from partitions.replicas.state_machine import (
@@ -384,6 +387,37 @@ class DataPlane:
         replica = self.leader_replica(topic, partition)
         command = commands.DeleteOffset(group)
         return (await self._applied(replica, command, OffsetDeleted, timeout_ms)).existed
+
+    # -- share groups' offset admin (KIP-932): their records are ``share_records``' -------------------
+
+    async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
+        replica = self.ready_leader(topic, partition)
+        state = replica.machine.shares.groups.get(group)
+        if state is None:
+            return None
+        high_watermark = replica.machine.high_watermark
+        lag = max(0, high_watermark - max(state.end, state.start)) + len(state.records)
+        return ShareOffset(state.start, lag)
+
+    async def alter_share_offset(
+        self, group: str, topic: str, partition: int, offset: int, timeout_ms: int
+    ) -> None:
+        await self._share(topic, partition, share_partition.ResetOffset(group, offset), timeout_ms)
+
+    async def delete_share_state(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        if self.ready_leader(topic, partition).machine.shares.groups.get(group) is None:
+            return False
+        found = await self._share(topic, partition, share_partition.DeleteState(group), timeout_ms)
+        return found.existed
+
+    async def _share(
+        self, topic: str, partition: int, command: share_partition.ShareCommand, timeout_ms: int
+    ) -> share_partition.ShareApplied:
+        if self._features is not None and not self._features.allows(SHARE_GROUPS):
+            raise ShareGroupsNotFinalized(command.group)
+        replica = self.leader_replica(topic, partition)
+        wrapped = commands.ShareCommand(share_partition.encode(command))
+        return await self._applied(replica, wrapped, share_partition.ShareApplied, timeout_ms)
 
     async def commit_txn_offset(
         self,

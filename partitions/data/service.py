@@ -50,6 +50,16 @@ class Producer:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareOffset:
+    """A share group's state in one partition, as its offset admin APIs show it (KIP-932): its start
+    offset (Kafka's SPSO: every record below it done with) and its lag, the records from there to the high
+    watermark not yet done with."""
+
+    start_offset: int
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
 class GroupOffset:
     """A consumer group's committed offset of a partition and the leader epoch committed with it (Kafka's
     ``committed_leader_epoch``, KIP-320; -1 when the commit named none)."""
@@ -291,6 +301,25 @@ class DataService(Protocol):
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         """Delete a group's committed offset of the partition (its group was deleted); whether it had
         one."""
+        ...
+
+    @peer("A share group's start offset in the partition, on its leader", topic_arg="topic")
+    async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
+        """The share group's start offset and lag in the partition (None: the group has no state there,
+        Kafka's uninitialized share partition)."""
+        ...
+
+    @_leader_write("Move a share group's start offset in the partition, on its leader")
+    async def alter_share_offset(
+        self, group: str, topic: str, partition: int, offset: int, timeout_ms: int
+    ) -> None:
+        """Kafka's AlterShareGroupOffsets for one partition: the group's records start at ``offset``,
+        nothing in flight (the group's coordinator checked that it has no member)."""
+        ...
+
+    @_leader_write("Forget a share group's state in the partition, on its leader")
+    async def delete_share_state(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        """Kafka's DeleteShareGroupOffsets for one partition; whether the group had state there."""
         ...
 
 

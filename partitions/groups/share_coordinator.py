@@ -138,7 +138,10 @@ class ShareGroupCoordinator:
     def _group(self, name: str, create: bool) -> ShareGroup | None:
         term, recorded = self._term(name)
         group = self._groups.get(name)
-        if group is not None and group.term != term:  # led here again after another coordinator
+        if group is not None and (
+            group.term != term  # led here again after another coordinator
+            or (recorded < 0 <= group.recorded and not group.members)  # deleted (DeleteGroups)
+        ):
             group = None
             del self._groups[name]
         if group is None and (create or recorded >= 0):  # recorded: the group exists, its members gone

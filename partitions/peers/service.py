@@ -37,6 +37,7 @@ from partitions.data.service import (
     Producer,
     ProduceResult,
     ProducerState,
+    ShareOffset,
     TimestampOffset,
 )
 from partitions.data.share_records import ShareFetched, ShareRecords
@@ -125,6 +126,7 @@ RESULT_TYPES: tuple[type, ...] = (
     ApiToken,
     ProducerIdAndEpoch,
     Marker,
+    ShareOffset,
     TransactionSummary,
     TransactionDescription,
 )

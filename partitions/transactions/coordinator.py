@@ -152,7 +152,7 @@ class TransactionCoordinator:
         self._marker_retry_s = marker_retry_s  # the first pause before a marker is tried again, the longest
         self._drivers: dict[str, tuple[_DriveKey, asyncio.Task[None]]] = {}
         self.counters = {"transaction_markers_written": 0, "transaction_marker_retries": 0,
-                         "transactions_timed_out": 0}  # fmt: skip
+                         "transactions_timed_out": 0, "transaction_epoch_bumps": 0}  # fmt: skip
 
     # -- routing ---------------------------------------------------------------------------------------
 
@@ -309,6 +309,7 @@ class TransactionCoordinator:
         ended = result.transaction
         if result.changed:
             self._drive(partition, term, ended)  # answered now: the decision is replicated
+            self.counters["transaction_epoch_bumps"] += 1 if ended.bumped else 0
         # what the producer goes on with: with version 2 the bumped epoch, or the next id once spent
         if ended.next_producer_id != NO_PRODUCER:
             return ProducerIdAndEpoch(ended.next_producer_id, 0)

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from waiting import wait_for
 
-from partitions.features import RAFTLOG_VERSION, SUPPORTED
+from partitions.features import RAFTLOG_VERSION, SUPPORTED, TRANSACTION_VERSION
 from raftlog_client.local_cluster import LocalCluster
 from tests.kafka_reference.kafka_tools import KafkaTools, Outcome
 
@@ -37,15 +37,20 @@ def test_kafka_features_describe_shows_the_finalized_level(
 ) -> None:
     described = tools.run("kafka-features", "--bootstrap-server", kafka_cluster.bootstrap_servers, "describe")
     assert described.status == 0, described.output
-    (line,) = [line for line in described.lines() if line.startswith("Feature: ")]
-    fields = dict(part.split(": ", 1) for part in line.strip().split("\t"))
-    assert fields["Feature"] == RAFTLOG_VERSION, described.output
-    assert (fields["SupportedMinVersion"], fields["SupportedMaxVersion"]) == (
-        "1",
-        str(SUPPORTED[RAFTLOG_VERSION]),
-    )
-    assert fields["FinalizedVersionLevel"] == str(SUPPORTED[RAFTLOG_VERSION])  # a new cluster: the newest
-    assert int(fields["Epoch"]) > 0
+    found = {}
+    for line in described.lines():
+        if line.startswith("Feature: "):
+            fields = dict(part.split(": ", 1) for part in line.strip().split("\t"))
+            found[fields["Feature"]] = fields
+    # raftlog's own, and Kafka's transaction.version, whose level 2 Kafka's Java client reads (KIP-890)
+    assert sorted(found) == [RAFTLOG_VERSION, TRANSACTION_VERSION], described.output
+    for feature, fields in found.items():
+        assert (fields["SupportedMinVersion"], fields["SupportedMaxVersion"]) == (
+            "1",
+            str(SUPPORTED[feature]),
+        )
+        assert fields["FinalizedVersionLevel"] == str(SUPPORTED[feature])  # a new cluster: the newest
+        assert int(fields["Epoch"]) > 0
 
 
 def test_kafka_features_upgrade_raises_to_what_every_node_supports_and_refuses_a_downgrade(

@@ -31,6 +31,7 @@ TOOLS = {
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
 }
 

@@ -3,7 +3,9 @@ partition reassignment (``kafka-reassign-partitions --generate/--execute/--verif
 change of replication factor and its refusal), leader elections (``kafka-leader-election``, preferred and
 unclean), log dirs (``kafka-log-dirs``), offsets by time (``kafka-get-offsets --time -1..-5``), the
 metadata quorum (``kafka-metadata-quorum``), ``kafka-topics --describe`` (DescribeTopicPartitions),
-``kafka-cluster unregister`` and a record batch larger than ``segment.bytes``.
+``kafka-cluster unregister``, a record batch larger than ``segment.bytes``, and a share group's offsets
+(``kafka-share-groups --describe --offsets / --reset-offsets / --delete-offsets / --delete``, KIP-932,
+with ``kafka-console-share-consumer`` consuming between the steps).
 
 Each system runs the same steps on the session's clusters (``conftest.systems``), each step's outcome
 (exit status and the tool's lines, made comparable where the systems may differ by chance: a topic's
@@ -269,6 +271,45 @@ def _steps(steps: Steps) -> None:
         *configs,
     )
     steps.outcomes["a batch above segment.bytes"] = _produce_large(steps.bootstrap, large)
+    _share_steps(steps)
+
+
+def _share_steps(steps: Steps) -> None:
+    """A share group's offsets: the group starts where ``share.auto.offset.reset`` (latest) put it, is
+    reset to the earliest, to an offset and to the latest, consumes from the offset it was reset to,
+    loses its offsets and is deleted."""
+    run, record = steps.run, steps.record
+    topic, group = f"{steps.topic}-share", f"{steps.topic}-sg"
+    run("kafka-topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "3")
+    producer = Producer({"bootstrap.servers": steps.bootstrap, "acks": "all", "linger.ms": 0})
+    for i in range(5):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    producer.flush(30)
+
+    def share(step: str, *args: str) -> None:
+        record(step, run("kafka-share-groups", *args, "--group", group))
+
+    def consume(*args: str) -> Outcome:
+        return run(
+            "kafka-console-share-consumer", "--topic", topic, "--group", group, "--timeout-ms", "10000", *args
+        )
+
+    share("share describe offsets of no group", "--describe", "--offsets")
+    consume()  # joins, starts at the latest offset (5), and leaves when nothing came for 10 s
+    share("share describe offsets", "--describe", "--offsets")
+    reset = ("--reset-offsets", "--topic", topic)
+    share("share reset to earliest, dry run", *reset, "--to-earliest", "--dry-run")
+    share("share reset to earliest", *reset, "--to-earliest", "--execute")
+    share("share describe after the reset", "--describe", "--offsets")
+    share("share reset to offset 3", *reset, "--to-offset", "3", "--execute")
+    read = consume("--max-messages", "2")
+    steps.outcomes["share consume after the reset"] = [v for v in read.lines() if re.fullmatch(r"v\d", v)]
+    share("share describe after consuming", "--describe", "--offsets")
+    share("share reset to latest", *reset, "--to-latest", "--execute")
+    share("share delete offsets", "--delete-offsets", "--topic", topic)
+    share("share describe after deleting offsets", "--describe", "--offsets")
+    share("share delete", "--delete")
+    share("share describe deleted", "--describe", "--offsets")
 
 
 @pytest.fixture(scope="module")
@@ -294,6 +335,21 @@ def outcomes(
         tools.close()
 
 
+SHARE_STEPS = (
+    "share describe offsets of no group",
+    "share describe offsets",
+    "share reset to earliest, dry run",
+    "share reset to earliest",
+    "share describe after the reset",
+    "share reset to offset 3",
+    "share consume after the reset",
+    "share describe after consuming",
+    "share reset to latest",
+    "share delete offsets",
+    "share describe after deleting offsets",
+    "share delete",
+    "share describe deleted",
+)
 STEPS = (
     "create", "execute", "verify", "list after the moves", "get-offsets --time -1", "get-offsets --time -2",
     "get-offsets --time -3", "get-offsets --time -4", "get-offsets --time -5", "get-offsets --time T",
@@ -303,6 +359,7 @@ STEPS = (
     "preferred election", "preferred election again",
     "unclean election", "describe", "quorum status", "quorum replication", "unregister an unknown broker",
     "a batch above segment.bytes",
+    *SHARE_STEPS,
 )  # fmt: skip
 
 
