@@ -42,6 +42,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
+from kafka_api.share_state import share_offsets
 from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
@@ -719,8 +720,6 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
         try:  # a partition holding its offsets out of reach, or the group's own electing:
             # COORDINATOR_LOAD_IN_PROGRESS, retried by the clients; the group stays listed until its
             # offsets are gone, so asking again finishes the work
-            from kafka_api.share_offset_apis import share_offsets
-
             with contextlib.suppress(UnknownGroup, NotConsumerGroup):  # not a share group
                 await share_offsets(door).forget_group(name)  # its records' state in each partition
             await door.node.local.groups.delete_group(name)

@@ -19,46 +19,12 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from kafka_api.group_apis import DELETE, DESCRIBE, GROUP, READ, TOPIC
 from kafka_api.share_group_apis import _coordinating
-from partitions.data.service import DataService, ShareOffset
-from partitions.errors import UnknownTopic
+from kafka_api.share_state import known_topics, share_offsets
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.share_offsets import ShareOffsets
+from partitions.groups.share_partition import ShareOffset
 from raftlog.errors import RaftlogError
 
 NO_OFFSET, NO_EPOCH = -1, -1
-
-
-class _Leaders:
-    """``share_offsets.PartitionShares`` on each partition's leader, through the cluster."""
-
-    def __init__(self, door: Door) -> None:
-        self._data = door.node.cluster.data
-
-    async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
-        return await self._data.call(DataService.share_offset, group, topic, partition)
-
-    async def alter_share_offset(
-        self, group: str, topic: str, partition: int, offset: int, timeout_ms: int
-    ) -> None:
-        await self._data.call(DataService.alter_share_offset, group, topic, partition, offset, timeout_ms)
-
-    async def delete_share_state(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
-        return await self._data.call(DataService.delete_share_state, group, topic, partition, timeout_ms)
-
-
-def _topics(door: Door) -> dict[str, int]:
-    """Every topic's partition count, as this node knows them."""
-    view, known = door.node.metadata, {}
-    for name in view.topics():
-        try:
-            known[name] = view.topic(name).partitions
-        except UnknownTopic:  # deleted meanwhile
-            continue
-    return known
-
-
-def share_offsets(door: Door) -> ShareOffsets:
-    return ShareOffsets(door.coordinator.share, _Leaders(door), lambda: _topics(door))
 
 
 def _code(error: BaseException | None) -> tuple[ErrorCode, str | None]:
@@ -135,7 +101,7 @@ async def alter_share_group_offsets(door: Door, request: wire.Request) -> Any:
             raise door.refusal(READ, GROUP, body.group_id)
         _coordinating(door, body.group_id)
         offsets: dict[TopicPartition, int] = {}
-        known = _topics(door)
+        known = known_topics(door)
         for topic, partitions in asked:
             for partition, offset in partitions:
                 tp = TopicPartition(topic, partition)

@@ -454,7 +454,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.consumer_coordinator",  # the consumer group protocol's coordinator
     "partitions.groups.share_coordinator",  # share groups' membership (KIP-932)
     "partitions.data.share_records",  # share groups' records, served by a partition's leader (KIP-932)
-    "partitions.groups.share_partition",  # their acknowledge types and the bound on records in flight
+    "partitions.groups.share_offsets",  # share groups' offset admin rules (KIP-932)
+    "partitions.groups.share_partition",  # acknowledge types, records in flight, ShareOffset
     "partitions.groups.classic",  # the classic group protocol's coordinator (ClassicGroups)
     "partitions.groups.classic_members",  # its refusals
     "partitions.groups.consumer_protocol",  # the consumer protocol's subscription and assignment bytes

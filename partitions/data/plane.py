@@ -35,7 +35,6 @@ from partitions.data.service import (
     Producer,
     ProduceResult,
     ProducerState,
-    ShareOffset,
     TimestampOffset,
     check_leader_epoch,
 )
@@ -44,6 +43,7 @@ from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartiti
 from partitions.features import PRODUCE_CONTIGUOUS, SHARE_GROUPS, Features
 from partitions.groups import share_partition
 from partitions.groups.errors import ShareGroupsNotFinalized
+from partitions.groups.share_partition import ShareOffset
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
 from partitions.replicas.state_machine import (

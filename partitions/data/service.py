@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
 from partitions.features import OFFSET_LEADER_EPOCH, PRODUCE_PRODUCER, Format
+from partitions.groups.share_partition import ShareOffset
 from partitions.peer_ops import peer
 from partitions.transactions.service import Marker
 
@@ -47,16 +48,6 @@ class Producer:
     principal: str | None = None  # "User:NAME" as authenticated; None: anonymous
     host: str = ""  # the client's address, as ACLs match it ("": unknown)
     transactional_id: str | None = None  # the Kafka Produce request's (the HTTP door has none)
-
-
-@dataclass(frozen=True, slots=True)
-class ShareOffset:
-    """A share group's state in one partition, as its offset admin APIs show it (KIP-932): its start
-    offset (Kafka's SPSO: every record below it done with) and its lag, the records from there to the high
-    watermark not yet done with."""
-
-    start_offset: int
-    lag: int
 
 
 @dataclass(frozen=True, slots=True)

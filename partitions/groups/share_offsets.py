@@ -19,11 +19,11 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from partitions.data.service import ShareOffset
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import GroupNotEmpty
 from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.share_partition import ShareOffset
 from partitions.names import is_internal
 from raftlog.errors import RaftlogError
 

@@ -54,6 +54,16 @@ _ACQUIRE, _ACKNOWLEDGE, _EXPIRE, _RELEASE_MEMBER, _RESET, _DELETE = 1, 2, 3, 4, 
 
 
 @dataclass(frozen=True, slots=True)
+class ShareOffset:
+    """A share group's state in one partition, as its offset admin APIs show it (KIP-932): its start
+    offset (Kafka's SPSO: every record below it done with) and its lag, the records from there to the high
+    watermark not yet done with."""
+
+    start_offset: int
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
 class InFlight:
     state: int  # AVAILABLE or ACQUIRED
     deliveries: int

@@ -37,11 +37,11 @@ from partitions.data.service import (
     Producer,
     ProduceResult,
     ProducerState,
-    ShareOffset,
     TimestampOffset,
 )
 from partitions.data.share_records import ShareFetched, ShareRecords
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.share_partition import ShareOffset
 from partitions.groups.state import InstanceConfig, ReadConfig
 from partitions.metadata.service import (
     AdminService,

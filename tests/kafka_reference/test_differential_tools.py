@@ -4,8 +4,8 @@ change of replication factor and its refusal), leader elections (``kafka-leader-
 unclean), log dirs (``kafka-log-dirs``), offsets by time (``kafka-get-offsets --time -1..-5``), the
 metadata quorum (``kafka-metadata-quorum``), ``kafka-topics --describe`` (DescribeTopicPartitions),
 ``kafka-cluster unregister``, a record batch larger than ``segment.bytes``, and a share group's offsets
-(``kafka-share-groups --describe --offsets / --reset-offsets / --delete-offsets / --delete``, KIP-932,
-with ``kafka-console-share-consumer`` consuming between the steps).
+(``kafka-share-groups --describe --offsets / --delete-offsets / --delete``, KIP-932, with
+``kafka-console-share-consumer`` consuming between the steps).
 
 Each system runs the same steps on the session's clusters (``conftest.systems``), each step's outcome
 (exit status and the tool's lines, made comparable where the systems may differ by chance: a topic's
@@ -275,41 +275,39 @@ def _steps(steps: Steps) -> None:
 
 
 def _share_steps(steps: Steps) -> None:
-    """A share group's offsets: the group starts where ``share.auto.offset.reset`` (latest) put it, is
-    reset to the earliest, to an offset and to the latest, consumes from the offset it was reset to,
-    loses its offsets and is deleted."""
+    """A share group's offsets: the group starts where ``share.auto.offset.reset`` (latest) put it,
+    consumes what comes after, is described, loses its offsets and is deleted. (Kafka 4.1.1's tool has
+    no ``--reset-offsets`` yet: "not yet implemented".)"""
     run, record = steps.run, steps.record
     topic, group = f"{steps.topic}-share", f"{steps.topic}-sg"
     run("kafka-topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "3")
     producer = Producer({"bootstrap.servers": steps.bootstrap, "acks": "all", "linger.ms": 0})
-    for i in range(5):
-        producer.produce(topic, f"v{i}".encode(), partition=0)
-    producer.flush(30)
 
-    def share(step: str, *args: str) -> None:
-        record(step, run("kafka-share-groups", *args, "--group", group))
+    def produce(values: range) -> None:
+        for i in values:
+            producer.produce(topic, f"v{i}".encode(), partition=0)
+        producer.flush(30)
+
+    def share(step: str, *args: str, normalize: Callable[[list[str]], Normalized] | None = None) -> None:
+        record(step, run("kafka-share-groups", *args, "--group", group), normalize)
 
     def consume(*args: str) -> Outcome:
         return run(
             "kafka-console-share-consumer", "--topic", topic, "--group", group, "--timeout-ms", "10000", *args
         )
 
-    share("share describe offsets of no group", "--describe", "--offsets")
-    consume()  # joins, starts at the latest offset (5), and leaves when nothing came for 10 s
+    produce(range(5))
+    share("share describe offsets of no group", "--describe", "--offsets", normalize=_error_names)
+    consume()  # joins at the latest offset (5) and leaves when nothing came for 10 s
+    produce(range(5, 8))
+    read = consume("--max-messages", "3")  # acquires and accepts 5-7
+    steps.outcomes["share consume"] = [v for v in read.lines() if re.fullmatch(r"v\d", v)]
     share("share describe offsets", "--describe", "--offsets")
-    reset = ("--reset-offsets", "--topic", topic)
-    share("share reset to earliest, dry run", *reset, "--to-earliest", "--dry-run")
-    share("share reset to earliest", *reset, "--to-earliest", "--execute")
-    share("share describe after the reset", "--describe", "--offsets")
-    share("share reset to offset 3", *reset, "--to-offset", "3", "--execute")
-    read = consume("--max-messages", "2")
-    steps.outcomes["share consume after the reset"] = [v for v in read.lines() if re.fullmatch(r"v\d", v)]
-    share("share describe after consuming", "--describe", "--offsets")
-    share("share reset to latest", *reset, "--to-latest", "--execute")
+    share("share describe members", "--describe", "--members")
     share("share delete offsets", "--delete-offsets", "--topic", topic)
     share("share describe after deleting offsets", "--describe", "--offsets")
     share("share delete", "--delete")
-    share("share describe deleted", "--describe", "--offsets")
+    share("share describe deleted", "--describe", "--offsets", normalize=_error_names)
 
 
 @pytest.fixture(scope="module")
@@ -336,20 +334,10 @@ def outcomes(
 
 
 SHARE_STEPS = (
-    "share describe offsets of no group",
-    "share describe offsets",
-    "share reset to earliest, dry run",
-    "share reset to earliest",
-    "share describe after the reset",
-    "share reset to offset 3",
-    "share consume after the reset",
-    "share describe after consuming",
-    "share reset to latest",
-    "share delete offsets",
-    "share describe after deleting offsets",
-    "share delete",
-    "share describe deleted",
-)
+    "share describe offsets of no group", "share consume", "share describe offsets",
+    "share describe members", "share delete offsets", "share describe after deleting offsets",
+    "share delete", "share describe deleted",
+)  # fmt: skip
 STEPS = (
     "create", "execute", "verify", "list after the moves", "get-offsets --time -1", "get-offsets --time -2",
     "get-offsets --time -3", "get-offsets --time -4", "get-offsets --time -5", "get-offsets --time T",
@@ -358,8 +346,7 @@ STEPS = (
     "throttle rates cleared", "throttled replicas cleared", "unknown broker", "cancel when done",
     "preferred election", "preferred election again",
     "unclean election", "describe", "quorum status", "quorum replication", "unregister an unknown broker",
-    "a batch above segment.bytes",
-    *SHARE_STEPS,
+    "a batch above segment.bytes", *SHARE_STEPS,
 )  # fmt: skip
 
 
@@ -390,6 +377,10 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     )
     assert not any("throttled" in line for line in kafka["throttle rates cleared"][1])
     assert kafka["a batch above segment.bytes"] == "RECORD_LIST_TOO_LARGE"  # librdkafka's name of it
+    assert kafka["share describe offsets of no group"] == (0, ["GroupIdNotFoundException"])
+    assert kafka["share consume"] == ["v5", "v6", "v7"]  # from the latest offset when the group began
+    assert kafka["share describe offsets"][1][1].split() == ["T-sg", "T-share", "0", "8"]
+    assert kafka["share delete"] == (0, ["Deletion of requested share groups ('T-sg') was successful."])
 
 
 def test_acls_on_a_cluster_without_an_authorizer_are_refused(outcomes: dict[str, dict[str, Any]]) -> None:

@@ -10,13 +10,13 @@ import asyncio
 
 import pytest
 
-from partitions.data.service import ShareOffset
 from partitions.errors import UnknownTopic
 from partitions.groups import share_partition
 from partitions.groups.assignors import TopicPartition as TP
 from partitions.groups.errors import GroupNotEmpty, UnknownGroup
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.share_offsets import ShareOffsets
+from partitions.groups.share_partition import ShareOffset
 from tests.partitions.groups.test_share_coordinator import Clock, Table
 
 TOPICS = {"t": 2, "u": 1, "__consumer_groups": 4}
