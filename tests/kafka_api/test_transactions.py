@@ -430,8 +430,11 @@ def _answered_by_other(cluster: LocalCluster, tid: str, dead: str) -> bool:
 def test_kafka_s_own_java_client_commits_aborts_and_describes(
     kafka_cluster: LocalCluster, java_client: Any
 ) -> None:
-    """Kafka 4.1's producer, read_committed consumer and admin client, as they speak to a broker without
-    transaction version 2: what they see is what they would see on Kafka."""
+    """Kafka 4.1's producer, read_committed consumer and admin client, speaking transaction version 2:
+    what they see is what they would see on Kafka. The zombie (its epoch fenced by the successor's
+    InitProducerId) learns it from its next batch: with version 2 the batch adds its partition to the
+    transaction, the coordinator answers PRODUCER_FENCED, and the leader tells the producer
+    INVALID_PRODUCER_EPOCH, as Kafka's leader (AddPartitionsToTxnManager) maps it."""
     observed = java_client(
         "transactions", {"bootstrap.servers": kafka_cluster.bootstrap_servers}, "java-txn", "java-producer"
     )
@@ -442,5 +445,5 @@ def test_kafka_s_own_java_client_commits_aborts_and_describes(
         "committed_offset": 42,
         "read_committed": 120,
         "aborted_read": False,
-        "zombie": "ProducerFencedException",
+        "zombie": "InvalidProducerEpochException",
     }
