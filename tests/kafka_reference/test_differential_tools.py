@@ -334,8 +334,7 @@ def outcomes(
 
 
 SHARE_STEPS = (
-    "share describe offsets of no group", "share consume", "share describe offsets",
-    "share describe members", "share delete offsets", "share describe after deleting offsets",
+    "share describe offsets of no group", "share describe members", "share delete offsets", "share describe after deleting offsets",
     "share delete", "share describe deleted",
 )  # fmt: skip
 STEPS = (
@@ -378,10 +377,17 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     assert not any("throttled" in line for line in kafka["throttle rates cleared"][1])
     assert kafka["a batch above segment.bytes"] == "RECORD_LIST_TOO_LARGE"  # librdkafka's name of it
     assert kafka["share describe offsets of no group"] == (0, ["GroupIdNotFoundException"])
-    assert kafka["share consume"] == ["v5", "v6", "v7"]  # from the latest offset when the group began
-    assert kafka["share describe offsets"][1][1].split() == ["T-sg", "T-share", "0", "8"]
     assert kafka["share delete"] == (0, ["Deletion of requested share groups ('T-sg') was successful."])
 
 
 def test_acls_on_a_cluster_without_an_authorizer_are_refused(outcomes: dict[str, dict[str, Any]]) -> None:
     assert "SecurityDisabledException" in outcomes["raftlog"]["acls --add"]
+
+
+def test_a_share_group_s_offsets_as_the_tool_shows_them(outcomes: dict[str, dict[str, Any]]) -> None:
+    """raftlog's alone: on Kafka 4.1.1 under load, a console share consumer that ran 10 s may leave before
+    its share partition is initialized (the next one then starts at the latest offset, and its start
+    offset shows "-" until a first acknowledgement is written), so these two are not compared."""
+    raftlog = outcomes["raftlog"]
+    assert raftlog["share consume"] == ["v5", "v6", "v7"]  # from the latest offset when the group began
+    assert raftlog["share describe offsets"][1][1].split() == ["T-sg", "T-share", "0", "8"]
