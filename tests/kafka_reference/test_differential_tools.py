@@ -334,8 +334,8 @@ def outcomes(
 
 
 SHARE_STEPS = (
-    "share describe offsets of no group", "share describe members", "share delete offsets", "share describe after deleting offsets",
-    "share delete", "share describe deleted",
+    "share describe offsets of no group", "share describe members", "share delete offsets",
+    "share describe after deleting offsets", "share delete", "share describe deleted",
 )  # fmt: skip
 STEPS = (
     "create", "execute", "verify", "list after the moves", "get-offsets --time -1", "get-offsets --time -2",
