@@ -109,7 +109,7 @@ franz-go: bootstrap
 
 # One classic consumer group through coordinator kills: producers, three members and a monitor through
 # confluent-kafka, checked by jepsen/group_checker.py (tests/jepsen/test_jepsen_group_run.py runs the
-# first line's faults for 45 s in make test); then every fault, kill-coordinator among them.
+# first line's faults for 28 s in make test); then every fault, kill-coordinator among them.
 jepsen-groups: bootstrap
 	.venv/bin/python -m jepsen run --workload group --nodes 3 --nemesis kill-coordinator,kill,pause,partition \
 		--time-limit 120 --dir runs
@@ -117,6 +117,6 @@ jepsen-groups: bootstrap
 
 # The upgrade fault beside kill and pause: a node at a time restarted on the previous release's code (built
 # under .releases/ by raftlog_dev.releases) on the same data, and back (tests/jepsen/test_jepsen_upgrade_fault.py
-# runs the fault alone for 25 s in make test).
+# runs the fault alone for 12 s in make test).
 jepsen-upgrade: bootstrap
 	.venv/bin/python -m jepsen run --nodes 3 --nemesis upgrade,kill,pause --time-limit 120 --clients http,kafka --dir runs
