@@ -30,7 +30,7 @@ import pytest
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
-from raftlog_dev.dev import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
+from raftlog_dev.layout import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = "## A five-minute tour", "### Operator tour"

@@ -116,7 +116,7 @@ async def test_every_route_refuses_a_control_character_in_a_path_name_before_it_
     on every route that names one (the path is percent-encoded, as a client sends it)."""
     cluster.add_topic("t", 1)
     bad = {"topic": "my%0Dtopic", "group": "My%02group", "instance": "my%7Finstance"}
-    good = {"topic": "t", "group": "g", "instance": "i", "partition": "0", "node_id": "n1"}
+    good = {"topic": "t", "group": "g", "instance": "i", "partition": "0", "node_id": "n1", "member": "m"}
     checked = 0
     for op in ROUTES:
         names = [name for name in bad if "{" + name + "}" in op.path]

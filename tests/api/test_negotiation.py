@@ -51,6 +51,7 @@ def _path(template: str) -> str:
         "{partition}": "0",
         "{group}": "g",
         "{instance}": "i",
+        "{member}": "m",
         "{node_id}": "n1",
         "{user}": "u",
         "{token_id}": "0123456789abcdef",

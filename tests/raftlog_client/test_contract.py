@@ -53,6 +53,7 @@ SAMPLE_ARGUMENTS: dict[str, str | int] = {
     "partition": 3,
     "group": "billing",
     "instance": "c-1",
+    "member": "0f3a9c",
     "node_id": "n2",
     "user": "alice",
     "token_id": "0123456789abcdef",
