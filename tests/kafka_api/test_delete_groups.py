@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.group_apis import delete_groups
 from partitions.errors import OffsetsUnavailable, ReplicaRecovering
-from partitions.groups.errors import GroupNotEmpty
+from partitions.groups.errors import GroupNotEmpty, UnknownGroup
 from raftlog.consensus.errors import NoLeader
 
 
@@ -26,11 +26,22 @@ class Groups:
             raise self.failure
 
 
+class NoShareGroups:
+    """The share coordinator of a node where "g" is no share group: its records' state stays untouched."""
+
+    def describe(self, name: str) -> None:
+        raise UnknownGroup(name)
+
+
 class Door:
-    """What DeleteGroups asks of its door: the ACLs, the group's coordinator and the node's groups."""
+    """What DeleteGroups asks of its door: the ACLs, the group's coordinator, the node's groups and its
+    share groups (none: "g" is a consumer group)."""
 
     def __init__(self, groups: Groups) -> None:
-        self.node = SimpleNamespace(node_id="n1", local=SimpleNamespace(groups=groups))
+        self.node = SimpleNamespace(
+            node_id="n1", local=SimpleNamespace(groups=groups), cluster=SimpleNamespace(data=None)
+        )
+        self.coordinator = SimpleNamespace(share=NoShareGroups())
 
     def allows(self, *_: object) -> bool:
         return True
