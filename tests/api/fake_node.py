@@ -73,6 +73,7 @@ from partitions.errors import (
 from partitions.features import SUPPORTED, Features, check_upgrade
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
+from partitions.groups.share_partition import ShareOffset
 from partitions.groups.state import GroupCommand, GroupResult, GroupTable
 from partitions.groups.state import encode as encode_group
 from partitions.metadata.service import (
@@ -157,6 +158,7 @@ class FakePartition:
     consumer_offsets: dict[str, int] = field(default_factory=dict)
     offset_epochs: dict[str, int] = field(default_factory=dict)  # group -> its offset's leader epoch
     txn_offsets: dict[int, dict[str, int]] = field(default_factory=dict)  # producer -> group -> offset
+    share_starts: dict[str, int] = field(default_factory=dict)  # share group -> its start, nothing in flight
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -586,6 +588,24 @@ class FakeData:
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
         self._enter("delete_offset")
         return self._led_here(topic, partition).consumer_offsets.pop(group, None) is not None
+
+    async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
+        """As ``DataPlane.share_offset``: no records are ever acquired here, so the lag is the records from
+        the group's start to the high watermark."""
+        self._enter("share_offset")
+        state = self._led_here(topic, partition)
+        start = state.share_starts.get(group)
+        return None if start is None else ShareOffset(start, max(0, state.end_offset - start))
+
+    async def alter_share_offset(
+        self, group: str, topic: str, partition: int, offset: int, timeout_ms: int
+    ) -> None:
+        self._enter("alter_share_offset")
+        self._led_here(topic, partition).share_starts[group] = offset
+
+    async def delete_share_state(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
+        self._enter("delete_share_state")
+        return self._led_here(topic, partition).share_starts.pop(group, None) is not None
 
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
         self._enter("delete_records")
