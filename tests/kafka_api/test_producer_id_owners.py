@@ -31,6 +31,7 @@ from confluent_kafka import Producer
 from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
 from test_sasl_clients import _authenticate, _handshake, as_admin, curl, grant, make_user, sasl
+from waiting import wait_for
 
 from kafka_api import wire
 from raftlog.storage.batch import BatchHeader, ProducerRecord, decode_header, encode_batch
@@ -230,6 +231,8 @@ def test_another_principal_cannot_write_in_bobs_transaction_or_end_it(cluster: L
 
     _produce(bob, users.topic, b"bob-2")
     bob.commit_transaction(PATIENCE_S)
+    # EndTxn is answered once the decision is replicated and the marker follows, as in Kafka
+    wait_for(lambda: any(h.is_control for h in _headers(cluster, users.topic)), "bob's commit marker")
     assert _committed(cluster, users.topic) == ["bob-1", "bob-2"]
     records = [h for h in _headers(cluster, users.topic) if not h.is_control]
     assert [h.producer_id for h in records] == [producer_id] * 2  # bob's two batches, and nobody else's
