@@ -86,6 +86,15 @@ class Steps:
                 return outcome
             time.sleep(0.3)
 
+    def until(self, ask: Callable[[], Outcome], done: Callable[[str], bool]) -> Outcome:
+        """``ask`` again until its output is ``done`` (or the patience ends: the last answer, compared)."""
+        deadline = time.monotonic() + PATIENCE_S
+        while True:
+            outcome = ask()
+            if done(outcome.output) or time.monotonic() > deadline:
+                return outcome
+            time.sleep(0.3)
+
     def until_led_by_preferred(self) -> None:
         deadline = time.monotonic() + PATIENCE_S
         while time.monotonic() < deadline:
@@ -229,12 +238,23 @@ def _steps(steps: Steps) -> None:
     def configs(entity_type: str, name: str) -> Outcome:
         return run("kafka-configs", "--describe", "--entity-type", entity_type, "--entity-name", name)
 
-    record("throttle rates of a broker", configs("brokers", "1"), sorted)
-    record("throttled replicas of the topic", configs("topics", topic), sorted)
+    # a broker answers its configs from the metadata it has applied, which may come a moment after the
+    # controller committed the tool's change: each describe waits for what the change makes true
+    def has_all(*names: str) -> Callable[[str], bool]:
+        return lambda output: all(f"{name}=" in output for name in names)
+
+    def throttle_free(output: str) -> bool:
+        return "throttled" not in output
+
+    rates = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+    replicas = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+    broker_1, of_topic = (lambda: configs("brokers", "1")), (lambda: configs("topics", topic))
+    record("throttle rates of a broker", steps.until(broker_1, has_all(*rates)), sorted)
+    record("throttled replicas of the topic", steps.until(of_topic, has_all(*replicas)), sorted)
     record("verify the factor change", steps.until_reassigned(grown))
     record("verify clears the throttles", reassign("--verify", "--reassignment-json-file", grown))
-    record("throttle rates cleared", configs("brokers", "1"), sorted)
-    record("throttled replicas cleared", configs("topics", topic), sorted)
+    record("throttle rates cleared", steps.until(broker_1, throttle_free), sorted)
+    record("throttled replicas cleared", steps.until(of_topic, throttle_free), sorted)
     unknown = steps.plan("unknown.json", {0: [1, 99]})
     record("unknown broker", reassign("--execute", "--reassignment-json-file", unknown))
     record(
@@ -258,7 +278,7 @@ def _steps(steps: Steps) -> None:
     )
     record("unregister an unknown broker", run("kafka-cluster", "unregister", "--id", "99"), _error_names)
     large = f"{topic}-segment"
-    configs = ("--config", "segment.bytes=1048576", "--config", "max.message.bytes=3000000")
+    segment_configs = ("--config", "segment.bytes=1048576", "--config", "max.message.bytes=3000000")
     run(
         "kafka-topics",
         "--create",
@@ -268,7 +288,7 @@ def _steps(steps: Steps) -> None:
         "1",
         "--replication-factor",
         "3",
-        *configs,
+        *segment_configs,
     )
     steps.outcomes["a batch above segment.bytes"] = _produce_large(steps.bootstrap, large)
     _share_steps(steps)
@@ -376,7 +396,9 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     )
     assert not any("throttled" in line for line in kafka["throttle rates cleared"][1])
     assert kafka["a batch above segment.bytes"] == "RECORD_LIST_TOO_LARGE"  # librdkafka's name of it
-    assert kafka["share describe offsets of no group"] == (0, ["GroupIdNotFoundException"])
+    # the tool prints the stack trace of the failed future: ExecutionException caused by GroupIdNotFound
+    no_group = (0, ["ExecutionException", "GroupIdNotFoundException"])
+    assert kafka["share describe offsets of no group"] == no_group
     assert kafka["share delete"] == (0, ["Deletion of requested share groups ('T-sg') was successful."])
 
 
