@@ -12,10 +12,12 @@ no coordinator ends, holding the partition's last stable offset back for good.
 Transaction version 2 (KIP-890's second part, a Kafka Produce v12's batch): the producer sends no
 AddPartitionsToTxn; the partition's first batch of a transaction adds the partition to it at the
 coordinator (``TransactionService.add_partitions``, a transaction beginning if none is open), as Kafka's
-leader does (its AddPartitionsToTxnManager's addPartition). A transaction open here counts only at the
-batch's epoch: with version 2 the next transaction's batches carry the bumped epoch and may arrive before
-this one's marker, and must wait for it (the coordinator answers CONCURRENT_TRANSACTIONS until it lands).
-What the coordinator could not decide yet is answered as Kafka answers it, retriable (NOT_ENOUGH_REPLICAS).
+leader does (its AddPartitionsToTxnManager's addPartition), once the coordinator, asked first, does not
+have it in already (librdkafka sends v12 after its own AddPartitionsToTxn: nothing is added again for it).
+A transaction open here counts only at the batch's epoch: with version 2 the next transaction's batches
+carry the bumped epoch and may arrive before this one's marker, and must wait for it (the coordinator
+answers CONCURRENT_TRANSACTIONS until it lands). What the coordinator could not decide yet is answered as
+Kafka answers it, retriable (NOT_ENOUGH_REPLICAS).
 """
 
 from __future__ import annotations
@@ -101,9 +103,6 @@ class TransactionalWrites:
         epoch = header.producer_epoch or 0
         if producer_id is None or (transactions.is_open(producer_id) and open_epoch in (None, epoch)):
             return
-        if join is not None:
-            await self._join(tid, producer_id, epoch, topic, partition, join.principal)
-            return
         try:
             verified = await self._verify_partition(tid, producer_id, epoch, topic, partition)
         except UnknownTopic:  # no transactional id has ever been coordinated: none holds this partition
@@ -111,7 +110,14 @@ class TransactionalWrites:
         except InvalidName:
             raise
         except RaftlogError as exc:  # as Kafka answers a verification it could not make: retriable
-            raise TransactionUnverified(f"the transaction's coordinator could not verify it: {exc}") from exc
+            if join is None:
+                raise TransactionUnverified(f"the coordinator could not verify it: {exc}") from exc
+            verified = False  # the add below is answered alike, or adds it
+        if not verified and join is not None:
+            # a batch of Produce v12 adds its partition (the read above spares a producer that added it
+            # already with AddPartitionsToTxn, as librdkafka does at v12, the replicated add)
+            await self._join(tid, producer_id, epoch, topic, partition, join.principal)
+            return
         if not verified:
             raise InvalidTxnState(
                 f"{topic}-{partition} is not in an ongoing transaction of {tid!r} "

@@ -1,7 +1,7 @@
 """Versions and feature levels on a real ``raftlog dev`` cluster, through the CLI as an operator types it:
-every node reports this release's version, the cluster finalizes ``raftlog.version`` 2 once every node
-gossiped that it supports it, and ``raftlog cluster features upgrade`` refuses a downgrade and a level no
-node's code supports, changing nothing."""
+every node reports this release's version, the cluster finalizes ``raftlog.version`` 2 and
+``transaction.version`` 2 once every node gossiped that it supports them, and ``raftlog cluster features
+upgrade`` refuses a downgrade and a level no node's code supports, changing nothing."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def test_versions_and_the_feature_upgrade_on_a_dev_cluster(tmp_path: pathlib.Pat
         version = cli(data, "--version")
         assert version.stdout.strip() == f"raftlog {raftlog.version()}", version.stdout + version.stderr
         until(
-            lambda: features(data)["finalized"] == {RAFTLOG_VERSION: SUPPORTED[RAFTLOG_VERSION]},
-            "the cluster to finalize this release's level once every node gossiped it",
+            lambda: features(data)["finalized"] == dict(SUPPORTED),
+            "the cluster to finalize this release's levels once every node gossiped them",
         )
         seen = features(data)
         assert seen["nodes"] == {
@@ -63,6 +63,6 @@ def test_versions_and_the_feature_upgrade_on_a_dev_cluster(tmp_path: pathlib.Pat
         assert unknown.returncode != 0 and "unknown feature" in unknown.stderr, unknown.stderr
         again = cli(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2")
         assert again.returncode == 0, again.stdout + again.stderr  # already there: nothing to change
-        assert features(data)["finalized"] == {RAFTLOG_VERSION: 2}
+        assert features(data)["finalized"] == dict(SUPPORTED)
     finally:
         supervised.close()

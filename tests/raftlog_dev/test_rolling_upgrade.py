@@ -3,9 +3,11 @@ worktree of the commit CHANGELOG.md names, with its own virtualenv: ``raftlog_de
 under ``.releases/``), produced to and consumed from through both doors the whole time, each node in turn
 put in maintenance, restarted on this checkout's code (``raftlog dev restart nX --python``) and let out
 of maintenance once the cluster is healthy (the first one also goes back to the previous release and
-forward again: until the level is raised, a node may); then the operator finalizes ``raftlog.version`` 2. No
-acknowledged record is lost or duplicated, no committed offset lost, no client error but retriable ones,
-and the cluster is healthy after each step (``upgrade_load``). The numbers checked are printed."""
+forward again: until the level is raised, a node may); then the operator finalizes ``raftlog.version`` 2
+and ``transaction.version`` 2 (the upgraded cluster stays at level 1 of both until then), the
+transactional load going on across the switch. No acknowledged record is lost or duplicated, no
+committed offset lost, no client error but retriable ones, and the cluster is healthy after each step
+(``upgrade_load``). The numbers checked are printed."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from test_dev import ENV, description
 from upgrade_load import IDEMPOTENT, PARTITIONS, TRANSACTIONAL, WEB, Load, check
 
 import raftlog
-from partitions.features import RAFTLOG_VERSION, SUPPORTED
+from partitions.features import BASE_LEVEL, RAFTLOG_VERSION, SUPPORTED, TRANSACTION_VERSION
 from raftlog_dev import layout, releases
 from tests.waiting import wait_for
 
@@ -129,7 +131,7 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
             old = {n: features["nodes"][n]["version"] for n in NODES[step + 1 :]}
             assert old == dict.fromkeys(NODES[step + 1 :], None), features  # 0.1.0 gossips no version
             # finalization is the operator's act: level 1 stays until raised, also once every node runs 0.2.0
-            assert features["finalized"] in ({}, {RAFTLOG_VERSION: 1}), features
+            assert features["finalized"] == dict.fromkeys(SUPPORTED, BASE_LEVEL), features
             if step == len(NODES) - 2:  # refused, naming the one node still on the previous release
                 refused = cli(
                     data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2",
@@ -142,9 +144,8 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
             wait_for(lambda s=since: progressed(load, s), f"load through the restart of {node}", timeout_s=90)
 
         ok(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2")
-        assert shown(data, "cluster", "features")["finalized"] == {
-            RAFTLOG_VERSION: SUPPORTED[RAFTLOG_VERSION]
-        }
+        ok(data, "cluster", "features", "upgrade", "--feature", TRANSACTION_VERSION, "--level", "2")
+        assert shown(data, "cluster", "features")["finalized"] == dict(SUPPORTED)
         since = load.tally.progress()
         wait_for(lambda: progressed(load, since), "load at the new feature level", timeout_s=90)
         load.stop()

@@ -103,20 +103,24 @@ async def test_transaction_version_2_adds_the_partition_and_waits_for_the_previo
     tmp_path: pathlib.Path,
 ) -> None:
     """A Produce v12 batch (transaction version 2) adds its partition to the transaction at the coordinator
-    instead of asking whether it is in; a transaction open here at an older epoch (the previous one, its
+    when the coordinator does not have it in already (librdkafka sends v12 after its AddPartitionsToTxn:
+    nothing replicated again for it); a transaction open here at an older epoch (the previous one, its
     marker not yet landed) does not count: the coordinator decides, and CONCURRENT_TRANSACTIONS while the
     previous transaction completes is answered retriable, a fenced producer as fenced."""
     batch = encode_batch(0, [ProducerRecord(b"v")], 0, 1_000, 77, 0, producer_epoch=4)
     header = decode_header(batch)
     bob = Joiner("User:bob", "10.0.0.7", "tx-1")
-    writes, asked = _writes(enforced=False, verify=True)
+    writes, asked = _writes(enforced=False, verify=False)
     await writes.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob)
-    assert asked == [("add", "tx-1", 77, 4, "t", 0, "User:bob")]
+    assert asked == [("tx-1", 77, 4, "t", 0), ("add", "tx-1", 77, 4, "t", 0, "User:bob")]
+    added_before, asked_added = _writes(enforced=False, verify=True)
+    await added_before.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob)
+    assert asked_added == [("tx-1", 77, 4, "t", 0)], "in the transaction already: not added again"
     previous_open = LogTransactions(str(tmp_path), open_txns={77: 0})  # epoch 3's, its marker in flight
     await writes.verify(previous_open, "tx-1", header, "t", 0, 3, bob)
-    assert len(asked) == 2, "an open transaction of an older epoch is not this batch's"
+    assert len(asked) == 4, "an open transaction of an older epoch is not this batch's"
     await writes.verify(previous_open, "tx-1", header, "t", 0, 4, bob)
-    assert len(asked) == 2, "open at the batch's epoch: nothing asked"
+    assert len(asked) == 4, "open at the batch's epoch: nothing asked"
     completing, _ = _writes(enforced=False, verify=ConcurrentTransactions("tx-1", "PrepareCommit"))
     with pytest.raises(TransactionUnverified):  # retriable: the producer sends it again
         await completing.verify(previous_open, "tx-1", header, "t", 0, 3, bob)
