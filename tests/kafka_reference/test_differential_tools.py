@@ -72,19 +72,14 @@ class Steps:
         return self.file(name, {"version": 1, "partitions": partitions})
 
     def until_reassigned(self, plan: str) -> Outcome:
-        """``--verify`` again until no reassignment of the plan is in progress."""
-        deadline = time.monotonic() + PATIENCE_S
-        while True:
-            verify = ("--verify", "--reassignment-json-file", plan, "--preserve-throttles")
-            outcome = self.run("kafka-reassign-partitions", *verify)
-            # Kafka's brokers may answer the replicas from before the end of a move a moment longer
-            if outcome.output.count("is completed.") == len(
-                json.loads(pathlib.Path(plan).read_text())["partitions"]
-            ):
-                return outcome
-            if time.monotonic() > deadline:
-                return outcome
-            time.sleep(0.3)
+        """``--verify`` again until no reassignment of the plan is in progress (Kafka's brokers may answer
+        the replicas from before the end of a move a moment longer)."""
+        moves = len(json.loads(pathlib.Path(plan).read_text())["partitions"])
+        verify = ("--verify", "--reassignment-json-file", plan, "--preserve-throttles")
+        return self.until(
+            lambda: self.run("kafka-reassign-partitions", *verify),
+            lambda output: output.count("is completed.") == moves,
+        )
 
     def until(self, ask: Callable[[], Outcome], done: Callable[[str], bool]) -> Outcome:
         """``ask`` again until its output is ``done`` (or the patience ends: the last answer, compared)."""
