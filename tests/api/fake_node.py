@@ -199,6 +199,7 @@ class FakeCluster:
         self.controller_learners: list[str] = []  # joining; nothing promotes them here
         self.joined_controller: list[tuple[str, list[str]]] = []  # (node, voters) of join_controller calls
         self.left_controller: list[str] = []  # nodes of leave_controller calls
+        self.catching_up: set[str] = set()  # nodes whose metadata has not caught up since they started
 
     def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
         """A replica reported failed by a node that is up (a down node reports nothing)."""
@@ -1029,7 +1030,7 @@ class FakeMetadata:
         return self.data.topic(name)
 
     def caught_up(self) -> bool:
-        return True
+        return self.node_id not in self.cluster.catching_up
 
     def controller(self) -> str | None:
         return self.cluster.controller

@@ -29,7 +29,7 @@ from partitions.peers.client import (
 from partitions.peers.codec import pack
 from partitions.peers.service import PeerService
 from partitions.transactions.service import TransactionService
-from raftlog.consensus.errors import NotLeader
+from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
 from raftlog.storage.errors import OffsetOutOfRange
 from raftlog_contract import LEADER_HEADER
@@ -119,6 +119,23 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
         assert snapshot.leader == "n1" and snapshot.snapshot is not None
         same = await remote_peer(peer, "n1").controller_snapshot(snapshot.applied_index)
         assert same.snapshot is None, "the caller already holds that index"
+    finally:
+        await peer.close()
+
+
+async def test_a_node_catching_up_answers_a_topic_it_does_not_know_as_no_leader(
+    cluster: FakeCluster, n1: Node, peer: PeerClient
+) -> None:
+    """Its view is of before its restart: the topic may exist, so the caller is told to ask again
+    (NoLeader), as the previous release's router does, never that it does not exist."""
+    try:
+        with pytest.raises(UnknownTopic):
+            await remote_data(peer, "n1").offsets("new", 0)
+        cluster.catching_up.add("n1")
+        with pytest.raises(NoLeader):
+            await remote_data(peer, "n1").offsets("new", 0)
+        cluster.add_topic("t", 1, [["n1"]])
+        assert (await remote_data(peer, "n1").offsets("t", 0)).high_watermark == 0  # what it knows, it answers
     finally:
         await peer.close()
 

@@ -86,14 +86,6 @@ def progressed(load: Load, since: dict[str, int]) -> bool:
     return all(now[part] > since[part] for part in since)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open: after n1's restart in a cluster of 0.1.0 nodes, an HTTP produce to an existing topic was "
-    "answered 404 (topic does not exist) by a node on this release, outside the window where n1 ran 0.1.0 "
-    "(6 runs of 6 failed on 2026-11-26 after the day's merges; it passed in the previous stop's CI): a node "
-    "on 0.1.0 forwards the produce to n1, just restarted, which answers the peer call from its metadata of "
-    "before the restart (the catch-up fence holds /status/ready and the Kafka listener, not peer calls)",
-)
 def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
     tmp_path: pathlib.Path, previous: releases.Release
 ) -> None:
