@@ -54,6 +54,7 @@ EXIT_UNKNOWN = 2
 EXIT_HARNESS = 3
 READY_TIMEOUT_S = 60.0
 HEAL_READY_TIMEOUT_S = 45.0
+ENDS_MAX_S = 180.0  # --min-ends: the bound on going on after the heal
 DISK_MIB = 256  # each node's disk of its own when the run has the disk-full fault
 TOPICS = {"t0": 3, "t1": 2}
 CLIENTS = ("http", "kafka")
@@ -97,6 +98,9 @@ class RunConfig:
     break_markers: str | None = None  # txn's negative control: every node's abort markers applied as commits
     upgrade_from: str | None = None  # the upgrade fault's other release (None: the newest CHANGELOG names)
     report: bool = True  # the HTML report beside results.json (jepsen.report): plots cost seconds of CPU
+    # txn: after the heal the workers go on, no fault scheduled, until this many transactions have ended
+    # (committed or aborted, as asked), for at most ENDS_MAX_S: a loaded machine's faulted window may end few
+    min_ends: int = 0
 
     def __post_init__(self) -> None:
         if self.workload not in WORKLOADS:
@@ -179,6 +183,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-netns", action="store_true", help="run on 127.0.0.1 (no partitions or link faults)"
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
+    parser.add_argument(
+        "--min-ends",
+        type=int,
+        default=0,
+        help=f"txn: after the heal, go on (no faults) until this many transactions ended "
+        f"(at most {ENDS_MAX_S:.0f} s more)",
+    )
     parser.add_argument(
         "--clients",
         default=None,
@@ -523,6 +534,7 @@ async def _drive_txn(faults: _Run, rng: random.Random, keys: list[str]) -> dict[
     stats = workload.Stats()
     try:
         await faults.during(lambda until: run.run_workers(rate=config.rate, deadline=until, stats=stats))
+        await _until_ends(run, config, stats, notes)
         final = await run.finish(stats)
         incomplete = [k for k, v in final["final_read"].items() if not v["read_committed"]["complete"]]
         if incomplete:
@@ -535,6 +547,20 @@ async def _drive_txn(faults: _Run, rng: random.Random, keys: list[str]) -> dict[
         kafka_workload.close_client_logger(logger)
         await faults.close()
     return await faults.summary(keys, stats, final)
+
+
+async def _until_ends(run: Any, config: RunConfig, stats: workload.Stats, notes: list[str]) -> None:
+    """``--min-ends``: the healed cluster's workers go on, in 5 s rounds, until that many transactions
+    ended in all (at most ENDS_MAX_S more); the note says how long."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    last = began + ENDS_MAX_S
+    while stats.ops.get("end", {}).get("ok", 0) < config.min_ends and loop.time() < last:
+        await run.run_workers(rate=config.rate, deadline=min(loop.time() + 5.0, last), stats=stats)
+    if loop.time() - began >= 1.0:
+        ended = stats.ops.get("end", {}).get("ok", 0)
+        spent = loop.time() - began
+        notes.append(f"--min-ends {config.min_ends}: after the heal, {spent:.0f} s more; {ended} ended")
 
 
 async def _drive_group(faults: _Run, rng: random.Random, keys: list[str]) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from jepsen.history import read_history
 SEED = 20261383
 FAULTS = ("kill", "pause", "partition", "node-power-loss")
 TIME_LIMIT_S = 27.0  # the two windows above, and the recovery after the first
-# commits asked of the run: 20 in 45 s was the bar of the longer run, scaled to this one's length (a loaded
-# machine's 27 s run commits 13-20, most between the windows; one whose recovery stalls after a fault, 9)
-COMMITS_PER_S = 20 / 45
+# transactions ended in all: the faulted window ends 13-20 on a quiet machine, as few as 5 on a loaded one,
+# so the healed cluster goes on until this many (runner.RunConfig.min_ends); one in ABORT_ONE_IN aborts
+# deliberately, so about 22 commit and 8 abort
+MIN_ENDS = 30
 
 
 def _run(tmp_path: pathlib.Path, **settings: Any) -> tuple[runner.RunResult, dict[str, Any], dict[str, Any]]:
@@ -60,6 +61,7 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
         seed=SEED,
         fs="lazy" if lazy else "plain",
         clients=("http", "kafka"),  # polls through both doors in turn
+        min_ends=MIN_ENDS,
     )
     if lazy:
         assert lazyfs.mounted_under(lazyfs.FSNAME_PREFIX + info["prefix"]) == []
@@ -72,7 +74,7 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
     assert all(v["read_committed"]["complete"] for v in info["final_read"].values()), info["final_read"]
     stats = results["stats"]
     committed = stats["transactions"].get("committed", 0)
-    assert committed >= int(COMMITS_PER_S * TIME_LIMIT_S), stats["transactions"]
+    assert committed >= 15, stats["transactions"]
     assert stats["transactions"].get("aborted, deliberately", 0) >= 3, stats["transactions"]
     assert stats["aborted_values_seen_by_read_uncommitted"] >= 3, "aborted transactions wrote records"
     assert stats["transactions_sending_offsets"] >= 2
