@@ -135,7 +135,8 @@ async def test_a_node_catching_up_answers_a_topic_it_does_not_know_as_no_leader(
         with pytest.raises(NoLeader):
             await remote_data(peer, "n1").offsets("new", 0)
         cluster.add_topic("t", 1, [["n1"]])
-        assert (await remote_data(peer, "n1").offsets("t", 0)).high_watermark == 0  # what it knows, it answers
+        answered = await remote_data(peer, "n1").offsets("t", 0)  # what it knows, it answers
+        assert answered.high_watermark == 0
     finally:
         await peer.close()
 
