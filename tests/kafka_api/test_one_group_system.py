@@ -111,8 +111,16 @@ def _asked(call: Callable[[], Any]) -> Any:
         time.sleep(0.2)
 
 
-def _delete(admin: AdminClient, group: str) -> None:
-    _asked(lambda: admin.delete_consumer_groups([group], request_timeout=10)[group].result())
+def _delete(cluster: LocalCluster, group: str) -> None:
+    """DeleteGroups, each try from a new admin client: one that was answered NOT_COORDINATOR keeps asking
+    the node its coordinator cache holds (Kafka's Java admin client looks the coordinator up again,
+    KAFKA-8341), and the coordinator it cached before a restart may have moved for good."""
+
+    def delete() -> Any:
+        admin = _admin(cluster)  # held until its future ends
+        return admin.delete_consumer_groups([group], request_timeout=10)[group].result()
+
+    _asked(delete)
 
 
 def _describe(admin: AdminClient, group: str) -> Any:
@@ -197,13 +205,13 @@ def test_a_kafka_group_is_one_group_of_both_doors_across_a_restart(kafka_cluster
         committed = json.loads(client.request("GET", "/consumers/kafka-readers/offsets?topic=unified").body)
     assert sorted(o["offset"] for o in committed["offsets"]) == [0, 0, 0]
 
-    _delete(admin, "kafka-readers")
+    _delete(cluster, "kafka-readers")
     with http_client(cluster) as client:
         committed = json.loads(client.request("GET", "/consumers/kafka-readers/offsets?topic=unified").body)
     assert committed["offsets"] == []  # deleted with the group
     assert _listed(cluster, "kafka-readers") is None and _kafka_listed(admin, "kafka-readers") is None
     with pytest.raises(KafkaException) as gone:
-        _delete(admin, "kafka-readers")
+        _delete(cluster, "kafka-readers")
     assert gone.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
 
 
@@ -245,9 +253,9 @@ def test_an_http_group_is_seen_by_kafka_tools_and_refuses_kafka_members(kafka_cl
         raw.close()
 
     with pytest.raises(KafkaException) as busy:
-        _delete(admin, "rest-readers")
+        _delete(cluster, "rest-readers")
     assert busy.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
     status, _ = _status(cluster, "DELETE", "/consumers/rest-readers/instances/c1")
     assert status == 204
-    _delete(admin, "rest-readers")
+    _delete(cluster, "rest-readers")
     assert _listed(cluster, "rest-readers") is None
