@@ -14,6 +14,10 @@ So the node counts as caught up, and its Kafka listener opens and ``/status/read
   group follows the controller with); or
 - it holds none, and its follower has restored the controller leader's snapshot once.
 
+Peer calls are served meanwhile (the node's replicas answer for themselves), but one about a topic or
+partition the node does not know is answered ``NoLeader``, which every caller asks again, not
+``UnknownTopic`` (``api/internal.py``): a node of the previous release follows a stale leader hint to it.
+
 The fence is lifted once and stays lifted: a node that later loses the controller goes on serving what
 it knows, as a Kafka broker stays unfenced while it can no longer reach the controller.
 """
