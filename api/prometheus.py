@@ -116,6 +116,22 @@ CATALOGUE: dict[str, Family] = {
     "recovery_offsets_missing": Family("gauge", "Offsets recovering replicas still miss."),
     "recovery_bytes_missing": Family("gauge", "Bytes recovering replicas still miss (estimated)."),
     "recovery_completed": Family("counter", "Replica recoveries completed."),
+    "recovery_throttled_bytes": Family(
+        "counter", "Bytes replica recoveries fetched from peers under a follower replication throttle."
+    ),
+    "recovery_throttled_seconds": Family(
+        "counter", "Seconds replica recoveries waited for a follower replication throttle."
+    ),
+    "recovery_served_throttled_bytes": Family(
+        "counter", "Bytes served to peers' replica recoveries under a leader replication throttle."
+    ),
+    "recovery_served_throttled_seconds": Family(
+        "counter", "Seconds answers to peers' replica recoveries were held for a leader replication throttle."
+    ),
+    "recovery_served_throttled_refused": Family(
+        "counter",
+        "Answers to peers' replica recoveries sent without batches for a leader replication throttle.",
+    ),
     "gossip_members": Family("gauge", "Cluster members by gossip state (alive, suspect, dead, left)."),
     "node_disk_free_bytes": Family(
         "gauge", "Free bytes on each node's data disk, as the node last gossiped."

@@ -650,6 +650,7 @@ class NodeView:
                 values[f'node_disk_used_bytes{{node="{member.node_id}"}}'] = member.disk_used_bytes
             values[f'node_disk_full{{node="{member.node_id}"}}'] = int(member.disk_full)
         values.update(node.replicas.recoveries.metrics())
+        values.update(node.replicas.serving.metrics())
         values.update(node.groups.metrics())
         values.update(node.transactions.metrics())
         return values

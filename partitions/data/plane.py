@@ -567,9 +567,13 @@ class DataPlane:
         start = replica.log.log_start_offset
         if not start <= offset <= high_watermark:
             raise OffsetOutOfRange(offset, start, high_watermark)
+        serving = self._replicas.serving  # the leader replication throttle
+        grant = await serving.admit(topic, partition, max_bytes)
+        # a recovering one: what it has; none while the throttle is past its delay
         read, _ = await self._read(
-            replica, offset, max_bytes, high_watermark
-        )  # a recovering one: what it has
+            replica, offset, grant.max_bytes, high_watermark, None if grant.max_bytes else offset
+        )
+        serving.served(grant, len(read.data))
         return read
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:

@@ -24,11 +24,13 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
+from partitions import replication_throttles
 from partitions.controller.state import ControllerMetadata, TopicMetadata
 from partitions.replicas import failures as replica_failures
 from partitions.replicas.failures import FailedReplicas, ReplicaFailure
 from partitions.replicas.raft_host import RaftHost
 from partitions.replicas.recovery import FetchBatches, Recoveries
+from partitions.replicas.recovery_serving import RecoveryServing
 from partitions.replicas.state_machine import PartitionStateMachine
 from partitions.replicas.submit_order import SubmitOrder
 from raftlog.consensus.bridge import LoopNotifier
@@ -99,7 +101,9 @@ class Replica:
 @dataclass(eq=False)
 class ReplicaManager:
     """Create with the node; ``schedule_reconcile()`` whenever the metadata may have changed; ``await
-    close()`` before the node's Raft host stops. ``recovery_bytes_per_s`` bounds its recoveries."""
+    close()`` before the node's Raft host stops. ``recovery_bytes_per_s`` bounds its recoveries; the
+    replication throttles of the controller's metadata bound those of listed replicas and what this node
+    serves to its peers' (``partitions.replication_throttles``)."""
 
     node_id: str
     _raft: RaftHost
@@ -110,6 +114,7 @@ class ReplicaManager:
     recovery_bytes_per_s: InitVar[int]
     # replicas whose log an installed snapshot left behind copy what they lack from their peers
     recoveries: Recoveries = field(init=False)
+    serving: RecoveryServing = field(init=False)  # what this node's replicas serve to peers' recoveries
     _replicas: dict[str, Replica] = field(default_factory=dict, init=False)
     failed: FailedReplicas = field(init=False)  # replicas that cannot open or replay, retried with backoff
     # bumped whenever a replica is opened or dropped (leadership claims look again)
@@ -125,6 +130,11 @@ class ReplicaManager:
 
     def __post_init__(self, recovery_bytes_per_s: int) -> None:
         self.recoveries = Recoveries(self._raft.run, recovery_bytes_per_s)
+        self.serving = RecoveryServing(
+            lambda topic, partition: replication_throttles.leader_rate(
+                self._metadata().resource_configs, topic, partition, self.node_id
+            )
+        )
         self.failed = FailedReplicas(self.node_id)
 
     # -- the map, for everyone else ------------------------------------------------------------------
@@ -295,8 +305,13 @@ class ReplicaManager:
             others = [n for n in replica.topic.replicas[partition] if n != self.node_id]
             return sorted(others, key=lambda n: n != leader)
 
+        def throttle() -> int | None:  # Kafka's follower quota, as the configs are now
+            return replication_throttles.follower_rate(
+                self._metadata().resource_configs, replica.topic.name, partition, self.node_id
+            )
+
         fetch = self._peer_batches(replica.topic.name, partition)
-        self.recoveries.start(group_id, replica.machine, peers, fetch)
+        self.recoveries.start(group_id, replica.machine, peers, fetch, throttle)
 
     async def _drop(self, group_ids: list[str]) -> None:
         """Close and delete the replicas this node no longer holds: all of a deleted topic's at once.

@@ -17,6 +17,11 @@ installed snapshot stays the replica's until a snapshot after the recovery, whic
 - A round without progress from any peer backs off, ``backoff_min_s`` doubling to ``backoff_max_s``,
   and the task retries while the replica is open; closing the replica or the node cancels it.
 - One token bucket per node bounds what all its recoveries copy together (``rate_bytes_per_s``).
+- A replica under Kafka's follower replication throttle (its ``throttle()``, read at each chunk from the
+  node's metadata: ``partitions.replication_throttles.follower_rate``) also takes from a second bucket
+  that all the node's throttled recoveries share, at that rate, asking chunks of at most one second's
+  worth; it waits in steps of at most ``THROTTLE_RECHECK_S``, reading the rate again at each, so a change
+  applies at once and a removal lifts the wait.
 
 The fetching is injected (:data:`FetchBatches`): nothing here speaks HTTP (``partitions.peers.batches``
 does, over the node's session), so this is tested with fakes.
@@ -45,6 +50,7 @@ CHUNK_BYTES = 4 * MiB  # asked of a peer at a time
 RATE_BYTES_PER_S_DEFAULT = 100 * MiB  # all recoveries of a node together
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 5.0
+THROTTLE_RECHECK_S = 1.0  # the longest a throttled recovery waits before it reads its rate again
 
 
 @with_fields
@@ -68,6 +74,9 @@ class PeerBatches:
 
 # (peer node id, offset, max_bytes) -> the peer's batches; raises PeerFetchFailed
 FetchBatches = Callable[[str, int, int], Awaitable[PeerBatches]]
+# the follower replication throttle of a recovering replica in bytes/s (None: not throttled), read at each
+# chunk
+Throttle = Callable[[], int | None]
 # runs a function on the Raft driver thread (between two applies) and returns its result
 RunOnDriver = Callable[[Callable[[], bool]], Awaitable[bool]]
 
@@ -108,6 +117,27 @@ class TokenBucket:
         self._updated_s = max(self._updated_s, now_s)
         self.tokens = min(self.burst, self.tokens + elapsed * self.rate_per_s) - amount
         return max(0.0, -self.tokens / self.rate_per_s)
+
+    def retune(self, rate_per_s: float, burst: float, now_s: float) -> None:
+        """Go on at another rate and burst from ``now_s`` (refilled at the old rate until then): a debt
+        stays, paid at the new rate."""
+        check(rate_per_s > 0 and burst > 0, f"need a positive rate and burst, got {rate_per_s}, {burst}")
+        if (rate_per_s, burst) == (self.rate_per_s, self.burst):
+            return
+        self.take(0, now_s)
+        self.rate_per_s, self.burst = rate_per_s, burst
+        self.tokens = min(self.tokens, burst)
+
+
+def throttle_bucket(rate_per_s: int, now_s: float, bucket: TokenBucket | None = None) -> TokenBucket:
+    """The bucket of a replication throttle of ``rate_per_s`` (Kafka's ``*.replication.throttled.rate``;
+    0 acts as 1 byte/s, which all but stops the copying, as Kafka's quota of 0 does): a burst of one
+    second's worth. ``bucket``: the one in use, retuned to the rate (a change of the config)."""
+    rate = max(1, rate_per_s)
+    if bucket is None:
+        return TokenBucket(rate, rate, now_s)
+    bucket.retune(rate, rate, now_s)
+    return bucket
 
 
 def next_backoff_s(current_s: float, maximum_s: float) -> float:
@@ -226,6 +256,7 @@ class _Recovering:
     target: RecoveryTarget
     peers: Callable[[], Sequence[str]]
     fetch: FetchBatches
+    throttle: Throttle
     task: asyncio.Task[None] | None = None
     bytes_copied: int = 0
     offsets_copied: int = 0
@@ -237,7 +268,8 @@ class _Recovering:
 
 @dataclass(eq=False)
 class Recoveries:
-    """A node's recoveries: at most one task per replica, all sharing one rate limit. Event loop only.
+    """A node's recoveries: at most one task per replica, all sharing one rate limit, and those under the
+    follower replication throttle another one. Event loop only.
 
     ``_run_on_driver`` (given first) runs the completion check on the Raft driver thread; ``to_thread``
     runs the appends (``asyncio.to_thread``); ``sleep`` and ``clock`` are injectable for tests."""
@@ -253,6 +285,11 @@ class Recoveries:
     bucket: TokenBucket = field(init=False)
     _running: dict[str, _Recovering] = field(default_factory=dict, init=False)
     bytes_copied: int = field(default=0, init=False)  # by every recovery of this node since it started
+    # the follower replication throttle: its bucket (made at its first use), what was fetched under it
+    # and the seconds waited for it
+    throttled_bucket: TokenBucket | None = field(default=None, init=False)
+    throttled_bytes: int = field(default=0, init=False)
+    throttled_wait_s: float = field(default=0.0, init=False)
     completed: int = field(default=0, init=False)
 
     def __post_init__(self, rate_bytes_per_s: int) -> None:
@@ -265,12 +302,17 @@ class Recoveries:
         )
 
     def start(
-        self, key: str, target: RecoveryTarget, peers: Callable[[], Sequence[str]], fetch: FetchBatches
+        self,
+        key: str,
+        target: RecoveryTarget,
+        peers: Callable[[], Sequence[str]],
+        fetch: FetchBatches,
+        throttle: Throttle = lambda: None,
     ) -> bool:
         """Recover ``target`` (the replica ``key``) unless a recovery of it runs; True if one started."""
         if key in self._running:
             return False
-        recovering = _Recovering(key, target, peers, fetch)
+        recovering = _Recovering(key, target, peers, fetch, throttle)
         recovering.task = asyncio.get_running_loop().create_task(self._run(recovering), name=f"recover {key}")
         recovering.task.add_done_callback(lambda task: self._ended(recovering, task))
         self._running[key] = recovering
@@ -311,6 +353,8 @@ class Recoveries:
             # estimated: the offsets missing times the bytes per offset copied so far
             "recovery_bytes_missing": int(missing_bytes),
             "recovery_completed": self.completed,
+            "recovery_throttled_bytes": self.throttled_bytes,
+            "recovery_throttled_seconds": round(self.throttled_wait_s, 3),
         }
 
     def _ended(self, recovering: _Recovering, task: asyncio.Task[None]) -> None:
@@ -345,19 +389,44 @@ class Recoveries:
             await self.sleep(backoff_s)
             backoff_s = next_backoff_s(backoff_s, self.backoff_max_s)
 
+    def _follower_bucket(self, rate: int) -> TokenBucket:
+        self.throttled_bucket = throttle_bucket(rate, self.clock(), self.throttled_bucket)
+        return self.throttled_bucket
+
+    async def _throttled_wait(self, recovering: _Recovering) -> None:
+        """Wait until the follower throttle's debt is paid, reading the rate again every step: a new rate
+        applies at once, a removed throttle (or a replica no longer listed) ends the wait."""
+        while not recovering.stopping:
+            rate = recovering.throttle()
+            if rate is None:
+                return
+            wait_s = self._follower_bucket(rate).take(0, self.clock())
+            if wait_s <= 0:
+                return
+            step_s = min(wait_s, THROTTLE_RECHECK_S)
+            await self.sleep(step_s)
+            self.throttled_wait_s += step_s
+
     async def _round(self, recovering: _Recovering) -> bool:
         """Ask the peers in turn until one lets the log move on; whether one did."""
         target = recovering.target
         for peer in recovering.peers():
             offset = target.log.end_offset
+            rate = recovering.throttle()
             try:
-                answer = await recovering.fetch(peer, offset, self.chunk_bytes)
+                answer = await recovering.fetch(
+                    peer, offset, self.chunk_bytes if rate is None else min(self.chunk_bytes, max(1, rate))
+                )
             except PeerFetchFailed as error:
                 log.warning("%s: %s", recovering.key, error)
                 continue
             wait_s = self.bucket.take(len(answer.data), self.clock())
             if wait_s > 0:
                 await self.sleep(wait_s)
+            if rate is not None and answer.data:
+                self.throttled_bytes += len(answer.data)
+                self._follower_bucket(rate).take(len(answer.data), self.clock())
+                await self._throttled_wait(recovering)
             outcome = await self.to_thread(take_answer, target, offset, answer)
             if isinstance(outcome, Unusable):
                 log.warning(

@@ -22,6 +22,7 @@ from partitions.replicas.recovery import (
     TokenBucket,
     Unusable,
     take_answer,
+    throttle_bucket,
 )
 from partitions.replicas.state_machine import PartitionStateMachine, Produced
 from raftlog.storage import Log, LogConfig, ProducerRecord
@@ -408,3 +409,92 @@ def test_an_answer_that_stops_continuing_the_log_keeps_what_did(tmp_path: pathli
     outcome = take_answer(pair.follower, 0, PeerBatches(batches[0].data + batches[2].data))
     assert outcome == Copied(1, len(batches[0].data), batches[0].header.record_count)
     assert pair.follower.log.end_offset == batches[0].header.end_offset
+
+
+# -- Kafka's follower replication throttle -----------------------------------------------------------
+
+
+def serving(pair: Pair, asked: list[int] | None = None) -> Callable[[str, int, int], object]:
+    async def fetch(peer: str, offset: int, max_bytes: int) -> PeerBatches:
+        if asked is not None:
+            asked.append(max_bytes)
+        await asyncio.sleep(0)  # recoveries interleave
+        return pair.serve(offset, max_bytes)
+
+    return fetch
+
+
+async def test_throttled_recoveries_share_the_follower_throttle_and_the_others_do_not_wait(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Two replicas listed in their topics' follower.replication.throttled.replicas share one bucket at
+    the rate (Kafka's follower quota is the broker's), asking at most a second's worth at a time; a third,
+    not listed, copies under the node's bucket only."""
+    rate = 2 * KiB
+    pairs = {name: Pair(tmp_path, name, count=60) for name in ("a", "b", "free")}
+    harness = Harness(chunk_bytes=64 * KiB)  # the node's own bucket: unlimited here
+    asked: list[int] = []
+    for name in ("a", "b"):
+        harness.recoveries.start(
+            name,
+            pairs[name].follower,
+            lambda: ["n2"],
+            serving(pairs[name], asked),
+            lambda: rate,  # type: ignore[arg-type]
+        )
+    await harness.finish("a")
+    await harness.finish("b")
+    throttled = sum(pairs[name].leader.log.size_bytes for name in ("a", "b"))
+    assert harness.recoveries.throttled_bytes == throttled > 10 * rate
+    assert asked and max(asked) == rate, "a chunk of one second's worth, not the node's 64 KiB"
+    # every byte past the first second's paid for at the rate, by both together
+    assert sum(harness.sleeps) == pytest.approx((throttled - rate) / rate)
+    assert harness.recoveries.throttled_wait_s == pytest.approx(sum(harness.sleeps))
+    assert max(harness.sleeps) <= 1.0, "waits in steps, reading the rate again at each"
+    metrics = harness.recoveries.metrics()
+    assert metrics["recovery_throttled_bytes"] == throttled
+    assert metrics["recovery_throttled_seconds"] == pytest.approx(sum(harness.sleeps), abs=0.001)
+
+    waited = len(harness.sleeps)
+    harness.recoveries.start("free", pairs["free"].follower, lambda: ["n2"], serving(pairs["free"]))
+    await harness.finish("free")
+    assert all(p.logs_equal() for p in pairs.values())
+    assert len(harness.sleeps) == waited, "a replica not listed is not throttled"
+    assert harness.recoveries.throttled_bytes == throttled
+
+
+async def test_a_change_of_the_rate_applies_at_once_and_a_removal_lifts_the_throttle(
+    tmp_path: pathlib.Path,
+) -> None:
+    pair = Pair(tmp_path, count=80)
+    harness = Harness(chunk_bytes=64 * KiB)
+    rates: list[int | None] = [1 * KiB]
+    asked: list[int] = []
+
+    async def sleep(seconds: float) -> None:
+        harness.sleeps.append(seconds)
+        harness.now += seconds
+        if len(harness.sleeps) == 2:
+            rates.append(4 * KiB)  # kafka-configs raises the rate
+        if len(harness.sleeps) == 4:
+            rates.append(None)  # --verify removes the throttle
+        await asyncio.sleep(0)
+
+    harness.recoveries.sleep = sleep
+    harness.recoveries.start("p", pair.follower, lambda: ["n2"], serving(pair, asked), lambda: rates[-1])  # type: ignore[arg-type]
+    await harness.finish("p")
+    assert pair.logs_equal()
+    assert len(harness.sleeps) == 4, "no wait once the throttle is removed, not even the debt left"
+    assert harness.recoveries.throttled_bucket is not None
+    assert harness.recoveries.throttled_bucket.rate_per_s == 4 * KiB
+    assert 1 * KiB in asked and 4 * KiB in asked and asked[-1] == 64 * KiB
+    assert harness.recoveries.throttled_bytes < pair.leader.log.size_bytes
+
+
+def test_a_throttle_bucket_holds_a_seconds_worth_and_is_retuned_keeping_its_debt() -> None:
+    bucket = throttle_bucket(100, 0.0)
+    assert (bucket.rate_per_s, bucket.burst, bucket.tokens) == (100, 100, 100)
+    assert bucket.take(300, 0.0) == pytest.approx(2.0)
+    assert throttle_bucket(200, 1.0, bucket) is bucket
+    assert bucket.take(0, 1.0) == pytest.approx(0.5), "100 of debt left after a second, paid at 200/s"
+    assert throttle_bucket(0, 0.0).rate_per_s == 1, "a rate of 0 all but stops the copying"
