@@ -1,0 +1,120 @@
+"""A move under Kafka's replication throttles (what ``kafka-reassign-partitions --execute --throttle``
+sets): the joining replica, whose leader's journal no longer holds the records, copies them from its
+peers' logs at most at the follower rate, and its peers serve them at most at the leader rate; removing
+the configs (what ``--verify`` does) lifts the limit from the next chunk on, and the rest is copied
+unthrottled. Counted on the nodes' metrics, not timed."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import time
+from dataclasses import replace
+
+from in_process import Served, configs, controller_leader, partition_leader, produce, until
+
+from partitions.errors import InvalidReassignment
+from partitions.metadata.topic_changes import TopicChanges
+from partitions.names import broker_id
+from partitions.resource_configs import (
+    BROKER,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    TOPIC,
+)
+from raftlog.storage import ProducerRecord
+
+RATE = 4096  # bytes/s, both throttles
+RECORDS = 150
+VALUE = b"v" * 2000  # 150 records of 2 kB: at RATE the whole copy would take over a minute
+
+
+async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_removed(
+    tmp_path: pathlib.Path,
+) -> None:
+    node_configs = [replace(c, core=replace(c.core, compaction_min_entries=20)) for c in configs(tmp_path)]
+    served = [Served(c) for c in node_configs]
+    await asyncio.gather(*(s.start() for s in served))
+    try:
+        nodes = [s.node for s in served]
+        controller = await until(lambda: controller_leader(nodes), what="controller leader")
+        metadata = await controller.topic_changes.create_topic("t", 1, 2, {"segment.bytes": 65536})
+        group_id, holders = metadata.group_id(0), list(metadata.replicas[0])
+        joining = next(n for n in nodes if n.node_id not in holders)
+        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
+        for i in range(RECORDS):
+            await produce(leader.data, "t", 0, [ProducerRecord(b"%d" % i + VALUE)], None, None, 5000)
+        # the leader's journal no longer holds the records: the joining replica gets its snapshot and
+        # copies them from its peers' logs
+        await until(
+            lambda: leader.replicas.get(group_id).group.core.journal.first_index > RECORDS // 2,
+            timeout_s=60,
+            what="the leader's journal compacted",
+        )
+        throttles = {
+            (BROKER, ""): {LEADER_RATE: str(RATE), FOLLOWER_RATE: str(RATE)},
+            (TOPIC, "t"): {
+                LEADER_REPLICAS: ",".join(f"0:{broker_id(n)}" for n in holders),
+                FOLLOWER_REPLICAS: f"0:{broker_id(joining.node_id)}",
+            },
+        }
+        for (kind, name), values in throttles.items():
+            await controller.topic_changes.alter_resource_configs(kind, name, dict(values), False)
+        await until(
+            lambda: joining.frontend.metadata().resource_configs.get((TOPIC, "t")), what="throttles applied"
+        )
+        started_s = time.monotonic()
+        await move(controller.topic_changes, [*holders, joining.node_id])
+
+        def throttled() -> dict[str, float]:
+            return joining.metadata.metrics()
+
+        await until(
+            lambda: throttled()["recovery_throttled_bytes"] >= 4 * RATE, timeout_s=60, what="throttled"
+        )
+        elapsed_s = time.monotonic() - started_s
+        before = throttled()
+        # the throttle admits a second's worth, then the rate (a chunk of at most a second's worth and
+        # a batch in debt at most): never more in the time it took, however slow the machine
+        assert before["recovery_throttled_bytes"] <= RATE * (elapsed_s + 2) + len(VALUE) + 200
+        assert before["recovery_throttled_seconds"] > 0
+        served_bytes = sum(n.metadata.metrics()["recovery_served_throttled_bytes"] for n in nodes)
+        assert served_bytes > 0, "the peers served under the leader throttle"
+        assert joining.metadata.metrics()["recovery_served_throttled_bytes"] == 0, "not listed as a leader"
+
+        for (kind, name), values in throttles.items():  # --verify removes them
+            await controller.topic_changes.alter_resource_configs(kind, name, dict.fromkeys(values), False)
+
+        def caught_up() -> bool:
+            replica = joining.replicas.get(group_id)
+            return (
+                replica is not None
+                and replica.machine.high_watermark >= RECORDS
+                and not replica.machine.behind
+                and joining.metadata.metrics()["recovery_replicas"] == 0
+            )
+
+        await until(caught_up, timeout_s=60, what="the joining replica caught up once unthrottled")
+        after = joining.metadata.metrics()
+        assert after["recovery_completed"] >= 1, "the records came through a recovery"
+        total = joining.replicas.get(group_id).log.size_bytes
+        assert after["recovery_bytes"] >= total // 2
+        assert after["recovery_throttled_bytes"] < total, "the rest was copied unthrottled"
+        assert after["recovery_throttled_bytes"] <= before["recovery_throttled_bytes"] + 2 * RATE + len(VALUE)
+    finally:
+        await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
+
+
+async def move(topic_changes: TopicChanges, replicas: list[str]) -> None:
+    """Move t-0 to ``replicas`` once gossip reports the joining node alive (a move needs it)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            await topic_changes.move_replicas("t", 0, replicas)
+            return
+        except InvalidReassignment as refusal:
+            if "not alive" not in str(refusal) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
