@@ -137,7 +137,8 @@ class PeerService(Protocol):
 
     @peer("Committed raw batches of this node's replica, for catch-up")
     async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
-        """Committed batches of this node's replica (any role), for a peer replica catching up."""
+        """Committed batches of this node's replica (any role), for a peer replica catching up: fewer, or
+        none for now, under this node's leader replication throttle (``replicas.recovery_serving``)."""
         ...
 
     @peer("This node's leadership claims (Raft group -> term)")
