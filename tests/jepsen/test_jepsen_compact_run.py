@@ -11,7 +11,7 @@ import pathlib
 import pytest
 from test_jepsen_runner import _processes_mentioning
 
-from jepsen import control, lazyfs, runner
+from jepsen import control, lazyfs, run_config, runner
 from jepsen.history import read_history
 
 # the schedule of this seed over 27 s: node-power-loss + partition at 2.8-10.8 s, kill + pause at
@@ -25,7 +25,7 @@ FAULTS = ("kill", "pause", "partition", "node-power-loss")
 def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_path: pathlib.Path) -> None:
     netns, _ = control.netns_available()
     lazy = lazyfs.unavailable() is None
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=FAULTS,
         time_limit_s=27.0,

@@ -17,7 +17,7 @@ import pytest
 from planted import one_acknowledged_record_lost
 from test_jepsen_runner import _processes_mentioning
 
-from jepsen import control, runner
+from jepsen import control, run_config, runner
 
 SEED = 5353  # kill-coordinator at 3.9-12.9 s, then again with a pause at 18.3-24.0 s
 TIME_LIMIT_S = 28.0
@@ -28,7 +28,7 @@ TIME_LIMIT_S = 28.0
 def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: pathlib.Path) -> None:
     netns, _ = control.netns_available()
     faults = ("kill-coordinator", "kill", "pause") + (("partition",) if netns else ())
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=faults,
         time_limit_s=TIME_LIMIT_S,
@@ -67,7 +67,7 @@ def test_a_share_group_of_http_members_loses_and_doubles_no_record_through_kills
     group accepting, releasing, rejecting and holding records while nodes are killed and paused; after
     the heal the members drain the topic. No record is accepted twice, delivered after its acceptance or
     lost, and delivery counts only rise (``jepsen/share_checker.py``)."""
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=("kill", "pause"),
         time_limit_s=25.0,

@@ -14,7 +14,7 @@ import cramjam
 import pytest
 from planted import one_acknowledged_record_lost
 
-from jepsen import control, hostile, hostile_producers, runner
+from jepsen import control, hostile, hostile_producers, run_config, runner
 from jepsen.history import read_history
 from raftlog.storage import batch as batch_codec
 
@@ -79,7 +79,7 @@ def test_a_run_under_hostile_clients_is_valid_and_the_honest_clients_are_served(
     tmp_path: pathlib.Path,
 ) -> None:
     netns, _ = control.netns_available()
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=("hostile-clients",),
         time_limit_s=40.0,

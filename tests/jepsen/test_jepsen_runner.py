@@ -16,7 +16,7 @@ import time
 import pytest
 from planted import one_acknowledged_record_lost
 
-from jepsen import control, lazyfs, runner
+from jepsen import control, lazyfs, run_config, runner
 from jepsen.history import read_history
 
 SHORT_TIME_LIMIT_S = 27.0  # the seed's partition at 1.8-11.8 s, kill and pause at 15.4-23.4 s
@@ -42,7 +42,7 @@ def _processes_mentioning(text: str) -> list[int]:
 def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path: pathlib.Path) -> None:
     netns, _ = control.netns_available()
     faults = ("kill", "pause", "partition") if netns else ("kill", "pause")
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=faults,
         time_limit_s=SHORT_TIME_LIMIT_S,
@@ -186,7 +186,7 @@ def test_power_losses_on_lazy_file_systems_keep_every_acknowledged_record(tmp_pa
     loss (2-11 s) then a single node's (16-22 s): unsynced writes are dropped, nothing acknowledged is
     lost, and no mount or file system server is left behind."""
     netns, _ = control.netns_available()
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=("node-power-loss", "cluster-power-loss", "kill"),
         time_limit_s=25.0,

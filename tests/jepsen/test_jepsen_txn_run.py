@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from test_jepsen_runner import _processes_mentioning
 
-from jepsen import control, lazyfs, runner
+from jepsen import control, lazyfs, run_config, runner
 from jepsen.history import read_history
 
 # a seed whose schedule starts each of FAULTS at least once (the test checks that it did): a node's power
@@ -22,14 +22,14 @@ SEED = 20261383
 FAULTS = ("kill", "pause", "partition", "node-power-loss")
 TIME_LIMIT_S = 27.0  # the two windows above, and the recovery after the first
 # transactions ended in all: the faulted window ends 13-20 on a quiet machine, as few as 5 on a loaded one,
-# so the healed cluster goes on until this many (runner.RunConfig.min_ends); one in ABORT_ONE_IN aborts
+# so the healed cluster goes on until this many (run_config.RunConfig.min_ends); one in ABORT_ONE_IN aborts
 # deliberately, so about 22 commit and 8 abort
 MIN_ENDS = 30
 
 
 def _run(tmp_path: pathlib.Path, **settings: Any) -> tuple[runner.RunResult, dict[str, Any], dict[str, Any]]:
     netns, _ = control.netns_available()
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         rate=20.0,
         concurrency=4,

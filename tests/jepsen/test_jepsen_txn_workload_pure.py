@@ -14,7 +14,7 @@ import threading
 import pytest
 from confluent_kafka import Message, Producer
 
-from jepsen import cli, control, kafka_workload, marker_fault, runner, txn_client, txn_workload
+from jepsen import cli, control, kafka_workload, marker_fault, run_config, runner, txn_client, txn_workload
 from jepsen.recorder import Recorder
 
 
@@ -52,14 +52,14 @@ def test_delivery_timeout_is_below_the_transaction_timeout() -> None:
 
 
 def test_the_txn_workload_has_its_topics_and_the_negative_control_reaches_the_node_shim() -> None:
-    config = runner.RunConfig(workload="txn", break_markers="flip-abort")
+    config = run_config.RunConfig(workload="txn", break_markers="flip-abort")
     assert config.topics == txn_workload.TOPICS
     assert config.topic_configs == txn_workload.TOPIC_CONFIGS
     assert config.shim_args == ["--break-markers=flip-abort"]
-    assert runner.RunConfig(workload="txn").shim_args == []
-    assert runner.MARKER_FAULTS == marker_fault.MODES
+    assert run_config.RunConfig(workload="txn").shim_args == []
+    assert run_config.MARKER_FAULTS == marker_fault.MODES
     with pytest.raises(ValueError, match="break-markers"):
-        runner.RunConfig(workload="txn", break_markers="drop-everything")
+        run_config.RunConfig(workload="txn", break_markers="drop-everything")
 
 
 @dataclasses.dataclass(frozen=True)

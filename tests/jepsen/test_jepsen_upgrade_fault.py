@@ -13,7 +13,7 @@ import pytest
 from planted import one_acknowledged_record_lost
 
 import raftlog
-from jepsen import control, nemesis, runner
+from jepsen import control, nemesis, run_config, runner
 from jepsen.history import read_history
 
 PREVIOUS = "0.1.0"
@@ -27,7 +27,7 @@ def test_upgrade_is_a_fault_of_its_own_outside_all() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_node_restarted_on_the_previous_release_and_back_loses_nothing(tmp_path: pathlib.Path) -> None:
-    config = runner.RunConfig(
+    config = run_config.RunConfig(
         nodes=3,
         faults=("upgrade",),
         time_limit_s=12.0,  # one window: to the previous release at 1.9 s, back at 8.9 s
