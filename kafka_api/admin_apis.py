@@ -465,7 +465,6 @@ async def describe_cluster(door: Door, request: wire.Request) -> Any:
             brokers.append(
                 wire.build(broker_cls, broker_id=broker_id(node.node_id), host=host, port=port, rack=None)
             )
-    controller = door.node.metadata.controller()
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,
@@ -473,7 +472,7 @@ async def describe_cluster(door: Door, request: wire.Request) -> Any:
         error_message=None,
         endpoint_type=1,
         cluster_id=door.cluster_id,
-        controller_id=broker_id(controller) if controller is not None else -1,
+        controller_id=broker_id(door.controller_for_clients()),
         brokers=tuple(brokers),
         cluster_authorized_operations=operations,
     )

@@ -84,6 +84,18 @@ class Door:
             return None
         return view.known_leader(topic, partition_for_key(key.encode("utf-8", "surrogatepass"), partitions))
 
+    def controller_for_clients(self) -> str:
+        """The node Metadata and DescribeCluster name as the controller: the controller leader while this
+        node's gossip holds it alive, else this node. A KRaft broker names a random live broker (each
+        forwards controller requests to the active controller), and raftlog's nodes forward them too (a
+        request while none leads is answered NOT_CONTROLLER, and retried); a client told of a leader just
+        killed would wait for it (librdkafka's admin client waits for the controller it was named until
+        its request times out)."""
+        view = self.node.metadata
+        controller = view.controller()
+        alive = {n.node_id for n in view.nodes() if n.state == "alive"}
+        return controller if controller is not None and controller in alive else self.node.node_id
+
     def allows(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
         """Whether this connection may, by the ACLs the node holds now (always, when they are not
         enforced)."""

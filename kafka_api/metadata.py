@@ -115,13 +115,12 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     for name, answer in entries:
         topics.append(answer or _topic(door, cls, name, alive, created.get(name)))
         await pacer.step(1 + len(topics[-1].partitions))
-    controller = view.controller()
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,
         brokers=tuple(brokers),
         cluster_id=door.cluster_id,
-        controller_id=broker_id(controller) if controller is not None else NO_LEADER,
+        controller_id=broker_id(door.controller_for_clients()),
         topics=tuple(topics),
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
         error_code=ErrorCode.none,
