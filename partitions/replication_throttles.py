@@ -18,7 +18,7 @@ never in sync, the case Kafka throttles.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from partitions.names import broker_id
 from partitions.resource_configs import (
@@ -85,3 +85,15 @@ def leader_rate(configs: Configs, topic: str, partition: int, node_id: str) -> i
     """The bytes/s the node serves, together with its other throttled answers, to peers recovering
     (topic, partition) from its replica (Kafka's leader quota); None: not throttled."""
     return _applies(configs, LEADER_REPLICAS, LEADER_RATE, topic, partition, node_id)
+
+
+def joining_throttled(
+    configs: Configs, topic: str, partition: int, joining: str, members: Iterable[str]
+) -> bool:
+    """Whether a replica ``joining`` (topic, partition), whose group has ``members``, copies under a
+    throttle: its own follower throttle, or the leader throttle of a member it may copy from. Its leader
+    then compacts its journal first, so that it installs a snapshot and its catch-up is a recovery, which
+    the throttles limit, not plain replication of the journal's entries, which they do not."""
+    if follower_rate(configs, topic, partition, joining) is not None:
+        return True
+    return any(leader_rate(configs, topic, partition, member) is not None for member in members)

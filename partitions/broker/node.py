@@ -338,6 +338,7 @@ class Node:
             self.raft,
             self.frontend.topic,
             self.topic_changes.move_progress,
+            lambda: self.frontend.metadata().resource_configs,
         )
         self.groups = GroupCoordinator(
             self._internal_topic_log(ReplicatedGroupLog, config.group_partitions),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from partitions import replication_throttles
 from partitions.controller import reconfigure
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
@@ -32,6 +33,7 @@ class PartitionAdmin:
     _raft: RaftHost
     _topic: Callable[[str], TopicMetadata]
     _move_progress: Callable[[str, int], MoveProgress | None]
+    _configs: Callable[[], replication_throttles.Configs]  # the controller metadata's resource configs
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The leader's view (match offsets, lag, in sync) when this node leads; otherwise what this node's
@@ -153,10 +155,18 @@ class PartitionAdmin:
         """On the partition leader: one Raft membership change ("learner": join as a learner, "promote": a
         learner becomes a voter, "add": join as a voter at once, "remove": a voter or learner leaves) or a
         leadership "transfer". A change already made (a member already there, a voter already promoted,
-        one already gone) is done already: the operator may repeat a step."""
+        one already gone) is done already: the operator may repeat a step. A member joining under a
+        replication throttle (``replication_throttles.joining_throttled``) joins after a compaction."""
         replica = self._data.leader_replica(topic, partition)
         status = replica.group.status()
         members = status.voters | status.learners
+        joining = change in ("learner", "add") and node_id not in members
+        if joining and replication_throttles.joining_throttled(
+            self._configs(), topic, partition, node_id, members
+        ):
+            # the records the journal holds would reach it unthrottled: it installs a snapshot and
+            # recovers them from its peers' logs under the throttles instead
+            await replica.group.compact_now(timeout_ms)
         if change == "learner":
             if node_id not in members:
                 await replica.group.add_learner(node_id, timeout_ms)

@@ -392,6 +392,16 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self.addOnTickCallback(_TransferAttempt(self, node_id, callback))
         self._notify_activity()
 
+    def request_compaction(self, timeout_s: float, callback: Callback) -> None:
+        """Compact the journal up to what is applied now, whatever the compaction settings (a snapshot,
+        as ``__tryLogCompaction`` takes one): a member joining after it gets the snapshot and its state
+        machine copies the records the journal held from its peers' logs, under the replication
+        throttles (a throttled replica move). Starts on the next tick; ``callback(None, SUCCESS)`` once
+        the journal starts at most one entry before that index (two are kept), REQUEST_DENIED if the
+        state machine answers "not now" until ``timeout_s`` or the disk has no room for the file."""
+        self.addOnTickCallback(_CompactionAttempt(self, timeout_s, callback))
+        self._notify_activity()
+
     def campaign_if_new(self, delay_s: float, attempts: int) -> bool:
         """Tick thread. A replica of a group that never held an election (term 0, no entry of a term) stands
         for election ``delay_s`` from now instead of after a random election timeout, and while it
@@ -1819,6 +1829,43 @@ def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
         poller.poll(timeout_s)
     except Exception:
         logger.exception("%s: transport error while polling (peer connection dropped or malformed)", owner)
+
+
+class _CompactionAttempt:
+    """A tick callback forcing one compaction up to the index applied when it first runs."""
+
+    def __init__(self, core: RaftCore, timeout_s: float, callback: Callback) -> None:
+        self._core = core
+        self._timeout_s = timeout_s
+        self._callback = callback
+        self._target: int | None = None
+        self._deadline = 0.0
+
+    def __call__(self) -> None:
+        core = self._core
+        now = core._clock()
+        if self._target is None:
+            self._target = core._SyncObj__raftLastApplied
+            self._deadline = now + self._timeout_s
+        if core._journal.first_index < self._target - 1:
+            core._SyncObj__forceLogCompaction = True
+            try:
+                core._SyncObj__tryLogCompaction()
+            except DiskFull as full:
+                logger.warning("%s: requested log compaction put off: %s", core.node_id, full)
+                core._compaction_retry_at = now + SPACE_RETRY_COMPACTION_S
+                self._finish(FAIL_REASON.REQUEST_DENIED)
+                return
+        if core._journal.first_index >= self._target - 1:
+            self._finish(FAIL_REASON.SUCCESS)
+        elif now > self._deadline:
+            core._SyncObj__forceLogCompaction = False
+            self._finish(FAIL_REASON.REQUEST_DENIED)
+        # else: the state machine said "not now" (or a full disk's retry time is not up): next tick
+
+    def _finish(self, fail_reason: int) -> None:
+        self._core.removeOnTickCallback(self)
+        self._callback(None, fail_reason)
 
 
 class _TransferAttempt:

@@ -211,6 +211,16 @@ class ReplicaGroup:
     async def remove_replica(self, node_id: str, timeout_ms: int) -> None:
         await self._change_membership(REMOVE, node_id, timeout_ms)
 
+    async def compact_now(self, timeout_ms: int) -> None:
+        """Compact this replica's journal up to what it has applied, whatever the compaction settings
+        (``RaftCore.request_compaction``): a member added next installs the snapshot instead of receiving
+        the journal's entries. ProposalRejected if the state machine cannot take its snapshot in time."""
+        self._check_open()
+        future, callback = self._bridge.pending("log compaction")
+        # the core gives up in half the time, so its denial, not a timeout, answers a "not now"
+        self._core.request_compaction(timeout_ms / 2000, callback)
+        await self._wait(future, timeout_ms, "log compaction")
+
     def membership_pending(self) -> str | None:
         """Why no membership change may start now (None: one may): not the leader, or a change (or the
         leader's own first entry) not applied yet. Any thread."""

@@ -98,6 +98,11 @@ class RaftGroup(Protocol):
         election timeout (the preferred replica of a new partition calls it)."""
         ...
 
+    async def compact_now(self, timeout_ms: int) -> None:
+        """Compact the journal up to what is applied (a snapshot), so that a member added next installs
+        the snapshot; ProposalRejected if the state machine cannot take one within ``timeout_ms``."""
+        ...
+
     async def add_learner(self, node_id: str, timeout_ms: int) -> None:
         """Commit the change making ``node_id`` a learner: it receives the log, counts in no quorum."""
         ...

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from partitions.names import broker_id
-from partitions.replication_throttles import follower_rate, leader_rate, rate, throttled
+from partitions.replication_throttles import follower_rate, joining_throttled, leader_rate, rate, throttled
 from partitions.resource_configs import (
     BROKER,
     FOLLOWER_RATE,
@@ -85,3 +85,15 @@ def test_a_node_id_without_a_number_is_matched_by_its_kafka_broker_id() -> None:
     configs = {(BROKER, ""): {FOLLOWER_RATE: "9"}, (TOPIC, "t"): {FOLLOWER_REPLICAS: listed}}
     assert follower_rate(configs, "t", 0, "alpha") == 9
     assert follower_rate(configs, "t", 0, "beta") is None
+
+
+def test_a_joining_replica_is_throttled_by_its_own_follower_throttle_or_a_members_leader_throttle() -> None:
+    """The move's leader compacts its journal before adding such a replica (``joining_throttled``)."""
+    rates = {(BROKER, ""): {LEADER_RATE: "1000", FOLLOWER_RATE: "1000"}}
+    follower = {**rates, (TOPIC, "t"): {FOLLOWER_REPLICAS: "0:3"}}
+    leader = {**rates, (TOPIC, "t"): {LEADER_REPLICAS: "0:2"}}
+    assert joining_throttled(follower, "t", 0, "n3", {"n1", "n2"})
+    assert joining_throttled(leader, "t", 0, "n3", {"n1", "n2"}), "n2 may serve its recovery"
+    assert not joining_throttled(leader, "t", 0, "n3", {"n1"}), "n2 is no member"
+    assert not joining_throttled(follower, "t", 1, "n3", {"n1", "n2"}), "another partition"
+    assert not joining_throttled({(TOPIC, "t"): {FOLLOWER_REPLICAS: "*"}}, "t", 0, "n3", {"n1"}), "no rate"

@@ -2,7 +2,8 @@
 sets): the joining replica, whose leader's journal no longer holds the records, copies them from its
 peers' logs at most at the follower rate, and its peers serve them at most at the leader rate; removing
 the configs (what ``--verify`` does) lifts the limit from the next chunk on, and the rest is copied
-unthrottled. Counted on the nodes' metrics, not timed."""
+unthrottled. A young partition, whose leader's journal still holds every record, is throttled all the
+same. Counted on the nodes' metrics, not timed."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from raftlog.storage import ProducerRecord
 RATE = 4096  # bytes/s, both throttles
 RECORDS = 150
 VALUE = b"v" * 2000  # 150 records of 2 kB: at RATE the whole copy would take over a minute
+YOUNG_RECORDS = 40  # a young partition: its leader's journal holds them all
+YOUNG_RATE = 65536  # 80 kB: about a second's worth
 
 
 async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_removed(
@@ -111,6 +114,65 @@ async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_remov
         assert after["recovery_throttled_bytes"] < total, "the rest was copied unthrottled"
         # past the removal, at most the chunk asked before it is counted
         assert after["recovery_throttled_bytes"] <= lifted + RATE + len(VALUE) + 200
+    finally:
+        await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
+
+
+async def test_a_throttled_move_is_limited_while_the_leaders_journal_holds_every_record(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Default compaction settings: the leader's journal still holds every record when the move starts,
+    which plain replication would send unthrottled. The leader compacts it first, so the joining replica
+    installs a snapshot and copies the records under both throttles, and ends with the leader's log."""
+    served = [Served(c) for c in configs(tmp_path)]
+    await asyncio.gather(*(s.start() for s in served))
+    try:
+        nodes = [s.node for s in served]
+        controller = await until(lambda: controller_leader(nodes), what="controller leader")
+        metadata = await controller.topic_changes.create_topic("t", 1, 2, {"segment.bytes": 65536})
+        group_id, holders = metadata.group_id(0), list(metadata.replicas[0])
+        joining = next(n for n in nodes if n.node_id not in holders)
+        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
+        for i in range(YOUNG_RECORDS):
+            await produce(leader.data, "t", 0, [ProducerRecord(b"%d" % i + VALUE)], None, None, 5000)
+        journal = leader.replicas.get(group_id).group.core.journal
+        assert journal.first_index <= 1, "the leader's journal holds every record (nothing compacted)"
+        throttles = {
+            (BROKER, ""): {LEADER_RATE: str(YOUNG_RATE), FOLLOWER_RATE: str(YOUNG_RATE)},
+            (TOPIC, "t"): {
+                LEADER_REPLICAS: ",".join(f"0:{broker_id(n)}" for n in holders),
+                FOLLOWER_REPLICAS: f"0:{broker_id(joining.node_id)}",
+            },
+        }
+        for (kind, name), values in throttles.items():
+            await controller.topic_changes.alter_resource_configs(kind, name, dict(values), False)
+        await until(
+            lambda: all(n.frontend.metadata().resource_configs.get((TOPIC, "t")) for n in nodes),
+            what="throttles applied",
+        )
+        await move(controller.topic_changes, [*holders, joining.node_id])
+
+        def caught_up() -> bool:
+            replica = joining.replicas.get(group_id)
+            return (
+                replica is not None
+                and replica.machine.high_watermark >= YOUNG_RECORDS
+                and not replica.machine.behind
+                and joining.metadata.metrics()["recovery_replicas"] == 0
+            )
+
+        await until(caught_up, timeout_s=60, what="the joining replica caught up")
+        moved = joining.replicas.get(group_id).log
+        metrics = joining.metadata.metrics()
+        assert metrics["recovery_completed"] >= 1, "the records came through a recovery"
+        assert metrics["recovery_throttled_bytes"] >= moved.size_bytes // 2, "under the follower throttle"
+        served_bytes = sum(n.metadata.metrics()["recovery_served_throttled_bytes"] for n in nodes)
+        assert served_bytes > 0, "the peers served under the leader throttle"
+        source = leader.replicas.get(group_id).log
+        assert [(r.offset, r.key, r.value) for r in moved.read(0, 1 << 24)] == [
+            (r.offset, r.key, r.value) for r in source.read(0, 1 << 24)
+        ]
+        assert moved.end_offset == source.end_offset == YOUNG_RECORDS
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
 
