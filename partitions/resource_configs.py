@@ -319,6 +319,21 @@ def group_settings(stored: Mapping[str, str]) -> tuple[str, int]:
     )
 
 
+def consumer_timeouts(stored: Mapping[str, str], session_ms: int, heartbeat_ms: int) -> tuple[int, int]:
+    """A consumer group's session timeout and heartbeat interval (Kafka's GroupMetadataManager
+    ``consumerGroupSessionTimeoutMs``/``consumerGroupHeartbeatIntervalMs``): its
+    ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` when set, else the node's
+    (``session_ms``, ``heartbeat_ms``: Kafka's ``group.consumer.*`` broker configs)."""
+    return (
+        int(value_of(GROUP, stored, CONSUMER_SESSION_TIMEOUT_MS))
+        if CONSUMER_SESSION_TIMEOUT_MS in stored
+        else session_ms,
+        int(value_of(GROUP, stored, CONSUMER_HEARTBEAT_INTERVAL_MS))
+        if CONSUMER_HEARTBEAT_INTERVAL_MS in stored
+        else heartbeat_ms,
+    )
+
+
 def lookup(resources: Mapping[tuple[str, str], Mapping[str, str]]) -> Callable[[str, str], Mapping[str, str]]:
     """``(kind, name) -> configs`` (empty when none are set)."""
     return lambda kind, name: resources.get((kind, name), {})
