@@ -74,7 +74,7 @@ def _coordinating(door: Door, group: str) -> None:
 async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
-    interval = door.coordinator.consumer.heartbeat_interval_ms
+    _, interval = door.coordinator.consumer.timeouts(body.group_id)
 
     def refused(code: ErrorCode, message: str) -> Any:
         return wire.build(

@@ -44,6 +44,7 @@ SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
 CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 RESETS = ("latest", "earliest")
+BY_DURATION = "by_duration"  # KIP-1106: ``by_duration:<ISO-8601 duration>``
 
 # -- replication throttles (Kafka's QuotaConfig) -----------------------------------------------------------
 LEADER_RATE, FOLLOWER_RATE = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
@@ -190,16 +191,15 @@ def _validate_group(name: str, after: Mapping[str, str]) -> None:
         if keys[key].kind == "INT":
             parsed[key] = _int(key, value, "INT")
     reset = after.get(SHARE_AUTO_OFFSET_RESET)
-    if reset is not None and reset.startswith("by_duration:"):
-        raise InvalidResourceConfig(
-            f"{SHARE_AUTO_OFFSET_RESET}={reset}: raftlog starts a share group at 'earliest' or 'latest' only"
-        )
-    if reset is not None and reset.strip().lower() not in RESETS:
-        raise InvalidResourceConfig(
-            f"Invalid value {reset} for configuration {SHARE_AUTO_OFFSET_RESET}: "
-            f"Invalid value `{reset}` for configuration {SHARE_AUTO_OFFSET_RESET}. "
-            "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
-        )
+    if reset is not None:
+        try:
+            share_reset(reset)
+        except ValueError:
+            raise InvalidResourceConfig(
+                f"Invalid value {reset} for configuration {SHARE_AUTO_OFFSET_RESET}: "
+                f"Invalid value `{reset}` for configuration {SHARE_AUTO_OFFSET_RESET}. The value must be "
+                "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
+            ) from None
     level = after.get("share.isolation.level")
     if level is not None and level not in ("read_committed", "read_uncommitted"):
         raise InvalidResourceConfig(
@@ -232,6 +232,53 @@ def _validate_group(name: str, after: Mapping[str, str]) -> None:
             raise InvalidResourceConfig(
                 f"{family}.session.timeout.ms must be greater than {family}.heartbeat.interval.ms"
             )
+
+
+# Java's Duration.parse: [-+]P[nD][T[nH][nM][n[.n]S]], case-insensitive, each number signed
+_ISO_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def share_reset(value: str) -> tuple[str, int]:
+    """A ``share.auto.offset.reset`` as Kafka's ShareGroupAutoOffsetResetStrategy reads it: ``latest`` or
+    ``earliest`` (duration 0), or ``by_duration`` and its ISO-8601 duration in ms (a share group new to a
+    partition starts at the first record at or after now minus it). ValueError with Kafka's reason when
+    it is none of them."""
+    word = value.strip()
+    if word.lower() in RESETS:
+        return word.lower(), 0
+    if word == BY_DURATION:
+        raise ValueError("<:duration> part is missing in by_duration auto offset reset strategy.")
+    if not word.startswith(BY_DURATION + ":"):
+        raise ValueError(f"Unknown auto offset reset strategy: {value}")
+    nanos = _iso_duration_nanos(word[len(BY_DURATION) + 1 :])
+    if nanos is None:
+        raise ValueError("Unable to parse duration string in by_duration offset reset strategy.")
+    if nanos < 0:
+        raise ValueError("Negative duration is not supported in by_duration offset reset strategy.")
+    return BY_DURATION, nanos // 1_000_000
+
+
+def _iso_duration_nanos(text: str) -> int | None:
+    """An ISO-8601 duration's nanoseconds as Java's ``Duration.parse`` reads it; None when it does not
+    (no section, a ``T`` without a time section, a number past a long's seconds)."""
+    match = _ISO_DURATION.fullmatch(text)
+    if match is None or (match.group(3) or "").upper() == "T":
+        return None
+    negate, days, _, hours, minutes, seconds, fraction = match.groups()
+    if days is None and hours is None and minutes is None and seconds is None:
+        return None
+    total = 0
+    for number, scale in ((days, 86_400), (hours, 3_600), (minutes, 60), (seconds, 1)):
+        part = 0 if number is None else int(number) * scale
+        total += part
+        if not -LONG_MAX - 1 <= part <= LONG_MAX or not -LONG_MAX - 1 <= total <= LONG_MAX:
+            return None
+    nanos = int((fraction or "").ljust(9, "0")) * (-1 if (seconds or "").startswith("-") else 1)
+    total_nanos = total * 1_000_000_000 + nanos
+    return -total_nanos if negate == "-" else total_nanos
 
 
 def _check_replica_list(key: str, value: str) -> None:
@@ -316,6 +363,21 @@ def group_settings(stored: Mapping[str, str]) -> tuple[str, int]:
     return (
         value_of(GROUP, stored, SHARE_AUTO_OFFSET_RESET).lower(),
         int(value_of(GROUP, stored, SHARE_RECORD_LOCK_DURATION_MS)),
+    )
+
+
+def consumer_timeouts(stored: Mapping[str, str], session_ms: int, heartbeat_ms: int) -> tuple[int, int]:
+    """A consumer group's session timeout and heartbeat interval (Kafka's GroupMetadataManager
+    ``consumerGroupSessionTimeoutMs``/``consumerGroupHeartbeatIntervalMs``): its
+    ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` when set, else the node's
+    (``session_ms``, ``heartbeat_ms``: Kafka's ``group.consumer.*`` broker configs)."""
+    return (
+        int(value_of(GROUP, stored, CONSUMER_SESSION_TIMEOUT_MS))
+        if CONSUMER_SESSION_TIMEOUT_MS in stored
+        else session_ms,
+        int(value_of(GROUP, stored, CONSUMER_HEARTBEAT_INTERVAL_MS))
+        if CONSUMER_HEARTBEAT_INTERVAL_MS in stored
+        else heartbeat_ms,
     )
 
 

@@ -345,6 +345,7 @@ class Node:
             topics=self.frontend.topics,
             features=self.features,
         )
+        self.groups.consumer.group_configs = self._group_configs
         self.transactions = TransactionCoordinator(
             config.node_id,
             self._internal_topic_log(ReplicatedTransactionLog, config.transaction_partitions),
@@ -363,9 +364,7 @@ class Node:
                 self.data,
                 clock,
                 self.features,
-                group_configs=lambda group: self.frontend.metadata().resource_configs.get(
-                    ("group", group), {}
-                ),
+                group_configs=self._group_configs,
             ),
         )
         self.metadata = NodeView(self)
@@ -373,6 +372,10 @@ class Node:
         self.operator = Operator(
             self.frontend, self.voters, self.routing, self.cluster.peer, forms_cluster=self.forms_cluster
         )
+
+    def _group_configs(self, group: str) -> Mapping[str, str]:
+        """A group's configs as the controller replicated them (``partitions.resource_configs``)."""
+        return self.frontend.metadata().resource_configs.get(("group", group), {})
 
     async def _create_topic_anywhere(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]

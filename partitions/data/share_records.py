@@ -2,17 +2,18 @@
 ShareAcknowledge (and the HTTP door's share consumers) ask of a partition, as replicated commands of the
 partition's own Raft group (``partitions.groups.share_partition``).
 
-A fetch reads the committed batches from the group's first available record (a group new to the
-partition starts where its group config ``share.auto.offset.reset`` says: ``latest``, the high watermark,
-as Kafka's default, or ``earliest``, the log's start; its ``share.record.lock.duration.ms`` sets its
-locks' duration), names their data records' offsets in an ``Acquire`` and
-answers the batches with the records that command acquired: what it acquired is committed before any
-record is handed out, so a new leader knows every lock and acknowledgement. A leader's first share
-command of a group in a term releases every lock the group's records hold (as Kafka's new leader loads a
-share partition, whose acquired records become available): what was acquired but not acknowledged
+A fetch reads the committed batches from the group's first available record (a group new to the partition
+starts where its group config ``share.auto.offset.reset`` says: ``latest``, the high watermark, as Kafka's
+default, ``earliest``, the log's start, or ``by_duration:<ISO-8601 duration>`` (KIP-1106), the first
+committed record whose timestamp is at or after now minus the duration, else the high watermark; its
+``share.record.lock.duration.ms`` sets its locks' duration), names their data records' offsets in an
+``Acquire`` and answers the batches with the records that command acquired: what it acquired is committed
+before any record is handed out, so a new leader knows every lock and acknowledgement. A leader's first
+share command of a group in a term releases every lock the group's records hold (as Kafka's new leader
+loads a share partition, whose acquired records become available): what was acquired but not acknowledged
 before a leader change is delivered again, its delivery counted. The commands carry this leader's wall
-clock, the lock duration and the delivery limit, so every replica applies them alike. A lock that expires is
-released by the partition's next fetch or acknowledgement (each first releases every lock due at its
+clock, the lock duration and the delivery limit, so every replica applies them alike. A lock that expires
+is released by the partition's next fetch or acknowledgement (each first releases every lock due at its
 time), which is when another member can take the record.
 """
 
@@ -46,7 +47,7 @@ from partitions.groups.share_partition import (
 from partitions.peer_ops import peer
 from partitions.replicas.manager import Replica
 from partitions.replicas.state_machine import Refused
-from partitions.resource_configs import group_settings
+from partitions.resource_configs import BY_DURATION, group_settings, share_reset
 from raftlog.errors import InvariantViolation
 from raftlog.storage.batch import decode_header
 
@@ -186,15 +187,15 @@ class ShareRecords(ShareService):
         its ``share.auto.offset.reset``."""
         configured, lock_ms = self.reset_and_lock_ms(group)
         reset = configured if reset is None else reset
-        if reset not in RESETS:
-            raise InvalidGroupRequest(f"share.auto.offset.reset must be one of {', '.join(RESETS)}")
+        try:
+            share_reset(reset)
+        except ValueError:
+            raise InvalidGroupRequest(
+                f"share.auto.offset.reset must be one of {', '.join(RESETS)} or by_duration:<duration>"
+            ) from None
         await self._taken_over(group, topic, partition)
-        offsets = self._data.offsets_now(topic, partition)
         state = self.state(group, topic, partition)
-        if state is None:
-            start = offsets.high_watermark if reset == LATEST else offsets.log_start_offset
-        else:
-            start = max(state.first_available(), offsets.log_start_offset)
+        start = await self._start(state, topic, partition, reset)
         read = await self._data.fetch_batches(topic, partition, start, max_bytes, wait_ms)
         ranges, through = _data_ranges(read.data, start)
         if not ranges and state is not None and through <= state.end:
@@ -213,17 +214,25 @@ class ShareRecords(ShareService):
     async def wait_available(self, group: str, topic: str, partition: int, wait_ms: int) -> bool:
         """Whether a record came to be available to the group within ``wait_ms`` (a read: cancellable)."""
         state = self.state(group, topic, partition)
-        offsets = self._data.offsets_now(topic, partition)
-        if state is None:
-            reset, _ = self.reset_and_lock_ms(group)
-            start = offsets.high_watermark if reset == LATEST else offsets.log_start_offset
-        else:
-            start = max(state.first_available(), offsets.log_start_offset)
+        start = await self._start(state, topic, partition, self.reset_and_lock_ms(group)[0])
         if state is not None and state.next_deadline() is not None:
             due = state.next_deadline() - self._wall_ms()  # type: ignore[operator]
             wait_ms = max(0, min(wait_ms, due))  # a lock expiring makes its record available
         read = await self._data.fetch_batches(topic, partition, start, 1, wait_ms)
         return bool(read.data)
+
+    async def _start(self, state: SharePartition | None, topic: str, partition: int, reset: str) -> int:
+        """Where the group reads the partition from: its first available record, or for a group new to
+        the partition where ``reset`` says."""
+        offsets = self._data.offsets_now(topic, partition)
+        if state is not None:
+            return max(state.first_available(), offsets.log_start_offset)
+        kind, duration_ms = share_reset(reset)
+        found = None
+        if kind == BY_DURATION:
+            at = await self._data.offset_for_timestamp(topic, partition, self._wall_ms() - duration_ms)
+            found = None if at is None else at.offset
+        return reset_start(kind, offsets.log_start_offset, offsets.high_watermark, found)
 
     async def acknowledge(
         self,
@@ -259,6 +268,19 @@ class ShareRecords(ShareService):
             return False
         result = await self._propose(group, topic, partition, DeleteState(group))
         return isinstance(result, ShareApplied) and result.existed
+
+
+def reset_start(kind: str, log_start: int, high_watermark: int, found: int | None) -> int:
+    """Where a share group new to a partition starts (Kafka's SharePartition initialization): ``latest``
+    the high watermark, ``earliest`` the log's start, ``by_duration`` the record ``found`` by timestamp,
+    kept within the committed log; when none is that recent, the high watermark (the next record written
+    is the first at or after the time, where Kafka's share fetch answers OFFSET_NOT_AVAILABLE until one
+    is)."""
+    if kind == EARLIEST:
+        return log_start
+    if kind == BY_DURATION and found is not None:
+        return max(log_start, min(found, high_watermark))
+    return high_watermark
 
 
 def _data_ranges(data: bytes, start: int) -> tuple[tuple[tuple[int, int], ...], int]:

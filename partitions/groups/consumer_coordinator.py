@@ -1,11 +1,14 @@
 """The consumer group protocol's coordinator (KIP-848) on the node leading a group's ``__consumer_groups``
 partition: runs ``consumer_group``'s pure state machine against the group as the replicated table holds
 it, writes each changed group there (``ConsumerGroupRecord``) before the member is answered, and keeps
-the timers Kafka keeps in memory: each member's session (``session_timeout_ms``, Kafka's
-``group.consumer.session.timeout.ms``, 45 s) and the rebalance timeout of a member asked to revoke
-partitions. Timers are soft state of the leader term: a coordinator taking over (a failover, a restart)
-starts every member's session afresh, and the group, its epochs, members and assignments are the
-table's, so none is lost.
+the timers Kafka keeps in memory: each member's session and the rebalance timeout of a member asked to
+revoke partitions. A member's session is the group's ``consumer.session.timeout.ms`` group config, else
+the node's ``session_timeout_ms`` (Kafka's ``group.consumer.session.timeout.ms``, 45 s), read at each of
+its heartbeats as Kafka reschedules its session timer; the heartbeat interval answered is the group's
+``consumer.heartbeat.interval.ms``, else the node's (``partitions.resource_configs.consumer_timeouts``).
+Timers are soft state of the leader term: a coordinator taking over (a failover, a restart) starts every
+member's session afresh, and the group, its epochs, members and assignments are the table's, so none is
+lost.
 
 One group, one protocol: a group held by HTTP instances or classic Kafka members is not a consumer
 group (``NotConsumerGroup``, Kafka's GROUP_ID_NOT_FOUND); an empty classic group is taken over by the
@@ -18,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -41,6 +44,7 @@ from partitions.groups.errors import (
 )
 from partitions.groups.live import LiveGroup
 from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
+from partitions.resource_configs import consumer_timeouts
 from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.groups")
@@ -77,7 +81,7 @@ class ConsumerRecords(Protocol):
 @dataclass
 class _Timers:
     term: int
-    last_seen_ms: dict[str, int] = field(default_factory=dict)
+    expires_ms: dict[str, int] = field(default_factory=dict)  # member -> when its session ends
     revoke_by_ms: dict[tuple[str, int], int] = field(default_factory=dict)  # (member, epoch) -> deadline
 
 
@@ -91,14 +95,23 @@ class ConsumerGroupCoordinator:
         session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT,
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        group_configs: Callable[[str], Mapping[str, str]] = lambda group: {},
     ) -> None:
+        """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
         self._records = records
         self._monotonic = monotonic
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._new_member_id = new_member_id
+        self.group_configs = group_configs
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, _Timers] = {}
+
+    def timeouts(self, name: str) -> tuple[int, int]:
+        """The group's session timeout and heartbeat interval (ms) as its configs say now."""
+        return consumer_timeouts(
+            self.group_configs(name), self.session_timeout_ms, self.heartbeat_interval_ms
+        )
 
     def _lock(self, name: str) -> asyncio.Lock:
         lock = self._locks.get(name)
@@ -146,10 +159,11 @@ class ConsumerGroupCoordinator:
                 await self._records.record_consumer(name, answer.group)
             timers = self._timers_of(name, term)
             if answer.left is not None:
-                timers.last_seen_ms.pop(answer.left.member_id, None)
+                timers.expires_ms.pop(answer.left.member_id, None)
                 log.info("consumer group %s: member %s left", name, answer.left.member_id)
             if answer.member_id in answer.group.members:
-                timers.last_seen_ms[answer.member_id] = self._monotonic()
+                session_ms, _ = self.timeouts(name)
+                timers.expires_ms[answer.member_id] = self._monotonic() + session_ms
                 self._schedule_revocation(timers, answer.group, answer.member_id)
             return answer
 
@@ -178,14 +192,15 @@ class ConsumerGroupCoordinator:
                 timers = self._timers_of(name, term)
                 now = self._monotonic()
                 due = []
+                session_ms, _ = self.timeouts(name)
                 for member in state.members.values():
-                    last = timers.last_seen_ms.setdefault(member.member_id, now)  # first sight this term
+                    expires = timers.expires_ms.setdefault(member.member_id, now + session_ms)  # first sight
                     revoke_by = timers.revoke_by_ms.get((member.member_id, member.epoch))
                     if member.state == UNREVOKED and revoke_by is None:  # revoking since before this term
                         revoke_by = timers.revoke_by_ms[(member.member_id, member.epoch)] = (
                             now + member.rebalance_timeout_ms
                         )
-                    if now - last > self.session_timeout_ms or (revoke_by is not None and now > revoke_by):
+                    if now > expires or (revoke_by is not None and now > revoke_by):
                         due.append(member.member_id)
                 if not due:
                     continue
@@ -195,7 +210,7 @@ class ConsumerGroupCoordinator:
                 log.info("consumer group %s: fenced %s (session or rebalance timeout)", name, ", ".join(due))
                 await self._records.record_consumer(name, next_state)
                 for member_id in due:
-                    timers.last_seen_ms.pop(member_id, None)
+                    timers.expires_ms.pop(member_id, None)
                     fenced.append((name, member_id))
         return fenced
 

@@ -125,3 +125,19 @@ def kcat_path() -> str:
         if candidate.exists():
             return str(candidate)
     raise RuntimeError("kcat is missing: make bootstrap installs it (scripts/bootstrap.sh)")
+
+
+def set_group_configs(cluster: LocalCluster, group: str, configs: dict[str, str]) -> None:
+    """A group's configs set (IncrementalAlterConfigs, resource type GROUP: what ``kafka-configs
+    --entity-type groups --alter`` sends), answered without error."""
+    cls = wire.request_class(44, 1)
+    resource_cls, config_cls = wire.sibling(cls, "AlterConfigsResource"), wire.sibling(cls, "AlterableConfig")
+    built = tuple(wire.build(config_cls, config_operation=0, name=n, value=v) for n, v in configs.items())
+    resource = wire.build(resource_cls, resource_type=32, resource_name=group, configs=built)
+    raw = RawKafka(cluster.bootstrap_servers.split(",")[0])
+    try:
+        answer = raw.call(44, 1, wire.build(cls, resources=(resource,), validate_only=False))
+    finally:
+        raw.close()
+    (response,) = answer.responses
+    assert response.error_code == 0, response

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from kafka_fixtures import RawKafka, http_client
+from kafka_fixtures import RawKafka, http_client, set_group_configs
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
 from kafka_api.apis import APIS
 from raftlog_client.local_cluster import LocalCluster
@@ -230,5 +231,48 @@ def test_classic_and_consumer_protocol_members_do_not_share_a_group(kafka_cluste
             assert "INCONSISTENT_GROUP_PROTOCOL" in message.error().name()
         finally:
             late.close()
+    finally:
+        connection.close()
+
+
+def test_a_groups_own_heartbeat_interval_is_answered_from_its_next_heartbeat(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """``consumer.heartbeat.interval.ms`` set on the group (``kafka-configs --entity-type groups``) is the
+    interval its coordinator answers from the next ConsumerGroupHeartbeat on (the node's 5 s before); its
+    ``consumer.session.timeout.ms`` is applied alike (``tests/partitions/groups``)."""
+    topic = group = f"config-848-{uuid.uuid4().hex[:6]}"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(topic, 1, 3)
+
+    def beat(connection: RawKafka, member_id: str, epoch: int) -> Any:
+        body = ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch, subscribed_topic_names=(topic,),
+            rebalance_timeout=datetime.timedelta(seconds=30), topic_partitions=None if epoch else (),
+        )  # fmt: skip
+        return connection.call(68, 0, body)
+
+    def joined_somewhere() -> tuple[RawKafka, Any] | None:
+        for address in kafka_cluster.bootstrap_servers.split(","):
+            connection = RawKafka(address)
+            connection.call(10, 4, FindCoordinatorRequest(coordinator_keys=(group,)))  # as clients do first
+            answer = beat(connection, "", 0)
+            if answer.error_code == ErrorCode.none:
+                return connection, answer
+            connection.close()  # not its coordinator (or none yet)
+        return None
+
+    connection, joined = wait_for(joined_somewhere, f"{group} joined at its coordinator", LIMIT_S)
+    try:
+        assert joined.heartbeat_interval == datetime.timedelta(seconds=5)
+        set_group_configs(kafka_cluster, group, {"consumer.heartbeat.interval.ms": "7000"})
+
+        def answered() -> datetime.timedelta:
+            answer = beat(connection, joined.member_id, joined.member_epoch)
+            assert answer.error_code == ErrorCode.none, answer
+            return answer.heartbeat_interval
+
+        wait_for(lambda: answered() == datetime.timedelta(seconds=7), "the group's own interval", LIMIT_S)
+        beat(connection, joined.member_id, -1)  # leaves
     finally:
         connection.close()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from kafka_fixtures import SHARE_LOCK_MS, RawKafka, http_client
+from kafka_fixtures import SHARE_LOCK_MS, RawKafka, http_client, set_group_configs
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from kafka_api.apis import APIS
@@ -122,11 +122,21 @@ def test_list_groups_v5_names_each_groups_type(kafka_cluster: LocalCluster) -> N
 
 @pytest.mark.timeout(300)
 def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_cluster: LocalCluster) -> None:
-    """``kafka-console-share-consumer --max-messages 5``: records produced while it runs (a share group
-    starts at the end) are printed, each once, and it exits."""
+    """``kafka-console-share-consumer --max-messages 5`` of a group whose ``share.auto.offset.reset`` is
+    ``by_duration:PT1H`` (KIP-1106): it starts at the first record of the last hour (two written before
+    it ran, after two of two hours ago it never prints), then records produced while it runs; each
+    printed once, and it exits."""
     topic = f"share-console-{uuid.uuid4().hex[:6]}"
     with http_client(kafka_cluster) as client:
         client.create_topic(topic, 1, 3)
+    set_group_configs(kafka_cluster, f"{topic}-share", {"share.auto.offset.reset": "by_duration:PT1H"})
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    two_hours_ago = int(time.time() * 1000) - 7_200_000
+    for value in (b"old0", b"old1"):
+        producer.produce(topic, value=value, timestamp=two_hours_ago)
+    for value in (b"c0", b"c1"):
+        producer.produce(topic, value=value)
+    producer.flush(30)
     console = subprocess.Popen(
         ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{kafka_libs()}/*",
          "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
@@ -134,8 +144,7 @@ def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_clust
          "--max-messages", "5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
-    sent = 0
+    sent = 2
     deadline = time.monotonic() + 240
     try:
         while console.poll() is None and time.monotonic() < deadline:
@@ -152,6 +161,7 @@ def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_clust
     assert console.returncode == 0, err[-3000:]
     assert len(printed) == 5 and len(set(printed)) == 5, printed
     assert all(line.startswith("c") and int(line[1:]) < sent for line in printed), printed
+    assert printed[:2] == ["c0", "c1"], printed
 
 
 # -- share groups over HTTP -------------------------------------------------------------------------------

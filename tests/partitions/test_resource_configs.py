@@ -71,7 +71,8 @@ def test_client_metrics_kafka_accepts_are_accepted() -> None:
         ({"consumer.heartbeat.interval.ms": "4999"}, "group.consumer.min.heartbeat.interval.ms"),
         ({"share.record.lock.duration.ms": "60001"}, "or equal to group.share.max.record.lock.duration.ms"),
         ({"share.auto.offset.reset": "middle"}, "The value must be either 'earliest', 'latest'"),
-        ({"share.auto.offset.reset": "by_duration:PT1H"}, "'earliest' or 'latest' only"),
+        ({"share.auto.offset.reset": "by_duration:-PT1H"}, "of the format 'by_duration:<PnDTnHnMn.nS.>'"),
+        ({"share.auto.offset.reset": "by_duration"}, "Invalid value `by_duration` for configuration"),
         ({"share.isolation.level": "dirty"}, "String must be one of: read_committed"),
         ({"streams.num.standby.replicas": "3"}, "group.streams.max.standby.replicas"),
         ({"foobar": "abc"}, "Unknown group config name: foobar"),
@@ -96,6 +97,51 @@ def test_group_configs_kafka_accepts_and_what_a_share_group_uses() -> None:
     assert rc.group_settings({}) == ("latest", 30000)  # Kafka's defaults
     with pytest.raises(InvalidConfigRequest, match="Group name must not be empty"):
         rc.validate(rc.GROUP, "", configs, {})
+
+
+@pytest.mark.parametrize(
+    ("value", "duration_ms"),
+    [
+        ("by_duration:PT1H", 3_600_000),
+        ("by_duration:P1DT2H3M4.5S", 93_784_500),
+        ("by_duration:pt0.001s", 1),
+        ("by_duration:PT1H-10M", 3_000_000),  # each part signed, as Java's Duration.parse
+        ("by_duration:-PT-1M", 60_000),
+        ("by_duration:P0D", 0),
+    ],
+)
+def test_a_share_reset_by_duration_is_read_as_kafka_reads_it(value: str, duration_ms: int) -> None:
+    rc.validate(rc.GROUP, "g", {"share.auto.offset.reset": value}, {})
+    assert rc.share_reset(value) == ("by_duration", duration_ms)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("by_duration", "<:duration> part is missing"),
+        ("by_duration:", "Unable to parse duration"),
+        ("by_duration:PT", "Unable to parse duration"),  # a T without a time section
+        ("by_duration:P", "Unable to parse duration"),
+        ("by_duration:1H", "Unable to parse duration"),
+        ("by_duration:PT1.0000000001S", "Unable to parse duration"),  # past nanoseconds
+        (f"by_duration:PT{2**63}S", "Unable to parse duration"),  # past a long's seconds
+        ("by_duration:-PT1H", "Negative duration is not supported"),
+        ("BY_DURATION:PT1H", "Unknown auto offset reset strategy"),
+        ("none", "Unknown auto offset reset strategy"),
+    ],
+)
+def test_a_share_reset_kafka_refuses_is_refused_with_its_reason(value: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        rc.share_reset(value)
+    with pytest.raises(InvalidResourceConfig, match=r"The value must be either 'earliest', 'latest' or"):
+        rc.validate(rc.GROUP, "g", {"share.auto.offset.reset": value}, {})
+
+
+def test_a_consumer_groups_own_timeouts_when_set_else_the_nodes() -> None:
+    assert rc.consumer_timeouts({}, 3_000, 1_000) == (3_000, 1_000)
+    assert rc.consumer_timeouts({"consumer.session.timeout.ms": "50000"}, 3_000, 1_000) == (50_000, 1_000)
+    both = {"consumer.session.timeout.ms": " 60000", "consumer.heartbeat.interval.ms": "15000"}
+    assert rc.consumer_timeouts(both, 3_000, 1_000) == (60_000, 15_000)
 
 
 def test_throttles_are_checked_as_kafka_checks_them() -> None:

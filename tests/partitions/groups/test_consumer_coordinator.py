@@ -89,6 +89,28 @@ def test_a_silent_member_is_fenced_after_its_session_and_its_partitions_go_to_th
     asyncio.run(scenario())
 
 
+def test_a_groups_own_session_timeout_and_heartbeat_interval_apply_from_its_next_heartbeat() -> None:
+    async def scenario() -> None:
+        coordinator, _, clock = _coordinator()
+        configs: dict[str, dict[str, str]] = {}
+        coordinator.group_configs = lambda group: configs.get(group, {})
+        assert coordinator.timeouts("g") == (45_000, 5_000)  # the node's
+        a = await coordinator.heartbeat("g", _join())
+        configs["g"] = {"consumer.session.timeout.ms": "60000", "consumer.heartbeat.interval.ms": "7000"}
+        assert coordinator.timeouts("g") == (60_000, 7_000)
+        assert coordinator.timeouts("other") == (45_000, 5_000)
+        clock.now = 46_000  # a's session was scheduled at its heartbeat: 45 s then
+        assert await coordinator.expire_due() == [("g", "a")]
+        b = await coordinator.heartbeat("g", _join())
+        clock.now = 46_000 + 59_000  # b's session is the group's 60 s
+        assert await coordinator.expire_due() == []
+        clock.now = 46_000 + 60_001
+        assert await coordinator.expire_due() == [("g", b.member_id)]
+        assert a.member_id != b.member_id
+
+    asyncio.run(scenario())
+
+
 def test_a_member_not_revoking_within_its_rebalance_timeout_is_fenced() -> None:
     async def scenario() -> None:
         coordinator, _, clock = _coordinator()

@@ -9,6 +9,7 @@ import msgpack
 import pytest
 
 from partitions import commands
+from partitions.data.share_records import reset_start
 from partitions.errors import InvalidCommand
 from partitions.features import RAFTLOG_VERSION, SHARE_GROUPS, SUPPORTED, Features
 from partitions.groups.errors import InvalidRecordState
@@ -239,3 +240,18 @@ def test_the_partition_applies_share_commands_keeps_them_in_its_snapshot_and_rea
 def test_a_cluster_formed_by_this_code_allows_share_groups() -> None:
     assert Features(lambda: dict(SUPPORTED)).allows(SHARE_GROUPS)
     assert not Features(lambda: {RAFTLOG_VERSION: 1}).allows(SHARE_GROUPS)  # a cluster still of 0.1.0
+
+
+@pytest.mark.parametrize(
+    ("kind", "found", "start"),
+    [
+        ("latest", None, 90),
+        ("earliest", None, 10),
+        ("by_duration", 42, 42),  # the first record at or after now minus the duration
+        ("by_duration", None, 90),  # none that recent: the next record written
+        ("by_duration", 95, 90),  # found past the committed log: kept within it
+        ("by_duration", 3, 10),  # below the log's start (deleted since): its start
+    ],
+)
+def test_where_a_share_group_new_to_a_partition_starts(kind: str, found: int | None, start: int) -> None:
+    assert reset_start(kind, 10, 90, found) == start
