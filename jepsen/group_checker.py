@@ -1,4 +1,5 @@
-"""The consumer-group workload's checker: what Kafka's classic group protocol promises its members.
+"""The consumer-group workload's checker: what Kafka's group protocols promise their members (the classic
+protocol, and KIP-848's consumer group protocol: below).
 
 `check(history)` is a pure function of a validated `History` (jepsen/history.py) of the group workload
 (jepsen/group_workload.py) and returns the shape `jepsen.checker.check` returns.
@@ -50,6 +51,26 @@ The anomaly classes:
 - `inconsistent-offsets`: one offset of a partition holding two values across delivery reports and
   deliveries. `phantom-read`: a value never sent, or delivered from a partition it was not sent to.
 
+The consumer group protocol (KIP-848: the history's `consume`s say `"protocol": "consumer"`). A member's
+"generation" is its member epoch: each member has its own, which the coordinator moves to the group's
+(target assignment's) epoch when the member holds nothing the target takes away; the workload records
+the highest epoch the member held (at each callback and before each `consume()`), so a record is
+delivered under an epoch in which its member held the partition. The coordinator assigns a partition to
+a member only once the member holding it released it (acknowledged its revocation, which moves the
+releasing member to a later epoch) or was fenced, so a partition's holders own it in disjoint ranges of
+epochs: `same-generation-overlap` stands as it is. Two rules change, because members' epochs differ
+legitimately (a member not yet moved on stays in its epoch while another is in the next) and because a
+commit does not maintain a member's session (only its heartbeats do):
+- `overlapping-ownership`: a member delivers (or revokes) a partition under epoch g after another member
+  was assigned it in a later epoch g' > g, and a commit of the first member under g was acknowledged
+  after that assignment completed: the coordinator still had it a member in epoch g, in which it holds
+  the partition until it releases it, which would have moved it past g. A member fenced while it
+  consumes (a zombie) has its commits refused and is not flagged.
+- `stale-generation-commit`: a commit of a partition under epoch g acknowledged although it was invoked
+  after another member's assignment of that partition in a later epoch had completed (the coordinator
+  refuses a commit whose epoch is not the member's, STALE_MEMBER_EPOCH); a commit of another partition
+  is not (the committing member's epoch may not have moved on yet).
+
 Verdict: `invalid` with any anomaly; else `unknown` when the history is truncated, nothing was
 delivered, or acknowledged records were neither delivered nor passed by a committed offset read (the
 group did not finish draining); else `valid`.
@@ -88,10 +109,10 @@ CLASSES: Final[dict[str, str]] = {
     SAME_GENERATION_OVERLAP: "two members assigned one partition in one generation, or a record delivered "
     "to two members under one generation",
     OVERLAPPING_OWNERSHIP: "a member delivering a partition's records under a generation after another "
-    "member was assigned that partition in a later one, while its session (an acknowledged commit less "
-    "than a session timeout before) could not have run out",
+    "member was assigned that partition in a later one, while an acknowledged commit shows it was still in "
+    "its generation (classic: less than a session timeout before; consumer protocol: after)",
     STALE_GENERATION_COMMIT: "a commit under a generation acknowledged after another member's assignment "
-    "in a later generation had completed",
+    "in a later generation (consumer protocol: of that partition) had completed",
     LOST_COMMIT: "a committed offset read lower than an acknowledged commit that completed before the read",
     COMMITTED_OFFSET_REGRESSION: "a committed offset read lower than an earlier read returned (not "
     "explained by a commit of unknown outcome)",
@@ -102,11 +123,20 @@ CLASSES: Final[dict[str, str]] = {
 }
 
 NO_OFFSET: Final = -1
+CLASSIC: Final = "classic"
+CONSUMER: Final = "consumer"  # KIP-848's consumer group protocol
 
 
 def is_group(history: History) -> bool:
     """Whether the history is the group workload's (it has `consume` operations)."""
     return any(op.f in GROUP_FS for op in history.operations)
+
+
+def protocol_of(history: History) -> str:
+    """The group protocol its members used: `consumer` (KIP-848) when its `consume`s say so, else
+    `classic`."""
+    consumer = any(op.f in GROUP_FS and op.invoke.get("protocol") == CONSUMER for op in history.operations)
+    return CONSUMER if consumer else CLASSIC
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +225,7 @@ def _before(first: Operation, then: Operation) -> bool:
 class _Analysis:
     def __init__(self, history: History) -> None:
         self.history = history
+        self.consumer_protocol = protocol_of(history) == CONSUMER
         self.sends = [op for op in history.operations if op.f == "send"]
         self.sent: dict[Value, str] = {freeze(op.invoke.get("value")): key_of(op) for op in self.sends}
         self.acked = [op for op in self.sends if op.type == "ok"]
@@ -210,7 +241,8 @@ class _Analysis:
                     self.assignments.append(
                         Assignment(process, int(item[1]), str(item[2]), tuple(item[3]), op)
                     )
-                    held[process] = (int(item[1]), set(item[3]))
+                    kept = held.get(process, (0, set()))[1] if self.consumer_protocol else set()
+                    held[process] = (int(item[1]), kept | set(item[3]))  # consumer protocol: added
                 elif item[0] == "revoke" and process in held:
                     generation, keys = held[process]
                     for key in sorted(keys & set(item[3])):
@@ -291,11 +323,22 @@ def _same_generation(analysis: _Analysis) -> Iterable[Anomaly]:
             )
 
 
+def _alive(analysis: _Analysis, commits: list[Commit], a: Assignment) -> list[Commit]:
+    """The acknowledged commits (of one member under one generation) that show the member was still in
+    that generation when assignment ``a`` completed. Classic: one invoked less than a session timeout
+    before (a commit maintains the member's session). Consumer protocol: one invoked after it (the
+    coordinator then still had the member in that epoch; a commit does not maintain its session)."""
+    if analysis.consumer_protocol:
+        return [c for c in commits if _before(a.op, c.op)]
+    assigned_at = _time(a.op, completed=True)
+    return [c for c in commits if assigned_at - c.session_s < c.op.invoke.time <= assigned_at]
+
+
 def _overlapping_ownership(analysis: _Analysis) -> Iterable[Anomaly]:
     """Each time a member showed it still held a partition under generation g (delivered its records,
     or revoked it) in an operation invoked after another member's assignment of that partition in a
-    later generation completed: flagged when a commit of the member under g was acknowledged less than a
-    session timeout before that assignment completed (so its session had not run out)."""
+    later generation completed: flagged when a commit of the member under g shows it was still in g then
+    (``_alive``)."""
     by_key: dict[str, list[Assignment]] = collections.defaultdict(list)
     for a in analysis.assignments:
         for key in a.keys:
@@ -313,15 +356,11 @@ def _overlapping_ownership(analysis: _Analysis) -> Iterable[Anomaly]:
             if flag in reported:
                 continue
             assigned_at = _time(a.op, completed=True)
-            alive = [
-                c
-                for c in evidence.get((held.process, held.generation), [])
-                if assigned_at - c.session_s < c.op.invoke.time <= assigned_at
-            ]
+            alive = _alive(analysis, evidence.get((held.process, held.generation), []), a)
             if not alive:
                 continue
             reported.add(flag)
-            proof = max(alive, key=lambda c: c.op.invoke_index)
+            proof = (min if analysis.consumer_protocol else max)(alive, key=lambda c: c.op.invoke_index)
             yield Anomaly(
                 OVERLAPPING_OWNERSHIP,
                 {
@@ -333,8 +372,14 @@ def _overlapping_ownership(analysis: _Analysis) -> Iterable[Anomaly]:
                     "other_member": a.process,
                     "other_member_id": a.member_id,
                     "other_generation": a.generation,
-                    "commit_acknowledged_s_before": round(assigned_at - proof.op.invoke.time, 3),
-                    "session_timeout_s": proof.session_s,
+                    **(
+                        {"commit_invoked_s_after": round(proof.op.invoke.time - assigned_at, 3)}
+                        if analysis.consumer_protocol
+                        else {
+                            "commit_acknowledged_s_before": round(assigned_at - proof.op.invoke.time, 3),
+                            "session_timeout_s": proof.session_s,
+                        }
+                    ),
                 },
                 [proof.op, a.op, held.op],
             )
@@ -348,7 +393,10 @@ def _stale_commits(analysis: _Analysis) -> Iterable[Anomaly]:
             (
                 a
                 for a in analysis.assignments
-                if a.process != c.process and a.generation > c.generation and _before(a.op, c.op)
+                if a.process != c.process
+                and a.generation > c.generation
+                and _before(a.op, c.op)
+                and (c.key in a.keys or not analysis.consumer_protocol)
             ),
             None,
         )
@@ -473,6 +521,7 @@ def _stats(analysis: _Analysis) -> JsonDict:
         "redelivered_values": sum(1 for n in deliveries_per_value.values() if n > 1),
         "assignments": len(analysis.assignments),
         "revocations": dict(revocations),
+        "protocol": protocol_of(history),
         "generations": generations[:LISTED_MAX],
         "commits": dict(sorted(commits.items())),
         "committed_reads": len(analysis.reads),

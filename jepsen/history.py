@@ -25,6 +25,9 @@ KEYED_FS: frozenset[str] = frozenset({"send", "poll", "commit", "committed"})
 TXN_FS: frozenset[str] = frozenset({"txn", "end", "init"})
 # the consumer-group workload's member step (jepsen/group_workload.py): what one consume() call saw
 GROUP_FS: frozenset[str] = frozenset({"consume"})
+GROUP_PROTOCOLS: frozenset[str] = frozenset(
+    {"classic", "consumer"}
+)  # a consume's "protocol" (classic if none)
 # a share group's members (jepsen/share_checker.py): records acquired, acknowledged
 SHARE_FS: frozenset[str] = frozenset({"acquire", "ack"})
 SHARE_ACK_TYPES: frozenset[str] = frozenset({"accept", "release", "reject"})
@@ -310,6 +313,9 @@ def _check_invoke(event: Event, source: str, line_no: int) -> None:
         return
     if event.f in GROUP_FS:
         need("group", _is_text(raw.get("group")), "a non-empty string")
+        need(
+            "protocol", raw.get("protocol", "classic") in GROUP_PROTOCOLS, f"one of {sorted(GROUP_PROTOCOLS)}"
+        )
         return
     if event.f in SHARE_FS:
         need("group", _is_text(raw.get("group")), "a non-empty string")

@@ -168,15 +168,17 @@ class GroupHistory:
 
     GROUP = "jg-test"
 
-    def __init__(self, h: HistoryBuilder | None = None) -> None:
+    def __init__(self, h: HistoryBuilder | None = None, protocol: str | None = None) -> None:
+        """``protocol``: what each ``consume`` names (``consumer``: KIP-848's); None names none (classic)."""
         self.h = h or HistoryBuilder()
+        self.protocol = {} if protocol is None else {"protocol": protocol}
 
     def send(self, process: int, key: str, value: int, offset: int | None) -> None:
         self.h.send(process, key, value, offset, type="ok" if offset is not None else "info")
 
     def consume(self, process: int, *items: list[Any], type: str = "ok") -> tuple[int, int]:
         """A ``consume`` whose completion lists ``items`` (``assign``, ``revoke``, ``record`` below)."""
-        first = self.h.invoke(process, "consume", group=self.GROUP)
+        first = self.h.invoke(process, "consume", group=self.GROUP, **self.protocol)
         return first, self.h.complete(process, type, items=[list(i) for i in items])
 
     def commit(
@@ -195,7 +197,10 @@ class GroupHistory:
             member_id=f"m{process}", session_timeout_ms=session_timeout_ms,
         )  # fmt: skip
         after = generation if generation_after is None else generation_after
-        extra = {"committed": offset} if type == "ok" else {"error_code": "ILLEGAL_GENERATION"}
+        refused = (
+            "STALE_MEMBER_EPOCH" if self.protocol.get("protocol") == "consumer" else "ILLEGAL_GENERATION"
+        )
+        extra = {"committed": offset} if type == "ok" else {"error_code": refused}
         return first, self.h.complete(process, type, generation_after=after, **extra)
 
     def committed(self, process: int, key: str, offset: int | None) -> tuple[int, int]:

@@ -216,3 +216,99 @@ def test_malformed_items_are_refused(item: list[Any]) -> None:
     g.consume(M1, item)
     with pytest.raises(HistoryError, match="items"):
         g.history()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The consumer group protocol (KIP-848): each member has its own member epoch, assignments are incremental
+
+
+def kip848_until_epoch_two(protocol: str | None = "consumer") -> GroupHistory:
+    """Member 1 joins alone (epoch 1, every partition); member 2 joins (group epoch 2): member 1 revokes K2
+    and K3 (still in epoch 1), moves to epoch 2, and member 2 is assigned them in epoch 2. Each consumes
+    offset 0 of its partitions and commits."""
+    g = GroupHistory(protocol=protocol)
+    for key, values in LOG.items():
+        for offset, value in enumerate(values):
+            g.send(PRODUCER, key, value, offset)
+    g.consume(M1, assign(1, "m1", K0, K1, K2, K3), record(K0, 0, 1, 1), record(K2, 0, 5, 1))
+    g.commit(M1, K0, 1, 1)
+    g.commit(M1, K2, 1, 1)
+    g.consume(M1, revoke(1, "m1", K2, K3), record(K1, 0, 3, 2))
+    g.consume(M2, assign(2, "m2", K2, K3), record(K2, 1, 6, 2), record(K3, 0, 7, 2))
+    g.commit(M2, K2, 2, 2)
+    g.commit(M1, K1, 1, 2)
+    return g
+
+
+M3 = 4  # a third member (process 4: the monitor is 3)
+
+
+def test_kip848_members_in_different_epochs_with_incremental_assignments_are_valid() -> None:
+    """Member 3 joins (group epoch 3), and the target moves K3 from member 2 to it; member 1, whose
+    partitions stay, is still in epoch 2 until its next heartbeat and commits K1 under it after member 3
+    was assigned in epoch 3: the coordinator takes it (a classic group's would not: a commit of an older
+    generation). Member 2 revokes K3 (a later assignment adds, an earlier one's partitions are kept)."""
+
+    def run(protocol: str | None) -> GroupHistory:
+        g = kip848_until_epoch_two(protocol)
+        g.consume(M2, revoke(2, "m2", K3), record(K2, 1, 6, 2))
+        g.consume(M3, assign(3, "m3", K3), record(K3, 0, 7, 3), record(K3, 1, 8, 3))  # from the committed -1
+        g.consume(M1, record(K1, 1, 4, 2), record(K0, 1, 2, 2))
+        g.commit(M1, K1, 2, 2)
+        g.commit(M1, K0, 2, 2)
+        g.commit(M3, K3, 2, 3)
+        g.consume(M2, revoke(2, "m2", K2))  # it leaves: K2 is released
+        drained(g)
+        return g
+
+    results = check(run("consumer").history())
+    valid(results)
+    assert results["stats"]["protocol"] == "consumer" and results["stats"]["generations"] == [1, 2, 3]
+    assert set(found(check(run(None).history()))) == {"stale-generation-commit"}  # as a classic group
+
+
+def kip848_partition_handed_over_unreleased(commit_after: str) -> GroupHistory:
+    """After epoch 2, member 3 joins and the target (epoch 3) moves K1 from member 1 to it: member 3 is
+    assigned K1 in epoch 3 and consumes it, while member 1, never asked to revoke it (or its revocation
+    never awaited), still consumes K1 in epoch 2 and then commits K0 (``commit_after``: acknowledged, or
+    refused as of a member the coordinator fenced)."""
+    g = kip848_until_epoch_two()
+    g.commit(M1, K0, 1, 2)  # acknowledged a second before member 3's assignment
+    g.consume(M3, assign(3, "m3", K1), record(K1, 1, 4, 3))
+    g.consume(M1, record(K1, 1, 4, 2), record(K0, 1, 2, 2))  # the same record, twice
+    g.commit(M1, K0, 2, 2, type=commit_after)
+    if commit_after != "ok":  # fenced: it finds out at its next heartbeat and rejoins
+        g.consume(M1, revoke(2, "m1", K0, K1, lost=True), assign(4, "m1", K0), record(K0, 1, 2, 4))
+        g.commit(M1, K0, 2, 4)
+    g.commit(M2, K3, 1, 2)
+    g.consume(M2, record(K2, 1, 6, 2), record(K3, 1, 8, 2))
+    g.commit(M2, K2, 2, 2)
+    g.commit(M2, K3, 2, 2)
+    g.commit(M3, K1, 2, 3)
+    drained(g)
+    return g
+
+
+def test_kip848_a_partition_consumed_by_two_members_in_their_own_epochs_is_caught() -> None:
+    """A record consumed twice by two members whose epochs differ: not one generation's overlap, but
+    member 1's commit under epoch 2, acknowledged after member 3 was assigned K1 in epoch 3, shows the
+    coordinator still had member 1 in epoch 2, in which it holds K1 until it releases it."""
+    anomaly = only(check(kip848_partition_handed_over_unreleased("ok").history()), "overlapping-ownership")
+    assert (anomaly["key"], anomaly["member"], anomaly["generation"], anomaly["offset"]) == (K1, M1, 2, 1)
+    assert (anomaly["other_member"], anomaly["other_generation"]) == (M3, 3)
+    assert anomaly["commit_invoked_s_after"] > 0
+
+
+def test_kip848_a_fenced_member_consuming_until_it_hears_is_valid() -> None:
+    """The same double delivery when member 1 had been fenced (its commit after member 3's assignment is
+    refused): a zombie, which Kafka allows. A classic checker would flag it (its commit a second before
+    the assignment maintained a classic session): a consumer group member's commits do not."""
+    valid(check(kip848_partition_handed_over_unreleased("fail").history()))
+
+
+def test_kip848_a_commit_of_a_partition_another_member_holds_in_a_later_epoch_is_caught() -> None:
+    g = kip848_until_epoch_two()
+    g.consume(M3, assign(3, "m3", K1), record(K1, 1, 4, 3))
+    g.commit(M1, K1, 1, 2)  # member 1 still commits K1 under epoch 2: STALE_MEMBER_EPOCH, had it released it
+    anomaly = only(check(g.history()), "stale-generation-commit")
+    assert (anomaly["key"], anomaly["generation"], anomaly["newer_generation"]) == (K1, 2, 3)
