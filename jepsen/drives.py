@@ -137,6 +137,7 @@ async def _drive_group(faults: WorkloadPhase, rng: random.Random, keys: list[str
     run = faults.group_run = group_workload.GroupRun(
         faults.cluster.bootstrap_servers, faults.recorder, concurrency=config.concurrency,
         run_id=faults.cluster.prefix, rng=random.Random(rng.getrandbits(64)), logger=logger,
+        protocol=config.group_protocol,
     )  # fmt: skip
     stats = workload.Stats()
     try:

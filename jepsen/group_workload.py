@@ -1,5 +1,6 @@
-"""The consumer-group workload (``--workload group``): one classic Kafka consumer group through
-confluent-kafka, checked by ``jepsen.group_checker``.
+"""The consumer-group workload (``--workload group``): one Kafka consumer group through confluent-kafka,
+of the classic protocol or (``--group-protocol consumer``) KIP-848's consumer group protocol, checked by
+``jepsen.group_checker``.
 
 Processes (``--concurrency`` of them, at least four): a third (at least one) are producers, the rest
 but one are the group's members, and the last is the monitor.
@@ -23,8 +24,21 @@ but one are the group's members, and the last is the monitor.
 - the monitor reads the group's committed offset of every partition about once a second (``committed``,
   a consumer with the group's id that never joins it).
 
-Members alternate heartbeat intervals of 1 and 3 s (session timeout 30 s), so that after a coordinator
-failover they find out at different times. Nodes run with ``--group-initial-rebalance-delay-ms=0``
+Classic members alternate heartbeat intervals of 1 and 3 s (session timeout 30 s), so that after a
+coordinator failover they find out at different times.
+
+With ``--group-protocol consumer`` every member is a librdkafka consumer with ``group.protocol=consumer``:
+the coordinator assigns (its default assignor, ``uniform``), incrementally (an assignment callback adds
+partitions, a revocation takes some away), and the member's "generation" is its member epoch, which
+librdkafka reports in ``consumer_group_metadata()`` and which moves on at the group's epoch changes
+without a callback. A member records the highest epoch it has held (read at each callback and before each
+``consume()``: an epoch of 0 or -1 while it rejoins is not one it holds partitions in); its records are
+delivered under it and it commits under its current epoch, as before. Session timeout and heartbeat
+interval are the group's, from the coordinator (librdkafka refuses ``session.timeout.ms``,
+``heartbeat.interval.ms`` and ``partition.assignment.strategy`` with that protocol): the node's
+``--group-consumer-session-timeout-ms`` (30 s here, as the classic members') and heartbeat interval
+(5 s; a group config may not go below it, as in Kafka); members heartbeat on timers of their own, so they
+still find out about a failover at different times. Nodes run with ``--group-initial-rebalance-delay-ms=0``
 (Kafka's setting for tests; ``raftlog dev``'s default) unless a ``--serve-arg`` names it: the first
 member to rejoin an empty group is assigned at once, not after the others joined too.
 
@@ -40,6 +54,7 @@ thread, and only append to the list the operation completes with.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import json
@@ -54,6 +69,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
+from confluent_kafka.admin import AdminClient
 
 from jepsen.recorder import Recorder
 from jepsen.txn_client import read_back
@@ -68,6 +84,9 @@ TOPIC_CONFIGS: dict[str, dict[str, Any]] = {TOPIC: {}}
 INITIAL_DELAY_ARG = "--group-initial-rebalance-delay-ms"
 SERVE_ARGS = (f"{INITIAL_DELAY_ARG}=0",)
 SESSION_TIMEOUT_MS = 30_000
+CLASSIC, CONSUMER = "classic", "consumer"
+PROTOCOLS = (CLASSIC, CONSUMER)  # the group protocols a run may choose (--group-protocol)
+CONSUMER_SESSION_ARG = "--group-consumer-session-timeout-ms"
 HEARTBEAT_INTERVALS_MS = (1_000, 3_000)  # member i takes [i % 2]
 MAX_POLL_INTERVAL_MS = 45_000  # the rebalance timeout librdkafka sends
 CONSUME_MESSAGES_MAX = 200
@@ -88,6 +107,7 @@ _LEFT_BEHIND: list[Consumer] = []  # consumers a call still holds: never destroy
 NOT_COMMITTED = frozenset({
     KafkaError.ILLEGAL_GENERATION,
     KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.STALE_MEMBER_EPOCH,  # the consumer protocol's ILLEGAL_GENERATION
     KafkaError.REBALANCE_IN_PROGRESS,
     KafkaError.FENCED_INSTANCE_ID,
     KafkaError._NO_OFFSET,
@@ -128,11 +148,13 @@ def group_metadata(consumer: Consumer) -> tuple[int, str]:
 
 
 def serve_args(given: Sequence[str]) -> list[str]:
-    """The nodes' serve options for this workload: the group's first rebalance without a delay, unless
-    ``given`` chooses one."""
-    if any(arg.startswith(INITIAL_DELAY_ARG) for arg in given):
-        return []
-    return list(SERVE_ARGS)
+    """The nodes' serve options for this workload: the group's first rebalance without a delay, and a
+    consumer protocol member's session of ``SESSION_TIMEOUT_MS`` as a classic member's, unless ``given``
+    chooses them."""
+    args = [] if any(arg.startswith(INITIAL_DELAY_ARG) for arg in given) else list(SERVE_ARGS)
+    if not any(arg.startswith(CONSUMER_SESSION_ARG) for arg in given):
+        args.append(f"{CONSUMER_SESSION_ARG}={SESSION_TIMEOUT_MS}")
+    return args
 
 
 def _error_fields(error: KafkaError) -> dict[str, Any]:
@@ -253,10 +275,11 @@ class Member:
 
     process: int
     session_timeout_ms: int
+    incremental: bool = False  # the consumer protocol's: callbacks add and take away partitions
     consumer: Consumer = field(init=False)  # made with the member's callbacks
     items: list[list[Any]] = field(default_factory=list)  # what the running consume() saw, in order
     owned: set[str] = field(default_factory=set)  # partitions of its current assignment
-    generation: int = -1  # of its current assignment
+    generation: int = -1  # of its current assignment (consumer protocol: the highest member epoch held)
     member_id: str = ""
     positions: dict[str, int] = field(default_factory=dict)  # next offset per owned partition
     committed: dict[str, int] = field(default_factory=dict)  # what it last committed, this assignment
@@ -267,9 +290,24 @@ class Member:
     def on_statistics(self, statistics: str) -> None:
         self.coordinator = coordinator_of(statistics)
 
+    def epoch_seen(self, epoch: int) -> None:
+        """The consumer protocol's member epoch as librdkafka holds it now: the member's generation rises
+        to it (epochs only rise; 0 or -1 while it rejoins are not epochs it holds partitions in)."""
+        if self.incremental and epoch > self.generation:
+            self.generation = epoch
+
     def on_assign(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
         generation, member_id = group_metadata(consumer)
         keys = sorted(key_of(p.topic, p.partition) for p in partitions)
+        if self.incremental:  # partitions added to what it holds
+            self.epoch_seen(generation)
+            self.items.append(["assign", self.generation, member_id, keys])
+            self.owned |= set(keys)
+            self.member_id = member_id
+            for key in keys:
+                self.positions.pop(key, None)
+                self.committed.pop(key, None)
+            return
         self.items.append(["assign", generation, member_id, keys])
         self.owned, self.generation, self.member_id = set(keys), generation, member_id
         self.positions, self.committed = {}, {}
@@ -281,6 +319,7 @@ class Member:
         self.owned -= set(keys)
         for key in keys:
             self.positions.pop(key, None)
+            self.committed.pop(key, None)
 
     def on_revoke(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
         self._revoked(consumer, partitions, False)
@@ -301,8 +340,11 @@ class GroupRun:
         run_id: str,
         rng: random.Random,
         logger: logging.Logger,
+        protocol: str = CLASSIC,
     ) -> None:
-        self.recorder, self.rng = recorder, rng
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"group protocol {protocol!r}: choose from {', '.join(PROTOCOLS)}")
+        self.recorder, self.rng, self.protocol = recorder, rng, protocol
         self.group = group_of(run_id)
         self.keys = keys()
         self.values = Values()
@@ -314,6 +356,7 @@ class GroupRun:
             "reconnect.backoff.max.ms": 1000,
             "logger": logger,
         }
+        self.common = common
         self.producers = [GroupProducer(common, recorder, p) for p in producers]
         self.members = [self._member(common, p, i) for i, p in enumerate(members)]
         self.monitor_process = monitor
@@ -321,16 +364,23 @@ class GroupRun:
         self.acked: dict[str, int] = {}  # the highest acknowledged offset per partition
 
     def _member(self, common: dict[str, Any], process: int, index: int) -> Member:
-        member = Member(process, SESSION_TIMEOUT_MS)
+        member = Member(process, SESSION_TIMEOUT_MS, incremental=self.protocol == CONSUMER)
+        protocol: dict[str, Any] = (
+            {"group.protocol": CONSUMER}  # the coordinator's session, heartbeat interval and assignor
+            if self.protocol == CONSUMER
+            else {
+                "partition.assignment.strategy": "range",
+                "session.timeout.ms": SESSION_TIMEOUT_MS,
+                "heartbeat.interval.ms": HEARTBEAT_INTERVALS_MS[index % len(HEARTBEAT_INTERVALS_MS)],
+            }
+        )
         member.consumer = consumer = Consumer({
             **common,
+            **protocol,
             "group.id": self.group,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
-            "partition.assignment.strategy": "range",
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_INTERVALS_MS[index % len(HEARTBEAT_INTERVALS_MS)],
             "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
             "fetch.wait.max.ms": 200,
             "statistics.interval.ms": STATISTICS_INTERVAL_MS,
@@ -350,10 +400,14 @@ class GroupRun:
 
     async def consume(self, member: Member, stats: Stats) -> None:
         """``consume``: one ``consume()`` call and what it saw."""
-        self.recorder.invoke(member.process, "consume", group=self.group, client="kafka")
+        self.recorder.invoke(
+            member.process, "consume", group=self.group, protocol=self.protocol, client="kafka"
+        )
         member.items = []
 
         def call() -> list[list[Any]]:
+            if member.incremental:
+                member.epoch_seen(group_metadata(member.consumer)[0])
             for message in member.consumer.consume(CONSUME_MESSAGES_MAX, CONSUME_WAIT_S):
                 error = message.error()
                 if error is not None:
@@ -389,6 +443,7 @@ class GroupRun:
             if member.committing:  # the last one still waits on its thread: librdkafka takes one at a time
                 return
             generation, member_id = group_metadata(member.consumer)
+            member.epoch_seen(generation)  # the consumer protocol's epoch moves on without a callback
             if generation != member.generation or key not in member.owned:
                 return
             self.recorder.invoke(
@@ -517,8 +572,13 @@ class GroupRun:
                 if final[key] is not None:
                     break
                 await asyncio.sleep(1.0)
+        described = await _on_thread(
+            functools.partial(_group_type, self.common, self.group), CALL_TIMEOUT_S + WEDGED_SLACK_S
+        )
         return {
             "group": self.group,
+            "protocol": self.protocol,
+            "group_type": described,  # as DescribeConsumerGroups names it, members still in the group
             "high_watermarks": highs,
             "drained": state["drained"],
             "final_committed": final,
@@ -570,6 +630,19 @@ def _committed(consumer: Consumer, key: str) -> tuple[str, dict[str, Any]]:
     if row.error is not None:
         return "info", _error_fields(row.error)
     return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
+
+
+def _group_type(common: dict[str, Any], group: str) -> str | None:
+    """The group's type (``classic``, ``consumer``) as the Kafka door describes it to librdkafka's
+    DescribeConsumerGroups (ConsumerGroupDescribe, else DescribeGroups); None when not answered."""
+    admin = AdminClient(dict(common))
+    try:
+        description = admin.describe_consumer_groups([group], request_timeout=CALL_TIMEOUT_S)[group].result(
+            timeout=CALL_TIMEOUT_S + 1
+        )
+    except (KafkaException, TimeoutError, concurrent.futures.TimeoutError):
+        return None
+    return str(description.type.name).lower()
 
 
 def _high_watermark(consumer: Consumer, key: str) -> int | None:

@@ -16,6 +16,7 @@ CLIENTS = ("http", "kafka")
 # compact: jepsen/compact_workload.py; txn: jepsen/txn_workload.py; group: jepsen/group_workload.py;
 # share: jepsen/share_workload.py
 WORKLOADS = ("queue", "compact", "txn", "group", "share")
+GROUP_PROTOCOLS = ("classic", "consumer")  # the group workload's (jepsen/group_workload.py PROTOCOLS)
 FILE_SYSTEMS = ("plain", "lazy")
 # t0 fsyncs every append (the default) and rolls small segments (so corruption can hit closed segments
 # too); t1 uses group commit every second, so a power loss can discard the tail of a replica's partition log
@@ -50,6 +51,7 @@ class RunConfig:
     clients: tuple[str, ...] = ("http",)  # worker i (and final reader i) uses clients[i % len(clients)]
     fs: str = "plain"  # "lazy": every node's data directory on a lazy file system (jepsen.lazyfs)
     workload: str = "queue"  # or "compact": keyed overwrites and deletes on a compacted topic; "txn"; "group"
+    group_protocol: str = "classic"  # the group workload's members: "classic", or "consumer" (KIP-848)
     break_markers: str | None = None  # txn's negative control: every node's abort markers applied as commits
     upgrade_from: str | None = None  # the upgrade fault's other release (None: the newest CHANGELOG names)
     report: bool = True  # the HTML report beside results.json (jepsen.report): plots cost seconds of CPU
@@ -64,6 +66,12 @@ class RunConfig:
             raise ValueError(
                 f"--break-markers {self.break_markers!r}: choose from {', '.join(MARKER_FAULTS)}"
             )
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError(
+                f"--group-protocol {self.group_protocol!r}: choose from {', '.join(GROUP_PROTOCOLS)}"
+            )
+        if self.group_protocol != "classic" and self.workload != "group":
+            raise ValueError("--group-protocol is the group workload's (--workload group)")
         if self.workload == "group" and self.concurrency < 4:
             raise ValueError("--workload group needs --concurrency 4 or more (producers, members, a monitor)")
         if not self.topics:

@@ -2,7 +2,8 @@
 
     python -m jepsen run --nodes 5 --nemesis kill,partition --time-limit 300 [--rate 40] [--concurrency 8]
                          [--dir runs] [--no-netns] [--seed N] [--fs plain|lazy]
-                         [--workload queue|compact|txn|group] [--break-markers flip-abort]
+                         [--workload queue|compact|txn|group|share] [--group-protocol classic|consumer]
+                         [--break-markers flip-abort]
 
 Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
 schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
@@ -41,7 +42,7 @@ from typing import Any
 
 from jepsen import control, disks, lazyfs, nemesis, upgrade_fault
 from jepsen.drives import ENDS_MAX_S, WorkloadPhase
-from jepsen.run_config import CLIENTS, FILE_SYSTEMS, MARKER_FAULTS, WORKLOADS, RunConfig
+from jepsen.run_config import CLIENTS, FILE_SYSTEMS, GROUP_PROTOCOLS, MARKER_FAULTS, WORKLOADS, RunConfig
 from raftlog_dev import releases
 
 EXIT_VALID = 0
@@ -93,8 +94,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default="queue",
         help="queue: the Kafka-style queue (topics t0, t1); compact: keys overwritten and deleted on a "
         "compacted topic (c0), each key's last acknowledged write checked after the cleaner ran; txn: Kafka "
-        "transactions; group: one classic consumer group's members, their generations, deliveries and "
+        "transactions; group: one consumer group's members, their generations, deliveries and "
         "commits (topic gq; the kill-coordinator fault, part of all)",
+    )
+    parser.add_argument(
+        "--group-protocol",
+        choices=GROUP_PROTOCOLS,
+        default="classic",
+        help="the group workload's members: classic (the classic group protocol, eager range assignment) "
+        "or consumer (KIP-848's consumer group protocol, group.protocol=consumer: the coordinator assigns "
+        "incrementally, each member has its member epoch)",
     )
     parser.add_argument(
         "--break-markers",

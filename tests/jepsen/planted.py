@@ -29,3 +29,24 @@ def one_acknowledged_record_lost(history: pathlib.Path) -> dict[str, Any]:
     value = acked.invoke.get("value")
     events = [json.loads(line) for line in history.read_text().splitlines()]
     return check(parse_lines([json.dumps(_without(event, value)) + "\n" for event in events]))
+
+
+def one_record_consumed_twice(history: pathlib.Path) -> dict[str, Any]:
+    """The checker's results on the group workload's ``history`` with its first delivered record also
+    delivered, under the same generation, to another member in that member's next ``consume``: two
+    members of one generation holding one partition at once."""
+    events = [json.loads(line) for line in history.read_text().splitlines()]
+    first = next(
+        (e, item)
+        for e in events
+        if e.get("f") == "consume" and e.get("type") == "ok"
+        for item in e.get("items", [])
+        if item[0] == "record"
+    )
+    owner, item = first[0]["process"], first[1]
+    other = next(
+        e for e in events[events.index(first[0]) :] if e.get("f") == "consume" and e.get("type") == "ok"
+        and e["process"] != owner
+    )  # fmt: skip
+    other["items"] = [*other["items"], list(item)]
+    return check(parse_lines([json.dumps(event) + "\n" for event in events]))

@@ -91,3 +91,13 @@ def test_run_options_name_what_is_wrong_and_take_both_doors() -> None:
     for bad in (["--clients", "grpc"], ["--clients", ","], ["--rate", "0"]):
         with pytest.raises(ValueError, match=r"--clients|--rate"):
             runner.config_from_args(parser.parse_args(bad))
+
+
+def test_the_group_protocol_option_is_the_group_workloads() -> None:
+    parser = argparse.ArgumentParser()
+    runner.add_run_arguments(parser)
+    args = ["--workload", "group", "--group-protocol", "consumer"]
+    assert runner.config_from_args(parser.parse_args(args)).group_protocol == "consumer"
+    assert runner.config_from_args(parser.parse_args(["--workload", "group"])).group_protocol == "classic"
+    with pytest.raises(ValueError, match="--group-protocol"):
+        runner.config_from_args(parser.parse_args(["--group-protocol", "consumer"]))  # the queue workload

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import pathlib
+from typing import Any
 
 import pytest
-from planted import one_acknowledged_record_lost
+from planted import one_acknowledged_record_lost, one_record_consumed_twice
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, run_config, runner
@@ -23,14 +24,13 @@ SEED = 5353  # kill-coordinator at 3.9-12.9 s, then again with a pause at 18.3-2
 TIME_LIMIT_S = 28.0
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(720)  # 1.5 min on a quiet machine; over 6 beside the whole suite and more
-def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: pathlib.Path) -> None:
+def group_run(tmp_path: pathlib.Path, faults: tuple[str, ...], group_protocol: str) -> dict[str, Any]:
+    """One short run of the group workload under ``faults``: VALID, drained, nothing left behind, and
+    the history holds enough to catch a loss. Returns its results."""
     netns, _ = control.netns_available()
-    faults = ("kill-coordinator", "kill", "pause") + (("partition",) if netns else ())
     config = run_config.RunConfig(
         nodes=3,
-        faults=faults,
+        faults=faults + (("partition",) if netns else ()),
         time_limit_s=TIME_LIMIT_S,
         rate=30.0,
         concurrency=6,
@@ -38,6 +38,7 @@ def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: 
         netns=netns,
         seed=SEED,
         workload="group",
+        group_protocol=group_protocol,
         clients=("kafka",),
         report=False,
     )
@@ -49,13 +50,39 @@ def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: 
     assert "harness_error" not in info, info.get("harness_error")
     assert info["faults_started"].get("kill-coordinator", 0) >= 1, (info["faults_started"], info["notes"])
     assert info["group"]["drained"], info["group"]
-    results = json.loads((run_dir / "results.json").read_text())
+    results: dict[str, Any] = json.loads((run_dir / "results.json").read_text())
     assert results["workload"] == "group"
     stats = results["stats"]
     assert stats["acked_sends"] >= 120 and stats["commits"].get("ok", 0) >= 12, stats
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
-    # the run, short as it is, holds what the checker needs to catch a loss
+    # the run, short as it is, holds what the checker needs to catch a loss and a double consumption
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
+    doubled = one_record_consumed_twice(run_dir / "history.jsonl")
+    assert doubled["anomaly_counts"]["same-generation-overlap"] >= 1, doubled["anomaly_counts"]
+    return {**results, "run_info": info}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(720)  # 1.5 min on a quiet machine; over 6 beside the whole suite and more
+def test_a_consumer_group_keeps_its_members_through_coordinator_kills(tmp_path: pathlib.Path) -> None:
+    results = group_run(tmp_path, ("kill-coordinator", "kill", "pause"), "classic")
+    assert results["stats"]["protocol"] == "classic"
+    assert results["run_info"]["group"]["group_type"] == "classic", results["run_info"]["group"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(720)
+def test_a_kip848_consumer_group_keeps_its_members_and_epochs_through_coordinator_kills(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The same run with every member of the consumer group protocol (``group.protocol=consumer``): the
+    coordinator assigns incrementally, each member in its member epoch; killing the coordinator leaves
+    the group, its epochs and assignments with the next (replicated), and no partition is consumed by
+    two members at once (``jepsen/group_checker.py``, the consumer protocol's rules)."""
+    results = group_run(tmp_path, ("kill-coordinator", "kill", "pause"), "consumer")
+    stats = results["stats"]
+    assert stats["protocol"] == "consumer" and len(stats["generations"]) >= 2, stats
+    assert results["run_info"]["group"]["group_type"] == "consumer", results["run_info"]["group"]
 
 
 @pytest.mark.slow
