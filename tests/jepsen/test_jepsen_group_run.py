@@ -1,6 +1,7 @@
-"""A short fault run of the consumer-group workload end to end: producers, three members of one classic
-group and a monitor (confluent-kafka) against three real nodes while the group's coordinator is killed
-(kill -9, found with FindCoordinator) and restarted, with kills, pauses and partitions besides: no record
+"""Short fault runs of the consumer-group workload end to end: producers, three members of one group (the
+classic protocol's, then KIP-848's consumer group protocol's) and a monitor (confluent-kafka) against
+three real nodes while the group's coordinator is killed (kill -9, found with FindCoordinator) and
+restarted, with kills, pauses and partitions besides: no record
 is consumed by two members at once, no committed offset goes backwards or is lost, every acknowledged
 record is consumed, and nothing is left behind.
 
