@@ -231,7 +231,8 @@ TUNING = (
            high=GROUP_INITIAL_DELAY_MS_MAX, dev=0),
     Option("--group-consumer-session-timeout-ms",
            "a consumer group protocol member (KIP-848, group.protocol=consumer) not heard from this long "
-           "is fenced and its partitions assigned to the others (Kafka's group.consumer.session.timeout.ms)",
+           "is fenced and its partitions assigned to the others (Kafka's group.consumer.session.timeout.ms); "
+           "a group's own consumer.session.timeout.ms (kafka-configs --entity-type groups) overrides it",
            default=CONSUMER_SESSION_MS_DEFAULT, low=1_000, high=300_000),
     Option("--group-share-record-lock-duration-ms",
            "how long a share group member holds a record it acquired before it is delivered to another "
