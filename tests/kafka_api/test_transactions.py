@@ -214,8 +214,12 @@ def test_offsets_sent_to_a_transaction_commit_with_it(kafka_cluster: LocalCluste
                 producer.abort_transaction(60)
             committed = consumer.committed([TopicPartition("input", 0)], timeout=30)[0].offset
             assert committed == 4, (step, committed)  # the first step's; the aborted one's never
-        described = _transaction(kafka_cluster, "transformer-1")
-        assert described["state"] == "CompleteAbort" and described["groups"] == []
+        # EndTxn answers once PrepareAbort is written; the markers, then CompleteAbort, follow (as on Kafka)
+        described = wait_for(
+            lambda: (d := _transaction(kafka_cluster, "transformer-1"))["state"] == "CompleteAbort" and d,
+            "transformer-1's abort completed",
+        )
+        assert described["groups"] == []
     finally:
         consumer.close()
     outputs = [v for v in _read(kafka_cluster, topic, "read_committed") if v.startswith(b"out-")]
