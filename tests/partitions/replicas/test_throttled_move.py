@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from in_process import Served, configs, controller_leader, partition_leader, produce, until
 
+from partitions.broker.node import Node
 from partitions.errors import InvalidReassignment
 from partitions.metadata.topic_changes import TopicChanges
 from partitions.names import broker_id
@@ -43,13 +44,7 @@ async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_remov
     await asyncio.gather(*(s.start() for s in served))
     try:
         nodes = [s.node for s in served]
-        controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.topic_changes.create_topic("t", 1, 2, {"segment.bytes": 65536})
-        group_id, holders = metadata.group_id(0), list(metadata.replicas[0])
-        joining = next(n for n in nodes if n.node_id not in holders)
-        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
-        for i in range(RECORDS):
-            await produce(leader.data, "t", 0, [ProducerRecord(b"%d" % i + VALUE)], None, None, 5000)
+        controller, group_id, holders, joining, leader = await written_topic(nodes, RECORDS)
         # the leader's journal no longer holds the records: the joining replica gets its snapshot and
         # copies them from its peers' logs
         await until(
@@ -57,15 +52,7 @@ async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_remov
             timeout_s=60,
             what="the leader's journal compacted",
         )
-        throttles = {
-            (BROKER, ""): {LEADER_RATE: str(RATE), FOLLOWER_RATE: str(RATE)},
-            (TOPIC, "t"): {
-                LEADER_REPLICAS: ",".join(f"0:{broker_id(n)}" for n in holders),
-                FOLLOWER_REPLICAS: f"0:{broker_id(joining.node_id)}",
-            },
-        }
-        for (kind, name), values in throttles.items():
-            await controller.topic_changes.alter_resource_configs(kind, name, dict(values), False)
+        throttles = await throttle(controller, RATE, holders, joining)
         await until(
             lambda: joining.frontend.metadata().resource_configs.get((TOPIC, "t")), what="throttles applied"
         )
@@ -128,24 +115,10 @@ async def test_a_throttled_move_is_limited_while_the_leaders_journal_holds_every
     await asyncio.gather(*(s.start() for s in served))
     try:
         nodes = [s.node for s in served]
-        controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.topic_changes.create_topic("t", 1, 2, {"segment.bytes": 65536})
-        group_id, holders = metadata.group_id(0), list(metadata.replicas[0])
-        joining = next(n for n in nodes if n.node_id not in holders)
-        leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
-        for i in range(YOUNG_RECORDS):
-            await produce(leader.data, "t", 0, [ProducerRecord(b"%d" % i + VALUE)], None, None, 5000)
+        controller, group_id, holders, joining, leader = await written_topic(nodes, YOUNG_RECORDS)
         journal = leader.replicas.get(group_id).group.core.journal
         assert journal.first_index <= 1, "the leader's journal holds every record (nothing compacted)"
-        throttles = {
-            (BROKER, ""): {LEADER_RATE: str(YOUNG_RATE), FOLLOWER_RATE: str(YOUNG_RATE)},
-            (TOPIC, "t"): {
-                LEADER_REPLICAS: ",".join(f"0:{broker_id(n)}" for n in holders),
-                FOLLOWER_REPLICAS: f"0:{broker_id(joining.node_id)}",
-            },
-        }
-        for (kind, name), values in throttles.items():
-            await controller.topic_changes.alter_resource_configs(kind, name, dict(values), False)
+        await throttle(controller, YOUNG_RATE, holders, joining)
         await until(
             lambda: all(n.frontend.metadata().resource_configs.get((TOPIC, "t")) for n in nodes),
             what="throttles applied",
@@ -175,6 +148,36 @@ async def test_a_throttled_move_is_limited_while_the_leaders_journal_holds_every
         assert moved.end_offset == source.end_offset == YOUNG_RECORDS
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
+
+
+async def written_topic(nodes: list[Node], records: int) -> tuple[Node, str, list[str], Node, Node]:
+    """Topic t (one partition on two of the three nodes) holding ``records`` records of VALUE: the
+    controller leader, the partition's group id, its holders, the node not holding it, its leader."""
+    controller = await until(lambda: controller_leader(nodes), what="controller leader")
+    metadata = await controller.topic_changes.create_topic("t", 1, 2, {"segment.bytes": 65536})
+    group_id, holders = metadata.group_id(0), list(metadata.replicas[0])
+    joining = next(n for n in nodes if n.node_id not in holders)
+    leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
+    for i in range(records):
+        await produce(leader.data, "t", 0, [ProducerRecord(b"%d" % i + VALUE)], None, None, 5000)
+    return controller, group_id, holders, joining, leader
+
+
+async def throttle(
+    controller: Node, rate: int, holders: list[str], joining: Node
+) -> dict[tuple[str, str], dict[str, str]]:
+    """Both throttles at ``rate`` (the cluster's default), on t-0's holders as leaders and on the joining
+    node as follower, as ``kafka-reassign-partitions --throttle`` sets them; the configs set."""
+    throttles = {
+        (BROKER, ""): {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)},
+        (TOPIC, "t"): {
+            LEADER_REPLICAS: ",".join(f"0:{broker_id(n)}" for n in holders),
+            FOLLOWER_REPLICAS: f"0:{broker_id(joining.node_id)}",
+        },
+    }
+    for (kind, name), values in throttles.items():
+        await controller.topic_changes.alter_resource_configs(kind, name, dict(values), False)
+    return throttles
 
 
 async def move(topic_changes: TopicChanges, replicas: list[str]) -> None:
