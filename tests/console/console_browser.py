@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import serialization
 from raftlog_client.local_cluster import LocalCluster
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, ConsoleMessage, Error, Page, Playwright, Request
+    from playwright.sync_api import Browser, ConsoleMessage, Error, Page, Playwright, Request, Response
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "console"  # git-ignored; named in the README's test section
@@ -171,6 +171,36 @@ class BrowserLog:
         lines += [f"[pageerror] {error}" for error in self.page_errors]
         lines += [f"[requestfailed] {request}" for request in self.failed_requests]
         return "\n".join(lines) or "(the pages said nothing)"
+
+
+def load(page: Page, url: str, ready: str | None = "#page h1", tries: int = 3) -> Response | None:
+    """``page.goto(url)`` and, unless ``ready`` is None, that element shown: loaded again when the machine's
+    network changed under the load (another test's network namespace: Chromium aborts the navigation or
+    the loads in flight, ``net::ERR_NETWORK_CHANGED``; ``BrowserLog`` leaves those failures out). The
+    navigation's answer."""
+    from playwright.sync_api import Error, expect
+
+    failures: list[str] = []
+
+    def note(request: Request) -> None:
+        failures.append(str(request.failure))
+
+    page.on("requestfailed", note)
+    try:
+        for attempt in range(tries):
+            failures.clear()
+            try:
+                answer = page.goto(url)
+                if ready is not None:
+                    expect(page.locator(ready)).to_be_visible()
+                return answer
+            except (Error, AssertionError) as failed:
+                changed = NETWORK_CHANGED in str(failed) or any(NETWORK_CHANGED in f for f in failures)
+                if attempt == tries - 1 or not changed:
+                    raise
+        raise AssertionError("unreachable: the last try raised")
+    finally:
+        page.remove_listener("requestfailed", note)
 
 
 def screenshot(page: Page, name: str) -> pathlib.Path:

@@ -10,14 +10,14 @@ import pathlib
 
 import console_browser
 import pytest
-from console_browser import BrowserLog, ConsoleCluster, chromium_executable, screenshot
+from console_browser import BrowserLog, ConsoleCluster, chromium_executable, load, screenshot
 from playwright.sync_api import Browser, Error, Page
 
 OPENAPI = "/openapi.json"
 
 
 def _opens_openapi(page: Page, url: str, name: str) -> None:
-    answer = page.goto(url + OPENAPI)
+    answer = load(page, url + OPENAPI, ready=None)
     assert answer is not None and answer.status == 200, f"{url}{OPENAPI}: {answer and answer.status}"
     described = json.loads(page.locator("pre").first.inner_text())  # Chromium shows the JSON as text
     assert described["openapi"].startswith("3."), described.get("openapi")

@@ -11,11 +11,10 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from console_browser import NETWORK_CHANGED, BrowserLog, ConsoleCluster, api_call, screenshot
+from console_browser import BrowserLog, ConsoleCluster, api_call, load, screenshot
 from playwright.sync_api import Page, expect
 
 PAGES = {
@@ -38,27 +37,9 @@ def kafka_produce(cluster: ConsoleCluster, topic: str, count: int) -> None:
     assert delivered == [None] * count
 
 
-def _open(page: Page, cluster: ConsoleCluster, route: str, node: str = "n1", tries: int = 3) -> None:
-    """The page at ``route``, loaded again when the machine's network changed under a load (another test's
-    network namespace: Chromium aborts the loads in flight; ``BrowserLog`` leaves those failures out)."""
-    failures: list[str] = []
-
-    def note(request: Any) -> None:
-        failures.append(str(request.failure))
-
-    page.on("requestfailed", note)
-    try:
-        for attempt in range(tries):
-            failures.clear()
-            page.goto(cluster.console_url(node, route))
-            try:
-                expect(page.locator("#page h1")).to_be_visible()
-                return
-            except AssertionError:
-                if attempt == tries - 1 or not any(NETWORK_CHANGED in f for f in failures):
-                    raise
-    finally:
-        page.remove_listener("requestfailed", note)
+def _open(page: Page, cluster: ConsoleCluster, route: str, node: str = "n1") -> None:
+    """The page at ``route`` of ``node``'s console, its heading shown (``console_browser.load``)."""
+    load(page, cluster.console_url(node, route))
 
 
 def test_every_page_loads_and_the_overview_charts_refresh(

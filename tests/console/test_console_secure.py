@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import time
 
-from console_browser import BrowserLog, ConsoleCluster, api_call, screenshot
+from console_browser import BrowserLog, ConsoleCluster, api_call, load, screenshot
 from playwright.sync_api import Page, expect
 
 
 def _log_in(
     page: Page, cluster: ConsoleCluster, route: str, user: str = "", password: str = "", token: str = ""
 ) -> None:
-    page.goto(cluster.console_url("n1", route))
+    load(page, cluster.console_url("n1", route), ready="#login")
     dialog = page.locator("#login")
-    expect(dialog).to_be_visible()
     if token:
         dialog.locator("[name=token]").fill(token)
     else:
@@ -38,7 +37,7 @@ def test_nothing_is_shown_before_a_login_and_a_wrong_password_is_refused(
     page.locator("#login").get_by_role("button", name="Log in").click()
     expect(page.locator("#login")).to_be_hidden()
     expect(page.locator("#who")).to_have_text(f"as {secure_cluster.user}")
-    page.goto(secure_cluster.console_url("n1", "overview"))
+    load(page, secure_cluster.console_url("n1", "overview"))
     expect(page.get_by_test_id("health")).to_contain_text("healthy")  # the admin user: a super user
     expect(page.get_by_test_id("nodes").locator("tbody tr")).to_have_count(3)
     # the cluster-wide charts read every node's /metrics over TLS, with the admin user's own login
@@ -94,7 +93,7 @@ def test_a_user_without_acls_sees_nothing_and_is_refused_in_the_apis_words(
         page.reload()
         page.wait_for_load_state("networkidle")
     expect(private).to_be_visible()
-    page.goto(secure_cluster.console_url("n1", "records?topic=private&partition=0&from=offset"))
+    load(page, secure_cluster.console_url("n1", "records?topic=private&partition=0&from=offset"))
     expect(page.get_by_test_id("results")).to_contain_text("User:bob is not authorized to read topic")
     browser_log.assert_no_errors(expected_status=(401, 403))  # 401: the page's first call, before the login
 
@@ -133,7 +132,7 @@ def test_the_admin_manages_users_tokens_and_acls_and_a_token_logs_in(
     dialog.locator("[name=token]").fill(token)
     dialog.get_by_role("button", name="Log in").click()
     expect(page.locator("#who")).to_have_text("as a user token")
-    page.goto(secure_cluster.console_url("n1", "topics"))
+    load(page, secure_cluster.console_url("n1", "topics"))
     create = page.get_by_test_id("create-topic")
     create.locator("[name=name]").fill("carol-events")
     create.locator("[name=replication_factor]").fill("3")
@@ -142,8 +141,7 @@ def test_the_admin_manages_users_tokens_and_acls_and_a_token_logs_in(
     # revoked by the admin, the token no longer opens anything: the console asks for a login again
     token_id = token.split("_")[1]
     api_call(secure_cluster, "DELETE", f"/v1/users/carol/tokens/{token_id}")
-    page.goto(secure_cluster.console_url("n1", "topics"))
-    expect(page.locator("#login")).to_be_visible()
+    load(page, secure_cluster.console_url("n1", "topics"), ready="#login")
     browser_log.assert_no_errors(expected_status=(401, 403))
 
 
@@ -168,7 +166,7 @@ def test_a_user_without_describe_on_the_cluster_is_told_plainly_what_it_may_not_
     expect(page.locator("#page [role=alert]")).to_have_count(0)  # no raw refusal in red
     expect(page.get_by_test_id("health")).to_have_count(0)
     screenshot(page, "secure-overview-not-permitted")
-    page.goto(secure_cluster.console_url("n1", "topics"))
+    load(page, secure_cluster.console_url("n1", "topics"))
     row = page.get_by_test_id("topics").locator("tr[data-row=daves]")
     deadline = time.monotonic() + 30  # the node serving the page applies the new ACL within milliseconds
     while not row.count() and time.monotonic() < deadline:

@@ -6,8 +6,9 @@ of maintenance once the cluster is healthy (the first one also goes back to the 
 forward again: until the level is raised, a node may); then the operator finalizes ``raftlog.version`` 2
 and ``transaction.version`` 2 (the upgraded cluster stays at level 1 of both until then), the
 transactional load going on across the switch. No acknowledged record is lost or duplicated, no
-committed offset lost, no client error but retriable ones, and the cluster is healthy after each step
-(``upgrade_load``). The numbers checked are printed."""
+committed offset lost, no client error but retriable ones (and, while a node runs the previous release,
+the answers it is known to give that this release no longer does: ``PREVIOUS_RELEASE_ANSWERS``), and the
+cluster is healthy after each step (``upgrade_load``). The numbers checked are printed."""
 
 from __future__ import annotations
 
@@ -142,6 +143,8 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
                     )
                 load.tally.going_back = False
             ok(data, "node", "maintenance", node, "--off")
+            if step == len(NODES) - 1:
+                load.tally.previous_release = False  # from here on, every answer is this release's
             upgraded_http = http[NODES.index(node)]
             features = shown(data, "cluster", "features", server=upgraded_http)
             upgraded = {n: features["nodes"][n]["version"] for n in NODES[: step + 1]}

@@ -33,6 +33,10 @@ REJOIN = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaErro
 RECONNECTED = {KafkaError._TRANSPORT}
 INFORMATIONAL = REJOIN | RECONNECTED | {KafkaError._PARTITION_EOF}
 HTTP_RETRIED = {503, 504}  # unavailable for now (no leader, a node catching up) or outcome unknown
+# what a node of the previous release (0.1.0) answers that this release no longer does: a commit whose
+# offset store timed out was REQUEST_TIMED_OUT, which ends librdkafka's commit (this release answers
+# COORDINATOR_LOAD_IN_PROGRESS, as Kafka's coordinator, and the client asks again)
+PREVIOUS_RELEASE_ANSWERS = {("offset commit", KafkaError.REQUEST_TIMED_OUT)}
 
 
 @dataclass
@@ -49,6 +53,8 @@ class Tally:
     # while a node went back to the previous release (0.1.0 serves before its metadata caught up: no
     # catch-up fence), what clients are told is tallied apart, not failed; the records' checks still hold
     going_back: bool = False
+    # while a node still runs the previous release: its PREVIOUS_RELEASE_ANSWERS are tallied apart too
+    previous_release: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self) -> int:
@@ -70,7 +76,9 @@ def _kafka_error(tally: Tally, where: str, error: KafkaError) -> None:
     with tally.lock:
         if error.retriable() or error.code() in INFORMATIONAL:
             tally.retried[f"{where}: {error.name()}"] += 1
-        elif tally.going_back:
+        elif tally.going_back or (
+            tally.previous_release and (where, error.code()) in PREVIOUS_RELEASE_ANSWERS
+        ):
             tally.retried[f"{where}, a node on the previous release: {error.name()}"] += 1
         else:
             tally.errors.append(f"{where}: {error}")
