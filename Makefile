@@ -44,9 +44,9 @@ unit-fast: bootstrap
 
 test: lint typecheck unit
 
-# Apache Kafka's side of the differential tests whose outcome depends on no kill and no clock, run live
-# and recorded afresh in tests/kafka_reference/kafka_answers.json (commit it): the suite replays a test's
-# Kafka side while Kafka passed it as it is now, and runs it live where its source changed.
+# Apache Kafka's side of the differential tests (tests/kafka_reference), run live and recorded afresh in
+# tests/kafka_reference/kafka_answers.json (commit it): the suite replays a test's Kafka side while Kafka
+# passed it as it is now, and runs it live where its source changed.
 kafka-answers: bootstrap
 	RAFTLOG_KAFKA_ANSWERS=record $(TEST_ENV) .venv/bin/python -m pytest -q -n 0 -p no:randomly -m kafka_answer \
 		-k "kafka and not raftlog" tests/kafka_reference

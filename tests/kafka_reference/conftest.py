@@ -2,9 +2,11 @@
 3; Kafka with its authorizer, a resource open to all until an ACL names it) once for the run, Kafka's own
 Java client (``java_client.py``) and a Go client (franz-go, ``go/``).
 
-A test marked ``kafka_answer`` (its outcome depends on no kill and no clock) has its Kafka case
-(``system`` = ``"kafka"``) answered from ``kafka_answers.json`` while Kafka passed it as it is now, and run
-live (and recorded) otherwise: ``kafka_answers.py``."""
+A test marked ``kafka_answer`` has its Kafka case (``system`` = ``"kafka"``) answered from
+``kafka_answers.json`` while Kafka passed it as it is now, and run live (and recorded) otherwise; a test
+that compares raftlog's outcome with Kafka's in one case takes Kafka's through ``kafka_outcome``, replayed
+the same way: ``kafka_answers.py``. Kafka's cluster starts the first time a test asks for it, so a run whose
+every Kafka side is replayed starts no JVM for it."""
 
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ import json
 import pathlib
 import subprocess
 import sys
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -22,26 +23,35 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka_a
 
 from go_client import build_go_client
 from java_client import JavaClient
-from kafka_answers import Answers, key
+from kafka_answers import STASH, answers_of, key
 
 from raftlog_bench.kafka_peer import KAFKA_VERSION, KafkaCluster
 from raftlog_client.local_cluster import LocalCluster
 
 
-@dataclass
 class Systems:
-    """Both clusters of a module: their bootstrap servers, and a node of either killed and restarted."""
+    """Both clusters of the run: raftlog's, and Apache Kafka's, started the first time a test asks for it
+    (``kafka``, ``servers()["kafka"]``); their bootstrap servers, and a node of either killed and
+    restarted."""
 
-    raftlog: LocalCluster
-    kafka: KafkaCluster
+    def __init__(self, raftlog: LocalCluster, start_kafka: Callable[[], KafkaCluster]) -> None:
+        self.raftlog = raftlog
+        self._start_kafka = start_kafka
+        self._kafka: KafkaCluster | None = None
 
-    def servers(self) -> dict[str, str]:
-        return {"raftlog": self.raftlog.bootstrap_servers, "kafka": self.kafka.bootstrap_servers}
+    @property
+    def kafka(self) -> KafkaCluster:
+        if self._kafka is None:
+            self._kafka = self._start_kafka()
+        return self._kafka
 
-    def sasl_servers(self) -> dict[str, str]:
+    def servers(self) -> Mapping[str, str]:
+        return _Servers(self, sasl=False)
+
+    def sasl_servers(self) -> Mapping[str, str]:
         """Where a client logs in with SASL (SCRAM) over plaintext: raftlog offers SASL on its Kafka
         listeners without ``--require-auth``; Kafka has a SASL_PLAINTEXT listener of its own."""
-        return {"raftlog": self.raftlog.bootstrap_servers, "kafka": self.kafka.sasl_bootstrap_servers}
+        return _Servers(self, sasl=True)
 
     def kill(self, system: str, broker_id: int) -> None:
         """SIGKILL the node with that broker id (raftlog's ``n<id>``)."""
@@ -57,22 +67,37 @@ class Systems:
             self.raftlog.control("start", f"n{broker_id}")
 
 
+class _Servers(Mapping[str, str]):
+    """Each system's bootstrap servers by name, Kafka's cluster started only once its servers are read."""
+
+    def __init__(self, systems: Systems, sasl: bool) -> None:
+        self._systems = systems
+        self._sasl = sasl
+
+    def __getitem__(self, system: str) -> str:
+        if system == "raftlog":
+            return self._systems.raftlog.bootstrap_servers
+        if system == "kafka":
+            kafka = self._systems.kafka
+            return kafka.sasl_bootstrap_servers if self._sasl else kafka.bootstrap_servers
+        raise KeyError(system)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("raftlog", "kafka"))
+
+    def __len__(self) -> int:
+        return 2
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "kafka_answer: the test's Kafka case is answered from tests/kafka_reference/kafka_answers.json "
-        "while Kafka passed it as it is now (its outcome depends on no kill and no clock)",
+        "while Kafka passed it as it is now (make kafka-answers runs every one live)",
     )
 
 
-ANSWERS = pytest.StashKey[Answers]()
 ANSWER_KEY = pytest.StashKey[str]()
-
-
-def _answers(config: pytest.Config) -> Answers:
-    if ANSWERS not in config.stash:
-        config.stash[ANSWERS] = Answers()
-    return config.stash[ANSWERS]
 
 
 @pytest.fixture(autouse=True)
@@ -86,7 +111,7 @@ def _kafka_answer(request: pytest.FixtureRequest) -> None:
     if callspec.params.get("system") != "kafka":
         return
     answer_key = key(pathlib.Path(node.path), node.originalname, callspec.id)
-    if _answers(request.config).passed(node.nodeid, answer_key):
+    if answers_of(request.config).passed(node.nodeid, answer_key):
         pytest.skip(f"Apache Kafka {KAFKA_VERSION} passed this test as it is now (kafka_answers.json)")
     node.stash[ANSWER_KEY] = answer_key
 
@@ -97,30 +122,37 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.when == "call" and report.passed and ANSWER_KEY in item.stash:
-        _answers(item.config).recorded(item.nodeid, item.stash[ANSWER_KEY])
+        answers_of(item.config).recorded(item.nodeid, item.stash[ANSWER_KEY])
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if ANSWERS in session.config.stash:
-        session.config.stash[ANSWERS].save()
+    if STASH in session.config.stash:
+        answers_of(session.config).save()
 
 
 @pytest.fixture(scope="session")
 def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
-    kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")), authorizer=True)
-    kafka.start()
+    started: list[KafkaCluster] = []
+
+    def start_kafka() -> KafkaCluster:
+        kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")), authorizer=True)
+        started.append(kafka)
+        kafka.start()
+        return kafka
+
     try:
         # as the Kafka peer: no automatic topic creation (auto.create.topics.enable=false)
         directory = str(tmp_path_factory.mktemp("raftlog"))
         with LocalCluster(directory, nodes=3, dev_args=["--no-auto-create-topics"]) as raftlog:
-            yield Systems(raftlog, kafka)
+            yield Systems(raftlog, start_kafka)
     finally:
-        kafka.stop()
+        for kafka in started:
+            kafka.stop()
 
 
 @pytest.fixture(scope="session")
-def servers(systems: Systems) -> dict[str, str]:
+def servers(systems: Systems) -> Mapping[str, str]:
     """Bootstrap servers of both systems, for the run."""
     return systems.servers()
 

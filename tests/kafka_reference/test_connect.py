@@ -167,6 +167,7 @@ def test_a_worker_refuses_a_config_topic_that_is_not_compacted(
         worker.kill()
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_connect_worker_moves_a_file_through_a_topic_across_a_graceful_restart_and_a_kill(
     systems: Systems, system: str, tmp_path: pathlib.Path

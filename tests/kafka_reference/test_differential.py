@@ -449,6 +449,7 @@ def _poll_until(members: list[_Tracked], condition: object, seconds: float = 90)
             member.consumer.poll(0.1)
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_static_member_restarting_within_its_session_keeps_its_partitions_and_nobody_rebalances(
     servers: dict[str, str], system: str
@@ -473,6 +474,7 @@ def test_a_static_member_restarting_within_its_session_keeps_its_partitions_and_
         a.consumer.close()
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_an_idempotent_producer_keeps_every_acknowledged_record_once_in_order_across_a_leader_kill(
     systems: Systems, system: str

@@ -59,6 +59,8 @@ def secure_raftlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
 
 @pytest.fixture(scope="module")
 def doors(systems: Systems, secure_raftlog: LocalCluster) -> dict[str, Door]:
+    """Each system's door by name (Kafka's made, and its cluster started, when a test asks for it)."""
+
     def raftlog_login(user: str, password: str) -> dict[str, Any]:
         return {
             "bootstrap.servers": secure_raftlog.bootstrap_servers,
@@ -78,11 +80,25 @@ def doors(systems: Systems, secure_raftlog: LocalCluster) -> dict[str, Door]:
             "sasl.password": password,
         }
 
-    admin = secure_raftlog.security
-    return {
-        "raftlog": Door(raftlog_login(admin["user"], admin["password"]), raftlog_login),
-        "kafka": Door({"bootstrap.servers": systems.kafka.bootstrap_servers}, kafka_login),
-    }
+    def door(system: str) -> Door:
+        if system == "raftlog":
+            admin = secure_raftlog.security
+            return Door(raftlog_login(admin["user"], admin["password"]), raftlog_login)
+        return Door({"bootstrap.servers": systems.kafka.bootstrap_servers}, kafka_login)
+
+    return _Doors(door)
+
+
+class _Doors(dict[str, Door]):
+    """Each system's door, made the first time a test asks for it (Kafka's cluster starts only then)."""
+
+    def __init__(self, make: Callable[[str], Door]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, system: str) -> Door:
+        self[system] = made = self._make(system)
+        return made
 
 
 def _until(check: Callable[[], bool], what: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from kafka_answers import as_recorded, kafka_outcome
 from kafka_tools import KafkaTools, Outcome
 
 from partitions.topic_configs import KAFKA_TOPIC_CONFIGS
@@ -22,6 +23,8 @@ from partitions.topic_configs import KAFKA_TOPIC_CONFIGS
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the session's clusters may start here
 
 TOPIC = "diff-configs"
+# the configs Kafka is asked to describe (kafka_answers.py: in the key Kafka's outcome is replayed under)
+KAFKA_SIDE_DECIDED_BY = ("partitions/topic_configs.py",)
 SHARED = "diff-configs-shared"  # the share group's topic
 
 
@@ -150,12 +153,17 @@ def _group_steps(tools: KafkaTools, bootstrap: str, admin: AdminClient, step: An
     step("group describe removed", after, "\n".join(after.lines()))
 
 
+@pytest.mark.kafka_answer
 def test_kafka_configs_describes_topics_brokers_loggers_and_users_as_kafka(
-    servers: dict[str, str], tools: KafkaTools
+    servers: dict[str, str], tools: KafkaTools, request: pytest.FixtureRequest
 ) -> None:
-    kafka = _steps(tools, servers["kafka"])
-    assert all(ok != ("refused" in step) for step, ok, _ in kafka), kafka  # Kafka's own outcomes
-    read = dict((step, reads) for step, _, reads in kafka)["share group reads from earliest"]
-    assert read.splitlines() == ["v0", "v1", "v2", "Processed a total of 3 messages"]
-    raftlog = _steps(tools, servers["raftlog"])
+    def on_kafka() -> list[tuple[str, bool, str]]:
+        kafka = _steps(tools, servers["kafka"])
+        assert all(ok != ("refused" in step) for step, ok, _ in kafka), kafka  # Kafka's own outcomes
+        read = dict((step, reads) for step, _, reads in kafka)["share group reads from earliest"]
+        assert read.splitlines() == ["v0", "v1", "v2", "Processed a total of 3 messages"]
+        return kafka
+
+    kafka = kafka_outcome(request, "steps", on_kafka)  # replayed while this module is as Kafka ran it
+    raftlog = as_recorded(_steps(tools, servers["raftlog"]))
     assert raftlog == kafka

@@ -72,6 +72,7 @@ def leader_other_than(bootstrap: str, topic: str, gone: int) -> tuple[int, int, 
     return None
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_java_consumer_validates_its_position_after_a_leader_kill_and_both_answer_epochs_alike(
     systems: Systems, java_client: JavaClient, system: str

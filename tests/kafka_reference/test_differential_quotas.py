@@ -5,13 +5,17 @@ user reads) must be the same on both."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from kafka_answers import as_recorded, kafka_outcome
 from kafka_tools import KafkaTools, Outcome
 
 pytestmark = pytest.mark.slow
+
+PATIENCE_S = 30.0  # a quota set or removed reaches every broker of either cluster within it
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +38,21 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
     def step(name: str, done: Outcome, reads: str = "") -> None:
         outcomes.append((name, done.status == 0, reads))
 
+    def until(shows: Callable[[str], bool], *args: str) -> Outcome:
+        """The step's outcome once its output ``shows`` what was changed (a Kafka broker learns a quota
+        from the metadata log a moment after the change was answered), or the last one past PATIENCE_S."""
+        deadline = time.monotonic() + PATIENCE_S
+        while not shows((done := _configs(bootstrap, *args)).output) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return done
+
+    def both(output: str) -> bool:
+        return "producer_byte_rate=1048576.0" in output and "request_percentage=50.5" in output
+
     quotas = "producer_byte_rate=1048576,request_percentage=50.5"
     step("set", _configs(bootstrap, "--alter", *client, "--add-config", quotas))
-    described = _configs(bootstrap, "--describe", *client)
-    shown = (
-        "producer_byte_rate=1048576.0" in described.output and "request_percentage=50.5" in described.output
-    )
-    step("describe", described, "both quotas" if shown else described.output)
+    described = until(both, "--describe", *client)
+    step("describe", described, "both quotas" if both(described.output) else described.output)
     refused = _configs(bootstrap, "--alter", *client, "--add-config", "producer_byte_rate=10.5")
     words = refused.output
     step("fractional", refused, "fractional" if "fractional" in words else words[-300:])
@@ -48,7 +60,7 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
         bootstrap, "--alter", *client, "--delete-config", "producer_byte_rate,request_percentage"
     )
     step("remove", removed)
-    gone = _configs(bootstrap, "--describe", *client)
+    gone = until(lambda output: "producer_byte_rate" not in output, "--describe", *client)
     step("describe removed", gone, "quota left" if "producer_byte_rate" in gone.output else "")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("diff-min-isr", 1, 3)])["diff-min-isr"].result(60)
@@ -61,9 +73,16 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
     return outcomes
 
 
+@pytest.mark.kafka_answer
 def test_kafka_configs_quotas_and_kafka_topics_min_isr_answer_as_kafka(
-    servers: dict[str, str], tools: KafkaTools
+    servers: dict[str, str], tools: KafkaTools, request: pytest.FixtureRequest
 ) -> None:
-    kafka = _steps(tools, servers["kafka"])
-    assert all(ok == (name != "fractional") for name, ok, _ in kafka), kafka  # Kafka's own outcomes
-    assert _steps(tools, servers["raftlog"]) == kafka
+    def on_kafka() -> list[tuple[str, bool, str]]:
+        kafka = _steps(tools, servers["kafka"])
+        assert all(ok == (name != "fractional") for name, ok, _ in kafka), kafka  # Kafka's own outcomes
+        reads = {name: read for name, _, read in kafka}
+        assert (reads["describe"], reads["describe removed"]) == ("both quotas", ""), kafka
+        return kafka
+
+    kafka = kafka_outcome(request, "steps", on_kafka)  # replayed while this module is as Kafka ran it
+    assert as_recorded(_steps(tools, servers["raftlog"])) == kafka

@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 from conftest import Systems
+from kafka_answers import as_recorded, kafka_outcome
 from kafka_tools import KafkaTools, Outcome
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the session's clusters may start here
+pytestmark = [pytest.mark.slow, pytest.mark.kafka_answer, pytest.mark.timeout(900)]  # clusters may start here
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMPATIBILITY = ROOT / "docs" / "kafka-compatibility.md"
@@ -327,16 +328,23 @@ def _share_steps(steps: Steps) -> None:
 
 @pytest.fixture(scope="module")
 def outcomes(
-    systems: Systems, tmp_path_factory: pytest.TempPathFactory
+    systems: Systems, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[dict[str, dict[str, Any]]]:
+    """Each system's outcome of every step, as recorded (``as_recorded``); Kafka's replayed while this
+    module is as it was when Kafka gave it (``kafka_outcome``)."""
     tools = KafkaTools(tmp_path_factory.mktemp("kafka-tools"))
+
+    def steps_on(system: str) -> dict[str, Any]:
+        workdir = tmp_path_factory.mktemp(f"tools-{system}")
+        steps = Steps(tools, systems.servers()[system], workdir, f"tools-{uuid.uuid4().hex[:8]}")
+        _steps(steps)
+        return steps.outcomes
+
     try:
-        found = {}
-        for system, bootstrap in systems.servers().items():
-            workdir = tmp_path_factory.mktemp(f"tools-{system}")
-            steps = Steps(tools, bootstrap, workdir, f"tools-{uuid.uuid4().hex[:8]}")
-            _steps(steps)
-            found[system] = steps.outcomes
+        found = {
+            "kafka": kafka_outcome(request, "steps", lambda: steps_on("kafka")),
+            "raftlog": as_recorded(steps_on("raftlog")),
+        }
         # raftlog's session cluster enforces no ACLs; Kafka's has an authorizer: not a comparison
         acl = Steps(tools, systems.raftlog.bootstrap_servers, tmp_path_factory.mktemp("acl"), "any")
         added = acl.run(
@@ -377,8 +385,8 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     kafka = outcomes["kafka"]
     done = ["Reassignment of partition T-0 is completed.", "Reassignment of partition T-1 is completed."]
     assert kafka["verify"][1][-2:] == done
-    assert kafka["get-offsets --time -3"] == (0, ["T:0:1"])
-    assert kafka["get-offsets --time T"] == (0, ["T:0:1"])
+    assert kafka["get-offsets --time -3"] == [0, ["T:0:1"]]
+    assert kafka["get-offsets --time T"] == [0, ["T:0:1"]]
     rows = {row["Partition"]: row for row in kafka["describe"][1]}
     assert (rows["0"]["Replicas"], rows["0"]["Leader"]) == ("1,2", "1")
     assert (rows["1"]["Replicas"], rows["1"]["Leader"]) == ("2,3,1", "2")
@@ -392,9 +400,9 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     assert not any("throttled" in line for line in kafka["throttle rates cleared"][1])
     assert kafka["a batch above segment.bytes"] == "RECORD_LIST_TOO_LARGE"  # librdkafka's name of it
     # the tool prints the stack trace of the failed future: ExecutionException caused by GroupIdNotFound
-    no_group = (0, ["ExecutionException", "GroupIdNotFoundException"])
+    no_group = [0, ["ExecutionException", "GroupIdNotFoundException"]]
     assert kafka["share describe offsets of no group"] == no_group
-    assert kafka["share delete"] == (0, ["Deletion of requested share groups ('T-sg') was successful."])
+    assert kafka["share delete"] == [0, ["Deletion of requested share groups ('T-sg') was successful."]]
 
 
 def test_acls_on_a_cluster_without_an_authorizer_are_refused(outcomes: dict[str, dict[str, Any]]) -> None:

@@ -225,6 +225,7 @@ def test_java_transactional_producer_commits_aborts_and_is_fenced_and_read_commi
         assert _epoch_bumps(systems) - bumps_before >= 4
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(
     systems: Systems, java_client: JavaClient, system: str
@@ -246,6 +247,7 @@ def word_count(tmp_path_factory: pytest.TempPathFactory) -> str:
     return compile_word_count(tmp_path_factory.mktemp("word-count"))
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_kafka_streams_exactly_once_v2_counts_every_word_once_across_kill_9_of_an_instance_and_a_node(
     systems: Systems, word_count: str, system: str, tmp_path: pathlib.Path
@@ -359,6 +361,7 @@ class ExactTotals:
             )
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_quixstreams_exactly_once_totals_are_exact_across_kill_9_of_the_processor(
     systems: Systems, system: str, tmp_path: pathlib.Path
@@ -434,6 +437,7 @@ class Loop:
             )
 
 
+@pytest.mark.kafka_answer
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_confluent_kafka_transactional_loop_writes_each_record_once_across_kill_9(
     systems: Systems, system: str, tmp_path: pathlib.Path
