@@ -89,6 +89,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "CreatableTopicResult")
     config_cls = wire.sibling(cls, "CreatableTopicConfigs", missing_ok=True)  # v5 on
+    timeout_ms = wire.millis(body.timeout)  # how long the controller may take (``ChangeTime``)
 
     async def create(topic: Any) -> Any:
         partitions = topic.num_partitions if topic.num_partitions > 0 else door.topic_defaults.partitions
@@ -117,7 +118,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             configs = {key: typed[key] for key in configs}  # stored as the HTTP API stores them: typed
             if not getattr(body, "validate_only", False):
                 created = await door.node.cluster.admin.call(
-                    AdminService.create_topic, topic.name, partitions, factor, configs
+                    AdminService.create_topic, topic.name, partitions, factor, configs, timeout_ms
                 )
         except _Refused as refused:
             code, message = refused.code, str(refused)
@@ -183,13 +184,14 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "DeletableTopicResult")
+    timeout_ms = wire.millis(body.timeout)
 
     async def delete(name: str) -> Any:
         code, message = ErrorCode.none, None
         try:
             _authorized(door, AclOperation.DELETE, TOPIC_RESOURCE, name)
             check_user_topic_name(name)
-            await door.node.cluster.admin.call(AdminService.delete_topic, name)
+            await door.node.cluster.admin.call(AdminService.delete_topic, name, timeout_ms)
         except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
             code, message = code_of(exc), str(exc)
         return wire.build(result_cls, name=name, error_code=code, error_message=message)
@@ -206,6 +208,7 @@ async def create_partitions(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "CreatePartitionsTopicResult")
     counts = collections.Counter(topic.name for topic in body.topics)
+    timeout_ms = wire.millis(body.timeout)
 
     async def grow(topic: Any) -> Any:
         code, message = ErrorCode.none, None
@@ -219,7 +222,7 @@ async def create_partitions(door: Door, request: wire.Request) -> Any:
                     ErrorCode.invalid_replica_assignment, "replicas are placed by raftlog, not by hand"
                 )
             await door.node.cluster.admin.call(
-                AdminService.add_partitions, topic.name, topic.count, bool(body.validate_only)
+                AdminService.add_partitions, topic.name, topic.count, bool(body.validate_only), timeout_ms
             )
         except _Refused as refused:
             code, message = refused.code, str(refused)

@@ -96,6 +96,12 @@ GROUP_OFFSET = Format(
     RAFTLOG_VERSION,
     2,
 )
+TOPIC_CHANGE_TIMEOUT = Format(
+    "the timeout_ms argument of the peer operations create_topic, add_partitions and delete_topic: how long "
+    "the request lets the controller's write take",
+    RAFTLOG_VERSION,
+    2,
+)
 TRANSACTION_PRINCIPAL = Format(
     "the principal argument of the transaction coordinator's peer operations: its producer ids' owner",
     RAFTLOG_VERSION,

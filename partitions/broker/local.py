@@ -56,18 +56,25 @@ class LocalAdmin:
         return self._frontend.topic(name)
 
     async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        timeout_ms: int | None = None,
     ) -> TopicMetadata:
         self._on_controller()
-        return await self._topics.create_topic(name, partitions, replication_factor, configs)
+        return await self._topics.create_topic(name, partitions, replication_factor, configs, timeout_ms)
 
-    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+    async def add_partitions(
+        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+    ) -> TopicMetadata:
         self._on_controller()
-        return await self._topics.add_partitions(name, count, validate_only)
+        return await self._topics.add_partitions(name, count, validate_only, timeout_ms)
 
-    async def delete_topic(self, name: str) -> None:
+    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         self._on_controller()
-        await self._topics.delete_topic(name)
+        await self._topics.delete_topic(name, timeout_ms)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         self._on_controller()

@@ -54,7 +54,7 @@ from raftlog.errors import RaftlogError, check
 
 log = logging.getLogger("raftlog.node")
 
-ADMIN_TIMEOUT_MS = 10_000
+ADMIN_TIMEOUT_MS = 10_000  # how long a controller change waits for its commit when its request sets no time
 WATCH_S = 1.0  # how often a node with a controller replica checks that it is still a member
 LEADERLESS_WATCHES = 3  # watches without a controller leader before asking the others about membership
 ASK_EVERY_WATCHES = 30  # and, whatever it sees, asks that often (a quiet replica may see nothing amiss)
@@ -386,13 +386,14 @@ class MetadataFrontend:
             raise NotLeader(CONTROLLER_GROUP, self._group.status().leader)
         return self._group
 
-    async def propose(self, command: ControllerCommand) -> object:
-        """Propose to the controller group (NotLeader when another node leads it); a refusal is raised."""
+    async def propose(self, command: ControllerCommand, timeout_ms: int = ADMIN_TIMEOUT_MS) -> object:
+        """Propose to the controller group (NotLeader when another node leads it); a refusal is raised.
+        Not committed and applied within ``timeout_ms``: OutcomeUnknown (it may still be, later)."""
         group = self._group
         if group is None:
             self.leader_group()  # raises: no controller replica here
             raise AssertionError("unreachable")
-        result = await group.propose(encode_controller(command), ADMIN_TIMEOUT_MS)
+        result = await group.propose(encode_controller(command), timeout_ms)
         if isinstance(result, Exception):
             raise result
         return result

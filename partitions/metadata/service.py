@@ -16,7 +16,7 @@ from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
-from partitions.features import Features
+from partitions.features import TOPIC_CHANGE_TIMEOUT, Features
 from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.log_dirs import LogDir
@@ -186,6 +186,16 @@ class MetadataView(Protocol):
         ...
 
 
+# A topic change's timeout_ms (``topic_changes.ChangeTime``) extends the peer call's own timeout; without
+# one the change may take its write's 10 s and its leaders' 10 s. The argument is sent once no node of
+# 0.1.0 is left (it refuses the argument; it serves the change with its default).
+_TOPIC_CHANGE: dict[str, Any] = {
+    "wait_arg": "timeout_ms",
+    "wait_unset_ms": 10_000,
+    "since": {"timeout_ms": TOPIC_CHANGE_TIMEOUT},
+}
+
+
 class AdminService(Protocol):
     """Controller operations run on the controller leader, partition operations on the partition's
     leader; the local implementation raises NotLeader elsewhere."""
@@ -197,23 +207,34 @@ class AdminService(Protocol):
         read of configs it just changed, which another node may not have applied yet)."""
         ...
 
-    @peer("Create a topic on the controller leader", write=True)
+    @peer("Create a topic on the controller leader", write=True, **_TOPIC_CHANGE)
     async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        timeout_ms: int | None = None,
     ) -> TopicMetadata:
-        """Raises TopicExists, InvalidName, InvalidTopic, InvalidConfig, PlacementImpossible,
-        CapacityExceeded."""
+        """``timeout_ms``: how long the request lets the change take (Kafka's CreateTopics
+        ``timeout_ms``, ``topic_changes.ChangeTime``; None: the default). Raises TopicExists,
+        InvalidName, InvalidTopic, InvalidConfig, PlacementImpossible, CapacityExceeded; OutcomeUnknown
+        past its time (the topic may still be created)."""
         ...
 
-    @peer("Add partitions to a topic on the controller leader", write=True, topic_arg="name")
-    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+    @peer("Add partitions to a topic on the controller leader", write=True, topic_arg="name", **_TOPIC_CHANGE)
+    async def add_partitions(
+        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+    ) -> TopicMetadata:
         """Grow a topic to ``count`` partitions, placed as a new topic's are (``validate_only``: check and
-        place, change nothing). Raises UnknownTopic, InvalidTopic, PlacementImpossible,
-        CapacityExceeded."""
+        place, change nothing; ``timeout_ms`` as ``create_topic``'s). Raises UnknownTopic, InvalidTopic,
+        PlacementImpossible, CapacityExceeded."""
         ...
 
-    @peer("Delete a topic on the controller leader", write=True, topic_arg="name")
-    async def delete_topic(self, name: str) -> None: ...
+    @peer("Delete a topic on the controller leader", write=True, topic_arg="name", **_TOPIC_CHANGE)
+    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
+        """``timeout_ms`` as ``create_topic``'s."""
+        ...
 
     @peer("Change a topic's configs on the controller leader", write=True, topic_arg="name")
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:

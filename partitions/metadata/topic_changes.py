@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from partitions import features
@@ -40,7 +41,7 @@ from partitions.errors import (
     UnknownPartition,
     UnknownTopic,
 )
-from partitions.metadata.frontend import Members, MetadataFrontend
+from partitions.metadata.frontend import ADMIN_TIMEOUT_MS, Members, MetadataFrontend
 from partitions.metadata.service import MoveState
 from partitions.names import is_reserved_topic
 from partitions.topic_configs import creation_configs
@@ -49,7 +50,39 @@ from raftlog.storage.config import LogConfig
 
 log = logging.getLogger("raftlog.node")
 
-CREATE_WAIT_S = 10.0  # how long a topic creation waits for its partitions' leaders
+CREATE_WAIT_S = 10.0  # how long a topic creation waits for its partitions' leaders, at most
+REQUEST_WAIT_MAX_MS = 120_000  # the longest a request's own timeout holds a topic change
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeTime:
+    """How long a topic change (create, add partitions, delete) waits, by its request's ``timeout_ms`` as
+    Kafka's CreateTopics, CreatePartitions and DeleteTopics give it (Kafka's controller answers
+    REQUEST_TIMED_OUT once it passed): the controller's write may take all of it, up to
+    ``REQUEST_WAIT_MAX_MS``, and the new partitions' leaders are waited for in what is left (at most
+    ``CREATE_WAIT_S``). ``timeout_ms`` <= 0 asks for no wait (Kafka's "answer at once"): the write is
+    waited for as a request without a time is (``ADMIN_TIMEOUT_MS``: nothing is said before it is
+    committed), the leaders not. None (the HTTP door; a node of 0.1.0 forwarding the change): the write
+    ``ADMIN_TIMEOUT_MS``, the leaders ``CREATE_WAIT_S`` after it."""
+
+    write_ms: int
+    leaders_s: float  # at most, once written
+    deadline: float | None  # monotonic, the leaders' wait ends by it (None: ``leaders_s`` after the write)
+
+    @classmethod
+    def of(cls, timeout_ms: int | None, now: float) -> ChangeTime:
+        if timeout_ms is None:
+            return cls(ADMIN_TIMEOUT_MS, CREATE_WAIT_S, None)
+        if timeout_ms <= 0:
+            return cls(ADMIN_TIMEOUT_MS, 0.0, None)
+        bounded = min(int(timeout_ms), REQUEST_WAIT_MAX_MS)
+        return cls(bounded, CREATE_WAIT_S, now + bounded / 1000)
+
+    def leaders_wait_s(self, now: float) -> float:
+        """How long the leaders are waited for, the write done at ``now``."""
+        if self.deadline is None:
+            return self.leaders_s
+        return max(0.0, min(self.leaders_s, self.deadline - now))
 
 
 class TopicChanges:
@@ -60,8 +93,16 @@ class TopicChanges:
         self._replicas_max = replicas_max
 
     async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        timeout_ms: int | None = None,
     ) -> TopicMetadata:
+        """Place and create a topic; ``timeout_ms``: the request's (``ChangeTime``): past it, the write not
+        committed, OutcomeUnknown (Kafka's REQUEST_TIMED_OUT; the topic may still be created)."""
+        waits = ChangeTime.of(timeout_ms, time.monotonic())
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
         if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
@@ -81,16 +122,20 @@ class TopicChanges:
             members.standby(),
         )
         validate_topic(name, assignment, configs)
-        result = await self._frontend.propose(CreateTopic(name, assignment, dict(configs)))
+        result = await self._frontend.propose(CreateTopic(name, assignment, dict(configs)), waits.write_ms)
         check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
-        await self._wait_for_leaders(result, members)
+        await self._wait_for_leaders(result, members, waits.leaders_wait_s(time.monotonic()))
         return result
 
-    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+    async def add_partitions(
+        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+    ) -> TopicMetadata:
         """Grow a topic to ``count`` partitions (Kafka's CreatePartitions), its replication factor that of
         its first partition, the new ones placed as a new topic's are. Records keep their partitions; keys
-        hash over the new count from now on. ``validate_only``: check and place, change nothing."""
+        hash over the new count from now on. ``validate_only``: check and place, change nothing;
+        ``timeout_ms`` as ``create_topic``'s."""
+        waits = ChangeTime.of(timeout_ms, time.monotonic())
         topic = self._frontend.topic(name)
         if is_reserved_topic(name):  # __consumer_groups: a group's partition is its id's hash over the count
             raise InvalidTopic(f"topic {name!r} is the cluster's own; its partitions cannot be added to")
@@ -117,17 +162,22 @@ class TopicChanges:
         if validate_only:
             grown = topic.replicas + tuple(map(tuple, added))
             return TopicMetadata(name, topic.topic_id, grown, topic.configs)
-        result = await self._frontend.propose(AddPartitions(name, count, added))
+        result = await self._frontend.propose(AddPartitions(name, count, added), waits.write_ms)
         check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
-        await self._wait_for_leaders(result, members, first=topic.partitions)
+        wait_s = waits.leaders_wait_s(time.monotonic())
+        await self._wait_for_leaders(result, members, wait_s, first=topic.partitions)
         return result
 
-    async def _wait_for_leaders(self, metadata: TopicMetadata, members: Members, first: int = 0) -> None:
+    async def _wait_for_leaders(
+        self, metadata: TopicMetadata, members: Members, wait_s: float, first: int = 0
+    ) -> None:
         """Return once every partition of a new topic has a leader, as seen from here, so a produce right
-        after the create succeeds; bounded, like Redpanda's create-topic wait. A timeout is not an error:
-        the topic exists and leaders follow."""
-        deadline = time.monotonic() + CREATE_WAIT_S
+        after the create succeeds; bounded (``wait_s``), like Redpanda's create-topic wait. A timeout is
+        not an error: the topic exists and leaders follow."""
+        if wait_s <= 0:
+            return
+        deadline = time.monotonic() + wait_s
         waiting = list(range(first, metadata.partitions))
         while time.monotonic() < deadline:
             waiting = [
@@ -142,9 +192,11 @@ class TopicChanges:
             metadata.name,
         )
 
-    async def delete_topic(self, name: str) -> None:
+    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
+        """``timeout_ms`` as ``create_topic``'s."""
+        waits = ChangeTime.of(timeout_ms, time.monotonic())
         self._frontend.topic(name)
-        await self._frontend.propose(DeleteTopic(name))
+        await self._frontend.propose(DeleteTopic(name), waits.write_ms)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         """Change a topic's configs (a None value removes a property: back to its default); every replica

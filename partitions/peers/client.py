@@ -131,10 +131,7 @@ class PeerClient:
         if not base:
             raise PeerUnreachable(node_id, "no address known")
         arguments = sendable(op, arguments, self._allows)
-        timeout_s = self._timeout_s
-        if op.wait_arg is not None:
-            wait_ms = arguments.get(op.wait_arg)
-            timeout_s += max(0, op.wait_unset_ms if wait_ms is None else int(wait_ms)) / 1000
+        timeout_s = call_timeout_s(op, arguments, self._timeout_s)
         body = pack(arguments, REGISTRY)
         try:
             async with self._client().post(
@@ -164,6 +161,15 @@ class PeerClient:
                 raise PeerProtocolError(f"node {node_id} answered {op.name} with error {error!r:.200}")
             raise error
         return answer["ok"]
+
+
+def call_timeout_s(op: PeerOp, arguments: dict[str, Any], timeout_s: float) -> float:
+    """How long a call of ``op`` with ``arguments`` (as sent) is waited for: the client's ``timeout_s``, and
+    what the callee may wait by the ``wait_arg`` (``wait_unset_ms`` when it is not sent)."""
+    if op.wait_arg is None:
+        return timeout_s
+    wait_ms = arguments.get(op.wait_arg)
+    return timeout_s + max(0, op.wait_unset_ms if wait_ms is None else int(wait_ms)) / 1000
 
 
 def sendable(op: PeerOp, arguments: dict[str, Any], allows: Callable[[Format], bool]) -> dict[str, Any]:

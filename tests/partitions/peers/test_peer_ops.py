@@ -9,13 +9,24 @@ from typing import Any
 import pytest
 
 from partitions.consumers.protocol import ConsumerCreated, GroupService
+from partitions.controller.state import TopicMetadata
 from partitions.data.service import DataService, Producer, ProduceResult, Served
 from partitions.data.share_records import ShareService
 from partitions.errors import PeerProtocolError, UnknownTopic
 from partitions.groups.state import InstanceConfig
 from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops, peer
-from partitions.peers.client import PEER_OPS, PeerClient, remote_data, remote_groups, remote_peer, sendable
+from partitions.peers.client import (
+    CALL_TIMEOUT_S_DEFAULT,
+    PEER_OPS,
+    PeerClient,
+    call_timeout_s,
+    remote_admin,
+    remote_data,
+    remote_groups,
+    remote_peer,
+    sendable,
+)
 from partitions.peers.cluster import Routed, Router
 from partitions.peers.service import PeerService
 from partitions.transactions.service import TransactionService
@@ -153,6 +164,9 @@ RELEASED_0_1_0 = {
         "transactional_id", "producer_id", "producer_epoch", "group", "partitions",
     },
     "transactions.end_transaction": {"transactional_id", "producer_id", "producer_epoch", "commit"},
+    "admin.create_topic": {"name", "partitions", "replication_factor", "configs"},
+    "admin.add_partitions": {"name", "count", "validate_only"},
+    "admin.delete_topic": {"name"},
     "data.stable_committed_offset": {"group", "topic", "partition"},
     "data.open_transaction": {"topic", "partition", "producer_id"},
 }  # fmt: skip
@@ -172,3 +186,30 @@ def test_under_level_1_a_call_carries_only_the_arguments_release_0_1_0_took(name
     assert sendable(op, every, lambda fmt: True) == every
     producer = sendable(op, {"producer": Producer("User:alice")}, lambda fmt: False)
     assert producer == ({} if name == "data.produce_batch" else {"producer": Producer("User:alice")})
+
+
+async def test_a_topic_change_travels_with_its_requests_time_and_is_waited_for_that_long() -> None:
+    """Kafka's CreateTopics, CreatePartitions and DeleteTopics give the controller their ``timeout_ms``
+    (``topic_changes.ChangeTime``): forwarded to the controller leader, it extends the peer call's own
+    timeout; left out (the HTTP door, or not yet allowed), the call is the one release 0.1.0 made, and is
+    waited for as long as a change without a time may take (its write's 10 s and its leaders' 10 s)."""
+    recorder, client = _client(TopicMetadata("t", 1, (("n1", "n2", "n3"),), {}))
+    admin = remote_admin(client, "n2")
+    await admin.create_topic("t", 3, 3, {}, 60_000)
+    await admin.create_topic("t", 3, 3, {})
+    recorder.answer = None
+    await admin.delete_topic("t", 30_000)
+    ops = {op.name: op for op in PEER_OPS}
+    (_, create, timed), (_, _, untimed), (_, delete, deleted) = recorder.calls
+    assert timed == {
+        "name": "t", "partitions": 3, "replication_factor": 3, "configs": {}, "timeout_ms": 60_000,
+    }  # fmt: skip
+    assert set(untimed) == RELEASED_0_1_0[create] and deleted == {"name": "t", "timeout_ms": 30_000}
+    base = CALL_TIMEOUT_S_DEFAULT
+    assert call_timeout_s(ops[create], timed, base) == base + 60
+    assert call_timeout_s(ops[delete], deleted, base) == base + 30
+    assert call_timeout_s(ops[create], untimed, base) >= 20  # the callee's write (10 s) and leaders (10 s)
+    assert call_timeout_s(ops[create], {**timed, "timeout_ms": 0}, base) == base  # no wait asked
+    # under level 1 the time is left out, and the call waited for as the callee of 0.1.0 serves it
+    held = sendable(ops[create], timed, lambda fmt: False)
+    assert held == untimed and call_timeout_s(ops[create], held, base) >= 20
