@@ -29,6 +29,7 @@ class PeerOp:
     write: bool = False  # a lost answer is "outcome unknown"
     wait_arg: str | None = None  # an argument (ms) the callee may wait for: it extends the call's timeout
     wait_unset_ms: int = 0  # how long the callee may wait when that argument is None
+    wait_max_ms: int | None = None  # the longest the callee waits, whatever the argument says (None: as said)
     # arguments the previous release's callee does not take, each with the format that allows it: left out
     # of a call until the cluster's finalized level allows it (the callee applies its default)
     since: tuple[tuple[str, Format], ...] = ()
@@ -54,6 +55,7 @@ class _Declared:
     wait_unset_ms: int
     routing: Routing
     since: tuple[tuple[str, Format], ...] = ()
+    wait_max_ms: int | None = None
 
 
 def peer(
@@ -62,19 +64,21 @@ def peer(
     write: bool = False,
     wait_arg: str | None = None,
     wait_unset_ms: int = 0,
+    wait_max_ms: int | None = None,
     topic_arg: str | None = None,
     waits_for_leader: bool = True,
     since: Mapping[str, Format] | None = None,
 ) -> Callable[[F], F]:
     """Declares a protocol method callable by other nodes: ``summary`` (its endpoint's), ``write`` (a lost
     answer is "outcome unknown"), ``wait_arg`` (an argument in ms the callee may wait, which extends the
-    caller's timeout; ``wait_unset_ms`` when it is None); and its ``Routing``: ``topic_arg``, the
+    caller's timeout; ``wait_unset_ms`` when it is None, at most ``wait_max_ms`` when the callee bounds
+    it); and its ``Routing``: ``topic_arg``, the
     argument naming the topic it is about, ``waits_for_leader``. ``since``: arguments added since the
     previous release, each with the ``Format`` (``partitions.features``) that allows sending it; each needs
     a default, which the callee applies while the argument is left out."""
     routing = Routing(topic_arg, waits_for_leader)
     gated = tuple(sorted((since or {}).items()))
-    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing, gated))
+    return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing, gated, wait_max_ms))
 
 
 def _declare(declared: _Declared) -> Callable[[F], F]:
@@ -107,6 +111,15 @@ def declared_ops(service: str, protocol: type) -> tuple[PeerOp, ...]:
         how = getattr(member, "__peer_op__", None)
         if isinstance(how, _Declared):
             found.append(
-                PeerOp(service, name, how.summary, how.write, how.wait_arg, how.wait_unset_ms, how.since)
+                PeerOp(
+                    service,
+                    name,
+                    how.summary,
+                    how.write,
+                    how.wait_arg,
+                    how.wait_unset_ms,
+                    how.wait_max_ms,
+                    how.since,
+                )
             )
     return tuple(found)

@@ -186,12 +186,14 @@ class MetadataView(Protocol):
         ...
 
 
+TOPIC_CHANGE_WAIT_MAX_MS = 120_000  # the longest a request's own timeout_ms holds a topic change
 # A topic change's timeout_ms (``topic_changes.ChangeTime``) extends the peer call's own timeout; without
 # one the change may take its write's 10 s and its leaders' 10 s. The argument is sent once no node of
 # 0.1.0 is left (it refuses the argument; it serves the change with its default).
 _TOPIC_CHANGE: dict[str, Any] = {
     "wait_arg": "timeout_ms",
     "wait_unset_ms": 10_000,
+    "wait_max_ms": TOPIC_CHANGE_WAIT_MAX_MS,
     "since": {"timeout_ms": TOPIC_CHANGE_TIMEOUT},
 }
 

@@ -42,7 +42,7 @@ from partitions.errors import (
     UnknownTopic,
 )
 from partitions.metadata.frontend import ADMIN_TIMEOUT_MS, Members, MetadataFrontend
-from partitions.metadata.service import MoveState
+from partitions.metadata.service import TOPIC_CHANGE_WAIT_MAX_MS, MoveState
 from partitions.names import is_reserved_topic
 from partitions.topic_configs import creation_configs
 from raftlog.errors import check
@@ -51,7 +51,6 @@ from raftlog.storage.config import LogConfig
 log = logging.getLogger("raftlog.node")
 
 CREATE_WAIT_S = 10.0  # how long a topic creation waits for its partitions' leaders, at most
-REQUEST_WAIT_MAX_MS = 120_000  # the longest a request's own timeout holds a topic change
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +58,7 @@ class ChangeTime:
     """How long a topic change (create, add partitions, delete) waits, by its request's ``timeout_ms`` as
     Kafka's CreateTopics, CreatePartitions and DeleteTopics give it (Kafka's controller answers
     REQUEST_TIMED_OUT once it passed): the controller's write may take all of it, up to
-    ``REQUEST_WAIT_MAX_MS``, and the new partitions' leaders are waited for in what is left (at most
+    ``TOPIC_CHANGE_WAIT_MAX_MS``, and the new partitions' leaders are waited for in what is left (at most
     ``CREATE_WAIT_S``). ``timeout_ms`` <= 0 asks for no wait (Kafka's "answer at once"): the write is
     waited for as a request without a time is (``ADMIN_TIMEOUT_MS``: nothing is said before it is
     committed), the leaders not. None (the HTTP door; a node of 0.1.0 forwarding the change): the write
@@ -75,7 +74,7 @@ class ChangeTime:
             return cls(ADMIN_TIMEOUT_MS, CREATE_WAIT_S, None)
         if timeout_ms <= 0:
             return cls(ADMIN_TIMEOUT_MS, 0.0, None)
-        bounded = min(int(timeout_ms), REQUEST_WAIT_MAX_MS)
+        bounded = min(int(timeout_ms), TOPIC_CHANGE_WAIT_MAX_MS)
         return cls(bounded, CREATE_WAIT_S, now + bounded / 1000)
 
     def leaders_wait_s(self, now: float) -> float:

@@ -165,11 +165,15 @@ class PeerClient:
 
 def call_timeout_s(op: PeerOp, arguments: dict[str, Any], timeout_s: float) -> float:
     """How long a call of ``op`` with ``arguments`` (as sent) is waited for: the client's ``timeout_s``, and
-    what the callee may wait by the ``wait_arg`` (``wait_unset_ms`` when it is not sent)."""
+    what the callee may wait by the ``wait_arg`` (``wait_unset_ms`` when it is not sent, at most
+    ``wait_max_ms``)."""
     if op.wait_arg is None:
         return timeout_s
     wait_ms = arguments.get(op.wait_arg)
-    return timeout_s + max(0, op.wait_unset_ms if wait_ms is None else int(wait_ms)) / 1000
+    wait_ms = op.wait_unset_ms if wait_ms is None else int(wait_ms)
+    if op.wait_max_ms is not None:
+        wait_ms = min(wait_ms, op.wait_max_ms)
+    return timeout_s + max(0, wait_ms) / 1000
 
 
 def sendable(op: PeerOp, arguments: dict[str, Any], allows: Callable[[Format], bool]) -> dict[str, Any]:

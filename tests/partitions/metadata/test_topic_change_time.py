@@ -1,6 +1,6 @@
 """How long a topic change waits for the controller (``topic_changes.ChangeTime``): as long as its request's
 ``timeout_ms`` allows, as Kafka's controller does for CreateTopics, CreatePartitions and DeleteTopics (up
-to ``REQUEST_WAIT_MAX_MS``), then REQUEST_TIMED_OUT; 10 s for a request without one (the HTTP door, a
+to ``TOPIC_CHANGE_WAIT_MAX_MS``), then REQUEST_TIMED_OUT; 10 s for a request without one (the HTTP door, a
 node of 0.1.0 forwarding the change). The node's own frontend, topic changes and admin service run here on
 a controller group whose writes take as long as the test says (no node processes)."""
 
@@ -16,7 +16,8 @@ from kafka_api.errors import code_of
 from partitions.broker.local import LocalAdmin
 from partitions.controller.state import CONTROLLER_GROUP, TopicMetadata
 from partitions.metadata.frontend import ADMIN_TIMEOUT_MS, MetadataFrontend
-from partitions.metadata.topic_changes import CREATE_WAIT_S, REQUEST_WAIT_MAX_MS, ChangeTime, TopicChanges
+from partitions.metadata.service import TOPIC_CHANGE_WAIT_MAX_MS
+from partitions.metadata.topic_changes import CREATE_WAIT_S, ChangeTime, TopicChanges
 from raftlog.consensus.errors import OutcomeUnknown
 from raftlog.consensus.failures import timeout_error
 from raftlog.consensus.interface import GroupStatus, Role
@@ -103,7 +104,7 @@ async def test_a_create_given_less_than_its_write_takes_answers_request_timed_ou
 async def test_a_request_may_not_hold_the_controller_past_the_cap() -> None:
     topics, group, _ = controller(write_ms=12_000)
     await topics.create_topic("patient", 1, 3, {}, timeout_ms=2**31 - 1)
-    assert group.given == [REQUEST_WAIT_MAX_MS]
+    assert group.given == [TOPIC_CHANGE_WAIT_MAX_MS]
 
 
 async def test_no_time_asks_for_no_wait_on_the_leaders_but_the_write_is_still_waited_for() -> None:

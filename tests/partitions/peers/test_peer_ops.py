@@ -210,6 +210,7 @@ async def test_a_topic_change_travels_with_its_requests_time_and_is_waited_for_t
     assert call_timeout_s(ops[delete], deleted, base) == base + 30
     assert call_timeout_s(ops[create], untimed, base) >= 20  # the callee's write (10 s) and leaders (10 s)
     assert call_timeout_s(ops[create], {**timed, "timeout_ms": 0}, base) == base  # no wait asked
+    assert call_timeout_s(ops[create], {**timed, "timeout_ms": 2**31 - 1}, base) == base + 120  # the cap
     # under level 1 the time is left out, and the call waited for as the callee of 0.1.0 serves it
     held = sendable(ops[create], timed, lambda fmt: False)
     assert held == untimed and call_timeout_s(ops[create], held, base) >= 20
