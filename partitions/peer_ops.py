@@ -72,10 +72,10 @@ def peer(
     """Declares a protocol method callable by other nodes: ``summary`` (its endpoint's), ``write`` (a lost
     answer is "outcome unknown"), ``wait_arg`` (an argument in ms the callee may wait, which extends the
     caller's timeout; ``wait_unset_ms`` when it is None, at most ``wait_max_ms`` when the callee bounds
-    it); and its ``Routing``: ``topic_arg``, the
-    argument naming the topic it is about, ``waits_for_leader``. ``since``: arguments added since the
-    previous release, each with the ``Format`` (``partitions.features``) that allows sending it; each needs
-    a default, which the callee applies while the argument is left out."""
+    it); and its ``Routing``: ``topic_arg``, the argument naming the topic it is about,
+    ``waits_for_leader``. ``since``: arguments added since the previous release, each with the ``Format``
+    (``partitions.features``) that allows sending it; each needs a default, which the callee applies while
+    the argument is left out."""
     routing = Routing(topic_arg, waits_for_leader)
     gated = tuple(sorted((since or {}).items()))
     return _declare(_Declared(summary, write, wait_arg, wait_unset_ms, routing, gated, wait_max_ms))
