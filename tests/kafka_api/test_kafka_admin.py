@@ -257,3 +257,16 @@ def test_a_name_given_twice_in_one_create_topics_is_refused_once_and_the_others_
     with http_client(kafka_cluster) as client:
         assert client.partition_count("adm-once") == 1
         assert "adm-twice" not in json.loads(client.request("GET", "/topics").body)
+
+
+def test_topic_changes_given_a_time_are_served_through_every_node(kafka_cluster: LocalCluster) -> None:
+    """CreateTopics, CreatePartitions and DeleteTopics with an operation timeout (their ``timeout_ms``, how
+    long the controller may take: ``topic_changes.ChangeTime``) through each node: those that do not lead
+    the controller forward the change with its time (``AdminService.create_topic``'s ``timeout_ms``)."""
+    for index, node in enumerate(kafka_cluster.bootstrap_servers.split(",")):
+        admin = AdminClient({"bootstrap.servers": node})
+        name = f"adm-timed-{index}"
+        assert admin.create_topics([NewTopic(name, 1, 3)], operation_timeout=30)[name].result(60) is None
+        grown = admin.create_partitions([NewPartitions(name, 2)], operation_timeout=30)
+        assert grown[name].result(60) is None
+        assert admin.delete_topics([name], operation_timeout=30)[name].result(60) is None
