@@ -226,6 +226,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     # not the instance's in this generation
     (groups.PartitionNotAssigned, HttpError(409, PARTITION_NOT_ASSIGNED)),
     (groups.GroupFull, HttpError(409, 40907)),
+    (groups.ShareGroupLimitReached, HttpError(409, 40933)),  # --group-share-max-groups: none created
     # live members: delete, reset, the other door's join refused
     (groups.GroupNotEmpty, HttpError(409, 40916)),
     (groups.ConsumerProtocolNotFinalized, HttpError(409, 40927)),  # the Kafka door's alone

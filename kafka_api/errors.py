@@ -112,6 +112,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (groups.ConsumerProtocolVersion, ErrorCode.unsupported_version),
     (groups.ConsumerProtocolNotFinalized, ErrorCode.unsupported_version),  # as Kafka's group.version 0
     (groups.GroupFull, ErrorCode.group_max_size_reached),
+    # --group-share-max-groups (Kafka has no bound of share groups: the closest code its share
+    # consumer fails on with the message, which names the bound)
+    (groups.ShareGroupLimitReached, ErrorCode.group_max_size_reached),
     # share groups (KIP-932)
     (groups.InvalidRecordState, ErrorCode.invalid_record_state),
     (groups.ShareSessionNotFound, ErrorCode.share_session_not_found),

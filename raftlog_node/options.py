@@ -19,6 +19,7 @@ from partitions.controller.placement import REPLICAS_MAX_DEFAULT
 from partitions.controller.state import PARTITIONS_MAX
 from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
+from partitions.groups.share_coordinator import SHARE_GROUPS_MAX_DEFAULT
 from partitions.groups.share_partition import LOCK_MS_DEFAULT as SHARE_LOCK_MS_DEFAULT
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginLimits
@@ -238,6 +239,13 @@ TUNING = (
            "how long a share group member holds a record it acquired before it is delivered to another "
            "(KIP-932, Kafka's group.share.record.lock.duration.ms), unless acknowledged first",
            default=SHARE_LOCK_MS_DEFAULT, low=1_000, high=3_600_000),
+    Option("--group-share-max-groups",
+           "share groups (KIP-932) each partition of __consumer_groups may coordinate (4 partitions by "
+           "default: the cluster holds at most 4 times this), each holding state in every partition it "
+           "reads: a member joining a group that would be one more is refused (GROUP_MAX_SIZE_REACHED, "
+           "409/40933) until one is deleted. Named after Kafka 4.0's group.share.max.groups, which Kafka "
+           "never enforced; the leader of the group's partition applies its own, so give every node the "
+           "same", default=SHARE_GROUPS_MAX_DEFAULT, low=1, high=100_000),
 )  # fmt: skip
 
 _KAFKA = KafkaLimits()

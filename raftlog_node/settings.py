@@ -309,6 +309,7 @@ class ServeSettings:
     group_initial_delay_ms: int
     consumer_session_timeout_ms: int
     share_lock_ms: int
+    share_groups_max: int
     topics: TopicDefaults
     gc_gen0: int
 
@@ -334,6 +335,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         args.group_initial_rebalance_delay_ms,
         args.group_consumer_session_timeout_ms,
         args.group_share_record_lock_duration_ms,
+        args.group_share_max_groups,
         topic_defaults(args),
         args.gc_gen0,
     )

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
-from partitions.groups.errors import ConsumerInstanceExists, GroupFull, GroupNotEmpty, UnknownConsumerInstance
+from partitions.groups.errors import (
+    ConsumerInstanceExists,
+    GroupFull,
+    GroupNotEmpty,
+    ShareGroupLimitReached,
+    UnknownConsumerInstance,
+)
 from partitions.groups.state import GroupChanged, GroupCommand, GroupResult, GroupTable, encode
 from partitions.internal_topic import InternalTopicLog
 from partitions.names import GROUPS_TOPIC
@@ -29,6 +35,7 @@ class ReplicatedGroupLog(InternalTopicLog[GroupTable]):
                 | ConsumerInstanceExists
                 | GroupFull
                 | GroupNotEmpty  # a group of one protocol written over by another's (refused)
+                | ShareGroupLimitReached
                 | InvalidCommand,
             ),
             f"group command on {GROUPS_TOPIC}/{partition} returned {result!r}",

@@ -627,13 +627,18 @@ class _ConsumerTable:
             if group.consumer is not None
         ]
 
-    async def record_share(self, group: str, epoch: int) -> None:
+    def share_groups(self, group: str) -> int:
+        _, table, _ = self._groups._read(group)
+        return table.share_groups()
+
+    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
         """Refused (ShareGroupsNotFinalized) while the cluster's feature level predates kind 11."""
         gate = self._groups._features
         if gate is not None and not gate.allows(SHARE_GROUPS):
             raise ShareGroupsNotFinalized(group)
         partition, _, _ = self._groups._read(group)
-        await self._groups._propose(partition, ShareGroupRecord(group, epoch, self._groups._wall()))
+        command = ShareGroupRecord(group, epoch, self._groups._wall(), groups_max)
+        await self._groups._propose(partition, command)
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
         """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the

@@ -74,6 +74,20 @@ class GroupFull(GroupError):
 
 
 @with_fields
+class ShareGroupLimitReached(GroupError):
+    """A share group not created: the coordinator partition it hashes to already holds the most share
+    groups ``--group-share-max-groups`` allows (each holds state in every partition it reads)."""
+
+    group: str
+    groups_max: int
+    template = (
+        "share group {group!r} not created: its coordinator partition of __consumer_groups already holds "
+        "{groups_max} share groups, the most --group-share-max-groups allows (delete an unused share "
+        "group first)"
+    )
+
+
+@with_fields
 class StaleGeneration(GroupError):
     """The group rebalanced since the caller last looked: its assignment may have changed. Read the
     assignment again (GET .../assignments) and go on from there."""

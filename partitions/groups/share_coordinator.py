@@ -17,6 +17,12 @@ are written to the group table (``ShareGroupRecord``) at each new epoch before a
 so the group is listed, and its epoch goes on from there, after a failover. Sessions time out after
 ``session_timeout_ms`` (Kafka's ``group.share.session.timeout.ms``, 45 s) without a heartbeat. One group,
 one protocol: a group held by classic, consumer protocol or HTTP members is not a share group.
+
+Each coordinator partition holds at most ``groups_max`` share groups (``--group-share-max-groups``, the
+name of Kafka 4.0's ``group.share.max.groups``, which Kafka never enforced and removed in 4.1): a join
+that would create one more is refused ``ShareGroupLimitReached``, checked here and again when the group's
+record is applied (``state.ShareGroupRecord.groups_max``), so joins of new groups sent at once cannot pass
+it, and every replica applies the same bound.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from partitions.groups.errors import (
     InvalidGroupRequest,
     NotConsumerGroup,
     NotCoordinator,
+    ShareGroupLimitReached,
     UnknownGroup,
     UnknownMember,
 )
@@ -41,6 +48,7 @@ from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms
 SHARE_MEMBERS_MAX = 1_000  # as the other groups' bound
+SHARE_GROUPS_MAX_DEFAULT = 100  # share groups per coordinator partition (--group-share-max-groups)
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 ASSIGNOR = "simple"
 EMPTY, STABLE = "Empty", "Stable"
@@ -57,8 +65,13 @@ class ShareRecords(Protocol):
 
     def partition_count(self, topic: str) -> int: ...
 
-    async def record_share(self, group: str, epoch: int) -> None:
-        """The group and its epoch written to the group table (``ShareGroupRecord``)."""
+    def share_groups(self, group: str) -> int:
+        """How many share groups the table of the group's coordinator partition holds."""
+        ...
+
+    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
+        """The group and its epoch written to the group table (``ShareGroupRecord``); a group it would
+        create past ``groups_max`` share groups is refused (``ShareGroupLimitReached``)."""
         ...
 
 
@@ -109,11 +122,13 @@ class ShareGroupCoordinator:
         monotonic: Callable[[], int],
         session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT,
+        groups_max: int = SHARE_GROUPS_MAX_DEFAULT,
     ) -> None:
         self._records = records
         self._monotonic = monotonic
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.groups_max = groups_max  # share groups per coordinator partition
         self._groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -144,6 +159,8 @@ class ShareGroupCoordinator:
         ):
             group = None
             del self._groups[name]
+        if group is None and recorded < 0 and create and self._records.share_groups(name) >= self.groups_max:
+            raise ShareGroupLimitReached(name, self.groups_max)  # counted again when its record applies
         if group is None and (create or recorded >= 0):  # recorded: the group exists, its members gone
             group = self._groups[name] = ShareGroup(name, term, max(recorded, 0), max(recorded, 0))
             group.recorded = recorded
@@ -177,7 +194,11 @@ class ShareGroupCoordinator:
     async def _record(self, name: str) -> None:
         group = self._groups.get(name)
         if group is not None and group.group_epoch > group.recorded:
-            await self._records.record_share(name, group.group_epoch)
+            try:
+                await self._records.record_share(name, group.group_epoch, self.groups_max)
+            except ShareGroupLimitReached:
+                del self._groups[name]  # never created: nothing of it is held
+                raise
             group.recorded = group.group_epoch
 
     def _step(

@@ -47,6 +47,7 @@ from partitions.groups.errors import (
     GroupFull,
     GroupNotEmpty,
     InvalidConsumerConfig,
+    ShareGroupLimitReached,
     UnknownConsumerInstance,
 )
 from raftlog.errors import check
@@ -71,7 +72,7 @@ CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9
 _CONSUMER_GROUP = 10  # a consumer protocol group (KIP-848), whole: [kind, group, ConsumerGroup row, now_ms]
-_SHARE_GROUP = 11  # a share group (KIP-932): [kind, group, group epoch, now_ms]
+_SHARE_GROUP = 11  # a share group (KIP-932): [kind, group, group epoch, now_ms, share groups max]
 SHARE_PROTOCOL_TYPE = "share"  # a share group's ``protocol_type`` in the table (its members: soft state)
 CLASSIC_METADATA_VERSION = 0  # of the command's and the snapshot row's layout; a reader takes extra fields
 
@@ -338,6 +339,10 @@ class ShareGroupRecord:
     group: str
     epoch: int
     now_ms: int
+    # the most share groups this table may hold, counted when a record creating one is applied: creates
+    # proposed at once cannot pass it (the leader stamps it, so every replica applies the same bound);
+    # None in records written before it
+    groups_max: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +405,7 @@ def encode(command: GroupCommand) -> bytes:
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
     elif isinstance(command, ShareGroupRecord):
-        fields = [_SHARE_GROUP, command.group, command.epoch, command.now_ms]
+        fields = [_SHARE_GROUP, command.group, command.epoch, command.now_ms, command.groups_max]
     else:
         fields = [_FORGET, command.group]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -448,7 +453,9 @@ def decode(data: bytes) -> GroupCommand:
             return ConsumerGroupRecord(str(group), ConsumerGroup.from_row(str(group), row), int(now_ms))
         if kind == _SHARE_GROUP:
             _, group, epoch, now_ms = fields[:4]
-            return ShareGroupRecord(str(group), int(epoch), int(now_ms))
+            bound = fields[4] if len(fields) > 4 else None  # records written before it: no bound
+            groups_max = None if bound is None else int(bound)
+            return ShareGroupRecord(str(group), int(epoch), int(now_ms), groups_max)
         if kind == _FORGET:
             _, group = fields
             return Forget(str(group))
@@ -477,6 +484,7 @@ GroupResult = (
     | ConsumerInstanceExists
     | GroupFull
     | GroupNotEmpty
+    | ShareGroupLimitReached
     | InvalidCommand
 )
 
@@ -616,6 +624,8 @@ class GroupTable:
             shared = existing is not None and existing.protocol_type == SHARE_PROTOCOL_TYPE
             if existing is not None and shared and command.epoch <= existing.generation:
                 return GroupChanged(name, existing)  # never backwards
+            if not shared and command.groups_max is not None and self.share_groups() >= command.groups_max:
+                return ShareGroupLimitReached(name, command.groups_max)
             return self._store(
                 name,
                 Group(
@@ -671,6 +681,10 @@ class GroupTable:
                 existing.committed_topics if existing is not None else (),
             ),
         )
+
+    def share_groups(self) -> int:
+        """How many share groups the table holds (``--group-share-max-groups`` bounds them)."""
+        return sum(1 for g in self.groups.values() if g.protocol_type == SHARE_PROTOCOL_TYPE)
 
     def _store(self, name: str, group: Group | None, removed: tuple[str, ...] = ()) -> GroupChanged:
         groups = dict(self.groups)

@@ -12,6 +12,7 @@ from fake_node import FakeCluster
 from harness import Node
 
 from partitions.names import GROUPS_TOPIC
+from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.client import GroupConsumer, RaftlogClient
 
 V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
@@ -214,3 +215,25 @@ async def test_group_consumer_relearns_its_assignment_and_rejoins(
         await ok(await n1.client.delete(f"/consumers/py/instances/{consumer.instance_id}"), 204)  # evicted
         assert await consumer.poll(timeout_ms=0) == [] and consumer.rejoined == 1
         await consumer.close()
+
+
+async def test_a_share_group_past_the_coordinators_bound_is_refused(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    """``--group-share-max-groups`` 1: a member joining a second share group of the same coordinator
+    partition is refused 409/40933, the message naming the bound; a member of the first still joins."""
+    cluster.add_topic("orders", 1, [["n1"]])
+    for node in (n1, n2):
+        node.data.groups.share.groups_max = 1
+    await ok(await n1.client.post("/share-groups/s0", json={"topics": ["orders"]}))
+    partitions = n1.data.groups.partitions()
+    same = next(
+        f"s{i}"
+        for i in range(1, 100)
+        if partition_for_key(f"s{i}".encode(), partitions) == partition_for_key(b"s0", partitions)
+    )
+    body = await refused(
+        await n2.client.post(f"/share-groups/{same}", json={"topics": ["orders"]}), 409, 40933
+    )
+    assert "1 share groups" in body["message"] and "--group-share-max-groups" in body["message"]
+    await ok(await n2.client.post("/share-groups/s0", json={"topics": ["orders"]}))

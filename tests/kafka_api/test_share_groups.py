@@ -14,15 +14,22 @@ import json
 import subprocess
 import time
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import SHARE_LOCK_MS, RawKafka, http_client, set_group_configs
+from kio.schema.errors import ErrorCode
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
+from kafka_api import wire
 from kafka_api.apis import APIS
+from kafka_api.share_group_apis import share_group_heartbeat
+from partitions.errors import UnknownTopic
+from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.state import Group, GroupTable, ShareGroupRecord, encode
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient
@@ -315,3 +322,67 @@ def test_raftlog_share_consume_acknowledges_each_record_within_its_bounds(
     assert sorted(accepted) == [(f"v{i}", 2 if i < 3 else 1, "accept") for i in range(6)]
     assert "accepted 6" in err
     assert consume("--duration", "1")[0] == []
+
+
+class _OnePartition:
+    """The group table of one coordinator partition led here (``ShareRecords``), without a node."""
+
+    def __init__(self) -> None:
+        self.table = GroupTable()
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None]:
+        return 1, self.table.groups.get(name)
+
+    def live(self, group: str) -> None:
+        return None
+
+    def partition_count(self, topic: str) -> int:
+        return 1
+
+    def share_groups(self, group: str) -> int:
+        return self.table.share_groups()
+
+    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
+        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0, groups_max)))
+        if isinstance(result, Exception):
+            raise result
+
+
+def test_a_share_group_heartbeat_past_the_bound_of_share_groups_is_refused_naming_it() -> None:
+    """The Kafka door's answer to a join creating one share group past ``--group-share-max-groups``:
+    GROUP_MAX_SIZE_REACHED (the code Kafka's share consumer fails on with the message), the message
+    naming the bound (the rule's own tests: ``tests/partitions/groups/test_share_coordinator.py``)."""
+    share = ShareGroupCoordinator(_OnePartition(), lambda: 0, groups_max=1)
+    door = SimpleNamespace(
+        allows=lambda *_: True,
+        cluster_id="c",
+        coordinator_of=lambda *_: "n1",
+        node=SimpleNamespace(node_id="n1", metadata=_NoTopics()),
+        session=SimpleNamespace(host="127.0.0.1"),
+        coordinator=SimpleNamespace(share=share, ensure_topic=_nothing),
+    )
+
+    def join(group: str) -> Any:
+        body = SimpleNamespace(
+            group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, rack_id=None,
+            subscribed_topic_names=("t",),
+        )  # fmt: skip
+        return asyncio.run(share_group_heartbeat(door, wire.Request(76, 1, 1, "test", body)))  # type: ignore[arg-type]
+
+    assert join("first").error_code == ErrorCode.none
+    refused = join("second")
+    assert refused.error_code == ErrorCode.group_max_size_reached and refused.member_id is None
+    assert (
+        "'second' not created" in refused.error_message
+        and "--group-share-max-groups" in refused.error_message
+    )
+    assert join("first").error_code == ErrorCode.none  # a group there is still takes members
+
+
+async def _nothing() -> None:
+    return None
+
+
+class _NoTopics:
+    def topic(self, name: str) -> None:
+        raise UnknownTopic(name)

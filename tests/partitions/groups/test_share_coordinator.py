@@ -18,12 +18,15 @@ from partitions.groups.errors import (
     GroupNotEmpty,
     InvalidGroupRequest,
     NotConsumerGroup,
+    ShareGroupLimitReached,
     UnknownGroup,
     UnknownMember,
 )
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.state import (
     SHARE_PROTOCOL_TYPE,
+    Committed,
+    Forget,
     Group,
     GroupTable,
     Join,
@@ -48,8 +51,11 @@ class Table:
     def partition_count(self, topic: str) -> int:
         return {"t": 2, "u": 1}.get(topic, 0)
 
-    async def record_share(self, group: str, epoch: int) -> None:
-        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0)))
+    def share_groups(self, group: str) -> int:
+        return self.table.share_groups()
+
+    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
+        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0, groups_max)))
         if isinstance(result, Exception):
             raise result
 
@@ -124,8 +130,10 @@ def test_one_group_one_protocol() -> None:
 
 
 def test_the_share_group_record_round_trips_never_goes_back_and_keeps_the_snapshot_row() -> None:
-    command = ShareGroupRecord("g", 4, 17)
+    command = ShareGroupRecord("g", 4, 17, 100)
     assert decode(encode(command)) == command
+    written_before = msgpack.packb([11, "g", 4, 17])  # a record of the release before the bound: none
+    assert decode(written_before) == ShareGroupRecord("g", 4, 17, None)
     table = GroupTable()
     table.apply(encode(command))
     table.apply(encode(ShareGroupRecord("g", 3, 18)))
@@ -163,3 +171,35 @@ def test_an_http_member_heartbeats_in_the_epoch_it_was_given_and_its_door_is_kep
     for gone in ("h", "never"):
         with pytest.raises(UnknownMember):
             run(share.heartbeat("g", gone, None, None, door="http"))
+
+
+def test_a_share_group_past_the_bound_is_refused_on_both_sides_of_the_log() -> None:
+    """``groups_max`` share groups per coordinator partition: the join creating one more is refused,
+    naming the bound, and nothing of it is held; its members' groups go on; a deleted group frees its
+    place. Records of groups proposed at once (each passed the coordinator's count) are counted again
+    when applied, so every replica refuses the same one; a record of the release before counts no
+    bound, and a group of another protocol becoming a share group counts as a new one."""
+    table, clock = Table(), Clock()
+    share = ShareGroupCoordinator(table, clock, groups_max=3)
+    for name in ("g0", "g1", "g2"):
+        run(share.heartbeat(name, "a", 0, ("t",)))
+    with pytest.raises(ShareGroupLimitReached) as refused:
+        run(share.heartbeat("g3", "a", 0, ("t",)))
+    assert "'g3' not created" in str(refused.value) and "3 share groups" in str(refused.value)
+    assert "--group-share-max-groups" in str(refused.value)
+    assert share.members_of("g3") is None and "g3" not in table.table.groups
+    assert run(share.heartbeat("g1", "b", 0, ("t",))).member_epoch == 2  # an existing group grows
+    assert run(share.heartbeat("g1", "b", -1, None)).member_epoch == -1
+    table.table.apply(encode(Forget("g2")))  # DeleteGroups
+    assert run(share.heartbeat("g3", "a", 0, ("t",))).member_epoch == 1
+
+    replica = GroupTable()
+    proposed = [encode(ShareGroupRecord(f"h{i}", 1, 0, 2)) for i in range(3)]  # all at once
+    results = [replica.apply(command) for command in proposed]
+    assert [type(r).__name__ for r in results] == ["GroupChanged", "GroupChanged", "ShareGroupLimitReached"]
+    again = GroupTable()
+    assert [type(again.apply(c)).__name__ for c in proposed] == [type(r).__name__ for r in results]
+    assert replica.apply(encode(ShareGroupRecord("h0", 2, 1, 2))).group is not None  # not a new group
+    assert not isinstance(replica.apply(msgpack.packb([11, "old", 1, 0])), Exception)
+    replica.apply(encode(Committed("c", ("t",), 0)))  # offsets only: not yet a share group
+    assert isinstance(replica.apply(encode(ShareGroupRecord("c", 1, 0, 3))), ShareGroupLimitReached)
