@@ -28,7 +28,8 @@ it, and every replica applies the same bound.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -131,6 +132,7 @@ class ShareGroupCoordinator:
         self.groups_max = groups_max  # share groups per coordinator partition
         self._groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._waiting: dict[str, int] = {}  # heartbeats holding or awaiting each group's lock
 
     def _term(self, name: str) -> tuple[int, int]:
         """(the term the group's partition is led here in, the group epoch the table recorded)."""
@@ -166,6 +168,21 @@ class ShareGroupCoordinator:
             group.recorded = recorded
         return group
 
+    @contextlib.asynccontextmanager
+    async def _serialized(self, name: str) -> AsyncIterator[None]:
+        """The group's heartbeats one at a time; its lock is dropped once none waits and the group is
+        not held, so names of groups refused or gone leave nothing behind."""
+        self._waiting[name] = self._waiting.get(name, 0) + 1
+        try:
+            async with self._lock(name):
+                yield
+        finally:
+            self._waiting[name] -= 1
+            if not self._waiting[name]:
+                del self._waiting[name]
+                if name not in self._groups:
+                    self._locks.pop(name, None)
+
     def _lock(self, name: str) -> asyncio.Lock:
         lock = self._locks.get(name)
         if lock is None:
@@ -186,7 +203,7 @@ class ShareGroupCoordinator:
         """A ShareGroupHeartbeat: the group's new epoch written to the table, then answered. Heartbeats
         of one group one at a time. ``epoch`` None: in the epoch the member was last given (an HTTP
         member's, whose every request is a heartbeat; UnknownMember when it is not a member)."""
-        async with self._lock(name):
+        async with self._serialized(name):
             answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host, door)
             await self._record(name)
             return answer
@@ -281,11 +298,13 @@ class ShareGroupCoordinator:
             found = self._records.recorded_group(name)
             if found is None or found[0] != group.term:
                 del self._groups[name]  # no longer coordinated here (in this term)
+                if name not in self._waiting:
+                    self._locks.pop(name, None)
                 continue
             due = [m for m, seen in group.last_seen_ms.items() if now - seen > self.session_timeout_ms]
             if not due:
                 continue
-            async with self._lock(name):
+            async with self._serialized(name):
                 for member_id in due:
                     self._remove(group, member_id)
                     gone.append((name, member_id))

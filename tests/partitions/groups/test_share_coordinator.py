@@ -188,6 +188,7 @@ def test_a_share_group_past_the_bound_is_refused_on_both_sides_of_the_log() -> N
     assert "'g3' not created" in str(refused.value) and "3 share groups" in str(refused.value)
     assert "--group-share-max-groups" in str(refused.value)
     assert share.members_of("g3") is None and "g3" not in table.table.groups
+    assert sorted(share._locks) == ["g0", "g1", "g2"]  # a refused name leaves nothing behind
     assert run(share.heartbeat("g1", "b", 0, ("t",))).member_epoch == 2  # an existing group grows
     assert run(share.heartbeat("g1", "b", -1, None)).member_epoch == -1
     table.table.apply(encode(Forget("g2")))  # DeleteGroups
