@@ -31,10 +31,9 @@ from api.records import decode
 from api.schemas import OFFSETS_MAX, Flavour, query_int, reject_unknown, render_record, require_int
 from api.schemas import require_object as _object
 from partitions.consumers.protocol import GroupService, ShareMembership
-from partitions.data.share_records import LATEST, RESETS, ShareService
+from partitions.data.share_records import ShareService, check_reset
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
-from partitions.groups.errors import InvalidGroupRequest
 from partitions.groups.share_partition import ACCEPT, RECORD_LOCKS_MAX, REJECT, RELEASE
 from partitions.names import check_instance_name, check_user_topic_name
 from partitions.peers.cluster import ShareAcquired
@@ -120,7 +119,8 @@ async def acquire(request: web.Request) -> web.Response:
     """A heartbeat, then records of the member's partitions acquired for it: at most ``max_records`` and
     about ``max_bytes`` (at least one batch), waiting up to ``timeout`` ms for one when none is there.
     ``format`` renders them (binary: base64; json). ``share.auto.offset.reset``: where a group new to a
-    partition starts (latest, Kafka's default, or earliest)."""
+    partition starts (latest, earliest or by_duration:<ISO-8601 duration>); when the request names
+    none, the group's config ``share.auto.offset.reset``, else latest, Kafka's default."""
     group, member = _group(request), _member(request)
     max_records = query_int(request.query, "max_records", ACQUIRE_RECORDS_DEFAULT, 1, ACQUIRE_RECORDS_MAX)
     max_bytes = query_int(request.query, "max_bytes", ACQUIRE_BYTES_DEFAULT, 1, ACQUIRE_BYTES_MAX)
@@ -129,9 +129,9 @@ async def acquire(request: web.Request) -> web.Response:
     if flavour_name not in ("binary", "json"):
         raise BadRequest(f"format {flavour_name!r}: use binary or json")
     flavour = Flavour(flavour_name)
-    reset = request.query.get("share.auto.offset.reset", LATEST)
-    if reset not in RESETS:
-        raise InvalidGroupRequest(f"share.auto.offset.reset must be one of {', '.join(RESETS)}")
+    reset = request.query.get("share.auto.offset.reset")  # None: the group's config, else latest
+    if reset is not None:
+        check_reset(reset)
     answer = await _heartbeat(request, group, member, None)
     access.authorize_topics(request, READ, (tp.topic for tp in answer.assignment))
     got = await state.node(request).cluster.shares.acquire(
@@ -274,8 +274,9 @@ ROUTES: tuple[Operation, ...] = (
             Param("timeout", "integer", "ms to wait for a record", minimum=0, maximum=ACQUIRE_TIMEOUT_MS_MAX),
             Param("format", "string", "how keys and values are rendered", enum=("binary", "json")),
             Param(
-                "share.auto.offset.reset", "string", "where a group new to a partition starts",
-                enum=RESETS,
+                "share.auto.offset.reset", "string", "where a group new to a partition starts: latest, "
+                "earliest or by_duration:<ISO-8601 duration>; default: the group's config "
+                "share.auto.offset.reset, else latest",
             ),
         ),
         ok_schema="ShareRecords", errors=(400, 404, 409, 504), write=True, long_poll=True,

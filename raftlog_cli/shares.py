@@ -110,6 +110,7 @@ def add_commands(commands: Any, server: argparse.ArgumentParser, with_client: Wi
         "--from",
         dest="offset_reset",
         choices=("earliest", "latest"),
-        help="where a group new to a partition starts (default latest, as Kafka's share.auto.offset.reset)",
+        help="where a group new to a partition starts (default: the group's config share.auto.offset.reset, "
+        "else latest, as Kafka's)",
     )
     consuming.set_defaults(run=run(consume))

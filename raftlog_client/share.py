@@ -62,7 +62,9 @@ class ShareConsumer:
     client: RaftlogClient
     group: str
     _: KW_ONLY
-    offset_reset: str | None = None  # where a group new to a partition starts: "latest" (default), "earliest"
+    # where a group new to a partition starts: "latest", "earliest", "by_duration:PT1H"; None: the group's
+    # config share.auto.offset.reset, else latest
+    offset_reset: str | None = None
     member_id: str | None = field(default=None, init=False)
     member_epoch: int = field(default=-1, init=False)
     topics: list[str] = field(default_factory=list, init=False)

@@ -95,7 +95,7 @@ class ShareService(Protocol):
         max_records: int,
         max_bytes: int,
         wait_ms: int = 0,
-        reset: str = LATEST,
+        reset: str | None = None,  # None: the group's share.auto.offset.reset
     ) -> ShareFetched: ...
 
     @peer("Whether a share group's record came to be available (long poll)", wait_arg="wait_ms",
@@ -187,12 +187,7 @@ class ShareRecords(ShareService):
         its ``share.auto.offset.reset``."""
         configured, lock_ms = self.reset_and_lock_ms(group)
         reset = configured if reset is None else reset
-        try:
-            share_reset(reset)
-        except ValueError:
-            raise InvalidGroupRequest(
-                f"share.auto.offset.reset must be one of {', '.join(RESETS)} or by_duration:<duration>"
-            ) from None
+        check_reset(reset)
         await self._taken_over(group, topic, partition)
         state = self.state(group, topic, partition)
         start = await self._start(state, topic, partition, reset)
@@ -268,6 +263,16 @@ class ShareRecords(ShareService):
             return False
         result = await self._propose(group, topic, partition, DeleteState(group))
         return isinstance(result, ShareApplied) and result.existed
+
+
+def check_reset(reset: str) -> None:
+    """InvalidGroupRequest unless ``reset`` is a ``share.auto.offset.reset`` (KIP-1106's by_duration too)."""
+    try:
+        share_reset(reset)
+    except ValueError:
+        raise InvalidGroupRequest(
+            f"share.auto.offset.reset must be one of {', '.join(RESETS)} or by_duration:<ISO-8601 duration>"
+        ) from None
 
 
 def reset_start(kind: str, log_start: int, high_watermark: int, found: int | None) -> int:

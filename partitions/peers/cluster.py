@@ -35,7 +35,7 @@ from partitions.consumers.protocol import ConsumerRecords, GroupService
 from partitions.consumers.reader import read_assigned
 from partitions.controller.state import CONTROLLER_GROUP
 from partitions.data.service import DataService, Served
-from partitions.data.share_records import LATEST, ShareFetched, ShareService
+from partitions.data.share_records import ShareFetched, ShareService
 from partitions.errors import HopLimitExceeded, NoController, NoControllerLeader, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.metadata.service import AdminService, MetadataView
@@ -261,7 +261,7 @@ class ClusterShares(Routed[ShareService]):
         max_records: int,
         max_bytes: int,
         wait_ms: int,
-        reset: str = LATEST,
+        reset: str | None = None,
     ) -> list[ShareAcquired]:
         """One acquire per partition, one after another from a partition that turns with each call (so
         a small ``max_records`` starves none), the records and bytes left shared out in order; with none
@@ -291,7 +291,7 @@ class ClusterShares(Routed[ShareService]):
         order: list[TopicPartition],
         max_records: int,
         max_bytes: int,
-        reset: str,
+        reset: str | None,
     ) -> list[ShareAcquired]:
         got: list[ShareAcquired] = []
         records_left, bytes_left = max_records, max_bytes

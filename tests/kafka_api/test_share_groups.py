@@ -324,6 +324,37 @@ def test_raftlog_share_consume_acknowledges_each_record_within_its_bounds(
     assert consume("--duration", "1")[0] == []
 
 
+@pytest.mark.timeout(120)
+def test_an_http_share_member_naming_no_reset_starts_where_the_groups_config_says(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """The group's ``share.auto.offset.reset`` ``by_duration:PT1H`` (KIP-1106): an HTTP member whose
+    acquires name no reset gets the two records of the last hour, not the two of two hours ago (the
+    log's start) nor nothing (the end, ``latest``); a reset it names must be one (400 otherwise)."""
+    topic = f"share-reset-{uuid.uuid4().hex[:6]}"
+    group = f"{topic}-share"
+    two_hours_ago = int(time.time() * 1000) - 7_200_000
+
+    async def run() -> None:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            await client.create_topic(topic, partitions=1, replication_factor=3)
+            old = [Message(f"old{i}", timestamp_ms=two_hours_ago) for i in range(2)]
+            await client.produce(topic, [*old, Message("new0"), Message("new1")])
+            set_group_configs(kafka_cluster, group, {"share.auto.offset.reset": "by_duration:PT1H"})
+            member = ShareConsumer(client, group)
+            await member.join([topic])
+            got = await _acquire_until(member, 2)
+            assert [r.value for r in got] == [b"new0", b"new1"]
+            await member.acknowledge((r, ACCEPT) for r in got)
+            member.offset_reset = "by_duration:P1X"
+            with pytest.raises(RequestFailed) as refused:
+                await member.acquire(timeout_ms=0)
+            assert refused.value.status == 400 and "by_duration" in str(refused.value)
+            await member.leave()
+
+    asyncio.run(run())
+
+
 class _OnePartition:
     """The group table of one coordinator partition led here (``ShareRecords``), without a node."""
 
