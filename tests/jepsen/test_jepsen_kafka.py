@@ -9,7 +9,10 @@ naming aborted transactions.
 Consumer group, with the group's coordinator killed (SIGKILL) and restarted twice while the members
 consume: Kafka's history is valid: rebalances, redeliveries past the last commit and commits refused
 across the failovers are all behaviour the checker allows. The same workloads against raftlog run in
-test_jepsen_txn_run.py and test_jepsen_group_run.py."""
+test_jepsen_txn_run.py and test_jepsen_group_run.py.
+
+Kafka's histories are recorded (``kafka_histories.py``): while the workloads that write them are as they
+were, each run checks the recorded history with today's checker and starts no Kafka."""
 
 from __future__ import annotations
 
@@ -17,11 +20,12 @@ import asyncio
 import json
 import pathlib
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_histories import kafka_history
 
 from jepsen import group_checker, group_workload, kafka_workload, txn_checker, txn_workload, workload
 from jepsen.history import parse_lines, read_history
@@ -41,13 +45,21 @@ WARM_UP_TIMEOUT_S = 180.0
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(str(tmp_path_factory.mktemp("kafka")))
-    cluster.start()
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], KafkaCluster]]:
+    """Apache Kafka's cluster, started the first time a test runs its workload live."""
+    started: list[KafkaCluster] = []
+
+    def cluster() -> KafkaCluster:
+        if not started:
+            started.append(KafkaCluster(str(tmp_path_factory.mktemp("kafka"))))
+            started[0].start()
+        return started[0]
+
     try:
         yield cluster
     finally:
-        cluster.stop()
+        for running in started:
+            running.stop()
 
 
 def _create_topics(bootstrap_servers: str, topics: list[NewTopic]) -> None:
@@ -59,11 +71,14 @@ def _create_topics(bootstrap_servers: str, topics: list[NewTopic]) -> None:
 # -- transactions ---------------------------------------------------------------------------------------
 
 
-def _create_txn_topics(bootstrap_servers: str) -> list[str]:
+def _txn_keys() -> list[str]:
+    return [workload.key_of(t, p) for t, count in sorted(txn_workload.TOPICS.items()) for p in range(count)]
+
+
+def _create_txn_topics(bootstrap_servers: str) -> None:
     """The workload's topics, replicated 3 ways (raftlog's topic configs are raftlog's: Kafka keeps its
     own; its segments may not be smaller than 1 MiB)."""
     _create_topics(bootstrap_servers, [NewTopic(t, n, 3) for t, n in sorted(txn_workload.TOPICS.items())])
-    return [workload.key_of(t, p) for t, count in sorted(txn_workload.TOPICS.items()) for p in range(count)]
 
 
 async def _run_txn(bootstrap_servers: str, keys: list[str], directory: pathlib.Path) -> dict[str, object]:
@@ -89,12 +104,19 @@ async def _run_txn(bootstrap_servers: str, keys: list[str], directory: pathlib.P
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_transactional_workload_against_apache_kafka(kafka: KafkaCluster, tmp_path: pathlib.Path) -> None:
-    keys = _create_txn_topics(kafka.bootstrap_servers)
-    summary = asyncio.run(_run_txn(kafka.bootstrap_servers, keys, tmp_path))
-    assert set(summary["init"].values()) == {"ok"}, summary  # type: ignore[attr-defined]
+def test_the_transactional_workload_against_apache_kafka(
+    kafka: Callable[[], KafkaCluster], tmp_path: pathlib.Path
+) -> None:
+    keys = _txn_keys()
 
-    results = txn_checker.check(read_history(tmp_path / "history.jsonl"))
+    def live(directory: pathlib.Path) -> None:
+        bootstrap_servers = kafka().bootstrap_servers
+        _create_txn_topics(bootstrap_servers)
+        summary = asyncio.run(_run_txn(bootstrap_servers, keys, directory))
+        assert set(summary["init"].values()) == {"ok"}, summary  # type: ignore[attr-defined]
+
+    history = kafka_history("txn", pathlib.Path(__file__), tmp_path, live)
+    results = txn_checker.check(read_history(history))
     stats = results["stats"]
     assert results["verdict"] == "valid", (results["reasons"], results["anomalies"])
     assert stats["transactions"].get("committed", 0) >= 15, stats["transactions"]
@@ -104,7 +126,7 @@ def test_the_transactional_workload_against_apache_kafka(kafka: KafkaCluster, tm
     assert stats["complete_final_read_keys"] == sorted(keys)
 
     # The negative control on Kafka's own history: what read_uncommitted saw, claimed as read_committed.
-    lines = (tmp_path / "history.jsonl").read_text().splitlines(keepends=True)
+    lines = history.read_text().splitlines(keepends=True)
     relabelled = []
     for line in lines:
         event = json.loads(line)
@@ -180,17 +202,21 @@ async def _run_group(kafka: KafkaCluster, directory: pathlib.Path) -> tuple[dict
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_the_group_workload_against_apache_kafka_through_coordinator_kills(
-    kafka: KafkaCluster, tmp_path: pathlib.Path
+    kafka: Callable[[], KafkaCluster], tmp_path: pathlib.Path
 ) -> None:
-    _create_topics(
-        kafka.bootstrap_servers,
-        [NewTopic(group_workload.TOPIC, group_workload.PARTITIONS, 3), NewTopic("warm-up", 1, 3)],
-    )
-    _warm_up(kafka.bootstrap_servers)
-    summary, killed = asyncio.run(_run_group(kafka, tmp_path))
-    assert len(killed) == len(KILLS_AT_S), killed
-    assert summary["drained"], summary
-    results = group_checker.check(read_history(tmp_path / "history.jsonl"))
+    def live(directory: pathlib.Path) -> None:
+        cluster = kafka()
+        _create_topics(
+            cluster.bootstrap_servers,
+            [NewTopic(group_workload.TOPIC, group_workload.PARTITIONS, 3), NewTopic("warm-up", 1, 3)],
+        )
+        _warm_up(cluster.bootstrap_servers)
+        summary, killed = asyncio.run(_run_group(cluster, directory))
+        assert len(killed) == len(KILLS_AT_S), killed
+        assert summary["drained"], summary
+
+    history = kafka_history("group", pathlib.Path(__file__), tmp_path, live)
+    results = group_checker.check(read_history(history))
     stats = results["stats"]
     assert results["verdict"] == "valid", (results["reasons"], results["anomalies"])
     # Kafka's new coordinator loads the group's members: on record, one generation through both kills.
