@@ -17,6 +17,9 @@ refusals are returned, not raised. A transaction's life, as Kafka's coordinator 
   bumps the epoch and turns it to ``PrepareAbort`` instead (the coordinator writes the abort markers, and
   the producer, answered CONCURRENT_TRANSACTIONS, asks again).
 - ``TimeOut`` aborts an ``Ongoing`` transaction past its timeout the same way, fencing its producer.
+- ``EndTransaction`` at transaction version 2 (``bump``) with no transaction open (``Empty``,
+  ``Complete*``) aborts one that added nothing, as Kafka 4 does: ``PrepareAbort``, the epoch bumped, no
+  marker to write; a commit there is INVALID_TXN_STATE.
 - ``Complete`` follows the markers: the partitions and groups are forgotten.
 - ``Expire`` forgets ids unused (``Empty`` or ``Complete*``) for ``EXPIRATION_MS`` (Kafka's
   transactional.id.expiration.ms).
@@ -541,29 +544,21 @@ class TransactionTable:
         )
 
     def _end(self, command: EndTransaction, row: Transaction) -> TxnResult:
+        """An EndTxn at the producer's id and epoch (a retry of a version 2 end is ``_retried_end``'s)."""
         asked = "commit" if command.commit else "abort"
+        if row.state is TxnState.ONGOING:
+            return self._prepare(command, row)
+        if command.bump:  # transaction version 2, as Kafka 4's coordinator answers EndTxn v5
+            if row.state.preparing:  # its epoch is the one the end bumped to: only a retry may ask
+                return ProducerFenced(command.producer_id, command.producer_epoch, row.producer_epoch)
+            if not command.commit:  # Empty or Complete*: aborting is always allowed (an empty abort)
+                return self._prepare(command, row, added_nothing=True)
+            return InvalidTxnState(
+                f"transactional id {row.transactional_id!r}: cannot commit a transaction in state "
+                f"{row.state.value}: nothing was added to it"
+            )
         done = TxnState.COMPLETE_COMMIT if command.commit else TxnState.COMPLETE_ABORT
         preparing = TxnState.PREPARE_COMMIT if command.commit else TxnState.PREPARE_ABORT
-        if row.state is TxnState.ONGOING:
-            bumped: dict[str, Any] = {"bumped": False, "next_producer_id": NO_PRODUCER}
-            if command.bump:  # transaction version 2: the markers carry the next epoch, which fences
-                # every batch of this one (a zombie's, late); past the epochs, the producer goes on with
-                # the next producer id (the markers still carry the old id, at the last epoch)
-                spent = row.producer_epoch >= EPOCH_BUMP_MAX and command.next_producer_id != NO_PRODUCER
-                bumped = {
-                    "producer_epoch": min(row.producer_epoch + 1, EPOCH_MAX), "bumped": True,
-                    "next_producer_id": command.next_producer_id if spent else NO_PRODUCER,
-                    "last_producer_id": row.producer_id, "last_producer_epoch": row.producer_epoch,
-                }  # fmt: skip
-            return self._store(
-                replace(
-                    row,
-                    state=preparing,
-                    updated_ms=command.now_ms,
-                    coordinator_epoch=command.coordinator_epoch,
-                    **bumped,
-                )
-            )
         if row.bumped and row.state is not TxnState.EMPTY:  # as Kafka: with transaction version 2 the epoch
             # an end answered is the next transaction's; an end asked with it before that began is fenced
             return ProducerFenced(command.producer_id, command.producer_epoch, row.producer_epoch)
@@ -574,6 +569,33 @@ class TransactionTable:
         return InvalidTxnState(
             f"transactional id {row.transactional_id!r}: cannot {asked} a transaction in state "
             f"{row.state.value}"
+        )
+
+    def _prepare(self, command: EndTransaction, row: Transaction, added_nothing: bool = False) -> TxnChanged:
+        """The decision: ``PrepareCommit`` or ``PrepareAbort``, the markers to follow. ``added_nothing``: a
+        version 2 abort in ``Empty`` or ``Complete*`` (Kafka's ``prepareAbortOrCommit`` with
+        noPartitionAdded): no partition to mark, and its start, the transaction's ordinal, is now."""
+        bumped: dict[str, Any] = {"bumped": False, "next_producer_id": NO_PRODUCER}
+        if command.bump:  # transaction version 2: the markers carry the next epoch, which fences every
+            # batch of this one (a zombie's, late); past the epochs, the producer goes on with the next
+            # producer id (the markers still carry the old id, at the last epoch)
+            spent = row.producer_epoch >= EPOCH_BUMP_MAX and command.next_producer_id != NO_PRODUCER
+            bumped = {
+                "producer_epoch": min(row.producer_epoch + 1, EPOCH_MAX), "bumped": True,
+                "next_producer_id": command.next_producer_id if spent else NO_PRODUCER,
+                "last_producer_id": row.producer_id, "last_producer_epoch": row.producer_epoch,
+            }  # fmt: skip
+        if added_nothing:  # above the id's last ordinal, whatever a new leader's clock says (as ``_add``)
+            bumped.update(partitions=MappingProxyType({}), groups=(),
+                          started_ms=max(command.now_ms, row.started_ms + 1))  # fmt: skip
+        return self._store(
+            replace(
+                row,
+                state=TxnState.PREPARE_COMMIT if command.commit else TxnState.PREPARE_ABORT,
+                updated_ms=command.now_ms,
+                coordinator_epoch=command.coordinator_epoch,
+                **bumped,
+            )
         )
 
     def _retried_end(self, command: EndTransaction, row: Transaction) -> TxnResult:

@@ -385,6 +385,53 @@ def test_raw_coordinator_requests_and_their_refusals(kafka_cluster: LocalCluster
             other.close()
 
 
+def test_an_end_txn_v5_abort_of_a_transaction_that_added_nothing_bumps_the_epoch(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """As Kafka 4's coordinator at transaction version 2 (a new cluster's level): franz-go aborts with
+    EndTxn v5 a transaction none of whose produces succeeded; its commit of nothing is INVALID_TXN_STATE."""
+    tid = "raw-empty-abort"
+    servers = kafka_cluster.bootstrap_servers.split(",")
+    raw = RawKafka(servers[0])
+    try:
+        cls = wire.request_class(FIND_COORDINATOR, 3)
+        found = raw.call(FIND_COORDINATOR, 3, wire.build(cls, key=tid, key_type=1))
+        assert found.error_code is ErrorCode.none, found
+    finally:
+        raw.close()
+    raw = RawKafka(next(s for s in servers if s.endswith(f":{found.port}")))
+    try:
+        init = wire.build(
+            wire.request_class(INIT_PRODUCER_ID, 5),
+            transactional_id=tid,
+            transaction_timeout=datetime.timedelta(milliseconds=60_000),
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        given = raw.call(INIT_PRODUCER_ID, 5, init)
+        assert given.error_code is ErrorCode.none, given
+
+        def end(epoch: int, committed: bool) -> Any:
+            body = wire.build(
+                wire.request_class(END_TXN, 5),
+                transactional_id=tid,
+                producer_id=given.producer_id,
+                producer_epoch=epoch,
+                committed=committed,
+            )
+            return raw.call(END_TXN, 5, body)
+
+        aborted = end(given.producer_epoch, committed=False)
+        assert (aborted.error_code, aborted.producer_id, aborted.producer_epoch) == (
+            ErrorCode.none, given.producer_id, given.producer_epoch + 1
+        )  # fmt: skip
+        wait_for(lambda: _transaction(kafka_cluster, tid)["state"] == "CompleteAbort", f"{tid} aborted")
+        assert end(aborted.producer_epoch, committed=True).error_code is ErrorCode.invalid_txn_state
+        assert end(given.producer_epoch, committed=False).error_code is ErrorCode.none  # a retry
+    finally:
+        raw.close()
+
+
 @pytest.fixture
 def restarts(kafka_cluster: LocalCluster) -> Iterator[list[str]]:
     """Nodes a test killed, started again after it (the module's cluster goes on whole)."""

@@ -9,6 +9,7 @@ import asyncio
 import random
 
 import msgpack
+import pytest
 
 from partitions.errors import InvalidTxnState, ProducerFenced
 from partitions.features import RAFTLOG_VERSION, TRANSACTION_VERSION, Features
@@ -90,8 +91,8 @@ def test_an_end_asked_again_with_the_epoch_it_bumped_is_answered_as_it_was() -> 
     retried = _end(table, pid, epoch)
     assert isinstance(retried, TxnChanged) and not retried.changed  # answered again, nothing changed
     assert _row(table).producer_epoch == epoch + 1
-    # an end at the epoch it answered, before a transaction began at it, is fenced (as Kafka's)
-    assert isinstance(_end(table, pid, epoch + 1), ProducerFenced)
+    # a commit at the epoch it answered, before a transaction began at it, commits nothing (as Kafka 4.1's)
+    assert isinstance(_end(table, pid, epoch + 1), InvalidTxnState)
 
 
 def test_spent_epochs_go_on_with_the_next_producer_id_once_the_markers_are_written() -> None:
@@ -179,3 +180,111 @@ async def test_the_coordinator_bumps_only_once_version_2_is_finalized_and_its_ma
     assert await transaction(epoch, bump=True) == (pid, epoch + 1)
     assert markers.written[-1][1:3] == (pid, epoch + 1)  # the marker fences the ended epoch's batches
     assert await transaction(epoch + 1, bump=False) == (pid, epoch + 1)  # EndTxn v4: version 1
+
+
+def _ended(table: TransactionTable, commit: bool) -> Transaction:
+    """The id's transaction ended at version 2 (Complete*, its epoch bumped by the end)."""
+    begun = _ongoing(table)
+    _end(table, begun.producer_id, begun.producer_epoch, commit)
+    _apply(table, Complete(TID, begun.producer_id, begun.producer_epoch + 1, 40, 3))
+    return _row(table)
+
+
+def _empty_abort(table: TransactionTable, row: Transaction, now: int = 300) -> Transaction:
+    """Kafka's empty abort (``prepareAbortOrCommit`` with noPartitionAdded): the epoch bumped, nothing to
+    mark, the transaction's start (its ordinal) now."""
+    pid, epoch = row.producer_id, row.producer_epoch
+    aborted = _apply(table, EndTransaction(TID, pid, epoch, False, now, 3, True))
+    assert isinstance(aborted, TxnChanged) and aborted.changed and aborted.transaction is not None, aborted
+    prepared = aborted.transaction
+    assert (prepared.state, prepared.producer_id, prepared.producer_epoch) == (
+        TxnState.PREPARE_ABORT, pid, epoch + 1
+    )  # fmt: skip
+    assert (prepared.last_producer_id, prepared.last_producer_epoch, prepared.bumped) == (pid, epoch, True)
+    assert not prepared.partitions and not prepared.groups
+    assert prepared.started_ms == max(now, row.started_ms + 1)
+    return prepared
+
+
+def test_an_abort_of_a_transaction_that_added_nothing_bumps_the_epoch_at_version_2() -> None:
+    """As Kafka 4's coordinator for EndTxn v5: an abort in Empty, CompleteCommit or CompleteAbort at the
+    producer's epoch is an empty abort (franz-go sends one after a transaction none of whose produces
+    succeeded); the commit of nothing is INVALID_TXN_STATE."""
+    table = TransactionTable()
+    assert isinstance(_apply(table, InitProducer(TID, 60_000, 7, NO_PRODUCER, -1, 10, 3)), TxnChanged)
+    empty = _row(table)
+    assert isinstance(_end(table, empty.producer_id, empty.producer_epoch, commit=True), InvalidTxnState)
+    prepared = _empty_abort(table, empty)
+    pid, epoch = prepared.producer_id, prepared.producer_epoch
+    assert isinstance(_end(table, pid, epoch - 1, commit=False), ConcurrentTransactions)  # asked again
+    assert isinstance(_end(table, pid, epoch - 1, commit=True), InvalidTxnState)
+    assert isinstance(_end(table, pid, epoch, commit=False), ProducerFenced)  # only a retry while preparing
+    assert isinstance(_apply(table, Complete(TID, pid, epoch, 301, 3)), TxnChanged)
+    assert (_row(table).state, _row(table).producer_epoch) == (TxnState.COMPLETE_ABORT, epoch)
+    assert TransactionTable.from_rows(table.to_rows()).transactions == table.transactions  # a snapshot's
+    retried = _end(table, pid, epoch - 1, commit=False)  # its answer lost: answered again, nothing changed
+    assert isinstance(retried, TxnChanged) and not retried.changed
+    # the producer goes on at the bumped epoch: its next transaction, and its fence of the old one
+    assert isinstance(_apply(table, AddPartitions(TID, pid, epoch - 1, (T0,), 302, 3)), ProducerFenced)
+    assert _ongoing(table).producer_epoch == epoch
+
+
+def test_after_an_end_at_version_2_an_abort_is_an_empty_abort_and_a_commit_invalid() -> None:
+    for commit in (True, False):
+        table = TransactionTable()
+        done = _ended(table, commit)
+        pid, epoch = done.producer_id, done.producer_epoch
+        # the end's own retry keeps its answers: the same outcome NONE, the other INVALID_TXN_STATE
+        same = _end(table, pid, epoch - 1, commit)
+        assert isinstance(same, TxnChanged) and not same.changed
+        assert isinstance(_end(table, pid, epoch - 1, not commit), InvalidTxnState)
+        # at the epoch the end answered: a commit of nothing is INVALID_TXN_STATE, an abort bumps again
+        assert isinstance(_end(table, pid, epoch, commit=True), InvalidTxnState)
+        prepared = _empty_abort(table, done)
+        _apply(table, Complete(TID, pid, prepared.producer_epoch, 301, 3))
+        assert (_row(table).state, _row(table).producer_epoch) == (TxnState.COMPLETE_ABORT, epoch + 1)
+        _empty_abort(table, _row(table), now=5)  # and again; its ordinal outdoes the last, clock or not
+
+
+def test_an_empty_abort_past_the_epochs_goes_on_with_the_next_producer_id() -> None:
+    table = TransactionTable()
+    assert isinstance(_apply(table, InitProducer(TID, 60_000, 7, NO_PRODUCER, -1, 10, 3)), TxnChanged)
+    row = _row(table)
+    spent = Transaction(**{**{f: getattr(row, f) for f in row.__slots__}, "producer_epoch": EPOCH_BUMP_MAX})
+    table.transactions = {TID: spent}  # type: ignore[assignment]  # a producer 32,766 epochs on
+    decided = _apply(table, EndTransaction(TID, row.producer_id, EPOCH_BUMP_MAX, False, 30, 3, True, 2024))
+    assert isinstance(decided, TxnChanged) and decided.transaction is not None, decided
+    assert (decided.transaction.producer_epoch, decided.transaction.next_producer_id) == (EPOCH_MAX, 2024)
+    _apply(table, Complete(TID, row.producer_id, EPOCH_MAX, 40, 3))
+    done = _row(table)
+    assert (done.state, done.producer_id, done.producer_epoch) == (TxnState.COMPLETE_ABORT, 2024, 0)
+    retried = _apply(table, EndTransaction(TID, row.producer_id, EPOCH_BUMP_MAX, False, 50, 3, True))
+    assert isinstance(retried, TxnChanged) and not retried.changed  # the overflow's retry
+
+
+def test_at_version_1_an_abort_of_nothing_stays_invalid() -> None:
+    """EndTxn v0-4 (librdkafka, and every client while transaction.version is 1): as before, and as
+    Kafka's version 1 path answers it."""
+    table = TransactionTable()
+    assert isinstance(_apply(table, InitProducer(TID, 60_000, 7, NO_PRODUCER, -1, 10, 3)), TxnChanged)
+    row = _row(table)
+    v1 = _apply(table, EndTransaction(TID, row.producer_id, row.producer_epoch, False, 30, 3))
+    assert isinstance(v1, InvalidTxnState)
+    assert _row(table) == row
+
+
+async def test_the_coordinator_answers_an_empty_abort_with_the_bumped_epoch_and_completes_it() -> None:
+    log, markers, clock = MemoryLog(), Markers(), Clock()
+    c = TransactionCoordinator(
+        "n1", log.over("n1"), markers, wall=clock, rng=random.Random(7), marker_retry_s=(0.001, 0.004)
+    )
+    await c.ensure_topic()
+    given = await c.init_producer_id(TID, 10_000, -1, -1)
+    answered = await c.end_transaction(TID, given.producer_id, given.producer_epoch, False, bump=True)
+    assert (answered.producer_id, answered.producer_epoch) == (given.producer_id, given.producer_epoch + 1)
+    table = log.tables[c.coordinator_partition(TID)]
+    await asyncio.wait_for(_until(lambda: table.transactions[TID].state is TxnState.COMPLETE_ABORT), 10)
+    assert markers.written == []  # no partition: no marker
+    assert c.counters["transaction_epoch_bumps"] == 1
+    with pytest.raises(InvalidTxnState):
+        await c.end_transaction(TID, given.producer_id, answered.producer_epoch, True, bump=True)
