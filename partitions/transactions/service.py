@@ -160,8 +160,9 @@ class TransactionService(Protocol):
         coordinator died meanwhile unable to learn that its transaction commits). ``bump`` (EndTxn v5,
         Kafka's transaction version 2, once ``features.TRANSACTIONS_V2`` is finalized): the producer's
         epoch is bumped, the markers carry the bumped one, and an end asked again with the epoch it bumped
-        is answered again (a new producer id at epoch 0 once the epochs are spent). Returns the producer
-        id and epoch the producer goes on with."""
+        is answered again (a new producer id at epoch 0 once the epochs are spent); an abort with no
+        transaction open aborts one that added nothing, bumping the epoch (Kafka's empty abort). Returns
+        the producer id and epoch the producer goes on with."""
         ...
 
     @peer("Whether a partition is in the producer's ongoing transaction")
