@@ -160,6 +160,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.InvalidName, HttpError(400, 40001)),
     (broker.InvalidTopic, HttpError(400, 40001)),
     (broker.PlacementImpossible, HttpError(400, 40001)),
+    # an internal topic not created while a majority of its replicas would be down: no quorum right now
+    (broker.TooFewLiveNodes, HttpError(503, 50301, retriable=True)),
     (broker.UnknownTopic, HttpError(404, UNKNOWN_TOPIC)),
     (broker.UnknownPartition, HttpError(404, 40402)),
     (broker.TopicExists, HttpError(409, 40901)),

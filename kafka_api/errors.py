@@ -75,6 +75,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.InvalidTopic, ErrorCode.invalid_request),
     (storage.InvalidConfig, ErrorCode.invalid_config),
     (broker.PlacementImpossible, ErrorCode.invalid_replication_factor),
+    # an internal topic not created while a majority of its replicas would be down: what Kafka's
+    # FindCoordinator answers while too few brokers are registered for its offsets topic; clients retry
+    (broker.TooFewLiveNodes, ErrorCode.coordinator_not_available),
     (broker.CapacityExceeded, ErrorCode.policy_violation),
     (broker.PolicyViolation, ErrorCode.policy_violation),
     (broker.InvalidReassignment, ErrorCode.invalid_replica_assignment),

@@ -362,6 +362,23 @@ class PlacementImpossible(PartitionError):
 
 
 @with_fields
+class TooFewLiveNodes(PartitionError):
+    """An internal topic (``__consumer_groups``, ``__transactions``) is not created now: its replication
+    factor counts the nodes down after a crash, and a majority of its replicas would be on them, so its
+    partitions could elect no leader until they are back (``placement.internal_replication_factor``).
+    Retriable, nothing done: as Kafka's FindCoordinator answers COORDINATOR_NOT_AVAILABLE while fewer
+    brokers are registered than its offsets topic's replication factor."""
+
+    replication_factor: int
+    live: int
+    down: int
+    template = (
+        "an internal topic of replication factor {replication_factor} needs a majority of its replicas on"
+        " live nodes; {live} live, {down} down after a crash: retry once they are back"
+    )
+
+
+@with_fields
 class NoControllerLeader(NoLeader):
     """The controller's Raft group knows no leader (an election, or too few of its voters answer), so
     nothing that changes the cluster's metadata (a topic created or deleted, partitions added, an ACL, a

@@ -38,7 +38,7 @@ from partitions.consumers.reader import PartitionData
 from partitions.consumers.service import ConsumerService
 from partitions.consumers.store import ReplicatedGroupLog
 from partitions.controller.members import ControllerMembers
-from partitions.controller.placement import REPLICAS_MAX_DEFAULT
+from partitions.controller.placement import REPLICAS_MAX_DEFAULT, internal_replication_factor
 from partitions.controller.state import TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
@@ -386,15 +386,19 @@ class Node:
 
     def _internal_topic_log(self, store: type[Store], partitions: int) -> Store:
         """The store over an internal topic's partitions led here; the topic created through the controller
-        leader, replicated to at most 3 nodes."""
+        leader, with the replication factor of ``internal_replication_factor`` (3 where the cluster has 3
+        nodes, counting those down after a crash)."""
         return store(
             topic=self.frontend.topic,
             create_topic=self._create_topic_anywhere,
             ready_leader=self.data.ready_leader,
             leader=self.data.leader_replica,
-            replication_factor=lambda: min(3, len(self.routing.placeable())),
+            replication_factor=self._internal_replication_factor,
             partitions=partitions,
         )
+
+    def _internal_replication_factor(self) -> int:
+        return internal_replication_factor(self.routing.placeable(), self.routing.standby())
 
     def _cluster_data(self) -> PartitionData:
         return self.cluster.data

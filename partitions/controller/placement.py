@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from partitions.errors import CapacityExceeded, PartitionError, PlacementImpossible
+from partitions.errors import CapacityExceeded, PartitionError, PlacementImpossible, TooFewLiveNodes
 
 REPLICAS_MAX_DEFAULT = 12_000
 """Partition replicas one node holds at most by default (``raftlog serve --replicas-max``). What a replica
@@ -13,6 +13,37 @@ costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions p
 of memory, no open file and no CPU while its group is idle, and the time to open it (~110-140 per second
 per node: 10,000 reopen in about 33 s after a restart); 10,000 per node on a 3-node cluster hold with a
 tenth of one core in total. Beyond the limit a topic or a move is refused up front, changing nothing."""
+
+INTERNAL_REPLICATION_FACTOR = 3
+"""What Kafka's ``offsets.topic.replication.factor`` and ``transaction.state.log.replication.factor``
+default to: the replication factor of an internal topic wherever the cluster has that many nodes."""
+
+
+def internal_replication_factor(placeable: Sequence[str], standby: Sequence[str]) -> int:
+    """The replication factor an internal topic (``__consumer_groups``, which holds the consumer, classic
+    and share groups, and ``__transactions``) is created with now, given the nodes a replica may go to
+    (``placeable``: alive) and those down after a crash (``standby``: not a node that left), as
+    ``Routing.placeable`` and ``Routing.standby`` list them.
+
+    Kafka creates ``__consumer_offsets`` and ``__transaction_state`` with ``offsets.topic.replication.factor``
+    and ``transaction.state.log.replication.factor`` (3) or not at all: while fewer brokers are registered,
+    FindCoordinator answers COORDINATOR_NOT_AVAILABLE and clients retry; a broker killed moments ago is
+    still registered (fenced) and takes a replica.
+
+    Ours: ``min(3, placeable + standby)``, so a small cluster (1 or 2 nodes) still has its groups, and a
+    node down after a crash counts as Kafka's registered broker does: ``place`` gives it a replica only
+    when the placeable nodes are too few, never as leader, and it catches up when it is back. That holds
+    as long as a majority of the replicas are on placeable nodes, so every partition elects a leader at
+    once; otherwise ``TooFewLiveNodes``, retriable (the Kafka door's COORDINATOR_NOT_AVAILABLE), rather
+    than a smaller factor: an internal topic keeps the factor it is created with (only a reassignment
+    changes it), and a factor of 1 on the one node this node sees alive (a node cut off from the others
+    sees them all down) would hold every group's state on one disk for the topic's life."""
+    live = len(set(placeable))
+    down = len(set(standby) - set(placeable))
+    factor = min(INTERNAL_REPLICATION_FACTOR, live + down)
+    if live < factor // 2 + 1:
+        raise TooFewLiveNodes(factor, live, down)
+    return factor
 
 
 def replica_counts(nodes: Sequence[str], assignments: Iterable[Sequence[Sequence[str]]]) -> Counter[str]:

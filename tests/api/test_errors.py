@@ -15,7 +15,13 @@ import partitions
 import raftlog
 from api import errors
 from membership.errors import WireError
-from partitions.errors import InvalidName, OffsetsUnavailable, ReplicaRecovering, ReservedName
+from partitions.errors import (
+    InvalidName,
+    OffsetsUnavailable,
+    ReplicaRecovering,
+    ReservedName,
+    TooFewLiveNodes,
+)
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
 
@@ -71,6 +77,7 @@ def test_every_concrete_error_is_in_the_table() -> None:
         (ReservedName("name", "__x", "reserved"), 400, 40003),
         (ReplicaRecovering("t-0.1", 10, 20), 503, 50309),
         (OffsetsUnavailable("g", "t", 0, "no leader"), 503, 50310),
+        (TooFewLiveNodes(3, 1, 2), 503, 50301),
     ],
 )
 def test_contract_codes(error: Exception, status: int, code: int) -> None:

@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 import partitions
 import raftlog
 from kafka_api import errors
-from partitions.errors import NoControllerLeader, UnknownTopic
+from partitions.errors import NoControllerLeader, TooFewLiveNodes, UnknownTopic
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 
@@ -49,6 +49,8 @@ def test_the_codes_clients_act_on() -> None:
     assert errors.code_of(NotLeader("orders-0.1", "n2")) is ErrorCode.not_leader_or_follower
     assert errors.code_of(UnknownTopic("orders")) is ErrorCode.unknown_topic_or_partition
     assert errors.code_of(ValueError("a bug")) is ErrorCode.unknown_server_error
+    # an internal topic not created yet: what FindCoordinator answers, and every client retries
+    assert errors.code_of(TooFewLiveNodes(3, 1, 2)) is ErrorCode.coordinator_not_available
 
 
 def test_no_controller_leader_is_not_controller_as_kafka_answers_it() -> None:

@@ -7,7 +7,9 @@ down.
 
 A topic created while a node is down after a crash gets its full replication factor, as on Kafka (which
 places on a fenced broker still registered): the down node holds a replica, never the leader, and catches
-up once it is back. Before, such a creation was refused with INVALID_REPLICATION_FACTOR."""
+up once it is back. Before, such a creation was refused with INVALID_REPLICATION_FACTOR. So does
+``__consumer_groups`` when a group's first FindCoordinator comes then: before, it was created with a
+replication factor of 2, its partitions without a majority once another node went down."""
 
 from __future__ import annotations
 
@@ -21,11 +23,14 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka_fixtures import RawKafka
+from kio.schema.errors import ErrorCode
+from waiting import wait_for
 
 from kafka_api import wire
+from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
 from raftlog_client.local_cluster import LocalCluster
 
-METADATA = 3
+METADATA, FIND_COORDINATOR = 3, 10
 BEFORE, WHILE_DOWN = 40, 40  # topics created before the node stops, and while it is down
 SAMPLE = 5  # topics written while the node is down, whose replica on it must catch up
 WATCH_S = 180.0  # the whole restart watched at most this long
@@ -74,6 +79,13 @@ def test_a_restarted_node_answers_metadata_only_once_it_knows_every_topic(
     restarted = "n3"
     kafka_cluster.control("stop", restarted, kill=True)
     assert _seen_down(kafka_cluster, restarted), "gossip never reported the killed node down"
+    # a group's first use while the node is down: __consumer_groups (if this module is the cluster's
+    # first to use a group) takes a replica on it too, and each partition elects on the two others
+    assert _group_coordinator(kafka_cluster, "group-while-down") != restarted
+    for partition in range(GROUP_PARTITIONS_DEFAULT):
+        state = wait_for(lambda p=partition: _led(kafka_cluster, "__consumer_groups", p), "a leader", WATCH_S)
+        assert restarted in [r["node"] for r in state["replicas"]], state
+        assert state["leader"] != restarted, state
     later = [f"while-down-{i}" for i in range(WHILE_DOWN)]
     _create(kafka_cluster, later, 3)  # the down node takes a replica of each, leading none
     _produce(kafka_cluster, later[:SAMPLE])
@@ -117,9 +129,34 @@ def test_a_restarted_node_answers_metadata_only_once_it_knows_every_topic(
     assert all(caught_up.values()), caught_up
 
 
-def _partition_state(cluster: LocalCluster, topic: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{cluster.urls['n1'].rstrip('/')}/v1/partitions/{topic}/0", timeout=30) as r:
+def _partition_state(cluster: LocalCluster, topic: str, partition: int = 0) -> dict[str, Any]:
+    url = f"{cluster.urls['n1'].rstrip('/')}/v1/partitions/{topic}/{partition}"
+    with urllib.request.urlopen(url, timeout=30) as r:
         return dict(json.load(r))
+
+
+def _led(cluster: LocalCluster, topic: str, partition: int) -> dict[str, Any] | None:
+    """The partition's state once it has a leader, as n1 knows it; None before."""
+    state = _partition_state(cluster, topic, partition)
+    return state if state["leader"] is not None else None
+
+
+def _group_coordinator(cluster: LocalCluster, group: str) -> str:
+    """The node coordinating ``group``, as n1 answers FindCoordinator (asked again while it answers a
+    retriable code, as clients do)."""
+    cls = wire.request_class(FIND_COORDINATOR, 4)
+    body = wire.build(cls, key_type=0, coordinator_keys=(group,))
+
+    def ask() -> str | None:
+        raw = RawKafka(cluster.kafka["n1"])
+        try:
+            [found] = raw.call(FIND_COORDINATOR, 4, body).coordinators
+        finally:
+            raw.close()
+        assert found.error_code in (ErrorCode.none, ErrorCode.coordinator_not_available), found
+        return f"n{found.node_id}" if found.error_code == ErrorCode.none else None
+
+    return str(wait_for(ask, f"a coordinator of group {group}", WATCH_S))
 
 
 def _seen_down(cluster: LocalCluster, node: str) -> bool:

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from partitions.controller.placement import place
-from partitions.errors import CapacityExceeded, PlacementImpossible
+from partitions.controller.placement import internal_replication_factor, place
+from partitions.errors import CapacityExceeded, PlacementImpossible, TooFewLiveNodes
+from partitions.replicas.cluster_view import ClusterView, encode_meta
+from partitions.replicas.routing import Routing
 from raftlog.storage.partitioner import murmur2, partition_for_key
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
@@ -74,6 +76,49 @@ def test_placement_takes_a_crashed_node_only_when_the_live_ones_are_too_few_and_
         place(["n1", "n2"], 1, 4, standby=["n3"])
     with pytest.raises(PlacementImpossible):
         place([], 1, 1, standby=["n3"])
+
+
+@pytest.mark.parametrize(
+    ("live", "down", "factor"),
+    [
+        (["n1", "n2", "n3"], [], 3),
+        (["n1", "n2", "n3", "n4", "n5"], [], 3),
+        (["n1", "n2"], ["n3"], 3),  # a node killed moments ago takes a replica, as Kafka's fenced broker
+        (["n1", "n2"], ["n3", "n4"], 3),
+        (["n1", "n2"], [], 2),  # a 2-node cluster
+        (["n1"], [], 1),  # a 1-node cluster
+    ],
+)
+def test_an_internal_topic_counts_the_nodes_down_after_a_crash_while_a_majority_is_live(
+    live: list[str], down: list[str], factor: int
+) -> None:
+    assert internal_replication_factor(live, down) == factor
+    for replicas in place(live, 4, factor, standby=down):  # __consumer_groups' 4 partitions
+        assert replicas[0] in live, "a standby node never leads"
+        assert sum(node in live for node in replicas) > factor // 2, f"{replicas}: a majority is live"
+
+
+@pytest.mark.parametrize(("live", "down"), [(["n1"], ["n2", "n3"]), (["n1"], ["n2"])])
+def test_an_internal_topic_is_not_created_while_a_majority_of_its_replicas_would_be_down(
+    live: list[str], down: list[str]
+) -> None:
+    with pytest.raises(TooFewLiveNodes) as refused:
+        internal_replication_factor(live, down)
+    assert (refused.value.live, refused.value.down) == (1, len(down))
+    assert "retry once they are back" in str(refused.value)
+
+
+def test_a_node_that_left_is_not_counted_for_an_internal_topic() -> None:
+    view = ClusterView("n1")
+    for node, state in (("n2", "alive"), ("n3", "dead"), ("n4", "left")):
+        view.update(node, state, 1, encode_meta(f"http://{node}", f"{node}:1", 1, {}, 512))
+    addresses = {n: f"http://{n}" for n in ("n1", "n2", "n3", "n4")}
+    routing = Routing("n1", addresses, view, None, dict)  # type: ignore[arg-type]  # nodes only
+    assert (routing.placeable(), routing.standby()) == (["n1", "n2"], ["n3"])
+    assert internal_replication_factor(routing.placeable(), routing.standby()) == 3
+    view.update("n3", "left", 2, b"")  # its goodbye: gone for placement
+    assert (routing.placeable(), routing.standby()) == (["n1", "n2"], [])
+    assert internal_replication_factor(routing.placeable(), routing.standby()) == 2
 
 
 def test_placement_within_capacity_fills_nodes_up_to_the_limit() -> None:
