@@ -549,8 +549,10 @@ class TransactionTable:
         if row.state is TxnState.ONGOING:
             return self._prepare(command, row)
         if command.bump:  # transaction version 2, as Kafka 4's coordinator answers EndTxn v5
-            if row.state.preparing:  # its epoch is the one the end bumped to: only a retry may ask
-                return ProducerFenced(command.producer_id, command.producer_epoch, row.producer_epoch)
+            if row.state.preparing:  # the last end's markers are being written: asked again once they
+                # are, as Kafka 4 answers a transition still pending before it looks at the epoch
+                # (KAFKA-18464; franz-go aborts an empty transaction right after a commit's answer)
+                return ConcurrentTransactions(row.transactional_id, row.state.value)
             if not command.commit:  # Empty or Complete*: aborting is always allowed (an empty abort)
                 return self._prepare(command, row, added_nothing=True)
             return InvalidTxnState(
