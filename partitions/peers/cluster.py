@@ -5,7 +5,10 @@ partition, the controller or the group's coordinator is elsewhere) the same call
 names, and again on the next hint if that node has moved on, at most ``MAX_HOPS`` times: the node a client
 reached drives its call to the end, no node passes it further on. ``UnknownTopic`` from this node is not
 final while another node leads the controller: a topic created a moment ago may not have reached this
-node yet, so the controller leader is asked (``NoController`` when none is known).
+node yet, so the controller leader is asked (``NoController`` when none is known). A node a hint named that
+cannot be reached (killed a moment ago: nothing was done there) is a leader not known yet: the call is
+tried again while it may wait for one, and the controller's calls end ``NoControllerLeader`` (Kafka's
+NOT_CONTROLLER, which admin clients retry) rather than the peer's failure.
 
 A consumer instance's records are read here, by the node the member called: the group's coordinator
 grants the read and takes the positions back, the batches come straight from each partition's leader
@@ -36,7 +39,13 @@ from partitions.consumers.reader import read_assigned
 from partitions.controller.state import CONTROLLER_GROUP
 from partitions.data.service import DataService, Served
 from partitions.data.share_records import ShareFetched, ShareService
-from partitions.errors import HopLimitExceeded, NoController, NoControllerLeader, UnknownTopic
+from partitions.errors import (
+    HopLimitExceeded,
+    NoController,
+    NoControllerLeader,
+    PeerUnreachable,
+    UnknownTopic,
+)
 from partitions.groups.assignors import TopicPartition
 from partitions.metadata.service import AdminService, MetadataView
 from partitions.peer_ops import routing_of
@@ -62,6 +71,16 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 S = TypeVar("S")
 P = ParamSpec("P")
+
+
+class _LeaderUnreachable(Exception):
+    """The node a leader hint of ``group_id`` named could not be reached (``unreached``): nothing was done
+    there, and its successor may be elected meanwhile."""
+
+    def __init__(self, group_id: str, unreached: PeerUnreachable) -> None:
+        super().__init__(group_id, unreached)
+        self.group_id = group_id
+        self.unreached = unreached
 
 
 def _as_controllers(error: Exception) -> Exception:
@@ -104,6 +123,11 @@ class Router:
                     if said is exc:
                         raise
                     raise said from None
+            except _LeaderUnreachable as gone:
+                if time.monotonic() + LEADER_POLL_S > deadline:
+                    if gone.group_id == CONTROLLER_GROUP:
+                        raise NoControllerLeader(CONTROLLER_GROUP) from gone.unreached
+                    raise gone.unreached from None
             await asyncio.sleep(LEADER_POLL_S)
 
     async def _follow(
@@ -115,6 +139,7 @@ class Router:
     ) -> Served[T]:
         """One try: here, then where the hints point, at most ``MAX_HOPS`` times."""
         target: str | None = None  # None: this node
+        hinted_by = CONTROLLER_GROUP  # the group whose leader ``target`` is said to be
         hops = 0
         while True:
             try:
@@ -124,7 +149,7 @@ class Router:
                 hint = refusal.leader_hint
                 if hint is None or hint == self.node_id or hint == target:
                     raise NoLeader(refusal.group_id) from None
-                next_target = hint
+                next_target, next_group = hint, refusal.group_id
             except UnknownTopic as unknown:
                 if target is not None or topic is None:
                     raise
@@ -133,11 +158,15 @@ class Router:
                     raise NoController(unknown.topic) from None
                 if controller == self.node_id:
                     raise
-                next_target = controller
+                next_target, next_group = controller, CONTROLLER_GROUP
+            except PeerUnreachable as unreached:
+                if target is None or unreached.node_id != target:  # a service's own call failed: its answer
+                    raise
+                raise _LeaderUnreachable(hinted_by, unreached) from None
             hops += 1
             if hops > MAX_HOPS:
                 raise HopLimitExceeded(hops - 1)
-            target = next_target
+            target, hinted_by = next_target, next_group
 
 
 class Routed(Generic[S]):

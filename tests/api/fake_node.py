@@ -733,7 +733,12 @@ class FakeAdmin:
         return self.data.topic(name)
 
     async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, Any]
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        timeout_ms: int | None = None,  # the controller's wait: none in memory
     ) -> TopicMetadata:
         self.data._enter("create_topic")
         self.data._controller_here()
@@ -749,7 +754,9 @@ class FakeAdmin:
             check_capacity(what, held, replica_counts(alive, [replicas]), self.cluster.replicas_max)
         return self.cluster.add_topic(name, partitions, replicas, configs)
 
-    async def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+    async def add_partitions(
+        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+    ) -> TopicMetadata:
         self.data._enter("add_partitions")
         self.data._controller_here()
         meta = self.data.topic(name)
@@ -768,7 +775,7 @@ class FakeAdmin:
                 self.cluster.partitions[(name, p)] = FakePartition(leader=replicas[0], replicas=replicas)
         return grown
 
-    async def delete_topic(self, name: str) -> None:
+    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         self.data._enter("delete_topic")
         self.data._controller_here()
         meta = self.data.topic(name)

@@ -57,8 +57,10 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
     cleaner = info["cleaner"]
     assert all(v["complete"] for v in cleaner["final_read_after_cleaning"].values()), cleaner
     assert cleaner["after_heal"]["cleaned"], cleaner["after_heal"]
+    # a node's counter starts again at 0 when a fault restarts it, and its log may be cleaned already
+    # (on a loaded machine, the node killed last removed nothing after its restart): the cluster's sum
     removed = [m["raftlog_cleaner_records_removed_total"] for m in cleaner["after_read"].values()]
-    assert all(n > 0 for n in removed), f"every node's cleaner removed records during the run: {removed}"
+    assert sum(removed) > 0, f"the cleaners removed no record during the run: {removed}"
     assert all(m.get("raftlog_cleaner_failures_total") == 0 for m in cleaner["after_read"].values())
 
     history = read_history(run_dir / "history.jsonl")

@@ -8,7 +8,13 @@ from __future__ import annotations
 import pytest
 
 from partitions.controller.state import CONTROLLER_GROUP
-from partitions.errors import HopLimitExceeded, NoController, NoControllerLeader, UnknownTopic
+from partitions.errors import (
+    HopLimitExceeded,
+    NoController,
+    NoControllerLeader,
+    PeerUnreachable,
+    UnknownTopic,
+)
 from partitions.peers.cluster import MAX_HOPS, Router
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.errors import DiskFull
@@ -170,3 +176,49 @@ async def test_no_controller_leader_is_said_by_its_type_after_the_wait() -> None
     with pytest.raises(NoLeader) as raised:
         await run({"n1": Service("n1", NotLeader("orders-0.3", None))})
     assert not isinstance(raised.value, NoControllerLeader)
+
+
+class Killed(Service):
+    """A node killed a moment ago: its name is in the others' hints, its port refuses (nothing is done)."""
+
+    async def whoami(self) -> str:
+        self.calls += 1
+        raise PeerUnreachable(self.name, "whoami: connection refused")
+
+
+async def test_a_controller_leader_that_cannot_be_reached_is_a_leader_not_known_yet() -> None:
+    """This node still names the controller leader it last knew, now killed: the call is tried again
+    while it may wait, and ends NoControllerLeader (Kafka's NOT_CONTROLLER, retried by admin clients),
+    not the peer's failure (REQUEST_TIMED_OUT, which ends librdkafka's CreateTopics)."""
+    nodes = {"n1": Service("n1", NotLeader(CONTROLLER_GROUP, "n3")), "n3": Killed("n3")}
+    with pytest.raises(NoControllerLeader):
+        await run(nodes, leader_wait_s=0.2)
+    assert nodes["n3"].calls > 1  # asked again meanwhile
+
+
+async def test_a_successor_elected_meanwhile_serves_the_call() -> None:
+    """The hint moves on from the killed node to its successor while the call waits: served there."""
+    killed = Killed("n3")
+
+    class Electing(Service):
+        async def whoami(self) -> str:
+            self.calls += 1
+            raise NotLeader("g", "n2" if killed.calls else "n3")
+
+    nodes = {"n1": Electing("n1"), "n2": Service("n2"), "n3": killed}
+    assert await run(nodes, leader_wait_s=5.0) == ("n2", "n2")
+    assert killed.calls == 1
+
+
+async def test_an_unreachable_leader_of_a_partition_is_the_peers_failure_once_the_wait_is_over() -> None:
+    nodes = {"n1": Service("n1", NotLeader("topic-0", "n3")), "n3": Killed("n3")}
+    with pytest.raises(PeerUnreachable):
+        await run(nodes)
+
+
+async def test_a_failure_a_reached_node_answered_about_another_node_is_its_answer() -> None:
+    """n2 was reached and answered that n4 could not be: not n2 unreachable, no retry."""
+    nodes = {"n1": Service("n1", NotLeader("g", "n2")), "n2": Service("n2", PeerUnreachable("n4", "x"))}
+    with pytest.raises(PeerUnreachable) as raised:
+        await run(nodes, leader_wait_s=1.0)
+    assert raised.value.node_id == "n4" and nodes["n2"].calls == 1
