@@ -1,0 +1,110 @@
+"""Where a command's CPU goes, by kind of process: runs COMMAND (e.g. the suite, `.ci/run`'s pytest line)
+while sampling every process of the machine each second (``/proc``), and prints the CPU seconds that
+processes started meanwhile spent, grouped as node processes, ``raftlog`` commands, JVMs (Kafka, Spark,
+the Java clients), browsers, test workers and the rest, with how many of each started.
+
+    python scripts/suite_cpu.py [--json FILE] -- .venv/bin/python -m pytest -q -n 2 --dist loadfile tests/x
+
+A process's CPU is its last sample's: what a process spent after the last sample before it ended is not
+counted (at most a second of each). Processes that were running before the command started are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+SAMPLE_S = 1.0
+TICKS = os.sysconf("SC_CLK_TCK")
+KINDS = (  # (kind, a word of its command line), first match wins
+    ("node", "raftlog_node"),
+    ("raftlog dev", "raftlog_cli dev"),
+    ("raftlog command", "raftlog_cli"),
+    ("fault harness", "-m jepsen"),
+    ("JVM", "java"),
+    ("browser", "chromium"),
+    ("test worker", "pytest"),
+    ("go", "kgo.test"),
+)
+
+
+def kind_of(command: str) -> str:
+    for kind, word in KINDS:
+        if word in command:
+            return kind
+    first = command.split(" ", 1)[0]
+    return first.rsplit("/", 1)[-1] or "?"
+
+
+def _boot_ticks() -> int:
+    """Now, in the clock ticks since boot that /proc/PID/stat's start time counts."""
+    with open("/proc/uptime", encoding="ascii") as f:
+        return int(float(f.read().split()[0]) * TICKS)
+
+
+def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
+    """Each process started after ``since`` (ticks since boot): its command line and CPU seconds so far."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            started = int(fields[19])
+            if started < since:
+                continue
+            cpu = (int(fields[11]) + int(fields[12])) / TICKS
+            key = (int(name), started)
+            if key not in seen:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                if not command:  # a kernel thread, or a process already gone
+                    continue
+                seen[key] = [command, cpu]
+            else:
+                seen[key][1] = cpu
+        except (OSError, IndexError, ValueError):
+            continue
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="write every process's command line and CPU seconds there")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
+    args = parser.parse_args(argv)
+    command = [word for word in args.command if word != "--"] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("name the command to run after --")
+    since = _boot_ticks()
+    began = time.monotonic()
+    running = subprocess.Popen(command)
+    seen: dict[tuple[int, int], list[object]] = {}
+    while running.poll() is None:
+        sample(seen, since)
+        time.sleep(SAMPLE_S)
+    wall = time.monotonic() - began
+    totals: dict[str, float] = collections.defaultdict(float)
+    counts: collections.Counter[str] = collections.Counter()
+    for command_line, cpu in seen.values():
+        kind = kind_of(str(command_line))
+        totals[kind] += float(str(cpu))
+        counts[kind] += 1
+    spent = sum(totals.values())
+    print(f"\n{' '.join(command)}: exit {running.returncode}, {wall:.0f} s, {spent:.0f} CPU seconds sampled")
+    print(f"{'kind':<18} {'processes':>9} {'CPU s':>8} {'share':>6}")
+    for kind, cpu in sorted(totals.items(), key=lambda item: -item[1]):
+        print(f"{kind:<18} {counts[kind]:>9} {cpu:>8.0f} {cpu / spent:>6.0%}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump([{"command": c, "cpu_s": cpu} for c, cpu in seen.values()], f, indent=0)
+    return running.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
