@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import code_of, group_coordinator_code
 from kafka_api.group_apis import DESCRIBE, GROUP, READ, coordinator_of
 from kafka_api.metadata import kafka_topic_id
 from partitions.errors import InvalidName, UnknownTopic
@@ -113,8 +113,8 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         answer = await door.coordinator.consumer.heartbeat(body.group_id, hb)
     except InvalidName as exc:
         return refused(ErrorCode.invalid_group_id, str(exc))
-    except Exception as exc:  # every error is the heartbeat's answer (kafka_api.errors)
-        return refused(code_of(exc), str(exc))
+    except Exception as exc:  # every error is the heartbeat's answer, a failed write as a coordinator's
+        return refused(group_coordinator_code(exc), str(exc))
     assignment = None
     if answer.assignment is not None:
         assignment_cls = wire.sibling(cls, "Assignment")

@@ -146,3 +146,20 @@ def code_of(error: BaseException) -> ErrorCode:
     else:
         log.exception("Kafka: unexpected error", exc_info=error)
     return ErrorCode.unknown_server_error
+
+
+def group_coordinator_code(error: BaseException) -> ErrorCode:
+    """The code of a group API whose group record was not written (in its ``__consumer_groups``
+    partition), as Kafka's coordinator answers an append to its offsets partition that failed: leadership lost
+    NOT_COORDINATOR, no leader yet COORDINATOR_LOAD_IN_PROGRESS, not written in time
+    COORDINATOR_NOT_AVAILABLE, each retried by every group client (a leader's code would end a commit)."""
+    if isinstance(error, (consensus.NotLeader, consensus.ProposalDiscarded, consensus.GroupClosed)):
+        return ErrorCode.not_coordinator
+    if isinstance(error, (consensus.NoLeader, broker.ReplicaRecovering)):
+        return ErrorCode.coordinator_load_in_progress
+    if isinstance(
+        error,
+        (consensus.OutcomeUnknown, consensus.ProposalQueueFull, broker.PeerError, storage.StorageUnavailable),
+    ):
+        return ErrorCode.coordinator_not_available
+    return code_of(error)

@@ -41,13 +41,13 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import code_of, group_coordinator_code
 from kafka_api.share_state import share_offsets
 from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
 from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
-from partitions.errors import InvalidName, PeerError, ReplicaRecovering
+from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic_members import GroupRefusal, MemberIdRequired
 from partitions.groups.consumer_protocol import encode_assignment, encode_subscription
@@ -61,16 +61,7 @@ from partitions.groups.errors import (
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
-from raftlog.consensus.errors import (
-    GroupClosed,
-    NoLeader,
-    NotLeader,
-    OutcomeUnknown,
-    ProposalDiscarded,
-    ProposalQueueFull,
-)
 from raftlog.errors import RaftlogError
-from raftlog.storage.errors import StorageUnavailable
 
 GROUP_KEY = 0
 CONSUMER_COMMIT_REFUSALS = (UnknownMember, StaleMemberEpoch, ConsumerProtocolVersion)
@@ -108,20 +99,6 @@ def _coordinating(door: Door, group: str) -> None:
     if coordinator_of(door, group) != door.node.node_id:
         door.groups.drop(group)
         raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")
-
-
-def _coordinator_code(error: BaseException) -> ErrorCode:
-    """The code of a failure to write the group's own record (in its ``__consumer_groups`` partition), as
-    Kafka's coordinator answers an append to its offsets partition that failed: leadership lost
-    NOT_COORDINATOR, no leader yet COORDINATOR_LOAD_IN_PROGRESS, not written in time
-    COORDINATOR_NOT_AVAILABLE, each retried by every group client (a leader's code would end a commit)."""
-    if isinstance(error, (NotLeader, ProposalDiscarded, GroupClosed)):
-        return ErrorCode.not_coordinator
-    if isinstance(error, (NoLeader, ReplicaRecovering)):
-        return LOAD_IN_PROGRESS
-    if isinstance(error, (OutcomeUnknown, ProposalQueueFull, PeerError, StorageUnavailable)):
-        return ErrorCode.coordinator_not_available
-    return code_of(error)
 
 
 # codes a partition's offset store may raise that Kafka never answers a commit (a group client ends the
@@ -243,6 +220,8 @@ async def join_group(door: Door, request: wire.Request) -> Any:
         return answer(ErrorCode(required.code), required.member_id)
     except GroupRefusal as refusal:
         return answer(ErrorCode(refusal.code), body.member_id)
+    except RaftlogError as exc:  # the group's record not written (its partition's leader moved...)
+        return answer(group_coordinator_code(exc), body.member_id)
     group = door.groups.groups.get(body.group_id)
     instances = {m.member_id: m.instance_id for m in group.members.values()} if group else {}
     members = tuple(
@@ -281,6 +260,8 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
         code = ErrorCode.none
     except GroupRefusal as refusal:
         assignment, code = b"", ErrorCode(refusal.code)
+    except RaftlogError as exc:  # the group's record not written
+        assignment, code = b"", group_coordinator_code(exc)
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,
@@ -306,6 +287,8 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
         )
     except GroupRefusal as refusal:
         code = ErrorCode(refusal.code)
+    except RaftlogError as exc:  # the group's record not written
+        code = group_coordinator_code(exc)
     return wire.build(
         wire.response_class(request.api_key, request.api_version),
         throttle_time=wire.NO_THROTTLE,
@@ -328,6 +311,9 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
         answers = [ErrorCode(answer) for answer in door.groups.leave(body.group_id, leaving, _now_ms())]
     except GroupRefusal as refusal:
         code = ErrorCode(refusal.code)
+        answers = [code] * len(leaving)
+    except RaftlogError as exc:  # the group's record not written
+        code = group_coordinator_code(exc)
         answers = [code] * len(leaving)
     if not hasattr(body, "members"):
         return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=answers[0])
@@ -365,7 +351,7 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
         refusal = code_of(exc)
     except RaftlogError as exc:  # the group's record not written: every partition's answer
-        refusal = _coordinator_code(exc)
+        refusal = group_coordinator_code(exc)
     offsets = door.node.cluster.offsets
 
     async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> object:
@@ -724,7 +710,7 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
                 await share_offsets(door).forget_group(name)  # its records' state in each partition
             await door.node.local.groups.delete_group(name)
         except Exception as exc:  # every error is this group's answer (kafka_api.errors)
-            return _coordinator_code(exc)
+            return group_coordinator_code(exc)
         return ErrorCode.none
 
     results = [

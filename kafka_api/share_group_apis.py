@@ -30,7 +30,7 @@ from kafka_api.consumer_group_apis import (
     _topic_ids,
 )
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import code_of, group_coordinator_code
 from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
 from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
 from partitions.data.share_records import ShareFetched
@@ -92,8 +92,8 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
             body.group_id, body.member_id, int(body.member_epoch), subscribed, body.rack_id,
             request.client_id or "", f"/{door.session.host}" if door.session.host else "",
         )  # fmt: skip
-    except Exception as exc:  # every error is the heartbeat's answer (kafka_api.errors)
-        return refused(code_of(exc), str(exc))
+    except Exception as exc:  # every error is the heartbeat's answer, a failed write as a coordinator's
+        return refused(group_coordinator_code(exc), str(exc))
     assignment = None
     if answer.assignment is not None:
         entry_cls = wire.sibling(cls, "TopicPartitions")

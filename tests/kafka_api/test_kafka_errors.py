@@ -80,3 +80,54 @@ def test_a_transaction_coordinator_s_write_not_answered_in_time_is_a_coordinator
     )
     assert coordinator_code(ProposalDiscarded("__transactions-0.1"), end_txn) is ErrorCode.not_coordinator
     assert coordinator_code(NotLeader("__transactions-0.1", None), end_txn) is ErrorCode.not_coordinator
+
+
+def test_a_group_api_whose_record_was_not_written_answers_a_coordinators_code() -> None:
+    """As Kafka's group coordinator turns a failed append to its offsets partition into a code every group
+    client retries: a proposal a new leader discarded (franz-go got NOT_LEADER_FOR_PARTITION to a join,
+    and gave the member up), leadership lost, no leader yet, not written in time."""
+    from kafka_api.errors import code_of, group_coordinator_code
+    from partitions.groups.errors import UnknownMember
+    from raftlog.consensus.errors import OutcomeUnknown, ProposalDiscarded
+
+    group = "__consumer_groups-2.22"
+    assert group_coordinator_code(ProposalDiscarded(group)) is ErrorCode.not_coordinator
+    assert group_coordinator_code(NotLeader(group, "n2")) is ErrorCode.not_coordinator
+    assert group_coordinator_code(NoLeader(group)) is ErrorCode.coordinator_load_in_progress
+    unanswered = OutcomeUnknown(group, "not answered")
+    assert group_coordinator_code(unanswered) is ErrorCode.coordinator_not_available
+    assert group_coordinator_code(UnknownMember("g", "m")) is code_of(UnknownMember("g", "m"))
+
+
+def test_a_consumer_group_heartbeat_whose_write_a_new_leader_discarded_is_not_coordinator() -> None:
+    """The KIP-848 heartbeat through the Kafka door: the member's client looks its coordinator up again
+    (NOT_COORDINATOR), where NOT_LEADER_OR_FOLLOWER ended franz-go's group session."""
+    import asyncio
+    import datetime
+    from types import SimpleNamespace
+
+    from kafka_api import wire
+    from kafka_api.consumer_group_apis import consumer_group_heartbeat
+    from raftlog.consensus.errors import ProposalDiscarded
+
+    async def discarded(group: str, heartbeat: object) -> object:
+        raise ProposalDiscarded("__consumer_groups-2.22")
+
+    async def nothing() -> None:
+        return None
+
+    consumer = SimpleNamespace(timeouts=lambda _group: (45_000, 5_000), heartbeat=discarded)
+    door = SimpleNamespace(
+        allows=lambda *_: True,
+        coordinator_of=lambda *_: "n1",
+        node=SimpleNamespace(node_id="n1"),
+        session=SimpleNamespace(host="127.0.0.1"),
+        coordinator=SimpleNamespace(consumer=consumer, ensure_topic=nothing),
+    )
+    body = SimpleNamespace(
+        group_id="g", member_id="m", member_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout=datetime.timedelta(seconds=30), subscribed_topic_names=("t",),
+        server_assignor=None, topic_partitions=None, subscribed_topic_regex=None,
+    )  # fmt: skip
+    answer = asyncio.run(consumer_group_heartbeat(door, wire.Request(68, 0, 1, "test", body)))  # type: ignore[arg-type]
+    assert answer.error_code is ErrorCode.not_coordinator, answer
