@@ -30,6 +30,8 @@ KINDS = (  # (kind, a word of its command line), first match wins
     ("JVM", "java"),
     ("browser", "chromium"),
     ("test worker", "pytest"),
+    ("test worker", "exec(eval(sys.stdin.readline()))"),  # a pytest-xdist worker (execnet)
+    ("Spark's Python", "pyspark"),
     ("go", "kgo.test"),
 )
 

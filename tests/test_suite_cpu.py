@@ -37,4 +37,5 @@ def test_the_kinds_of_the_suites_processes() -> None:
     assert suite_cpu.kind_of("/x/.venv/bin/python -m raftlog_cli dev --nodes 3") == "raftlog dev"
     assert suite_cpu.kind_of("/x/.venv/bin/python -m raftlog_cli topic list") == "raftlog command"
     assert suite_cpu.kind_of("/usr/lib/jvm/bin/java -cp kafka.jar kafka.Kafka") == "JVM"
+    assert suite_cpu.kind_of("/x/python -u -c import sys;exec(eval(sys.stdin.readline()))") == "test worker"
     assert suite_cpu.kind_of("/usr/bin/make test") == "make"
