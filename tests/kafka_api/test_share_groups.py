@@ -29,13 +29,13 @@ from kafka_api.apis import APIS
 from kafka_api.share_group_apis import share_group_heartbeat
 from partitions.errors import UnknownTopic
 from partitions.groups.share_coordinator import ShareGroupCoordinator
-from partitions.groups.state import Group, GroupTable, ShareGroupRecord, encode
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.share import ACCEPT, REJECT, RELEASE, Acknowledged, ShareConsumer, ShareRecord
+from tests.partitions.groups.share_table import ShareTable
 from tests.waiting import wait_for
 
 
@@ -355,35 +355,11 @@ def test_an_http_share_member_naming_no_reset_starts_where_the_groups_config_say
     asyncio.run(run())
 
 
-class _OnePartition:
-    """The group table of one coordinator partition led here (``ShareRecords``), without a node."""
-
-    def __init__(self) -> None:
-        self.table = GroupTable()
-
-    def recorded_group(self, name: str) -> tuple[int, Group | None]:
-        return 1, self.table.groups.get(name)
-
-    def live(self, group: str) -> None:
-        return None
-
-    def partition_count(self, topic: str) -> int:
-        return 1
-
-    def share_groups(self, group: str) -> int:
-        return self.table.share_groups()
-
-    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
-        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0, groups_max)))
-        if isinstance(result, Exception):
-            raise result
-
-
 def test_a_share_group_heartbeat_past_the_bound_of_share_groups_is_refused_naming_it() -> None:
     """The Kafka door's answer to a join creating one share group past ``--group-share-max-groups``:
     GROUP_MAX_SIZE_REACHED (the code Kafka's share consumer fails on with the message), the message
     naming the bound (the rule's own tests: ``tests/partitions/groups/test_share_coordinator.py``)."""
-    share = ShareGroupCoordinator(_OnePartition(), lambda: 0, groups_max=1)
+    share = ShareGroupCoordinator(ShareTable({"t": 1}), lambda: 0, groups_max=1)
     door = SimpleNamespace(
         allows=lambda *_: True,
         cluster_id="c",

@@ -27,7 +27,6 @@ from partitions.groups.state import (
     SHARE_PROTOCOL_TYPE,
     Committed,
     Forget,
-    Group,
     GroupTable,
     Join,
     Member,
@@ -35,29 +34,9 @@ from partitions.groups.state import (
     decode,
     encode,
 )
+from tests.partitions.groups.share_table import ShareTable
 
-
-class Table:
-    def __init__(self) -> None:
-        self.table = GroupTable()
-        self.term = 1
-
-    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
-        return self.term, self.table.groups.get(name)
-
-    def live(self, group: str) -> None:
-        return None
-
-    def partition_count(self, topic: str) -> int:
-        return {"t": 2, "u": 1}.get(topic, 0)
-
-    def share_groups(self, group: str) -> int:
-        return self.table.share_groups()
-
-    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
-        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0, groups_max)))
-        if isinstance(result, Exception):
-            raise result
+TOPICS = {"t": 2, "u": 1}  # the topics the groups read, by their partition counts
 
 
 class Clock:
@@ -72,7 +51,7 @@ def run(coroutine):  # type: ignore[no-untyped-def]
 
 
 def test_members_join_get_every_subscribed_partition_and_leave() -> None:
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     share = ShareGroupCoordinator(table, clock)
     a = run(share.heartbeat("g", "a", 0, ("t",)))
     assert (a.member_epoch, a.assignment) == (1, frozenset({TP("t", 0), TP("t", 1)}))
@@ -95,7 +74,7 @@ def test_members_join_get_every_subscribed_partition_and_leave() -> None:
 
 
 def test_a_silent_member_is_removed_after_its_session() -> None:
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     share = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
     run(share.heartbeat("g", "a", 0, ("t",)))
     clock.now = 1_001
@@ -104,7 +83,7 @@ def test_a_silent_member_is_removed_after_its_session() -> None:
 
 
 def test_a_coordinator_taking_over_lists_the_group_and_goes_on_from_its_epoch() -> None:
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     first = ShareGroupCoordinator(table, clock)
     run(first.heartbeat("g", "a", 0, ("t",)))
     run(first.heartbeat("g", "b", 0, ("t",)))
@@ -119,7 +98,7 @@ def test_a_coordinator_taking_over_lists_the_group_and_goes_on_from_its_epoch() 
 
 
 def test_one_group_one_protocol() -> None:
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     member = Member("i", "binary", "earliest", 10_000, 0, ())
     table.table.apply(encode(Join("http", member, "range", 10)))
     share = ShareGroupCoordinator(table, clock)
@@ -144,7 +123,7 @@ def test_the_share_group_record_round_trips_never_goes_back_and_keeps_the_snapsh
 
 
 def test_a_consumer_protocol_member_may_not_join_a_share_group() -> None:
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     run(ShareGroupCoordinator(table, clock).heartbeat("g", "a", 0, ("t",)))
     consumers = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
     hb = Heartbeat(member_id="", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=1_000,
@@ -156,7 +135,7 @@ def test_a_consumer_protocol_member_may_not_join_a_share_group() -> None:
 def test_an_http_member_heartbeats_in_the_epoch_it_was_given_and_its_door_is_kept() -> None:
     """Epoch None (the HTTP door's every call): the member's own epoch, the group's new one once it moved
     on; an id that is no member (it left, or never joined) is UnknownMember, never a join."""
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     share = ShareGroupCoordinator(table, clock)
     run(share.heartbeat("g", "h", 0, ("t",), door="http"))
     run(share.heartbeat("g", "k", 0, ("u",)))  # a Kafka member moves the group to epoch 2
@@ -179,7 +158,7 @@ def test_a_share_group_past_the_bound_is_refused_on_both_sides_of_the_log() -> N
     place. Records of groups proposed at once (each passed the coordinator's count) are counted again
     when applied, so every replica refuses the same one; a record of the release before counts no
     bound, and a group of another protocol becoming a share group counts as a new one."""
-    table, clock = Table(), Clock()
+    table, clock = ShareTable(TOPICS), Clock()
     share = ShareGroupCoordinator(table, clock, groups_max=3)
     for name in ("g0", "g1", "g2"):
         run(share.heartbeat(name, "a", 0, ("t",)))

@@ -1,0 +1,30 @@
+"""An in-memory ``__consumer_groups`` partition for a share group coordinator's tests: the replicated group
+table applied at once, the topics' partition counts as given."""
+
+from __future__ import annotations
+
+from partitions.groups.state import Group, GroupTable, ShareGroupRecord, encode
+
+
+class ShareTable:
+    def __init__(self, partitions: dict[str, int]) -> None:
+        self.table = GroupTable()
+        self.term = 1
+        self._partitions = partitions
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
+        return self.term, self.table.groups.get(name)
+
+    def live(self, group: str) -> None:
+        return None
+
+    def partition_count(self, topic: str) -> int:
+        return self._partitions.get(topic, 0)
+
+    def share_groups(self, group: str) -> int:
+        return self.table.share_groups()
+
+    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
+        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0, groups_max)))
+        if isinstance(result, Exception):
+            raise result
