@@ -17,7 +17,8 @@ from partitions.groups.errors import GroupNotEmpty, UnknownGroup
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.share_offsets import ShareOffsets
 from partitions.groups.share_partition import ShareOffset
-from tests.partitions.groups.test_share_coordinator import Clock, Table
+from tests.partitions.groups.share_table import ShareTable
+from tests.partitions.groups.test_share_coordinator import Clock
 
 TOPICS = {"t": 2, "u": 1, "__consumer_groups": 4}
 
@@ -52,7 +53,7 @@ class Partitions:
 
 
 def _offsets() -> tuple[ShareOffsets, ShareGroupCoordinator, Partitions]:
-    share = ShareGroupCoordinator(Table(), Clock())
+    share = ShareGroupCoordinator(ShareTable({"t": 2, "u": 1}), Clock())
     partitions = Partitions()
     return ShareOffsets(share, partitions, lambda: TOPICS), share, partitions
 
@@ -94,7 +95,7 @@ def test_offsets_move_and_go_only_while_the_group_has_no_member() -> None:
 
 
 def test_a_deleted_share_group_is_gone_from_its_coordinator() -> None:
-    table = Table()
+    table = ShareTable({"t": 2, "u": 1})
     share = ShareGroupCoordinator(table, Clock())
 
     async def scenario() -> None:
