@@ -8,10 +8,10 @@ runs on this node's own coordinator (``TransactionService``, ``partitions/transa
 does not coordinate the id answers NOT_COORDINATOR and the client looks it up again, one that leads but has
 not caught up with its partition COORDINATOR_LOAD_IN_PROGRESS.
 
-Versions are the clients' (Kafka 4.1's Java client without transaction version 2, which raftlog does not
-advertise, and librdkafka 2.16): AddPartitionsToTxn 0-3 (v4+ is the brokers' own, KIP-890: a partition's
-leader here asks its coordinator with ``TransactionService.verify_partition``), EndTxn 0-4 (v5 bumps the
-epoch at every end, KIP-890's second part). A producer fenced by a newer epoch is told PRODUCER_FENCED from
+Versions are the clients' (Kafka 4.1's Java client, with transaction version 2 once the cluster finalizes
+it, and librdkafka 2.16; ``apis.py`` lists them): AddPartitionsToTxn 0-3 (v4+ is the brokers' own, KIP-890:
+a partition's leader here asks its coordinator with ``TransactionService.verify_partition``), EndTxn 0-5
+(v5, KIP-890's second part, bumps the epoch at every end, an empty abort's too). A producer fenced by a newer epoch is told PRODUCER_FENCED from
 the versions that know it (InitProducerId v4, the others v2), INVALID_PRODUCER_EPOCH before.
 
 With ``serve --enforce-acls`` each API checks what Kafka's does: WRITE on the transactional id for
