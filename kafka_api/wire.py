@@ -188,8 +188,15 @@ def encode(correlation_id: int, response: Any) -> list[bytes | bytearray | memor
 def build(cls: type[T], **values: Any) -> T:
     """An entity of ``cls`` from the values its version has: a value for a field another version of the
     API has is left out, so one handler serves every version."""
-    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    names = _field_names(cls)
     return cls(**{name: value for name, value in values.items() if name in names})
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    """The fields of an entity class (of a bounded set: kio's schema classes), asked once per class: every
+    answer and every part of one is built with ``build``."""
+    return frozenset(f.name for f in fields(cls))
 
 
 def sibling(cls: type, name: str, missing_ok: bool = False) -> Any:
