@@ -170,7 +170,8 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
         since = load.tally.progress()
         wait_for(lambda: progressed(load, since), "load at the new feature level", timeout_s=90)
         load.stop()
-        assert healthy(http[0])
+        # a replica the load's last writes left behind on a loaded machine is briefly under-replicated
+        wait_for(lambda: healthy(http[0]), "the cluster healthy once the load stopped", timeout_s=90)
         counted = check(load, http[0])
         retried = dict(load.tally.retried)
         print(f"rolling upgrade {PREVIOUS} -> {raftlog.version()}: {counted}; retried: {retried}")
