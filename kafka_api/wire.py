@@ -192,11 +192,16 @@ def build(cls: type[T], **values: Any) -> T:
     return cls(**{name: value for name, value in values.items() if name in names})
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, frozenset[str]] = {}  # per entity class, of a bounded set: kio's schema classes
+
+
 def _field_names(cls: type) -> frozenset[str]:
-    """The fields of an entity class (of a bounded set: kio's schema classes), asked once per class: every
-    answer and every part of one is built with ``build``."""
-    return frozenset(f.name for f in fields(cls))
+    """The fields of an entity class, read once per class: every answer and every part of one is built
+    with ``build``."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return names
 
 
 def sibling(cls: type, name: str, missing_ok: bool = False) -> Any:
