@@ -259,7 +259,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "DELETE", _MEMBER, leave, "leaveShareGroup",
         "Leave a share group; what the member holds is delivered again", "client",
-        ok_status=204, errors=(404, 504), write=True,
+        ok_status=204, errors=(404, 409, 504), write=True,  # 409: as its heartbeat (another protocol's group)
         access=needs(access.group(READ)),
     ),
     Operation(
